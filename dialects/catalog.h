@@ -1,0 +1,155 @@
+/*===- catalog.h - the pt2 op catalog, as C data --------------------------===*
+ *
+ * Internal to libpt2.  The rows live in catalog.def; this header turns them
+ * into an enum and a table, and declares the shape/dtype rules (meta.c),
+ * attribute access and the IRDL dialect loader (dialect.c).
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_DIALECTS_CATALOG_H
+#define PT2_DIALECTS_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "pt2.h"
+
+typedef enum Pt2OpId {
+#define PT2_OP(ID, ...) PT2_OP_##ID,
+#include "catalog.def"
+#undef PT2_OP
+    PT2_OP_COUNT
+} Pt2OpId;
+
+typedef enum Pt2MetaKind {
+    META_UNARY,
+    META_BROADCAST,
+    META_REDUCE,
+    META_ARGREDUCE,
+    META_DIM_SAME,
+    META_NORM,
+    META_MATMUL,
+    META_LINEAR,
+    META_ADDMM,
+    META_EINSUM,
+    META_CONV2D,
+    META_POOL2D,
+    META_ADAPTIVE_POOL2D,
+    META_RESHAPE,
+    META_PERMUTE,
+    META_EXPAND,
+    META_SLICE,
+    META_SELECT,
+    META_INDEX_SELECT,
+    META_GATHER,
+    META_CAT,
+    META_PAD,
+    META_REPEAT,
+    META_FLIP,
+    META_SORT,
+    META_TOPK,
+    META_CONSTANT,
+    META_FULL,
+    META_ARANGE,
+    META_EYE,
+} Pt2MetaKind;
+
+typedef enum Pt2DTypeRule { SAME, FLOAT, BOOL, I64, ATTR, FIRST, VALUES_I64 } Pt2DTypeRule;
+
+/* Operand element types an op accepts, as a bit set over Pt2DType. */
+#define PT2_DT_BIT(dt) (1u << (dt))
+#define ACCEPT_FLT (PT2_DT_BIT(PT2_F32) | PT2_DT_BIT(PT2_F16) | PT2_DT_BIT(PT2_BF16) | PT2_DT_BIT(PT2_F64))
+#define ACCEPT_INT (PT2_DT_BIT(PT2_I64) | PT2_DT_BIT(PT2_I32) | PT2_DT_BIT(PT2_I8) | PT2_DT_BIT(PT2_BOOL))
+#define ACCEPT_NUM (ACCEPT_FLT | (ACCEPT_INT & ~PT2_DT_BIT(PT2_BOOL)))
+#define ACCEPT_ANY (ACCEPT_FLT | ACCEPT_INT)
+
+typedef struct Pt2OpInfo {
+    Pt2OpId id;
+    const char *name;      /* without the "pt2." prefix */
+    const char *full_name; /* "pt2.<name>" */
+    int n_operands;        /* -1: variadic */
+    int n_results;         /* -1: variadic */
+    Pt2MetaKind meta;
+    Pt2DTypeRule dtype_rule;
+    unsigned accepts;
+    bool composite;
+    const char *attrs;
+    const char *torch;
+    const char *summary;
+} Pt2OpInfo;
+
+const Pt2OpInfo *pt2_op_info(Pt2OpId id);
+/* By name, with or without "pt2."; NULL if unknown. */
+const Pt2OpInfo *pt2_op_lookup(const char *name, size_t len);
+/* The catalog row of an MLIR operation, or NULL if it is not a pt2 op. */
+const Pt2OpInfo *pt2_op_of(MlirOperation op);
+
+/*--- Tensor types -----------------------------------------------------------*/
+
+typedef struct Pt2TensorType {
+    Pt2DType dtype;
+    int rank;
+    int64_t sizes[PT2_MAX_RANK];
+} Pt2TensorType;
+
+bool pt2_dtype_is_float(Pt2DType dt);
+bool pt2_dtype_is_int(Pt2DType dt); /* true for bool too */
+MlirType pt2_dtype_to_mlir(MlirContext ctx, Pt2DType dt);
+Pt2DType pt2_dtype_from_mlir(MlirType t);
+MlirType pt2_tensor_type_to_mlir(MlirContext ctx, const Pt2TensorType *t);
+/* 0 on success; fails for non-tensors, dynamic sizes, unsupported elements. */
+int pt2_tensor_type_from_mlir(MlirType t, Pt2TensorType *out);
+int64_t pt2_tensor_numel(const Pt2TensorType *t);
+/* PyTorch's promote_types. */
+Pt2DType pt2_promote_types(Pt2DType a, Pt2DType b);
+
+/*--- Attributes ----------------------------------------------------------------*/
+
+/* Attributes of one op instance: a dictionary attribute (null = none). */
+typedef struct Pt2Attrs {
+    MlirAttribute dict;
+} Pt2Attrs;
+
+Pt2Attrs pt2_attrs_of_op(MlirOperation op);
+MlirAttribute pt2_attr_get(Pt2Attrs a, const char *name);
+/* Typed getters: return 1 if present, 0 if absent; -1 if of the wrong type. */
+int pt2_attr_i64(Pt2Attrs a, const char *name, int64_t *out);
+int pt2_attr_f64(Pt2Attrs a, const char *name, double *out);
+int pt2_attr_bool(Pt2Attrs a, const char *name, bool *out);
+int pt2_attr_i64s(Pt2Attrs a, const char *name, int64_t *out, int max, int *out_n);
+int pt2_attr_str(Pt2Attrs a, const char *name, char *out, size_t cap);
+int pt2_attr_dtype(Pt2Attrs a, const char *name, Pt2DType *out);
+
+/* Checks attributes against the op's spec and returns a dictionary with the
+ * defaults filled in (in `*out`).  Returns 0, or -1 with a message. */
+int pt2_attrs_complete(const Pt2OpInfo *info, MlirContext ctx, Pt2Attrs given, Pt2Attrs *out,
+                       char *err, size_t errlen);
+
+/* dim in [-rank, rank) → [0, rank); -1 if out of range (rank 0 allows -1 and 0). */
+int pt2_norm_dim(int64_t dim, int rank);
+
+/*--- Shape and dtype rules (meta.c) ----------------------------------------------*/
+
+/* Infers result types from operand types and (completed) attributes.
+ * Returns the number of results, or -1 with a message in err. */
+int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_operands,
+                   Pt2Attrs attrs, Pt2TensorType *out, int max_out, char *err, size_t errlen);
+
+/*--- The dialect (dialect.c) ------------------------------------------------------*/
+
+/* Registers the pt2 dialect (from the generated IRDL) in ctx; 0 on success. */
+int pt2_dialect_load(MlirContext ctx);
+
+/*--- Shared internals ------------------------------------------------------------*/
+
+/* The op printed as text (malloc'ed), with or without locations. */
+char *pt2_operation_to_text(MlirOperation op, bool debug_info);
+MlirModule pt2_graph_module(Pt2Graph *g);
+Pt2Context *pt2_graph_context(Pt2Graph *g);
+
+/*--- Errors (shared by libpt2) ----------------------------------------------------*/
+
+void pt2_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* PT2_DIALECTS_CATALOG_H */

@@ -1,0 +1,289 @@
+/*===- dialect.c - the pt2 dialect: IRDL from the catalog, and its verifier ===*
+ *
+ * pt2 is defined without C++: the IRDL text below is generated from
+ * catalog.def and registered with mlirLoadIRDLDialects.  IRDL checks the
+ * structure (operand/result counts, every value a ranked tensor); what IRDL
+ * cannot say (shapes, element types, attributes) the C verifier checks with
+ * the catalog's meta rules: pt2VerifyOp, run by pt2-opt after parsing and as
+ * the first step of every pipeline.
+ *===----------------------------------------------------------------------===*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/Dialect/IRDL.h"
+#include "mlir-c/Pass.h"
+#include "mlir-c/RegisterEverything.h"
+#include "pt2.h"
+
+/*===----------------------------------------------------------------------===*
+ * IRDL text
+ *===----------------------------------------------------------------------===*/
+
+typedef struct StrBuf {
+    char *data;
+    size_t len, cap;
+} StrBuf;
+
+static void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(StrBuf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (b->data && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->data = realloc(b->data, b->cap);
+    }
+}
+
+/* One constraint per operand/result: a constraint value shared by several
+ * operands would force them to have the same type. */
+static void irdl_values(StrBuf *b, const char *what, const char *prefix, int n) {
+    for (int i = 0; i < n; ++i) sb_printf(b, "    %%%s%d = irdl.base \"!builtin.tensor\"\n", prefix, i);
+    sb_printf(b, "    irdl.%s(", what);
+    for (int i = 0; i < n; ++i) sb_printf(b, "%s%s%d: %%%s%d", i ? ", " : "", prefix, i, prefix, i);
+    sb_printf(b, ")\n");
+}
+
+static char *irdl_text;
+
+const char *pt2DialectIrdlText(void) {
+    if (irdl_text) return irdl_text;
+    StrBuf b = {0};
+    sb_printf(&b, "// Generated from dialects/catalog.def: the pt2 dialect in IRDL.\n");
+    sb_printf(&b, "irdl.dialect @pt2 {\n");
+    for (int i = 0; i < PT2_OP_COUNT; ++i) {
+        const Pt2OpInfo *op = pt2_op_info((Pt2OpId)i);
+        sb_printf(&b, "  irdl.operation @%s {\n", op->name);
+        irdl_values(&b, "operands", "in", op->n_operands);
+        irdl_values(&b, "results", "out", op->n_results);
+        sb_printf(&b, "  }\n");
+    }
+    sb_printf(&b, "}\n");
+    irdl_text = b.data; /* kept for the life of the process */
+    return irdl_text;
+}
+
+int pt2_dialect_load(MlirContext ctx) {
+    MlirModule defs = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(pt2DialectIrdlText()));
+    if (mlirModuleIsNull(defs)) {
+        pt2_set_error("internal: the generated IRDL of the pt2 dialect does not parse");
+        return -1;
+    }
+    MlirLogicalResult r = mlirLoadIRDLDialects(defs);
+    mlirModuleDestroy(defs); /* safe: the loaded dialect does not refer to it */
+    if (mlirLogicalResultIsFailure(r)) {
+        pt2_set_error("internal: mlirLoadIRDLDialects failed for the pt2 dialect");
+        return -1;
+    }
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Context
+ *===----------------------------------------------------------------------===*/
+
+struct Pt2Context {
+    MlirContext mlir;
+};
+
+static void register_passes_once(void) {
+    static int done;
+    if (!done) {
+        mlirRegisterAllPasses();
+        done = 1;
+    }
+}
+
+Pt2Context *pt2ContextCreate(void) {
+    Pt2Context *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->mlir = mlirContextCreate();
+    MlirDialectRegistry reg = mlirDialectRegistryCreate();
+    mlirRegisterAllDialects(reg);
+    mlirContextAppendDialectRegistry(c->mlir, reg);
+    mlirDialectRegistryDestroy(reg);
+    mlirContextLoadAllAvailableDialects(c->mlir);
+    mlirRegisterAllLLVMTranslations(c->mlir);
+    register_passes_once();
+    if (pt2_dialect_load(c->mlir) != 0) {
+        mlirContextDestroy(c->mlir);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void pt2ContextDestroy(Pt2Context *ctx) {
+    if (!ctx) return;
+    mlirContextDestroy(ctx->mlir);
+    free(ctx);
+}
+
+MlirContext pt2ContextGetMlir(Pt2Context *ctx) { return ctx->mlir; }
+
+/*===----------------------------------------------------------------------===*
+ * Verifier
+ *===----------------------------------------------------------------------===*/
+
+static bool broadcast_op_needs_same_dtype(const Pt2OpInfo *info, int operand) {
+    if (info->meta != META_BROADCAST) return false;
+    if (info->id == PT2_OP_WHERE) return operand != 0;
+    if (info->id == PT2_OP_MASKED_FILL) return operand != 1;
+    return true;
+}
+
+typedef struct TextBuf {
+    char *buf;
+    size_t cap, len;
+} TextBuf;
+
+static void append_to_textbuf(MlirStringRef s, void *user) {
+    TextBuf *b = user;
+    size_t n = s.length < b->cap - 1 - b->len ? s.length : b->cap - 1 - b->len;
+    memcpy(b->buf + b->len, s.data, n);
+    b->len += n;
+    b->buf[b->len] = 0;
+}
+
+static void type_text(MlirType t, char *buf, size_t cap) {
+    TextBuf b = {buf, cap, 0};
+    buf[0] = 0;
+    mlirTypePrint(t, append_to_textbuf, &b);
+}
+
+/* Verifies one pt2 op; emits an error at its location and returns -1 if bad. */
+static int verify_one(MlirOperation op, const Pt2OpInfo *info) {
+    MlirContext ctx = mlirOperationGetContext(op);
+    MlirLocation loc = mlirOperationGetLocation(op);
+    char err[512];
+    intptr_t n_in = mlirOperationGetNumOperands(op), n_out = mlirOperationGetNumResults(op);
+    Pt2TensorType in[64], expect[4];
+    if (n_in > 64) {
+        snprintf(err, sizeof err, "'%s' has more than 64 operands", info->full_name);
+        goto error;
+    }
+    for (intptr_t i = 0; i < n_in; ++i) {
+        MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+        if (pt2_tensor_type_from_mlir(t, &in[i]) != 0) {
+            char tt[256];
+            type_text(t, tt, sizeof tt);
+            snprintf(err, sizeof err,
+                     "'%s' operand %d has type %s; pt2 needs a static-shaped tensor of f32, f16, bf16, f64, i64, i32, "
+                     "i8 or i1 (rank <= %d)",
+                     info->full_name, (int)i, tt, PT2_MAX_RANK);
+            goto error;
+        }
+    }
+    if (info->meta == META_BROADCAST) {
+        int ref = -1;
+        for (intptr_t i = 0; i < n_in; ++i) {
+            if (!broadcast_op_needs_same_dtype(info, (int)i)) continue;
+            if (ref < 0) {
+                ref = (int)i;
+            } else if (in[i].dtype != in[ref].dtype) {
+                snprintf(err, sizeof err, "'%s' operands must have the same element type (got %s and %s); insert pt2.convert",
+                         info->full_name, pt2DTypeMlirName(in[ref].dtype), pt2DTypeMlirName(in[i].dtype));
+                goto error;
+            }
+        }
+    }
+    if (info->id == PT2_OP_WHERE && in[0].dtype != PT2_BOOL) {
+        snprintf(err, sizeof err, "'%s' condition (operand 0) must be i1", info->full_name);
+        goto error;
+    }
+    Pt2Attrs given = pt2_attrs_of_op(op), attrs;
+    if (pt2_attrs_complete(info, ctx, given, &attrs, err, sizeof err) != 0) goto error;
+    int n = pt2_meta_infer(info, in, (int)n_in, attrs, expect, 4, err, sizeof err);
+    if (n < 0) goto error;
+    if (n != n_out) {
+        snprintf(err, sizeof err, "'%s' should have %d result(s), has %d", info->full_name, n, (int)n_out);
+        goto error;
+    }
+    for (int i = 0; i < n; ++i) {
+        MlirType have = mlirValueGetType(mlirOperationGetResult(op, i));
+        MlirType want = pt2_tensor_type_to_mlir(ctx, &expect[i]);
+        if (!mlirTypeEqual(have, want)) {
+            char h[256], w[256];
+            type_text(have, h, sizeof h);
+            type_text(want, w, sizeof w);
+            snprintf(err, sizeof err, "'%s' result %d has type %s, but its operands and attributes give %s",
+                     info->full_name, i, h, w);
+            goto error;
+        }
+    }
+    return 0;
+error:
+    mlirEmitError(loc, err);
+    return -1;
+}
+
+typedef struct VerifyState {
+    int failures;
+} VerifyState;
+
+static MlirWalkResult verify_walk(MlirOperation op, void *user) {
+    VerifyState *st = user;
+    MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+    if (name.length > 4 && strncmp(name.data, "pt2.", 4) == 0) {
+        const Pt2OpInfo *info = pt2_op_lookup(name.data, name.length);
+        if (!info) {
+            char err[256];
+            snprintf(err, sizeof err, "unknown pt2 op '%.*s' (pt2-opt --list-ops shows the catalog)", (int)name.length,
+                     name.data);
+            mlirEmitError(mlirOperationGetLocation(op), err);
+            st->failures++;
+        } else if (verify_one(op, info) != 0) {
+            st->failures++;
+        }
+    }
+    return MlirWalkResultAdvance;
+}
+
+int pt2VerifyOp(MlirOperation op) {
+    VerifyState st = {0};
+    mlirOperationWalk(op, verify_walk, &st, MlirWalkPreOrder);
+    return st.failures ? -1 : 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Parsing
+ *===----------------------------------------------------------------------===*/
+
+/* True if the text's first token (after blanks and // comments) opens a module. */
+static bool starts_with_module(const char *p) {
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') ++p;
+        if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n') ++p;
+            continue;
+        }
+        break;
+    }
+    return strncmp(p, "module", 6) == 0 || strncmp(p, "\"builtin.module\"", 16) == 0 || strncmp(p, "builtin.module", 14) == 0;
+}
+
+MlirOperation pt2ParseModule(MlirContext ctx, const char *text, const char *source_name) {
+    MlirStringRef name = mlirStringRefCreateFromCString(source_name ? source_name : "<pt2>");
+    if (starts_with_module(text)) return mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(text), name);
+    /* A bare list of functions: wrap it, keeping line numbers (only the
+     * columns of line 1 shift, which holds the wrapper's opening). */
+    size_t n = strlen(text);
+    char *wrapped = malloc(n + 16);
+    memcpy(wrapped, "module {", 8);
+    memcpy(wrapped + 8, text, n);
+    memcpy(wrapped + 8 + n, "\n}", 3);
+    MlirOperation op = mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(wrapped), name);
+    free(wrapped);
+    return op;
+}

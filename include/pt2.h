@@ -1,0 +1,186 @@
+/*===- pt2.h - the one public header of libpt2 ---------------------------===*
+ *
+ * libpt2 is pt2's compiler core: the pt2 tensor dialect (dialects/), its
+ * passes (passes/) and the runtime that compiles, caches and calls native
+ * code (runtime/).  It depends on the MLIR/LLVM C APIs and libc only; its
+ * clients (pt2-opt, pt2-run, the Python capture in capture/) use nothing but
+ * this header.
+ *
+ * Conventions (after mlir-c): types Pt2Xxx, functions pt2XxxVerb(obj, ...);
+ * Create/Destroy own, Get borrows.  Every fallible call returns a status
+ * (0 = success) or NULL, and leaves a message in pt2GetLastError().
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_H
+#define PT2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PT2_EXPORT __attribute__((visibility("default")))
+#define PT2_MAX_RANK 8
+
+/*--- Element types ---------------------------------------------------------*/
+
+/* The order is part of the ABI (Python's ctypes wrapper mirrors it). */
+typedef enum Pt2DType {
+    PT2_F32 = 0,
+    PT2_F16,
+    PT2_BF16,
+    PT2_F64,
+    PT2_I64,
+    PT2_I32,
+    PT2_I8,
+    PT2_BOOL, /* i1 in MLIR, one byte in memory (as torch.bool) */
+    PT2_NUM_DTYPES,
+    PT2_DTYPE_INVALID = -1
+} Pt2DType;
+
+PT2_EXPORT const char *pt2DTypeName(Pt2DType dt);      /* "float32", ... */
+PT2_EXPORT const char *pt2DTypeMlirName(Pt2DType dt);  /* "f32", ... */
+PT2_EXPORT size_t pt2DTypeSize(Pt2DType dt);           /* bytes in memory */
+PT2_EXPORT Pt2DType pt2DTypeFromName(const char *name); /* either spelling */
+
+/*--- Errors ----------------------------------------------------------------*/
+
+/* The last error of the calling thread ("" if none).  Borrowed. */
+PT2_EXPORT const char *pt2GetLastError(void);
+
+/*--- Context ---------------------------------------------------------------*/
+
+/* An MLIR context with every upstream dialect, the pt2 dialect (loaded from
+ * IRDL generated out of the op catalog) and the LLVM translations. */
+typedef struct Pt2Context Pt2Context;
+
+PT2_EXPORT Pt2Context *pt2ContextCreate(void);
+PT2_EXPORT void pt2ContextDestroy(Pt2Context *ctx);
+
+/* The IRDL text of the pt2 dialect, generated from the catalog.  Borrowed. */
+PT2_EXPORT const char *pt2DialectIrdlText(void);
+
+/* The op catalog, for tools and docs: number of ops, and per op its name,
+ * attribute spec, torch callables and one-line summary (all borrowed). */
+PT2_EXPORT int pt2CatalogSize(void);
+PT2_EXPORT const char *pt2CatalogOpName(int i);
+PT2_EXPORT const char *pt2CatalogOpAttrs(int i);
+PT2_EXPORT const char *pt2CatalogOpTorch(int i);
+PT2_EXPORT const char *pt2CatalogOpSummary(int i);
+PT2_EXPORT int pt2CatalogOpIsComposite(int i);
+
+/*--- Graph builder ---------------------------------------------------------*/
+
+/* Builds one func.func of pt2 ops.  Values are named by small integers.
+ * Result types come from the catalog's shape/dtype rules; operands are
+ * promoted with PyTorch's rules (a `weak` value is a Python scalar). */
+typedef struct Pt2Graph Pt2Graph;
+
+PT2_EXPORT Pt2Graph *pt2GraphCreate(Pt2Context *ctx, const char *func_name);
+PT2_EXPORT void pt2GraphDestroy(Pt2Graph *g);
+/* A function argument; returns its value id or -1. */
+PT2_EXPORT int pt2GraphAddInput(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes);
+/* A 0-d constant from a Python number; `weak` as PyTorch's wrapped numbers. */
+PT2_EXPORT int pt2GraphAddScalar(Pt2Graph *g, double value, Pt2DType dt, int weak);
+/* A dense constant tensor (data is copied; contiguous, dt-typed). */
+PT2_EXPORT int pt2GraphAddConstant(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes,
+                                   const void *data);
+/* Adds op `name` (catalog name without "pt2.") with operands and attributes
+ * written as an MLIR attribute dictionary ("{dim = 1 : i64}" or "" for none).
+ * Writes up to max_results value ids to out_results; returns the number of
+ * results, or -1 (with pt2GetLastError naming the op and the problem). */
+PT2_EXPORT int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *operands,
+                             const char *attrs, int *out_results, int max_results);
+/* Source location of the ops added next (capture passes the user's Python
+ * file and line, so that errors point there); file NULL = unknown. */
+PT2_EXPORT void pt2GraphSetLocation(Pt2Graph *g, const char *file, int line, int col);
+PT2_EXPORT int pt2GraphSetOutputs(Pt2Graph *g, int n, const int *values);
+/* Type of a value: returns its rank (or -1), writes dtype and sizes. */
+PT2_EXPORT int pt2GraphValueType(Pt2Graph *g, int value, Pt2DType *out_dtype, int64_t *out_sizes);
+/* The module as MLIR text (malloc'ed; free with pt2Free). */
+PT2_EXPORT char *pt2GraphToText(Pt2Graph *g);
+PT2_EXPORT void pt2Free(void *p);
+
+/*--- Compilation -----------------------------------------------------------*/
+
+typedef struct Pt2CompileOptions {
+    int opt_level;          /* LLVM -O level, default 3 */
+    int num_threads;        /* 0: PT2_NUM_THREADS or all cores */
+    const char *cache_dir;  /* NULL: PT2_CACHE_DIR or ~/.cache/pt2 */
+    const char *dump_dir;   /* NULL: PT2_DUMP; writes every stage as .mlir */
+    const char *disable;    /* NULL: PT2_DISABLE (comma list: fusion,vectorize,...) */
+} Pt2CompileOptions;
+
+PT2_EXPORT void pt2CompileOptionsInit(Pt2CompileOptions *opts);
+
+/* A compiled function: native code in a shared object from the disk cache. */
+typedef struct Pt2Kernel Pt2Kernel;
+
+/* Compiles the function `func_name` (NULL: the first) of a pt2 module given
+ * as text.  source_name names the text in diagnostics (file:line:col). */
+PT2_EXPORT Pt2Kernel *pt2CompileText(Pt2Context *ctx, const char *mlir_text,
+                                     const char *source_name, const char *func_name,
+                                     const Pt2CompileOptions *opts);
+PT2_EXPORT Pt2Kernel *pt2CompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts);
+PT2_EXPORT void pt2KernelDestroy(Pt2Kernel *k);
+
+/* Signature: inputs then outputs, each with dtype and static sizes. */
+PT2_EXPORT int pt2KernelNumInputs(const Pt2Kernel *k);
+PT2_EXPORT int pt2KernelNumOutputs(const Pt2Kernel *k);
+/* i < inputs: input i; else output i - inputs.  Returns rank, or -1. */
+PT2_EXPORT int pt2KernelArgType(const Pt2Kernel *k, int i, Pt2DType *out_dtype, int64_t *out_sizes);
+/* 1 if the last compile of this kernel was served from the disk cache. */
+PT2_EXPORT int pt2KernelFromCache(const Pt2Kernel *k);
+/* Seconds spent compiling (0 for a cache hit apart from loading). */
+PT2_EXPORT double pt2KernelCompileSeconds(const Pt2Kernel *k);
+
+/* A caller-owned buffer: data pointer, sizes and strides in elements. */
+typedef struct Pt2Buffer {
+    void *data;
+    int rank;
+    int64_t sizes[PT2_MAX_RANK];
+    int64_t strides[PT2_MAX_RANK];
+} Pt2Buffer;
+
+/* Runs the kernel.  Inputs may have any strides (non-contiguous ones are
+ * packed first); outputs must be caller-allocated, shaped as
+ * pt2KernelArgType says, with any strides.  Returns 0 or -1. */
+PT2_EXPORT int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buffer *outputs);
+
+/* The fast path: contiguous buffers given by data pointers alone, inputs
+ * then outputs, in signature order.  No checks. */
+PT2_EXPORT void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers);
+
+/*--- MLIR-level API (for tools that also use the MLIR C API) ----------------*/
+
+/* Visible only to clients that included mlir-c/IR.h and mlir-c/Pass.h
+ * before this header (pt2-opt, pt2-run, libpt2 itself); capture/ never does. */
+#if defined(MLIR_C_IR_H) && defined(MLIR_C_PASS_H)
+PT2_EXPORT MlirContext pt2ContextGetMlir(Pt2Context *ctx);
+/* Parses a module (a bare list of functions is wrapped in one); diagnostics
+ * name `source_name`.  Returns a null op on failure. */
+PT2_EXPORT MlirOperation pt2ParseModule(MlirContext ctx, const char *text, const char *source_name);
+/* Adds a textual pipeline to opm: pt2 passes (pt2-*) and upstream passes mix
+ * freely ("pt2-decompose,pt2-lower,func.func(canonicalize)").  Upstream
+ * passes given bare are nested under func.func when they require it.
+ * Errors go to pt2GetLastError(); returns 0 or -1. */
+PT2_EXPORT int pt2PipelineAdd(MlirContext ctx, MlirOpPassManager opm, const char *pipeline);
+/* Creates pt2 pass `name` (without options), or a null pass. */
+PT2_EXPORT MlirPass pt2PassCreate(const char *name);
+/* Checks every pt2 op of `op` against the catalog (types, shapes, attributes);
+ * emits diagnostics at the ops' locations.  Returns 0 if all are valid. */
+PT2_EXPORT int pt2VerifyOp(MlirOperation op);
+#endif
+
+/* pt2's own passes, by name, with a one-line summary each. */
+PT2_EXPORT int pt2PassCount(void);
+PT2_EXPORT const char *pt2PassName(int i);
+PT2_EXPORT const char *pt2PassSummary(int i);
+/* The CPU pipeline from the pt2 dialect to the LLVM dialect, as pass text. */
+PT2_EXPORT const char *pt2CpuPipelineText(const char *disable);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PT2_H */

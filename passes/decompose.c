@@ -1,0 +1,435 @@
+/*===- decompose.c - pt2-decompose: composite ops into primitives ----------===*
+ *
+ * Inductor's decompositions (§4.2): every op marked composite in the catalog
+ * is rewritten here into primitive pt2 ops, so that pt2-lower (and later the
+ * derivative rules) only know a small core.  Result types of the new ops come
+ * from the catalog's meta rules.  Half-precision inputs of numerically
+ * sensitive composites (softmax, norms, mean, var) are computed in f32 and
+ * rounded once at the end, as PyTorch's kernels do.
+ *===----------------------------------------------------------------------===*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir.h"
+
+typedef struct Dec {
+    Builder b;
+    MlirOperation op;
+    int failed;
+} Dec;
+
+/* Builds pt2 op `id` with attributes given as printf-formatted dictionary text. */
+static MlirValue emit(Dec *d, Pt2OpId id, int n, const MlirValue *operands, const char *attr_fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static MlirValue emit(Dec *d, Pt2OpId id, int n, const MlirValue *operands, const char *attr_fmt, ...) {
+    const Pt2OpInfo *info = pt2_op_info(id);
+    char text[512], err[512];
+    va_list ap;
+    va_start(ap, attr_fmt);
+    vsnprintf(text, sizeof text, attr_fmt, ap);
+    va_end(ap);
+    Pt2Attrs given = {text[0] ? parse_attr(d->b.ctx, text) : mlirAttributeGetNull()}, attrs;
+    Pt2TensorType in[8], out[4];
+    for (int i = 0; i < n; ++i) in[i] = value_tensor_type(operands[i]);
+    if (pt2_attrs_complete(info, d->b.ctx, given, &attrs, err, sizeof err) != 0 ||
+        pt2_meta_infer(info, in, n, attrs, out, 4, err, sizeof err) < 0) {
+        op_error(d->op, "pt2-decompose: %s", err);
+        d->failed = 1;
+        return operands[0];
+    }
+    MlirType rt = pt2_tensor_type_to_mlir(d->b.ctx, &out[0]);
+    intptr_t na = mlirDictionaryAttrGetNumElements(attrs.dict);
+    MlirNamedAttribute named[16];
+    for (intptr_t i = 0; i < na && i < 16; ++i) named[i] = mlirDictionaryAttrGetElement(attrs.dict, i);
+    return mlirOperationGetResult(build_op(&d->b, info->full_name, n, operands, 1, &rt, (int)na, named), 0);
+}
+
+static MlirValue emit1(Dec *d, Pt2OpId id, MlirValue x) { return emit(d, id, 1, &x, "%s", ""); }
+static MlirValue emit2(Dec *d, Pt2OpId id, MlirValue x, MlirValue y) {
+    MlirValue xy[2] = {x, y};
+    return emit(d, id, 2, xy, "%s", "");
+}
+
+/* A 0-d constant of x's element type. */
+static MlirValue scalar_like(Dec *d, MlirValue x, double v) {
+    Pt2TensorType t = {value_tensor_type(x).dtype, 0, {0}};
+    MlirType tt = pt2_tensor_type_to_mlir(d->b.ctx, &t), et = pt2_dtype_to_mlir(d->b.ctx, t.dtype);
+    MlirAttribute e = pt2_dtype_is_float(t.dtype) ? mlirFloatAttrDoubleGet(d->b.ctx, et, v) : mlirIntegerAttrGet(et, (int64_t)v);
+    MlirAttribute dense = t.dtype == PT2_BOOL ? mlirDenseElementsAttrBoolSplatGet(tt, v != 0) : mlirDenseElementsAttrGet(tt, 1, &e);
+    MlirNamedAttribute na = named_attr(d->b.ctx, "value", dense);
+    return mlirOperationGetResult(build_op(&d->b, "pt2.constant", 0, NULL, 1, &tt, 1, &na), 0);
+}
+
+static MlirValue convert_to(Dec *d, MlirValue x, Pt2DType dt) {
+    if (value_tensor_type(x).dtype == dt) return x;
+    return emit(d, PT2_OP_CONVERT, 1, &x, "{dtype = %s}", pt2DTypeMlirName(dt));
+}
+
+/* Half precision computes in f32. */
+static MlirValue upcast(Dec *d, MlirValue x) {
+    Pt2DType dt = value_tensor_type(x).dtype;
+    return (dt == PT2_F16 || dt == PT2_BF16) ? convert_to(d, x, PT2_F32) : x;
+}
+
+static void dims_text(char *buf, size_t cap, const int64_t *dims, int n) {
+    size_t len = (size_t)snprintf(buf, cap, "array<i64");
+    for (int i = 0; i < n; ++i) len += (size_t)snprintf(buf + len, cap - len, "%s %lld", i ? "," : ":", (long long)dims[i]);
+    snprintf(buf + len, cap - len, ">");
+}
+
+static MlirValue reduce(Dec *d, Pt2OpId id, MlirValue x, const int64_t *dims, int n, bool keep) {
+    char dt[128];
+    dims_text(dt, sizeof dt, dims, n);
+    return emit(d, id, 1, &x, "{dims = %s, keepdim = %s}", dt, keep ? "true" : "false");
+}
+
+static MlirValue mean_over(Dec *d, MlirValue x, const int64_t *dims, int n, bool keep) {
+    Pt2TensorType t = value_tensor_type(x);
+    double count = 1;
+    for (int i = 0; i < n; ++i) count *= (double)t.sizes[pt2_norm_dim(dims[i], t.rank)];
+    MlirValue s = reduce(d, PT2_OP_SUM, x, dims, n, keep);
+    return emit2(d, PT2_OP_DIV, s, scalar_like(d, s, count));
+}
+
+/* Reads the reduction dims of a reduce-like op (all dims if absent). */
+static int op_dims(MlirOperation op, int rank, int64_t *dims) {
+    int n = 0;
+    if (pt2_attr_i64s(pt2_attrs_of_op(op), "dims", dims, PT2_MAX_RANK, &n) <= 0) {
+        for (int i = 0; i < rank; ++i) dims[i] = i;
+        return rank;
+    }
+    for (int i = 0; i < n; ++i) dims[i] = pt2_norm_dim(dims[i], rank);
+    return n;
+}
+
+static MlirValue reshape(Dec *d, MlirValue x, const int64_t *shape, int n) {
+    char st[256];
+    dims_text(st, sizeof st, shape, n);
+    return emit(d, PT2_OP_RESHAPE, 1, &x, "{shape = %s}", st);
+}
+
+static MlirValue permute(Dec *d, MlirValue x, const int64_t *perm, int n) {
+    char pt[256];
+    dims_text(pt, sizeof pt, perm, n);
+    return emit(d, PT2_OP_PERMUTE, 1, &x, "{perm = %s}", pt);
+}
+
+/* (x - mean) * rsqrt(var + eps) over dims, biased variance. */
+static MlirValue normalize(Dec *d, MlirValue x, const int64_t *dims, int n, double eps) {
+    MlirValue mu = mean_over(d, x, dims, n, true);
+    MlirValue xc = emit2(d, PT2_OP_SUB, x, mu);
+    MlirValue var = mean_over(d, emit2(d, PT2_OP_MUL, xc, xc), dims, n, true);
+    MlirValue inv = emit1(d, PT2_OP_RSQRT, emit2(d, PT2_OP_ADD, var, scalar_like(d, var, eps)));
+    return emit2(d, PT2_OP_MUL, xc, inv);
+}
+
+/* Reshapes a [C] parameter to broadcast against (N, C, ...) of rank `rank`. */
+static MlirValue channel_param(Dec *d, MlirValue p, int rank) {
+    int64_t shape[PT2_MAX_RANK];
+    shape[0] = value_tensor_type(p).sizes[0];
+    for (int i = 1; i < rank - 1; ++i) shape[i] = 1;
+    return reshape(d, p, shape, rank - 1);
+}
+
+/*===----------------------------------------------------------------------===*
+ * The decompositions
+ *===----------------------------------------------------------------------===*/
+
+static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *eq);
+
+static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
+    MlirOperation op = d->op;
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int n_in = (int)mlirOperationGetNumOperands(op);
+    MlirValue in[8];
+    for (int i = 0; i < n_in && i < 8; ++i) in[i] = mlirOperationGetOperand(op, i);
+    MlirValue x = in[0];
+    Pt2TensorType xt = value_tensor_type(x);
+    Pt2DType out_dt = value_tensor_type(mlirOperationGetResult(op, 0)).dtype;
+    double f1 = 0, f2 = 0;
+    switch (info->id) {
+    case PT2_OP_GELU: {
+        char approx[16] = "none";
+        pt2_attr_str(attrs, "approximate", approx, sizeof approx);
+        MlirValue h = emit2(d, PT2_OP_MUL, x, scalar_like(d, x, 0.5));
+        MlirValue inner;
+        if (strcmp(approx, "tanh") == 0) {
+            MlirValue x3 = emit2(d, PT2_OP_MUL, emit2(d, PT2_OP_MUL, x, x), x);
+            MlirValue poly = emit2(d, PT2_OP_ADD, x, emit2(d, PT2_OP_MUL, x3, scalar_like(d, x, 0.044715)));
+            inner = emit1(d, PT2_OP_TANH, emit2(d, PT2_OP_MUL, poly, scalar_like(d, x, 0.7978845608028654 /* sqrt(2 / pi) */)));
+        } else {
+            inner = emit1(d, PT2_OP_ERF, emit2(d, PT2_OP_MUL, x, scalar_like(d, x, 0.7071067811865476 /* 1 / sqrt(2) */)));
+        }
+        return emit2(d, PT2_OP_MUL, h, emit2(d, PT2_OP_ADD, inner, scalar_like(d, x, 1.0)));
+    }
+    case PT2_OP_SILU: return emit2(d, PT2_OP_MUL, x, emit1(d, PT2_OP_SIGMOID, x));
+    case PT2_OP_SOFTPLUS: {
+        pt2_attr_f64(attrs, "beta", &f1);
+        pt2_attr_f64(attrs, "threshold", &f2);
+        MlirValue bx = emit2(d, PT2_OP_MUL, x, scalar_like(d, x, f1));
+        MlirValue soft = emit2(d, PT2_OP_DIV, emit1(d, PT2_OP_LOG1P, emit1(d, PT2_OP_EXP, bx)), scalar_like(d, x, f1));
+        MlirValue ops[3] = {emit2(d, PT2_OP_GT, bx, scalar_like(d, x, f2)), x, soft};
+        return emit(d, PT2_OP_WHERE, 3, ops, "%s", "");
+    }
+    case PT2_OP_ELU: {
+        pt2_attr_f64(attrs, "alpha", &f1);
+        MlirValue neg = emit2(d, PT2_OP_MUL, emit1(d, PT2_OP_EXPM1, x), scalar_like(d, x, f1));
+        MlirValue ops[3] = {emit2(d, PT2_OP_GT, x, scalar_like(d, x, 0)), x, neg};
+        return emit(d, PT2_OP_WHERE, 3, ops, "%s", "");
+    }
+    case PT2_OP_LEAKY_RELU: {
+        pt2_attr_f64(attrs, "negative_slope", &f1);
+        MlirValue ops[3] = {emit2(d, PT2_OP_GT, x, scalar_like(d, x, 0)), x, emit2(d, PT2_OP_MUL, x, scalar_like(d, x, f1))};
+        return emit(d, PT2_OP_WHERE, 3, ops, "%s", "");
+    }
+    case PT2_OP_HARDSWISH: {
+        MlirValue shifted = emit2(d, PT2_OP_ADD, x, scalar_like(d, x, 3.0));
+        MlirValue r6 = emit(d, PT2_OP_CLAMP, 1, &shifted, "{min = 0.0 : f64, max = 6.0 : f64}");
+        return emit2(d, PT2_OP_DIV, emit2(d, PT2_OP_MUL, x, r6), scalar_like(d, x, 6.0));
+    }
+    case PT2_OP_MASKED_FILL: {
+        MlirValue ops[3] = {in[1], in[2], x};
+        return emit(d, PT2_OP_WHERE, 3, ops, "%s", "");
+    }
+    case PT2_OP_MEAN: {
+        int64_t dims[PT2_MAX_RANK];
+        int n = op_dims(op, xt.rank, dims);
+        bool keep = false;
+        pt2_attr_bool(attrs, "keepdim", &keep);
+        return convert_to(d, mean_over(d, upcast(d, x), dims, n, keep), out_dt);
+    }
+    case PT2_OP_VAR:
+    case PT2_OP_STD: {
+        int64_t dims[PT2_MAX_RANK];
+        int n = op_dims(op, xt.rank, dims);
+        bool keep = false;
+        double correction = 1, count = 1;
+        pt2_attr_bool(attrs, "keepdim", &keep);
+        pt2_attr_f64(attrs, "correction", &correction);
+        for (int i = 0; i < n; ++i) count *= (double)xt.sizes[dims[i]];
+        MlirValue xf = upcast(d, x);
+        MlirValue xc = emit2(d, PT2_OP_SUB, xf, mean_over(d, xf, dims, n, true));
+        MlirValue ss = reduce(d, PT2_OP_SUM, emit2(d, PT2_OP_MUL, xc, xc), dims, n, keep);
+        double denom = count - correction > 0 ? count - correction : 0;
+        MlirValue var = emit2(d, PT2_OP_DIV, ss, scalar_like(d, ss, denom));
+        return convert_to(d, info->id == PT2_OP_STD ? emit1(d, PT2_OP_SQRT, var) : var, out_dt);
+    }
+    case PT2_OP_SOFTMAX:
+    case PT2_OP_LOG_SOFTMAX: {
+        int64_t dim;
+        pt2_attr_i64(attrs, "dim", &dim);
+        dim = pt2_norm_dim(dim, xt.rank);
+        MlirValue xf = upcast(d, x);
+        if (xt.rank == 0) { /* softmax of a scalar is 1, log_softmax 0 */
+            return convert_to(d, emit2(d, PT2_OP_MUL, xf, scalar_like(d, xf, 0)), out_dt);
+        }
+        MlirValue m = reduce(d, PT2_OP_AMAX, xf, &dim, 1, true);
+        MlirValue shifted = emit2(d, PT2_OP_SUB, xf, m);
+        MlirValue e = emit1(d, PT2_OP_EXP, shifted);
+        MlirValue s = reduce(d, PT2_OP_SUM, e, &dim, 1, true);
+        MlirValue r = info->id == PT2_OP_SOFTMAX ? emit2(d, PT2_OP_DIV, e, s) : emit2(d, PT2_OP_SUB, shifted, emit1(d, PT2_OP_LOG, s));
+        return convert_to(d, r, out_dt);
+    }
+    case PT2_OP_LAYER_NORM:
+    case PT2_OP_RMS_NORM: {
+        int64_t nn, dims[PT2_MAX_RANK];
+        pt2_attr_i64(attrs, "normalized_ndim", &nn);
+        for (int i = 0; i < nn; ++i) dims[i] = xt.rank - nn + i;
+        MlirValue xf = upcast(d, x), y;
+        if (info->id == PT2_OP_LAYER_NORM) {
+            f1 = 1e-5;
+            pt2_attr_f64(attrs, "eps", &f1);
+            y = normalize(d, xf, dims, (int)nn, f1);
+        } else {
+            /* eps absent: the input dtype's machine epsilon (as PyTorch) */
+            f1 = xt.dtype == PT2_F64 ? 2.220446049250313e-16 : xt.dtype == PT2_F16 ? 0.0009765625
+                 : xt.dtype == PT2_BF16 ? 0.0078125 : 1.1920928955078125e-07;
+            pt2_attr_f64(attrs, "eps", &f1);
+            MlirValue ms = mean_over(d, emit2(d, PT2_OP_MUL, xf, xf), dims, (int)nn, true);
+            y = emit2(d, PT2_OP_MUL, xf, emit1(d, PT2_OP_RSQRT, emit2(d, PT2_OP_ADD, ms, scalar_like(d, ms, f1))));
+        }
+        y = emit2(d, PT2_OP_MUL, y, upcast(d, in[1]));
+        if (n_in > 2) y = emit2(d, PT2_OP_ADD, y, upcast(d, in[2]));
+        return convert_to(d, y, out_dt);
+    }
+    case PT2_OP_GROUP_NORM: {
+        int64_t groups;
+        f1 = 1e-5;
+        pt2_attr_i64(attrs, "groups", &groups);
+        pt2_attr_f64(attrs, "eps", &f1);
+        int64_t grouped[3] = {xt.sizes[0], groups, pt2_tensor_numel(&xt) / (xt.sizes[0] ? xt.sizes[0] : 1) / groups};
+        int64_t last = 2;
+        MlirValue y = normalize(d, reshape(d, upcast(d, x), grouped, 3), &last, 1, f1);
+        y = reshape(d, y, xt.sizes, xt.rank);
+        y = emit2(d, PT2_OP_MUL, y, channel_param(d, upcast(d, in[1]), xt.rank));
+        y = emit2(d, PT2_OP_ADD, y, channel_param(d, upcast(d, in[2]), xt.rank));
+        return convert_to(d, y, out_dt);
+    }
+    case PT2_OP_BATCH_NORM: {
+        f1 = 1e-5;
+        pt2_attr_f64(attrs, "eps", &f1);
+        MlirValue xf = upcast(d, x);
+        MlirValue mean = channel_param(d, upcast(d, in[1]), xt.rank), var = channel_param(d, upcast(d, in[2]), xt.rank);
+        MlirValue inv = emit1(d, PT2_OP_RSQRT, emit2(d, PT2_OP_ADD, var, scalar_like(d, var, f1)));
+        MlirValue y = emit2(d, PT2_OP_MUL, emit2(d, PT2_OP_SUB, xf, mean), inv);
+        y = emit2(d, PT2_OP_MUL, y, channel_param(d, upcast(d, in[3]), xt.rank));
+        y = emit2(d, PT2_OP_ADD, y, channel_param(d, upcast(d, in[4]), xt.rank));
+        return convert_to(d, y, out_dt);
+    }
+    case PT2_OP_LINEAR: {
+        int64_t perm[2] = {1, 0};
+        return emit2(d, PT2_OP_MATMUL, x, permute(d, in[1], perm, 2));
+    }
+    case PT2_OP_ADDMM: {
+        pt2_attr_f64(attrs, "beta", &f1);
+        pt2_attr_f64(attrs, "alpha", &f2);
+        MlirValue prod = emit2(d, PT2_OP_MATMUL, in[1], in[2]);
+        if (f2 != 1) prod = emit2(d, PT2_OP_MUL, prod, scalar_like(d, prod, f2));
+        if (f1 == 0) return prod; /* beta = 0 ignores c, NaNs included (as PyTorch) */
+        MlirValue c = f1 != 1 ? emit2(d, PT2_OP_MUL, x, scalar_like(d, x, f1)) : x;
+        return emit2(d, PT2_OP_ADD, c, prod);
+    }
+    case PT2_OP_EINSUM: {
+        char eq[64];
+        pt2_attr_str(attrs, "equation", eq, sizeof eq);
+        return decompose_einsum(d, in[0], in[1], eq);
+    }
+    case PT2_OP_REPEAT: {
+        int64_t rep[PT2_MAX_RANK], inter[2 * PT2_MAX_RANK], big[2 * PT2_MAX_RANK];
+        int n = 0;
+        pt2_attr_i64s(attrs, "repeats", rep, PT2_MAX_RANK, &n);
+        if (2 * n > PT2_MAX_RANK) {
+            op_error(op, "pt2-decompose: repeat of rank %d exceeds pt2's rank limit", n);
+            d->failed = 1;
+            return x;
+        }
+        for (int i = 0; i < n; ++i) {
+            int xi = xt.rank - n + i;
+            inter[2 * i] = 1;
+            inter[2 * i + 1] = xi >= 0 ? xt.sizes[xi] : 1;
+            big[2 * i] = rep[i];
+            big[2 * i + 1] = inter[2 * i + 1];
+        }
+        char st[256];
+        MlirValue y = reshape(d, x, inter, 2 * n);
+        dims_text(st, sizeof st, big, 2 * n);
+        y = emit(d, PT2_OP_EXPAND, 1, &y, "{shape = %s}", st);
+        Pt2TensorType out = value_tensor_type(mlirOperationGetResult(op, 0));
+        return reshape(d, y, out.sizes, out.rank);
+    }
+    default:
+        op_error(op, "pt2-decompose: no decomposition for '%s'", info->full_name);
+        d->failed = 1;
+        return x;
+    }
+}
+
+/* Two-operand einsum as permute/reshape around one batched matmul. */
+static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *eq) {
+    const char *comma = strchr(eq, ','), *arrow = strstr(eq, "->");
+    const char *la = eq, *lb = comma + 1, *lo = arrow + 2;
+    int na = (int)(comma - eq), nb = (int)(arrow - comma - 1), no = (int)strlen(lo);
+    Pt2TensorType ta = value_tensor_type(a), tb = value_tensor_type(b);
+    /* letters of one operand missing elsewhere are summed out first */
+    char sa[PT2_MAX_RANK + 1] = {0}, sb[PT2_MAX_RANK + 1] = {0};
+    int64_t sum_dims[PT2_MAX_RANK];
+    int ns = 0, ka = 0;
+    for (int i = 0; i < na; ++i) {
+        if (!memchr(lb, la[i], (size_t)nb) && !memchr(lo, la[i], (size_t)no)) sum_dims[ns++] = i;
+        else sa[ka++] = la[i];
+    }
+    if (ns) a = reduce(d, PT2_OP_SUM, a, sum_dims, ns, false);
+    ns = 0;
+    int kb = 0;
+    for (int i = 0; i < nb; ++i) {
+        if (!memchr(la, lb[i], (size_t)na) && !memchr(lo, lb[i], (size_t)no)) sum_dims[ns++] = i;
+        else sb[kb++] = lb[i];
+    }
+    if (ns) b = reduce(d, PT2_OP_SUM, b, sum_dims, ns, false);
+    ta = value_tensor_type(a);
+    tb = value_tensor_type(b);
+    /* classify: batch (a, b, out), m (a, out), n (b, out), k (a, b) */
+    char batch[PT2_MAX_RANK + 1] = {0}, ms[PT2_MAX_RANK + 1] = {0}, ns_[PT2_MAX_RANK + 1] = {0}, ks[PT2_MAX_RANK + 1] = {0};
+    int nbat = 0, nm = 0, nn = 0, nk = 0;
+    for (int i = 0; i < ka; ++i) {
+        bool in_b = memchr(sb, sa[i], (size_t)kb) != NULL, in_o = memchr(lo, sa[i], (size_t)no) != NULL;
+        if (in_b && in_o) batch[nbat++] = sa[i];
+        else if (in_b) ks[nk++] = sa[i];
+        else ms[nm++] = sa[i];
+    }
+    for (int i = 0; i < kb; ++i) {
+        if (!memchr(sa, sb[i], (size_t)ka)) ns_[nn++] = sb[i];
+    }
+    int64_t size_of[128] = {0};
+    for (int i = 0; i < ka; ++i) size_of[(int)sa[i]] = ta.sizes[i];
+    for (int i = 0; i < kb; ++i) {
+        if (tb.sizes[i] != 1 || size_of[(int)sb[i]] == 0) size_of[(int)sb[i]] = tb.sizes[i];
+    }
+    /* a → [batch, m, k], b → [batch, k, n], each broadcast to full sizes */
+    int64_t pa[PT2_MAX_RANK] = {0}, pb[PT2_MAX_RANK] = {0}, shape[PT2_MAX_RANK] = {0};
+    char order_a[PT2_MAX_RANK + 1], order_b[PT2_MAX_RANK + 1];
+    snprintf(order_a, sizeof order_a, "%s%s%s", batch, ms, ks);
+    snprintf(order_b, sizeof order_b, "%s%s%s", batch, ks, ns_);
+    for (int i = 0; i < ka; ++i) pa[i] = (const char *)memchr(sa, order_a[i], (size_t)ka) - sa;
+    for (int i = 0; i < kb; ++i) pb[i] = (const char *)memchr(sb, order_b[i], (size_t)kb) - sb;
+    if (ka) a = permute(d, a, pa, ka);
+    if (kb) b = permute(d, b, pb, kb);
+    int64_t B = 1, M = 1, N = 1, K = 1;
+    for (int i = 0; i < nbat; ++i) B *= size_of[(int)batch[i]];
+    for (int i = 0; i < nm; ++i) M *= size_of[(int)ms[i]];
+    for (int i = 0; i < nn; ++i) N *= size_of[(int)ns_[i]];
+    for (int i = 0; i < nk; ++i) K *= size_of[(int)ks[i]];
+    char st[256];
+    for (int i = 0; i < ka; ++i) shape[i] = size_of[(int)order_a[i]];
+    dims_text(st, sizeof st, shape, ka);
+    if (ka) a = emit(d, PT2_OP_EXPAND, 1, &a, "{shape = %s}", st);
+    for (int i = 0; i < kb; ++i) shape[i] = size_of[(int)order_b[i]];
+    dims_text(st, sizeof st, shape, kb);
+    if (kb) b = emit(d, PT2_OP_EXPAND, 1, &b, "{shape = %s}", st);
+    int64_t s3a[3] = {B, M, K}, s3b[3] = {B, K, N};
+    MlirValue prod = emit2(d, PT2_OP_MATMUL, reshape(d, a, s3a, 3), reshape(d, b, s3b, 3));
+    /* [B, M, N] → batch..., m..., n... → output order */
+    char order_o[PT2_MAX_RANK + 1];
+    snprintf(order_o, sizeof order_o, "%s%s%s", batch, ms, ns_);
+    int nr = (int)strlen(order_o);
+    for (int i = 0; i < nr; ++i) shape[i] = size_of[(int)order_o[i]];
+    prod = reshape(d, prod, shape, nr);
+    int64_t po[PT2_MAX_RANK];
+    for (int i = 0; i < no; ++i) po[i] = (const char *)memchr(order_o, lo[i], (size_t)nr) - order_o;
+    return no ? permute(d, prod, po, no) : prod;
+}
+
+static int run_decompose(MlirOperation root, void *user) {
+    (void)user;
+    if (pt2VerifyOp(root) != 0) return -1;
+    /* Decompositions may produce composites (e.g. mean inside var); iterate. */
+    for (int round = 0; round < 8; ++round) {
+        OpList ops = collect_ops_with_prefix(root, "pt2.");
+        int changed = 0, failed = 0;
+        for (int i = 0; i < ops.n && !failed; ++i) {
+            const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
+            if (!info || !info->composite) continue;
+            Dec d = {builder_before(ops.ops[i]), ops.ops[i], 0};
+            MlirValue r = decompose(&d, info);
+            if (d.failed) {
+                failed = 1;
+                break;
+            }
+            replace_op(ops.ops[i], 1, &r);
+            changed = 1;
+        }
+        oplist_free(&ops);
+        if (failed) return -1;
+        if (!changed) return 0;
+    }
+    return 0;
+}
+
+static _Alignas(8) const char decompose_type_id;
+
+MlirPass pt2_create_decompose_pass(void) {
+    return make_external_pass("pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives",
+                              "builtin.module", run_decompose, &decompose_type_id);
+}

@@ -1,0 +1,86 @@
+/*===- entry.c - pt2-entry: one packed entry point per compiled module -----===*
+ *
+ * After lowering to the LLVM dialect, the compiled function (marked
+ * llvm.emit_c_interface) is `_mlir_ciface_<name>(desc0*, desc1*, ...)`, one
+ * memref descriptor per argument (inputs, then the outputs that
+ * buffer-results-to-out-params made into arguments).  The runtime calls every
+ * kernel the same way, so this pass adds
+ *     void pt2_entry(void **descriptors)
+ * which unpacks the array and calls the C interface.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/Dialect/LLVM.h"
+
+/* Finds the one defined `_mlir_ciface_*` function; returns how many exist. */
+static int find_ciface(MlirOperation module, char *name, size_t cap, int *n_args) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    int found = 0;
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref("llvm.func"))) continue;
+        MlirStringRef s = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, sref("sym_name")));
+        bool is_definition = !mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
+        if (s.length > 13 && strncmp(s.data, "_mlir_ciface_", 13) == 0 && is_definition) {
+            MlirType fty = mlirTypeAttrGetValue(mlirOperationGetAttributeByName(op, sref("function_type")));
+            snprintf(name, cap, "%.*s", (int)s.length, s.data);
+            *n_args = (int)mlirLLVMFunctionTypeGetNumInputs(fty);
+            ++found;
+        }
+    }
+    return found;
+}
+
+static int run_entry(MlirOperation module, void *user) {
+    (void)user;
+    char name[256];
+    int n_args = 0;
+    int found = find_ciface(module, name, sizeof name, &n_args);
+    if (found != 1) {
+        mlirEmitError(mlirOperationGetLocation(module),
+                      found ? "pt2-entry: more than one function with llvm.emit_c_interface"
+                            : "pt2-entry: no lowered function with llvm.emit_c_interface (run after convert-func-to-llvm)");
+        return -1;
+    }
+    size_t cap = 512 + (size_t)n_args * 200;
+    char *text = malloc(cap);
+    size_t len = (size_t)snprintf(text, cap, "module {\n  llvm.func @%s(", name);
+    for (int i = 0; i < n_args; ++i) len += (size_t)snprintf(text + len, cap - len, "%s!llvm.ptr", i ? ", " : "");
+    len += (size_t)snprintf(text + len, cap - len, ")\n  llvm.func @pt2_entry(%%argv: !llvm.ptr) {\n");
+    for (int i = 0; i < n_args; ++i) {
+        len += (size_t)snprintf(text + len, cap - len,
+                                "    %%p%d = llvm.getelementptr %%argv[%d] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+                                "    %%a%d = llvm.load %%p%d : !llvm.ptr -> !llvm.ptr\n",
+                                i, i, i, i);
+    }
+    len += (size_t)snprintf(text + len, cap - len, "    llvm.call @%s(", name);
+    for (int i = 0; i < n_args; ++i) len += (size_t)snprintf(text + len, cap - len, "%s%%a%d", i ? ", " : "", i);
+    len += (size_t)snprintf(text + len, cap - len, ") : (");
+    for (int i = 0; i < n_args; ++i) len += (size_t)snprintf(text + len, cap - len, "%s!llvm.ptr", i ? ", " : "");
+    snprintf(text + len, cap - len, ") -> ()\n    llvm.return\n  }\n}\n");
+    MlirContext ctx = mlirOperationGetContext(module);
+    MlirModule snippet = mlirModuleCreateParse(ctx, sref(text));
+    free(text);
+    if (mlirModuleIsNull(snippet)) {
+        mlirEmitError(mlirOperationGetLocation(module), "pt2-entry: internal error building the entry wrapper");
+        return -1;
+    }
+    /* move @pt2_entry (the second op of the snippet) into the module */
+    MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
+    MlirOperation entry = mlirOperationGetNextInBlock(decl);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    mlirOperationRemoveFromParent(entry);
+    mlirBlockAppendOwnedOperation(body, entry);
+    mlirModuleDestroy(snippet);
+    return 0;
+}
+
+static _Alignas(8) const char entry_type_id;
+
+MlirPass pt2_create_entry_pass(void) {
+    return make_external_pass("pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the C interface of the kernel",
+                              "builtin.module", run_entry, &entry_type_id);
+}

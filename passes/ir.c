@@ -1,0 +1,314 @@
+/*===- ir.c - small helpers for building MLIR through the C API ------------===*/
+#include "ir.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/Dialect/Linalg.h"
+
+Builder builder_before(MlirOperation anchor) {
+    Builder b = {mlirOperationGetContext(anchor), mlirOperationGetBlock(anchor), anchor,
+                 mlirOperationGetLocation(anchor)};
+    return b;
+}
+
+Builder builder_at_end(MlirBlock block, MlirLocation loc) {
+    Builder b = {mlirLocationGetContext(loc), block, {NULL}, loc};
+    return b;
+}
+
+MlirStringRef sref(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+MlirNamedAttribute named_attr(MlirContext ctx, const char *name, MlirAttribute a) {
+    return mlirNamedAttributeGet(mlirIdentifierGet(ctx, sref(name)), a);
+}
+
+MlirAttribute parse_attr(MlirContext ctx, const char *text) {
+    MlirAttribute a = mlirAttributeParseGet(ctx, sref(text));
+    if (mlirAttributeIsNull(a)) {
+        fprintf(stderr, "pt2 internal error: cannot parse attribute '%s'\n", text);
+        abort();
+    }
+    return a;
+}
+
+MlirType parse_type(MlirContext ctx, const char *text) {
+    MlirType t = mlirTypeParseGet(ctx, sref(text));
+    if (mlirTypeIsNull(t)) {
+        fprintf(stderr, "pt2 internal error: cannot parse type '%s'\n", text);
+        abort();
+    }
+    return t;
+}
+
+static void insert(Builder *b, MlirOperation op) {
+    if (!mlirOperationIsNull(b->before)) {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+    } else {
+        mlirBlockAppendOwnedOperation(b->block, op);
+    }
+}
+
+MlirOperation build_op(Builder *b, const char *name, int n_operands, const MlirValue *operands, int n_results,
+                       const MlirType *results, int n_attrs, const MlirNamedAttribute *attrs) {
+    MlirOperationState st = mlirOperationStateGet(sref(name), b->loc);
+    if (n_operands) mlirOperationStateAddOperands(&st, n_operands, operands);
+    if (n_results) mlirOperationStateAddResults(&st, n_results, results);
+    if (n_attrs) mlirOperationStateAddAttributes(&st, n_attrs, attrs);
+    MlirOperation op = mlirOperationCreate(&st);
+    insert(b, op);
+    return op;
+}
+
+MlirValue build_value(Builder *b, const char *name, int n_operands, const MlirValue *operands, MlirType result) {
+    return mlirOperationGetResult(build_op(b, name, n_operands, operands, 1, &result, 0, NULL), 0);
+}
+
+MlirValue build_unary(Builder *b, const char *name, MlirValue x, MlirType result) {
+    return build_value(b, name, 1, &x, result);
+}
+
+MlirValue build_binary(Builder *b, const char *name, MlirValue x, MlirValue y) {
+    MlirValue xy[2] = {x, y};
+    return build_value(b, name, 2, xy, mlirValueGetType(x));
+}
+
+MlirValue build_cmp(Builder *b, bool is_float, const char *predicate, MlirValue x, MlirValue y) {
+    char text[64];
+    snprintf(text, sizeof text, "#arith<cmp%spredicate %s>", is_float ? "f" : "i", predicate);
+    MlirNamedAttribute a = named_attr(b->ctx, "predicate", parse_attr(b->ctx, text));
+    MlirValue xy[2] = {x, y};
+    MlirType i1 = mlirIntegerTypeGet(b->ctx, 1);
+    return mlirOperationGetResult(build_op(b, is_float ? "arith.cmpf" : "arith.cmpi", 2, xy, 1, &i1, 1, &a), 0);
+}
+
+MlirValue build_select(Builder *b, MlirValue cond, MlirValue x, MlirValue y) {
+    MlirValue ops[3] = {cond, x, y};
+    return build_value(b, "arith.select", 3, ops, mlirValueGetType(x));
+}
+
+static MlirValue build_constant_attr(Builder *b, MlirAttribute value) {
+    MlirNamedAttribute a = named_attr(b->ctx, "value", value);
+    MlirType t = mlirAttributeGetType(value);
+    return mlirOperationGetResult(build_op(b, "arith.constant", 0, NULL, 1, &t, 1, &a), 0);
+}
+
+MlirValue const_float(Builder *b, MlirType t, double v) { return build_constant_attr(b, mlirFloatAttrDoubleGet(b->ctx, t, v)); }
+MlirValue const_int(Builder *b, MlirType t, int64_t v) { return build_constant_attr(b, mlirIntegerAttrGet(t, v)); }
+MlirValue const_index(Builder *b, int64_t v) { return const_int(b, mlirIndexTypeGet(b->ctx), v); }
+
+bool type_is_float(MlirType t) { return mlirTypeIsAFloat(t); }
+bool type_is_bool(MlirType t) { return mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 1; }
+
+MlirValue const_scalar(Builder *b, MlirType t, double v) {
+    if (type_is_float(t)) return const_float(b, t, v);
+    if (type_is_bool(t)) return const_int(b, t, v != 0);
+    return const_int(b, t, (int64_t)v);
+}
+
+static int64_t int_limit(MlirType t, bool highest) {
+    unsigned w = mlirIntegerTypeGetWidth(t);
+    if (w == 1) return highest ? 1 : 0; /* as a 0/1 value; i1 constants take -1 for true */
+    if (w >= 64) return highest ? INT64_MAX : INT64_MIN;
+    int64_t hi = ((int64_t)1 << (w - 1)) - 1;
+    return highest ? hi : -hi - 1;
+}
+
+MlirValue const_lowest(Builder *b, MlirType t) {
+    if (type_is_float(t)) return const_float(b, t, -INFINITY);
+    return const_int(b, t, int_limit(t, false));
+}
+
+MlirValue const_highest(Builder *b, MlirType t) {
+    if (type_is_float(t)) return const_float(b, t, INFINITY);
+    if (type_is_bool(t)) return const_int(b, t, 1);
+    return const_int(b, t, int_limit(t, true));
+}
+
+static unsigned float_width(MlirType t) { return mlirFloatTypeGetWidth(t); }
+
+MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to) {
+    MlirType from = mlirValueGetType(v);
+    if (mlirTypeEqual(from, to)) return v;
+    bool ff = type_is_float(from), ft = type_is_float(to);
+    if (ff && ft) {
+        unsigned wf = float_width(from), wt = float_width(to);
+        if (wf == wt) { /* f16 <-> bf16: through f32 */
+            MlirValue mid = build_unary(b, "arith.extf", v, mlirF32TypeGet(b->ctx));
+            return build_unary(b, "arith.truncf", mid, to);
+        }
+        return build_unary(b, wf < wt ? "arith.extf" : "arith.truncf", v, to);
+    }
+    if (!ff && ft) return build_unary(b, type_is_bool(from) ? "arith.uitofp" : "arith.sitofp", v, to);
+    if (ff && !ft) {
+        if (type_is_bool(to)) return build_cmp(b, true, "une", v, const_float(b, from, 0.0));
+        return build_unary(b, "arith.fptosi", v, to);
+    }
+    /* int -> int */
+    unsigned wf = mlirIntegerTypeGetWidth(from), wt = mlirIntegerTypeGetWidth(to);
+    if (wt == 1) return build_cmp(b, false, "ne", v, const_int(b, from, 0));
+    if (wf == 1) return build_unary(b, "arith.extui", v, to);
+    return build_unary(b, wf < wt ? "arith.extsi" : "arith.trunci", v, to);
+}
+
+MlirValue build_empty(Builder *b, MlirType tensor_type) {
+    return build_value(b, "tensor.empty", 0, NULL, tensor_type);
+}
+
+MlirValue build_filled(Builder *b, MlirType tensor_type, MlirValue value) {
+    MlirValue empty = build_empty(b, tensor_type);
+    MlirValue ops[2] = {value, empty};
+    MlirNamedAttribute seg = named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 2, (int32_t[]){1, 1}));
+    MlirOperationState st = mlirOperationStateGet(sref("linalg.fill"), b->loc);
+    mlirOperationStateAddOperands(&st, 2, ops);
+    mlirOperationStateAddResults(&st, 1, &tensor_type);
+    mlirOperationStateAddAttributes(&st, 1, &seg);
+    MlirRegion r = mlirRegionCreate();
+    mlirOperationStateAddOwnedRegions(&st, 1, &r);
+    MlirOperation fill = mlirOperationCreate(&st);
+    mlirLinalgFillBuiltinNamedOpRegion(fill);
+    insert(b, fill);
+    return mlirOperationGetResult(fill, 0);
+}
+
+MlirOperation build_generic(Builder *b, int n_inputs, const MlirValue *inputs, int n_outputs, const MlirValue *outputs,
+                            const char *const *maps, const char *iterators, BodyFn body, void *user) {
+    MlirContext ctx = b->ctx;
+    int n = n_inputs + n_outputs;
+    MlirAttribute map_attrs[72];
+    char text[512];
+    for (int i = 0; i < n; ++i) {
+        snprintf(text, sizeof text, "affine_map<%s>", maps[i]);
+        map_attrs[i] = parse_attr(ctx, text);
+    }
+    int n_loops = (int)strlen(iterators);
+    MlirAttribute iter_attrs[PT2_MAX_RANK * 2 + 2];
+    MlirAttribute par = parse_attr(ctx, "#linalg.iterator_type<parallel>");
+    MlirAttribute red = parse_attr(ctx, "#linalg.iterator_type<reduction>");
+    for (int i = 0; i < n_loops; ++i) iter_attrs[i] = iterators[i] == 'r' ? red : par;
+    MlirNamedAttribute attrs[3] = {
+        named_attr(ctx, "indexing_maps", mlirArrayAttrGet(ctx, n, map_attrs)),
+        named_attr(ctx, "iterator_types", mlirArrayAttrGet(ctx, n_loops, iter_attrs)),
+        named_attr(ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(ctx, 2, (int32_t[]){n_inputs, n_outputs})),
+    };
+    MlirValue operands[72];
+    MlirType result_types[8], arg_types[72];
+    MlirLocation arg_locs[72];
+    for (int i = 0; i < n_inputs; ++i) operands[i] = inputs[i];
+    for (int i = 0; i < n_outputs; ++i) {
+        operands[n_inputs + i] = outputs[i];
+        result_types[i] = mlirValueGetType(outputs[i]);
+    }
+    for (int i = 0; i < n; ++i) {
+        MlirType t = mlirValueGetType(operands[i]);
+        arg_types[i] = mlirShapedTypeGetElementType(t);
+        arg_locs[i] = b->loc;
+    }
+    MlirRegion region = mlirRegionCreate();
+    MlirBlock block = mlirBlockCreate(n, arg_types, arg_locs);
+    mlirRegionAppendOwnedBlock(region, block);
+    MlirOperationState st = mlirOperationStateGet(sref("linalg.generic"), b->loc);
+    mlirOperationStateAddOperands(&st, n, operands);
+    mlirOperationStateAddResults(&st, n_outputs, result_types);
+    mlirOperationStateAddAttributes(&st, 3, attrs);
+    mlirOperationStateAddOwnedRegions(&st, 1, &region);
+    MlirOperation op = mlirOperationCreate(&st);
+    insert(b, op);
+    Builder body_b = builder_at_end(block, b->loc);
+    MlirValue args[72], yields[8];
+    for (int i = 0; i < n; ++i) args[i] = mlirBlockGetArgument(block, i);
+    body(&body_b, args, n, yields, user);
+    build_op(&body_b, "linalg.yield", n_outputs, yields, 0, NULL, 0, NULL);
+    return op;
+}
+
+void oplist_push(OpList *l, MlirOperation op) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->ops = realloc(l->ops, sizeof *l->ops * (size_t)l->cap);
+    }
+    l->ops[l->n++] = op;
+}
+
+void oplist_free(OpList *l) {
+    free(l->ops);
+    l->ops = NULL;
+    l->n = l->cap = 0;
+}
+
+typedef struct PrefixWalk {
+    OpList list;
+    const char *prefix;
+    size_t len;
+} PrefixWalk;
+
+static MlirWalkResult prefix_walk(MlirOperation op, void *user) {
+    PrefixWalk *w = user;
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    if (n.length >= w->len && strncmp(n.data, w->prefix, w->len) == 0) oplist_push(&w->list, op);
+    return MlirWalkResultAdvance;
+}
+
+OpList collect_ops_with_prefix(MlirOperation root, const char *prefix) {
+    PrefixWalk w = {{0}, prefix, strlen(prefix)};
+    mlirOperationWalk(root, prefix_walk, &w, MlirWalkPreOrder);
+    return w.list;
+}
+
+void replace_op(MlirOperation op, int n, const MlirValue *values) {
+    for (int i = 0; i < n; ++i) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), values[i]);
+    mlirOperationDestroy(op);
+}
+
+/*--- external passes ----------------------------------------------------------*/
+
+typedef struct ExternalPassData {
+    PassRunFn run;
+} ExternalPassData;
+
+static void pass_construct(void *u) { (void)u; }
+static void pass_destruct(void *u) { free(u); }
+static MlirLogicalResult pass_initialize(MlirContext c, void *u) {
+    (void)c;
+    (void)u;
+    return mlirLogicalResultSuccess();
+}
+static void *pass_clone(void *u) {
+    ExternalPassData *copy = malloc(sizeof *copy);
+    *copy = *(ExternalPassData *)u;
+    return copy;
+}
+static void pass_run(MlirOperation root, MlirExternalPass pass, void *u) {
+    ExternalPassData *d = u;
+    if (d->run(root, NULL) != 0) mlirExternalPassSignalFailure(pass);
+}
+
+MlirPass make_external_pass(const char *arg, const char *summary, const char *op_name, PassRunFn run,
+                            const void *type_id_storage) {
+    ExternalPassData *d = malloc(sizeof *d);
+    d->run = run;
+    MlirExternalPassCallbacks cb = {pass_construct, pass_destruct, pass_initialize, pass_clone, pass_run};
+    return mlirCreateExternalPass(mlirTypeIDCreate(type_id_storage), sref(arg), sref(arg), sref(summary),
+                                  sref(op_name), 0, NULL, cb, d);
+}
+
+Pt2TensorType value_tensor_type(MlirValue v) {
+    Pt2TensorType t = {0};
+    pt2_tensor_type_from_mlir(mlirValueGetType(v), &t);
+    return t;
+}
+
+MlirType elem_type(MlirValue v) { return mlirShapedTypeGetElementType(mlirValueGetType(v)); }
+
+void op_error(MlirOperation op, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mlirEmitError(mlirOperationGetLocation(op), msg);
+}

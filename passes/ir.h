@@ -1,0 +1,102 @@
+/*===- ir.h - small helpers for building MLIR through the C API ------------===*
+ *
+ * Every pass in passes/ builds IR with these: a Builder inserts new ops
+ * before an anchor op (or at the end of a block), and the helpers keep op
+ * construction to one line each.
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_PASSES_IR_H
+#define PT2_PASSES_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../dialects/catalog.h"
+#include "mlir-c/AffineExpr.h"
+#include "mlir-c/AffineMap.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+
+typedef struct Builder {
+    MlirContext ctx;
+    MlirBlock block;
+    MlirOperation before; /* insert before this op; null: append to block */
+    MlirLocation loc;
+} Builder;
+
+Builder builder_before(MlirOperation anchor);
+Builder builder_at_end(MlirBlock block, MlirLocation loc);
+
+MlirStringRef sref(const char *s);
+MlirNamedAttribute named_attr(MlirContext ctx, const char *name, MlirAttribute a);
+/* Parses an attribute from text; aborts the process on a malformed literal
+ * (only pt2's own code writes these). */
+MlirAttribute parse_attr(MlirContext ctx, const char *text);
+MlirType parse_type(MlirContext ctx, const char *text);
+
+/* Creates op `name` at the builder's point. */
+MlirOperation build_op(Builder *b, const char *name, int n_operands, const MlirValue *operands, int n_results,
+                       const MlirType *results, int n_attrs, const MlirNamedAttribute *attrs);
+/* Same, returning result 0. */
+MlirValue build_value(Builder *b, const char *name, int n_operands, const MlirValue *operands, MlirType result);
+MlirValue build_unary(Builder *b, const char *name, MlirValue x, MlirType result);
+MlirValue build_binary(Builder *b, const char *name, MlirValue x, MlirValue y);
+MlirValue build_cmp(Builder *b, bool is_float, const char *predicate, MlirValue x, MlirValue y);
+MlirValue build_select(Builder *b, MlirValue cond, MlirValue x, MlirValue y);
+
+MlirValue const_float(Builder *b, MlirType t, double v);
+MlirValue const_int(Builder *b, MlirType t, int64_t v);
+MlirValue const_index(Builder *b, int64_t v);
+/* A scalar constant of element type t holding v (float or int). */
+MlirValue const_scalar(Builder *b, MlirType t, double v);
+/* The smallest/largest value of t (-inf/+inf for floats). */
+MlirValue const_lowest(Builder *b, MlirType t);
+MlirValue const_highest(Builder *b, MlirType t);
+
+/* Element type conversion with PyTorch's semantics (bool is 0/1, float to
+ * bool is x != 0, float to int truncates). */
+MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to);
+
+bool type_is_float(MlirType t);
+bool type_is_bool(MlirType t);
+
+/* tensor.empty of a static type. */
+MlirValue build_empty(Builder *b, MlirType tensor_type);
+/* linalg.fill of `value` into a fresh tensor of tensor_type. */
+MlirValue build_filled(Builder *b, MlirType tensor_type, MlirValue value);
+
+/* A linalg.generic.  maps are affine maps as text ("(d0, d1) -> (d1)");
+ * iterators: 'p' parallel, 'r' reduction.  The body callback receives the
+ * block arguments (inputs then outputs) and a builder at the body's end; it
+ * returns the yielded values. */
+typedef void (*BodyFn)(Builder *body, const MlirValue *args, int n_args, MlirValue *yields, void *user);
+MlirOperation build_generic(Builder *b, int n_inputs, const MlirValue *inputs, int n_outputs, const MlirValue *outputs,
+                            const char *const *maps, const char *iterators, BodyFn body, void *user);
+
+/* Collect-then-rewrite walks. */
+typedef struct OpList {
+    MlirOperation *ops;
+    int n, cap;
+} OpList;
+void oplist_push(OpList *l, MlirOperation op);
+void oplist_free(OpList *l);
+/* All ops under root whose name starts with prefix, in pre-order. */
+OpList collect_ops_with_prefix(MlirOperation root, const char *prefix);
+
+/* Replaces op's results by values and erases op. */
+void replace_op(MlirOperation op, int n, const MlirValue *values);
+
+/* Registers an external pass implemented by `run` (see passes/registry.c). */
+typedef int (*PassRunFn)(MlirOperation root, void *user); /* 0 = success */
+MlirPass make_external_pass(const char *arg, const char *summary, const char *op_name, PassRunFn run,
+                            const void *type_id_storage);
+
+/* pt2_value_type: a value's pt2 tensor type (asserting it is one). */
+Pt2TensorType value_tensor_type(MlirValue v);
+MlirType elem_type(MlirValue v);
+
+/* Emits an error at op's location: "<op name>: <message>". */
+void op_error(MlirOperation op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* PT2_PASSES_IR_H */

@@ -1,0 +1,825 @@
+/*===- lower.c - pt2-lower: pt2 primitives to loop-level IR ----------------===*
+ *
+ * Rewrites every primitive pt2 op into upstream tensor-level loop IR:
+ *   pointwise ops    → linalg.generic (parallel loops, broadcasting in the
+ *                      indexing maps, the scalar body from lower_pointwise.c)
+ *   reductions       → linalg.fill (identity) + linalg.generic (reduction loops)
+ *   data movement    → tensor.{collapse,expand}_shape / extract_slice /
+ *                      insert_slice, or linalg.generic with affine index maps
+ *   matmul           → linalg.matmul / linalg.batch_matmul (pt2-extern later
+ *                      turns the f32/f64 ones into BLAS calls)
+ * linalg.generic is pt2's loop-level IR: the indexing maps are Inductor's
+ * index expressions, the region its ops.* body.  Composite ops must have
+ * been decomposed (pt2-decompose) first.
+ *===----------------------------------------------------------------------===*/
+#include "lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/Dialect/Linalg.h"
+
+/*===----------------------------------------------------------------------===*
+ * Helpers
+ *===----------------------------------------------------------------------===*/
+
+MlirType compute_type_for(MlirContext ctx, MlirType elem) {
+    if (mlirTypeIsAF16(elem) || mlirTypeIsABF16(elem)) return mlirF32TypeGet(ctx);
+    return elem;
+}
+
+static size_t map_dims(char *buf, size_t cap, int rank) {
+    size_t n = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < rank; ++i) n += (size_t)snprintf(buf + n, cap - n, "%sd%d", i ? ", " : "", i);
+    n += (size_t)snprintf(buf + n, cap - n, ") -> (");
+    return n;
+}
+
+void map_identity(char *buf, size_t cap, int rank) {
+    size_t n = map_dims(buf, cap, rank);
+    for (int i = 0; i < rank; ++i) n += (size_t)snprintf(buf + n, cap - n, "%sd%d", i ? ", " : "", i);
+    snprintf(buf + n, cap - n, ")");
+}
+
+void map_broadcast(char *buf, size_t cap, const Pt2TensorType *in, const Pt2TensorType *out) {
+    size_t n = map_dims(buf, cap, out->rank);
+    for (int i = 0; i < in->rank; ++i) {
+        int d = out->rank - in->rank + i;
+        if (in->sizes[i] == 1 && out->sizes[d] != 1) {
+            n += (size_t)snprintf(buf + n, cap - n, "%s0", i ? ", " : "");
+        } else {
+            n += (size_t)snprintf(buf + n, cap - n, "%sd%d", i ? ", " : "", d);
+        }
+    }
+    snprintf(buf + n, cap - n, ")");
+}
+
+static MlirType tensor_type(MlirContext ctx, const Pt2TensorType *t, MlirType elem) {
+    return mlirRankedTensorTypeGet(t->rank, t->sizes, elem, mlirAttributeGetNull());
+}
+
+static const char *iterators_parallel(int rank) {
+    static const char p[] = "pppppppppppppppp";
+    return p + (sizeof p - 1 - (size_t)rank);
+}
+
+static MlirAttribute reassociation_attr(MlirContext ctx, int groups, const int *group_sizes) {
+    MlirAttribute outer[PT2_MAX_RANK];
+    int d = 0;
+    for (int g = 0; g < groups; ++g) {
+        MlirAttribute inner[PT2_MAX_RANK];
+        for (int k = 0; k < group_sizes[g]; ++k) inner[k] = mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), d++);
+        outer[g] = mlirArrayAttrGet(ctx, group_sizes[g], inner);
+    }
+    return mlirArrayAttrGet(ctx, groups, outer);
+}
+
+/* Collapses all dims of x into one (rank >= 2), or expands a 1-d/0-d value. */
+static MlirValue collapse_all(Builder *b, MlirValue x) {
+    Pt2TensorType t = value_tensor_type(x);
+    if (t.rank == 1) return x;
+    Pt2TensorType flat = {t.dtype, 1, {pt2_tensor_numel(&t)}};
+    if (t.rank == 0) { /* 0-d → [1] */
+        MlirNamedAttribute attrs[2] = {
+            named_attr(b->ctx, "reassociation", mlirArrayAttrGet(b->ctx, 0, NULL)),
+            named_attr(b->ctx, "static_output_shape", mlirDenseI64ArrayGet(b->ctx, 1, flat.sizes)),
+        };
+        MlirType rt = tensor_type(b->ctx, &flat, elem_type(x));
+        return mlirOperationGetResult(build_op(b, "tensor.expand_shape", 1, &x, 1, &rt, 2, attrs), 0);
+    }
+    int group = t.rank;
+    MlirNamedAttribute a = named_attr(b->ctx, "reassociation", reassociation_attr(b->ctx, 1, &group));
+    MlirType rt = tensor_type(b->ctx, &flat, elem_type(x));
+    return mlirOperationGetResult(build_op(b, "tensor.collapse_shape", 1, &x, 1, &rt, 1, &a), 0);
+}
+
+MlirValue lower_reshape_value(Builder *b, MlirValue x, const Pt2TensorType *to) {
+    Pt2TensorType t = value_tensor_type(x);
+    if (t.rank == to->rank && memcmp(t.sizes, to->sizes, sizeof(int64_t) * (size_t)t.rank) == 0) return x;
+    MlirType rt = tensor_type(b->ctx, to, elem_type(x));
+    if (to->rank == 0) { /* all-ones → 0-d */
+        MlirNamedAttribute a = named_attr(b->ctx, "reassociation", mlirArrayAttrGet(b->ctx, 0, NULL));
+        return mlirOperationGetResult(build_op(b, "tensor.collapse_shape", 1, &x, 1, &rt, 1, &a), 0);
+    }
+    if (t.rank == 0) { /* 0-d → all-ones */
+        MlirNamedAttribute attrs[2] = {
+            named_attr(b->ctx, "reassociation", mlirArrayAttrGet(b->ctx, 0, NULL)),
+            named_attr(b->ctx, "static_output_shape", mlirDenseI64ArrayGet(b->ctx, to->rank, to->sizes)),
+        };
+        return mlirOperationGetResult(build_op(b, "tensor.expand_shape", 1, &x, 1, &rt, 2, attrs), 0);
+    }
+    MlirValue flat = collapse_all(b, x);
+    if (to->rank == 1) return flat;
+    int group = to->rank;
+    MlirNamedAttribute attrs[2] = {
+        named_attr(b->ctx, "reassociation", reassociation_attr(b->ctx, 1, &group)),
+        named_attr(b->ctx, "static_output_shape", mlirDenseI64ArrayGet(b->ctx, to->rank, to->sizes)),
+    };
+    return mlirOperationGetResult(build_op(b, "tensor.expand_shape", 1, &flat, 1, &rt, 2, attrs), 0);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Pointwise
+ *===----------------------------------------------------------------------===*/
+
+typedef struct PointwiseBody {
+    MlirOperation op;
+    const Pt2OpInfo *info;
+    int n_inputs;
+    MlirType ct;       /* compute type */
+    MlirType out_elem; /* result element type */
+} PointwiseBody;
+
+static void pointwise_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    PointwiseBody *p = user;
+    MlirValue conv[8];
+    for (int i = 0; i < p->n_inputs; ++i) {
+        bool is_condition = p->info->id == PT2_OP_WHERE && i == 0;
+        conv[i] = is_condition ? args[i] : convert_scalar(b, args[i], p->ct);
+    }
+    MlirValue r = lower_pointwise_scalar(b, p->op, p->info, conv, p->ct);
+    yields[0] = convert_scalar(b, r, p->out_elem);
+}
+
+static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info) {
+    Builder b = builder_before(op);
+    MlirValue result = mlirOperationGetResult(op, 0);
+    Pt2TensorType out = value_tensor_type(result);
+    int n_in = (int)mlirOperationGetNumOperands(op);
+    MlirValue inputs[8];
+    char maps_buf[9][256];
+    const char *maps[9];
+    for (int i = 0; i < n_in; ++i) {
+        inputs[i] = mlirOperationGetOperand(op, i);
+        Pt2TensorType t = value_tensor_type(inputs[i]);
+        map_broadcast(maps_buf[i], sizeof maps_buf[i], &t, &out);
+        maps[i] = maps_buf[i];
+    }
+    map_identity(maps_buf[n_in], sizeof maps_buf[n_in], out.rank);
+    maps[n_in] = maps_buf[n_in];
+    MlirType out_elem = elem_type(result);
+    /* compute type: the (promoted) data operand's element type, widened */
+    MlirType data_elem = elem_type(inputs[info->id == PT2_OP_WHERE ? 1 : 0]);
+    MlirType ct = compute_type_for(b.ctx, info->dtype_rule == BOOL || info->id == PT2_OP_CONVERT ? data_elem : out_elem);
+    if (info->id == PT2_OP_CONVERT) ct = data_elem; /* convert straight from the source type */
+    PointwiseBody body = {op, info, n_in, ct, out_elem};
+    MlirValue init = build_empty(&b, mlirValueGetType(result));
+    MlirOperation g = build_generic(&b, n_in, inputs, 1, &init, maps, iterators_parallel(out.rank), pointwise_body, &body);
+    MlirValue r = mlirOperationGetResult(g, 0);
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Reductions
+ *===----------------------------------------------------------------------===*/
+
+typedef struct ReduceBody {
+    Pt2OpId id;
+    MlirType acc; /* accumulator element type */
+} ReduceBody;
+
+static void reduce_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    ReduceBody *r = user;
+    MlirValue x = convert_scalar(b, args[0], r->acc), acc = args[1];
+    bool f = type_is_float(r->acc), is_bool = type_is_bool(r->acc);
+    switch (r->id) {
+    case PT2_OP_SUM: yields[0] = build_binary(b, f ? "arith.addf" : is_bool ? "arith.ori" : "arith.addi", acc, x); break;
+    case PT2_OP_PROD: yields[0] = build_binary(b, f ? "arith.mulf" : is_bool ? "arith.andi" : "arith.muli", acc, x); break;
+    case PT2_OP_AMAX: yields[0] = build_binary(b, f ? "arith.maximumf" : is_bool ? "arith.ori" : "arith.maxsi", acc, x); break;
+    case PT2_OP_AMIN: yields[0] = build_binary(b, f ? "arith.minimumf" : is_bool ? "arith.andi" : "arith.minsi", acc, x); break;
+    case PT2_OP_ANY: yields[0] = build_binary(b, "arith.ori", acc, x); break;
+    default: yields[0] = build_binary(b, "arith.andi", acc, x); break; /* ALL */
+    }
+}
+
+/* Builds the reduction of x over `reduced` dims (a mask) into an accumulator
+ * tensor of element type acc, shaped as x without the reduced dims. */
+static MlirValue build_reduction(Builder *b, MlirValue x, const bool *reduced, Pt2OpId id, MlirType acc) {
+    Pt2TensorType t = value_tensor_type(x);
+    Pt2TensorType kept = {t.dtype, 0, {0}};
+    char in_map[256], out_map[256], iters[PT2_MAX_RANK + 1];
+    map_identity(in_map, sizeof in_map, t.rank);
+    size_t n = map_dims(out_map, sizeof out_map, t.rank);
+    for (int i = 0; i < t.rank; ++i) {
+        iters[i] = reduced[i] ? 'r' : 'p';
+        if (!reduced[i]) {
+            n += (size_t)snprintf(out_map + n, sizeof out_map - n, "%sd%d", kept.rank ? ", " : "", i);
+            kept.sizes[kept.rank++] = t.sizes[i];
+        }
+    }
+    snprintf(out_map + n, sizeof out_map - n, ")");
+    iters[t.rank] = 0;
+    MlirValue init;
+    switch (id) {
+    case PT2_OP_SUM: case PT2_OP_ANY: init = const_scalar(b, acc, 0); break;
+    case PT2_OP_PROD: case PT2_OP_ALL: init = const_scalar(b, acc, 1); break;
+    case PT2_OP_AMAX: init = const_lowest(b, acc); break;
+    default: init = const_highest(b, acc); break;
+    }
+    MlirValue filled = build_filled(b, tensor_type(b->ctx, &kept, acc), init);
+    const char *maps[2] = {in_map, out_map};
+    ReduceBody body = {id, acc};
+    if (t.rank == 0) { /* nothing to reduce: a pointwise copy into the accumulator */
+        return mlirOperationGetResult(build_generic(b, 1, &x, 1, &filled, maps, "", reduce_body, &body), 0);
+    }
+    return mlirOperationGetResult(build_generic(b, 1, &x, 1, &filled, maps, iters, reduce_body, &body), 0);
+}
+
+typedef struct CastBody {
+    MlirType to;
+} CastBody;
+
+static void cast_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    yields[0] = convert_scalar(b, args[0], ((CastBody *)user)->to);
+}
+
+/* Elementwise conversion of a whole tensor (a generic, fusable). */
+static MlirValue build_cast(Builder *b, MlirValue x, MlirType to_elem) {
+    if (mlirTypeEqual(elem_type(x), to_elem)) return x;
+    Pt2TensorType t = value_tensor_type(x);
+    char m[256];
+    map_identity(m, sizeof m, t.rank);
+    const char *maps[2] = {m, m};
+    MlirValue init = build_empty(b, tensor_type(b->ctx, &t, to_elem));
+    CastBody body = {to_elem};
+    return mlirOperationGetResult(build_generic(b, 1, &x, 1, &init, maps, iterators_parallel(t.rank), cast_body, &body), 0);
+}
+
+static void reduced_mask(MlirOperation op, int rank, bool *reduced) {
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int64_t dims[PT2_MAX_RANK];
+    int nd = 0;
+    bool all = pt2_attr_i64s(attrs, "dims", dims, PT2_MAX_RANK, &nd) <= 0;
+    for (int i = 0; i < rank; ++i) reduced[i] = all;
+    for (int i = 0; i < nd; ++i) reduced[pt2_norm_dim(dims[i], rank)] = true;
+}
+
+static int lower_reduce(MlirOperation op, const Pt2OpInfo *info) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x);
+    bool reduced[PT2_MAX_RANK];
+    reduced_mask(op, t.rank, reduced);
+    MlirType out_elem = elem_type(result);
+    MlirType acc = (info->id == PT2_OP_ANY || info->id == PT2_OP_ALL) ? out_elem : compute_type_for(b.ctx, out_elem);
+    MlirValue r = build_reduction(&b, x, reduced, info->id, acc);
+    r = build_cast(&b, r, out_elem);
+    Pt2TensorType rt = value_tensor_type(result);
+    r = lower_reshape_value(&b, r, &rt); /* keepdim */
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/* argmax/argmin: a two-output reduction (best value, its index); the first
+ * occurrence wins ties, and NaN counts as the extreme (as PyTorch). */
+typedef struct ArgBody {
+    bool is_max;
+    int dim;
+    MlirType ct;
+} ArgBody;
+
+static void arg_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    ArgBody *a = user;
+    MlirValue x = convert_scalar(b, args[0], a->ct), best = args[1], best_idx = args[2];
+    MlirNamedAttribute dim_attr = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), a->dim));
+    MlirType index_t = mlirIndexTypeGet(b->ctx);
+    MlirValue idx = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &dim_attr), 0);
+    MlirValue idx64 = build_unary(b, "arith.index_cast", idx, mlirIntegerTypeGet(b->ctx, 64));
+    MlirValue better;
+    if (type_is_float(a->ct)) {
+        MlirValue cmp = build_cmp(b, true, a->is_max ? "ogt" : "olt", x, best);
+        MlirValue x_nan = build_cmp(b, true, "uno", x, x), best_nan = build_cmp(b, true, "uno", best, best);
+        MlirValue nan_wins = build_binary(b, "arith.andi", x_nan,
+                                          build_binary(b, "arith.xori", best_nan, const_int(b, mlirIntegerTypeGet(b->ctx, 1), 1)));
+        better = build_binary(b, "arith.ori", cmp, nan_wins);
+    } else {
+        better = build_cmp(b, false, a->is_max ? "sgt" : "slt", x, best);
+    }
+    /* the initial index is -1: the first element always wins */
+    MlirValue first = build_cmp(b, false, "slt", best_idx, const_int(b, mlirIntegerTypeGet(b->ctx, 64), 0));
+    better = build_binary(b, "arith.ori", better, first);
+    yields[0] = build_select(b, better, x, best);
+    yields[1] = build_select(b, better, idx64, best_idx);
+}
+
+static int lower_argreduce(MlirOperation op, const Pt2OpInfo *info) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int64_t d;
+    Pt2TensorType t = value_tensor_type(x);
+    int dim;
+    if (pt2_attr_i64(attrs, "dim", &d) <= 0 || t.rank == 0) {
+        x = collapse_all(&b, x);
+        t = value_tensor_type(x);
+        dim = 0;
+    } else {
+        dim = pt2_norm_dim(d, t.rank);
+    }
+    MlirType ct = compute_type_for(b.ctx, elem_type(x));
+    Pt2TensorType kept = {t.dtype, 0, {0}};
+    char in_map[256], out_map[256], iters[PT2_MAX_RANK + 1];
+    map_identity(in_map, sizeof in_map, t.rank);
+    size_t n = map_dims(out_map, sizeof out_map, t.rank);
+    for (int i = 0; i < t.rank; ++i) {
+        iters[i] = i == dim ? 'r' : 'p';
+        if (i != dim) {
+            n += (size_t)snprintf(out_map + n, sizeof out_map - n, "%sd%d", kept.rank ? ", " : "", i);
+            kept.sizes[kept.rank++] = t.sizes[i];
+        }
+    }
+    snprintf(out_map + n, sizeof out_map - n, ")");
+    iters[t.rank] = 0;
+    MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
+    MlirValue outs[2] = {
+        build_filled(&b, tensor_type(b.ctx, &kept, ct), info->id == PT2_OP_ARGMAX ? const_lowest(&b, ct) : const_highest(&b, ct)),
+        build_filled(&b, tensor_type(b.ctx, &kept, i64), const_int(&b, i64, -1)),
+    };
+    const char *maps[3] = {in_map, out_map, out_map};
+    ArgBody body = {info->id == PT2_OP_ARGMAX, dim, ct};
+    MlirOperation g = build_generic(&b, 1, &x, 2, outs, maps, iters, arg_body, &body);
+    MlirValue r = mlirOperationGetResult(g, 1);
+    Pt2TensorType rt = value_tensor_type(result);
+    r = lower_reshape_value(&b, r, &rt);
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Data movement
+ *===----------------------------------------------------------------------===*/
+
+static void copy_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)b;
+    (void)n_args;
+    (void)user;
+    yields[0] = args[0];
+}
+
+/* out[d...] = x[map(d...)]: a generic copy with an affine input map. */
+static MlirValue build_map_copy(Builder *b, MlirValue x, const char *in_map, MlirType out_type) {
+    Pt2TensorType out = {0};
+    pt2_tensor_type_from_mlir(out_type, &out);
+    char out_map[256];
+    map_identity(out_map, sizeof out_map, out.rank);
+    const char *maps[2] = {in_map, out_map};
+    MlirValue init = build_empty(b, out_type);
+    return mlirOperationGetResult(build_generic(b, 1, &x, 1, &init, maps, iterators_parallel(out.rank), copy_body, NULL), 0);
+}
+
+static int lower_permute(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x);
+    int64_t perm[PT2_MAX_RANK];
+    int n = 0;
+    pt2_attr_i64s(pt2_attrs_of_op(op), "perm", perm, PT2_MAX_RANK, &n);
+    int inv[PT2_MAX_RANK];
+    for (int i = 0; i < n; ++i) inv[pt2_norm_dim(perm[i], t.rank)] = i;
+    char m[256];
+    size_t len = map_dims(m, sizeof m, t.rank);
+    for (int k = 0; k < t.rank; ++k) len += (size_t)snprintf(m + len, sizeof m - len, "%sd%d", k ? ", " : "", inv[k]);
+    snprintf(m + len, sizeof m - len, ")");
+    MlirValue r = build_map_copy(&b, x, m, mlirValueGetType(result));
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+static int lower_expand(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
+    char m[256];
+    map_broadcast(m, sizeof m, &t, &out);
+    MlirValue r = build_map_copy(&b, x, m, mlirValueGetType(result));
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+static int lower_flip(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x);
+    bool flipped[PT2_MAX_RANK] = {0};
+    int64_t dims[PT2_MAX_RANK];
+    int n = 0;
+    pt2_attr_i64s(pt2_attrs_of_op(op), "dims", dims, PT2_MAX_RANK, &n);
+    for (int i = 0; i < n; ++i) flipped[pt2_norm_dim(dims[i], t.rank)] = true;
+    char m[256];
+    size_t len = map_dims(m, sizeof m, t.rank);
+    for (int k = 0; k < t.rank; ++k) {
+        if (flipped[k]) {
+            len += (size_t)snprintf(m + len, sizeof m - len, "%s%lld - d%d", k ? ", " : "", (long long)(t.sizes[k] - 1), k);
+        } else {
+            len += (size_t)snprintf(m + len, sizeof m - len, "%sd%d", k ? ", " : "", k);
+        }
+    }
+    snprintf(m + len, sizeof m - len, ")");
+    MlirValue r = build_map_copy(&b, x, m, mlirValueGetType(result));
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+static MlirValue build_extract_slice(Builder *b, MlirValue x, const int64_t *offsets, const int64_t *sizes,
+                                     const int64_t *strides, MlirType result_type) {
+    int rank = value_tensor_type(x).rank;
+    MlirNamedAttribute attrs[4] = {
+        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 4, (int32_t[]){1, 0, 0, 0})),
+        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, rank, offsets)),
+        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, rank, sizes)),
+        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, rank, strides)),
+    };
+    return mlirOperationGetResult(build_op(b, "tensor.extract_slice", 1, &x, 1, &result_type, 4, attrs), 0);
+}
+
+static MlirValue build_insert_slice(Builder *b, MlirValue src, MlirValue dest, const int64_t *offsets,
+                                    const int64_t *strides) {
+    Pt2TensorType s = value_tensor_type(src);
+    MlirValue ops[2] = {src, dest};
+    MlirType rt = mlirValueGetType(dest);
+    MlirNamedAttribute attrs[4] = {
+        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 5, (int32_t[]){1, 1, 0, 0, 0})),
+        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, s.rank, offsets)),
+        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, s.rank, s.sizes)),
+        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, s.rank, strides)),
+    };
+    return mlirOperationGetResult(build_op(b, "tensor.insert_slice", 2, ops, 1, &rt, 4, attrs), 0);
+}
+
+static int lower_slice(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int64_t d, start = 0, step = 1;
+    pt2_attr_i64(attrs, "dim", &d);
+    pt2_attr_i64(attrs, "start", &start);
+    pt2_attr_i64(attrs, "step", &step);
+    int dim = pt2_norm_dim(d, t.rank);
+    if (start < 0) start += t.sizes[dim];
+    if (start < 0) start = 0;
+    if (start > t.sizes[dim]) start = t.sizes[dim];
+    int64_t offsets[PT2_MAX_RANK] = {0}, strides[PT2_MAX_RANK];
+    for (int i = 0; i < t.rank; ++i) strides[i] = 1;
+    offsets[dim] = start;
+    strides[dim] = step;
+    MlirValue r = build_extract_slice(&b, x, offsets, out.sizes, strides, mlirValueGetType(result));
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+static int lower_select(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x);
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int64_t d, index;
+    pt2_attr_i64(attrs, "dim", &d);
+    pt2_attr_i64(attrs, "index", &index);
+    int dim = pt2_norm_dim(d, t.rank);
+    if (index < 0) index += t.sizes[dim];
+    int64_t offsets[PT2_MAX_RANK] = {0}, sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    for (int i = 0; i < t.rank; ++i) {
+        sizes[i] = i == dim ? 1 : t.sizes[i];
+        strides[i] = 1;
+    }
+    offsets[dim] = index;
+    /* rank-reducing extract_slice: the result type drops `dim` */
+    MlirValue r = build_extract_slice(&b, x, offsets, sizes, strides, mlirValueGetType(result));
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+static int lower_cat(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue result = mlirOperationGetResult(op, 0);
+    Pt2TensorType out = value_tensor_type(result);
+    int64_t d;
+    pt2_attr_i64(pt2_attrs_of_op(op), "dim", &d);
+    int dim = pt2_norm_dim(d, out.rank);
+    MlirValue acc = build_empty(&b, mlirValueGetType(result));
+    int64_t offsets[PT2_MAX_RANK] = {0}, strides[PT2_MAX_RANK];
+    for (int i = 0; i < out.rank; ++i) strides[i] = 1;
+    intptr_t n = mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < n; ++i) {
+        MlirValue x = mlirOperationGetOperand(op, i);
+        Pt2TensorType t = value_tensor_type(x);
+        if (t.sizes[dim] > 0) acc = build_insert_slice(&b, x, acc, offsets, strides);
+        offsets[dim] += t.sizes[dim];
+    }
+    replace_op(op, 1, &acc);
+    return 0;
+}
+
+static int lower_pad(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x);
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int64_t pads[2 * PT2_MAX_RANK];
+    int n = 0;
+    double value = 0;
+    pt2_attr_i64s(attrs, "pads", pads, 2 * PT2_MAX_RANK, &n);
+    pt2_attr_f64(attrs, "value", &value);
+    /* negative pads crop: slice those first */
+    int64_t lo[PT2_MAX_RANK] = {0}, crop_off[PT2_MAX_RANK] = {0}, crop_size[PT2_MAX_RANK], ones[PT2_MAX_RANK];
+    bool crop = false;
+    for (int i = 0; i < t.rank; ++i) {
+        crop_size[i] = t.sizes[i];
+        ones[i] = 1;
+    }
+    for (int i = 0; i < n / 2; ++i) {
+        int dim = t.rank - 1 - i;
+        int64_t l = pads[2 * i], h = pads[2 * i + 1];
+        if (l < 0) {
+            crop_off[dim] = -l;
+            crop_size[dim] += l;
+            crop = true;
+        } else {
+            lo[dim] = l;
+        }
+        if (h < 0) {
+            crop_size[dim] += h;
+            crop = true;
+        }
+    }
+    if (crop) {
+        Pt2TensorType ct = t;
+        memcpy(ct.sizes, crop_size, sizeof ct.sizes);
+        x = build_extract_slice(&b, x, crop_off, crop_size, ones, tensor_type(b.ctx, &ct, elem_type(x)));
+    }
+    MlirValue filled = build_filled(&b, mlirValueGetType(result), const_scalar(&b, elem_type(result), value));
+    MlirValue r = build_insert_slice(&b, x, filled, lo, ones);
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+static int lower_reshape(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0);
+    Pt2TensorType to = value_tensor_type(mlirOperationGetResult(op, 0));
+    MlirValue r = lower_reshape_value(&b, x, &to);
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/* index_select / gather: a generic whose body loads x at a computed index
+ * (tensor.extract of x inside the loop: Inductor's indirect indexing). */
+typedef struct IndexBody {
+    MlirValue x;
+    int dim, rank;
+    int64_t dim_size;
+    bool gather; /* else index_select: index is 1-d over `dim` */
+} IndexBody;
+
+static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    IndexBody *ib = user;
+    MlirType index_t = mlirIndexTypeGet(b->ctx);
+    MlirValue coords[PT2_MAX_RANK + 1];
+    coords[0] = ib->x;
+    for (int i = 0; i < ib->rank; ++i) {
+        MlirNamedAttribute dim_attr = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), i));
+        coords[1 + i] = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &dim_attr), 0);
+    }
+    /* negative indices wrap, as in PyTorch; out-of-range ones are clamped so
+     * that compiled code never reads outside the tensor */
+    MlirValue idx = build_unary(b, "arith.index_cast", args[0], index_t);
+    MlirValue size = const_index(b, ib->dim_size);
+    MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
+    idx = build_select(b, neg, build_binary(b, "arith.addi", idx, size), idx);
+    idx = build_binary(b, "arith.maxsi", idx, const_index(b, 0));
+    idx = build_binary(b, "arith.minsi", idx, const_index(b, ib->dim_size - 1));
+    coords[1 + ib->dim] = idx;
+    MlirType et = mlirShapedTypeGetElementType(mlirValueGetType(ib->x));
+    yields[0] = build_value(b, "tensor.extract", 1 + ib->rank, coords, et);
+}
+
+static int lower_index(MlirOperation op, bool gather) {
+    Builder b = builder_before(op);
+    MlirValue x = mlirOperationGetOperand(op, 0), index = mlirOperationGetOperand(op, 1);
+    MlirValue result = mlirOperationGetResult(op, 0);
+    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result), it = value_tensor_type(index);
+    int64_t d;
+    pt2_attr_i64(pt2_attrs_of_op(op), "dim", &d);
+    int dim = pt2_norm_dim(d, t.rank);
+    if (t.rank == 0) { /* index_select of a 0-d tensor: the value itself */
+        replace_op(op, 1, &x);
+        return 0;
+    }
+    char in_map[256], out_map[256];
+    map_identity(out_map, sizeof out_map, out.rank);
+    if (gather) {
+        snprintf(in_map, sizeof in_map, "%s", out_map);
+    } else {
+        size_t len = map_dims(in_map, sizeof in_map, out.rank);
+        snprintf(in_map + len, sizeof in_map - len, it.rank ? "d%d)" : ")", dim);
+    }
+    const char *maps[2] = {in_map, out_map};
+    MlirValue init = build_empty(&b, mlirValueGetType(result));
+    IndexBody body = {x, dim, t.rank, t.sizes[dim], gather};
+    MlirValue r = mlirOperationGetResult(build_generic(&b, 1, &index, 1, &init, maps, iterators_parallel(out.rank), index_body, &body), 0);
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Matmul
+ *===----------------------------------------------------------------------===*/
+
+static MlirValue build_named_linalg(Builder *b, const char *name, MlirValue lhs, MlirValue rhs, MlirValue init) {
+    MlirValue ops[3] = {lhs, rhs, init};
+    MlirType rt = mlirValueGetType(init);
+    MlirNamedAttribute seg = named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 2, (int32_t[]){2, 1}));
+    MlirOperationState st = mlirOperationStateGet(sref(name), b->loc);
+    mlirOperationStateAddOperands(&st, 3, ops);
+    mlirOperationStateAddResults(&st, 1, &rt);
+    mlirOperationStateAddAttributes(&st, 1, &seg);
+    MlirRegion r = mlirRegionCreate();
+    mlirOperationStateAddOwnedRegions(&st, 1, &r);
+    MlirOperation op = mlirOperationCreate(&st);
+    mlirLinalgFillBuiltinNamedOpRegion(op);
+    if (!mlirOperationIsNull(b->before)) {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+    } else {
+        mlirBlockAppendOwnedOperation(b->block, op);
+    }
+    return mlirOperationGetResult(op, 0);
+}
+
+/* Broadcasts x's batch dims to `batch` and flattens them: [B, m, n]. */
+static MlirValue to_batched3(Builder *b, MlirValue x, const Pt2TensorType *batch, int64_t rows, int64_t cols) {
+    Pt2TensorType t = value_tensor_type(x);
+    Pt2TensorType full = *batch;
+    full.dtype = t.dtype;
+    full.sizes[full.rank++] = rows;
+    full.sizes[full.rank++] = cols;
+    Pt2TensorType as2 = t; /* x viewed with its own batch dims and [rows, cols] */
+    as2.rank = t.rank >= 2 ? t.rank : 2;
+    if (t.rank < 2) { as2.sizes[0] = rows; as2.sizes[1] = cols; }
+    x = lower_reshape_value(b, x, &as2);
+    if (as2.rank != full.rank || memcmp(as2.sizes, full.sizes, sizeof(int64_t) * (size_t)full.rank) != 0) {
+        char m[256];
+        map_broadcast(m, sizeof m, &as2, &full);
+        x = build_map_copy(b, x, m, tensor_type(b->ctx, &full, elem_type(x)));
+    }
+    int64_t nb = 1;
+    for (int i = 0; i < batch->rank; ++i) nb *= batch->sizes[i];
+    Pt2TensorType three = {t.dtype, 3, {nb, rows, cols}};
+    return lower_reshape_value(b, x, &three);
+}
+
+static int lower_matmul(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue lhs = mlirOperationGetOperand(op, 0), rhs = mlirOperationGetOperand(op, 1);
+    MlirValue result = mlirOperationGetResult(op, 0);
+    Pt2TensorType a = value_tensor_type(lhs), c = value_tensor_type(rhs), out = value_tensor_type(result);
+    int64_t m = a.rank >= 2 ? a.sizes[a.rank - 2] : 1, k = a.sizes[a.rank - 1];
+    int64_t n = c.rank >= 2 ? c.sizes[c.rank - 1] : 1;
+    MlirType out_elem = elem_type(result);
+    MlirType acc = compute_type_for(b.ctx, out_elem);
+    MlirValue r;
+    if (a.rank <= 2 && c.rank <= 2) {
+        Pt2TensorType a2 = {a.dtype, 2, {m, k}}, c2 = {c.dtype, 2, {k, n}}, o2 = {out.dtype, 2, {m, n}};
+        lhs = lower_reshape_value(&b, lhs, &a2);
+        rhs = lower_reshape_value(&b, rhs, &c2);
+        MlirValue init = build_filled(&b, tensor_type(b.ctx, &o2, acc), const_scalar(&b, acc, 0));
+        r = build_named_linalg(&b, "linalg.matmul", lhs, rhs, init);
+    } else {
+        Pt2TensorType batch = out;
+        batch.rank -= (a.rank >= 2) + (c.rank >= 2);
+        MlirValue l3 = to_batched3(&b, lhs, &batch, m, k), r3 = to_batched3(&b, rhs, &batch, k, n);
+        Pt2TensorType o3 = {out.dtype, 3, {value_tensor_type(l3).sizes[0], m, n}};
+        MlirValue init = build_filled(&b, tensor_type(b.ctx, &o3, acc), const_scalar(&b, acc, 0));
+        r = build_named_linalg(&b, "linalg.batch_matmul", l3, r3, init);
+    }
+    r = build_cast(&b, r, out_elem);
+    r = lower_reshape_value(&b, r, &out);
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Creation
+ *===----------------------------------------------------------------------===*/
+
+typedef struct IotaBody {
+    double start, step;
+    bool eye;
+    MlirType ct, out;
+} IotaBody;
+
+static void iota_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)args;
+    (void)n_args;
+    IotaBody *ib = user;
+    MlirType index_t = mlirIndexTypeGet(b->ctx), i64 = mlirIntegerTypeGet(b->ctx, 64);
+    MlirNamedAttribute d0 = named_attr(b->ctx, "dim", mlirIntegerAttrGet(i64, 0));
+    MlirValue i = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &d0), 0);
+    if (ib->eye) {
+        MlirNamedAttribute d1 = named_attr(b->ctx, "dim", mlirIntegerAttrGet(i64, 1));
+        MlirValue j = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &d1), 0);
+        yields[0] = convert_scalar(b, build_cmp(b, false, "eq", i, j), ib->out);
+        return;
+    }
+    MlirValue i64v = build_unary(b, "arith.index_cast", i, i64);
+    MlirValue v;
+    if (type_is_float(ib->ct)) {
+        MlirValue fi = build_unary(b, "arith.sitofp", i64v, mlirF64TypeGet(b->ctx));
+        v = build_binary(b, "arith.addf", const_float(b, mlirF64TypeGet(b->ctx), ib->start),
+                         build_binary(b, "arith.mulf", fi, const_float(b, mlirF64TypeGet(b->ctx), ib->step)));
+    } else {
+        v = build_binary(b, "arith.addi", const_int(b, i64, (int64_t)ib->start),
+                         build_binary(b, "arith.muli", i64v, const_int(b, i64, (int64_t)ib->step)));
+    }
+    yields[0] = convert_scalar(b, v, ib->out);
+}
+
+static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
+    Builder b = builder_before(op);
+    MlirValue result = mlirOperationGetResult(op, 0);
+    MlirType rt = mlirValueGetType(result), et = elem_type(result);
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    MlirValue r;
+    if (info->id == PT2_OP_CONSTANT) {
+        MlirNamedAttribute v = named_attr(b.ctx, "value", pt2_attr_get(attrs, "value"));
+        r = mlirOperationGetResult(build_op(&b, "arith.constant", 0, NULL, 1, &rt, 1, &v), 0);
+    } else if (info->id == PT2_OP_FULL) {
+        double value = 0;
+        pt2_attr_f64(attrs, "value", &value);
+        r = build_filled(&b, rt, const_scalar(&b, et, value));
+    } else {
+        Pt2TensorType out = value_tensor_type(result);
+        IotaBody body = {0, 1, info->id == PT2_OP_EYE, type_is_float(et) ? mlirF64TypeGet(b.ctx) : mlirIntegerTypeGet(b.ctx, 64), et};
+        pt2_attr_f64(attrs, "start", &body.start);
+        pt2_attr_f64(attrs, "step", &body.step);
+        char m[256];
+        map_identity(m, sizeof m, out.rank);
+        const char *maps[1] = {m};
+        MlirValue init = build_empty(&b, rt);
+        r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(out.rank), iota_body, &body), 0);
+    }
+    replace_op(op, 1, &r);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The pass
+ *===----------------------------------------------------------------------===*/
+
+static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
+    if (info->composite) {
+        op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
+        return -1;
+    }
+    switch (info->meta) {
+    case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info);
+    case META_REDUCE: return lower_reduce(op, info);
+    case META_ARGREDUCE: return lower_argreduce(op, info);
+    case META_MATMUL: return lower_matmul(op);
+    case META_RESHAPE: return lower_reshape(op);
+    case META_PERMUTE: return lower_permute(op);
+    case META_EXPAND: return lower_expand(op);
+    case META_FLIP: return lower_flip(op);
+    case META_SLICE: return lower_slice(op);
+    case META_SELECT: return lower_select(op);
+    case META_CAT: return lower_cat(op);
+    case META_PAD: return lower_pad(op);
+    case META_INDEX_SELECT: return lower_index(op, false);
+    case META_GATHER: return lower_index(op, true);
+    case META_CONSTANT: case META_FULL: case META_ARANGE: case META_EYE: return lower_creation(op, info);
+    default: break;
+    }
+    int rc = lower_extra(op, info);
+    if (rc == 1) {
+        op_error(op, "pt2-lower: no lowering for '%s' yet", info->full_name);
+        return -1;
+    }
+    return rc;
+}
+
+static int run_lower(MlirOperation root, void *user) {
+    (void)user;
+    if (pt2VerifyOp(root) != 0) return -1;
+    OpList ops = collect_ops_with_prefix(root, "pt2.");
+    int rc = 0;
+    for (int i = 0; i < ops.n && rc == 0; ++i) {
+        const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
+        rc = lower_one(ops.ops[i], info);
+    }
+    oplist_free(&ops);
+    return rc;
+}
+
+static _Alignas(8) const char lower_type_id;
+
+MlirPass pt2_create_lower_pass(void) {
+    return make_external_pass("pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", "builtin.module",
+                              run_lower, &lower_type_id);
+}

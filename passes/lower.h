@@ -1,0 +1,28 @@
+/*===- lower.h - pt2-lower internals shared by its files -------------------===*/
+#ifndef PT2_PASSES_LOWER_H
+#define PT2_PASSES_LOWER_H
+
+#include "ir.h"
+
+/* The scalar body of a pointwise op (lower_pointwise.c).  Operands are in
+ * the compute type ct; returns the value in ct (i1 for predicates), or a
+ * null value if the op is not pointwise. */
+MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *args, MlirType ct);
+
+/* The element type arithmetic happens in: f16/bf16 widen to f32. */
+MlirType compute_type_for(MlirContext ctx, MlirType elem);
+
+/* Affine map text helpers: "(d0, d1) -> (d0, 0)" style. */
+void map_identity(char *buf, size_t cap, int rank);
+/* Map reading an operand of `in` broadcast to the loop space `out`. */
+void map_broadcast(char *buf, size_t cap, const Pt2TensorType *in, const Pt2TensorType *out);
+
+/* Reshape to any shape with the same element count (collapse + expand). */
+MlirValue lower_reshape_value(Builder *b, MlirValue x, const Pt2TensorType *to);
+
+/* Lowerings of the remaining primitives (lower_nn.c: convolution, pooling,
+ * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one
+ * of them. */
+int lower_extra(MlirOperation op, const Pt2OpInfo *info);
+
+#endif

@@ -1,0 +1,151 @@
+/*===- lower_pointwise.c - scalar semantics of pointwise pt2 ops ------------===*
+ *
+ * The loop-level meaning of every pointwise op, as arith/math ops on one
+ * element (Inductor's ops.* namespace, in MLIR).  pt2-lower wraps these
+ * bodies in linalg.generic ops whose indexing maps express broadcasting;
+ * fusion later merges the bodies of neighbouring generics.
+ *
+ * Types: operands arrive converted to the op's compute type `ct` (f16/bf16
+ * compute in f32, as PyTorch's CPU kernels do); comparisons return i1.
+ *===----------------------------------------------------------------------===*/
+#include <math.h>
+#include <string.h>
+
+#include "lower.h"
+
+static MlirValue fconst(Builder *b, MlirType t, double v) { return const_float(b, t, v); }
+
+/* 1 / (1 + exp(-x)) */
+static MlirValue sigmoid(Builder *b, MlirValue x) {
+    MlirType t = mlirValueGetType(x);
+    MlirValue e = build_unary(b, "math.exp", build_unary(b, "arith.negf", x, t), t);
+    return build_binary(b, "arith.divf", fconst(b, t, 1.0), build_binary(b, "arith.addf", fconst(b, t, 1.0), e));
+}
+
+static MlirValue nonzero(Builder *b, MlirValue x) {
+    MlirType t = mlirValueGetType(x);
+    if (type_is_bool(t)) return x;
+    if (type_is_float(t)) return build_cmp(b, true, "une", x, fconst(b, t, 0.0));
+    return build_cmp(b, false, "ne", x, const_int(b, t, 0));
+}
+
+/* Integer divisor made safe: 0 becomes 1 so a division never traps (PyTorch
+ * raises for integer division by zero; compiled code must not crash). */
+static MlirValue safe_divisor(Builder *b, MlirValue y) {
+    MlirType t = mlirValueGetType(y);
+    MlirValue zero = const_int(b, t, 0);
+    return build_select(b, build_cmp(b, false, "eq", y, zero), const_int(b, t, 1), y);
+}
+
+/* Python's modulo: the remainder takes the divisor's sign. */
+static MlirValue python_remainder(Builder *b, MlirValue x, MlirValue y, bool is_float) {
+    MlirValue r, zero, r_neg, y_neg, fix;
+    MlirType t = mlirValueGetType(x);
+    if (is_float) {
+        r = build_binary(b, "arith.remf", x, y);
+        zero = fconst(b, t, 0.0);
+        r_neg = build_cmp(b, true, "olt", r, zero);
+        y_neg = build_cmp(b, true, "olt", y, zero);
+        fix = build_binary(b, "arith.andi", build_cmp(b, true, "une", r, zero), build_binary(b, "arith.xori", r_neg, y_neg));
+        return build_select(b, fix, build_binary(b, "arith.addf", r, y), r);
+    }
+    y = safe_divisor(b, y);
+    r = build_binary(b, "arith.remsi", x, y);
+    zero = const_int(b, t, 0);
+    r_neg = build_cmp(b, false, "slt", r, zero);
+    y_neg = build_cmp(b, false, "slt", y, zero);
+    fix = build_binary(b, "arith.andi", build_cmp(b, false, "ne", r, zero), build_binary(b, "arith.xori", r_neg, y_neg));
+    return build_select(b, fix, build_binary(b, "arith.addi", r, y), r);
+}
+
+static const char *cmp_predicate(Pt2OpId id, bool is_float, bool is_bool) {
+    switch (id) {
+    case PT2_OP_EQ: return is_float ? "oeq" : "eq";
+    case PT2_OP_NE: return is_float ? "une" : "ne";
+    case PT2_OP_LT: return is_float ? "olt" : is_bool ? "ult" : "slt";
+    case PT2_OP_LE: return is_float ? "ole" : is_bool ? "ule" : "sle";
+    case PT2_OP_GT: return is_float ? "ogt" : is_bool ? "ugt" : "sgt";
+    default: return is_float ? "oge" : is_bool ? "uge" : "sge";
+    }
+}
+
+MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *a, MlirType ct) {
+    bool f = type_is_float(ct), is_bool = type_is_bool(ct);
+    MlirValue x = a[0];
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    switch (info->id) {
+    /* unary */
+    case PT2_OP_NEG: return f ? build_unary(b, "arith.negf", x, ct) : build_binary(b, "arith.subi", const_int(b, ct, 0), x);
+    case PT2_OP_ABS: return f ? build_unary(b, "math.absf", x, ct) : build_unary(b, "math.absi", x, ct);
+    case PT2_OP_EXP: return build_unary(b, "math.exp", x, ct);
+    case PT2_OP_EXPM1: return build_unary(b, "math.expm1", x, ct);
+    case PT2_OP_LOG: return build_unary(b, "math.log", x, ct);
+    case PT2_OP_LOG1P: return build_unary(b, "math.log1p", x, ct);
+    case PT2_OP_SQRT: return build_unary(b, "math.sqrt", x, ct);
+    case PT2_OP_RSQRT: return build_unary(b, "math.rsqrt", x, ct);
+    case PT2_OP_RECIPROCAL: return build_binary(b, "arith.divf", fconst(b, ct, 1.0), x);
+    case PT2_OP_SIN: return build_unary(b, "math.sin", x, ct);
+    case PT2_OP_COS: return build_unary(b, "math.cos", x, ct);
+    case PT2_OP_TANH: return build_unary(b, "math.tanh", x, ct);
+    case PT2_OP_ERF: return build_unary(b, "math.erf", x, ct);
+    case PT2_OP_SIGMOID: return sigmoid(b, x);
+    case PT2_OP_RELU:
+        return f ? build_binary(b, "arith.maximumf", x, fconst(b, ct, 0.0))
+                 : build_binary(b, "arith.maxsi", x, const_int(b, ct, 0));
+    case PT2_OP_CLAMP: {
+        double lo, hi;
+        MlirValue r = x;
+        if (pt2_attr_f64(attrs, "min", &lo) > 0) {
+            r = f ? build_binary(b, "arith.maximumf", r, fconst(b, ct, lo))
+                  : build_binary(b, "arith.maxsi", r, const_int(b, ct, (int64_t)ceil(lo)));
+        }
+        if (pt2_attr_f64(attrs, "max", &hi) > 0) {
+            r = f ? build_binary(b, "arith.minimumf", r, fconst(b, ct, hi))
+                  : build_binary(b, "arith.minsi", r, const_int(b, ct, (int64_t)floor(hi)));
+        }
+        return r;
+    }
+    case PT2_OP_FLOOR: return f ? build_unary(b, "math.floor", x, ct) : x;
+    case PT2_OP_CEIL: return f ? build_unary(b, "math.ceil", x, ct) : x;
+    case PT2_OP_ROUND: return f ? build_unary(b, "math.roundeven", x, ct) : x;
+    case PT2_OP_SIGN: {
+        if (is_bool) return x;
+        if (f) {
+            MlirValue zero = fconst(b, ct, 0.0);
+            MlirValue pos = build_cmp(b, true, "ogt", x, zero), neg = build_cmp(b, true, "olt", x, zero);
+            /* NaN stays NaN: x * 0 */
+            MlirValue other = build_binary(b, "arith.mulf", x, zero);
+            return build_select(b, pos, fconst(b, ct, 1.0), build_select(b, neg, fconst(b, ct, -1.0), other));
+        }
+        MlirValue zero = const_int(b, ct, 0);
+        MlirValue pos = build_cmp(b, false, "sgt", x, zero), neg = build_cmp(b, false, "slt", x, zero);
+        return build_select(b, pos, const_int(b, ct, 1), build_select(b, neg, const_int(b, ct, -1), zero));
+    }
+    case PT2_OP_LOGICAL_NOT: return build_binary(b, "arith.xori", nonzero(b, x), const_int(b, mlirIntegerTypeGet(b->ctx, 1), 1));
+    case PT2_OP_ISNAN: return f ? build_cmp(b, true, "uno", x, x) : const_int(b, mlirIntegerTypeGet(b->ctx, 1), 0);
+    case PT2_OP_CONVERT: return x; /* the caller converts to the result type */
+    /* binary */
+    case PT2_OP_ADD:
+        return f ? build_binary(b, "arith.addf", x, a[1]) : build_binary(b, is_bool ? "arith.ori" : "arith.addi", x, a[1]);
+    case PT2_OP_SUB: return build_binary(b, f ? "arith.subf" : "arith.subi", x, a[1]);
+    case PT2_OP_MUL:
+        return f ? build_binary(b, "arith.mulf", x, a[1]) : build_binary(b, is_bool ? "arith.andi" : "arith.muli", x, a[1]);
+    case PT2_OP_DIV: return build_binary(b, "arith.divf", x, a[1]);
+    case PT2_OP_FLOOR_DIV:
+        if (f) return build_unary(b, "math.floor", build_binary(b, "arith.divf", x, a[1]), ct);
+        return build_binary(b, "arith.floordivsi", x, safe_divisor(b, a[1]));
+    case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f);
+    case PT2_OP_POW: return build_binary(b, f ? "math.powf" : "math.ipowi", x, a[1]);
+    case PT2_OP_MAXIMUM:
+        return build_binary(b, f ? "arith.maximumf" : is_bool ? "arith.ori" : "arith.maxsi", x, a[1]);
+    case PT2_OP_MINIMUM:
+        return build_binary(b, f ? "arith.minimumf" : is_bool ? "arith.andi" : "arith.minsi", x, a[1]);
+    case PT2_OP_EQ: case PT2_OP_NE: case PT2_OP_LT: case PT2_OP_LE: case PT2_OP_GT: case PT2_OP_GE:
+        return build_cmp(b, f, cmp_predicate(info->id, f, is_bool), x, a[1]);
+    case PT2_OP_LOGICAL_AND: return build_binary(b, "arith.andi", nonzero(b, x), nonzero(b, a[1]));
+    case PT2_OP_LOGICAL_OR: return build_binary(b, "arith.ori", nonzero(b, x), nonzero(b, a[1]));
+    case PT2_OP_LOGICAL_XOR: return build_binary(b, "arith.xori", nonzero(b, x), nonzero(b, a[1]));
+    case PT2_OP_WHERE: return build_select(b, x, a[1], a[2]);
+    default: return (MlirValue){NULL};
+    }
+}

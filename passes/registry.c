@@ -1,0 +1,207 @@
+/*===- registry.c - pt2's passes by name, and textual pipelines ------------===*
+ *
+ * MLIR's C API cannot add external passes to the global pass registry, so
+ * pt2 parses pipelines itself: top-level elements named pt2-* become C
+ * passes, everything else is handed to MLIR's own pipeline parser.  A bare
+ * upstream pass that runs on functions (convert-linalg-to-loops, ...) is
+ * nested under func.func automatically, as mlir-opt does.
+ *===----------------------------------------------------------------------===*/
+#include "mlir-c/Diagnostics.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "pt2.h"
+
+MlirPass pt2_create_decompose_pass(void);
+MlirPass pt2_create_lower_pass(void);
+MlirPass pt2_create_entry_pass(void);
+MlirPass pt2_create_verify_pass(void);
+
+typedef struct PassEntry {
+    const char *name;
+    const char *summary;
+    MlirPass (*create)(void);
+} PassEntry;
+
+static const PassEntry pt2_passes[] = {
+    {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
+    {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
+    {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
+    {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
+};
+#define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
+
+int pt2PassCount(void) { return N_PASSES; }
+const char *pt2PassName(int i) { return i >= 0 && i < N_PASSES ? pt2_passes[i].name : NULL; }
+const char *pt2PassSummary(int i) { return i >= 0 && i < N_PASSES ? pt2_passes[i].summary : NULL; }
+
+MlirPass pt2PassCreate(const char *name) {
+    for (int i = 0; i < N_PASSES; ++i) {
+        if (strcmp(pt2_passes[i].name, name) == 0) return pt2_passes[i].create();
+    }
+    return (MlirPass){NULL};
+}
+
+/*--- pt2-verify ---------------------------------------------------------------*/
+
+static int run_verify(MlirOperation root, void *user) {
+    (void)user;
+    return pt2VerifyOp(root);
+}
+
+static _Alignas(8) const char verify_type_id;
+
+MlirPass pt2_create_verify_pass(void) {
+    return make_external_pass("pt2-verify", pt2_passes[0].summary, "builtin.module", run_verify, &verify_type_id);
+}
+
+/*===----------------------------------------------------------------------===*
+ * The CPU pipeline
+ *===----------------------------------------------------------------------===*/
+
+static bool disabled(const char *list, const char *what) {
+    if (!list) return false;
+    size_t n = strlen(what);
+    for (const char *p = list; (p = strstr(p, what)); p += n) {
+        bool start = p == list || p[-1] == ',';
+        bool end = p[n] == 0 || p[n] == ',';
+        if (start && end) return true;
+    }
+    return false;
+}
+
+const char *pt2CpuPipelineText(const char *disable) {
+    static _Thread_local char text[4096];
+    bool fusion = !disabled(disable, "fusion");
+    bool parallel = !disabled(disable, "parallel");
+    snprintf(text, sizeof text,
+             "pt2-decompose,pt2-lower,canonicalize,%s"
+             "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+             "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
+             "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+             "func.func(convert-linalg-to-affine-loops%s),"
+             "lower-affine,canonicalize,%s"
+             "convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
+             "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
+             "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
+             fusion ? "linalg-fuse-elementwise-ops,cse," : "", parallel ? ",affine-parallelize{max-nested=1}" : "",
+             parallel ? "convert-scf-to-openmp," : "");
+    return text;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Pipeline text
+ *===----------------------------------------------------------------------===*/
+
+/* Splits at top-level commas (outside (), {} and quotes). */
+static int split_top_level(const char *text, char **out, int max) {
+    int n = 0, depth = 0;
+    const char *start = text;
+    for (const char *p = text;; ++p) {
+        if (*p == '(' || *p == '{') ++depth;
+        if (*p == ')' || *p == '}') --depth;
+        if ((*p == ',' && depth == 0) || *p == 0) {
+            const char *s = start, *e = p;
+            while (s < e && (*s == ' ' || *s == '\n')) ++s;
+            while (e > s && (e[-1] == ' ' || e[-1] == '\n')) --e;
+            if (e > s && n < max) out[n++] = strndup(s, (size_t)(e - s));
+            if (*p == 0) break;
+            start = p + 1;
+        }
+    }
+    return n;
+}
+
+static MlirLogicalResult swallow_diagnostic(MlirDiagnostic d, void *user) {
+    (void)d;
+    (void)user;
+    return mlirLogicalResultSuccess();
+}
+
+/* Does upstream pass `element` run on builtin.module ops?  Probed once per
+ * name by running it on an empty module (diagnostics swallowed). */
+static bool runs_on_module(MlirContext ctx, const char *element) {
+    static struct {
+        char name[96];
+        bool on_module;
+    } cache[64];
+    static int n_cache;
+    for (int i = 0; i < n_cache; ++i) {
+        if (strcmp(cache[i].name, element) == 0) return cache[i].on_module;
+    }
+    MlirModule probe = mlirModuleCreateParse(ctx, sref("module {}"));
+    MlirPassManager pm = mlirPassManagerCreate(ctx);
+    bool on_module = true;
+    MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, swallow_diagnostic, NULL, NULL);
+    if (mlirLogicalResultIsSuccess(mlirOpPassManagerAddPipeline(mlirPassManagerGetAsOpPassManager(pm), sref(element),
+                                                                 (MlirStringCallback)NULL, NULL))) {
+        on_module = mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(probe)));
+    }
+    mlirContextDetachDiagnosticHandler(ctx, h);
+    mlirPassManagerDestroy(pm);
+    mlirModuleDestroy(probe);
+    if (n_cache < 64) {
+        snprintf(cache[n_cache].name, sizeof cache[n_cache].name, "%s", element);
+        cache[n_cache++].on_module = on_module;
+    }
+    return on_module;
+}
+
+typedef struct ErrText {
+    char buf[1024];
+    size_t len;
+} ErrText;
+
+static void collect_error(MlirStringRef s, void *user) {
+    ErrText *e = user;
+    size_t n = s.length < sizeof e->buf - 1 - e->len ? s.length : sizeof e->buf - 1 - e->len;
+    memcpy(e->buf + e->len, s.data, n);
+    e->len += n;
+    e->buf[e->len] = 0;
+}
+
+int pt2PipelineAdd(MlirContext ctx, MlirOpPassManager opm, const char *pipeline) {
+    char *elements[128];
+    const char *text = pipeline;
+    /* accept an explicit "builtin.module(...)" wrapper */
+    char *inner = NULL;
+    if (strncmp(text, "builtin.module(", 15) == 0) {
+        size_t n = strlen(text);
+        if (n > 16 && text[n - 1] == ')') {
+            inner = strndup(text + 15, n - 16);
+            text = inner;
+        }
+    }
+    int n = split_top_level(text, elements, 128);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; ++i) {
+        const char *el = elements[i];
+        if (strncmp(el, "pt2-", 4) == 0) {
+            MlirPass p = pt2PassCreate(el);
+            if (p.ptr == NULL) {
+                pt2_set_error("unknown pt2 pass '%s' (pt2-opt --help lists them)", el);
+                rc = -1;
+            } else {
+                mlirOpPassManagerAddOwnedPass(opm, p);
+            }
+            continue;
+        }
+        char nested[1024];
+        const char *add = el;
+        if (!strchr(el, '(') && !runs_on_module(ctx, el)) {
+            snprintf(nested, sizeof nested, "func.func(%s)", el);
+            add = nested;
+        }
+        ErrText err = {{0}, 0};
+        if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(opm, sref(add), collect_error, &err))) {
+            pt2_set_error("bad pass pipeline element '%s': %s", el, err.buf);
+            rc = -1;
+        }
+    }
+    for (int i = 0; i < n; ++i) free(elements[i]);
+    free(inner);
+    return rc;
+}

@@ -1,0 +1,605 @@
+/*===- kernel.c - compile a pt2 module to native code, cache it, call it ---===*
+ *
+ *   text ─parse/verify─▶ pt2 module ─(cache hit?)─▶ dlopen ─▶ Pt2Kernel
+ *                            │ miss
+ *                            ▼ pt2CpuPipelineText passes → LLVM dialect
+ *                     LLVM IR → O3 for the host CPU → object → cc -shared → .so
+ *                            ▼
+ *                 PT2_CACHE_DIR/<sha256>.so + .meta (checked before loading)
+ *
+ * The kernel's ABI: `void pt2_entry(void **descriptors)`, one MLIR memref
+ * descriptor {allocated, aligned, offset, sizes[r], strides[r]} per argument,
+ * inputs then outputs (see passes/entry.c).
+ *===----------------------------------------------------------------------===*/
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../dialects/catalog.h"
+#include "llvm-c/Core.h"
+#include "llvm-c/Target.h"
+#include "llvm-c/TargetMachine.h"
+#include "llvm-c/Transforms/PassBuilder.h"
+#include "llvm/Config/llvm-config.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "mlir-c/Target/LLVMIR.h"
+#include "pt2.h"
+#include "sha256.h"
+
+#ifndef PT2_OMP_LIBRARY
+#define PT2_OMP_LIBRARY "/usr/lib/llvm-22/lib/libomp.so.5"
+#endif
+#define PT2_VERSION "pt2-0.1"
+#define META_MAGIC "pt2-kernel-v1"
+
+extern char **environ;
+char *pt2_operation_to_text(MlirOperation op, bool debug_info);
+
+typedef void (*EntryFn)(void **descriptors);
+
+struct Pt2Kernel {
+    int n_inputs, n_outputs;
+    Pt2TensorType *types; /* inputs then outputs */
+    void *handle;
+    EntryFn entry;
+    bool from_cache;
+    double compile_seconds;
+};
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void pt2CompileOptionsInit(Pt2CompileOptions *opts) {
+    memset(opts, 0, sizeof *opts);
+    opts->opt_level = 3;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Diagnostics → pt2GetLastError
+ *===----------------------------------------------------------------------===*/
+
+typedef struct DiagCollector {
+    char text[2048];
+    size_t len;
+} DiagCollector;
+
+static void diag_append(MlirStringRef s, void *user) {
+    DiagCollector *c = user;
+    size_t n = s.length < sizeof c->text - 1 - c->len ? s.length : sizeof c->text - 1 - c->len;
+    memcpy(c->text + c->len, s.data, n);
+    c->len += n;
+    c->text[c->len] = 0;
+}
+
+static MlirLogicalResult collect_diag(MlirDiagnostic d, void *user) {
+    DiagCollector *c = user;
+    if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError) return mlirLogicalResultSuccess();
+    if (c->len) diag_append(mlirStringRefCreateFromCString("\n"), c);
+    mlirLocationPrint(mlirDiagnosticGetLocation(d), diag_append, c);
+    diag_append(mlirStringRefCreateFromCString(": error: "), c);
+    mlirDiagnosticPrint(d, diag_append, c);
+    return mlirLogicalResultSuccess();
+}
+
+/*===----------------------------------------------------------------------===*
+ * Signature
+ *===----------------------------------------------------------------------===*/
+
+static MlirOperation find_func(MlirOperation module, const char *func_name) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString("func.func"))) continue;
+        if (!func_name) return op;
+        MlirStringRef n = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("sym_name")));
+        if (strlen(func_name) == n.length && strncmp(func_name, n.data, n.length) == 0) return op;
+    }
+    return (MlirOperation){NULL};
+}
+
+static int read_signature(MlirOperation func, Pt2Kernel *k) {
+    MlirType fty = mlirTypeAttrGetValue(mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("function_type")));
+    k->n_inputs = (int)mlirFunctionTypeGetNumInputs(fty);
+    k->n_outputs = (int)mlirFunctionTypeGetNumResults(fty);
+    k->types = calloc((size_t)(k->n_inputs + k->n_outputs + 1), sizeof *k->types);
+    for (int i = 0; i < k->n_inputs + k->n_outputs; ++i) {
+        MlirType t = i < k->n_inputs ? mlirFunctionTypeGetInput(fty, i) : mlirFunctionTypeGetResult(fty, i - k->n_inputs);
+        if (pt2_tensor_type_from_mlir(t, &k->types[i]) != 0) {
+            pt2_set_error("%s %d of the function is not a static-shaped tensor of a pt2 element type",
+                          i < k->n_inputs ? "argument" : "result", i < k->n_inputs ? i : i - k->n_inputs);
+            return -1;
+        }
+    }
+    if (k->n_outputs == 0) {
+        pt2_set_error("the function returns nothing: a compiled pt2 function must return at least one tensor");
+        return -1;
+    }
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The disk cache
+ *===----------------------------------------------------------------------===*/
+
+static int make_private_dir(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; ++p) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0700);
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return -1;
+    return 0;
+}
+
+static void cache_dir(const Pt2CompileOptions *opts, char *out, size_t cap) {
+    const char *d = opts && opts->cache_dir ? opts->cache_dir : getenv("PT2_CACHE_DIR");
+    if (d && d[0]) {
+        snprintf(out, cap, "%s", d);
+        return;
+    }
+    const char *home = getenv("HOME");
+    if (!home || !home[0]) {
+        struct passwd *pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : "/tmp";
+    }
+    snprintf(out, cap, "%s/.cache/pt2", home);
+}
+
+static int hash_file(const char *path, char out[65]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    Sha256 s;
+    sha256_init(&s);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&s, buf, n);
+    fclose(f);
+    sha256_final_hex(&s, out);
+    return 0;
+}
+
+/* An entry is used only if its metadata names this key, the shared object's
+ * hash matches, and both files belong to us and are not writable by others. */
+static bool cache_entry_valid(const char *so_path, const char *meta_path, const char *key) {
+    struct stat st;
+    const char *paths[2] = {so_path, meta_path};
+    for (int i = 0; i < 2; ++i) {
+        if (stat(paths[i], &st) != 0) return false;
+        if (st.st_uid != getuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) || !S_ISREG(st.st_mode)) return false;
+    }
+    FILE *f = fopen(meta_path, "r");
+    if (!f) return false;
+    char magic[64] = {0}, meta_key[80] = {0}, so_hash[80] = {0};
+    int ok = fscanf(f, "%63s %79s %79s", magic, meta_key, so_hash) == 3;
+    fclose(f);
+    if (!ok || strcmp(magic, META_MAGIC) != 0 || strcmp(meta_key, key) != 0) return false;
+    char actual[65];
+    return hash_file(so_path, actual) == 0 && strcmp(actual, so_hash) == 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Code generation
+ *===----------------------------------------------------------------------===*/
+
+static void target_description(char *out, size_t cap) {
+    char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    snprintf(out, cap, "%s|%s|%s|llvm-%d", triple, cpu, features, LLVM_VERSION_MAJOR);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+}
+
+static int run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir) {
+    if (!dump_dir) {
+        MlirPassManager pm = mlirPassManagerCreateOnOperation(ctx, mlirStringRefCreateFromCString("builtin.module"));
+        int rc = pt2PipelineAdd(ctx, mlirPassManagerGetAsOpPassManager(pm), pipeline);
+        if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, module))) rc = -1;
+        mlirPassManagerDestroy(pm);
+        return rc;
+    }
+    /* PT2_DUMP: run element by element, writing the IR after each */
+    make_private_dir(dump_dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/00-input.mlir", dump_dir);
+    char *text = pt2_operation_to_text(module, false);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    free(text);
+    char *copy = strdup(pipeline);
+    int step = 1, depth = 0, rc = 0;
+    char *start = copy;
+    for (char *p = copy;; ++p) {
+        if (*p == '(' || *p == '{') ++depth;
+        if (*p == ')' || *p == '}') --depth;
+        if ((*p == ',' && depth == 0) || *p == 0) {
+            char saved = *p;
+            *p = 0;
+            MlirPassManager pm = mlirPassManagerCreateOnOperation(ctx, mlirStringRefCreateFromCString("builtin.module"));
+            rc = pt2PipelineAdd(ctx, mlirPassManagerGetAsOpPassManager(pm), start);
+            if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, module))) rc = -1;
+            mlirPassManagerDestroy(pm);
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(start, "({"), start);
+            for (char *q = name; *q; ++q) {
+                if (*q == '.' || *q == '/') *q = '_';
+            }
+            snprintf(path, sizeof path, "%s/%02d-%s.mlir", dump_dir, step++, name);
+            text = pt2_operation_to_text(module, false);
+            f = fopen(path, "w");
+            if (f) {
+                fputs(text, f);
+                fclose(f);
+            }
+            free(text);
+            if (rc != 0 || saved == 0) break;
+            start = p + 1;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+static int emit_object(MlirOperation module, int opt_level, const char *obj_path) {
+    static int initialized;
+    if (!initialized) {
+        LLVMInitializeNativeTarget();
+        LLVMInitializeNativeAsmPrinter();
+        initialized = 1;
+    }
+    LLVMContextRef llctx = LLVMContextCreate();
+    LLVMModuleRef mod = mlirTranslateModuleToLLVMIR(module, llctx);
+    if (!mod) {
+        LLVMContextDispose(llctx);
+        pt2_set_error("internal: translation of the lowered module to LLVM IR failed");
+        return -1;
+    }
+    char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    char *err = NULL;
+    LLVMTargetRef target;
+    int rc = -1;
+    if (LLVMGetTargetFromTriple(triple, &target, &err) != 0) {
+        pt2_set_error("internal: no LLVM target for %s: %s", triple, err);
+        goto done;
+    }
+    LLVMCodeGenOptLevel cg = opt_level >= 3 ? LLVMCodeGenLevelAggressive : opt_level == 0 ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, cg, LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMSetTarget(mod, triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, dl);
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(pbo, 1);
+    char passes[32];
+    snprintf(passes, sizeof passes, "default<O%d>", opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level);
+    LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, pbo);
+    LLVMDisposePassBuilderOptions(pbo);
+    if (e) {
+        char *msg = LLVMGetErrorMessage(e);
+        pt2_set_error("internal: LLVM optimization failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+    } else if (LLVMTargetMachineEmitToFile(tm, mod, (char *)obj_path, LLVMObjectFile, &err) != 0) {
+        pt2_set_error("internal: object emission failed: %s", err);
+    } else {
+        rc = 0;
+    }
+    LLVMDisposeTargetData(dl);
+    LLVMDisposeTargetMachine(tm);
+done:
+    if (err) LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(llctx);
+    return rc;
+}
+
+static const char *omp_library(void) {
+    const char *env = getenv("PT2_OMP_LIBRARY");
+    return env && env[0] ? env : PT2_OMP_LIBRARY;
+}
+
+static int link_shared(const char *obj_path, const char *so_path) {
+    const char *cc = getenv("PT2_CC");
+    if (!cc || !cc[0]) cc = "cc";
+    char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)omp_library(), "-lm", NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ);
+    if (rc != 0) {
+        pt2_set_error("cannot run the linker '%s': %s (set PT2_CC)", cc, strerror(rc));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        pt2_set_error("linking the kernel with '%s' failed (exit status %d)", cc, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return -1;
+    }
+    return 0;
+}
+
+static void set_num_threads(void *handle, const Pt2CompileOptions *opts) {
+    int n = opts ? opts->num_threads : 0;
+    const char *env = getenv("PT2_NUM_THREADS");
+    if (n <= 0 && env && atoi(env) > 0) n = atoi(env);
+    if (n <= 0) return; /* the OpenMP runtime's default: every core available */
+    void (*set)(int) = NULL;
+    void *sym = dlsym(handle, "omp_set_num_threads");
+    memcpy(&set, &sym, sizeof set);
+    if (set) set(n);
+}
+
+static int load(Pt2Kernel *k, const char *so_path) {
+    k->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!k->handle) {
+        pt2_set_error("cannot load compiled kernel %s: %s", so_path, dlerror());
+        return -1;
+    }
+    void *sym = dlsym(k->handle, "pt2_entry");
+    if (!sym) {
+        pt2_set_error("compiled kernel %s has no pt2_entry", so_path);
+        return -1;
+    }
+    memcpy(&k->entry, &sym, sizeof k->entry);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * pt2CompileText
+ *===----------------------------------------------------------------------===*/
+
+static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
+    double t0 = now_seconds();
+    Pt2Kernel *k = calloc(1, sizeof *k);
+    MlirOperation func = find_func(module, func_name);
+    if (mlirOperationIsNull(func)) {
+        pt2_set_error(func_name ? "no function @%s in the module" : "no func.func in the module%s", func_name ? func_name : "");
+        goto error;
+    }
+    if (read_signature(func, k) != 0) goto error;
+    if (pt2VerifyOp(module) != 0) goto error;
+    const char *disable = opts && opts->disable ? opts->disable : getenv("PT2_DISABLE");
+    const char *pipeline = pt2CpuPipelineText(disable);
+    int opt_level = opts ? opts->opt_level : 3;
+    /* the cache key: the module without locations, the pipeline, the target */
+    char target[4096], key[65], dir[4096], so_path[4300], meta_path[4300];
+    target_description(target, sizeof target);
+    char *text = pt2_operation_to_text(module, false);
+    Sha256 s;
+    sha256_init(&s);
+    sha256_update(&s, PT2_VERSION, strlen(PT2_VERSION) + 1);
+    sha256_update(&s, text, strlen(text) + 1);
+    sha256_update(&s, pipeline, strlen(pipeline) + 1);
+    sha256_update(&s, target, strlen(target) + 1);
+    sha256_update(&s, func_name ? func_name : "", strlen(func_name ? func_name : "") + 1);
+    sha256_update(&s, &opt_level, sizeof opt_level);
+    sha256_final_hex(&s, key);
+    free(text);
+    cache_dir(opts, dir, sizeof dir);
+    if (make_private_dir(dir) != 0) {
+        pt2_set_error("cannot create the kernel cache directory %s: %s (set PT2_CACHE_DIR)", dir, strerror(errno));
+        goto error;
+    }
+    snprintf(so_path, sizeof so_path, "%s/%s.so", dir, key);
+    snprintf(meta_path, sizeof meta_path, "%s/%s.meta", dir, key);
+    if (cache_entry_valid(so_path, meta_path, key)) {
+        if (load(k, so_path) != 0) goto error;
+        k->from_cache = true;
+        set_num_threads(k->handle, opts);
+        k->compile_seconds = now_seconds() - t0;
+        return k;
+    }
+    /* compile */
+    mlirOperationSetAttributeByName(func, mlirStringRefCreateFromCString("llvm.emit_c_interface"), mlirUnitAttrGet(ctx));
+    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
+    if (run_pipeline(ctx, module, pipeline, dump && dump[0] ? dump : NULL) != 0) {
+        if (!pt2GetLastError()[0]) pt2_set_error("the pass pipeline failed");
+        goto error;
+    }
+    char tmp_obj[4400], tmp_so[4400];
+    snprintf(tmp_obj, sizeof tmp_obj, "%s/%s.%d.o", dir, key, (int)getpid());
+    snprintf(tmp_so, sizeof tmp_so, "%s/%s.%d.so", dir, key, (int)getpid());
+    if (emit_object(module, opt_level, tmp_obj) != 0) goto error;
+    int linked = link_shared(tmp_obj, tmp_so);
+    unlink(tmp_obj);
+    if (linked != 0) goto error;
+    char so_hash[65];
+    hash_file(tmp_so, so_hash);
+    char tmp_meta[4400];
+    snprintf(tmp_meta, sizeof tmp_meta, "%s/%s.%d.meta", dir, key, (int)getpid());
+    FILE *f = fopen(tmp_meta, "w");
+    if (!f) {
+        pt2_set_error("cannot write %s: %s", tmp_meta, strerror(errno));
+        goto error;
+    }
+    fprintf(f, "%s %s %s\n", META_MAGIC, key, so_hash);
+    fclose(f);
+    chmod(tmp_so, 0600);
+    chmod(tmp_meta, 0600);
+    /* publish atomically: the .so first, the metadata that vouches for it last */
+    if (rename(tmp_so, so_path) != 0 || rename(tmp_meta, meta_path) != 0) {
+        pt2_set_error("cannot publish the kernel in %s: %s", dir, strerror(errno));
+        goto error;
+    }
+    if (load(k, so_path) != 0) goto error;
+    set_num_threads(k->handle, opts);
+    k->compile_seconds = now_seconds() - t0;
+    return k;
+error:
+    pt2KernelDestroy(k);
+    return NULL;
+}
+
+Pt2Kernel *pt2CompileText(Pt2Context *ctx, const char *mlir_text, const char *source_name, const char *func_name,
+                          const Pt2CompileOptions *opts) {
+    MlirContext mctx = pt2ContextGetMlir(ctx);
+    DiagCollector diags = {{0}, 0};
+    pt2_set_error("%s", "");
+    MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(mctx, collect_diag, &diags, NULL);
+    MlirOperation module = pt2ParseModule(mctx, mlir_text, source_name);
+    Pt2Kernel *k = NULL;
+    if (mlirOperationIsNull(module)) {
+        pt2_set_error("%s", diags.len ? diags.text : "the module does not parse");
+    } else {
+        k = compile_module(mctx, module, func_name, opts);
+        if (!k && diags.len) pt2_set_error("%s", diags.text);
+        mlirOperationDestroy(module);
+    }
+    mlirContextDetachDiagnosticHandler(mctx, h);
+    return k;
+}
+
+MlirModule pt2_graph_module(Pt2Graph *g);
+Pt2Context *pt2_graph_context(Pt2Graph *g);
+
+Pt2Kernel *pt2CompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts) {
+    char *text = pt2GraphToText(g);
+    if (!text) return NULL;
+    Pt2Kernel *k = pt2CompileText(pt2_graph_context(g), text, "<graph>", NULL, opts);
+    free(text);
+    return k;
+}
+
+void pt2KernelDestroy(Pt2Kernel *k) {
+    if (!k) return;
+    /* the shared object stays loaded: other kernels of the process may share
+     * its OpenMP runtime, and unloading libomp while threads idle is unsafe */
+    free(k->types);
+    free(k);
+}
+
+int pt2KernelNumInputs(const Pt2Kernel *k) { return k->n_inputs; }
+int pt2KernelNumOutputs(const Pt2Kernel *k) { return k->n_outputs; }
+int pt2KernelFromCache(const Pt2Kernel *k) { return k->from_cache; }
+double pt2KernelCompileSeconds(const Pt2Kernel *k) { return k->compile_seconds; }
+
+int pt2KernelArgType(const Pt2Kernel *k, int i, Pt2DType *out_dtype, int64_t *out_sizes) {
+    if (i < 0 || i >= k->n_inputs + k->n_outputs) return -1;
+    if (out_dtype) *out_dtype = k->types[i].dtype;
+    if (out_sizes) memcpy(out_sizes, k->types[i].sizes, sizeof(int64_t) * (size_t)k->types[i].rank);
+    return k->types[i].rank;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Calling
+ *===----------------------------------------------------------------------===*/
+
+#define DESC_WORDS (3 + 2 * PT2_MAX_RANK)
+
+static void fill_descriptor(int64_t *desc, void *data, const Pt2TensorType *t) {
+    memcpy(&desc[0], &data, sizeof data);
+    memcpy(&desc[1], &data, sizeof data);
+    desc[2] = 0;
+    int64_t stride = 1;
+    for (int i = t->rank - 1; i >= 0; --i) {
+        desc[3 + i] = t->sizes[i];
+        desc[3 + t->rank + i] = stride;
+        stride *= t->sizes[i];
+    }
+}
+
+void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
+    int n = k->n_inputs + k->n_outputs;
+    int64_t stack_desc[16][DESC_WORDS];
+    void *stack_argv[16];
+    int64_t(*desc)[DESC_WORDS] = n <= 16 ? stack_desc : malloc(sizeof *desc * (size_t)n);
+    void **argv = n <= 16 ? stack_argv : malloc(sizeof *argv * (size_t)n);
+    for (int i = 0; i < n; ++i) {
+        fill_descriptor(desc[i], pointers[i], &k->types[i]);
+        argv[i] = desc[i];
+    }
+    k->entry(argv);
+    if (n > 16) {
+        free(desc);
+        free(argv);
+    }
+}
+
+static bool is_contiguous(const Pt2Buffer *b, const Pt2TensorType *t) {
+    int64_t expect = 1;
+    for (int i = t->rank - 1; i >= 0; --i) {
+        if (t->sizes[i] != 1 && b->strides[i] != expect) return false;
+        expect *= t->sizes[i];
+    }
+    return true;
+}
+
+/* Copies between a strided view and a contiguous buffer (either direction). */
+static void strided_copy(void *contiguous, const Pt2Buffer *view, const Pt2TensorType *t, size_t elem, bool to_view) {
+    int64_t numel = pt2_tensor_numel(t), idx[PT2_MAX_RANK] = {0};
+    char *c = contiguous, *v = view->data;
+    for (int64_t n = 0; n < numel; ++n) {
+        int64_t off = 0;
+        for (int i = 0; i < t->rank; ++i) off += idx[i] * view->strides[i];
+        if (to_view) {
+            memcpy(v + off * (int64_t)elem, c + n * (int64_t)elem, elem);
+        } else {
+            memcpy(c + n * (int64_t)elem, v + off * (int64_t)elem, elem);
+        }
+        for (int i = t->rank - 1; i >= 0; --i) {
+            if (++idx[i] < t->sizes[i]) break;
+            idx[i] = 0;
+        }
+    }
+}
+
+int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buffer *outputs) {
+    int n = k->n_inputs + k->n_outputs;
+    void **pointers = calloc((size_t)n, sizeof *pointers);
+    void **temps = calloc((size_t)n, sizeof *temps);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; ++i) {
+        const Pt2Buffer *b = i < k->n_inputs ? &inputs[i] : &outputs[i - k->n_inputs];
+        const Pt2TensorType *t = &k->types[i];
+        if (b->rank != t->rank || memcmp(b->sizes, t->sizes, sizeof(int64_t) * (size_t)t->rank) != 0) {
+            pt2_set_error("%s %d has the wrong shape for this kernel", i < k->n_inputs ? "input" : "output",
+                          i < k->n_inputs ? i : i - k->n_inputs);
+            rc = -1;
+            break;
+        }
+        if (is_contiguous(b, t)) {
+            pointers[i] = b->data;
+            continue;
+        }
+        size_t elem = pt2DTypeSize(t->dtype), bytes = (size_t)pt2_tensor_numel(t) * elem;
+        temps[i] = malloc(bytes ? bytes : 1);
+        if (i < k->n_inputs) strided_copy(temps[i], b, t, elem, false);
+        pointers[i] = temps[i];
+    }
+    if (rc == 0) {
+        pt2KernelRunPointers(k, pointers);
+        for (int i = k->n_inputs; i < n; ++i) {
+            if (temps[i]) strided_copy(temps[i], &outputs[i - k->n_inputs], &k->types[i], pt2DTypeSize(k->types[i].dtype), true);
+        }
+    }
+    for (int i = 0; i < n; ++i) free(temps[i]);
+    free(temps);
+    free(pointers);
+    return rc;
+}
