@@ -270,6 +270,8 @@ static bool starts_with_module(const char *p) {
         }
         break;
     }
+    /* attribute/type aliases only precede a printed module */
+    if (*p == '#' || *p == '!') return true;
     return strncmp(p, "module", 6) == 0 || strncmp(p, "\"builtin.module\"", 16) == 0 || strncmp(p, "builtin.module", 14) == 0;
 }
 

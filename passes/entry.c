@@ -84,3 +84,34 @@ MlirPass pt2_create_entry_pass(void) {
     return make_external_pass("pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the C interface of the kernel",
                               "builtin.module", run_entry, &entry_type_id);
 }
+
+/*--- pt2-mark-entry -------------------------------------------------------------*/
+
+/* Marks the function the runtime will call with llvm.emit_c_interface: the
+ * one already marked, else the first public func.func of the module. */
+static int run_mark_entry(MlirOperation module, void *user) {
+    (void)user;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    MlirOperation first = {NULL};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref("func.func"))) continue;
+        if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("llvm.emit_c_interface")))) return 0;
+        MlirAttribute vis = mlirOperationGetAttributeByName(op, sref("sym_visibility"));
+        bool is_public = mlirAttributeIsNull(vis) || mlirStringRefEqual(mlirStringAttrGetValue(vis), sref("public"));
+        bool has_body = !mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
+        if (is_public && has_body && mlirOperationIsNull(first)) first = op;
+    }
+    if (mlirOperationIsNull(first)) {
+        mlirEmitError(mlirOperationGetLocation(module), "pt2-mark-entry: the module has no public function to compile");
+        return -1;
+    }
+    mlirOperationSetAttributeByName(first, sref("llvm.emit_c_interface"), mlirUnitAttrGet(mlirOperationGetContext(module)));
+    return 0;
+}
+
+static _Alignas(8) const char mark_entry_type_id;
+
+MlirPass pt2_create_mark_entry_pass(void) {
+    return make_external_pass("pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface",
+                              "builtin.module", run_mark_entry, &mark_entry_type_id);
+}

@@ -77,10 +77,23 @@ MlirValue build_binary(Builder *b, const char *name, MlirValue x, MlirValue y) {
     return build_value(b, name, 2, xy, mlirValueGetType(x));
 }
 
+/* arith's predicate enums, by name (their generic form is an i64). */
+static int64_t predicate_code(bool is_float, const char *name) {
+    static const char *const fpreds[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                                         "ueq",   "ugt", "uge", "ult", "ule", "une", "uno", "true"};
+    static const char *const ipreds[] = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"};
+    const char *const *table = is_float ? fpreds : ipreds;
+    int n = is_float ? 16 : 10;
+    for (int i = 0; i < n; ++i) {
+        if (strcmp(table[i], name) == 0) return i;
+    }
+    fprintf(stderr, "pt2 internal error: unknown comparison predicate '%s'\n", name);
+    abort();
+}
+
 MlirValue build_cmp(Builder *b, bool is_float, const char *predicate, MlirValue x, MlirValue y) {
-    char text[64];
-    snprintf(text, sizeof text, "#arith<cmp%spredicate %s>", is_float ? "f" : "i", predicate);
-    MlirNamedAttribute a = named_attr(b->ctx, "predicate", parse_attr(b->ctx, text));
+    MlirNamedAttribute a =
+        named_attr(b->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), predicate_code(is_float, predicate)));
     MlirValue xy[2] = {x, y};
     MlirType i1 = mlirIntegerTypeGet(b->ctx, 1);
     return mlirOperationGetResult(build_op(b, is_float ? "arith.cmpf" : "arith.cmpi", 2, xy, 1, &i1, 1, &a), 0);
@@ -140,6 +153,9 @@ MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to) {
         if (wf == wt) { /* f16 <-> bf16: through f32 */
             MlirValue mid = build_unary(b, "arith.extf", v, mlirF32TypeGet(b->ctx));
             return build_unary(b, "arith.truncf", mid, to);
+        }
+        if (wf == 64 && mlirTypeIsABF16(to)) { /* no f64→bf16 builtin in libgcc: through f32 */
+            v = build_unary(b, "arith.truncf", v, mlirF32TypeGet(b->ctx));
         }
         return build_unary(b, wf < wt ? "arith.extf" : "arith.truncf", v, to);
     }

@@ -113,9 +113,8 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
         if (f) {
             MlirValue zero = fconst(b, ct, 0.0);
             MlirValue pos = build_cmp(b, true, "ogt", x, zero), neg = build_cmp(b, true, "olt", x, zero);
-            /* NaN stays NaN: x * 0 */
-            MlirValue other = build_binary(b, "arith.mulf", x, zero);
-            return build_select(b, pos, fconst(b, ct, 1.0), build_select(b, neg, fconst(b, ct, -1.0), other));
+            /* as PyTorch: sign(NaN) = 0 and sign(-0) = +0 */
+            return build_select(b, pos, fconst(b, ct, 1.0), build_select(b, neg, fconst(b, ct, -1.0), zero));
         }
         MlirValue zero = const_int(b, ct, 0);
         MlirValue pos = build_cmp(b, false, "sgt", x, zero), neg = build_cmp(b, false, "slt", x, zero);

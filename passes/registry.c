@@ -18,6 +18,7 @@ MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_entry_pass(void);
 MlirPass pt2_create_verify_pass(void);
+MlirPass pt2_create_mark_entry_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -29,6 +30,7 @@ static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
+    {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
     {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
@@ -77,7 +79,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool fusion = !disabled(disable, "fusion");
     bool parallel = !disabled(disable, "parallel");
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower,canonicalize,%s"
+             "pt2-mark-entry,pt2-decompose,pt2-lower,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"

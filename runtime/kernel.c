@@ -203,6 +203,19 @@ static bool cache_entry_valid(const char *so_path, const char *meta_path, const 
  * Code generation
  *===----------------------------------------------------------------------===*/
 
+/* The compiler's identity for cache keys: the hash of libpt2's own file, so
+ * that a rebuilt compiler never reuses kernels an older one produced. */
+static const char *compiler_identity(void) {
+    static char identity[65];
+    if (!identity[0]) {
+        Dl_info info;
+        if (dladdr((void *)&compiler_identity, &info) == 0 || !info.dli_fname || hash_file(info.dli_fname, identity) != 0) {
+            snprintf(identity, sizeof identity, "%s", PT2_VERSION "-unknown-build");
+        }
+    }
+    return identity;
+}
+
 static void target_description(char *out, size_t cap) {
     char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     snprintf(out, cap, "%s|%s|%s|llvm-%d", triple, cpu, features, LLVM_VERSION_MAJOR);
@@ -394,6 +407,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     Sha256 s;
     sha256_init(&s);
     sha256_update(&s, PT2_VERSION, strlen(PT2_VERSION) + 1);
+    sha256_update(&s, compiler_identity(), strlen(compiler_identity()) + 1);
     sha256_update(&s, text, strlen(text) + 1);
     sha256_update(&s, pipeline, strlen(pipeline) + 1);
     sha256_update(&s, target, strlen(target) + 1);

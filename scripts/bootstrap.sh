@@ -14,13 +14,19 @@ for f in "/usr/lib/llvm-$V/include/mlir-c/IR.h" "/usr/lib/llvm-$V/bin/FileCheck"
          /usr/include/x86_64-linux-gnu/cblas.h /usr/lib/x86_64-linux-gnu/libopenblas.so; do
     [ -e "$f" ] || need_apt=1
 done
+for tool in cmake ninja cc; do
+    command -v $tool >/dev/null 2>&1 || need_apt=1
+done
+for f in /dev/null; do
+    [ -e "$f" ] || need_apt=1
+done
 if [ $need_apt = 1 ]; then
     echo "bootstrap: installing LLVM/MLIR $V, OpenMP and OpenBLAS from Debian"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends \
         "libmlir-$V-dev" "mlir-$V-tools" "llvm-$V-dev" "libomp-$V-dev" \
-        libopenblas-dev cmake make gcc g++ >/dev/null
+        libopenblas-dev cmake ninja-build make gcc g++ >/dev/null
 fi
 if ! $PY -c 'import torch, pytest, numpy; assert torch.__version__.startswith("2.13")' 2>/dev/null; then
     echo "bootstrap: installing torch 2.13 (CPU), pytest, numpy"

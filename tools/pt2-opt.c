@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
             if (sep || *p == 0) {
                 char saved = *p;
                 *p = 0;
-                if (!first) fputs("// -----\n", out);
+                if (!first && !o.verify_diags) fputs("// -----\n", out);
                 errors += process(ctx, &o, chunk, chunk_line, out);
                 first = 0;
                 if (saved == 0) break;

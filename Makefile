@@ -1,0 +1,31 @@
+# pt2 — the two commands: `make demo` and `make test` (both set up everything).
+PYTHON ?= python3
+BUILD  ?= build
+JOBS   ?= $(shell nproc)
+
+.PHONY: all bootstrap build demo test test-lit test-python clean
+
+all: build
+
+bootstrap:
+	@sh scripts/bootstrap.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$$(command -v $(PYTHON)) >/dev/null
+
+build: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	PYTHONPATH=python $(PYTHON) examples/demo.py
+
+test-lit: build
+	cd $(BUILD) && ctest --output-on-failure
+
+test-python: build
+	PYTHONPATH=python $(PYTHON) -m pytest -q tests
+
+test: test-lit test-python
+
+clean:
+	rm -rf $(BUILD)

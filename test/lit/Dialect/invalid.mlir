@@ -1,0 +1,96 @@
+// RUN: pt2-opt %s --split-input-file --verify-diagnostics
+// Ill-typed pt2 IR is rejected with the op's name and what is wrong.
+
+func.func @bad_broadcast(%x: tensor<4x8xf32>, %y: tensor<3xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'pt2.add' operand shapes [4, 8] and [3] do not broadcast}}
+  %0 = "pt2.add"(%x, %y) : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @wrong_result(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'pt2.sum' result 0 has type tensor<4xf32>, but its operands and attributes give tensor<4x1xf32>}}
+  %0 = "pt2.sum"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @mixed_dtypes(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'pt2.mul' operands must have the same element type (got f32 and i32); insert pt2.convert}}
+  %0 = "pt2.mul"(%x, %y) : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @missing_attr(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'pt2.softmax' needs attribute 'dim'}}
+  %0 = "pt2.softmax"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @unknown_attr(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'pt2.softmax' has unknown attribute 'axis'}}
+  %0 = "pt2.softmax"(%x) {dim = 1 : i64, axis = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @dim_out_of_range(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'pt2.softmax' dim=2 out of range for a rank-2 tensor}}
+  %0 = "pt2.softmax"(%x) {dim = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @bad_dtype(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error@+1 {{'pt2.gelu' does not accept element type i32 (operand 0)}}
+  %0 = "pt2.gelu"(%x) : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @unsupported_element(%x: tensor<4xui8>) -> tensor<4xui8> {
+  // expected-error@+1 {{'pt2.neg' operand 0 has type tensor<4xui8>; pt2 needs a static-shaped tensor}}
+  %0 = "pt2.neg"(%x) : (tensor<4xui8>) -> tensor<4xui8>
+  return %0 : tensor<4xui8>
+}
+
+// -----
+
+func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{'pt2.neg' operand 0 has type tensor<?xf32>; pt2 needs a static-shaped tensor}}
+  %0 = "pt2.neg"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<3x4xf32>, %b: tensor<5x6xf32>) -> tensor<3x6xf32> {
+  // expected-error@+1 {{'pt2.matmul' contraction sizes differ: 4 vs 5}}
+  %0 = "pt2.matmul"(%a, %b) : (tensor<3x4xf32>, tensor<5x6xf32>) -> tensor<3x6xf32>
+  return %0 : tensor<3x6xf32>
+}
+
+// -----
+
+func.func @unknown_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{unregistered operation 'pt2.frobnicate'}}
+  %0 = "pt2.frobnicate"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @not_a_tensor(%x: f32) -> f32 {
+  // expected-error@+1 {{expected base type 'builtin.tensor' but got 'builtin.f32'}}
+  %0 = "pt2.neg"(%x) : (f32) -> f32
+  return %0 : f32
+}
