@@ -3,7 +3,7 @@ PYTHON ?= python3
 BUILD  ?= build
 JOBS   ?= $(shell nproc)
 
-.PHONY: all bootstrap build demo test test-lit test-python clean
+.PHONY: all bootstrap build develop demo test test-lit test-python clean
 
 all: build
 
@@ -15,6 +15,10 @@ $(BUILD)/build.ninja: CMakeLists.txt
 
 build: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# Registers python/ with the current Python (an editable install without pip).
+develop: build
+	$(PYTHON) -c 'import site, os; p = os.path.join(site.getsitepackages()[0], "pt2-dev.pth"); open(p, "w").write(os.path.abspath("python") + "\n"); print("wrote", p)'
 
 demo: build
 	PYTHONPATH=python $(PYTHON) examples/demo.py

@@ -103,6 +103,8 @@ Pt2DType pt2DTypeFromName(const char *name) {
     return PT2_DTYPE_INVALID;
 }
 
+int pt2DTypeIsFloating(Pt2DType dt) { return pt2_dtype_is_float(dt); }
+
 bool pt2_dtype_is_float(Pt2DType dt) {
     return dt == PT2_F32 || dt == PT2_F16 || dt == PT2_BF16 || dt == PT2_F64;
 }
@@ -146,14 +148,23 @@ MlirType pt2_tensor_type_to_mlir(MlirContext ctx, const Pt2TensorType *t) {
                                    mlirAttributeGetNull());
 }
 
+/* Largest element count of a pt2 tensor (2^60): its size in bytes, at most
+ * 8 per element, must fit in int64. */
+#define PT2_MAX_NUMEL (INT64_MAX / 8)
+
 int pt2_tensor_type_from_mlir(MlirType t, Pt2TensorType *out) {
     if (!mlirTypeIsARankedTensor(t)) return -1;
     intptr_t rank = mlirShapedTypeGetRank(t);
     if (rank > PT2_MAX_RANK) return -1;
     out->rank = (int)rank;
+    /* The byte size must fit the int64 offsets of memref descriptors: an
+     * overflowing element count would wrap and under-allocate. */
+    int64_t numel = 1;
     for (intptr_t i = 0; i < rank; ++i) {
         if (mlirShapedTypeIsDynamicDim(t, i)) return -1;
         out->sizes[i] = mlirShapedTypeGetDimSize(t, i);
+        if (out->sizes[i] != 0 && numel > PT2_MAX_NUMEL / out->sizes[i]) return -1;
+        numel *= out->sizes[i];
     }
     out->dtype = pt2_dtype_from_mlir(mlirShapedTypeGetElementType(t));
     return out->dtype == PT2_DTYPE_INVALID ? -1 : 0;
@@ -384,6 +395,12 @@ int pt2_attrs_complete(const Pt2OpInfo *info, MlirContext ctx, Pt2Attrs given, P
             snprintf(err, errlen, "'%s' attribute '%s' must be %s", info->full_name, s->name,
                      type_words(s->type));
             return -1;
+        } else if (strcmp(s->type, "i64[]") == 0 && mlirDenseArrayGetNumElements(at) > 2 * PT2_MAX_RANK) {
+            /* no i64[] attribute (dims, shapes, pads) needs more entries than
+             * pads' two per dim; the shape rules would only call it absent */
+            snprintf(err, errlen, "'%s' attribute '%s' has %lld entries; pt2 tensors have at most %d dims",
+                     info->full_name, s->name, (long long)mlirDenseArrayGetNumElements(at), PT2_MAX_RANK);
+            return -1;
         }
         elts[ne++] = mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(s->name)), at);
     }
@@ -411,4 +428,11 @@ int pt2_attrs_complete(const Pt2OpInfo *info, MlirContext ctx, Pt2Attrs given, P
     }
     out->dict = mlirDictionaryAttrGet(ctx, ne, elts);
     return 0;
+}
+
+bool pt2_reduces_all_dims(const Pt2OpInfo *info, Pt2Attrs attrs) {
+    MlirAttribute dims = pt2_attr_get(attrs, "dims");
+    if (mlirAttributeIsNull(dims)) return true;
+    bool empty = mlirAttributeIsADenseI64Array(dims) && mlirDenseArrayGetNumElements(dims) == 0;
+    return empty && info->id != PT2_OP_ANY && info->id != PT2_OP_ALL;
 }

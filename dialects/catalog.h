@@ -129,6 +129,11 @@ int pt2_attrs_complete(const Pt2OpInfo *info, MlirContext ctx, Pt2Attrs given, P
 /* dim in [-rank, rank) → [0, rank); -1 if out of range (rank 0 allows -1 and 0). */
 int pt2_norm_dim(int64_t dim, int rank);
 
+/* Whether a dims-attributed reduction reduces every dim: `dims` absent, or
+ * empty for the ops whose torch counterparts read dim=[] as "all" (sum, mean,
+ * amax, ...; torch.any/all read it as "none"). */
+bool pt2_reduces_all_dims(const Pt2OpInfo *info, Pt2Attrs attrs);
+
 /*--- Shape and dtype rules (meta.c) ----------------------------------------------*/
 
 /* Infers result types from operand types and (completed) attributes.

@@ -97,6 +97,32 @@ struct Pt2Context {
     MlirContext mlir;
 };
 
+typedef struct TextBuf {
+    char *buf;
+    size_t cap, len;
+} TextBuf;
+
+static void append_to_textbuf(MlirStringRef s, void *user) {
+    TextBuf *b = user;
+    size_t n = s.length < b->cap - 1 - b->len ? s.length : b->cap - 1 - b->len;
+    memcpy(b->buf + b->len, s.data, n);
+    b->len += n;
+    b->buf[b->len] = 0;
+}
+
+/* The context's last-resort diagnostic handler: the message becomes
+ * pt2GetLastError() instead of going to stderr (tools attach their own
+ * printing handlers, which run first). */
+static MlirLogicalResult keep_diagnostic(MlirDiagnostic d, void *user) {
+    (void)user;
+    if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError) return mlirLogicalResultSuccess();
+    char msg[1024] = "";
+    TextBuf b = {msg, sizeof msg, 0};
+    mlirDiagnosticPrint(d, append_to_textbuf, &b);
+    pt2_set_error("%s", msg);
+    return mlirLogicalResultSuccess();
+}
+
 static void register_passes_once(void) {
     static int done;
     if (!done) {
@@ -116,6 +142,7 @@ Pt2Context *pt2ContextCreate(void) {
     mlirContextLoadAllAvailableDialects(c->mlir);
     mlirRegisterAllLLVMTranslations(c->mlir);
     register_passes_once();
+    mlirContextAttachDiagnosticHandler(c->mlir, keep_diagnostic, NULL, NULL);
     if (pt2_dialect_load(c->mlir) != 0) {
         mlirContextDestroy(c->mlir);
         free(c);
@@ -143,19 +170,6 @@ static bool broadcast_op_needs_same_dtype(const Pt2OpInfo *info, int operand) {
     return true;
 }
 
-typedef struct TextBuf {
-    char *buf;
-    size_t cap, len;
-} TextBuf;
-
-static void append_to_textbuf(MlirStringRef s, void *user) {
-    TextBuf *b = user;
-    size_t n = s.length < b->cap - 1 - b->len ? s.length : b->cap - 1 - b->len;
-    memcpy(b->buf + b->len, s.data, n);
-    b->len += n;
-    b->buf[b->len] = 0;
-}
-
 static void type_text(MlirType t, char *buf, size_t cap) {
     TextBuf b = {buf, cap, 0};
     buf[0] = 0;
@@ -180,7 +194,7 @@ static int verify_one(MlirOperation op, const Pt2OpInfo *info) {
             type_text(t, tt, sizeof tt);
             snprintf(err, sizeof err,
                      "'%s' operand %d has type %s; pt2 needs a static-shaped tensor of f32, f16, bf16, f64, i64, i32, "
-                     "i8 or i1 (rank <= %d)",
+                     "i8 or i1 (rank <= %d, under 2^60 elements)",
                      info->full_name, (int)i, tt, PT2_MAX_RANK);
             goto error;
         }
@@ -260,32 +274,110 @@ int pt2VerifyOp(MlirOperation op) {
  * Parsing
  *===----------------------------------------------------------------------===*/
 
-/* True if the text's first token (after blanks and // comments) opens a module. */
-static bool starts_with_module(const char *p) {
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') ++p;
-        if (p[0] == '/' && p[1] == '/') {
-            while (*p && *p != '\n') ++p;
-            continue;
+/* MLIR's parser recurses once per nested region, attribute or type, and a
+ * few thousand levels overflow an 8 MiB stack (a crash, not a diagnostic).
+ * Real IR nests a few dozen levels; text nesting deeper than this is
+ * rejected before parsing. */
+#define PT2_MAX_NESTING 1000
+
+/* Finds where `text` first nests brackets ({[(<) deeper than
+ * PT2_MAX_NESTING, skipping strings and comments; "->" and ">=" close
+ * nothing.  Returns true and the 1-based position if it does. */
+static bool find_excessive_nesting(const char *text, int *out_line, int *out_col) {
+    int depth = 0, line = 1, col = 1;
+    for (const char *p = text; *p; ++p, ++col) {
+        char c = *p;
+        if (c == '\n') {
+            ++line;
+            col = 0;
+        } else if (c == '/' && p[1] == '/') {
+            while (p[1] && p[1] != '\n') ++p;
+        } else if (c == '"') {
+            while (p[1] && p[1] != '"' && p[1] != '\n') {
+                if (p[1] == '\\' && p[2]) {
+                    ++p;
+                    ++col;
+                }
+                ++p;
+                ++col;
+            }
+            if (p[1] == '"') {
+                ++p;
+                ++col;
+            }
+        } else if (c == '{' || c == '[' || c == '(' || c == '<') {
+            if (++depth > PT2_MAX_NESTING) {
+                *out_line = line;
+                *out_col = col;
+                return true;
+            }
+        } else if ((c == '}' || c == ']' || c == ')' || (c == '>' && (p == text || p[-1] != '-') && p[1] != '=')) &&
+                   depth > 0) {
+            --depth;
         }
-        break;
     }
-    /* attribute/type aliases only precede a printed module */
-    if (*p == '#' || *p == '!') return true;
-    return strncmp(p, "module", 6) == 0 || strncmp(p, "\"builtin.module\"", 16) == 0 || strncmp(p, "builtin.module", 14) == 0;
+    return false;
+}
+
+/* MLIR's C API parses exactly one top-level op, and says so with this error
+ * when the text holds a bare list of functions: the handler swallows it (and
+ * notes that it happened); every other diagnostic goes on to the caller's. */
+typedef struct SeveralOps {
+    bool seen;
+} SeveralOps;
+
+static MlirLogicalResult swallow_several_ops(MlirDiagnostic d, void *user) {
+    char text[96];
+    TextBuf b = {text, sizeof text, 0};
+    text[0] = 0;
+    mlirDiagnosticPrint(d, append_to_textbuf, &b);
+    if (strncmp(text, "source must contain a single top-level operation", 48) != 0) return mlirLogicalResultFailure();
+    ((SeveralOps *)user)->seen = true;
+    return mlirLogicalResultSuccess();
 }
 
 MlirOperation pt2ParseModule(MlirContext ctx, const char *text, const char *source_name) {
     MlirStringRef name = mlirStringRefCreateFromCString(source_name ? source_name : "<pt2>");
-    if (starts_with_module(text)) return mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(text), name);
-    /* A bare list of functions: wrap it, keeping line numbers (only the
-     * columns of line 1 shift, which holds the wrapper's opening). */
+    int line, col;
+    if (find_excessive_nesting(text, &line, &col)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the input nests more than %d levels of brackets here; pt2 does not parse it (MLIR's parser would overflow its stack)",
+                 PT2_MAX_NESTING);
+        mlirEmitError(mlirLocationFileLineColGet(ctx, name, (unsigned)line, (unsigned)col), msg);
+        return (MlirOperation){NULL};
+    }
+    /* The text as it is first, so that diagnostics keep their columns (a
+     * wrapper on line 1 would shift them). */
+    SeveralOps several = {false};
+    MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, swallow_several_ops, &several, NULL);
+    MlirOperation op = mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(text), name);
+    mlirContextDetachDiagnosticHandler(ctx, h);
+    if (!mlirOperationIsNull(op)) {
+        if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString("builtin.module"))) {
+            return op;
+        }
+        /* one function: put it in a module, and verify again what needs the
+         * module (calls and other symbol uses) */
+        MlirModule m = mlirModuleCreateEmpty(mlirLocationFileLineColGet(ctx, name, 1, 1));
+        mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), op);
+        MlirOperation module = mlirModuleGetOperation(m);
+        if (!mlirOperationVerify(module)) {
+            mlirOperationDestroy(module);
+            return (MlirOperation){NULL};
+        }
+        return module;
+    }
+    if (!several.seen) return op; /* a real error, already reported */
+    /* A bare list of functions (or nothing) that parsed: parse it again in a
+     * module, which adds only the symbol checks (their columns on line 1 shift
+     * by the wrapper's 8 characters). */
     size_t n = strlen(text);
     char *wrapped = malloc(n + 16);
+    if (!wrapped) return (MlirOperation){NULL};
     memcpy(wrapped, "module {", 8);
     memcpy(wrapped + 8, text, n);
     memcpy(wrapped + 8 + n, "\n}", 3);
-    MlirOperation op = mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(wrapped), name);
+    op = mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(wrapped), name);
     free(wrapped);
     return op;
 }

@@ -134,7 +134,7 @@ static int meta_reduce(Meta *m) {
     int64_t dims[PT2_MAX_RANK];
     int nd = read_dims(m, "dims", x->rank, dims);
     if (nd < 0) return -1;
-    bool all = pt2_attr_get(m->attrs, "dims").ptr == NULL;
+    bool all = pt2_reduces_all_dims(m->info, m->attrs);
     bool keep = false;
     pt2_attr_bool(m->attrs, "keepdim", &keep);
     Pt2TensorType *o = &m->out[0];

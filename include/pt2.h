@@ -43,6 +43,7 @@ PT2_EXPORT const char *pt2DTypeName(Pt2DType dt);      /* "float32", ... */
 PT2_EXPORT const char *pt2DTypeMlirName(Pt2DType dt);  /* "f32", ... */
 PT2_EXPORT size_t pt2DTypeSize(Pt2DType dt);           /* bytes in memory */
 PT2_EXPORT Pt2DType pt2DTypeFromName(const char *name); /* either spelling */
+PT2_EXPORT int pt2DTypeIsFloating(Pt2DType dt);        /* f32, f16, bf16, f64 */
 
 /*--- Errors ----------------------------------------------------------------*/
 

@@ -85,21 +85,30 @@ static MlirValue reduce(Dec *d, Pt2OpId id, MlirValue x, const int64_t *dims, in
     return emit(d, id, 1, &x, "{dims = %s, keepdim = %s}", dt, keep ? "true" : "false");
 }
 
+/* How many elements each result of a reduction over dims combines.  A 0-d
+ * tensor's dim 0 (or -1) has one element: it has no sizes[0] to read. */
+static double reduced_count(const Pt2TensorType *t, const int64_t *dims, int n) {
+    double count = 1;
+    if (t->rank == 0) return count;
+    for (int i = 0; i < n; ++i) count *= (double)t->sizes[pt2_norm_dim(dims[i], t->rank)];
+    return count;
+}
+
 static MlirValue mean_over(Dec *d, MlirValue x, const int64_t *dims, int n, bool keep) {
     Pt2TensorType t = value_tensor_type(x);
-    double count = 1;
-    for (int i = 0; i < n; ++i) count *= (double)t.sizes[pt2_norm_dim(dims[i], t.rank)];
     MlirValue s = reduce(d, PT2_OP_SUM, x, dims, n, keep);
-    return emit2(d, PT2_OP_DIV, s, scalar_like(d, s, count));
+    return emit2(d, PT2_OP_DIV, s, scalar_like(d, s, reduced_count(&t, dims, n)));
 }
 
 /* Reads the reduction dims of a reduce-like op (all dims if absent). */
-static int op_dims(MlirOperation op, int rank, int64_t *dims) {
+static int op_dims(MlirOperation op, const Pt2OpInfo *info, int rank, int64_t *dims) {
     int n = 0;
-    if (pt2_attr_i64s(pt2_attrs_of_op(op), "dims", dims, PT2_MAX_RANK, &n) <= 0) {
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    if (pt2_reduces_all_dims(info, attrs)) {
         for (int i = 0; i < rank; ++i) dims[i] = i;
         return rank;
     }
+    pt2_attr_i64s(attrs, "dims", dims, PT2_MAX_RANK, &n);
     for (int i = 0; i < n; ++i) dims[i] = pt2_norm_dim(dims[i], rank);
     return n;
 }
@@ -131,6 +140,32 @@ static MlirValue channel_param(Dec *d, MlirValue p, int rank) {
     shape[0] = value_tensor_type(p).sizes[0];
     for (int i = 1; i < rank - 1; ++i) shape[i] = 1;
     return reshape(d, p, shape, rank - 1);
+}
+
+/* x (holding the elements of a `sizes` tensor) tiled reps[i] times along
+ * each dim i: a size-1 dim is inserted before every tiled dim, expanded to
+ * the repeat count and flattened into it (tiled dims of size 1 just expand).
+ * Returns a null value if that needs more than PT2_MAX_RANK dims. */
+static MlirValue tile(Dec *d, MlirValue x, const int64_t *sizes, const int64_t *reps, int n) {
+    int64_t inter[2 * PT2_MAX_RANK], big[2 * PT2_MAX_RANK], out[PT2_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        out[i] = sizes[i] * reps[i];
+        if (reps[i] != 1) {
+            inter[k] = 1;
+            big[k++] = reps[i];
+        }
+        if (reps[i] == 1 || sizes[i] != 1) {
+            inter[k] = sizes[i];
+            big[k++] = sizes[i];
+        }
+    }
+    if (k > PT2_MAX_RANK) return (MlirValue){NULL};
+    char st[256];
+    MlirValue y = reshape(d, x, inter, k);
+    dims_text(st, sizeof st, big, k);
+    y = emit(d, PT2_OP_EXPAND, 1, &y, "{shape = %s}", st);
+    return reshape(d, y, out, n);
 }
 
 /*===----------------------------------------------------------------------===*
@@ -195,7 +230,7 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
     }
     case PT2_OP_MEAN: {
         int64_t dims[PT2_MAX_RANK];
-        int n = op_dims(op, xt.rank, dims);
+        int n = op_dims(op, info, xt.rank, dims);
         bool keep = false;
         pt2_attr_bool(attrs, "keepdim", &keep);
         return convert_to(d, mean_over(d, upcast(d, x), dims, n, keep), out_dt);
@@ -203,12 +238,11 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
     case PT2_OP_VAR:
     case PT2_OP_STD: {
         int64_t dims[PT2_MAX_RANK];
-        int n = op_dims(op, xt.rank, dims);
+        int n = op_dims(op, info, xt.rank, dims);
         bool keep = false;
-        double correction = 1, count = 1;
+        double correction = 1, count = reduced_count(&xt, dims, n);
         pt2_attr_bool(attrs, "keepdim", &keep);
         pt2_attr_f64(attrs, "correction", &correction);
-        for (int i = 0; i < n; ++i) count *= (double)xt.sizes[dims[i]];
         MlirValue xf = upcast(d, x);
         MlirValue xc = emit2(d, PT2_OP_SUB, xf, mean_over(d, xf, dims, n, true));
         MlirValue ss = reduce(d, PT2_OP_SUM, emit2(d, PT2_OP_MUL, xc, xc), dims, n, keep);
@@ -222,14 +256,16 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
         pt2_attr_i64(attrs, "dim", &dim);
         dim = pt2_norm_dim(dim, xt.rank);
         MlirValue xf = upcast(d, x);
-        if (xt.rank == 0) { /* softmax of a scalar is 1, log_softmax 0 */
-            return convert_to(d, emit2(d, PT2_OP_MUL, xf, scalar_like(d, xf, 0)), out_dt);
+        if (xt.rank == 0) { /* as a [1] tensor: 1 (or 0) for finite x, NaN for inf/NaN, as eager */
+            int64_t one = 1;
+            xf = reshape(d, xf, &one, 1);
         }
         MlirValue m = reduce(d, PT2_OP_AMAX, xf, &dim, 1, true);
         MlirValue shifted = emit2(d, PT2_OP_SUB, xf, m);
         MlirValue e = emit1(d, PT2_OP_EXP, shifted);
         MlirValue s = reduce(d, PT2_OP_SUM, e, &dim, 1, true);
         MlirValue r = info->id == PT2_OP_SOFTMAX ? emit2(d, PT2_OP_DIV, e, s) : emit2(d, PT2_OP_SUB, shifted, emit1(d, PT2_OP_LOG, s));
+        if (xt.rank == 0) r = reshape(d, r, NULL, 0);
         return convert_to(d, r, out_dt);
     }
     case PT2_OP_LAYER_NORM:
@@ -297,25 +333,23 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
         return decompose_einsum(d, in[0], in[1], eq);
     }
     case PT2_OP_REPEAT: {
-        int64_t rep[PT2_MAX_RANK], inter[2 * PT2_MAX_RANK], big[2 * PT2_MAX_RANK];
+        int64_t rep[PT2_MAX_RANK], sizes[PT2_MAX_RANK];
         int n = 0;
         pt2_attr_i64s(attrs, "repeats", rep, PT2_MAX_RANK, &n);
-        if (2 * n > PT2_MAX_RANK) {
-            op_error(op, "pt2-decompose: repeat of rank %d exceeds pt2's rank limit", n);
-            d->failed = 1;
-            return x;
+        for (int i = 0; i < n; ++i) sizes[i] = n - i <= xt.rank ? xt.sizes[xt.rank - n + i] : 1;
+        MlirValue y = tile(d, x, sizes, rep, n);
+        if (mlirValueIsNull(y)) { /* too many tiled dims for one expand: tile one dim at a time */
+            y = x;
+            for (int i = 0; i < n; ++i) {
+                if (rep[i] == 1) continue;
+                int64_t before = 1, after = 1;
+                for (int k = 0; k < i; ++k) before *= sizes[k];
+                for (int k = i + 1; k < n; ++k) after *= sizes[k];
+                int64_t three[3] = {before, sizes[i], after}, rep3[3] = {1, rep[i], 1};
+                y = tile(d, y, three, rep3, 3);
+                sizes[i] *= rep[i];
+            }
         }
-        for (int i = 0; i < n; ++i) {
-            int xi = xt.rank - n + i;
-            inter[2 * i] = 1;
-            inter[2 * i + 1] = xi >= 0 ? xt.sizes[xi] : 1;
-            big[2 * i] = rep[i];
-            big[2 * i + 1] = inter[2 * i + 1];
-        }
-        char st[256];
-        MlirValue y = reshape(d, x, inter, 2 * n);
-        dims_text(st, sizeof st, big, 2 * n);
-        y = emit(d, PT2_OP_EXPAND, 1, &y, "{shape = %s}", st);
         Pt2TensorType out = value_tensor_type(mlirOperationGetResult(op, 0));
         return reshape(d, y, out.sizes, out.rank);
     }

@@ -115,3 +115,41 @@ MlirPass pt2_create_mark_entry_pass(void) {
     return make_external_pass("pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface",
                               "builtin.module", run_mark_entry, &mark_entry_type_id);
 }
+
+/*--- pt2-distinct-results ---------------------------------------------------------*/
+
+/* buffer-results-to-out-params turns each returned buffer into an output
+ * argument; a buffer returned twice (CSE merges equal outputs) must first
+ * become two buffers, or the hoisting of its allocation breaks.  Each repeat
+ * becomes a fresh allocation and a copy. */
+static int run_distinct_results(MlirOperation module, void *user) {
+    (void)user;
+    OpList rets = collect_ops_with_prefix(module, "func.return");
+    for (int r = 0; r < rets.n; ++r) {
+        MlirOperation ret = rets.ops[r];
+        intptr_t n = mlirOperationGetNumOperands(ret);
+        for (intptr_t i = 1; i < n; ++i) {
+            MlirValue v = mlirOperationGetOperand(ret, i);
+            if (!mlirTypeIsAMemRef(mlirValueGetType(v))) continue;
+            bool repeated = false;
+            for (intptr_t j = 0; j < i && !repeated; ++j) repeated = mlirValueEqual(v, mlirOperationGetOperand(ret, j));
+            if (!repeated) continue;
+            Builder b = builder_before(ret);
+            MlirType t = mlirValueGetType(v);
+            MlirNamedAttribute seg = named_attr(b.ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b.ctx, 2, (int32_t[]){0, 0}));
+            MlirValue fresh = mlirOperationGetResult(build_op(&b, "memref.alloc", 0, NULL, 1, &t, 1, &seg), 0);
+            MlirValue copy_ops[2] = {v, fresh};
+            build_op(&b, "memref.copy", 2, copy_ops, 0, NULL, 0, NULL);
+            mlirOperationSetOperand(ret, i, fresh);
+        }
+    }
+    oplist_free(&rets);
+    return 0;
+}
+
+static _Alignas(8) const char distinct_results_type_id;
+
+MlirPass pt2_create_distinct_results_pass(void) {
+    return make_external_pass("pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
+                              "builtin.module", run_distinct_results, &distinct_results_type_id);
+}

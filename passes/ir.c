@@ -328,3 +328,43 @@ void op_error(MlirOperation op, const char *fmt, ...) {
     va_end(ap);
     mlirEmitError(mlirOperationGetLocation(op), msg);
 }
+
+/*--- loop indices and scf.for -------------------------------------------------*/
+
+MlirValue build_linalg_index(Builder *b, int dim) {
+    MlirType index_t = mlirIndexTypeGet(b->ctx);
+    MlirNamedAttribute a = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), dim));
+    return mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &a), 0);
+}
+
+MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_inits, const MlirValue *inits,
+                            LoopBodyFn body, void *user) {
+    MlirValue operands[3 + 8];
+    MlirType result_types[8], arg_types[1 + 8];
+    MlirLocation arg_locs[1 + 8];
+    operands[0] = const_index(b, lower);
+    operands[1] = const_index(b, upper);
+    operands[2] = const_index(b, 1);
+    arg_types[0] = mlirIndexTypeGet(b->ctx);
+    arg_locs[0] = b->loc;
+    for (int i = 0; i < n_inits; ++i) {
+        operands[3 + i] = inits[i];
+        result_types[i] = arg_types[1 + i] = mlirValueGetType(inits[i]);
+        arg_locs[1 + i] = b->loc;
+    }
+    MlirRegion region = mlirRegionCreate();
+    MlirBlock block = mlirBlockCreate(1 + n_inits, arg_types, arg_locs);
+    mlirRegionAppendOwnedBlock(region, block);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.for"), b->loc);
+    mlirOperationStateAddOperands(&st, 3 + n_inits, operands);
+    mlirOperationStateAddResults(&st, n_inits, result_types);
+    mlirOperationStateAddOwnedRegions(&st, 1, &region);
+    MlirOperation op = mlirOperationCreate(&st);
+    insert(b, op);
+    Builder body_b = builder_at_end(block, b->loc);
+    MlirValue iter_args[8], yields[8];
+    for (int i = 0; i < n_inits; ++i) iter_args[i] = mlirBlockGetArgument(block, 1 + i);
+    body(&body_b, mlirBlockGetArgument(block, 0), iter_args, n_inits, yields, user);
+    build_op(&body_b, "scf.yield", n_inits, yields, 0, NULL, 0, NULL);
+    return op;
+}

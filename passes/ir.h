@@ -99,4 +99,18 @@ MlirType elem_type(MlirValue v);
 /* Emits an error at op's location: "<op name>: <message>". */
 void op_error(MlirOperation op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*--- Loop indices and scf.for -----------------------------------------------*/
+
+/* linalg.index: the current iteration of loop `dim` of the enclosing generic. */
+MlirValue build_linalg_index(Builder *b, int dim);
+
+/* scf.for from lower to upper (step 1) carrying up to 8 values (tensors are
+ * updated in place after bufferization).  The body callback receives the
+ * induction variable, the carried values and a builder at the body's end; it
+ * writes the values to carry on (scf.yield is added after it). */
+typedef void (*LoopBodyFn)(Builder *body, MlirValue iv, const MlirValue *iter_args, int n_iter_args, MlirValue *yields,
+                           void *user);
+MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_inits, const MlirValue *inits,
+                            LoopBodyFn body, void *user);
+
 #endif /* PT2_PASSES_IR_H */

@@ -119,6 +119,28 @@ MlirValue lower_reshape_value(Builder *b, MlirValue x, const Pt2TensorType *to) 
     return mlirOperationGetResult(build_op(b, "tensor.expand_shape", 1, &flat, 1, &rt, 2, attrs), 0);
 }
 
+/* Inside a linalg.generic body: the current iteration's index along loop `dim`. */
+static MlirValue loop_index(Builder *b, int dim) {
+    MlirType index_t = mlirIndexTypeGet(b->ctx);
+    MlirNamedAttribute dim_attr = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), dim));
+    return mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &dim_attr), 0);
+}
+
+/* min(max(i, 0), hi) on index values: bodies that load through computed
+ * indices clamp them, because arith.select evaluates both of its sides. */
+static MlirValue clamp_index(Builder *b, MlirValue i, int64_t hi) {
+    i = build_binary(b, "arith.maxsi", i, const_index(b, 0));
+    return build_binary(b, "arith.minsi", i, const_index(b, hi));
+}
+
+/* tensor.extract of x at `coords` (index values, one per dim of x). */
+static MlirValue extract_at(Builder *b, MlirValue x, const MlirValue *coords, int rank) {
+    MlirValue operands[PT2_MAX_RANK + 1];
+    operands[0] = x;
+    for (int i = 0; i < rank; ++i) operands[1 + i] = coords[i];
+    return build_value(b, "tensor.extract", 1 + rank, operands, mlirShapedTypeGetElementType(mlirValueGetType(x)));
+}
+
 /*===----------------------------------------------------------------------===*
  * Pointwise
  *===----------------------------------------------------------------------===*/
@@ -250,11 +272,12 @@ static MlirValue build_cast(Builder *b, MlirValue x, MlirType to_elem) {
     return mlirOperationGetResult(build_generic(b, 1, &x, 1, &init, maps, iterators_parallel(t.rank), cast_body, &body), 0);
 }
 
-static void reduced_mask(MlirOperation op, int rank, bool *reduced) {
+static void reduced_mask(MlirOperation op, const Pt2OpInfo *info, int rank, bool *reduced) {
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     int64_t dims[PT2_MAX_RANK];
     int nd = 0;
-    bool all = pt2_attr_i64s(attrs, "dims", dims, PT2_MAX_RANK, &nd) <= 0;
+    bool all = pt2_reduces_all_dims(info, attrs);
+    pt2_attr_i64s(attrs, "dims", dims, PT2_MAX_RANK, &nd);
     for (int i = 0; i < rank; ++i) reduced[i] = all;
     for (int i = 0; i < nd; ++i) reduced[pt2_norm_dim(dims[i], rank)] = true;
 }
@@ -264,7 +287,7 @@ static int lower_reduce(MlirOperation op, const Pt2OpInfo *info) {
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
     Pt2TensorType t = value_tensor_type(x);
     bool reduced[PT2_MAX_RANK];
-    reduced_mask(op, t.rank, reduced);
+    reduced_mask(op, info, t.rank, reduced);
     MlirType out_elem = elem_type(result);
     MlirType acc = (info->id == PT2_OP_ANY || info->id == PT2_OP_ALL) ? out_elem : compute_type_for(b.ctx, out_elem);
     MlirValue r = build_reduction(&b, x, reduced, info->id, acc);
@@ -287,10 +310,7 @@ static void arg_body(Builder *b, const MlirValue *args, int n_args, MlirValue *y
     (void)n_args;
     ArgBody *a = user;
     MlirValue x = convert_scalar(b, args[0], a->ct), best = args[1], best_idx = args[2];
-    MlirNamedAttribute dim_attr = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), a->dim));
-    MlirType index_t = mlirIndexTypeGet(b->ctx);
-    MlirValue idx = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &dim_attr), 0);
-    MlirValue idx64 = build_unary(b, "arith.index_cast", idx, mlirIntegerTypeGet(b->ctx, 64));
+    MlirValue idx64 = build_unary(b, "arith.index_cast", loop_index(b, a->dim), mlirIntegerTypeGet(b->ctx, 64));
     MlirValue better;
     if (type_is_float(a->ct)) {
         MlirValue cmp = build_cmp(b, true, a->is_max ? "ogt" : "olt", x, best);
@@ -426,54 +446,52 @@ static int lower_flip(MlirOperation op) {
     return 0;
 }
 
-static MlirValue build_extract_slice(Builder *b, MlirValue x, const int64_t *offsets, const int64_t *sizes,
-                                     const int64_t *strides, MlirType result_type) {
-    int rank = value_tensor_type(x).rank;
-    MlirNamedAttribute attrs[4] = {
-        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 4, (int32_t[]){1, 0, 0, 0})),
-        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, rank, offsets)),
-        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, rank, sizes)),
-        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, rank, strides)),
-    };
-    return mlirOperationGetResult(build_op(b, "tensor.extract_slice", 1, &x, 1, &result_type, 4, attrs), 0);
-}
+/* A slice is a generic over the result whose body loads x at
+ * start + i * step along dim.  (An affine input map "d1 * 2 + 1" cannot
+ * express a prefix slice, whose map "d1" would make linalg take the loop's
+ * size from x; and a tensor.extract_slice would leave a strided view whose
+ * final copy needs a runtime memref-copy routine that kernels do not link.) */
+typedef struct SliceBody {
+    MlirValue x;
+    int dim, rank;
+    int64_t start, step;
+} SliceBody;
 
-static MlirValue build_insert_slice(Builder *b, MlirValue src, MlirValue dest, const int64_t *offsets,
-                                    const int64_t *strides) {
-    Pt2TensorType s = value_tensor_type(src);
-    MlirValue ops[2] = {src, dest};
-    MlirType rt = mlirValueGetType(dest);
-    MlirNamedAttribute attrs[4] = {
-        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 5, (int32_t[]){1, 1, 0, 0, 0})),
-        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, s.rank, offsets)),
-        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, s.rank, s.sizes)),
-        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, s.rank, strides)),
-    };
-    return mlirOperationGetResult(build_op(b, "tensor.insert_slice", 2, ops, 1, &rt, 4, attrs), 0);
+static void slice_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)args;
+    (void)n_args;
+    SliceBody *sb = user;
+    MlirValue at[PT2_MAX_RANK];
+    for (int k = 0; k < sb->rank; ++k) at[k] = loop_index(b, k);
+    MlirValue strided = build_binary(b, "arith.muli", at[sb->dim], const_index(b, sb->step));
+    at[sb->dim] = build_binary(b, "arith.addi", strided, const_index(b, sb->start));
+    yields[0] = extract_at(b, sb->x, at, sb->rank);
 }
 
 static int lower_slice(MlirOperation op) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
-    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
+    Pt2TensorType t = value_tensor_type(x);
     Pt2Attrs attrs = pt2_attrs_of_op(op);
-    int64_t d, start = 0, step = 1;
+    int64_t d;
+    SliceBody body = {.x = x, .rank = t.rank, .start = 0, .step = 1};
     pt2_attr_i64(attrs, "dim", &d);
-    pt2_attr_i64(attrs, "start", &start);
-    pt2_attr_i64(attrs, "step", &step);
-    int dim = pt2_norm_dim(d, t.rank);
-    if (start < 0) start += t.sizes[dim];
-    if (start < 0) start = 0;
-    if (start > t.sizes[dim]) start = t.sizes[dim];
-    int64_t offsets[PT2_MAX_RANK] = {0}, strides[PT2_MAX_RANK];
-    for (int i = 0; i < t.rank; ++i) strides[i] = 1;
-    offsets[dim] = start;
-    strides[dim] = step;
-    MlirValue r = build_extract_slice(&b, x, offsets, out.sizes, strides, mlirValueGetType(result));
+    pt2_attr_i64(attrs, "start", &body.start);
+    pt2_attr_i64(attrs, "step", &body.step);
+    body.dim = pt2_norm_dim(d, t.rank);
+    int64_t size = t.sizes[body.dim];
+    if (body.start < 0) body.start += size;
+    body.start = body.start < 0 ? 0 : body.start > size ? size : body.start;
+    char m[256];
+    map_identity(m, sizeof m, t.rank);
+    const char *maps[1] = {m};
+    MlirValue init = build_empty(&b, mlirValueGetType(result));
+    MlirValue r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(t.rank), slice_body, &body), 0);
     replace_op(op, 1, &r);
     return 0;
 }
 
+/* A select reads x through an affine map with the index as a constant. */
 static int lower_select(MlirOperation op) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
@@ -484,16 +502,47 @@ static int lower_select(MlirOperation op) {
     pt2_attr_i64(attrs, "index", &index);
     int dim = pt2_norm_dim(d, t.rank);
     if (index < 0) index += t.sizes[dim];
-    int64_t offsets[PT2_MAX_RANK] = {0}, sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
-    for (int i = 0; i < t.rank; ++i) {
-        sizes[i] = i == dim ? 1 : t.sizes[i];
-        strides[i] = 1;
+    /* the loops run over the result's dims; `dim` reads the constant index */
+    char m[256];
+    size_t len = map_dims(m, sizeof m, t.rank - 1);
+    for (int k = 0; k < t.rank; ++k) {
+        const char *sep = k ? ", " : "";
+        if (k == dim) {
+            len += (size_t)snprintf(m + len, sizeof m - len, "%s%lld", sep, (long long)index);
+        } else {
+            len += (size_t)snprintf(m + len, sizeof m - len, "%sd%d", sep, k < dim ? k : k - 1);
+        }
     }
-    offsets[dim] = index;
-    /* rank-reducing extract_slice: the result type drops `dim` */
-    MlirValue r = build_extract_slice(&b, x, offsets, sizes, strides, mlirValueGetType(result));
+    snprintf(m + len, sizeof m - len, ")");
+    MlirValue r = build_map_copy(&b, x, m, mlirValueGetType(result));
     replace_op(op, 1, &r);
     return 0;
+}
+
+/* cat and pad: one generic over the result whose body loads the source
+ * element through computed (clamped) indices and selects between sources or
+ * the padding value.  Writing into slices of a destination would instead
+ * bufferize to strided copies (see lower_slice). */
+typedef struct CatBody {
+    MlirValue parts[2];
+    int64_t offsets[2], sizes[2]; /* along dim */
+    int n_parts, dim, rank;
+} CatBody;
+
+static void cat_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)args;
+    (void)n_args;
+    CatBody *c = user;
+    MlirValue coords[PT2_MAX_RANK], at[PT2_MAX_RANK];
+    for (int i = 0; i < c->rank; ++i) coords[i] = at[i] = loop_index(b, i);
+    MlirValue pos = coords[c->dim], r = {NULL};
+    for (int k = c->n_parts - 1; k >= 0; --k) {
+        MlirValue local = build_binary(b, "arith.subi", pos, const_index(b, c->offsets[k]));
+        at[c->dim] = clamp_index(b, local, c->sizes[k] - 1);
+        MlirValue v = extract_at(b, c->parts[k], at, c->rank);
+        r = k == c->n_parts - 1 ? v : build_select(b, build_cmp(b, false, "slt", pos, const_index(b, c->offsets[k + 1])), v, r);
+    }
+    yields[0] = r;
 }
 
 static int lower_cat(MlirOperation op) {
@@ -502,60 +551,82 @@ static int lower_cat(MlirOperation op) {
     Pt2TensorType out = value_tensor_type(result);
     int64_t d;
     pt2_attr_i64(pt2_attrs_of_op(op), "dim", &d);
-    int dim = pt2_norm_dim(d, out.rank);
-    MlirValue acc = build_empty(&b, mlirValueGetType(result));
-    int64_t offsets[PT2_MAX_RANK] = {0}, strides[PT2_MAX_RANK];
-    for (int i = 0; i < out.rank; ++i) strides[i] = 1;
-    intptr_t n = mlirOperationGetNumOperands(op);
-    for (intptr_t i = 0; i < n; ++i) {
+    CatBody body = {.dim = pt2_norm_dim(d, out.rank), .rank = out.rank};
+    int64_t offset = 0;
+    for (int i = 0; i < 2; ++i) { /* empty operands contribute nothing */
         MlirValue x = mlirOperationGetOperand(op, i);
-        Pt2TensorType t = value_tensor_type(x);
-        if (t.sizes[dim] > 0) acc = build_insert_slice(&b, x, acc, offsets, strides);
-        offsets[dim] += t.sizes[dim];
+        int64_t size = value_tensor_type(x).sizes[body.dim];
+        if (size > 0) {
+            body.parts[body.n_parts] = x;
+            body.offsets[body.n_parts] = offset;
+            body.sizes[body.n_parts++] = size;
+        }
+        offset += size;
     }
-    replace_op(op, 1, &acc);
+    char m[256];
+    map_identity(m, sizeof m, out.rank);
+    const char *maps[1] = {m};
+    MlirValue init = build_empty(&b, mlirValueGetType(result));
+    MlirValue r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(out.rank), cat_body, &body), 0);
+    replace_op(op, 1, &r);
     return 0;
+}
+
+typedef struct PadBody {
+    MlirValue x;
+    int rank;
+    int64_t lo[PT2_MAX_RANK];    /* F.pad's low pad per dim (negative crops) */
+    bool checked[PT2_MAX_RANK];  /* the dim has padding: the load may fall outside x */
+    Pt2TensorType src;
+    double value;
+} PadBody;
+
+static void pad_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)args;
+    (void)n_args;
+    PadBody *p = user;
+    MlirType i1 = mlirIntegerTypeGet(b->ctx, 1);
+    MlirValue at[PT2_MAX_RANK], inside = const_int(b, i1, 1);
+    for (int k = 0; k < p->rank; ++k) {
+        at[k] = loop_index(b, k);
+        if (p->lo[k] != 0) at[k] = build_binary(b, "arith.subi", at[k], const_index(b, p->lo[k]));
+        if (p->checked[k]) {
+            MlirValue ge0 = build_cmp(b, false, "sge", at[k], const_index(b, 0));
+            MlirValue lt = build_cmp(b, false, "slt", at[k], const_index(b, p->src.sizes[k]));
+            inside = build_binary(b, "arith.andi", inside, build_binary(b, "arith.andi", ge0, lt));
+            at[k] = clamp_index(b, at[k], p->src.sizes[k] - 1);
+        }
+    }
+    MlirValue v = extract_at(b, p->x, at, p->rank);
+    yields[0] = build_select(b, inside, v, const_scalar(b, mlirValueGetType(v), p->value));
 }
 
 static int lower_pad(MlirOperation op) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
-    Pt2TensorType t = value_tensor_type(x);
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     int64_t pads[2 * PT2_MAX_RANK];
     int n = 0;
-    double value = 0;
+    PadBody body = {.x = x, .src = value_tensor_type(x)};
+    body.rank = body.src.rank;
     pt2_attr_i64s(attrs, "pads", pads, 2 * PT2_MAX_RANK, &n);
-    pt2_attr_f64(attrs, "value", &value);
-    /* negative pads crop: slice those first */
-    int64_t lo[PT2_MAX_RANK] = {0}, crop_off[PT2_MAX_RANK] = {0}, crop_size[PT2_MAX_RANK], ones[PT2_MAX_RANK];
-    bool crop = false;
-    for (int i = 0; i < t.rank; ++i) {
-        crop_size[i] = t.sizes[i];
-        ones[i] = 1;
+    pt2_attr_f64(attrs, "value", &body.value);
+    MlirType rt = mlirValueGetType(result);
+    if (pt2_tensor_numel(&body.src) == 0) { /* nothing to copy: all padding */
+        MlirValue r = build_filled(&b, rt, const_scalar(&b, elem_type(result), body.value));
+        replace_op(op, 1, &r);
+        return 0;
     }
-    for (int i = 0; i < n / 2; ++i) {
-        int dim = t.rank - 1 - i;
-        int64_t l = pads[2 * i], h = pads[2 * i + 1];
-        if (l < 0) {
-            crop_off[dim] = -l;
-            crop_size[dim] += l;
-            crop = true;
-        } else {
-            lo[dim] = l;
-        }
-        if (h < 0) {
-            crop_size[dim] += h;
-            crop = true;
-        }
+    for (int i = 0; i < n / 2; ++i) { /* pads run from the last dim backwards */
+        int dim = body.rank - 1 - i;
+        body.lo[dim] = pads[2 * i];
+        body.checked[dim] = pads[2 * i] > 0 || pads[2 * i + 1] > 0;
     }
-    if (crop) {
-        Pt2TensorType ct = t;
-        memcpy(ct.sizes, crop_size, sizeof ct.sizes);
-        x = build_extract_slice(&b, x, crop_off, crop_size, ones, tensor_type(b.ctx, &ct, elem_type(x)));
-    }
-    MlirValue filled = build_filled(&b, mlirValueGetType(result), const_scalar(&b, elem_type(result), value));
-    MlirValue r = build_insert_slice(&b, x, filled, lo, ones);
+    char m[256];
+    map_identity(m, sizeof m, body.rank);
+    const char *maps[1] = {m};
+    MlirValue init = build_empty(&b, rt);
+    MlirValue r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(body.rank), pad_body, &body), 0);
     replace_op(op, 1, &r);
     return 0;
 }
@@ -581,24 +652,16 @@ typedef struct IndexBody {
 static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)n_args;
     IndexBody *ib = user;
-    MlirType index_t = mlirIndexTypeGet(b->ctx);
-    MlirValue coords[PT2_MAX_RANK + 1];
-    coords[0] = ib->x;
-    for (int i = 0; i < ib->rank; ++i) {
-        MlirNamedAttribute dim_attr = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), i));
-        coords[1 + i] = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &dim_attr), 0);
-    }
+    MlirValue coords[PT2_MAX_RANK];
+    for (int i = 0; i < ib->rank; ++i) coords[i] = loop_index(b, i);
     /* negative indices wrap, as in PyTorch; out-of-range ones are clamped so
      * that compiled code never reads outside the tensor */
-    MlirValue idx = build_unary(b, "arith.index_cast", args[0], index_t);
+    MlirValue idx = build_unary(b, "arith.index_cast", args[0], mlirIndexTypeGet(b->ctx));
     MlirValue size = const_index(b, ib->dim_size);
     MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
     idx = build_select(b, neg, build_binary(b, "arith.addi", idx, size), idx);
-    idx = build_binary(b, "arith.maxsi", idx, const_index(b, 0));
-    idx = build_binary(b, "arith.minsi", idx, const_index(b, ib->dim_size - 1));
-    coords[1 + ib->dim] = idx;
-    MlirType et = mlirShapedTypeGetElementType(mlirValueGetType(ib->x));
-    yields[0] = build_value(b, "tensor.extract", 1 + ib->rank, coords, et);
+    coords[ib->dim] = clamp_index(b, idx, ib->dim_size - 1);
+    yields[0] = extract_at(b, ib->x, coords, ib->rank);
 }
 
 static int lower_index(MlirOperation op, bool gather) {
@@ -719,13 +782,10 @@ static void iota_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
     (void)args;
     (void)n_args;
     IotaBody *ib = user;
-    MlirType index_t = mlirIndexTypeGet(b->ctx), i64 = mlirIntegerTypeGet(b->ctx, 64);
-    MlirNamedAttribute d0 = named_attr(b->ctx, "dim", mlirIntegerAttrGet(i64, 0));
-    MlirValue i = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &d0), 0);
+    MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
+    MlirValue i = loop_index(b, 0);
     if (ib->eye) {
-        MlirNamedAttribute d1 = named_attr(b->ctx, "dim", mlirIntegerAttrGet(i64, 1));
-        MlirValue j = mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &d1), 0);
-        yields[0] = convert_scalar(b, build_cmp(b, false, "eq", i, j), ib->out);
+        yields[0] = convert_scalar(b, build_cmp(b, false, "eq", i, loop_index(b, 1)), ib->out);
         return;
     }
     MlirValue i64v = build_unary(b, "arith.index_cast", i, i64);
@@ -777,6 +837,18 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     if (info->composite) {
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
+    }
+    if (mlirOperationGetNumResults(op) == 1) {
+        /* a result without elements needs no loops (and a slice or pad
+         * producing one would index outside its source) */
+        MlirValue result = mlirOperationGetResult(op, 0);
+        Pt2TensorType rt = value_tensor_type(result);
+        if (pt2_tensor_numel(&rt) == 0) {
+            Builder b = builder_before(op);
+            MlirValue r = build_empty(&b, mlirValueGetType(result));
+            replace_op(op, 1, &r);
+            return 0;
+        }
     }
     switch (info->meta) {
     case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info);

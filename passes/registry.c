@@ -19,6 +19,9 @@ MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_entry_pass(void);
 MlirPass pt2_create_verify_pass(void);
 MlirPass pt2_create_mark_entry_pass(void);
+MlirPass pt2_create_serialize_small_loops_pass(void);
+MlirPass pt2_create_distinct_results_pass(void);
+MlirPass pt2_create_extern_blas_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -31,6 +34,11 @@ static const PassEntry pt2_passes[] = {
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
+    {"pt2-extern-blas", "Call the BLAS (libpt2rt) for f32/f64 matmuls on buffers", pt2_create_extern_blas_pass},
+    {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
+     pt2_create_serialize_small_loops_pass},
+    {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
+     pt2_create_distinct_results_pass},
     {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
@@ -78,10 +86,11 @@ const char *pt2CpuPipelineText(const char *disable) {
     static _Thread_local char text[4096];
     bool fusion = !disabled(disable, "fusion");
     bool parallel = !disabled(disable, "parallel");
+    bool blas = !disabled(disable, "blas");
     snprintf(text, sizeof text,
              "pt2-mark-entry,pt2-decompose,pt2-lower,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-             "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
+             "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,canonicalize,%s"
@@ -89,8 +98,9 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             fusion ? "linalg-fuse-elementwise-ops,cse," : "", parallel ? ",affine-parallelize{max-nested=1}" : "",
-             parallel ? "convert-scf-to-openmp," : "");
+             fusion ? "linalg-fuse-elementwise-ops,cse," : "", blas ? "pt2-extern-blas," : "",
+             parallel ? ",affine-parallelize{max-nested=1}" : "",
+             parallel ? "pt2-serialize-small-loops,convert-scf-to-openmp," : "");
     return text;
 }
 

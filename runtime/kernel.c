@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,11 +89,25 @@ static void diag_append(MlirStringRef s, void *user) {
     c->text[c->len] = 0;
 }
 
+/* Errors read "file:line:col: error: ..." as compilers print them (MLIR's
+ * own rendering is loc("file":line:col)), so editors and users find the line. */
+static void append_location(DiagCollector *c, MlirLocation loc) {
+    if (!mlirLocationIsAFileLineColRange(loc)) {
+        mlirLocationPrint(loc, diag_append, c);
+        return;
+    }
+    char pos[48];
+    snprintf(pos, sizeof pos, ":%d:%d", mlirLocationFileLineColRangeGetStartLine(loc),
+             mlirLocationFileLineColRangeGetStartColumn(loc));
+    diag_append(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc)), c);
+    diag_append(mlirStringRefCreateFromCString(pos), c);
+}
+
 static MlirLogicalResult collect_diag(MlirDiagnostic d, void *user) {
     DiagCollector *c = user;
     if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError) return mlirLogicalResultSuccess();
     if (c->len) diag_append(mlirStringRefCreateFromCString("\n"), c);
-    mlirLocationPrint(mlirDiagnosticGetLocation(d), diag_append, c);
+    append_location(c, mlirDiagnosticGetLocation(d));
     diag_append(mlirStringRefCreateFromCString(": error: "), c);
     mlirDiagnosticPrint(d, diag_append, c);
     return mlirLogicalResultSuccess();
@@ -102,11 +117,26 @@ static MlirLogicalResult collect_diag(MlirDiagnostic d, void *user) {
  * Signature
  *===----------------------------------------------------------------------===*/
 
+/* Reports a problem with what is to be compiled as a diagnostic at `at`
+ * (pt2CompileText's collector gives it file:line:col) and as the last error. */
+static void located_error(MlirOperation at, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void located_error(MlirOperation at, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pt2_set_error("%s", msg);
+    mlirEmitError(mlirOperationGetLocation(at), msg);
+}
+
 static MlirOperation find_func(MlirOperation module, const char *func_name) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString("func.func"))) continue;
-        if (!func_name) return op;
+        /* by default the first definition: declarations (extern helpers) have nothing to run */
+        if (!func_name && !mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)))) return op;
+        if (!func_name) continue;
         MlirStringRef n = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("sym_name")));
         if (strlen(func_name) == n.length && strncmp(func_name, n.data, n.length) == 0) return op;
     }
@@ -114,6 +144,11 @@ static MlirOperation find_func(MlirOperation module, const char *func_name) {
 }
 
 static int read_signature(MlirOperation func, Pt2Kernel *k) {
+    MlirStringRef name = mlirStringAttrGetValue(mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("sym_name")));
+    if (mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)))) {
+        located_error(func, "@%.*s is a declaration without a body: there is nothing to compile", (int)name.length, name.data);
+        return -1;
+    }
     MlirType fty = mlirTypeAttrGetValue(mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("function_type")));
     k->n_inputs = (int)mlirFunctionTypeGetNumInputs(fty);
     k->n_outputs = (int)mlirFunctionTypeGetNumResults(fty);
@@ -121,13 +156,19 @@ static int read_signature(MlirOperation func, Pt2Kernel *k) {
     for (int i = 0; i < k->n_inputs + k->n_outputs; ++i) {
         MlirType t = i < k->n_inputs ? mlirFunctionTypeGetInput(fty, i) : mlirFunctionTypeGetResult(fty, i - k->n_inputs);
         if (pt2_tensor_type_from_mlir(t, &k->types[i]) != 0) {
-            pt2_set_error("%s %d of the function is not a static-shaped tensor of a pt2 element type",
-                          i < k->n_inputs ? "argument" : "result", i < k->n_inputs ? i : i - k->n_inputs);
+            DiagCollector type = {{0}, 0};
+            mlirTypePrint(t, diag_append, &type);
+            located_error(func,
+                          "@%.*s: %s %d has type %s; a compiled function takes and returns static-shaped tensors of f32, "
+                          "f16, bf16, f64, i64, i32, i8 or i1 (rank <= %d)",
+                          (int)name.length, name.data, i < k->n_inputs ? "argument" : "result",
+                          i < k->n_inputs ? i : i - k->n_inputs, type.text, PT2_MAX_RANK);
             return -1;
         }
     }
     if (k->n_outputs == 0) {
-        pt2_set_error("the function returns nothing: a compiled pt2 function must return at least one tensor");
+        located_error(func, "@%.*s returns nothing: a compiled pt2 function must return at least one tensor", (int)name.length,
+                      name.data);
         return -1;
     }
     return 0;
@@ -337,10 +378,39 @@ static const char *omp_library(void) {
     return env && env[0] ? env : PT2_OMP_LIBRARY;
 }
 
-static int link_shared(const char *obj_path, const char *so_path) {
+/* libpt2rt.so, the support library kernels call into (runtime/rt/: BLAS
+ * matmuls): PT2_RT_LIBRARY, else the one the build put beside libpt2.so.
+ * NULL, with the error set, if it is not there. */
+static const char *rt_library(void) {
+    static char beside[4096];
+    const char *env = getenv("PT2_RT_LIBRARY");
+    const char *path = env && env[0] ? env : beside;
+    if (path == beside && !beside[0]) {
+        Dl_info info;
+        const char *self = dladdr((void *)&rt_library, &info) && info.dli_fname ? info.dli_fname : "";
+        const char *slash = strrchr(self, '/');
+        snprintf(beside, sizeof beside, "%.*s/libpt2rt.so", slash ? (int)(slash - self) : 1, slash ? self : ".");
+    }
+    if (access(path, R_OK) != 0) {
+        pt2_set_error("pt2's runtime library %s is missing (%s): build the pt2rt target beside libpt2.so, or set "
+                      "PT2_RT_LIBRARY to its path",
+                      path, strerror(errno));
+        return NULL;
+    }
+    return path;
+}
+
+/* Links the kernel against libomp and libpt2rt, with an rpath to libpt2rt's
+ * folder so that dlopen finds it wherever the build put it. */
+static int link_shared(const char *obj_path, const char *so_path, const char *rt) {
     const char *cc = getenv("PT2_CC");
     if (!cc || !cc[0]) cc = "cc";
-    char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)omp_library(), "-lm", NULL};
+    char rt_dir[4096];
+    const char *slash = strrchr(rt, '/');
+    snprintf(rt_dir, sizeof rt_dir, "%.*s", slash ? (int)(slash - rt) : 1, slash ? rt : ".");
+    /* -Xlinker pairs: a folder with a comma would be split by -Wl, */
+    char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)omp_library(), (char *)rt,
+                    "-Xlinker", "-rpath", "-Xlinker", rt_dir, "-lm", NULL};
     pid_t pid;
     int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ);
     if (rc != 0) {
@@ -390,16 +460,19 @@ static int load(Pt2Kernel *k, const char *so_path) {
 static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
     double t0 = now_seconds();
     Pt2Kernel *k = calloc(1, sizeof *k);
+    /* verify first: an op's own error says more than the signature's */
+    if (pt2VerifyOp(module) != 0) goto error;
     MlirOperation func = find_func(module, func_name);
     if (mlirOperationIsNull(func)) {
-        pt2_set_error(func_name ? "no function @%s in the module" : "no func.func in the module%s", func_name ? func_name : "");
+        located_error(module, func_name ? "no function @%s in the module" : "no function to compile: the module has no func.func with a body%s", func_name ? func_name : "");
         goto error;
     }
     if (read_signature(func, k) != 0) goto error;
-    if (pt2VerifyOp(module) != 0) goto error;
     const char *disable = opts && opts->disable ? opts->disable : getenv("PT2_DISABLE");
     const char *pipeline = pt2CpuPipelineText(disable);
     int opt_level = opts ? opts->opt_level : 3;
+    const char *rt = rt_library();
+    if (!rt) goto error;
     /* the cache key: the module without locations, the pipeline, the target */
     char target[4096], key[65], dir[4096], so_path[4300], meta_path[4300];
     target_description(target, sizeof target);
@@ -413,6 +486,8 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     sha256_update(&s, target, strlen(target) + 1);
     sha256_update(&s, func_name ? func_name : "", strlen(func_name ? func_name : "") + 1);
     sha256_update(&s, &opt_level, sizeof opt_level);
+    /* the kernel's rpath names libpt2rt's folder */
+    sha256_update(&s, rt, strlen(rt) + 1);
     sha256_final_hex(&s, key);
     free(text);
     cache_dir(opts, dir, sizeof dir);
@@ -422,7 +497,10 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     }
     snprintf(so_path, sizeof so_path, "%s/%s.so", dir, key);
     snprintf(meta_path, sizeof meta_path, "%s/%s.meta", dir, key);
-    if (cache_entry_valid(so_path, meta_path, key)) {
+    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
+    bool dumping = dump && dump[0];
+    /* a dump asks to see every stage: compile even if the cache has the kernel */
+    if (!dumping && cache_entry_valid(so_path, meta_path, key)) {
         if (load(k, so_path) != 0) goto error;
         k->from_cache = true;
         set_num_threads(k->handle, opts);
@@ -431,8 +509,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     }
     /* compile */
     mlirOperationSetAttributeByName(func, mlirStringRefCreateFromCString("llvm.emit_c_interface"), mlirUnitAttrGet(ctx));
-    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
-    if (run_pipeline(ctx, module, pipeline, dump && dump[0] ? dump : NULL) != 0) {
+    if (run_pipeline(ctx, module, pipeline, dumping ? dump : NULL) != 0) {
         if (!pt2GetLastError()[0]) pt2_set_error("the pass pipeline failed");
         goto error;
     }
@@ -440,7 +517,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     snprintf(tmp_obj, sizeof tmp_obj, "%s/%s.%d.o", dir, key, (int)getpid());
     snprintf(tmp_so, sizeof tmp_so, "%s/%s.%d.so", dir, key, (int)getpid());
     if (emit_object(module, opt_level, tmp_obj) != 0) goto error;
-    int linked = link_shared(tmp_obj, tmp_so);
+    int linked = link_shared(tmp_obj, tmp_so, rt);
     unlink(tmp_obj);
     if (linked != 0) goto error;
     char so_hash[65];

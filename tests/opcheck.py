@@ -57,3 +57,29 @@ def assert_close(actual, expected, what=""):
         torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{what}: {m}")
     else:
         assert torch.equal(actual, expected), f"{what}: values differ\n{actual}\nvs eager\n{expected}"
+
+
+def check(inputs, cases):
+    """Compiles one graph holding every case and compares each output with eager.
+
+    cases: (label, build, ref) triples; build(graph, *input_values) returns one
+    pt2 value, ref(*inputs) the eager tensor.  One compile covers many checks
+    (each costs ~0.2 s); every mismatch is reported, each under its label.
+
+    Each case reads its own graph inputs (the same tensors are passed to all):
+    two cases computing the same thing would otherwise be merged by CSE into
+    one value returned twice, which the CPU pipeline does not handle yet."""
+    g = pt2.Graph()
+    outs = []
+    for _, build, _ in cases:
+        vals = [g.input(t.dtype, tuple(t.shape)) for t in inputs]
+        outs.append(build(g, *vals))
+    g.outputs(*outs)
+    results = g.compile()(*(list(inputs) * len(cases)))
+    failures = []
+    for (label, _, ref), got in zip(cases, results):
+        try:
+            assert_close(got, ref(*inputs), label)
+        except AssertionError as e:
+            failures.append(str(e))
+    assert not failures, f"{len(failures)} of {len(cases)} checks failed:\n" + "\n".join(failures)

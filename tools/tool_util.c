@@ -1,29 +1,73 @@
 /*===- tool_util.c - diagnostics and files for pt2-opt and pt2-run --------===*/
 #include "tool_util.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*===----------------------------------------------------------------------===*
+ * Input files
+ *===----------------------------------------------------------------------===*/
 
 char *tool_read_file(const char *path, size_t *out_len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    bool failed = buf == NULL;
+    while (!failed) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
         len += n;
+        if (n == 0) {
+            /* a directory opens but does not read (EISDIR): not an empty input */
+            failed = ferror(f) != 0;
+            break;
+        }
         if (cap - len - 1 == 0) {
-            cap *= 2;
-            buf = realloc(buf, cap);
+            char *grown = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!grown) {
+                failed = true;
+                errno = ENOMEM;
+            } else {
+                buf = grown;
+                cap *= 2;
+            }
         }
     }
+    int saved_errno = errno;
     if (f != stdin) fclose(f);
+    if (failed) {
+        free(buf);
+        errno = saved_errno;
+        return NULL;
+    }
     buf[len] = 0;
     if (out_len) *out_len = len;
     return buf;
 }
 
+int tool_check_no_nul(const char *name, const char *text, size_t len) {
+    size_t first = strlen(text);
+    if (first == len) return 0;
+    int line = 1, col = 1;
+    for (size_t i = 0; i < first; ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            ++col;
+        }
+    }
+    fprintf(stderr, "%s:%d:%d: error: unexpected NUL byte: the input is not MLIR text\n", name, line, col);
+    return -1;
+}
+
 void tool_print_to_file(MlirStringRef s, void *user) { fwrite(s.data, 1, s.length, (FILE *)user); }
+
+/*===----------------------------------------------------------------------===*
+ * Locations
+ *===----------------------------------------------------------------------===*/
 
 typedef struct Buf {
     char *p;
@@ -38,25 +82,142 @@ static void buf_append(MlirStringRef s, void *user) {
     b->p[b->len] = 0;
 }
 
-/* MLIR prints locations as loc("file":line:col) or loc("file":l:c to l2:c2);
- * turn them into file:line:col.  Fused/call-site locations keep MLIR's text. */
-void tool_format_location(MlirLocation loc, char *out, size_t cap) {
-    char raw[1024] = {0};
-    Buf b = {raw, sizeof raw, 0};
-    mlirLocationPrint(loc, buf_append, &b);
-    const char *q1 = strstr(raw, "loc(\"");
-    if (q1 && q1 == raw) {
-        const char *name = q1 + 5, *q2 = strchr(name, '"');
-        if (q2 && q2[1] == ':') {
-            int line = 0, col = 0;
-            if (sscanf(q2 + 2, "%d:%d", &line, &col) == 2) {
-                snprintf(out, cap, "%.*s:%d:%d", (int)(q2 - name), name, line, col);
-                return;
+/* The file position a location stands for: name and call-site locations
+ * wrap one, fused locations list several (the first with a file wins). */
+static bool file_position(MlirLocation loc, MlirStringRef *file, int *line, int *col) {
+    for (int depth = 0; depth < 16; ++depth) {
+        if (mlirLocationIsAFileLineColRange(loc)) {
+            *file = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
+            *line = mlirLocationFileLineColRangeGetStartLine(loc);
+            *col = mlirLocationFileLineColRangeGetStartColumn(loc);
+            return true;
+        }
+        if (mlirLocationIsAName(loc)) {
+            loc = mlirLocationNameGetChildLoc(loc);
+        } else if (mlirLocationIsACallSite(loc)) {
+            loc = mlirLocationCallSiteGetCallee(loc);
+        } else if (mlirLocationIsAFused(loc)) {
+            unsigned n = mlirLocationFusedGetNumLocations(loc);
+            MlirLocation parts[16];
+            if (n == 0 || n > 16) return false;
+            mlirLocationFusedGetLocations(loc, parts);
+            for (unsigned i = 0; i < n; ++i) {
+                if (file_position(parts[i], file, line, col)) return true;
             }
+            return false;
+        } else {
+            return false;
         }
     }
-    snprintf(out, cap, "%s", raw);
+    return false;
 }
+
+void tool_format_location(MlirLocation loc, const char *fallback, char *out, size_t cap) {
+    MlirStringRef file;
+    int line, col;
+    if (file_position(loc, &file, &line, &col)) {
+        snprintf(out, cap, "%.*s:%d:%d", (int)file.length, file.data, line, col);
+    } else {
+        snprintf(out, cap, "%s", fallback ? fallback : "<unknown>");
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Naming the op a diagnostic is about
+ *===----------------------------------------------------------------------===*/
+
+static bool is_op_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '$';
+}
+
+/* Copies an op name (dialect.op) of length n to out; false if it is not one. */
+static bool take_op_name(const char *s, size_t n, char *out, size_t cap) {
+    if (n == 0 || n >= cap || !memchr(s, '.', n)) return false;
+    for (size_t i = 0; i < n; ++i) {
+        if (!is_op_name_char(s[i])) return false;
+    }
+    memcpy(out, s, n);
+    out[n] = 0;
+    return true;
+}
+
+/* MLIR attaches "see current operation: %0 = "pt2.add"(...)" to verifier
+ * errors; its op name is the one the error is about. */
+static bool op_name_from_notes(MlirDiagnostic d, char *out, size_t cap) {
+    for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); ++i) {
+        char text[512];
+        Buf b = {text, sizeof text, 0};
+        text[0] = 0;
+        mlirDiagnosticPrint(mlirDiagnosticGetNote(d, i), buf_append, &b);
+        const char *p = strstr(text, "see current operation:");
+        if (!p) continue;
+        p += strlen("see current operation:");
+        p += strspn(p, " \n");
+        if (*p == '%') { /* results: "%0 = " or "%0:2 = " */
+            const char *eq = strstr(p, " = ");
+            if (!eq) continue;
+            p = eq + 3;
+        }
+        if (*p == '"') {
+            const char *end = strchr(p + 1, '"');
+            if (end && take_op_name(p + 1, (size_t)(end - p - 1), out, cap)) return true;
+        } else {
+            size_t n = 0;
+            while (is_op_name_char(p[n])) ++n;
+            if (take_op_name(p, n, out, cap)) return true;
+        }
+    }
+    return false;
+}
+
+/* MLIR's parser reports an op of an unregistered dialect just after its
+ * quoted name, without naming it: read the name back from the source. */
+static bool op_name_before(const char *source, int line, int col, char *out, size_t cap) {
+    if (!source || line < 1 || col < 2) return false;
+    const char *p = source;
+    for (int l = 1; l < line; ++l) {
+        p = strchr(p, '\n');
+        if (!p) return false;
+        ++p;
+    }
+    size_t line_len = strcspn(p, "\n");
+    size_t close = (size_t)col - 2; /* the quote just before the column */
+    if (close >= line_len || p[close] != '"') return false;
+    size_t open = close;
+    while (open > 0 && p[open - 1] != '"') --open;
+    if (open == 0) return false;
+    return take_op_name(p + open, close - open, out, cap);
+}
+
+/* The message of d, naming its op when MLIR did not. */
+static void diagnostic_message(MlirDiagnostic d, const ToolDiagState *st, char *out, size_t cap) {
+    char message[2048];
+    Buf b = {message, sizeof message, 0};
+    message[0] = 0;
+    mlirDiagnosticPrint(d, buf_append, &b);
+    char op[128];
+    bool named = op_name_from_notes(d, op, sizeof op);
+    if (!named && strstr(message, "unregistered dialect")) {
+        MlirStringRef file;
+        int line, col;
+        named = file_position(mlirDiagnosticGetLocation(d), &file, &line, &col) &&
+                op_name_before(st ? st->source_text : NULL, line, col, op, sizeof op);
+    }
+    char quoted[136] = "";
+    if (named) snprintf(quoted, sizeof quoted, "'%s'", op);
+    if (!named || strstr(message, quoted)) {
+        snprintf(out, cap, "%s", message);
+    } else if (strncmp(message, "op ", 3) == 0) {
+        snprintf(out, cap, "%s %s", quoted, message); /* as MLIR's own emitOpError */
+    } else {
+        snprintf(out, cap, "%s: %s", quoted, message);
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * The handler
+ *===----------------------------------------------------------------------===*/
 
 static const char *severity_name(MlirDiagnosticSeverity s) {
     switch (s) {
@@ -67,52 +228,40 @@ static const char *severity_name(MlirDiagnosticSeverity s) {
     }
 }
 
-MlirLogicalResult tool_print_diagnostic(MlirDiagnostic d, void *user) {
-    char where[1100];
-    tool_format_location(mlirDiagnosticGetLocation(d), where, sizeof where);
-    MlirDiagnosticSeverity sev = mlirDiagnosticGetSeverity(d);
-    fprintf(stderr, "%s: %s: ", where, severity_name(sev));
-    mlirDiagnosticPrint(d, tool_print_to_file, stderr);
-    fputc('\n', stderr);
-    for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); ++i) {
-        MlirDiagnostic note = mlirDiagnosticGetNote(d, i);
-        tool_format_location(mlirDiagnosticGetLocation(note), where, sizeof where);
-        fprintf(stderr, "%s: note: ", where);
-        mlirDiagnosticPrint(note, tool_print_to_file, stderr);
-        fputc('\n', stderr);
-    }
-    if (sev == MlirDiagnosticError && user) ++*(int *)user;
-    return mlirLogicalResultSuccess();
+static void print_one(MlirDiagnostic d, const ToolDiagState *st) {
+    char where[1100], message[2048];
+    tool_format_location(mlirDiagnosticGetLocation(d), st->source_name, where, sizeof where);
+    diagnostic_message(d, st, message, sizeof message);
+    fprintf(stderr, "%s: %s: %s\n", where, severity_name(mlirDiagnosticGetSeverity(d)), message);
 }
 
-static void record_one(MlirDiagnostic d, ToolDiagList *l) {
+static void record_one(MlirDiagnostic d, const ToolDiagState *st) {
+    ToolDiagList *l = st->record;
     if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 16;
-        l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
+        int cap = l->cap ? 2 * l->cap : 16;
+        ToolDiag *grown = realloc(l->items, sizeof *l->items * (size_t)cap);
+        if (!grown) return;
+        l->items = grown;
+        l->cap = cap;
     }
     ToolDiag *t = &l->items[l->n++];
     memset(t, 0, sizeof *t);
     t->severity = (int)mlirDiagnosticGetSeverity(d);
-    char where[1100];
-    tool_format_location(mlirDiagnosticGetLocation(d), where, sizeof where);
-    /* file:line:col → file, line */
-    char *last = strrchr(where, ':');
-    if (last) {
-        *last = 0;
-        char *prev = strrchr(where, ':');
-        if (prev) {
-            t->line = atoi(prev + 1);
-            *prev = 0;
-        }
+    MlirStringRef file;
+    int line = 0, col = 0;
+    if (file_position(mlirDiagnosticGetLocation(d), &file, &line, &col)) {
+        snprintf(t->file, sizeof t->file, "%.*s", (int)file.length, file.data);
+        t->line = line;
     }
-    snprintf(t->file, sizeof t->file, "%.255s", where);
-    Buf b = {t->message, sizeof t->message, 0};
-    mlirDiagnosticPrint(d, buf_append, &b);
-    for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); ++i) record_one(mlirDiagnosticGetNote(d, i), l);
+    diagnostic_message(d, st, t->message, sizeof t->message);
 }
 
-MlirLogicalResult tool_record_diagnostic(MlirDiagnostic d, void *user) {
-    record_one(d, user);
+MlirLogicalResult tool_handle_diagnostic(MlirDiagnostic d, void *state) {
+    ToolDiagState *st = state;
+    if (mlirDiagnosticGetSeverity(d) == MlirDiagnosticError) ++st->errors;
+    void (*emit)(MlirDiagnostic, const ToolDiagState *) = st->record ? record_one : print_one;
+    emit(d, st);
+    for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(d); ++i) emit(mlirDiagnosticGetNote(d, i), st);
     return mlirLogicalResultSuccess();
 }
 

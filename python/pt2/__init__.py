@@ -1,7 +1,10 @@
 """pt2: PyTorch 2's torch.compile, rebuilt as an MLIR compiler pipeline in C.
 
-The capture frontend (pt2.compile, pt2.explain) is being built in capture/;
-today this package exposes the compiler core through its C API:
+    fast = pt2.compile(model)      # or @pt2.compile on a function
+    out = fast(x)                  # capture + compile once, then the cached native code
+    print(pt2.explain(model)(x))   # graphs, graph breaks with reasons, guards
+
+The compiler core is also usable directly through its C API:
 
     g = pt2.Graph()
     x = g.input(torch.float32, (4, 8))
@@ -21,4 +24,6 @@ from ._core import (  # noqa: F401
     format_attrs,
 )
 
-__all__ = ["Graph", "Kernel", "Context", "Pt2Error", "catalog", "compile_text", "DTYPES"]
+from ._compile import CompiledFunction, CompiledModule, ExplainOutput, Unsupported, compile, explain, reset  # noqa: E402,F401
+
+__all__ = ["compile", "explain", "reset", "Unsupported", "Graph", "Kernel", "Context", "Pt2Error", "catalog", "compile_text", "DTYPES"]

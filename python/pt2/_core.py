@@ -118,7 +118,11 @@ def _float_text(v):
         return "0x7FF8000000000000 : f64"
     if math.isinf(v):
         return ("0xFFF0000000000000" if v < 0 else "0x7FF0000000000000") + " : f64"
-    return f"{float(v)!r} : f64".replace("inf", "0.0")
+    text = repr(float(v))
+    if "." not in text:  # MLIR float literals need a '.' in the mantissa: 1e-05 -> 1.0e-05
+        mant, _, exp = text.partition("e")
+        text = f"{mant}.0" + (f"e{exp}" if exp else "")
+    return f"{text} : f64"
 
 
 def format_attr(v):

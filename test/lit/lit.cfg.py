@@ -12,3 +12,6 @@ pt2_bin = lit_config.params.get("pt2_bin", os.path.join(config.test_source_root,
 llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-22/bin")
 config.environment["PATH"] = os.pathsep.join([pt2_bin, llvm_bin, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PT2_CACHE_DIR"] = os.path.join(os.path.dirname(pt2_bin), "lit-cache")
+# Test outputs (%t) and lit's timing file go to the build directory, not the
+# source tree, so that running the suite leaves the checkout clean.
+config.test_exec_root = os.path.join(os.path.dirname(pt2_bin), "lit-out")

@@ -94,3 +94,77 @@ func.func @not_a_tensor(%x: f32) -> f32 {
   %0 = "pt2.neg"(%x) : (f32) -> f32
   return %0 : f32
 }
+
+// -----
+
+func.func @operand_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'pt2.add' op expects exactly 2 operands, but got 1}}
+  %0 = "pt2.add"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @result_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'pt2.sort' op expects exactly 2 results, but got 1}}
+  %0 = "pt2.sort"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @mistyped_attr(%x: tensor<4x8xf32>) -> tensor<4xi64> {
+  // expected-error@+1 {{'pt2.argmax' attribute 'keepdim' must be a bool (true/false)}}
+  %0 = "pt2.argmax"(%x) {dim = 1 : i64, keepdim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @dtype_attr(%x: tensor<4xf32>) -> tensor<4xui8> {
+  // expected-error@+1 {{'pt2.convert' attribute 'dtype' must be an element type (f32, f16, bf16, f64, i64, i32, i8, i1)}}
+  %0 = "pt2.convert"(%x) {dtype = ui8} : (tensor<4xf32>) -> tensor<4xui8>
+  return %0 : tensor<4xui8>
+}
+
+// -----
+
+func.func @too_many_entries(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'pt2.reshape' attribute 'shape' has 17 entries; pt2 tensors have at most 8 dims}}
+  %0 = "pt2.reshape"(%x) {shape = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @rank_9(%x: tensor<1x1x1x1x1x1x1x1x2xf32>) -> tensor<1x1x1x1x1x1x1x1x2xf32> {
+  // expected-error@+1 {{'pt2.relu' operand 0 has type tensor<1x1x1x1x1x1x1x1x2xf32>; pt2 needs a static-shaped tensor}}
+  %0 = "pt2.relu"(%x) : (tensor<1x1x1x1x1x1x1x1x2xf32>) -> tensor<1x1x1x1x1x1x1x1x2xf32>
+  return %0 : tensor<1x1x1x1x1x1x1x1x2xf32>
+}
+
+// -----
+
+func.func @element_count_overflow(%x: tensor<4611686018427387904x4xf32>) -> tensor<4611686018427387904x4xf32> {
+  // expected-error@+1 {{under 2^60 elements}}
+  %0 = "pt2.neg"(%x) : (tensor<4611686018427387904x4xf32>) -> tensor<4611686018427387904x4xf32>
+  return %0 : tensor<4611686018427387904x4xf32>
+}
+
+// -----
+
+func.func @unknown_dialect(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'mystery.op': operation being parsed with an unregistered dialect}}
+  %0 = "mystery.op"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @region(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'pt2.neg' op unexpected number of regions: expected 0 but got 1}}
+  %0 = "pt2.neg"(%x) ({
+    "func.return"() : () -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

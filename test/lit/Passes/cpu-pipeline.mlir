@@ -1,14 +1,58 @@
-// RUN: pt2-opt %s --pt2-cpu-pipeline | FileCheck %s
-// The whole CPU pipeline ends in the LLVM dialect with an OpenMP-parallel loop
-// and the packed entry point the runtime calls.
+// RUN: pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s
+// RUN: env PT2_DISABLE=parallel pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s --check-prefix=SERIAL
+// The whole CPU pipeline ends in the LLVM dialect with OpenMP-parallel loops,
+// the function's C interface (inputs, then outputs as out-parameters) and the
+// packed entry point the runtime calls.  Loops with enough work (here 512 x
+// 1024) run in parallel; PT2_DISABLE=parallel keeps them all serial.
 
-// CHECK: llvm.func @main(
+// CHECK-LABEL: llvm.func @main(
+// CHECK-NOT: pt2.
 // CHECK: omp.parallel
-// CHECK: llvm.func @_mlir_ciface_main(
-// CHECK: llvm.func @pt2_entry(%{{.*}}: !llvm.ptr)
+// CHECK-LABEL: llvm.func @_mlir_ciface_main(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK-LABEL: llvm.func @pt2_entry(%{{.*}}: !llvm.ptr)
 // CHECK: llvm.call @_mlir_ciface_main(
-func.func @main(%x: tensor<64x33xf32>, %b: tensor<33xf32>) -> tensor<64x33xf32> {
-  %0 = "pt2.add"(%x, %b) : (tensor<64x33xf32>, tensor<33xf32>) -> tensor<64x33xf32>
-  %1 = "pt2.softmax"(%0) {dim = 1 : i64} : (tensor<64x33xf32>) -> tensor<64x33xf32>
-  return %1 : tensor<64x33xf32>
+// SERIAL-LABEL: llvm.func @main(
+// SERIAL-NOT: omp.
+// SERIAL: llvm.func @pt2_entry(
+func.func @main(%x: tensor<512x1024xf32>, %b: tensor<1024xf32>) -> tensor<512x1024xf32> {
+  %0 = "pt2.add"(%x, %b) : (tensor<512x1024xf32>, tensor<1024xf32>) -> tensor<512x1024xf32>
+  %1 = "pt2.softmax"(%0) {dim = 1 : i64} : (tensor<512x1024xf32>) -> tensor<512x1024xf32>
+  return %1 : tensor<512x1024xf32>
+}
+
+// -----
+
+// Composites (linear) decompose and lower in the same pipeline; the entry
+// passes x, w, b and the output.
+// CHECK-LABEL: llvm.func @mlp(
+// CHECK-NOT: pt2.
+// CHECK: llvm.func @_mlir_ciface_mlp(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK-LABEL: llvm.func @pt2_entry(
+// CHECK: llvm.call @_mlir_ciface_mlp(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %0 = "pt2.linear"(%x, %w) : (tensor<8x16xf32>, tensor<32x16xf32>) -> tensor<8x32xf32>
+  %1 = "pt2.add"(%0, %b) : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %2 = "pt2.relu"(%1) : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %2 : tensor<8x32xf32>
+}
+
+// -----
+
+// The first public function is compiled (a private helper is not marked);
+// two results become two out-parameters.
+// CHECK-LABEL: llvm.func @unused(
+// CHECK-NOT: llvm.emit_c_interface
+// CHECK-SAME: {sym_visibility = "private"}
+// CHECK-LABEL: llvm.func @two_outputs(
+// CHECK-SAME: attributes {llvm.emit_c_interface}
+// CHECK: llvm.func @_mlir_ciface_two_outputs(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK-LABEL: llvm.func @pt2_entry(
+// CHECK: llvm.call @_mlir_ciface_two_outputs(
+func.func private @unused(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @two_outputs(%x: tensor<4x8xf16>) -> (tensor<4xi64>, tensor<4x8xi1>) {
+  %0 = "pt2.argmax"(%x) {dim = 1 : i64} : (tensor<4x8xf16>) -> tensor<4xi64>
+  %1 = "pt2.isnan"(%x) : (tensor<4x8xf16>) -> tensor<4x8xi1>
+  return %0, %1 : tensor<4xi64>, tensor<4x8xi1>
 }

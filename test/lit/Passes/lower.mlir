@@ -48,3 +48,238 @@ func.func @sum_rows(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 
+// -----
+
+// keepdim reduces into the kept rank and expands the unit dim back.
+// CHECK-LABEL: func.func @amax_keepdim
+// CHECK: %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[NEG_INF]] : f32) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<4x8xf32>) outs(%[[INIT]] : tensor<4xf32>)
+// CHECK: arith.maximumf
+// CHECK: tensor.expand_shape %[[R]] {{\[\[}}0, 1]] output_shape [4, 1] : tensor<4xf32> into tensor<4x1xf32>
+func.func @amax_keepdim(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %0 = "pt2.amax"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+// Integer sums accumulate in int64 (as torch.sum); no dims = all of them.
+// CHECK-LABEL: func.func @sum_all_i32
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: arith.extsi %{{.*}} : i32 to i64
+// CHECK: arith.addi %{{.*}} : i64
+func.func @sum_all_i32(%x: tensor<4x8xi32>) -> tensor<i64> {
+  %0 = "pt2.sum"(%x) : (tensor<4x8xi32>) -> tensor<i64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+// argmax carries (value, index) and keeps the first maximum (strict ogt).
+// CHECK-LABEL: func.func @argmax
+// CHECK: %[[V:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<4x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xi64>)
+// CHECK: linalg.index 1 : index
+// CHECK: arith.cmpf ogt
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, i64
+// CHECK: return %[[V]]#1 : tensor<4xi64>
+func.func @argmax(%x: tensor<4x8xf32>) -> tensor<4xi64> {
+  %0 = "pt2.argmax"(%x) {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reshape
+// CHECK: %[[C:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<4x6xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape %[[C]] {{\[\[}}0, 1]] output_shape [2, 12] : tensor<24xf32> into tensor<2x12xf32>
+func.func @reshape(%x: tensor<4x6xf32>) -> tensor<2x12xf32> {
+  %0 = "pt2.reshape"(%x) {shape = array<i64: 2, -1>} : (tensor<4x6xf32>) -> tensor<2x12xf32>
+  return %0 : tensor<2x12xf32>
+}
+
+// -----
+
+// out[i, j, k] = x[j, k, i] for perm (2, 0, 1).
+// CHECK: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+// CHECK-LABEL: func.func @permute
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+// CHECK-SAME: ins(%arg0 : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<4x2x3xf32>)
+func.func @permute(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  %0 = "pt2.permute"(%x) {perm = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  return %0 : tensor<4x2x3xf32>
+}
+
+// -----
+
+// A new leading dim and a size-1 dim read at index 0.
+// CHECK: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d1, 0)>
+// CHECK-LABEL: func.func @expand
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+// CHECK-SAME: ins(%arg0 : tensor<3x1xf32>) outs(%{{.*}} : tensor<2x3x4xf32>)
+func.func @expand(%x: tensor<3x1xf32>) -> tensor<2x3x4xf32> {
+  %0 = "pt2.expand"(%x) {shape = array<i64: 2, 3, 4>} : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// x[1:8:3] along dim 0: rows 1, 4, 7, read through the input's map.
+// CHECK: #[[IN:.*]] = affine_map<(d0, d1) -> (d0 * 3 + 1, d1)>
+// CHECK-LABEL: func.func @slice
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+// CHECK-SAME: ins(%arg0 : tensor<10x4xf32>) outs(%{{.*}} : tensor<3x4xf32>)
+func.func @slice(%x: tensor<10x4xf32>) -> tensor<3x4xf32> {
+  %0 = "pt2.slice"(%x) {dim = 0 : i64, start = 1 : i64, end = 8 : i64, step = 3 : i64} : (tensor<10x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// A negative index counts from the end (-1 is 3); the dim is dropped.
+// CHECK: #[[IN:.*]] = affine_map<(d0) -> (d0, 3)>
+// CHECK-LABEL: func.func @select
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+// CHECK-SAME: ins(%arg0 : tensor<3x4xf32>) outs(%{{.*}} : tensor<3xf32>)
+func.func @select(%x: tensor<3x4xf32>) -> tensor<3xf32> {
+  %0 = "pt2.select"(%x) {dim = 1 : i64, index = -1 : i64} : (tensor<3x4xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// Columns 0..2 come from x, 3..7 from y at column - 3.
+// CHECK-LABEL: func.func @cat
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x8xf32>)
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: %[[JY:.*]] = arith.subi %[[J]], %[[C3]] : index
+// CHECK: %[[Y:.*]] = tensor.extract %arg1[%[[I]], %{{.*}}] : tensor<2x5xf32>
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%[[I]], %{{.*}}] : tensor<2x3xf32>
+// CHECK: %[[IN_X:.*]] = arith.cmpi slt, %[[J]], %{{.*}} : index
+// CHECK: %[[V:.*]] = arith.select %[[IN_X]], %[[X]], %[[Y]] : f32
+// CHECK: linalg.yield %[[V]] : f32
+func.func @cat(%x: tensor<2x3xf32>, %y: tensor<2x5xf32>) -> tensor<2x8xf32> {
+  %0 = "pt2.cat"(%x, %y) {dim = 1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// pads (1, 2) pad the last dim: one before, two after, with 0.5; output
+// column j reads x at j - 1 when that is in [0, 3).
+// CHECK-LABEL: func.func @pad
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x6xf32>)
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %[[JX:.*]] = arith.subi %[[J]], %[[C1]] : index
+// CHECK: arith.cmpi sge, %[[JX]], %{{.*}} : index
+// CHECK: arith.cmpi slt, %[[JX]], %{{.*}} : index
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%{{.*}}, %{{.*}}] : tensor<2x3xf32>
+// CHECK: %[[PAD:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: arith.select %{{.*}}, %[[X]], %[[PAD]] : f32
+func.func @pad(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  %0 = "pt2.pad"(%x) {pads = array<i64: 1, 2>, value = 0.5 : f64} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+// CHECK: #[[IN:.*]] = affine_map<(d0, d1) -> (d0, -d1 + 2)>
+// CHECK-LABEL: func.func @flip
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+func.func @flip(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = "pt2.flip"(%x) {dims = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Each output row reads x at the row the index names (negative wraps).
+// CHECK-LABEL: func.func @index_select
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<3xi64>) outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK: ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
+// CHECK: %[[COL:.*]] = linalg.index 1 : index
+// CHECK: %[[ROW:.*]] = arith.index_cast %[[I]] : i64 to index
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[ROW]], %{{.*}} : index
+// CHECK: tensor.extract %arg0[%{{.*}}, %[[COL]]] : tensor<5x4xf32>
+func.func @index_select(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  %0 = "pt2.index_select"(%x, %i) {dim = 0 : i64} : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// out[i][j] = x[index[i][j]][j] along dim 0.
+// CHECK-LABEL: func.func @gather
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<2x4xi64>) outs(%{{.*}} : tensor<2x4xf32>)
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: tensor.extract %arg0[%{{.*}}, %[[J]]] : tensor<5x4xf32>
+func.func @gather(%x: tensor<5x4xf32>, %i: tensor<2x4xi64>) -> tensor<2x4xf32> {
+  %0 = "pt2.gather"(%x, %i) {dim = 0 : i64} : (tensor<5x4xf32>, tensor<2x4xi64>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: linalg.matmul ins(%arg0, %arg1 : tensor<2x4xf32>, tensor<4x3xf32>) outs(%[[Z]] : tensor<2x3xf32>)
+func.func @matmul(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  %0 = "pt2.matmul"(%a, %b) : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// A 2-d right operand is broadcast over the batch first.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<4x3xf32>) outs(%{{.*}} : tensor<5x4x3xf32>)
+// CHECK: linalg.batch_matmul ins(%arg0, %[[B]] : tensor<5x2x4xf32>, tensor<5x4x3xf32>) outs(%{{.*}} : tensor<5x2x3xf32>)
+func.func @batch_matmul(%a: tensor<5x2x4xf32>, %b: tensor<4x3xf32>) -> tensor<5x2x3xf32> {
+  %0 = "pt2.matmul"(%a, %b) : (tensor<5x2x4xf32>, tensor<4x3xf32>) -> tensor<5x2x3xf32>
+  return %0 : tensor<5x2x3xf32>
+}
+
+// -----
+
+// arange(1, 11, 2) = 1 + 2 i; eye(3, 4) = (i == j).
+// CHECK-LABEL: func.func @creation
+// CHECK: %[[C:.*]] = arith.constant dense<[1.500000e+00, -2.000000e+00]> : tensor<2xf32>
+// CHECK: %[[SEVEN:.*]] = arith.constant 7.000000e+00 : f32
+// CHECK: %[[FULL:.*]] = linalg.fill ins(%[[SEVEN]] : f32) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: %[[AR:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<5xi64>)
+// CHECK: %[[I:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: %[[STEP:.*]] = arith.constant 2 : i64
+// CHECK: %[[IS:.*]] = arith.muli %[[I]], %[[STEP]] : i64
+// CHECK: %[[START:.*]] = arith.constant 1 : i64
+// CHECK: arith.addi %[[START]], %[[IS]] : i64
+// CHECK: %[[EYE:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK: %[[R:.*]] = linalg.index 0 : index
+// CHECK: %[[K:.*]] = linalg.index 1 : index
+// CHECK: %[[EQ:.*]] = arith.cmpi eq, %[[R]], %[[K]] : index
+// CHECK: arith.uitofp %[[EQ]] : i1 to f32
+// CHECK: return %[[C]], %[[FULL]], %[[AR]], %[[EYE]]
+func.func @creation() -> (tensor<2xf32>, tensor<2x3xf32>, tensor<5xi64>, tensor<3x4xf32>) {
+  %0 = "pt2.constant"() {value = dense<[1.5, -2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %1 = "pt2.full"() {shape = array<i64: 2, 3>, value = 7.0 : f64, dtype = f32} : () -> tensor<2x3xf32>
+  %2 = "pt2.arange"() {start = 1.0 : f64, end = 11.0 : f64, step = 2.0 : f64, dtype = i64} : () -> tensor<5xi64>
+  %3 = "pt2.eye"() {n = 3 : i64, m = 4 : i64, dtype = f32} : () -> tensor<3x4xf32>
+  return %0, %1, %2, %3 : tensor<2xf32>, tensor<2x3xf32>, tensor<5xi64>, tensor<3x4xf32>
+}
+
+// -----
+
+// float to int truncates, to bool compares with 0 (as torch).
+// CHECK-LABEL: func.func @convert
+// CHECK: arith.fptosi %{{.*}} : f32 to i32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: arith.cmpf une, %{{.*}}, %[[Z]] : f32
+func.func @convert(%x: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xf16>, tensor<4xi1>) {
+  %0 = "pt2.convert"(%x) {dtype = i32} : (tensor<4xf32>) -> tensor<4xi32>
+  %1 = "pt2.convert"(%x) {dtype = f16} : (tensor<4xf32>) -> tensor<4xf16>
+  %2 = "pt2.convert"(%x) {dtype = i1} : (tensor<4xf32>) -> tensor<4xi1>
+  return %0, %1, %2 : tensor<4xi32>, tensor<4xf16>, tensor<4xi1>
+}

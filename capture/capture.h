@@ -1,0 +1,57 @@
+/*===- capture.h - internals shared by the compiler layer of capture -------===*/
+#ifndef PT2_CAPTURE_CAPTURE_H
+#define PT2_CAPTURE_CAPTURE_H
+
+#include "trace.h"
+
+/* A Source copied out of a trace's arena, owned by guards or a compiled graph. */
+typedef struct CSource {
+    SourceKind kind;
+    Py_ssize_t index;
+    PyObject *name;
+    struct CSource *base;
+} CSource;
+
+/* Where sources are evaluated: a frame's slots (or a compiled graph's
+ * arguments, which are the same slots), its globals, builtins and closure. */
+typedef struct SourceEnv {
+    PyObject *const *fast;
+    Py_ssize_t n_fast;
+    PyObject *globals, *builtins, *closure;
+} SourceEnv;
+
+CSource *csource_copy(const Source *s);
+void csource_free(CSource *c);
+/* New reference, or NULL (no exception) if the value cannot be fetched. */
+PyObject *csource_eval(const CSource *s, const SourceEnv *env);
+
+int guards_init(void);
+Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
+int guards_check_env(Pt2Guards *g, const SourceEnv *env);
+int guards_count(const Pt2Guards *g);
+const char *guards_text(const Pt2Guards *g, int i);
+
+int values_init(void);
+PyObject *torch_dtype_of(Pt2DType dt); /* borrowed */
+Pt2DType dtype_of_torch(PyObject *torch_dtype);
+int interp_init(void);
+Var *interp_run_root(Trace *t, const Pt2FrameInputs *in);
+
+/* The frame compiler given to the hook (compiler.c). */
+Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *out);
+
+/* Options of the current pt2.compile call (module.c sets them per run). */
+typedef struct CaptureOptions {
+    bool fullgraph;
+    PyObject *explain; /* a list to append one dict per compiled frame, or NULL */
+} CaptureOptions;
+extern _Thread_local CaptureOptions *pt2_capture_options;
+
+/* Log channels from PT2_LOGS (graph, guards, recompiles, breaks, output_code). */
+bool pt2_log_enabled(const char *channel);
+
+/* The compiled-graph callable type (compiled.c). */
+extern PyTypeObject Pt2CompiledFnType;
+Pt2Context *pt2_capture_context(void);
+
+#endif

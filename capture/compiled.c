@@ -1,0 +1,392 @@
+/*===- compiled.c - the callable a replacement frame calls ------------------===*
+ *
+ * A captured frame's replacement code is `return <compiled>(<arg slots>)`.
+ * The compiled object fetches the graph's inputs through their sources
+ * (the tensors' own memory: no copies for contiguous inputs), allocates the
+ * outputs as torch tensors (PyTorch owns their memory), runs the kernel and
+ * rebuilds the function's return value (tuples, lists, dicts, constants,
+ * inputs returned unchanged).
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+
+typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE } OutKind;
+
+typedef struct OutNode {
+    OutKind kind;
+    int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
+    PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type */
+    struct OutNode *children;
+    int n;
+} OutNode;
+
+typedef struct Pt2CompiledFn {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Pt2Kernel *kernel;
+    int n_inputs, n_outputs;
+    CSource **inputs;
+    bool *input_contiguous;
+    int64_t (*input_strides)[PT2_MAX_RANK];
+    int *input_ranks;
+    int64_t (*input_sizes)[PT2_MAX_RANK];
+    PyObject **output_shapes; /* tuples */
+    PyObject **output_dtypes; /* torch.dtype objects */
+    OutNode result;
+    PyObject *globals;
+    PyObject *name;
+} Pt2CompiledFn;
+
+static PyObject *torch_empty, *dtype_kwnames, *str_data_ptr;
+
+static void out_free(OutNode *n) {
+    for (int i = 0; i < n->n; ++i) out_free(&n->children[i]);
+    PyMem_Free(n->children);
+    Py_XDECREF(n->obj);
+}
+
+static void compiled_dealloc(Pt2CompiledFn *self) {
+    pt2KernelDestroy(self->kernel);
+    for (int i = 0; i < self->n_inputs; ++i) csource_free(self->inputs[i]);
+    for (int i = 0; i < self->n_outputs; ++i) {
+        Py_XDECREF(self->output_shapes[i]);
+        Py_XDECREF(self->output_dtypes[i]);
+    }
+    PyMem_Free(self->inputs);
+    PyMem_Free(self->input_contiguous);
+    PyMem_Free(self->input_strides);
+    PyMem_Free(self->input_sizes);
+    PyMem_Free(self->input_ranks);
+    PyMem_Free(self->output_shapes);
+    PyMem_Free(self->output_dtypes);
+    out_free(&self->result);
+    Py_XDECREF(self->globals);
+    Py_XDECREF(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **inputs) {
+    switch (n->kind) {
+    case OUT_GRAPH: return Py_NewRef(outputs[n->index]);
+    case OUT_INPUT: return Py_NewRef(inputs[n->index]);
+    case OUT_CONST: return Py_NewRef(n->obj);
+    case OUT_TUPLE: case OUT_LIST: case OUT_SIZE: {
+        PyObject *r = n->kind == OUT_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
+        if (!r) return NULL;
+        for (int i = 0; i < n->n; ++i) {
+            PyObject *c = build_result(&n->children[i], outputs, inputs);
+            if (!c) {
+                Py_DECREF(r);
+                return NULL;
+            }
+            if (n->kind == OUT_LIST) {
+                PyList_SET_ITEM(r, i, c);
+            } else {
+                PyTuple_SET_ITEM(r, i, c);
+            }
+        }
+        if (n->kind == OUT_SIZE) Py_SETREF(r, PyObject_CallOneArg(n->obj, r));
+        return r;
+    }
+    case OUT_DICT: {
+        PyObject *d = PyDict_New();
+        for (int i = 0; d && i < n->n; ++i) {
+            PyObject *c = build_result(&n->children[i], outputs, inputs);
+            if (!c || PyDict_SetItem(d, PyTuple_GET_ITEM(n->obj, i), c) != 0) {
+                Py_XDECREF(c);
+                Py_CLEAR(d);
+                break;
+            }
+            Py_DECREF(c);
+        }
+        return d;
+    }
+    }
+    return NULL;
+}
+
+static void *tensor_data(PyObject *t) {
+    PyObject *p = PyObject_CallMethodNoArgs(t, str_data_ptr);
+    void *r = p ? PyLong_AsVoidPtr(p) : NULL;
+    Py_XDECREF(p);
+    return r;
+}
+
+static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Pt2CompiledFn *self = (Pt2CompiledFn *)callable;
+    (void)kwnames;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    SourceEnv env = {args, nargs, self->globals, PyEval_GetBuiltins(), NULL};
+    PyObject *stack_in[32], *stack_out[16];
+    PyObject **inputs = self->n_inputs <= 32 ? stack_in : PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
+    PyObject **outputs = self->n_outputs <= 16 ? stack_out : PyMem_Calloc((size_t)self->n_outputs, sizeof(PyObject *));
+    void *stack_ptrs[48];
+    int n_ptrs = self->n_inputs + self->n_outputs;
+    void **ptrs = n_ptrs <= 48 ? stack_ptrs : PyMem_Calloc((size_t)n_ptrs, sizeof(void *));
+    PyObject *result = NULL;
+    int got_in = 0, got_out = 0;
+    bool all_contiguous = true;
+    for (; got_in < self->n_inputs; ++got_in) {
+        inputs[got_in] = csource_eval(self->inputs[got_in], &env);
+        if (!inputs[got_in]) {
+            PyErr_Format(PyExc_RuntimeError, "pt2: cannot fetch graph input %d of %U", got_in, self->name);
+            goto done;
+        }
+        ptrs[got_in] = tensor_data(inputs[got_in]);
+        if (PyErr_Occurred()) goto done;
+        all_contiguous = all_contiguous && self->input_contiguous[got_in];
+    }
+    for (; got_out < self->n_outputs; ++got_out) {
+        PyObject *call_args[2] = {self->output_shapes[got_out], self->output_dtypes[got_out]};
+        outputs[got_out] = PyObject_Vectorcall(torch_empty, call_args, 1, dtype_kwnames);
+        if (!outputs[got_out]) goto done;
+        ptrs[self->n_inputs + got_out] = tensor_data(outputs[got_out]);
+        if (PyErr_Occurred()) goto done;
+    }
+    if (self->kernel) {
+        if (all_contiguous) {
+            Py_BEGIN_ALLOW_THREADS
+            pt2KernelRunPointers(self->kernel, ptrs);
+            Py_END_ALLOW_THREADS
+        } else {
+            /* non-contiguous inputs (guarded strides): libpt2 packs them */
+            Pt2Buffer *bufs = PyMem_Calloc((size_t)n_ptrs, sizeof(Pt2Buffer));
+            for (int i = 0; i < n_ptrs; ++i) {
+                bufs[i].data = ptrs[i];
+                if (i < self->n_inputs) {
+                    bufs[i].rank = self->input_ranks[i];
+                    memcpy(bufs[i].sizes, self->input_sizes[i], sizeof bufs[i].sizes);
+                    memcpy(bufs[i].strides, self->input_strides[i], sizeof bufs[i].strides);
+                } else {
+                    Pt2DType dt;
+                    int64_t sizes[PT2_MAX_RANK];
+                    int rank = pt2KernelArgType(self->kernel, i, &dt, sizes);
+                    bufs[i].rank = rank;
+                    int64_t stride = 1;
+                    for (int d = rank - 1; d >= 0; --d) {
+                        bufs[i].sizes[d] = sizes[d];
+                        bufs[i].strides[d] = stride;
+                        stride *= sizes[d];
+                    }
+                }
+            }
+            int rc;
+            Py_BEGIN_ALLOW_THREADS
+            rc = pt2KernelRun(self->kernel, bufs, bufs + self->n_inputs);
+            Py_END_ALLOW_THREADS
+            PyMem_Free(bufs);
+            if (rc != 0) {
+                PyErr_Format(PyExc_RuntimeError, "pt2: %s", pt2GetLastError());
+                goto done;
+            }
+        }
+    }
+    result = build_result(&self->result, outputs, inputs);
+done:
+    for (int i = 0; i < got_in; ++i) Py_XDECREF(inputs[i]);
+    for (int i = 0; i < got_out; ++i) Py_XDECREF(outputs[i]);
+    if (inputs != stack_in) PyMem_Free(inputs);
+    if (outputs != stack_out) PyMem_Free(outputs);
+    if (ptrs != stack_ptrs) PyMem_Free(ptrs);
+    return result;
+}
+
+static PyObject *compiled_repr(Pt2CompiledFn *self) {
+    return PyUnicode_FromFormat("<pt2 compiled graph of %U: %d inputs, %d outputs>", self->name, self->n_inputs, self->n_outputs);
+}
+
+PyTypeObject Pt2CompiledFnType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pt2._C.CompiledGraph",
+    .tp_basicsize = sizeof(Pt2CompiledFn),
+    .tp_dealloc = (destructor)compiled_dealloc,
+    .tp_vectorcall_offset = offsetof(Pt2CompiledFn, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = (reprfunc)compiled_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A pt2-compiled graph, called by a captured frame's replacement code.",
+};
+
+int compiled_init(void) {
+    if (PyType_Ready(&Pt2CompiledFnType) < 0) return -1;
+    PyObject *torch = PyImport_ImportModule("torch");
+    if (!torch) return -1;
+    torch_empty = PyObject_GetAttrString(torch, "empty");
+    Py_DECREF(torch);
+    dtype_kwnames = Py_BuildValue("(s)", "dtype");
+    str_data_ptr = PyUnicode_InternFromString("data_ptr");
+    return torch_empty && dtype_kwnames ? 0 : -1;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Building a compiled object from a finished trace
+ *===----------------------------------------------------------------------===*/
+
+typedef struct OutCollect {
+    Trace *t;
+    int *graph_values;
+    int n_graph, cap_graph;
+} OutCollect;
+
+static int input_index(Trace *t, Var *v) {
+    for (int i = 0; i < t->n_inputs; ++i) {
+        if (t->inputs[i] == v || (t->inputs[i]->value == v->value && v->is_input)) return i;
+    }
+    return -1;
+}
+
+PyObject *torch_size_type_obj(void);
+
+/* Builds the output template; returns -1 (trace broken) on an unsupported value. */
+static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
+    Trace *t = c->t;
+    memset(n, 0, sizeof *n);
+    switch (v->kind) {
+    case V_TENSOR: {
+        if (v->is_input) {
+            n->kind = OUT_INPUT;
+            n->index = input_index(t, v);
+            return n->index >= 0 ? 0 : (trace_break(t, "internal: returned input not found"), -1);
+        }
+        for (int i = 0; i < c->n_graph; ++i) {
+            if (c->graph_values[i] == v->value) {
+                n->kind = OUT_GRAPH;
+                n->index = i;
+                return 0;
+            }
+        }
+        if (c->n_graph == c->cap_graph) {
+            c->cap_graph = c->cap_graph ? 2 * c->cap_graph : 8;
+            c->graph_values = PyMem_Realloc(c->graph_values, sizeof(int) * (size_t)c->cap_graph);
+        }
+        n->kind = OUT_GRAPH;
+        n->index = c->n_graph;
+        c->graph_values[c->n_graph++] = v->value;
+        return 0;
+    }
+    case V_CONST:
+        n->kind = OUT_CONST;
+        n->obj = Py_NewRef(v->obj);
+        return 0;
+    case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
+        if (!v->obj) break;
+        n->kind = OUT_CONST;
+        n->obj = Py_NewRef(v->obj);
+        return 0;
+    case V_TUPLE: case V_LIST: case V_DICT: {
+        n->kind = v->kind == V_LIST ? OUT_LIST : v->kind == V_DICT ? OUT_DICT : (v->obj == torch_size_type_obj() ? OUT_SIZE : OUT_TUPLE);
+        if (n->kind == OUT_SIZE) n->obj = Py_NewRef(v->obj);
+        n->n = v->n_items;
+        n->children = PyMem_Calloc((size_t)(v->n_items + 1), sizeof(OutNode));
+        if (v->kind == V_DICT) {
+            n->obj = PyTuple_New(v->n_items);
+            for (int i = 0; i < v->n_items; ++i) {
+                if (v->keys[i]->kind != V_CONST) return trace_break(t, "returned dict with a non-constant key"), -1;
+                PyTuple_SET_ITEM(n->obj, i, Py_NewRef(v->keys[i]->obj));
+            }
+        }
+        for (int i = 0; i < v->n_items; ++i) {
+            if (collect_outputs(c, v->items[i], &n->children[i]) != 0) return -1;
+        }
+        return 0;
+    }
+    default: break;
+    }
+    trace_break(t, "returning this kind of value from a compiled function is not supported yet");
+    return -1;
+}
+
+/* Compiles the trace's graph with `result` as the function's return value.
+ * Returns a new compiled object, or NULL: with an exception set for a
+ * compiler failure, without one when the trace broke. */
+static bool from_closure(const Source *s) {
+    while (s->base) s = s->base;
+    return s->kind == SRC_CLOSURE;
+}
+
+PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
+    for (int i = 0; i < t->n_inputs; ++i) {
+        if (from_closure(t->inputs[i]->source)) {
+            trace_break(t, "a tensor captured from an enclosing function's closure is not supported yet");
+            return NULL;
+        }
+    }
+    OutCollect c = {t, NULL, 0, 0};
+    OutNode root;
+    if (collect_outputs(&c, result, &root) != 0) {
+        out_free(&root);
+        PyMem_Free(c.graph_values);
+        return NULL;
+    }
+    Pt2CompiledFn *self = PyObject_New(Pt2CompiledFn, &Pt2CompiledFnType);
+    if (!self) goto fail;
+    memset((char *)self + sizeof(PyObject), 0, sizeof *self - sizeof(PyObject));
+    self->vectorcall = compiled_call;
+    self->result = root;
+    self->globals = Py_XNewRef(globals);
+    self->name = Py_NewRef(code->co_qualname);
+    *out_compile_s = 0;
+    *out_cached = false;
+    if (c.n_graph > 0) {
+        if (pt2GraphSetOutputs(t->graph, c.n_graph, c.graph_values) != 0) {
+            PyErr_Format(PyExc_RuntimeError, "pt2 internal error: %s", pt2GetLastError());
+            Py_DECREF(self);
+            goto fail;
+        }
+        self->kernel = pt2CompileGraph(t->graph, NULL);
+        if (!self->kernel) {
+            PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph: %s", pt2GetLastError());
+            Py_DECREF(self);
+            goto fail;
+        }
+        *out_compile_s = pt2KernelCompileSeconds(self->kernel);
+        *out_cached = pt2KernelFromCache(self->kernel);
+        self->n_inputs = t->n_inputs;
+        self->n_outputs = c.n_graph;
+    } else {
+        /* nothing computed: the result is constants and inputs; keep the
+         * input sources for the inputs it returns */
+        self->n_inputs = t->n_inputs;
+        self->n_outputs = 0;
+    }
+    self->inputs = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(CSource *));
+    self->input_contiguous = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(bool));
+    self->input_strides = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof *self->input_strides);
+    self->input_sizes = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof *self->input_sizes);
+    self->input_ranks = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(int));
+    for (int i = 0; i < self->n_inputs; ++i) {
+        Var *in = t->inputs[i];
+        self->inputs[i] = csource_copy(in->source);
+        self->input_ranks[i] = in->rank;
+        memcpy(self->input_sizes[i], in->sizes, sizeof in->sizes);
+        /* the tensor guard holds this input's strides */
+        bool contiguous = true;
+        for (int g = 0; g < t->n_guards; ++g) {
+            if (t->guards[g].kind == G_TENSOR && t->guards[g].source == in->source) {
+                memcpy(self->input_strides[i], t->guards[g].strides, sizeof self->input_strides[i]);
+                int64_t expect = 1;
+                for (int d = in->rank - 1; d >= 0; --d) {
+                    if (in->sizes[d] != 1 && t->guards[g].strides[d] != expect) contiguous = false;
+                    expect *= in->sizes[d];
+                }
+            }
+        }
+        self->input_contiguous[i] = contiguous;
+    }
+    self->output_shapes = PyMem_Calloc((size_t)(self->n_outputs + 1), sizeof(PyObject *));
+    self->output_dtypes = PyMem_Calloc((size_t)(self->n_outputs + 1), sizeof(PyObject *));
+    for (int j = 0; j < self->n_outputs; ++j) {
+        Pt2DType dt;
+        int64_t sizes[PT2_MAX_RANK];
+        int rank = pt2KernelArgType(self->kernel, self->n_inputs + j, &dt, sizes);
+        PyObject *shape = PyTuple_New(rank);
+        for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(sizes[d]));
+        self->output_shapes[j] = shape;
+        self->output_dtypes[j] = Py_XNewRef(torch_dtype_of(dt));
+    }
+    PyMem_Free(c.graph_values);
+    return (PyObject *)self;
+fail:
+    PyMem_Free(c.graph_values);
+    return NULL;
+}

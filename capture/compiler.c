@@ -1,0 +1,149 @@
+/*===- compiler.c - the frame compiler: trace, compile, guard ---------------===*
+ *
+ * Called by the hook on a cache miss: evaluates the frame symbolically,
+ * compiles the captured graph through libpt2, and returns the guards and the
+ * replacement code (`return <compiled graph>(<arg slots>)`).  A graph break
+ * ends the trace; for now the frame then runs eagerly (its nested calls are
+ * still intercepted), and with fullgraph=True the break is an error naming
+ * the construct and the user's line.
+ *===----------------------------------------------------------------------===*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+
+PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached);
+
+_Thread_local CaptureOptions *pt2_capture_options;
+
+static Pt2Context *capture_context;
+
+Pt2Context *pt2_capture_context(void) {
+    if (!capture_context) capture_context = pt2ContextCreate();
+    return capture_context;
+}
+
+bool pt2_log_enabled(const char *channel) {
+    const char *logs = getenv("PT2_LOGS");
+    if (!logs) return false;
+    size_t n = strlen(channel);
+    for (const char *p = logs; (p = strstr(p, channel)); p += n) {
+        bool start = p == logs || p[-1] == ',' || p[-1] == '+';
+        bool end = p[n] == 0 || p[n] == ',';
+        if (start && end) return true;
+    }
+    return strcmp(logs, "all") == 0;
+}
+
+static void trace_free(Trace *t) {
+    for (int i = 0; i < t->n_blocks; ++i) PyMem_Free(t->blocks[i]);
+    PyMem_Free(t->blocks);
+    PyMem_Free(t->inputs);
+    PyMem_Free(t->guards);
+    Py_XDECREF(t->refs);
+    if (t->graph) pt2GraphDestroy(t->graph);
+}
+
+static PyObject *unsupported_error;
+
+PyObject *pt2_unsupported_error(void) {
+    if (!unsupported_error) {
+        unsupported_error = PyErr_NewExceptionWithDoc("pt2.Unsupported", "A construct pt2 cannot capture into one graph (fullgraph=True).",
+                                                      PyExc_RuntimeError, NULL);
+    }
+    return unsupported_error;
+}
+
+/* One explain() record per compiled (or broken) frame. */
+static void record(Trace *t, PyCodeObject *code, Pt2Guards *guards, const char *graph_text, double compile_s, bool cached) {
+    PyObject *list = pt2_capture_options ? pt2_capture_options->explain : NULL;
+    if (!list) return;
+    PyObject *guard_list = PyList_New(0);
+    for (int i = 0; guards && i < guards_count(guards); ++i) {
+        PyObject *s = PyUnicode_FromString(guards_text(guards, i));
+        PyList_Append(guard_list, s);
+        Py_DECREF(s);
+    }
+    PyObject *rec = Py_BuildValue("{s:O,s:s,s:i,s:i,s:s,s:N,s:d,s:O}", "code", code->co_qualname, "filename",
+                                  PyUnicode_AsUTF8(code->co_filename), "firstlineno", code->co_firstlineno, "ops", t->n_ops,
+                                  "graph", graph_text ? graph_text : "", "guards", guard_list, "compile_seconds", compile_s,
+                                  "from_cache", cached ? Py_True : Py_False);
+    if (rec && t->broke) {
+        PyObject *b = Py_BuildValue("{s:s,s:s,s:i}", "reason", t->brk.reason, "filename", t->brk.file, "lineno", t->brk.line);
+        PyDict_SetItemString(rec, "break", b);
+        Py_XDECREF(b);
+    }
+    if (rec) PyList_Append(list, rec);
+    Py_XDECREF(rec);
+    PyErr_Clear();
+}
+
+Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *out) {
+    PyCodeObject *code = in->code;
+    Trace t;
+    memset(&t, 0, sizeof t);
+    t.ctx = pt2_capture_context();
+    if (!t.ctx) {
+        PyErr_Format(PyExc_RuntimeError, "pt2: cannot create the compiler context: %s", pt2GetLastError());
+        return PT2_COMPILE_ERROR;
+    }
+    t.root = in;
+    t.refs = PyList_New(0);
+    t.graph = pt2GraphCreate(t.ctx, "main");
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *ge = torch ? PyObject_CallMethod(torch, "is_grad_enabled", NULL) : NULL;
+    t.grad_enabled = ge == Py_True;
+    Py_XDECREF(ge);
+    Py_XDECREF(torch);
+    trace_guard(&t, G_GRAD_MODE, NULL, NULL, t.grad_enabled);
+    Pt2CompileOutcome outcome = PT2_COMPILE_ERROR;
+    Var *result = interp_run_root(&t, in);
+    PyObject *compiled = NULL;
+    double compile_s = 0;
+    bool cached = false;
+    char *graph_text = NULL;
+    if (result && !t.broke) {
+        compiled = compiled_from_trace(&t, result, code, in->func->func_globals, &compile_s, &cached);
+        if (!compiled && PyErr_Occurred()) goto done; /* a compiler failure: the hook warns and runs eagerly */
+        if (compiled && t.n_ops > 0) graph_text = pt2GraphToText(t.graph);
+    }
+    if (t.broke || !compiled) {
+        if (pt2_log_enabled("breaks") || pt2_log_enabled("graph_breaks")) {
+            fprintf(stderr, "[pt2] graph break in %s (%s:%d): %s\n", PyUnicode_AsUTF8(code->co_qualname), t.brk.file, t.brk.line,
+                    t.brk.reason);
+        }
+        record(&t, code, NULL, NULL, 0, false);
+        if (pt2_capture_options && pt2_capture_options->fullgraph) {
+            PyErr_Format(pt2_unsupported_error(), "pt2 (fullgraph=True) cannot capture %s: %s\n  at %s:%d",
+                         PyUnicode_AsUTF8(code->co_qualname), t.brk.reason, t.brk.file, t.brk.line);
+            outcome = PT2_COMPILE_RAISE;
+        } else {
+            outcome = PT2_COMPILE_SKIP_CODE;
+        }
+        goto done;
+    }
+    Pt2Guards *guards = guards_build(&t, code, in->func->func_globals);
+    if (pt2_log_enabled("graph") && graph_text) fprintf(stderr, "[pt2] graph of %s:\n%s\n", PyUnicode_AsUTF8(code->co_qualname), graph_text);
+    if (pt2_log_enabled("guards")) {
+        fprintf(stderr, "[pt2] guards of %s:\n", PyUnicode_AsUTF8(code->co_qualname));
+        for (int i = 0; i < guards_count(guards); ++i) fprintf(stderr, "  %s\n", guards_text(guards, i));
+    }
+    if (pt2_log_enabled("output_code")) {
+        fprintf(stderr, "[pt2] %s: %d ops compiled in %.3f s%s\n", PyUnicode_AsUTF8(code->co_qualname), t.n_ops, compile_s,
+                cached ? " (kernel from the disk cache)" : "");
+    }
+    record(&t, code, guards, graph_text, compile_s, cached);
+    PyObject *replacement = pt2_bc_make_call_replacement(code, compiled);
+    if (!replacement) {
+        pt2_guards_free(guards);
+        goto done;
+    }
+    out->guards = guards;
+    out->code = replacement;
+    outcome = PT2_COMPILE_OK;
+done:
+    Py_XDECREF(compiled);
+    pt2Free(graph_text);
+    trace_free(&t);
+    return outcome;
+}

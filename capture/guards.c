@@ -1,0 +1,268 @@
+/*===- guards.c - compiled guards and source evaluation ---------------------===*
+ *
+ * TorchDynamo's guards (§3.3) as a flat array checked in C: each entry
+ * fetches a value through its source (never running Python-level code) and
+ * compares type, identity, value, length or tensor metadata.  The same
+ * source programs fetch the graph's inputs on every call of a compiled
+ * graph (compiled.c).
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+
+PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
+int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides);
+Pt2DType dtype_of_torch(PyObject *torch_dtype);
+PyObject *torch_dtype_of(Pt2DType dt);
+
+/*===----------------------------------------------------------------------===*
+ * Sources
+ *===----------------------------------------------------------------------===*/
+
+CSource *csource_copy(const Source *s) {
+    if (!s) return NULL;
+    CSource *c = PyMem_Calloc(1, sizeof *c);
+    c->kind = s->kind;
+    c->index = s->index;
+    c->name = Py_XNewRef(s->name);
+    c->base = csource_copy(s->base);
+    return c;
+}
+
+void csource_free(CSource *c) {
+    while (c) {
+        CSource *base = c->base;
+        Py_XDECREF(c->name);
+        PyMem_Free(c);
+        c = base;
+    }
+}
+
+PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
+    switch (s->kind) {
+    case SRC_LOCAL: {
+        if (s->index >= env->n_fast) return NULL;
+        return Py_XNewRef(env->fast[s->index]);
+    }
+    case SRC_CLOSURE: {
+        if (!env->closure || s->index >= PyTuple_GET_SIZE(env->closure)) return NULL;
+        return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(env->closure, s->index)));
+    }
+    case SRC_GLOBAL: {
+        PyObject *v = env->globals ? PyDict_GetItemWithError(env->globals, s->name) : NULL;
+        if (!v) PyErr_Clear();
+        return Py_XNewRef(v);
+    }
+    case SRC_BUILTIN: {
+        PyObject *v = env->builtins ? PyDict_GetItemWithError(env->builtins, s->name) : NULL;
+        if (!v) PyErr_Clear();
+        return Py_XNewRef(v);
+    }
+    default: break;
+    }
+    PyObject *base = csource_eval(s->base, env);
+    if (!base) return NULL;
+    PyObject *r = NULL;
+    switch (s->kind) {
+    case SRC_ATTR: case SRC_PARAM:
+        r = pt2_safe_getattr(base, s->name, NULL);
+        break;
+    case SRC_ITEM:
+        if (s->name) {
+            if (PyDict_Check(base)) r = Py_XNewRef(PyDict_GetItemWithError(base, s->name));
+        } else if (PyTuple_Check(base) && s->index < PyTuple_GET_SIZE(base)) {
+            r = Py_NewRef(PyTuple_GET_ITEM(base, s->index));
+        } else if (PyList_Check(base) && s->index < PyList_GET_SIZE(base)) {
+            r = Py_NewRef(PyList_GET_ITEM(base, s->index));
+        }
+        break;
+    default: break;
+    }
+    Py_DECREF(base);
+    if (!r && PyErr_Occurred()) PyErr_Clear();
+    return r;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Guards
+ *===----------------------------------------------------------------------===*/
+
+typedef struct CGuard {
+    GuardKind kind;
+    CSource *source;
+    PyObject *obj;
+    int64_t n;
+    Pt2DType dtype;
+    int rank;
+    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    bool requires_grad;
+    char *text; /* description for logs and the recompile warning */
+} CGuard;
+
+struct Pt2Guards {
+    CGuard *items;
+    int n;
+    PyObject *globals;  /* the traced function's globals (strong) */
+    char last_failure[512];
+};
+
+static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training;
+
+int guards_init(void) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    if (!torch) return -1;
+    grad_enabled_fn = PyObject_GetAttrString(torch, "is_grad_enabled");
+    default_dtype_fn = PyObject_GetAttrString(torch, "get_default_dtype");
+    Py_DECREF(torch);
+    attr_training = PyUnicode_InternFromString("training");
+    return grad_enabled_fn && default_dtype_fn ? 0 : -1;
+}
+
+static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
+    switch (g->kind) {
+    case G_TENSOR: {
+        size_t n = (size_t)snprintf(buf, cap, "TENSOR_MATCH %s: %s, sizes [", src, pt2DTypeName(g->dtype));
+        for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->sizes[i]);
+        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "], strides [");
+        for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->strides[i]);
+        if (n < cap) snprintf(buf + n, cap - n, "], requires_grad=%s", g->requires_grad ? "True" : "False");
+        break;
+    }
+    case G_TYPE: snprintf(buf, cap, "TYPE_MATCH %s is %s", src, ((PyTypeObject *)g->obj)->tp_name); break;
+    case G_ID: snprintf(buf, cap, "ID_MATCH %s (a %s)", src, Py_TYPE(g->obj)->tp_name); break;
+    case G_EQUALS: {
+        PyObject *r = PyObject_Repr(g->obj);
+        snprintf(buf, cap, "EQUALS_MATCH %s == %s", src, r ? PyUnicode_AsUTF8(r) : "?");
+        Py_XDECREF(r);
+        PyErr_Clear();
+        break;
+    }
+    case G_LEN: snprintf(buf, cap, "LENGTH_CHECK len(%s) == %lld (%s)", src, (long long)g->n, ((PyTypeObject *)g->obj)->tp_name); break;
+    case G_MODULE_TRAINING: snprintf(buf, cap, "%s.training == %s", src, g->n ? "True" : "False"); break;
+    case G_GRAD_MODE: snprintf(buf, cap, "GRAD_MODE torch.is_grad_enabled() == %s", g->n ? "True" : "False"); break;
+    case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
+    }
+}
+
+Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
+    Pt2Guards *g = PyMem_Calloc(1, sizeof *g);
+    g->items = PyMem_Calloc((size_t)(t->n_guards + 1), sizeof(CGuard));
+    g->globals = Py_XNewRef(globals);
+    for (int i = 0; i < t->n_guards; ++i) {
+        const GuardSpec *s = &t->guards[i];
+        CGuard *c = &g->items[g->n++];
+        c->kind = s->kind;
+        c->source = csource_copy(s->source);
+        c->obj = Py_XNewRef(s->obj);
+        c->n = s->n;
+        c->dtype = s->dtype;
+        c->rank = s->rank;
+        memcpy(c->sizes, s->sizes, sizeof c->sizes);
+        memcpy(c->strides, s->strides, sizeof c->strides);
+        c->requires_grad = s->requires_grad;
+        char src[512] = "", text[1024];
+        if (s->source) source_describe(s->source, code, src, sizeof src);
+        describe(c, src, text, sizeof text);
+        c->text = PyMem_Malloc(strlen(text) + 1);
+        strcpy(c->text, text);
+    }
+    return g;
+}
+
+void pt2_guards_free(Pt2Guards *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n; ++i) {
+        csource_free(g->items[i].source);
+        Py_XDECREF(g->items[i].obj);
+        PyMem_Free(g->items[i].text);
+    }
+    PyMem_Free(g->items);
+    Py_XDECREF(g->globals);
+    PyMem_Free(g);
+}
+
+const char *pt2_guards_last_failure(Pt2Guards *g) { return g ? g->last_failure : ""; }
+
+int guards_count(const Pt2Guards *g) { return g ? g->n : 0; }
+const char *guards_text(const Pt2Guards *g, int i) { return g && i >= 0 && i < g->n ? g->items[i].text : NULL; }
+
+static bool check_tensor(const CGuard *g, PyObject *v) {
+    PyTypeObject *ty = Py_TYPE(v);
+    if (ty != (PyTypeObject *)g->obj) return false;
+    PyObject *dt = PyObject_GetAttrString(v, "dtype");
+    bool ok = dt && dtype_of_torch(dt) == g->dtype;
+    Py_XDECREF(dt);
+    if (!ok) return false;
+    PyObject *cpu = PyObject_GetAttrString(v, "is_cpu");
+    ok = cpu == Py_True;
+    Py_XDECREF(cpu);
+    if (!ok) return false;
+    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    int rank = tensor_geometry(v, sizes, strides);
+    if (rank != g->rank || memcmp(sizes, g->sizes, sizeof(int64_t) * (size_t)rank) != 0 ||
+        memcmp(strides, g->strides, sizeof(int64_t) * (size_t)rank) != 0) {
+        return false;
+    }
+    PyObject *rg = PyObject_GetAttrString(v, "requires_grad");
+    ok = (rg == Py_True) == g->requires_grad;
+    Py_XDECREF(rg);
+    return ok;
+}
+
+static bool check_one(const CGuard *g, const SourceEnv *env) {
+    if (g->kind == G_GRAD_MODE) {
+        PyObject *r = PyObject_CallNoArgs(grad_enabled_fn);
+        bool ok = r && (r == Py_True) == (g->n != 0);
+        Py_XDECREF(r);
+        return ok;
+    }
+    if (g->kind == G_DEFAULT_DTYPE) {
+        PyObject *r = PyObject_CallNoArgs(default_dtype_fn);
+        bool ok = r == g->obj;
+        Py_XDECREF(r);
+        return ok;
+    }
+    PyObject *v = csource_eval(g->source, env);
+    if (!v) return false;
+    bool ok = false;
+    switch (g->kind) {
+    case G_TENSOR: ok = check_tensor(g, v); break;
+    case G_TYPE: ok = (PyObject *)Py_TYPE(v) == g->obj; break;
+    case G_ID: ok = v == g->obj; break;
+    case G_EQUALS:
+        ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);
+        break;
+    case G_LEN:
+        ok = (PyObject *)Py_TYPE(v) == g->obj && PyObject_Length(v) == g->n;
+        break;
+    case G_MODULE_TRAINING: {
+        PyObject *tr = pt2_safe_getattr(v, attr_training, NULL);
+        ok = tr && (tr == Py_True) == (g->n != 0);
+        Py_XDECREF(tr);
+        break;
+    }
+    default: break;
+    }
+    Py_DECREF(v);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        ok = false;
+    }
+    return ok;
+}
+
+int guards_check_env(Pt2Guards *g, const SourceEnv *env) {
+    for (int i = 0; i < g->n; ++i) {
+        if (!check_one(&g->items[i], env)) {
+            snprintf(g->last_failure, sizeof g->last_failure, "%s", g->items[i].text);
+            return 0;
+        }
+    }
+    g->last_failure[0] = 0;
+    return 1;
+}
+
+int pt2_guards_check(Pt2Guards *g, const Pt2FrameInputs *in) {
+    SourceEnv env = {in->fast, in->code->co_nlocalsplus, in->func->func_globals, PyEval_GetBuiltins(), in->func->func_closure};
+    return guards_check_env(g, &env);
+}

@@ -1,0 +1,79 @@
+/*===- module.c - the pt2._C extension module --------------------------------===*
+ *
+ * The Python face of capture: pt2.compile/pt2.explain (python/pt2/) call
+ * `_C.run(fn, args, kwargs, fullgraph, explain)`, which runs fn with the
+ * frame hook on and the frame compiler of compiler.c.
+ *===----------------------------------------------------------------------===*/
+#include "capture.h"
+
+int compiled_init(void);
+int guards_init(void);
+PyObject *pt2_unsupported_error(void);
+
+static PyObject *py_run(PyObject *mod, PyObject *args, PyObject *kwargs) {
+    (void)mod;
+    static char *names[] = {"fn", "args", "kwargs", "fullgraph", "explain", NULL};
+    PyObject *fn, *fargs, *fkwargs = Py_None, *explain = Py_None;
+    int fullgraph = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|OpO:run", names, &fn, &PyTuple_Type, &fargs, &fkwargs, &fullgraph, &explain)) {
+        return NULL;
+    }
+    CaptureOptions opts = {fullgraph != 0, explain == Py_None ? NULL : explain};
+    CaptureOptions *saved = pt2_capture_options;
+    pt2_capture_options = &opts;
+    PyObject *r = pt2_hook_run(pt2_compile_frame, fn, fargs, fkwargs == Py_None ? NULL : fkwargs);
+    pt2_capture_options = saved;
+    return r;
+}
+
+static PyObject *py_reset(PyObject *mod, PyObject *noargs) {
+    (void)mod;
+    (void)noargs;
+    pt2_hook_reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_recompile_limit(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    pt2_hook_set_recompile_limit((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cache_size(PyObject *mod, PyObject *code) {
+    (void)mod;
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "cache_size() takes a code object");
+        return NULL;
+    }
+    return PyLong_FromLong(pt2_hook_cache_size(code));
+}
+
+static PyMethodDef methods[] = {
+    {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
+     "run(fn, args, kwargs=None, fullgraph=False, explain=None): call fn with pt2's frame hook on"},
+    {"reset", py_reset, METH_NOARGS, "drop every compiled frame"},
+    {"set_recompile_limit", py_set_recompile_limit, METH_O, "cache entries per code object before falling back to eager"},
+    {"cache_size", py_cache_size, METH_O, "number of compiled entries for a code object"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", "pt2's capture frontend (TorchDynamo in C).", -1, methods,
+                                        NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__C(void) {
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    if (pt2_bc_init() != 0 || pt2_hook_init() != 0 || values_init() != 0 || rules_init() != 0 || interp_init() != 0 ||
+        guards_init() != 0 || compiled_init() != 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *err = pt2_unsupported_error();
+    if (!err || PyModule_AddObjectRef(m, "Unsupported", err) != 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

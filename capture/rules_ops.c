@@ -1,0 +1,805 @@
+/*===- rules_ops.c - operators, indexing, attributes, modules and builtins -===*
+ *
+ * Python's operators on Vars: on tensors they become pt2 ops, on values
+ * known at trace time they are evaluated right away (the result is exact:
+ * the inputs are guarded constants).  Also tensor indexing (x[i, 1:3, None]),
+ * tensor attributes (shape, dtype, T), nn.Module calls (forward inlined),
+ * methods of Python containers, and builtins.
+ *===----------------------------------------------------------------------===*/
+#include <math.h>
+#include <string.h>
+
+#include "rules_util.h"
+
+const char *rule_op(const RuleEntry *e);
+Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
+bool is_nn_module(PyObject *o);
+
+static bool is_number(Var *v) {
+    return v->kind == V_CONST && (PyLong_Check(v->obj) || PyFloat_Check(v->obj)); /* bool is a PyLong */
+}
+
+static Var *const_result(Trace *t, PyObject *r, const char *what) {
+    if (!r) return trace_break(t, "%s raised at trace time", what);
+    Var *v = var_const(t, r);
+    Py_DECREF(r);
+    return v;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Operators
+ *===----------------------------------------------------------------------===*/
+
+static const struct {
+    const char *py, *op;
+} tensor_binops[] = {
+    {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"//", "floor_div"}, {"%", "remainder"}, {"@", "matmul"},
+};
+
+Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
+    if (!a || !b) return trace_break(t, "internal: operand missing");
+    if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
+        for (size_t i = 0; i < sizeof tensor_binops / sizeof tensor_binops[0]; ++i) {
+            if (strcmp(op, tensor_binops[i].py) == 0) return op2(t, tensor_binops[i].op, a, b, "%s", "");
+        }
+        if (strcmp(op, "**") == 0) {
+            if (b->kind == V_CONST && PyLong_Check(b->obj) && PyLong_AsLong(b->obj) == 2 && a->kind == V_TENSOR) {
+                return op2(t, "mul", a, a, "%s", "");
+            }
+            if (a->kind == V_TENSOR && pt2_dtype_is_int(a->dtype) && b->kind == V_CONST && PyFloat_Check(b->obj)) {
+                a = convert_to(t, a, PT2_F32);
+            }
+            return op2(t, "pow", a, b, "%s", "");
+        }
+        bool bools = (a->kind != V_TENSOR || a->dtype == PT2_BOOL) && (b->kind != V_TENSOR || b->dtype == PT2_BOOL);
+        if (bools && (strcmp(op, "&") == 0 || strcmp(op, "|") == 0 || strcmp(op, "^") == 0)) {
+            const char *lop = op[0] == '&' ? "logical_and" : op[0] == '|' ? "logical_or" : "logical_xor";
+            return op2(t, lop, a, b, "%s", "");
+        }
+        return trace_break(t, "operator %s on integer tensors (bitwise ops) is not supported yet", op);
+    }
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        PyObject *x = a->obj, *y = b->obj, *r;
+        switch (op[0]) {
+        case '+': r = PyNumber_Add(x, y); break;
+        case '-': r = PyNumber_Subtract(x, y); break;
+        case '*': r = op[1] == '*' ? PyNumber_Power(x, y, Py_None) : PyNumber_Multiply(x, y); break;
+        case '/': r = op[1] == '/' ? PyNumber_FloorDivide(x, y) : PyNumber_TrueDivide(x, y); break;
+        case '%': r = PyNumber_Remainder(x, y); break;
+        case '&': r = PyNumber_And(x, y); break;
+        case '|': r = PyNumber_Or(x, y); break;
+        case '^': r = PyNumber_Xor(x, y); break;
+        case '<': r = PyNumber_Lshift(x, y); break;
+        case '>': r = PyNumber_Rshift(x, y); break;
+        default: return trace_break(t, "operator %s on constants", op);
+        }
+        return const_result(t, r, op);
+    }
+    /* sequences */
+    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '+' && b->kind == a->kind) {
+        Var *r = var_new(t, a->kind);
+        for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
+        for (int i = 0; i < b->n_items; ++i) var_push_item(t, r, b->items[i]);
+        return r;
+    }
+    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '+' && b->kind == V_CONST && PyTuple_Check(b->obj)) {
+        Var *r = var_new(t, a->kind);
+        for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(b->obj); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(b->obj, i)));
+        return r;
+    }
+    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '*' && b->kind == V_CONST && PyLong_Check(b->obj)) {
+        Var *r = var_new(t, a->kind);
+        long k = PyLong_AsLong(b->obj);
+        for (long j = 0; j < k; ++j) {
+            for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
+        }
+        return r;
+    }
+    return trace_break(t, "operator %s on these values is not supported", op);
+}
+
+Var *trace_unary_op(Trace *t, const char *op, Var *a) {
+    if (a->kind == V_TENSOR) {
+        if (op[0] == '-') return op1(t, "neg", a, "%s", "");
+        if (op[0] == '+') return a;
+        if (op[0] == '~' && a->dtype == PT2_BOOL) return op1(t, "logical_not", a, "%s", "");
+        if (strcmp(op, "not") == 0) return trace_break(t, "`not` of a tensor (data-dependent)");
+        return trace_break(t, "operator %s on an integer tensor (bitwise) is not supported yet", op);
+    }
+    if (strcmp(op, "not") == 0) {
+        int truth = trace_truth(t, a);
+        return truth < 0 ? NULL : var_const(t, truth ? Py_False : Py_True);
+    }
+    if (a->kind == V_CONST) {
+        PyObject *r = op[0] == '-' ? PyNumber_Negative(a->obj) : op[0] == '+' ? PyNumber_Positive(a->obj) : PyNumber_Invert(a->obj);
+        return const_result(t, r, op);
+    }
+    return trace_break(t, "operator %s on this value", op);
+}
+
+/* Identity of two Vars for `is`: known when both are constants or objects. */
+static int same_object(Var *a, Var *b) {
+    if (a == b) return 1;
+    if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
+    if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return a->value == b->value && a->source == b->source ? 1 : -1;
+    return -1;
+}
+
+static int contains(Trace *t, Var *container, Var *item) {
+    if (container->kind == V_CONST) {
+        if (item->kind != V_CONST) return -1;
+        return PySequence_Contains(container->obj, item->obj);
+    }
+    Var **keys = container->kind == V_DICT ? container->keys : container->items;
+    for (int i = 0; i < container->n_items; ++i) {
+        Var *k = keys[i];
+        if (k->kind == V_CONST && item->kind == V_CONST) {
+            int r = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
+            if (r != 0) return r;
+        } else if (same_object(k, item) == 1) {
+            return 1;
+        } else if (k->kind == V_TENSOR || item->kind == V_TENSOR) {
+            (void)t;
+            return -1; /* `tensor in list` compares values */
+        }
+    }
+    return 0;
+}
+
+Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
+    if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
+        int r = same_object(a, b);
+        if (r < 0) return trace_break(t, "`is` comparison that cannot be decided at trace time");
+        bool v = strcmp(op, "is") == 0 ? r : !r;
+        return var_const(t, v ? Py_True : Py_False);
+    }
+    if (strcmp(op, "in") == 0 || strcmp(op, "not in") == 0) {
+        int r = contains(t, b, a);
+        if (r < 0) return trace_break(t, "`in` test that depends on tensor values");
+        bool v = strcmp(op, "in") == 0 ? r : !r;
+        return var_const(t, v ? Py_True : Py_False);
+    }
+    static const struct {
+        const char *py, *op;
+        int py_op;
+    } cmps[] = {{"<", "lt", Py_LT}, {"<=", "le", Py_LE}, {"==", "eq", Py_EQ}, {"!=", "ne", Py_NE}, {">", "gt", Py_GT}, {">=", "ge", Py_GE}};
+    for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; ++i) {
+        if (strcmp(op, cmps[i].py) != 0) continue;
+        if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
+            if ((a->kind == V_TENSOR || is_number(a)) && (b->kind == V_TENSOR || is_number(b))) return op2(t, cmps[i].op, a, b, "%s", "");
+            /* tensor == None / a string: Python's fallback is identity */
+            if (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE) return var_const(t, cmps[i].py_op == Py_NE ? Py_True : Py_False);
+            return trace_break(t, "comparison of a tensor with a non-number");
+        }
+        if (a->kind == V_CONST && b->kind == V_CONST) return const_result(t, PyObject_RichCompare(a->obj, b->obj, cmps[i].py_op), op);
+        if ((a->kind == V_TUPLE || a->kind == V_LIST) && (b->kind == V_TUPLE || b->kind == V_LIST || b->kind == V_CONST) &&
+            (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE)) {
+            /* shapes: x.shape == (2, 3) */
+            PyObject *tup = PyTuple_New(a->n_items);
+            for (int k = 0; k < a->n_items; ++k) {
+                if (a->items[k]->kind != V_CONST) {
+                    Py_DECREF(tup);
+                    return trace_break(t, "comparison of sequences holding tensors");
+                }
+                PyTuple_SET_ITEM(tup, k, Py_NewRef(a->items[k]->obj));
+            }
+            PyObject *other = b->kind == V_CONST ? Py_NewRef(b->obj) : NULL;
+            if (!other) {
+                other = PyTuple_New(b->n_items);
+                for (int k = 0; k < b->n_items; ++k) {
+                    if (b->items[k]->kind != V_CONST) {
+                        Py_DECREF(tup);
+                        Py_DECREF(other);
+                        return trace_break(t, "comparison of sequences holding tensors");
+                    }
+                    PyTuple_SET_ITEM(other, k, Py_NewRef(b->items[k]->obj));
+                }
+            } else if (PyList_Check(other)) {
+                Py_SETREF(other, PyList_AsTuple(other));
+            }
+            PyObject *r = PyObject_RichCompare(tup, other, cmps[i].py_op);
+            Py_DECREF(tup);
+            Py_DECREF(other);
+            return const_result(t, r, op);
+        }
+        if (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE) {
+            int same = same_object(a, b);
+            if (same >= 0) return var_const(t, (same != 0) == (cmps[i].py_op == Py_EQ) ? Py_True : Py_False);
+        }
+        return trace_break(t, "comparison %s of these values", op);
+    }
+    return trace_break(t, "unknown comparison %s", op);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Indexing
+ *===----------------------------------------------------------------------===*/
+
+static bool slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t *stop, int64_t *step) {
+    int64_t v[3];
+    bool given[3];
+    for (int i = 0; i < 3; ++i) {
+        Var *it = s->items[i];
+        given[i] = !(it->kind == V_CONST && it->obj == Py_None);
+        if (given[i] && !var_int(t, it, &v[i])) return false;
+    }
+    *step = given[2] ? v[2] : 1;
+    if (*step <= 0) {
+        trace_break(t, "slice step must be positive for tensors");
+        return false;
+    }
+    *start = given[0] ? v[0] : 0;
+    *stop = given[1] ? v[1] : size;
+    if (*start < 0) *start += size;
+    if (*stop < 0) *stop += size;
+    *start = *start < 0 ? 0 : *start > size ? size : *start;
+    *stop = *stop < *start ? *start : *stop > size ? size : *stop;
+    return true;
+}
+
+static Var *index_tensor(Trace *t, Var *x, Var *index) {
+    Var *items[PT2_MAX_RANK * 2];
+    int n = 0;
+    if (index->kind == V_TUPLE) {
+        for (int i = 0; i < index->n_items && n < PT2_MAX_RANK * 2; ++i) items[n++] = index->items[i];
+    } else if (index->kind == V_CONST && PyTuple_Check(index->obj)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(index->obj) && n < PT2_MAX_RANK * 2; ++i) {
+            items[n++] = var_const(t, PyTuple_GET_ITEM(index->obj, i));
+        }
+    } else {
+        items[n++] = index;
+    }
+    int consumed = 0; /* input dims the index list addresses */
+    for (int i = 0; i < n; ++i) {
+        Var *it = items[i];
+        bool none = it->kind == V_CONST && it->obj == Py_None, ell = it->kind == V_CONST && it->obj == Py_Ellipsis;
+        if (!none && !ell) consumed++;
+    }
+    int dim = 0;
+    for (int i = 0; i < n && x; ++i) {
+        Var *it = items[i];
+        if (it->kind == V_CONST && it->obj == Py_None) {
+            int64_t shape[PT2_MAX_RANK];
+            int r = 0;
+            for (int k = 0; k <= x->rank && r < PT2_MAX_RANK; ++k) {
+                if (k == dim) shape[r++] = 1;
+                if (k < x->rank) shape[r++] = x->sizes[k];
+            }
+            x = reshape_to(t, x, shape, r);
+            dim++;
+        } else if (it->kind == V_CONST && it->obj == Py_Ellipsis) {
+            dim += x->rank - dim - (consumed - 0) < 0 ? 0 : x->rank - dim - consumed;
+            consumed = 0;
+        } else if (it->kind == V_CONST && PyLong_Check(it->obj) && !PyBool_Check(it->obj)) {
+            if (dim >= x->rank) return trace_break(t, "too many indices for a rank-%d tensor", x->rank);
+            int64_t k = PyLong_AsLongLong(it->obj);
+            if (k < -x->sizes[dim] || k >= x->sizes[dim]) {
+                return trace_break(t, "index %lld is out of bounds for dimension %d with size %lld", (long long)k, dim, (long long)x->sizes[dim]);
+            }
+            x = op1(t, "select", x, "{dim = %d : i64, index = %lld : i64}", dim, (long long)k);
+            consumed--;
+        } else if (it->kind == V_SLICE) {
+            if (dim >= x->rank) return trace_break(t, "too many indices for a rank-%d tensor", x->rank);
+            int64_t start, stop, step;
+            if (!slice_bounds(t, it, x->sizes[dim], &start, &stop, &step)) return NULL;
+            if (!(start == 0 && stop == x->sizes[dim] && step == 1)) {
+                x = op1(t, "slice", x, "{dim = %d : i64, start = %lld : i64, end = %lld : i64, step = %lld : i64}", dim, (long long)start,
+                        (long long)stop, (long long)step);
+            }
+            dim++;
+            consumed--;
+        } else if (it->kind == V_TENSOR && (it->dtype == PT2_I64 || it->dtype == PT2_I32)) {
+            if (n != 1 && !(n == 2 && i == 1 && items[0]->kind == V_SLICE)) {
+                return trace_break(t, "advanced indexing with a tensor among several indices");
+            }
+            int64_t numel = 1;
+            for (int k = 0; k < it->rank; ++k) numel *= it->sizes[k];
+            Var *flat = reshape_to(t, it, &numel, 1);
+            Var *sel = flat ? op2(t, "index_select", x, flat, "{dim = %d : i64}", dim) : NULL;
+            if (!sel) return NULL;
+            int64_t shape[PT2_MAX_RANK];
+            int r = 0;
+            for (int k = 0; k < dim; ++k) shape[r++] = x->sizes[k];
+            for (int k = 0; k < it->rank; ++k) shape[r++] = it->sizes[k];
+            for (int k = dim + 1; k < x->rank; ++k) shape[r++] = x->sizes[k];
+            if (r > PT2_MAX_RANK) return trace_break(t, "indexing result rank exceeds %d", PT2_MAX_RANK);
+            x = reshape_to(t, sel, shape, r);
+            dim += it->rank;
+            consumed--;
+        } else if (it->kind == V_TENSOR) {
+            return trace_break(t, "indexing with a boolean mask (the result's shape depends on the data)");
+        } else {
+            return trace_break(t, "unsupported index of type %s", it->obj ? Py_TYPE(it->obj)->tp_name : "container");
+        }
+    }
+    return x;
+}
+
+Var *trace_subscript(Trace *t, Var *base, Var *index) {
+    if (!base || !index) return trace_break(t, "internal: subscript operand missing");
+    switch (base->kind) {
+    case V_TENSOR: return index_tensor(t, base, index);
+    case V_TUPLE: case V_LIST: {
+        if (index->kind == V_CONST && PyLong_Check(index->obj)) {
+            long k = PyLong_AsLong(index->obj);
+            if (k < 0) k += base->n_items;
+            if (k < 0 || k >= base->n_items) return trace_break(t, "index out of range");
+            return base->items[k];
+        }
+        if (index->kind == V_SLICE) {
+            int64_t step = 1, start, stop;
+            Var *st = index->items[2];
+            if (!(st->kind == V_CONST && st->obj == Py_None) && !var_int(t, st, &step)) return NULL;
+            if (step <= 0) return trace_break(t, "negative slice steps on sequences are not supported yet");
+            if (!slice_bounds(t, index, base->n_items, &start, &stop, &step)) return NULL;
+            Var *r = var_new(t, base->kind);
+            r->obj = base->obj;
+            for (int64_t k = start; k < stop; k += step) var_push_item(t, r, base->items[k]);
+            return r;
+        }
+        return trace_break(t, "sequence index must be an int or a slice");
+    }
+    case V_DICT:
+        for (int i = 0; i < base->n_items; ++i) {
+            if (index->kind == V_CONST && base->keys[i]->kind == V_CONST &&
+                PyObject_RichCompareBool(base->keys[i]->obj, index->obj, Py_EQ) == 1) {
+                return base->items[i];
+            }
+        }
+        return trace_break(t, "key not found in dict");
+    case V_CONST: {
+        if (index->kind == V_SLICE) {
+            PyObject *sl = PySlice_New(index->items[0]->obj, index->items[1]->obj, index->items[2]->obj);
+            PyObject *r = sl ? PyObject_GetItem(base->obj, sl) : NULL;
+            Py_XDECREF(sl);
+            return const_result(t, r, "subscript");
+        }
+        if (index->kind != V_CONST) return trace_break(t, "subscript of a constant by a run-time value");
+        return const_result(t, PyObject_GetItem(base->obj, index->obj), "subscript");
+    }
+    case V_MODULE: {
+        /* nn.Sequential / nn.ModuleList / nn.ModuleDict children */
+        PyObject *name = PyUnicode_FromString("_modules");
+        Var *children = trace_getattr(t, base, name);
+        Py_DECREF(name);
+        if (!children || children->kind != V_DICT) return trace_break(t, "subscript of module %s", Py_TYPE(base->obj)->tp_name);
+        if (index->kind == V_CONST && PyLong_Check(index->obj)) {
+            long k = PyLong_AsLong(index->obj);
+            if (k < 0) k += children->n_items;
+            if (k < 0 || k >= children->n_items) return trace_break(t, "module index out of range");
+            return children->items[k];
+        }
+        return trace_subscript(t, children, index);
+    }
+    default: return trace_break(t, "subscript of this value is not supported");
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Tensor attributes
+ *===----------------------------------------------------------------------===*/
+
+Var *tensor_attr(Trace *t, Var *x, const char *name) {
+    if (strcmp(name, "shape") == 0) {
+        Var *args[1] = {x};
+        return rule_apply(t, tensor_method_rule("size"), args, 1, NULL, NULL, 0);
+    }
+    if (strcmp(name, "dtype") == 0) return var_const(t, torch_dtype_of(x->dtype));
+    if (strcmp(name, "ndim") == 0) return int_const(t, x->rank);
+    if (strcmp(name, "is_cuda") == 0 || strcmp(name, "is_sparse") == 0 || strcmp(name, "is_quantized") == 0 ||
+        strcmp(name, "is_meta") == 0) {
+        return var_const(t, Py_False);
+    }
+    if (strcmp(name, "requires_grad") == 0) {
+        /* inputs requiring grad under grad mode ended the trace already */
+        return var_const(t, x->is_input && x->real && PyObject_HasAttrString(x->real, "requires_grad") &&
+                                    PyObject_IsTrue(PyObject_GetAttrString(x->real, "requires_grad")) == 1
+                                ? Py_True
+                                : Py_False);
+    }
+    if (strcmp(name, "device") == 0) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *dev = torch ? PyObject_CallMethod(torch, "device", "s", "cpu") : NULL;
+        Py_XDECREF(torch);
+        return const_result(t, dev, "torch.device");
+    }
+    if (strcmp(name, "T") == 0 || strcmp(name, "mT") == 0) {
+        int64_t perm[PT2_MAX_RANK];
+        for (int i = 0; i < x->rank; ++i) perm[i] = strcmp(name, "T") == 0 ? x->rank - 1 - i : i;
+        if (strcmp(name, "mT") == 0 && x->rank >= 2) {
+            perm[x->rank - 2] = x->rank - 1;
+            perm[x->rank - 1] = x->rank - 2;
+        }
+        return permute_to(t, x, perm, x->rank);
+    }
+    if (strcmp(name, "data") == 0) return x;
+    if (strcmp(name, "values") == 0 || strcmp(name, "indices") == 0) return trace_break(t, "attribute .%s of a tensor", name);
+    if (tensor_method_rule(name)) {
+        Var *m = var_new(t, V_METHOD);
+        m->self = x;
+        PyObject *s = PyUnicode_FromString(name);
+        m->obj = trace_keep(t, s);
+        Py_DECREF(s);
+        return m;
+    }
+    return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
+}
+
+/*===----------------------------------------------------------------------===*
+ * nn.Module calls
+ *===----------------------------------------------------------------------===*/
+
+Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyObject *m = module->obj;
+    /* hooks would run user code around forward: not captured yet */
+    static const char *const hook_dicts[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
+    for (int i = 0; i < 4; ++i) {
+        PyObject *name = PyUnicode_FromString(hook_dicts[i]);
+        PyObject *d = pt2_safe_getattr(m, name, NULL);
+        Py_DECREF(name);
+        if (d && PyDict_Check(d) && PyDict_GET_SIZE(d) > 0) {
+            Py_DECREF(d);
+            return trace_break(t, "module %s has %s registered", Py_TYPE(m)->tp_name, hook_dicts[i]);
+        }
+        if (d && module->source) {
+            trace_guard(t, G_LEN, source_derived(t, SRC_ATTR, module->source, 0, hook_dicts[i]), (PyObject *)Py_TYPE(d), 0);
+        }
+        Py_XDECREF(d);
+        PyErr_Clear();
+    }
+    PyObject *fname = PyUnicode_FromString("forward");
+    bool is_method = false;
+    PyObject *fwd = pt2_safe_getattr(m, fname, &is_method);
+    Py_DECREF(fname);
+    if (!fwd || !is_method) {
+        Py_XDECREF(fwd);
+        PyErr_Clear();
+        return trace_break(t, "module %s has no plain forward method", Py_TYPE(m)->tp_name);
+    }
+    PyObject *fn = PyMethod_GET_FUNCTION(fwd);
+    const RuleEntry *rule = rule_for(fn);
+    Var *fv = var_new(t, rule ? V_CALLABLE : V_FUNCTION);
+    fv->obj = trace_keep(t, fn);
+    Py_DECREF(fwd);
+    Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+    with_self[0] = module;
+    memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+    if (rule) return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+    return interp_inline(t, fv, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Methods of containers and constants
+ *===----------------------------------------------------------------------===*/
+
+static PyObject *const_tuple_of(Trace *t, Var **items, int n) {
+    PyObject *tup = PyTuple_New(n);
+    for (int i = 0; i < n; ++i) {
+        if (items[i]->kind != V_CONST) {
+            Py_DECREF(tup);
+            trace_break(t, "argument only known at run time");
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, Py_NewRef(items[i]->obj));
+    }
+    return tup;
+}
+
+Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if (self->kind == V_LIST) {
+        if (strcmp(name, "append") == 0 && n_args == 1) {
+            var_push_item(t, self, args[0]);
+            return var_none(t);
+        }
+        if (strcmp(name, "extend") == 0 && n_args == 1 && (args[0]->kind == V_LIST || args[0]->kind == V_TUPLE)) {
+            for (int i = 0; i < args[0]->n_items; ++i) var_push_item(t, self, args[0]->items[i]);
+            return var_none(t);
+        }
+        if (strcmp(name, "pop") == 0 && n_args <= 1 && self->n_items > 0) {
+            int64_t k = self->n_items - 1;
+            if (n_args && !var_int(t, args[0], &k)) return NULL;
+            if (k < 0) k += self->n_items;
+            if (k < 0 || k >= self->n_items) return trace_break(t, "pop index out of range");
+            Var *r = self->items[k];
+            memmove(self->items + k, self->items + k + 1, sizeof(Var *) * (size_t)(self->n_items - k - 1));
+            self->n_items--;
+            return r;
+        }
+        if (strcmp(name, "insert") == 0 && n_args == 2) {
+            int64_t k;
+            if (!var_int(t, args[0], &k)) return NULL;
+            var_push_item(t, self, args[1]);
+            if (k < 0) k += self->n_items - 1;
+            if (k < 0) k = 0;
+            if (k > self->n_items - 1) k = self->n_items - 1;
+            memmove(self->items + k + 1, self->items + k, sizeof(Var *) * (size_t)(self->n_items - 1 - k));
+            self->items[k] = args[1];
+            return var_none(t);
+        }
+    }
+    if (self->kind == V_DICT) {
+        if ((strcmp(name, "items") == 0 || strcmp(name, "keys") == 0 || strcmp(name, "values") == 0) && n_args == 0) {
+            Var *r = var_new(t, V_LIST);
+            for (int i = 0; i < self->n_items; ++i) {
+                if (name[0] == 'k') {
+                    var_push_item(t, r, self->keys[i]);
+                } else if (name[0] == 'v') {
+                    var_push_item(t, r, self->items[i]);
+                } else {
+                    Var *pair[2] = {self->keys[i], self->items[i]};
+                    var_push_item(t, r, make_tuple(t, pair, 2));
+                }
+            }
+            return r;
+        }
+        if (strcmp(name, "get") == 0 && (n_args == 1 || n_args == 2)) {
+            for (int i = 0; i < self->n_items; ++i) {
+                if (args[0]->kind == V_CONST && self->keys[i]->kind == V_CONST &&
+                    PyObject_RichCompareBool(self->keys[i]->obj, args[0]->obj, Py_EQ) == 1) {
+                    return self->items[i];
+                }
+            }
+            return n_args == 2 ? args[1] : var_none(t);
+        }
+    }
+    if (self->kind == V_TUPLE && self->obj == torch_size_type_obj() && strcmp(name, "numel") == 0 && n_args == 0) {
+        int64_t m = 1;
+        for (int i = 0; i < self->n_items; ++i) {
+            int64_t s;
+            if (!var_int(t, self->items[i], &s)) return NULL;
+            m *= s;
+        }
+        return int_const(t, m);
+    }
+    if (self->kind == V_CONST) {
+        /* methods of immutable constants (str.format, ...) have no side effects */
+        PyObject *pos = const_tuple_of(t, args, n_args);
+        if (!pos) return NULL;
+        PyObject *kw = NULL;
+        if (n_kw) {
+            kw = PyDict_New();
+            for (int i = 0; i < n_kw; ++i) {
+                if (kw_values[i]->kind != V_CONST) {
+                    Py_DECREF(pos);
+                    Py_DECREF(kw);
+                    return trace_break(t, "argument only known at run time");
+                }
+                PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), kw_values[i]->obj);
+            }
+        }
+        PyObject *meth = PyObject_GetAttrString(self->obj, name);
+        PyObject *r = meth ? PyObject_Call(meth, pos, kw) : NULL;
+        Py_XDECREF(meth);
+        Py_DECREF(pos);
+        Py_XDECREF(kw);
+        return const_result(t, r, name);
+    }
+    return trace_break(t, "method %s of this value is not supported", name);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Builtins
+ *===----------------------------------------------------------------------===*/
+
+static Var *iterable_items(Trace *t, Var *v) {
+    Var *r = var_new(t, V_LIST);
+    if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_ITER) {
+        for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) var_push_item(t, r, v->items[i]);
+    } else if (v->kind == V_DICT) {
+        for (int i = 0; i < v->n_items; ++i) var_push_item(t, r, v->keys[i]);
+    } else if (v->kind == V_RANGE) {
+        for (int64_t x = v->start; v->step > 0 ? x < v->stop : x > v->stop; x += v->step) var_push_item(t, r, int_const(t, x));
+    } else if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyUnicode_Check(v->obj))) {
+        PyObject *seq = PySequence_Tuple(v->obj);
+        if (!seq) return trace_break(t, "iteration failed");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(seq, i)));
+        Py_DECREF(seq);
+    } else if (v->kind == V_TENSOR) {
+        if (v->rank == 0) return trace_break(t, "iteration over a 0-d tensor");
+        for (int64_t i = 0; i < v->sizes[0]; ++i) {
+            Var *item = op1(t, "select", v, "{dim = 0 : i64, index = %lld : i64}", (long long)i);
+            if (!item) return NULL;
+            var_push_item(t, r, item);
+        }
+    } else if (v->kind == V_MODULE) {
+        PyObject *name = PyUnicode_FromString("_modules");
+        Var *children = trace_getattr(t, v, name);
+        Py_DECREF(name);
+        if (!children || children->kind != V_DICT) return trace_break(t, "iteration over module %s", Py_TYPE(v->obj)->tp_name);
+        for (int i = 0; i < children->n_items; ++i) var_push_item(t, r, children->items[i]);
+    } else {
+        return trace_break(t, "iteration over this value is not supported");
+    }
+    return r;
+}
+
+Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    const char *op = rule_op(e);
+    if (strcmp(op, "print") == 0) return trace_break(t, "print() (a side effect outside the graph)");
+    if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0) {
+        return trace_break(t, "%s() with keyword arguments", op);
+    }
+    if (strcmp(op, "len") == 0 && n == 1) {
+        Var *v = args[0];
+        if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT) return int_const(t, v->n_items);
+        if (v->kind == V_TENSOR) {
+            if (v->rank == 0) return trace_break(t, "len() of a 0-d tensor");
+            return int_const(t, v->sizes[0]);
+        }
+        if (v->kind == V_CONST) return const_result(t, PyLong_FromSsize_t(PyObject_Length(v->obj)), "len");
+        if (v->kind == V_MODULE) {
+            Var *items = iterable_items(t, v);
+            return items ? int_const(t, items->n_items) : NULL;
+        }
+        if (v->kind == V_RANGE) {
+            Var *items = iterable_items(t, v);
+            return items ? int_const(t, items->n_items) : NULL;
+        }
+        return trace_break(t, "len() of this value");
+    }
+    if (strcmp(op, "isinstance") == 0 && n == 2) {
+        Var *v = args[0], *cls = args[1];
+        PyObject *real = NULL;
+        if (v->kind == V_TENSOR) {
+            PyObject *torch = PyImport_ImportModule("torch");
+            real = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL; /* an instance stand-in below */
+            Py_XDECREF(torch);
+            if (!real) return trace_break(t, "isinstance failed");
+            if (cls->kind != V_CONST && cls->kind != V_OBJECT && cls->kind != V_CALLABLE && cls->kind != V_TUPLE) {
+                Py_DECREF(real);
+                return trace_break(t, "isinstance with a run-time class");
+            }
+            PyObject *c = cls->kind == V_TUPLE ? NULL : cls->obj;
+            int r = c ? PyObject_IsSubclass(real, c) : 0;
+            Py_DECREF(real);
+            if (r < 0) return trace_break(t, "isinstance failed");
+            return var_const(t, r ? Py_True : Py_False);
+        }
+        PyObject *obj = v->obj;
+        if (v->kind == V_TUPLE && !obj) obj = (PyObject *)&PyTuple_Type;
+        if (v->kind == V_LIST) obj = (PyObject *)&PyList_Type;
+        if (v->kind == V_DICT) obj = (PyObject *)&PyDict_Type;
+        if (!obj) return trace_break(t, "isinstance of this value");
+        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->obj == torch_size_type_obj();
+        PyObject *classes = cls->obj;
+        PyObject *built = NULL;
+        if (cls->kind == V_TUPLE && !classes) {
+            built = PyTuple_New(cls->n_items);
+            for (int i = 0; i < cls->n_items; ++i) PyTuple_SET_ITEM(built, i, Py_NewRef(cls->items[i]->obj ? cls->items[i]->obj : Py_None));
+            classes = built;
+        }
+        int r = is_type_obj ? PyObject_IsSubclass(obj, classes) : PyObject_IsInstance(obj, classes);
+        Py_XDECREF(built);
+        if (r < 0) return trace_break(t, "isinstance failed");
+        if (v->kind == V_OBJECT && v->source) trace_guard(t, G_TYPE, v->source, (PyObject *)Py_TYPE(v->obj), 0);
+        return var_const(t, r ? Py_True : Py_False);
+    }
+    if (strcmp(op, "range") == 0 && n >= 1 && n <= 3) {
+        int64_t a[3] = {0, 0, 1};
+        for (int i = 0; i < n; ++i) {
+            if (!var_int(t, args[i], &a[i])) return NULL;
+        }
+        Var *r = var_new(t, V_RANGE);
+        r->start = n == 1 ? 0 : a[0];
+        r->stop = n == 1 ? a[0] : a[1];
+        r->step = n == 3 ? a[2] : 1;
+        if (r->step == 0) return trace_break(t, "range() step must not be zero");
+        return r;
+    }
+    if ((strcmp(op, "enumerate") == 0 && (n == 1 || n == 2)) || strcmp(op, "zip") == 0) {
+        Var *out = var_new(t, V_ITER);
+        if (op[0] == 'e') {
+            int64_t start = 0;
+            if (n == 2 && !var_int(t, args[1], &start)) return NULL;
+            Var *items = iterable_items(t, args[0]);
+            if (!items) return NULL;
+            for (int i = 0; i < items->n_items; ++i) {
+                Var *pair[2] = {int_const(t, start + i), items->items[i]};
+                var_push_item(t, out, make_tuple(t, pair, 2));
+            }
+            return out;
+        }
+        Var *lists[16];
+        int shortest = 1 << 30;
+        if (n > 16) return trace_break(t, "zip() of more than 16 iterables");
+        for (int i = 0; i < n; ++i) {
+            lists[i] = iterable_items(t, args[i]);
+            if (!lists[i]) return NULL;
+            if (lists[i]->n_items < shortest) shortest = lists[i]->n_items;
+        }
+        for (int k = 0; k < (n ? shortest : 0); ++k) {
+            Var *tuple[16];
+            for (int i = 0; i < n; ++i) tuple[i] = lists[i]->items[k];
+            var_push_item(t, out, make_tuple(t, tuple, n));
+        }
+        return out;
+    }
+    if (strcmp(op, "reversed") == 0 && n == 1) {
+        Var *items = iterable_items(t, args[0]);
+        if (!items) return NULL;
+        Var *out = var_new(t, V_ITER);
+        for (int i = items->n_items - 1; i >= 0; --i) var_push_item(t, out, items->items[i]);
+        return out;
+    }
+    if (strcmp(op, "iter") == 0 && n == 1) {
+        Var *items = iterable_items(t, args[0]);
+        if (!items) return NULL;
+        items->kind = V_ITER;
+        return items;
+    }
+    if ((strcmp(op, "tuple") == 0 || strcmp(op, "list") == 0) && n <= 1) {
+        Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);
+        if (!items) return NULL;
+        items->kind = op[0] == 't' ? V_TUPLE : V_LIST;
+        return items;
+    }
+    if (strcmp(op, "dict") == 0 && n == 0) {
+        Var *d = var_new(t, V_DICT);
+        for (int i = 0; i < nkw; ++i) {
+            var_push_item(t, d, kwv[i]);
+            d->keys[d->n_items - 1] = var_const(t, PyTuple_GET_ITEM(kwn, i));
+        }
+        return d;
+    }
+    if ((strcmp(op, "getattr") == 0 || strcmp(op, "hasattr") == 0) && (n == 2 || n == 3)) {
+        if (args[1]->kind != V_CONST || !PyUnicode_Check(args[1]->obj)) return trace_break(t, "%s() with a run-time name", op);
+        Var *r = trace_getattr(t, args[0], args[1]->obj);
+        if (strcmp(op, "hasattr") == 0) {
+            bool ok = r != NULL;
+            t->broke = false; /* a missing attribute is an answer here, not a break */
+            return var_const(t, ok ? Py_True : Py_False);
+        }
+        if (!r && n == 3) {
+            t->broke = false;
+            return args[2];
+        }
+        return r;
+    }
+    if ((strcmp(op, "min") == 0 || strcmp(op, "max") == 0 || strcmp(op, "sum") == 0) && n >= 1 && nkw == 0) {
+        Var *items = n == 1 ? iterable_items(t, args[0]) : make_tuple(t, args, n);
+        if (!items) return NULL;
+        bool any_tensor = false;
+        for (int i = 0; i < items->n_items; ++i) any_tensor = any_tensor || items->items[i]->kind == V_TENSOR;
+        if (any_tensor) {
+            if (op[1] != 'u') return trace_break(t, "%s() over tensors (compares values)", op);
+            Var *acc = items->n_items ? items->items[0] : int_const(t, 0);
+            for (int i = 1; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
+            return acc;
+        }
+        PyObject *tup = const_tuple_of(t, items->items, items->n_items);
+        if (!tup) return NULL;
+        PyObject *b = PyEval_GetBuiltins();
+        PyObject *fn = PyDict_GetItemString(b, op);
+        PyObject *r = fn ? PyObject_CallOneArg(fn, tup) : NULL;
+        Py_DECREF(tup);
+        return const_result(t, r, op);
+    }
+    if (n == 1 && args[0]->kind == V_CONST &&
+        (strcmp(op, "abs") == 0 || strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0 ||
+         strcmp(op, "round") == 0 || strcmp(op, "callable") == 0 || strcmp(op, "type") == 0 || strcmp(op, "math.sqrt") == 0)) {
+        PyObject *fn;
+        if (strcmp(op, "math.sqrt") == 0) {
+            PyObject *math = PyImport_ImportModule("math");
+            fn = math ? PyObject_GetAttrString(math, "sqrt") : NULL;
+            Py_XDECREF(math);
+        } else {
+            fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), op));
+        }
+        PyObject *r = fn ? PyObject_CallOneArg(fn, args[0]->obj) : NULL;
+        Py_XDECREF(fn);
+        return const_result(t, r, op);
+    }
+    if (n == 1 && args[0]->kind == V_TENSOR && strcmp(op, "abs") == 0) return op1(t, "abs", args[0], "%s", "");
+    if (n == 1 && args[0]->kind == V_TENSOR && (strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0)) {
+        return trace_break(t, "%s() of a tensor reads its value (like .item())", op);
+    }
+    if (n == 1 && strcmp(op, "type") == 0 && args[0]->obj) return var_const(t, (PyObject *)Py_TYPE(args[0]->obj));
+    if (n == 1 && strcmp(op, "callable") == 0) {
+        VarKind k = args[0]->kind;
+        return var_const(t, k == V_FUNCTION || k == V_METHOD || k == V_CALLABLE || k == V_MODULE ? Py_True : Py_False);
+    }
+    return trace_break(t, "builtin %s() with these arguments is not supported", op);
+}

@@ -1,0 +1,357 @@
+/*===- rules_util.c - argument binding and graph helpers for capture rules -===*/
+#include "rules_util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/*===----------------------------------------------------------------------===*
+ * Binding
+ *===----------------------------------------------------------------------===*/
+
+bool bind_args(Trace *t, const char *fname, const char *schema, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
+               int n_kw, Bound *out) {
+    memset(out, 0, sizeof *out);
+    out->fname = fname;
+    bool kw_only = false, optional[MAX_BOUND] = {0}, is_kwonly[MAX_BOUND] = {0};
+    int varargs = -1;
+    const char *p = schema;
+    while (*p && out->n < MAX_BOUND) {
+        while (*p == ' ' || *p == ',') ++p;
+        if (!*p) break;
+        if (p[0] == '*' && (p[1] == ',' || p[1] == 0)) {
+            kw_only = true;
+            ++p;
+            continue;
+        }
+        bool star = *p == '*';
+        if (star) ++p;
+        size_t len = strcspn(p, "=,");
+        snprintf(out->names[out->n], sizeof out->names[0], "%.*s", (int)len, p);
+        /* trim trailing blanks */
+        for (char *e = out->names[out->n] + strlen(out->names[out->n]); e > out->names[out->n] && e[-1] == ' '; --e) e[-1] = 0;
+        p += len;
+        if (*p == '=') {
+            optional[out->n] = true;
+            p += strcspn(p, ",");
+        }
+        if (star) {
+            varargs = out->n;
+            kw_only = true;
+        }
+        is_kwonly[out->n] = kw_only && !star;
+        out->n++;
+    }
+    int pos_params = 0;
+    for (int i = 0; i < out->n && !is_kwonly[i] && i != varargs; ++i) pos_params++;
+    for (int i = 0; i < n_args; ++i) {
+        if (i < pos_params) {
+            out->v[i] = args[i];
+        } else if (varargs >= 0) {
+            if (!out->v[varargs]) out->v[varargs] = var_new(t, V_TUPLE);
+            var_push_item(t, out->v[varargs], args[i]);
+        } else {
+            trace_break(t, "%s() takes at most %d positional arguments (%d given)", fname, pos_params, n_args);
+            return false;
+        }
+    }
+    if (varargs >= 0 && !out->v[varargs]) out->v[varargs] = var_new(t, V_TUPLE);
+    for (int k = 0; k < n_kw; ++k) {
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k));
+        int slot = -1;
+        for (int i = 0; i < out->n; ++i) {
+            if (i != varargs && strcmp(out->names[i], name) == 0) slot = i;
+        }
+        if (slot < 0) {
+            trace_break(t, "%s() got an unexpected keyword argument '%s' (not supported by pt2 yet)", fname, name);
+            return false;
+        }
+        if (out->v[slot]) {
+            trace_break(t, "%s() got multiple values for argument '%s'", fname, name);
+            return false;
+        }
+        out->v[slot] = kw_values[k];
+    }
+    for (int i = 0; i < out->n; ++i) {
+        if (!out->v[i] && !optional[i] && i != varargs) {
+            trace_break(t, "%s() missing required argument '%s'", fname, out->names[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+Var *arg(const Bound *b, const char *name) {
+    for (int i = 0; i < b->n; ++i) {
+        if (strcmp(b->names[i], name) == 0) {
+            Var *v = b->v[i];
+            if (v && v->kind == V_CONST && v->obj == Py_None) return NULL;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+bool arg_present(const Bound *b, const char *name) { return arg(b, name) != NULL; }
+
+bool var_int(Trace *t, Var *v, int64_t *out) {
+    if (v && v->kind == V_CONST && PyLong_Check(v->obj)) {
+        *out = PyLong_AsLongLong(v->obj);
+        return true;
+    }
+    trace_break(t, "expected an integer known at trace time");
+    return false;
+}
+
+bool var_ints(Trace *t, Var *v, int64_t *out, int max, int *n) {
+    if (v->kind == V_CONST && PyLong_Check(v->obj)) {
+        out[0] = PyLong_AsLongLong(v->obj);
+        *n = 1;
+        return true;
+    }
+    if (v->kind == V_CONST && PyTuple_Check(v->obj)) {
+        Py_ssize_t k = PyTuple_GET_SIZE(v->obj);
+        if (k > max) goto bad;
+        for (Py_ssize_t i = 0; i < k; ++i) {
+            PyObject *e = PyTuple_GET_ITEM(v->obj, i);
+            if (!PyLong_Check(e)) goto bad;
+            out[i] = PyLong_AsLongLong(e);
+        }
+        *n = (int)k;
+        return true;
+    }
+    if (v->kind == V_TUPLE || v->kind == V_LIST) {
+        if (v->n_items > max) goto bad;
+        for (int i = 0; i < v->n_items; ++i) {
+            if (!var_int(t, v->items[i], &out[i])) return false;
+        }
+        *n = v->n_items;
+        return true;
+    }
+bad:
+    trace_break(t, "expected an int or a sequence of ints known at trace time");
+    return false;
+}
+
+bool arg_int(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t *out) {
+    Var *v = arg(b, name);
+    if (!v) {
+        *out = dflt;
+        return true;
+    }
+    if (v->kind == V_CONST && PyBool_Check(v->obj)) {
+        *out = v->obj == Py_True;
+        return true;
+    }
+    if (v->kind == V_CONST && PyLong_Check(v->obj)) {
+        *out = PyLong_AsLongLong(v->obj);
+        return true;
+    }
+    trace_break(t, "%s(): '%s' must be an int known at trace time", b->fname, name);
+    return false;
+}
+
+bool arg_float(Trace *t, const Bound *b, const char *name, double dflt, double *out) {
+    Var *v = arg(b, name);
+    if (!v) {
+        *out = dflt;
+        return true;
+    }
+    if (v->kind == V_CONST && (PyFloat_Check(v->obj) || PyLong_Check(v->obj))) {
+        *out = PyFloat_AsDouble(v->obj);
+        return true;
+    }
+    trace_break(t, "%s(): '%s' must be a number known at trace time%s", b->fname, name,
+                v->kind == V_TENSOR ? " (a tensor was given)" : "");
+    return false;
+}
+
+bool arg_bool(Trace *t, const Bound *b, const char *name, bool dflt, bool *out) {
+    Var *v = arg(b, name);
+    if (!v) {
+        *out = dflt;
+        return true;
+    }
+    if (v->kind == V_CONST) {
+        int r = PyObject_IsTrue(v->obj);
+        if (r >= 0) {
+            *out = r;
+            return true;
+        }
+        PyErr_Clear();
+    }
+    trace_break(t, "%s(): '%s' must be a bool known at trace time", b->fname, name);
+    return false;
+}
+
+bool arg_ints(Trace *t, const Bound *b, const char *name, int64_t *out, int max, int *n) {
+    Var *v = arg(b, name);
+    *n = -1;
+    if (!v) return true;
+    return var_ints(t, v, out, max, n);
+}
+
+static PyObject *dtype_objects[PT2_NUM_DTYPES];
+
+PyObject *torch_dtype_of(Pt2DType dt) {
+    if (dt < 0 || dt >= PT2_NUM_DTYPES) return NULL;
+    if (!dtype_objects[dt]) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        if (torch) {
+            dtype_objects[dt] = PyObject_GetAttrString(torch, pt2DTypeName(dt));
+            Py_DECREF(torch);
+        }
+        PyErr_Clear();
+    }
+    return dtype_objects[dt];
+}
+
+Pt2DType dtype_of_torch(PyObject *o) {
+    for (int i = 0; i < PT2_NUM_DTYPES; ++i) {
+        if (torch_dtype_of((Pt2DType)i) == o) return (Pt2DType)i;
+    }
+    return PT2_DTYPE_INVALID;
+}
+
+bool arg_dtype(Trace *t, const Bound *b, const char *name, Pt2DType *out) {
+    Var *v = arg(b, name);
+    *out = PT2_DTYPE_INVALID;
+    if (!v) return true;
+    if (v->kind == V_CONST) {
+        *out = dtype_of_torch(v->obj);
+        if (*out != PT2_DTYPE_INVALID) return true;
+    }
+    trace_break(t, "%s(): dtype %s is not supported by pt2", b->fname, v->kind == V_CONST ? Py_TYPE(v->obj)->tp_name : "value");
+    return false;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Graph helpers
+ *===----------------------------------------------------------------------===*/
+
+int trace_value(Trace *t, Var *v) {
+    if (!v) {
+        trace_break(t, "internal: missing operand");
+        return -1;
+    }
+    if (v->kind == V_TENSOR) return v->value;
+    if (v->kind == V_CONST && (PyBool_Check(v->obj) || PyLong_Check(v->obj) || PyFloat_Check(v->obj))) {
+        Pt2DType dt = PyBool_Check(v->obj) ? PT2_BOOL : PyLong_Check(v->obj) ? PT2_I64 : PT2_F32;
+        double d = PyFloat_AsDouble(v->obj);
+        int id = pt2GraphAddScalar(t->graph, d, dt, 1);
+        if (id < 0) trace_break(t, "%s", pt2GetLastError());
+        return id;
+    }
+    trace_break(t, "expected a tensor or a number, got %s", v->obj ? Py_TYPE(v->obj)->tp_name : "a container");
+    return -1;
+}
+
+static Var *opn(Trace *t, const char *op, int n, Var **xs, const char *fmt, va_list ap) {
+    char attrs[512];
+    vsnprintf(attrs, sizeof attrs, fmt, ap);
+    int ids[4];
+    for (int i = 0; i < n; ++i) {
+        ids[i] = trace_value(t, xs[i]);
+        if (ids[i] < 0) return NULL;
+    }
+    int out[4];
+    int r = trace_op(t, op, n, ids, attrs, out, 4);
+    if (r < 0) return NULL;
+    return var_tensor(t, r);
+}
+
+Var *op1(Trace *t, const char *op, Var *x, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    Var *r = opn(t, op, 1, &x, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    Var *xs[2] = {x, y};
+    Var *r = opn(t, op, 2, xs, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    Var *xs[3] = {x, y, z};
+    Var *r = opn(t, op, 3, xs, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+void ints_text(char *buf, size_t cap, const int64_t *v, int n) {
+    size_t len = (size_t)snprintf(buf, cap, "array<i64");
+    for (int i = 0; i < n && len < cap; ++i) len += (size_t)snprintf(buf + len, cap - len, "%s %lld", i ? "," : ":", (long long)v[i]);
+    if (len < cap) snprintf(buf + len, cap - len, ">");
+}
+
+Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank) {
+    if (x->kind == V_TENSOR && x->rank == rank && memcmp(x->sizes, shape, sizeof(int64_t) * (size_t)rank) == 0) return x;
+    char s[256];
+    ints_text(s, sizeof s, shape, rank);
+    return op1(t, "reshape", x, "{shape = %s}", s);
+}
+
+Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
+    if (x->kind == V_TENSOR && x->dtype == dt) return x;
+    return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(dt));
+}
+
+Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank) {
+    bool identity = true;
+    for (int i = 0; i < rank; ++i) identity = identity && perm[i] == i;
+    if (identity) return x;
+    char s[256];
+    ints_text(s, sizeof s, perm, rank);
+    return op1(t, "permute", x, "{perm = %s}", s);
+}
+
+Var *scalar_tensor(Trace *t, double value, Pt2DType dt) {
+    int id = pt2GraphAddScalar(t->graph, value, dt, 0);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    return var_tensor(t, id);
+}
+
+Var *make_tuple(Trace *t, Var **items, int n) {
+    Var *v = var_new(t, V_TUPLE);
+    for (int i = 0; i < n; ++i) var_push_item(t, v, items[i]);
+    return v;
+}
+
+Var *int_const(Trace *t, int64_t v) {
+    PyObject *o = PyLong_FromLongLong(v);
+    Var *r = var_const(t, o);
+    Py_DECREF(o);
+    return r;
+}
+
+const char *f64_attr(double v) {
+    static _Thread_local char ring[16][48];
+    static _Thread_local int next;
+    char *buf = ring[next++ % 16];
+    if (isnan(v)) {
+        snprintf(buf, 48, "0x7FF8000000000000 : f64");
+    } else if (isinf(v)) {
+        snprintf(buf, 48, "%s : f64", v > 0 ? "0x7FF0000000000000" : "0xFFF0000000000000");
+    } else {
+        /* MLIR float literals need a '.' in the mantissa: "1e+22" → "1.0e+22" */
+        char num[40];
+        snprintf(num, sizeof num, "%.17g", v);
+        char *e = strpbrk(num, "eE");
+        if (strchr(num, '.')) {
+            snprintf(buf, 48, "%s : f64", num);
+        } else if (e) {
+            snprintf(buf, 48, "%.*s.0%s : f64", (int)(e - num), num, e);
+        } else {
+            snprintf(buf, 48, "%s.0 : f64", num);
+        }
+    }
+    return buf;
+}

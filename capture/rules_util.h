@@ -1,0 +1,56 @@
+/*===- rules_util.h - argument binding and small helpers for capture rules -===*/
+#ifndef PT2_CAPTURE_RULES_UTIL_H
+#define PT2_CAPTURE_RULES_UTIL_H
+
+#include "trace.h"
+
+#define MAX_BOUND 16
+
+/* Arguments bound to a schema: "input, dim=None, keepdim=False, *, dtype=None".
+ * A name after "*" is keyword-only; "*name" collects extra positionals into
+ * a tuple Var; "=..." marks the parameter optional (absent → NULL). */
+typedef struct Bound {
+    const char *fname;
+    int n;
+    char names[MAX_BOUND][32];
+    Var *v[MAX_BOUND];
+} Bound;
+
+bool bind_args(Trace *t, const char *fname, const char *schema, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
+               int n_kw, Bound *out);
+Var *arg(const Bound *b, const char *name);          /* NULL if absent or None */
+bool arg_present(const Bound *b, const char *name);  /* given and not None */
+
+/* Typed reads of trace-time constants; they break the trace on a wrong kind
+ * and return false. */
+bool arg_int(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t *out);
+bool arg_float(Trace *t, const Bound *b, const char *name, double dflt, double *out);
+bool arg_bool(Trace *t, const Bound *b, const char *name, bool dflt, bool *out);
+/* An int or a sequence of ints (an int list attribute); n = -1 if absent. */
+bool arg_ints(Trace *t, const Bound *b, const char *name, int64_t *out, int max, int *n);
+/* A torch.dtype constant → Pt2DType; PT2_DTYPE_INVALID if absent. */
+bool arg_dtype(Trace *t, const Bound *b, const char *name, Pt2DType *out);
+
+bool var_int(Trace *t, Var *v, int64_t *out);
+bool var_ints(Trace *t, Var *v, int64_t *out, int max, int *n);
+Pt2DType dtype_of_torch(PyObject *torch_dtype);
+PyObject *torch_dtype_of(Pt2DType dt); /* borrowed */
+
+/* Graph helpers: each returns a tensor Var or NULL (trace broken). */
+Var *op1(Trace *t, const char *op, Var *x, const char *attrs_fmt, ...) __attribute__((format(printf, 4, 5)));
+Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
+Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt, ...) __attribute__((format(printf, 6, 7)));
+Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
+Var *convert_to(Trace *t, Var *x, Pt2DType dt);
+Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
+Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
+/* "array<i64: 1, 2>" */
+void ints_text(char *buf, size_t cap, const int64_t *v, int n);
+/* A tuple Var of tensors. */
+Var *make_tuple(Trace *t, Var **items, int n);
+Var *int_const(Trace *t, int64_t v);
+/* A double as an MLIR f64 attribute ("1.0 : f64", NaN/inf in hex); the
+ * buffer rotates, so up to 16 may appear in one printf. */
+const char *f64_attr(double v);
+
+#endif

@@ -1,0 +1,224 @@
+/*===- trace.h - symbolic evaluation state of capture ----------------------===*
+ *
+ * The compiler layer of capture (TorchDynamo §3.4-3.6): a frame's bytecode
+ * is evaluated on symbolic values (Var) instead of real ones.  Tensor
+ * operations append pt2 ops to a graph (through libpt2's graph builder);
+ * everything else is evaluated at trace time and guarded.  Each Var that
+ * came from the frame keeps its Source, the recipe to fetch it again, from
+ * which guards and graph inputs are made.
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_CAPTURE_TRACE_H
+#define PT2_CAPTURE_TRACE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bytecode.h"
+#include "frame.h"
+#include "pt2.h"
+
+/*===----------------------------------------------------------------------===*
+ * Sources: how to re-fetch a value from a frame's inputs
+ *===----------------------------------------------------------------------===*/
+
+typedef enum SourceKind {
+    SRC_LOCAL,    /* fast slot `index` of the frame */
+    SRC_CLOSURE,  /* cell `index` of func->func_closure */
+    SRC_GLOBAL,   /* func_globals[name] */
+    SRC_BUILTIN,  /* builtins[name] */
+    SRC_ATTR,     /* getattr(base, name), resolved without running Python code */
+    SRC_ITEM,     /* base[index] of a tuple/list, or base[key] of a dict (key: name) */
+    SRC_PARAM,    /* nn.Module: base._parameters/_buffers/_modules[name] */
+} SourceKind;
+
+typedef struct Source {
+    SourceKind kind;
+    struct Source *base;
+    Py_ssize_t index;
+    PyObject *name; /* str (strong reference, owned by the trace arena) */
+} Source;
+
+/*===----------------------------------------------------------------------===*
+ * Symbolic values
+ *===----------------------------------------------------------------------===*/
+
+typedef enum VarKind {
+    V_NULL,      /* the NULL that PUSH_NULL / LOAD_GLOBAL put under a callable */
+    V_CONST,     /* an immutable Python value known at trace time (guarded if it has a source) */
+    V_TENSOR,    /* a tensor: a value of the graph */
+    V_TUPLE,     /* items (also torch.Size: obj holds the type) */
+    V_LIST,      /* items, mutable, shared by aliases */
+    V_DICT,      /* keys (V_CONST) and items */
+    V_MODULE,    /* an nn.Module instance (obj) */
+    V_FUNCTION,  /* a Python function to inline (obj) */
+    V_METHOD,    /* a bound method: self_var + func (obj: the underlying function or descriptor) */
+    V_CALLABLE,  /* a torch/builtin callable with a capture rule (obj) */
+    V_OBJECT,    /* any other Python object (obj), read through guarded attribute access */
+    V_RANGE,     /* range(start, stop, step) */
+    V_ITER,      /* an iterator over `items` at position `pos` */
+    V_SLICE,     /* slice(start, stop, step): items[0..2] are V_CONST (None allowed) */
+    V_CELL,      /* a closure cell created in the traced code: items[0] = contents */
+} VarKind;
+
+typedef struct Var {
+    VarKind kind;
+    Source *source;     /* NULL for values made while tracing */
+    PyObject *obj;      /* strong reference held by the arena */
+    /* V_TENSOR */
+    int value;          /* graph value id */
+    Pt2DType dtype;
+    int rank;
+    int64_t sizes[PT2_MAX_RANK];
+    bool is_input;      /* a graph input (its Source fetches it) */
+    PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
+    /* V_TUPLE / V_LIST / V_DICT / V_ITER / V_SLICE / V_CELL */
+    struct Var **items;
+    struct Var **keys;  /* V_DICT */
+    int n_items, cap_items;
+    int pos;            /* V_ITER */
+    /* V_METHOD */
+    struct Var *self;
+    /* V_RANGE */
+    int64_t start, stop, step;
+    /* V_FUNCTION made by MAKE_FUNCTION (obj is then a code object) */
+    PyObject *globals;      /* the defining frame's globals (borrowed) */
+    struct Var *defaults;   /* tuple Var of positional defaults, or NULL */
+    struct Var *closure;    /* tuple Var of V_CELLs, or NULL */
+} Var;
+
+/*===----------------------------------------------------------------------===*
+ * Guards being collected
+ *===----------------------------------------------------------------------===*/
+
+typedef enum GuardKind {
+    G_TENSOR,       /* exact type torch.Tensor/Parameter, dtype, cpu, sizes, strides, requires_grad */
+    G_TYPE,         /* type(x) is obj */
+    G_ID,           /* x is obj */
+    G_EQUALS,       /* type(x) is type(obj) and x == obj (int, float, bool, str, None, tuple of those) */
+    G_LEN,          /* type(x) is obj-type and len(x) == n */
+    G_MODULE_TRAINING, /* x.training == flag */
+    G_GRAD_MODE,    /* torch.is_grad_enabled() == flag */
+    G_DEFAULT_DTYPE,/* torch.get_default_dtype() is obj */
+} GuardKind;
+
+typedef struct GuardSpec {
+    GuardKind kind;
+    Source *source;
+    PyObject *obj;     /* expected type / identity / value (strong) */
+    int64_t n;         /* G_LEN, flags */
+    /* G_TENSOR */
+    Pt2DType dtype;
+    int rank;
+    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    bool requires_grad;
+} GuardSpec;
+
+/*===----------------------------------------------------------------------===*
+ * The trace
+ *===----------------------------------------------------------------------===*/
+
+/* Why a trace stopped (a graph break): the message and the user's line. */
+typedef struct Break {
+    char reason[512];
+    char file[256];
+    int line;
+} Break;
+
+typedef struct Trace {
+    Pt2Context *ctx;
+    Pt2Graph *graph;
+    const Pt2FrameInputs *root;
+    /* arena */
+    void **blocks;
+    int n_blocks, cap_blocks;
+    PyObject *refs;      /* list: objects kept alive for the trace */
+    /* graph inputs, in graph argument order */
+    Var **inputs;
+    int n_inputs, cap_inputs;
+    /* guards */
+    GuardSpec *guards;
+    int n_guards, cap_guards;
+    /* the break that ended the trace, if any */
+    bool broke;
+    Break brk;
+    int depth;           /* inlining depth */
+    int n_ops;           /* pt2 ops added */
+    bool grad_enabled;
+} Trace;
+
+/* Element-type and dimension helpers over the public API. */
+static inline bool pt2_dtype_is_float(Pt2DType dt) { return pt2DTypeIsFloating(dt) != 0; }
+static inline bool pt2_dtype_is_int(Pt2DType dt) { return dt >= 0 && !pt2DTypeIsFloating(dt); }
+/* dim in [-rank, rank) → [0, rank); -1 if out of range (rank 0 allows -1 and 0). */
+static inline int pt2_norm_dim(int64_t dim, int rank) {
+    int r = rank > 0 ? rank : 1;
+    if (dim < -r || dim >= r) return -1;
+    return (int)(dim < 0 ? dim + r : dim);
+}
+PyObject *torch_size_type_obj(void); /* borrowed: torch.Size */
+
+/* Allocation in the trace arena (zeroed; freed with the trace). */
+void *trace_alloc(Trace *t, size_t n);
+/* Keeps obj alive for the trace; returns obj (borrowed). */
+PyObject *trace_keep(Trace *t, PyObject *obj);
+
+Source *source_local(Trace *t, Py_ssize_t index);
+Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index, const char *name);
+/* Human-readable source text ("L['x'].weight") into buf. */
+void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap);
+
+Var *var_new(Trace *t, VarKind kind);
+Var *var_const(Trace *t, PyObject *value); /* borrowed value */
+Var *var_none(Trace *t);
+Var *var_tensor(Trace *t, int value);      /* reads dtype/shape from the graph */
+void var_push_item(Trace *t, Var *container, Var *item);
+
+/* Wraps a real Python value that came from `source` as a Var, adding the
+ * guards that its use will need (tensors become graph inputs lazily). */
+Var *trace_wrap(Trace *t, PyObject *value, Source *source);
+
+void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n);
+
+/* Stops the trace with a reason (printf style); returns NULL so callers can
+ * `return trace_break(...)`.  If a Python exception is set, it is kept for
+ * internal failures only; breaks clear it. */
+void *trace_break(Trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends a pt2 op; operands are graph value ids; attrs as MLIR text.
+ * Returns the first result's id or -1 (and breaks the trace). */
+int trace_op(Trace *t, const char *op, int n, const int *operands, const char *attrs, int *out_results, int max_results);
+/* The graph value of a tensor Var, or of a Python number as a weak scalar. */
+int trace_value(Trace *t, Var *v);
+
+/* Runs the symbolic evaluation of `fn` called with args (inlining).  Returns
+ * the result Var or NULL (trace broken). */
+Var *trace_call_function(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+
+/* Evaluates a callable Var on args; returns the result or NULL. */
+Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+
+/* Attribute access on a Var; NULL if unsupported (trace broken). */
+Var *trace_getattr(Trace *t, Var *base, PyObject *name);
+
+/* Capture rules (rules.c): how a torch function, Tensor method, builtin or
+ * nn.Module call becomes graph ops.  rule_for returns NULL if the callable
+ * has no rule. */
+typedef struct RuleEntry RuleEntry;
+const RuleEntry *rule_for(PyObject *callable);
+const RuleEntry *tensor_method_rule(const char *name);
+Var *rule_apply(Trace *t, const RuleEntry *rule, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+int rules_init(void);
+
+/* Binary/unary/compare operators on Vars (operators.c semantics). */
+Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);
+Var *trace_unary_op(Trace *t, const char *op, Var *a);
+Var *trace_compare(Trace *t, const char *op, Var *a, Var *b);
+Var *trace_subscript(Trace *t, Var *base, Var *index);
+
+/* Python truthiness of a Var known at trace time: 1/0, or -1 if it depends on
+ * a tensor's value (a data-dependent branch: a graph break). */
+int trace_truth(Trace *t, Var *v);
+
+#endif /* PT2_CAPTURE_TRACE_H */

@@ -1,0 +1,609 @@
+/*===- values.c - symbolic values, sources, and what their use guards ------===*
+ *
+ * Variable tracking (§3.5): trace_wrap turns a real Python value reached
+ * through a Source into a Var and records the guard its kind needs (tensor
+ * metadata, a constant's value, a module's identity, a container's length).
+ * Attribute access and calls on Vars are dispatched here.
+ *===----------------------------------------------------------------------===*/
+#include <stdarg.h>
+#include <string.h>
+
+#include "trace.h"
+
+Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+
+/*===----------------------------------------------------------------------===*
+ * Arena
+ *===----------------------------------------------------------------------===*/
+
+void *trace_alloc(Trace *t, size_t n) {
+    void *p = PyMem_Calloc(1, n ? n : 1);
+    if (!p) return NULL;
+    if (t->n_blocks == t->cap_blocks) {
+        t->cap_blocks = t->cap_blocks ? 2 * t->cap_blocks : 256;
+        t->blocks = PyMem_Realloc(t->blocks, sizeof(void *) * (size_t)t->cap_blocks);
+    }
+    t->blocks[t->n_blocks++] = p;
+    return p;
+}
+
+PyObject *trace_keep(Trace *t, PyObject *obj) {
+    if (obj && PyList_Append(t->refs, obj) != 0) PyErr_Clear();
+    return obj;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Sources
+ *===----------------------------------------------------------------------===*/
+
+Source *source_local(Trace *t, Py_ssize_t index) {
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = SRC_LOCAL;
+    s->index = index;
+    return s;
+}
+
+Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index, const char *name) {
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = kind;
+    s->base = base;
+    s->index = index;
+    if (name) {
+        PyObject *n = PyUnicode_InternFromString(name);
+        s->name = trace_keep(t, n);
+        Py_XDECREF(n);
+    }
+    return s;
+}
+
+void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap) {
+    char base[512] = "";
+    if (s->base) source_describe(s->base, code, base, sizeof base);
+    const char *name = s->name ? PyUnicode_AsUTF8(s->name) : "";
+    switch (s->kind) {
+    case SRC_LOCAL:
+        snprintf(buf, cap, "L['%s']", code ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, s->index)) : "?");
+        break;
+    case SRC_CLOSURE: snprintf(buf, cap, "closure[%zd]", s->index); break;
+    case SRC_GLOBAL: snprintf(buf, cap, "G['%s']", name); break;
+    case SRC_BUILTIN: snprintf(buf, cap, "builtins['%s']", name); break;
+    case SRC_ATTR: snprintf(buf, cap, "%s.%s", base, name); break;
+    case SRC_PARAM: snprintf(buf, cap, "%s.%s", base, name); break;
+    case SRC_ITEM:
+        if (s->name) {
+            snprintf(buf, cap, "%s['%s']", base, name);
+        } else {
+            snprintf(buf, cap, "%s[%zd]", base, s->index);
+        }
+        break;
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Vars
+ *===----------------------------------------------------------------------===*/
+
+Var *var_new(Trace *t, VarKind kind) {
+    Var *v = trace_alloc(t, sizeof *v);
+    v->kind = kind;
+    v->value = -1;
+    return v;
+}
+
+Var *var_const(Trace *t, PyObject *value) {
+    Var *v = var_new(t, V_CONST);
+    v->obj = trace_keep(t, value);
+    return v;
+}
+
+Var *var_none(Trace *t) { return var_const(t, Py_None); }
+
+Var *var_tensor(Trace *t, int value) {
+    Var *v = var_new(t, V_TENSOR);
+    v->value = value;
+    int64_t sizes[PT2_MAX_RANK];
+    v->rank = pt2GraphValueType(t->graph, value, &v->dtype, sizes);
+    memcpy(v->sizes, sizes, sizeof sizes);
+    return v;
+}
+
+void var_push_item(Trace *t, Var *c, Var *item) {
+    if (c->n_items == c->cap_items) {
+        int cap = c->cap_items ? 2 * c->cap_items : 8;
+        Var **items = trace_alloc(t, sizeof(Var *) * (size_t)cap);
+        Var **keys = trace_alloc(t, sizeof(Var *) * (size_t)cap);
+        if (c->n_items) {
+            memcpy(items, c->items, sizeof(Var *) * (size_t)c->n_items);
+            if (c->keys) memcpy(keys, c->keys, sizeof(Var *) * (size_t)c->n_items);
+        }
+        c->items = items;
+        c->keys = keys;
+        c->cap_items = cap;
+    }
+    c->items[c->n_items++] = item;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Guards and breaks
+ *===----------------------------------------------------------------------===*/
+
+static GuardSpec *new_guard(Trace *t) {
+    if (t->n_guards == t->cap_guards) {
+        t->cap_guards = t->cap_guards ? 2 * t->cap_guards : 32;
+        t->guards = PyMem_Realloc(t->guards, sizeof(GuardSpec) * (size_t)t->cap_guards);
+    }
+    GuardSpec *g = &t->guards[t->n_guards++];
+    memset(g, 0, sizeof *g);
+    return g;
+}
+
+void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n) {
+    if (!source && kind != G_GRAD_MODE && kind != G_DEFAULT_DTYPE) return; /* made while tracing: nothing to check */
+    for (int i = 0; i < t->n_guards; ++i) { /* one guard per (kind, source) */
+        if (t->guards[i].kind == kind && t->guards[i].source == source && t->guards[i].n == n) return;
+    }
+    GuardSpec *g = new_guard(t);
+    g->kind = kind;
+    g->source = source;
+    g->obj = trace_keep(t, obj);
+    g->n = n;
+}
+
+void *trace_break(Trace *t, const char *fmt, ...) {
+    if (t->broke) return NULL; /* keep the first reason */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->brk.reason, sizeof t->brk.reason, fmt, ap);
+    va_end(ap);
+    t->broke = true;
+    if (PyErr_Occurred()) {
+        /* an exception from code run at trace time: keep its text in the reason */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *s = value ? PyObject_Str(value) : NULL;
+        if (s) {
+            size_t n = strlen(t->brk.reason);
+            snprintf(t->brk.reason + n, sizeof t->brk.reason - n, " (%s)", PyUnicode_AsUTF8(s));
+            Py_DECREF(s);
+        }
+        PyErr_Clear();
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    return NULL;
+}
+
+int trace_op(Trace *t, const char *op, int n, const int *operands, const char *attrs, int *out_results, int max_results) {
+    int results[4];
+    int r = pt2GraphAddOp(t->graph, op, n, operands, attrs ? attrs : "", out_results ? out_results : results,
+                          out_results ? max_results : 4);
+    if (r < 0) {
+        trace_break(t, "%s", pt2GetLastError());
+        return -1;
+    }
+    t->n_ops++;
+    return out_results ? out_results[0] : results[0];
+}
+
+/*===----------------------------------------------------------------------===*
+ * Wrapping real values
+ *===----------------------------------------------------------------------===*/
+
+static PyObject *torch_module, *tensor_type, *parameter_type, *nn_module_type, *torch_dtype_type, *torch_device_type,
+    *torch_size_type;
+
+int values_init(void) {
+    torch_module = PyImport_ImportModule("torch");
+    if (!torch_module) return -1;
+    PyObject *nn = PyImport_ImportModule("torch.nn");
+    if (!nn) return -1;
+    tensor_type = PyObject_GetAttrString(torch_module, "Tensor");
+    parameter_type = PyObject_GetAttrString(nn, "Parameter");
+    nn_module_type = PyObject_GetAttrString(nn, "Module");
+    torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");
+    torch_device_type = PyObject_GetAttrString(torch_module, "device");
+    torch_size_type = PyObject_GetAttrString(torch_module, "Size");
+    Py_DECREF(nn);
+    return (tensor_type && parameter_type && nn_module_type && torch_dtype_type && torch_device_type && torch_size_type) ? 0 : -1;
+}
+
+bool is_tensor(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)tensor_type); }
+bool is_nn_module(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type); }
+PyObject *torch_size_type_obj(void) { return torch_size_type; }
+
+/* Python scalars and immutable containers of them are trace-time constants. */
+static bool is_constant_value(PyObject *o) {
+    if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+        PyUnicode_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
+        PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type)) {
+        return true;
+    }
+    if (PyTuple_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_size_type)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i) {
+            if (!is_constant_value(PyTuple_GET_ITEM(o, i))) return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* dtype of a real tensor in pt2 terms, or PT2_DTYPE_INVALID. */
+static Pt2DType tensor_dtype(PyObject *tensor) {
+    PyObject *dt = PyObject_GetAttrString(tensor, "dtype");
+    if (!dt) {
+        PyErr_Clear();
+        return PT2_DTYPE_INVALID;
+    }
+    PyObject *s = PyObject_Str(dt);
+    Py_DECREF(dt);
+    if (!s) {
+        PyErr_Clear();
+        return PT2_DTYPE_INVALID;
+    }
+    const char *name = PyUnicode_AsUTF8(s);
+    Pt2DType r = strncmp(name, "torch.", 6) == 0 ? pt2DTypeFromName(name + 6) : PT2_DTYPE_INVALID;
+    Py_DECREF(s);
+    return r;
+}
+
+/* Reads sizes and strides of a real tensor; the rank or -1. */
+int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides) {
+    PyObject *shape = PyObject_GetAttrString(tensor, "shape");
+    PyObject *stride = shape ? PyObject_CallMethod(tensor, "stride", NULL) : NULL;
+    int rank = -1;
+    if (shape && stride && PyTuple_Check(shape) && PyTuple_Check(stride)) {
+        rank = (int)PyTuple_GET_SIZE(shape);
+        if (rank > PT2_MAX_RANK) {
+            rank = -1;
+        } else {
+            for (int i = 0; i < rank; ++i) {
+                sizes[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+                if (strides) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, i));
+            }
+        }
+    }
+    Py_XDECREF(shape);
+    Py_XDECREF(stride);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        rank = -1;
+    }
+    return rank;
+}
+
+static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
+    PyTypeObject *ty = Py_TYPE(value);
+    if (ty != (PyTypeObject *)tensor_type && ty != (PyTypeObject *)parameter_type) {
+        return trace_break(t, "tensor subclass %s is not supported", ty->tp_name);
+    }
+    PyObject *dev = PyObject_GetAttrString(value, "device");
+    PyObject *dev_type = dev ? PyObject_GetAttrString(dev, "type") : NULL;
+    bool cpu = dev_type && PyUnicode_Check(dev_type) && strcmp(PyUnicode_AsUTF8(dev_type), "cpu") == 0;
+    Py_XDECREF(dev);
+    Py_XDECREF(dev_type);
+    PyErr_Clear();
+    if (!cpu) return trace_break(t, "tensor on a device other than the CPU");
+    PyObject *sparse = PyObject_GetAttrString(value, "layout");
+    PyObject *strided = PyObject_GetAttrString(torch_module, "strided");
+    bool dense = sparse && sparse == strided;
+    Py_XDECREF(sparse);
+    Py_XDECREF(strided);
+    PyErr_Clear();
+    if (!dense) return trace_break(t, "sparse or non-strided tensor");
+    Pt2DType dt = tensor_dtype(value);
+    if (dt == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint8, ...)");
+    PyObject *rg = PyObject_GetAttrString(value, "requires_grad");
+    bool requires_grad = rg == Py_True;
+    Py_XDECREF(rg);
+    PyErr_Clear();
+    if (requires_grad && t->grad_enabled) {
+        return trace_break(t, "a tensor requires grad while grad mode is on (training is not supported yet)");
+    }
+    GuardSpec *g;
+    trace_guard(t, G_TENSOR, source, (PyObject *)ty, 0);
+    g = &t->guards[t->n_guards - 1];
+    g->dtype = dt;
+    g->requires_grad = requires_grad;
+    g->rank = tensor_geometry(value, g->sizes, g->strides);
+    if (g->rank < 0) return trace_break(t, "tensor of rank > %d", PT2_MAX_RANK);
+    int id = pt2GraphAddInput(t->graph, dt, g->rank, g->sizes);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    Var *v = var_tensor(t, id);
+    v->source = source;
+    v->is_input = true;
+    v->real = trace_keep(t, value);
+    if (t->n_inputs == t->cap_inputs) {
+        t->cap_inputs = t->cap_inputs ? 2 * t->cap_inputs : 16;
+        t->inputs = PyMem_Realloc(t->inputs, sizeof(Var *) * (size_t)t->cap_inputs);
+    }
+    t->inputs[t->n_inputs++] = v;
+    return v;
+}
+
+/* Memo of wrapped objects: the same real object reached twice (e.g. a
+ * parameter used by two layers) must be the same Var. */
+static Var *memo_lookup(Trace *t, PyObject *value) {
+    for (int i = 0; i < t->n_inputs; ++i) {
+        if (t->inputs[i]->real == value) return t->inputs[i];
+    }
+    return NULL;
+}
+
+Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
+    if (is_tensor(value)) {
+        Var *m = memo_lookup(t, value);
+        return m ? m : wrap_tensor(t, value, source);
+    }
+    if (is_constant_value(value)) {
+        trace_guard(t, G_EQUALS, source, value, 0);
+        if (PyObject_TypeCheck(value, (PyTypeObject *)torch_size_type)) {
+            Var *v = var_new(t, V_TUPLE);
+            v->obj = trace_keep(t, value);
+            v->source = source;
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i) var_push_item(t, v, var_const(t, PyTuple_GET_ITEM(value, i)));
+            return v;
+        }
+        Var *v = var_const(t, value);
+        v->source = source;
+        return v;
+    }
+    Var *v;
+    if (PyTuple_CheckExact(value) || PyList_CheckExact(value)) {
+        bool tuple = PyTuple_CheckExact(value);
+        trace_guard(t, G_LEN, source, (PyObject *)Py_TYPE(value), PySequence_Fast_GET_SIZE(value));
+        v = var_new(t, tuple ? V_TUPLE : V_LIST);
+        v->source = source;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(value); ++i) {
+            Source *s = source ? source_derived(t, SRC_ITEM, source, i, NULL) : NULL;
+            Var *item = trace_wrap(t, PySequence_Fast_ITEMS(value)[i], s);
+            if (!item) return NULL;
+            var_push_item(t, v, item);
+        }
+        return v;
+    }
+    if (PyDict_CheckExact(value)) {
+        trace_guard(t, G_LEN, source, (PyObject *)Py_TYPE(value), PyDict_GET_SIZE(value));
+        v = var_new(t, V_DICT);
+        v->source = source;
+        PyObject *k, *item;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(value, &pos, &k, &item)) {
+            if (!PyUnicode_CheckExact(k)) return trace_break(t, "dict with non-string keys");
+            Source *s = source ? source_derived(t, SRC_ITEM, source, -1, PyUnicode_AsUTF8(k)) : NULL;
+            Var *iv = trace_wrap(t, item, s);
+            if (!iv) return NULL;
+            var_push_item(t, v, iv);
+            v->keys[v->n_items - 1] = var_const(t, k);
+        }
+        return v;
+    }
+    if (is_nn_module(value)) {
+        trace_guard(t, G_ID, source, value, 0);
+        PyObject *training = PyObject_GetAttrString(value, "training");
+        trace_guard(t, G_MODULE_TRAINING, source, NULL, training == Py_True);
+        Py_XDECREF(training);
+        PyErr_Clear();
+        v = var_new(t, V_MODULE);
+        v->obj = trace_keep(t, value);
+        v->source = source;
+        return v;
+    }
+    /* callables: identity-guarded */
+    trace_guard(t, G_ID, source, value, 0);
+    if (rule_for(value)) {
+        v = var_new(t, V_CALLABLE);
+    } else if (PyFunction_Check(value)) {
+        v = var_new(t, V_FUNCTION);
+    } else if (PyMethod_Check(value)) {
+        v = var_new(t, V_METHOD);
+        v->self = trace_wrap(t, PyMethod_GET_SELF(value), source ? source_derived(t, SRC_ATTR, source, 0, "__self__") : NULL);
+        if (!v->self) return NULL;
+        PyObject *fn = PyMethod_GET_FUNCTION(value);
+        Var *fv = trace_wrap(t, fn, source ? source_derived(t, SRC_ATTR, source, 0, "__func__") : NULL);
+        if (!fv) return NULL;
+        v->items = trace_alloc(t, sizeof(Var *));
+        v->items[0] = fv;
+        v->n_items = 1;
+    } else {
+        v = var_new(t, V_OBJECT);
+    }
+    v->obj = trace_keep(t, value);
+    v->source = source;
+    return v;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Attribute access without running user code
+ *===----------------------------------------------------------------------===*/
+
+/* getattr that never runs Python-level code: the instance dict, an
+ * nn.Module's _parameters/_buffers/_modules, then class attributes that are
+ * plain values or C descriptors.  Returns a new reference, or NULL without
+ * an exception when the attribute needs code to run (a property, a
+ * __getattr__ override).  Shared with guards.c. */
+PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
+    if (out_is_method) *out_is_method = false;
+    PyTypeObject *ty = Py_TYPE(obj);
+    PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
+    /* a data descriptor on the type wins over the instance dict */
+    if (descr && Py_TYPE(descr)->tp_descr_set) {
+        bool c_descriptor = PyObject_TypeCheck(descr, &PyMemberDescr_Type) || PyObject_TypeCheck(descr, &PyGetSetDescr_Type);
+        if (!c_descriptor) return NULL; /* property or Python descriptor */
+        PyObject *r = Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)ty);
+        if (!r) PyErr_Clear();
+        return r;
+    }
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    PyObject *dict = dictptr ? *dictptr : NULL;
+    if (!dict && (ty->tp_flags & Py_TPFLAGS_MANAGED_DICT)) {
+        dict = PyObject_GenericGetDict(obj, NULL);
+        if (!dict) {
+            PyErr_Clear();
+        } else {
+            Py_DECREF(dict); /* the object keeps it alive */
+        }
+    }
+    if (dict) {
+        PyObject *v = PyDict_GetItemWithError(dict, name);
+        if (v) return Py_NewRef(v);
+        PyErr_Clear();
+        if (is_nn_module(obj)) {
+            static const char *const holders[] = {"_parameters", "_buffers", "_modules"};
+            for (int i = 0; i < 3; ++i) {
+                PyObject *h = PyDict_GetItemString(dict, holders[i]);
+                PyObject *hv = h && PyDict_Check(h) ? PyDict_GetItemWithError(h, name) : NULL;
+                if (hv) return Py_NewRef(hv);
+                PyErr_Clear();
+            }
+        }
+    }
+    if (descr) {
+        if (PyFunction_Check(descr)) {
+            if (out_is_method) *out_is_method = true;
+            return PyMethod_New(descr, obj);
+        }
+        if (Py_TYPE(descr)->tp_descr_get) {
+            bool c_descriptor = PyObject_TypeCheck(descr, &PyMethodDescr_Type) || PyObject_TypeCheck(descr, &PyClassMethodDescr_Type) ||
+                                PyCFunction_Check(descr) || PyObject_TypeCheck(descr, &PyWrapperDescr_Type);
+            bool py_static_or_class = PyObject_TypeCheck(descr, &PyStaticMethod_Type) || PyObject_TypeCheck(descr, &PyClassMethod_Type);
+            if (!c_descriptor && !py_static_or_class) return NULL;
+            PyObject *r = Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)ty);
+            if (!r) PyErr_Clear();
+            return r;
+        }
+        return Py_NewRef(descr);
+    }
+    /* nn.Module's __getattr__ covers _parameters etc. (done above); any other
+     * __getattr__ would be Python code */
+    return NULL;
+}
+
+Var *tensor_attr(Trace *t, Var *x, const char *name);
+
+Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
+    const char *n = PyUnicode_AsUTF8(name);
+    if (!base) return trace_break(t, "internal: attribute of nothing");
+    switch (base->kind) {
+    case V_TENSOR: return tensor_attr(t, base, n);
+    case V_TUPLE: case V_LIST: case V_DICT: case V_CONST: {
+        /* methods of containers and constants: bound for the call rules */
+        Var *m = var_new(t, V_METHOD);
+        m->self = base;
+        m->obj = trace_keep(t, name);
+        if (base->kind == V_CONST) {
+            PyObject *real = PyObject_GetAttr(base->obj, name);
+            if (!real) return trace_break(t, "'%s' object has no attribute '%s'", Py_TYPE(base->obj)->tp_name, n);
+            if (!PyCallable_Check(real)) {
+                Var *c = var_const(t, real);
+                Py_DECREF(real);
+                return c;
+            }
+            Py_DECREF(real);
+        }
+        return m;
+    }
+    case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE: {
+        bool is_method = false;
+        PyObject *v = pt2_safe_getattr(base->obj, name, &is_method);
+        if (!v) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            return trace_break(t, "attribute '%s' of %s needs Python code to read (property or __getattr__)", n,
+                               Py_TYPE(base->obj)->tp_name);
+        }
+        Var *r;
+        if (is_method) {
+            /* bound method of a user class: self + the function, inlined on call */
+            r = var_new(t, V_METHOD);
+            r->self = base;
+            PyObject *fn = PyMethod_GET_FUNCTION(v);
+            Var *fv = var_new(t, rule_for(fn) ? V_CALLABLE : V_FUNCTION);
+            fv->obj = trace_keep(t, fn);
+            r->items = trace_alloc(t, sizeof(Var *));
+            r->items[0] = fv;
+            r->n_items = 1;
+            r->obj = trace_keep(t, v);
+            /* the class (hence the method) is fixed by the base's ID/TYPE guard */
+            if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)Py_TYPE(base->obj), 0);
+        } else {
+            Source *s = base->source ? source_derived(t, SRC_ATTR, base->source, 0, n) : NULL;
+            r = trace_wrap(t, v, s);
+            if (r && base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)Py_TYPE(base->obj), 0);
+        }
+        Py_DECREF(v);
+        return r;
+    }
+    default: return trace_break(t, "attribute '%s' of this value is not supported", n);
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Calls
+ *===----------------------------------------------------------------------===*/
+
+Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+
+Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    switch (callable->kind) {
+    case V_CALLABLE: {
+        if (PyUnicode_Check(callable->obj)) { /* a grad-mode manager's __exit__ (interp.c BEFORE_WITH) */
+            const char *tag = PyUnicode_AsUTF8(callable->obj);
+            if (strncmp(tag, "exit:", 5) == 0) {
+                t->grad_enabled = strcmp(tag, "exit:grad_on") == 0;
+                return var_none(t);
+            }
+            return trace_break(t, "calling a context manager object");
+        }
+        const RuleEntry *rule = rule_for(callable->obj);
+        if (rule) return rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
+        break;
+    }
+    case V_FUNCTION: return interp_inline(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    case V_MODULE: return module_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    case V_METHOD: {
+        if (callable->n_items == 1) { /* self + function */
+            Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+            with_self[0] = callable->self;
+            memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+            return trace_call(t, callable->items[0], with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+        }
+        const char *name = PyUnicode_AsUTF8(callable->obj);
+        if (callable->self->kind == V_TENSOR) {
+            const RuleEntry *rule = tensor_method_rule(name);
+            if (!rule) return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
+            Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+            with_self[0] = callable->self;
+            memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+            return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+        }
+        return container_method(t, callable->self, name, args, n_args, kw_names, kw_values, n_kw);
+    }
+    default: break;
+    }
+    PyObject *o = callable->obj;
+    if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
+    if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
+    return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
+}
+
+int trace_truth(Trace *t, Var *v) {
+    switch (v->kind) {
+    case V_CONST: {
+        int r = PyObject_IsTrue(v->obj);
+        if (r < 0) {
+            trace_break(t, "truth value of a constant failed");
+            return -1;
+        }
+        return r;
+    }
+    case V_TUPLE: case V_LIST: case V_DICT: return v->n_items > 0;
+    case V_MODULE: case V_FUNCTION: case V_METHOD: case V_CALLABLE: case V_OBJECT: return 1;
+    case V_TENSOR:
+        trace_break(t, "a branch on a tensor's value (data-dependent control flow)");
+        return -1;
+    default:
+        trace_break(t, "truth value of this value is not supported");
+        return -1;
+    }
+}

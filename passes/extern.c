@@ -1,0 +1,472 @@
+/*===- extern.c - pt2-extern-blas: f32/f64 matmuls become BLAS calls -------===*
+ *
+ * Runs on bufferized IR.  Every linalg contraction on f32 or f64 memrefs
+ * whose body is `out + a * b` (linalg.matmul, linalg.batch_matmul, and the
+ * linalg.generic that elementwise fusion makes of a batch_matmul whose
+ * operands were permuted or broadcast) becomes
+ *     func.call @pt2rt_matmul_f32(%A, %B, %C, %accumulate)
+ * into libpt2rt (runtime/rt/), which calls the BLAS.  Each operand is passed
+ * as an unranked memref whose ranked descriptor is a strided view in loop
+ * order, [batch..., m, k] / [batch..., k, n] / [batch..., m, n]: a
+ * memref.reinterpret_cast of the operand's buffer with the strides its
+ * indexing map implies (0 where the operand is broadcast).  So the runtime
+ * sees one problem shape whatever the maps were, and chooses transposes and
+ * leading dimensions from the strides.
+ *
+ * Two rewrites save memory traffic around the call:
+ *   - a linalg.fill of zero into C right before the contraction is dropped
+ *     and the call overwrites C (BLAS beta = 0) instead of accumulating;
+ *   - an operand that is a fresh buffer filled by a pure copy (the
+ *     materialized permute of `x @ w.t()`, a broadcast over batch) is read
+ *     from the copy's source through strides, and the copy is deleted.
+ * Both need the memory involved untouched between the two ops; see
+ * op_may_access.  Buffers with different roots (function arguments, allocs)
+ * are assumed not to overlap: the runtime passes each kernel fresh outputs
+ * and never writes its inputs.
+ *
+ * Other element types (f16, bf16, integers) keep their generated loops.
+ *===----------------------------------------------------------------------===*/
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "mlir-c/Dialect/Linalg.h"
+
+#define MAX_DIMS 16
+
+static bool name_is(MlirOperation op, const char *name) {
+    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
+}
+
+static bool name_starts(MlirOperation op, const char *prefix) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    size_t len = strlen(prefix);
+    return n.length >= len && strncmp(n.data, prefix, len) == 0;
+}
+
+static MlirOperation defining_op(MlirValue v) {
+    return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
+}
+
+/*===----------------------------------------------------------------------===*
+ * Which buffer a value is, and who touches it
+ *===----------------------------------------------------------------------===*/
+
+static bool is_view_op(MlirOperation op) {
+    static const char *const views[] = {"memref.cast",     "memref.collapse_shape", "memref.expand_shape",
+                                        "memref.subview",  "memref.reinterpret_cast", "memref.transpose",
+                                        "memref.view"};
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; ++i) {
+        if (name_is(op, views[i])) return true;
+    }
+    return false;
+}
+
+/* The buffer a memref value is a view of: a function argument or an alloc. */
+static MlirValue buffer_root(MlirValue v) {
+    for (MlirOperation def = defining_op(v); !mlirOperationIsNull(def) && is_view_op(def); def = defining_op(v)) {
+        v = mlirOperationGetOperand(def, 0);
+    }
+    return v;
+}
+
+static bool same_buffer(MlirValue v, MlirValue root) {
+    return mlirTypeIsAMemRef(mlirValueGetType(v)) && mlirValueEqual(buffer_root(v), root);
+}
+
+/* Ops that neither read nor write memory contents. */
+static bool is_memory_free(MlirOperation op) {
+    static const char *const prefixes[] = {"arith.", "math.", "index.", "ub."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; ++i) {
+        if (name_starts(op, prefixes[i])) return true;
+    }
+    return is_view_op(op) || name_is(op, "memref.alloc") || name_is(op, "memref.alloca") || name_is(op, "memref.dim") ||
+           name_is(op, "memref.get_global") || name_is(op, "affine.apply");
+}
+
+/* Could `op` write the buffer `root` (or, with `reads`, read it)?  Unknown
+ * ops answer yes, so that a rewrite never moves an access past them. */
+static bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
+    if (is_memory_free(op)) return false;
+    if (name_is(op, "memref.load")) return reads && same_buffer(mlirOperationGetOperand(op, 0), root);
+    if (name_is(op, "memref.store")) return same_buffer(mlirOperationGetOperand(op, 1), root);
+    if (name_is(op, "memref.copy")) {
+        return same_buffer(mlirOperationGetOperand(op, 1), root) || (reads && same_buffer(mlirOperationGetOperand(op, 0), root));
+    }
+    if (name_starts(op, "linalg.") && mlirOperationGetNumResults(op) == 0) {
+        /* structured ops on buffers: inputs are read, inits (the last
+         * operands) read and written; their bodies only see block arguments */
+        MlirAttribute seg = mlirOperationGetAttributeByName(op, sref("operandSegmentSizes"));
+        if (mlirAttributeIsNull(seg) || mlirDenseArrayGetNumElements(seg) != 2) return true;
+        intptr_t n = mlirOperationGetNumOperands(op), n_inits = mlirDenseI32ArrayGetElement(seg, 1);
+        for (intptr_t i = 0; i < n; ++i) {
+            bool is_init = i >= n - n_inits;
+            if ((is_init || reads) && same_buffer(mlirOperationGetOperand(op, i), root)) return true;
+        }
+        return false;
+    }
+    return true;
+}
+
+/* Do the ops strictly between `first` and `last` (same block, first before
+ * last) leave `root` alone?  False if last does not follow first. */
+static bool untouched_between(MlirOperation first, MlirOperation last, MlirValue root, bool reads) {
+    for (MlirOperation op = mlirOperationGetNextInBlock(first); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationEqual(op, last)) return true;
+        if (op_may_access(op, root, reads)) return false;
+    }
+    return false;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Strided views
+ *===----------------------------------------------------------------------===*/
+
+/* How an index space maps onto the buffer of `base`: element (i...) lives
+ * at offset + sum(i_d * strides[d]) from base's aligned pointer. */
+typedef struct View {
+    MlirValue base;
+    int rank;
+    int64_t sizes[MAX_DIMS], strides[MAX_DIMS], offset;
+} View;
+
+/* A memref with a static shape and static strides: its own view. */
+static bool view_of_type(MlirValue v, View *out) {
+    MlirType t = mlirValueGetType(v);
+    if (!mlirTypeIsAMemRef(t) || !mlirShapedTypeHasStaticShape(t)) return false;
+    int rank = (int)mlirShapedTypeGetRank(t);
+    if (rank > MAX_DIMS) return false;
+    out->base = v;
+    out->rank = rank;
+    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, out->strides, &out->offset))) return false;
+    if (mlirShapedTypeIsDynamicStrideOrOffset(out->offset)) return false;
+    for (int d = 0; d < rank; ++d) {
+        out->sizes[d] = mlirShapedTypeGetDimSize(t, d);
+        if (mlirShapedTypeIsDynamicStrideOrOffset(out->strides[d])) return false;
+    }
+    return true;
+}
+
+/* Composes `map` (a loop index to operand index map whose results are dims
+ * or constants) with the operand's view: strides per loop dim (summed where
+ * a dim repeats, 0 where it is absent) and the constant part in the offset. */
+static bool view_through_map(const View *operand, MlirAffineMap map, int n_loops, int64_t *loop_strides, int64_t *offset) {
+    if (mlirAffineMapGetNumResults(map) != operand->rank || mlirAffineMapGetNumDims(map) != n_loops) return false;
+    for (int d = 0; d < n_loops; ++d) loop_strides[d] = 0;
+    *offset = operand->offset;
+    for (int j = 0; j < operand->rank; ++j) {
+        MlirAffineExpr e = mlirAffineMapGetResult(map, j);
+        if (mlirAffineExprIsADim(e)) {
+            loop_strides[mlirAffineDimExprGetPosition(e)] += operand->strides[j];
+        } else if (mlirAffineExprIsAConstant(e)) {
+            *offset += mlirAffineConstantExprGetValue(e) * operand->strides[j];
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+static MlirAffineMap indexing_map(MlirOperation op, int i) {
+    return mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(mlirLinalgGetIndexingMapsAttribute(op), i));
+}
+
+static MlirOperation only_op_in_body(MlirOperation op) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    if (mlirBlockIsNull(body)) return (MlirOperation){NULL};
+    MlirOperation first = mlirBlockGetFirstOperation(body);
+    return mlirOperationIsNull(mlirOperationGetNextInBlock(first)) ? first : (MlirOperation){NULL};
+}
+
+static void push_unique(OpList *l, MlirOperation op) {
+    for (int i = 0; i < l->n; ++i) {
+        if (mlirOperationEqual(l->ops[i], op)) return;
+    }
+    oplist_push(l, op);
+}
+
+/* If `v`, an input of `consumer`, is a buffer that exists only to hold a
+ * copy of another (a linalg.generic yielding its input through a projected
+ * permutation: a materialized permute or broadcast), describes v through the
+ * copy's source instead and queues the copy and the buffer on `dead`.  Only
+ * if nothing writes the source between the copy and the consumer. */
+static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, View *out, OpList *dead) {
+    MlirOperation alloc = defining_op(v);
+    if (mlirOperationIsNull(alloc) || !(name_is(alloc, "memref.alloc") || name_is(alloc, "memref.alloca"))) return false;
+    MlirOperation copy = {NULL};
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        unsigned idx = mlirOpOperandGetOperandNumber(u);
+        if (mlirOperationEqual(user, consumer) && idx < 2) continue;
+        if (!mlirOperationIsNull(copy) || !name_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 2 || idx != 1) {
+            return false;
+        }
+        copy = user;
+    }
+    if (mlirOperationIsNull(copy)) return false;
+    MlirOperation yield = only_op_in_body(copy);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
+    if (mlirOperationIsNull(yield) || !name_is(yield, "linalg.yield") || mlirOperationGetNumOperands(yield) != 1 ||
+        !mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0))) {
+        return false;
+    }
+    MlirAffineMap out_map = indexing_map(copy, 1);
+    View source;
+    if (!mlirAffineMapIsIdentity(out_map) || !view_of_type(mlirOperationGetOperand(copy, 0), &source)) return false;
+    MlirValue source_root = buffer_root(source.base);
+    if (mlirValueEqual(source_root, c_root) || !untouched_between(copy, consumer, source_root, false)) return false;
+    View through = {source.base, 0, {0}, {0}, 0};
+    if (!view_of_type(v, out)) return false;
+    through.rank = out->rank;
+    memcpy(through.sizes, out->sizes, sizeof through.sizes);
+    if (!view_through_map(&source, indexing_map(copy, 0), out->rank, through.strides, &through.offset)) return false;
+    *out = through;
+    push_unique(dead, copy);
+    push_unique(dead, alloc);
+    return true;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Matching contractions
+ *===----------------------------------------------------------------------===*/
+
+static bool block_arg_is(MlirValue v, MlirBlock block, int i) {
+    return mlirValueIsABlockArgument(v) && mlirBlockEqual(mlirBlockArgumentGetOwner(v), block) &&
+           mlirBlockArgumentGetArgNumber(v) == i;
+}
+
+/* The body is exactly yield(addf(out, mulf(a, b))), operands in any order:
+ * no casts, no scaling fused in (those keep the generated loops). */
+static bool body_is_multiply_accumulate(MlirOperation op) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    if (mlirBlockIsNull(body) || mlirBlockGetNumArguments(body) != 3) return false;
+    MlirOperation mul = mlirBlockGetFirstOperation(body);
+    MlirOperation add = mlirOperationIsNull(mul) ? mul : mlirOperationGetNextInBlock(mul);
+    MlirOperation yield = mlirOperationIsNull(add) ? add : mlirOperationGetNextInBlock(add);
+    if (mlirOperationIsNull(yield) || !name_is(mul, "arith.mulf") || !name_is(add, "arith.addf") || !name_is(yield, "linalg.yield")) {
+        return false;
+    }
+    MlirValue m0 = mlirOperationGetOperand(mul, 0), m1 = mlirOperationGetOperand(mul, 1);
+    MlirValue a0 = mlirOperationGetOperand(add, 0), a1 = mlirOperationGetOperand(add, 1);
+    MlirValue product = mlirOperationGetResult(mul, 0);
+    bool mul_ok = (block_arg_is(m0, body, 0) && block_arg_is(m1, body, 1)) || (block_arg_is(m0, body, 1) && block_arg_is(m1, body, 0));
+    bool add_ok = (block_arg_is(a0, body, 2) && mlirValueEqual(a1, product)) || (block_arg_is(a1, body, 2) && mlirValueEqual(a0, product));
+    return mul_ok && add_ok && mlirOperationGetNumOperands(yield) == 1 &&
+           mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirOperationGetResult(add, 0));
+}
+
+/* The loop dims of a contraction, in the order the runtime wants them. */
+typedef struct Contraction {
+    int n_loops, n_batch;
+    int batch[MAX_DIMS], m, n, k; /* loop dim numbers; m or n -1 if absent */
+    int64_t loop_size[MAX_DIMS];
+} Contraction;
+
+static bool map_uses_dim(MlirAffineMap map, int d, int *out_position) {
+    for (intptr_t j = 0; j < mlirAffineMapGetNumResults(map); ++j) {
+        MlirAffineExpr e = mlirAffineMapGetResult(map, j);
+        if (mlirAffineExprIsADim(e) && mlirAffineDimExprGetPosition(e) == d) {
+            if (out_position) *out_position = (int)j;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Classifies loop dims by the operands that index them: k is in A and B but
+ * not C (exactly one); m is in A and C, n in B and C (the innermost of each
+ * in C's order); every other dim of C is a batch dim.  C's map must be a
+ * permutation of distinct dims. */
+static bool classify_dims(MlirOperation op, const View views[3], Contraction *c) {
+    MlirAffineMap maps[3] = {indexing_map(op, 0), indexing_map(op, 1), indexing_map(op, 2)};
+    c->n_loops = (int)mlirAffineMapGetNumDims(maps[2]);
+    if (c->n_loops > MAX_DIMS) return false;
+    intptr_t n_out = mlirAffineMapGetNumResults(maps[2]);
+    c->m = c->n = c->k = -1;
+    c->n_batch = 0;
+    for (int d = 0; d < c->n_loops; ++d) {
+        int pos_a = -1, pos_b = -1;
+        bool in_a = map_uses_dim(maps[0], d, &pos_a), in_b = map_uses_dim(maps[1], d, &pos_b), in_c = map_uses_dim(maps[2], d, NULL);
+        if (in_c) continue;
+        if (!in_a || !in_b || c->k >= 0) return false;
+        c->k = d;
+        c->loop_size[d] = views[0].sizes[pos_a];
+    }
+    if (c->k < 0) return false;
+    for (intptr_t j = 0; j < n_out; ++j) {
+        MlirAffineExpr e = mlirAffineMapGetResult(maps[2], j);
+        if (!mlirAffineExprIsADim(e)) return false;
+        int d = (int)mlirAffineDimExprGetPosition(e);
+        for (intptr_t i = 0; i < j; ++i) {
+            if (mlirAffineDimExprGetPosition(mlirAffineMapGetResult(maps[2], i)) == d) return false;
+        }
+        c->loop_size[d] = views[2].sizes[j];
+        bool in_a = map_uses_dim(maps[0], d, NULL), in_b = map_uses_dim(maps[1], d, NULL);
+        if (in_a && !in_b) c->m = d;
+        if (in_b && !in_a) c->n = d;
+    }
+    for (intptr_t j = 0; j < n_out; ++j) {
+        int d = (int)mlirAffineDimExprGetPosition(mlirAffineMapGetResult(maps[2], j));
+        if (d != c->m && d != c->n) c->batch[c->n_batch++] = d;
+    }
+    return c->n_batch + 2 <= PT2_MAX_RANK;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Rewriting
+ *===----------------------------------------------------------------------===*/
+
+static bool is_zero_constant(MlirValue v) {
+    MlirOperation def = defining_op(v);
+    if (mlirOperationIsNull(def) || !name_is(def, "arith.constant")) return false;
+    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
+    return mlirAttributeIsAFloat(a) && mlirFloatAttrGetValueDouble(a) == 0.0;
+}
+
+/* The linalg.fill of zero into exactly `c` that the contraction can replace
+ * (nothing reads or writes c's buffer in between), or null. */
+static MlirOperation zero_fill_before(MlirOperation consumer, MlirValue c) {
+    MlirValue root = buffer_root(c);
+    MlirOperation fill = {NULL};
+    for (MlirOperation op = mlirBlockGetFirstOperation(mlirOperationGetBlock(consumer)); !mlirOperationEqual(op, consumer);
+         op = mlirOperationGetNextInBlock(op)) {
+        if (name_is(op, "linalg.fill") && mlirValueEqual(mlirOperationGetOperand(op, 1), c) &&
+            is_zero_constant(mlirOperationGetOperand(op, 0))) {
+            fill = op;
+        } else if (!mlirOperationIsNull(fill) && op_may_access(op, root, true)) {
+            fill = (MlirOperation){NULL};
+        }
+    }
+    return fill;
+}
+
+static const char *elem_name(MlirType t) { return mlirTypeIsAF32(t) ? "f32" : "f64"; }
+
+/* `loop_dims` of the view, as a memref.reinterpret_cast of its base cast
+ * to an unranked memref (the runtime reads the ranked descriptor). */
+static MlirValue build_loop_view(Builder *b, const View *v, const Contraction *c, const int *dims, int n_dims, MlirType elem) {
+    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    char text[1024];
+    size_t len = (size_t)snprintf(text, sizeof text, "memref<");
+    for (int i = 0; i < n_dims; ++i) {
+        sizes[i] = dims[i] >= 0 ? c->loop_size[dims[i]] : 1;
+        strides[i] = dims[i] >= 0 ? v->strides[dims[i]] : 0;
+        len += (size_t)snprintf(text + len, sizeof text - len, "%" PRId64 "x", sizes[i]);
+    }
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s, strided<[", elem_name(elem));
+    for (int i = 0; i < n_dims; ++i) len += (size_t)snprintf(text + len, sizeof text - len, "%s%" PRId64, i ? ", " : "", strides[i]);
+    snprintf(text + len, sizeof text - len, "], offset: %" PRId64 ">>", v->offset);
+    MlirType view_type = parse_type(b->ctx, text);
+    MlirNamedAttribute attrs[4] = {
+        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 4, (int32_t[]){1, 0, 0, 0})),
+        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, 1, &v->offset)),
+        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, n_dims, sizes)),
+        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, n_dims, strides)),
+    };
+    MlirValue view = mlirOperationGetResult(build_op(b, "memref.reinterpret_cast", 1, &v->base, 1, &view_type, 4, attrs), 0);
+    return build_unary(b, "memref.cast", view, mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull()));
+}
+
+/* Declares `func.func private @name(memref<*xE> x3, i32)` with a C interface
+ * (the callee receives pointers to unranked descriptors), once per module. */
+static void declare_runtime_function(MlirOperation module, const char *name, MlirType elem) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
+        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
+    }
+    char text[512];
+    const char *e = elem_name(elem);
+    snprintf(text, sizeof text,
+             "func.func private @%s(memref<*x%s>, memref<*x%s>, memref<*x%s>, i32) attributes {llvm.emit_c_interface}", name, e,
+             e, e);
+    MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(text));
+    MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
+    mlirOperationRemoveFromParent(decl);
+    mlirBlockInsertOwnedOperation(body, 0, decl);
+    mlirModuleDestroy(snippet);
+}
+
+/* Rewrites one contraction if it qualifies; returns whether it did. */
+static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
+    if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !mlirLinalgIsAContractionOp(op) ||
+        !body_is_multiply_accumulate(op)) {
+        return false;
+    }
+    MlirValue operands[3];
+    View views[3];
+    for (int i = 0; i < 3; ++i) {
+        operands[i] = mlirOperationGetOperand(op, i);
+        if (!view_of_type(operands[i], &views[i])) return false;
+    }
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[2]));
+    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
+    for (int i = 0; i < 2; ++i) {
+        if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(operands[i])), elem)) return false;
+    }
+    Contraction c;
+    if (!classify_dims(op, views, &c)) return false;
+    OpList dead = {0};
+    MlirValue c_root = buffer_root(operands[2]);
+    for (int i = 0; i < 2; ++i) {
+        View folded;
+        if (view_through_copy(op, operands[i], c_root, &folded, &dead)) views[i] = folded;
+    }
+    /* per loop dim strides of each operand, replacing the per-operand-dim ones */
+    View loop_views[3];
+    for (int i = 0; i < 3; ++i) {
+        loop_views[i].base = views[i].base;
+        loop_views[i].rank = c.n_loops;
+        if (!view_through_map(&views[i], indexing_map(op, i), c.n_loops, loop_views[i].strides, &loop_views[i].offset)) {
+            oplist_free(&dead);
+            return false;
+        }
+    }
+    MlirOperation fill = zero_fill_before(op, operands[2]);
+    Builder b = builder_before(op);
+    int dims[PT2_MAX_RANK], n_dims = c.n_batch + 2;
+    memcpy(dims, c.batch, sizeof(int) * (size_t)c.n_batch);
+    const int roles[3][2] = {{c.m, c.k}, {c.k, c.n}, {c.m, c.n}};
+    MlirValue args[4];
+    for (int i = 0; i < 3; ++i) {
+        dims[c.n_batch] = roles[i][0];
+        dims[c.n_batch + 1] = roles[i][1];
+        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, elem);
+    }
+    args[3] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), mlirOperationIsNull(fill) ? 1 : 0);
+    char callee[64];
+    snprintf(callee, sizeof callee, "pt2rt_matmul_%s", elem_name(elem));
+    declare_runtime_function(module, callee, elem);
+    MlirNamedAttribute attr = named_attr(b.ctx, "callee", mlirFlatSymbolRefAttrGet(b.ctx, sref(callee)));
+    build_op(&b, "func.call", 4, args, 0, NULL, 1, &attr);
+    mlirOperationDestroy(op);
+    if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
+    for (int i = 0; i < dead.n; ++i) mlirOperationDestroy(dead.ops[i]); /* users (copies) were queued before buffers */
+    oplist_free(&dead);
+    return true;
+}
+
+/* Contractions only: the rewrite destroys an op with its body, so nothing
+ * nested may sit later in the list. */
+static MlirWalkResult collect_contraction(MlirOperation op, void *user) {
+    if (name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op)) oplist_push(user, op);
+    return MlirWalkResultAdvance;
+}
+
+static int run_extern_blas(MlirOperation module, void *user) {
+    (void)user;
+    OpList ops = {0};
+    mlirOperationWalk(module, collect_contraction, &ops, MlirWalkPreOrder);
+    for (int i = 0; i < ops.n; ++i) rewrite_contraction(module, ops.ops[i]);
+    oplist_free(&ops);
+    return 0;
+}
+
+static _Alignas(8) const char extern_blas_type_id;
+
+MlirPass pt2_create_extern_blas_pass(void) {
+    return make_external_pass("pt2-extern-blas", "Call the BLAS (libpt2rt) for f32/f64 matmuls on buffers", "builtin.module",
+                              run_extern_blas, &extern_blas_type_id);
+}

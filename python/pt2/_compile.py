@@ -1,0 +1,142 @@
+"""pt2.compile, pt2.explain and pt2.reset: the user-facing capture API.
+
+The work happens in C (pt2._C, capture/): a PEP 523 frame hook intercepts
+the frames of the compiled function, evaluates their bytecode symbolically,
+compiles the captured graph with libpt2, and runs the cached native code on
+later calls whose guards pass.
+"""
+import functools
+import inspect
+import os
+
+import torch
+
+from . import _C
+
+Unsupported = _C.Unsupported
+
+_BACKENDS = ("cpu",)
+_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+if "PT2_RECOMPILE_LIMIT" in os.environ:
+    _C.set_recompile_limit(int(os.environ["PT2_RECOMPILE_LIMIT"]))
+
+
+def _check_options(fullgraph, dynamic, mode, backend):
+    if backend not in _BACKENDS:
+        raise ValueError(f"pt2.compile: unknown backend {backend!r} (available: {', '.join(_BACKENDS)})")
+    if mode not in _MODES:
+        raise ValueError(f"pt2.compile: unknown mode {mode!r} (available: {', '.join(_MODES)})")
+    if dynamic:
+        raise NotImplementedError("pt2.compile(dynamic=True): dynamic shapes are not supported yet; shapes are specialized and guarded")
+
+
+class CompiledFunction:
+    """A function whose calls run through pt2's frame hook."""
+
+    def __init__(self, fn, fullgraph=False):
+        self._fn = fn
+        self._fullgraph = fullgraph
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        return _C.run(self._fn, args, kwargs, self._fullgraph)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+
+class CompiledModule(torch.nn.Module):
+    """Wraps an nn.Module so that its forward is compiled (like torch.compile's OptimizedModule)."""
+
+    def __init__(self, module, fullgraph=False):
+        super().__init__()
+        self._orig_mod = module
+        self._fullgraph = fullgraph
+
+    def forward(self, *args, **kwargs):
+        return _C.run(self._orig_mod, args, kwargs, self._fullgraph)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, mode="default", backend="cpu", options=None):
+    """Compile a function or nn.Module with pt2 (same shape as torch.compile).
+
+    Usable as `pt2.compile(fn)`, `@pt2.compile` or `@pt2.compile(fullgraph=True)`.
+    The first call captures and compiles; later calls whose guards pass run the
+    cached native code.  Anything pt2 cannot capture runs eagerly (with
+    fullgraph=True it raises pt2.Unsupported naming the construct and line).
+    """
+    _check_options(fullgraph, dynamic, mode, backend)
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, mode=mode, backend=backend, options=options)
+    if isinstance(model, torch.nn.Module):
+        return CompiledModule(model, fullgraph)
+    if not callable(model):
+        raise TypeError(f"pt2.compile expects a function or an nn.Module, got {type(model).__name__}")
+    return CompiledFunction(model, fullgraph)
+
+
+def reset():
+    """Drop every compiled frame (the on-disk kernel cache is kept)."""
+    _C.reset()
+
+
+class BreakReason:
+    def __init__(self, reason, filename, lineno):
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+
+    @property
+    def user_stack(self):
+        return [f"{self.filename}:{self.lineno}"]
+
+    def __repr__(self):
+        return f"{self.reason} ({self.filename}:{self.lineno})"
+
+
+class ExplainOutput:
+    """What pt2 captured (field names as torch._dynamo.explain)."""
+
+    def __init__(self, records, out):
+        self.records = records
+        self.graphs = [r["graph"] for r in records if "break" not in r and r["ops"] > 0]
+        self.graph_count = len(self.graphs)
+        self.break_reasons = [BreakReason(r["break"]["reason"], r["break"]["filename"], r["break"]["lineno"]) for r in records if "break" in r]
+        self.graph_break_count = len(self.break_reasons)
+        self.ops_per_graph = [r["ops"] for r in records if "break" not in r and r["ops"] > 0]
+        self.op_count = sum(self.ops_per_graph)
+        self.out_guards = [g for r in records for g in r.get("guards", [])]
+        self.compile_times = [r["compile_seconds"] for r in records if "break" not in r]
+        self.result = out
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}", f"Op Count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            lines += [f"  {i + 1}. {b}" for i, b in enumerate(self.break_reasons)]
+        return "\n".join(lines)
+
+
+def explain(fn, *extra_args, **extra_kwargs):
+    """pt2.explain(fn)(*args, **kwargs) -> ExplainOutput (graphs, breaks, guards)."""
+
+    def run(*args, **kwargs):
+        reset()
+        records = []
+        target = fn._orig_mod if isinstance(fn, CompiledModule) else fn._fn if isinstance(fn, CompiledFunction) else fn
+        out = _C.run(target, args, kwargs, False, records)
+        reset()
+        return ExplainOutput(records, out)
+
+    if extra_args or extra_kwargs:
+        return run(*extra_args, **extra_kwargs)
+    return run

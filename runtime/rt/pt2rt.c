@@ -1,0 +1,364 @@
+/*===- pt2rt.c - libpt2rt: matmuls of compiled kernels through the BLAS ----===*
+ *
+ *   pt2rt_matmul_f32/f64(a, b, c, accumulate)      (from pt2-extern-blas)
+ *     descriptors ─▶ Gemm {batch dims, a m×k, b k×n, c m×n, strides}
+ *       ─▶ fold a batch dim into m where b does not move along it
+ *       ─▶ pick BLAS transposes/leading dims from the strides; copy an
+ *          operand the BLAS cannot address (no unit stride) to a packed one
+ *       ─▶ independent GEMMs (batch entries, row or column blocks) spread
+ *          over the OpenMP team, each a single-threaded cblas_?gemm
+ *
+ * Why one thread pool: kernels run their loops on the LLVM OpenMP runtime
+ * (libomp).  A BLAS with its own threads would leave them spinning next to
+ * OpenMP's after every call (and OpenMP's next to the BLAS's), which on a
+ * machine with few cores costs more than the BLAS's finer-grained
+ * threading wins.  So OpenBLAS runs single-threaded and this file splits the
+ * work over libomp's team: PT2_NUM_THREADS (omp_set_num_threads in
+ * runtime/kernel.c) bounds both.  The file is compiled with gcc -fopenmp but
+ * linked against libomp, whose GOMP_* entry points serve gcc's code.
+ *
+ * OpenBLAS (Debian's pthread build) was measured fastest overall among the
+ * candidates (see bench/micro.py and the commit message for the numbers).
+ *===----------------------------------------------------------------------===*/
+#include "pt2rt.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BATCH (PT2RT_MAX_RANK - 2)
+
+/* Below this many multiply-adds a matmul runs on the calling thread: waking
+ * the team costs more than it saves (about 20 us of one core). */
+#define PARALLEL_MIN_WORK ((int64_t)1 << 21)
+/* Row/column blocks handed to different threads are multiples of this, so
+ * that blocks start on the BLAS kernels' register-tile boundaries. */
+#define BLOCK_ALIGN 16
+
+/* One operand: element (i, j) of batch entry (t...) is at
+ * data + (sum t_d * batch_stride[d] + i * row_stride + j * col_stride) elements. */
+typedef struct Matrix {
+    char *data;
+    int64_t rows, cols, row_stride, col_stride;
+    int64_t batch_stride[MAX_BATCH];
+} Matrix;
+
+typedef struct Gemm {
+    size_t elem_size; /* 4: f32, 8: f64 */
+    int n_batch;
+    int64_t batch[MAX_BATCH];
+    Matrix a, b, c; /* a: m x k, b: k x n, c: m x n */
+    bool accumulate;
+} Gemm;
+
+static void fatal(const char *what) {
+    fprintf(stderr, "pt2rt: %s\n", what);
+    abort();
+}
+
+/*===----------------------------------------------------------------------===*
+ * Descriptors to a Gemm
+ *===----------------------------------------------------------------------===*/
+
+static void read_matrix(const Pt2rtUnrankedMemRef *m, int rank, size_t elem_size, Matrix *out, int64_t *batch_sizes) {
+    /* {allocated, aligned, offset, sizes[rank], strides[rank]} */
+    char **pointers = m->descriptor;
+    const int64_t *words = (const int64_t *)(pointers + 2);
+    const int64_t *sizes = words + 1, *strides = words + 1 + rank;
+    int nb = rank - 2;
+    out->data = pointers[1] + words[0] * (int64_t)elem_size;
+    out->rows = sizes[nb];
+    out->cols = sizes[nb + 1];
+    out->row_stride = strides[nb];
+    out->col_stride = strides[nb + 1];
+    for (int d = 0; d < nb; ++d) {
+        out->batch_stride[d] = strides[d];
+        batch_sizes[d] = sizes[d];
+    }
+}
+
+static void read_gemm(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c, size_t elem_size,
+                      int32_t accumulate, Gemm *g) {
+    int rank = (int)c->rank;
+    if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) fatal("matmul operands of unexpected ranks");
+    int64_t batch_a[MAX_BATCH], batch_b[MAX_BATCH];
+    g->elem_size = elem_size;
+    g->n_batch = rank - 2;
+    g->accumulate = accumulate != 0;
+    read_matrix(a, rank, elem_size, &g->a, batch_a);
+    read_matrix(b, rank, elem_size, &g->b, batch_b);
+    read_matrix(c, rank, elem_size, &g->c, g->batch);
+    bool shapes_agree = g->a.rows == g->c.rows && g->b.cols == g->c.cols && g->a.cols == g->b.rows &&
+                        memcmp(batch_a, g->batch, sizeof(int64_t) * (size_t)g->n_batch) == 0 &&
+                        memcmp(batch_b, g->batch, sizeof(int64_t) * (size_t)g->n_batch) == 0;
+    if (!shapes_agree) fatal("matmul operand shapes disagree (a compiler bug: see passes/extern.c)");
+}
+
+/*===----------------------------------------------------------------------===*
+ * Shaping the problem for the BLAS
+ *===----------------------------------------------------------------------===*/
+
+static int64_t max64(int64_t x, int64_t y) { return x > y ? x : y; }
+
+/* How the BLAS can address x: row-major as is (trans false, ld = row
+ * stride) or as the row-major storage of its transpose (trans true, ld =
+ * column stride).  A dim of size 1 never moves, so its stride is free. */
+static bool blas_layout(const Matrix *x, bool *out_trans, int *out_ld) {
+    if (x->col_stride == 1 || x->cols == 1) {
+        int64_t ld = x->rows == 1 ? max64(1, x->cols) : x->row_stride;
+        if (ld >= max64(1, x->cols) && ld <= INT_MAX) {
+            *out_trans = false;
+            *out_ld = (int)ld;
+            return true;
+        }
+    }
+    if (x->row_stride == 1 || x->rows == 1) {
+        int64_t ld = x->cols == 1 ? max64(1, x->rows) : x->col_stride;
+        if (ld >= max64(1, x->rows) && ld <= INT_MAX) {
+            *out_trans = true;
+            *out_ld = (int)ld;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool addressable(const Matrix *x) {
+    bool trans;
+    int ld;
+    return blas_layout(x, &trans, &ld);
+}
+
+static Matrix transposed(const Matrix *x) {
+    Matrix t = *x;
+    t.rows = x->cols;
+    t.cols = x->rows;
+    t.row_stride = x->col_stride;
+    t.col_stride = x->row_stride;
+    return t;
+}
+
+/* Size-1 batch dims go; then the innermost batch dim folds into m while b
+ * does not move along it and a's and c's rows continue across it, so that
+ * x[batch, m, k] @ w[k, n] is one tall GEMM (as torch.matmul does). */
+static void simplify_batch(Gemm *g) {
+    int kept = 0;
+    for (int d = 0; d < g->n_batch; ++d) {
+        if (g->batch[d] == 1) continue;
+        g->batch[kept] = g->batch[d];
+        g->a.batch_stride[kept] = g->a.batch_stride[d];
+        g->b.batch_stride[kept] = g->b.batch_stride[d];
+        g->c.batch_stride[kept] = g->c.batch_stride[d];
+        ++kept;
+    }
+    g->n_batch = kept;
+    while (g->n_batch > 0) {
+        int d = g->n_batch - 1;
+        Matrix a = g->a, c = g->c;
+        bool rows_continue = a.batch_stride[d] == a.row_stride * a.rows && c.batch_stride[d] == c.row_stride * c.rows;
+        a.rows *= g->batch[d];
+        c.rows *= g->batch[d];
+        if (g->b.batch_stride[d] != 0 || !rows_continue || !addressable(&a) || !addressable(&c)) break;
+        g->a = a;
+        g->c = c;
+        g->n_batch = d;
+    }
+}
+
+static int64_t batch_count(const Gemm *g) {
+    int64_t n = 1;
+    for (int d = 0; d < g->n_batch; ++d) n *= g->batch[d];
+    return n;
+}
+
+/* Offset in elements of batch entry `index` (row-major over g->batch). */
+static int64_t batch_offset(const Gemm *g, const Matrix *x, int64_t index) {
+    int64_t off = 0;
+    for (int d = g->n_batch - 1; d >= 0; --d) {
+        off += (index % g->batch[d]) * x->batch_stride[d];
+        index /= g->batch[d];
+    }
+    return off;
+}
+
+/* Copies every batch entry of src into dst (same shape, any strides). */
+static void copy_matrices(const Gemm *g, const Matrix *dst, const Matrix *src) {
+    int64_t count = batch_count(g);
+    size_t es = g->elem_size;
+    for (int64_t t = 0; t < count; ++t) {
+        char *d = dst->data + batch_offset(g, dst, t) * (int64_t)es;
+        const char *s = src->data + batch_offset(g, src, t) * (int64_t)es;
+        for (int64_t i = 0; i < src->rows; ++i) {
+            for (int64_t j = 0; j < src->cols; ++j) {
+                memcpy(d + (i * dst->row_stride + j * dst->col_stride) * (int64_t)es,
+                       s + (i * src->row_stride + j * src->col_stride) * (int64_t)es, es);
+            }
+        }
+    }
+}
+
+/* A dense row-major copy of x's storage layout (entries for every batch
+ * index, or one shared entry if x does not move along the batch dims);
+ * returns the buffer to free. */
+static void *pack(const Gemm *g, Matrix *x, bool copy_in) {
+    bool shared = true;
+    for (int d = 0; d < g->n_batch; ++d) shared = shared && x->batch_stride[d] == 0;
+    int64_t entry = x->rows * x->cols, entries = shared ? 1 : batch_count(g);
+    char *buffer = malloc((size_t)max64(1, entry * entries) * g->elem_size);
+    if (!buffer) fatal("out of memory packing a matmul operand");
+    Matrix packed = *x;
+    packed.data = buffer;
+    packed.row_stride = x->cols;
+    packed.col_stride = 1;
+    int64_t stride = entry;
+    for (int d = g->n_batch - 1; d >= 0; --d) {
+        packed.batch_stride[d] = shared ? 0 : stride;
+        stride *= g->batch[d];
+    }
+    if (copy_in) {
+        if (shared) {
+            Gemm one = *g;
+            one.n_batch = 0;
+            copy_matrices(&one, &packed, x);
+        } else {
+            copy_matrices(g, &packed, x);
+        }
+    }
+    *x = packed;
+    return buffer;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Running it
+ *===----------------------------------------------------------------------===*/
+
+static void init_blas(void) {
+    /* single-threaded OpenBLAS: the threads are OpenMP's (see the top).  Its
+     * OpenMP build (openblas_get_parallel() == 2) already runs serially
+     * inside a parallel region, and setting its count would set libomp's. */
+    if (openblas_get_parallel() == 1) openblas_set_num_threads(1);
+}
+
+/* Rows [r0, r1) x columns [c0, c1) of batch entry t: one BLAS call. */
+static void gemm_block(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    bool ta, tb, tc;
+    int lda, ldb, ldc;
+    blas_layout(&g->a, &ta, &lda);
+    blas_layout(&g->b, &tb, &ldb);
+    blas_layout(&g->c, &tc, &ldc);
+    int64_t es = (int64_t)g->elem_size;
+    const char *a = g->a.data + (batch_offset(g, &g->a, t) + r0 * g->a.row_stride) * es;
+    const char *b = g->b.data + (batch_offset(g, &g->b, t) + c0 * g->b.col_stride) * es;
+    char *c = g->c.data + (batch_offset(g, &g->c, t) + r0 * g->c.row_stride + c0 * g->c.col_stride) * es;
+    int m = (int)(r1 - r0), n = (int)(c1 - c0), k = (int)g->a.cols;
+    enum CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+    if (g->elem_size == 4) {
+        cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb,
+                    g->accumulate ? 1.0f : 0.0f, (float *)c, ldc);
+    } else {
+        cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb,
+                    g->accumulate ? 1.0 : 0.0, (double *)c, ldc);
+    }
+}
+
+/* How run() cuts the work: batch entries, each in `parts` blocks of
+ * `block` rows (or columns) of its `extent` rows (or columns). */
+typedef struct Split {
+    int64_t parts, block, extent;
+    bool rows;
+} Split;
+
+static void run_task(const Gemm *g, const Split *s, int64_t task) {
+    int64_t entry = task / s->parts, lo = (task % s->parts) * s->block, hi = lo + s->block < s->extent ? lo + s->block : s->extent;
+    if (lo >= hi) return;
+    if (s->rows) {
+        gemm_block(g, entry, lo, hi, 0, g->c.cols);
+    } else {
+        gemm_block(g, entry, 0, g->c.rows, lo, hi);
+    }
+}
+
+/* Independent GEMMs: each batch entry, cut into blocks of rows (or of
+ * columns, whichever dim is longer) when there are fewer entries than
+ * threads, or a count that does not divide evenly among them. */
+static void run(const Gemm *g) {
+    int64_t m = g->c.rows, n = g->c.cols, entries = batch_count(g);
+    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (entries * m * n * g->a.cols < PARALLEL_MIN_WORK) threads = 1;
+    Split s = {1, 0, m >= n ? m : n, m >= n};
+    if (threads > 1 && entries % threads != 0) {
+        int64_t most = (s.extent + BLOCK_ALIGN - 1) / BLOCK_ALIGN;
+        s.parts = entries < threads ? (threads + entries - 1) / entries : threads;
+        s.parts = s.parts < most ? s.parts : most;
+    }
+    s.block = ((s.extent + s.parts - 1) / s.parts + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN;
+    int64_t tasks = entries * s.parts;
+    if (threads == 1 || tasks == 1) {
+        for (int64_t task = 0; task < tasks; ++task) run_task(g, &s, task);
+        return;
+    }
+    if ((int64_t)threads > tasks) threads = (int)tasks;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t task = 0; task < tasks; ++task) run_task(g, &s, task);
+}
+
+/* c = 0 (k == 0 and nothing to accumulate: the BLAS may skip c then). */
+static void zero_c(const Gemm *g) {
+    int64_t count = batch_count(g), es = (int64_t)g->elem_size;
+    for (int64_t t = 0; t < count; ++t) {
+        char *c = g->c.data + batch_offset(g, &g->c, t) * es;
+        for (int64_t i = 0; i < g->c.rows; ++i) {
+            for (int64_t j = 0; j < g->c.cols; ++j) memset(c + (i * g->c.row_stride + j * g->c.col_stride) * es, 0, (size_t)es);
+        }
+    }
+}
+
+static void matmul(Gemm *g) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_blas);
+    if (g->c.rows == 0 || g->c.cols == 0 || batch_count(g) == 0) return;
+    if (g->a.cols == 0) {
+        if (!g->accumulate) zero_c(g);
+        return;
+    }
+    if (g->c.rows > INT_MAX || g->c.cols > INT_MAX || g->a.cols > INT_MAX) fatal("matmul dimension beyond the BLAS's int range");
+    simplify_batch(g);
+    /* c must be row-major for the BLAS; a column-major c is the row-major
+     * c^T = b^T a^T; anything else is computed in a packed copy */
+    bool c_trans;
+    int ldc;
+    if (blas_layout(&g->c, &c_trans, &ldc) && c_trans) {
+        Matrix a = g->a;
+        g->a = transposed(&g->b);
+        g->b = transposed(&a);
+        g->c = transposed(&g->c);
+    }
+    Matrix c_user = g->c;
+    void *c_packed = addressable(&g->c) ? NULL : pack(g, &g->c, g->accumulate);
+    void *a_packed = addressable(&g->a) ? NULL : pack(g, &g->a, true);
+    void *b_packed = addressable(&g->b) ? NULL : pack(g, &g->b, true);
+    run(g);
+    if (c_packed) copy_matrices(g, &c_user, &g->c);
+    free(a_packed);
+    free(b_packed);
+    free(c_packed);
+}
+
+void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                      int32_t accumulate) {
+    Gemm g;
+    read_gemm(a, b, c, sizeof(float), accumulate, &g);
+    matmul(&g);
+}
+
+void pt2rt_matmul_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                      int32_t accumulate) {
+    Gemm g;
+    read_gemm(a, b, c, sizeof(double), accumulate, &g);
+    matmul(&g);
+}

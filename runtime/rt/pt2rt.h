@@ -1,0 +1,53 @@
+/*===- pt2rt.h - libpt2rt: the support library compiled kernels call -------===*
+ *
+ * Kernels that libpt2 compiles are linked against libpt2rt.so (runtime/kernel.c
+ * finds it next to libpt2.so, or at PT2_RT_LIBRARY).  Passes emit calls into it
+ * where a library beats generated loops; today that is pt2-extern-blas
+ * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls.
+ *
+ * The entry points follow MLIR's C interface (llvm.emit_c_interface): the
+ * kernel calls `_mlir_ciface_<name>` with a pointer to each memref argument's
+ * descriptor.  This header is the ABI; passes/extern.c declares the same
+ * signatures in MLIR.
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2RT_H
+#define PT2RT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PT2RT_EXPORT __attribute__((visibility("default")))
+#define PT2RT_MAX_RANK 8
+
+/* An unranked memref (memref<*xT>) as MLIR passes it: the rank and a pointer
+ * to the ranked descriptor
+ *     { T *allocated; T *aligned; int64_t offset; int64_t sizes[rank]; int64_t strides[rank]; }
+ * with offset and strides counted in elements. */
+typedef struct Pt2rtUnrankedMemRef {
+    int64_t rank;
+    void *descriptor;
+} Pt2rtUnrankedMemRef;
+
+/* Batched matrix product on strided views, all of one rank r >= 2:
+ *     a: [batch..., m, k]   b: [batch..., k, n]   c: [batch..., m, n]
+ * c = a x b for every batch index, or c += a x b if accumulate is nonzero.
+ * Any strides work, 0 included (a broadcast operand); c must not overlap a
+ * or b.  The work is spread over the calling thread's OpenMP team size
+ * (omp_get_max_threads, which PT2_NUM_THREADS sets); inside a parallel
+ * region it runs on the calling thread alone.
+ *
+ * The C names are MLIR's (`_mlir_ciface_` + the callee's name); the
+ * declarations spell them through asm labels, which keeps C's reserved
+ * leading-underscore identifiers out of the source. */
+PT2RT_EXPORT void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                                   int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f32");
+PT2RT_EXPORT void pt2rt_matmul_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                                   int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f64");
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PT2RT_H */

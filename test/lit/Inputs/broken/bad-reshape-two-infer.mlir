@@ -1,0 +1,5 @@
+func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expect@+1 {{'pt2.reshape'}}
+  %0 = "pt2.reshape"(%x) {shape = array<i64: -1, -1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -1,0 +1,210 @@
+"""Matmuls through the BLAS (pt2-extern-blas and libpt2rt) against eager PyTorch.
+
+Compiled graphs: odd shapes, batches with broadcasting, permuted operands
+inside the graph (read through strides, not copied), non-contiguous inputs;
+f16 keeps the generated loops.  Then libpt2rt itself on hand-made strided
+views, for the layouts the compiler rarely produces (column-major or
+gappy outputs, broadcast rows, accumulation, k = 0)."""
+import ctypes
+import glob
+import os
+
+import pytest
+import torch
+
+import pt2
+from opcheck import make, run
+
+BLAS_DTYPES = [torch.float32, torch.float64]
+# BLAS and eager (MKL) sum in different orders; inputs are in [-3, 3]
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-10, atol=1e-10)}
+
+
+def _ids(dt):
+    return str(dt).replace("torch.", "")
+
+
+SHAPES = [
+    ((1, 1), (1, 1)),
+    ((7, 13), (13, 5)),
+    ((1023, 17), (17, 33)),
+    ((3, 7, 5), (3, 5, 9)),
+    ((3, 7, 5), (5, 9)),  # one weight for every batch entry
+    ((7, 5), (4, 5, 9)),
+    ((2, 1, 7, 5), (3, 5, 9)),  # both sides broadcast
+    ((2, 3, 7, 5), (2, 3, 5, 9)),
+    ((5,), (5, 9)),
+    ((7, 5), (5,)),
+    ((6,), (6,)),
+    ((2, 64, 96), (96, 130)),  # big enough to be split over threads
+]
+
+
+@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+@pytest.mark.parametrize("sa,sb", SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
+def test_matmul_shapes(sa, sb, dt):
+    a, b = make(sa, dt, seed=1), make(sb, dt, seed=2)
+    got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
+    torch.testing.assert_close(got, torch.matmul(a, b), **TOL[dt])
+
+
+# (name, input shapes, graph builder, eager reference)
+PERMUTED = [
+    ("x@w.T", [(7, 13), (5, 13)], lambda g, x, w: g.op("matmul", x, g.op("permute", w, perm=[1, 0])), lambda x, w: x @ w.T),
+    ("x.T@y", [(13, 7), (13, 5)], lambda g, x, y: g.op("matmul", g.op("permute", x, perm=[1, 0]), y), lambda x, y: x.T @ y),
+    (
+        "x.T@y.T",
+        [(13, 7), (5, 13)],
+        lambda g, x, y: g.op("matmul", g.op("permute", x, perm=[1, 0]), g.op("permute", y, perm=[1, 0])),
+        lambda x, y: x.T @ y.T,
+    ),
+    ("linear", [(4, 6, 13), (5, 13)], lambda g, x, w: g.op("linear", x, w), lambda x, w: torch.nn.functional.linear(x, w)),
+    (
+        "q@k^T",
+        [(2, 3, 7, 5), (2, 3, 9, 5)],
+        lambda g, q, k: g.op("matmul", q, g.op("permute", k, perm=[0, 1, 3, 2])),
+        lambda q, k: q @ k.transpose(-1, -2),
+    ),
+    (
+        "expand@",
+        [(7, 5), (5, 9)],
+        lambda g, x, y: g.op("matmul", g.op("expand", x, shape=[3, 7, 5]), y),
+        lambda x, y: x.expand(3, 7, 5) @ y,
+    ),
+    (
+        "matmul+relu",
+        [(33, 17), (17, 9)],
+        lambda g, x, y: g.op("relu", g.op("matmul", x, y)),
+        lambda x, y: torch.relu(x @ y),
+    ),
+]
+
+
+@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+@pytest.mark.parametrize("name,shapes,build,ref", PERMUTED, ids=[p[0] for p in PERMUTED])
+def test_permuted_operands(name, shapes, build, ref, dt):
+    inputs = [make(s, dt, seed=i) for i, s in enumerate(shapes)]
+    torch.testing.assert_close(run(build, inputs), ref(*inputs), **TOL[dt])
+
+
+@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+def test_noncontiguous_inputs(dt):
+    a = make((7, 13), dt, seed=3, noncontiguous=True)
+    b = make((3, 13, 5), dt, seed=4, noncontiguous=True)
+    assert not a.is_contiguous() and not b.is_contiguous()
+    got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
+    torch.testing.assert_close(got, torch.matmul(a, b), **TOL[dt])
+
+
+def test_half_precision_keeps_loops():
+    a, b = make((9, 17), torch.float16, seed=5), make((17, 6), torch.float16, seed=6)
+    got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
+    # pt2 accumulates in f32 and rounds once; eager f16 may round differently
+    torch.testing.assert_close(got, (a.double() @ b.double()).half(), rtol=1e-2, atol=1e-2)
+
+
+def _stage_after_blas(tmp_path, monkeypatch, dt, tag):
+    """Compiles a 2-d matmul with PT2_DUMP and returns the IR after pt2-extern-blas."""
+    monkeypatch.setenv("PT2_DUMP", str(tmp_path))
+    g = pt2.Graph(f"dump_{tag}")
+    x, y = g.input(dt, (5, 4)), g.input(dt, (4, 3))
+    g.outputs(g.op("matmul", x, y))
+    g.compile()
+    (stage,) = glob.glob(str(tmp_path / "*-pt2-extern-blas.mlir"))
+    return open(stage).read()
+
+
+def test_pass_calls_blas_for_f32(tmp_path, monkeypatch):
+    ir = _stage_after_blas(tmp_path, monkeypatch, torch.float32, "f32")
+    assert "call @pt2rt_matmul_f32" in ir and "linalg.matmul" not in ir
+    assert "linalg.fill" not in ir, "the zero fill of the output should become BLAS beta = 0"
+
+
+def test_pass_leaves_f16_alone(tmp_path, monkeypatch):
+    ir = _stage_after_blas(tmp_path, monkeypatch, torch.float16, "f16")
+    assert "linalg.matmul" in ir and "pt2rt_matmul" not in ir
+
+
+def test_disable_blas_keeps_loops(monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", "blas")
+    a, b = make((6, 7), torch.float32, seed=7), make((7, 8), torch.float32, seed=8)
+    torch.testing.assert_close(run(lambda g, x, y: g.op("matmul", x, y), [a, b]), a @ b, **TOL[torch.float32])
+
+
+# --- libpt2rt directly ------------------------------------------------------
+
+
+def _rt_library():
+    env = os.environ.get("PT2_RT_LIBRARY")
+    return env or os.path.join(os.path.dirname(pt2._core._lib._name), "libpt2rt.so")
+
+
+class _Unranked(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
+
+
+def _descriptor(view):
+    """MLIR's ranked memref descriptor of a torch view (strides in elements)."""
+    r = view.dim()
+
+    class Desc(ctypes.Structure):
+        _fields_ = [
+            ("allocated", ctypes.c_void_p),
+            ("aligned", ctypes.c_void_p),
+            ("offset", ctypes.c_int64),
+            ("sizes", ctypes.c_int64 * r),
+            ("strides", ctypes.c_int64 * r),
+        ]
+
+    base = view.untyped_storage().data_ptr()
+    d = Desc(base, base, view.storage_offset(), (ctypes.c_int64 * r)(*view.shape), (ctypes.c_int64 * r)(*view.stride()))
+    return d, _Unranked(r, ctypes.cast(ctypes.pointer(d), ctypes.c_void_p))
+
+
+def _rt_matmul(a, b, c, accumulate):
+    lib = ctypes.CDLL(_rt_library())
+    fn = getattr(lib, "_mlir_ciface_pt2rt_matmul_" + {torch.float32: "f32", torch.float64: "f64"}[c.dtype])
+    keep = [_descriptor(t) for t in (a, b, c)]
+    fn(*[ctypes.byref(u) for _, u in keep], ctypes.c_int32(accumulate))
+
+
+def _strided(shape, strides, dt, seed):
+    """A view with the given strides (0 allowed) over fresh random storage."""
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    storage = make((max(extent, 1),), dt, seed=seed)
+    return storage.as_strided(shape, strides)
+
+
+# (name, a (shape, strides), b (shape, strides), c (shape, strides))
+RT_CASES = [
+    ("contiguous", ((7, 5), (5, 1)), ((5, 9), (9, 1)), ((7, 9), (9, 1))),
+    ("a,b transposed", ((7, 5), (1, 7)), ((5, 9), (1, 5)), ((7, 9), (9, 1))),
+    ("c column-major", ((7, 5), (5, 1)), ((5, 9), (9, 1)), ((7, 9), (1, 7))),
+    ("gappy c", ((7, 5), (5, 1)), ((5, 9), (9, 1)), ((7, 9), (20, 2))),
+    ("gappy a", ((7, 5), (10, 2)), ((5, 9), (9, 1)), ((7, 9), (9, 1))),
+    ("broadcast row of a", ((7, 5), (0, 1)), ((5, 9), (9, 1)), ((7, 9), (9, 1))),
+    ("b shared over batch", ((3, 7, 5), (35, 5, 1)), ((3, 5, 9), (0, 9, 1)), ((3, 7, 9), (63, 9, 1))),
+    ("a shared over batch", ((3, 7, 5), (0, 5, 1)), ((3, 5, 9), (45, 1, 5)), ((3, 7, 9), (63, 9, 1))),
+    ("size-1 dims", ((1, 1, 5), (99, 77, 1)), ((1, 5, 1), (3, 1, 55)), ((1, 1, 1), (5, 7, 3))),
+    ("two batch dims", ((2, 3, 4, 5), (15, 5, 0, 1)), ((2, 3, 5, 6), (0, 30, 6, 1)), ((2, 3, 4, 6), (72, 24, 6, 1))),
+    ("threads, uneven batch", ((3, 160, 70), (11200, 70, 1)), ((3, 70, 90), (0, 90, 1)), ((3, 160, 90), (90, 270, 1))),
+    ("threads, wide", ((64, 300), (300, 1)), ((300, 1000), (1, 300)), ((64, 1000), (1000, 1))),
+]
+
+
+@pytest.mark.parametrize("accumulate", [0, 1])
+@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+@pytest.mark.parametrize("name,sa,sb,sc", RT_CASES, ids=[c[0] for c in RT_CASES])
+def test_runtime_strided(name, sa, sb, sc, dt, accumulate):
+    a, b, c = _strided(*sa, dt, 1), _strided(*sb, dt, 2), _strided(*sc, dt, 3)
+    expected = torch.matmul(a, b) + (c if accumulate else 0)
+    _rt_matmul(a, b, c, accumulate)
+    torch.testing.assert_close(c, expected, **TOL[dt])
+
+
+@pytest.mark.parametrize("accumulate", [0, 1])
+def test_runtime_empty_reduction(accumulate):
+    a, b = torch.empty(4, 0), torch.empty(0, 3)
+    c = torch.full((4, 3), 7.0)
+    _rt_matmul(a, b, c, accumulate)
+    assert torch.equal(c, torch.full((4, 3), 7.0 if accumulate else 0.0))

@@ -1,0 +1,236 @@
+"""Reductions (sum, mean, prod, amax, amin, any, all, var, std, argmax, argmin)
+and softmax / log_softmax against eager PyTorch: every dims/keepdim form,
+odd sizes, 0-d and non-contiguous inputs, every accepted dtype, NaNs and ties.
+
+Each test compiles one graph whose outputs cover the dims/keepdim forms of one
+(op, dtype) pair, so that a failure names the form that went wrong.  Compile
+time grows with the graph, so every form runs for the representative dtypes
+(float32, int64, bool) and a smaller set for the others, whose lowering differs
+only in element width."""
+import pytest
+import torch
+
+from opcheck import ALL, FLOATS, INTS, NUMERIC, check, make
+
+# (input, dims, keepdim) forms over the inputs of _inputs(); dims None = the
+# attribute absent = all dims.  Both keepdims are covered for the all-dims,
+# one-dim and negative-dim forms.
+FORMS = [(0, None, False), (0, None, True), (0, [0], False), (0, [1], True), (0, [2], False), (0, [-1], True),
+         (0, [0, 2], True), (0, [2, 0], False), (0, [-3, -1], False), (0, [0, 1, 2], True),
+         (1, None, False), (1, [-1], True), (2, [0], False), (3, None, False), (3, [0], False), (3, [-1], True),
+         (4, [0], False), (4, [1], True), (4, [-2, -1], False)]
+FEW_FORMS = [(0, None, False), (0, [1], True), (0, [-1], False), (0, [2, 0], True), (1, None, False), (3, [0], False),
+             (4, [1], True)]
+REPRESENTATIVE = (torch.float32, torch.int64, torch.bool)
+
+
+def _dtype_id(dt):
+    return str(dt)[6:]
+
+
+def _inputs(dtype, low, high):
+    """(3, 1, 7) with a size-1 dim, (1023,), (1,), 0-d and a transposed (5, 7)."""
+    return [
+        make((3, 1, 7), dtype, low, high, seed=1),
+        make((1023,), dtype, low, high, seed=2),
+        make((1,), dtype, low, high, seed=3),
+        make((), dtype, low, high, seed=4),
+        make((5, 7), dtype, low, high, seed=5, noncontiguous=True),
+    ]
+
+
+def _reduce_cases(name, ref, forms, **extra):
+    """Cases for a dims/keepdim reduction over the inputs of _inputs()."""
+
+    def case(which, dims, keepdim):
+        def build(g, *v):
+            return g.op(name, v[which], dims=dims, keepdim=keepdim, **extra)
+
+        def eager(*x):
+            if dims is None:
+                if keepdim:
+                    return ref(x[which], dim=tuple(range(x[which].dim())), keepdim=True, **extra)
+                return ref(x[which], **extra)
+            return ref(x[which], dim=dims, keepdim=keepdim, **extra)
+
+        return (f"{name} input{which} dims={dims} keepdim={keepdim} {extra or ''}", build, eager)
+
+    return [case(*form) for form in forms]
+
+
+def _torch_prod(x, dim=None, keepdim=False):
+    """torch.prod takes one dim; reduce several one at a time (highest first)."""
+    if dim is None:
+        return torch.prod(x)
+    dims = sorted((d % max(x.dim(), 1) for d in dim), reverse=True)
+    for d in dims:
+        x = torch.prod(x, d, keepdim=keepdim)
+    return x
+
+
+# name → (eager reference, input range, accepted dtypes)
+REDUCTIONS = {
+    "sum": (torch.sum, (-3, 3), ALL),
+    "prod": (_torch_prod, (0.5, 1.5), ALL),
+    "amax": (torch.amax, (-3, 3), ALL),
+    "amin": (torch.amin, (-3, 3), ALL),
+    "any": (torch.any, (-1, 2), ALL),
+    "all": (torch.all, (-1, 2), ALL),
+    "mean": (torch.mean, (-3, 3), FLOATS),
+}
+
+
+def _reduction_params():
+    for name, (_, _, dtypes) in REDUCTIONS.items():
+        for dt in dtypes:
+            yield pytest.param(name, dt, id=f"{name}-{_dtype_id(dt)}")
+
+
+@pytest.mark.parametrize("name,dtype", list(_reduction_params()))
+def test_reduction(name, dtype):
+    ref, (low, high), _ = REDUCTIONS[name]
+    if name == "prod" and not dtype.is_floating_point:
+        low, high = -2, 3  # small ints (zeros included): the product wraps as eager's does
+    if name in ("any", "all") and dtype.is_floating_point:
+        low, high = -0.3, 0.3
+    inputs = _inputs(dtype, low, high)
+    if name in ("any", "all"):
+        # exact zeros, so that all() is false and any() true somewhere but not everywhere
+        inputs = [torch.where(x.abs() < 0.1 if x.dtype.is_floating_point else x == 0, torch.zeros_like(x), x)
+                  if x.dtype != torch.bool else x for x in inputs]
+    check(inputs, _reduce_cases(name, ref, FORMS if dtype in REPRESENTATIVE else FEW_FORMS))
+
+
+def test_sum_prod_int_results_are_int64():
+    """torch.sum/prod of ints and bools accumulate (and return) int64."""
+    cases = []
+    inputs = [make((3, 1, 7), dt, -3, 3, seed=i) for i, dt in enumerate(INTS + [torch.bool])]
+    for i in range(len(inputs)):
+        cases.append((f"sum {inputs[i].dtype}", lambda g, *v, i=i: g.op("sum", v[i], dims=[2]), lambda *x, i=i: x[i].sum(2)))
+        cases.append((f"prod {inputs[i].dtype}", lambda g, *v, i=i: g.op("prod", v[i]), lambda *x, i=i: x[i].prod()))
+    check(inputs, cases)
+
+
+def test_sum_int8_does_not_overflow():
+    x = torch.full((1023,), 127, dtype=torch.int8)
+    check([x], [("sum", lambda g, v: g.op("sum", v), lambda t: t.sum())])
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_var_std(name, dtype):
+    ref = getattr(torch, name)
+    # every form with the default correction; 0 and 2 on a few (1-element and
+    # 0-d inputs with correction >= their count divide by zero: NaN as eager)
+    cases = _reduce_cases(name, ref, FORMS if dtype in REPRESENTATIVE else FEW_FORMS, correction=1)
+    for correction in (0, 2):
+        cases += _reduce_cases(name, ref, [(0, [1], False), (0, None, True), (2, [0], False), (3, None, False)],
+                               correction=correction)
+    check(_inputs(dtype, -3, 3), cases)
+
+
+def test_var_default_correction_is_bessel():
+    x = make((4, 9), torch.float32, seed=3)
+    check([x], [("var default", lambda g, v: g.op("var", v, dims=[1]), lambda t: t.var(1)),
+                 ("std default", lambda g, v: g.op("std", v), lambda t: t.std())])
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_argreduce(name, dtype):
+    ref = getattr(torch, name)
+    # small integer ranges give many ties: the first index must win
+    inputs = _inputs(dtype, -3, 3)
+
+    def case(which, dim, keepdim):
+        return (f"{name} input{which} dim={dim} keepdim={keepdim}",
+                lambda g, *v: g.op(name, v[which], dim=dim, keepdim=keepdim),
+                lambda *x: ref(x[which], dim=dim, keepdim=keepdim))
+
+    forms = [(0, None, False), (0, None, True), (0, 0, False), (0, 1, True), (0, 2, False), (0, -1, True), (0, -3, False),
+             (1, None, False), (1, 0, True), (2, -1, False), (3, None, False), (3, 0, False), (3, -1, True),
+             (3, None, True), (4, 0, False), (4, 1, True), (4, None, False)]
+    if dtype not in REPRESENTATIVE:
+        forms = [(0, None, False), (0, 1, True), (0, -1, False), (1, None, False), (3, 0, False), (4, 0, False)]
+    cases = [case(*form) for form in forms]
+    check(inputs, cases)
+
+
+def test_argmax_ties_pick_first():
+    x = torch.tensor([[1, 5, 5, 0], [5, 5, 1, 5], [2, 2, 2, 2]], dtype=torch.int32)
+    xf = x.to(torch.float32)
+    neg_zero = torch.tensor([0.0, -0.0, 0.0, -1.0])
+    cases = []
+    for name in ("argmax", "argmin"):
+        ref = getattr(torch, name)
+        for i in range(2):
+            for dim in (None, 0, 1):
+                cases.append((f"{name} input{i} dim={dim}", lambda g, *v, n=name, i=i, d=dim: g.op(n, v[i], dim=d),
+                              lambda *t, r=ref, i=i, d=dim: r(t[i], dim=d)))
+    cases.append(("argmax of ±0", lambda g, *v: g.op("argmax", v[2]), lambda *t: torch.argmax(t[2])))
+    check([x, xf, neg_zero], cases)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nan_propagation(dtype):
+    """amax/amin/sum propagate NaN; argmax/argmin pick the (first) NaN."""
+    nan = float("nan")
+    x = torch.tensor([[1.0, nan, 3.0, nan], [0.5, 2.0, -1.0, 4.0], [nan, -5.0, 9.0, 1.0]], dtype=dtype)
+    inf = torch.tensor([-float("inf"), -float("inf"), 2.0, float("inf"), float("inf")], dtype=dtype)
+    cases = []
+    for name in ("amax", "amin", "sum", "mean", "prod", "var"):
+        ref = getattr(torch, name) if name != "prod" else _torch_prod
+        for dims in (None, [0], [1]):
+            cases.append((f"{name} dims={dims}", lambda g, a, b, n=name, d=dims: g.op(n, a, dims=d),
+                          lambda a, b, r=ref, d=dims: r(a, dim=d) if d is not None else r(a)))
+    for name in ("argmax", "argmin"):
+        ref = getattr(torch, name)
+        for dim in (None, 0, 1):
+            cases.append((f"{name} dim={dim}", lambda g, a, b, n=name, d=dim: g.op(n, a, dim=d),
+                          lambda a, b, r=ref, d=dim: r(a, dim=d)))
+        cases.append((f"{name} of ±inf", lambda g, a, b, n=name: g.op(n, b), lambda a, b, r=ref: r(b)))
+    for name in ("amax", "amin", "any", "all"):
+        ref = getattr(torch, name)
+        cases.append((f"{name} of ±inf", lambda g, a, b, n=name: g.op(n, b), lambda a, b, r=ref: r(b)))
+    cases.append(("any of NaN", lambda g, a, b: g.op("any", a, dims=[1]), lambda a, b: torch.any(a, dim=1)))
+    cases.append(("all of NaN", lambda g, a, b: g.op("all", a, dims=[0]), lambda a, b: torch.all(a, dim=0)))
+    check([x, inf], cases)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax(name, dtype):
+    ref = getattr(torch, name)
+    inputs = _inputs(dtype, -4, 4)
+    masked = make((4, 6), dtype, seed=7)
+    masked[:, ::2] = -float("inf")  # attention masks: exp(-inf) = 0
+    masked[0, 1] = -float("inf")  # and one row almost fully masked
+    inputs.append(masked)
+
+    def case(which, dim):
+        return (f"{name} input{which} dim={dim}", lambda g, *v: g.op(name, v[which], dim=dim),
+                lambda *x: ref(x[which], dim=dim))
+
+    forms = [(0, 0), (0, 1), (0, 2), (0, -1), (0, -2), (0, -3), (1, 0), (1, -1), (2, 0), (3, 0), (3, -1), (4, 0), (4, 1),
+             (4, -1), (5, -1), (5, 0)]
+    if dtype not in REPRESENTATIVE:
+        forms = [(0, 1), (0, -1), (1, 0), (3, 0), (4, 0), (5, -1), (5, 0)]
+    check(inputs, [case(*form) for form in forms])
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+def test_softmax_of_ints_computes_in_float32(dtype):
+    """Eager softmax rejects ints; pt2's FLOAT rule takes them as float32."""
+    x = make((3, 5), dtype, -3, 3)
+    check([x], [(f"{n} of {dtype}", lambda g, v, n=n: g.op(n, v, dim=1), lambda t, n=n: getattr(torch, n)(t.float(), dim=1))
+                for n in ("softmax", "log_softmax")])
+
+
+def test_empty_dims_list_as_torch():
+    """dim=[] reduces every dim for sum/mean/amax/amin/var/std, and none for any/all."""
+    x = make((3, 4), torch.float32, seed=2)
+    cases = [(f"{n} dims=[] keepdim={k}", lambda g, v, n=n, k=k: g.op(n, v, dims=[], keepdim=k),
+              lambda t, n=n, k=k: getattr(torch, n)(t, dim=[], keepdim=k))
+             for n in ("sum", "mean", "amax", "amin", "var", "std", "any", "all") for k in (False, True)]
+    cases.append(("prod dims=[]", lambda g, v: g.op("prod", v, dims=[]), lambda t: torch.prod(t)))
+    check([x], cases)
