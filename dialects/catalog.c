@@ -53,6 +53,12 @@ const char *pt2CatalogOpTorch(int i) { return i >= 0 && i < PT2_OP_COUNT ? op_ta
 const char *pt2CatalogOpSummary(int i) {
     return i >= 0 && i < PT2_OP_COUNT ? op_table[i].summary : NULL;
 }
+int pt2CatalogOpArity(int i, int *out_operands, int *out_results) {
+    if (i < 0 || i >= PT2_OP_COUNT) return -1;
+    *out_operands = op_table[i].n_operands;
+    *out_results = op_table[i].n_results;
+    return 0;
+}
 int pt2CatalogOpIsComposite(int i) { return i >= 0 && i < PT2_OP_COUNT ? op_table[i].composite : 0; }
 
 /*===----------------------------------------------------------------------===*

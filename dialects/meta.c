@@ -6,6 +6,7 @@
  * check hand-written IR.  Operands are assumed already promoted to a common
  * element type where the op needs one (the builder inserts conversions).
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +111,16 @@ static int read_dim(Meta *m, const char *name, int rank, int *out_dim) {
 /*===----------------------------------------------------------------------===*
  * Rules
  *===----------------------------------------------------------------------===*/
+
+static int meta_unary(Meta *m) {
+    char approximate[16];
+    if (m->info->id == PT2_OP_GELU && pt2_attr_str(m->attrs, "approximate", approximate, sizeof approximate) != 0 &&
+        strcmp(approximate, "none") != 0 && strcmp(approximate, "tanh") != 0) {
+        FAIL("'%s' approximate must be \"none\" or \"tanh\"", m->info->full_name);
+    }
+    m->out[0] = m->in[0];
+    return 1;
+}
 
 static int meta_broadcast(Meta *m) {
     Pt2TensorType acc = m->in[0];
@@ -274,33 +285,60 @@ static int meta_addmm(Meta *m) {
     return 1;
 }
 
-/* einsum "ab,bc->ac": letters only, explicit output. */
+static bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* Checks one subscript list of an einsum: letters, each at most once (the
+ * decomposition is permutes around a matmul: it cannot take diagonals). */
+static int einsum_subscripts(Meta *m, const char *eq, const char *s, int len, const char *what) {
+    for (int i = 0; i < len; ++i) {
+        if (!is_letter(s[i])) {
+            FAIL("'%s' equation \"%s\": subscripts must be letters, as \"ab,bc->ac\" (no spaces, '...' or implicit output)",
+                 m->info->full_name, eq);
+        }
+        if (memchr(s, s[i], (size_t)i)) {
+            FAIL("'%s' equation \"%s\": '%c' repeats in %s (diagonals are not supported)", m->info->full_name, eq, s[i],
+                 what);
+        }
+    }
+    return 0;
+}
+
+/* einsum "ab,bc->ac": two operands, letters only, explicit output. */
 static int meta_einsum(Meta *m) {
     char eq[64];
-    if (pt2_attr_str(m->attrs, "equation", eq, sizeof eq) <= 0) FAIL("'%s' needs an equation", m->info->full_name);
+    if (pt2_attr_str(m->attrs, "equation", eq, sizeof eq) <= 0) {
+        FAIL("'%s' needs an equation (at most 63 characters)", m->info->full_name);
+    }
     char *arrow = strstr(eq, "->"), *comma = strchr(eq, ',');
-    if (!arrow || !comma || comma > arrow) FAIL("'%s' equation must read \"ab,bc->ac\"", m->info->full_name);
+    if (!arrow || !comma || comma > arrow || strchr(comma + 1, ',')) {
+        FAIL("'%s' equation \"%s\" must read as \"ab,bc->ac\": two operands and an explicit output", m->info->full_name, eq);
+    }
     int64_t size_of[128];
     for (int i = 0; i < 128; ++i) size_of[i] = -1;
     const char *parts[2] = {eq, comma + 1};
     int lens[2] = {(int)(comma - eq), (int)(arrow - comma - 1)};
+    const char *out = arrow + 2;
+    if (einsum_subscripts(m, eq, parts[0], lens[0], "operand 0") < 0 ||
+        einsum_subscripts(m, eq, parts[1], lens[1], "operand 1") < 0 ||
+        einsum_subscripts(m, eq, out, (int)strlen(out), "the output") < 0) {
+        return -1;
+    }
     for (int p = 0; p < 2; ++p) {
         if (lens[p] != m->in[p].rank) FAIL("'%s' operand %d has rank %d, equation says %d", m->info->full_name, p, m->in[p].rank, lens[p]);
         for (int i = 0; i < lens[p]; ++i) {
             unsigned char c = (unsigned char)parts[p][i];
-            if (c >= 128 || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) FAIL("'%s' equation letters only", m->info->full_name);
             int64_t s = m->in[p].sizes[i];
             if (size_of[c] >= 0 && size_of[c] != s && size_of[c] != 1 && s != 1) {
-                FAIL("'%s' size mismatch for '%c'", m->info->full_name, c);
+                FAIL("'%s' size mismatch for '%c': %lld vs %lld", m->info->full_name, c, (long long)size_of[c], (long long)s);
             }
             if (size_of[c] < 0 || size_of[c] == 1) size_of[c] = s;
         }
     }
     Pt2TensorType *o = &m->out[0];
     o->rank = 0;
-    for (const char *q = arrow + 2; *q; ++q) {
+    for (const char *q = out; *q; ++q) {
         unsigned char c = (unsigned char)*q;
-        if (c >= 128 || size_of[c] < 0) FAIL("'%s' output letter '%c' not among the inputs", m->info->full_name, *q);
+        if (size_of[c] < 0) FAIL("'%s' output letter '%c' not among the inputs", m->info->full_name, *q);
         if (o->rank == PT2_MAX_RANK) FAIL("'%s' output rank too large", m->info->full_name);
         o->sizes[o->rank++] = size_of[c];
     }
@@ -455,7 +493,7 @@ static int meta_slice(Meta *m) {
     start = start < 0 ? 0 : start > size ? size : start;
     end = end < start ? start : end > size ? size : end;
     m->out[0] = *x;
-    m->out[0].sizes[dim] = (end - start + step - 1) / step;
+    m->out[0].sizes[dim] = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow for a huge step */
     return 1;
 }
 
@@ -608,11 +646,14 @@ static int meta_creation(Meta *m) {
         pt2_attr_f64(m->attrs, "start", &start);
         pt2_attr_f64(m->attrs, "end", &end);
         pt2_attr_f64(m->attrs, "step", &step);
+        if (!isfinite(start) || !isfinite(end) || !isfinite(step)) {
+            FAIL("'%s' start, end and step must be finite (got %g, %g, %g)", m->info->full_name, start, end, step);
+        }
         if (step == 0 || (end - start) / step < 0) FAIL("'%s' step has the wrong sign or is 0", m->info->full_name);
+        double n = ceil((end - start) / step);
+        if (n > (double)INT64_MAX / 2) FAIL("'%s' has too many elements (%g)", m->info->full_name, n);
         o->rank = 1;
-        double n = (end - start) / step;
-        int64_t ni = (int64_t)n;
-        o->sizes[0] = (double)ni < n ? ni + 1 : ni;
+        o->sizes[0] = (int64_t)n;
         return 1;
     }
     case META_EYE: {
@@ -656,7 +697,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
     Meta m = {info, operands, n_operands, attrs, out, err, errlen};
     int n;
     switch (info->meta) {
-    case META_UNARY: out[0] = operands[0]; n = 1; break;
+    case META_UNARY: n = meta_unary(&m); break;
     case META_BROADCAST: n = meta_broadcast(&m); break;
     case META_REDUCE: n = meta_reduce(&m); break;
     case META_ARGREDUCE: n = meta_argreduce(&m); break;

@@ -279,9 +279,9 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
             pt2_attr_f64(attrs, "eps", &f1);
             y = normalize(d, xf, dims, (int)nn, f1);
         } else {
-            /* eps absent: the input dtype's machine epsilon (as PyTorch) */
-            f1 = xt.dtype == PT2_F64 ? 2.220446049250313e-16 : xt.dtype == PT2_F16 ? 0.0009765625
-                 : xt.dtype == PT2_BF16 ? 0.0078125 : 1.1920928955078125e-07;
+            /* eps absent: the machine epsilon of the type eager computes in
+             * (its "opmath" type: float32 for float16/bfloat16 inputs) */
+            f1 = xt.dtype == PT2_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
             pt2_attr_f64(attrs, "eps", &f1);
             MlirValue ms = mean_over(d, emit2(d, PT2_OP_MUL, xf, xf), dims, (int)nn, true);
             y = emit2(d, PT2_OP_MUL, xf, emit1(d, PT2_OP_RSQRT, emit2(d, PT2_OP_ADD, ms, scalar_like(d, ms, f1))));

@@ -119,13 +119,6 @@ MlirValue lower_reshape_value(Builder *b, MlirValue x, const Pt2TensorType *to) 
     return mlirOperationGetResult(build_op(b, "tensor.expand_shape", 1, &flat, 1, &rt, 2, attrs), 0);
 }
 
-/* Inside a linalg.generic body: the current iteration's index along loop `dim`. */
-static MlirValue loop_index(Builder *b, int dim) {
-    MlirType index_t = mlirIndexTypeGet(b->ctx);
-    MlirNamedAttribute dim_attr = named_attr(b->ctx, "dim", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), dim));
-    return mlirOperationGetResult(build_op(b, "linalg.index", 0, NULL, 1, &index_t, 1, &dim_attr), 0);
-}
-
 /* min(max(i, 0), hi) on index values: bodies that load through computed
  * indices clamp them, because arith.select evaluates both of its sides. */
 static MlirValue clamp_index(Builder *b, MlirValue i, int64_t hi) {
@@ -139,6 +132,19 @@ static MlirValue extract_at(Builder *b, MlirValue x, const MlirValue *coords, in
     operands[0] = x;
     for (int i = 0; i < rank; ++i) operands[1 + i] = coords[i];
     return build_value(b, "tensor.extract", 1 + rank, operands, mlirShapedTypeGetElementType(mlirValueGetType(x)));
+}
+
+/* A generic without inputs over a fresh tensor of result_type: the body
+ * computes each element from its indices (linalg.index) and values it
+ * captures (tensor.extract). */
+static MlirValue build_index_generic(Builder *b, MlirType result_type, BodyFn body, void *user) {
+    Pt2TensorType t = {0};
+    pt2_tensor_type_from_mlir(result_type, &t);
+    char m[256];
+    map_identity(m, sizeof m, t.rank);
+    const char *maps[1] = {m};
+    MlirValue init = build_empty(b, result_type);
+    return mlirOperationGetResult(build_generic(b, 0, NULL, 1, &init, maps, iterators_parallel(t.rank), body, user), 0);
 }
 
 /*===----------------------------------------------------------------------===*
@@ -310,7 +316,7 @@ static void arg_body(Builder *b, const MlirValue *args, int n_args, MlirValue *y
     (void)n_args;
     ArgBody *a = user;
     MlirValue x = convert_scalar(b, args[0], a->ct), best = args[1], best_idx = args[2];
-    MlirValue idx64 = build_unary(b, "arith.index_cast", loop_index(b, a->dim), mlirIntegerTypeGet(b->ctx, 64));
+    MlirValue idx64 = build_unary(b, "arith.index_cast", build_linalg_index(b, a->dim), mlirIntegerTypeGet(b->ctx, 64));
     MlirValue better;
     if (type_is_float(a->ct)) {
         MlirValue cmp = build_cmp(b, true, a->is_max ? "ogt" : "olt", x, best);
@@ -446,47 +452,58 @@ static int lower_flip(MlirOperation op) {
     return 0;
 }
 
-/* A slice is a generic over the result whose body loads x at
- * start + i * step along dim.  (An affine input map "d1 * 2 + 1" cannot
- * express a prefix slice, whose map "d1" would make linalg take the loop's
- * size from x; and a tensor.extract_slice would leave a strided view whose
- * final copy needs a runtime memref-copy routine that kernels do not link.) */
+/* A slice reads x through an affine map with an offset and a stride
+ * ("d1 * 2 + 1"): a plain generic copy that fusion can merge.  A prefix
+ * slice (start 0, step 1, shorter than x) is the exception: its map would be
+ * the bare "d1", from which linalg takes the loop's size to be x's, so that
+ * one loads through tensor.extract instead.  (A tensor.extract_slice would
+ * leave a strided view, copied element by element through memrefCopy when
+ * it is returned.) */
 typedef struct SliceBody {
     MlirValue x;
     int dim, rank;
-    int64_t start, step;
 } SliceBody;
 
-static void slice_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+static void prefix_slice_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)args;
     (void)n_args;
     SliceBody *sb = user;
     MlirValue at[PT2_MAX_RANK];
-    for (int k = 0; k < sb->rank; ++k) at[k] = loop_index(b, k);
-    MlirValue strided = build_binary(b, "arith.muli", at[sb->dim], const_index(b, sb->step));
-    at[sb->dim] = build_binary(b, "arith.addi", strided, const_index(b, sb->start));
+    for (int k = 0; k < sb->rank; ++k) at[k] = build_linalg_index(b, k);
     yields[0] = extract_at(b, sb->x, at, sb->rank);
 }
 
 static int lower_slice(MlirOperation op) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
-    Pt2TensorType t = value_tensor_type(x);
+    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
     Pt2Attrs attrs = pt2_attrs_of_op(op);
-    int64_t d;
-    SliceBody body = {.x = x, .rank = t.rank, .start = 0, .step = 1};
+    int64_t d, start = 0, step = 1;
     pt2_attr_i64(attrs, "dim", &d);
-    pt2_attr_i64(attrs, "start", &body.start);
-    pt2_attr_i64(attrs, "step", &body.step);
-    body.dim = pt2_norm_dim(d, t.rank);
-    int64_t size = t.sizes[body.dim];
-    if (body.start < 0) body.start += size;
-    body.start = body.start < 0 ? 0 : body.start > size ? size : body.start;
-    char m[256];
-    map_identity(m, sizeof m, t.rank);
-    const char *maps[1] = {m};
-    MlirValue init = build_empty(&b, mlirValueGetType(result));
-    MlirValue r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(t.rank), slice_body, &body), 0);
+    pt2_attr_i64(attrs, "start", &start);
+    pt2_attr_i64(attrs, "step", &step);
+    int dim = pt2_norm_dim(d, t.rank);
+    if (start < 0) start += t.sizes[dim];
+    start = start < 0 ? 0 : start > t.sizes[dim] ? t.sizes[dim] : start;
+    MlirValue r;
+    if (start == 0 && step == 1 && out.sizes[dim] < t.sizes[dim]) {
+        SliceBody body = {x, dim, t.rank};
+        r = build_index_generic(&b, mlirValueGetType(result), prefix_slice_body, &body);
+    } else {
+        char m[256];
+        size_t len = map_dims(m, sizeof m, t.rank);
+        for (int k = 0; k < t.rank; ++k) {
+            const char *sep = k ? ", " : "";
+            if (k == dim && (start != 0 || step != 1)) {
+                len += (size_t)snprintf(m + len, sizeof m - len, "%sd%d * %lld + %lld", sep, k, (long long)step,
+                                        (long long)start);
+            } else {
+                len += (size_t)snprintf(m + len, sizeof m - len, "%sd%d", sep, k);
+            }
+        }
+        snprintf(m + len, sizeof m - len, ")");
+        r = build_map_copy(&b, x, m, mlirValueGetType(result));
+    }
     replace_op(op, 1, &r);
     return 0;
 }
@@ -522,7 +539,7 @@ static int lower_select(MlirOperation op) {
 /* cat and pad: one generic over the result whose body loads the source
  * element through computed (clamped) indices and selects between sources or
  * the padding value.  Writing into slices of a destination would instead
- * bufferize to strided copies (see lower_slice). */
+ * bufferize to strided memref copies (see lower_slice). */
 typedef struct CatBody {
     MlirValue parts[2];
     int64_t offsets[2], sizes[2]; /* along dim */
@@ -534,7 +551,7 @@ static void cat_body(Builder *b, const MlirValue *args, int n_args, MlirValue *y
     (void)n_args;
     CatBody *c = user;
     MlirValue coords[PT2_MAX_RANK], at[PT2_MAX_RANK];
-    for (int i = 0; i < c->rank; ++i) coords[i] = at[i] = loop_index(b, i);
+    for (int i = 0; i < c->rank; ++i) coords[i] = at[i] = build_linalg_index(b, i);
     MlirValue pos = coords[c->dim], r = {NULL};
     for (int k = c->n_parts - 1; k >= 0; --k) {
         MlirValue local = build_binary(b, "arith.subi", pos, const_index(b, c->offsets[k]));
@@ -563,11 +580,7 @@ static int lower_cat(MlirOperation op) {
         }
         offset += size;
     }
-    char m[256];
-    map_identity(m, sizeof m, out.rank);
-    const char *maps[1] = {m};
-    MlirValue init = build_empty(&b, mlirValueGetType(result));
-    MlirValue r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(out.rank), cat_body, &body), 0);
+    MlirValue r = build_index_generic(&b, mlirValueGetType(result), cat_body, &body);
     replace_op(op, 1, &r);
     return 0;
 }
@@ -588,7 +601,7 @@ static void pad_body(Builder *b, const MlirValue *args, int n_args, MlirValue *y
     MlirType i1 = mlirIntegerTypeGet(b->ctx, 1);
     MlirValue at[PT2_MAX_RANK], inside = const_int(b, i1, 1);
     for (int k = 0; k < p->rank; ++k) {
-        at[k] = loop_index(b, k);
+        at[k] = build_linalg_index(b, k);
         if (p->lo[k] != 0) at[k] = build_binary(b, "arith.subi", at[k], const_index(b, p->lo[k]));
         if (p->checked[k]) {
             MlirValue ge0 = build_cmp(b, false, "sge", at[k], const_index(b, 0));
@@ -622,11 +635,7 @@ static int lower_pad(MlirOperation op) {
         body.lo[dim] = pads[2 * i];
         body.checked[dim] = pads[2 * i] > 0 || pads[2 * i + 1] > 0;
     }
-    char m[256];
-    map_identity(m, sizeof m, body.rank);
-    const char *maps[1] = {m};
-    MlirValue init = build_empty(&b, rt);
-    MlirValue r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(body.rank), pad_body, &body), 0);
+    MlirValue r = build_index_generic(&b, rt, pad_body, &body);
     replace_op(op, 1, &r);
     return 0;
 }
@@ -653,7 +662,7 @@ static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue 
     (void)n_args;
     IndexBody *ib = user;
     MlirValue coords[PT2_MAX_RANK];
-    for (int i = 0; i < ib->rank; ++i) coords[i] = loop_index(b, i);
+    for (int i = 0; i < ib->rank; ++i) coords[i] = build_linalg_index(b, i);
     /* negative indices wrap, as in PyTorch; out-of-range ones are clamped so
      * that compiled code never reads outside the tensor */
     MlirValue idx = build_unary(b, "arith.index_cast", args[0], mlirIndexTypeGet(b->ctx));
@@ -783,9 +792,9 @@ static void iota_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
     (void)n_args;
     IotaBody *ib = user;
     MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
-    MlirValue i = loop_index(b, 0);
+    MlirValue i = build_linalg_index(b, 0);
     if (ib->eye) {
-        yields[0] = convert_scalar(b, build_cmp(b, false, "eq", i, loop_index(b, 1)), ib->out);
+        yields[0] = convert_scalar(b, build_cmp(b, false, "eq", i, build_linalg_index(b, 1)), ib->out);
         return;
     }
     MlirValue i64v = build_unary(b, "arith.index_cast", i, i64);
@@ -815,15 +824,10 @@ static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
         pt2_attr_f64(attrs, "value", &value);
         r = build_filled(&b, rt, const_scalar(&b, et, value));
     } else {
-        Pt2TensorType out = value_tensor_type(result);
         IotaBody body = {0, 1, info->id == PT2_OP_EYE, type_is_float(et) ? mlirF64TypeGet(b.ctx) : mlirIntegerTypeGet(b.ctx, 64), et};
         pt2_attr_f64(attrs, "start", &body.start);
         pt2_attr_f64(attrs, "step", &body.step);
-        char m[256];
-        map_identity(m, sizeof m, out.rank);
-        const char *maps[1] = {m};
-        MlirValue init = build_empty(&b, rt);
-        r = mlirOperationGetResult(build_generic(&b, 0, NULL, 1, &init, maps, iterators_parallel(out.rank), iota_body, &body), 0);
+        r = build_index_generic(&b, rt, iota_body, &body);
     }
     replace_op(op, 1, &r);
     return 0;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs everything pt2 needs on a fresh Debian 12 machine; idempotent.
 #   - LLVM/MLIR 22 (C API archives, libMLIR/libLLVM, FileCheck, lit), the LLVM OpenMP runtime
-#   - OpenBLAS (matmul extern calls)
+#   - OpenBLAS, its pthread build (libpt2rt's BLAS for f32/f64 matmuls; measured fastest
+#     here against BLIS and oneDNN, see runtime/rt/pt2rt.c)
 #   - torch 2.13 CPU (the test oracle), pytest, numpy
 # Set PT2_SKIP_BOOTSTRAP=1 to skip (e.g. on a machine prepared by hand).
 set -eu
@@ -11,7 +12,8 @@ PY=${PYTHON:-python3}
 need_apt=0
 for f in "/usr/lib/llvm-$V/include/mlir-c/IR.h" "/usr/lib/llvm-$V/bin/FileCheck" \
          "/usr/lib/llvm-$V/bin/mlir-opt" "/usr/lib/llvm-$V/lib/libomp.so.5" \
-         /usr/include/x86_64-linux-gnu/cblas.h /usr/lib/x86_64-linux-gnu/libopenblas.so; do
+         /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
+         /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so; do
     [ -e "$f" ] || need_apt=1
 done
 for tool in cmake ninja cc; do
@@ -26,7 +28,7 @@ if [ $need_apt = 1 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends \
         "libmlir-$V-dev" "mlir-$V-tools" "llvm-$V-dev" "libomp-$V-dev" \
-        libopenblas-dev cmake ninja-build make gcc g++ >/dev/null
+        libopenblas-pthread-dev cmake ninja-build make gcc g++ >/dev/null
 fi
 if ! $PY -c 'import torch, pytest, numpy; assert torch.__version__.startswith("2.13")' 2>/dev/null; then
     echo "bootstrap: installing torch 2.13 (CPU), pytest, numpy"

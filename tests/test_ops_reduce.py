@@ -234,3 +234,26 @@ def test_empty_dims_list_as_torch():
              for n in ("sum", "mean", "amax", "amin", "var", "std", "any", "all") for k in (False, True)]
     cases.append(("prod dims=[]", lambda g, v: g.op("prod", v, dims=[]), lambda t: torch.prod(t)))
     check([x], cases)
+
+
+def test_empty_inputs():
+    """Reductions over zero elements give the identity (sum 0, prod 1, any
+    false, all true) and mean NaN, as eager."""
+    e = torch.zeros(3, 0)
+    cases = []
+    for name in ("sum", "prod", "any", "all", "mean"):
+        ref = _torch_prod if name == "prod" else getattr(torch, name)
+        for dims in (None, [1], [0]):
+            cases.append((f"{name} of (3, 0) dims={dims}", lambda g, v, n=name, d=dims: g.op(n, v, dims=d),
+                          lambda t, r=ref, d=dims: r(t, dim=d) if d is not None else r(t)))
+    check([e], cases)
+
+
+def test_int_extremes():
+    """The initial accumulators (lowest/highest) must not win over real values."""
+    x = torch.tensor([[-128, -128, 5], [127, -128, 127]], dtype=torch.int8)
+    cases = [(f"{n} dim={d}", lambda g, v, n=n, d=d: g.op(n, v, dim=d), lambda t, n=n, d=d: getattr(torch, n)(t, dim=d))
+             for n in ("argmax", "argmin") for d in (None, 0, 1)]
+    cases += [(f"{n}", lambda g, v, n=n: g.op(n, v, dims=[1]), lambda t, n=n: getattr(torch, n)(t, dim=1))
+              for n in ("amax", "amin", "sum")]
+    check([x], cases)

@@ -138,6 +138,8 @@ def _pad_cat_repeat_cases(dtype):
           lambda x, xb, *_: torch.cat([x, xb, x], 1)),
         c("cat with an empty slice", lambda g, x, *_: g.op("cat", x, g.op("slice", x, dim=0, start=3, end=3), dim=0),
           lambda x, *_: torch.cat([x, x[3:3]], 0)),
+        c("cat with an empty slice first", lambda g, x, *_: g.op("cat", g.op("slice", x, dim=2, start=0, end=0), x, dim=2),
+          lambda x, *_: torch.cat([x[:, :, 0:0], x], 2)),
     ]
 
 

@@ -72,6 +72,13 @@ _sig("pt2CatalogSize", ctypes.c_int)
 for _n in ("pt2CatalogOpName", "pt2CatalogOpAttrs", "pt2CatalogOpTorch", "pt2CatalogOpSummary"):
     _sig(_n, ctypes.c_char_p, ctypes.c_int)
 _sig("pt2CatalogOpIsComposite", ctypes.c_int, ctypes.c_int)
+_sig("pt2CatalogOpArity", ctypes.c_int, ctypes.c_int, _IP, _IP)
+
+
+def _arity(i):
+    n_in, n_out = ctypes.c_int(), ctypes.c_int()
+    _lib.pt2CatalogOpArity(i, ctypes.byref(n_in), ctypes.byref(n_out))
+    return n_in.value, n_out.value
 
 
 class Pt2Error(RuntimeError):
@@ -108,6 +115,8 @@ def catalog():
             torch=_lib.pt2CatalogOpTorch(i).decode(),
             summary=_lib.pt2CatalogOpSummary(i).decode(),
             composite=bool(_lib.pt2CatalogOpIsComposite(i)),
+            n_operands=_arity(i)[0],
+            n_results=_arity(i)[1],
         )
         for i in range(_lib.pt2CatalogSize())
     ]

@@ -1,0 +1,215 @@
+"""Model capture and speed: the TIMM and HuggingFace lists of ../shared/BENCHMARKS.md.
+
+    python bench/models.py --suite timm|hf [--models a,b] [--batch N] [--inductor] [--json FILE]
+
+For each model (random weights, eval mode, no_grad) this records whether pt2 matches eager by
+PyTorch's harness rule (allclose at tol=1e-3, else rmse(pt2, fp64) <= 2 * rmse(eager, fp64) + tol/10),
+the graphs and graph breaks pt2.explain reports, the share of operators captured, the compile time,
+and median eager / pt2 (and with --inductor, torch.compile) times, interleaved.  A benchmark script,
+never a test.  Needs `pip install timm transformers`.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import pt2  # noqa: E402
+
+TIMM = [
+    "adv_inception_v3", "beit_base_patch16_224", "convnextv2_nano.fcmae_ft_in22k_in1k", "deit_base_distilled_patch16_224",
+    "deit_tiny_patch16_224.fb_in1k", "dm_nfnet_f0", "ghostnet_100", "inception_v3", "mobilenetv2_100",
+    "mobilenetv3_large_100", "mobilevit_s", "nfnet_l0", "repvgg_a2", "swin_base_patch4_window7_224", "tf_efficientnet_b0",
+    "visformer_small", "vit_base_patch14_dinov2.lvd142m", "vit_base_patch16_siglip_256",
+]
+HF = [
+    "AlbertForMaskedLM", "AllenaiLongformerBase", "BartForCausalLM", "BertForMaskedLM", "BigBird", "BlenderbotForCausalLM",
+    "DebertaV2ForMaskedLM", "DistilBertForMaskedLM", "DistillGPT2", "ElectraForCausalLM", "GoogleFnet",
+    "GPT2ForSequenceClassification", "LayoutLMForMaskedLM", "M2M100ForConditionalGeneration", "MBartForCausalLM",
+    "MegatronBertForCausalLM", "MobileBertForMaskedLM", "MT5ForConditionalGeneration", "OPTForCausalLM", "PegasusForCausalLM",
+    "PLBartForCausalLM", "RobertaForCausalLM", "T5ForConditionalGeneration", "T5Small", "TrOCRForCausalLM", "XGLMForCausalLM",
+    "XLNetLMHeadModel", "YituTechConvBert",
+]
+
+# HF names of PyTorch's list → (transformers config class, model class); built from default configs.
+HF_CLASSES = {
+    "AlbertForMaskedLM": ("AlbertConfig", "AlbertForMaskedLM"),
+    "AllenaiLongformerBase": ("LongformerConfig", "LongformerModel"),
+    "BartForCausalLM": ("BartConfig", "BartForCausalLM"),
+    "BertForMaskedLM": ("BertConfig", "BertForMaskedLM"),
+    "BigBird": ("BigBirdConfig", "BigBirdForMaskedLM"),
+    "BlenderbotForCausalLM": ("BlenderbotConfig", "BlenderbotForCausalLM"),
+    "DebertaV2ForMaskedLM": ("DebertaV2Config", "DebertaV2ForMaskedLM"),
+    "DistilBertForMaskedLM": ("DistilBertConfig", "DistilBertForMaskedLM"),
+    "DistillGPT2": ("GPT2Config", "GPT2LMHeadModel"),
+    "ElectraForCausalLM": ("ElectraConfig", "ElectraForCausalLM"),
+    "GoogleFnet": ("FNetConfig", "FNetForMaskedLM"),
+    "GPT2ForSequenceClassification": ("GPT2Config", "GPT2ForSequenceClassification"),
+    "LayoutLMForMaskedLM": ("LayoutLMConfig", "LayoutLMForMaskedLM"),
+    "M2M100ForConditionalGeneration": ("M2M100Config", "M2M100ForConditionalGeneration"),
+    "MBartForCausalLM": ("MBartConfig", "MBartForCausalLM"),
+    "MegatronBertForCausalLM": ("MegatronBertConfig", "MegatronBertForCausalLM"),
+    "MobileBertForMaskedLM": ("MobileBertConfig", "MobileBertForMaskedLM"),
+    "MT5ForConditionalGeneration": ("MT5Config", "MT5ForConditionalGeneration"),
+    "OPTForCausalLM": ("OPTConfig", "OPTForCausalLM"),
+    "PegasusForCausalLM": ("PegasusConfig", "PegasusForCausalLM"),
+    "PLBartForCausalLM": ("PLBartConfig", "PLBartForCausalLM"),
+    "RobertaForCausalLM": ("RobertaConfig", "RobertaForCausalLM"),
+    "T5ForConditionalGeneration": ("T5Config", "T5ForConditionalGeneration"),
+    "T5Small": ("T5Config", "T5ForConditionalGeneration"),
+    "TrOCRForCausalLM": ("TrOCRConfig", "TrOCRForCausalLM"),
+    "XGLMForCausalLM": ("XGLMConfig", "XGLMForCausalLM"),
+    "XLNetLMHeadModel": ("XLNetConfig", "XLNetLMHeadModel"),
+    "YituTechConvBert": ("ConvBertConfig", "ConvBertForMaskedLM"),
+}
+
+
+def build_timm(name, batch):
+    import timm
+
+    model = timm.create_model(name, pretrained=False).eval()
+    cfg = getattr(model, "pretrained_cfg", {}) or {}
+    size = cfg.get("input_size", (3, 224, 224))
+    return model, (torch.randn(batch, *size),), {}
+
+
+def build_hf(name, batch, seq):
+    import transformers
+
+    cfg_name, cls_name = HF_CLASSES[name]
+    config = getattr(transformers, cfg_name)()
+    model = getattr(transformers, cls_name)(config).eval()
+    vocab = getattr(config, "vocab_size", 1000)
+    ids = torch.randint(0, vocab, (batch, seq))
+    kwargs = {"input_ids": ids}
+    if "ConditionalGeneration" in cls_name:
+        kwargs["decoder_input_ids"] = ids
+    return model, (), kwargs
+
+
+def flatten(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flatten(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in flatten(o)]
+    if hasattr(out, "to_tuple"):
+        return flatten(out.to_tuple())
+    return []
+
+
+def rmse(a, b):
+    return torch.sqrt(torch.mean((a.double() - b.double()) ** 2)).item()
+
+
+def accuracy_ok(out, ref, ref64, tol=1e-3):
+    for o, e, e64 in zip(flatten(out), flatten(ref), flatten(ref64)):
+        if not o.dtype.is_floating_point:
+            if not torch.equal(o, e):
+                return False
+            continue
+        if torch.allclose(o, e, rtol=tol, atol=tol, equal_nan=True):
+            continue
+        if rmse(o, e64) > 2 * rmse(e, e64) + tol / 10:
+            return False
+    return True
+
+
+def median_ms(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def run_model(suite, name, args):
+    rec = {"suite": suite, "name": name, "ok": False}
+    try:
+        model, xs, kw = build_timm(name, args.batch) if suite == "timm" else build_hf(name, args.batch, args.seq)
+    except Exception as e:  # noqa: BLE001 - a model that cannot be built is recorded, not fatal
+        rec["error"] = f"build: {type(e).__name__}: {e}"
+        return rec
+    with torch.no_grad():
+        ref = model(*xs, **kw)
+        import copy
+
+        m64 = copy.deepcopy(model).double()
+        xs64 = tuple(x.double() if x.is_floating_point() else x for x in xs)
+        ref64 = m64(*xs64, **kw)
+        try:
+            pt2.reset()
+            info = pt2.explain(model)(*xs, **kw)
+            rec["graphs"] = info.graph_count
+            rec["breaks"] = info.graph_break_count
+            rec["break_reasons"] = [str(b) for b in info.break_reasons[:5]]
+            rec["ops_captured"] = info.op_count
+            compiled = pt2.compile(model)
+            t0 = time.perf_counter()
+            out = compiled(*xs, **kw)
+            rec["compile_s"] = time.perf_counter() - t0
+            rec["ok"] = accuracy_ok(out, ref, ref64)
+            for _ in range(args.warmup):
+                compiled(*xs, **kw)
+                model(*xs, **kw)
+            eager, fast = [], []
+            for _ in range(args.repeats):  # interleaved
+                eager.append(median_ms(lambda: model(*xs, **kw), 1))
+                fast.append(median_ms(lambda: compiled(*xs, **kw), 1))
+            rec["eager_ms"] = statistics.median(eager)
+            rec["pt2_ms"] = statistics.median(fast)
+            if args.inductor:
+                ind = torch.compile(model)
+                t0 = time.perf_counter()
+                ind(*xs, **kw)
+                rec["inductor_compile_s"] = time.perf_counter() - t0
+                for _ in range(args.warmup):
+                    ind(*xs, **kw)
+                rec["inductor_ms"] = median_ms(lambda: ind(*xs, **kw), args.repeats)
+        except Exception as e:  # noqa: BLE001
+            rec["error"] = f"{type(e).__name__}: {e}"
+            rec["trace"] = traceback.format_exc(limit=3)
+    return rec
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", choices=["timm", "hf"], required=True)
+    p.add_argument("--models", help="comma-separated subset")
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--inductor", action="store_true")
+    p.add_argument("--json")
+    args = p.parse_args()
+    names = (args.models.split(",") if args.models else (TIMM if args.suite == "timm" else HF))
+    records = []
+    print(f"{'model':<40} {'ok':<3} {'graphs':>6} {'breaks':>6} {'compile s':>9} {'eager ms':>9} {'pt2 ms':>9} {'speedup':>8}")
+    for name in names:
+        rec = run_model(args.suite, name, args)
+        records.append(rec)
+        sp = rec["eager_ms"] / rec["pt2_ms"] if rec.get("pt2_ms") else float("nan")
+        print(f"{name:<40} {'y' if rec['ok'] else 'n':<3} {rec.get('graphs', '-')!s:>6} {rec.get('breaks', '-')!s:>6} "
+              f"{rec.get('compile_s', float('nan')):>9.2f} {rec.get('eager_ms', float('nan')):>9.2f} {rec.get('pt2_ms', float('nan')):>9.2f} {sp:>7.2f}x"
+              + (f"  [{rec['error'][:80]}]" if "error" in rec else ""), flush=True)
+    ok = [r for r in records if r["ok"]]
+    speedups = [r["eager_ms"] / r["pt2_ms"] for r in ok if r.get("pt2_ms")]
+    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else float("nan")
+    print(f"\n{len(ok)}/{len(records)} models match eager; pt2 geomean speedup over eager (those models): {geo:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

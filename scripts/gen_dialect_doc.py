@@ -1,0 +1,63 @@
+"""Writes docs/dialect.md from the op catalog (dialects/catalog.def via libpt2).
+
+Run after changing the catalog: `PYTHONPATH=python python3 scripts/gen_dialect_doc.py`.
+tests/test_docs.py fails when docs/dialect.md is out of date."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+HEADER = """# The pt2 dialect
+
+Generated from `dialects/catalog.def` by `scripts/gen_dialect_doc.py`; do not edit by hand.
+
+pt2 is a tensor-level dialect with PyTorch's semantics (broadcasting, type promotion done by the
+graph builder, negative dims, keepdim).  It is defined without C++: the IRDL text (`pt2-opt
+--print-irdl`) is generated from the catalog and loaded with `mlirLoadIRDLDialects`; IRDL checks
+that every operand and result is a ranked tensor, and the C verifier (`pt2-verify`, run after parsing
+and before every pass pipeline) checks element types, shapes and attributes with the catalog's shape
+rules (`dialects/meta.c`).  Ops print in MLIR's generic form:
+
+```mlir
+%0 = "pt2.softmax"(%x) {dim = -1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+```
+
+Element types: `f32`, `f16`, `bf16`, `f64`, `i64`, `i32`, `i8`, `i1` (bool); static shapes, rank <= 8.
+Attribute types: `i64` (`1 : i64`), `i64[]` (`array<i64: 0, 1>`), `f64` (`1.0 : f64`), `bool`,
+`dtype` (a type: `f16`), `str` (`"tanh"`), `dense` (a dense elements attribute).  `?` marks an
+optional attribute, `=v` a default that the verifier and builder fill in.
+
+Composite ops are rewritten into primitives by `pt2-decompose`; primitives are lowered by `pt2-lower`.
+
+| op | kind | operands → results | attributes | summary | PyTorch callables |
+|---|---|---|---|---|---|
+"""
+
+
+def main():
+    import pt2
+
+    rows = []
+    n_comp = 0
+    for op in pt2.catalog():
+        n_comp += op["composite"]
+        attrs = op["attrs"].replace("|", "\\|") or "–"
+        rows.append(
+            f"| `pt2.{op['name']}` | {'composite' if op['composite'] else 'primitive'} | {op['n_operands']} → {op['n_results']} | "
+            f"`{attrs}` | {op['summary'].replace('|', '/')} | {op['torch'].replace(',', ', ')} |"
+        )
+    total = len(rows)
+    text = HEADER + "\n".join(rows) + f"\n\n{total} ops: {total - n_comp} primitives, {n_comp} composites.\n"
+    out = os.path.join(HERE, "..", "docs", "dialect.md")
+    if len(sys.argv) > 1 and sys.argv[1] == "--check":
+        with open(out) as f:
+            return 0 if f.read() == text else 1
+    with open(out, "w") as f:
+        f.write(text)
+    print(f"wrote {out}: {total} ops")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

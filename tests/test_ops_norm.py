@@ -1,0 +1,115 @@
+"""Normalizations against eager PyTorch: layer_norm, rms_norm, group_norm and
+inference batch_norm.  Weight and bias are required operands in pt2 (capture
+passes ones/zeros when the module has none)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from opcheck import FLOATS, check, make
+
+
+def _dtype_id(dt):
+    return str(dt)[6:]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
+def test_layer_rms_norm(dtype):
+    x = make((2, 3, 7), dtype, -2, 3, seed=1)  # a mean far from 0 checks the centring
+    xt = make((5, 33), dtype, -2, 2, seed=2, noncontiguous=True)
+    w1, b1 = make((7,), dtype, 0.5, 1.5, seed=3), make((7,), dtype, -1, 1, seed=4)
+    w2, b2 = make((3, 7), dtype, 0.5, 1.5, seed=5), make((3, 7), dtype, -1, 1, seed=6)
+    wt = make((33,), dtype, 0.5, 1.5, seed=7)
+    ones1, zeros1 = torch.ones(7, dtype=dtype), torch.zeros(7, dtype=dtype)
+    x1 = make((1023,), dtype, -2, 2, seed=8)
+    w1023 = make((1023,), dtype, 0.5, 1.5, seed=9)
+    inputs = [x, xt, w1, b1, w2, b2, wt, ones1, zeros1, x1, w1023]
+    X, XT, W1, B1, W2, B2, WT, ONES, ZEROS, X1, W1023 = range(len(inputs))
+
+    def case(label, build, ref):
+        return (label, lambda g, *v: build(g, v), lambda *t: ref(t))
+
+    cases = [
+        case("layer_norm last dim", lambda g, v: g.op("layer_norm", v[X], v[W1], v[B1], normalized_ndim=1),
+             lambda t: F.layer_norm(t[X], (7,), t[W1], t[B1])),
+        case("layer_norm last 2 dims, eps=1e-3", lambda g, v: g.op("layer_norm", v[X], v[W2], v[B2], normalized_ndim=2, eps=1e-3),
+             lambda t: F.layer_norm(t[X], (3, 7), t[W2], t[B2], eps=1e-3)),
+        case("layer_norm without affine (ones/zeros)", lambda g, v: g.op("layer_norm", v[X], v[ONES], v[ZEROS], normalized_ndim=1),
+             lambda t: F.layer_norm(t[X], (7,))),
+        case("layer_norm non-contiguous x", lambda g, v: g.op("layer_norm", v[XT], v[WT], v[WT], normalized_ndim=1),
+             lambda t: F.layer_norm(t[XT], (33,), t[WT], t[WT])),
+        case("layer_norm 1-d x (1023)", lambda g, v: g.op("layer_norm", v[X1], v[W1023], v[W1023], normalized_ndim=1),
+             lambda t: F.layer_norm(t[X1], (1023,), t[W1023], t[W1023])),
+        case("rms_norm eps given", lambda g, v: g.op("rms_norm", v[X], v[W1], normalized_ndim=1, eps=1e-6),
+             lambda t: F.rms_norm(t[X], (7,), t[W1], eps=1e-6)),
+        case("rms_norm eps absent (finfo eps)", lambda g, v: g.op("rms_norm", v[X], v[W1], normalized_ndim=1),
+             lambda t: F.rms_norm(t[X], (7,), t[W1])),
+        case("rms_norm last 2 dims", lambda g, v: g.op("rms_norm", v[X], v[W2], normalized_ndim=2),
+             lambda t: F.rms_norm(t[X], (3, 7), t[W2])),
+        case("rms_norm without weight (ones)", lambda g, v: g.op("rms_norm", v[X], v[ONES], normalized_ndim=1, eps=1e-5),
+             lambda t: F.rms_norm(t[X], (7,), eps=1e-5)),
+        case("rms_norm non-contiguous x", lambda g, v: g.op("rms_norm", v[XT], v[WT], normalized_ndim=1),
+             lambda t: F.rms_norm(t[XT], (33,), t[WT])),
+        case("rms_norm 1-d x (1023)", lambda g, v: g.op("rms_norm", v[X1], v[W1023], normalized_ndim=1),
+             lambda t: F.rms_norm(t[X1], (1023,), t[W1023])),
+    ]
+    check(inputs, cases)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
+def test_rms_norm_default_eps_matters(dtype):
+    """Where eps dominates (tiny values), the default must be eager's: the
+    epsilon of the type it computes in (float32 for half-precision inputs)."""
+    tiny = 1e-9 if dtype == torch.float64 else 1e-3
+    x = torch.full((2, 4), tiny, dtype=dtype)
+    x[0] = 0
+    w = torch.ones(4, dtype=dtype)
+    check([x, w], [("rms_norm eps absent, tiny values", lambda g, a, b: g.op("rms_norm", a, b, normalized_ndim=1),
+                    lambda a, b: F.rms_norm(a, (4,), b))])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
+def test_group_norm(dtype):
+    x4 = make((2, 6, 5, 3), dtype, -2, 3, seed=1)
+    x3 = make((3, 4, 7), dtype, -2, 2, seed=2)
+    x2 = make((5, 6), dtype, -2, 2, seed=3)
+    w6, b6 = make((6,), dtype, 0.5, 1.5, seed=4), make((6,), dtype, -1, 1, seed=5)
+    w4, b4 = make((4,), dtype, 0.5, 1.5, seed=6), make((4,), dtype, -1, 1, seed=7)
+    inputs = [x4, x3, x2, w6, b6, w4, b4]
+
+    def gn(which, w, b, groups, eps=None):
+        label = f"group_norm input{which} groups={groups}" + (f" eps={eps}" if eps else "")
+        attrs = {"groups": groups} | ({"eps": eps} if eps else {})
+        return (label, lambda g, *v: g.op("group_norm", v[which], v[w], v[b], **attrs),
+                lambda *t: F.group_norm(t[which], groups, t[w], t[b], **({"eps": eps} if eps else {})))
+
+    cases = [gn(0, 3, 4, 1), gn(0, 3, 4, 2), gn(0, 3, 4, 6), gn(0, 3, 4, 3, eps=1e-3), gn(1, 5, 6, 2), gn(1, 5, 6, 4),
+             gn(2, 3, 4, 3)]
+    check(inputs, cases)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
+def test_batch_norm(dtype):
+    shapes = [(4, 3), (2, 3, 7), (2, 3, 5, 4)]
+    xs = [make(s, dtype, -2, 3, seed=i) for i, s in enumerate(shapes)]
+    xt = make((3, 5, 2), dtype, -2, 2, seed=9).permute(2, 0, 1)  # non-contiguous (2, 3, 5)
+    mean, var = make((3,), dtype, -1, 1, seed=10), make((3,), dtype, 0.2, 2, seed=11)
+    w, b = make((3,), dtype, 0.5, 1.5, seed=12), make((3,), dtype, -1, 1, seed=13)
+    inputs = xs + [xt, mean, var, w, b]
+    M, V, W, B = 4, 5, 6, 7
+    cases = []
+    for i in range(4):
+        cases.append((f"batch_norm input{i} {tuple(inputs[i].shape)}",
+                      lambda g, *v, i=i: g.op("batch_norm", v[i], v[M], v[V], v[W], v[B]),
+                      lambda *t, i=i: F.batch_norm(t[i], t[M], t[V], t[W], t[B], training=False)))
+    cases.append(("batch_norm eps=1e-3", lambda g, *v: g.op("batch_norm", v[2], v[M], v[V], v[W], v[B], eps=1e-3),
+                  lambda *t: F.batch_norm(t[2], t[M], t[V], t[W], t[B], training=False, eps=1e-3)))
+    check(inputs, cases)
+
+
+def test_norm_of_ints_is_rejected():
+    import pt2
+
+    g = pt2.Graph()
+    x, w = g.input(torch.int64, (2, 3)), g.input(torch.int64, (3,))
+    with pytest.raises(pt2.Pt2Error, match="layer_norm"):
+        g.op("layer_norm", x, w, w, normalized_ndim=1)
