@@ -13,6 +13,8 @@
 #include "capture.h"
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached);
+PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_guards, double *out_compile_s, bool *out_cached,
+                            char *why, size_t why_cap);
 
 _Thread_local CaptureOptions *pt2_capture_options;
 
@@ -112,14 +114,30 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
             fprintf(stderr, "[pt2] graph break in %s (%s:%d): %s\n", PyUnicode_AsUTF8(code->co_qualname), t.brk.file, t.brk.line,
                     t.brk.reason);
         }
-        record(&t, code, NULL, NULL, 0, false);
         if (pt2_capture_options && pt2_capture_options->fullgraph) {
+            record(&t, code, NULL, NULL, 0, false);
             PyErr_Format(pt2_unsupported_error(), "pt2 (fullgraph=True) cannot capture %s: %s\n  at %s:%d",
                          PyUnicode_AsUTF8(code->co_qualname), t.brk.reason, t.brk.file, t.brk.line);
             outcome = PT2_COMPILE_RAISE;
-        } else {
-            outcome = PT2_COMPILE_SKIP_CODE;
+            goto done;
         }
+        /* a graph break: compile what was captured, run the rest in CPython
+         * through resume_at continuations (breaks.c) */
+        Pt2Guards *bguards = NULL;
+        char why[200];
+        PyObject *brep = compiled ? NULL : break_replacement(&t, in, &bguards, &compile_s, &cached, why, sizeof why);
+        if (brep) {
+            char *partial = t.n_ops > 0 ? pt2GraphToText(t.graph) : NULL;
+            record(&t, code, bguards, partial, compile_s, cached);
+            pt2Free(partial);
+            out->guards = bguards;
+            out->code = brep;
+            outcome = PT2_COMPILE_OK;
+            goto done;
+        }
+        if (pt2_log_enabled("breaks")) fprintf(stderr, "[pt2]   cannot resume after it (%s): the frame runs eagerly\n", why);
+        record(&t, code, NULL, NULL, 0, false);
+        outcome = PT2_COMPILE_SKIP_CODE;
         goto done;
     }
     Pt2Guards *guards = guards_build(&t, code, in->func->func_globals);

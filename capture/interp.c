@@ -247,6 +247,26 @@ static Var *get_iter(Trace *t, Var *v) {
  * The instruction loop
  *===----------------------------------------------------------------------===*/
 
+/* Before a root-frame call or conditional jump, remember the stack and
+ * locals: if the trace breaks inside it, the graph so far is compiled and
+ * the instruction runs in CPython (breaks.c). */
+static void take_snapshot(SymFrame *f, int i, int op) {
+    Trace *t = f->t;
+    bool resumable = op == OP.CALL || is_jump_if_true(op) || is_jump_if_false(op) || op == OP.CALL_FUNCTION_EX;
+    t->snapshot.valid = false;
+    if (!resumable || t->broke) return;
+    if (!t->snapshot.stack) t->snapshot.stack = trace_alloc(t, sizeof(Var *) * MAX_STACK);
+    if (!t->snapshot.locals) t->snapshot.locals = trace_alloc(t, sizeof(Var *) * (size_t)(f->n_locals + 1));
+    memcpy(t->snapshot.stack, f->stack, sizeof(Var *) * (size_t)f->sp);
+    memcpy(t->snapshot.locals, f->locals, sizeof(Var *) * (size_t)f->n_locals);
+    t->snapshot.sp = f->sp;
+    t->snapshot.insn = i;
+    t->snapshot.mutations = t->mutations;
+    t->snapshot.grad_enabled = t->grad_enabled;
+    t->snapshot.kw_names = f->kw_names;
+    t->snapshot.valid = true;
+}
+
 static void note_line(SymFrame *f, const Pt2Insn *in) {
     Trace *t = f->t;
     if (in->line >= 0) {
@@ -270,6 +290,7 @@ static bool run_frame(SymFrame *f) {
         int op = in->opcode, arg = in->arg;
         int next = i + 1;
         note_line(f, in);
+        if (f->is_root) take_snapshot(f, i, op);
         if (op == OP.NOP || op == OP.RESUME || op == OP.CACHE || op == OP.PRECALL || op == OP.MAKE_CELL ||
             op == OP.COPY_FREE_VARS) {
             /* cells and free variables were set up when the frame was made */
@@ -336,6 +357,7 @@ static bool run_frame(SymFrame *f) {
                 push(f, cell);
             }
         } else if (op == OP.STORE_DEREF) {
+            t->mutations++;
             Var *v = pop(f), *cell = f->locals[arg];
             if (cell && cell->kind == V_CELL) {
                 cell->items[0] = v;
@@ -427,6 +449,11 @@ static bool run_frame(SymFrame *f) {
             push(f, s);
         } else if (op == OP.STORE_SUBSCR) {
             Var *idx = pop(f), *base = pop(f), *v = pop(f);
+            t->mutations++;
+            if (base->source) {
+                trace_break(t, "item assignment on a container passed into the compiled function");
+                return false;
+            }
             if (base->kind == V_LIST && idx->kind == V_CONST && PyLong_Check(idx->obj)) {
                 long k = PyLong_AsLong(idx->obj);
                 if (k < 0) k += base->n_items;
@@ -478,18 +505,22 @@ static bool run_frame(SymFrame *f) {
             f->sp -= arg;
             push(f, d);
         } else if (op == OP.LIST_APPEND) {
+            t->mutations++;
             Var *v = pop(f);
             var_push_item(t, peek(f, arg), v);
         } else if (op == OP.LIST_EXTEND) {
+            t->mutations++;
             Var *src = pop(f), *dst = peek(f, arg);
             Var *it = get_iter(t, src);
             if (!it) return false;
             for (Var *v; (v = iter_next(t, it));) var_push_item(t, dst, v);
         } else if (op == OP.MAP_ADD) {
+            t->mutations++;
             Var *v = pop(f), *k = pop(f), *d = peek(f, arg);
             var_push_item(t, d, v);
             d->keys[d->n_items - 1] = k;
         } else if (op == OP.DICT_UPDATE || op == OP.DICT_MERGE) {
+            t->mutations++;
             Var *src = pop(f), *d = peek(f, arg);
             if (src->kind != V_DICT) {
                 trace_break(t, "dict update from a non-dict");
@@ -743,6 +774,10 @@ Var *interp_run_root(Trace *t, const Pt2FrameInputs *in) {
         if (i < n_args && in->fast[i]) {
             v = trace_wrap(t, in->fast[i], source_local(t, i));
             if (!v) goto done;
+            /* *args and **kwargs are fresh containers of this call: the
+             * function may mutate them, and a rebuilt copy is as good */
+            bool star_slot = i >= code->co_argcount + code->co_kwonlyargcount;
+            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) v->source = NULL;
         }
         if (kind & KIND_FREE) {
             PyObject *cell = in->func->func_closure ? PyTuple_GET_ITEM(in->func->func_closure, i - first_free) : NULL;

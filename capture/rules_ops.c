@@ -488,7 +488,22 @@ static PyObject *const_tuple_of(Trace *t, Var **items, int n) {
     return tup;
 }
 
+static bool is_mutator(const char *name) {
+    static const char *const mutators[] = {"append", "extend", "pop", "insert", "remove", "clear", "sort", "reverse", "update",
+                                           "setdefault", "popitem", "__setitem__", "__delitem__"};
+    for (size_t i = 0; i < sizeof mutators / sizeof mutators[0]; ++i) {
+        if (strcmp(name, mutators[i]) == 0) return true;
+    }
+    return false;
+}
+
 Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if ((self->kind == V_LIST || self->kind == V_DICT) && is_mutator(name)) {
+        /* a container from the caller must see the mutation: not replayed yet */
+        if (self->source) return trace_break(t, "%s() on a %s passed into the compiled function (mutation of an input)", name,
+                                             self->kind == V_LIST ? "list" : "dict");
+        t->mutations++;
+    }
     if (self->kind == V_LIST) {
         if (strcmp(name, "append") == 0 && n_args == 1) {
             var_push_item(t, self, args[0]);
@@ -534,6 +549,20 @@ Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_a
                 }
             }
             return r;
+        }
+        if (strcmp(name, "pop") == 0 && (n_args == 1 || n_args == 2)) {
+            for (int i = 0; i < self->n_items; ++i) {
+                if (args[0]->kind == V_CONST && self->keys[i]->kind == V_CONST &&
+                    PyObject_RichCompareBool(self->keys[i]->obj, args[0]->obj, Py_EQ) == 1) {
+                    Var *r = self->items[i];
+                    memmove(self->items + i, self->items + i + 1, sizeof(Var *) * (size_t)(self->n_items - i - 1));
+                    memmove(self->keys + i, self->keys + i + 1, sizeof(Var *) * (size_t)(self->n_items - i - 1));
+                    self->n_items--;
+                    return r;
+                }
+            }
+            if (n_args == 2) return args[1];
+            return trace_break(t, "dict.pop of a missing key (KeyError)");
         }
         if (strcmp(name, "get") == 0 && (n_args == 1 || n_args == 2)) {
             for (int i = 0; i < self->n_items; ++i) {
@@ -777,8 +806,19 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         Py_DECREF(tup);
         return const_result(t, r, op);
     }
+    if (n == 1 && (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0) && (args[0]->kind == V_TUPLE || args[0]->kind == V_LIST)) {
+        /* str(x.shape) and friends: the sequence is made of constants */
+        PyObject *tup = const_tuple_of(t, args[0]->items, args[0]->n_items);
+        if (!tup) return NULL;
+        PyObject *seq = args[0]->obj == torch_size_type_obj() ? PyObject_CallOneArg(args[0]->obj, tup)
+                        : args[0]->kind == V_LIST ? PySequence_List(tup) : Py_NewRef(tup);
+        Py_DECREF(tup);
+        PyObject *r = seq ? (op[0] == 's' ? PyObject_Str(seq) : PyObject_Repr(seq)) : NULL;
+        Py_XDECREF(seq);
+        return const_result(t, r, op);
+    }
     if (n == 1 && args[0]->kind == V_CONST &&
-        (strcmp(op, "abs") == 0 || strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0 ||
+        (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0 || strcmp(op, "abs") == 0 || strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0 ||
          strcmp(op, "round") == 0 || strcmp(op, "callable") == 0 || strcmp(op, "type") == 0 || strcmp(op, "math.sqrt") == 0)) {
         PyObject *fn;
         if (strcmp(op, "math.sqrt") == 0) {

@@ -146,6 +146,20 @@ typedef struct Trace {
     int depth;           /* inlining depth */
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
+    int mutations;       /* container mutations so far (a snapshot is stale after one) */
+    /* The root frame's state before the instruction it is executing, when
+     * that instruction is one a graph break can resume after (a call, a
+     * conditional jump): see breaks.c. */
+    struct {
+        bool valid;
+        int insn;         /* instruction index in the root code */
+        Var **stack;
+        int sp;
+        Var **locals;
+        int mutations;
+        bool grad_enabled;
+        PyObject *kw_names; /* pending KW_NAMES of a call */
+    } snapshot;
 } Trace;
 
 /* Element-type and dimension helpers over the public API. */

@@ -817,8 +817,18 @@ static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     MlirValue r;
     if (info->id == PT2_OP_CONSTANT) {
-        MlirNamedAttribute v = named_attr(b.ctx, "value", pt2_attr_get(attrs, "value"));
-        r = mlirOperationGetResult(build_op(&b, "arith.constant", 0, NULL, 1, &rt, 1, &v), 0);
+        MlirAttribute value = pt2_attr_get(attrs, "value");
+        Pt2TensorType ct = value_tensor_type(result);
+        if (mlirDenseElementsAttrIsSplat(value) && pt2_tensor_numel(&ct) > 1) {
+            /* a splat becomes a fill: a large constant must not be materialized */
+            MlirNamedAttribute v = named_attr(b.ctx, "value", mlirDenseElementsAttrGetSplatValue(value));
+            MlirType et_ = elem_type(result);
+            MlirValue scalar = mlirOperationGetResult(build_op(&b, "arith.constant", 0, NULL, 1, &et_, 1, &v), 0);
+            r = build_filled(&b, rt, scalar);
+        } else {
+            MlirNamedAttribute v = named_attr(b.ctx, "value", value);
+            r = mlirOperationGetResult(build_op(&b, "arith.constant", 0, NULL, 1, &rt, 1, &v), 0);
+        }
     } else if (info->id == PT2_OP_FULL) {
         double value = 0;
         pt2_attr_f64(attrs, "value", &value);

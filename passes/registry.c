@@ -133,6 +133,12 @@ static MlirLogicalResult swallow_diagnostic(MlirDiagnostic d, void *user) {
     return mlirLogicalResultSuccess();
 }
 
+/* MLIR reports pipeline parse errors through a callback, which must exist. */
+static void ignore_text(MlirStringRef s, void *user) {
+    (void)s;
+    (void)user;
+}
+
 /* Does upstream pass `element` run on builtin.module ops?  Probed once per
  * name by running it on an empty module (diagnostics swallowed). */
 static bool runs_on_module(MlirContext ctx, const char *element) {
@@ -149,7 +155,7 @@ static bool runs_on_module(MlirContext ctx, const char *element) {
     bool on_module = true;
     MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, swallow_diagnostic, NULL, NULL);
     if (mlirLogicalResultIsSuccess(mlirOpPassManagerAddPipeline(mlirPassManagerGetAsOpPassManager(pm), sref(element),
-                                                                 (MlirStringCallback)NULL, NULL))) {
+                                                                 ignore_text, NULL))) {
         on_module = mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(probe)));
     }
     mlirContextDetachDiagnosticHandler(ctx, h);

@@ -108,14 +108,14 @@ class ExplainOutput:
 
     def __init__(self, records, out):
         self.records = records
-        self.graphs = [r["graph"] for r in records if "break" not in r and r["ops"] > 0]
+        self.graphs = [r["graph"] for r in records if r["graph"]]
         self.graph_count = len(self.graphs)
         self.break_reasons = [BreakReason(r["break"]["reason"], r["break"]["filename"], r["break"]["lineno"]) for r in records if "break" in r]
         self.graph_break_count = len(self.break_reasons)
-        self.ops_per_graph = [r["ops"] for r in records if "break" not in r and r["ops"] > 0]
+        self.ops_per_graph = [r["ops"] for r in records if r["graph"]]
         self.op_count = sum(self.ops_per_graph)
         self.out_guards = [g for r in records for g in r.get("guards", [])]
-        self.compile_times = [r["compile_seconds"] for r in records if "break" not in r]
+        self.compile_times = [r["compile_seconds"] for r in records if r["graph"]]
         self.result = out
 
     def __str__(self):

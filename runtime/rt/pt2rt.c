@@ -30,7 +30,6 @@
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,11 +241,13 @@ static void *pack(const Gemm *g, Matrix *x, bool copy_in) {
  * Running it
  *===----------------------------------------------------------------------===*/
 
-static void init_blas(void) {
-    /* single-threaded OpenBLAS: the threads are OpenMP's (see the top).  Its
-     * OpenMP build (openblas_get_parallel() == 2) already runs serially
-     * inside a parallel region, and setting its count would set libomp's. */
-    if (openblas_get_parallel() == 1) openblas_set_num_threads(1);
+/* Single-threaded OpenBLAS: the threads are OpenMP's (see the top).  Checked
+ * on every call, as anything else in the process that uses the same
+ * libopenblas may have raised the count (the cost is two loads).  Its
+ * OpenMP build (openblas_get_parallel() == 2) already runs serially inside a
+ * parallel region, and setting its count would set libomp's. */
+static void keep_blas_serial(void) {
+    if (openblas_get_parallel() == 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
 /* Rows [r0, r1) x columns [c0, c1) of batch entry t: one BLAS call. */
@@ -324,8 +325,7 @@ static void zero_c(const Gemm *g) {
 }
 
 static void matmul(Gemm *g) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, init_blas);
+    keep_blas_serial();
     if (g->c.rows == 0 || g->c.cols == 0 || batch_count(g) == 0) return;
     if (g->a.cols == 0) {
         if (!g->accumulate) zero_c(g);

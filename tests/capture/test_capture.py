@@ -394,10 +394,27 @@ GLOBAL_SCALE = 4.0
 # ---------------------------------------------------------------- graph breaks
 
 
-@case(A(4), A(4), graphs=0, breaks=1)
+@case(A(4), A(4), graphs=1, breaks=1)
 def breaks_on_print(x):
     print("side effect")
     return x + 1
+
+
+@case(A(4), A(5), graphs=2, breaks=1)
+def breaks_between_graphs(x):
+    y = x.sin() * 2
+    print("between", y.shape)
+    return y.cos() + x
+
+
+@case(A(3, 4), A(2, 2), graphs=2, breaks=1)
+def breaks_keep_locals_and_stack(x):
+    outs = [x * 2]
+    scale = 3
+    n = len(str(x.shape))  # a builtin call on a constant
+    outs.append(x.sum(0) * scale + n)
+    print("mid")
+    return outs[0] + 1, outs[1], scale
 
 
 @case(A(4), A(4), graphs=0, breaks=1)
@@ -405,7 +422,7 @@ def breaks_on_item(x):
     return x * x.sum().item()
 
 
-@case(A(4), A(4), graphs=0, breaks=1)
+@case(A(4), lambda: (-r(4).abs(),), graphs=2, breaks=1)
 def breaks_on_data_dependent_if(x):
     if x.sum() > 0:
         return x + 1
