@@ -80,6 +80,10 @@ int pt2_hook_init(void);
  * Returns a new reference or NULL with an exception set. */
 PyObject *pt2_hook_run(Pt2FrameCompiler compiler, PyObject *fn, PyObject *args, PyObject *kwargs);
 
+/* As pt2_hook_run, and frames of `force_code` are intercepted even when
+ * its file is skipped (pt2.compile of a torch.nn module compiles its forward). */
+PyObject *pt2_hook_run_forced(Pt2FrameCompiler compiler, PyObject *fn, PyObject *args, PyObject *kwargs, PyCodeObject *force_code);
+
 /* Calls fn(*args, **kwargs) with interception off (inside a run). */
 PyObject *pt2_hook_run_disabled(PyObject *fn, PyObject *args, PyObject *kwargs);
 

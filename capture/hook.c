@@ -56,6 +56,7 @@ static char SKIP_MARK;
 typedef struct ThreadState {
     Pt2FrameCompiler compiler; /* NULL: run cached entries only */
     bool intercept;
+    PyCodeObject *force_code;  /* intercepted even if its file is skipped (the compiled callable's own forward) */
 } ThreadState;
 
 static _Thread_local ThreadState tls;
@@ -164,15 +165,18 @@ static int code_matches_skip_rule(PyCodeObject *code) {
 /* The CodeCache of code, classifying the code on first sight; NULL when
  * frames of this code are not intercepted (no exception set then).  NULL
  * with an exception set on failure. */
-static CodeCache *code_cache(PyCodeObject *code) {
+static CodeCache *code_cache(PyCodeObject *code, bool force) {
     void *p = code_extra(code);
-    if (p == &SKIP_MARK) {
+    if (p == &SKIP_MARK && !force) {
         return NULL;
     }
-    if (p != NULL) {
+    if (p != NULL && p != &SKIP_MARK) {
         return p;
     }
-    int skip = code_matches_skip_rule(code);
+    /* forced: a torch.nn module's own forward given to pt2.compile is
+     * compiled although torch's files are skipped (not generators, though) */
+    int skip = force ? (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) != 0
+                     : code_matches_skip_rule(code);
     if (skip < 0) {
         return NULL;
     }
@@ -216,7 +220,7 @@ bool pt2_hook_code_is_skipped(PyCodeObject *code) {
         PyErr_Clear();
         return skip != 0;
     }
-    CodeCache *cache = code_cache(code);
+    CodeCache *cache = code_cache(code, false);
     if (cache == NULL) {
         PyErr_Clear();
         return true;
@@ -564,7 +568,7 @@ static PyObject *eval_frame(PyThreadState *ts, Pt2Frame *f, int throwflag) {
     }
     stats.frames++;
     PyCodeObject *code = pt2_frame_code(f);
-    CodeCache *cache = code_cache(code);
+    CodeCache *cache = code_cache(code, code == tls.force_code);
     if (cache == NULL || cache->skip_code) {
         /* classification failing (out of memory) only costs interception */
         PyErr_Clear();
@@ -621,6 +625,10 @@ static PyObject *call_with_tuple(PyObject *fn, PyObject *args, PyObject *kwargs)
 }
 
 PyObject *pt2_hook_run(Pt2FrameCompiler compiler, PyObject *fn, PyObject *args, PyObject *kwargs) {
+    return pt2_hook_run_forced(compiler, fn, args, kwargs, NULL);
+}
+
+PyObject *pt2_hook_run_forced(Pt2FrameCompiler compiler, PyObject *fn, PyObject *args, PyObject *kwargs, PyCodeObject *force_code) {
     if (extra_index < 0) {
         PyErr_SetString(PyExc_RuntimeError, "pt2: pt2_hook_init was not called");
         return NULL;
@@ -631,6 +639,7 @@ PyObject *pt2_hook_run(Pt2FrameCompiler compiler, PyObject *fn, PyObject *args, 
     ThreadState saved = tls;
     tls.compiler = compiler;
     tls.intercept = true;
+    tls.force_code = force_code;
     PyObject *result = call_with_tuple(fn, args, kwargs);
     tls = saved;
     if (--active_runs == 0) {

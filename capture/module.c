@@ -12,16 +12,22 @@ PyObject *pt2_unsupported_error(void);
 
 static PyObject *py_run(PyObject *mod, PyObject *args, PyObject *kwargs) {
     (void)mod;
-    static char *names[] = {"fn", "args", "kwargs", "fullgraph", "explain", NULL};
-    PyObject *fn, *fargs, *fkwargs = Py_None, *explain = Py_None;
+    static char *names[] = {"fn", "args", "kwargs", "fullgraph", "explain", "force_code", NULL};
+    PyObject *fn, *fargs, *fkwargs = Py_None, *explain = Py_None, *force = Py_None;
     int fullgraph = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|OpO:run", names, &fn, &PyTuple_Type, &fargs, &fkwargs, &fullgraph, &explain)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|OpOO:run", names, &fn, &PyTuple_Type, &fargs, &fkwargs, &fullgraph, &explain,
+                                     &force)) {
+        return NULL;
+    }
+    if (force != Py_None && !PyCode_Check(force)) {
+        PyErr_SetString(PyExc_TypeError, "run(): force_code must be a code object");
         return NULL;
     }
     CaptureOptions opts = {fullgraph != 0, explain == Py_None ? NULL : explain};
     CaptureOptions *saved = pt2_capture_options;
     pt2_capture_options = &opts;
-    PyObject *r = pt2_hook_run(pt2_compile_frame, fn, fargs, fkwargs == Py_None ? NULL : fkwargs);
+    PyObject *r = pt2_hook_run_forced(pt2_compile_frame, fn, fargs, fkwargs == Py_None ? NULL : fkwargs,
+                                      force == Py_None ? NULL : (PyCodeObject *)force);
     pt2_capture_options = saved;
     return r;
 }

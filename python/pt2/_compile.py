@@ -40,12 +40,18 @@ class CompiledFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        return _C.run(self._fn, args, kwargs, self._fullgraph)
+        return _C.run(self._fn, args, kwargs, self._fullgraph, None, getattr(self._fn, "__code__", None))
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
         return functools.partial(self.__call__, obj)
+
+
+def _forward_code(module):
+    """The code object of a module's forward (compiled even for torch.nn's own modules)."""
+    fwd = getattr(type(module), "forward", None)
+    return getattr(fwd, "__code__", None)
 
 
 class CompiledModule(torch.nn.Module):
@@ -57,7 +63,7 @@ class CompiledModule(torch.nn.Module):
         self._fullgraph = fullgraph
 
     def forward(self, *args, **kwargs):
-        return _C.run(self._orig_mod, args, kwargs, self._fullgraph)
+        return _C.run(self._orig_mod, args, kwargs, self._fullgraph, None, _forward_code(self._orig_mod))
 
     def __getattr__(self, name):
         try:
@@ -133,10 +139,34 @@ def explain(fn, *extra_args, **extra_kwargs):
         reset()
         records = []
         target = fn._orig_mod if isinstance(fn, CompiledModule) else fn._fn if isinstance(fn, CompiledFunction) else fn
-        out = _C.run(target, args, kwargs, False, records)
+        force = _forward_code(target) if isinstance(target, torch.nn.Module) else getattr(target, "__code__", None)
+        out = _C.run(target, args, kwargs, False, records, force)
         reset()
         return ExplainOutput(records, out)
 
     if extra_args or extra_kwargs:
         return run(*extra_args, **extra_kwargs)
     return run
+
+
+def _dynamo_backend(gm, example_inputs):
+    """torch.compile(m, backend="pt2"): Dynamo hands over an FX GraphModule, whose
+    generated forward pt2 captures and compiles like any other function."""
+    compiled = CompiledFunction(gm.forward)
+
+    def run(*args):
+        out = compiled(*args)
+        # Dynamo's calling convention returns a tuple/list of outputs
+        return out
+
+    return run
+
+
+def register_torch_backend():
+    """Registers "pt2" with torch.compile (done when pt2 is imported)."""
+    try:
+        from torch._dynamo.backends.registry import _BACKENDS, register_backend
+    except ImportError:  # a torch without Dynamo: nothing to register
+        return
+    if "pt2" not in _BACKENDS:
+        register_backend(compiler_fn=_dynamo_backend, name="pt2")

@@ -1,0 +1,212 @@
+"""pt2.compile on nn.Modules, guards, recompiles, fallbacks and the torch.compile backend."""
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import pt2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from models import examples  # noqa: E402
+
+
+def check(model, *inputs, tol=1e-4, graphs=None, breaks=None):
+    pt2.reset()
+    with torch.no_grad():
+        compiled = pt2.compile(model)
+        for x in inputs:
+            ref = model(*x) if isinstance(x, tuple) else model(x)
+            out = compiled(*x) if isinstance(x, tuple) else compiled(x)
+            torch.testing.assert_close(out, ref, rtol=tol, atol=tol)
+        info = pt2.explain(model)(*inputs[0]) if isinstance(inputs[0], tuple) else pt2.explain(model)(inputs[0])
+    if graphs is not None:
+        assert info.graph_count == graphs, info.break_reasons
+    if breaks is not None:
+        assert info.graph_break_count == breaks, info.break_reasons
+    return info
+
+
+def test_linear_relu_sequential():
+    m = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    check(m, torch.randn(4, 16), torch.randn(7, 16), graphs=1, breaks=0)
+
+
+def test_activation_modules():
+    m = nn.Sequential(nn.GELU(), nn.SiLU(), nn.Tanh(), nn.Sigmoid(), nn.LeakyReLU(0.1), nn.Hardswish(), nn.ELU(), nn.Softplus()).eval()
+    check(m, torch.randn(5, 9), graphs=1, breaks=0)
+
+
+def test_norm_modules():
+    m = nn.Sequential(nn.LayerNorm(12), nn.Dropout(0.5)).eval()
+    check(m, torch.randn(3, 12), graphs=1, breaks=0)
+    g = nn.GroupNorm(2, 6).eval()
+    check(g, torch.randn(2, 6, 5, 5), graphs=1, breaks=0)
+
+
+def test_conv_bn_relu_pool():
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten()).eval()
+    with torch.no_grad():  # non-trivial running statistics
+        m[1].running_mean.uniform_(-1, 1)
+        m[1].running_var.uniform_(0.5, 2)
+    check(m, torch.randn(2, 3, 16, 16), graphs=1, breaks=0)
+
+
+def test_embedding_module():
+    m = nn.Embedding(50, 16).eval()
+    check(m, torch.tensor([[1, 4, 9], [0, 49, 2]]), graphs=1, breaks=0)
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})
+        self.scale = 0.5
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = x + self.scale * F.relu(layer(x)) * (i + 1)
+        return {k: head(x) for k, head in self.heads.items()}, self.layers[-1](x)
+
+
+def test_module_list_and_dict():
+    m = Stack().eval()
+    pt2.reset()
+    with torch.no_grad():
+        c = pt2.compile(m)
+        x = torch.randn(4, 8)
+        out, last = c(x)
+        ref, ref_last = m(x)
+        for k in ref:
+            torch.testing.assert_close(out[k], ref[k])
+        torch.testing.assert_close(last, ref_last)
+        assert pt2.explain(m)(x).graph_count == 1
+
+
+def test_examples_match_eager():
+    for name, model, x in examples():
+        info = check(model, x, tol=1e-4)
+        assert info.graph_count == 1 and info.graph_break_count == 0, (name, info.break_reasons)
+
+
+def test_training_flag_is_guarded():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.0)).eval()
+    pt2.reset()
+    with torch.no_grad():
+        c = pt2.compile(m)
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(c(x), m(x))
+        m.train()  # the guard on .training fails: recompiled (dropout p=0 is still an identity)
+        torch.testing.assert_close(c(x), m(x))
+        assert pt2._C.cache_size(type(m).forward.__code__) >= 1
+
+
+def test_shape_and_dtype_guards_recompile():
+    def f(x):
+        return x * 2 + 1
+
+    pt2.reset()
+    c = pt2.compile(f)
+    for x in (torch.randn(3), torch.randn(5), torch.randn(5, dtype=torch.float64), torch.randn(5).t(), torch.arange(5)):
+        torch.testing.assert_close(c(x), f(x))
+    assert pt2._C.cache_size(f.__code__) == 4  # 1-d transposed is the same guard as (5,)
+
+
+def test_parameters_are_inputs_not_constants():
+    m = nn.Linear(4, 3).eval()
+    pt2.reset()
+    with torch.no_grad():
+        c = pt2.compile(m)
+        x = torch.randn(2, 4)
+        c(x)
+        m.weight.mul_(2)  # an in-place update of a parameter is seen by the next call
+        torch.testing.assert_close(c(x), m(x))
+
+
+def test_requires_grad_runs_eagerly():
+    m = nn.Linear(4, 3)  # parameters require grad, grad mode on: not captured, never wrong
+    x = torch.randn(2, 4)
+    out = pt2.compile(m)(x)
+    torch.testing.assert_close(out, m(x))
+    assert out.requires_grad
+
+
+def test_recompile_limit_warns_once():
+    def f(x, k):
+        return x * k
+
+    pt2.reset()
+    pt2._C.set_recompile_limit(2)
+    try:
+        c = pt2.compile(f)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for k in range(6):
+                torch.testing.assert_close(c(torch.ones(2), k), torch.ones(2) * k)
+        msgs = [str(x.message) for x in w if "recompile" in str(x.message).lower() or "limit" in str(x.message).lower()]
+        assert len(msgs) == 1, [str(x.message) for x in w]
+        assert "EQUALS_MATCH" in msgs[0] or "k" in msgs[0]
+    finally:
+        pt2._C.set_recompile_limit(8)
+
+
+def test_fullgraph_error_names_construct_and_line():
+    def f(x):
+        y = x + 1
+        print(y.shape)
+        return y
+
+    with pytest.raises(pt2.Unsupported, match=r"(?s)print\(\).*test_modules.py:\d+"):
+        pt2.compile(f, fullgraph=True)(torch.ones(2))
+
+
+def test_exception_from_user_code_propagates():
+    def f(x):
+        if x.shape[0] > 2:
+            raise ValueError("too big")
+        return x + 1
+
+    c = pt2.compile(f)
+    torch.testing.assert_close(c(torch.ones(2)), torch.ones(2) + 1)
+    with pytest.raises(ValueError, match="too big"):
+        c(torch.ones(3))
+
+
+def test_unsupported_inputs_fall_back():
+    def f(x):
+        return x * 2
+
+    c = pt2.compile(f)
+    z = torch.randn(3, dtype=torch.complex64)
+    torch.testing.assert_close(c(z), z * 2)
+    u = torch.arange(4, dtype=torch.uint8)
+    torch.testing.assert_close(c(u), u * 2)
+
+
+def test_torch_compile_backend():
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+    x = torch.randn(3, 8)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        c = torch.compile(m, backend="pt2")
+        torch.testing.assert_close(c(x), m(x))
+
+
+def test_decorator_forms():
+    @pt2.compile
+    def f(x):
+        return x.relu()
+
+    @pt2.compile(fullgraph=True)
+    def g(x):
+        return x.sigmoid()
+
+    x = torch.randn(4)
+    torch.testing.assert_close(f(x), x.relu())
+    torch.testing.assert_close(g(x), x.sigmoid())
+    with pytest.raises(ValueError):
+        pt2.compile(f, backend="nope")
