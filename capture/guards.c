@@ -106,7 +106,7 @@ struct Pt2Guards {
     char last_failure[512];
 };
 
-static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training;
+static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_dtype, *attr_is_cpu, *attr_requires_grad;
 
 int guards_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -115,6 +115,9 @@ int guards_init(void) {
     default_dtype_fn = PyObject_GetAttrString(torch, "get_default_dtype");
     Py_DECREF(torch);
     attr_training = PyUnicode_InternFromString("training");
+    attr_dtype = PyUnicode_InternFromString("dtype");
+    attr_is_cpu = PyUnicode_InternFromString("is_cpu");
+    attr_requires_grad = PyUnicode_InternFromString("requires_grad");
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
@@ -189,11 +192,11 @@ const char *guards_text(const Pt2Guards *g, int i) { return g && i >= 0 && i < g
 static bool check_tensor(const CGuard *g, PyObject *v) {
     PyTypeObject *ty = Py_TYPE(v);
     if (ty != (PyTypeObject *)g->obj) return false;
-    PyObject *dt = PyObject_GetAttrString(v, "dtype");
-    bool ok = dt && dtype_of_torch(dt) == g->dtype;
+    PyObject *dt = PyObject_GetAttr(v, attr_dtype);
+    bool ok = dt && dt == torch_dtype_of(g->dtype);
     Py_XDECREF(dt);
     if (!ok) return false;
-    PyObject *cpu = PyObject_GetAttrString(v, "is_cpu");
+    PyObject *cpu = PyObject_GetAttr(v, attr_is_cpu);
     ok = cpu == Py_True;
     Py_XDECREF(cpu);
     if (!ok) return false;
@@ -203,7 +206,7 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
         memcmp(strides, g->strides, sizeof(int64_t) * (size_t)rank) != 0) {
         return false;
     }
-    PyObject *rg = PyObject_GetAttrString(v, "requires_grad");
+    PyObject *rg = PyObject_GetAttr(v, attr_requires_grad);
     ok = (rg == Py_True) == g->requires_grad;
     Py_XDECREF(rg);
     return ok;

@@ -247,12 +247,19 @@ static Pt2DType tensor_dtype(PyObject *tensor) {
     return r;
 }
 
+/* Interned attribute names used on every guard check and call. */
+static PyObject *s_shape, *s_stride;
+
 /* Reads sizes and strides of a real tensor; the rank or -1. */
 int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides) {
-    PyObject *shape = PyObject_GetAttrString(tensor, "shape");
-    PyObject *stride = shape ? PyObject_CallMethod(tensor, "stride", NULL) : NULL;
+    if (!s_shape) {
+        s_shape = PyUnicode_InternFromString("shape");
+        s_stride = PyUnicode_InternFromString("stride");
+    }
+    PyObject *shape = PyObject_GetAttr(tensor, s_shape);
+    PyObject *stride = shape && strides ? PyObject_CallMethodNoArgs(tensor, s_stride) : NULL;
     int rank = -1;
-    if (shape && stride && PyTuple_Check(shape) && PyTuple_Check(stride)) {
+    if (shape && PyTuple_Check(shape) && (!strides || (stride && PyTuple_Check(stride)))) {
         rank = (int)PyTuple_GET_SIZE(shape);
         if (rank > PT2_MAX_RANK) {
             rank = -1;
