@@ -1124,6 +1124,61 @@ static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
     return make_tuple(t, items, 2);
 }
 
+/* torch.tensor(data): data known at trace time becomes a graph constant. */
+static Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
+    Var *data = arg(&b, "data");
+    Pt2DType dt;
+    bool rg;
+    if (!data || !arg_dtype(t, &b, "dtype", &dt) || !arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
+    if (rg) return trace_break(t, "torch.tensor(requires_grad=True)");
+    PyObject *value = NULL;
+    if (data->kind == V_CONST) {
+        value = Py_NewRef(data->obj);
+    } else if (data->kind == V_LIST || data->kind == V_TUPLE) {
+        value = PyList_New(data->n_items);
+        for (int i = 0; i < data->n_items; ++i) {
+            if (data->items[i]->kind != V_CONST) {
+                Py_DECREF(value);
+                return trace_break(t, "torch.tensor() of values only known at run time");
+            }
+            PyList_SET_ITEM(value, i, Py_NewRef(data->items[i]->obj));
+        }
+    } else {
+        return trace_break(t, "torch.tensor() of a %s", data->kind == V_TENSOR ? "tensor" : "non-constant");
+    }
+    /* let PyTorch decide the dtype and layout, then copy its bytes in */
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *kwargs = dt != PT2_DTYPE_INVALID ? Py_BuildValue("{s:O}", "dtype", torch_dtype_of(dt)) : NULL;
+    PyObject *fn = torch ? PyObject_GetAttrString(torch, "tensor") : NULL;
+    PyObject *pos = PyTuple_Pack(1, value);
+    PyObject *real = fn ? PyObject_Call(fn, pos, kwargs) : NULL;
+    Py_XDECREF(torch);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(fn);
+    Py_DECREF(pos);
+    Py_DECREF(value);
+    if (!real) return trace_break(t, "torch.tensor() failed at trace time");
+    trace_keep(t, real);
+    Py_DECREF(real);
+    PyObject *dtobj = PyObject_GetAttrString(real, "dtype");
+    Pt2DType rdt = dtype_of_torch(dtobj);
+    Py_XDECREF(dtobj);
+    if (rdt == PT2_DTYPE_INVALID) return trace_break(t, "torch.tensor() of a dtype pt2 does not support");
+    int64_t sizes[PT2_MAX_RANK];
+    int rank = tensor_geometry(real, sizes, NULL);
+    PyObject *ptr = PyObject_CallMethod(real, "data_ptr", NULL);
+    void *data_ptr = ptr ? PyLong_AsVoidPtr(ptr) : NULL;
+    Py_XDECREF(ptr);
+    if (rank < 0 || !data_ptr) {
+        PyErr_Clear();
+        return trace_break(t, "torch.tensor(): unexpected result");
+    }
+    int id = pt2GraphAddConstant(t->graph, rdt, rank, sizes, data_ptr);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    return var_tensor(t, id);
+}
+
 /*===----------------------------------------------------------------------===*
  * Grad mode and context managers
  *===----------------------------------------------------------------------===*/

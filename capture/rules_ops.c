@@ -648,7 +648,12 @@ static Var *iterable_items(Trace *t, Var *v) {
 Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *op = rule_op(e);
     if (strcmp(op, "print") == 0) return trace_break(t, "print() (a side effect outside the graph)");
-    if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0) {
+    if (nkw == 1 && strcmp(op, "enumerate") == 0 && strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, 0)), "start") == 0 && n == 1) {
+        Var *both[2] = {args[0], kwv[0]};
+        return h_builtin(t, e, both, 2, NULL, NULL, 0);
+    }
+    if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0 &&
+        strcmp(op, "dict") != 0) {
         return trace_break(t, "%s() with keyword arguments", op);
     }
     if (strcmp(op, "len") == 0 && n == 1) {

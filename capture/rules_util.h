@@ -52,5 +52,6 @@ Var *int_const(Trace *t, int64_t v);
 /* A double as an MLIR f64 attribute ("1.0 : f64", NaN/inf in hex); the
  * buffer rotates, so up to 16 may appear in one printf. */
 const char *f64_attr(double v);
+int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides); /* values.c */
 
 #endif

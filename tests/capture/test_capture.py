@@ -391,6 +391,246 @@ def global_constant(x):
 GLOBAL_SCALE = 4.0
 
 
+# ---------------------------------------------------------------- more torch functions and methods
+
+
+@case(A(4, 5), A(3, 2))
+def unary_methods(x):
+    return x.neg(), x.abs(), x.exp(), x.expm1(), x.sin(), x.cos(), x.erf(), x.floor(), x.ceil(), x.round(), x.sign()
+
+
+@case(lambda: (r(4, 5, lo=0.1),), lambda: (r(2, lo=0.1),))
+def log_family(x):
+    return x.log(), torch.log1p(x), x.sqrt(), x.rsqrt(), x.reciprocal()
+
+
+@case(AB((4, 5), (4, 5)), AB((2,), (2,)))
+def torch_binary_functions(x, y):
+    return torch.add(x, y, alpha=2), torch.sub(x, y), torch.mul(x, 3), torch.div(x, 2), torch.true_divide(x, y.abs() + 1)
+
+
+@case(AB((6,), (6,), lo=1, hi=5), AB((3,), (3,), lo=1, hi=5))
+def division_modes(x, y):
+    return torch.div(x, y, rounding_mode="floor"), torch.div(x, y, rounding_mode="trunc"), torch.remainder(x, y), x // 2, x % 3
+
+
+@case(A(4, 6), A(2, 3))
+def cumulative(x):
+    return x.cumsum(0), torch.cumsum(x, dim=1)
+
+
+@case(A(5, 7), A(3, 4))
+def sorting(x):
+    values, indices = torch.sort(x, dim=1)
+    top = torch.topk(x, 2, dim=-1)
+    return values, indices, top[0], x.sort(descending=True)[0]
+
+
+@case(A(2, 3, 8, 8), A(1, 3, 6, 6))
+def pooling_functional(x):
+    return F.max_pool2d(x, 2), F.avg_pool2d(x, 2), F.adaptive_avg_pool2d(x, 1), F.max_pool2d(x, 3, stride=1, padding=1)
+
+
+@case(AB((2, 3, 8, 8), (4, 3, 3, 3)), AB((1, 3, 5, 5), (4, 3, 3, 3)), tol=1e-4)
+def conv_functional(x, w):
+    return F.conv2d(x, w), F.conv2d(x, w, padding=1, stride=2), F.conv2d(x, w, torch.ones(4), padding="same")
+
+
+@case(A(3, 8), A(2, 8))
+def norms_functional(x):
+    w = torch.ones(8) * 2
+    return F.layer_norm(x, (8,)), F.layer_norm(x, [8], w, torch.zeros(8)), F.rms_norm(x, (8,), w, eps=1e-6)
+
+
+@case(A(2, 4, 3, 3), A(1, 4, 2, 2))
+def group_batch_norm_functional(x):
+    c = x.shape[1]
+    return F.group_norm(x, 2), F.batch_norm(x, torch.zeros(c), torch.ones(c), training=False)
+
+
+@case(A(4, 4), A(3, 3))
+def mask_ops(x):
+    mask = x > 0
+    return x.masked_fill(mask, 0.0), torch.where(mask, x, torch.zeros_like(x)), mask.sum(), mask.any()
+
+
+@case(A(2, 3), A(4, 1))
+def type_conversions(x):
+    return x.to(torch.float64).sum(), x.half().float(), x.bfloat16().float(), (x * 10).long(), x.type_as(torch.ones(1, dtype=torch.float64))
+
+
+@case(A(3, 4), A(2, 5))
+def mean_var_keepdim(x):
+    return x.mean(dim=-1, keepdim=True), x.var(0, keepdim=True), torch.std(x), torch.mean(x, (0, 1))
+
+
+@case(A(6), A(4))
+def size_arithmetic(x):
+    n = x.numel()
+    half = n // 2
+    return x[:half] * 2, x[half:] + 1, x.reshape(2, half) if n % 2 == 0 else x
+
+
+@case(A(2, 3, 4), A(3, 3, 3))
+def negative_dims(x):
+    return x.sum(-1), x.amax(-2), x.softmax(-3), x.transpose(-1, 0), x.flatten(-2), x.unsqueeze(-1).shape
+
+
+@case(A(4, 4), A(2, 2))
+def matmul_chain(x):
+    return x @ x @ x.t(), torch.mm(x, torch.eye(x.shape[0]))
+
+
+@case(A(8), A(3))
+def scalar_tensor_ops(x):
+    s = torch.tensor(2.5)
+    return x * s, x + torch.tensor(1), torch.full_like(x, 7) - x
+
+
+@case(A(5, 5), A(3, 3))
+def triangular_masks(x):
+    n = x.shape[0]
+    i = torch.arange(n)
+    causal = i[:, None] >= i[None, :]
+    return x.masked_fill(~causal, float("-inf")).softmax(-1)
+
+
+@case(A(3, 4), A(5, 2))
+def stacking_lists(x):
+    rows = [x[i] * (i + 1) for i in range(x.shape[0])]
+    return torch.stack(rows), torch.cat(rows), sum(rows)
+
+
+@case(A(4, 3), A(2, 3))
+def unbind_and_zip(x):
+    parts = x.unbind(0)
+    return [a + b for a, b in zip(parts, reversed(parts))]
+
+
+# ---------------------------------------------------------------- Python constructs
+
+
+def _add(a, b):
+    return a + b
+
+
+def _apply(fn, *args):
+    return fn(*args)
+
+
+@case(AB((3,), (3,)), AB((4,), (4,)))
+def higher_order_functions(x, y):
+    return _apply(_add, x, y), _apply(torch.mul, x, y), _apply(lambda u: u * 2, x)
+
+
+@case(A(4), A(5))
+def nested_closures(x):
+    def outer(k):
+        def inner(y):
+            return y * k
+
+        return inner
+
+    return outer(2.0)(x) + outer(3.0)(x)
+
+
+@case(A(3), A(6))
+def while_loop_on_constants(x):
+    i, acc = 0, x
+    while i < 3:
+        acc = acc * 2
+        i += 1
+    return acc, i
+
+
+@case(A(3), A(6))
+def tuple_methods_and_slicing(x):
+    t = (1, 2, 3, 4)
+    return x * t[-1], x + len(t[1:3]), t.index(3), t[::2]
+
+
+@case(A(3), A(6))
+def dict_methods(x):
+    d = {"a": 1.0, "b": 2.0}
+    d["c"] = 3.0
+    total = x
+    for k, v in sorted(d.items()) if False else d.items():
+        total = total + v
+    return total, d.get("z", 5.0), list(d.keys())
+
+
+@case(A(3), A(6))
+def string_formatting(x):
+    tag = "n=%d" % x.shape[0]
+    name = "{}-{}".format("layer", x.dim())
+    return x * len(tag), name.upper()
+
+
+@case(A(3), A(6))
+def boolean_logic(x):
+    big = x.shape[0] > 4
+    flag = not big and x.dim() == 1
+    return x * (2 if big or flag else 3), flag
+
+
+@case(A(2, 2), A(3, 3))
+def chained_comparisons(x):
+    n = x.shape[0]
+    return x + (1 if 0 < n < 3 else -1)
+
+
+@case(A(3), A(4))
+def default_and_keyword_args(x, scale=2.0, *, bias=1.0):
+    return x * scale + bias
+
+
+@case(A(3), A(4))
+def enumerate_start(x):
+    return [x * i for i, _ in enumerate(range(3), start=1)]
+
+
+@case(A(3), A(4))
+def builtin_min_max_abs(x):
+    n = x.shape[0]
+    return x * max(n, 2) + min(1, n) - abs(-n), max([1, 5, 3])
+
+
+@case(A(2, 3), A(2, 3, dtype=torch.float64))
+def dtype_checks(x):
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return x.float()
+    if x.is_floating_point() and x.dtype is torch.float32:
+        return x * 2
+    return x * 3
+
+
+@case(A(3), A(4))
+def getattr_builtin(x):
+    return getattr(x, "shape")[0], getattr(torch, "relu")(x), hasattr(x, "shape")
+
+
+@case(A(2, 3), A(3, 4), graphs=0)
+def returns_torch_size(x):
+    return x.shape, x.size()
+
+
+class _Holder:
+    def __init__(self):
+        self.factor = 4.0
+        self.items = (1, 2)
+
+    def scale(self, x):
+        return x * self.factor
+
+
+_holder = _Holder()
+
+
+@case(A(3), A(5))
+def user_object_methods(x):
+    return _holder.scale(x) + _holder.items[1]
+
+
 # ---------------------------------------------------------------- graph breaks
 
 
