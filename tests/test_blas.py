@@ -208,3 +208,18 @@ def test_runtime_empty_reduction(accumulate):
     c = torch.full((4, 3), 7.0)
     _rt_matmul(a, b, c, accumulate)
     assert torch.equal(c, torch.full((4, 3), 7.0 if accumulate else 0.0))
+
+
+def test_runtime_keeps_openblas_serial():
+    """The threads are OpenMP's: a thread count someone else gave OpenBLAS is
+    reset to 1 before libpt2rt calls it (else each OpenMP thread's GEMM would
+    start OpenBLAS threads of its own)."""
+    _rt_matmul(torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2), 0)  # loads libpt2rt and its OpenBLAS
+    blas = ctypes.CDLL("libopenblas.so.0")  # by soname: the instance already loaded
+    if blas.openblas_get_parallel() != 1:
+        pytest.skip("not OpenBLAS's pthread build")
+    blas.openblas_set_num_threads(2)
+    a, b, c = make((64, 32), torch.float32, seed=1), make((32, 16), torch.float32, seed=2), torch.empty(64, 16)
+    _rt_matmul(a, b, c, 0)
+    assert blas.openblas_get_num_threads() == 1
+    torch.testing.assert_close(c, a @ b, **TOL[torch.float32])
