@@ -222,6 +222,12 @@ static void reduce_body(Builder *b, const MlirValue *args, int n_args, MlirValue
     case PT2_OP_ANY: yields[0] = build_binary(b, "arith.ori", acc, x); break;
     default: yields[0] = build_binary(b, "arith.andi", acc, x); break; /* ALL */
     }
+    if (f && (r->id == PT2_OP_SUM || r->id == PT2_OP_PROD || r->id == PT2_OP_AMAX || r->id == PT2_OP_AMIN)) {
+        /* reassociation lets LLVM vectorize the reduction (partial sums per
+         * lane), as PyTorch's own vectorized reductions do */
+        mlirOperationSetAttributeByName(mlirOpResultGetOwner(yields[0]), sref("fastmath"),
+                                        parse_attr(b->ctx, "#arith.fastmath<reassoc>"));
+    }
 }
 
 /* Builds the reduction of x over `reduced` dims (a mask) into an accumulator
