@@ -150,7 +150,20 @@ static bool emit_var(Emit *e, Var *v, int depth) {
         return true;
     }
     case V_METHOD:
-        if (v->obj && !PyUnicode_Check(v->obj)) { /* a real bound method of an identity-guarded object */
+        if (v->obj && PyMethod_Check(v->obj) && v->self && v->self->source) {
+            /* the method of the caller's instance (modules are guarded by type) */
+            PyObject *fname = PyObject_GetAttrString(PyMethod_GET_FUNCTION(v->obj), "__name__");
+            if (!fname || !PyUnicode_Check(fname)) {
+                Py_XDECREF(fname);
+                PyErr_Clear();
+                return fail(e, "a method without a name");
+            }
+            bool ok = emit_var(e, v->self, depth + 1);
+            if (ok) pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(fname));
+            Py_DECREF(fname);
+            return ok;
+        }
+        if (v->obj && !PyUnicode_Check(v->obj)) { /* a bound method of an identity-guarded object */
             pt2_asm_load_const(e->a, v->obj);
             return true;
         }

@@ -11,12 +11,13 @@
 
 #include "capture.h"
 
-typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE } OutKind;
+typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE } OutKind;
 
 typedef struct OutNode {
     OutKind kind;
     int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
     PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type */
+    CSource *source;        /* OUT_SOURCE: an object fetched from the frame again */
     struct OutNode *children;
     int n;
 } OutNode;
@@ -36,11 +37,14 @@ typedef struct Pt2CompiledFn {
     OutNode result;
     PyObject *globals;
     PyObject *name;
+    PyObject *fallback; /* the traced function: run eagerly if an input cannot be fetched */
+    bool warned;
 } Pt2CompiledFn;
 
 static PyObject *torch_empty, *dtype_kwnames, *str_data_ptr;
 
 static void out_free(OutNode *n) {
+    csource_free(n->source);
     for (int i = 0; i < n->n; ++i) out_free(&n->children[i]);
     PyMem_Free(n->children);
     Py_XDECREF(n->obj);
@@ -63,11 +67,17 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     out_free(&self->result);
     Py_XDECREF(self->globals);
     Py_XDECREF(self->name);
+    Py_XDECREF(self->fallback);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **inputs) {
+static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **inputs, const SourceEnv *env) {
     switch (n->kind) {
+    case OUT_SOURCE: {
+        PyObject *v = csource_eval(n->source, env);
+        if (!v && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "pt2: cannot fetch a returned object");
+        return v;
+    }
     case OUT_GRAPH: return Py_NewRef(outputs[n->index]);
     case OUT_INPUT: return Py_NewRef(inputs[n->index]);
     case OUT_CONST: return Py_NewRef(n->obj);
@@ -75,7 +85,7 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
         PyObject *r = n->kind == OUT_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
         if (!r) return NULL;
         for (int i = 0; i < n->n; ++i) {
-            PyObject *c = build_result(&n->children[i], outputs, inputs);
+            PyObject *c = build_result(&n->children[i], outputs, inputs, env);
             if (!c) {
                 Py_DECREF(r);
                 return NULL;
@@ -92,7 +102,7 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
     case OUT_DICT: {
         PyObject *d = PyDict_New();
         for (int i = 0; d && i < n->n; ++i) {
-            PyObject *c = build_result(&n->children[i], outputs, inputs);
+            PyObject *c = build_result(&n->children[i], outputs, inputs, env);
             if (!c || PyDict_SetItem(d, PyTuple_GET_ITEM(n->obj, i), c) != 0) {
                 Py_XDECREF(c);
                 Py_CLEAR(d);
@@ -130,7 +140,19 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     for (; got_in < self->n_inputs; ++got_in) {
         inputs[got_in] = csource_eval(self->inputs[got_in], &env);
         if (!inputs[got_in]) {
-            PyErr_Format(PyExc_RuntimeError, "pt2: cannot fetch graph input %d of %U", got_in, self->name);
+            /* never an error for the user: the function runs eagerly instead */
+            if (!self->warned) {
+                self->warned = true;
+                if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                     "pt2: cannot fetch graph input %d of %U: running it eagerly", got_in, self->name) < 0) {
+                    goto done;
+                }
+            }
+            PyObject *tuple = PyTuple_New(nargs);
+            for (Py_ssize_t i = 0; tuple && i < nargs; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+            result = tuple && self->fallback ? pt2_hook_run_disabled(self->fallback, tuple, NULL) : NULL;
+            if (!self->fallback && !PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot fetch graph input of %U", self->name);
+            Py_XDECREF(tuple);
             goto done;
         }
         ptrs[got_in] = tensor_data(inputs[got_in]);
@@ -182,7 +204,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
             }
         }
     }
-    result = build_result(&self->result, outputs, inputs);
+    result = build_result(&self->result, outputs, inputs, &env);
 done:
     for (int i = 0; i < got_in; ++i) Py_XDECREF(inputs[i]);
     for (int i = 0; i < got_out; ++i) Py_XDECREF(outputs[i]);
@@ -270,6 +292,11 @@ static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
         return 0;
     case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
         if (!v->obj) break;
+        if (v->kind == V_MODULE && v->source) { /* type-guarded: fetch the caller's instance */
+            n->kind = OUT_SOURCE;
+            n->source = csource_copy(v->source);
+            return 0;
+        }
         n->kind = OUT_CONST;
         n->obj = Py_NewRef(v->obj);
         return 0;
@@ -305,6 +332,7 @@ static bool from_closure(const Source *s) {
 }
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
+    PyObject *fallback = t->root ? (PyObject *)t->root->func : NULL;
     for (int i = 0; i < t->n_inputs; ++i) {
         if (from_closure(t->inputs[i]->source)) {
             trace_break(t, "a tensor captured from an enclosing function's closure is not supported yet");
@@ -325,6 +353,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->result = root;
     self->globals = Py_XNewRef(globals);
     self->name = Py_NewRef(code->co_qualname);
+    self->fallback = Py_XNewRef(fallback);
     *out_compile_s = 0;
     *out_cached = false;
     if (c.n_graph > 0) {

@@ -386,7 +386,10 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         return v;
     }
     if (is_nn_module(value)) {
-        trace_guard(t, G_ID, source, value, 0);
+        /* Only the module's type is assumed: every attribute the trace reads
+         * (parameters, submodules, constants, hooks, .training) is guarded on
+         * its own, so all instances of a layer class share compiled code. */
+        trace_guard(t, source ? G_TYPE : G_ID, source, source ? (PyObject *)Py_TYPE(value) : value, 0);
         PyObject *training = PyObject_GetAttrString(value, "training");
         trace_guard(t, G_MODULE_TRAINING, source, NULL, training == Py_True);
         Py_XDECREF(training);

@@ -210,3 +210,32 @@ def test_decorator_forms():
     torch.testing.assert_close(g(x), x.sigmoid())
     with pytest.raises(ValueError):
         pt2.compile(f, backend="nope")
+
+
+class _Scale(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+        self.w = nn.Parameter(torch.full((3,), float(k)))
+
+    def forward(self, x):
+        return x * self.w + self.k
+
+
+def test_instances_of_a_class_share_compiled_code():
+    """Modules are guarded by type; their attributes are guarded one by one,
+    so a second instance with the same constants reuses the entry, and one
+    with another constant gets its own."""
+    pt2.reset()
+    a, b, c = _Scale(2), _Scale(2), _Scale(5)
+    x = torch.ones(3)
+
+    def f(m, x):
+        return m(x)
+
+    cf = pt2.compile(f)
+    with torch.no_grad():
+        b.w.mul_(3)  # different parameter values, same constants
+        for m in (a, b, c):
+            torch.testing.assert_close(cf(m, x), m(x))
+    assert pt2._C.cache_size(f.__code__) == 2  # a and b share; c's k differs
