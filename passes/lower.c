@@ -896,20 +896,52 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     return rc;
 }
 
-static int run_lower(MlirOperation root, void *user) {
-    (void)user;
+/* Contractions (matmul, convolution) whose loops multiply-accumulate over k:
+ * a pointwise producer fused into them would be recomputed for every k. */
+static bool is_contraction(const Pt2OpInfo *info) { return info->meta == META_MATMUL || info->meta == META_CONV2D; }
+
+static int lower_ops(MlirOperation root, bool contractions, bool others) {
     if (pt2VerifyOp(root) != 0) return -1;
     OpList ops = collect_ops_with_prefix(root, "pt2.");
     int rc = 0;
     for (int i = 0; i < ops.n && rc == 0; ++i) {
         const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
-        rc = lower_one(ops.ops[i], info);
+        bool c = info && is_contraction(info);
+        if ((c && contractions) || (!c && others)) rc = lower_one(ops.ops[i], info);
     }
     oplist_free(&ops);
     return rc;
 }
 
-static _Alignas(8) const char lower_type_id;
+static int run_lower(MlirOperation root, void *user) {
+    (void)user;
+    return lower_ops(root, true, true);
+}
+
+/* The CPU pipeline lowers in two steps around elementwise fusion: everything
+ * but contractions, fusion, then the contractions (pt2-lower-contractions),
+ * which fusion therefore leaves alone. */
+static int run_lower_non_contractions(MlirOperation root, void *user) {
+    (void)user;
+    return lower_ops(root, false, true);
+}
+
+static int run_lower_contractions(MlirOperation root, void *user) {
+    (void)user;
+    return lower_ops(root, true, false);
+}
+
+static _Alignas(8) const char lower_type_id, lower_nc_type_id, lower_c_type_id;
+
+MlirPass pt2_create_lower_non_contractions_pass(void) {
+    return make_external_pass("pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", "builtin.module",
+                              run_lower_non_contractions, &lower_nc_type_id);
+}
+
+MlirPass pt2_create_lower_contractions_pass(void) {
+    return make_external_pass("pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion)",
+                              "builtin.module", run_lower_contractions, &lower_c_type_id);
+}
 
 MlirPass pt2_create_lower_pass(void) {
     return make_external_pass("pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", "builtin.module",

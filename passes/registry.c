@@ -16,6 +16,8 @@
 
 MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_lower_pass(void);
+MlirPass pt2_create_lower_non_contractions_pass(void);
+MlirPass pt2_create_lower_contractions_pass(void);
 MlirPass pt2_create_entry_pass(void);
 MlirPass pt2_create_verify_pass(void);
 MlirPass pt2_create_mark_entry_pass(void);
@@ -33,6 +35,9 @@ static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
+    {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
+    {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
+     pt2_create_lower_contractions_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
     {"pt2-extern-blas", "Call the BLAS (libpt2rt) for f32/f64 matmuls on buffers", pt2_create_extern_blas_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
@@ -88,7 +93,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool parallel = !disabled(disable, "parallel");
     bool blas = !disabled(disable, "blas");
     snprintf(text, sizeof text,
-             "pt2-mark-entry,pt2-decompose,pt2-lower,canonicalize,%s"
+             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"

@@ -4,19 +4,19 @@
 // RUN: rm -rf %t && mkdir %t
 // RUN: env PT2_CACHE_DIR=%t/cache pt2-run %s | FileCheck %s --check-prefix=COLD
 // RUN: env PT2_CACHE_DIR=%t/cache pt2-run %s --dump-ir %t/dump | FileCheck %s --check-prefix=COLD
-// RUN: python3 %S/../Inputs/reparse.py %t/dump --show pt2-lower | FileCheck %s
+// RUN: python3 %S/../Inputs/reparse.py %t/dump --show pt2-lower-non-contractions | FileCheck %s
 // RUN: FileCheck %s --input-file=%t/dump/00-input.mlir --check-prefix=INPUT
 // The stages in order (the pipeline's passes between them may change):
 // CHECK: 00-input.mlir: parses
 // CHECK-NEXT: 01-pt2-mark-entry.mlir: parses
 // CHECK: {{[0-9][0-9]}}-pt2-decompose.mlir: parses
-// CHECK: {{[0-9][0-9]}}-pt2-lower.mlir: parses
+// CHECK: {{[0-9][0-9]}}-pt2-lower-non-contractions.mlir: parses
 // CHECK: one-shot-bufferize.mlir: parses
 // CHECK: convert-func-to-llvm.mlir: parses
 // CHECK: reconcile-unrealized-casts.mlir: parses
 // CHECK-NEXT: {{[0-9][0-9]}}-pt2-entry.mlir: parses
 // CHECK-NOT: FAILS
-// CHECK: === {{[0-9][0-9]}}-pt2-lower.mlir
+// CHECK: === {{[0-9][0-9]}}-pt2-lower-non-contractions.mlir
 // CHECK-NOT: "pt2.
 // CHECK: linalg.generic
 // INPUT: "pt2.softmax"
