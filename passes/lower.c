@@ -763,7 +763,12 @@ static int lower_matmul(MlirOperation op) {
     MlirType out_elem = elem_type(result);
     MlirType acc = compute_type_for(b.ctx, out_elem);
     MlirValue r;
-    if (a.rank <= 2 && c.rank <= 2) {
+    if (a.rank > 2 && c.rank <= 2) {
+        /* [..., m, k] @ [k, n]: the batch dims fold into m (one tall matmul,
+         * as PyTorch does) instead of broadcasting the weight over them */
+        for (int i = 0; i < a.rank - 2; ++i) m *= a.sizes[i];
+    }
+    if (c.rank <= 2) {
         Pt2TensorType a2 = {a.dtype, 2, {m, k}}, c2 = {c.dtype, 2, {k, n}}, o2 = {out.dtype, 2, {m, n}};
         lhs = lower_reshape_value(&b, lhs, &a2);
         rhs = lower_reshape_value(&b, rhs, &c2);
