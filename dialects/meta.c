@@ -346,9 +346,10 @@ static int meta_einsum(Meta *m) {
 }
 
 static int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-    int64_t span = in + 2 * p - d * (k - 1) - 1;
+    /* PyTorch's pooling_output_shape: floor((span + (ceil ? s - 1 : 0)) / s) + 1 */
+    int64_t span = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
     if (span < 0) return 0;
-    int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    int64_t o = span / s + 1;
     /* PyTorch: with ceil_mode, the last window must start inside the input or left padding */
     if (ceil_mode && (o - 1) * s >= in + p) --o;
     return o;

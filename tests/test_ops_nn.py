@@ -355,3 +355,15 @@ def test_sort_nan_and_signed_zero(dtype):
     x = torch.tensor([1.0, float("nan"), 0.0, -0.0, 1.0, float("nan"), -1.0, float("-inf"), float("inf"), 0.0], dtype=dtype)
     cases = [_sort_case(0, 0, False), _sort_case(0, 0, True), _topk_case(0, 4, 0, True), _topk_case(0, 4, 0, False)]
     _check_two_results([x], cases)
+
+
+def test_pool_ceil_mode_windows_past_the_input():
+    """PyTorch's pooling output size with ceil_mode: windows may start past the input (not past the padding)."""
+    import torch.nn.functional as F
+
+    for shape, k, s in (((1, 1, 1, 1), 2, 2), ((1, 1, 3, 3), 4, 2), ((1, 2, 7, 7), 3, 2)):
+        x = torch.randn(shape)
+        got = run(lambda g, v: g.op("max_pool2d", v, kernel=[k, k], stride=[s, s], ceil_mode=True), [x])
+        assert_close(got, F.max_pool2d(x, k, s, ceil_mode=True), f"max_pool2d{shape}")
+        got = run(lambda g, v: g.op("avg_pool2d", v, kernel=[k, k], stride=[s, s], ceil_mode=True), [x])
+        assert_close(got, F.avg_pool2d(x, k, s, ceil_mode=True), f"avg_pool2d{shape}")
