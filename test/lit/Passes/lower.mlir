@@ -233,12 +233,24 @@ func.func @matmul(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// A 2-d right operand is broadcast over the batch first.
+// With a 2-d right operand, the batch dims fold into m: one tall matmul.
 // CHECK-LABEL: func.func @batch_matmul
-// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<4x3xf32>) outs(%{{.*}} : tensor<5x4x3xf32>)
-// CHECK: linalg.batch_matmul ins(%arg0, %[[B]] : tensor<5x2x4xf32>, tensor<5x4x3xf32>) outs(%{{.*}} : tensor<5x2x3xf32>)
+// CHECK: %[[A:.*]] = tensor.collapse_shape %arg0 {{.*}} : tensor<5x2x4xf32> into tensor<40xf32>
+// CHECK: linalg.matmul ins(%{{.*}}, %arg1 : tensor<10x4xf32>, tensor<4x3xf32>) outs(%{{.*}} : tensor<10x3xf32>)
+// CHECK: tensor.expand_shape {{.*}} : tensor<30xf32> into tensor<5x2x3xf32>
 func.func @batch_matmul(%a: tensor<5x2x4xf32>, %b: tensor<4x3xf32>) -> tensor<5x2x3xf32> {
   %0 = "pt2.matmul"(%a, %b) : (tensor<5x2x4xf32>, tensor<4x3xf32>) -> tensor<5x2x3xf32>
+  return %0 : tensor<5x2x3xf32>
+}
+
+// -----
+
+// Batched on both sides: a batch matmul (a broadcast batch dim is materialized).
+// CHECK-LABEL: func.func @batch_matmul_both
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<1x4x3xf32>) outs(%{{.*}} : tensor<5x4x3xf32>)
+// CHECK: linalg.batch_matmul ins(%arg0, %[[B]] : tensor<5x2x4xf32>, tensor<5x4x3xf32>) outs(%{{.*}} : tensor<5x2x3xf32>)
+func.func @batch_matmul_both(%a: tensor<5x2x4xf32>, %b: tensor<1x4x3xf32>) -> tensor<5x2x3xf32> {
+  %0 = "pt2.matmul"(%a, %b) : (tensor<5x2x4xf32>, tensor<1x4x3xf32>) -> tensor<5x2x3xf32>
   return %0 : tensor<5x2x3xf32>
 }
 
