@@ -694,7 +694,7 @@ static const char SKIP_DIRS_SOURCE[] =
     "_paths = sysconfig.get_paths()\n"
     "stdlib = _dirs([_paths.get('stdlib'), _paths.get('platstdlib')])\n"
     "site = _dirs([_paths.get('purelib'), _paths.get('platlib')])\n"
-    "packages = _dirs(_package('torch') + _package('pt2'))\n";
+    "packages = _dirs(_package('torch') + _package('pt2') + _package('numpy'))\n";
 
 static int load_skip_dirs(void) {
     int rc = -1;

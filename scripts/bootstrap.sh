@@ -19,9 +19,6 @@ done
 for tool in cmake ninja cc; do
     command -v $tool >/dev/null 2>&1 || need_apt=1
 done
-for f in /dev/null; do
-    [ -e "$f" ] || need_apt=1
-done
 if [ $need_apt = 1 ]; then
     echo "bootstrap: installing LLVM/MLIR $V, OpenMP and OpenBLAS from Debian"
     export DEBIAN_FRONTEND=noninteractive
