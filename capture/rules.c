@@ -852,12 +852,9 @@ static Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyO
 
 /* ones or zeros shaped like a missing affine parameter, in x's dtype */
 static Var *ones_or_zeros(Trace *t, Var *x, const int64_t *shape, int rank, double v) {
-    char s[128], attrs[256];
+    char s[128];
     ints_text(s, sizeof s, shape, rank);
-    snprintf(attrs, sizeof attrs, "{shape = %s, value = %s, dtype = %s}", s, f64_attr(v), pt2DTypeMlirName(x->dtype));
-    int out[4];
-    if (trace_op(t, "full", 0, NULL, attrs, out, 4) < 0) return NULL;
-    return var_tensor(t, out[0]);
+    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(v), pt2DTypeMlirName(x->dtype));
 }
 
 static Var *h_layer_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -982,14 +979,10 @@ static Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
     int64_t L = q->sizes[q->rank - 2], S = k->sizes[k->rank - 2];
     if (causal) {
         /* keep j <= i: mask = arange(L)[:, None] >= arange(S)[None, :] */
-        char attrs[128];
-        int out[4];
-        snprintf(attrs, sizeof attrs, "{end = %lld.0 : f64, dtype = i64}", (long long)L);
-        if (trace_op(t, "arange", 0, NULL, attrs, out, 4) < 0) return NULL;
-        Var *ri = reshape_to(t, var_tensor(t, out[0]), (int64_t[]){L, 1}, 2);
-        snprintf(attrs, sizeof attrs, "{end = %lld.0 : f64, dtype = i64}", (long long)S);
-        if (trace_op(t, "arange", 0, NULL, attrs, out, 4) < 0) return NULL;
-        Var *keep = op2(t, "ge", ri, var_tensor(t, out[0]), "%s", "");
+        Var *rows = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)L);
+        Var *cols = rows ? op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)S) : NULL;
+        if (!cols) return NULL;
+        Var *keep = op2(t, "ge", reshape_to(t, rows, (int64_t[]){L, 1}, 2), cols, "%s", "");
         s = op3(t, "where", keep, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
     }
     if (mask && s) {
@@ -1048,17 +1041,9 @@ static Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
         if (!arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
         if (rg) return trace_break(t, "%s(requires_grad=True)", op);
     }
-    char s[128], attrs[256];
+    char s[128];
     ints_text(s, sizeof s, shape, r);
-    if (isinf(value) || isnan(value)) {
-        snprintf(attrs, sizeof attrs, "{shape = %s, value = %s : f64, dtype = %s}", s,
-                 isnan(value) ? "0x7FF8000000000000" : value > 0 ? "0x7FF0000000000000" : "0xFFF0000000000000", pt2DTypeMlirName(dt));
-    } else {
-        snprintf(attrs, sizeof attrs, "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
-    }
-    int out[4];
-    if (trace_op(t, "full", 0, NULL, attrs, out, 4) < 0) return NULL;
-    return var_tensor(t, out[0]);
+    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
 }
 
 static Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -1081,12 +1066,8 @@ static Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
         }
         dt = any_float ? PT2_F32 : PT2_I64;
     }
-    char attrs[256];
-    snprintf(attrs, sizeof attrs, "{start = %s, end = %s, step = %s, dtype = %s}", f64_attr(start), f64_attr(end), f64_attr(step),
-             pt2DTypeMlirName(dt));
-    int out[4];
-    if (trace_op(t, "arange", 0, NULL, attrs, out, 4) < 0) return NULL;
-    return var_tensor(t, out[0]);
+    return op0(t, "arange", "{start = %s, end = %s, step = %s, dtype = %s}", f64_attr(start), f64_attr(end), f64_attr(step),
+               pt2DTypeMlirName(dt));
 }
 
 static Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -1094,12 +1075,8 @@ static Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     int64_t rows, cols;
     Pt2DType dt;
     if (!arg_int(t, &b, "n", 0, &rows) || !arg_int(t, &b, "m", rows, &cols) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
-    char attrs[128];
-    snprintf(attrs, sizeof attrs, "{n = %lld : i64, m = %lld : i64, dtype = %s}", (long long)rows, (long long)cols,
-             pt2DTypeMlirName(dt == PT2_DTYPE_INVALID ? PT2_F32 : dt));
-    int out[4];
-    if (trace_op(t, "eye", 0, NULL, attrs, out, 4) < 0) return NULL;
-    return var_tensor(t, out[0]);
+    return op0(t, "eye", "{n = %lld : i64, m = %lld : i64, dtype = %s}", (long long)rows, (long long)cols,
+               pt2DTypeMlirName(dt == PT2_DTYPE_INVALID ? PT2_F32 : dt));
 }
 
 static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

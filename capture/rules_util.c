@@ -260,6 +260,14 @@ static Var *opn(Trace *t, const char *op, int n, Var **xs, const char *fmt, va_l
     return var_tensor(t, r);
 }
 
+Var *op0(Trace *t, const char *op, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    Var *r = opn(t, op, 0, NULL, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 Var *op1(Trace *t, const char *op, Var *x, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

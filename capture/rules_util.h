@@ -36,7 +36,9 @@ bool var_ints(Trace *t, Var *v, int64_t *out, int max, int *n);
 Pt2DType dtype_of_torch(PyObject *torch_dtype);
 PyObject *torch_dtype_of(Pt2DType dt); /* borrowed */
 
-/* Graph helpers: each returns a tensor Var or NULL (trace broken). */
+/* Graph helpers: each returns a tensor Var or NULL (trace broken); op0 makes
+ * an operand-less (creation) op. */
+Var *op0(Trace *t, const char *op, const char *attrs_fmt, ...) __attribute__((format(printf, 3, 4)));
 Var *op1(Trace *t, const char *op, Var *x, const char *attrs_fmt, ...) __attribute__((format(printf, 4, 5)));
 Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
 Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt, ...) __attribute__((format(printf, 6, 7)));

@@ -153,6 +153,15 @@ char *pt2_operation_to_text(MlirOperation op, bool debug_info);
 MlirModule pt2_graph_module(Pt2Graph *g);
 Pt2Context *pt2_graph_context(Pt2Graph *g);
 
+/* A fixed-size, always NUL-terminated text buffer filled by MLIR's print
+ * callbacks (`mlirDiagnosticPrint(d, pt2_textbuf_append, &buf)`); text past
+ * the capacity is dropped. */
+typedef struct Pt2TextBuf {
+    char *buf;
+    size_t cap, len;
+} Pt2TextBuf;
+void pt2_textbuf_append(MlirStringRef s, void *user);
+
 /*--- Errors (shared by libpt2) ----------------------------------------------------*/
 
 void pt2_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -97,13 +97,8 @@ struct Pt2Context {
     MlirContext mlir;
 };
 
-typedef struct TextBuf {
-    char *buf;
-    size_t cap, len;
-} TextBuf;
-
-static void append_to_textbuf(MlirStringRef s, void *user) {
-    TextBuf *b = user;
+void pt2_textbuf_append(MlirStringRef s, void *user) {
+    Pt2TextBuf *b = user;
     size_t n = s.length < b->cap - 1 - b->len ? s.length : b->cap - 1 - b->len;
     memcpy(b->buf + b->len, s.data, n);
     b->len += n;
@@ -117,8 +112,8 @@ static MlirLogicalResult keep_diagnostic(MlirDiagnostic d, void *user) {
     (void)user;
     if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError) return mlirLogicalResultSuccess();
     char msg[1024] = "";
-    TextBuf b = {msg, sizeof msg, 0};
-    mlirDiagnosticPrint(d, append_to_textbuf, &b);
+    Pt2TextBuf b = {msg, sizeof msg, 0};
+    mlirDiagnosticPrint(d, pt2_textbuf_append, &b);
     pt2_set_error("%s", msg);
     return mlirLogicalResultSuccess();
 }
@@ -171,9 +166,9 @@ static bool broadcast_op_needs_same_dtype(const Pt2OpInfo *info, int operand) {
 }
 
 static void type_text(MlirType t, char *buf, size_t cap) {
-    TextBuf b = {buf, cap, 0};
+    Pt2TextBuf b = {buf, cap, 0};
     buf[0] = 0;
-    mlirTypePrint(t, append_to_textbuf, &b);
+    mlirTypePrint(t, pt2_textbuf_append, &b);
 }
 
 /* Verifies one pt2 op; emits an error at its location and returns -1 if bad. */
@@ -328,9 +323,9 @@ typedef struct SeveralOps {
 
 static MlirLogicalResult swallow_several_ops(MlirDiagnostic d, void *user) {
     char text[96];
-    TextBuf b = {text, sizeof text, 0};
+    Pt2TextBuf b = {text, sizeof text, 0};
     text[0] = 0;
-    mlirDiagnosticPrint(d, append_to_textbuf, &b);
+    mlirDiagnosticPrint(d, pt2_textbuf_append, &b);
     if (strncmp(text, "source must contain a single top-level operation", 48) != 0) return mlirLogicalResultFailure();
     ((SeveralOps *)user)->seen = true;
     return mlirLogicalResultSuccess();

@@ -173,19 +173,6 @@ static bool runs_on_module(MlirContext ctx, const char *element) {
     return on_module;
 }
 
-typedef struct ErrText {
-    char buf[1024];
-    size_t len;
-} ErrText;
-
-static void collect_error(MlirStringRef s, void *user) {
-    ErrText *e = user;
-    size_t n = s.length < sizeof e->buf - 1 - e->len ? s.length : sizeof e->buf - 1 - e->len;
-    memcpy(e->buf + e->len, s.data, n);
-    e->len += n;
-    e->buf[e->len] = 0;
-}
-
 int pt2PipelineAdd(MlirContext ctx, MlirOpPassManager opm, const char *pipeline) {
     char *elements[128];
     const char *text = pipeline;
@@ -218,9 +205,10 @@ int pt2PipelineAdd(MlirContext ctx, MlirOpPassManager opm, const char *pipeline)
             snprintf(nested, sizeof nested, "func.func(%s)", el);
             add = nested;
         }
-        ErrText err = {{0}, 0};
-        if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(opm, sref(add), collect_error, &err))) {
-            pt2_set_error("bad pass pipeline element '%s': %s", el, err.buf);
+        char err_text[1024] = "";
+        Pt2TextBuf err = {err_text, sizeof err_text, 0};
+        if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(opm, sref(add), pt2_textbuf_append, &err))) {
+            pt2_set_error("bad pass pipeline element '%s': %s", el, err_text);
             rc = -1;
         }
     }

@@ -76,18 +76,13 @@ void pt2CompileOptionsInit(Pt2CompileOptions *opts) {
  * Diagnostics → pt2GetLastError
  *===----------------------------------------------------------------------===*/
 
+/* Diagnostics of one compile, collected as text (libpt2's Pt2TextBuf). */
 typedef struct DiagCollector {
     char text[2048];
-    size_t len;
+    Pt2TextBuf buf;
 } DiagCollector;
 
-static void diag_append(MlirStringRef s, void *user) {
-    DiagCollector *c = user;
-    size_t n = s.length < sizeof c->text - 1 - c->len ? s.length : sizeof c->text - 1 - c->len;
-    memcpy(c->text + c->len, s.data, n);
-    c->len += n;
-    c->text[c->len] = 0;
-}
+static void diag_append(MlirStringRef s, void *user) { pt2_textbuf_append(s, &((DiagCollector *)user)->buf); }
 
 /* Errors read "file:line:col: error: ..." as compilers print them (MLIR's
  * own rendering is loc("file":line:col)), so editors and users find the line. */
@@ -106,7 +101,7 @@ static void append_location(DiagCollector *c, MlirLocation loc) {
 static MlirLogicalResult collect_diag(MlirDiagnostic d, void *user) {
     DiagCollector *c = user;
     if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError) return mlirLogicalResultSuccess();
-    if (c->len) diag_append(mlirStringRefCreateFromCString("\n"), c);
+    if (c->buf.len) diag_append(mlirStringRefCreateFromCString("\n"), c);
     append_location(c, mlirDiagnosticGetLocation(d));
     diag_append(mlirStringRefCreateFromCString(": error: "), c);
     mlirDiagnosticPrint(d, diag_append, c);
@@ -156,13 +151,14 @@ static int read_signature(MlirOperation func, Pt2Kernel *k) {
     for (int i = 0; i < k->n_inputs + k->n_outputs; ++i) {
         MlirType t = i < k->n_inputs ? mlirFunctionTypeGetInput(fty, i) : mlirFunctionTypeGetResult(fty, i - k->n_inputs);
         if (pt2_tensor_type_from_mlir(t, &k->types[i]) != 0) {
-            DiagCollector type = {{0}, 0};
-            mlirTypePrint(t, diag_append, &type);
+            char type_text[256] = "";
+            Pt2TextBuf type = {type_text, sizeof type_text, 0};
+            mlirTypePrint(t, pt2_textbuf_append, &type);
             located_error(func,
                           "@%.*s: %s %d has type %s; a compiled function takes and returns static-shaped tensors of f32, "
                           "f16, bf16, f64, i64, i32, i8 or i1 (rank <= %d)",
                           (int)name.length, name.data, i < k->n_inputs ? "argument" : "result",
-                          i < k->n_inputs ? i : i - k->n_inputs, type.text, PT2_MAX_RANK);
+                          i < k->n_inputs ? i : i - k->n_inputs, type_text, PT2_MAX_RANK);
             return -1;
         }
     }
@@ -550,16 +546,17 @@ error:
 Pt2Kernel *pt2CompileText(Pt2Context *ctx, const char *mlir_text, const char *source_name, const char *func_name,
                           const Pt2CompileOptions *opts) {
     MlirContext mctx = pt2ContextGetMlir(ctx);
-    DiagCollector diags = {{0}, 0};
+    DiagCollector diags = {{0}, {NULL, 0, 0}};
+    diags.buf = (Pt2TextBuf){diags.text, sizeof diags.text, 0};
     pt2_set_error("%s", "");
     MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(mctx, collect_diag, &diags, NULL);
     MlirOperation module = pt2ParseModule(mctx, mlir_text, source_name);
     Pt2Kernel *k = NULL;
     if (mlirOperationIsNull(module)) {
-        pt2_set_error("%s", diags.len ? diags.text : "the module does not parse");
+        pt2_set_error("%s", diags.buf.len ? diags.text : "the module does not parse");
     } else {
         k = compile_module(mctx, module, func_name, opts);
-        if (!k && diags.len) pt2_set_error("%s", diags.text);
+        if (!k && diags.buf.len) pt2_set_error("%s", diags.text);
         mlirOperationDestroy(module);
     }
     mlirContextDetachDiagnosticHandler(mctx, h);

@@ -554,7 +554,7 @@ def dict_methods(x):
     d = {"a": 1.0, "b": 2.0}
     d["c"] = 3.0
     total = x
-    for k, v in sorted(d.items()) if False else d.items():
+    for k, v in d.items():
         total = total + v
     return total, d.get("z", 5.0), list(d.keys())
 
