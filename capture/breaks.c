@@ -66,6 +66,16 @@ static bool emit_source(Emit *e, const Source *s) {
     switch (s->kind) {
     case SRC_LOCAL: pt2_asm_load_fast(e->a, (int)s->index); return true;
     case SRC_GLOBAL: case SRC_BUILTIN: pt2_asm_load_global(e->a, PyUnicode_AsUTF8(s->name), false); return true;
+    case SRC_MODULE: {
+        PyObject *m = PyImport_GetModule(s->name);
+        if (!m) {
+            PyErr_Clear();
+            return fail(e, "a module no longer loaded");
+        }
+        pt2_asm_load_const(e->a, m);
+        Py_DECREF(m);
+        return true;
+    }
     case SRC_ATTR: case SRC_PARAM:
         if (!emit_source(e, s->base)) return false;
         pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(s->name));
@@ -251,6 +261,12 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         goto done;
     }
     const Pt2Insn *insn = &dec.insns[t->snapshot.insn];
+    if (insn->exc_handler >= 0) {
+        /* the replacement has no handler around the instruction it re-runs:
+         * an exception there must still reach the original's except/with */
+        fail(&e, "the break is inside a try or with block");
+        goto done;
+    }
     const char *opname = pt2_bc_opname(insn->opcode);
     bool is_call = strcmp(opname, "CALL") == 0, is_call_ex = strcmp(opname, "CALL_FUNCTION_EX") == 0;
     bool is_jump = !is_call && !is_call_ex;
@@ -274,12 +290,26 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     /* the graph's outputs: tensors reachable from the stack and the live locals */
     for (int i = 0; i < sp; ++i) collect(&e, stack[i], 0);
     for (int k = 0; k < n_live; ++k) collect(&e, t->snapshot.locals[live[k]], 0);
+    /* a graph returns distinct tensors: values that are views of one another
+     * (or of an input) would stop aliasing, and an in-place op run after the
+     * break would reach only one of them */
+    for (int i = 0; i < e.n_outputs && !e.failed; ++i) {
+        for (int j = 0; j < i && !e.failed; ++j) {
+            if (e.outputs[i]->storage == e.outputs[j]->storage) fail(&e, "live tensors that are views of one another");
+        }
+        for (int k = 0; k < t->n_inputs && !e.failed; ++k) {
+            if (e.outputs[i]->storage == t->inputs[k]->storage) fail(&e, "a live view of an input tensor");
+        }
+    }
+    if (e.failed) goto done;
     bool was_broke = t->broke;
     t->broke = false; /* compile the graph captured so far */
-    if (e.n_outputs || t->n_inputs) {
+    if (e.n_outputs || t->n_inputs || t->n_stores) {
         Var *tuple = var_new(t, V_TUPLE);
         for (int i = 0; i < e.n_outputs; ++i) var_push_item(t, tuple, e.outputs[i]);
+        t->partial = true;
         compiled = compiled_from_trace(t, tuple, code, in->func->func_globals, out_compile_s, out_cached);
+        t->partial = false;
         if (!compiled) {
             if (PyErr_Occurred()) PyErr_Clear();
             t->broke = was_broke;

@@ -18,6 +18,8 @@ typedef struct SourceEnv {
     PyObject *const *fast;
     Py_ssize_t n_fast;
     PyObject *globals, *builtins, *closure;
+    PyObject *const *cells; /* instead of closure: the cells a replacement passed (compiled.c) */
+    Py_ssize_t n_cells;
 } SourceEnv;
 
 CSource *csource_copy(const Source *s);

@@ -39,9 +39,19 @@ typedef struct Pt2CompiledFn {
     PyObject *name;
     PyObject *fallback; /* the traced function: run eagerly if an input cannot be fetched */
     bool warned;
+    int n_arg_slots;    /* arguments beyond these are the frame's closure cells */
+    /* inputs changed in place: input[i] <- output[j] after the kernel ran */
+    int n_writeback;
+    int *writeback_input, *writeback_output;
+    size_t *input_itemsize;
+    /* attribute assignments replayed after the graph: target.name = value */
+    int n_stores;
+    CSource **store_targets;
+    PyObject **store_names;
+    OutNode *store_values;
 } Pt2CompiledFn;
 
-static PyObject *torch_empty, *dtype_kwnames, *str_data_ptr;
+static PyObject *torch_empty, *dtype_kwnames, *str_data_ptr, *str_copy_;
 
 static void out_free(OutNode *n) {
     csource_free(n->source);
@@ -65,6 +75,17 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     PyMem_Free(self->output_shapes);
     PyMem_Free(self->output_dtypes);
     out_free(&self->result);
+    for (int i = 0; i < self->n_stores; ++i) {
+        csource_free(self->store_targets[i]);
+        Py_XDECREF(self->store_names[i]);
+        out_free(&self->store_values[i]);
+    }
+    PyMem_Free(self->store_targets);
+    PyMem_Free(self->store_names);
+    PyMem_Free(self->store_values);
+    PyMem_Free(self->writeback_input);
+    PyMem_Free(self->writeback_output);
+    PyMem_Free(self->input_itemsize);
     Py_XDECREF(self->globals);
     Py_XDECREF(self->name);
     Py_XDECREF(self->fallback);
@@ -123,11 +144,38 @@ static void *tensor_data(PyObject *t) {
     return r;
 }
 
+/* Whether an input written back after the graph overlaps another input's
+ * memory (the graph read the other one's old values: eager would not). */
+static bool inputs_alias_mutated(const Pt2CompiledFn *self, void *const *ptrs) {
+    for (int k = 0; k < self->n_writeback; ++k) {
+        int a = self->writeback_input[k];
+        for (int b = 0; b < self->n_inputs; ++b) {
+            if (b == a) continue;
+            const int ab[2] = {a, b};
+            uintptr_t lo[2], hi[2];
+            for (int s = 0; s < 2; ++s) {
+                int i = ab[s];
+                int64_t span = 1;
+                for (int d = 0; d < self->input_ranks[i]; ++d) {
+                    if (self->input_sizes[i][d] == 0) span = 0;
+                }
+                for (int d = 0; span && d < self->input_ranks[i]; ++d) span += (self->input_sizes[i][d] - 1) * self->input_strides[i][d];
+                lo[s] = (uintptr_t)ptrs[i];
+                hi[s] = lo[s] + (uintptr_t)span * self->input_itemsize[i];
+            }
+            if (lo[0] < hi[1] && lo[1] < hi[0]) return true;
+        }
+    }
+    return false;
+}
+
 static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Pt2CompiledFn *self = (Pt2CompiledFn *)callable;
     (void)kwnames;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    SourceEnv env = {args, nargs, self->globals, PyEval_GetBuiltins(), NULL};
+    /* a replacement of a function with free variables passes its cells last */
+    Py_ssize_t n_slots = self->n_arg_slots >= 0 && nargs > self->n_arg_slots ? self->n_arg_slots : nargs;
+    SourceEnv env = {args, n_slots, self->globals, PyEval_GetBuiltins(), NULL, n_slots < nargs ? args + n_slots : NULL, nargs - n_slots};
     PyObject *stack_in[32], *stack_out[16];
     PyObject **inputs = self->n_inputs <= 32 ? stack_in : PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
     PyObject **outputs = self->n_outputs <= 16 ? stack_out : PyMem_Calloc((size_t)self->n_outputs, sizeof(PyObject *));
@@ -148,8 +196,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
                     goto done;
                 }
             }
-            PyObject *tuple = PyTuple_New(nargs);
-            for (Py_ssize_t i = 0; tuple && i < nargs; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+            PyObject *tuple = PyTuple_New(n_slots);
+            for (Py_ssize_t i = 0; tuple && i < n_slots; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
             result = tuple && self->fallback ? pt2_hook_run_disabled(self->fallback, tuple, NULL) : NULL;
             if (!self->fallback && !PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot fetch graph input of %U", self->name);
             Py_XDECREF(tuple);
@@ -158,6 +206,18 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         ptrs[got_in] = tensor_data(inputs[got_in]);
         if (PyErr_Occurred()) goto done;
         all_contiguous = all_contiguous && self->input_contiguous[got_in];
+    }
+    if (self->n_writeback && inputs_alias_mutated(self, ptrs)) {
+        /* eager semantics for aliased arguments (f(x, x) mutating one): run eagerly */
+        PyObject *tuple = PyTuple_New(n_slots);
+        for (Py_ssize_t i = 0; tuple && i < n_slots; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+        result = tuple && self->fallback ? pt2_hook_run_disabled(self->fallback, tuple, NULL) : NULL;
+        if (!result && !PyErr_Occurred()) {
+            PyErr_Format(PyExc_RuntimeError, "pt2: %U mutates an argument that shares memory with another one; "
+                         "compile it with distinct arguments or run it eagerly", self->name);
+        }
+        Py_XDECREF(tuple);
+        goto done;
     }
     for (; got_out < self->n_outputs; ++got_out) {
         PyObject *call_args[2] = {self->output_shapes[got_out], self->output_dtypes[got_out]};
@@ -204,6 +264,24 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
             }
         }
     }
+    /* side effects, in program order of their kind: inputs written back
+     * (AOTAutograd's epilogue), then attribute assignments */
+    for (int k = 0; k < self->n_writeback; ++k) {
+        PyObject *r = PyObject_CallMethodOneArg(inputs[self->writeback_input[k]], str_copy_, outputs[self->writeback_output[k]]);
+        if (!r) goto done;
+        Py_DECREF(r);
+    }
+    for (int k = 0; k < self->n_stores; ++k) {
+        PyObject *target = csource_eval(self->store_targets[k], &env);
+        PyObject *value = target ? build_result(&self->store_values[k], outputs, inputs, &env) : NULL;
+        int rc = value ? PyObject_GenericSetAttr(target, self->store_names[k], value) : -1;
+        Py_XDECREF(target);
+        Py_XDECREF(value);
+        if (rc != 0) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot replay an attribute assignment of %U", self->name);
+            goto done;
+        }
+    }
     result = build_result(&self->result, outputs, inputs, &env);
 done:
     for (int i = 0; i < got_in; ++i) Py_XDECREF(inputs[i]);
@@ -237,6 +315,7 @@ int compiled_init(void) {
     Py_DECREF(torch);
     dtype_kwnames = Py_BuildValue("(s)", "dtype");
     str_data_ptr = PyUnicode_InternFromString("data_ptr");
+    str_copy_ = PyUnicode_InternFromString("copy_");
     return torch_empty && dtype_kwnames ? 0 : -1;
 }
 
@@ -332,17 +411,41 @@ static bool from_closure(const Source *s) {
 }
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
-    PyObject *fallback = t->root ? (PyObject *)t->root->func : NULL;
-    for (int i = 0; i < t->n_inputs; ++i) {
+    /* running the whole function eagerly stands in for a full graph only */
+    PyObject *fallback = t->root && !t->partial ? (PyObject *)t->root->func : NULL;
+    for (int i = 0; t->partial && i < t->n_inputs; ++i) {
         if (from_closure(t->inputs[i]->source)) {
-            trace_break(t, "a tensor captured from an enclosing function's closure is not supported yet");
+            trace_break(t, "a tensor captured from an enclosing function's closure (before a graph break)");
             return NULL;
         }
     }
     OutCollect c = {t, NULL, 0, 0};
     OutNode root;
-    if (collect_outputs(&c, result, &root) != 0) {
+    OutNode *store_values = t->n_stores ? PyMem_Calloc((size_t)t->n_stores, sizeof(OutNode)) : NULL;
+    int *wb_in = PyMem_Calloc((size_t)(t->n_inputs + 1), sizeof(int)), *wb_out = PyMem_Calloc((size_t)(t->n_inputs + 1), sizeof(int));
+    int n_wb = 0;
+    bool failed = collect_outputs(&c, result, &root) != 0;
+    for (int k = 0; !failed && k < t->n_stores; ++k) failed = collect_outputs(&c, t->stores[k].value, &store_values[k]) != 0;
+    for (int i = 0; !failed && i < t->n_inputs; ++i) {
+        Var *in = t->inputs[i];
+        if (!in->mutated) continue;
+        /* the input's final value is one more graph output, copied back */
+        Var final = *in;
+        final.is_input = false;
+        OutNode tmp;
+        failed = collect_outputs(&c, &final, &tmp) != 0;
+        if (!failed && tmp.kind == OUT_GRAPH) {
+            wb_in[n_wb] = i;
+            wb_out[n_wb++] = tmp.index;
+        }
+        out_free(&tmp);
+    }
+    if (failed) {
         out_free(&root);
+        for (int k = 0; k < t->n_stores; ++k) out_free(&store_values[k]);
+        PyMem_Free(store_values);
+        PyMem_Free(wb_in);
+        PyMem_Free(wb_out);
         PyMem_Free(c.graph_values);
         return NULL;
     }
@@ -354,6 +457,19 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->globals = Py_XNewRef(globals);
     self->name = Py_NewRef(code->co_qualname);
     self->fallback = Py_XNewRef(fallback);
+    self->n_arg_slots = code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) ? 1 : 0) +
+                        ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+    self->n_writeback = n_wb;
+    self->writeback_input = wb_in;
+    self->writeback_output = wb_out;
+    self->n_stores = t->n_stores;
+    self->store_values = store_values;
+    self->store_targets = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(CSource *));
+    self->store_names = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
+    for (int k = 0; k < t->n_stores; ++k) {
+        self->store_targets[k] = csource_copy(t->stores[k].target->source);
+        self->store_names[k] = Py_NewRef(t->stores[k].name);
+    }
     *out_compile_s = 0;
     *out_cached = false;
     if (c.n_graph > 0) {
@@ -383,10 +499,12 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->input_strides = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof *self->input_strides);
     self->input_sizes = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof *self->input_sizes);
     self->input_ranks = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(int));
+    self->input_itemsize = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(size_t));
     for (int i = 0; i < self->n_inputs; ++i) {
         Var *in = t->inputs[i];
         self->inputs[i] = csource_copy(in->source);
         self->input_ranks[i] = in->rank;
+        self->input_itemsize[i] = pt2DTypeSize(in->dtype);
         memcpy(self->input_sizes[i], in->sizes, sizeof in->sizes);
         /* the tensor guard holds this input's strides */
         bool contiguous = true;

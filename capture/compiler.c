@@ -80,6 +80,35 @@ static void record(Trace *t, PyCodeObject *code, Pt2Guards *guards, const char *
     PyErr_Clear();
 }
 
+/* `return compiled(<argument slots>, <free-variable cells>)`: a graph may
+ * read tensors from the closure, and the cells are the current function's
+ * (a code object is shared by every closure made from it). */
+static PyObject *call_replacement_with_cells(PyCodeObject *code, PyObject *fn) {
+    Pt2Asm *a = pt2_asm_new(code);
+    if (!a) return NULL;
+    int n_args = code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) ? 1 : 0) +
+                 ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+    int first_free = code->co_nlocalsplus - code->co_nfreevars;
+    /* 3.11 has LOAD_CLOSURE; on 3.12 it is a pseudo-op and LOAD_FAST reads the cell */
+    int load_cell = pt2_bc_opcode("LOAD_CLOSURE");
+    if (load_cell < 0 || load_cell >= 256) load_cell = pt2_bc_opcode("LOAD_FAST");
+    int load_deref = pt2_bc_opcode("LOAD_DEREF"), load_fast = pt2_bc_opcode("LOAD_FAST");
+    pt2_asm_set_line(a, code->co_firstlineno);
+    pt2_asm_prologue(a);
+    pt2_asm_push_null(a);
+    pt2_asm_load_const(a, fn);
+    for (int i = 0; i < n_args; i++) {
+        bool is_cell = (unsigned char)PyBytes_AS_STRING(code->co_localspluskinds)[i] & 0x40;
+        pt2_asm_emit(a, is_cell ? load_deref : load_fast, i);
+    }
+    for (int i = first_free; i < code->co_nlocalsplus; i++) pt2_asm_emit(a, load_cell, i);
+    pt2_asm_call(a, n_args + code->co_nfreevars);
+    pt2_asm_return_value(a);
+    PyObject *result = pt2_asm_finish(a);
+    pt2_asm_free(a);
+    return result;
+}
+
 Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *out) {
     PyCodeObject *code = in->code;
     Trace t;
@@ -151,7 +180,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
                 cached ? " (kernel from the disk cache)" : "");
     }
     record(&t, code, guards, graph_text, compile_s, cached);
-    PyObject *replacement = pt2_bc_make_call_replacement(code, compiled);
+    PyObject *replacement = code->co_nfreevars ? call_replacement_with_cells(code, compiled) : pt2_bc_make_call_replacement(code, compiled);
     if (!replacement) {
         pt2_guards_free(guards);
         goto done;

@@ -45,6 +45,10 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
         return Py_XNewRef(env->fast[s->index]);
     }
     case SRC_CLOSURE: {
+        if (env->cells) {
+            if (s->index >= env->n_cells || !PyCell_Check(env->cells[s->index])) return NULL;
+            return Py_XNewRef(PyCell_GET(env->cells[s->index]));
+        }
         if (!env->closure || s->index >= PyTuple_GET_SIZE(env->closure)) return NULL;
         return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(env->closure, s->index)));
     }
@@ -57,6 +61,11 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
         PyObject *v = env->builtins ? PyDict_GetItemWithError(env->builtins, s->name) : NULL;
         if (!v) PyErr_Clear();
         return Py_XNewRef(v);
+    }
+    case SRC_MODULE: {
+        PyObject *m = PyImport_GetModule(s->name); /* a dict lookup: never imports */
+        if (!m) PyErr_Clear();
+        return m;
     }
     default: break;
     }
@@ -144,6 +153,13 @@ static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
     case G_MODULE_TRAINING: snprintf(buf, cap, "%s.training == %s", src, g->n ? "True" : "False"); break;
     case G_GRAD_MODE: snprintf(buf, cap, "GRAD_MODE torch.is_grad_enabled() == %s", g->n ? "True" : "False"); break;
     case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
+    case G_HAS_KEY: {
+        PyObject *r = PyObject_Repr(g->obj);
+        snprintf(buf, cap, "DICT_CONTAINS (%s in %s) == %s", r ? PyUnicode_AsUTF8(r) : "?", src, g->n ? "True" : "False");
+        Py_XDECREF(r);
+        PyErr_Clear();
+        break;
+    }
     }
 }
 
@@ -238,6 +254,11 @@ static bool check_one(const CGuard *g, const SourceEnv *env) {
     case G_LEN:
         ok = (PyObject *)Py_TYPE(v) == g->obj && PyObject_Length(v) == g->n;
         break;
+    case G_HAS_KEY: {
+        int has = PyDict_Check(v) ? PyDict_Contains(v, g->obj) : -1;
+        ok = has >= 0 && has == (g->n != 0);
+        break;
+    }
     case G_MODULE_TRAINING: {
         PyObject *tr = pt2_safe_getattr(v, attr_training, NULL);
         ok = tr && (tr == Py_True) == (g->n != 0);

@@ -31,6 +31,7 @@ static struct {
     int POP_JUMP_BACKWARD_IF_TRUE, POP_JUMP_BACKWARD_IF_FALSE, POP_JUMP_BACKWARD_IF_NONE, POP_JUMP_BACKWARD_IF_NOT_NONE;
     int JUMP_IF_TRUE_OR_POP, JUMP_IF_FALSE_OR_POP, GET_ITER, FOR_ITER, BEFORE_WITH;
     int RETURN_GENERATOR, YIELD_VALUE;
+    int IMPORT_NAME, IMPORT_FROM, LOAD_SUPER_ATTR;
 } OP;
 
 static const char *const binary_op_names[] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>", "-", "/", "^"};
@@ -53,7 +54,7 @@ int interp_init(void) {
     LOOKUP(POP_JUMP_FORWARD_IF_NONE) LOOKUP(POP_JUMP_FORWARD_IF_NOT_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_TRUE)
     LOOKUP(POP_JUMP_BACKWARD_IF_FALSE) LOOKUP(POP_JUMP_BACKWARD_IF_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_NOT_NONE)
     LOOKUP(JUMP_IF_TRUE_OR_POP) LOOKUP(JUMP_IF_FALSE_OR_POP) LOOKUP(GET_ITER) LOOKUP(FOR_ITER) LOOKUP(BEFORE_WITH)
-    LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE)
+    LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
 #undef LOOKUP
     return 0;
 }
@@ -114,6 +115,22 @@ static Var *load_global(SymFrame *f, PyObject *name) {
  * Calls
  *===----------------------------------------------------------------------===*/
 
+/* super() inside a method: its class is the __class__ cell the compiler
+ * made, its object the method's first argument. */
+static Var *zero_arg_super(SymFrame *f) {
+    PyCodeObject *code = f->code.code;
+    Var *cls = NULL;
+    for (int i = 0; i < code->co_nlocalsplus; ++i) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(code->co_localsplusnames, i), "__class__") == 0 && f->locals[i]) {
+            cls = f->locals[i]->kind == V_CELL ? f->locals[i]->items[0] : f->locals[i];
+        }
+    }
+    Var *self = code->co_argcount > 0 ? f->locals[0] : NULL;
+    if (self && self->kind == V_CELL) self = self->items[0];
+    if (!cls || !self) return trace_break(f->t, "super() outside a method");
+    return trace_super(f->t, cls, self);
+}
+
 /* Pops a call's operands: [NULL|self_or_callable, callable_or_self, args...]. */
 static bool do_call(SymFrame *f, int argc) {
     Trace *t = f->t;
@@ -140,6 +157,13 @@ static bool do_call(SymFrame *f, int argc) {
     if (!callable) {
         trace_break(t, "internal: call with an empty stack");
         return false;
+    }
+    if (callable->obj == (PyObject *)&PySuper_Type && n_pos == 0 && n_kw == 0) {
+        /* zero-argument super(): the __class__ cell and the first argument */
+        Var *r = zero_arg_super(f);
+        if (!r) return false;
+        push(f, r);
+        return true;
     }
     Var *r = trace_call(t, callable, pos, n_pos, kw, pos + n_pos, n_kw);
     if (!r) return false;
@@ -385,16 +409,48 @@ static bool run_frame(SymFrame *f) {
         } else if (op == OP.LOAD_METHOD) {
             if (!load_method(f, co_name(f, arg))) return false;
         } else if (op == OP.STORE_ATTR) {
-            trace_break(t, "attribute assignment (.%s = ...) is not supported yet", PyUnicode_AsUTF8(co_name(f, arg)));
-            return false;
+            Var *base = pop(f), *v = pop(f);
+            if (!trace_setattr(t, base, co_name(f, arg), v)) return false;
+        } else if (op == OP.IMPORT_NAME) {
+            Var *fromlist = pop(f), *level = pop(f);
+            Var *m = trace_import(t, f->globals, co_name(f, arg), fromlist, level);
+            if (!m) return false;
+            push(f, m);
+        } else if (op == OP.IMPORT_FROM) {
+            Var *m = trace_getattr(t, peek(f, 1), co_name(f, arg));
+            if (!m) return false;
+            push(f, m);
+        } else if (op == OP.LOAD_SUPER_ATTR) {
+            /* 3.12: [super, class, self]; low bit: method form; bit 1: super(cls, self) */
+            Var *self = pop(f), *cls = pop(f);
+            pop(f);
+            Var *sup = trace_super(t, cls, self);
+            Var *attr = sup ? trace_getattr(t, sup, co_name(f, arg >> 2)) : NULL;
+            if (!attr) return false;
+            if (arg & 1) push(f, var_new(t, V_NULL));
+            push(f, attr);
         } else if (op == OP.BINARY_OP) {
             Var *b = pop(f), *a = pop(f);
             int k = arg >= 13 ? arg - 13 : arg; /* in-place forms share the semantics on immutable values */
             if (arg >= 13 && a->kind == V_LIST) {
-                trace_break(t, "in-place operator on a list");
-                return false;
+                /* list += iterable extends the list in place (aliases see it) */
+                if (a->source || k != 0) {
+                    trace_break(t, a->source ? "in-place operator on a list passed into the compiled function" : "in-place operator on a list");
+                    return false;
+                }
+                Var *it = get_iter(t, b);
+                if (!it) return false;
+                t->mutations++;
+                for (Var *v; (v = iter_next(t, it));) var_push_item(t, a, v);
+                push(f, a);
+                i = next;
+                continue;
             }
             Var *r = k < 13 ? trace_binary_op(t, binary_op_names[k], a, b) : NULL;
+            if (r && arg >= 13 && a->kind == V_TENSOR) {
+                /* x += y on a tensor mutates x: every alias sees the new value */
+                r = trace_assign_inplace(t, a, r, binary_op_names[k]);
+            }
             if (!r) {
                 if (!t->broke) trace_break(t, "unsupported binary operator %d", arg);
                 return false;
@@ -450,7 +506,7 @@ static bool run_frame(SymFrame *f) {
         } else if (op == OP.STORE_SUBSCR) {
             Var *idx = pop(f), *base = pop(f), *v = pop(f);
             t->mutations++;
-            if (base->source) {
+            if (base->source && base->kind != V_TENSOR) {
                 trace_break(t, "item assignment on a container passed into the compiled function");
                 return false;
             }
@@ -473,9 +529,10 @@ static bool run_frame(SymFrame *f) {
                     var_push_item(t, base, v);
                     base->keys[base->n_items - 1] = idx;
                 }
+            } else if (base->kind == V_TENSOR) {
+                if (!trace_setitem_tensor(t, base, idx, v)) return false;
             } else {
-                trace_break(t, "item assignment on %s is not supported yet",
-                            base->kind == V_TENSOR ? "a tensor" : "this value");
+                trace_break(t, "item assignment on %s is not supported yet", "this value");
                 return false;
             }
         } else if (op == OP.BUILD_TUPLE || op == OP.BUILD_LIST) {
@@ -853,7 +910,9 @@ static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args
                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i)));
             return -1;
         }
-        locals[i] = defaults ? defaults->items[d] : var_const(t, PyTuple_GET_ITEM(real_defaults, d));
+        PyObject *dv = defaults ? NULL : PyTuple_GET_ITEM(real_defaults, d);
+        locals[i] = defaults ? defaults->items[d] : (PyFunction_Check(dv) || PyType_Check(dv)) ? trace_wrap(t, dv, NULL) : var_const(t, dv);
+        if (!locals[i]) return -1;
     }
     for (int i = argc; i < argc + kwonly; ++i) {
         if (locals[i]) continue;
@@ -875,8 +934,10 @@ static bool defaults_are_constants(PyObject *defs) {
     if (PyTuple_Check(defs)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defs); ++i) {
             PyObject *d = PyTuple_GET_ITEM(defs, i);
+            /* functions and classes as defaults are fixed objects too (a
+             * default is evaluated once, when the def ran) */
             if (!(d == Py_None || PyBool_Check(d) || PyLong_CheckExact(d) || PyFloat_CheckExact(d) || PyUnicode_CheckExact(d) ||
-                  PyTuple_CheckExact(d))) {
+                  PyTuple_CheckExact(d) || PyFunction_Check(d) || PyType_Check(d))) {
                 return false;
             }
         }

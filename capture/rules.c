@@ -47,8 +47,8 @@ static Var *h_unary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     BIND("input, inplace=False");
     bool inplace;
     if (!arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
-    if (inplace) return trace_break(t, "in-place %s(inplace=True) is not supported yet", e->op);
-    return op1(t, e->op, tensor_arg(t, &b, "input"), "%s", "");
+    Var *r = op1(t, e->op, tensor_arg(t, &b, "input"), "%s", "");
+    return inplace ? trace_assign_inplace(t, arg(&b, "input"), r, e->op) : r;
 }
 
 static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -96,7 +96,19 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     return v ? op3(t, "where", mask, v, x, "%s", "") : NULL;
 }
 
+static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw);
+
+/* hardtanh/relu6(inplace=True) write the result back into the input. */
 static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    Var *r = h_clamp_plain(t, e, args, n, kwn, kwv, nkw);
+    if (!r || strcmp(e->op, "clamp") == 0) return r;
+    BIND(strcmp(e->op, "hardtanh") == 0 ? "input, min_val=-1.0, max_val=1.0, inplace=False" : "input, inplace=False");
+    bool inplace;
+    if (!arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
+    return inplace ? trace_assign_inplace(t, arg(&b, "input"), r, e->op) : r;
+}
+
+static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *schema = strcmp(e->op, "hardtanh") == 0 ? "input, min_val=-1.0, max_val=1.0, inplace=False"
                        : strcmp(e->op, "relu6") == 0      ? "input, inplace=False"
                                                           : "input, min=None, max=None";
@@ -140,12 +152,23 @@ static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     return op1(t, "clamp", x, "%s", attrs);
 }
 
+static Var *h_activation_plain(Trace *t, const RuleEntry *e, Var *x, const Bound *bp);
+
 static Var *h_activation(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND(NULL);
     Var *x = arg(&b, "input");
     bool inplace = false;
     if (!x || !arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
-    if (inplace) return trace_break(t, "in-place %s(inplace=True) is not supported yet", e->op);
+    if (inplace) {
+        /* the out-of-place activation, then assigned back into x */
+        Var *plain = h_activation_plain(t, e, x, &b);
+        return plain ? trace_assign_inplace(t, x, plain, e->op) : NULL;
+    }
+    return h_activation_plain(t, e, x, &b);
+}
+
+static Var *h_activation_plain(Trace *t, const RuleEntry *e, Var *x, const Bound *bp) {
+    const Bound b = *bp;
     double f1, f2;
     if (strcmp(e->op, "gelu") == 0) {
         Var *a = arg(&b, "approximate");
@@ -423,6 +446,16 @@ static Var *h_identity(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
     BIND("input, *, memory_format=None");
     Var *x = arg(&b, "input");
     if (x && x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
+    /* clone() is new memory, and so is contiguous() of a strided input: a
+     * distinct graph value, so that an in-place op on it leaves x alone */
+    bool copy = strcmp(e->op, "clone") == 0;
+    if (x && strcmp(e->op, "contiguous") == 0 && x->is_input && x->real) {
+        PyObject *c = PyObject_CallMethod(x->real, "is_contiguous", NULL);
+        copy = c != Py_True;
+        Py_XDECREF(c);
+        PyErr_Clear();
+    }
+    if (x && copy) return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype));
     return x;
 }
 

@@ -16,6 +16,18 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
 PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 bool is_nn_module(PyObject *o);
 
+/* A torch.Tensor instance's type without importing at each call. */
+static PyObject *tensor_type_instance(void) {
+    static PyObject *empty;
+    if (!empty) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        empty = torch ? PyObject_CallMethod(torch, "empty", "i", 0) : NULL;
+        Py_XDECREF(torch);
+        PyErr_Clear();
+    }
+    return empty ? empty : Py_None;
+}
+
 static bool is_number(Var *v) {
     return v->kind == V_CONST && (PyLong_Check(v->obj) || PyFloat_Check(v->obj)); /* bool is a PyLong */
 }
@@ -128,10 +140,25 @@ static int same_object(Var *a, Var *b) {
     return -1;
 }
 
+/* 1/0, -1: depends on tensor values, -2: the trace broke. */
 static int contains(Trace *t, Var *container, Var *item) {
     if (container->kind == V_CONST) {
         if (item->kind != V_CONST) return -1;
         return PySequence_Contains(container->obj, item->obj);
+    }
+    if (container->kind == V_OBJECT || container->kind == V_MODULE) {
+        bool handled;
+        Var *r = object_protocol(t, container, "__contains__", item, &handled);
+        if (!handled) {
+            trace_break(t, "`in` on a %s object", container->obj ? Py_TYPE(container->obj)->tp_name : "?");
+            return -2;
+        }
+        int truth = r ? trace_truth(t, r) : -1;
+        return truth < 0 ? -2 : truth;
+    }
+    if (container->kind != V_TUPLE && container->kind != V_LIST && container->kind != V_DICT && container->kind != V_ITER) {
+        trace_break(t, "`in` on this value is not supported");
+        return -2;
     }
     Var **keys = container->kind == V_DICT ? container->keys : container->items;
     for (int i = 0; i < container->n_items; ++i) {
@@ -158,6 +185,7 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     }
     if (strcmp(op, "in") == 0 || strcmp(op, "not in") == 0) {
         int r = contains(t, b, a);
+        if (r == -2) return NULL;
         if (r < 0) return trace_break(t, "`in` test that depends on tensor values");
         bool v = strcmp(op, "in") == 0 ? r : !r;
         return var_const(t, v ? Py_True : Py_False);
@@ -374,8 +402,15 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         }
         return trace_subscript(t, children, index);
     }
-    default: return trace_break(t, "subscript of this value is not supported");
+    case V_OBJECT: {
+        bool handled;
+        Var *r = object_protocol(t, base, "__getitem__", index, &handled);
+        if (handled) return r;
+        break;
     }
+    default: break;
+    }
+    return trace_break(t, "subscript of %s is not supported", base->obj ? Py_TYPE(base->obj)->tp_name : "this value");
 }
 
 /*===----------------------------------------------------------------------===*
@@ -417,7 +452,11 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     }
     if (strcmp(name, "data") == 0) return x;
     if (strcmp(name, "values") == 0 || strcmp(name, "indices") == 0) return trace_break(t, "attribute .%s of a tensor", name);
-    if (tensor_method_rule(name)) {
+    size_t len = strlen(name);
+    char base[64] = "";
+    if (len > 1 && len < sizeof base && name[len - 1] == '_' && name[len - 2] != '_') snprintf(base, sizeof base, "%.*s", (int)(len - 1), name);
+    bool inplace = base[0] && (tensor_method_rule(base) || strcmp(name, "copy_") == 0 || strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
+    if (tensor_method_rule(name) || inplace) {
         Var *m = var_new(t, V_METHOD);
         m->self = x;
         PyObject *s = PyUnicode_FromString(name);
@@ -549,6 +588,33 @@ Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_a
                 }
             }
             return r;
+        }
+        if (strcmp(name, "update") == 0 && n_args <= 1 && (n_args == 0 || args[0]->kind == V_DICT)) {
+            /* d.update(other, **kw): later keys replace earlier ones in place */
+            Var *src_keys[256], *src_vals[256];
+            int m = 0;
+            for (int i = 0; n_args && i < args[0]->n_items && m < 256; ++i, ++m) {
+                src_keys[m] = args[0]->keys[i];
+                src_vals[m] = args[0]->items[i];
+            }
+            for (int i = 0; i < n_kw && m < 256; ++i, ++m) {
+                src_keys[m] = var_const(t, PyTuple_GET_ITEM(kw_names, i));
+                src_vals[m] = kw_values[i];
+            }
+            for (int k = 0; k < m; ++k) {
+                if (src_keys[k]->kind != V_CONST) return trace_break(t, "dict.update with a non-constant key");
+                int found = -1;
+                for (int i = 0; i < self->n_items; ++i) {
+                    if (self->keys[i]->kind == V_CONST && PyObject_RichCompareBool(self->keys[i]->obj, src_keys[k]->obj, Py_EQ) == 1) found = i;
+                }
+                if (found >= 0) {
+                    self->items[found] = src_vals[k];
+                } else {
+                    var_push_item(t, self, src_vals[k]);
+                    self->keys[self->n_items - 1] = src_keys[k];
+                }
+            }
+            return var_none(t);
         }
         if (strcmp(name, "pop") == 0 && (n_args == 1 || n_args == 2)) {
             for (int i = 0; i < self->n_items; ++i) {
@@ -841,10 +907,33 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     if (n == 1 && args[0]->kind == V_TENSOR && (strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0)) {
         return trace_break(t, "%s() of a tensor reads its value (like .item())", op);
     }
-    if (n == 1 && strcmp(op, "type") == 0 && args[0]->obj) return var_const(t, (PyObject *)Py_TYPE(args[0]->obj));
+    if (n == 1 && strcmp(op, "type") == 0) {
+        Var *v = args[0];
+        PyObject *ty = NULL;
+        switch (v->kind) {
+        case V_TENSOR: ty = v->is_input && v->real ? (PyObject *)Py_TYPE(v->real) : (PyObject *)Py_TYPE(tensor_type_instance()); break;
+        case V_TUPLE: ty = v->obj == torch_size_type_obj() ? v->obj : (PyObject *)&PyTuple_Type; break;
+        case V_LIST: ty = (PyObject *)&PyList_Type; break;
+        case V_DICT: ty = (PyObject *)&PyDict_Type; break;
+        case V_CONST: case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
+            if (v->obj && !PyUnicode_Check(v->obj) && !PyCode_Check(v->obj)) ty = (PyObject *)Py_TYPE(v->obj);
+            if (v->obj && PyUnicode_Check(v->obj) && v->kind == V_CONST) ty = (PyObject *)&PyUnicode_Type;
+            if (ty && (v->kind == V_OBJECT || v->kind == V_MODULE)) trace_guard(t, G_TYPE, v->source, ty, 0);
+            break;
+        default: break;
+        }
+        if (ty) return var_const(t, ty);
+    }
+    if (n == 1 && (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0) && args[0]->kind == V_OBJECT && args[0]->obj &&
+        (PyType_Check(args[0]->obj) || PyModule_Check(args[0]->obj))) {
+        /* classes and modules are identity-guarded: their text is fixed */
+        return const_result(t, op[0] == 's' ? PyObject_Str(args[0]->obj) : PyObject_Repr(args[0]->obj), op);
+    }
     if (n == 1 && strcmp(op, "callable") == 0) {
         VarKind k = args[0]->kind;
         return var_const(t, k == V_FUNCTION || k == V_METHOD || k == V_CALLABLE || k == V_MODULE ? Py_True : Py_False);
     }
     return trace_break(t, "builtin %s() with these arguments is not supported", op);
 }
+
+#include "inplace.inc"

@@ -257,7 +257,20 @@ static Var *opn(Trace *t, const char *op, int n, Var **xs, const char *fmt, va_l
     int out[4];
     int r = trace_op(t, op, n, ids, attrs, out, 4);
     if (r < 0) return NULL;
-    return var_tensor(t, r);
+    Var *v = var_tensor(t, r);
+    /* PyTorch's view ops alias their operand: the result shares its storage,
+     * and an in-place op on either must not be rewritten functionally */
+    static const char *const view_ops[] = {"reshape", "permute", "slice", "select", "expand"};
+    if (n >= 1 && xs[0]->kind == V_TENSOR) {
+        for (size_t k = 0; k < sizeof view_ops / sizeof view_ops[0]; ++k) {
+            if (strcmp(op, view_ops[k]) == 0) {
+                v->storage = xs[0]->storage;
+                trace_note_view(t, xs[0]);
+                break;
+            }
+        }
+    }
+    return v;
 }
 
 Var *op0(Trace *t, const char *op, const char *fmt, ...) {

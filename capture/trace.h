@@ -31,6 +31,7 @@ typedef enum SourceKind {
     SRC_ATTR,     /* getattr(base, name), resolved without running Python code */
     SRC_ITEM,     /* base[index] of a tuple/list, or base[key] of a dict (key: name) */
     SRC_PARAM,    /* nn.Module: base._parameters/_buffers/_modules[name] */
+    SRC_MODULE,   /* sys.modules[name]: a module the traced code imported (already loaded) */
 } SourceKind;
 
 typedef struct Source {
@@ -60,6 +61,7 @@ typedef enum VarKind {
     V_ITER,      /* an iterator over `items` at position `pos` */
     V_SLICE,     /* slice(start, stop, step): items[0..2] are V_CONST (None allowed) */
     V_CELL,      /* a closure cell created in the traced code: items[0] = contents */
+    V_SUPER,     /* super(obj: the class, self): attribute lookup starts after the class in type(self).__mro__ */
 } VarKind;
 
 typedef struct Var {
@@ -72,6 +74,8 @@ typedef struct Var {
     int rank;
     int64_t sizes[PT2_MAX_RANK];
     bool is_input;      /* a graph input (its Source fetches it) */
+    bool mutated;       /* an input changed in place: written back after the graph runs */
+    int storage;        /* which memory it lives in (views share their base's) */
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
     /* V_TUPLE / V_LIST / V_DICT / V_ITER / V_SLICE / V_CELL */
     struct Var **items;
@@ -101,6 +105,7 @@ typedef enum GuardKind {
     G_MODULE_TRAINING, /* x.training == flag */
     G_GRAD_MODE,    /* torch.is_grad_enabled() == flag */
     G_DEFAULT_DTYPE,/* torch.get_default_dtype() is obj */
+    G_HAS_KEY,      /* (obj in x) == n, x a dict: a key the trace found missing stays missing */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -147,6 +152,21 @@ typedef struct Trace {
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
     int mutations;       /* container mutations so far (a snapshot is stale after one) */
+    /* In-place tensor ops: storages handed out so far (Var.storage), and
+     * whether a view of each was ever taken; a mutation is rewritten
+     * functionally only where no view can observe it. */
+    int n_storages;
+    bool *storage_viewed; /* indexed by storage */
+    int cap_viewed;
+    /* Attribute assignments on objects from outside the trace, replayed after
+     * the graph runs (compiled.c) and seen by later reads of the trace. */
+    struct AttrStore {
+        Var *target;
+        PyObject *name;  /* borrowed from the code's co_names (kept by trace_keep) */
+        Var *value;
+    } *stores;
+    int n_stores, cap_stores;
+    bool partial;        /* compiling the graph before a break (breaks.c) */
     /* The root frame's state before the instruction it is executing, when
      * that instruction is one a graph break can resume after (a call, a
      * conditional jump): see breaks.c. */
@@ -215,6 +235,28 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
 
 /* Attribute access on a Var; NULL if unsupported (trace broken). */
 Var *trace_getattr(Trace *t, Var *base, PyObject *name);
+/* `base.name = value` (objects.inc): recorded and replayed after the graph. */
+bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value);
+/* super(cls, self) (objects.inc). */
+Var *trace_super(Trace *t, Var *cls, Var *self);
+/* IMPORT_NAME of a module already in sys.modules (objects.inc). */
+Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Var *level);
+/* Lazily read items of a real dict Var (V_OBJECT over a dict): d.get(k),
+ * d[k], k in d; `found` tells whether the key is there (guarded). */
+Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found);
+bool is_lazy_dict(const Var *v);
+Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *handled);
+
+/* In-place tensor ops, rewritten functionally (rules_ops.c): x now holds
+ * `value`; breaks if a view could observe the change or the dtype/shape
+ * would not fit.  Returns x or NULL. */
+Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what);
+/* A view of x's storage was taken (rules_util.c: view ops). */
+void trace_note_view(Trace *t, Var *x);
+bool trace_storage_viewed(Trace *t, Var *x);
+/* x[index] = value on a tensor, and x.<op>_(...) (inplace.inc). */
+bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value);
+Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 
 /* Capture rules (rules.c): how a torch function, Tensor method, builtin or
  * nn.Module call becomes graph ops.  rule_for returns NULL if the callable

@@ -66,6 +66,7 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
         break;
     case SRC_CLOSURE: snprintf(buf, cap, "closure[%zd]", s->index); break;
     case SRC_GLOBAL: snprintf(buf, cap, "G['%s']", name); break;
+    case SRC_MODULE: snprintf(buf, cap, "sys.modules['%s']", name); break;
     case SRC_BUILTIN: snprintf(buf, cap, "builtins['%s']", name); break;
     case SRC_ATTR: snprintf(buf, cap, "%s.%s", base, name); break;
     case SRC_PARAM: snprintf(buf, cap, "%s.%s", base, name); break;
@@ -101,6 +102,7 @@ Var *var_none(Trace *t) { return var_const(t, Py_None); }
 Var *var_tensor(Trace *t, int value) {
     Var *v = var_new(t, V_TENSOR);
     v->value = value;
+    v->storage = ++t->n_storages;
     int64_t sizes[PT2_MAX_RANK];
     v->rank = pt2GraphValueType(t->graph, value, &v->dtype, sizes);
     memcpy(v->sizes, sizes, sizeof sizes);
@@ -123,6 +125,20 @@ void var_push_item(Trace *t, Var *c, Var *item) {
     c->items[c->n_items++] = item;
 }
 
+void trace_note_view(Trace *t, Var *x) {
+    if (x->storage >= t->cap_viewed) {
+        int cap = t->cap_viewed ? 2 * t->cap_viewed : 256;
+        while (cap <= x->storage) cap *= 2;
+        bool *v = trace_alloc(t, sizeof(bool) * (size_t)cap);
+        if (t->cap_viewed) memcpy(v, t->storage_viewed, sizeof(bool) * (size_t)t->cap_viewed);
+        t->storage_viewed = v;
+        t->cap_viewed = cap;
+    }
+    t->storage_viewed[x->storage] = true;
+}
+
+bool trace_storage_viewed(Trace *t, Var *x) { return x->storage < t->cap_viewed && t->storage_viewed[x->storage]; }
+
 /*===----------------------------------------------------------------------===*
  * Guards and breaks
  *===----------------------------------------------------------------------===*/
@@ -137,10 +153,25 @@ static GuardSpec *new_guard(Trace *t) {
     return g;
 }
 
+/* Two sources that fetch the same thing (sources are made afresh on each read). */
+static bool source_equal(const Source *a, const Source *b) {
+    for (; a && b; a = a->base, b = b->base) {
+        if (a == b) return true;
+        if (a->kind != b->kind || a->index != b->index) return false;
+        if ((a->name == NULL) != (b->name == NULL)) return false;
+        if (a->name && a->name != b->name && PyUnicode_Compare(a->name, b->name) != 0) return false;
+    }
+    return a == b;
+}
+
 void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n) {
     if (!source && kind != G_GRAD_MODE && kind != G_DEFAULT_DTYPE) return; /* made while tracing: nothing to check */
-    for (int i = 0; i < t->n_guards; ++i) { /* one guard per (kind, source) */
-        if (t->guards[i].kind == kind && t->guards[i].source == source && t->guards[i].n == n) return;
+    for (int i = 0; i < t->n_guards; ++i) { /* one guard per (kind, source[, key]) */
+        GuardSpec *g = &t->guards[i];
+        if (g->kind == kind && g->n == n && source_equal(g->source, source) && (kind != G_HAS_KEY || g->obj == obj)) {
+            if (kind == G_TENSOR) continue; /* wrap_tensor fills in the newest one */
+            return;
+        }
     }
     GuardSpec *g = new_guard(t);
     g->kind = kind;
@@ -190,6 +221,8 @@ int trace_op(Trace *t, const char *op, int n, const int *operands, const char *a
  * Wrapping real values
  *===----------------------------------------------------------------------===*/
 
+static int objects_init(void);
+
 static PyObject *torch_module, *tensor_type, *parameter_type, *nn_module_type, *torch_dtype_type, *torch_device_type,
     *torch_size_type;
 
@@ -205,6 +238,7 @@ int values_init(void) {
     torch_device_type = PyObject_GetAttrString(torch_module, "device");
     torch_size_type = PyObject_GetAttrString(torch_module, "Size");
     Py_DECREF(nn);
+    if (nn_module_type && objects_init() != 0) return -1;
     return (tensor_type && parameter_type && nn_module_type && torch_dtype_type && torch_device_type && torch_size_type) ? 0 : -1;
 }
 
@@ -489,6 +523,34 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
     return NULL;
 }
 
+#include "objects.inc"
+
+/* obj[key] / key in obj on a user object: its Python __getitem__ /
+ * __contains__ inlined, a dict (or dict subclass without them) read key by
+ * key.  *handled is false when the object has neither. */
+Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *handled) {
+    *handled = false;
+    if (!obj->obj || (obj->kind != V_OBJECT && obj->kind != V_MODULE)) return NULL;
+    PyObject *name = PyUnicode_InternFromString(dunder);
+    PyObject *hook = name ? python_hook(Py_TYPE(obj->obj), name) : NULL;
+    Py_XDECREF(name);
+    if (hook) {
+        *handled = true;
+        trace_guard(t, G_TYPE, obj->source, (PyObject *)Py_TYPE(obj->obj), 0);
+        Var *args[2] = {obj, arg};
+        return inline_function(t, hook, args, 2);
+    }
+    if (is_lazy_dict(obj)) {
+        bool found;
+        *handled = true;
+        Var *r = lazy_dict_item(t, obj, arg, NULL, &found);
+        if (!r) return NULL;
+        if (strcmp(dunder, "__contains__") == 0) return var_const(t, found ? Py_True : Py_False);
+        return found ? r : trace_break(t, "KeyError in a dict lookup");
+    }
+    return NULL;
+}
+
 Var *tensor_attr(Trace *t, Var *x, const char *name);
 
 Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
@@ -513,38 +575,18 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         }
         return m;
     }
-    case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE: {
-        bool is_method = false;
-        PyObject *v = pt2_safe_getattr(base->obj, name, &is_method);
-        if (!v) {
-            if (PyErr_Occurred()) PyErr_Clear();
-            return trace_break(t, "attribute '%s' of %s needs Python code to read (property or __getattr__)", n,
-                               Py_TYPE(base->obj)->tp_name);
+    case V_MODULE: case V_OBJECT:
+        if (is_lazy_dict(base) && (strcmp(n, "get") == 0 || strcmp(n, "__getitem__") == 0 || strcmp(n, "__contains__") == 0)) {
+            return tagged_method(t, base, n);
         }
-        Var *r;
-        if (is_method) {
-            /* bound method of a user class: self + the function, inlined on call */
-            r = var_new(t, V_METHOD);
-            r->self = base;
-            PyObject *fn = PyMethod_GET_FUNCTION(v);
-            Var *fv = var_new(t, rule_for(fn) ? V_CALLABLE : V_FUNCTION);
-            fv->obj = trace_keep(t, fn);
-            r->items = trace_alloc(t, sizeof(Var *));
-            r->items[0] = fv;
-            r->n_items = 1;
-            r->obj = trace_keep(t, v);
-            /* the class (hence the method) is fixed by the base's ID/TYPE guard */
-            if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)Py_TYPE(base->obj), 0);
-        } else {
-            Source *s = base->source ? source_derived(t, SRC_ATTR, base->source, 0, n) : NULL;
-            r = trace_wrap(t, v, s);
-            if (r && base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)Py_TYPE(base->obj), 0);
-        }
-        Py_DECREF(v);
-        return r;
+        return object_getattr(t, base, name);
+    case V_SUPER: return super_getattr(t, base, name);
+    case V_FUNCTION: case V_CALLABLE:
+        if (!base->obj || PyUnicode_Check(base->obj) || PyCode_Check(base->obj)) break;
+        return generic_getattr(t, base, name);
+    default: break;
     }
-    default: return trace_break(t, "attribute '%s' of this value is not supported", n);
-    }
+    return trace_break(t, "attribute '%s' of this value is not supported", n);
 }
 
 /*===----------------------------------------------------------------------===*
@@ -579,12 +621,17 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
             return trace_call(t, callable->items[0], with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
         }
         const char *name = PyUnicode_AsUTF8(callable->obj);
+        if (callable->self->kind == V_OBJECT || callable->self->kind == V_MODULE) {
+            bool handled;
+            Var *r = tagged_method_call(t, callable, args, n_args, n_kw, &handled);
+            if (handled) return r;
+        }
         if (callable->self->kind == V_TENSOR) {
             const RuleEntry *rule = tensor_method_rule(name);
-            if (!rule) return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
             Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
             with_self[0] = callable->self;
             memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+            if (!rule) return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
             return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
         }
         return container_method(t, callable->self, name, args, n_args, kw_names, kw_values, n_kw);
@@ -592,6 +639,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     default: break;
     }
     PyObject *o = callable->obj;
+    if (o == (PyObject *)&PySuper_Type && n_args == 2 && n_kw == 0) return trace_super(t, args[0], args[1]);
     if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
     return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
