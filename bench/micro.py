@@ -109,6 +109,7 @@ CASES = [
     ("layer_norm_8192x1024", [_randn(8192, 1024), _randn(1024), _randn(1024)], _layer_norm,
      lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), 2 * 4 * 8192 * 1024 + 2 * 4 * 1024, None,
      (1e-4, 1e-4)),
+    ("gelu_16M", [_randn(N16M)], F.gelu, lambda g, x: g.op("gelu", x), 2 * 4 * N16M, None, (1e-5, 1e-5)),
     ("sum_16M", [_randn(N16M)], lambda x: x.sum(), lambda g, x: g.op("sum", x), 4 * N16M, None, (1e-3, 0.5)),
     ("matmul_1024", [_randn(1024, 1024), _randn(1024, 1024)], torch.matmul, lambda g, a, b: g.op("matmul", a, b), None,
      2 * 1024**3, (1e-4, 1e-3)),

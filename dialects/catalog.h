@@ -166,4 +166,7 @@ void pt2_textbuf_append(MlirStringRef s, void *user);
 
 void pt2_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Whether `what` is an element of the comma-separated PT2_DISABLE list. */
+bool pt2_disabled(const char *list, const char *what);
+
 #endif /* PT2_DIALECTS_CATALOG_H */

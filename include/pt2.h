@@ -155,6 +155,36 @@ PT2_EXPORT int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buff
  * then outputs, in signature order.  No checks. */
 PT2_EXPORT void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers);
 
+/*--- GPU (CUDA) ---------------------------------------------------------------*/
+
+/* The GPU path (docs/gpu.md): the same pt2 module compiled to PTX (for
+ * PT2_GPU_ARCH, default sm_90) and a launch plan, cached like CPU kernels.
+ * Compiling needs no GPU and no CUDA; launching opens the CUDA driver
+ * (libcuda.so.1) on first use. */
+typedef struct Pt2GpuKernel Pt2GpuKernel;
+
+/* 1 if the CUDA driver loads and a device is usable (makes a context current). */
+PT2_EXPORT int pt2CudaAvailable(void);
+PT2_EXPORT Pt2GpuKernel *pt2GpuCompileText(Pt2Context *ctx, const char *mlir_text, const char *source_name,
+                                           const char *func_name, const Pt2CompileOptions *opts);
+PT2_EXPORT Pt2GpuKernel *pt2GpuCompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts);
+PT2_EXPORT void pt2GpuKernelDestroy(Pt2GpuKernel *k);
+PT2_EXPORT int pt2GpuKernelNumInputs(const Pt2GpuKernel *k);
+PT2_EXPORT int pt2GpuKernelNumOutputs(const Pt2GpuKernel *k);
+PT2_EXPORT int pt2GpuKernelArgType(const Pt2GpuKernel *k, int i, Pt2DType *out_dtype, int64_t *out_sizes);
+PT2_EXPORT int pt2GpuKernelFromCache(const Pt2GpuKernel *k);
+PT2_EXPORT double pt2GpuKernelCompileSeconds(const Pt2GpuKernel *k);
+/* Device scratch memory a launch needs (the caller allocates it). */
+PT2_EXPORT size_t pt2GpuKernelWorkspaceBytes(const Pt2GpuKernel *k);
+PT2_EXPORT int pt2GpuKernelNumLaunches(const Pt2GpuKernel *k);
+/* The launch plan and the PTX as text (what the disk cache holds).  Borrowed. */
+PT2_EXPORT const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k);
+/* Enqueues the kernel's launches on `stream` (a CUstream; NULL: the default
+ * stream) of the current CUDA context.  device_pointers: contiguous device
+ * buffers, inputs then outputs; workspace: pt2GpuKernelWorkspaceBytes of
+ * device memory (256-byte aligned) or NULL if that is 0.  Returns 0 or -1. */
+PT2_EXPORT int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream);
+
 /*--- MLIR-level API (for tools that also use the MLIR C API) ----------------*/
 
 /* Visible only to clients that included mlir-c/IR.h and mlir-c/Pass.h
@@ -182,6 +212,9 @@ PT2_EXPORT const char *pt2PassName(int i);
 PT2_EXPORT const char *pt2PassSummary(int i);
 /* The CPU pipeline from the pt2 dialect to the LLVM dialect, as pass text. */
 PT2_EXPORT const char *pt2CpuPipelineText(const char *disable);
+/* The GPU pipeline from the pt2 dialect to gpu.binary ops holding PTX for
+ * `arch` (NULL: "sm_90") beside a host function of launches (docs/gpu.md). */
+PT2_EXPORT const char *pt2GpuPipelineText(const char *disable, const char *arch);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/*===- extern.c - pt2-extern-blas: f32/f64 matmuls become BLAS calls -------===*
+/*===- extern.c - pt2-extern-blas: f32/f64 matmuls and convs become calls ---===*
  *
  * Runs on bufferized IR.  Every linalg contraction on f32 or f64 memrefs
  * whose body is `out + a * b` (linalg.matmul, linalg.batch_matmul, and the
@@ -23,6 +23,15 @@
  * op_may_access.  Buffers with different roots (function arguments, allocs)
  * are assumed not to overlap: the runtime passes each kernel fresh outputs
  * and never writes its inputs.
+ *
+ * Convolutions: the linalg.generic that pt2-lower makes of a conv2d carries
+ * a pt2.conv2d attribute with its geometry (lower_nn.c, mark_conv).  On
+ * f32/f64, it, the zero fill of its accumulator and the generic that padded
+ * its input become
+ *     func.call @pt2rt_conv2d_f32(%x, %w, %y, stride, padding, dilation, groups)
+ * on the unpadded input (libpt2rt pads), the ungrouped weights, and the
+ * accumulator viewed as [N, O, OH, OW], or the buffer it is then copied
+ * into whole (a function's output), with the copy deleted.
  *
  * Other element types (f16, bf16, integers) keep their generated loops.
  *===----------------------------------------------------------------------===*/
@@ -344,49 +353,58 @@ static MlirOperation zero_fill_before(MlirOperation consumer, MlirValue c) {
 
 static const char *elem_name(MlirType t) { return mlirTypeIsAF32(t) ? "f32" : "f64"; }
 
-/* `loop_dims` of the view, as a memref.reinterpret_cast of its base cast
- * to an unranked memref (the runtime reads the ranked descriptor). */
-static MlirValue build_loop_view(Builder *b, const View *v, const Contraction *c, const int *dims, int n_dims, MlirType elem) {
-    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+/* The memref.reinterpret_cast of `base` to a static strided view, cast to
+ * an unranked memref (the runtime reads the ranked descriptor). */
+static MlirValue build_strided_view(Builder *b, MlirValue base, int rank, const int64_t *sizes, const int64_t *strides,
+                                    int64_t offset, MlirType elem) {
     char text[1024];
     size_t len = (size_t)snprintf(text, sizeof text, "memref<");
-    for (int i = 0; i < n_dims; ++i) {
-        sizes[i] = dims[i] >= 0 ? c->loop_size[dims[i]] : 1;
-        strides[i] = dims[i] >= 0 ? v->strides[dims[i]] : 0;
-        len += (size_t)snprintf(text + len, sizeof text - len, "%" PRId64 "x", sizes[i]);
-    }
+    for (int i = 0; i < rank; ++i) len += (size_t)snprintf(text + len, sizeof text - len, "%" PRId64 "x", sizes[i]);
     len += (size_t)snprintf(text + len, sizeof text - len, "%s, strided<[", elem_name(elem));
-    for (int i = 0; i < n_dims; ++i) len += (size_t)snprintf(text + len, sizeof text - len, "%s%" PRId64, i ? ", " : "", strides[i]);
-    snprintf(text + len, sizeof text - len, "], offset: %" PRId64 ">>", v->offset);
+    for (int i = 0; i < rank; ++i) len += (size_t)snprintf(text + len, sizeof text - len, "%s%" PRId64, i ? ", " : "", strides[i]);
+    snprintf(text + len, sizeof text - len, "], offset: %" PRId64 ">>", offset);
     MlirType view_type = parse_type(b->ctx, text);
     MlirNamedAttribute attrs[4] = {
         named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 4, (int32_t[]){1, 0, 0, 0})),
-        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, 1, &v->offset)),
-        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, n_dims, sizes)),
-        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, n_dims, strides)),
+        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, 1, &offset)),
+        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, rank, sizes)),
+        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, rank, strides)),
     };
-    MlirValue view = mlirOperationGetResult(build_op(b, "memref.reinterpret_cast", 1, &v->base, 1, &view_type, 4, attrs), 0);
+    MlirValue view = mlirOperationGetResult(build_op(b, "memref.reinterpret_cast", 1, &base, 1, &view_type, 4, attrs), 0);
     return build_unary(b, "memref.cast", view, mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull()));
 }
 
-/* Declares `func.func private @name(memref<*xE> x3, i32)` with a C interface
- * (the callee receives pointers to unranked descriptors), once per module. */
-static void declare_runtime_function(MlirOperation module, const char *name, MlirType elem) {
+/* `loop_dims` of the view (-1: a unit dim), as an unranked strided view. */
+static MlirValue build_loop_view(Builder *b, const View *v, const Contraction *c, const int *dims, int n_dims, MlirType elem) {
+    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    for (int i = 0; i < n_dims; ++i) {
+        sizes[i] = dims[i] >= 0 ? c->loop_size[dims[i]] : 1;
+        strides[i] = dims[i] >= 0 ? v->strides[dims[i]] : 0;
+    }
+    return build_strided_view(b, v->base, n_dims, sizes, strides, v->offset, elem);
+}
+
+/* Declares `func.func private @name(<params>)` with a C interface (the
+ * callee receives pointers to unranked descriptors), once per module. */
+static void declare_runtime_function(MlirOperation module, const char *name, const char *params) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
         if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
     }
     char text[512];
-    const char *e = elem_name(elem);
-    snprintf(text, sizeof text,
-             "func.func private @%s(memref<*x%s>, memref<*x%s>, memref<*x%s>, i32) attributes {llvm.emit_c_interface}", name, e,
-             e, e);
+    snprintf(text, sizeof text, "func.func private @%s(%s) attributes {llvm.emit_c_interface}", name, params);
     MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(text));
     MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
     mlirOperationRemoveFromParent(decl);
     mlirBlockInsertOwnedOperation(body, 0, decl);
     mlirModuleDestroy(snippet);
+}
+
+/* Calls @callee(args) before the builder's point. */
+static void build_call(Builder *b, const char *callee, int n_args, const MlirValue *args) {
+    MlirNamedAttribute attr = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(callee)));
+    build_op(b, "func.call", n_args, args, 0, NULL, 1, &attr);
 }
 
 /* Rewrites one contraction if it qualifies; returns whether it did. */
@@ -436,11 +454,12 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
         args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, elem);
     }
     args[3] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), mlirOperationIsNull(fill) ? 1 : 0);
-    char callee[64];
-    snprintf(callee, sizeof callee, "pt2rt_matmul_%s", elem_name(elem));
-    declare_runtime_function(module, callee, elem);
-    MlirNamedAttribute attr = named_attr(b.ctx, "callee", mlirFlatSymbolRefAttrGet(b.ctx, sref(callee)));
-    build_op(&b, "func.call", 4, args, 0, NULL, 1, &attr);
+    char callee[64], params[128];
+    const char *e = elem_name(elem);
+    snprintf(callee, sizeof callee, "pt2rt_matmul_%s", e);
+    snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i32", e, e, e);
+    declare_runtime_function(module, callee, params);
+    build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
     if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
     for (int i = 0; i < dead.n; ++i) mlirOperationDestroy(dead.ops[i]); /* users (copies) were queued before buffers */
@@ -448,18 +467,262 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
     return true;
 }
 
-/* Contractions only: the rewrite destroys an op with its body, so nothing
+/*===----------------------------------------------------------------------===*
+ * Convolutions
+ *===----------------------------------------------------------------------===*/
+
+/* The geometry pt2-lower recorded on a conv2d generic (lower_nn.c, mark_conv). */
+typedef struct ConvGeometry {
+    int64_t stride[2], padding[2], dilation[2], groups;
+} ConvGeometry;
+
+static bool read_pair_attr(MlirAttribute dict, const char *name, int64_t out[2]) {
+    MlirAttribute a = mlirDictionaryAttrGetElementByName(dict, sref(name));
+    if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI64Array(a) || mlirDenseArrayGetNumElements(a) != 2) return false;
+    out[0] = mlirDenseI64ArrayGetElement(a, 0);
+    out[1] = mlirDenseI64ArrayGetElement(a, 1);
+    return true;
+}
+
+static bool conv_geometry(MlirOperation op, ConvGeometry *g) {
+    MlirAttribute dict = mlirOperationGetAttributeByName(op, sref("pt2.conv2d"));
+    if (mlirAttributeIsNull(dict) || !mlirAttributeIsADictionary(dict)) return false;
+    MlirAttribute groups = mlirDictionaryAttrGetElementByName(dict, sref("groups"));
+    if (mlirAttributeIsNull(groups) || !mlirAttributeIsAInteger(groups)) return false;
+    g->groups = mlirIntegerAttrGetValueInt(groups);
+    return g->groups > 0 && read_pair_attr(dict, "stride", g->stride) && read_pair_attr(dict, "padding", g->padding) &&
+           read_pair_attr(dict, "dilation", g->dilation);
+}
+
+static bool has_uses(MlirValue v) { return !mlirOpOperandIsNull(mlirValueGetFirstUse(v)); }
+
+/* Whether every use of v is by one of the n ops. */
+static bool used_only_by(MlirValue v, int n, const MlirOperation *ops) {
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        bool known = false;
+        for (int i = 0; i < n; ++i) known = known || mlirOperationEqual(mlirOpOperandGetOwner(u), ops[i]);
+        if (!known) return false;
+    }
+    return true;
+}
+
+/* The 4-d memref that the generic's 5-d grouped operand v expands, or null. */
+static MlirValue ungrouped(MlirValue v) {
+    MlirOperation def = defining_op(v);
+    if (mlirOperationIsNull(def) || !name_is(def, "memref.expand_shape")) return (MlirValue){NULL};
+    MlirValue source = mlirOperationGetOperand(def, 0);
+    return mlirShapedTypeGetRank(mlirValueGetType(source)) == 4 ? source : (MlirValue){NULL};
+}
+
+typedef struct FindLoad {
+    MlirOperation load;
+    int count;
+} FindLoad;
+
+static MlirWalkResult find_load(MlirOperation op, void *user) {
+    FindLoad *f = user;
+    if (name_is(op, "memref.load")) {
+        f->load = op;
+        ++f->count;
+    }
+    return MlirWalkResultAdvance;
+}
+
+/* The op writing the padded buffer `padded` (an alloc used only by it and
+ * by `view`): a generic with no inputs whose body loads from one buffer,
+ * x, and writes x zero-padded (pad_spatial in lower_nn.c).  Returns the
+ * generic and x in *out_x, or null. */
+static MlirOperation pad_writer(MlirValue padded, MlirOperation view, MlirValue *out_x) {
+    MlirOperation alloc = defining_op(padded);
+    if (mlirOperationIsNull(alloc) || !name_is(alloc, "memref.alloc")) return (MlirOperation){NULL};
+    MlirOperation pad = {NULL};
+    for (MlirOpOperand u = mlirValueGetFirstUse(padded); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (mlirOperationEqual(user, view)) continue;
+        if (!mlirOperationIsNull(pad) || !name_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 1) {
+            return (MlirOperation){NULL};
+        }
+        pad = user;
+    }
+    if (mlirOperationIsNull(pad)) return pad;
+    FindLoad f = {{NULL}, 0};
+    mlirOperationWalk(pad, find_load, &f, MlirWalkPreOrder);
+    if (f.count != 1) return (MlirOperation){NULL};
+    *out_x = mlirOperationGetOperand(f.load, 0);
+    return pad;
+}
+
+static bool same_shape_prefix(MlirType a, MlirType b, int n) {
+    for (int i = 0; i < n; ++i) {
+        if (mlirShapedTypeGetDimSize(a, i) != mlirShapedTypeGetDimSize(b, i)) return false;
+    }
+    return true;
+}
+
+/* The operands of the runtime call, and the ops the call replaces. */
+typedef struct ConvCall {
+    MlirValue x, w; /* [N, C, H, W], [O, C/G, KH, KW] */
+    View y;         /* [N, O, OH, OW] */
+    MlirOperation pad, fill, out_copy;
+} ConvCall;
+
+/* x as the conv reads it: through the padding generic (whose copy the call
+ * makes unnecessary) when there is padding.  x must not change between the
+ * padding and the conv, as the call reads it at the conv's place. */
+static bool conv_input(MlirOperation op, const ConvGeometry *g, ConvCall *call) {
+    MlirValue padded = ungrouped(mlirOperationGetOperand(op, 0));
+    if (mlirValueIsNull(padded)) return false;
+    call->pad = (MlirOperation){NULL};
+    if (g->padding[0] == 0 && g->padding[1] == 0) {
+        call->x = padded;
+        return true;
+    }
+    MlirValue x = {NULL};
+    call->pad = pad_writer(padded, defining_op(mlirOperationGetOperand(op, 0)), &x);
+    if (mlirOperationIsNull(call->pad)) return false;
+    MlirType xt = mlirValueGetType(x), pt = mlirValueGetType(padded);
+    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 || !same_shape_prefix(xt, pt, 2) ||
+        !mlirTypeEqual(mlirShapedTypeGetElementType(xt), mlirShapedTypeGetElementType(pt))) {
+        return false;
+    }
+    for (int i = 0; i < 2; ++i) {
+        if (mlirShapedTypeGetDimSize(xt, 2 + i) + 2 * g->padding[i] > mlirShapedTypeGetDimSize(pt, 2 + i)) return false;
+    }
+    call->x = x;
+    return untouched_between(call->pad, op, buffer_root(x), false);
+}
+
+/* y, [N, O, OH, OW], from the generic's [N, G, O/G, OH, OW] accumulator:
+ * or the buffer the accumulator is then copied to whole (a function's
+ * output), which the call then writes directly. */
+static bool conv_output(MlirOperation op, const ConvGeometry *g, ConvCall *call) {
+    MlirValue acc = mlirOperationGetOperand(op, 2);
+    View v;
+    if (!view_of_type(acc, &v) || v.rank != 5) return false;
+    call->fill = zero_fill_before(op, acc);
+    if (mlirOperationIsNull(call->fill)) return false; /* the call overwrites; it cannot accumulate */
+    int64_t og = v.sizes[2];
+    if (g->groups > 1 && og > 1 && v.strides[1] != og * v.strides[2]) return false;
+    call->y = (View){v.base, 4, {v.sizes[0], v.sizes[1] * og, v.sizes[3], v.sizes[4]},
+                     {v.strides[0], og > 1 ? v.strides[2] : v.strides[1], v.strides[3], v.strides[4]}, v.offset};
+    /* alloc -> fill, generic, collapse_shape -> memref.copy into the output */
+    call->out_copy = (MlirOperation){NULL};
+    MlirOperation alloc = defining_op(acc), collapse = {NULL};
+    for (MlirOpOperand u = mlirValueGetFirstUse(acc); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (mlirOperationEqual(user, op) || mlirOperationEqual(user, call->fill)) continue;
+        if (!mlirOperationIsNull(collapse) || !name_is(user, "memref.collapse_shape")) return true;
+        collapse = user;
+    }
+    if (mlirOperationIsNull(alloc) || !name_is(alloc, "memref.alloc") || mlirOperationIsNull(collapse)) return true;
+    MlirValue flat = mlirOperationGetResult(collapse, 0);
+    MlirOpOperand only = mlirValueGetFirstUse(flat);
+    if (mlirOpOperandIsNull(only) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(only))) return true;
+    MlirOperation copy = mlirOpOperandGetOwner(only);
+    if (!name_is(copy, "memref.copy") || mlirOpOperandGetOperandNumber(only) != 0) return true;
+    MlirValue out = mlirOperationGetOperand(copy, 1);
+    View out_view;
+    if (!view_of_type(out, &out_view) || out_view.rank != 4 || memcmp(out_view.sizes, call->y.sizes, sizeof(int64_t) * 4) != 0) {
+        return true;
+    }
+    MlirValue out_root = buffer_root(out);
+    if (mlirValueEqual(out_root, buffer_root(call->x)) || mlirValueEqual(out_root, buffer_root(call->w)) ||
+        !untouched_between(op, copy, out_root, true)) {
+        return true;
+    }
+    call->y = out_view;
+    call->out_copy = copy;
+    return true;
+}
+
+/* Erases what only the replaced conv needed: its fill, the padding generic
+ * and its buffer, the grouped views, and the accumulator with its copy out. */
+static void erase_conv_leftovers(const ConvCall *call, MlirOperation x_view, MlirOperation w_view, MlirValue acc) {
+    mlirOperationDestroy(call->fill);
+    MlirOperation acc_alloc = defining_op(acc);
+    if (!mlirOperationIsNull(call->out_copy)) {
+        MlirOperation collapse = defining_op(mlirOperationGetOperand(call->out_copy, 0));
+        mlirOperationDestroy(call->out_copy);
+        mlirOperationDestroy(collapse);
+        if (!has_uses(acc)) mlirOperationDestroy(acc_alloc);
+    }
+    if (!has_uses(mlirOperationGetResult(w_view, 0))) mlirOperationDestroy(w_view);
+    if (!has_uses(mlirOperationGetResult(x_view, 0))) mlirOperationDestroy(x_view);
+    if (!mlirOperationIsNull(call->pad)) {
+        MlirValue padded = mlirOperationGetOperand(call->pad, 0);
+        if (used_only_by(padded, 1, &call->pad)) {
+            mlirOperationDestroy(call->pad);
+            mlirOperationDestroy(defining_op(padded));
+        }
+    }
+}
+
+/* Rewrites one marked conv2d generic on f32/f64 buffers into
+ *     call @pt2rt_conv2d_f32(%x, %w, %y, sh, sw, ph, pw, dh, dw, groups)
+ * if it qualifies; returns whether it did. */
+static bool rewrite_conv(MlirOperation module, MlirOperation op) {
+    ConvGeometry g;
+    if (!conv_geometry(op, &g) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
+        !body_is_multiply_accumulate(op)) {
+        return false;
+    }
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 2)));
+    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
+    for (int i = 0; i < 2; ++i) {
+        if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, i))), elem)) return false;
+    }
+    ConvCall call;
+    call.w = ungrouped(mlirOperationGetOperand(op, 1));
+    if (mlirValueIsNull(call.w) || !conv_input(op, &g, &call) || !conv_output(op, &g, &call)) return false;
+    View x_view, w_view;
+    if (!view_of_type(call.x, &x_view) || !view_of_type(call.w, &w_view)) return false;
+    Builder b = builder_before(op);
+    MlirType unranked = mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull());
+    MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
+    MlirValue args[10] = {
+        build_unary(&b, "memref.cast", call.x, unranked),
+        build_unary(&b, "memref.cast", call.w, unranked),
+        build_strided_view(&b, call.y.base, 4, call.y.sizes, call.y.strides, call.y.offset, elem),
+    };
+    const int64_t scalars[7] = {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups};
+    for (int i = 0; i < 7; ++i) args[3 + i] = const_int(&b, i64, scalars[i]);
+    char callee[64], params[160];
+    const char *e = elem_name(elem);
+    snprintf(callee, sizeof callee, "pt2rt_conv2d_%s", e);
+    snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i64, i64, i64, i64, i64, i64, i64", e, e, e);
+    declare_runtime_function(module, callee, params);
+    build_call(&b, callee, 10, args);
+    MlirOperation x_grouped = defining_op(mlirOperationGetOperand(op, 0));
+    MlirOperation w_grouped = defining_op(mlirOperationGetOperand(op, 1));
+    MlirValue acc = mlirOperationGetOperand(op, 2);
+    mlirOperationDestroy(op);
+    erase_conv_leftovers(&call, x_grouped, w_grouped, acc);
+    return true;
+}
+
+static bool is_marked_conv(MlirOperation op) {
+    return name_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.conv2d")));
+}
+
+/* Contractions and marked convolutions only: a rewrite destroys the op with
+ * its body (and a conv its padding generic, which is neither), so nothing
  * nested may sit later in the list. */
-static MlirWalkResult collect_contraction(MlirOperation op, void *user) {
-    if (name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op)) oplist_push(user, op);
+static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
+    if (is_marked_conv(op) || (name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) oplist_push(user, op);
     return MlirWalkResultAdvance;
 }
 
 static int run_extern_blas(MlirOperation module, void *user) {
     (void)user;
     OpList ops = {0};
-    mlirOperationWalk(module, collect_contraction, &ops, MlirWalkPreOrder);
-    for (int i = 0; i < ops.n; ++i) rewrite_contraction(module, ops.ops[i]);
+    mlirOperationWalk(module, collect_candidate, &ops, MlirWalkPreOrder);
+    for (int i = 0; i < ops.n; ++i) {
+        if (is_marked_conv(ops.ops[i])) {
+            rewrite_conv(module, ops.ops[i]);
+        } else {
+            rewrite_contraction(module, ops.ops[i]);
+        }
+    }
     oplist_free(&ops);
     return 0;
 }
@@ -467,6 +730,7 @@ static int run_extern_blas(MlirOperation module, void *user) {
 static _Alignas(8) const char extern_blas_type_id;
 
 MlirPass pt2_create_extern_blas_pass(void) {
-    return make_external_pass("pt2-extern-blas", "Call the BLAS (libpt2rt) for f32/f64 matmuls on buffers", "builtin.module",
+    return make_external_pass("pt2-extern-blas",
+                              "Call libpt2rt (BLAS, oneDNN) for f32/f64 matmuls and convolutions on buffers", "builtin.module",
                               run_extern_blas, &extern_blas_type_id);
 }

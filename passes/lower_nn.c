@@ -13,9 +13,11 @@
  *   sort, topk           rank of each element = how many elements the ordering
  *                        puts before it (O(n^2) compares), then the inverse
  *                        permutation as a second reduction
- * These are reference lowerings on tensors; conv2d will later become a library
- * call.  Half precision accumulates in f32 (compute_type_for) as PyTorch's CPU
- * kernels do.
+ * These are reference lowerings on tensors.  The conv2d generic carries a
+ * pt2.conv2d attribute (mark_conv), by which pt2-extern-blas turns f32/f64
+ * convolutions into library calls after bufferization; the loops remain the
+ * route for other dtypes and under PT2_DISABLE=blas.  Half precision
+ * accumulates in f32 (compute_type_for) as PyTorch's CPU kernels do.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdio.h>
@@ -196,6 +198,27 @@ static void conv_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
     yields[0] = build_binary(b, "arith.addf", args[2], build_binary(b, "arith.mulf", x, w));
 }
 
+/* Names the generic as a convolution for pt2-extern-blas (passes/extern.c),
+ * which may replace it by a library call:
+ *     pt2.conv2d = {stride = array<i64: sh, sw>, padding = array<i64: ph, pw>,
+ *                   dilation = array<i64: dh, dw>, groups = g : i64}
+ * promises that input 0 is x [N, C, H, W] zero-padded by `padding` on both
+ * sides (by pad_spatial, or x itself where padding is 0) and viewed as
+ * [N, G, C/G, Hp, Wp], input 1 is w [O, C/G, KH, KW] viewed as
+ * [G, O/G, C/G, KH, KW], and the generic accumulates conv2d(x, w) into its
+ * [N, G, O/G, OH, OW] output.  A discardable attribute: bufferization keeps
+ * it, every other pass ignores it. */
+static void mark_conv(MlirOperation conv, const int64_t stride[2], const int64_t pad[2], const int64_t dil[2], int64_t groups) {
+    char text[256];
+    snprintf(text, sizeof text,
+             "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, "
+             "groups = %lld : i64}",
+             (long long)stride[0], (long long)stride[1], (long long)pad[0], (long long)pad[1], (long long)dil[0],
+             (long long)dil[1], (long long)groups);
+    MlirContext ctx = mlirOperationGetContext(conv);
+    mlirOperationSetAttributeByName(conv, sref("pt2.conv2d"), parse_attr(ctx, text));
+}
+
 static int lower_conv2d(MlirOperation op) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), w = mlirOperationGetOperand(op, 1), result = mlirOperationGetResult(op, 0);
@@ -232,7 +255,9 @@ static int lower_conv2d(MlirOperation op) {
     map_result(&mw, "d6");
     map_result(&mw, "d7");
     const char *maps[3] = {map_end(&mx), map_end(&mw), map_loops(&mo, 8, 5, -1, -1)};
-    MlirValue acc = mlirOperationGetResult(build_generic(&b, 2, inputs, 1, &init, maps, "ppppprrr", conv_body, &ct), 0);
+    MlirOperation conv = build_generic(&b, 2, inputs, 1, &init, maps, "ppppprrr", conv_body, &ct);
+    mark_conv(conv, stride, pad, dil, groups);
+    MlirValue acc = mlirOperationGetResult(conv, 0);
     acc = lower_reshape_value(&b, acc, &out);
     MlirValue r = build_epilogue(&b, acc, NULL, mlirValueGetType(result));
     replace_op(op, 1, &r);

@@ -17,6 +17,7 @@
 #include "ir.h"
 
 #define DEFAULT_PARALLEL_THRESHOLD 32768
+#define DEFAULT_PARALLEL_CHUNK 4096
 
 static bool is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
@@ -83,10 +84,64 @@ static void serialize(MlirOperation par) {
     mlirOperationDestroy(par);
 }
 
+/* Strip-mines a 1-d scf.parallel with constant bounds and a loop-free body:
+ *   scf.parallel (%i) = (lb) to (ub) step (s) { body(%i) }
+ * becomes
+ *   scf.parallel (%c) = (0) to (chunks) step (1) {
+ *     %lo = lb + %c * chunk * s;  %hi = min(%lo + chunk * s, ub)
+ *     scf.for %i = %lo to %hi step s { body(%i) }
+ *   }
+ * OpenMP then hands out chunks, and the inner loop, a plain counted loop,
+ * is what LLVM's loop vectorizer widens (an OpenMP worksharing loop itself
+ * is not vectorized). */
+static void chunk_loop(MlirOperation par, int64_t lb, int64_t ub, int64_t step, int64_t chunk) {
+    int64_t n = (ub - lb + step - 1) / step;
+    int64_t chunks = (n + chunk - 1) / chunk;
+    Builder b = builder_before(par);
+    MlirValue outer_ops[3] = {const_index(&b, 0), const_index(&b, chunks), const_index(&b, 1)};
+    MlirLocation loc = mlirOperationGetLocation(par);
+    MlirType index = mlirIndexTypeGet(b.ctx);
+    MlirRegion region = mlirRegionCreate();
+    MlirBlock block = mlirBlockCreate(1, &index, &loc);
+    mlirRegionAppendOwnedBlock(region, block);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.parallel"), loc);
+    mlirOperationStateAddOperands(&st, 3, outer_ops);
+    int32_t segments[4] = {1, 1, 1, 0};
+    MlirNamedAttribute seg = named_attr(b.ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b.ctx, 4, segments));
+    mlirOperationStateAddAttributes(&st, 1, &seg);
+    mlirOperationStateAddOwnedRegions(&st, 1, &region);
+    MlirOperation outer = mlirOperationCreate(&st);
+    mlirBlockInsertOwnedOperationBefore(b.block, par, outer);
+    Builder body = builder_at_end(block, loc);
+    MlirValue c = mlirBlockGetArgument(block, 0);
+    MlirValue span = const_index(&body, chunk * step);
+    MlirValue lo = build_binary(&body, "arith.addi", build_binary(&body, "arith.muli", c, span), const_index(&body, lb));
+    MlirValue hi = build_binary(&body, "arith.addi", lo, span);
+    if (n % chunk != 0) hi = build_binary(&body, "arith.minsi", hi, const_index(&body, ub));
+    MlirValue inner_ops[3] = {lo, hi, const_index(&body, step)};
+    MlirRegion inner_region = mlirRegionCreate();
+    MlirOperationState fst = mlirOperationStateGet(sref("scf.for"), loc);
+    mlirOperationStateAddOperands(&fst, 3, inner_ops);
+    mlirOperationStateAddOwnedRegions(&fst, 1, &inner_region);
+    MlirOperation inner = mlirOperationCreate(&fst);
+    mlirBlockAppendOwnedOperation(block, inner);
+    build_op(&body, "scf.reduce", 0, NULL, 0, NULL, 0, NULL);
+    /* the old body, whose argument is the element index, becomes the for's */
+    mlirRegionTakeBody(mlirOperationGetRegion(inner, 0), mlirOperationGetRegion(par, 0));
+    MlirBlock inner_block = mlirRegionGetFirstBlock(mlirOperationGetRegion(inner, 0));
+    MlirOperation term = mlirBlockGetTerminator(inner_block);
+    Builder yb = builder_before(term);
+    build_op(&yb, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
+    mlirOperationDestroy(term);
+    mlirOperationDestroy(par);
+}
+
 static int run_serialize(MlirOperation root, void *user) {
     (void)user;
     const char *env = getenv("PT2_PARALLEL_THRESHOLD");
     double threshold = env && atof(env) > 0 ? atof(env) : DEFAULT_PARALLEL_THRESHOLD;
+    const char *chunk_env = getenv("PT2_PARALLEL_CHUNK");
+    int64_t chunk = chunk_env && atoll(chunk_env) > 0 ? atoll(chunk_env) : DEFAULT_PARALLEL_CHUNK;
     OpList loops = collect_ops_with_prefix(root, "scf.parallel");
     for (int i = 0; i < loops.n; ++i) {
         MlirOperation par = loops.ops[i];
@@ -96,7 +151,12 @@ static int run_serialize(MlirOperation root, void *user) {
         if (n < 0) continue;
         double inner = body_work(mlirRegionGetFirstBlock(mlirOperationGetRegion(par, 0)));
         double work = (double)n * (inner > 0 ? inner : 1);
-        if (work < threshold || n < 2) serialize(par);
+        if (work < threshold || n < 2) {
+            serialize(par);
+        } else if (inner == 0 && n >= 2 * chunk) {
+            chunk_loop(par, constant_index(mlirOperationGetOperand(par, 0)), constant_index(mlirOperationGetOperand(par, 1)),
+                       constant_index(mlirOperationGetOperand(par, 2)), chunk);
+        }
     }
     oplist_free(&loops);
     return 0;

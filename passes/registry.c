@@ -24,6 +24,9 @@ MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
+MlirPass pt2_create_gpu_map_loops_pass(void);
+MlirPass pt2_create_math_to_libm_pass(void);
+MlirPass pt2_create_fuse_parallel_loops_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -40,11 +43,17 @@ static const PassEntry pt2_passes[] = {
      pt2_create_lower_contractions_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
     {"pt2-extern-blas", "Call the BLAS (libpt2rt) for f32/f64 matmuls on buffers", pt2_create_extern_blas_pass},
+    {"pt2-math-to-libm", "Transcendental math ops on f32/f64 → readnone libm calls (vectorized through libmvec)",
+     pt2_create_math_to_libm_pass},
+    {"pt2-fuse-parallel-loops", "Fuse adjacent loop nests over the same rows (a reduction and its epilogue in one pass)",
+     pt2_create_fuse_parallel_loops_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
      pt2_create_distinct_results_pass},
     {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
+    {"pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping; passes/gpu_map.c)",
+     pt2_create_gpu_map_loops_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
 
@@ -76,7 +85,7 @@ MlirPass pt2_create_verify_pass(void) {
  * The CPU pipeline
  *===----------------------------------------------------------------------===*/
 
-static bool disabled(const char *list, const char *what) {
+bool pt2_disabled(const char *list, const char *what) {
     if (!list) return false;
     size_t n = strlen(what);
     for (const char *p = list; (p = strstr(p, what)); p += n) {
@@ -89,9 +98,9 @@ static bool disabled(const char *list, const char *what) {
 
 const char *pt2CpuPipelineText(const char *disable) {
     static _Thread_local char text[4096];
-    bool fusion = !disabled(disable, "fusion");
-    bool parallel = !disabled(disable, "parallel");
-    bool blas = !disabled(disable, "blas");
+    bool fusion = !pt2_disabled(disable, "fusion");
+    bool parallel = !pt2_disabled(disable, "parallel");
+    bool blas = !pt2_disabled(disable, "blas");
     snprintf(text, sizeof text,
              "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
@@ -99,13 +108,60 @@ const char *pt2CpuPipelineText(const char *disable) {
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,canonicalize,%s"
-             "convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+             "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
              fusion ? "linalg-fuse-elementwise-ops,cse," : "", blas ? "pt2-extern-blas," : "",
              parallel ? ",affine-parallelize{max-nested=1}" : "",
-             parallel ? "pt2-serialize-small-loops,convert-scf-to-openmp," : "");
+             parallel ? (fusion ? "pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
+                                : "pt2-serialize-small-loops,convert-scf-to-openmp,")
+                      : "");
+    return text;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The GPU pipeline (docs/gpu.md): the CPU pipeline's front half, then loops
+ * onto blocks × threads, kernel outlining, NVVM and PTX for `arch`
+ *===----------------------------------------------------------------------===*/
+
+/* libdevice (CUDA's math library as LLVM bitcode: expf, tanhf, ...), linked
+ * into every kernel: PT2_LIBDEVICE, else $CUDA_HOME's, else /usr/local/cuda's.
+ * "" if none is found (kernels without math still build). */
+static const char *libdevice_path(void) {
+    static _Thread_local char path[1024];
+    const char *env = getenv("PT2_LIBDEVICE");
+    if (env && env[0]) return env;
+    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    for (int i = 0; i < 3; ++i) {
+        if (!homes[i] || !homes[i][0]) continue;
+        snprintf(path, sizeof path, "%s/nvvm/libdevice/libdevice.10.bc", homes[i]);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            return path;
+        }
+    }
+    return "";
+}
+
+const char *pt2GpuPipelineText(const char *disable, const char *arch) {
+    static _Thread_local char text[4096];
+    bool fusion = !pt2_disabled(disable, "fusion");
+    const char *chip = arch && arch[0] ? arch : "sm_90";
+    const char *libdevice = libdevice_path();
+    char link[1100] = "";
+    if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
+    snprintf(text, sizeof text,
+             "pt2-decompose,pt2-lower-non-contractions,canonicalize,%spt2-lower-contractions,canonicalize,"
+             "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+             "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
+             "convert-bufferization-to-memref,func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
+             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,lower-affine,canonicalize,"
+             "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
+             "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,reconcile-unrealized-casts),"
+             "gpu-module-to-binary{format=isa}",
+             fusion ? "linalg-fuse-elementwise-ops,cse," : "", chip, link);
     return text;
 }
 

@@ -40,6 +40,7 @@
 #include "mlir-c/Target/LLVMIR.h"
 #include "pt2.h"
 #include "sha256.h"
+#include "veclib.h"
 
 #ifndef PT2_OMP_LIBRARY
 #define PT2_OMP_LIBRARY "/usr/lib/llvm-22/lib/libomp.so.5"
@@ -314,7 +315,7 @@ static int run_pipeline(MlirContext ctx, MlirOperation module, const char *pipel
     return rc;
 }
 
-static int emit_object(MlirOperation module, int opt_level, const char *obj_path) {
+static int emit_object(MlirOperation module, int opt_level, bool vectorize, const char *obj_path) {
     static int initialized;
     if (!initialized) {
         LLVMInitializeNativeTarget();
@@ -341,9 +342,10 @@ static int emit_object(MlirOperation module, int opt_level, const char *obj_path
     LLVMSetTarget(mod, triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(mod, dl);
+    if (vectorize) pt2_attach_vector_variants(mod, features);
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(pbo, 1);
+    LLVMPassBuilderOptionsSetLoopVectorization(pbo, vectorize);
+    LLVMPassBuilderOptionsSetSLPVectorization(pbo, vectorize);
     char passes[32];
     snprintf(passes, sizeof passes, "default<O%d>", opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level);
     LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, pbo);
@@ -405,8 +407,10 @@ static int link_shared(const char *obj_path, const char *so_path, const char *rt
     const char *slash = strrchr(rt, '/');
     snprintf(rt_dir, sizeof rt_dir, "%.*s", slash ? (int)(slash - rt) : 1, slash ? rt : ".");
     /* -Xlinker pairs: a folder with a comma would be split by -Wl, */
+    /* libmvec (the vector math variants, runtime/veclib.c) where glibc has it */
+    const char *mvec = pt2_libmvec_path();
     char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)omp_library(), (char *)rt,
-                    "-Xlinker", "-rpath", "-Xlinker", rt_dir, "-lm", NULL};
+                    "-Xlinker", "-rpath", "-Xlinker", rt_dir, "-lm", (char *)mvec, NULL};
     pid_t pid;
     int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ);
     if (rc != 0) {
@@ -467,6 +471,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     const char *disable = opts && opts->disable ? opts->disable : getenv("PT2_DISABLE");
     const char *pipeline = pt2CpuPipelineText(disable);
     int opt_level = opts ? opts->opt_level : 3;
+    bool vectorize = !pt2_disabled(disable, "vectorize");
     const char *rt = rt_library();
     if (!rt) goto error;
     /* the cache key: the module without locations, the pipeline, the target */
@@ -482,6 +487,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     sha256_update(&s, target, strlen(target) + 1);
     sha256_update(&s, func_name ? func_name : "", strlen(func_name ? func_name : "") + 1);
     sha256_update(&s, &opt_level, sizeof opt_level);
+    sha256_update(&s, &vectorize, sizeof vectorize);
     /* the kernel's rpath names libpt2rt's folder */
     sha256_update(&s, rt, strlen(rt) + 1);
     sha256_final_hex(&s, key);
@@ -512,7 +518,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     char tmp_obj[4400], tmp_so[4400];
     snprintf(tmp_obj, sizeof tmp_obj, "%s/%s.%d.o", dir, key, (int)getpid());
     snprintf(tmp_so, sizeof tmp_so, "%s/%s.%d.so", dir, key, (int)getpid());
-    if (emit_object(module, opt_level, tmp_obj) != 0) goto error;
+    if (emit_object(module, opt_level, vectorize, tmp_obj) != 0) goto error;
     int linked = link_shared(tmp_obj, tmp_so, rt);
     unlink(tmp_obj);
     if (linked != 0) goto error;
@@ -690,4 +696,48 @@ int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buffer *outputs
     free(temps);
     free(pointers);
     return rc;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Shared with the GPU path (runtime/gpu_kernel.c, declared in
+ * runtime/kernel_shared.h): the same cache, pipeline runner and signature
+ *===----------------------------------------------------------------------===*/
+
+void pt2_kernel_cache_dir(const Pt2CompileOptions *opts, char *out, size_t cap) { cache_dir(opts, out, cap); }
+int pt2_kernel_make_private_dir(const char *path) { return make_private_dir(path); }
+int pt2_kernel_hash_file(const char *path, char out[65]) { return hash_file(path, out); }
+const char *pt2_kernel_compiler_identity(void) { return compiler_identity(); }
+MlirOperation pt2_kernel_find_func(MlirOperation module, const char *func_name) { return find_func(module, func_name); }
+
+int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir) {
+    return run_pipeline(ctx, module, pipeline, dump_dir);
+}
+
+int pt2_kernel_read_signature(MlirOperation func, int *out_inputs, int *out_outputs, Pt2TensorType **out_types) {
+    Pt2Kernel k = {0};
+    if (read_signature(func, &k) != 0) {
+        free(k.types);
+        return -1;
+    }
+    *out_inputs = k.n_inputs;
+    *out_outputs = k.n_outputs;
+    *out_types = k.types;
+    return 0;
+}
+
+void *pt2_kernel_diagnostics_begin(MlirContext ctx, uint64_t *out_handler) {
+    DiagCollector *d = calloc(1, sizeof *d);
+    d->buf = (Pt2TextBuf){d->text, sizeof d->text, 0};
+    *out_handler = (uint64_t)mlirContextAttachDiagnosticHandler(ctx, collect_diag, d, NULL);
+    return d;
+}
+
+const char *pt2_kernel_diagnostics_text(void *diagnostics) {
+    DiagCollector *d = diagnostics;
+    return d->buf.len ? d->text : "";
+}
+
+void pt2_kernel_diagnostics_end(MlirContext ctx, void *diagnostics, uint64_t handler) {
+    mlirContextDetachDiagnosticHandler(ctx, (MlirDiagnosticHandlerID)handler);
+    free(diagnostics);
 }

@@ -3,6 +3,7 @@
 #   - LLVM/MLIR 22 (C API archives, libMLIR/libLLVM, FileCheck, lit), the LLVM OpenMP runtime
 #   - OpenBLAS, its pthread build (libpt2rt's BLAS for f32/f64 matmuls; measured fastest
 #     here against BLIS and oneDNN, see runtime/rt/pt2rt.c)
+#   - oneDNN (libpt2rt's f32 convolutions, as eager PyTorch's; see runtime/rt/conv.c)
 #   - torch 2.13 CPU (the test oracle), pytest, numpy
 # Set PT2_SKIP_BOOTSTRAP=1 to skip (e.g. on a machine prepared by hand).
 set -eu
@@ -13,19 +14,20 @@ need_apt=0
 for f in "/usr/lib/llvm-$V/include/mlir-c/IR.h" "/usr/lib/llvm-$V/bin/FileCheck" \
          "/usr/lib/llvm-$V/bin/mlir-opt" "/usr/lib/llvm-$V/lib/libomp.so.5" \
          /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
-         /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so; do
+         /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so \
+         /usr/include/oneapi/dnnl/dnnl.h /usr/lib/x86_64-linux-gnu/libdnnl.so; do
     [ -e "$f" ] || need_apt=1
 done
 for tool in cmake ninja cc; do
     command -v $tool >/dev/null 2>&1 || need_apt=1
 done
 if [ $need_apt = 1 ]; then
-    echo "bootstrap: installing LLVM/MLIR $V, OpenMP and OpenBLAS from Debian"
+    echo "bootstrap: installing LLVM/MLIR $V, OpenMP, OpenBLAS and oneDNN from Debian"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends \
         "libmlir-$V-dev" "mlir-$V-tools" "llvm-$V-dev" "libomp-$V-dev" \
-        libopenblas-pthread-dev cmake ninja-build make gcc g++ >/dev/null
+        libopenblas-pthread-dev libdnnl-dev cmake ninja-build make gcc g++ >/dev/null
 fi
 if ! $PY -c 'import torch, pytest, numpy; assert torch.__version__.startswith("2.13")' 2>/dev/null; then
     echo "bootstrap: installing torch 2.13 (CPU), pytest, numpy"

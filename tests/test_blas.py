@@ -7,13 +7,13 @@ views, for the layouts the compiler rarely produces (column-major or
 gappy outputs, broadcast rows, accumulation, k = 0)."""
 import ctypes
 import glob
-import os
 
 import pytest
 import torch
 
 import pt2
 from opcheck import make, run
+from rt_ctypes import descriptor, rt_library
 
 BLAS_DTYPES = [torch.float32, torch.float64]
 # BLAS and eager (MKL) sum in different orders; inputs are in [-3, 3]
@@ -134,37 +134,10 @@ def test_disable_blas_keeps_loops(monkeypatch):
 # --- libpt2rt directly ------------------------------------------------------
 
 
-def _rt_library():
-    env = os.environ.get("PT2_RT_LIBRARY")
-    return env or os.path.join(os.path.dirname(pt2._core._lib._name), "libpt2rt.so")
-
-
-class _Unranked(ctypes.Structure):
-    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
-
-
-def _descriptor(view):
-    """MLIR's ranked memref descriptor of a torch view (strides in elements)."""
-    r = view.dim()
-
-    class Desc(ctypes.Structure):
-        _fields_ = [
-            ("allocated", ctypes.c_void_p),
-            ("aligned", ctypes.c_void_p),
-            ("offset", ctypes.c_int64),
-            ("sizes", ctypes.c_int64 * r),
-            ("strides", ctypes.c_int64 * r),
-        ]
-
-    base = view.untyped_storage().data_ptr()
-    d = Desc(base, base, view.storage_offset(), (ctypes.c_int64 * r)(*view.shape), (ctypes.c_int64 * r)(*view.stride()))
-    return d, _Unranked(r, ctypes.cast(ctypes.pointer(d), ctypes.c_void_p))
-
-
 def _rt_matmul(a, b, c, accumulate):
-    lib = ctypes.CDLL(_rt_library())
+    lib = ctypes.CDLL(rt_library())
     fn = getattr(lib, "_mlir_ciface_pt2rt_matmul_" + {torch.float32: "f32", torch.float64: "f64"}[c.dtype])
-    keep = [_descriptor(t) for t in (a, b, c)]
+    keep = [descriptor(t) for t in (a, b, c)]
     fn(*[ctypes.byref(u) for _, u in keep], ctypes.c_int32(accumulate))
 
 

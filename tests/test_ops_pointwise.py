@@ -59,6 +59,33 @@ def test_unary_special_values():
         assert_close(run(lambda g, v: g.op(name, v), [x]), ref(x), name)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ["expm1", "log1p", "tanh", "erf", "sin", "exp"])
+def test_unary_tiny_relative(name, dtype):
+    """Small arguments checked by relative error alone: expm1/log1p must not
+    become exp(x) - 1 / log(1 + x), which keep no correct digit there."""
+    x = torch.logspace(-12, -3, 1023, dtype=dtype) * torch.tensor([1.0, -1.0], dtype=dtype).repeat(512)[:1023]
+    if name == "log1p":
+        x = x.abs()
+    rtol = 1e-6 if dtype == torch.float32 else 1e-13
+    expected = UNARY[name][0](x)
+    actual = run(lambda g, v: g.op(name, v), [x])
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=0, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_unary_special_values_vectorized(dtype):
+    """inf, nan and out-of-range arguments inside a long (vectorized) loop."""
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 100.0, -100.0, 1e-30], dtype=dtype)
+    x = torch.linspace(-20, 20, 1021, dtype=dtype)
+    x[::7] = special.repeat(19)[: len(x[::7])]
+    for name in ["exp", "expm1", "tanh", "erf", "sigmoid", "sin", "cos"]:
+        assert_close(run(lambda g, v: g.op(name, v), [x]), UNARY[name][0](x), name)
+    pos = x.abs()
+    for name in ["log", "log1p"]:
+        assert_close(run(lambda g, v: g.op(name, v), [pos]), UNARY[name][0](pos), name)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize(
     "name,attrs,ref",

@@ -240,14 +240,22 @@ class Graph:
         _lib.pt2Free(p)
         return s
 
-    def compile(self):
+    def compile(self, device="cpu"):
+        if torch.device(device).type == "cuda":  # the GPU path (python/pt2/_gpu.py)
+            from . import _gpu
+
+            return _gpu.compile_graph(self)
         k = _lib.pt2CompileGraph(self.handle, None)
         if not k:
             raise _error("compiling the graph")
         return Kernel(k)
 
 
-def compile_text(text, source_name="<text>", func_name=None, context=None):
+def compile_text(text, source_name="<text>", func_name=None, context=None, device="cpu"):
+    if torch.device(device).type == "cuda":  # the GPU path (python/pt2/_gpu.py)
+        from . import _gpu
+
+        return _gpu.compile_text(text, source_name, func_name, context)
     ctx = context or Context.default()
     k = _lib.pt2CompileText(ctx.handle, text.encode(), source_name.encode(), func_name.encode() if func_name else None, None)
     if not k:

@@ -22,10 +22,11 @@
  * 1024^3 / 64x4096x1024 / 64^3: OpenBLAS 13.8 / 3.9 / 0.003 ms, oneDNN
  * 12.8 / 3.5 / 0.004 ms, BLIS 20.9 / 6.0 / 0.006 ms (torch's MKL 13.8 /
  * 4.5 ms).  oneDNN is ~10% faster on large sgemm but has no dgemm and
- * threads through libgomp, a second OpenMP runtime; OpenBLAS wins small
- * shapes and brings dgemm.
+ * threads through libgomp's ABI; OpenBLAS wins small shapes and brings
+ * dgemm.  (oneDNN does the f32 convolutions: conv.c.)
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"
+#include "internal.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -60,7 +61,7 @@ typedef struct Gemm {
     bool accumulate;
 } Gemm;
 
-static void fatal(const char *what) {
+void pt2rt_fatal(const char *what) {
     fprintf(stderr, "pt2rt: %s\n", what);
     abort();
 }
@@ -89,7 +90,7 @@ static void read_matrix(const Pt2rtUnrankedMemRef *m, int rank, size_t elem_size
 static void read_gemm(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c, size_t elem_size,
                       int32_t accumulate, Gemm *g) {
     int rank = (int)c->rank;
-    if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) fatal("matmul operands of unexpected ranks");
+    if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("matmul operands of unexpected ranks");
     int64_t batch_a[MAX_BATCH], batch_b[MAX_BATCH];
     g->elem_size = elem_size;
     g->n_batch = rank - 2;
@@ -100,7 +101,7 @@ static void read_gemm(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b
     bool shapes_agree = g->a.rows == g->c.rows && g->b.cols == g->c.cols && g->a.cols == g->b.rows &&
                         memcmp(batch_a, g->batch, sizeof(int64_t) * (size_t)g->n_batch) == 0 &&
                         memcmp(batch_b, g->batch, sizeof(int64_t) * (size_t)g->n_batch) == 0;
-    if (!shapes_agree) fatal("matmul operand shapes disagree (a compiler bug: see passes/extern.c)");
+    if (!shapes_agree) pt2rt_fatal("matmul operand shapes disagree (a compiler bug: see passes/extern.c)");
 }
 
 /*===----------------------------------------------------------------------===*
@@ -214,7 +215,7 @@ static void *pack(const Gemm *g, Matrix *x, bool copy_in) {
     for (int d = 0; d < g->n_batch; ++d) shared = shared && x->batch_stride[d] == 0;
     int64_t entry = x->rows * x->cols, entries = shared ? 1 : batch_count(g);
     char *buffer = malloc((size_t)max64(1, entry * entries) * g->elem_size);
-    if (!buffer) fatal("out of memory packing a matmul operand");
+    if (!buffer) pt2rt_fatal("out of memory packing a matmul operand");
     Matrix packed = *x;
     packed.data = buffer;
     packed.row_stride = x->cols;
@@ -246,7 +247,7 @@ static void *pack(const Gemm *g, Matrix *x, bool copy_in) {
  * libopenblas may have raised the count (the cost is two loads).  Its
  * OpenMP build (openblas_get_parallel() == 2) already runs serially inside a
  * parallel region, and setting its count would set libomp's. */
-static void keep_blas_serial(void) {
+void pt2rt_keep_blas_serial(void) {
     if (openblas_get_parallel() == 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
@@ -325,13 +326,13 @@ static void zero_c(const Gemm *g) {
 }
 
 static void matmul(Gemm *g) {
-    keep_blas_serial();
+    pt2rt_keep_blas_serial();
     if (g->c.rows == 0 || g->c.cols == 0 || batch_count(g) == 0) return;
     if (g->a.cols == 0) {
         if (!g->accumulate) zero_c(g);
         return;
     }
-    if (g->c.rows > INT_MAX || g->c.cols > INT_MAX || g->a.cols > INT_MAX) fatal("matmul dimension beyond the BLAS's int range");
+    if (g->c.rows > INT_MAX || g->c.cols > INT_MAX || g->a.cols > INT_MAX) pt2rt_fatal("matmul dimension beyond the BLAS's int range");
     simplify_batch(g);
     /* c must be row-major for the BLAS; a column-major c is the row-major
      * c^T = b^T a^T; anything else is computed in a packed copy */

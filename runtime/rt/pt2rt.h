@@ -3,7 +3,9 @@
  * Kernels that libpt2 compiles are linked against libpt2rt.so (runtime/kernel.c
  * finds it next to libpt2.so, or at PT2_RT_LIBRARY).  Passes emit calls into it
  * where a library beats generated loops; today that is pt2-extern-blas
- * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls.
+ * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls
+ * (pt2rt.c, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
+ * (conv.c, oneDNN and OpenBLAS).
  *
  * The entry points follow MLIR's C interface (llvm.emit_c_interface): the
  * kernel calls `_mlir_ciface_<name>` with a pointer to each memref argument's
@@ -46,6 +48,22 @@ PT2RT_EXPORT void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnra
                                    int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f32");
 PT2RT_EXPORT void pt2rt_matmul_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                                    int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f64");
+
+/* 2-d convolution (PyTorch's conv2d without bias) on strided views:
+ *     x: [N, C, H, W]   w: [O, C / groups, KH, KW]   y: [N, O, OH, OW]
+ * y = conv(x, w) with symmetric zero padding, stride and dilation per
+ * spatial dim (h, w); OH and OW must be PyTorch's output sizes.  Any
+ * strides work; y must not overlap x or w.  f32 runs on oneDNN with a
+ * primitive cached per shape (thread-safe); f64, and shapes oneDNN has no
+ * primitive for, run as im2col + GEMM.  Threads as for the matmuls. */
+PT2RT_EXPORT void pt2rt_conv2d_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                   const Pt2rtUnrankedMemRef *y, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                   int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups)
+    __asm__("_mlir_ciface_pt2rt_conv2d_f32");
+PT2RT_EXPORT void pt2rt_conv2d_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                   const Pt2rtUnrankedMemRef *y, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                   int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups)
+    __asm__("_mlir_ciface_pt2rt_conv2d_f64");
 
 #ifdef __cplusplus
 }

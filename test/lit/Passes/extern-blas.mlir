@@ -162,3 +162,181 @@ func.func @on_tensors(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %c: tensor<4x3xf
   %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x3xf32>) outs(%c : tensor<4x3xf32>) -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// A conv2d generic marked by pt2-lower (pt2.conv2d) becomes one runtime call
+// on the unpadded input: the padding generic and its buffer go, and the
+// accumulator, copied whole into the output, is replaced by the output itself
+// (no fill, no copy).  Weights are passed ungrouped, [O, C/G, KH, KW].
+// CHECK: func.func private @pt2rt_conv2d_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64, i64, i64, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @conv_padded_groups
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.
+// CHECK-DAG: %[[X:.*]] = memref.cast %arg0 : memref<2x4x7x9xf32> to memref<*xf32>
+// CHECK-DAG: %[[W:.*]] = memref.cast %arg1 : memref<6x2x3x3xf32> to memref<*xf32>
+// CHECK: %[[YV:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [2, 6, 4, 5], strides: [120, 20, 5, 1]
+// CHECK: %[[Y:.*]] = memref.cast %[[YV]]
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK: call @pt2rt_conv2d_f32(%[[X]], %[[W]], %[[Y]], %[[TWO]], %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT: linalg.
+// CHECK-NOT: memref.copy
+// CHECK: return
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#cx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
+#cw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#cy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @conv_padded_groups(%arg0: memref<2x4x7x9xf32>, %arg1: memref<6x2x3x3xf32>, %arg2: memref<2x6x4x5xf32>) {
+  %c9 = arith.constant 9 : index
+  %c0 = arith.constant 0 : index
+  %c7 = arith.constant 7 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x4x9x11xf32>
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x4x9x11xf32>) {
+  ^bb0(%out: f32):
+    %0 = linalg.index 0 : index
+    %1 = linalg.index 1 : index
+    %2 = linalg.index 2 : index
+    %3 = linalg.index 3 : index
+    %4 = arith.subi %2, %c1 : index
+    %5 = arith.cmpi ult, %4, %c7 : index
+    %6 = arith.select %5, %4, %c0 : index
+    %7 = arith.subi %3, %c1 : index
+    %8 = arith.cmpi ult, %7, %c9 : index
+    %9 = arith.select %8, %7, %c0 : index
+    %10 = memref.load %arg0[%0, %1, %6, %9] : memref<2x4x7x9xf32>
+    %11 = arith.andi %5, %8 : i1
+    %12 = arith.select %11, %10, %cst : f32
+    linalg.yield %12 : f32
+  }
+  %xg = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 9, 11] : memref<2x4x9x11xf32> into memref<2x2x2x9x11xf32>
+  %wg = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [2, 3, 2, 3, 3] : memref<6x2x3x3xf32> into memref<2x3x2x3x3xf32>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<2x2x3x4x5xf32>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<2x2x3x4x5xf32>)
+  linalg.generic {indexing_maps = [#cx, #cw, #cy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<2x2x2x9x11xf32>, memref<2x3x2x3x3xf32>) outs(%acc : memref<2x2x3x4x5xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>}} {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %flat = memref.collapse_shape %acc [[0], [1, 2], [3], [4]] : memref<2x2x3x4x5xf32> into memref<2x6x4x5xf32>
+  memref.copy %flat, %arg2 : memref<2x6x4x5xf32> to memref<2x6x4x5xf32>
+  return
+}
+
+// -----
+
+// f64 without padding, its result read by a consumer (a relu): the call
+// writes the accumulator, viewed as [N, O, OH, OW].
+// CHECK-LABEL: func.func @conv_f64_consumed
+// CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<1x1x4x3x3xf64>
+// CHECK-NOT: linalg.fill
+// CHECK: memref.reinterpret_cast %[[ACC]] to offset: [0], sizes: [1, 4, 3, 3], strides: [36, 9, 3, 1]
+// CHECK: call @pt2rt_conv2d_f64(
+// CHECK: memref.collapse_shape %[[ACC]]
+// CHECK: linalg.generic
+// CHECK: arith.maximumf
+#fx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6 * 2, d4 + d7 * 2)>
+#fw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#fy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#fid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @conv_f64_consumed(%x: memref<1x3x7x7xf64>, %w: memref<4x3x3x3xf64>, %out: memref<1x4x3x3xf64>) {
+  %cst = arith.constant 0.000000e+00 : f64
+  %xg = memref.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [1, 1, 3, 7, 7] : memref<1x3x7x7xf64> into memref<1x1x3x7x7xf64>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 4, 3, 3, 3] : memref<4x3x3x3xf64> into memref<1x4x3x3x3xf64>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x3x3xf64>
+  linalg.fill ins(%cst : f64) outs(%acc : memref<1x1x4x3x3xf64>)
+  linalg.generic {indexing_maps = [#fx, #fw, #fy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<1x1x3x7x7xf64>, memref<1x4x3x3x3xf64>) outs(%acc : memref<1x1x4x3x3xf64>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 2, 2>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f64, %in_2: f64, %o: f64):
+    %0 = arith.mulf %in, %in_2 : f64
+    %1 = arith.addf %o, %0 : f64
+    linalg.yield %1 : f64
+  }
+  %flat = memref.collapse_shape %acc [[0], [1, 2], [3], [4]] : memref<1x1x4x3x3xf64> into memref<1x4x3x3xf64>
+  linalg.generic {indexing_maps = [#fid, #fid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%flat : memref<1x4x3x3xf64>) outs(%out : memref<1x4x3x3xf64>) {
+  ^bb0(%in: f64, %o: f64):
+    %0 = arith.maximumf %in, %cst : f64
+    linalg.yield %0 : f64
+  }
+  return
+}
+
+// -----
+
+// The input changes between its padding and the conv: the call would read
+// the new values, so the loops stay.
+// CHECK-LABEL: func.func @conv_input_overwritten
+// CHECK-NOT: call @pt2rt_conv2d
+// CHECK: linalg.generic {{.*}}pt2.conv2d
+#ox = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#ow = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#oy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#oid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @conv_input_overwritten(%x: memref<1x1x3x3xf32>, %w: memref<1x1x3x3xf32>, %acc: memref<1x1x1x3x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %padded = memref.alloc() : memref<1x1x5x5xf32>
+  linalg.generic {indexing_maps = [#oid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%padded : memref<1x1x5x5xf32>) {
+  ^bb0(%out: f32):
+    %2 = linalg.index 2 : index
+    %3 = linalg.index 3 : index
+    %4 = arith.subi %2, %c1 : index
+    %5 = arith.cmpi ult, %4, %c3 : index
+    %6 = arith.select %5, %4, %c0 : index
+    %7 = arith.subi %3, %c1 : index
+    %8 = arith.cmpi ult, %7, %c3 : index
+    %9 = arith.select %8, %7, %c0 : index
+    %10 = memref.load %x[%c0, %c0, %6, %9] : memref<1x1x3x3xf32>
+    %11 = arith.andi %5, %8 : i1
+    %12 = arith.select %11, %10, %cst : f32
+    linalg.yield %12 : f32
+  }
+  linalg.fill ins(%cst : f32) outs(%x : memref<1x1x3x3xf32>)
+  %xg = memref.expand_shape %padded [[0], [1, 2], [3], [4]] output_shape [1, 1, 1, 5, 5] : memref<1x1x5x5xf32> into memref<1x1x1x5x5xf32>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 1, 1, 3, 3] : memref<1x1x3x3xf32> into memref<1x1x1x3x3xf32>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<1x1x1x3x3xf32>)
+  linalg.generic {indexing_maps = [#ox, #ow, #oy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<1x1x1x5x5xf32>, memref<1x1x1x3x3xf32>) outs(%acc : memref<1x1x1x3x3xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// f16 convolutions keep their loops (no library route).
+// CHECK-LABEL: func.func @conv_f16
+// CHECK-NOT: call @pt2rt_conv2d
+// CHECK: linalg.generic {{.*}}pt2.conv2d
+#hx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#hw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#hy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @conv_f16(%x: memref<1x1x3x3xf16>, %w: memref<1x1x3x3xf16>, %acc: memref<1x1x1x1x1xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %xg = memref.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [1, 1, 1, 3, 3] : memref<1x1x3x3xf16> into memref<1x1x1x3x3xf16>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 1, 1, 3, 3] : memref<1x1x3x3xf16> into memref<1x1x1x3x3xf16>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<1x1x1x1x1xf32>)
+  linalg.generic {indexing_maps = [#hx, #hw, #hy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<1x1x1x3x3xf16>, memref<1x1x1x3x3xf16>) outs(%acc : memref<1x1x1x1x1xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f16, %in_2: f16, %o: f32):
+    %a = arith.extf %in : f16 to f32
+    %b = arith.extf %in_2 : f16 to f32
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}

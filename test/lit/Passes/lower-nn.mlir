@@ -3,7 +3,8 @@
 
 // Padding is a generic reading the input in place (no insert_slice: it would
 // bufferize to a strided memref.copy); groups are a loop of a grouped view;
-// f16 accumulates in f32 and rounds once.
+// f16 accumulates in f32 and rounds once.  The generic carries its geometry
+// (pt2.conv2d), by which pt2-extern-blas may call a library instead.
 // CHECK: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
 // CHECK: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
 // CHECK-LABEL: func.func @conv_groups_f16
@@ -12,6 +13,7 @@
 // CHECK-NOT: tensor.insert_slice
 // CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
 // CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<1x2x2x7x7xf16>, tensor<2x2x2x3x3xf16>) outs(%{{.*}} : tensor<1x2x2x3x3xf32>)
+// CHECK-SAME: pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>}
 // CHECK: arith.mulf
 // CHECK: arith.addf
 // CHECK: arith.truncf %{{.*}} : f32 to f16

@@ -1,0 +1,427 @@
+/*===- gpu_map.c - pt2-gpu-map-loops: loop-level IR onto a grid of threads ---===*
+ *
+ * Input: a bufferized host function whose body is a sequence of loop nests
+ * (convert-linalg-to-parallel-loops: scf.parallel over a generic's parallel
+ * dimensions, scf.for over its reduction dimensions), memref.copy ops, view
+ * ops and allocations.  Output: the same function where every piece of work
+ * is a two-level scf.parallel carrying GPU mapping attributes, which
+ * convert-parallel-loops-to-gpu turns into one gpu.launch each:
+ *
+ *     scf.parallel (%block) = (0) to (ceil(N / T)) {          // block_x
+ *       scf.parallel (%thread) = (0) to (T) {                  // thread_x
+ *         %i = %block * T + %thread
+ *         scf.if %i < N { <loop body at the delinearized indices of %i> }
+ *
+ * The rules, in the order they are applied to each top-level op:
+ *   1. memref.copy becomes a parallel loop nest of load/store (a kernel, not a
+ *      host memcpy of device memory).
+ *   2. scf.for { scf.parallel } (a reduction over a leading dimension, such as
+ *      sum over dim 0) is interchanged so that the parallel loop is outside:
+ *      every parallel iteration owns its output element, so the reduction
+ *      runs per thread and the threads of a warp read consecutive elements.
+ *   3. scf.parallel nested inside a kernel body becomes scf.for (one level of
+ *      parallelism per kernel), then the top-level loop's iteration space is
+ *      linearized: one thread per iteration, T (256) threads per block, so
+ *      any rank and any shape gives full blocks.
+ *   4. Anything else that touches memory runs as a kernel of one thread (scans,
+ *      sorts and other explicit loops): correct, slow, and visible in the
+ *      launch plan.
+ * Pure host ops (constants, allocations, views, get_global) stay on the host;
+ * the runtime reads them as the launch plan (runtime/gpu_kernel.c).
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "mlir-c/Diagnostics.h"
+
+#define GPU_THREADS_PER_BLOCK 256
+#define GPU_ELEMENTS_PER_THREAD 4
+#define GPU_MANY_ELEMENTS (1 << 20)
+
+static bool is_op(MlirOperation op, const char *name) {
+    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
+}
+
+static bool name_in(MlirOperation op, const char *const *names) {
+    for (; *names; ++names) {
+        if (is_op(op, *names)) return true;
+    }
+    return false;
+}
+
+/* Ops that stay on the host: they compute addresses and constants, never
+ * touch tensor memory. */
+static bool is_host_op(MlirOperation op) {
+    static const char *const host_ops[] = {"memref.alloc", "memref.alloca", "memref.dealloc", "memref.get_global",
+                                           "memref.expand_shape", "memref.collapse_shape", "memref.subview",
+                                           "memref.reinterpret_cast", "memref.cast", "memref.view", "func.return",
+                                           "affine.apply", NULL};
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    if (n.length > 6 && strncmp(n.data, "arith.", 6) == 0) return true;
+    return name_in(op, host_ops);
+}
+
+static int64_t constant_index(MlirValue v) {
+    if (!mlirValueIsAOpResult(v)) return -1;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!is_op(def, "arith.constant")) return -1;
+    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
+    return mlirAttributeIsAInteger(a) ? mlirIntegerAttrGetValueInt(a) : -1;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Building loops
+ *===----------------------------------------------------------------------===*/
+
+/* An scf.parallel of n dimensions, its body holding only the scf.reduce
+ * terminator; `mapping` is an attribute text or NULL. */
+static MlirOperation build_parallel(Builder *b, int n, const MlirValue *lbs, const MlirValue *ubs, const MlirValue *steps,
+                                    const char *mapping) {
+    MlirValue operands[3 * PT2_MAX_RANK * 2];
+    MlirType index = mlirIndexTypeGet(b->ctx);
+    MlirType arg_types[PT2_MAX_RANK * 2];
+    MlirLocation locs[PT2_MAX_RANK * 2];
+    for (int i = 0; i < n; ++i) {
+        operands[i] = lbs[i];
+        operands[n + i] = ubs[i];
+        operands[2 * n + i] = steps[i];
+        arg_types[i] = index;
+        locs[i] = b->loc;
+    }
+    MlirNamedAttribute attrs[2] = {
+        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 4, (int32_t[]){n, n, n, 0})),
+        named_attr(b->ctx, "mapping", mapping ? parse_attr(b->ctx, mapping) : mlirUnitAttrGet(b->ctx)),
+    };
+    MlirRegion region = mlirRegionCreate();
+    MlirBlock body = mlirBlockCreate(n, arg_types, locs);
+    mlirRegionAppendOwnedBlock(region, body);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.parallel"), b->loc);
+    mlirOperationStateAddOperands(&st, 3 * n, operands);
+    mlirOperationStateAddAttributes(&st, mapping ? 2 : 1, attrs);
+    mlirOperationStateAddOwnedRegions(&st, 1, &region);
+    MlirOperation op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+    }
+    Builder inner = builder_at_end(body, b->loc);
+    build_op(&inner, "scf.reduce", 0, NULL, 0, NULL, 0, NULL);
+    return op;
+}
+
+static MlirBlock body_of(MlirOperation op) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)); }
+
+/* scf.for lb..ub step, body holding only scf.yield. */
+static MlirOperation build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue step) {
+    MlirValue operands[3] = {lb, ub, step};
+    MlirType index = mlirIndexTypeGet(b->ctx);
+    MlirRegion region = mlirRegionCreate();
+    MlirBlock body = mlirBlockCreate(1, &index, &b->loc);
+    mlirRegionAppendOwnedBlock(region, body);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.for"), b->loc);
+    mlirOperationStateAddOperands(&st, 3, operands);
+    mlirOperationStateAddOwnedRegions(&st, 1, &region);
+    MlirOperation op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+    }
+    Builder inner = builder_at_end(body, b->loc);
+    build_op(&inner, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
+    return op;
+}
+
+/* scf.if cond { } (no else, no results); returns the then-block. */
+static MlirBlock build_if(Builder *b, MlirValue cond) {
+    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then_block);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
+    mlirOperationStateAddOperands(&st, 1, &cond);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    MlirOperation op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+    }
+    Builder inner = builder_at_end(then_block, b->loc);
+    build_op(&inner, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
+    return then_block;
+}
+
+/* Moves every op of `from` except its terminator before `anchor`. */
+static void move_body(MlirBlock from, MlirOperation anchor) {
+    MlirOperation term = mlirBlockGetTerminator(from);
+    for (MlirOperation op = mlirBlockGetFirstOperation(from); !mlirOperationIsNull(op);) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        if (mlirOperationEqual(op, term)) break;
+        mlirOperationMoveBefore(op, anchor);
+        op = next;
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * 1. memref.copy → a parallel loop nest
+ *===----------------------------------------------------------------------===*/
+
+/* Returns the loop nest, or the copy itself if it stays one. */
+static MlirOperation copy_to_loops(MlirOperation copy) {
+    MlirValue src = mlirOperationGetOperand(copy, 0), dst = mlirOperationGetOperand(copy, 1);
+    MlirType t = mlirValueGetType(dst);
+    int rank = (int)mlirShapedTypeGetRank(t);
+    if (rank == 0) return copy; /* stays a copy; rule 4 runs it in one thread */
+    Builder b = builder_before(copy);
+    MlirValue lbs[PT2_MAX_RANK * 2] = {{0}}, ubs[PT2_MAX_RANK * 2] = {{0}}, steps[PT2_MAX_RANK * 2] = {{0}};
+    MlirValue zero = const_index(&b, 0), one = const_index(&b, 1);
+    for (int i = 0; i < rank; ++i) {
+        lbs[i] = zero;
+        steps[i] = one;
+        ubs[i] = const_index(&b, mlirShapedTypeGetDimSize(t, i));
+    }
+    MlirOperation par = build_parallel(&b, rank, lbs, ubs, steps, NULL);
+    MlirBlock body = body_of(par);
+    Builder in = builder_before(mlirBlockGetTerminator(body));
+    MlirValue idx[1 + PT2_MAX_RANK * 2];
+    idx[0] = src;
+    for (int i = 0; i < rank; ++i) idx[1 + i] = mlirBlockGetArgument(body, i);
+    MlirValue v = build_value(&in, "memref.load", 1 + rank, idx, mlirShapedTypeGetElementType(t));
+    MlirValue st[2 + PT2_MAX_RANK * 2];
+    st[0] = v;
+    st[1] = dst;
+    for (int i = 0; i < rank; ++i) st[2 + i] = idx[1 + i];
+    build_op(&in, "memref.store", 2 + rank, st, 0, NULL, 0, NULL);
+    mlirOperationDestroy(copy);
+    return par;
+}
+
+/*===----------------------------------------------------------------------===*
+ * 2. scf.for { scf.parallel } → scf.parallel { scf.for }
+ *===----------------------------------------------------------------------===*/
+
+/* The only op of a block besides its terminator, or null. */
+static MlirOperation single_op(MlirBlock block) {
+    MlirOperation first = mlirBlockGetFirstOperation(block);
+    if (mlirOperationIsNull(first)) return first;
+    MlirOperation second = mlirOperationGetNextInBlock(first);
+    if (mlirOperationIsNull(second) || !mlirOperationIsNull(mlirOperationGetNextInBlock(second))) return (MlirOperation){NULL};
+    return first;
+}
+
+static bool defined_outside(MlirValue v, MlirOperation loop) {
+    if (mlirValueIsABlockArgument(v)) {
+        MlirOperation owner = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
+        return !mlirOperationEqual(owner, loop);
+    }
+    MlirOperation def = mlirOpResultGetOwner(v);
+    for (MlirOperation p = mlirOperationGetParentOperation(def); !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
+        if (mlirOperationEqual(p, loop)) return false;
+    }
+    return true;
+}
+
+/* Returns the scf.parallel now outermost, or the for loop unchanged. */
+static MlirOperation interchange(MlirOperation for_op) {
+    if (mlirOperationGetNumResults(for_op) != 0) return for_op;
+    MlirOperation inner = single_op(body_of(for_op));
+    if (mlirOperationIsNull(inner)) return for_op;
+    if (is_op(inner, "scf.for")) {
+        inner = interchange(inner);
+        if (!is_op(inner, "scf.parallel")) return for_op;
+    }
+    if (!is_op(inner, "scf.parallel") || mlirOperationGetNumResults(inner) != 0) return for_op;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(inner); ++i) {
+        if (!defined_outside(mlirOperationGetOperand(inner, i), for_op)) return for_op;
+    }
+    /* par moves out before the for; the for moves into par's body and takes
+     * par's old body */
+    MlirBlock par_body = body_of(inner);
+    MlirOperation par_first = mlirBlockGetFirstOperation(par_body);
+    mlirOperationMoveBefore(inner, for_op);
+    mlirOperationMoveBefore(for_op, par_first);
+    MlirOperation for_term = mlirBlockGetTerminator(body_of(for_op));
+    for (MlirOperation op = par_first; !mlirOperationIsNull(op);) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        if (is_op(op, "scf.reduce")) break;
+        mlirOperationMoveBefore(op, for_term);
+        op = next;
+    }
+    return inner;
+}
+
+/*===----------------------------------------------------------------------===*
+ * 3. Nested scf.parallel → scf.for; top-level loops onto blocks × threads
+ *===----------------------------------------------------------------------===*/
+
+static void serialize_parallel(MlirOperation par) {
+    int n = (int)mlirOperationGetNumOperands(par) / 3;
+    Builder b = builder_before(par);
+    MlirBlock par_body = body_of(par);
+    MlirOperation innermost = (MlirOperation){NULL};
+    for (int i = 0; i < n; ++i) {
+        MlirOperation f = build_for(&b, mlirOperationGetOperand(par, i), mlirOperationGetOperand(par, n + i),
+                                    mlirOperationGetOperand(par, 2 * n + i));
+        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(par_body, i), mlirBlockGetArgument(body_of(f), 0));
+        b = builder_before(mlirBlockGetTerminator(body_of(f)));
+        innermost = f;
+    }
+    move_body(par_body, mlirBlockGetTerminator(body_of(innermost)));
+    mlirOperationDestroy(par);
+}
+
+static void serialize_nested(MlirOperation kernel_loop) {
+    OpList nested = collect_ops_with_prefix(kernel_loop, "scf.parallel");
+    /* pre-order: index 0 is the loop itself; serialize inner loops first */
+    for (int i = nested.n - 1; i >= 1; --i) {
+        if (mlirOperationGetNumResults(nested.ops[i]) == 0) serialize_parallel(nested.ops[i]);
+    }
+    oplist_free(&nested);
+}
+
+static const char *block_mapping = "[#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
+static const char *thread_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
+
+/* Blocks × threads for `total` iterations, `per_thread` of them each (a
+ * constant loop LLVM unrolls, so that a thread has several independent loads
+ * in flight; the threads of a block still touch consecutive elements at each
+ * step).  Returns the block where the work goes (a guard against the ragged
+ * last block included), with `out_linear` the iteration's linear index. */
+static MlirBlock build_grid(Builder *b, int64_t total, int64_t per_thread, MlirValue *out_linear) {
+    int64_t threads = total >= GPU_THREADS_PER_BLOCK ? GPU_THREADS_PER_BLOCK : (total + 31) / 32 * 32;
+    int64_t blocks = (total + threads * per_thread - 1) / (threads * per_thread);
+    MlirValue zero = const_index(b, 0), one = const_index(b, 1);
+    MlirValue n_blocks = const_index(b, blocks), n_threads = const_index(b, threads);
+    MlirOperation grid = build_parallel(b, 1, &zero, &n_blocks, &one, block_mapping);
+    Builder gb = builder_before(mlirBlockGetTerminator(body_of(grid)));
+    MlirOperation block = build_parallel(&gb, 1, &zero, &n_threads, &one, thread_mapping);
+    MlirBlock body = body_of(block);
+    Builder in = builder_before(mlirBlockGetTerminator(body));
+    MlirValue block_size = const_index(&in, threads * per_thread);
+    MlirValue base = build_binary(&in, "arith.muli", mlirBlockGetArgument(body_of(grid), 0), block_size);
+    MlirValue linear = build_binary(&in, "arith.addi", base, mlirBlockGetArgument(body, 0));
+    if (per_thread > 1) {
+        MlirOperation step = build_for(&in, const_index(&in, 0), const_index(&in, per_thread), const_index(&in, 1));
+        body = body_of(step);
+        in = builder_before(mlirBlockGetTerminator(body));
+        MlirValue offset = build_binary(&in, "arith.muli", mlirBlockGetArgument(body, 0), n_threads);
+        linear = build_binary(&in, "arith.addi", linear, offset);
+    }
+    *out_linear = linear;
+    if (blocks * threads * per_thread == total) return body;
+    MlirValue in_range = build_cmp(&in, false, "ult", linear, const_index(&in, total));
+    return build_if(&in, in_range);
+}
+
+static int map_parallel(MlirOperation par) {
+    int n = (int)mlirOperationGetNumOperands(par) / 3;
+    int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2], total = 1;
+    for (int i = 0; i < n; ++i) {
+        lb[i] = constant_index(mlirOperationGetOperand(par, i));
+        int64_t ub = constant_index(mlirOperationGetOperand(par, n + i));
+        step[i] = constant_index(mlirOperationGetOperand(par, 2 * n + i));
+        if (lb[i] < 0 || ub < 0 || step[i] <= 0) {
+            op_error(par, "pt2-gpu-map-loops: loop bounds must be constants (static shapes)");
+            return -1;
+        }
+        trip[i] = ub > lb[i] ? (ub - lb[i] + step[i] - 1) / step[i] : 0;
+        total *= trip[i];
+    }
+    if (total == 0) {
+        mlirOperationDestroy(par);
+        return 0;
+    }
+    serialize_nested(par);
+    Builder b = builder_before(par);
+    MlirValue linear;
+    /* several elements a thread once the grid would have many waves of blocks */
+    const char *env = getenv("PT2_GPU_ELEMENTS_PER_THREAD"); /* for measurements; not in the cache key */
+    int64_t per_thread = env && atoi(env) > 0 ? atoi(env) : GPU_ELEMENTS_PER_THREAD;
+    if (total < GPU_MANY_ELEMENTS) per_thread = 1;
+    MlirBlock work = build_grid(&b, total, per_thread, &linear);
+    Builder in = builder_before(mlirBlockGetTerminator(work));
+    /* delinearize, innermost dimension fastest (consecutive threads,
+     * consecutive elements) */
+    MlirValue rest = linear;
+    MlirBlock par_body = body_of(par);
+    for (int i = n - 1; i >= 0; --i) {
+        MlirValue idx = rest;
+        if (i > 0) {
+            MlirValue t = const_index(&in, trip[i]);
+            idx = build_binary(&in, "arith.remui", rest, t);
+            rest = build_binary(&in, "arith.divui", rest, t);
+        }
+        if (step[i] != 1) idx = build_binary(&in, "arith.muli", idx, const_index(&in, step[i]));
+        if (lb[i] != 0) idx = build_binary(&in, "arith.addi", idx, const_index(&in, lb[i]));
+        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(par_body, i), idx);
+    }
+    move_body(par_body, mlirBlockGetTerminator(work));
+    mlirOperationDestroy(par);
+    return 0;
+}
+
+static bool results_unused(MlirOperation op) {
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+        if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i)))) return false;
+    }
+    return true;
+}
+
+/* 4. One thread runs `op`. */
+static void map_single_thread(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue linear;
+    MlirBlock work = build_grid(&b, 1, 1, &linear);
+    mlirOperationMoveBefore(op, mlirBlockGetTerminator(work));
+}
+
+/*===----------------------------------------------------------------------===*
+ * The pass
+ *===----------------------------------------------------------------------===*/
+
+static int map_function(MlirOperation func) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+    if (mlirBlockIsNull(body)) return 0;
+    OpList top = {0};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        oplist_push(&top, op);
+    }
+    int rc = 0;
+    for (int i = 0; i < top.n && rc == 0; ++i) {
+        MlirOperation op = top.ops[i];
+        if (is_op(op, "memref.copy")) op = copy_to_loops(op);
+        if (is_op(op, "scf.for")) op = interchange(op);
+        if (is_op(op, "scf.parallel") && mlirOperationGetNumResults(op) == 0) {
+            rc = map_parallel(op);
+        } else if (is_host_op(op)) {
+            continue;
+        } else if (results_unused(op)) {
+            map_single_thread(op);
+        } else {
+            op_error(op, "pt2-gpu-map-loops: this op computes a value on the host from device memory; the GPU path cannot "
+                         "run it");
+            rc = -1;
+        }
+    }
+    oplist_free(&top);
+    return rc;
+}
+
+static int run_map(MlirOperation module, void *user) {
+    (void)user;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (is_op(op, "func.func") && map_function(op) != 0) return -1;
+    }
+    return 0;
+}
+
+static _Alignas(8) const char gpu_map_type_id;
+
+MlirPass pt2_create_gpu_map_loops_pass(void) {
+    return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
+                              "builtin.module", run_map, &gpu_map_type_id);
+}

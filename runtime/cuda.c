@@ -1,0 +1,172 @@
+/*===- cuda.c - the CUDA driver API, opened with dlopen -------------------===*
+ *
+ * The few driver calls the GPU path needs, declared here with the driver's
+ * own ABI (cuda.h is not needed to build) and resolved from libcuda.so.1 on
+ * first use.  PTX from the compiler is JIT-compiled by the driver to a cubin
+ * for the device at hand; runtime/gpu_kernel.c caches that cubin on disk.
+ *===----------------------------------------------------------------------===*/
+#include "cuda.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dialects/catalog.h"
+#include "pt2.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef void *CUlinkState;
+
+enum {
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    CU_JIT_INPUT_PTX = 1,
+    CU_JIT_OPTIMIZATION_LEVEL = 7,
+};
+
+#define CUDA_FUNCTIONS(X)                                                                                              \
+    X(cuInit, unsigned)                                                                                                \
+    X(cuDriverGetVersion, int *)                                                                                       \
+    X(cuDeviceGet, CUdevice *, int)                                                                                    \
+    X(cuDeviceGetAttribute, int *, int, CUdevice)                                                                      \
+    X(cuDevicePrimaryCtxRetain, CUcontext *, CUdevice)                                                                 \
+    X(cuCtxGetCurrent, CUcontext *)                                                                                    \
+    X(cuCtxSetCurrent, CUcontext)                                                                                      \
+    X(cuCtxGetDevice, CUdevice *)                                                                                      \
+    X(cuModuleLoadData, CUmodule *, const void *)                                                                      \
+    X(cuModuleGetFunction, CUfunction *, CUmodule, const char *)                                                       \
+    X(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,     \
+      void **, void **)                                                                                                \
+    X(cuMemAlloc_v2, Pt2CuDevicePtr *, size_t)                                                                         \
+    X(cuMemcpyHtoD_v2, Pt2CuDevicePtr, const void *, size_t)                                                           \
+    X(cuLinkCreate_v2, unsigned, int *, void **, CUlinkState *)                                                        \
+    X(cuLinkAddData_v2, CUlinkState, int, void *, size_t, const char *, unsigned, int *, void **)                      \
+    X(cuLinkComplete, CUlinkState, void **, size_t *)                                                                  \
+    X(cuLinkDestroy, CUlinkState)                                                                                      \
+    X(cuGetErrorString, CUresult, const char **)
+
+#define DECLARE(name, ...) static CUresult (*p_##name)(__VA_ARGS__);
+CUDA_FUNCTIONS(DECLARE)
+#undef DECLARE
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static char load_error[512];
+
+static void load_driver(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(load_error, sizeof load_error, "the CUDA driver (libcuda.so.1) cannot be loaded: %s", dlerror());
+        return;
+    }
+#define RESOLVE(name, ...)                                                                                             \
+    do {                                                                                                               \
+        void *sym = dlsym(h, #name);                                                                                   \
+        if (!sym) {                                                                                                    \
+            snprintf(load_error, sizeof load_error, "the CUDA driver has no %s (too old a driver?)", #name);          \
+            return;                                                                                                    \
+        }                                                                                                              \
+        memcpy(&p_##name, &sym, sizeof sym);                                                                           \
+    } while (0);
+    CUDA_FUNCTIONS(RESOLVE)
+#undef RESOLVE
+    if (p_cuInit(0) != 0) snprintf(load_error, sizeof load_error, "cuInit failed: no usable CUDA device");
+}
+
+static int check(CUresult r, const char *call) {
+    if (r == 0) return 0;
+    const char *msg = "unknown error";
+    if (p_cuGetErrorString) p_cuGetErrorString(r, &msg);
+    pt2_set_error("%s failed: %s (CUDA error %d)", call, msg, r);
+    return -1;
+}
+#define CHECK(call) check((call), #call)
+
+int pt2_cuda_init(int *out_compute_capability, int *out_driver_version) {
+    pthread_once(&load_once, load_driver);
+    if (load_error[0]) {
+        pt2_set_error("%s", load_error);
+        return -1;
+    }
+    CUcontext ctx = NULL;
+    if (CHECK(p_cuCtxGetCurrent(&ctx))) return -1;
+    if (!ctx) {
+        CUdevice dev;
+        if (CHECK(p_cuDeviceGet(&dev, 0)) || CHECK(p_cuDevicePrimaryCtxRetain(&ctx, dev)) || CHECK(p_cuCtxSetCurrent(ctx))) {
+            return -1;
+        }
+    }
+    CUdevice dev;
+    int major = 0, minor = 0;
+    if (CHECK(p_cuCtxGetDevice(&dev)) ||
+        CHECK(p_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) ||
+        CHECK(p_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) ||
+        CHECK(p_cuDriverGetVersion(out_driver_version))) {
+        return -1;
+    }
+    *out_compute_capability = 10 * major + minor;
+    return 0;
+}
+
+int pt2_cuda_ptx_to_cubin(const char *ptx, size_t ptx_len, void **out_cubin, size_t *out_len) {
+    char log[4096] = "";
+    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, (void *)(uintptr_t)sizeof log};
+    CUlinkState link = NULL;
+    if (CHECK(p_cuLinkCreate_v2(2, options, values, &link))) return -1;
+    void *cubin = NULL;
+    size_t n = 0;
+    int rc = -1;
+    if (check(p_cuLinkAddData_v2(link, CU_JIT_INPUT_PTX, (void *)ptx, ptx_len, "pt2", 0, NULL, NULL), "cuLinkAddData (PTX)") == 0 &&
+        CHECK(p_cuLinkComplete(link, &cubin, &n)) == 0) {
+        *out_cubin = malloc(n);
+        memcpy(*out_cubin, cubin, n);
+        *out_len = n;
+        rc = 0;
+    } else if (log[0]) {
+        char first[1024];
+        snprintf(first, sizeof first, "%s", pt2GetLastError());
+        pt2_set_error("%s; the driver's PTX compiler says: %s", first, log);
+    }
+    p_cuLinkDestroy(link);
+    return rc;
+}
+
+int pt2_cuda_module_load(const void *image, Pt2CuModule **out_module) {
+    CUmodule m = NULL;
+    if (CHECK(p_cuModuleLoadData(&m, image))) return -1;
+    *out_module = m;
+    return 0;
+}
+
+int pt2_cuda_function(Pt2CuModule *module, const char *name, Pt2CuFunction **out_function) {
+    CUfunction f = NULL;
+    if (CHECK(p_cuModuleGetFunction(&f, (CUmodule)module, name))) return -1;
+    *out_function = f;
+    return 0;
+}
+
+int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
+                    void **params) {
+    return check(p_cuLaunchKernel((CUfunction)f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                                  (CUstream)stream, params, NULL),
+                 "cuLaunchKernel");
+}
+
+int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device) {
+    if (CHECK(p_cuMemAlloc_v2(out_device, bytes ? bytes : 1))) return -1;
+    return bytes ? CHECK(p_cuMemcpyHtoD_v2(*out_device, host, bytes)) : 0;
+}
+
+int pt2CudaAvailable(void) {
+    int cc, version;
+    return pt2_cuda_init(&cc, &version) == 0;
+}

@@ -1,0 +1,32 @@
+/*===- cuda.h - the CUDA driver API, opened with dlopen -------------------===*
+ *
+ * Internal to libpt2.  libcuda.so.1 is loaded on first use, so that libpt2
+ * needs no CUDA to build, and a CPU-only process never touches it.  Every
+ * call returns 0 or -1 with pt2GetLastError naming the driver call and the
+ * driver's own message.
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_RUNTIME_CUDA_H
+#define PT2_RUNTIME_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint64_t Pt2CuDevicePtr;
+typedef struct Pt2CuModule Pt2CuModule; /* CUmodule */
+typedef struct Pt2CuFunction Pt2CuFunction; /* CUfunction */
+
+/* Loads the driver and makes a context current on the calling thread (the
+ * current one, as PyTorch's; else device 0's primary context).  Writes the
+ * device's compute capability (90 for sm_90) and the driver version. */
+int pt2_cuda_init(int *out_compute_capability, int *out_driver_version);
+/* Compiles PTX to a cubin for the current device (the driver's JIT);
+ * *out_cubin is malloc'ed. */
+int pt2_cuda_ptx_to_cubin(const char *ptx, size_t ptx_len, void **out_cubin, size_t *out_len);
+/* Loads a cubin or NUL-terminated PTX image. */
+int pt2_cuda_module_load(const void *image, Pt2CuModule **out_module);
+int pt2_cuda_function(Pt2CuModule *module, const char *name, Pt2CuFunction **out_function);
+int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
+                    void **params);
+int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device);
+
+#endif

@@ -1,0 +1,751 @@
+/*===- gpu_kernel.c - compile a pt2 module for a CUDA GPU, cache it, launch it ===*
+ *
+ *   text ─parse/verify─▶ pt2 module ─(cache hit?)─▶ launch plan + PTX ─▶ Pt2GpuKernel
+ *                           │ miss
+ *                           ▼ pt2GpuPipelineText: gpu.binary (PTX) ops + a host function
+ *                 the host function read into a launch plan (no host code is compiled)
+ *                           ▼
+ *          PT2_CACHE_DIR/<sha256>.gpu (+ .meta), and per device <sha256>-<i>-sm<cc>.cubin
+ *
+ * After the pipeline the host function holds only constants, allocations,
+ * views and gpu.launch_func ops.  Shapes are static, so every memref's
+ * descriptor (offset, sizes, strides) is known from its type; what remains
+ * is the base pointer, which is one of: a kernel argument (inputs, then
+ * outputs), a slice of the caller's workspace (the host function's
+ * allocations), or a constant uploaded when the kernel is first launched.
+ * The plan records, per launch, the kernel, grid and block sizes, and its
+ * parameters as the NVVM lowering expects them: every memref expanded to
+ * (allocated, aligned, offset, sizes..., strides...), scalars as themselves.
+ *===----------------------------------------------------------------------===*/
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda.h"
+#include "kernel_shared.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/Dialect/GPU.h"
+#include "sha256.h"
+
+char *pt2_operation_to_text(MlirOperation op, bool debug_info);
+
+#define PLAN_MAGIC "pt2-gpu-plan-v1"
+#define WORKSPACE_ALIGN 256
+
+typedef enum ArgKind { ARG_INPUT_OUTPUT = 'a', ARG_WORKSPACE = 'w', ARG_CONSTANT = 'c', ARG_SCALAR = 's' } ArgKind;
+
+typedef struct GpuArg {
+    char kind;
+    int64_t root;       /* argument index, workspace byte offset or constant index */
+    int rank, scalar_bytes;
+    int64_t offset, sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    uint64_t scalar_bits;
+} GpuArg;
+
+typedef struct GpuLaunch {
+    int module;
+    char function[128];
+    unsigned grid[3], block[3], shared_bytes;
+    int n_args;
+    GpuArg *args;
+    Pt2CuFunction *loaded;
+    int n_params;
+} GpuLaunch;
+
+typedef struct GpuConstant {
+    size_t bytes;
+    unsigned char *data;
+    Pt2CuDevicePtr device;
+} GpuConstant;
+
+struct Pt2GpuKernel {
+    int n_inputs, n_outputs;
+    Pt2TensorType *types;
+    size_t workspace_bytes;
+    int n_launches, n_modules, n_constants;
+    GpuLaunch *launches;
+    char **module_ptx;
+    GpuConstant *constants;
+    char *plan_text; /* the cache file's contents */
+    char key[65], cache_dir[4096];
+    bool from_cache, loaded;
+    double compile_seconds;
+};
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool is_op(MlirOperation op, const char *name) {
+    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString(name));
+}
+
+static MlirAttribute attr(MlirOperation op, const char *name) {
+    return mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(name));
+}
+
+/*===----------------------------------------------------------------------===*
+ * Reading the host function into a plan
+ *===----------------------------------------------------------------------===*/
+
+typedef struct PlanBuilder {
+    Pt2GpuKernel *k;
+    MlirOperation module, func;
+    /* allocations and globals seen so far, by the op that made them */
+    MlirOperation roots[256];
+    int64_t root_ids[256];
+    char root_kinds[256];
+    int n_roots;
+    char **module_names;
+} PlanBuilder;
+
+static void plan_error(MlirOperation at, const char *msg) {
+    pt2_set_error("%s", msg);
+    mlirEmitError(mlirOperationGetLocation(at), msg);
+}
+
+static int64_t elem_bytes(MlirType t) {
+    if (mlirTypeIsAInteger(t)) {
+        unsigned w = mlirIntegerTypeGetWidth(t);
+        return w <= 8 ? 1 : w / 8;
+    }
+    if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t)) return 2;
+    if (mlirTypeIsAF32(t)) return 4;
+    if (mlirTypeIsAF64(t)) return 8;
+    if (mlirTypeIsAIndex(t)) return 8;
+    return -1;
+}
+
+static int64_t memref_bytes(MlirType t) {
+    int64_t n = elem_bytes(mlirShapedTypeGetElementType(t));
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
+    return n;
+}
+
+static int find_root(PlanBuilder *pb, MlirOperation op) {
+    for (int i = 0; i < pb->n_roots; ++i) {
+        if (mlirOperationEqual(pb->roots[i], op)) return i;
+    }
+    return -1;
+}
+
+static int add_constant(PlanBuilder *pb, MlirOperation get_global) {
+    MlirAttribute name = attr(get_global, "name");
+    MlirStringRef sym = mlirFlatSymbolRefAttrGetValue(name);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(pb->module, 0));
+    MlirOperation global = {NULL};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!is_op(op, "memref.global")) continue;
+        if (mlirStringRefEqual(mlirStringAttrGetValue(attr(op, "sym_name")), sym)) global = op;
+    }
+    MlirAttribute init = mlirOperationIsNull(global) ? (MlirAttribute){NULL} : attr(global, "initial_value");
+    if (mlirAttributeIsNull(init) || !mlirAttributeIsADenseElements(init)) {
+        plan_error(get_global, "the GPU path supports only constant tensors with dense initial values");
+        return -1;
+    }
+    MlirType t = mlirValueGetType(mlirOperationGetResult(get_global, 0));
+    int64_t bytes = memref_bytes(t), eb = elem_bytes(mlirShapedTypeGetElementType(t));
+    int64_t numel = eb > 0 ? bytes / eb : 0;
+    unsigned char *data = calloc((size_t)(bytes ? bytes : 1), 1);
+    MlirType et = mlirShapedTypeGetElementType(t);
+    bool is_bool = mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 1;
+    bool splat = mlirDenseElementsAttrIsSplat(init);
+    if (is_bool) {
+        for (int64_t i = 0; i < numel; ++i) data[i] = mlirDenseElementsAttrGetBoolValue(init, splat ? 0 : i);
+    } else {
+        const unsigned char *raw = mlirDenseElementsAttrGetRawData(init);
+        for (int64_t i = 0; i < numel; ++i) memcpy(data + i * eb, raw + (splat ? 0 : i * eb), (size_t)eb);
+    }
+    Pt2GpuKernel *k = pb->k;
+    k->constants = realloc(k->constants, sizeof *k->constants * (size_t)(k->n_constants + 1));
+    k->constants[k->n_constants] = (GpuConstant){(size_t)bytes, data, 0};
+    return k->n_constants++;
+}
+
+/* The base a memref value's descriptor starts from. */
+static int trace_root(PlanBuilder *pb, MlirValue v, GpuArg *out) {
+    for (;;) {
+        if (mlirValueIsABlockArgument(v)) {
+            out->kind = ARG_INPUT_OUTPUT;
+            out->root = mlirBlockArgumentGetArgNumber(v);
+            return 0;
+        }
+        MlirOperation def = mlirOpResultGetOwner(v);
+        int r = find_root(pb, def);
+        if (r >= 0) {
+            out->kind = pb->root_kinds[r];
+            out->root = pb->root_ids[r];
+            return 0;
+        }
+        static const char *const views[] = {"memref.expand_shape", "memref.collapse_shape", "memref.subview",
+                                            "memref.reinterpret_cast", "memref.cast", NULL};
+        bool is_view = false;
+        for (int i = 0; views[i]; ++i) is_view |= is_op(def, views[i]);
+        if (!is_view) {
+            plan_error(def, "a kernel operand comes from a host op the GPU launch plan cannot follow");
+            return -1;
+        }
+        v = mlirOperationGetOperand(def, 0);
+    }
+}
+
+static int plan_memref(PlanBuilder *pb, MlirOperation launch, MlirValue v, GpuArg *out) {
+    MlirType t = mlirValueGetType(v);
+    out->rank = (int)mlirShapedTypeGetRank(t);
+    int64_t strides[PT2_MAX_RANK * 2], offset;
+    if (out->rank > PT2_MAX_RANK || !mlirShapedTypeHasStaticShape(t) ||
+        mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) ||
+        offset == mlirShapedTypeGetDynamicStrideOrOffset()) {
+        plan_error(launch, "a kernel operand's memref has a dynamic shape, offset or strides (the GPU path needs static ones)");
+        return -1;
+    }
+    out->offset = offset;
+    for (int i = 0; i < out->rank; ++i) {
+        out->sizes[i] = mlirShapedTypeGetDimSize(t, i);
+        out->strides[i] = strides[i];
+        if (strides[i] == mlirShapedTypeGetDynamicStrideOrOffset()) {
+            plan_error(launch, "a kernel operand's memref has dynamic strides");
+            return -1;
+        }
+    }
+    return trace_root(pb, v, out);
+}
+
+static int plan_scalar(MlirOperation launch, MlirValue v, GpuArg *out) {
+    MlirOperation def = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
+    if (mlirOperationIsNull(def) || !is_op(def, "arith.constant")) {
+        plan_error(launch, "a scalar kernel operand is not a constant");
+        return -1;
+    }
+    MlirAttribute a = attr(def, "value");
+    MlirType t = mlirValueGetType(v);
+    out->kind = ARG_SCALAR;
+    out->scalar_bytes = (int)elem_bytes(t);
+    if (mlirAttributeIsAInteger(a)) {
+        out->scalar_bits = (uint64_t)mlirIntegerAttrGetValueInt(a);
+    } else if (mlirAttributeIsAFloat(a) && mlirTypeIsAF32(t)) {
+        float f = (float)mlirFloatAttrGetValueDouble(a);
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        out->scalar_bits = bits;
+    } else if (mlirAttributeIsAFloat(a) && mlirTypeIsAF64(t)) {
+        double d = mlirFloatAttrGetValueDouble(a);
+        memcpy(&out->scalar_bits, &d, 8);
+    } else {
+        plan_error(launch, "a scalar kernel operand has a type the launch plan cannot pass");
+        return -1;
+    }
+    return 0;
+}
+
+static int module_index(PlanBuilder *pb, MlirStringRef name) {
+    Pt2GpuKernel *k = pb->k;
+    for (int i = 0; i < k->n_modules; ++i) {
+        if (strlen(pb->module_names[i]) == name.length && strncmp(pb->module_names[i], name.data, name.length) == 0) return i;
+    }
+    return -1;
+}
+
+static int plan_launch(PlanBuilder *pb, MlirOperation op) {
+    MlirAttribute segments = attr(op, "operandSegmentSizes");
+    if (mlirDenseArrayGetNumElements(segments) != 13) {
+        plan_error(op, "internal: gpu.launch_func has an unexpected operand layout (MLIR version?)");
+        return -1;
+    }
+    int32_t seg[13], start[13], at = 0;
+    for (int i = 0; i < 13; ++i) {
+        seg[i] = mlirDenseI32ArrayGetElement(segments, i);
+        start[i] = at;
+        at += seg[i];
+    }
+    if (seg[0] || seg[7] || seg[12]) {
+        plan_error(op, "internal: asynchronous or clustered launches are not in the launch plan");
+        return -1;
+    }
+    Pt2GpuKernel *k = pb->k;
+    GpuLaunch *l = &k->launches[k->n_launches];
+    memset(l, 0, sizeof *l);
+    MlirAttribute kernel = attr(op, "kernel");
+    l->module = module_index(pb, mlirSymbolRefAttrGetRootReference(kernel));
+    MlirStringRef fn = mlirSymbolRefAttrGetLeafReference(kernel);
+    snprintf(l->function, sizeof l->function, "%.*s", (int)fn.length, fn.data);
+    for (int d = 0; d < 3; ++d) {
+        GpuArg g = {0}, b = {0};
+        if (plan_scalar(op, mlirOperationGetOperand(op, start[1 + d]), &g) || plan_scalar(op, mlirOperationGetOperand(op, start[4 + d]), &b)) {
+            return -1;
+        }
+        l->grid[d] = (unsigned)g.scalar_bits;
+        l->block[d] = (unsigned)b.scalar_bits;
+    }
+    if (seg[10]) {
+        GpuArg s = {0};
+        if (plan_scalar(op, mlirOperationGetOperand(op, start[10]), &s)) return -1;
+        l->shared_bytes = (unsigned)s.scalar_bits;
+    }
+    l->n_args = seg[11];
+    l->args = calloc((size_t)(l->n_args ? l->n_args : 1), sizeof *l->args);
+    for (int i = 0; i < l->n_args; ++i) {
+        MlirValue v = mlirOperationGetOperand(op, start[11] + i);
+        int rc = mlirTypeIsAMemRef(mlirValueGetType(v)) ? plan_memref(pb, op, v, &l->args[i]) : plan_scalar(op, v, &l->args[i]);
+        if (rc) return -1;
+    }
+    k->n_launches++;
+    return 0;
+}
+
+static int build_plan(PlanBuilder *pb) {
+    Pt2GpuKernel *k = pb->k;
+    MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(pb->module, 0));
+    /* the PTX of every gpu.binary */
+    for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!is_op(op, "gpu.binary")) continue;
+        MlirAttribute obj = mlirArrayAttrGetElement(attr(op, "objects"), 0);
+        MlirStringRef ptx = mlirGPUObjectAttrGetObject(obj);
+        while (ptx.length && ptx.data[ptx.length - 1] == '\0') --ptx.length; /* the object ends in a NUL */
+        MlirStringRef name = mlirStringAttrGetValue(attr(op, "sym_name"));
+        k->module_ptx = realloc(k->module_ptx, sizeof *k->module_ptx * (size_t)(k->n_modules + 1));
+        pb->module_names = realloc(pb->module_names, sizeof *pb->module_names * (size_t)(k->n_modules + 1));
+        k->module_ptx[k->n_modules] = strndup(ptx.data, ptx.length);
+        pb->module_names[k->n_modules] = strndup(name.data, name.length);
+        k->n_modules++;
+    }
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(pb->func, 0));
+    int n_ops = 0;
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) ++n_ops;
+    k->launches = calloc((size_t)(n_ops ? n_ops : 1), sizeof *k->launches);
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+        bool arith = n.length > 6 && strncmp(n.data, "arith.", 6) == 0;
+        if (is_op(op, "memref.alloc") || is_op(op, "memref.alloca") || is_op(op, "memref.get_global")) {
+            if (pb->n_roots == 256) {
+                plan_error(op, "more than 256 temporary buffers in one GPU kernel");
+                return -1;
+            }
+            MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+            if (!mlirShapedTypeHasStaticShape(t) || memref_bytes(t) < 0) {
+                plan_error(op, "a temporary buffer has a dynamic shape or an unsupported element type");
+                return -1;
+            }
+            int r = pb->n_roots++;
+            pb->roots[r] = op;
+            if (is_op(op, "memref.get_global")) {
+                pb->root_kinds[r] = ARG_CONSTANT;
+                if ((pb->root_ids[r] = add_constant(pb, op)) < 0) return -1;
+            } else {
+                pb->root_kinds[r] = ARG_WORKSPACE;
+                pb->root_ids[r] = (int64_t)k->workspace_bytes;
+                k->workspace_bytes += ((size_t)memref_bytes(t) + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN;
+            }
+        } else if (is_op(op, "gpu.launch_func")) {
+            if (plan_launch(pb, op) != 0) return -1;
+        } else if (!(arith || is_op(op, "memref.dealloc") || is_op(op, "func.return") || is_op(op, "memref.expand_shape") ||
+                     is_op(op, "memref.collapse_shape") || is_op(op, "memref.subview") || is_op(op, "memref.reinterpret_cast") ||
+                     is_op(op, "memref.cast"))) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "the GPU path cannot run host op '%.*s' (only launches, allocations and views)",
+                     (int)n.length, n.data);
+            plan_error(op, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The plan as text (the cache file) and back
+ *===----------------------------------------------------------------------===*/
+
+typedef struct Text {
+    char *data;
+    size_t len, cap;
+} Text;
+
+static void text_printf(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_printf(Text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (t->data && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->data = realloc(t->data, t->cap);
+    }
+}
+
+static char *plan_to_text(const Pt2GpuKernel *k) {
+    Text t = {0};
+    text_printf(&t, "%s\nworkspace %zu\nmodules %d\nconstants %d\nlaunches %d\n", PLAN_MAGIC, k->workspace_bytes, k->n_modules,
+                k->n_constants, k->n_launches);
+    for (int i = 0; i < k->n_launches; ++i) {
+        const GpuLaunch *l = &k->launches[i];
+        text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d\n", l->module, l->function, l->grid[0],
+                    l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared_bytes, l->n_args);
+        for (int j = 0; j < l->n_args; ++j) {
+            const GpuArg *a = &l->args[j];
+            if (a->kind == ARG_SCALAR) {
+                text_printf(&t, "  scalar %d %llu\n", a->scalar_bytes, (unsigned long long)a->scalar_bits);
+                continue;
+            }
+            text_printf(&t, "  memref %c %lld rank %d offset %lld sizes", a->kind, (long long)a->root, a->rank, (long long)a->offset);
+            for (int d = 0; d < a->rank; ++d) text_printf(&t, " %lld", (long long)a->sizes[d]);
+            text_printf(&t, " strides");
+            for (int d = 0; d < a->rank; ++d) text_printf(&t, " %lld", (long long)a->strides[d]);
+            text_printf(&t, "\n");
+        }
+    }
+    for (int i = 0; i < k->n_constants; ++i) {
+        text_printf(&t, "constant %zu ", k->constants[i].bytes);
+        for (size_t b = 0; b < k->constants[i].bytes; ++b) text_printf(&t, "%02x", k->constants[i].data[b]);
+        text_printf(&t, "\n");
+    }
+    for (int i = 0; i < k->n_modules; ++i) text_printf(&t, "ptx %zu\n%s\n", strlen(k->module_ptx[i]), k->module_ptx[i]);
+    text_printf(&t, "end\n");
+    return t.data;
+}
+
+/* Parses what plan_to_text wrote; 0 or -1. */
+static int plan_from_text(Pt2GpuKernel *k, const char *text) {
+    const char *p = text;
+    int n;
+    char magic[32];
+    if (sscanf(p, "%31s workspace %zu modules %d constants %d launches %d%n", magic, &k->workspace_bytes, &k->n_modules,
+               &k->n_constants, &k->n_launches, &n) != 5 ||
+        strcmp(magic, PLAN_MAGIC) != 0) {
+        return -1;
+    }
+    p += n;
+    k->launches = calloc((size_t)k->n_launches + 1, sizeof *k->launches);
+    k->constants = calloc((size_t)k->n_constants + 1, sizeof *k->constants);
+    k->module_ptx = calloc((size_t)k->n_modules + 1, sizeof *k->module_ptx);
+    for (int i = 0; i < k->n_launches; ++i) {
+        GpuLaunch *l = &k->launches[i];
+        if (sscanf(p, " launch %d %127s grid %u %u %u block %u %u %u shared %u args %d%n", &l->module, l->function, &l->grid[0],
+                   &l->grid[1], &l->grid[2], &l->block[0], &l->block[1], &l->block[2], &l->shared_bytes, &l->n_args, &n) != 10) {
+            return -1;
+        }
+        p += n;
+        l->args = calloc((size_t)l->n_args + 1, sizeof *l->args);
+        for (int j = 0; j < l->n_args; ++j) {
+            GpuArg *a = &l->args[j];
+            unsigned long long bits;
+            long long root, offset, v;
+            char kind;
+            if (sscanf(p, " scalar %d %llu%n", &a->scalar_bytes, &bits, &n) == 2) {
+                a->kind = ARG_SCALAR;
+                a->scalar_bits = bits;
+                p += n;
+                continue;
+            }
+            if (sscanf(p, " memref %c %lld rank %d offset %lld sizes%n", &kind, &root, &a->rank, &offset, &n) != 4) return -1;
+            p += n;
+            a->kind = kind;
+            a->root = root;
+            a->offset = offset;
+            for (int d = 0; d < a->rank; ++d) {
+                if (sscanf(p, " %lld%n", &v, &n) != 1) return -1;
+                a->sizes[d] = v;
+                p += n;
+            }
+            if (sscanf(p, " strides%n", &n) != 0 || n == 0) return -1;
+            p += n;
+            for (int d = 0; d < a->rank; ++d) {
+                if (sscanf(p, " %lld%n", &v, &n) != 1) return -1;
+                a->strides[d] = v;
+                p += n;
+            }
+        }
+    }
+    for (int i = 0; i < k->n_constants; ++i) {
+        size_t bytes;
+        if (sscanf(p, " constant %zu %n", &bytes, &n) != 1) return -1;
+        p += n;
+        k->constants[i].bytes = bytes;
+        k->constants[i].data = malloc(bytes ? bytes : 1);
+        for (size_t b = 0; b < bytes; ++b) {
+            unsigned byte;
+            if (sscanf(p + 2 * b, "%2x", &byte) != 1) return -1;
+            k->constants[i].data[b] = (unsigned char)byte;
+        }
+        p += 2 * bytes;
+    }
+    for (int i = 0; i < k->n_modules; ++i) {
+        size_t len;
+        if (sscanf(p, " ptx %zu%n", &len, &n) != 1) return -1;
+        p += n + 1; /* the newline */
+        if (strlen(p) < len) return -1;
+        k->module_ptx[i] = strndup(p, len);
+        p += len;
+    }
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Compiling
+ *===----------------------------------------------------------------------===*/
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *data = malloc((size_t)n + 1);
+    if (fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    } else {
+        data[n] = 0;
+    }
+    fclose(f);
+    return data;
+}
+
+static bool owned_private_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Writes data to path atomically (a temporary file renamed over it). */
+static int publish_file(const char *path, const void *data, size_t n) {
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(data, 1, n, f) != n) {
+        if (f) fclose(f);
+        pt2_set_error("cannot write %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    chmod(tmp, 0600);
+    if (rename(tmp, path) != 0) {
+        pt2_set_error("cannot publish %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A cache entry is used only if its .meta names the plan's hash. */
+static char *cached_plan(const char *plan_path, const char *meta_path) {
+    if (!owned_private_file(plan_path) || !owned_private_file(meta_path)) return NULL;
+    char *meta = read_file(meta_path), hash[65];
+    bool ok = meta && pt2_kernel_hash_file(plan_path, hash) == 0 && strncmp(meta, hash, 64) == 0;
+    free(meta);
+    return ok ? read_file(plan_path) : NULL;
+}
+
+static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
+    double t0 = now_seconds();
+    Pt2GpuKernel *k = calloc(1, sizeof *k);
+    PlanBuilder pb = {0};
+    if (pt2VerifyOp(module) != 0) goto error;
+    MlirOperation func = pt2_kernel_find_func(module, func_name);
+    if (mlirOperationIsNull(func)) {
+        pt2_set_error("no function %s%s to compile in the module", func_name ? "@" : "", func_name ? func_name : "with a body");
+        goto error;
+    }
+    if (pt2_kernel_read_signature(func, &k->n_inputs, &k->n_outputs, &k->types) != 0) goto error;
+    const char *disable = opts && opts->disable ? opts->disable : getenv("PT2_DISABLE");
+    const char *pipeline = pt2GpuPipelineText(disable, getenv("PT2_GPU_ARCH"));
+    char *text = pt2_operation_to_text(module, false);
+    Sha256 s;
+    sha256_init(&s);
+    const char *parts[] = {"pt2-gpu", pt2_kernel_compiler_identity(), text, pipeline, func_name ? func_name : ""};
+    for (int i = 0; i < 5; ++i) sha256_update(&s, parts[i], strlen(parts[i]) + 1);
+    sha256_final_hex(&s, k->key);
+    free(text);
+    pt2_kernel_cache_dir(opts, k->cache_dir, sizeof k->cache_dir);
+    if (pt2_kernel_make_private_dir(k->cache_dir) != 0) {
+        pt2_set_error("cannot create the kernel cache directory %s: %s (set PT2_CACHE_DIR)", k->cache_dir, strerror(errno));
+        goto error;
+    }
+    char plan_path[4400], meta_path[4400];
+    snprintf(plan_path, sizeof plan_path, "%s/%s.gpu", k->cache_dir, k->key);
+    snprintf(meta_path, sizeof meta_path, "%s/%s.gpu.meta", k->cache_dir, k->key);
+    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
+    bool dumping = dump && dump[0];
+    char *cached = dumping ? NULL : cached_plan(plan_path, meta_path);
+    if (cached) {
+        k->plan_text = cached;
+        if (plan_from_text(k, cached) == 0) {
+            k->from_cache = true;
+            k->compile_seconds = now_seconds() - t0;
+            return k;
+        }
+        pt2_set_error("the GPU cache entry %s does not parse; delete it", plan_path);
+        goto error;
+    }
+    if (pt2_kernel_run_pipeline(ctx, module, pipeline, dumping ? dump : NULL) != 0) {
+        if (!pt2GetLastError()[0]) pt2_set_error("the GPU pass pipeline failed");
+        goto error;
+    }
+    pb.k = k;
+    pb.module = module;
+    pb.func = pt2_kernel_find_func(module, func_name);
+    if (build_plan(&pb) != 0) goto error;
+    k->plan_text = plan_to_text(k);
+    char hash[65];
+    if (publish_file(plan_path, k->plan_text, strlen(k->plan_text)) != 0 || pt2_kernel_hash_file(plan_path, hash) != 0 ||
+        publish_file(meta_path, hash, 64) != 0) {
+        goto error;
+    }
+    for (int i = 0; i < k->n_modules; ++i) free(pb.module_names[i]);
+    free(pb.module_names);
+    k->compile_seconds = now_seconds() - t0;
+    return k;
+error:
+    for (int i = 0; pb.module_names && i < k->n_modules; ++i) free(pb.module_names[i]);
+    free(pb.module_names);
+    pt2GpuKernelDestroy(k);
+    return NULL;
+}
+
+Pt2GpuKernel *pt2GpuCompileText(Pt2Context *ctx, const char *mlir_text, const char *source_name, const char *func_name,
+                                const Pt2CompileOptions *opts) {
+    MlirContext mctx = pt2ContextGetMlir(ctx);
+    pt2_set_error("%s", "");
+    uint64_t handler;
+    void *diags = pt2_kernel_diagnostics_begin(mctx, &handler);
+    MlirOperation module = pt2ParseModule(mctx, mlir_text, source_name);
+    Pt2GpuKernel *k = NULL;
+    if (mlirOperationIsNull(module)) {
+        pt2_set_error("%s", pt2_kernel_diagnostics_text(diags)[0] ? pt2_kernel_diagnostics_text(diags) : "the module does not parse");
+    } else {
+        k = compile_module(mctx, module, func_name, opts);
+        if (!k && pt2_kernel_diagnostics_text(diags)[0]) pt2_set_error("%s", pt2_kernel_diagnostics_text(diags));
+        mlirOperationDestroy(module);
+    }
+    pt2_kernel_diagnostics_end(mctx, diags, handler);
+    return k;
+}
+
+Pt2Context *pt2_graph_context(Pt2Graph *g);
+
+Pt2GpuKernel *pt2GpuCompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts) {
+    char *text = pt2GraphToText(g);
+    if (!text) return NULL;
+    Pt2GpuKernel *k = pt2GpuCompileText(pt2_graph_context(g), text, "<graph>", NULL, opts);
+    free(text);
+    return k;
+}
+
+void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
+    if (!k) return;
+    /* loaded modules and uploaded constants stay with the CUDA context */
+    for (int i = 0; i < k->n_launches; ++i) free(k->launches[i].args);
+    for (int i = 0; i < k->n_modules; ++i) free(k->module_ptx ? k->module_ptx[i] : NULL);
+    for (int i = 0; i < k->n_constants; ++i) free(k->constants[i].data);
+    free(k->launches);
+    free(k->module_ptx);
+    free(k->constants);
+    free(k->plan_text);
+    free(k->types);
+    free(k);
+}
+
+int pt2GpuKernelNumInputs(const Pt2GpuKernel *k) { return k->n_inputs; }
+int pt2GpuKernelNumOutputs(const Pt2GpuKernel *k) { return k->n_outputs; }
+int pt2GpuKernelFromCache(const Pt2GpuKernel *k) { return k->from_cache; }
+double pt2GpuKernelCompileSeconds(const Pt2GpuKernel *k) { return k->compile_seconds; }
+size_t pt2GpuKernelWorkspaceBytes(const Pt2GpuKernel *k) { return k->workspace_bytes; }
+int pt2GpuKernelNumLaunches(const Pt2GpuKernel *k) { return k->n_launches; }
+const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k) { return k->plan_text; }
+
+int pt2GpuKernelArgType(const Pt2GpuKernel *k, int i, Pt2DType *out_dtype, int64_t *out_sizes) {
+    if (i < 0 || i >= k->n_inputs + k->n_outputs) return -1;
+    if (out_dtype) *out_dtype = k->types[i].dtype;
+    if (out_sizes) memcpy(out_sizes, k->types[i].sizes, sizeof(int64_t) * (size_t)k->types[i].rank);
+    return k->types[i].rank;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Loading (PTX → cubin, cached per device) and launching
+ *===----------------------------------------------------------------------===*/
+
+static int load_module(Pt2GpuKernel *k, int i, int cc, int driver, Pt2CuModule **out) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s-%d-sm%d-cuda%d.cubin", k->cache_dir, k->key, i, cc, driver);
+    if (owned_private_file(path)) {
+        char *cubin = read_file(path);
+        int rc = cubin ? pt2_cuda_module_load(cubin, out) : -1;
+        free(cubin);
+        if (rc == 0) return 0; /* else: rebuild it below */
+    }
+    void *cubin = NULL;
+    size_t n = 0;
+    if (pt2_cuda_ptx_to_cubin(k->module_ptx[i], strlen(k->module_ptx[i]) + 1, &cubin, &n) != 0) return -1;
+    int rc = pt2_cuda_module_load(cubin, out);
+    if (rc == 0) publish_file(path, cubin, n); /* a cache that cannot be written is not an error */
+    free(cubin);
+    return rc;
+}
+
+static int load(Pt2GpuKernel *k) {
+    int cc, driver;
+    if (pt2_cuda_init(&cc, &driver) != 0) return -1;
+    Pt2CuModule **modules = calloc((size_t)k->n_modules + 1, sizeof *modules);
+    int rc = 0;
+    for (int i = 0; i < k->n_modules && rc == 0; ++i) rc = load_module(k, i, cc, driver, &modules[i]);
+    for (int i = 0; i < k->n_launches && rc == 0; ++i) {
+        GpuLaunch *l = &k->launches[i];
+        rc = pt2_cuda_function(modules[l->module], l->function, &l->loaded);
+        l->n_params = 0;
+        for (int j = 0; j < l->n_args; ++j) l->n_params += l->args[j].kind == ARG_SCALAR ? 1 : 3 + 2 * l->args[j].rank;
+    }
+    for (int i = 0; i < k->n_constants && rc == 0; ++i) {
+        rc = pt2_cuda_alloc_copy(k->constants[i].data, k->constants[i].bytes, &k->constants[i].device);
+    }
+    free(modules);
+    k->loaded = rc == 0;
+    return rc;
+}
+
+int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
+    if (!k->loaded && load(k) != 0) return -1;
+    for (int i = 0; i < k->n_launches; ++i) {
+        GpuLaunch *l = &k->launches[i];
+        uint64_t words[256];
+        void *params[256];
+        if (l->n_params > 256) {
+            pt2_set_error("kernel %s has more than 256 parameters", l->function);
+            return -1;
+        }
+        int w = 0;
+        for (int j = 0; j < l->n_args; ++j) {
+            const GpuArg *a = &l->args[j];
+            if (a->kind == ARG_SCALAR) {
+                words[w] = a->scalar_bits; /* little-endian: a 4-byte scalar is the low half */
+                params[w] = &words[w];
+                ++w;
+                continue;
+            }
+            uint64_t base = a->kind == ARG_INPUT_OUTPUT ? (uint64_t)(uintptr_t)device_pointers[a->root]
+                            : a->kind == ARG_WORKSPACE  ? (uint64_t)(uintptr_t)workspace + (uint64_t)a->root
+                                                        : k->constants[a->root].device;
+            words[w] = base;
+            words[w + 1] = base;
+            words[w + 2] = (uint64_t)a->offset;
+            for (int d = 0; d < a->rank; ++d) {
+                words[w + 3 + d] = (uint64_t)a->sizes[d];
+                words[w + 3 + a->rank + d] = (uint64_t)a->strides[d];
+            }
+            for (int q = 0; q < 3 + 2 * a->rank; ++q) params[w + q] = &words[w + q];
+            w += 3 + 2 * a->rank;
+        }
+        if (pt2_cuda_launch(l->loaded, l->grid, l->block, l->shared_bytes, stream, params) != 0) return -1;
+    }
+    return 0;
+}

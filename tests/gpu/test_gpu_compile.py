@@ -1,0 +1,83 @@
+"""The GPU path without a GPU: pt2 modules compile to PTX for sm_90 and a
+launch plan (docs/gpu.md).  PTX is checked with ptxas where CUDA's is installed."""
+import os
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import pt2
+
+
+def _graph(build, *specs):
+    g = pt2.Graph()
+    vals = [g.input(dt, shape) for dt, shape in specs]
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    return g
+
+
+def _ptx_modules(plan):
+    """The PTX texts of a plan (each after a `ptx <bytes>` line)."""
+    mods, i = [], plan.find("\nptx ")
+    while i >= 0:
+        nl = plan.index("\n", i + 1)
+        n = int(plan[i + 5 : nl])
+        mods.append(plan[nl + 1 : nl + 1 + n])
+        i = plan.find("\nptx ", nl + 1 + n)
+    return mods
+
+
+def _ptxas():
+    for p in (shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+CASES = {
+    "add_relu_broadcast": (lambda g, x, b: g.op("relu", g.op("add", x, b)), [(torch.float32, (37, 129)), (torch.float32, (129,))], 1),
+    "softmax": (lambda g, x: g.op("softmax", x, dim=-1), [(torch.float32, (77, 1531))], None),
+    "sum_dim0": (lambda g, x: g.op("sum", x, dims=[0]), [(torch.float32, (37, 5))], None),
+    "bf16_silu": (lambda g, x: g.op("silu", x), [(torch.bfloat16, (1000,))], 1),
+    "matmul": (lambda g, a, b: g.op("matmul", a, b), [(torch.float32, (65, 33)), (torch.float32, (33, 17))], None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiles_to_ptx_for_sm90(name):
+    build, specs, launches = CASES[name]
+    k = _graph(build, *specs).compile(device="cuda")
+    plan = k.plan
+    assert plan.startswith("pt2-gpu-plan-v1\n")
+    if launches is not None:
+        assert k.num_launches == launches, plan[:2000]
+    mods = _ptx_modules(plan)
+    assert len(mods) >= 1
+    for ptx in mods:
+        assert ".target sm_90" in ptx and ".visible .entry" in ptx
+        assert ".extern .func" not in ptx, "an unresolved call (libdevice not linked?)"
+    ptxas = _ptxas()
+    if ptxas:
+        d = os.environ.get("PT2_CACHE_DIR", "/tmp")
+        for i, ptx in enumerate(mods):
+            path = os.path.join(d, f"test-{name}-{i}.ptx")
+            with open(path, "w") as f:
+                f.write(ptx)
+            r = subprocess.run([ptxas, "-arch=sm_90", path, "-o", os.devnull], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+
+
+def test_second_compile_is_a_cache_hit():
+    build, specs, _ = CASES["add_relu_broadcast"]
+    _graph(build, *specs).compile(device="cuda")
+    k = _graph(build, *specs).compile(device="cuda")
+    assert k.from_cache
+
+
+def test_temporaries_become_workspace():
+    build, specs, _ = CASES["softmax"]
+    k = _graph(build, *specs).compile(device="cuda")
+    assert k.workspace_bytes >= 77 * 4 and k.workspace_bytes % 256 == 0
+    assert "memref w 0" in k.plan

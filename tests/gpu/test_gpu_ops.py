@@ -1,0 +1,142 @@
+"""GPU kernels against eager CUDA PyTorch (skipped without a CUDA device):
+odd sizes, broadcasting, dtypes, reductions, softmax/layer_norm, views."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2
+from pt2 import _gpu
+
+pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _gpu.cuda_available()), reason="needs a CUDA GPU")
+
+TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2), torch.float64: (1e-10, 1e-10)}
+
+
+def rand(shape, dtype, seed, low=-3.0, high=3.0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g, device="cuda") < 0.5
+    if dtype.is_floating_point:
+        return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * (high - low) + low).to(dtype)
+    return torch.randint(int(low), int(high), shape, generator=g, device="cuda").to(dtype)
+
+
+def check(build, ref, inputs, what="", tol=None):
+    g = pt2.Graph()
+    vals = [g.input(t.dtype, tuple(t.shape)) for t in inputs]
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    k = g.compile(device="cuda")
+    got = k(*inputs)
+    torch.cuda.synchronize()
+    want = ref(*inputs)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for a, e in zip(got, want):
+        assert a.is_cuda and a.dtype == e.dtype and a.shape == e.shape, what
+        if e.dtype.is_floating_point:
+            rtol, atol = tol or TOL[e.dtype]
+            torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{what}: {m}")
+        else:
+            assert torch.equal(a, e), what
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_pointwise_chain_broadcast(dtype):
+    x, b = rand((37, 129), dtype, 1), rand((129,), dtype, 2)
+    check(lambda g, x, b: g.op("mul", g.op("relu", g.op("add", x, b)), g.op("sigmoid", x)),
+          lambda x, b: torch.relu(x + b) * torch.sigmoid(x), [x, b], f"chain {dtype}")
+
+
+@pytest.mark.parametrize("shape", [(1,), (31,), (257,), (3, 1, 5), (2, 3, 4, 5), (1 << 20,) ])
+def test_pointwise_shapes(shape):
+    x = rand(shape, torch.float32, 3)
+    check(lambda g, x: g.op("tanh", g.op("mul", x, g.scalar(2.0))), lambda x: torch.tanh(x * 2.0), [x], str(shape))
+
+
+def test_broadcast_both_sides():
+    a, b = rand((5, 1, 7), torch.float32, 4), rand((3, 1), torch.float32, 5)
+    check(lambda g, a, b: g.op("sub", a, b), lambda a, b: a - b, [a, b])
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_int_ops(dtype):
+    a, b = rand((33, 65), dtype, 6, -50, 50), rand((65,), dtype, 7, 1, 9)
+    check(lambda g, a, b: g.op("add", g.op("mul", a, b), a), lambda a, b: a * b + a, [a, b])
+
+
+def test_compare_to_bool_and_where():
+    x = rand((41, 17), torch.float32, 8)
+    check(lambda g, x: (g.op("gt", x, g.scalar(0.5)), g.op("where", g.op("gt", x, g.scalar(0)), x, g.scalar(0.25))),
+          lambda x: (x > 0.5, torch.where(x > 0, x, torch.tensor(0.25, device="cuda"))), [x])
+
+
+@pytest.mark.parametrize("dims", [[1], [0], [0, 1]])
+def test_sum(dims):
+    x = rand((33, 1000), torch.float32, 9)
+    # a thread sums its row in order, torch in a tree: f32 rounding differs by ~1e-5 over 1000 terms
+    check(lambda g, x: g.op("sum", x, dims=dims), lambda x: x.sum(dims), [x], f"sum {dims}", tol=(1e-4, 1e-4))
+
+
+def test_amax_mean_keepdim():
+    x = rand((7, 13, 29), torch.float32, 10)
+    check(lambda g, x: (g.op("amax", x, dims=[2], keepdim=True), g.op("mean", x, dims=[1])),
+          lambda x: (x.amax(2, keepdim=True), x.mean(1)), [x])
+
+
+@pytest.mark.parametrize("shape", [(77, 1531), (4, 8), (3, 5, 1024)])
+def test_softmax(shape):
+    x = rand(shape, torch.float32, 11)
+    check(lambda g, x: g.op("softmax", x, dim=-1), lambda x: torch.softmax(x, -1), [x], f"softmax {shape}")
+
+
+def test_layer_norm():
+    x, w, b = rand((19, 333), torch.float32, 12), rand((333,), torch.float32, 13), rand((333,), torch.float32, 14)
+    check(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1),
+          lambda x, w, b: F.layer_norm(x, (333,), w, b), [x, w, b])
+
+
+def test_permute_then_add():
+    x, y = rand((6, 10), torch.float32, 15), rand((10, 6), torch.float32, 16)
+    check(lambda g, x, y: g.op("add", g.op("permute", x, perm=[1, 0]), y), lambda x, y: x.t() + y, [x, y])
+
+
+def test_matmul_small():
+    a, b = rand((65, 33), torch.float32, 17), rand((33, 17), torch.float32, 18)
+    g = pt2.Graph()
+    va, vb = g.input(a.dtype, a.shape), g.input(b.dtype, b.shape)
+    g.outputs(g.op("matmul", va, vb))
+    (got,) = g.compile(device="cuda")(a, b)
+    torch.testing.assert_close(got, (a.double() @ b.double()).float(), rtol=1e-4, atol=1e-4)
+
+
+def test_constant_tensor():
+    c = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    x = rand((3, 4), torch.float32, 19)
+    g = pt2.Graph()
+    vx = g.input(x.dtype, x.shape)
+    g.outputs(g.op("add", vx, g.constant(c)))
+    (got,) = g.compile(device="cuda")(x)
+    torch.testing.assert_close(got, x + c.cuda())
+
+
+def test_runs_on_the_current_stream():
+    x = rand((1 << 16,), torch.float32, 20)
+    g = pt2.Graph()
+    v = g.input(x.dtype, x.shape)
+    g.outputs(g.op("exp", v))
+    k = g.compile(device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        (y,) = k(x)
+    s.synchronize()
+    torch.testing.assert_close(y, torch.exp(x))
+
+
+def test_wrong_device_is_an_error():
+    g = pt2.Graph()
+    v = g.input(torch.float32, (4,))
+    g.outputs(g.op("relu", v))
+    k = g.compile(device="cuda")
+    with pytest.raises(pt2.Pt2Error, match="CUDA tensors"):
+        k(torch.zeros(4))
