@@ -170,16 +170,17 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
 /* The convolution's primitive descriptor with x and y in layout `tag` (w
  * in whatever the primitive wants), or null.  With `require_jit`, only an
  * implementation that is a jit or brgemm kernel (not gemm or reference). */
-static dnnl_primitive_desc_t conv_pd(const Conv *c, const DnnlConv *d, dnnl_format_tag_t tag, bool require_jit) {
+static dnnl_primitive_desc_t conv_pd(const Conv *c, const DnnlConv *d, dnnl_format_tag_t x_tag, dnnl_format_tag_t y_tag,
+                                     bool require_jit) {
     const int64_t *xs = c->x_sizes, *ys = c->y_sizes;
     dnnl_dims_t x_dims = {xs[0], xs[1], xs[2], xs[3]}, y_dims = {ys[0], ys[1], ys[2], ys[3]};
     dnnl_memory_desc_t x_any, y_any, w_any;
-    /* oneDNN counts dilation from 0 and wants the right/bottom padding that
-     * makes its output size formula give y's */
+    /* oneDNN counts dilation from 0; with right/bottom padding = left/top,
+     * its output size formula is PyTorch's */
     dnnl_dims_t strides = {c->stride[0], c->stride[1]}, dilates = {c->dilation[0] - 1, c->dilation[1] - 1};
     dnnl_dims_t pad_l = {c->padding[0], c->padding[1]}, pad_r = {c->padding[0], c->padding[1]};
-    if (dnnl_memory_desc_init_by_tag(&x_any, 4, x_dims, dnnl_f32, tag) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&y_any, 4, y_dims, dnnl_f32, tag) != dnnl_success) {
+    if (dnnl_memory_desc_init_by_tag(&x_any, 4, x_dims, dnnl_f32, x_tag) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&y_any, 4, y_dims, dnnl_f32, y_tag) != dnnl_success) {
         return NULL;
     }
     w_any = d->w_user;
@@ -241,10 +242,16 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
         !user_md(&d->w_user, c->w_sizes, c->w_strides, c->groups) || !user_md(&d->y_user, c->y_sizes, c->y_strides, 1)) {
         goto fail;
     }
-    /* the blocked layouts of the AVX-512 and AVX2 kernels, then anything */
-    dnnl_primitive_desc_t pd = conv_pd(c, d, dnnl_nChw16c, true);
-    if (!pd) pd = conv_pd(c, d, dnnl_nChw8c, true);
-    if (!pd) pd = conv_pd(c, d, dnnl_format_tag_any, false);
+    /* the blocked layouts of the AVX-512 and AVX2 kernels; plain x into
+     * blocked y, which their kernels for few input channels (a network's
+     * first layer) take; then anything */
+    static const dnnl_format_tag_t layouts[][2] = {
+        {dnnl_nChw16c, dnnl_nChw16c}, {dnnl_nChw8c, dnnl_nChw8c}, {dnnl_nchw, dnnl_nChw16c}, {dnnl_nchw, dnnl_nChw8c}};
+    dnnl_primitive_desc_t pd = NULL;
+    for (size_t i = 0; !pd && i < sizeof layouts / sizeof layouts[0]; ++i) {
+        pd = conv_pd(c, d, layouts[i][0], layouts[i][1], true);
+    }
+    if (!pd) pd = conv_pd(c, d, dnnl_format_tag_any, dnnl_format_tag_any, false);
     if (!pd) goto fail;
     d->x_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     d->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
