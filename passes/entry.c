@@ -34,6 +34,51 @@ static int find_ciface(MlirOperation module, char *name, size_t cap, int *n_args
     return found;
 }
 
+/* Marks the aligned pointer of every memref argument of the kernel `name`
+ * (the function the C interface wraps) noalias.  MLIR passes a memref as
+ * (allocated, aligned, offset, sizes..., strides...) and inserts the aligned
+ * pointer at position 1 of the descriptor it rebuilds in the entry block;
+ * that is how the arguments are found.  The runtime's contract makes this
+ * true: outputs are fresh buffers, and inputs are only read (two inputs may
+ * share memory; noalias allows that for reads).  Without it, an accumulator
+ * in an output buffer is reloaded and stored every iteration (LLVM cannot
+ * keep it in a register past the loads of an input that might alias it). */
+static void mark_noalias(MlirOperation module, const char *name) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref("llvm.func"))) continue;
+        MlirStringRef s = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, sref("sym_name")));
+        if (!mlirStringRefEqual(s, sref(name))) continue;
+        MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+        if (mlirBlockIsNull(entry)) return;
+        intptr_t n = mlirBlockGetNumArguments(entry);
+        bool *aligned = calloc((size_t)n + 1, sizeof(bool));
+        int marked = 0;
+        for (MlirOperation in = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(in); in = mlirOperationGetNextInBlock(in)) {
+            if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(in)), sref("llvm.insertvalue"))) continue;
+            MlirValue v = mlirOperationGetOperand(in, 1);
+            MlirAttribute pos = mlirOperationGetAttributeByName(in, sref("position"));
+            if (!mlirValueIsABlockArgument(v) || !mlirBlockEqual(mlirBlockArgumentGetOwner(v), entry)) continue;
+            if (mlirAttributeIsNull(pos) || mlirDenseArrayGetNumElements(pos) != 1 || mlirDenseI64ArrayGetElement(pos, 0) != 1) continue;
+            if (!mlirTypeIsALLVMPointerType(mlirValueGetType(v))) continue;
+            intptr_t k = mlirBlockArgumentGetArgNumber(v);
+            if (!aligned[k]) ++marked;
+            aligned[k] = true;
+        }
+        if (marked > 0 && mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("arg_attrs")))) {
+            size_t cap = 16 + (size_t)n * 20;
+            char *text = malloc(cap);
+            size_t len = (size_t)snprintf(text, cap, "[");
+            for (intptr_t i = 0; i < n; ++i) len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? ", " : "", aligned[i] ? "{llvm.noalias}" : "{}");
+            snprintf(text + len, cap - len, "]");
+            mlirOperationSetAttributeByName(op, sref("arg_attrs"), parse_attr(mlirOperationGetContext(op), text));
+            free(text);
+        }
+        free(aligned);
+        return;
+    }
+}
+
 static int run_entry(MlirOperation module, void *user) {
     (void)user;
     char name[256];
@@ -45,6 +90,7 @@ static int run_entry(MlirOperation module, void *user) {
                             : "pt2-entry: no lowered function with llvm.emit_c_interface (run after convert-func-to-llvm)");
         return -1;
     }
+    mark_noalias(module, name + 13);
     size_t cap = 512 + (size_t)n_args * 200;
     char *text = malloc(cap);
     size_t len = (size_t)snprintf(text, cap, "module {\n  llvm.func @%s(", name);

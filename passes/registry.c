@@ -27,6 +27,7 @@ MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
+MlirPass pt2_create_split_reductions_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -42,11 +43,14 @@ static const PassEntry pt2_passes[] = {
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
-    {"pt2-extern-blas", "Call the BLAS (libpt2rt) for f32/f64 matmuls on buffers", pt2_create_extern_blas_pass},
+    {"pt2-extern-blas", "Call libpt2rt for f32/f64 matmuls (OpenBLAS) and conv2d (oneDNN, im2col + BLAS) on buffers",
+     pt2_create_extern_blas_pass},
     {"pt2-math-to-libm", "Transcendental math ops on f32/f64 → readnone libm calls (vectorized through libmvec)",
      pt2_create_math_to_libm_pass},
     {"pt2-fuse-parallel-loops", "Fuse adjacent loop nests over the same rows (a reduction and its epilogue in one pass)",
      pt2_create_fuse_parallel_loops_pass},
+    {"pt2-split-reductions", "Run a whole-tensor reduction loop as parallel chunks with partial results, then combine them",
+     pt2_create_split_reductions_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -114,8 +118,8 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
              fusion ? "linalg-fuse-elementwise-ops,cse," : "", blas ? "pt2-extern-blas," : "",
              parallel ? ",affine-parallelize{max-nested=1}" : "",
-             parallel ? (fusion ? "pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
-                                : "pt2-serialize-small-loops,convert-scf-to-openmp,")
+             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
+                                : "pt2-split-reductions,pt2-serialize-small-loops,convert-scf-to-openmp,")
                       : "");
     return text;
 }

@@ -10,6 +10,7 @@ only in element width."""
 import pytest
 import torch
 
+import pt2
 from opcheck import ALL, FLOATS, INTS, NUMERIC, check, make
 
 # (input, dims, keepdim) forms over the inputs of _inputs(); dims None = the
@@ -256,4 +257,34 @@ def test_int_extremes():
              for n in ("argmax", "argmin") for d in (None, 0, 1)]
     cases += [(f"{n}", lambda g, v, n=n: g.op(n, v, dims=[1]), lambda t, n=n: getattr(torch, n)(t, dim=1))
               for n in ("amax", "amin", "sum")]
+    check([x], cases)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64, torch.bool])
+def test_large_whole_reductions(dtype):
+    """Whole-tensor reductions big enough for pt2-split-reductions (parallel
+    chunks with partial results): the partials' identities and the final
+    combine must give eager's result; argmax/argmin (two coupled
+    accumulators) keep their sequential loop and its first-index ties."""
+    x = make((517, 263), dtype, -3, 3, seed=11)  # 135971 elements, not a multiple of the chunk count
+    names = ["sum", "amax", "amin", "any", "all"] if dtype != torch.bool else ["any", "all", "sum"]
+    if dtype.is_floating_point:
+        names += ["mean", "prod"]
+    cases = []
+    for n in names:
+        ref = _torch_prod if n == "prod" else getattr(torch, n)
+        cases.append((f"{n} all dims", lambda g, v, n=n: g.op(n, v), lambda t, r=ref: r(t)))
+        cases.append((f"{n} all dims keepdim", lambda g, v, n=n: g.op(n, v, dims=[0, 1], keepdim=True),
+                      lambda t, r=ref: r(t, dim=(0, 1), keepdim=True) if r is not _torch_prod else r(t).reshape(1, 1)))
+    if dtype != torch.bool:
+        cases += [(f"{n}", lambda g, v, n=n: g.op(n, v), lambda t, n=n: getattr(torch, n)(t)) for n in ("argmax", "argmin")]
+    if dtype.is_floating_point:
+        # prod of 135971 values in [-3, 3) over/underflows: compare on values
+        # near 1, against the product in f64 (eager's f32 product is off by
+        # 2e-5 too, in its own order)
+        y = (1 + make((517, 263), dtype, -1e-3, 1e-3, seed=12))
+        g = pt2.Graph()
+        g.outputs(g.op("prod", g.input(dtype, tuple(y.shape))))
+        torch.testing.assert_close(g.compile()(y)[0].double(), torch.prod(y.double()), rtol=2e-4 if dtype == torch.float32 else 1e-12, atol=0)
+        cases = [c for c in cases if not c[0].startswith("prod")]
     check([x], cases)
