@@ -26,6 +26,11 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
 typedef struct Emit {
     Trace *t;
     Pt2Asm *a;
+    PyCodeObject *code;
+    /* objects made in the trace, rebuilt once each into a temporary local */
+    Var *rebuilt[64];
+    int rebuilt_local[64];
+    int n_rebuilt;
     int graph_out;      /* local holding the compiled graph's output tuple, or -1 */
     Var **outputs;      /* graph outputs, in tuple order */
     int n_outputs, cap_outputs;
@@ -58,13 +63,34 @@ static void collect(Emit *e, Var *v, int depth) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
     }
     if (v->kind == V_METHOD && v->self) collect(e, v->self, depth + 1);
+    if (v->kind == V_SET) {
+        for (int i = 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
+    }
+    if (v->kind == V_OBJECT && v->fresh) {
+        collect(e, v->attrs, depth + 1);
+        if (v->content) collect(e, v->content, depth + 1);
+    }
+}
+
+/* The frame's free-variable cells, loaded for a MAKE_FUNCTION or a call
+ * (3.11 has LOAD_CLOSURE; on 3.12 it is a pseudo-op and LOAD_FAST reads the cell). */
+static void emit_free_cells(Emit *e) {
+    int load_cell = pt2_bc_opcode("LOAD_CLOSURE");
+    if (load_cell < 0 || load_cell >= 256) load_cell = pt2_bc_opcode("LOAD_FAST");
+    int first_free = e->code->co_nlocalsplus - e->code->co_nfreevars;
+    for (int i = first_free; i < e->code->co_nlocalsplus; ++i) pt2_asm_emit(e->a, load_cell, i);
 }
 
 /*--- rebuilding values -------------------------------------------------------------*/
 
 static bool emit_source(Emit *e, const Source *s) {
     switch (s->kind) {
-    case SRC_LOCAL: pt2_asm_load_fast(e->a, (int)s->index); return true;
+    case SRC_LOCAL: {
+        /* after the prologue an argument that is a cell variable holds its cell */
+        bool is_cell = (unsigned char)PyBytes_AS_STRING(e->code->co_localspluskinds)[s->index] & 0x40;
+        pt2_asm_emit(e->a, pt2_bc_opcode(is_cell ? "LOAD_DEREF" : "LOAD_FAST"), (int)s->index);
+        return true;
+    }
     case SRC_GLOBAL: case SRC_BUILTIN: pt2_asm_load_global(e->a, PyUnicode_AsUTF8(s->name), false); return true;
     case SRC_MODULE: {
         PyObject *m = PyImport_GetModule(s->name);
@@ -88,11 +114,68 @@ static bool emit_source(Emit *e, const Source *s) {
         pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
         return true;
     }
-    default: return fail(e, "a value from a closure");
+    case SRC_CLOSURE: /* the replacement runs in the frame: its free cells are there */
+        pt2_asm_emit(e->a, pt2_bc_opcode("LOAD_DEREF"), (int)(e->code->co_nlocalsplus - e->code->co_nfreevars + s->index));
+        return true;
+    default: return fail(e, "a value from an unknown source");
     }
 }
 
+static bool emit_var(Emit *e, Var *v, int depth);
+
+/* An object made in the trace: pt2_rebuild_object(cls, names, values, keys, items). */
+static bool emit_fresh_object(Emit *e, Var *v, int depth) {
+    Var *attrs = v->attrs, *content = v->content;
+    int n_items = content ? content->n_items : 0;
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, pt2_rebuild_object_fn());
+    pt2_asm_load_const(e->a, (PyObject *)Py_TYPE(v->obj));
+    PyObject *names = PyTuple_New(attrs->n_items);
+    for (int i = 0; i < attrs->n_items; ++i) PyTuple_SET_ITEM(names, i, Py_NewRef(attrs->keys[i]->obj));
+    pt2_asm_load_const(e->a, names);
+    Py_DECREF(names);
+    for (int i = 0; i < attrs->n_items; ++i) {
+        if (!emit_var(e, attrs->items[i], depth + 1)) return false;
+    }
+    pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_TUPLE"), attrs->n_items);
+    for (int i = 0; i < n_items; ++i) {
+        if (!emit_var(e, content->keys[i], depth + 1)) return false;
+    }
+    pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_TUPLE"), n_items);
+    for (int i = 0; i < n_items; ++i) {
+        if (!emit_var(e, content->items[i], depth + 1)) return false;
+    }
+    pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_TUPLE"), n_items);
+    pt2_asm_call(e->a, 5);
+    return true;
+}
+
+static bool emit_value(Emit *e, Var *v, int depth);
+
+/* A mutable value made in the trace (a list, dict, set or object) is built
+ * once and kept in a temporary: every reference to it is the same object. */
 static bool emit_var(Emit *e, Var *v, int depth) {
+    bool shared = !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh));
+    if (!shared) return emit_value(e, v, depth);
+    for (int i = 0; i < e->n_rebuilt; ++i) {
+        if (e->rebuilt[i] == v) {
+            pt2_asm_load_fast(e->a, e->rebuilt_local[i]);
+            return true;
+        }
+    }
+    if (e->n_rebuilt == 64) return fail(e, "too many containers made in the trace");
+    if (!emit_value(e, v, depth)) return false;
+    char name[32];
+    snprintf(name, sizeof name, "___pt2_made%d", e->n_rebuilt);
+    int local = pt2_asm_local(e->a, name);
+    pt2_asm_store_fast(e->a, local);
+    pt2_asm_load_fast(e->a, local);
+    e->rebuilt[e->n_rebuilt] = v;
+    e->rebuilt_local[e->n_rebuilt++] = local;
+    return true;
+}
+
+static bool emit_value(Emit *e, Var *v, int depth) {
     if (depth > 16) return fail(e, "value nested too deeply");
     switch (v->kind) {
     case V_NULL: pt2_asm_push_null(e->a); return true;
@@ -159,8 +242,14 @@ static bool emit_var(Emit *e, Var *v, int depth) {
         pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_SLICE"), 3);
         return true;
     }
+    case V_SET:
+        for (int i = 0; i < v->n_items; ++i) {
+            if (!emit_var(e, v->items[i], depth + 1)) return false;
+        }
+        pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_SET"), v->n_items);
+        return true;
     case V_METHOD:
-        if (v->obj && PyMethod_Check(v->obj) && v->self && v->self->source) {
+        if (v->obj && PyMethod_Check(v->obj) && v->self && (v->self->source || v->self->fresh)) {
             /* the method of the caller's instance (modules are guarded by type) */
             PyObject *fname = PyObject_GetAttrString(PyMethod_GET_FUNCTION(v->obj), "__name__");
             if (!fname || !PyUnicode_Check(fname)) {
@@ -184,6 +273,7 @@ static bool emit_var(Emit *e, Var *v, int depth) {
         }
         return fail(e, "a method value");
     case V_MODULE: case V_OBJECT: case V_CALLABLE: case V_FUNCTION:
+        if (v->fresh) return emit_fresh_object(e, v, depth);
         if (v->source) return emit_source(e, v->source);
         if (v->obj && (v->kind != V_FUNCTION || PyFunction_Check(v->obj)) && !PyUnicode_Check(v->obj)) {
             pt2_asm_load_const(e->a, v->obj);
@@ -215,10 +305,20 @@ static bool emit_resume_call(Emit *e, PyObject *resume_fn, int depth, const int 
         pt2_asm_store_fast(e->a, temps[k]);
     }
     pt2_asm_push_null(e->a);
-    pt2_asm_load_const(e->a, resume_fn);
+    if (e->code->co_nfreevars) {
+        /* a closure: the continuation gets this frame's cells */
+        emit_free_cells(e);
+        pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_TUPLE"), e->code->co_nfreevars);
+        pt2_asm_load_const(e->a, PyFunction_GET_CODE(resume_fn));
+        pt2_asm_emit(e->a, pt2_bc_opcode("MAKE_FUNCTION"), 0x08);
+    } else {
+        pt2_asm_load_const(e->a, resume_fn);
+    }
     for (int k = 0; k < depth; ++k) pt2_asm_load_fast(e->a, temps[k]);
     for (int k = 0; k < n_live; ++k) {
-        if (!emit_var(e, locals[live[k]], 0)) return false;
+        Var *v = locals[live[k]];
+        if (v->kind == V_CELL) v = v->items[0]; /* a cell variable: the continuation makes its own cell */
+        if (!emit_var(e, v, 0)) return false;
     }
     pt2_asm_call(e->a, depth + n_live);
     pt2_asm_return_value(e->a);
@@ -238,7 +338,10 @@ static PyObject *make_resume_fn(PyCodeObject *code, int offset, int depth, PyObj
 PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_guards, double *out_compile_s, bool *out_cached,
                             char *why, size_t why_cap) {
     PyCodeObject *code = in->code;
-    Emit e = {t, NULL, -1, NULL, 0, 0, false, ""};
+    Emit e = {0};
+    e.t = t;
+    e.code = code;
+    e.graph_out = -1;
     PyObject *compiled = NULL, *replacement = NULL, *live_names = NULL, *resume_a = NULL, *resume_b = NULL;
     Pt2Code dec = {0};
     int live[512], n_live = 0;
@@ -251,9 +354,22 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         fail(&e, "containers were mutated inside the call that broke");
         goto done;
     }
-    if (code->co_ncellvars || code->co_nfreevars) {
-        fail(&e, "the function has closures");
-        goto done;
+    for (Py_ssize_t k = 0; k < code->co_nfreevars; ++k) {
+        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, code->co_nlocalsplus - code->co_nfreevars + k);
+        if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0) {
+            /* zero-argument super() reads the frame's first local, which in a
+             * continuation is a stack value */
+            fail(&e, "the function uses super() (a __class__ cell)");
+            goto done;
+        }
+    }
+    for (int k = 0; k < t->n_stores; ++k) {
+        Var *v = t->stores[k].value;
+        if (v->kind == V_FUNCTION && v->obj && PyCode_Check(v->obj) && code->co_ncellvars) {
+            /* it holds this frame's cells, which the continuation makes afresh */
+            fail(&e, "a closure made in the function was stored before the break");
+            goto done;
+        }
     }
     if (pt2_bc_decode(code, &dec) != 0) {
         PyErr_Clear();
@@ -280,8 +396,10 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     }
     /* live locals: every bound plain local */
     live_names = PyList_New(0);
-    for (int i = 0; i < code->co_nlocalsplus && n_live < 512; ++i) {
-        if (t->snapshot.locals[i]) {
+    int first_free = code->co_nlocalsplus - code->co_nfreevars;
+    for (int i = 0; i < first_free && n_live < 512; ++i) {
+        Var *v = t->snapshot.locals[i];
+        if (v && !(v->kind == V_CELL && !v->items[0])) {
             live[n_live++] = i;
             PyList_Append(live_names, PyTuple_GET_ITEM(code->co_localsplusnames, i));
         }
@@ -344,8 +462,14 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
                      ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
         pt2_asm_push_null(e.a);
         pt2_asm_load_const(e.a, compiled);
-        for (int i = 0; i < n_args; ++i) pt2_asm_load_fast(e.a, i);
-        pt2_asm_call(e.a, n_args);
+        int load_deref = pt2_bc_opcode("LOAD_DEREF");
+        for (int i = 0; i < n_args; ++i) {
+            /* after the prologue an argument that is a cell variable holds its cell */
+            bool is_cell = (unsigned char)PyBytes_AS_STRING(code->co_localspluskinds)[i] & 0x40;
+            pt2_asm_emit(e.a, is_cell ? load_deref : pt2_bc_opcode("LOAD_FAST"), i);
+        }
+        emit_free_cells(&e); /* the graph may read tensors from the closure */
+        pt2_asm_call(e.a, n_args + code->co_nfreevars);
         pt2_asm_store_fast(e.a, e.graph_out);
     }
     for (int i = 0; i < sp && !e.failed; ++i) emit_var(&e, stack[i], 0);
@@ -365,7 +489,9 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         int taken = pt2_asm_new_label(e.a);
         bool jumps_if_true = strstr(opname, "TRUE") != NULL;
         pt2_asm_emit_jump(e.a, jumps_if_true ? "POP_JUMP_IF_TRUE" : "POP_JUMP_IF_FALSE", taken);
+        int rebuilt_before = e.n_rebuilt; /* temporaries stored on one path are not set on the other */
         emit_resume_call(&e, resume_a, depth_after, live, n_live, t->snapshot.locals);
+        e.n_rebuilt = rebuilt_before;
         pt2_asm_place_label(e.a, taken);
         emit_resume_call(&e, resume_b, depth_after, live, n_live, t->snapshot.locals);
     }

@@ -31,6 +31,15 @@ int guards_init(void);
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
 int guards_check_env(Pt2Guards *g, const SourceEnv *env);
 int guards_count(const Pt2Guards *g);
+/* The cache-hit path fetches each tensor once: the value guard `guard_index`
+ * (a tensor guard) fetched in the last passing check of this frame, whose
+ * argument slots were `args` (new reference), or NULL: fetch it again. */
+PyObject *guards_take_fetched(Pt2Guards *g, int guard_index, PyObject *const *args, Py_ssize_t n_args);
+void guards_done_fetching(Pt2Guards *g);
+/* The tensor guard on source s, or -1. */
+int guards_find_tensor(const Pt2Guards *g, const Source *s);
+/* Links a compiled graph to the guards of its cache entry (compiled.c). */
+void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t);
 const char *guards_text(const Pt2Guards *g, int i);
 
 int values_init(void);

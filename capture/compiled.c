@@ -11,12 +11,14 @@
 
 #include "capture.h"
 
-typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE } OutKind;
+typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE, OUT_SET, OUT_OBJECT } OutKind;
 
 typedef struct OutNode {
     OutKind kind;
     int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
-    PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type */
+    PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type;
+                               OUT_OBJECT (class, attribute names, item keys): children are
+                               the attribute values, then the items */
     CSource *source;        /* OUT_SOURCE: an object fetched from the frame again */
     struct OutNode *children;
     int n;
@@ -38,6 +40,8 @@ typedef struct Pt2CompiledFn {
     PyObject *globals;
     PyObject *name;
     PyObject *fallback; /* the traced function: run eagerly if an input cannot be fetched */
+    Pt2Guards *guards;  /* of the cache entry calling this graph (not owned): inputs its check fetched */
+    int *input_guard;   /* per input: its tensor guard in `guards`, or -1 */
     bool warned;
     int n_arg_slots;    /* arguments beyond these are the frame's closure cells */
     /* inputs changed in place: input[i] <- output[j] after the kernel ran */
@@ -46,7 +50,8 @@ typedef struct Pt2CompiledFn {
     size_t *input_itemsize;
     /* attribute assignments replayed after the graph: target.name = value */
     int n_stores;
-    CSource **store_targets;
+    CSource **store_targets;  /* NULL: a global assignment into store_globals[k] */
+    PyObject **store_globals;
     PyObject **store_names;
     OutNode *store_values;
 } Pt2CompiledFn;
@@ -78,14 +83,17 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     for (int i = 0; i < self->n_stores; ++i) {
         csource_free(self->store_targets[i]);
         Py_XDECREF(self->store_names[i]);
+        Py_XDECREF(self->store_globals[i]);
         out_free(&self->store_values[i]);
     }
     PyMem_Free(self->store_targets);
     PyMem_Free(self->store_names);
+    PyMem_Free(self->store_globals);
     PyMem_Free(self->store_values);
     PyMem_Free(self->writeback_input);
     PyMem_Free(self->writeback_output);
     PyMem_Free(self->input_itemsize);
+    PyMem_Free(self->input_guard);
     Py_XDECREF(self->globals);
     Py_XDECREF(self->name);
     Py_XDECREF(self->fallback);
@@ -102,7 +110,7 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
     case OUT_GRAPH: return Py_NewRef(outputs[n->index]);
     case OUT_INPUT: return Py_NewRef(inputs[n->index]);
     case OUT_CONST: return Py_NewRef(n->obj);
-    case OUT_TUPLE: case OUT_LIST: case OUT_SIZE: {
+    case OUT_TUPLE: case OUT_LIST: case OUT_SIZE: case OUT_SET: case OUT_OBJECT: {
         PyObject *r = n->kind == OUT_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
         if (!r) return NULL;
         for (int i = 0; i < n->n; ++i) {
@@ -118,6 +126,12 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
             }
         }
         if (n->kind == OUT_SIZE) Py_SETREF(r, PyObject_CallOneArg(n->obj, r));
+        if (n->kind == OUT_SET) Py_SETREF(r, PySet_New(r));
+        if (n->kind == OUT_OBJECT) { /* an object made in the traced code (objects.c) */
+            PyObject *names = PyTuple_GET_ITEM(n->obj, 1), *keys = PyTuple_GET_ITEM(n->obj, 2);
+            PyObject *const *values = &PyTuple_GET_ITEM(r, 0);
+            Py_SETREF(r, pt2_rebuild_object(PyTuple_GET_ITEM(n->obj, 0), names, values, keys, values + PyTuple_GET_SIZE(names)));
+        }
         return r;
     }
     case OUT_DICT: {
@@ -186,7 +200,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
     for (; got_in < self->n_inputs; ++got_in) {
-        inputs[got_in] = csource_eval(self->inputs[got_in], &env);
+        inputs[got_in] = self->input_guard ? guards_take_fetched(self->guards, self->input_guard[got_in], args, n_slots) : NULL;
+        if (!inputs[got_in]) inputs[got_in] = csource_eval(self->inputs[got_in], &env);
         if (!inputs[got_in]) {
             /* never an error for the user: the function runs eagerly instead */
             if (!self->warned) {
@@ -207,6 +222,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         if (PyErr_Occurred()) goto done;
         all_contiguous = all_contiguous && self->input_contiguous[got_in];
     }
+    if (self->input_guard) guards_done_fetching(self->guards);
     if (self->n_writeback && inputs_alias_mutated(self, ptrs)) {
         /* eager semantics for aliased arguments (f(x, x) mutating one): run eagerly */
         PyObject *tuple = PyTuple_New(n_slots);
@@ -272,9 +288,10 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         Py_DECREF(r);
     }
     for (int k = 0; k < self->n_stores; ++k) {
-        PyObject *target = csource_eval(self->store_targets[k], &env);
+        PyObject *target = self->store_targets[k] ? csource_eval(self->store_targets[k], &env) : Py_NewRef(self->store_globals[k]);
         PyObject *value = target ? build_result(&self->store_values[k], outputs, inputs, &env) : NULL;
-        int rc = value ? PyObject_GenericSetAttr(target, self->store_names[k], value) : -1;
+        int rc = !value ? -1 : self->store_targets[k] ? PyObject_GenericSetAttr(target, self->store_names[k], value)
+                                                      : PyDict_SetItem(target, self->store_names[k], value);
         Py_XDECREF(target);
         Py_XDECREF(value);
         if (rc != 0) {
@@ -338,6 +355,31 @@ static int input_index(Trace *t, Var *v) {
 
 PyObject *torch_size_type_obj(void);
 
+static int collect_outputs(OutCollect *c, Var *v, OutNode *n);
+
+/* An object made in the traced code: its class, attributes and items. */
+static int collect_object(OutCollect *c, Var *v, OutNode *n) {
+    Var *attrs = v->attrs, *content = v->content;
+    int n_items = content ? content->n_items : 0;
+    n->kind = OUT_OBJECT;
+    n->n = attrs->n_items + n_items;
+    n->children = PyMem_Calloc((size_t)(n->n + 1), sizeof(OutNode));
+    PyObject *names = PyTuple_New(attrs->n_items), *keys = PyTuple_New(n_items);
+    for (int i = 0; i < attrs->n_items; ++i) PyTuple_SET_ITEM(names, i, Py_NewRef(attrs->keys[i]->obj));
+    n->obj = Py_BuildValue("(ONN)", (PyObject *)Py_TYPE(v->obj), names, keys);
+    for (int i = 0; i < n_items; ++i) {
+        if (content->keys[i]->kind != V_CONST) return trace_break(c->t, "returned object with a non-constant key"), -1;
+        PyTuple_SET_ITEM(keys, i, Py_NewRef(content->keys[i]->obj));
+    }
+    for (int i = 0; i < attrs->n_items; ++i) {
+        if (collect_outputs(c, attrs->items[i], &n->children[i]) != 0) return -1;
+    }
+    for (int i = 0; i < n_items; ++i) {
+        if (collect_outputs(c, content->items[i], &n->children[attrs->n_items + i]) != 0) return -1;
+    }
+    return 0;
+}
+
 /* Builds the output template; returns -1 (trace broken) on an unsupported value. */
 static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
     Trace *t = c->t;
@@ -371,6 +413,7 @@ static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
         return 0;
     case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
         if (!v->obj) break;
+        if (v->fresh) return collect_object(c, v, n);
         if (v->kind == V_MODULE && v->source) { /* type-guarded: fetch the caller's instance */
             n->kind = OUT_SOURCE;
             n->source = csource_copy(v->source);
@@ -379,8 +422,9 @@ static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
         n->kind = OUT_CONST;
         n->obj = Py_NewRef(v->obj);
         return 0;
-    case V_TUPLE: case V_LIST: case V_DICT: {
-        n->kind = v->kind == V_LIST ? OUT_LIST : v->kind == V_DICT ? OUT_DICT : (v->obj == torch_size_type_obj() ? OUT_SIZE : OUT_TUPLE);
+    case V_TUPLE: case V_LIST: case V_DICT: case V_SET: {
+        n->kind = v->kind == V_LIST ? OUT_LIST : v->kind == V_DICT ? OUT_DICT : v->kind == V_SET ? OUT_SET
+                : (v->obj == torch_size_type_obj() ? OUT_SIZE : OUT_TUPLE);
         if (n->kind == OUT_SIZE) n->obj = Py_NewRef(v->obj);
         n->n = v->n_items;
         n->children = PyMem_Calloc((size_t)(v->n_items + 1), sizeof(OutNode));
@@ -405,20 +449,18 @@ static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
 /* Compiles the trace's graph with `result` as the function's return value.
  * Returns a new compiled object, or NULL: with an exception set for a
  * compiler failure, without one when the trace broke. */
-static bool from_closure(const Source *s) {
-    while (s->base) s = s->base;
-    return s->kind == SRC_CLOSURE;
+void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t) {
+    Pt2CompiledFn *self = (Pt2CompiledFn *)compiled;
+    if (!compiled || !guards || Py_TYPE(compiled) != &Pt2CompiledFnType || self->n_inputs != t->n_inputs) return;
+    self->input_guard = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(int));
+    if (!self->input_guard) return;
+    self->guards = guards;
+    for (int i = 0; i < self->n_inputs; ++i) self->input_guard[i] = guards_find_tensor(guards, t->inputs[i]->source);
 }
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
     /* running the whole function eagerly stands in for a full graph only */
     PyObject *fallback = t->root && !t->partial ? (PyObject *)t->root->func : NULL;
-    for (int i = 0; t->partial && i < t->n_inputs; ++i) {
-        if (from_closure(t->inputs[i]->source)) {
-            trace_break(t, "a tensor captured from an enclosing function's closure (before a graph break)");
-            return NULL;
-        }
-    }
     OutCollect c = {t, NULL, 0, 0};
     OutNode root;
     OutNode *store_values = t->n_stores ? PyMem_Calloc((size_t)t->n_stores, sizeof(OutNode)) : NULL;
@@ -466,8 +508,10 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->store_values = store_values;
     self->store_targets = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(CSource *));
     self->store_names = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
+    self->store_globals = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
     for (int k = 0; k < t->n_stores; ++k) {
-        self->store_targets[k] = csource_copy(t->stores[k].target->source);
+        self->store_targets[k] = t->stores[k].target ? csource_copy(t->stores[k].target->source) : NULL;
+        self->store_globals[k] = Py_XNewRef(t->stores[k].globals);
         self->store_names[k] = Py_NewRef(t->stores[k].name);
     }
     *out_compile_s = 0;

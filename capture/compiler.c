@@ -170,6 +170,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
         goto done;
     }
     Pt2Guards *guards = guards_build(&t, code, in->func->func_globals);
+    compiled_use_guards(compiled, guards, &t); /* one fetch per input on a cache hit */
     if (pt2_log_enabled("graph") && graph_text) fprintf(stderr, "[pt2] graph of %s:\n%s\n", PyUnicode_AsUTF8(code->co_qualname), graph_text);
     if (pt2_log_enabled("guards")) {
         fprintf(stderr, "[pt2] guards of %s:\n", PyUnicode_AsUTF8(code->co_qualname));

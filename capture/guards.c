@@ -113,7 +113,19 @@ struct Pt2Guards {
     int n;
     PyObject *globals;  /* the traced function's globals (strong) */
     char last_failure[512];
+    /* The tensors the last passing check fetched (per guard, strong, NULL for
+     * other kinds) and the argument slots it ran on: the compiled graph the
+     * replacement calls next takes its inputs from here instead of fetching
+     * them again (guards_take_fetched). */
+    PyObject **fetched;
+    PyObject **fetched_args; /* borrowed identities of the frame's argument slots */
+    Py_ssize_t n_fetched_args;
+    bool fetched_valid;
 };
+
+/* The guards whose check last passed on this thread: a compiled graph only
+ * takes fetched values from those (never from a set freed since). */
+static _Thread_local Pt2Guards *last_passed;
 
 static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_dtype, *attr_is_cpu, *attr_requires_grad;
 
@@ -166,6 +178,7 @@ static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
     Pt2Guards *g = PyMem_Calloc(1, sizeof *g);
     g->items = PyMem_Calloc((size_t)(t->n_guards + 1), sizeof(CGuard));
+    g->fetched = PyMem_Calloc((size_t)(t->n_guards + 1), sizeof(PyObject *));
     g->globals = Py_XNewRef(globals);
     for (int i = 0; i < t->n_guards; ++i) {
         const GuardSpec *s = &t->guards[i];
@@ -190,12 +203,16 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
 
 void pt2_guards_free(Pt2Guards *g) {
     if (!g) return;
+    if (last_passed == g) last_passed = NULL;
     for (int i = 0; i < g->n; ++i) {
         csource_free(g->items[i].source);
         Py_XDECREF(g->items[i].obj);
         PyMem_Free(g->items[i].text);
     }
     PyMem_Free(g->items);
+    for (int i = 0; g->fetched && i < g->n; ++i) Py_XDECREF(g->fetched[i]);
+    PyMem_Free(g->fetched);
+    PyMem_Free(g->fetched_args);
     Py_XDECREF(g->globals);
     PyMem_Free(g);
 }
@@ -228,7 +245,8 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
     return ok;
 }
 
-static bool check_one(const CGuard *g, const SourceEnv *env) {
+/* *keep: the fetched value of a passing tensor guard (new reference). */
+static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     if (g->kind == G_GRAD_MODE) {
         PyObject *r = PyObject_CallNoArgs(grad_enabled_fn);
         bool ok = r && (r == Py_True) == (g->n != 0);
@@ -255,7 +273,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env) {
         ok = (PyObject *)Py_TYPE(v) == g->obj && PyObject_Length(v) == g->n;
         break;
     case G_HAS_KEY: {
-        int has = PyDict_Check(v) ? PyDict_Contains(v, g->obj) : -1;
+        int has = PyDict_Check(v) ? PyDict_Contains(v, g->obj) : PyAnySet_Check(v) ? PySet_Contains(v, g->obj) : -1;
         ok = has >= 0 && has == (g->n != 0);
         break;
     }
@@ -267,23 +285,70 @@ static bool check_one(const CGuard *g, const SourceEnv *env) {
     }
     default: break;
     }
-    Py_DECREF(v);
     if (PyErr_Occurred()) {
         PyErr_Clear();
         ok = false;
+    }
+    if (ok && keep && g->kind == G_TENSOR) {
+        Py_XSETREF(*keep, v);
+    } else {
+        Py_DECREF(v);
     }
     return ok;
 }
 
 int guards_check_env(Pt2Guards *g, const SourceEnv *env) {
+    g->fetched_valid = false;
     for (int i = 0; i < g->n; ++i) {
-        if (!check_one(&g->items[i], env)) {
+        if (!check_one(&g->items[i], env, &g->fetched[i])) {
             snprintf(g->last_failure, sizeof g->last_failure, "%s", g->items[i].text);
             return 0;
         }
     }
     g->last_failure[0] = 0;
+    if (g->n_fetched_args < env->n_fast) {
+        PyMem_Free(g->fetched_args);
+        g->fetched_args = PyMem_Calloc((size_t)env->n_fast + 1, sizeof(PyObject *));
+        g->n_fetched_args = g->fetched_args ? env->n_fast : 0;
+    }
+    if (g->fetched_args) {
+        memcpy(g->fetched_args, env->fast, sizeof(PyObject *) * (size_t)env->n_fast);
+        g->fetched_valid = true;
+        last_passed = g;
+    }
     return 1;
+}
+
+PyObject *guards_take_fetched(Pt2Guards *g, int guard_index, PyObject *const *args, Py_ssize_t n_args) {
+    if (!g || g != last_passed || !g->fetched_valid || guard_index < 0 || guard_index >= g->n || n_args > g->n_fetched_args) return NULL;
+    /* the same frame: its argument slots are the objects the check saw (a
+     * check on another thread in between would have other arguments) */
+    for (Py_ssize_t i = 0; i < n_args; ++i) {
+        if (args[i] != g->fetched_args[i]) return NULL;
+    }
+    PyObject *v = g->fetched[guard_index];
+    g->fetched[guard_index] = NULL;
+    return v;
+}
+
+void guards_done_fetching(Pt2Guards *g) {
+    if (!g || g != last_passed) return;
+    g->fetched_valid = false;
+    for (int i = 0; i < g->n; ++i) Py_CLEAR(g->fetched[i]); /* what the graph did not take */
+}
+
+int guards_find_tensor(const Pt2Guards *g, const Source *s) {
+    for (int i = 0; g && i < g->n; ++i) {
+        const CSource *c = g->items[i].source;
+        if (g->items[i].kind != G_TENSOR) continue;
+        const Source *a = s;
+        for (; a && c; a = a->base, c = c->base) {
+            if (a->kind != c->kind || a->index != c->index || (a->name == NULL) != (c->name == NULL)) break;
+            if (a->name && PyUnicode_Compare(a->name, c->name) != 0) break;
+        }
+        if (!a && !c) return i;
+    }
+    return -1;
 }
 
 int pt2_guards_check(Pt2Guards *g, const Pt2FrameInputs *in) {

@@ -32,6 +32,7 @@ static struct {
     int JUMP_IF_TRUE_OR_POP, JUMP_IF_FALSE_OR_POP, GET_ITER, FOR_ITER, BEFORE_WITH;
     int RETURN_GENERATOR, YIELD_VALUE;
     int IMPORT_NAME, IMPORT_FROM, LOAD_SUPER_ATTR;
+    int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL;
 } OP;
 
 static const char *const binary_op_names[] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>", "-", "/", "^"};
@@ -55,6 +56,7 @@ int interp_init(void) {
     LOOKUP(POP_JUMP_BACKWARD_IF_FALSE) LOOKUP(POP_JUMP_BACKWARD_IF_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_NOT_NONE)
     LOOKUP(JUMP_IF_TRUE_OR_POP) LOOKUP(JUMP_IF_FALSE_OR_POP) LOOKUP(GET_ITER) LOOKUP(FOR_ITER) LOOKUP(BEFORE_WITH)
     LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
+    LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL)
 #undef LOOKUP
     return 0;
 }
@@ -95,6 +97,8 @@ static PyObject *local_name(SymFrame *f, int i) { return PyTuple_GET_ITEM(f->cod
 /* LOAD_GLOBAL: globals, then builtins; guarded by identity or value. */
 static Var *load_global(SymFrame *f, PyObject *name) {
     Trace *t = f->t;
+    Var *stored = trace_stored_global(t, f->globals, name);
+    if (stored) return stored;
     PyObject *v = PyDict_GetItemWithError(f->globals, name); /* borrowed */
     Source *src;
     if (v) {
@@ -228,6 +232,17 @@ static Var *get_iter(Trace *t, Var *v) {
         for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->keys[i]);
         return it;
     case V_ITER: return v;
+    case V_SET: case V_OBJECT: {
+        /* a set's items in Python's order; a dict subclass made in the trace: its keys */
+        Var *builtins_iter = NULL;
+        if (v->kind == V_OBJECT && !fresh_object_items(t, v)) break;
+        PyObject *iter_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "list"); /* borrowed */
+        const RuleEntry *rule = iter_fn ? rule_for(iter_fn) : NULL;
+        builtins_iter = rule ? rule_apply(t, rule, &v, 1, NULL, NULL, 0) : NULL;
+        if (!builtins_iter) return t->broke ? NULL : trace_break(t, "iteration over this set");
+        for (int i = 0; i < builtins_iter->n_items; ++i) var_push_item(t, it, builtins_iter->items[i]);
+        return it;
+    }
     case V_CONST: {
         if (!PyTuple_Check(v->obj) && !PyUnicode_Check(v->obj) && !PyFrozenSet_Check(v->obj)) break;
         PyObject *items = PySequence_Tuple(v->obj);
@@ -286,6 +301,7 @@ static void take_snapshot(SymFrame *f, int i, int op) {
     t->snapshot.sp = f->sp;
     t->snapshot.insn = i;
     t->snapshot.mutations = t->mutations;
+    t->snapshot.n_vars = t->n_vars;
     t->snapshot.grad_enabled = t->grad_enabled;
     t->snapshot.kw_names = f->kw_names;
     t->snapshot.valid = true;
@@ -381,8 +397,8 @@ static bool run_frame(SymFrame *f) {
                 push(f, cell);
             }
         } else if (op == OP.STORE_DEREF) {
-            t->mutations++;
             Var *v = pop(f), *cell = f->locals[arg];
+            trace_mutated(t, cell);
             if (cell && cell->kind == V_CELL) {
                 cell->items[0] = v;
             } else {
@@ -440,7 +456,7 @@ static bool run_frame(SymFrame *f) {
                 }
                 Var *it = get_iter(t, b);
                 if (!it) return false;
-                t->mutations++;
+                trace_mutated(t, a);
                 for (Var *v; (v = iter_next(t, it));) var_push_item(t, a, v);
                 push(f, a);
                 i = next;
@@ -505,7 +521,7 @@ static bool run_frame(SymFrame *f) {
             push(f, s);
         } else if (op == OP.STORE_SUBSCR) {
             Var *idx = pop(f), *base = pop(f), *v = pop(f);
-            t->mutations++;
+            trace_mutated(t, base);
             if (base->source && base->kind != V_TENSOR) {
                 trace_break(t, "item assignment on a container passed into the compiled function");
                 return false;
@@ -531,6 +547,8 @@ static bool run_frame(SymFrame *f) {
                 }
             } else if (base->kind == V_TENSOR) {
                 if (!trace_setitem_tensor(t, base, idx, v)) return false;
+            } else if (base->kind == V_OBJECT) {
+                if (!trace_setitem_object(t, base, idx, v)) return false;
             } else {
                 trace_break(t, "item assignment on %s is not supported yet", "this value");
                 return false;
@@ -540,6 +558,26 @@ static bool run_frame(SymFrame *f) {
             for (int k = arg; k > 0; --k) var_push_item(t, c, peek(f, k));
             f->sp -= arg;
             push(f, c);
+        } else if (op == OP.BUILD_SET) {
+            Var *c = var_new(t, V_SET);
+            for (int k = arg; k > 0; --k) trace_set_add(t, c, peek(f, k));
+            f->sp -= arg;
+            push(f, c);
+        } else if (op == OP.SET_ADD) {
+            Var *v = pop(f), *set = peek(f, arg);
+            if (set->kind != V_SET) {
+                trace_break(t, "internal: SET_ADD on a non-set");
+                return false;
+            }
+            trace_set_add(t, set, v);
+        } else if (op == OP.SET_UPDATE) {
+            Var *src = pop(f), *set = peek(f, arg);
+            Var *it = get_iter(t, src);
+            if (!it) return false;
+            for (Var *v; (v = iter_next(t, it));) trace_set_add(t, set, v);
+            if (t->broke) return false;
+        } else if (op == OP.STORE_GLOBAL) {
+            trace_store_global(t, f->globals, co_name(f, arg), pop(f));
         } else if (op == OP.BUILD_MAP) {
             Var *d = var_new(t, V_DICT);
             for (int k = arg; k > 0; --k) {
@@ -562,22 +600,22 @@ static bool run_frame(SymFrame *f) {
             f->sp -= arg;
             push(f, d);
         } else if (op == OP.LIST_APPEND) {
-            t->mutations++;
             Var *v = pop(f);
+            trace_mutated(t, peek(f, arg));
             var_push_item(t, peek(f, arg), v);
         } else if (op == OP.LIST_EXTEND) {
-            t->mutations++;
             Var *src = pop(f), *dst = peek(f, arg);
+            trace_mutated(t, dst);
             Var *it = get_iter(t, src);
             if (!it) return false;
             for (Var *v; (v = iter_next(t, it));) var_push_item(t, dst, v);
         } else if (op == OP.MAP_ADD) {
-            t->mutations++;
             Var *v = pop(f), *k = pop(f), *d = peek(f, arg);
+            trace_mutated(t, d);
             var_push_item(t, d, v);
             d->keys[d->n_items - 1] = k;
         } else if (op == OP.DICT_UPDATE || op == OP.DICT_MERGE) {
-            t->mutations++;
+            trace_mutated(t, peek(f, arg + 1));
             Var *src = pop(f), *d = peek(f, arg);
             if (src->kind != V_DICT) {
                 trace_break(t, "dict update from a non-dict");

@@ -1180,6 +1180,10 @@ static Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     PyObject *ptr = PyObject_CallMethod(real, "data_ptr", NULL);
     void *data_ptr = ptr ? PyLong_AsVoidPtr(ptr) : NULL;
     Py_XDECREF(ptr);
+    int64_t numel = 1;
+    for (int i = 0; i < rank; ++i) numel *= sizes[i];
+    static const int64_t no_data = 0;
+    if (!data_ptr && numel == 0 && rank >= 0) data_ptr = (void *)&no_data; /* torch.tensor([]) has no storage */
     if (rank < 0 || !data_ptr) {
         PyErr_Clear();
         return trace_break(t, "torch.tensor(): unexpected result");

@@ -28,7 +28,7 @@ static PyObject *tensor_type_instance(void) {
     return empty ? empty : Py_None;
 }
 
-static bool is_number(Var *v) {
+bool var_is_number(Var *v) {
     return v->kind == V_CONST && (PyLong_Check(v->obj) || PyFloat_Check(v->obj)); /* bool is a PyLong */
 }
 
@@ -146,6 +146,22 @@ static int contains(Trace *t, Var *container, Var *item) {
         if (item->kind != V_CONST) return -1;
         return PySequence_Contains(container->obj, item->obj);
     }
+    if (container->kind == V_OBJECT && container->obj && PyAnySet_Check(container->obj) && !container->fresh) {
+        /* a real set from outside the trace: answered now, guarded by a
+         * membership check of this key */
+        PyObject *key = item->kind == V_CONST || item->kind == V_OBJECT || item->kind == V_FUNCTION || item->kind == V_CALLABLE ? item->obj : NULL;
+        if (!key || PyUnicode_Check(key) != (item->kind == V_CONST && PyUnicode_Check(key)) || PyCode_Check(key)) {
+            trace_break(t, "`in` on a set with a value only known at run time");
+            return -2;
+        }
+        int r = PySet_Contains(container->obj, key);
+        if (r < 0) {
+            trace_break(t, "`in` on a set failed");
+            return -2;
+        }
+        trace_guard(t, G_HAS_KEY, container->source, key, r);
+        return r;
+    }
     if (container->kind == V_OBJECT || container->kind == V_MODULE) {
         bool handled;
         Var *r = object_protocol(t, container, "__contains__", item, &handled);
@@ -156,7 +172,8 @@ static int contains(Trace *t, Var *container, Var *item) {
         int truth = r ? trace_truth(t, r) : -1;
         return truth < 0 ? -2 : truth;
     }
-    if (container->kind != V_TUPLE && container->kind != V_LIST && container->kind != V_DICT && container->kind != V_ITER) {
+    if (container->kind != V_TUPLE && container->kind != V_LIST && container->kind != V_DICT && container->kind != V_ITER &&
+        container->kind != V_SET) {
         trace_break(t, "`in` on this value is not supported");
         return -2;
     }
@@ -197,7 +214,7 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; ++i) {
         if (strcmp(op, cmps[i].py) != 0) continue;
         if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
-            if ((a->kind == V_TENSOR || is_number(a)) && (b->kind == V_TENSOR || is_number(b))) return op2(t, cmps[i].op, a, b, "%s", "");
+            if ((a->kind == V_TENSOR || var_is_number(a)) && (b->kind == V_TENSOR || var_is_number(b))) return op2(t, cmps[i].op, a, b, "%s", "");
             /* tensor == None / a string: Python's fallback is identity */
             if (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE) return var_const(t, cmps[i].py_op == Py_NE ? Py_True : Py_False);
             return trace_break(t, "comparison of a tensor with a non-number");
@@ -246,7 +263,7 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
  * Indexing
  *===----------------------------------------------------------------------===*/
 
-static bool slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t *stop, int64_t *step) {
+bool trace_slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t *stop, int64_t *step) {
     int64_t v[3];
     bool given[3];
     for (int i = 0; i < 3; ++i) {
@@ -312,7 +329,7 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
         } else if (it->kind == V_SLICE) {
             if (dim >= x->rank) return trace_break(t, "too many indices for a rank-%d tensor", x->rank);
             int64_t start, stop, step;
-            if (!slice_bounds(t, it, x->sizes[dim], &start, &stop, &step)) return NULL;
+            if (!trace_slice_bounds(t, it, x->sizes[dim], &start, &stop, &step)) return NULL;
             if (!(start == 0 && stop == x->sizes[dim] && step == 1)) {
                 x = op1(t, "slice", x, "{dim = %d : i64, start = %lld : i64, end = %lld : i64, step = %lld : i64}", dim, (long long)start,
                         (long long)stop, (long long)step);
@@ -362,7 +379,7 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
             Var *st = index->items[2];
             if (!(st->kind == V_CONST && st->obj == Py_None) && !var_int(t, st, &step)) return NULL;
             if (step <= 0) return trace_break(t, "negative slice steps on sequences are not supported yet");
-            if (!slice_bounds(t, index, base->n_items, &start, &stop, &step)) return NULL;
+            if (!trace_slice_bounds(t, index, base->n_items, &start, &stop, &step)) return NULL;
             Var *r = var_new(t, base->kind);
             r->obj = base->obj;
             for (int64_t k = start; k < stop; k += step) var_push_item(t, r, base->items[k]);
@@ -527,9 +544,116 @@ static PyObject *const_tuple_of(Trace *t, Var **items, int n) {
     return tup;
 }
 
+static Var *iterable_items(Trace *t, Var *v);
+
+/* d[key] = value on a dict Var, as a bound method the call machinery runs. */
+static Var *tagged_method_for_dict(Trace *t, Var *d) {
+    Var *m = var_new(t, V_METHOD);
+    m->self = d;
+    PyObject *s = PyUnicode_FromString("__setitem__");
+    m->obj = trace_keep(t, s);
+    Py_XDECREF(s);
+    return m;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Sets made in the traced code
+ *===----------------------------------------------------------------------===*/
+
+void trace_set_add(Trace *t, Var *set, Var *item) {
+    for (int i = 0; i < set->n_items; ++i) {
+        Var *k = set->items[i];
+        if (k == item) return;
+        if (k->kind == V_CONST && item->kind == V_CONST) {
+            int eq = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
+            PyErr_Clear();
+            if (eq == 1) return;
+        } else if (same_object(k, item) == 1) {
+            return;
+        }
+    }
+    var_push_item(t, set, item);
+}
+
+/* The items of a set Var in the order Python iterates them: known when they
+ * are all constants (hashes are then fixed); NULL (trace broken) otherwise. */
+static Var *set_items_in_order(Trace *t, Var *set) {
+    PyObject *real = PySet_New(NULL);
+    for (int i = 0; real && i < set->n_items; ++i) {
+        if (set->items[i]->kind != V_CONST) {
+            Py_DECREF(real);
+            return trace_break(t, "iteration over a set of values only known at run time (its order depends on their hashes)");
+        }
+        if (PySet_Add(real, set->items[i]->obj) != 0) Py_CLEAR(real);
+    }
+    if (!real) return trace_break(t, "building a set failed");
+    Var *r = var_new(t, V_LIST);
+    PyObject *it = PyObject_GetIter(real), *x;
+    while (it && (x = PyIter_Next(it))) {
+        var_push_item(t, r, var_const(t, x));
+        Py_DECREF(x);
+    }
+    Py_XDECREF(it);
+    Py_DECREF(real);
+    return r;
+}
+
+static Var *set_method(Trace *t, Var *self, const char *name, Var **args, int n_args, int n_kw) {
+    if (n_kw) return trace_break(t, "set.%s with keyword arguments", name);
+    if (strcmp(name, "add") == 0 && n_args == 1) {
+        trace_mutated(t, self);
+        trace_set_add(t, self, args[0]);
+        return var_none(t);
+    }
+    bool in_place = strcmp(name, "update") == 0;
+    if (in_place || strcmp(name, "union") == 0 || strcmp(name, "copy") == 0) {
+        Var *r = self;
+        if (!in_place) {
+            r = var_new(t, V_SET);
+            for (int i = 0; i < self->n_items; ++i) var_push_item(t, r, self->items[i]);
+        } else {
+            trace_mutated(t, self);
+        }
+        for (int a = 0; a < n_args; ++a) {
+            Var *items = iterable_items(t, args[a]);
+            if (!items) return NULL;
+            for (int i = 0; i < items->n_items; ++i) trace_set_add(t, r, items->items[i]);
+        }
+        return in_place ? var_none(t) : r;
+    }
+    if ((strcmp(name, "discard") == 0 || strcmp(name, "remove") == 0) && n_args == 1) {
+        for (int i = 0; i < self->n_items; ++i) {
+            Var *k = self->items[i];
+            bool eq = k == args[0] || (k->kind == V_CONST && args[0]->kind == V_CONST && PyObject_RichCompareBool(k->obj, args[0]->obj, Py_EQ) == 1);
+            PyErr_Clear();
+            if (eq) {
+                trace_mutated(t, self);
+                memmove(self->items + i, self->items + i + 1, sizeof(Var *) * (size_t)(self->n_items - i - 1));
+                self->n_items--;
+                return var_none(t);
+            }
+        }
+        return name[0] == 'r' ? trace_break(t, "KeyError in set.remove") : var_none(t);
+    }
+    if ((strcmp(name, "intersection") == 0 || strcmp(name, "difference") == 0 || strcmp(name, "issubset") == 0) && n_args == 1) {
+        Var *other = iterable_items(t, args[0]);
+        if (!other) return NULL;
+        Var *r = var_new(t, V_SET);
+        bool keep_common = name[0] != 'd';
+        for (int i = 0; i < self->n_items; ++i) {
+            int in = contains(t, other, self->items[i]);
+            if (in < 0) return in == -1 ? trace_break(t, "set.%s of values only known at run time", name) : NULL;
+            if ((in == 1) == keep_common) var_push_item(t, r, self->items[i]);
+        }
+        if (name[1] == 's') return var_const(t, r->n_items == self->n_items ? Py_True : Py_False);
+        return r;
+    }
+    return trace_break(t, "set.%s is not supported", name);
+}
+
 static bool is_mutator(const char *name) {
     static const char *const mutators[] = {"append", "extend", "pop", "insert", "remove", "clear", "sort", "reverse", "update",
-                                           "setdefault", "popitem", "__setitem__", "__delitem__"};
+                                           "setdefault", "popitem", "__setitem__", "__delitem__", "add", "discard"};
     for (size_t i = 0; i < sizeof mutators / sizeof mutators[0]; ++i) {
         if (strcmp(name, mutators[i]) == 0) return true;
     }
@@ -537,11 +661,25 @@ static bool is_mutator(const char *name) {
 }
 
 Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if (self->kind == V_SET) return set_method(t, self, name, args, n_args, n_kw);
+    if ((self->kind == V_TUPLE || self->kind == V_LIST) && (strcmp(name, "index") == 0 || strcmp(name, "count") == 0) && n_args == 1 && !n_kw) {
+        int count = 0;
+        for (int i = 0; i < self->n_items; ++i) {
+            Var *k = self->items[i];
+            int eq = k == args[0] ? 1 : (k->kind == V_CONST && args[0]->kind == V_CONST) ? PyObject_RichCompareBool(k->obj, args[0]->obj, Py_EQ)
+                                                                                          : same_object(k, args[0]);
+            PyErr_Clear();
+            if (eq < 0) return trace_break(t, "%s.%s() of values only known at run time", self->kind == V_LIST ? "list" : "tuple", name);
+            if (eq == 1 && name[0] == 'i') return int_const(t, i);
+            count += eq == 1;
+        }
+        return name[0] == 'i' ? trace_break(t, "ValueError: value not in the sequence (.index)") : int_const(t, count);
+    }
     if ((self->kind == V_LIST || self->kind == V_DICT) && is_mutator(name)) {
         /* a container from the caller must see the mutation: not replayed yet */
         if (self->source) return trace_break(t, "%s() on a %s passed into the compiled function (mutation of an input)", name,
                                              self->kind == V_LIST ? "list" : "dict");
-        t->mutations++;
+        trace_mutated(t, self);
     }
     if (self->kind == V_LIST) {
         if (strcmp(name, "append") == 0 && n_args == 1) {
@@ -575,6 +713,18 @@ Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_a
         }
     }
     if (self->kind == V_DICT) {
+        if (strcmp(name, "__setitem__") == 0 && n_args == 2) {
+            if (args[0]->kind != V_CONST) return trace_break(t, "dict item with a non-constant key");
+            for (int i = 0; i < self->n_items; ++i) {
+                if (self->keys[i]->kind == V_CONST && PyObject_RichCompareBool(self->keys[i]->obj, args[0]->obj, Py_EQ) == 1) {
+                    self->items[i] = args[1];
+                    return var_none(t);
+                }
+            }
+            var_push_item(t, self, args[1]);
+            self->keys[self->n_items - 1] = args[0];
+            return var_none(t);
+        }
         if ((strcmp(name, "items") == 0 || strcmp(name, "keys") == 0 || strcmp(name, "values") == 0) && n_args == 0) {
             Var *r = var_new(t, V_LIST);
             for (int i = 0; i < self->n_items; ++i) {
@@ -681,13 +831,18 @@ Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_a
 
 static Var *iterable_items(Trace *t, Var *v) {
     Var *r = var_new(t, V_LIST);
+    if (v->kind == V_SET) return set_items_in_order(t, v);
+    if (fresh_object_items(t, v)) v = fresh_object_items(t, v); /* a dict subclass made in the trace: its keys */
     if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_ITER) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) var_push_item(t, r, v->items[i]);
     } else if (v->kind == V_DICT) {
         for (int i = 0; i < v->n_items; ++i) var_push_item(t, r, v->keys[i]);
     } else if (v->kind == V_RANGE) {
         for (int64_t x = v->start; v->step > 0 ? x < v->stop : x > v->stop; x += v->step) var_push_item(t, r, int_const(t, x));
-    } else if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyUnicode_Check(v->obj))) {
+    } else if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyUnicode_Check(v->obj) || PyAnySet_Check(v->obj) || PyDict_Check(v->obj) ||
+                                      PyDictKeys_Check(v->obj) || PyDictValues_Check(v->obj) || PyDictItems_Check(v->obj) ||
+                                      Py_IS_TYPE(v->obj, &PyDictProxy_Type))) {
+        /* immutable constants (a frozenset, a signature's parameters) */
         PyObject *seq = PySequence_Tuple(v->obj);
         if (!seq) return trace_break(t, "iteration failed");
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(seq, i)));
@@ -722,8 +877,49 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         strcmp(op, "dict") != 0) {
         return trace_break(t, "%s() with keyword arguments", op);
     }
+    if ((strcmp(op, "set") == 0 || strcmp(op, "frozenset") == 0) && n <= 1) {
+        Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);
+        if (!items) return NULL;
+        Var *set = var_new(t, V_SET);
+        for (int i = 0; i < items->n_items; ++i) trace_set_add(t, set, items->items[i]);
+        if (op[0] == 'f') { /* immutable: a constant when its items are */
+            PyObject *tup = const_tuple_of(t, set->items, set->n_items);
+            if (!tup) return NULL;
+            PyObject *fs = PyFrozenSet_New(tup);
+            Py_DECREF(tup);
+            return const_result(t, fs, op);
+        }
+        return set;
+    }
+    if ((strcmp(op, "all") == 0 || strcmp(op, "any") == 0) && n == 1) {
+        Var *items = iterable_items(t, args[0]);
+        if (!items) return NULL;
+        bool want = op[1] == 'n'; /* any: stop at the first true one */
+        for (int i = 0; i < items->n_items; ++i) {
+            int truth = trace_truth(t, items->items[i]);
+            if (truth < 0) return NULL;
+            if ((truth == 1) == want) return var_const(t, want ? Py_True : Py_False);
+        }
+        return var_const(t, want ? Py_False : Py_True);
+    }
+    if (strcmp(op, "inspect.signature") == 0 && n == 1) {
+        /* a signature is immutable and depends only on the (guarded) callable */
+        Var *f = args[0];
+        PyObject *real = f->obj && !PyUnicode_Check(f->obj) && !PyCode_Check(f->obj) &&
+                                 (f->kind == V_FUNCTION || f->kind == V_CALLABLE || f->kind == V_MODULE || f->kind == V_OBJECT ||
+                                  (f->kind == V_METHOD && PyMethod_Check(f->obj)))
+                             ? f->obj
+                             : NULL;
+        if (!real) return trace_break(t, "inspect.signature() of a function made while tracing");
+        PyObject *inspect = PyImport_ImportModule("inspect");
+        PyObject *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", real) : NULL;
+        Py_XDECREF(inspect);
+        return const_result(t, sig, "inspect.signature");
+    }
     if (strcmp(op, "len") == 0 && n == 1) {
         Var *v = args[0];
+        if (v->kind == V_SET) return int_const(t, v->n_items);
+        if (fresh_object_items(t, v)) return int_const(t, fresh_object_items(t, v)->n_items);
         if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT) return int_const(t, v->n_items);
         if (v->kind == V_TENSOR) {
             if (v->rank == 0) return trace_break(t, "len() of a 0-d tensor");
@@ -762,8 +958,9 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (v->kind == V_TUPLE && !obj) obj = (PyObject *)&PyTuple_Type;
         if (v->kind == V_LIST) obj = (PyObject *)&PyList_Type;
         if (v->kind == V_DICT) obj = (PyObject *)&PyDict_Type;
+        if (v->kind == V_SET) obj = (PyObject *)&PySet_Type;
         if (!obj) return trace_break(t, "isinstance of this value");
-        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->obj == torch_size_type_obj();
+        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || v->obj == torch_size_type_obj();
         PyObject *classes = cls->obj;
         PyObject *built = NULL;
         if (cls->kind == V_TUPLE && !classes) {
@@ -835,6 +1032,32 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (!items) return NULL;
         items->kind = op[0] == 't' ? V_TUPLE : V_LIST;
         return items;
+    }
+    if (strcmp(op, "dict") == 0 && n == 1) {
+        /* dict(mapping or iterable of pairs, **kw): a new dict */
+        Var *src = fresh_object_items(t, args[0]) ? fresh_object_items(t, args[0]) : args[0];
+        Var *d = var_new(t, V_DICT);
+        if (src->kind == V_DICT) {
+            for (int i = 0; i < src->n_items; ++i) {
+                var_push_item(t, d, src->items[i]);
+                d->keys[d->n_items - 1] = src->keys[i];
+            }
+        } else {
+            Var *pairs = iterable_items(t, src);
+            if (!pairs) return NULL;
+            for (int i = 0; i < pairs->n_items; ++i) {
+                Var *p = pairs->items[i];
+                if ((p->kind != V_TUPLE && p->kind != V_LIST) || p->n_items != 2) return trace_break(t, "dict() of items that are not pairs");
+                Var *key_then_value[2] = {p->items[0], p->items[1]};
+                Var *set_item = tagged_method_for_dict(t, d);
+                if (!set_item || !trace_call(t, set_item, key_then_value, 2, NULL, NULL, 0)) return NULL;
+            }
+        }
+        for (int i = 0; i < nkw; ++i) {
+            var_push_item(t, d, kwv[i]);
+            d->keys[d->n_items - 1] = var_const(t, PyTuple_GET_ITEM(kwn, i));
+        }
+        return d;
     }
     if (strcmp(op, "dict") == 0 && n == 0) {
         Var *d = var_new(t, V_DICT);
@@ -915,6 +1138,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         case V_TUPLE: ty = v->obj == torch_size_type_obj() ? v->obj : (PyObject *)&PyTuple_Type; break;
         case V_LIST: ty = (PyObject *)&PyList_Type; break;
         case V_DICT: ty = (PyObject *)&PyDict_Type; break;
+        case V_SET: ty = (PyObject *)&PySet_Type; break;
         case V_CONST: case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
             if (v->obj && !PyUnicode_Check(v->obj) && !PyCode_Check(v->obj)) ty = (PyObject *)Py_TYPE(v->obj);
             if (v->obj && PyUnicode_Check(v->obj) && v->kind == V_CONST) ty = (PyObject *)&PyUnicode_Type;
@@ -936,4 +1160,3 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     return trace_break(t, "builtin %s() with these arguments is not supported", op);
 }
 
-#include "inplace.inc"

@@ -55,5 +55,10 @@ Var *int_const(Trace *t, int64_t v);
  * buffer rotates, so up to 16 may appear in one printf. */
 const char *f64_attr(double v);
 int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides); /* values.c */
+/* A Python int/float (or bool) constant. */
+bool var_is_number(Var *v);
+/* A slice Var's bounds clipped to a dimension of `size` (Python's rules,
+ * positive steps only); false (trace broken) otherwise. */
+bool trace_slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t *stop, int64_t *step);
 
 #endif

@@ -62,6 +62,7 @@ typedef enum VarKind {
     V_SLICE,     /* slice(start, stop, step): items[0..2] are V_CONST (None allowed) */
     V_CELL,      /* a closure cell created in the traced code: items[0] = contents */
     V_SUPER,     /* super(obj: the class, self): attribute lookup starts after the class in type(self).__mro__ */
+    V_SET,       /* a set made in the traced code: items, distinct (constants by value, others by identity) */
 } VarKind;
 
 typedef struct Var {
@@ -90,6 +91,14 @@ typedef struct Var {
     PyObject *globals;      /* the defining frame's globals (borrowed) */
     struct Var *defaults;   /* tuple Var of positional defaults, or NULL */
     struct Var *closure;    /* tuple Var of V_CELLs, or NULL */
+    /* V_OBJECT made in the traced code (an instance of a user class, objects.c):
+     * obj is an empty shell of its class, standing for its type and identity
+     * only; `attrs` (a V_DICT) holds its instance attributes and `content` (a
+     * V_DICT, dict subclasses only) its items.  Rebuilt for the caller. */
+    int serial;         /* creation order (t->n_vars when made) */
+    bool fresh;
+    struct Var *attrs;
+    struct Var *content;
 } Var;
 
 /*===----------------------------------------------------------------------===*
@@ -152,6 +161,7 @@ typedef struct Trace {
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
     int mutations;       /* container mutations so far (a snapshot is stale after one) */
+    int n_vars;          /* Vars made so far (Var.serial) */
     /* In-place tensor ops: storages handed out so far (Var.storage), and
      * whether a view of each was ever taken; a mutation is rewritten
      * functionally only where no view can observe it. */
@@ -161,9 +171,10 @@ typedef struct Trace {
     /* Attribute assignments on objects from outside the trace, replayed after
      * the graph runs (compiled.c) and seen by later reads of the trace. */
     struct AttrStore {
-        Var *target;
+        Var *target;     /* NULL: a global assignment (STORE_GLOBAL) into `globals` */
         PyObject *name;  /* borrowed from the code's co_names (kept by trace_keep) */
         Var *value;
+        PyObject *globals; /* the globals dict of a global assignment (kept by trace_keep) */
     } *stores;
     int n_stores, cap_stores;
     bool partial;        /* compiling the graph before a break (breaks.c) */
@@ -177,6 +188,7 @@ typedef struct Trace {
         int sp;
         Var **locals;
         int mutations;
+        int n_vars;       /* Vars made before the instruction: mutating a newer one is invisible to it */
         bool grad_enabled;
         PyObject *kw_names; /* pending KW_NAMES of a call */
     } snapshot;
@@ -208,6 +220,10 @@ Var *var_const(Trace *t, PyObject *value); /* borrowed value */
 Var *var_none(Trace *t);
 Var *var_tensor(Trace *t, int value);      /* reads dtype/shape from the graph */
 void var_push_item(Trace *t, Var *container, Var *item);
+/* State that a graph break would see changed: `v` was mutated (NULL: state
+ * outside the trace).  A Var made inside the call being traced does not
+ * count: re-running that call in CPython makes it again. */
+void trace_mutated(Trace *t, Var *v);
 
 /* Wraps a real Python value that came from `source` as a Var, adding the
  * guards that its use will need (tensors become graph inputs lazily). */
@@ -235,11 +251,31 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
 
 /* Attribute access on a Var; NULL if unsupported (trace broken). */
 Var *trace_getattr(Trace *t, Var *base, PyObject *name);
-/* `base.name = value` (objects.inc): recorded and replayed after the graph. */
+/* `base.name = value` (objects.c): recorded and replayed after the graph. */
 bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value);
-/* super(cls, self) (objects.inc). */
+/* super(cls, self) (objects.c). */
 Var *trace_super(Trace *t, Var *cls, Var *self);
-/* IMPORT_NAME of a module already in sys.modules (objects.inc). */
+/* Calling a user class (objects.c): __new__ of object/dict/OrderedDict and
+ * the class's __init__ inlined; NULL (trace broken) for other classes. */
+Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* obj[key] = value on a user object (its Python __setitem__, or a fresh
+ * dict subclass's items); false if the trace broke. */
+bool trace_setitem_object(Trace *t, Var *obj, Var *key, Var *value);
+/* len() / truth / iteration of a fresh object (its dict items); NULL if not one. */
+Var *fresh_object_items(Trace *t, Var *obj);
+/* The real object a fresh object's description rebuilds: cls.__new__(cls),
+ * then object.__setattr__ for each attribute and the base class's
+ * __setitem__ for each item (user overrides never run).  New reference. */
+PyObject *pt2_rebuild_object(PyObject *cls, PyObject *attr_names, PyObject *const *attr_values, PyObject *keys, PyObject *const *items);
+/* A Python callable (cls, names, values, keys, items) → pt2_rebuild_object,
+ * for the code that breaks.c emits.  Borrowed. */
+PyObject *pt2_rebuild_object_fn(void);
+/* A set Var: add an item (no duplicate), the items of a real set in Python's order. */
+void trace_set_add(Trace *t, Var *set, Var *item);
+/* A Var for `global name = value` seen by later reads of the trace (NULL if none). */
+Var *trace_stored_global(Trace *t, PyObject *globals, PyObject *name);
+void trace_store_global(Trace *t, PyObject *globals, PyObject *name, Var *value);
+/* IMPORT_NAME of a module already in sys.modules (objects.c). */
 Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Var *level);
 /* Lazily read items of a real dict Var (V_OBJECT over a dict): d.get(k),
  * d[k], k in d; `found` tells whether the key is there (guarded). */
@@ -254,7 +290,7 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what);
 /* A view of x's storage was taken (rules_util.c: view ops). */
 void trace_note_view(Trace *t, Var *x);
 bool trace_storage_viewed(Trace *t, Var *x);
-/* x[index] = value on a tensor, and x.<op>_(...) (inplace.inc). */
+/* x[index] = value on a tensor, and x.<op>_(...) (inplace.c). */
 bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value);
 Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 

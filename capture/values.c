@@ -8,9 +8,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "trace.h"
+#include "objects.h"
 
-Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 
 /*===----------------------------------------------------------------------===*
  * Arena
@@ -88,7 +87,14 @@ Var *var_new(Trace *t, VarKind kind) {
     Var *v = trace_alloc(t, sizeof *v);
     v->kind = kind;
     v->value = -1;
+    v->serial = t->n_vars++;
     return v;
+}
+
+void trace_mutated(Trace *t, Var *v) {
+    /* made inside the instruction being traced, and not state from outside */
+    if (v && !v->source && !v->is_input && v->serial >= t->snapshot.n_vars && t->snapshot.valid) return;
+    t->mutations++;
 }
 
 Var *var_const(Trace *t, PyObject *value) {
@@ -221,8 +227,6 @@ int trace_op(Trace *t, const char *op, int n, const int *operands, const char *a
  * Wrapping real values
  *===----------------------------------------------------------------------===*/
 
-static int objects_init(void);
-
 static PyObject *torch_module, *tensor_type, *parameter_type, *nn_module_type, *torch_dtype_type, *torch_device_type,
     *torch_size_type;
 
@@ -244,6 +248,8 @@ int values_init(void) {
 
 bool is_tensor(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)tensor_type); }
 bool is_nn_module(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type); }
+PyObject *pt2_nn_module_type(void) { return nn_module_type; }
+PyObject *pt2_parameter_type(void) { return parameter_type; }
 PyObject *torch_size_type_obj(void) { return torch_size_type; }
 
 /* Python scalars and immutable containers of them are trace-time constants. */
@@ -252,6 +258,17 @@ static bool is_constant_value(PyObject *o) {
         PyUnicode_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
         PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type)) {
         return true;
+    }
+    if (PyFrozenSet_CheckExact(o)) {
+        PyObject *it = PyObject_GetIter(o), *item;
+        bool all = it != NULL;
+        while (all && it && (item = PyIter_Next(it))) {
+            all = is_constant_value(item);
+            Py_DECREF(item);
+        }
+        Py_XDECREF(it);
+        PyErr_Clear();
+        return all;
     }
     if (PyTuple_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_size_type)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i) {
@@ -433,8 +450,12 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         v->source = source;
         return v;
     }
-    /* callables: identity-guarded */
-    trace_guard(t, G_ID, source, value, 0);
+    /* callables: identity-guarded; a bound method is made afresh on every
+     * read: its type here (the object it came from is guarded where it was
+     * read, a Python method's __self__ and __func__ below) */
+    bool made_per_read = PyMethod_Check(value) || strcmp(Py_TYPE(value)->tp_name, "method-wrapper") == 0 ||
+                         (PyCFunction_Check(value) && PyCFunction_GET_SELF(value) && !PyModule_Check(PyCFunction_GET_SELF(value)));
+    trace_guard(t, made_per_read ? G_TYPE : G_ID, source, made_per_read ? (PyObject *)Py_TYPE(value) : value, 0);
     if (rule_for(value)) {
         v = var_new(t, V_CALLABLE);
     } else if (PyFunction_Check(value)) {
@@ -466,8 +487,38 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
  * plain values or C descriptors.  Returns a new reference, or NULL without
  * an exception when the attribute needs code to run (a property, a
  * __getattr__ override).  Shared with guards.c. */
+/* A descriptor whose __get__ is C code (not a Python class's __get__). */
+static bool c_getter(PyObject *descr) {
+    return Py_TYPE(descr)->tp_descr_get && !(Py_TYPE(descr)->tp_flags & Py_TPFLAGS_HEAPTYPE);
+}
+
+/* type.__getattribute__ without running Python code: the metatype's data
+ * descriptors, then the class's MRO (functions as they are, classmethods
+ * bound to the class, staticmethods unwrapped), then the metatype. */
+static PyObject *safe_type_getattr(PyTypeObject *cls, PyObject *name) {
+    PyTypeObject *meta = Py_TYPE(cls);
+    PyObject *mdescr = _PyType_Lookup(meta, name); /* borrowed */
+    if (mdescr && Py_TYPE(mdescr)->tp_descr_set) {
+        if (!c_getter(mdescr)) return NULL;
+        PyObject *r = Py_TYPE(mdescr)->tp_descr_get(mdescr, (PyObject *)cls, (PyObject *)meta);
+        if (!r) PyErr_Clear();
+        return r;
+    }
+    PyObject *attr = _PyType_Lookup(cls, name); /* borrowed */
+    PyObject *owner = attr ? (PyObject *)cls : mdescr ? (PyObject *)meta : NULL;
+    if (!attr) attr = mdescr;
+    if (!attr) return NULL;
+    if (!Py_TYPE(attr)->tp_descr_get) return Py_NewRef(attr);
+    if (!c_getter(attr)) return NULL;
+    PyObject *r = owner == (PyObject *)cls ? Py_TYPE(attr)->tp_descr_get(attr, NULL, (PyObject *)cls)
+                                           : Py_TYPE(attr)->tp_descr_get(attr, (PyObject *)cls, (PyObject *)meta);
+    if (!r) PyErr_Clear();
+    return r;
+}
+
 PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
     if (out_is_method) *out_is_method = false;
+    if (PyType_Check(obj)) return safe_type_getattr((PyTypeObject *)obj, name);
     PyTypeObject *ty = Py_TYPE(obj);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
     /* a data descriptor on the type wins over the instance dict */
@@ -523,7 +574,6 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
     return NULL;
 }
 
-#include "objects.inc"
 
 /* obj[key] / key in obj on a user object: its Python __getitem__ /
  * __contains__ inlined, a dict (or dict subclass without them) read key by
@@ -539,6 +589,11 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
         trace_guard(t, G_TYPE, obj->source, (PyObject *)Py_TYPE(obj->obj), 0);
         Var *args[2] = {obj, arg};
         return inline_function(t, hook, args, 2);
+    }
+    if (fresh_object_items(t, obj)) {
+        *handled = true;
+        Var *m = tagged_method(t, obj, strcmp(dunder, "__contains__") == 0 ? "base:__contains__" : "base:__getitem__");
+        return trace_call(t, m, &arg, 1, NULL, NULL, 0);
     }
     if (is_lazy_dict(obj)) {
         bool found;
@@ -558,7 +613,7 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
     if (!base) return trace_break(t, "internal: attribute of nothing");
     switch (base->kind) {
     case V_TENSOR: return tensor_attr(t, base, n);
-    case V_TUPLE: case V_LIST: case V_DICT: case V_CONST: {
+    case V_TUPLE: case V_LIST: case V_DICT: case V_SET: case V_CONST: {
         /* methods of containers and constants: bound for the call rules */
         Var *m = var_new(t, V_METHOD);
         m->self = base;
@@ -576,7 +631,8 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         return m;
     }
     case V_MODULE: case V_OBJECT:
-        if (is_lazy_dict(base) && (strcmp(n, "get") == 0 || strcmp(n, "__getitem__") == 0 || strcmp(n, "__contains__") == 0)) {
+        if (is_lazy_dict(base) && (strcmp(n, "get") == 0 || strcmp(n, "__getitem__") == 0 || strcmp(n, "__contains__") == 0) &&
+            !python_hook(Py_TYPE(base->obj), name)) { /* dict's own method, not a subclass's Python override */
             return tagged_method(t, base, n);
         }
         return object_getattr(t, base, name);
@@ -623,7 +679,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         const char *name = PyUnicode_AsUTF8(callable->obj);
         if (callable->self->kind == V_OBJECT || callable->self->kind == V_MODULE) {
             bool handled;
-            Var *r = tagged_method_call(t, callable, args, n_args, n_kw, &handled);
+            Var *r = tagged_method_call(t, callable, args, n_args, kw_names, kw_values, n_kw, &handled);
             if (handled) return r;
         }
         if (callable->self->kind == V_TENSOR) {
@@ -641,6 +697,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     PyObject *o = callable->obj;
     if (o == (PyObject *)&PySuper_Type && n_args == 2 && n_kw == 0) return trace_super(t, args[0], args[1]);
     if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
+    if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
     return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
 }
@@ -656,7 +713,26 @@ int trace_truth(Trace *t, Var *v) {
         return r;
     }
     case V_TUPLE: case V_LIST: case V_DICT: return v->n_items > 0;
-    case V_MODULE: case V_FUNCTION: case V_METHOD: case V_CALLABLE: case V_OBJECT: return 1;
+    case V_SET: return v->n_items > 0;
+    case V_OBJECT:
+        if (v->fresh && v->obj) {
+            PyTypeObject *ty = Py_TYPE(v->obj);
+            PyObject *nb = PyUnicode_InternFromString("__bool__"), *nl = PyUnicode_InternFromString("__len__");
+            bool custom = python_hook(ty, nb) || python_hook(ty, nl);
+            Py_XDECREF(nb);
+            Py_XDECREF(nl);
+            if (custom) {
+                trace_break(t, "truth value of a %s (its __bool__/__len__ is Python code)", ty->tp_name);
+                return -1;
+            }
+            return v->content ? v->content->n_items > 0 : 1;
+        }
+        if (is_lazy_dict(v) || (v->obj && (PyAnySet_Check(v->obj) || PyList_Check(v->obj)))) {
+            trace_break(t, "truth value of a %s from outside the traced code", Py_TYPE(v->obj)->tp_name);
+            return -1;
+        }
+        return 1;
+    case V_MODULE: case V_FUNCTION: case V_METHOD: case V_CALLABLE: return 1;
     case V_TENSOR:
         trace_break(t, "a branch on a tensor's value (data-dependent control flow)");
         return -1;

@@ -1,7 +1,4 @@
-/*===- objects.inc - user objects: super(), properties, __getattribute__ ---===*
- *
- * Included by values.c (the CMake target lists capture's .c files; this
- * keeps the object model beside trace_getattr without a build change).
+/*===- objects.c - user objects: super(), properties, __getattribute__ -----===*
  *
  * How Python reads an attribute, followed at trace time (§3.5):
  *   - a type whose __getattribute__ is Python code: that code is inlined,
@@ -17,11 +14,17 @@
  * Attribute assignments on objects from outside the trace are recorded,
  * seen by later reads, and replayed after the graph runs (compiled.c).
  *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "objects.h"
+#include "rules_util.h"
+
 
 static PyObject *s_getattribute, *s_getattr, *s_setattr, *s_dict, *s_fget, *s_fset, *s_package, *s_nn_module_getattr,
-    *s_nn_module_setattr;
+    *s_nn_module_setattr, *s_init, *s_class, *s_setitem, *s_len, *s_bool, *s_iter;
+static PyTypeObject *ordered_dict_type;
 
-static int objects_init(void) {
+int objects_init(void) {
     s_getattribute = PyUnicode_InternFromString("__getattribute__");
     s_getattr = PyUnicode_InternFromString("__getattr__");
     s_setattr = PyUnicode_InternFromString("__setattr__");
@@ -29,21 +32,31 @@ static int objects_init(void) {
     s_fget = PyUnicode_InternFromString("fget");
     s_fset = PyUnicode_InternFromString("fset");
     s_package = PyUnicode_InternFromString("__package__");
-    s_nn_module_getattr = PyObject_GetAttr(nn_module_type, s_getattr);
-    s_nn_module_setattr = PyObject_GetAttr(nn_module_type, s_setattr);
+    s_init = PyUnicode_InternFromString("__init__");
+    s_class = PyUnicode_InternFromString("__class__");
+    s_setitem = PyUnicode_InternFromString("__setitem__");
+    s_len = PyUnicode_InternFromString("__len__");
+    s_bool = PyUnicode_InternFromString("__bool__");
+    s_iter = PyUnicode_InternFromString("__iter__");
+    PyObject *collections = PyImport_ImportModule("collections");
+    ordered_dict_type = collections ? (PyTypeObject *)PyObject_GetAttrString(collections, "OrderedDict") : NULL;
+    Py_XDECREF(collections);
+    if (!ordered_dict_type) return -1;
+    s_nn_module_getattr = PyObject_GetAttr(pt2_nn_module_type(), s_getattr);
+    s_nn_module_setattr = PyObject_GetAttr(pt2_nn_module_type(), s_setattr);
     if (s_nn_module_getattr && PyMethod_Check(s_nn_module_getattr)) Py_SETREF(s_nn_module_getattr, Py_NewRef(PyMethod_GET_FUNCTION(s_nn_module_getattr)));
     return s_getattribute && s_nn_module_getattr && s_nn_module_setattr ? 0 : -1;
 }
 
 /* A Python function defined for `name` on type(obj) (looked up along the
  * MRO), or NULL: object's own slots and C methods are not "Python". */
-static PyObject *python_hook(PyTypeObject *ty, PyObject *name) {
+PyObject *python_hook(PyTypeObject *ty, PyObject *name) {
     PyObject *d = _PyType_Lookup(ty, name); /* borrowed */
     return d && PyFunction_Check(d) ? d : NULL;
 }
 
 /* Calls a real Python function inlined: fn(args...). */
-static Var *inline_function(Trace *t, PyObject *fn, Var **args, int n) {
+Var *inline_function(Trace *t, PyObject *fn, Var **args, int n) {
     Var *fv = var_new(t, V_FUNCTION);
     fv->obj = trace_keep(t, fn);
     return interp_inline(t, fv, args, n, NULL, NULL, 0);
@@ -51,19 +64,21 @@ static Var *inline_function(Trace *t, PyObject *fn, Var **args, int n) {
 
 static Var *str_const(Trace *t, PyObject *s) { return var_const(t, s); }
 
+static struct AttrStore *new_store(Trace *t);
+
 /*--- attribute stores seen by later reads ---------------------------------------*/
 
 static Var *stored_attr(Trace *t, Var *base, PyObject *name) {
     for (int i = t->n_stores - 1; i >= 0; --i) {
         struct AttrStore *s = &t->stores[i];
-        if (s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
+        if (s->target && s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
     }
     return NULL;
 }
 
 /*--- lazily read dicts (an object's __dict__, a dict subclass) -------------------*/
 
-bool is_lazy_dict(const Var *v) { return v && v->kind == V_OBJECT && v->obj && PyDict_Check(v->obj); }
+bool is_lazy_dict(const Var *v) { return v && v->kind == V_OBJECT && !v->fresh && v->obj && PyDict_Check(v->obj); }
 
 Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found) {
     *found = false;
@@ -95,10 +110,287 @@ static Var *method_var(Trace *t, Var *self, PyObject *fn, PyObject *bound) {
     return r;
 }
 
+/*--- objects made in the trace ---------------------------------------------------*/
+
+/* The first non-heap type of ty's MRO: what the instance really is underneath. */
+static PyTypeObject *solid_base(PyTypeObject *ty) {
+    PyObject *mro = ty->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); ++i) {
+        PyTypeObject *k = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!(k->tp_flags & Py_TPFLAGS_HEAPTYPE)) return k;
+    }
+    return &PyBaseObject_Type;
+}
+
+static bool dict_like_base(PyTypeObject *base) { return base == &PyDict_Type || base == ordered_dict_type; }
+
+/* A method of object/dict/OrderedDict (a C descriptor) reached from a fresh object. */
+static bool is_base_c_method(PyObject *d) {
+    PyTypeObject *owner = NULL;
+    if (PyObject_TypeCheck(d, &PyWrapperDescr_Type)) owner = ((PyWrapperDescrObject *)d)->d_common.d_type;
+    if (PyObject_TypeCheck(d, &PyMethodDescr_Type)) owner = ((PyMethodDescrObject *)d)->d_common.d_type;
+    return owner && (owner == &PyBaseObject_Type || dict_like_base(owner));
+}
+
+static Var *base_method(Trace *t, Var *self, const char *name) {
+    char tag[96];
+    snprintf(tag, sizeof tag, "base:%s", name);
+    return tagged_method(t, self, tag);
+}
+
+Var *fresh_object_items(Trace *t, Var *obj) {
+    (void)t;
+    return obj && obj->fresh && obj->content ? obj->content : NULL;
+}
+
+static int dict_find(Var *d, Var *key) {
+    for (int i = 0; i < d->n_items; ++i) {
+        Var *k = d->keys[i];
+        if (k == key) return i;
+        if (k->kind == V_CONST && key->kind == V_CONST && PyObject_RichCompareBool(k->obj, key->obj, Py_EQ) == 1) return i;
+        PyErr_Clear();
+    }
+    return -1;
+}
+
+static void dict_set(Trace *t, Var *d, Var *key, Var *value) {
+    int i = dict_find(d, key);
+    if (i >= 0) {
+        d->items[i] = value;
+        return;
+    }
+    var_push_item(t, d, value);
+    d->keys[d->n_items - 1] = key;
+}
+
+/* Reads on a fresh object: data descriptors of its class, its attributes,
+ * then class attributes (methods bound to the Var; object/dict methods run
+ * on the tracked state, never on the shell). */
+static Var *fresh_getattr(Trace *t, Var *base, PyObject *name) {
+    const char *n = PyUnicode_AsUTF8(name);
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
+        PyObject *fget = PyObject_GetAttr(descr, s_fget);
+        Var *r = fget && PyFunction_Check(fget) ? inline_function(t, fget, &base, 1)
+                                                 : trace_break(t, "property '%s' of %s has no Python getter", n, ty->tp_name);
+        PyErr_Clear();
+        Py_XDECREF(fget);
+        return r;
+    }
+    if (PyUnicode_Compare(name, s_dict) == 0) return base->attrs;
+    if (PyUnicode_Compare(name, s_class) == 0) return trace_wrap(t, (PyObject *)ty, NULL);
+    Var *key = var_const(t, name);
+    int i = dict_find(base->attrs, key);
+    if (i >= 0) return base->attrs->items[i];
+    if (descr) {
+        if (PyFunction_Check(descr)) {
+            PyObject *bound = PyMethod_New(descr, base->obj);
+            Var *r = bound ? method_var(t, base, descr, bound) : trace_break(t, "binding %s", n);
+            Py_XDECREF(bound);
+            return r;
+        }
+        if (is_base_c_method(descr)) return base_method(t, base, n);
+        if (PyObject_TypeCheck(descr, &PyClassMethod_Type) || PyObject_TypeCheck(descr, &PyStaticMethod_Type)) {
+            PyObject *r = Py_TYPE(descr)->tp_descr_get(descr, base->obj, (PyObject *)ty);
+            if (!r) return trace_break(t, "binding %s", n);
+            Var *v = trace_wrap(t, r, NULL);
+            Py_DECREF(r);
+            return v;
+        }
+        if (Py_TYPE(descr)->tp_descr_get) return trace_break(t, "attribute '%s' of %s is a %s pt2 does not model", n, ty->tp_name, Py_TYPE(descr)->tp_name);
+        return trace_wrap(t, descr, NULL); /* a plain class attribute (the class is guarded where it was read) */
+    }
+    PyObject *getattr_hook = python_hook(ty, s_getattr);
+    if (getattr_hook) {
+        Var *args[2] = {base, str_const(t, name)};
+        return inline_function(t, getattr_hook, args, 2);
+    }
+    return trace_break(t, "'%s' object has no attribute '%s'", ty->tp_name, n);
+}
+
+static bool fresh_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    PyObject *descr = _PyType_Lookup(ty, name);
+    if (descr && Py_TYPE(descr)->tp_descr_set) {
+        trace_break(t, "assignment to descriptor '%s' of %s", PyUnicode_AsUTF8(name), ty->tp_name);
+        return false;
+    }
+    if (!(ty->tp_dictoffset || (ty->tp_flags & Py_TPFLAGS_MANAGED_DICT))) {
+        trace_break(t, "%s objects have no __dict__", ty->tp_name);
+        return false;
+    }
+    trace_mutated(t, base);
+    dict_set(t, base->attrs, var_const(t, name), value);
+    return true;
+}
+
+/* dict(...) / dict.update(...) semantics onto a V_DICT: a dict Var and keywords. */
+static bool dict_update_from(Trace *t, Var *d, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if (n_args > 1) return trace_break(t, "dict update with %d positional arguments", n_args), false;
+    if (n_args == 1) {
+        Var *src = args[0];
+        Var *items = src->kind == V_DICT ? src : fresh_object_items(t, src);
+        if (!items) return trace_break(t, "dict update from a %s", src->obj ? Py_TYPE(src->obj)->tp_name : "non-dict"), false;
+        for (int i = 0; i < items->n_items; ++i) dict_set(t, d, items->keys[i], items->items[i]);
+    }
+    for (int i = 0; i < n_kw; ++i) dict_set(t, d, var_const(t, PyTuple_GET_ITEM(kw_names, i)), kw_values[i]);
+    trace_mutated(t, d);
+    return true;
+}
+
+Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+
+/* object/dict/OrderedDict methods on a fresh object's tracked state. */
+static Var *base_method_call(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *content = fresh_object_items(t, self);
+    if (strcmp(name, "__init__") == 0) {
+        if (content) return dict_update_from(t, content, args, n_args, kw_names, kw_values, n_kw) ? var_none(t) : NULL;
+        if (n_args || n_kw) return trace_break(t, "object.__init__() takes no arguments");
+        return var_none(t);
+    }
+    if (strcmp(name, "__setattr__") == 0 && n_args == 2 && !n_kw && args[0]->kind == V_CONST && PyUnicode_Check(args[0]->obj)) {
+        return fresh_setattr(t, self, args[0]->obj, args[1]) ? var_none(t) : NULL;
+    }
+    if (strcmp(name, "__getattribute__") == 0 && n_args == 1 && !n_kw && args[0]->kind == V_CONST && PyUnicode_Check(args[0]->obj)) {
+        return fresh_getattr(t, self, args[0]->obj);
+    }
+    if (!content) return trace_break(t, "object.%s of a %s made in the trace", name, Py_TYPE(self->obj)->tp_name);
+    if (n_kw && strcmp(name, "update") != 0) return trace_break(t, "dict.%s with keyword arguments", name);
+    if (strcmp(name, "__setitem__") == 0 && n_args == 2) {
+        trace_mutated(t, content);
+        dict_set(t, content, args[0], args[1]);
+        return var_none(t);
+    }
+    if (strcmp(name, "__getitem__") == 0 && n_args == 1) {
+        int i = dict_find(content, args[0]);
+        return i >= 0 ? content->items[i] : trace_break(t, "KeyError in %s[...]", Py_TYPE(self->obj)->tp_name);
+    }
+    if (strcmp(name, "__contains__") == 0 && n_args == 1) return var_const(t, dict_find(content, args[0]) >= 0 ? Py_True : Py_False);
+    if (strcmp(name, "__len__") == 0 && n_args == 0) return int_const(t, content->n_items);
+    if (strcmp(name, "__delitem__") == 0 && n_args == 1) {
+        Var *key = args[0];
+        Var *r = container_method(t, content, "pop", &key, 1, NULL, NULL, 0);
+        return r ? var_none(t) : NULL;
+    }
+    if (strcmp(name, "update") == 0) return dict_update_from(t, content, args, n_args, kw_names, kw_values, n_kw) ? var_none(t) : NULL;
+    if (strcmp(name, "setdefault") == 0 && (n_args == 1 || n_args == 2)) {
+        int i = dict_find(content, args[0]);
+        if (i >= 0) return content->items[i];
+        Var *v = n_args == 2 ? args[1] : var_none(t);
+        trace_mutated(t, content);
+        dict_set(t, content, args[0], v);
+        return v;
+    }
+    return container_method(t, content, name, args, n_args, kw_names, kw_values, n_kw);
+}
+
+Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyTypeObject *ty = (PyTypeObject *)cls->obj;
+    PyTypeObject *base = solid_base(ty);
+    if (!(ty->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(ty)->tp_call != PyType_Type.tp_call) {
+        return trace_break(t, "constructing %s objects is not supported yet", ty->tp_name);
+    }
+    if (base != &PyBaseObject_Type && !dict_like_base(base)) {
+        return trace_break(t, "constructing %s objects (a subclass of %s) is not supported yet", ty->tp_name, base->tp_name);
+    }
+    if (ty->tp_new != base->tp_new || ty->tp_itemsize) return trace_break(t, "constructing %s objects: a custom __new__", ty->tp_name);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *shell = empty ? base->tp_new(ty, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    if (!shell) return trace_break(t, "constructing %s objects", ty->tp_name);
+    Var *obj = var_new(t, V_OBJECT);
+    obj->obj = trace_keep(t, shell);
+    Py_DECREF(shell);
+    obj->fresh = true;
+    obj->attrs = var_new(t, V_DICT);
+    if (dict_like_base(base)) obj->content = var_new(t, V_DICT);
+    PyObject *init = _PyType_Lookup(ty, s_init); /* borrowed */
+    Var *r;
+    if (init && PyFunction_Check(init)) {
+        Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+        with_self[0] = obj;
+        memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+        Var *fv = var_new(t, V_FUNCTION);
+        fv->obj = trace_keep(t, init);
+        r = interp_inline(t, fv, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+    } else if (init && is_base_c_method(init)) {
+        r = base_method_call(t, obj, "__init__", args, n_args, kw_names, kw_values, n_kw);
+    } else {
+        return trace_break(t, "constructing %s objects: its __init__ is a %s", ty->tp_name, init ? Py_TYPE(init)->tp_name : "?");
+    }
+    if (!r) return NULL;
+    if (!(r->kind == V_CONST && r->obj == Py_None)) return trace_break(t, "__init__() should return None");
+    return obj;
+}
+
+bool trace_setitem_object(Trace *t, Var *obj, Var *key, Var *value) {
+    if (obj->kind != V_OBJECT || !obj->obj) return trace_break(t, "item assignment on this value is not supported yet"), false;
+    PyObject *hook = python_hook(Py_TYPE(obj->obj), s_setitem);
+    if (hook) {
+        trace_guard(t, G_TYPE, obj->source, (PyObject *)Py_TYPE(obj->obj), 0);
+        Var *args[3] = {obj, key, value};
+        return inline_function(t, hook, args, 3) != NULL;
+    }
+    if (obj->fresh && obj->content) {
+        trace_mutated(t, obj->content);
+        dict_set(t, obj->content, key, value);
+        return true;
+    }
+    trace_break(t, "item assignment on a %s object", Py_TYPE(obj->obj)->tp_name);
+    return false;
+}
+
+PyObject *pt2_rebuild_object(PyObject *cls, PyObject *attr_names, PyObject *const *attr_values, PyObject *keys, PyObject *const *items) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "pt2: rebuilding an object of a non-class");
+        return NULL;
+    }
+    PyTypeObject *base = solid_base((PyTypeObject *)cls);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *o = empty ? base->tp_new((PyTypeObject *)cls, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    for (Py_ssize_t i = 0; o && i < PyTuple_GET_SIZE(attr_names); ++i) {
+        if (PyObject_GenericSetAttr(o, PyTuple_GET_ITEM(attr_names, i), attr_values[i]) != 0) Py_CLEAR(o);
+    }
+    if (o && keys && PyTuple_GET_SIZE(keys)) {
+        /* the C base's own __setitem__ (OrderedDict keeps its order links) */
+        PyObject *setitem = PyObject_GetAttr((PyObject *)base, s_setitem);
+        for (Py_ssize_t i = 0; o && setitem && i < PyTuple_GET_SIZE(keys); ++i) {
+            PyObject *r = PyObject_CallFunctionObjArgs(setitem, o, PyTuple_GET_ITEM(keys, i), items[i], NULL);
+            if (!r) Py_CLEAR(o);
+            Py_XDECREF(r);
+        }
+        if (!setitem) Py_CLEAR(o);
+        Py_XDECREF(setitem);
+    }
+    return o;
+}
+
+static PyObject *rebuild_object_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) || !PyTuple_Check(args[3]) || !PyTuple_Check(args[4]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2]) || PyTuple_GET_SIZE(args[3]) != PyTuple_GET_SIZE(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "pt2 rebuild_object(cls, names, values, keys, items)");
+        return NULL;
+    }
+    return pt2_rebuild_object(args[0], args[1], &PyTuple_GET_ITEM(args[2], 0), args[3], &PyTuple_GET_ITEM(args[4], 0));
+}
+
+static PyMethodDef rebuild_def = {"rebuild_object", (PyCFunction)(void (*)(void))rebuild_object_py, METH_FASTCALL,
+                                  "Rebuilds an object that pt2 created while tracing."};
+
+PyObject *pt2_rebuild_object_fn(void) {
+    static PyObject *fn;
+    if (!fn) fn = PyCFunction_New(&rebuild_def, NULL);
+    return fn;
+}
+
 /* Lookup of `name` on base's type and instance without its type's Python
  * __getattribute__ (the generic algorithm); NULL if the trace broke. */
-static Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
+Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
+    if (base->fresh) return fresh_getattr(t, base, name);
     Var *stored = stored_attr(t, base, name);
     if (stored) return stored;
     PyTypeObject *ty = Py_TYPE(base->obj);
@@ -155,7 +447,7 @@ static Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
 
 /* Attribute read on a module or object: its type's Python __getattribute__
  * inlined when there is one, else the generic lookup. */
-static Var *object_getattr(Trace *t, Var *base, PyObject *name) {
+Var *object_getattr(Trace *t, Var *base, PyObject *name) {
     PyTypeObject *ty = Py_TYPE(base->obj);
     PyObject *hook = base->kind == V_OBJECT || base->kind == V_MODULE ? python_hook(ty, s_getattribute) : NULL;
     if (hook) {
@@ -191,7 +483,7 @@ static bool is_object_slot(PyObject *d, PyObject *name) {
 
 /* A call of a "generic" method of super(): tagged V_METHOD whose obj is a
  * string "generic:<name>", executed by super_method_call. */
-static Var *tagged_method(Trace *t, Var *self, const char *tag) {
+Var *tagged_method(Trace *t, Var *self, const char *tag) {
     Var *m = var_new(t, V_METHOD);
     m->self = self;
     PyObject *s = PyUnicode_FromString(tag);
@@ -200,7 +492,7 @@ static Var *tagged_method(Trace *t, Var *self, const char *tag) {
     return m;
 }
 
-static Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
+Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
     Var *self = sup->self;
     PyObject *mro = Py_TYPE(self->obj)->tp_mro;
@@ -213,6 +505,7 @@ static Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
             if (PyErr_Occurred()) return trace_break(t, "super().%s lookup failed", n);
             continue;
         }
+        if (self->fresh && is_base_c_method(d)) return base_method(t, self, n);
         if (PyFunction_Check(d)) {
             PyObject *bound = PyMethod_New(d, self->obj);
             Var *r = bound ? method_var(t, self, d, bound) : trace_break(t, "super().%s", n);
@@ -243,9 +536,10 @@ static Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
 }
 
 /* Calls of tagged super() methods; NULL with t->broke unset means "not mine". */
-static Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, int n_kw, bool *handled) {
+Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled) {
     const char *tag = PyUnicode_AsUTF8(m->obj);
     *handled = true;
+    if (strncmp(tag, "base:", 5) == 0) return base_method_call(t, m->self, tag + 5, args, n_args, kw_names, kw_values, n_kw);
     if (strcmp(tag, "generic:__getattribute__") == 0) {
         if (n_args != 1 || n_kw || args[0]->kind != V_CONST || !PyUnicode_Check(args[0]->obj)) {
             return trace_break(t, "object.__getattribute__ with a run-time name");
@@ -304,6 +598,7 @@ bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
         Py_XDECREF(fset);
         return ok;
     }
+    if (base->fresh) return fresh_setattr(t, base, name, value);
     if (descr && Py_TYPE(descr)->tp_descr_set) {
         trace_break(t, "assignment to descriptor '%s' of %s", n, ty->tp_name);
         return false;
@@ -327,20 +622,14 @@ bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
                 return false;
             }
         }
-        if (value->kind == V_MODULE || (value->kind == V_TENSOR && value->obj && PyObject_TypeCheck(value->obj, (PyTypeObject *)parameter_type))) {
+        if (value->kind == V_MODULE || (value->kind == V_TENSOR && value->obj && PyObject_TypeCheck(value->obj, (PyTypeObject *)pt2_parameter_type()))) {
             trace_break(t, "assigning a module or parameter to %s.%s", ty->tp_name, n);
             return false;
         }
     }
-    if (t->n_stores == t->cap_stores) {
-        t->cap_stores = t->cap_stores ? 2 * t->cap_stores : 8;
-        struct AttrStore *s = trace_alloc(t, sizeof *s * (size_t)t->cap_stores);
-        if (t->n_stores) memcpy(s, t->stores, sizeof *s * (size_t)t->n_stores);
-        t->stores = s;
-    }
     trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
-    t->stores[t->n_stores++] = (struct AttrStore){base, trace_keep(t, name), value};
-    t->mutations++;
+    *new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
+    trace_mutated(t, NULL);
     return true;
 }
 
@@ -411,4 +700,32 @@ Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Va
     Py_DECREF(m);
     Py_DECREF(bound);
     return v;
+}
+
+/*--- global assignments ---------------------------------------------------------------*/
+
+/* `global name; name = value` is recorded like an attribute store on the
+ * module's globals and replayed after the graph runs (compiled.c). */
+static struct AttrStore *new_store(Trace *t) {
+    if (t->n_stores == t->cap_stores) {
+        t->cap_stores = t->cap_stores ? 2 * t->cap_stores : 8;
+        struct AttrStore *s = trace_alloc(t, sizeof *s * (size_t)t->cap_stores);
+        if (t->n_stores) memcpy(s, t->stores, sizeof *s * (size_t)t->n_stores);
+        t->stores = s;
+    }
+    return &t->stores[t->n_stores++];
+}
+
+Var *trace_stored_global(Trace *t, PyObject *globals, PyObject *name) {
+    for (int i = t->n_stores - 1; i >= 0; --i) {
+        struct AttrStore *s = &t->stores[i];
+        if (!s->target && s->globals == globals && PyUnicode_Compare(s->name, name) == 0) return s->value;
+    }
+    return NULL;
+}
+
+void trace_store_global(Trace *t, PyObject *globals, PyObject *name, Var *value) {
+    struct AttrStore *s = new_store(t);
+    *s = (struct AttrStore){NULL, trace_keep(t, name), value, trace_keep(t, globals)};
+    trace_mutated(t, NULL);
 }

@@ -1,6 +1,6 @@
-/*===- inplace.inc - in-place tensor ops, rewritten functionally -----------===*
+/*===- inplace.c - in-place tensor ops, rewritten functionally -----------===*
  *
- * Included by rules_ops.c (see objects.inc for why an .inc).  TorchDynamo
+ * TorchDynamo
  * and AOTAutograd functionalize mutation (§3.7, §4): `x.add_(y)` becomes
  * `x' = x + y`, and every later use of x reads x'.  Here a Var is shared by
  * every alias the trace holds (locals, containers, the memo of inputs), so
@@ -14,6 +14,10 @@
  * compiled call copies its final value back into the caller's tensor
  * (compiled.c), as AOTAutograd's epilogue does.
  *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "rules_util.h"
+
 
 /* torch.can_cast(from, to) for the dtypes pt2 has. */
 static bool can_cast_inplace(Pt2DType from, Pt2DType to) {
@@ -39,7 +43,7 @@ static Var *broadcast_to_var(Trace *t, Var *value, Var *x, const char *what) {
 Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
     if (!x || !value) return NULL;
     if (x->kind != V_TENSOR) return trace_break(t, "in-place %s on a non-tensor", what);
-    if (value->kind == V_CONST && is_number(value)) {
+    if (value->kind == V_CONST && var_is_number(value)) {
         value = scalar_tensor(t, PyFloat_AsDouble(value->obj), x->dtype);
         if (!value) return NULL;
     }
@@ -75,7 +79,7 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
         x->mutated = true;
     }
     x->value = value->value;
-    t->mutations++;
+    trace_mutated(t, x);
     return x;
 }
 
@@ -93,7 +97,7 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
         if (v->kind == V_TENSOR) {
             if (v->rank != 0) return trace_break(t, "fill_ with a tensor of rank %d", v->rank);
             v = convert_to(t, v, x->dtype);
-        } else if (!is_number(v)) {
+        } else if (!var_is_number(v)) {
             return trace_break(t, "%s with a non-number", name);
         } else {
             v = scalar_tensor(t, PyFloat_AsDouble(v->obj), x->dtype);
@@ -132,7 +136,7 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     } else {
         items[n++] = index;
     }
-    if (value->kind == V_CONST && !is_number(value)) return trace_break(t, "tensor item assignment of a non-number"), false;
+    if (value->kind == V_CONST && !var_is_number(value)) return trace_break(t, "tensor item assignment of a non-number"), false;
     if (value->kind != V_TENSOR && value->kind != V_CONST) return trace_break(t, "tensor item assignment of this value"), false;
     if (n == 1 && items[0]->kind == V_TENSOR && items[0]->dtype == PT2_BOOL) {
         Var *mask = items[0];
@@ -177,7 +181,7 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
             is_int[dim] = true;
             dim++;
         } else if (it->kind == V_SLICE) {
-            if (!slice_bounds(t, it, x->sizes[dim], &start[dim], &stop[dim], &step[dim])) return false;
+            if (!trace_slice_bounds(t, it, x->sizes[dim], &start[dim], &stop[dim], &step[dim])) return false;
             dim++;
         } else {
             return trace_break(t, "tensor item assignment with a %s index (advanced indexing)", it->kind == V_TENSOR ? "tensor" : "non-constant"), false;

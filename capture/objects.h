@@ -1,0 +1,36 @@
+/*===- objects.h - the object model shared by values.c and objects.c -------===*
+ *
+ * How attribute reads, stores, super() and object protocols (obj[k], k in
+ * obj) are followed at trace time for user objects and nn.Modules, and how
+ * instances of user classes are made inside the trace (objects.c).
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_CAPTURE_OBJECTS_H
+#define PT2_CAPTURE_OBJECTS_H
+
+#include "trace.h"
+
+int objects_init(void);
+
+/* values.c */
+Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
+bool is_nn_module(PyObject *o);
+PyObject *pt2_nn_module_type(void); /* borrowed: torch.nn.Module */
+PyObject *pt2_parameter_type(void); /* borrowed: torch.nn.Parameter */
+
+/* A Python function defined for `name` on ty (looked up along the MRO), or
+ * NULL: object's own slots and C methods are not "Python".  Borrowed. */
+PyObject *python_hook(PyTypeObject *ty, PyObject *name);
+/* Calls a real Python function inlined: fn(args...). */
+Var *inline_function(Trace *t, PyObject *fn, Var **args, int n);
+/* The generic lookup (object.__getattribute__) and the full one (a type's
+ * Python __getattribute__ inlined first). */
+Var *generic_getattr(Trace *t, Var *base, PyObject *name);
+Var *object_getattr(Trace *t, Var *base, PyObject *name);
+Var *super_getattr(Trace *t, Var *sup, PyObject *name);
+/* A V_METHOD whose obj is a tag string ("get", "generic:__setattr__", ...)
+ * run by tagged_method_call; *handled is false when the tag is not one. */
+Var *tagged_method(Trace *t, Var *self, const char *tag);
+Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);
+
+#endif /* PT2_CAPTURE_OBJECTS_H */
