@@ -42,7 +42,7 @@ def pt2_kernel(build, inputs):
     return k, time.perf_counter() - t0
 
 
-def case(name, build, eager, inputs, nbytes, rows):
+def case(name, build, eager, inputs, nbytes, rows, flops=0):
     k, compile_s = pt2_kernel(build, inputs)
     (got,) = k(*inputs)
     want = eager(*inputs)
@@ -63,10 +63,72 @@ def case(name, build, eager, inputs, nbytes, rows):
              inductor_ms=t_inductor, memcpy_ms=t_copy, pt2_GBps=gbs(t_pt2), memcpy_GBps=gbs(t_copy),
              inductor_GBps=gbs(t_inductor), pt2_fraction_of_memcpy=t_copy / t_pt2, pt2_cold_compile_s=compile_s,
              inductor_cold_compile_s=inductor_compile_s)
+    if flops:
+        r["pt2_TFLOPs"] = flops / t_pt2 / 1e9
+        r["inductor_TFLOPs"] = flops / t_inductor / 1e9
     rows.append(r)
-    print(f"{name:28s} pt2 {t_pt2:8.3f} ms {gbs(t_pt2):7.0f} GB/s | memcpy {gbs(t_copy):6.0f} GB/s | inductor "
+    print(f"{name:34s} pt2 {t_pt2:8.3f} ms {gbs(t_pt2):7.0f} GB/s | memcpy {gbs(t_copy):6.0f} GB/s | inductor "
           f"{t_inductor:8.3f} ms | eager {t_eager:8.3f} ms | err {err:.1e} | compile pt2 {compile_s:.2f}s inductor "
           f"{inductor_compile_s:.2f}s", flush=True)
+
+
+def models(rows):
+    """Matrix products and two small models: pt2 (the same graph built with pt2.Graph),
+    eager and torch.compile from one torch function.  f32 with TF32 off (the default);
+    bf16 for the models' second variant."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for dt, tag in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
+        a, b = torch.randn(4096, 4096, device="cuda", dtype=dt), torch.randn(4096, 4096, device="cuda", dtype=dt)
+        case(f"matmul 4096^3 {tag}", lambda g, a, b: g.op("matmul", a, b), lambda a, b: a @ b, [a, b], 3 * a.numel() * a.element_size(),
+             rows, flops=2 * 4096**3)
+    # MLP: linear(1024->4096) + bias, gelu, linear(4096->1024) + bias; 8192 tokens
+    F = torch.nn.functional
+    for dt, tag in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
+        x = torch.randn(8192, 1024, device="cuda", dtype=dt)
+        w1, b1 = torch.randn(4096, 1024, device="cuda", dtype=dt) * 0.03, torch.randn(4096, device="cuda", dtype=dt)
+        w2, b2 = torch.randn(1024, 4096, device="cuda", dtype=dt) * 0.03, torch.randn(1024, device="cuda", dtype=dt)
+
+        def mlp_g(g, x, w1, b1, w2, b2):
+            h = g.op("gelu", g.op("add", g.op("linear", x, w1), b1))
+            return g.op("add", g.op("linear", h, w2), b2)
+
+        case(f"MLP 8192x1024x4096 {tag}", mlp_g, lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2),
+             [x, w1, b1, w2, b2], 0, rows, flops=2 * 2 * 8192 * 1024 * 4096)
+    # a pre-norm transformer block: LN, QKV, attention (16 heads of 64, seq 512, batch 8), proj, residual, LN, MLP
+    B, T, C, H = 8, 512, 1024, 16
+    for dt, tag in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
+        r = lambda *s, scale=1.0: torch.randn(*s, device="cuda", dtype=dt) * scale
+        P = [r(B, T, C), r(C), r(C), r(3 * C, C, scale=0.03), r(3 * C), r(C, C, scale=0.03), r(C), r(C), r(C),
+             r(4 * C, C, scale=0.03), r(4 * C), r(C, 4 * C, scale=0.03), r(C)]
+
+        def block_t(x, g1, be1, wqkv, bqkv, wo, bo, g2, be2, w1, b1, w2, b2):
+            h = F.layer_norm(x, (C,), g1, be1)
+            qkv = F.linear(h, wqkv, bqkv).reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            att = torch.softmax((q @ k.transpose(-1, -2)) * (1.0 / (C // H) ** 0.5), dim=-1)
+            y = (att @ v).permute(0, 2, 1, 3).reshape(B, T, C)
+            x = x + F.linear(y, wo, bo)
+            h = F.layer_norm(x, (C,), g2, be2)
+            return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
+
+        def block_g(g, x, g1, be1, wqkv, bqkv, wo, bo, g2, be2, w1, b1, w2, b2):
+            h = g.op("layer_norm", x, g1, be1, normalized_ndim=1)
+            qkv = g.op("permute", g.op("reshape", g.op("add", g.op("linear", h, wqkv), bqkv), shape=[B, T, 3, H, C // H]),
+                       perm=[2, 0, 3, 1, 4])
+            q, k, v = (g.op("reshape", g.op("slice", qkv, dim=0, start=i, end=i + 1, step=1), shape=[B, H, T, C // H])
+                       for i in range(3))
+            s = g.op("mul", g.op("matmul", q, g.op("permute", k, perm=[0, 1, 3, 2])), g.scalar(1.0 / (C // H) ** 0.5))
+            y = g.op("reshape", g.op("permute", g.op("matmul", g.op("softmax", s, dim=-1), v), perm=[0, 2, 1, 3]), shape=[B, T, C])
+            x = g.op("add", x, g.op("add", g.op("linear", y, wo), bo))
+            h = g.op("layer_norm", x, g2, be2, normalized_ndim=1)
+            m = g.op("add", g.op("linear", g.op("gelu", g.op("add", g.op("linear", h, w1), b1)), w2), b2)
+            return g.op("add", x, m)
+
+        flops = 2 * B * T * C * C * 12 + 2 * 2 * B * H * T * T * (C // H)
+        try:
+            case(f"transformer block {B}x{T}x{C} {tag}", block_g, block_t, P, 0, rows, flops=flops)
+        except Exception as e:  # keep the rest of the table
+            print(f"transformer block {tag}: {type(e).__name__}: {str(e)[:400]}", flush=True)
 
 
 def main():
@@ -88,6 +150,14 @@ def main():
              2 * s.numel() * 4, rows)
     s = torch.randn(8192, 1024, device="cuda")
     case("sum dim 0 8192x1024", lambda g, s: g.op("sum", s, dims=[0]), lambda s: s.sum(0), [s], s.numel() * 4, rows)
+    case("sum dim -1 8192x1024", lambda g, s: g.op("sum", s, dims=[1]), lambda s: s.sum(1), [s], s.numel() * 4, rows)
+    case("amax dim -1 65536x128", lambda g, s: g.op("amax", s, dims=[1]), lambda s: s.amax(1),
+         [s.reshape(65536, 128)], s.numel() * 4, rows)
+    case("mean dim 0 8192x1024", lambda g, s: g.op("mean", s, dims=[0]), lambda s: s.mean(0), [s], s.numel() * 4, rows)
+    w, bb = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    case("layer_norm 8192x1024", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
+         lambda s, w, b: torch.nn.functional.layer_norm(s, (1024,), w, b), [s, w, bb], 2 * s.numel() * 4, rows)
+    models(rows)
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, date=time.strftime("%Y-%m-%d"), results=rows)
     if args.json:
         with open(args.json, "w") as f:

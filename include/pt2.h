@@ -184,6 +184,9 @@ PT2_EXPORT const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k);
  * buffers, inputs then outputs; workspace: pt2GpuKernelWorkspaceBytes of
  * device memory (256-byte aligned) or NULL if that is 0.  Returns 0 or -1. */
 PT2_EXPORT int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream);
+/* Matrix products (cuBLAS) on f32 operands may use TF32 tensor cores, as
+ * torch.backends.cuda.matmul.allow_tf32; off by default. */
+PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
 
 /*--- MLIR-level API (for tools that also use the MLIR C API) ----------------*/
 

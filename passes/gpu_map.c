@@ -33,20 +33,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_map.h"
 #include "ir.h"
 #include "mlir-c/Diagnostics.h"
 
-#define GPU_THREADS_PER_BLOCK 256
 #define GPU_ELEMENTS_PER_THREAD 4
 #define GPU_MANY_ELEMENTS (1 << 20)
 
-static bool is_op(MlirOperation op, const char *name) {
+bool gpu_is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
 }
 
 static bool name_in(MlirOperation op, const char *const *names) {
     for (; *names; ++names) {
-        if (is_op(op, *names)) return true;
+        if (gpu_is_op(op, *names)) return true;
     }
     return false;
 }
@@ -60,13 +60,17 @@ static bool is_host_op(MlirOperation op) {
                                            "affine.apply", NULL};
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
     if (n.length > 6 && strncmp(n.data, "arith.", 6) == 0) return true;
+    if (gpu_is_op(op, "func.call")) { /* cuBLAS calls in the launch plan (gpu_extern.c) */
+        MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
+        return callee.length > 8 && strncmp(callee.data, "pt2_gpu_", 8) == 0;
+    }
     return name_in(op, host_ops);
 }
 
-static int64_t constant_index(MlirValue v) {
+int64_t gpu_constant_index(MlirValue v) {
     if (!mlirValueIsAOpResult(v)) return -1;
     MlirOperation def = mlirOpResultGetOwner(v);
-    if (!is_op(def, "arith.constant")) return -1;
+    if (!gpu_is_op(def, "arith.constant")) return -1;
     MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
     return mlirAttributeIsAInteger(a) ? mlirIntegerAttrGetValueInt(a) : -1;
 }
@@ -77,7 +81,7 @@ static int64_t constant_index(MlirValue v) {
 
 /* An scf.parallel of n dimensions, its body holding only the scf.reduce
  * terminator; `mapping` is an attribute text or NULL. */
-static MlirOperation build_parallel(Builder *b, int n, const MlirValue *lbs, const MlirValue *ubs, const MlirValue *steps,
+MlirOperation gpu_build_parallel(Builder *b, int n, const MlirValue *lbs, const MlirValue *ubs, const MlirValue *steps,
                                     const char *mapping) {
     MlirValue operands[3 * PT2_MAX_RANK * 2];
     MlirType index = mlirIndexTypeGet(b->ctx);
@@ -112,10 +116,10 @@ static MlirOperation build_parallel(Builder *b, int n, const MlirValue *lbs, con
     return op;
 }
 
-static MlirBlock body_of(MlirOperation op) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)); }
+MlirBlock gpu_body_of(MlirOperation op) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)); }
 
 /* scf.for lb..ub step, body holding only scf.yield. */
-static MlirOperation build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue step) {
+MlirOperation gpu_build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue step) {
     MlirValue operands[3] = {lb, ub, step};
     MlirType index = mlirIndexTypeGet(b->ctx);
     MlirRegion region = mlirRegionCreate();
@@ -136,7 +140,7 @@ static MlirOperation build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue
 }
 
 /* scf.if cond { } (no else, no results); returns the then-block. */
-static MlirBlock build_if(Builder *b, MlirValue cond) {
+MlirBlock gpu_build_if(Builder *b, MlirValue cond) {
     MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
     MlirBlock then_block = mlirBlockCreate(0, NULL, NULL);
     mlirRegionAppendOwnedBlock(regions[0], then_block);
@@ -183,8 +187,8 @@ static MlirOperation copy_to_loops(MlirOperation copy) {
         steps[i] = one;
         ubs[i] = const_index(&b, mlirShapedTypeGetDimSize(t, i));
     }
-    MlirOperation par = build_parallel(&b, rank, lbs, ubs, steps, NULL);
-    MlirBlock body = body_of(par);
+    MlirOperation par = gpu_build_parallel(&b, rank, lbs, ubs, steps, NULL);
+    MlirBlock body = gpu_body_of(par);
     Builder in = builder_before(mlirBlockGetTerminator(body));
     MlirValue idx[1 + PT2_MAX_RANK * 2];
     idx[0] = src;
@@ -225,32 +229,69 @@ static bool defined_outside(MlirValue v, MlirOperation loop) {
 }
 
 /* Returns the scf.parallel now outermost, or the for loop unchanged. */
-static MlirOperation interchange(MlirOperation for_op) {
+MlirOperation gpu_interchange(MlirOperation for_op) {
     if (mlirOperationGetNumResults(for_op) != 0) return for_op;
-    MlirOperation inner = single_op(body_of(for_op));
+    MlirOperation inner = single_op(gpu_body_of(for_op));
     if (mlirOperationIsNull(inner)) return for_op;
-    if (is_op(inner, "scf.for")) {
-        inner = interchange(inner);
-        if (!is_op(inner, "scf.parallel")) return for_op;
+    if (gpu_is_op(inner, "scf.for")) {
+        inner = gpu_interchange(inner);
+        if (!gpu_is_op(inner, "scf.parallel")) return for_op;
     }
-    if (!is_op(inner, "scf.parallel") || mlirOperationGetNumResults(inner) != 0) return for_op;
+    if (!gpu_is_op(inner, "scf.parallel") || mlirOperationGetNumResults(inner) != 0) return for_op;
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(inner); ++i) {
         if (!defined_outside(mlirOperationGetOperand(inner, i), for_op)) return for_op;
     }
     /* par moves out before the for; the for moves into par's body and takes
      * par's old body */
-    MlirBlock par_body = body_of(inner);
+    MlirBlock par_body = gpu_body_of(inner);
     MlirOperation par_first = mlirBlockGetFirstOperation(par_body);
     mlirOperationMoveBefore(inner, for_op);
     mlirOperationMoveBefore(for_op, par_first);
-    MlirOperation for_term = mlirBlockGetTerminator(body_of(for_op));
+    MlirOperation for_term = mlirBlockGetTerminator(gpu_body_of(for_op));
     for (MlirOperation op = par_first; !mlirOperationIsNull(op);) {
         MlirOperation next = mlirOperationGetNextInBlock(op);
-        if (is_op(op, "scf.reduce")) break;
+        if (gpu_is_op(op, "scf.reduce")) break;
         mlirOperationMoveBefore(op, for_term);
         op = next;
     }
     return inner;
+}
+
+/* scf.parallel { scf.for { scf.parallel } } (a reduction over a middle
+ * dimension, e.g. mean over dim 1 of a 3-d tensor) → the for interchanged
+ * inward and the two parallel loops merged into one: every output element
+ * is one iteration of a single parallel loop again. */
+static MlirOperation merge_nested_parallel(MlirOperation outer) {
+    if (mlirOperationGetNumResults(outer) != 0) return outer;
+    MlirOperation inner = single_op(gpu_body_of(outer));
+    if (mlirOperationIsNull(inner) || !gpu_is_op(inner, "scf.for")) return outer;
+    inner = gpu_interchange(inner);
+    if (!gpu_is_op(inner, "scf.parallel") || mlirOperationGetNumResults(inner) != 0) return outer;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(inner); ++i) {
+        if (!defined_outside(mlirOperationGetOperand(inner, i), outer)) return outer;
+    }
+    int n1 = (int)mlirOperationGetNumOperands(outer) / 3, n2 = (int)mlirOperationGetNumOperands(inner) / 3;
+    if (n1 + n2 > PT2_MAX_RANK * 2) return outer;
+    MlirValue lbs[PT2_MAX_RANK * 2] = {{0}}, ubs[PT2_MAX_RANK * 2] = {{0}}, steps[PT2_MAX_RANK * 2] = {{0}};
+    for (int k = 0; k < 2; ++k) {
+        MlirOperation loop = k == 0 ? outer : inner;
+        int n = k == 0 ? n1 : n2, at = k == 0 ? 0 : n1;
+        for (int i = 0; i < n; ++i) {
+            lbs[at + i] = mlirOperationGetOperand(loop, i);
+            ubs[at + i] = mlirOperationGetOperand(loop, n + i);
+            steps[at + i] = mlirOperationGetOperand(loop, 2 * n + i);
+        }
+    }
+    Builder b = builder_before(outer);
+    MlirOperation merged = gpu_build_parallel(&b, n1 + n2, lbs, ubs, steps, NULL);
+    MlirBlock body = gpu_body_of(merged);
+    for (int i = 0; i < n1; ++i) mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(gpu_body_of(outer), i), mlirBlockGetArgument(body, i));
+    for (int i = 0; i < n2; ++i) {
+        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(gpu_body_of(inner), i), mlirBlockGetArgument(body, n1 + i));
+    }
+    move_body(gpu_body_of(inner), mlirBlockGetTerminator(body));
+    mlirOperationDestroy(outer);
+    return merged;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -260,16 +301,16 @@ static MlirOperation interchange(MlirOperation for_op) {
 static void serialize_parallel(MlirOperation par) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     Builder b = builder_before(par);
-    MlirBlock par_body = body_of(par);
+    MlirBlock par_body = gpu_body_of(par);
     MlirOperation innermost = (MlirOperation){NULL};
     for (int i = 0; i < n; ++i) {
-        MlirOperation f = build_for(&b, mlirOperationGetOperand(par, i), mlirOperationGetOperand(par, n + i),
+        MlirOperation f = gpu_build_for(&b, mlirOperationGetOperand(par, i), mlirOperationGetOperand(par, n + i),
                                     mlirOperationGetOperand(par, 2 * n + i));
-        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(par_body, i), mlirBlockGetArgument(body_of(f), 0));
-        b = builder_before(mlirBlockGetTerminator(body_of(f)));
+        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(par_body, i), mlirBlockGetArgument(gpu_body_of(f), 0));
+        b = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
         innermost = f;
     }
-    move_body(par_body, mlirBlockGetTerminator(body_of(innermost)));
+    move_body(par_body, mlirBlockGetTerminator(gpu_body_of(innermost)));
     mlirOperationDestroy(par);
 }
 
@@ -282,8 +323,8 @@ static void serialize_nested(MlirOperation kernel_loop) {
     oplist_free(&nested);
 }
 
-static const char *block_mapping = "[#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
-static const char *thread_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
+const char *const gpu_block_mapping = "[#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
+const char *const gpu_thread_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
 
 /* Blocks × threads for `total` iterations, `per_thread` of them each (a
  * constant loop LLVM unrolls, so that a thread has several independent loads
@@ -295,17 +336,17 @@ static MlirBlock build_grid(Builder *b, int64_t total, int64_t per_thread, MlirV
     int64_t blocks = (total + threads * per_thread - 1) / (threads * per_thread);
     MlirValue zero = const_index(b, 0), one = const_index(b, 1);
     MlirValue n_blocks = const_index(b, blocks), n_threads = const_index(b, threads);
-    MlirOperation grid = build_parallel(b, 1, &zero, &n_blocks, &one, block_mapping);
-    Builder gb = builder_before(mlirBlockGetTerminator(body_of(grid)));
-    MlirOperation block = build_parallel(&gb, 1, &zero, &n_threads, &one, thread_mapping);
-    MlirBlock body = body_of(block);
+    MlirOperation grid = gpu_build_parallel(b, 1, &zero, &n_blocks, &one, gpu_block_mapping);
+    Builder gb = builder_before(mlirBlockGetTerminator(gpu_body_of(grid)));
+    MlirOperation block = gpu_build_parallel(&gb, 1, &zero, &n_threads, &one, gpu_thread_mapping);
+    MlirBlock body = gpu_body_of(block);
     Builder in = builder_before(mlirBlockGetTerminator(body));
     MlirValue block_size = const_index(&in, threads * per_thread);
-    MlirValue base = build_binary(&in, "arith.muli", mlirBlockGetArgument(body_of(grid), 0), block_size);
+    MlirValue base = build_binary(&in, "arith.muli", mlirBlockGetArgument(gpu_body_of(grid), 0), block_size);
     MlirValue linear = build_binary(&in, "arith.addi", base, mlirBlockGetArgument(body, 0));
     if (per_thread > 1) {
-        MlirOperation step = build_for(&in, const_index(&in, 0), const_index(&in, per_thread), const_index(&in, 1));
-        body = body_of(step);
+        MlirOperation step = gpu_build_for(&in, const_index(&in, 0), const_index(&in, per_thread), const_index(&in, 1));
+        body = gpu_body_of(step);
         in = builder_before(mlirBlockGetTerminator(body));
         MlirValue offset = build_binary(&in, "arith.muli", mlirBlockGetArgument(body, 0), n_threads);
         linear = build_binary(&in, "arith.addi", linear, offset);
@@ -313,16 +354,16 @@ static MlirBlock build_grid(Builder *b, int64_t total, int64_t per_thread, MlirV
     *out_linear = linear;
     if (blocks * threads * per_thread == total) return body;
     MlirValue in_range = build_cmp(&in, false, "ult", linear, const_index(&in, total));
-    return build_if(&in, in_range);
+    return gpu_build_if(&in, in_range);
 }
 
 static int map_parallel(MlirOperation par) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2], total = 1;
     for (int i = 0; i < n; ++i) {
-        lb[i] = constant_index(mlirOperationGetOperand(par, i));
-        int64_t ub = constant_index(mlirOperationGetOperand(par, n + i));
-        step[i] = constant_index(mlirOperationGetOperand(par, 2 * n + i));
+        lb[i] = gpu_constant_index(mlirOperationGetOperand(par, i));
+        int64_t ub = gpu_constant_index(mlirOperationGetOperand(par, n + i));
+        step[i] = gpu_constant_index(mlirOperationGetOperand(par, 2 * n + i));
         if (lb[i] < 0 || ub < 0 || step[i] <= 0) {
             op_error(par, "pt2-gpu-map-loops: loop bounds must be constants (static shapes)");
             return -1;
@@ -346,7 +387,7 @@ static int map_parallel(MlirOperation par) {
     /* delinearize, innermost dimension fastest (consecutive threads,
      * consecutive elements) */
     MlirValue rest = linear;
-    MlirBlock par_body = body_of(par);
+    MlirBlock par_body = gpu_body_of(par);
     for (int i = n - 1; i >= 0; --i) {
         MlirValue idx = rest;
         if (i > 0) {
@@ -382,19 +423,41 @@ static void map_single_thread(MlirOperation op) {
  * The pass
  *===----------------------------------------------------------------------===*/
 
+static bool already_mapped(MlirOperation op) {
+    return gpu_is_op(op, "scf.parallel") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")));
+}
+
 static int map_function(MlirOperation func) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (mlirBlockIsNull(body)) return 0;
-    OpList top = {0};
+    /* rules 1 and 2 first, so that the reductions (gpu_reduce.c) see the
+     * loops they come from */
+    OpList top = {0}, interchanged = {0};
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         oplist_push(&top, op);
     }
-    int rc = 0;
+    for (int i = 0; i < top.n; ++i) {
+        MlirOperation op = top.ops[i];
+        if (gpu_is_op(op, "memref.copy")) op = copy_to_loops(op);
+        if (gpu_is_op(op, "scf.for")) {
+            op = gpu_interchange(op);
+            if (gpu_is_op(op, "scf.parallel")) oplist_push(&interchanged, op);
+        } else if (gpu_is_op(op, "scf.parallel")) {
+            op = merge_nested_parallel(op);
+        }
+    }
+    oplist_free(&top);
+    int rc = gpu_map_reductions(func, &interchanged);
+    oplist_free(&interchanged);
+    if (rc != 0) return rc;
+    top = (OpList){0};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        oplist_push(&top, op);
+    }
     for (int i = 0; i < top.n && rc == 0; ++i) {
         MlirOperation op = top.ops[i];
-        if (is_op(op, "memref.copy")) op = copy_to_loops(op);
-        if (is_op(op, "scf.for")) op = interchange(op);
-        if (is_op(op, "scf.parallel") && mlirOperationGetNumResults(op) == 0) {
+        if (already_mapped(op)) continue;
+        if (gpu_is_op(op, "scf.parallel") && mlirOperationGetNumResults(op) == 0) {
             rc = map_parallel(op);
         } else if (is_host_op(op)) {
             continue;
@@ -414,7 +477,7 @@ static int run_map(MlirOperation module, void *user) {
     (void)user;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        if (is_op(op, "func.func") && map_function(op) != 0) return -1;
+        if (gpu_is_op(op, "func.func") && map_function(op) != 0) return -1;
     }
     return 0;
 }

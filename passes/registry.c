@@ -25,6 +25,7 @@ MlirPass pt2_create_serialize_small_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
+MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
@@ -58,6 +59,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
     {"pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping; passes/gpu_map.c)",
      pt2_create_gpu_map_loops_pass},
+    {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
+     pt2_create_gpu_extern_gemm_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
 
@@ -160,12 +163,13 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-decompose,pt2-lower-non-contractions,canonicalize,%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-             "convert-bufferization-to-memref,func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
+             "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,lower-affine,canonicalize,"
              "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,reconcile-unrealized-casts),"
              "gpu-module-to-binary{format=isa}",
-             fusion ? "linalg-fuse-elementwise-ops,cse," : "", chip, link);
+             fusion ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,", chip,
+             link);
     return text;
 }
 

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cublas.h"
 #include "cuda.h"
 #include "kernel_shared.h"
 #include "mlir-c/BuiltinAttributes.h"
@@ -303,6 +304,33 @@ static int plan_launch(PlanBuilder *pb, MlirOperation op) {
     return 0;
 }
 
+/* func.call @pt2_gpu_gemm_<ab>_<c>_b<beta>_<n>(A, B, C) (passes/gpu_extern.c):
+ * a cuBLAS call in the plan, module -1, function "gemm_<ab>_<c>_b<beta>". */
+static bool is_gemm_call(MlirOperation op) {
+    if (!is_op(op, "func.call")) return false;
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(attr(op, "callee"));
+    return callee.length > 13 && strncmp(callee.data, "pt2_gpu_gemm_", 13) == 0;
+}
+
+static int plan_gemm(PlanBuilder *pb, MlirOperation op) {
+    Pt2GpuKernel *k = pb->k;
+    GpuLaunch *l = &k->launches[k->n_launches];
+    memset(l, 0, sizeof *l);
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(attr(op, "callee"));
+    l->module = -1;
+    /* drop the "pt2_gpu_" prefix and the "_<n>" suffix that makes the symbol unique */
+    int len = (int)callee.length - 8;
+    while (len > 0 && callee.data[8 + len - 1] != '_') --len;
+    snprintf(l->function, sizeof l->function, "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
+    l->n_args = 3;
+    l->args = calloc(3, sizeof *l->args);
+    for (int i = 0; i < 3; ++i) {
+        if (plan_memref(pb, op, mlirOperationGetOperand(op, i), &l->args[i]) != 0) return -1;
+    }
+    k->n_launches++;
+    return 0;
+}
+
 static int build_plan(PlanBuilder *pb) {
     Pt2GpuKernel *k = pb->k;
     MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(pb->module, 0));
@@ -348,6 +376,8 @@ static int build_plan(PlanBuilder *pb) {
             }
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
+        } else if (is_gemm_call(op)) {
+            if (plan_gemm(pb, op) != 0) return -1;
         } else if (!(arith || is_op(op, "memref.dealloc") || is_op(op, "func.return") || is_op(op, "memref.expand_shape") ||
                      is_op(op, "memref.collapse_shape") || is_op(op, "memref.subview") || is_op(op, "memref.reinterpret_cast") ||
                      is_op(op, "memref.cast"))) {
@@ -701,6 +731,7 @@ static int load(Pt2GpuKernel *k) {
     for (int i = 0; i < k->n_modules && rc == 0; ++i) rc = load_module(k, i, cc, driver, &modules[i]);
     for (int i = 0; i < k->n_launches && rc == 0; ++i) {
         GpuLaunch *l = &k->launches[i];
+        if (l->module < 0) continue; /* a cuBLAS call */
         rc = pt2_cuda_function(modules[l->module], l->function, &l->loaded);
         l->n_params = 0;
         for (int j = 0; j < l->n_args; ++j) l->n_params += l->args[j].kind == ARG_SCALAR ? 1 : 3 + 2 * l->args[j].rank;
@@ -713,10 +744,37 @@ static int load(Pt2GpuKernel *k) {
     return rc;
 }
 
+static uint64_t arg_base(const Pt2GpuKernel *k, const GpuArg *a, void *const *device_pointers, void *workspace) {
+    return a->kind == ARG_INPUT_OUTPUT ? (uint64_t)(uintptr_t)device_pointers[a->root]
+           : a->kind == ARG_WORKSPACE  ? (uint64_t)(uintptr_t)workspace + (uint64_t)a->root
+                                       : k->constants[a->root].device;
+}
+
+static int launch_gemm(const Pt2GpuKernel *k, const GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream) {
+    Pt2GemmOperand ops[3];
+    for (int i = 0; i < 3; ++i) {
+        const GpuArg *a = &l->args[i];
+        if (a->rank < 2 || a->rank > 3) {
+            pt2_set_error("internal: a gemm operand of rank %d", a->rank);
+            return -1;
+        }
+        ops[i] = (Pt2GemmOperand){(void *)(uintptr_t)arg_base(k, a, device_pointers, workspace), a->offset, a->rank, {0}, {0}};
+        for (int d = 0; d < a->rank; ++d) {
+            ops[i].sizes[d] = a->sizes[d];
+            ops[i].strides[d] = a->strides[d];
+        }
+    }
+    return pt2_cublas_gemm(l->function, &ops[0], &ops[1], &ops[2], stream);
+}
+
 int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
     if (!k->loaded && load(k) != 0) return -1;
     for (int i = 0; i < k->n_launches; ++i) {
         GpuLaunch *l = &k->launches[i];
+        if (l->module < 0) {
+            if (launch_gemm(k, l, device_pointers, workspace, stream) != 0) return -1;
+            continue;
+        }
         uint64_t words[256];
         void *params[256];
         if (l->n_params > 256) {

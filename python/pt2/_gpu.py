@@ -27,6 +27,41 @@ _sig("pt2GpuKernelWorkspaceBytes", ctypes.c_size_t, ctypes.c_void_p)
 _sig("pt2GpuKernelNumLaunches", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2GpuKernelPlanText", ctypes.c_char_p, ctypes.c_void_p)
 _sig("pt2GpuKernelLaunch", ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p)
+_sig("pt2GpuSetMatmulAllowTF32", None, ctypes.c_int)
+
+_tf32 = None
+
+
+def _sync_matmul_flags():
+    """cuBLAS calls in a plan follow torch.backends.cuda.matmul.allow_tf32."""
+    global _tf32
+    flag = bool(torch.backends.cuda.matmul.allow_tf32)
+    if flag != _tf32:
+        _lib.pt2GpuSetMatmulAllowTF32(int(flag))
+        _tf32 = flag
+
+
+def _find_cublas():
+    """libcublas for runtime/cublas.c: the one torch's wheels bring (nvidia-cublas),
+    unless PT2_CUBLAS names one; the C side also tries the plain sonames."""
+    import glob
+    import os
+
+    if os.environ.get("PT2_CUBLAS"):
+        return
+    try:
+        import nvidia.cublas  # noqa: F401  (torch's CUDA wheels)
+
+        for d in list(nvidia.cublas.__path__):
+            libs = sorted(glob.glob(os.path.join(d, "lib", "libcublas.so.*")))
+            if libs:
+                os.environ["PT2_CUBLAS"] = libs[-1]
+                return
+    except ImportError:
+        pass
+
+
+_find_cublas()
 
 
 def cuda_available():
@@ -86,6 +121,7 @@ class GpuKernel:
                 self._pointers[i] = t.data_ptr()
             workspace = torch.empty(self.workspace_bytes, dtype=torch.uint8, device=device) if self.workspace_bytes else None
             stream = torch.cuda.current_stream(device).cuda_stream
+            _sync_matmul_flags()
             rc = _lib.pt2GpuKernelLaunch(self.handle, self._pointers, workspace.data_ptr() if workspace is not None else None, stream)
         if rc != 0:
             raise _error("launching the GPU kernel")

@@ -38,10 +38,10 @@ def _ptxas():
 
 CASES = {
     "add_relu_broadcast": (lambda g, x, b: g.op("relu", g.op("add", x, b)), [(torch.float32, (37, 129)), (torch.float32, (129,))], 1),
-    "softmax": (lambda g, x: g.op("softmax", x, dim=-1), [(torch.float32, (77, 1531))], None),
+    "softmax": (lambda g, x: g.op("softmax", x, dim=-1), [(torch.float32, (77, 1531))], 1),
     "sum_dim0": (lambda g, x: g.op("sum", x, dims=[0]), [(torch.float32, (37, 5))], None),
     "bf16_silu": (lambda g, x: g.op("silu", x), [(torch.bfloat16, (1000,))], 1),
-    "matmul": (lambda g, a, b: g.op("matmul", a, b), [(torch.float32, (65, 33)), (torch.float32, (33, 17))], None),
+    "matmul_relu": (lambda g, a, b: g.op("relu", g.op("matmul", a, b)), [(torch.float32, (65, 33)), (torch.float32, (33, 17))], 2),
 }
 
 
@@ -81,3 +81,14 @@ def test_temporaries_become_workspace():
     k = _graph(build, *specs).compile(device="cuda")
     assert k.workspace_bytes >= 77 * 4 and k.workspace_bytes % 256 == 0
     assert "memref w 0" in k.plan
+
+
+@pytest.mark.parametrize("dtype,name", [(torch.float32, "gemm_f32_f32_b0"), (torch.float16, "gemm_f16_f32_b0"),
+                                        (torch.bfloat16, "gemm_bf16_f32_b0"), (torch.float64, "gemm_f64_f64_b0")])
+def test_matmul_is_a_cublas_call(dtype, name):
+    """matmul/bmm/linear become cuBLAS entries of the plan (module -1), the zero fill dropped."""
+    k = _graph(lambda g, a, b, w: (g.op("matmul", a, b), g.op("linear", g.op("reshape", a, shape=[12, 8]), w)),
+               (dtype, (3, 4, 8)), (dtype, (3, 8, 5)), (dtype, (6, 8))).compile(device="cuda")
+    plan = k.plan
+    assert plan.count(f"launch -1 {name} ") == 2, plan[:3000]
+    assert "memref a 0 rank 3 offset 0 sizes 3 4 8 strides 32 8 1" in plan

@@ -2,23 +2,27 @@
 // RUN: pt2-opt %s --pt2-gpu-pipeline | python3 %S/../Inputs/extract_ptx.py %t | FileCheck %s --check-prefix=PTX
 // The GPU pipeline from the pt2 dialect: a host function of launches (the
 // runtime's launch plan) beside gpu.binary ops holding PTX for sm_90, which
-// ptxas accepts.  softmax is 7 launches; its temporary (the row maxima and
-// sums) is a host allocation the runtime places in the caller's workspace.
+// ptxas accepts.  add + softmax is ONE launch, a block per row (gpu_reduce.c):
+// the row max and sum go through warp shuffles and shared memory; the
+// temporary for them is a host allocation in the caller's workspace.
 
 // CHECK: module attributes {gpu.container_module}
+// CHECK: memref.global "private" @__pt2_reduce_scratch_f32 : memref<32xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<512x1024xf32>, %{{.*}}: memref<1024xf32>, %{{.*}}: memref<512x1024xf32>)
-// CHECK: gpu.launch_func @main_kernel::@main_kernel blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: memref.alloc() {{.*}} : memref<512xf32>
-// CHECK-COUNT-6: gpu.launch_func
+// CHECK: gpu.launch_func @main_kernel::@main_kernel blocks in (%c512, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 // CHECK: gpu.binary @main_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"
 // CHECK-SAME: .target sm_90
 
-// PTX: modules 7
+// PTX: modules 1
 // PTX-NOT: .extern .func
 // PTX: .target sm_90
 // PTX: .visible .entry main_kernel(
+// PTX: .shared .align 4 .b8 __pt2_reduce_scratch_f32[128];
+// PTX: shfl.sync.bfly.b32
+// PTX: bar.sync
 // PTX: ex2.approx
 // PTX: ptxas: {{ok|not installed}}
 func.func @main(%x: tensor<512x1024xf32>, %b: tensor<1024xf32>) -> tensor<512x1024xf32> {

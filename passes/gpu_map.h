@@ -1,0 +1,36 @@
+/*===- gpu_map.h - shared by the GPU mapping passes (gpu_map.c, gpu_reduce.c) -===*/
+#ifndef PT2_PASSES_GPU_MAP_H
+#define PT2_PASSES_GPU_MAP_H
+
+#include "ir.h"
+
+#define GPU_THREADS_PER_BLOCK 256
+
+/* #gpu.loop_dim_map attributes (as text) for the two levels of a kernel. */
+extern const char *const gpu_block_mapping;
+extern const char *const gpu_thread_mapping;
+
+bool gpu_is_op(MlirOperation op, const char *name);
+/* The value of an arith.constant of index or integer type, or -1. */
+int64_t gpu_constant_index(MlirValue v);
+MlirBlock gpu_body_of(MlirOperation op);
+/* An scf.parallel of n dimensions whose body holds only scf.reduce; `mapping`
+ * is an attribute text or NULL. */
+MlirOperation gpu_build_parallel(Builder *b, int n, const MlirValue *lbs, const MlirValue *ubs, const MlirValue *steps,
+                                 const char *mapping);
+/* scf.for lb..ub step whose body holds only scf.yield. */
+MlirOperation gpu_build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue step);
+/* scf.if cond { } (no else, no results); returns the then-block. */
+MlirBlock gpu_build_if(Builder *b, MlirValue cond);
+/* scf.for { scf.parallel } → scf.parallel { scf.for }; returns the outer op. */
+MlirOperation gpu_interchange(MlirOperation for_op);
+
+/* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of
+ * loop nests over the same rows that hold a row reduction into one kernel of
+ * a block (or a part of a warp) per row, and reductions over a leading
+ * dimension into a split reduction of two parallel loops.  The kernels it
+ * builds carry their mapping attributes; the loops it leaves are mapped by
+ * pt2-gpu-map-loops as any other.  Returns 0, or -1 after an error. */
+int gpu_map_reductions(MlirOperation func, const OpList *interchanged);
+
+#endif /* PT2_PASSES_GPU_MAP_H */

@@ -1,0 +1,992 @@
+/*===- gpu_reduce.c - reductions onto GPU blocks, warps and split loops -----===*
+ *
+ * Part of pt2-gpu-map-loops (gpu_map.c calls gpu_map_reductions first).  Its
+ * input is the bufferized host function after convert-linalg-to-parallel-
+ * loops, where a reduction is
+ *
+ *     scf.parallel (%rows...) { scf.for %k { acc[rows] = acc[rows] <op> f(x[rows, k]) } }
+ *
+ * and the one-thread-per-output mapping runs the whole loop over %k in one
+ * thread.  Two rewrites replace that:
+ *
+ * Row kernels.  A run of loop nests over the same rows (the row space of a
+ * reduction's parallel loop; a pointwise loop matches when a prefix of its
+ * dimensions is that space) becomes ONE kernel with a block per row, or a
+ * part of a warp per row for short rows (T_row threads a row, T_row a power
+ * of two, about 4 elements a thread; 256 threads a block at least):
+ *
+ *     row = block * ROWS + thread / T_row, lane = thread % T_row
+ *     stage 1 (pointwise): for c = lane to C step T_row { body at (row, c) }
+ *     gpu.barrier
+ *     stage 2 (reduction): p = identity; for c = lane to K step T_row { p = p <op> f(x[row, c]) }
+ *                          p = warp shuffles (xor), then through shared memory across warps
+ *                          lane 0: acc[row] = acc[row] <op> p
+ *     gpu.barrier ...
+ *
+ * So softmax (row max, exp, row sum, divide) and layer_norm are one launch
+ * that reads its input once, like Inductor's persistent reductions.  A loop
+ * joins the run only if every access to a buffer that the run writes touches
+ * the accessing iteration's own row block (the same condition as
+ * pt2-fuse-parallel-loops): rows are then independent, and the barriers
+ * order the stages within a row.  The accumulator pattern is a load and a
+ * store of acc at indices that do not depend on the reduction loop, joined
+ * by one associative combiner (addf, maximumf, ...); the combiner's identity
+ * starts each thread's partial.
+ *
+ * Split reductions.  A reduction whose input is read along a parallel
+ * dimension (sum over dim 0: x[k, o], consecutive threads on consecutive o)
+ * is split over its reduction loop: S chunks of K/S iterations into a
+ * temporary partial[S, o...] (S × O threads, each reading a column chunk,
+ * coalesced across threads), then one thread per output combines the S
+ * partials into acc.  Both are plain parallel loops that gpu_map.c maps.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_map.h"
+
+#define ROW_ELEMENTS_PER_THREAD 4
+#define ROW_MAX_THREADS 1024
+#define WARP 32
+#define MAX_ACCUMULATORS 8
+#define MAX_LOOPS (PT2_MAX_RANK * 2)
+#define SPLIT_MIN_CHUNK 32
+#define SPLIT_TARGET_THREADS (1 << 17)
+
+/*===----------------------------------------------------------------------===*
+ * Stages: the loop nests a row kernel is made of
+ *===----------------------------------------------------------------------===*/
+
+typedef enum StageKind { STAGE_POINTWISE, STAGE_REDUCTION } StageKind;
+
+typedef struct Accumulator {
+    MlirOperation load, store, combiner;
+} Accumulator;
+
+typedef struct Stage {
+    MlirOperation par;
+    StageKind kind;
+    int n_dims;
+    int64_t lb[MAX_LOOPS], trip[MAX_LOOPS], step[MAX_LOOPS];
+    int n_row_dims; /* leading dims of par that are the row (set per group) */
+    /* reductions: the perfectly nested scf.for loops and their innermost body */
+    int n_fors;
+    MlirOperation fors[MAX_LOOPS];
+    int64_t for_lb[MAX_LOOPS], for_trip[MAX_LOOPS], for_step[MAX_LOOPS];
+    MlirBlock inner;
+    int n_acc;
+    Accumulator acc[MAX_ACCUMULATORS];
+} Stage;
+
+static bool name_starts(MlirOperation op, const char *prefix) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    size_t k = strlen(prefix);
+    return n.length >= k && memcmp(n.data, prefix, k) == 0;
+}
+
+/* Loads, stores, arithmetic and math: what a stage's body may hold. */
+static bool simple_body(MlirBlock block) {
+    MlirOperation term = mlirBlockGetTerminator(block);
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationEqual(op, term)) break;
+        if (!(gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store") || name_starts(op, "arith.") ||
+              name_starts(op, "math."))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* lb, trip count and step of every dimension of an scf.parallel or scf.for. */
+static bool constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, int64_t *step) {
+    for (int i = 0; i < n; ++i) {
+        lb[i] = gpu_constant_index(mlirOperationGetOperand(loop, i));
+        int64_t ub = gpu_constant_index(mlirOperationGetOperand(loop, n + i));
+        step[i] = gpu_constant_index(mlirOperationGetOperand(loop, 2 * n + i));
+        if (lb[i] < 0 || ub < 0 || step[i] <= 0) return false;
+        trip[i] = ub > lb[i] ? (ub - lb[i] + step[i] - 1) / step[i] : 0;
+    }
+    return true;
+}
+
+/* The only op of a block besides its terminator, or null. */
+static MlirOperation only_op(MlirBlock block) {
+    MlirOperation first = mlirBlockGetFirstOperation(block);
+    if (mlirOperationIsNull(first) || mlirOperationEqual(first, mlirBlockGetTerminator(block))) return (MlirOperation){NULL};
+    if (!mlirOperationEqual(mlirOperationGetNextInBlock(first), mlirBlockGetTerminator(block))) return (MlirOperation){NULL};
+    return first;
+}
+
+static bool inside(MlirOperation op, MlirOperation ancestor) {
+    for (MlirOperation p = op; !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
+        if (mlirOperationEqual(p, ancestor)) return true;
+    }
+    return false;
+}
+
+/* v is computed outside `loop` (so it is the same in every iteration). */
+static bool invariant_in(MlirValue v, MlirOperation loop) {
+    if (mlirValueIsABlockArgument(v)) {
+        MlirOperation owner = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
+        return !inside(owner, loop);
+    }
+    return !inside(mlirOpResultGetOwner(v), loop);
+}
+
+static const char *const combiners[] = {"arith.addf",  "arith.mulf",  "arith.maximumf", "arith.minimumf", "arith.maxnumf",
+                                        "arith.minnumf", "arith.addi", "arith.muli",     "arith.maxsi",    "arith.minsi",
+                                        "arith.maxui", "arith.minui", "arith.andi",     "arith.ori",      "arith.xori",
+                                        NULL};
+
+static bool is_combiner(MlirOperation op) {
+    for (const char *const *c = combiners; *c; ++c) {
+        if (gpu_is_op(op, *c)) return true;
+    }
+    return false;
+}
+
+static bool same_operands_from(MlirOperation a, int from_a, MlirOperation b, int from_b) {
+    intptr_t na = mlirOperationGetNumOperands(a) - from_a, nb = mlirOperationGetNumOperands(b) - from_b;
+    if (na != nb) return false;
+    for (intptr_t i = 0; i < na; ++i) {
+        if (!mlirValueEqual(mlirOperationGetOperand(a, from_a + i), mlirOperationGetOperand(b, from_b + i))) return false;
+    }
+    return true;
+}
+
+static bool has_one_use(MlirValue v) {
+    MlirOpOperand u = mlirValueGetFirstUse(v);
+    return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
+}
+
+/* Every store of the innermost body must be an accumulator update:
+ *   %a = memref.load %acc[idx]; %n = <combiner> %a, %x; memref.store %n, %acc[idx]
+ * with idx invariant in the reduction loops and %acc touched by nothing
+ * else in the body. */
+static bool find_accumulators(Stage *s) {
+    MlirOperation outer_for = s->fors[0];
+    s->n_acc = 0;
+    for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!gpu_is_op(op, "memref.store")) continue;
+        if (s->n_acc == MAX_ACCUMULATORS) return false;
+        MlirValue value = mlirOperationGetOperand(op, 0), acc = mlirOperationGetOperand(op, 1);
+        for (intptr_t i = 2; i < mlirOperationGetNumOperands(op); ++i) {
+            if (!invariant_in(mlirOperationGetOperand(op, i), outer_for)) return false;
+        }
+        if (!mlirValueIsAOpResult(value)) return false;
+        MlirOperation comb = mlirOpResultGetOwner(value);
+        if (!is_combiner(comb) || !mlirOperationEqual(mlirOperationGetParentOperation(comb), mlirOperationGetParentOperation(op))) {
+            return false;
+        }
+        MlirOperation load = {NULL};
+        for (int k = 0; k < 2; ++k) {
+            MlirValue x = mlirOperationGetOperand(comb, k);
+            if (!mlirValueIsAOpResult(x)) continue;
+            MlirOperation def = mlirOpResultGetOwner(x);
+            if (gpu_is_op(def, "memref.load") && mlirValueEqual(mlirOperationGetOperand(def, 0), acc) &&
+                same_operands_from(def, 1, op, 2) && has_one_use(x)) {
+                load = def;
+            }
+        }
+        if (mlirOperationIsNull(load)) return false;
+        /* nothing else in the body touches acc */
+        for (MlirOperation o = mlirBlockGetFirstOperation(s->inner); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+            if (mlirOperationEqual(o, load) || mlirOperationEqual(o, op)) continue;
+            if (gpu_is_op(o, "memref.load") && mlirValueEqual(mlirOperationGetOperand(o, 0), acc)) return false;
+            if (gpu_is_op(o, "memref.store") && mlirValueEqual(mlirOperationGetOperand(o, 1), acc)) return false;
+        }
+        s->acc[s->n_acc++] = (Accumulator){load, op, comb};
+    }
+    return s->n_acc > 0;
+}
+
+/* Reads a top-level loop nest as a stage; false if it is none. */
+static bool analyze_stage(MlirOperation op, Stage *s) {
+    memset(s, 0, sizeof *s);
+    if (!gpu_is_op(op, "scf.parallel") || mlirOperationGetNumResults(op) != 0) return false;
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) return false;
+    s->par = op;
+    s->n_dims = (int)mlirOperationGetNumOperands(op) / 3;
+    if (s->n_dims > MAX_LOOPS || !constant_bounds(op, s->n_dims, s->lb, s->trip, s->step)) return false;
+    MlirBlock body = gpu_body_of(op);
+    MlirOperation nested = only_op(body);
+    if (!mlirOperationIsNull(nested) && gpu_is_op(nested, "scf.for")) {
+        s->kind = STAGE_REDUCTION;
+        for (MlirOperation f = nested; !mlirOperationIsNull(f);) {
+            if (s->n_fors == MAX_LOOPS || mlirOperationGetNumResults(f) != 0 || mlirOperationGetNumOperands(f) != 3) return false;
+            int i = s->n_fors++;
+            s->fors[i] = f;
+            if (!constant_bounds(f, 1, &s->for_lb[i], &s->for_trip[i], &s->for_step[i])) return false;
+            MlirBlock fb = gpu_body_of(f);
+            MlirOperation next = only_op(fb);
+            if (!mlirOperationIsNull(next) && gpu_is_op(next, "scf.for")) {
+                f = next;
+            } else {
+                s->inner = fb;
+                f = (MlirOperation){NULL};
+            }
+        }
+        return simple_body(s->inner) && find_accumulators(s);
+    }
+    s->kind = STAGE_POINTWISE;
+    return simple_body(body);
+}
+
+static MlirValue dim_iv(const Stage *s, int d) { return mlirBlockGetArgument(gpu_body_of(s->par), d); }
+
+/* The loads of the innermost body that depend on the reduction loops. */
+typedef enum ReadOrder { READ_ALONG_REDUCTION, READ_ACROSS_OUTPUTS, READ_MIXED } ReadOrder;
+
+static bool is_for_iv(const Stage *s, MlirValue v) {
+    for (int i = 0; i < s->n_fors; ++i) {
+        if (mlirValueEqual(v, mlirBlockGetArgument(gpu_body_of(s->fors[i]), 0))) return true;
+    }
+    return false;
+}
+
+/* How a reduction reads its input: along the reduction (the last index is a
+ * reduction loop's: a row reduction), across outputs (the last index is the
+ * innermost parallel dimension's: a column reduction), or neither. */
+static ReadOrder read_order(const Stage *s) {
+    bool along = true, across = true, any = false;
+    int last_par = -1;
+    for (int d = 0; d < s->n_dims; ++d) {
+        if (s->trip[d] > 1) last_par = d;
+    }
+    for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!gpu_is_op(op, "memref.load")) continue;
+        intptr_t n = mlirOperationGetNumOperands(op);
+        bool depends = false;
+        for (intptr_t i = 1; i < n; ++i) depends |= !invariant_in(mlirOperationGetOperand(op, i), s->fors[0]);
+        if (!depends) continue;
+        any = true;
+        MlirValue last = mlirOperationGetOperand(op, n - 1);
+        if (!is_for_iv(s, last)) along = false;
+        if (last_par < 0 || !mlirValueEqual(last, dim_iv(s, last_par))) across = false;
+    }
+    if (!any) return READ_MIXED;
+    return along ? READ_ALONG_REDUCTION : across ? READ_ACROSS_OUTPUTS : READ_MIXED;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Grouping: which loops over the same rows can share a kernel
+ *===----------------------------------------------------------------------===*/
+
+typedef struct Rows {
+    int n;
+    int64_t trip[MAX_LOOPS]; /* the row space's dimensions of more than one iteration */
+    int64_t count;
+} Rows;
+
+/* A reduction's rows are all its parallel dimensions. */
+static Rows rows_of(const Stage *s) {
+    Rows r = {0};
+    r.count = 1;
+    for (int d = 0; d < s->n_dims; ++d) {
+        if (s->trip[d] > 1) r.trip[r.n++] = s->trip[d];
+        r.count *= s->trip[d];
+    }
+    return r;
+}
+
+/* Sets s->n_row_dims to the longest prefix of s's dimensions that is the
+ * row space; false if there is none. */
+static bool match_rows(Stage *s, const Rows *rows) {
+    s->n_row_dims = -1;
+    int k = 0;
+    if (rows->n == 0) s->n_row_dims = 0;
+    for (int d = 0; d < s->n_dims; ++d) {
+        if (s->trip[d] == 1) {
+            /* a dimension of one iteration extends the prefix */
+        } else if (k < rows->n && s->trip[d] == rows->trip[k] && s->lb[d] == 0 && s->step[d] == 1) {
+            ++k;
+        } else {
+            break;
+        }
+        if (k == rows->n) s->n_row_dims = d + 1;
+    }
+    if (s->kind == STAGE_REDUCTION) return s->n_row_dims == s->n_dims;
+    return s->n_row_dims >= 0;
+}
+
+/* A contiguous row-major memref (offset 0). */
+static bool contiguous(MlirType t) {
+    int rank = (int)mlirShapedTypeGetRank(t);
+    int64_t strides[MAX_LOOPS], offset;
+    if (rank > MAX_LOOPS || !mlirShapedTypeHasStaticShape(t) ||
+        mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) || offset != 0) {
+        return false;
+    }
+    int64_t expect = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+        int64_t size = mlirShapedTypeGetDimSize(t, i);
+        if (size != 1 && strides[i] != expect) return false;
+        expect *= size;
+    }
+    return true;
+}
+
+/* The buffer a memref views (through reshapes and casts); *contig says
+ * whether every memref on the way is contiguous, so that a prefix of the
+ * dimensions of any of them names the same block of the buffer. */
+static MlirValue base_of(MlirValue v, bool *contig) {
+    *contig = true;
+    for (;;) {
+        *contig &= contiguous(mlirValueGetType(v));
+        if (!mlirValueIsAOpResult(v)) return v;
+        MlirOperation def = mlirOpResultGetOwner(v);
+        if (!(gpu_is_op(def, "memref.expand_shape") || gpu_is_op(def, "memref.collapse_shape") || gpu_is_op(def, "memref.cast"))) {
+            if (!gpu_is_op(def, "memref.alloc")) *contig = false; /* a subview or other view: unknown block */
+            return v;
+        }
+        v = mlirOperationGetOperand(def, 0);
+    }
+}
+
+/* The access (a memref.load or memref.store in stage s) touches only the
+ * block of its buffer that belongs to the iteration's row: the memref is
+ * contiguous and its leading dimensions of more than one element are indexed
+ * by the stage's row dimensions, in order, up to the row count. */
+static bool access_in_row(MlirOperation access, const Stage *s, const Rows *rows) {
+    int memref_operand = gpu_is_op(access, "memref.store") ? 1 : 0;
+    MlirValue m = mlirOperationGetOperand(access, memref_operand);
+    bool contig;
+    base_of(m, &contig);
+    if (!contig) return false;
+    MlirType t = mlirValueGetType(m);
+    int rank = (int)mlirShapedTypeGetRank(t);
+    /* the stage's row dimensions of more than one iteration */
+    MlirValue ivs[MAX_LOOPS];
+    int n_ivs = 0;
+    for (int d = 0; d < s->n_row_dims; ++d) {
+        if (s->trip[d] > 1) ivs[n_ivs++] = dim_iv(s, d);
+    }
+    int64_t covered = 1;
+    int k = 0;
+    for (int d = 0; d < rank && covered < rows->count; ++d) {
+        int64_t size = mlirShapedTypeGetDimSize(t, d);
+        if (size == 1) continue;
+        MlirValue index = mlirOperationGetOperand(access, memref_operand + 1 + d);
+        if (k >= n_ivs || size != rows->trip[k] || !mlirValueEqual(index, ivs[k])) return false;
+        covered *= size;
+        ++k;
+    }
+    return covered == rows->count && k == n_ivs;
+}
+
+typedef struct Access {
+    MlirOperation op;
+    int stage;
+} Access;
+
+typedef struct AccessWalk {
+    Access *a;
+    int n, cap, stage;
+} AccessWalk;
+
+static MlirWalkResult collect_access(MlirOperation op, void *user) {
+    AccessWalk *w = user;
+    if (gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store")) {
+        if (w->n == w->cap) {
+            w->cap = w->cap ? 2 * w->cap : 64;
+            w->a = realloc(w->a, (size_t)w->cap * sizeof *w->a);
+        }
+        w->a[w->n++] = (Access){op, w->stage};
+    }
+    return MlirWalkResultAdvance;
+}
+
+static MlirValue accessed_base(MlirOperation access) {
+    bool contig;
+    return base_of(mlirOperationGetOperand(access, gpu_is_op(access, "memref.store") ? 1 : 0), &contig);
+}
+
+/* Rows are independent across the stages: every access to a buffer that
+ * one of them writes stays in its own row. */
+static bool rows_independent(Stage *stages, int n, const Rows *rows) {
+    AccessWalk w = {0};
+    for (int i = 0; i < n; ++i) {
+        w.stage = i;
+        mlirOperationWalk(stages[i].par, collect_access, &w, MlirWalkPreOrder);
+    }
+    bool ok = true;
+    for (int i = 0; i < w.n && ok; ++i) {
+        if (!gpu_is_op(w.a[i].op, "memref.store")) continue;
+        MlirValue written = accessed_base(w.a[i].op);
+        for (int j = 0; j < w.n && ok; ++j) {
+            if (!mlirValueEqual(accessed_base(w.a[j].op), written)) continue;
+            ok = access_in_row(w.a[j].op, &stages[w.a[j].stage], rows);
+        }
+    }
+    free(w.a);
+    return ok;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Building blocks of the kernels
+ *===----------------------------------------------------------------------===*/
+
+static MlirType i32_type(MlirContext ctx) { return mlirIntegerTypeGet(ctx, 32); }
+
+/* The combiner's identity in type t. */
+static MlirValue identity(Builder *b, MlirOperation comb, MlirType t) {
+    if (gpu_is_op(comb, "arith.mulf") || gpu_is_op(comb, "arith.muli")) return const_scalar(b, t, 1.0);
+    if (gpu_is_op(comb, "arith.maximumf") || gpu_is_op(comb, "arith.maxnumf") || gpu_is_op(comb, "arith.maxsi")) {
+        return const_lowest(b, t);
+    }
+    if (gpu_is_op(comb, "arith.minimumf") || gpu_is_op(comb, "arith.minnumf") || gpu_is_op(comb, "arith.minsi")) {
+        return const_highest(b, t);
+    }
+    if (gpu_is_op(comb, "arith.minui") || gpu_is_op(comb, "arith.andi")) return const_int(b, t, -1);
+    return const_scalar(b, t, 0.0); /* addf, addi, maxui, ori, xori */
+}
+
+static MlirValue combine(Builder *b, MlirOperation comb, MlirValue x, MlirValue y) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(comb));
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)n.length, n.data);
+    return build_binary(b, name, x, y);
+}
+
+/* Shuffles move 32- and 64-bit values; narrower ones travel widened. */
+static MlirType shuffle_type(MlirContext ctx, MlirType t) {
+    if (mlirTypeIsAFloat(t)) return mlirFloatTypeGetWidth(t) < 32 ? mlirF32TypeGet(ctx) : t;
+    return mlirIntegerTypeGetWidth(t) < 32 ? i32_type(ctx) : t;
+}
+
+static MlirValue widen(Builder *b, MlirOperation comb, MlirValue v) {
+    MlirType t = mlirValueGetType(v), w = shuffle_type(b->ctx, t);
+    if (mlirTypeEqual(t, w)) return v;
+    if (mlirTypeIsAFloat(t)) return build_unary(b, "arith.extf", v, w);
+    bool is_unsigned = gpu_is_op(comb, "arith.maxui") || gpu_is_op(comb, "arith.minui");
+    return build_unary(b, is_unsigned ? "arith.extui" : "arith.extsi", v, w);
+}
+
+static MlirValue narrow(Builder *b, MlirValue v, MlirType t) {
+    if (mlirTypeEqual(mlirValueGetType(v), t)) return v;
+    return build_unary(b, mlirTypeIsAFloat(t) ? "arith.truncf" : "arith.trunci", v, t);
+}
+
+typedef struct TextBuffer {
+    char *data;
+    size_t len, cap;
+} TextBuffer;
+
+static void append_text(MlirStringRef piece, void *user) {
+    TextBuffer *t = user;
+    size_t n = piece.length < t->cap - 1 - t->len ? piece.length : t->cap - 1 - t->len;
+    memcpy(t->data + t->len, piece.data, n);
+    t->len += n;
+    t->data[t->len] = 0;
+}
+
+static void print_type(MlirType t, char *out, size_t cap) {
+    TextBuffer buf = {out, 0, cap};
+    out[0] = 0;
+    mlirTypePrint(t, append_text, &buf);
+}
+
+static void barrier(Builder *b) { build_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL); }
+
+/* A 32-entry shared-memory array of type t (one per warp of a block),
+ * declared once per module: gpu-kernel-outlining copies it into each kernel
+ * module that uses it. */
+static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t) {
+    char type_text[64], name[96], text[256];
+    print_type(t, type_text, sizeof type_text);
+    snprintf(name, sizeof name, "__pt2_reduce_scratch_%s", type_text);
+    char memref_text[128];
+    snprintf(memref_text, sizeof memref_text, "memref<%dx%s, #gpu.address_space<workgroup>>", WARP, type_text);
+    MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    bool exists = false;
+    for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
+        if (gpu_is_op(op, "memref.global") && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) exists = true;
+    }
+    if (!exists) {
+        snprintf(text, sizeof text, "memref.global \"private\" @%s : %s", name, memref_text);
+        MlirOperation global = mlirOperationCreateParse(b->ctx, sref(text), sref("pt2-gpu-map-loops"));
+        mlirBlockInsertOwnedOperation(top, 0, global);
+    }
+    MlirType mt = parse_type(b->ctx, memref_text);
+    MlirNamedAttribute attr = named_attr(b->ctx, "name", mlirFlatSymbolRefAttrGet(b->ctx, sref(name)));
+    return mlirOperationGetResult(build_op(b, "memref.get_global", 0, NULL, 1, &mt, 1, &attr), 0);
+}
+
+/* The combination of v over the `width` lanes of a row (width a power of
+ * two); every lane gets the result.  Widths up to a warp use shuffles alone;
+ * wider rows go through shared memory, one entry a warp of the block (entry
+ * tid / 32; a row's warps are entries (tid / width) * (width / 32) + i). */
+static MlirValue reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb, MlirValue v, MlirValue lane, MlirValue tid,
+                               int64_t width) {
+    MlirType t = mlirValueGetType(v);
+    MlirAttribute xor_mode = parse_attr(b->ctx, "#gpu<shuffle_mode xor>");
+    MlirValue warp_width = const_int(b, i32_type(b->ctx), WARP);
+    for (int64_t offset = (width < WARP ? width : WARP) / 2; offset >= 1; offset /= 2) {
+        MlirValue w = widen(b, comb, v);
+        MlirValue operands[3] = {w, const_int(b, i32_type(b->ctx), offset), warp_width};
+        MlirType results[2] = {mlirValueGetType(w), mlirIntegerTypeGet(b->ctx, 1)};
+        MlirNamedAttribute mode = named_attr(b->ctx, "mode", xor_mode);
+        MlirOperation shuffle = build_op(b, "gpu.shuffle", 3, operands, 2, results, 1, &mode);
+        v = combine(b, comb, v, narrow(b, mlirOperationGetResult(shuffle, 0), t));
+    }
+    if (width <= WARP) return v;
+    MlirValue w = widen(b, comb, v);
+    MlirValue scratch = shared_scratch(b, module, mlirValueGetType(w));
+    MlirValue warp_size = const_index(b, WARP);
+    MlirValue first_lane = build_cmp(b, false, "eq", build_binary(b, "arith.remui", lane, warp_size), const_index(b, 0));
+    Builder then_b = builder_before(mlirBlockGetTerminator(gpu_build_if(b, first_lane)));
+    MlirValue store[3] = {w, scratch, build_binary(&then_b, "arith.divui", tid, warp_size)};
+    build_op(&then_b, "memref.store", 3, store, 0, NULL, 0, NULL);
+    barrier(b);
+    MlirValue first_entry = build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width)),
+                                         const_index(b, width / WARP));
+    MlirValue total = (MlirValue){NULL};
+    for (int64_t i = 0; i < width / WARP; ++i) {
+        MlirValue load[2] = {scratch, build_binary(b, "arith.addi", first_entry, const_index(b, i))};
+        MlirValue x = narrow(b, build_value(b, "memref.load", 2, load, mlirValueGetType(w)), t);
+        total = i == 0 ? x : combine(b, comb, total, x);
+    }
+    barrier(b); /* the scratch is free again */
+    return total;
+}
+
+/* scf.for lb..ub step carrying `inits`; the body is empty (the caller adds
+ * the scf.yield). */
+static MlirOperation build_for_carrying(Builder *b, MlirValue lb, MlirValue ub, MlirValue step, int n, const MlirValue *inits) {
+    MlirValue operands[3 + MAX_ACCUMULATORS] = {lb, ub, step};
+    MlirType types[1 + MAX_ACCUMULATORS];
+    MlirLocation locs[1 + MAX_ACCUMULATORS];
+    types[0] = mlirIndexTypeGet(b->ctx);
+    locs[0] = b->loc;
+    for (int i = 0; i < n; ++i) {
+        operands[3 + i] = inits[i];
+        types[1 + i] = mlirValueGetType(inits[i]);
+        locs[1 + i] = b->loc;
+    }
+    MlirRegion region = mlirRegionCreate();
+    mlirRegionAppendOwnedBlock(region, mlirBlockCreate(1 + n, types, locs));
+    MlirOperationState st = mlirOperationStateGet(sref("scf.for"), b->loc);
+    mlirOperationStateAddOperands(&st, 3 + n, operands);
+    mlirOperationStateAddResults(&st, n, types + 1);
+    mlirOperationStateAddOwnedRegions(&st, 1, &region);
+    MlirOperation op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+    }
+    return op;
+}
+
+/* Splits `linear` into indices of dimensions trip[0..n) (the last fastest)
+ * and returns each as lb + index * step in out[]. */
+static void delinearize(Builder *b, MlirValue linear, int n, const int64_t *lb, const int64_t *trip, const int64_t *step,
+                        MlirValue *out) {
+    MlirValue rest = linear;
+    int last = -1;
+    for (int i = 0; i < n; ++i) {
+        if (trip[i] > 1) last = i;
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        MlirValue idx;
+        if (trip[i] == 1) {
+            idx = const_index(b, 0);
+        } else {
+            bool outermost = true;
+            for (int j = 0; j < i; ++j) outermost &= trip[j] == 1;
+            idx = rest;
+            if (!outermost) {
+                MlirValue t = const_index(b, trip[i]);
+                idx = build_binary(b, "arith.remui", rest, t);
+                rest = build_binary(b, "arith.divui", rest, t);
+            }
+        }
+        if (step[i] != 1) idx = build_binary(b, "arith.muli", idx, const_index(b, step[i]));
+        if (lb[i] != 0) idx = build_binary(b, "arith.addi", idx, const_index(b, lb[i]));
+        out[i] = idx;
+    }
+    (void)last;
+}
+
+/* Moves the ops of `from` (its terminator excepted) to the end of `to`, or
+ * before `to`'s terminator if it has one. */
+static void move_ops(MlirBlock from, MlirBlock to) {
+    MlirOperation term = mlirBlockGetTerminator(from);
+    MlirOperation anchor = mlirBlockGetTerminator(to);
+    for (MlirOperation op = mlirBlockGetFirstOperation(from); !mlirOperationIsNull(op);) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        if (mlirOperationEqual(op, term)) break;
+        if (mlirOperationIsNull(anchor)) {
+            mlirOperationRemoveFromParent(op);
+            mlirBlockAppendOwnedOperation(to, op);
+        } else {
+            mlirOperationMoveBefore(op, anchor);
+        }
+        op = next;
+    }
+}
+
+static int64_t product(const int64_t *x, int n) {
+    int64_t p = 1;
+    for (int i = 0; i < n; ++i) p *= x[i];
+    return p;
+}
+
+/* The reduction loop of stage s as one loop over its linearized iterations,
+ * carrying the accumulators (initialized to their identities): returns the
+ * scf.for, whose results are the partials.  The accumulator loads and stores
+ * are gone from the body.  Either from lb to ub by step (a chunk of a split
+ * reduction), or, where `lane` is given, iterations lane + j * stride for a
+ * constant number of j (LLVM unrolls it and issues the loads together): an
+ * iteration past the end reads the last element and is dropped by a select. */
+static MlirOperation partial_loop(Builder *b, Stage *s, MlirValue lb, MlirValue ub, MlirValue step, MlirValue lane,
+                                  int64_t stride) {
+    MlirValue inits[MAX_ACCUMULATORS];
+    for (int j = 0; j < s->n_acc; ++j) {
+        inits[j] = identity(b, s->acc[j].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[j].load, 0)));
+    }
+    int64_t total = product(s->for_trip, s->n_fors);
+    if (!mlirValueIsNull(lane)) {
+        lb = const_index(b, 0);
+        ub = const_index(b, (total + stride - 1) / stride);
+        step = const_index(b, 1);
+    }
+    MlirOperation f = build_for_carrying(b, lb, ub, step, s->n_acc, inits);
+    MlirBlock fb = gpu_body_of(f);
+    Builder in = builder_at_end(fb, b->loc);
+    MlirValue linear = mlirBlockGetArgument(fb, 0), in_range = {NULL};
+    if (!mlirValueIsNull(lane)) {
+        linear = build_binary(&in, "arith.addi", lane, build_binary(&in, "arith.muli", linear, const_index(&in, stride)));
+        if (total % stride != 0) {
+            in_range = build_cmp(&in, false, "ult", linear, const_index(&in, total));
+            linear = build_binary(&in, "arith.minui", linear, const_index(&in, total - 1));
+        }
+    }
+    MlirValue ivs[MAX_LOOPS];
+    delinearize(&in, linear, s->n_fors, s->for_lb, s->for_trip, s->for_step, ivs);
+    for (int i = 0; i < s->n_fors; ++i) mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(gpu_body_of(s->fors[i]), 0), ivs[i]);
+    move_ops(s->inner, fb);
+    MlirValue yields[MAX_ACCUMULATORS];
+    Builder end = builder_at_end(fb, b->loc);
+    for (int j = 0; j < s->n_acc; ++j) {
+        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(s->acc[j].load, 0), mlirBlockGetArgument(fb, 1 + j));
+        yields[j] = mlirOperationGetResult(s->acc[j].combiner, 0);
+        if (!mlirValueIsNull(in_range)) yields[j] = build_select(&end, in_range, yields[j], mlirBlockGetArgument(fb, 1 + j));
+    }
+    build_op(&end, "scf.yield", s->n_acc, yields, 0, NULL, 0, NULL);
+    return f;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Row kernels
+ *===----------------------------------------------------------------------===*/
+
+static int64_t stage_columns(const Stage *s) {
+    if (s->kind == STAGE_REDUCTION) return product(s->for_trip, s->n_fors);
+    return product(s->trip + s->n_row_dims, s->n_dims - s->n_row_dims);
+}
+
+static int64_t pow2_at_least(int64_t x) {
+    int64_t p = 1;
+    while (p < x) p *= 2;
+    return p;
+}
+
+static void emit_row_kernel(MlirOperation module, Stage *stages, int n, const Rows *rows) {
+    int64_t columns = 1;
+    for (int i = 0; i < n; ++i) {
+        int64_t c = stage_columns(&stages[i]);
+        if (c > columns) columns = c;
+    }
+    int64_t t_row = pow2_at_least((columns + ROW_ELEMENTS_PER_THREAD - 1) / ROW_ELEMENTS_PER_THREAD);
+    if (t_row > ROW_MAX_THREADS) t_row = ROW_MAX_THREADS;
+    int64_t rows_per_block = t_row >= GPU_THREADS_PER_BLOCK ? 1 : GPU_THREADS_PER_BLOCK / t_row;
+    int64_t threads = t_row * rows_per_block;
+    int64_t n_blocks = (rows->count + rows_per_block - 1) / rows_per_block;
+
+    Builder hb = builder_before(stages[n - 1].par);
+    MlirValue zero = const_index(&hb, 0), one = const_index(&hb, 1);
+    MlirValue nb = const_index(&hb, n_blocks), nt = const_index(&hb, threads);
+    MlirOperation grid = gpu_build_parallel(&hb, 1, &zero, &nb, &one, gpu_block_mapping);
+    Builder gb = builder_before(mlirBlockGetTerminator(gpu_body_of(grid)));
+    MlirOperation block = gpu_build_parallel(&gb, 1, &zero, &nt, &one, gpu_thread_mapping);
+    Builder in = builder_before(mlirBlockGetTerminator(gpu_body_of(block)));
+    MlirValue bid = mlirBlockGetArgument(gpu_body_of(grid), 0), tid = mlirBlockGetArgument(gpu_body_of(block), 0);
+    MlirValue lane = tid, row = bid;
+    if (rows_per_block > 1) {
+        MlirValue t = const_index(&in, t_row);
+        lane = build_binary(&in, "arith.remui", tid, t);
+        row = build_binary(&in, "arith.addi", build_binary(&in, "arith.muli", bid, const_index(&in, rows_per_block)),
+                           build_binary(&in, "arith.divui", tid, t));
+    }
+    /* a ragged last block: its extra rows compute on the last row (in bounds)
+     * and store nothing, so that every lane reaches the shuffles and barriers */
+    MlirValue valid = (MlirValue){NULL};
+    if (n_blocks * rows_per_block != rows->count) {
+        valid = build_cmp(&in, false, "ult", row, const_index(&in, rows->count));
+        row = build_binary(&in, "arith.minui", row, const_index(&in, rows->count - 1));
+    }
+    MlirValue t_row_v = const_index(&in, t_row);
+    for (int si = 0; si < n; ++si) {
+        Stage *s = &stages[si];
+        /* the row's indices in this stage's dimensions */
+        int64_t zeros[MAX_LOOPS] = {0}, ones[MAX_LOOPS], trips[MAX_LOOPS];
+        for (int d = 0; d < MAX_LOOPS; ++d) ones[d] = 1;
+        int nr = 0;
+        int row_dim[MAX_LOOPS];
+        for (int d = 0; d < s->n_row_dims; ++d) {
+            if (s->trip[d] > 1) {
+                trips[nr] = s->trip[d];
+                row_dim[nr++] = d;
+            } else {
+                mlirValueReplaceAllUsesOfWith(dim_iv(s, d), const_index(&in, s->lb[d]));
+            }
+        }
+        MlirValue row_ivs[MAX_LOOPS];
+        delinearize(&in, row, nr, zeros, trips, ones, row_ivs);
+        for (int k = 0; k < nr; ++k) mlirValueReplaceAllUsesOfWith(dim_iv(s, row_dim[k]), row_ivs[k]);
+        MlirValue columns_v = const_index(&in, stage_columns(s));
+        if (s->kind == STAGE_POINTWISE) {
+            Builder wb = in;
+            if (!mlirValueIsNull(valid)) wb = builder_before(mlirBlockGetTerminator(gpu_build_if(&in, valid)));
+            /* lane + j * T_row for a constant number of j (unrolled by LLVM) */
+            int64_t n_cols = stage_columns(s);
+            MlirOperation f = gpu_build_for(&wb, const_index(&wb, 0), const_index(&wb, (n_cols + t_row - 1) / t_row), const_index(&wb, 1));
+            MlirBlock fb = gpu_body_of(f);
+            Builder cb = builder_before(mlirBlockGetTerminator(fb));
+            MlirValue col = build_binary(&cb, "arith.addi", lane, build_binary(&cb, "arith.muli", mlirBlockGetArgument(fb, 0), t_row_v));
+            if (n_cols % t_row != 0) {
+                fb = gpu_build_if(&cb, build_cmp(&cb, false, "ult", col, columns_v));
+                cb = builder_before(mlirBlockGetTerminator(fb));
+            }
+            int nc = s->n_dims - s->n_row_dims;
+            MlirValue col_ivs[MAX_LOOPS];
+            delinearize(&cb, col, nc, s->lb + s->n_row_dims, s->trip + s->n_row_dims,
+                        s->step + s->n_row_dims, col_ivs);
+            for (int k = 0; k < nc; ++k) mlirValueReplaceAllUsesOfWith(dim_iv(s, s->n_row_dims + k), col_ivs[k]);
+            move_ops(gpu_body_of(s->par), fb);
+        } else {
+            /* each lane's partial over its columns, then across the row */
+            MlirValue inits[MAX_ACCUMULATORS], acc_idx[MAX_ACCUMULATORS][MAX_LOOPS + 1];
+            int n_idx[MAX_ACCUMULATORS];
+            MlirOperation combs[MAX_ACCUMULATORS];
+            for (int j = 0; j < s->n_acc; ++j) {
+                MlirOperation load = s->acc[j].load;
+                n_idx[j] = (int)mlirOperationGetNumOperands(load);
+                for (int k = 0; k < n_idx[j]; ++k) acc_idx[j][k] = mlirOperationGetOperand(load, k);
+                inits[j] = build_value(&in, "memref.load", n_idx[j], acc_idx[j], mlirValueGetType(mlirOperationGetResult(load, 0)));
+                combs[j] = s->acc[j].combiner;
+            }
+            MlirOperation f = partial_loop(&in, s, lane, columns_v, t_row_v, lane, t_row);
+            MlirValue finals[MAX_ACCUMULATORS];
+            for (int j = 0; j < s->n_acc; ++j) {
+                MlirValue total = reduce_lanes(&in, module, combs[j], mlirOperationGetResult(f, j), lane, tid, t_row);
+                finals[j] = combine(&in, combs[j], inits[j], total);
+            }
+            barrier(&in); /* every lane has read acc before lane 0 writes it */
+            MlirValue first = build_cmp(&in, false, "eq", lane, const_index(&in, 0));
+            if (!mlirValueIsNull(valid)) first = build_binary(&in, "arith.andi", first, valid);
+            Builder sb = builder_before(mlirBlockGetTerminator(gpu_build_if(&in, first)));
+            for (int j = 0; j < s->n_acc; ++j) {
+                MlirValue st[2 + MAX_LOOPS];
+                st[0] = finals[j];
+                for (int k = 0; k < n_idx[j]; ++k) st[1 + k] = acc_idx[j][k];
+                build_op(&sb, "memref.store", 1 + n_idx[j], st, 0, NULL, 0, NULL);
+            }
+            for (int j = 0; j < s->n_acc; ++j) {
+                mlirOperationDestroy(s->acc[j].store);
+                mlirOperationDestroy(s->acc[j].load);
+            }
+        }
+        if (si + 1 < n) barrier(&in); /* the next stage reads what this one wrote, in other lanes */
+        mlirOperationDestroy(s->par);
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Split reductions over a leading dimension
+ *===----------------------------------------------------------------------===*/
+
+static void emit_split_reduction(Stage *s) {
+    int64_t outputs = product(s->trip, s->n_dims), k_trip = s->for_trip[0];
+    int64_t splits = (k_trip + SPLIT_MIN_CHUNK - 1) / SPLIT_MIN_CHUNK;
+    int64_t want = (SPLIT_TARGET_THREADS + outputs - 1) / outputs;
+    if (want < splits) splits = want;
+    if (splits < 2) return;
+    int64_t chunk = (k_trip + splits - 1) / splits;
+    splits = (k_trip + chunk - 1) / chunk;
+
+    Builder hb = builder_before(s->par);
+    int n = s->n_dims;
+    /* the accumulators' indices, by parallel dimension (or as they are) */
+    int acc_dim[MAX_ACCUMULATORS][MAX_LOOPS];
+    MlirValue acc_idx[MAX_ACCUMULATORS][MAX_LOOPS + 1];
+    int n_idx[MAX_ACCUMULATORS];
+    MlirOperation combs[MAX_ACCUMULATORS];
+    MlirType types[MAX_ACCUMULATORS];
+    MlirValue partial[MAX_ACCUMULATORS];
+    char shape[256];
+    int at = snprintf(shape, sizeof shape, "%lld", (long long)splits);
+    for (int d = 0; d < n; ++d) at += snprintf(shape + at, sizeof shape - (size_t)at, "x%lld", (long long)s->trip[d]);
+    for (int j = 0; j < s->n_acc; ++j) {
+        MlirOperation load = s->acc[j].load;
+        n_idx[j] = (int)mlirOperationGetNumOperands(load);
+        for (int k = 0; k < n_idx[j]; ++k) {
+            acc_idx[j][k] = mlirOperationGetOperand(load, k);
+            acc_dim[j][k] = -1;
+            for (int d = 0; d < n; ++d) {
+                if (mlirValueEqual(acc_idx[j][k], dim_iv(s, d))) acc_dim[j][k] = d;
+            }
+        }
+        combs[j] = s->acc[j].combiner;
+        types[j] = mlirValueGetType(mlirOperationGetResult(load, 0));
+        char text[320], type_text[64];
+        print_type(types[j], type_text, sizeof type_text);
+        snprintf(text, sizeof text, "memref<%sx%s>", shape, type_text);
+        MlirType mt = parse_type(hb.ctx, text);
+        MlirNamedAttribute align = named_attr(hb.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(hb.ctx, 64), 64));
+        MlirNamedAttribute seg = named_attr(hb.ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(hb.ctx, 2, (int32_t[]){0, 0}));
+        MlirNamedAttribute attrs[2] = {seg, align};
+        partial[j] = mlirOperationGetResult(build_op(&hb, "memref.alloc", 0, NULL, 1, &mt, 2, attrs), 0);
+    }
+    MlirValue lbs[MAX_LOOPS + 1], ubs[MAX_LOOPS + 1], steps[MAX_LOOPS + 1];
+    lbs[0] = const_index(&hb, 0);
+    ubs[0] = const_index(&hb, splits);
+    steps[0] = const_index(&hb, 1);
+    for (int d = 0; d < n; ++d) {
+        lbs[1 + d] = mlirOperationGetOperand(s->par, d);
+        ubs[1 + d] = mlirOperationGetOperand(s->par, n + d);
+        steps[1 + d] = mlirOperationGetOperand(s->par, 2 * n + d);
+    }
+    /* 1: partial[s, o] = combination of chunk s of the reduction at output o */
+    MlirOperation pa = gpu_build_parallel(&hb, 1 + n, lbs, ubs, steps, NULL);
+    MlirBlock pab = gpu_body_of(pa);
+    Builder ab = builder_before(mlirBlockGetTerminator(pab));
+    for (int d = 0; d < n; ++d) mlirValueReplaceAllUsesOfWith(dim_iv(s, d), mlirBlockGetArgument(pab, 1 + d));
+    MlirValue split = mlirBlockGetArgument(pab, 0);
+    MlirValue from = build_binary(&ab, "arith.muli", split, const_index(&ab, chunk));
+    MlirValue to = build_binary(&ab, "arith.minui", build_binary(&ab, "arith.addi", from, const_index(&ab, chunk)),
+                                const_index(&ab, k_trip));
+    MlirOperation f = partial_loop(&ab, s, from, to, const_index(&ab, 1), (MlirValue){NULL}, 1);
+    for (int j = 0; j < s->n_acc; ++j) {
+        MlirValue st[2 + MAX_LOOPS + 1];
+        st[0] = mlirOperationGetResult(f, j);
+        st[1] = partial[j];
+        for (int d = 0; d <= n; ++d) st[2 + d] = mlirBlockGetArgument(pab, d);
+        build_op(&ab, "memref.store", 3 + n, st, 0, NULL, 0, NULL);
+    }
+    /* 2: acc[o] = acc[o] <op> partial[0, o] <op> ... <op> partial[S-1, o] */
+    MlirOperation pb = gpu_build_parallel(&hb, n, lbs + 1, ubs + 1, steps + 1, NULL);
+    MlirBlock pbb = gpu_body_of(pb);
+    Builder bb = builder_before(mlirBlockGetTerminator(pbb));
+    for (int j = 0; j < s->n_acc; ++j) {
+        MlirValue idx[MAX_LOOPS + 1];
+        for (int k = 0; k < n_idx[j]; ++k) idx[k] = acc_dim[j][k] >= 0 ? mlirBlockGetArgument(pbb, acc_dim[j][k]) : acc_idx[j][k];
+        MlirValue v = build_value(&bb, "memref.load", n_idx[j], idx, types[j]);
+        MlirOperation g = build_for_carrying(&bb, const_index(&bb, 0), const_index(&bb, splits), const_index(&bb, 1), 1, &v);
+        MlirBlock gb = gpu_body_of(g);
+        Builder gin = builder_at_end(gb, bb.loc);
+        MlirValue ld[2 + MAX_LOOPS];
+        ld[0] = partial[j];
+        ld[1] = mlirBlockGetArgument(gb, 0);
+        for (int d = 0; d < n; ++d) ld[2 + d] = mlirBlockGetArgument(pbb, d);
+        MlirValue x = build_value(&gin, "memref.load", 2 + n, ld, types[j]);
+        MlirValue y = combine(&gin, combs[j], mlirBlockGetArgument(gb, 1), x);
+        build_op(&gin, "scf.yield", 1, &y, 0, NULL, 0, NULL);
+        MlirValue st[2 + MAX_LOOPS];
+        st[0] = mlirOperationGetResult(g, 0);
+        for (int k = 0; k < n_idx[j]; ++k) st[1 + k] = idx[k];
+        build_op(&bb, "memref.store", 1 + n_idx[j], st, 0, NULL, 0, NULL);
+    }
+    for (int j = 0; j < s->n_acc; ++j) {
+        mlirOperationDestroy(s->acc[j].store);
+        mlirOperationDestroy(s->acc[j].load);
+    }
+    mlirOperationDestroy(s->par);
+}
+
+/*===----------------------------------------------------------------------===*
+ * The driver
+ *===----------------------------------------------------------------------===*/
+
+/* Ops that may sit between the loops of one kernel: they compute no tensor
+ * data, so the kernel can run after them. */
+static bool between_stages(MlirOperation op) {
+    static const char *const ok[] = {"memref.alloc", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
+                                     "memref.get_global", NULL};
+    if (name_starts(op, "arith.")) return true;
+    for (const char *const *n = ok; *n; ++n) {
+        if (gpu_is_op(op, *n)) return true;
+    }
+    return false;
+}
+
+static bool is_row_reduction(Stage *s) { return s->kind == STAGE_REDUCTION && read_order(s) == READ_ALONG_REDUCTION; }
+
+/* Groups the run stages[0..n) into row kernels, greedily from the front. */
+static void group_run(MlirOperation module, Stage *stages, int n) {
+    int start = 0;
+    while (start < n) {
+        int red = start;
+        while (red < n && !is_row_reduction(&stages[red])) ++red;
+        if (red == n) return;
+        Rows rows = rows_of(&stages[red]);
+        int end = start;
+        bool has_reduction = false;
+        while (end < n) {
+            Stage *s = &stages[end];
+            if (s->kind == STAGE_REDUCTION && !is_row_reduction(s)) break;
+            if (!match_rows(s, &rows)) break;
+            if (!rows_independent(stages + start, end - start + 1, &rows)) break;
+            has_reduction |= s->kind == STAGE_REDUCTION;
+            ++end;
+        }
+        if (has_reduction) {
+            /* match_rows set n_row_dims on each stage of the group */
+            emit_row_kernel(module, stages + start, end - start, &rows);
+            start = end;
+        } else {
+            start = start + 1 > end ? start + 1 : end;
+        }
+    }
+}
+
+int gpu_map_reductions(MlirOperation func, const OpList *interchanged) {
+    (void)interchanged;
+    if (getenv("PT2_GPU_NO_ROW_KERNELS")) return 0; /* for measurements: the one-thread-per-output mapping */
+    MlirOperation module = mlirOperationGetParentOperation(func);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+    OpList top = {0};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        oplist_push(&top, op);
+    }
+    /* runs of loop nests with only views, constants and allocations between */
+    Stage *run = calloc((size_t)(top.n ? top.n : 1), sizeof *run);
+    int n_run = 0;
+    for (int i = 0; i <= top.n; ++i) {
+        Stage s;
+        if (i < top.n && analyze_stage(top.ops[i], &s)) {
+            run[n_run++] = s;
+            continue;
+        }
+        if (i < top.n && between_stages(top.ops[i])) continue;
+        if (n_run > 0) group_run(module, run, n_run);
+        n_run = 0;
+    }
+    free(run);
+    oplist_free(&top);
+    /* what is left: reductions read across their outputs are split */
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        Stage s;
+        if (analyze_stage(op, &s) && s.kind == STAGE_REDUCTION && s.n_fors == 1 && read_order(&s) == READ_ACROSS_OUTPUTS) {
+            bool plain = true;
+            for (int d = 0; d < s.n_dims; ++d) plain &= s.lb[d] == 0 && s.step[d] == 1;
+            if (plain) emit_split_reduction(&s);
+        }
+        op = next;
+    }
+    return 0;
+}
