@@ -130,9 +130,19 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     Pt2CompileOutcome outcome = PT2_COMPILE_ERROR;
     Var *result = interp_run_root(&t, in);
     PyObject *compiled = NULL;
+    char *graph_text = NULL;
+    /* Nothing for the compiler (no tensor op): from now on CPython runs this
+     * code as it is, as Dynamo skips frames without content.  Otherwise a
+     * helper called with many different constants (a key, a flag) would be
+     * specialized for each until the recompile limit, and each call would
+     * pay for the guards. */
+    if (result && !t.broke && t.n_ops == 0 && !(pt2_capture_options && pt2_capture_options->fullgraph)) {
+        if (pt2_log_enabled("graph")) fprintf(stderr, "[pt2] %s has no tensor op: it runs in CPython\n", PyUnicode_AsUTF8(code->co_qualname));
+        outcome = PT2_COMPILE_SKIP_CODE;
+        goto done;
+    }
     double compile_s = 0;
     bool cached = false;
-    char *graph_text = NULL;
     if (result && !t.broke) {
         compiled = compiled_from_trace(&t, result, code, in->func->func_globals, &compile_s, &cached);
         if (!compiled && PyErr_Occurred()) goto done; /* a compiler failure: the hook warns and runs eagerly */

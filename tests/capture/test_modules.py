@@ -239,3 +239,21 @@ def test_instances_of_a_class_share_compiled_code():
         for m in (a, b, c):
             torch.testing.assert_close(cf(m, x), m(x))
     assert pt2._C.cache_size(f.__code__) == 2  # a and b share; c's k differs
+
+
+def test_code_without_tensor_ops_runs_in_cpython():
+    """A function with no tensor op is not compiled (as Dynamo skips frames
+    without content): called with twelve different constants, it neither
+    recompiles up to the limit nor warns, and gives CPython's results."""
+    pt2.reset()
+
+    def rename(key, flag):
+        return key.upper() + ("!" if flag else "")
+
+    cf = pt2.compile(rename)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(12):
+            assert cf(f"k{i}", i % 2) == rename(f"k{i}", i % 2)
+    assert pt2._C.cache_size(rename.__code__) == 0
+    assert pt2.explain(rename)("a", True).graph_count == 0
