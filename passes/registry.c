@@ -29,6 +29,8 @@ MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
+MlirPass pt2_create_reorder_loops_pass(void);
+MlirPass pt2_create_plan_memory_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -52,6 +54,10 @@ static const PassEntry pt2_passes[] = {
      pt2_create_fuse_parallel_loops_pass},
     {"pt2-split-reductions", "Run a whole-tensor reduction loop as parallel chunks with partial results, then combine them",
      pt2_create_split_reductions_pass},
+    {"pt2-reorder-loops", "Permute each linalg.generic's loops by stride votes: contiguous innermost, parallel outermost",
+     pt2_create_reorder_loops_pass},
+    {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
+     pt2_create_plan_memory_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -108,22 +114,25 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
+    bool reorder = !pt2_disabled(disable, "reorder");
+    bool memplan = !pt2_disabled(disable, "memplan");
     snprintf(text, sizeof text,
-             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%spt2-lower-contractions,canonicalize,"
+             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
-             "lower-affine,canonicalize,%s"
+             "lower-affine,canonicalize,%s%s"
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             fusion ? "linalg-fuse-elementwise-ops,cse," : "", blas ? "pt2-extern-blas," : "",
+             fusion ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "", blas ? "pt2-extern-blas," : "",
              parallel ? ",affine-parallelize{max-nested=1}" : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
                                 : "pt2-split-reductions,pt2-serialize-small-loops,convert-scf-to-openmp,")
-                      : "");
+                      : "",
+             memplan ? "pt2-plan-memory," : "");
     return text;
 }
 
