@@ -111,6 +111,10 @@ bool pt2_disabled(const char *list, const char *what) {
 
 const char *pt2CpuPipelineText(const char *disable) {
     static _Thread_local char text[4096];
+    /* the ablation switches of docs/passes.md: inline = producer→consumer
+     * fusion on linalg (the paper's inlining), fusion = loop fusion across
+     * reductions (the paper's fusion) */
+    bool inline_ = !pt2_disabled(disable, "inline");
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
@@ -127,7 +131,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             fusion ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "", blas ? "pt2-extern-blas," : "",
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "", blas ? "pt2-extern-blas," : "",
              parallel ? ",affine-parallelize{max-nested=1}" : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
                                 : "pt2-split-reductions,pt2-serialize-small-loops,convert-scf-to-openmp,")
@@ -163,7 +167,7 @@ static const char *libdevice_path(void) {
 
 const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     static _Thread_local char text[4096];
-    bool fusion = !pt2_disabled(disable, "fusion");
+    bool inline_ = !pt2_disabled(disable, "inline");
     const char *chip = arch && arch[0] ? arch : "sm_90";
     const char *libdevice = libdevice_path();
     char link[1100] = "";
@@ -177,7 +181,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,reconcile-unrealized-casts),"
              "gpu-module-to-binary{format=isa}",
-             fusion ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,", chip,
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,", chip,
              link);
     return text;
 }
