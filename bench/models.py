@@ -18,6 +18,7 @@ import time
 import traceback
 
 import torch
+import torch._dynamo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -161,20 +162,34 @@ def run_model(suite, name, args):
             for _ in range(args.warmup):
                 compiled(*xs, **kw)
                 model(*xs, **kw)
-            eager, fast = [], []
-            for _ in range(args.repeats):  # interleaved
-                eager.append(median_ms(lambda: model(*xs, **kw), 1))
-                fast.append(median_ms(lambda: compiled(*xs, **kw), 1))
-            rec["eager_ms"] = statistics.median(eager)
-            rec["pt2_ms"] = statistics.median(fast)
+            contenders = {"pt2": compiled}
             if args.inductor:
+                torch._dynamo.reset()
                 ind = torch.compile(model)
                 t0 = time.perf_counter()
                 ind(*xs, **kw)
                 rec["inductor_compile_s"] = time.perf_counter() - t0
-                for _ in range(args.warmup):
-                    ind(*xs, **kw)
-                rec["inductor_ms"] = median_ms(lambda: ind(*xs, **kw), args.repeats)
+                contenders["inductor"] = ind
+            if args.frontend == "dynamo":
+                # pt2's code generation behind Dynamo: the same FX graphs Inductor gets
+                torch._dynamo.reset()
+                dyn = torch.compile(model, backend="pt2")
+                t0 = time.perf_counter()
+                out_d = dyn(*xs, **kw)
+                rec["pt2_dynamo_compile_s"] = time.perf_counter() - t0
+                rec["pt2_dynamo_ok"] = accuracy_ok(out_d, ref, ref64)
+                contenders["pt2_dynamo"] = dyn
+            for _ in range(args.warmup):
+                model(*xs, **kw)
+                for fn in contenders.values():
+                    fn(*xs, **kw)
+            times = {k: [] for k in ["eager", *contenders]}
+            for _ in range(args.repeats):  # interleaved
+                times["eager"].append(median_ms(lambda: model(*xs, **kw), 1))
+                for k, fn in contenders.items():
+                    times[k].append(median_ms(lambda: fn(*xs, **kw), 1))
+            for k, v in times.items():
+                rec[f"{k}_ms"] = statistics.median(v)
         except Exception as e:  # noqa: BLE001
             rec["error"] = f"{type(e).__name__}: {e}"
             rec["trace"] = traceback.format_exc(limit=3)
@@ -189,7 +204,9 @@ def main():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
-    p.add_argument("--inductor", action="store_true")
+    p.add_argument("--inductor", action="store_true", help="also torch.compile (Inductor), interleaved")
+    p.add_argument("--frontend", choices=["pt2", "dynamo"], default="pt2",
+                   help="dynamo: also pt2 behind torch.compile(backend='pt2'), pt2's code on Dynamo's graphs")
     p.add_argument("--json")
     args = p.parse_args()
     names = (args.models.split(",") if args.models else (TIMM if args.suite == "timm" else HF))
@@ -201,11 +218,25 @@ def main():
         sp = rec["eager_ms"] / rec["pt2_ms"] if rec.get("pt2_ms") else float("nan")
         print(f"{name:<40} {'y' if rec['ok'] else 'n':<3} {rec.get('graphs', '-')!s:>6} {rec.get('breaks', '-')!s:>6} "
               f"{rec.get('compile_s', float('nan')):>9.2f} {rec.get('eager_ms', float('nan')):>9.2f} {rec.get('pt2_ms', float('nan')):>9.2f} {sp:>7.2f}x"
+              + "".join(f"  {k} {rec['eager_ms'] / rec[k + '_ms']:.2f}x" for k in ("inductor", "pt2_dynamo") if rec.get(k + "_ms"))
               + (f"  [{rec['error'][:80]}]" if "error" in rec else ""), flush=True)
     ok = [r for r in records if r["ok"]]
-    speedups = [r["eager_ms"] / r["pt2_ms"] for r in ok if r.get("pt2_ms")]
-    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else float("nan")
-    print(f"\n{len(ok)}/{len(records)} models match eager; pt2 geomean speedup over eager (those models): {geo:.2f}x")
+
+    def geomean(key, rows):
+        xs = [r["eager_ms"] / r[key] for r in rows if r.get(key)]
+        return (math.exp(sum(math.log(x) for x in xs) / len(xs)), len(xs)) if xs else (float("nan"), 0)
+
+    geo, n = geomean("pt2_ms", ok)
+    print(f"\n{len(ok)}/{len(records)} models match eager; geomean speedup over eager on them: pt2 {geo:.2f}x ({n})", end="")
+    for key, label in (("inductor_ms", "Inductor"), ("pt2_dynamo_ms", "pt2 behind Dynamo")):
+        if any(r.get(key) for r in ok):
+            g, n = geomean(key, ok)
+            print(f", {label} {g:.2f}x ({n})", end="")
+    print()
+    for key, label in (("compile_s", "pt2"), ("inductor_compile_s", "Inductor"), ("pt2_dynamo_compile_s", "pt2 behind Dynamo")):
+        xs = [r[key] for r in records if r.get(key)]
+        if xs:
+            print(f"cold compile (first call) {label}: median {statistics.median(xs):.2f} s, total {sum(xs):.1f} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)
