@@ -196,6 +196,13 @@ static int contains(Trace *t, Var *container, Var *item) {
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
         int r = same_object(a, b);
+        /* objects guarded by their type only (modules, instances): the
+         * answer holds while both identities do */
+        if (r >= 0 && a->kind != V_CONST && b->kind != V_CONST && a->kind != V_TENSOR && b->kind != V_TENSOR && a->obj &&
+            b->obj) {
+            if (a->source) trace_guard(t, G_ID, a->source, a->obj, 0);
+            if (b->source) trace_guard(t, G_ID, b->source, b->obj, 0);
+        }
         if (r < 0) return trace_break(t, "`is` comparison that cannot be decided at trace time");
         bool v = strcmp(op, "is") == 0 ? r : !r;
         return var_const(t, v ? Py_True : Py_False);

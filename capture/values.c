@@ -455,7 +455,15 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
      * read, a Python method's __self__ and __func__ below) */
     bool made_per_read = PyMethod_Check(value) || strcmp(Py_TYPE(value)->tp_name, "method-wrapper") == 0 ||
                          (PyCFunction_Check(value) && PyCFunction_GET_SELF(value) && !PyModule_Check(PyCFunction_GET_SELF(value)));
-    trace_guard(t, made_per_read ? G_TYPE : G_ID, source, made_per_read ? (PyObject *)Py_TYPE(value) : value, 0);
+    /* An object that is not code, a class or a module (a config, a cache,
+     * an output record, a context token): like an nn.Module, only its type
+     * is assumed, and every attribute the trace reads is guarded where it is
+     * read, so a new object per call (a transformers DynamicCache) does not
+     * recompile; `is` between two such objects guards their identities
+     * where it is decided (trace_compare). */
+    bool plain_instance = source && !PyType_Check(value) && !PyCallable_Check(value) && !PyModule_Check(value);
+    bool by_type = made_per_read || plain_instance;
+    trace_guard(t, by_type ? G_TYPE : G_ID, source, by_type ? (PyObject *)Py_TYPE(value) : value, 0);
     if (rule_for(value)) {
         v = var_new(t, V_CALLABLE);
     } else if (PyFunction_Check(value)) {

@@ -5,6 +5,7 @@
 #     here against BLIS and oneDNN, see runtime/rt/pt2rt.c)
 #   - oneDNN (libpt2rt's f32 convolutions, as eager PyTorch's; see runtime/rt/conv.c)
 #   - torch 2.13 CPU (the test oracle), pytest, numpy
+#   - transformers (real models for `make demo` and the capture tests; optional: skipped if it fails)
 # Set PT2_SKIP_BOOTSTRAP=1 to skip (e.g. on a machine prepared by hand).
 set -eu
 [ "${PT2_SKIP_BOOTSTRAP:-0}" = 1 ] && exit 0
@@ -32,4 +33,9 @@ fi
 if ! $PY -c 'import torch, pytest, numpy; assert torch.__version__.startswith("2.13")' 2>/dev/null; then
     echo "bootstrap: installing torch 2.13 (CPU), pytest, numpy"
     $PY -m pip install -q torch==2.13.0 pytest numpy
+fi
+if ! $PY -c 'import transformers' 2>/dev/null; then
+    echo "bootstrap: installing transformers (real models for make demo and the capture tests)"
+    $PY -m pip install -q "transformers==5.24.0" ||
+        echo "bootstrap: transformers did not install; the model demo and its tests will be skipped"
 fi

@@ -257,3 +257,37 @@ def test_code_without_tensor_ops_runs_in_cpython():
             assert cf(f"k{i}", i % 2) == rename(f"k{i}", i % 2)
     assert pt2._C.cache_size(rename.__code__) == 0
     assert pt2.explain(rename)("a", True).graph_count == 0
+
+
+class _Cache:
+    """A plain Python object made afresh for every call (as transformers' DynamicCache)."""
+
+    def __init__(self, scale=2.0):
+        self.scale = scale
+
+
+def test_new_object_per_call_does_not_recompile():
+    """Objects are guarded by type plus the attributes read, not by identity:
+    twelve fresh objects share one entry; another attribute value recompiles;
+    `is` between objects is guarded by identity where it is decided."""
+    pt2.reset()
+    x = torch.arange(4.0)
+
+    def f(x, cache):
+        return x * cache.scale
+
+    cf = pt2.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            torch.testing.assert_close(cf(x, _Cache()), x * 2)
+    assert pt2._C.cache_size(f.__code__) == 1
+    torch.testing.assert_close(cf(x, _Cache(3.0)), x * 3)
+
+    def g(a, b, x):
+        return x + 1 if a is b else x - 1
+
+    cg = pt2.compile(g)
+    o, p = _Cache(), _Cache()
+    for a, b in [(o, o), (o, p), (p, p), (p, o)]:
+        torch.testing.assert_close(cg(a, b, x), g(a, b, x))
