@@ -45,16 +45,6 @@
 
 #define MAX_DIMS 16
 
-static bool name_is(MlirOperation op, const char *name) {
-    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
-}
-
-static bool name_starts(MlirOperation op, const char *prefix) {
-    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-    size_t len = strlen(prefix);
-    return n.length >= len && strncmp(n.data, prefix, len) == 0;
-}
-
 static MlirOperation defining_op(MlirValue v) {
     return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
 }
@@ -68,7 +58,7 @@ static bool is_view_op(MlirOperation op) {
                                         "memref.subview",  "memref.reinterpret_cast", "memref.transpose",
                                         "memref.view"};
     for (size_t i = 0; i < sizeof views / sizeof views[0]; ++i) {
-        if (name_is(op, views[i])) return true;
+        if (op_is(op, views[i])) return true;
     }
     return false;
 }
@@ -89,22 +79,22 @@ static bool same_buffer(MlirValue v, MlirValue root) {
 static bool is_memory_free(MlirOperation op) {
     static const char *const prefixes[] = {"arith.", "math.", "index.", "ub."};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; ++i) {
-        if (name_starts(op, prefixes[i])) return true;
+        if (op_name_starts(op, prefixes[i])) return true;
     }
-    return is_view_op(op) || name_is(op, "memref.alloc") || name_is(op, "memref.alloca") || name_is(op, "memref.dim") ||
-           name_is(op, "memref.get_global") || name_is(op, "affine.apply");
+    return is_view_op(op) || op_is(op, "memref.alloc") || op_is(op, "memref.alloca") || op_is(op, "memref.dim") ||
+           op_is(op, "memref.get_global") || op_is(op, "affine.apply");
 }
 
 /* Could `op` write the buffer `root` (or, with `reads`, read it)?  Unknown
  * ops answer yes, so that a rewrite never moves an access past them. */
 static bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
     if (is_memory_free(op)) return false;
-    if (name_is(op, "memref.load")) return reads && same_buffer(mlirOperationGetOperand(op, 0), root);
-    if (name_is(op, "memref.store")) return same_buffer(mlirOperationGetOperand(op, 1), root);
-    if (name_is(op, "memref.copy")) {
+    if (op_is(op, "memref.load")) return reads && same_buffer(mlirOperationGetOperand(op, 0), root);
+    if (op_is(op, "memref.store")) return same_buffer(mlirOperationGetOperand(op, 1), root);
+    if (op_is(op, "memref.copy")) {
         return same_buffer(mlirOperationGetOperand(op, 1), root) || (reads && same_buffer(mlirOperationGetOperand(op, 0), root));
     }
-    if (name_starts(op, "linalg.") && mlirOperationGetNumResults(op) == 0) {
+    if (op_name_starts(op, "linalg.") && mlirOperationGetNumResults(op) == 0) {
         /* structured ops on buffers: inputs are read, inits (the last
          * operands) read and written; their bodies only see block arguments */
         MlirAttribute seg = mlirOperationGetAttributeByName(op, sref("operandSegmentSizes"));
@@ -203,13 +193,13 @@ static void push_unique(OpList *l, MlirOperation op) {
  * if nothing writes the source between the copy and the consumer. */
 static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, View *out, OpList *dead) {
     MlirOperation alloc = defining_op(v);
-    if (mlirOperationIsNull(alloc) || !(name_is(alloc, "memref.alloc") || name_is(alloc, "memref.alloca"))) return false;
+    if (mlirOperationIsNull(alloc) || !(op_is(alloc, "memref.alloc") || op_is(alloc, "memref.alloca"))) return false;
     MlirOperation copy = {NULL};
     for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         unsigned idx = mlirOpOperandGetOperandNumber(u);
         if (mlirOperationEqual(user, consumer) && idx < 2) continue;
-        if (!mlirOperationIsNull(copy) || !name_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 2 || idx != 1) {
+        if (!mlirOperationIsNull(copy) || !op_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 2 || idx != 1) {
             return false;
         }
         copy = user;
@@ -217,7 +207,7 @@ static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_r
     if (mlirOperationIsNull(copy)) return false;
     MlirOperation yield = only_op_in_body(copy);
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
-    if (mlirOperationIsNull(yield) || !name_is(yield, "linalg.yield") || mlirOperationGetNumOperands(yield) != 1 ||
+    if (mlirOperationIsNull(yield) || !op_is(yield, "linalg.yield") || mlirOperationGetNumOperands(yield) != 1 ||
         !mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0))) {
         return false;
     }
@@ -254,7 +244,7 @@ static bool body_is_multiply_accumulate(MlirOperation op) {
     MlirOperation mul = mlirBlockGetFirstOperation(body);
     MlirOperation add = mlirOperationIsNull(mul) ? mul : mlirOperationGetNextInBlock(mul);
     MlirOperation yield = mlirOperationIsNull(add) ? add : mlirOperationGetNextInBlock(add);
-    if (mlirOperationIsNull(yield) || !name_is(mul, "arith.mulf") || !name_is(add, "arith.addf") || !name_is(yield, "linalg.yield")) {
+    if (mlirOperationIsNull(yield) || !op_is(mul, "arith.mulf") || !op_is(add, "arith.addf") || !op_is(yield, "linalg.yield")) {
         return false;
     }
     MlirValue m0 = mlirOperationGetOperand(mul, 0), m1 = mlirOperationGetOperand(mul, 1);
@@ -329,7 +319,7 @@ static bool classify_dims(MlirOperation op, const View views[3], Contraction *c)
 
 static bool is_zero_constant(MlirValue v) {
     MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !name_is(def, "arith.constant")) return false;
+    if (mlirOperationIsNull(def) || !op_is(def, "arith.constant")) return false;
     MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
     return mlirAttributeIsAFloat(a) && mlirFloatAttrGetValueDouble(a) == 0.0;
 }
@@ -341,7 +331,7 @@ static MlirOperation zero_fill_before(MlirOperation consumer, MlirValue c) {
     MlirOperation fill = {NULL};
     for (MlirOperation op = mlirBlockGetFirstOperation(mlirOperationGetBlock(consumer)); !mlirOperationEqual(op, consumer);
          op = mlirOperationGetNextInBlock(op)) {
-        if (name_is(op, "linalg.fill") && mlirValueEqual(mlirOperationGetOperand(op, 1), c) &&
+        if (op_is(op, "linalg.fill") && mlirValueEqual(mlirOperationGetOperand(op, 1), c) &&
             is_zero_constant(mlirOperationGetOperand(op, 0))) {
             fill = op;
         } else if (!mlirOperationIsNull(fill) && op_may_access(op, root, true)) {
@@ -509,7 +499,7 @@ static bool used_only_by(MlirValue v, int n, const MlirOperation *ops) {
 /* The 4-d memref that the generic's 5-d grouped operand v expands, or null. */
 static MlirValue ungrouped(MlirValue v) {
     MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !name_is(def, "memref.expand_shape")) return (MlirValue){NULL};
+    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape")) return (MlirValue){NULL};
     MlirValue source = mlirOperationGetOperand(def, 0);
     return mlirShapedTypeGetRank(mlirValueGetType(source)) == 4 ? source : (MlirValue){NULL};
 }
@@ -521,7 +511,7 @@ typedef struct FindLoad {
 
 static MlirWalkResult find_load(MlirOperation op, void *user) {
     FindLoad *f = user;
-    if (name_is(op, "memref.load")) {
+    if (op_is(op, "memref.load")) {
         f->load = op;
         ++f->count;
     }
@@ -534,12 +524,12 @@ static MlirWalkResult find_load(MlirOperation op, void *user) {
  * generic and x in *out_x, or null. */
 static MlirOperation pad_writer(MlirValue padded, MlirOperation view, MlirValue *out_x) {
     MlirOperation alloc = defining_op(padded);
-    if (mlirOperationIsNull(alloc) || !name_is(alloc, "memref.alloc")) return (MlirOperation){NULL};
+    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc")) return (MlirOperation){NULL};
     MlirOperation pad = {NULL};
     for (MlirOpOperand u = mlirValueGetFirstUse(padded); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         if (mlirOperationEqual(user, view)) continue;
-        if (!mlirOperationIsNull(pad) || !name_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 1) {
+        if (!mlirOperationIsNull(pad) || !op_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 1) {
             return (MlirOperation){NULL};
         }
         pad = user;
@@ -611,15 +601,15 @@ static bool conv_output(MlirOperation op, const ConvGeometry *g, ConvCall *call)
     for (MlirOpOperand u = mlirValueGetFirstUse(acc); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         if (mlirOperationEqual(user, op) || mlirOperationEqual(user, call->fill)) continue;
-        if (!mlirOperationIsNull(collapse) || !name_is(user, "memref.collapse_shape")) return true;
+        if (!mlirOperationIsNull(collapse) || !op_is(user, "memref.collapse_shape")) return true;
         collapse = user;
     }
-    if (mlirOperationIsNull(alloc) || !name_is(alloc, "memref.alloc") || mlirOperationIsNull(collapse)) return true;
+    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc") || mlirOperationIsNull(collapse)) return true;
     MlirValue flat = mlirOperationGetResult(collapse, 0);
     MlirOpOperand only = mlirValueGetFirstUse(flat);
     if (mlirOpOperandIsNull(only) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(only))) return true;
     MlirOperation copy = mlirOpOperandGetOwner(only);
-    if (!name_is(copy, "memref.copy") || mlirOpOperandGetOperandNumber(only) != 0) return true;
+    if (!op_is(copy, "memref.copy") || mlirOpOperandGetOperandNumber(only) != 0) return true;
     MlirValue out = mlirOperationGetOperand(copy, 1);
     View out_view;
     if (!view_of_type(out, &out_view) || out_view.rank != 4 || memcmp(out_view.sizes, call->y.sizes, sizeof(int64_t) * 4) != 0) {
@@ -701,14 +691,14 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op) {
 }
 
 static bool is_marked_conv(MlirOperation op) {
-    return name_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.conv2d")));
+    return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.conv2d")));
 }
 
 /* Contractions and marked convolutions only: a rewrite destroys the op with
  * its body (and a conv its padding generic, which is neither), so nothing
  * nested may sit later in the list. */
 static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
-    if (is_marked_conv(op) || (name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) oplist_push(user, op);
+    if (is_marked_conv(op) || (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) oplist_push(user, op);
     return MlirWalkResultAdvance;
 }
 

@@ -36,26 +36,6 @@
 
 #include "ir.h"
 
-static bool is_op(MlirOperation op, const char *name) {
-    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
-}
-
-static bool name_has_prefix(MlirOperation op, const char *prefix) {
-    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-    size_t k = strlen(prefix);
-    return n.length >= k && memcmp(n.data, prefix, k) == 0;
-}
-
-static bool constant_index(MlirValue v, int64_t *out) {
-    if (!mlirValueIsAOpResult(v)) return false;
-    MlirOperation def = mlirOpResultGetOwner(v);
-    if (!is_op(def, "arith.constant")) return false;
-    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
-    if (!mlirAttributeIsAInteger(a)) return false;
-    *out = mlirIntegerAttrGetValueInt(a);
-    return true;
-}
-
 /*--- loop nests ---------------------------------------------------------------*/
 
 typedef struct Loop {
@@ -69,11 +49,11 @@ typedef struct Loop {
 /* A candidate: a 1-d scf.parallel without reductions, or an scf.for without
  * carried values, with constant bounds. */
 static bool as_loop(MlirOperation op, Loop *l) {
-    bool par = is_op(op, "scf.parallel");
-    if (!par && !is_op(op, "scf.for")) return false;
+    bool par = op_is(op, "scf.parallel");
+    if (!par && !op_is(op, "scf.for")) return false;
     if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0) return false;
-    if (!constant_index(mlirOperationGetOperand(op, 0), &l->lb) || !constant_index(mlirOperationGetOperand(op, 1), &l->ub) ||
-        !constant_index(mlirOperationGetOperand(op, 2), &l->step)) {
+    if (!constant_int_value(mlirOperationGetOperand(op, 0), &l->lb) || !constant_int_value(mlirOperationGetOperand(op, 1), &l->ub) ||
+        !constant_int_value(mlirOperationGetOperand(op, 2), &l->step)) {
         return false;
     }
     l->op = op;
@@ -118,12 +98,12 @@ static bool resolve_rows(MlirValue memref, MlirValue *base, int64_t *block) {
     for (;;) {
         if (!mlirValueIsAOpResult(memref)) break; /* a function argument */
         MlirOperation def = mlirOpResultGetOwner(memref);
-        if (is_op(def, "memref.alloc") || is_op(def, "memref.alloca")) break;
-        if (is_op(def, "memref.cast")) {
+        if (op_is(def, "memref.alloc") || op_is(def, "memref.alloca")) break;
+        if (op_is(def, "memref.cast")) {
             memref = mlirOperationGetOperand(def, 0);
             continue;
         }
-        bool expand = is_op(def, "memref.expand_shape"), collapse = is_op(def, "memref.collapse_shape");
+        bool expand = op_is(def, "memref.expand_shape"), collapse = op_is(def, "memref.collapse_shape");
         if (!expand && !collapse) return false;
         MlirAttribute groups = mlirOperationGetAttributeByName(def, sref("reassociation"));
         if (mlirAttributeIsNull(groups) || mlirArrayAttrGetNumElements(groups) < 1) return false;
@@ -157,7 +137,7 @@ static void base_of(MlirValue memref, MlirValue *base) {
         if (!mlirValueIsAOpResult(memref)) break;
         MlirOperation def = mlirOpResultGetOwner(memref);
         if (mlirOperationGetNumOperands(def) < 1 || !mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(def, 0))) ||
-            is_op(def, "memref.alloc") || is_op(def, "memref.alloca")) {
+            op_is(def, "memref.alloc") || op_is(def, "memref.alloca")) {
             break;
         }
         memref = mlirOperationGetOperand(def, 0);
@@ -172,7 +152,7 @@ typedef struct CollectCtx {
 
 static MlirWalkResult collect(MlirOperation op, void *user) {
     CollectCtx *c = user;
-    bool load = is_op(op, "memref.load"), store = is_op(op, "memref.store");
+    bool load = op_is(op, "memref.load"), store = op_is(op, "memref.store");
     if (load || store) {
         int mem_index = store ? 1 : 0;
         MlirValue memref = mlirOperationGetOperand(op, mem_index);
@@ -184,10 +164,10 @@ static MlirWalkResult collect(MlirOperation op, void *user) {
         push_access(c->acc, a);
         return MlirWalkResultAdvance;
     }
-    if (name_has_prefix(op, "arith.") || name_has_prefix(op, "math.") || name_has_prefix(op, "index.") ||
-        is_op(op, "scf.for") || is_op(op, "scf.if") || is_op(op, "scf.yield") || is_op(op, "scf.reduce") ||
-        is_op(op, "scf.parallel") || is_op(op, "memref.expand_shape") || is_op(op, "memref.collapse_shape") ||
-        is_op(op, "memref.cast") || is_op(op, "memref.dim")) {
+    if (op_name_starts(op, "arith.") || op_name_starts(op, "math.") || op_name_starts(op, "index.") ||
+        op_is(op, "scf.for") || op_is(op, "scf.if") || op_is(op, "scf.yield") || op_is(op, "scf.reduce") ||
+        op_is(op, "scf.parallel") || op_is(op, "memref.expand_shape") || op_is(op, "memref.collapse_shape") ||
+        op_is(op, "memref.cast") || op_is(op, "memref.dim")) {
         return MlirWalkResultAdvance;
     }
     c->acc->ok = false;
@@ -280,9 +260,9 @@ static void merge_body(Loop *into, Loop *from, bool after) {
 /* Ops that may move above the first loop of a fusion group. */
 static bool movable(MlirOperation op) {
     if (mlirOperationGetNumRegions(op) != 0) return false;
-    if (is_op(op, "memref.alloc")) return mlirOperationGetNumOperands(op) == 0;
-    return is_op(op, "arith.constant") || is_op(op, "memref.expand_shape") || is_op(op, "memref.collapse_shape") ||
-           is_op(op, "memref.cast");
+    if (op_is(op, "memref.alloc")) return mlirOperationGetNumOperands(op) == 0;
+    return op_is(op, "arith.constant") || op_is(op, "memref.expand_shape") || op_is(op, "memref.collapse_shape") ||
+           op_is(op, "memref.cast");
 }
 
 static int fuse_block(MlirBlock block) {

@@ -275,6 +275,26 @@ OpList collect_ops_with_prefix(MlirOperation root, const char *prefix) {
     return w.list;
 }
 
+bool op_is(MlirOperation op, const char *name) {
+    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
+}
+
+bool op_name_starts(MlirOperation op, const char *prefix) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    size_t k = strlen(prefix);
+    return n.length >= k && memcmp(n.data, prefix, k) == 0;
+}
+
+bool constant_int_value(MlirValue v, int64_t *out) {
+    if (!mlirValueIsAOpResult(v)) return false;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!op_is(def, "arith.constant")) return false;
+    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
+    if (!mlirAttributeIsAInteger(a)) return false;
+    *out = mlirIntegerAttrGetValueInt(a);
+    return true;
+}
+
 void replace_op(MlirOperation op, int n, const MlirValue *values) {
     for (int i = 0; i < n; ++i) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), values[i]);
     mlirOperationDestroy(op);

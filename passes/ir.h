@@ -84,6 +84,13 @@ void oplist_free(OpList *l);
 /* All ops under root whose name starts with prefix, in pre-order. */
 OpList collect_ops_with_prefix(MlirOperation root, const char *prefix);
 
+/* Whether op is named `name` ("scf.for"), or its name starts with `prefix`. */
+bool op_is(MlirOperation op, const char *name);
+bool op_name_starts(MlirOperation op, const char *prefix);
+/* The value of the integer or index arith.constant defining v; false if v
+ * is not one. */
+bool constant_int_value(MlirValue v, int64_t *out);
+
 /* Replaces op's results by values and erases op. */
 void replace_op(MlirOperation op, int n, const MlirValue *values);
 

@@ -43,17 +43,13 @@
 
 bool pt2_disabled(const char *list, const char *what); /* registry.c: is `what` in a comma list */
 
-static bool is_op(MlirOperation op, const char *name) {
-    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
-}
-
 /* Ops that make a new view of a buffer without touching its memory. */
 static bool is_pure_view(MlirOperation op) {
     static const char *const views[] = {"memref.cast",    "memref.collapse_shape",   "memref.expand_shape",
                                         "memref.subview", "memref.reinterpret_cast", "memref.transpose",
                                         "memref.view",    "memref.dim",              "memref.extract_strided_metadata"};
     for (size_t i = 0; i < sizeof views / sizeof views[0]; ++i) {
-        if (is_op(op, views[i])) return true;
+        if (op_is(op, views[i])) return true;
     }
     return false;
 }
@@ -138,9 +134,9 @@ static bool analyze_buffer(const Function *f, Buffer *b) {
         for (MlirOpOperand u = mlirValueGetFirstUse(aliases.v[i]); !mlirOpOperandIsNull(u) && ok; u = mlirOpOperandGetNextUse(u)) {
             MlirOperation user = mlirOpOperandGetOwner(u);
             int at = top_level_position(f, user);
-            if (at < 0 || is_op(user, "func.return")) {
+            if (at < 0 || op_is(user, "func.return")) {
                 ok = false;
-            } else if (is_op(user, "memref.dealloc")) {
+            } else if (op_is(user, "memref.dealloc")) {
                 ok = mlirValueEqual(aliases.v[i], root) && mlirOperationIsNull(b->dealloc) && mlirOperationEqual(f->ops[at], user);
                 b->dealloc = user;
                 b->dealloc_at = at;
@@ -170,7 +166,7 @@ static int collect_buffers(const Function *f, Buffer **out) {
     int n = 0;
     for (int i = 0; i < f->n_ops; ++i) {
         MlirOperation op = f->ops[i];
-        if (!is_op(op, "memref.alloc") || mlirOperationGetNumOperands(op) != 0) continue;
+        if (!op_is(op, "memref.alloc") || mlirOperationGetNumOperands(op) != 0) continue;
         Buffer b = {.alloc = op, .alloc_at = i, .bytes = static_bytes(mlirValueGetType(mlirOperationGetResult(op, 0)))};
         if (b.bytes <= 0 || !analyze_buffer(f, &b)) continue;
         buffers[n++] = b;
@@ -190,7 +186,7 @@ static bool elide_copy_into_output(const Function *f, Buffer *b) {
     if (b->last < 0 || b->last >= f->n_ops) return false;
     MlirOperation copy = f->ops[b->last];
     MlirValue root = mlirOperationGetResult(b->alloc, 0);
-    if (!is_op(copy, "memref.copy") || !mlirValueEqual(mlirOperationGetOperand(copy, 0), root)) return false;
+    if (!op_is(copy, "memref.copy") || !mlirValueEqual(mlirOperationGetOperand(copy, 0), root)) return false;
     MlirValue out = mlirOperationGetOperand(copy, 1);
     if (!mlirValueIsABlockArgument(out) || !mlirBlockEqual(mlirBlockArgumentGetOwner(out), f->body)) return false;
     if (!mlirTypeEqual(mlirValueGetType(out), mlirValueGetType(root))) return false;

@@ -19,17 +19,10 @@
 #define DEFAULT_PARALLEL_THRESHOLD 32768
 #define DEFAULT_PARALLEL_CHUNK 4096
 
-static bool is_op(MlirOperation op, const char *name) {
-    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
-}
-
 /* The value of an index constant defining v, or -1. */
 static int64_t constant_index(MlirValue v) {
-    if (!mlirValueIsAOpResult(v)) return -1;
-    MlirOperation def = mlirOpResultGetOwner(v);
-    if (!is_op(def, "arith.constant")) return -1;
-    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
-    return mlirAttributeIsAInteger(a) ? mlirIntegerAttrGetValueInt(a) : -1;
+    int64_t x;
+    return constant_int_value(v, &x) ? x : -1;
 }
 
 static int64_t trip_count(MlirValue lb, MlirValue ub, MlirValue step) {
@@ -43,7 +36,7 @@ static double body_work(MlirBlock block) {
     double work = 0;
     bool any_loop = false;
     for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        if (is_op(op, "scf.for")) {
+        if (op_is(op, "scf.for")) {
             int64_t n = trip_count(mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1), mlirOperationGetOperand(op, 2));
             double inner = body_work(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
             work += (n < 0 ? 1e12 : (double)n) * (inner > 0 ? inner : 1);

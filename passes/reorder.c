@@ -43,10 +43,6 @@
 
 bool pt2_disabled(const char *list, const char *what); /* registry.c: is `what` in a comma list */
 
-static bool is_op(MlirOperation op, const char *name) {
-    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
-}
-
 /*--- strides of loop dims in each operand ------------------------------------*/
 
 /* The coefficient of dim `d` in an affine expression that is linear in d
@@ -250,9 +246,9 @@ typedef struct IndexRemap {
 
 static MlirWalkResult remap_index(MlirOperation op, void *user) {
     IndexRemap *r = user;
-    if (!is_op(op, "linalg.index")) return MlirWalkResultAdvance;
+    if (!op_is(op, "linalg.index")) return MlirWalkResultAdvance;
     MlirOperation owner = mlirOperationGetParentOperation(op);
-    while (!mlirOperationIsNull(owner) && !is_op(owner, "linalg.generic")) owner = mlirOperationGetParentOperation(owner);
+    while (!mlirOperationIsNull(owner) && !op_is(owner, "linalg.generic")) owner = mlirOperationGetParentOperation(owner);
     if (!mlirOperationEqual(owner, r->generic)) return MlirWalkResultAdvance;
     MlirAttribute dim = mlirOperationGetAttributeByName(op, sref("dim"));
     int64_t old = mlirIntegerAttrGetValueInt(dim);
@@ -385,7 +381,7 @@ typedef struct IndexSplit {
 
 static MlirWalkResult find_split_index(MlirOperation op, void *user) {
     IndexSplit *s = user;
-    if (!is_op(op, "linalg.index")) return MlirWalkResultAdvance;
+    if (!op_is(op, "linalg.index")) return MlirWalkResultAdvance;
     int64_t d = mlirIntegerAttrGetValueInt(mlirOperationGetAttributeByName(op, sref("dim")));
     if (d == s->a || d == s->b) oplist_push(&s->found, op);
     return MlirWalkResultAdvance;

@@ -38,20 +38,6 @@
 #define MIN_CHUNK 4096
 #define MAX_ACCUMULATORS 8
 
-static bool is_op(MlirOperation op, const char *name) {
-    return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
-}
-
-static bool constant_index(MlirValue v, int64_t *out) {
-    if (!mlirValueIsAOpResult(v)) return false;
-    MlirOperation def = mlirOpResultGetOwner(v);
-    if (!is_op(def, "arith.constant")) return false;
-    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
-    if (!mlirAttributeIsAInteger(a)) return false;
-    *out = mlirIntegerAttrGetValueInt(a);
-    return true;
-}
-
 /* Whether v is defined outside `loop` (a block argument of another block, or
  * an op result not nested in it). */
 static bool defined_outside(MlirValue v, MlirOperation loop) {
@@ -70,7 +56,7 @@ static bool defined_outside(MlirValue v, MlirOperation loop) {
 static MlirValue base_of(MlirValue memref) {
     while (mlirValueIsAOpResult(memref)) {
         MlirOperation def = mlirOpResultGetOwner(memref);
-        if (is_op(def, "memref.alloc") || is_op(def, "memref.alloca") || mlirOperationGetNumOperands(def) < 1 ||
+        if (op_is(def, "memref.alloc") || op_is(def, "memref.alloca") || mlirOperationGetNumOperands(def) < 1 ||
             !mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(def, 0)))) {
             break;
         }
@@ -98,7 +84,7 @@ static const struct {
 
 static int combiner_of(MlirOperation op) {
     for (int i = 0; i < N_COMBINERS; ++i) {
-        if (!is_op(op, combiners[i].name)) continue;
+        if (!op_is(op, combiners[i].name)) continue;
         if (combiners[i].needs_reassoc) {
             MlirAttribute fm = mlirOperationGetAttributeByName(op, sref("fastmath"));
             if (mlirAttributeIsNull(fm)) return -1;
@@ -162,12 +148,12 @@ static bool same_location(MlirOperation a, int a_mem, MlirOperation b, int b_mem
 
 static MlirWalkResult scan_op(MlirOperation op, void *user) {
     Scan *s = user;
-    if (is_op(op, "memref.load")) {
+    if (op_is(op, "memref.load")) {
         if (s->n_loads == (int)(sizeof s->loads / sizeof s->loads[0])) s->ok = false;
         else s->loads[s->n_loads++] = op;
         return s->ok ? MlirWalkResultAdvance : MlirWalkResultInterrupt;
     }
-    if (is_op(op, "memref.store")) {
+    if (op_is(op, "memref.store")) {
         /* value = combine(load of the same location, x) */
         for (intptr_t i = 2; i < mlirOperationGetNumOperands(op); ++i) {
             if (!defined_outside(mlirOperationGetOperand(op, i), s->loop)) s->ok = false;
@@ -184,7 +170,7 @@ static MlirWalkResult scan_op(MlirOperation op, void *user) {
             MlirValue operand = mlirOperationGetOperand(combine, j);
             if (!mlirValueIsAOpResult(operand)) continue;
             MlirOperation def = mlirOpResultGetOwner(operand);
-            if (is_op(def, "memref.load") && same_location(def, 0, op, 1)) load = def;
+            if (op_is(def, "memref.load") && same_location(def, 0, op, 1)) load = def;
         }
         if (mlirOperationIsNull(load) || !mlirBlockEqual(mlirOperationGetBlock(load), mlirOperationGetBlock(op))) {
             s->ok = false;
@@ -193,18 +179,18 @@ static MlirWalkResult scan_op(MlirOperation op, void *user) {
         s->acc[s->n_acc++] = (Accumulator){load, op, combine, k, {NULL}};
         return MlirWalkResultAdvance;
     }
-    if (is_op(op, "scf.for")) {
+    if (op_is(op, "scf.for")) {
         int64_t lb, ub, step;
-        if (constant_index(mlirOperationGetOperand(op, 0), &lb) && constant_index(mlirOperationGetOperand(op, 1), &ub) &&
-            constant_index(mlirOperationGetOperand(op, 2), &step) && step > 0) {
+        if (constant_int_value(mlirOperationGetOperand(op, 0), &lb) && constant_int_value(mlirOperationGetOperand(op, 1), &ub) &&
+            constant_int_value(mlirOperationGetOperand(op, 2), &step) && step > 0) {
             s->work *= (double)((ub - lb + step - 1) / step > 1 ? (ub - lb + step - 1) / step : 1);
         }
         return MlirWalkResultAdvance;
     }
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
     bool pure = (n.length > 6 && memcmp(n.data, "arith.", 6) == 0) || (n.length > 5 && memcmp(n.data, "math.", 5) == 0) ||
-                is_op(op, "scf.yield") || is_op(op, "memref.expand_shape") || is_op(op, "memref.collapse_shape") ||
-                is_op(op, "memref.cast");
+                op_is(op, "scf.yield") || op_is(op, "memref.expand_shape") || op_is(op, "memref.collapse_shape") ||
+                op_is(op, "memref.cast");
     if (!pure) {
         s->ok = false;
         return MlirWalkResultInterrupt;
@@ -354,9 +340,9 @@ static int run_split(MlirOperation root, void *user) {
             MlirOperation next = mlirOperationGetNextInBlock(op);
             int64_t lb, ub, step;
             Scan s;
-            if (is_op(op, "scf.for") && mlirOperationGetNumOperands(op) == 3 && mlirOperationGetNumResults(op) == 0 &&
-                constant_index(mlirOperationGetOperand(op, 0), &lb) && constant_index(mlirOperationGetOperand(op, 1), &ub) &&
-                constant_index(mlirOperationGetOperand(op, 2), &step) && step > 0 && ub > lb && analyze(op, &s)) {
+            if (op_is(op, "scf.for") && mlirOperationGetNumOperands(op) == 3 && mlirOperationGetNumResults(op) == 0 &&
+                constant_int_value(mlirOperationGetOperand(op, 0), &lb) && constant_int_value(mlirOperationGetOperand(op, 1), &ub) &&
+                constant_int_value(mlirOperationGetOperand(op, 2), &step) && step > 0 && ub > lb && analyze(op, &s)) {
                 int64_t trip = (ub - lb + step - 1) / step;
                 double work = s.work * (double)trip;
                 int64_t chunks = trip / 2 < MAX_CHUNKS ? trip / 2 : MAX_CHUNKS;
