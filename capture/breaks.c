@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "partials.h"
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached);
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
@@ -63,7 +64,7 @@ static void collect(Emit *e, Var *v, int depth) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
     }
     if (v->kind == V_METHOD && v->self) collect(e, v->self, depth + 1);
-    if (v->kind == V_SET) {
+    if (v->kind == V_SET || v->kind == V_PARTIAL) {
         for (int i = 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
     }
     if (v->kind == V_OBJECT && v->fresh) {
@@ -151,6 +152,33 @@ static bool emit_fresh_object(Emit *e, Var *v, int depth) {
 }
 
 static bool emit_value(Emit *e, Var *v, int depth);
+
+/* A grad-mode context manager's __exit__ live on the stack (a break inside
+ * `with torch.no_grad():`): the block is entered again for CPython,
+ * `torch.set_grad_enabled(mode)` (which switches now and remembers the mode
+ * it replaced), and its __exit__ takes the place of the original's. */
+static bool is_grad_exit(const Var *v) {
+    return v->kind == V_CALLABLE && v->obj && PyUnicode_Check(v->obj) && strncmp(PyUnicode_AsUTF8(v->obj), "exit:", 5) == 0;
+}
+
+static bool emit_grad_exit(Emit *e, Var *v) {
+    static PyObject *set_grad_enabled;
+    if (!set_grad_enabled) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        set_grad_enabled = torch ? PyObject_GetAttrString(torch, "set_grad_enabled") : NULL;
+        Py_XDECREF(torch);
+        if (!set_grad_enabled) {
+            PyErr_Clear();
+            return fail(e, "torch.set_grad_enabled is missing");
+        }
+    }
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, set_grad_enabled);
+    pt2_asm_load_const(e->a, v->start ? Py_True : Py_False);
+    pt2_asm_call(e->a, 1);
+    pt2_asm_load_attr(e->a, "__exit__");
+    return true;
+}
 
 /* A mutable value made in the trace (a list, dict, set or object) is built
  * once and kept in a temporary: every reference to it is the same object. */
@@ -272,7 +300,37 @@ static bool emit_value(Emit *e, Var *v, int depth) {
             return true;
         }
         return fail(e, "a method value");
+    case V_PARTIAL: {
+        /* functools.partial(func, *args, **keywords) */
+        if (v->source) return emit_source(e, v->source);
+        Var *args = v->items[1], *keywords = v->items[2];
+        pt2_asm_push_null(e->a);
+        pt2_asm_load_const(e->a, pt2_partial_type());
+        if (!emit_var(e, v->items[0], depth + 1)) return false;
+        for (int i = 0; i < args->n_items; ++i) {
+            if (!emit_var(e, args->items[i], depth + 1)) return false;
+        }
+        PyObject *names = PyTuple_New(keywords->n_items);
+        if (!names) {
+            PyErr_Clear();
+            return fail(e, "out of memory");
+        }
+        for (int i = 0; i < keywords->n_items; ++i) PyTuple_SET_ITEM(names, i, Py_NewRef(keywords->keys[i]->obj));
+        for (int i = 0; i < keywords->n_items; ++i) {
+            if (!emit_var(e, keywords->items[i], depth + 1)) break;
+        }
+        if (!e->failed) {
+            if (keywords->n_items) {
+                pt2_asm_call_kw(e->a, 1 + args->n_items + keywords->n_items, names);
+            } else {
+                pt2_asm_call(e->a, 1 + args->n_items);
+            }
+        }
+        Py_DECREF(names);
+        return !e->failed;
+    }
     case V_MODULE: case V_OBJECT: case V_CALLABLE: case V_FUNCTION:
+        if (is_grad_exit(v)) return emit_grad_exit(e, v);
         if (v->fresh) return emit_fresh_object(e, v, depth);
         if (v->source) return emit_source(e, v->source);
         if (v->obj && (v->kind != V_FUNCTION || PyFunction_Check(v->obj)) && !PyUnicode_Check(v->obj)) {
@@ -294,7 +352,7 @@ static bool has_null(Var **stack, int n) {
 }
 
 /* Emits: store the `depth` stack values into temporaries, then
- * `return resume(temps..., live locals...)`. */
+ * `return resume(live locals..., temps...)`. */
 static bool emit_resume_call(Emit *e, PyObject *resume_fn, int depth, const int *live, int n_live, Var **locals) {
     int temps[256];
     if (depth > 256) return fail(e, "stack too deep");
@@ -314,19 +372,20 @@ static bool emit_resume_call(Emit *e, PyObject *resume_fn, int depth, const int 
     } else {
         pt2_asm_load_const(e->a, resume_fn);
     }
-    for (int k = 0; k < depth; ++k) pt2_asm_load_fast(e->a, temps[k]);
+    /* live locals first (a method's self stays the first argument), then the stack */
     for (int k = 0; k < n_live; ++k) {
         Var *v = locals[live[k]];
         if (v->kind == V_CELL) v = v->items[0]; /* a cell variable: the continuation makes its own cell */
         if (!emit_var(e, v, 0)) return false;
     }
+    for (int k = 0; k < depth; ++k) pt2_asm_load_fast(e->a, temps[k]);
     pt2_asm_call(e->a, depth + n_live);
     pt2_asm_return_value(e->a);
     return true;
 }
 
-static PyObject *make_resume_fn(PyCodeObject *code, int offset, int depth, PyObject *live_names, PyObject *globals) {
-    PyObject *rcode = pt2_bc_make_resume(code, offset, depth, live_names);
+static PyObject *make_resume_fn(PyCodeObject *code, int offset, int depth, PyObject *live_names, PyObject *globals, bool raise) {
+    PyObject *rcode = raise ? pt2_bc_make_resume_raise(code, offset, depth, live_names) : pt2_bc_make_resume(code, offset, depth, live_names);
     if (!rcode) return NULL;
     PyObject *fn = PyFunction_New(rcode, globals);
     Py_DECREF(rcode);
@@ -342,7 +401,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     e.t = t;
     e.code = code;
     e.graph_out = -1;
-    PyObject *compiled = NULL, *replacement = NULL, *live_names = NULL, *resume_a = NULL, *resume_b = NULL;
+    PyObject *compiled = NULL, *replacement = NULL, *live_names = NULL, *resume_a = NULL, *resume_b = NULL, *resume_exc = NULL;
     Pt2Code dec = {0};
     int live[512], n_live = 0;
     snprintf(why, why_cap, "%s", "");
@@ -353,15 +412,6 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (t->mutations != t->snapshot.mutations) {
         fail(&e, "containers were mutated inside the call that broke");
         goto done;
-    }
-    for (Py_ssize_t k = 0; k < code->co_nfreevars; ++k) {
-        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, code->co_nlocalsplus - code->co_nfreevars + k);
-        if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0) {
-            /* zero-argument super() reads the frame's first local, which in a
-             * continuation is a stack value */
-            fail(&e, "the function uses super() (a __class__ cell)");
-            goto done;
-        }
     }
     for (int k = 0; k < t->n_stores; ++k) {
         Var *v = t->stores[k].value;
@@ -377,12 +427,10 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         goto done;
     }
     const Pt2Insn *insn = &dec.insns[t->snapshot.insn];
-    if (insn->exc_handler >= 0) {
-        /* the replacement has no handler around the instruction it re-runs:
-         * an exception there must still reach the original's except/with */
-        fail(&e, "the break is inside a try or with block");
-        goto done;
-    }
+    /* Inside a try/with block the instruction runs under a handler of the
+     * replacement that hands the exception to resume_raise_at_<offset>,
+     * which raises it again inside the original block (bytecode.c). */
+    bool in_try = insn->exc_handler >= 0;
     const char *opname = pt2_bc_opname(insn->opcode);
     bool is_call = strcmp(opname, "CALL") == 0, is_call_ex = strcmp(opname, "CALL_FUNCTION_EX") == 0;
     bool is_jump = !is_call && !is_call_ex;
@@ -394,17 +442,46 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         fail(&e, "values under the call on the stack (a NULL) cannot be passed to a continuation");
         goto done;
     }
+    if (in_try && insn->exc_depth > sp - popped) {
+        fail(&e, "the try block's handler keeps values the instruction consumes");
+        goto done;
+    }
+    /* grad-mode blocks live on the stack are entered again in the
+     * replacement: the innermost one must be the mode the trace was in */
+    for (int i = sp - 1; i >= 0; --i) {
+        if (is_grad_exit(stack[i])) {
+            if ((bool)stack[i]->start != t->snapshot.grad_enabled) {
+                fail(&e, "the grad mode changed inside a with block before the break");
+                goto done;
+            }
+            break;
+        }
+    }
     /* live locals: every bound plain local */
     live_names = PyList_New(0);
     int first_free = code->co_nlocalsplus - code->co_nfreevars;
     for (int i = 0; i < first_free && n_live < 512; ++i) {
         Var *v = t->snapshot.locals[i];
+        /* a continuation's ___stack<k> arguments are read once, by its
+         * prologue: passing them on would clash with the next one's own */
+        if (strncmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i)), "___stack", 8) == 0) {
+            continue;
+        }
         if (v && !(v->kind == V_CELL && !v->items[0])) {
             live[n_live++] = i;
             PyList_Append(live_names, PyTuple_GET_ITEM(code->co_localsplusnames, i));
         }
     }
     Py_SETREF(live_names, PyList_AsTuple(live_names));
+    for (Py_ssize_t k = 0; k < code->co_nfreevars; ++k) {
+        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, code->co_nlocalsplus - code->co_nfreevars + k);
+        if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 && code->co_argcount > 0 && (n_live == 0 || live[0] != 0)) {
+            /* zero-argument super() reads the first argument: the
+             * continuation's first argument is the first live local */
+            fail(&e, "super() in a function whose first argument is no longer bound");
+            goto done;
+        }
+    }
     /* the graph's outputs: tensors reachable from the stack and the live locals */
     for (int i = 0; i < sp; ++i) collect(&e, stack[i], 0);
     for (int k = 0; k < n_live; ++k) collect(&e, t->snapshot.locals[live[k]], 0);
@@ -438,17 +515,25 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     t->broke = was_broke;
     /* continuations */
     int next_offset = insn->next_offset;
-    resume_a = make_resume_fn(code, next_offset, depth_after, live_names, in->func->func_globals);
+    resume_a = make_resume_fn(code, next_offset, depth_after, live_names, in->func->func_globals, false);
     if (!resume_a) {
         PyErr_Clear();
         fail(&e, "cannot build the continuation");
         goto done;
     }
     if (is_jump) {
-        resume_b = make_resume_fn(code, dec.insns[insn->jump_target].start_offset, depth_after, live_names, in->func->func_globals);
+        resume_b = make_resume_fn(code, dec.insns[insn->jump_target].start_offset, depth_after, live_names, in->func->func_globals, false);
         if (!resume_b) {
             PyErr_Clear();
             fail(&e, "cannot build the branch continuation");
+            goto done;
+        }
+    }
+    if (in_try) {
+        resume_exc = make_resume_fn(code, insn->start_offset, insn->exc_depth + 1, live_names, in->func->func_globals, true);
+        if (!resume_exc) {
+            PyErr_Clear();
+            fail(&e, "cannot build the exception continuation");
             goto done;
         }
     }
@@ -474,26 +559,38 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     }
     for (int i = 0; i < sp && !e.failed; ++i) emit_var(&e, stack[i], 0);
     if (e.failed) goto done;
+    /* temporaries stored on one path after this point are not set on another */
+    int rebuilt_before = e.n_rebuilt;
+    int raised = in_try ? pt2_asm_new_label(e.a) : -1;
+    if (in_try) pt2_asm_begin_handler(e.a, raised, insn->exc_depth, false);
     if (is_call) {
         if (t->snapshot.kw_names) {
             pt2_asm_call_kw(e.a, insn->arg, t->snapshot.kw_names);
         } else {
             pt2_asm_call(e.a, insn->arg);
         }
+        if (in_try) pt2_asm_end_handler(e.a);
         emit_resume_call(&e, resume_a, depth_after, live, n_live, t->snapshot.locals);
     } else if (is_call_ex) {
         pt2_asm_emit(e.a, insn->opcode, insn->arg);
+        if (in_try) pt2_asm_end_handler(e.a);
         emit_resume_call(&e, resume_a, depth_after, live, n_live, t->snapshot.locals);
     } else {
         /* the branch runs in CPython: Tensor.__bool__ decides */
         int taken = pt2_asm_new_label(e.a);
         bool jumps_if_true = strstr(opname, "TRUE") != NULL;
         pt2_asm_emit_jump(e.a, jumps_if_true ? "POP_JUMP_IF_TRUE" : "POP_JUMP_IF_FALSE", taken);
-        int rebuilt_before = e.n_rebuilt; /* temporaries stored on one path are not set on the other */
+        if (in_try) pt2_asm_end_handler(e.a);
         emit_resume_call(&e, resume_a, depth_after, live, n_live, t->snapshot.locals);
         e.n_rebuilt = rebuilt_before;
         pt2_asm_place_label(e.a, taken);
         emit_resume_call(&e, resume_b, depth_after, live, n_live, t->snapshot.locals);
+    }
+    if (in_try) {
+        /* the stack: the handler's values, then the exception */
+        e.n_rebuilt = rebuilt_before;
+        pt2_asm_place_label(e.a, raised);
+        emit_resume_call(&e, resume_exc, insn->exc_depth + 1, live, n_live, t->snapshot.locals);
     }
     if (e.failed) goto done;
     replacement = pt2_asm_finish(e.a);
@@ -512,5 +609,6 @@ done:
     Py_XDECREF(live_names);
     Py_XDECREF(resume_a);
     Py_XDECREF(resume_b);
+    Py_XDECREF(resume_exc);
     return replacement;
 }

@@ -973,12 +973,16 @@ int pt2_bc_decode(PyCodeObject *code, Pt2Code *out) {
         o->jump_target = tables.is_jump[in->opcode] ? in->target : -1;
         o->line = in->loc.line;
         o->exc_handler = -1;
+        o->exc_depth = 0;
+        o->exc_lasti = false;
     }
     /* CPython's table is flat: an instruction is covered by at most one
      * entry, the innermost handler. */
     for (int k = 0; k < ir.n_handlers; k++) {
         for (int i = ir.handlers[k].start; i < ir.handlers[k].end; i++) {
             out->insns[i].exc_handler = ir.handlers[k].target;
+            out->insns[i].exc_depth = ir.handlers[k].depth;
+            out->insns[i].exc_lasti = ir.handlers[k].lasti;
         }
     }
     out->n_insns = ir.n;
@@ -1085,6 +1089,7 @@ struct Pt2Asm {
     int *label_insn;      /* label id -> instruction index, -1 until placed */
     int n_labels, cap_labels;
     BcLoc loc;
+    int open_handler;     /* index in ir.handlers of the entry begun and not ended, or -1 */
     PyObject *error; /* the first failure: (type, value, traceback) tuple, strong */
 };
 
@@ -1119,6 +1124,7 @@ Pt2Asm *pt2_asm_new(PyCodeObject *template_code) {
     }
     a->template_code = (PyCodeObject *)Py_NewRef(template_code);
     a->loc = NO_LOC;
+    a->open_handler = -1;
     /* consts[0] is None: CPython reads a function's docstring from co_consts[0] */
     a->consts = Py_BuildValue("[O]", Py_None);
     a->names = PyList_New(0);
@@ -1273,6 +1279,29 @@ void pt2_asm_place_label(Pt2Asm *a, int label) {
         return;
     }
     a->label_insn[label] = a->ir.n;
+}
+
+/* The entry's target is a label id until finish (asm_copy_resolved). */
+void pt2_asm_begin_handler(Pt2Asm *a, int label, int depth, bool lasti) {
+    if (a->open_handler >= 0 || label < 0 || label >= a->n_labels) {
+        asm_fail_msg(a, "pt2: pt2_asm_begin_handler: nested handler or unknown label");
+        return;
+    }
+    BcHandler h = {a->ir.n, a->ir.n, label, depth, lasti};
+    if (a->error == NULL && ir_add_handler(&a->ir, h) < 0) {
+        asm_fail(a);
+        return;
+    }
+    a->open_handler = a->ir.n_handlers - 1;
+}
+
+void pt2_asm_end_handler(Pt2Asm *a) {
+    if (a->open_handler < 0) {
+        asm_fail_msg(a, "pt2: pt2_asm_end_handler without begin");
+        return;
+    }
+    a->ir.handlers[a->open_handler].end = a->ir.n;
+    a->open_handler = -1;
 }
 
 void pt2_asm_push_null(Pt2Asm *a) { asm_add(a, op.PUSH_NULL, 0, -1); }
@@ -1434,6 +1463,20 @@ static int asm_copy_resolved(const Pt2Asm *a, BcIR *out) {
         }
         out->insns[out->n++] = in;
     }
+    for (int k = 0; k < a->ir.n_handlers; k++) {
+        BcHandler h = a->ir.handlers[k];
+        int at = h.target >= 0 && h.target < a->n_labels ? a->label_insn[h.target] : -1;
+        if (at < 0 || at >= a->ir.n || a->open_handler == k) {
+            PyErr_SetString(PyExc_ValueError, "pt2: an exception handler's label is never placed, or its range never ended");
+            ir_free(out);
+            return -1;
+        }
+        h.target = at;
+        if (ir_add_handler(out, h) < 0) {
+            ir_free(out);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -1523,13 +1566,6 @@ static PyObject *resume_varnames(PyCodeObject *code, int stack_depth, PyObject *
     if (list == NULL) {
         return NULL;
     }
-    for (int k = 0; k < stack_depth; k++) {
-        name = PyUnicode_FromFormat("___stack%d", k);
-        if (name == NULL || PyList_Append(list, name) < 0) {
-            goto error;
-        }
-        Py_CLEAR(name);
-    }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(live); k++) {
         PyObject *n = PyTuple_GET_ITEM(live, k);
         int as_var = PyUnicode_Check(n) ? name_index(varnames, n) : -1;
@@ -1544,6 +1580,13 @@ static PyObject *resume_varnames(PyCodeObject *code, int stack_depth, PyObject *
         if (PyList_Append(list, n) < 0) {
             goto error;
         }
+    }
+    for (int k = 0; k < stack_depth; k++) {
+        name = PyUnicode_FromFormat("___stack%d", k);
+        if (name == NULL || PyList_Append(list, name) < 0) {
+            goto error;
+        }
+        Py_CLEAR(name);
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(varnames); k++) {
         PyObject *n = PyTuple_GET_ITEM(varnames, k);
@@ -1611,7 +1654,9 @@ static int resume_copy_original(BcIR *ir, const BcIR *orig, PyCodeObject *code, 
     return 0;
 }
 
-PyObject *pt2_bc_make_resume(PyCodeObject *code, int offset, int stack_depth, PyObject *live_names) {
+/* raise_into_handler: the continuation raises its last stack value under
+ * the exception-table entry covering `offset` instead of jumping there. */
+static PyObject *make_resume(PyCodeObject *code, int offset, int stack_depth, PyObject *live_names, bool raise_into_handler) {
     BcIR orig, ir;
     int *depth = NULL;
     PyObject *varnames = NULL, *cellvars = NULL, *freevars = NULL, *new_varnames = NULL, *layout = NULL;
@@ -1641,9 +1686,15 @@ PyObject *pt2_bc_make_resume(PyCodeObject *code, int offset, int stack_depth, Py
                      code->co_qualname);
         goto done;
     }
-    if (depth[at] != stack_depth) {
+    const BcHandler *handler = NULL;
+    for (int k = 0; raise_into_handler && k < orig.n_handlers; k++) {
+        if (orig.handlers[k].start <= at && at < orig.handlers[k].end) {
+            handler = &orig.handlers[k];
+        }
+    }
+    if (raise_into_handler ? (handler == NULL || handler->depth + 1 != stack_depth) : depth[at] != stack_depth) {
         PyErr_Format(PyExc_ValueError, "pt2: stack depth at offset %d of %U is %d, not %d", offset, code->co_qualname,
-                     depth[at], stack_depth);
+                     handler ? handler->depth + 1 : depth[at], stack_depth);
         goto done;
     }
     varnames = PyObject_GetAttrString((PyObject *)code, "co_varnames");
@@ -1661,8 +1712,9 @@ PyObject *pt2_bc_make_resume(PyCodeObject *code, int offset, int stack_depth, Py
     kwargs = Py_BuildValue("{s:O,s:n,s:i,s:i,s:i,s:i,s:N,s:N}", "co_varnames", new_varnames, "co_nlocals",
                            PyTuple_GET_SIZE(new_varnames), "co_argcount", n_args, "co_posonlyargcount", 0,
                            "co_kwonlyargcount", 0, "co_flags", code->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS),
-                           "co_name", PyUnicode_FromFormat("resume_at_%d", offset), "co_qualname",
-                           PyUnicode_FromFormat("%U.resume_at_%d", code->co_qualname, offset));
+                           "co_name", PyUnicode_FromFormat("%s_%d", raise_into_handler ? "resume_raise_at" : "resume_at", offset),
+                           "co_qualname",
+                           PyUnicode_FromFormat("%U.%s_%d", code->co_qualname, raise_into_handler ? "resume_raise_at" : "resume_at", offset));
     if (kwargs == NULL) {
         goto done;
     }
@@ -1678,13 +1730,37 @@ PyObject *pt2_bc_make_resume(PyCodeObject *code, int offset, int stack_depth, Py
         goto done;
     }
     for (int k = 0; k < stack_depth; k++) {
-        if (ir_add(&ir, op.LOAD_FAST, k, -1, resume_loc) < 0) {
+        /* the live locals come first (a method's `self` stays its first
+         * argument, which zero-argument super() reads), then the stack */
+        PyObject *stack_name = PyUnicode_FromFormat("___stack%d", k);
+        int slot = stack_name != NULL ? name_index(layout, stack_name) : -1;
+        Py_XDECREF(stack_name);
+        if (slot < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "pt2: a stack value lost in the continuation");
+            }
+            goto done;
+        }
+        if (ir_add(&ir, op.LOAD_FAST, slot, -1, resume_loc) < 0) {
             goto done;
         }
     }
     int first_copied = ir.n + 1;
-    if (ir_add(&ir, op.JUMP_FORWARD, 0, first_copied + at, resume_loc) < 0 ||
-        resume_copy_original(&ir, &orig, code, layout, n_args) < 0) {
+    if (raise_into_handler) {
+        /* RAISE_VARARGS 1 of the exception, under the original entry (its
+         * target shifted into the copy); the table stays sorted: this entry
+         * comes before the copied ones */
+        BcHandler h = *handler;
+        h.start = ir.n;
+        h.end = ir.n + 1;
+        h.target += first_copied;
+        if (ir_add(&ir, pt2_bc_opcode("RAISE_VARARGS"), 1, -1, resume_loc) < 0 || ir_add_handler(&ir, h) < 0) {
+            goto done;
+        }
+    } else if (ir_add(&ir, op.JUMP_FORWARD, 0, first_copied + at, resume_loc) < 0) {
+        goto done;
+    }
+    if (resume_copy_original(&ir, &orig, code, layout, n_args) < 0) {
         goto done;
     }
     result = ir_to_code(&ir, (PyCodeObject *)layout_code, NULL);
@@ -1703,4 +1779,12 @@ done:
     ir_free(&orig);
     ir_free(&ir);
     return result;
+}
+
+PyObject *pt2_bc_make_resume(PyCodeObject *code, int offset, int stack_depth, PyObject *live_names) {
+    return make_resume(code, offset, stack_depth, live_names, false);
+}
+
+PyObject *pt2_bc_make_resume_raise(PyCodeObject *code, int offset, int stack_depth, PyObject *live_names) {
+    return make_resume(code, offset, stack_depth, live_names, true);
 }

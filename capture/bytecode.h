@@ -32,6 +32,8 @@ typedef struct Pt2Insn {
     int jump_target;   /* for jumps: instruction index of the target, else -1 */
     int line;          /* source line, -1 if none */
     int exc_handler;   /* instruction index of the innermost handler covering it, or -1 */
+    int exc_depth;     /* that handler's stack depth (values kept under the exception) */
+    bool exc_lasti;    /* whether that handler also gets the raising instruction's offset */
 } Pt2Insn;
 
 typedef struct Pt2Code {
@@ -73,6 +75,11 @@ int pt2_asm_local(Pt2Asm *a, const char *name);
 int pt2_asm_new_label(Pt2Asm *a);
 void pt2_asm_emit_jump(Pt2Asm *a, const char *opname, int label);
 void pt2_asm_place_label(Pt2Asm *a, int label);
+/* An exception-table entry: the instructions emitted between begin and end
+ * jump to `label` when they raise, with the stack cut to `depth` values
+ * (then the raising offset if `lasti`, then the exception).  Not nested. */
+void pt2_asm_begin_handler(Pt2Asm *a, int label, int depth, bool lasti);
+void pt2_asm_end_handler(Pt2Asm *a);
 /* Version-independent helpers:
  *   push_null        PUSH_NULL
  *   call(n)          [PRECALL n;] CALL n      (callable and NULL below n args)
@@ -101,12 +108,19 @@ PyObject *pt2_asm_finish(Pt2Asm *a);
  * exactly as they sit in the frame).  New reference or NULL. */
 PyObject *pt2_bc_make_call_replacement(PyCodeObject *code, PyObject *fn);
 
-/* A continuation `resume_at_<offset>(___stack0, ..., ___stack<k-1>, *live)`
+/* A continuation `resume_at_<offset>(*live, ___stack0, ..., ___stack<k-1>)`
  * that restores k stack values and the named live locals, then continues the
  * original bytecode at `offset` (jumps, exception table and source lines kept;
  * non-argument locals loaded with checks so an unbound one raises
  * UnboundLocalError).  Returns a new code object or NULL. */
 PyObject *pt2_bc_make_resume(PyCodeObject *code, int offset, int stack_depth, PyObject *live_names /* tuple of str */);
+/* A continuation `resume_raise_at_<offset>(*live, ___stack0, ..., ___stack<d>)`
+ * for an exception raised by the instruction at `offset` while it ran
+ * outside the original code: it restores the d values the instruction's
+ * handler keeps, then raises ___stack<d> (the exception) under the same
+ * exception-table entry, so the original except/finally/with handler runs.
+ * stack_depth is d + 1.  Returns a new code object or NULL. */
+PyObject *pt2_bc_make_resume_raise(PyCodeObject *code, int offset, int stack_depth, PyObject *live_names);
 
 /* The stack depth before the instruction at index i (flow analysis), or -1. */
 int pt2_bc_stack_depth_at(const Pt2Code *c, int i);

@@ -55,8 +55,22 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
 typedef struct CaptureOptions {
     bool fullgraph;
     PyObject *explain; /* a list to append one dict per compiled frame, or NULL */
+    bool cudagraphs;   /* mode="reduce-overhead": GPU graphs replay as CUDA graphs (compiled.c) */
 } CaptureOptions;
 extern _Thread_local CaptureOptions *pt2_capture_options;
+
+/* The device of the graph being traced (compiler.c): PT2_DEVICE_UNSET until
+ * the first tensor is wrapped, then PT2_DEVICE_CPU or a CUDA device index. */
+enum { PT2_DEVICE_UNSET = -2, PT2_DEVICE_CPU = -1 };
+int pt2_trace_device(void);
+/* A tensor entering the trace (values.c): false (trace broken) if its device
+ * is not the graph's. */
+bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor);
+int pt2_tensor_device(PyObject *tensor, char *name, size_t cap);
+/* torch.device of the graph (tensor.device in the trace); new reference. */
+PyObject *pt2_trace_device_object(void);
+/* Whether a device string ("cpu", "cuda", "cuda:0") is the graph's device. */
+bool pt2_trace_device_matches(const char *device);
 
 /* Log channels from PT2_LOGS (graph, guards, recompiles, breaks, output_code). */
 bool pt2_log_enabled(const char *channel);

@@ -6,6 +6,12 @@
  * outputs as torch tensors (PyTorch owns their memory), runs the kernel and
  * rebuilds the function's return value (tuples, lists, dicts, constants,
  * inputs returned unchanged).
+ *
+ * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
+ * outputs and the workspace are torch.empty on the inputs' device and the
+ * launch plan runs on torch's current stream (gpu_call).  Under
+ * mode="reduce-overhead" the whole plan is captured once as a CUDA graph and
+ * replayed (gpu_graph_call).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -54,9 +60,42 @@ typedef struct Pt2CompiledFn {
     PyObject **store_globals;
     PyObject **store_names;
     OutNode *store_values;
+    /* a graph traced on CUDA tensors: compiled for device `device` */
+    Pt2GpuKernel *gpu;
+    int device;                /* CUDA index; -1: the CPU kernel */
+    PyObject *device_obj;      /* torch.device("cuda", device) */
+    PyObject *workspace_shape; /* (bytes,), or NULL for none */
+    /* mode="reduce-overhead": the plan captured as a CUDA graph, and the
+     * memory it reads and writes (owned here for the graph's lifetime) */
+    Pt2GpuGraph *cuda_graph;
+    bool cuda_graph_failed;
+    PyObject **graph_inputs;   /* per input: the tensor the graph reads */
+    unsigned char *graph_mode; /* per input: GRAPH_IN_PLACE / _NEEDS_BUFFER / _STATIC_BUFFER */
+    void **graph_ptrs;         /* inputs, then outputs */
+    PyObject **graph_outputs;
+    PyObject *graph_workspace;
+    int graph_captures;
 } Pt2CompiledFn;
 
 static PyObject *torch_empty, *dtype_kwnames, *str_data_ptr, *str_copy_;
+/* the GPU path (resolved at the first graph compiled for CUDA) */
+static PyObject *dtype_device_kwnames, *torch_uint8, *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device,
+    *cuda_raw_stream, *cuda_current_stream, *cublas_tf32;
+
+static void graph_state_free(Pt2CompiledFn *self) {
+    pt2GpuGraphDestroy(self->cuda_graph);
+    self->cuda_graph = NULL;
+    for (int i = 0; self->graph_inputs && i < self->n_inputs; ++i) Py_XDECREF(self->graph_inputs[i]);
+    for (int j = 0; self->graph_outputs && j < self->n_outputs; ++j) Py_XDECREF(self->graph_outputs[j]);
+    PyMem_Free(self->graph_inputs);
+    PyMem_Free(self->graph_outputs);
+    PyMem_Free(self->graph_ptrs);
+    PyMem_Free(self->graph_mode);
+    Py_CLEAR(self->graph_workspace);
+    self->graph_inputs = self->graph_outputs = NULL;
+    self->graph_ptrs = NULL;
+    self->graph_mode = NULL;
+}
 
 static void out_free(OutNode *n) {
     csource_free(n->source);
@@ -67,6 +106,10 @@ static void out_free(OutNode *n) {
 
 static void compiled_dealloc(Pt2CompiledFn *self) {
     pt2KernelDestroy(self->kernel);
+    graph_state_free(self);
+    pt2GpuKernelDestroy(self->gpu);
+    Py_XDECREF(self->device_obj);
+    Py_XDECREF(self->workspace_shape);
     for (int i = 0; i < self->n_inputs; ++i) csource_free(self->inputs[i]);
     for (int i = 0; i < self->n_outputs; ++i) {
         Py_XDECREF(self->output_shapes[i]);
@@ -183,6 +226,280 @@ static bool inputs_alias_mutated(const Pt2CompiledFn *self, void *const *ptrs) {
     return false;
 }
 
+/*===----------------------------------------------------------------------===*
+ * The GPU path
+ *===----------------------------------------------------------------------===*/
+
+/* torch's side of a launch, resolved once: the current device and stream
+ * (torch._C's raw functions: no Python-level code on a call), TF32. */
+static int gpu_runtime_init(void) {
+    if (dtype_device_kwnames) return 0;
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *C = torch ? PyObject_GetAttrString(torch, "_C") : NULL;
+    if (!C) {
+        Py_XDECREF(torch);
+        return -1;
+    }
+    torch_uint8 = PyObject_GetAttrString(torch, "uint8");
+    cuda_get_device = PyObject_GetAttrString(C, "_cuda_getDevice");
+    cuda_set_device = PyObject_GetAttrString(C, "_cuda_setDevice");
+    cuda_raw_stream = PyObject_GetAttrString(C, "_cuda_getCurrentRawStream");
+    PyErr_Clear();
+    PyObject *cuda = PyImport_ImportModule("torch.cuda"); /* the public spelling, if torch._C's moved */
+    if (cuda && !cuda_get_device) cuda_get_device = PyObject_GetAttrString(cuda, "current_device");
+    if (cuda && !cuda_set_device) cuda_set_device = PyObject_GetAttrString(cuda, "set_device");
+    if (cuda && !cuda_raw_stream) cuda_current_stream = PyObject_GetAttrString(cuda, "current_stream");
+    Py_XDECREF(cuda);
+    PyErr_Clear(); /* a torch without CUDA: found missing at the first call */
+    cublas_tf32 = PyObject_GetAttrString(C, "_get_cublas_allow_tf32");
+    PyErr_Clear();
+    Py_DECREF(C);
+    Py_DECREF(torch);
+    /* pt2._gpu finds torch's libcublas (PT2_CUBLAS) for runtime/cublas.c */
+    PyObject *g = PyImport_ImportModule("pt2._gpu");
+    Py_XDECREF(g);
+    PyErr_Clear();
+    str_contiguous = PyUnicode_InternFromString("contiguous");
+    str_clone = PyUnicode_InternFromString("clone");
+    dtype_device_kwnames = Py_BuildValue("(ss)", "dtype", "device");
+    return torch_uint8 && dtype_device_kwnames ? 0 : -1;
+}
+
+static long call_long(PyObject *fn, PyObject *arg) {
+    PyObject *r = arg ? PyObject_CallOneArg(fn, arg) : PyObject_CallNoArgs(fn);
+    long v = r ? PyLong_AsLong(r) : -1;
+    Py_XDECREF(r);
+    return v;
+}
+
+static PyObject *empty_on_device(PyObject *shape, PyObject *dtype, PyObject *device) {
+    PyObject *call_args[3] = {shape, dtype, device};
+    return PyObject_Vectorcall(torch_empty, call_args, 1, dtype_device_kwnames);
+}
+
+static PyObject *gpu_workspace(Pt2CompiledFn *self) {
+    return self->workspace_shape ? empty_on_device(self->workspace_shape, torch_uint8, self->device_obj) : Py_NewRef(Py_None);
+}
+
+static void *workspace_ptr(PyObject *ws) { return ws == Py_None ? NULL : tensor_data(ws); }
+
+/* Records the plan as a CUDA graph over the memory in graph_*: an input is
+ * read where it is (its tensor is kept alive here) until its address
+ * changes; from then on (and from the start for a non-contiguous one) a
+ * static buffer stands for it, into which each call copies.  Outputs and the
+ * workspace are static. */
+enum { GRAPH_IN_PLACE, GRAPH_NEEDS_BUFFER, GRAPH_STATIC_BUFFER };
+
+static int gpu_graph_capture(Pt2CompiledFn *self, PyObject *const *inputs, void *const *ptrs) {
+    int n = self->n_inputs;
+    if (!self->graph_inputs) {
+        self->graph_inputs = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+        self->graph_mode = PyMem_Calloc((size_t)n + 1, 1);
+        self->graph_ptrs = PyMem_Calloc((size_t)(n + self->n_outputs) + 1, sizeof(void *));
+        self->graph_outputs = PyMem_Calloc((size_t)self->n_outputs + 1, sizeof(PyObject *));
+        if (!self->graph_inputs || !self->graph_mode || !self->graph_ptrs || !self->graph_outputs) return PyErr_NoMemory(), -1;
+        for (int i = 0; i < n; ++i) self->graph_mode[i] = self->input_contiguous[i] ? GRAPH_IN_PLACE : GRAPH_NEEDS_BUFFER;
+        for (int j = 0; j < self->n_outputs; ++j) {
+            self->graph_outputs[j] = empty_on_device(self->output_shapes[j], self->output_dtypes[j], self->device_obj);
+            if (!self->graph_outputs[j]) return -1;
+            self->graph_ptrs[n + j] = tensor_data(self->graph_outputs[j]);
+            if (PyErr_Occurred()) return -1;
+        }
+        self->graph_workspace = gpu_workspace(self);
+        if (!self->graph_workspace) return -1;
+    }
+    int copied = 0;
+    for (int i = 0; i < n; ++i) {
+        if (self->graph_mode[i] == GRAPH_IN_PLACE) {
+            Py_XSETREF(self->graph_inputs[i], Py_NewRef(inputs[i]));
+            self->graph_ptrs[i] = ptrs[i];
+        } else if (self->graph_mode[i] == GRAPH_NEEDS_BUFFER) {
+            /* our own buffer, never the caller's tensor (the caller may free or reuse it) */
+            PyObject *shape = PyObject_GetAttrString(inputs[i], "shape");
+            PyObject *dtype = shape ? PyObject_GetAttrString(inputs[i], "dtype") : NULL;
+            PyObject *buf = dtype ? empty_on_device(shape, dtype, self->device_obj) : NULL;
+            Py_XDECREF(shape);
+            Py_XDECREF(dtype);
+            if (!buf) return -1;
+            Py_XSETREF(self->graph_inputs[i], buf);
+            PyObject *r = PyObject_CallMethodOneArg(buf, str_copy_, inputs[i]);
+            if (!r) return -1;
+            Py_DECREF(r);
+            self->graph_ptrs[i] = tensor_data(buf);
+            if (PyErr_Occurred()) return -1;
+            self->graph_mode[i] = GRAPH_STATIC_BUFFER;
+        }
+        copied += self->graph_mode[i] == GRAPH_STATIC_BUFFER;
+    }
+    pt2GpuGraphDestroy(self->cuda_graph);
+    self->cuda_graph = NULL;
+    void *ws = workspace_ptr(self->graph_workspace);
+    if (PyErr_Occurred()) return -1;
+    Pt2GpuGraph *g;
+    Py_BEGIN_ALLOW_THREADS
+    g = pt2GpuGraphCapture(self->gpu, self->graph_ptrs, ws);
+    Py_END_ALLOW_THREADS
+    if (!g) {
+        PyErr_Format(PyExc_RuntimeError, "%s", pt2GetLastError());
+        return -1;
+    }
+    self->cuda_graph = g;
+    self->graph_captures++;
+    if (pt2_log_enabled("cudagraphs")) {
+        fprintf(stderr, "[pt2] %s: captured a CUDA graph (capture %d: %d launches, %d of %d inputs copied into static buffers)\n",
+                PyUnicode_AsUTF8(self->name), self->graph_captures, pt2GpuKernelNumLaunches(self->gpu), copied, n);
+    }
+    return 0;
+}
+
+/* Replays the CUDA graph: copies the inputs that have static buffers, and
+ * captures again when an input read in place moved (once per input: it is
+ * copied from then on).  Outputs are fresh tensors (clones of the static
+ * outputs, on the same stream), so results of earlier calls are never
+ * overwritten by later replays. */
+static int gpu_graph_replay(Pt2CompiledFn *self, PyObject *const *inputs, void *const *ptrs, void *stream, PyObject **outputs,
+                            int *got_out) {
+    bool recapture = false;
+    for (int i = 0; i < self->n_inputs; ++i) {
+        if (ptrs[i] == self->graph_ptrs[i]) continue; /* the memory the graph reads */
+        if (self->graph_mode[i] == GRAPH_IN_PLACE) {
+            self->graph_mode[i] = GRAPH_NEEDS_BUFFER;
+            recapture = true;
+            continue;
+        }
+        PyObject *r = PyObject_CallMethodOneArg(self->graph_inputs[i], str_copy_, inputs[i]);
+        if (!r) return -1;
+        Py_DECREF(r);
+    }
+    if (recapture && gpu_graph_capture(self, inputs, ptrs) != 0) return -1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pt2GpuGraphLaunch(self->cuda_graph, stream);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        PyErr_Format(PyExc_RuntimeError, "pt2: %s", pt2GetLastError());
+        return -1;
+    }
+    for (; *got_out < self->n_outputs; ++*got_out) {
+        outputs[*got_out] = PyObject_CallMethodNoArgs(self->graph_outputs[*got_out], str_clone);
+        if (!outputs[*got_out]) return -1;
+    }
+    return 0;
+}
+
+/* Runs the GPU plan on the inputs (ptrs: their data pointers, n_inputs of
+ * them, then room for the outputs); fills outputs[*got_out..].  0, or -1
+ * with an exception set. */
+static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, PyObject **outputs, int *got_out) {
+    PyObject *stack_contig[32];
+    PyObject **contig = self->n_inputs <= 32 ? stack_contig : PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
+    PyObject *const *in = inputs;
+    int n_contig = 0, rc = -1;
+    long previous_device = -1;
+    PyObject *ws = NULL;
+    for (int i = 0; i < self->n_inputs; ++i) {
+        if (self->input_contiguous[i]) continue; /* guarded strides: known when compiled */
+        if (n_contig == 0) {
+            for (int k = 0; k < self->n_inputs; ++k) contig[k] = Py_NewRef(inputs[k]);
+            n_contig = self->n_inputs;
+            in = contig;
+        }
+        Py_SETREF(contig[i], PyObject_CallMethodNoArgs(inputs[i], str_contiguous));
+        if (!contig[i]) goto done;
+        ptrs[i] = tensor_data(contig[i]);
+        if (PyErr_Occurred()) goto done;
+    }
+    if (!cuda_get_device || !cuda_set_device || (!cuda_raw_stream && !cuda_current_stream)) {
+        PyErr_SetString(PyExc_RuntimeError, "pt2: this torch has no CUDA support (torch._C._cuda_getCurrentRawStream)");
+        goto done;
+    }
+    long current = call_long(cuda_get_device, NULL);
+    if (current < 0 && PyErr_Occurred()) goto done;
+    if (current != self->device) { /* launch in the context of the inputs' device */
+        PyObject *d = PyLong_FromLong(self->device);
+        PyObject *r = d ? PyObject_CallOneArg(cuda_set_device, d) : NULL;
+        Py_XDECREF(d);
+        if (!r) goto done;
+        Py_DECREF(r);
+        previous_device = current;
+    }
+    PyObject *dev = PyLong_FromLong(self->device);
+    PyObject *s = !dev ? NULL : cuda_raw_stream ? PyObject_CallOneArg(cuda_raw_stream, dev) : PyObject_CallOneArg(cuda_current_stream, dev);
+    Py_XDECREF(dev);
+    if (s && !cuda_raw_stream) Py_SETREF(s, PyObject_GetAttrString(s, "cuda_stream"));
+    void *stream = s ? PyLong_AsVoidPtr(s) : NULL;
+    Py_XDECREF(s);
+    if (PyErr_Occurred()) goto done;
+    if (cublas_tf32) {
+        PyObject *r = PyObject_CallNoArgs(cublas_tf32);
+        int flag = r == Py_True;
+        Py_XDECREF(r);
+        PyErr_Clear();
+        pt2GpuSetMatmulAllowTF32(flag); /* a store (the ctypes layer may have set it too) */
+    }
+    bool cudagraphs = pt2_capture_options && pt2_capture_options->cudagraphs && !self->cuda_graph_failed;
+    if (cudagraphs && self->cuda_graph) {
+        rc = gpu_graph_replay(self, in, ptrs, stream, outputs, got_out);
+        goto done;
+    }
+    for (; *got_out < self->n_outputs; ++*got_out) {
+        outputs[*got_out] = empty_on_device(self->output_shapes[*got_out], self->output_dtypes[*got_out], self->device_obj);
+        if (!outputs[*got_out]) goto done;
+        ptrs[self->n_inputs + *got_out] = tensor_data(outputs[*got_out]);
+        if (PyErr_Occurred()) goto done;
+    }
+    ws = gpu_workspace(self);
+    if (!ws) goto done;
+    void *wsp = workspace_ptr(ws);
+    if (PyErr_Occurred()) goto done;
+    int launched;
+    Py_BEGIN_ALLOW_THREADS
+    launched = pt2GpuKernelLaunch(self->gpu, ptrs, wsp, stream);
+    Py_END_ALLOW_THREADS
+    if (launched != 0) {
+        PyErr_Format(PyExc_RuntimeError, "pt2: launching %U on cuda:%d: %s", self->name, self->device, pt2GetLastError());
+        goto done;
+    }
+    /* the workspace goes back to torch's caching allocator: reused only by
+     * work queued after ours on this stream */
+    rc = 0;
+    if (cudagraphs) {
+        /* this call was the warm-up (modules loaded, cuBLAS ready): record the graph */
+        if (gpu_graph_capture(self, in, ptrs) != 0) {
+            graph_state_free(self);
+            self->cuda_graph_failed = true;
+            PyObject *et, *exc, *tb;
+            PyErr_Fetch(&et, &exc, &tb);
+            PyErr_NormalizeException(&et, &exc, &tb);
+            Py_XDECREF(et);
+            Py_XDECREF(tb);
+            PyObject *msg = exc ? PyObject_Str(exc) : NULL;
+            PyErr_Clear();
+            int w = PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                     "pt2: %U: cannot capture a CUDA graph (%s); mode=\"reduce-overhead\" launches the kernels one by one",
+                                     self->name, msg ? PyUnicode_AsUTF8(msg) : "?");
+            Py_XDECREF(msg);
+            Py_XDECREF(exc);
+            if (w < 0) rc = -1;
+        }
+    }
+done:
+    Py_XDECREF(ws);
+    if (previous_device >= 0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *d = PyLong_FromLong(previous_device);
+        PyObject *r = d ? PyObject_CallOneArg(cuda_set_device, d) : NULL;
+        Py_XDECREF(d);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    for (int k = 0; k < n_contig; ++k) Py_XDECREF(contig[k]);
+    if (contig != stack_contig) PyMem_Free(contig);
+    return rc;
+}
+
 static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Pt2CompiledFn *self = (Pt2CompiledFn *)callable;
     (void)kwnames;
@@ -235,7 +552,10 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         Py_XDECREF(tuple);
         goto done;
     }
-    for (; got_out < self->n_outputs; ++got_out) {
+    if (self->gpu) {
+        if (gpu_call(self, inputs, ptrs, outputs, &got_out) != 0) goto done;
+    }
+    for (; !self->gpu && got_out < self->n_outputs; ++got_out) {
         PyObject *call_args[2] = {self->output_shapes[got_out], self->output_dtypes[got_out]};
         outputs[got_out] = PyObject_Vectorcall(torch_empty, call_args, 1, dtype_kwnames);
         if (!outputs[got_out]) goto done;
@@ -495,6 +815,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     if (!self) goto fail;
     memset((char *)self + sizeof(PyObject), 0, sizeof *self - sizeof(PyObject));
     self->vectorcall = compiled_call;
+    self->device = -1;
     self->result = root;
     self->globals = Py_XNewRef(globals);
     self->name = Py_NewRef(code->co_qualname);
@@ -522,14 +843,39 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
             Py_DECREF(self);
             goto fail;
         }
-        self->kernel = pt2CompileGraph(t->graph, NULL);
-        if (!self->kernel) {
-            PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph: %s", pt2GetLastError());
-            Py_DECREF(self);
-            goto fail;
+        self->device = pt2_trace_device() >= 0 ? pt2_trace_device() : -1;
+        if (self->device >= 0) { /* CUDA tensors: the GPU pipeline (docs/gpu.md) */
+            if (gpu_runtime_init() != 0) {
+                Py_DECREF(self);
+                goto fail;
+            }
+            self->gpu = pt2GpuCompileGraph(t->graph, NULL);
+            if (!self->gpu) {
+                PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph for cuda:%d: %s", self->device, pt2GetLastError());
+                Py_DECREF(self);
+                goto fail;
+            }
+            PyObject *torch = PyImport_ImportModule("torch");
+            self->device_obj = torch ? PyObject_CallMethod(torch, "device", "si", "cuda", self->device) : NULL;
+            Py_XDECREF(torch);
+            size_t ws = pt2GpuKernelWorkspaceBytes(self->gpu);
+            self->workspace_shape = ws ? Py_BuildValue("(n)", (Py_ssize_t)ws) : NULL;
+            if (!self->device_obj || (ws && !self->workspace_shape)) {
+                Py_DECREF(self);
+                goto fail;
+            }
+            *out_compile_s = pt2GpuKernelCompileSeconds(self->gpu);
+            *out_cached = pt2GpuKernelFromCache(self->gpu);
+        } else {
+            self->kernel = pt2CompileGraph(t->graph, NULL);
+            if (!self->kernel) {
+                PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph: %s", pt2GetLastError());
+                Py_DECREF(self);
+                goto fail;
+            }
+            *out_compile_s = pt2KernelCompileSeconds(self->kernel);
+            *out_cached = pt2KernelFromCache(self->kernel);
         }
-        *out_compile_s = pt2KernelCompileSeconds(self->kernel);
-        *out_cached = pt2KernelFromCache(self->kernel);
         self->n_inputs = t->n_inputs;
         self->n_outputs = c.n_graph;
     } else {
@@ -569,7 +915,8 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     for (int j = 0; j < self->n_outputs; ++j) {
         Pt2DType dt;
         int64_t sizes[PT2_MAX_RANK];
-        int rank = pt2KernelArgType(self->kernel, self->n_inputs + j, &dt, sizes);
+        int rank = self->gpu ? pt2GpuKernelArgType(self->gpu, self->n_inputs + j, &dt, sizes)
+                             : pt2KernelArgType(self->kernel, self->n_inputs + j, &dt, sizes);
         PyObject *shape = PyTuple_New(rank);
         for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(sizes[d]));
         self->output_shapes[j] = shape;

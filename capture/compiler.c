@@ -25,6 +25,90 @@ Pt2Context *pt2_capture_context(void) {
     return capture_context;
 }
 
+/*===----------------------------------------------------------------------===*
+ * The device of the graph being traced
+ *
+ * A graph runs on one device: the CPU (libpt2's native kernel) or one CUDA
+ * device (the GPU pipeline, compiled.c).  The first tensor wrapped fixes it;
+ * a tensor on another device ends the trace (a graph break, or the frame
+ * runs eagerly), never a graph that mixes them.  Tensor guards record it
+ * (guards.c), so calling the same code with CPU and CUDA tensors compiles
+ * one entry per device.
+ *===----------------------------------------------------------------------===*/
+
+static _Thread_local int trace_device = PT2_DEVICE_UNSET;
+
+int pt2_trace_device(void) { return trace_device; }
+
+/* The device code of a tensor (PT2_DEVICE_CPU or a CUDA index), or
+ * PT2_DEVICE_UNSET for any other device; *name gets a printable name. */
+int pt2_tensor_device(PyObject *tensor, char *name, size_t cap) {
+    PyObject *dev = PyObject_GetAttrString(tensor, "device");
+    PyObject *type = dev ? PyObject_GetAttrString(dev, "type") : NULL;
+    PyObject *index = dev ? PyObject_GetAttrString(dev, "index") : NULL;
+    const char *ty = type && PyUnicode_Check(type) ? PyUnicode_AsUTF8(type) : "?";
+    long idx = index && PyLong_Check(index) ? PyLong_AsLong(index) : -1;
+    int code = strcmp(ty, "cpu") == 0 ? PT2_DEVICE_CPU : strcmp(ty, "cuda") == 0 && idx >= 0 ? (int)idx : PT2_DEVICE_UNSET;
+    if (name) {
+        if (idx >= 0) {
+            snprintf(name, cap, "%s:%ld", ty, idx);
+        } else {
+            snprintf(name, cap, "%s", ty);
+        }
+    }
+    Py_XDECREF(dev);
+    Py_XDECREF(type);
+    Py_XDECREF(index);
+    PyErr_Clear();
+    return code;
+}
+
+bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor) {
+    char name[64];
+    int code = pt2_tensor_device(tensor, name, sizeof name);
+    if (code == PT2_DEVICE_UNSET) return trace_break(t, "tensor on a device pt2 does not compile for (%s)", name), false;
+    if (trace_device == PT2_DEVICE_UNSET) trace_device = code;
+    if (code != trace_device) {
+        char first[64];
+        if (trace_device == PT2_DEVICE_CPU) {
+            snprintf(first, sizeof first, "cpu");
+        } else {
+            snprintf(first, sizeof first, "cuda:%d", trace_device);
+        }
+        return trace_break(t, "tensors on two devices (%s and %s) in one graph", first, name), false;
+    }
+    return true;
+}
+
+PyObject *pt2_trace_device_object(void) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *dev = !torch ? NULL
+                    : trace_device >= 0 ? PyObject_CallMethod(torch, "device", "si", "cuda", trace_device)
+                                        : PyObject_CallMethod(torch, "device", "s", "cpu");
+    Py_XDECREF(torch);
+    return dev;
+}
+
+/* Whether `device` (str() of a device argument: "cpu", "cuda", "cuda:1")
+ * names the device of the graph being traced; "cuda" is the current one. */
+bool pt2_trace_device_matches(const char *device) {
+    if (!device) return false;
+    if (trace_device < 0) return strncmp(device, "cpu", 3) == 0; /* a CPU graph (or none yet) */
+    if (strcmp(device, "cuda") == 0) {
+        long current = -1;
+        PyObject *cuda = PyImport_ImportModule("torch.cuda");
+        PyObject *r = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
+        if (r && PyLong_Check(r)) current = PyLong_AsLong(r);
+        Py_XDECREF(cuda);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        return current == trace_device;
+    }
+    char want[32];
+    snprintf(want, sizeof want, "cuda:%d", trace_device);
+    return strcmp(device, want) == 0;
+}
+
 bool pt2_log_enabled(const char *channel) {
     const char *logs = getenv("PT2_LOGS");
     if (!logs) return false;
@@ -120,6 +204,8 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     }
     t.root = in;
     t.refs = PyList_New(0);
+    int saved_device = trace_device;
+    trace_device = PT2_DEVICE_UNSET;
     t.graph = pt2GraphCreate(t.ctx, "main");
     PyObject *torch = PyImport_ImportModule("torch");
     PyObject *ge = torch ? PyObject_CallMethod(torch, "is_grad_enabled", NULL) : NULL;
@@ -203,5 +289,6 @@ done:
     Py_XDECREF(compiled);
     pt2Free(graph_text);
     trace_free(&t);
+    trace_device = saved_device;
     return outcome;
 }

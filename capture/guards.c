@@ -100,7 +100,7 @@ typedef struct CGuard {
     GuardKind kind;
     CSource *source;
     PyObject *obj;
-    int64_t n;
+    int64_t n; /* G_TENSOR: the device, PT2_DEVICE_CPU or a CUDA index */
     Pt2DType dtype;
     int rank;
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
@@ -127,7 +127,8 @@ struct Pt2Guards {
  * takes fetched values from those (never from a set freed since). */
 static _Thread_local Pt2Guards *last_passed;
 
-static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_dtype, *attr_is_cpu, *attr_requires_grad;
+static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_dtype, *attr_is_cpu, *attr_requires_grad, *attr_is_cuda,
+    *str_get_device;
 
 int guards_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -139,6 +140,8 @@ int guards_init(void) {
     attr_dtype = PyUnicode_InternFromString("dtype");
     attr_is_cpu = PyUnicode_InternFromString("is_cpu");
     attr_requires_grad = PyUnicode_InternFromString("requires_grad");
+    attr_is_cuda = PyUnicode_InternFromString("is_cuda");
+    str_get_device = PyUnicode_InternFromString("get_device");
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
@@ -149,7 +152,8 @@ static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
         for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->sizes[i]);
         if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "], strides [");
         for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->strides[i]);
-        if (n < cap) snprintf(buf + n, cap - n, "], requires_grad=%s", g->requires_grad ? "True" : "False");
+        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "], requires_grad=%s", g->requires_grad ? "True" : "False");
+        if (n < cap && g->n >= 0) snprintf(buf + n, cap - n, ", device=cuda:%lld", (long long)g->n);
         break;
     }
     case G_TYPE: snprintf(buf, cap, "TYPE_MATCH %s is %s", src, ((PyTypeObject *)g->obj)->tp_name); break;
@@ -187,6 +191,8 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         c->source = csource_copy(s->source);
         c->obj = Py_XNewRef(s->obj);
         c->n = s->n;
+        /* a trace's tensors are all on its device (compiler.c); CPU when it has none */
+        if (s->kind == G_TENSOR) c->n = pt2_trace_device() >= 0 ? pt2_trace_device() : PT2_DEVICE_CPU;
         c->dtype = s->dtype;
         c->rank = s->rank;
         memcpy(c->sizes, s->sizes, sizeof c->sizes);
@@ -229,9 +235,17 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
     bool ok = dt && dt == torch_dtype_of(g->dtype);
     Py_XDECREF(dt);
     if (!ok) return false;
-    PyObject *cpu = PyObject_GetAttr(v, attr_is_cpu);
-    ok = cpu == Py_True;
-    Py_XDECREF(cpu);
+    if (g->n < 0) {
+        PyObject *cpu = PyObject_GetAttr(v, attr_is_cpu);
+        ok = cpu == Py_True;
+        Py_XDECREF(cpu);
+    } else { /* a CUDA graph: this device */
+        PyObject *cuda = PyObject_GetAttr(v, attr_is_cuda);
+        PyObject *index = cuda == Py_True ? PyObject_CallMethodNoArgs(v, str_get_device) : NULL;
+        ok = index && PyLong_Check(index) && PyLong_AsLongLong(index) == g->n;
+        Py_XDECREF(cuda);
+        Py_XDECREF(index);
+    }
     if (!ok) return false;
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
     int rank = tensor_geometry(v, sizes, strides);

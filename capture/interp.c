@@ -9,7 +9,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
-#include "trace.h"
+#include "objects.h"
 
 /*===----------------------------------------------------------------------===*
  * Opcode numbers of the running interpreter
@@ -32,7 +32,7 @@ static struct {
     int JUMP_IF_TRUE_OR_POP, JUMP_IF_FALSE_OR_POP, GET_ITER, FOR_ITER, BEFORE_WITH;
     int RETURN_GENERATOR, YIELD_VALUE;
     int IMPORT_NAME, IMPORT_FROM, LOAD_SUPER_ATTR;
-    int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL;
+    int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL, RAISE_VARARGS;
 } OP;
 
 static const char *const binary_op_names[] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>", "-", "/", "^"};
@@ -56,7 +56,7 @@ int interp_init(void) {
     LOOKUP(POP_JUMP_BACKWARD_IF_FALSE) LOOKUP(POP_JUMP_BACKWARD_IF_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_NOT_NONE)
     LOOKUP(JUMP_IF_TRUE_OR_POP) LOOKUP(JUMP_IF_FALSE_OR_POP) LOOKUP(GET_ITER) LOOKUP(FOR_ITER) LOOKUP(BEFORE_WITH)
     LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
-    LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL)
+    LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL) LOOKUP(RAISE_VARARGS)
 #undef LOOKUP
     return 0;
 }
@@ -222,6 +222,42 @@ static Var *iter_next(Trace *t, Var *it) {
     return it->items[it->pos++];
 }
 
+/* Iteration over an object with a Python __getitem__ and no __iter__ (the
+ * old sequence protocol, transformers' _PerLayerConfigView): obj[0],
+ * obj[1], ... until __getitem__ raises IndexError, all at trace time.
+ * collections.abc.Sequence's __iter__ is that loop written in Python. */
+Var *trace_sequence_iter(Trace *t, Var *v) {
+    Var *it = var_new(t, V_ITER);
+    static PyObject *sequence_iter, *s_getitem, *s_iter;
+    if (!s_getitem) {
+        s_getitem = PyUnicode_InternFromString("__getitem__");
+        s_iter = PyUnicode_InternFromString("__iter__");
+        PyObject *abc = PyImport_ImportModule("collections.abc");
+        PyObject *sequence = abc ? PyObject_GetAttrString(abc, "Sequence") : NULL;
+        sequence_iter = sequence ? PyObject_GetAttr(sequence, s_iter) : NULL;
+        Py_XDECREF(abc);
+        Py_XDECREF(sequence);
+        PyErr_Clear();
+    }
+    PyTypeObject *ty = v->obj ? Py_TYPE(v->obj) : NULL;
+    bool old_protocol = ty && !PyType_Check(v->obj) && python_hook(ty, s_getitem) &&
+                        (!ty->tp_iter || (sequence_iter && _PyType_Lookup(ty, s_iter) == sequence_iter));
+    if (!old_protocol) return trace_break(t, "iteration over %s is not supported", ty ? ty->tp_name : "this value");
+    for (long k = 0; k < 4096; ++k) {
+        PyObject *o = PyLong_FromLong(k);
+        Var *idx = var_const(t, o);
+        Py_DECREF(o);
+        bool handled;
+        Var *item = object_protocol(t, v, "__getitem__", idx, &handled);
+        if (!item) {
+            if (trace_take_back_raise(t, PyExc_IndexError) || trace_take_back_raise(t, PyExc_StopIteration)) return it;
+            return NULL;
+        }
+        var_push_item(t, it, item);
+    }
+    return trace_break(t, "iteration over %s did not end", ty->tp_name);
+}
+
 static Var *get_iter(Trace *t, Var *v) {
     Var *it = var_new(t, V_ITER);
     switch (v->kind) {
@@ -235,7 +271,7 @@ static Var *get_iter(Trace *t, Var *v) {
     case V_SET: case V_OBJECT: {
         /* a set's items in Python's order; a dict subclass made in the trace: its keys */
         Var *builtins_iter = NULL;
-        if (v->kind == V_OBJECT && !fresh_object_items(t, v)) break;
+        if (v->kind == V_OBJECT && !fresh_object_items(t, v)) return trace_sequence_iter(t, v);
         PyObject *iter_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "list"); /* borrowed */
         const RuleEntry *rule = iter_fn ? rule_for(iter_fn) : NULL;
         builtins_iter = rule ? rule_apply(t, rule, &v, 1, NULL, NULL, 0) : NULL;
@@ -797,6 +833,23 @@ static bool run_frame(SymFrame *f) {
             } else {
                 pop(f);
             }
+        } else if (op == OP.RAISE_VARARGS) {
+            /* exceptions are not traced: the trace ends here, naming what was
+             * raised (a call that raises resumes in CPython at the call) */
+            if (arg == 2) pop(f); /* raise ... from cause */
+            Var *exc = arg >= 1 ? pop(f) : NULL;
+            PyObject *o = exc ? exc->obj : NULL;
+            PyObject *type = o && PyExceptionInstance_Check(o) ? (PyObject *)Py_TYPE(o) : o && PyExceptionClass_Check(o) ? o : NULL;
+            t->raised_type = type ? trace_keep(t, type) : NULL;
+            if (type) {
+                PyObject *msg = PyExceptionInstance_Check(o) ? PyObject_Str(o) : NULL;
+                PyErr_Clear();
+                trace_break(t, "raise %s(%s)", ((PyTypeObject *)type)->tp_name, msg ? PyUnicode_AsUTF8(msg) : "");
+                Py_XDECREF(msg);
+            } else {
+                trace_break(t, arg == 0 ? "a bare raise (re-raising)" : "raise of an exception only known at run time");
+            }
+            return false;
         } else if (op == OP.BEFORE_WITH) {
             /* grad-mode managers (torch.no_grad() ...): enter now; __exit__
              * restores the mode on the normal exit path */
@@ -809,6 +862,7 @@ static bool run_frame(SymFrame *f) {
             t->grad_enabled = strcmp(PyUnicode_AsUTF8(mgr->obj), "ctx:grad_on") == 0;
             Var *exit = var_new(t, V_CALLABLE);
             exit->obj = trace_keep(t, restore);
+            exit->start = t->grad_enabled; /* the mode the block runs in (a graph break re-enters it) */
             Py_XDECREF(restore);
             push(f, exit);
             push(f, var_none(t));

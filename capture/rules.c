@@ -665,6 +665,8 @@ static Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
     return int_const(t, x->rank); /* dim / ndimension */
 }
 
+bool pt2_trace_device_matches(const char *device); /* compiler.c */
+
 static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None");
     Var *x = arg(&b, "input");
@@ -679,9 +681,9 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
             dt = dtype_of_torch(a->obj);
         } else if (a->kind == V_CONST && (PyUnicode_Check(a->obj) || strcmp(Py_TYPE(a->obj)->tp_name, "torch.device") == 0)) {
             PyObject *s = PyObject_Str(a->obj);
-            bool cpu = s && strncmp(PyUnicode_AsUTF8(s), "cpu", 3) == 0;
+            bool cpu = s && pt2_trace_device_matches(PyUnicode_AsUTF8(s)); /* the graph's own device */
             Py_XDECREF(s);
-            if (!cpu) return trace_break(t, "to(): moving to a device other than the CPU");
+            if (!cpu) return trace_break(t, "to(): moving to a device other than the graph's");
         } else if (a->kind == V_CONST && PyBool_Check(a->obj)) {
             /* non_blocking/copy positionally */
         } else {
@@ -694,9 +696,9 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     Var *dev = arg(&b, "device");
     if (dev) {
         PyObject *s = PyObject_Str(dev->obj);
-        bool cpu = s && strncmp(PyUnicode_AsUTF8(s), "cpu", 3) == 0;
+        bool cpu = s && pt2_trace_device_matches(PyUnicode_AsUTF8(s)); /* the graph's own device */
         Py_XDECREF(s);
-        if (!cpu) return trace_break(t, "to(): moving to a device other than the CPU");
+        if (!cpu) return trace_break(t, "to(): moving to a device other than the graph's");
     }
     return dt == PT2_DTYPE_INVALID ? x : convert_to(t, x, dt);
 }

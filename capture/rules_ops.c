@@ -448,8 +448,11 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     }
     if (strcmp(name, "dtype") == 0) return var_const(t, torch_dtype_of(x->dtype));
     if (strcmp(name, "ndim") == 0) return int_const(t, x->rank);
-    if (strcmp(name, "is_cuda") == 0 || strcmp(name, "is_sparse") == 0 || strcmp(name, "is_quantized") == 0 ||
-        strcmp(name, "is_meta") == 0) {
+    int pt2_trace_device(void);             /* compiler.c: the graph's device, a CUDA index or < 0 */
+    PyObject *pt2_trace_device_object(void);
+    if (strcmp(name, "is_cuda") == 0) return var_const(t, pt2_trace_device() >= 0 ? Py_True : Py_False);
+    if (strcmp(name, "is_cpu") == 0) return var_const(t, pt2_trace_device() >= 0 ? Py_False : Py_True);
+    if (strcmp(name, "is_sparse") == 0 || strcmp(name, "is_quantized") == 0 || strcmp(name, "is_meta") == 0) {
         return var_const(t, Py_False);
     }
     if (strcmp(name, "requires_grad") == 0) {
@@ -460,10 +463,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
                                 : Py_False);
     }
     if (strcmp(name, "device") == 0) {
-        PyObject *torch = PyImport_ImportModule("torch");
-        PyObject *dev = torch ? PyObject_CallMethod(torch, "device", "s", "cpu") : NULL;
-        Py_XDECREF(torch);
-        return const_result(t, dev, "torch.device");
+        return const_result(t, pt2_trace_device_object(), "torch.device");
     }
     if (strcmp(name, "T") == 0 || strcmp(name, "mT") == 0) {
         int64_t perm[PT2_MAX_RANK];
@@ -867,6 +867,10 @@ static Var *iterable_items(Trace *t, Var *v) {
         Py_DECREF(name);
         if (!children || children->kind != V_DICT) return trace_break(t, "iteration over module %s", Py_TYPE(v->obj)->tp_name);
         for (int i = 0; i < children->n_items; ++i) var_push_item(t, r, children->items[i]);
+    } else if (v->kind == V_OBJECT) {
+        Var *it = trace_sequence_iter(t, v);
+        if (!it) return NULL;
+        for (int i = 0; i < it->n_items; ++i) var_push_item(t, r, it->items[i]);
     } else {
         return trace_break(t, "iteration over this value is not supported");
     }
@@ -940,6 +944,11 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (v->kind == V_RANGE) {
             Var *items = iterable_items(t, v);
             return items ? int_const(t, items->n_items) : NULL;
+        }
+        if (v->kind == V_OBJECT) { /* a Python __len__ */
+            bool handled;
+            Var *r = object_protocol(t, v, "__len__", NULL, &handled);
+            if (handled) return r;
         }
         return trace_break(t, "len() of this value");
     }

@@ -63,6 +63,7 @@ typedef enum VarKind {
     V_CELL,      /* a closure cell created in the traced code: items[0] = contents */
     V_SUPER,     /* super(obj: the class, self): attribute lookup starts after the class in type(self).__mro__ */
     V_SET,       /* a set made in the traced code: items, distinct (constants by value, others by identity) */
+    V_PARTIAL,   /* functools.partial: items = [func, args tuple, keywords dict] (partials.c) */
 } VarKind;
 
 typedef struct Var {
@@ -178,6 +179,10 @@ typedef struct Trace {
     } *stores;
     int n_stores, cap_stores;
     bool partial;        /* compiling the graph before a break (breaks.c) */
+    /* The exception type a `raise` in the traced code ended the trace with
+     * (borrowed: a built-in type), or NULL: iteration through __getitem__
+     * ends on IndexError instead of breaking. */
+    PyObject *raised_type;
     /* The root frame's state before the instruction it is executing, when
      * that instruction is one a graph break can resume after (a call, a
      * conditional jump): see breaks.c. */
@@ -281,6 +286,8 @@ Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Va
  * d[k], k in d; `found` tells whether the key is there (guarded). */
 Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found);
 bool is_lazy_dict(const Var *v);
+/* A real object's Python dunder (`__len__`, `__getitem__`, ...) inlined with
+ * arg (NULL: none); *handled is false when its type has none. */
 Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *handled);
 
 /* In-place tensor ops, rewritten functionally (rules_ops.c): x now holds
@@ -308,6 +315,14 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);
 Var *trace_unary_op(Trace *t, const char *op, Var *a);
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b);
 Var *trace_subscript(Trace *t, Var *base, Var *index);
+
+/* Whether the trace broke at a `raise` of `type` (or a subclass); if so the
+ * break is taken back (the caller handles the exception). */
+bool trace_take_back_raise(Trace *t, PyObject *type);
+/* Iteration through a Python __getitem__ (the old sequence protocol, or
+ * collections.abc.Sequence's __iter__), run at trace time: a V_ITER, or NULL
+ * (trace broken). */
+Var *trace_sequence_iter(Trace *t, Var *v);
 
 /* Python truthiness of a Var known at trace time: 1/0, or -1 if it depends on
  * a tensor's value (a data-dependent branch: a graph break). */

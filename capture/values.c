@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "partials.h"
 
 
 /*===----------------------------------------------------------------------===*
@@ -335,13 +336,8 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     if (ty != (PyTypeObject *)tensor_type && ty != (PyTypeObject *)parameter_type) {
         return trace_break(t, "tensor subclass %s is not supported", ty->tp_name);
     }
-    PyObject *dev = PyObject_GetAttrString(value, "device");
-    PyObject *dev_type = dev ? PyObject_GetAttrString(dev, "type") : NULL;
-    bool cpu = dev_type && PyUnicode_Check(dev_type) && strcmp(PyUnicode_AsUTF8(dev_type), "cpu") == 0;
-    Py_XDECREF(dev);
-    Py_XDECREF(dev_type);
-    PyErr_Clear();
-    if (!cpu) return trace_break(t, "tensor on a device other than the CPU");
+    bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor); /* compiler.c: one device per graph (CPU or one GPU) */
+    if (!pt2_trace_accept_tensor(t, value)) return NULL;
     PyObject *sparse = PyObject_GetAttrString(value, "layout");
     PyObject *strided = PyObject_GetAttrString(torch_module, "strided");
     bool dense = sparse && sparse == strided;
@@ -407,6 +403,7 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         return v;
     }
     Var *v;
+    if (pt2_is_partial(value)) return partial_wrap(t, value, source);
     if (PyTuple_CheckExact(value) || PyList_CheckExact(value)) {
         bool tuple = PyTuple_CheckExact(value);
         trace_guard(t, G_LEN, source, (PyObject *)Py_TYPE(value), PySequence_Fast_GET_SIZE(value));
@@ -596,7 +593,7 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
         *handled = true;
         trace_guard(t, G_TYPE, obj->source, (PyObject *)Py_TYPE(obj->obj), 0);
         Var *args[2] = {obj, arg};
-        return inline_function(t, hook, args, 2);
+        return inline_function(t, hook, args, arg ? 2 : 1);
     }
     if (fresh_object_items(t, obj)) {
         *handled = true;
@@ -645,6 +642,7 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         }
         return object_getattr(t, base, name);
     case V_SUPER: return super_getattr(t, base, name);
+    case V_PARTIAL: return partial_getattr(t, base, n);
     case V_FUNCTION: case V_CALLABLE:
         if (!base->obj || PyUnicode_Check(base->obj) || PyCode_Check(base->obj)) break;
         return generic_getattr(t, base, name);
@@ -659,6 +657,36 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
 
 Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+
+/* A built-in exception made from constants (`IndexError("...")`): made at
+ * trace time, for a `raise` to name (interp.c). */
+static Var *exception_object(Trace *t, PyObject *type, Var **args, int n_args, int n_kw) {
+    if (n_kw) return trace_break(t, "%s(...) with keyword arguments", ((PyTypeObject *)type)->tp_name);
+    PyObject *tuple = PyTuple_New(n_args);
+    if (!tuple) return trace_break(t, "internal: out of memory");
+    for (int i = 0; i < n_args; ++i) {
+        if (args[i]->kind != V_CONST) {
+            Py_DECREF(tuple);
+            return trace_break(t, "%s(...) of a value only known at run time", ((PyTypeObject *)type)->tp_name);
+        }
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]->obj));
+    }
+    PyObject *exc = PyObject_Call(type, tuple, NULL);
+    Py_DECREF(tuple);
+    if (!exc) return trace_break(t, "constructing %s failed", ((PyTypeObject *)type)->tp_name);
+    Var *v = var_new(t, V_OBJECT);
+    v->obj = trace_keep(t, exc);
+    Py_DECREF(exc);
+    return v;
+}
+
+bool trace_take_back_raise(Trace *t, PyObject *type) {
+    if (!t->broke || !t->raised_type || !PyType_IsSubtype((PyTypeObject *)t->raised_type, (PyTypeObject *)type)) return false;
+    t->broke = false;
+    t->brk.reason[0] = '\0';
+    t->raised_type = NULL;
+    return true;
+}
 
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     switch (callable->kind) {
@@ -676,6 +704,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         break;
     }
     case V_FUNCTION: return interp_inline(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    case V_PARTIAL: return partial_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_MODULE: return module_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_METHOD: {
         if (callable->n_items == 1) { /* self + function */
@@ -704,7 +733,12 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     }
     PyObject *o = callable->obj;
     if (o == (PyObject *)&PySuper_Type && n_args == 2 && n_kw == 0) return trace_super(t, args[0], args[1]);
+    if (o && o == pt2_partial_type()) return partial_new(t, args, n_args, kw_names, kw_values, n_kw);
     if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
+    if (o && PyType_Check(o) && PyType_IsSubtype((PyTypeObject *)o, (PyTypeObject *)PyExc_BaseException) &&
+        !(((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        return exception_object(t, o, args, n_args, n_kw);
+    }
     if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
     return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
@@ -735,12 +769,27 @@ int trace_truth(Trace *t, Var *v) {
             }
             return v->content ? v->content->n_items > 0 : 1;
         }
+        if (v->obj && !v->fresh && !PyType_Check(v->obj)) {
+            /* a Python __bool__ / __len__ (transformers' _PerLayerConfigView) */
+            static const char *const hooks[] = {"__bool__", "__len__"};
+            for (int k = 0; k < 2; ++k) {
+                bool handled;
+                Var *r = object_protocol(t, v, hooks[k], NULL, &handled);
+                if (!handled) continue;
+                if (!r) return -1;
+                if (r->kind != V_CONST) {
+                    trace_break(t, "%s of a %s is not a constant", hooks[k], Py_TYPE(v->obj)->tp_name);
+                    return -1;
+                }
+                return trace_truth(t, r);
+            }
+        }
         if (is_lazy_dict(v) || (v->obj && (PyAnySet_Check(v->obj) || PyList_Check(v->obj)))) {
             trace_break(t, "truth value of a %s from outside the traced code", Py_TYPE(v->obj)->tp_name);
             return -1;
         }
         return 1;
-    case V_MODULE: case V_FUNCTION: case V_METHOD: case V_CALLABLE: return 1;
+    case V_MODULE: case V_FUNCTION: case V_METHOD: case V_CALLABLE: case V_PARTIAL: return 1;
     case V_TENSOR:
         trace_break(t, "a branch on a tensor's value (data-dependent control flow)");
         return -1;

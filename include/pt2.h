@@ -188,6 +188,19 @@ PT2_EXPORT int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers,
  * torch.backends.cuda.matmul.allow_tf32; off by default. */
 PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
 
+/* CUDA graphs (pt2.compile(mode="reduce-overhead")): one launch of k with
+ * these device pointers and workspace, recorded once on pt2's own capture
+ * stream and replayed with pt2GpuGraphLaunch on any stream of the same
+ * context.  The replay reads and writes exactly the addresses given here;
+ * the caller keeps that memory alive (and copies new inputs into it) for as
+ * long as the graph is used.  Loads the kernel's modules first (the first
+ * capture of a kernel never launched costs the driver JIT).  NULL on error
+ * (pt2GetLastError; e.g. a driver without the graph API). */
+typedef struct Pt2GpuGraph Pt2GpuGraph;
+PT2_EXPORT Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, void *workspace);
+PT2_EXPORT int pt2GpuGraphLaunch(Pt2GpuGraph *g, void *stream);
+PT2_EXPORT void pt2GpuGraphDestroy(Pt2GpuGraph *g);
+
 /*--- MLIR-level API (for tools that also use the MLIR C API) ----------------*/
 
 /* Visible only to clients that included mlir-c/IR.h and mlir-c/Pass.h

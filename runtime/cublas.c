@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../dialects/catalog.h"
+#include "cuda.h"
 #include "pt2.h"
 
 typedef int cublasStatus_t;
@@ -43,6 +44,7 @@ static cublasStatus_t (*p_set_stream)(cublasHandle_t, void *);
 static cublasStatus_t (*p_gemm)(cublasHandle_t, int, int, int, int, int, const void *, const void *, int, int, long long,
                                 const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
 static const char *(*p_status_string)(cublasStatus_t);
+static cublasStatus_t (*p_set_workspace)(cublasHandle_t, void *, size_t);
 static cublasHandle_t handle;
 static int allow_tf32;
 
@@ -63,6 +65,7 @@ static int load_cublas(void) {
     p_set_stream = (cublasStatus_t(*)(cublasHandle_t, void *))dlsym(lib, "cublasSetStream_v2");
     *(void **)&p_gemm = dlsym(lib, "cublasGemmStridedBatchedEx");
     *(void **)&p_status_string = dlsym(lib, "cublasGetStatusString");
+    *(void **)&p_set_workspace = dlsym(lib, "cublasSetWorkspace_v2");
     if (!p_create || !p_set_stream || !p_gemm) {
         pt2_set_error("libcublas lacks cublasCreate_v2/cublasSetStream_v2/cublasGemmStridedBatchedEx");
         return -1;
@@ -73,6 +76,39 @@ static int load_cublas(void) {
         pt2_set_error("cublasCreate failed: %s", p_status_string ? p_status_string(s) : "");
         return -1;
     }
+    return 0;
+}
+
+int pt2_cublas_init(void) { return load_cublas(); }
+
+/* A workspace of pt2's own per stream, as PyTorch gives its handles: cuBLAS
+ * then never allocates inside a CUDA graph capture (the capture stream has
+ * its own), and gemms on two streams never share scratch memory.
+ * cublasSetStream resets the workspace, so it is set again on every call. */
+#define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+static struct {
+    void *stream;
+    Pt2CuDevicePtr memory;
+} workspaces[16];
+static int n_workspaces;
+
+static void *stream_workspace(void *stream) {
+    for (int i = 0; i < n_workspaces; ++i) {
+        if (workspaces[i].stream == stream) return (void *)(uintptr_t)workspaces[i].memory;
+    }
+    Pt2CuDevicePtr m = 0;
+    if (n_workspaces == 16 || pt2_cuda_alloc(GEMM_WORKSPACE_BYTES, &m) != 0) {
+        pt2_set_error("%s", "");
+        return NULL; /* cuBLAS's default workspace then */
+    }
+    workspaces[n_workspaces].stream = stream;
+    workspaces[n_workspaces++].memory = m;
+    return (void *)(uintptr_t)m;
+}
+
+int pt2_cublas_prepare_stream(void *stream) {
+    if (load_cublas() != 0) return -1;
+    if (p_set_workspace) stream_workspace(stream);
     return 0;
 }
 
@@ -137,6 +173,8 @@ int pt2_cublas_gemm(const char *what, const Pt2GemmOperand *a, const Pt2GemmOper
     const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&alpha_d : (const void *)&alpha_f;
     const void *beta = compute == CUBLAS_COMPUTE_64F ? (const void *)&beta_d : (const void *)&beta_f;
     cublasStatus_t s = p_set_stream(handle, stream);
+    void *ws = s == 0 && p_set_workspace ? stream_workspace(stream) : NULL;
+    if (ws) s = p_set_workspace(handle, ws, GEMM_WORKSPACE_BYTES);
     if (s == 0) {
         const char *pa = (const char *)a->data + a->offset * ab_bytes, *pb = (const char *)b->data + b->offset * ab_bytes;
         char *pc = (char *)c->data + c->offset * c_bytes;

@@ -17,4 +17,9 @@ typedef struct Pt2GemmOperand {
  * (operand and result element types, beta).  0 or -1 with pt2's error set. */
 int pt2_cublas_gemm(const char *what, const Pt2GemmOperand *a, const Pt2GemmOperand *b, const Pt2GemmOperand *c, void *stream);
 
+/* Opens libcublas and creates pt2's handle (before a CUDA graph capture). */
+int pt2_cublas_init(void);
+/* ... and the workspace it uses on `stream` (allocated outside the capture). */
+int pt2_cublas_prepare_stream(void *stream);
+
 #endif

@@ -23,6 +23,8 @@ typedef void *CUmodule;
 typedef void *CUfunction;
 typedef void *CUstream;
 typedef void *CUlinkState;
+typedef void *CUgraph;
+typedef void *CUgraphExec;
 
 enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -54,8 +56,22 @@ enum {
     X(cuLinkDestroy, CUlinkState)                                                                                      \
     X(cuGetErrorString, CUresult, const char **)
 
+/* CUDA graphs (mode="reduce-overhead"): resolved if present, so that a driver
+ * without them still runs everything else.  cuStreamBeginCapture_v2 takes
+ * the capture mode; cuGraphInstantiateWithFlags is cuGraphInstantiate of
+ * CUDA 12 and later. */
+#define CUDA_GRAPH_FUNCTIONS(X)                                                                                        \
+    X(cuStreamCreate, CUstream *, unsigned)                                                                            \
+    X(cuStreamBeginCapture_v2, CUstream, int)                                                                          \
+    X(cuStreamEndCapture, CUstream, CUgraph *)                                                                         \
+    X(cuGraphInstantiateWithFlags, CUgraphExec *, CUgraph, unsigned long long)                                         \
+    X(cuGraphLaunch, CUgraphExec, CUstream)                                                                            \
+    X(cuGraphExecDestroy, CUgraphExec)                                                                                 \
+    X(cuGraphDestroy, CUgraph)
+
 #define DECLARE(name, ...) static CUresult (*p_##name)(__VA_ARGS__);
 CUDA_FUNCTIONS(DECLARE)
+CUDA_GRAPH_FUNCTIONS(DECLARE)
 #undef DECLARE
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -78,6 +94,13 @@ static void load_driver(void) {
     } while (0);
     CUDA_FUNCTIONS(RESOLVE)
 #undef RESOLVE
+#define RESOLVE_OPTIONAL(name, ...)                                                                                    \
+    do {                                                                                                               \
+        void *sym = dlsym(h, #name);                                                                                   \
+        memcpy(&p_##name, &sym, sizeof sym);                                                                           \
+    } while (0);
+    CUDA_GRAPH_FUNCTIONS(RESOLVE_OPTIONAL)
+#undef RESOLVE_OPTIONAL
     if (p_cuInit(0) != 0) snprintf(load_error, sizeof load_error, "cuInit failed: no usable CUDA device");
 }
 
@@ -161,9 +184,64 @@ int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned blo
                  "cuLaunchKernel");
 }
 
+int pt2_cuda_alloc(size_t bytes, Pt2CuDevicePtr *out_device) { return CHECK(p_cuMemAlloc_v2(out_device, bytes ? bytes : 1)); }
+
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device) {
     if (CHECK(p_cuMemAlloc_v2(out_device, bytes ? bytes : 1))) return -1;
     return bytes ? CHECK(p_cuMemcpyHtoD_v2(*out_device, host, bytes)) : 0;
+}
+
+/*--- CUDA graphs ------------------------------------------------------------*/
+
+enum { CU_STREAM_NON_BLOCKING = 1, CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+
+/* One capture stream per process (a non-blocking stream of the context that
+ * was current at the first capture): capture cannot use the legacy default
+ * stream, which is what torch.cuda.current_stream() usually is. */
+static CUstream capture_stream;
+
+int pt2_cuda_capture_stream(void **out_stream) {
+    int cc, version;
+    if (pt2_cuda_init(&cc, &version) != 0) return -1;
+    if (!p_cuStreamCreate || !p_cuStreamBeginCapture_v2 || !p_cuStreamEndCapture || !p_cuGraphInstantiateWithFlags ||
+        !p_cuGraphLaunch || !p_cuGraphExecDestroy || !p_cuGraphDestroy) {
+        pt2_set_error("the CUDA driver lacks the CUDA graph API (cuStreamBeginCapture_v2, cuGraphInstantiateWithFlags, ...)");
+        return -1;
+    }
+    if (!capture_stream && CHECK(p_cuStreamCreate(&capture_stream, CU_STREAM_NON_BLOCKING))) return -1;
+    *out_stream = capture_stream;
+    return 0;
+}
+
+int pt2_cuda_capture_begin(void **out_stream) {
+    if (pt2_cuda_capture_stream(out_stream) != 0) return -1;
+    /* relaxed: what the plan runs is only launches and cuBLAS calls; a lazy
+     * allocation inside cuBLAS must not invalidate the capture */
+    if (CHECK(p_cuStreamBeginCapture_v2(capture_stream, CU_STREAM_CAPTURE_MODE_RELAXED))) return -1;
+    *out_stream = capture_stream;
+    return 0;
+}
+
+int pt2_cuda_capture_end(void *stream, bool ok, void **out_exec) {
+    CUgraph graph = NULL;
+    CUresult r = p_cuStreamEndCapture((CUstream)stream, &graph);
+    if (!ok) { /* the launches failed: keep their error */
+        if (graph) p_cuGraphDestroy(graph);
+        return -1;
+    }
+    if (check(r, "cuStreamEndCapture")) return -1;
+    CUgraphExec exec = NULL;
+    r = p_cuGraphInstantiateWithFlags(&exec, graph, 0);
+    p_cuGraphDestroy(graph);
+    if (check(r, "cuGraphInstantiateWithFlags")) return -1;
+    *out_exec = exec;
+    return 0;
+}
+
+int pt2_cuda_graph_launch(void *exec, void *stream) { return CHECK(p_cuGraphLaunch((CUgraphExec)exec, (CUstream)stream)); }
+
+void pt2_cuda_graph_destroy(void *exec) {
+    if (exec && p_cuGraphExecDestroy) p_cuGraphExecDestroy((CUgraphExec)exec);
 }
 
 int pt2CudaAvailable(void) {

@@ -8,6 +8,7 @@
 #ifndef PT2_RUNTIME_CUDA_H
 #define PT2_RUNTIME_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,5 +29,14 @@ int pt2_cuda_function(Pt2CuModule *module, const char *name, Pt2CuFunction **out
 int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
                     void **params);
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device);
+int pt2_cuda_alloc(size_t bytes, Pt2CuDevicePtr *out_device);
+/* CUDA graphs: begin capturing on pt2's own non-blocking capture stream
+ * (relaxed mode), enqueue the work on *out_stream, then end the capture
+ * (ok = whether the enqueued work succeeded) and instantiate it. */
+int pt2_cuda_capture_stream(void **out_stream); /* the stream, without capturing */
+int pt2_cuda_capture_begin(void **out_stream);
+int pt2_cuda_capture_end(void *stream, bool ok, void **out_exec);
+int pt2_cuda_graph_launch(void *exec, void *stream);
+void pt2_cuda_graph_destroy(void *exec);
 
 #endif

@@ -807,3 +807,41 @@ int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *work
     }
     return 0;
 }
+
+/*===----------------------------------------------------------------------===*
+ * CUDA graphs (mode="reduce-overhead")
+ *===----------------------------------------------------------------------===*/
+
+struct Pt2GpuGraph {
+    void *exec; /* CUgraphExec */
+};
+
+Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, void *workspace) {
+    /* everything a launch may do outside the stream happens before the
+     * capture: the driver JIT and module loads, constant uploads, cuBLAS's handle */
+    if (!k->loaded && load(k) != 0) return NULL;
+    void *stream = NULL, *exec = NULL;
+    if (pt2_cuda_capture_stream(&stream) != 0) return NULL;
+    for (int i = 0; i < k->n_launches; ++i) {
+        if (k->launches[i].module < 0 && pt2_cublas_prepare_stream(stream) != 0) return NULL;
+    }
+    if (pt2_cuda_capture_begin(&stream) != 0) return NULL;
+    bool ok = pt2GpuKernelLaunch(k, device_pointers, workspace, stream) == 0;
+    if (pt2_cuda_capture_end(stream, ok, &exec) != 0) return NULL;
+    Pt2GpuGraph *g = calloc(1, sizeof *g);
+    if (!g) {
+        pt2_cuda_graph_destroy(exec);
+        pt2_set_error("out of memory");
+        return NULL;
+    }
+    g->exec = exec;
+    return g;
+}
+
+int pt2GpuGraphLaunch(Pt2GpuGraph *g, void *stream) { return pt2_cuda_graph_launch(g->exec, stream); }
+
+void pt2GpuGraphDestroy(Pt2GpuGraph *g) {
+    if (!g) return;
+    pt2_cuda_graph_destroy(g->exec);
+    free(g);
+}

@@ -4,6 +4,12 @@ The work happens in C (pt2._C, capture/): a PEP 523 frame hook intercepts
 the frames of the compiled function, evaluates their bytecode symbolically,
 compiles the captured graph with libpt2, and runs the cached native code on
 later calls whose guards pass.
+
+The device follows the tensors: a graph traced on CPU tensors is a native CPU
+kernel, one traced on CUDA tensors is compiled for that GPU (docs/gpu.md) and
+launched on torch.cuda.current_stream(); tensor guards include the device, so
+calling the same function on CPU and on CUDA compiles one entry for each.
+mode="reduce-overhead" replays each GPU graph as a CUDA graph.
 """
 import functools
 import inspect
@@ -15,7 +21,7 @@ from . import _C
 
 Unsupported = _C.Unsupported
 
-_BACKENDS = ("cpu",)
+_BACKENDS = ("cpu", "pt2")  # the name is historical: the device follows the tensors
 _MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 if "PT2_RECOMPILE_LIMIT" in os.environ:
@@ -34,13 +40,14 @@ def _check_options(fullgraph, dynamic, mode, backend):
 class CompiledFunction:
     """A function whose calls run through pt2's frame hook."""
 
-    def __init__(self, fn, fullgraph=False):
+    def __init__(self, fn, fullgraph=False, mode="default"):
         self._fn = fn
         self._fullgraph = fullgraph
+        self._cudagraphs = mode == "reduce-overhead"
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        return _C.run(self._fn, args, kwargs, self._fullgraph, None, getattr(self._fn, "__code__", None))
+        return _C.run(self._fn, args, kwargs, self._fullgraph, None, getattr(self._fn, "__code__", None), self._cudagraphs)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -57,13 +64,14 @@ def _forward_code(module):
 class CompiledModule(torch.nn.Module):
     """Wraps an nn.Module so that its forward is compiled (like torch.compile's OptimizedModule)."""
 
-    def __init__(self, module, fullgraph=False):
+    def __init__(self, module, fullgraph=False, mode="default"):
         super().__init__()
         self._orig_mod = module
         self._fullgraph = fullgraph
+        self._cudagraphs = mode == "reduce-overhead"
 
     def forward(self, *args, **kwargs):
-        return _C.run(self._orig_mod, args, kwargs, self._fullgraph, None, _forward_code(self._orig_mod))
+        return _C.run(self._orig_mod, args, kwargs, self._fullgraph, None, _forward_code(self._orig_mod), self._cudagraphs)
 
     def __getattr__(self, name):
         try:
@@ -79,15 +87,22 @@ def compile(model=None, *, fullgraph=False, dynamic=None, mode="default", backen
     The first call captures and compiles; later calls whose guards pass run the
     cached native code.  Anything pt2 cannot capture runs eagerly (with
     fullgraph=True it raises pt2.Unsupported naming the construct and line).
+
+    Graphs traced on CUDA tensors run on the GPU.  mode="reduce-overhead"
+    records each such graph as a CUDA graph at its first call and replays it
+    afterwards: inputs whose address stays the same (parameters) are read in
+    place, inputs that move are copied into static buffers, and outputs are
+    returned as fresh tensors (copies of the graph's static outputs).  CPU
+    graphs ignore the mode.
     """
     _check_options(fullgraph, dynamic, mode, backend)
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, mode=mode, backend=backend, options=options)
     if isinstance(model, torch.nn.Module):
-        return CompiledModule(model, fullgraph)
+        return CompiledModule(model, fullgraph, mode)
     if not callable(model):
         raise TypeError(f"pt2.compile expects a function or an nn.Module, got {type(model).__name__}")
-    return CompiledFunction(model, fullgraph)
+    return CompiledFunction(model, fullgraph, mode)
 
 
 def reset():
@@ -149,10 +164,15 @@ def explain(fn, *extra_args, **extra_kwargs):
     return run
 
 
-def _dynamo_backend(gm, example_inputs):
+def _dynamo_backend(gm, example_inputs, mode=None, options=None):
     """torch.compile(m, backend="pt2"): Dynamo hands over an FX GraphModule, whose
-    generated forward pt2 captures and compiles like any other function."""
-    compiled = CompiledFunction(gm.forward)
+    generated forward pt2 captures and compiles like any other function (on
+    the GPU when the example inputs are CUDA tensors).  torch.compile(...,
+    backend="pt2", mode="reduce-overhead") replays CUDA graphs."""
+    mode = mode or (options or {}).get("mode") or "default"
+    if mode not in _MODES:
+        raise ValueError(f"pt2 backend: unknown mode {mode!r} (available: {', '.join(_MODES)})")
+    compiled = CompiledFunction(gm.forward, mode=mode)
 
     def run(*args):
         out = compiled(*args)

@@ -818,7 +818,7 @@ def paper_f(a, b):
 
 def test_graph_break_end_to_end(mode):
     """A miniature TorchDynamo: paper_f becomes
-         x = compiled_fn_0(a, b); ___stack0 = _sink(x); return resume_at_N(___stack0, x, a)"""
+         x = compiled_fn_0(a, b); ___stack0 = _sink(x); return resume_at_N(x, a, ___stack0)"""
     co = paper_f.__code__
     offset = offset_after_call_to(co, "_sink")
     resume = types.FunctionType(T.make_resume(co, offset, 1, ("x", "a")), paper_f.__globals__)
@@ -833,8 +833,8 @@ def test_graph_break_end_to_end(mode):
         ("push_null",), ("load_const", compiled_fn_0), ("load_fast", "a"), ("load_fast", "b"), ("call", 2),
         ("store_fast", "x"),
         ("load_global", "_sink", True), ("load_fast", "x"), ("call", 1), ("store_fast", "___stack0"),
-        ("push_null",), ("load_const", resume), ("load_fast", "___stack0"), ("load_fast", "x"),
-        ("load_fast", "a"), ("call", 3), ("return_value",)])
+        ("push_null",), ("load_const", resume), ("load_fast", "x"), ("load_fast", "a"),
+        ("load_fast", "___stack0"), ("call", 3), ("return_value",)])
 
     def compiler(code, f_locals, func):
         if code is co and type(f_locals["a"]) is int and type(f_locals["b"]) is int:
@@ -1052,10 +1052,10 @@ def _resume(func, live):
 
 def test_resume_paper_example():
     offset, resume = _resume(paper_f, ("x", "a"))
-    assert resume.__code__.co_varnames[:3] == ("___stack0", "x", "a")
+    assert resume.__code__.co_varnames[:3] == ("x", "a", "___stack0")  # live locals first
     assert resume.__code__.co_name == "resume_at_%d" % offset
     SINK.clear()
-    assert resume(None, 3, 1) == paper_f(1, 2)
+    assert resume(3, 1, None) == paper_f(1, 2)
     assert SINK == [3]  # only the original's _sink ran: the continuation starts after it
 
 
@@ -1064,19 +1064,19 @@ def test_resume_mid_loop():
     it = iter(range(5))
     i = next(it)
     total = 0 + 3 * i
-    assert resume(it, _sink(total), 3, total) == loop_f(3, 5)
+    assert resume(3, total, it, _sink(total)) == loop_f(3, 5)
 
 
 def test_resume_try_except():
     _, resume = _resume(try_f, ("x", "b"))
-    assert resume(None, 8, 2) == try_f(7, 2)
-    assert resume(None, 8, 0) == -1  # handler found through the shifted exception table
+    assert resume(8, 2, None) == try_f(7, 2)
+    assert resume(8, 0, None) == -1  # handler found through the shifted exception table
 
 
 def test_resume_traceback_points_at_original_line():
     offset, resume = _resume(raise_f, ("x", "b"))
     with pytest.raises(ZeroDivisionError) as info:
-        resume(None, 2, 0)
+        resume(2, 0, None)
     last = traceback.extract_tb(info.value.__traceback__)[-1]
     assert (last.name, last.lineno, last.filename) == (
         "resume_at_%d" % offset, line_of(raise_f, "RAISE_LINE"), raise_f.__code__.co_filename)
@@ -1085,14 +1085,14 @@ def test_resume_traceback_points_at_original_line():
 def test_resume_cell_variable():
     _, resume = _resume(cell_f, ("k", "a"))
     assert "k" in resume.__code__.co_cellvars
-    assert resume(None, 40, 4) == cell_f(4)
+    assert resume(40, 4, None) == cell_f(4)
 
 
 def test_resume_unbound_local_raises():
     # `total` not passed: on 3.12 its LOAD_FAST became LOAD_FAST_CHECK
     _, resume = _resume(loop_f, ("a",))
     with pytest.raises(UnboundLocalError):
-        resume(iter(range(3)), None, 3)
+        resume(3, iter(range(3)), None)
 
 
 def test_resume_rejects_wrong_depth_and_names():

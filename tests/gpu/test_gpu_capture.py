@@ -1,0 +1,302 @@
+"""pt2.compile on CUDA tensors (capture/compiled.c's GPU path, docs/gpu.md):
+functions and nn.Modules against eager CUDA, device guards (the same code on CPU
+and on CUDA compiles one entry each), mixed devices, non-default streams,
+torch.compile(backend="pt2"), and mode="reduce-overhead" (CUDA graphs) with
+inputs that change values and addresses.  The first tests need no GPU: the
+graphs capture makes of these models compile for sm_90."""
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2
+from pt2 import _C, _gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_models import MLP, Block, Encoder  # noqa: E402
+
+HAS_CUDA = torch.cuda.is_available() and _gpu.cuda_available()
+needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+def _cpu_kernels_link():
+    """Whether CPU kernels with matrix products load here (on scripts/gpu-check's GPU machine they
+    do not: libpt2rt's OpenBLAS/oneDNN are not installed there; pointwise kernels would)."""
+    try:
+        g = pt2.Graph()
+        a, b = g.input(torch.float32, (4, 8)), g.input(torch.float32, (8, 4))
+        g.outputs(g.op("relu", g.op("matmul", a, b)))
+        g.compile()(torch.ones(4, 8), torch.ones(8, 4))
+        return True
+    except Exception:
+        return False
+
+
+CPU_KERNELS = _cpu_kernels_link()
+needs_cpu_kernels = pytest.mark.skipif(not CPU_KERNELS, reason="CPU kernels do not link on this machine")
+
+
+def rel_err(a, e):
+    return ((a.double() - e.double()).norm() / e.double().norm().clamp_min(1e-30)).item()
+
+
+def close(got, exp, tol=1e-4):
+    assert got.device == exp.device, (got.device, exp.device)
+    assert got.dtype == exp.dtype and got.shape == exp.shape
+    assert rel_err(got, exp) < tol, rel_err(got, exp)
+
+
+MODELS = {
+    "mlp": (lambda: MLP(), (32, 256)),
+    "block": (lambda: Block(), (4, 64, 256)),
+    "encoder": (lambda: Encoder(layers=2, d=128, heads=4, ff=256), (2, 32, 128)),
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    pt2.reset()
+    yield
+    pt2.reset()
+
+
+# ---- no GPU needed: what capture builds for these models compiles for the GPU
+
+
+@needs_cpu_kernels
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_captured_model_graphs_compile_for_sm90(name):
+    make, shape = MODELS[name]
+    torch.manual_seed(0)
+    m = make().eval()
+    with torch.no_grad():
+        e = pt2.explain(m)(torch.randn(shape))
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    k = _gpu.compile_text(e.graphs[0])
+    assert k.num_launches >= 3
+    assert ".target sm_90" in k.plan and ".visible .entry" in k.plan
+
+
+# ---- on the GPU
+
+
+@needs_cuda
+def test_function_matches_eager():
+    def f(x, w, b):
+        y = F.gelu(x @ w + b)
+        return torch.softmax(y, dim=-1) * 2, y.sum(dim=0), x.shape[0]
+
+    torch.manual_seed(1)
+    x, w, b = (torch.randn(s, device="cuda") for s in [(64, 96), (96, 160), (160,)])
+    cf = pt2.compile(f)
+    for _ in range(3):  # compile, then cache hits
+        got, exp = cf(x, w, b), f(x, w, b)
+        close(got[0], exp[0])
+        close(got[1], exp[1])
+        assert got[2] == 64
+    e = pt2.explain(f)(x, w, b)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    assert any("device=cuda:0" in g for g in e.out_guards), e.out_guards
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_module_matches_eager(name, dtype):
+    make, shape = MODELS[name]
+    torch.manual_seed(0)
+    m = make().eval().to(device="cuda", dtype=dtype)
+    cm = pt2.compile(m)
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    with torch.no_grad():
+        for i in range(2):
+            x = torch.randn(shape, device="cuda", dtype=dtype)
+            close(cm(x), m(x), tol)
+        e = pt2.explain(m)(x)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+
+
+@needs_cuda
+def test_outputs_follow_current_stream():
+    def f(x):
+        return torch.softmax(x * 3, dim=-1)
+
+    cf = pt2.compile(f)
+    x = torch.randn(512, 1024, device="cuda")
+    exp = f(x)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        got = cf(x)
+    s.synchronize()
+    close(got, exp)
+
+
+@needs_cuda
+def test_device_guard_recompiles_cpu_then_cuda():
+    def f(x, y):
+        return torch.relu(x @ y) + 1, x.device, x.is_cuda
+
+    cf = pt2.compile(f)
+    xc, yc = torch.randn(16, 32), torch.randn(32, 8)
+    xg, yg = xc.cuda(), yc.cuda()
+
+    def on_cpu():
+        got = cf(xc, yc)
+        assert got[1] == torch.device("cpu") and got[2] is False
+        close(got[0], f(xc, yc)[0])
+
+    def on_cuda():
+        got = cf(xg, yg)
+        assert got[1] == torch.device("cuda", 0) and got[2] is True
+        close(got[0], f(xg, yg)[0])
+
+    # where CPU kernels cannot link, the CPU call falls back to eager (one warning) after
+    # the CUDA entry exists, which must stay in use
+    order = [on_cpu, on_cuda] if CPU_KERNELS else [on_cuda, on_cpu]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step in order + order:  # compile each, then both entries stay valid
+            step()
+    assert _C.cache_size(f.__code__) == (2 if CPU_KERNELS else 1)
+
+
+@needs_cuda
+def test_to_device_inside_the_graph():
+    def f(x):
+        y = x.to(x.device) * 2
+        return y.to("cuda") + 1 if x.is_cuda else y
+
+    x = torch.randn(8, 8, device="cuda")
+    close(pt2.compile(f)(x), f(x))
+    e = pt2.explain(f)(x)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+
+    def g(x):
+        return (x * 2).to("cpu") + 1  # leaves the GPU: not in a CUDA graph
+
+    close(pt2.compile(g)(x), g(x))
+
+
+@needs_cuda
+def test_mixed_devices_never_wrong():
+    def f(x, s):
+        return x * s + 1
+
+    x, s = torch.randn(64, device="cuda"), torch.tensor(3.0)  # a CPU scalar tensor: legal in eager
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        close(pt2.compile(f)(x, s), f(x, s))
+        close(pt2.compile(f)(x, s), f(x, s))
+    assert len([m for m in w if "pt2" in str(m.message)]) <= 1
+    e = pt2.explain(f)(x, s)
+    assert any("two devices" in b.reason for b in e.break_reasons), str(e)
+
+    m = torch.nn.Linear(64, 4)  # parameters on the CPU, input on the GPU: eager raises, so must pt2
+    with pytest.raises(RuntimeError):
+        m(x)
+    with pytest.raises(RuntimeError):
+        pt2.compile(m)(x)
+
+
+@needs_cuda
+def test_noncontiguous_and_mutated_inputs():
+    def f(x, acc):
+        acc.add_(x.sum(dim=0))
+        return torch.tanh(x) * 2
+
+    base = torch.randn(48, 64, device="cuda")
+    x = base.t()  # strides (1, 64)
+    acc, acc_e = torch.zeros(48, device="cuda"), torch.zeros(48, device="cuda")
+    cf = pt2.compile(f)
+    for _ in range(2):
+        got, exp = cf(x, acc), f(x, acc_e)
+        close(got, exp)
+        close(acc, acc_e)
+
+
+@needs_cuda
+def test_torch_compile_backend_pt2_on_cuda():
+    torch.manual_seed(0)
+    m = MLP().cuda().eval()
+    x = torch.randn(32, 256, device="cuda")
+    with torch.no_grad():
+        exp = m(x)
+        torch._dynamo.reset()
+        close(torch.compile(m, backend="pt2")(x), exp)
+        torch._dynamo.reset()
+        c = torch.compile(m, backend="pt2", mode="reduce-overhead")
+        for _ in range(3):
+            close(c(x), exp)
+        torch._dynamo.reset()
+
+
+# ---- mode="reduce-overhead": CUDA graphs
+
+
+def _captures(capfd):
+    return capfd.readouterr().err.count("captured a CUDA graph")
+
+
+@needs_cuda
+def test_reduce_overhead_inputs_change_values_and_addresses(capfd, monkeypatch):
+    monkeypatch.setenv("PT2_LOGS", "cudagraphs")
+
+    def f(x, w):
+        return torch.softmax(x @ w, dim=-1) + x.sum(dim=-1, keepdim=True)
+
+    cf = pt2.compile(f, mode="reduce-overhead")
+    torch.manual_seed(0)
+    w = torch.randn(128, 96, device="cuda")
+    outs, exps = [], []
+    for _ in range(6):  # a new tensor (address and values) each call
+        x = torch.randn(64, 128, device="cuda")
+        outs.append(cf(x, w))
+        exps.append(f(x, w))
+    torch.cuda.synchronize()
+    for o, e in zip(outs, exps):  # earlier results are not overwritten by later replays
+        close(o, e)
+    assert len({o.data_ptr() for o in outs}) == len(outs)
+    x.mul_(2)  # same address, new values
+    close(cf(x, w), f(x, w))
+    w.add_(0.5)  # read in place: its new values count
+    close(cf(x, w), f(x, w))
+    w2 = torch.randn_like(w)  # moved: captured again, copied from then on
+    close(cf(x, w2), f(x, w2))
+    close(cf(x, w), f(x, w))
+    # first call: warm-up + capture (x, w in place); second: x moved; w2: w moved
+    assert _captures(capfd) == 3
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_reduce_overhead_module(dtype, capfd, monkeypatch):
+    monkeypatch.setenv("PT2_LOGS", "cudagraphs")
+    torch.manual_seed(0)
+    m = Block().cuda().eval().to(dtype)
+    cm = pt2.compile(m, mode="reduce-overhead")
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    with torch.no_grad():
+        for i in range(4):
+            x = torch.randn(4, 64, 256, device="cuda", dtype=dtype)
+            close(cm(x), m(x), tol)
+        m.fc2.weight.mul_(0.5)  # parameters are read in place by the graph
+        close(cm(x), m(x), tol)
+    assert _captures(capfd) == 2  # the first call, then the input moved once
+
+
+@needs_cuda
+def test_reduce_overhead_and_default_share_code():
+    def f(x):
+        return torch.relu(x) * 3
+
+    x = torch.randn(1000, device="cuda")
+    a, b = pt2.compile(f, mode="reduce-overhead"), pt2.compile(f)
+    for _ in range(3):
+        close(a(x), f(x))
+        close(b(x), f(x))
+        y = torch.randn(1000, device="cuda")
+        close(a(y), f(y))
