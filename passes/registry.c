@@ -31,6 +31,7 @@ MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
 MlirPass pt2_create_reorder_loops_pass(void);
 MlirPass pt2_create_plan_memory_pass(void);
+MlirPass pt2_create_fuse_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -56,6 +57,7 @@ static const PassEntry pt2_passes[] = {
      pt2_create_split_reductions_pass},
     {"pt2-reorder-loops", "Permute each linalg.generic's loops by stride votes: contiguous innermost, parallel outermost",
      pt2_create_reorder_loops_pass},
+    {"pt2-fuse", "Inductor's scored fusion scheduler on linalg: vertical and horizontal fusion, greedy by score", pt2_create_fuse_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
