@@ -72,6 +72,11 @@ PyObject *pt2_trace_device_object(void);
 /* Whether a device string ("cpu", "cuda", "cuda:0") is the graph's device. */
 bool pt2_trace_device_matches(const char *device);
 
+/* Large CPU outputs from recycled memory (outpool.c): a new tensor of
+ * `shape` and `dtype`, through torch.empty below PT2_POOL_MIN_BYTES. */
+PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype, PyObject *torch_empty, PyObject *dtype_kwnames);
+int pt2_pool_init(PyObject *module);
+
 /* Log channels from PT2_LOGS (graph, guards, recompiles, breaks, output_code). */
 bool pt2_log_enabled(const char *channel);
 

@@ -556,8 +556,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         if (gpu_call(self, inputs, ptrs, outputs, &got_out) != 0) goto done;
     }
     for (; !self->gpu && got_out < self->n_outputs; ++got_out) {
-        PyObject *call_args[2] = {self->output_shapes[got_out], self->output_dtypes[got_out]};
-        outputs[got_out] = PyObject_Vectorcall(torch_empty, call_args, 1, dtype_kwnames);
+        outputs[got_out] = pt2_pool_empty(self->output_shapes[got_out], self->output_dtypes[got_out], torch_empty, dtype_kwnames);
         if (!outputs[got_out]) goto done;
         ptrs[self->n_inputs + got_out] = tensor_data(outputs[got_out]);
         if (PyErr_Occurred()) goto done;

@@ -27,6 +27,23 @@ def _find_library():
 
 
 _lib = ctypes.CDLL(_find_library())
+
+
+def _torch_empty(shape, dtype):
+    return torch.empty(shape, dtype=dtype)
+
+
+def _empty(shape, dtype):
+    """A new output: pt2._C.empty (large ones from pt2's pool of recycled memory, capture/outpool.c)
+    when the capture module is built, else torch.empty."""
+    global _empty
+    try:
+        from . import _C
+
+        _empty = _C.empty
+    except ImportError:
+        _empty = _torch_empty
+    return _empty(shape, dtype)
 _I64P = ctypes.POINTER(ctypes.c_int64)
 _IP = ctypes.POINTER(ctypes.c_int)
 
@@ -299,7 +316,7 @@ class Kernel:
         outs = []
         for j in range(self.n_outputs):
             dt, shape = self.arg_types[self.n_inputs + j]
-            o = torch.empty(shape, dtype=dt)
+            o = _empty(shape, dt)
             outs.append(o)
             self._pointers[self.n_inputs + j] = o.data_ptr()
         _lib.pt2KernelRunPointers(self.handle, self._pointers)
@@ -318,7 +335,7 @@ class Kernel:
             return b
 
         ins = (_Buffer * max(self.n_inputs, 1))(*[buf(t) for t in inputs])
-        outs = [torch.empty(shape, dtype=dt) for dt, shape in self.arg_types[self.n_inputs:]]
+        outs = [_empty(shape, dt) for dt, shape in self.arg_types[self.n_inputs:]]
         obufs = (_Buffer * max(self.n_outputs, 1))(*[buf(o) for o in outs])
         if _lib.pt2KernelRun(self.handle, ins, obufs) != 0:
             raise _error("running the kernel")

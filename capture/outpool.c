@@ -1,0 +1,171 @@
+/*===- outpool.c - large CPU outputs from recycled memory ------------------===*
+ *
+ * A compiled graph's outputs are new tensors on every call.  torch.empty of
+ * a large tensor maps fresh pages from the kernel, and the first write to
+ * each 4 KiB page faults and zero-fills it: for a 64 MiB output that costs
+ * about as much as the kernel itself, and a memory-bound kernel runs at a
+ * fifth of the machine's copy bandwidth (eager PyTorch pays the same).  Like
+ * the CUDA caching allocator, pt2 keeps the memory of large outputs that
+ * died and hands it to the next output of the same size: already mapped,
+ * no faults.
+ *
+ * An output of at least PT2_POOL_MIN_BYTES (1 MiB) is a Block, a Python
+ * object owning 2 MiB-aligned memory (transparent huge pages advised) and
+ * exposing it through the buffer protocol; torch.frombuffer makes the tensor,
+ * which keeps the Block alive as long as the tensor or any view of it lives.
+ * When the last one goes, the Block's memory returns to the pool, up to
+ * PT2_POOL_MAX_BYTES (default 1 GiB; 0 turns the pool off) in all.  All of
+ * it runs under the GIL.
+ *===----------------------------------------------------------------------===*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "capture.h"
+
+#define POOL_SLOTS 64
+#define HUGE_PAGE (2u << 20)
+
+typedef struct {
+    void *ptr;
+    size_t size;
+} Free;
+
+static Free pool[POOL_SLOTS];
+static int pool_n;
+static size_t pool_bytes, pool_cap = (size_t)1 << 30, pool_min = (size_t)1 << 20;
+static PyObject *frombuffer, *kw_dtype_count, *str_view;
+
+typedef struct {
+    PyObject_HEAD void *ptr;
+    size_t size;
+} Block;
+
+static void block_dealloc(Block *b) {
+    if (b->ptr) {
+        if (pool_bytes + b->size <= pool_cap && pool_n < POOL_SLOTS) {
+            pool[pool_n++] = (Free){b->ptr, b->size};
+            pool_bytes += b->size;
+        } else {
+            free(b->ptr);
+        }
+    }
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static int block_getbuffer(Block *b, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)b, b->ptr, (Py_ssize_t)b->size, 0, flags);
+}
+
+static PyBufferProcs block_as_buffer = {(getbufferproc)block_getbuffer, NULL};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pt2._C.OutputBlock",
+    .tp_basicsize = sizeof(Block),
+    .tp_dealloc = (destructor)block_dealloc,
+    .tp_as_buffer = &block_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory of a large output of a compiled graph; returns to pt2's pool when its tensors die.",
+};
+
+/* Memory of exactly `size` bytes: a pooled block of that size, else new. */
+static void *take(size_t size) {
+    for (int i = pool_n - 1; i >= 0; --i) {
+        if (pool[i].size != size) continue;
+        void *p = pool[i].ptr;
+        pool[i] = pool[--pool_n];
+        pool_bytes -= size;
+        return p;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, HUGE_PAGE, size) != 0) return NULL;
+    if (size >= HUGE_PAGE) (void)madvise(p, size, MADV_HUGEPAGE);
+    return p;
+}
+
+PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype, PyObject *torch_empty, PyObject *dtype_kwnames) {
+    Py_ssize_t numel = 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); ++i) numel *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+    PyObject *itemsize = frombuffer && numel > 0 ? PyObject_GetAttrString(dtype, "itemsize") : NULL;
+    size_t nbytes = itemsize ? (size_t)numel * PyLong_AsSize_t(itemsize) : 0;
+    Py_XDECREF(itemsize);
+    PyErr_Clear();
+    if (nbytes < pool_min || pool_cap == 0) {
+        PyObject *args[2] = {shape, dtype};
+        return PyObject_Vectorcall(torch_empty, args, 1, dtype_kwnames);
+    }
+    Block *b = PyObject_New(Block, &BlockType);
+    if (!b) return NULL;
+    b->size = nbytes;
+    b->ptr = take(nbytes);
+    if (!b->ptr) {
+        Py_DECREF(b);
+        return PyErr_NoMemory();
+    }
+    PyObject *count = PyLong_FromSsize_t(numel);
+    PyObject *args[3] = {(PyObject *)b, dtype, count};
+    PyObject *flat = count ? PyObject_Vectorcall(frombuffer, args, 1, kw_dtype_count) : NULL;
+    Py_XDECREF(count);
+    Py_DECREF(b); /* the tensor holds it now */
+    if (!flat) return NULL;
+    PyObject *vargs[2] = {flat, shape};
+    PyObject *t = PyObject_VectorcallMethod(str_view, vargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(flat);
+    return t;
+}
+
+static PyObject *py_empty(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
+    (void)mod;
+    static PyObject *torch_empty, *kwnames;
+    if (n != 2 || !PyTuple_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "empty(shape: tuple, dtype)");
+        return NULL;
+    }
+    if (!torch_empty) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        torch_empty = torch ? PyObject_GetAttrString(torch, "empty") : NULL;
+        Py_XDECREF(torch);
+        kwnames = Py_BuildValue("(s)", "dtype");
+        if (!torch_empty || !kwnames) return NULL;
+    }
+    return pt2_pool_empty(args[0], args[1], torch_empty, kwnames);
+}
+
+static PyObject *py_pool_stats(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return Py_BuildValue("{s:i,s:n}", "blocks", pool_n, "bytes", (Py_ssize_t)pool_bytes);
+}
+
+static PyObject *py_pool_clear(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    for (int i = 0; i < pool_n; ++i) free(pool[i].ptr);
+    pool_n = 0;
+    pool_bytes = 0;
+    Py_RETURN_NONE;
+}
+
+PyMethodDef pt2_pool_methods[] = {
+    {"empty", (PyCFunction)(void (*)(void))py_empty, METH_FASTCALL,
+     "empty(shape, dtype): a CPU tensor, from pt2's pool of recycled memory when it is large"},
+    {"pool_stats", py_pool_stats, METH_NOARGS, "pool_stats(): blocks and bytes held for reuse"},
+    {"pool_clear", py_pool_clear, METH_NOARGS, "pool_clear(): free the memory held for reuse"},
+    {NULL, NULL, 0, NULL},
+};
+
+int pt2_pool_init(PyObject *module) {
+    const char *cap = getenv("PT2_POOL_MAX_BYTES"), *min = getenv("PT2_POOL_MIN_BYTES");
+    if (cap && cap[0]) pool_cap = (size_t)strtoull(cap, NULL, 10);
+    if (min && min[0]) pool_min = (size_t)strtoull(min, NULL, 10);
+    if (PyType_Ready(&BlockType) < 0) return -1;
+    PyObject *torch = PyImport_ImportModule("torch");
+    frombuffer = torch ? PyObject_GetAttrString(torch, "frombuffer") : NULL;
+    Py_XDECREF(torch);
+    kw_dtype_count = Py_BuildValue("(ss)", "dtype", "count");
+    str_view = PyUnicode_InternFromString("view");
+    if (!frombuffer || !kw_dtype_count || !str_view) return -1;
+    return PyModule_AddFunctions(module, pt2_pool_methods);
+}
