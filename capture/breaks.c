@@ -294,6 +294,11 @@ static bool emit_value(Emit *e, Var *v, int depth) {
             pt2_asm_load_const(e->a, v->obj);
             return true;
         }
+        if (v->obj && PyUnicode_Check(v->obj) && strchr(PyUnicode_AsUTF8(v->obj), ':')) {
+            /* a method of super() or of a base class ("generic:__setattr__",
+             * "base:__getitem__"): not an attribute of the object */
+            return fail(e, "a super() method value");
+        }
         if (v->self && v->obj && PyUnicode_Check(v->obj)) { /* tensor.method / container.method */
             if (!emit_var(e, v->self, depth + 1)) return false;
             pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(v->obj));

@@ -355,3 +355,18 @@ def test_transformers_bert_breaks_fewer():
     torch.testing.assert_close(e.result.last_hidden_state, ref, rtol=1e-4, atol=1e-4)
     # 41 breaks before super()/properties/imports/__getattribute__ were captured
     assert e.graph_break_count <= 24, e.break_reasons
+
+
+def test_transformers_masked_lm_matches_eager():
+    """BertForMaskedLM builds its MaskedLMOutput after a graph break, with a
+    super().__setattr__ method value live at a break inside ModelOutput: that
+    break must run in CPython rather than resume with a made-up attribute."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=100)
+    model = transformers.BertForMaskedLM(cfg).eval()
+    ids = torch.randint(0, 100, (1, 16))
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits
+        pt2.reset()
+        out = pt2.compile(model)(input_ids=ids)
+    torch.testing.assert_close(out.logits, ref, rtol=1e-4, atol=1e-4)
