@@ -66,7 +66,8 @@ def main():
                     row["models"][r["name"]] = r["eager_ms"] / r["pt2_ms"] if ok else None
                 row["models_geomean"] = _geomean(row["models"].values())
             if args.micro:
-                out = _run("micro.py", ["--no-inductor", "--cases", args.micro], disable, os.path.join(tmp, "u.json"))
+                out = _run("micro.py", ["--no-inductor", "--cases", args.micro, "--repeats", args.repeats, "--warmup", "2"], disable,
+                           os.path.join(tmp, "u.json"))
                 for r in out["records"]:
                     row["micro"][r["name"]] = r["eager_ms"] / r["pt2_ms"] if r.get("pt2_ms") else None
                 row["micro_geomean"] = _geomean(row["micro"].values())
