@@ -85,13 +85,35 @@ static void *take(size_t size) {
     return p;
 }
 
+/* dtype.itemsize, remembered per dtype object (torch's dtypes are
+ * singletons): no attribute lookup on the cache-hit path. */
+static size_t itemsize_of(PyObject *dtype) {
+    static PyObject *seen[16];
+    static size_t sizes[16];
+    for (int i = 0; i < 16 && seen[i]; ++i) {
+        if (seen[i] == dtype) return sizes[i];
+    }
+    PyObject *v = PyObject_GetAttrString(dtype, "itemsize");
+    size_t size = v ? PyLong_AsSize_t(v) : 0;
+    Py_XDECREF(v);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (int i = 0; i < 16; ++i) {
+        if (!seen[i]) {
+            seen[i] = Py_NewRef(dtype);
+            sizes[i] = size;
+            break;
+        }
+    }
+    return size;
+}
+
 PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype, PyObject *torch_empty, PyObject *dtype_kwnames) {
     Py_ssize_t numel = 1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); ++i) numel *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-    PyObject *itemsize = frombuffer && numel > 0 ? PyObject_GetAttrString(dtype, "itemsize") : NULL;
-    size_t nbytes = itemsize ? (size_t)numel * PyLong_AsSize_t(itemsize) : 0;
-    Py_XDECREF(itemsize);
-    PyErr_Clear();
+    size_t nbytes = frombuffer && numel > 0 ? (size_t)numel * itemsize_of(dtype) : 0;
     if (nbytes < pool_min || pool_cap == 0) {
         PyObject *args[2] = {shape, dtype};
         return PyObject_Vectorcall(torch_empty, args, 1, dtype_kwnames);

@@ -132,19 +132,6 @@ static bool resolve_rows(MlirValue memref, MlirValue *base, int64_t *block) {
     return true;
 }
 
-static void base_of(MlirValue memref, MlirValue *base) {
-    for (;;) {
-        if (!mlirValueIsAOpResult(memref)) break;
-        MlirOperation def = mlirOpResultGetOwner(memref);
-        if (mlirOperationGetNumOperands(def) < 1 || !mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(def, 0))) ||
-            op_is(def, "memref.alloc") || op_is(def, "memref.alloca")) {
-            break;
-        }
-        memref = mlirOperationGetOperand(def, 0);
-    }
-    *base = memref;
-}
-
 typedef struct CollectCtx {
     Accesses *acc;
     MlirValue iv;
@@ -160,7 +147,7 @@ static MlirWalkResult collect(MlirOperation op, void *user) {
         intptr_t n_indices = mlirOperationGetNumOperands(op) - mem_index - 1;
         bool row = n_indices >= 1 && mlirValueEqual(mlirOperationGetOperand(op, mem_index + 1), c->iv);
         a.partitioned = row && resolve_rows(memref, &a.base, &a.block);
-        if (!a.partitioned) base_of(memref, &a.base);
+        if (!a.partitioned) a.base = memref_base(memref);
         push_access(c->acc, a);
         return MlirWalkResultAdvance;
     }

@@ -295,6 +295,18 @@ bool constant_int_value(MlirValue v, int64_t *out) {
     return true;
 }
 
+MlirValue memref_base(MlirValue memref) {
+    while (mlirValueIsAOpResult(memref)) {
+        MlirOperation def = mlirOpResultGetOwner(memref);
+        if (op_is(def, "memref.alloc") || op_is(def, "memref.alloca") || mlirOperationGetNumOperands(def) < 1 ||
+            !mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(def, 0)))) {
+            break;
+        }
+        memref = mlirOperationGetOperand(def, 0);
+    }
+    return memref;
+}
+
 void replace_op(MlirOperation op, int n, const MlirValue *values) {
     for (int i = 0; i < n; ++i) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), values[i]);
     mlirOperationDestroy(op);

@@ -91,6 +91,10 @@ bool op_name_starts(MlirOperation op, const char *prefix);
  * is not one. */
 bool constant_int_value(MlirValue v, int64_t *out);
 
+/* The buffer a memref view was made from: follows operand 0 through view
+ * ops (casts, reshapes, subviews) to a function argument or an allocation. */
+MlirValue memref_base(MlirValue memref);
+
 /* Replaces op's results by values and erases op. */
 void replace_op(MlirOperation op, int n, const MlirValue *values);
 

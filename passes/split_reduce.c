@@ -53,18 +53,6 @@ static bool defined_outside(MlirValue v, MlirOperation loop) {
     return true;
 }
 
-static MlirValue base_of(MlirValue memref) {
-    while (mlirValueIsAOpResult(memref)) {
-        MlirOperation def = mlirOpResultGetOwner(memref);
-        if (op_is(def, "memref.alloc") || op_is(def, "memref.alloca") || mlirOperationGetNumOperands(def) < 1 ||
-            !mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetOperand(def, 0)))) {
-            break;
-        }
-        memref = mlirOperationGetOperand(def, 0);
-    }
-    return memref;
-}
-
 /*--- combining ops and their identities ---------------------------------------*/
 
 typedef enum { ID_ZERO, ID_NEG_ZERO, ID_ONE, ID_ALL_ONES, ID_NEG_INF, ID_POS_INF, ID_INT_MIN, ID_INT_MAX } Identity;
@@ -212,7 +200,7 @@ static bool analyze(MlirOperation loop, Scan *s) {
     if (!s->ok || s->n_acc == 0) return false;
     for (int a = 0; a < s->n_acc; ++a) {
         Accumulator *acc = &s->acc[a];
-        MlirValue base = base_of(mlirOperationGetOperand(acc->store, 1));
+        MlirValue base = memref_base(mlirOperationGetOperand(acc->store, 1));
         /* the accumulator's load feeds only the combine */
         MlirValue loaded = mlirOperationGetResult(acc->load, 0);
         MlirOpOperand use = mlirValueGetFirstUse(loaded);
@@ -222,12 +210,12 @@ static bool analyze(MlirOperation loop, Scan *s) {
         }
         /* no other access to the accumulator's buffer in the loop */
         for (int i = 0; i < s->n_loads; ++i) {
-            if (!mlirOperationEqual(s->loads[i], acc->load) && mlirValueEqual(base_of(mlirOperationGetOperand(s->loads[i], 0)), base)) {
+            if (!mlirOperationEqual(s->loads[i], acc->load) && mlirValueEqual(memref_base(mlirOperationGetOperand(s->loads[i], 0)), base)) {
                 return false;
             }
         }
         for (int j = 0; j < s->n_acc; ++j) {
-            if (j != a && mlirValueEqual(base_of(mlirOperationGetOperand(s->acc[j].store, 1)), base)) return false;
+            if (j != a && mlirValueEqual(memref_base(mlirOperationGetOperand(s->acc[j].store, 1)), base)) return false;
         }
     }
     return true;
