@@ -85,6 +85,14 @@ static bool is_memory_free(MlirOperation op) {
            op_is(op, "memref.get_global") || op_is(op, "affine.apply");
 }
 
+/* A call this pass made (or an earlier run of it): @pt2rt_... of libpt2rt. */
+static bool is_runtime_call(MlirOperation op) {
+    MlirAttribute callee = mlirOperationGetAttributeByName(op, sref("callee"));
+    if (mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)) return false;
+    MlirStringRef name = mlirFlatSymbolRefAttrGetValue(callee);
+    return name.length > 6 && strncmp(name.data, "pt2rt_", 6) == 0;
+}
+
 /* Could `op` write the buffer `root` (or, with `reads`, read it)?  Unknown
  * ops answer yes, so that a rewrite never moves an access past them. */
 static bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
@@ -93,6 +101,20 @@ static bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
     if (op_is(op, "memref.store")) return same_buffer(mlirOperationGetOperand(op, 1), root);
     if (op_is(op, "memref.copy")) {
         return same_buffer(mlirOperationGetOperand(op, 1), root) || (reads && same_buffer(mlirOperationGetOperand(op, 0), root));
+    }
+    if (op_is(op, "func.return")) {
+        if (!reads) return false;
+        for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+            if (same_buffer(mlirOperationGetOperand(op, i), root)) return true;
+        }
+        return false;
+    }
+    if (op_is(op, "func.call") && is_runtime_call(op)) {
+        /* libpt2rt touches only the buffers it is passed (any of them may be written) */
+        for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+            if (same_buffer(mlirOperationGetOperand(op, i), root)) return true;
+        }
+        return false;
     }
     if (op_name_starts(op, "linalg.") && mlirOperationGetNumResults(op) == 0) {
         /* structured ops on buffers: inputs are read, inits (the last
@@ -186,34 +208,44 @@ static void push_unique(OpList *l, MlirOperation op) {
     oplist_push(l, op);
 }
 
-/* If `v`, an input of `consumer`, is a buffer that exists only to hold a
- * copy of another (a linalg.generic yielding its input through a projected
- * permutation: a materialized permute or broadcast), describes v through the
- * copy's source instead and queues the copy and the buffer on `dead`.  Only
- * if nothing writes the source between the copy and the consumer. */
-static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, View *out, OpList *dead) {
-    MlirOperation alloc = defining_op(v);
-    if (mlirOperationIsNull(alloc) || !(op_is(alloc, "memref.alloc") || op_is(alloc, "memref.alloca"))) return false;
-    MlirOperation copy = {NULL};
-    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
-        MlirOperation user = mlirOpOperandGetOwner(u);
-        unsigned idx = mlirOpOperandGetOperandNumber(u);
-        if (mlirOperationEqual(user, consumer) && idx < 2) continue;
-        if (!mlirOperationIsNull(copy) || !op_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 2 || idx != 1) {
-            return false;
-        }
-        copy = user;
-    }
-    if (mlirOperationIsNull(copy)) return false;
-    MlirOperation yield = only_op_in_body(copy);
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
-    if (mlirOperationIsNull(yield) || !op_is(yield, "linalg.yield") || mlirOperationGetNumOperands(yield) != 1 ||
-        !mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0))) {
+/* The op that last wrote v's buffer before `consumer` in its block, when it
+ * is a copy into the whole of v: a linalg.generic yielding its input through
+ * a projected permutation (a materialized permute or broadcast).  Bufferization
+ * may reuse one buffer for many such copies (the transposed weights of
+ * consecutive linears), so the copy is found by position, not by being the
+ * buffer's only writer. */
+static bool is_copy_into(MlirOperation op, MlirValue v) {
+    if (!op_is(op, "linalg.generic") || mlirOperationGetNumOperands(op) != 2 || !mlirValueEqual(mlirOperationGetOperand(op, 1), v) ||
+        !mlirAffineMapIsIdentity(indexing_map(op, 1)) || same_buffer(mlirOperationGetOperand(op, 0), buffer_root(v))) {
         return false;
     }
-    MlirAffineMap out_map = indexing_map(copy, 1);
+    MlirOperation yield = only_op_in_body(op);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    return !mlirOperationIsNull(yield) && op_is(yield, "linalg.yield") && mlirOperationGetNumOperands(yield) == 1 &&
+           mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0));
+}
+
+static MlirOperation copy_feeding(MlirOperation consumer, MlirValue v) {
+    MlirValue root = buffer_root(v);
+    MlirOperation last = {NULL};
+    MlirOperation op = mlirBlockGetFirstOperation(mlirOperationGetBlock(consumer));
+    for (; !mlirOperationEqual(op, consumer); op = mlirOperationGetNextInBlock(op)) {
+        if (op_may_access(op, root, false)) last = op;
+    }
+    return !mlirOperationIsNull(last) && is_copy_into(last, v) ? last : (MlirOperation){NULL};
+}
+
+/* If `v`, an input of `consumer`, is a fresh buffer (an alloc) that the op
+ * before holds a copy of another (copy_feeding), describes v through the
+ * copy's source instead and queues the copy on `copies` (remove_dead_copies
+ * deletes it once nothing else reads what it wrote).  Only if nothing writes
+ * the source between the copy and the consumer. */
+static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, View *out, OpList *copies) {
+    MlirOperation alloc = defining_op(v);
+    if (mlirOperationIsNull(alloc) || !(op_is(alloc, "memref.alloc") || op_is(alloc, "memref.alloca"))) return false;
+    MlirOperation copy = copy_feeding(consumer, v);
     View source;
-    if (!mlirAffineMapIsIdentity(out_map) || !view_of_type(mlirOperationGetOperand(copy, 0), &source)) return false;
+    if (mlirOperationIsNull(copy) || !view_of_type(mlirOperationGetOperand(copy, 0), &source)) return false;
     MlirValue source_root = buffer_root(source.base);
     if (mlirValueEqual(source_root, c_root) || !untouched_between(copy, consumer, source_root, false)) return false;
     View through = {source.base, 0, {0}, {0}, 0};
@@ -222,9 +254,32 @@ static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_r
     memcpy(through.sizes, out->sizes, sizeof through.sizes);
     if (!view_through_map(&source, indexing_map(copy, 0), out->rank, through.strides, &through.offset)) return false;
     *out = through;
-    push_unique(dead, copy);
-    push_unique(dead, alloc);
+    push_unique(copies, copy);
     return true;
+}
+
+/* Deletes each copy of `copies` whose result nobody reads any more (no op
+ * between it and the next write of its buffer reads the buffer), and then
+ * the buffer if that was its last use. */
+static void remove_dead_copies(OpList *copies) {
+    for (int i = 0; i < copies->n; ++i) {
+        MlirOperation copy = copies->ops[i];
+        MlirValue buffer = mlirOperationGetOperand(copy, 1);
+        bool read = true;
+        MlirOperation op = mlirOperationGetNextInBlock(copy);
+        for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+            if (op_may_access(op, buffer, true)) {
+                /* a later full overwrite by another copy ends this copy's data */
+                read = !is_copy_into(op, buffer);
+                break;
+            }
+        }
+        if (mlirOperationIsNull(op)) read = false; /* never read again (a dealloc comes later) */
+        if (read) continue;
+        MlirOperation alloc = defining_op(buffer);
+        mlirOperationDestroy(copy);
+        if (mlirOpOperandIsNull(mlirValueGetFirstUse(buffer))) mlirOperationDestroy(alloc);
+    }
 }
 
 /*===----------------------------------------------------------------------===*
@@ -452,7 +507,7 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
     build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
     if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
-    for (int i = 0; i < dead.n; ++i) mlirOperationDestroy(dead.ops[i]); /* users (copies) were queued before buffers */
+    remove_dead_copies(&dead);
     oplist_free(&dead);
     return true;
 }

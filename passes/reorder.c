@@ -448,6 +448,40 @@ static void tile_transposed(Generic *g, int a) {
     g->op = tiled;
 }
 
+/* A transposing copy whose every use (through reshapes) is a matmul or conv2d operand on f32/f64 is not
+ * tiled: pt2-extern-blas reads such a copy's source through strides and deletes the copy (extern.c: the
+ * materialized weight.t() of a linear), which a tiled copy would hide from it.  With the BLAS disabled,
+ * or for other element types, the copy stays and is tiled. */
+static bool copy_feeds_blas(MlirOperation op) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    MlirOperation yield = mlirBlockGetFirstOperation(body);
+    if (mlirOperationGetNumOperands(op) != 2 || !op_is(yield, "linalg.yield") ||
+        mlirOperationGetNumOperands(yield) != 1 || !mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0)))
+        return false;
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, 0)));
+    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
+    if (pt2_disabled(getenv("PT2_DISABLE"), "blas")) return false;
+    MlirValue work[MAX_OPERANDS];
+    int n = 0;
+    work[n++] = mlirOperationGetResult(op, 0);
+    bool any = false;
+    while (n > 0) {
+        MlirValue v = work[--n];
+        for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+            MlirOperation user = mlirOpOperandGetOwner(u);
+            if (op_is(user, "tensor.collapse_shape") || op_is(user, "tensor.expand_shape")) {
+                if (n == MAX_OPERANDS) return false;
+                work[n++] = mlirOperationGetResult(user, 0);
+            } else if (op_is(user, "pt2.matmul") || op_is(user, "pt2.conv2d")) {
+                any = true;
+            } else {
+                return false;
+            }
+        }
+    }
+    return any;
+}
+
 static void log_order(const Generic *g, const int *order) {
     char text[256];
     size_t len = 0;
@@ -470,7 +504,7 @@ static int run_reorder(MlirOperation root, void *user) {
             if (log) log_order(&g, order);
             if (!load_generic(g.op, &g)) continue; /* the new maps */
         }
-        int a = mlirOperationGetNumResults(g.op) > 0 ? transposed_partner(&g) : -1;
+        int a = mlirOperationGetNumResults(g.op) > 0 && !copy_feeds_blas(g.op) ? transposed_partner(&g) : -1;
         if (a >= 0) {
             tile_transposed(&g, a);
             if (log) fprintf(stderr, "pt2-reorder-loops: tiled loops d%d and d%d by %d\n", a, g.n_loops - 1, TILE);

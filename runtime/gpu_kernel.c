@@ -618,7 +618,7 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
         pt2_set_error("the GPU cache entry %s does not parse; delete it", plan_path);
         goto error;
     }
-    if (pt2_kernel_run_pipeline(ctx, module, pipeline, dumping ? dump : NULL) != 0) {
+    if (pt2_kernel_run_pipeline(ctx, module, pipeline, dumping ? dump : NULL, opts && opts->dump_dir ? NULL : k->key) != 0) {
         if (!pt2GetLastError()[0]) pt2_set_error("the GPU pass pipeline failed");
         goto error;
     }

@@ -262,17 +262,27 @@ static void target_description(char *out, size_t cap) {
     LLVMDisposeMessage(features);
 }
 
-static int run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir) {
-    if (!dump_dir) {
+/* Dumping writes 00-input.mlir and the IR after every pipeline element into dump_root itself when the
+ * caller named the folder for this one kernel (key NULL: pt2-run --dump-ir), else (PT2_DUMP=DIR, many
+ * kernels per process) into dump_root/<NNN>-<key prefix>/, NNN counting the kernels this process dumped
+ * so that a model's graphs keep their order. */
+static int run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_root, const char *key) {
+    if (!dump_root) {
         MlirPassManager pm = mlirPassManagerCreateOnOperation(ctx, mlirStringRefCreateFromCString("builtin.module"));
         int rc = pt2PipelineAdd(ctx, mlirPassManagerGetAsOpPassManager(pm), pipeline);
         if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, module))) rc = -1;
         mlirPassManagerDestroy(pm);
         return rc;
     }
-    /* PT2_DUMP: run element by element, writing the IR after each */
-    make_private_dir(dump_dir);
-    char path[4096];
+    static _Atomic int dumped;
+    char dump_dir[4096], path[4200];
+    make_private_dir(dump_root);
+    if (key) {
+        snprintf(dump_dir, sizeof dump_dir, "%s/%03d-%.12s", dump_root, dumped++, key);
+        make_private_dir(dump_dir);
+    } else {
+        snprintf(dump_dir, sizeof dump_dir, "%s", dump_root);
+    }
     snprintf(path, sizeof path, "%s/00-input.mlir", dump_dir);
     char *text = pt2_operation_to_text(module, false);
     FILE *f = fopen(path, "w");
@@ -511,7 +521,7 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     }
     /* compile */
     mlirOperationSetAttributeByName(func, mlirStringRefCreateFromCString("llvm.emit_c_interface"), mlirUnitAttrGet(ctx));
-    if (run_pipeline(ctx, module, pipeline, dumping ? dump : NULL) != 0) {
+    if (run_pipeline(ctx, module, pipeline, dumping ? dump : NULL, opts && opts->dump_dir ? NULL : key) != 0) {
         if (!pt2GetLastError()[0]) pt2_set_error("the pass pipeline failed");
         goto error;
     }
@@ -709,8 +719,9 @@ int pt2_kernel_hash_file(const char *path, char out[65]) { return hash_file(path
 const char *pt2_kernel_compiler_identity(void) { return compiler_identity(); }
 MlirOperation pt2_kernel_find_func(MlirOperation module, const char *func_name) { return find_func(module, func_name); }
 
-int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir) {
-    return run_pipeline(ctx, module, pipeline, dump_dir);
+int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir,
+                            const char *key) {
+    return run_pipeline(ctx, module, pipeline, dump_dir, key);
 }
 
 int pt2_kernel_read_signature(MlirOperation func, int *out_inputs, int *out_outputs, Pt2TensorType **out_types) {

@@ -20,7 +20,8 @@ int pt2_kernel_make_private_dir(const char *path);
 int pt2_kernel_hash_file(const char *path, char out[65]);
 const char *pt2_kernel_compiler_identity(void);
 MlirOperation pt2_kernel_find_func(MlirOperation module, const char *func_name);
-int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir);
+int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *pipeline, const char *dump_dir,
+                            const char *key);
 /* Inputs, outputs and their types (malloc'ed, inputs first); -1 with a
  * located error if the function's signature cannot be compiled. */
 int pt2_kernel_read_signature(MlirOperation func, int *out_inputs, int *out_outputs, Pt2TensorType **out_types);

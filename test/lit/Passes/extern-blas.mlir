@@ -59,6 +59,67 @@ func.func @transposed_operand(%x: memref<7x13xf32>, %w: memref<5x13xf32>, %c: me
 
 // -----
 
+// Bufferization gives the transposed weights of consecutive linears one
+// buffer: each matmul reads its own weight through strides, and every copy
+// (and then the buffer) goes.
+// CHECK-LABEL: func.func @shared_copy_buffer
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.generic
+// CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [6, 6], strides: [1, 6]
+// CHECK: call @pt2rt_matmul_f32
+// CHECK: memref.reinterpret_cast %arg2 to offset: [0], sizes: [6, 6], strides: [1, 6]
+// CHECK: call @pt2rt_matmul_f32
+// CHECK-NEXT: return
+#ts = affine_map<(d0, d1) -> (d1, d0)>
+#ids = affine_map<(d0, d1) -> (d0, d1)>
+func.func @shared_copy_buffer(%x: memref<3x6xf32>, %w1: memref<6x6xf32>, %w2: memref<6x6xf32>, %h: memref<3x6xf32>, %y: memref<3x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %wt = memref.alloc() : memref<6x6xf32>
+  linalg.generic {indexing_maps = [#ts, #ids], iterator_types = ["parallel", "parallel"]}
+      ins(%w1 : memref<6x6xf32>) outs(%wt : memref<6x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%h : memref<3x6xf32>)
+  linalg.matmul ins(%x, %wt : memref<3x6xf32>, memref<6x6xf32>) outs(%h : memref<3x6xf32>)
+  linalg.generic {indexing_maps = [#ts, #ids], iterator_types = ["parallel", "parallel"]}
+      ins(%w2 : memref<6x6xf32>) outs(%wt : memref<6x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%y : memref<3x6xf32>)
+  linalg.matmul ins(%h, %wt : memref<3x6xf32>, memref<6x6xf32>) outs(%y : memref<3x6xf32>)
+  return
+}
+
+// -----
+
+// A copy whose buffer something else reads after the matmul stays (the
+// matmul still reads the source through strides).
+// CHECK-LABEL: func.func @copy_read_again
+// CHECK: memref.alloc
+// CHECK: linalg.generic
+// CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [4, 4], strides: [1, 4]
+// CHECK: call @pt2rt_matmul_f32
+// CHECK: memref.copy
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#idr = affine_map<(d0, d1) -> (d0, d1)>
+func.func @copy_read_again(%x: memref<4x4xf32>, %w: memref<4x4xf32>, %c: memref<4x4xf32>, %d: memref<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %wt = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#tr, #idr], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<4x4xf32>) outs(%wt : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x4xf32>)
+  linalg.matmul ins(%x, %wt : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  memref.copy %wt, %d : memref<4x4xf32> to memref<4x4xf32>
+  return
+}
+
+// -----
+
 // The copy stays when its source changes before the matmul reads it.
 // CHECK-LABEL: func.func @copy_source_overwritten
 // CHECK: memref.alloc
