@@ -102,4 +102,9 @@ int pt2_hook_cache_size(PyObject *code);
  * co_filename and cached), generators/coroutines, module/class bodies. */
 bool pt2_hook_code_is_skipped(PyCodeObject *code);
 
+/* pt2.disable: frames of this code are never intercepted, even forced or after
+ * pt2_hook_reset, and capture does not inline calls to it (a graph break). */
+int pt2_hook_disable_code(PyCodeObject *code);
+bool pt2_hook_code_is_disabled(PyCodeObject *code);
+
 #endif /* PT2_CAPTURE_FRAME_H */

@@ -47,6 +47,7 @@ typedef struct CodeCache {
     int n_entries;
     int n_compiles;    /* compiler results since the last reset */
     bool skip_code;    /* the compiler said PT2_COMPILE_SKIP_CODE */
+    bool disabled;     /* pt2.disable: never intercepted or inlined, kept across resets */
     bool eager_misses; /* limit reached or compile error: a miss runs the original */
 } CodeCache;
 
@@ -66,7 +67,7 @@ static _PyFrameEvalFunction prev_eval; /* the eval function found at install */
 static long active_runs;               /* pt2_hook_run calls in progress, all threads (GIL) */
 static int recompile_limit = 8;
 static bool swap_mode = true;
-static CodeCache all_caches = {&all_caches, &all_caches, NULL, NULL, 0, 0, false, false};
+static CodeCache all_caches = {&all_caches, &all_caches, NULL, NULL, 0, 0, false, false, false};
 static Pt2HookStats stats;
 
 /* Filename prefixes (str, ending in a separator) deciding the skip rule. */
@@ -162,6 +163,24 @@ static int code_matches_skip_rule(PyCodeObject *code) {
     return r;
 }
 
+/* A fresh CodeCache in code's co_extra (replacing a SKIP_MARK). */
+static CodeCache *new_cache(PyCodeObject *code) {
+    CodeCache *cache = PyMem_RawCalloc(1, sizeof(CodeCache));
+    if (cache == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (pt2_code_set_extra((PyObject *)code, extra_index, cache) < 0) {
+        PyMem_RawFree(cache);
+        return NULL;
+    }
+    cache->next = all_caches.next;
+    cache->prev = &all_caches;
+    all_caches.next->prev = cache;
+    all_caches.next = cache;
+    return cache;
+}
+
 /* The CodeCache of code, classifying the code on first sight; NULL when
  * frames of this code are not intercepted (no exception set then).  NULL
  * with an exception set on failure. */
@@ -186,20 +205,7 @@ static CodeCache *code_cache(PyCodeObject *code, bool force) {
         }
         return NULL;
     }
-    CodeCache *cache = PyMem_RawCalloc(1, sizeof(CodeCache));
-    if (cache == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    if (pt2_code_set_extra((PyObject *)code, extra_index, cache) < 0) {
-        PyMem_RawFree(cache);
-        return NULL;
-    }
-    cache->next = all_caches.next;
-    cache->prev = &all_caches;
-    all_caches.next->prev = cache;
-    all_caches.next = cache;
-    return cache;
+    return new_cache(code);
 }
 
 /* Marks code never-intercepted unless it already has a CodeCache. */
@@ -228,6 +234,29 @@ bool pt2_hook_code_is_skipped(PyCodeObject *code) {
     return cache->skip_code;
 }
 
+int pt2_hook_disable_code(PyCodeObject *code) {
+    if (extra_index < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pt2: pt2_hook_init was not called");
+        return -1;
+    }
+    void *p = code_extra(code);
+    CodeCache *cache = p != NULL && p != &SKIP_MARK ? p : new_cache(code);
+    if (cache == NULL) {
+        return -1;
+    }
+    cache_clear_entries(cache);
+    cache->disabled = cache->skip_code = true;
+    return 0;
+}
+
+bool pt2_hook_code_is_disabled(PyCodeObject *code) {
+    if (extra_index < 0) {
+        return false;
+    }
+    void *p = code_extra(code);
+    return p != NULL && p != &SKIP_MARK && ((CodeCache *)p)->disabled;
+}
+
 int pt2_hook_cache_size(PyObject *code) {
     if (extra_index < 0 || !PyCode_Check(code)) {
         return 0;
@@ -239,7 +268,7 @@ int pt2_hook_cache_size(PyObject *code) {
 void pt2_hook_reset(void) {
     for (CodeCache *c = all_caches.next; c != &all_caches; c = c->next) {
         c->n_compiles = 0;
-        c->skip_code = false;
+        c->skip_code = c->disabled;
         c->eager_misses = false;
     }
     /* Freeing entries may run finalizers that free code objects and so

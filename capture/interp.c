@@ -1065,6 +1065,9 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
     if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) {
         return trace_break(t, "calling coroutine function %s", PyUnicode_AsUTF8(code->co_qualname));
     }
+    if (pt2_hook_code_is_disabled(code)) {
+        return trace_break(t, "call to %s, which pt2.disable keeps out of capture", PyUnicode_AsUTF8(code->co_qualname));
+    }
     SymFrame *f = PyMem_Calloc(1, sizeof *f);
     Var *result = NULL;
     if (!f || frame_setup(f, t, code) != 0) goto done;

@@ -56,6 +56,23 @@ static PyObject *py_cache_size(PyObject *mod, PyObject *code) {
     return PyLong_FromLong(pt2_hook_cache_size(code));
 }
 
+static PyObject *py_disable_code(PyObject *mod, PyObject *code) {
+    (void)mod;
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "disable_code() takes a code object");
+        return NULL;
+    }
+    if (pt2_hook_disable_code((PyCodeObject *)code) != 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_call_without_hook(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fn, *fargs, *fkwargs = Py_None;
+    if (!PyArg_ParseTuple(args, "OO!|O:call_without_hook", &fn, &PyTuple_Type, &fargs, &fkwargs)) return NULL;
+    return pt2_hook_run_disabled(fn, fargs, fkwargs == Py_None ? NULL : fkwargs);
+}
+
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
      "run(fn, args, kwargs=None, fullgraph=False, explain=None, force_code=None, cudagraphs=False): call fn with pt2's frame hook on "
@@ -63,6 +80,9 @@ static PyMethodDef methods[] = {
     {"reset", py_reset, METH_NOARGS, "drop every compiled frame"},
     {"set_recompile_limit", py_set_recompile_limit, METH_O, "cache entries per code object before falling back to eager"},
     {"cache_size", py_cache_size, METH_O, "number of compiled entries for a code object"},
+    {"disable_code", py_disable_code, METH_O, "never intercept or inline this code object (pt2.disable)"},
+    {"call_without_hook", py_call_without_hook, METH_VARARGS,
+     "call_without_hook(fn, args, kwargs=None): call fn with no frame of it or its callees intercepted on this thread"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -24,9 +24,9 @@ from ._core import (  # noqa: F401
     format_attrs,
 )
 
-from ._compile import CompiledFunction, CompiledModule, ExplainOutput, Unsupported, compile, explain, reset  # noqa: E402,F401
+from ._compile import CompiledFunction, CompiledModule, ExplainOutput, Unsupported, compile, disable, explain, reset  # noqa: E402,F401
 from ._compile import register_torch_backend as _register_torch_backend  # noqa: E402
 
 _register_torch_backend()
 
-__all__ = ["compile", "explain", "reset", "Unsupported", "Graph", "Kernel", "Context", "Pt2Error", "catalog", "compile_text", "DTYPES"]
+__all__ = ["compile", "disable", "explain", "reset", "Unsupported", "Graph", "Kernel", "Context", "Pt2Error", "catalog", "compile_text", "DTYPES"]

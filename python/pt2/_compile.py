@@ -105,6 +105,34 @@ def compile(model=None, *, fullgraph=False, dynamic=None, mode="default", backen
     return CompiledFunction(model, fullgraph, mode)
 
 
+def disable(fn=None, *, recursive=True):
+    """Keeps fn out of pt2, as torch.compiler.disable does: usable as a decorator.
+
+    Called from compiled code, fn is a graph break: the graph so far runs, fn runs in
+    CPython, capture resumes after it.  With recursive=True (the default) nothing fn
+    calls is captured either; with recursive=False only fn's own frames are skipped
+    and the functions it calls are compiled as usual.
+    """
+    if fn is None:
+        return functools.partial(disable, recursive=recursive)
+    if not recursive:
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if code is None:
+            raise TypeError(f"pt2.disable(recursive=False) needs a Python function, not {type(fn).__name__}")
+        _C.disable_code(code)
+        return fn
+
+    @functools.wraps(fn)
+    def disabled(*args, **kwargs):
+        return _C.call_without_hook(fn, args, kwargs)
+
+    return disabled
+
+
+# every wrapper disable() makes shares this one code object: never intercepted, never inlined
+_C.disable_code(disable(len).__code__)
+
+
 def reset():
     """Drop every compiled frame (the on-disk kernel cache is kept)."""
     _C.reset()
