@@ -734,6 +734,14 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     PyObject *o = callable->obj;
     if (o == (PyObject *)&PySuper_Type && n_args == 2 && n_kw == 0) return trace_super(t, args[0], args[1]);
     if (o && o == pt2_partial_type()) return partial_new(t, args, n_args, kw_names, kw_values, n_kw);
+    if (o == (PyObject *)&PySlice_Type && n_kw == 0 && n_args >= 1 && n_args <= 3) {
+        /* slice(stop), slice(start, stop[, step]): as BUILD_SLICE (FX code indexes with them) */
+        Var *s = var_new(t, V_SLICE);
+        var_push_item(t, s, n_args == 1 ? var_none(t) : args[0]);
+        var_push_item(t, s, n_args == 1 ? args[0] : args[1]);
+        var_push_item(t, s, n_args == 3 ? args[2] : var_none(t));
+        return s;
+    }
     if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
     if (o && PyType_Check(o) && PyType_IsSubtype((PyTypeObject *)o, (PyTypeObject *)PyExc_BaseException) &&
         !(((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {

@@ -200,6 +200,13 @@ def _dynamo_backend(gm, example_inputs, mode=None, options=None):
     mode = mode or (options or {}).get("mode") or "default"
     if mode not in _MODES:
         raise ValueError(f"pt2 backend: unknown mode {mode!r} (available: {', '.join(_MODES)})")
+    try:  # a lazily generated GraphModule: make its real forward now (not the recompiling stub)
+        from torch.fx._lazy_graph_module import _LazyGraphModule
+
+        if isinstance(gm, _LazyGraphModule):
+            gm.real_recompile()
+    except ImportError:
+        pass
     compiled = CompiledFunction(gm.forward, mode=mode)
 
     def run(*args):

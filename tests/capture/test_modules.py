@@ -196,6 +196,44 @@ def test_torch_compile_backend():
         torch.testing.assert_close(c(x), m(x))
 
 
+class _SlicedBuffer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.arange(32).view(1, 32))
+        self.emb = nn.Embedding(32, 6)
+        self.lin = nn.Linear(6, 6)
+
+    def forward(self, x):
+        pos = self.pos[:, : x.shape[1]]  # Dynamo's FX code: x[(slice(None, None, None), slice(0, n, None))]
+        return self.lin(self.emb(pos) + x).relu()
+
+
+def test_torch_compile_backend_compiles_fx_graph():
+    """The FX forward Dynamo hands over is itself one pt2 graph: slice() calls and the lazily
+    generated GraphModule's forward are captured, not run eagerly."""
+    from pt2._compile import _dynamo_backend
+
+    m = _SlicedBuffer().eval()
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, list(example_inputs)))
+        return _dynamo_backend(gm, example_inputs)
+
+    torch._dynamo.reset()
+    pt2.reset()
+    with torch.no_grad():
+        c = torch.compile(m, backend=backend)
+        for n in (5, 5, 9):
+            x = torch.randn(2, n, 6)
+            torch.testing.assert_close(c(x), m(x))
+        assert len(seen) == 2  # the second with the length as an input (Dynamo's automatic dynamic)
+        assert all(pt2._C.cache_size(type(gm).forward.__code__) >= 1 for gm, _ in seen)
+        for gm, example_inputs in seen:
+            e = pt2.explain(gm.forward)(*[int(v) if isinstance(v, torch.SymInt) else v for v in example_inputs])
+            assert (e.graph_count, e.graph_break_count) == (1, 0), e.break_reasons
+
+
 def test_decorator_forms():
     @pt2.compile
     def f(x):
