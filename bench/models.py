@@ -1,6 +1,6 @@
 """Model capture and speed: the TIMM and HuggingFace lists of ../shared/BENCHMARKS.md.
 
-    python bench/models.py --suite timm|hf [--models a,b] [--batch N] [--inductor] [--json FILE]
+    python bench/models.py --suite timm|hf [--models a,b] [--batch N] [--device cuda] [--inductor] [--json FILE]
 
 For each model (random weights, eval mode, no_grad) this records whether pt2 matches eager by
 PyTorch's harness rule (allclose at tol=1e-3, else rmse(pt2, fp64) <= 2 * rmse(eager, fp64) + tol/10),
@@ -146,11 +146,18 @@ def count_tensor_ops(fn):
     return c.count
 
 
+def _sync():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def median_ms(fn, repeats):
     times = []
     for _ in range(repeats):
+        _sync()
         t0 = time.perf_counter()
         fn()
+        _sync()
         times.append(time.perf_counter() - t0)
     return 1e3 * statistics.median(times)
 
@@ -162,6 +169,11 @@ def run_model(suite, name, args):
     except Exception as e:  # noqa: BLE001 - a model that cannot be built is recorded, not fatal
         rec["error"] = f"build: {type(e).__name__}: {e}"
         return rec
+    if args.device != "cpu":
+        model = model.to(args.device)
+        xs = tuple(x.to(args.device) for x in xs)
+        kw = {k: v.to(args.device) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    rec["device"] = args.device
     with torch.no_grad():
         try:
             ref = model(*xs, **kw)
@@ -186,7 +198,10 @@ def run_model(suite, name, args):
             info = pt2.explain(model)(*xs, **kw)
             rec["graphs"] = info.graph_count
             rec["breaks"] = info.graph_break_count
-            rec["break_reasons"] = [str(b) for b in info.break_reasons[:5]]
+            counts = {}
+            for b in info.break_reasons:
+                counts[str(b)] = counts.get(str(b), 0) + 1
+            rec["break_reasons"] = [f"{n}x {b}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1])[:8]]
             rec["graph_ops"] = info.op_count  # pt2 dialect ops in the graphs
             compiled = pt2.compile(model)
             t0 = time.perf_counter()
@@ -247,6 +262,7 @@ def main():
     p.add_argument("--inductor", action="store_true", help="also torch.compile (Inductor), interleaved")
     p.add_argument("--frontend", choices=["pt2", "dynamo"], default="pt2",
                    help="dynamo: also pt2 behind torch.compile(backend='pt2'), pt2's code on Dynamo's graphs")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (the models and inputs are moved there)")
     p.add_argument("--json")
     args = p.parse_args()
     names = (args.models.split(",") if args.models else (TIMM if args.suite == "timm" else HF))
