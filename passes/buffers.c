@@ -93,19 +93,42 @@ bool view_of_type(MlirValue v, View *out) {
     return true;
 }
 
+/* Adds scale * e to the per-dim strides and the offset: e a sum of dims
+ * and constants, each maybe times a constant. */
+static bool add_linear(MlirAffineExpr e, int64_t scale, int64_t *loop_strides, int n_loops, int64_t *offset) {
+    if (mlirAffineExprIsADim(e)) {
+        intptr_t d = mlirAffineDimExprGetPosition(e);
+        if (d >= n_loops) return false;
+        loop_strides[d] += scale;
+        return true;
+    }
+    if (mlirAffineExprIsAConstant(e)) {
+        *offset += scale * mlirAffineConstantExprGetValue(e);
+        return true;
+    }
+    MlirAffineExpr lhs = {NULL}, rhs = {NULL};
+    if (mlirAffineExprIsAAdd(e) || mlirAffineExprIsAMul(e)) {
+        lhs = mlirAffineBinaryOpExprGetLHS(e);
+        rhs = mlirAffineBinaryOpExprGetRHS(e);
+    }
+    if (mlirAffineExprIsAAdd(e)) {
+        return add_linear(lhs, scale, loop_strides, n_loops, offset) && add_linear(rhs, scale, loop_strides, n_loops, offset);
+    }
+    if (mlirAffineExprIsAMul(e) && mlirAffineExprIsAConstant(rhs)) {
+        return add_linear(lhs, scale * mlirAffineConstantExprGetValue(rhs), loop_strides, n_loops, offset);
+    }
+    return false;
+}
+
 bool view_through_map(const View *operand, MlirAffineMap map, int n_loops, int64_t *loop_strides, int64_t *offset) {
-    if (mlirAffineMapGetNumResults(map) != operand->rank || mlirAffineMapGetNumDims(map) != n_loops) return false;
+    if (mlirAffineMapGetNumResults(map) != operand->rank || mlirAffineMapGetNumDims(map) != n_loops ||
+        mlirAffineMapGetNumSymbols(map) != 0) {
+        return false;
+    }
     for (int d = 0; d < n_loops; ++d) loop_strides[d] = 0;
     *offset = operand->offset;
     for (int j = 0; j < operand->rank; ++j) {
-        MlirAffineExpr e = mlirAffineMapGetResult(map, j);
-        if (mlirAffineExprIsADim(e)) {
-            loop_strides[mlirAffineDimExprGetPosition(e)] += operand->strides[j];
-        } else if (mlirAffineExprIsAConstant(e)) {
-            *offset += mlirAffineConstantExprGetValue(e) * operand->strides[j];
-        } else {
-            return false;
-        }
+        if (!add_linear(mlirAffineMapGetResult(map, j), operand->strides[j], loop_strides, n_loops, offset)) return false;
     }
     return true;
 }
@@ -242,6 +265,14 @@ static bool collect_users(MlirValue v, Users *u) {
         oplist_push(&u->others, user);
     }
     return true;
+}
+
+bool buffer_users(MlirValue buffer, OpList *views, OpList *users) {
+    Users u = {{0}, {0}, {{NULL}}, {0}};
+    bool ok = collect_users(buffer, &u);
+    *views = u.views;
+    *users = u.others;
+    return ok;
 }
 
 /* The linalg.generic that only copies into all of `buffer` (operand 1, an

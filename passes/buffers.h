@@ -21,6 +21,10 @@ MlirOperation defining_op(MlirValue v);
 bool is_view_op(MlirOperation op);
 /* The buffer a memref value is a view of: a function argument or an alloc. */
 MlirValue buffer_root(MlirValue v);
+/* The users of `buffer` and, through views, of the views of it: the views
+ * in `views` (each before the views made of it), the others in `users`
+ * (false past 64 of them). */
+bool buffer_users(MlirValue buffer, OpList *views, OpList *users);
 /* Could `op` write the buffer `root` (or, with `reads`, read it)?  Unknown
  * ops answer yes, so that a rewrite never moves an access past them. */
 bool op_may_access(MlirOperation op, MlirValue root, bool reads);
@@ -38,9 +42,10 @@ typedef struct View {
 
 /* A memref with a static shape and static strides: its own view. */
 bool view_of_type(MlirValue v, View *out);
-/* Composes `map` (a loop index to operand index map whose results are dims
- * or constants) with the operand's view: strides per loop dim (summed where
- * a dim repeats, 0 where it is absent) and the constant part in the offset. */
+/* Composes `map` (a loop index to operand index map whose results are sums
+ * of dims and constants, each maybe times a constant: a slice's d1 + 3) with
+ * the operand's view: strides per loop dim (summed where a dim repeats, 0
+ * where it is absent) and the constant part in the offset. */
 bool view_through_map(const View *operand, MlirAffineMap map, int n_loops, int64_t *loop_strides, int64_t *offset);
 /* `v`, a view into a contiguous buffer of shape sizes[rank], re-expressed
  * where buffer index i lives at to_offset + sum(i_d * to_strides[d]) of

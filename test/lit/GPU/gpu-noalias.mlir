@@ -1,0 +1,22 @@
+// RUN: pt2-opt %s --pt2-gpu-noalias | FileCheck %s
+// A kernel's memref parameter is llvm.noalias when no other parameter of
+// its launch views the same buffer (function argument or allocation, seen
+// through views); scalars and two views of one buffer get nothing.
+
+// CHECK: gpu.func @k(%arg0: memref<4x8xf32> {llvm.noalias}, %arg1: memref<32xf32>, %arg2: memref<4x8xf32>, %arg3: index,
+// CHECK-SAME: %arg4: memref<4x8xf32> {llvm.noalias}) kernel
+module attributes {gpu.container_module} {
+  func.func @main(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+    %c1 = arith.constant 1 : index
+    %t = memref.alloc() : memref<4x8xf32>
+    %flat = memref.collapse_shape %t [[0, 1]] : memref<4x8xf32> into memref<32xf32>
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+        args(%x : memref<4x8xf32>, %flat : memref<32xf32>, %t : memref<4x8xf32>, %c1 : index, %y : memref<4x8xf32>)
+    return
+  }
+  gpu.module @k {
+    gpu.func @k(%a: memref<4x8xf32>, %b: memref<32xf32>, %c: memref<4x8xf32>, %n: index, %d: memref<4x8xf32>) kernel {
+      gpu.return
+    }
+  }
+}
