@@ -791,8 +791,26 @@ static int launch_gemm(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_
     return pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, stream, out_epilogue_done);
 }
 
+/* Kernels assume 16-byte aligned buffers (llvm.align on their parameters:
+ * passes/gpu_kernel_args.c); a misaligned one is an error, not a fault. */
+static int check_aligned(const Pt2GpuKernel *k, void *const *device_pointers, void *workspace) {
+    for (int i = 0; i < k->n_inputs + k->n_outputs; ++i) {
+        if ((uintptr_t)device_pointers[i] % PT2_GPU_ALIGNMENT != 0) {
+            pt2_set_error("GPU kernel %s %d is at %p, not %d-byte aligned (a tensor viewed at an offset: copy it)",
+                          i < k->n_inputs ? "input" : "output", i < k->n_inputs ? i : i - k->n_inputs, device_pointers[i],
+                          PT2_GPU_ALIGNMENT);
+            return -1;
+        }
+    }
+    if ((uintptr_t)workspace % WORKSPACE_ALIGN != 0) {
+        pt2_set_error("the GPU kernel's workspace at %p is not %d-byte aligned", workspace, WORKSPACE_ALIGN);
+        return -1;
+    }
+    return 0;
+}
+
 int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
-    if (!k->loaded && load(k) != 0) return -1;
+    if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
     int epilogue_done_by = -1; /* the last gemm entry whose epilogue cuBLASLt did */
     for (int i = 0; i < k->n_launches; ++i) {
         GpuLaunch *l = &k->launches[i];
@@ -830,7 +848,7 @@ struct Pt2GpuGraph {
 Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, void *workspace) {
     /* everything a launch may do outside the stream happens before the
      * capture: the driver JIT and module loads, constant uploads, cuBLAS's handle */
-    if (!k->loaded && load(k) != 0) return NULL;
+    if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return NULL;
     void *stream = NULL, *exec = NULL;
     if (pt2_cuda_capture_stream(&stream) != 0) return NULL;
     for (int i = 0; i < k->n_launches; ++i) {

@@ -20,8 +20,8 @@
 
 // PTX: modules 1
 // PTX: .visible .entry main_kernel(
-// PTX-NEXT: .param .u64 .ptr .align 1 main_kernel_param_0,
-// PTX-NEXT: .param .u64 .ptr .align 1 main_kernel_param_1
+// PTX-NEXT: .param .u64 .ptr .align 16 main_kernel_param_0,
+// PTX-NEXT: .param .u64 .ptr .align 16 main_kernel_param_1
 // PTX: ld.global.nc.b16
 // PTX: st.global.b16
 // PTX: ptxas: {{ok|not installed}}

@@ -1,24 +1,33 @@
-/*===- gpu_noalias.c - pt2-gpu-noalias: kernel buffers that alias nothing --===*
+/*===- gpu_kernel_args.c - pt2-gpu-kernel-args: what kernels may assume ----===*
  *
- * After gpu-kernel-outlining: a memref parameter of a kernel whose buffer
- * no other parameter of its launch views (a different function argument,
- * workspace allocation or constant, found through the view ops) gets
- * `llvm.noalias`, which convert-gpu-to-nvvm copies onto the parameter's
- * bare pointer (use-bare-ptr-memref-call-conv).  LLVM may then keep loads
- * ahead of stores and read buffers the kernel never writes through the
- * non-coherent cache (ld.global.nc).
+ * After gpu-kernel-outlining, on every kernel's memref parameters, which
+ * convert-gpu-to-nvvm copies onto their bare pointers
+ * (use-bare-ptr-memref-call-conv):
  *
- * Sound because distinct buffers never overlap in the launch plan
- * (runtime/gpu_kernel.c): inputs and outputs are distinct tensors (a kernel
- * never writes its inputs: in-place updates are copied back after the
- * launch), each allocation has its own slice of the workspace, constants
- * their own memory.  Two inputs that are one tensor are only read, which
- * noalias allows.  Two views of one buffer in a launch keep no attribute.
+ *   - `llvm.align = 16` (PT2_GPU_ALIGNMENT): every buffer of the launch plan
+ *     starts 16-byte aligned (runtime/gpu_kernel.c checks the caller's
+ *     pointers; workspace slices are 256-byte aligned, constants come from
+ *     cuMemAlloc), so LLVM's load/store
+ *     vectorizer turns a thread's consecutive elements into 16-byte
+ *     accesses (the vector chunks of pt2-gpu-map-loops);
+ *   - `llvm.noalias` where no other parameter of the launch views the same
+ *     buffer (a different function argument, workspace allocation or
+ *     constant, found through the view ops): LLVM may then keep loads ahead
+ *     of stores and read buffers the kernel never writes through the
+ *     non-coherent cache (ld.global.nc).
+ *
+ * noalias is sound because distinct buffers never overlap in the plan:
+ * inputs and outputs are distinct tensors (a kernel never writes its
+ * inputs: in-place updates are copied back after the launch), each
+ * allocation has its own slice of the workspace, constants their own
+ * memory.  Two inputs that are one tensor are only read, which noalias
+ * allows.  Two views of one buffer in a launch get no noalias.
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
 #include "buffers.h"
 #include "gpu_map.h"
+#include "pt2.h"
 
 /* The gpu.func a launch calls: @module::@kernel in the top-level module. */
 static MlirOperation launched_kernel(MlirOperation top, MlirOperation launch) {
@@ -37,14 +46,16 @@ static MlirOperation launched_kernel(MlirOperation top, MlirOperation launch) {
     return (MlirOperation){NULL};
 }
 
-/* An argument's attribute dictionary with llvm.noalias added. */
-static MlirAttribute with_noalias(MlirContext ctx, MlirAttribute old) {
+/* An argument's attribute dictionary with llvm.align = 16 and, if
+ * `noalias`, llvm.noalias added. */
+static MlirAttribute buffer_attrs(MlirContext ctx, MlirAttribute old, bool noalias) {
     MlirNamedAttribute entries[16];
     intptr_t n = mlirAttributeIsNull(old) ? 0 : mlirDictionaryAttrGetNumElements(old);
-    if (n >= 16) return old;
+    if (n > 14) return old;
     for (intptr_t j = 0; j < n; ++j) entries[j] = mlirDictionaryAttrGetElement(old, j);
-    entries[n] = named_attr(ctx, "llvm.noalias", mlirUnitAttrGet(ctx));
-    return mlirDictionaryAttrGet(ctx, n + 1, entries);
+    entries[n++] = named_attr(ctx, "llvm.align", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), PT2_GPU_ALIGNMENT));
+    if (noalias) entries[n++] = named_attr(ctx, "llvm.noalias", mlirUnitAttrGet(ctx));
+    return mlirDictionaryAttrGet(ctx, n, entries);
 }
 
 static void mark_launch(MlirOperation top, MlirOperation launch) {
@@ -66,9 +77,10 @@ static void mark_launch(MlirOperation top, MlirOperation launch) {
     MlirAttribute attrs[256];
     for (int i = 0; i < n; ++i) {
         attrs[i] = mlirAttributeIsNull(old) ? mlirDictionaryAttrGet(ctx, 0, NULL) : mlirArrayAttrGetElement(old, i);
-        bool unique = !mlirValueIsNull(roots[i]);
+        if (mlirValueIsNull(roots[i])) continue;
+        bool unique = true;
         for (int j = 0; j < n && unique; ++j) unique = j == i || mlirValueIsNull(roots[j]) || !mlirValueEqual(roots[i], roots[j]);
-        if (unique) attrs[i] = with_noalias(ctx, attrs[i]);
+        attrs[i] = buffer_attrs(ctx, attrs[i], unique);
     }
     mlirOperationSetAttributeByName(kernel, sref("arg_attrs"), mlirArrayAttrGet(ctx, n, attrs));
 }
@@ -78,7 +90,7 @@ static MlirWalkResult collect_launch(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
-static int run_noalias(MlirOperation module, void *user) {
+static int run_kernel_args(MlirOperation module, void *user) {
     (void)user;
     OpList launches = {0};
     mlirOperationWalk(module, collect_launch, &launches, MlirWalkPreOrder);
@@ -87,10 +99,11 @@ static int run_noalias(MlirOperation module, void *user) {
     return 0;
 }
 
-static _Alignas(8) const char noalias_type_id;
+static _Alignas(8) const char kernel_args_type_id;
 
-MlirPass pt2_create_gpu_noalias_pass(void) {
-    return make_external_pass("pt2-gpu-noalias",
-                              "Mark kernel buffers that no other parameter of their launch views llvm.noalias (passes/gpu_noalias.c)",
-                              "builtin.module", run_noalias, &noalias_type_id);
+MlirPass pt2_create_gpu_kernel_args_pass(void) {
+    return make_external_pass("pt2-gpu-kernel-args",
+                              "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views "
+                              "the buffer (passes/gpu_kernel_args.c)",
+                              "builtin.module", run_kernel_args, &kernel_args_type_id);
 }

@@ -1,10 +1,12 @@
-// RUN: pt2-opt %s --pt2-gpu-noalias | FileCheck %s
-// A kernel's memref parameter is llvm.noalias when no other parameter of
-// its launch views the same buffer (function argument or allocation, seen
-// through views); scalars and two views of one buffer get nothing.
+// RUN: pt2-opt %s --pt2-gpu-kernel-args | FileCheck %s
+// Every memref parameter of a kernel is 16-byte aligned (the launch plan's
+// buffers are), and llvm.noalias when no other parameter of its launch
+// views the same buffer (function argument or allocation, seen through
+// views); scalars get nothing, two views of one buffer no noalias.
 
-// CHECK: gpu.func @k(%arg0: memref<4x8xf32> {llvm.noalias}, %arg1: memref<32xf32>, %arg2: memref<4x8xf32>, %arg3: index,
-// CHECK-SAME: %arg4: memref<4x8xf32> {llvm.noalias}) kernel
+// CHECK: gpu.func @k(%arg0: memref<4x8xf32> {llvm.align = 16 : i64, llvm.noalias}, %arg1: memref<32xf32> {llvm.align = 16 : i64},
+// CHECK-SAME: %arg2: memref<4x8xf32> {llvm.align = 16 : i64}, %arg3: index,
+// CHECK-SAME: %arg4: memref<4x8xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel
 module attributes {gpu.container_module} {
   func.func @main(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
     %c1 = arith.constant 1 : index
