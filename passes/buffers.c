@@ -5,6 +5,9 @@
  *===----------------------------------------------------------------------===*/
 #include "buffers.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "mlir-c/Dialect/Linalg.h"
 
 MlirOperation defining_op(MlirValue v) { return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL}; }
@@ -43,8 +46,26 @@ static bool is_memory_free(MlirOperation op) {
            op_is(op, "memref.get_global") || op_is(op, "affine.apply");
 }
 
+/* Ops that access their memref operands and nothing else: pt2's library
+ * calls (libpt2rt's pt2rt_*, the GPU plan's pt2_gpu_*) and func.return (a
+ * returned buffer is the caller's to read). */
+static bool accesses_operands_only(MlirOperation op) {
+    if (op_is(op, "func.return")) return true;
+    if (!op_is(op, "func.call")) return false;
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
+    return (callee.length > 6 && !strncmp(callee.data, "pt2rt_", 6)) || (callee.length > 8 && !strncmp(callee.data, "pt2_gpu_", 8));
+}
+
 bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
     if (is_memory_free(op)) return false;
+    if (accesses_operands_only(op)) {
+        for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+            MlirValue v = mlirOperationGetOperand(op, i);
+            MlirType t = mlirValueGetType(v);
+            if ((mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t)) && mlirValueEqual(buffer_root(v), root)) return true;
+        }
+        return false;
+    }
     if (op_is(op, "memref.load")) return reads && same_buffer(mlirOperationGetOperand(op, 0), root);
     if (op_is(op, "memref.store")) return same_buffer(mlirOperationGetOperand(op, 1), root);
     if (op_is(op, "memref.copy")) {
@@ -172,6 +193,12 @@ bool view_compose(const View *v, int rank, const int64_t *sizes, MlirValue to_ba
     return true;
 }
 
+int64_t view_numel(const View *v) {
+    int64_t n = 1;
+    for (int d = 0; d < v->rank; ++d) n *= v->sizes[d];
+    return n;
+}
+
 bool is_contiguous(const View *v) {
     int64_t expect = 1;
     for (int d = v->rank - 1; d >= 0; --d) {
@@ -232,69 +259,101 @@ MlirOperation zero_fill_before(MlirOperation consumer, MlirValue c) {
 }
 
 /*===----------------------------------------------------------------------===*
- * Reading through a copy
+ * Who reads what a writer left in a buffer
  *===----------------------------------------------------------------------===*/
 
-static void push_unique(OpList *l, MlirOperation op) {
+void oplist_push_unique(OpList *l, MlirOperation op) {
     for (int i = 0; i < l->n; ++i) {
         if (mlirOperationEqual(l->ops[i], op)) return;
     }
     oplist_push(l, op);
 }
 
-/* The users of `v` and, through views, of the views of it: the views in
- * `views` (each before the views made of it), everything else in `others`
- * with the operand number it uses. */
-typedef struct Users {
-    OpList views, others;
-    MlirValue values[64];
-    int operand[64];
-} Users;
-
-static bool collect_users(MlirValue v, Users *u) {
-    for (MlirOpOperand use = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
-        MlirOperation user = mlirOpOperandGetOwner(use);
-        if (is_view_op(user) && mlirOpOperandGetOperandNumber(use) == 0) {
-            oplist_push(&u->views, user);
-            if (!collect_users(mlirOperationGetResult(user, 0), u)) return false;
-            continue;
-        }
-        if (u->others.n == 64) return false;
-        u->values[u->others.n] = v;
-        u->operand[u->others.n] = (int)mlirOpOperandGetOperandNumber(use);
-        oplist_push(&u->others, user);
+MlirOperation next_access(MlirOperation after, MlirValue buffer) {
+    for (MlirOperation op = mlirOperationGetNextInBlock(after); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (op_may_access(op, buffer, true)) return op;
     }
-    return true;
+    return (MlirOperation){NULL};
 }
 
-bool buffer_users(MlirValue buffer, OpList *views, OpList *users) {
-    Users u = {{0}, {0}, {{NULL}}, {0}};
-    bool ok = collect_users(buffer, &u);
-    *views = u.views;
-    *users = u.others;
-    return ok;
+/* Whether v views all of `buffer`, row-major from its first element. */
+static bool views_all_of(MlirValue v, MlirValue buffer) {
+    View view, whole;
+    return mlirValueEqual(buffer_root(v), buffer) && view_of_type(v, &view) && view_of_type(buffer, &whole) && is_contiguous(&view) &&
+           is_contiguous(&whole) && view_numel(&view) == view_numel(&whole);
 }
 
-/* The linalg.generic that only copies into all of `buffer` (operand 1, an
- * identity map) what it reads from operand 0, among `u`'s other users;
- * `consumer` reads `v` once and is the only other user. */
-static MlirOperation sole_copy_into(MlirValue buffer, const Users *u, MlirOperation consumer, MlirValue v) {
+static bool block_arg_used(MlirOperation op, int i) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    return !mlirOpOperandIsNull(mlirValueGetFirstUse(mlirBlockGetArgument(body, i)));
+}
+
+bool overwrites_buffer(MlirOperation op, MlirValue buffer) {
+    intptr_t n = mlirOperationGetNumOperands(op);
+    if (op_is(op, "linalg.fill") || op_is(op, "memref.copy")) return n == 2 && views_all_of(mlirOperationGetOperand(op, 1), buffer);
+    if (!op_is(op, "linalg.generic") || n < 1 || mlirOperationGetNumResults(op) != 0) return false;
+    MlirAttribute seg = mlirOperationGetAttributeByName(op, sref("operandSegmentSizes"));
+    if (mlirAttributeIsNull(seg) || mlirDenseI32ArrayGetElement(seg, 1) != 1) return false;
+    for (intptr_t i = 0; i + 1 < n; ++i) {
+        if (mlirValueEqual(buffer_root(mlirOperationGetOperand(op, i)), buffer)) return false;
+    }
+    return views_all_of(mlirOperationGetOperand(op, n - 1), buffer) && mlirAffineMapIsIdentity(indexing_map(op, (int)n - 1)) &&
+           !block_arg_used(op, (int)n - 1);
+}
+
+bool read_only_by(MlirOperation writer, MlirOperation reader, MlirOperation until, MlirValue buffer) {
+    for (MlirOperation op = mlirOperationGetNextInBlock(writer); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationEqual(op, until)) break;
+        if (!mlirOperationEqual(op, reader) && op_may_access(op, buffer, true)) return false;
+    }
+    MlirOperation next = next_access(until, buffer);
+    return mlirOperationIsNull(next) || overwrites_buffer(next, buffer);
+}
+
+static void erase_unused_views(MlirValue v) {
+    OpList users = {0};
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (is_view_op(user) && mlirOpOperandGetOperandNumber(u) == 0) oplist_push_unique(&users, user);
+    }
+    for (int i = 0; i < users.n; ++i) {
+        MlirValue r = mlirOperationGetResult(users.ops[i], 0);
+        erase_unused_views(r);
+        if (mlirOpOperandIsNull(mlirValueGetFirstUse(r))) mlirOperationDestroy(users.ops[i]);
+    }
+    oplist_free(&users);
+}
+
+void erase_ops(const OpList *dead) {
+    for (int i = 0; i < dead->n; ++i) {
+        if (!op_is(dead->ops[i], "memref.alloc") && !op_is(dead->ops[i], "memref.alloca")) mlirOperationDestroy(dead->ops[i]);
+    }
+    for (int i = 0; i < dead->n; ++i) {
+        if (!op_is(dead->ops[i], "memref.alloc") && !op_is(dead->ops[i], "memref.alloca")) continue;
+        MlirValue buffer = mlirOperationGetResult(dead->ops[i], 0);
+        erase_unused_views(buffer);
+        if (mlirOpOperandIsNull(mlirValueGetFirstUse(buffer))) mlirOperationDestroy(dead->ops[i]);
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Reading through a copy
+ *===----------------------------------------------------------------------===*/
+
+/* The op that last wrote `buffer` before `consumer`, if it is a
+ * linalg.generic copying into all of it (operand 1, the buffer itself, an
+ * identity map) what it reads from operand 0, and nothing else accessed
+ * the buffer in between. */
+static MlirOperation copy_before(MlirOperation consumer, MlirValue buffer) {
     MlirOperation copy = {NULL};
-    int consumer_uses = 0;
-    for (int i = 0; i < u->others.n; ++i) {
-        MlirOperation user = u->others.ops[i];
-        if (mlirOperationEqual(user, consumer)) {
-            bool input = u->operand[i] + 1 < mlirOperationGetNumOperands(consumer);
-            if (!input || !mlirValueEqual(u->values[i], v)) return (MlirOperation){NULL};
-            ++consumer_uses;
-        } else if (mlirOperationIsNull(copy) && op_is(user, "linalg.generic") && mlirOperationGetNumOperands(user) == 2 &&
-                   u->operand[i] == 1 && mlirValueEqual(u->values[i], buffer)) {
-            copy = user;
-        } else {
-            return (MlirOperation){NULL};
-        }
+    for (MlirOperation op = mlirBlockGetFirstOperation(mlirOperationGetBlock(consumer)); !mlirOperationEqual(op, consumer);
+         op = mlirOperationGetNextInBlock(op)) {
+        if (op_may_access(op, buffer, true)) copy = op;
     }
-    if (consumer_uses != 1 || mlirOperationIsNull(copy) || !mlirAffineMapIsIdentity(indexing_map(copy, 1))) return (MlirOperation){NULL};
+    if (mlirOperationIsNull(copy) || !op_is(copy, "linalg.generic") || mlirOperationGetNumOperands(copy) != 2 ||
+        !mlirValueEqual(mlirOperationGetOperand(copy, 1), buffer) || !mlirAffineMapIsIdentity(indexing_map(copy, 1))) {
+        return (MlirOperation){NULL};
+    }
     MlirOperation yield = only_op_in_body(copy);
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
     if (mlirOperationIsNull(yield) || !op_is(yield, "linalg.yield") || mlirOperationGetNumOperands(yield) != 1 ||
@@ -308,23 +367,30 @@ bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, Ml
     MlirValue buffer = buffer_root(v);
     MlirOperation alloc = defining_op(buffer);
     if (mlirOperationIsNull(alloc) || !(op_is(alloc, "memref.alloc") || op_is(alloc, "memref.alloca"))) return false;
-    Users u = {{0}, {0}, {{NULL}}, {0}};
+    /* the consumer reads the buffer through v only, as an input */
+    int reads = 0, others = 0;
+    intptr_t n = mlirOperationGetNumOperands(consumer);
+    for (intptr_t i = 0; i < n; ++i) {
+        MlirValue operand = mlirOperationGetOperand(consumer, i);
+        if (!mlirValueEqual(buffer_root(operand), buffer)) continue;
+        if (mlirValueEqual(operand, v) && i + 1 < n) {
+            ++reads;
+        } else {
+            ++others;
+        }
+    }
+    MlirOperation copy = reads == 1 && others == 0 ? copy_before(consumer, buffer) : (MlirOperation){NULL};
     View whole, source, viewed;
-    bool ok = collect_users(buffer, &u);
-    MlirOperation copy = ok ? sole_copy_into(buffer, &u, consumer, v) : (MlirOperation){NULL};
-    ok = !mlirOperationIsNull(copy) && view_of_type(buffer, &whole) && is_contiguous(&whole) &&
-         view_of_type(mlirOperationGetOperand(copy, 0), &source) && view_of_type(v, &viewed);
+    bool ok = !mlirOperationIsNull(copy) && read_only_by(copy, consumer, at, buffer) && view_of_type(buffer, &whole) &&
+              is_contiguous(&whole) && view_of_type(mlirOperationGetOperand(copy, 0), &source) && view_of_type(v, &viewed);
     MlirValue source_root = ok ? buffer_root(source.base) : (MlirValue){NULL};
     ok = ok && !mlirValueEqual(source_root, c_root) && untouched_between(copy, at, source_root, false);
     int64_t strides[VIEW_MAX_DIMS], offset;
     ok = ok && view_through_map(&source, indexing_map(copy, 0), whole.rank, strides, &offset) &&
          view_compose(&viewed, whole.rank, whole.sizes, source.base, strides, offset, out);
     if (ok) {
-        push_unique(dead, copy);
-        for (int i = u.views.n - 1; i >= 0; --i) push_unique(dead, u.views.ops[i]);
-        push_unique(dead, alloc);
+        oplist_push_unique(dead, copy);
+        oplist_push_unique(dead, alloc);
     }
-    oplist_free(&u.views);
-    oplist_free(&u.others);
     return ok;
 }

@@ -21,10 +21,6 @@ MlirOperation defining_op(MlirValue v);
 bool is_view_op(MlirOperation op);
 /* The buffer a memref value is a view of: a function argument or an alloc. */
 MlirValue buffer_root(MlirValue v);
-/* The users of `buffer` and, through views, of the views of it: the views
- * in `views` (each before the views made of it), the others in `users`
- * (false past 64 of them). */
-bool buffer_users(MlirValue buffer, OpList *views, OpList *users);
 /* Could `op` write the buffer `root` (or, with `reads`, read it)?  Unknown
  * ops answer yes, so that a rewrite never moves an access past them. */
 bool op_may_access(MlirOperation op, MlirValue root, bool reads);
@@ -55,6 +51,7 @@ bool view_compose(const View *v, int rank, const int64_t *sizes, MlirValue to_ba
                   View *out);
 /* Row-major over its whole buffer from element 0. */
 bool is_contiguous(const View *v);
+int64_t view_numel(const View *v);
 /* memref.reinterpret_cast of v's base to v's static strided type. */
 MlirValue build_view(Builder *b, const View *v);
 
@@ -66,12 +63,31 @@ bool is_zero_constant(MlirValue v);
  * (nothing reads or writes c's buffer in between), or null. */
 MlirOperation zero_fill_before(MlirOperation consumer, MlirValue c);
 
-/* If `v`, an input of `consumer`, views a buffer that exists only to hold a
- * copy of another (a linalg.generic yielding its input: a materialized
- * permute or broadcast), describes v through the copy's source and queues
- * the copy, the views and the buffer on `dead` (users first).  Only if
- * nothing writes the source between the copy and `at` (where the consumer's
- * replacement will read it), and the source is not `c_root`. */
+/* The first op after `after` (same block) that may read or write `buffer`. */
+MlirOperation next_access(MlirOperation after, MlirValue buffer);
+/* Whether `op` writes every element of `buffer` (an allocation) without
+ * reading it: a linalg.fill or memref.copy into all of it, a linalg.generic
+ * whose output is all of it (identity map) and whose body ignores the old
+ * values. */
+bool overwrites_buffer(MlirOperation op, MlirValue buffer);
+/* Whether what `writer` leaves in `buffer` is read by `reader` only, and
+ * still there at `until` (reader or a later op): nothing else accesses the
+ * buffer before `until`, and after it the next access overwrites it all. */
+bool read_only_by(MlirOperation writer, MlirOperation reader, MlirOperation until, MlirValue buffer);
+
+void oplist_push_unique(OpList *l, MlirOperation op);
+/* Destroys the ops of `dead` in order, but an allocation (and the views of
+ * it that nothing uses any more) only once nothing else uses it: buffers
+ * are reused across the function by bufferization. */
+void erase_ops(const OpList *dead);
+
+/* If `v`, an input of `consumer` (its only access to that buffer), views a
+ * buffer whose last writer is a copy of another (a linalg.generic yielding
+ * its input: a materialized permute, slice or broadcast) read by nothing
+ * else, describes v through the copy's source and queues the copy and the
+ * buffer on `dead`.  Only if nothing writes the source between the copy and
+ * `at` (where the consumer's replacement will read it), the buffer holds
+ * the copy until then, and the source is not `c_root`. */
 bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, MlirOperation at, View *out, OpList *dead);
 
 #endif /* PT2_PASSES_BUFFERS_H */

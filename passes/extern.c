@@ -227,7 +227,7 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
     build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
     if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
-    for (int i = 0; i < dead.n; ++i) mlirOperationDestroy(dead.ops[i]); /* users (copies) were queued before buffers */
+    erase_ops(&dead);
     oplist_free(&dead);
     return true;
 }

@@ -111,20 +111,6 @@ typedef struct Gemm {
     OpList dead;            /* erased after the call is built, in this order */
 } Gemm;
 
-static bool is_dead(const Gemm *g, MlirOperation op) {
-    if (mlirOperationEqual(op, g->op) || (!mlirOperationIsNull(g->fill) && mlirOperationEqual(op, g->fill))) return true;
-    for (int i = 0; i < g->dead.n; ++i) {
-        if (mlirOperationEqual(g->dead.ops[i], op)) return true;
-    }
-    return false;
-}
-
-static int64_t numel(const View *v) {
-    int64_t n = 1;
-    for (int d = 0; d < v->rank; ++d) n *= v->sizes[d];
-    return n;
-}
-
 static bool all_parallel(MlirOperation op) {
     MlirAttribute it = mlirOperationGetAttributeByName(op, sref("iterator_types"));
     if (mlirAttributeIsNull(it)) return false;
@@ -137,27 +123,22 @@ static bool all_parallel(MlirOperation op) {
 }
 
 /* The op that reads D next, if the call can absorb it: D's buffer is an
- * allocation that only the replaced ops and `reader` use, and reader reads
- * all of it through one contiguous view (operand *out_c) in row-major order:
- * a memref.copy out of it, or an all-parallel linalg.generic with one
- * output, identity maps on that input and the output.  The reader's loops
- * run over that view's shape (*out_loops).  The buffer's views go on
- * `views`. */
-static MlirOperation sole_reader(const Gemm *g, int *out_c, View *out_loops, OpList *views) {
+ * allocation, the first op after the call's place to access it is
+ * `reader`, which reads all of it through one contiguous view (operand
+ * *out_c) in row-major order, and the next access after the reader
+ * overwrites it all (bufferization reuses buffers).  The reader is a
+ * memref.copy out of it, or an all-parallel linalg.generic with one output,
+ * identity maps on that input and the output; its loops run over that
+ * view's shape (*out_loops). */
+static MlirOperation sole_reader(const Gemm *g, int *out_c, View *out_loops) {
     MlirValue buffer = buffer_root(g->d.view.base);
-    MlirOperation alloc = defining_op(buffer), reader = {NULL};
-    OpList users = {0};
+    MlirOperation alloc = defining_op(buffer);
     View whole;
-    bool ok = !mlirOperationIsNull(alloc) && op_is(alloc, "memref.alloc") && view_of_type(buffer, &whole) && is_contiguous(&whole) &&
-              buffer_users(buffer, views, &users);
-    for (int i = 0; i < users.n && ok; ++i) {
-        if (is_dead(g, users.ops[i])) continue;
-        ok = mlirOperationIsNull(reader);
-        reader = users.ops[i];
-    }
-    oplist_free(&users);
+    bool ok = !mlirOperationIsNull(alloc) && op_is(alloc, "memref.alloc") && view_of_type(buffer, &whole) && is_contiguous(&whole);
+    MlirOperation reader = ok ? next_access(g->at, buffer) : (MlirOperation){NULL};
+    ok = ok && !mlirOperationIsNull(reader);
     int n_in = 1, c = 0;
-    if (ok && !mlirOperationIsNull(reader) && op_is(reader, "linalg.generic")) {
+    if (ok && op_is(reader, "linalg.generic")) {
         MlirAttribute seg = mlirOperationGetAttributeByName(reader, sref("operandSegmentSizes"));
         ok = mlirOperationGetNumResults(reader) == 0 && all_parallel(reader) && !mlirAttributeIsNull(seg) &&
              mlirDenseArrayGetNumElements(seg) == 2 && mlirDenseI32ArrayGetElement(seg, 1) == 1;
@@ -170,15 +151,13 @@ static MlirOperation sole_reader(const Gemm *g, int *out_c, View *out_loops, OpL
         }
         ok = ok && c >= 0 && mlirAffineMapIsIdentity(indexing_map(reader, c)) && mlirAffineMapIsIdentity(indexing_map(reader, n_in));
     } else {
-        ok = ok && !mlirOperationIsNull(reader) && op_is(reader, "memref.copy");
+        ok = ok && op_is(reader, "memref.copy");
     }
+    MlirOperation after = ok ? next_access(reader, buffer) : (MlirOperation){NULL};
     ok = ok && !mlirValueEqual(buffer_root(mlirOperationGetOperand(reader, n_in)), buffer) &&
-         view_of_type(mlirOperationGetOperand(reader, c), out_loops) && is_contiguous(out_loops) && numel(out_loops) == numel(&whole) &&
-         untouched_between(g->at, reader, buffer, true);
-    if (!ok) {
-        oplist_free(views);
-        return (MlirOperation){NULL};
-    }
+         view_of_type(mlirOperationGetOperand(reader, c), out_loops) && is_contiguous(out_loops) &&
+         view_numel(out_loops) == view_numel(&whole) && (mlirOperationIsNull(after) || overwrites_buffer(after, buffer));
+    if (!ok) return (MlirOperation){NULL};
     *out_c = c;
     return reader;
 }
@@ -225,20 +204,16 @@ static bool copies_or_rounds(const Gemm *g, MlirOperation reader) {
 static bool absorb_copy(Gemm *g) {
     int c;
     View loops, d;
-    OpList views = {0};
-    MlirOperation reader = sole_reader(g, &c, &loops, &views);
-    if (mlirOperationIsNull(reader)) return false;
-    bool ok = op_is(reader, "memref.copy") || copies_or_rounds(g, reader);
-    ok = ok && product_view(g, reader, 1, &loops, &d);
-    if (ok) {
-        g->d = (Operand){{NULL}, d};
-        g->at = reader;
-        oplist_push(&g->dead, reader);
-        for (int i = views.n - 1; i >= 0; --i) oplist_push(&g->dead, views.ops[i]);
-        oplist_push(&g->dead, defining_op(buffer_root(mlirOperationGetOperand(reader, c))));
+    MlirOperation reader = sole_reader(g, &c, &loops);
+    if (mlirOperationIsNull(reader) || !(op_is(reader, "memref.copy") || copies_or_rounds(g, reader)) ||
+        !product_view(g, reader, 1, &loops, &d)) {
+        return false;
     }
-    oplist_free(&views);
-    return ok;
+    oplist_push_unique(&g->dead, reader);
+    oplist_push_unique(&g->dead, defining_op(buffer_root(g->d.view.base)));
+    g->d = (Operand){{NULL}, d};
+    g->at = reader;
+    return true;
 }
 
 /*--- epilogue bodies ---------------------------------------------------------*/
@@ -370,12 +345,8 @@ static bool absorb_epilogue(Gemm *g) {
     if (g->d.view.rank != 2 || !(mlirTypeIsAF32(dt) || mlirTypeIsAF16(dt) || mlirTypeIsABF16(dt))) return false;
     int c;
     View loops, d;
-    OpList views = {0};
-    MlirOperation reader = sole_reader(g, &c, &loops, &views);
-    if (mlirOperationIsNull(reader) || !op_is(reader, "linalg.generic")) {
-        oplist_free(&views);
-        return false;
-    }
+    MlirOperation reader = sole_reader(g, &c, &loops);
+    if (mlirOperationIsNull(reader) || !op_is(reader, "linalg.generic")) return false;
     int n_in = (int)mlirOperationGetNumOperands(reader) - 1;
     MlirValue out = mlirOperationGetOperand(reader, n_in), out_root = buffer_root(out);
     Gemm e = *g;
@@ -399,17 +370,14 @@ static bool absorb_epilogue(Gemm *g) {
         }
     }
     ok = ok && (e.has_bias || e.has_residual || e.act != ACT_NONE);
-    if (ok) {
-        e.d = (Operand){{NULL}, d};
-        e.at = reader;
-        e.fallback = reader;
-        e.fallback_c = c;
-        for (int i = views.n - 1; i >= 0; --i) oplist_push(&e.dead, views.ops[i]);
-        oplist_push(&e.dead, defining_op(buffer_root(mlirOperationGetOperand(reader, c))));
-        *g = e;
-    }
-    oplist_free(&views);
-    return ok;
+    if (!ok) return false;
+    oplist_push_unique(&e.dead, defining_op(buffer_root(g->d.view.base)));
+    e.d = (Operand){{NULL}, d};
+    e.at = reader;
+    e.fallback = reader;
+    e.fallback_c = c;
+    *g = e;
+    return true;
 }
 
 /*--- inputs ------------------------------------------------------------------*/
@@ -423,7 +391,7 @@ static bool read_operand(Gemm *g, Operand *x, MlirValue d_root) {
     if (view_through_copy(g->op, x->value, d_root, g->at, &folded, &dead) && matrix_ok(&folded, false)) {
         x->value = (MlirValue){NULL};
         x->view = folded;
-        for (int i = 0; i < dead.n; ++i) oplist_push(&g->dead, dead.ops[i]);
+        for (int i = 0; i < dead.n; ++i) oplist_push_unique(&g->dead, dead.ops[i]);
         oplist_free(&dead);
         return true;
     }
@@ -491,7 +459,7 @@ static void emit(MlirOperation module, Gemm *g, int index) {
     }
     mlirOperationDestroy(g->op);
     if (!mlirOperationIsNull(g->fill)) mlirOperationDestroy(g->fill);
-    for (int i = 0; i < g->dead.n; ++i) mlirOperationDestroy(g->dead.ops[i]);
+    erase_ops(&g->dead);
 }
 
 /* Rewrites one linalg.matmul / batch_matmul if it qualifies. */

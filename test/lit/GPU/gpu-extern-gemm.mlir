@@ -370,6 +370,79 @@ func.func @permuted_k_heads(%k: memref<2x9x3x16xf32>, %q: memref<2x3x7x16xf32>, 
 
 // -----
 
+// Bufferization reuses buffers across layers: one buffer holds both weights'
+// transposes, one f32 buffer both accumulators.  Each copy is read by its own
+// product only and each accumulator by its own truncation, so everything
+// folds and both buffers go.
+// CHECK-LABEL: func.func @reused_buffers
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg
+// CHECK: %[[W1:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [12, 5], strides: [1, 12]
+// CHECK: call @pt2_gpu_gemm_bf16_bf16_b0_0(%arg0, %[[W1]], %arg3)
+// CHECK: %[[W2:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [12, 5], strides: [1, 12]
+// CHECK: call @pt2_gpu_gemm_bf16_bf16_b0_1(%arg0, %[[W2]], %arg4)
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @reused_buffers(%x: memref<14x12xbf16>, %w1: memref<5x12xbf16>, %w2: memref<5x12xbf16>, %o1: memref<14x5xbf16>, %o2: memref<14x5xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %wt = memref.alloc() : memref<12x5xbf16>
+  %acc = memref.alloc() : memref<14x5xf32>
+  linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w1 : memref<5x12xbf16>) outs(%wt : memref<12x5xbf16>) {
+  ^bb0(%in: bf16, %o: bf16):
+    linalg.yield %in : bf16
+  }
+  linalg.fill ins(%zero : f32) outs(%acc : memref<14x5xf32>)
+  linalg.matmul ins(%x, %wt : memref<14x12xbf16>, memref<12x5xbf16>) outs(%acc : memref<14x5xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : memref<14x5xf32>) outs(%o1 : memref<14x5xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w2 : memref<5x12xbf16>) outs(%wt : memref<12x5xbf16>) {
+  ^bb0(%in: bf16, %o: bf16):
+    linalg.yield %in : bf16
+  }
+  linalg.fill ins(%zero : f32) outs(%acc : memref<14x5xf32>)
+  linalg.matmul ins(%x, %wt : memref<14x12xbf16>, memref<12x5xbf16>) outs(%acc : memref<14x5xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : memref<14x5xf32>) outs(%o2 : memref<14x5xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+
+// -----
+
+// A copy read again after the product keeps its copy (and the product reads
+// the copy's buffer).
+// CHECK-LABEL: func.func @copy_read_again
+// CHECK: %[[WT:.*]] = memref.alloc() : memref<13x5xf32>
+// CHECK: linalg.generic
+// CHECK: call @pt2_gpu_gemm_f32_f32_b0_0(%arg0, %[[WT]], %arg2)
+// CHECK: memref.copy %[[WT]], %arg3
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @copy_read_again(%x: memref<7x13xf32>, %w: memref<5x13xf32>, %c: memref<7x5xf32>, %wout: memref<13x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %wt = memref.alloc() : memref<13x5xf32>
+  linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<5x13xf32>) outs(%wt : memref<13x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%c : memref<7x5xf32>)
+  linalg.matmul ins(%x, %wt : memref<7x13xf32>, memref<13x5xf32>) outs(%c : memref<7x5xf32>)
+  memref.copy %wt, %wout : memref<13x5xf32> to memref<13x5xf32>
+  return
+}
+
+// -----
+
 // A copy whose source is written before the product keeps its copy.
 // CHECK-LABEL: func.func @source_written_after_copy
 // CHECK: linalg.generic
