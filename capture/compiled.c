@@ -398,13 +398,16 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     long previous_device = -1;
     PyObject *ws = NULL;
     for (int i = 0; i < self->n_inputs; ++i) {
-        if (self->input_contiguous[i]) continue; /* guarded strides: known when compiled */
+        /* guarded strides: known when compiled; a contiguous view at an
+         * offset is copied too, as kernels read 16-byte aligned buffers */
+        bool aligned = (uintptr_t)ptrs[i] % PT2_GPU_ALIGNMENT == 0;
+        if (self->input_contiguous[i] && aligned) continue;
         if (n_contig == 0) {
             for (int k = 0; k < self->n_inputs; ++k) contig[k] = Py_NewRef(inputs[k]);
             n_contig = self->n_inputs;
             in = contig;
         }
-        Py_SETREF(contig[i], PyObject_CallMethodNoArgs(inputs[i], str_contiguous));
+        Py_SETREF(contig[i], PyObject_CallMethodNoArgs(inputs[i], self->input_contiguous[i] ? str_clone : str_contiguous));
         if (!contig[i]) goto done;
         ptrs[i] = tensor_data(contig[i]);
         if (PyErr_Occurred()) goto done;

@@ -179,10 +179,15 @@ PT2_EXPORT size_t pt2GpuKernelWorkspaceBytes(const Pt2GpuKernel *k);
 PT2_EXPORT int pt2GpuKernelNumLaunches(const Pt2GpuKernel *k);
 /* The launch plan and the PTX as text (what the disk cache holds).  Borrowed. */
 PT2_EXPORT const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k);
+/* Kernels read and write buffers 16 bytes at a time: every device pointer
+ * given to a launch or a capture is aligned to this (torch allocations are;
+ * a tensor viewed at an offset may not be: copy it). */
+#define PT2_GPU_ALIGNMENT 16
 /* Enqueues the kernel's launches on `stream` (a CUstream; NULL: the default
  * stream) of the current CUDA context.  device_pointers: contiguous device
- * buffers, inputs then outputs; workspace: pt2GpuKernelWorkspaceBytes of
- * device memory (256-byte aligned) or NULL if that is 0.  Returns 0 or -1. */
+ * buffers, inputs then outputs, PT2_GPU_ALIGNMENT-aligned; workspace:
+ * pt2GpuKernelWorkspaceBytes of device memory (256-byte aligned) or NULL if
+ * that is 0.  Returns 0 or -1 (a misaligned pointer is an error). */
 PT2_EXPORT int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream);
 /* Matrix products (cuBLAS) on f32 operands may use TF32 tensor cores, as
  * torch.backends.cuda.matmul.allow_tf32; off by default. */

@@ -35,252 +35,12 @@
  *
  * Other element types (f16, bf16, integers) keep their generated loops.
  *===----------------------------------------------------------------------===*/
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "buffers.h"
 #include "mlir-c/Dialect/Linalg.h"
-
-#define MAX_DIMS 16
-
-static MlirOperation defining_op(MlirValue v) {
-    return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
-}
-
-/*===----------------------------------------------------------------------===*
- * Which buffer a value is, and who touches it
- *===----------------------------------------------------------------------===*/
-
-static bool is_view_op(MlirOperation op) {
-    static const char *const views[] = {"memref.cast",     "memref.collapse_shape", "memref.expand_shape",
-                                        "memref.subview",  "memref.reinterpret_cast", "memref.transpose",
-                                        "memref.view"};
-    for (size_t i = 0; i < sizeof views / sizeof views[0]; ++i) {
-        if (op_is(op, views[i])) return true;
-    }
-    return false;
-}
-
-/* The buffer a memref value is a view of: a function argument or an alloc. */
-static MlirValue buffer_root(MlirValue v) {
-    for (MlirOperation def = defining_op(v); !mlirOperationIsNull(def) && is_view_op(def); def = defining_op(v)) {
-        v = mlirOperationGetOperand(def, 0);
-    }
-    return v;
-}
-
-static bool same_buffer(MlirValue v, MlirValue root) {
-    return mlirTypeIsAMemRef(mlirValueGetType(v)) && mlirValueEqual(buffer_root(v), root);
-}
-
-/* Ops that neither read nor write memory contents. */
-static bool is_memory_free(MlirOperation op) {
-    static const char *const prefixes[] = {"arith.", "math.", "index.", "ub."};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; ++i) {
-        if (op_name_starts(op, prefixes[i])) return true;
-    }
-    return is_view_op(op) || op_is(op, "memref.alloc") || op_is(op, "memref.alloca") || op_is(op, "memref.dim") ||
-           op_is(op, "memref.get_global") || op_is(op, "affine.apply");
-}
-
-/* A call this pass made (or an earlier run of it): @pt2rt_... of libpt2rt. */
-static bool is_runtime_call(MlirOperation op) {
-    MlirAttribute callee = mlirOperationGetAttributeByName(op, sref("callee"));
-    if (mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)) return false;
-    MlirStringRef name = mlirFlatSymbolRefAttrGetValue(callee);
-    return name.length > 6 && strncmp(name.data, "pt2rt_", 6) == 0;
-}
-
-/* Could `op` write the buffer `root` (or, with `reads`, read it)?  Unknown
- * ops answer yes, so that a rewrite never moves an access past them. */
-static bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
-    if (is_memory_free(op)) return false;
-    if (op_is(op, "memref.load")) return reads && same_buffer(mlirOperationGetOperand(op, 0), root);
-    if (op_is(op, "memref.store")) return same_buffer(mlirOperationGetOperand(op, 1), root);
-    if (op_is(op, "memref.copy")) {
-        return same_buffer(mlirOperationGetOperand(op, 1), root) || (reads && same_buffer(mlirOperationGetOperand(op, 0), root));
-    }
-    if (op_is(op, "func.return")) {
-        if (!reads) return false;
-        for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-            if (same_buffer(mlirOperationGetOperand(op, i), root)) return true;
-        }
-        return false;
-    }
-    if (op_is(op, "func.call") && is_runtime_call(op)) {
-        /* libpt2rt touches only the buffers it is passed (any of them may be written) */
-        for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-            if (same_buffer(mlirOperationGetOperand(op, i), root)) return true;
-        }
-        return false;
-    }
-    if (op_name_starts(op, "linalg.") && mlirOperationGetNumResults(op) == 0) {
-        /* structured ops on buffers: inputs are read, inits (the last
-         * operands) read and written; their bodies only see block arguments */
-        MlirAttribute seg = mlirOperationGetAttributeByName(op, sref("operandSegmentSizes"));
-        if (mlirAttributeIsNull(seg) || mlirDenseArrayGetNumElements(seg) != 2) return true;
-        intptr_t n = mlirOperationGetNumOperands(op), n_inits = mlirDenseI32ArrayGetElement(seg, 1);
-        for (intptr_t i = 0; i < n; ++i) {
-            bool is_init = i >= n - n_inits;
-            if ((is_init || reads) && same_buffer(mlirOperationGetOperand(op, i), root)) return true;
-        }
-        return false;
-    }
-    return true;
-}
-
-/* Do the ops strictly between `first` and `last` (same block, first before
- * last) leave `root` alone?  False if last does not follow first. */
-static bool untouched_between(MlirOperation first, MlirOperation last, MlirValue root, bool reads) {
-    for (MlirOperation op = mlirOperationGetNextInBlock(first); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        if (mlirOperationEqual(op, last)) return true;
-        if (op_may_access(op, root, reads)) return false;
-    }
-    return false;
-}
-
-/*===----------------------------------------------------------------------===*
- * Strided views
- *===----------------------------------------------------------------------===*/
-
-/* How an index space maps onto the buffer of `base`: element (i...) lives
- * at offset + sum(i_d * strides[d]) from base's aligned pointer. */
-typedef struct View {
-    MlirValue base;
-    int rank;
-    int64_t sizes[MAX_DIMS], strides[MAX_DIMS], offset;
-} View;
-
-/* A memref with a static shape and static strides: its own view. */
-static bool view_of_type(MlirValue v, View *out) {
-    MlirType t = mlirValueGetType(v);
-    if (!mlirTypeIsAMemRef(t) || !mlirShapedTypeHasStaticShape(t)) return false;
-    int rank = (int)mlirShapedTypeGetRank(t);
-    if (rank > MAX_DIMS) return false;
-    out->base = v;
-    out->rank = rank;
-    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, out->strides, &out->offset))) return false;
-    if (mlirShapedTypeIsDynamicStrideOrOffset(out->offset)) return false;
-    for (int d = 0; d < rank; ++d) {
-        out->sizes[d] = mlirShapedTypeGetDimSize(t, d);
-        if (mlirShapedTypeIsDynamicStrideOrOffset(out->strides[d])) return false;
-    }
-    return true;
-}
-
-/* Composes `map` (a loop index to operand index map whose results are dims
- * or constants) with the operand's view: strides per loop dim (summed where
- * a dim repeats, 0 where it is absent) and the constant part in the offset. */
-static bool view_through_map(const View *operand, MlirAffineMap map, int n_loops, int64_t *loop_strides, int64_t *offset) {
-    if (mlirAffineMapGetNumResults(map) != operand->rank || mlirAffineMapGetNumDims(map) != n_loops) return false;
-    for (int d = 0; d < n_loops; ++d) loop_strides[d] = 0;
-    *offset = operand->offset;
-    for (int j = 0; j < operand->rank; ++j) {
-        MlirAffineExpr e = mlirAffineMapGetResult(map, j);
-        if (mlirAffineExprIsADim(e)) {
-            loop_strides[mlirAffineDimExprGetPosition(e)] += operand->strides[j];
-        } else if (mlirAffineExprIsAConstant(e)) {
-            *offset += mlirAffineConstantExprGetValue(e) * operand->strides[j];
-        } else {
-            return false;
-        }
-    }
-    return true;
-}
-
-static MlirAffineMap indexing_map(MlirOperation op, int i) {
-    return mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(mlirLinalgGetIndexingMapsAttribute(op), i));
-}
-
-static MlirOperation only_op_in_body(MlirOperation op) {
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
-    if (mlirBlockIsNull(body)) return (MlirOperation){NULL};
-    MlirOperation first = mlirBlockGetFirstOperation(body);
-    return mlirOperationIsNull(mlirOperationGetNextInBlock(first)) ? first : (MlirOperation){NULL};
-}
-
-static void push_unique(OpList *l, MlirOperation op) {
-    for (int i = 0; i < l->n; ++i) {
-        if (mlirOperationEqual(l->ops[i], op)) return;
-    }
-    oplist_push(l, op);
-}
-
-/* The op that last wrote v's buffer before `consumer` in its block, when it
- * is a copy into the whole of v: a linalg.generic yielding its input through
- * a projected permutation (a materialized permute or broadcast).  Bufferization
- * may reuse one buffer for many such copies (the transposed weights of
- * consecutive linears), so the copy is found by position, not by being the
- * buffer's only writer. */
-static bool is_copy_into(MlirOperation op, MlirValue v) {
-    if (!op_is(op, "linalg.generic") || mlirOperationGetNumOperands(op) != 2 || !mlirValueEqual(mlirOperationGetOperand(op, 1), v) ||
-        !mlirAffineMapIsIdentity(indexing_map(op, 1)) || same_buffer(mlirOperationGetOperand(op, 0), buffer_root(v))) {
-        return false;
-    }
-    MlirOperation yield = only_op_in_body(op);
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
-    return !mlirOperationIsNull(yield) && op_is(yield, "linalg.yield") && mlirOperationGetNumOperands(yield) == 1 &&
-           mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0));
-}
-
-static MlirOperation copy_feeding(MlirOperation consumer, MlirValue v) {
-    MlirValue root = buffer_root(v);
-    MlirOperation last = {NULL};
-    MlirOperation op = mlirBlockGetFirstOperation(mlirOperationGetBlock(consumer));
-    for (; !mlirOperationEqual(op, consumer); op = mlirOperationGetNextInBlock(op)) {
-        if (op_may_access(op, root, false)) last = op;
-    }
-    return !mlirOperationIsNull(last) && is_copy_into(last, v) ? last : (MlirOperation){NULL};
-}
-
-/* If `v`, an input of `consumer`, is a fresh buffer (an alloc) that the op
- * before holds a copy of another (copy_feeding), describes v through the
- * copy's source instead and queues the copy on `copies` (remove_dead_copies
- * deletes it once nothing else reads what it wrote).  Only if nothing writes
- * the source between the copy and the consumer. */
-static bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, View *out, OpList *copies) {
-    MlirOperation alloc = defining_op(v);
-    if (mlirOperationIsNull(alloc) || !(op_is(alloc, "memref.alloc") || op_is(alloc, "memref.alloca"))) return false;
-    MlirOperation copy = copy_feeding(consumer, v);
-    View source;
-    if (mlirOperationIsNull(copy) || !view_of_type(mlirOperationGetOperand(copy, 0), &source)) return false;
-    MlirValue source_root = buffer_root(source.base);
-    if (mlirValueEqual(source_root, c_root) || !untouched_between(copy, consumer, source_root, false)) return false;
-    View through = {source.base, 0, {0}, {0}, 0};
-    if (!view_of_type(v, out)) return false;
-    through.rank = out->rank;
-    memcpy(through.sizes, out->sizes, sizeof through.sizes);
-    if (!view_through_map(&source, indexing_map(copy, 0), out->rank, through.strides, &through.offset)) return false;
-    *out = through;
-    push_unique(copies, copy);
-    return true;
-}
-
-/* Deletes each copy of `copies` whose result nobody reads any more (no op
- * between it and the next write of its buffer reads the buffer), and then
- * the buffer if that was its last use. */
-static void remove_dead_copies(OpList *copies) {
-    for (int i = 0; i < copies->n; ++i) {
-        MlirOperation copy = copies->ops[i];
-        MlirValue buffer = mlirOperationGetOperand(copy, 1);
-        bool read = true;
-        MlirOperation op = mlirOperationGetNextInBlock(copy);
-        for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-            if (op_may_access(op, buffer, true)) {
-                /* a later full overwrite by another copy ends this copy's data */
-                read = !is_copy_into(op, buffer);
-                break;
-            }
-        }
-        if (mlirOperationIsNull(op)) read = false; /* never read again (a dealloc comes later) */
-        if (read) continue;
-        MlirOperation alloc = defining_op(buffer);
-        mlirOperationDestroy(copy);
-        if (mlirOpOperandIsNull(mlirValueGetFirstUse(buffer))) mlirOperationDestroy(alloc);
-    }
-}
 
 /*===----------------------------------------------------------------------===*
  * Matching contractions
@@ -314,8 +74,8 @@ static bool body_is_multiply_accumulate(MlirOperation op) {
 /* The loop dims of a contraction, in the order the runtime wants them. */
 typedef struct Contraction {
     int n_loops, n_batch;
-    int batch[MAX_DIMS], m, n, k; /* loop dim numbers; m or n -1 if absent */
-    int64_t loop_size[MAX_DIMS];
+    int batch[VIEW_MAX_DIMS], m, n, k; /* loop dim numbers; m or n -1 if absent */
+    int64_t loop_size[VIEW_MAX_DIMS];
 } Contraction;
 
 static bool map_uses_dim(MlirAffineMap map, int d, int *out_position) {
@@ -336,7 +96,7 @@ static bool map_uses_dim(MlirAffineMap map, int d, int *out_position) {
 static bool classify_dims(MlirOperation op, const View views[3], Contraction *c) {
     MlirAffineMap maps[3] = {indexing_map(op, 0), indexing_map(op, 1), indexing_map(op, 2)};
     c->n_loops = (int)mlirAffineMapGetNumDims(maps[2]);
-    if (c->n_loops > MAX_DIMS) return false;
+    if (c->n_loops > VIEW_MAX_DIMS) return false;
     intptr_t n_out = mlirAffineMapGetNumResults(maps[2]);
     c->m = c->n = c->k = -1;
     c->n_batch = 0;
@@ -372,61 +132,21 @@ static bool classify_dims(MlirOperation op, const View views[3], Contraction *c)
  * Rewriting
  *===----------------------------------------------------------------------===*/
 
-static bool is_zero_constant(MlirValue v) {
-    MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !op_is(def, "arith.constant")) return false;
-    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
-    return mlirAttributeIsAFloat(a) && mlirFloatAttrGetValueDouble(a) == 0.0;
-}
-
-/* The linalg.fill of zero into exactly `c` that the contraction can replace
- * (nothing reads or writes c's buffer in between), or null. */
-static MlirOperation zero_fill_before(MlirOperation consumer, MlirValue c) {
-    MlirValue root = buffer_root(c);
-    MlirOperation fill = {NULL};
-    for (MlirOperation op = mlirBlockGetFirstOperation(mlirOperationGetBlock(consumer)); !mlirOperationEqual(op, consumer);
-         op = mlirOperationGetNextInBlock(op)) {
-        if (op_is(op, "linalg.fill") && mlirValueEqual(mlirOperationGetOperand(op, 1), c) &&
-            is_zero_constant(mlirOperationGetOperand(op, 0))) {
-            fill = op;
-        } else if (!mlirOperationIsNull(fill) && op_may_access(op, root, true)) {
-            fill = (MlirOperation){NULL};
-        }
-    }
-    return fill;
-}
-
 static const char *elem_name(MlirType t) { return mlirTypeIsAF32(t) ? "f32" : "f64"; }
 
-/* The memref.reinterpret_cast of `base` to a static strided view, cast to
- * an unranked memref (the runtime reads the ranked descriptor). */
-static MlirValue build_strided_view(Builder *b, MlirValue base, int rank, const int64_t *sizes, const int64_t *strides,
-                                    int64_t offset, MlirType elem) {
-    char text[1024];
-    size_t len = (size_t)snprintf(text, sizeof text, "memref<");
-    for (int i = 0; i < rank; ++i) len += (size_t)snprintf(text + len, sizeof text - len, "%" PRId64 "x", sizes[i]);
-    len += (size_t)snprintf(text + len, sizeof text - len, "%s, strided<[", elem_name(elem));
-    for (int i = 0; i < rank; ++i) len += (size_t)snprintf(text + len, sizeof text - len, "%s%" PRId64, i ? ", " : "", strides[i]);
-    snprintf(text + len, sizeof text - len, "], offset: %" PRId64 ">>", offset);
-    MlirType view_type = parse_type(b->ctx, text);
-    MlirNamedAttribute attrs[4] = {
-        named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 4, (int32_t[]){1, 0, 0, 0})),
-        named_attr(b->ctx, "static_offsets", mlirDenseI64ArrayGet(b->ctx, 1, &offset)),
-        named_attr(b->ctx, "static_sizes", mlirDenseI64ArrayGet(b->ctx, rank, sizes)),
-        named_attr(b->ctx, "static_strides", mlirDenseI64ArrayGet(b->ctx, rank, strides)),
-    };
-    MlirValue view = mlirOperationGetResult(build_op(b, "memref.reinterpret_cast", 1, &base, 1, &view_type, 4, attrs), 0);
-    return build_unary(b, "memref.cast", view, mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull()));
+/* v as an unranked memref (the runtime reads the ranked descriptor). */
+static MlirValue build_unranked_view(Builder *b, const View *v, MlirType elem) {
+    return build_unary(b, "memref.cast", build_view(b, v), mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull()));
 }
 
 /* `loop_dims` of the view (-1: a unit dim), as an unranked strided view. */
 static MlirValue build_loop_view(Builder *b, const View *v, const Contraction *c, const int *dims, int n_dims, MlirType elem) {
-    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+    View loop = {v->base, n_dims, {0}, {0}, v->offset};
     for (int i = 0; i < n_dims; ++i) {
-        sizes[i] = dims[i] >= 0 ? c->loop_size[dims[i]] : 1;
-        strides[i] = dims[i] >= 0 ? v->strides[dims[i]] : 0;
+        loop.sizes[i] = dims[i] >= 0 ? c->loop_size[dims[i]] : 1;
+        loop.strides[i] = dims[i] >= 0 ? v->strides[dims[i]] : 0;
     }
-    return build_strided_view(b, v->base, n_dims, sizes, strides, v->offset, elem);
+    return build_unranked_view(b, &loop, elem);
 }
 
 /* Declares `func.func private @name(<params>)` with a C interface (the
@@ -475,7 +195,7 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
     MlirValue c_root = buffer_root(operands[2]);
     for (int i = 0; i < 2; ++i) {
         View folded;
-        if (view_through_copy(op, operands[i], c_root, &folded, &dead)) views[i] = folded;
+        if (view_through_copy(op, operands[i], c_root, op, &folded, &dead)) views[i] = folded;
     }
     /* per loop dim strides of each operand, replacing the per-operand-dim ones */
     View loop_views[3];
@@ -507,7 +227,7 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
     build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
     if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
-    remove_dead_copies(&dead);
+    erase_ops(&dead);
     oplist_free(&dead);
     return true;
 }
@@ -727,7 +447,7 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op) {
     MlirValue args[10] = {
         build_unary(&b, "memref.cast", call.x, unranked),
         build_unary(&b, "memref.cast", call.w, unranked),
-        build_strided_view(&b, call.y.base, 4, call.y.sizes, call.y.strides, call.y.offset, elem),
+        build_unranked_view(&b, &call.y, elem),
     };
     const int64_t scalars[7] = {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups};
     for (int i = 0; i < 7; ++i) args[3 + i] = const_int(&b, i64, scalars[i]);

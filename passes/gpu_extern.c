@@ -2,19 +2,43 @@
  *
  * In the GPU pipeline, after bufferization and before loops: every
  * linalg.matmul and linalg.batch_matmul on f32, f16, bf16 or f64 memrefs
- * whose matrices have a unit stride on one dimension (row-major, or a
- * transposed view) becomes
+ * becomes
  *
- *     func.call @pt2_gpu_gemm_<ab>_<c>_b<beta>_<n>(%A, %B, %C)
+ *   func.call @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu]_<n>(%A, %B, %D[, %bias][, %residual])
  *
  * a host op that runtime/gpu_kernel.c records in the launch plan as a cuBLAS
- * call (runtime/cublas.c) between the kernels.  beta is 0 when the op
- * before is a linalg.fill of zero into C (the fill is dropped), else 1
- * (C += A · B, linalg's semantics).  Other products stay loops.
+ * call (runtime/cublas.c) between the kernels.  Every operand is a static
+ * strided view whose matrices have a unit stride on one dimension (cuBLAS
+ * reads the other layout with CUBLAS_OP_T) and whose batch has one stride.
+ * beta is 0 when C is zero-filled before (the fill is dropped), else 1
+ * (C += A · B, linalg's semantics).  Around the call the rewrite removes:
+ *
+ *   - copies into operands: a buffer that only holds a copy of another
+ *     (linear's weight transposed, a permuted K, a reshape of one) is read
+ *     through the copy's source with strides, and the copy is erased
+ *     (buffers.c, view_through_copy); a layout cuBLAS cannot read (a batch
+ *     of two strides) keeps its copy;
+ *   - copies of the result: with beta 0, the one reader of C that copies it
+ *     into another buffer or rounds it (the f32 accumulator of an f16/bf16
+ *     product that pt2-lower-contractions truncates) is erased and the call
+ *     writes that buffer in that type (cuBLAS accumulates in f32 anyway);
+ *   - an epilogue: then, for f32/f16/bf16 matrices without a batch, the one
+ *     elementwise reader computing act(C + bias[n] + residual[m, n]) (each
+ *     part optional; act relu, or GELU in its tanh form, cuBLASLt's) is
+ *     done by cuBLASLt's epilogue, the residual as its C with beta 1.  The
+ *     reader stays after the call, in place on the output, and is followed
+ *     by @pt2_gpu_fallback_end_<n>(): the plan runs it only when cuBLASLt
+ *     cannot do the epilogue (runtime/cublas.c).
+ *
+ * The call goes where the last op it replaces was, so nothing may write
+ * what it reads in between.  Other products (integers, layouts cuBLAS
+ * cannot read) stay loops.
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "buffers.h"
 #include "gpu_map.h"
 
 typedef struct TypeText {
@@ -38,22 +62,19 @@ static const char *float_name(MlirType t) {
     return NULL;
 }
 
-/* The last two dimensions: one of them has a unit stride (or one element). */
-static bool matrix_layout_ok(MlirType t, bool need_row_major) {
-    int rank = (int)mlirShapedTypeGetRank(t);
-    int64_t strides[3], offset;
-    if (rank < 2 || rank > 3 || !mlirShapedTypeHasStaticShape(t) ||
-        mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) {
-        return false;
-    }
-    int64_t dyn = mlirShapedTypeGetDynamicStrideOrOffset();
-    for (int i = 0; i < rank; ++i) {
-        if (strides[i] == dyn) return false;
-    }
-    if (offset == dyn) return false;
-    int64_t rows = mlirShapedTypeGetDimSize(t, rank - 2), cols = mlirShapedTypeGetDimSize(t, rank - 1);
-    bool row_major = strides[rank - 1] == 1 || cols == 1, col_major = strides[rank - 2] == 1 || rows == 1;
-    return need_row_major ? row_major : (row_major || col_major);
+static MlirType elem_of(MlirValue v) { return mlirShapedTypeGetElementType(mlirValueGetType(v)); }
+
+/* A matrix ([batch,] rows, cols) cuBLAS can read: a unit stride on one of
+ * the two dims and the other a valid leading dimension, a batch with a
+ * nonzero stride; `output`s are row-major. */
+static bool matrix_ok(const View *v, bool output) {
+    int r = v->rank;
+    if (r < 2 || r > 3) return false;
+    int64_t rows = v->sizes[r - 2], cols = v->sizes[r - 1], s_rows = v->strides[r - 2], s_cols = v->strides[r - 1];
+    bool row_major = (cols == 1 || s_cols == 1) && (rows == 1 || s_rows >= cols);
+    bool col_major = (rows == 1 || s_rows == 1) && (cols == 1 || s_cols >= rows);
+    if (r == 3 && v->sizes[0] > 1 && v->strides[0] == 0) return false;
+    return output ? row_major : (row_major || col_major);
 }
 
 static bool default_maps(MlirOperation op, bool batch) {
@@ -68,68 +89,420 @@ static bool default_maps(MlirOperation op, bool batch) {
     return strcmp(t.data, want) == 0;
 }
 
-/* The op before `op` fills C with zero: returns it, else null. */
-static MlirOperation zero_fill_before(MlirOperation op, MlirValue c) {
-    MlirOperation prev = {NULL};
-    for (MlirOperation o = mlirBlockGetFirstOperation(mlirOperationGetBlock(op)); !mlirOperationEqual(o, op);
-         o = mlirOperationGetNextInBlock(o)) {
-        prev = o;
+/*===----------------------------------------------------------------------===*
+ * The product being rewritten
+ *===----------------------------------------------------------------------===*/
+
+/* An operand of the call: `value` as it is, or (value null) `view` built. */
+typedef struct Operand {
+    MlirValue value;
+    View view;
+} Operand;
+
+typedef enum Act { ACT_NONE, ACT_RELU, ACT_GELU } Act;
+
+typedef struct Gemm {
+    MlirOperation op, fill, at; /* the product, its zero fill, the op the call goes before */
+    Operand a, b, d, bias, residual;
+    bool has_bias, has_residual;
+    Act act;
+    MlirOperation fallback; /* the epilogue reader kept after the call */
+    int fallback_c;         /* its operand that read C, rewired to its output */
+    OpList dead;            /* erased after the call is built, in this order */
+} Gemm;
+
+static bool all_parallel(MlirOperation op) {
+    MlirAttribute it = mlirOperationGetAttributeByName(op, sref("iterator_types"));
+    if (mlirAttributeIsNull(it)) return false;
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(it); ++i) {
+        TypeText t = {{0}, 0};
+        mlirAttributePrint(mlirArrayAttrGetElement(it, i), append, &t);
+        if (!strstr(t.data, "parallel")) return false;
     }
-    if (mlirOperationIsNull(prev) || !gpu_is_op(prev, "linalg.fill") || mlirOperationGetNumOperands(prev) != 2) {
-        return (MlirOperation){NULL};
-    }
-    if (!mlirValueEqual(mlirOperationGetOperand(prev, 1), c)) return (MlirOperation){NULL};
-    MlirValue v = mlirOperationGetOperand(prev, 0);
-    if (!mlirValueIsAOpResult(v) || !gpu_is_op(mlirOpResultGetOwner(v), "arith.constant")) return (MlirOperation){NULL};
-    MlirAttribute a = mlirOperationGetAttributeByName(mlirOpResultGetOwner(v), sref("value"));
-    bool zero = mlirAttributeIsAFloat(a) && mlirFloatAttrGetValueDouble(a) == 0.0;
-    return zero ? prev : (MlirOperation){NULL};
+    return true;
 }
 
-static int counter;
+/* The op that reads D next, if the call can absorb it: D's buffer is an
+ * allocation, the first op after the call's place to access it is
+ * `reader`, which reads all of it through one contiguous view (operand
+ * *out_c) in row-major order, and the next access after the reader
+ * overwrites it all (bufferization reuses buffers).  The reader is a
+ * memref.copy out of it, or an all-parallel linalg.generic with one output,
+ * identity maps on that input and the output; its loops run over that
+ * view's shape (*out_loops). */
+static MlirOperation sole_reader(const Gemm *g, int *out_c, View *out_loops) {
+    MlirValue buffer = buffer_root(g->d.view.base);
+    MlirOperation alloc = defining_op(buffer);
+    View whole;
+    bool ok = !mlirOperationIsNull(alloc) && op_is(alloc, "memref.alloc") && view_of_type(buffer, &whole) && is_contiguous(&whole);
+    MlirOperation reader = ok ? next_access(g->at, buffer) : (MlirOperation){NULL};
+    ok = ok && !mlirOperationIsNull(reader);
+    int n_in = 1, c = 0;
+    if (ok && op_is(reader, "linalg.generic")) {
+        MlirAttribute seg = mlirOperationGetAttributeByName(reader, sref("operandSegmentSizes"));
+        ok = mlirOperationGetNumResults(reader) == 0 && all_parallel(reader) && !mlirAttributeIsNull(seg) &&
+             mlirDenseArrayGetNumElements(seg) == 2 && mlirDenseI32ArrayGetElement(seg, 1) == 1;
+        n_in = ok ? mlirDenseI32ArrayGetElement(seg, 0) : 0;
+        c = -1;
+        for (int i = 0; i < n_in && ok; ++i) {
+            if (!mlirValueEqual(buffer_root(mlirOperationGetOperand(reader, i)), buffer)) continue;
+            ok = c < 0;
+            c = i;
+        }
+        ok = ok && c >= 0 && mlirAffineMapIsIdentity(indexing_map(reader, c)) && mlirAffineMapIsIdentity(indexing_map(reader, n_in));
+    } else {
+        ok = ok && op_is(reader, "memref.copy");
+    }
+    MlirOperation after = ok ? next_access(reader, buffer) : (MlirOperation){NULL};
+    ok = ok && !mlirValueEqual(buffer_root(mlirOperationGetOperand(reader, n_in)), buffer) &&
+         view_of_type(mlirOperationGetOperand(reader, c), out_loops) && is_contiguous(out_loops) &&
+         view_numel(out_loops) == view_numel(&whole) && (mlirOperationIsNull(after) || overwrites_buffer(after, buffer));
+    if (!ok) return (MlirOperation){NULL};
+    *out_c = c;
+    return reader;
+}
 
-static void to_call(MlirOperation module, MlirOperation op) {
-    bool batch = gpu_is_op(op, "linalg.batch_matmul");
-    if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !default_maps(op, batch)) return;
-    MlirValue v[3];
-    MlirType t[3];
-    for (int i = 0; i < 3; ++i) {
-        v[i] = mlirOperationGetOperand(op, i);
-        t[i] = mlirValueGetType(v[i]);
-        if (!mlirTypeIsAMemRef(t[i]) || mlirShapedTypeGetRank(t[i]) != (batch ? 3 : 2)) return;
+/* Reader operand `i` seen by the call: D's elements in the reader's loops
+ * (`loops`) mapped onto it (through its indexing map; a memref.copy's are
+ * identities), in the product's shape. */
+static bool product_view(const Gemm *g, MlirOperation reader, int i, const View *loops, View *out) {
+    View operand;
+    int64_t strides[VIEW_MAX_DIMS], offset;
+    MlirValue v = mlirOperationGetOperand(reader, i);
+    if (!view_of_type(v, &operand)) return false;
+    if (op_is(reader, "memref.copy")) {
+        if (operand.rank != loops->rank) return false;
+        memcpy(strides, operand.strides, sizeof strides);
+        offset = operand.offset;
+    } else if (!view_through_map(&operand, indexing_map(reader, i), loops->rank, strides, &offset)) {
+        return false;
     }
-    MlirType ea = mlirShapedTypeGetElementType(t[0]), ec = mlirShapedTypeGetElementType(t[2]);
-    const char *ab = float_name(ea), *cn = float_name(ec);
-    if (!ab || !cn || !mlirTypeEqual(ea, mlirShapedTypeGetElementType(t[1]))) return;
-    if (!(mlirTypeEqual(ea, ec) || (mlirTypeIsAF32(ec) && !mlirTypeIsAF64(ea)))) return;
-    if (!matrix_layout_ok(t[0], false) || !matrix_layout_ok(t[1], false) || !matrix_layout_ok(t[2], true)) return;
-    MlirOperation fill = zero_fill_before(op, v[2]);
-    char name[128], text[2048];
-    snprintf(name, sizeof name, "pt2_gpu_gemm_%s_%s_b%d_%d", ab, cn, mlirOperationIsNull(fill) ? 1 : 0, counter++);
-    TypeText types[3];
-    for (int i = 0; i < 3; ++i) {
-        types[i] = (TypeText){{0}, 0};
-        mlirTypePrint(t[i], append, &types[i]);
+    return view_compose(&g->d.view, loops->rank, loops->sizes, v, strides, offset, out);
+}
+
+/* A generic reading only D, yielding it (a copy) or its f32 rounded to
+ * f16/bf16, the type of the product's operands (cuBLAS writes that type). */
+static bool copies_or_rounds(const Gemm *g, MlirOperation reader) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(reader, 0));
+    MlirOperation yield = mlirBlockGetTerminator(body), first = mlirBlockGetFirstOperation(body);
+    MlirValue yielded = mlirOperationGetOperand(yield, 0);
+    if (mlirOperationGetNumOperands(reader) != 2) return false;
+    if (!mlirOperationEqual(first, yield)) { /* truncf, then yield */
+        MlirType out = elem_of(mlirOperationGetOperand(reader, 1));
+        if (!op_is(first, "arith.truncf") || !mlirOperationEqual(mlirOperationGetNextInBlock(first), yield) ||
+            !mlirValueEqual(yielded, mlirOperationGetResult(first, 0)) || !(mlirTypeIsAF16(out) || mlirTypeIsABF16(out)) ||
+            !mlirTypeEqual(out, elem_of(g->a.view.base))) {
+            return false;
+        }
+        yielded = mlirOperationGetOperand(first, 0);
     }
-    snprintf(text, sizeof text, "func.func private @%s(%s, %s, %s)", name, types[0].data, types[1].data, types[2].data);
-    MlirContext ctx = mlirOperationGetContext(op);
-    MlirOperation decl = mlirOperationCreateParse(ctx, sref(text), sref("pt2-gpu-extern-gemm"));
-    if (mlirOperationIsNull(decl)) return;
+    return mlirValueEqual(yielded, mlirBlockGetArgument(body, 0));
+}
+
+/* The call writes where D is copied to (or rounded to f16/bf16 from f32)
+ * instead of D. */
+static bool absorb_copy(Gemm *g) {
+    int c;
+    View loops, d;
+    MlirOperation reader = sole_reader(g, &c, &loops);
+    if (mlirOperationIsNull(reader) || !(op_is(reader, "memref.copy") || copies_or_rounds(g, reader)) ||
+        !product_view(g, reader, 1, &loops, &d)) {
+        return false;
+    }
+    oplist_push_unique(&g->dead, reader);
+    oplist_push_unique(&g->dead, defining_op(buffer_root(g->d.view.base)));
+    g->d = (Operand){{NULL}, d};
+    g->at = reader;
+    return true;
+}
+
+/*--- epilogue bodies ---------------------------------------------------------*/
+
+/* v without the roundings of an f16/bf16 body: extf(truncf(x)) is x. */
+static MlirValue unrounded(MlirValue v) {
+    for (;;) {
+        MlirOperation ext = defining_op(v);
+        if (mlirOperationIsNull(ext) || !op_is(ext, "arith.extf")) return v;
+        MlirOperation trunc = defining_op(mlirOperationGetOperand(ext, 0));
+        if (mlirOperationIsNull(trunc) || !op_is(trunc, "arith.truncf")) return v;
+        MlirValue x = mlirOperationGetOperand(trunc, 0);
+        if (!mlirTypeEqual(mlirValueGetType(x), mlirValueGetType(v))) return v;
+        v = x;
+    }
+}
+
+static bool binary(MlirValue v, const char *name, MlirValue *x, MlirValue *y) {
+    MlirOperation def = defining_op(unrounded(v));
+    if (mlirOperationIsNull(def) || !op_is(def, name)) return false;
+    *x = mlirOperationGetOperand(def, 0);
+    *y = mlirOperationGetOperand(def, 1);
+    return true;
+}
+
+/* A float constant within the rounding of bf16 of `want` (pt2-decompose
+ * makes the constants of a bf16 GELU in bf16). */
+static bool constant_near(MlirValue v, double want) {
+    MlirOperation def = defining_op(v);
+    if (mlirOperationIsNull(def) || !op_is(def, "arith.constant")) return false;
+    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
+    return mlirAttributeIsAFloat(a) && fabs(mlirFloatAttrGetValueDouble(a) - want) <= fabs(want) * 0x1p-8;
+}
+
+/* v = x <op> c or c <op> x. */
+static bool with_constant(MlirValue v, const char *op, double c, MlirValue *x) {
+    MlirValue l, r;
+    if (!binary(v, op, &l, &r)) return false;
+    *x = constant_near(r, c) ? l : r;
+    return constant_near(r, c) || constant_near(l, c);
+}
+
+static bool same(MlirValue a, MlirValue b) { return mlirValueEqual(unrounded(a), unrounded(b)); }
+
+/* x * x * x, in any order. */
+static bool is_cube_of(MlirValue v, MlirValue x) {
+    MlirValue l, r, p, q;
+    if (!binary(v, "arith.mulf", &l, &r)) return false;
+    for (int swap = 0; swap < 2; ++swap) {
+        if (binary(swap ? r : l, "arith.mulf", &p, &q) && same(p, x) && same(q, x) && same(swap ? l : r, x)) return true;
+    }
+    return false;
+}
+
+/* pt2-decompose's gelu(s, approximate="tanh"):
+ * (s * 0.5) * (tanh((s + s*s*s * 0.044715) * sqrt(2/pi)) + 1). */
+static bool is_gelu_tanh(MlirValue v, MlirValue *s) {
+    MlirValue p, q, half_of, tanh_plus_one, poly, l, r, cube;
+    if (!binary(v, "arith.mulf", &p, &q)) return false;
+    for (int swap = 0; swap < 2; ++swap) {
+        if (!with_constant(swap ? q : p, "arith.mulf", 0.5, &half_of) || !with_constant(swap ? p : q, "arith.addf", 1.0, &tanh_plus_one)) {
+            continue;
+        }
+        MlirOperation t = defining_op(unrounded(tanh_plus_one));
+        if (mlirOperationIsNull(t) || !op_is(t, "math.tanh") ||
+            !with_constant(mlirOperationGetOperand(t, 0), "arith.mulf", 0.7978845608028654, &poly) || !binary(poly, "arith.addf", &l, &r)) {
+            return false;
+        }
+        for (int swap2 = 0; swap2 < 2; ++swap2) {
+            if (same(swap2 ? r : l, half_of) && with_constant(swap2 ? l : r, "arith.mulf", 0.044715, &cube) &&
+                is_cube_of(cube, half_of)) {
+                *s = half_of;
+                return true;
+            }
+        }
+        return false;
+    }
+    return false;
+}
+
+/* Counts the block arguments a sum of terms adds (an argument, or its extf
+ * in an f16/bf16 body); false for any other term. */
+static bool count_terms(MlirValue v, MlirBlock body, int *counts, int n_args) {
+    MlirValue l, r;
+    if (binary(v, "arith.addf", &l, &r)) return count_terms(l, body, counts, n_args) && count_terms(r, body, counts, n_args);
+    v = unrounded(v);
+    MlirOperation ext = defining_op(v);
+    if (!mlirOperationIsNull(ext) && op_is(ext, "arith.extf")) v = mlirOperationGetOperand(ext, 0);
+    if (!mlirValueIsABlockArgument(v) || !mlirBlockEqual(mlirBlockArgumentGetOwner(v), body)) return false;
+    intptr_t i = mlirBlockArgumentGetArgNumber(v);
+    if (i >= n_args) return false;
+    ++counts[i];
+    return true;
+}
+
+/* The reader's body is yield([truncf] act(sum of its inputs, each once)):
+ * which activation. */
+static bool epilogue_body(MlirOperation reader, Act *act) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(reader, 0));
+    MlirOperation yield = mlirBlockGetTerminator(body);
+    MlirValue z = mlirOperationGetOperand(yield, 0), s;
+    if (!mlirTypeIsAF32(mlirValueGetType(z))) {
+        MlirOperation trunc = defining_op(z);
+        if (mlirOperationIsNull(trunc) || !op_is(trunc, "arith.truncf")) return false;
+        z = mlirOperationGetOperand(trunc, 0);
+        if (!mlirTypeIsAF32(mlirValueGetType(z))) return false;
+    }
+    *act = ACT_NONE;
+    s = z;
+    if (with_constant(z, "arith.maximumf", 0.0, &s)) {
+        *act = ACT_RELU;
+    } else if (is_gelu_tanh(z, &s)) {
+        *act = ACT_GELU;
+    } else {
+        s = z;
+    }
+    int n_in = (int)mlirOperationGetNumOperands(reader) - 1, counts[8] = {0};
+    if (n_in > 3 || !count_terms(s, body, counts, n_in)) return false;
+    for (int i = 0; i < n_in; ++i) {
+        if (counts[i] != 1) return false;
+    }
+    return true;
+}
+
+/* The call does the reader's act(D + bias + residual) with cuBLASLt's
+ * epilogue, the reader kept in place on its output for when it cannot. */
+static bool absorb_epilogue(Gemm *g) {
+    MlirType dt = elem_of(g->d.view.base);
+    if (g->d.view.rank != 2 || !(mlirTypeIsAF32(dt) || mlirTypeIsAF16(dt) || mlirTypeIsABF16(dt))) return false;
+    int c;
+    View loops, d;
+    MlirOperation reader = sole_reader(g, &c, &loops);
+    if (mlirOperationIsNull(reader) || !op_is(reader, "linalg.generic")) return false;
+    int n_in = (int)mlirOperationGetNumOperands(reader) - 1;
+    MlirValue out = mlirOperationGetOperand(reader, n_in), out_root = buffer_root(out);
+    Gemm e = *g;
+    e.has_bias = e.has_residual = false;
+    bool ok = n_in <= 3 && mlirTypeEqual(elem_of(out), dt) && product_view(g, reader, n_in, &loops, &d) && epilogue_body(reader, &e.act);
+    for (int i = 0; i < n_in && ok; ++i) {
+        View v = {{NULL}, 0, {0}, {0}, 0};
+        MlirValue in = mlirOperationGetOperand(reader, i);
+        if (i == c) continue;
+        ok = mlirTypeEqual(elem_of(in), dt) && !mlirValueEqual(buffer_root(in), out_root) && product_view(g, reader, i, &loops, &v);
+        int64_t m = v.sizes[0], n = v.sizes[1];
+        bool row = (m == 1 || v.strides[0] == 0) && (n == 1 || v.strides[1] == 1);
+        if (ok && row && !e.has_bias) { /* bias[n], read as n contiguous elements */
+            e.has_bias = true;
+            e.bias = (Operand){{NULL}, {v.base, 1, {n}, {1}, v.offset}};
+        } else if (ok && !e.has_residual && matrix_ok(&v, true)) {
+            e.has_residual = true;
+            e.residual = (Operand){{NULL}, v};
+        } else {
+            ok = false;
+        }
+    }
+    ok = ok && (e.has_bias || e.has_residual || e.act != ACT_NONE);
+    if (!ok) return false;
+    oplist_push_unique(&e.dead, defining_op(buffer_root(g->d.view.base)));
+    e.d = (Operand){{NULL}, d};
+    e.at = reader;
+    e.fallback = reader;
+    e.fallback_c = c;
+    *g = e;
+    return true;
+}
+
+/*--- inputs ------------------------------------------------------------------*/
+
+/* A or B: through the copy that made it if that reads as a matrix, else as
+ * it is; either way unwritten until the call reads it at g->at, and not
+ * D's buffer. */
+static bool read_operand(Gemm *g, Operand *x, MlirValue d_root) {
+    OpList dead = {0};
+    View folded;
+    if (view_through_copy(g->op, x->value, d_root, g->at, &folded, &dead) && matrix_ok(&folded, false)) {
+        x->value = (MlirValue){NULL};
+        x->view = folded;
+        for (int i = 0; i < dead.n; ++i) oplist_push_unique(&g->dead, dead.ops[i]);
+        oplist_free(&dead);
+        return true;
+    }
+    oplist_free(&dead);
+    MlirValue root = buffer_root(x->value);
+    return matrix_ok(&x->view, false) && !mlirValueEqual(root, d_root) &&
+           (mlirOperationEqual(g->at, g->op) || untouched_between(g->op, g->at, root, false));
+}
+
+/*===----------------------------------------------------------------------===*
+ * Rewriting
+ *===----------------------------------------------------------------------===*/
+
+/* x's value, or a reinterpret_cast to its view where the view is not that
+ * of its base's own type. */
+static MlirValue operand_value(Builder *b, const Operand *x) {
+    if (!mlirValueIsNull(x->value)) return x->value;
+    View own;
+    bool same = view_of_type(x->view.base, &own) && own.rank == x->view.rank && own.offset == x->view.offset &&
+                !memcmp(own.sizes, x->view.sizes, sizeof(int64_t) * (size_t)own.rank) &&
+                !memcmp(own.strides, x->view.strides, sizeof(int64_t) * (size_t)own.rank);
+    return same ? x->view.base : build_view(b, &x->view);
+}
+
+/* Declares func.func private @name(<types of args>) in the module. */
+static void declare(MlirOperation module, const char *name, const MlirValue *args, int n) {
+    char text[2600];
+    size_t len = (size_t)snprintf(text, sizeof text, "func.func private @%s(", name);
+    for (int i = 0; i < n; ++i) {
+        TypeText t = {{0}, 0};
+        mlirTypePrint(mlirValueGetType(args[i]), append, &t);
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%s", i ? ", " : "", t.data);
+    }
+    snprintf(text + len, sizeof text - len, ")");
+    MlirOperation decl = mlirOperationCreateParse(mlirOperationGetContext(module), sref(text), sref("pt2-gpu-extern-gemm"));
     mlirBlockAppendOwnedOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)), decl);
-    Builder b = builder_before(op);
-    MlirNamedAttribute callee = named_attr(ctx, "callee", mlirFlatSymbolRefAttrGet(ctx, sref(name)));
-    build_op(&b, "func.call", 3, v, 0, NULL, 1, &callee);
-    if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
-    mlirOperationDestroy(op);
+}
+
+static void build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n) {
+    declare(module, name, args, n);
+    MlirNamedAttribute callee = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(name)));
+    build_op(b, "func.call", n, args, 0, NULL, 1, &callee);
+}
+
+static void emit(MlirOperation module, Gemm *g, int index) {
+    Builder b = builder_before(g->at);
+    MlirValue args[5];
+    int n = 0;
+    args[n++] = operand_value(&b, &g->a);
+    args[n++] = operand_value(&b, &g->b);
+    args[n++] = operand_value(&b, &g->d);
+    if (g->has_bias) args[n++] = operand_value(&b, &g->bias);
+    if (g->has_residual) args[n++] = operand_value(&b, &g->residual);
+    static const char *const acts[] = {"", "_relu", "_gelu"};
+    char name[160];
+    snprintf(name, sizeof name, "pt2_gpu_gemm_%s_%s_b%d%s%s%s_%d", float_name(elem_of(args[0])), float_name(elem_of(args[2])),
+             mlirOperationIsNull(g->fill) ? 1 : 0, g->has_bias ? "_bias" : "", g->has_residual ? "_res" : "", acts[g->act], index);
+    build_call(&b, module, name, args, n);
+    if (!mlirOperationIsNull(g->fallback)) {
+        MlirOperation r = g->fallback;
+        mlirOperationSetOperand(r, g->fallback_c, mlirOperationGetOperand(r, mlirOperationGetNumOperands(r) - 1));
+        Builder after = builder_before(mlirOperationGetNextInBlock(r));
+        snprintf(name, sizeof name, "pt2_gpu_fallback_end_%d", index);
+        build_call(&after, module, name, NULL, 0);
+    }
+    mlirOperationDestroy(g->op);
+    if (!mlirOperationIsNull(g->fill)) mlirOperationDestroy(g->fill);
+    erase_ops(&g->dead);
+}
+
+/* Rewrites one linalg.matmul / batch_matmul if it qualifies. */
+static bool rewrite_product(MlirOperation module, MlirOperation op, int index) {
+    bool batch = gpu_is_op(op, "linalg.batch_matmul");
+    if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !default_maps(op, batch)) return false;
+    Gemm g = {.op = op, .at = op};
+    Operand *slots[3] = {&g.a, &g.b, &g.d};
+    for (int i = 0; i < 3; ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (!mlirTypeIsAMemRef(mlirValueGetType(v)) || mlirShapedTypeGetRank(mlirValueGetType(v)) != (batch ? 3 : 2) ||
+            !view_of_type(v, &slots[i]->view)) {
+            return false;
+        }
+        slots[i]->value = v;
+    }
+    MlirType ea = elem_of(g.a.value), ec = elem_of(g.d.value);
+    if (!float_name(ea) || !float_name(ec) || !mlirTypeEqual(ea, elem_of(g.b.value))) return false;
+    if (!(mlirTypeEqual(ea, ec) || (mlirTypeIsAF32(ec) && !mlirTypeIsAF64(ea)))) return false;
+    g.fill = zero_fill_before(op, g.d.value);
+    if (!mlirOperationIsNull(g.fill)) {
+        while (absorb_copy(&g)) {
+        }
+        absorb_epilogue(&g);
+    }
+    MlirValue d_root = buffer_root(g.d.view.base);
+    bool ok = matrix_ok(&g.d.view, true) && read_operand(&g, &g.a, d_root) && read_operand(&g, &g.b, d_root);
+    if (ok) emit(module, &g, index);
+    oplist_free(&g.dead);
+    return ok;
 }
 
 static int run_extern_gemm(MlirOperation module, void *user) {
     (void)user;
-    OpList mms = collect_ops_with_prefix(module, "linalg.");
-    for (int i = 0; i < mms.n; ++i) {
-        if (gpu_is_op(mms.ops[i], "linalg.matmul") || gpu_is_op(mms.ops[i], "linalg.batch_matmul")) to_call(module, mms.ops[i]);
+    /* only products: a rewrite erases other linalg ops (copies, readers) */
+    OpList linalg = collect_ops_with_prefix(module, "linalg."), products = {0};
+    for (int i = 0; i < linalg.n; ++i) {
+        if (gpu_is_op(linalg.ops[i], "linalg.matmul") || gpu_is_op(linalg.ops[i], "linalg.batch_matmul")) oplist_push(&products, linalg.ops[i]);
     }
-    oplist_free(&mms);
+    oplist_free(&linalg);
+    int n = 0;
+    for (int i = 0; i < products.n; ++i) n += rewrite_product(module, products.ops[i], n);
+    oplist_free(&products);
     return 0;
 }
 

@@ -22,7 +22,10 @@
  *   3. scf.parallel nested inside a kernel body becomes scf.for (one level of
  *      parallelism per kernel), then the top-level loop's iteration space is
  *      linearized: one thread per iteration, T (256) threads per block, so
- *      any rank and any shape gives full blocks.
+ *      any rank and any shape gives full blocks.  A pointwise body whose
+ *      innermost trip count allows it takes a chunk of consecutive innermost
+ *      elements a thread instead (16 bytes of its narrowest element), which
+ *      LLVM turns into 16-byte loads and stores (ld.global.v4).
  *   4. Anything else that touches memory runs as a kernel of one thread (scans,
  *      sorts and other explicit loops): correct, slow, and visible in the
  *      launch plan.
@@ -39,6 +42,8 @@
 
 #define GPU_ELEMENTS_PER_THREAD 4
 #define GPU_MANY_ELEMENTS (1 << 20)
+#define GPU_VECTOR_BYTES 16 /* ld.global.v4.b32: kernel buffers are 16-byte aligned (pt2-gpu-kernel-args) */
+#define GPU_MAX_VECTOR_WIDTH 8
 
 bool gpu_is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
@@ -357,6 +362,58 @@ static MlirBlock build_grid(Builder *b, int64_t total, int64_t per_thread, MlirV
     return gpu_build_if(&in, in_range);
 }
 
+/* Binds the loop's induction variables to lb + iteration * step. */
+static void bind_indices(Builder *b, MlirOperation par, int n, const MlirValue *iteration, const int64_t *lb, const int64_t *step) {
+    MlirBlock par_body = gpu_body_of(par);
+    for (int i = 0; i < n; ++i) {
+        MlirValue idx = iteration[i];
+        if (step[i] != 1) idx = build_binary(b, "arith.muli", idx, const_index(b, step[i]));
+        if (lb[i] != 0) idx = build_binary(b, "arith.addi", idx, const_index(b, lb[i]));
+        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(par_body, i), idx);
+    }
+}
+
+/* Delinearizes `linear` over trip[0..n), innermost dimension fastest
+ * (consecutive threads, consecutive elements). */
+static void delinearize(Builder *b, MlirValue linear, int n, const int64_t *trip, MlirValue *out) {
+    MlirValue rest = linear;
+    for (int i = n - 1; i >= 0; --i) {
+        out[i] = rest;
+        if (i > 0) {
+            MlirValue t = const_index(b, trip[i]);
+            out[i] = build_binary(b, "arith.remui", rest, t);
+            rest = build_binary(b, "arith.divui", rest, t);
+        }
+    }
+}
+
+static int64_t element_bytes(MlirType t) {
+    if (mlirTypeIsAInteger(t)) return (mlirIntegerTypeGetWidth(t) + 7) / 8;
+    if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t)) return 2;
+    if (mlirTypeIsAF32(t)) return 4;
+    return 8; /* f64, index */
+}
+
+/* How many consecutive elements of the innermost dimension a thread takes
+ * (3b): 16 bytes of the narrowest element the body loads or stores, halved
+ * until it divides the innermost trip count; 1 for a body that is not
+ * pointwise (nested loops: reductions, scans). */
+static int64_t vector_width(MlirOperation par, int64_t inner_trip) {
+    int64_t narrowest = GPU_VECTOR_BYTES;
+    MlirBlock body = gpu_body_of(par);
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationGetNumRegions(op) != 0 && !gpu_is_op(op, "scf.reduce")) return 1;
+        bool load = gpu_is_op(op, "memref.load"), store = gpu_is_op(op, "memref.store");
+        if (!load && !store) continue;
+        int64_t bytes = element_bytes(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, load ? 0 : 1))));
+        if (bytes < narrowest) narrowest = bytes;
+    }
+    int64_t width = GPU_VECTOR_BYTES / narrowest;
+    if (width > GPU_MAX_VECTOR_WIDTH) width = GPU_MAX_VECTOR_WIDTH;
+    while (width > 1 && inner_trip % width != 0) width /= 2;
+    return width;
+}
+
 static int map_parallel(MlirOperation par) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2], total = 1;
@@ -377,29 +434,38 @@ static int map_parallel(MlirOperation par) {
     }
     serialize_nested(par);
     Builder b = builder_before(par);
-    MlirValue linear;
-    /* several elements a thread once the grid would have many waves of blocks */
+    MlirValue linear, iteration[PT2_MAX_RANK * 2];
     const char *env = getenv("PT2_GPU_ELEMENTS_PER_THREAD"); /* for measurements; not in the cache key */
-    int64_t per_thread = env && atoi(env) > 0 ? atoi(env) : GPU_ELEMENTS_PER_THREAD;
-    if (total < GPU_MANY_ELEMENTS) per_thread = 1;
-    MlirBlock work = build_grid(&b, total, per_thread, &linear);
-    Builder in = builder_before(mlirBlockGetTerminator(work));
-    /* delinearize, innermost dimension fastest (consecutive threads,
-     * consecutive elements) */
-    MlirValue rest = linear;
-    MlirBlock par_body = gpu_body_of(par);
-    for (int i = n - 1; i >= 0; --i) {
-        MlirValue idx = rest;
-        if (i > 0) {
-            MlirValue t = const_index(&in, trip[i]);
-            idx = build_binary(&in, "arith.remui", rest, t);
-            rest = build_binary(&in, "arith.divui", rest, t);
-        }
-        if (step[i] != 1) idx = build_binary(&in, "arith.muli", idx, const_index(&in, step[i]));
-        if (lb[i] != 0) idx = build_binary(&in, "arith.addi", idx, const_index(&in, lb[i]));
-        mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(par_body, i), idx);
+    int64_t width = env ? 1 : vector_width(par, trip[n - 1]);
+    MlirBlock work;
+    Builder in;
+    if (width > 1) {
+        /* 3b: a chunk of `width` consecutive innermost elements a thread,
+         * its first element's indices computed once (the chunk's offset a
+         * known multiple of width), then a constant loop over the chunk
+         * that LLVM unrolls and its load/store vectorizer turns into
+         * 16-byte accesses wherever the innermost stride is 1 */
+        work = build_grid(&b, total / width, 1, &linear);
+        in = builder_before(mlirBlockGetTerminator(work));
+        int64_t chunks[PT2_MAX_RANK * 2];
+        memcpy(chunks, trip, sizeof(int64_t) * (size_t)n);
+        chunks[n - 1] = trip[n - 1] / width;
+        delinearize(&in, linear, n, chunks, iteration);
+        MlirValue first = build_binary(&in, "arith.muli", iteration[n - 1], const_index(&in, width));
+        MlirOperation lanes = gpu_build_for(&in, const_index(&in, 0), const_index(&in, width), const_index(&in, 1));
+        work = gpu_body_of(lanes);
+        in = builder_before(mlirBlockGetTerminator(work));
+        iteration[n - 1] = build_binary(&in, "arith.addi", first, mlirBlockGetArgument(work, 0));
+    } else {
+        /* several elements a thread once the grid would have many waves of blocks */
+        int64_t per_thread = env && atoi(env) > 0 ? atoi(env) : GPU_ELEMENTS_PER_THREAD;
+        if (total < GPU_MANY_ELEMENTS) per_thread = 1;
+        work = build_grid(&b, total, per_thread, &linear);
+        in = builder_before(mlirBlockGetTerminator(work));
+        delinearize(&in, linear, n, trip, iteration);
     }
-    move_body(par_body, mlirBlockGetTerminator(work));
+    bind_indices(&in, par, n, iteration, lb, step);
+    move_body(gpu_body_of(par), mlirBlockGetTerminator(work));
     mlirOperationDestroy(par);
     return 0;
 }

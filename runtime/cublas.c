@@ -1,17 +1,37 @@
-/*===- cublas.c - matrix products on the GPU through cuBLAS, opened with dlopen ===*
+/*===- cublas.c - matrix products on the GPU: cuBLAS and cuBLASLt by dlopen ===*
  *
  * pt2-gpu-extern-gemm (passes/gpu_extern.c) replaces linalg.matmul and
  * linalg.batch_matmul by calls @pt2_gpu_gemm_*; runtime/gpu_kernel.c records
- * each as a plan entry (module -1, function "gemm_<ab>_<c>_b<beta>", three
- * memrefs A, B, C) and calls pt2_cublas_gemm at launch, in stream order
- * with the kernels.  libcublas is found at the first call: PT2_CUBLAS, else
- * the soname of CUDA 13, 12 (already loaded in a process that imported
- * torch), else libcublas.so.  Nothing of CUDA is needed to build.
+ * each as a plan entry (module -1, function
+ * "gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu]", memrefs A, B, D[,
+ * bias][, residual]) and calls pt2_cublas_gemm at launch, in stream order
+ * with the kernels.  Nothing of CUDA is needed to build.
  *
- * Row-major C[m, n] = A[m, k] · B[k, n] is column-major Cᵀ = Bᵀ · Aᵀ, so B
- * goes first; an operand stored transposed (unit stride on its first matrix
- * dimension, as linear's weight view) is passed with CUBLAS_OP_T.
+ * Row-major D[m, n] = A[m, k] · B[k, n] is column-major Dᵀ = Bᵀ · Aᵀ, so B
+ * goes first; an operand stored transposed (a unit stride on its first
+ * matrix dimension: linear's weight, a permuted K) is passed with
+ * CUBLAS_OP_T instead of being copied.  f16/bf16 products compute in f32
+ * (CUBLAS_COMPUTE_32F, as PyTorch) and write D in its own type, f16/bf16 or
+ * f32; f32 products use COMPUTE_32F, or COMPUTE_32F_FAST_TF32 when TF32 is
+ * allowed (pt2GpuSetMatmulAllowTF32); f64 COMPUTE_64F.
+ *
+ * Plain products go to cublasGemmStridedBatchedEx.  Entries with an
+ * epilogue (D = act(A · B + residual + bias[n])) go to cublasLtMatmul: the
+ * bias and the activation as CUBLASLT_EPILOGUE_{BIAS,RELU,GELU}[_BIAS]
+ * (cuBLASLt's GELU is the tanh approximation; gpu_extern.c only matches
+ * that form), the residual as C with beta 1.  The descriptors and the
+ * algorithm cuBLASLt's heuristic picks are kept per entry, for the compute
+ * type and operand alignments they were made for.  Without cuBLASLt, or
+ * when it has no algorithm for an entry, the entry computes A · B alone
+ * with cuBLAS and the plan runs the epilogue kernel kept behind it.
+ *
+ * Libraries: libcublas is PT2_CUBLAS (the Python layer sets it to torch's
+ * nvidia-cublas wheel's library), else the soname of CUDA 13 or 12 (already
+ * loaded in a process that imported torch), else libcublas.so.  libcublasLt
+ * is PT2_CUBLASLT if set (an empty or missing one: no cuBLASLt), else the
+ * one beside the libcublas in use, else its sonames.
  *===----------------------------------------------------------------------===*/
+#define _GNU_SOURCE /* dladdr */
 #include "cublas.h"
 
 #include <dlfcn.h>
@@ -21,6 +41,7 @@
 
 #include "../dialects/catalog.h"
 #include "cuda.h"
+#include "dylib.h"
 #include "pt2.h"
 
 typedef int cublasStatus_t;
@@ -39,52 +60,133 @@ enum {
     CUBLAS_GEMM_DEFAULT = -1,
 };
 
-static cublasStatus_t (*p_create)(cublasHandle_t *);
-static cublasStatus_t (*p_set_stream)(cublasHandle_t, void *);
-static cublasStatus_t (*p_gemm)(cublasHandle_t, int, int, int, int, int, const void *, const void *, int, int, long long,
-                                const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
-static const char *(*p_status_string)(cublasStatus_t);
-static cublasStatus_t (*p_set_workspace)(cublasHandle_t, void *, size_t);
+/* cublasLt.h */
+enum {
+    CUBLASLT_MATMUL_DESC_TRANSA = 3,
+    CUBLASLT_MATMUL_DESC_TRANSB = 4,
+    CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+    CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5, /* B, C, D follow */
+    CUBLASLT_EPILOGUE_DEFAULT = 1,
+    CUBLASLT_EPILOGUE_RELU = 2,
+    CUBLASLT_EPILOGUE_BIAS = 4,
+    CUBLASLT_EPILOGUE_GELU = 32,
+};
+
+typedef struct LtAlgo {
+    uint64_t data[8];
+} LtAlgo;
+
+typedef struct LtHeuristicResult {
+    LtAlgo algo;
+    size_t workspace_size;
+    cublasStatus_t state;
+    float waves_count;
+    int reserved[4];
+} LtHeuristicResult;
+
+#define CUBLAS_FUNCTIONS(X)                                                                                            \
+    X(cublasStatus_t, cublasCreate_v2, cublasHandle_t *)                                                               \
+    X(cublasStatus_t, cublasSetStream_v2, cublasHandle_t, void *)                                                      \
+    X(cublasStatus_t, cublasGemmStridedBatchedEx, cublasHandle_t, int, int, int, int, int, const void *, const void *, int, \
+      int, long long, const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int)
+#define CUBLAS_OPTIONAL_FUNCTIONS(X)                                                                                   \
+    X(const char *, cublasGetStatusString, cublasStatus_t)                                                            \
+    X(cublasStatus_t, cublasSetWorkspace_v2, cublasHandle_t, void *, size_t)
+#define CUBLASLT_FUNCTIONS(X)                                                                                          \
+    X(cublasStatus_t, cublasLtCreate, void **)                                                                         \
+    X(cublasStatus_t, cublasLtMatmulDescCreate, void **, int, int)                                                     \
+    X(cublasStatus_t, cublasLtMatmulDescDestroy, void *)                                                               \
+    X(cublasStatus_t, cublasLtMatmulDescSetAttribute, void *, int, const void *, size_t)                               \
+    X(cublasStatus_t, cublasLtMatrixLayoutCreate, void **, int, uint64_t, uint64_t, int64_t)                           \
+    X(cublasStatus_t, cublasLtMatrixLayoutDestroy, void *)                                                             \
+    X(cublasStatus_t, cublasLtMatmulPreferenceCreate, void **)                                                         \
+    X(cublasStatus_t, cublasLtMatmulPreferenceDestroy, void *)                                                         \
+    X(cublasStatus_t, cublasLtMatmulPreferenceSetAttribute, void *, int, const void *, size_t)                         \
+    X(cublasStatus_t, cublasLtMatmulAlgoGetHeuristic, void *, void *, void *, void *, void *, void *, void *, int,        \
+      LtHeuristicResult *, int *)                                                                                      \
+    X(cublasStatus_t, cublasLtMatmul, void *, void *, const void *, const void *, void *, const void *, void *,         \
+      const void *, const void *, void *, void *, void *, const LtAlgo *, void *, size_t, void *)
+
+#define DECLARE(ret, name, ...) static ret (*p_##name)(__VA_ARGS__);
+CUBLAS_FUNCTIONS(DECLARE)
+CUBLAS_OPTIONAL_FUNCTIONS(DECLARE)
+CUBLASLT_FUNCTIONS(DECLARE)
+#undef DECLARE
+#define REQUIRED(ret, name, ...) {#name, &p_##name, false},
+#define OPTIONAL(ret, name, ...) {#name, &p_##name, true},
+
 static cublasHandle_t handle;
+static void *lt_handle;
+static bool lt_tried;
 static int allow_tf32;
 
 PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow) { allow_tf32 = allow != 0; }
 
+static const char *status_text(cublasStatus_t s) { return p_cublasGetStatusString ? p_cublasGetStatusString(s) : ""; }
+
+/*===----------------------------------------------------------------------===*
+ * Loading
+ *===----------------------------------------------------------------------===*/
+
 static int load_cublas(void) {
     if (handle) return 0;
+    static const Pt2DylibSymbol symbols[] = {CUBLAS_FUNCTIONS(REQUIRED) CUBLAS_OPTIONAL_FUNCTIONS(OPTIONAL)};
     const char *names[] = {getenv("PT2_CUBLAS"), "libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    void *lib = NULL;
-    for (int i = 0; i < 4 && !lib; ++i) {
-        if (names[i] && names[i][0]) lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
-    }
-    if (!lib) {
-        pt2_set_error("cannot load libcublas (set PT2_CUBLAS to its path): %s", dlerror());
+    char error[1024];
+    if (!pt2_dylib_open(names, 4, RTLD_NOW | RTLD_GLOBAL, symbols, sizeof symbols / sizeof symbols[0], error, sizeof error)) {
+        pt2_set_error("libcublas (set PT2_CUBLAS to its path): %s", error);
         return -1;
     }
-    p_create = (cublasStatus_t(*)(cublasHandle_t *))dlsym(lib, "cublasCreate_v2");
-    p_set_stream = (cublasStatus_t(*)(cublasHandle_t, void *))dlsym(lib, "cublasSetStream_v2");
-    *(void **)&p_gemm = dlsym(lib, "cublasGemmStridedBatchedEx");
-    *(void **)&p_status_string = dlsym(lib, "cublasGetStatusString");
-    *(void **)&p_set_workspace = dlsym(lib, "cublasSetWorkspace_v2");
-    if (!p_create || !p_set_stream || !p_gemm) {
-        pt2_set_error("libcublas lacks cublasCreate_v2/cublasSetStream_v2/cublasGemmStridedBatchedEx");
-        return -1;
-    }
-    cublasStatus_t s = p_create(&handle);
+    cublasStatus_t s = p_cublasCreate_v2(&handle);
     if (s != 0) {
         handle = NULL;
-        pt2_set_error("cublasCreate failed: %s", p_status_string ? p_status_string(s) : "");
+        pt2_set_error("cublasCreate failed: %s", status_text(s));
         return -1;
     }
     return 0;
 }
+
+/* libcublasLt beside the libcublas in use (torch's wheels keep both in one
+ * folder): its path with "libcublas" → "libcublasLt". */
+static void sibling_of_cublas(char *out, size_t size) {
+    Dl_info info;
+    void *symbol;
+    memcpy(&symbol, &p_cublasCreate_v2, sizeof symbol);
+    out[0] = 0;
+    if (!dladdr(symbol, &info) || !info.dli_fname) return;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    if (strncmp(base, "libcublas", 9) != 0) return;
+    snprintf(out, size, "%.*slibcublasLt%s", (int)(base - info.dli_fname), info.dli_fname, base + 9);
+}
+
+/* Whether cuBLASLt is there (tried once; without it epilogues fall back). */
+static bool load_cublaslt(void) {
+    if (lt_tried) return lt_handle != NULL;
+    lt_tried = true;
+    static const Pt2DylibSymbol symbols[] = {CUBLASLT_FUNCTIONS(REQUIRED)};
+    char sibling[4096];
+    sibling_of_cublas(sibling, sizeof sibling);
+    const char *forced = getenv("PT2_CUBLASLT");
+    const char *names[] = {forced ? forced : sibling, "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
+    char error[1024];
+    void *lib = pt2_dylib_open(names, forced ? 1 : 4, RTLD_NOW | RTLD_GLOBAL, symbols, sizeof symbols / sizeof symbols[0], error,
+                               sizeof error);
+    if (lib && p_cublasLtCreate(&lt_handle) != 0) lt_handle = NULL;
+    return lt_handle != NULL;
+}
+#undef REQUIRED
+#undef OPTIONAL
 
 int pt2_cublas_init(void) { return load_cublas(); }
 
 /* A workspace of pt2's own per stream, as PyTorch gives its handles: cuBLAS
  * then never allocates inside a CUDA graph capture (the capture stream has
  * its own), and gemms on two streams never share scratch memory.
- * cublasSetStream resets the workspace, so it is set again on every call. */
+ * cublasSetStream resets the workspace, so it is set again on every call;
+ * cuBLASLt takes it with each call. */
 #define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
 static struct {
     void *stream;
@@ -99,7 +201,7 @@ static void *stream_workspace(void *stream) {
     Pt2CuDevicePtr m = 0;
     if (n_workspaces == 16 || pt2_cuda_alloc(GEMM_WORKSPACE_BYTES, &m) != 0) {
         pt2_set_error("%s", "");
-        return NULL; /* cuBLAS's default workspace then */
+        return NULL; /* cuBLAS's default workspace then, and none for cuBLASLt */
     }
     workspaces[n_workspaces].stream = stream;
     workspaces[n_workspaces++].memory = m;
@@ -108,9 +210,29 @@ static void *stream_workspace(void *stream) {
 
 int pt2_cublas_prepare_stream(void *stream) {
     if (load_cublas() != 0) return -1;
-    if (p_set_workspace) stream_workspace(stream);
+    if (p_cublasSetWorkspace_v2 || load_cublaslt()) stream_workspace(stream);
     return 0;
 }
+
+/*===----------------------------------------------------------------------===*
+ * Plan entries
+ *===----------------------------------------------------------------------===*/
+
+/* cuBLASLt's descriptors and algorithm for one entry, valid for `key`: the
+ * compute type, the workspace and the operands' alignments. */
+typedef struct LtPlan {
+    bool made, unsupported;
+    uint32_t key[7];
+    void *desc, *layouts[4], *preference; /* layouts: cuBLASLt's A (our B), B (our A), C, D */
+    LtAlgo algo;
+} LtPlan;
+
+struct Pt2Gemm {
+    int ab_type, d_type, ab_bytes, d_bytes;
+    bool beta_one, bias, residual;
+    unsigned epilogue; /* CUBLASLT_EPILOGUE_DEFAULT: none */
+    LtPlan lt;
+};
 
 static int cuda_type(const char *name, int *out_bytes) {
     if (!strcmp(name, "f32")) return *out_bytes = 4, CUDA_R_32F;
@@ -120,10 +242,63 @@ static int cuda_type(const char *name, int *out_bytes) {
     return -1;
 }
 
-/* One operand's matrix dimensions (the last two of the memref) as cuBLAS
- * sees them.  rows × cols row-major; returns the op that turns the stored
- * column-major matrix into (rows × cols)ᵀ, its leading dimension and its
- * batch stride; -1 if neither dimension has a unit stride. */
+static Pt2Gemm *parse_entry(const char *what) {
+    char ab[8], d[8];
+    int beta_one, n = 0;
+    Pt2Gemm *e = calloc(1, sizeof *e);
+    if (!e || sscanf(what, "gemm_%7[a-z0-9]_%7[a-z0-9]_b%d%n", ab, d, &beta_one, &n) != 3) goto error;
+    e->ab_type = cuda_type(ab, &e->ab_bytes);
+    e->d_type = cuda_type(d, &e->d_bytes);
+    e->beta_one = beta_one != 0;
+    e->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    for (const char *p = what + n; *p;) {
+        size_t len = strcspn(p + 1, "_");
+        if (p[0] != '_') goto error;
+        if (len == 4 && !strncmp(p + 1, "bias", 4)) {
+            e->bias = true;
+        } else if (len == 3 && !strncmp(p + 1, "res", 3)) {
+            e->residual = true;
+        } else if (len == 4 && !strncmp(p + 1, "relu", 4)) {
+            e->epilogue = CUBLASLT_EPILOGUE_RELU;
+        } else if (len == 4 && !strncmp(p + 1, "gelu", 4)) {
+            e->epilogue = CUBLASLT_EPILOGUE_GELU;
+        } else {
+            goto error;
+        }
+        p += 1 + len;
+    }
+    if (e->bias) e->epilogue = e->epilogue == CUBLASLT_EPILOGUE_DEFAULT ? CUBLASLT_EPILOGUE_BIAS : e->epilogue | CUBLASLT_EPILOGUE_BIAS;
+    if (e->ab_type >= 0 && e->d_type >= 0) return e;
+error:
+    free(e);
+    pt2_set_error("internal: bad gemm plan entry '%s'", what);
+    return NULL;
+}
+
+static bool has_epilogue(const Pt2Gemm *e) { return e->epilogue != CUBLASLT_EPILOGUE_DEFAULT || e->residual; }
+
+static void lt_release(LtPlan *lt) {
+    if (lt->desc) p_cublasLtMatmulDescDestroy(lt->desc);
+    for (int i = 0; i < 4; ++i) {
+        if (lt->layouts[i]) p_cublasLtMatrixLayoutDestroy(lt->layouts[i]);
+    }
+    if (lt->preference) p_cublasLtMatmulPreferenceDestroy(lt->preference);
+    memset(lt, 0, sizeof *lt);
+}
+
+void pt2_cublas_gemm_free(Pt2Gemm *e) {
+    if (!e) return;
+    if (e->lt.made) lt_release(&e->lt);
+    free(e);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Calls
+ *===----------------------------------------------------------------------===*/
+
+/* One operand's matrix (the last two dims) as cuBLAS sees it: the op that
+ * turns the stored column-major matrix into (rows × cols)ᵀ, the leading
+ * dimension, the batch stride; -1 if neither dimension has a unit stride. */
 static int as_column_major(const Pt2GemmOperand *m, int *out_ld, long long *out_batch_stride) {
     int r = m->rank;
     int64_t rows = m->sizes[r - 2], cols = m->sizes[r - 1], s_rows = m->strides[r - 2], s_cols = m->strides[r - 1];
@@ -141,51 +316,147 @@ static int as_column_major(const Pt2GemmOperand *m, int *out_ld, long long *out_
     return -1;
 }
 
-int pt2_cublas_gemm(const char *what, const Pt2GemmOperand *a, const Pt2GemmOperand *b, const Pt2GemmOperand *c, void *stream) {
-    char ab_name[8], c_name[8];
-    int beta_one;
-    if (sscanf(what, "gemm_%7[a-z0-9]_%7[a-z0-9]_b%d", ab_name, c_name, &beta_one) != 3) {
-        pt2_set_error("internal: bad gemm plan entry '%s'", what);
+/* A product as cuBLAS's column-major Dᵀ (n × m) = op(B) (n × k) · op(A) (k × m). */
+typedef struct Product {
+    int64_t m, n, k, batch;
+    int op_a, op_b, lda, ldb, ldd, ldr;
+    long long stride_a, stride_b, stride_d;
+    const void *a, *b, *bias, *residual;
+    void *d;
+} Product;
+
+static const void *element(const Pt2GemmOperand *x, int bytes) { return (const char *)x->data + x->offset * bytes; }
+
+static int read_product(const Pt2Gemm *e, const Pt2GemmOperand *ops, int n_ops, Product *p) {
+    const Pt2GemmOperand *a = &ops[0], *b = &ops[1], *d = &ops[2];
+    bool ranks_ok = n_ops == 3 + e->bias + e->residual && d->rank >= 2 && d->rank <= 3 && a->rank == d->rank && b->rank == d->rank &&
+                    (!e->bias || ops[3].rank == 1) && (!e->residual || ops[3 + e->bias].rank == 2);
+    if (!ranks_ok) {
+        pt2_set_error("internal: a gemm entry with %d operands of ranks %d %d %d", n_ops, a->rank, b->rank, d->rank);
         return -1;
     }
-    int ab_bytes, c_bytes, ab_type = cuda_type(ab_name, &ab_bytes), c_type = cuda_type(c_name, &c_bytes);
-    if (ab_type < 0 || c_type < 0) {
-        pt2_set_error("internal: gemm types '%s'", what);
-        return -1;
-    }
-    if (load_cublas() != 0) return -1;
-    int r = c->rank;
-    int64_t m = c->sizes[r - 2], n = c->sizes[r - 1], k = a->sizes[a->rank - 1];
-    int64_t batch = r == 3 ? c->sizes[0] : 1;
-    if (m == 0 || n == 0 || batch == 0) return 0;
-    int lda, ldb, ldc;
-    long long sa, sb, sc;
-    int op_a = as_column_major(a, &lda, &sa), op_b = as_column_major(b, &ldb, &sb), op_c = as_column_major(c, &ldc, &sc);
-    if (op_a < 0 || op_b < 0 || op_c != CUBLAS_OP_N) {
+    int r = d->rank;
+    long long unused;
+    *p = (Product){d->sizes[r - 2], d->sizes[r - 1], a->sizes[r - 1], r == 3 ? d->sizes[0] : 1};
+    p->op_a = as_column_major(a, &p->lda, &p->stride_a);
+    p->op_b = as_column_major(b, &p->ldb, &p->stride_b);
+    int op_d = as_column_major(d, &p->ldd, &p->stride_d), op_r = CUBLAS_OP_N;
+    if (e->residual) op_r = as_column_major(&ops[3 + e->bias], &p->ldr, &unused);
+    if (p->op_a < 0 || p->op_b < 0 || op_d != CUBLAS_OP_N || op_r != CUBLAS_OP_N) {
         pt2_set_error("internal: a gemm operand has no unit stride");
         return -1;
     }
-    int compute = ab_type == CUDA_R_64F ? CUBLAS_COMPUTE_64F
-                  : (ab_type == CUDA_R_32F && allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                          : CUBLAS_COMPUTE_32F;
+    p->a = element(a, e->ab_bytes);
+    p->b = element(b, e->ab_bytes);
+    p->d = (void *)element(d, e->d_bytes);
+    p->bias = e->bias ? element(&ops[3], e->d_bytes) : NULL;
+    p->residual = e->residual ? element(&ops[3 + e->bias], e->d_bytes) : NULL;
+    return 0;
+}
+
+static int compute_type(const Pt2Gemm *e) {
+    if (e->ab_type == CUDA_R_64F) return CUBLAS_COMPUTE_64F;
+    return e->ab_type == CUDA_R_32F && allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+/* The largest power of two (up to 256) that divides the address. */
+static uint32_t alignment(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    uint32_t align = 1;
+    while (align < 256 && a % (2 * align) == 0) align *= 2;
+    return align;
+}
+
+/* Makes the descriptors and asks cuBLASLt's heuristic for an algorithm;
+ * lt->unsupported when it has none. */
+static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], LtPlan *lt) {
+    *lt = (LtPlan){.made = true};
+    memcpy(lt->key, key, sizeof lt->key);
+    int32_t trans_a = p->op_b, trans_b = p->op_a;
+    uint32_t epilogue = e->epilogue;
+    uint64_t workspace = key[1];
+    bool ok = p_cublasLtMatmulDescCreate(&lt->desc, (int)key[0], CUDA_R_32F) == 0 &&
+              p_cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a) == 0 &&
+              p_cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b) == 0 &&
+              p_cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) == 0 &&
+              (!p->bias || p_cublasLtMatmulDescSetAttribute(lt->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof p->bias) == 0);
+    /* stored matrices: op(B) is n × k, op(A) k × m, C and D n × m */
+    ok = ok && p_cublasLtMatrixLayoutCreate(&lt->layouts[0], e->ab_type, p->op_b ? p->k : p->n, p->op_b ? p->n : p->k, p->ldb) == 0 &&
+         p_cublasLtMatrixLayoutCreate(&lt->layouts[1], e->ab_type, p->op_a ? p->m : p->k, p->op_a ? p->k : p->m, p->lda) == 0 &&
+         p_cublasLtMatrixLayoutCreate(&lt->layouts[2], e->d_type, p->n, p->m, p->residual ? p->ldr : p->ldd) == 0 &&
+         p_cublasLtMatrixLayoutCreate(&lt->layouts[3], e->d_type, p->n, p->m, p->ldd) == 0;
+    ok = ok && p_cublasLtMatmulPreferenceCreate(&lt->preference) == 0 &&
+         p_cublasLtMatmulPreferenceSetAttribute(lt->preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace) == 0;
+    for (int i = 0; i < 4 && ok; ++i) { /* A, B, C, D as cuBLASLt names them */
+        ok = p_cublasLtMatmulPreferenceSetAttribute(lt->preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i, &key[2 + i],
+                                                    sizeof key[2 + i]) == 0;
+    }
+    LtHeuristicResult result;
+    int found = 0;
+    ok = ok && p_cublasLtMatmulAlgoGetHeuristic(lt_handle, lt->desc, lt->layouts[0], lt->layouts[1], lt->layouts[2], lt->layouts[3],
+                                                  lt->preference, 1, &result, &found) == 0 &&
+         found > 0 && result.state == 0;
+    if (ok) lt->algo = result.algo;
+    lt->unsupported = !ok;
+}
+
+/* The entry through cuBLASLt, epilogue included: 1 if done, 0 if cuBLASLt
+ * cannot (missing, no algorithm, the call failed: nothing was written). */
+static int lt_gemm(Pt2Gemm *e, const Product *p, void *stream) {
+    if (p->batch != 1 || !load_cublaslt()) return 0;
+    void *workspace = stream_workspace(stream);
+    const void *c = p->residual ? p->residual : p->d;
+    uint32_t key[7] = {(uint32_t)compute_type(e), workspace ? (uint32_t)GEMM_WORKSPACE_BYTES : 0, alignment(p->b), alignment(p->a),
+                       alignment(c), alignment(p->d), p->bias ? alignment(p->bias) : 0};
+    if (!e->lt.made || memcmp(e->lt.key, key, sizeof key) != 0) {
+        if (e->lt.made) lt_release(&e->lt);
+        lt_make(e, p, key, &e->lt);
+    }
+    if (e->lt.unsupported) return 0;
+    if (p->bias && p_cublasLtMatmulDescSetAttribute(e->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof p->bias) != 0) {
+        return 0;
+    }
+    float alpha = 1.0f, beta = p->residual ? 1.0f : 0.0f;
+    cublasStatus_t s = p_cublasLtMatmul(lt_handle, e->lt.desc, &alpha, p->b, e->lt.layouts[0], p->a, e->lt.layouts[1], &beta, c,
+                                        e->lt.layouts[2], p->d, e->lt.layouts[3], &e->lt.algo, workspace, key[1], stream);
+    if (s != 0) e->lt.unsupported = true; /* from now on the plain call and the fallback kernels */
+    return s == 0;
+}
+
+static int plain_gemm(const Pt2Gemm *e, const Product *p, void *stream) {
+    int compute = compute_type(e);
+    bool beta_one = e->beta_one && !has_epilogue(e); /* an epilogue's fallback adds the rest */
     double alpha_d = 1.0, beta_d = beta_one ? 1.0 : 0.0;
     float alpha_f = 1.0f, beta_f = beta_one ? 1.0f : 0.0f;
     const void *alpha = compute == CUBLAS_COMPUTE_64F ? (const void *)&alpha_d : (const void *)&alpha_f;
     const void *beta = compute == CUBLAS_COMPUTE_64F ? (const void *)&beta_d : (const void *)&beta_f;
-    cublasStatus_t s = p_set_stream(handle, stream);
-    void *ws = s == 0 && p_set_workspace ? stream_workspace(stream) : NULL;
-    if (ws) s = p_set_workspace(handle, ws, GEMM_WORKSPACE_BYTES);
+    cublasStatus_t s = p_cublasSetStream_v2(handle, stream);
+    void *ws = s == 0 && p_cublasSetWorkspace_v2 ? stream_workspace(stream) : NULL;
+    if (ws) s = p_cublasSetWorkspace_v2(handle, ws, GEMM_WORKSPACE_BYTES);
     if (s == 0) {
-        const char *pa = (const char *)a->data + a->offset * ab_bytes, *pb = (const char *)b->data + b->offset * ab_bytes;
-        char *pc = (char *)c->data + c->offset * c_bytes;
-        /* Cᵀ (n × m) = Bᵀ (n × k) · Aᵀ (k × m) */
-        s = p_gemm(handle, op_b, op_a, (int)n, (int)m, (int)k, alpha, pb, ab_type, ldb, sb, pa, ab_type, lda, sa, beta, pc, c_type,
-                   ldc, sc, (int)batch, compute, CUBLAS_GEMM_DEFAULT);
+        s = p_cublasGemmStridedBatchedEx(handle, p->op_b, p->op_a, (int)p->n, (int)p->m, (int)p->k, alpha, p->b, e->ab_type, p->ldb,
+                                         p->stride_b, p->a, e->ab_type, p->lda, p->stride_a, beta, p->d, e->d_type, p->ldd,
+                                         p->stride_d, (int)p->batch, compute, CUBLAS_GEMM_DEFAULT);
     }
     if (s != 0) {
-        pt2_set_error("cublasGemmStridedBatchedEx (%s, %lldx%lldx%lld, batch %lld) failed: %s", what, (long long)m, (long long)n,
-                      (long long)k, (long long)batch, p_status_string ? p_status_string(s) : "");
+        pt2_set_error("cublasGemmStridedBatchedEx (%lldx%lldx%lld, batch %lld) failed: %s", (long long)p->m, (long long)p->n,
+                      (long long)p->k, (long long)p->batch, status_text(s));
         return -1;
     }
     return 0;
+}
+
+int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GemmOperand *operands, int n_operands, void *stream,
+                    bool *out_epilogue_done) {
+    *out_epilogue_done = false;
+    if (!*entry && !(*entry = parse_entry(what))) return -1;
+    Pt2Gemm *e = *entry;
+    Product p;
+    if (load_cublas() != 0 || read_product(e, operands, n_operands, &p) != 0) return -1;
+    if (p.m == 0 || p.n == 0 || p.batch == 0) return 0;
+    if (has_epilogue(e) && lt_gemm(e, &p, stream)) {
+        *out_epilogue_done = true;
+        return 0;
+    }
+    return plain_gemm(e, &p, stream);
 }

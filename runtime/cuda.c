@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../dialects/catalog.h"
+#include "dylib.h"
 #include "pt2.h"
 
 typedef int CUresult;
@@ -78,29 +79,17 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[512];
 
 static void load_driver(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(load_error, sizeof load_error, "the CUDA driver (libcuda.so.1) cannot be loaded: %s", dlerror());
+#define REQUIRED(name, ...) {#name, &p_##name, false},
+#define OPTIONAL(name, ...) {#name, &p_##name, true},
+    static const Pt2DylibSymbol symbols[] = {CUDA_FUNCTIONS(REQUIRED) CUDA_GRAPH_FUNCTIONS(OPTIONAL)};
+#undef REQUIRED
+#undef OPTIONAL
+    const char *names[] = {"libcuda.so.1"};
+    char error[400];
+    if (!pt2_dylib_open(names, 1, RTLD_NOW | RTLD_LOCAL, symbols, sizeof symbols / sizeof symbols[0], error, sizeof error)) {
+        snprintf(load_error, sizeof load_error, "the CUDA driver: %s", error);
         return;
     }
-#define RESOLVE(name, ...)                                                                                             \
-    do {                                                                                                               \
-        void *sym = dlsym(h, #name);                                                                                   \
-        if (!sym) {                                                                                                    \
-            snprintf(load_error, sizeof load_error, "the CUDA driver has no %s (too old a driver?)", #name);          \
-            return;                                                                                                    \
-        }                                                                                                              \
-        memcpy(&p_##name, &sym, sizeof sym);                                                                           \
-    } while (0);
-    CUDA_FUNCTIONS(RESOLVE)
-#undef RESOLVE
-#define RESOLVE_OPTIONAL(name, ...)                                                                                    \
-    do {                                                                                                               \
-        void *sym = dlsym(h, #name);                                                                                   \
-        memcpy(&p_##name, &sym, sizeof sym);                                                                           \
-    } while (0);
-    CUDA_GRAPH_FUNCTIONS(RESOLVE_OPTIONAL)
-#undef RESOLVE_OPTIONAL
     if (p_cuInit(0) != 0) snprintf(load_error, sizeof load_error, "cuInit failed: no usable CUDA device");
 }
 

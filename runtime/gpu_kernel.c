@@ -14,8 +14,11 @@
  * outputs), a slice of the caller's workspace (the host function's
  * allocations), or a constant uploaded when the kernel is first launched.
  * The plan records, per launch, the kernel, grid and block sizes, and its
- * parameters as the NVVM lowering expects them: every memref expanded to
- * (allocated, aligned, offset, sizes..., strides...), scalars as themselves.
+ * parameters as the NVVM lowering expects them: a memref as its bare
+ * pointer (offset, sizes and strides are constants of its type), scalars as
+ * themselves.  A cuBLAS call is an entry of the plan as well (module -1);
+ * the kernels after one with an epilogue, up to @pt2_gpu_fallback_end_*,
+ * run only when cuBLASLt could not do that epilogue ("unless <entry>").
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,7 +41,7 @@
 
 char *pt2_operation_to_text(MlirOperation op, bool debug_info);
 
-#define PLAN_MAGIC "pt2-gpu-plan-v1"
+#define PLAN_MAGIC "pt2-gpu-plan-v2"
 #define WORKSPACE_ALIGN 256
 
 typedef enum ArgKind { ARG_INPUT_OUTPUT = 'a', ARG_WORKSPACE = 'w', ARG_CONSTANT = 'c', ARG_SCALAR = 's' } ArgKind;
@@ -57,8 +60,9 @@ typedef struct GpuLaunch {
     unsigned grid[3], block[3], shared_bytes;
     int n_args;
     GpuArg *args;
+    int unless;      /* the gemm entry whose epilogue makes this launch unnecessary, or -1 */
     Pt2CuFunction *loaded;
-    int n_params;
+    Pt2Gemm *gemm;   /* a cuBLAS entry's state (runtime/cublas.c) */
 } GpuLaunch;
 
 typedef struct GpuConstant {
@@ -108,6 +112,7 @@ typedef struct PlanBuilder {
     char root_kinds[256];
     int n_roots;
     char **module_names;
+    int fallback_of; /* the gemm entry whose fallback kernels are being read, or -1 */
 } PlanBuilder;
 
 static void plan_error(MlirOperation at, const char *msg) {
@@ -276,6 +281,7 @@ static int plan_launch(PlanBuilder *pb, MlirOperation op) {
     Pt2GpuKernel *k = pb->k;
     GpuLaunch *l = &k->launches[k->n_launches];
     memset(l, 0, sizeof *l);
+    l->unless = pb->fallback_of;
     MlirAttribute kernel = attr(op, "kernel");
     l->module = module_index(pb, mlirSymbolRefAttrGetRootReference(kernel));
     MlirStringRef fn = mlirSymbolRefAttrGetLeafReference(kernel);
@@ -304,29 +310,35 @@ static int plan_launch(PlanBuilder *pb, MlirOperation op) {
     return 0;
 }
 
-/* func.call @pt2_gpu_gemm_<ab>_<c>_b<beta>_<n>(A, B, C) (passes/gpu_extern.c):
- * a cuBLAS call in the plan, module -1, function "gemm_<ab>_<c>_b<beta>". */
-static bool is_gemm_call(MlirOperation op) {
+/* func.call @pt2_gpu_<what>_<n>(...) of passes/gpu_extern.c. */
+static bool is_call_to(MlirOperation op, const char *prefix) {
     if (!is_op(op, "func.call")) return false;
     MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(attr(op, "callee"));
-    return callee.length > 13 && strncmp(callee.data, "pt2_gpu_gemm_", 13) == 0;
+    return callee.length > strlen(prefix) && strncmp(callee.data, prefix, strlen(prefix)) == 0;
 }
 
+/* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu]_<n>(A, B, D[, bias][, residual]):
+ * a cuBLAS call in the plan, module -1, function "gemm_<ab>_<d>_b<beta>...". */
 static int plan_gemm(PlanBuilder *pb, MlirOperation op) {
     Pt2GpuKernel *k = pb->k;
     GpuLaunch *l = &k->launches[k->n_launches];
     memset(l, 0, sizeof *l);
     MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(attr(op, "callee"));
     l->module = -1;
+    l->unless = -1;
     /* drop the "pt2_gpu_" prefix and the "_<n>" suffix that makes the symbol unique */
     int len = (int)callee.length - 8;
     while (len > 0 && callee.data[8 + len - 1] != '_') --len;
     snprintf(l->function, sizeof l->function, "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
-    l->n_args = 3;
-    l->args = calloc(3, sizeof *l->args);
-    for (int i = 0; i < 3; ++i) {
+    l->n_args = (int)mlirOperationGetNumOperands(op);
+    l->args = calloc((size_t)l->n_args, sizeof *l->args);
+    for (int i = 0; i < l->n_args; ++i) {
         if (plan_memref(pb, op, mlirOperationGetOperand(op, i), &l->args[i]) != 0) return -1;
     }
+    /* the launches up to @pt2_gpu_fallback_end_<n> are its epilogue, for when cuBLASLt cannot */
+    bool epilogue = strstr(l->function, "_bias") || strstr(l->function, "_res") || strstr(l->function, "_relu") ||
+                    strstr(l->function, "_gelu");
+    pb->fallback_of = epilogue ? k->n_launches : -1;
     k->n_launches++;
     return 0;
 }
@@ -376,8 +388,10 @@ static int build_plan(PlanBuilder *pb) {
             }
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
-        } else if (is_gemm_call(op)) {
+        } else if (is_call_to(op, "pt2_gpu_gemm_")) {
             if (plan_gemm(pb, op) != 0) return -1;
+        } else if (is_call_to(op, "pt2_gpu_fallback_end_")) {
+            pb->fallback_of = -1;
         } else if (!(arith || is_op(op, "memref.dealloc") || is_op(op, "func.return") || is_op(op, "memref.expand_shape") ||
                      is_op(op, "memref.collapse_shape") || is_op(op, "memref.subview") || is_op(op, "memref.reinterpret_cast") ||
                      is_op(op, "memref.cast"))) {
@@ -422,8 +436,9 @@ static char *plan_to_text(const Pt2GpuKernel *k) {
                 k->n_constants, k->n_launches);
     for (int i = 0; i < k->n_launches; ++i) {
         const GpuLaunch *l = &k->launches[i];
-        text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d\n", l->module, l->function, l->grid[0],
+        text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d", l->module, l->function, l->grid[0],
                     l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared_bytes, l->n_args);
+        text_printf(&t, l->unless >= 0 ? " unless %d\n" : "\n", l->unless);
         for (int j = 0; j < l->n_args; ++j) {
             const GpuArg *a = &l->args[j];
             if (a->kind == ARG_SCALAR) {
@@ -468,6 +483,8 @@ static int plan_from_text(Pt2GpuKernel *k, const char *text) {
             return -1;
         }
         p += n;
+        l->unless = -1;
+        if (sscanf(p, " unless %d%n", &l->unless, &n) == 1) p += n;
         l->args = calloc((size_t)l->n_args + 1, sizeof *l->args);
         for (int j = 0; j < l->n_args; ++j) {
             GpuArg *a = &l->args[j];
@@ -623,6 +640,7 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
         goto error;
     }
     pb.k = k;
+    pb.fallback_of = -1;
     pb.module = module;
     pb.func = pt2_kernel_find_func(module, func_name);
     if (build_plan(&pb) != 0) goto error;
@@ -675,7 +693,10 @@ Pt2GpuKernel *pt2GpuCompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts) {
 void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     if (!k) return;
     /* loaded modules and uploaded constants stay with the CUDA context */
-    for (int i = 0; i < k->n_launches; ++i) free(k->launches[i].args);
+    for (int i = 0; i < k->n_launches; ++i) {
+        free(k->launches[i].args);
+        pt2_cublas_gemm_free(k->launches[i].gemm);
+    }
     for (int i = 0; i < k->n_modules; ++i) free(k->module_ptx ? k->module_ptx[i] : NULL);
     for (int i = 0; i < k->n_constants; ++i) free(k->constants[i].data);
     free(k->launches);
@@ -733,8 +754,6 @@ static int load(Pt2GpuKernel *k) {
         GpuLaunch *l = &k->launches[i];
         if (l->module < 0) continue; /* a cuBLAS call */
         rc = pt2_cuda_function(modules[l->module], l->function, &l->loaded);
-        l->n_params = 0;
-        for (int j = 0; j < l->n_args; ++j) l->n_params += l->args[j].kind == ARG_SCALAR ? 1 : 3 + 2 * l->args[j].rank;
     }
     for (int i = 0; i < k->n_constants && rc == 0; ++i) {
         rc = pt2_cuda_alloc_copy(k->constants[i].data, k->constants[i].bytes, &k->constants[i].device);
@@ -750,11 +769,16 @@ static uint64_t arg_base(const Pt2GpuKernel *k, const GpuArg *a, void *const *de
                                        : k->constants[a->root].device;
 }
 
-static int launch_gemm(const Pt2GpuKernel *k, const GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream) {
-    Pt2GemmOperand ops[3];
-    for (int i = 0; i < 3; ++i) {
+static int launch_gemm(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream,
+                       bool *out_epilogue_done) {
+    Pt2GemmOperand ops[5];
+    if (l->n_args > 5) {
+        pt2_set_error("internal: a gemm entry with %d operands", l->n_args);
+        return -1;
+    }
+    for (int i = 0; i < l->n_args; ++i) {
         const GpuArg *a = &l->args[i];
-        if (a->rank < 2 || a->rank > 3) {
+        if (a->kind == ARG_SCALAR || a->rank < 1 || a->rank > 3) {
             pt2_set_error("internal: a gemm operand of rank %d", a->rank);
             return -1;
         }
@@ -764,44 +788,49 @@ static int launch_gemm(const Pt2GpuKernel *k, const GpuLaunch *l, void *const *d
             ops[i].strides[d] = a->strides[d];
         }
     }
-    return pt2_cublas_gemm(l->function, &ops[0], &ops[1], &ops[2], stream);
+    return pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, stream, out_epilogue_done);
+}
+
+/* Kernels assume 16-byte aligned buffers (llvm.align on their parameters:
+ * passes/gpu_kernel_args.c); a misaligned one is an error, not a fault. */
+static int check_aligned(const Pt2GpuKernel *k, void *const *device_pointers, void *workspace) {
+    for (int i = 0; i < k->n_inputs + k->n_outputs; ++i) {
+        if ((uintptr_t)device_pointers[i] % PT2_GPU_ALIGNMENT != 0) {
+            pt2_set_error("GPU kernel %s %d is at %p, not %d-byte aligned (a tensor viewed at an offset: copy it)",
+                          i < k->n_inputs ? "input" : "output", i < k->n_inputs ? i : i - k->n_inputs, device_pointers[i],
+                          PT2_GPU_ALIGNMENT);
+            return -1;
+        }
+    }
+    if ((uintptr_t)workspace % WORKSPACE_ALIGN != 0) {
+        pt2_set_error("the GPU kernel's workspace at %p is not %d-byte aligned", workspace, WORKSPACE_ALIGN);
+        return -1;
+    }
+    return 0;
 }
 
 int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
-    if (!k->loaded && load(k) != 0) return -1;
+    if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
+    int epilogue_done_by = -1; /* the last gemm entry whose epilogue cuBLASLt did */
     for (int i = 0; i < k->n_launches; ++i) {
         GpuLaunch *l = &k->launches[i];
         if (l->module < 0) {
-            if (launch_gemm(k, l, device_pointers, workspace, stream) != 0) return -1;
+            bool done;
+            if (launch_gemm(k, l, device_pointers, workspace, stream, &done) != 0) return -1;
+            epilogue_done_by = done ? i : -1;
             continue;
         }
+        if (l->unless >= 0 && l->unless == epilogue_done_by) continue;
         uint64_t words[256];
         void *params[256];
-        if (l->n_params > 256) {
+        if (l->n_args > 256) {
             pt2_set_error("kernel %s has more than 256 parameters", l->function);
             return -1;
         }
-        int w = 0;
-        for (int j = 0; j < l->n_args; ++j) {
+        for (int j = 0; j < l->n_args; ++j) { /* a scalar, or a memref's bare pointer */
             const GpuArg *a = &l->args[j];
-            if (a->kind == ARG_SCALAR) {
-                words[w] = a->scalar_bits; /* little-endian: a 4-byte scalar is the low half */
-                params[w] = &words[w];
-                ++w;
-                continue;
-            }
-            uint64_t base = a->kind == ARG_INPUT_OUTPUT ? (uint64_t)(uintptr_t)device_pointers[a->root]
-                            : a->kind == ARG_WORKSPACE  ? (uint64_t)(uintptr_t)workspace + (uint64_t)a->root
-                                                        : k->constants[a->root].device;
-            words[w] = base;
-            words[w + 1] = base;
-            words[w + 2] = (uint64_t)a->offset;
-            for (int d = 0; d < a->rank; ++d) {
-                words[w + 3 + d] = (uint64_t)a->sizes[d];
-                words[w + 3 + a->rank + d] = (uint64_t)a->strides[d];
-            }
-            for (int q = 0; q < 3 + 2 * a->rank; ++q) params[w + q] = &words[w + q];
-            w += 3 + 2 * a->rank;
+            words[j] = a->kind == ARG_SCALAR ? a->scalar_bits : arg_base(k, a, device_pointers, workspace);
+            params[j] = &words[j]; /* little-endian: a 4-byte scalar is the low half */
         }
         if (pt2_cuda_launch(l->loaded, l->grid, l->block, l->shared_bytes, stream, params) != 0) return -1;
     }
@@ -819,7 +848,7 @@ struct Pt2GpuGraph {
 Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, void *workspace) {
     /* everything a launch may do outside the stream happens before the
      * capture: the driver JIT and module loads, constant uploads, cuBLAS's handle */
-    if (!k->loaded && load(k) != 0) return NULL;
+    if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return NULL;
     void *stream = NULL, *exec = NULL;
     if (pt2_cuda_capture_stream(&stream) != 0) return NULL;
     for (int i = 0; i < k->n_launches; ++i) {

@@ -30,6 +30,7 @@ _sig("pt2GpuKernelLaunch", ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.
 _sig("pt2GpuSetMatmulAllowTF32", None, ctypes.c_int)
 
 _tf32 = None
+ALIGNMENT = 16  # PT2_GPU_ALIGNMENT (include/pt2.h): every buffer of a launch
 
 
 def _sync_matmul_flags():
@@ -112,7 +113,10 @@ class GpuKernel:
             if device is not None and t.device != device:
                 raise Pt2Error(f"input {i} is on {t.device}, input 0 on {device}: all inputs must be on one device")
             device = t.device
-            args.append(t.contiguous())
+            t = t.contiguous()
+            if t.data_ptr() % ALIGNMENT:  # a view at an offset: kernels read 16 bytes at a time
+                t = t.clone()
+            args.append(t)
         if device is None:
             device = torch.device("cuda", torch.cuda.current_device())
         with torch.cuda.device(device):

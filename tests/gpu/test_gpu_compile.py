@@ -50,7 +50,7 @@ def test_compiles_to_ptx_for_sm90(name):
     build, specs, launches = CASES[name]
     k = _graph(build, *specs).compile(device="cuda")
     plan = k.plan
-    assert plan.startswith("pt2-gpu-plan-v1\n")
+    assert plan.startswith("pt2-gpu-plan-v2\n")
     if launches is not None:
         assert k.num_launches == launches, plan[:2000]
     mods = _ptx_modules(plan)
@@ -83,12 +83,31 @@ def test_temporaries_become_workspace():
     assert "memref w 0" in k.plan
 
 
-@pytest.mark.parametrize("dtype,name", [(torch.float32, "gemm_f32_f32_b0"), (torch.float16, "gemm_f16_f32_b0"),
-                                        (torch.bfloat16, "gemm_bf16_f32_b0"), (torch.float64, "gemm_f64_f64_b0")])
+@pytest.mark.parametrize("dtype,name", [(torch.float32, "gemm_f32_f32_b0"), (torch.float16, "gemm_f16_f16_b0"),
+                                        (torch.bfloat16, "gemm_bf16_bf16_b0"), (torch.float64, "gemm_f64_f64_b0")])
 def test_matmul_is_a_cublas_call(dtype, name):
-    """matmul/bmm/linear become cuBLAS entries of the plan (module -1), the zero fill dropped."""
+    """matmul/bmm/linear become cuBLAS entries of the plan (module -1), the zero fill dropped,
+    f16/bf16 results written in their own type, linear's weight read transposed in place:
+    two entries and nothing else."""
     k = _graph(lambda g, a, b, w: (g.op("matmul", a, b), g.op("linear", g.op("reshape", a, shape=[12, 8]), w)),
                (dtype, (3, 4, 8)), (dtype, (3, 8, 5)), (dtype, (6, 8))).compile(device="cuda")
     plan = k.plan
-    assert plan.count(f"launch -1 {name} ") == 2, plan[:3000]
+    assert plan.count(f"launch -1 {name} ") == 2 and k.num_launches == 2, plan[:3000]
     assert "memref a 0 rank 3 offset 0 sizes 3 4 8 strides 32 8 1" in plan
+    assert "memref a 2 rank 2 offset 0 sizes 8 6 strides 1 8" in plan  # the weight [6, 8] as [8, 6]
+    assert k.workspace_bytes == 0
+
+
+def test_linear_epilogue_and_its_fallback_kernel():
+    """relu(x @ w.t() + b): one cuBLASLt entry with the epilogue, then the kernel the plan runs
+    only when cuBLASLt cannot ("unless 0"), in place on the output; kernel buffers are bare
+    pointers."""
+    k = _graph(lambda g, x, w, b: g.op("relu", g.op("add", g.op("linear", x, w), b)),
+               (torch.bfloat16, (37, 96)), (torch.bfloat16, (200, 96)), (torch.bfloat16, (200,))).compile(device="cuda")
+    launches = [line for line in k.plan.splitlines() if line.startswith("launch ")]
+    assert len(launches) == 2, k.plan[:3000]
+    assert launches[0].startswith("launch -1 gemm_bf16_bf16_b0_bias_relu ") and launches[0].endswith("args 4")
+    assert launches[1].startswith("launch 0 main_kernel ") and launches[1].endswith(" unless 0")
+    assert k.workspace_bytes == 0
+    (ptx,) = _ptx_modules(k.plan)
+    assert ".param .u64 .ptr" in ptx

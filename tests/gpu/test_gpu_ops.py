@@ -140,3 +140,47 @@ def test_wrong_device_is_an_error():
     k = g.compile(device="cuda")
     with pytest.raises(pt2.Pt2Error, match="CUDA tensors"):
         k(torch.zeros(4))
+
+
+# ---- vector chunks (pt2-gpu-map-loops, 3b): consecutive elements of a thread as 16-byte accesses
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(8,), (3, 64), (5, 7, 32), (2, 3, 8, 24), (4096, 1024)])
+def test_vector_chunks(shape, dtype):
+    """Innermost sizes that are multiples of the chunk (2 .. 8 elements), the bias broadcast along rows."""
+    x, b = rand(shape, dtype, 21), rand(shape[-1:], dtype, 22)
+    check(lambda g, x, b: g.op("mul", g.op("relu", g.op("add", x, b)), g.op("sigmoid", x)),
+          lambda x, b: torch.relu(x + b) * torch.sigmoid(x), [x, b], f"chunks {shape} {dtype}")
+
+
+def test_vector_chunks_mixed_types():
+    """f32 in, bf16 and bool out: chunks of 8 (16 bytes of bf16, 8 of bool, 2 x 16 of f32)."""
+    x, y = rand((512, 96), torch.float32, 23), rand((512, 96), torch.bfloat16, 24)
+    check(lambda g, x, y: (g.op("mul", g.op("convert", g.op("relu", x), dtype=torch.bfloat16), y), g.op("gt", x, g.scalar(0.5))),
+          lambda x, y: (torch.relu(x).to(torch.bfloat16) * y, x > 0.5), [x, y])
+
+
+def test_vector_chunks_broadcast_and_transposed_reads():
+    """A column broadcast along the chunk (innermost stride 0) and a transposed read (stride 256)
+    next to contiguous ones."""
+    c, x, t = rand((256, 1), torch.float32, 25), rand((256, 64), torch.float32, 26), rand((64, 256), torch.float32, 27)
+    check(lambda g, c, x, t: g.op("add", g.op("mul", c, x), g.op("permute", t, perm=[1, 0])), lambda c, x, t: c * x + t.t(), [c, x, t])
+
+
+def test_input_viewed_at_an_offset():
+    """A contiguous view 4 bytes into its storage is copied to an aligned buffer before the launch."""
+    base = rand((1 + 64 * 64,), torch.float32, 28)
+    x = base[1:].view(64, 64)
+    assert x.data_ptr() % 16 != 0
+    check(lambda g, x: g.op("exp", x), torch.exp, [x])
+
+
+def test_misaligned_output_is_an_error():
+    g = pt2.Graph()
+    v = g.input(torch.float32, (64,))
+    g.outputs(g.op("relu", v))
+    k = g.compile(device="cuda")
+    out = torch.empty(65, device="cuda")[1:]
+    with pytest.raises(pt2.Pt2Error, match="not 16-byte aligned"):
+        k(torch.zeros(64, device="cuda"), out=[out])

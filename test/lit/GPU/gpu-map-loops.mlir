@@ -7,6 +7,7 @@
 
 // 37 x 129 = 4773 iterations: 19 blocks of 256, guarded; the index is split back
 // into (i / 129, i % 129).
+// (129 is odd: one element a thread.)
 // CHECK-LABEL: func.func @pointwise(
 // CHECK-DAG: %[[C19:.*]] = arith.constant 19 : index
 // CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
@@ -55,7 +56,8 @@ func.func @sum_dim0(%x: memref<37x5xf32>, %out: memref<5xf32>) {
 
 // -----
 
-// A copy is a kernel of loads and stores (1024 = 4 full blocks: no guard).
+// A copy is a kernel of loads and stores (1024 elements, 4 a thread: one
+// full block, no guard).
 // CHECK-LABEL: func.func @copy(
 // CHECK-NOT: memref.copy
 // CHECK: scf.parallel
@@ -87,6 +89,38 @@ func.func @scan(%x: memref<8xf32>, %out: memref<8xf32>) {
     %s = arith.addf %acc, %v : f32
     memref.store %s, %out[%i] : memref<8xf32>
     scf.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A pointwise nest whose innermost trip count is a multiple of 16 bytes of
+// its narrowest element takes chunks of consecutive elements a thread: 64 x
+// 96 bf16 to f32 (narrowest bf16: 8 a thread) is 768 chunks, 3 full blocks;
+// the chunk's first innermost index (chunk % 12) * 8 is computed once, then
+// a constant loop over its 8 lanes (LLVM's vectorizer makes 16-byte
+// accesses of them).
+// CHECK-LABEL: func.func @chunks(
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c3) step
+// CHECK: scf.parallel
+// CHECK-NOT: scf.if
+// CHECK: %[[I:.*]] = arith.addi
+// CHECK: %[[IN:.*]] = arith.remui %[[I]], %c12
+// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %c12
+// CHECK: %[[FIRST:.*]] = arith.muli %[[IN]], %c8
+// CHECK: scf.for %[[LANE:.*]] = %{{.*}} to %c8{{[_0-9]*}} step
+// CHECK: %[[COL:.*]] = arith.addi %[[FIRST]], %[[LANE]]
+// CHECK: memref.load %{{.*}}[%[[ROW]], %[[COL]]] : memref<64x96xbf16>
+// CHECK: arith.extf
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[COL]]] : memref<64x96xf32>
+func.func @chunks(%x: memref<64x96xbf16>, %out: memref<64x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x96xbf16>) outs(%out : memref<64x96xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %e = arith.extf %a : bf16 to f32
+    linalg.yield %e : f32
   }
   return
 }

@@ -1,0 +1,109 @@
+/*===- gpu_kernel_args.c - pt2-gpu-kernel-args: what kernels may assume ----===*
+ *
+ * After gpu-kernel-outlining, on every kernel's memref parameters, which
+ * convert-gpu-to-nvvm copies onto their bare pointers
+ * (use-bare-ptr-memref-call-conv):
+ *
+ *   - `llvm.align = 16` (PT2_GPU_ALIGNMENT): every buffer of the launch plan
+ *     starts 16-byte aligned (runtime/gpu_kernel.c checks the caller's
+ *     pointers; workspace slices are 256-byte aligned, constants come from
+ *     cuMemAlloc), so LLVM's load/store
+ *     vectorizer turns a thread's consecutive elements into 16-byte
+ *     accesses (the vector chunks of pt2-gpu-map-loops);
+ *   - `llvm.noalias` where no other parameter of the launch views the same
+ *     buffer (a different function argument, workspace allocation or
+ *     constant, found through the view ops): LLVM may then keep loads ahead
+ *     of stores and read buffers the kernel never writes through the
+ *     non-coherent cache (ld.global.nc).
+ *
+ * noalias is sound because distinct buffers never overlap in the plan:
+ * inputs and outputs are distinct tensors (a kernel never writes its
+ * inputs: in-place updates are copied back after the launch), each
+ * allocation has its own slice of the workspace, constants their own
+ * memory.  Two inputs that are one tensor are only read, which noalias
+ * allows.  Two views of one buffer in a launch get no noalias.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "buffers.h"
+#include "gpu_map.h"
+#include "pt2.h"
+
+/* The gpu.func a launch calls: @module::@kernel in the top-level module. */
+static MlirOperation launched_kernel(MlirOperation top, MlirOperation launch) {
+    MlirAttribute ref = mlirOperationGetAttributeByName(launch, sref("kernel"));
+    MlirStringRef module_name = mlirSymbolRefAttrGetRootReference(ref), kernel_name = mlirSymbolRefAttrGetLeafReference(ref);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
+    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        MlirAttribute name = mlirOperationGetAttributeByName(m, sref("sym_name"));
+        if (!gpu_is_op(m, "gpu.module") || !mlirStringRefEqual(mlirStringAttrGetValue(name), module_name)) continue;
+        MlirBlock inner = mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0));
+        for (MlirOperation f = mlirBlockGetFirstOperation(inner); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
+            MlirAttribute fname = mlirOperationGetAttributeByName(f, sref("sym_name"));
+            if (gpu_is_op(f, "gpu.func") && mlirStringRefEqual(mlirStringAttrGetValue(fname), kernel_name)) return f;
+        }
+    }
+    return (MlirOperation){NULL};
+}
+
+/* An argument's attribute dictionary with llvm.align = 16 and, if
+ * `noalias`, llvm.noalias added. */
+static MlirAttribute buffer_attrs(MlirContext ctx, MlirAttribute old, bool noalias) {
+    MlirNamedAttribute entries[16];
+    intptr_t n = mlirAttributeIsNull(old) ? 0 : mlirDictionaryAttrGetNumElements(old);
+    if (n > 14) return old;
+    for (intptr_t j = 0; j < n; ++j) entries[j] = mlirDictionaryAttrGetElement(old, j);
+    entries[n++] = named_attr(ctx, "llvm.align", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), PT2_GPU_ALIGNMENT));
+    if (noalias) entries[n++] = named_attr(ctx, "llvm.noalias", mlirUnitAttrGet(ctx));
+    return mlirDictionaryAttrGet(ctx, n, entries);
+}
+
+static void mark_launch(MlirOperation top, MlirOperation launch) {
+    MlirOperation kernel = launched_kernel(top, launch);
+    MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
+    if (mlirOperationIsNull(kernel) || mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return;
+    int start = 0; /* the kernel operands are segment 11 */
+    for (int i = 0; i < 11; ++i) start += mlirDenseI32ArrayGetElement(segments, i);
+    int n = mlirDenseI32ArrayGetElement(segments, 11);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(kernel, 0));
+    if (n > 256 || mlirBlockGetNumArguments(body) != n) return;
+    MlirValue roots[256];
+    for (int i = 0; i < n; ++i) {
+        MlirValue v = mlirOperationGetOperand(launch, start + i);
+        roots[i] = mlirTypeIsAMemRef(mlirValueGetType(v)) ? buffer_root(v) : (MlirValue){NULL};
+    }
+    MlirContext ctx = mlirOperationGetContext(kernel);
+    MlirAttribute old = mlirOperationGetAttributeByName(kernel, sref("arg_attrs"));
+    MlirAttribute attrs[256];
+    for (int i = 0; i < n; ++i) {
+        attrs[i] = mlirAttributeIsNull(old) ? mlirDictionaryAttrGet(ctx, 0, NULL) : mlirArrayAttrGetElement(old, i);
+        if (mlirValueIsNull(roots[i])) continue;
+        bool unique = true;
+        for (int j = 0; j < n && unique; ++j) unique = j == i || mlirValueIsNull(roots[j]) || !mlirValueEqual(roots[i], roots[j]);
+        attrs[i] = buffer_attrs(ctx, attrs[i], unique);
+    }
+    mlirOperationSetAttributeByName(kernel, sref("arg_attrs"), mlirArrayAttrGet(ctx, n, attrs));
+}
+
+static MlirWalkResult collect_launch(MlirOperation op, void *user) {
+    if (gpu_is_op(op, "gpu.launch_func")) oplist_push(user, op);
+    return MlirWalkResultAdvance;
+}
+
+static int run_kernel_args(MlirOperation module, void *user) {
+    (void)user;
+    OpList launches = {0};
+    mlirOperationWalk(module, collect_launch, &launches, MlirWalkPreOrder);
+    for (int i = 0; i < launches.n; ++i) mark_launch(module, launches.ops[i]);
+    oplist_free(&launches);
+    return 0;
+}
+
+static _Alignas(8) const char kernel_args_type_id;
+
+MlirPass pt2_create_gpu_kernel_args_pass(void) {
+    return make_external_pass("pt2-gpu-kernel-args",
+                              "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views "
+                              "the buffer (passes/gpu_kernel_args.c)",
+                              "builtin.module", run_kernel_args, &kernel_args_type_id);
+}
