@@ -30,7 +30,7 @@
  * generic with a non-affine-linear map (floordiv, mod) or a conv2d mark is
  * left alone.  A kernel that still reads a big operand across its rows in
  * the innermost loop (a transpose) is then tiled 32 x 32 (see "tiling
- * transposed kernels").  PT2_LOGS=reorder prints each permutation and tiling.
+ * transposed kernels"), unless it is a copy only a matmul reads.  PT2_LOGS=reorder prints each permutation and tiling.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,8 +291,29 @@ static void apply_order(Generic *g, const int *order) {
  * viewed with dim a as (a / TILE, TILE) and b as (b / TILE, TILE)
  * (tensor.expand_shape, a view after bufferization), the outer halves stay
  * where a and b were and the inner halves become the two innermost loops,
- * so a tile of the transposed operand (TILE rows) stays in the L1 cache. */
+ * so a tile of the transposed operand (TILE rows) stays in the L1 cache.
+ * Not a copy whose result only f32/f64 matmuls read (linear's w.t()):
+ * pt2-extern-blas reads its source through strides and drops it, which it
+ * cannot do for a copy through tiled views. */
 #define TILE 32
+
+/* A generic that copies its one input (the body yields it) into a result
+ * that only pt2.matmul ops (lowered later, then read by the BLAS) use. */
+static bool copy_for_blas(MlirOperation op) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    MlirOperation yield = mlirBlockGetFirstOperation(body);
+    if (mlirOperationGetNumOperands(op) != 2 || mlirOperationGetNumResults(op) != 1 || !op_is(yield, "linalg.yield") ||
+        !mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0))) {
+        return false;
+    }
+    MlirValue result = mlirOperationGetResult(op, 0);
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(result));
+    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
+    for (MlirOpOperand u = mlirValueGetFirstUse(result); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        if (!op_is(mlirOpOperandGetOwner(u), "pt2.matmul")) return false;
+    }
+    return true;
+}
 
 static bool is_dim(MlirAffineExpr e, int d) { return mlirAffineExprIsADim(e) && mlirAffineDimExprGetPosition(e) == d; }
 
@@ -470,7 +491,7 @@ static int run_reorder(MlirOperation root, void *user) {
             if (log) log_order(&g, order);
             if (!load_generic(g.op, &g)) continue; /* the new maps */
         }
-        int a = mlirOperationGetNumResults(g.op) > 0 ? transposed_partner(&g) : -1;
+        int a = mlirOperationGetNumResults(g.op) > 0 && !copy_for_blas(g.op) ? transposed_partner(&g) : -1;
         if (a >= 0) {
             tile_transposed(&g, a);
             if (log) fprintf(stderr, "pt2-reorder-loops: tiled loops d%d and d%d by %d\n", a, g.n_loops - 1, TILE);
