@@ -238,17 +238,14 @@ static bool full_shape(const View *a) {
 }
 
 /* Whether oneDNN's convolution can take one more addend `a` (conv.c,
- * plan_post_ops): the first step as its bias, or one of the whole shape
- * as its sum post-op. */
+ * plan_post_ops): per channel as the first step (its bias), or of the
+ * whole shape as its first post-op (sum; its jit kernels take a sum only
+ * there: silu(conv + b) + r keeps the `+ r`). */
 static bool onednn_takes(const Epilogue *e, const View *a) {
     if (a->rank != 4) return false;
     if (e->n_steps == 0 && per_channel(a)) return true;
-    for (int i = 0, k = 0; i < e->n_steps; ++i) {
-        if (e->steps[i] != PT2RT_STEP_ADD0 && e->steps[i] != PT2RT_STEP_ADD1) continue;
-        if (!(i == 0 && per_channel(&e->addends[k]))) return false; /* the one sum is taken */
-        ++k;
-    }
-    return full_shape(a);
+    bool bias_only = e->n_steps == 0 || (e->n_steps == 1 && e->n_addends == 1 && per_channel(&e->addends[0]));
+    return bias_only && full_shape(a);
 }
 
 /* Folds `cur + a` if cur has no other use. */

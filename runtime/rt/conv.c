@@ -291,20 +291,22 @@ static bool full_shape(const Conv *c, int k) {
 
 /* The epilogue as oneDNN's bias and post-ops, on d->bias and d->sum; false
  * if it cannot be: a per-channel addend other than the first step (the
- * bias is added before any post-op), a second full-shape addend (one sum
- * post-op), or a broadcast addend of another kind.  Only the activations
- * whose oneDNN kernels keep NaN and inf as the loops do are ever in a
- * program: the compiler leaves relu and clamp alone (oneDNN's jit relu and
- * clip turn NaN into 0, PyTorch's keep it). */
+ * bias is added before any post-op), a full-shape addend other than the
+ * first post-op (its jit kernels take a sum only there), or a broadcast
+ * addend of another kind.  Only the activations whose oneDNN kernels keep
+ * NaN and inf as the loops do are ever in a program: the compiler leaves
+ * relu and clamp alone (oneDNN's jit relu and clip turn NaN into 0,
+ * PyTorch's keep it). */
 static bool plan_post_ops(const Conv *c, DnnlConv *d, dnnl_post_ops_t po) {
     d->bias = d->sum = -1;
     for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
         int step = step_at(c->steps, i), k = step - PT2RT_STEP_ADD0;
         if (step == PT2RT_STEP_END) return true;
         if (k == 0 || k == 1) {
+            bool first_post_op = dnnl_post_ops_len(po) == 0;
             if (i == 0 && per_channel(c, k)) {
                 d->bias = k;
-            } else if (d->sum < 0 && full_shape(c, k) && dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) {
+            } else if (first_post_op && full_shape(c, k) && dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) {
                 d->sum = k;
             } else {
                 return false;

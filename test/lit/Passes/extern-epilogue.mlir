@@ -397,3 +397,80 @@ func.func @conv_f64_bias_sigmoid(%x: memref<1x3x5x5xf64>, %w: memref<4x3x3x3xf64
   }
   return
 }
+
+// -----
+
+// conv + bias + residual + silu: the residual is oneDNN's sum post-op
+// (program 0x421: add addend0, add addend1, silu), the kernel goes.
+// silu(conv + bias) + residual instead: a sum only comes first among
+// oneDNN's post-ops, so the call takes bias and silu (0x41) and the
+// residual add stays, in place.
+// CHECK-LABEL: func.func @conv_residual
+// CHECK: memref.reinterpret_cast %arg3 to offset: [0], sizes: [1, 4, 3, 3], strides: [36, 9, 3, 1]
+// CHECK: %[[P1:.*]] = arith.constant 1057 : i64
+// CHECK-NEXT: call @pt2rt_conv2d_epilogue_f32({{.*}}, %[[P1]])
+// CHECK: %[[P2:.*]] = arith.constant 65 : i64
+// CHECK-NEXT: call @pt2rt_conv2d_epilogue_f32({{.*}}, %[[P2]])
+// CHECK: linalg.generic {{.*}} ins(%arg3 : memref<1x4x3x3xf32>) outs(%arg5 : memref<1x4x3x3xf32>)
+// CHECK-NEXT: ^bb0(%[[R:.*]]: f32, %[[V:.*]]: f32):
+// CHECK-NEXT: arith.addf %[[V]], %[[R]]
+// CHECK-NEXT: linalg.yield
+#rx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#rw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#ry = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#rid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#rb = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+func.func @conv_residual(%x: memref<1x3x5x5xf32>, %w: memref<4x3x3x3xf32>, %b: memref<4x1x1xf32>, %r: memref<1x4x3x3xf32>,
+                         %out: memref<1x4x3x3xf32>, %out2: memref<1x4x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %xg = memref.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [1, 1, 3, 5, 5] : memref<1x3x5x5xf32> into memref<1x1x3x5x5xf32>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 4, 3, 3, 3] : memref<4x3x3x3xf32> into memref<1x4x3x3x3xf32>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x3x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x1x4x3x3xf32>)
+  linalg.generic {indexing_maps = [#rx, #rw, #ry], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<1x1x3x5x5xf32>, memref<1x4x3x3x3xf32>) outs(%acc : memref<1x1x4x3x3xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %flat = memref.collapse_shape %acc [[0], [1, 2], [3], [4]] : memref<1x1x4x3x3xf32> into memref<1x4x3x3xf32>
+  linalg.generic {indexing_maps = [#rid, #rb, #rid, #rid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%flat, %b, %r : memref<1x4x3x3xf32>, memref<4x1x1xf32>, memref<1x4x3x3xf32>) outs(%out : memref<1x4x3x3xf32>) {
+  ^bb0(%v: f32, %bias: f32, %res: f32, %o: f32):
+    %0 = arith.addf %v, %bias : f32
+    %1 = arith.addf %0, %res : f32
+    %2 = arith.negf %1 : f32
+    %3 = math.exp %2 : f32
+    %4 = arith.addf %3, %one : f32
+    %5 = arith.divf %one, %4 : f32
+    %6 = arith.mulf %1, %5 : f32
+    linalg.yield %6 : f32
+  }
+  %acc2 = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x3x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc2 : memref<1x1x4x3x3xf32>)
+  linalg.generic {indexing_maps = [#rx, #rw, #ry], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<1x1x3x5x5xf32>, memref<1x4x3x3x3xf32>) outs(%acc2 : memref<1x1x4x3x3xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %flat2 = memref.collapse_shape %acc2 [[0], [1, 2], [3], [4]] : memref<1x1x4x3x3xf32> into memref<1x4x3x3xf32>
+  linalg.generic {indexing_maps = [#rid, #rb, #rid, #rid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%flat2, %b, %r : memref<1x4x3x3xf32>, memref<4x1x1xf32>, memref<1x4x3x3xf32>) outs(%out2 : memref<1x4x3x3xf32>) {
+  ^bb0(%v: f32, %bias: f32, %res: f32, %o: f32):
+    %0 = arith.addf %v, %bias : f32
+    %1 = arith.negf %0 : f32
+    %2 = math.exp %1 : f32
+    %3 = arith.addf %2, %one : f32
+    %4 = arith.divf %one, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    %6 = arith.addf %5, %res : f32
+    linalg.yield %6 : f32
+  }
+  return
+}
