@@ -114,7 +114,8 @@ static bool between(MlirOperation op, MlirOperation first, MlirOperation last) {
  * before op. */
 static bool base_at(MlirValue v, MlirOperation op, MlirOperation consumer, MlirValue *out, MlirOperation *hoist) {
     *hoist = (MlirOperation){NULL};
-    for (MlirOperation def = defining_op(v); !mlirOperationIsNull(def) && between(def, op, consumer); def = defining_op(v)) {
+    for (MlirOperation def = defining_op(v); !mlirOperationIsNull(def) && between(def, op, consumer);
+         def = defining_op(v)) {
         if (op_is(def, "memref.alloc") && mlirOperationGetNumOperands(def) == 0) {
             *hoist = def;
             break;
@@ -147,18 +148,11 @@ static bool find_reader(MlirValue v, MlirOperation op, MlirOperation fill, MlirO
             continue;
         }
         if (mlirOperationEqual(user, op) || mlirOperationEqual(user, fill)) continue;
-        if (!mlirOperationIsNull(*consumer) || !op_is(user, "linalg.generic") || (int)i >= num_inputs(user)) return false;
+        if (!mlirOperationIsNull(*consumer) || !op_is(user, "linalg.generic") || (int)i >= num_inputs(user)) {
+            return false;
+        }
         *consumer = user;
         *read_index = (int)i;
-    }
-    return true;
-}
-
-static bool all_parallel(MlirOperation generic) {
-    MlirAttribute iters = mlirOperationGetAttributeByName(generic, sref("iterator_types"));
-    MlirAttribute par = parse_attr(mlirOperationGetContext(generic), "#linalg.iterator_type<parallel>");
-    for (intptr_t d = 0; d < mlirArrayAttrGetNumElements(iters); ++d) {
-        if (!mlirAttributeEqual(mlirArrayAttrGetElement(iters, d), par)) return false;
     }
     return true;
 }
@@ -179,7 +173,8 @@ static bool operand_over_result(const Scan *s, int i, View *out, MlirOperation *
     MlirValue v = mlirOperationGetOperand(s->consumer, i);
     View own, over_read = s->read;
     int64_t loop_strides[MAX_DIMS];
-    if (!view_of_type(v, &own) || !view_through_map(&own, indexing_map(s->consumer, i), s->n_loops, loop_strides, &over_read.offset)) {
+    if (!view_of_type(v, &own) ||
+        !view_through_map(&own, indexing_map(s->consumer, i), s->n_loops, loop_strides, &over_read.offset)) {
         return false;
     }
     for (int d = 0; d < over_read.rank; ++d) {
@@ -191,12 +186,12 @@ static bool operand_over_result(const Scan *s, int i, View *out, MlirOperation *
 
 /* The consumer's checks that do not depend on its body's steps; sets up s
  * and e->out. */
-static bool consumer_qualifies(Scan *s, MlirValue root, MlirType elem, const MlirValue *read_roots, int n_reads, Epilogue *e,
-                               MlirOperation *hoist) {
+static bool consumer_qualifies(Scan *s, MlirValue root, MlirType elem, const MlirValue *read_roots, int n_reads,
+                               Epilogue *e, MlirOperation *hoist) {
     MlirOperation c = s->consumer;
     s->n_inputs = num_inputs(c);
-    if (s->n_inputs < 0 || s->n_inputs >= MAX_OPERANDS || mlirOperationGetNumOperands(c) != s->n_inputs + 1 || mlirOperationGetNumResults(c) != 0 ||
-        !all_parallel(c)) {
+    if (s->n_inputs < 0 || s->n_inputs >= MAX_OPERANDS || mlirOperationGetNumOperands(c) != s->n_inputs + 1 ||
+        mlirOperationGetNumResults(c) != 0 || !all_parallel(c)) {
         return false;
     }
     s->n_loops = (int)mlirArrayAttrGetNumElements(mlirOperationGetAttributeByName(c, sref("iterator_types")));
@@ -207,7 +202,7 @@ static bool consumer_qualifies(Scan *s, MlirValue root, MlirType elem, const Mli
         return false;
     }
     MlirValue out = mlirOperationGetOperand(c, s->n_inputs), out_root = buffer_root(out);
-    if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(out)), elem) || mlirValueEqual(out_root, root)) return false;
+    if (!mlirTypeEqual(elem_type(out), elem) || mlirValueEqual(out_root, root)) return false;
     for (int i = 0; i < n_reads; ++i) {
         if (mlirValueEqual(out_root, read_roots[i])) return false;
     }
@@ -251,7 +246,8 @@ static bool onednn_takes(const Epilogue *e, const View *a) {
 /* Folds `cur + a` if cur has no other use. */
 static bool fold_add(const Scan *s, Epilogue *e, MlirValue *cur) {
     MlirOpOperand use = mlirValueGetFirstUse(*cur);
-    if (e->n_addends >= s->rules->max_addends || mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) {
+    if (e->n_addends >= s->rules->max_addends || mlirOpOperandIsNull(use) ||
+        !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) {
         return false;
     }
     MlirOperation add = mlirOpOperandGetOwner(use);
@@ -263,7 +259,8 @@ static bool fold_add(const Scan *s, Epilogue *e, MlirValue *cur) {
     View a;
     MlirOperation hoist;
     if (!untouched_between(s->op, s->consumer, buffer_root(mlirOperationGetOperand(s->consumer, j)), false) ||
-        !operand_over_result(s, j, &a, &hoist) || !mlirOperationIsNull(hoist) || (s->rules->onednn && !onednn_takes(e, &a))) {
+        !operand_over_result(s, j, &a, &hoist) || !mlirOperationIsNull(hoist) ||
+        (s->rules->onednn && !onednn_takes(e, &a))) {
         return false;
     }
     e->addend_inputs[e->n_addends] = j;
@@ -342,7 +339,9 @@ static bool match_pattern(const char **p, MlirValue v, Match *m) {
     snprintf(name, sizeof name, "%.*s", (int)len, *p);
     *p += len;
     MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !op_is(def, name) || !mlirBlockEqual(mlirOperationGetBlock(def), m->body)) return false;
+    if (mlirOperationIsNull(def) || !op_is(def, name) || !mlirBlockEqual(mlirOperationGetBlock(def), m->body)) {
+        return false;
+    }
     const char *operands = *p;
     int n_before = m->ops.n;
     bool ok = match_operands(p, def, false, m);
@@ -375,7 +374,8 @@ static bool used_only_inside(MlirValue v, const OpList *ops) {
 /* Folds an activation of cur whose ops (but the last) and cur have no use
  * outside it. */
 static bool fold_activation(const Scan *s, Epilogue *e, MlirValue *cur) {
-    for (MlirOperation root = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(root); root = mlirOperationGetNextInBlock(root)) {
+    for (MlirOperation root = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(root);
+         root = mlirOperationGetNextInBlock(root)) {
         if (mlirOperationGetNumResults(root) != 1) continue;
         MlirValue value = mlirOperationGetResult(root, 0);
         for (size_t k = 0; k < sizeof activations / sizeof activations[0]; ++k) {
@@ -383,7 +383,8 @@ static bool fold_activation(const Scan *s, Epilogue *e, MlirValue *cur) {
             const char *text = activations[k].pattern;
             bool ok = match_pattern(&text, value, &m) && used_only_inside(*cur, &m.ops);
             for (int i = 0; ok && i < m.ops.n; ++i) {
-                ok = mlirOperationEqual(m.ops.ops[i], root) || used_only_inside(mlirOperationGetResult(m.ops.ops[i], 0), &m.ops);
+                MlirOperation o = m.ops.ops[i];
+                ok = mlirOperationEqual(o, root) || used_only_inside(mlirOperationGetResult(o, 0), &m.ops);
             }
             if (ok) {
                 for (int i = 0; i < m.ops.n; ++i) push_unique(&e->folded, m.ops.ops[i]);
@@ -414,7 +415,8 @@ bool find_epilogue(MlirOperation op, MlirOperation fill, const View *result, Mli
         return false;
     }
     MlirValue cur = mlirBlockGetArgument(s.body, s.read_index);
-    while (e->n_steps < PT2RT_MAX_STEPS && (fold_add(&s, e, &cur) || (rules->activations && fold_activation(&s, e, &cur)))) {
+    while (e->n_steps < PT2RT_MAX_STEPS &&
+           (fold_add(&s, e, &cur) || (rules->activations && fold_activation(&s, e, &cur)))) {
     }
     if (!mlirOperationIsNull(hoist)) mlirOperationMoveBefore(hoist, op);
     e->consumer = s.consumer;
@@ -457,7 +459,8 @@ static void drop_inputs(MlirOperation consumer, int n_inputs, const bool *drop) 
     }
     mlirOperationSetOperands(consumer, n, operands);
     mlirOperationSetAttributeByName(consumer, sref("indexing_maps"), mlirArrayAttrGet(ctx, n, kept_maps));
-    mlirOperationSetAttributeByName(consumer, sref("operandSegmentSizes"), mlirDenseI32ArrayGet(ctx, 2, (int32_t[]){n - 1, 1}));
+    mlirOperationSetAttributeByName(consumer, sref("operandSegmentSizes"),
+                                    mlirDenseI32ArrayGet(ctx, 2, (int32_t[]){n - 1, 1}));
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(consumer, 0));
     for (int i = n_inputs - 1; i >= 0; --i) {
         if (drop[i]) mlirBlockEraseArgument(body, (unsigned)i);
@@ -485,7 +488,8 @@ void commit_epilogue(Epilogue *e) {
     }
     drop_inputs(c, n_inputs, drop);
     MlirOperation yield = mlirBlockGetFirstOperation(body);
-    if (op_is(yield, "linalg.yield") && mlirValueEqual(mlirOperationGetOperand(yield, 0), out_arg)) mlirOperationDestroy(c);
+    bool nothing_left = op_is(yield, "linalg.yield") && mlirValueEqual(mlirOperationGetOperand(yield, 0), out_arg);
+    if (nothing_left) mlirOperationDestroy(c);
     erase_unused_views(e->result_root);
     if (!has_uses(e->result_root)) mlirOperationDestroy(defining_op(e->result_root));
     oplist_free(&e->folded);

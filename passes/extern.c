@@ -429,7 +429,8 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
     Epilogue ep;
     const EpilogueRules rules = {.max_addends = 1};
     MlirValue reads[2] = {buffer_root(views[0].base), buffer_root(views[1].base)};
-    bool fused = epilogues && !mlirOperationIsNull(fill) && find_epilogue(op, fill, &views[2], elem, reads, 2, &rules, &ep);
+    bool fused =
+        epilogues && !mlirOperationIsNull(fill) && find_epilogue(op, fill, &views[2], elem, reads, 2, &rules, &ep);
     View addend = {.rank = c.n_loops};
     if (fused) { /* through the map that took R's view: cannot fail */
         loop_views[2].base = ep.out.base;
@@ -686,7 +687,8 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     bool f32 = mlirTypeIsAF32(elem);
     const EpilogueRules rules = {.max_addends = EPILOGUE_MAX_ADDENDS, .activations = f32, .onednn = f32};
     MlirValue reads[2] = {buffer_root(call.x), buffer_root(call.w)};
-    bool fused = epilogues && mlirOperationIsNull(call.out_copy) && find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
+    bool fused = epilogues && mlirOperationIsNull(call.out_copy) &&
+                 find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
     if (fused) call.y = ep.out;
     bool with_steps = fused && ep.n_steps > 0;
     Builder b = builder_before(op);
@@ -710,8 +712,9 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
         args[n_args++] = const_int(&b, i64, epilogue_program(&ep));
         snprintf(callee, sizeof callee, "pt2rt_conv2d_epilogue_%s", e);
         snprintf(params, sizeof params,
-                 "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, i64, i64, i64, i64, i64, i64, i64, i64", e,
-                 e, e, e, e);
+                 "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, "
+                 "i64, i64, i64, i64, i64, i64, i64, i64",
+                 e, e, e, e, e);
     } else {
         snprintf(callee, sizeof callee, "pt2rt_conv2d_%s", e);
         snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i64, i64, i64, i64, i64, i64, i64", e, e, e);
@@ -768,13 +771,12 @@ static _Alignas(8) const char extern_blas_type_id, extern_blas_no_epilogue_type_
 
 MlirPass pt2_create_extern_blas_pass(void) {
     return make_external_pass("pt2-extern-blas",
-                              "Call libpt2rt (BLAS, oneDNN) for f32/f64 matmuls and convolutions on buffers, with their epilogues",
+                              "Call libpt2rt (BLAS, oneDNN) for f32/f64 matmuls and convolutions, with their epilogues",
                               "builtin.module", run_extern_blas, &extern_blas_type_id);
 }
 
 /* PT2_DISABLE=epilogue: the calls alone, every kernel after them kept. */
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void) {
-    return make_external_pass("pt2-extern-blas-no-epilogue",
-                              "pt2-extern-blas without folding the elementwise kernel after a call into it", "builtin.module",
-                              run_extern_blas_no_epilogue, &extern_blas_no_epilogue_type_id);
+    return make_external_pass("pt2-extern-blas-no-epilogue", "pt2-extern-blas without folding the kernel after a call",
+                              "builtin.module", run_extern_blas_no_epilogue, &extern_blas_no_epilogue_type_id);
 }

@@ -139,7 +139,8 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "", blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
+             blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize{max-nested=1}" : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
                                 : "pt2-split-reductions,pt2-serialize-small-loops,convert-scf-to-openmp,")

@@ -92,11 +92,12 @@ MATMUL_FORMS = [
     ("addmm", [(9,), (7, 5), (5, 9)], lambda g, c, x, w: g.op("addmm", c, x, w), lambda c, x, w: torch.addmm(c, x, w)),
     ("addmm beta alpha", [(7, 9), (7, 5), (5, 9)], lambda g, c, x, w: g.op("addmm", c, x, w, beta=0.5, alpha=2.0),
      lambda c, x, w: torch.addmm(c, x, w, beta=0.5, alpha=2.0)),
-    ("x @ w.T + b", [(7, 5), (9, 5), (9,)], lambda g, x, w, b: g.op("add", g.op("matmul", x, g.op("permute", w, perm=[1, 0])), b),
-     lambda x, w, b: x @ w.T + b),
+    ("x @ w.T + b", [(7, 5), (9, 5), (9,)],
+     lambda g, x, w, b: g.op("add", g.op("matmul", x, g.op("permute", w, perm=[1, 0])), b), lambda x, w, b: x @ w.T + b),
     ("bias broadcast beyond the result", [(7, 5), (5, 9), (2, 7, 9)],
      lambda g, x, w, b: g.op("add", g.op("matmul", x, w), b), lambda x, w, b: x @ w + b),
-    ("f16 bias", [(7, 5), (5, 9), (9,)], lambda g, x, w, b: g.op("add", g.op("matmul", x, w), g.op("convert", b, dtype=torch.float16)),
+    ("f16 bias", [(7, 5), (5, 9), (9,)],
+     lambda g, x, w, b: g.op("add", g.op("matmul", x, w), g.op("convert", b, dtype=torch.float16)),
      lambda x, w, b: x @ w + b.half()),
 ]
 

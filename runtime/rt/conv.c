@@ -70,33 +70,35 @@ static void read_tensor(const Pt2rtUnrankedMemRef *m, size_t elem_size, char **o
 }
 
 /* Reads the steps and the addends they use (addends may be null when no
- * step reads them). */
+ * step reads them), after read_conv. */
 static void read_epilogue(const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, Conv *c) {
     c->steps = steps;
-    c->addend[0] = c->addend[1] = NULL;
-    memset(c->addend_strides, 0, sizeof c->addend_strides);
     bool ended = false;
     for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
         int step = step_at(steps, i);
         ended = ended || step == PT2RT_STEP_END;
         if (ended) {
-            if (step != PT2RT_STEP_END) pt2rt_fatal("conv2d epilogue step after its end (a compiler bug: see passes/extern.c)");
+            if (step != PT2RT_STEP_END) pt2rt_fatal("conv2d epilogue step after its end (a compiler bug: see epilogue.c)");
             continue;
         }
-        if (step > PT2RT_STEP_GELU_TANH) pt2rt_fatal("unknown conv2d epilogue step (a compiler bug: see passes/extern.c)");
+        if (step > PT2RT_STEP_GELU_TANH) pt2rt_fatal("unknown conv2d epilogue step (a compiler bug: see epilogue.c)");
         int k = step - PT2RT_STEP_ADD0;
         if ((k != 0 && k != 1) || c->addend[k]) continue;
         int64_t sizes[4];
         if (!addends[k]) pt2rt_fatal("conv2d epilogue adds a missing tensor (a compiler bug: see passes/extern.c)");
         read_tensor(addends[k], c->elem_size, &c->addend[k], sizes, c->addend_strides[k]);
-        if (memcmp(sizes, c->y_sizes, sizeof sizes) != 0) pt2rt_fatal("conv2d addend of another shape than y (a compiler bug)");
+        if (memcmp(sizes, c->y_sizes, sizeof sizes) != 0) {
+            pt2rt_fatal("conv2d epilogue addend of another shape than y (a compiler bug: see epilogue.c)");
+        }
     }
 }
 
 static void read_conv(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                       size_t elem_size, const int64_t geometry[7], Conv *c) {
     c->elem_size = elem_size;
-    c->steps = 0;
+    c->steps = 0; /* no epilogue: nothing in the primitive's key either */
+    c->addend[0] = c->addend[1] = NULL;
+    memset(c->addend_strides, 0, sizeof c->addend_strides);
     read_tensor(x, elem_size, &c->x, c->x_sizes, c->x_strides);
     read_tensor(w, elem_size, &c->w, c->w_sizes, c->w_strides);
     read_tensor(y, elem_size, &c->y, c->y_sizes, c->y_strides);
@@ -192,7 +194,10 @@ static void epilogue_all(const Conv *c) {
     int64_t planes = c->y_sizes[0] * c->y_sizes[1], positions = c->y_sizes[2] * c->y_sizes[3];
     int threads = omp_in_parallel() || planes * positions < PARALLEL_MIN_WORK / 16 ? 1 : omp_get_max_threads();
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t t = 0; t < planes; ++t) epilogue_block(c, t / c->y_sizes[1], t % c->y_sizes[1], t % c->y_sizes[1] + 1, 0, positions);
+    for (int64_t t = 0; t < planes; ++t) {
+        int64_t o = t % c->y_sizes[1];
+        epilogue_block(c, t / c->y_sizes[1], o, o + 1, 0, positions);
+    }
 }
 
 /*===----------------------------------------------------------------------===*
