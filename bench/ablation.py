@@ -8,7 +8,8 @@ fresh process with PT2_DISABLE set to the switch, so every kernel is compiled wi
 eager on the models that match eager, and the pt2/eager ratio of each micro case.  Switches
 (docs/passes.md): inline (producer→consumer fusion on linalg), fusion (loop fusion across
 reductions), reorder (loop reordering by stride votes), memplan (buffer reuse), vectorize (LLVM's
-vectorizers and libmvec), parallel (OpenMP), blas (libraries for matmul and conv).  A benchmark
+vectorizers and libmvec), parallel (OpenMP), blas (libraries for matmul and conv), epilogue (bias
+and activations folded into those library calls).  A benchmark
 script, never a test: run it on a quiet machine.
 """
 import argparse
@@ -22,7 +23,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SWITCHES = ["inline", "fusion", "reorder", "memplan", "vectorize", "parallel", "blas"]
+SWITCHES = ["inline", "fusion", "reorder", "memplan", "vectorize", "parallel", "blas", "epilogue"]
 DEFAULT_MODELS = "BertForMaskedLM,DistilBertForMaskedLM,RobertaForCausalLM,DistillGPT2"
 DEFAULT_MICRO = "pointwise6,softmax,layer_norm,gelu,sum"
 

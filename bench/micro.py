@@ -3,8 +3,10 @@
 
     python3 bench/micro.py [--json FILE] [--cases softmax,sum] [--repeats 30] [--warmup 5]
 
-Six kernels a compiler for PyTorch must get right: a chain of pointwise ops,
-row softmax, layer_norm, a full reduction, matmul, conv2d.  Per case, the
+Kernels a compiler for PyTorch must get right: a chain of pointwise ops,
+row softmax, layer_norm, a full reduction, matmul, conv2d, and a library
+call with its epilogue (a BERT feed-forward linear + bias + GELU, a conv2d +
+bias + ReLU).  Per case, the
 three systems run interleaved (PyTorch's harness: 5 warm-up rounds, then 30
 timed ones, the order rotating each round) and each reports its median.
 
@@ -96,6 +98,22 @@ def _conv2d(x, w):
     return F.conv2d(x, w, padding=1)
 
 
+def _linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+def _linear_gelu_graph(g, x, w, b):
+    return g.op("gelu", g.op("add", g.op("linear", x, w), b))
+
+
+def _conv2d_bias_relu(x, w, b):
+    return torch.relu(F.conv2d(x, w, b, padding=1))
+
+
+def _conv2d_bias_relu_graph(g, x, w, b):
+    return g.op("relu", g.op("add", g.op("conv2d", x, w, padding=[1, 1]), g.op("reshape", b, shape=[-1, 1, 1])))
+
+
 def _randn(*shape):
     return lambda: torch.randn(*shape)
 
@@ -115,6 +133,10 @@ CASES = [
      2 * 1024**3, (1e-4, 1e-3)),
     ("conv2d_3x3_64ch_8x56x56", [_randn(8, 64, 56, 56), _randn(64, 64, 3, 3)], _conv2d,
      lambda g, x, w: g.op("conv2d", x, w, padding=[1, 1]), None, 2 * 8 * 64 * 56 * 56 * 64 * 9, (1e-4, 1e-3)),
+    ("linear_gelu_256x768x3072", [_randn(256, 768), _randn(3072, 768), _randn(3072)], _linear_gelu, _linear_gelu_graph,
+     None, 2 * 256 * 768 * 3072, (1e-4, 1e-3)),
+    ("conv2d_bias_relu_64ch_8x56x56", [_randn(8, 64, 56, 56), _randn(64, 64, 3, 3), _randn(64)], _conv2d_bias_relu,
+     _conv2d_bias_relu_graph, None, 2 * 8 * 64 * 56 * 56 * 64 * 9, (1e-4, 1e-3)),
 ]
 
 

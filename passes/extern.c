@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buffers.h"
+#include "extern.h"
 #include "mlir-c/Dialect/Linalg.h"
 
 /*===----------------------------------------------------------------------===*
@@ -173,7 +173,7 @@ static void build_call(Builder *b, const char *callee, int n_args, const MlirVal
 }
 
 /* Rewrites one contraction if it qualifies; returns whether it did. */
-static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
+static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epilogues) {
     if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !mlirLinalgIsAContractionOp(op) ||
         !body_is_multiply_accumulate(op)) {
         return false;
@@ -208,6 +208,22 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
         }
     }
     MlirOperation fill = zero_fill_before(op, operands[2]);
+    /* the kernel after it: the call writes its output, with one addend
+     * (linear's bias, addmm's c) set before the BLAS accumulates */
+    Epilogue ep;
+    const EpilogueRules rules = {.max_addends = 1};
+    MlirValue reads[2] = {buffer_root(views[0].base), buffer_root(views[1].base)};
+    bool fused =
+        epilogues && !mlirOperationIsNull(fill) && find_epilogue(op, fill, &views[2], elem, reads, 2, &rules, &ep);
+    View addend = {.rank = c.n_loops};
+    if (fused) { /* through the map that took R's view: cannot fail */
+        loop_views[2].base = ep.out.base;
+        view_through_map(&ep.out, indexing_map(op, 2), c.n_loops, loop_views[2].strides, &loop_views[2].offset);
+    }
+    if (fused && ep.n_addends == 1) {
+        addend.base = ep.addends[0].base;
+        view_through_map(&ep.addends[0], indexing_map(op, 2), c.n_loops, addend.strides, &addend.offset);
+    }
     Builder b = builder_before(op);
     int dims[PT2_MAX_RANK], n_dims = c.n_batch + 2;
     memcpy(dims, c.batch, sizeof(int) * (size_t)c.n_batch);
@@ -218,17 +234,24 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op) {
         dims[c.n_batch + 1] = roles[i][1];
         args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, elem);
     }
-    args[3] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), mlirOperationIsNull(fill) ? 1 : 0);
     char callee[64], params[128];
     const char *e = elem_name(elem);
-    snprintf(callee, sizeof callee, "pt2rt_matmul_%s", e);
-    snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i32", e, e, e);
+    if (fused && ep.n_addends == 1) {
+        args[3] = build_loop_view(&b, &addend, &c, dims, n_dims, elem);
+        snprintf(callee, sizeof callee, "pt2rt_matmul_add_%s", e);
+        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>", e, e, e, e);
+    } else {
+        args[3] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), mlirOperationIsNull(fill) ? 1 : 0);
+        snprintf(callee, sizeof callee, "pt2rt_matmul_%s", e);
+        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i32", e, e, e);
+    }
     declare_runtime_function(module, callee, params);
     build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
     if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
     erase_ops(&dead);
     oplist_free(&dead);
+    if (fused) commit_epilogue(&ep);
     return true;
 }
 
@@ -259,7 +282,7 @@ static bool conv_geometry(MlirOperation op, ConvGeometry *g) {
            read_pair_attr(dict, "dilation", g->dilation);
 }
 
-static bool has_uses(MlirValue v) { return !mlirOpOperandIsNull(mlirValueGetFirstUse(v)); }
+bool has_uses(MlirValue v) { return !mlirOpOperandIsNull(mlirValueGetFirstUse(v)); }
 
 /* Whether every use of v is by one of the n ops. */
 static bool used_only_by(MlirValue v, int n, const MlirOperation *ops) {
@@ -424,8 +447,9 @@ static void erase_conv_leftovers(const ConvCall *call, MlirOperation x_view, Mli
 
 /* Rewrites one marked conv2d generic on f32/f64 buffers into
  *     call @pt2rt_conv2d_f32(%x, %w, %y, sh, sw, ph, pw, dh, dw, groups)
- * if it qualifies; returns whether it did. */
-static bool rewrite_conv(MlirOperation module, MlirOperation op) {
+ * or, with an epilogue that has steps, pt2rt_conv2d_epilogue_f32 if it
+ * qualifies; returns whether it did. */
+static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues) {
     ConvGeometry g;
     if (!conv_geometry(op, &g) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
         !body_is_multiply_accumulate(op)) {
@@ -441,27 +465,52 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op) {
     if (mlirValueIsNull(call.w) || !conv_input(op, &g, &call) || !conv_output(op, &g, &call)) return false;
     View x_view, w_view;
     if (!view_of_type(call.x, &x_view) || !view_of_type(call.w, &w_view)) return false;
+    /* the kernel after it: the call writes its output, with addends (a
+     * bias, a residual) and, on oneDNN (f32), activations as post-ops */
+    Epilogue ep;
+    bool f32 = mlirTypeIsAF32(elem);
+    const EpilogueRules rules = {.max_addends = EPILOGUE_MAX_ADDENDS, .activations = f32, .onednn = f32};
+    MlirValue reads[2] = {buffer_root(call.x), buffer_root(call.w)};
+    bool fused = epilogues && mlirOperationIsNull(call.out_copy) &&
+                 find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
+    if (fused) call.y = ep.out;
+    bool with_steps = fused && ep.n_steps > 0;
     Builder b = builder_before(op);
     MlirType unranked = mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull());
     MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
-    MlirValue args[10] = {
+    MlirValue args[13] = {
         build_unary(&b, "memref.cast", call.x, unranked),
         build_unary(&b, "memref.cast", call.w, unranked),
         build_unranked_view(&b, &call.y, elem),
     };
+    int n_args = 3;
+    for (int k = 0; with_steps && k < EPILOGUE_MAX_ADDENDS; ++k) { /* y stands in for an addend not used */
+        const View *a = k < ep.n_addends ? &ep.addends[k] : &call.y;
+        args[n_args++] = build_unranked_view(&b, a, elem);
+    }
     const int64_t scalars[7] = {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups};
-    for (int i = 0; i < 7; ++i) args[3 + i] = const_int(&b, i64, scalars[i]);
-    char callee[64], params[160];
+    for (int i = 0; i < 7; ++i) args[n_args++] = const_int(&b, i64, scalars[i]);
+    char callee[64], params[256];
     const char *e = elem_name(elem);
-    snprintf(callee, sizeof callee, "pt2rt_conv2d_%s", e);
-    snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i64, i64, i64, i64, i64, i64, i64", e, e, e);
+    if (with_steps) {
+        args[n_args++] = const_int(&b, i64, epilogue_program(&ep));
+        snprintf(callee, sizeof callee, "pt2rt_conv2d_epilogue_%s", e);
+        snprintf(params, sizeof params,
+                 "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, "
+                 "i64, i64, i64, i64, i64, i64, i64, i64",
+                 e, e, e, e, e);
+    } else {
+        snprintf(callee, sizeof callee, "pt2rt_conv2d_%s", e);
+        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i64, i64, i64, i64, i64, i64, i64", e, e, e);
+    }
     declare_runtime_function(module, callee, params);
-    build_call(&b, callee, 10, args);
+    build_call(&b, callee, n_args, args);
     MlirOperation x_grouped = defining_op(mlirOperationGetOperand(op, 0));
     MlirOperation w_grouped = defining_op(mlirOperationGetOperand(op, 1));
     MlirValue acc = mlirOperationGetOperand(op, 2);
     mlirOperationDestroy(op);
     erase_conv_leftovers(&call, x_grouped, w_grouped, acc);
+    if (fused) commit_epilogue(&ep);
     return true;
 }
 
@@ -477,25 +526,41 @@ static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
-static int run_extern_blas(MlirOperation module, void *user) {
-    (void)user;
+static void rewrite_all(MlirOperation module, bool epilogues) {
     OpList ops = {0};
     mlirOperationWalk(module, collect_candidate, &ops, MlirWalkPreOrder);
     for (int i = 0; i < ops.n; ++i) {
         if (is_marked_conv(ops.ops[i])) {
-            rewrite_conv(module, ops.ops[i]);
+            rewrite_conv(module, ops.ops[i], epilogues);
         } else {
-            rewrite_contraction(module, ops.ops[i]);
+            rewrite_contraction(module, ops.ops[i], epilogues);
         }
     }
     oplist_free(&ops);
+}
+
+static int run_extern_blas(MlirOperation module, void *user) {
+    (void)user;
+    rewrite_all(module, true);
     return 0;
 }
 
-static _Alignas(8) const char extern_blas_type_id;
+static int run_extern_blas_no_epilogue(MlirOperation module, void *user) {
+    (void)user;
+    rewrite_all(module, false);
+    return 0;
+}
+
+static _Alignas(8) const char extern_blas_type_id, extern_blas_no_epilogue_type_id;
 
 MlirPass pt2_create_extern_blas_pass(void) {
     return make_external_pass("pt2-extern-blas",
-                              "Call libpt2rt (BLAS, oneDNN) for f32/f64 matmuls and convolutions on buffers", "builtin.module",
-                              run_extern_blas, &extern_blas_type_id);
+                              "Call libpt2rt (BLAS, oneDNN) for f32/f64 matmuls and convolutions, with their epilogues",
+                              "builtin.module", run_extern_blas, &extern_blas_type_id);
+}
+
+/* PT2_DISABLE=epilogue: the calls alone, every kernel after them kept. */
+MlirPass pt2_create_extern_blas_no_epilogue_pass(void) {
+    return make_external_pass("pt2-extern-blas-no-epilogue", "pt2-extern-blas without folding the kernel after a call",
+                              "builtin.module", run_extern_blas_no_epilogue, &extern_blas_no_epilogue_type_id);
 }

@@ -102,15 +102,6 @@ static int num_loops(MlirOperation generic) {
 
 static MlirBlock body_of(MlirOperation generic) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(generic, 0)); }
 
-static bool all_parallel(MlirOperation generic) {
-    MlirAttribute iters = mlirOperationGetAttributeByName(generic, sref("iterator_types"));
-    MlirAttribute par = parse_attr(mlirOperationGetContext(generic), "#linalg.iterator_type<parallel>");
-    for (intptr_t d = 0; d < mlirArrayAttrGetNumElements(iters); ++d) {
-        if (!mlirAttributeEqual(mlirArrayAttrGetElement(iters, d), par)) return false;
-    }
-    return true;
-}
-
 /* A generic this pass may fuse: tensors only, a bounded size, no mark of a
  * later pass (the convolution pt2-extern-blas matches). */
 static bool is_fusible_generic(MlirOperation op) {

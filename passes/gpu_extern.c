@@ -111,17 +111,6 @@ typedef struct Gemm {
     OpList dead;            /* erased after the call is built, in this order */
 } Gemm;
 
-static bool all_parallel(MlirOperation op) {
-    MlirAttribute it = mlirOperationGetAttributeByName(op, sref("iterator_types"));
-    if (mlirAttributeIsNull(it)) return false;
-    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(it); ++i) {
-        TypeText t = {{0}, 0};
-        mlirAttributePrint(mlirArrayAttrGetElement(it, i), append, &t);
-        if (!strstr(t.data, "parallel")) return false;
-    }
-    return true;
-}
-
 /* The op that reads D next, if the call can absorb it: D's buffer is an
  * allocation, the first op after the call's place to access it is
  * `reader`, which reads all of it through one contiguous view (operand

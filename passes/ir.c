@@ -295,6 +295,16 @@ bool constant_int_value(MlirValue v, int64_t *out) {
     return true;
 }
 
+bool all_parallel(MlirOperation generic) {
+    MlirAttribute iters = mlirOperationGetAttributeByName(generic, sref("iterator_types"));
+    if (mlirAttributeIsNull(iters)) return false;
+    MlirAttribute par = parse_attr(mlirOperationGetContext(generic), "#linalg.iterator_type<parallel>");
+    for (intptr_t d = 0; d < mlirArrayAttrGetNumElements(iters); ++d) {
+        if (!mlirAttributeEqual(mlirArrayAttrGetElement(iters, d), par)) return false;
+    }
+    return true;
+}
+
 MlirValue memref_base(MlirValue memref) {
     while (mlirValueIsAOpResult(memref)) {
         MlirOperation def = mlirOpResultGetOwner(memref);

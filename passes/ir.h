@@ -91,6 +91,9 @@ bool op_name_starts(MlirOperation op, const char *prefix);
  * is not one. */
 bool constant_int_value(MlirValue v, int64_t *out);
 
+/* Whether every loop of a linalg.generic is parallel (no reduction). */
+bool all_parallel(MlirOperation generic);
+
 /* The buffer a memref view was made from: follows operand 0 through view
  * ops (casts, reshapes, subviews) to a function argument or an allocation. */
 MlirValue memref_base(MlirValue memref);

@@ -24,6 +24,7 @@ MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
+MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
@@ -48,8 +49,12 @@ static const PassEntry pt2_passes[] = {
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
-    {"pt2-extern-blas", "Call libpt2rt for f32/f64 matmuls (OpenBLAS) and conv2d (oneDNN, im2col + BLAS) on buffers",
+    {"pt2-extern-blas",
+     "Call libpt2rt for f32/f64 matmuls (OpenBLAS) and conv2d (oneDNN, im2col + BLAS) on buffers, folding in the elementwise "
+     "kernel after them (bias, residual, activations) where the library can compute it",
      pt2_create_extern_blas_pass},
+    {"pt2-extern-blas-no-epilogue", "pt2-extern-blas without folding the kernel after a call into it (PT2_DISABLE=epilogue)",
+     pt2_create_extern_blas_no_epilogue_pass},
     {"pt2-math-to-libm", "Transcendental math ops on f32/f64 → readnone libm calls (vectorized through libmvec)",
      pt2_create_math_to_libm_pass},
     {"pt2-fuse-parallel-loops", "Fuse adjacent loop nests over the same rows (a reduction and its epilogue in one pass)",
@@ -123,6 +128,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
+    bool epilogue = !pt2_disabled(disable, "epilogue");
     bool reorder = !pt2_disabled(disable, "reorder");
     bool memplan = !pt2_disabled(disable, "memplan");
     snprintf(text, sizeof text,
@@ -136,7 +142,8 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "", blas ? "pt2-extern-blas," : "",
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
+             blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize{max-nested=1}" : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
                                 : "pt2-split-reductions,pt2-serialize-small-loops,convert-scf-to-openmp,")

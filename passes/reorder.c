@@ -30,7 +30,7 @@
  * generic with a non-affine-linear map (floordiv, mod) or a conv2d mark is
  * left alone.  A kernel that still reads a big operand across its rows in
  * the innermost loop (a transpose) is then tiled 32 x 32 (see "tiling
- * transposed kernels").  PT2_LOGS=reorder prints each permutation and tiling.
+ * transposed kernels"), unless it is a copy only a matmul reads.  PT2_LOGS=reorder prints each permutation and tiling.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,7 +291,8 @@ static void apply_order(Generic *g, const int *order) {
  * viewed with dim a as (a / TILE, TILE) and b as (b / TILE, TILE)
  * (tensor.expand_shape, a view after bufferization), the outer halves stay
  * where a and b were and the inner halves become the two innermost loops,
- * so a tile of the transposed operand (TILE rows) stays in the L1 cache. */
+ * so a tile of the transposed operand (TILE rows) stays in the L1 cache.
+ * Not a copy whose result only f32/f64 matmuls read (copy_feeds_blas). */
 #define TILE 32
 
 static bool is_dim(MlirAffineExpr e, int d) { return mlirAffineExprIsADim(e) && mlirAffineDimExprGetPosition(e) == d; }

@@ -106,7 +106,8 @@ def test_disable_blas_gives_the_same_results(dt, monkeypatch):
 
 
 def test_conv2d_bias_relu():
-    """Bias and relu stay pointwise ops after the call (oneDNN post-ops are not used)."""
+    """The bias goes into the call (oneDNN's bias), the relu stays a kernel
+    in place on the output (test_epilogue.py has the rest)."""
     x, w = make((2, 16, 12, 12), torch.float32, -1, 1), make((32, 16, 3, 3), torch.float32, -1, 1, seed=1)
     bias = make((32, 1, 1), torch.float32, -1, 1, seed=2)
     got = run(lambda g, a, b, c: g.op("relu", g.op("add", g.op("conv2d", a, b, padding=[1, 1]), c)), [x, w, bias])

@@ -1,13 +1,17 @@
 /*===- conv.c - libpt2rt: conv2d of compiled kernels through oneDNN --------===*
  *
  *   pt2rt_conv2d_f32/f64(x, w, y, stride, padding, dilation, groups)
- *     descriptors ─▶ Conv {x [N,C,H,W], w [O,C/G,KH,KW], y [N,O,OH,OW], strides}
+ *   pt2rt_conv2d_epilogue_f32/f64(x, w, y, addend0, addend1, ..., steps)
+ *     descriptors ─▶ Conv {x [N,C,H,W], w [O,C/G,KH,KW], y [N,O,OH,OW], strides,
+ *                          epilogue steps and their addends}
  *       f32 ─▶ oneDNN: a primitive per shape, created once and cached
  *               (x and y reordered to the blocked layout its fast kernels
- *               want and back, w reordered every call: it may change)
+ *               want and back, w reordered every call: it may change);
+ *               the epilogue as its bias and post-ops where they express it
  *       f64, or f32 where oneDNN has no primitive
  *           ─▶ im2col + one single-threaded BLAS GEMM per (image, group,
- *               block of output positions), spread over the OpenMP team
+ *               block of output positions), spread over the OpenMP team,
+ *               each block's epilogue right after its GEMM
  *
  * Why oneDNN: it is what eager PyTorch calls.  Measured on the development
  * machine (AVX-512, one thread) for micro.py's 3x3 conv 64->64 on
@@ -29,6 +33,7 @@
 #include <cblas.h>
 #include <dnnl.h>
 #include <limits.h>
+#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,7 +56,12 @@ typedef struct Conv {
     char *x, *w, *y;
     int64_t x_sizes[4], x_strides[4], w_sizes[4], w_strides[4], y_sizes[4], y_strides[4];
     int64_t stride[2], padding[2], dilation[2], groups;
+    int64_t steps;                     /* the epilogue (pt2rt.h); 0: none */
+    char *addend[2];                   /* y's shape; null where no step reads it */
+    int64_t addend_strides[2][4];
 } Conv;
+
+static int step_at(int64_t steps, int i) { return (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf); }
 
 static void read_tensor(const Pt2rtUnrankedMemRef *m, size_t elem_size, char **out_data, int64_t *sizes,
                         int64_t *strides) {
@@ -59,9 +69,36 @@ static void read_tensor(const Pt2rtUnrankedMemRef *m, size_t elem_size, char **o
     pt2rt_read_descriptor(m, elem_size, out_data, sizes, strides);
 }
 
+/* Reads the steps and the addends they use (addends may be null when no
+ * step reads them), after read_conv. */
+static void read_epilogue(const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, Conv *c) {
+    c->steps = steps;
+    bool ended = false;
+    for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
+        int step = step_at(steps, i);
+        ended = ended || step == PT2RT_STEP_END;
+        if (ended) {
+            if (step != PT2RT_STEP_END) pt2rt_fatal("conv2d epilogue step after its end (a compiler bug: see epilogue.c)");
+            continue;
+        }
+        if (step > PT2RT_STEP_GELU_TANH) pt2rt_fatal("unknown conv2d epilogue step (a compiler bug: see epilogue.c)");
+        int k = step - PT2RT_STEP_ADD0;
+        if ((k != 0 && k != 1) || c->addend[k]) continue;
+        int64_t sizes[4];
+        if (!addends[k]) pt2rt_fatal("conv2d epilogue adds a missing tensor (a compiler bug: see passes/extern.c)");
+        read_tensor(addends[k], c->elem_size, &c->addend[k], sizes, c->addend_strides[k]);
+        if (memcmp(sizes, c->y_sizes, sizeof sizes) != 0) {
+            pt2rt_fatal("conv2d epilogue addend of another shape than y (a compiler bug: see epilogue.c)");
+        }
+    }
+}
+
 static void read_conv(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                       size_t elem_size, const int64_t geometry[7], Conv *c) {
     c->elem_size = elem_size;
+    c->steps = 0; /* no epilogue: nothing in the primitive's key either */
+    c->addend[0] = c->addend[1] = NULL;
+    memset(c->addend_strides, 0, sizeof c->addend_strides);
     read_tensor(x, elem_size, &c->x, c->x_sizes, c->x_strides);
     read_tensor(w, elem_size, &c->w, c->w_sizes, c->w_strides);
     read_tensor(y, elem_size, &c->y, c->y_sizes, c->y_strides);
@@ -100,12 +137,76 @@ static void zero_output(const Conv *c) {
 }
 
 /*===----------------------------------------------------------------------===*
+ * The epilogue in C: a step at a time over a row of y
+ *===----------------------------------------------------------------------===*/
+
+/* Each formula in pt2-lower's order of operations (lower_pointwise.c,
+ * decompose.c), so that the loops and this agree to the rounding. */
+#define DEFINE_EPILOGUE(T, EXP, ERF, TANH)                                                                                 \
+    static T activate_##T(int step, T v) {                                                                             \
+        switch (step) {                                                                                                \
+        case PT2RT_STEP_SIGMOID: return (T)1 / ((T)1 + EXP(-v));                                                       \
+        case PT2RT_STEP_SILU: return v * ((T)1 / ((T)1 + EXP(-v)));                                                    \
+        case PT2RT_STEP_GELU_ERF: return v * (T)0.5 * (ERF(v * (T)0.7071067811865476) + (T)1);                         \
+        default: {                                                                                                     \
+            T inner = TANH((v + v * v * v * (T)0.044715) * (T)0.7978845608028654);                                     \
+            return v * (T)0.5 * (inner + (T)1);                                                                        \
+        }                                                                                                              \
+        }                                                                                                              \
+    }                                                                                                                  \
+    /* The steps over y[n, o, i, j0..j1). */                                                                           \
+    static void row_steps_##T(const Conv *c, int64_t n, int64_t o, int64_t i, int64_t j0, int64_t j1) {                \
+        const int64_t *ys = c->y_strides;                                                                              \
+        T *y = (T *)c->y + n * ys[0] + o * ys[1] + i * ys[2];                                                          \
+        for (int s = 0; s < PT2RT_MAX_STEPS; ++s) {                                                                    \
+            int step = step_at(c->steps, s), k = step - PT2RT_STEP_ADD0;                                               \
+            if (step == PT2RT_STEP_END) return;                                                                        \
+            if (k == 0 || k == 1) {                                                                                    \
+                const int64_t *as = c->addend_strides[k];                                                              \
+                const T *a = (const T *)c->addend[k] + n * as[0] + o * as[1] + i * as[2];                              \
+                for (int64_t j = j0; j < j1; ++j) y[j * ys[3]] += a[j * as[3]];                                        \
+            } else {                                                                                                   \
+                for (int64_t j = j0; j < j1; ++j) y[j * ys[3]] = activate_##T(step, y[j * ys[3]]);                     \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+DEFINE_EPILOGUE(float, expf, erff, tanhf)
+DEFINE_EPILOGUE(double, exp, erf, tanh)
+
+/* The steps over y[n, o0..o1, positions p0..p1) (position p = oh OW + ow). */
+static void epilogue_block(const Conv *c, int64_t n, int64_t o0, int64_t o1, int64_t p0, int64_t p1) {
+    int64_t ow = c->y_sizes[3];
+    for (int64_t o = o0; o < o1; ++o) {
+        for (int64_t p = p0; p < p1;) {
+            int64_t i = p / ow, j0 = p % ow, j1 = j0 + (p1 - p) < ow ? j0 + (p1 - p) : ow;
+            if (c->elem_size == 4) {
+                row_steps_float(c, n, o, i, j0, j1);
+            } else {
+                row_steps_double(c, n, o, i, j0, j1);
+            }
+            p += j1 - j0;
+        }
+    }
+}
+
+/* The steps over all of y, images x channels spread over the team. */
+static void epilogue_all(const Conv *c) {
+    int64_t planes = c->y_sizes[0] * c->y_sizes[1], positions = c->y_sizes[2] * c->y_sizes[3];
+    int threads = omp_in_parallel() || planes * positions < PARALLEL_MIN_WORK / 16 ? 1 : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t t = 0; t < planes; ++t) {
+        int64_t o = t % c->y_sizes[1];
+        epilogue_block(c, t / c->y_sizes[1], o, o + 1, 0, positions);
+    }
+}
+
+/*===----------------------------------------------------------------------===*
  * oneDNN: cached primitives
  *===----------------------------------------------------------------------===*/
 
-/* Everything a primitive depends on: dtype, shapes, strides, geometry and
- * the team size, as one flat key. */
-#define KEY_WORDS 33
+/* Everything a primitive depends on: dtype, shapes, strides, geometry, the
+ * team size and the epilogue (steps, the addends' strides), as one flat key. */
+#define KEY_WORDS 42
 typedef struct ConvKey {
     int64_t words[KEY_WORDS];
 } ConvKey;
@@ -118,6 +219,13 @@ typedef struct DnnlConv {
     ConvKey key;
     dnnl_primitive_t conv, x_in, w_in, y_out;
     dnnl_memory_desc_t x_user, w_user, y_user, x_md, w_md, y_md, scratch_md;
+    /* The epilogue: in the primitive (bias: the addend that is its bias;
+     * sum: the addend copied into its destination first by sum_in, for its
+     * sum post-op; -1 where none), or, if not fused, in C afterwards. */
+    bool fused;
+    int bias, sum;
+    dnnl_memory_desc_t bias_md, sum_user;
+    dnnl_primitive_t sum_in;
     struct DnnlConv *next;
 } DnnlConv;
 
@@ -143,13 +251,18 @@ static ConvKey key_of(const Conv *c) {
         *w++ = c->dilation[i];
     }
     *w++ = c->groups;
+    *w++ = c->steps;
+    for (int i = 0; i < 2; ++i) {
+        memcpy(w, c->addend_strides[i], sizeof(int64_t) * 4);
+        w += 4;
+    }
     return k;
 }
 
 static void destroy_dnnl_conv(DnnlConv *d) {
     if (!d) return;
-    dnnl_primitive_t ps[4] = {d->conv, d->x_in, d->w_in, d->y_out};
-    for (int i = 0; i < 4; ++i) {
+    dnnl_primitive_t ps[5] = {d->conv, d->x_in, d->w_in, d->y_out, d->sum_in};
+    for (int i = 0; i < 5; ++i) {
         if (ps[i]) dnnl_primitive_destroy(ps[i]);
     }
     free(d);
@@ -167,11 +280,60 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
     return s == dnnl_success;
 }
 
+/* A per-channel addend: it moves along O only. */
+static bool per_channel(const Conv *c, int k) {
+    const int64_t *s = c->addend_strides[k], *n = c->y_sizes;
+    return (n[0] == 1 || s[0] == 0) && (n[1] == 1 || s[1] != 0) && (n[2] == 1 || s[2] == 0) && (n[3] == 1 || s[3] == 0);
+}
+
+/* An addend that is a tensor of y's shape (no broadcast dim). */
+static bool full_shape(const Conv *c, int k) {
+    for (int i = 0; i < 4; ++i) {
+        if (c->y_sizes[i] > 1 && c->addend_strides[k][i] == 0) return false;
+    }
+    return true;
+}
+
+/* The epilogue as oneDNN's bias and post-ops, on d->bias and d->sum; false
+ * if it cannot be: a per-channel addend other than the first step (the
+ * bias is added before any post-op), a full-shape addend other than the
+ * first post-op (its jit kernels take a sum only there), or a broadcast
+ * addend of another kind.  Only the activations whose oneDNN kernels keep
+ * NaN and inf as the loops do are ever in a program: the compiler leaves
+ * relu and clamp alone (oneDNN's jit relu and clip turn NaN into 0,
+ * PyTorch's keep it). */
+static bool plan_post_ops(const Conv *c, DnnlConv *d, dnnl_post_ops_t po) {
+    d->bias = d->sum = -1;
+    for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
+        int step = step_at(c->steps, i), k = step - PT2RT_STEP_ADD0;
+        if (step == PT2RT_STEP_END) return true;
+        if (k == 0 || k == 1) {
+            bool first_post_op = dnnl_post_ops_len(po) == 0;
+            if (i == 0 && per_channel(c, k)) {
+                d->bias = k;
+            } else if (first_post_op && full_shape(c, k) && dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) {
+                d->sum = k;
+            } else {
+                return false;
+            }
+            continue;
+        }
+        dnnl_alg_kind_t alg = step == PT2RT_STEP_SIGMOID   ? dnnl_eltwise_logistic
+                              : step == PT2RT_STEP_SILU    ? dnnl_eltwise_swish
+                              : step == PT2RT_STEP_GELU_ERF ? dnnl_eltwise_gelu_erf
+                                                            : dnnl_eltwise_gelu_tanh;
+        float alpha = step == PT2RT_STEP_SILU ? 1.0f : 0.0f; /* swish: v sigmoid(alpha v) */
+        if (dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f) != dnnl_success) return false;
+    }
+    return true;
+}
+
 /* The convolution's primitive descriptor with x and y in layout `tag` (w
  * in whatever the primitive wants), or null.  With `require_jit`, only an
- * implementation that is a jit or brgemm kernel (not gemm or reference). */
-static dnnl_primitive_desc_t conv_pd(const Conv *c, const DnnlConv *d, dnnl_format_tag_t x_tag, dnnl_format_tag_t y_tag,
-                                     bool require_jit) {
+ * implementation that is a jit or brgemm kernel (not gemm or reference).
+ * With `fuse`, the epilogue's bias and post-ops (d->bias_md set). */
+static dnnl_primitive_desc_t conv_pd(const Conv *c, DnnlConv *d, dnnl_format_tag_t x_tag, dnnl_format_tag_t y_tag,
+                                     bool require_jit, bool fuse) {
     const int64_t *xs = c->x_sizes, *ys = c->y_sizes;
     dnnl_dims_t x_dims = {xs[0], xs[1], xs[2], xs[3]}, y_dims = {ys[0], ys[1], ys[2], ys[3]};
     dnnl_memory_desc_t x_any, y_any, w_any;
@@ -185,19 +347,29 @@ static dnnl_primitive_desc_t conv_pd(const Conv *c, const DnnlConv *d, dnnl_form
     }
     w_any = d->w_user;
     w_any.format_kind = dnnl_format_kind_any;
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success) return NULL;
+    bool planned = !fuse || plan_post_ops(c, d, po);
+    const dnnl_memory_desc_t *bias = NULL;
+    if (planned && fuse && d->bias >= 0) {
+        dnnl_dims_t o = {ys[1]}, o_stride = {ys[1] == 1 ? 1 : c->addend_strides[d->bias][1]};
+        planned = dnnl_memory_desc_init_by_strides(&d->bias_md, 1, o, dnnl_f32, o_stride) == dnnl_success;
+        bias = &d->bias_md;
+    }
     dnnl_convolution_desc_t cd;
-    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &x_any, &w_any,
-                                                   NULL, &y_any, strides, dilates, pad_l, pad_r) != dnnl_success) {
-        return NULL;
-    }
-    dnnl_primitive_attr_t attr;
-    if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
+    dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success) {
-        pd = NULL;
-    }
-    dnnl_primitive_attr_destroy(attr);
+    bool created = planned &&
+                   dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &x_any,
+                                                              &w_any, bias, &y_any, strides, dilates, pad_l,
+                                                              pad_r) == dnnl_success &&
+                   dnnl_primitive_attr_create(&attr) == dnnl_success &&
+                   dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+                   (!fuse || dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success) &&
+                   dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) == dnnl_success;
+    if (!created) pd = NULL;
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    dnnl_post_ops_destroy(po);
     if (pd && require_jit) {
         const char *impl = "";
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
@@ -244,14 +416,18 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
     }
     /* the blocked layouts of the AVX-512 and AVX2 kernels; plain x into
      * blocked y, which their kernels for few input channels (a network's
-     * first layer) take; then anything */
+     * first layer) take; then anything.  The epilogue fused only into a
+     * jit kernel: others' post-ops differ (gemm's logistic drops NaN). */
     static const dnnl_format_tag_t layouts[][2] = {
         {dnnl_nChw16c, dnnl_nChw16c}, {dnnl_nChw8c, dnnl_nChw8c}, {dnnl_nchw, dnnl_nChw16c}, {dnnl_nchw, dnnl_nChw8c}};
     dnnl_primitive_desc_t pd = NULL;
-    for (size_t i = 0; !pd && i < sizeof layouts / sizeof layouts[0]; ++i) {
-        pd = conv_pd(c, d, layouts[i][0], layouts[i][1], true);
+    for (int fuse = c->steps != 0; !pd && fuse >= 0; --fuse) {
+        d->fused = fuse;
+        for (size_t i = 0; !pd && i < sizeof layouts / sizeof layouts[0]; ++i) {
+            pd = conv_pd(c, d, layouts[i][0], layouts[i][1], true, fuse);
+        }
     }
-    if (!pd) pd = conv_pd(c, d, dnnl_format_tag_any, dnnl_format_tag_any, false);
+    if (!pd) pd = conv_pd(c, d, dnnl_format_tag_any, dnnl_format_tag_any, false, false);
     if (!pd) goto fail;
     d->x_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     d->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -263,6 +439,17 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
     if (!make_reorder(&d->x_user, &d->x_md, &d->x_in) || !make_reorder(&d->w_user, &d->w_md, &d->w_in) ||
         !make_reorder(&d->y_md, &d->y_user, &d->y_out)) {
         goto fail;
+    }
+    if (d->fused && d->sum >= 0) {
+        /* a copy even where the layouts agree: the addend is another buffer */
+        dnnl_primitive_desc_t rpd;
+        if (!user_md(&d->sum_user, c->y_sizes, c->addend_strides[d->sum], 1) ||
+            dnnl_reorder_primitive_desc_create(&rpd, &d->sum_user, engine, &d->y_md, engine, NULL) != dnnl_success) {
+            goto fail;
+        }
+        dnnl_status_t rs = dnnl_primitive_create(&d->sum_in, rpd);
+        dnnl_primitive_desc_destroy(rpd);
+        if (rs != dnnl_success) goto fail;
     }
     return d;
 fail:
@@ -346,6 +533,8 @@ static bool run_dnnl_conv(const DnnlConv *d, const Conv *c) {
     bool ok = false;
     dnnl_stream_t stream = NULL;
     dnnl_memory_t x_user = NULL, w_user = NULL, y_user = NULL, x_mem = NULL, w_mem = NULL, y_mem = NULL, scratch = NULL;
+    dnnl_memory_t bias = NULL, sum = NULL;
+    bool has_bias = d->fused && d->bias >= 0, has_sum = d->fused && d->sum >= 0;
     size_t x_size = d->x_in ? aligned_size(&d->x_md) : 0, w_size = d->w_in ? aligned_size(&d->w_md) : 0;
     size_t y_size = d->y_out ? aligned_size(&d->y_md) : 0, scratch_size = aligned_size(&d->scratch_md);
     char *x_buf = thread_workspace(x_size + w_size + y_size + scratch_size);
@@ -354,7 +543,9 @@ static bool run_dnnl_conv(const DnnlConv *d, const Conv *c) {
         dnnl_memory_create(&x_user, &d->x_user, engine, c->x) != dnnl_success ||
         dnnl_memory_create(&w_user, &d->w_user, engine, c->w) != dnnl_success ||
         dnnl_memory_create(&y_user, &d->y_user, engine, c->y) != dnnl_success ||
-        dnnl_memory_create(&scratch, &d->scratch_md, engine, scratch_buf) != dnnl_success) {
+        dnnl_memory_create(&scratch, &d->scratch_md, engine, scratch_buf) != dnnl_success ||
+        (has_bias && dnnl_memory_create(&bias, &d->bias_md, engine, c->addend[d->bias]) != dnnl_success) ||
+        (has_sum && dnnl_memory_create(&sum, &d->sum_user, engine, c->addend[d->sum]) != dnnl_success)) {
         goto done;
     }
     x_mem = x_user;
@@ -371,9 +562,16 @@ static bool run_dnnl_conv(const DnnlConv *d, const Conv *c) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, w_user}, {DNNL_ARG_TO, w_mem}};
         if (dnnl_primitive_execute(d->w_in, stream, 2, args) != dnnl_success) goto done;
     }
-    dnnl_exec_arg_t conv_args[4] = {
-        {DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}, {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (dnnl_primitive_execute(d->conv, stream, 4, conv_args) != dnnl_success) goto done;
+    if (has_sum) { /* the sum post-op adds what the destination holds */
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, sum}, {DNNL_ARG_TO, y_mem}};
+        if (dnnl_primitive_execute(d->sum_in, stream, 2, args) != dnnl_success) goto done;
+    }
+    dnnl_exec_arg_t conv_args[5] = {{DNNL_ARG_SRC, x_mem},
+                                    {DNNL_ARG_WEIGHTS, w_mem},
+                                    {DNNL_ARG_DST, y_mem},
+                                    {DNNL_ARG_SCRATCHPAD, scratch},
+                                    {DNNL_ARG_BIAS, bias}};
+    if (dnnl_primitive_execute(d->conv, stream, has_bias ? 5 : 4, conv_args) != dnnl_success) goto done;
     if (d->y_out) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, y_mem}, {DNNL_ARG_TO, y_user}};
         if (dnnl_primitive_execute(d->y_out, stream, 2, args) != dnnl_success) goto done;
@@ -384,8 +582,8 @@ done:
     if (x_mem && x_mem != x_user) dnnl_memory_destroy(x_mem);
     if (w_mem && w_mem != w_user) dnnl_memory_destroy(w_mem);
     if (y_mem && y_mem != y_user) dnnl_memory_destroy(y_mem);
-    dnnl_memory_t own[4] = {x_user, w_user, y_user, scratch};
-    for (int i = 0; i < 4; ++i) {
+    dnnl_memory_t own[6] = {x_user, w_user, y_user, scratch, bias, sum};
+    for (int i = 0; i < 6; ++i) {
         if (own[i]) dnnl_memory_destroy(own[i]);
     }
     if (stream) dnnl_stream_destroy(stream);
@@ -398,8 +596,10 @@ static bool conv_dnnl(const Conv *c) {
     DnnlConv *d = dnnl_conv_for(c, &owned);
     if (!d) return false;
     bool ok = run_dnnl_conv(d, c);
+    bool fused = d->fused;
     if (owned) destroy_dnnl_conv(d);
     if (!ok) pt2rt_fatal("oneDNN failed to run a conv2d primitive it created");
+    if (c->steps != 0 && !fused) epilogue_all(c);
     return true;
 }
 
@@ -517,6 +717,8 @@ static void im2col_task(const Im2col *m, void *col, int64_t t) {
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, og, width, k, 1.0, (const double *)w, k, columns, ldb,
                     0.0, (double *)y, ldc);
     }
+    /* the block is still in the cache (a packed y gets its epilogue whole) */
+    if (c->steps != 0 && m->y == c->y) epilogue_block(c, n, g * m->og, (g + 1) * m->og, p0, p1);
 }
 
 /* A 1x1 kernel at stride 1 without padding whose x rows (h, w) are dense:
@@ -590,7 +792,10 @@ static void conv_im2col(const Conv *c) {
             free(col);
         }
     }
-    if (y_packed) copy_dense(y_packed, c->y, c->y_sizes, c->y_strides, es, false);
+    if (y_packed) {
+        copy_dense(y_packed, c->y, c->y_sizes, c->y_strides, es, false);
+        if (c->steps != 0) epilogue_all(c);
+    }
     free(w_packed);
     free(y_packed);
 }
@@ -603,6 +808,7 @@ static void conv2d(const Conv *c) {
     if (numel(c->y_sizes) == 0) return;
     if (c->w_sizes[1] == 0 || c->w_sizes[2] == 0 || c->w_sizes[3] == 0) {
         zero_output(c);
+        if (c->steps != 0) epilogue_all(c);
         return;
     }
     if (c->elem_size == 4 && conv_dnnl(c)) return;
@@ -624,5 +830,29 @@ void pt2rt_conv2d_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w
     const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
     Conv c;
     read_conv(x, w, y, sizeof(double), geometry, &c);
+    conv2d(&c);
+}
+
+void pt2rt_conv2d_epilogue_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                               const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
+                               int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                               int64_t groups, int64_t steps) {
+    const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    Conv c;
+    read_conv(x, w, y, sizeof(float), geometry, &c);
+    read_epilogue(addends, steps, &c);
+    conv2d(&c);
+}
+
+void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                               const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
+                               int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                               int64_t groups, int64_t steps) {
+    const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    Conv c;
+    read_conv(x, w, y, sizeof(double), geometry, &c);
+    read_epilogue(addends, steps, &c);
     conv2d(&c);
 }

@@ -1,12 +1,15 @@
 /*===- pt2rt.c - libpt2rt: matmuls of compiled kernels through the BLAS ----===*
  *
  *   pt2rt_matmul_f32/f64(a, b, c, accumulate)      (from pt2-extern-blas)
- *     descriptors ─▶ Gemm {batch dims, a m×k, b k×n, c m×n, strides}
+ *   pt2rt_matmul_add_f32/f64(a, b, c, addend)      (c = addend + a b)
+ *     descriptors ─▶ Gemm {batch dims, a m×k, b k×n, c m×n, addend, strides}
  *       ─▶ fold a batch dim into m where b does not move along it
  *       ─▶ pick BLAS transposes/leading dims from the strides; copy an
  *          operand the BLAS cannot address (no unit stride) to a packed one
  *       ─▶ independent GEMMs (batch entries, row or column blocks) spread
- *          over the OpenMP team, each a single-threaded cblas_?gemm
+ *          over the OpenMP team, each a single-threaded cblas_?gemm (with
+ *          an addend: its block of c set to the addend's first, beta = 1,
+ *          so the block is in the cache when the GEMM reads it)
  *
  * Why one thread pool: kernels run their loops on the LLVM OpenMP runtime
  * (libomp).  A BLAS with its own threads would leave them spinning next to
@@ -59,6 +62,8 @@ typedef struct Gemm {
     int64_t batch[MAX_BATCH];
     Matrix a, b, c; /* a: m x k, b: k x n, c: m x n */
     bool accumulate;
+    bool has_addend;
+    Matrix addend; /* m x n, c's initial value when has_addend */
 } Gemm;
 
 void pt2rt_fatal(const char *what) {
@@ -87,20 +92,30 @@ static void read_matrix(const Pt2rtUnrankedMemRef *m, int rank, size_t elem_size
     }
 }
 
-static void read_gemm(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c, size_t elem_size,
-                      int32_t accumulate, Gemm *g) {
+/* addend may be null (none); with one, accumulate must be 0. */
+static void read_gemm(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                      const Pt2rtUnrankedMemRef *addend, size_t elem_size, int32_t accumulate, Gemm *g) {
     int rank = (int)c->rank;
-    if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("matmul operands of unexpected ranks");
-    int64_t batch_a[MAX_BATCH], batch_b[MAX_BATCH];
+    if (a->rank != rank || b->rank != rank || (addend && addend->rank != rank) || rank < 2 || rank > PT2RT_MAX_RANK) {
+        pt2rt_fatal("matmul operands of unexpected ranks");
+    }
+    int64_t batch_a[MAX_BATCH], batch_b[MAX_BATCH], batch_addend[MAX_BATCH];
     g->elem_size = elem_size;
     g->n_batch = rank - 2;
     g->accumulate = accumulate != 0;
+    g->has_addend = addend != NULL;
+    g->addend = (Matrix){0};
     read_matrix(a, rank, elem_size, &g->a, batch_a);
     read_matrix(b, rank, elem_size, &g->b, batch_b);
     read_matrix(c, rank, elem_size, &g->c, g->batch);
+    size_t batch_bytes = sizeof(int64_t) * (size_t)g->n_batch;
     bool shapes_agree = g->a.rows == g->c.rows && g->b.cols == g->c.cols && g->a.cols == g->b.rows &&
-                        memcmp(batch_a, g->batch, sizeof(int64_t) * (size_t)g->n_batch) == 0 &&
-                        memcmp(batch_b, g->batch, sizeof(int64_t) * (size_t)g->n_batch) == 0;
+                        memcmp(batch_a, g->batch, batch_bytes) == 0 && memcmp(batch_b, g->batch, batch_bytes) == 0;
+    if (addend) {
+        read_matrix(addend, rank, elem_size, &g->addend, batch_addend);
+        shapes_agree = shapes_agree && g->addend.rows == g->c.rows && g->addend.cols == g->c.cols &&
+                       memcmp(batch_addend, g->batch, batch_bytes) == 0;
+    }
     if (!shapes_agree) pt2rt_fatal("matmul operand shapes disagree (a compiler bug: see passes/extern.c)");
 }
 
@@ -148,9 +163,12 @@ static Matrix transposed(const Matrix *x) {
     return t;
 }
 
+static bool rows_continue(const Matrix *x, int d) { return x->batch_stride[d] == x->row_stride * x->rows; }
+
 /* Size-1 batch dims go; then the innermost batch dim folds into m while b
- * does not move along it and a's and c's rows continue across it, so that
- * x[batch, m, k] @ w[k, n] is one tall GEMM (as torch.matmul does). */
+ * does not move along it and a's and c's rows (and the addend's) continue
+ * across it, so that x[batch, m, k] @ w[k, n] is one tall GEMM (as
+ * torch.matmul does).  A bias (row stride 0, batch stride 0) continues. */
 static void simplify_batch(Gemm *g) {
     int kept = 0;
     for (int d = 0; d < g->n_batch; ++d) {
@@ -159,18 +177,22 @@ static void simplify_batch(Gemm *g) {
         g->a.batch_stride[kept] = g->a.batch_stride[d];
         g->b.batch_stride[kept] = g->b.batch_stride[d];
         g->c.batch_stride[kept] = g->c.batch_stride[d];
+        g->addend.batch_stride[kept] = g->addend.batch_stride[d];
         ++kept;
     }
     g->n_batch = kept;
     while (g->n_batch > 0) {
         int d = g->n_batch - 1;
-        Matrix a = g->a, c = g->c;
-        bool rows_continue = a.batch_stride[d] == a.row_stride * a.rows && c.batch_stride[d] == c.row_stride * c.rows;
+        Matrix a = g->a, c = g->c, addend = g->addend;
+        bool fold = g->b.batch_stride[d] == 0 && rows_continue(&a, d) && rows_continue(&c, d) &&
+                    (!g->has_addend || rows_continue(&addend, d));
         a.rows *= g->batch[d];
         c.rows *= g->batch[d];
-        if (g->b.batch_stride[d] != 0 || !rows_continue || !addressable(&a) || !addressable(&c)) break;
+        addend.rows *= g->batch[d];
+        if (!fold || !addressable(&a) || !addressable(&c)) break;
         g->a = a;
         g->c = c;
+        g->addend = addend;
         g->n_batch = d;
     }
 }
@@ -251,6 +273,33 @@ void pt2rt_keep_blas_serial(void) {
     if (openblas_get_parallel() == 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
+/* Rows [r0, r1) x columns [c0, c1) of batch entry t of c = the addend's. */
+#define DEFINE_SET_TO_ADDEND(T)                                                                                            \
+    static void set_to_addend_##T(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {          \
+        const Matrix *s = &g->addend, *d = &g->c;                                                                      \
+        const T *src = (const T *)s->data + batch_offset(g, s, t);                                                     \
+        T *dst = (T *)d->data + batch_offset(g, d, t);                                                                 \
+        for (int64_t i = r0; i < r1; ++i) {                                                                            \
+            const T *srow = src + i * s->row_stride;                                                                   \
+            T *drow = dst + i * d->row_stride;                                                                         \
+            if (s->col_stride == 1 && d->col_stride == 1) {                                                            \
+                memcpy(drow + c0, srow + c0, sizeof(T) * (size_t)(c1 - c0));                                           \
+            } else {                                                                                                   \
+                for (int64_t j = c0; j < c1; ++j) drow[j * d->col_stride] = srow[j * s->col_stride];                   \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+DEFINE_SET_TO_ADDEND(float)
+DEFINE_SET_TO_ADDEND(double)
+
+static void set_to_addend(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    if (g->elem_size == 4) {
+        set_to_addend_float(g, t, r0, r1, c0, c1);
+    } else {
+        set_to_addend_double(g, t, r0, r1, c0, c1);
+    }
+}
+
 /* Rows [r0, r1) x columns [c0, c1) of batch entry t: one BLAS call. */
 static void gemm_block(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     bool ta, tb, tc;
@@ -264,12 +313,14 @@ static void gemm_block(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t
     char *c = g->c.data + (batch_offset(g, &g->c, t) + r0 * g->c.row_stride + c0 * g->c.col_stride) * es;
     int m = (int)(r1 - r0), n = (int)(c1 - c0), k = (int)g->a.cols;
     enum CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+    if (g->has_addend) set_to_addend(g, t, r0, r1, c0, c1);
+    bool beta_one = g->accumulate || g->has_addend;
     if (g->elem_size == 4) {
         cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb,
-                    g->accumulate ? 1.0f : 0.0f, (float *)c, ldc);
+                    beta_one ? 1.0f : 0.0f, (float *)c, ldc);
     } else {
         cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb,
-                    g->accumulate ? 1.0 : 0.0, (double *)c, ldc);
+                    beta_one ? 1.0 : 0.0, (double *)c, ldc);
     }
 }
 
@@ -314,10 +365,15 @@ static void run(const Gemm *g) {
     for (int64_t task = 0; task < tasks; ++task) run_task(g, &s, task);
 }
 
-/* c = 0 (k == 0 and nothing to accumulate: the BLAS may skip c then). */
-static void zero_c(const Gemm *g) {
+/* c = 0, or the addend (k == 0 and nothing to accumulate: the BLAS may
+ * skip c then). */
+static void empty_product(const Gemm *g) {
     int64_t count = batch_count(g), es = (int64_t)g->elem_size;
     for (int64_t t = 0; t < count; ++t) {
+        if (g->has_addend) {
+            set_to_addend(g, t, 0, g->c.rows, 0, g->c.cols);
+            continue;
+        }
         char *c = g->c.data + batch_offset(g, &g->c, t) * es;
         for (int64_t i = 0; i < g->c.rows; ++i) {
             for (int64_t j = 0; j < g->c.cols; ++j) memset(c + (i * g->c.row_stride + j * g->c.col_stride) * es, 0, (size_t)es);
@@ -329,7 +385,7 @@ static void matmul(Gemm *g) {
     pt2rt_keep_blas_serial();
     if (g->c.rows == 0 || g->c.cols == 0 || batch_count(g) == 0) return;
     if (g->a.cols == 0) {
-        if (!g->accumulate) zero_c(g);
+        if (!g->accumulate) empty_product(g);
         return;
     }
     if (g->c.rows > INT_MAX || g->c.cols > INT_MAX || g->a.cols > INT_MAX) pt2rt_fatal("matmul dimension beyond the BLAS's int range");
@@ -343,6 +399,7 @@ static void matmul(Gemm *g) {
         g->a = transposed(&g->b);
         g->b = transposed(&a);
         g->c = transposed(&g->c);
+        g->addend = transposed(&g->addend);
     }
     Matrix c_user = g->c;
     void *c_packed = addressable(&g->c) ? NULL : pack(g, &g->c, g->accumulate);
@@ -358,13 +415,27 @@ static void matmul(Gemm *g) {
 void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                       int32_t accumulate) {
     Gemm g;
-    read_gemm(a, b, c, sizeof(float), accumulate, &g);
+    read_gemm(a, b, c, NULL, sizeof(float), accumulate, &g);
     matmul(&g);
 }
 
 void pt2rt_matmul_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                       int32_t accumulate) {
     Gemm g;
-    read_gemm(a, b, c, sizeof(double), accumulate, &g);
+    read_gemm(a, b, c, NULL, sizeof(double), accumulate, &g);
+    matmul(&g);
+}
+
+void pt2rt_matmul_add_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                          const Pt2rtUnrankedMemRef *addend) {
+    Gemm g;
+    read_gemm(a, b, c, addend, sizeof(float), 0, &g);
+    matmul(&g);
+}
+
+void pt2rt_matmul_add_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                          const Pt2rtUnrankedMemRef *addend) {
+    Gemm g;
+    read_gemm(a, b, c, addend, sizeof(double), 0, &g);
     matmul(&g);
 }

@@ -5,7 +5,8 @@
  * where a library beats generated loops; today that is pt2-extern-blas
  * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls
  * (pt2rt.c, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
- * (conv.c, oneDNN and OpenBLAS).
+ * (conv.c, oneDNN and OpenBLAS), with the elementwise epilogue that followed
+ * them (a bias, a residual, an activation) folded in where it can be.
  *
  * The entry points follow MLIR's C interface (llvm.emit_c_interface): the
  * kernel calls `_mlir_ciface_<name>` with a pointer to each memref argument's
@@ -49,6 +50,17 @@ PT2RT_EXPORT void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnra
 PT2RT_EXPORT void pt2rt_matmul_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                                    int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f64");
 
+/* c = addend + a x b: the same, with c first set to `addend`, a view of c's
+ * shape (0 strides where it is broadcast: a bias [n] is strides [..., 0, 1])
+ * that must not overlap c; the BLAS then accumulates (beta = 1).  This is
+ * addmm's C, linear's bias, a residual. */
+PT2RT_EXPORT void pt2rt_matmul_add_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
+                                       const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
+    __asm__("_mlir_ciface_pt2rt_matmul_add_f32");
+PT2RT_EXPORT void pt2rt_matmul_add_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
+                                       const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
+    __asm__("_mlir_ciface_pt2rt_matmul_add_f64");
+
 /* 2-d convolution (PyTorch's conv2d without bias) on strided views:
  *     x: [N, C, H, W]   w: [O, C / groups, KH, KW]   y: [N, O, OH, OW]
  * y = conv(x, w) with symmetric zero padding, stride and dilation per
@@ -64,6 +76,44 @@ PT2RT_EXPORT void pt2rt_conv2d_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnra
                                    const Pt2rtUnrankedMemRef *y, int64_t stride_h, int64_t stride_w, int64_t pad_h,
                                    int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups)
     __asm__("_mlir_ciface_pt2rt_conv2d_f64");
+
+/* The steps of a convolution's epilogue, applied in order to each element v
+ * of conv(x, w): a program of 4-bit codes in an int64, the first step in
+ * the lowest bits, ended by PT2RT_STEP_END.  The activations are the
+ * formulas pt2-lower writes (sigmoid = 1 / (1 + exp(-v)), gelu_erf =
+ * v / 2 (1 + erf(v / sqrt 2)), ...). */
+enum Pt2rtEpilogueStep {
+    PT2RT_STEP_END = 0,
+    PT2RT_STEP_ADD0 = 1, /* v += addend0[n, o, i, j] */
+    PT2RT_STEP_ADD1 = 2, /* v += addend1[n, o, i, j] */
+    PT2RT_STEP_SIGMOID = 3,
+    PT2RT_STEP_SILU = 4,      /* v sigmoid(v) */
+    PT2RT_STEP_GELU_ERF = 5,  /* v / 2 (1 + erf(v / sqrt 2)) */
+    PT2RT_STEP_GELU_TANH = 6, /* v / 2 (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))) */
+};
+#define PT2RT_STEP_BITS 4
+#define PT2RT_MAX_STEPS 16
+
+/* y = epilogue(conv(x, w)): conv2d as above, then `steps`.  addend0 and
+ * addend1 are views of y's shape (0 strides where broadcast: a bias [O] is
+ * strides [0, 1, 0, 0]) that must not overlap y; one a program does not
+ * use is never read (any memref of rank 4 will do).  On oneDNN, a first
+ * addend that is per channel becomes the convolution's bias, one addend of
+ * the full shape its `sum` post-op (y is first set to it), activations its
+ * eltwise post-ops; a program that does not map onto those (or a shape
+ * with no jit kernel for it) runs its steps in a loop over y after the
+ * convolution.  The im2col route runs them on each block of y as soon as
+ * its GEMM has written it. */
+PT2RT_EXPORT void pt2rt_conv2d_epilogue_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                            const Pt2rtUnrankedMemRef *y, const Pt2rtUnrankedMemRef *addend0,
+                                            const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
+                                            int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                            int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_epilogue_f32");
+PT2RT_EXPORT void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                            const Pt2rtUnrankedMemRef *y, const Pt2rtUnrankedMemRef *addend0,
+                                            const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
+                                            int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                            int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_epilogue_f64");
 
 #ifdef __cplusplus
 }

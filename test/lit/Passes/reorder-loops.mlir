@@ -272,3 +272,32 @@ func.func @not_tiled(%x: tensor<200x130xf32>, %y: tensor<130x200xf32>, %s: tenso
   } -> tensor<64x64xf32>
   return %r, %r2 : tensor<130x200xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// Not tiled: a transposed copy that only a matmul reads (linear's w.t()),
+// which pt2-extern-blas reads from w through strides instead; the same
+// copy is tiled when anything else reads it too.
+// CHECK-LABEL: func.func @copy_for_matmul
+// CHECK-NOT: tensor.expand_shape
+// CHECK: "pt2.matmul"
+// CHECK: tensor.expand_shape
+// CHECK: "pt2.matmul"
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @copy_for_matmul(%x: tensor<64x256xf32>, %w: tensor<128x256xf32>) -> (tensor<64x128xf32>, tensor<64x128xf32>, tensor<256x128xf32>) {
+  %e = tensor.empty() : tensor<256x128xf32>
+  %wt = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<128x256xf32>) outs(%e : tensor<256x128xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<256x128xf32>
+  %y = "pt2.matmul"(%x, %wt) : (tensor<64x256xf32>, tensor<256x128xf32>) -> tensor<64x128xf32>
+  %wt2 = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<128x256xf32>) outs(%e : tensor<256x128xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<256x128xf32>
+  %y2 = "pt2.matmul"(%x, %wt2) : (tensor<64x256xf32>, tensor<256x128xf32>) -> tensor<64x128xf32>
+  return %y, %y2, %wt2 : tensor<64x128xf32>, tensor<64x128xf32>, tensor<256x128xf32>
+}

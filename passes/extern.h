@@ -1,0 +1,59 @@
+/*===- extern.h - pt2-extern-blas's shared pieces (extern.c, epilogue.c) ----===*
+ *
+ * The elementwise epilogue that a library call can take over from the
+ * kernel after it (buffers and strided views: buffers.h).
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_PASSES_EXTERN_H
+#define PT2_PASSES_EXTERN_H
+
+#include "../runtime/rt/pt2rt.h"
+#include "buffers.h"
+
+bool has_uses(MlirValue v);
+
+/*--- epilogues (epilogue.c) ---------------------------------------------------*/
+
+/* What a library call can take over from the elementwise kernel after it. */
+typedef struct EpilogueRules {
+    int max_addends; /* 0 to EPILOGUE_MAX_ADDENDS */
+    bool activations; /* sigmoid, silu, gelu (erf and tanh forms) */
+    /* addends as oneDNN's convolution takes them (result [N, O, OH, OW]): a
+     * per-channel one as the first step (its bias), one of the whole shape
+     * anywhere (its sum post-op); else an addend of any broadcast first */
+    bool onednn;
+} EpilogueRules;
+
+#define EPILOGUE_MAX_ADDENDS 2
+
+/* A library call's result R (a fresh buffer) read elementwise by one
+ * linalg.generic, the consumer, whose output the call can write instead;
+ * the steps of the consumer's body that it can compute as well. */
+typedef struct Epilogue {
+    MlirOperation consumer;
+    int result_input;   /* the consumer's input that reads R */
+    MlirValue result_root; /* R */
+    View out;           /* the consumer's output, over R's index space */
+    int n_addends;
+    View addends[EPILOGUE_MAX_ADDENDS]; /* over R's index space */
+    int addend_inputs[EPILOGUE_MAX_ADDENDS];
+    int n_steps;
+    int steps[PT2RT_MAX_STEPS]; /* enum Pt2rtEpilogueStep */
+    MlirValue computed;         /* the body value the call computes */
+    OpList folded;              /* the body ops computing it */
+} Epilogue;
+
+/* The epilogue of the library call that will replace `op`, writing
+ * `result` (a dense view of a fresh alloc that `fill` zeroes and nothing
+ * else but op and the consumer touch) of element type `elem`; the call
+ * reads the buffers `read_roots`.  False (nothing changed) if none; if
+ * one, the consumer's output is available before op (its alloc moved up
+ * if it was made after op), and commit_epilogue must follow. */
+bool find_epilogue(MlirOperation op, MlirOperation fill, const View *result, MlirType elem, const MlirValue *read_roots,
+                   int n_reads, const EpilogueRules *rules, Epilogue *e);
+/* The steps as pt2rt's int64 program. */
+int64_t epilogue_program(const Epilogue *e);
+/* Once the call is built and op and fill are erased: the consumer runs in
+ * place on its output, without the steps the call took; R goes. */
+void commit_epilogue(Epilogue *e);
+
+#endif /* PT2_PASSES_EXTERN_H */
