@@ -233,7 +233,7 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
     if (Py_TYPE(v) != (PyTypeObject *)g->obj) return false;
     Pt2TensorMeta m;
     if (pt2_tensor_meta(v, &m) != 0) return false; /* the caller clears the error */
-    return m.dtype == g->dtype && m.device == g->n && m.requires_grad == g->requires_grad && !m.math_view &&
+    return m.dtype == g->dtype && m.device == g->n && m.requires_grad == g->requires_grad && !m.neg_view &&
            m.rank == g->rank && same_ints(m.sizes, g->sizes, m.rank) && same_ints(m.strides, g->strides, m.rank);
 }
 

@@ -66,7 +66,7 @@ extern "C" int pt2_tensor_abi_meta(PyObject *obj, Pt2TensorMeta *out) {
         out->dtype = pt2_dtype(impl->dtype().toScalarType());
         out->device = device.is_cpu() ? static_cast<int>(PT2_DEVICE_CPU) : device.index();
         out->requires_grad = impl->requires_grad();
-        out->math_view = impl->is_conj() || impl->is_neg();
+        out->neg_view = impl->is_neg();
         c10::IntArrayRef sizes = impl->sizes(), strides = impl->strides();
         out->rank = sizes.size() <= PT2_MAX_RANK ? static_cast<int>(sizes.size()) : -1;
         for (int i = 0; i < out->rank; ++i) {

@@ -35,9 +35,10 @@ typedef struct Pt2TensorMeta {
     Pt2DType dtype; /* PT2_DTYPE_INVALID: a dtype pt2 does not compile */
     int device;
     bool requires_grad;
-    /* a conjugate or negative view (z.conj(), z.conj().imag): its values
-     * are not what its memory holds, so pt2 never reads it as an input */
-    bool math_view;
+    /* a negative view (z.conj().imag): its values are the negated memory,
+     * so pt2 never reads it as an input.  (The conjugate bit exists only on
+     * complex tensors, which pt2 does not compile.) */
+    bool neg_view;
     int rank; /* -1: more than PT2_MAX_RANK dimensions (sizes/strides unset) */
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
 } Pt2TensorMeta;

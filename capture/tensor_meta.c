@@ -19,7 +19,7 @@ static bool use_abi = true;
 static const bool use_abi = false;
 #endif
 
-static PyObject *s_dtype, *s_is_cpu, *s_is_cuda, *s_get_device, *s_shape, *s_stride, *s_requires_grad, *s_is_conj, *s_is_neg,
+static PyObject *s_dtype, *s_is_cpu, *s_is_cuda, *s_get_device, *s_shape, *s_stride, *s_requires_grad, *s_is_neg,
     *s_data_ptr;
 /* torch.empty(size=, dtype=, device=) and the devices it is given */
 #define CACHED_CUDA_DEVICES 16
@@ -84,11 +84,10 @@ static int meta_from_attributes(PyObject *tensor, Pt2TensorMeta *out) {
     out->dtype = dtype_of_torch(dt);
     Py_DECREF(dt);
     int grad = bool_attribute(tensor, s_requires_grad, false);
-    int conj = grad >= 0 ? bool_attribute(tensor, s_is_conj, true) : -1;
-    int neg = conj >= 0 ? bool_attribute(tensor, s_is_neg, true) : -1;
+    int neg = grad >= 0 ? bool_attribute(tensor, s_is_neg, true) : -1;
     if (neg < 0 || device_from_attributes(tensor, &out->device) != 0) return -1;
     out->requires_grad = grad;
-    out->math_view = conj || neg;
+    out->neg_view = neg;
     return geometry_from_attributes(tensor, out);
 }
 
@@ -187,8 +186,8 @@ static PyObject *py_tensor_meta(PyObject *mod, PyObject *tensor) {
         PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong(m.strides[i]));
     }
     return Py_BuildValue("{s:s,s:i,s:O,s:O,s:i,s:N,s:N,s:K}", "dtype", m.dtype == PT2_DTYPE_INVALID ? "invalid" : pt2DTypeName(m.dtype),
-                         "device", m.device, "requires_grad", m.requires_grad ? Py_True : Py_False, "math_view",
-                         m.math_view ? Py_True : Py_False, "rank", m.rank, "sizes", sizes, "strides", strides, "data_ptr",
+                         "device", m.device, "requires_grad", m.requires_grad ? Py_True : Py_False, "neg_view",
+                         m.neg_view ? Py_True : Py_False, "rank", m.rank, "sizes", sizes, "strides", strides, "data_ptr",
                          (unsigned long long)(uintptr_t)data);
 }
 
@@ -212,7 +211,6 @@ int pt2_tensor_meta_init(PyObject *module) {
     s_shape = PyUnicode_InternFromString("shape");
     s_stride = PyUnicode_InternFromString("stride");
     s_requires_grad = PyUnicode_InternFromString("requires_grad");
-    s_is_conj = PyUnicode_InternFromString("is_conj");
     s_is_neg = PyUnicode_InternFromString("is_neg");
     s_data_ptr = PyUnicode_InternFromString("data_ptr");
     PyObject *torch = PyImport_ImportModule("torch");
@@ -222,8 +220,8 @@ int pt2_tensor_meta_init(PyObject *module) {
     cpu_device = torch_device ? PyObject_CallFunction(torch_device, "s", "cpu") : NULL;
     empty_kwnames = Py_BuildValue("(sss)", "size", "dtype", "device");
     if (!torch_empty || !cpu_device || !empty_kwnames) return -1;
-    if (!s_dtype || !s_is_cpu || !s_is_cuda || !s_get_device || !s_shape || !s_stride || !s_requires_grad || !s_is_conj ||
-        !s_is_neg || !s_data_ptr) {
+    if (!s_dtype || !s_is_cpu || !s_is_cuda || !s_get_device || !s_shape || !s_stride || !s_requires_grad || !s_is_neg ||
+        !s_data_ptr) {
         return -1;
     }
     return PyModule_AddFunctions(module, tensor_meta_methods);

@@ -302,7 +302,7 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
         return trace_break(t, "cannot read the tensor's dtype, shape and strides");
     }
     if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint8, ...)");
-    if (m.math_view) return trace_break(t, "a conjugate or negative view (resolve_conj() / resolve_neg() makes a plain tensor)");
+    if (m.neg_view) return trace_break(t, "a negative view (z.conj().imag; resolve_neg() makes a plain tensor)");
     if (m.requires_grad && t->grad_enabled) {
         return trace_break(t, "a tensor requires grad while grad mode is on (training is not supported yet)");
     }

@@ -79,7 +79,7 @@ def _expected(t):
         "dtype": DTYPES.get(t.dtype, "invalid"),
         "device": -1 if dev.type == "cpu" else dev.index if dev.type == "cuda" else -2,
         "requires_grad": t.requires_grad,
-        "math_view": t.is_conj() or t.is_neg(),
+        "neg_view": t.is_neg(),
         "rank": rank,
         "sizes": tuple(t.shape) if rank >= 0 else (),
         "strides": tuple(t.stride()) if rank >= 0 else (),
