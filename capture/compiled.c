@@ -8,7 +8,7 @@
  * inputs returned unchanged).
  *
  * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
- * outputs and the workspace are torch.empty on the inputs' device and the
+ * outputs and the workspace are at::empty on the inputs' device (tensor_meta.c) and the
  * launch plan runs on torch's current stream (gpu_call).  Under
  * mode="reduce-overhead" the whole plan is captured once as a CUDA graph and
  * replayed (gpu_graph_call).
