@@ -8,8 +8,9 @@
  * inputs returned unchanged).
  *
  * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
- * outputs and the workspace are at::empty on the inputs' device (tensor_meta.c) and the
- * launch plan runs on torch's current stream (gpu_call).  Under
+ * outputs and the workspace are at::empty on the inputs' device
+ * (pt2_tensor_empty) and the launch plan runs on torch's current stream
+ * (gpu_call).  Under
  * mode="reduce-overhead" the whole plan is captured once as a CUDA graph and
  * replayed (gpu_graph_call).
  *===----------------------------------------------------------------------===*/
@@ -263,7 +264,8 @@ static long call_long(PyObject *fn, PyObject *arg) {
 
 /* bytes (int8: a dtype of pt2's, which at::empty makes without Python) */
 static PyObject *gpu_workspace(Pt2CompiledFn *self) {
-    return self->workspace_shape ? pt2_tensor_empty(self->workspace_shape, torch_dtype_of(PT2_I8), self->device) : Py_NewRef(Py_None);
+    if (!self->workspace_shape) return Py_NewRef(Py_None);
+    return pt2_tensor_empty(self->workspace_shape, torch_dtype_of(PT2_I8), self->device);
 }
 
 static int workspace_ptr(PyObject *ws, void **out) {
