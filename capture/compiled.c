@@ -10,9 +10,8 @@
  * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
  * outputs and the workspace are at::empty on the inputs' device
  * (pt2_tensor_empty) and the launch plan runs on torch's current stream
- * (gpu_call).  Under
- * mode="reduce-overhead" the whole plan is captured once as a CUDA graph and
- * replayed (gpu_graph_call).
+ * (gpu_call).  Under mode="reduce-overhead" the whole plan is captured once
+ * as a CUDA graph and replayed (gpu_graph_call).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
