@@ -3,10 +3,15 @@
     python bench/overhead.py [--json FILE] [--calls N] [--rounds R]
 
 For functions of 1, 10 and 100 tensor arguments:
-  guard   f(a0..aN) returns a0: no kernel runs, so the time over a plain Python call is the
-          frame hook + guards + dispatch (torch.compile with backend="eager" measures Dynamo's).
+  guard   f(a0..aN) returns (a0, ..., aN): every tensor is guarded and no kernel runs, so the
+          time over a plain Python call is the frame hook + guards + dispatch (torch.compile with
+          backend="eager" measures Dynamo's).  pt2 compiles it with fullgraph=True: a frame without
+          a tensor op is otherwise left to CPython, guards and all.
   tiny    f(a0..aN) returns relu(a0 + 1) on 8 elements: the whole cache-hit path of a tiny fused
           kernel (guards, argument unpacking, output allocation, launch) for pt2 and Inductor.
+          pt2 guards and passes all N arguments; Dynamo only those the function reads.
+"pt2_attr" is pt2 reading tensor metadata through Python attributes (pt2._C.tensor_abi(False)),
+shown when pt2._C reads it from torch's TensorImpl (capture/tensor_abi.cpp).
 Reported: median microseconds per call over interleaved rounds.  A benchmark, never a test.
 """
 import argparse
@@ -31,11 +36,15 @@ def make_fn(n, body):
     return scope["f"]
 
 
-def per_call_us(fn, args, calls):
+def per_call_us(fn, args, calls, tensor_abi=None):
+    was = pt2._C.tensor_abi(tensor_abi) if tensor_abi is not None else None
     t0 = time.perf_counter()
     for _ in range(calls):
         fn(*args)
-    return (time.perf_counter() - t0) / calls * 1e6
+    dt = time.perf_counter() - t0
+    if was is not None:
+        pt2._C.tensor_abi(was)
+    return dt / calls * 1e6
 
 
 def main():
@@ -46,12 +55,18 @@ def main():
     p.add_argument("--no-inductor", action="store_true")
     args = p.parse_args()
     records = []
+    abi = pt2._C.tensor_abi() if hasattr(pt2._C, "tensor_abi") else False
     torch.set_grad_enabled(False)
     for n in (1, 10, 100):
         tensors = [torch.randn(8) for _ in range(n)]
-        for case, body in (("guard", "a0"), ("tiny", "torch.relu(a0 + 1)")):
+        every = "(" + ", ".join(f"a{i}" for i in range(n)) + ",)"
+        for case, body in (("guard", every), ("tiny", "torch.relu(a0 + 1)")):
             fn = make_fn(n, body)
-            systems = {"eager": fn, "pt2": pt2.compile(fn), "dynamo_eager": torch.compile(make_fn(n, body), backend="eager")}
+            fullgraph = case == "guard"
+            systems = {"eager": fn, "pt2": pt2.compile(make_fn(n, body), fullgraph=fullgraph)}
+            if abi:
+                systems["pt2_attr"] = pt2.compile(make_fn(n, body), fullgraph=fullgraph)
+            systems["dynamo_eager"] = torch.compile(make_fn(n, body), backend="eager")
             if case == "tiny" and not args.no_inductor:
                 systems["inductor"] = torch.compile(make_fn(n, body))
             for f in systems.values():  # warm up: compile and fill caches
@@ -60,7 +75,7 @@ def main():
             times = {k: [] for k in systems}
             for _ in range(args.rounds):  # interleaved
                 for k, f in systems.items():
-                    times[k].append(per_call_us(f, tensors, args.calls))
+                    times[k].append(per_call_us(f, tensors, args.calls, False if k == "pt2_attr" else None))
             rec = {"case": case, "n_tensors": n}
             for k, v in times.items():
                 rec[f"{k}_us"] = statistics.median(v)
@@ -71,9 +86,11 @@ def main():
         if r["case"] == "guard":
             r["pt2_guard_us"] = r["pt2_us"] - r["eager_us"]
             r["dynamo_guard_us"] = r["dynamo_eager_us"] - r["eager_us"]
-            print(f"guards n={r['n_tensors']:<3}: pt2 {r['pt2_guard_us']:.2f} us, Dynamo {r['dynamo_guard_us']:.2f} us over a plain call")
+            attr = f" (attributes {r['pt2_attr_us'] - r['eager_us']:.2f})" if "pt2_attr_us" in r else ""
+            print(f"guards n={r['n_tensors']:<3}: pt2 {r['pt2_guard_us']:.2f} us{attr}, Dynamo {r['dynamo_guard_us']:.2f} us over a plain call")
         elif "inductor_us" in r:
-            print(f"tiny   n={r['n_tensors']:<3}: pt2 {r['pt2_us']:.2f} us, Inductor {r['inductor_us']:.2f} us "
+            attr = f", attributes {r['pt2_attr_us']:.2f} us" if "pt2_attr_us" in r else ""
+            print(f"tiny   n={r['n_tensors']:<3}: pt2 {r['pt2_us']:.2f} us{attr}, Inductor {r['inductor_us']:.2f} us "
                   f"(ratio {r['pt2_us'] / r['inductor_us']:.2f})")
     if args.json:
         with open(args.json, "w") as f:

@@ -2,6 +2,7 @@
 #ifndef PT2_CAPTURE_CAPTURE_H
 #define PT2_CAPTURE_CAPTURE_H
 
+#include "tensor_abi.h"
 #include "trace.h"
 
 /* A Source copied out of a trace's arena, owned by guards or a compiled graph. */
@@ -31,10 +32,11 @@ int guards_init(void);
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
 int guards_check_env(Pt2Guards *g, const SourceEnv *env);
 int guards_count(const Pt2Guards *g);
-/* The cache-hit path fetches each tensor once: the value guard `guard_index`
- * (a tensor guard) fetched in the last passing check of this frame, whose
- * argument slots were `args` (new reference), or NULL: fetch it again. */
-PyObject *guards_take_fetched(Pt2Guards *g, int guard_index, PyObject *const *args, Py_ssize_t n_args);
+/* The cache-hit path fetches each tensor once: the values the last passing
+ * check of this frame fetched, per guard (its tensor guards' tensors, new
+ * references; the caller takes an entry by setting it to NULL), when that
+ * check ran on argument slots `args`; else NULL: fetch them again. */
+PyObject **guards_fetched(Pt2Guards *g, PyObject *const *args, Py_ssize_t n_args);
 void guards_done_fetching(Pt2Guards *g);
 /* The tensor guard on source s, or -1. */
 int guards_find_tensor(const Pt2Guards *g, const Source *s);
@@ -61,7 +63,6 @@ extern _Thread_local CaptureOptions *pt2_capture_options;
 
 /* The device of the graph being traced (compiler.c): PT2_DEVICE_UNSET until
  * the first tensor is wrapped, then PT2_DEVICE_CPU or a CUDA device index. */
-enum { PT2_DEVICE_UNSET = -2, PT2_DEVICE_CPU = -1 };
 int pt2_trace_device(void);
 /* A tensor entering the trace (values.c): false (trace broken) if its device
  * is not the graph's. */
@@ -73,9 +74,12 @@ PyObject *pt2_trace_device_object(void);
 bool pt2_trace_device_matches(const char *device);
 
 /* Large CPU outputs from recycled memory (outpool.c): a new tensor of
- * `shape` and `dtype`, through torch.empty below PT2_POOL_MIN_BYTES. */
-PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype, PyObject *torch_empty, PyObject *dtype_kwnames);
+ * `shape` (a tuple) and `dtype`, through pt2_tensor_empty below
+ * PT2_POOL_MIN_BYTES. */
+PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype);
 int pt2_pool_init(PyObject *module);
+
+int pt2_tensor_meta_init(PyObject *module); /* tensor_meta.c */
 
 /* Log channels from PT2_LOGS (graph, guards, recompiles, breaks, output_code). */
 bool pt2_log_enabled(const char *channel);

@@ -8,10 +8,10 @@
  * inputs returned unchanged).
  *
  * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
- * outputs and the workspace are torch.empty on the inputs' device and the
- * launch plan runs on torch's current stream (gpu_call).  Under
- * mode="reduce-overhead" the whole plan is captured once as a CUDA graph and
- * replayed (gpu_graph_call).
+ * outputs and the workspace are at::empty on the inputs' device
+ * (pt2_tensor_empty) and the launch plan runs on torch's current stream
+ * (gpu_call).  Under mode="reduce-overhead" the whole plan is captured once
+ * as a CUDA graph and replayed (gpu_graph_call).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -63,7 +63,6 @@ typedef struct Pt2CompiledFn {
     /* a graph traced on CUDA tensors: compiled for device `device` */
     Pt2GpuKernel *gpu;
     int device;                /* CUDA index; -1: the CPU kernel */
-    PyObject *device_obj;      /* torch.device("cuda", device) */
     PyObject *workspace_shape; /* (bytes,), or NULL for none */
     /* mode="reduce-overhead": the plan captured as a CUDA graph, and the
      * memory it reads and writes (owned here for the graph's lifetime) */
@@ -77,10 +76,10 @@ typedef struct Pt2CompiledFn {
     int graph_captures;
 } Pt2CompiledFn;
 
-static PyObject *torch_empty, *dtype_kwnames, *str_data_ptr, *str_copy_;
+static PyObject *str_copy_;
 /* the GPU path (resolved at the first graph compiled for CUDA) */
-static PyObject *dtype_device_kwnames, *torch_uint8, *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device,
-    *cuda_raw_stream, *cuda_current_stream, *cublas_tf32;
+static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device, *cuda_raw_stream, *cuda_current_stream,
+    *cublas_tf32;
 
 static void graph_state_free(Pt2CompiledFn *self) {
     pt2GpuGraphDestroy(self->cuda_graph);
@@ -108,7 +107,6 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     pt2KernelDestroy(self->kernel);
     graph_state_free(self);
     pt2GpuKernelDestroy(self->gpu);
-    Py_XDECREF(self->device_obj);
     Py_XDECREF(self->workspace_shape);
     for (int i = 0; i < self->n_inputs; ++i) csource_free(self->inputs[i]);
     for (int i = 0; i < self->n_outputs; ++i) {
@@ -194,13 +192,6 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
     return NULL;
 }
 
-static void *tensor_data(PyObject *t) {
-    PyObject *p = PyObject_CallMethodNoArgs(t, str_data_ptr);
-    void *r = p ? PyLong_AsVoidPtr(p) : NULL;
-    Py_XDECREF(p);
-    return r;
-}
-
 /* Whether an input written back after the graph overlaps another input's
  * memory (the graph read the other one's old values: eager would not). */
 static bool inputs_alias_mutated(const Pt2CompiledFn *self, void *const *ptrs) {
@@ -233,14 +224,13 @@ static bool inputs_alias_mutated(const Pt2CompiledFn *self, void *const *ptrs) {
 /* torch's side of a launch, resolved once: the current device and stream
  * (torch._C's raw functions: no Python-level code on a call), TF32. */
 static int gpu_runtime_init(void) {
-    if (dtype_device_kwnames) return 0;
+    if (str_clone) return 0;
     PyObject *torch = PyImport_ImportModule("torch");
     PyObject *C = torch ? PyObject_GetAttrString(torch, "_C") : NULL;
     if (!C) {
         Py_XDECREF(torch);
         return -1;
     }
-    torch_uint8 = PyObject_GetAttrString(torch, "uint8");
     cuda_get_device = PyObject_GetAttrString(C, "_cuda_getDevice");
     cuda_set_device = PyObject_GetAttrString(C, "_cuda_setDevice");
     cuda_raw_stream = PyObject_GetAttrString(C, "_cuda_getCurrentRawStream");
@@ -261,8 +251,7 @@ static int gpu_runtime_init(void) {
     PyErr_Clear();
     str_contiguous = PyUnicode_InternFromString("contiguous");
     str_clone = PyUnicode_InternFromString("clone");
-    dtype_device_kwnames = Py_BuildValue("(ss)", "dtype", "device");
-    return torch_uint8 && dtype_device_kwnames ? 0 : -1;
+    return str_contiguous && str_clone ? 0 : -1;
 }
 
 static long call_long(PyObject *fn, PyObject *arg) {
@@ -272,16 +261,16 @@ static long call_long(PyObject *fn, PyObject *arg) {
     return v;
 }
 
-static PyObject *empty_on_device(PyObject *shape, PyObject *dtype, PyObject *device) {
-    PyObject *call_args[3] = {shape, dtype, device};
-    return PyObject_Vectorcall(torch_empty, call_args, 1, dtype_device_kwnames);
-}
-
+/* bytes (int8: a dtype of pt2's, which at::empty makes without Python) */
 static PyObject *gpu_workspace(Pt2CompiledFn *self) {
-    return self->workspace_shape ? empty_on_device(self->workspace_shape, torch_uint8, self->device_obj) : Py_NewRef(Py_None);
+    if (!self->workspace_shape) return Py_NewRef(Py_None);
+    return pt2_tensor_empty(self->workspace_shape, torch_dtype_of(PT2_I8), self->device);
 }
 
-static void *workspace_ptr(PyObject *ws) { return ws == Py_None ? NULL : tensor_data(ws); }
+static int workspace_ptr(PyObject *ws, void **out) {
+    *out = NULL;
+    return ws == Py_None ? 0 : pt2_tensor_data(ws, out);
+}
 
 /* Records the plan as a CUDA graph over the memory in graph_*: an input is
  * read where it is (its tensor is kept alive here) until its address
@@ -300,10 +289,9 @@ static int gpu_graph_capture(Pt2CompiledFn *self, PyObject *const *inputs, void 
         if (!self->graph_inputs || !self->graph_mode || !self->graph_ptrs || !self->graph_outputs) return PyErr_NoMemory(), -1;
         for (int i = 0; i < n; ++i) self->graph_mode[i] = self->input_contiguous[i] ? GRAPH_IN_PLACE : GRAPH_NEEDS_BUFFER;
         for (int j = 0; j < self->n_outputs; ++j) {
-            self->graph_outputs[j] = empty_on_device(self->output_shapes[j], self->output_dtypes[j], self->device_obj);
+            self->graph_outputs[j] = pt2_tensor_empty(self->output_shapes[j], self->output_dtypes[j], self->device);
             if (!self->graph_outputs[j]) return -1;
-            self->graph_ptrs[n + j] = tensor_data(self->graph_outputs[j]);
-            if (PyErr_Occurred()) return -1;
+            if (pt2_tensor_data(self->graph_outputs[j], &self->graph_ptrs[n + j]) != 0) return -1;
         }
         self->graph_workspace = gpu_workspace(self);
         if (!self->graph_workspace) return -1;
@@ -317,7 +305,7 @@ static int gpu_graph_capture(Pt2CompiledFn *self, PyObject *const *inputs, void 
             /* our own buffer, never the caller's tensor (the caller may free or reuse it) */
             PyObject *shape = PyObject_GetAttrString(inputs[i], "shape");
             PyObject *dtype = shape ? PyObject_GetAttrString(inputs[i], "dtype") : NULL;
-            PyObject *buf = dtype ? empty_on_device(shape, dtype, self->device_obj) : NULL;
+            PyObject *buf = dtype ? pt2_tensor_empty(shape, dtype, self->device) : NULL;
             Py_XDECREF(shape);
             Py_XDECREF(dtype);
             if (!buf) return -1;
@@ -325,16 +313,15 @@ static int gpu_graph_capture(Pt2CompiledFn *self, PyObject *const *inputs, void 
             PyObject *r = PyObject_CallMethodOneArg(buf, str_copy_, inputs[i]);
             if (!r) return -1;
             Py_DECREF(r);
-            self->graph_ptrs[i] = tensor_data(buf);
-            if (PyErr_Occurred()) return -1;
+            if (pt2_tensor_data(buf, &self->graph_ptrs[i]) != 0) return -1;
             self->graph_mode[i] = GRAPH_STATIC_BUFFER;
         }
         copied += self->graph_mode[i] == GRAPH_STATIC_BUFFER;
     }
     pt2GpuGraphDestroy(self->cuda_graph);
     self->cuda_graph = NULL;
-    void *ws = workspace_ptr(self->graph_workspace);
-    if (PyErr_Occurred()) return -1;
+    void *ws;
+    if (workspace_ptr(self->graph_workspace, &ws) != 0) return -1;
     Pt2GpuGraph *g;
     Py_BEGIN_ALLOW_THREADS
     g = pt2GpuGraphCapture(self->gpu, self->graph_ptrs, ws);
@@ -409,8 +396,7 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
         }
         Py_SETREF(contig[i], PyObject_CallMethodNoArgs(inputs[i], self->input_contiguous[i] ? str_clone : str_contiguous));
         if (!contig[i]) goto done;
-        ptrs[i] = tensor_data(contig[i]);
-        if (PyErr_Occurred()) goto done;
+        if (pt2_tensor_data(contig[i], &ptrs[i]) != 0) goto done;
     }
     if (!cuda_get_device || !cuda_set_device || (!cuda_raw_stream && !cuda_current_stream)) {
         PyErr_SetString(PyExc_RuntimeError, "pt2: this torch has no CUDA support (torch._C._cuda_getCurrentRawStream)");
@@ -446,15 +432,14 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
         goto done;
     }
     for (; *got_out < self->n_outputs; ++*got_out) {
-        outputs[*got_out] = empty_on_device(self->output_shapes[*got_out], self->output_dtypes[*got_out], self->device_obj);
+        outputs[*got_out] = pt2_tensor_empty(self->output_shapes[*got_out], self->output_dtypes[*got_out], self->device);
         if (!outputs[*got_out]) goto done;
-        ptrs[self->n_inputs + *got_out] = tensor_data(outputs[*got_out]);
-        if (PyErr_Occurred()) goto done;
+        if (pt2_tensor_data(outputs[*got_out], &ptrs[self->n_inputs + *got_out]) != 0) goto done;
     }
     ws = gpu_workspace(self);
     if (!ws) goto done;
-    void *wsp = workspace_ptr(ws);
-    if (PyErr_Occurred()) goto done;
+    void *wsp;
+    if (workspace_ptr(ws, &wsp) != 0) goto done;
     int launched;
     Py_BEGIN_ALLOW_THREADS
     launched = pt2GpuKernelLaunch(self->gpu, ptrs, wsp, stream);
@@ -519,8 +504,11 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     PyObject *result = NULL;
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
+    PyObject **fetched = self->input_guard ? guards_fetched(self->guards, args, n_slots) : NULL;
     for (; got_in < self->n_inputs; ++got_in) {
-        inputs[got_in] = self->input_guard ? guards_take_fetched(self->guards, self->input_guard[got_in], args, n_slots) : NULL;
+        int guard = fetched ? self->input_guard[got_in] : -1;
+        inputs[got_in] = guard >= 0 ? fetched[guard] : NULL;
+        if (guard >= 0) fetched[guard] = NULL;
         if (!inputs[got_in]) inputs[got_in] = csource_eval(self->inputs[got_in], &env);
         if (!inputs[got_in]) {
             /* never an error for the user: the function runs eagerly instead */
@@ -538,8 +526,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
             Py_XDECREF(tuple);
             goto done;
         }
-        ptrs[got_in] = tensor_data(inputs[got_in]);
-        if (PyErr_Occurred()) goto done;
+        /* a graph of no kernel (inputs returned as they are) needs no pointers */
+        if ((self->kernel || self->gpu) && pt2_tensor_data(inputs[got_in], &ptrs[got_in]) != 0) goto done;
         all_contiguous = all_contiguous && self->input_contiguous[got_in];
     }
     if (self->input_guard) guards_done_fetching(self->guards);
@@ -559,10 +547,9 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         if (gpu_call(self, inputs, ptrs, outputs, &got_out) != 0) goto done;
     }
     for (; !self->gpu && got_out < self->n_outputs; ++got_out) {
-        outputs[got_out] = pt2_pool_empty(self->output_shapes[got_out], self->output_dtypes[got_out], torch_empty, dtype_kwnames);
+        outputs[got_out] = pt2_pool_empty(self->output_shapes[got_out], self->output_dtypes[got_out]);
         if (!outputs[got_out]) goto done;
-        ptrs[self->n_inputs + got_out] = tensor_data(outputs[got_out]);
-        if (PyErr_Occurred()) goto done;
+        if (pt2_tensor_data(outputs[got_out], &ptrs[self->n_inputs + got_out]) != 0) goto done;
     }
     if (self->kernel) {
         if (all_contiguous) {
@@ -648,14 +635,8 @@ PyTypeObject Pt2CompiledFnType = {
 
 int compiled_init(void) {
     if (PyType_Ready(&Pt2CompiledFnType) < 0) return -1;
-    PyObject *torch = PyImport_ImportModule("torch");
-    if (!torch) return -1;
-    torch_empty = PyObject_GetAttrString(torch, "empty");
-    Py_DECREF(torch);
-    dtype_kwnames = Py_BuildValue("(s)", "dtype");
-    str_data_ptr = PyUnicode_InternFromString("data_ptr");
     str_copy_ = PyUnicode_InternFromString("copy_");
-    return torch_empty && dtype_kwnames ? 0 : -1;
+    return str_copy_ ? 0 : -1;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -857,12 +838,9 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
                 Py_DECREF(self);
                 goto fail;
             }
-            PyObject *torch = PyImport_ImportModule("torch");
-            self->device_obj = torch ? PyObject_CallMethod(torch, "device", "si", "cuda", self->device) : NULL;
-            Py_XDECREF(torch);
             size_t ws = pt2GpuKernelWorkspaceBytes(self->gpu);
             self->workspace_shape = ws ? Py_BuildValue("(n)", (Py_ssize_t)ws) : NULL;
-            if (!self->device_obj || (ws && !self->workspace_shape)) {
+            if (ws && !self->workspace_shape) {
                 Py_DECREF(self);
                 goto fail;
             }

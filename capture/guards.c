@@ -11,9 +11,6 @@
 #include "capture.h"
 
 PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
-int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides);
-Pt2DType dtype_of_torch(PyObject *torch_dtype);
-PyObject *torch_dtype_of(Pt2DType dt);
 
 /*===----------------------------------------------------------------------===*
  * Sources
@@ -116,7 +113,7 @@ struct Pt2Guards {
     /* The tensors the last passing check fetched (per guard, strong, NULL for
      * other kinds) and the argument slots it ran on: the compiled graph the
      * replacement calls next takes its inputs from here instead of fetching
-     * them again (guards_take_fetched). */
+     * them again (guards_fetched). */
     PyObject **fetched;
     PyObject **fetched_args; /* borrowed identities of the frame's argument slots */
     Py_ssize_t n_fetched_args;
@@ -127,8 +124,7 @@ struct Pt2Guards {
  * takes fetched values from those (never from a set freed since). */
 static _Thread_local Pt2Guards *last_passed;
 
-static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_dtype, *attr_is_cpu, *attr_requires_grad, *attr_is_cuda,
-    *str_get_device;
+static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training;
 
 int guards_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -137,11 +133,6 @@ int guards_init(void) {
     default_dtype_fn = PyObject_GetAttrString(torch, "get_default_dtype");
     Py_DECREF(torch);
     attr_training = PyUnicode_InternFromString("training");
-    attr_dtype = PyUnicode_InternFromString("dtype");
-    attr_is_cpu = PyUnicode_InternFromString("is_cpu");
-    attr_requires_grad = PyUnicode_InternFromString("requires_grad");
-    attr_is_cuda = PyUnicode_InternFromString("is_cuda");
-    str_get_device = PyUnicode_InternFromString("get_device");
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
@@ -228,35 +219,22 @@ const char *pt2_guards_last_failure(Pt2Guards *g) { return g ? g->last_failure :
 int guards_count(const Pt2Guards *g) { return g ? g->n : 0; }
 const char *guards_text(const Pt2Guards *g, int i) { return g && i >= 0 && i < g->n ? g->items[i].text : NULL; }
 
+/* A guard's sizes or strides (at most PT2_MAX_RANK: a loop beats memcmp's call). */
+static bool same_ints(const int64_t *a, const int64_t *b, int n) {
+    for (int i = 0; i < n; ++i) {
+        if (a[i] != b[i]) return false;
+    }
+    return true;
+}
+
+/* The exact type first (a subclass may answer metadata in Python), then
+ * what pt2_tensor_meta reads: from the TensorImpl, no Python-level call. */
 static bool check_tensor(const CGuard *g, PyObject *v) {
-    PyTypeObject *ty = Py_TYPE(v);
-    if (ty != (PyTypeObject *)g->obj) return false;
-    PyObject *dt = PyObject_GetAttr(v, attr_dtype);
-    bool ok = dt && dt == torch_dtype_of(g->dtype);
-    Py_XDECREF(dt);
-    if (!ok) return false;
-    if (g->n < 0) {
-        PyObject *cpu = PyObject_GetAttr(v, attr_is_cpu);
-        ok = cpu == Py_True;
-        Py_XDECREF(cpu);
-    } else { /* a CUDA graph: this device */
-        PyObject *cuda = PyObject_GetAttr(v, attr_is_cuda);
-        PyObject *index = cuda == Py_True ? PyObject_CallMethodNoArgs(v, str_get_device) : NULL;
-        ok = index && PyLong_Check(index) && PyLong_AsLongLong(index) == g->n;
-        Py_XDECREF(cuda);
-        Py_XDECREF(index);
-    }
-    if (!ok) return false;
-    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
-    int rank = tensor_geometry(v, sizes, strides);
-    if (rank != g->rank || memcmp(sizes, g->sizes, sizeof(int64_t) * (size_t)rank) != 0 ||
-        memcmp(strides, g->strides, sizeof(int64_t) * (size_t)rank) != 0) {
-        return false;
-    }
-    PyObject *rg = PyObject_GetAttr(v, attr_requires_grad);
-    ok = (rg == Py_True) == g->requires_grad;
-    Py_XDECREF(rg);
-    return ok;
+    if (Py_TYPE(v) != (PyTypeObject *)g->obj) return false;
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(v, &m) != 0) return false; /* the caller clears the error */
+    return m.dtype == g->dtype && m.device == g->n && m.requires_grad == g->requires_grad && !m.neg_view &&
+           m.rank == g->rank && same_ints(m.sizes, g->sizes, m.rank) && same_ints(m.strides, g->strides, m.rank);
 }
 
 /* *keep: the fetched value of a passing tensor guard (new reference). */
@@ -333,16 +311,14 @@ int guards_check_env(Pt2Guards *g, const SourceEnv *env) {
     return 1;
 }
 
-PyObject *guards_take_fetched(Pt2Guards *g, int guard_index, PyObject *const *args, Py_ssize_t n_args) {
-    if (!g || g != last_passed || !g->fetched_valid || guard_index < 0 || guard_index >= g->n || n_args > g->n_fetched_args) return NULL;
+PyObject **guards_fetched(Pt2Guards *g, PyObject *const *args, Py_ssize_t n_args) {
+    if (!g || g != last_passed || !g->fetched_valid || n_args > g->n_fetched_args) return NULL;
     /* the same frame: its argument slots are the objects the check saw (a
      * check on another thread in between would have other arguments) */
     for (Py_ssize_t i = 0; i < n_args; ++i) {
         if (args[i] != g->fetched_args[i]) return NULL;
     }
-    PyObject *v = g->fetched[guard_index];
-    g->fetched[guard_index] = NULL;
-    return v;
+    return g->fetched;
 }
 
 void guards_done_fetching(Pt2Guards *g) {

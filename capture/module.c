@@ -93,7 +93,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     if (pt2_bc_init() != 0 || pt2_hook_init() != 0 || values_init() != 0 || rules_init() != 0 || interp_init() != 0 ||
-        guards_init() != 0 || compiled_init() != 0 || pt2_pool_init(m) != 0) {
+        guards_init() != 0 || compiled_init() != 0 || pt2_pool_init(m) != 0 || pt2_tensor_meta_init(m) != 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -110,14 +110,11 @@ static size_t itemsize_of(PyObject *dtype) {
     return size;
 }
 
-PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype, PyObject *torch_empty, PyObject *dtype_kwnames) {
+PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype) {
     Py_ssize_t numel = 1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); ++i) numel *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
     size_t nbytes = frombuffer && numel > 0 ? (size_t)numel * itemsize_of(dtype) : 0;
-    if (nbytes < pool_min || pool_cap == 0) {
-        PyObject *args[2] = {shape, dtype};
-        return PyObject_Vectorcall(torch_empty, args, 1, dtype_kwnames);
-    }
+    if (nbytes < pool_min || pool_cap == 0) return pt2_tensor_empty(shape, dtype, PT2_DEVICE_CPU);
     Block *b = PyObject_New(Block, &BlockType);
     if (!b) return NULL;
     b->size = nbytes;
@@ -140,19 +137,11 @@ PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype, PyObject *torch_empty
 
 static PyObject *py_empty(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
     (void)mod;
-    static PyObject *torch_empty, *kwnames;
     if (n != 2 || !PyTuple_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "empty(shape: tuple, dtype)");
         return NULL;
     }
-    if (!torch_empty) {
-        PyObject *torch = PyImport_ImportModule("torch");
-        torch_empty = torch ? PyObject_GetAttrString(torch, "empty") : NULL;
-        Py_XDECREF(torch);
-        kwnames = Py_BuildValue("(s)", "dtype");
-        if (!torch_empty || !kwnames) return NULL;
-    }
-    return pt2_pool_empty(args[0], args[1], torch_empty, kwnames);
+    return pt2_pool_empty(args[0], args[1]);
 }
 
 static PyObject *py_pool_stats(PyObject *mod, PyObject *unused) {

@@ -1173,15 +1173,16 @@ static Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     if (!real) return trace_break(t, "torch.tensor() failed at trace time");
     trace_keep(t, real);
     Py_DECREF(real);
-    PyObject *dtobj = PyObject_GetAttrString(real, "dtype");
-    Pt2DType rdt = dtype_of_torch(dtobj);
-    Py_XDECREF(dtobj);
-    if (rdt == PT2_DTYPE_INVALID) return trace_break(t, "torch.tensor() of a dtype pt2 does not support");
-    int64_t sizes[PT2_MAX_RANK];
-    int rank = tensor_geometry(real, sizes, NULL);
-    PyObject *ptr = PyObject_CallMethod(real, "data_ptr", NULL);
-    void *data_ptr = ptr ? PyLong_AsVoidPtr(ptr) : NULL;
-    Py_XDECREF(ptr);
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(real, &m) != 0) {
+        PyErr_Clear();
+        return trace_break(t, "torch.tensor(): unexpected result");
+    }
+    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "torch.tensor() of a dtype pt2 does not support");
+    int rank = m.rank;
+    const int64_t *sizes = m.sizes;
+    void *data_ptr;
+    if (pt2_tensor_data(real, &data_ptr) != 0) data_ptr = NULL;
     int64_t numel = 1;
     for (int i = 0; i < rank; ++i) numel *= sizes[i];
     static const int64_t no_data = 0;
@@ -1190,7 +1191,7 @@ static Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
         PyErr_Clear();
         return trace_break(t, "torch.tensor(): unexpected result");
     }
-    int id = pt2GraphAddConstant(t->graph, rdt, rank, sizes, data_ptr);
+    int id = pt2GraphAddConstant(t->graph, m.dtype, rank, sizes, data_ptr);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
     return var_tensor(t, id);
 }

@@ -2,6 +2,7 @@
 #ifndef PT2_CAPTURE_RULES_UTIL_H
 #define PT2_CAPTURE_RULES_UTIL_H
 
+#include "tensor_abi.h"
 #include "trace.h"
 
 #define MAX_BOUND 16
@@ -54,7 +55,6 @@ Var *int_const(Trace *t, int64_t v);
 /* A double as an MLIR f64 attribute ("1.0 : f64", NaN/inf in hex); the
  * buffer rotates, so up to 16 may appear in one printf. */
 const char *f64_attr(double v);
-int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides); /* values.c */
 /* A Python int/float (or bool) constant. */
 bool var_is_number(Var *v);
 /* A slice Var's bounds clipped to a dimension of `size` (Python's rules,

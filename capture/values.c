@@ -10,6 +10,7 @@
 
 #include "objects.h"
 #include "partials.h"
+#include "tensor_abi.h"
 
 
 /*===----------------------------------------------------------------------===*
@@ -280,57 +281,6 @@ static bool is_constant_value(PyObject *o) {
     return false;
 }
 
-/* dtype of a real tensor in pt2 terms, or PT2_DTYPE_INVALID. */
-static Pt2DType tensor_dtype(PyObject *tensor) {
-    PyObject *dt = PyObject_GetAttrString(tensor, "dtype");
-    if (!dt) {
-        PyErr_Clear();
-        return PT2_DTYPE_INVALID;
-    }
-    PyObject *s = PyObject_Str(dt);
-    Py_DECREF(dt);
-    if (!s) {
-        PyErr_Clear();
-        return PT2_DTYPE_INVALID;
-    }
-    const char *name = PyUnicode_AsUTF8(s);
-    Pt2DType r = strncmp(name, "torch.", 6) == 0 ? pt2DTypeFromName(name + 6) : PT2_DTYPE_INVALID;
-    Py_DECREF(s);
-    return r;
-}
-
-/* Interned attribute names used on every guard check and call. */
-static PyObject *s_shape, *s_stride;
-
-/* Reads sizes and strides of a real tensor; the rank or -1. */
-int tensor_geometry(PyObject *tensor, int64_t *sizes, int64_t *strides) {
-    if (!s_shape) {
-        s_shape = PyUnicode_InternFromString("shape");
-        s_stride = PyUnicode_InternFromString("stride");
-    }
-    PyObject *shape = PyObject_GetAttr(tensor, s_shape);
-    PyObject *stride = shape && strides ? PyObject_CallMethodNoArgs(tensor, s_stride) : NULL;
-    int rank = -1;
-    if (shape && PyTuple_Check(shape) && (!strides || (stride && PyTuple_Check(stride)))) {
-        rank = (int)PyTuple_GET_SIZE(shape);
-        if (rank > PT2_MAX_RANK) {
-            rank = -1;
-        } else {
-            for (int i = 0; i < rank; ++i) {
-                sizes[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
-                if (strides) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, i));
-            }
-        }
-    }
-    Py_XDECREF(shape);
-    Py_XDECREF(stride);
-    if (PyErr_Occurred()) {
-        PyErr_Clear();
-        rank = -1;
-    }
-    return rank;
-}
-
 static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     PyTypeObject *ty = Py_TYPE(value);
     if (ty != (PyTypeObject *)tensor_type && ty != (PyTypeObject *)parameter_type) {
@@ -345,23 +295,26 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     Py_XDECREF(strided);
     PyErr_Clear();
     if (!dense) return trace_break(t, "sparse or non-strided tensor");
-    Pt2DType dt = tensor_dtype(value);
-    if (dt == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint8, ...)");
-    PyObject *rg = PyObject_GetAttrString(value, "requires_grad");
-    bool requires_grad = rg == Py_True;
-    Py_XDECREF(rg);
-    PyErr_Clear();
-    if (requires_grad && t->grad_enabled) {
+    /* read as its guard will read it on every call (tensor_meta.c) */
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(value, &m) != 0) {
+        PyErr_Clear();
+        return trace_break(t, "cannot read the tensor's dtype, shape and strides");
+    }
+    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint8, ...)");
+    if (m.neg_view) return trace_break(t, "a negative view (z.conj().imag; resolve_neg() makes a plain tensor)");
+    if (m.requires_grad && t->grad_enabled) {
         return trace_break(t, "a tensor requires grad while grad mode is on (training is not supported yet)");
     }
-    GuardSpec *g;
+    if (m.rank < 0) return trace_break(t, "tensor of rank > %d", PT2_MAX_RANK);
     trace_guard(t, G_TENSOR, source, (PyObject *)ty, 0);
-    g = &t->guards[t->n_guards - 1];
-    g->dtype = dt;
-    g->requires_grad = requires_grad;
-    g->rank = tensor_geometry(value, g->sizes, g->strides);
-    if (g->rank < 0) return trace_break(t, "tensor of rank > %d", PT2_MAX_RANK);
-    int id = pt2GraphAddInput(t->graph, dt, g->rank, g->sizes);
+    GuardSpec *g = &t->guards[t->n_guards - 1];
+    g->dtype = m.dtype;
+    g->requires_grad = m.requires_grad;
+    g->rank = m.rank;
+    memcpy(g->sizes, m.sizes, sizeof g->sizes);
+    memcpy(g->strides, m.strides, sizeof g->strides);
+    int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, m.sizes);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
     Var *v = var_tensor(t, id);
     v->source = source;

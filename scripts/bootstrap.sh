@@ -19,7 +19,7 @@ for f in "/usr/lib/llvm-$V/include/mlir-c/IR.h" "/usr/lib/llvm-$V/bin/FileCheck"
          /usr/include/oneapi/dnnl/dnnl.h /usr/lib/x86_64-linux-gnu/libdnnl.so; do
     [ -e "$f" ] || need_apt=1
 done
-for tool in cmake ninja cc; do
+for tool in cmake ninja cc c++; do  # c++: capture/tensor_abi.cpp (and Inductor, for the comparisons)
     command -v $tool >/dev/null 2>&1 || need_apt=1
 done
 if [ $need_apt = 1 ]; then

@@ -219,6 +219,38 @@ def test_noncontiguous_and_mutated_inputs():
 
 
 @needs_cuda
+@pytest.mark.parametrize("abi", [True, False], ids=["tensor_abi", "attributes"])
+def test_tensor_metadata_paths_on_cuda(abi):
+    """Tensor metadata from torch's TensorImpl (capture/tensor_abi.cpp) and through Python attributes
+    agree with torch on CUDA tensors (device index, strides, data pointer), and compiled calls on
+    either path match eager with outputs on the inputs' device, in one cache entry."""
+    if not hasattr(_C, "tensor_abi"):
+        pytest.skip("pt2._C is a stub here")
+    try:
+        was = _C.tensor_abi(abi)
+    except RuntimeError:
+        pytest.skip("pt2._C was built without capture/tensor_abi.cpp")
+    try:
+        cases = (torch.randn(6, 8, device="cuda").t()[1:], torch.zeros(3, dtype=torch.int64, device="cuda"),
+                 torch.tensor(2.0, device="cuda"), torch.randn(5, device="cuda", dtype=torch.float16)[::2])
+        for t in cases:
+            m = _C._tensor_meta(t)
+            assert (m["device"], m["sizes"], m["strides"], m["data_ptr"]) == (t.get_device(), tuple(t.shape), t.stride(), t.data_ptr())
+
+        def f(x, y):
+            return torch.relu(x * 2 + y), (x - y).sum(dim=0)
+
+        x, y = torch.randn(48, 64, device="cuda").t(), torch.randn(64, 48, device="cuda")
+        cf = pt2.compile(f)
+        for _ in range(3):
+            for got, exp in zip(cf(x, y), f(x, y)):
+                close(got, exp)
+        assert _C.cache_size(f.__code__) == 1
+    finally:
+        _C.tensor_abi(was)
+
+
+@needs_cuda
 def test_torch_compile_backend_pt2_on_cuda():
     torch.manual_seed(0)
     m = MLP().cuda().eval()
