@@ -457,6 +457,25 @@ static void log_order(const Generic *g, const int *order) {
     fprintf(stderr, "pt2-reorder-loops: loops (d0..d%d) -> (%s)\n", g->n_loops - 1, text);
 }
 
+/* Whether v is read only by matmuls and convolutions not lowered yet
+ * (through reshapes).  pt2-extern-blas reads a permuted copy feeding them
+ * through strides and deletes it, if the copy still writes its output in
+ * order; reordered or tiled, it would run on every call (the weight
+ * transpose of each nn.Linear). */
+static bool feeds_only_contractions(MlirValue v) {
+    MlirOpOperand u = mlirValueGetFirstUse(v);
+    if (mlirOpOperandIsNull(u)) return false;
+    for (; !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (op_is(user, "tensor.expand_shape") || op_is(user, "tensor.collapse_shape")) {
+            if (!feeds_only_contractions(mlirOperationGetResult(user, 0))) return false;
+        } else if (!op_is(user, "pt2.matmul") && !op_is(user, "pt2.conv2d")) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static int run_reorder(MlirOperation root, void *user) {
     (void)user;
     bool log = pt2_disabled(getenv("PT2_LOGS"), "reorder");
@@ -464,6 +483,7 @@ static int run_reorder(MlirOperation root, void *user) {
     for (int i = 0; i < generics.n; ++i) {
         Generic g;
         int order[MAX_LOOPS];
+        if (mlirOperationGetNumResults(generics.ops[i]) == 1 && feeds_only_contractions(mlirOperationGetResult(generics.ops[i], 0))) continue;
         if (!load_generic(generics.ops[i], &g)) continue;
         if (choose_order(&g, order)) {
             apply_order(&g, order);
