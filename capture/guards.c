@@ -105,6 +105,7 @@ typedef struct CGuard {
     int rank;
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
     bool requires_grad;
+    uintptr_t data_ptr; /* G_FROZEN */
     char *text; /* description for logs and the recompile warning */
 } CGuard;
 
@@ -128,7 +129,7 @@ struct Pt2Guards {
 static _Thread_local Pt2Guards *last_passed;
 
 static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_dtype, *attr_is_cpu, *attr_requires_grad, *attr_is_cuda,
-    *str_get_device;
+    *str_get_device, *attr_version, *str_data_ptr;
 
 int guards_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -142,6 +143,8 @@ int guards_init(void) {
     attr_requires_grad = PyUnicode_InternFromString("requires_grad");
     attr_is_cuda = PyUnicode_InternFromString("is_cuda");
     str_get_device = PyUnicode_InternFromString("get_device");
+    attr_version = PyUnicode_InternFromString("_version");
+    str_data_ptr = PyUnicode_InternFromString("data_ptr");
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
@@ -169,6 +172,7 @@ static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
     case G_MODULE_TRAINING: snprintf(buf, cap, "%s.training == %s", src, g->n ? "True" : "False"); break;
     case G_GRAD_MODE: snprintf(buf, cap, "GRAD_MODE torch.is_grad_enabled() == %s", g->n ? "True" : "False"); break;
     case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
+    case G_FROZEN: snprintf(buf, cap, "FROZEN %s: the same tensor, data pointer and version (%lld)", src, (long long)g->n); break;
     case G_HAS_KEY: {
         PyObject *r = PyObject_Repr(g->obj);
         snprintf(buf, cap, "DICT_CONTAINS (%s in %s) == %s", r ? PyUnicode_AsUTF8(r) : "?", src, g->n ? "True" : "False");
@@ -198,6 +202,7 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         memcpy(c->sizes, s->sizes, sizeof c->sizes);
         memcpy(c->strides, s->strides, sizeof c->strides);
         c->requires_grad = s->requires_grad;
+        c->data_ptr = s->data_ptr;
         char src[512] = "", text[1024];
         if (s->source) source_describe(s->source, code, src, sizeof src);
         describe(c, src, text, sizeof text);
@@ -259,6 +264,17 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
     return ok;
 }
 
+/* A frozen parameter is the same object, over the same memory, not changed
+ * in place since (version counter). */
+static bool check_frozen(const CGuard *g, PyObject *v) {
+    if (v != g->obj) return false;
+    PyObject *version = PyObject_GetAttr(v, attr_version), *data = PyObject_CallMethodNoArgs(v, str_data_ptr);
+    bool ok = version && data && PyLong_AsLongLong(version) == g->n && (uintptr_t)PyLong_AsVoidPtr(data) == g->data_ptr;
+    Py_XDECREF(version);
+    Py_XDECREF(data);
+    return ok;
+}
+
 /* *keep: the fetched value of a passing tensor guard (new reference). */
 static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     if (g->kind == G_GRAD_MODE) {
@@ -280,6 +296,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     case G_TENSOR: ok = check_tensor(g, v); break;
     case G_TYPE: ok = (PyObject *)Py_TYPE(v) == g->obj; break;
     case G_ID: ok = v == g->obj; break;
+    case G_FROZEN: ok = check_frozen(g, v); break;
     case G_EQUALS:
         ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);
         break;
