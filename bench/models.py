@@ -154,7 +154,7 @@ def run_model(suite, name, args):
             rec["breaks"] = info.graph_break_count
             rec["break_reasons"] = [str(b) for b in info.break_reasons[:5]]
             rec["ops_captured"] = info.op_count
-            compiled = pt2.compile(model)
+            compiled = pt2.compile(model, freeze=args.freeze)
             t0 = time.perf_counter()
             out = compiled(*xs, **kw)
             rec["compile_s"] = time.perf_counter() - t0
@@ -205,6 +205,7 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--inductor", action="store_true", help="also torch.compile (Inductor), interleaved")
+    p.add_argument("--freeze", action="store_true", help="pt2.compile(freeze=True): parameters as constants")
     p.add_argument("--frontend", choices=["pt2", "dynamo"], default="pt2",
                    help="dynamo: also pt2 behind torch.compile(backend='pt2'), pt2's code on Dynamo's graphs")
     p.add_argument("--json")
