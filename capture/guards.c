@@ -173,6 +173,7 @@ static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
     case G_GRAD_MODE: snprintf(buf, cap, "GRAD_MODE torch.is_grad_enabled() == %s", g->n ? "True" : "False"); break;
     case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
     case G_FROZEN: snprintf(buf, cap, "FROZEN %s: the same tensor, data pointer and version (%lld)", src, (long long)g->n); break;
+    case G_FREEZE_MODE: snprintf(buf, cap, "FREEZE_MODE pt2.compile(freeze=%s)", g->n ? "True" : "False"); break;
     case G_HAS_KEY: {
         PyObject *r = PyObject_Repr(g->obj);
         snprintf(buf, cap, "DICT_CONTAINS (%s in %s) == %s", r ? PyUnicode_AsUTF8(r) : "?", src, g->n ? "True" : "False");
@@ -283,6 +284,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
         Py_XDECREF(r);
         return ok;
     }
+    if (g->kind == G_FREEZE_MODE) return (pt2_capture_options && pt2_capture_options->freeze) == (g->n != 0);
     if (g->kind == G_DEFAULT_DTYPE) {
         PyObject *r = PyObject_CallNoArgs(default_dtype_fn);
         bool ok = r == g->obj;

@@ -117,6 +117,7 @@ typedef enum GuardKind {
     G_DEFAULT_DTYPE,/* torch.get_default_dtype() is obj */
     G_HAS_KEY,      /* (obj in x) == n, x a dict: a key the trace found missing stays missing */
     G_FROZEN,       /* x is obj, x._version == n, x's data pointer is data_ptr: a frozen parameter unchanged */
+    G_FREEZE_MODE,  /* the run's pt2.compile(freeze=...) == flag: entries of the other mode are not used */
 } GuardKind;
 
 typedef struct GuardSpec {

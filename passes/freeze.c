@@ -33,18 +33,6 @@
 static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOperand(op, i); }
 static MlirValue result(MlirOperation op) { return mlirOperationGetResult(op, 0); }
 
-static bool single_use(MlirValue v) {
-    MlirOpOperand u = mlirValueGetFirstUse(v);
-    return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
-}
-
-static MlirOperation producer(MlirValue v, Pt2OpId id) {
-    if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
-    MlirOperation def = mlirOpResultGetOwner(v);
-    const Pt2OpInfo *info = pt2_op_of(def);
-    return info && info->id == id ? def : (MlirOperation){NULL};
-}
-
 static bool arg_is_frozen(MlirOperation func, intptr_t i) {
     MlirAttribute attrs = mlirOperationGetAttributeByName(func, sref("arg_attrs"));
     if (mlirAttributeIsNull(attrs) || !mlirAttributeIsAArray(attrs) || i >= mlirArrayAttrGetNumElements(attrs)) return false;
@@ -122,17 +110,17 @@ static bool fold_batch_norm(MlirOperation func, MlirOperation bn) {
     MlirValue mean = operand(bn, 1), var = operand(bn, 2), gamma = operand(bn, 3), beta = operand(bn, 4);
     MlirValue s = emit2(&b, PT2_OP_MUL, gamma, emit_pt2(&b, PT2_OP_RSQRT, 1, (MlirValue[]){emit2(&b, PT2_OP_ADD, var, scalar(&b, eps, xt.dtype))}, "%s", ""));
     /* the convolution (and its bias) the batch norm alone reads */
-    MlirOperation add = single_use(x) ? producer(x, PT2_OP_ADD) : (MlirOperation){NULL}, conv = {NULL};
+    MlirOperation add = has_one_use(x) ? pt2_producer(x, PT2_OP_ADD) : (MlirOperation){NULL}, conv = {NULL};
     MlirValue bias = {NULL};
     if (!mlirOperationIsNull(add)) {
         for (int i = 0; i < 2 && mlirOperationIsNull(conv); ++i) {
-            MlirOperation c = producer(operand(add, i), PT2_OP_CONV2D);
-            if (mlirOperationIsNull(c) || !single_use(operand(add, i))) continue;
+            MlirOperation c = pt2_producer(operand(add, i), PT2_OP_CONV2D);
+            if (mlirOperationIsNull(c) || !has_one_use(operand(add, i))) continue;
             bias = conv_bias(&b, func, operand(add, 1 - i), &xt);
             if (!mlirValueIsNull(bias)) conv = c;
         }
-    } else if (single_use(x)) {
-        conv = producer(x, PT2_OP_CONV2D);
+    } else if (has_one_use(x)) {
+        conv = pt2_producer(x, PT2_OP_CONV2D);
     }
     if (!mlirOperationIsNull(conv) && !frozen_derived(func, operand(conv, 1))) conv = (MlirOperation){NULL};
     MlirValue y;

@@ -313,6 +313,18 @@ OpList collect_ops_with_prefix(MlirOperation root, const char *prefix) {
     return w.list;
 }
 
+MlirOperation pt2_producer(MlirValue v, Pt2OpId id) {
+    if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
+    MlirOperation def = mlirOpResultGetOwner(v);
+    const Pt2OpInfo *info = pt2_op_of(def);
+    return info && info->id == id ? def : (MlirOperation){NULL};
+}
+
+bool has_one_use(MlirValue v) {
+    MlirOpOperand u = mlirValueGetFirstUse(v);
+    return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
+}
+
 bool op_is(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
 }

@@ -97,6 +97,10 @@ void oplist_free(OpList *l);
 /* All ops under root whose name starts with prefix, in pre-order. */
 OpList collect_ops_with_prefix(MlirOperation root, const char *prefix);
 
+/* The pt2 op `id` defining v, or a null op. */
+MlirOperation pt2_producer(MlirValue v, Pt2OpId id);
+/* Whether v has exactly one use. */
+bool has_one_use(MlirValue v);
 /* Whether op is named `name` ("scf.for"), or its name starts with `prefix`. */
 bool op_is(MlirOperation op, const char *name);
 bool op_name_starts(MlirOperation op, const char *prefix);

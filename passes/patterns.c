@@ -34,19 +34,6 @@
  * Matching helpers
  *===----------------------------------------------------------------------===*/
 
-/* The pt2 op `id` defining v, or a null op. */
-static MlirOperation producer(MlirValue v, Pt2OpId id) {
-    if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
-    MlirOperation def = mlirOpResultGetOwner(v);
-    const Pt2OpInfo *info = pt2_op_of(def);
-    return info && info->id == id ? def : (MlirOperation){NULL};
-}
-
-static bool single_use(MlirValue v) {
-    MlirOpOperand u = mlirValueGetFirstUse(v);
-    return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
-}
-
 static bool same_type(MlirValue a, MlirValue b) { return mlirTypeEqual(mlirValueGetType(a), mlirValueGetType(b)); }
 
 static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOperand(op, i); }
@@ -54,7 +41,7 @@ static MlirValue result(MlirOperation op) { return mlirOperationGetResult(op, 0)
 
 /* v is a constant with every element equal (pt2.constant splat, pt2.full). */
 static bool splat_value(MlirValue v, double *out) {
-    MlirOperation full = producer(v, PT2_OP_FULL), constant = producer(v, PT2_OP_CONSTANT);
+    MlirOperation full = pt2_producer(v, PT2_OP_FULL), constant = pt2_producer(v, PT2_OP_CONSTANT);
     if (!mlirOperationIsNull(full)) return pt2_attr_f64(pt2_attrs_of_op(full), "value", out) == 1;
     if (mlirOperationIsNull(constant)) return false;
     MlirAttribute dense = mlirOperationGetAttributeByName(constant, sref("value"));
@@ -180,8 +167,8 @@ static MlirValue rewrite_no_op(MlirOperation op, Pt2OpId id) {
 static MlirValue rewrite_silu(Builder *b, MlirOperation op) {
     for (int i = 0; i < 2; ++i) {
         MlirValue x = operand(op, i), s = operand(op, 1 - i);
-        MlirOperation sig = producer(s, PT2_OP_SIGMOID);
-        if (mlirOperationIsNull(sig) || !mlirValueEqual(operand(sig, 0), x) || !single_use(s)) continue;
+        MlirOperation sig = pt2_producer(s, PT2_OP_SIGMOID);
+        if (mlirOperationIsNull(sig) || !mlirValueEqual(operand(sig, 0), x) || !has_one_use(s)) continue;
         if (!pt2_dtype_is_float(value_tensor_type(x).dtype) || !same_type(x, result(op))) continue;
         return emit1(b, PT2_OP_SILU, x);
     }
@@ -202,8 +189,8 @@ typedef struct Product {
 } Product;
 
 static bool product_of(MlirValue v, bool root, MlirType type, Product *p) {
-    MlirOperation mul = producer(v, PT2_OP_MUL), div = producer(v, PT2_OP_DIV);
-    bool inner = mlirTypeEqual(mlirValueGetType(v), type) && (root || single_use(v));
+    MlirOperation mul = pt2_producer(v, PT2_OP_MUL), div = pt2_producer(v, PT2_OP_DIV);
+    bool inner = mlirTypeEqual(mlirValueGetType(v), type) && (root || has_one_use(v));
     double c;
     if (inner && !mlirOperationIsNull(mul)) {
         for (int i = 0; i < 2; ++i) {
@@ -227,13 +214,13 @@ static bool product_of(MlirValue v, bool root, MlirType type, Product *p) {
 /* v = 1 + f(u) (either order) with f the unary op `fn`, both used only here;
  * returns u. */
 static MlirValue one_plus(MlirValue v, Pt2OpId fn) {
-    MlirOperation add = producer(v, PT2_OP_ADD);
+    MlirOperation add = pt2_producer(v, PT2_OP_ADD);
     double c;
-    if (mlirOperationIsNull(add) || !single_use(v)) return (MlirValue){NULL};
+    if (mlirOperationIsNull(add) || !has_one_use(v)) return (MlirValue){NULL};
     for (int i = 0; i < 2; ++i) {
         MlirValue f = operand(add, 1 - i);
-        MlirOperation op = producer(f, fn);
-        if (splat_value(operand(add, i), &c) && c == 1 && !mlirOperationIsNull(op) && single_use(f) && same_type(f, v)) {
+        MlirOperation op = pt2_producer(f, fn);
+        if (splat_value(operand(add, i), &c) && c == 1 && !mlirOperationIsNull(op) && has_one_use(f) && same_type(f, v)) {
             return operand(op, 0);
         }
     }
@@ -250,8 +237,8 @@ static bool scaled(MlirValue u, MlirValue x, double scale) {
 static bool tanh_argument(MlirValue u, MlirValue x) {
     Product p = {{{NULL}}, 0, 1}, cube = {{{NULL}}, 0, 1};
     if (!product_of(u, false, mlirValueGetType(x), &p) || p.n != 1 || !near(p.scale, 0.7978845608028654 /* sqrt(2/pi) */)) return false;
-    MlirOperation add = producer(p.factors[0], PT2_OP_ADD);
-    if (mlirOperationIsNull(add) || !single_use(p.factors[0])) return false;
+    MlirOperation add = pt2_producer(p.factors[0], PT2_OP_ADD);
+    if (mlirOperationIsNull(add) || !has_one_use(p.factors[0])) return false;
     for (int i = 0; i < 2; ++i) {
         if (!mlirValueEqual(operand(add, i), x)) continue;
         MlirValue c = operand(add, 1 - i);
@@ -317,7 +304,7 @@ static bool split_runs(const Pt2TensorType *from, const Pt2TensorType *to, int *
 
 /* reshape(reshape(x)) → reshape(x) */
 static MlirValue rewrite_reshape_chain(Builder *b, MlirOperation op) {
-    MlirOperation inner = producer(operand(op, 0), PT2_OP_RESHAPE);
+    MlirOperation inner = pt2_producer(operand(op, 0), PT2_OP_RESHAPE);
     if (mlirOperationIsNull(inner)) return (MlirValue){NULL};
     Pt2TensorType to = value_tensor_type(result(op));
     return emit_reshape(b, operand(inner, 0), to.sizes, to.rank);
@@ -325,7 +312,7 @@ static MlirValue rewrite_reshape_chain(Builder *b, MlirOperation op) {
 
 /* permute(permute(x, p), q) → permute(x, p∘q) */
 static MlirValue rewrite_permute_chain(Builder *b, MlirOperation op) {
-    MlirOperation inner = producer(operand(op, 0), PT2_OP_PERMUTE);
+    MlirOperation inner = pt2_producer(operand(op, 0), PT2_OP_PERMUTE);
     if (mlirOperationIsNull(inner)) return (MlirValue){NULL};
     int64_t p[PT2_MAX_RANK], q[PT2_MAX_RANK], pq[PT2_MAX_RANK];
     int n = read_ints(inner, "perm", p);
@@ -428,16 +415,16 @@ static MlirValue rewrite_reshape_of_view(Builder *b, MlirOperation op) {
     MlirValue v = operand(op, 0);
     if (!only_views_use(v)) return (MlirValue){NULL};
     MlirOperation def;
-    if (!mlirOperationIsNull(def = producer(v, PT2_OP_PERMUTE))) return reshape_above_permute(b, op, def);
-    if (!mlirOperationIsNull(def = producer(v, PT2_OP_SELECT))) return reshape_above_select(b, op, def);
-    if (!mlirOperationIsNull(def = producer(v, PT2_OP_SLICE))) return reshape_above_slice(b, op, def);
+    if (!mlirOperationIsNull(def = pt2_producer(v, PT2_OP_PERMUTE))) return reshape_above_permute(b, op, def);
+    if (!mlirOperationIsNull(def = pt2_producer(v, PT2_OP_SELECT))) return reshape_above_select(b, op, def);
+    if (!mlirOperationIsNull(def = pt2_producer(v, PT2_OP_SLICE))) return reshape_above_slice(b, op, def);
     return (MlirValue){NULL};
 }
 
 /* select/slice(permute(x, p), d) → permute(select/slice(x, p[d])) */
 static MlirValue rewrite_index_of_permute(Builder *b, MlirOperation op, Pt2OpId id) {
     MlirValue v = operand(op, 0);
-    MlirOperation perm_op = producer(v, PT2_OP_PERMUTE);
+    MlirOperation perm_op = pt2_producer(v, PT2_OP_PERMUTE);
     if (mlirOperationIsNull(perm_op) || !only_views_use(v)) return (MlirValue){NULL};
     int64_t p[PT2_MAX_RANK], q[PT2_MAX_RANK], d, index, first, end, step;
     int n = read_ints(perm_op, "perm", p), k = 0;

@@ -203,6 +203,19 @@ def test_max_autotune_implies_freezing():
     assert frozen_guards(m, x) == []
 
 
+def test_frozen_and_plain_entries_are_separate():
+    # compiled entries belong to a code object; the freeze mode is guarded,
+    # so a plain entry is never used by a frozen compile, nor the reverse
+    m = randomize_bn(nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3))).eval()
+    x = torch.randn(1, 2, 6, 6)
+    code = type(m).forward.__code__
+    pt2.reset()
+    with torch.no_grad():
+        for freeze, entries in ((False, 1), (True, 2), (False, 2), (True, 2)):
+            torch.testing.assert_close(pt2.compile(m, freeze=freeze)(x), m(x))
+            assert pt2._C.cache_size(code) == entries
+
+
 def test_plain_tensor_attributes_and_arguments_are_not_frozen():
     class Net(nn.Module):
         def __init__(self):
