@@ -108,7 +108,8 @@ static bool fold_batch_norm(MlirOperation func, MlirOperation bn) {
     Builder b = builder_before(bn);
     int64_t channels = xt.sizes[1];
     MlirValue mean = operand(bn, 1), var = operand(bn, 2), gamma = operand(bn, 3), beta = operand(bn, 4);
-    MlirValue s = emit2(&b, PT2_OP_MUL, gamma, emit_pt2(&b, PT2_OP_RSQRT, 1, (MlirValue[]){emit2(&b, PT2_OP_ADD, var, scalar(&b, eps, xt.dtype))}, "%s", ""));
+    MlirValue var_eps = emit2(&b, PT2_OP_ADD, var, scalar(&b, eps, xt.dtype));
+    MlirValue s = emit2(&b, PT2_OP_MUL, gamma, emit_pt2(&b, PT2_OP_RSQRT, 1, &var_eps, "%s", "")); /* γ / sqrt(var + eps) */
     /* the convolution (and its bias) the batch norm alone reads */
     MlirOperation add = has_one_use(x) ? pt2_producer(x, PT2_OP_ADD) : (MlirOperation){NULL}, conv = {NULL};
     MlirValue bias = {NULL};
