@@ -117,6 +117,54 @@ def test_attention_head_views(dtype):
     check(lambda t: heads_by_split(t, 2), non_contiguous((5, 4, 12), dtype), dtype=dtype)
 
 
+def _split_one_dim(rng, shape):
+    """A reshape of `shape` that splits one dim (or adds a unit dim)."""
+    dims = [d for d, n in enumerate(shape) if any(n % k == 0 for k in range(2, n))]
+    if not dims or rng.random() < 0.2:
+        d = rng.randrange(len(shape) + 1)
+        return shape[:d] + [1] + shape[d:]
+    d = rng.choice(dims)
+    k = rng.choice([k for k in range(2, shape[d]) if shape[d] % k == 0])
+    return shape[:d] + [k, shape[d] // k] + shape[d + 1:]
+
+
+def _view_chain(rng):
+    """reshape (split), permute, select or narrow, reshape (split), permute: the rules' material."""
+    shape = [rng.choice([2, 3, 4, 6, 12]) for _ in range(rng.randint(2, 3))]
+    steps, cur = [], list(shape)
+    for _ in range(2):
+        cur = _split_one_dim(rng, cur)
+        steps.append(("reshape", list(cur)))
+        perm = list(range(len(cur)))
+        rng.shuffle(perm)
+        steps.append(("permute", perm))
+        cur = [cur[i] for i in perm]
+        d = rng.randrange(len(cur))
+        if rng.random() < 0.5 and len(cur) > 1:
+            steps.append(("select", d, rng.randrange(cur[d])))
+            cur.pop(d)
+        elif cur[d] > 1:
+            start = rng.randrange(cur[d])
+            steps.append(("narrow", d, start, rng.randint(1, cur[d] - start)))
+            cur[d] = steps[-1][3]
+    return shape, steps
+
+
+def test_random_view_chains():
+    import random
+
+    rng = random.Random(5)
+    for _ in range(20):
+        shape, steps = _view_chain(rng)
+
+        def f(x, steps=steps):
+            for s in steps:
+                x = x.reshape(s[1]) if s[0] == "reshape" else x.permute(s[1]) if s[0] == "permute" else getattr(x, s[0])(*s[1:])
+            return x * 2 + 1
+
+        check(f, torch.randn(*shape))
+
+
 def test_transformer_encoder_layer():
     m = nn.TransformerEncoderLayer(32, 4, 48, dropout=0.0, batch_first=True).eval()
     x = torch.randn(3, 11, 32)
