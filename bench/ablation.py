@@ -1,6 +1,6 @@
 """Ablation: pt2's speed with one optimization switched off at a time (the paper's Table 4).
 
-    python bench/ablation.py [--json FILE] [--suite hf] [--models a,b] [--micro CASES] [--switches a,b]
+    python bench/ablation.py [--json FILE] [--suite hf] [--models a,b] [--micro CASES] [--switches a,b] [--freeze]
 
 Each configuration runs bench/models.py (and, with --micro, bench/micro.py without Inductor) in a
 fresh process with PT2_DISABLE set to the switch, so every kernel is compiled with that pipeline
@@ -9,8 +9,9 @@ eager on the models that match eager, and the pt2/eager ratio of each micro case
 (docs/passes.md): inline (producer→consumer fusion on linalg), fusion (loop fusion across
 reductions), reorder (loop reordering by stride votes), memplan (buffer reuse), vectorize (LLVM's
 vectorizers and libmvec), parallel (OpenMP), blas (libraries for matmul and conv), epilogue (bias
-and activations folded into those library calls).  A benchmark
-script, never a test: run it on a quiet machine.
+and activations folded into those library calls), patterns (pt2-patterns), freezing (pt2-freeze:
+only models compiled with --freeze, freeze=True, have frozen parameters).  A benchmark script, never
+a test: run it on a quiet machine.
 """
 import argparse
 import datetime
@@ -23,7 +24,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SWITCHES = ["inline", "fusion", "reorder", "memplan", "vectorize", "parallel", "blas", "epilogue"]
+SWITCHES = ["inline", "fusion", "reorder", "memplan", "vectorize", "parallel", "blas", "epilogue", "patterns", "freezing"]
 DEFAULT_MODELS = "BertForMaskedLM,DistilBertForMaskedLM,RobertaForCausalLM,DistillGPT2"
 DEFAULT_MICRO = "pointwise6,softmax,layer_norm,gelu,sum"
 
@@ -53,6 +54,7 @@ def main():
     p.add_argument("--micro", default=DEFAULT_MICRO, help="micro cases ('' for none)")
     p.add_argument("--switches", default=",".join(SWITCHES))
     p.add_argument("--repeats", default="5")
+    p.add_argument("--freeze", action="store_true", help="compile the models with freeze=True")
     args = p.parse_args()
     configs = [("all", "")] + [(f"no {s}", s) for s in args.switches.split(",") if s]
     rows = []
@@ -60,8 +62,8 @@ def main():
         for label, disable in configs:
             row = dict(config=label, disable=disable, models={}, micro={})
             if args.models:
-                recs = _run("models.py", ["--suite", args.suite, "--models", args.models, "--repeats", args.repeats],
-                            disable, os.path.join(tmp, "m.json"))
+                recs = _run("models.py", ["--suite", args.suite, "--models", args.models, "--repeats", args.repeats]
+                            + (["--freeze"] if args.freeze else []), disable, os.path.join(tmp, "m.json"))
                 for r in recs:
                     ok = r.get("ok") and r.get("pt2_ms")
                     row["models"][r["name"]] = r["eager_ms"] / r["pt2_ms"] if ok else None

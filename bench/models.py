@@ -203,7 +203,7 @@ def run_model(suite, name, args):
                 counts[str(b)] = counts.get(str(b), 0) + 1
             rec["break_reasons"] = [f"{n}x {b}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1])[:8]]
             rec["graph_ops"] = info.op_count  # pt2 dialect ops in the graphs
-            compiled = pt2.compile(model)
+            compiled = pt2.compile(model, freeze=args.freeze)
             t0 = time.perf_counter()
             out = compiled(*xs, **kw)
             rec["compile_s"] = time.perf_counter() - t0
@@ -260,6 +260,7 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--inductor", action="store_true", help="also torch.compile (Inductor), interleaved")
+    p.add_argument("--freeze", action="store_true", help="pt2.compile(freeze=True): parameters as constants")
     p.add_argument("--frontend", choices=["pt2", "dynamo"], default="pt2",
                    help="dynamo: also pt2 behind torch.compile(backend='pt2'), pt2's code on Dynamo's graphs")
     p.add_argument("--device", default="cpu", help="cpu or cuda (the models and inputs are moved there)")

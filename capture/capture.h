@@ -58,6 +58,7 @@ typedef struct CaptureOptions {
     bool fullgraph;
     PyObject *explain; /* a list to append one dict per compiled frame, or NULL */
     bool cudagraphs;   /* mode="reduce-overhead": GPU graphs replay as CUDA graphs (compiled.c) */
+    bool freeze;       /* freeze=True: module parameters and buffers are constants of CPU graphs (compiled.c) */
 } CaptureOptions;
 extern _Thread_local CaptureOptions *pt2_capture_options;
 

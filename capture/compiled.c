@@ -749,6 +749,68 @@ static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
     return -1;
 }
 
+/*===----------------------------------------------------------------------===*
+ * Freezing (pt2.compile(freeze=True), docs/capture.md)
+ *===----------------------------------------------------------------------===*/
+
+PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
+
+/* Whether `tensor`, read as attribute `name` of `module`, is one of its
+ * parameters or buffers. */
+static bool registered_in(PyObject *module, PyObject *name, PyObject *tensor) {
+    static PyObject *module_type, *s_parameters, *s_buffers;
+    if (!module_type) {
+        PyObject *nn = PyImport_ImportModule("torch.nn");
+        module_type = nn ? PyObject_GetAttrString(nn, "Module") : NULL;
+        Py_XDECREF(nn);
+        s_parameters = PyUnicode_InternFromString("_parameters");
+        s_buffers = PyUnicode_InternFromString("_buffers");
+        if (!module_type) return PyErr_Clear(), false;
+    }
+    if (PyObject_IsInstance(module, module_type) != 1) return PyErr_Clear(), false;
+    PyObject *dicts[2] = {pt2_safe_getattr(module, s_parameters, NULL), pt2_safe_getattr(module, s_buffers, NULL)};
+    bool found = false;
+    for (int i = 0; i < 2; ++i) {
+        found = found || (dicts[i] && PyDict_Check(dicts[i]) && PyDict_GetItemWithError(dicts[i], name) == tensor);
+        Py_XDECREF(dicts[i]);
+    }
+    PyErr_Clear();
+    return found;
+}
+
+/* The graph inputs that are parameters or buffers of a module (and not
+ * changed by the graph) become frozen inputs of the kernel, each guarded by
+ * identity, data pointer and version counter: replaced (m.w = ...,
+ * m.w.data = ...) or changed in place (an optimizer step, load_state_dict,
+ * w.mul_() under no_grad), it recompiles instead of using stale constants. */
+static void freeze_parameters(Trace *t) {
+    const Pt2FrameInputs *root = t->root;
+    if (!root) return;
+    SourceEnv env = {root->fast, root->code->co_nlocalsplus, root->func->func_globals, PyEval_GetBuiltins(), root->func->func_closure};
+    for (int i = 0; i < t->n_inputs; ++i) {
+        Var *in = t->inputs[i];
+        if (in->mutated || !in->real || !in->source || in->source->kind != SRC_ATTR || !in->source->base) continue;
+        CSource *base_source = csource_copy(in->source->base);
+        PyObject *base = csource_eval(base_source, &env);
+        csource_free(base_source);
+        bool parameter = base && registered_in(base, in->source->name, in->real);
+        Py_XDECREF(base);
+        if (!parameter) continue;
+        PyObject *version = PyObject_GetAttrString(in->real, "_version");
+        void *data = NULL;
+        int data_rc = pt2_tensor_data(in->real, &data);
+        long long v = version ? PyLong_AsLongLong(version) : -1;
+        Py_XDECREF(version);
+        if (data_rc != 0 || PyErr_Occurred() || pt2GraphSetInputFrozen(t->graph, in->value) != 0) {
+            PyErr_Clear();
+            continue;
+        }
+        int before = t->n_guards;
+        trace_guard(t, G_FROZEN, in->source, in->real, v);
+        if (t->n_guards > before) t->guards[before].data_ptr = (uintptr_t)data;
+    }
+}
+
 /* Compiles the trace's graph with `result` as the function's return value.
  * Returns a new compiled object, or NULL: with an exception set for a
  * compiler failure, without one when the trace broke. */
@@ -847,6 +909,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
             *out_compile_s = pt2GpuKernelCompileSeconds(self->gpu);
             *out_cached = pt2GpuKernelFromCache(self->gpu);
         } else {
+            if (pt2_capture_options && pt2_capture_options->freeze) freeze_parameters(t);
             self->kernel = pt2CompileGraph(t->graph, NULL);
             if (!self->kernel) {
                 PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph: %s", pt2GetLastError());

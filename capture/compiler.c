@@ -213,6 +213,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     Py_XDECREF(ge);
     Py_XDECREF(torch);
     trace_guard(&t, G_GRAD_MODE, NULL, NULL, t.grad_enabled);
+    trace_guard(&t, G_FREEZE_MODE, NULL, NULL, pt2_capture_options && pt2_capture_options->freeze);
     Pt2CompileOutcome outcome = PT2_COMPILE_ERROR;
     Var *result = interp_run_root(&t, in);
     PyObject *compiled = NULL;

@@ -102,6 +102,7 @@ typedef struct CGuard {
     int rank;
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
     bool requires_grad;
+    uintptr_t data_ptr; /* G_FROZEN */
     char *text; /* description for logs and the recompile warning */
 } CGuard;
 
@@ -124,7 +125,7 @@ struct Pt2Guards {
  * takes fetched values from those (never from a set freed since). */
 static _Thread_local Pt2Guards *last_passed;
 
-static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training;
+static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_version, *str_data_ptr;
 
 int guards_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -133,6 +134,8 @@ int guards_init(void) {
     default_dtype_fn = PyObject_GetAttrString(torch, "get_default_dtype");
     Py_DECREF(torch);
     attr_training = PyUnicode_InternFromString("training");
+    attr_version = PyUnicode_InternFromString("_version");
+    str_data_ptr = PyUnicode_InternFromString("data_ptr");
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
@@ -160,6 +163,8 @@ static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
     case G_MODULE_TRAINING: snprintf(buf, cap, "%s.training == %s", src, g->n ? "True" : "False"); break;
     case G_GRAD_MODE: snprintf(buf, cap, "GRAD_MODE torch.is_grad_enabled() == %s", g->n ? "True" : "False"); break;
     case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
+    case G_FROZEN: snprintf(buf, cap, "FROZEN %s: the same tensor, data pointer and version (%lld)", src, (long long)g->n); break;
+    case G_FREEZE_MODE: snprintf(buf, cap, "FREEZE_MODE pt2.compile(freeze=%s)", g->n ? "True" : "False"); break;
     case G_HAS_KEY: {
         PyObject *r = PyObject_Repr(g->obj);
         snprintf(buf, cap, "DICT_CONTAINS (%s in %s) == %s", r ? PyUnicode_AsUTF8(r) : "?", src, g->n ? "True" : "False");
@@ -189,6 +194,7 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         memcpy(c->sizes, s->sizes, sizeof c->sizes);
         memcpy(c->strides, s->strides, sizeof c->strides);
         c->requires_grad = s->requires_grad;
+        c->data_ptr = s->data_ptr;
         char src[512] = "", text[1024];
         if (s->source) source_describe(s->source, code, src, sizeof src);
         describe(c, src, text, sizeof text);
@@ -237,6 +243,17 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
            m.rank == g->rank && same_ints(m.sizes, g->sizes, m.rank) && same_ints(m.strides, g->strides, m.rank);
 }
 
+/* A frozen parameter is the same object, over the same memory, not changed
+ * in place since (version counter). */
+static bool check_frozen(const CGuard *g, PyObject *v) {
+    if (v != g->obj) return false;
+    PyObject *version = PyObject_GetAttr(v, attr_version), *data = PyObject_CallMethodNoArgs(v, str_data_ptr);
+    bool ok = version && data && PyLong_AsLongLong(version) == g->n && (uintptr_t)PyLong_AsVoidPtr(data) == g->data_ptr;
+    Py_XDECREF(version);
+    Py_XDECREF(data);
+    return ok;
+}
+
 /* *keep: the fetched value of a passing tensor guard (new reference). */
 static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     if (g->kind == G_GRAD_MODE) {
@@ -245,6 +262,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
         Py_XDECREF(r);
         return ok;
     }
+    if (g->kind == G_FREEZE_MODE) return (pt2_capture_options && pt2_capture_options->freeze) == (g->n != 0);
     if (g->kind == G_DEFAULT_DTYPE) {
         PyObject *r = PyObject_CallNoArgs(default_dtype_fn);
         bool ok = r == g->obj;
@@ -258,6 +276,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     case G_TENSOR: ok = check_tensor(g, v); break;
     case G_TYPE: ok = (PyObject *)Py_TYPE(v) == g->obj; break;
     case G_ID: ok = v == g->obj; break;
+    case G_FROZEN: ok = check_frozen(g, v); break;
     case G_EQUALS:
         ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);
         break;

@@ -12,18 +12,18 @@ PyObject *pt2_unsupported_error(void);
 
 static PyObject *py_run(PyObject *mod, PyObject *args, PyObject *kwargs) {
     (void)mod;
-    static char *names[] = {"fn", "args", "kwargs", "fullgraph", "explain", "force_code", "cudagraphs", NULL};
+    static char *names[] = {"fn", "args", "kwargs", "fullgraph", "explain", "force_code", "cudagraphs", "freeze", NULL};
     PyObject *fn, *fargs, *fkwargs = Py_None, *explain = Py_None, *force = Py_None;
-    int fullgraph = 0, cudagraphs = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|OpOOp:run", names, &fn, &PyTuple_Type, &fargs, &fkwargs, &fullgraph, &explain,
-                                     &force, &cudagraphs)) {
+    int fullgraph = 0, cudagraphs = 0, freeze = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|OpOOpp:run", names, &fn, &PyTuple_Type, &fargs, &fkwargs, &fullgraph, &explain,
+                                     &force, &cudagraphs, &freeze)) {
         return NULL;
     }
     if (force != Py_None && !PyCode_Check(force)) {
         PyErr_SetString(PyExc_TypeError, "run(): force_code must be a code object");
         return NULL;
     }
-    CaptureOptions opts = {fullgraph != 0, explain == Py_None ? NULL : explain, cudagraphs != 0};
+    CaptureOptions opts = {fullgraph != 0, explain == Py_None ? NULL : explain, cudagraphs != 0, freeze != 0};
     CaptureOptions *saved = pt2_capture_options;
     pt2_capture_options = &opts;
     PyObject *r = pt2_hook_run_forced(pt2_compile_frame, fn, fargs, fkwargs == Py_None ? NULL : fkwargs,
@@ -75,8 +75,9 @@ static PyObject *py_call_without_hook(PyObject *mod, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
-     "run(fn, args, kwargs=None, fullgraph=False, explain=None, force_code=None, cudagraphs=False): call fn with pt2's frame hook on "
-     "(cudagraphs: graphs compiled for CUDA replay as CUDA graphs)"},
+     "run(fn, args, kwargs=None, fullgraph=False, explain=None, force_code=None, cudagraphs=False, freeze=False): call fn with pt2's "
+     "frame hook on (cudagraphs: graphs compiled for CUDA replay as CUDA graphs; freeze: module parameters and buffers are constants "
+     "of CPU graphs)"},
     {"reset", py_reset, METH_NOARGS, "drop every compiled frame"},
     {"set_recompile_limit", py_set_recompile_limit, METH_O, "cache entries per code object before falling back to eager"},
     {"cache_size", py_cache_size, METH_O, "number of compiled entries for a code object"},

@@ -366,6 +366,24 @@ static Var *h_flatten(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     return reshape_to(t, x, shape, r);
 }
 
+/* x.unflatten(dim, sizes): dim split into sizes (one of them may be -1). */
+static Var *h_unflatten(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim, sizes");
+    Var *x = arg(&b, "input");
+    int64_t d, sizes[PT2_MAX_RANK];
+    int ns;
+    if (!x || !arg_int(t, &b, "dim", 0, &d) || !shape_arg(t, b.v[2], sizes, &ns)) return NULL;
+    int dim = norm_dim(t, d, x->rank);
+    if (dim < 0) return NULL;
+    if (x->rank - 1 + ns > PT2_MAX_RANK) return trace_break(t, "unflatten beyond rank %d", PT2_MAX_RANK);
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < dim; ++i) shape[r++] = x->sizes[i];
+    for (int i = 0; i < ns; ++i) shape[r++] = sizes[i]; /* a -1 is resolved by the reshape rule */
+    for (int i = dim + 1; i < x->rank; ++i) shape[r++] = x->sizes[i];
+    return reshape_to(t, x, shape, r);
+}
+
 static Var *h_squeeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, dim=None");
     Var *x = arg(&b, "input");
@@ -1214,6 +1232,17 @@ static Var *h_grad_ctx(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
     return r;
 }
 
+/* Whether v (a tensor, a constant, or a tuple/list of those) cannot carry a
+ * __torch_function__ override. */
+static bool no_torch_function(const Var *v) {
+    if (v->kind == V_TENSOR || v->kind == V_CONST) return true;
+    if (v->kind != V_TUPLE && v->kind != V_LIST) return false;
+    for (int i = 0; i < v->n_items; ++i) {
+        if (!no_torch_function(v->items[i])) return false;
+    }
+    return true;
+}
+
 static Var *h_const_query(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     if (strcmp(e->op, "is_grad_enabled") == 0) {
         trace_guard(t, G_GRAD_MODE, NULL, NULL, t->grad_enabled);
@@ -1222,6 +1251,14 @@ static Var *h_const_query(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     if (strcmp(e->op, "get_default_dtype") == 0) {
         trace_guard(t, G_DEFAULT_DTYPE, NULL, torch_dtype_of(PT2_F32), 0);
         return var_const(t, torch_dtype_of(PT2_F32));
+    }
+    if (strcmp(e->op, "has_torch_function") == 0) {
+        /* traced tensors are exactly Tensor or Parameter (values.c), whose
+         * __torch_function__ has_torch_function ignores; constants have none */
+        for (int i = 0; i < n; ++i) {
+            if (!no_torch_function(args[i])) return trace_break(t, "has_torch_function of a value that may override torch functions");
+        }
+        return var_const(t, Py_False);
     }
     return var_const(t, Py_False); /* is_scripting, is_compiling-like queries */
 }

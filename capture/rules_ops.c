@@ -452,7 +452,8 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     PyObject *pt2_trace_device_object(void);
     if (strcmp(name, "is_cuda") == 0) return var_const(t, pt2_trace_device() >= 0 ? Py_True : Py_False);
     if (strcmp(name, "is_cpu") == 0) return var_const(t, pt2_trace_device() >= 0 ? Py_False : Py_True);
-    if (strcmp(name, "is_sparse") == 0 || strcmp(name, "is_quantized") == 0 || strcmp(name, "is_meta") == 0) {
+    if (strcmp(name, "is_sparse") == 0 || strcmp(name, "is_quantized") == 0 || strcmp(name, "is_meta") == 0 ||
+        strcmp(name, "is_nested") == 0) { /* nested tensors never become graph inputs (no shape) */
         return var_const(t, Py_False);
     }
     if (strcmp(name, "requires_grad") == 0) {

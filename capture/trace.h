@@ -116,6 +116,8 @@ typedef enum GuardKind {
     G_GRAD_MODE,    /* torch.is_grad_enabled() == flag */
     G_DEFAULT_DTYPE,/* torch.get_default_dtype() is obj */
     G_HAS_KEY,      /* (obj in x) == n, x a dict: a key the trace found missing stays missing */
+    G_FROZEN,       /* x is obj, x._version == n, x's data pointer is data_ptr: a frozen parameter unchanged */
+    G_FREEZE_MODE,  /* the run's pt2.compile(freeze=...) == flag: entries of the other mode are not used */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -128,6 +130,7 @@ typedef struct GuardSpec {
     int rank;
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
     bool requires_grad;
+    uintptr_t data_ptr; /* G_FROZEN */
 } GuardSpec;
 
 /*===----------------------------------------------------------------------===*

@@ -33,6 +33,7 @@ struct Pt2Graph {
     GraphValue *values;
     int n_values, cap_values;
     int n_inputs;
+    bool *frozen; /* per input (pt2GraphSetInputFrozen) */
     bool finished;
 };
 
@@ -74,6 +75,7 @@ void pt2GraphDestroy(Pt2Graph *g) {
     if (!g) return;
     mlirModuleDestroy(g->module);
     free(g->values);
+    free(g->frozen);
     free(g);
 }
 
@@ -107,7 +109,8 @@ int pt2GraphAddInput(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes) {
     Pt2TensorType t = {dt, rank, {0}};
     memcpy(t.sizes, sizes, sizeof(int64_t) * (size_t)rank);
     MlirValue arg = mlirBlockAddArgument(g->body, pt2_tensor_type_to_mlir(g->mlir, &t), g->loc);
-    g->n_inputs++;
+    g->frozen = realloc(g->frozen, sizeof(bool) * (size_t)(g->n_inputs + 1));
+    g->frozen[g->n_inputs++] = false;
     return add_value(g, arg, false, false, 0);
 }
 
@@ -304,6 +307,32 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     return n;
 }
 
+/* The function's argument attributes: {pt2.frozen} on frozen inputs.  Set
+ * once the signature is final (the attribute array has one entry per
+ * argument). */
+static void apply_frozen(Pt2Graph *g) {
+    MlirAttribute *dicts = malloc(sizeof(MlirAttribute) * (size_t)(g->n_inputs ? g->n_inputs : 1));
+    MlirNamedAttribute frozen = mlirNamedAttributeGet(mlirIdentifierGet(g->mlir, str("pt2.frozen")), mlirUnitAttrGet(g->mlir));
+    bool any = false;
+    for (int i = 0; i < g->n_inputs; ++i) {
+        dicts[i] = mlirDictionaryAttrGet(g->mlir, g->frozen[i] ? 1 : 0, &frozen);
+        any = any || g->frozen[i];
+    }
+    if (any) mlirOperationSetAttributeByName(g->func, str("arg_attrs"), mlirArrayAttrGet(g->mlir, g->n_inputs, dicts));
+    free(dicts);
+}
+
+int pt2GraphSetInputFrozen(Pt2Graph *g, int value) {
+    MlirValue v = valid_value(g, value) ? g->values[value].value : (MlirValue){NULL};
+    if (mlirValueIsNull(v) || !mlirValueIsABlockArgument(v)) {
+        pt2_set_error("pt2GraphSetInputFrozen: value %d is not an input of the graph", value);
+        return -1;
+    }
+    g->frozen[mlirBlockArgumentGetArgNumber(v)] = true;
+    if (g->finished) apply_frozen(g);
+    return 0;
+}
+
 int pt2GraphSetOutputs(Pt2Graph *g, int n, const int *values) {
     if (g->finished) {
         pt2_set_error("pt2GraphSetOutputs: outputs already set");
@@ -327,6 +356,7 @@ int pt2GraphSetOutputs(Pt2Graph *g, int n, const int *values) {
     for (int i = 0; i < n_args; ++i) atypes[i] = mlirValueGetType(mlirBlockGetArgument(g->body, i));
     MlirType fty = mlirFunctionTypeGet(g->mlir, n_args, atypes, n, rtypes);
     mlirOperationSetAttributeByName(g->func, str("function_type"), mlirTypeAttrGet(fty));
+    apply_frozen(g);
     free(vals);
     free(rtypes);
     free(atypes);

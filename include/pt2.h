@@ -99,6 +99,11 @@ PT2_EXPORT int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, cons
  * file and line, so that errors point there); file NULL = unknown. */
 PT2_EXPORT void pt2GraphSetLocation(Pt2Graph *g, const char *file, int line, int col);
 PT2_EXPORT int pt2GraphSetOutputs(Pt2Graph *g, int n, const int *values);
+/* Marks input `value` frozen: a constant of the kernels compiled from this
+ * graph (a module parameter or buffer under pt2.compile(freeze=True)); in
+ * the text, the argument attribute `pt2.frozen`.  See "Frozen inputs"
+ * below.  Returns 0, or -1 if value is not an input of g. */
+PT2_EXPORT int pt2GraphSetInputFrozen(Pt2Graph *g, int value);
 /* Type of a value: returns its rank (or -1), writes dtype and sizes. */
 PT2_EXPORT int pt2GraphValueType(Pt2Graph *g, int value, Pt2DType *out_dtype, int64_t *out_sizes);
 /* The module as MLIR text (malloc'ed; free with pt2Free). */
@@ -154,6 +159,24 @@ PT2_EXPORT int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buff
 /* The fast path: contiguous buffers given by data pointers alone, inputs
  * then outputs, in signature order.  No checks. */
 PT2_EXPORT void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers);
+
+/* Frozen inputs (pt2GraphSetInputFrozen; pt2-freeze in docs/passes.md).
+ * What a kernel computes from its frozen inputs alone (batch norms folded
+ * into convolution weights, casts of weights) is its prologue, compiled
+ * beside it.  The first run computes the prologue and keeps its results in
+ * memory the kernel owns (allocated when it is compiled, freed by
+ * pt2KernelDestroy); later runs use them and do not read the frozen inputs
+ * the prologue consumed.  So the caller passes the same frozen inputs,
+ * unchanged, on every run, or calls pt2KernelResetFrozen after changing
+ * them.  The signature stays the function's own, frozen inputs included;
+ * PT2_DISABLE=freezing makes them ordinary inputs.  Concurrent runs are
+ * safe (one of them computes the prologue); pt2KernelResetFrozen must not
+ * overlap a run. */
+PT2_EXPORT int pt2KernelInputIsFrozen(const Pt2Kernel *k, int i);
+/* 1 if the kernel has a prologue (something was computed from frozen inputs). */
+PT2_EXPORT int pt2KernelHasPrologue(const Pt2Kernel *k);
+/* Makes the next run compute the prologue again (the frozen inputs changed). */
+PT2_EXPORT void pt2KernelResetFrozen(Pt2Kernel *k);
 
 /*--- GPU (CUDA) ---------------------------------------------------------------*/
 
@@ -231,6 +254,11 @@ PT2_EXPORT int pt2VerifyOp(MlirOperation op);
 PT2_EXPORT int pt2PassCount(void);
 PT2_EXPORT const char *pt2PassName(int i);
 PT2_EXPORT const char *pt2PassSummary(int i);
+/* The graph-level passes, pt2 dialect to pt2 dialect: pt2-patterns and
+ * pt2-freeze (PT2_DISABLE=patterns,freezing drop them).  pt2CompileText runs
+ * them first, then the CPU pipeline on the function and, if pt2-freeze made
+ * one, on its prologue; "" if both are disabled. */
+PT2_EXPORT const char *pt2GraphPipelineText(const char *disable);
 /* The CPU pipeline from the pt2 dialect to the LLVM dialect, as pass text. */
 PT2_EXPORT const char *pt2CpuPipelineText(const char *disable);
 /* The GPU pipeline from the pt2 dialect to gpu.binary ops holding PTX for

@@ -24,26 +24,18 @@ typedef struct Dec {
 static MlirValue emit(Dec *d, Pt2OpId id, int n, const MlirValue *operands, const char *attr_fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static MlirValue emit(Dec *d, Pt2OpId id, int n, const MlirValue *operands, const char *attr_fmt, ...) {
-    const Pt2OpInfo *info = pt2_op_info(id);
     char text[512], err[512];
     va_list ap;
     va_start(ap, attr_fmt);
     vsnprintf(text, sizeof text, attr_fmt, ap);
     va_end(ap);
-    Pt2Attrs given = {text[0] ? parse_attr(d->b.ctx, text) : mlirAttributeGetNull()}, attrs;
-    Pt2TensorType in[8], out[4];
-    for (int i = 0; i < n; ++i) in[i] = value_tensor_type(operands[i]);
-    if (pt2_attrs_complete(info, d->b.ctx, given, &attrs, err, sizeof err) != 0 ||
-        pt2_meta_infer(info, in, n, attrs, out, 4, err, sizeof err) < 0) {
+    MlirOperation op = build_pt2(&d->b, id, n, operands, text, err, sizeof err);
+    if (mlirOperationIsNull(op)) {
         op_error(d->op, "pt2-decompose: %s", err);
         d->failed = 1;
         return operands[0];
     }
-    MlirType rt = pt2_tensor_type_to_mlir(d->b.ctx, &out[0]);
-    intptr_t na = mlirDictionaryAttrGetNumElements(attrs.dict);
-    MlirNamedAttribute named[16];
-    for (intptr_t i = 0; i < na && i < 16; ++i) named[i] = mlirDictionaryAttrGetElement(attrs.dict, i);
-    return mlirOperationGetResult(build_op(&d->b, info->full_name, n, operands, 1, &rt, (int)na, named), 0);
+    return mlirOperationGetResult(op, 0);
 }
 
 static MlirValue emit1(Dec *d, Pt2OpId id, MlirValue x) { return emit(d, id, 1, &x, "%s", ""); }
@@ -73,15 +65,9 @@ static MlirValue upcast(Dec *d, MlirValue x) {
     return (dt == PT2_F16 || dt == PT2_BF16) ? convert_to(d, x, PT2_F32) : x;
 }
 
-static void dims_text(char *buf, size_t cap, const int64_t *dims, int n) {
-    size_t len = (size_t)snprintf(buf, cap, "array<i64");
-    for (int i = 0; i < n; ++i) len += (size_t)snprintf(buf + len, cap - len, "%s %lld", i ? "," : ":", (long long)dims[i]);
-    snprintf(buf + len, cap - len, ">");
-}
-
 static MlirValue reduce(Dec *d, Pt2OpId id, MlirValue x, const int64_t *dims, int n, bool keep) {
     char dt[128];
-    dims_text(dt, sizeof dt, dims, n);
+    i64_array_text(dt, sizeof dt, dims, n);
     return emit(d, id, 1, &x, "{dims = %s, keepdim = %s}", dt, keep ? "true" : "false");
 }
 
@@ -115,13 +101,13 @@ static int op_dims(MlirOperation op, const Pt2OpInfo *info, int rank, int64_t *d
 
 static MlirValue reshape(Dec *d, MlirValue x, const int64_t *shape, int n) {
     char st[256];
-    dims_text(st, sizeof st, shape, n);
+    i64_array_text(st, sizeof st, shape, n);
     return emit(d, PT2_OP_RESHAPE, 1, &x, "{shape = %s}", st);
 }
 
 static MlirValue permute(Dec *d, MlirValue x, const int64_t *perm, int n) {
     char pt[256];
-    dims_text(pt, sizeof pt, perm, n);
+    i64_array_text(pt, sizeof pt, perm, n);
     return emit(d, PT2_OP_PERMUTE, 1, &x, "{perm = %s}", pt);
 }
 
@@ -163,7 +149,7 @@ static MlirValue tile(Dec *d, MlirValue x, const int64_t *sizes, const int64_t *
     if (k > PT2_MAX_RANK) return (MlirValue){NULL};
     char st[256];
     MlirValue y = reshape(d, x, inter, k);
-    dims_text(st, sizeof st, big, k);
+    i64_array_text(st, sizeof st, big, k);
     y = emit(d, PT2_OP_EXPAND, 1, &y, "{shape = %s}", st);
     return reshape(d, y, out, n);
 }
@@ -417,10 +403,10 @@ static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *
     for (int i = 0; i < nk; ++i) K *= size_of[(int)ks[i]];
     char st[256];
     for (int i = 0; i < ka; ++i) shape[i] = size_of[(int)order_a[i]];
-    dims_text(st, sizeof st, shape, ka);
+    i64_array_text(st, sizeof st, shape, ka);
     if (ka) a = emit(d, PT2_OP_EXPAND, 1, &a, "{shape = %s}", st);
     for (int i = 0; i < kb; ++i) shape[i] = size_of[(int)order_b[i]];
-    dims_text(st, sizeof st, shape, kb);
+    i64_array_text(st, sizeof st, shape, kb);
     if (kb) b = emit(d, PT2_OP_EXPAND, 1, &b, "{shape = %s}", st);
     int64_t s3a[3] = {B, M, K}, s3b[3] = {B, K, N};
     MlirValue prod = emit2(d, PT2_OP_MATMUL, reshape(d, a, s3a, 3), reshape(d, b, s3b, 3));

@@ -155,11 +155,6 @@ static bool same_operands_from(MlirOperation a, int from_a, MlirOperation b, int
     return true;
 }
 
-static bool has_one_use(MlirValue v) {
-    MlirOpOperand u = mlirValueGetFirstUse(v);
-    return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
-}
-
 /* Every store of the innermost body must be an accumulator update:
  *   %a = memref.load %acc[idx]; %n = <combiner> %a, %x; memref.store %n, %acc[idx]
  * with idx invariant in the reduction loops and %acc touched by nothing

@@ -64,6 +64,44 @@ MlirOperation build_op(Builder *b, const char *name, int n_operands, const MlirV
     return op;
 }
 
+MlirOperation build_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attrs_text, char *err,
+                        size_t err_cap) {
+    const Pt2OpInfo *info = pt2_op_info(id);
+    Pt2Attrs given = {attrs_text[0] ? parse_attr(b->ctx, attrs_text) : mlirAttributeGetNull()}, attrs;
+    Pt2TensorType in[8], out[4];
+    for (int i = 0; i < n_operands && i < 8; ++i) in[i] = value_tensor_type(operands[i]);
+    int n_results;
+    if (n_operands > 8 || pt2_attrs_complete(info, b->ctx, given, &attrs, err, err_cap) != 0 ||
+        (n_results = pt2_meta_infer(info, in, n_operands, attrs, out, 4, err, err_cap)) < 0) {
+        return (MlirOperation){NULL};
+    }
+    MlirType rt[4];
+    for (int i = 0; i < n_results; ++i) rt[i] = pt2_tensor_type_to_mlir(b->ctx, &out[i]);
+    intptr_t na = mlirDictionaryAttrGetNumElements(attrs.dict);
+    MlirNamedAttribute named[16];
+    for (intptr_t i = 0; i < na && i < 16; ++i) named[i] = mlirDictionaryAttrGetElement(attrs.dict, i);
+    return build_op(b, info->full_name, n_operands, operands, n_results, rt, (int)(na < 16 ? na : 16), named);
+}
+
+MlirValue emit_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attr_fmt, ...) {
+    char text[512], err[512];
+    va_list ap;
+    va_start(ap, attr_fmt);
+    vsnprintf(text, sizeof text, attr_fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < n_operands; ++i) {
+        if (mlirValueIsNull(operands[i])) return operands[i];
+    }
+    MlirOperation op = build_pt2(b, id, n_operands, operands, text, err, sizeof err);
+    return mlirOperationIsNull(op) ? (MlirValue){NULL} : mlirOperationGetResult(op, 0);
+}
+
+void i64_array_text(char *buf, size_t cap, const int64_t *v, int n) {
+    size_t len = (size_t)snprintf(buf, cap, "array<i64");
+    for (int i = 0; i < n && len < cap; ++i) len += (size_t)snprintf(buf + len, cap - len, "%s %lld", i ? "," : ":", (long long)v[i]);
+    if (len < cap) snprintf(buf + len, cap - len, ">");
+}
+
 MlirValue build_value(Builder *b, const char *name, int n_operands, const MlirValue *operands, MlirType result) {
     return mlirOperationGetResult(build_op(b, name, n_operands, operands, 1, &result, 0, NULL), 0);
 }
@@ -275,6 +313,18 @@ OpList collect_ops_with_prefix(MlirOperation root, const char *prefix) {
     return w.list;
 }
 
+MlirOperation pt2_producer(MlirValue v, Pt2OpId id) {
+    if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
+    MlirOperation def = mlirOpResultGetOwner(v);
+    const Pt2OpInfo *info = pt2_op_of(def);
+    return info && info->id == id ? def : (MlirOperation){NULL};
+}
+
+bool has_one_use(MlirValue v) {
+    MlirOpOperand u = mlirValueGetFirstUse(v);
+    return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
+}
+
 bool op_is(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
 }
@@ -315,6 +365,18 @@ MlirValue memref_base(MlirValue memref) {
         memref = mlirOperationGetOperand(def, 0);
     }
     return memref;
+}
+
+void erase_unused_pt2_ops(MlirOperation root) {
+    OpList ops = collect_ops_with_prefix(root, "pt2.");
+    for (int i = ops.n - 1; i >= 0; --i) {
+        bool used = false;
+        for (intptr_t k = 0; k < mlirOperationGetNumResults(ops.ops[i]) && !used; ++k) {
+            used = !mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(ops.ops[i], k)));
+        }
+        if (!used) mlirOperationDestroy(ops.ops[i]);
+    }
+    oplist_free(&ops);
 }
 
 void replace_op(MlirOperation op, int n, const MlirValue *values) {

@@ -38,6 +38,19 @@ MlirType parse_type(MlirContext ctx, const char *text);
 /* Creates op `name` at the builder's point. */
 MlirOperation build_op(Builder *b, const char *name, int n_operands, const MlirValue *operands, int n_results,
                        const MlirType *results, int n_attrs, const MlirNamedAttribute *attrs);
+/* Builds pt2 op `id` with attributes given as dictionary text ("" for
+ * none): the catalog's defaults are filled in and the result types come
+ * from its shape and dtype rules.  Returns the op, or a null op with the
+ * reason in err (the operands do not fit the op). */
+MlirOperation build_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attrs_text, char *err,
+                        size_t err_cap);
+/* build_pt2 with printf-formatted attribute text, returning result 0; a null
+ * value if the catalog refuses the op or an operand is null (so a chain of
+ * emits stops at its first failure). */
+MlirValue emit_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attr_fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* An i64 array attribute as text: "array<i64: 1, 2>". */
+void i64_array_text(char *buf, size_t cap, const int64_t *v, int n);
 /* Same, returning result 0. */
 MlirValue build_value(Builder *b, const char *name, int n_operands, const MlirValue *operands, MlirType result);
 MlirValue build_unary(Builder *b, const char *name, MlirValue x, MlirType result);
@@ -84,6 +97,10 @@ void oplist_free(OpList *l);
 /* All ops under root whose name starts with prefix, in pre-order. */
 OpList collect_ops_with_prefix(MlirOperation root, const char *prefix);
 
+/* The pt2 op `id` defining v, or a null op. */
+MlirOperation pt2_producer(MlirValue v, Pt2OpId id);
+/* Whether v has exactly one use. */
+bool has_one_use(MlirValue v);
 /* Whether op is named `name` ("scf.for"), or its name starts with `prefix`. */
 bool op_is(MlirOperation op, const char *name);
 bool op_name_starts(MlirOperation op, const char *prefix);
@@ -98,6 +115,9 @@ bool all_parallel(MlirOperation generic);
  * ops (casts, reshapes, subviews) to a function argument or an allocation. */
 MlirValue memref_base(MlirValue memref);
 
+/* Erases the pt2 ops under root whose results have no use, last first (so
+ * chains of them go too): pt2 ops have no side effects. */
+void erase_unused_pt2_ops(MlirOperation root);
 /* Replaces op's results by values and erases op. */
 void replace_op(MlirOperation op, int n, const MlirValue *values);
 

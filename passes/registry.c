@@ -34,6 +34,8 @@ MlirPass pt2_create_split_reductions_pass(void);
 MlirPass pt2_create_reorder_loops_pass(void);
 MlirPass pt2_create_plan_memory_pass(void);
 MlirPass pt2_create_fuse_pass(void);
+MlirPass pt2_create_patterns_pass(void);
+MlirPass pt2_create_freeze_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -43,6 +45,8 @@ typedef struct PassEntry {
 
 static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
+    {"pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views", pt2_create_patterns_pass},
+    {"pt2-freeze", "Fold batch norms into frozen weights; hoist computations on frozen arguments into a prologue", pt2_create_freeze_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
@@ -117,6 +121,11 @@ bool pt2_disabled(const char *list, const char *what) {
         if (start && end) return true;
     }
     return false;
+}
+
+const char *pt2GraphPipelineText(const char *disable) {
+    bool patterns = !pt2_disabled(disable, "patterns"), freezing = !pt2_disabled(disable, "freezing");
+    return patterns && freezing ? "pt2-patterns,pt2-freeze" : patterns ? "pt2-patterns" : freezing ? "pt2-freeze" : "";
 }
 
 const char *pt2CpuPipelineText(const char *disable) {

@@ -292,7 +292,7 @@ static void apply_order(Generic *g, const int *order) {
  * (tensor.expand_shape, a view after bufferization), the outer halves stay
  * where a and b were and the inner halves become the two innermost loops,
  * so a tile of the transposed operand (TILE rows) stays in the L1 cache.
- * Not a copy whose result only f32/f64 matmuls read (copy_feeds_blas). */
+ * (Not a copy only f32/f64 matmuls read: copy_feeds_blas.) */
 #define TILE 32
 
 static bool is_dim(MlirAffineExpr e, int d) { return mlirAffineExprIsADim(e) && mlirAffineDimExprGetPosition(e) == d; }
@@ -449,11 +449,12 @@ static void tile_transposed(Generic *g, int a) {
     g->op = tiled;
 }
 
-/* A transposing copy whose every use (through reshapes) is a matmul or conv2d operand on f32/f64 is not
- * tiled: pt2-extern-blas reads such a copy's source through strides and deletes the copy (extern.c: the
- * materialized weight.t() of a linear), which a tiled copy would hide from it.  With the BLAS disabled,
- * or for other element types, the copy stays and is tiled. */
+/* A copy whose every use (through reshapes) is a matmul or conv2d operand on f32/f64 is neither
+ * reordered nor tiled: pt2-extern-blas reads such a copy's source through strides and deletes the copy
+ * (the materialized weight.t() of a linear) only while it writes its output in order.  With the BLAS
+ * disabled, or for other element types, the copy is an ordinary kernel. */
 static bool copy_feeds_blas(MlirOperation op) {
+    if (mlirOperationGetNumResults(op) != 1) return false;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
     MlirOperation yield = mlirBlockGetFirstOperation(body);
     if (mlirOperationGetNumOperands(op) != 2 || !op_is(yield, "linalg.yield") ||
@@ -499,13 +500,14 @@ static int run_reorder(MlirOperation root, void *user) {
     for (int i = 0; i < generics.n; ++i) {
         Generic g;
         int order[MAX_LOOPS];
+        if (copy_feeds_blas(generics.ops[i])) continue; /* neither reordered nor tiled */
         if (!load_generic(generics.ops[i], &g)) continue;
         if (choose_order(&g, order)) {
             apply_order(&g, order);
             if (log) log_order(&g, order);
             if (!load_generic(g.op, &g)) continue; /* the new maps */
         }
-        int a = mlirOperationGetNumResults(g.op) > 0 && !copy_feeds_blas(g.op) ? transposed_partner(&g) : -1;
+        int a = mlirOperationGetNumResults(g.op) > 0 ? transposed_partner(&g) : -1;
         if (a >= 0) {
             tile_transposed(&g, a);
             if (log) fprintf(stderr, "pt2-reorder-loops: tiled loops d%d and d%d by %d\n", a, g.n_loops - 1, TILE);

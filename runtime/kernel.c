@@ -15,8 +15,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +57,20 @@ typedef void (*EntryFn)(void **descriptors);
 
 struct Pt2Kernel {
     int n_inputs, n_outputs;
-    Pt2TensorType *types; /* inputs then outputs */
+    Pt2TensorType *types; /* the signature: inputs then outputs */
     void *handle;
     EntryFn entry;
     bool from_cache;
     double compile_seconds;
+    /* Frozen inputs (pt2.h).  With a prologue, the entry's arguments are the
+     * inputs, the prologue's results (`hoisted`), then the outputs. */
+    bool *frozen;            /* per input */
+    Pt2Kernel *prologue;     /* takes the frozen inputs in order, returns `hoisted` */
+    int n_hoisted;
+    void **hoisted;          /* owned, allocated when compiled */
+    Pt2TensorType *entry_types; /* the entry's arguments: inputs, hoisted, outputs */
+    atomic_bool hoisted_ready;
+    pthread_mutex_t prologue_lock;
 };
 
 static double now_seconds(void) {
@@ -167,6 +178,13 @@ static int read_signature(MlirOperation func, Pt2Kernel *k) {
         located_error(func, "@%.*s returns nothing: a compiled pt2 function must return at least one tensor", (int)name.length,
                       name.data);
         return -1;
+    }
+    k->frozen = calloc((size_t)k->n_inputs + 1, sizeof(bool));
+    MlirAttribute arg_attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
+    for (int i = 0; !mlirAttributeIsNull(arg_attrs) && i < k->n_inputs && i < mlirArrayAttrGetNumElements(arg_attrs); ++i) {
+        MlirAttribute dict = mlirArrayAttrGetElement(arg_attrs, i);
+        k->frozen[i] = mlirAttributeIsADictionary(dict) &&
+                       !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString("pt2.frozen")));
     }
     return 0;
 }
@@ -467,9 +485,53 @@ static int load(Pt2Kernel *k, const char *so_path) {
  * pt2CompileText
  *===----------------------------------------------------------------------===*/
 
+static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts);
+
+/* pt2-freeze moved what the function computes from frozen inputs alone into
+ * @<name>_prologue (`pt2.prologue` names it): compiled here as a kernel of
+ * its own (taken out of the module), whose results the kernel owns. */
+static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation func, Pt2Kernel *k, const Pt2CompileOptions *opts,
+                            const char *disable, const char *dump) {
+    MlirAttribute link = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("pt2.prologue"));
+    if (mlirAttributeIsNull(link)) return 0;
+    char name[300], prologue_dump[4200] = "";
+    MlirStringRef ref = mlirFlatSymbolRefAttrGetValue(link);
+    snprintf(name, sizeof name, "%.*s", (int)ref.length, ref.data);
+    MlirOperation prologue = find_func(module, name);
+    if (mlirOperationIsNull(prologue)) {
+        located_error(func, "pt2.prologue names @%s, which the module does not define", name);
+        return -1;
+    }
+    MlirModule own = mlirModuleCreateEmpty(mlirOperationGetLocation(prologue));
+    mlirOperationRemoveFromParent(prologue);
+    mlirBlockAppendOwnedOperation(mlirModuleGetBody(own), prologue);
+    Pt2CompileOptions sub;
+    pt2CompileOptionsInit(&sub);
+    if (opts) sub = *opts;
+    sub.disable = disable ? disable : "";
+    if (dump) snprintf(prologue_dump, sizeof prologue_dump, "%s/prologue", dump);
+    sub.dump_dir = prologue_dump; /* "": no dump (NULL would read PT2_DUMP again) */
+    k->prologue = compile_module(ctx, mlirModuleGetOperation(own), NULL, &sub);
+    mlirModuleDestroy(own);
+    if (!k->prologue) return -1;
+    k->n_hoisted = k->prologue->n_outputs;
+    k->hoisted = calloc((size_t)k->n_hoisted + 1, sizeof(void *));
+    for (int j = 0; j < k->n_hoisted; ++j) {
+        const Pt2TensorType *t = &k->prologue->types[k->prologue->n_inputs + j];
+        size_t bytes = (size_t)pt2_tensor_numel(t) * pt2DTypeSize(t->dtype);
+        k->hoisted[j] = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+        if (!k->hoisted[j]) {
+            pt2_set_error("out of memory for the %zu bytes of a frozen kernel's prologue result", bytes);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
     double t0 = now_seconds();
     Pt2Kernel *k = calloc(1, sizeof *k);
+    pthread_mutex_init(&k->prologue_lock, NULL);
     /* verify first: an op's own error says more than the signature's */
     if (pt2VerifyOp(module) != 0) goto error;
     MlirOperation func = find_func(module, func_name);
@@ -479,6 +541,27 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     }
     if (read_signature(func, k) != 0) goto error;
     const char *disable = opts && opts->disable ? opts->disable : getenv("PT2_DISABLE");
+    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
+    bool dumping = dump && dump[0];
+    if (pt2_disabled(disable, "freezing")) memset(k->frozen, 0, sizeof(bool) * (size_t)k->n_inputs);
+    /* the graph-level passes first: the cache key is the module they leave */
+    const char *graph_pipeline = pt2GraphPipelineText(disable);
+    if (graph_pipeline[0]) {
+        /* pt2-run --dump-ir DIR: DIR/graph/; PT2_DUMP=DIR: DIR/NNN-graph/, before the kernel's folder */
+        bool named = opts && opts->dump_dir;
+        char graph_dump[4200];
+        if (dumping) snprintf(graph_dump, sizeof graph_dump, named ? "%s/graph" : "%s", dump);
+        if (run_pipeline(ctx, module, graph_pipeline, dumping ? graph_dump : NULL, named ? NULL : "graph") != 0) {
+            if (!pt2GetLastError()[0]) pt2_set_error("the graph passes failed");
+            goto error;
+        }
+    }
+    if (compile_prologue(ctx, module, func, k, opts, disable, dumping ? dump : NULL) != 0) goto error;
+    Pt2Kernel entry_signature = {0}; /* the function's own, after pt2-freeze */
+    int signature_rc = read_signature(func, &entry_signature);
+    free(entry_signature.frozen);
+    k->entry_types = entry_signature.types;
+    if (signature_rc != 0) goto error;
     const char *pipeline = pt2CpuPipelineText(disable);
     int opt_level = opts ? opts->opt_level : 3;
     bool vectorize = !pt2_disabled(disable, "vectorize");
@@ -509,12 +592,10 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     }
     snprintf(so_path, sizeof so_path, "%s/%s.so", dir, key);
     snprintf(meta_path, sizeof meta_path, "%s/%s.meta", dir, key);
-    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
-    bool dumping = dump && dump[0];
     /* a dump asks to see every stage: compile even if the cache has the kernel */
     if (!dumping && cache_entry_valid(so_path, meta_path, key)) {
         if (load(k, so_path) != 0) goto error;
-        k->from_cache = true;
+        k->from_cache = !k->prologue || k->prologue->from_cache;
         set_num_threads(k->handle, opts);
         k->compile_seconds = now_seconds() - t0;
         return k;
@@ -594,9 +675,19 @@ void pt2KernelDestroy(Pt2Kernel *k) {
     if (!k) return;
     /* the shared object stays loaded: other kernels of the process may share
      * its OpenMP runtime, and unloading libomp while threads idle is unsafe */
+    for (int j = 0; k->hoisted && j < k->n_hoisted; ++j) free(k->hoisted[j]);
+    free(k->hoisted);
+    pt2KernelDestroy(k->prologue);
+    pthread_mutex_destroy(&k->prologue_lock);
+    free(k->entry_types);
+    free(k->frozen);
     free(k->types);
     free(k);
 }
+
+int pt2KernelInputIsFrozen(const Pt2Kernel *k, int i) { return i >= 0 && i < k->n_inputs && k->frozen[i]; }
+int pt2KernelHasPrologue(const Pt2Kernel *k) { return k->prologue != NULL; }
+void pt2KernelResetFrozen(Pt2Kernel *k) { atomic_store(&k->hoisted_ready, false); }
 
 int pt2KernelNumInputs(const Pt2Kernel *k) { return k->n_inputs; }
 int pt2KernelNumOutputs(const Pt2Kernel *k) { return k->n_outputs; }
@@ -628,21 +719,56 @@ static void fill_descriptor(int64_t *desc, void *data, const Pt2TensorType *t) {
     }
 }
 
-void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
-    int n = k->n_inputs + k->n_outputs;
+/* Calls a kernel's entry on n contiguous buffers of these types. */
+static void call_entry(EntryFn entry, int n, void *const *pointers, const Pt2TensorType *types) {
     int64_t stack_desc[16][DESC_WORDS];
     void *stack_argv[16];
     int64_t(*desc)[DESC_WORDS] = n <= 16 ? stack_desc : malloc(sizeof *desc * (size_t)n);
     void **argv = n <= 16 ? stack_argv : malloc(sizeof *argv * (size_t)n);
     for (int i = 0; i < n; ++i) {
-        fill_descriptor(desc[i], pointers[i], &k->types[i]);
+        fill_descriptor(desc[i], pointers[i], &types[i]);
         argv[i] = desc[i];
     }
-    k->entry(argv);
+    entry(argv);
     if (n > 16) {
         free(desc);
         free(argv);
     }
+}
+
+/* The first run computes the prologue from the frozen inputs (one thread;
+ * the others wait for its results). */
+static void compute_prologue(Pt2Kernel *k, void *const *inputs) {
+    if (atomic_load_explicit(&k->hoisted_ready, memory_order_acquire)) return;
+    pthread_mutex_lock(&k->prologue_lock);
+    if (!atomic_load_explicit(&k->hoisted_ready, memory_order_relaxed)) {
+        int n = k->prologue->n_inputs + k->n_hoisted, m = 0;
+        void **pointers = malloc(sizeof(void *) * (size_t)n);
+        for (int i = 0; i < k->n_inputs; ++i) {
+            if (k->frozen[i]) pointers[m++] = inputs[i];
+        }
+        memcpy(pointers + m, k->hoisted, sizeof(void *) * (size_t)k->n_hoisted);
+        pt2KernelRunPointers(k->prologue, pointers);
+        free(pointers);
+        atomic_store_explicit(&k->hoisted_ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&k->prologue_lock);
+}
+
+void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
+    if (!k->prologue) {
+        call_entry(k->entry, k->n_inputs + k->n_outputs, pointers, k->types);
+        return;
+    }
+    compute_prologue(k, pointers);
+    int n = k->n_inputs + k->n_hoisted + k->n_outputs;
+    void *stack[32];
+    void **all = n <= 32 ? stack : malloc(sizeof(void *) * (size_t)n);
+    memcpy(all, pointers, sizeof(void *) * (size_t)k->n_inputs);
+    memcpy(all + k->n_inputs, k->hoisted, sizeof(void *) * (size_t)k->n_hoisted);
+    memcpy(all + k->n_inputs + k->n_hoisted, pointers + k->n_inputs, sizeof(void *) * (size_t)k->n_outputs);
+    call_entry(k->entry, n, all, k->entry_types);
+    if (all != stack) free(all);
 }
 
 static bool is_contiguous(const Pt2Buffer *b, const Pt2TensorType *t) {
@@ -726,7 +852,9 @@ int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *p
 
 int pt2_kernel_read_signature(MlirOperation func, int *out_inputs, int *out_outputs, Pt2TensorType **out_types) {
     Pt2Kernel k = {0};
-    if (read_signature(func, &k) != 0) {
+    int rc = read_signature(func, &k);
+    free(k.frozen);
+    if (rc != 0) {
         free(k.types);
         return -1;
     }

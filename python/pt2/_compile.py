@@ -10,6 +10,9 @@ kernel, one traced on CUDA tensors is compiled for that GPU (docs/gpu.md) and
 launched on torch.cuda.current_stream(); tensor guards include the device, so
 calling the same function on CPU and on CUDA compiles one entry for each.
 mode="reduce-overhead" replays each GPU graph as a CUDA graph.
+
+freeze=True (implied by mode="max-autotune"): module parameters and buffers
+are constants of the compiled CPU graphs (docs/capture.md, "Freezing").
 """
 import functools
 import inspect
@@ -28,6 +31,11 @@ if "PT2_RECOMPILE_LIMIT" in os.environ:
     _C.set_recompile_limit(int(os.environ["PT2_RECOMPILE_LIMIT"]))
 
 
+def _freezes(mode, freeze):
+    """freeze=None follows the mode: the max-autotune modes freeze, as Inductor's freezing."""
+    return mode.startswith("max-autotune") if freeze is None else bool(freeze)
+
+
 def _check_options(fullgraph, dynamic, mode, backend):
     if backend not in _BACKENDS:
         raise ValueError(f"pt2.compile: unknown backend {backend!r} (available: {', '.join(_BACKENDS)})")
@@ -40,14 +48,15 @@ def _check_options(fullgraph, dynamic, mode, backend):
 class CompiledFunction:
     """A function whose calls run through pt2's frame hook."""
 
-    def __init__(self, fn, fullgraph=False, mode="default"):
+    def __init__(self, fn, fullgraph=False, mode="default", freeze=None):
         self._fn = fn
         self._fullgraph = fullgraph
         self._cudagraphs = mode == "reduce-overhead"
+        self._freeze = _freezes(mode, freeze)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        return _C.run(self._fn, args, kwargs, self._fullgraph, None, getattr(self._fn, "__code__", None), self._cudagraphs)
+        return _C.run(self._fn, args, kwargs, self._fullgraph, None, getattr(self._fn, "__code__", None), self._cudagraphs, self._freeze)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -64,14 +73,16 @@ def _forward_code(module):
 class CompiledModule(torch.nn.Module):
     """Wraps an nn.Module so that its forward is compiled (like torch.compile's OptimizedModule)."""
 
-    def __init__(self, module, fullgraph=False, mode="default"):
+    def __init__(self, module, fullgraph=False, mode="default", freeze=None):
         super().__init__()
         self._orig_mod = module
         self._fullgraph = fullgraph
         self._cudagraphs = mode == "reduce-overhead"
+        self._freeze = _freezes(mode, freeze)
 
     def forward(self, *args, **kwargs):
-        return _C.run(self._orig_mod, args, kwargs, self._fullgraph, None, _forward_code(self._orig_mod), self._cudagraphs)
+        return _C.run(self._orig_mod, args, kwargs, self._fullgraph, None, _forward_code(self._orig_mod), self._cudagraphs,
+                      self._freeze)
 
     def __getattr__(self, name):
         try:
@@ -80,7 +91,7 @@ class CompiledModule(torch.nn.Module):
             return getattr(self._orig_mod, name)
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, mode="default", backend="cpu", options=None):
+def compile(model=None, *, fullgraph=False, dynamic=None, mode="default", backend="cpu", options=None, freeze=None):
     """Compile a function or nn.Module with pt2 (same shape as torch.compile).
 
     Usable as `pt2.compile(fn)`, `@pt2.compile` or `@pt2.compile(fullgraph=True)`.
@@ -93,16 +104,25 @@ def compile(model=None, *, fullgraph=False, dynamic=None, mode="default", backen
     afterwards: inputs whose address stays the same (parameters) are read in
     place, inputs that move are copied into static buffers, and outputs are
     returned as fresh tensors (copies of the graph's static outputs).  CPU
-    graphs ignore the mode.
+    graphs ignore that mode.
+
+    freeze=True treats the parameters and buffers of modules as constants
+    of CPU graphs (inference): batch norms fold into convolution weights and
+    what is computed from weights alone runs once.  Each frozen tensor is
+    guarded by identity, data pointer and version counter, so replacing it
+    or changing it in place recompiles; changes through `.data` bypass the
+    version counter (call pt2.reset() after them).  Parameters that require
+    grad under grad mode run eagerly as always.  mode="max-autotune" (and
+    "max-autotune-no-cudagraphs") implies freeze=True unless freeze=False.
     """
     _check_options(fullgraph, dynamic, mode, backend)
     if model is None:
-        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, mode=mode, backend=backend, options=options)
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, mode=mode, backend=backend, options=options, freeze=freeze)
     if isinstance(model, torch.nn.Module):
-        return CompiledModule(model, fullgraph, mode)
+        return CompiledModule(model, fullgraph, mode, freeze)
     if not callable(model):
         raise TypeError(f"pt2.compile expects a function or an nn.Module, got {type(model).__name__}")
-    return CompiledFunction(model, fullgraph, mode)
+    return CompiledFunction(model, fullgraph, mode, freeze)
 
 
 def disable(fn=None, *, recursive=True):
@@ -183,7 +203,8 @@ def explain(fn, *extra_args, **extra_kwargs):
         records = []
         target = fn._orig_mod if isinstance(fn, CompiledModule) else fn._fn if isinstance(fn, CompiledFunction) else fn
         force = _forward_code(target) if isinstance(target, torch.nn.Module) else getattr(target, "__code__", None)
-        out = _C.run(target, args, kwargs, False, records, force)
+        freeze = getattr(fn, "_freeze", False)  # a compiled object's own freezing (FROZEN guards)
+        out = _C.run(target, args, kwargs, False, records, force, False, freeze)
         reset()
         return ExplainOutput(records, out)
 
@@ -207,6 +228,8 @@ def _dynamo_backend(gm, example_inputs, mode=None, options=None):
             gm.real_recompile()
     except ImportError:
         pass
+    # Dynamo passes the parameters to its graph module as arguments (they are
+    # no module's attributes there), so a frozen graph finds none to freeze
     compiled = CompiledFunction(gm.forward, mode=mode)
 
     def run(*args):

@@ -65,6 +65,7 @@ _sig("pt2GraphAddScalar", ctypes.c_int, ctypes.c_void_p, ctypes.c_double, ctypes
 _sig("pt2GraphAddConstant", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, _I64P, ctypes.c_void_p)
 _sig("pt2GraphAddOp", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, _IP, ctypes.c_char_p, _IP, ctypes.c_int)
 _sig("pt2GraphSetOutputs", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, _IP)
+_sig("pt2GraphSetInputFrozen", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 _sig("pt2GraphSetLocation", None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
 _sig("pt2GraphValueType", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, _IP, _I64P)
 _sig("pt2GraphToText", ctypes.c_void_p, ctypes.c_void_p)
@@ -78,6 +79,9 @@ _sig("pt2KernelArgType", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, _IP, _I64P
 _sig("pt2KernelFromCache", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2KernelCompileSeconds", ctypes.c_double, ctypes.c_void_p)
 _sig("pt2KernelRunPointers", None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+_sig("pt2KernelInputIsFrozen", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+_sig("pt2KernelHasPrologue", ctypes.c_int, ctypes.c_void_p)
+_sig("pt2KernelResetFrozen", None, ctypes.c_void_p)
 
 
 class _Buffer(ctypes.Structure):
@@ -244,6 +248,11 @@ class Graph:
             raise _error("value type")
         return DTYPES[dt.value], tuple(sizes[i] for i in range(r))
 
+    def freeze(self, value):
+        """Marks input `value` frozen (a constant of the compiled kernel; include/pt2.h)."""
+        if _lib.pt2GraphSetInputFrozen(self.handle, value) != 0:
+            raise _error("freezing a graph input")
+
     def outputs(self, *values):
         vals = (ctypes.c_int * max(len(values), 1))(*values)
         if _lib.pt2GraphSetOutputs(self.handle, len(values), vals) != 0:
@@ -295,6 +304,8 @@ class Kernel:
             self.arg_types.append((DTYPES[dt.value], tuple(sizes[j] for j in range(r))))
         self.from_cache = bool(_lib.pt2KernelFromCache(handle))
         self.compile_seconds = _lib.pt2KernelCompileSeconds(handle)
+        self.frozen_inputs = [i for i in range(self.n_inputs) if _lib.pt2KernelInputIsFrozen(handle, i)]
+        self.has_prologue = bool(_lib.pt2KernelHasPrologue(handle))
         self._pointers = (ctypes.c_void_p * (self.n_inputs + self.n_outputs))()
 
     def __del__(self):
@@ -321,6 +332,10 @@ class Kernel:
             self._pointers[self.n_inputs + j] = o.data_ptr()
         _lib.pt2KernelRunPointers(self.handle, self._pointers)
         return outs
+
+    def reset_frozen(self):
+        """The frozen inputs changed: the next call computes the prologue again."""
+        _lib.pt2KernelResetFrozen(self.handle)
 
     def _run_strided(self, inputs):
         """Non-contiguous inputs: libpt2 reads them through their strides."""

@@ -55,6 +55,28 @@ def test_conv_bn_relu_pool():
     check(m, torch.randn(2, 3, 16, 16), graphs=1, breaks=0)
 
 
+@pytest.mark.parametrize("batch_first,norm_first", [(True, False), (False, True)])
+def test_transformer_encoder_layer(batch_first, norm_first):
+    # nn.MultiheadAttention's Python path (F.multi_head_attention_forward:
+    # has_torch_function, unflatten, is_nested) in one graph; the fused
+    # fast path is a C call pt2 cannot capture, so it is switched off
+    m = nn.TransformerEncoderLayer(24, 4, 40, dropout=0.0, batch_first=batch_first, norm_first=norm_first).eval()
+    x = torch.randn(3, 7, 24)
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        check(m, x, x[:, :5].contiguous(), graphs=1, breaks=0)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
+
+
+def test_unflatten():
+    def f(x):
+        return x.unflatten(1, (2, -1)) * 2, torch.unflatten(x, -1, (3, 2, 1)).sum(2)
+
+    check(f, torch.randn(4, 6))
+
+
 def test_embedding_module():
     m = nn.Embedding(50, 16).eval()
     check(m, torch.tensor([[1, 4, 9], [0, 49, 2]]), graphs=1, breaks=0)
