@@ -169,6 +169,14 @@ def run_model(suite, name, args):
     except Exception as e:  # noqa: BLE001 - a model that cannot be built is recorded, not fatal
         rec["error"] = f"build: {type(e).__name__}: {e}"
         return rec
+    # the f32 model, its f64 copy (the accuracy oracle) and pt2's compile need about 4x the f32
+    # weights: a model that cannot fit is recorded, not run into the out-of-memory killer
+    n_params = sum(p.numel() for p in model.parameters())
+    rec["params_m"] = n_params / 1e6
+    avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    if args.device == "cpu" and n_params * 16 > avail:
+        rec["error"] = f"skipped: {n_params / 1e9:.2f}B parameters need ~{n_params * 16 / 2**30:.0f} GiB, {avail / 2**30:.0f} GiB free"
+        return rec
     if args.device != "cpu":
         model = model.to(args.device)
         xs = tuple(x.to(args.device) for x in xs)
