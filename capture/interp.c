@@ -353,11 +353,21 @@ static void note_line(SymFrame *f, const Pt2Insn *in) {
     }
 }
 
+bool pt2_log_enabled(const char *channel); /* compiler.c */
+
 static bool run_frame(SymFrame *f) {
     Trace *t = f->t;
     int i = 0;
     int steps = 0;
+    /* PT2_LOGS=bytecode: every instruction as it is traced (what capture was doing when it stopped) */
+    bool log = pt2_log_enabled("bytecode");
     while (i < f->code.n_insns) {
+        if (log) {
+            fprintf(stderr, "[pt2] trace %*s%s:%d %s %d\n", 2 * t->depth, "", PyUnicode_AsUTF8(f->code.code->co_qualname),
+                    PyCode_Addr2Line(f->code.code, f->code.insns[i].offset), pt2_bc_opname(f->code.insns[i].opcode),
+                    f->code.insns[i].arg);
+            fflush(stderr);
+        }
         if (++steps > 200000) {
             trace_break(t, "trace too long (a loop that does not terminate at trace time?)");
             return false;

@@ -492,6 +492,20 @@ Var *tagged_method(Trace *t, Var *self, const char *tag) {
     return m;
 }
 
+/* k's own class-dict entry `name`, borrowed; NULL (no error) if absent.  CPython 3.12
+ * keeps the dicts of static builtin types (object, dict) out of tp_dict, which is NULL
+ * for them there: PyType_GetDict reads either kind. */
+static PyObject *type_own_attr(PyTypeObject *k, PyObject *name) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *dict = PyType_GetDict(k);
+    PyObject *d = dict ? PyDict_GetItemWithError(dict, name) : NULL;
+    Py_XDECREF(dict); /* the type keeps its dict, and so d, alive */
+    return d;
+#else
+    return PyDict_GetItemWithError(k->tp_dict, name);
+#endif
+}
+
 Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
     Var *self = sup->self;
@@ -500,7 +514,7 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
     while (i < count && PyTuple_GET_ITEM(mro, i) != sup->obj) ++i;
     for (++i; i < count; ++i) {
         PyTypeObject *k = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        PyObject *d = PyDict_GetItemWithError(k->tp_dict, name); /* borrowed */
+        PyObject *d = type_own_attr(k, name); /* borrowed */
         if (!d) {
             if (PyErr_Occurred()) return trace_break(t, "super().%s lookup failed", n);
             continue;

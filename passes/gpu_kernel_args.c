@@ -12,9 +12,13 @@
  *     accesses (the vector chunks of pt2-gpu-map-loops);
  *   - `llvm.noalias` where no other parameter of the launch views the same
  *     buffer (a different function argument, workspace allocation or
- *     constant, found through the view ops): LLVM may then keep loads ahead
- *     of stores and read buffers the kernel never writes through the
- *     non-coherent cache (ld.global.nc).
+ *     constant, found through the view ops) and the kernel only reads or
+ *     only writes it: LLVM may then keep loads ahead of stores and read
+ *     buffers the kernel never writes through the non-coherent cache
+ *     (ld.global.nc).  A buffer a kernel both writes and reads (a row
+ *     reduction's workspace slot: one thread stores, all threads load after
+ *     a barrier) gets none: noalias is a single-thread promise, and LLVM
+ *     would keep a load from before the barrier.
  *
  * noalias is sound because distinct buffers never overlap in the plan:
  * inputs and outputs are distinct tensors (a kernel never writes its
@@ -58,6 +62,31 @@ static MlirAttribute buffer_attrs(MlirContext ctx, MlirAttribute old, bool noali
     return mlirDictionaryAttrGet(ctx, n, entries);
 }
 
+/* Which kernel arguments some op reads (bit 0) or writes (bit 1), through
+ * any view of them: loads and stores of memref/vector and anything else
+ * that takes the buffer counts as both. */
+typedef struct ArgAccess {
+    MlirBlock body;
+    int n;
+    unsigned char *access;
+} ArgAccess;
+
+static MlirWalkResult note_access(MlirOperation op, void *user) {
+    ArgAccess *a = user;
+    if (is_view_op(op)) return MlirWalkResultAdvance;
+    bool load = gpu_is_op(op, "memref.load") || gpu_is_op(op, "vector.load") || gpu_is_op(op, "vector.transfer_read");
+    bool store = gpu_is_op(op, "memref.store") || gpu_is_op(op, "vector.store") || gpu_is_op(op, "vector.transfer_write");
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (!mlirTypeIsAMemRef(mlirValueGetType(v))) continue;
+        MlirValue root = buffer_root(v);
+        if (!mlirValueIsABlockArgument(root) || !mlirBlockEqual(mlirBlockArgumentGetOwner(root), a->body)) continue;
+        intptr_t k = mlirBlockArgumentGetArgNumber(root);
+        if (k < a->n) a->access[k] |= load ? 1 : store ? 2 : 3;
+    }
+    return MlirWalkResultAdvance;
+}
+
 static void mark_launch(MlirOperation top, MlirOperation launch) {
     MlirOperation kernel = launched_kernel(top, launch);
     MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
@@ -72,13 +101,19 @@ static void mark_launch(MlirOperation top, MlirOperation launch) {
         MlirValue v = mlirOperationGetOperand(launch, start + i);
         roots[i] = mlirTypeIsAMemRef(mlirValueGetType(v)) ? buffer_root(v) : (MlirValue){NULL};
     }
+    unsigned char access[256] = {0};
+    ArgAccess seen = {body, n, access};
+    mlirOperationWalk(kernel, note_access, &seen, MlirWalkPreOrder);
     MlirContext ctx = mlirOperationGetContext(kernel);
     MlirAttribute old = mlirOperationGetAttributeByName(kernel, sref("arg_attrs"));
     MlirAttribute attrs[256];
     for (int i = 0; i < n; ++i) {
         attrs[i] = mlirAttributeIsNull(old) ? mlirDictionaryAttrGet(ctx, 0, NULL) : mlirArrayAttrGetElement(old, i);
         if (mlirValueIsNull(roots[i])) continue;
-        bool unique = true;
+        /* a buffer both read and written in the kernel may be written by one thread and read by another
+         * across a barrier (a row reduction's workspace): noalias would let LLVM keep a value loaded
+         * before the barrier, so only read-only or write-only buffers get it */
+        bool unique = access[i] != 3;
         for (int j = 0; j < n && unique; ++j) unique = j == i || mlirValueIsNull(roots[j]) || !mlirValueEqual(roots[i], roots[j]);
         attrs[i] = buffer_attrs(ctx, attrs[i], unique);
     }
