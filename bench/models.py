@@ -87,6 +87,8 @@ def build_hf(name, batch, seq):
 
     cfg_name, cls_name = HF_CLASSES[name]
     config = getattr(transformers, cfg_name)()
+    if getattr(config, "pad_token_id", 0) is None and getattr(config, "eos_token_id", None) is not None:
+        config.pad_token_id = config.eos_token_id  # sequence classification of a batch needs one
     model = getattr(transformers, cls_name)(config).eval()
     vocab = getattr(config, "vocab_size", 1000)
     ids = torch.randint(0, vocab, (batch, seq))
@@ -200,7 +202,12 @@ def run_model(suite, name, args):
 
         m64 = copy.deepcopy(model).double()
         xs64 = tuple(x.double() if x.is_floating_point() else x for x in xs)
-        ref64 = m64(*xs64, **kw)
+        try:
+            ref64 = m64(*xs64, **kw)
+        except Exception as e:  # noqa: BLE001 - some models do not run in float64 (XGLM's finfo mask)
+            rec["f64_oracle"] = f"{type(e).__name__}: {e}"
+            ref64 = ref  # the accuracy rule then compares with eager alone
+        del m64
         try:
             pt2.reset()
             info = pt2.explain(model)(*xs, **kw)
