@@ -249,8 +249,13 @@ def run_model(suite, name, args):
                     fn(*xs, **kw)
             times = {k: [] for k in ["eager", *contenders]}
             for _ in range(args.repeats):  # interleaved
+                # a pause before each contender: OpenMP threads of the one before (pt2's libomp,
+                # Inductor's libgomp) spin for up to 200 ms after their last parallel region and would
+                # take the cores from the next (eager measured 45 % slower right after pt2 on 2 cores)
+                time.sleep(0.25)
                 times["eager"].append(median_ms(lambda: model(*xs, **kw), 1))
                 for k, fn in contenders.items():
+                    time.sleep(0.25)
                     times[k].append(median_ms(lambda: fn(*xs, **kw), 1))
             for k, v in times.items():
                 rec[f"{k}_ms"] = statistics.median(v)
