@@ -833,16 +833,23 @@ void pt2rt_conv2d_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w
     conv2d(&c);
 }
 
+/* The epilogue entry points of both dtypes: the conv, then the steps of `steps` on its output. */
+static void conv2d_epilogue(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                            const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, const int64_t geometry[7],
+                            int64_t steps, size_t elem_size) {
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    Conv c;
+    read_conv(x, w, y, elem_size, geometry, &c);
+    read_epilogue(addends, steps, &c);
+    conv2d(&c);
+}
+
 void pt2rt_conv2d_epilogue_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                                const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
                                int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                                int64_t groups, int64_t steps) {
     const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
-    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
-    Conv c;
-    read_conv(x, w, y, sizeof(float), geometry, &c);
-    read_epilogue(addends, steps, &c);
-    conv2d(&c);
+    conv2d_epilogue(x, w, y, addend0, addend1, geometry, steps, sizeof(float));
 }
 
 void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
@@ -850,9 +857,5 @@ void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnranked
                                int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                                int64_t groups, int64_t steps) {
     const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
-    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
-    Conv c;
-    read_conv(x, w, y, sizeof(double), geometry, &c);
-    read_epilogue(addends, steps, &c);
-    conv2d(&c);
+    conv2d_epilogue(x, w, y, addend0, addend1, geometry, steps, sizeof(double));
 }
