@@ -139,6 +139,6 @@ static _Alignas(8) const char kernel_args_type_id;
 MlirPass pt2_create_gpu_kernel_args_pass(void) {
     return make_external_pass("pt2-gpu-kernel-args",
                               "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views "
-                              "the buffer (passes/gpu_kernel_args.c)",
+                              "the buffer and the kernel only reads or only writes it (passes/gpu_kernel_args.c)",
                               "builtin.module", run_kernel_args, &kernel_args_type_id);
 }
