@@ -125,7 +125,7 @@ struct Pt2Guards {
  * takes fetched values from those (never from a set freed since). */
 static _Thread_local Pt2Guards *last_passed;
 
-static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_version, *str_data_ptr;
+static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_version;
 
 int guards_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -135,7 +135,6 @@ int guards_init(void) {
     Py_DECREF(torch);
     attr_training = PyUnicode_InternFromString("training");
     attr_version = PyUnicode_InternFromString("_version");
-    str_data_ptr = PyUnicode_InternFromString("data_ptr");
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
@@ -247,10 +246,11 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
  * in place since (version counter). */
 static bool check_frozen(const CGuard *g, PyObject *v) {
     if (v != g->obj) return false;
-    PyObject *version = PyObject_GetAttr(v, attr_version), *data = PyObject_CallMethodNoArgs(v, str_data_ptr);
-    bool ok = version && data && PyLong_AsLongLong(version) == g->n && (uintptr_t)PyLong_AsVoidPtr(data) == g->data_ptr;
+    void *data = NULL;
+    if (pt2_tensor_data(v, &data) != 0 || (uintptr_t)data != g->data_ptr) return false;
+    PyObject *version = PyObject_GetAttr(v, attr_version);
+    bool ok = version && PyLong_AsLongLong(version) == g->n;
     Py_XDECREF(version);
-    Py_XDECREF(data);
     return ok;
 }
 
