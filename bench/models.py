@@ -10,6 +10,7 @@ and median eager / pt2 (and with --inductor, torch.compile) times, interleaved. 
 never a test.  Needs `pip install timm transformers`.
 """
 import argparse
+import collections
 import json
 import math
 import os
@@ -213,10 +214,8 @@ def run_model(suite, name, args):
             info = pt2.explain(model)(*xs, **kw)
             rec["graphs"] = info.graph_count
             rec["breaks"] = info.graph_break_count
-            counts = {}
-            for b in info.break_reasons:
-                counts[str(b)] = counts.get(str(b), 0) + 1
-            rec["break_reasons"] = [f"{n}x {b}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1])[:8]]
+            counts = collections.Counter(str(b) for b in info.break_reasons)
+            rec["break_reasons"] = [f"{n}x {b}" for b, n in counts.most_common(8)]
             rec["graph_ops"] = info.op_count  # pt2 dialect ops in the graphs
             compiled = pt2.compile(model, freeze=args.freeze)
             t0 = time.perf_counter()
