@@ -381,6 +381,7 @@ static bool emit_resume_call(Emit *e, PyObject *resume_fn, int depth, const int 
     for (int k = 0; k < n_live; ++k) {
         Var *v = locals[live[k]];
         if (v->kind == V_CELL) v = v->items[0]; /* a cell variable: the continuation makes its own cell */
+        if (!v || v->kind == V_NULL) return fail(e, "a local that holds CPython's NULL"); /* never an argument */
         if (!emit_var(e, v, 0)) return false;
     }
     for (int k = 0; k < depth; ++k) pt2_asm_load_fast(e->a, temps[k]);

@@ -68,6 +68,7 @@ int pt2_trace_device(void);
 /* A tensor entering the trace (values.c): false (trace broken) if its device
  * is not the graph's. */
 bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor);
+bool pt2_trace_accept_device(Trace *t, int code, const char *name);
 int pt2_tensor_device(PyObject *tensor, char *name, size_t cap);
 /* torch.device of the graph (tensor.device in the trace); new reference. */
 PyObject *pt2_trace_device_object(void);

@@ -67,6 +67,12 @@ bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor) {
     char name[64];
     int code = pt2_tensor_device(tensor, name, sizeof name);
     if (code == PT2_DEVICE_UNSET) return trace_break(t, "tensor on a device pt2 does not compile for (%s)", name), false;
+    return pt2_trace_accept_device(t, code, name);
+}
+
+/* A tensor on device `code` (named `name`) joins the graph: the first one
+ * fixes the graph's device, another device ends the trace. */
+bool pt2_trace_accept_device(Trace *t, int code, const char *name) {
     if (trace_device == PT2_DEVICE_UNSET) trace_device = code;
     if (code != trace_device) {
         char first[64];
@@ -167,6 +173,32 @@ static void record(Trace *t, PyCodeObject *code, Pt2Guards *guards, const char *
 /* `return compiled(<argument slots>, <free-variable cells>)`: a graph may
  * read tensors from the closure, and the cells are the current function's
  * (a code object is shared by every closure made from it). */
+/* PT2_LOGS=code: the replacement code object (and the resume_at functions
+ * among its constants), disassembled by CPython's dis module. */
+static void log_code(PyCodeObject *code, PyObject *replacement) {
+    if (!pt2_log_enabled("code")) return;
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    fprintf(stderr, "[pt2] replacement code of %s:\n", PyUnicode_AsUTF8(code->co_qualname));
+    fflush(stderr);
+    PyObject *dis = PyImport_ImportModule("dis");
+    PyObject *file = PySys_GetObject("stderr"); /* borrowed */
+    PyObject *kw = dis && file ? Py_BuildValue("{s:O}", "file", file) : NULL;
+    PyObject *fn = dis ? PyObject_GetAttrString(dis, "dis") : NULL;
+    PyObject *args = fn && kw ? PyTuple_Pack(1, replacement) : NULL;
+    PyObject *r = args ? PyObject_Call(fn, args, kw) : NULL;
+    if (!r) PyErr_Clear();
+    PyObject *flush = file ? PyObject_CallMethod(file, "flush", NULL) : NULL;
+    if (!flush) PyErr_Clear();
+    Py_XDECREF(flush);
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    Py_XDECREF(fn);
+    Py_XDECREF(kw);
+    Py_XDECREF(dis);
+    PyErr_Restore(et, ev, etb);
+}
+
 static PyObject *call_replacement_with_cells(PyCodeObject *code, PyObject *fn) {
     Pt2Asm *a = pt2_asm_new(code);
     if (!a) return NULL;
@@ -256,6 +288,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
             char *partial = t.n_ops > 0 ? pt2GraphToText(t.graph) : NULL;
             record(&t, code, bguards, partial, compile_s, cached);
             pt2Free(partial);
+            log_code(code, brep);
             out->guards = bguards;
             out->code = brep;
             outcome = PT2_COMPILE_OK;
@@ -283,6 +316,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
         pt2_guards_free(guards);
         goto done;
     }
+    log_code(code, replacement);
     out->guards = guards;
     out->code = replacement;
     outcome = PT2_COMPILE_OK;

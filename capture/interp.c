@@ -416,14 +416,20 @@ static bool run_frame(SymFrame *f) {
                 trace_break(t, "local variable '%s' referenced before assignment", PyUnicode_AsUTF8(local_name(f, arg)));
                 return false;
             }
-            if (v && v->kind == V_CELL) v = v->items[0];
             if (op == OP.LOAD_FAST_AND_CLEAR) {
+                /* the raw slot (a cell stays a cell): the STORE_FAST that
+                 * ends an inlined comprehension puts it back as it was */
                 f->locals[arg] = NULL;
                 if (!v) v = var_new(t, V_NULL);
+            } else if (v->kind == V_CELL) {
+                v = v->items[0];
             }
             push(f, v);
         } else if (op == OP.STORE_FAST) {
-            f->locals[arg] = pop(f);
+            /* storing the NULL of LOAD_FAST_AND_CLEAR (3.12's inlined
+             * comprehensions restore an unbound variable) unbinds it */
+            Var *v = pop(f);
+            f->locals[arg] = v && v->kind == V_NULL ? NULL : v;
         } else if (op == OP.DELETE_FAST) {
             f->locals[arg] = NULL;
         } else if (op == OP.LOAD_DEREF || op == OP.LOAD_CLOSURE) {

@@ -10,6 +10,64 @@ int compiled_init(void);
 int guards_init(void);
 PyObject *pt2_unsupported_error(void);
 
+/*--- global state pt2 does not trace under --------------------------------------*/
+
+static PyObject *default_dtype_fn, *float32_dtype, *mode_stack_len_fn;
+
+static int eager_state_init(void) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *tc = torch ? PyObject_GetAttrString(torch, "_C") : NULL;
+    default_dtype_fn = torch ? PyObject_GetAttrString(torch, "get_default_dtype") : NULL;
+    float32_dtype = torch ? PyObject_GetAttrString(torch, "float32") : NULL;
+    mode_stack_len_fn = tc ? PyObject_GetAttrString(tc, "_len_torch_function_stack") : NULL;
+    Py_XDECREF(tc);
+    Py_XDECREF(torch);
+    PyErr_Clear();
+    return default_dtype_fn && float32_dtype ? 0 : -1;
+}
+
+/* Whether every active TorchFunctionMode is torch.set_default_device's for
+ * the CPU (what pt2 assumes anyway). */
+static bool modes_are_cpu_default_device(void) {
+    PyObject *ov = PyImport_ImportModule("torch.overrides");
+    PyObject *stack = ov ? PyObject_CallMethod(ov, "_get_current_function_mode_stack", NULL) : NULL;
+    bool ok = stack && PyList_Check(stack);
+    for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(stack); ++i) {
+        PyObject *mode = PyList_GET_ITEM(stack, i);
+        PyObject *dev = strcmp(Py_TYPE(mode)->tp_name, "DeviceContext") == 0 ? PyObject_GetAttrString(mode, "device") : NULL;
+        PyObject *text = dev ? PyObject_Str(dev) : NULL;
+        ok = text && PyUnicode_Check(text) && strcmp(PyUnicode_AsUTF8(text), "cpu") == 0;
+        Py_XDECREF(dev);
+        Py_XDECREF(text);
+    }
+    Py_XDECREF(stack);
+    Py_XDECREF(ov);
+    PyErr_Clear();
+    return ok;
+}
+
+/* A reason why this call must run eagerly (a global setting the traces do not
+ * follow), or NULL.  Graphs are traced under torch's defaults: float32 as the
+ * default dtype (factories, Python floats with integer tensors) and no
+ * TorchFunctionMode (torch.set_default_device to a non-CPU device is one). */
+static const char *eager_reason(void) {
+    PyObject *dt = PyObject_CallNoArgs(default_dtype_fn);
+    bool f32 = dt == float32_dtype;
+    Py_XDECREF(dt);
+    if (!f32) {
+        PyErr_Clear();
+        return "torch.get_default_dtype() is not torch.float32";
+    }
+    if (mode_stack_len_fn) {
+        PyObject *n = PyObject_CallNoArgs(mode_stack_len_fn);
+        long len = n && PyLong_Check(n) ? PyLong_AsLong(n) : 0;
+        Py_XDECREF(n);
+        PyErr_Clear();
+        if (len > 0 && !modes_are_cpu_default_device()) return "a TorchFunctionMode (e.g. torch.set_default_device) is active";
+    }
+    return NULL;
+}
+
 static PyObject *py_run(PyObject *mod, PyObject *args, PyObject *kwargs) {
     (void)mod;
     static char *names[] = {"fn", "args", "kwargs", "fullgraph", "explain", "force_code", "cudagraphs", "freeze", NULL};
@@ -22,6 +80,15 @@ static PyObject *py_run(PyObject *mod, PyObject *args, PyObject *kwargs) {
     if (force != Py_None && !PyCode_Check(force)) {
         PyErr_SetString(PyExc_TypeError, "run(): force_code must be a code object");
         return NULL;
+    }
+    const char *why = eager_reason();
+    if (why) {
+        static const char *warned;
+        if (warned != why) {
+            warned = why;
+            if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "pt2: %s; the call runs eagerly", why) < 0) return NULL;
+        }
+        return pt2_hook_run_disabled(fn, fargs, fkwargs == Py_None ? NULL : fkwargs);
     }
     CaptureOptions opts = {fullgraph != 0, explain == Py_None ? NULL : explain, cudagraphs != 0, freeze != 0};
     CaptureOptions *saved = pt2_capture_options;
@@ -94,7 +161,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     if (pt2_bc_init() != 0 || pt2_hook_init() != 0 || values_init() != 0 || rules_init() != 0 || interp_init() != 0 ||
-        guards_init() != 0 || compiled_init() != 0 || pt2_pool_init(m) != 0 || pt2_tensor_meta_init(m) != 0) {
+        guards_init() != 0 || compiled_init() != 0 || eager_state_init() != 0 || pt2_pool_init(m) != 0 || pt2_tensor_meta_init(m) != 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1053,6 +1053,52 @@ static Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
  * Creation
  *===----------------------------------------------------------------------===*/
 
+/* The device a factory (torch.zeros, arange, eye, tensor, *_like) makes its
+ * tensor on must be the graph's: its device= argument, else the input's for
+ * *_like, else torch's default device (the CPU: pt2.compile runs code under
+ * a TorchFunctionMode such as torch.set_default_device eagerly).  The first
+ * factory of a graph with no tensor yet fixes the graph's device; a factory
+ * for another device ends the graph (eager would make a tensor there, and
+ * a graph runs on one device). */
+bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
+static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
+    Var *dev = arg(b, "device");
+    if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
+        if (like) return true; /* the input's device, the graph's */
+        return pt2_trace_accept_device(t, PT2_DEVICE_CPU, "cpu");
+    }
+    if (dev->kind != V_CONST) return trace_break(t, "%s(device=...) not known at trace time", op), false;
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *d = torch ? PyObject_CallMethod(torch, "device", "O", dev->obj) : NULL;
+    Py_XDECREF(torch);
+    PyObject *type = d ? PyObject_GetAttrString(d, "type") : NULL;
+    PyObject *index = d ? PyObject_GetAttrString(d, "index") : NULL;
+    PyObject *text = d ? PyObject_Str(d) : NULL;
+    int code = PT2_DEVICE_UNSET;
+    char name[64] = "?";
+    if (text && PyUnicode_Check(text)) snprintf(name, sizeof name, "%s", PyUnicode_AsUTF8(text));
+    if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cpu") == 0) {
+        code = PT2_DEVICE_CPU;
+    } else if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cuda") == 0) {
+        if (index && PyLong_Check(index)) {
+            code = (int)PyLong_AsLong(index);
+        } else {
+            PyObject *cuda = PyImport_ImportModule("torch.cuda");
+            PyObject *cur = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
+            if (cur && PyLong_Check(cur)) code = (int)PyLong_AsLong(cur);
+            Py_XDECREF(cuda);
+            Py_XDECREF(cur);
+        }
+    }
+    Py_XDECREF(d);
+    Py_XDECREF(type);
+    Py_XDECREF(index);
+    Py_XDECREF(text);
+    PyErr_Clear();
+    if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
+    return pt2_trace_accept_device(t, code, name);
+}
+
 static Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *op = e->op;
     bool like = strstr(op, "_like") != NULL, full = strncmp(op, "full", 4) == 0;
@@ -1061,6 +1107,7 @@ static Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
                               : (full ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
                                       : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
     BIND(schema);
+    if (!factory_device(t, &b, op, like)) return NULL;
     int64_t shape[PT2_MAX_RANK];
     int r;
     Pt2DType dt;
@@ -1101,6 +1148,7 @@ static Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
 
 static Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None");
+    if (!factory_device(t, &b, "arange", false)) return NULL;
     double start, end, step;
     Pt2DType dt;
     if (!arg_float(t, &b, "start", 0, &start) || !arg_float(t, &b, "step", 1, &step) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
@@ -1125,6 +1173,7 @@ static Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
 
 static Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False");
+    if (!factory_device(t, &b, "eye", false)) return NULL;
     int64_t rows, cols;
     Pt2DType dt;
     if (!arg_int(t, &b, "n", 0, &rows) || !arg_int(t, &b, "m", rows, &cols) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
@@ -1157,6 +1206,7 @@ static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
 /* torch.tensor(data): data known at trace time becomes a graph constant. */
 static Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
+    if (!factory_device(t, &b, "tensor", false)) return NULL;
     Var *data = arg(&b, "data");
     Pt2DType dt;
     bool rg;

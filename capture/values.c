@@ -11,6 +11,7 @@
 #include "objects.h"
 #include "partials.h"
 #include "tensor_abi.h"
+#include "rules_util.h"
 
 
 /*===----------------------------------------------------------------------===*
@@ -552,6 +553,14 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
         *handled = true;
         Var *m = tagged_method(t, obj, strcmp(dunder, "__contains__") == 0 ? "base:__contains__" : "base:__getitem__");
         return trace_call(t, m, &arg, 1, NULL, NULL, 0);
+    }
+    if (is_lazy_dict(obj) && !arg) {
+        /* len() and truth of a dict read from outside: its length, guarded */
+        if (strcmp(dunder, "__len__") != 0) return NULL;
+        *handled = true;
+        if (!obj->source) return trace_break(t, "len() of a dict from outside the traced code");
+        trace_guard(t, G_LEN, obj->source, (PyObject *)Py_TYPE(obj->obj), PyDict_GET_SIZE(obj->obj));
+        return int_const(t, PyDict_GET_SIZE(obj->obj));
     }
     if (is_lazy_dict(obj)) {
         bool found;

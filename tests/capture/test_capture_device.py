@@ -68,3 +68,71 @@ def test_unknown_device_breaks_cleanly():
     e = pt2.explain(f)(x)
     assert e.graph_count == 0 and any("meta" in b.reason for b in e.break_reasons), str(e)
     assert pt2.compile(f)(x).device.type == "meta"
+
+
+# ---------------------------------------------------------------- factories: the device and dtype eager uses
+
+
+def test_factory_on_another_device_breaks():
+    def f(x):
+        y = x * 2
+        z = torch.zeros(3, device="meta") + torch.arange(3, device=torch.device("meta"))  # eager makes these on meta
+        return y, z
+
+    x = torch.randn(3)
+    got, exp = pt2.compile(f)(x), f(x)
+    assert torch.equal(got[0], exp[0]) and got[1].device == exp[1].device and got[1].shape == exp[1].shape
+    e = pt2.explain(f)(x)
+    assert any("meta" in b.reason for b in e.break_reasons), str(e)
+
+
+def test_factories_fix_the_device_of_a_graph_without_tensor_inputs():
+    def f(n):
+        return torch.ones(n, n, device="cpu") * 2 - torch.arange(n, dtype=torch.float32, device=CPU)
+
+    got, exp = pt2.compile(f)(5), f(5)
+    assert torch.equal(got, exp) and got.device == CPU
+    e = pt2.explain(f)(5)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+
+
+def test_default_dtype_other_than_float32_runs_eagerly():
+    def f(x):
+        return torch.full((3,), 1 / 3) + x
+
+    x = torch.randn(3)
+    cf = pt2.compile(f)
+    assert cf(x).dtype == torch.float32  # compiled under float32
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with pytest.warns(RuntimeWarning, match="default_dtype"):
+            got = cf(x)
+        assert got.dtype == f(x).dtype == torch.float64 and torch.equal(got, f(x))
+    finally:
+        torch.set_default_dtype(saved)
+    assert cf(x).dtype == torch.float32
+
+
+def test_torch_function_mode_runs_eagerly_but_cpu_default_device_compiles():
+    from torch.overrides import TorchFunctionMode
+
+    calls = []
+
+    class Count(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return func(*args, **(kwargs or {}))
+
+    def f(x):
+        return torch.relu(x) + 1
+
+    x = torch.randn(4)
+    cf = pt2.compile(f)
+    with Count():
+        with pytest.warns(RuntimeWarning, match="TorchFunctionMode"):
+            got = cf(x)
+    assert torch.equal(got, f(x)) and len(calls) >= 2  # the mode saw eager's calls
+    with torch.device("cpu"):  # torch.set_default_device's mode, for the CPU: still compiled
+        assert torch.equal(cf(x), f(x))
+        assert pt2.explain(f)(x).graph_count == 1

@@ -370,3 +370,36 @@ def test_transformers_masked_lm_matches_eager():
         pt2.reset()
         out = pt2.compile(model)(input_ids=ids)
     torch.testing.assert_close(out.logits, ref, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- dict subclasses read from outside
+
+
+class OptionDict(dict):
+    pass
+
+
+class HoldsOptions:
+    def __init__(self, options):
+        self.options = options
+
+    def __eq__(self, other):  # the harness compares inputs after the call
+        return type(other) is HoldsOptions and other.options == self.options
+
+
+def branch_on_option_dict(x, holder):
+    if holder.options:  # truth of a dict subclass: its length, guarded
+        x = x + len(holder.options)
+    if "scale" in holder.options:
+        x = x * holder.options["scale"]
+    return x * 2
+
+
+@pytest.mark.parametrize("options", [OptionDict(), OptionDict(a=1), OptionDict(a=1, scale=3.0)])
+def test_truth_and_len_of_dict_subclass(options):
+    check(branch_on_option_dict, lambda: (r(5, 3), HoldsOptions(options)))
+    compiled = pt2.compile(branch_on_option_dict)
+    x = r(5, 3)
+    for other in (OptionDict(), OptionDict(b=2), OptionDict(b=2, scale=0.5)):  # guards on the length and keys
+        holder = HoldsOptions(other)
+        compare(compiled(x, holder), branch_on_option_dict(x, holder), 1e-5)

@@ -203,6 +203,31 @@ def test_mixed_devices_never_wrong():
 
 
 @needs_cuda
+def test_factories_follow_their_device_argument():
+    """A factory makes its tensor where eager does: device= (or the CPU without it), whatever the
+    graph's device; a mask built from factories alone lands on CUDA (HF models' causal masks)."""
+    def mask(n, device):
+        m = torch.full((n, n), torch.finfo(torch.float32).min, device=device)
+        return m * (torch.arange(n, device=device)[None, :] > torch.arange(n, device=device)[:, None])
+
+    def positions(x):
+        p = torch.arange(0, x.shape[-1], 2.0, dtype=torch.float32)  # on the CPU in eager
+        return x + p.to(x.device).repeat_interleave(2)[: x.shape[-1]]
+
+    def cpu_scratch(x):
+        return x * 2, torch.zeros(3)  # the second output stays on the CPU
+
+    for device in ("cuda", torch.device("cuda:0"), "cpu"):
+        got, exp = pt2.compile(mask)(5, device), mask(5, device)
+        assert got.device == exp.device and torch.equal(got, exp)
+    x = torch.randn(4, 6, device="cuda")
+    got, exp = pt2.compile(positions)(x), positions(x)
+    assert got.device == exp.device and torch.equal(got, exp)
+    got, exp = pt2.compile(cpu_scratch)(x), cpu_scratch(x)
+    assert [t.device for t in got] == [t.device for t in exp] and all(torch.equal(a, b) for a, b in zip(got, exp))
+
+
+@needs_cuda
 def test_noncontiguous_and_mutated_inputs():
     def f(x, acc):
         acc.add_(x.sum(dim=0))
