@@ -74,8 +74,25 @@ HF_CLASSES = {
 }
 
 
-def build_timm(name, batch):
+TORCHVISION = "real"
+
+
+def _import_timm():
+    global TORCHVISION
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # noqa: BLE001 - missing, or a build whose extension does not load here
+        import torchvision_stub
+
+        torchvision_stub.install()
+        TORCHVISION = "stub"
     import timm
+
+    return timm
+
+
+def build_timm(name, batch):
+    timm = _import_timm()
 
     model = timm.create_model(name, pretrained=False).eval()
     cfg = getattr(model, "pretrained_cfg", {}) or {}
@@ -131,6 +148,8 @@ def accuracy_ok(out, ref, ref64, tol=1e-3):
 class TensorOpCounter(torch.overrides.TorchFunctionMode):
     """Counts the torch calls that return a tensor (torch.*, F.*, Tensor methods and operators)."""
 
+    pt2_transparent = True  # pt2.compile still compiles under this mode: the graphs' ops are not seen
+
     def __init__(self):
         super().__init__()
         self.count = 0
@@ -172,6 +191,8 @@ def run_model(suite, name, args):
     except Exception as e:  # noqa: BLE001 - a model that cannot be built is recorded, not fatal
         rec["error"] = f"build: {type(e).__name__}: {e}"
         return rec
+    if suite == "timm":
+        rec["torchvision"] = TORCHVISION  # "stub" where torchvision does not load (bench/torchvision_stub.py)
     # the f32 model, its f64 copy (the accuracy oracle) and pt2's compile need about 4x the f32
     # weights: a model that cannot fit is recorded, not run into the out-of-memory killer
     n_params = sum(p.numel() for p in model.parameters())

@@ -26,14 +26,21 @@ static int eager_state_init(void) {
     return default_dtype_fn && float32_dtype ? 0 : -1;
 }
 
-/* Whether every active TorchFunctionMode is torch.set_default_device's for
- * the CPU (what pt2 assumes anyway). */
-static bool modes_are_cpu_default_device(void) {
+/* Whether every active TorchFunctionMode leaves compiled code alone:
+ * torch.set_default_device's for the CPU (what pt2 assumes anyway), or a mode
+ * that says so with a true `pt2_transparent` attribute (an op counter that
+ * only wants to see what runs outside the graphs, bench/models.py). */
+static bool modes_allow_compile(void) {
     PyObject *ov = PyImport_ImportModule("torch.overrides");
     PyObject *stack = ov ? PyObject_CallMethod(ov, "_get_current_function_mode_stack", NULL) : NULL;
     bool ok = stack && PyList_Check(stack);
     for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(stack); ++i) {
         PyObject *mode = PyList_GET_ITEM(stack, i);
+        PyObject *flag = PyObject_GetAttrString(mode, "pt2_transparent");
+        PyErr_Clear();
+        bool transparent = flag && PyObject_IsTrue(flag) == 1;
+        Py_XDECREF(flag);
+        if (transparent) continue;
         PyObject *dev = strcmp(Py_TYPE(mode)->tp_name, "DeviceContext") == 0 ? PyObject_GetAttrString(mode, "device") : NULL;
         PyObject *text = dev ? PyObject_Str(dev) : NULL;
         ok = text && PyUnicode_Check(text) && strcmp(PyUnicode_AsUTF8(text), "cpu") == 0;
@@ -63,7 +70,7 @@ static const char *eager_reason(void) {
         long len = n && PyLong_Check(n) ? PyLong_AsLong(n) : 0;
         Py_XDECREF(n);
         PyErr_Clear();
-        if (len > 0 && !modes_are_cpu_default_device()) return "a TorchFunctionMode (e.g. torch.set_default_device) is active";
+        if (len > 0 && !modes_allow_compile()) return "a TorchFunctionMode (e.g. torch.set_default_device) is active";
     }
     return NULL;
 }

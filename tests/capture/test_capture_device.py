@@ -136,3 +136,32 @@ def test_torch_function_mode_runs_eagerly_but_cpu_default_device_compiles():
     with torch.device("cpu"):  # torch.set_default_device's mode, for the CPU: still compiled
         assert torch.equal(cf(x), f(x))
         assert pt2.explain(f)(x).graph_count == 1
+
+
+def test_transparent_torch_function_mode_still_compiles():
+    from torch.overrides import TorchFunctionMode
+
+    class Outside(TorchFunctionMode):
+        pt2_transparent = True  # sees only what runs outside pt2's graphs
+
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        @pt2.disable
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    def f(x):
+        return torch.relu(x) + 1
+
+    x = torch.randn(4)
+    cf = pt2.compile(f)
+    cf(x)
+    with Outside() as mode:
+        got = cf(x)
+    assert mode.seen == []  # the compiled call ran its graph
+    with Outside() as mode:
+        exp = f(x)
+    assert len(mode.seen) == 2 and torch.equal(got, exp)
