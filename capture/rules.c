@@ -98,6 +98,24 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
 
 static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw);
 
+/* tril / triu over the last two dims: keep x[..., i, j] where j - i <= diagonal
+ * (tril) or j - i >= diagonal (triu), else 0. */
+static Var *h_tri(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, diagonal=0");
+    Var *x = arg(&b, "input");
+    int64_t diag;
+    if (!x || !arg_int(t, &b, "diagonal", 0, &diag)) return NULL;
+    if (x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
+    if (x->rank < 2) return trace_break(t, "%s() of a tensor of rank %d (eager raises)", e->op, x->rank);
+    int64_t rows_n = x->sizes[x->rank - 2], cols_n = x->sizes[x->rank - 1];
+    Var *rows = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)rows_n);
+    Var *cols = rows ? op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)cols_n) : NULL;
+    Var *offset = cols ? op2(t, "sub", cols, reshape_to(t, rows, (int64_t[]){rows_n, 1}, 2), "%s", "") : NULL;
+    Var *keep = offset ? op2(t, strcmp(e->op, "tril") == 0 ? "le" : "ge", offset, scalar_tensor(t, (double)diag, PT2_I64), "%s", "") : NULL;
+    return keep ? op3(t, "where", keep, x, scalar_tensor(t, 0, x->dtype), "%s", "") : NULL;
+}
+
+
 /* hardtanh/relu6(inplace=True) write the result back into the input. */
 static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     Var *r = h_clamp_plain(t, e, args, n, kwn, kwv, nkw);

@@ -403,3 +403,21 @@ def test_truth_and_len_of_dict_subclass(options):
     for other in (OptionDict(), OptionDict(b=2), OptionDict(b=2, scale=0.5)):  # guards on the length and keys
         holder = HoldsOptions(other)
         compare(compiled(x, holder), branch_on_option_dict(x, holder), 1e-5)
+
+
+# ---------------------------------------------------------------- tril / triu (causal masks)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.bool])
+@pytest.mark.parametrize("shape", [(5, 7), (3, 4, 2), (2, 1, 6, 6)])
+def test_tril_triu(dtype, shape):
+    def masks(x, d):
+        if x.dtype == torch.bool:
+            return torch.tril(x, d) | x.triu(diagonal=d + 1), torch.triu(x, -d)
+        return torch.tril(x, d) + x.triu(diagonal=-d) * 2, torch.triu(x)
+
+    def make(d):
+        return lambda: (r(*shape, dtype=dtype, lo=-5, hi=5).transpose(-1, -2), d)  # non-contiguous
+
+    for d in (0, 2, -1):
+        check(masks, make(d))
