@@ -10,9 +10,10 @@ bias + ReLU).  Per case, the
 three systems run interleaved (PyTorch's harness: 5 warm-up rounds, then 30
 timed ones, the order rotating each round) and each reports its median.
 
-Each system has its own thread pool (eager and Inductor: torch's OpenMP;
-pt2: LLVM's libomp), and a pool spins for a while after its work (libomp for
-200 ms).  So before each timed call the script sleeps `--settle` seconds, so
+All three share torch's GNU OpenMP pool now (pt2's kernels through
+runtime/rt/kmpc.c; before, pt2 ran on LLVM's libomp, whose threads spin for
+200 ms after their work), and a pool still spins for a while after it.  So
+before each timed call the script sleeps `--settle` seconds, so
 that the others' pools are idle, and makes one untimed call that wakes this
 system's pool: every system is timed hot, none next to another's spinning.
 

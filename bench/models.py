@@ -269,9 +269,9 @@ def run_model(suite, name, args):
                     fn(*xs, **kw)
             times = {k: [] for k in ["eager", *contenders]}
             for _ in range(args.repeats):  # interleaved
-                # a pause before each contender: OpenMP threads of the one before (pt2's libomp,
-                # Inductor's libgomp) spin for up to 200 ms after their last parallel region and would
-                # take the cores from the next (eager measured 45 % slower right after pt2 on 2 cores)
+                # a pause before each contender: idle OpenMP threads spin for a while after their last
+                # parallel region and would take the cores from the next (eager measured 45 % slower
+                # right after pt2 on 2 cores while pt2 still ran on libomp, before runtime/rt/kmpc.c)
                 time.sleep(0.25)
                 times["eager"].append(median_ms(lambda: model(*xs, **kw), 1))
                 for k, fn in contenders.items():

@@ -44,10 +44,8 @@
 #include "sha256.h"
 #include "veclib.h"
 
-#ifndef PT2_OMP_LIBRARY
-#define PT2_OMP_LIBRARY "/usr/lib/llvm-22/lib/libomp.so.5"
-#endif
-#define PT2_VERSION "pt2-0.1"
+/* in every cache key: 0.2 kernels take their OpenMP calls from libpt2rt */
+#define PT2_VERSION "pt2-0.2"
 #define META_MAGIC "pt2-kernel-v1"
 
 extern char **environ;
@@ -399,11 +397,6 @@ done:
     return rc;
 }
 
-static const char *omp_library(void) {
-    const char *env = getenv("PT2_OMP_LIBRARY");
-    return env && env[0] ? env : PT2_OMP_LIBRARY;
-}
-
 /* libpt2rt.so, the support library kernels call into (runtime/rt/: BLAS
  * matmuls): PT2_RT_LIBRARY, else the one the build put beside libpt2.so.
  * NULL, with the error set, if it is not there. */
@@ -426,8 +419,9 @@ static const char *rt_library(void) {
     return path;
 }
 
-/* Links the kernel against libomp and libpt2rt, with an rpath to libpt2rt's
- * folder so that dlopen finds it wherever the build put it. */
+/* Links the kernel against libpt2rt (which serves its OpenMP calls too:
+ * runtime/rt/kmpc.c), with an rpath to libpt2rt's folder so that dlopen
+ * finds it wherever the build put it. */
 static int link_shared(const char *obj_path, const char *so_path, const char *rt) {
     const char *cc = getenv("PT2_CC");
     if (!cc || !cc[0]) cc = "cc";
@@ -437,7 +431,7 @@ static int link_shared(const char *obj_path, const char *so_path, const char *rt
     /* -Xlinker pairs: a folder with a comma would be split by -Wl, */
     /* libmvec (the vector math variants, runtime/veclib.c) where glibc has it */
     const char *mvec = pt2_libmvec_path();
-    char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)omp_library(), (char *)rt,
+    char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)rt,
                     "-Xlinker", "-rpath", "-Xlinker", rt_dir, "-lm", (char *)mvec, NULL};
     pid_t pid;
     int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ);

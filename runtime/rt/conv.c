@@ -21,11 +21,9 @@
  * those to nChw16c, so the blocked layouts are asked for first.  oneDNN 2.6
  * has no f64 convolution: f64 takes the im2col route, as eager's does.
  *
- * Threads: Debian's libdnnl is built on OpenMP (libgomp's GOMP_* ABI).
- * libpt2rt links libomp before it, so its parallel regions run on the
- * kernels' libomp team (in a process where another library put libgomp in
- * the global scope, torch for one, on that one, as pt2rt.c's are): a single
- * pool, sized by PT2_NUM_THREADS.  Primitives are tuned for the team size at
+ * Threads: Debian's libdnnl is built on OpenMP (libgomp's GOMP_* ABI), as
+ * libpt2rt and the kernels' loops are (kmpc.c): one pool, torch's libgomp
+ * in a torch process.  Primitives are tuned for the team size at
  * creation, so the size is part of the cache key.
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"

@@ -11,14 +11,14 @@
  *          an addend: its block of c set to the addend's first, beta = 1,
  *          so the block is in the cache when the GEMM reads it)
  *
- * Why one thread pool: kernels run their loops on the LLVM OpenMP runtime
- * (libomp).  A BLAS with its own threads would leave them spinning next to
+ * Why one thread pool: kernels run their loops on GNU OpenMP's team
+ * (kmpc.c serves their LLVM OpenMP calls on libgomp, torch's in a torch
+ * process).  A BLAS with its own threads would leave them spinning next to
  * OpenMP's after every call (and OpenMP's next to the BLAS's), which on a
  * machine with few cores costs more than the BLAS's finer-grained
  * threading wins.  So OpenBLAS runs single-threaded and this file splits the
- * work over libomp's team: PT2_NUM_THREADS (omp_set_num_threads in
- * runtime/kernel.c) bounds both.  The file is compiled with gcc -fopenmp but
- * linked against libomp, whose GOMP_* entry points serve gcc's code.
+ * work over that team (gcc -fopenmp): torch.set_num_threads, or
+ * PT2_NUM_THREADS (omp_set_num_threads in runtime/kernel.c), bounds both.
  *
  * Why OpenBLAS: measured on the development machine (2 cores, AVX-512)
  * against Debian's BLIS and oneDNN, single-threaded as used here, sgemm
