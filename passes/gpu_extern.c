@@ -381,8 +381,8 @@ MlirValue gpu_view_value(Builder *b, MlirValue value, const View *view) {
     if (!mlirValueIsNull(value)) return value;
     View own;
     bool same = view_of_type(view->base, &own) && own.rank == view->rank && own.offset == view->offset &&
-                !memcmp(own.sizes, view->sizes, sizeof(int64_t) * (size_t)own.rank) &&
-                !memcmp(own.strides, view->strides, sizeof(int64_t) * (size_t)own.rank);
+                !memcmp(own.sizes, view->sizes, sizeof(int64_t) * (size_t)own.rank);
+    for (int d = 0; d < own.rank && same; ++d) same = own.sizes[d] == 1 || own.strides[d] == view->strides[d];
     return same ? view->base : build_view(b, view);
 }
 

@@ -40,7 +40,8 @@ bool gpu_copies_or_rounds(MlirOperation reader, MlirType narrow);
 bool gpu_epilogue_body(MlirOperation reader, GpuAct *act);
 
 /* `value` if not null, else `view` as a value: its base where the view is
- * its base's own type, else a memref.reinterpret_cast. */
+ * its base's own layout (strides of size-1 dims aside), else a
+ * memref.reinterpret_cast. */
 MlirValue gpu_view_value(Builder *b, MlirValue value, const View *view);
 /* Declares @name (once per module) and calls it at the builder's point. */
 void gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n);
