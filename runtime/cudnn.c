@@ -42,6 +42,7 @@
 #include <float.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +440,10 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, 
     }
     for (int d = 0; d < 4; ++d) {
         if (ops[0].sizes[d] == 0 || ops[1].sizes[d] == 0) return 0; /* y = epilogue(0): the loops */
+    }
+    for (int i = 0; i < n_ops; ++i) {
+        /* kernels chosen without pointers may assume 16-byte aligned ones: a view at an odd offset runs the loops */
+        if ((uintptr_t)element(&ops[i], i == n_ops - 1 ? 1 : e->elem_bytes) % 16 != 0) return 0;
     }
     if (!load_cudnn()) return 0;
     size_t scratch_bytes = (size_t)scratch->sizes[0];

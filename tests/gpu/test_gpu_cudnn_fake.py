@@ -35,9 +35,9 @@ def built(tmp_path_factory):
     return lib, probe
 
 
-def probe(built, entry, tf32="00", fake="", library=None, n_operands=None):
+def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0):
     lib, exe = built
-    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or lib, FAKE_CUDNN=fake, PT2_LOGS="cudnn")
+    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or lib, FAKE_CUDNN=fake, PT2_LOGS="cudnn", PROBE_X_OFFSET=str(x_offset))
     args = [exe, entry, tf32] + ([str(n_operands)] if n_operands is not None else [])
     r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -127,6 +127,15 @@ def test_failures_leave_it_to_the_loops(built, fake, calls_forward):
     lines, results, _ = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", fake=fake)
     assert results == [(0, 0), (0, 0)]
     assert len(starting(lines, "forward")) == calls_forward
+
+
+def test_misaligned_view_runs_the_loops(built):
+    """An input viewed 2 elements into its buffer (4 bytes in f16): algorithms are chosen without
+    pointers and may assume 16-byte alignment, so that call runs the loops; an aligned one cuDNN."""
+    _, results, _ = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1", x_offset=2)
+    assert results == [(0, 0), (0, 0)]
+    _, results, _ = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1", x_offset=8)
+    assert results == [(0, 1), (0, 1)]
 
 
 @pytest.mark.parametrize("library,fake", [("/nonexistent/libcudnn.so", ""), (None, "create")])

@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
     int64_t oh = (9 + 2 * p - 3) / s + 1;
     Pt2GpuOperand ops[6];
     int n = 0;
-    ops[n++] = tensor(0x100000, 0, 2, 4, 9, 9);
+    const char *x_offset = getenv("PROBE_X_OFFSET"); /* elements: a view of x at an offset */
+    ops[n++] = tensor(0x100000, x_offset ? atoi(x_offset) : 0, 2, 4, 9, 9);
     ops[n++] = tensor(0x200000, 0, 6, 4 / groups, 3, 3);
     ops[n++] = tensor(0x300000, 0, 2, 6, oh, oh);
     if (strstr(what, "_bias")) ops[n++] = (Pt2GpuOperand){(void *)0x400000, 0, 1, {6}, {1}};
