@@ -290,6 +290,18 @@ static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation
     mlirOperationRemoveAttributeByName(c->op, sref("pt2.conv2d"));
 }
 
+/* Whether the call can go where the loops leave y (before the epilogue, or
+ * after the last loop op), *out_to: y is neither x nor w, and the loops can
+ * move down to it. */
+static bool placeable(Conv *c, MlirOperation *out_to) {
+    MlirValue y_root = buffer_root(c->y.base);
+    MlirOperation to = mlirOperationIsNull(c->reader) ? mlirOperationGetNextInBlock(c->at) : c->reader;
+    bool ok = fits_int(&c->y) && !mlirValueEqual(y_root, buffer_root(c->x)) && !mlirValueEqual(y_root, buffer_root(c->w)) &&
+              !mlirOperationIsNull(to) && loops_can_move(c, to);
+    *out_to = ok ? to : (MlirOperation){NULL};
+    return ok;
+}
+
 /* The element type of a conv cuDNN can run: its input's and weight's,
  * with an accumulator of that type (f32, f64) or f32 (f16, bf16). */
 static bool conv_types(MlirOperation op, MlirType *out_elem) {
@@ -324,12 +336,16 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
     oplist_push(&c.loops, c.fill);
     oplist_push(&c.loops, op);
     absorb_copies(&c);
+    MlirOperation to = {NULL};
     bool ok = mlirTypeEqual(gpu_elem_of(c.y.base), c.elem);
-    if (ok) absorb_epilogue(&c);
-    MlirValue y_root = buffer_root(c.y.base);
-    MlirOperation to = mlirOperationIsNull(c.reader) ? mlirOperationGetNextInBlock(c.at) : c.reader;
-    ok = ok && fits_int(&c.y) && !mlirValueEqual(y_root, buffer_root(c.x)) && !mlirValueEqual(y_root, buffer_root(c.w)) &&
-         !mlirOperationIsNull(to) && loops_can_move(&c, to);
+    View y = c.y;
+    if (ok && absorb_epilogue(&c) && !placeable(&c, &to)) {
+        /* the epilogue's output is x's buffer (reused in place) or its reader cannot move: without it */
+        c.reader = (MlirOperation){NULL};
+        c.has_residual = c.relu = false;
+        c.y = y;
+    }
+    ok = ok && (!mlirOperationIsNull(to) || placeable(&c, &to));
     if (ok) emit(module, &c, scratch, to, index);
     oplist_free(&c.loops);
     return ok;

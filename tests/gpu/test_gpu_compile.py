@@ -154,3 +154,26 @@ def test_conv_loops_without_library_calls(monkeypatch):
     build, specs, _ = CASES["conv_bias_relu_f16"]
     k = _graph(build, *specs).compile(device="cuda")
     assert not any(line.startswith("launch -1 ") for line in _launches(k.plan)), k.plan[:2000]
+
+
+def test_captured_conv_block_uses_cudnn():
+    """What capture builds of gpu_models.ConvBlock (run on the CPU here) compiles for the GPU with
+    every convolution a cuDNN entry, the stem's bias + relu fused (the depthwise layer's epilogue
+    writes the buffer its input was in, so it stays a kernel)."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_models import conv_block
+
+    from pt2 import _gpu
+
+    m = conv_block()
+    try:
+        with torch.no_grad():
+            e = pt2.explain(m)(torch.randn(2, 3, 33, 31))
+    except Exception as err:  # CPU kernels with oneDNN convolutions do not link on every machine
+        pytest.skip(f"capture's CPU run failed here: {err}")
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    entries = [line.split()[2] for line in _gpu.compile_text(e.graphs[0]).plan.splitlines() if line.startswith("launch -1 ")]
+    assert len(entries) == 5 and all(name.startswith("conv_f32_") for name in entries), entries
+    assert "conv_f32_s2x2_p3x3_d1x1_g1_bias_relu" in entries and any(name.startswith("conv_f32_s1x1_p2x2_d2x2_g16") for name in entries)

@@ -12,11 +12,13 @@ import sys
 
 import pytest
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 import pt2
 from pt2 import _gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_models import conv_block  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _gpu.cuda_available()), reason="needs a CUDA GPU")
 
@@ -56,10 +58,12 @@ def rel_err(a, e):
     return ((a.double() - e.double()).norm() / e.double().norm().clamp_min(1e-300)).item()
 
 
-def check(got, oracle, eager, dtype):
+def check(got, oracle, eager, dtype, layers=1):
+    """pt2's result against the float64 oracle and eager CUDA in the same dtype; `layers`
+    roundings deep."""
     assert got.dtype == dtype and got.shape == eager.shape, (got.dtype, got.shape, eager.shape)
-    assert rel_err(got, oracle) < TOL[dtype], rel_err(got, oracle)
-    assert rel_err(got, eager) < 2 * TOL[dtype], rel_err(got, eager)
+    assert rel_err(got, oracle) < layers * TOL[dtype], rel_err(got, oracle)
+    assert rel_err(got, eager) < 2 * layers * TOL[dtype], rel_err(got, eager)
 
 
 def conv_entries(plan):
@@ -184,7 +188,7 @@ def test_chained_convs_and_fresh_inputs():
         def eager(x, w1, b1, w2, b2):
             return F.conv2d(F.relu(F.conv2d(x, w1, padding=1) + b1), w2) + b2
 
-        check(got, eager(*(t.double() for t in (x, w1, b1, w2, b2))), eager(x, w1, b1, w2, b2), F16)
+        check(got, eager(*(t.double() for t in (x, w1, b1, w2, b2))), eager(x, w1, b1, w2, b2), F16, layers=2)
 
 
 def test_tf32_follows_cudnn_flag():
@@ -258,7 +262,7 @@ def rel(a, e):
     return ((a.double() - e.double()).norm() / e.double().norm()).item()
 out = {}
 for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16), ("f64", torch.float64)):
-    x, w, b, r = rand((2, 6, 11, 9), dt, 1), rand((8, 3, 3, 2), dt, 2), rand((1, 8, 1, 1), dt, 3), rand((2, 8, 6, 10), dt, 4)
+    x, w, b, r = rand((2, 6, 11, 9), dt, 1), rand((8, 3, 3, 2), dt, 2), rand((1, 8, 1, 1), dt, 3), rand((2, 8, 6, 9), dt, 4)
     for case in ("plain", "bias_relu", "bias_res_relu"):
         g = pt2.Graph()
         vx, vw, vb, vr = (g.input(t.dtype, tuple(t.shape)) for t in (x, w, b, r))
@@ -296,39 +300,15 @@ def test_without_cudnn():
 # ---- nn.Module models through pt2.compile
 
 
-class Block(nn.Module):
-    """A ResNet basic block with a strided stem and a depthwise layer."""
-
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 16, 7, stride=2, padding=3)
-        self.conv1 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(16)
-        self.conv2 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(16)
-        self.dw = nn.Conv2d(16, 16, 3, padding=2, dilation=2, groups=16)
-        self.head = nn.Conv2d(16, 10, 1)
-
-    def forward(self, x):
-        x = F.relu(self.stem(x))
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        x = F.relu(x + y)
-        return self.head(F.relu(self.dw(x))).mean(dim=(2, 3))
-
-
 def _block(dtype):
-    torch.manual_seed(0)
-    m = Block().eval()
-    for bn in (m.bn1, m.bn2):  # non-trivial statistics
-        bn.running_mean.uniform_(-0.5, 0.5)
-        bn.running_var.uniform_(0.5, 1.5)
-    return m.to(device="cuda", dtype=dtype)
+    return conv_block().to(device="cuda", dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize("freeze", [False, True])
 def test_module(freeze, dtype):
+    """gpu_models.ConvBlock through pt2.compile (freeze=True is the CPU path's: on CUDA the batch
+    norms stay kernels after their convs, the results are the same)."""
     m = _block(dtype)
     fast = pt2.compile(m, freeze=freeze)
     with torch.no_grad():
@@ -336,7 +316,7 @@ def test_module(freeze, dtype):
             x = rand((4, 3, 33, 31), dtype, seed)
             got, want = fast(x), m(x)
             oracle = _block(F64)(x.double())
-            check(got, oracle, want, dtype)
+            check(got, oracle, want, dtype, layers=4)
 
 
 def test_module_as_cuda_graph():
@@ -345,4 +325,4 @@ def test_module_as_cuda_graph():
     with torch.no_grad():
         for seed in (91, 92, 93):
             x = rand((4, 3, 33, 31), F16, seed)
-            check(fast(x), _block(F64)(x.double()), m(x), F16)
+            check(fast(x), _block(F64)(x.double()), m(x), F16, layers=4)

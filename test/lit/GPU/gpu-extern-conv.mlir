@@ -353,6 +353,70 @@ func.func @two_convs(%arg0: memref<1x64x128x128xf32>, %arg1: memref<8x64x3x3xf32
 
 // -----
 
+// The input, computed in the function, and the epilogue's output share one
+// buffer (bufferization reused it in place): cuDNN's call cannot read x and
+// write the epilogue's output there, so the conv is a call without the
+// epilogue, which stays a kernel after the fallback region.
+// CHECK-LABEL: func.func @epilogue_in_input_buffer
+// CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<1x4x1x6x6xf32>
+// CHECK: %[[Y:.*]] = memref.reinterpret_cast %[[ACC]]
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p1x1_d1x1_g4_0(%arg3, %arg1, %[[Y]], %{{.*}})
+// CHECK: call @pt2_gpu_fallback_end_0()
+// CHECK: linalg.generic {{.*}} outs(%arg3
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#map4 = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+func.func @epilogue_in_input_buffer(%arg0: memref<1x4x6x6xf32>, %arg1: memref<4x1x3x3xf32>, %arg2: memref<4x1x1xf32>, %arg3: memref<1x4x6x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<1x4x6x6xf32>) outs(%arg3 : memref<1x4x6x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %cst : f32
+    linalg.yield %0 : f32
+  }
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x4x8x8xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x4x8x8xf32>) {
+  ^bb0(%out: f32):
+    %0 = linalg.index 1 : index
+    %1 = linalg.index 2 : index
+    %2 = linalg.index 3 : index
+    %3 = arith.subi %1, %c1 : index
+    %4 = arith.cmpi ult, %3, %c6 : index
+    %5 = arith.select %4, %3, %c0 : index
+    %6 = arith.subi %2, %c1 : index
+    %7 = arith.cmpi ult, %6, %c6 : index
+    %8 = arith.select %7, %6, %c0 : index
+    %9 = memref.load %arg3[%c0, %0, %5, %8] : memref<1x4x6x6xf32>
+    %10 = arith.andi %4, %7 : i1
+    %11 = arith.select %10, %9, %cst : f32
+    linalg.yield %11 : f32
+  }
+  %expand_shape = memref.expand_shape %alloc [[0], [1], [2, 3], [4]] output_shape [1, 4, 1, 8, 8] : memref<1x4x8x8xf32> into memref<1x4x1x8x8xf32>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0], [1], [2, 3], [4]] output_shape [4, 1, 1, 3, 3] : memref<4x1x3x3xf32> into memref<4x1x1x3x3xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<1x4x1x6x6xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc_1 : memref<1x4x1x6x6xf32>)
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<1x4x1x8x8xf32>, memref<4x1x1x3x3xf32>) outs(%alloc_1 : memref<1x4x1x6x6xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 4 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1], [2, 3], [4]] : memref<1x4x1x6x6xf32> into memref<1x4x6x6xf32>
+  linalg.generic {indexing_maps = [#map, #map4, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape, %arg2 : memref<1x4x6x6xf32>, memref<4x1x1xf32>) outs(%arg3 : memref<1x4x6x6xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.addf %in, %in_2 : f32
+    %1 = arith.maximumf %0, %cst : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
 // The input is written after its padding copy was made: the call, which
 // reads the input, cannot go behind the conv loops.  Nothing changes.
 // CHECK-LABEL: func.func @input_written_after_padding
