@@ -29,7 +29,8 @@
  * cudnnConvolutionForward and the plan's epilogue kernel.  If that fails
  * too, or cuDNN is missing, nothing is written and the plan runs the loops:
  * a failure is never an error of the launch.  PT2_LOGS=cudnn prints each
- * entry's algorithm and every refusal.
+ * entry's algorithm and every refusal.  One handle for the process, used
+ * under a lock (its stream is set per call).
  *
  * The library is PT2_CUDNN_LIBRARY if set (only that: a path that does not
  * load means no cuDNN, which is how the tests run the fallback), else
@@ -427,12 +428,19 @@ static Scale scale(const Pt2Conv *e, double v) {
     return s;
 }
 
+/* One handle for the process: its stream and the entries' descriptors are
+ * set and used under this lock, so plans launched from two threads do not
+ * interleave them. */
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done);
+
 int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
     *out_done = PT2_CONV_DONE_NOTHING;
     if (!*entry && !(*entry = parse_entry(what))) return -1;
     Pt2Conv *e = *entry;
     if (check_operands(e, ops, n_ops) != 0) return -1;
-    const Pt2GpuOperand *y = &ops[2], *scratch = &ops[n_ops - 1];
+    const Pt2GpuOperand *y = &ops[2];
     int64_t y_numel = y->sizes[0] * y->sizes[1] * y->sizes[2] * y->sizes[3];
     if (y_numel == 0) {
         *out_done = PT2_CONV_DONE_EPILOGUE; /* nothing to write */
@@ -446,13 +454,22 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, 
         if ((uintptr_t)element(&ops[i], i == n_ops - 1 ? 1 : e->elem_bytes) % 16 != 0) return 0;
     }
     if (!load_cudnn()) return 0;
+    pthread_mutex_lock(&handle_lock);
+    run_entry(e, ops, n_ops, stream, out_done);
+    pthread_mutex_unlock(&handle_lock);
+    return 0;
+}
+
+/* The entry's descriptors (made if needed), then the fused or the plain call. */
+static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
+    const Pt2GpuOperand *y = &ops[2], *scratch = &ops[n_ops - 1];
     size_t scratch_bytes = (size_t)scratch->sizes[0];
     if (!e->made || e->made_tf32 != tf32_key(e) || e->made_scratch != scratch_bytes) make(e, ops, scratch_bytes);
-    if (e->refused) return 0;
+    if (e->refused) return;
     cudnnStatus_t s = p_cudnnSetStream(handle, stream);
     if (s != 0) {
         if (logging) fprintf(stderr, "pt2 cudnn: cudnnSetStream failed (%s); the loops run\n", status_text(s));
-        return 0;
+        return;
     }
     const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
     void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
@@ -465,7 +482,7 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, 
                                                     element(&ops[3], e->elem_bytes), e->act_desc, e->y_desc, y_data);
         if (s == 0) {
             *out_done = PT2_CONV_DONE_EPILOGUE;
-            return 0;
+            return;
         }
         e->fused_refused = true; /* from now on the plain call and the epilogue kernel */
         if (logging) fprintf(stderr, "pt2 cudnn: %s: the fused call failed (%s); the epilogue runs as a kernel\n", e->what, status_text(s));
@@ -475,8 +492,7 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, 
     if (s != 0) {
         e->refused = true;
         if (logging) fprintf(stderr, "pt2 cudnn: %s: cudnnConvolutionForward failed (%s); its loops run\n", e->what, status_text(s));
-        return 0;
+        return;
     }
     *out_done = PT2_CONV_DONE_RESULT;
-    return 0;
 }
