@@ -79,7 +79,7 @@ typedef struct Pt2CompiledFn {
 static PyObject *str_copy_;
 /* the GPU path (resolved at the first graph compiled for CUDA) */
 static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device, *cuda_raw_stream, *cuda_current_stream,
-    *cublas_tf32;
+    *cublas_tf32, *cudnn_tf32;
 
 static void graph_state_free(Pt2CompiledFn *self) {
     pt2GpuGraphDestroy(self->cuda_graph);
@@ -243,6 +243,8 @@ static int gpu_runtime_init(void) {
     PyErr_Clear(); /* a torch without CUDA: found missing at the first call */
     cublas_tf32 = PyObject_GetAttrString(C, "_get_cublas_allow_tf32");
     PyErr_Clear();
+    cudnn_tf32 = PyObject_GetAttrString(C, "_get_cudnn_allow_tf32");
+    PyErr_Clear();
     Py_DECREF(C);
     Py_DECREF(torch);
     /* pt2._gpu finds torch's libcublas (PT2_CUBLAS) for runtime/cublas.c */
@@ -252,6 +254,16 @@ static int gpu_runtime_init(void) {
     str_contiguous = PyUnicode_InternFromString("contiguous");
     str_clone = PyUnicode_InternFromString("clone");
     return str_contiguous && str_clone ? 0 : -1;
+}
+
+/* torch's TF32 flag (getter: torch._C._get_{cublas,cudnn}_allow_tf32) into
+ * libpt2's: a store each launch (the ctypes layer may have set it too). */
+static void sync_tf32_flag(PyObject *getter, void (*set)(int)) {
+    if (!getter) return;
+    PyObject *r = PyObject_CallNoArgs(getter);
+    set(r == Py_True);
+    Py_XDECREF(r);
+    PyErr_Clear();
 }
 
 static long call_long(PyObject *fn, PyObject *arg) {
@@ -419,13 +431,8 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     void *stream = s ? PyLong_AsVoidPtr(s) : NULL;
     Py_XDECREF(s);
     if (PyErr_Occurred()) goto done;
-    if (cublas_tf32) {
-        PyObject *r = PyObject_CallNoArgs(cublas_tf32);
-        int flag = r == Py_True;
-        Py_XDECREF(r);
-        PyErr_Clear();
-        pt2GpuSetMatmulAllowTF32(flag); /* a store (the ctypes layer may have set it too) */
-    }
+    sync_tf32_flag(cublas_tf32, pt2GpuSetMatmulAllowTF32);
+    sync_tf32_flag(cudnn_tf32, pt2GpuSetConvAllowTF32);
     bool cudagraphs = pt2_capture_options && pt2_capture_options->cudagraphs && !self->cuda_graph_failed;
     if (cudagraphs && self->cuda_graph) {
         rc = gpu_graph_replay(self, in, ptrs, stream, outputs, got_out);

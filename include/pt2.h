@@ -215,6 +215,10 @@ PT2_EXPORT int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers,
 /* Matrix products (cuBLAS) on f32 operands may use TF32 tensor cores, as
  * torch.backends.cuda.matmul.allow_tf32; off by default. */
 PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
+/* Convolutions (cuDNN) on f32 operands may use TF32 tensor cores, as
+ * torch.backends.cudnn.allow_tf32 (whose default is on); off until set
+ * (pt2's Python layers set it from torch's flag before each launch). */
+PT2_EXPORT void pt2GpuSetConvAllowTF32(int allow);
 
 /* CUDA graphs (pt2.compile(mode="reduce-overhead")): one launch of k with
  * these device pointers and workspace, recorded once on pt2's own capture

@@ -46,14 +46,27 @@ static bool is_memory_free(MlirOperation op) {
            op_is(op, "memref.get_global") || op_is(op, "affine.apply");
 }
 
+static bool callee_starts(MlirOperation call, const char *prefix) {
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(call, sref("callee")));
+    return callee.length > strlen(prefix) && !strncmp(callee.data, prefix, strlen(prefix));
+}
+
 /* Ops that access their memref operands and nothing else: pt2's library
  * calls (libpt2rt's pt2rt_*, the GPU plan's pt2_gpu_*) and func.return (a
  * returned buffer is the caller's to read). */
 static bool accesses_operands_only(MlirOperation op) {
     if (op_is(op, "func.return")) return true;
-    if (!op_is(op, "func.call")) return false;
-    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
-    return (callee.length > 6 && !strncmp(callee.data, "pt2rt_", 6)) || (callee.length > 8 && !strncmp(callee.data, "pt2_gpu_", 8));
+    return op_is(op, "func.call") && (callee_starts(op, "pt2rt_") || callee_starts(op, "pt2_gpu_"));
+}
+
+/* Whether operand i of such an op may be written.  The GPU plan's gemm and
+ * conv calls write their result (operand 2) and a conv its scratch (the
+ * last) and only read the rest; anything else may write any operand. */
+static bool may_write_operand(MlirOperation op, intptr_t i) {
+    if (op_is(op, "func.return")) return false;
+    if (callee_starts(op, "pt2_gpu_gemm_")) return i == 2;
+    if (callee_starts(op, "pt2_gpu_conv_")) return i == 2 || i == mlirOperationGetNumOperands(op) - 1;
+    return true;
 }
 
 bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
@@ -62,7 +75,10 @@ bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
         for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
             MlirValue v = mlirOperationGetOperand(op, i);
             MlirType t = mlirValueGetType(v);
-            if ((mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t)) && mlirValueEqual(buffer_root(v), root)) return true;
+            if ((mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t)) && mlirValueEqual(buffer_root(v), root) &&
+                (reads || may_write_operand(op, i))) {
+                return true;
+            }
         }
         return false;
     }

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "extern.h"
 #include "mlir-c/Dialect/Linalg.h"
 
@@ -259,29 +260,6 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
  * Convolutions
  *===----------------------------------------------------------------------===*/
 
-/* The geometry pt2-lower recorded on a conv2d generic (lower_nn.c, mark_conv). */
-typedef struct ConvGeometry {
-    int64_t stride[2], padding[2], dilation[2], groups;
-} ConvGeometry;
-
-static bool read_pair_attr(MlirAttribute dict, const char *name, int64_t out[2]) {
-    MlirAttribute a = mlirDictionaryAttrGetElementByName(dict, sref(name));
-    if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI64Array(a) || mlirDenseArrayGetNumElements(a) != 2) return false;
-    out[0] = mlirDenseI64ArrayGetElement(a, 0);
-    out[1] = mlirDenseI64ArrayGetElement(a, 1);
-    return true;
-}
-
-static bool conv_geometry(MlirOperation op, ConvGeometry *g) {
-    MlirAttribute dict = mlirOperationGetAttributeByName(op, sref("pt2.conv2d"));
-    if (mlirAttributeIsNull(dict) || !mlirAttributeIsADictionary(dict)) return false;
-    MlirAttribute groups = mlirDictionaryAttrGetElementByName(dict, sref("groups"));
-    if (mlirAttributeIsNull(groups) || !mlirAttributeIsAInteger(groups)) return false;
-    g->groups = mlirIntegerAttrGetValueInt(groups);
-    return g->groups > 0 && read_pair_attr(dict, "stride", g->stride) && read_pair_attr(dict, "padding", g->padding) &&
-           read_pair_attr(dict, "dilation", g->dilation);
-}
-
 bool has_uses(MlirValue v) { return !mlirOpOperandIsNull(mlirValueGetFirstUse(v)); }
 
 /* Whether every use of v is by one of the n ops. */
@@ -290,59 +268,6 @@ static bool used_only_by(MlirValue v, int n, const MlirOperation *ops) {
         bool known = false;
         for (int i = 0; i < n; ++i) known = known || mlirOperationEqual(mlirOpOperandGetOwner(u), ops[i]);
         if (!known) return false;
-    }
-    return true;
-}
-
-/* The 4-d memref that the generic's 5-d grouped operand v expands, or null. */
-static MlirValue ungrouped(MlirValue v) {
-    MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape")) return (MlirValue){NULL};
-    MlirValue source = mlirOperationGetOperand(def, 0);
-    return mlirShapedTypeGetRank(mlirValueGetType(source)) == 4 ? source : (MlirValue){NULL};
-}
-
-typedef struct FindLoad {
-    MlirOperation load;
-    int count;
-} FindLoad;
-
-static MlirWalkResult find_load(MlirOperation op, void *user) {
-    FindLoad *f = user;
-    if (op_is(op, "memref.load")) {
-        f->load = op;
-        ++f->count;
-    }
-    return MlirWalkResultAdvance;
-}
-
-/* The op writing the padded buffer `padded` (an alloc used only by it and
- * by `view`): a generic with no inputs whose body loads from one buffer,
- * x, and writes x zero-padded (pad_spatial in lower_nn.c).  Returns the
- * generic and x in *out_x, or null. */
-static MlirOperation pad_writer(MlirValue padded, MlirOperation view, MlirValue *out_x) {
-    MlirOperation alloc = defining_op(padded);
-    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc")) return (MlirOperation){NULL};
-    MlirOperation pad = {NULL};
-    for (MlirOpOperand u = mlirValueGetFirstUse(padded); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
-        MlirOperation user = mlirOpOperandGetOwner(u);
-        if (mlirOperationEqual(user, view)) continue;
-        if (!mlirOperationIsNull(pad) || !op_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 1) {
-            return (MlirOperation){NULL};
-        }
-        pad = user;
-    }
-    if (mlirOperationIsNull(pad)) return pad;
-    FindLoad f = {{NULL}, 0};
-    mlirOperationWalk(pad, find_load, &f, MlirWalkPreOrder);
-    if (f.count != 1) return (MlirOperation){NULL};
-    *out_x = mlirOperationGetOperand(f.load, 0);
-    return pad;
-}
-
-static bool same_shape_prefix(MlirType a, MlirType b, int n) {
-    for (int i = 0; i < n; ++i) {
-        if (mlirShapedTypeGetDimSize(a, i) != mlirShapedTypeGetDimSize(b, i)) return false;
     }
     return true;
 }
@@ -358,41 +283,18 @@ typedef struct ConvCall {
  * makes unnecessary) when there is padding.  x must not change between the
  * padding and the conv, as the call reads it at the conv's place. */
 static bool conv_input(MlirOperation op, const ConvGeometry *g, ConvCall *call) {
-    MlirValue padded = ungrouped(mlirOperationGetOperand(op, 0));
-    if (mlirValueIsNull(padded)) return false;
-    call->pad = (MlirOperation){NULL};
-    if (g->padding[0] == 0 && g->padding[1] == 0) {
-        call->x = padded;
-        return true;
-    }
-    MlirValue x = {NULL};
-    call->pad = pad_writer(padded, defining_op(mlirOperationGetOperand(op, 0)), &x);
-    if (mlirOperationIsNull(call->pad)) return false;
-    MlirType xt = mlirValueGetType(x), pt = mlirValueGetType(padded);
-    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 || !same_shape_prefix(xt, pt, 2) ||
-        !mlirTypeEqual(mlirShapedTypeGetElementType(xt), mlirShapedTypeGetElementType(pt))) {
-        return false;
-    }
-    for (int i = 0; i < 2; ++i) {
-        if (mlirShapedTypeGetDimSize(xt, 2 + i) + 2 * g->padding[i] > mlirShapedTypeGetDimSize(pt, 2 + i)) return false;
-    }
-    call->x = x;
-    return untouched_between(call->pad, op, buffer_root(x), false);
+    return conv_unpadded_input(op, g, &call->x, &call->pad) &&
+           (mlirOperationIsNull(call->pad) || untouched_between(call->pad, op, buffer_root(call->x), false));
 }
 
 /* y, [N, O, OH, OW], from the generic's [N, G, O/G, OH, OW] accumulator:
  * or the buffer the accumulator is then copied to whole (a function's
  * output), which the call then writes directly. */
-static bool conv_output(MlirOperation op, const ConvGeometry *g, ConvCall *call) {
+static bool conv_output(MlirOperation op, ConvCall *call) {
     MlirValue acc = mlirOperationGetOperand(op, 2);
-    View v;
-    if (!view_of_type(acc, &v) || v.rank != 5) return false;
+    if (!conv_result_view(op, &call->y)) return false;
     call->fill = zero_fill_before(op, acc);
     if (mlirOperationIsNull(call->fill)) return false; /* the call overwrites; it cannot accumulate */
-    int64_t og = v.sizes[2];
-    if (g->groups > 1 && og > 1 && v.strides[1] != og * v.strides[2]) return false;
-    call->y = (View){v.base, 4, {v.sizes[0], v.sizes[1] * og, v.sizes[3], v.sizes[4]},
-                     {v.strides[0], og > 1 ? v.strides[2] : v.strides[1], v.strides[3], v.strides[4]}, v.offset};
     /* alloc -> fill, generic, collapse_shape -> memref.copy into the output */
     call->out_copy = (MlirOperation){NULL};
     MlirOperation alloc = defining_op(acc), collapse = {NULL};
@@ -452,7 +354,7 @@ static void erase_conv_leftovers(const ConvCall *call, MlirOperation x_view, Mli
 static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues) {
     ConvGeometry g;
     if (!conv_geometry(op, &g) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
-        !body_is_multiply_accumulate(op)) {
+        !conv_body_accumulates(op)) {
         return false;
     }
     MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 2)));
@@ -461,8 +363,8 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
         if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, i))), elem)) return false;
     }
     ConvCall call;
-    call.w = ungrouped(mlirOperationGetOperand(op, 1));
-    if (mlirValueIsNull(call.w) || !conv_input(op, &g, &call) || !conv_output(op, &g, &call)) return false;
+    call.w = conv_ungrouped(mlirOperationGetOperand(op, 1));
+    if (mlirValueIsNull(call.w) || !conv_input(op, &g, &call) || !conv_output(op, &call)) return false;
     View x_view, w_view;
     if (!view_of_type(call.x, &x_view) || !view_of_type(call.w, &w_view)) return false;
     /* the kernel after it: the call writes its output, with addends (a
@@ -514,15 +416,11 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     return true;
 }
 
-static bool is_marked_conv(MlirOperation op) {
-    return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.conv2d")));
-}
-
 /* Contractions and marked convolutions only: a rewrite destroys the op with
  * its body (and a conv its padding generic, which is neither), so nothing
  * nested may sit later in the list. */
 static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
-    if (is_marked_conv(op) || (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) oplist_push(user, op);
+    if (conv_is_marked(op) || (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) oplist_push(user, op);
     return MlirWalkResultAdvance;
 }
 
@@ -530,7 +428,7 @@ static void rewrite_all(MlirOperation module, bool epilogues) {
     OpList ops = {0};
     mlirOperationWalk(module, collect_candidate, &ops, MlirWalkPreOrder);
     for (int i = 0; i < ops.n; ++i) {
-        if (is_marked_conv(ops.ops[i])) {
+        if (conv_is_marked(ops.ops[i])) {
             rewrite_conv(module, ops.ops[i], epilogues);
         } else {
             rewrite_contraction(module, ops.ops[i], epilogues);

@@ -38,7 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "buffers.h"
+#include "gpu_extern.h"
 #include "gpu_map.h"
 
 typedef struct TypeText {
@@ -54,7 +54,7 @@ static void append(MlirStringRef s, void *user) {
     t->data[t->len] = 0;
 }
 
-static const char *float_name(MlirType t) {
+const char *gpu_float_name(MlirType t) {
     if (mlirTypeIsAF32(t)) return "f32";
     if (mlirTypeIsAF16(t)) return "f16";
     if (mlirTypeIsABF16(t)) return "bf16";
@@ -62,7 +62,7 @@ static const char *float_name(MlirType t) {
     return NULL;
 }
 
-static MlirType elem_of(MlirValue v) { return mlirShapedTypeGetElementType(mlirValueGetType(v)); }
+MlirType gpu_elem_of(MlirValue v) { return mlirShapedTypeGetElementType(mlirValueGetType(v)); }
 
 /* A matrix ([batch,] rows, cols) cuBLAS can read: a unit stride on one of
  * the two dims and the other a valid leading dimension, a batch with a
@@ -99,32 +99,22 @@ typedef struct Operand {
     View view;
 } Operand;
 
-typedef enum Act { ACT_NONE, ACT_RELU, ACT_GELU } Act;
-
 typedef struct Gemm {
     MlirOperation op, fill, at; /* the product, its zero fill, the op the call goes before */
     Operand a, b, d, bias, residual;
     bool has_bias, has_residual;
-    Act act;
+    GpuAct act;
     MlirOperation fallback; /* the epilogue reader kept after the call */
     int fallback_c;         /* its operand that read C, rewired to its output */
     OpList dead;            /* erased after the call is built, in this order */
 } Gemm;
 
-/* The op that reads D next, if the call can absorb it: D's buffer is an
- * allocation, the first op after the call's place to access it is
- * `reader`, which reads all of it through one contiguous view (operand
- * *out_c) in row-major order, and the next access after the reader
- * overwrites it all (bufferization reuses buffers).  The reader is a
- * memref.copy out of it, or an all-parallel linalg.generic with one output,
- * identity maps on that input and the output; its loops run over that
- * view's shape (*out_loops). */
-static MlirOperation sole_reader(const Gemm *g, int *out_c, View *out_loops) {
-    MlirValue buffer = buffer_root(g->d.view.base);
+MlirOperation gpu_sole_reader(const View *result, MlirOperation at, int *out_c, View *out_loops) {
+    MlirValue buffer = buffer_root(result->base);
     MlirOperation alloc = defining_op(buffer);
     View whole;
     bool ok = !mlirOperationIsNull(alloc) && op_is(alloc, "memref.alloc") && view_of_type(buffer, &whole) && is_contiguous(&whole);
-    MlirOperation reader = ok ? next_access(g->at, buffer) : (MlirOperation){NULL};
+    MlirOperation reader = ok ? next_access(at, buffer) : (MlirOperation){NULL};
     ok = ok && !mlirOperationIsNull(reader);
     int n_in = 1, c = 0;
     if (ok && op_is(reader, "linalg.generic")) {
@@ -151,10 +141,7 @@ static MlirOperation sole_reader(const Gemm *g, int *out_c, View *out_loops) {
     return reader;
 }
 
-/* Reader operand `i` seen by the call: D's elements in the reader's loops
- * (`loops`) mapped onto it (through its indexing map; a memref.copy's are
- * identities), in the product's shape. */
-static bool product_view(const Gemm *g, MlirOperation reader, int i, const View *loops, View *out) {
+bool gpu_result_view(const View *result, MlirOperation reader, int i, const View *loops, View *out) {
     View operand;
     int64_t strides[VIEW_MAX_DIMS], offset;
     MlirValue v = mlirOperationGetOperand(reader, i);
@@ -166,21 +153,19 @@ static bool product_view(const Gemm *g, MlirOperation reader, int i, const View 
     } else if (!view_through_map(&operand, indexing_map(reader, i), loops->rank, strides, &offset)) {
         return false;
     }
-    return view_compose(&g->d.view, loops->rank, loops->sizes, v, strides, offset, out);
+    return view_compose(result, loops->rank, loops->sizes, v, strides, offset, out);
 }
 
-/* A generic reading only D, yielding it (a copy) or its f32 rounded to
- * f16/bf16, the type of the product's operands (cuBLAS writes that type). */
-static bool copies_or_rounds(const Gemm *g, MlirOperation reader) {
+bool gpu_copies_or_rounds(MlirOperation reader, MlirType narrow) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(reader, 0));
     MlirOperation yield = mlirBlockGetTerminator(body), first = mlirBlockGetFirstOperation(body);
     MlirValue yielded = mlirOperationGetOperand(yield, 0);
     if (mlirOperationGetNumOperands(reader) != 2) return false;
     if (!mlirOperationEqual(first, yield)) { /* truncf, then yield */
-        MlirType out = elem_of(mlirOperationGetOperand(reader, 1));
+        MlirType out = gpu_elem_of(mlirOperationGetOperand(reader, 1));
         if (!op_is(first, "arith.truncf") || !mlirOperationEqual(mlirOperationGetNextInBlock(first), yield) ||
             !mlirValueEqual(yielded, mlirOperationGetResult(first, 0)) || !(mlirTypeIsAF16(out) || mlirTypeIsABF16(out)) ||
-            !mlirTypeEqual(out, elem_of(g->a.view.base))) {
+            !mlirTypeEqual(out, narrow)) {
             return false;
         }
         yielded = mlirOperationGetOperand(first, 0);
@@ -193,9 +178,9 @@ static bool copies_or_rounds(const Gemm *g, MlirOperation reader) {
 static bool absorb_copy(Gemm *g) {
     int c;
     View loops, d;
-    MlirOperation reader = sole_reader(g, &c, &loops);
-    if (mlirOperationIsNull(reader) || !(op_is(reader, "memref.copy") || copies_or_rounds(g, reader)) ||
-        !product_view(g, reader, 1, &loops, &d)) {
+    MlirOperation reader = gpu_sole_reader(&g->d.view, g->at, &c, &loops);
+    if (mlirOperationIsNull(reader) || !(op_is(reader, "memref.copy") || gpu_copies_or_rounds(reader, gpu_elem_of(g->a.view.base))) ||
+        !gpu_result_view(&g->d.view, reader, 1, &loops, &d)) {
         return false;
     }
     oplist_push_unique(&g->dead, reader);
@@ -298,9 +283,7 @@ static bool count_terms(MlirValue v, MlirBlock body, int *counts, int n_args) {
     return true;
 }
 
-/* The reader's body is yield([truncf] act(sum of its inputs, each once)):
- * which activation. */
-static bool epilogue_body(MlirOperation reader, Act *act) {
+bool gpu_epilogue_body(MlirOperation reader, GpuAct *act) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(reader, 0));
     MlirOperation yield = mlirBlockGetTerminator(body);
     MlirValue z = mlirOperationGetOperand(yield, 0), s;
@@ -310,12 +293,12 @@ static bool epilogue_body(MlirOperation reader, Act *act) {
         z = mlirOperationGetOperand(trunc, 0);
         if (!mlirTypeIsAF32(mlirValueGetType(z))) return false;
     }
-    *act = ACT_NONE;
+    *act = GPU_ACT_NONE;
     s = z;
     if (with_constant(z, "arith.maximumf", 0.0, &s)) {
-        *act = ACT_RELU;
+        *act = GPU_ACT_RELU;
     } else if (is_gelu_tanh(z, &s)) {
-        *act = ACT_GELU;
+        *act = GPU_ACT_GELU;
     } else {
         s = z;
     }
@@ -330,22 +313,22 @@ static bool epilogue_body(MlirOperation reader, Act *act) {
 /* The call does the reader's act(D + bias + residual) with cuBLASLt's
  * epilogue, the reader kept in place on its output for when it cannot. */
 static bool absorb_epilogue(Gemm *g) {
-    MlirType dt = elem_of(g->d.view.base);
+    MlirType dt = gpu_elem_of(g->d.view.base);
     if (g->d.view.rank != 2 || !(mlirTypeIsAF32(dt) || mlirTypeIsAF16(dt) || mlirTypeIsABF16(dt))) return false;
     int c;
     View loops, d;
-    MlirOperation reader = sole_reader(g, &c, &loops);
+    MlirOperation reader = gpu_sole_reader(&g->d.view, g->at, &c, &loops);
     if (mlirOperationIsNull(reader) || !op_is(reader, "linalg.generic")) return false;
     int n_in = (int)mlirOperationGetNumOperands(reader) - 1;
     MlirValue out = mlirOperationGetOperand(reader, n_in), out_root = buffer_root(out);
     Gemm e = *g;
     e.has_bias = e.has_residual = false;
-    bool ok = n_in <= 3 && mlirTypeEqual(elem_of(out), dt) && product_view(g, reader, n_in, &loops, &d) && epilogue_body(reader, &e.act);
+    bool ok = n_in <= 3 && mlirTypeEqual(gpu_elem_of(out), dt) && gpu_result_view(&g->d.view, reader, n_in, &loops, &d) && gpu_epilogue_body(reader, &e.act);
     for (int i = 0; i < n_in && ok; ++i) {
         View v = {{NULL}, 0, {0}, {0}, 0};
         MlirValue in = mlirOperationGetOperand(reader, i);
         if (i == c) continue;
-        ok = mlirTypeEqual(elem_of(in), dt) && !mlirValueEqual(buffer_root(in), out_root) && product_view(g, reader, i, &loops, &v);
+        ok = mlirTypeEqual(gpu_elem_of(in), dt) && !mlirValueEqual(buffer_root(in), out_root) && gpu_result_view(&g->d.view, reader, i, &loops, &v);
         int64_t m = v.sizes[0], n = v.sizes[1];
         bool row = (m == 1 || v.strides[0] == 0) && (n == 1 || v.strides[1] == 1);
         if (ok && row && !e.has_bias) { /* bias[n], read as n contiguous elements */
@@ -358,7 +341,7 @@ static bool absorb_epilogue(Gemm *g) {
             ok = false;
         }
     }
-    ok = ok && (e.has_bias || e.has_residual || e.act != ACT_NONE);
+    ok = ok && (e.has_bias || e.has_residual || e.act != GPU_ACT_NONE);
     if (!ok) return false;
     oplist_push_unique(&e.dead, defining_op(buffer_root(g->d.view.base)));
     e.d = (Operand){{NULL}, d};
@@ -394,19 +377,25 @@ static bool read_operand(Gemm *g, Operand *x, MlirValue d_root) {
  * Rewriting
  *===----------------------------------------------------------------------===*/
 
-/* x's value, or a reinterpret_cast to its view where the view is not that
- * of its base's own type. */
-static MlirValue operand_value(Builder *b, const Operand *x) {
-    if (!mlirValueIsNull(x->value)) return x->value;
+MlirValue gpu_view_value(Builder *b, MlirValue value, const View *view) {
+    if (!mlirValueIsNull(value)) return value;
     View own;
-    bool same = view_of_type(x->view.base, &own) && own.rank == x->view.rank && own.offset == x->view.offset &&
-                !memcmp(own.sizes, x->view.sizes, sizeof(int64_t) * (size_t)own.rank) &&
-                !memcmp(own.strides, x->view.strides, sizeof(int64_t) * (size_t)own.rank);
-    return same ? x->view.base : build_view(b, &x->view);
+    bool same = view_of_type(view->base, &own) && own.rank == view->rank && own.offset == view->offset &&
+                !memcmp(own.sizes, view->sizes, sizeof(int64_t) * (size_t)own.rank);
+    for (int d = 0; d < own.rank && same; ++d) same = own.sizes[d] == 1 || own.strides[d] == view->strides[d];
+    return same ? view->base : build_view(b, view);
 }
 
-/* Declares func.func private @name(<types of args>) in the module. */
+static MlirValue operand_value(Builder *b, const Operand *x) { return gpu_view_value(b, x->value, &x->view); }
+
+/* Declares func.func private @name(<types of args>) in the module, once
+ * (the fallback markers of two passes may share a name). */
 static void declare(MlirOperation module, const char *name, const MlirValue *args, int n) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
+        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
+    }
     char text[2600];
     size_t len = (size_t)snprintf(text, sizeof text, "func.func private @%s(", name);
     for (int i = 0; i < n; ++i) {
@@ -416,10 +405,10 @@ static void declare(MlirOperation module, const char *name, const MlirValue *arg
     }
     snprintf(text + len, sizeof text - len, ")");
     MlirOperation decl = mlirOperationCreateParse(mlirOperationGetContext(module), sref(text), sref("pt2-gpu-extern-gemm"));
-    mlirBlockAppendOwnedOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)), decl);
+    mlirBlockAppendOwnedOperation(body, decl);
 }
 
-static void build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n) {
+void gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n) {
     declare(module, name, args, n);
     MlirNamedAttribute callee = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(name)));
     build_op(b, "func.call", n, args, 0, NULL, 1, &callee);
@@ -436,15 +425,15 @@ static void emit(MlirOperation module, Gemm *g, int index) {
     if (g->has_residual) args[n++] = operand_value(&b, &g->residual);
     static const char *const acts[] = {"", "_relu", "_gelu"};
     char name[160];
-    snprintf(name, sizeof name, "pt2_gpu_gemm_%s_%s_b%d%s%s%s_%d", float_name(elem_of(args[0])), float_name(elem_of(args[2])),
+    snprintf(name, sizeof name, "pt2_gpu_gemm_%s_%s_b%d%s%s%s_%d", gpu_float_name(gpu_elem_of(args[0])), gpu_float_name(gpu_elem_of(args[2])),
              mlirOperationIsNull(g->fill) ? 1 : 0, g->has_bias ? "_bias" : "", g->has_residual ? "_res" : "", acts[g->act], index);
-    build_call(&b, module, name, args, n);
+    gpu_build_call(&b, module, name, args, n);
     if (!mlirOperationIsNull(g->fallback)) {
         MlirOperation r = g->fallback;
         mlirOperationSetOperand(r, g->fallback_c, mlirOperationGetOperand(r, mlirOperationGetNumOperands(r) - 1));
         Builder after = builder_before(mlirOperationGetNextInBlock(r));
         snprintf(name, sizeof name, "pt2_gpu_fallback_end_%d", index);
-        build_call(&after, module, name, NULL, 0);
+        gpu_build_call(&after, module, name, NULL, 0);
     }
     mlirOperationDestroy(g->op);
     if (!mlirOperationIsNull(g->fill)) mlirOperationDestroy(g->fill);
@@ -465,8 +454,8 @@ static bool rewrite_product(MlirOperation module, MlirOperation op, int index) {
         }
         slots[i]->value = v;
     }
-    MlirType ea = elem_of(g.a.value), ec = elem_of(g.d.value);
-    if (!float_name(ea) || !float_name(ec) || !mlirTypeEqual(ea, elem_of(g.b.value))) return false;
+    MlirType ea = gpu_elem_of(g.a.value), ec = gpu_elem_of(g.d.value);
+    if (!gpu_float_name(ea) || !gpu_float_name(ec) || !mlirTypeEqual(ea, gpu_elem_of(g.b.value))) return false;
     if (!(mlirTypeEqual(ea, ec) || (mlirTypeIsAF32(ec) && !mlirTypeIsAF64(ea)))) return false;
     g.fill = zero_fill_before(op, g.d.value);
     if (!mlirOperationIsNull(g.fill)) {

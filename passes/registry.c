@@ -27,6 +27,7 @@ MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
+MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
@@ -79,6 +80,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_map_loops_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
+    {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls in the GPU launch plan, their loops kept behind as the fallback "
+     "(passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
      "buffer (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
 };
@@ -203,7 +206,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
              "gpu-module-to-binary{format=isa}",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,", chip,
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,", chip,
              link);
     return text;
 }

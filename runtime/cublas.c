@@ -299,7 +299,7 @@ void pt2_cublas_gemm_free(Pt2Gemm *e) {
 /* One operand's matrix (the last two dims) as cuBLAS sees it: the op that
  * turns the stored column-major matrix into (rows × cols)ᵀ, the leading
  * dimension, the batch stride; -1 if neither dimension has a unit stride. */
-static int as_column_major(const Pt2GemmOperand *m, int *out_ld, long long *out_batch_stride) {
+static int as_column_major(const Pt2GpuOperand *m, int *out_ld, long long *out_batch_stride) {
     int r = m->rank;
     int64_t rows = m->sizes[r - 2], cols = m->sizes[r - 1], s_rows = m->strides[r - 2], s_cols = m->strides[r - 1];
     *out_batch_stride = r == 3 ? m->strides[0] : 0;
@@ -325,10 +325,10 @@ typedef struct Product {
     void *d;
 } Product;
 
-static const void *element(const Pt2GemmOperand *x, int bytes) { return (const char *)x->data + x->offset * bytes; }
+static const void *element(const Pt2GpuOperand *x, int bytes) { return (const char *)x->data + x->offset * bytes; }
 
-static int read_product(const Pt2Gemm *e, const Pt2GemmOperand *ops, int n_ops, Product *p) {
-    const Pt2GemmOperand *a = &ops[0], *b = &ops[1], *d = &ops[2];
+static int read_product(const Pt2Gemm *e, const Pt2GpuOperand *ops, int n_ops, Product *p) {
+    const Pt2GpuOperand *a = &ops[0], *b = &ops[1], *d = &ops[2];
     bool ranks_ok = n_ops == 3 + e->bias + e->residual && d->rank >= 2 && d->rank <= 3 && a->rank == d->rank && b->rank == d->rank &&
                     (!e->bias || ops[3].rank == 1) && (!e->residual || ops[3 + e->bias].rank == 2);
     if (!ranks_ok) {
@@ -446,7 +446,7 @@ static int plain_gemm(const Pt2Gemm *e, const Product *p, void *stream) {
     return 0;
 }
 
-int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GemmOperand *operands, int n_operands, void *stream,
+int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, void *stream,
                     bool *out_epilogue_done) {
     *out_epilogue_done = false;
     if (!*entry && !(*entry = parse_entry(what))) return -1;

@@ -5,26 +5,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A memref operand of a gemm plan entry: device base, element offset, the
- * sizes and strides (rank 2, or 3 with a batch dimension first; a bias is
- * rank 1). */
-typedef struct Pt2GemmOperand {
-    void *data;
-    int64_t offset;
-    int rank;
-    int64_t sizes[3], strides[3];
-} Pt2GemmOperand;
+#include "cuda.h"
 
 /* One gemm entry of a plan, with what cuBLASLt needs kept between calls. */
 typedef struct Pt2Gemm Pt2Gemm;
 
-/* D (+)= A · B on `stream` for the plan entry `what`:
+/* D (+)= A · B on `stream` for the plan entry `what` (operands of rank 2,
+ * or 3 with a batch dimension first; a bias is rank 1):
  * "gemm_<ab>_<d>_b<0|1>[_bias][_res][_relu|_gelu]" (passes/gpu_extern.c)
  * with operands A, B, D[, bias][, residual].  *entry starts NULL and is
  * filled at the first call.  An entry with an epilogue is done by cuBLASLt
  * where it can (*out_epilogue_done = true); else D = A · B alone and the
  * plan runs the entry's fallback kernels.  0 or -1 with pt2's error set. */
-int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GemmOperand *operands, int n_operands, void *stream,
+int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, void *stream,
                     bool *out_epilogue_done);
 void pt2_cublas_gemm_free(Pt2Gemm *entry);
 

@@ -13,6 +13,16 @@
 #include <stdint.h>
 
 typedef uint64_t Pt2CuDevicePtr;
+
+/* A memref operand of a library call in a launch plan (cuBLAS, cuDNN):
+ * device base, element offset, sizes and strides in elements. */
+#define PT2_GPU_OPERAND_MAX_RANK 4
+typedef struct Pt2GpuOperand {
+    void *data;
+    int64_t offset;
+    int rank;
+    int64_t sizes[PT2_GPU_OPERAND_MAX_RANK], strides[PT2_GPU_OPERAND_MAX_RANK];
+} Pt2GpuOperand;
 typedef struct Pt2CuModule Pt2CuModule; /* CUmodule */
 typedef struct Pt2CuFunction Pt2CuFunction; /* CUfunction */
 

@@ -16,9 +16,12 @@
  * The plan records, per launch, the kernel, grid and block sizes, and its
  * parameters as the NVVM lowering expects them: a memref as its bare
  * pointer (offset, sizes and strides are constants of its type), scalars as
- * themselves.  A cuBLAS call is an entry of the plan as well (module -1);
- * the kernels after one with an epilogue, up to @pt2_gpu_fallback_end_*,
- * run only when cuBLASLt could not do that epilogue ("unless <entry>").
+ * themselves.  A cuBLAS or cuDNN call is an entry of the plan as well
+ * (module -1).  The kernels after one, up to @pt2_gpu_fallback_end_*, are
+ * its fallback: a gemm's epilogue, run only when cuBLASLt could not do it
+ * ("unless <entry>"); a conv's loops, run only when cuDNN did not compute
+ * the result ("unless <entry> result"), then, after
+ * @pt2_gpu_fallback_epilogue_*, its epilogue ("unless <entry>").
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +35,7 @@
 
 #include "cublas.h"
 #include "cuda.h"
+#include "cudnn.h"
 #include "kernel_shared.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
@@ -41,7 +45,7 @@
 
 char *pt2_operation_to_text(MlirOperation op, bool debug_info);
 
-#define PLAN_MAGIC "pt2-gpu-plan-v2"
+#define PLAN_MAGIC "pt2-gpu-plan-v3"
 #define WORKSPACE_ALIGN 256
 
 typedef enum ArgKind { ARG_INPUT_OUTPUT = 'a', ARG_WORKSPACE = 'w', ARG_CONSTANT = 'c', ARG_SCALAR = 's' } ArgKind;
@@ -54,15 +58,21 @@ typedef struct GpuArg {
     uint64_t scalar_bits;
 } GpuArg;
 
+/* How much of its work a library call did: a launch of its fallback runs
+ * unless the call did at least its `unless_done`. */
+typedef enum Done { DONE_NOTHING = 0, DONE_RESULT = 1, DONE_EPILOGUE = 2 } Done;
+
 typedef struct GpuLaunch {
-    int module;
+    int module;      /* -1: a library call (function gemm_* or conv_*) */
     char function[128];
     unsigned grid[3], block[3], shared_bytes;
     int n_args;
     GpuArg *args;
-    int unless;      /* the gemm entry whose epilogue makes this launch unnecessary, or -1 */
+    int unless;      /* the library call this launch is the fallback of, or -1 */
+    Done unless_done;
     Pt2CuFunction *loaded;
     Pt2Gemm *gemm;   /* a cuBLAS entry's state (runtime/cublas.c) */
+    Pt2Conv *conv;   /* a cuDNN entry's state (runtime/cudnn.c) */
 } GpuLaunch;
 
 typedef struct GpuConstant {
@@ -112,7 +122,8 @@ typedef struct PlanBuilder {
     char root_kinds[256];
     int n_roots;
     char **module_names;
-    int fallback_of; /* the gemm entry whose fallback kernels are being read, or -1 */
+    int fallback_of; /* the library call whose fallback kernels are being read, or -1 */
+    Done fallback_unless;
 } PlanBuilder;
 
 static void plan_error(MlirOperation at, const char *msg) {
@@ -282,6 +293,7 @@ static int plan_launch(PlanBuilder *pb, MlirOperation op) {
     GpuLaunch *l = &k->launches[k->n_launches];
     memset(l, 0, sizeof *l);
     l->unless = pb->fallback_of;
+    l->unless_done = pb->fallback_unless;
     MlirAttribute kernel = attr(op, "kernel");
     l->module = module_index(pb, mlirSymbolRefAttrGetRootReference(kernel));
     MlirStringRef fn = mlirSymbolRefAttrGetLeafReference(kernel);
@@ -317,9 +329,13 @@ static bool is_call_to(MlirOperation op, const char *prefix) {
     return callee.length > strlen(prefix) && strncmp(callee.data, prefix, strlen(prefix)) == 0;
 }
 
-/* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu]_<n>(A, B, D[, bias][, residual]):
- * a cuBLAS call in the plan, module -1, function "gemm_<ab>_<d>_b<beta>...". */
-static int plan_gemm(PlanBuilder *pb, MlirOperation op) {
+static bool is_gemm(const GpuLaunch *l) { return !strncmp(l->function, "gemm_", 5); }
+
+/* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu]_<n>(A, B, D[, bias][, residual])
+ * (passes/gpu_extern.c) or @pt2_gpu_conv_<t>_..._<n>(x, w, y[, bias[, residual]], scratch)
+ * (passes/gpu_conv.c): a library call in the plan, module -1, function
+ * "gemm_..." or "conv_...". */
+static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
     Pt2GpuKernel *k = pb->k;
     GpuLaunch *l = &k->launches[k->n_launches];
     memset(l, 0, sizeof *l);
@@ -335,10 +351,13 @@ static int plan_gemm(PlanBuilder *pb, MlirOperation op) {
     for (int i = 0; i < l->n_args; ++i) {
         if (plan_memref(pb, op, mlirOperationGetOperand(op, i), &l->args[i]) != 0) return -1;
     }
-    /* the launches up to @pt2_gpu_fallback_end_<n> are its epilogue, for when cuBLASLt cannot */
+    /* the launches up to @pt2_gpu_fallback_end_<n> are its fallback: a
+     * gemm's epilogue (when cuBLASLt cannot), a conv's loops (when cuDNN
+     * cannot) and after @pt2_gpu_fallback_epilogue_<n> its epilogue */
     bool epilogue = strstr(l->function, "_bias") || strstr(l->function, "_res") || strstr(l->function, "_relu") ||
                     strstr(l->function, "_gelu");
-    pb->fallback_of = epilogue ? k->n_launches : -1;
+    pb->fallback_of = !is_gemm(l) || epilogue ? k->n_launches : -1;
+    pb->fallback_unless = is_gemm(l) ? DONE_EPILOGUE : DONE_RESULT;
     k->n_launches++;
     return 0;
 }
@@ -388,8 +407,10 @@ static int build_plan(PlanBuilder *pb) {
             }
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
-        } else if (is_call_to(op, "pt2_gpu_gemm_")) {
-            if (plan_gemm(pb, op) != 0) return -1;
+        } else if (is_call_to(op, "pt2_gpu_gemm_") || is_call_to(op, "pt2_gpu_conv_")) {
+            if (plan_library_call(pb, op) != 0) return -1;
+        } else if (is_call_to(op, "pt2_gpu_fallback_epilogue_")) {
+            pb->fallback_unless = DONE_EPILOGUE;
         } else if (is_call_to(op, "pt2_gpu_fallback_end_")) {
             pb->fallback_of = -1;
         } else if (!(arith || is_op(op, "memref.dealloc") || is_op(op, "func.return") || is_op(op, "memref.expand_shape") ||
@@ -438,7 +459,8 @@ static char *plan_to_text(const Pt2GpuKernel *k) {
         const GpuLaunch *l = &k->launches[i];
         text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d", l->module, l->function, l->grid[0],
                     l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared_bytes, l->n_args);
-        text_printf(&t, l->unless >= 0 ? " unless %d\n" : "\n", l->unless);
+        if (l->unless >= 0) text_printf(&t, " unless %d%s", l->unless, l->unless_done == DONE_RESULT ? " result" : "");
+        text_printf(&t, "\n");
         for (int j = 0; j < l->n_args; ++j) {
             const GpuArg *a = &l->args[j];
             if (a->kind == ARG_SCALAR) {
@@ -484,7 +506,15 @@ static int plan_from_text(Pt2GpuKernel *k, const char *text) {
         }
         p += n;
         l->unless = -1;
-        if (sscanf(p, " unless %d%n", &l->unless, &n) == 1) p += n;
+        if (sscanf(p, " unless %d%n", &l->unless, &n) == 1) {
+            p += n;
+            l->unless_done = DONE_EPILOGUE;
+            n = 0;
+            if (sscanf(p, " result%n", &n) == 0 && n > 0) {
+                p += n;
+                l->unless_done = DONE_RESULT;
+            }
+        }
         l->args = calloc((size_t)l->n_args + 1, sizeof *l->args);
         for (int j = 0; j < l->n_args; ++j) {
             GpuArg *a = &l->args[j];
@@ -696,6 +726,7 @@ void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     for (int i = 0; i < k->n_launches; ++i) {
         free(k->launches[i].args);
         pt2_cublas_gemm_free(k->launches[i].gemm);
+        pt2_cudnn_conv_free(k->launches[i].conv);
     }
     for (int i = 0; i < k->n_modules; ++i) free(k->module_ptx ? k->module_ptx[i] : NULL);
     for (int i = 0; i < k->n_constants; ++i) free(k->constants[i].data);
@@ -769,26 +800,37 @@ static uint64_t arg_base(const Pt2GpuKernel *k, const GpuArg *a, void *const *de
                                        : k->constants[a->root].device;
 }
 
-static int launch_gemm(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream,
-                       bool *out_epilogue_done) {
-    Pt2GemmOperand ops[5];
-    if (l->n_args > 5) {
-        pt2_set_error("internal: a gemm entry with %d operands", l->n_args);
+/* A library call: its operands, then cuBLAS or cuDNN; *out_done says how
+ * much of its fallback the plan may skip. */
+static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream,
+                               Done *out_done) {
+    Pt2GpuOperand ops[8];
+    if (l->n_args > 8) {
+        pt2_set_error("internal: a library call %s with %d operands", l->function, l->n_args);
         return -1;
     }
     for (int i = 0; i < l->n_args; ++i) {
         const GpuArg *a = &l->args[i];
-        if (a->kind == ARG_SCALAR || a->rank < 1 || a->rank > 3) {
-            pt2_set_error("internal: a gemm operand of rank %d", a->rank);
+        if (a->kind == ARG_SCALAR || a->rank < 1 || a->rank > PT2_GPU_OPERAND_MAX_RANK) {
+            pt2_set_error("internal: a library call %s with an operand of rank %d", l->function, a->rank);
             return -1;
         }
-        ops[i] = (Pt2GemmOperand){(void *)(uintptr_t)arg_base(k, a, device_pointers, workspace), a->offset, a->rank, {0}, {0}};
+        ops[i] = (Pt2GpuOperand){(void *)(uintptr_t)arg_base(k, a, device_pointers, workspace), a->offset, a->rank, {0}, {0}};
         for (int d = 0; d < a->rank; ++d) {
             ops[i].sizes[d] = a->sizes[d];
             ops[i].strides[d] = a->strides[d];
         }
     }
-    return pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, stream, out_epilogue_done);
+    if (is_gemm(l)) {
+        bool epilogue_done;
+        int rc = pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, stream, &epilogue_done);
+        *out_done = epilogue_done ? DONE_EPILOGUE : DONE_RESULT;
+        return rc;
+    }
+    Pt2ConvDone done;
+    int rc = pt2_cudnn_conv(&l->conv, l->function, ops, l->n_args, stream, &done);
+    *out_done = done == PT2_CONV_DONE_EPILOGUE ? DONE_EPILOGUE : done == PT2_CONV_DONE_RESULT ? DONE_RESULT : DONE_NOTHING;
+    return rc;
 }
 
 /* Kernels assume 16-byte aligned buffers (llvm.align on their parameters:
@@ -811,16 +853,16 @@ static int check_aligned(const Pt2GpuKernel *k, void *const *device_pointers, vo
 
 int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
     if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
-    int epilogue_done_by = -1; /* the last gemm entry whose epilogue cuBLASLt did */
+    int call = -1;            /* the last library call */
+    Done done = DONE_NOTHING; /* and what it did */
     for (int i = 0; i < k->n_launches; ++i) {
         GpuLaunch *l = &k->launches[i];
         if (l->module < 0) {
-            bool done;
-            if (launch_gemm(k, l, device_pointers, workspace, stream, &done) != 0) return -1;
-            epilogue_done_by = done ? i : -1;
+            if (launch_library_call(k, l, device_pointers, workspace, stream, &done) != 0) return -1;
+            call = i;
             continue;
         }
-        if (l->unless >= 0 && l->unless == epilogue_done_by) continue;
+        if (l->unless >= 0 && l->unless == call && done >= l->unless_done) continue;
         uint64_t words[256];
         void *params[256];
         if (l->n_args > 256) {
@@ -852,7 +894,8 @@ Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, v
     void *stream = NULL, *exec = NULL;
     if (pt2_cuda_capture_stream(&stream) != 0) return NULL;
     for (int i = 0; i < k->n_launches; ++i) {
-        if (k->launches[i].module < 0 && pt2_cublas_prepare_stream(stream) != 0) return NULL;
+        if (k->launches[i].module >= 0) continue;
+        if (is_gemm(&k->launches[i]) ? pt2_cublas_prepare_stream(stream) != 0 : pt2_cudnn_init() != 0) return NULL;
     }
     if (pt2_cuda_capture_begin(&stream) != 0) return NULL;
     bool ok = pt2GpuKernelLaunch(k, device_pointers, workspace, stream) == 0;

@@ -28,18 +28,21 @@ _sig("pt2GpuKernelNumLaunches", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2GpuKernelPlanText", ctypes.c_char_p, ctypes.c_void_p)
 _sig("pt2GpuKernelLaunch", ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p)
 _sig("pt2GpuSetMatmulAllowTF32", None, ctypes.c_int)
+_sig("pt2GpuSetConvAllowTF32", None, ctypes.c_int)
 
-_tf32 = None
+_tf32 = None  # (matmul, cudnn) flags as last given to libpt2
 ALIGNMENT = 16  # PT2_GPU_ALIGNMENT (include/pt2.h): every buffer of a launch
 
 
 def _sync_matmul_flags():
-    """cuBLAS calls in a plan follow torch.backends.cuda.matmul.allow_tf32."""
+    """cuBLAS calls in a plan follow torch.backends.cuda.matmul.allow_tf32, cuDNN
+    calls torch.backends.cudnn.allow_tf32 (on by default in torch)."""
     global _tf32
-    flag = bool(torch.backends.cuda.matmul.allow_tf32)
-    if flag != _tf32:
-        _lib.pt2GpuSetMatmulAllowTF32(int(flag))
-        _tf32 = flag
+    flags = (bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32))
+    if flags != _tf32:
+        _lib.pt2GpuSetMatmulAllowTF32(int(flags[0]))
+        _lib.pt2GpuSetConvAllowTF32(int(flags[1]))
+        _tf32 = flags
 
 
 def _find_cublas():

@@ -1,6 +1,6 @@
-"""Conv-free models for the GPU capture tests and bench/gpu_e2e.py: an MLP, a
-pre-norm transformer block (attention as matmul + softmax, GELU MLP) and an
-encoder of such blocks."""
+"""Models for the GPU capture tests and bench/gpu_e2e.py: an MLP, a pre-norm
+transformer block (attention as matmul + softmax, GELU MLP), an encoder of such
+blocks, and a ResNet-like convolution block (tests/gpu/test_gpu_conv.py)."""
 import math
 
 import torch
@@ -50,3 +50,34 @@ class Encoder(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return self.norm(x)
+
+
+class ConvBlock(nn.Module):
+    """A ResNet basic block with a strided stem, batch norms, a residual and a dilated depthwise layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 7, stride=2, padding=3)
+        self.conv1 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 3, padding=2, dilation=2, groups=16)
+        self.head = nn.Conv2d(16, 10, 1)
+
+    def forward(self, x):
+        x = F.relu(self.stem(x))
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        x = F.relu(x + y)
+        return self.head(F.relu(self.dw(x))).mean(dim=(2, 3))
+
+
+def conv_block(seed=0):
+    """ConvBlock in eval mode with non-trivial batch-norm statistics (the same for every dtype)."""
+    torch.manual_seed(seed)
+    m = ConvBlock().eval()
+    for bn in (m.bn1, m.bn2):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 1.5)
+    return m

@@ -42,6 +42,8 @@ CASES = {
     "sum_dim0": (lambda g, x: g.op("sum", x, dims=[0]), [(torch.float32, (37, 5))], None),
     "bf16_silu": (lambda g, x: g.op("silu", x), [(torch.bfloat16, (1000,))], 1),
     "matmul_relu": (lambda g, a, b: g.op("relu", g.op("matmul", a, b)), [(torch.float32, (65, 33)), (torch.float32, (33, 17))], 2),
+    "conv_bias_relu_f16": (lambda g, x, w, b: g.op("relu", g.op("add", g.op("conv2d", x, w, padding=[1, 1], groups=2), b)),
+                           [(torch.float16, (2, 6, 9, 7)), (torch.float16, (4, 3, 3, 3)), (torch.float16, (1, 4, 1, 1))], None),
 }
 
 
@@ -50,7 +52,7 @@ def test_compiles_to_ptx_for_sm90(name):
     build, specs, launches = CASES[name]
     k = _graph(build, *specs).compile(device="cuda")
     plan = k.plan
-    assert plan.startswith("pt2-gpu-plan-v2\n")
+    assert plan.startswith("pt2-gpu-plan-v3\n")
     if launches is not None:
         assert k.num_launches == launches, plan[:2000]
     mods = _ptx_modules(plan)
@@ -111,3 +113,70 @@ def test_linear_epilogue_and_its_fallback_kernel():
     assert k.workspace_bytes == 0
     (ptx,) = _ptx_modules(k.plan)
     assert ".param .u64 .ptr" in ptx
+
+
+def _launches(plan):
+    return [line for line in plan.splitlines() if line.startswith("launch ")]
+
+
+def test_conv_is_a_cudnn_call_with_its_loops_behind():
+    """conv2d becomes a cuDNN entry (module -1) reading the unpadded input, the weight, writing
+    the output, with cuDNN's scratch buffer from the workspace; the padding, fill and conv loops
+    and their copy into the output follow as its fallback ("unless 0 result")."""
+    k = _graph(lambda g, x, w: g.op("conv2d", x, w, stride=[2, 1], padding=[1, 0], dilation=[1, 2], groups=2),
+               (torch.float32, (3, 4, 11, 9)), (torch.float32, (6, 2, 3, 2))).compile(device="cuda")
+    launches = _launches(k.plan)
+    assert launches[0].startswith("launch -1 conv_f32_s2x1_p1x0_d1x2_g2 ") and launches[0].endswith("args 4"), k.plan[:3000]
+    assert all(line.endswith(" unless 0 result") for line in launches[1:]) and len(launches) >= 4, k.plan[:3000]
+    entry = k.plan[k.plan.index(launches[0]):k.plan.index(launches[1])]
+    assert "memref a 0 rank 4 offset 0 sizes 3 4 11 9 strides 396 99 9 1" in entry  # x before its padding
+    assert "memref a 1 rank 4 offset 0 sizes 6 2 3 2 strides 12 6 2 1" in entry
+    assert "memref a 2 rank 4 offset 0 sizes 3 6 6 7" in entry  # written in place of the loops' copy
+    assert "memref w " in entry and "rank 1" in entry.splitlines()[-1]  # the scratch
+    assert k.workspace_bytes >= 4 << 20
+
+
+@pytest.mark.parametrize("dtype,name", [(torch.float16, "f16"), (torch.bfloat16, "bf16"), (torch.float32, "f32")])
+def test_conv_epilogue_and_its_two_fallbacks(dtype, name):
+    """relu(conv + bias + residual): the entry fuses the epilogue; the loops run unless cuDNN
+    computed the conv ("unless 0 result"), the epilogue kernel unless it also did the epilogue
+    ("unless 0")."""
+    k = _graph(lambda g, x, w, b, r: g.op("relu", g.op("add", r, g.op("add", g.op("conv2d", x, w, padding=[1, 1]), b))),
+               (dtype, (2, 4, 9, 9)), (dtype, (6, 4, 3, 3)), (dtype, (1, 6, 1, 1)), (dtype, (2, 6, 9, 9))).compile(device="cuda")
+    launches = _launches(k.plan)
+    assert launches[0].startswith(f"launch -1 conv_{name}_s1x1_p1x1_d1x1_g1_bias_res_relu ") and launches[0].endswith("args 6")
+    assert launches[-1].endswith(" unless 0") and all(line.endswith(" unless 0 result") for line in launches[1:-1]), k.plan[:3000]
+
+
+def test_conv_loops_without_library_calls(monkeypatch):
+    """PT2_DISABLE=blas: the conv stays loops alone."""
+    monkeypatch.setenv("PT2_DISABLE", "blas")
+    build, specs, _ = CASES["conv_bias_relu_f16"]
+    k = _graph(build, *specs).compile(device="cuda")
+    assert not any(line.startswith("launch -1 ") for line in _launches(k.plan)), k.plan[:2000]
+
+
+def test_captured_conv_block_uses_cudnn():
+    """What capture builds of gpu_models.ConvBlock (run on the CPU here) compiles for the GPU with
+    every convolution a cuDNN entry, the stem's bias + relu fused (the depthwise layer's epilogue
+    writes the buffer its input was in, so it stays a kernel)."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_models import conv_block
+
+    from pt2 import _gpu
+
+    try:  # capture runs the model on the CPU: its conv kernels need libpt2rt's oneDNN
+        g = pt2.Graph()
+        g.outputs(g.op("conv2d", g.input(torch.float32, (1, 2, 4, 4)), g.input(torch.float32, (3, 2, 3, 3))))
+        g.compile()(torch.ones(1, 2, 4, 4), torch.ones(3, 2, 3, 3))
+    except Exception as err:
+        pytest.skip(f"CPU conv kernels do not load here: {err}")
+    m = conv_block()
+    with torch.no_grad():
+        e = pt2.explain(m)(torch.randn(2, 3, 33, 31))
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    entries = [line.split()[2] for line in _gpu.compile_text(e.graphs[0]).plan.splitlines() if line.startswith("launch -1 ")]
+    assert len(entries) == 5 and all(name.startswith("conv_f32_") for name in entries), entries
+    assert "conv_f32_s2x2_p3x3_d1x1_g1_bias_relu" in entries and any(name.startswith("conv_f32_s1x1_p2x2_d2x2_g16") for name in entries)

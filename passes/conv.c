@@ -1,0 +1,139 @@
+/*===- conv.c - the marked conv2d generic, as library-call rewrites read it -===*
+ *
+ * See conv.h.
+ *===----------------------------------------------------------------------===*/
+#include "conv.h"
+
+bool conv_is_marked(MlirOperation op) {
+    return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.conv2d")));
+}
+
+static bool read_pair_attr(MlirAttribute dict, const char *name, int64_t out[2]) {
+    MlirAttribute a = mlirDictionaryAttrGetElementByName(dict, sref(name));
+    if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI64Array(a) || mlirDenseArrayGetNumElements(a) != 2) return false;
+    out[0] = mlirDenseI64ArrayGetElement(a, 0);
+    out[1] = mlirDenseI64ArrayGetElement(a, 1);
+    return true;
+}
+
+bool conv_geometry(MlirOperation op, ConvGeometry *g) {
+    MlirAttribute dict = mlirOperationGetAttributeByName(op, sref("pt2.conv2d"));
+    if (mlirAttributeIsNull(dict) || !mlirAttributeIsADictionary(dict)) return false;
+    MlirAttribute groups = mlirDictionaryAttrGetElementByName(dict, sref("groups"));
+    if (mlirAttributeIsNull(groups) || !mlirAttributeIsAInteger(groups)) return false;
+    g->groups = mlirIntegerAttrGetValueInt(groups);
+    return g->groups > 0 && read_pair_attr(dict, "stride", g->stride) && read_pair_attr(dict, "padding", g->padding) &&
+           read_pair_attr(dict, "dilation", g->dilation);
+}
+
+/* v is block argument i of body, or its arith.extf. */
+static bool is_input(MlirValue v, MlirBlock body, int i) {
+    MlirOperation def = defining_op(v);
+    if (!mlirOperationIsNull(def) && op_is(def, "arith.extf")) v = mlirOperationGetOperand(def, 0);
+    return mlirValueIsABlockArgument(v) && mlirBlockEqual(mlirBlockArgumentGetOwner(v), body) &&
+           mlirBlockArgumentGetArgNumber(v) == i;
+}
+
+bool conv_body_accumulates(MlirOperation op) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    if (mlirBlockIsNull(body) || mlirBlockGetNumArguments(body) != 3) return false;
+    MlirOperation yield = mlirBlockGetTerminator(body);
+    if (mlirOperationIsNull(yield) || mlirOperationGetNumOperands(yield) != 1) return false;
+    MlirOperation add = defining_op(mlirOperationGetOperand(yield, 0));
+    if (mlirOperationIsNull(add) || !op_is(add, "arith.addf")) return false;
+    MlirValue out = mlirBlockGetArgument(body, 2);
+    for (int swap = 0; swap < 2; ++swap) {
+        MlirValue acc = mlirOperationGetOperand(add, swap), product = mlirOperationGetOperand(add, 1 - swap);
+        MlirOperation mul = defining_op(product);
+        if (!mlirValueEqual(acc, out) || mlirOperationIsNull(mul) || !op_is(mul, "arith.mulf")) continue;
+        MlirValue m0 = mlirOperationGetOperand(mul, 0), m1 = mlirOperationGetOperand(mul, 1);
+        return (is_input(m0, body, 0) && is_input(m1, body, 1)) || (is_input(m0, body, 1) && is_input(m1, body, 0));
+    }
+    return false;
+}
+
+MlirValue conv_ungrouped(MlirValue v) {
+    MlirOperation def = defining_op(v);
+    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape")) return (MlirValue){NULL};
+    MlirValue source = mlirOperationGetOperand(def, 0);
+    return mlirShapedTypeGetRank(mlirValueGetType(source)) == 4 ? source : (MlirValue){NULL};
+}
+
+typedef struct FindLoad {
+    MlirOperation load;
+    int count;
+} FindLoad;
+
+static MlirWalkResult find_load(MlirOperation op, void *user) {
+    FindLoad *f = user;
+    if (op_is(op, "memref.load")) {
+        f->load = op;
+        ++f->count;
+    }
+    return MlirWalkResultAdvance;
+}
+
+/* The op writing the padded buffer `padded` (an alloc used only by it and
+ * by `view`): a generic with no inputs whose body loads from one buffer,
+ * x, and writes x zero-padded (pad_spatial in lower_nn.c).  Returns the
+ * generic and x in *out_x, or null. */
+static MlirOperation pad_writer(MlirValue padded, MlirOperation view, MlirValue *out_x) {
+    MlirOperation alloc = defining_op(padded);
+    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc")) return (MlirOperation){NULL};
+    MlirOperation pad = {NULL};
+    for (MlirOpOperand u = mlirValueGetFirstUse(padded); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (mlirOperationEqual(user, view)) continue;
+        if (!mlirOperationIsNull(pad) || !op_is(user, "linalg.generic") || mlirOperationGetNumOperands(user) != 1) {
+            return (MlirOperation){NULL};
+        }
+        pad = user;
+    }
+    if (mlirOperationIsNull(pad)) return pad;
+    FindLoad f = {{NULL}, 0};
+    mlirOperationWalk(pad, find_load, &f, MlirWalkPreOrder);
+    if (f.count != 1) return (MlirOperation){NULL};
+    *out_x = mlirOperationGetOperand(f.load, 0);
+    return pad;
+}
+
+static bool same_shape_prefix(MlirType a, MlirType b, int n) {
+    for (int i = 0; i < n; ++i) {
+        if (mlirShapedTypeGetDimSize(a, i) != mlirShapedTypeGetDimSize(b, i)) return false;
+    }
+    return true;
+}
+
+bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out_x, MlirOperation *out_pad) {
+    MlirValue padded = conv_ungrouped(mlirOperationGetOperand(op, 0));
+    if (mlirValueIsNull(padded)) return false;
+    *out_pad = (MlirOperation){NULL};
+    if (g->padding[0] == 0 && g->padding[1] == 0) {
+        *out_x = padded;
+        return true;
+    }
+    MlirValue x = {NULL};
+    MlirOperation pad = pad_writer(padded, defining_op(mlirOperationGetOperand(op, 0)), &x);
+    if (mlirOperationIsNull(pad)) return false;
+    MlirType xt = mlirValueGetType(x), pt = mlirValueGetType(padded);
+    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 || !same_shape_prefix(xt, pt, 2) ||
+        !mlirTypeEqual(mlirShapedTypeGetElementType(xt), mlirShapedTypeGetElementType(pt))) {
+        return false;
+    }
+    for (int i = 0; i < 2; ++i) {
+        if (mlirShapedTypeGetDimSize(xt, 2 + i) + 2 * g->padding[i] > mlirShapedTypeGetDimSize(pt, 2 + i)) return false;
+    }
+    *out_x = x;
+    *out_pad = pad;
+    return true;
+}
+
+bool conv_result_view(MlirOperation op, View *out) {
+    View v;
+    if (!view_of_type(mlirOperationGetOperand(op, 2), &v) || v.rank != 5) return false;
+    int64_t groups = v.sizes[1], og = v.sizes[2];
+    if (groups > 1 && og > 1 && v.strides[1] != og * v.strides[2]) return false;
+    *out = (View){v.base, 4, {v.sizes[0], groups * og, v.sizes[3], v.sizes[4]},
+                  {v.strides[0], og > 1 ? v.strides[2] : v.strides[1], v.strides[3], v.strides[4]}, v.offset};
+    return true;
+}

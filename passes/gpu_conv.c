@@ -1,0 +1,407 @@
+/*===- gpu_conv.c - pt2-gpu-extern-conv: 2-d convolutions to cuDNN --------===*
+ *
+ * In the GPU pipeline, after bufferization and before loops: every conv2d
+ * generic that pt2-lower marked (pt2.conv2d, lower_nn.c) on f32, f16, bf16
+ * or f64 buffers gets, in front of its loops, a host call
+ *
+ *   func.call @pt2_gpu_conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu]]_<n>(
+ *       %x, %w, %y[, %bias[, %residual]], %scratch)
+ *
+ * that runtime/gpu_kernel.c records in the launch plan and runtime/cudnn.c
+ * runs through cuDNN: x the input [N, C, H, W] before its zero padding
+ * (cuDNN pads), w the weight [O, C/G, KH, KW], y the result [N, O, OH, OW]
+ * where the loops leave it (after their copy into an output, or their
+ * rounding to f16/bf16: cuDNN writes that type itself), each a static
+ * strided view; scratch is cuDNN's workspace, one allocation in the plan's
+ * workspace shared by the function's calls (they run one after another on
+ * one stream).
+ *
+ * The loops are not removed: they are the fallback for when cuDNN is
+ * missing or refuses the shape, moved behind the call,
+ *
+ *   call @pt2_gpu_conv_..._<n>(...)
+ *   padding, zero fill, conv loops, copies/roundings   (the plan skips these when cuDNN computed y)
+ *   [memref.copy of that result into the epilogue's output
+ *    call @pt2_gpu_fallback_epilogue_<n>()
+ *    the epilogue, in place on its output              (skipped when cuDNN also did the epilogue)]
+ *   call @pt2_gpu_fallback_end_<n>()
+ *
+ * so the result never depends on cuDNN (docs/gpu.md, "Convolutions").
+ * The epilogue is the one elementwise reader of the result computing
+ * [relu](conv + bias[o] [+ residual]) in any order of the terms, which
+ * cudnnConvolutionBiasActivationForward does; it needs the bias.
+ *
+ * Moving the loops down to the call is allowed only if nothing between
+ * their old place and the call touches a buffer they write or writes one
+ * they read.  Convolutions cuDNN cannot describe (a weight neither
+ * NCHW- nor NHWC-packed, sizes beyond int) keep their loops alone.
+ *===----------------------------------------------------------------------===*/
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conv.h"
+#include "gpu_extern.h"
+
+/* cuDNN's workspace: as large as the function's largest convolution's
+ * operands (what an algorithm that transposes them needs), within these. */
+#define SCRATCH_MIN_BYTES ((int64_t)4 << 20)
+#define SCRATCH_MAX_BYTES ((int64_t)1 << 30)
+
+typedef struct Conv {
+    MlirOperation op, pad, fill;
+    ConvGeometry geo;
+    MlirType elem;         /* of x, w and y */
+    MlirValue x, w;        /* [N, C, H, W] unpadded, [O, C/G, KH, KW] */
+    View y;                /* where the call writes, [N, O, OH, OW] */
+    MlirOperation at;      /* the last op of the loops so far */
+    OpList loops;          /* padding, fill, conv, copies: the fallback, in block order */
+    MlirOperation reader;  /* the epilogue, kept after the call; or null */
+    int reader_c;          /* its input that read the result */
+    View bias, residual;   /* bias: [O], one element a channel */
+    bool has_residual, relu;
+} Conv;
+
+static int64_t memref_bytes(MlirType t) {
+    MlirType e = mlirShapedTypeGetElementType(t);
+    int64_t n = mlirTypeIsAF64(e) ? 8 : mlirTypeIsAF32(e) ? 4 : 2;
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
+    return n;
+}
+
+static bool fits_int(const View *v) {
+    for (int d = 0; d < v->rank; ++d) {
+        if (v->sizes[d] > INT_MAX || v->strides[d] < 0 || v->strides[d] > INT_MAX) return false;
+    }
+    return true;
+}
+
+/* Dims of v dense in the order `order` (outermost first), size-1 dims aside. */
+static bool dense_in_order(const View *v, const int *order) {
+    int64_t expect = 1;
+    for (int i = v->rank - 1; i >= 0; --i) {
+        int d = order[i];
+        if (v->sizes[d] != 1 && v->strides[d] != expect) return false;
+        expect *= v->sizes[d];
+    }
+    return true;
+}
+
+/* cuDNN's filter descriptor takes a packed NCHW or NHWC weight. */
+static bool packed_weight(const View *w) {
+    static const int nchw[4] = {0, 1, 2, 3}, nhwc[4] = {0, 2, 3, 1};
+    return w->rank == 4 && (dense_in_order(w, nchw) || dense_in_order(w, nhwc));
+}
+
+/*===----------------------------------------------------------------------===*
+ * What the call takes over
+ *===----------------------------------------------------------------------===*/
+
+/* The copies of the result into another buffer and its rounding to the
+ * operands' f16/bf16: the call writes where the last one does. */
+static void absorb_copies(Conv *c) {
+    for (;;) {
+        int input;
+        View loops, to;
+        MlirOperation r = gpu_sole_reader(&c->y, c->at, &input, &loops);
+        if (mlirOperationIsNull(r) || !(op_is(r, "memref.copy") || gpu_copies_or_rounds(r, c->elem)) ||
+            !gpu_result_view(&c->y, r, 1, &loops, &to)) {
+            return;
+        }
+        oplist_push(&c->loops, r);
+        c->y = to;
+        c->at = r;
+    }
+}
+
+/* A view over y's index space that reads one element per output channel. */
+static bool is_channel_vector(const View *v) {
+    return (v->sizes[0] == 1 || v->strides[0] == 0) && (v->sizes[1] == 1 || v->strides[1] == 1) &&
+           (v->sizes[2] == 1 || v->strides[2] == 0) && (v->sizes[3] == 1 || v->strides[3] == 0);
+}
+
+static bool without_broadcast(const View *v) {
+    for (int d = 0; d < v->rank; ++d) {
+        if (v->sizes[d] > 1 && v->strides[d] == 0) return false;
+    }
+    return true;
+}
+
+/* The reader computing [relu](y + bias [+ residual]): cuDNN's fused call
+ * does it, the reader stays behind as its fallback. */
+static bool absorb_epilogue(Conv *c) {
+    int input;
+    View loops, out;
+    GpuAct act;
+    MlirOperation r = gpu_sole_reader(&c->y, c->at, &input, &loops);
+    if (mlirOperationIsNull(r) || !op_is(r, "linalg.generic")) return false;
+    int n_in = (int)mlirOperationGetNumOperands(r) - 1;
+    MlirValue o = mlirOperationGetOperand(r, n_in), out_root = buffer_root(o);
+    if (n_in > 3 || !mlirTypeEqual(gpu_elem_of(o), c->elem) || !gpu_result_view(&c->y, r, n_in, &loops, &out) ||
+        !gpu_epilogue_body(r, &act) || act == GPU_ACT_GELU) {
+        return false;
+    }
+    bool has_bias = false, has_residual = false;
+    View bias = {{NULL}, 0, {0}, {0}, 0}, residual = bias;
+    for (int i = 0; i < n_in; ++i) {
+        View v;
+        MlirValue in = mlirOperationGetOperand(r, i);
+        if (i == input) continue;
+        if (!mlirTypeEqual(gpu_elem_of(in), c->elem) || mlirValueEqual(buffer_root(in), out_root) ||
+            !gpu_result_view(&c->y, r, i, &loops, &v) || !fits_int(&v)) {
+            return false;
+        }
+        if (!has_bias && is_channel_vector(&v)) {
+            has_bias = true;
+            bias = (View){v.base, 1, {v.sizes[1]}, {1}, v.offset};
+        } else if (!has_residual && without_broadcast(&v)) {
+            has_residual = true;
+            residual = v;
+        } else {
+            return false;
+        }
+    }
+    if (!has_bias) return false;
+    c->reader = r;
+    c->reader_c = input;
+    c->y = out;
+    c->bias = bias;
+    c->residual = residual;
+    c->has_residual = has_residual;
+    c->relu = act == GPU_ACT_RELU;
+    return true;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Moving the loops behind the call
+ *===----------------------------------------------------------------------===*/
+
+/* Sorts the loops into block order (all are in one block). */
+static void sort_in_block(OpList *l) {
+    OpList sorted = {0};
+    MlirBlock block = mlirOperationGetBlock(l->ops[0]);
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        for (int i = 0; i < l->n; ++i) {
+            if (mlirOperationEqual(l->ops[i], op)) oplist_push(&sorted, op);
+        }
+    }
+    oplist_free(l);
+    *l = sorted;
+}
+
+static bool in_list(const OpList *l, MlirOperation op) {
+    for (int i = 0; i < l->n; ++i) {
+        if (mlirOperationEqual(l->ops[i], op)) return true;
+    }
+    return false;
+}
+
+typedef struct Roots {
+    MlirValue v[32];
+    int n;
+} Roots;
+
+static bool add_root(Roots *r, MlirValue v) {
+    MlirValue root = buffer_root(v);
+    for (int i = 0; i < r->n; ++i) {
+        if (mlirValueEqual(r->v[i], root)) return true;
+    }
+    if (r->n == 32) return false;
+    r->v[r->n++] = root;
+    return true;
+}
+
+/* The buffers the loops write (their outputs: the last operand of each op)
+ * and read (the other operands; the padding's input through its load). */
+static bool loop_roots(const Conv *c, Roots *written, Roots *read) {
+    bool ok = add_root(read, c->x) && add_root(read, c->w);
+    for (int i = 0; i < c->loops.n && ok; ++i) {
+        MlirOperation op = c->loops.ops[i];
+        intptr_t n = mlirOperationGetNumOperands(op);
+        for (intptr_t j = 0; j < n && ok; ++j) {
+            MlirValue v = mlirOperationGetOperand(op, j);
+            if (!mlirTypeIsAMemRef(mlirValueGetType(v))) continue;
+            ok = j == n - 1 ? add_root(written, v) : add_root(read, v);
+        }
+    }
+    return ok;
+}
+
+/* Nothing between the first loop op and `to` (where the call goes), other
+ * than the loops themselves, touches what they write or writes what they
+ * (and the call) read; all in one block. */
+static bool loops_can_move(Conv *c, MlirOperation to) {
+    MlirBlock block = mlirOperationGetBlock(c->op);
+    for (int i = 0; i < c->loops.n; ++i) {
+        if (!mlirBlockEqual(mlirOperationGetBlock(c->loops.ops[i]), block)) return false;
+    }
+    if (!mlirBlockEqual(mlirOperationGetBlock(to), block)) return false;
+    sort_in_block(&c->loops);
+    Roots written = {{{NULL}}, 0}, read = {{{NULL}}, 0};
+    if (!loop_roots(c, &written, &read)) return false;
+    for (MlirOperation op = c->loops.ops[0]; !mlirOperationEqual(op, to); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationIsNull(op)) return false;
+        if (in_list(&c->loops, op)) continue;
+        for (int i = 0; i < written.n; ++i) {
+            if (op_may_access(op, written.v[i], true)) return false;
+        }
+        for (int i = 0; i < read.n; ++i) {
+            if (op_may_access(op, read.v[i], false)) return false;
+        }
+    }
+    return true;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Rewriting
+ *===----------------------------------------------------------------------===*/
+
+static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation to, int index) {
+    Builder b = builder_before(to);
+    MlirValue args[6];
+    int n = 0;
+    args[n++] = c->x;
+    args[n++] = c->w;
+    args[n++] = gpu_view_value(&b, (MlirValue){NULL}, &c->y);
+    if (!mlirOperationIsNull(c->reader)) args[n++] = gpu_view_value(&b, (MlirValue){NULL}, &c->bias);
+    if (c->has_residual) args[n++] = gpu_view_value(&b, (MlirValue){NULL}, &c->residual);
+    args[n++] = scratch;
+    const ConvGeometry *g = &c->geo;
+    char name[256];
+    snprintf(name, sizeof name, "pt2_gpu_conv_%s_s%lldx%lld_p%lldx%lld_d%lldx%lld_g%lld%s%s%s_%d", gpu_float_name(c->elem),
+             (long long)g->stride[0], (long long)g->stride[1], (long long)g->padding[0], (long long)g->padding[1],
+             (long long)g->dilation[0], (long long)g->dilation[1], (long long)g->groups,
+             mlirOperationIsNull(c->reader) ? "" : "_bias", c->has_residual ? "_res" : "", c->relu ? "_relu" : "", index);
+    gpu_build_call(&b, module, name, args, n);
+    for (int i = 0; i < c->loops.n; ++i) mlirOperationMoveBefore(c->loops.ops[i], to);
+    if (!mlirOperationIsNull(c->reader)) {
+        MlirOperation r = c->reader;
+        MlirValue out = mlirOperationGetOperand(r, mlirOperationGetNumOperands(r) - 1);
+        MlirValue copy[2] = {mlirOperationGetOperand(r, c->reader_c), out};
+        build_op(&b, "memref.copy", 2, copy, 0, NULL, 0, NULL);
+        snprintf(name, sizeof name, "pt2_gpu_fallback_epilogue_%d", index);
+        gpu_build_call(&b, module, name, NULL, 0);
+        mlirOperationSetOperand(r, c->reader_c, out);
+        b = builder_before(mlirOperationGetNextInBlock(r));
+    }
+    snprintf(name, sizeof name, "pt2_gpu_fallback_end_%d", index);
+    gpu_build_call(&b, module, name, NULL, 0);
+    /* rewritten once: a second run of the pass leaves it alone */
+    mlirOperationRemoveAttributeByName(c->op, sref("pt2.conv2d"));
+}
+
+/* Whether the call can go where the loops leave y (before the epilogue, or
+ * after the last loop op), *out_to: y is neither x nor w, and the loops can
+ * move down to it. */
+static bool placeable(Conv *c, MlirOperation *out_to) {
+    MlirValue y_root = buffer_root(c->y.base);
+    MlirOperation to = mlirOperationIsNull(c->reader) ? mlirOperationGetNextInBlock(c->at) : c->reader;
+    bool ok = fits_int(&c->y) && !mlirValueEqual(y_root, buffer_root(c->x)) && !mlirValueEqual(y_root, buffer_root(c->w)) &&
+              !mlirOperationIsNull(to) && loops_can_move(c, to);
+    *out_to = ok ? to : (MlirOperation){NULL};
+    return ok;
+}
+
+/* The element type of a conv cuDNN can run: its input's and weight's,
+ * with an accumulator of that type (f32, f64) or f32 (f16, bf16). */
+static bool conv_types(MlirOperation op, MlirType *out_elem) {
+    MlirType x = gpu_elem_of(mlirOperationGetOperand(op, 0)), w = gpu_elem_of(mlirOperationGetOperand(op, 1));
+    MlirType acc = gpu_elem_of(mlirOperationGetOperand(op, 2));
+    if (!gpu_float_name(x) || !mlirTypeEqual(x, w)) return false;
+    *out_elem = x;
+    return mlirTypeEqual(acc, x) || (mlirTypeIsAF32(acc) && (mlirTypeIsAF16(x) || mlirTypeIsABF16(x)));
+}
+
+/* Rewrites one marked conv generic if it qualifies; returns whether it did. */
+static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scratch, int index) {
+    Conv c = {.op = op, .at = op};
+    View x, w;
+    if (!conv_geometry(op, &c.geo) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
+        !conv_body_accumulates(op) || !conv_types(op, &c.elem) || !conv_unpadded_input(op, &c.geo, &c.x, &c.pad) ||
+        !conv_result_view(op, &c.y)) {
+        return false;
+    }
+    c.w = conv_ungrouped(mlirOperationGetOperand(op, 1));
+    c.fill = zero_fill_before(op, mlirOperationGetOperand(op, 2));
+    int64_t geometry_max = 0;
+    for (int i = 0; i < 2; ++i) {
+        int64_t v[3] = {c.geo.stride[i], c.geo.padding[i], c.geo.dilation[i]};
+        for (int k = 0; k < 3; ++k) geometry_max = v[k] > geometry_max ? v[k] : geometry_max;
+    }
+    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !view_of_type(c.x, &x) || !view_of_type(c.w, &w) ||
+        !fits_int(&x) || !packed_weight(&w) || geometry_max > INT_MAX || c.geo.groups > INT_MAX) {
+        return false;
+    }
+    if (!mlirOperationIsNull(c.pad)) oplist_push(&c.loops, c.pad);
+    oplist_push(&c.loops, c.fill);
+    oplist_push(&c.loops, op);
+    absorb_copies(&c);
+    MlirOperation to = {NULL};
+    bool ok = mlirTypeEqual(gpu_elem_of(c.y.base), c.elem);
+    View y = c.y;
+    if (ok && absorb_epilogue(&c) && !placeable(&c, &to)) {
+        /* the epilogue's output is x's buffer (reused in place) or its reader cannot move: without it */
+        c.reader = (MlirOperation){NULL};
+        c.has_residual = c.relu = false;
+        c.y = y;
+    }
+    ok = ok && (!mlirOperationIsNull(to) || placeable(&c, &to));
+    if (ok) emit(module, &c, scratch, to, index);
+    oplist_free(&c.loops);
+    return ok;
+}
+
+static MlirWalkResult collect_conv(MlirOperation op, void *user) {
+    if (conv_is_marked(op)) oplist_push(user, op);
+    return MlirWalkResultAdvance;
+}
+
+/* The function's cuDNN workspace, an i8 buffer at its start, sized for its
+ * largest convolution. */
+static MlirValue build_scratch(MlirOperation func, const OpList *convs) {
+    int64_t bytes = SCRATCH_MIN_BYTES;
+    for (int i = 0; i < convs->n; ++i) {
+        int64_t sum = 0;
+        for (int j = 0; j < 3; ++j) {
+            MlirType t = mlirValueGetType(mlirOperationGetOperand(convs->ops[i], j));
+            if (mlirTypeIsAMemRef(t) && mlirShapedTypeHasStaticShape(t)) sum += memref_bytes(t);
+        }
+        bytes = sum > bytes ? sum : bytes;
+    }
+    bytes = bytes < SCRATCH_MAX_BYTES ? bytes : SCRATCH_MAX_BYTES;
+    MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+    Builder b = builder_before(mlirBlockGetFirstOperation(entry));
+    MlirType t = mlirMemRefTypeGet(mlirIntegerTypeGet(b.ctx, 8), 1, &bytes, mlirAttributeGetNull(), mlirAttributeGetNull());
+    return mlirOperationGetResult(build_op(&b, "memref.alloc", 0, NULL, 1, &t, 0, NULL), 0);
+}
+
+static int run_extern_conv(MlirOperation module, void *user) {
+    (void)user;
+    MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    int index = 0;
+    for (MlirOperation func = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(func); func = mlirOperationGetNextInBlock(func)) {
+        if (!op_is(func, "func.func") || mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)))) continue;
+        OpList convs = {0};
+        mlirOperationWalk(func, collect_conv, &convs, MlirWalkPreOrder);
+        if (convs.n > 0) {
+            MlirValue scratch = build_scratch(func, &convs);
+            MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+            for (int i = 0; i < convs.n; ++i) {
+                /* the scratch must dominate the call: convs of the entry block only */
+                if (mlirBlockEqual(mlirOperationGetBlock(convs.ops[i]), entry)) index += rewrite_conv(module, convs.ops[i], scratch, index);
+            }
+            if (mlirOpOperandIsNull(mlirValueGetFirstUse(scratch))) mlirOperationDestroy(defining_op(scratch));
+        }
+        oplist_free(&convs);
+    }
+    return 0;
+}
+
+static _Alignas(8) const char extern_conv_type_id;
+
+MlirPass pt2_create_gpu_extern_conv_pass(void) {
+    return make_external_pass("pt2-gpu-extern-conv",
+                              "2-d convolutions to cuDNN calls in the GPU launch plan, their loops kept behind as the fallback "
+                              "(passes/gpu_conv.c)",
+                              "builtin.module", run_extern_conv, &extern_conv_type_id);
+}

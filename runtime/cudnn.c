@@ -1,0 +1,498 @@
+/*===- cudnn.c - 2-d convolutions on the GPU: cuDNN's legacy API by dlopen -===*
+ *
+ * pt2-gpu-extern-conv (passes/gpu_conv.c) puts a call @pt2_gpu_conv_* in
+ * front of each convolution's loops; runtime/gpu_kernel.c records it as a
+ * plan entry (module -1, function "conv_<t>_s.._p.._d.._g<groups>[_bias
+ * [_res][_relu]]", memrefs x, w, y[, bias[, residual]], scratch) and calls
+ * pt2_cudnn_conv at launch, in stream order with the kernels.  Nothing of
+ * cuDNN is needed to build: the few functions used are declared here from
+ * cuDNN's documented API (cudnn_ops.h / cudnn_cnn.h of cuDNN 8 and 9, whose
+ * legacy convolution API and enum values are the same in both) and
+ * resolved from the library with dlopen.
+ *
+ * Per entry, at its first call (again when the TF32 flag changes):
+ * tensor descriptors with the operands' own strides (cudnnSetTensor4d-
+ * DescriptorEx), a filter descriptor (packed NCHW or NHWC), a convolution
+ * descriptor (cross-correlation, the padding the loops' padding copy would
+ * have made, stride, dilation, group count), its math type as PyTorch sets
+ * it (f16/bf16 tensor ops; f32 TF32 only when allowed, else FMA), and the
+ * first algorithm of cudnnGetConvolutionForwardAlgorithm_v7's list that
+ * succeeds and fits the scratch buffer, with the math type it was ranked
+ * with.  That is cuDNN's heuristic, as PyTorch without
+ * torch.backends.cudnn.benchmark; cudnnFindConvolutionForwardAlgorithmEx
+ * would time every algorithm, synchronizing, which a call that may be
+ * captured into a CUDA graph must not.
+ *
+ * Entries with a bias run cudnnConvolutionBiasActivationForward,
+ * y = act(conv(x, w) + 1·z + bias), z the residual (or y with weight 0),
+ * act RELU or IDENTITY (which needs IMPLICIT_PRECOMP_GEMM); if it refuses,
+ * cudnnConvolutionForward and the plan's epilogue kernel.  If that fails
+ * too, or cuDNN is missing, nothing is written and the plan runs the loops:
+ * a failure is never an error of the launch.  PT2_LOGS=cudnn prints each
+ * entry's algorithm and every refusal.  One handle for the process, used
+ * under a lock (its stream is set per call).
+ *
+ * The library is PT2_CUDNN_LIBRARY if set (only that: a path that does not
+ * load means no cuDNN, which is how the tests run the fallback), else
+ * libcudnn.so.9, .8, libcudnn.so (in a process that imported torch, its
+ * libcudnn.so.9 is already loaded).
+ *===----------------------------------------------------------------------===*/
+#include "cudnn.h"
+
+#include <dlfcn.h>
+#include <float.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dialects/catalog.h"
+#include "dylib.h"
+#include "pt2.h"
+
+typedef int cudnnStatus_t; /* CUDNN_STATUS_SUCCESS = 0; the other codes differ between 8 and 9 */
+typedef void *cudnnHandle_t;
+
+enum {
+    /* cudnnDataType_t */
+    CUDNN_DATA_FLOAT = 0,
+    CUDNN_DATA_DOUBLE = 1,
+    CUDNN_DATA_HALF = 2,
+    CUDNN_DATA_BFLOAT16 = 9,
+    /* cudnnTensorFormat_t */
+    CUDNN_TENSOR_NCHW = 0,
+    CUDNN_TENSOR_NHWC = 1,
+    /* cudnnConvolutionMode_t */
+    CUDNN_CROSS_CORRELATION = 1,
+    /* cudnnMathType_t */
+    CUDNN_DEFAULT_MATH = 0,
+    CUDNN_TENSOR_OP_MATH = 1,
+    CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION = 2,
+    CUDNN_FMA_MATH = 3,
+    /* cudnnConvolutionFwdAlgo_t */
+    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM = 1,
+    CUDNN_CONVOLUTION_FWD_ALGO_COUNT = 8,
+    /* cudnnActivationMode_t */
+    CUDNN_ACTIVATION_RELU = 1,
+    CUDNN_ACTIVATION_IDENTITY = 5,
+    /* cudnnNanPropagation_t */
+    CUDNN_PROPAGATE_NAN = 1,
+};
+
+/* cudnnConvolutionFwdAlgoPerf_t */
+typedef struct AlgoPerf {
+    int algo;
+    cudnnStatus_t status;
+    float time;
+    size_t memory;
+    int determinism;
+    int math_type;
+    int reserved[3];
+} AlgoPerf;
+
+#define CUDNN_FUNCTIONS(X)                                                                                             \
+    X(size_t, cudnnGetVersion, void)                                                                                   \
+    X(const char *, cudnnGetErrorString, cudnnStatus_t)                                                               \
+    X(cudnnStatus_t, cudnnCreate, cudnnHandle_t *)                                                                     \
+    X(cudnnStatus_t, cudnnSetStream, cudnnHandle_t, void *)                                                            \
+    X(cudnnStatus_t, cudnnCreateTensorDescriptor, void **)                                                             \
+    X(cudnnStatus_t, cudnnDestroyTensorDescriptor, void *)                                                             \
+    X(cudnnStatus_t, cudnnSetTensor4dDescriptorEx, void *, int, int, int, int, int, int, int, int, int)                \
+    X(cudnnStatus_t, cudnnCreateFilterDescriptor, void **)                                                             \
+    X(cudnnStatus_t, cudnnDestroyFilterDescriptor, void *)                                                             \
+    X(cudnnStatus_t, cudnnSetFilter4dDescriptor, void *, int, int, int, int, int, int)                                 \
+    X(cudnnStatus_t, cudnnCreateConvolutionDescriptor, void **)                                                        \
+    X(cudnnStatus_t, cudnnDestroyConvolutionDescriptor, void *)                                                        \
+    X(cudnnStatus_t, cudnnSetConvolution2dDescriptor, void *, int, int, int, int, int, int, int, int)                  \
+    X(cudnnStatus_t, cudnnSetConvolutionGroupCount, void *, int)                                                       \
+    X(cudnnStatus_t, cudnnSetConvolutionMathType, void *, int)                                                         \
+    X(cudnnStatus_t, cudnnGetConvolutionForwardAlgorithm_v7, cudnnHandle_t, void *, void *, void *, void *, int, int *, \
+      AlgoPerf *)                                                                                                      \
+    X(cudnnStatus_t, cudnnGetConvolutionForwardWorkspaceSize, cudnnHandle_t, void *, void *, void *, void *, int,       \
+      size_t *)                                                                                                        \
+    X(cudnnStatus_t, cudnnConvolutionForward, cudnnHandle_t, const void *, void *, const void *, void *, const void *,  \
+      void *, int, void *, size_t, const void *, void *, void *)
+/* The fused call: an entry whose epilogue cuDNN cannot do runs the kernel. */
+#define CUDNN_FUSED_FUNCTIONS(X)                                                                                       \
+    X(cudnnStatus_t, cudnnCreateActivationDescriptor, void **)                                                         \
+    X(cudnnStatus_t, cudnnDestroyActivationDescriptor, void *)                                                         \
+    X(cudnnStatus_t, cudnnSetActivationDescriptor, void *, int, int, double)                                           \
+    X(cudnnStatus_t, cudnnConvolutionBiasActivationForward, cudnnHandle_t, const void *, void *, const void *, void *,  \
+      const void *, void *, int, void *, size_t, const void *, void *, const void *, void *, const void *, void *,      \
+      void *, void *)
+
+#define DECLARE(ret, name, ...) static ret (*p_##name)(__VA_ARGS__);
+CUDNN_FUNCTIONS(DECLARE)
+CUDNN_FUSED_FUNCTIONS(DECLARE)
+#undef DECLARE
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static cudnnHandle_t handle;
+static bool logging;
+static int allow_tf32;
+
+PT2_EXPORT void pt2GpuSetConvAllowTF32(int allow) { allow_tf32 = allow != 0; }
+
+static const char *status_text(cudnnStatus_t s) {
+    const char *t = p_cudnnGetErrorString ? p_cudnnGetErrorString(s) : NULL;
+    return t ? t : "?";
+}
+
+/*===----------------------------------------------------------------------===*
+ * Loading
+ *===----------------------------------------------------------------------===*/
+
+static void load(void) {
+    logging = pt2_disabled(getenv("PT2_LOGS"), "cudnn");
+#define REQUIRED(ret, name, ...) {#name, &p_##name, false},
+#define OPTIONAL(ret, name, ...) {#name, &p_##name, true},
+    static const Pt2DylibSymbol symbols[] = {CUDNN_FUNCTIONS(REQUIRED) CUDNN_FUSED_FUNCTIONS(OPTIONAL)};
+#undef REQUIRED
+#undef OPTIONAL
+    const char *forced = getenv("PT2_CUDNN_LIBRARY");
+    const char *names[] = {forced ? forced : "libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"};
+    char error[1024];
+    if (!pt2_dylib_open(names, forced ? 1 : 3, RTLD_NOW | RTLD_GLOBAL, symbols, sizeof symbols / sizeof symbols[0], error,
+                        sizeof error)) {
+        if (logging) fprintf(stderr, "pt2 cudnn: no cuDNN, convolutions run as loops: %s\n", error);
+        return;
+    }
+    cudnnStatus_t s = p_cudnnCreate(&handle);
+    if (s != 0) {
+        handle = NULL;
+        if (logging) fprintf(stderr, "pt2 cudnn: cudnnCreate failed (%s), convolutions run as loops\n", status_text(s));
+        return;
+    }
+    if (logging) fprintf(stderr, "pt2 cudnn: cuDNN %zu\n", p_cudnnGetVersion());
+}
+
+/* Whether cuDNN is there, with pt2's handle (tried once). */
+static bool load_cudnn(void) {
+    pthread_once(&load_once, load);
+    return handle != NULL;
+}
+
+int pt2_cudnn_init(void) {
+    load_cudnn();
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Plan entries
+ *===----------------------------------------------------------------------===*/
+
+struct Pt2Conv {
+    char what[128];
+    int data_type, compute_type, elem_bytes;
+    int stride[2], padding[2], dilation[2], groups;
+    bool bias, residual, relu;
+    /* made for `made_tf32` (f32 only) and `made_scratch`; refused: the loops from now on */
+    bool made, refused, fused_refused;
+    int made_tf32;
+    size_t made_scratch;
+    void *x_desc, *w_desc, *y_desc, *z_desc, *bias_desc, *conv_desc, *act_desc;
+    int algo, fused_algo;
+    size_t workspace, fused_workspace;
+};
+
+static int data_type(const char *name, int *out_bytes, int *out_compute) {
+    if (!strcmp(name, "f32")) return *out_bytes = 4, *out_compute = CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT;
+    if (!strcmp(name, "f16")) return *out_bytes = 2, *out_compute = CUDNN_DATA_FLOAT, CUDNN_DATA_HALF;
+    if (!strcmp(name, "bf16")) return *out_bytes = 2, *out_compute = CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16;
+    if (!strcmp(name, "f64")) return *out_bytes = 8, *out_compute = CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE;
+    return -1;
+}
+
+static Pt2Conv *parse_entry(const char *what) {
+    char t[8];
+    int n = 0;
+    Pt2Conv *e = calloc(1, sizeof *e);
+    if (!e || sscanf(what, "conv_%7[a-z0-9]_s%dx%d_p%dx%d_d%dx%d_g%d%n", t, &e->stride[0], &e->stride[1], &e->padding[0],
+                     &e->padding[1], &e->dilation[0], &e->dilation[1], &e->groups, &n) != 8) {
+        goto error;
+    }
+    snprintf(e->what, sizeof e->what, "%s", what);
+    e->data_type = data_type(t, &e->elem_bytes, &e->compute_type);
+    for (const char *p = what + n; *p;) {
+        size_t len = strcspn(p + 1, "_");
+        if (p[0] != '_') goto error;
+        if (len == 4 && !strncmp(p + 1, "bias", 4)) {
+            e->bias = true;
+        } else if (len == 3 && !strncmp(p + 1, "res", 3)) {
+            e->residual = true;
+        } else if (len == 4 && !strncmp(p + 1, "relu", 4)) {
+            e->relu = true;
+        } else {
+            goto error;
+        }
+        p += 1 + len;
+    }
+    if (e->data_type >= 0 && e->groups > 0 && (e->bias || !(e->residual || e->relu))) return e;
+error:
+    free(e);
+    pt2_set_error("internal: bad conv plan entry '%s'", what);
+    return NULL;
+}
+
+static void release(Pt2Conv *e) {
+    void *tensors[4] = {e->x_desc, e->y_desc, e->z_desc, e->bias_desc};
+    for (int i = 0; i < 4; ++i) {
+        if (tensors[i]) p_cudnnDestroyTensorDescriptor(tensors[i]);
+    }
+    if (e->w_desc) p_cudnnDestroyFilterDescriptor(e->w_desc);
+    if (e->conv_desc) p_cudnnDestroyConvolutionDescriptor(e->conv_desc);
+    if (e->act_desc && p_cudnnDestroyActivationDescriptor) p_cudnnDestroyActivationDescriptor(e->act_desc);
+    e->x_desc = e->y_desc = e->z_desc = e->bias_desc = e->w_desc = e->conv_desc = e->act_desc = NULL;
+    e->made = false;
+}
+
+void pt2_cudnn_conv_free(Pt2Conv *e) {
+    if (!e) return;
+    if (e->made) release(e);
+    free(e);
+}
+
+/* The operands as the entry's name says: x, w, y, [bias, [residual]], scratch. */
+static int check_operands(const Pt2Conv *e, const Pt2GpuOperand *ops, int n) {
+    int want = 4 + e->bias + e->residual;
+    bool ok = n == want && ops[0].rank == 4 && ops[1].rank == 4 && ops[2].rank == 4 && ops[n - 1].rank == 1 &&
+              (!e->bias || ops[3].rank == 1) && (!e->residual || ops[4].rank == 4);
+    if (!ok) {
+        pt2_set_error("internal: conv plan entry '%s' with %d operands (want %d) of unexpected ranks", e->what, n, want);
+        return -1;
+    }
+    return 0;
+}
+
+static const void *element(const Pt2GpuOperand *t, int bytes) { return (const char *)t->data + t->offset * bytes; }
+
+/*===----------------------------------------------------------------------===*
+ * Descriptors and the algorithm
+ *===----------------------------------------------------------------------===*/
+
+/* A 4-d tensor descriptor with t's strides; a size-1 dim gets the stride a
+ * packed tensor would have there (its own is never used, and may be 0). */
+static bool tensor_desc(void **desc, int type, const Pt2GpuOperand *t) {
+    int64_t sizes[4], strides[4];
+    for (int d = 3; d >= 0; --d) {
+        sizes[d] = t->rank == 4 ? t->sizes[d] : d == 1 ? t->sizes[0] : 1; /* a bias [O] is [1, O, 1, 1] */
+        strides[d] = t->rank == 4 ? t->strides[d] : t->strides[0];
+        if (sizes[d] == 1) strides[d] = d == 3 ? 1 : strides[d + 1] * sizes[d + 1];
+        if (sizes[d] < 0 || sizes[d] > INT_MAX || strides[d] < 1 || strides[d] > INT_MAX) return false;
+    }
+    return p_cudnnCreateTensorDescriptor(desc) == 0 &&
+           p_cudnnSetTensor4dDescriptorEx(*desc, type, (int)sizes[0], (int)sizes[1], (int)sizes[2], (int)sizes[3], (int)strides[0],
+                                          (int)strides[1], (int)strides[2], (int)strides[3]) == 0;
+}
+
+/* Dims of w dense in `order` (outermost first), size-1 dims aside. */
+static bool dense_in_order(const Pt2GpuOperand *w, const int *order) {
+    int64_t expect = 1;
+    for (int i = 3; i >= 0; --i) {
+        int d = order[i];
+        if (w->sizes[d] != 1 && w->strides[d] != expect) return false;
+        expect *= w->sizes[d];
+    }
+    return true;
+}
+
+static bool filter_desc(void **desc, int type, const Pt2GpuOperand *w) {
+    static const int nchw[4] = {0, 1, 2, 3}, nhwc[4] = {0, 2, 3, 1};
+    int format = dense_in_order(w, nchw) ? CUDNN_TENSOR_NCHW : dense_in_order(w, nhwc) ? CUDNN_TENSOR_NHWC : -1;
+    for (int d = 0; d < 4; ++d) {
+        if (w->sizes[d] > INT_MAX) return false;
+    }
+    return format >= 0 && p_cudnnCreateFilterDescriptor(desc) == 0 &&
+           p_cudnnSetFilter4dDescriptor(*desc, type, format, (int)w->sizes[0], (int)w->sizes[1], (int)w->sizes[2],
+                                        (int)w->sizes[3]) == 0;
+}
+
+/* y's shape is the convolution's (the pass made it so; checked, not trusted). */
+static bool shapes_agree(const Pt2Conv *e, const Pt2GpuOperand *ops) {
+    const Pt2GpuOperand *x = &ops[0], *w = &ops[1], *y = &ops[2];
+    bool ok = y->sizes[0] == x->sizes[0] && y->sizes[1] == w->sizes[0] && x->sizes[1] == w->sizes[1] * e->groups &&
+              w->sizes[0] % e->groups == 0;
+    for (int i = 0; i < 2 && ok; ++i) {
+        int64_t span = (int64_t)e->dilation[i] * (w->sizes[2 + i] - 1) + 1;
+        ok = y->sizes[2 + i] == (x->sizes[2 + i] + 2 * (int64_t)e->padding[i] - span) / e->stride[i] + 1;
+    }
+    return ok;
+}
+
+static bool float32_without_tf32(const Pt2Conv *e) { return e->data_type == CUDNN_DATA_FLOAT && !allow_tf32; }
+
+/* What the descriptors depend on of the TF32 flag. */
+static int tf32_key(const Pt2Conv *e) { return e->data_type == CUDNN_DATA_FLOAT && allow_tf32; }
+
+/* The math type before asking for algorithms, as PyTorch's convolution
+ * descriptor: tensor ops for f16/bf16, FMA only for f32 without TF32. */
+static int requested_math(const Pt2Conv *e) {
+    if (e->data_type == CUDNN_DATA_HALF || e->data_type == CUDNN_DATA_BFLOAT16) return CUDNN_TENSOR_OP_MATH;
+    return float32_without_tf32(e) ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+}
+
+/* The first of cuDNN's ranked algorithms that it says works and whose
+ * workspace fits `scratch` bytes; leaves the descriptor at its math type. */
+static bool choose_algorithm(Pt2Conv *e, size_t scratch) {
+    AlgoPerf perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    if (p_cudnnGetConvolutionForwardAlgorithm_v7(handle, e->x_desc, e->w_desc, e->conv_desc, e->y_desc, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                 &n, perf) != 0) {
+        return false;
+    }
+    for (int i = 0; i < n && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++i) {
+        bool tensor_ops = perf[i].math_type == CUDNN_TENSOR_OP_MATH || perf[i].math_type == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+        if (perf[i].status != 0 || (float32_without_tf32(e) && tensor_ops)) continue;
+        int math = float32_without_tf32(e) ? CUDNN_FMA_MATH : perf[i].math_type;
+        size_t bytes = 0;
+        if (p_cudnnSetConvolutionMathType(e->conv_desc, math) != 0 ||
+            p_cudnnGetConvolutionForwardWorkspaceSize(handle, e->x_desc, e->w_desc, e->conv_desc, e->y_desc, perf[i].algo, &bytes) != 0 ||
+            bytes > scratch) {
+            continue;
+        }
+        e->algo = perf[i].algo;
+        e->workspace = bytes;
+        return true;
+    }
+    return false;
+}
+
+/* The fused call's activation and algorithm (IDENTITY runs only with
+ * IMPLICIT_PRECOMP_GEMM); false if cuDNN lacks it or it does not fit. */
+static bool prepare_fused(Pt2Conv *e, size_t scratch) {
+    if (!p_cudnnConvolutionBiasActivationForward || !p_cudnnCreateActivationDescriptor || !p_cudnnSetActivationDescriptor ||
+        !p_cudnnDestroyActivationDescriptor || p_cudnnCreateActivationDescriptor(&e->act_desc) != 0) {
+        e->act_desc = NULL;
+        return false;
+    }
+    int mode = e->relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY;
+    if (p_cudnnSetActivationDescriptor(e->act_desc, mode, CUDNN_PROPAGATE_NAN, DBL_MAX) != 0) return false;
+    e->fused_algo = e->relu ? e->algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    e->fused_workspace = e->workspace;
+    if (e->fused_algo != e->algo &&
+        (p_cudnnGetConvolutionForwardWorkspaceSize(handle, e->x_desc, e->w_desc, e->conv_desc, e->y_desc, e->fused_algo,
+                                                   &e->fused_workspace) != 0 ||
+         e->fused_workspace > scratch)) {
+        return false;
+    }
+    return true;
+}
+
+/* Makes the entry's descriptors and chooses its algorithm; e->refused when
+ * cuDNN cannot run it. */
+static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
+    if (e->made) release(e);
+    e->made = true;
+    e->made_tf32 = tf32_key(e);
+    e->made_scratch = scratch;
+    e->refused = e->fused_refused = false;
+    bool ok = shapes_agree(e, ops) && tensor_desc(&e->x_desc, e->data_type, &ops[0]) && filter_desc(&e->w_desc, e->data_type, &ops[1]) &&
+              tensor_desc(&e->y_desc, e->data_type, &ops[2]) && p_cudnnCreateConvolutionDescriptor(&e->conv_desc) == 0 &&
+              p_cudnnSetConvolution2dDescriptor(e->conv_desc, e->padding[0], e->padding[1], e->stride[0], e->stride[1], e->dilation[0],
+                                                e->dilation[1], CUDNN_CROSS_CORRELATION, e->compute_type) == 0 &&
+              p_cudnnSetConvolutionGroupCount(e->conv_desc, e->groups) == 0 &&
+              p_cudnnSetConvolutionMathType(e->conv_desc, requested_math(e)) == 0 && choose_algorithm(e, scratch);
+    if (!ok) {
+        e->refused = true;
+        if (logging) fprintf(stderr, "pt2 cudnn: %s: no descriptors or algorithm; its loops run\n", e->what);
+        return;
+    }
+    bool fused = e->bias && tensor_desc(&e->bias_desc, e->data_type, &ops[3]) &&
+                 (!e->residual || tensor_desc(&e->z_desc, e->data_type, &ops[4])) && prepare_fused(e, scratch);
+    e->fused_refused = !fused;
+    if (logging) {
+        fprintf(stderr, "pt2 cudnn: %s: algorithm %d, workspace %zu of %zu bytes%s\n", e->what, e->algo, e->workspace, scratch,
+                !e->bias ? "" : fused ? ", epilogue fused" : ", epilogue as a kernel");
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Calls
+ *===----------------------------------------------------------------------===*/
+
+/* alpha/beta-style scaling factors in the compute type's host format. */
+typedef union Scale {
+    float f;
+    double d;
+} Scale;
+
+static Scale scale(const Pt2Conv *e, double v) {
+    Scale s;
+    if (e->compute_type == CUDNN_DATA_DOUBLE) {
+        s.d = v;
+    } else {
+        s.f = (float)v;
+    }
+    return s;
+}
+
+/* One handle for the process: its stream and the entries' descriptors are
+ * set and used under this lock, so plans launched from two threads do not
+ * interleave them. */
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done);
+
+int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
+    *out_done = PT2_CONV_DONE_NOTHING;
+    if (!*entry && !(*entry = parse_entry(what))) return -1;
+    Pt2Conv *e = *entry;
+    if (check_operands(e, ops, n_ops) != 0) return -1;
+    const Pt2GpuOperand *y = &ops[2];
+    int64_t y_numel = y->sizes[0] * y->sizes[1] * y->sizes[2] * y->sizes[3];
+    if (y_numel == 0) {
+        *out_done = PT2_CONV_DONE_EPILOGUE; /* nothing to write */
+        return 0;
+    }
+    for (int d = 0; d < 4; ++d) {
+        if (ops[0].sizes[d] == 0 || ops[1].sizes[d] == 0) return 0; /* y = epilogue(0): the loops */
+    }
+    for (int i = 0; i < n_ops; ++i) {
+        /* kernels chosen without pointers may assume 16-byte aligned ones: a view at an odd offset runs the loops */
+        if ((uintptr_t)element(&ops[i], i == n_ops - 1 ? 1 : e->elem_bytes) % 16 != 0) return 0;
+    }
+    if (!load_cudnn()) return 0;
+    pthread_mutex_lock(&handle_lock);
+    run_entry(e, ops, n_ops, stream, out_done);
+    pthread_mutex_unlock(&handle_lock);
+    return 0;
+}
+
+/* The entry's descriptors (made if needed), then the fused or the plain call. */
+static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
+    const Pt2GpuOperand *y = &ops[2], *scratch = &ops[n_ops - 1];
+    size_t scratch_bytes = (size_t)scratch->sizes[0];
+    if (!e->made || e->made_tf32 != tf32_key(e) || e->made_scratch != scratch_bytes) make(e, ops, scratch_bytes);
+    if (e->refused) return;
+    cudnnStatus_t s = p_cudnnSetStream(handle, stream);
+    if (s != 0) {
+        if (logging) fprintf(stderr, "pt2 cudnn: cudnnSetStream failed (%s); the loops run\n", status_text(s));
+        return;
+    }
+    const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
+    void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
+    Scale one = scale(e, 1.0), zero = scale(e, 0.0);
+    if (e->bias && !e->fused_refused) {
+        const void *z = e->residual ? element(&ops[4], e->elem_bytes) : y_data;
+        Scale alpha2 = e->residual ? one : zero; /* without a residual z is y, weighted 0 */
+        s = p_cudnnConvolutionBiasActivationForward(handle, &one, e->x_desc, x, e->w_desc, w, e->conv_desc, e->fused_algo, work,
+                                                    e->fused_workspace, &alpha2, e->residual ? e->z_desc : e->y_desc, z, e->bias_desc,
+                                                    element(&ops[3], e->elem_bytes), e->act_desc, e->y_desc, y_data);
+        if (s == 0) {
+            *out_done = PT2_CONV_DONE_EPILOGUE;
+            return;
+        }
+        e->fused_refused = true; /* from now on the plain call and the epilogue kernel */
+        if (logging) fprintf(stderr, "pt2 cudnn: %s: the fused call failed (%s); the epilogue runs as a kernel\n", e->what, status_text(s));
+    }
+    s = p_cudnnConvolutionForward(handle, &one, e->x_desc, x, e->w_desc, w, e->conv_desc, e->algo, work, e->workspace, &zero, e->y_desc,
+                                  y_data);
+    if (s != 0) {
+        e->refused = true;
+        if (logging) fprintf(stderr, "pt2 cudnn: %s: cudnnConvolutionForward failed (%s); its loops run\n", e->what, status_text(s));
+        return;
+    }
+    *out_done = PT2_CONV_DONE_RESULT;
+}

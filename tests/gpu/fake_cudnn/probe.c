@@ -1,0 +1,64 @@
+/*===- probe.c - calls runtime/cudnn.c's pt2_cudnn_conv as the plan would --===*
+ *
+ * probe <entry> <tf32 per call, e.g. 001> [n operands]: x [2, 4, 9, 9],
+ * w [6, 4/g, 3, 3], y [2, 6, OH, OW] from the entry's stride, padding and
+ * groups (3x3 kernel, dilation 1), bias [6], residual like y, a 32 MiB
+ * scratch; device pointers are fake addresses that the fake library
+ * prints.  Prints rc and done per call.
+ *===----------------------------------------------------------------------===*/
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudnn.h"
+
+void pt2_set_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("error: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+bool pt2_disabled(const char *list, const char *what) { return list && strstr(list, what); }
+
+void pt2GpuSetConvAllowTF32(int allow);
+
+static Pt2GpuOperand tensor(uintptr_t base, int64_t offset, int64_t n, int64_t c, int64_t h, int64_t w) {
+    Pt2GpuOperand t = {(void *)base, offset, 4, {n, c, h, w}, {c * h * w, h * w, w, 1}};
+    return t;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    const char *what = argv[1];
+    const char *tf32 = argv[2];
+    int groups = 1, s = 1, p = 1;
+    const char *g = strstr(what, "_g"), *st = strstr(what, "_s"), *pd = strstr(what, "_p");
+    if (g) groups = atoi(g + 2);
+    if (st) s = atoi(st + 2);
+    if (pd) p = atoi(pd + 2);
+    int64_t oh = (9 + 2 * p - 3) / s + 1;
+    Pt2GpuOperand ops[6];
+    int n = 0;
+    const char *x_offset = getenv("PROBE_X_OFFSET"); /* elements: a view of x at an offset */
+    ops[n++] = tensor(0x100000, x_offset ? atoi(x_offset) : 0, 2, 4, 9, 9);
+    ops[n++] = tensor(0x200000, 0, 6, 4 / groups, 3, 3);
+    ops[n++] = tensor(0x300000, 0, 2, 6, oh, oh);
+    if (strstr(what, "_bias")) ops[n++] = (Pt2GpuOperand){(void *)0x400000, 0, 1, {6}, {1}};
+    if (strstr(what, "_res")) ops[n++] = tensor(0x500000, 0, 2, 6, oh, oh);
+    ops[n++] = (Pt2GpuOperand){(void *)0x600000, 0, 1, {32 << 20}, {1}};
+    if (argc > 3) n = atoi(argv[3]); /* a malformed operand list */
+    Pt2Conv *entry = NULL;
+    for (int i = 0; tf32[i]; ++i) {
+        pt2GpuSetConvAllowTF32(tf32[i] == '1');
+        Pt2ConvDone done = PT2_CONV_DONE_NOTHING;
+        int rc = pt2_cudnn_conv(&entry, what, ops, n, (void *)0x777, &done);
+        printf("call %d rc %d done %d\n", i, rc, (int)done);
+    }
+    pt2_cudnn_conv_free(entry);
+    return 0;
+}

@@ -1,0 +1,328 @@
+"""2-d convolutions on the GPU through cuDNN (passes/gpu_conv.c, runtime/cudnn.c) against
+eager CUDA PyTorch in the same dtype and a float64 oracle: odd sizes, stride, padding,
+dilation, groups and depthwise in f32/f16/bf16/f64; bias, residual and relu fused into
+cuDNN's call; non-contiguous and channels-last inputs; the same graphs without cuDNN
+(their fallback loops); TF32 following torch.backends.cudnn.allow_tf32; nn.Module
+models through pt2.compile (also frozen, also as CUDA graphs).  Skipped without a
+CUDA device."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2
+from pt2 import _gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_models import conv_block  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _gpu.cuda_available()), reason="needs a CUDA GPU")
+
+F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
+NAME = {F32: "f32", F16: "f16", BF16: "bf16", F64: "f64"}
+# normwise relative error against the float64 oracle (f16/bf16: cuDNN accumulates in f32
+# and rounds once; pt2's fallback kernels round after each epilogue op)
+TOL = {F32: 1e-5, F16: 3e-3, BF16: 1.5e-2, F64: 1e-12}
+
+
+@pytest.fixture(autouse=True)
+def exact_f32():
+    """eager's f32 convs use TF32 by default (torch.backends.cudnn.allow_tf32): off here."""
+    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+
+
+def rand(shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
+
+
+def run(build, inputs):
+    g = pt2.Graph()
+    vals = [g.input(t.dtype, tuple(t.shape)) for t in inputs]
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    k = g.compile(device="cuda")
+    got = k(*inputs)
+    torch.cuda.synchronize()
+    return got, k
+
+
+def rel_err(a, e):
+    return ((a.double() - e.double()).norm() / e.double().norm().clamp_min(1e-300)).item()
+
+
+def check(got, oracle, eager, dtype, layers=1):
+    """pt2's result against the float64 oracle and eager CUDA in the same dtype; `layers`
+    roundings deep."""
+    assert got.dtype == dtype and got.shape == eager.shape, (got.dtype, got.shape, eager.shape)
+    assert rel_err(got, oracle) < layers * TOL[dtype], rel_err(got, oracle)
+    assert rel_err(got, eager) < 2 * layers * TOL[dtype], rel_err(got, eager)
+
+
+def conv_entries(plan):
+    return [line.split()[2] for line in plan.splitlines() if line.startswith("launch -1 conv_")]
+
+
+def pair(v):
+    return list(v) if isinstance(v, tuple) else [v, v]
+
+
+# (N, C, H, W), O, (KH, KW), stride, padding, dilation, groups
+FORMS = [
+    ((1, 3, 7, 5), 4, (3, 3), 1, 0, 1, 1),
+    ((2, 6, 11, 9), 10, (3, 2), (2, 1), (1, 2), (1, 2), 2),
+    ((3, 8, 15, 13), 8, (3, 3), 1, 1, 1, 8),  # depthwise
+    ((2, 5, 9, 9), 7, (1, 1), 2, 0, 1, 1),  # 1x1, stride 2
+    ((1, 4, 17, 17), 6, (5, 5), 3, 2, 2, 2),
+    ((2, 16, 8, 8), 32, (3, 3), 1, 1, 1, 4),
+    ((1, 1, 1, 1), 1, (1, 1), 1, 0, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, F64])
+@pytest.mark.parametrize("form", range(len(FORMS)))
+def test_conv_forms(form, dtype):
+    (n, c, h, w), o, (kh, kw), stride, padding, dilation, groups = FORMS[form]
+    x, wt = rand((n, c, h, w), dtype, 1 + form), rand((o, c // groups, kh, kw), dtype, 11 + form)
+    attrs = dict(stride=pair(stride), padding=pair(padding), dilation=pair(dilation), groups=groups)
+    (got,), k = run(lambda g, x, w: g.op("conv2d", x, w, **attrs), [x, wt])
+    s, p, d = pair(stride), pair(padding), pair(dilation)
+    name = f"conv_{NAME[dtype]}_s{s[0]}x{s[1]}_p{p[0]}x{p[1]}_d{d[0]}x{d[1]}_g{groups}"
+    assert conv_entries(k.plan) == [name], k.plan[:2000]
+    args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    check(got, F.conv2d(x.double(), wt.double(), **args), F.conv2d(x, wt, **args), dtype)
+
+
+EPILOGUES = {
+    "bias": lambda g, c, b, r: g.op("add", c, b),
+    "bias_relu": lambda g, c, b, r: g.op("relu", g.op("add", c, b)),
+    "bias_res": lambda g, c, b, r: g.op("add", r, g.op("add", c, b)),
+    "bias_res_relu": lambda g, c, b, r: g.op("relu", g.op("add", g.op("add", c, b), r)),
+}
+
+
+def eager_epilogue(case, c, b, r):
+    y = c + b
+    if "res" in case:
+        y = y + r
+    return F.relu(y) if case.endswith("relu") else y
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("case", sorted(EPILOGUES))
+def test_fused_epilogues(case, dtype):
+    """conv + bias [+ residual] [relu]: one cuDNN entry naming the epilogue; the result as eager's."""
+    x, w = rand((2, 6, 13, 11), dtype, 21), rand((12, 3, 3, 3), dtype, 22)
+    b, r = rand((1, 12, 1, 1), dtype, 23), rand((2, 12, 13, 11), dtype, 24)
+
+    def build(g, x, w, b, r):
+        return EPILOGUES[case](g, g.op("conv2d", x, w, padding=[1, 1], groups=2), b, r)
+
+    (got,), k = run(build, [x, w, b, r])
+    assert conv_entries(k.plan) == [f"conv_{NAME[dtype]}_s1x1_p1x1_d1x1_g2_{case}"], k.plan[:2000]
+    oracle = eager_epilogue(case, F.conv2d(x.double(), w.double(), padding=1, groups=2), b.double(), r.double())
+    check(got, oracle, eager_epilogue(case, F.conv2d(x, w, padding=1, groups=2), b, r), dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_unfused_readers(dtype):
+    """A batch norm's scale and shift, an erf GELU, a relu without bias: kernels after the entry."""
+    x, w = rand((2, 3, 10, 10), dtype, 31), rand((5, 3, 3, 3), dtype, 32)
+    s, t = rand((1, 5, 1, 1), dtype, 33), rand((1, 5, 1, 1), dtype, 34)
+
+    def build(g, x, w, s, t):
+        c = g.op("conv2d", x, w, stride=[2, 2])
+        return g.op("add", g.op("mul", c, s), t), g.op("gelu", g.op("add", c, t)), g.op("relu", c)
+
+    (bn, gelu, relu), k = run(build, [x, w, s, t])
+    assert conv_entries(k.plan) == [f"conv_{NAME[dtype]}_s2x2_p0x0_d1x1_g1"], k.plan[:2000]
+    cd, ce = F.conv2d(x.double(), w.double(), stride=2), F.conv2d(x, w, stride=2)
+    check(bn, cd * s.double() + t.double(), ce * s + t, dtype)
+    check(gelu, F.gelu(cd + t.double()), F.gelu(ce + t), dtype)
+    check(relu, F.relu(cd), F.relu(ce), dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_noncontiguous_and_sliced_inputs(dtype):
+    """A channels-last and a transposed input (made contiguous by the caller), and a channel
+    slice inside the graph (read through its strides or copied: either way eager's result)."""
+    x = rand((2, 8, 12, 10), dtype, 41).to(memory_format=torch.channels_last)
+    xt = rand((2, 8, 10, 12), dtype, 42).transpose(2, 3)
+    w, w2 = rand((6, 8, 3, 3), dtype, 43), rand((4, 3, 1, 1), dtype, 44)
+    assert not x.is_contiguous() and not xt.is_contiguous()
+
+    def build(g, x, xt, w, w2):
+        return (g.op("conv2d", x, w, padding=[1, 1]), g.op("conv2d", xt, w, stride=[2, 2]),
+                g.op("conv2d", g.op("slice", x, dim=1, start=2, end=5), w2))
+
+    (a, b, c), _ = run(build, [x, xt, w, w2])
+    check(a, F.conv2d(x.double(), w.double(), padding=1), F.conv2d(x, w, padding=1), dtype)
+    check(b, F.conv2d(xt.double(), w.double(), stride=2), F.conv2d(xt, w, stride=2), dtype)
+    check(c, F.conv2d(x[:, 2:5].double(), w2.double()), F.conv2d(x[:, 2:5], w2), dtype)
+
+
+def test_chained_convs_and_fresh_inputs():
+    """Two convs in a row (the second reads the first's fused relu output), called twice with new values."""
+    w1, b1, w2, b2 = rand((8, 3, 3, 3), F16, 51), rand((1, 8, 1, 1), F16, 52), rand((4, 8, 1, 1), F16, 53), rand((1, 4, 1, 1), F16, 54)
+
+    def build(g, x, w1, b1, w2, b2):
+        h = g.op("relu", g.op("add", g.op("conv2d", x, w1, padding=[1, 1]), b1))
+        return g.op("add", g.op("conv2d", h, w2), b2)
+
+    g = pt2.Graph()
+    vals = [g.input(F16, s) for s in [(2, 3, 16, 16), (8, 3, 3, 3), (1, 8, 1, 1), (4, 8, 1, 1), (1, 4, 1, 1)]]
+    g.outputs(build(g, *vals))
+    k = g.compile(device="cuda")
+    assert len(conv_entries(k.plan)) == 2
+    for seed in (55, 56):
+        x = rand((2, 3, 16, 16), F16, seed)
+        (got,) = k(x, w1, b1, w2, b2)
+
+        def eager(x, w1, b1, w2, b2):
+            return F.conv2d(F.relu(F.conv2d(x, w1, padding=1) + b1), w2) + b2
+
+        check(got, eager(*(t.double() for t in (x, w1, b1, w2, b2))), eager(x, w1, b1, w2, b2), F16, layers=2)
+
+
+def test_tf32_follows_cudnn_flag():
+    """f32 convs are exact with torch.backends.cudnn.allow_tf32 off and within TF32's rounding
+    with it on; the entry's descriptors are made again when the flag changes."""
+    x, w = rand((4, 64, 32, 32), F32, 61), rand((64, 64, 3, 3), F32, 62)
+    g = pt2.Graph()
+    g.outputs(g.op("conv2d", g.input(F32, tuple(x.shape)), g.input(F32, tuple(w.shape)), padding=[1, 1]))
+    k = g.compile(device="cuda")
+    ref = F.conv2d(x.double(), w.double(), padding=1)
+    (exact,) = k(x, w)
+    torch.backends.cudnn.allow_tf32 = True
+    (fast,) = k(x, w)
+    torch.backends.cudnn.allow_tf32 = False
+    (exact2,) = k(x, w)
+    torch.cuda.synchronize()
+    assert rel_err(exact, ref) < 1e-5 and rel_err(exact2, ref) < 1e-5
+    assert rel_err(fast, ref) < 3e-3
+
+
+def _cuda_kernel_names(fn):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    if not names:
+        pytest.skip("the profiler records no CUDA kernels here")
+    return out, names
+
+
+def test_cudnn_runs_the_conv():
+    """With cuDNN the fallback loops do not run: no pt2 kernel (all named main_kernel) in the launch."""
+    x, w = rand((8, 32, 28, 28), F16, 71), rand((64, 32, 3, 3), F16, 72)
+    g = pt2.Graph()
+    g.outputs(g.op("conv2d", g.input(F16, tuple(x.shape)), g.input(F16, tuple(w.shape)), padding=[1, 1]))
+    k = g.compile(device="cuda")
+    k(x, w)  # descriptors, algorithm
+    (got,), names = _cuda_kernel_names(lambda: k(x, w))
+    assert "main_kernel" not in names, names
+    check(got, F.conv2d(x.double(), w.double(), padding=1), F.conv2d(x, w, padding=1), F16)
+
+
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_cudnn_fuses_bias_residual_relu(dtype):
+    """relu(conv + bias + residual) is one cuDNN call (cudnnConvolutionBiasActivationForward,
+    NaN-propagating relu): neither the loops nor the epilogue kernel run.  If this fails while
+    the results are right, cuDNN refused the fused call (PT2_LOGS=cudnn says why) and the
+    epilogue ran as a kernel."""
+    x, w = rand((8, 32, 28, 28), dtype, 73), rand((32, 32, 3, 3), dtype, 74)
+    b, r = rand((1, 32, 1, 1), dtype, 75), rand((8, 32, 28, 28), dtype, 76)
+    g = pt2.Graph()
+    vx, vw, vb, vr = (g.input(t.dtype, tuple(t.shape)) for t in (x, w, b, r))
+    g.outputs(g.op("relu", g.op("add", g.op("add", g.op("conv2d", vx, vw, padding=[1, 1]), vb), vr)))
+    k = g.compile(device="cuda")
+    k(x, w, b, r)
+    (got,), names = _cuda_kernel_names(lambda: k(x, w, b, r))
+    check(got, F.relu(F.conv2d(x.double(), w.double(), padding=1) + b.double() + r.double()),
+          F.relu(F.conv2d(x, w, padding=1) + b + r), dtype)
+    assert "main_kernel" not in names, names
+
+
+FALLBACK_SCRIPT = r"""
+import json, torch, torch.nn.functional as F, pt2
+torch.backends.cudnn.allow_tf32 = False
+def rand(shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
+def rel(a, e):
+    return ((a.double() - e.double()).norm() / e.double().norm()).item()
+out = {}
+for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16), ("f64", torch.float64)):
+    x, w, b, r = rand((2, 6, 11, 9), dt, 1), rand((8, 3, 3, 2), dt, 2), rand((1, 8, 1, 1), dt, 3), rand((2, 8, 6, 9), dt, 4)
+    for case in ("plain", "bias_relu", "bias_res_relu"):
+        g = pt2.Graph()
+        vx, vw, vb, vr = (g.input(t.dtype, tuple(t.shape)) for t in (x, w, b, r))
+        y = g.op("conv2d", vx, vw, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)
+        if case != "plain":
+            y = g.op("add", y, vb)
+            if "res" in case:
+                y = g.op("add", vr, y)
+            y = g.op("relu", y)
+        g.outputs(y)
+        k = g.compile(device="cuda")
+        (got,) = k(x, w, b, r)
+        torch.cuda.synchronize()
+        s = F.conv2d(x.double(), w.double(), stride=(2, 1), padding=1, dilation=(1, 2), groups=2)
+        want = {"plain": s, "bias_relu": F.relu(s + b.double()), "bias_res_relu": F.relu(s + b.double() + r.double())}[case]
+        entry = [l.split()[2] for l in k.plan.splitlines() if l.startswith("launch -1 ")]
+        out[name + "_" + case] = (rel(got, want), entry)
+print(json.dumps(out))
+"""
+
+
+def test_without_cudnn():
+    """PT2_CUDNN_LIBRARY naming no library: every conv runs as its fallback loops, right."""
+    env = dict(os.environ, PT2_CUDNN_LIBRARY="/nonexistent/libcudnn.so", PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", FALLBACK_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(results) == 12
+    for key, (err, entry) in results.items():
+        dtype = {"f32": F32, "f16": F16, "bf16": BF16, "f64": F64}[key.split("_")[0]]
+        assert len(entry) == 1 and entry[0].startswith("conv_"), (key, entry)
+        assert err < TOL[dtype], (key, err)
+
+
+# ---- nn.Module models through pt2.compile
+
+
+def _block(dtype):
+    return conv_block().to(device="cuda", dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("freeze", [False, True])
+def test_module(freeze, dtype):
+    """gpu_models.ConvBlock through pt2.compile (freeze=True is the CPU path's: on CUDA the batch
+    norms stay kernels after their convs, the results are the same)."""
+    m = _block(dtype)
+    fast = pt2.compile(m, freeze=freeze)
+    with torch.no_grad():
+        for seed in (81, 82):
+            x = rand((4, 3, 33, 31), dtype, seed)
+            got, want = fast(x), m(x)
+            oracle = _block(F64)(x.double())
+            check(got, oracle, want, dtype, layers=4)
+
+
+def test_module_as_cuda_graph():
+    m = _block(F16)
+    fast = pt2.compile(m, mode="reduce-overhead")
+    with torch.no_grad():
+        for seed in (91, 92, 93):
+            x = rand((4, 3, 33, 31), F16, seed)
+            check(fast(x), _block(F64)(x.double()), m(x), F16, layers=4)

@@ -1,0 +1,156 @@
+"""runtime/cudnn.c without a GPU: a stand-in libcudnn (fake_cudnn/fake_cudnn.c) prints every
+call, and fake_cudnn/probe.c calls pt2_cudnn_conv as a launch plan would.  Checks what cuDNN
+is asked for (descriptors from the operands' sizes and strides, the padding, stride, dilation,
+groups, cross-correlation, compute and math types, TF32, the first ranked algorithm that works
+and fits the scratch, the fused call's activation, bias, residual and weights) and that every
+failure (no library, cudnnCreate, no algorithm, the fused call, the plain call, the stream)
+leaves the work to the plan's loops instead of failing the launch.  The real library runs in
+tests/gpu/test_gpu_conv.py on a GPU."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+MLIR_INCLUDE = "/usr/lib/llvm-22/include"
+
+pytestmark = pytest.mark.skipif(not CC or not os.path.isdir(os.path.join(MLIR_INCLUDE, "mlir-c")), reason="needs a C compiler and MLIR's headers")
+
+# cudnnDataType_t, cudnnMathType_t as the fake prints them
+FLOAT, DOUBLE, HALF, BFLOAT16 = 0, 1, 2, 9
+DEFAULT_MATH, TENSOR_OP_MATH, FMA_MATH = 0, 1, 3
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fake_cudnn")
+    lib, probe = str(d / "libfakecudnn.so"), str(d / "probe")
+    subprocess.run([CC, "-shared", "-fPIC", "-o", lib, os.path.join(HERE, "fake_cudnn", "fake_cudnn.c")], check=True)
+    subprocess.run([CC, "-o", probe, os.path.join(HERE, "fake_cudnn", "probe.c"), os.path.join(ROOT, "runtime", "cudnn.c"),
+                    os.path.join(ROOT, "runtime", "dylib.c"), "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "include"),
+                    "-I" + MLIR_INCLUDE, "-ldl", "-lpthread"], check=True)
+    return lib, probe
+
+
+def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0):
+    lib, exe = built
+    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or lib, FAKE_CUDNN=fake, PT2_LOGS="cudnn", PROBE_X_OFFSET=str(x_offset))
+    args = [exe, entry, tf32] + ([str(n_operands)] if n_operands is not None else [])
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    results = [tuple(int(v) for v in line.split()[3::2]) for line in lines if line.startswith("call ")]  # (rc, done)
+    return lines, results, r.stderr
+
+
+def starting(lines, word):
+    return [line for line in lines if line.split()[0] == word]
+
+
+def test_plain_conv_f32(built):
+    """Descriptors from the operands, FMA math without TF32 (the tensor-op algorithm 6 and the
+    failing 7 skipped), beta 0, made once for two calls."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1")
+    assert results == [(0, 1), (0, 1)]
+    tensors = starting(lines, "tensor")
+    assert [t.split(" ", 2)[2] for t in tensors] == [f"type {FLOAT} dims 2 4 9 9 strides 324 81 9 1",
+                                                     f"type {FLOAT} dims 2 6 9 9 strides 486 81 9 1"]
+    assert starting(lines, "filter")[0].endswith(f"type {FLOAT} format 0 dims 6 4 3 3")
+    assert starting(lines, "conv") == [f"conv pad 1 1 stride 1 1 dilation 1 1 mode 1 compute {FLOAT}"]
+    assert starting(lines, "groups") == ["groups 1"] and len(starting(lines, "get_algorithm")) == 1
+    assert set(starting(lines, "math")) == {f"math {FMA_MATH}"}
+    forwards = starting(lines, "forward")
+    assert len(forwards) == 2 and all(f == "forward algo 1 x 0x100000 w 0x200000 y 0x300000 ws 0x600000 1024 alpha 1 beta 0" for f in forwards)
+    assert "algorithm 1, workspace 1024 of 33554432 bytes" in log
+
+
+def test_tf32_switch_remakes_the_descriptors(built):
+    """With TF32 allowed, f32 asks for default math and takes the tensor-op algorithm."""
+    lines, results, _ = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="011")
+    assert results == [(0, 1)] * 3
+    assert len(starting(lines, "get_algorithm")) == 2
+    forwards = starting(lines, "forward")
+    assert forwards[0].startswith("forward algo 1 ") and forwards[1].startswith("forward algo 6 ") and forwards[2].startswith("forward algo 6 ")
+    maths = starting(lines, "math")
+    assert f"math {DEFAULT_MATH}" in maths and maths[-1] == f"math {TENSOR_OP_MATH}"
+
+
+def test_fused_f16_grouped_strided(built):
+    """relu(conv + bias + residual) in f16: compute in f32, tensor-op math, RELU propagating
+    NaN, the residual as z with weight 1, the bias [6] as [1, 6, 1, 1]."""
+    lines, results, log = probe(built, "conv_f16_s2x2_p1x1_d1x1_g2_bias_res_relu")
+    assert results == [(0, 2), (0, 2)]
+    assert starting(lines, "conv") == [f"conv pad 1 1 stride 2 2 dilation 1 1 mode 1 compute {FLOAT}"]
+    assert starting(lines, "groups") == ["groups 2"] and starting(lines, "filter")[0].endswith(f"type {HALF} format 0 dims 6 2 3 3")
+    dims = [t.split(" ", 2)[2] for t in starting(lines, "tensor")]
+    assert f"type {HALF} dims 1 6 1 1 strides 6 1 1 1" in dims and f"type {HALF} dims 2 6 5 5 strides 150 25 5 1" in dims
+    assert starting(lines, "activation") == ["activation 1 nan 1 coef_max 1"]
+    fused = starting(lines, "fused")
+    assert len(fused) == 2 and not starting(lines, "forward")
+    assert fused[0] == "fused algo 6 x 0x100000 w 0x200000 z 0x500000 bias 0x400000 y 0x300000 ws 0x600000 16777216 alpha1 1 alpha2 1 z_is_y_desc 0"
+    assert "epilogue fused" in log
+
+
+def test_bias_only_uses_identity_and_precomp_gemm(built):
+    """IDENTITY runs only with IMPLICIT_PRECOMP_GEMM (1); without a residual z is y, weighted 0."""
+    lines, results, _ = probe(built, "conv_bf16_s1x1_p1x1_d1x1_g1_bias")
+    assert results == [(0, 2), (0, 2)]
+    assert starting(lines, "activation") == ["activation 5 nan 1 coef_max 1"]
+    assert starting(lines, "fused")[0].startswith("fused algo 1 x 0x100000 w 0x200000 z 0x300000 bias 0x400000 y 0x300000 ws 0x600000 1024 ")
+    assert starting(lines, "fused")[0].endswith("alpha1 1 alpha2 0 z_is_y_desc 1")
+
+
+def test_fused_refused_then_plain_and_epilogue_kernel(built):
+    """A refused fused call is not tried again: the plain call computes the conv (done 1: the
+    plan runs the epilogue kernel)."""
+    lines, results, log = probe(built, "conv_bf16_s1x1_p1x1_d1x1_g1_bias_relu", tf32="000", fake="fused")
+    assert results == [(0, 1)] * 3
+    assert len(starting(lines, "fused")) == 1 and len(starting(lines, "forward")) == 3
+    assert "the fused call failed (FAKE_FAILURE)" in log
+
+
+def test_f64(built):
+    lines, results, _ = probe(built, "conv_f64_s1x1_p0x0_d1x1_g1")
+    assert results == [(0, 1), (0, 1)]
+    assert starting(lines, "conv") == [f"conv pad 0 0 stride 1 1 dilation 1 1 mode 1 compute {DOUBLE}"]
+    assert starting(lines, "forward")[0].endswith("alpha 1 beta 0")  # read as doubles
+    assert starting(lines, "math")[0] == f"math {DEFAULT_MATH}"
+
+
+@pytest.mark.parametrize("fake,calls_forward", [("forward", 1), ("no_algo", 0), ("big_workspace", 0), ("set_stream", 0)])
+def test_failures_leave_it_to_the_loops(built, fake, calls_forward):
+    """cuDNN refusing the entry is never an error: done 0 (the plan runs the loops); a refused
+    entry is not tried again."""
+    lines, results, _ = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", fake=fake)
+    assert results == [(0, 0), (0, 0)]
+    assert len(starting(lines, "forward")) == calls_forward
+
+
+def test_misaligned_view_runs_the_loops(built):
+    """An input viewed 2 elements into its buffer (4 bytes in f16): algorithms are chosen without
+    pointers and may assume 16-byte alignment, so that call runs the loops; an aligned one cuDNN."""
+    _, results, _ = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1", x_offset=2)
+    assert results == [(0, 0), (0, 0)]
+    _, results, _ = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1", x_offset=8)
+    assert results == [(0, 1), (0, 1)]
+
+
+@pytest.mark.parametrize("library,fake", [("/nonexistent/libcudnn.so", ""), (None, "create")])
+def test_no_cudnn(built, library, fake):
+    lines, results, log = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1_bias_relu", library=library, fake=fake)
+    assert results == [(0, 0), (0, 0)]
+    assert not starting(lines, "forward") and not starting(lines, "fused")
+    assert "convolutions run as loops" in log
+
+
+@pytest.mark.parametrize("entry,n_operands", [("conv_f32_s1x1", None), ("conv_f32_s1x1_p1x1_d1x1_g1_gelu", None),
+                                              ("conv_i32_s1x1_p1x1_d1x1_g1", None), ("conv_f32_s1x1_p1x1_d1x1_g1", 3),
+                                              ("conv_f32_s1x1_p1x1_d1x1_g1_res", None)])
+def test_malformed_entries_are_internal_errors(built, entry, n_operands):
+    lines, results, _ = probe(built, entry, n_operands=n_operands)
+    assert results and all(rc == -1 for rc, _ in results), lines
+    assert any(line.startswith("error: internal: ") for line in lines)
+    assert not starting(lines, "forward")
