@@ -61,4 +61,19 @@ bool var_is_number(Var *v);
  * positive steps only); false (trace broken) otherwise. */
 bool trace_slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t *stop, int64_t *step);
 
+/* Shared by the operator, container and builtin rules (rules_ops.c,
+ * rules_builtins.c). */
+/* A constant Var of r (a new reference, or NULL: `what` raised at trace time,
+ * a graph break). */
+Var *const_result(Trace *t, PyObject *r, const char *what);
+/* A tuple of the constants items[0..n) (new reference), or NULL (trace broken). */
+PyObject *const_tuple_of(Trace *t, Var **items, int n);
+/* The items iteration over v gives, as a list Var (NULL: trace broken). */
+Var *iterable_items(Trace *t, Var *v);
+Var *set_items_in_order(Trace *t, Var *set);
+/* d.__setitem__ as a bound method Var the call machinery runs. */
+Var *tagged_method_for_dict(Trace *t, Var *d);
+/* A torch.Tensor instance (borrowed), for type(x) of traced tensors. */
+PyObject *tensor_type_instance(void);
+
 #endif
