@@ -7,6 +7,27 @@
 
 #define MAX_BOUND 16
 
+/* A capture rule (rules_table.inc): the Python callables and Tensor methods
+ * it covers and the handler that turns a call into graph ops. */
+typedef Var *(*Handler)(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw);
+
+struct RuleEntry {
+    const char *paths;   /* comma-separated Python paths of the callables */
+    const char *methods; /* comma-separated Tensor method names, or NULL */
+    Handler handler;
+    const char *op;      /* the pt2 op (or a variant tag) */
+    const char *schema;  /* the Python signature, for bind_args */
+};
+
+/* A handler's signature, for declaring the handlers of other files. */
+#define RULE_HANDLER(name) Var *name(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw)
+
+/* Binds a handler's arguments to schema_ (NULL: the entry's own) as `b`. */
+#define BIND(schema_)                                                                                                  \
+    Bound b;                                                                                                           \
+    if (!bind_args(t, e->op, schema_ ? schema_ : e->schema, args, n, kwn, kwv, nkw, &b)) return NULL
+
+
 /* Arguments bound to a schema: "input, dim=None, keepdim=False, *, dtype=None".
  * A name after "*" is keyword-only; "*name" collects extra positionals into
  * a tuple Var; "=..." marks the parameter optional (absent → NULL). */
@@ -33,6 +54,8 @@ bool arg_ints(Trace *t, const Bound *b, const char *name, int64_t *out, int max,
 bool arg_dtype(Trace *t, const Bound *b, const char *name, Pt2DType *out);
 
 bool var_int(Trace *t, Var *v, int64_t *out);
+/* A shape given as varargs (x.view(2, 3)) or one sequence (x.view((2, 3))). */
+bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n);
 bool var_ints(Trace *t, Var *v, int64_t *out, int max, int *n);
 Pt2DType dtype_of_torch(PyObject *torch_dtype);
 PyObject *torch_dtype_of(Pt2DType dt); /* borrowed */

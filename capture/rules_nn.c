@@ -1,0 +1,324 @@
+/*===- rules_nn.c - capture rules: linear algebra, convolution, norms ------===*
+ *
+ * matmul/linear/addmm/einsum, convolution and pooling, the normalization
+ * layers, embedding, dropout, pad and scaled_dot_product_attention: each
+ * binds its Python signature and emits catalog ops (rules_table.inc maps
+ * the callables here).
+ *===----------------------------------------------------------------------===*/
+#include <math.h>
+#include <string.h>
+
+#include "rules_util.h"
+
+Var *h_matmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, other");
+    return op2(t, "matmul", arg(&b, "input"), arg(&b, "other"), "%s", "");
+}
+
+Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, weight, bias=None");
+    Var *y = op2(t, "linear", arg(&b, "input"), arg(&b, "weight"), "%s", "");
+    if (y && arg_present(&b, "bias")) y = op2(t, "add", y, arg(&b, "bias"), "%s", "");
+    return y;
+}
+
+Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool batched = strcmp(e->op, "baddbmm") == 0;
+    BIND(batched ? "input, batch1, batch2, *, beta=1, alpha=1" : "input, mat1, mat2, *, beta=1, alpha=1");
+    double beta, alpha;
+    if (!arg_float(t, &b, "beta", 1, &beta) || !arg_float(t, &b, "alpha", 1, &alpha)) return NULL;
+    return op3(t, "addmm", arg(&b, "input"), b.v[1], b.v[2], "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
+}
+
+Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("equation, *operands");
+    Var *eq = arg(&b, "equation"), *ops = b.v[1];
+    if (!eq || eq->kind != V_CONST || !PyUnicode_Check(eq->obj)) return trace_break(t, "einsum(): equation must be a string");
+    if (ops->n_items == 1 && (ops->items[0]->kind == V_TUPLE || ops->items[0]->kind == V_LIST)) ops = ops->items[0];
+    char text[128];
+    int k = 0;
+    for (const char *p = PyUnicode_AsUTF8(eq->obj); *p && k < 127; ++p) {
+        if (*p != ' ') text[k++] = *p;
+    }
+    text[k] = 0;
+    if (ops->n_items != 2) return trace_break(t, "einsum() with %d operands (pt2 supports two)", ops->n_items);
+    if (!strstr(text, "->")) return trace_break(t, "einsum() without an explicit output ('->')");
+    if (strstr(text, "...")) return trace_break(t, "einsum() with '...'");
+    return op2(t, "einsum", ops->items[0], ops->items[1], "{equation = \"%s\"}", text);
+}
+
+static bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]) {
+    int64_t v[PT2_MAX_RANK];
+    int nv;
+    Var *a = arg(b, name);
+    if (!a) {
+        out[0] = out[1] = dflt;
+        return true;
+    }
+    if (!var_ints(t, a, v, PT2_MAX_RANK, &nv)) return false;
+    if (nv == 1) {
+        out[0] = out[1] = v[0];
+    } else if (nv == 2) {
+        out[0] = v[0];
+        out[1] = v[1];
+    } else {
+        trace_break(t, "'%s' must be an int or a pair", name);
+        return false;
+    }
+    return true;
+}
+
+Var *h_conv2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1");
+    Var *x = arg(&b, "input"), *w = arg(&b, "weight");
+    int64_t stride[2], pad[2], dil[2], groups;
+    if (!x || !w || !pair_arg(t, &b, "stride", 1, stride) || !pair_arg(t, &b, "dilation", 1, dil) ||
+        !arg_int(t, &b, "groups", 1, &groups)) {
+        return NULL;
+    }
+    Var *p = arg(&b, "padding");
+    if (p && p->kind == V_CONST && PyUnicode_Check(p->obj)) {
+        const char *mode = PyUnicode_AsUTF8(p->obj);
+        if (strcmp(mode, "valid") == 0) {
+            pad[0] = pad[1] = 0;
+        } else if (strcmp(mode, "same") == 0 && w->rank == 4) {
+            for (int i = 0; i < 2; ++i) {
+                int64_t total = dil[i] * (w->sizes[2 + i] - 1);
+                if (total % 2) return trace_break(t, "conv2d(padding='same') with asymmetric padding");
+                pad[i] = total / 2;
+            }
+        } else {
+            return trace_break(t, "conv2d(): padding mode '%s'", mode);
+        }
+    } else if (!pair_arg(t, &b, "padding", 0, pad)) {
+        return NULL;
+    }
+    bool unbatched = x->rank == 3;
+    if (unbatched) {
+        int64_t shape[4] = {1, x->sizes[0], x->sizes[1], x->sizes[2]};
+        x = reshape_to(t, x, shape, 4);
+    }
+    Var *y = op2(t, "conv2d", x, w,
+                 "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, groups = %lld : i64}",
+                 (long long)stride[0], (long long)stride[1], (long long)pad[0], (long long)pad[1], (long long)dil[0], (long long)dil[1],
+                 (long long)groups);
+    if (y && arg_present(&b, "bias")) {
+        Var *bias = arg(&b, "bias");
+        int64_t shape[3] = {bias->sizes[0], 1, 1};
+        y = op2(t, "add", y, reshape_to(t, bias, shape, 3), "%s", "");
+    }
+    if (y && unbatched) y = reshape_to(t, y, y->sizes + 1, 3);
+    return y;
+}
+
+Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool is_max = strcmp(e->op, "max_pool2d") == 0;
+    BIND(is_max ? "input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False"
+                : "input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None");
+    Var *x = arg(&b, "input");
+    int64_t k[2], s[2], p[2], d[2] = {1, 1};
+    bool ceil_mode;
+    if (!x || !pair_arg(t, &b, "kernel_size", 1, k) || !pair_arg(t, &b, "padding", 0, p) ||
+        !arg_bool(t, &b, "ceil_mode", false, &ceil_mode)) {
+        return NULL;
+    }
+    if (arg_present(&b, "stride")) {
+        int64_t sv[PT2_MAX_RANK];
+        int ns;
+        if (!var_ints(t, arg(&b, "stride"), sv, PT2_MAX_RANK, &ns)) return NULL;
+        if (ns == 0) {
+            s[0] = k[0];
+            s[1] = k[1];
+        } else {
+            s[0] = sv[0];
+            s[1] = ns > 1 ? sv[1] : sv[0];
+        }
+    } else {
+        s[0] = k[0];
+        s[1] = k[1];
+    }
+    if (is_max) {
+        bool ri;
+        if (!pair_arg(t, &b, "dilation", 1, d) || !arg_bool(t, &b, "return_indices", false, &ri)) return NULL;
+        if (ri) return trace_break(t, "max_pool2d(return_indices=True)");
+        return op1(t, "max_pool2d", x,
+                   "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
+                   "dilation = array<i64: %lld, %lld>, ceil_mode = %s}",
+                   (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+                   (long long)d[0], (long long)d[1], ceil_mode ? "true" : "false");
+    }
+    bool cip;
+    if (!arg_bool(t, &b, "count_include_pad", true, &cip)) return NULL;
+    if (arg_present(&b, "divisor_override")) return trace_break(t, "avg_pool2d(divisor_override=...)");
+    return op1(t, "avg_pool2d", x,
+               "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
+               "ceil_mode = %s, count_include_pad = %s}",
+               (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+               ceil_mode ? "true" : "false", cip ? "true" : "false");
+}
+
+Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, output_size");
+    Var *x = arg(&b, "input"), *os = arg(&b, "output_size");
+    if (!x || !os) return NULL;
+    int64_t o[2];
+    if (os->kind == V_TUPLE || os->kind == V_LIST) { /* None in a pair keeps the input size */
+        for (int i = 0; i < 2 && i < os->n_items; ++i) {
+            Var *it = os->items[i];
+            if (it->kind == V_CONST && it->obj == Py_None) {
+                o[i] = x->sizes[x->rank - 2 + i];
+            } else if (!var_int(t, it, &o[i])) {
+                return NULL;
+            }
+        }
+    } else if (!pair_arg(t, &b, "output_size", 1, o)) {
+        return NULL;
+    }
+    return op1(t, "adaptive_avg_pool2d", x, "{output_size = array<i64: %lld, %lld>}", (long long)o[0], (long long)o[1]);
+}
+
+/* ones or zeros shaped like a missing affine parameter, in x's dtype */
+static Var *ones_or_zeros(Trace *t, Var *x, const int64_t *shape, int rank, double v) {
+    char s[128];
+    ints_text(s, sizeof s, shape, rank);
+    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(v), pt2DTypeMlirName(x->dtype));
+}
+
+Var *h_layer_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool rms = strcmp(e->op, "rms_norm") == 0;
+    BIND(rms ? "input, normalized_shape, weight=None, eps=None" : "input, normalized_shape, weight=None, bias=None, eps=1e-05");
+    Var *x = arg(&b, "input");
+    int64_t shape[PT2_MAX_RANK];
+    int nn;
+    double eps;
+    if (!x || !var_ints(t, arg(&b, "normalized_shape"), shape, PT2_MAX_RANK, &nn)) return NULL;
+    Var *w = arg(&b, "weight"), *bias = rms ? NULL : arg(&b, "bias");
+    if (!w) w = ones_or_zeros(t, x, shape, nn, 1.0);
+    if (rms) {
+        if (arg_present(&b, "eps")) {
+            if (!arg_float(t, &b, "eps", 0, &eps)) return NULL;
+            return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+        }
+        return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64}", nn);
+    }
+    if (!bias) bias = ones_or_zeros(t, x, shape, nn, 0.0);
+    if (!w || !bias || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
+    return op3(t, "layer_norm", x, w, bias, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+}
+
+Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, num_groups, weight=None, bias=None, eps=1e-05");
+    Var *x = arg(&b, "input");
+    int64_t groups;
+    double eps;
+    if (!x || !arg_int(t, &b, "num_groups", 1, &groups) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
+    if (x->rank < 2) return trace_break(t, "group_norm of a rank-%d tensor", x->rank);
+    int64_t c = x->sizes[1];
+    Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
+    if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
+    if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
+    return op3(t, "group_norm", x, w, bias, "{groups = %lld : i64, eps = %s}", (long long)groups, f64_attr(eps));
+}
+
+Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05");
+    Var *x = arg(&b, "input"), *mean = arg(&b, "running_mean"), *var = arg(&b, "running_var");
+    bool training;
+    double eps;
+    if (!x || !arg_bool(t, &b, "training", false, &training) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
+    if (training || !mean || !var) return trace_break(t, "batch_norm in training mode (batch statistics) is not supported yet");
+    int64_t c = x->sizes[1];
+    Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
+    if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
+    if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
+    if (!w || !bias) return NULL;
+    int ids[5] = {trace_value(t, x), trace_value(t, mean), trace_value(t, var), trace_value(t, w), trace_value(t, bias)};
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "{eps = %s}", f64_attr(eps));
+    int out[4];
+    if (trace_op(t, "batch_norm", 5, ids, attrs, out, 4) < 0) return NULL;
+    return var_tensor(t, out[0]);
+}
+
+Var *h_embedding(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False");
+    Var *idx = arg(&b, "input"), *w = arg(&b, "weight");
+    if (!idx || !w) return NULL;
+    if (arg_present(&b, "max_norm")) return trace_break(t, "embedding(max_norm=...) renormalizes the weight in place");
+    int64_t numel = 1;
+    for (int i = 0; i < idx->rank; ++i) numel *= idx->sizes[i];
+    Var *flat = reshape_to(t, idx, &numel, 1);
+    Var *rows = flat ? op2(t, "index_select", w, flat, "{dim = 0 : i64}") : NULL;
+    if (!rows) return NULL;
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < idx->rank; ++i) shape[r++] = idx->sizes[i];
+    shape[r++] = w->sizes[1];
+    return reshape_to(t, rows, shape, r);
+}
+
+Var *h_dropout(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, p=0.5, training=True, inplace=False");
+    bool training;
+    double p;
+    if (!arg_bool(t, &b, "training", true, &training) || !arg_float(t, &b, "p", 0.5, &p)) return NULL;
+    if (training && p > 0) return trace_break(t, "dropout in training mode (random numbers) is not supported yet");
+    return arg(&b, "input");
+}
+
+Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, pad, mode='constant', value=None");
+    Var *x = arg(&b, "input"), *mode = arg(&b, "mode");
+    int64_t pads[2 * PT2_MAX_RANK];
+    int np;
+    double value;
+    if (!x || !var_ints(t, arg(&b, "pad"), pads, 2 * PT2_MAX_RANK, &np) || !arg_float(t, &b, "value", 0.0, &value)) return NULL;
+    if (mode && !(mode->kind == V_CONST && PyUnicode_Check(mode->obj) && strcmp(PyUnicode_AsUTF8(mode->obj), "constant") == 0)) {
+        return trace_break(t, "pad(mode=...) other than 'constant'");
+    }
+    char s[256];
+    ints_text(s, sizeof s, pads, np);
+    return op1(t, "pad", x, "{pads = %s, value = %s}", s, f64_attr(value));
+}
+
+/* softmax(q kᵀ · scale + mask) v */
+Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False");
+    Var *q = arg(&b, "query"), *k = arg(&b, "key"), *v = arg(&b, "value"), *mask = arg(&b, "attn_mask");
+    double dropout, scale;
+    bool causal, gqa;
+    if (!q || !k || !v || !arg_float(t, &b, "dropout_p", 0, &dropout) || !arg_bool(t, &b, "is_causal", false, &causal) ||
+        !arg_bool(t, &b, "enable_gqa", false, &gqa)) {
+        return NULL;
+    }
+    if (dropout > 0) return trace_break(t, "scaled_dot_product_attention with dropout");
+    if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
+    if (q->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
+    if (!arg_float(t, &b, "scale", 1.0 / sqrt((double)q->sizes[q->rank - 1]), &scale)) return NULL;
+    int64_t perm[PT2_MAX_RANK];
+    for (int i = 0; i < k->rank; ++i) perm[i] = i;
+    perm[k->rank - 2] = k->rank - 1;
+    perm[k->rank - 1] = k->rank - 2;
+    Var *kt = permute_to(t, k, perm, k->rank);
+    Var *s = op2(t, "matmul", q, kt, "%s", "");
+    if (!s) return NULL;
+    s = op2(t, "mul", s, scalar_tensor(t, scale, s->dtype), "%s", "");
+    int64_t L = q->sizes[q->rank - 2], S = k->sizes[k->rank - 2];
+    if (causal) {
+        /* keep j <= i: mask = arange(L)[:, None] >= arange(S)[None, :] */
+        Var *rows = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)L);
+        Var *cols = rows ? op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)S) : NULL;
+        if (!cols) return NULL;
+        Var *keep = op2(t, "ge", reshape_to(t, rows, (int64_t[]){L, 1}, 2), cols, "%s", "");
+        s = op3(t, "where", keep, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
+    }
+    if (mask && s) {
+        if (mask->dtype == PT2_BOOL) {
+            s = op3(t, "where", mask, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
+        } else {
+            s = op2(t, "add", s, mask, "%s", "");
+        }
+    }
+    Var *p = s ? op1(t, "softmax", s, "{dim = -1 : i64}") : NULL;
+    return p ? op2(t, "matmul", p, v, "%s", "") : NULL;
+}
