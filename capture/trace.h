@@ -326,6 +326,11 @@ bool trace_take_back_raise(Trace *t, PyObject *type);
  * collections.abc.Sequence's __iter__), run at trace time: a V_ITER, or NULL
  * (trace broken). */
 Var *trace_sequence_iter(Trace *t, Var *v);
+/* GET_ITER (iter.c): an iterator Var over v (V_ITER, or a fresh V_RANGE),
+ * or NULL (trace broken); trace_iter_next: its next item, NULL at the end
+ * (or when the trace broke). */
+Var *trace_get_iter(Trace *t, Var *v);
+Var *trace_iter_next(Trace *t, Var *it);
 
 /* Python truthiness of a Var known at trace time: 1/0, or -1 if it depends on
  * a tensor's value (a data-dependent branch: a graph break). */
