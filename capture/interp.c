@@ -31,7 +31,7 @@ static struct {
     int POP_JUMP_FORWARD_IF_TRUE, POP_JUMP_FORWARD_IF_FALSE, POP_JUMP_FORWARD_IF_NONE, POP_JUMP_FORWARD_IF_NOT_NONE;
     int POP_JUMP_BACKWARD_IF_TRUE, POP_JUMP_BACKWARD_IF_FALSE, POP_JUMP_BACKWARD_IF_NONE, POP_JUMP_BACKWARD_IF_NOT_NONE;
     int JUMP_IF_TRUE_OR_POP, JUMP_IF_FALSE_OR_POP, GET_ITER, FOR_ITER, BEFORE_WITH;
-    int RETURN_GENERATOR, YIELD_VALUE;
+    int RETURN_GENERATOR, YIELD_VALUE, GET_YIELD_FROM_ITER, SEND, END_SEND;
     int IMPORT_NAME, IMPORT_FROM, LOAD_SUPER_ATTR;
     int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL, RAISE_VARARGS;
 } OP;
@@ -56,7 +56,7 @@ int interp_init(void) {
     LOOKUP(POP_JUMP_FORWARD_IF_NONE) LOOKUP(POP_JUMP_FORWARD_IF_NOT_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_TRUE)
     LOOKUP(POP_JUMP_BACKWARD_IF_FALSE) LOOKUP(POP_JUMP_BACKWARD_IF_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_NOT_NONE)
     LOOKUP(JUMP_IF_TRUE_OR_POP) LOOKUP(JUMP_IF_FALSE_OR_POP) LOOKUP(GET_ITER) LOOKUP(FOR_ITER) LOOKUP(BEFORE_WITH)
-    LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
+    LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(GET_YIELD_FROM_ITER) LOOKUP(SEND) LOOKUP(END_SEND) LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
     LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL) LOOKUP(RAISE_VARARGS)
 #undef LOOKUP
     return 0;
@@ -262,12 +262,12 @@ bool interp_run_frame(SymFrame *f) {
             f->stack[f->sp - arg] = tmp;
         } else if (op == OP.LOAD_CONST) {
             push(f, var_const(t, co_const(f, arg)));
-        } else if (op == OP.RETURN_CONST) {
-            f->result = f->yielded ? f->yielded : var_const(t, co_const(f, arg));
-            return true;
-        } else if (op == OP.RETURN_VALUE) {
-            f->result = pop(f);
-            if (f->yielded) f->result = f->yielded;
+        } else if (op == OP.RETURN_CONST || op == OP.RETURN_VALUE) {
+            f->result = op == OP.RETURN_CONST ? var_const(t, co_const(f, arg)) : pop(f);
+            if (f->yielded) { /* a generator's call is the iterator; what it returned is for `yield from` */
+                f->yielded->self = f->result;
+                f->result = f->yielded;
+            }
             return true;
         } else if (op == OP.RETURN_GENERATOR && f->yielded) {
             /* the generator starts: the frame resumes with the first sent value */
@@ -277,6 +277,30 @@ bool interp_run_frame(SymFrame *f) {
              * joins the result, and the value sent back is None */
             var_push_item(t, f->yielded, pop(f));
             push(f, var_none(t));
+        } else if (op == OP.GET_YIELD_FROM_ITER) {
+            Var *it = trace_get_iter(t, pop(f));
+            if (!it) return false;
+            push(f, it);
+        } else if (op == OP.SEND && f->yielded) {
+            /* `yield from it`: [it, sent] → [it, its next item], which
+             * YIELD_VALUE passes on; at its end, what it returned takes its
+             * place (3.11) or goes above it for END_SEND (3.12), and SEND jumps */
+            pop(f); /* the value sent: None, as every YIELD_VALUE here gets */
+            Var *it = peek(f, 1);
+            Var *item = trace_iter_next(t, it);
+            if (t->broke) return false;
+            if (item) {
+                push(f, item);
+            } else {
+                Var *returned = it->kind == V_ITER && it->self ? it->self : var_none(t);
+                if (OP.END_SEND < 0) pop(f);
+                push(f, returned);
+                next = in->jump_target;
+            }
+        } else if (op == OP.END_SEND) {
+            Var *v = pop(f);
+            pop(f);
+            push(f, v);
         } else if (op == OP.LOAD_FAST || op == OP.LOAD_FAST_CHECK || op == OP.LOAD_FAST_AND_CLEAR) {
             Var *v = f->locals[arg];
             if (!v && op != OP.LOAD_FAST_AND_CLEAR) {

@@ -223,6 +223,15 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         items->kind = V_ITER;
         return items;
     }
+    if (strcmp(op, "next") == 0 && (n == 1 || n == 2)) {
+        /* next(it[, default]) on an iterator of the trace (iter(), a generator's call) */
+        Var *it = args[0];
+        if (it->kind != V_ITER) return trace_break(t, "next() of a value that is not an iterator pt2 follows");
+        trace_mutated(t, it);
+        Var *item = trace_iter_next(t, it);
+        if (item || t->broke) return item;
+        return n == 2 ? args[1] : trace_break(t, "next() of an exhausted iterator (StopIteration)");
+    }
     if ((strcmp(op, "tuple") == 0 || strcmp(op, "list") == 0) && n <= 1) {
         Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);
         if (!items) return NULL;

@@ -177,6 +177,7 @@ static int contains(Trace *t, Var *container, Var *item) {
         return -2;
     }
     Var **keys = container->kind == V_DICT ? container->keys : container->items;
+    bool hashed = container->kind == V_DICT || container->kind == V_SET;
     for (int i = 0; i < container->n_items; ++i) {
         Var *k = keys[i];
         if (k->kind == V_CONST && item->kind == V_CONST) {
@@ -184,6 +185,10 @@ static int contains(Trace *t, Var *container, Var *item) {
             if (r != 0) return r;
         } else if (same_object(k, item) == 1) {
             return 1;
+        } else if (hashed && (k->kind == V_TENSOR) != (item->kind == V_TENSOR)) {
+            continue; /* a tensor's hash is its identity: never equal to a non-tensor key */
+        } else if (hashed && k->is_input && item->is_input) {
+            continue; /* two distinct graph inputs are distinct objects (one Var per real tensor) */
         } else if (k->kind == V_TENSOR || item->kind == V_TENSOR) {
             (void)t;
             return -1; /* `tensor in list` compares values */

@@ -84,7 +84,7 @@ typedef struct Var {
     struct Var **keys;  /* V_DICT */
     int n_items, cap_items;
     int pos;            /* V_ITER */
-    /* V_METHOD */
+    /* V_METHOD; V_ITER of an inlined generator: what it returned (the value of `yield from` it) */
     struct Var *self;
     /* V_RANGE */
     int64_t start, stop, step;
