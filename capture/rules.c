@@ -77,7 +77,7 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     Var *x = arg(&b, "input"), *mask = arg(&b, "mask"), *v = tensor_arg(t, &b, "value");
     if (!x || !mask || !v) return NULL;
     if (v->kind == V_CONST) {
-        v = scalar_tensor(t, PyFloat_AsDouble(v->obj), x->dtype);
+        v = const_scalar(t, v, x->dtype);
     } else {
         v = convert_to(t, v, x->dtype);
     }

@@ -22,6 +22,10 @@ Var *iterable_items(Trace *t, Var *v) {
     if (fresh_object_items(t, v)) v = fresh_object_items(t, v); /* a dict subclass made in the trace: its keys */
     if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_ITER) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) var_push_item(t, r, v->items[i]);
+        if (v->kind == V_ITER && v->pos < v->n_items) { /* an iterator is used up, as list(gen) leaves it */
+            trace_mutated(t, v);
+            v->pos = v->n_items;
+        }
     } else if (v->kind == V_DICT) {
         for (int i = 0; i < v->n_items; ++i) var_push_item(t, r, v->keys[i]);
     } else if (v->kind == V_RANGE) {
@@ -218,6 +222,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         return out;
     }
     if (strcmp(op, "iter") == 0 && n == 1) {
+        if (args[0]->kind == V_ITER) return args[0]; /* iter(it) is it */
         Var *items = iterable_items(t, args[0]);
         if (!items) return NULL;
         items->kind = V_ITER;
@@ -318,15 +323,8 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     }
     if (n == 1 && args[0]->kind == V_CONST &&
         (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0 || strcmp(op, "abs") == 0 || strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0 ||
-         strcmp(op, "round") == 0 || strcmp(op, "callable") == 0 || strcmp(op, "type") == 0 || strcmp(op, "math.sqrt") == 0)) {
-        PyObject *fn;
-        if (strcmp(op, "math.sqrt") == 0) {
-            PyObject *math = PyImport_ImportModule("math");
-            fn = math ? PyObject_GetAttrString(math, "sqrt") : NULL;
-            Py_XDECREF(math);
-        } else {
-            fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), op));
-        }
+         strcmp(op, "round") == 0 || strcmp(op, "callable") == 0 || strcmp(op, "type") == 0)) {
+        PyObject *fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), op));
         PyObject *r = fn ? PyObject_CallOneArg(fn, args[0]->obj) : NULL;
         Py_XDECREF(fn);
         return const_result(t, r, op);

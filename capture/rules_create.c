@@ -23,7 +23,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     Var *fill = arg(&b, "fill_value");
     if (full) {
         if (!fill || fill->kind != V_CONST) return trace_break(t, "%s(): fill_value must be a number known at trace time", op);
-        value = PyFloat_AsDouble(fill->obj);
+        if (!number_value(t, fill->obj, &value)) return NULL;
     }
     if (like) {
         Var *x = arg(&b, "input");

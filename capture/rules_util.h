@@ -70,6 +70,12 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
+/* A Python number constant as a double; false (trace broken) for an int
+ * that a double would round (past 2^53), which pt2's float64 scalars and
+ * attributes cannot hold. */
+bool number_value(Trace *t, PyObject *o, double *out);
+/* scalar_tensor of a number constant Var (number_value's rule). */
+Var *const_scalar(Trace *t, Var *number, Pt2DType dt);
 /* "array<i64: 1, 2>" */
 void ints_text(char *buf, size_t cap, const int64_t *v, int n);
 /* A tuple Var of tensors. */

@@ -230,7 +230,7 @@ int trace_op(Trace *t, const char *op, int n, const int *operands, const char *a
  *===----------------------------------------------------------------------===*/
 
 static PyObject *torch_module, *tensor_type, *parameter_type, *nn_module_type, *torch_dtype_type, *torch_device_type,
-    *torch_size_type;
+    *torch_size_type, *torch_finfo_type, *torch_iinfo_type;
 
 int values_init(void) {
     torch_module = PyImport_ImportModule("torch");
@@ -243,9 +243,14 @@ int values_init(void) {
     torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");
     torch_device_type = PyObject_GetAttrString(torch_module, "device");
     torch_size_type = PyObject_GetAttrString(torch_module, "Size");
+    torch_finfo_type = PyObject_GetAttrString(torch_module, "finfo");
+    torch_iinfo_type = PyObject_GetAttrString(torch_module, "iinfo");
     Py_DECREF(nn);
     if (nn_module_type && objects_init() != 0) return -1;
-    return (tensor_type && parameter_type && nn_module_type && torch_dtype_type && torch_device_type && torch_size_type) ? 0 : -1;
+    return (tensor_type && parameter_type && nn_module_type && torch_dtype_type && torch_device_type && torch_size_type &&
+            torch_finfo_type && torch_iinfo_type)
+               ? 0
+               : -1;
 }
 
 bool is_tensor(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)tensor_type); }
@@ -254,11 +259,13 @@ PyObject *pt2_nn_module_type(void) { return nn_module_type; }
 PyObject *pt2_parameter_type(void) { return parameter_type; }
 PyObject *torch_size_type_obj(void) { return torch_size_type; }
 
-/* Python scalars and immutable containers of them are trace-time constants. */
+/* Python scalars and immutable containers of them are trace-time constants
+ * (torch.finfo/iinfo objects too: read-only, compared by value). */
 static bool is_constant_value(PyObject *o) {
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
-        PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type)) {
+        PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type) || Py_IS_TYPE(o, (PyTypeObject *)torch_finfo_type) ||
+        Py_IS_TYPE(o, (PyTypeObject *)torch_iinfo_type)) {
         return true;
     }
     if (PyFrozenSet_CheckExact(o)) {
