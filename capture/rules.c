@@ -89,7 +89,7 @@ static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
 /* hardtanh/relu6(inplace=True) write the result back into the input. */
 static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     Var *r = h_clamp_plain(t, e, args, n, kwn, kwv, nkw);
-    if (!r || strcmp(e->op, "clamp") == 0) return r;
+    if (!r || strncmp(e->op, "clamp", 5) == 0) return r;
     BIND(strcmp(e->op, "hardtanh") == 0 ? "input, min_val=-1.0, max_val=1.0, inplace=False" : "input, inplace=False");
     bool inplace;
     if (!arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
@@ -97,9 +97,11 @@ static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
 }
 
 static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    const char *schema = strcmp(e->op, "hardtanh") == 0 ? "input, min_val=-1.0, max_val=1.0, inplace=False"
-                       : strcmp(e->op, "relu6") == 0      ? "input, inplace=False"
-                                                          : "input, min=None, max=None";
+    const char *schema = strcmp(e->op, "hardtanh") == 0  ? "input, min_val=-1.0, max_val=1.0, inplace=False"
+                       : strcmp(e->op, "relu6") == 0     ? "input, inplace=False"
+                       : strcmp(e->op, "clamp_min") == 0 ? "input, min"
+                       : strcmp(e->op, "clamp_max") == 0 ? "input, max"
+                                                         : "input, min=None, max=None";
     BIND(schema);
     Var *x = arg(&b, "input");
     if (!x) return NULL;

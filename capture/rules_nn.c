@@ -322,3 +322,168 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     Var *p = s ? op1(t, "softmax", s, "{dim = -1 : i64}") : NULL;
     return p ? op2(t, "matmul", p, v, "%s", "") : NULL;
 }
+
+/*===----------------------------------------------------------------------===*
+ * Vector norms: torch.norm, Tensor.norm, torch.linalg.vector_norm/norm,
+ * F.normalize, decomposed into catalog ops
+ *===----------------------------------------------------------------------===*/
+
+/* Whether `from` converts to `to` without narrowing (linalg.vector_norm's
+ * rule for its dtype argument; float dtypes only). */
+static bool float_widens_to(Pt2DType from, Pt2DType to) {
+    if (from == to || to == PT2_F64) return true;
+    return to == PT2_F32 && (from == PT2_F16 || from == PT2_BF16);
+}
+
+/* A norm order: a number (inf and -inf included) known at trace time. */
+static bool norm_order(Trace *t, Var *v, const char *fname, double dflt, double *out) {
+    if (!v) {
+        *out = dflt;
+        return true;
+    }
+    if (v->kind == V_CONST && (PyFloat_Check(v->obj) || PyLong_Check(v->obj))) return number_value(t, v->obj, out);
+    trace_break(t, "%s(): the order must be a number known at trace time", fname);
+    return false;
+}
+
+/* The dims of a norm: None and () are all of them (*nd = -1); an int or
+ * a sequence of ints otherwise. */
+static bool norm_dims(Trace *t, Var *v, int rank, int64_t *dims, int *nd) {
+    *nd = -1;
+    if (!v) return true;
+    int n;
+    if (!var_ints(t, v, dims, PT2_MAX_RANK, &n)) return false;
+    for (int i = 0; i < n; ++i) {
+        int d = pt2_norm_dim(dims[i], rank);
+        if (d < 0) {
+            trace_break(t, "norm: dimension %lld out of range for a rank-%d tensor", (long long)dims[i], rank);
+            return false;
+        }
+        dims[i] = d;
+    }
+    if (n > 0) *nd = n;
+    return true;
+}
+
+/* sum(|x|^p)^(1/p) over dims (nd = -1: all), as linalg.vector_norm
+ * computes it: in float32 for half types (its opmath type), the result in
+ * x's type (after a `dtype` cast).  p = ±inf is amax/amin of |x|, p = 0
+ * counts the nonzeros. */
+static Var *vector_norm(Trace *t, const char *fname, Var *x, double p, const int64_t *dims_in, int nd, bool keep, Pt2DType dtype) {
+    if (!x || x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", fname);
+    if (!pt2_dtype_is_float(x->dtype)) return trace_break(t, "%s() of a %s tensor (eager raises: it wants a float)", fname, pt2DTypeName(x->dtype));
+    if (dtype != PT2_DTYPE_INVALID) {
+        if (!pt2_dtype_is_float(dtype) || !float_widens_to(x->dtype, dtype)) {
+            return trace_break(t, "%s(dtype=%s) of a %s tensor (eager raises: a narrowing cast)", fname, pt2DTypeName(dtype), pt2DTypeName(x->dtype));
+        }
+        x = convert_to(t, x, dtype);
+    }
+    int64_t dims[PT2_MAX_RANK];
+    if (nd > 0) memcpy(dims, dims_in, sizeof(int64_t) * (size_t)nd);
+    if (x->rank == 0) { /* a scalar: its one element, as a 1-d reduction */
+        x = reshape_to(t, x, (int64_t[]){1}, 1);
+        nd = 1;
+        dims[0] = 0;
+        keep = false;
+    }
+    if (isinf(p)) { /* max/min have no identity: eager raises on an empty reduction */
+        for (int i = 0; i < (nd < 0 ? x->rank : nd); ++i) {
+            if (x->sizes[nd < 0 ? i : dims[i]] == 0) return trace_break(t, "%s(): the inf norm of an empty dimension (eager raises)", fname);
+        }
+    }
+    Pt2DType out_dt = x->dtype, compute = x->dtype == PT2_F16 || x->dtype == PT2_BF16 ? PT2_F32 : x->dtype;
+    x = convert_to(t, x, compute);
+    char attrs[192], s[128] = "";
+    if (nd >= 0) ints_text(s, sizeof s, dims, nd);
+    snprintf(attrs, sizeof attrs, "{%s%s%skeepdim = %s}", nd >= 0 ? "dims = " : "", s, nd >= 0 ? ", " : "", keep ? "true" : "false");
+    Var *r;
+    if (p == 0) {
+        Var *nonzero = x ? op2(t, "ne", x, int_const(t, 0), "%s", "") : NULL;
+        r = nonzero ? op1(t, "sum", convert_to(t, nonzero, compute), "%s", attrs) : NULL;
+    } else if (p == 2) {
+        Var *sq = x ? op2(t, "mul", x, x, "%s", "") : NULL;
+        r = sq ? op1(t, "sqrt", op1(t, "sum", sq, "%s", attrs), "%s", "") : NULL;
+    } else {
+        Var *a = x ? op1(t, "abs", x, "%s", "") : NULL;
+        if (isinf(p)) {
+            r = a ? op1(t, p > 0 ? "amax" : "amin", a, "%s", attrs) : NULL;
+        } else if (p == 1) {
+            r = a ? op1(t, "sum", a, "%s", attrs) : NULL;
+        } else {
+            PyObject *po = PyFloat_FromDouble(p), *inv = PyFloat_FromDouble(1.0 / p);
+            Var *pv = po ? var_const(t, po) : NULL, *iv = inv ? var_const(t, inv) : NULL;
+            Py_XDECREF(po);
+            Py_XDECREF(inv);
+            Var *sum = a && pv ? op1(t, "sum", op2(t, "pow", a, pv, "%s", ""), "%s", attrs) : NULL;
+            r = sum && iv ? op2(t, "pow", sum, iv, "%s", "") : NULL;
+        }
+    }
+    return r ? convert_to(t, r, out_dt) : NULL;
+}
+
+/* torch.norm(input, p='fro', dim=None, keepdim=False, out=None, dtype=None)
+ * and Tensor.norm(p, dim, keepdim, dtype): vector norms ('fro' over at most
+ * two dims is the 2-norm); torch.linalg.vector_norm(x, ord=2, dim=None,
+ * keepdim=False, *, dtype=None); torch.linalg.norm(A, ord=None, dim=None,
+ * keepdim=False, *, out=None, dtype=None) of vectors (and the Frobenius
+ * norm of matrices). */
+Var *h_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool linalg = strcmp(e->op, "linalg_norm") == 0, vector = strcmp(e->op, "vector_norm") == 0;
+    const char *schema = vector   ? "input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None"
+                         : linalg ? "input, ord=None, dim=None, keepdim=False, *, out=None, dtype=None"
+                         : strcmp(e->op, "norm") == 0 ? "input, p='fro', dim=None, keepdim=False, out=None, dtype=None"
+                                                      : "input, p='fro', dim=None, keepdim=False, dtype=None";
+    const char *fname = vector ? "linalg.vector_norm" : linalg ? "linalg.norm" : "norm";
+    BIND(schema);
+    Var *x = arg(&b, "input"), *ord = arg(&b, vector || linalg ? "ord" : "p"), *dim = arg(&b, "dim");
+    bool keep;
+    Pt2DType dt;
+    int64_t dims[PT2_MAX_RANK];
+    int nd;
+    if (!x || !arg_bool(t, &b, "keepdim", false, &keep) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
+    if (arg_present(&b, "out")) return trace_break(t, "%s(out=...)", fname);
+    if (x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", fname);
+    if (vector && b.v[1] && !ord) return trace_break(t, "linalg.vector_norm(ord=None) (eager raises)");
+    if (!norm_dims(t, dim, x->rank, dims, &nd)) return NULL;
+    int reduced = nd < 0 ? x->rank : nd;
+    bool fro = ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && strcmp(PyUnicode_AsUTF8(ord->obj), "fro") == 0;
+    if (ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && !fro) {
+        return trace_break(t, "%s(ord='%s') (a matrix norm that needs an SVD, or an error in eager)", fname, PyUnicode_AsUTF8(ord->obj));
+    }
+    if (!linalg) {
+        if (fro && reduced > 2 && nd >= 0) return trace_break(t, "%s('fro') over %d dims (eager raises)", fname, reduced);
+        double p;
+        if (!fro && !norm_order(t, ord, fname, 2.0, &p)) return NULL;
+        return vector_norm(t, fname, x, fro ? 2.0 : p, dims, nd, keep, dt);
+    }
+    /* linalg.norm: a vector norm over one dim (or a 1-d input); ord=None
+     * over everything flattened; two dims (or a 2-d input with an ord) a
+     * matrix norm, of which the Frobenius norm is the 2-norm */
+    bool matrix = nd == 2 || (nd < 0 && ord && x->rank == 2);
+    if (nd > 2 || (nd < 0 && ord && x->rank != 1 && x->rank != 2)) return trace_break(t, "linalg.norm(): these dims (eager raises)");
+    if (matrix) {
+        if (!ord || fro) return vector_norm(t, fname, x, 2.0, dims, nd, keep, dt);
+        return trace_break(t, "linalg.norm(): a matrix norm other than 'fro' is not supported yet");
+    }
+    if (fro) return trace_break(t, "linalg.norm(ord='fro') of a vector (eager raises)");
+    double p;
+    if (!norm_order(t, ord, fname, 2.0, &p)) return NULL;
+    return vector_norm(t, fname, x, p, dims, nd, keep, dt);
+}
+
+/* F.normalize(input, p=2.0, dim=1, eps=1e-12, out=None): input / max(norm, eps). */
+Var *h_normalize(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, p=2.0, dim=1, eps=1e-12, out=None");
+    Var *x = arg(&b, "input");
+    double p, eps;
+    int64_t dims[PT2_MAX_RANK];
+    int nd;
+    if (!x || !norm_order(t, arg(&b, "p"), "normalize", 2.0, &p) || !arg_float(t, &b, "eps", 1e-12, &eps)) return NULL;
+    if (arg_present(&b, "out")) return trace_break(t, "normalize(out=...)");
+    if (x->kind != V_TENSOR) return trace_break(t, "normalize() of a non-tensor");
+    Var *dim = b.v[2] ? arg(&b, "dim") : int_const(t, 1); /* absent: 1; None: every dim */
+    if (!norm_dims(t, dim, x->rank, dims, &nd)) return NULL;
+    Var *norm = vector_norm(t, "normalize", x, p, dims, nd, true, PT2_DTYPE_INVALID);
+    Var *denom = norm ? op1(t, "clamp", norm, "{min = %s}", f64_attr(eps)) : NULL;
+    return denom ? op2(t, "div", x, denom, "%s", "") : NULL;
+}
