@@ -68,46 +68,94 @@ static bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, i
     return true;
 }
 
-Var *h_conv2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+/* An int or a sequence of `n` ints (conv1d's stride=2 or stride=(2,)). */
+static bool spatial_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int n, int64_t *out) {
+    if (n == 2) return pair_arg(t, b, name, dflt, out);
+    int64_t v[PT2_MAX_RANK];
+    int nv;
+    Var *a = arg(b, name);
+    if (!a) {
+        out[0] = dflt;
+        return true;
+    }
+    if (!var_ints(t, a, v, PT2_MAX_RANK, &nv)) return false;
+    if (nv != 1) {
+        trace_break(t, "'%s' must be an int or a 1-tuple", name);
+        return false;
+    }
+    out[0] = v[0];
+    return true;
+}
+
+/* conv1d and conv2d: a 1-d convolution is the 2-d one over a unit height
+ * (x (N,C,L) → (N,C,1,L), weight (O,C/g,K) → (O,C/g,1,K), and back).
+ * padding='same' pads total = dilation (k - 1) per dim, the odd one on the
+ * right as eager does (an explicit pad op before the convolution then). */
+Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1");
+    int nsp = strcmp(e->op, "conv1d") == 0 ? 1 : 2;
     Var *x = arg(&b, "input"), *w = arg(&b, "weight");
-    int64_t stride[2], pad[2], dil[2], groups;
-    if (!x || !w || !pair_arg(t, &b, "stride", 1, stride) || !pair_arg(t, &b, "dilation", 1, dil) ||
+    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, lo[2] = {0, 0}, hi[2] = {0, 0}, groups;
+    if (!x || !w || !spatial_arg(t, &b, "stride", 1, nsp, stride + 2 - nsp) || !spatial_arg(t, &b, "dilation", 1, nsp, dil + 2 - nsp) ||
         !arg_int(t, &b, "groups", 1, &groups)) {
         return NULL;
+    }
+    if (x->kind != V_TENSOR || w->kind != V_TENSOR || w->rank != nsp + 2 || (x->rank != nsp + 1 && x->rank != nsp + 2)) {
+        return trace_break(t, "%s(): input of rank %d and weight of rank %d (eager raises)", e->op, x->rank, w->rank);
     }
     Var *p = arg(&b, "padding");
     if (p && p->kind == V_CONST && PyUnicode_Check(p->obj)) {
         const char *mode = PyUnicode_AsUTF8(p->obj);
-        if (strcmp(mode, "valid") == 0) {
-            pad[0] = pad[1] = 0;
-        } else if (strcmp(mode, "same") == 0 && w->rank == 4) {
-            for (int i = 0; i < 2; ++i) {
-                int64_t total = dil[i] * (w->sizes[2 + i] - 1);
-                if (total % 2) return trace_break(t, "conv2d(padding='same') with asymmetric padding");
-                pad[i] = total / 2;
+        if (strcmp(mode, "same") == 0) {
+            if (stride[0] != 1 || stride[1] != 1) return trace_break(t, "%s(padding='same') with a stride (eager raises)", e->op);
+            for (int i = 2 - nsp; i < 2; ++i) {
+                int64_t total = dil[i] * (w->sizes[w->rank - 2 + i] - 1);
+                lo[i] = total / 2;
+                hi[i] = total - lo[i];
             }
-        } else {
-            return trace_break(t, "conv2d(): padding mode '%s'", mode);
+        } else if (strcmp(mode, "valid") != 0) {
+            return trace_break(t, "%s(): padding mode '%s'", e->op, mode);
         }
-    } else if (!pair_arg(t, &b, "padding", 0, pad)) {
-        return NULL;
+    } else {
+        if (!spatial_arg(t, &b, "padding", 0, nsp, lo + 2 - nsp)) return NULL;
+        hi[0] = lo[0];
+        hi[1] = lo[1];
     }
-    bool unbatched = x->rank == 3;
-    if (unbatched) {
-        int64_t shape[4] = {1, x->sizes[0], x->sizes[1], x->sizes[2]};
+    bool unbatched = x->rank == nsp + 1;
+    int64_t shape[4];
+    if (unbatched || nsp == 1) { /* to (N, C, H, W) */
+        int k = 0;
+        shape[k++] = unbatched ? 1 : x->sizes[0];
+        for (int i = unbatched ? 0 : 1; i < x->rank - nsp; ++i) shape[k++] = x->sizes[i];
+        if (nsp == 1) shape[k++] = 1;
+        for (int i = x->rank - nsp; i < x->rank; ++i) shape[k++] = x->sizes[i];
         x = reshape_to(t, x, shape, 4);
     }
-    Var *y = op2(t, "conv2d", x, w,
-                 "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, groups = %lld : i64}",
-                 (long long)stride[0], (long long)stride[1], (long long)pad[0], (long long)pad[1], (long long)dil[0], (long long)dil[1],
-                 (long long)groups);
+    if (nsp == 1) w = reshape_to(t, w, (int64_t[]){w->sizes[0], w->sizes[1], 1, w->sizes[2]}, 4);
+    if (x && (lo[0] != hi[0] || lo[1] != hi[1])) { /* asymmetric: pad first (F.pad order: last dim first) */
+        x = op1(t, "pad", x, "{pads = array<i64: %lld, %lld, %lld, %lld>, value = 0.0 : f64}", (long long)lo[1], (long long)hi[1],
+                (long long)lo[0], (long long)hi[0]);
+        lo[0] = lo[1] = 0;
+    }
+    Var *y = x && w ? op2(t, "conv2d", x, w,
+                          "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, "
+                          "groups = %lld : i64}",
+                          (long long)stride[0], (long long)stride[1], (long long)lo[0], (long long)lo[1], (long long)dil[0],
+                          (long long)dil[1], (long long)groups)
+                    : NULL;
     if (y && arg_present(&b, "bias")) {
         Var *bias = arg(&b, "bias");
-        int64_t shape[3] = {bias->sizes[0], 1, 1};
-        y = op2(t, "add", y, reshape_to(t, bias, shape, 3), "%s", "");
+        if (bias->kind != V_TENSOR || bias->rank != 1) return trace_break(t, "%s(): bias must be a 1-d tensor", e->op);
+        y = op2(t, "add", y, reshape_to(t, bias, (int64_t[]){bias->sizes[0], 1, 1}, 3), "%s", "");
     }
-    if (y && unbatched) y = reshape_to(t, y, y->sizes + 1, 3);
+    if (y && (unbatched || nsp == 1)) { /* back to the input's layout */
+        int k = 0;
+        if (!unbatched) shape[k++] = y->sizes[0];
+        shape[k++] = y->sizes[1];
+        if (nsp == 2) shape[k++] = y->sizes[2];
+        shape[k++] = y->sizes[3];
+        y = reshape_to(t, y, shape, k);
+    }
     return y;
 }
 
