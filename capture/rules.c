@@ -733,6 +733,36 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     return dt == PT2_DTYPE_INVALID ? x : convert_to(t, x, dt);
 }
 
+/* x.type(dtype) casts; x.type() is the legacy type name ('torch.FloatTensor'). */
+static Var *h_tensor_type(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dtype=None, non_blocking=False");
+    Var *x = arg(&b, "input"), *dt = arg(&b, "dtype");
+    if (!x || x->kind != V_TENSOR) return trace_break(t, "type() of a non-tensor");
+    if (dt && dt->kind == V_CONST && dtype_of_torch(dt->obj) != PT2_DTYPE_INVALID) return convert_to(t, x, dtype_of_torch(dt->obj));
+    if (dt) return trace_break(t, "Tensor.type() with a type other than a torch.dtype");
+    /* the name follows from the dtype alone (the tensor's device is the graph's, guarded) */
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *empty = torch ? PyObject_GetAttrString(torch, "empty") : NULL;
+    PyObject *size = Py_BuildValue("(i)", 0), *kw = Py_BuildValue("{s:O}", "dtype", torch_dtype_of(x->dtype));
+    PyObject *probe = empty && size && kw ? PyObject_Call(empty, size, kw) : NULL;
+    Py_XDECREF(torch);
+    Py_XDECREF(empty);
+    Py_XDECREF(size);
+    Py_XDECREF(kw);
+    PyObject *name = NULL;
+    if (probe) {
+        int pt2_trace_device(void); /* compiler.c: the graph's device, a CUDA index or < 0 */
+        PyObject *on_device = pt2_trace_device() >= 0 ? PyObject_CallMethod(probe, "cuda", "i", pt2_trace_device()) : Py_NewRef(probe);
+        name = on_device ? PyObject_CallMethod(on_device, "type", NULL) : NULL;
+        Py_XDECREF(on_device);
+        Py_DECREF(probe);
+    }
+    if (!name) return trace_break(t, "Tensor.type() failed at trace time");
+    Var *r = var_const(t, name);
+    Py_DECREF(name);
+    return r;
+}
+
 static Var *h_cast(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND(strcmp(e->op, "type_as") == 0 ? "input, other" : "input, memory_format=None");
     Var *x = arg(&b, "input");

@@ -48,6 +48,17 @@ static const struct {
     {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"//", "floor_div"}, {"%", "remainder"}, {"@", "matmul"},
 };
 
+/* A tuple or list Var as it is, a constant tuple as a tuple Var of its
+ * items (obj: torch.Size for a Size, else NULL); NULL for anything else. */
+static Var *sequence_items(Trace *t, Var *v) {
+    if (v->kind == V_LIST || (v->kind == V_TUPLE && (!v->obj || v->obj == torch_size_type_obj()))) return v;
+    if (v->kind != V_CONST || !PyTuple_Check(v->obj)) return NULL;
+    Var *r = var_new(t, V_TUPLE);
+    if (Py_TYPE(v->obj) == (PyTypeObject *)torch_size_type_obj()) r->obj = trace_keep(t, torch_size_type_obj());
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v->obj); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(v->obj, i)));
+    return r;
+}
+
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
     if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
@@ -87,24 +98,22 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
         }
         return const_result(t, r, op);
     }
-    /* sequences */
-    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '+' && b->kind == a->kind) {
-        Var *r = var_new(t, a->kind);
-        for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
-        for (int i = 0; i < b->n_items; ++i) var_push_item(t, r, b->items[i]);
+    /* sequences: tuple + tuple (a torch.Size if either is one), list + list, sequence * int */
+    Var *sa = sequence_items(t, a), *sb = sequence_items(t, b);
+    if (op[0] == '+' && !op[1] && sa && sb && sa->kind == sb->kind) {
+        Var *r = var_new(t, sa->kind);
+        if (sa->obj || sb->obj) r->obj = trace_keep(t, torch_size_type_obj());
+        for (int i = 0; i < sa->n_items; ++i) var_push_item(t, r, sa->items[i]);
+        for (int i = 0; i < sb->n_items; ++i) var_push_item(t, r, sb->items[i]);
         return r;
     }
-    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '+' && b->kind == V_CONST && PyTuple_Check(b->obj)) {
-        Var *r = var_new(t, a->kind);
-        for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(b->obj); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(b->obj, i)));
-        return r;
-    }
-    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '*' && b->kind == V_CONST && PyLong_Check(b->obj)) {
-        Var *r = var_new(t, a->kind);
-        long k = PyLong_AsLong(b->obj);
+    Var *seq = sa ? sa : sb, *count = sa ? b : a;
+    if (op[0] == '*' && !op[1] && seq && count->kind == V_CONST && PyLong_Check(count->obj)) {
+        Var *r = var_new(t, seq->kind);
+        r->obj = seq->obj;
+        long k = PyLong_AsLong(count->obj);
         for (long j = 0; j < k; ++j) {
-            for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
+            for (int i = 0; i < seq->n_items; ++i) var_push_item(t, r, seq->items[i]);
         }
         return r;
     }
