@@ -228,6 +228,14 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         items->kind = V_ITER;
         return items;
     }
+    if (strcmp(op, "itertools.repeat") == 0 && n == 2) { /* repeat(x, times); repeat(x) never ends */
+        int64_t times;
+        if (!var_int(t, args[1], &times)) return NULL;
+        if (times > 65536) return trace_break(t, "itertools.repeat() of %lld items (unrolled at trace time)", (long long)times);
+        Var *it = var_new(t, V_ITER);
+        for (int64_t i = 0; i < times; ++i) var_push_item(t, it, args[0]);
+        return it;
+    }
     if (strcmp(op, "next") == 0 && (n == 1 || n == 2)) {
         /* next(it[, default]) on an iterator of the trace (iter(), a generator's call) */
         Var *it = args[0];

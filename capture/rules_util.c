@@ -347,6 +347,16 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank) {
     return op1(t, "reshape", x, "{shape = %s}", s);
 }
 
+Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
+    if (x->kind == V_TENSOR && x->rank == rank && memcmp(x->sizes, shape, sizeof(int64_t) * (size_t)rank) == 0) return x;
+    char attrs[280], s[256];
+    ints_text(s, sizeof s, shape, rank);
+    snprintf(attrs, sizeof attrs, "{shape = %s}", s);
+    int id = trace_value(t, x);
+    int r = id < 0 ? -1 : trace_op(t, "reshape", 1, &id, attrs, NULL, 0);
+    return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
+}
+
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
     if (x->kind == V_TENSOR && x->dtype == dt) return x;
     return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(dt));

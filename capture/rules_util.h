@@ -67,6 +67,10 @@ Var *op1(Trace *t, const char *op, Var *x, const char *attrs_fmt, ...) __attribu
 Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
 Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt, ...) __attribute__((format(printf, 6, 7)));
 Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
+/* A reshape that no Python code sees (an operand shaped for an op, an op's
+ * result shaped back): a new value, neither a view of x nor marking x as
+ * viewed, so in-place ops on x or on the result stay functional. */
+Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);

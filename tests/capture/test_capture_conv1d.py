@@ -1,7 +1,10 @@
 """conv1d (F.conv1d, torch.conv1d, nn.Conv1d) as the 2-d convolution over a
 unit height, padding='same' with an even kernel (asymmetric: an explicit pad,
-conv2d too), against eager on odd lengths, non-contiguous inputs, unbatched
-inputs, groups, dilation and strides; transposed convolutions break cleanly."""
+conv2d too), and F.unfold (im2col) as strided slices, against eager on odd
+lengths, non-contiguous inputs, unbatched inputs, groups, dilation and
+strides; transposed convolutions break cleanly."""
+import itertools
+
 import pytest
 import torch
 import torch.nn as nn
@@ -74,13 +77,15 @@ def test_conv1d_unbatched_and_keywords():
 
 
 def test_conv1d_inside_a_transposed_layout():
-    # ConvBert's separable convolution: (N, L, C) → transpose → depthwise + pointwise conv1d → back
-    dw, pw = rand(8, 1, 9, seed=5), rand(8, 8, 1, seed=6)
+    # ConvBert's separable convolution: (N, L, C) → transpose → depthwise + pointwise conv1d,
+    # a bias added in place (the result is a fresh tensor, not a view) → back
+    dw, pw, bias = rand(8, 1, 9, seed=5), rand(8, 8, 1, seed=6), rand(8, 1, seed=7)
 
     def f(hidden):
         x = hidden.transpose(1, 2)
         x = F.conv1d(x, dw, padding=4, groups=8)
         x = F.conv1d(x, pw)
+        x += bias
         return x.transpose(1, 2) * hidden
 
     check(f, [(rand(2, 13, 8),), (rand(1, 20, 8, seed=7),)])
@@ -130,3 +135,29 @@ def test_conv_transpose_breaks_cleanly(kind):
 
     info = check(f, [(rand(*shape),), (rand(*shape, seed=10),)], graphs=2, breaks=1)
     assert kind in info.break_reasons[0].reason, info.break_reasons
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=3),
+        dict(kernel_size=(9, 1), padding=(4, 0)),  # ConvBert's span-based dynamic convolution
+        dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
+        dict(kernel_size=2, stride=2),
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
+def test_unfold(kw):
+    m = nn.Unfold(**kw)
+
+    def f(x):
+        return F.unfold(x * 2, **kw) + m(x)
+
+    check(f, [(rand(2, 3, 9, 7),), (rand(3, 10, 6, seed=11),)])  # batched, then unbatched
+
+
+def test_itertools_repeat():
+    def f(x):
+        return sum(itertools.repeat(x, 3)) + len(tuple(itertools.repeat(1, 4)))
+
+    check(f, [(rand(4),), (rand(2, 3, seed=12),)])
