@@ -8,6 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch.nn as nn
+
 import pt2
 
 INF = math.inf
@@ -121,3 +123,50 @@ def test_matrix_norms_break_cleanly(fn):
     info = pt2.explain(fn)(x)
     assert info.graph_count == 2 and info.graph_break_count == 1, info.break_reasons
     assert "norm" in info.break_reasons[0].reason, info.break_reasons
+
+
+class GlobalResponseNorm(nn.Module):
+    # the layer of timm's ConvNeXt-V2 (timm/layers/grn.py): a 2-norm over the spatial dims, addcmul
+    def __init__(self, dim, eps=1e-6, channels_last=True):
+        super().__init__()
+        self.eps = eps
+        self.spatial_dim, self.channel_dim = ((1, 2), -1) if channels_last else ((2, 3), 1)
+        self.wb_shape = (1, 1, 1, -1) if channels_last else (1, -1, 1, 1)
+        self.weight = nn.Parameter(torch.linspace(-1, 1, dim))
+        self.bias = nn.Parameter(torch.linspace(0.5, -0.5, dim))
+
+    def forward(self, x):
+        x_g = x.norm(p=2, dim=self.spatial_dim, keepdim=True)
+        x_n = x_g / (x_g.mean(dim=self.channel_dim, keepdim=True) + self.eps)
+        return x + torch.addcmul(self.bias.view(self.wb_shape), self.weight.view(self.wb_shape), x * x_n)
+
+
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_global_response_norm(channels_last):
+    m = GlobalResponseNorm(6, channels_last=channels_last).eval().requires_grad_(False)
+    shape = (2, 5, 7, 6) if channels_last else (2, 6, 5, 7)
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(*shape, generator=g), torch.randn(*shape, generator=g).mul(3)]
+    pt2.reset()
+    compiled = pt2.compile(m)
+    with torch.no_grad():
+        for x in xs:
+            torch.testing.assert_close(compiled(x), m(x), rtol=1e-5, atol=1e-5)
+        info = pt2.explain(m)(xs[0])
+    assert info.graph_count == 1 and info.graph_break_count == 0, info.break_reasons
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64], ids=str)
+def test_addcmul_addcdiv(dtype):
+    def f(x, a, b):
+        out = torch.addcmul(x, a, b) + x.addcmul(a, b, value=3)
+        if dtype.is_floating_point:
+            out = out + torch.addcdiv(x, a, b.abs() + 1, value=0.5) + x.addcmul(a, b, value=-0.25)
+        return out
+
+    g = torch.Generator().manual_seed(4)
+    args = [(torch.randn(3, 1, 5, generator=g) * 4).to(dtype), (torch.randn(4, 5, generator=g) * 4).to(dtype), (torch.randn(5, generator=g) * 4).to(dtype)]
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(f)(*args), f(*args))
+    info = pt2.explain(f)(*args)
+    assert info.graph_count == 1 and info.graph_break_count == 0, info.break_reasons
