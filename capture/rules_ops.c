@@ -148,6 +148,21 @@ static int same_object(Var *a, Var *b) {
     return -1;
 }
 
+/* same_object, with the guards that keep a decided answer true: objects
+ * are guarded by type only (modules, instances), so both identities are
+ * guarded; graph inputs are one Var per real tensor, so two of them are
+ * guarded to stay distinct (or, as one Var, the same: trace_wrap). */
+static int same_object_guarded(Trace *t, Var *a, Var *b) {
+    int r = same_object(a, b);
+    if (r < 0) return r;
+    if (a->kind != V_CONST && b->kind != V_CONST && a->kind != V_TENSOR && b->kind != V_TENSOR && a->obj && b->obj) {
+        if (a->source) trace_guard(t, G_ID, a->source, a->obj, 0);
+        if (b->source) trace_guard(t, G_ID, b->source, b->obj, 0);
+    }
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR && a->is_input && b->is_input) trace_guard_alias(t, a->source, b->source, r == 1);
+    return r;
+}
+
 /* 1/0, -1: depends on tensor values, -2: the trace broke. */
 static int contains(Trace *t, Var *container, Var *item) {
     if (container->kind == V_CONST) {
@@ -192,12 +207,12 @@ static int contains(Trace *t, Var *container, Var *item) {
         if (k->kind == V_CONST && item->kind == V_CONST) {
             int r = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
             if (r != 0) return r;
-        } else if (same_object(k, item) == 1) {
-            return 1;
         } else if (hashed && (k->kind == V_TENSOR) != (item->kind == V_TENSOR)) {
             continue; /* a tensor's hash is its identity: never equal to a non-tensor key */
+        } else if (same_object_guarded(t, k, item) == 1) {
+            return 1;
         } else if (hashed && k->is_input && item->is_input) {
-            continue; /* two distinct graph inputs are distinct objects (one Var per real tensor) */
+            continue; /* two distinct graph inputs (guarded to stay distinct) */
         } else if (k->kind == V_TENSOR || item->kind == V_TENSOR) {
             (void)t;
             return -1; /* `tensor in list` compares values */
@@ -208,14 +223,7 @@ static int contains(Trace *t, Var *container, Var *item) {
 
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
-        int r = same_object(a, b);
-        /* objects guarded by their type only (modules, instances): the
-         * answer holds while both identities do */
-        if (r >= 0 && a->kind != V_CONST && b->kind != V_CONST && a->kind != V_TENSOR && b->kind != V_TENSOR && a->obj &&
-            b->obj) {
-            if (a->source) trace_guard(t, G_ID, a->source, a->obj, 0);
-            if (b->source) trace_guard(t, G_ID, b->source, b->obj, 0);
-        }
+        int r = same_object_guarded(t, a, b);
         if (r < 0) return trace_break(t, "`is` comparison that cannot be decided at trace time");
         bool v = strcmp(op, "is") == 0 ? r : !r;
         return var_const(t, v ? Py_True : Py_False);
@@ -587,7 +595,7 @@ void trace_set_add(Trace *t, Var *set, Var *item) {
             int eq = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
             PyErr_Clear();
             if (eq == 1) return;
-        } else if (same_object(k, item) == 1) {
+        } else if (same_object_guarded(t, k, item) == 1) {
             return;
         }
     }

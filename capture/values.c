@@ -188,6 +188,34 @@ void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_
     g->n = n;
 }
 
+/* `m.name` and `m._parameters['name']` (or _buffers, _modules): nn.Module's
+ * attribute lookup reads the second, so the two always fetch one object. */
+static bool module_member_spelling(const Source *attr, const Source *item) {
+    if (attr->kind != SRC_ATTR || item->kind != SRC_ITEM || !attr->name || !item->name || !item->base) return false;
+    const Source *holder = item->base;
+    if (holder->kind != SRC_ATTR || !holder->name || !source_equal(holder->base, attr->base)) return false;
+    const char *h = PyUnicode_AsUTF8(holder->name);
+    return (strcmp(h, "_parameters") == 0 || strcmp(h, "_buffers") == 0 || strcmp(h, "_modules") == 0) &&
+           PyUnicode_Compare(attr->name, item->name) == 0;
+}
+
+void trace_guard_alias(Trace *t, Source *a, Source *b, bool same) {
+    if (!a || !b || source_equal(a, b)) return;
+    if (same && (module_member_spelling(a, b) || module_member_spelling(b, a))) return;
+    for (int i = 0; i < t->n_guards; ++i) {
+        GuardSpec *g = &t->guards[i];
+        if (g->kind == G_ALIAS && ((source_equal(g->source, a) && source_equal(g->other, b)) ||
+                                   (source_equal(g->source, b) && source_equal(g->other, a)))) {
+            return;
+        }
+    }
+    GuardSpec *g = new_guard(t);
+    g->kind = G_ALIAS;
+    g->source = a;
+    g->other = b;
+    g->n = same;
+}
+
 void *trace_break(Trace *t, const char *fmt, ...) {
     if (t->broke) return NULL; /* keep the first reason */
     va_list ap;
@@ -347,6 +375,8 @@ static Var *memo_lookup(Trace *t, PyObject *value) {
 Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
     if (is_tensor(value)) {
         Var *m = memo_lookup(t, value);
+        /* one tensor reached two ways (a tied weight): one graph input, while both still reach it */
+        if (m) trace_guard_alias(t, source, m->source, true);
         return m ? m : wrap_tensor(t, value, source);
     }
     if (is_constant_value(value)) {

@@ -225,3 +225,60 @@ def test_next_of_exhausted_iterator_breaks_cleanly():
 
     info = run_and_explain(f, [lambda: (rand(3),), lambda: (rand(4, seed=5),)], graphs=0, breaks=1)
     assert "StopIteration" in info.break_reasons[0].reason
+
+
+class TwoLayers(nn.Module):
+    def __init__(self, shared=False):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = self.a if shared else nn.Linear(4, 4)
+        self.requires_grad_(False)
+
+    def forward(self, x):
+        n_modules = sum(1 for _ in self.modules())  # a module reached twice is yielded once
+        n_params = len(list(self.parameters()))  # so is a parameter
+        return self.b(self.a(x)) * n_modules + n_params
+
+
+@pytest.mark.parametrize("start_shared", [True, False])
+def test_sharing_changes_recompile(start_shared):
+    # what named_modules/named_parameters' memo decided is guarded: identities
+    # of the modules compared, and whether two parameter sources reach one tensor
+    m = TwoLayers(shared=start_shared)
+    pt2.reset()
+    compiled = pt2.compile(m)
+    x = rand(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), m(x))
+        if start_shared:
+            m.b = nn.Linear(4, 4).requires_grad_(False)  # unshare the module
+        else:
+            m.b = m.a  # share it
+        torch.testing.assert_close(compiled(x), m(x))
+        m.b.weight = nn.Parameter(m.a.weight.clone() * 2, requires_grad=False)  # a weight of its own
+        torch.testing.assert_close(compiled(x), m(x))
+
+
+def test_tied_weight_untied_later():
+    # one tensor reached through two attributes is one graph input, guarded to stay one
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Linear(4, 4, bias=False)
+            self.out = nn.Linear(4, 4, bias=False)
+            self.out.weight = self.emb.weight
+            self.requires_grad_(False)
+
+        def forward(self, x):
+            return self.out(self.emb(x))
+
+    m = Tied()
+    pt2.reset()
+    compiled = pt2.compile(m)
+    x = rand(2, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), m(x))
+        m.out.weight = nn.Parameter(torch.eye(4) * 3, requires_grad=False)
+        torch.testing.assert_close(compiled(x), m(x))
+        info = pt2.explain(m)(x)
+    assert info.graph_count == 1 and info.graph_break_count == 0, info.break_reasons
