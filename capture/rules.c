@@ -69,16 +69,22 @@ static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
 /* addcmul / addcdiv: input + value * (tensor1 op tensor2). */
 static Var *h_addcmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, tensor1, tensor2, *, value=1");
-    Var *x = tensor_arg(t, &b, "input"), *t1 = tensor_arg(t, &b, "tensor1"), *t2 = tensor_arg(t, &b, "tensor2"), *value = arg(&b, "value");
+    Var *x = tensor_arg(t, &b, "input"), *t1 = tensor_arg(t, &b, "tensor1"), *t2 = tensor_arg(t, &b, "tensor2");
+    Var *value = arg(&b, "value");
     if (!x || !t1 || !t2) return NULL;
     if (t1->kind != V_TENSOR || t2->kind != V_TENSOR) return trace_break(t, "%s(): tensor1 and tensor2 must be tensors", e->op);
     if (value && !var_is_number(value)) return trace_break(t, "%s(): value must be a number known at trace time", e->op);
     bool div = strcmp(e->op, "addcdiv") == 0;
-    if (div && pt2_dtype_is_int(t1->dtype) && pt2_dtype_is_int(t2->dtype)) return trace_break(t, "addcdiv() of integer tensors (eager raises)");
+    if (div && pt2_dtype_is_int(t1->dtype) && pt2_dtype_is_int(t2->dtype)) {
+        return trace_break(t, "addcdiv() of integer tensors (eager raises)");
+    }
     Var *prod = op2(t, div ? "div" : "mul", t1, t2, "%s", "");
     if (!prod) return NULL;
-    if (value && PyFloat_Check(value->obj) && pt2_dtype_is_int(prod->dtype)) return trace_break(t, "%s() of integer tensors with a float value (eager raises)", e->op);
-    if (value && !(PyLong_Check(value->obj) && PyLong_AsLong(value->obj) == 1)) prod = op2(t, "mul", prod, value, "%s", "");
+    if (value && PyFloat_Check(value->obj) && pt2_dtype_is_int(prod->dtype)) {
+        return trace_break(t, "%s() of integer tensors with a float value (eager raises)", e->op);
+    }
+    bool one = PyLong_Check(value ? value->obj : Py_None) && PyLong_AsLong(value->obj) == 1;
+    if (value && !one) prod = op2(t, "mul", prod, value, "%s", "");
     return prod ? op2(t, "add", x, prod, "%s", "") : NULL;
 }
 

@@ -180,7 +180,9 @@ Var *h_unfold(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         !pair_arg(t, &b, "stride", 1, s)) {
         return NULL;
     }
-    if (x->kind != V_TENSOR || (x->rank != 3 && x->rank != 4)) return trace_break(t, "unfold() of a tensor that is not 3-d or 4-d (eager raises)");
+    if (x->kind != V_TENSOR || (x->rank != 3 && x->rank != 4)) {
+        return trace_break(t, "unfold() of a tensor that is not 3-d or 4-d (eager raises)");
+    }
     bool unbatched = x->rank == 3;
     if (unbatched) x = reshape_internal(t, x, (int64_t[]){1, x->sizes[0], x->sizes[1], x->sizes[2]}, 4);
     int64_t out[2], nc = x->sizes[0], c = x->sizes[1];
@@ -467,12 +469,16 @@ static bool norm_dims(Trace *t, Var *v, int rank, int64_t *dims, int *nd) {
  * computes it: in float32 for half types (its opmath type), the result in
  * x's type (after a `dtype` cast).  p = ±inf is amax/amin of |x|, p = 0
  * counts the nonzeros. */
-static Var *vector_norm(Trace *t, const char *fname, Var *x, double p, const int64_t *dims_in, int nd, bool keep, Pt2DType dtype) {
+static Var *vector_norm(Trace *t, const char *fname, Var *x, double p, const int64_t *dims_in, int nd, bool keep,
+                        Pt2DType dtype) {
     if (!x || x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", fname);
-    if (!pt2_dtype_is_float(x->dtype)) return trace_break(t, "%s() of a %s tensor (eager raises: it wants a float)", fname, pt2DTypeName(x->dtype));
+    if (!pt2_dtype_is_float(x->dtype)) {
+        return trace_break(t, "%s() of a %s tensor (eager raises: it wants a float)", fname, pt2DTypeName(x->dtype));
+    }
     if (dtype != PT2_DTYPE_INVALID) {
         if (!pt2_dtype_is_float(dtype) || !float_widens_to(x->dtype, dtype)) {
-            return trace_break(t, "%s(dtype=%s) of a %s tensor (eager raises: a narrowing cast)", fname, pt2DTypeName(dtype), pt2DTypeName(x->dtype));
+            return trace_break(t, "%s(dtype=%s) of a %s tensor (eager raises: a narrowing cast)", fname, pt2DTypeName(dtype),
+                               pt2DTypeName(x->dtype));
         }
         x = convert_to(t, x, dtype);
     }
@@ -486,7 +492,9 @@ static Var *vector_norm(Trace *t, const char *fname, Var *x, double p, const int
     }
     if (isinf(p)) { /* max/min have no identity: eager raises on an empty reduction */
         for (int i = 0; i < (nd < 0 ? x->rank : nd); ++i) {
-            if (x->sizes[nd < 0 ? i : dims[i]] == 0) return trace_break(t, "%s(): the inf norm of an empty dimension (eager raises)", fname);
+            if (x->sizes[nd < 0 ? i : dims[i]] == 0) {
+                return trace_break(t, "%s(): the inf norm of an empty dimension (eager raises)", fname);
+            }
         }
     }
     Pt2DType out_dt = x->dtype, compute = x->dtype == PT2_F16 || x->dtype == PT2_BF16 ? PT2_F32 : x->dtype;
@@ -546,7 +554,8 @@ Var *h_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     int reduced = nd < 0 ? x->rank : nd;
     bool fro = ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && strcmp(PyUnicode_AsUTF8(ord->obj), "fro") == 0;
     if (ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && !fro) {
-        return trace_break(t, "%s(ord='%s') (a matrix norm that needs an SVD, or an error in eager)", fname, PyUnicode_AsUTF8(ord->obj));
+        return trace_break(t, "%s(ord='%s') (a matrix norm that needs an SVD, or an error in eager)", fname,
+                           PyUnicode_AsUTF8(ord->obj));
     }
     if (!linalg) {
         if (fro && reduced > 2 && nd >= 0) return trace_break(t, "%s('fro') over %d dims (eager raises)", fname, reduced);

@@ -123,6 +123,7 @@ def math_on_shapes(x):
         math.gcd(n, d),
         math.prod(x.shape),
         math.isclose(d / 3, d / 3 + 1e-12),
+        math.isclose(n, n + 1, rel_tol=0.5),  # keyword arguments
         math.isfinite(d / n),
         math.isinf(math.inf),
         math.isnan(math.nan),
