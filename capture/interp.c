@@ -704,6 +704,7 @@ bool interp_run_frame(SymFrame *f) {
             push(f, it);
         } else if (op == OP.FOR_ITER) {
             Var *it = peek(f, 1);
+            trace_mutated(t, it); /* an iterator from before the call being traced moves on */
             Var *v = trace_iter_next(t, it);
             if (t->broke) return false;
             if (v) {

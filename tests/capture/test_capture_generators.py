@@ -282,3 +282,31 @@ def test_tied_weight_untied_later():
         torch.testing.assert_close(compiled(x), m(x))
         info = pt2.explain(m)(x)
     assert info.graph_count == 1 and info.graph_break_count == 0, info.break_reasons
+
+
+def _take_one_then_break(it):
+    first = next(it)
+    print("a side effect: a break inside the inlined call")
+    return first
+
+
+def _loop_one_then_break(it):
+    for first in it:
+        print("a side effect: a break inside the inlined call")
+        return first
+
+
+@pytest.mark.parametrize("helper", [_take_one_then_break, _loop_one_then_break], ids=lambda f: f.__name__)
+def test_iterator_advanced_inside_a_broken_call(helper):
+    # the call that breaks runs again in CPython: it must see the iterator as
+    # it was before the call, not as far as the trace had moved it
+    def f(x):
+        it = iter([x, x * 2, x * 3])
+        a = helper(it)
+        return a + sum(it)
+
+    pt2.reset()
+    x = rand(3)
+    with torch.no_grad():
+        torch.testing.assert_close(pt2.compile(f)(x), f(x))
+        torch.testing.assert_close(pt2.compile(f)(x), x * 6)
