@@ -103,6 +103,7 @@ typedef struct CGuard {
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
     bool requires_grad;
     uintptr_t data_ptr; /* G_FROZEN */
+    CSource *other;     /* G_ALIAS */
     char *text; /* description for logs and the recompile warning */
 } CGuard;
 
@@ -138,8 +139,9 @@ int guards_init(void) {
     return grad_enabled_fn && default_dtype_fn ? 0 : -1;
 }
 
-static void describe(const CGuard *g, const char *src, char *buf, size_t cap) {
+static void describe(const CGuard *g, const char *src, const char *other, char *buf, size_t cap) {
     switch (g->kind) {
+    case G_ALIAS: snprintf(buf, cap, "ALIAS_MATCH (%s is %s) == %s", src, other, g->n ? "True" : "False"); break;
     case G_TENSOR: {
         size_t n = (size_t)snprintf(buf, cap, "TENSOR_MATCH %s: %s, sizes [", src, pt2DTypeName(g->dtype));
         for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->sizes[i]);
@@ -194,9 +196,11 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         memcpy(c->strides, s->strides, sizeof c->strides);
         c->requires_grad = s->requires_grad;
         c->data_ptr = s->data_ptr;
-        char src[512] = "", text[1024];
+        c->other = csource_copy(s->other);
+        char src[512] = "", other[512] = "", text[1280];
         if (s->source) source_describe(s->source, code, src, sizeof src);
-        describe(c, src, text, sizeof text);
+        if (s->other) source_describe(s->other, code, other, sizeof other);
+        describe(c, src, other, text, sizeof text);
         c->text = PyMem_Malloc(strlen(text) + 1);
         strcpy(c->text, text);
     }
@@ -208,6 +212,7 @@ void pt2_guards_free(Pt2Guards *g) {
     if (last_passed == g) last_passed = NULL;
     for (int i = 0; i < g->n; ++i) {
         csource_free(g->items[i].source);
+        csource_free(g->items[i].other);
         Py_XDECREF(g->items[i].obj);
         PyMem_Free(g->items[i].text);
     }
@@ -276,6 +281,12 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     case G_TENSOR: ok = check_tensor(g, v); break;
     case G_TYPE: ok = (PyObject *)Py_TYPE(v) == g->obj; break;
     case G_ID: ok = v == g->obj; break;
+    case G_ALIAS: {
+        PyObject *w = csource_eval(g->other, env);
+        ok = w && (v == w) == (g->n != 0);
+        Py_XDECREF(w);
+        break;
+    }
     case G_FROZEN: ok = check_frozen(g, v); break;
     case G_EQUALS:
         ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);

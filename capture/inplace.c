@@ -44,7 +44,7 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
     if (!x || !value) return NULL;
     if (x->kind != V_TENSOR) return trace_break(t, "in-place %s on a non-tensor", what);
     if (value->kind == V_CONST && var_is_number(value)) {
-        value = scalar_tensor(t, PyFloat_AsDouble(value->obj), x->dtype);
+        value = const_scalar(t, value, x->dtype);
         if (!value) return NULL;
     }
     if (value->kind != V_TENSOR) return trace_break(t, "in-place %s with a non-tensor result", what);
@@ -100,7 +100,7 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
         } else if (!var_is_number(v)) {
             return trace_break(t, "%s with a non-number", name);
         } else {
-            v = scalar_tensor(t, PyFloat_AsDouble(v->obj), x->dtype);
+            v = const_scalar(t, v, x->dtype);
         }
         return v ? trace_assign_inplace(t, x, v, name) : NULL;
     }
@@ -143,7 +143,7 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
         if (mask->rank != x->rank || memcmp(mask->sizes, x->sizes, sizeof(int64_t) * (size_t)x->rank) != 0) {
             return trace_break(t, "x[mask] = v with a mask of another shape"), false;
         }
-        Var *v = value->kind == V_CONST ? scalar_tensor(t, PyFloat_AsDouble(value->obj), x->dtype) : value;
+        Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : value;
         if (!v) return false;
         int64_t numel = 1;
         for (int i = 0; i < v->rank; ++i) numel *= v->sizes[i];
@@ -193,7 +193,7 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     for (int d = 0; d < x->rank; ++d) {
         if (!is_int[d]) view[view_rank++] = stop[d] > start[d] ? (stop[d] - start[d] + step[d] - 1) / step[d] : 0;
     }
-    Var *v = value->kind == V_CONST ? scalar_tensor(t, PyFloat_AsDouble(value->obj), x->dtype) : convert_to(t, value, x->dtype);
+    Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : convert_to(t, value, x->dtype);
     if (!v) return false;
     if (v->rank > view_rank) return trace_break(t, "x[...] = v: the value has more dimensions than the selection"), false;
     /* the value with x's rank: size 1 for int-indexed dims, view sizes elsewhere */

@@ -9,6 +9,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
+#include "interp.h"
 #include "objects.h"
 
 /*===----------------------------------------------------------------------===*
@@ -30,7 +31,7 @@ static struct {
     int POP_JUMP_FORWARD_IF_TRUE, POP_JUMP_FORWARD_IF_FALSE, POP_JUMP_FORWARD_IF_NONE, POP_JUMP_FORWARD_IF_NOT_NONE;
     int POP_JUMP_BACKWARD_IF_TRUE, POP_JUMP_BACKWARD_IF_FALSE, POP_JUMP_BACKWARD_IF_NONE, POP_JUMP_BACKWARD_IF_NOT_NONE;
     int JUMP_IF_TRUE_OR_POP, JUMP_IF_FALSE_OR_POP, GET_ITER, FOR_ITER, BEFORE_WITH;
-    int RETURN_GENERATOR, YIELD_VALUE;
+    int RETURN_GENERATOR, YIELD_VALUE, GET_YIELD_FROM_ITER, SEND, END_SEND;
     int IMPORT_NAME, IMPORT_FROM, LOAD_SUPER_ATTR;
     int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL, RAISE_VARARGS;
 } OP;
@@ -55,7 +56,8 @@ int interp_init(void) {
     LOOKUP(POP_JUMP_FORWARD_IF_NONE) LOOKUP(POP_JUMP_FORWARD_IF_NOT_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_TRUE)
     LOOKUP(POP_JUMP_BACKWARD_IF_FALSE) LOOKUP(POP_JUMP_BACKWARD_IF_NONE) LOOKUP(POP_JUMP_BACKWARD_IF_NOT_NONE)
     LOOKUP(JUMP_IF_TRUE_OR_POP) LOOKUP(JUMP_IF_FALSE_OR_POP) LOOKUP(GET_ITER) LOOKUP(FOR_ITER) LOOKUP(BEFORE_WITH)
-    LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
+    LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(GET_YIELD_FROM_ITER) LOOKUP(SEND) LOOKUP(END_SEND)
+    LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
     LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL) LOOKUP(RAISE_VARARGS)
 #undef LOOKUP
     return 0;
@@ -64,25 +66,6 @@ int interp_init(void) {
 /*===----------------------------------------------------------------------===*
  * Frames
  *===----------------------------------------------------------------------===*/
-
-#define MAX_STACK 512
-#define MAX_INLINE_DEPTH 32
-
-typedef struct SymFrame {
-    Trace *t;
-    Pt2Code code;
-    PyObject *globals;  /* borrowed */
-    PyObject *builtins; /* borrowed */
-    Source *globals_source_base; /* NULL: the root frame's globals (SRC_GLOBAL) */
-    bool is_root;
-    Var **locals;       /* co_nlocalsplus */
-    int n_locals;
-    Var *stack[MAX_STACK];
-    int sp;
-    PyObject *kw_names; /* pending KW_NAMES tuple (borrowed from co_consts) */
-    Var *result;
-    Var *yielded;       /* a generator run to completion: the values it yields */
-} SymFrame;
 
 static void push(SymFrame *f, Var *v) {
     if (f->sp < MAX_STACK) f->stack[f->sp++] = v;
@@ -203,121 +186,6 @@ static bool is_plain_jump(int op) {
     return op == OP.JUMP_FORWARD || op == OP.JUMP_BACKWARD || op == OP.JUMP_BACKWARD_NO_INTERRUPT;
 }
 
-/* Iteration: the next item of an iterator Var, or NULL when exhausted. */
-static Var *iter_next(Trace *t, Var *it) {
-    if (it->kind == V_RANGE) {
-        int64_t v = it->start + it->step * it->pos;
-        if ((it->step > 0 && v >= it->stop) || (it->step < 0 && v <= it->stop)) return NULL;
-        it->pos++;
-        PyObject *o = PyLong_FromLongLong(v);
-        Var *r = var_const(t, o);
-        Py_DECREF(o);
-        return r;
-    }
-    if (it->kind != V_ITER) {
-        trace_break(t, "iterating over a Python iterator object from outside the traced code");
-        return NULL;
-    }
-    if (it->pos >= it->n_items) return NULL;
-    return it->items[it->pos++];
-}
-
-/* Iteration over an object with a Python __getitem__ and no __iter__ (the
- * old sequence protocol, transformers' _PerLayerConfigView): obj[0],
- * obj[1], ... until __getitem__ raises IndexError, all at trace time.
- * collections.abc.Sequence's __iter__ is that loop written in Python. */
-Var *trace_sequence_iter(Trace *t, Var *v) {
-    Var *it = var_new(t, V_ITER);
-    static PyObject *sequence_iter, *s_getitem, *s_iter;
-    if (!s_getitem) {
-        s_getitem = PyUnicode_InternFromString("__getitem__");
-        s_iter = PyUnicode_InternFromString("__iter__");
-        PyObject *abc = PyImport_ImportModule("collections.abc");
-        PyObject *sequence = abc ? PyObject_GetAttrString(abc, "Sequence") : NULL;
-        sequence_iter = sequence ? PyObject_GetAttr(sequence, s_iter) : NULL;
-        Py_XDECREF(abc);
-        Py_XDECREF(sequence);
-        PyErr_Clear();
-    }
-    PyTypeObject *ty = v->obj ? Py_TYPE(v->obj) : NULL;
-    bool old_protocol = ty && !PyType_Check(v->obj) && python_hook(ty, s_getitem) &&
-                        (!ty->tp_iter || (sequence_iter && _PyType_Lookup(ty, s_iter) == sequence_iter));
-    if (!old_protocol) return trace_break(t, "iteration over %s is not supported", ty ? ty->tp_name : "this value");
-    for (long k = 0; k < 4096; ++k) {
-        PyObject *o = PyLong_FromLong(k);
-        Var *idx = var_const(t, o);
-        Py_DECREF(o);
-        bool handled;
-        Var *item = object_protocol(t, v, "__getitem__", idx, &handled);
-        if (!item) {
-            if (trace_take_back_raise(t, PyExc_IndexError) || trace_take_back_raise(t, PyExc_StopIteration)) return it;
-            return NULL;
-        }
-        var_push_item(t, it, item);
-    }
-    return trace_break(t, "iteration over %s did not end", ty->tp_name);
-}
-
-static Var *get_iter(Trace *t, Var *v) {
-    Var *it = var_new(t, V_ITER);
-    switch (v->kind) {
-    case V_TUPLE: case V_LIST:
-        for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->items[i]);
-        return it;
-    case V_DICT:
-        for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->keys[i]);
-        return it;
-    case V_ITER: return v;
-    case V_SET: case V_OBJECT: {
-        /* a set's items in Python's order; a dict subclass made in the trace: its keys */
-        Var *builtins_iter = NULL;
-        if (v->kind == V_OBJECT && !fresh_object_items(t, v)) return trace_sequence_iter(t, v);
-        PyObject *iter_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "list"); /* borrowed */
-        const RuleEntry *rule = iter_fn ? rule_for(iter_fn) : NULL;
-        builtins_iter = rule ? rule_apply(t, rule, &v, 1, NULL, NULL, 0) : NULL;
-        if (!builtins_iter) return t->broke ? NULL : trace_break(t, "iteration over this set");
-        for (int i = 0; i < builtins_iter->n_items; ++i) var_push_item(t, it, builtins_iter->items[i]);
-        return it;
-    }
-    case V_CONST: {
-        if (!PyTuple_Check(v->obj) && !PyUnicode_Check(v->obj) && !PyFrozenSet_Check(v->obj)) break;
-        PyObject *items = PySequence_Tuple(v->obj);
-        if (!items) return trace_break(t, "iteration over a constant failed");
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); ++i) var_push_item(t, it, var_const(t, PyTuple_GET_ITEM(items, i)));
-        Py_DECREF(items);
-        return it;
-    }
-    case V_RANGE: {
-        Var *r = var_new(t, V_RANGE);
-        *r = *v;
-        r->pos = 0;
-        return r;
-    }
-    case V_MODULE: {
-        /* iterating nn.Sequential / ModuleList: their children in order */
-        Var *children = trace_getattr(t, v, PyUnicode_FromString("_modules"));
-        if (!children) return NULL;
-        if (children->kind != V_DICT) return trace_break(t, "cannot iterate over module %s", Py_TYPE(v->obj)->tp_name);
-        for (int i = 0; i < children->n_items; ++i) var_push_item(t, it, children->items[i]);
-        return it;
-    }
-    case V_TENSOR: {
-        if (v->rank == 0) return trace_break(t, "iteration over a 0-d tensor");
-        for (int64_t i = 0; i < v->sizes[0]; ++i) {
-            PyObject *o = PyLong_FromLongLong(i);
-            Var *idx = var_const(t, o);
-            Py_DECREF(o);
-            Var *item = trace_subscript(t, v, idx);
-            if (!item) return NULL;
-            var_push_item(t, it, item);
-        }
-        return it;
-    }
-    default: break;
-    }
-    return trace_break(t, "iteration over %s is not supported", v->obj ? Py_TYPE(v->obj)->tp_name : "this value");
-}
-
 /*===----------------------------------------------------------------------===*
  * The instruction loop
  *===----------------------------------------------------------------------===*/
@@ -355,7 +223,7 @@ static void note_line(SymFrame *f, const Pt2Insn *in) {
 
 bool pt2_log_enabled(const char *channel); /* compiler.c */
 
-static bool run_frame(SymFrame *f) {
+bool interp_run_frame(SymFrame *f) {
     Trace *t = f->t;
     int i = 0;
     int steps = 0;
@@ -395,12 +263,12 @@ static bool run_frame(SymFrame *f) {
             f->stack[f->sp - arg] = tmp;
         } else if (op == OP.LOAD_CONST) {
             push(f, var_const(t, co_const(f, arg)));
-        } else if (op == OP.RETURN_CONST) {
-            f->result = f->yielded ? f->yielded : var_const(t, co_const(f, arg));
-            return true;
-        } else if (op == OP.RETURN_VALUE) {
-            f->result = pop(f);
-            if (f->yielded) f->result = f->yielded;
+        } else if (op == OP.RETURN_CONST || op == OP.RETURN_VALUE) {
+            f->result = op == OP.RETURN_CONST ? var_const(t, co_const(f, arg)) : pop(f);
+            if (f->yielded) { /* a generator's call is the iterator; what it returned is for `yield from` */
+                f->yielded->self = f->result;
+                f->result = f->yielded;
+            }
             return true;
         } else if (op == OP.RETURN_GENERATOR && f->yielded) {
             /* the generator starts: the frame resumes with the first sent value */
@@ -410,6 +278,30 @@ static bool run_frame(SymFrame *f) {
              * joins the result, and the value sent back is None */
             var_push_item(t, f->yielded, pop(f));
             push(f, var_none(t));
+        } else if (op == OP.GET_YIELD_FROM_ITER) {
+            Var *it = trace_get_iter(t, pop(f));
+            if (!it) return false;
+            push(f, it);
+        } else if (op == OP.SEND && f->yielded) {
+            /* `yield from it`: [it, sent] → [it, its next item], which
+             * YIELD_VALUE passes on; at its end, what it returned takes its
+             * place (3.11) or goes above it for END_SEND (3.12), and SEND jumps */
+            pop(f); /* the value sent: None, as every YIELD_VALUE here gets */
+            Var *it = peek(f, 1);
+            Var *item = trace_iter_next(t, it);
+            if (t->broke) return false;
+            if (item) {
+                push(f, item);
+            } else {
+                Var *returned = it->kind == V_ITER && it->self ? it->self : var_none(t);
+                if (OP.END_SEND < 0) pop(f);
+                push(f, returned);
+                next = in->jump_target;
+            }
+        } else if (op == OP.END_SEND) {
+            Var *v = pop(f);
+            pop(f);
+            push(f, v);
         } else if (op == OP.LOAD_FAST || op == OP.LOAD_FAST_CHECK || op == OP.LOAD_FAST_AND_CLEAR) {
             Var *v = f->locals[arg];
             if (!v && op != OP.LOAD_FAST_AND_CLEAR) {
@@ -506,10 +398,10 @@ static bool run_frame(SymFrame *f) {
                     trace_break(t, a->source ? "in-place operator on a list passed into the compiled function" : "in-place operator on a list");
                     return false;
                 }
-                Var *it = get_iter(t, b);
+                Var *it = trace_get_iter(t, b);
                 if (!it) return false;
                 trace_mutated(t, a);
-                for (Var *v; (v = iter_next(t, it));) var_push_item(t, a, v);
+                for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, a, v);
                 push(f, a);
                 i = next;
                 continue;
@@ -624,9 +516,9 @@ static bool run_frame(SymFrame *f) {
             trace_set_add(t, set, v);
         } else if (op == OP.SET_UPDATE) {
             Var *src = pop(f), *set = peek(f, arg);
-            Var *it = get_iter(t, src);
+            Var *it = trace_get_iter(t, src);
             if (!it) return false;
-            for (Var *v; (v = iter_next(t, it));) trace_set_add(t, set, v);
+            for (Var *v; (v = trace_iter_next(t, it));) trace_set_add(t, set, v);
             if (t->broke) return false;
         } else if (op == OP.STORE_GLOBAL) {
             trace_store_global(t, f->globals, co_name(f, arg), pop(f));
@@ -658,9 +550,9 @@ static bool run_frame(SymFrame *f) {
         } else if (op == OP.LIST_EXTEND) {
             Var *src = pop(f), *dst = peek(f, arg);
             trace_mutated(t, dst);
-            Var *it = get_iter(t, src);
+            Var *it = trace_get_iter(t, src);
             if (!it) return false;
-            for (Var *v; (v = iter_next(t, it));) var_push_item(t, dst, v);
+            for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, dst, v);
         } else if (op == OP.MAP_ADD) {
             Var *v = pop(f), *k = pop(f), *d = peek(f, arg);
             trace_mutated(t, d);
@@ -688,7 +580,7 @@ static bool run_frame(SymFrame *f) {
             push(f, r);
         } else if (op == OP.UNPACK_SEQUENCE) {
             Var *s = pop(f);
-            Var *it = get_iter(t, s);
+            Var *it = trace_get_iter(t, s);
             if (!it) return false;
             if (it->kind == V_ITER && it->n_items != arg) {
                 trace_break(t, "cannot unpack %d values into %d names", it->n_items, arg);
@@ -696,7 +588,7 @@ static bool run_frame(SymFrame *f) {
             }
             Var *vals[256];
             int n = 0;
-            for (Var *v; n < 256 && (v = iter_next(t, it));) vals[n++] = v;
+            for (Var *v; n < 256 && (v = trace_iter_next(t, it));) vals[n++] = v;
             if (n != arg) {
                 trace_break(t, "cannot unpack %d values into %d names", n, arg);
                 return false;
@@ -705,11 +597,11 @@ static bool run_frame(SymFrame *f) {
         } else if (op == OP.UNPACK_EX) {
             /* a, *rest, b = seq: low byte = names before the star, high byte = after */
             int before = arg & 0xff, after = arg >> 8;
-            Var *it = get_iter(t, pop(f));
+            Var *it = trace_get_iter(t, pop(f));
             if (!it) return false;
             Var *vals[256];
             int n = 0;
-            for (Var *v; n < 256 && (v = iter_next(t, it));) vals[n++] = v;
+            for (Var *v; n < 256 && (v = trace_iter_next(t, it));) vals[n++] = v;
             if (n < before + after) {
                 trace_break(t, "not enough values to unpack (expected at least %d, got %d)", before + after, n);
                 return false;
@@ -770,11 +662,11 @@ static bool run_frame(SymFrame *f) {
             Var *callable = pop(f);
             Var *null = pop(f);
             (void)null;
-            Var *it = get_iter(t, args);
+            Var *it = trace_get_iter(t, args);
             if (!it) return false;
             Var *vals[256];
             int n = 0;
-            for (Var *v; n < 200 && (v = iter_next(t, it));) vals[n++] = v;
+            for (Var *v; n < 200 && (v = trace_iter_next(t, it));) vals[n++] = v;
             PyObject *kw = NULL;
             int n_kw = 0;
             if (kwargs && kwargs->kind == V_DICT && kwargs->n_items) {
@@ -813,12 +705,13 @@ static bool run_frame(SymFrame *f) {
             if (arg & 0x01) fn->defaults = pop(f); /* positional defaults (a tuple Var) */
             push(f, fn);
         } else if (op == OP.GET_ITER) {
-            Var *it = get_iter(t, pop(f));
+            Var *it = trace_get_iter(t, pop(f));
             if (!it) return false;
             push(f, it);
         } else if (op == OP.FOR_ITER) {
             Var *it = peek(f, 1);
-            Var *v = iter_next(t, it);
+            trace_mutated(t, it); /* an iterator from before the call being traced moves on */
+            Var *v = trace_iter_next(t, it);
             if (t->broke) return false;
             if (v) {
                 push(f, v);
@@ -895,242 +788,4 @@ static bool run_frame(SymFrame *f) {
     }
     trace_break(t, "fell off the end of the bytecode");
     return false;
-}
-
-/*===----------------------------------------------------------------------===*
- * Entering frames
- *===----------------------------------------------------------------------===*/
-
-static int frame_setup(SymFrame *f, Trace *t, PyCodeObject *code) {
-    memset(f, 0, sizeof *f);
-    f->t = t;
-    if (pt2_bc_decode(code, &f->code) != 0) {
-        PyErr_Clear();
-        trace_break(t, "cannot decode the bytecode of %s", PyUnicode_AsUTF8(code->co_qualname));
-        return -1;
-    }
-    f->n_locals = code->co_nlocalsplus;
-    f->locals = trace_alloc(t, sizeof(Var *) * (size_t)(f->n_locals + 1));
-    return 0;
-}
-
-/* CO_FAST_* bits of localsplus slot i (CPython's internal pycore_code.h values). */
-static int local_kind(PyCodeObject *code, int i) { return (unsigned char)PyBytes_AS_STRING(code->co_localspluskinds)[i]; }
-
-#define KIND_CELL 0x40
-#define KIND_FREE 0x80
-
-/* Evaluates the root frame: its argument slots hold the frame's real inputs. */
-Var *interp_run_root(Trace *t, const Pt2FrameInputs *in) {
-    SymFrame *f = PyMem_Calloc(1, sizeof *f);
-    Var *result = NULL;
-    PyCodeObject *code = in->code;
-    if (!f || frame_setup(f, t, code) != 0) goto done;
-    f->is_root = true;
-    f->globals = in->func->func_globals;
-    f->builtins = PyEval_GetBuiltins();
-    int n_args = code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) ? 1 : 0) +
-                 ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
-    int free_index = 0;
-    int first_free = code->co_nlocalsplus - code->co_nfreevars;
-    for (int i = 0; i < code->co_nlocalsplus; ++i) {
-        int kind = local_kind(code, i);
-        Var *v = NULL;
-        if (i < n_args && in->fast[i]) {
-            v = trace_wrap(t, in->fast[i], source_local(t, i));
-            if (!v) goto done;
-            /* *args and **kwargs are fresh containers of this call: the
-             * function may mutate them, and a rebuilt copy is as good */
-            bool star_slot = i >= code->co_argcount + code->co_kwonlyargcount;
-            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) v->source = NULL;
-        }
-        if (kind & KIND_FREE) {
-            PyObject *cell = in->func->func_closure ? PyTuple_GET_ITEM(in->func->func_closure, i - first_free) : NULL;
-            PyObject *contents = cell ? PyCell_GET(cell) : NULL;
-            Var *c = var_new(t, V_CELL);
-            var_push_item(t, c, contents ? trace_wrap(t, contents, source_derived(t, SRC_CLOSURE, NULL, free_index, NULL)) : NULL);
-            if (contents && !c->items[0]) goto done;
-            v = c;
-            free_index++;
-        } else if (kind & KIND_CELL) {
-            Var *c = var_new(t, V_CELL);
-            var_push_item(t, c, v);
-            v = c;
-        }
-        f->locals[i] = v;
-    }
-    if (run_frame(f)) result = f->result;
-done:
-    if (f) {
-        pt2_bc_code_free(&f->code);
-        PyMem_Free(f);
-    }
-    return result;
-}
-
-/* Binds call arguments to a code object's parameters (CPython's rules). */
-static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args, int n_args, PyObject *kw_names,
-                          Var **kw_values, int n_kw, Var *defaults, PyObject *real_defaults, PyObject *real_kwdefaults) {
-    int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
-    bool has_varargs = code->co_flags & CO_VARARGS, has_varkw = code->co_flags & CO_VARKEYWORDS;
-    int varargs_slot = argc + kwonly, varkw_slot = varargs_slot + (has_varargs ? 1 : 0);
-    Var *extra = has_varargs ? var_new(t, V_TUPLE) : NULL;
-    for (int i = 0; i < n_args; ++i) {
-        if (i < argc) {
-            locals[i] = args[i];
-        } else if (extra) {
-            var_push_item(t, extra, args[i]);
-        } else {
-            trace_break(t, "%s() takes %d positional arguments but %d were given", PyUnicode_AsUTF8(code->co_name), argc, n_args);
-            return -1;
-        }
-    }
-    if (extra) locals[varargs_slot] = extra;
-    Var *kwdict = has_varkw ? var_new(t, V_DICT) : NULL;
-    for (int k = 0; k < n_kw; ++k) {
-        PyObject *name = PyTuple_GET_ITEM(kw_names, k);
-        int slot = -1;
-        for (int i = code->co_posonlyargcount; i < argc + kwonly; ++i) {
-            if (PyUnicode_Compare(PyTuple_GET_ITEM(code->co_localsplusnames, i), name) == 0) slot = i;
-        }
-        if (slot >= 0) {
-            if (locals[slot]) {
-                trace_break(t, "%s() got multiple values for argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
-                return -1;
-            }
-            locals[slot] = kw_values[k];
-        } else if (kwdict) {
-            var_push_item(t, kwdict, kw_values[k]);
-            kwdict->keys[kwdict->n_items - 1] = var_const(t, name);
-        } else {
-            trace_break(t, "%s() got an unexpected keyword argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
-            return -1;
-        }
-    }
-    if (kwdict) locals[varkw_slot] = kwdict;
-    /* defaults */
-    int n_def = defaults ? defaults->n_items : real_defaults ? (int)PyTuple_GET_SIZE(real_defaults) : 0;
-    for (int i = 0; i < argc; ++i) {
-        if (locals[i]) continue;
-        int d = i - (argc - n_def);
-        if (d < 0) {
-            trace_break(t, "%s() missing required argument '%s'", PyUnicode_AsUTF8(code->co_name),
-                        PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i)));
-            return -1;
-        }
-        PyObject *dv = defaults ? NULL : PyTuple_GET_ITEM(real_defaults, d);
-        locals[i] = defaults ? defaults->items[d] : (PyFunction_Check(dv) || PyType_Check(dv)) ? trace_wrap(t, dv, NULL) : var_const(t, dv);
-        if (!locals[i]) return -1;
-    }
-    for (int i = argc; i < argc + kwonly; ++i) {
-        if (locals[i]) continue;
-        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
-        PyObject *dv = real_kwdefaults ? PyDict_GetItemWithError(real_kwdefaults, name) : NULL;
-        if (!dv) {
-            trace_break(t, "%s() missing keyword-only argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
-            return -1;
-        }
-        locals[i] = var_const(t, dv);
-    }
-    return 0;
-}
-
-/* Defaults of inlined functions are treated as constants: a default that is a
- * tensor or a mutable object ends the trace instead. */
-static bool defaults_are_constants(PyObject *defs) {
-    if (!defs) return true;
-    if (PyTuple_Check(defs)) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defs); ++i) {
-            PyObject *d = PyTuple_GET_ITEM(defs, i);
-            /* functions and classes as defaults are fixed objects too (a
-             * default is evaluated once, when the def ran) */
-            if (!(d == Py_None || PyBool_Check(d) || PyLong_CheckExact(d) || PyFloat_CheckExact(d) || PyUnicode_CheckExact(d) ||
-                  PyTuple_CheckExact(d) || PyFunction_Check(d) || PyType_Check(d))) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-/* Inlines a user function: `fn_var` is a V_FUNCTION made from a real function
- * (obj = function) or by MAKE_FUNCTION (obj = code, self = closure tuple,
- * keys = defaults tuple Var). */
-Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    if (t->depth >= MAX_INLINE_DEPTH) return trace_break(t, "inlining too deep (recursion?)");
-    PyObject *obj = fn_var->obj;
-    PyCodeObject *code;
-    PyObject *globals, *real_defaults = NULL, *real_kwdefaults = NULL, *closure = NULL;
-    Var *closure_var = NULL, *defaults = NULL;
-    if (PyFunction_Check(obj)) {
-        PyFunctionObject *fn = (PyFunctionObject *)obj;
-        code = (PyCodeObject *)fn->func_code;
-        globals = fn->func_globals;
-        real_defaults = fn->func_defaults;
-        real_kwdefaults = fn->func_kwdefaults;
-        closure = fn->func_closure;
-        if (!defaults_are_constants(real_defaults)) return trace_break(t, "function %s has non-constant defaults", PyUnicode_AsUTF8(code->co_qualname));
-    } else if (PyCode_Check(obj)) {
-        code = (PyCodeObject *)obj;
-        globals = fn_var->globals;
-        closure_var = fn_var->closure;
-        defaults = fn_var->defaults;
-    } else {
-        return trace_break(t, "internal: inlining a non-function");
-    }
-    if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) {
-        return trace_break(t, "calling coroutine function %s", PyUnicode_AsUTF8(code->co_qualname));
-    }
-    if (pt2_hook_code_is_disabled(code)) {
-        return trace_break(t, "call to %s, which pt2.disable keeps out of capture", PyUnicode_AsUTF8(code->co_qualname));
-    }
-    SymFrame *f = PyMem_Calloc(1, sizeof *f);
-    Var *result = NULL;
-    if (!f || frame_setup(f, t, code) != 0) goto done;
-    /* a generator (a generator expression, say) runs eagerly to its end; the
-     * call returns an iterator over what it yielded */
-    if (code->co_flags & CO_GENERATOR) f->yielded = var_new(t, V_ITER);
-    f->globals = globals ? globals : t->root->func->func_globals;
-    f->builtins = PyEval_GetBuiltins();
-    if (fn_var->source) f->globals_source_base = source_derived(t, SRC_ATTR, fn_var->source, 0, "__globals__");
-    if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults) != 0) {
-        goto done;
-    }
-    int first_free = code->co_nlocalsplus - code->co_nfreevars;
-    for (int i = 0; i < code->co_nlocalsplus; ++i) {
-        int kind = local_kind(code, i);
-        if (kind & KIND_FREE) {
-            int k = i - first_free;
-            Var *c;
-            if (closure_var) {
-                c = k < closure_var->n_items ? closure_var->items[k] : NULL;
-            } else {
-                PyObject *cell = closure ? PyTuple_GET_ITEM(closure, k) : NULL;
-                PyObject *contents = cell ? PyCell_GET(cell) : NULL;
-                c = var_new(t, V_CELL);
-                Source *src = NULL;
-                if (fn_var->source) {
-                    src = source_derived(t, SRC_ATTR, source_derived(t, SRC_ITEM, source_derived(t, SRC_ATTR, fn_var->source, 0, "__closure__"), k, NULL),
-                                         0, "cell_contents");
-                }
-                var_push_item(t, c, contents ? trace_wrap(t, contents, src) : NULL);
-                if (contents && !c->items[0]) goto done;
-            }
-            f->locals[i] = c;
-        } else if (kind & KIND_CELL) {
-            Var *c = var_new(t, V_CELL);
-            var_push_item(t, c, f->locals[i]);
-            f->locals[i] = c;
-        }
-    }
-    t->depth++;
-    bool ok = run_frame(f);
-    t->depth--;
-    if (ok) result = f->result;
-done:
-    if (f) {
-        pt2_bc_code_free(&f->code);
-        PyMem_Free(f);
-    }
-    return result;
 }

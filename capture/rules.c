@@ -4,25 +4,13 @@
  * handler that binds its Python signature and emits pt2 ops (through the
  * graph builder, which applies PyTorch's type promotion and shape rules).
  * A callable without a rule ends the trace with its name as the reason.
+ * Here: pointwise ops, reductions, shapes, metadata and conversion, grad
+ * mode; rules_nn.c, rules_create.c and rules_builtins.c hold the rest, and
+ * rules_table.inc maps the callables to them all.
  *===----------------------------------------------------------------------===*/
-#include <math.h>
 #include <string.h>
 
 #include "rules_util.h"
-
-typedef Var *(*Handler)(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw);
-
-struct RuleEntry {
-    const char *paths;   /* comma-separated Python paths of the callables */
-    const char *methods; /* comma-separated Tensor method names, or NULL */
-    Handler handler;
-    const char *op;      /* the pt2 op (or a variant tag) */
-    const char *schema;  /* the Python signature, for bind_args */
-};
-
-#define BIND(schema_)                                                                                                  \
-    Bound b;                                                                                                           \
-    if (!bind_args(t, e->op, schema_ ? schema_ : e->schema, args, n, kwn, kwv, nkw, &b)) return NULL
 
 static Var *tensor_arg(Trace *t, const Bound *b, const char *name) {
     Var *v = arg(b, name);
@@ -78,6 +66,28 @@ static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     return trace_break(t, "div(): unknown rounding_mode");
 }
 
+/* addcmul / addcdiv: input + value * (tensor1 op tensor2). */
+static Var *h_addcmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, tensor1, tensor2, *, value=1");
+    Var *x = tensor_arg(t, &b, "input"), *t1 = tensor_arg(t, &b, "tensor1"), *t2 = tensor_arg(t, &b, "tensor2");
+    Var *value = arg(&b, "value");
+    if (!x || !t1 || !t2) return NULL;
+    if (t1->kind != V_TENSOR || t2->kind != V_TENSOR) return trace_break(t, "%s(): tensor1 and tensor2 must be tensors", e->op);
+    if (value && !var_is_number(value)) return trace_break(t, "%s(): value must be a number known at trace time", e->op);
+    bool div = strcmp(e->op, "addcdiv") == 0;
+    if (div && pt2_dtype_is_int(t1->dtype) && pt2_dtype_is_int(t2->dtype)) {
+        return trace_break(t, "addcdiv() of integer tensors (eager raises)");
+    }
+    Var *prod = op2(t, div ? "div" : "mul", t1, t2, "%s", "");
+    if (!prod) return NULL;
+    if (value && PyFloat_Check(value->obj) && pt2_dtype_is_int(prod->dtype)) {
+        return trace_break(t, "%s() of integer tensors with a float value (eager raises)", e->op);
+    }
+    bool one = PyLong_Check(value ? value->obj : Py_None) && PyLong_AsLong(value->obj) == 1;
+    if (value && !one) prod = op2(t, "mul", prod, value, "%s", "");
+    return prod ? op2(t, "add", x, prod, "%s", "") : NULL;
+}
+
 static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("condition, input=None, other=None");
     if (!arg_present(&b, "input")) return trace_break(t, "torch.where(condition) (nonzero) has a data-dependent shape");
@@ -89,7 +99,7 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     Var *x = arg(&b, "input"), *mask = arg(&b, "mask"), *v = tensor_arg(t, &b, "value");
     if (!x || !mask || !v) return NULL;
     if (v->kind == V_CONST) {
-        v = scalar_tensor(t, PyFloat_AsDouble(v->obj), x->dtype);
+        v = const_scalar(t, v, x->dtype);
     } else {
         v = convert_to(t, v, x->dtype);
     }
@@ -119,7 +129,7 @@ static Var *h_tri(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
 /* hardtanh/relu6(inplace=True) write the result back into the input. */
 static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     Var *r = h_clamp_plain(t, e, args, n, kwn, kwv, nkw);
-    if (!r || strcmp(e->op, "clamp") == 0) return r;
+    if (!r || strncmp(e->op, "clamp", 5) == 0) return r;
     BIND(strcmp(e->op, "hardtanh") == 0 ? "input, min_val=-1.0, max_val=1.0, inplace=False" : "input, inplace=False");
     bool inplace;
     if (!arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
@@ -127,9 +137,11 @@ static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
 }
 
 static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    const char *schema = strcmp(e->op, "hardtanh") == 0 ? "input, min_val=-1.0, max_val=1.0, inplace=False"
-                       : strcmp(e->op, "relu6") == 0      ? "input, inplace=False"
-                                                          : "input, min=None, max=None";
+    const char *schema = strcmp(e->op, "hardtanh") == 0  ? "input, min_val=-1.0, max_val=1.0, inplace=False"
+                       : strcmp(e->op, "relu6") == 0     ? "input, inplace=False"
+                       : strcmp(e->op, "clamp_min") == 0 ? "input, min"
+                       : strcmp(e->op, "clamp_max") == 0 ? "input, max"
+                                                         : "input, min=None, max=None";
     BIND(schema);
     Var *x = arg(&b, "input");
     if (!x) return NULL;
@@ -342,12 +354,34 @@ static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return op1(t, "cumsum", x, "{dim = %lld : i64}", (long long)dim);
 }
 
+static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool topk = strcmp(e->op, "topk") == 0;
+    BIND(topk ? "input, k, dim=-1, largest=True, sorted=True" : "input, dim=-1, descending=False, stable=False");
+    Var *x = arg(&b, "input");
+    int64_t dim, k;
+    bool flag;
+    if (!x || !arg_int(t, &b, "dim", -1, &dim)) return NULL;
+    int out[4];
+    char attrs[160];
+    if (topk) {
+        if (!arg_int(t, &b, "k", 1, &k) || !arg_bool(t, &b, "largest", true, &flag)) return NULL;
+        snprintf(attrs, sizeof attrs, "{k = %lld : i64, dim = %lld : i64, largest = %s}", (long long)k, (long long)dim, flag ? "true" : "false");
+    } else {
+        if (!arg_bool(t, &b, "descending", false, &flag)) return NULL;
+        snprintf(attrs, sizeof attrs, "{dim = %lld : i64, descending = %s}", (long long)dim, flag ? "true" : "false");
+    }
+    int id = trace_value(t, x);
+    if (id < 0 || trace_op(t, topk ? "topk" : "sort", 1, &id, attrs, out, 4) < 0) return NULL;
+    Var *items[2] = {var_tensor(t, out[0]), var_tensor(t, out[1])};
+    return make_tuple(t, items, 2);
+}
+
 /*===----------------------------------------------------------------------===*
  * Shapes
  *===----------------------------------------------------------------------===*/
 
 /* A shape given as varargs (x.view(2, 3)) or one sequence (x.view((2, 3))). */
-static bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n) {
+bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n) {
     if (!v) return trace_break(t, "missing shape"), false;
     if (v->kind == V_TUPLE && v->n_items == 1 && v->items[0]->kind != V_CONST) v = v->items[0];
     if (v->kind == V_TUPLE && v->n_items == 1 && v->items[0]->kind == V_CONST && PyTuple_Check(v->items[0]->obj)) v = v->items[0];
@@ -739,6 +773,36 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     return dt == PT2_DTYPE_INVALID ? x : convert_to(t, x, dt);
 }
 
+/* x.type(dtype) casts; x.type() is the legacy type name ('torch.FloatTensor'). */
+static Var *h_tensor_type(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dtype=None, non_blocking=False");
+    Var *x = arg(&b, "input"), *dt = arg(&b, "dtype");
+    if (!x || x->kind != V_TENSOR) return trace_break(t, "type() of a non-tensor");
+    if (dt && dt->kind == V_CONST && dtype_of_torch(dt->obj) != PT2_DTYPE_INVALID) return convert_to(t, x, dtype_of_torch(dt->obj));
+    if (dt) return trace_break(t, "Tensor.type() with a type other than a torch.dtype");
+    /* the name follows from the dtype alone (the tensor's device is the graph's, guarded) */
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *empty = torch ? PyObject_GetAttrString(torch, "empty") : NULL;
+    PyObject *size = Py_BuildValue("(i)", 0), *kw = Py_BuildValue("{s:O}", "dtype", torch_dtype_of(x->dtype));
+    PyObject *probe = empty && size && kw ? PyObject_Call(empty, size, kw) : NULL;
+    Py_XDECREF(torch);
+    Py_XDECREF(empty);
+    Py_XDECREF(size);
+    Py_XDECREF(kw);
+    PyObject *name = NULL;
+    if (probe) {
+        int pt2_trace_device(void); /* compiler.c: the graph's device, a CUDA index or < 0 */
+        PyObject *on_device = pt2_trace_device() >= 0 ? PyObject_CallMethod(probe, "cuda", "i", pt2_trace_device()) : Py_NewRef(probe);
+        name = on_device ? PyObject_CallMethod(on_device, "type", NULL) : NULL;
+        Py_XDECREF(on_device);
+        Py_DECREF(probe);
+    }
+    if (!name) return trace_break(t, "Tensor.type() failed at trace time");
+    Var *r = var_const(t, name);
+    Py_DECREF(name);
+    return r;
+}
+
 static Var *h_cast(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND(strcmp(e->op, "type_as") == 0 ? "input, other" : "input, memory_format=None");
     Var *x = arg(&b, "input");
@@ -748,538 +812,6 @@ static Var *h_cast(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
         return o && o->kind == V_TENSOR ? convert_to(t, x, o->dtype) : trace_break(t, "type_as() needs a tensor");
     }
     return convert_to(t, x, pt2DTypeFromName(e->op));
-}
-
-/*===----------------------------------------------------------------------===*
- * Linear algebra, convolution, normalization
- *===----------------------------------------------------------------------===*/
-
-static Var *h_matmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, other");
-    return op2(t, "matmul", arg(&b, "input"), arg(&b, "other"), "%s", "");
-}
-
-static Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, weight, bias=None");
-    Var *y = op2(t, "linear", arg(&b, "input"), arg(&b, "weight"), "%s", "");
-    if (y && arg_present(&b, "bias")) y = op2(t, "add", y, arg(&b, "bias"), "%s", "");
-    return y;
-}
-
-static Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    bool batched = strcmp(e->op, "baddbmm") == 0;
-    BIND(batched ? "input, batch1, batch2, *, beta=1, alpha=1" : "input, mat1, mat2, *, beta=1, alpha=1");
-    double beta, alpha;
-    if (!arg_float(t, &b, "beta", 1, &beta) || !arg_float(t, &b, "alpha", 1, &alpha)) return NULL;
-    return op3(t, "addmm", arg(&b, "input"), b.v[1], b.v[2], "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
-}
-
-static Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("equation, *operands");
-    Var *eq = arg(&b, "equation"), *ops = b.v[1];
-    if (!eq || eq->kind != V_CONST || !PyUnicode_Check(eq->obj)) return trace_break(t, "einsum(): equation must be a string");
-    if (ops->n_items == 1 && (ops->items[0]->kind == V_TUPLE || ops->items[0]->kind == V_LIST)) ops = ops->items[0];
-    char text[128];
-    int k = 0;
-    for (const char *p = PyUnicode_AsUTF8(eq->obj); *p && k < 127; ++p) {
-        if (*p != ' ') text[k++] = *p;
-    }
-    text[k] = 0;
-    if (ops->n_items != 2) return trace_break(t, "einsum() with %d operands (pt2 supports two)", ops->n_items);
-    if (!strstr(text, "->")) return trace_break(t, "einsum() without an explicit output ('->')");
-    if (strstr(text, "...")) return trace_break(t, "einsum() with '...'");
-    return op2(t, "einsum", ops->items[0], ops->items[1], "{equation = \"%s\"}", text);
-}
-
-static bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]) {
-    int64_t v[PT2_MAX_RANK];
-    int nv;
-    Var *a = arg(b, name);
-    if (!a) {
-        out[0] = out[1] = dflt;
-        return true;
-    }
-    if (!var_ints(t, a, v, PT2_MAX_RANK, &nv)) return false;
-    if (nv == 1) {
-        out[0] = out[1] = v[0];
-    } else if (nv == 2) {
-        out[0] = v[0];
-        out[1] = v[1];
-    } else {
-        trace_break(t, "'%s' must be an int or a pair", name);
-        return false;
-    }
-    return true;
-}
-
-static Var *h_conv2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1");
-    Var *x = arg(&b, "input"), *w = arg(&b, "weight");
-    int64_t stride[2], pad[2], dil[2], groups;
-    if (!x || !w || !pair_arg(t, &b, "stride", 1, stride) || !pair_arg(t, &b, "dilation", 1, dil) ||
-        !arg_int(t, &b, "groups", 1, &groups)) {
-        return NULL;
-    }
-    Var *p = arg(&b, "padding");
-    if (p && p->kind == V_CONST && PyUnicode_Check(p->obj)) {
-        const char *mode = PyUnicode_AsUTF8(p->obj);
-        if (strcmp(mode, "valid") == 0) {
-            pad[0] = pad[1] = 0;
-        } else if (strcmp(mode, "same") == 0 && w->rank == 4) {
-            for (int i = 0; i < 2; ++i) {
-                int64_t total = dil[i] * (w->sizes[2 + i] - 1);
-                if (total % 2) return trace_break(t, "conv2d(padding='same') with asymmetric padding");
-                pad[i] = total / 2;
-            }
-        } else {
-            return trace_break(t, "conv2d(): padding mode '%s'", mode);
-        }
-    } else if (!pair_arg(t, &b, "padding", 0, pad)) {
-        return NULL;
-    }
-    bool unbatched = x->rank == 3;
-    if (unbatched) {
-        int64_t shape[4] = {1, x->sizes[0], x->sizes[1], x->sizes[2]};
-        x = reshape_to(t, x, shape, 4);
-    }
-    Var *y = op2(t, "conv2d", x, w,
-                 "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, groups = %lld : i64}",
-                 (long long)stride[0], (long long)stride[1], (long long)pad[0], (long long)pad[1], (long long)dil[0], (long long)dil[1],
-                 (long long)groups);
-    if (y && arg_present(&b, "bias")) {
-        Var *bias = arg(&b, "bias");
-        int64_t shape[3] = {bias->sizes[0], 1, 1};
-        y = op2(t, "add", y, reshape_to(t, bias, shape, 3), "%s", "");
-    }
-    if (y && unbatched) y = reshape_to(t, y, y->sizes + 1, 3);
-    return y;
-}
-
-static Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    bool is_max = strcmp(e->op, "max_pool2d") == 0;
-    BIND(is_max ? "input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False"
-                : "input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None");
-    Var *x = arg(&b, "input");
-    int64_t k[2], s[2], p[2], d[2] = {1, 1};
-    bool ceil_mode;
-    if (!x || !pair_arg(t, &b, "kernel_size", 1, k) || !pair_arg(t, &b, "padding", 0, p) ||
-        !arg_bool(t, &b, "ceil_mode", false, &ceil_mode)) {
-        return NULL;
-    }
-    if (arg_present(&b, "stride")) {
-        int64_t sv[PT2_MAX_RANK];
-        int ns;
-        if (!var_ints(t, arg(&b, "stride"), sv, PT2_MAX_RANK, &ns)) return NULL;
-        if (ns == 0) {
-            s[0] = k[0];
-            s[1] = k[1];
-        } else {
-            s[0] = sv[0];
-            s[1] = ns > 1 ? sv[1] : sv[0];
-        }
-    } else {
-        s[0] = k[0];
-        s[1] = k[1];
-    }
-    if (is_max) {
-        bool ri;
-        if (!pair_arg(t, &b, "dilation", 1, d) || !arg_bool(t, &b, "return_indices", false, &ri)) return NULL;
-        if (ri) return trace_break(t, "max_pool2d(return_indices=True)");
-        return op1(t, "max_pool2d", x,
-                   "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
-                   "dilation = array<i64: %lld, %lld>, ceil_mode = %s}",
-                   (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-                   (long long)d[0], (long long)d[1], ceil_mode ? "true" : "false");
-    }
-    bool cip;
-    if (!arg_bool(t, &b, "count_include_pad", true, &cip)) return NULL;
-    if (arg_present(&b, "divisor_override")) return trace_break(t, "avg_pool2d(divisor_override=...)");
-    return op1(t, "avg_pool2d", x,
-               "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
-               "ceil_mode = %s, count_include_pad = %s}",
-               (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-               ceil_mode ? "true" : "false", cip ? "true" : "false");
-}
-
-static Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, output_size");
-    Var *x = arg(&b, "input"), *os = arg(&b, "output_size");
-    if (!x || !os) return NULL;
-    int64_t o[2];
-    if (os->kind == V_TUPLE || os->kind == V_LIST) { /* None in a pair keeps the input size */
-        for (int i = 0; i < 2 && i < os->n_items; ++i) {
-            Var *it = os->items[i];
-            if (it->kind == V_CONST && it->obj == Py_None) {
-                o[i] = x->sizes[x->rank - 2 + i];
-            } else if (!var_int(t, it, &o[i])) {
-                return NULL;
-            }
-        }
-    } else if (!pair_arg(t, &b, "output_size", 1, o)) {
-        return NULL;
-    }
-    return op1(t, "adaptive_avg_pool2d", x, "{output_size = array<i64: %lld, %lld>}", (long long)o[0], (long long)o[1]);
-}
-
-/* ones or zeros shaped like a missing affine parameter, in x's dtype */
-static Var *ones_or_zeros(Trace *t, Var *x, const int64_t *shape, int rank, double v) {
-    char s[128];
-    ints_text(s, sizeof s, shape, rank);
-    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(v), pt2DTypeMlirName(x->dtype));
-}
-
-static Var *h_layer_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    bool rms = strcmp(e->op, "rms_norm") == 0;
-    BIND(rms ? "input, normalized_shape, weight=None, eps=None" : "input, normalized_shape, weight=None, bias=None, eps=1e-05");
-    Var *x = arg(&b, "input");
-    int64_t shape[PT2_MAX_RANK];
-    int nn;
-    double eps;
-    if (!x || !var_ints(t, arg(&b, "normalized_shape"), shape, PT2_MAX_RANK, &nn)) return NULL;
-    Var *w = arg(&b, "weight"), *bias = rms ? NULL : arg(&b, "bias");
-    if (!w) w = ones_or_zeros(t, x, shape, nn, 1.0);
-    if (rms) {
-        if (arg_present(&b, "eps")) {
-            if (!arg_float(t, &b, "eps", 0, &eps)) return NULL;
-            return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
-        }
-        return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64}", nn);
-    }
-    if (!bias) bias = ones_or_zeros(t, x, shape, nn, 0.0);
-    if (!w || !bias || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
-    return op3(t, "layer_norm", x, w, bias, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
-}
-
-static Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, num_groups, weight=None, bias=None, eps=1e-05");
-    Var *x = arg(&b, "input");
-    int64_t groups;
-    double eps;
-    if (!x || !arg_int(t, &b, "num_groups", 1, &groups) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
-    if (x->rank < 2) return trace_break(t, "group_norm of a rank-%d tensor", x->rank);
-    int64_t c = x->sizes[1];
-    Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
-    if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
-    if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
-    return op3(t, "group_norm", x, w, bias, "{groups = %lld : i64, eps = %s}", (long long)groups, f64_attr(eps));
-}
-
-static Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05");
-    Var *x = arg(&b, "input"), *mean = arg(&b, "running_mean"), *var = arg(&b, "running_var");
-    bool training;
-    double eps;
-    if (!x || !arg_bool(t, &b, "training", false, &training) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
-    if (training || !mean || !var) return trace_break(t, "batch_norm in training mode (batch statistics) is not supported yet");
-    int64_t c = x->sizes[1];
-    Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
-    if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
-    if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
-    if (!w || !bias) return NULL;
-    int ids[5] = {trace_value(t, x), trace_value(t, mean), trace_value(t, var), trace_value(t, w), trace_value(t, bias)};
-    char attrs[64];
-    snprintf(attrs, sizeof attrs, "{eps = %s}", f64_attr(eps));
-    int out[4];
-    if (trace_op(t, "batch_norm", 5, ids, attrs, out, 4) < 0) return NULL;
-    return var_tensor(t, out[0]);
-}
-
-static Var *h_embedding(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False");
-    Var *idx = arg(&b, "input"), *w = arg(&b, "weight");
-    if (!idx || !w) return NULL;
-    if (arg_present(&b, "max_norm")) return trace_break(t, "embedding(max_norm=...) renormalizes the weight in place");
-    int64_t numel = 1;
-    for (int i = 0; i < idx->rank; ++i) numel *= idx->sizes[i];
-    Var *flat = reshape_to(t, idx, &numel, 1);
-    Var *rows = flat ? op2(t, "index_select", w, flat, "{dim = 0 : i64}") : NULL;
-    if (!rows) return NULL;
-    int64_t shape[PT2_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < idx->rank; ++i) shape[r++] = idx->sizes[i];
-    shape[r++] = w->sizes[1];
-    return reshape_to(t, rows, shape, r);
-}
-
-static Var *h_dropout(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, p=0.5, training=True, inplace=False");
-    bool training;
-    double p;
-    if (!arg_bool(t, &b, "training", true, &training) || !arg_float(t, &b, "p", 0.5, &p)) return NULL;
-    if (training && p > 0) return trace_break(t, "dropout in training mode (random numbers) is not supported yet");
-    return arg(&b, "input");
-}
-
-static Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, pad, mode='constant', value=None");
-    Var *x = arg(&b, "input"), *mode = arg(&b, "mode");
-    int64_t pads[2 * PT2_MAX_RANK];
-    int np;
-    double value;
-    if (!x || !var_ints(t, arg(&b, "pad"), pads, 2 * PT2_MAX_RANK, &np) || !arg_float(t, &b, "value", 0.0, &value)) return NULL;
-    if (mode && !(mode->kind == V_CONST && PyUnicode_Check(mode->obj) && strcmp(PyUnicode_AsUTF8(mode->obj), "constant") == 0)) {
-        return trace_break(t, "pad(mode=...) other than 'constant'");
-    }
-    char s[256];
-    ints_text(s, sizeof s, pads, np);
-    return op1(t, "pad", x, "{pads = %s, value = %s}", s, f64_attr(value));
-}
-
-/* softmax(q kᵀ · scale + mask) v */
-static Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False");
-    Var *q = arg(&b, "query"), *k = arg(&b, "key"), *v = arg(&b, "value"), *mask = arg(&b, "attn_mask");
-    double dropout, scale;
-    bool causal, gqa;
-    if (!q || !k || !v || !arg_float(t, &b, "dropout_p", 0, &dropout) || !arg_bool(t, &b, "is_causal", false, &causal) ||
-        !arg_bool(t, &b, "enable_gqa", false, &gqa)) {
-        return NULL;
-    }
-    if (dropout > 0) return trace_break(t, "scaled_dot_product_attention with dropout");
-    if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
-    if (q->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
-    if (!arg_float(t, &b, "scale", 1.0 / sqrt((double)q->sizes[q->rank - 1]), &scale)) return NULL;
-    int64_t perm[PT2_MAX_RANK];
-    for (int i = 0; i < k->rank; ++i) perm[i] = i;
-    perm[k->rank - 2] = k->rank - 1;
-    perm[k->rank - 1] = k->rank - 2;
-    Var *kt = permute_to(t, k, perm, k->rank);
-    Var *s = op2(t, "matmul", q, kt, "%s", "");
-    if (!s) return NULL;
-    s = op2(t, "mul", s, scalar_tensor(t, scale, s->dtype), "%s", "");
-    int64_t L = q->sizes[q->rank - 2], S = k->sizes[k->rank - 2];
-    if (causal) {
-        /* keep j <= i: mask = arange(L)[:, None] >= arange(S)[None, :] */
-        Var *rows = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)L);
-        Var *cols = rows ? op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)S) : NULL;
-        if (!cols) return NULL;
-        Var *keep = op2(t, "ge", reshape_to(t, rows, (int64_t[]){L, 1}, 2), cols, "%s", "");
-        s = op3(t, "where", keep, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
-    }
-    if (mask && s) {
-        if (mask->dtype == PT2_BOOL) {
-            s = op3(t, "where", mask, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
-        } else {
-            s = op2(t, "add", s, mask, "%s", "");
-        }
-    }
-    Var *p = s ? op1(t, "softmax", s, "{dim = -1 : i64}") : NULL;
-    return p ? op2(t, "matmul", p, v, "%s", "") : NULL;
-}
-
-/*===----------------------------------------------------------------------===*
- * Creation
- *===----------------------------------------------------------------------===*/
-
-/* The device a factory (torch.zeros, arange, eye, tensor, *_like) makes its
- * tensor on must be the graph's: its device= argument, else the input's for
- * *_like, else torch's default device (the CPU: pt2.compile runs code under
- * a TorchFunctionMode such as torch.set_default_device eagerly).  The first
- * factory of a graph with no tensor yet fixes the graph's device; a factory
- * for another device ends the graph (eager would make a tensor there, and
- * a graph runs on one device). */
-bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
-static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
-    Var *dev = arg(b, "device");
-    if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
-        if (like) return true; /* the input's device, the graph's */
-        return pt2_trace_accept_device(t, PT2_DEVICE_CPU, "cpu");
-    }
-    if (dev->kind != V_CONST) return trace_break(t, "%s(device=...) not known at trace time", op), false;
-    PyObject *torch = PyImport_ImportModule("torch");
-    PyObject *d = torch ? PyObject_CallMethod(torch, "device", "O", dev->obj) : NULL;
-    Py_XDECREF(torch);
-    PyObject *type = d ? PyObject_GetAttrString(d, "type") : NULL;
-    PyObject *index = d ? PyObject_GetAttrString(d, "index") : NULL;
-    PyObject *text = d ? PyObject_Str(d) : NULL;
-    int code = PT2_DEVICE_UNSET;
-    char name[64] = "?";
-    if (text && PyUnicode_Check(text)) snprintf(name, sizeof name, "%s", PyUnicode_AsUTF8(text));
-    if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cpu") == 0) {
-        code = PT2_DEVICE_CPU;
-    } else if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cuda") == 0) {
-        if (index && PyLong_Check(index)) {
-            code = (int)PyLong_AsLong(index);
-        } else {
-            PyObject *cuda = PyImport_ImportModule("torch.cuda");
-            PyObject *cur = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
-            if (cur && PyLong_Check(cur)) code = (int)PyLong_AsLong(cur);
-            Py_XDECREF(cuda);
-            Py_XDECREF(cur);
-        }
-    }
-    Py_XDECREF(d);
-    Py_XDECREF(type);
-    Py_XDECREF(index);
-    Py_XDECREF(text);
-    PyErr_Clear();
-    if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
-    return pt2_trace_accept_device(t, code, name);
-}
-
-static Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    const char *op = e->op;
-    bool like = strstr(op, "_like") != NULL, full = strncmp(op, "full", 4) == 0;
-    const char *schema = like ? (full ? "input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None"
-                                      : "input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None")
-                              : (full ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
-                                      : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
-    BIND(schema);
-    if (!factory_device(t, &b, op, like)) return NULL;
-    int64_t shape[PT2_MAX_RANK];
-    int r;
-    Pt2DType dt;
-    if (!arg_dtype(t, &b, "dtype", &dt)) return NULL;
-    double value = strncmp(op, "ones", 4) == 0 ? 1.0 : 0.0;
-    Var *fill = arg(&b, "fill_value");
-    if (full) {
-        if (!fill || fill->kind != V_CONST) return trace_break(t, "%s(): fill_value must be a number known at trace time", op);
-        value = PyFloat_AsDouble(fill->obj);
-    }
-    if (like) {
-        Var *x = arg(&b, "input");
-        if (!x || x->kind != V_TENSOR) return trace_break(t, "%s() needs a tensor", op);
-        r = x->rank;
-        memcpy(shape, x->sizes, sizeof(int64_t) * (size_t)r);
-        if (dt == PT2_DTYPE_INVALID) dt = x->dtype;
-    } else {
-        Var *size = arg(&b, "size");
-        if (!size) {
-            r = 0;
-        } else if (!shape_arg(t, size, shape, &r)) {
-            return NULL;
-        }
-        if (dt == PT2_DTYPE_INVALID) {
-            /* torch.full infers the dtype from the fill value */
-            dt = full && fill && PyBool_Check(fill->obj) ? PT2_BOOL : full && fill && PyLong_Check(fill->obj) ? PT2_I64 : PT2_F32;
-        }
-    }
-    if (arg_present(&b, "requires_grad")) {
-        bool rg;
-        if (!arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
-        if (rg) return trace_break(t, "%s(requires_grad=True)", op);
-    }
-    char s[128];
-    ints_text(s, sizeof s, shape, r);
-    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
-}
-
-static Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None");
-    if (!factory_device(t, &b, "arange", false)) return NULL;
-    double start, end, step;
-    Pt2DType dt;
-    if (!arg_float(t, &b, "start", 0, &start) || !arg_float(t, &b, "step", 1, &step) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
-    if (arg_present(&b, "end")) {
-        if (!arg_float(t, &b, "end", 0, &end)) return NULL;
-    } else {
-        end = start;
-        start = 0;
-    }
-    if (dt == PT2_DTYPE_INVALID) {
-        bool any_float = false;
-        const char *names[3] = {"start", "end", "step"};
-        for (int i = 0; i < 3; ++i) {
-            Var *v = arg(&b, names[i]);
-            if (v && v->kind == V_CONST && PyFloat_Check(v->obj)) any_float = true;
-        }
-        dt = any_float ? PT2_F32 : PT2_I64;
-    }
-    return op0(t, "arange", "{start = %s, end = %s, step = %s, dtype = %s}", f64_attr(start), f64_attr(end), f64_attr(step),
-               pt2DTypeMlirName(dt));
-}
-
-static Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False");
-    if (!factory_device(t, &b, "eye", false)) return NULL;
-    int64_t rows, cols;
-    Pt2DType dt;
-    if (!arg_int(t, &b, "n", 0, &rows) || !arg_int(t, &b, "m", rows, &cols) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
-    return op0(t, "eye", "{n = %lld : i64, m = %lld : i64, dtype = %s}", (long long)rows, (long long)cols,
-               pt2DTypeMlirName(dt == PT2_DTYPE_INVALID ? PT2_F32 : dt));
-}
-
-static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    bool topk = strcmp(e->op, "topk") == 0;
-    BIND(topk ? "input, k, dim=-1, largest=True, sorted=True" : "input, dim=-1, descending=False, stable=False");
-    Var *x = arg(&b, "input");
-    int64_t dim, k;
-    bool flag;
-    if (!x || !arg_int(t, &b, "dim", -1, &dim)) return NULL;
-    int out[4];
-    char attrs[160];
-    if (topk) {
-        if (!arg_int(t, &b, "k", 1, &k) || !arg_bool(t, &b, "largest", true, &flag)) return NULL;
-        snprintf(attrs, sizeof attrs, "{k = %lld : i64, dim = %lld : i64, largest = %s}", (long long)k, (long long)dim, flag ? "true" : "false");
-    } else {
-        if (!arg_bool(t, &b, "descending", false, &flag)) return NULL;
-        snprintf(attrs, sizeof attrs, "{dim = %lld : i64, descending = %s}", (long long)dim, flag ? "true" : "false");
-    }
-    int id = trace_value(t, x);
-    if (id < 0 || trace_op(t, topk ? "topk" : "sort", 1, &id, attrs, out, 4) < 0) return NULL;
-    Var *items[2] = {var_tensor(t, out[0]), var_tensor(t, out[1])};
-    return make_tuple(t, items, 2);
-}
-
-/* torch.tensor(data): data known at trace time becomes a graph constant. */
-static Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
-    if (!factory_device(t, &b, "tensor", false)) return NULL;
-    Var *data = arg(&b, "data");
-    Pt2DType dt;
-    bool rg;
-    if (!data || !arg_dtype(t, &b, "dtype", &dt) || !arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
-    if (rg) return trace_break(t, "torch.tensor(requires_grad=True)");
-    PyObject *value = NULL;
-    if (data->kind == V_CONST) {
-        value = Py_NewRef(data->obj);
-    } else if (data->kind == V_LIST || data->kind == V_TUPLE) {
-        value = PyList_New(data->n_items);
-        for (int i = 0; i < data->n_items; ++i) {
-            if (data->items[i]->kind != V_CONST) {
-                Py_DECREF(value);
-                return trace_break(t, "torch.tensor() of values only known at run time");
-            }
-            PyList_SET_ITEM(value, i, Py_NewRef(data->items[i]->obj));
-        }
-    } else {
-        return trace_break(t, "torch.tensor() of a %s", data->kind == V_TENSOR ? "tensor" : "non-constant");
-    }
-    /* let PyTorch decide the dtype and layout, then copy its bytes in */
-    PyObject *torch = PyImport_ImportModule("torch");
-    PyObject *kwargs = dt != PT2_DTYPE_INVALID ? Py_BuildValue("{s:O}", "dtype", torch_dtype_of(dt)) : NULL;
-    PyObject *fn = torch ? PyObject_GetAttrString(torch, "tensor") : NULL;
-    PyObject *pos = PyTuple_Pack(1, value);
-    PyObject *real = fn ? PyObject_Call(fn, pos, kwargs) : NULL;
-    Py_XDECREF(torch);
-    Py_XDECREF(kwargs);
-    Py_XDECREF(fn);
-    Py_DECREF(pos);
-    Py_DECREF(value);
-    if (!real) return trace_break(t, "torch.tensor() failed at trace time");
-    trace_keep(t, real);
-    Py_DECREF(real);
-    Pt2TensorMeta m;
-    if (pt2_tensor_meta(real, &m) != 0) {
-        PyErr_Clear();
-        return trace_break(t, "torch.tensor(): unexpected result");
-    }
-    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "torch.tensor() of a dtype pt2 does not support");
-    int rank = m.rank;
-    const int64_t *sizes = m.sizes;
-    void *data_ptr;
-    if (pt2_tensor_data(real, &data_ptr) != 0) data_ptr = NULL;
-    int64_t numel = 1;
-    for (int i = 0; i < rank; ++i) numel *= sizes[i];
-    static const int64_t no_data = 0;
-    if (!data_ptr && numel == 0 && rank >= 0) data_ptr = (void *)&no_data; /* torch.tensor([]) has no storage */
-    if (rank < 0 || !data_ptr) {
-        PyErr_Clear();
-        return trace_break(t, "torch.tensor(): unexpected result");
-    }
-    int id = pt2GraphAddConstant(t->graph, m.dtype, rank, sizes, data_ptr);
-    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
-    return var_tensor(t, id);
 }
 
 /*===----------------------------------------------------------------------===*

@@ -1,12 +1,11 @@
-/*===- rules_ops.c - operators, indexing, attributes, modules and builtins -===*
+/*===- rules_ops.c - operators, indexing, attributes, modules, containers --===*
  *
  * Python's operators on Vars: on tensors they become pt2 ops, on values
  * known at trace time they are evaluated right away (the result is exact:
  * the inputs are guarded constants).  Also tensor indexing (x[i, 1:3, None]),
  * tensor attributes (shape, dtype, T), nn.Module calls (forward inlined),
- * methods of Python containers, and builtins.
+ * methods of Python containers (builtins are in rules_builtins.c).
  *===----------------------------------------------------------------------===*/
-#include <math.h>
 #include <string.h>
 
 #include "rules_util.h"
@@ -17,7 +16,7 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 bool is_nn_module(PyObject *o);
 
 /* A torch.Tensor instance's type without importing at each call. */
-static PyObject *tensor_type_instance(void) {
+PyObject *tensor_type_instance(void) {
     static PyObject *empty;
     if (!empty) {
         PyObject *torch = PyImport_ImportModule("torch");
@@ -32,7 +31,7 @@ bool var_is_number(Var *v) {
     return v->kind == V_CONST && (PyLong_Check(v->obj) || PyFloat_Check(v->obj)); /* bool is a PyLong */
 }
 
-static Var *const_result(Trace *t, PyObject *r, const char *what) {
+Var *const_result(Trace *t, PyObject *r, const char *what) {
     if (!r) return trace_break(t, "%s raised at trace time", what);
     Var *v = var_const(t, r);
     Py_DECREF(r);
@@ -48,6 +47,17 @@ static const struct {
 } tensor_binops[] = {
     {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"//", "floor_div"}, {"%", "remainder"}, {"@", "matmul"},
 };
+
+/* A tuple or list Var as it is, a constant tuple as a tuple Var of its
+ * items (obj: torch.Size for a Size, else NULL); NULL for anything else. */
+static Var *sequence_items(Trace *t, Var *v) {
+    if (v->kind == V_LIST || (v->kind == V_TUPLE && (!v->obj || v->obj == torch_size_type_obj()))) return v;
+    if (v->kind != V_CONST || !PyTuple_Check(v->obj)) return NULL;
+    Var *r = var_new(t, V_TUPLE);
+    if (Py_TYPE(v->obj) == (PyTypeObject *)torch_size_type_obj()) r->obj = trace_keep(t, torch_size_type_obj());
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v->obj); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(v->obj, i)));
+    return r;
+}
 
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
@@ -88,24 +98,22 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
         }
         return const_result(t, r, op);
     }
-    /* sequences */
-    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '+' && b->kind == a->kind) {
-        Var *r = var_new(t, a->kind);
-        for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
-        for (int i = 0; i < b->n_items; ++i) var_push_item(t, r, b->items[i]);
+    /* sequences: tuple + tuple (a torch.Size if either is one), list + list, sequence * int */
+    Var *sa = sequence_items(t, a), *sb = sequence_items(t, b);
+    if (op[0] == '+' && !op[1] && sa && sb && sa->kind == sb->kind) {
+        Var *r = var_new(t, sa->kind);
+        if (sa->obj || sb->obj) r->obj = trace_keep(t, torch_size_type_obj());
+        for (int i = 0; i < sa->n_items; ++i) var_push_item(t, r, sa->items[i]);
+        for (int i = 0; i < sb->n_items; ++i) var_push_item(t, r, sb->items[i]);
         return r;
     }
-    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '+' && b->kind == V_CONST && PyTuple_Check(b->obj)) {
-        Var *r = var_new(t, a->kind);
-        for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(b->obj); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(b->obj, i)));
-        return r;
-    }
-    if ((a->kind == V_TUPLE || a->kind == V_LIST) && op[0] == '*' && b->kind == V_CONST && PyLong_Check(b->obj)) {
-        Var *r = var_new(t, a->kind);
-        long k = PyLong_AsLong(b->obj);
+    Var *seq = sa ? sa : sb, *count = sa ? b : a;
+    if (op[0] == '*' && !op[1] && seq && count->kind == V_CONST && PyLong_Check(count->obj)) {
+        Var *r = var_new(t, seq->kind);
+        r->obj = seq->obj;
+        long k = PyLong_AsLong(count->obj);
         for (long j = 0; j < k; ++j) {
-            for (int i = 0; i < a->n_items; ++i) var_push_item(t, r, a->items[i]);
+            for (int i = 0; i < seq->n_items; ++i) var_push_item(t, r, seq->items[i]);
         }
         return r;
     }
@@ -138,6 +146,21 @@ static int same_object(Var *a, Var *b) {
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
     if (a->kind == V_TENSOR && b->kind == V_TENSOR) return a->value == b->value && a->source == b->source ? 1 : -1;
     return -1;
+}
+
+/* same_object, with the guards that keep a decided answer true: objects
+ * are guarded by type only (modules, instances), so both identities are
+ * guarded; graph inputs are one Var per real tensor, so two of them are
+ * guarded to stay distinct (or, as one Var, the same: trace_wrap). */
+static int same_object_guarded(Trace *t, Var *a, Var *b) {
+    int r = same_object(a, b);
+    if (r < 0) return r;
+    if (a->kind != V_CONST && b->kind != V_CONST && a->kind != V_TENSOR && b->kind != V_TENSOR && a->obj && b->obj) {
+        if (a->source) trace_guard(t, G_ID, a->source, a->obj, 0);
+        if (b->source) trace_guard(t, G_ID, b->source, b->obj, 0);
+    }
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR && a->is_input && b->is_input) trace_guard_alias(t, a->source, b->source, r == 1);
+    return r;
 }
 
 /* 1/0, -1: depends on tensor values, -2: the trace broke. */
@@ -178,13 +201,18 @@ static int contains(Trace *t, Var *container, Var *item) {
         return -2;
     }
     Var **keys = container->kind == V_DICT ? container->keys : container->items;
+    bool hashed = container->kind == V_DICT || container->kind == V_SET;
     for (int i = 0; i < container->n_items; ++i) {
         Var *k = keys[i];
         if (k->kind == V_CONST && item->kind == V_CONST) {
             int r = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
             if (r != 0) return r;
-        } else if (same_object(k, item) == 1) {
+        } else if (hashed && (k->kind == V_TENSOR) != (item->kind == V_TENSOR)) {
+            continue; /* a tensor's hash is its identity: never equal to a non-tensor key */
+        } else if (same_object_guarded(t, k, item) == 1) {
             return 1;
+        } else if (hashed && k->is_input && item->is_input) {
+            continue; /* two distinct graph inputs (guarded to stay distinct) */
         } else if (k->kind == V_TENSOR || item->kind == V_TENSOR) {
             (void)t;
             return -1; /* `tensor in list` compares values */
@@ -195,14 +223,7 @@ static int contains(Trace *t, Var *container, Var *item) {
 
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
-        int r = same_object(a, b);
-        /* objects guarded by their type only (modules, instances): the
-         * answer holds while both identities do */
-        if (r >= 0 && a->kind != V_CONST && b->kind != V_CONST && a->kind != V_TENSOR && b->kind != V_TENSOR && a->obj &&
-            b->obj) {
-            if (a->source) trace_guard(t, G_ID, a->source, a->obj, 0);
-            if (b->source) trace_guard(t, G_ID, b->source, b->obj, 0);
-        }
+        int r = same_object_guarded(t, a, b);
         if (r < 0) return trace_break(t, "`is` comparison that cannot be decided at trace time");
         bool v = strcmp(op, "is") == 0 ? r : !r;
         return var_const(t, v ? Py_True : Py_False);
@@ -539,7 +560,7 @@ Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_nam
  * Methods of containers and constants
  *===----------------------------------------------------------------------===*/
 
-static PyObject *const_tuple_of(Trace *t, Var **items, int n) {
+PyObject *const_tuple_of(Trace *t, Var **items, int n) {
     PyObject *tup = PyTuple_New(n);
     for (int i = 0; i < n; ++i) {
         if (items[i]->kind != V_CONST) {
@@ -552,10 +573,8 @@ static PyObject *const_tuple_of(Trace *t, Var **items, int n) {
     return tup;
 }
 
-static Var *iterable_items(Trace *t, Var *v);
-
 /* d[key] = value on a dict Var, as a bound method the call machinery runs. */
-static Var *tagged_method_for_dict(Trace *t, Var *d) {
+Var *tagged_method_for_dict(Trace *t, Var *d) {
     Var *m = var_new(t, V_METHOD);
     m->self = d;
     PyObject *s = PyUnicode_FromString("__setitem__");
@@ -576,7 +595,7 @@ void trace_set_add(Trace *t, Var *set, Var *item) {
             int eq = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
             PyErr_Clear();
             if (eq == 1) return;
-        } else if (same_object(k, item) == 1) {
+        } else if (same_object_guarded(t, k, item) == 1) {
             return;
         }
     }
@@ -585,7 +604,7 @@ void trace_set_add(Trace *t, Var *set, Var *item) {
 
 /* The items of a set Var in the order Python iterates them: known when they
  * are all constants (hashes are then fixed); NULL (trace broken) otherwise. */
-static Var *set_items_in_order(Trace *t, Var *set) {
+Var *set_items_in_order(Trace *t, Var *set) {
     PyObject *real = PySet_New(NULL);
     for (int i = 0; real && i < set->n_items; ++i) {
         if (set->items[i]->kind != V_CONST) {
@@ -832,348 +851,3 @@ Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_a
     }
     return trace_break(t, "method %s of this value is not supported", name);
 }
-
-/*===----------------------------------------------------------------------===*
- * Builtins
- *===----------------------------------------------------------------------===*/
-
-static Var *iterable_items(Trace *t, Var *v) {
-    Var *r = var_new(t, V_LIST);
-    if (v->kind == V_SET) return set_items_in_order(t, v);
-    if (fresh_object_items(t, v)) v = fresh_object_items(t, v); /* a dict subclass made in the trace: its keys */
-    if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_ITER) {
-        for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) var_push_item(t, r, v->items[i]);
-    } else if (v->kind == V_DICT) {
-        for (int i = 0; i < v->n_items; ++i) var_push_item(t, r, v->keys[i]);
-    } else if (v->kind == V_RANGE) {
-        for (int64_t x = v->start; v->step > 0 ? x < v->stop : x > v->stop; x += v->step) var_push_item(t, r, int_const(t, x));
-    } else if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyUnicode_Check(v->obj) || PyAnySet_Check(v->obj) || PyDict_Check(v->obj) ||
-                                      PyDictKeys_Check(v->obj) || PyDictValues_Check(v->obj) || PyDictItems_Check(v->obj) ||
-                                      Py_IS_TYPE(v->obj, &PyDictProxy_Type))) {
-        /* immutable constants (a frozenset, a signature's parameters) */
-        PyObject *seq = PySequence_Tuple(v->obj);
-        if (!seq) return trace_break(t, "iteration failed");
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(seq, i)));
-        Py_DECREF(seq);
-    } else if (v->kind == V_TENSOR) {
-        if (v->rank == 0) return trace_break(t, "iteration over a 0-d tensor");
-        for (int64_t i = 0; i < v->sizes[0]; ++i) {
-            Var *item = op1(t, "select", v, "{dim = 0 : i64, index = %lld : i64}", (long long)i);
-            if (!item) return NULL;
-            var_push_item(t, r, item);
-        }
-    } else if (v->kind == V_MODULE) {
-        PyObject *name = PyUnicode_FromString("_modules");
-        Var *children = trace_getattr(t, v, name);
-        Py_DECREF(name);
-        if (!children || children->kind != V_DICT) return trace_break(t, "iteration over module %s", Py_TYPE(v->obj)->tp_name);
-        for (int i = 0; i < children->n_items; ++i) var_push_item(t, r, children->items[i]);
-    } else if (v->kind == V_OBJECT) {
-        Var *it = trace_sequence_iter(t, v);
-        if (!it) return NULL;
-        for (int i = 0; i < it->n_items; ++i) var_push_item(t, r, it->items[i]);
-    } else {
-        return trace_break(t, "iteration over this value is not supported");
-    }
-    return r;
-}
-
-Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    const char *op = rule_op(e);
-    if (strcmp(op, "print") == 0) return trace_break(t, "print() (a side effect outside the graph)");
-    if (nkw == 1 && strcmp(op, "enumerate") == 0 && strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, 0)), "start") == 0 && n == 1) {
-        Var *both[2] = {args[0], kwv[0]};
-        return h_builtin(t, e, both, 2, NULL, NULL, 0);
-    }
-    if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0 &&
-        strcmp(op, "dict") != 0) {
-        return trace_break(t, "%s() with keyword arguments", op);
-    }
-    if ((strcmp(op, "set") == 0 || strcmp(op, "frozenset") == 0) && n <= 1) {
-        Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);
-        if (!items) return NULL;
-        Var *set = var_new(t, V_SET);
-        for (int i = 0; i < items->n_items; ++i) trace_set_add(t, set, items->items[i]);
-        if (op[0] == 'f') { /* immutable: a constant when its items are */
-            PyObject *tup = const_tuple_of(t, set->items, set->n_items);
-            if (!tup) return NULL;
-            PyObject *fs = PyFrozenSet_New(tup);
-            Py_DECREF(tup);
-            return const_result(t, fs, op);
-        }
-        return set;
-    }
-    if ((strcmp(op, "all") == 0 || strcmp(op, "any") == 0) && n == 1) {
-        Var *items = iterable_items(t, args[0]);
-        if (!items) return NULL;
-        bool want = op[1] == 'n'; /* any: stop at the first true one */
-        for (int i = 0; i < items->n_items; ++i) {
-            int truth = trace_truth(t, items->items[i]);
-            if (truth < 0) return NULL;
-            if ((truth == 1) == want) return var_const(t, want ? Py_True : Py_False);
-        }
-        return var_const(t, want ? Py_False : Py_True);
-    }
-    if (strcmp(op, "inspect.signature") == 0 && n == 1) {
-        /* a signature is immutable and depends only on the (guarded) callable */
-        Var *f = args[0];
-        PyObject *real = f->obj && !PyUnicode_Check(f->obj) && !PyCode_Check(f->obj) &&
-                                 (f->kind == V_FUNCTION || f->kind == V_CALLABLE || f->kind == V_MODULE || f->kind == V_OBJECT ||
-                                  (f->kind == V_METHOD && PyMethod_Check(f->obj)))
-                             ? f->obj
-                             : NULL;
-        if (!real) return trace_break(t, "inspect.signature() of a function made while tracing");
-        PyObject *inspect = PyImport_ImportModule("inspect");
-        PyObject *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", real) : NULL;
-        Py_XDECREF(inspect);
-        return const_result(t, sig, "inspect.signature");
-    }
-    if (strcmp(op, "len") == 0 && n == 1) {
-        Var *v = args[0];
-        if (v->kind == V_SET) return int_const(t, v->n_items);
-        if (fresh_object_items(t, v)) return int_const(t, fresh_object_items(t, v)->n_items);
-        if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT) return int_const(t, v->n_items);
-        if (v->kind == V_TENSOR) {
-            if (v->rank == 0) return trace_break(t, "len() of a 0-d tensor");
-            return int_const(t, v->sizes[0]);
-        }
-        if (v->kind == V_CONST) return const_result(t, PyLong_FromSsize_t(PyObject_Length(v->obj)), "len");
-        if (v->kind == V_MODULE) {
-            Var *items = iterable_items(t, v);
-            return items ? int_const(t, items->n_items) : NULL;
-        }
-        if (v->kind == V_RANGE) {
-            Var *items = iterable_items(t, v);
-            return items ? int_const(t, items->n_items) : NULL;
-        }
-        if (v->kind == V_OBJECT) { /* a Python __len__ */
-            bool handled;
-            Var *r = object_protocol(t, v, "__len__", NULL, &handled);
-            if (handled) return r;
-        }
-        return trace_break(t, "len() of this value");
-    }
-    if (strcmp(op, "isinstance") == 0 && n == 2) {
-        Var *v = args[0], *cls = args[1];
-        PyObject *real = NULL;
-        if (v->kind == V_TENSOR) {
-            PyObject *torch = PyImport_ImportModule("torch");
-            real = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL; /* an instance stand-in below */
-            Py_XDECREF(torch);
-            if (!real) return trace_break(t, "isinstance failed");
-            if (cls->kind != V_CONST && cls->kind != V_OBJECT && cls->kind != V_CALLABLE && cls->kind != V_TUPLE) {
-                Py_DECREF(real);
-                return trace_break(t, "isinstance with a run-time class");
-            }
-            PyObject *c = cls->kind == V_TUPLE ? NULL : cls->obj;
-            int r = c ? PyObject_IsSubclass(real, c) : 0;
-            Py_DECREF(real);
-            if (r < 0) return trace_break(t, "isinstance failed");
-            return var_const(t, r ? Py_True : Py_False);
-        }
-        PyObject *obj = v->obj;
-        if (v->kind == V_TUPLE && !obj) obj = (PyObject *)&PyTuple_Type;
-        if (v->kind == V_LIST) obj = (PyObject *)&PyList_Type;
-        if (v->kind == V_DICT) obj = (PyObject *)&PyDict_Type;
-        if (v->kind == V_SET) obj = (PyObject *)&PySet_Type;
-        if (!obj) return trace_break(t, "isinstance of this value");
-        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || v->obj == torch_size_type_obj();
-        PyObject *classes = cls->obj;
-        PyObject *built = NULL;
-        if (cls->kind == V_TUPLE && !classes) {
-            built = PyTuple_New(cls->n_items);
-            for (int i = 0; i < cls->n_items; ++i) PyTuple_SET_ITEM(built, i, Py_NewRef(cls->items[i]->obj ? cls->items[i]->obj : Py_None));
-            classes = built;
-        }
-        int r = is_type_obj ? PyObject_IsSubclass(obj, classes) : PyObject_IsInstance(obj, classes);
-        Py_XDECREF(built);
-        if (r < 0) return trace_break(t, "isinstance failed");
-        if (v->kind == V_OBJECT && v->source) trace_guard(t, G_TYPE, v->source, (PyObject *)Py_TYPE(v->obj), 0);
-        return var_const(t, r ? Py_True : Py_False);
-    }
-    if (strcmp(op, "range") == 0 && n >= 1 && n <= 3) {
-        int64_t a[3] = {0, 0, 1};
-        for (int i = 0; i < n; ++i) {
-            if (!var_int(t, args[i], &a[i])) return NULL;
-        }
-        Var *r = var_new(t, V_RANGE);
-        r->start = n == 1 ? 0 : a[0];
-        r->stop = n == 1 ? a[0] : a[1];
-        r->step = n == 3 ? a[2] : 1;
-        if (r->step == 0) return trace_break(t, "range() step must not be zero");
-        return r;
-    }
-    if ((strcmp(op, "enumerate") == 0 && (n == 1 || n == 2)) || strcmp(op, "zip") == 0) {
-        Var *out = var_new(t, V_ITER);
-        if (op[0] == 'e') {
-            int64_t start = 0;
-            if (n == 2 && !var_int(t, args[1], &start)) return NULL;
-            Var *items = iterable_items(t, args[0]);
-            if (!items) return NULL;
-            for (int i = 0; i < items->n_items; ++i) {
-                Var *pair[2] = {int_const(t, start + i), items->items[i]};
-                var_push_item(t, out, make_tuple(t, pair, 2));
-            }
-            return out;
-        }
-        Var *lists[16];
-        int shortest = 1 << 30;
-        if (n > 16) return trace_break(t, "zip() of more than 16 iterables");
-        for (int i = 0; i < n; ++i) {
-            lists[i] = iterable_items(t, args[i]);
-            if (!lists[i]) return NULL;
-            if (lists[i]->n_items < shortest) shortest = lists[i]->n_items;
-        }
-        for (int k = 0; k < (n ? shortest : 0); ++k) {
-            Var *tuple[16];
-            for (int i = 0; i < n; ++i) tuple[i] = lists[i]->items[k];
-            var_push_item(t, out, make_tuple(t, tuple, n));
-        }
-        return out;
-    }
-    if (strcmp(op, "reversed") == 0 && n == 1) {
-        Var *items = iterable_items(t, args[0]);
-        if (!items) return NULL;
-        Var *out = var_new(t, V_ITER);
-        for (int i = items->n_items - 1; i >= 0; --i) var_push_item(t, out, items->items[i]);
-        return out;
-    }
-    if (strcmp(op, "iter") == 0 && n == 1) {
-        Var *items = iterable_items(t, args[0]);
-        if (!items) return NULL;
-        items->kind = V_ITER;
-        return items;
-    }
-    if ((strcmp(op, "tuple") == 0 || strcmp(op, "list") == 0) && n <= 1) {
-        Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);
-        if (!items) return NULL;
-        items->kind = op[0] == 't' ? V_TUPLE : V_LIST;
-        return items;
-    }
-    if (strcmp(op, "dict") == 0 && n == 1) {
-        /* dict(mapping or iterable of pairs, **kw): a new dict */
-        Var *src = fresh_object_items(t, args[0]) ? fresh_object_items(t, args[0]) : args[0];
-        Var *d = var_new(t, V_DICT);
-        if (src->kind == V_DICT) {
-            for (int i = 0; i < src->n_items; ++i) {
-                var_push_item(t, d, src->items[i]);
-                d->keys[d->n_items - 1] = src->keys[i];
-            }
-        } else {
-            Var *pairs = iterable_items(t, src);
-            if (!pairs) return NULL;
-            for (int i = 0; i < pairs->n_items; ++i) {
-                Var *p = pairs->items[i];
-                if ((p->kind != V_TUPLE && p->kind != V_LIST) || p->n_items != 2) return trace_break(t, "dict() of items that are not pairs");
-                Var *key_then_value[2] = {p->items[0], p->items[1]};
-                Var *set_item = tagged_method_for_dict(t, d);
-                if (!set_item || !trace_call(t, set_item, key_then_value, 2, NULL, NULL, 0)) return NULL;
-            }
-        }
-        for (int i = 0; i < nkw; ++i) {
-            var_push_item(t, d, kwv[i]);
-            d->keys[d->n_items - 1] = var_const(t, PyTuple_GET_ITEM(kwn, i));
-        }
-        return d;
-    }
-    if (strcmp(op, "dict") == 0 && n == 0) {
-        Var *d = var_new(t, V_DICT);
-        for (int i = 0; i < nkw; ++i) {
-            var_push_item(t, d, kwv[i]);
-            d->keys[d->n_items - 1] = var_const(t, PyTuple_GET_ITEM(kwn, i));
-        }
-        return d;
-    }
-    if ((strcmp(op, "getattr") == 0 || strcmp(op, "hasattr") == 0) && (n == 2 || n == 3)) {
-        if (args[1]->kind != V_CONST || !PyUnicode_Check(args[1]->obj)) return trace_break(t, "%s() with a run-time name", op);
-        Var *r = trace_getattr(t, args[0], args[1]->obj);
-        if (strcmp(op, "hasattr") == 0) {
-            bool ok = r != NULL;
-            t->broke = false; /* a missing attribute is an answer here, not a break */
-            return var_const(t, ok ? Py_True : Py_False);
-        }
-        if (!r && n == 3) {
-            t->broke = false;
-            return args[2];
-        }
-        return r;
-    }
-    if ((strcmp(op, "min") == 0 || strcmp(op, "max") == 0 || strcmp(op, "sum") == 0) && n >= 1 && nkw == 0) {
-        Var *items = n == 1 ? iterable_items(t, args[0]) : make_tuple(t, args, n);
-        if (!items) return NULL;
-        bool any_tensor = false;
-        for (int i = 0; i < items->n_items; ++i) any_tensor = any_tensor || items->items[i]->kind == V_TENSOR;
-        if (any_tensor) {
-            if (op[1] != 'u') return trace_break(t, "%s() over tensors (compares values)", op);
-            Var *acc = items->n_items ? items->items[0] : int_const(t, 0);
-            for (int i = 1; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
-            return acc;
-        }
-        PyObject *tup = const_tuple_of(t, items->items, items->n_items);
-        if (!tup) return NULL;
-        PyObject *b = PyEval_GetBuiltins();
-        PyObject *fn = PyDict_GetItemString(b, op);
-        PyObject *r = fn ? PyObject_CallOneArg(fn, tup) : NULL;
-        Py_DECREF(tup);
-        return const_result(t, r, op);
-    }
-    if (n == 1 && (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0) && (args[0]->kind == V_TUPLE || args[0]->kind == V_LIST)) {
-        /* str(x.shape) and friends: the sequence is made of constants */
-        PyObject *tup = const_tuple_of(t, args[0]->items, args[0]->n_items);
-        if (!tup) return NULL;
-        PyObject *seq = args[0]->obj == torch_size_type_obj() ? PyObject_CallOneArg(args[0]->obj, tup)
-                        : args[0]->kind == V_LIST ? PySequence_List(tup) : Py_NewRef(tup);
-        Py_DECREF(tup);
-        PyObject *r = seq ? (op[0] == 's' ? PyObject_Str(seq) : PyObject_Repr(seq)) : NULL;
-        Py_XDECREF(seq);
-        return const_result(t, r, op);
-    }
-    if (n == 1 && args[0]->kind == V_CONST &&
-        (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0 || strcmp(op, "abs") == 0 || strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0 ||
-         strcmp(op, "round") == 0 || strcmp(op, "callable") == 0 || strcmp(op, "type") == 0 || strcmp(op, "math.sqrt") == 0)) {
-        PyObject *fn;
-        if (strcmp(op, "math.sqrt") == 0) {
-            PyObject *math = PyImport_ImportModule("math");
-            fn = math ? PyObject_GetAttrString(math, "sqrt") : NULL;
-            Py_XDECREF(math);
-        } else {
-            fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), op));
-        }
-        PyObject *r = fn ? PyObject_CallOneArg(fn, args[0]->obj) : NULL;
-        Py_XDECREF(fn);
-        return const_result(t, r, op);
-    }
-    if (n == 1 && args[0]->kind == V_TENSOR && strcmp(op, "abs") == 0) return op1(t, "abs", args[0], "%s", "");
-    if (n == 1 && args[0]->kind == V_TENSOR && (strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0)) {
-        return trace_break(t, "%s() of a tensor reads its value (like .item())", op);
-    }
-    if (n == 1 && strcmp(op, "type") == 0) {
-        Var *v = args[0];
-        PyObject *ty = NULL;
-        switch (v->kind) {
-        case V_TENSOR: ty = v->is_input && v->real ? (PyObject *)Py_TYPE(v->real) : (PyObject *)Py_TYPE(tensor_type_instance()); break;
-        case V_TUPLE: ty = v->obj == torch_size_type_obj() ? v->obj : (PyObject *)&PyTuple_Type; break;
-        case V_LIST: ty = (PyObject *)&PyList_Type; break;
-        case V_DICT: ty = (PyObject *)&PyDict_Type; break;
-        case V_SET: ty = (PyObject *)&PySet_Type; break;
-        case V_CONST: case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
-            if (v->obj && !PyUnicode_Check(v->obj) && !PyCode_Check(v->obj)) ty = (PyObject *)Py_TYPE(v->obj);
-            if (v->obj && PyUnicode_Check(v->obj) && v->kind == V_CONST) ty = (PyObject *)&PyUnicode_Type;
-            if (ty && (v->kind == V_OBJECT || v->kind == V_MODULE)) trace_guard(t, G_TYPE, v->source, ty, 0);
-            break;
-        default: break;
-        }
-        if (ty) return var_const(t, ty);
-    }
-    if (n == 1 && (strcmp(op, "str") == 0 || strcmp(op, "repr") == 0) && args[0]->kind == V_OBJECT && args[0]->obj &&
-        (PyType_Check(args[0]->obj) || PyModule_Check(args[0]->obj))) {
-        /* classes and modules are identity-guarded: their text is fixed */
-        return const_result(t, op[0] == 's' ? PyObject_Str(args[0]->obj) : PyObject_Repr(args[0]->obj), op);
-    }
-    if (n == 1 && strcmp(op, "callable") == 0) {
-        VarKind k = args[0]->kind;
-        return var_const(t, k == V_FUNCTION || k == V_METHOD || k == V_CALLABLE || k == V_MODULE ? Py_True : Py_False);
-    }
-    return trace_break(t, "builtin %s() with these arguments is not supported", op);
-}
-

@@ -151,16 +151,42 @@ bool arg_int(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t *
     return false;
 }
 
+bool number_value(Trace *t, PyObject *o, double *out) {
+    if (!PyFloat_Check(o) && !PyLong_Check(o)) {
+        trace_break(t, "expected a Python number, got %s", Py_TYPE(o)->tp_name);
+        return false;
+    }
+    *out = PyFloat_AsDouble(o);
+    if (*out == -1.0 && PyErr_Occurred()) {
+        trace_break(t, "a number beyond float64's range");
+        return false;
+    }
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        /* pt2's scalars and attributes are float64: an int past 2^53 (torch.iinfo(torch.int64).max) would round */
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        bool exact = !overflow && *out < 9223372036854775808.0 && (long long)*out == v;
+        if (!exact) {
+            PyErr_Clear();
+            trace_break(t, "the integer %.0f is not exact as a float64 (pt2 keeps scalars as float64)", *out);
+            return false;
+        }
+    }
+    return true;
+}
+
+Var *const_scalar(Trace *t, Var *number, Pt2DType dt) {
+    double d;
+    return number_value(t, number->obj, &d) ? scalar_tensor(t, d, dt) : NULL;
+}
+
 bool arg_float(Trace *t, const Bound *b, const char *name, double dflt, double *out) {
     Var *v = arg(b, name);
     if (!v) {
         *out = dflt;
         return true;
     }
-    if (v->kind == V_CONST && (PyFloat_Check(v->obj) || PyLong_Check(v->obj))) {
-        *out = PyFloat_AsDouble(v->obj);
-        return true;
-    }
+    if (v->kind == V_CONST && (PyFloat_Check(v->obj) || PyLong_Check(v->obj))) return number_value(t, v->obj, out);
     trace_break(t, "%s(): '%s' must be a number known at trace time%s", b->fname, name,
                 v->kind == V_TENSOR ? " (a tensor was given)" : "");
     return false;
@@ -237,7 +263,8 @@ int trace_value(Trace *t, Var *v) {
     if (v->kind == V_TENSOR) return v->value;
     if (v->kind == V_CONST && (PyBool_Check(v->obj) || PyLong_Check(v->obj) || PyFloat_Check(v->obj))) {
         Pt2DType dt = PyBool_Check(v->obj) ? PT2_BOOL : PyLong_Check(v->obj) ? PT2_I64 : PT2_F32;
-        double d = PyFloat_AsDouble(v->obj);
+        double d;
+        if (!number_value(t, v->obj, &d)) return -1;
         int id = pt2GraphAddScalar(t->graph, d, dt, 1);
         if (id < 0) trace_break(t, "%s", pt2GetLastError());
         return id;
@@ -318,6 +345,16 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank) {
     char s[256];
     ints_text(s, sizeof s, shape, rank);
     return op1(t, "reshape", x, "{shape = %s}", s);
+}
+
+Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
+    if (x->kind == V_TENSOR && x->rank == rank && memcmp(x->sizes, shape, sizeof(int64_t) * (size_t)rank) == 0) return x;
+    char attrs[280], s[256];
+    ints_text(s, sizeof s, shape, rank);
+    snprintf(attrs, sizeof attrs, "{shape = %s}", s);
+    int id = trace_value(t, x);
+    int r = id < 0 ? -1 : trace_op(t, "reshape", 1, &id, attrs, NULL, 0);
+    return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
 }
 
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {

@@ -7,6 +7,27 @@
 
 #define MAX_BOUND 16
 
+/* A capture rule (rules_table.inc): the Python callables and Tensor methods
+ * it covers and the handler that turns a call into graph ops. */
+typedef Var *(*Handler)(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw);
+
+struct RuleEntry {
+    const char *paths;   /* comma-separated Python paths of the callables */
+    const char *methods; /* comma-separated Tensor method names, or NULL */
+    Handler handler;
+    const char *op;      /* the pt2 op (or a variant tag) */
+    const char *schema;  /* the Python signature, for bind_args */
+};
+
+/* A handler's signature, for declaring the handlers of other files. */
+#define RULE_HANDLER(name) Var *name(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw)
+
+/* Binds a handler's arguments to schema_ (NULL: the entry's own) as `b`. */
+#define BIND(schema_)                                                                                                  \
+    Bound b;                                                                                                           \
+    if (!bind_args(t, e->op, schema_ ? schema_ : e->schema, args, n, kwn, kwv, nkw, &b)) return NULL
+
+
 /* Arguments bound to a schema: "input, dim=None, keepdim=False, *, dtype=None".
  * A name after "*" is keyword-only; "*name" collects extra positionals into
  * a tuple Var; "=..." marks the parameter optional (absent → NULL). */
@@ -33,6 +54,8 @@ bool arg_ints(Trace *t, const Bound *b, const char *name, int64_t *out, int max,
 bool arg_dtype(Trace *t, const Bound *b, const char *name, Pt2DType *out);
 
 bool var_int(Trace *t, Var *v, int64_t *out);
+/* A shape given as varargs (x.view(2, 3)) or one sequence (x.view((2, 3))). */
+bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n);
 bool var_ints(Trace *t, Var *v, int64_t *out, int max, int *n);
 Pt2DType dtype_of_torch(PyObject *torch_dtype);
 PyObject *torch_dtype_of(Pt2DType dt); /* borrowed */
@@ -44,9 +67,19 @@ Var *op1(Trace *t, const char *op, Var *x, const char *attrs_fmt, ...) __attribu
 Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
 Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt, ...) __attribute__((format(printf, 6, 7)));
 Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
+/* A reshape that no Python code sees (an operand shaped for an op, an op's
+ * result shaped back): a new value, neither a view of x nor marking x as
+ * viewed, so in-place ops on x or on the result stay functional. */
+Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
+/* A Python number constant as a double; false (trace broken) for an int
+ * that a double would round (past 2^53), which pt2's float64 scalars and
+ * attributes cannot hold. */
+bool number_value(Trace *t, PyObject *o, double *out);
+/* scalar_tensor of a number constant Var (number_value's rule). */
+Var *const_scalar(Trace *t, Var *number, Pt2DType dt);
 /* "array<i64: 1, 2>" */
 void ints_text(char *buf, size_t cap, const int64_t *v, int n);
 /* A tuple Var of tensors. */
@@ -60,5 +93,20 @@ bool var_is_number(Var *v);
 /* A slice Var's bounds clipped to a dimension of `size` (Python's rules,
  * positive steps only); false (trace broken) otherwise. */
 bool trace_slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t *stop, int64_t *step);
+
+/* Shared by the operator, container and builtin rules (rules_ops.c,
+ * rules_builtins.c). */
+/* A constant Var of r (a new reference, or NULL: `what` raised at trace time,
+ * a graph break). */
+Var *const_result(Trace *t, PyObject *r, const char *what);
+/* A tuple of the constants items[0..n) (new reference), or NULL (trace broken). */
+PyObject *const_tuple_of(Trace *t, Var **items, int n);
+/* The items iteration over v gives, as a list Var (NULL: trace broken). */
+Var *iterable_items(Trace *t, Var *v);
+Var *set_items_in_order(Trace *t, Var *set);
+/* d.__setitem__ as a bound method Var the call machinery runs. */
+Var *tagged_method_for_dict(Trace *t, Var *d);
+/* A torch.Tensor instance (borrowed), for type(x) of traced tensors. */
+PyObject *tensor_type_instance(void);
 
 #endif

@@ -84,7 +84,7 @@ typedef struct Var {
     struct Var **keys;  /* V_DICT */
     int n_items, cap_items;
     int pos;            /* V_ITER */
-    /* V_METHOD */
+    /* V_METHOD; V_ITER of an inlined generator: what it returned (the value of `yield from` it) */
     struct Var *self;
     /* V_RANGE */
     int64_t start, stop, step;
@@ -118,6 +118,7 @@ typedef enum GuardKind {
     G_HAS_KEY,      /* (obj in x) == n, x a dict: a key the trace found missing stays missing */
     G_FROZEN,       /* x is obj, x._version == n, x's data pointer is data_ptr: a frozen parameter unchanged */
     G_FREEZE_MODE,  /* the run's pt2.compile(freeze=...) == flag: entries of the other mode are not used */
+    G_ALIAS,        /* (x is other) == n: two sources reach one tensor (a tied weight), or two distinct ones */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -131,6 +132,7 @@ typedef struct GuardSpec {
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
     bool requires_grad;
     uintptr_t data_ptr; /* G_FROZEN */
+    Source *other;      /* G_ALIAS */
 } GuardSpec;
 
 /*===----------------------------------------------------------------------===*
@@ -238,6 +240,9 @@ void trace_mutated(Trace *t, Var *v);
 Var *trace_wrap(Trace *t, PyObject *value, Source *source);
 
 void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n);
+/* A G_ALIAS guard: the objects `a` and `b` fetch are (same) or are not
+ * (!same) one object, as the trace found; nothing for a NULL source. */
+void trace_guard_alias(Trace *t, Source *a, Source *b, bool same);
 
 /* Stops the trace with a reason (printf style); returns NULL so callers can
  * `return trace_break(...)`.  If a Python exception is set, it is kept for
@@ -326,6 +331,11 @@ bool trace_take_back_raise(Trace *t, PyObject *type);
  * collections.abc.Sequence's __iter__), run at trace time: a V_ITER, or NULL
  * (trace broken). */
 Var *trace_sequence_iter(Trace *t, Var *v);
+/* GET_ITER (iter.c): an iterator Var over v (V_ITER, or a fresh V_RANGE),
+ * or NULL (trace broken); trace_iter_next: its next item, NULL at the end
+ * (or when the trace broke). */
+Var *trace_get_iter(Trace *t, Var *v);
+Var *trace_iter_next(Trace *t, Var *it);
 
 /* Python truthiness of a Var known at trace time: 1/0, or -1 if it depends on
  * a tensor's value (a data-dependent branch: a graph break). */

@@ -189,6 +189,34 @@ void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_
     g->n = n;
 }
 
+/* `m.name` and `m._parameters['name']` (or _buffers, _modules): nn.Module's
+ * attribute lookup reads the second, so the two always fetch one object. */
+static bool module_member_spelling(const Source *attr, const Source *item) {
+    if (attr->kind != SRC_ATTR || item->kind != SRC_ITEM || !attr->name || !item->name || !item->base) return false;
+    const Source *holder = item->base;
+    if (holder->kind != SRC_ATTR || !holder->name || !source_equal(holder->base, attr->base)) return false;
+    const char *h = PyUnicode_AsUTF8(holder->name);
+    return (strcmp(h, "_parameters") == 0 || strcmp(h, "_buffers") == 0 || strcmp(h, "_modules") == 0) &&
+           PyUnicode_Compare(attr->name, item->name) == 0;
+}
+
+void trace_guard_alias(Trace *t, Source *a, Source *b, bool same) {
+    if (!a || !b || source_equal(a, b)) return;
+    if (same && (module_member_spelling(a, b) || module_member_spelling(b, a))) return;
+    for (int i = 0; i < t->n_guards; ++i) {
+        GuardSpec *g = &t->guards[i];
+        if (g->kind == G_ALIAS && ((source_equal(g->source, a) && source_equal(g->other, b)) ||
+                                   (source_equal(g->source, b) && source_equal(g->other, a)))) {
+            return;
+        }
+    }
+    GuardSpec *g = new_guard(t);
+    g->kind = G_ALIAS;
+    g->source = a;
+    g->other = b;
+    g->n = same;
+}
+
 void *trace_break(Trace *t, const char *fmt, ...) {
     if (t->broke) return NULL; /* keep the first reason */
     va_list ap;
@@ -231,7 +259,7 @@ int trace_op(Trace *t, const char *op, int n, const int *operands, const char *a
  *===----------------------------------------------------------------------===*/
 
 static PyObject *torch_module, *tensor_type, *parameter_type, *nn_module_type, *torch_dtype_type, *torch_device_type,
-    *torch_size_type;
+    *torch_size_type, *torch_finfo_type, *torch_iinfo_type;
 
 int values_init(void) {
     torch_module = PyImport_ImportModule("torch");
@@ -244,9 +272,14 @@ int values_init(void) {
     torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");
     torch_device_type = PyObject_GetAttrString(torch_module, "device");
     torch_size_type = PyObject_GetAttrString(torch_module, "Size");
+    torch_finfo_type = PyObject_GetAttrString(torch_module, "finfo");
+    torch_iinfo_type = PyObject_GetAttrString(torch_module, "iinfo");
     Py_DECREF(nn);
     if (nn_module_type && objects_init() != 0) return -1;
-    return (tensor_type && parameter_type && nn_module_type && torch_dtype_type && torch_device_type && torch_size_type) ? 0 : -1;
+    return (tensor_type && parameter_type && nn_module_type && torch_dtype_type && torch_device_type && torch_size_type &&
+            torch_finfo_type && torch_iinfo_type)
+               ? 0
+               : -1;
 }
 
 bool is_tensor(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)tensor_type); }
@@ -255,11 +288,13 @@ PyObject *pt2_nn_module_type(void) { return nn_module_type; }
 PyObject *pt2_parameter_type(void) { return parameter_type; }
 PyObject *torch_size_type_obj(void) { return torch_size_type; }
 
-/* Python scalars and immutable containers of them are trace-time constants. */
+/* Python scalars and immutable containers of them are trace-time constants
+ * (torch.finfo/iinfo objects too: read-only, compared by value). */
 static bool is_constant_value(PyObject *o) {
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
-        PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type)) {
+        PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type) || Py_IS_TYPE(o, (PyTypeObject *)torch_finfo_type) ||
+        Py_IS_TYPE(o, (PyTypeObject *)torch_iinfo_type)) {
         return true;
     }
     if (PyFrozenSet_CheckExact(o)) {
@@ -341,6 +376,8 @@ static Var *memo_lookup(Trace *t, PyObject *value) {
 Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
     if (is_tensor(value)) {
         Var *m = memo_lookup(t, value);
+        /* one tensor reached two ways (a tied weight): one graph input, while both still reach it */
+        if (m) trace_guard_alias(t, source, m->source, true);
         return m ? m : wrap_tensor(t, value, source);
     }
     if (is_constant_value(value)) {

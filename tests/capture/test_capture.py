@@ -614,6 +614,20 @@ def returns_torch_size(x):
     return x.shape, x.size()
 
 
+@case(A(2, 3), A(4, 1, 5))
+def sequence_concat_and_repeat(x):
+    mems = ()
+    for k in range(2):
+        mems = mems + (x * k,)  # a constant tuple + a tuple of tensors (XLNet's new_mems)
+    shape = x.shape + (1,)
+    return mems, (1,) + x.shape, shape, x.shape * 2, 2 * [x.shape[0]], x.reshape(shape)
+
+
+@case(A(3, 4), A(2, 2, dtype=torch.float64))
+def tensor_type(x):
+    return x.type(torch.float64) * 2, x.type(torch.int32), x.type(), x.half().type()
+
+
 class _Holder:
     def __init__(self):
         self.factor = 4.0

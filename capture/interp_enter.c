@@ -1,0 +1,245 @@
+/*===- interp_enter.c - entering symbolic frames: the root and inlined calls ===*
+ *
+ * The captured frame's locals are its real inputs, wrapped with their
+ * sources (§3.5); an inlined function's are the Vars it was called with,
+ * bound to its parameters by CPython's rules, with defaults and closure
+ * cells (§3.6).  interp.c then evaluates the frame's bytecode.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "interp.h"
+#include "objects.h"
+
+static int frame_setup(SymFrame *f, Trace *t, PyCodeObject *code) {
+    memset(f, 0, sizeof *f);
+    f->t = t;
+    if (pt2_bc_decode(code, &f->code) != 0) {
+        PyErr_Clear();
+        trace_break(t, "cannot decode the bytecode of %s", PyUnicode_AsUTF8(code->co_qualname));
+        return -1;
+    }
+    f->n_locals = code->co_nlocalsplus;
+    f->locals = trace_alloc(t, sizeof(Var *) * (size_t)(f->n_locals + 1));
+    return 0;
+}
+
+/* CO_FAST_* bits of localsplus slot i (CPython's internal pycore_code.h values). */
+static int local_kind(PyCodeObject *code, int i) { return (unsigned char)PyBytes_AS_STRING(code->co_localspluskinds)[i]; }
+
+#define KIND_CELL 0x40
+#define KIND_FREE 0x80
+
+/* Evaluates the root frame: its argument slots hold the frame's real inputs. */
+Var *interp_run_root(Trace *t, const Pt2FrameInputs *in) {
+    SymFrame *f = PyMem_Calloc(1, sizeof *f);
+    Var *result = NULL;
+    PyCodeObject *code = in->code;
+    if (!f || frame_setup(f, t, code) != 0) goto done;
+    f->is_root = true;
+    f->globals = in->func->func_globals;
+    f->builtins = PyEval_GetBuiltins();
+    int n_args = code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) ? 1 : 0) +
+                 ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+    int free_index = 0;
+    int first_free = code->co_nlocalsplus - code->co_nfreevars;
+    for (int i = 0; i < code->co_nlocalsplus; ++i) {
+        int kind = local_kind(code, i);
+        Var *v = NULL;
+        if (i < n_args && in->fast[i]) {
+            v = trace_wrap(t, in->fast[i], source_local(t, i));
+            if (!v) goto done;
+            /* *args and **kwargs are fresh containers of this call: the
+             * function may mutate them, and a rebuilt copy is as good */
+            bool star_slot = i >= code->co_argcount + code->co_kwonlyargcount;
+            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) v->source = NULL;
+        }
+        if (kind & KIND_FREE) {
+            PyObject *cell = in->func->func_closure ? PyTuple_GET_ITEM(in->func->func_closure, i - first_free) : NULL;
+            PyObject *contents = cell ? PyCell_GET(cell) : NULL;
+            Var *c = var_new(t, V_CELL);
+            var_push_item(t, c, contents ? trace_wrap(t, contents, source_derived(t, SRC_CLOSURE, NULL, free_index, NULL)) : NULL);
+            if (contents && !c->items[0]) goto done;
+            v = c;
+            free_index++;
+        } else if (kind & KIND_CELL) {
+            Var *c = var_new(t, V_CELL);
+            var_push_item(t, c, v);
+            v = c;
+        }
+        f->locals[i] = v;
+    }
+    if (interp_run_frame(f)) result = f->result;
+done:
+    if (f) {
+        pt2_bc_code_free(&f->code);
+        PyMem_Free(f);
+    }
+    return result;
+}
+
+/* Binds call arguments to a code object's parameters (CPython's rules). */
+static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args, int n_args, PyObject *kw_names,
+                          Var **kw_values, int n_kw, Var *defaults, PyObject *real_defaults, PyObject *real_kwdefaults) {
+    int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
+    bool has_varargs = code->co_flags & CO_VARARGS, has_varkw = code->co_flags & CO_VARKEYWORDS;
+    int varargs_slot = argc + kwonly, varkw_slot = varargs_slot + (has_varargs ? 1 : 0);
+    Var *extra = has_varargs ? var_new(t, V_TUPLE) : NULL;
+    for (int i = 0; i < n_args; ++i) {
+        if (i < argc) {
+            locals[i] = args[i];
+        } else if (extra) {
+            var_push_item(t, extra, args[i]);
+        } else {
+            trace_break(t, "%s() takes %d positional arguments but %d were given", PyUnicode_AsUTF8(code->co_name), argc, n_args);
+            return -1;
+        }
+    }
+    if (extra) locals[varargs_slot] = extra;
+    Var *kwdict = has_varkw ? var_new(t, V_DICT) : NULL;
+    for (int k = 0; k < n_kw; ++k) {
+        PyObject *name = PyTuple_GET_ITEM(kw_names, k);
+        int slot = -1;
+        for (int i = code->co_posonlyargcount; i < argc + kwonly; ++i) {
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(code->co_localsplusnames, i), name) == 0) slot = i;
+        }
+        if (slot >= 0) {
+            if (locals[slot]) {
+                trace_break(t, "%s() got multiple values for argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
+                return -1;
+            }
+            locals[slot] = kw_values[k];
+        } else if (kwdict) {
+            var_push_item(t, kwdict, kw_values[k]);
+            kwdict->keys[kwdict->n_items - 1] = var_const(t, name);
+        } else {
+            trace_break(t, "%s() got an unexpected keyword argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
+            return -1;
+        }
+    }
+    if (kwdict) locals[varkw_slot] = kwdict;
+    /* defaults */
+    int n_def = defaults ? defaults->n_items : real_defaults ? (int)PyTuple_GET_SIZE(real_defaults) : 0;
+    for (int i = 0; i < argc; ++i) {
+        if (locals[i]) continue;
+        int d = i - (argc - n_def);
+        if (d < 0) {
+            trace_break(t, "%s() missing required argument '%s'", PyUnicode_AsUTF8(code->co_name),
+                        PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i)));
+            return -1;
+        }
+        PyObject *dv = defaults ? NULL : PyTuple_GET_ITEM(real_defaults, d);
+        locals[i] = defaults ? defaults->items[d] : (PyFunction_Check(dv) || PyType_Check(dv)) ? trace_wrap(t, dv, NULL) : var_const(t, dv);
+        if (!locals[i]) return -1;
+    }
+    for (int i = argc; i < argc + kwonly; ++i) {
+        if (locals[i]) continue;
+        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
+        PyObject *dv = real_kwdefaults ? PyDict_GetItemWithError(real_kwdefaults, name) : NULL;
+        if (!dv) {
+            trace_break(t, "%s() missing keyword-only argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
+            return -1;
+        }
+        locals[i] = var_const(t, dv);
+    }
+    return 0;
+}
+
+/* Defaults of inlined functions are treated as constants: a default that is a
+ * tensor or a mutable object ends the trace instead. */
+static bool defaults_are_constants(PyObject *defs) {
+    if (!defs) return true;
+    if (PyTuple_Check(defs)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defs); ++i) {
+            PyObject *d = PyTuple_GET_ITEM(defs, i);
+            /* functions and classes as defaults are fixed objects too (a
+             * default is evaluated once, when the def ran) */
+            if (!(d == Py_None || PyBool_Check(d) || PyLong_CheckExact(d) || PyFloat_CheckExact(d) || PyUnicode_CheckExact(d) ||
+                  PyTuple_CheckExact(d) || PyFunction_Check(d) || PyType_Check(d))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Inlines a user function: `fn_var` is a V_FUNCTION made from a real function
+ * (obj = function) or by MAKE_FUNCTION (obj = code, self = closure tuple,
+ * keys = defaults tuple Var). */
+Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if (t->depth >= MAX_INLINE_DEPTH) return trace_break(t, "inlining too deep (recursion?)");
+    PyObject *obj = fn_var->obj;
+    PyCodeObject *code;
+    PyObject *globals, *real_defaults = NULL, *real_kwdefaults = NULL, *closure = NULL;
+    Var *closure_var = NULL, *defaults = NULL;
+    if (PyFunction_Check(obj)) {
+        PyFunctionObject *fn = (PyFunctionObject *)obj;
+        code = (PyCodeObject *)fn->func_code;
+        globals = fn->func_globals;
+        real_defaults = fn->func_defaults;
+        real_kwdefaults = fn->func_kwdefaults;
+        closure = fn->func_closure;
+        if (!defaults_are_constants(real_defaults)) return trace_break(t, "function %s has non-constant defaults", PyUnicode_AsUTF8(code->co_qualname));
+    } else if (PyCode_Check(obj)) {
+        code = (PyCodeObject *)obj;
+        globals = fn_var->globals;
+        closure_var = fn_var->closure;
+        defaults = fn_var->defaults;
+    } else {
+        return trace_break(t, "internal: inlining a non-function");
+    }
+    if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) {
+        return trace_break(t, "calling coroutine function %s", PyUnicode_AsUTF8(code->co_qualname));
+    }
+    if (pt2_hook_code_is_disabled(code)) {
+        return trace_break(t, "call to %s, which pt2.disable keeps out of capture", PyUnicode_AsUTF8(code->co_qualname));
+    }
+    SymFrame *f = PyMem_Calloc(1, sizeof *f);
+    Var *result = NULL;
+    if (!f || frame_setup(f, t, code) != 0) goto done;
+    /* a generator (a generator expression, say) runs eagerly to its end; the
+     * call returns an iterator over what it yielded */
+    if (code->co_flags & CO_GENERATOR) f->yielded = var_new(t, V_ITER);
+    f->globals = globals ? globals : t->root->func->func_globals;
+    f->builtins = PyEval_GetBuiltins();
+    if (fn_var->source) f->globals_source_base = source_derived(t, SRC_ATTR, fn_var->source, 0, "__globals__");
+    if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults) != 0) {
+        goto done;
+    }
+    int first_free = code->co_nlocalsplus - code->co_nfreevars;
+    for (int i = 0; i < code->co_nlocalsplus; ++i) {
+        int kind = local_kind(code, i);
+        if (kind & KIND_FREE) {
+            int k = i - first_free;
+            Var *c;
+            if (closure_var) {
+                c = k < closure_var->n_items ? closure_var->items[k] : NULL;
+            } else {
+                PyObject *cell = closure ? PyTuple_GET_ITEM(closure, k) : NULL;
+                PyObject *contents = cell ? PyCell_GET(cell) : NULL;
+                c = var_new(t, V_CELL);
+                Source *src = NULL;
+                if (fn_var->source) {
+                    src = source_derived(t, SRC_ATTR, source_derived(t, SRC_ITEM, source_derived(t, SRC_ATTR, fn_var->source, 0, "__closure__"), k, NULL),
+                                         0, "cell_contents");
+                }
+                var_push_item(t, c, contents ? trace_wrap(t, contents, src) : NULL);
+                if (contents && !c->items[0]) goto done;
+            }
+            f->locals[i] = c;
+        } else if (kind & KIND_CELL) {
+            Var *c = var_new(t, V_CELL);
+            var_push_item(t, c, f->locals[i]);
+            f->locals[i] = c;
+        }
+    }
+    t->depth++;
+    bool ok = interp_run_frame(f);
+    t->depth--;
+    if (ok) result = f->result;
+done:
+    if (f) {
+        pt2_bc_code_free(&f->code);
+        PyMem_Free(f);
+    }
+    return result;
+}

@@ -1,0 +1,124 @@
+/*===- iter.c - iteration over Vars at trace time ---------------------------===*
+ *
+ * GET_ITER/FOR_ITER and everything that unpacks: loops over tuples, lists,
+ * dicts, ranges, sets, tensors (their rows), module containers and objects
+ * with a Python __getitem__ are unrolled while tracing, as TorchDynamo does.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "objects.h"
+
+/* Iteration: the next item of an iterator Var, or NULL when exhausted. */
+Var *trace_iter_next(Trace *t, Var *it) {
+    if (it->kind == V_RANGE) {
+        int64_t v = it->start + it->step * it->pos;
+        if ((it->step > 0 && v >= it->stop) || (it->step < 0 && v <= it->stop)) return NULL;
+        it->pos++;
+        PyObject *o = PyLong_FromLongLong(v);
+        Var *r = var_const(t, o);
+        Py_DECREF(o);
+        return r;
+    }
+    if (it->kind != V_ITER) {
+        trace_break(t, "iterating over a Python iterator object from outside the traced code");
+        return NULL;
+    }
+    if (it->pos >= it->n_items) return NULL;
+    return it->items[it->pos++];
+}
+
+/* Iteration over an object with a Python __getitem__ and no __iter__ (the
+ * old sequence protocol, transformers' _PerLayerConfigView): obj[0],
+ * obj[1], ... until __getitem__ raises IndexError, all at trace time.
+ * collections.abc.Sequence's __iter__ is that loop written in Python. */
+Var *trace_sequence_iter(Trace *t, Var *v) {
+    Var *it = var_new(t, V_ITER);
+    static PyObject *sequence_iter, *s_getitem, *s_iter;
+    if (!s_getitem) {
+        s_getitem = PyUnicode_InternFromString("__getitem__");
+        s_iter = PyUnicode_InternFromString("__iter__");
+        PyObject *abc = PyImport_ImportModule("collections.abc");
+        PyObject *sequence = abc ? PyObject_GetAttrString(abc, "Sequence") : NULL;
+        sequence_iter = sequence ? PyObject_GetAttr(sequence, s_iter) : NULL;
+        Py_XDECREF(abc);
+        Py_XDECREF(sequence);
+        PyErr_Clear();
+    }
+    PyTypeObject *ty = v->obj ? Py_TYPE(v->obj) : NULL;
+    bool old_protocol = ty && !PyType_Check(v->obj) && python_hook(ty, s_getitem) &&
+                        (!ty->tp_iter || (sequence_iter && _PyType_Lookup(ty, s_iter) == sequence_iter));
+    if (!old_protocol) return trace_break(t, "iteration over %s is not supported", ty ? ty->tp_name : "this value");
+    for (long k = 0; k < 4096; ++k) {
+        PyObject *o = PyLong_FromLong(k);
+        Var *idx = var_const(t, o);
+        Py_DECREF(o);
+        bool handled;
+        Var *item = object_protocol(t, v, "__getitem__", idx, &handled);
+        if (!item) {
+            if (trace_take_back_raise(t, PyExc_IndexError) || trace_take_back_raise(t, PyExc_StopIteration)) return it;
+            return NULL;
+        }
+        var_push_item(t, it, item);
+    }
+    return trace_break(t, "iteration over %s did not end", ty->tp_name);
+}
+
+Var *trace_get_iter(Trace *t, Var *v) {
+    Var *it = var_new(t, V_ITER);
+    switch (v->kind) {
+    case V_TUPLE: case V_LIST:
+        for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->items[i]);
+        return it;
+    case V_DICT:
+        for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->keys[i]);
+        return it;
+    case V_ITER: return v;
+    case V_SET: case V_OBJECT: {
+        /* a set's items in Python's order; a dict subclass made in the trace: its keys */
+        Var *builtins_iter = NULL;
+        if (v->kind == V_OBJECT && !fresh_object_items(t, v)) return trace_sequence_iter(t, v);
+        PyObject *iter_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "list"); /* borrowed */
+        const RuleEntry *rule = iter_fn ? rule_for(iter_fn) : NULL;
+        builtins_iter = rule ? rule_apply(t, rule, &v, 1, NULL, NULL, 0) : NULL;
+        if (!builtins_iter) return t->broke ? NULL : trace_break(t, "iteration over this set");
+        for (int i = 0; i < builtins_iter->n_items; ++i) var_push_item(t, it, builtins_iter->items[i]);
+        return it;
+    }
+    case V_CONST: {
+        if (!PyTuple_Check(v->obj) && !PyUnicode_Check(v->obj) && !PyFrozenSet_Check(v->obj)) break;
+        PyObject *items = PySequence_Tuple(v->obj);
+        if (!items) return trace_break(t, "iteration over a constant failed");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); ++i) var_push_item(t, it, var_const(t, PyTuple_GET_ITEM(items, i)));
+        Py_DECREF(items);
+        return it;
+    }
+    case V_RANGE: {
+        Var *r = var_new(t, V_RANGE);
+        *r = *v;
+        r->pos = 0;
+        return r;
+    }
+    case V_MODULE: {
+        /* iterating nn.Sequential / ModuleList: their children in order */
+        Var *children = trace_getattr(t, v, PyUnicode_FromString("_modules"));
+        if (!children) return NULL;
+        if (children->kind != V_DICT) return trace_break(t, "cannot iterate over module %s", Py_TYPE(v->obj)->tp_name);
+        for (int i = 0; i < children->n_items; ++i) var_push_item(t, it, children->items[i]);
+        return it;
+    }
+    case V_TENSOR: {
+        if (v->rank == 0) return trace_break(t, "iteration over a 0-d tensor");
+        for (int64_t i = 0; i < v->sizes[0]; ++i) {
+            PyObject *o = PyLong_FromLongLong(i);
+            Var *idx = var_const(t, o);
+            Py_DECREF(o);
+            Var *item = trace_subscript(t, v, idx);
+            if (!item) return NULL;
+            var_push_item(t, it, item);
+        }
+        return it;
+    }
+    default: break;
+    }
+    return trace_break(t, "iteration over %s is not supported", v->obj ? Py_TYPE(v->obj)->tp_name : "this value");
+}

@@ -1,0 +1,197 @@
+/*===- rules_create.c - capture rules: tensor creation ---------------------===*
+ *
+ * torch.zeros/ones/empty/full and their _like forms, arange, eye and
+ * torch.tensor of data known at trace time (a graph constant).
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "rules_util.h"
+
+/* The device a factory (torch.zeros, arange, eye, tensor, *_like) makes its
+ * tensor on must be the graph's: its device= argument, else the input's for
+ * *_like, else torch's default device (the CPU: pt2.compile runs code under
+ * a TorchFunctionMode such as torch.set_default_device eagerly).  The first
+ * factory of a graph with no tensor yet fixes the graph's device; a factory
+ * for another device ends the graph (eager would make a tensor there, and
+ * a graph runs on one device). */
+bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
+static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
+    Var *dev = arg(b, "device");
+    if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
+        if (like) return true; /* the input's device, the graph's */
+        return pt2_trace_accept_device(t, PT2_DEVICE_CPU, "cpu");
+    }
+    if (dev->kind != V_CONST) return trace_break(t, "%s(device=...) not known at trace time", op), false;
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *d = torch ? PyObject_CallMethod(torch, "device", "O", dev->obj) : NULL;
+    Py_XDECREF(torch);
+    PyObject *type = d ? PyObject_GetAttrString(d, "type") : NULL;
+    PyObject *index = d ? PyObject_GetAttrString(d, "index") : NULL;
+    PyObject *text = d ? PyObject_Str(d) : NULL;
+    int code = PT2_DEVICE_UNSET;
+    char name[64] = "?";
+    if (text && PyUnicode_Check(text)) snprintf(name, sizeof name, "%s", PyUnicode_AsUTF8(text));
+    if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cpu") == 0) {
+        code = PT2_DEVICE_CPU;
+    } else if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cuda") == 0) {
+        if (index && PyLong_Check(index)) {
+            code = (int)PyLong_AsLong(index);
+        } else {
+            PyObject *cuda = PyImport_ImportModule("torch.cuda");
+            PyObject *cur = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
+            if (cur && PyLong_Check(cur)) code = (int)PyLong_AsLong(cur);
+            Py_XDECREF(cuda);
+            Py_XDECREF(cur);
+        }
+    }
+    Py_XDECREF(d);
+    Py_XDECREF(type);
+    Py_XDECREF(index);
+    Py_XDECREF(text);
+    PyErr_Clear();
+    if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
+    return pt2_trace_accept_device(t, code, name);
+}
+
+Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    const char *op = e->op;
+    bool like = strstr(op, "_like") != NULL, full = strncmp(op, "full", 4) == 0;
+    const char *schema = like ? (full ? "input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None"
+                                      : "input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None")
+                              : (full ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
+                                      : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
+    BIND(schema);
+    if (!factory_device(t, &b, op, like)) return NULL;
+    int64_t shape[PT2_MAX_RANK];
+    int r;
+    Pt2DType dt;
+    if (!arg_dtype(t, &b, "dtype", &dt)) return NULL;
+    double value = strncmp(op, "ones", 4) == 0 ? 1.0 : 0.0;
+    Var *fill = arg(&b, "fill_value");
+    if (full) {
+        if (!fill || fill->kind != V_CONST) return trace_break(t, "%s(): fill_value must be a number known at trace time", op);
+        if (!number_value(t, fill->obj, &value)) return NULL;
+    }
+    if (like) {
+        Var *x = arg(&b, "input");
+        if (!x || x->kind != V_TENSOR) return trace_break(t, "%s() needs a tensor", op);
+        r = x->rank;
+        memcpy(shape, x->sizes, sizeof(int64_t) * (size_t)r);
+        if (dt == PT2_DTYPE_INVALID) dt = x->dtype;
+    } else {
+        Var *size = arg(&b, "size");
+        if (!size) {
+            r = 0;
+        } else if (!shape_arg(t, size, shape, &r)) {
+            return NULL;
+        }
+        if (dt == PT2_DTYPE_INVALID) {
+            /* torch.full infers the dtype from the fill value */
+            dt = full && fill && PyBool_Check(fill->obj) ? PT2_BOOL : full && fill && PyLong_Check(fill->obj) ? PT2_I64 : PT2_F32;
+        }
+    }
+    if (arg_present(&b, "requires_grad")) {
+        bool rg;
+        if (!arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
+        if (rg) return trace_break(t, "%s(requires_grad=True)", op);
+    }
+    char s[128];
+    ints_text(s, sizeof s, shape, r);
+    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
+}
+
+Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None");
+    if (!factory_device(t, &b, "arange", false)) return NULL;
+    double start, end, step;
+    Pt2DType dt;
+    if (!arg_float(t, &b, "start", 0, &start) || !arg_float(t, &b, "step", 1, &step) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
+    if (arg_present(&b, "end")) {
+        if (!arg_float(t, &b, "end", 0, &end)) return NULL;
+    } else {
+        end = start;
+        start = 0;
+    }
+    if (dt == PT2_DTYPE_INVALID) {
+        bool any_float = false;
+        const char *names[3] = {"start", "end", "step"};
+        for (int i = 0; i < 3; ++i) {
+            Var *v = arg(&b, names[i]);
+            if (v && v->kind == V_CONST && PyFloat_Check(v->obj)) any_float = true;
+        }
+        dt = any_float ? PT2_F32 : PT2_I64;
+    }
+    return op0(t, "arange", "{start = %s, end = %s, step = %s, dtype = %s}", f64_attr(start), f64_attr(end), f64_attr(step),
+               pt2DTypeMlirName(dt));
+}
+
+Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False");
+    if (!factory_device(t, &b, "eye", false)) return NULL;
+    int64_t rows, cols;
+    Pt2DType dt;
+    if (!arg_int(t, &b, "n", 0, &rows) || !arg_int(t, &b, "m", rows, &cols) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
+    return op0(t, "eye", "{n = %lld : i64, m = %lld : i64, dtype = %s}", (long long)rows, (long long)cols,
+               pt2DTypeMlirName(dt == PT2_DTYPE_INVALID ? PT2_F32 : dt));
+}
+
+/* torch.tensor(data): data known at trace time becomes a graph constant. */
+Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
+    if (!factory_device(t, &b, "tensor", false)) return NULL;
+    Var *data = arg(&b, "data");
+    Pt2DType dt;
+    bool rg;
+    if (!data || !arg_dtype(t, &b, "dtype", &dt) || !arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
+    if (rg) return trace_break(t, "torch.tensor(requires_grad=True)");
+    PyObject *value = NULL;
+    if (data->kind == V_CONST) {
+        value = Py_NewRef(data->obj);
+    } else if (data->kind == V_LIST || data->kind == V_TUPLE) {
+        value = PyList_New(data->n_items);
+        for (int i = 0; i < data->n_items; ++i) {
+            if (data->items[i]->kind != V_CONST) {
+                Py_DECREF(value);
+                return trace_break(t, "torch.tensor() of values only known at run time");
+            }
+            PyList_SET_ITEM(value, i, Py_NewRef(data->items[i]->obj));
+        }
+    } else {
+        return trace_break(t, "torch.tensor() of a %s", data->kind == V_TENSOR ? "tensor" : "non-constant");
+    }
+    /* let PyTorch decide the dtype and layout, then copy its bytes in */
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *kwargs = dt != PT2_DTYPE_INVALID ? Py_BuildValue("{s:O}", "dtype", torch_dtype_of(dt)) : NULL;
+    PyObject *fn = torch ? PyObject_GetAttrString(torch, "tensor") : NULL;
+    PyObject *pos = PyTuple_Pack(1, value);
+    PyObject *real = fn ? PyObject_Call(fn, pos, kwargs) : NULL;
+    Py_XDECREF(torch);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(fn);
+    Py_DECREF(pos);
+    Py_DECREF(value);
+    if (!real) return trace_break(t, "torch.tensor() failed at trace time");
+    trace_keep(t, real);
+    Py_DECREF(real);
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(real, &m) != 0) {
+        PyErr_Clear();
+        return trace_break(t, "torch.tensor(): unexpected result");
+    }
+    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "torch.tensor() of a dtype pt2 does not support");
+    int rank = m.rank;
+    const int64_t *sizes = m.sizes;
+    void *data_ptr;
+    if (pt2_tensor_data(real, &data_ptr) != 0) data_ptr = NULL;
+    int64_t numel = 1;
+    for (int i = 0; i < rank; ++i) numel *= sizes[i];
+    static const int64_t no_data = 0;
+    if (!data_ptr && numel == 0 && rank >= 0) data_ptr = (void *)&no_data; /* torch.tensor([]) has no storage */
+    if (rank < 0 || !data_ptr) {
+        PyErr_Clear();
+        return trace_break(t, "torch.tensor(): unexpected result");
+    }
+    int id = pt2GraphAddConstant(t->graph, m.dtype, rank, sizes, data_ptr);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    return var_tensor(t, id);
+}

@@ -1,0 +1,596 @@
+/*===- rules_nn.c - capture rules: linear algebra, convolution, norms ------===*
+ *
+ * matmul/linear/addmm/einsum, convolution and pooling, the normalization
+ * layers, embedding, dropout, pad and scaled_dot_product_attention: each
+ * binds its Python signature and emits catalog ops (rules_table.inc maps
+ * the callables here).
+ *===----------------------------------------------------------------------===*/
+#include <math.h>
+#include <string.h>
+
+#include "rules_util.h"
+
+Var *h_matmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, other");
+    return op2(t, "matmul", arg(&b, "input"), arg(&b, "other"), "%s", "");
+}
+
+Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, weight, bias=None");
+    Var *y = op2(t, "linear", arg(&b, "input"), arg(&b, "weight"), "%s", "");
+    if (y && arg_present(&b, "bias")) y = op2(t, "add", y, arg(&b, "bias"), "%s", "");
+    return y;
+}
+
+Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool batched = strcmp(e->op, "baddbmm") == 0;
+    BIND(batched ? "input, batch1, batch2, *, beta=1, alpha=1" : "input, mat1, mat2, *, beta=1, alpha=1");
+    double beta, alpha;
+    if (!arg_float(t, &b, "beta", 1, &beta) || !arg_float(t, &b, "alpha", 1, &alpha)) return NULL;
+    return op3(t, "addmm", arg(&b, "input"), b.v[1], b.v[2], "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
+}
+
+Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("equation, *operands");
+    Var *eq = arg(&b, "equation"), *ops = b.v[1];
+    if (!eq || eq->kind != V_CONST || !PyUnicode_Check(eq->obj)) return trace_break(t, "einsum(): equation must be a string");
+    if (ops->n_items == 1 && (ops->items[0]->kind == V_TUPLE || ops->items[0]->kind == V_LIST)) ops = ops->items[0];
+    char text[128];
+    int k = 0;
+    for (const char *p = PyUnicode_AsUTF8(eq->obj); *p && k < 127; ++p) {
+        if (*p != ' ') text[k++] = *p;
+    }
+    text[k] = 0;
+    if (ops->n_items != 2) return trace_break(t, "einsum() with %d operands (pt2 supports two)", ops->n_items);
+    if (!strstr(text, "->")) return trace_break(t, "einsum() without an explicit output ('->')");
+    if (strstr(text, "...")) return trace_break(t, "einsum() with '...'");
+    return op2(t, "einsum", ops->items[0], ops->items[1], "{equation = \"%s\"}", text);
+}
+
+static bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]) {
+    int64_t v[PT2_MAX_RANK];
+    int nv;
+    Var *a = arg(b, name);
+    if (!a) {
+        out[0] = out[1] = dflt;
+        return true;
+    }
+    if (!var_ints(t, a, v, PT2_MAX_RANK, &nv)) return false;
+    if (nv == 1) {
+        out[0] = out[1] = v[0];
+    } else if (nv == 2) {
+        out[0] = v[0];
+        out[1] = v[1];
+    } else {
+        trace_break(t, "'%s' must be an int or a pair", name);
+        return false;
+    }
+    return true;
+}
+
+/* An int or a sequence of `n` ints (conv1d's stride=2 or stride=(2,)). */
+static bool spatial_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int n, int64_t *out) {
+    if (n == 2) return pair_arg(t, b, name, dflt, out);
+    int64_t v[PT2_MAX_RANK];
+    int nv;
+    Var *a = arg(b, name);
+    if (!a) {
+        out[0] = dflt;
+        return true;
+    }
+    if (!var_ints(t, a, v, PT2_MAX_RANK, &nv)) return false;
+    if (nv != 1) {
+        trace_break(t, "'%s' must be an int or a 1-tuple", name);
+        return false;
+    }
+    out[0] = v[0];
+    return true;
+}
+
+/* conv1d and conv2d: a 1-d convolution is the 2-d one over a unit height
+ * (x (N,C,L) → (N,C,1,L), weight (O,C/g,K) → (O,C/g,1,K), and back).
+ * padding='same' pads total = dilation (k - 1) per dim, the odd one on the
+ * right as eager does (an explicit pad op before the convolution then). */
+Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1");
+    int nsp = strcmp(e->op, "conv1d") == 0 ? 1 : 2;
+    Var *x = arg(&b, "input"), *w = arg(&b, "weight");
+    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, lo[2] = {0, 0}, hi[2] = {0, 0}, groups;
+    if (!x || !w || !spatial_arg(t, &b, "stride", 1, nsp, stride + 2 - nsp) || !spatial_arg(t, &b, "dilation", 1, nsp, dil + 2 - nsp) ||
+        !arg_int(t, &b, "groups", 1, &groups)) {
+        return NULL;
+    }
+    if (x->kind != V_TENSOR || w->kind != V_TENSOR || w->rank != nsp + 2 || (x->rank != nsp + 1 && x->rank != nsp + 2)) {
+        return trace_break(t, "%s(): input of rank %d and weight of rank %d (eager raises)", e->op, x->rank, w->rank);
+    }
+    Var *p = arg(&b, "padding");
+    if (p && p->kind == V_CONST && PyUnicode_Check(p->obj)) {
+        const char *mode = PyUnicode_AsUTF8(p->obj);
+        if (strcmp(mode, "same") == 0) {
+            if (stride[0] != 1 || stride[1] != 1) return trace_break(t, "%s(padding='same') with a stride (eager raises)", e->op);
+            for (int i = 2 - nsp; i < 2; ++i) {
+                int64_t total = dil[i] * (w->sizes[w->rank - 2 + i] - 1);
+                lo[i] = total / 2;
+                hi[i] = total - lo[i];
+            }
+        } else if (strcmp(mode, "valid") != 0) {
+            return trace_break(t, "%s(): padding mode '%s'", e->op, mode);
+        }
+    } else {
+        if (!spatial_arg(t, &b, "padding", 0, nsp, lo + 2 - nsp)) return NULL;
+        hi[0] = lo[0];
+        hi[1] = lo[1];
+    }
+    bool unbatched = x->rank == nsp + 1;
+    int64_t shape[4];
+    if (unbatched || nsp == 1) { /* to (N, C, H, W) */
+        int k = 0;
+        shape[k++] = unbatched ? 1 : x->sizes[0];
+        for (int i = unbatched ? 0 : 1; i < x->rank - nsp; ++i) shape[k++] = x->sizes[i];
+        if (nsp == 1) shape[k++] = 1;
+        for (int i = x->rank - nsp; i < x->rank; ++i) shape[k++] = x->sizes[i];
+        x = reshape_internal(t, x, shape, 4);
+    }
+    if (nsp == 1) w = reshape_internal(t, w, (int64_t[]){w->sizes[0], w->sizes[1], 1, w->sizes[2]}, 4);
+    if (x && (lo[0] != hi[0] || lo[1] != hi[1])) { /* asymmetric: pad first (F.pad order: last dim first) */
+        x = op1(t, "pad", x, "{pads = array<i64: %lld, %lld, %lld, %lld>, value = 0.0 : f64}", (long long)lo[1], (long long)hi[1],
+                (long long)lo[0], (long long)hi[0]);
+        lo[0] = lo[1] = 0;
+    }
+    Var *y = x && w ? op2(t, "conv2d", x, w,
+                          "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, "
+                          "groups = %lld : i64}",
+                          (long long)stride[0], (long long)stride[1], (long long)lo[0], (long long)lo[1], (long long)dil[0],
+                          (long long)dil[1], (long long)groups)
+                    : NULL;
+    if (y && arg_present(&b, "bias")) {
+        Var *bias = arg(&b, "bias");
+        if (bias->kind != V_TENSOR || bias->rank != 1) return trace_break(t, "%s(): bias must be a 1-d tensor", e->op);
+        y = op2(t, "add", y, reshape_internal(t, bias, (int64_t[]){bias->sizes[0], 1, 1}, 3), "%s", "");
+    }
+    if (y && (unbatched || nsp == 1)) { /* back to the input's layout */
+        int k = 0;
+        if (!unbatched) shape[k++] = y->sizes[0];
+        shape[k++] = y->sizes[1];
+        if (nsp == 2) shape[k++] = y->sizes[2];
+        shape[k++] = y->sizes[3];
+        y = reshape_internal(t, y, shape, k);
+    }
+    return y;
+}
+
+/* A slice of an operand made for an op (not a view any Python code sees). */
+static Var *slice_internal(Trace *t, Var *x, int dim, int64_t start, int64_t end, int64_t step) {
+    char attrs[160];
+    snprintf(attrs, sizeof attrs, "{dim = %d : i64, start = %lld : i64, end = %lld : i64, step = %lld : i64}", dim, (long long)start,
+             (long long)end, (long long)step);
+    int id = trace_value(t, x);
+    int r = id < 0 ? -1 : trace_op(t, "slice", 1, &id, attrs, NULL, 0);
+    return r < 0 ? NULL : var_tensor(t, r);
+}
+
+/* F.unfold(input, kernel_size, dilation=1, padding=0, stride=1) (im2col):
+ * (N, C, H, W) → (N, C·kh·kw, L), one strided slice of the padded input per
+ * kernel offset, concatenated in (c, i, j) order. */
+Var *h_unfold(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, kernel_size, dilation=1, padding=0, stride=1");
+    Var *x = arg(&b, "input");
+    int64_t k[2], d[2], p[2], s[2];
+    if (!x || !pair_arg(t, &b, "kernel_size", 1, k) || !pair_arg(t, &b, "dilation", 1, d) || !pair_arg(t, &b, "padding", 0, p) ||
+        !pair_arg(t, &b, "stride", 1, s)) {
+        return NULL;
+    }
+    if (x->kind != V_TENSOR || (x->rank != 3 && x->rank != 4)) {
+        return trace_break(t, "unfold() of a tensor that is not 3-d or 4-d (eager raises)");
+    }
+    bool unbatched = x->rank == 3;
+    if (unbatched) x = reshape_internal(t, x, (int64_t[]){1, x->sizes[0], x->sizes[1], x->sizes[2]}, 4);
+    int64_t out[2], nc = x->sizes[0], c = x->sizes[1];
+    for (int i = 0; i < 2; ++i) {
+        int64_t span = x->sizes[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1;
+        if (k[i] <= 0 || d[i] <= 0 || s[i] <= 0 || p[i] < 0 || span < 0) return trace_break(t, "unfold(): these sizes (eager raises)");
+        out[i] = span / s[i] + 1;
+    }
+    if (x && (p[0] || p[1])) {
+        x = op1(t, "pad", x, "{pads = array<i64: %lld, %lld, %lld, %lld>, value = 0.0 : f64}", (long long)p[1], (long long)p[1],
+                (long long)p[0], (long long)p[0]);
+    }
+    Var *acc = NULL;
+    for (int64_t i = 0; i < k[0] && x; ++i) {
+        for (int64_t j = 0; j < k[1]; ++j) {
+            Var *rows = slice_internal(t, x, 2, i * d[0], i * d[0] + s[0] * (out[0] - 1) + 1, s[0]);
+            Var *patch = rows ? slice_internal(t, rows, 3, j * d[1], j * d[1] + s[1] * (out[1] - 1) + 1, s[1]) : NULL;
+            patch = patch ? reshape_internal(t, patch, (int64_t[]){nc, c, 1, out[0] * out[1]}, 4) : NULL;
+            if (!patch) return NULL;
+            acc = acc ? op2(t, "cat", acc, patch, "{dim = 2 : i64}") : patch;
+            if (!acc) return NULL;
+        }
+    }
+    if (!acc) return NULL;
+    if (unbatched) return reshape_internal(t, acc, (int64_t[]){c * k[0] * k[1], out[0] * out[1]}, 2);
+    return reshape_internal(t, acc, (int64_t[]){nc, c * k[0] * k[1], out[0] * out[1]}, 3);
+}
+
+Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool is_max = strcmp(e->op, "max_pool2d") == 0;
+    BIND(is_max ? "input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False"
+                : "input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None");
+    Var *x = arg(&b, "input");
+    int64_t k[2], s[2], p[2], d[2] = {1, 1};
+    bool ceil_mode;
+    if (!x || !pair_arg(t, &b, "kernel_size", 1, k) || !pair_arg(t, &b, "padding", 0, p) ||
+        !arg_bool(t, &b, "ceil_mode", false, &ceil_mode)) {
+        return NULL;
+    }
+    if (arg_present(&b, "stride")) {
+        int64_t sv[PT2_MAX_RANK];
+        int ns;
+        if (!var_ints(t, arg(&b, "stride"), sv, PT2_MAX_RANK, &ns)) return NULL;
+        if (ns == 0) {
+            s[0] = k[0];
+            s[1] = k[1];
+        } else {
+            s[0] = sv[0];
+            s[1] = ns > 1 ? sv[1] : sv[0];
+        }
+    } else {
+        s[0] = k[0];
+        s[1] = k[1];
+    }
+    if (is_max) {
+        bool ri;
+        if (!pair_arg(t, &b, "dilation", 1, d) || !arg_bool(t, &b, "return_indices", false, &ri)) return NULL;
+        if (ri) return trace_break(t, "max_pool2d(return_indices=True)");
+        return op1(t, "max_pool2d", x,
+                   "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
+                   "dilation = array<i64: %lld, %lld>, ceil_mode = %s}",
+                   (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+                   (long long)d[0], (long long)d[1], ceil_mode ? "true" : "false");
+    }
+    bool cip;
+    if (!arg_bool(t, &b, "count_include_pad", true, &cip)) return NULL;
+    if (arg_present(&b, "divisor_override")) return trace_break(t, "avg_pool2d(divisor_override=...)");
+    return op1(t, "avg_pool2d", x,
+               "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
+               "ceil_mode = %s, count_include_pad = %s}",
+               (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+               ceil_mode ? "true" : "false", cip ? "true" : "false");
+}
+
+Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, output_size");
+    Var *x = arg(&b, "input"), *os = arg(&b, "output_size");
+    if (!x || !os) return NULL;
+    int64_t o[2];
+    if (os->kind == V_TUPLE || os->kind == V_LIST) { /* None in a pair keeps the input size */
+        for (int i = 0; i < 2 && i < os->n_items; ++i) {
+            Var *it = os->items[i];
+            if (it->kind == V_CONST && it->obj == Py_None) {
+                o[i] = x->sizes[x->rank - 2 + i];
+            } else if (!var_int(t, it, &o[i])) {
+                return NULL;
+            }
+        }
+    } else if (!pair_arg(t, &b, "output_size", 1, o)) {
+        return NULL;
+    }
+    return op1(t, "adaptive_avg_pool2d", x, "{output_size = array<i64: %lld, %lld>}", (long long)o[0], (long long)o[1]);
+}
+
+/* ones or zeros shaped like a missing affine parameter, in x's dtype */
+static Var *ones_or_zeros(Trace *t, Var *x, const int64_t *shape, int rank, double v) {
+    char s[128];
+    ints_text(s, sizeof s, shape, rank);
+    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(v), pt2DTypeMlirName(x->dtype));
+}
+
+Var *h_layer_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool rms = strcmp(e->op, "rms_norm") == 0;
+    BIND(rms ? "input, normalized_shape, weight=None, eps=None" : "input, normalized_shape, weight=None, bias=None, eps=1e-05");
+    Var *x = arg(&b, "input");
+    int64_t shape[PT2_MAX_RANK];
+    int nn;
+    double eps;
+    if (!x || !var_ints(t, arg(&b, "normalized_shape"), shape, PT2_MAX_RANK, &nn)) return NULL;
+    Var *w = arg(&b, "weight"), *bias = rms ? NULL : arg(&b, "bias");
+    if (!w) w = ones_or_zeros(t, x, shape, nn, 1.0);
+    if (rms) {
+        if (arg_present(&b, "eps")) {
+            if (!arg_float(t, &b, "eps", 0, &eps)) return NULL;
+            return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+        }
+        return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64}", nn);
+    }
+    if (!bias) bias = ones_or_zeros(t, x, shape, nn, 0.0);
+    if (!w || !bias || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
+    return op3(t, "layer_norm", x, w, bias, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+}
+
+Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, num_groups, weight=None, bias=None, eps=1e-05");
+    Var *x = arg(&b, "input");
+    int64_t groups;
+    double eps;
+    if (!x || !arg_int(t, &b, "num_groups", 1, &groups) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
+    if (x->rank < 2) return trace_break(t, "group_norm of a rank-%d tensor", x->rank);
+    int64_t c = x->sizes[1];
+    Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
+    if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
+    if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
+    return op3(t, "group_norm", x, w, bias, "{groups = %lld : i64, eps = %s}", (long long)groups, f64_attr(eps));
+}
+
+Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05");
+    Var *x = arg(&b, "input"), *mean = arg(&b, "running_mean"), *var = arg(&b, "running_var");
+    bool training;
+    double eps;
+    if (!x || !arg_bool(t, &b, "training", false, &training) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
+    if (training || !mean || !var) return trace_break(t, "batch_norm in training mode (batch statistics) is not supported yet");
+    int64_t c = x->sizes[1];
+    Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
+    if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
+    if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
+    if (!w || !bias) return NULL;
+    int ids[5] = {trace_value(t, x), trace_value(t, mean), trace_value(t, var), trace_value(t, w), trace_value(t, bias)};
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "{eps = %s}", f64_attr(eps));
+    int out[4];
+    if (trace_op(t, "batch_norm", 5, ids, attrs, out, 4) < 0) return NULL;
+    return var_tensor(t, out[0]);
+}
+
+Var *h_embedding(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False");
+    Var *idx = arg(&b, "input"), *w = arg(&b, "weight");
+    if (!idx || !w) return NULL;
+    if (arg_present(&b, "max_norm")) return trace_break(t, "embedding(max_norm=...) renormalizes the weight in place");
+    int64_t numel = 1;
+    for (int i = 0; i < idx->rank; ++i) numel *= idx->sizes[i];
+    Var *flat = reshape_to(t, idx, &numel, 1);
+    Var *rows = flat ? op2(t, "index_select", w, flat, "{dim = 0 : i64}") : NULL;
+    if (!rows) return NULL;
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < idx->rank; ++i) shape[r++] = idx->sizes[i];
+    shape[r++] = w->sizes[1];
+    return reshape_to(t, rows, shape, r);
+}
+
+Var *h_dropout(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, p=0.5, training=True, inplace=False");
+    bool training;
+    double p;
+    if (!arg_bool(t, &b, "training", true, &training) || !arg_float(t, &b, "p", 0.5, &p)) return NULL;
+    if (training && p > 0) return trace_break(t, "dropout in training mode (random numbers) is not supported yet");
+    return arg(&b, "input");
+}
+
+Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, pad, mode='constant', value=None");
+    Var *x = arg(&b, "input"), *mode = arg(&b, "mode");
+    int64_t pads[2 * PT2_MAX_RANK];
+    int np;
+    double value;
+    if (!x || !var_ints(t, arg(&b, "pad"), pads, 2 * PT2_MAX_RANK, &np) || !arg_float(t, &b, "value", 0.0, &value)) return NULL;
+    if (mode && !(mode->kind == V_CONST && PyUnicode_Check(mode->obj) && strcmp(PyUnicode_AsUTF8(mode->obj), "constant") == 0)) {
+        return trace_break(t, "pad(mode=...) other than 'constant'");
+    }
+    char s[256];
+    ints_text(s, sizeof s, pads, np);
+    return op1(t, "pad", x, "{pads = %s, value = %s}", s, f64_attr(value));
+}
+
+/* softmax(q kᵀ · scale + mask) v */
+Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False");
+    Var *q = arg(&b, "query"), *k = arg(&b, "key"), *v = arg(&b, "value"), *mask = arg(&b, "attn_mask");
+    double dropout, scale;
+    bool causal, gqa;
+    if (!q || !k || !v || !arg_float(t, &b, "dropout_p", 0, &dropout) || !arg_bool(t, &b, "is_causal", false, &causal) ||
+        !arg_bool(t, &b, "enable_gqa", false, &gqa)) {
+        return NULL;
+    }
+    if (dropout > 0) return trace_break(t, "scaled_dot_product_attention with dropout");
+    if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
+    if (q->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
+    if (!arg_float(t, &b, "scale", 1.0 / sqrt((double)q->sizes[q->rank - 1]), &scale)) return NULL;
+    int64_t perm[PT2_MAX_RANK];
+    for (int i = 0; i < k->rank; ++i) perm[i] = i;
+    perm[k->rank - 2] = k->rank - 1;
+    perm[k->rank - 1] = k->rank - 2;
+    Var *kt = permute_to(t, k, perm, k->rank);
+    Var *s = op2(t, "matmul", q, kt, "%s", "");
+    if (!s) return NULL;
+    s = op2(t, "mul", s, scalar_tensor(t, scale, s->dtype), "%s", "");
+    int64_t L = q->sizes[q->rank - 2], S = k->sizes[k->rank - 2];
+    if (causal) {
+        /* keep j <= i: mask = arange(L)[:, None] >= arange(S)[None, :] */
+        Var *rows = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)L);
+        Var *cols = rows ? op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)S) : NULL;
+        if (!cols) return NULL;
+        Var *keep = op2(t, "ge", reshape_to(t, rows, (int64_t[]){L, 1}, 2), cols, "%s", "");
+        s = op3(t, "where", keep, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
+    }
+    if (mask && s) {
+        if (mask->dtype == PT2_BOOL) {
+            s = op3(t, "where", mask, s, scalar_tensor(t, -INFINITY, s->dtype), "%s", "");
+        } else {
+            s = op2(t, "add", s, mask, "%s", "");
+        }
+    }
+    Var *p = s ? op1(t, "softmax", s, "{dim = -1 : i64}") : NULL;
+    return p ? op2(t, "matmul", p, v, "%s", "") : NULL;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Vector norms: torch.norm, Tensor.norm, torch.linalg.vector_norm/norm,
+ * F.normalize, decomposed into catalog ops
+ *===----------------------------------------------------------------------===*/
+
+/* Whether `from` converts to `to` without narrowing (linalg.vector_norm's
+ * rule for its dtype argument; float dtypes only). */
+static bool float_widens_to(Pt2DType from, Pt2DType to) {
+    if (from == to || to == PT2_F64) return true;
+    return to == PT2_F32 && (from == PT2_F16 || from == PT2_BF16);
+}
+
+/* A norm order: a number (inf and -inf included) known at trace time. */
+static bool norm_order(Trace *t, Var *v, const char *fname, double dflt, double *out) {
+    if (!v) {
+        *out = dflt;
+        return true;
+    }
+    if (v->kind == V_CONST && (PyFloat_Check(v->obj) || PyLong_Check(v->obj))) return number_value(t, v->obj, out);
+    trace_break(t, "%s(): the order must be a number known at trace time", fname);
+    return false;
+}
+
+/* The dims of a norm: None and () are all of them (*nd = -1); an int or
+ * a sequence of ints otherwise. */
+static bool norm_dims(Trace *t, Var *v, int rank, int64_t *dims, int *nd) {
+    *nd = -1;
+    if (!v) return true;
+    int n;
+    if (!var_ints(t, v, dims, PT2_MAX_RANK, &n)) return false;
+    for (int i = 0; i < n; ++i) {
+        int d = pt2_norm_dim(dims[i], rank);
+        if (d < 0) {
+            trace_break(t, "norm: dimension %lld out of range for a rank-%d tensor", (long long)dims[i], rank);
+            return false;
+        }
+        dims[i] = d;
+    }
+    if (n > 0) *nd = n;
+    return true;
+}
+
+/* sum(|x|^p)^(1/p) over dims (nd = -1: all), as linalg.vector_norm
+ * computes it: in float32 for half types (its opmath type), the result in
+ * x's type (after a `dtype` cast).  p = ±inf is amax/amin of |x|, p = 0
+ * counts the nonzeros. */
+static Var *vector_norm(Trace *t, const char *fname, Var *x, double p, const int64_t *dims_in, int nd, bool keep,
+                        Pt2DType dtype) {
+    if (!x || x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", fname);
+    if (!pt2_dtype_is_float(x->dtype)) {
+        return trace_break(t, "%s() of a %s tensor (eager raises: it wants a float)", fname, pt2DTypeName(x->dtype));
+    }
+    if (dtype != PT2_DTYPE_INVALID) {
+        if (!pt2_dtype_is_float(dtype) || !float_widens_to(x->dtype, dtype)) {
+            return trace_break(t, "%s(dtype=%s) of a %s tensor (eager raises: a narrowing cast)", fname, pt2DTypeName(dtype),
+                               pt2DTypeName(x->dtype));
+        }
+        x = convert_to(t, x, dtype);
+    }
+    int64_t dims[PT2_MAX_RANK];
+    if (nd > 0) memcpy(dims, dims_in, sizeof(int64_t) * (size_t)nd);
+    if (x->rank == 0) { /* a scalar: its one element, as a 1-d reduction */
+        x = reshape_internal(t, x, (int64_t[]){1}, 1);
+        nd = 1;
+        dims[0] = 0;
+        keep = false;
+    }
+    if (isinf(p)) { /* max/min have no identity: eager raises on an empty reduction */
+        for (int i = 0; i < (nd < 0 ? x->rank : nd); ++i) {
+            if (x->sizes[nd < 0 ? i : dims[i]] == 0) {
+                return trace_break(t, "%s(): the inf norm of an empty dimension (eager raises)", fname);
+            }
+        }
+    }
+    Pt2DType out_dt = x->dtype, compute = x->dtype == PT2_F16 || x->dtype == PT2_BF16 ? PT2_F32 : x->dtype;
+    x = convert_to(t, x, compute);
+    char attrs[192], s[128] = "";
+    if (nd >= 0) ints_text(s, sizeof s, dims, nd);
+    snprintf(attrs, sizeof attrs, "{%s%s%skeepdim = %s}", nd >= 0 ? "dims = " : "", s, nd >= 0 ? ", " : "", keep ? "true" : "false");
+    Var *r;
+    if (p == 0) {
+        Var *nonzero = x ? op2(t, "ne", x, int_const(t, 0), "%s", "") : NULL;
+        r = nonzero ? op1(t, "sum", convert_to(t, nonzero, compute), "%s", attrs) : NULL;
+    } else if (p == 2) {
+        Var *sq = x ? op2(t, "mul", x, x, "%s", "") : NULL;
+        r = sq ? op1(t, "sqrt", op1(t, "sum", sq, "%s", attrs), "%s", "") : NULL;
+    } else {
+        Var *a = x ? op1(t, "abs", x, "%s", "") : NULL;
+        if (isinf(p)) {
+            r = a ? op1(t, p > 0 ? "amax" : "amin", a, "%s", attrs) : NULL;
+        } else if (p == 1) {
+            r = a ? op1(t, "sum", a, "%s", attrs) : NULL;
+        } else {
+            PyObject *po = PyFloat_FromDouble(p), *inv = PyFloat_FromDouble(1.0 / p);
+            Var *pv = po ? var_const(t, po) : NULL, *iv = inv ? var_const(t, inv) : NULL;
+            Py_XDECREF(po);
+            Py_XDECREF(inv);
+            Var *sum = a && pv ? op1(t, "sum", op2(t, "pow", a, pv, "%s", ""), "%s", attrs) : NULL;
+            r = sum && iv ? op2(t, "pow", sum, iv, "%s", "") : NULL;
+        }
+    }
+    return r ? convert_to(t, r, out_dt) : NULL;
+}
+
+/* torch.norm(input, p='fro', dim=None, keepdim=False, out=None, dtype=None)
+ * and Tensor.norm(p, dim, keepdim, dtype): vector norms ('fro' over at most
+ * two dims is the 2-norm); torch.linalg.vector_norm(x, ord=2, dim=None,
+ * keepdim=False, *, dtype=None); torch.linalg.norm(A, ord=None, dim=None,
+ * keepdim=False, *, out=None, dtype=None) of vectors (and the Frobenius
+ * norm of matrices). */
+Var *h_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool linalg = strcmp(e->op, "linalg_norm") == 0, vector = strcmp(e->op, "vector_norm") == 0;
+    const char *schema = vector   ? "input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None"
+                         : linalg ? "input, ord=None, dim=None, keepdim=False, *, out=None, dtype=None"
+                         : strcmp(e->op, "norm") == 0 ? "input, p='fro', dim=None, keepdim=False, out=None, dtype=None"
+                                                      : "input, p='fro', dim=None, keepdim=False, dtype=None";
+    const char *fname = vector ? "linalg.vector_norm" : linalg ? "linalg.norm" : "norm";
+    BIND(schema);
+    Var *x = arg(&b, "input"), *ord = arg(&b, vector || linalg ? "ord" : "p"), *dim = arg(&b, "dim");
+    bool keep;
+    Pt2DType dt;
+    int64_t dims[PT2_MAX_RANK];
+    int nd;
+    if (!x || !arg_bool(t, &b, "keepdim", false, &keep) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
+    if (arg_present(&b, "out")) return trace_break(t, "%s(out=...)", fname);
+    if (x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", fname);
+    if (vector && b.v[1] && !ord) return trace_break(t, "linalg.vector_norm(ord=None) (eager raises)");
+    if (!norm_dims(t, dim, x->rank, dims, &nd)) return NULL;
+    int reduced = nd < 0 ? x->rank : nd;
+    bool fro = ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && strcmp(PyUnicode_AsUTF8(ord->obj), "fro") == 0;
+    if (ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && !fro) {
+        return trace_break(t, "%s(ord='%s') (a matrix norm that needs an SVD, or an error in eager)", fname,
+                           PyUnicode_AsUTF8(ord->obj));
+    }
+    if (!linalg) {
+        if (fro && reduced > 2 && nd >= 0) return trace_break(t, "%s('fro') over %d dims (eager raises)", fname, reduced);
+        double p;
+        if (!fro && !norm_order(t, ord, fname, 2.0, &p)) return NULL;
+        return vector_norm(t, fname, x, fro ? 2.0 : p, dims, nd, keep, dt);
+    }
+    /* linalg.norm: a vector norm over one dim (or a 1-d input); ord=None
+     * over everything flattened; two dims (or a 2-d input with an ord) a
+     * matrix norm, of which the Frobenius norm is the 2-norm */
+    bool matrix = nd == 2 || (nd < 0 && ord && x->rank == 2);
+    if (nd > 2 || (nd < 0 && ord && x->rank != 1 && x->rank != 2)) return trace_break(t, "linalg.norm(): these dims (eager raises)");
+    if (matrix) {
+        if (!ord || fro) return vector_norm(t, fname, x, 2.0, dims, nd, keep, dt);
+        return trace_break(t, "linalg.norm(): a matrix norm other than 'fro' is not supported yet");
+    }
+    if (fro) return trace_break(t, "linalg.norm(ord='fro') of a vector (eager raises)");
+    double p;
+    if (!norm_order(t, ord, fname, 2.0, &p)) return NULL;
+    return vector_norm(t, fname, x, p, dims, nd, keep, dt);
+}
+
+/* F.normalize(input, p=2.0, dim=1, eps=1e-12, out=None): input / max(norm, eps). */
+Var *h_normalize(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, p=2.0, dim=1, eps=1e-12, out=None");
+    Var *x = arg(&b, "input");
+    double p, eps;
+    int64_t dims[PT2_MAX_RANK];
+    int nd;
+    if (!x || !norm_order(t, arg(&b, "p"), "normalize", 2.0, &p) || !arg_float(t, &b, "eps", 1e-12, &eps)) return NULL;
+    if (arg_present(&b, "out")) return trace_break(t, "normalize(out=...)");
+    if (x->kind != V_TENSOR) return trace_break(t, "normalize() of a non-tensor");
+    Var *dim = b.v[2] ? arg(&b, "dim") : int_const(t, 1); /* absent: 1; None: every dim */
+    if (!norm_dims(t, dim, x->rank, dims, &nd)) return NULL;
+    Var *norm = vector_norm(t, "normalize", x, p, dims, nd, true, PT2_DTYPE_INVALID);
+    Var *denom = norm ? op1(t, "clamp", norm, "{min = %s}", f64_attr(eps)) : NULL;
+    return denom ? op2(t, "div", x, denom, "%s", "") : NULL;
+}
