@@ -126,6 +126,62 @@ static Var *h_tri(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
 }
 
 
+/* hardsigmoid(x) = min(max(x + 3, 0), 6) / 6, as eager computes it. */
+static Var *h_hardsigmoid(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, inplace=False");
+    Var *x = arg(&b, "input");
+    bool inplace;
+    if (!x || !arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
+    if (x->kind != V_TENSOR || !pt2_dtype_is_float(x->dtype)) return trace_break(t, "hardsigmoid of a non-float value (eager raises)");
+    Pt2DType compute = x->dtype == PT2_F16 || x->dtype == PT2_BF16 ? PT2_F32 : x->dtype; /* rounded once, as eager */
+    Var *xc = convert_to(t, x, compute);
+    Var *shifted = xc ? op2(t, "add", xc, scalar_tensor(t, 3.0, compute), "%s", "") : NULL;
+    Var *clamped = shifted ? op1(t, "clamp", shifted, "{min = 0.0 : f64, max = 6.0 : f64}") : NULL;
+    Var *r = clamped ? convert_to(t, op2(t, "div", clamped, scalar_tensor(t, 6.0, compute), "%s", ""), x->dtype) : NULL;
+    return r && inplace ? trace_assign_inplace(t, x, r, "hardsigmoid") : r;
+}
+
+/* roll(x, shifts, dims): per (shift, dim), the last shift elements moved to
+ * the front: cat(x[..., n-s:], x[..., :n-s]); without dims, over the
+ * flattened tensor, reshaped back. */
+static Var *h_roll(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, shifts, dims=None");
+    Var *x = arg(&b, "input"), *shifts = arg(&b, "shifts"), *dims = arg(&b, "dims");
+    if (!x || !shifts) return NULL;
+    if (x->kind != V_TENSOR) return trace_break(t, "roll() of a non-tensor");
+    int64_t sh[PT2_MAX_RANK], dm[PT2_MAX_RANK];
+    int ns = 0, nd = 0;
+    if (!var_ints(t, shifts, sh, PT2_MAX_RANK, &ns)) return NULL;
+    if (dims && !(dims->kind == V_CONST && dims->obj == Py_None) && !var_ints(t, dims, dm, PT2_MAX_RANK, &nd)) return NULL;
+    Var *y = x;
+    bool flat = nd == 0;
+    if (flat) {
+        if (ns != 1) return trace_break(t, "roll() with several shifts and no dims (eager raises)");
+        int64_t whole = 1;
+        for (int i = 0; i < x->rank; ++i) whole *= x->sizes[i];
+        y = reshape_to(t, x, &whole, 1);
+        dm[0] = 0;
+        nd = 1;
+    }
+    if (ns != nd) return trace_break(t, "roll(): shifts and dims of different lengths (eager raises)");
+    for (int k = 0; k < nd && y; ++k) {
+        int64_t d = dm[k] < 0 ? dm[k] + y->rank : dm[k];
+        if (d < 0 || d >= y->rank) return trace_break(t, "roll(): dim %lld out of range (eager raises)", (long long)dm[k]);
+        int64_t size = y->sizes[d];
+        if (size == 0) continue;
+        int64_t s = ((sh[k] % size) + size) % size;
+        if (s == 0) continue;
+        Var *tail = op1(t, "slice", y, "{dim = %lld : i64, start = %lld : i64, end = %lld : i64, step = 1 : i64}", (long long)d,
+                        (long long)(size - s), (long long)size);
+        Var *head = op1(t, "slice", y, "{dim = %lld : i64, start = 0 : i64, end = %lld : i64, step = 1 : i64}", (long long)d,
+                        (long long)(size - s));
+        y = tail && head ? op2(t, "cat", tail, head, "{dim = %lld : i64}", (long long)d) : NULL;
+    }
+    if (y && flat) y = reshape_to(t, y, x->sizes, x->rank);
+    if (y == x) y = op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype)); /* a new tensor, as eager's */
+    return y;
+}
+
 /* hardtanh/relu6(inplace=True) write the result back into the input. */
 static Var *h_clamp(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     Var *r = h_clamp_plain(t, e, args, n, kwn, kwv, nkw);
@@ -389,11 +445,20 @@ bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n) {
 }
 
 static Var *h_reshape(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND(strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : "input, *shape");
+    bool as = strcmp(e->op, "reshape_as") == 0;
+    BIND(as ? "input, other" : strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : "input, *shape");
     Var *x = arg(&b, "input");
     int64_t shape[PT2_MAX_RANK];
     int r;
-    if (!x || !shape_arg(t, b.v[1], shape, &r)) return NULL;
+    if (as) {
+        Var *o = arg(&b, "other");
+        if (!x || !o) return NULL;
+        if (o->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
+        r = o->rank;
+        memcpy(shape, o->sizes, sizeof(int64_t) * (size_t)r);
+    } else if (!x || !shape_arg(t, b.v[1], shape, &r)) {
+        return NULL;
+    }
     if (x->kind != V_TENSOR) return trace_break(t, "reshape of a non-tensor");
     char s[256];
     ints_text(s, sizeof s, shape, r);

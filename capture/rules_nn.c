@@ -320,13 +320,43 @@ Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     return op3(t, "group_norm", x, w, bias, "{groups = %lld : i64, eps = %s}", (long long)groups, f64_attr(eps));
 }
 
+/* batch_norm over the batch's own statistics with no running statistics to
+ * update (F.batch_norm(x, None, None, training=True): nfnet's weight
+ * standardization): per channel (dim 1), mean and biased variance over
+ * every other dim, computed in float32 for half types as eager does. */
+static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double eps) {
+    int64_t dims[PT2_MAX_RANK], shape[PT2_MAX_RANK];
+    int nd = 0;
+    for (int i = 0; i < x->rank; ++i) {
+        if (i != 1) dims[nd++] = i;
+        shape[i] = i == 1 ? x->sizes[1] : 1;
+    }
+    Pt2DType out_dt = x->dtype, compute = x->dtype == PT2_F16 || x->dtype == PT2_BF16 ? PT2_F32 : x->dtype;
+    if (!pt2_dtype_is_float(out_dt)) return trace_break(t, "batch_norm of a %s tensor (eager raises)", pt2DTypeName(out_dt));
+    Var *xc = convert_to(t, x, compute);
+    char attrs[192], s[128];
+    ints_text(s, sizeof s, dims, nd);
+    snprintf(attrs, sizeof attrs, "{dims = %s, keepdim = true}", s);
+    Var *mean = xc ? op1(t, "mean", xc, "%s", attrs) : NULL;
+    Var *centered = mean ? op2(t, "sub", xc, mean, "%s", "") : NULL;
+    Var *var = centered ? op1(t, "mean", op2(t, "mul", centered, centered, "%s", ""), "%s", attrs) : NULL;
+    Var *inv = var ? op1(t, "rsqrt", op2(t, "add", var, scalar_tensor(t, eps, compute), "%s", ""), "%s", "") : NULL;
+    Var *y = inv ? op2(t, "mul", centered, inv, "%s", "") : NULL;
+    if (y && w) y = op2(t, "mul", y, reshape_to(t, convert_to(t, w, compute), shape, x->rank), "%s", "");
+    if (y && bias) y = op2(t, "add", y, reshape_to(t, convert_to(t, bias, compute), shape, x->rank), "%s", "");
+    return y ? convert_to(t, y, out_dt) : NULL;
+}
+
 Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05");
     Var *x = arg(&b, "input"), *mean = arg(&b, "running_mean"), *var = arg(&b, "running_var");
     bool training;
     double eps;
     if (!x || !arg_bool(t, &b, "training", false, &training) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
-    if (training || !mean || !var) return trace_break(t, "batch_norm in training mode (batch statistics) is not supported yet");
+    if (!mean != !var) return trace_break(t, "batch_norm with only one of running_mean/running_var");
+    if (training && mean) return trace_break(t, "batch_norm in training mode updates running statistics in place (not supported yet)");
+    if (x->rank < 2) return trace_break(t, "batch_norm of a rank-%d tensor (eager raises)", x->rank);
+    if (training || !mean) return batch_statistics_norm(t, x, arg(&b, "weight"), arg(&b, "bias"), eps);
     int64_t c = x->sizes[1];
     Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
     if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);

@@ -358,6 +358,7 @@ Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
 }
 
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
+    if (!x) return NULL;
     if (x->kind == V_TENSOR && x->dtype == dt) return x;
     return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(dt));
 }

@@ -421,3 +421,45 @@ def test_tril_triu(dtype, shape):
 
     for d in (0, 2, -1):
         check(masks, make(d))
+
+
+# ---------------------------------------------------------------- TIMM's constructs: hardsigmoid, roll, batch statistics
+
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+HSIG = nn.Hardsigmoid()  # a module from outside: inlined
+
+
+def _tol(dtype):
+    return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-5
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_hardsigmoid_and_roll(dtype):
+    def f(x):
+        return F.hardsigmoid(x) + torch.roll(x, 2, -1) + x.roll((1, -3), (0, 1)) + torch.roll(x, 5) + HSIG(x * 2)
+
+    check(f, lambda: (r(5, 7, dtype=dtype, lo=-5, hi=5).t(),), tol=_tol(dtype))  # non-contiguous, odd sizes
+    check(lambda x: torch.roll(x, 0) * 1, lambda: (r(3, 4, dtype=dtype),), tol=_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm_over_batch_statistics(dtype):
+    def standardized(w, gain):  # timm's ScaledStdConv2d: the weight standardized per output channel
+        return F.batch_norm(w.reshape(1, w.shape[0], -1), None, None, weight=gain.view(-1), training=True, momentum=0.0,
+                            eps=1e-5).reshape_as(w)
+
+    def per_channel(x):
+        return F.batch_norm(x, None, None, training=True)
+
+    check(standardized, lambda: (r(6, 3, 3, 5, dtype=dtype), r(6, 1, 1, 1, dtype=dtype, lo=0.5, hi=1.5)), tol=_tol(dtype))
+    check(per_channel, lambda: (r(4, 3, 5, 2, dtype=dtype),), tol=_tol(dtype))
+
+
+def test_batch_norm_updating_running_statistics_breaks():
+    def f(x, m, v):
+        return F.batch_norm(x, m, v, training=True) * 2
+
+    make = lambda: (r(4, 3, 5), torch.zeros(3), torch.ones(3))  # noqa: E731
+    run_both(f, make)  # the running statistics are updated in place in both
+    assert counts(f, *make())[1] >= 1
