@@ -668,7 +668,7 @@ Pt2Kernel *pt2CompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts) {
 void pt2KernelDestroy(Pt2Kernel *k) {
     if (!k) return;
     /* the shared object stays loaded: other kernels of the process may share
-     * its OpenMP runtime, and unloading libomp while threads idle is unsafe */
+     * libpt2rt and its OpenMP runtime, and unloading it while threads idle is unsafe */
     for (int j = 0; k->hoisted && j < k->n_hoisted; ++j) free(k->hoisted[j]);
     free(k->hoisted);
     pt2KernelDestroy(k->prologue);

@@ -13,7 +13,7 @@ V=${LLVM_VERSION:-22}
 PY=${PYTHON:-python3}
 need_apt=0
 for f in "/usr/lib/llvm-$V/include/mlir-c/IR.h" "/usr/lib/llvm-$V/bin/FileCheck" \
-         "/usr/lib/llvm-$V/bin/mlir-opt" "/usr/lib/llvm-$V/lib/libomp.so.5" \
+         "/usr/lib/llvm-$V/bin/mlir-opt" \
          /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h \
          /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so \
          /usr/include/oneapi/dnnl/dnnl.h /usr/lib/x86_64-linux-gnu/libdnnl.so; do
@@ -23,11 +23,11 @@ for tool in cmake ninja cc c++; do  # c++: capture/tensor_abi.cpp (and Inductor,
     command -v $tool >/dev/null 2>&1 || need_apt=1
 done
 if [ $need_apt = 1 ]; then
-    echo "bootstrap: installing LLVM/MLIR $V, OpenMP, OpenBLAS and oneDNN from Debian"
+    echo "bootstrap: installing LLVM/MLIR $V, OpenBLAS and oneDNN from Debian (GNU OpenMP comes with gcc)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends \
-        "libmlir-$V-dev" "mlir-$V-tools" "llvm-$V-dev" "libomp-$V-dev" \
+        "libmlir-$V-dev" "mlir-$V-tools" "llvm-$V-dev" \
         libopenblas-pthread-dev libdnnl-dev cmake ninja-build make gcc g++ >/dev/null
 fi
 if ! $PY -c 'import torch, pytest, numpy; assert torch.__version__.startswith("2.13")' 2>/dev/null; then

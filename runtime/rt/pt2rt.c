@@ -268,7 +268,7 @@ static void *pack(const Gemm *g, Matrix *x, bool copy_in) {
  * on every call, as anything else in the process that uses the same
  * libopenblas may have raised the count (the cost is two loads).  Its
  * OpenMP build (openblas_get_parallel() == 2) already runs serially inside a
- * parallel region, and setting its count would set libomp's. */
+ * parallel region, and setting its count would set OpenMP's. */
 void pt2rt_keep_blas_serial(void) {
     if (openblas_get_parallel() == 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
