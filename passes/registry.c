@@ -131,6 +131,8 @@ const char *pt2GraphPipelineText(const char *disable) {
     return patterns && freezing ? "pt2-patterns,pt2-freeze" : patterns ? "pt2-patterns" : freezing ? "pt2-freeze" : "";
 }
 
+const char *pt2GpuGraphPipelineText(const char *disable) { return pt2_disabled(disable, "freezing") ? "" : "pt2-freeze"; }
+
 const char *pt2CpuPipelineText(const char *disable) {
     static _Thread_local char text[4096];
     /* the ablation switches of docs/passes.md: inline = producer→consumer
