@@ -278,8 +278,8 @@ PT2_EXPORT const char *pt2PassSummary(int i);
 PT2_EXPORT const char *pt2GraphPipelineText(const char *disable);
 /* The CPU pipeline from the pt2 dialect to the LLVM dialect, as pass text. */
 PT2_EXPORT const char *pt2CpuPipelineText(const char *disable);
-/* The graph-level passes the GPU path runs first: pt2-freeze ("" with
- * PT2_DISABLE=freezing). */
+/* The graph-level passes the GPU path runs first: pt2-freeze and
+ * pt2-gpu-fold-residual-bn (PT2_DISABLE=freezing, blas drop them). */
 PT2_EXPORT const char *pt2GpuGraphPipelineText(const char *disable);
 /* The GPU pipeline from the pt2 dialect to gpu.binary ops holding PTX for
  * `arch` (NULL: "sm_90") beside a host function of launches (docs/gpu.md). */

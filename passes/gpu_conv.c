@@ -47,11 +47,6 @@
  * operands (what an algorithm that transposes them needs), within these. */
 #define SCRATCH_MIN_BYTES ((int64_t)4 << 20)
 #define SCRATCH_MAX_BYTES ((int64_t)1 << 30)
-/* A scale folded into the weight costs a loop reading and writing it, and
- * a launch; it saves the epilogue's pass reading and writing the result.
- * Folded when the bytes saved are at least this (about what the launch
- * costs on an H200). */
-#define FOLD_MIN_SAVED_BYTES ((int64_t)2 << 20)
 
 typedef struct Conv {
     MlirOperation op, pad, fill;
@@ -142,10 +137,10 @@ static bool without_broadcast(const View *v) {
 
 static int64_t elem_bytes(MlirType t) { return mlirTypeIsAF64(t) ? 8 : mlirTypeIsAF32(t) ? 4 : 2; }
 
-/* Whether scaling the weight at every call pays (FOLD_MIN_SAVED_BYTES). */
+/* Whether scaling the weight at every call pays (GPU_FOLD_MIN_SAVED_BYTES). */
 static bool fold_pays(const Conv *c, const View *w) {
     int64_t saved = view_numel(&c->y) - view_numel(w) - c->y.sizes[1];
-    return 2 * saved * elem_bytes(c->elem) >= FOLD_MIN_SAVED_BYTES;
+    return 2 * saved * elem_bytes(c->elem) >= GPU_FOLD_MIN_SAVED_BYTES;
 }
 
 /* The reader computing act(scale[o] · y + shift[o] [+ residual]), act relu

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "freeze.h"
+
 enum { ZERO = 0, ONE = 1, FAIL = -1 };
 
 /*===----------------------------------------------------------------------===*
@@ -375,4 +377,84 @@ MlirValue conv_epilogue_build_shift(Builder *b, const ConvEpilogue *e, int64_t c
     LoopBody lb = {&em, false};
     build_generic(b, n, operands, 1, &out, maps, "p", fold_body, &lb);
     return out;
+}
+
+/*===----------------------------------------------------------------------===*
+ * pt2-gpu-fold-residual-bn
+ *===----------------------------------------------------------------------===*/
+
+/* The batch norm that x (an operand of a sum, read by it alone) is, of a
+ * convolution [+ bias] read by the batch norm alone: the batch norm, and
+ * the convolution in *out_conv; null if x is not that. */
+static MlirOperation batch_norm_of_conv(MlirValue x, MlirOperation *out_conv) {
+    MlirOperation bn = has_one_use(x) ? pt2_producer(x, PT2_OP_BATCH_NORM) : (MlirOperation){NULL};
+    MlirValue c = mlirOperationIsNull(bn) ? (MlirValue){NULL} : mlirOperationGetOperand(bn, 0);
+    bool alone = !mlirValueIsNull(c) && has_one_use(c);
+    *out_conv = alone ? pt2_producer(c, PT2_OP_CONV2D) : (MlirOperation){NULL};
+    MlirOperation add = alone ? pt2_producer(c, PT2_OP_ADD) : (MlirOperation){NULL};
+    for (int i = 0; i < 2 && !mlirOperationIsNull(add) && mlirOperationIsNull(*out_conv); ++i) {
+        MlirValue v = mlirOperationGetOperand(add, i);
+        if (has_one_use(v)) *out_conv = pt2_producer(v, PT2_OP_CONV2D);
+    }
+    return mlirOperationIsNull(*out_conv) ? (MlirOperation){NULL} : bn;
+}
+
+/* The sum's result is read by one relu, or only returned: what cuDNN's
+ * fused call can finish. */
+static bool fused_after(MlirValue sum) {
+    MlirOpOperand u = mlirValueGetFirstUse(sum);
+    if (mlirOpOperandIsNull(u)) return false;
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    const Pt2OpInfo *info = pt2_op_of(user);
+    if (has_one_use(sum) && info && info->id == PT2_OP_RELU) return true;
+    for (; !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        if (!op_is(mlirOpOperandGetOwner(u), "func.return")) return false;
+    }
+    return true;
+}
+
+static int64_t weight_numel(MlirOperation conv) {
+    Pt2TensorType t = value_tensor_type(mlirOperationGetOperand(conv, 1));
+    return pt2_tensor_numel(&t);
+}
+
+/* bn_a(conv_a) + bn_b(conv_b), finished by a relu or nothing: folds the
+ * batch norm of the smaller weight, when scaling both weights at every
+ * call costs less than the epilogue pass the fused call saves. */
+static void fold_residual(MlirOperation func, MlirOperation sum) {
+    MlirOperation conv[2], bn[2];
+    for (int i = 0; i < 2; ++i) {
+        bn[i] = batch_norm_of_conv(mlirOperationGetOperand(sum, i), &conv[i]);
+        if (mlirOperationIsNull(bn[i])) return;
+    }
+    MlirValue y = mlirOperationGetResult(sum, 0);
+    Pt2TensorType t = value_tensor_type(y);
+    if (t.rank != 4 || !fused_after(y)) return;
+    int64_t saved = pt2_tensor_numel(&t) - weight_numel(conv[0]) - weight_numel(conv[1]) - 2 * t.sizes[1];
+    if (2 * saved * (int64_t)pt2DTypeSize(t.dtype) < GPU_FOLD_MIN_SAVED_BYTES) return;
+    int smaller = weight_numel(conv[1]) < weight_numel(conv[0]);
+    pt2_fold_batch_norm(func, bn[smaller], false);
+}
+
+static int run_fold_residual_bn(MlirOperation module, void *user) {
+    (void)user;
+    if (pt2VerifyOp(module) != 0) return -1;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation func = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(func); func = mlirOperationGetNextInBlock(func)) {
+        if (!op_is(func, "func.func") || mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)))) continue;
+        OpList sums = collect_ops_with_prefix(func, "pt2.add");
+        for (int i = 0; i < sums.n; ++i) fold_residual(func, sums.ops[i]);
+        oplist_free(&sums);
+        erase_unused_pt2_ops(func);
+    }
+    return 0;
+}
+
+static _Alignas(8) const char fold_residual_bn_type_id;
+
+MlirPass pt2_create_gpu_fold_residual_bn_pass(void) {
+    return make_external_pass("pt2-gpu-fold-residual-bn",
+                              "GPU graphs: in bn(conv_a) + bn(conv_b), one batch norm folded into its conv's weight at every call "
+                              "(passes/gpu_conv_fold.c)",
+                              "builtin.module", run_fold_residual_bn, &fold_residual_bn_type_id);
 }

@@ -15,11 +15,23 @@
  * call (nothing is assumed constant; freezing does the same once, at the
  * graph level: passes/freeze.c).  f16/bf16 weights are scaled in f32 and
  * rounded once.
+ *
+ * ResNet's downsampling blocks add two such convolutions,
+ * relu(bn_a(conv_a(y)) + bn_b(conv_b(x))): cuDNN's residual has weight 1,
+ * so pt2-gpu-fold-residual-bn (a graph pass) first folds one of the two
+ * batch norms into its convolution's weight (computed at every call, with
+ * freeze.h's rewrite); the other then reads as above with that residual.
  *===----------------------------------------------------------------------===*/
 #ifndef PT2_PASSES_GPU_CONV_FOLD_H
 #define PT2_PASSES_GPU_CONV_FOLD_H
 
 #include "gpu_extern.h"
+
+/* A scale folded into the weight at every call costs a loop reading and
+ * writing the weight, and a launch; it saves the epilogue's pass reading and
+ * writing the result.  Folded when the bytes saved are at least this (about
+ * what the launch costs on an H200). */
+#define GPU_FOLD_MIN_SAVED_BYTES ((int64_t)2 << 20)
 
 #define CONV_EPILOGUE_MAX_INPUTS 16
 #define CONV_EPILOGUE_MAX_NODES 192
