@@ -4,8 +4,8 @@
  * generic that pt2-lower marked (pt2.conv2d, lower_nn.c) on f32, f16, bf16
  * or f64 buffers gets, in front of its loops, a host call
  *
- *   func.call @pt2_gpu_conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu]]_<n>(
- *       %x, %w, %y[, %bias[, %residual]], %scratch)
+ *   func.call @pt2_gpu_conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu][_scaled]]_<n>(
+ *       %x, %w, %y[, %bias[, %residual]][, %w_unscaled], %scratch)
  *
  * that runtime/gpu_kernel.c records in the launch plan and runtime/cudnn.c
  * runs through cuDNN: x the input [N, C, H, W] before its zero padding
@@ -28,8 +28,13 @@
  *
  * so the result never depends on cuDNN (docs/gpu.md, "Convolutions").
  * The epilogue is the one elementwise reader of the result computing
- * [relu](conv + bias[o] [+ residual]) in any order of the terms, which
- * cudnnConvolutionBiasActivationForward does; it needs the bias.
+ * [relu](scale[o] · conv + shift[o] [+ residual]) (gpu_conv_fold.h: a bias,
+ * an eval batch norm), which cudnnConvolutionBiasActivationForward does with
+ * the bias shift and, unless scale is 1, the weight w · scale, both computed
+ * by loops in front of the call (then the call is "_scaled" and also takes
+ * the unscaled weight, before the scratch, for cuDNN's unfused call); it
+ * needs a shift.  An epilogue whose output bufferization put in x's or the
+ * residual's buffer gets a buffer of its own (buffers.h, own_buffer_from).
  *
  * Moving the loops down to the call is allowed only if nothing between
  * their old place and the call touches a buffer they write or writes one

@@ -3,8 +3,9 @@
  * probe <entry> <tf32 per call, e.g. 001> [n operands]: x [2, 4, 9, 9],
  * w [6, 4/g, 3, 3], y [2, 6, OH, OW] from the entry's stride, padding and
  * groups (3x3 kernel, dilation 1), bias [6], residual like y, the
- * unscaled weight of a "_scaled" entry (like w), a 32 MiB scratch; device pointers are fake addresses that the fake library
- * prints.  Prints rc and done per call.
+ * unscaled weight of a "_scaled" entry (like w), a 32 MiB scratch; device
+ * pointers are fake addresses that the fake library prints.  Prints rc and
+ * done per call.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
