@@ -896,6 +896,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
             goto fail;
         }
         self->device = pt2_trace_device() >= 0 ? pt2_trace_device() : -1;
+        if (pt2_capture_options && pt2_capture_options->freeze) freeze_parameters(t);
         if (self->device >= 0) { /* CUDA tensors: the GPU pipeline (docs/gpu.md) */
             if (gpu_runtime_init() != 0) {
                 Py_DECREF(self);
@@ -916,7 +917,6 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
             *out_compile_s = pt2GpuKernelCompileSeconds(self->gpu);
             *out_cached = pt2GpuKernelFromCache(self->gpu);
         } else {
-            if (pt2_capture_options && pt2_capture_options->freeze) freeze_parameters(t);
             self->kernel = pt2CompileGraph(t->graph, NULL);
             if (!self->kernel) {
                 PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph: %s", pt2GetLastError());

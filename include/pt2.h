@@ -212,6 +212,19 @@ PT2_EXPORT const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k);
  * pt2GpuKernelWorkspaceBytes of device memory (256-byte aligned) or NULL if
  * that is 0.  Returns 0 or -1 (a misaligned pointer is an error). */
 PT2_EXPORT int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream);
+/* Frozen inputs, as for CPU kernels ("Frozen inputs" above): what the
+ * function computes from them alone (batch norms folded into convolution
+ * weights) is a prologue plan, which the first launch runs on its stream
+ * into device memory the kernel owns (freed by pt2GpuKernelDestroy), then
+ * waits for; later launches use its results.  That first launch may not be
+ * on a stream being captured into a CUDA graph (an error: launch once
+ * before capturing; pt2GpuGraphCapture computes it first itself). */
+PT2_EXPORT int pt2GpuKernelInputIsFrozen(const Pt2GpuKernel *k, int i);
+PT2_EXPORT int pt2GpuKernelHasPrologue(const Pt2GpuKernel *k);
+/* The prologue's own kernel (its plan: pt2GpuKernelPlanText), or NULL.  Borrowed. */
+PT2_EXPORT const Pt2GpuKernel *pt2GpuKernelPrologue(const Pt2GpuKernel *k);
+/* Makes the next launch compute the prologue again (the frozen inputs changed). */
+PT2_EXPORT void pt2GpuKernelResetFrozen(Pt2GpuKernel *k);
 /* Matrix products (cuBLAS) on f32 operands may use TF32 tensor cores, as
  * torch.backends.cuda.matmul.allow_tf32; off by default. */
 PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
@@ -265,6 +278,9 @@ PT2_EXPORT const char *pt2PassSummary(int i);
 PT2_EXPORT const char *pt2GraphPipelineText(const char *disable);
 /* The CPU pipeline from the pt2 dialect to the LLVM dialect, as pass text. */
 PT2_EXPORT const char *pt2CpuPipelineText(const char *disable);
+/* The graph-level passes the GPU path runs first: pt2-freeze and
+ * pt2-gpu-fold-residual-bn (PT2_DISABLE=freezing, blas drop them). */
+PT2_EXPORT const char *pt2GpuGraphPipelineText(const char *disable);
 /* The GPU pipeline from the pt2 dialect to gpu.binary ops holding PTX for
  * `arch` (NULL: "sm_90") beside a host function of launches (docs/gpu.md). */
 PT2_EXPORT const char *pt2GpuPipelineText(const char *disable, const char *arch);

@@ -69,6 +69,23 @@ static bool may_write_operand(MlirOperation op, intptr_t i) {
     return true;
 }
 
+typedef struct BodyAccess {
+    MlirValue root;
+    bool reads, found;
+} BodyAccess;
+
+/* memref.load/store (or anything else holding a view of the buffer) inside
+ * a structured op's body: a padding loop reads its input that way. */
+static MlirWalkResult find_body_access(MlirOperation op, void *user) {
+    BodyAccess *a = user;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) && !a->found; ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (!same_buffer(v, a->root)) continue;
+        a->found = op_is(op, "memref.load") ? a->reads : true;
+    }
+    return a->found ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
+}
+
 bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
     if (is_memory_free(op)) return false;
     if (accesses_operands_only(op)) {
@@ -89,7 +106,8 @@ bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
     }
     if (op_name_starts(op, "linalg.") && mlirOperationGetNumResults(op) == 0) {
         /* structured ops on buffers: inputs are read, inits (the last
-         * operands) read and written; their bodies only see block arguments */
+         * operands) read and written; their bodies may load from (or store
+         * to) other buffers */
         MlirAttribute seg = mlirOperationGetAttributeByName(op, sref("operandSegmentSizes"));
         if (mlirAttributeIsNull(seg) || mlirDenseArrayGetNumElements(seg) != 2) return true;
         intptr_t n = mlirOperationGetNumOperands(op), n_inits = mlirDenseI32ArrayGetElement(seg, 1);
@@ -97,7 +115,15 @@ bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
             bool is_init = i >= n - n_inits;
             if ((is_init || reads) && same_buffer(mlirOperationGetOperand(op, i), root)) return true;
         }
-        return false;
+        BodyAccess a = {root, reads, false};
+        for (intptr_t r = 0; r < mlirOperationGetNumRegions(op) && !a.found; ++r) {
+            MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+            for (MlirOperation in = mlirBlockIsNull(body) ? (MlirOperation){NULL} : mlirBlockGetFirstOperation(body);
+                 !mlirOperationIsNull(in) && !a.found; in = mlirOperationGetNextInBlock(in)) {
+                mlirOperationWalk(in, find_body_access, &a, MlirWalkPreOrder);
+            }
+        }
+        return a.found;
     }
     return true;
 }
@@ -409,4 +435,78 @@ bool view_through_copy(MlirOperation consumer, MlirValue v, MlirValue c_root, Ml
         oplist_push_unique(dead, alloc);
     }
     return ok;
+}
+
+/*===----------------------------------------------------------------------===*
+ * A buffer of its own for one value
+ *===----------------------------------------------------------------------===*/
+
+typedef struct ViewMap {
+    MlirValue root, fresh;
+    MlirValue from[32], to[32];
+    int n;
+} ViewMap;
+
+/* v (a view of map->root) as the same view of map->fresh: its view ops
+ * cloned, each right after the original. */
+static MlirValue remap_view(ViewMap *map, MlirValue v) {
+    if (mlirValueEqual(v, map->root)) return map->fresh;
+    for (int i = 0; i < map->n; ++i) {
+        if (mlirValueEqual(map->from[i], v)) return map->to[i];
+    }
+    MlirOperation def = defining_op(v);
+    MlirValue source = remap_view(map, mlirOperationGetOperand(def, 0));
+    MlirOperation copy = mlirOperationClone(def);
+    mlirOperationSetOperand(copy, 0, source);
+    mlirBlockInsertOwnedOperationAfter(mlirOperationGetBlock(def), def, copy);
+    MlirValue out = mlirOperationGetResult(copy, 0);
+    if (map->n < 32) {
+        map->from[map->n] = v;
+        map->to[map->n++] = out;
+    }
+    return out;
+}
+
+typedef struct Rewire {
+    ViewMap *map;
+    bool inits_only; /* only the structured op's last operand (its output) */
+} Rewire;
+
+static MlirWalkResult rewire_operands(MlirOperation op, void *user) {
+    Rewire *r = user;
+    if (is_view_op(op)) return MlirWalkResultAdvance; /* their users get clones */
+    intptr_t n = mlirOperationGetNumOperands(op);
+    for (intptr_t i = r->inits_only ? n - 1 : 0; i < n; ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (same_buffer(v, r->map->root)) mlirOperationSetOperand(op, i, remap_view(r->map, v));
+    }
+    return r->inits_only ? MlirWalkResultSkip : MlirWalkResultAdvance;
+}
+
+bool own_buffer_from(MlirOperation first, MlirValue root) {
+    MlirOperation alloc = defining_op(root);
+    intptr_t n = mlirOperationGetNumOperands(first);
+    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc") || !mlirShapedTypeHasStaticShape(mlirValueGetType(root)) ||
+        !op_is(first, "linalg.generic") || mlirOperationGetNumResults(first) != 0 || n < 1 ||
+        !views_all_of(mlirOperationGetOperand(first, n - 1), root) || !mlirAffineMapIsIdentity(indexing_map(first, (int)n - 1))) {
+        return false; /* first must write all of root: other parts would stay behind */
+    }
+    MlirOperation stop = {NULL};
+    for (MlirOperation op = mlirOperationGetNextInBlock(first); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!op_may_access(op, root, true)) continue;
+        if (overwrites_buffer(op, root)) {
+            stop = op;
+            break;
+        }
+        if (op_may_access(op, root, false)) return false; /* written in part: later readers would see both */
+    }
+    MlirOperation fresh = mlirOperationClone(alloc);
+    mlirBlockInsertOwnedOperationAfter(mlirOperationGetBlock(alloc), alloc, fresh);
+    ViewMap map = {.root = root, .fresh = mlirOperationGetResult(fresh, 0)};
+    Rewire output = {&map, true}, all = {&map, false};
+    mlirOperationWalk(first, rewire_operands, &output, MlirWalkPreOrder);
+    for (MlirOperation op = mlirOperationGetNextInBlock(first); !mlirOperationEqual(op, stop); op = mlirOperationGetNextInBlock(op)) {
+        mlirOperationWalk(op, rewire_operands, &all, MlirWalkPreOrder);
+    }
+    return true;
 }

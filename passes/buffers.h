@@ -75,6 +75,15 @@ bool overwrites_buffer(MlirOperation op, MlirValue buffer);
  * buffer before `until`, and after it the next access overwrites it all. */
 bool read_only_by(MlirOperation writer, MlirOperation reader, MlirOperation until, MlirValue buffer);
 
+/* Gives what `first` (a linalg.generic on buffers) writes into `root` (an
+ * allocation) a buffer of its own: a new allocation beside root, which
+ * `first` writes and every later op of the block reads, up to the next op
+ * that overwrites all of root (through clones of the views they used).  A
+ * library call cannot write a buffer it reads; this separates the two
+ * values bufferization put in one buffer.  False, with nothing changed, if
+ * an op in between writes part of root or may access it unknowingly. */
+bool own_buffer_from(MlirOperation first, MlirValue root);
+
 void oplist_push_unique(OpList *l, MlirOperation op);
 /* Destroys the ops of `dead` in order, but an allocation (and the views of
  * it that nothing uses any more) only once nothing else uses it: buffers

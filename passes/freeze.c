@@ -21,13 +21,15 @@
  * the boundary: hoisted, they would make every call read a copy (a weight
  * broadcast or transposed) where it now reads the weight itself.  Constants
  * a hoisted op reads are copied into the prologue.  Half-precision batch
- * norms compute in f32 (pt2-decompose) and are not folded.
+ * norms fold into their convolution only, computed in f32 and rounded once
+ * (into the weight and the shift): alone they compute in f32 and round
+ * once (pt2-decompose), which x·s + shift in f16 would not.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "freeze.h"
 #include "mlir-c/Dialect/Func.h"
 
 static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOperand(op, i); }
@@ -82,12 +84,16 @@ static MlirValue per_channel(Builder *b, MlirValue v, int64_t channels, int rank
     return emit_pt2(b, PT2_OP_RESHAPE, 1, &v, "{shape = %s}", s);
 }
 
+/* Whether v may be folded: frozen-derived, unless any value may (the GPU's
+ * per-call folds, which compute the folded weight at every call). */
+static bool foldable(MlirOperation func, MlirValue v, bool frozen_only) { return !frozen_only || frozen_derived(func, v); }
+
 /* A conv2d bias: an [O]-element value that broadcasts along dim 1 of the
  * convolution's output only; as [O], or null. */
-static MlirValue conv_bias(Builder *b, MlirOperation func, MlirValue bias, const Pt2TensorType *out) {
+static MlirValue conv_bias(Builder *b, MlirOperation func, MlirValue bias, const Pt2TensorType *out, bool frozen_only) {
     Pt2TensorType t = value_tensor_type(bias);
     int64_t channels = out->sizes[1];
-    if (!frozen_derived(func, bias) || pt2_tensor_numel(&t) != channels || t.rank > out->rank) return (MlirValue){NULL};
+    if (!foldable(func, bias, frozen_only) || pt2_tensor_numel(&t) != channels || t.rank > out->rank) return (MlirValue){NULL};
     for (int i = 0; i < t.rank; ++i) { /* aligned right: dim i of bias is dim i + shift of the output */
         int dim = out->rank - t.rank + i;
         if (t.sizes[i] != 1 && dim != 1) return (MlirValue){NULL};
@@ -95,40 +101,66 @@ static MlirValue conv_bias(Builder *b, MlirOperation func, MlirValue bias, const
     return per_channel(b, bias, channels, 1);
 }
 
-static bool fold_batch_norm(MlirOperation func, MlirOperation bn) {
+/* v in dtype dt (a pt2.convert unless it is already). */
+static MlirValue converted(Builder *b, MlirValue v, Pt2DType dt) {
+    if (mlirValueIsNull(v) || value_tensor_type(v).dtype == dt) return v;
+    return emit_pt2(b, PT2_OP_CONVERT, 1, &v, "{dtype = %s}", pt2DTypeMlirName(dt));
+}
+
+static bool is_float_dtype(Pt2DType dt) { return dt == PT2_F32 || dt == PT2_F64 || dt == PT2_F16 || dt == PT2_BF16; }
+
+/* The convolution (and its bias, as [O]) that the batch norm of x alone
+ * reads, with a foldable weight; a null op if there is none. */
+static MlirOperation folded_conv(Builder *b, MlirOperation func, MlirValue x, const Pt2TensorType *xt, bool frozen_only, MlirValue *out_bias) {
+    MlirOperation add = has_one_use(x) ? pt2_producer(x, PT2_OP_ADD) : (MlirOperation){NULL}, conv = {NULL};
+    *out_bias = (MlirValue){NULL};
+    if (!mlirOperationIsNull(add)) {
+        for (int i = 0; i < 2 && mlirOperationIsNull(conv); ++i) {
+            MlirOperation c = pt2_producer(operand(add, i), PT2_OP_CONV2D);
+            if (mlirOperationIsNull(c) || !has_one_use(operand(add, i))) continue;
+            *out_bias = conv_bias(b, func, operand(add, 1 - i), xt, frozen_only);
+            if (!mlirValueIsNull(*out_bias)) conv = c;
+        }
+    } else if (has_one_use(x)) {
+        conv = pt2_producer(x, PT2_OP_CONV2D);
+    }
+    if (!mlirOperationIsNull(conv) && !foldable(func, operand(conv, 1), frozen_only)) conv = (MlirOperation){NULL};
+    return conv;
+}
+
+/* freeze.h.  Into x * s + shift only for f32/f64 and frozen parameters: a
+ * half-precision batch norm computes in f32 and rounds once, which two
+ * rounded ops would not. */
+bool pt2_fold_batch_norm(MlirOperation func, MlirOperation bn, bool frozen_only) {
     MlirValue x = operand(bn, 0);
     Pt2TensorType xt = value_tensor_type(x);
-    if ((xt.dtype != PT2_F32 && xt.dtype != PT2_F64) || xt.rank < 2) return false;
+    if (!is_float_dtype(xt.dtype) || xt.rank < 2) return false;
     for (int i = 1; i < 5; ++i) {
         Pt2TensorType t = value_tensor_type(operand(bn, i));
-        if (t.dtype != xt.dtype || !frozen_derived(func, operand(bn, i))) return false;
+        if (!is_float_dtype(t.dtype) || !foldable(func, operand(bn, i), frozen_only)) return false;
     }
     double eps = 1e-5;
     pt2_attr_f64(pt2_attrs_of_op(bn), "eps", &eps);
     Builder b = builder_before(bn);
     int64_t channels = xt.sizes[1];
-    MlirValue mean = operand(bn, 1), var = operand(bn, 2), gamma = operand(bn, 3), beta = operand(bn, 4);
-    MlirValue var_eps = emit2(&b, PT2_OP_ADD, var, scalar(&b, eps, xt.dtype));
-    MlirValue s = emit2(&b, PT2_OP_MUL, gamma, emit_pt2(&b, PT2_OP_RSQRT, 1, &var_eps, "%s", "")); /* γ / sqrt(var + eps) */
-    /* the convolution (and its bias) the batch norm alone reads */
-    MlirOperation add = has_one_use(x) ? pt2_producer(x, PT2_OP_ADD) : (MlirOperation){NULL}, conv = {NULL};
     MlirValue bias = {NULL};
-    if (!mlirOperationIsNull(add)) {
-        for (int i = 0; i < 2 && mlirOperationIsNull(conv); ++i) {
-            MlirOperation c = pt2_producer(operand(add, i), PT2_OP_CONV2D);
-            if (mlirOperationIsNull(c) || !has_one_use(operand(add, i))) continue;
-            bias = conv_bias(&b, func, operand(add, 1 - i), &xt);
-            if (!mlirValueIsNull(bias)) conv = c;
-        }
-    } else if (has_one_use(x)) {
-        conv = pt2_producer(x, PT2_OP_CONV2D);
-    }
-    if (!mlirOperationIsNull(conv) && !frozen_derived(func, operand(conv, 1))) conv = (MlirOperation){NULL};
+    MlirOperation conv = folded_conv(&b, func, x, &xt, frozen_only, &bias);
+    bool half = xt.dtype == PT2_F16 || xt.dtype == PT2_BF16;
+    if ((half || !frozen_only) && mlirOperationIsNull(conv)) return false;
+    Pt2DType cd = xt.dtype == PT2_F64 ? PT2_F64 : PT2_F32; /* computed in */
+    MlirValue mean = converted(&b, operand(bn, 1), cd), var = converted(&b, operand(bn, 2), cd);
+    MlirValue gamma = converted(&b, operand(bn, 3), cd), beta = converted(&b, operand(bn, 4), cd);
+    MlirValue var_eps = emit2(&b, PT2_OP_ADD, var, scalar(&b, eps, cd));
+    MlirValue s = emit2(&b, PT2_OP_MUL, gamma, emit_pt2(&b, PT2_OP_RSQRT, 1, &var_eps, "%s", "")); /* γ / sqrt(var + eps) */
     MlirValue y;
     if (!mlirOperationIsNull(conv)) {
+        bias = converted(&b, bias, cd);
         MlirValue shift = mlirValueIsNull(bias) ? emit2(&b, PT2_OP_SUB, beta, emit2(&b, PT2_OP_MUL, mean, s))
                                                 : emit2(&b, PT2_OP_ADD, emit2(&b, PT2_OP_MUL, emit2(&b, PT2_OP_SUB, bias, mean), s), beta);
-        MlirValue w = emit2(&b, PT2_OP_MUL, operand(conv, 1), per_channel(&b, s, channels, 4));
+        MlirValue w = operand(conv, 1);
+        Pt2DType wt = value_tensor_type(w).dtype;
+        w = converted(&b, emit2(&b, PT2_OP_MUL, converted(&b, w, cd), per_channel(&b, s, channels, 4)), wt);
+        shift = converted(&b, shift, xt.dtype);
         if (mlirValueIsNull(w) || mlirValueIsNull(shift)) return false;
         MlirOperation scaled = mlirOperationClone(conv); /* same geometry, the scaled weight */
         mlirOperationSetOperand(scaled, 1, w);
@@ -136,8 +168,8 @@ static bool fold_batch_norm(MlirOperation func, MlirOperation bn) {
         y = emit2(&b, PT2_OP_ADD, result(scaled), per_channel(&b, shift, channels, xt.rank - 1));
     } else {
         MlirValue shift = emit2(&b, PT2_OP_SUB, beta, emit2(&b, PT2_OP_MUL, mean, s));
-        y = emit2(&b, PT2_OP_ADD, emit2(&b, PT2_OP_MUL, x, per_channel(&b, s, channels, xt.rank - 1)),
-                  per_channel(&b, shift, channels, xt.rank - 1));
+        y = emit2(&b, PT2_OP_ADD, emit2(&b, PT2_OP_MUL, x, per_channel(&b, converted(&b, s, xt.dtype), channels, xt.rank - 1)),
+                  per_channel(&b, converted(&b, shift, xt.dtype), channels, xt.rank - 1));
     }
     if (mlirValueIsNull(y) || !mlirTypeEqual(mlirValueGetType(y), mlirValueGetType(result(bn)))) return false;
     replace_op(bn, 1, &y);
@@ -376,7 +408,7 @@ static void build_prologue(Body *f) {
 static void freeze_function(MlirOperation func) {
     MlirBlock block = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     OpList bns = collect_ops_with_prefix(func, "pt2.batch_norm");
-    for (int i = 0; i < bns.n; ++i) fold_batch_norm(func, bns.ops[i]);
+    for (int i = 0; i < bns.n; ++i) pt2_fold_batch_norm(func, bns.ops[i], true);
     oplist_free(&bns);
     erase_unused_pt2_ops(func);
     Body f = {func, block, {0}, NULL};

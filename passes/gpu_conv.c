@@ -4,8 +4,8 @@
  * generic that pt2-lower marked (pt2.conv2d, lower_nn.c) on f32, f16, bf16
  * or f64 buffers gets, in front of its loops, a host call
  *
- *   func.call @pt2_gpu_conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu]]_<n>(
- *       %x, %w, %y[, %bias[, %residual]], %scratch)
+ *   func.call @pt2_gpu_conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu][_scaled]]_<n>(
+ *       %x, %w, %y[, %bias[, %residual]][, %w_unscaled], %scratch)
  *
  * that runtime/gpu_kernel.c records in the launch plan and runtime/cudnn.c
  * runs through cuDNN: x the input [N, C, H, W] before its zero padding
@@ -28,8 +28,13 @@
  *
  * so the result never depends on cuDNN (docs/gpu.md, "Convolutions").
  * The epilogue is the one elementwise reader of the result computing
- * [relu](conv + bias[o] [+ residual]) in any order of the terms, which
- * cudnnConvolutionBiasActivationForward does; it needs the bias.
+ * [relu](scale[o] · conv + shift[o] [+ residual]) (gpu_conv_fold.h: a bias,
+ * an eval batch norm), which cudnnConvolutionBiasActivationForward does with
+ * the bias shift and, unless scale is 1, the weight w · scale, both computed
+ * by loops in front of the call (then the call is "_scaled" and also takes
+ * the unscaled weight, before the scratch, for cuDNN's unfused call); it
+ * needs a shift.  An epilogue whose output bufferization put in x's or the
+ * residual's buffer gets a buffer of its own (buffers.h, own_buffer_from).
  *
  * Moving the loops down to the call is allowed only if nothing between
  * their old place and the call touches a buffer they write or writes one
@@ -41,7 +46,7 @@
 #include <string.h>
 
 #include "conv.h"
-#include "gpu_extern.h"
+#include "gpu_conv_fold.h"
 
 /* cuDNN's workspace: as large as the function's largest convolution's
  * operands (what an algorithm that transposes them needs), within these. */
@@ -60,6 +65,14 @@ typedef struct Conv {
     int reader_c;          /* its input that read the result */
     View bias, residual;   /* bias: [O], one element a channel */
     bool has_residual, relu;
+    /* the epilogue read as act(scale[o] · conv + shift[o] [+ residual]):
+     * bias_built: shift is computed into a buffer of its own (else `bias`
+     * views the one input it is); scaled: the call takes w · scale */
+    ConvEpilogue epilogue;
+    bool bias_built, scaled;
+    /* the epilogue's output is in x's, w's or the residual's buffer
+     * (bufferization reused it): it gets a buffer of its own */
+    bool own_output;
 } Conv;
 
 static int64_t memref_bytes(MlirType t) {
@@ -116,8 +129,8 @@ static void absorb_copies(Conv *c) {
 
 /* A view over y's index space that reads one element per output channel. */
 static bool is_channel_vector(const View *v) {
-    return (v->sizes[0] == 1 || v->strides[0] == 0) && (v->sizes[1] == 1 || v->strides[1] == 1) &&
-           (v->sizes[2] == 1 || v->strides[2] == 0) && (v->sizes[3] == 1 || v->strides[3] == 0);
+    return (v->sizes[0] == 1 || v->strides[0] == 0) && (v->sizes[2] == 1 || v->strides[2] == 0) &&
+           (v->sizes[3] == 1 || v->strides[3] == 0);
 }
 
 static bool without_broadcast(const View *v) {
@@ -127,48 +140,70 @@ static bool without_broadcast(const View *v) {
     return true;
 }
 
-/* The reader computing [relu](y + bias [+ residual]): cuDNN's fused call
- * does it, the reader stays behind as its fallback. */
-static bool absorb_epilogue(Conv *c) {
+static int64_t elem_bytes(MlirType t) { return mlirTypeIsAF64(t) ? 8 : mlirTypeIsAF32(t) ? 4 : 2; }
+
+/* Whether scaling the weight at every call pays (GPU_FOLD_MIN_SAVED_BYTES). */
+static bool fold_pays(const Conv *c, const View *w) {
+    int64_t saved = view_numel(&c->y) - view_numel(w) - c->y.sizes[1];
+    return 2 * saved * elem_bytes(c->elem) >= GPU_FOLD_MIN_SAVED_BYTES;
+}
+
+/* The reader computing act(scale[o] · y + shift[o] [+ residual]), act relu
+ * or none: cuDNN's fused call does it, with the bias `shift` (an input as
+ * it is, or computed in front of the call) and, unless scale is 1, the
+ * weight w · scale computed in front of the call (when that pays); the
+ * reader stays behind as its fallback.  A bare relu or residual stays a
+ * kernel (the fused call adds a bias). */
+static bool absorb_epilogue(Conv *c, const View *w) {
     int input;
     View loops, out;
-    GpuAct act;
     MlirOperation r = gpu_sole_reader(&c->y, c->at, &input, &loops);
     if (mlirOperationIsNull(r) || !op_is(r, "linalg.generic")) return false;
     int n_in = (int)mlirOperationGetNumOperands(r) - 1;
     MlirValue o = mlirOperationGetOperand(r, n_in), out_root = buffer_root(o);
-    if (n_in > 3 || !mlirTypeEqual(gpu_elem_of(o), c->elem) || !gpu_result_view(&c->y, r, n_in, &loops, &out) ||
-        !gpu_epilogue_body(r, &act) || act == GPU_ACT_GELU) {
+    if (n_in > CONV_EPILOGUE_MAX_INPUTS || !mlirTypeEqual(gpu_elem_of(o), c->elem) || !gpu_result_view(&c->y, r, n_in, &loops, &out)) {
         return false;
     }
-    bool has_bias = false, has_residual = false;
-    View bias = {{NULL}, 0, {0}, {0}, 0}, residual = bias;
+    ConvEpilogue *e = &c->epilogue;
+    memset(e, 0, sizeof *e);
+    *e = (ConvEpilogue){.reader = r, .c = input, .residual = -1, .n_inputs = n_in};
+    View residual = {{NULL}, 0, {0}, {0}, 0};
+    bool own_output = mlirValueEqual(out_root, buffer_root(c->x)) || mlirValueEqual(out_root, buffer_root(c->w));
     for (int i = 0; i < n_in; ++i) {
         View v;
         MlirValue in = mlirOperationGetOperand(r, i);
         if (i == input) continue;
-        if (!mlirTypeEqual(gpu_elem_of(in), c->elem) || mlirValueEqual(buffer_root(in), out_root) ||
-            !gpu_result_view(&c->y, r, i, &loops, &v) || !fits_int(&v)) {
-            return false;
-        }
-        if (!has_bias && is_channel_vector(&v)) {
-            has_bias = true;
-            bias = (View){v.base, 1, {v.sizes[1]}, {1}, v.offset};
-        } else if (!has_residual && without_broadcast(&v)) {
-            has_residual = true;
+        MlirType t = gpu_elem_of(in);
+        bool float_type = mlirTypeIsAF32(t) || mlirTypeIsAF16(t) || mlirTypeIsABF16(t);
+        bool in_output = mlirValueEqual(buffer_root(in), out_root);
+        if (!float_type || !gpu_result_view(&c->y, r, i, &loops, &v) || !fits_int(&v)) return false;
+        own_output = own_output || in_output;
+        if (is_channel_vector(&v) && !in_output) {
+            e->channel[i] = true;
+            e->channel_view[i] = (View){v.base, 1, {v.sizes[1]}, {v.sizes[1] == 1 ? 1 : v.strides[1]}, v.offset};
+        } else if (e->residual < 0 && without_broadcast(&v) && mlirTypeEqual(t, c->elem)) {
+            e->residual = i;
             residual = v;
         } else {
             return false;
         }
     }
-    if (!has_bias) return false;
+    if (!conv_epilogue_analyze(e) || conv_epilogue_shift_is_zero(e)) return false;
+    bool scaled = conv_epilogue_scales(e);
+    if (scaled && !fold_pays(c, w)) return false;
+    int b;
+    bool as_is = conv_epilogue_shift_input(e, &b) && mlirTypeEqual(gpu_elem_of(mlirOperationGetOperand(r, b)), c->elem) &&
+                 (e->channel_view[b].sizes[0] == 1 || e->channel_view[b].strides[0] == 1);
     c->reader = r;
     c->reader_c = input;
     c->y = out;
-    c->bias = bias;
+    c->bias = as_is ? (View){e->channel_view[b].base, 1, {e->channel_view[b].sizes[0]}, {1}, e->channel_view[b].offset} : c->bias;
+    c->bias_built = !as_is;
+    c->scaled = scaled;
     c->residual = residual;
-    c->has_residual = has_residual;
-    c->relu = act == GPU_ACT_RELU;
+    c->has_residual = e->residual >= 0;
+    c->relu = e->act == GPU_ACT_RELU;
+    c->own_output = own_output;
     return true;
 }
 
@@ -256,22 +291,34 @@ static bool loops_can_move(Conv *c, MlirOperation to) {
  * Rewriting
  *===----------------------------------------------------------------------===*/
 
-static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation to, int index) {
-    Builder b = builder_before(to);
-    MlirValue args[6];
+/* x, w (scaled), y[, bias[, residual]][, w unscaled], scratch: the scaled
+ * weight and the built bias are computed here, in front of the call. */
+static int call_operands(Builder *b, Conv *c, MlirValue scratch, MlirValue *args) {
     int n = 0;
     args[n++] = c->x;
-    args[n++] = c->w;
-    args[n++] = gpu_view_value(&b, (MlirValue){NULL}, &c->y);
-    if (!mlirOperationIsNull(c->reader)) args[n++] = gpu_view_value(&b, (MlirValue){NULL}, &c->bias);
-    if (c->has_residual) args[n++] = gpu_view_value(&b, (MlirValue){NULL}, &c->residual);
+    args[n++] = c->scaled ? conv_epilogue_build_weight(b, &c->epilogue, c->w) : c->w;
+    args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->y);
+    if (!mlirOperationIsNull(c->reader)) {
+        args[n++] = c->bias_built ? conv_epilogue_build_shift(b, &c->epilogue, c->y.sizes[1], c->elem)
+                                  : gpu_view_value(b, (MlirValue){NULL}, &c->bias);
+    }
+    if (c->has_residual) args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->residual);
+    if (c->scaled) args[n++] = c->w; /* for cuDNN's unfused call, whose epilogue kernel scales */
     args[n++] = scratch;
+    return n;
+}
+
+static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation to, int index) {
+    Builder b = builder_before(to);
+    MlirValue args[8];
+    int n = call_operands(&b, c, scratch, args);
     const ConvGeometry *g = &c->geo;
     char name[256];
-    snprintf(name, sizeof name, "pt2_gpu_conv_%s_s%lldx%lld_p%lldx%lld_d%lldx%lld_g%lld%s%s%s_%d", gpu_float_name(c->elem),
+    snprintf(name, sizeof name, "pt2_gpu_conv_%s_s%lldx%lld_p%lldx%lld_d%lldx%lld_g%lld%s%s%s%s_%d", gpu_float_name(c->elem),
              (long long)g->stride[0], (long long)g->stride[1], (long long)g->padding[0], (long long)g->padding[1],
              (long long)g->dilation[0], (long long)g->dilation[1], (long long)g->groups,
-             mlirOperationIsNull(c->reader) ? "" : "_bias", c->has_residual ? "_res" : "", c->relu ? "_relu" : "", index);
+             mlirOperationIsNull(c->reader) ? "" : "_bias", c->has_residual ? "_res" : "", c->relu ? "_relu" : "",
+             c->scaled ? "_scaled" : "", index);
     gpu_build_call(&b, module, name, args, n);
     for (int i = 0; i < c->loops.n; ++i) mlirOperationMoveBefore(c->loops.ops[i], to);
     if (!mlirOperationIsNull(c->reader)) {
@@ -291,15 +338,24 @@ static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation
 }
 
 /* Whether the call can go where the loops leave y (before the epilogue, or
- * after the last loop op), *out_to: y is neither x nor w, and the loops can
- * move down to it. */
+ * after the last loop op), *out_to: y is neither x nor w (or will have a
+ * buffer of its own), and the loops can move down to it. */
 static bool placeable(Conv *c, MlirOperation *out_to) {
     MlirValue y_root = buffer_root(c->y.base);
     MlirOperation to = mlirOperationIsNull(c->reader) ? mlirOperationGetNextInBlock(c->at) : c->reader;
-    bool ok = fits_int(&c->y) && !mlirValueEqual(y_root, buffer_root(c->x)) && !mlirValueEqual(y_root, buffer_root(c->w)) &&
+    bool ok = fits_int(&c->y) && (c->own_output || (!mlirValueEqual(y_root, buffer_root(c->x)) && !mlirValueEqual(y_root, buffer_root(c->w)))) &&
               !mlirOperationIsNull(to) && loops_can_move(c, to);
     *out_to = ok ? to : (MlirOperation){NULL};
     return ok;
+}
+
+/* The epilogue writes a buffer of its own (own_buffer_from); y follows. */
+static bool separate_output(Conv *c) {
+    MlirOperation r = c->reader;
+    intptr_t out = mlirOperationGetNumOperands(r) - 1;
+    if (!own_buffer_from(r, buffer_root(c->y.base))) return false;
+    c->y.base = mlirOperationGetOperand(r, out); /* the same view, of the new buffer */
+    return true;
 }
 
 /* The element type of a conv cuDNN can run: its input's and weight's,
@@ -339,11 +395,12 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
     MlirOperation to = {NULL};
     bool ok = mlirTypeEqual(gpu_elem_of(c.y.base), c.elem);
     View y = c.y;
-    if (ok && absorb_epilogue(&c) && !placeable(&c, &to)) {
-        /* the epilogue's output is x's buffer (reused in place) or its reader cannot move: without it */
+    if (ok && absorb_epilogue(&c, &w) && (!placeable(&c, &to) || (c.own_output && !separate_output(&c)))) {
+        /* the epilogue's reader cannot move, or its output cannot have a buffer of its own: without it */
         c.reader = (MlirOperation){NULL};
-        c.has_residual = c.relu = false;
+        c.has_residual = c.relu = c.scaled = c.bias_built = c.own_output = false;
         c.y = y;
+        to = (MlirOperation){NULL};
     }
     ok = ok && (!mlirOperationIsNull(to) || placeable(&c, &to));
     if (ok) emit(module, &c, scratch, to, index);

@@ -192,8 +192,7 @@ static bool absorb_copy(Gemm *g) {
 
 /*--- epilogue bodies ---------------------------------------------------------*/
 
-/* v without the roundings of an f16/bf16 body: extf(truncf(x)) is x. */
-static MlirValue unrounded(MlirValue v) {
+MlirValue gpu_unrounded(MlirValue v) {
     for (;;) {
         MlirOperation ext = defining_op(v);
         if (mlirOperationIsNull(ext) || !op_is(ext, "arith.extf")) return v;
@@ -206,7 +205,7 @@ static MlirValue unrounded(MlirValue v) {
 }
 
 static bool binary(MlirValue v, const char *name, MlirValue *x, MlirValue *y) {
-    MlirOperation def = defining_op(unrounded(v));
+    MlirOperation def = defining_op(gpu_unrounded(v));
     if (mlirOperationIsNull(def) || !op_is(def, name)) return false;
     *x = mlirOperationGetOperand(def, 0);
     *y = mlirOperationGetOperand(def, 1);
@@ -230,7 +229,7 @@ static bool with_constant(MlirValue v, const char *op, double c, MlirValue *x) {
     return constant_near(r, c) || constant_near(l, c);
 }
 
-static bool same(MlirValue a, MlirValue b) { return mlirValueEqual(unrounded(a), unrounded(b)); }
+static bool same(MlirValue a, MlirValue b) { return mlirValueEqual(gpu_unrounded(a), gpu_unrounded(b)); }
 
 /* x * x * x, in any order. */
 static bool is_cube_of(MlirValue v, MlirValue x) {
@@ -251,7 +250,7 @@ static bool is_gelu_tanh(MlirValue v, MlirValue *s) {
         if (!with_constant(swap ? q : p, "arith.mulf", 0.5, &half_of) || !with_constant(swap ? p : q, "arith.addf", 1.0, &tanh_plus_one)) {
             continue;
         }
-        MlirOperation t = defining_op(unrounded(tanh_plus_one));
+        MlirOperation t = defining_op(gpu_unrounded(tanh_plus_one));
         if (mlirOperationIsNull(t) || !op_is(t, "math.tanh") ||
             !with_constant(mlirOperationGetOperand(t, 0), "arith.mulf", 0.7978845608028654, &poly) || !binary(poly, "arith.addf", &l, &r)) {
             return false;
@@ -273,7 +272,7 @@ static bool is_gelu_tanh(MlirValue v, MlirValue *s) {
 static bool count_terms(MlirValue v, MlirBlock body, int *counts, int n_args) {
     MlirValue l, r;
     if (binary(v, "arith.addf", &l, &r)) return count_terms(l, body, counts, n_args) && count_terms(r, body, counts, n_args);
-    v = unrounded(v);
+    v = gpu_unrounded(v);
     MlirOperation ext = defining_op(v);
     if (!mlirOperationIsNull(ext) && op_is(ext, "arith.extf")) v = mlirOperationGetOperand(ext, 0);
     if (!mlirValueIsABlockArgument(v) || !mlirBlockEqual(mlirBlockArgumentGetOwner(v), body)) return false;
@@ -283,18 +282,17 @@ static bool count_terms(MlirValue v, MlirBlock body, int *counts, int n_args) {
     return true;
 }
 
-bool gpu_epilogue_body(MlirOperation reader, GpuAct *act) {
+MlirValue gpu_epilogue_activation(MlirOperation reader, GpuAct *act) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(reader, 0));
     MlirOperation yield = mlirBlockGetTerminator(body);
     MlirValue z = mlirOperationGetOperand(yield, 0), s;
     if (!mlirTypeIsAF32(mlirValueGetType(z))) {
         MlirOperation trunc = defining_op(z);
-        if (mlirOperationIsNull(trunc) || !op_is(trunc, "arith.truncf")) return false;
+        if (mlirOperationIsNull(trunc) || !op_is(trunc, "arith.truncf")) return (MlirValue){NULL};
         z = mlirOperationGetOperand(trunc, 0);
-        if (!mlirTypeIsAF32(mlirValueGetType(z))) return false;
+        if (!mlirTypeIsAF32(mlirValueGetType(z))) return (MlirValue){NULL};
     }
     *act = GPU_ACT_NONE;
-    s = z;
     if (with_constant(z, "arith.maximumf", 0.0, &s)) {
         *act = GPU_ACT_RELU;
     } else if (is_gelu_tanh(z, &s)) {
@@ -302,8 +300,14 @@ bool gpu_epilogue_body(MlirOperation reader, GpuAct *act) {
     } else {
         s = z;
     }
+    return s;
+}
+
+bool gpu_epilogue_body(MlirOperation reader, GpuAct *act) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(reader, 0));
+    MlirValue s = gpu_epilogue_activation(reader, act);
     int n_in = (int)mlirOperationGetNumOperands(reader) - 1, counts[8] = {0};
-    if (n_in > 3 || !count_terms(s, body, counts, n_in)) return false;
+    if (mlirValueIsNull(s) || n_in > 3 || !count_terms(s, body, counts, n_in)) return false;
     for (int i = 0; i < n_in; ++i) {
         if (counts[i] != 1) return false;
     }

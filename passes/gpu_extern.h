@@ -34,6 +34,12 @@ bool gpu_result_view(const View *result, MlirOperation reader, int i, const View
 /* A generic reading only the result, yielding it (a copy) or its f32
  * rounded to `narrow` (f16/bf16): the library writes that type itself. */
 bool gpu_copies_or_rounds(MlirOperation reader, MlirType narrow);
+/* v without the roundings of an f16/bf16 body: extf(truncf(x)) is x. */
+MlirValue gpu_unrounded(MlirValue v);
+/* The reader's body yields [truncf] act(s), s an f32 value: s, and which
+ * activation (relu as maximumf(s, 0), GELU in pt2-decompose's tanh form,
+ * or none: s is the yielded value); null if the body ends otherwise. */
+MlirValue gpu_epilogue_activation(MlirOperation reader, GpuAct *act);
 /* The reader's body is yield([truncf] act(sum of its inputs, each once)),
  * roundings of an f16/bf16 body seen through: which activation (relu as
  * maximumf(s, 0), GELU in pt2-decompose's tanh form). */

@@ -252,10 +252,11 @@ MlirOperation build_generic(Builder *b, int n_inputs, const MlirValue *inputs, i
     MlirValue operands[72];
     MlirType result_types[8], arg_types[72];
     MlirLocation arg_locs[72];
+    int n_results = 0; /* one per tensor output; on buffers, none */
     for (int i = 0; i < n_inputs; ++i) operands[i] = inputs[i];
     for (int i = 0; i < n_outputs; ++i) {
         operands[n_inputs + i] = outputs[i];
-        result_types[i] = mlirValueGetType(outputs[i]);
+        if (mlirTypeIsARankedTensor(mlirValueGetType(outputs[i]))) result_types[n_results++] = mlirValueGetType(outputs[i]);
     }
     for (int i = 0; i < n; ++i) {
         MlirType t = mlirValueGetType(operands[i]);
@@ -267,7 +268,7 @@ MlirOperation build_generic(Builder *b, int n_inputs, const MlirValue *inputs, i
     mlirRegionAppendOwnedBlock(region, block);
     MlirOperationState st = mlirOperationStateGet(sref("linalg.generic"), b->loc);
     mlirOperationStateAddOperands(&st, n, operands);
-    mlirOperationStateAddResults(&st, n_outputs, result_types);
+    mlirOperationStateAddResults(&st, n_results, result_types);
     mlirOperationStateAddAttributes(&st, 3, attrs);
     mlirOperationStateAddOwnedRegions(&st, 1, &region);
     MlirOperation op = mlirOperationCreate(&st);

@@ -79,8 +79,9 @@ MlirValue build_empty(Builder *b, MlirType tensor_type);
 /* linalg.fill of `value` into a fresh tensor of tensor_type. */
 MlirValue build_filled(Builder *b, MlirType tensor_type, MlirValue value);
 
-/* A linalg.generic.  maps are affine maps as text ("(d0, d1) -> (d1)");
- * iterators: 'p' parallel, 'r' reduction.  The body callback receives the
+/* A linalg.generic (without results when its outputs are buffers).  maps
+ * are affine maps as text ("(d0, d1) -> (d1)"); iterators: 'p' parallel,
+ * 'r' reduction.  The body callback receives the
  * block arguments (inputs then outputs) and a builder at the body's end; it
  * returns the yielded values. */
 typedef void (*BodyFn)(Builder *body, const MlirValue *args, int n_args, MlirValue *yields, void *user);

@@ -28,6 +28,7 @@ MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
+MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
@@ -82,6 +83,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls in the GPU launch plan, their loops kept behind as the fallback "
      "(passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
+    {"pt2-gpu-fold-residual-bn", "GPU graphs: in bn(conv_a) + bn(conv_b), one batch norm folded into its conv's weight at every call "
+     "(passes/gpu_conv_fold.c)", pt2_create_gpu_fold_residual_bn_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
      "buffer (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
 };
@@ -129,6 +132,12 @@ bool pt2_disabled(const char *list, const char *what) {
 const char *pt2GraphPipelineText(const char *disable) {
     bool patterns = !pt2_disabled(disable, "patterns"), freezing = !pt2_disabled(disable, "freezing");
     return patterns && freezing ? "pt2-patterns,pt2-freeze" : patterns ? "pt2-patterns" : freezing ? "pt2-freeze" : "";
+}
+
+const char *pt2GpuGraphPipelineText(const char *disable) {
+    /* the residual fold pays only with cuDNN's fused call, which PT2_DISABLE=blas drops */
+    bool freezing = !pt2_disabled(disable, "freezing"), calls = !pt2_disabled(disable, "blas");
+    return freezing && calls ? "pt2-freeze,pt2-gpu-fold-residual-bn" : freezing ? "pt2-freeze" : calls ? "pt2-gpu-fold-residual-bn" : "";
 }
 
 const char *pt2CpuPipelineText(const char *disable) {

@@ -51,6 +51,9 @@ enum {
       void **, void **)                                                                                                \
     X(cuMemAlloc_v2, Pt2CuDevicePtr *, size_t)                                                                         \
     X(cuMemcpyHtoD_v2, Pt2CuDevicePtr, const void *, size_t)                                                           \
+    X(cuMemFree_v2, Pt2CuDevicePtr)                                                                                    \
+    X(cuStreamSynchronize, CUstream)                                                                                   \
+    X(cuStreamIsCapturing, CUstream, int *)                                                                            \
     X(cuLinkCreate_v2, unsigned, int *, void **, CUlinkState *)                                                        \
     X(cuLinkAddData_v2, CUlinkState, int, void *, size_t, const char *, unsigned, int *, void **)                      \
     X(cuLinkComplete, CUlinkState, void **, size_t *)                                                                  \
@@ -174,6 +177,19 @@ int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned blo
 }
 
 int pt2_cuda_alloc(size_t bytes, Pt2CuDevicePtr *out_device) { return CHECK(p_cuMemAlloc_v2(out_device, bytes ? bytes : 1)); }
+
+void pt2_cuda_free(Pt2CuDevicePtr device) {
+    if (device && p_cuMemFree_v2) p_cuMemFree_v2(device); /* at teardown: a failure only leaks */
+}
+
+int pt2_cuda_stream_sync(void *stream) { return CHECK(p_cuStreamSynchronize((CUstream)stream)); }
+
+int pt2_cuda_stream_capturing(void *stream, bool *out_capturing) {
+    int status = 0; /* CU_STREAM_CAPTURE_STATUS_NONE */
+    if (CHECK(p_cuStreamIsCapturing((CUstream)stream, &status))) return -1;
+    *out_capturing = status != 0;
+    return 0;
+}
 
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device) {
     if (CHECK(p_cuMemAlloc_v2(out_device, bytes ? bytes : 1))) return -1;

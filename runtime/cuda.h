@@ -40,6 +40,11 @@ int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned blo
                     void **params);
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device);
 int pt2_cuda_alloc(size_t bytes, Pt2CuDevicePtr *out_device);
+void pt2_cuda_free(Pt2CuDevicePtr device);
+/* Waits for the work enqueued on `stream`. */
+int pt2_cuda_stream_sync(void *stream);
+/* Whether `stream` is being captured into a CUDA graph (where it may not wait). */
+int pt2_cuda_stream_capturing(void *stream, bool *out_capturing);
 /* CUDA graphs: begin capturing on pt2's own non-blocking capture stream
  * (relaxed mode), enqueue the work on *out_stream, then end the capture
  * (ok = whether the enqueued work succeeded) and instantiate it. */

@@ -3,7 +3,8 @@
  * pt2-gpu-extern-conv (passes/gpu_conv.c) puts a call @pt2_gpu_conv_* in
  * front of each convolution's loops; runtime/gpu_kernel.c records it as a
  * plan entry (module -1, function "conv_<t>_s.._p.._d.._g<groups>[_bias
- * [_res][_relu]]", memrefs x, w, y[, bias[, residual]], scratch) and calls
+ * [_res][_relu][_scaled]]", memrefs x, w, y[, bias[, residual]][, w
+ * unscaled], scratch) and calls
  * pt2_cudnn_conv at launch, in stream order with the kernels.  Nothing of
  * cuDNN is needed to build: the few functions used are declared here from
  * cuDNN's documented API (cudnn_ops.h / cudnn_cnn.h of cuDNN 8 and 9, whose
@@ -26,7 +27,10 @@
  * Entries with a bias run cudnnConvolutionBiasActivationForward,
  * y = act(conv(x, w) + 1·z + bias), z the residual (or y with weight 0),
  * act RELU or IDENTITY (which needs IMPLICIT_PRECOMP_GEMM); if it refuses,
- * cudnnConvolutionForward and the plan's epilogue kernel.  If that fails
+ * cudnnConvolutionForward and the plan's epilogue kernel.  A "_scaled"
+ * entry's w is the weight times a per-channel scale (a batch norm folded by
+ * passes/gpu_conv_fold.c): its unfused call reads the unscaled weight (the
+ * operand before scratch), since the epilogue kernel applies the scale.  If that fails
  * too, or cuDNN is missing, nothing is written and the plan runs the loops:
  * a failure is never an error of the launch.  PT2_LOGS=cudnn prints each
  * entry's algorithm and every refusal.  One handle for the process, used
@@ -188,6 +192,7 @@ struct Pt2Conv {
     int data_type, compute_type, elem_bytes;
     int stride[2], padding[2], dilation[2], groups;
     bool bias, residual, relu;
+    bool scaled; /* w is scaled per channel (a folded batch norm); the unscaled one comes before scratch */
     /* made for `made_tf32` (f32 only) and `made_scratch`; refused: the loops from now on */
     bool made, refused, fused_refused;
     int made_tf32;
@@ -224,12 +229,14 @@ static Pt2Conv *parse_entry(const char *what) {
             e->residual = true;
         } else if (len == 4 && !strncmp(p + 1, "relu", 4)) {
             e->relu = true;
+        } else if (len == 6 && !strncmp(p + 1, "scaled", 6)) {
+            e->scaled = true;
         } else {
             goto error;
         }
         p += 1 + len;
     }
-    if (e->data_type >= 0 && e->groups > 0 && (e->bias || !(e->residual || e->relu))) return e;
+    if (e->data_type >= 0 && e->groups > 0 && (e->bias || !(e->residual || e->relu || e->scaled))) return e;
 error:
     free(e);
     pt2_set_error("internal: bad conv plan entry '%s'", what);
@@ -254,11 +261,17 @@ void pt2_cudnn_conv_free(Pt2Conv *e) {
     free(e);
 }
 
-/* The operands as the entry's name says: x, w, y, [bias, [residual]], scratch. */
+/* The operands as the entry's name says: x, w, y, [bias, [residual]],
+ * [w unscaled], scratch. */
 static int check_operands(const Pt2Conv *e, const Pt2GpuOperand *ops, int n) {
-    int want = 4 + e->bias + e->residual;
+    int want = 4 + e->bias + e->residual + e->scaled;
     bool ok = n == want && ops[0].rank == 4 && ops[1].rank == 4 && ops[2].rank == 4 && ops[n - 1].rank == 1 &&
               (!e->bias || ops[3].rank == 1) && (!e->residual || ops[4].rank == 4);
+    /* the unscaled weight: w's sizes and strides, so that w's filter descriptor describes it */
+    for (int d = 0; ok && e->scaled && d < 4; ++d) {
+        ok = ops[n - 2].rank == 4 && ops[n - 2].sizes[d] == ops[1].sizes[d] &&
+             (ops[1].sizes[d] == 1 || ops[n - 2].strides[d] == ops[1].strides[d]);
+    }
     if (!ok) {
         pt2_set_error("internal: conv plan entry '%s' with %d operands (want %d) of unexpected ranks", e->what, n, want);
         return -1;
@@ -487,8 +500,10 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *str
         e->fused_refused = true; /* from now on the plain call and the epilogue kernel */
         if (logging) fprintf(stderr, "pt2 cudnn: %s: the fused call failed (%s); the epilogue runs as a kernel\n", e->what, status_text(s));
     }
-    s = p_cudnnConvolutionForward(handle, &one, e->x_desc, x, e->w_desc, w, e->conv_desc, e->algo, work, e->workspace, &zero, e->y_desc,
-                                  y_data);
+    /* unfused, a scaled entry convolves with the unscaled weight: the epilogue kernel scales */
+    const void *w_plain = e->scaled ? element(&ops[n_ops - 2], e->elem_bytes) : w;
+    s = p_cudnnConvolutionForward(handle, &one, e->x_desc, x, e->w_desc, w_plain, e->conv_desc, e->algo, work, e->workspace, &zero,
+                                  e->y_desc, y_data);
     if (s != 0) {
         e->refused = true;
         if (logging) fprintf(stderr, "pt2 cudnn: %s: cudnnConvolutionForward failed (%s); its loops run\n", e->what, status_text(s));

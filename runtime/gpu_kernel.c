@@ -25,7 +25,9 @@
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +85,18 @@ typedef struct GpuConstant {
 
 struct Pt2GpuKernel {
     int n_inputs, n_outputs;
-    Pt2TensorType *types;
+    Pt2TensorType *types; /* the function's own signature: inputs, then outputs */
     size_t workspace_bytes;
+    /* Frozen inputs (pt2-freeze, include/pt2.h).  With a prologue, the
+     * plan's arguments are the inputs, the prologue's results (`hoisted`:
+     * device memory of the kernel's, computed at the first launch), then
+     * the outputs; the prologue's plan shares the workspace. */
+    bool *frozen;
+    Pt2GpuKernel *prologue;
+    int n_hoisted;
+    Pt2CuDevicePtr *hoisted;
+    atomic_bool hoisted_ready;
+    pthread_mutex_t prologue_lock;
     int n_launches, n_modules, n_constants;
     GpuLaunch *launches;
     char **module_ptx;
@@ -624,9 +636,61 @@ static char *cached_plan(const char *plan_path, const char *meta_path) {
     return ok ? read_file(plan_path) : NULL;
 }
 
+static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts);
+
+/* The prologue runs in the kernel's workspace before the plan: as large as
+ * the larger of the two. */
+static void share_workspace(Pt2GpuKernel *k) {
+    if (k->prologue && k->prologue->workspace_bytes > k->workspace_bytes) k->workspace_bytes = k->prologue->workspace_bytes;
+}
+
+/* The pt2.frozen marks of func's arguments (none with PT2_DISABLE=freezing). */
+static void read_frozen(MlirOperation func, Pt2GpuKernel *k, const char *disable) {
+    k->frozen = calloc((size_t)k->n_inputs + 1, sizeof(bool));
+    MlirAttribute arg_attrs = attr(func, "arg_attrs");
+    for (int i = 0; !mlirAttributeIsNull(arg_attrs) && i < k->n_inputs && i < mlirArrayAttrGetNumElements(arg_attrs); ++i) {
+        MlirAttribute dict = mlirArrayAttrGetElement(arg_attrs, i);
+        k->frozen[i] = !pt2_disabled(disable, "freezing") && mlirAttributeIsADictionary(dict) &&
+                       !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString("pt2.frozen")));
+    }
+}
+
+/* pt2-freeze moved what the function computes from frozen inputs alone into
+ * @<name>_prologue (`pt2.prologue` names it): compiled here as a GPU kernel
+ * of its own (taken out of the module), whose plan the first launch runs. */
+static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation func, Pt2GpuKernel *k, const Pt2CompileOptions *opts,
+                            const char *disable, const char *dump) {
+    MlirAttribute link = attr(func, "pt2.prologue");
+    if (mlirAttributeIsNull(link)) return 0;
+    char name[300], prologue_dump[4200] = "";
+    MlirStringRef ref = mlirFlatSymbolRefAttrGetValue(link);
+    snprintf(name, sizeof name, "%.*s", (int)ref.length, ref.data);
+    MlirOperation prologue = pt2_kernel_find_func(module, name);
+    if (mlirOperationIsNull(prologue)) {
+        pt2_set_error("pt2.prologue names @%s, which the module does not define", name);
+        return -1;
+    }
+    MlirModule own = mlirModuleCreateEmpty(mlirOperationGetLocation(prologue));
+    mlirOperationRemoveFromParent(prologue);
+    mlirBlockAppendOwnedOperation(mlirModuleGetBody(own), prologue);
+    Pt2CompileOptions sub;
+    pt2CompileOptionsInit(&sub);
+    if (opts) sub = *opts;
+    sub.disable = disable ? disable : "";
+    if (dump) snprintf(prologue_dump, sizeof prologue_dump, "%s/prologue", dump);
+    sub.dump_dir = prologue_dump; /* "": no dump (NULL would read PT2_DUMP again) */
+    k->prologue = compile_module(ctx, mlirModuleGetOperation(own), NULL, &sub);
+    mlirModuleDestroy(own);
+    if (!k->prologue) return -1;
+    k->n_hoisted = k->prologue->n_outputs;
+    k->hoisted = calloc((size_t)k->n_hoisted + 1, sizeof *k->hoisted);
+    return 0;
+}
+
 static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
     double t0 = now_seconds();
     Pt2GpuKernel *k = calloc(1, sizeof *k);
+    pthread_mutex_init(&k->prologue_lock, NULL);
     PlanBuilder pb = {0};
     if (pt2VerifyOp(module) != 0) goto error;
     MlirOperation func = pt2_kernel_find_func(module, func_name);
@@ -636,6 +700,21 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     }
     if (pt2_kernel_read_signature(func, &k->n_inputs, &k->n_outputs, &k->types) != 0) goto error;
     const char *disable = opts && opts->disable ? opts->disable : getenv("PT2_DISABLE");
+    read_frozen(func, k, disable);
+    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
+    bool dumping = dump && dump[0];
+    /* the graph passes first (pt2-freeze): the cache key is the module they leave */
+    const char *graph_pipeline = pt2GpuGraphPipelineText(disable);
+    if (graph_pipeline[0]) {
+        bool named = opts && opts->dump_dir;
+        char graph_dump[4200];
+        if (dumping) snprintf(graph_dump, sizeof graph_dump, named ? "%s/graph" : "%s", dump);
+        if (pt2_kernel_run_pipeline(ctx, module, graph_pipeline, dumping ? graph_dump : NULL, named ? NULL : "graph") != 0) {
+            if (!pt2GetLastError()[0]) pt2_set_error("the graph passes failed");
+            goto error;
+        }
+    }
+    if (compile_prologue(ctx, module, func, k, opts, disable, dumping ? dump : NULL) != 0) goto error;
     const char *pipeline = pt2GpuPipelineText(disable, getenv("PT2_GPU_ARCH"));
     char *text = pt2_operation_to_text(module, false);
     Sha256 s;
@@ -652,13 +731,12 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     char plan_path[4400], meta_path[4400];
     snprintf(plan_path, sizeof plan_path, "%s/%s.gpu", k->cache_dir, k->key);
     snprintf(meta_path, sizeof meta_path, "%s/%s.gpu.meta", k->cache_dir, k->key);
-    const char *dump = opts && opts->dump_dir ? opts->dump_dir : getenv("PT2_DUMP");
-    bool dumping = dump && dump[0];
     char *cached = dumping ? NULL : cached_plan(plan_path, meta_path);
     if (cached) {
         k->plan_text = cached;
         if (plan_from_text(k, cached) == 0) {
-            k->from_cache = true;
+            k->from_cache = !k->prologue || k->prologue->from_cache;
+            share_workspace(k);
             k->compile_seconds = now_seconds() - t0;
             return k;
         }
@@ -682,6 +760,7 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     }
     for (int i = 0; i < k->n_modules; ++i) free(pb.module_names[i]);
     free(pb.module_names);
+    share_workspace(k);
     k->compile_seconds = now_seconds() - t0;
     return k;
 error:
@@ -722,6 +801,11 @@ Pt2GpuKernel *pt2GpuCompileGraph(Pt2Graph *g, const Pt2CompileOptions *opts) {
 
 void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     if (!k) return;
+    for (int j = 0; k->hoisted && j < k->n_hoisted; ++j) pt2_cuda_free(k->hoisted[j]);
+    free(k->hoisted);
+    free(k->frozen);
+    pt2GpuKernelDestroy(k->prologue);
+    pthread_mutex_destroy(&k->prologue_lock);
     /* loaded modules and uploaded constants stay with the CUDA context */
     for (int i = 0; i < k->n_launches; ++i) {
         free(k->launches[i].args);
@@ -737,6 +821,11 @@ void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     free(k->types);
     free(k);
 }
+
+int pt2GpuKernelInputIsFrozen(const Pt2GpuKernel *k, int i) { return i >= 0 && i < k->n_inputs && k->frozen && k->frozen[i]; }
+int pt2GpuKernelHasPrologue(const Pt2GpuKernel *k) { return k->prologue != NULL; }
+const Pt2GpuKernel *pt2GpuKernelPrologue(const Pt2GpuKernel *k) { return k->prologue; }
+void pt2GpuKernelResetFrozen(Pt2GpuKernel *k) { atomic_store(&k->hoisted_ready, false); }
 
 int pt2GpuKernelNumInputs(const Pt2GpuKernel *k) { return k->n_inputs; }
 int pt2GpuKernelNumOutputs(const Pt2GpuKernel *k) { return k->n_outputs; }
@@ -851,8 +940,9 @@ static int check_aligned(const Pt2GpuKernel *k, void *const *device_pointers, vo
     return 0;
 }
 
-int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
-    if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
+/* The plan's launches; `pointers`: its arguments (with a prologue, the
+ * inputs, the hoisted results, the outputs). */
+static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
     int call = -1;            /* the last library call */
     Done done = DONE_NOTHING; /* and what it did */
     for (int i = 0; i < k->n_launches; ++i) {
@@ -879,6 +969,65 @@ int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *work
     return 0;
 }
 
+/* The prologue's plan on the frozen inputs, into the hoisted buffers
+ * (allocated the first time), then a wait for it: launches on other
+ * streams read its results from then on. */
+static int run_prologue(Pt2GpuKernel *k, void *const *inputs, void *workspace, void *stream) {
+    bool capturing = false;
+    if (pt2_cuda_stream_capturing(stream, &capturing) != 0) return -1;
+    if (capturing) {
+        pt2_set_error("the first launch of a GPU kernel with frozen inputs computes their prologue and waits for it, "
+                      "which a stream being captured into a CUDA graph cannot do: launch it once before capturing");
+        return -1;
+    }
+    Pt2GpuKernel *p = k->prologue;
+    int n = p->n_inputs + p->n_outputs, m = 0;
+    void **pointers = calloc((size_t)n + 1, sizeof(void *));
+    for (int i = 0; i < k->n_inputs; ++i) {
+        if (k->frozen[i]) pointers[m++] = inputs[i];
+    }
+    int rc = m == p->n_inputs ? 0 : -1;
+    if (rc) pt2_set_error("internal: a prologue of %d inputs for %d frozen inputs", p->n_inputs, m);
+    for (int j = 0; j < k->n_hoisted && rc == 0; ++j) {
+        const Pt2TensorType *t = &p->types[p->n_inputs + j];
+        size_t bytes = (size_t)pt2_tensor_numel(t) * pt2DTypeSize(t->dtype);
+        if (!k->hoisted[j]) rc = pt2_cuda_alloc(bytes, &k->hoisted[j]);
+        pointers[m++] = (void *)(uintptr_t)k->hoisted[j];
+    }
+    if (rc == 0) rc = pt2GpuKernelLaunch(p, pointers, workspace, stream);
+    if (rc == 0) rc = pt2_cuda_stream_sync(stream);
+    free(pointers);
+    return rc;
+}
+
+/* The first launch computes the prologue (one thread; the others wait). */
+static int compute_prologue(Pt2GpuKernel *k, void *const *inputs, void *workspace, void *stream) {
+    if (atomic_load_explicit(&k->hoisted_ready, memory_order_acquire)) return 0;
+    pthread_mutex_lock(&k->prologue_lock);
+    int rc = 0;
+    if (!atomic_load_explicit(&k->hoisted_ready, memory_order_relaxed)) {
+        rc = run_prologue(k, inputs, workspace, stream);
+        if (rc == 0) atomic_store_explicit(&k->hoisted_ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&k->prologue_lock);
+    return rc;
+}
+
+int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
+    if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
+    if (!k->prologue) return launch_plan(k, device_pointers, workspace, stream);
+    if (compute_prologue(k, device_pointers, workspace, stream) != 0) return -1;
+    int n = k->n_inputs + k->n_hoisted + k->n_outputs;
+    void *stack[64];
+    void **all = n <= 64 ? stack : malloc(sizeof(void *) * (size_t)n);
+    memcpy(all, device_pointers, sizeof(void *) * (size_t)k->n_inputs);
+    for (int j = 0; j < k->n_hoisted; ++j) all[k->n_inputs + j] = (void *)(uintptr_t)k->hoisted[j];
+    memcpy(all + k->n_inputs + k->n_hoisted, device_pointers + k->n_inputs, sizeof(void *) * (size_t)k->n_outputs);
+    int rc = launch_plan(k, all, workspace, stream);
+    if (all != stack) free(all);
+    return rc;
+}
+
 /*===----------------------------------------------------------------------===*
  * CUDA graphs (mode="reduce-overhead")
  *===----------------------------------------------------------------------===*/
@@ -893,6 +1042,7 @@ Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, v
     if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return NULL;
     void *stream = NULL, *exec = NULL;
     if (pt2_cuda_capture_stream(&stream) != 0) return NULL;
+    if (k->prologue && compute_prologue(k, device_pointers, workspace, stream) != 0) return NULL; /* never captured */
     for (int i = 0; i < k->n_launches; ++i) {
         if (k->launches[i].module >= 0) continue;
         if (is_gemm(&k->launches[i]) ? pt2_cublas_prepare_stream(stream) != 0 : pt2_cudnn_init() != 0) return NULL;

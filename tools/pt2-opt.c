@@ -38,7 +38,7 @@ static void usage(FILE *f) {
             "  --<pass>[=opts]            append a pass (pt2 passes below, or any upstream MLIR pass)\n"
             "  --pass-pipeline=TEXT       textual pipeline, e.g. 'builtin.module(pt2-decompose,pt2-lower)'\n"
             "  --pt2-cpu-pipeline         the graph passes and the full CPU pipeline (pt2 dialect to LLVM dialect)\n"
-            "  --pt2-gpu-pipeline         the full GPU pipeline (pt2 dialect to PTX in gpu.binary, docs/gpu.md)\n"
+            "  --pt2-gpu-pipeline         pt2-freeze and the full GPU pipeline (pt2 dialect to PTX in gpu.binary, docs/gpu.md)\n"
             "  --split-input-file         split the input at '// -----'\n"
             "  --verify-diagnostics       match diagnostics against 'expected-error {{...}}' comments\n"
             "  --mlir-print-ir-after-all, --mlir-print-ir-before-all\n"
@@ -286,7 +286,11 @@ static int parse_args(int argc, char **argv, Options *o) {
             const char *graph = pt2GraphPipelineText(getenv("PT2_DISABLE"));
             if ((graph[0] && append_pipeline(o, graph) != 0) || append_pipeline(o, pt2CpuPipelineText(getenv("PT2_DISABLE"))) != 0) return -1;
         } else if (strcmp(a, "--pt2-gpu-pipeline") == 0) {
-            if (append_pipeline(o, pt2GpuPipelineText(getenv("PT2_DISABLE"), getenv("PT2_GPU_ARCH"))) != 0) return -1;
+            const char *graph = pt2GpuGraphPipelineText(getenv("PT2_DISABLE"));
+            if ((graph[0] && append_pipeline(o, graph) != 0) ||
+                append_pipeline(o, pt2GpuPipelineText(getenv("PT2_DISABLE"), getenv("PT2_GPU_ARCH"))) != 0) {
+                return -1;
+            }
         } else if ((v = flag_value(argc, argv, &i, "--pass-pipeline"))) {
             if (append_pipeline(o, v) != 0) return -1;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--o") == 0 || strcmp(a, "--pass-pipeline") == 0) {

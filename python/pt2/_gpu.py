@@ -27,6 +27,10 @@ _sig("pt2GpuKernelWorkspaceBytes", ctypes.c_size_t, ctypes.c_void_p)
 _sig("pt2GpuKernelNumLaunches", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2GpuKernelPlanText", ctypes.c_char_p, ctypes.c_void_p)
 _sig("pt2GpuKernelLaunch", ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p)
+_sig("pt2GpuKernelInputIsFrozen", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+_sig("pt2GpuKernelHasPrologue", ctypes.c_int, ctypes.c_void_p)
+_sig("pt2GpuKernelPrologue", ctypes.c_void_p, ctypes.c_void_p)
+_sig("pt2GpuKernelResetFrozen", None, ctypes.c_void_p)
 _sig("pt2GpuSetMatmulAllowTF32", None, ctypes.c_int)
 _sig("pt2GpuSetConvAllowTF32", None, ctypes.c_int)
 
@@ -90,12 +94,24 @@ class GpuKernel:
         self.compile_seconds = _lib.pt2GpuKernelCompileSeconds(handle)
         self.workspace_bytes = _lib.pt2GpuKernelWorkspaceBytes(handle)
         self.num_launches = _lib.pt2GpuKernelNumLaunches(handle)
+        self.frozen_inputs = [i for i in range(self.n_inputs) if _lib.pt2GpuKernelInputIsFrozen(handle, i)]
+        self.has_prologue = bool(_lib.pt2GpuKernelHasPrologue(handle))
         self._pointers = (ctypes.c_void_p * max(self.n_inputs + self.n_outputs, 1))()
 
     @property
     def plan(self):
         """The launch plan and the PTX of every kernel, as text."""
         return _lib.pt2GpuKernelPlanText(self.handle).decode()
+
+    @property
+    def prologue_plan(self):
+        """The plan the first launch runs on the frozen inputs (pt2-freeze), or None."""
+        p = _lib.pt2GpuKernelPrologue(self.handle)
+        return _lib.pt2GpuKernelPlanText(p).decode() if p else None
+
+    def reset_frozen(self):
+        """The frozen inputs changed: the next launch computes the prologue again."""
+        _lib.pt2GpuKernelResetFrozen(self.handle)
 
     def __del__(self):
         if getattr(self, "handle", None):

@@ -1,6 +1,7 @@
 """Models for the GPU capture tests and bench/gpu_e2e.py: an MLP, a pre-norm
 transformer block (attention as matmul + softmax, GELU MLP), an encoder of such
-blocks, and a ResNet-like convolution block (tests/gpu/test_gpu_conv.py)."""
+blocks, a ResNet-like convolution block and a bottleneck with batch norms
+(tests/gpu/test_gpu_conv.py)."""
 import math
 
 import torch
@@ -80,4 +81,34 @@ def conv_block(seed=0):
     for bn in (m.bn1, m.bn2):
         bn.running_mean.uniform_(-0.5, 0.5)
         bn.running_var.uniform_(0.5, 1.5)
+    return m
+
+
+class Bottleneck(nn.Module):
+    """A ResNet bottleneck (1x1, grouped 3x3 with a stride, 1x1) with batch norms after every
+    conv, a strided 1x1 + batch norm on the shortcut and odd channel counts; the 3x3 conv has
+    its own bias as well (folded into the batch norm's shift)."""
+
+    def __init__(self, c=24, mid=20, out=36, stride=2, groups=4):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, mid, 1, bias=False), nn.BatchNorm2d(mid)
+        self.conv2, self.bn2 = nn.Conv2d(mid, mid, 3, stride=stride, padding=1, groups=groups), nn.BatchNorm2d(mid)
+        self.conv3, self.bn3 = nn.Conv2d(mid, out, 1, bias=False), nn.BatchNorm2d(out)
+        self.down, self.bn_down = nn.Conv2d(c, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        return F.relu(self.bn3(self.conv3(y)) + self.bn_down(self.down(x)))
+
+
+def bottleneck(seed=0):
+    """Bottleneck in eval mode with non-trivial batch-norm statistics and affine parameters."""
+    torch.manual_seed(seed)
+    m = Bottleneck().eval()
+    for bn in (m.bn1, m.bn2, m.bn3, m.bn_down):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 1.5)
+        bn.weight.data.uniform_(0.5, 1.5)
+        bn.bias.data.uniform_(-0.5, 0.5)
     return m

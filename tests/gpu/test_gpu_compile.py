@@ -156,16 +156,8 @@ def test_conv_loops_without_library_calls(monkeypatch):
     assert not any(line.startswith("launch -1 ") for line in _launches(k.plan)), k.plan[:2000]
 
 
-def test_captured_conv_block_uses_cudnn():
-    """What capture builds of gpu_models.ConvBlock (run on the CPU here) compiles for the GPU with
-    every convolution a cuDNN entry, the stem's bias + relu fused (the depthwise layer's epilogue
-    writes the buffer its input was in, so it stays a kernel)."""
-    import sys
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from gpu_models import conv_block
-
-    from pt2 import _gpu
+def _captured(model, shape):
+    """What capture builds of a gpu_models model (run on the CPU here), or a skip."""
 
     try:  # capture runs the model on the CPU: its conv kernels need libpt2rt's oneDNN
         g = pt2.Graph()
@@ -173,10 +165,143 @@ def test_captured_conv_block_uses_cudnn():
         g.compile()(torch.ones(1, 2, 4, 4), torch.ones(3, 2, 3, 3))
     except Exception as err:
         pytest.skip(f"CPU conv kernels do not load here: {err}")
-    m = conv_block()
     with torch.no_grad():
-        e = pt2.explain(m)(torch.randn(2, 3, 33, 31))
+        e = pt2.explain(model)(torch.randn(*shape))
     assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
-    entries = [line.split()[2] for line in _gpu.compile_text(e.graphs[0]).plan.splitlines() if line.startswith("launch -1 ")]
-    assert len(entries) == 5 and all(name.startswith("conv_f32_") for name in entries), entries
-    assert "conv_f32_s2x2_p3x3_d1x1_g1_bias_relu" in entries and any(name.startswith("conv_f32_s1x1_p2x2_d2x2_g16") for name in entries)
+    return e.graphs[0]
+
+
+def _models():
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu_models
+
+    return gpu_models
+
+
+def _entries(text):
+    from pt2 import _gpu
+
+    return [line.split()[2] for line in _gpu.compile_text(text).plan.splitlines() if line.startswith("launch -1 ")]
+
+
+def test_captured_conv_block_uses_cudnn():
+    """gpu_models.ConvBlock at batch 2 compiles for the GPU with every convolution a cuDNN entry,
+    the stem's and the depthwise layer's bias + relu fused (the latter's output, which
+    bufferization put in its input's buffer, gets a buffer of its own); the batch norms are too
+    small to fold (kernels after their calls)."""
+    entries = _entries(_captured(_models().conv_block(), (2, 3, 33, 31)))
+    assert entries == ["conv_f32_s2x2_p3x3_d1x1_g1_bias_relu", "conv_f32_s1x1_p1x1_d1x1_g1", "conv_f32_s1x1_p1x1_d1x1_g1",
+                       "conv_f32_s1x1_p2x2_d2x2_g16_bias_relu", "conv_f32_s1x1_p0x0_d1x1_g1"], entries
+
+
+def test_captured_conv_block_folds_its_batch_norms_at_batch_64():
+    """At batch 64 the results are big enough: conv1 + bn1 + relu and the residual
+    relu(x + bn2(conv2(y))) are each one fused call on a scaled weight."""
+    entries = _entries(_captured(_models().conv_block(), (64, 3, 33, 31)))
+    assert entries == ["conv_f32_s2x2_p3x3_d1x1_g1_bias_relu", "conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled",
+                       "conv_f32_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled", "conv_f32_s1x1_p2x2_d2x2_g16_bias_relu",
+                       "conv_f32_s1x1_p0x0_d1x1_g1"], entries
+
+
+def test_captured_bottleneck_fuses_its_downsampling_sum():
+    """gpu_models.Bottleneck: relu(bn3(conv3(y)) + bn_down(down(x))) is one fused call too:
+    pt2-gpu-fold-residual-bn folds bn3 (the smaller weight) into conv3 at every call, and the
+    strided 1x1 downsampling conv takes the sum with conv3's result as cuDNN's residual."""
+    entries = _entries(_captured(_models().bottleneck(), (16, 24, 96, 96)))
+    assert entries == ["conv_f32_s1x1_p0x0_d1x1_g1_bias_relu_scaled", "conv_f32_s2x2_p1x1_d1x1_g4_bias_relu_scaled",
+                       "conv_f32_s1x1_p0x0_d1x1_g1", "conv_f32_s2x2_p0x0_d1x1_g1_bias_res_relu_scaled"], entries
+
+
+# ---- batch norms after convolutions (passes/gpu_conv_fold.c, pt2-freeze)
+
+
+def _conv_bn(dtype, x_shape, o, *, groups=1, stride=1, residual=False, relu=True, frozen=False, conv_bias=False):
+    """relu(batch_norm(conv2d(x, w) [+ b]) [+ r]) as a pt2 graph, the batch norm's statistics as inputs."""
+    g = pt2.Graph()
+    x = g.input(dtype, x_shape)
+    w = g.input(dtype, (o, x_shape[1] // groups, 3, 3))
+    params = [g.input(dtype, (o,)) for _ in range(4)]
+    b = g.input(dtype, (o, 1, 1)) if conv_bias else None
+    c = g.op("conv2d", x, w, stride=[stride, stride], padding=[1, 1], groups=groups)
+    if b is not None:
+        c = g.op("add", c, b)
+    y = g.op("batch_norm", c, *params, eps=1e-5)
+    if residual:
+        n, _, h, wd = x_shape
+        y = g.op("add", y, g.input(dtype, (n, o, (h - 1) // stride + 1, (wd - 1) // stride + 1)))
+    if relu:
+        y = g.op("relu", y)
+    if frozen:
+        for v in [w] + params + ([b] if b is not None else []):
+            g.freeze(v)
+    g.outputs(y)
+    return g.compile(device="cuda")
+
+
+def _entry(plan):
+    (i, line), = [(i, line) for i, line in enumerate(_launches(plan)) if line.startswith("launch -1 ")]
+    return i, line
+
+
+def _entry_operands(plan):
+    lines = plan.splitlines()
+    start = lines.index(_entry(plan)[1])
+    n = int(lines[start].split()[-1])
+    return [" ".join(line.split()[1:3]) for line in lines[start + 1:start + 1 + n]]
+
+
+DT_NAME = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_conv_bn_relu_is_one_fused_call(dtype):
+    """Without freezing, conv + batch_norm + relu: two small loops (w * scale over the weight,
+    the shift over the channels) run before the call, which is cuDNN's fused call with that
+    bias and relu (_scaled: it also gets the unscaled weight, before the scratch, for its
+    unfused call); the conv's loops are its fallback and the batch norm kernel the epilogue's."""
+    k = _conv_bn(dtype, (4, 8, 96, 96), 16)
+    launches = _launches(k.plan)
+    i, entry = _entry(k.plan)
+    assert entry.startswith(f"launch -1 conv_{DT_NAME[dtype]}_s1x1_p1x1_d1x1_g1_bias_relu_scaled ") and entry.endswith("args 6"), k.plan[:3000]
+    assert i == 2 and not any(" unless " in line for line in launches[:2]), launches
+    assert all(line.endswith(" unless 2 result") for line in launches[3:-1]) and launches[-1].endswith(" unless 2"), launches
+    ops = _entry_operands(k.plan)
+    assert ops[0] == "a 0" and ops[1].startswith("w ") and ops[2] == "a 6" and ops[3].startswith("w ") and ops[4] == "a 1", ops
+    assert not k.has_prologue and k.prologue_plan is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_conv_bn_residual_relu_and_strided_depthwise(dtype):
+    """relu(bn(conv(x)) + r): the residual is cuDNN's z; a strided depthwise conv + bn + conv
+    bias without relu: IDENTITY, the conv's bias folded into the shift."""
+    k = _conv_bn(dtype, (4, 16, 100, 100), 16, residual=True)
+    assert _entry(k.plan)[1].startswith(f"launch -1 conv_{DT_NAME[dtype]}_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled ")
+    assert _entry(k.plan)[1].endswith("args 7")
+    k = _conv_bn(dtype, (4, 16, 200, 200), 16, groups=16, stride=2, relu=False, conv_bias=True)
+    assert _entry(k.plan)[1].startswith(f"launch -1 conv_{DT_NAME[dtype]}_s2x2_p1x1_d1x1_g16_bias_scaled "), k.plan[:2000]
+
+
+def test_small_conv_bn_is_not_folded():
+    """When the result is not bigger than the weight by enough to pay for scaling the weight
+    at every call, the batch norm stays a kernel after the plain call."""
+    k = _conv_bn(torch.float32, (1, 32, 8, 8), 64)
+    launches = _launches(k.plan)
+    assert launches[0].startswith("launch -1 conv_f32_s1x1_p1x1_d1x1_g1 "), launches
+    assert " unless " not in launches[-1], launches  # the batch norm, after the fallback region
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_frozen_conv_bn_relu(dtype):
+    """Frozen weight and statistics (pt2.compile(freeze=True) on CUDA, Graph.freeze here): the
+    scaled weight and the shift are the prologue's results, computed once; the plan is the
+    fused call on them (no _scaled, no loops in front), even for a small conv."""
+    k = _conv_bn(dtype, (1, 8, 9, 9), 16, frozen=True)
+    assert k.has_prologue and k.frozen_inputs == [1, 2, 3, 4, 5]
+    launches = _launches(k.plan)
+    assert launches[0].startswith(f"launch -1 conv_{DT_NAME[dtype]}_s1x1_p1x1_d1x1_g1_bias_relu ") and launches[0].endswith("args 5"), launches
+    ops = _entry_operands(k.plan)
+    assert {ops[1], ops[3]} == {"a 6", "a 7"} and ops[2] == "a 8", ops  # the hoisted weight and shift; the output
+    prologue = _launches(k.prologue_plan)
+    assert prologue and not any(line.startswith("launch -1 ") for line in prologue), prologue

@@ -1,10 +1,11 @@
 """2-d convolutions on the GPU through cuDNN (passes/gpu_conv.c, runtime/cudnn.c) against
 eager CUDA PyTorch in the same dtype and a float64 oracle: odd sizes, stride, padding,
 dilation, groups and depthwise in f32/f16/bf16/f64; bias, residual and relu fused into
-cuDNN's call; non-contiguous and channels-last inputs; the same graphs without cuDNN
-(their fallback loops); TF32 following torch.backends.cudnn.allow_tf32; nn.Module
-models through pt2.compile (also frozen, also as CUDA graphs).  Skipped without a
-CUDA device."""
+cuDNN's call; batch norms after convolutions folded into it (passes/gpu_conv_fold.c: the
+weight scaled at every call; pt2-freeze: once), their parameters changed between calls;
+non-contiguous and channels-last inputs; the same graphs without cuDNN (their fallback
+loops); TF32 following torch.backends.cudnn.allow_tf32; nn.Module models through
+pt2.compile (also frozen, also as CUDA graphs).  Skipped without a CUDA device."""
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ import pt2
 from pt2 import _gpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_models import conv_block  # noqa: E402
+from gpu_models import bottleneck, conv_block  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _gpu.cuda_available()), reason="needs a CUDA GPU")
 
@@ -307,8 +308,8 @@ def _block(dtype):
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize("freeze", [False, True])
 def test_module(freeze, dtype):
-    """gpu_models.ConvBlock through pt2.compile (freeze=True is the CPU path's: on CUDA the batch
-    norms stay kernels after their convs, the results are the same)."""
+    """gpu_models.ConvBlock through pt2.compile (freeze=True: the batch norms fold into their
+    convs once, in the prologue; else they are kernels, too small to fold per call)."""
     m = _block(dtype)
     fast = pt2.compile(m, freeze=freeze)
     with torch.no_grad():
@@ -326,3 +327,232 @@ def test_module_as_cuda_graph():
         for seed in (91, 92, 93):
             x = rand((4, 3, 33, 31), F16, seed)
             check(fast(x), _block(F64)(x.double()), m(x), F16, layers=4)
+
+
+# ---- batch norms after convolutions
+
+
+# (N, C, H, W), O, kernel, stride, padding, groups, conv bias, residual, relu
+BN_FORMS = [
+    ((4, 7, 150, 146), 10, 3, 1, 1, 1, False, False, True),  # odd channel counts
+    ((4, 12, 300, 298), 12, 3, 2, 1, 12, False, False, True),  # strided depthwise
+    ((2, 16, 150, 150), 24, 1, 1, 0, 2, True, True, True),  # grouped 1x1 with its own bias, residual + relu
+    ((2, 6, 220, 220), 6, 3, 1, 1, 3, False, True, False),  # residual without relu (IDENTITY)
+    ((4, 7, 100, 100), 10, 3, 1, 1, 1, False, False, True),  # folded in f32 only
+    ((1, 32, 7, 9), 48, 3, 1, 1, 1, False, False, True),  # too small to fold: the batch norm a kernel
+]
+
+
+def _bn_params(o, dtype, seed):
+    """running_mean, running_var, weight, bias of a batch norm with non-trivial statistics."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    u = lambda lo, hi: (torch.rand(o, generator=g, device="cuda", dtype=torch.float64) * (hi - lo) + lo).to(dtype)  # noqa: E731
+    return [u(-0.5, 0.5), u(0.5, 1.5), u(0.5, 1.5), u(-0.5, 0.5)]
+
+
+def _bn_graph(form, dtype, frozen=False):
+    (n, c, h, w), o, k, stride, pad, groups, has_bias, residual, relu = form
+    g = pt2.Graph()
+    vx, vw = g.input(dtype, (n, c, h, w)), g.input(dtype, (o, c // groups, k, k))
+    vp = [g.input(dtype, (o,)) for _ in range(4)]
+    vb = g.input(dtype, (1, o, 1, 1)) if has_bias else None
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    vr = g.input(dtype, (n, o, oh, ow)) if residual else None
+    y = g.op("conv2d", vx, vw, stride=[stride, stride], padding=[pad, pad], groups=groups)
+    if vb is not None:
+        y = g.op("add", y, vb)
+    y = g.op("batch_norm", y, *vp, eps=1e-5)
+    if vr is not None:
+        y = g.op("add", y, vr)
+    if relu:
+        y = g.op("relu", y)
+    if frozen:
+        for v in [vw] + vp + ([vb] if vb is not None else []):
+            g.freeze(v)
+    g.outputs(y)
+    return g.compile(device="cuda"), (n, o, oh, ow)
+
+
+def _bn_eager(form, x, w, params, b, r):
+    (_, _, _, _), _, _, stride, pad, groups, _, _, relu = form
+    y = F.conv2d(x, w, stride=stride, padding=pad, groups=groups)
+    if b is not None:
+        y = y + b
+    y = F.batch_norm(y, params[0], params[1], params[2], params[3], training=False, eps=1e-5)
+    if r is not None:
+        y = y + r
+    return F.relu(y) if relu else y
+
+
+def _bn_inputs(form, dtype, seed, out_shape):
+    (n, c, h, w), o, k, _, _, groups, has_bias, residual, _ = form
+    x, wt = rand((n, c, h, w), dtype, seed), rand((o, c // groups, k, k), dtype, seed + 1) * 0.5
+    b = rand((1, o, 1, 1), dtype, seed + 2) if has_bias else None
+    r = rand(out_shape, dtype, seed + 3) if residual else None
+    return x, wt, _bn_params(o, dtype, seed + 4), b, r
+
+
+def _folds(form, dtype, out_shape):
+    """Whether pt2-gpu-extern-conv scales the weight at every call (its FOLD_MIN_SAVED_BYTES)."""
+    (_, c, _, _), o, k, _, _, groups, _, _, _ = form
+    y, w = out_shape[0] * out_shape[1] * out_shape[2] * out_shape[3], o * (c // groups) * k * k
+    return 2 * (y - w - o) * torch.tensor([], dtype=dtype).element_size() >= 2 << 20
+
+
+def _flat_args(x, wt, params, b, r):
+    return [x, wt, *params] + ([b] if b is not None else []) + ([r] if r is not None else [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("form", range(len(BN_FORMS)))
+def test_conv_batch_norm(form, dtype):
+    """conv [+ bias] + batch_norm [+ residual] [+ relu], not frozen: where it pays, the weight is
+    scaled and the bias computed in front of one fused cuDNN call (the entry ends in _scaled);
+    f16/bf16 scale in f32.  Called twice with new parameters (the fold reads them at every call)."""
+    f = BN_FORMS[form]
+    k, out_shape = _bn_graph(f, dtype)
+    (entry,) = conv_entries(k.plan)
+    assert entry.endswith("_scaled") == _folds(f, dtype, out_shape), (entry, k.plan[:2000])
+    for seed in (101, 111):
+        x, wt, params, b, r = _bn_inputs(f, dtype, seed, out_shape)
+        (got,) = k(*_flat_args(x, wt, params, b, r))
+        torch.cuda.synchronize()
+        d = lambda t: None if t is None else t.double()  # noqa: E731
+        oracle = _bn_eager(f, d(x), d(wt), [p.double() for p in params], d(b), d(r))
+        check(got, oracle, _bn_eager(f, x, wt, params, b, r), dtype, layers=3)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_conv_batch_norm_frozen(dtype):
+    """Frozen weight and statistics (Graph.freeze): folded once, by the prologue at the first
+    launch; the same frozen tensors changed in place are not seen (the caller's promise) until
+    reset_frozen, after which the prologue runs again."""
+    f = BN_FORMS[0]
+    k, out_shape = _bn_graph(f, dtype, frozen=True)
+    assert k.has_prologue and conv_entries(k.plan)[0].endswith("_bias_relu"), k.plan[:2000]
+    x, wt, params, b, r = _bn_inputs(f, dtype, 121, out_shape)
+    args = _flat_args(x, wt, params, b, r)
+    d = lambda t: None if t is None else t.double()  # noqa: E731
+    first = lambda: _bn_eager(f, x.double(), wt.double(), [p.double() for p in params], d(b), d(r))  # noqa: E731
+    (got,) = k(*args)
+    torch.cuda.synchronize()
+    check(got, first(), _bn_eager(f, x, wt, params, b, r), dtype, layers=3)
+    want_before = first()
+    params[0].add_(0.25)
+    wt.mul_(-1)
+    (stale,) = k(*args)
+    torch.cuda.synchronize()
+    assert rel_err(stale, want_before) < 3 * TOL[dtype]
+    k.reset_frozen()
+    (fresh,) = k(*args)
+    torch.cuda.synchronize()
+    check(fresh, first(), _bn_eager(f, x, wt, params, b, r), dtype, layers=3)
+
+
+def test_conv_batch_norm_runs_no_epilogue_kernel():
+    """With the profiler: per call, the folded conv + bn + relu is the two small loops in front
+    of cuDNN's fused call (no epilogue kernel); frozen, only cuDNN's call."""
+    f = BN_FORMS[0]
+    for frozen, pt2_kernels in ((False, 2), (True, 0)):
+        k, out_shape = _bn_graph(f, F16, frozen=frozen)
+        args = _flat_args(*_bn_inputs(f, F16, 131, out_shape))
+        k(*args)  # descriptors, algorithm, the prologue
+        (got,), names = _cuda_kernel_names(lambda: k(*args))
+        assert names.count("main_kernel") == pt2_kernels, (frozen, names)
+        assert len(names) > pt2_kernels, names  # cuDNN's
+
+
+BN_FALLBACK_SCRIPT = r"""
+import json, sys, torch, torch.nn.functional as F, pt2
+sys.path.insert(0, sys.argv[1])
+import test_gpu_conv as t
+torch.backends.cudnn.allow_tf32 = False
+out = {}
+for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
+    for form in range(len(t.BN_FORMS)):
+        f = t.BN_FORMS[form]
+        k, shape = t._bn_graph(f, dt)
+        x, w, params, b, r = t._bn_inputs(f, dt, 7, shape)
+        (got,) = k(*t._flat_args(x, w, params, b, r))
+        torch.cuda.synchronize()
+        d = lambda v: None if v is None else v.double()
+        want = t._bn_eager(f, d(x), d(w), [p.double() for p in params], d(b), d(r))
+        out[f"{name}_{form}"] = (t.rel_err(got, want), t.conv_entries(k.plan))
+print(json.dumps(out))
+"""
+
+
+def test_conv_batch_norm_without_cudnn():
+    """PT2_CUDNN_LIBRARY naming no library: folded or not, every conv + batch norm is right through
+    its loops and the kept epilogue (the loops read the unscaled weight)."""
+    env = dict(os.environ, PT2_CUDNN_LIBRARY="/nonexistent/libcudnn.so", PYTHONPATH=os.pathsep.join(sys.path))
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", BN_FALLBACK_SCRIPT, here], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(results) == 3 * len(BN_FORMS)
+    assert any(entry[0].endswith("_scaled") for _, entry in results.values())
+    for key, (err, entry) in results.items():
+        dtype = {"f32": F32, "f16": F16, "bf16": BF16}[key.split("_")[0]]
+        assert err < 3 * TOL[dtype], (key, err, entry)
+
+
+def _bottleneck(dtype):
+    return bottleneck().to(device="cuda", dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("freeze", [False, True])
+def test_bottleneck_module(freeze, dtype):
+    """gpu_models.Bottleneck (batch norms after every conv, grouped strided 3x3 with a bias, a
+    downsampling shortcut) through pt2.compile, frozen or not, against eager CUDA and float64."""
+    m = _bottleneck(dtype)
+    fast = pt2.compile(m, freeze=freeze)
+    with torch.no_grad():
+        for seed in (141, 142):
+            x = rand((8, 24, 64, 62), dtype, seed)
+            check(fast(x), _bottleneck(F64)(x.double()), m(x), dtype, layers=6)
+
+
+def test_bottleneck_parameters_changed_between_calls():
+    """Not frozen, a batch norm's statistics and a conv's weight changed in place between calls
+    (what load_state_dict or an optimizer does): the next call uses them."""
+    m = _bottleneck(F32)
+    fast = pt2.compile(m)
+    ref = _bottleneck(F64)
+    with torch.no_grad():
+        x = rand((8, 24, 64, 62), F32, 151)
+        check(fast(x), ref(x.double()), m(x), F32, layers=6)
+        for model in (m, ref):
+            model.bn1.running_mean.add_(0.3)
+            model.bn2.running_var.mul_(1.7)
+            model.bn3.weight.mul_(-0.5)  # folded at the graph level (pt2-gpu-fold-residual-bn)
+            model.bn_down.bias.add_(0.2)
+            model.down.weight.mul_(0.75)
+            model.conv1.weight.mul_(1.25)
+        check(fast(x), ref(x.double()), m(x), F32, layers=6)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_bottleneck_frozen_recompiles_when_parameters_change(dtype):
+    """freeze=True: a statistic changed in place (its version counter moves) fails the FROZEN
+    guard, so the next call compiles a new entry whose prologue folds the new values."""
+    m = _bottleneck(dtype)
+    fast = pt2.compile(m, freeze=True)
+    ref = _bottleneck(F64)
+    with torch.no_grad():
+        x = rand((8, 24, 64, 62), dtype, 161)
+        check(fast(x), ref(x.double()), m(x), dtype, layers=6)
+        for model in (m, ref):
+            model.bn_down.running_mean.add_(0.5)
+        check(fast(x), ref(x.double()), m(x), dtype, layers=6)
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_bottleneck_as_cuda_graph(freeze):
+    m = _bottleneck(F16)
+    fast = pt2.compile(m, mode="reduce-overhead", freeze=freeze)
+    with torch.no_grad():
+        for seed in (171, 172, 173):
+            x = rand((8, 24, 64, 62), F16, seed)
+            check(fast(x), _bottleneck(F64)(x.double()), m(x), F16, layers=6)

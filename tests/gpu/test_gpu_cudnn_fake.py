@@ -2,7 +2,8 @@
 call, and fake_cudnn/probe.c calls pt2_cudnn_conv as a launch plan would.  Checks what cuDNN
 is asked for (descriptors from the operands' sizes and strides, the padding, stride, dilation,
 groups, cross-correlation, compute and math types, TF32, the first ranked algorithm that works
-and fits the scratch, the fused call's activation, bias, residual and weights) and that every
+and fits the scratch, the fused call's activation, bias, residual and weights, the unscaled
+weight of a folded batch norm for the unfused call) and that every
 failure (no library, cudnnCreate, no algorithm, the fused call, the plain call, the stream)
 leaves the work to the plan's loops instead of failing the launch.  The real library runs in
 tests/gpu/test_gpu_conv.py on a GPU."""
@@ -112,6 +113,28 @@ def test_fused_refused_then_plain_and_epilogue_kernel(built):
     assert "the fused call failed (FAKE_FAILURE)" in log
 
 
+def test_scaled_weight_fused(built):
+    """A "_scaled" entry (a batch norm folded into the weight by pt2-gpu-extern-conv): the fused
+    call reads the scaled weight (operand 1); the unscaled one (before the scratch) is unused."""
+    lines, results, log = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled")
+    assert results == [(0, 2), (0, 2)]
+    fused = starting(lines, "fused")
+    assert len(fused) == 2 and not starting(lines, "forward")
+    assert fused[0].startswith("fused algo 6 x 0x100000 w 0x200000 z 0x500000 bias 0x400000 y 0x300000 ws 0x600000 ")
+    assert starting(lines, "filter")[0].endswith(f"type {HALF} format 0 dims 6 4 3 3") and "epilogue fused" in log
+
+
+@pytest.mark.parametrize("entry", ["conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", "conv_bf16_s2x2_p1x1_d1x1_g2_bias_scaled"])
+def test_scaled_weight_unfused_reads_the_unscaled_one(built, entry):
+    """When the fused call is refused, the plain call convolves with the unscaled weight: the
+    plan's epilogue kernel (done 1) applies the batch norm's scale and shift itself."""
+    lines, results, log = probe(built, entry, tf32="000", fake="fused")
+    assert results == [(0, 1)] * 3
+    forwards = starting(lines, "forward")
+    assert len(starting(lines, "fused")) == 1 and len(forwards) == 3
+    assert all(" w 0x700000 " in f for f in forwards), forwards
+
+
 def test_f64(built):
     lines, results, _ = probe(built, "conv_f64_s1x1_p0x0_d1x1_g1")
     assert results == [(0, 1), (0, 1)]
@@ -148,7 +171,8 @@ def test_no_cudnn(built, library, fake):
 
 @pytest.mark.parametrize("entry,n_operands", [("conv_f32_s1x1", None), ("conv_f32_s1x1_p1x1_d1x1_g1_gelu", None),
                                               ("conv_i32_s1x1_p1x1_d1x1_g1", None), ("conv_f32_s1x1_p1x1_d1x1_g1", 3),
-                                              ("conv_f32_s1x1_p1x1_d1x1_g1_res", None)])
+                                              ("conv_f32_s1x1_p1x1_d1x1_g1_res", None), ("conv_f32_s1x1_p1x1_d1x1_g1_scaled", None),
+                                              ("conv_f32_s1x1_p1x1_d1x1_g1_bias_scaled", 5)])
 def test_malformed_entries_are_internal_errors(built, entry, n_operands):
     lines, results, _ = probe(built, entry, n_operands=n_operands)
     assert results and all(rc == -1 for rc, _ in results), lines

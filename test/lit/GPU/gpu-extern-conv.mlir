@@ -3,7 +3,8 @@
 // their loops, which the launch plan runs through cuDNN: the input read
 // before its padding copy (cuDNN pads), the result written where the loops
 // leave it (their copy into an output or rounding to f16/bf16), a bias +
-// [residual] + [relu] epilogue done by cuDNN's fused call.  The loops stay,
+// [residual] + [relu] epilogue done by cuDNN's fused call (a batch norm's
+// scale folded into the weight: gpu-conv-fold.mlir).  The loops stay,
 // moved behind the call up to @pt2_gpu_fallback_end_<n>: the plan runs them
 // only when cuDNN did not (runtime/gpu_kernel.c).
 
@@ -354,8 +355,9 @@ func.func @two_convs(%arg0: memref<1x64x128x128xf32>, %arg1: memref<8x64x3x3xf32
 // -----
 
 // The input, computed in the function, and the epilogue's output share one
-// buffer (bufferization reused it in place): cuDNN's call cannot read x and
-// write the epilogue's output there, so the conv is a call without the
+// buffer, the function's output (bufferization reused it in place): cuDNN's
+// call cannot read x and write the epilogue's output there, and an output
+// cannot be given another buffer, so the conv is a call without the
 // epilogue, which stays a kernel after the fallback region.
 // CHECK-LABEL: func.func @epilogue_in_input_buffer
 // CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<1x4x1x6x6xf32>
@@ -533,5 +535,182 @@ func.func @integer_conv(%arg0: memref<1x3x5x5xi32>, %arg1: memref<4x3x3x3xi32>, 
     %0 = arith.maxsi %in, %cst : i32
     linalg.yield %0 : i32
   }
+  return
+}
+
+// -----
+
+// The residual block relu(conv(h) + b + h), h = relu(conv(x) + b0):
+// bufferization wrote the block's output into h's buffer (h is dead after
+// it), which is both the second conv's input and its residual.  The
+// epilogue gets a buffer of its own (%[[OWN]]): cuDNN reads h and writes
+// there, and the last conv reads it through a clone of the view it used.
+// CHECK-LABEL: func.func @residual_in_place
+// CHECK: %[[H:.*]] = memref.alloc() {{.*}} : memref<1x4x6x6xf32>
+// CHECK-NEXT: %[[OWN:.*]] = memref.alloc() {{.*}} : memref<1x4x6x6xf32>
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_0(%arg0, %arg1, %[[H]],
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p1x1_d1x1_g1_bias_res_relu_1(%[[H]], %arg3, %[[OWN]], %{{.*}}, %[[H]], %alloc)
+// CHECK: memref.load %[[H]]
+// CHECK: memref.copy %{{.*}}, %[[OWN]]
+// CHECK-NEXT: call @pt2_gpu_fallback_epilogue_1()
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[OWN]], %arg4, %[[H]] : {{.*}}) outs(%[[OWN]] :
+// CHECK: call @pt2_gpu_fallback_end_1()
+// CHECK: %[[Z:.*]] = memref.expand_shape %[[OWN]]
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p0x0_d1x1_g1_2(%[[OWN]], %arg5, %arg6, %alloc)
+// CHECK: linalg.generic {{.*}} ins(%[[Z]], %{{.*}} : memref<1x1x4x6x6xf32>
+func.func @residual_in_place(%arg0: memref<1x4x6x6xf32>, %arg1: memref<4x4x3x3xf32>, %arg2: memref<4x1x1xf32>, %arg3: memref<4x4x3x3xf32>, %arg4: memref<4x1x1xf32>, %arg5: memref<2x4x1x1xf32>, %arg6: memref<1x2x6x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x4x8x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x4x8x8xf32>) {
+  ^bb0(%out: f32):
+    %0 = linalg.index 1 : index
+    %1 = linalg.index 2 : index
+    %2 = linalg.index 3 : index
+    %3 = arith.subi %1, %c1 : index
+    %4 = arith.cmpi ult, %3, %c6 : index
+    %5 = arith.select %4, %3, %c0 : index
+    %6 = arith.subi %2, %c1 : index
+    %7 = arith.cmpi ult, %6, %c6 : index
+    %8 = arith.select %7, %6, %c0 : index
+    %9 = memref.load %arg0[%c0, %0, %5, %8] : memref<1x4x6x6xf32>
+    %10 = arith.andi %4, %7 : i1
+    %11 = arith.select %10, %9, %cst : f32
+    linalg.yield %11 : f32
+  }
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [1, 1, 4, 8, 8] : memref<1x4x8x8xf32> into memref<1x1x4x8x8xf32>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 4, 4, 3, 3] : memref<4x4x3x3xf32> into memref<1x4x4x3x3xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x6x6xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc_1 : memref<1x1x4x6x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<1x1x4x8x8xf32>, memref<1x4x4x3x3xf32>) outs(%alloc_1 : memref<1x1x4x6x6xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_12: f32, %out: f32):
+    %0 = arith.mulf %in, %in_12 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1, 2], [3], [4]] : memref<1x1x4x6x6xf32> into memref<1x4x6x6xf32>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x4x6x6xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape, %arg2 : memref<1x4x6x6xf32>, memref<4x1x1xf32>) outs(%alloc_2 : memref<1x4x6x6xf32>) {
+  ^bb0(%in: f32, %in_12: f32, %out: f32):
+    %0 = arith.addf %in, %in_12 : f32
+    %1 = arith.maximumf %0, %cst : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x4x8x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_3 : memref<1x4x8x8xf32>) {
+  ^bb0(%out: f32):
+    %0 = linalg.index 1 : index
+    %1 = linalg.index 2 : index
+    %2 = linalg.index 3 : index
+    %3 = arith.subi %1, %c1 : index
+    %4 = arith.cmpi ult, %3, %c6 : index
+    %5 = arith.select %4, %3, %c0 : index
+    %6 = arith.subi %2, %c1 : index
+    %7 = arith.cmpi ult, %6, %c6 : index
+    %8 = arith.select %7, %6, %c0 : index
+    %9 = memref.load %alloc_2[%c0, %0, %5, %8] : memref<1x4x6x6xf32>
+    %10 = arith.andi %4, %7 : i1
+    %11 = arith.select %10, %9, %cst : f32
+    linalg.yield %11 : f32
+  }
+  %expand_shape_4 = memref.expand_shape %alloc_3 [[0], [1, 2], [3], [4]] output_shape [1, 1, 4, 8, 8] : memref<1x4x8x8xf32> into memref<1x1x4x8x8xf32>
+  %expand_shape_5 = memref.expand_shape %arg3 [[0, 1], [2], [3], [4]] output_shape [1, 4, 4, 3, 3] : memref<4x4x3x3xf32> into memref<1x4x4x3x3xf32>
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x6x6xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc_6 : memref<1x1x4x6x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape_4, %expand_shape_5 : memref<1x1x4x8x8xf32>, memref<1x4x4x3x3xf32>) outs(%alloc_6 : memref<1x1x4x6x6xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_12: f32, %out: f32):
+    %0 = arith.mulf %in, %in_12 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape_7 = memref.collapse_shape %alloc_6 [[0], [1, 2], [3], [4]] : memref<1x1x4x6x6xf32> into memref<1x4x6x6xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape_7, %arg4, %alloc_2 : memref<1x4x6x6xf32>, memref<4x1x1xf32>, memref<1x4x6x6xf32>) outs(%alloc_2 : memref<1x4x6x6xf32>) {
+  ^bb0(%in: f32, %in_12: f32, %in_13: f32, %out: f32):
+    %0 = arith.addf %in, %in_12 : f32
+    %1 = arith.addf %0, %in_13 : f32
+    %2 = arith.maximumf %1, %cst : f32
+    linalg.yield %2 : f32
+  }
+  %expand_shape_8 = memref.expand_shape %alloc_2 [[0], [1, 2], [3], [4]] output_shape [1, 1, 4, 6, 6] : memref<1x4x6x6xf32> into memref<1x1x4x6x6xf32>
+  %expand_shape_9 = memref.expand_shape %arg5 [[0, 1], [2], [3], [4]] output_shape [1, 2, 4, 1, 1] : memref<2x4x1x1xf32> into memref<1x2x4x1x1xf32>
+  %alloc_10 = memref.alloc() {alignment = 64 : i64} : memref<1x1x2x6x6xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc_10 : memref<1x1x2x6x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape_8, %expand_shape_9 : memref<1x1x4x6x6xf32>, memref<1x2x4x1x1xf32>) outs(%alloc_10 : memref<1x1x2x6x6xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_12: f32, %out: f32):
+    %0 = arith.mulf %in, %in_12 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape_11 = memref.collapse_shape %alloc_10 [[0], [1, 2], [3], [4]] : memref<1x1x2x6x6xf32> into memref<1x2x6x6xf32>
+  memref.copy %collapse_shape_11, %arg6 : memref<1x2x6x6xf32> to memref<1x2x6x6xf32>
+  return
+}
+
+// -----
+
+// A conv's result read by the next conv's padding loop (a memref.load in
+// its body) and then by a bias add: the add is not the result's sole
+// reader, so the call writes the result itself (no epilogue), and it stays
+// in front of the padding loop that reads it.
+// CHECK-LABEL: func.func @padding_reads_result
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p0x0_d1x1_g1_0(%arg0, %arg1, %reinterpret_cast, %alloc)
+// CHECK: call @pt2_gpu_fallback_end_0()
+// CHECK: %[[Y:.*]] = memref.collapse_shape %alloc_1
+// CHECK: linalg.generic {{.*}} ins(%[[Y]], %arg3 : {{.*}}) outs(%arg5 :
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p1x1_d1x1_g1_1(%[[Y]], %arg2, %arg4, %alloc)
+// CHECK: memref.load %[[Y]]
+func.func @padding_reads_result(%arg0: memref<2x4x10x10xf32>, %arg1: memref<4x4x1x1xf32>, %arg2: memref<4x4x3x3xf32>, %arg3: memref<1x4x1x1xf32>, %arg4: memref<2x4x10x10xf32>, %arg5: memref<2x4x10x10xf32>) {
+  %c0 = arith.constant 0 : index
+  %c10 = arith.constant 10 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [2, 1, 4, 10, 10] : memref<2x4x10x10xf32> into memref<2x1x4x10x10xf32>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 4, 4, 1, 1] : memref<4x4x1x1xf32> into memref<1x4x4x1x1xf32>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1x4x10x10xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc : memref<2x1x4x10x10xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<2x1x4x10x10xf32>, memref<1x4x4x1x1xf32>) outs(%alloc : memref<2x1x4x10x10xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_6: f32, %out: f32):
+    %0 = arith.mulf %in, %in_6 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape = memref.collapse_shape %alloc [[0], [1, 2], [3], [4]] : memref<2x1x4x10x10xf32> into memref<2x4x10x10xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<2x4x12x12xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_1 : memref<2x4x12x12xf32>) {
+  ^bb0(%out: f32):
+    %0 = linalg.index 0 : index
+    %1 = linalg.index 1 : index
+    %2 = linalg.index 2 : index
+    %3 = linalg.index 3 : index
+    %4 = arith.subi %2, %c1 : index
+    %5 = arith.cmpi ult, %4, %c10 : index
+    %6 = arith.select %5, %4, %c0 : index
+    %7 = arith.subi %3, %c1 : index
+    %8 = arith.cmpi ult, %7, %c10 : index
+    %9 = arith.select %8, %7, %c0 : index
+    %10 = memref.load %collapse_shape[%0, %1, %6, %9] : memref<2x4x10x10xf32>
+    %11 = arith.andi %5, %8 : i1
+    %12 = arith.select %11, %10, %cst : f32
+    linalg.yield %12 : f32
+  }
+  %expand_shape_2 = memref.expand_shape %alloc_1 [[0], [1, 2], [3], [4]] output_shape [2, 1, 4, 12, 12] : memref<2x4x12x12xf32> into memref<2x1x4x12x12xf32>
+  %expand_shape_3 = memref.expand_shape %arg2 [[0, 1], [2], [3], [4]] output_shape [1, 4, 4, 3, 3] : memref<4x4x3x3xf32> into memref<1x4x4x3x3xf32>
+  %alloc_4 = memref.alloc() {alignment = 64 : i64} : memref<2x1x4x10x10xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc_4 : memref<2x1x4x10x10xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape_2, %expand_shape_3 : memref<2x1x4x12x12xf32>, memref<1x4x4x3x3xf32>) outs(%alloc_4 : memref<2x1x4x10x10xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_6: f32, %out: f32):
+    %0 = arith.mulf %in, %in_6 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape_5 = memref.collapse_shape %alloc_4 [[0], [1, 2], [3], [4]] : memref<2x1x4x10x10xf32> into memref<2x4x10x10xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape, %arg3 : memref<2x4x10x10xf32>, memref<1x4x1x1xf32>) outs(%arg5 : memref<2x4x10x10xf32>) {
+  ^bb0(%in: f32, %in_6: f32, %out: f32):
+    %0 = arith.addf %in, %in_6 : f32
+    linalg.yield %0 : f32
+  }
+  memref.copy %collapse_shape_5, %arg4 : memref<2x4x10x10xf32> to memref<2x4x10x10xf32>
   return
 }

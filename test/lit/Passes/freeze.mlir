@@ -110,3 +110,35 @@ func.func @no_frozen(%x: tensor<2x4xf32>, %m: tensor<4xf32>) -> tensor<2x4xf32> 
   %0 = "pt2.batch_norm"(%x, %m, %m, %m, %m) : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+// A half-precision batch norm folds into its convolution in f32: the
+// statistics (bf16 weight and bias, f32 running statistics: any float
+// types) and the weight are widened, the scaled weight and the shift
+// rounded to bf16 once, in the prologue.  The bf16 batch norm after the
+// relu stays (folded, x * s + shift in bf16 would round twice).
+// CHECK-LABEL: func.func @conv_bn_bf16(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<1x2x5x5xbf16>,
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4x2x3x3xbf16>, %[[SHIFT:[a-z0-9]+]]: tensor<4xbf16>)
+// CHECK-NEXT: %[[C:.*]] = "pt2.conv2d"(%[[X]], %[[W]])
+// CHECK-NEXT: %[[B:.*]] = "pt2.reshape"(%[[SHIFT]]) {shape = array<i64: 4, 1, 1>}
+// CHECK-NEXT: %[[Y:.*]] = "pt2.add"(%[[C]], %[[B]]) : (tensor<1x4x3x3xbf16>, tensor<4x1x1xbf16>) -> tensor<1x4x3x3xbf16>
+// CHECK-NEXT: %[[R:.*]] = "pt2.relu"(%[[Y]])
+// CHECK-NEXT: %[[Z:.*]] = "pt2.batch_norm"(%[[R]],
+// CHECK-NEXT: return %[[Z]]
+// CHECK-LABEL: func.func @conv_bn_bf16_prologue(
+// CHECK-SAME: -> (tensor<4x2x3x3xbf16>, tensor<4xbf16>)
+// CHECK: %[[G:.*]] = "pt2.convert"(%{{.*}}) {dtype = f32} : (tensor<4xbf16>) -> tensor<4xf32>
+// CHECK: %[[WF:.*]] = "pt2.convert"(%{{.*}}) {dtype = f32} : (tensor<4x2x3x3xbf16>) -> tensor<4x2x3x3xf32>
+// CHECK-NEXT: %[[WS:.*]] = "pt2.mul"(%[[WF]], %{{.*}}) : (tensor<4x2x3x3xf32>, tensor<4x1x1x1xf32>) -> tensor<4x2x3x3xf32>
+// CHECK-NEXT: %[[WB:.*]] = "pt2.convert"(%[[WS]]) {dtype = bf16}
+// CHECK-NEXT: %[[SB:.*]] = "pt2.convert"(%{{.*}}) {dtype = bf16} : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK-NEXT: return %[[WB]], %[[SB]]
+func.func @conv_bn_bf16(%x: tensor<1x2x5x5xbf16>, %w: tensor<4x2x3x3xbf16> {pt2.frozen}, %m: tensor<4xf32> {pt2.frozen}, %v: tensor<4xf32> {pt2.frozen}, %g: tensor<4xbf16> {pt2.frozen}, %be: tensor<4xbf16> {pt2.frozen}) -> tensor<1x4x3x3xbf16> {
+  %0 = "pt2.conv2d"(%x, %w) : (tensor<1x2x5x5xbf16>, tensor<4x2x3x3xbf16>) -> tensor<1x4x3x3xbf16>
+  %1 = "pt2.batch_norm"(%0, %m, %v, %g, %be) : (tensor<1x4x3x3xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<1x4x3x3xbf16>
+  %2 = "pt2.relu"(%1) : (tensor<1x4x3x3xbf16>) -> tensor<1x4x3x3xbf16>
+  %3 = "pt2.batch_norm"(%2, %m, %v, %g, %be) : (tensor<1x4x3x3xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<1x4x3x3xbf16>
+  return %3 : tensor<1x4x3x3xbf16>
+}

@@ -2,9 +2,10 @@
  *
  * probe <entry> <tf32 per call, e.g. 001> [n operands]: x [2, 4, 9, 9],
  * w [6, 4/g, 3, 3], y [2, 6, OH, OW] from the entry's stride, padding and
- * groups (3x3 kernel, dilation 1), bias [6], residual like y, a 32 MiB
- * scratch; device pointers are fake addresses that the fake library
- * prints.  Prints rc and done per call.
+ * groups (3x3 kernel, dilation 1), bias [6], residual like y, the
+ * unscaled weight of a "_scaled" entry (like w), a 32 MiB scratch; device
+ * pointers are fake addresses that the fake library prints.  Prints rc and
+ * done per call.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
     if (st) s = atoi(st + 2);
     if (pd) p = atoi(pd + 2);
     int64_t oh = (9 + 2 * p - 3) / s + 1;
-    Pt2GpuOperand ops[6];
+    Pt2GpuOperand ops[8];
     int n = 0;
     const char *x_offset = getenv("PROBE_X_OFFSET"); /* elements: a view of x at an offset */
     ops[n++] = tensor(0x100000, x_offset ? atoi(x_offset) : 0, 2, 4, 9, 9);
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
     ops[n++] = tensor(0x300000, 0, 2, 6, oh, oh);
     if (strstr(what, "_bias")) ops[n++] = (Pt2GpuOperand){(void *)0x400000, 0, 1, {6}, {1}};
     if (strstr(what, "_res")) ops[n++] = tensor(0x500000, 0, 2, 6, oh, oh);
+    if (strstr(what, "_scaled")) ops[n++] = tensor(0x700000, 0, 6, 4 / groups, 3, 3);
     ops[n++] = (Pt2GpuOperand){(void *)0x600000, 0, 1, {32 << 20}, {1}};
     if (argc > 3) n = atoi(argv[3]); /* a malformed operand list */
     Pt2Conv *entry = NULL;
