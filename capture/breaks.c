@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "objects.h"
 #include "partials.h"
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached);
@@ -47,8 +48,19 @@ static bool fail(Emit *e, const char *why) {
 
 /*--- which tensors the graph must return ---------------------------------------*/
 
+/* The input whose memory and values the tensor v shares (v = x.detach() of
+ * an input x), or NULL. */
+static Var *input_aliased(Trace *t, Var *v) {
+    for (int k = 0; k < t->n_inputs; ++k) {
+        Var *in = t->inputs[k];
+        if (in != v && in->storage == v->storage && in->value == v->value) return in;
+    }
+    return NULL;
+}
+
 static void collect(Emit *e, Var *v, int depth) {
     if (!v || depth > 16) return;
+    if (v->kind == V_TENSOR && !v->is_input && input_aliased(e->t, v)) return; /* the input, detached */
     if (v->kind == V_TENSOR && !v->is_input) {
         for (int i = 0; i < e->n_outputs; ++i) {
             if (e->outputs[i]->value == v->value) return;
@@ -182,8 +194,57 @@ static bool emit_grad_exit(Emit *e, Var *v) {
 
 /* A mutable value made in the trace (a list, dict, set or object) is built
  * once and kept in a temporary: every reference to it is the same object. */
+/* The graph output holding v's value, or -1. */
+static int output_of(Emit *e, Var *v) {
+    for (int i = 0; i < e->n_outputs; ++i) {
+        if (e->outputs[i]->value == v->value) return i;
+    }
+    return -1;
+}
+
+/* A tensor Var that is not the graph output or input of its value (another
+ * object of the same values: x.detach(), y after x.copy_(y)). */
+static bool is_derived_tensor(Emit *e, Var *v) {
+    if (v->kind != V_TENSOR || v->is_input) return false;
+    int i = output_of(e, v);
+    return i < 0 || e->outputs[i] != v;
+}
+
+/* torch.Tensor.detach / torch.Tensor.clone (borrowed), or NULL. */
+static PyObject *tensor_method(const char *name) {
+    static PyObject *detach, *clone;
+    PyObject **slot = strcmp(name, "detach") == 0 ? &detach : &clone;
+    if (!*slot) *slot = PyObject_GetAttrString(pt2_tensor_type(), name);
+    if (!*slot) PyErr_Clear();
+    return *slot;
+}
+
+/* A derived tensor: its input detached, or the graph output of its value
+ * detached (the same memory) or cloned (another tensor). */
+static bool emit_derived_tensor(Emit *e, Var *v) {
+    Var *in = input_aliased(e->t, v);
+    int i = in ? -1 : output_of(e, v);
+    if (!in && i < 0) return fail(e, "internal: a tensor missing from the graph outputs");
+    PyObject *fn = tensor_method(in || e->outputs[i]->storage == v->storage ? "detach" : "clone");
+    if (!fn) return fail(e, "torch.Tensor.detach is missing");
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, fn);
+    if (in) {
+        if (!in->source || !emit_source(e, in->source)) return fail(e, "an input without a source");
+    } else {
+        pt2_asm_load_fast(e->a, e->graph_out);
+        PyObject *idx = PyLong_FromLong(i);
+        pt2_asm_load_const(e->a, idx);
+        Py_DECREF(idx);
+        pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
+    }
+    pt2_asm_call(e->a, 1);
+    return true;
+}
+
 static bool emit_var(Emit *e, Var *v, int depth) {
-    bool shared = !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh));
+    bool shared = !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh) ||
+                                 is_derived_tensor(e, v));
     if (!shared) return emit_value(e, v, depth);
     for (int i = 0; i < e->n_rebuilt; ++i) {
         if (e->rebuilt[i] == v) {
@@ -210,6 +271,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
     case V_CONST: pt2_asm_load_const(e->a, v->obj); return true;
     case V_TENSOR:
         if (v->is_input) return v->source ? emit_source(e, v->source) : fail(e, "an input without a source");
+        if (is_derived_tensor(e, v)) return emit_derived_tensor(e, v);
         for (int i = 0; i < e->n_outputs; ++i) {
             if (e->outputs[i]->value == v->value) {
                 pt2_asm_load_fast(e->a, e->graph_out);

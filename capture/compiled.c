@@ -17,11 +17,16 @@
 
 #include "capture.h"
 
-typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE, OUT_SET, OUT_OBJECT } OutKind;
+typedef enum OutKind {
+    OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE, OUT_SET, OUT_OBJECT,
+    OUT_ALIAS, /* children[0].detach(): another tensor object over the same memory (x.detach(), x.data) */
+    OUT_CLONE, /* children[0].clone(): a distinct tensor of the same values (y after x.copy_(y)) */
+} OutKind;
 
 typedef struct OutNode {
     OutKind kind;
-    int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
+    int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input; OUT_ALIAS/OUT_CLONE: its
+                               slot among the call's derived tensors (each Var is one object) */
     PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type;
                                OUT_OBJECT (class, attribute names, item keys): children are
                                the attribute values, then the items */
@@ -43,6 +48,7 @@ typedef struct Pt2CompiledFn {
     PyObject **output_shapes; /* tuples */
     PyObject **output_dtypes; /* torch.dtype objects */
     OutNode result;
+    int n_derived;      /* OUT_ALIAS/OUT_CLONE slots */
     PyObject *globals;
     PyObject *name;
     PyObject *fallback; /* the traced function: run eagerly if an input cannot be fetched */
@@ -76,7 +82,7 @@ typedef struct Pt2CompiledFn {
     int graph_captures;
 } Pt2CompiledFn;
 
-static PyObject *str_copy_;
+static PyObject *str_copy_, *str_detach, *str_clone_;
 /* the GPU path (resolved at the first graph compiled for CUDA) */
 static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device, *cuda_raw_stream, *cuda_current_stream,
     *cublas_tf32, *cudnn_tf32;
@@ -141,7 +147,17 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **inputs, const SourceEnv *env) {
+/* What build_result builds from: one call's tensors, and the tensors
+ * derived from them so far (OUT_ALIAS/OUT_CLONE, built once per call). */
+typedef struct BuildEnv {
+    PyObject **outputs, **inputs;
+    const SourceEnv *env;
+    PyObject **derived;
+} BuildEnv;
+
+static PyObject *build_result(const OutNode *n, const BuildEnv *b) {
+    PyObject **outputs = b->outputs, **inputs = b->inputs;
+    const SourceEnv *env = b->env;
     switch (n->kind) {
     case OUT_SOURCE: {
         PyObject *v = csource_eval(n->source, env);
@@ -150,12 +166,21 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
     }
     case OUT_GRAPH: return Py_NewRef(outputs[n->index]);
     case OUT_INPUT: return Py_NewRef(inputs[n->index]);
+    case OUT_ALIAS: case OUT_CLONE: {
+        if (!b->derived[n->index]) {
+            PyObject *base = build_result(&n->children[0], b);
+            if (!base) return NULL;
+            b->derived[n->index] = PyObject_CallMethodNoArgs(base, n->kind == OUT_ALIAS ? str_detach : str_clone_);
+            Py_DECREF(base);
+        }
+        return Py_XNewRef(b->derived[n->index]);
+    }
     case OUT_CONST: return Py_NewRef(n->obj);
     case OUT_TUPLE: case OUT_LIST: case OUT_SIZE: case OUT_SET: case OUT_OBJECT: {
         PyObject *r = n->kind == OUT_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
         if (!r) return NULL;
         for (int i = 0; i < n->n; ++i) {
-            PyObject *c = build_result(&n->children[i], outputs, inputs, env);
+            PyObject *c = build_result(&n->children[i], b);
             if (!c) {
                 Py_DECREF(r);
                 return NULL;
@@ -178,7 +203,7 @@ static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **i
     case OUT_DICT: {
         PyObject *d = PyDict_New();
         for (int i = 0; d && i < n->n; ++i) {
-            PyObject *c = build_result(&n->children[i], outputs, inputs, env);
+            PyObject *c = build_result(&n->children[i], b);
             if (!c || PyDict_SetItem(d, PyTuple_GET_ITEM(n->obj, i), c) != 0) {
                 Py_XDECREF(c);
                 Py_CLEAR(d);
@@ -509,6 +534,9 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     int n_ptrs = self->n_inputs + self->n_outputs;
     void **ptrs = n_ptrs <= 48 ? stack_ptrs : PyMem_Calloc((size_t)n_ptrs, sizeof(void *));
     PyObject *result = NULL;
+    PyObject *stack_derived[8] = {NULL};
+    PyObject **derived = self->n_derived <= 8 ? stack_derived : PyMem_Calloc((size_t)self->n_derived, sizeof(PyObject *));
+    BuildEnv build = {outputs, inputs, &env, derived};
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
     PyObject **fetched = self->input_guard ? guards_fetched(self->guards, args, n_slots) : NULL;
@@ -605,7 +633,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     }
     for (int k = 0; k < self->n_stores; ++k) {
         PyObject *target = self->store_targets[k] ? csource_eval(self->store_targets[k], &env) : Py_NewRef(self->store_globals[k]);
-        PyObject *value = target ? build_result(&self->store_values[k], outputs, inputs, &env) : NULL;
+        PyObject *value = target ? build_result(&self->store_values[k], &build) : NULL;
         int rc = !value ? -1 : self->store_targets[k] ? PyObject_GenericSetAttr(target, self->store_names[k], value)
                                                       : PyDict_SetItem(target, self->store_names[k], value);
         Py_XDECREF(target);
@@ -615,8 +643,10 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
             goto done;
         }
     }
-    result = build_result(&self->result, outputs, inputs, &env);
+    result = build_result(&self->result, &build);
 done:
+    for (int i = 0; i < self->n_derived; ++i) Py_XDECREF(derived[i]);
+    if (derived != stack_derived) PyMem_Free(derived);
     for (int i = 0; i < got_in; ++i) Py_XDECREF(inputs[i]);
     for (int i = 0; i < got_out; ++i) Py_XDECREF(outputs[i]);
     if (inputs != stack_in) PyMem_Free(inputs);
@@ -643,7 +673,9 @@ PyTypeObject Pt2CompiledFnType = {
 int compiled_init(void) {
     if (PyType_Ready(&Pt2CompiledFnType) < 0) return -1;
     str_copy_ = PyUnicode_InternFromString("copy_");
-    return str_copy_ ? 0 : -1;
+    str_detach = PyUnicode_InternFromString("detach");
+    str_clone_ = PyUnicode_InternFromString("clone");
+    return str_copy_ && str_detach && str_clone_ ? 0 : -1;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -653,8 +685,54 @@ int compiled_init(void) {
 typedef struct OutCollect {
     Trace *t;
     int *graph_values;
+    Var **graph_owners; /* the tensor Var each graph output is (the first one returned) */
     int n_graph, cap_graph;
+    Var **derived;      /* the Vars of OUT_ALIAS/OUT_CLONE slots */
+    int n_derived, cap_derived;
 } OutCollect;
+
+static void out_collect_free(OutCollect *c) {
+    PyMem_Free(c->graph_values);
+    PyMem_Free(c->graph_owners);
+    PyMem_Free(c->derived);
+}
+
+/* The kernel output holding graph value `value` (added, owned by v, if new). */
+static int graph_output(OutCollect *c, Var *v) {
+    for (int i = 0; i < c->n_graph; ++i) {
+        if (c->graph_values[i] == v->value) return i;
+    }
+    if (c->n_graph == c->cap_graph) {
+        c->cap_graph = c->cap_graph ? 2 * c->cap_graph : 8;
+        c->graph_values = PyMem_Realloc(c->graph_values, sizeof(int) * (size_t)c->cap_graph);
+        c->graph_owners = PyMem_Realloc(c->graph_owners, sizeof(Var *) * (size_t)c->cap_graph);
+    }
+    c->graph_values[c->n_graph] = v->value;
+    c->graph_owners[c->n_graph] = v;
+    return c->n_graph++;
+}
+
+/* A tensor that is another object than the graph output or input of its
+ * value: `base` detached (the same memory) or cloned, in a slot of its own. */
+static int derived_tensor(OutCollect *c, Var *v, OutNode *n, OutKind kind, OutKind base_kind, int base_index) {
+    int slot = 0;
+    while (slot < c->n_derived && c->derived[slot] != v) ++slot;
+    if (slot == c->n_derived) {
+        if (c->n_derived == c->cap_derived) {
+            c->cap_derived = c->cap_derived ? 2 * c->cap_derived : 8;
+            c->derived = PyMem_Realloc(c->derived, sizeof(Var *) * (size_t)c->cap_derived);
+        }
+        c->derived[c->n_derived++] = v;
+    }
+    n->kind = kind;
+    n->index = slot;
+    n->n = 1;
+    n->children = PyMem_Calloc(1, sizeof(OutNode));
+    if (!n->children) return -1;
+    n->children[0].kind = base_kind;
+    n->children[0].index = base_index;
+    return 0;
+}
 
 static int input_index(Trace *t, Var *v) {
     for (int i = 0; i < t->n_inputs; ++i) {
@@ -701,21 +779,19 @@ static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
             n->index = input_index(t, v);
             return n->index >= 0 ? 0 : (trace_break(t, "internal: returned input not found"), -1);
         }
-        for (int i = 0; i < c->n_graph; ++i) {
-            if (c->graph_values[i] == v->value) {
-                n->kind = OUT_GRAPH;
-                n->index = i;
-                return 0;
-            }
+        /* x.detach() of an input x: x's tensor, detached after any write-back */
+        for (int k = 0; k < t->n_inputs; ++k) {
+            Var *in = t->inputs[k];
+            if (in->storage == v->storage && in->value == v->value) return derived_tensor(c, v, n, OUT_ALIAS, OUT_INPUT, k);
         }
-        if (c->n_graph == c->cap_graph) {
-            c->cap_graph = c->cap_graph ? 2 * c->cap_graph : 8;
-            c->graph_values = PyMem_Realloc(c->graph_values, sizeof(int) * (size_t)c->cap_graph);
+        int i = graph_output(c, v);
+        Var *owner = c->graph_owners[i];
+        if (owner == v) {
+            n->kind = OUT_GRAPH;
+            n->index = i;
+            return 0;
         }
-        n->kind = OUT_GRAPH;
-        n->index = c->n_graph;
-        c->graph_values[c->n_graph++] = v->value;
-        return 0;
+        return derived_tensor(c, v, n, owner->storage == v->storage ? OUT_ALIAS : OUT_CLONE, OUT_GRAPH, i);
     }
     case V_CONST:
         n->kind = OUT_CONST;
@@ -833,7 +909,7 @@ void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t) {
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
     /* running the whole function eagerly stands in for a full graph only */
     PyObject *fallback = t->root && !t->partial ? (PyObject *)t->root->func : NULL;
-    OutCollect c = {t, NULL, 0, 0};
+    OutCollect c = {.t = t};
     OutNode root;
     OutNode *store_values = t->n_stores ? PyMem_Calloc((size_t)t->n_stores, sizeof(OutNode)) : NULL;
     int *wb_in = PyMem_Calloc((size_t)(t->n_inputs + 1), sizeof(int)), *wb_out = PyMem_Calloc((size_t)(t->n_inputs + 1), sizeof(int));
@@ -844,15 +920,8 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
         Var *in = t->inputs[i];
         if (!in->mutated) continue;
         /* the input's final value is one more graph output, copied back */
-        Var final = *in;
-        final.is_input = false;
-        OutNode tmp;
-        failed = collect_outputs(&c, &final, &tmp) != 0;
-        if (!failed && tmp.kind == OUT_GRAPH) {
-            wb_in[n_wb] = i;
-            wb_out[n_wb++] = tmp.index;
-        }
-        out_free(&tmp);
+        wb_in[n_wb] = i;
+        wb_out[n_wb++] = graph_output(&c, in);
     }
     if (failed) {
         out_free(&root);
@@ -860,7 +929,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
         PyMem_Free(store_values);
         PyMem_Free(wb_in);
         PyMem_Free(wb_out);
-        PyMem_Free(c.graph_values);
+        out_collect_free(&c);
         return NULL;
     }
     Pt2CompiledFn *self = PyObject_New(Pt2CompiledFn, &Pt2CompiledFnType);
@@ -869,6 +938,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->vectorcall = compiled_call;
     self->device = -1;
     self->result = root;
+    self->n_derived = c.n_derived;
     self->globals = Py_XNewRef(globals);
     self->name = Py_NewRef(code->co_qualname);
     self->fallback = Py_XNewRef(fallback);
@@ -972,9 +1042,9 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
         self->output_shapes[j] = shape;
         self->output_dtypes[j] = Py_XNewRef(torch_dtype_of(dt));
     }
-    PyMem_Free(c.graph_values);
+    out_collect_free(&c);
     return (PyObject *)self;
 fail:
-    PyMem_Free(c.graph_values);
+    out_collect_free(&c);
     return NULL;
 }

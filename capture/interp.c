@@ -223,7 +223,28 @@ static void note_line(SymFrame *f, const Pt2Insn *in) {
 
 bool pt2_log_enabled(const char *channel); /* compiler.c */
 
+int interp_frame_depth(Trace *t) { return t->frame ? t->frame->depth : 0; }
+
+int interp_handler_depth(Trace *t) {
+    for (SymFrame *f = t->frame; f; f = f->parent) {
+        if (f->pc >= 0 && f->pc < f->code.n_insns && f->code.insns[f->pc].exc_handler >= 0) return f->depth;
+    }
+    return -1;
+}
+
+static bool run_instructions(SymFrame *f);
+
 bool interp_run_frame(SymFrame *f) {
+    Trace *t = f->t;
+    f->parent = t->frame;
+    f->depth = f->parent ? f->parent->depth + 1 : 0;
+    t->frame = f;
+    bool ok = run_instructions(f);
+    t->frame = f->parent;
+    return ok;
+}
+
+static bool run_instructions(SymFrame *f) {
     Trace *t = f->t;
     int i = 0;
     int steps = 0;
@@ -243,6 +264,7 @@ bool interp_run_frame(SymFrame *f) {
         const Pt2Insn *in = &f->code.insns[i];
         int op = in->opcode, arg = in->arg;
         int next = i + 1;
+        f->pc = i;
         note_line(f, in);
         if (f->is_root) take_snapshot(f, i, op);
         if (op == OP.NOP || op == OP.RESUME || op == OP.CACHE || op == OP.PRECALL || op == OP.MAKE_CELL ||
@@ -749,7 +771,7 @@ bool interp_run_frame(SymFrame *f) {
             Var *exc = arg >= 1 ? pop(f) : NULL;
             PyObject *o = exc ? exc->obj : NULL;
             PyObject *type = o && PyExceptionInstance_Check(o) ? (PyObject *)Py_TYPE(o) : o && PyExceptionClass_Check(o) ? o : NULL;
-            t->raised_type = type ? trace_keep(t, type) : NULL;
+            trace_note_raise(t, type);
             if (type) {
                 PyObject *msg = PyExceptionInstance_Check(o) ? PyObject_Str(o) : NULL;
                 PyErr_Clear();

@@ -206,7 +206,8 @@ static Var *fresh_getattr(Trace *t, Var *base, PyObject *name) {
         Var *args[2] = {base, str_const(t, name)};
         return inline_function(t, getattr_hook, args, 2);
     }
-    return trace_break(t, "'%s' object has no attribute '%s'", ty->tp_name, n);
+    /* every attribute of a fresh object is tracked: missing is sure */
+    return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
 }
 
 static bool fresh_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
@@ -386,6 +387,38 @@ PyObject *pt2_rebuild_object_fn(void) {
     return fn;
 }
 
+/* `name` found nowhere by the generic lookup of a real object (no class
+ * attribute, nothing in its instance dict, no Python __getattr__ but
+ * nn.Module's): an AttributeError when that is sure to stay so on later calls
+ * (the type guarded, the instance dict and a module's parameter, buffer and
+ * submodule dicts guarded not to hold it), else a plain break. */
+static Var *missing_attribute(Trace *t, Var *base, PyObject *name) {
+    static const char *const module_holders[] = {"_parameters", "_buffers", "_modules"};
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    const char *n = PyUnicode_AsUTF8(name);
+    if (!base->source) return trace_break(t, "'%s' object has no attribute '%s' (not guardable)", ty->tp_name, n);
+    trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
+    PyObject *dict = pt2_safe_getattr(base->obj, s_dict, NULL);
+    PyErr_Clear();
+    bool sure = true;
+    if (dict && PyDict_Check(dict)) {
+        Source *dict_source = source_derived(t, SRC_ATTR, base->source, 0, "__dict__");
+        sure = PyDict_Contains(dict, name) == 0;
+        if (sure) trace_guard(t, G_HAS_KEY, dict_source, name, 0);
+        for (int i = 0; sure && is_nn_module(base->obj) && i < 3; ++i) {
+            PyObject *holder = PyDict_GetItemString(dict, module_holders[i]); /* borrowed */
+            sure = holder && PyDict_Check(holder) && PyDict_Contains(holder, name) == 0;
+            if (sure) trace_guard(t, G_HAS_KEY, source_derived(t, SRC_ATTR, base->source, 0, module_holders[i]), name, 0);
+        }
+    } else if (dict || is_nn_module(base->obj)) {
+        sure = false;
+    }
+    Py_XDECREF(dict);
+    PyErr_Clear();
+    if (!sure) return trace_break(t, "attribute '%s' of %s needs Python code to read (a descriptor or __getattr__)", n, ty->tp_name);
+    return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
+}
+
 /* Lookup of `name` on base's type and instance without its type's Python
  * __getattribute__ (the generic algorithm); NULL if the trace broke. */
 Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
@@ -426,12 +459,14 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     PyObject *v = pt2_safe_getattr(base->obj, name, &is_method);
     if (!v) {
         if (PyErr_Occurred()) PyErr_Clear();
+        /* a descriptor pt2_safe_getattr would not run (Python code, or one that raised) */
+        if (descr) return trace_break(t, "attribute '%s' of %s is a %s, which needs Python code to read", n, ty->tp_name, Py_TYPE(descr)->tp_name);
         PyObject *getattr_hook = python_hook(ty, s_getattr);
         if (getattr_hook && getattr_hook != s_nn_module_getattr) {
             Var *args[2] = {base, str_const(t, name)};
             return inline_function(t, getattr_hook, args, 2);
         }
-        return trace_break(t, "attribute '%s' of %s needs Python code to read (a descriptor or __getattr__)", n, ty->tp_name);
+        return missing_attribute(t, base, name);
     }
     Var *r;
     if (is_method) {
@@ -455,7 +490,13 @@ Var *object_getattr(Trace *t, Var *base, PyObject *name) {
         if (stored) return stored;
         trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
         Var *args[2] = {base, str_const(t, name)};
-        return inline_function(t, hook, args, 2);
+        Var *r = inline_function(t, hook, args, 2);
+        /* an AttributeError from __getattribute__ goes to __getattr__ */
+        PyObject *getattr_hook = python_hook(ty, s_getattr);
+        if (!r && getattr_hook && getattr_hook != s_nn_module_getattr && trace_take_back_raise(t, PyExc_AttributeError)) {
+            r = inline_function(t, getattr_hook, args, 2);
+        }
+        return r;
     }
     return generic_getattr(t, base, name);
 }

@@ -17,6 +17,7 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 bool is_nn_module(PyObject *o);
 PyObject *pt2_nn_module_type(void); /* borrowed: torch.nn.Module */
 PyObject *pt2_parameter_type(void); /* borrowed: torch.nn.Parameter */
+PyObject *pt2_tensor_type(void);    /* borrowed: torch.Tensor */
 
 /* A Python function defined for `name` on ty (looked up along the MRO), or
  * NULL: object's own slots and C methods are not "Python".  Borrowed. */

@@ -526,6 +526,8 @@ static Var *h_identity(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
         PyErr_Clear();
     }
     if (x && copy) return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype));
+    /* detach() is a new tensor object over the same memory */
+    if (x && strcmp(e->op, "identity") == 0) return tensor_alias(t, x);
     return x;
 }
 

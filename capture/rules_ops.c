@@ -8,6 +8,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
+#include "objects.h"
 #include "rules_util.h"
 
 const char *rule_op(const RuleEntry *e);
@@ -139,12 +140,16 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
     return trace_break(t, "operator %s on this value", op);
 }
 
-/* Identity of two Vars for `is`: known when both are constants or objects. */
+/* Identity of two Vars for `is`: known when both are constants or objects.
+ * A tensor Var is one tensor object (its aliases share the Var): two graph
+ * inputs are distinct (one Var per real tensor; guarded by the caller), and
+ * two Vars of one graph value are distinct tensors that hold the same values
+ * (x.detach() and x, or x.copy_(y) and y). */
 static int same_object(Var *a, Var *b) {
     if (a == b) return 1;
     if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
-    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return a->value == b->value && a->source == b->source ? 1 : -1;
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return (a->is_input && b->is_input) || a->value == b->value ? 0 : -1;
     return -1;
 }
 
@@ -463,6 +468,25 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
  *===----------------------------------------------------------------------===*/
 
 Var *tensor_attr(Trace *t, Var *x, const char *name) {
+    /* a name torch.Tensor does not define (x.norm_ for a method that has no
+     * in-place form): AttributeError, as in eager.  A tensor from outside may
+     * hold attributes of its own: guarded not to (pt2 does not trace them). */
+    PyObject *key = PyUnicode_FromString(name);
+    bool defined = key && _PyType_Lookup((PyTypeObject *)pt2_tensor_type(), key);
+    if (!defined && key && (x->is_input || x->source)) {
+        PyObject *own = x->real && x->source ? PyObject_GenericGetDict(x->real, NULL) : NULL;
+        int has = own && PyDict_Check(own) ? PyDict_Contains(own, key) : -1;
+        if (has == 0) trace_guard(t, G_HAS_KEY, source_derived(t, SRC_ATTR, x->source, 0, "__dict__"), key, 0);
+        Py_XDECREF(own);
+        if (has != 0) {
+            Py_DECREF(key);
+            PyErr_Clear();
+            return trace_break(t, "attribute '%s' of a tensor from outside (its own attribute, not traced)", name);
+        }
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    if (!defined) return trace_raise(t, PyExc_AttributeError, "'Tensor' object has no attribute '%s'", name);
     if (strcmp(name, "shape") == 0) {
         Var *args[1] = {x};
         return rule_apply(t, tensor_method_rule("size"), args, 1, NULL, NULL, 0);
@@ -496,7 +520,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
         }
         return permute_to(t, x, perm, x->rank);
     }
-    if (strcmp(name, "data") == 0) return x;
+    if (strcmp(name, "data") == 0) return tensor_alias(t, x);
     if (strcmp(name, "values") == 0 || strcmp(name, "indices") == 0) return trace_break(t, "attribute .%s of a tensor", name);
     size_t len = strlen(name);
     char base[64] = "";

@@ -357,6 +357,18 @@ Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
     return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
 }
 
+Var *tensor_alias(Trace *t, Var *x) {
+    if (x->kind != V_TENSOR) return trace_break(t, "internal: alias of a non-tensor");
+    Var *v = var_new(t, V_TENSOR);
+    v->value = x->value;
+    v->dtype = x->dtype;
+    v->rank = x->rank;
+    memcpy(v->sizes, x->sizes, sizeof v->sizes);
+    v->storage = x->storage;
+    trace_note_view(t, x);
+    return v;
+}
+
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
     if (x->kind == V_TENSOR && x->dtype == dt) return x;
     return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(dt));

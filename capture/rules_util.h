@@ -72,6 +72,10 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
  * viewed, so in-place ops on x or on the result stay functional. */
 Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
+/* A new tensor object over x's memory (x.detach(), x.data): the same graph
+ * value and storage, another identity; x's storage counts as viewed, so an
+ * in-place op on either is a clean break. */
+Var *tensor_alias(Trace *t, Var *x);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 /* A Python number constant as a double; false (trace broken) for an int

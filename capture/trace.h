@@ -188,6 +188,12 @@ typedef struct Trace {
      * (borrowed: a built-in type), or NULL: iteration through __getitem__
      * ends on IndexError instead of breaking. */
     PyObject *raised_type;
+    /* The depth of the innermost frame whose current instruction was inside a
+     * `try` when that exception was raised (-1: none): a taker (hasattr, the
+     * sequence protocol) at a shallower depth must not take back an exception
+     * that the traced code would have caught first. */
+    int raised_handler_depth;
+    struct SymFrame *frame; /* the innermost frame being evaluated (interp.c) */
     /* The root frame's state before the instruction it is executing, when
      * that instruction is one a graph break can resume after (a call, a
      * conditional jump): see breaks.c. */
@@ -324,9 +330,21 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a);
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b);
 Var *trace_subscript(Trace *t, Var *base, Var *index);
 
-/* Whether the trace broke at a `raise` of `type` (or a subclass); if so the
- * break is taken back (the caller handles the exception). */
+/* Whether the trace broke at a `raise` of `type` (or a subclass) that no
+ * `try` between the raise and the current frame would catch; if so the break
+ * is taken back (the caller handles the exception). */
 bool trace_take_back_raise(Trace *t, PyObject *type);
+/* Ends the trace as an exception of `type` (a built-in type) raised at the
+ * current instruction would: a break a taker (trace_take_back_raise) may
+ * answer, e.g. a missing attribute under hasattr(). */
+void *trace_raise(Trace *t, PyObject *type, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records that an exception of `type` (NULL: unknown) is being raised now. */
+void trace_note_raise(Trace *t, PyObject *type);
+/* interp.c: the depth of the current frame (0: the captured one), and of the
+ * innermost frame whose current instruction is covered by an exception
+ * handler (-1: none). */
+int interp_frame_depth(Trace *t);
+int interp_handler_depth(Trace *t);
 /* Iteration through a Python __getitem__ (the old sequence protocol, or
  * collections.abc.Sequence's __iter__), run at trace time: a V_ITER, or NULL
  * (trace broken). */

@@ -286,6 +286,7 @@ bool is_tensor(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)tenso
 bool is_nn_module(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type); }
 PyObject *pt2_nn_module_type(void) { return nn_module_type; }
 PyObject *pt2_parameter_type(void) { return parameter_type; }
+PyObject *pt2_tensor_type(void) { return tensor_type; }
 PyObject *torch_size_type_obj(void) { return torch_size_type; }
 
 /* Python scalars and immutable containers of them are trace-time constants
@@ -624,7 +625,10 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         m->obj = trace_keep(t, name);
         if (base->kind == V_CONST) {
             PyObject *real = PyObject_GetAttr(base->obj, name);
-            if (!real) return trace_break(t, "'%s' object has no attribute '%s'", Py_TYPE(base->obj)->tp_name, n);
+            if (!real && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", Py_TYPE(base->obj)->tp_name, n);
+            }
+            if (!real) return trace_break(t, "attribute '%s' of a %s constant", n, Py_TYPE(base->obj)->tp_name);
             if (!PyCallable_Check(real)) {
                 Var *c = var_const(t, real);
                 Py_DECREF(real);
@@ -679,8 +683,27 @@ static Var *exception_object(Trace *t, PyObject *type, Var **args, int n_args, i
     return v;
 }
 
+void trace_note_raise(Trace *t, PyObject *type) {
+    if (t->broke) return; /* the first break stands */
+    t->raised_type = type ? trace_keep(t, type) : NULL;
+    t->raised_handler_depth = interp_handler_depth(t);
+}
+
+void *trace_raise(Trace *t, PyObject *type, const char *fmt, ...) {
+    if (t->broke) return NULL;
+    trace_note_raise(t, type);
+    char reason[sizeof t->brk.reason];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    return trace_break(t, "%s", reason);
+}
+
 bool trace_take_back_raise(Trace *t, PyObject *type) {
     if (!t->broke || !t->raised_type || !PyType_IsSubtype((PyTypeObject *)t->raised_type, (PyTypeObject *)type)) return false;
+    /* a `try` inside the code between here and the raise would see it first */
+    if (t->raised_handler_depth > interp_frame_depth(t)) return false;
     t->broke = false;
     t->brk.reason[0] = '\0';
     t->raised_type = NULL;
