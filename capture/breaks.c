@@ -36,6 +36,11 @@ typedef struct Emit {
     int graph_out;      /* local holding the compiled graph's output tuple, or -1 */
     Var **outputs;      /* graph outputs, in tuple order */
     int n_outputs, cap_outputs;
+    /* containers made in the trace that a replayed side effect also holds
+     * (stored in an attribute or in a dict passed in): the compiled graph
+     * returns them after its tensors, so the frame gets the same objects */
+    Var **shared;
+    int n_shared, cap_shared;
     bool failed;
     char why[160];
 } Emit;
@@ -82,6 +87,32 @@ static void collect(Emit *e, Var *v, int depth) {
     if (v->kind == V_OBJECT && v->fresh) {
         collect(e, v->attrs, depth + 1);
         if (v->content) collect(e, v->content, depth + 1);
+    }
+}
+
+static bool made_mutable(const Var *v) {
+    return !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh));
+}
+
+static void collect_shared(Emit *e, Var *v, int depth) {
+    if (!v || depth > 16) return;
+    if (made_mutable(v)) {
+        for (int i = 0; i < e->n_shared; ++i) {
+            if (e->shared[i] == v) return;
+        }
+        if (e->n_shared == e->cap_shared) {
+            e->cap_shared = e->cap_shared ? 2 * e->cap_shared : 8;
+            e->shared = PyMem_Realloc(e->shared, sizeof(Var *) * (size_t)e->cap_shared);
+        }
+        e->shared[e->n_shared++] = v;
+    }
+    if (v->source) return;
+    if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET) {
+        for (int i = 0; i < v->n_items; ++i) collect_shared(e, v->items[i], depth + 1);
+    }
+    if (v->kind == V_OBJECT && v->fresh) {
+        collect_shared(e, v->attrs, depth + 1);
+        if (v->content) collect_shared(e, v->content, depth + 1);
     }
 }
 
@@ -243,8 +274,17 @@ static bool emit_derived_tensor(Emit *e, Var *v) {
 }
 
 static bool emit_var(Emit *e, Var *v, int depth) {
-    bool shared = !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh) ||
-                                 is_derived_tensor(e, v));
+    for (int i = 0; i < e->n_shared; ++i) {
+        if (e->shared[i] == v) { /* the graph's own object (held by a replayed side effect) */
+            pt2_asm_load_fast(e->a, e->graph_out);
+            PyObject *idx = PyLong_FromLong(e->n_outputs + i);
+            pt2_asm_load_const(e->a, idx);
+            Py_DECREF(idx);
+            pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
+            return true;
+        }
+    }
+    bool shared = made_mutable(v) || is_derived_tensor(e, v);
     if (!shared) return emit_value(e, v, depth);
     for (int i = 0; i < e->n_rebuilt; ++i) {
         if (e->rebuilt[i] == v) {
@@ -550,9 +590,14 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
             goto done;
         }
     }
-    /* the graph's outputs: tensors reachable from the stack and the live locals */
+    /* the graph's outputs: tensors reachable from the stack and the live
+     * locals, then the containers the replayed side effects hold */
     for (int i = 0; i < sp; ++i) collect(&e, stack[i], 0);
     for (int k = 0; k < n_live; ++k) collect(&e, t->snapshot.locals[live[k]], 0);
+    for (int k = 0; k < t->n_stores; ++k) collect_shared(&e, t->stores[k].value, 0);
+    for (int k = 0; k < t->n_synced; ++k) {
+        for (int i = 0; i < t->synced[k]->n_items; ++i) collect_shared(&e, t->synced[k]->items[i], 0);
+    }
     /* a graph returns distinct tensors: values that are views of one another
      * (or of an input) would stop aliasing, and an in-place op run after the
      * break would reach only one of them */
@@ -567,9 +612,10 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (e.failed) goto done;
     bool was_broke = t->broke;
     t->broke = false; /* compile the graph captured so far */
-    if (e.n_outputs || t->n_inputs || t->n_stores) {
+    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced) {
         Var *tuple = var_new(t, V_TUPLE);
         for (int i = 0; i < e.n_outputs; ++i) var_push_item(t, tuple, e.outputs[i]);
+        for (int i = 0; i < e.n_shared; ++i) var_push_item(t, tuple, e.shared[i]);
         t->partial = true;
         compiled = compiled_from_trace(t, tuple, code, in->func->func_globals, out_compile_s, out_cached);
         t->partial = false;
@@ -673,6 +719,7 @@ done:
     if (e.a) pt2_asm_free(e.a);
     pt2_bc_code_free(&dec);
     PyMem_Free(e.outputs);
+    PyMem_Free(e.shared);
     Py_XDECREF(compiled);
     Py_XDECREF(live_names);
     Py_XDECREF(resume_a);

@@ -132,6 +132,8 @@ static void trace_free(Trace *t) {
     PyMem_Free(t->blocks);
     PyMem_Free(t->inputs);
     PyMem_Free(t->guards);
+    PyMem_Free(t->containers);
+    PyMem_Free(t->synced);
     Py_XDECREF(t->refs);
     if (t->graph) pt2GraphDestroy(t->graph);
 }

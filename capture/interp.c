@@ -22,7 +22,7 @@ static struct {
     int LOAD_GLOBAL, LOAD_DEREF, STORE_DEREF, LOAD_CLOSURE, MAKE_CELL, COPY_FREE_VARS;
     int LOAD_ATTR, LOAD_METHOD, STORE_ATTR;
     int BINARY_OP, UNARY_NEGATIVE, UNARY_NOT, UNARY_INVERT, UNARY_POSITIVE, COMPARE_OP, IS_OP, CONTAINS_OP;
-    int BINARY_SUBSCR, STORE_SUBSCR, BINARY_SLICE, BUILD_SLICE;
+    int BINARY_SUBSCR, STORE_SUBSCR, DELETE_SUBSCR, BINARY_SLICE, BUILD_SLICE;
     int BUILD_TUPLE, BUILD_LIST, BUILD_MAP, BUILD_CONST_KEY_MAP, LIST_APPEND, LIST_EXTEND, MAP_ADD, DICT_UPDATE,
         DICT_MERGE, UNPACK_SEQUENCE, UNPACK_EX, LIST_TO_TUPLE, BUILD_STRING, FORMAT_VALUE;
     int PRECALL, CALL, KW_NAMES, CALL_FUNCTION_EX, MAKE_FUNCTION, CALL_INTRINSIC_1;
@@ -46,7 +46,7 @@ int interp_init(void) {
     LOOKUP(STORE_FAST) LOOKUP(DELETE_FAST) LOOKUP(LOAD_GLOBAL) LOOKUP(LOAD_DEREF) LOOKUP(STORE_DEREF) LOOKUP(LOAD_CLOSURE)
     LOOKUP(MAKE_CELL) LOOKUP(COPY_FREE_VARS) LOOKUP(LOAD_ATTR) LOOKUP(LOAD_METHOD) LOOKUP(STORE_ATTR) LOOKUP(BINARY_OP)
     LOOKUP(UNARY_NEGATIVE) LOOKUP(UNARY_NOT) LOOKUP(UNARY_INVERT) LOOKUP(UNARY_POSITIVE) LOOKUP(COMPARE_OP) LOOKUP(IS_OP)
-    LOOKUP(CONTAINS_OP) LOOKUP(BINARY_SUBSCR) LOOKUP(STORE_SUBSCR) LOOKUP(BINARY_SLICE) LOOKUP(BUILD_SLICE)
+    LOOKUP(CONTAINS_OP) LOOKUP(BINARY_SUBSCR) LOOKUP(STORE_SUBSCR) LOOKUP(DELETE_SUBSCR) LOOKUP(BINARY_SLICE) LOOKUP(BUILD_SLICE)
     LOOKUP(BUILD_TUPLE) LOOKUP(BUILD_LIST) LOOKUP(BUILD_MAP) LOOKUP(BUILD_CONST_KEY_MAP) LOOKUP(LIST_APPEND)
     LOOKUP(LIST_EXTEND) LOOKUP(UNPACK_EX) LOOKUP(MAP_ADD) LOOKUP(DICT_UPDATE) LOOKUP(DICT_MERGE) LOOKUP(UNPACK_SEQUENCE) LOOKUP(LIST_TO_TUPLE)
     LOOKUP(BUILD_STRING) LOOKUP(FORMAT_VALUE) LOOKUP(PRECALL) LOOKUP(CALL) LOOKUP(KW_NAMES) LOOKUP(CALL_FUNCTION_EX)
@@ -416,13 +416,12 @@ static bool run_instructions(SymFrame *f) {
             int k = arg >= 13 ? arg - 13 : arg; /* in-place forms share the semantics on immutable values */
             if (arg >= 13 && a->kind == V_LIST) {
                 /* list += iterable extends the list in place (aliases see it) */
-                if (a->source || k != 0) {
-                    trace_break(t, a->source ? "in-place operator on a list passed into the compiled function" : "in-place operator on a list");
+                if (k != 0) {
+                    trace_break(t, "in-place operator on a list");
                     return false;
                 }
                 Var *it = trace_get_iter(t, b);
-                if (!it) return false;
-                trace_mutated(t, a);
+                if (!it || !trace_mutate_container(t, a)) return false;
                 for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, a, v);
                 push(f, a);
                 i = next;
@@ -485,40 +484,24 @@ static bool run_instructions(SymFrame *f) {
             var_push_item(t, s, stop);
             var_push_item(t, s, step);
             push(f, s);
-        } else if (op == OP.STORE_SUBSCR) {
-            Var *idx = pop(f), *base = pop(f), *v = pop(f);
-            trace_mutated(t, base);
-            if (base->source && base->kind != V_TENSOR) {
-                trace_break(t, "item assignment on a container passed into the compiled function");
-                return false;
-            }
-            if (base->kind == V_LIST && idx->kind == V_CONST && PyLong_Check(idx->obj)) {
-                long k = PyLong_AsLong(idx->obj);
-                if (k < 0) k += base->n_items;
-                if (k < 0 || k >= base->n_items) {
-                    trace_break(t, "list assignment index out of range");
-                    return false;
-                }
-                base->items[k] = v;
-            } else if (base->kind == V_DICT && idx->kind == V_CONST) {
-                int found = -1;
-                for (int k = 0; k < base->n_items; ++k) {
-                    if (PyObject_RichCompareBool(base->keys[k]->obj, idx->obj, Py_EQ) == 1) found = k;
-                }
-                if (found >= 0) {
-                    base->items[found] = v;
-                } else {
-                    var_push_item(t, base, v);
-                    base->keys[base->n_items - 1] = idx;
-                }
-            } else if (base->kind == V_TENSOR) {
-                if (!trace_setitem_tensor(t, base, idx, v)) return false;
-            } else if (base->kind == V_OBJECT) {
-                if (!trace_setitem_object(t, base, idx, v)) return false;
+        } else if (op == OP.STORE_SUBSCR || op == OP.DELETE_SUBSCR) {
+            Var *idx = pop(f), *base = pop(f), *v = op == OP.STORE_SUBSCR ? pop(f) : NULL;
+            bool ok;
+            if (base->kind == V_LIST) {
+                ok = v ? trace_list_set(t, base, idx, v) : trace_list_delete(t, base, idx);
+            } else if (base->kind == V_DICT) {
+                ok = v ? trace_dict_set(t, base, idx, v) : trace_dict_delete(t, base, idx);
+            } else if (base->kind == V_TENSOR && v) {
+                trace_mutated(t, base);
+                ok = trace_setitem_tensor(t, base, idx, v);
+            } else if (base->kind == V_OBJECT && v && !base->source) {
+                trace_mutated(t, base);
+                ok = trace_setitem_object(t, base, idx, v);
             } else {
-                trace_break(t, "item assignment on %s is not supported yet", "this value");
-                return false;
+                ok = trace_break(t, "%s on %s", v ? "item assignment" : "del of an item",
+                                 base->source ? "an object passed into the compiled function" : "this value") != NULL;
             }
+            if (!ok) return false;
         } else if (op == OP.BUILD_TUPLE || op == OP.BUILD_LIST) {
             Var *c = var_new(t, op == OP.BUILD_TUPLE ? V_TUPLE : V_LIST);
             for (int k = arg; k > 0; --k) var_push_item(t, c, peek(f, k));

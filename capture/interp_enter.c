@@ -51,7 +51,10 @@ Var *interp_run_root(Trace *t, const Pt2FrameInputs *in) {
             /* *args and **kwargs are fresh containers of this call: the
              * function may mutate them, and a rebuilt copy is as good */
             bool star_slot = i >= code->co_argcount + code->co_kwonlyargcount;
-            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) v->source = NULL;
+            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) {
+                v->source = NULL;
+                v->real = NULL;
+            }
         }
         if (kind & KIND_FREE) {
             PyObject *cell = in->func->func_closure ? PyTuple_GET_ITEM(in->func->func_closure, i - first_free) : NULL;

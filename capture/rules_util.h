@@ -110,6 +110,13 @@ Var *iterable_items(Trace *t, Var *v);
 Var *set_items_in_order(Trace *t, Var *set);
 /* d.__setitem__ as a bound method Var the call machinery runs. */
 Var *tagged_method_for_dict(Trace *t, Var *d);
+/* Whether a and b are one object (`is`): 1/0, or -1 when only known at run
+ * time; the _guarded form adds the guards that keep a decided answer true. */
+int var_same_object(Var *a, Var *b);
+int var_same_object_guarded(Trace *t, Var *a, Var *b);
+/* `item in container`: 1/0, -1 when it depends on tensor values, -2 when the
+ * trace broke. */
+int trace_contains(Trace *t, Var *container, Var *item);
 /* A torch.Tensor instance (borrowed), for type(x) of traced tensors. */
 PyObject *tensor_type_instance(void);
 

@@ -183,6 +183,13 @@ typedef struct Trace {
         PyObject *globals; /* the globals dict of a global assignment (kept by trace_keep) */
     } *stores;
     int n_stores, cap_stores;
+    /* Lists and dicts from outside (one Var per real object, memo by
+     * identity), and those the trace changed: their final contents are
+     * replayed after the graph (results.c). */
+    struct Var **containers;
+    int n_containers, cap_containers;
+    struct Var **synced;
+    int n_synced, cap_synced;
     bool partial;        /* compiling the graph before a break (breaks.c) */
     /* The exception type a `raise` in the traced code ended the trace with
      * (borrowed: a built-in type), or NULL: iteration through __getitem__
@@ -240,6 +247,10 @@ void var_push_item(Trace *t, Var *container, Var *item);
  * outside the trace).  A Var made inside the call being traced does not
  * count: re-running that call in CPython makes it again. */
 void trace_mutated(Trace *t, Var *v);
+/* A list or dict Var is about to change: a container from outside gets its
+ * final contents replayed after the graph.  False (trace broken) if it
+ * cannot be. */
+bool trace_mutate_container(Trace *t, Var *c);
 
 /* Wraps a real Python value that came from `source` as a Var, adding the
  * guards that its use will need (tensors become graph inputs lazily). */
@@ -311,6 +322,15 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what);
 /* A view of x's storage was taken (rules_util.c: view ops). */
 void trace_note_view(Trace *t, Var *x);
 bool trace_storage_viewed(Trace *t, Var *x);
+/* Dicts and lists (containers.c): d[key] lookup (KeyError raised as an
+ * exception the traced code could take back), d[key] = value, del d[key];
+ * trace_dict_find is key's index, -1 if absent, -2 if the trace broke. */
+int trace_dict_find(Trace *t, Var *d, Var *key);
+Var *trace_dict_get(Trace *t, Var *d, Var *key);
+bool trace_dict_set(Trace *t, Var *d, Var *key, Var *value);
+bool trace_dict_delete(Trace *t, Var *d, Var *key);
+bool trace_list_set(Trace *t, Var *l, Var *index, Var *value);
+bool trace_list_delete(Trace *t, Var *l, Var *index);
 /* x[index] = value on a tensor, and x.<op>_(...) (inplace.c). */
 bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value);
 Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
