@@ -401,6 +401,16 @@ static bool emit_value(Emit *e, Var *v, int depth) {
              * "base:__getitem__"): not an attribute of the object */
             return fail(e, "a super() method value");
         }
+        if (v->self && v->obj && PyUnicode_Check(v->obj) && v->c_method) {
+            /* a C method of a base class reached through super() (OrderedDict.__setitem__):
+             * types.MethodType(method, self), never self's own override */
+            pt2_asm_push_null(e->a);
+            pt2_asm_load_const(e->a, (PyObject *)&PyMethod_Type);
+            pt2_asm_load_const(e->a, v->c_method);
+            if (!emit_var(e, v->self, depth + 1)) return false;
+            pt2_asm_call(e->a, 2);
+            return true;
+        }
         if (v->self && v->obj && PyUnicode_Check(v->obj)) { /* tensor.method / container.method */
             if (!emit_var(e, v->self, depth + 1)) return false;
             pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(v->obj));

@@ -142,6 +142,14 @@ int guards_init(void) {
 static void describe(const CGuard *g, const char *src, const char *other, char *buf, size_t cap) {
     switch (g->kind) {
     case G_ALIAS: snprintf(buf, cap, "ALIAS_MATCH (%s is %s) == %s", src, other, g->n ? "True" : "False"); break;
+    case G_DICT_KEYS: {
+        PyObject *r = PyObject_Repr(PyTuple_GET_ITEM(g->obj, 1));
+        snprintf(buf, cap, "DICT_KEYS tuple(%s) == %s (%s)", src, r ? PyUnicode_AsUTF8(r) : "?",
+                 ((PyTypeObject *)PyTuple_GET_ITEM(g->obj, 0))->tp_name);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        break;
+    }
     case G_TENSOR: {
         size_t n = (size_t)snprintf(buf, cap, "TENSOR_MATCH %s: %s, sizes [", src, pt2DTypeName(g->dtype));
         for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->sizes[i]);
@@ -259,6 +267,28 @@ static bool check_frozen(const CGuard *g, PyObject *v) {
     return ok;
 }
 
+/* The dict's type, then its keys in iteration order (the type is a dict or
+ * a dict subclass without a Python __iter__: C code only). */
+static bool check_dict_keys(const CGuard *g, PyObject *v) {
+    PyObject *keys = PyTuple_GET_ITEM(g->obj, 1);
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if ((PyObject *)Py_TYPE(v) != PyTuple_GET_ITEM(g->obj, 0) || !PyDict_Check(v) || PyDict_GET_SIZE(v) != n) return false;
+    PyObject *it = PyObject_GetIter(v), *k;
+    bool ok = it != NULL;
+    for (Py_ssize_t i = 0; ok && i <= n; ++i) {
+        k = PyIter_Next(it);
+        if (!k) {
+            ok = i == n && !PyErr_Occurred();
+            break;
+        }
+        PyObject *want = i < n ? PyTuple_GET_ITEM(keys, i) : NULL;
+        ok = want && (k == want || PyObject_RichCompareBool(k, want, Py_EQ) == 1);
+        Py_DECREF(k);
+    }
+    Py_XDECREF(it);
+    return ok;
+}
+
 /* *keep: the fetched value of a passing tensor guard (new reference). */
 static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     if (g->kind == G_GRAD_MODE) {
@@ -288,6 +318,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
         break;
     }
     case G_FROZEN: ok = check_frozen(g, v); break;
+    case G_DICT_KEYS: ok = check_dict_keys(g, v); break;
     case G_EQUALS:
         ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);
         break;

@@ -494,7 +494,7 @@ static bool run_instructions(SymFrame *f) {
             } else if (base->kind == V_TENSOR && v) {
                 trace_mutated(t, base);
                 ok = trace_setitem_tensor(t, base, idx, v);
-            } else if (base->kind == V_OBJECT && v && !base->source) {
+            } else if (base->kind == V_OBJECT && v) {
                 trace_mutated(t, base);
                 ok = trace_setitem_object(t, base, idx, v);
             } else {

@@ -76,6 +76,13 @@ Var *trace_get_iter(Trace *t, Var *v) {
     case V_SET: case V_OBJECT: {
         /* a set's items in Python's order; a dict subclass made in the trace: its keys */
         Var *builtins_iter = NULL;
+        if (is_lazy_dict(v)) {
+            /* a dict (subclass) from outside: its keys, their order guarded */
+            Var *snap = lazy_dict_snapshot(t, v);
+            if (!snap) return NULL;
+            for (int i = 0; i < snap->n_items; ++i) var_push_item(t, it, snap->keys[i]);
+            return it;
+        }
         if (v->kind == V_OBJECT && !fresh_object_items(t, v)) return trace_sequence_iter(t, v);
         PyObject *iter_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "list"); /* borrowed */
         const RuleEntry *rule = iter_fn ? rule_for(iter_fn) : NULL;

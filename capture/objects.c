@@ -64,36 +64,16 @@ Var *inline_function(Trace *t, PyObject *fn, Var **args, int n) {
 
 static Var *str_const(Trace *t, PyObject *s) { return var_const(t, s); }
 
-static struct AttrStore *new_store(Trace *t);
+static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value);
 
 /*--- attribute stores seen by later reads ---------------------------------------*/
 
 static Var *stored_attr(Trace *t, Var *base, PyObject *name) {
     for (int i = t->n_stores - 1; i >= 0; --i) {
         struct AttrStore *s = &t->stores[i];
-        if (s->target && s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
+        if (s->target && !s->key && s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
     }
     return NULL;
-}
-
-/*--- lazily read dicts (an object's __dict__, a dict subclass) -------------------*/
-
-bool is_lazy_dict(const Var *v) { return v && v->kind == V_OBJECT && !v->fresh && v->obj && PyDict_Check(v->obj); }
-
-Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found) {
-    *found = false;
-    if (key->kind != V_CONST || !PyUnicode_CheckExact(key->obj)) return trace_break(t, "reading a dict with a non-string key");
-    PyObject *v = PyDict_GetItemWithError(dict->obj, key->obj); /* borrowed; exact dict lookup, no __missing__ */
-    if (!v) {
-        if (PyErr_Occurred()) return trace_break(t, "dict lookup failed");
-        if (dict->source) {
-            trace_guard(t, G_HAS_KEY, dict->source, key->obj, 0);
-        }
-        return dflt ? dflt : var_none(t);
-    }
-    *found = true;
-    Source *s = dict->source ? source_derived(t, SRC_ITEM, dict->source, -1, PyUnicode_AsUTF8(key->obj)) : NULL;
-    return trace_wrap(t, v, s);
 }
 
 /*--- generic attribute lookup (object.__getattribute__) -------------------------*/
@@ -130,6 +110,15 @@ static bool is_base_c_method(PyObject *d) {
     if (PyObject_TypeCheck(d, &PyWrapperDescr_Type)) owner = ((PyWrapperDescrObject *)d)->d_common.d_type;
     if (PyObject_TypeCheck(d, &PyMethodDescr_Type)) owner = ((PyMethodDescrObject *)d)->d_common.d_type;
     return owner && (owner == &PyBaseObject_Type || dict_like_base(owner));
+}
+
+/* The dict methods lazydict.c follows on a dict from outside. */
+bool lazy_dict_reads(const char *name) {
+    static const char *const names[] = {"get", "__getitem__", "__contains__", "__len__", "keys", "values", "items", "__setitem__"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        if (strcmp(name, names[i]) == 0) return true;
+    }
+    return false;
 }
 
 static Var *base_method(Trace *t, Var *self, const char *name) {
@@ -337,6 +326,11 @@ bool trace_setitem_object(Trace *t, Var *obj, Var *key, Var *value) {
         trace_mutated(t, obj->content);
         dict_set(t, obj->content, key, value);
         return true;
+    }
+    if (is_lazy_dict(obj)) {
+        bool handled;
+        Var *args[2] = {key, value};
+        return lazy_dict_method(t, obj, "__setitem__", NULL, args, 2, 0, &handled) != NULL;
     }
     trace_break(t, "item assignment on a %s object", Py_TYPE(obj->obj)->tp_name);
     return false;
@@ -561,6 +555,12 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
             continue;
         }
         if (self->fresh && is_base_c_method(d)) return base_method(t, self, n);
+        if (is_lazy_dict(self) && is_base_c_method(d) && lazy_dict_reads(n)) {
+            /* dict's or OrderedDict's own method on a dict subclass from outside */
+            Var *m = tagged_method(t, self, n);
+            m->c_method = trace_keep(t, d); /* the C method itself (its __setitem__ is replayed) */
+            return m;
+        }
         if (PyFunction_Check(d)) {
             PyObject *bound = PyMethod_New(d, self->obj);
             Var *r = bound ? method_var(t, self, d, bound) : trace_break(t, "super().%s", n);
@@ -576,13 +576,6 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
             PyErr_Clear();
             Py_XDECREF(fget);
             return r;
-        }
-        if (PyObject_TypeCheck(d, &PyMethodDescr_Type) && PyDict_Check(self->obj) &&
-            ((PyMethodDescrObject *)d)->d_common.d_type == &PyDict_Type) {
-            /* dict's own methods on a dict subclass: read it like a dict */
-            Var *as_dict = var_new(t, V_OBJECT);
-            *as_dict = *self;
-            return tagged_method(t, as_dict, n);
         }
         if (Py_TYPE(d)->tp_descr_get == NULL) return var_const(t, d); /* a plain class attribute */
         return trace_break(t, "super().%s is a %s pt2 does not model", n, Py_TYPE(d)->tp_name);
@@ -605,19 +598,13 @@ Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_n
         if (n_args != 2 || n_kw || args[0]->kind != V_CONST || !PyUnicode_Check(args[0]->obj)) {
             return trace_break(t, "object.__setattr__ with a run-time name");
         }
-        return trace_setattr(t, m->self, args[0]->obj, args[1]) ? var_none(t) : NULL;
+        if (!m->self || (m->self->kind != V_OBJECT && m->self->kind != V_MODULE) || !m->self->obj) {
+            return trace_break(t, "object.__setattr__ on this value is not supported");
+        }
+        return generic_setattr(t, m->self, args[0]->obj, args[1]) ? var_none(t) : NULL;
     }
-    if (is_lazy_dict(m->self) && n_kw == 0) {
-        bool found;
-        if ((strcmp(tag, "get") == 0 && (n_args == 1 || n_args == 2)) || (strcmp(tag, "__getitem__") == 0 && n_args == 1)) {
-            Var *r = lazy_dict_item(t, m->self, args[0], n_args == 2 ? args[1] : NULL, &found);
-            if (r && !found && tag[0] == '_') return trace_break(t, "KeyError: %s", PyUnicode_AsUTF8(args[0]->obj));
-            return r;
-        }
-        if (strcmp(tag, "__contains__") == 0 && n_args == 1) {
-            Var *r = lazy_dict_item(t, m->self, args[0], NULL, &found);
-            return r ? var_const(t, found ? Py_True : Py_False) : NULL;
-        }
+    if (is_lazy_dict(m->self) && lazy_dict_reads(tag)) {
+        return lazy_dict_method(t, m->self, tag, m->c_method, args, n_args, n_kw, handled);
     }
     *handled = false;
     return NULL;
@@ -639,6 +626,15 @@ bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
         trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
         return inline_function(t, hook, args, 3) != NULL;
     }
+    return generic_setattr(t, base, name, value);
+}
+
+/* object.__setattr__(base, name, value): data descriptors (a property's
+ * setter inlined), else the instance dict (recorded, replayed after the
+ * graph); never the type's own Python __setattr__, which is what calls it. */
+static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
+    const char *n = PyUnicode_AsUTF8(name);
+    PyTypeObject *ty = Py_TYPE(base->obj);
     PyObject *descr = _PyType_Lookup(ty, name);
     if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
         PyObject *fset = PyObject_GetAttr(descr, s_fset);
@@ -683,7 +679,7 @@ bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
         }
     }
     trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
-    *new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
+    *trace_new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
     trace_mutated(t, NULL);
     return true;
 }
@@ -761,7 +757,7 @@ Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Va
 
 /* `global name; name = value` is recorded like an attribute store on the
  * module's globals and replayed after the graph runs (compiled.c). */
-static struct AttrStore *new_store(Trace *t) {
+struct AttrStore *trace_new_store(Trace *t) {
     if (t->n_stores == t->cap_stores) {
         t->cap_stores = t->cap_stores ? 2 * t->cap_stores : 8;
         struct AttrStore *s = trace_alloc(t, sizeof *s * (size_t)t->cap_stores);
@@ -780,7 +776,7 @@ Var *trace_stored_global(Trace *t, PyObject *globals, PyObject *name) {
 }
 
 void trace_store_global(Trace *t, PyObject *globals, PyObject *name, Var *value) {
-    struct AttrStore *s = new_store(t);
+    struct AttrStore *s = trace_new_store(t);
     *s = (struct AttrStore){NULL, trace_keep(t, name), value, trace_keep(t, globals)};
     trace_mutated(t, NULL);
 }

@@ -61,11 +61,13 @@ void results_free(ResultPlan *p) {
     for (int k = 0; k < p->n_stores; ++k) {
         Py_XDECREF(p->store_names[k]);
         Py_XDECREF(p->store_globals[k]);
+        Py_XDECREF(p->store_setitem[k]);
         out_free(&p->store_values[k]);
     }
     PyMem_Free(p->store_target);
     PyMem_Free(p->store_names);
     PyMem_Free(p->store_globals);
+    PyMem_Free(p->store_setitem);
     PyMem_Free(p->store_values);
     for (int k = 0; k < p->n_syncs; ++k) out_free(&p->sync_contents[k]);
     PyMem_Free(p->sync_target);
@@ -270,10 +272,12 @@ int results_plan(Trace *t, Var *result, ResultPlan *p) {
     p->store_target = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(int));
     p->store_names = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
     p->store_globals = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
+    p->store_setitem = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
     for (int k = 0; k < t->n_stores; ++k) {
         struct AttrStore *s = &t->stores[k];
-        p->store_names[k] = Py_NewRef(s->name);
+        p->store_names[k] = Py_NewRef(s->key ? s->key->obj : s->name);
         p->store_globals[k] = Py_XNewRef(s->globals);
+        p->store_setitem[k] = Py_XNewRef(s->setitem);
         if (s->target && !s->target->source) {
             trace_break(t, "internal: an attribute assignment on an object without a source");
             goto done;
@@ -414,11 +418,18 @@ PyObject *results_replay(const ResultPlan *p, PyObject *const *inputs, PyObject 
     }
     for (int k = 0; k < p->n_stores; ++k) {
         PyObject *value = build_value(&p->store_values[k], &b);
-        int rc = !value ? -1 : p->store_target[k] >= 0 ? PyObject_GenericSetAttr(slots[p->store_target[k]], p->store_names[k], value)
-                                                        : PyDict_SetItem(p->store_globals[k], p->store_names[k], value);
+        PyObject *target = p->store_target[k] >= 0 ? slots[p->store_target[k]] : NULL;
+        int rc = -1;
+        if (value && p->store_setitem[k]) {
+            PyObject *r = PyObject_CallFunctionObjArgs(p->store_setitem[k], target, p->store_names[k], value, NULL);
+            rc = r ? 0 : -1;
+            Py_XDECREF(r);
+        } else if (value) {
+            rc = target ? PyObject_GenericSetAttr(target, p->store_names[k], value) : PyDict_SetItem(p->store_globals[k], p->store_names[k], value);
+        }
         Py_XDECREF(value);
         if (rc != 0) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot replay an attribute assignment of %U", name);
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot replay an assignment of %U", name);
             goto done;
         }
     }

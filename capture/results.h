@@ -27,10 +27,13 @@ typedef struct ResultPlan {
     /* inputs changed in place: input[i] <- output[j] after the kernel ran */
     int n_writeback;
     int *writeback_input, *writeback_output;
-    /* attribute assignments (target slot; -1: a global into store_globals[k]) */
+    /* assignments in program order: target.name = value (target slot; -1: a
+     * global into store_globals[k]), or store_setitem[k](target, name, value)
+     * for an item of a dict (subclass) from outside (store_setitem NULL for
+     * attributes) */
     int n_stores;
     int *store_target;
-    PyObject **store_globals, **store_names;
+    PyObject **store_globals, **store_names, **store_setitem;
     OutNode *store_values;
     /* lists and dicts passed in and changed: their final contents */
     int n_syncs;

@@ -86,6 +86,9 @@ typedef struct Var {
     int pos;            /* V_ITER */
     /* V_METHOD; V_ITER of an inlined generator: what it returned (the value of `yield from` it) */
     struct Var *self;
+    /* V_METHOD tagged with a method name (objects.c): the C method of a base
+     * class it stands for (super().__setitem__ of a dict subclass), or NULL */
+    PyObject *c_method;
     /* V_RANGE */
     int64_t start, stop, step;
     /* V_FUNCTION made by MAKE_FUNCTION (obj is then a code object) */
@@ -119,6 +122,7 @@ typedef enum GuardKind {
     G_FROZEN,       /* x is obj, x._version == n, x's data pointer is data_ptr: a frozen parameter unchanged */
     G_FREEZE_MODE,  /* the run's pt2.compile(freeze=...) == flag: entries of the other mode are not used */
     G_ALIAS,        /* (x is other) == n: two sources reach one tensor (a tied weight), or two distinct ones */
+    G_DICT_KEYS,    /* type(x) is the guarded type (a dict or a C dict subclass) and its keys, in iteration order, are obj (a tuple) */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -181,6 +185,11 @@ typedef struct Trace {
         PyObject *name;  /* borrowed from the code's co_names (kept by trace_keep) */
         Var *value;
         PyObject *globals; /* the globals dict of a global assignment (kept by trace_keep) */
+        /* an item assignment target[key] = value on a dict (subclass) from
+         * outside, replayed as setitem(target, key, value): the C
+         * __setitem__ the trace resolved (dict's, OrderedDict's; kept) */
+        Var *key;
+        PyObject *setitem;
     } *stores;
     int n_stores, cap_stores;
     /* Lists and dicts from outside (one Var per real object, memo by
@@ -311,6 +320,15 @@ Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Va
  * d[k], k in d; `found` tells whether the key is there (guarded). */
 Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found);
 bool is_lazy_dict(const Var *v);
+/* A lazily read dict's methods without a Python override (get, keys, items,
+ * ..., __setitem__ through the C `setitem` given, NULL: the type's own);
+ * *handled is false for other names (lazydict.c). */
+Var *lazy_dict_method(Trace *t, Var *dict, const char *name, PyObject *setitem, Var **args, int n_args, int n_kw, bool *handled);
+/* Its contents now (pending item assignments included) as a new dict Var,
+ * its key order guarded; NULL (trace broken) if it cannot be read whole. */
+Var *lazy_dict_snapshot(Trace *t, Var *dict);
+/* A new record of t->stores (objects.c). */
+struct AttrStore *trace_new_store(Trace *t);
 /* A real object's Python dunder (`__len__`, `__getitem__`, ...) inlined with
  * arg (NULL: none); *handled is false when its type has none. */
 Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *handled);

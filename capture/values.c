@@ -653,21 +653,10 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
         Var *m = tagged_method(t, obj, strcmp(dunder, "__contains__") == 0 ? "base:__contains__" : "base:__getitem__");
         return trace_call(t, m, &arg, 1, NULL, NULL, 0);
     }
-    if (is_lazy_dict(obj) && !arg) {
-        /* len() and truth of a dict read from outside: its length, guarded */
-        if (strcmp(dunder, "__len__") != 0) return NULL;
-        *handled = true;
-        if (!obj->source) return trace_break(t, "len() of a dict from outside the traced code");
-        trace_guard(t, G_LEN, obj->source, (PyObject *)Py_TYPE(obj->obj), PyDict_GET_SIZE(obj->obj));
-        return int_const(t, PyDict_GET_SIZE(obj->obj));
-    }
-    if (is_lazy_dict(obj)) {
-        bool found;
-        *handled = true;
-        Var *r = lazy_dict_item(t, obj, arg, NULL, &found);
-        if (!r) return NULL;
-        if (strcmp(dunder, "__contains__") == 0) return var_const(t, found ? Py_True : Py_False);
-        return found ? r : trace_break(t, "KeyError in a dict lookup");
+    if (is_lazy_dict(obj) && lazy_dict_reads(dunder)) {
+        /* len(), `in`, d[k] of a dict read from outside */
+        Var *a[1] = {arg};
+        return lazy_dict_method(t, obj, dunder, NULL, a, arg ? 1 : 0, 0, handled);
     }
     return NULL;
 }
@@ -700,8 +689,8 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         return m;
     }
     case V_MODULE: case V_OBJECT:
-        if (is_lazy_dict(base) && (strcmp(n, "get") == 0 || strcmp(n, "__getitem__") == 0 || strcmp(n, "__contains__") == 0) &&
-            !python_hook(Py_TYPE(base->obj), name)) { /* dict's own method, not a subclass's Python override */
+        if (is_lazy_dict(base) && lazy_dict_reads(n) && !python_hook(Py_TYPE(base->obj), name)) {
+            /* dict's own method, not a subclass's Python override */
             return tagged_method(t, base, n);
         }
         return object_getattr(t, base, name);

@@ -1,0 +1,172 @@
+"""What transformers does around a model's graph, compared with eager:
+ModelOutput-style OrderedDict subclasses read from outside the trace (keys(),
+items(), values(), iteration, len, `in`, to_tuple()) and written through
+super().__setitem__ / super().__setattr__ (replayed after the graph), and
+ContextVar.get/set/reset.  Each runs without a graph break now."""
+import contextvars
+import dataclasses
+from collections import OrderedDict
+from typing import Optional
+
+import pytest
+import torch
+
+import pt2
+from test_capture import compare, r
+
+
+class Output(OrderedDict):
+    """ModelOutput's protocol, without transformers: fields are attributes
+    and (when not None) items; __getitem__ by name or position."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __setattr__(self, name, value):
+        if name in {f.name for f in dataclasses.fields(self)} and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            return dict(self.items())[k]
+        return self.to_tuple()[k]
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class Out(Output):
+    last: Optional[torch.Tensor] = None
+    hidden: Optional[tuple] = None
+    extra: Optional[torch.Tensor] = None
+
+
+def state(o):
+    return type(o).__name__, list(o.keys()), dict(o.__dict__)
+
+
+def same_state(a, b):
+    na, ka, da = state(a)
+    nb, kb, db = state(b)
+    assert (na, ka) == (nb, kb)
+    assert sorted(da) == sorted(db)
+    for k in da:
+        compare(da[k], db[k], 1e-6, f".{k}")
+    for k in ka:
+        compare(a[k], b[k], 1e-6, f"[{k!r}]")
+
+
+def run_both(fn, make_inputs, graphs=None, breaks=None):
+    pt2.reset()
+    compiled = pt2.compile(fn)
+    for _ in range(2):
+        eager_in, pt2_in = make_inputs(), make_inputs()
+        with torch.no_grad():
+            ref = fn(*eager_in)
+            out = compiled(*pt2_in)
+        compare(out, ref, 1e-6)
+        for a, b in zip(pt2_in, eager_in):
+            if isinstance(a, Output):
+                same_state(a, b)
+    if graphs is not None:
+        with torch.no_grad():
+            e = pt2.explain(fn)(*make_inputs())
+        assert (e.graph_count, e.graph_break_count) == (graphs, breaks), e.break_reasons
+
+
+def make_out():
+    return (r(3), Out(last=r(2, 3), extra=r(4)))
+
+
+# ---------------------------------------------------------------- OrderedDict subclasses from outside
+
+
+def test_reads_whole():
+    def fn(x, o):
+        keys = list(o.keys())
+        vals = [v * 2 for v in o.values()]
+        pairs = dict(o.items())
+        n = len(o)
+        return x + n, keys, vals, pairs["last"] + 1, [k for k in o], "hidden" in o
+
+    run_both(fn, make_out, graphs=1, breaks=0)
+
+
+def test_to_tuple_and_getitem():
+    def fn(x, o):
+        t = o.to_tuple()
+        return t[0] + o["extra"].sum() + o[1].sum() + x.sum()
+
+    run_both(fn, make_out, graphs=1, breaks=0)
+
+
+def test_setitem_is_replayed():
+    def fn(x, o):
+        o["hidden"] = (x + 1, x * 2)
+        o["last"] = o["last"] * 3
+        return o.to_tuple()[1][0] + 1, list(o.keys())
+
+    run_both(fn, make_out, graphs=1, breaks=0)
+
+
+def test_setattr_through_python_setattr_is_replayed():
+    def fn(x, o):
+        o.hidden = (x.exp(),)  # __setattr__ -> super().__setitem__ and super().__setattr__
+        o.note = "seen"
+        return x + len(o)
+
+    run_both(fn, make_out, graphs=1, breaks=0)
+
+
+def test_setitem_then_break():
+    def fn(x, o):
+        y = x + 1
+        print("break", end="\r")
+        o["hidden"] = (y,)
+        return o.to_tuple(), list(o.keys()), o["last"] + 1
+
+    run_both(fn, make_out)
+
+
+def test_other_keys_recompile():
+    def fn(x, o):
+        return x + len(list(o.keys())) + sum(v.sum() for v in o.values())
+
+    compiled = pt2.compile(fn)
+    with torch.no_grad():
+        for o in (Out(last=r(2)), Out(last=r(2), extra=r(2)), Out(extra=r(2)), Out(last=r(2))):
+            compare(compiled(r(3), o), fn(r(3), o), 1e-6)
+
+
+def test_real_modeloutput():
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_outputs import BaseModelOutput
+
+    def fn(x, o):
+        o["hidden_states"] = (x + 1,)
+        t = o.to_tuple()
+        return t[0] * 2 + o.last_hidden_state, list(o.keys()), o[0]
+
+    def make():
+        return (r(2, 3), BaseModelOutput(last_hidden_state=r(2, 3, seed=5)))
+
+    pt2.reset()
+    compiled = pt2.compile(fn)
+    for _ in range(2):
+        a, b = make(), make()
+        with torch.no_grad():
+            ref = fn(*a)
+            out = compiled(*b)
+        compare(out, ref, 1e-6)
+        assert list(b[1].keys()) == list(a[1].keys())
+        compare(b[1].hidden_states, a[1].hidden_states, 1e-6)
+    del transformers
