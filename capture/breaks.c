@@ -37,8 +37,9 @@ typedef struct Emit {
     Var **outputs;      /* graph outputs, in tuple order */
     int n_outputs, cap_outputs;
     /* containers made in the trace that a replayed side effect also holds
-     * (stored in an attribute or in a dict passed in): the compiled graph
-     * returns them after its tensors, so the frame gets the same objects */
+     * (stored in an attribute or in a dict passed in), and ContextVar Tokens
+     * (made by the replay): the compiled graph returns them after its
+     * tensors, so the frame gets the same objects */
     Var **shared;
     int n_shared, cap_shared;
     bool failed;
@@ -63,8 +64,14 @@ static Var *input_aliased(Trace *t, Var *v) {
     return NULL;
 }
 
+static void add_shared(Emit *e, Var *v);
+
 static void collect(Emit *e, Var *v, int depth) {
     if (!v || depth > 16) return;
+    if (ctxvar_is_token(e->t, v)) {
+        add_shared(e, v); /* made by the replay of its set(): the graph returns it */
+        return;
+    }
     if (v->kind == V_TENSOR && !v->is_input && input_aliased(e->t, v)) return; /* the input, detached */
     if (v->kind == V_TENSOR && !v->is_input) {
         for (int i = 0; i < e->n_outputs; ++i) {
@@ -94,18 +101,20 @@ static bool made_mutable(const Var *v) {
     return !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh));
 }
 
+static void add_shared(Emit *e, Var *v) {
+    for (int i = 0; i < e->n_shared; ++i) {
+        if (e->shared[i] == v) return;
+    }
+    if (e->n_shared == e->cap_shared) {
+        e->cap_shared = e->cap_shared ? 2 * e->cap_shared : 8;
+        e->shared = PyMem_Realloc(e->shared, sizeof(Var *) * (size_t)e->cap_shared);
+    }
+    e->shared[e->n_shared++] = v;
+}
+
 static void collect_shared(Emit *e, Var *v, int depth) {
     if (!v || depth > 16) return;
-    if (made_mutable(v)) {
-        for (int i = 0; i < e->n_shared; ++i) {
-            if (e->shared[i] == v) return;
-        }
-        if (e->n_shared == e->cap_shared) {
-            e->cap_shared = e->cap_shared ? 2 * e->cap_shared : 8;
-            e->shared = PyMem_Realloc(e->shared, sizeof(Var *) * (size_t)e->cap_shared);
-        }
-        e->shared[e->n_shared++] = v;
-    }
+    if (made_mutable(v) || ctxvar_is_token(e->t, v)) add_shared(e, v);
     if (v->source) return;
     if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET) {
         for (int i = 0; i < v->n_items; ++i) collect_shared(e, v->items[i], depth + 1);
@@ -158,6 +167,13 @@ static bool emit_source(Emit *e, const Source *s) {
         pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
         return true;
     }
+    case SRC_CONST: pt2_asm_load_const(e->a, s->name); return true;
+    case SRC_CTXVAR:
+        pt2_asm_push_null(e->a);
+        if (!emit_source(e, s->base)) return false;
+        pt2_asm_load_attr(e->a, "get");
+        pt2_asm_call(e->a, 0);
+        return true;
     case SRC_CLOSURE: /* the replacement runs in the frame: its free cells are there */
         pt2_asm_emit(e->a, pt2_bc_opcode("LOAD_DEREF"), (int)(e->code->co_nlocalsplus - e->code->co_nfreevars + s->index));
         return true;
@@ -401,6 +417,11 @@ static bool emit_value(Emit *e, Var *v, int depth) {
              * "base:__getitem__"): not an attribute of the object */
             return fail(e, "a super() method value");
         }
+        if (v->self && v->obj && PyUnicode_Check(v->obj) && strncmp(PyUnicode_AsUTF8(v->obj), "ctxvar:", 7) == 0) {
+            if (!emit_var(e, v->self, depth + 1)) return false; /* the ContextVar's own method */
+            pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(v->obj) + 7);
+            return true;
+        }
         if (v->self && v->obj && PyUnicode_Check(v->obj) && v->c_method) {
             /* a C method of a base class reached through super() (OrderedDict.__setitem__):
              * types.MethodType(method, self), never self's own override */
@@ -608,6 +629,9 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     for (int k = 0; k < t->n_synced; ++k) {
         for (int i = 0; i < t->synced[k]->n_items; ++i) collect_shared(&e, t->synced[k]->items[i], 0);
     }
+    for (int k = 0; k < t->n_ctx_ops; ++k) {
+        if (t->ctx_ops[k].value) collect_shared(&e, t->ctx_ops[k].value, 0);
+    }
     /* a graph returns distinct tensors: values that are views of one another
      * (or of an input) would stop aliasing, and an in-place op run after the
      * break would reach only one of them */
@@ -622,7 +646,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (e.failed) goto done;
     bool was_broke = t->broke;
     t->broke = false; /* compile the graph captured so far */
-    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced) {
+    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced || t->n_ctx_ops) {
         Var *tuple = var_new(t, V_TUPLE);
         for (int i = 0; i < e.n_outputs; ++i) var_push_item(t, tuple, e.outputs[i]);
         for (int i = 0; i < e.n_shared; ++i) var_push_item(t, tuple, e.shared[i]);

@@ -59,6 +59,7 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
         if (!v) PyErr_Clear();
         return Py_XNewRef(v);
     }
+    case SRC_CONST: return Py_NewRef(s->name);
     case SRC_MODULE: {
         PyObject *m = PyImport_GetModule(s->name); /* a dict lookup: never imports */
         if (!m) PyErr_Clear();
@@ -72,6 +73,9 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
     switch (s->kind) {
     case SRC_ATTR: case SRC_PARAM:
         r = pt2_safe_getattr(base, s->name, NULL);
+        break;
+    case SRC_CTXVAR:
+        if (PyContextVar_CheckExact(base) && PyContextVar_Get(base, NULL, &r) != 0) r = NULL;
         break;
     case SRC_ITEM:
         if (s->name) {

@@ -588,6 +588,7 @@ Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_n
     const char *tag = PyUnicode_AsUTF8(m->obj);
     *handled = true;
     if (strncmp(tag, "base:", 5) == 0) return base_method_call(t, m->self, tag + 5, args, n_args, kw_names, kw_values, n_kw);
+    if (strncmp(tag, "ctxvar:", 7) == 0) return ctxvar_method(t, m->self, tag + 7, args, n_args, n_kw);
     if (strcmp(tag, "generic:__getattribute__") == 0) {
         if (n_args != 1 || n_kw || args[0]->kind != V_CONST || !PyUnicode_Check(args[0]->obj)) {
             return trace_break(t, "object.__getattribute__ with a run-time name");

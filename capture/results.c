@@ -6,8 +6,9 @@
  *     tuples/lists/dicts/sets and objects made in the trace, and tensors that
  *     are other objects over an output's or input's values (x.detach());
  *   - the side effects: inputs written back (AOTAutograd's epilogue),
- *     attribute and global assignments, and the final contents of lists and
- *     dicts passed in (TorchDynamo's side-effect replay, §3.7).
+ *     ContextVar set/reset, attribute, global and item assignments, and the
+ *     final contents of lists and dicts passed in (TorchDynamo's side-effect
+ *     replay, §3.7).
  * Each call replays it.  Mutable values made in the trace, derived tensors
  * and objects from outside have a slot: built (or fetched) once per call, so
  * a list both returned and stored in an attribute is one list, as in eager.
@@ -22,6 +23,7 @@ typedef enum OutKind {
     OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE, OUT_SET, OUT_OBJECT,
     OUT_ALIAS, /* children[0].detach(): another tensor object over the same memory (x.detach(), x.data) */
     OUT_CLONE, /* children[0].clone(): a distinct tensor of the same values (y after x.copy_(y)) */
+    OUT_REPLAYED, /* what a replayed side effect made, in its slot (a ContextVar Token) */
 } OutKind;
 
 struct OutNode {
@@ -69,6 +71,11 @@ void results_free(ResultPlan *p) {
     PyMem_Free(p->store_globals);
     PyMem_Free(p->store_setitem);
     PyMem_Free(p->store_values);
+    for (int k = 0; k < p->n_ctx_ops; ++k) out_free(&p->ctx_values[k]);
+    PyMem_Free(p->ctx_var);
+    PyMem_Free(p->ctx_token);
+    PyMem_Free(p->ctx_reset);
+    PyMem_Free(p->ctx_values);
     for (int k = 0; k < p->n_syncs; ++k) out_free(&p->sync_contents[k]);
     PyMem_Free(p->sync_target);
     PyMem_Free(p->sync_contents);
@@ -227,6 +234,11 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
         return 0;
     case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
         if (!v->obj) break;
+        if (ctxvar_is_token(t, v)) {
+            n->kind = OUT_REPLAYED;
+            n->slot = var_slot(c, v, NULL);
+            return 0;
+        }
         if (v->fresh) {
             n->slot = var_slot(c, v, NULL);
             return collect_object(c, v, n, depth);
@@ -285,6 +297,22 @@ int results_plan(Trace *t, Var *result, ResultPlan *p) {
         p->store_target[k] = s->target ? var_slot(&c, s->target, s->target->source) : -1;
         if (collect(&c, s->value, &p->store_values[k], 0) != 0) goto done;
     }
+    p->n_ctx_ops = t->n_ctx_ops;
+    p->ctx_var = PyMem_Calloc((size_t)(t->n_ctx_ops + 1), sizeof(int));
+    p->ctx_token = PyMem_Calloc((size_t)(t->n_ctx_ops + 1), sizeof(int));
+    p->ctx_reset = PyMem_Calloc((size_t)(t->n_ctx_ops + 1), sizeof(bool));
+    p->ctx_values = PyMem_Calloc((size_t)(t->n_ctx_ops + 1), sizeof(OutNode));
+    for (int k = 0; k < t->n_ctx_ops; ++k) {
+        struct CtxOp *op = &t->ctx_ops[k];
+        p->ctx_var[k] = var_slot(&c, op->var, op->var->source);
+        p->ctx_token[k] = var_slot(&c, op->token, NULL);
+        p->ctx_reset[k] = op->reset;
+        if (op->reset) {
+            p->ctx_values[k].slot = -1;
+        } else if (collect(&c, op->value, &p->ctx_values[k], 0) != 0) {
+            goto done;
+        }
+    }
     p->n_syncs = t->n_synced;
     p->sync_target = PyMem_Calloc((size_t)(t->n_synced + 1), sizeof(int));
     p->sync_contents = PyMem_Calloc((size_t)(t->n_synced + 1), sizeof(OutNode));
@@ -328,6 +356,9 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "pt2: cannot fetch a returned object");
         return NULL;
     }
+    case OUT_REPLAYED:
+        PyErr_SetString(PyExc_RuntimeError, "pt2: a ContextVar Token used before its set() was replayed");
+        return NULL;
     case OUT_GRAPH: return Py_NewRef(b->outputs[n->index]);
     case OUT_INPUT: return Py_NewRef(b->inputs[n->index]);
     case OUT_CONST: return Py_NewRef(n->obj);
@@ -415,6 +446,22 @@ PyObject *results_replay(const ResultPlan *p, PyObject *const *inputs, PyObject 
         PyObject *r = PyObject_CallMethodOneArg(inputs[p->writeback_input[k]], str_copy_, outputs[p->writeback_output[k]]);
         if (!r) goto done;
         Py_DECREF(r);
+    }
+    for (int k = 0; k < p->n_ctx_ops; ++k) {
+        PyObject *var = slots[p->ctx_var[k]];
+        if (!PyContextVar_CheckExact(var)) {
+            PyErr_Format(PyExc_RuntimeError, "pt2: a ContextVar %U changes is no longer one", name);
+            goto done;
+        }
+        if (p->ctx_reset[k]) {
+            if (PyContextVar_Reset(var, slots[p->ctx_token[k]]) != 0) goto done;
+            continue;
+        }
+        PyObject *value = build_value(&p->ctx_values[k], &b);
+        PyObject *token = value ? PyContextVar_Set(var, value) : NULL;
+        Py_XDECREF(value);
+        if (!token) goto done;
+        Py_XSETREF(slots[p->ctx_token[k]], token);
     }
     for (int k = 0; k < p->n_stores; ++k) {
         PyObject *value = build_value(&p->store_values[k], &b);

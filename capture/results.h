@@ -2,8 +2,8 @@
  *
  * Beyond its kernel, a compiled graph rebuilds its function's return value
  * and replays the Python state the trace changed (results.c): inputs changed
- * in place, attribute and global assignments, and the contents of lists and
- * dicts passed in.  A ResultPlan is made once from the finished trace; each
+ * in place, attribute, global and item assignments, ContextVar set/reset,
+ * and the contents of lists and dicts passed in.  A ResultPlan is made once from the finished trace; each
  * call replays it on that call's inputs and kernel outputs.
  *===----------------------------------------------------------------------===*/
 #ifndef PT2_CAPTURE_RESULTS_H
@@ -35,6 +35,12 @@ typedef struct ResultPlan {
     int *store_target;
     PyObject **store_globals, **store_names, **store_setitem;
     OutNode *store_values;
+    /* ContextVar.set/reset in program order (ctxvars.c): the ContextVar's
+     * slot, the Token's slot (set makes it, reset uses it), set's value */
+    int n_ctx_ops;
+    int *ctx_var, *ctx_token;
+    bool *ctx_reset;
+    OutNode *ctx_values;
     /* lists and dicts passed in and changed: their final contents */
     int n_syncs;
     int *sync_target;      /* slot of the real container */

@@ -32,6 +32,9 @@ typedef enum SourceKind {
     SRC_ITEM,     /* base[index] of a tuple/list, or base[key] of a dict (key: name) */
     SRC_PARAM,    /* nn.Module: base._parameters/_buffers/_modules[name] */
     SRC_MODULE,   /* sys.modules[name]: a module the traced code imported (already loaded) */
+    SRC_CTXVAR,   /* base.get() of a contextvars.ContextVar base (missing when it has no value) */
+    SRC_CONST,    /* a fixed object, held in `name`: the globals dict of an inlined function
+                     (fixed by the guards on the function's identity or its class) */
 } SourceKind;
 
 typedef struct Source {
@@ -199,6 +202,16 @@ typedef struct Trace {
     int n_containers, cap_containers;
     struct Var **synced;
     int n_synced, cap_synced;
+    /* ContextVar.set/reset on ContextVars from outside (ctxvars.c), in
+     * program order, replayed after the graph; later get()s read them. */
+    struct CtxOp {
+        Var *var;        /* the ContextVar (has a source) */
+        Var *token;      /* set: the Token it returns; reset: the token given */
+        Var *value;      /* the ContextVar's value after the op (NULL: none) */
+        bool reset;
+        bool used;       /* set: its token was given to reset */
+    } *ctx_ops;
+    int n_ctx_ops, cap_ctx_ops;
     bool partial;        /* compiling the graph before a break (breaks.c) */
     /* The exception type a `raise` in the traced code ended the trace with
      * (borrowed: a built-in type), or NULL: iteration through __getitem__
@@ -244,6 +257,7 @@ PyObject *trace_keep(Trace *t, PyObject *obj);
 
 Source *source_local(Trace *t, Py_ssize_t index);
 Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index, const char *name);
+Source *source_const(Trace *t, PyObject *obj);
 /* Human-readable source text ("L['x'].weight") into buf. */
 void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap);
 
@@ -327,6 +341,10 @@ Var *lazy_dict_method(Trace *t, Var *dict, const char *name, PyObject *setitem, 
 /* Its contents now (pending item assignments included) as a new dict Var,
  * its key order guarded; NULL (trace broken) if it cannot be read whole. */
 Var *lazy_dict_snapshot(Trace *t, Var *dict);
+/* ContextVar methods (ctxvars.c): `name` (get, set, reset) of a real
+ * ContextVar Var; whether v is a Token a set() in the trace returned. */
+Var *ctxvar_method(Trace *t, Var *var, const char *name, Var **args, int n_args, int n_kw);
+bool ctxvar_is_token(Trace *t, const Var *v);
 /* A new record of t->stores (objects.c). */
 struct AttrStore *trace_new_store(Trace *t);
 /* A real object's Python dunder (`__len__`, `__getitem__`, ...) inlined with

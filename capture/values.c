@@ -58,10 +58,17 @@ Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index
     return s;
 }
 
+Source *source_const(Trace *t, PyObject *obj) {
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = SRC_CONST;
+    s->name = trace_keep(t, obj);
+    return s;
+}
+
 void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap) {
     char base[512] = "";
     if (s->base) source_describe(s->base, code, base, sizeof base);
-    const char *name = s->name ? PyUnicode_AsUTF8(s->name) : "";
+    const char *name = s->name && PyUnicode_Check(s->name) ? PyUnicode_AsUTF8(s->name) : "";
     switch (s->kind) {
     case SRC_LOCAL:
         snprintf(buf, cap, "L['%s']", code ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, s->index)) : "?");
@@ -69,6 +76,12 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_CLOSURE: snprintf(buf, cap, "closure[%zd]", s->index); break;
     case SRC_GLOBAL: snprintf(buf, cap, "G['%s']", name); break;
     case SRC_MODULE: snprintf(buf, cap, "sys.modules['%s']", name); break;
+    case SRC_CTXVAR: snprintf(buf, cap, "%s.get()", base); break;
+    case SRC_CONST: {
+        PyObject *module = PyDict_Check(s->name) ? PyDict_GetItemString(s->name, "__name__") : NULL; /* borrowed */
+        snprintf(buf, cap, "globals(%s)", module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : Py_TYPE(s->name)->tp_name);
+        break;
+    }
     case SRC_BUILTIN: snprintf(buf, cap, "builtins['%s']", name); break;
     case SRC_ATTR: snprintf(buf, cap, "%s.%s", base, name); break;
     case SRC_PARAM: snprintf(buf, cap, "%s.%s", base, name); break;
@@ -167,6 +180,10 @@ static bool source_equal(const Source *a, const Source *b) {
     for (; a && b; a = a->base, b = b->base) {
         if (a == b) return true;
         if (a->kind != b->kind || a->index != b->index) return false;
+        if (a->kind == SRC_CONST) {
+            if (a->name != b->name) return false;
+            continue;
+        }
         if ((a->name == NULL) != (b->name == NULL)) return false;
         if (a->name && a->name != b->name && PyUnicode_Compare(a->name, b->name) != 0) return false;
     }
@@ -689,6 +706,12 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         return m;
     }
     case V_MODULE: case V_OBJECT:
+        if (base->obj && PyContextVar_CheckExact(base->obj) && (strcmp(n, "get") == 0 || strcmp(n, "set") == 0 || strcmp(n, "reset") == 0)) {
+            char tag[16];
+            snprintf(tag, sizeof tag, "ctxvar:%s", n);
+            return tagged_method(t, base, tag);
+        }
+        if (ctxvar_is_token(t, base)) return trace_break(t, "attribute '%s' of a ContextVar Token made in the trace", n);
         if (is_lazy_dict(base) && lazy_dict_reads(n) && !python_hook(Py_TYPE(base->obj), name)) {
             /* dict's own method, not a subclass's Python override */
             return tagged_method(t, base, n);

@@ -170,3 +170,127 @@ def test_real_modeloutput():
         assert list(b[1].keys()) == list(a[1].keys())
         compare(b[1].hidden_states, a[1].hidden_states, 1e-6)
     del transformers
+
+
+# ---------------------------------------------------------------- ContextVar get/set/reset
+
+collector = contextvars.ContextVar("collector", default=None)
+unset = contextvars.ContextVar("unset")
+
+
+class Holder:
+    def __init__(self):
+        self.var = collector
+
+
+HOLDER = Holder()
+
+
+def hook_read(y):
+    c = collector.get()
+    if c is not None:
+        c.append(y * 2)
+    return y + 1
+
+
+def test_set_get_reset_in_one_graph():
+    def fn(x):
+        outs = []
+        token = HOLDER.var.set(outs)
+        try:
+            y = hook_read(x.sin())
+            y = hook_read(y)
+        finally:
+            HOLDER.var.reset(token)
+        return y, outs, collector.get() is None
+
+    run_both(fn, lambda: (r(3),), graphs=1, breaks=0)
+    assert collector.get() is None
+
+
+def test_value_read_from_outside_is_guarded():
+    def fn(x):
+        return hook_read(x)
+
+    compiled = pt2.compile(fn)
+    with torch.no_grad():
+        compare(compiled(r(3)), fn(r(3)), 0)
+        outs_e, outs_p = [], []
+        tok = collector.set(outs_p)
+        try:
+            got = compiled(r(3))  # None no longer: the guard on collector.get() fails, a new entry
+        finally:
+            collector.reset(tok)
+        tok = collector.set(outs_e)
+        try:
+            ref = fn(r(3))
+        finally:
+            collector.reset(tok)
+    compare(got, ref, 1e-6)
+    compare(outs_p, outs_e, 1e-6)
+
+
+def test_token_escapes_and_is_real():
+    def fn(x):
+        tok = collector.set([x + 1])
+        return x * 2, tok
+
+    with torch.no_grad():
+        y, tok = pt2.compile(fn)(r(3))
+    assert isinstance(tok, contextvars.Token) and tok.var is collector
+    assert isinstance(collector.get(), list)
+    collector.reset(tok)  # the replayed Token works with eager code
+    assert collector.get() is None
+
+
+def test_set_reset_across_a_break():
+    def fn(x):
+        outs = []
+        token = collector.set(outs)
+        try:
+            y = hook_read(x.cos())
+            print("break", end="\r")
+            y = hook_read(y)
+        finally:
+            collector.reset(token)
+        return y, outs
+
+    run_both(fn, lambda: (r(3),))
+    assert collector.get() is None
+
+
+def test_token_used_twice_raises():
+    def fn(x):
+        tok = collector.set(1)
+        collector.reset(tok)
+        collector.reset(tok)
+        return x + 1
+
+    with pytest.raises(RuntimeError):
+        fn(r(3))
+    with pytest.raises(RuntimeError):
+        pt2.compile(fn)(r(3))
+    assert collector.get() is None
+
+
+def test_token_of_other_var_raises():
+    def fn(x):
+        tok = collector.set(1)
+        unset.reset(tok)
+        return x + 1
+
+    with pytest.raises(ValueError):
+        fn(r(3))
+    collector.set(None)
+    with pytest.raises(ValueError):
+        pt2.compile(fn)(r(3))
+    collector.set(None)
+
+
+def test_get_without_value():
+    def fn(x):
+        return x + (unset.get(5) if True else 0)
+
+    run_both(fn, lambda: (r(3),))
+    with pytest.raises(LookupError):
+        pt2.compile(lambda x: x + unset.get())(r(3))
