@@ -204,10 +204,10 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
     if (code->co_flags & CO_GENERATOR) f->yielded = var_new(t, V_ITER);
     f->globals = globals ? globals : t->root->func->func_globals;
     f->builtins = PyEval_GetBuiltins();
-    /* globals read by the function are guarded through its globals dict: a
-     * function from outside is identity-guarded (or its class is), so its
-     * __globals__ is that dict on every call */
-    f->globals_source_base = fn_var->source ? source_derived(t, SRC_ATTR, fn_var->source, 0, "__globals__") : source_const(t, f->globals);
+    /* globals read by the function are guarded through its globals dict, a
+     * fixed object: a function from outside is identity-guarded (or its class
+     * is, for a method), one made in the trace has its code's globals */
+    f->globals_source_base = source_const(t, f->globals);
     if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults) != 0) {
         goto done;
     }
