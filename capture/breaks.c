@@ -361,6 +361,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_MAP"), v->n_items);
         return true;
     case V_ITER: {
+        if (v->source && v->real) return emit_source(e, v->source); /* the real one, moved on by the graph's replay */
         /* the rest of an iteration in progress */
         for (int i = v->pos; i < v->n_items; ++i) {
             if (!emit_var(e, v->items[i], depth + 1)) return false;
@@ -646,7 +647,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (e.failed) goto done;
     bool was_broke = t->broke;
     t->broke = false; /* compile the graph captured so far */
-    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced || t->n_ctx_ops) {
+    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced || t->n_ctx_ops || t->n_iters) {
         Var *tuple = var_new(t, V_TUPLE);
         for (int i = 0; i < e.n_outputs; ++i) var_push_item(t, tuple, e.outputs[i]);
         for (int i = 0; i < e.n_shared; ++i) var_push_item(t, tuple, e.shared[i]);

@@ -35,6 +35,41 @@ void csource_free(CSource *c) {
     }
 }
 
+bool pt2_is_sequence_iterator(PyObject *o) {
+    static PyObject *types[4];
+    if (!types[0]) {
+        PyObject *seqs[4] = {PyList_New(0), PyTuple_New(0), PyUnicode_FromString(""), PyObject_CallFunction((PyObject *)&PyRange_Type, "i", 0)};
+        for (int i = 0; i < 4; ++i) {
+            PyObject *it = seqs[i] ? PyObject_GetIter(seqs[i]) : NULL;
+            types[i] = it ? Py_NewRef((PyObject *)Py_TYPE(it)) : NULL;
+            Py_XDECREF(it);
+            Py_XDECREF(seqs[i]);
+        }
+        PyErr_Clear();
+    }
+    for (int i = 0; i < 4; ++i) {
+        if (types[i] && (PyObject *)Py_TYPE(o) == types[i]) return true;
+    }
+    return false;
+}
+
+PyObject *pt2_iterator_rest(PyObject *it) {
+    if (!pt2_is_sequence_iterator(it)) return NULL;
+    /* (iter, (sequence,)[, position]): C code of these iterator types */
+    PyObject *red = PyObject_CallMethod(it, "__reduce__", NULL), *rest = NULL;
+    if (red && PyTuple_Check(red) && PyTuple_GET_SIZE(red) >= 2 && PyTuple_Check(PyTuple_GET_ITEM(red, 1)) &&
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(red, 1)) == 1) {
+        PyObject *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0);
+        Py_ssize_t pos = PyTuple_GET_SIZE(red) > 2 && PyLong_Check(PyTuple_GET_ITEM(red, 2)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(red, 2)) : 0;
+        PyObject *slice = pos >= 0 ? PySequence_GetSlice(seq, pos, PY_SSIZE_T_MAX) : NULL;
+        rest = slice ? PySequence_Tuple(slice) : NULL;
+        Py_XDECREF(slice);
+    }
+    Py_XDECREF(red);
+    if (!rest) PyErr_Clear();
+    return rest;
+}
+
 PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
     switch (s->kind) {
     case SRC_LOCAL: {
@@ -77,6 +112,7 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
     case SRC_CTXVAR:
         if (PyContextVar_CheckExact(base) && PyContextVar_Get(base, NULL, &r) != 0) r = NULL;
         break;
+    case SRC_ITER_REST: r = pt2_iterator_rest(base); break;
     case SRC_ITEM:
         if (s->name) {
             if (PyDict_Check(base)) r = Py_XNewRef(PyDict_GetItemWithError(base, s->name));

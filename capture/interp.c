@@ -549,30 +549,31 @@ static bool run_instructions(SymFrame *f) {
             f->sp -= arg;
             push(f, d);
         } else if (op == OP.LIST_APPEND) {
-            Var *v = pop(f);
-            trace_mutated(t, peek(f, arg));
-            var_push_item(t, peek(f, arg), v);
+            /* the list a comprehension builds: a list passed in when it resumes after a break */
+            Var *v = pop(f), *l = peek(f, arg);
+            if (!trace_mutate_container(t, l)) return false;
+            var_push_item(t, l, v);
         } else if (op == OP.LIST_EXTEND) {
             Var *src = pop(f), *dst = peek(f, arg);
-            trace_mutated(t, dst);
             Var *it = trace_get_iter(t, src);
-            if (!it) return false;
+            if (!it || !trace_mutate_container(t, dst)) return false;
             for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, dst, v);
         } else if (op == OP.MAP_ADD) {
             Var *v = pop(f), *k = pop(f), *d = peek(f, arg);
-            trace_mutated(t, d);
-            var_push_item(t, d, v);
-            d->keys[d->n_items - 1] = k;
+            if (!trace_dict_set(t, d, k, v)) return false; /* a repeated key keeps its place, the last value wins */
         } else if (op == OP.DICT_UPDATE || op == OP.DICT_MERGE) {
-            trace_mutated(t, peek(f, arg + 1));
             Var *src = pop(f), *d = peek(f, arg);
             if (src->kind != V_DICT) {
                 trace_break(t, "dict update from a non-dict");
                 return false;
             }
             for (int k = 0; k < src->n_items; ++k) {
-                var_push_item(t, d, src->items[k]);
-                d->keys[d->n_items - 1] = src->keys[k];
+                /* f(**a, **b): a key twice is a TypeError (DICT_MERGE); {**a, **b}: the last wins */
+                if (op == OP.DICT_MERGE && trace_dict_find(t, d, src->keys[k]) >= 0) {
+                    trace_raise(t, PyExc_TypeError, "got multiple values for a keyword argument");
+                    return false;
+                }
+                if (t->broke || !trace_dict_set(t, d, src->keys[k], src->items[k])) return false;
             }
         } else if (op == OP.LIST_TO_TUPLE || (op == OP.CALL_INTRINSIC_1 && arg == 6)) {
             Var *l = pop(f);

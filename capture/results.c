@@ -30,7 +30,8 @@ struct OutNode {
     OutKind kind;
     int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
     int slot;               /* >= 0: built or fetched once per call into that slot */
-    PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type;
+    PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple (NULL: keys that are not all
+                               constants, tensors say: children n..2n-1 build them); OUT_SIZE type;
                                OUT_OBJECT (class, attribute names, item keys): children are
                                the attribute values, then the items */
     struct OutNode *children;
@@ -46,8 +47,10 @@ int results_init(void) {
     return str_copy_ && str_detach && str_clone ? 0 : -1;
 }
 
+static int n_children(const OutNode *n) { return n->kind == OUT_DICT && !n->obj ? 2 * n->n : n->n; }
+
 static void out_free(OutNode *n) {
-    for (int i = 0; i < n->n; ++i) out_free(&n->children[i]);
+    for (int i = 0; i < n_children(n); ++i) out_free(&n->children[i]);
     PyMem_Free(n->children);
     Py_XDECREF(n->obj);
 }
@@ -76,6 +79,8 @@ void results_free(ResultPlan *p) {
     PyMem_Free(p->ctx_token);
     PyMem_Free(p->ctx_reset);
     PyMem_Free(p->ctx_values);
+    PyMem_Free(p->advance_target);
+    PyMem_Free(p->advance_by);
     for (int k = 0; k < p->n_syncs; ++k) out_free(&p->sync_contents[k]);
     PyMem_Free(p->sync_target);
     PyMem_Free(p->sync_contents);
@@ -192,12 +197,29 @@ static int collect_object(Collect *c, Var *v, OutNode *n, int depth) {
     return 0;
 }
 
+/* A dict's keys and values: constant keys as a tuple, other keys (tensors,
+ * hashed by identity) as nodes after the values. */
+static int collect_dict(Collect *c, Var *d, OutNode *n, int depth) {
+    bool constant_keys = true;
+    for (int i = 0; i < d->n_items; ++i) constant_keys = constant_keys && d->keys[i]->kind == V_CONST;
+    if (constant_keys) {
+        if (collect_keys(c, d, n, "a dict") != 0) return -1;
+        return collect_children(c, d->items, d->n_items, n, depth);
+    }
+    Var **both = trace_alloc(c->t, sizeof(Var *) * (size_t)(2 * d->n_items + 1));
+    memcpy(both, d->items, sizeof(Var *) * (size_t)d->n_items);
+    memcpy(both + d->n_items, d->keys, sizeof(Var *) * (size_t)d->n_items);
+    if (collect_children(c, both, 2 * d->n_items, n, depth) != 0) return -1;
+    n->n = d->n_items; /* the values; the keys follow them in children */
+    return 0;
+}
+
 /* The contents of a list or dict Var as a new container (its source ignored). */
 static int collect_contents(Collect *c, Var *v, OutNode *n, int depth) {
     memset(n, 0, sizeof *n);
     n->slot = -1;
     n->kind = v->kind == V_DICT ? OUT_DICT : OUT_LIST;
-    if (v->kind == V_DICT && collect_keys(c, v, n, "a dict") != 0) return -1;
+    if (v->kind == V_DICT) return collect_dict(c, v, n, depth);
     return collect_children(c, v->items, v->n_items, n, depth);
 }
 
@@ -252,6 +274,11 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
         n->kind = OUT_CONST;
         n->obj = Py_NewRef(v->obj);
         return 0;
+    case V_ITER:
+        if (!v->source || !v->real) break;
+        n->kind = OUT_SOURCE; /* a real iterator from outside (moved on by the replay) */
+        n->slot = var_slot(c, v, v->source);
+        return 0;
     case V_TUPLE: case V_LIST: case V_DICT: case V_SET: {
         if (v->source && v->kind != V_SET) {
             /* a container passed in: the caller's own object (a list or
@@ -264,7 +291,7 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
                 : (v->obj == torch_size_type_obj() ? OUT_SIZE : OUT_TUPLE);
         if (n->kind == OUT_SIZE) n->obj = Py_NewRef(v->obj);
         if (v->kind != V_TUPLE) n->slot = var_slot(c, v, NULL); /* mutable: one object per call */
-        if (v->kind == V_DICT && collect_keys(c, v, n, "returned dict") != 0) return -1;
+        if (v->kind == V_DICT) return collect_dict(c, v, n, depth);
         return collect_children(c, v->items, v->n_items, n, depth);
     }
     default: break;
@@ -312,6 +339,14 @@ int results_plan(Trace *t, Var *result, ResultPlan *p) {
         } else if (collect(&c, op->value, &p->ctx_values[k], 0) != 0) {
             goto done;
         }
+    }
+    p->advance_target = PyMem_Calloc((size_t)(t->n_iters + 1), sizeof(int));
+    p->advance_by = PyMem_Calloc((size_t)(t->n_iters + 1), sizeof(Py_ssize_t));
+    for (int k = 0; k < t->n_iters; ++k) {
+        Var *it = t->iters[k];
+        if (it->pos == 0) continue;
+        p->advance_target[p->n_advances] = var_slot(&c, it, it->source);
+        p->advance_by[p->n_advances++] = it->pos;
     }
     p->n_syncs = t->n_synced;
     p->sync_target = PyMem_Calloc((size_t)(t->n_synced + 1), sizeof(int));
@@ -395,13 +430,11 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
     case OUT_DICT: {
         PyObject *d = PyDict_New();
         for (int i = 0; d && i < n->n; ++i) {
-            PyObject *c = build_value(&n->children[i], b);
-            if (!c || PyDict_SetItem(d, PyTuple_GET_ITEM(n->obj, i), c) != 0) {
-                Py_XDECREF(c);
-                Py_CLEAR(d);
-                break;
-            }
-            Py_DECREF(c);
+            PyObject *key = n->obj ? Py_NewRef(PyTuple_GET_ITEM(n->obj, i)) : build_value(&n->children[n->n + i], b);
+            PyObject *c = key ? build_value(&n->children[i], b) : NULL;
+            if (!c || PyDict_SetItem(d, key, c) != 0) Py_CLEAR(d);
+            Py_XDECREF(key);
+            Py_XDECREF(c);
         }
         return d;
     }
@@ -478,6 +511,17 @@ PyObject *results_replay(const ResultPlan *p, PyObject *const *inputs, PyObject 
         if (rc != 0) {
             if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot replay an assignment of %U", name);
             goto done;
+        }
+    }
+    for (int k = 0; k < p->n_advances; ++k) {
+        PyObject *it = slots[p->advance_target[k]];
+        for (Py_ssize_t i = 0; i < p->advance_by[k]; ++i) {
+            PyObject *item = PyIter_Next(it);
+            if (!item) {
+                if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: an iterator %U took items from ran out", name);
+                goto done;
+            }
+            Py_DECREF(item);
         }
     }
     for (int k = 0; k < p->n_syncs; ++k) {

@@ -41,6 +41,10 @@ typedef struct ResultPlan {
     int *ctx_var, *ctx_token;
     bool *ctx_reset;
     OutNode *ctx_values;
+    /* iterators from outside the trace took items from: moved on by as many */
+    int n_advances;
+    int *advance_target;
+    Py_ssize_t *advance_by;
     /* lists and dicts passed in and changed: their final contents */
     int n_syncs;
     int *sync_target;      /* slot of the real container */

@@ -302,8 +302,8 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         for (int i = 0; i < items->n_items; ++i) any_tensor = any_tensor || items->items[i]->kind == V_TENSOR;
         if (any_tensor) {
             if (op[1] != 'u') return trace_break(t, "%s() over tensors (compares values)", op);
-            Var *acc = items->n_items ? items->items[0] : int_const(t, 0);
-            for (int i = 1; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
+            Var *acc = int_const(t, 0); /* sum() starts from 0: sum([x]) is a new tensor, not x */
+            for (int i = 0; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
             return acc;
         }
         PyObject *tup = const_tuple_of(t, items->items, items->n_items);

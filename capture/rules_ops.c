@@ -142,15 +142,17 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
 }
 
 /* Identity of two Vars for `is`: known when both are constants or objects.
- * A tensor Var is one tensor object (its aliases share the Var): two graph
- * inputs are distinct (one Var per real tensor; guarded by the caller), and
- * two Vars of one graph value are distinct tensors that hold the same values
- * (x.detach() and x, or x.copy_(y) and y). */
+ * A tensor Var is one tensor object: every alias of it shares the Var, an op
+ * that returns its operand in eager (x.to(x.dtype), x.contiguous(), dropout
+ * in eval mode) returns the same Var, and every other op a new one (a view
+ * that changes nothing included: view_of).  So two distinct tensor Vars are
+ * two objects: two graph inputs (one Var per real tensor; guarded by the
+ * caller), x.detach() and x, x.copy_(y)'s x and y. */
 int var_same_object(Var *a, Var *b) {
     if (a == b) return 1;
     if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
-    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return (a->is_input && b->is_input) || a->value == b->value ? 0 : -1;
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return 0;
     return -1;
 }
 
@@ -213,12 +215,15 @@ int trace_contains(Trace *t, Var *container, Var *item) {
         if (k->kind == V_CONST && item->kind == V_CONST) {
             int r = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
             if (r != 0) return r;
+            continue;
         } else if (hashed && (k->kind == V_TENSOR) != (item->kind == V_TENSOR)) {
             continue; /* a tensor's hash is its identity: never equal to a non-tensor key */
-        } else if (var_same_object_guarded(t, k, item) == 1) {
+        }
+        int same = var_same_object_guarded(t, k, item);
+        if (same == 1) {
             return 1;
-        } else if (hashed && k->is_input && item->is_input) {
-            continue; /* two distinct graph inputs (guarded to stay distinct) */
+        } else if (hashed && same == 0 && k->kind == V_TENSOR) {
+            continue; /* two distinct tensors: a tensor's hash and == in a dict or set are its identity */
         } else if (k->kind == V_TENSOR || item->kind == V_TENSOR) {
             (void)t;
             return -1; /* `tensor in list` compares values */
@@ -400,7 +405,7 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
 Var *trace_subscript(Trace *t, Var *base, Var *index) {
     if (!base || !index) return trace_break(t, "internal: subscript operand missing");
     switch (base->kind) {
-    case V_TENSOR: return index_tensor(t, base, index);
+    case V_TENSOR: return view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
     case V_TUPLE: case V_LIST: {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);
@@ -512,7 +517,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
             perm[x->rank - 2] = x->rank - 1;
             perm[x->rank - 1] = x->rank - 2;
         }
-        return permute_to(t, x, perm, x->rank);
+        return view_of(t, x, permute_to(t, x, perm, x->rank));
     }
     if (strcmp(name, "data") == 0) return tensor_alias(t, x);
     if (strcmp(name, "values") == 0 || strcmp(name, "indices") == 0) return trace_break(t, "attribute .%s of a tensor", name);

@@ -369,6 +369,8 @@ Var *tensor_alias(Trace *t, Var *x) {
     return v;
 }
 
+Var *view_of(Trace *t, Var *x, Var *r) { return r && r == x && x->kind == V_TENSOR ? tensor_alias(t, x) : r; }
+
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
     if (x->kind == V_TENSOR && x->dtype == dt) return x;
     return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(dt));

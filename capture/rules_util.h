@@ -76,6 +76,9 @@ Var *convert_to(Trace *t, Var *x, Pt2DType dt);
  * value and storage, another identity; x's storage counts as viewed, so an
  * in-place op on either is a clean break. */
 Var *tensor_alias(Trace *t, Var *x);
+/* The result r of a view op on x, which is another object than x even when
+ * it changes nothing (x.transpose(0, 0), x[...]): an alias if r is x. */
+Var *view_of(Trace *t, Var *x, Var *r);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 /* A Python number constant as a double; false (trace broken) for an int

@@ -33,6 +33,8 @@ typedef enum SourceKind {
     SRC_PARAM,    /* nn.Module: base._parameters/_buffers/_modules[name] */
     SRC_MODULE,   /* sys.modules[name]: a module the traced code imported (already loaded) */
     SRC_CTXVAR,   /* base.get() of a contextvars.ContextVar base (missing when it has no value) */
+    SRC_ITER_REST, /* tuple of what base, a list/tuple/range/str iterator, has left (read through
+                      its C __reduce__, without moving it) */
     SRC_CONST,    /* a fixed object, held in `name`: the globals dict of an inlined function
                      (fixed by the guards on the function's identity or its class) */
 } SourceKind;
@@ -202,6 +204,11 @@ typedef struct Trace {
     int n_containers, cap_containers;
     struct Var **synced;
     int n_synced, cap_synced;
+    /* Iterators from outside (a comprehension's list iterator handed over
+     * at a break): V_ITERs over what they had left; the real one is moved on
+     * by as many items as the trace took (results.c). */
+    struct Var **iters;
+    int n_iters, cap_iters;
     /* ContextVar.set/reset on ContextVars from outside (ctxvars.c), in
      * program order, replayed after the graph; later get()s read them. */
     struct CtxOp {
@@ -258,6 +265,8 @@ PyObject *trace_keep(Trace *t, PyObject *obj);
 Source *source_local(Trace *t, Py_ssize_t index);
 Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index, const char *name);
 Source *source_const(Trace *t, PyObject *obj);
+/* base[key] of a dict, for a constant key (a string, an int, ...). */
+Source *source_key(Trace *t, Source *base, PyObject *key);
 /* Human-readable source text ("L['x'].weight") into buf. */
 void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap);
 

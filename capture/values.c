@@ -12,6 +12,7 @@
 #include "partials.h"
 #include "tensor_abi.h"
 #include "rules_util.h"
+#include "capture.h"
 
 
 /*===----------------------------------------------------------------------===*
@@ -58,6 +59,16 @@ Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index
     return s;
 }
 
+Source *source_key(Trace *t, Source *base, PyObject *key) {
+    if (PyUnicode_CheckExact(key)) return source_derived(t, SRC_ITEM, base, -1, PyUnicode_AsUTF8(key));
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = SRC_ITEM;
+    s->base = base;
+    s->index = -1;
+    s->name = trace_keep(t, key);
+    return s;
+}
+
 Source *source_const(Trace *t, PyObject *obj) {
     Source *s = trace_alloc(t, sizeof *s);
     s->kind = SRC_CONST;
@@ -77,6 +88,7 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_GLOBAL: snprintf(buf, cap, "G['%s']", name); break;
     case SRC_MODULE: snprintf(buf, cap, "sys.modules['%s']", name); break;
     case SRC_CTXVAR: snprintf(buf, cap, "%s.get()", base); break;
+    case SRC_ITER_REST: snprintf(buf, cap, "rest(%s)", base); break;
     case SRC_CONST: {
         PyObject *module = PyDict_Check(s->name) ? PyDict_GetItemString(s->name, "__name__") : NULL; /* borrowed */
         snprintf(buf, cap, "globals(%s)", module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : Py_TYPE(s->name)->tp_name);
@@ -86,7 +98,12 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_ATTR: snprintf(buf, cap, "%s.%s", base, name); break;
     case SRC_PARAM: snprintf(buf, cap, "%s.%s", base, name); break;
     case SRC_ITEM:
-        if (s->name) {
+        if (s->name && !PyUnicode_Check(s->name)) {
+            PyObject *r = PyObject_Repr(s->name);
+            snprintf(buf, cap, "%s[%s]", base, r ? PyUnicode_AsUTF8(r) : "?");
+            Py_XDECREF(r);
+            PyErr_Clear();
+        } else if (s->name) {
             snprintf(buf, cap, "%s['%s']", base, name);
         } else {
             snprintf(buf, cap, "%s[%zd]", base, s->index);
@@ -185,7 +202,15 @@ static bool source_equal(const Source *a, const Source *b) {
             continue;
         }
         if ((a->name == NULL) != (b->name == NULL)) return false;
-        if (a->name && a->name != b->name && PyUnicode_Compare(a->name, b->name) != 0) return false;
+        if (a->name && a->name != b->name) {
+            /* a dict key: a string, or another constant (an int layer index) */
+            if (Py_TYPE(a->name) != Py_TYPE(b->name)) return false;
+            int eq = PyObject_RichCompareBool(a->name, b->name, Py_EQ);
+            if (eq != 1) {
+                PyErr_Clear();
+                return false;
+            }
+        }
     }
     return a == b;
 }
@@ -209,7 +234,7 @@ void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_
 /* `m.name` and `m._parameters['name']` (or _buffers, _modules): nn.Module's
  * attribute lookup reads the second, so the two always fetch one object. */
 static bool module_member_spelling(const Source *attr, const Source *item) {
-    if (attr->kind != SRC_ATTR || item->kind != SRC_ITEM || !attr->name || !item->name || !item->base) return false;
+    if (attr->kind != SRC_ATTR || item->kind != SRC_ITEM || !attr->name || !item->name || !PyUnicode_Check(item->name) || !item->base) return false;
     const Source *holder = item->base;
     if (holder->kind != SRC_ATTR || !holder->name || !source_equal(holder->base, attr->base)) return false;
     const char *h = PyUnicode_AsUTF8(holder->name);
@@ -493,14 +518,46 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         PyObject *k, *item;
         Py_ssize_t pos = 0;
         while (PyDict_Next(value, &pos, &k, &item)) {
-            if (!PyUnicode_CheckExact(k)) return trace_break(t, "dict with non-string keys");
-            Source *s = source ? source_derived(t, SRC_ITEM, source, -1, PyUnicode_AsUTF8(k)) : NULL;
+            /* constant keys (strings, ints, tuples of them ...): compared by value, hashed as Python does */
+            if (!PyUnicode_CheckExact(k) && !is_constant_value(k)) return trace_break(t, "dict with a key of type %s", Py_TYPE(k)->tp_name);
+            Source *s = source ? source_key(t, source, k) : NULL;
             Var *iv = trace_wrap(t, item, s);
             if (!iv) return NULL;
             var_push_item(t, v, iv);
             v->keys[v->n_items - 1] = var_const(t, k);
         }
         container_remember(t, v, value);
+        return v;
+    }
+    if (source && pt2_is_sequence_iterator(value)) {
+        /* an iterator from outside (a comprehension's `.0` after a break):
+         * what it has left, each item guarded; the real one is moved on by
+         * as many items as the trace takes (results.c) */
+        for (int i = 0; i < t->n_iters; ++i) {
+            if (t->iters[i]->real == value) { /* one Var per real iterator: it moves on once */
+                trace_guard_alias(t, source, t->iters[i]->source, true);
+                return t->iters[i];
+            }
+        }
+        trace_guard(t, G_TYPE, source, (PyObject *)Py_TYPE(value), 0);
+        PyObject *rest = pt2_iterator_rest(value);
+        if (!rest) return trace_break(t, "reading what a %s has left failed", Py_TYPE(value)->tp_name);
+        Var *items = trace_wrap(t, rest, source_derived(t, SRC_ITER_REST, source, 0, NULL));
+        Py_DECREF(rest);
+        if (!items) return NULL;
+        v = var_new(t, V_ITER);
+        v->source = source;
+        v->real = trace_keep(t, value);
+        if (items->kind == V_CONST) { /* all constants: guarded as one tuple */
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items->obj); ++i) var_push_item(t, v, var_const(t, PyTuple_GET_ITEM(items->obj, i)));
+        } else {
+            for (int i = 0; i < items->n_items; ++i) var_push_item(t, v, items->items[i]);
+        }
+        if (t->n_iters == t->cap_iters) {
+            t->cap_iters = t->cap_iters ? 2 * t->cap_iters : 8;
+            t->iters = PyMem_Realloc(t->iters, sizeof(Var *) * (size_t)t->cap_iters);
+        }
+        t->iters[t->n_iters++] = v;
         return v;
     }
     if (is_nn_module(value)) {

@@ -317,3 +317,33 @@ def test_hasattr_on_input_tensor_is_guarded():
     with torch.no_grad():
         e = pt2.explain(fn)(r(3))
     assert (e.graph_count, e.graph_break_count) == (1, 0), e.break_reasons
+
+
+# ---------------------------------------------------------------- views that change nothing are other objects
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "y.transpose(0, 0) is y", "v.t() is v", "v.T is v", "y.squeeze(0) is y", "y[...] is y", "y[:] is y",
+        "y.unflatten(0, (3,)) is y", "torch.pow(y, 1) is y", "sum([y]) is y",
+        # eager returns the operand itself for these: so must pt2
+        "y.contiguous() is y", "y.float() is y", "y.to(torch.float32) is y", "y.flatten(0, 0) is y", "(+y) is y",
+        "torch.nn.functional.dropout(y, 0.5, False) is y", "y.abs_() is y",
+    ],
+)
+def test_identity_of_op_results(expr):
+    ns = {"torch": torch}
+    exec(f"def fn(x, u):\n    y = x * 2\n    v = u * 2\n    return ({expr}), y + 1, v\n", ns)
+    run_both(ns["fn"], lambda: (r(3, 4), r(5)), graphs=1, breaks=0)
+
+
+def test_view_that_changes_nothing_then_inplace():
+    def fn(x):
+        y = x * 2
+        z = y[...]
+        z.add_(1)  # a view of y: y sees it (a clean break, never a functional rewrite of z alone)
+        return y, z
+
+    run_both(fn, X)
