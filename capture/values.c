@@ -420,9 +420,10 @@ static Var *memo_lookup(Trace *t, PyObject *value) {
  * one reference is seen through every other), and a container the trace
  * changes is guarded to stay distinct from every other one it read. */
 static Var *container_memo(Trace *t, PyObject *value, Source *source) {
-    for (int i = 0; i < t->n_containers; ++i) {
+    for (int i = t->n_containers - 1; i >= 0; --i) {
         Var *m = t->containers[i];
-        if (m->real == value) {
+        /* one read without a source (its items unguarded) does not stand for a guarded one */
+        if (m->real == value && (m->source || !source)) {
             trace_guard_alias(t, source, m->source, true);
             return m;
         }
@@ -759,6 +760,11 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
                 return c;
             }
             Py_DECREF(real);
+        } else {
+            /* a method of the container's type (torch.Size for a shape), or AttributeError */
+            PyTypeObject *ty = base->kind == V_TUPLE ? (!base->obj ? &PyTuple_Type : PyType_Check(base->obj) ? (PyTypeObject *)base->obj : Py_TYPE(base->obj))
+                               : base->kind == V_LIST ? &PyList_Type : base->kind == V_DICT ? &PyDict_Type : &PySet_Type;
+            if (!_PyType_Lookup(ty, name)) return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
         }
         return m;
     }

@@ -23,7 +23,7 @@ def identity_pattern(out, inputs):
     """Which returned tensors are one object, share memory, or are (share
     memory with) an input; and their requires_grad."""
     ts = flat(out)
-    ins = list(inputs)
+    ins = [x for x in inputs if isinstance(x, torch.Tensor)]
     return (
         [[a is b for b in ts] for a in ts],
         [[a.data_ptr() == b.data_ptr() for b in ts] for a in ts],
@@ -347,3 +347,11 @@ def test_view_that_changes_nothing_then_inplace():
         return y, z
 
     run_both(fn, X)
+
+
+def test_hasattr_on_containers():
+    def fn(x, lst, d):
+        return (x + 1, hasattr(lst, "shape"), hasattr(lst, "append"), hasattr(d, "keys"), hasattr(d, "append"),
+                hasattr(x.shape, "numel"), hasattr(x.shape, "nothing"), hasattr((1, 2), "count"), hasattr("s", "upper"))
+
+    run_both(fn, lambda: (r(2), [1], {"a": 1}), graphs=1, breaks=0)
