@@ -544,6 +544,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     PyObject *compiled = NULL, *replacement = NULL, *live_names = NULL, *resume_a = NULL, *resume_b = NULL, *resume_exc = NULL;
     Pt2Code dec = {0};
     int live[512], n_live = 0;
+    int all_stores = t->n_stores, all_ctx_ops = t->n_ctx_ops;
     snprintf(why, why_cap, "%s", "");
     if (!t->snapshot.valid) {
         fail(&e, "the break is not at a call or branch of the compiled function");
@@ -553,6 +554,9 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         fail(&e, "containers were mutated inside the call that broke");
         goto done;
     }
+    /* the assignments and ContextVar ops of the call that broke are CPython's to make */
+    t->n_stores = t->snapshot.n_stores;
+    t->n_ctx_ops = t->snapshot.n_ctx_ops;
     for (int k = 0; k < t->n_stores; ++k) {
         Var *v = t->stores[k].value;
         if (v->kind == V_FUNCTION && v->obj && PyCode_Check(v->obj) && code->co_ncellvars) {
@@ -750,6 +754,8 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     }
     *out_guards = guards_build(t, code, in->func->func_globals);
 done:
+    t->n_stores = all_stores;
+    t->n_ctx_ops = all_ctx_ops;
     if (e.failed) snprintf(why, why_cap, "%s", e.why);
     if (e.a) pt2_asm_free(e.a);
     pt2_bc_code_free(&dec);

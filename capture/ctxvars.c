@@ -89,7 +89,6 @@ static Var *ctx_set(Trace *t, Var *var, Var *value) {
         return trace_break(t, "ContextVar.set() failed");
     }
     guard_identity(t, var);
-    trace_mutated(t, NULL);
     Var *tok = var_new(t, V_OBJECT);
     tok->obj = trace_keep(t, token);
     Py_DECREF(token);
@@ -132,7 +131,6 @@ static Var *ctx_reset(Trace *t, Var *var, Var *token) {
     }
     set->used = true;
     guard_identity(t, var);
-    trace_mutated(t, NULL);
     struct CtxOp *op = new_op(t);
     op->var = var;
     op->token = token;

@@ -104,7 +104,6 @@ static bool lazy_dict_store(Trace *t, Var *dict, PyObject *setitem, Var *key, Va
     if (!dict->source) return trace_break(t, "item assignment on a %s that pt2 cannot fetch again", Py_TYPE(dict->obj)->tp_name), false;
     if (key->kind != V_CONST || !PyUnicode_CheckExact(key->obj)) return trace_break(t, "item assignment with a non-string key"), false;
     trace_guard(t, G_TYPE, dict->source, (PyObject *)Py_TYPE(dict->obj), 0);
-    trace_mutated(t, NULL);
     *trace_new_store(t) = (struct AttrStore){.target = dict, .name = trace_keep(t, key->obj), .value = value, .key = key,
                                              .setitem = trace_keep(t, setitem)};
     return true;

@@ -681,7 +681,6 @@ static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
     }
     trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
     *trace_new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
-    trace_mutated(t, NULL);
     return true;
 }
 
@@ -779,5 +778,4 @@ Var *trace_stored_global(Trace *t, PyObject *globals, PyObject *name) {
 void trace_store_global(Trace *t, PyObject *globals, PyObject *name, Var *value) {
     struct AttrStore *s = trace_new_store(t);
     *s = (struct AttrStore){NULL, trace_keep(t, name), value, trace_keep(t, globals)};
-    trace_mutated(t, NULL);
 }

@@ -175,7 +175,9 @@ typedef struct Trace {
     int depth;           /* inlining depth */
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
-    int mutations;       /* container mutations so far (a snapshot is stale after one) */
+    int mutations;       /* changes to state the Vars hold (a container's items, an iterator's
+                            position, a tensor in place) so far: a snapshot is stale after one;
+                            assignments and ContextVar ops are logs instead (snapshot.n_stores) */
     int n_vars;          /* Vars made so far (Var.serial) */
     /* In-place tensor ops: storages handed out so far (Var.storage), and
      * whether a view of each was ever taken; a mutation is rewritten
@@ -241,6 +243,9 @@ typedef struct Trace {
         Var **locals;
         int mutations;
         int n_vars;       /* Vars made before the instruction: mutating a newer one is invisible to it */
+        /* the side-effect logs before the instruction (assignments, ContextVar
+         * ops): what the call that breaks recorded is dropped, CPython runs it */
+        int n_stores, n_ctx_ops;
         bool grad_enabled;
         PyObject *kw_names; /* pending KW_NAMES of a call */
     } snapshot;

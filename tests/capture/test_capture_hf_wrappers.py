@@ -294,3 +294,35 @@ def test_get_without_value():
     run_both(fn, lambda: (r(3),))
     with pytest.raises(LookupError):
         pt2.compile(lambda x: x + unset.get())(r(3))
+
+
+class Counter_:
+    def __init__(self):
+        self.n = 0
+
+
+def test_side_effects_of_a_call_that_breaks_happen_once():
+    # the call's assignments and ContextVar ops are recorded, then the call
+    # breaks: CPython runs the whole call, so the partial graph drops them
+    def helper(c, y):
+        c.n = c.n + 1
+        tok = collector.set([y])
+        print("break", end="\r")
+        collector.reset(tok)
+        return y * 2
+
+    def fn(x, c):
+        y = x + 1
+        c.seen = True
+        return helper(c, y) + 1
+
+    compiled = pt2.compile(fn)
+    for _ in range(2):
+        ce, cp = Counter_(), Counter_()
+        with torch.no_grad():
+            compare(compiled(r(3), cp), fn(r(3), ce), 1e-6)
+        assert (cp.n, cp.seen) == (ce.n, ce.seen) == (1, True)
+        assert collector.get() is None
+    with torch.no_grad():
+        e = pt2.explain(fn)(r(3), Counter_())
+    assert e.graph_count >= 2, e.break_reasons  # the frame resumed after the call
