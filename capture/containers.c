@@ -135,6 +135,66 @@ static Var *set_method(Trace *t, Var *self, const char *name, Var **args, int n_
 }
 
 /*===----------------------------------------------------------------------===*
+ * Containers from outside
+ *===----------------------------------------------------------------------===*/
+
+/* Lists and dicts from outside: one Var per real object (a change through
+ * one reference is seen through every other), and a container the trace
+ * changes is guarded to stay distinct from every other one it read. */
+Var *trace_container_memo(Trace *t, PyObject *value, Source *source) {
+    for (int i = t->n_containers - 1; i >= 0; --i) {
+        Var *m = t->containers[i];
+        /* one read without a source (its items unguarded) does not stand for a guarded one */
+        if (m->real == value && (m->source || !source)) {
+            trace_guard_alias(t, source, m->source, true);
+            return m;
+        }
+    }
+    return NULL;
+}
+
+void trace_container_remember(Trace *t, Var *v, PyObject *value) {
+    v->real = trace_keep(t, value);
+    if (t->n_containers == t->cap_containers) {
+        t->cap_containers = t->cap_containers ? 2 * t->cap_containers : 16;
+        t->containers = PyMem_Realloc(t->containers, sizeof(Var *) * (size_t)t->cap_containers);
+    }
+    t->containers[t->n_containers++] = v;
+    for (int i = 0; i < t->n_synced; ++i) {
+        if (t->synced[i]->kind == v->kind) trace_guard_alias(t, v->source, t->synced[i]->source, false);
+    }
+}
+
+bool trace_mutate_container(Trace *t, Var *c) {
+    if (c->source) {
+        if (!c->real || !(PyDict_CheckExact(c->real) || PyList_CheckExact(c->real))) {
+            trace_break(t, "changing a %s passed in that pt2 does not track", c->kind == V_DICT ? "dict" : "list");
+            return false;
+        }
+        bool known = false;
+        for (int i = 0; i < t->n_synced && !known; ++i) known = t->synced[i] == c;
+        if (!known) {
+            if (t->n_synced == t->cap_synced) {
+                t->cap_synced = t->cap_synced ? 2 * t->cap_synced : 8;
+                t->synced = PyMem_Realloc(t->synced, sizeof(Var *) * (size_t)t->cap_synced);
+            }
+            t->synced[t->n_synced++] = c;
+            for (int i = 0; i < t->n_containers; ++i) {
+                Var *m = t->containers[i];
+                if (m != c && m->kind == c->kind) trace_guard_alias(t, c->source, m->source, false);
+            }
+        }
+    } else if (c->real) {
+        /* read from outside through a path pt2 cannot fetch again: its
+         * contents could not be replayed */
+        trace_break(t, "changing a %s from outside that pt2 cannot fetch again", c->kind == V_DICT ? "dict" : "list");
+        return false;
+    }
+    trace_mutated(t, c);
+    return true;
+}
+
+/*===----------------------------------------------------------------------===*
  * Dict keys
  *===----------------------------------------------------------------------===*/
 

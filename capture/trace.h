@@ -288,6 +288,12 @@ void trace_mutated(Trace *t, Var *v);
  * final contents replayed after the graph.  False (trace broken) if it
  * cannot be. */
 bool trace_mutate_container(Trace *t, Var *c);
+/* A list or dict from outside read again (containers.c): its Var, or NULL;
+ * and a new one's Var remembered (the real object kept in v->real). */
+Var *trace_container_memo(Trace *t, PyObject *value, Source *source);
+void trace_container_remember(Trace *t, Var *v, PyObject *value);
+/* A list/tuple/range/str iterator from outside (iter.c). */
+Var *trace_wrap_iterator(Trace *t, PyObject *value, Source *source);
 
 /* Wraps a real Python value that came from `source` as a Var, adding the
  * guards that its use will need (tensors become graph inputs lazily). */

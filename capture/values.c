@@ -416,65 +416,9 @@ static Var *memo_lookup(Trace *t, PyObject *value) {
     return NULL;
 }
 
-/* Lists and dicts from outside: one Var per real object (a change through
- * one reference is seen through every other), and a container the trace
- * changes is guarded to stay distinct from every other one it read. */
-static Var *container_memo(Trace *t, PyObject *value, Source *source) {
-    for (int i = t->n_containers - 1; i >= 0; --i) {
-        Var *m = t->containers[i];
-        /* one read without a source (its items unguarded) does not stand for a guarded one */
-        if (m->real == value && (m->source || !source)) {
-            trace_guard_alias(t, source, m->source, true);
-            return m;
-        }
-    }
-    return NULL;
-}
-
-static void container_remember(Trace *t, Var *v, PyObject *value) {
-    v->real = trace_keep(t, value);
-    if (t->n_containers == t->cap_containers) {
-        t->cap_containers = t->cap_containers ? 2 * t->cap_containers : 16;
-        t->containers = PyMem_Realloc(t->containers, sizeof(Var *) * (size_t)t->cap_containers);
-    }
-    t->containers[t->n_containers++] = v;
-    for (int i = 0; i < t->n_synced; ++i) {
-        if (t->synced[i]->kind == v->kind) trace_guard_alias(t, v->source, t->synced[i]->source, false);
-    }
-}
-
-bool trace_mutate_container(Trace *t, Var *c) {
-    if (c->source) {
-        if (!c->real || !(PyDict_CheckExact(c->real) || PyList_CheckExact(c->real))) {
-            trace_break(t, "changing a %s passed in that pt2 does not track", c->kind == V_DICT ? "dict" : "list");
-            return false;
-        }
-        bool known = false;
-        for (int i = 0; i < t->n_synced && !known; ++i) known = t->synced[i] == c;
-        if (!known) {
-            if (t->n_synced == t->cap_synced) {
-                t->cap_synced = t->cap_synced ? 2 * t->cap_synced : 8;
-                t->synced = PyMem_Realloc(t->synced, sizeof(Var *) * (size_t)t->cap_synced);
-            }
-            t->synced[t->n_synced++] = c;
-            for (int i = 0; i < t->n_containers; ++i) {
-                Var *m = t->containers[i];
-                if (m != c && m->kind == c->kind) trace_guard_alias(t, c->source, m->source, false);
-            }
-        }
-    } else if (c->real) {
-        /* read from outside through a path pt2 cannot fetch again: its
-         * contents could not be replayed */
-        trace_break(t, "changing a %s from outside that pt2 cannot fetch again", c->kind == V_DICT ? "dict" : "list");
-        return false;
-    }
-    trace_mutated(t, c);
-    return true;
-}
-
 Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
     if (PyDict_CheckExact(value) || PyList_CheckExact(value)) {
-        Var *m = container_memo(t, value, source);
+        Var *m = trace_container_memo(t, value, source);
         if (m) return m;
     }
     if (is_tensor(value)) {
@@ -509,7 +453,7 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
             if (!item) return NULL;
             var_push_item(t, v, item);
         }
-        if (!tuple) container_remember(t, v, value);
+        if (!tuple) trace_container_remember(t, v, value);
         return v;
     }
     if (PyDict_CheckExact(value)) {
@@ -527,40 +471,10 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
             var_push_item(t, v, iv);
             v->keys[v->n_items - 1] = var_const(t, k);
         }
-        container_remember(t, v, value);
+        trace_container_remember(t, v, value);
         return v;
     }
-    if (source && pt2_is_sequence_iterator(value)) {
-        /* an iterator from outside (a comprehension's `.0` after a break):
-         * what it has left, each item guarded; the real one is moved on by
-         * as many items as the trace takes (results.c) */
-        for (int i = 0; i < t->n_iters; ++i) {
-            if (t->iters[i]->real == value) { /* one Var per real iterator: it moves on once */
-                trace_guard_alias(t, source, t->iters[i]->source, true);
-                return t->iters[i];
-            }
-        }
-        trace_guard(t, G_TYPE, source, (PyObject *)Py_TYPE(value), 0);
-        PyObject *rest = pt2_iterator_rest(value);
-        if (!rest) return trace_break(t, "reading what a %s has left failed", Py_TYPE(value)->tp_name);
-        Var *items = trace_wrap(t, rest, source_derived(t, SRC_ITER_REST, source, 0, NULL));
-        Py_DECREF(rest);
-        if (!items) return NULL;
-        v = var_new(t, V_ITER);
-        v->source = source;
-        v->real = trace_keep(t, value);
-        if (items->kind == V_CONST) { /* all constants: guarded as one tuple */
-            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items->obj); ++i) var_push_item(t, v, var_const(t, PyTuple_GET_ITEM(items->obj, i)));
-        } else {
-            for (int i = 0; i < items->n_items; ++i) var_push_item(t, v, items->items[i]);
-        }
-        if (t->n_iters == t->cap_iters) {
-            t->cap_iters = t->cap_iters ? 2 * t->cap_iters : 8;
-            t->iters = PyMem_Realloc(t->iters, sizeof(Var *) * (size_t)t->cap_iters);
-        }
-        t->iters[t->n_iters++] = v;
-        return v;
-    }
+    if (source && pt2_is_sequence_iterator(value)) return trace_wrap_iterator(t, value, source);
     if (is_nn_module(value)) {
         /* Only the module's type is assumed: every attribute the trace reads
          * (parameters, submodules, constants, hooks, .training) is guarded on
