@@ -3,9 +3,9 @@
  * A captured frame's replacement code is `return <compiled>(<arg slots>)`.
  * The compiled object fetches the graph's inputs through their sources
  * (the tensors' own memory: no copies for contiguous inputs), allocates the
- * outputs as torch tensors (PyTorch owns their memory), runs the kernel and
- * rebuilds the function's return value (tuples, lists, dicts, constants,
- * inputs returned unchanged).
+ * outputs as torch tensors (PyTorch owns their memory), runs the kernel, and
+ * has results.c replay the trace's side effects and rebuild the function's
+ * return value.
  *
  * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
  * outputs and the workspace are at::empty on the inputs' device
