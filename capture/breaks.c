@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "objects.h"
 #include "partials.h"
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached);
@@ -35,6 +36,12 @@ typedef struct Emit {
     int graph_out;      /* local holding the compiled graph's output tuple, or -1 */
     Var **outputs;      /* graph outputs, in tuple order */
     int n_outputs, cap_outputs;
+    /* containers made in the trace that a replayed side effect also holds
+     * (stored in an attribute or in a dict passed in), and ContextVar Tokens
+     * (made by the replay): the compiled graph returns them after its
+     * tensors, so the frame gets the same objects */
+    Var **shared;
+    int n_shared, cap_shared;
     bool failed;
     char why[160];
 } Emit;
@@ -47,8 +54,25 @@ static bool fail(Emit *e, const char *why) {
 
 /*--- which tensors the graph must return ---------------------------------------*/
 
+/* The input whose memory and values the tensor v shares (v = x.detach() of
+ * an input x), or NULL. */
+static Var *input_aliased(Trace *t, Var *v) {
+    for (int k = 0; k < t->n_inputs; ++k) {
+        Var *in = t->inputs[k];
+        if (in != v && in->storage == v->storage && in->value == v->value) return in;
+    }
+    return NULL;
+}
+
+static void add_shared(Emit *e, Var *v);
+
 static void collect(Emit *e, Var *v, int depth) {
     if (!v || depth > 16) return;
+    if (ctxvar_is_token(e->t, v)) {
+        add_shared(e, v); /* made by the replay of its set(): the graph returns it */
+        return;
+    }
+    if (v->kind == V_TENSOR && !v->is_input && input_aliased(e->t, v)) return; /* the input, detached */
     if (v->kind == V_TENSOR && !v->is_input) {
         for (int i = 0; i < e->n_outputs; ++i) {
             if (e->outputs[i]->value == v->value) return;
@@ -70,6 +94,34 @@ static void collect(Emit *e, Var *v, int depth) {
     if (v->kind == V_OBJECT && v->fresh) {
         collect(e, v->attrs, depth + 1);
         if (v->content) collect(e, v->content, depth + 1);
+    }
+}
+
+static bool made_mutable(const Var *v) {
+    return !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh));
+}
+
+static void add_shared(Emit *e, Var *v) {
+    for (int i = 0; i < e->n_shared; ++i) {
+        if (e->shared[i] == v) return;
+    }
+    if (e->n_shared == e->cap_shared) {
+        e->cap_shared = e->cap_shared ? 2 * e->cap_shared : 8;
+        e->shared = PyMem_Realloc(e->shared, sizeof(Var *) * (size_t)e->cap_shared);
+    }
+    e->shared[e->n_shared++] = v;
+}
+
+static void collect_shared(Emit *e, Var *v, int depth) {
+    if (!v || depth > 16) return;
+    if (made_mutable(v) || ctxvar_is_token(e->t, v)) add_shared(e, v);
+    if (v->source) return;
+    if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET) {
+        for (int i = 0; i < v->n_items; ++i) collect_shared(e, v->items[i], depth + 1);
+    }
+    if (v->kind == V_OBJECT && v->fresh) {
+        collect_shared(e, v->attrs, depth + 1);
+        if (v->content) collect_shared(e, v->content, depth + 1);
     }
 }
 
@@ -115,6 +167,13 @@ static bool emit_source(Emit *e, const Source *s) {
         pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
         return true;
     }
+    case SRC_CONST: pt2_asm_load_const(e->a, s->name); return true;
+    case SRC_CTXVAR:
+        pt2_asm_push_null(e->a);
+        if (!emit_source(e, s->base)) return false;
+        pt2_asm_load_attr(e->a, "get");
+        pt2_asm_call(e->a, 0);
+        return true;
     case SRC_CLOSURE: /* the replacement runs in the frame: its free cells are there */
         pt2_asm_emit(e->a, pt2_bc_opcode("LOAD_DEREF"), (int)(e->code->co_nlocalsplus - e->code->co_nfreevars + s->index));
         return true;
@@ -182,8 +241,66 @@ static bool emit_grad_exit(Emit *e, Var *v) {
 
 /* A mutable value made in the trace (a list, dict, set or object) is built
  * once and kept in a temporary: every reference to it is the same object. */
+/* The graph output holding v's value, or -1. */
+static int output_of(Emit *e, Var *v) {
+    for (int i = 0; i < e->n_outputs; ++i) {
+        if (e->outputs[i]->value == v->value) return i;
+    }
+    return -1;
+}
+
+/* A tensor Var that is not the graph output or input of its value (another
+ * object of the same values: x.detach(), y after x.copy_(y)). */
+static bool is_derived_tensor(Emit *e, Var *v) {
+    if (v->kind != V_TENSOR || v->is_input) return false;
+    int i = output_of(e, v);
+    return i < 0 || e->outputs[i] != v;
+}
+
+/* torch.Tensor.detach / torch.Tensor.clone (borrowed), or NULL. */
+static PyObject *tensor_method(const char *name) {
+    static PyObject *detach, *clone;
+    PyObject **slot = strcmp(name, "detach") == 0 ? &detach : &clone;
+    if (!*slot) *slot = PyObject_GetAttrString(pt2_tensor_type(), name);
+    if (!*slot) PyErr_Clear();
+    return *slot;
+}
+
+/* A derived tensor: its input detached, or the graph output of its value
+ * detached (the same memory) or cloned (another tensor). */
+static bool emit_derived_tensor(Emit *e, Var *v) {
+    Var *in = input_aliased(e->t, v);
+    int i = in ? -1 : output_of(e, v);
+    if (!in && i < 0) return fail(e, "internal: a tensor missing from the graph outputs");
+    PyObject *fn = tensor_method(in || e->outputs[i]->storage == v->storage ? "detach" : "clone");
+    if (!fn) return fail(e, "torch.Tensor.detach is missing");
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, fn);
+    if (in) {
+        if (!in->source || !emit_source(e, in->source)) return fail(e, "an input without a source");
+    } else {
+        pt2_asm_load_fast(e->a, e->graph_out);
+        PyObject *idx = PyLong_FromLong(i);
+        pt2_asm_load_const(e->a, idx);
+        Py_DECREF(idx);
+        pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
+    }
+    pt2_asm_call(e->a, 1);
+    return true;
+}
+
 static bool emit_var(Emit *e, Var *v, int depth) {
-    bool shared = !v->source && (v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || (v->kind == V_OBJECT && v->fresh));
+    for (int i = 0; i < e->n_shared; ++i) {
+        if (e->shared[i] == v) { /* the graph's own object (held by a replayed side effect) */
+            pt2_asm_load_fast(e->a, e->graph_out);
+            PyObject *idx = PyLong_FromLong(e->n_outputs + i);
+            pt2_asm_load_const(e->a, idx);
+            Py_DECREF(idx);
+            pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
+            return true;
+        }
+    }
+    bool shared = made_mutable(v) || is_derived_tensor(e, v);
     if (!shared) return emit_value(e, v, depth);
     for (int i = 0; i < e->n_rebuilt; ++i) {
         if (e->rebuilt[i] == v) {
@@ -210,6 +327,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
     case V_CONST: pt2_asm_load_const(e->a, v->obj); return true;
     case V_TENSOR:
         if (v->is_input) return v->source ? emit_source(e, v->source) : fail(e, "an input without a source");
+        if (is_derived_tensor(e, v)) return emit_derived_tensor(e, v);
         for (int i = 0; i < e->n_outputs; ++i) {
             if (e->outputs[i]->value == v->value) {
                 pt2_asm_load_fast(e->a, e->graph_out);
@@ -243,6 +361,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         pt2_asm_emit(e->a, pt2_bc_opcode("BUILD_MAP"), v->n_items);
         return true;
     case V_ITER: {
+        if (v->source && v->real) return emit_source(e, v->source); /* the real one, moved on by the graph's replay */
         /* the rest of an iteration in progress */
         for (int i = v->pos; i < v->n_items; ++i) {
             if (!emit_var(e, v->items[i], depth + 1)) return false;
@@ -298,6 +417,21 @@ static bool emit_value(Emit *e, Var *v, int depth) {
             /* a method of super() or of a base class ("generic:__setattr__",
              * "base:__getitem__"): not an attribute of the object */
             return fail(e, "a super() method value");
+        }
+        if (v->self && v->obj && PyUnicode_Check(v->obj) && strncmp(PyUnicode_AsUTF8(v->obj), "ctxvar:", 7) == 0) {
+            if (!emit_var(e, v->self, depth + 1)) return false; /* the ContextVar's own method */
+            pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(v->obj) + 7);
+            return true;
+        }
+        if (v->self && v->obj && PyUnicode_Check(v->obj) && v->c_method) {
+            /* a C method of a base class reached through super() (OrderedDict.__setitem__):
+             * types.MethodType(method, self), never self's own override */
+            pt2_asm_push_null(e->a);
+            pt2_asm_load_const(e->a, (PyObject *)&PyMethod_Type);
+            pt2_asm_load_const(e->a, v->c_method);
+            if (!emit_var(e, v->self, depth + 1)) return false;
+            pt2_asm_call(e->a, 2);
+            return true;
         }
         if (v->self && v->obj && PyUnicode_Check(v->obj)) { /* tensor.method / container.method */
             if (!emit_var(e, v->self, depth + 1)) return false;
@@ -410,6 +544,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     PyObject *compiled = NULL, *replacement = NULL, *live_names = NULL, *resume_a = NULL, *resume_b = NULL, *resume_exc = NULL;
     Pt2Code dec = {0};
     int live[512], n_live = 0;
+    int all_stores = t->n_stores, all_ctx_ops = t->n_ctx_ops;
     snprintf(why, why_cap, "%s", "");
     if (!t->snapshot.valid) {
         fail(&e, "the break is not at a call or branch of the compiled function");
@@ -419,6 +554,9 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         fail(&e, "containers were mutated inside the call that broke");
         goto done;
     }
+    /* the assignments and ContextVar ops of the call that broke are CPython's to make */
+    t->n_stores = t->snapshot.n_stores;
+    t->n_ctx_ops = t->snapshot.n_ctx_ops;
     for (int k = 0; k < t->n_stores; ++k) {
         Var *v = t->stores[k].value;
         if (v->kind == V_FUNCTION && v->obj && PyCode_Check(v->obj) && code->co_ncellvars) {
@@ -488,9 +626,17 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
             goto done;
         }
     }
-    /* the graph's outputs: tensors reachable from the stack and the live locals */
+    /* the graph's outputs: tensors reachable from the stack and the live
+     * locals, then the containers the replayed side effects hold */
     for (int i = 0; i < sp; ++i) collect(&e, stack[i], 0);
     for (int k = 0; k < n_live; ++k) collect(&e, t->snapshot.locals[live[k]], 0);
+    for (int k = 0; k < t->n_stores; ++k) collect_shared(&e, t->stores[k].value, 0);
+    for (int k = 0; k < t->n_synced; ++k) {
+        for (int i = 0; i < t->synced[k]->n_items; ++i) collect_shared(&e, t->synced[k]->items[i], 0);
+    }
+    for (int k = 0; k < t->n_ctx_ops; ++k) {
+        if (t->ctx_ops[k].value) collect_shared(&e, t->ctx_ops[k].value, 0);
+    }
     /* a graph returns distinct tensors: values that are views of one another
      * (or of an input) would stop aliasing, and an in-place op run after the
      * break would reach only one of them */
@@ -505,9 +651,10 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (e.failed) goto done;
     bool was_broke = t->broke;
     t->broke = false; /* compile the graph captured so far */
-    if (e.n_outputs || t->n_inputs || t->n_stores) {
+    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced || t->n_ctx_ops || t->n_iters) {
         Var *tuple = var_new(t, V_TUPLE);
         for (int i = 0; i < e.n_outputs; ++i) var_push_item(t, tuple, e.outputs[i]);
+        for (int i = 0; i < e.n_shared; ++i) var_push_item(t, tuple, e.shared[i]);
         t->partial = true;
         compiled = compiled_from_trace(t, tuple, code, in->func->func_globals, out_compile_s, out_cached);
         t->partial = false;
@@ -607,10 +754,13 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     }
     *out_guards = guards_build(t, code, in->func->func_globals);
 done:
+    t->n_stores = all_stores;
+    t->n_ctx_ops = all_ctx_ops;
     if (e.failed) snprintf(why, why_cap, "%s", e.why);
     if (e.a) pt2_asm_free(e.a);
     pt2_bc_code_free(&dec);
     PyMem_Free(e.outputs);
+    PyMem_Free(e.shared);
     Py_XDECREF(compiled);
     Py_XDECREF(live_names);
     Py_XDECREF(resume_a);

@@ -25,6 +25,10 @@ typedef struct SourceEnv {
 
 CSource *csource_copy(const Source *s);
 void csource_free(CSource *c);
+/* What a list/tuple/range/str iterator has left, as a tuple (new
+ * reference), without moving it; NULL (no exception) for other objects. */
+PyObject *pt2_iterator_rest(PyObject *it);
+bool pt2_is_sequence_iterator(PyObject *o);
 /* New reference, or NULL (no exception) if the value cannot be fetched. */
 PyObject *csource_eval(const CSource *s, const SourceEnv *env);
 

@@ -3,9 +3,9 @@
  * A captured frame's replacement code is `return <compiled>(<arg slots>)`.
  * The compiled object fetches the graph's inputs through their sources
  * (the tensors' own memory: no copies for contiguous inputs), allocates the
- * outputs as torch tensors (PyTorch owns their memory), runs the kernel and
- * rebuilds the function's return value (tuples, lists, dicts, constants,
- * inputs returned unchanged).
+ * outputs as torch tensors (PyTorch owns their memory), runs the kernel, and
+ * has results.c replay the trace's side effects and rebuild the function's
+ * return value.
  *
  * A graph traced on CUDA tensors is compiled for the GPU (docs/gpu.md):
  * outputs and the workspace are at::empty on the inputs' device
@@ -15,20 +15,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
-#include "capture.h"
-
-typedef enum OutKind { OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE, OUT_SET, OUT_OBJECT } OutKind;
-
-typedef struct OutNode {
-    OutKind kind;
-    int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
-    PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple; OUT_SIZE type;
-                               OUT_OBJECT (class, attribute names, item keys): children are
-                               the attribute values, then the items */
-    CSource *source;        /* OUT_SOURCE: an object fetched from the frame again */
-    struct OutNode *children;
-    int n;
-} OutNode;
+#include "results.h"
 
 typedef struct Pt2CompiledFn {
     PyObject_HEAD
@@ -42,7 +29,7 @@ typedef struct Pt2CompiledFn {
     int64_t (*input_sizes)[PT2_MAX_RANK];
     PyObject **output_shapes; /* tuples */
     PyObject **output_dtypes; /* torch.dtype objects */
-    OutNode result;
+    ResultPlan results;  /* the return value and the side effects replayed (results.c) */
     PyObject *globals;
     PyObject *name;
     PyObject *fallback; /* the traced function: run eagerly if an input cannot be fetched */
@@ -50,16 +37,7 @@ typedef struct Pt2CompiledFn {
     int *input_guard;   /* per input: its tensor guard in `guards`, or -1 */
     bool warned;
     int n_arg_slots;    /* arguments beyond these are the frame's closure cells */
-    /* inputs changed in place: input[i] <- output[j] after the kernel ran */
-    int n_writeback;
-    int *writeback_input, *writeback_output;
     size_t *input_itemsize;
-    /* attribute assignments replayed after the graph: target.name = value */
-    int n_stores;
-    CSource **store_targets;  /* NULL: a global assignment into store_globals[k] */
-    PyObject **store_globals;
-    PyObject **store_names;
-    OutNode *store_values;
     /* a graph traced on CUDA tensors: compiled for device `device` */
     Pt2GpuKernel *gpu;
     int device;                /* CUDA index; -1: the CPU kernel */
@@ -76,8 +54,8 @@ typedef struct Pt2CompiledFn {
     int graph_captures;
 } Pt2CompiledFn;
 
-static PyObject *str_copy_;
 /* the GPU path (resolved at the first graph compiled for CUDA) */
+static PyObject *str_copy_;
 static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device, *cuda_raw_stream, *cuda_current_stream,
     *cublas_tf32, *cudnn_tf32;
 
@@ -94,13 +72,6 @@ static void graph_state_free(Pt2CompiledFn *self) {
     self->graph_inputs = self->graph_outputs = NULL;
     self->graph_ptrs = NULL;
     self->graph_mode = NULL;
-}
-
-static void out_free(OutNode *n) {
-    csource_free(n->source);
-    for (int i = 0; i < n->n; ++i) out_free(&n->children[i]);
-    PyMem_Free(n->children);
-    Py_XDECREF(n->obj);
 }
 
 static void compiled_dealloc(Pt2CompiledFn *self) {
@@ -120,19 +91,7 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     PyMem_Free(self->input_ranks);
     PyMem_Free(self->output_shapes);
     PyMem_Free(self->output_dtypes);
-    out_free(&self->result);
-    for (int i = 0; i < self->n_stores; ++i) {
-        csource_free(self->store_targets[i]);
-        Py_XDECREF(self->store_names[i]);
-        Py_XDECREF(self->store_globals[i]);
-        out_free(&self->store_values[i]);
-    }
-    PyMem_Free(self->store_targets);
-    PyMem_Free(self->store_names);
-    PyMem_Free(self->store_globals);
-    PyMem_Free(self->store_values);
-    PyMem_Free(self->writeback_input);
-    PyMem_Free(self->writeback_output);
+    results_free(&self->results);
     PyMem_Free(self->input_itemsize);
     PyMem_Free(self->input_guard);
     Py_XDECREF(self->globals);
@@ -141,62 +100,11 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *build_result(const OutNode *n, PyObject **outputs, PyObject **inputs, const SourceEnv *env) {
-    switch (n->kind) {
-    case OUT_SOURCE: {
-        PyObject *v = csource_eval(n->source, env);
-        if (!v && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "pt2: cannot fetch a returned object");
-        return v;
-    }
-    case OUT_GRAPH: return Py_NewRef(outputs[n->index]);
-    case OUT_INPUT: return Py_NewRef(inputs[n->index]);
-    case OUT_CONST: return Py_NewRef(n->obj);
-    case OUT_TUPLE: case OUT_LIST: case OUT_SIZE: case OUT_SET: case OUT_OBJECT: {
-        PyObject *r = n->kind == OUT_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
-        if (!r) return NULL;
-        for (int i = 0; i < n->n; ++i) {
-            PyObject *c = build_result(&n->children[i], outputs, inputs, env);
-            if (!c) {
-                Py_DECREF(r);
-                return NULL;
-            }
-            if (n->kind == OUT_LIST) {
-                PyList_SET_ITEM(r, i, c);
-            } else {
-                PyTuple_SET_ITEM(r, i, c);
-            }
-        }
-        if (n->kind == OUT_SIZE) Py_SETREF(r, PyObject_CallOneArg(n->obj, r));
-        if (n->kind == OUT_SET) Py_SETREF(r, PySet_New(r));
-        if (n->kind == OUT_OBJECT) { /* an object made in the traced code (objects.c) */
-            PyObject *names = PyTuple_GET_ITEM(n->obj, 1), *keys = PyTuple_GET_ITEM(n->obj, 2);
-            PyObject *const *values = &PyTuple_GET_ITEM(r, 0);
-            Py_SETREF(r, pt2_rebuild_object(PyTuple_GET_ITEM(n->obj, 0), names, values, keys, values + PyTuple_GET_SIZE(names)));
-        }
-        return r;
-    }
-    case OUT_DICT: {
-        PyObject *d = PyDict_New();
-        for (int i = 0; d && i < n->n; ++i) {
-            PyObject *c = build_result(&n->children[i], outputs, inputs, env);
-            if (!c || PyDict_SetItem(d, PyTuple_GET_ITEM(n->obj, i), c) != 0) {
-                Py_XDECREF(c);
-                Py_CLEAR(d);
-                break;
-            }
-            Py_DECREF(c);
-        }
-        return d;
-    }
-    }
-    return NULL;
-}
-
 /* Whether an input written back after the graph overlaps another input's
  * memory (the graph read the other one's old values: eager would not). */
 static bool inputs_alias_mutated(const Pt2CompiledFn *self, void *const *ptrs) {
-    for (int k = 0; k < self->n_writeback; ++k) {
-        int a = self->writeback_input[k];
+    for (int k = 0; k < self->results.n_writeback; ++k) {
+        int a = self->results.writeback_input[k];
         for (int b = 0; b < self->n_inputs; ++b) {
             if (b == a) continue;
             const int ab[2] = {a, b};
@@ -538,7 +446,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         all_contiguous = all_contiguous && self->input_contiguous[got_in];
     }
     if (self->input_guard) guards_done_fetching(self->guards);
-    if (self->n_writeback && inputs_alias_mutated(self, ptrs)) {
+    if (self->results.n_writeback && inputs_alias_mutated(self, ptrs)) {
         /* eager semantics for aliased arguments (f(x, x) mutating one): run eagerly */
         PyObject *tuple = PyTuple_New(n_slots);
         for (Py_ssize_t i = 0; tuple && i < n_slots; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
@@ -596,26 +504,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
             }
         }
     }
-    /* side effects, in program order of their kind: inputs written back
-     * (AOTAutograd's epilogue), then attribute assignments */
-    for (int k = 0; k < self->n_writeback; ++k) {
-        PyObject *r = PyObject_CallMethodOneArg(inputs[self->writeback_input[k]], str_copy_, outputs[self->writeback_output[k]]);
-        if (!r) goto done;
-        Py_DECREF(r);
-    }
-    for (int k = 0; k < self->n_stores; ++k) {
-        PyObject *target = self->store_targets[k] ? csource_eval(self->store_targets[k], &env) : Py_NewRef(self->store_globals[k]);
-        PyObject *value = target ? build_result(&self->store_values[k], outputs, inputs, &env) : NULL;
-        int rc = !value ? -1 : self->store_targets[k] ? PyObject_GenericSetAttr(target, self->store_names[k], value)
-                                                      : PyDict_SetItem(target, self->store_names[k], value);
-        Py_XDECREF(target);
-        Py_XDECREF(value);
-        if (rc != 0) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "pt2: cannot replay an attribute assignment of %U", self->name);
-            goto done;
-        }
-    }
-    result = build_result(&self->result, outputs, inputs, &env);
+    /* inputs written back, attribute assignments, containers passed in, the return value */
+    result = results_replay(&self->results, inputs, outputs, &env, self->name);
 done:
     for (int i = 0; i < got_in; ++i) Py_XDECREF(inputs[i]);
     for (int i = 0; i < got_out; ++i) Py_XDECREF(outputs[i]);
@@ -643,118 +533,12 @@ PyTypeObject Pt2CompiledFnType = {
 int compiled_init(void) {
     if (PyType_Ready(&Pt2CompiledFnType) < 0) return -1;
     str_copy_ = PyUnicode_InternFromString("copy_");
-    return str_copy_ ? 0 : -1;
+    return str_copy_ && results_init() == 0 ? 0 : -1;
 }
 
 /*===----------------------------------------------------------------------===*
  * Building a compiled object from a finished trace
  *===----------------------------------------------------------------------===*/
-
-typedef struct OutCollect {
-    Trace *t;
-    int *graph_values;
-    int n_graph, cap_graph;
-} OutCollect;
-
-static int input_index(Trace *t, Var *v) {
-    for (int i = 0; i < t->n_inputs; ++i) {
-        if (t->inputs[i] == v || (t->inputs[i]->value == v->value && v->is_input)) return i;
-    }
-    return -1;
-}
-
-PyObject *torch_size_type_obj(void);
-
-static int collect_outputs(OutCollect *c, Var *v, OutNode *n);
-
-/* An object made in the traced code: its class, attributes and items. */
-static int collect_object(OutCollect *c, Var *v, OutNode *n) {
-    Var *attrs = v->attrs, *content = v->content;
-    int n_items = content ? content->n_items : 0;
-    n->kind = OUT_OBJECT;
-    n->n = attrs->n_items + n_items;
-    n->children = PyMem_Calloc((size_t)(n->n + 1), sizeof(OutNode));
-    PyObject *names = PyTuple_New(attrs->n_items), *keys = PyTuple_New(n_items);
-    for (int i = 0; i < attrs->n_items; ++i) PyTuple_SET_ITEM(names, i, Py_NewRef(attrs->keys[i]->obj));
-    n->obj = Py_BuildValue("(ONN)", (PyObject *)Py_TYPE(v->obj), names, keys);
-    for (int i = 0; i < n_items; ++i) {
-        if (content->keys[i]->kind != V_CONST) return trace_break(c->t, "returned object with a non-constant key"), -1;
-        PyTuple_SET_ITEM(keys, i, Py_NewRef(content->keys[i]->obj));
-    }
-    for (int i = 0; i < attrs->n_items; ++i) {
-        if (collect_outputs(c, attrs->items[i], &n->children[i]) != 0) return -1;
-    }
-    for (int i = 0; i < n_items; ++i) {
-        if (collect_outputs(c, content->items[i], &n->children[attrs->n_items + i]) != 0) return -1;
-    }
-    return 0;
-}
-
-/* Builds the output template; returns -1 (trace broken) on an unsupported value. */
-static int collect_outputs(OutCollect *c, Var *v, OutNode *n) {
-    Trace *t = c->t;
-    memset(n, 0, sizeof *n);
-    switch (v->kind) {
-    case V_TENSOR: {
-        if (v->is_input) {
-            n->kind = OUT_INPUT;
-            n->index = input_index(t, v);
-            return n->index >= 0 ? 0 : (trace_break(t, "internal: returned input not found"), -1);
-        }
-        for (int i = 0; i < c->n_graph; ++i) {
-            if (c->graph_values[i] == v->value) {
-                n->kind = OUT_GRAPH;
-                n->index = i;
-                return 0;
-            }
-        }
-        if (c->n_graph == c->cap_graph) {
-            c->cap_graph = c->cap_graph ? 2 * c->cap_graph : 8;
-            c->graph_values = PyMem_Realloc(c->graph_values, sizeof(int) * (size_t)c->cap_graph);
-        }
-        n->kind = OUT_GRAPH;
-        n->index = c->n_graph;
-        c->graph_values[c->n_graph++] = v->value;
-        return 0;
-    }
-    case V_CONST:
-        n->kind = OUT_CONST;
-        n->obj = Py_NewRef(v->obj);
-        return 0;
-    case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
-        if (!v->obj) break;
-        if (v->fresh) return collect_object(c, v, n);
-        if (v->kind == V_MODULE && v->source) { /* type-guarded: fetch the caller's instance */
-            n->kind = OUT_SOURCE;
-            n->source = csource_copy(v->source);
-            return 0;
-        }
-        n->kind = OUT_CONST;
-        n->obj = Py_NewRef(v->obj);
-        return 0;
-    case V_TUPLE: case V_LIST: case V_DICT: case V_SET: {
-        n->kind = v->kind == V_LIST ? OUT_LIST : v->kind == V_DICT ? OUT_DICT : v->kind == V_SET ? OUT_SET
-                : (v->obj == torch_size_type_obj() ? OUT_SIZE : OUT_TUPLE);
-        if (n->kind == OUT_SIZE) n->obj = Py_NewRef(v->obj);
-        n->n = v->n_items;
-        n->children = PyMem_Calloc((size_t)(v->n_items + 1), sizeof(OutNode));
-        if (v->kind == V_DICT) {
-            n->obj = PyTuple_New(v->n_items);
-            for (int i = 0; i < v->n_items; ++i) {
-                if (v->keys[i]->kind != V_CONST) return trace_break(t, "returned dict with a non-constant key"), -1;
-                PyTuple_SET_ITEM(n->obj, i, Py_NewRef(v->keys[i]->obj));
-            }
-        }
-        for (int i = 0; i < v->n_items; ++i) {
-            if (collect_outputs(c, v->items[i], &n->children[i]) != 0) return -1;
-        }
-        return 0;
-    }
-    default: break;
-    }
-    trace_break(t, "returning this kind of value from a compiled function is not supported yet");
-    return -1;
-}
 
 /*===----------------------------------------------------------------------===*
  * Freezing (pt2.compile(freeze=True), docs/capture.md)
@@ -833,64 +617,28 @@ void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t) {
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
     /* running the whole function eagerly stands in for a full graph only */
     PyObject *fallback = t->root && !t->partial ? (PyObject *)t->root->func : NULL;
-    OutCollect c = {t, NULL, 0, 0};
-    OutNode root;
-    OutNode *store_values = t->n_stores ? PyMem_Calloc((size_t)t->n_stores, sizeof(OutNode)) : NULL;
-    int *wb_in = PyMem_Calloc((size_t)(t->n_inputs + 1), sizeof(int)), *wb_out = PyMem_Calloc((size_t)(t->n_inputs + 1), sizeof(int));
-    int n_wb = 0;
-    bool failed = collect_outputs(&c, result, &root) != 0;
-    for (int k = 0; !failed && k < t->n_stores; ++k) failed = collect_outputs(&c, t->stores[k].value, &store_values[k]) != 0;
-    for (int i = 0; !failed && i < t->n_inputs; ++i) {
-        Var *in = t->inputs[i];
-        if (!in->mutated) continue;
-        /* the input's final value is one more graph output, copied back */
-        Var final = *in;
-        final.is_input = false;
-        OutNode tmp;
-        failed = collect_outputs(&c, &final, &tmp) != 0;
-        if (!failed && tmp.kind == OUT_GRAPH) {
-            wb_in[n_wb] = i;
-            wb_out[n_wb++] = tmp.index;
-        }
-        out_free(&tmp);
-    }
-    if (failed) {
-        out_free(&root);
-        for (int k = 0; k < t->n_stores; ++k) out_free(&store_values[k]);
-        PyMem_Free(store_values);
-        PyMem_Free(wb_in);
-        PyMem_Free(wb_out);
-        PyMem_Free(c.graph_values);
+    ResultPlan plan;
+    if (results_plan(t, result, &plan) != 0) return NULL;
+    Pt2CompiledFn *self = PyObject_New(Pt2CompiledFn, &Pt2CompiledFnType);
+    if (!self) {
+        results_free(&plan);
         return NULL;
     }
-    Pt2CompiledFn *self = PyObject_New(Pt2CompiledFn, &Pt2CompiledFnType);
-    if (!self) goto fail;
     memset((char *)self + sizeof(PyObject), 0, sizeof *self - sizeof(PyObject));
     self->vectorcall = compiled_call;
     self->device = -1;
-    self->result = root;
+    self->results = plan; /* owned (and freed) by self from here */
+    int n_graph = plan.n_graph;
+    int *graph_values = plan.graph_values;
     self->globals = Py_XNewRef(globals);
     self->name = Py_NewRef(code->co_qualname);
     self->fallback = Py_XNewRef(fallback);
     self->n_arg_slots = code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) ? 1 : 0) +
                         ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
-    self->n_writeback = n_wb;
-    self->writeback_input = wb_in;
-    self->writeback_output = wb_out;
-    self->n_stores = t->n_stores;
-    self->store_values = store_values;
-    self->store_targets = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(CSource *));
-    self->store_names = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
-    self->store_globals = PyMem_Calloc((size_t)(t->n_stores + 1), sizeof(PyObject *));
-    for (int k = 0; k < t->n_stores; ++k) {
-        self->store_targets[k] = t->stores[k].target ? csource_copy(t->stores[k].target->source) : NULL;
-        self->store_globals[k] = Py_XNewRef(t->stores[k].globals);
-        self->store_names[k] = Py_NewRef(t->stores[k].name);
-    }
     *out_compile_s = 0;
     *out_cached = false;
-    if (c.n_graph > 0) {
-        if (pt2GraphSetOutputs(t->graph, c.n_graph, c.graph_values) != 0) {
+    if (n_graph > 0) {
+        if (pt2GraphSetOutputs(t->graph, n_graph, graph_values) != 0) {
             PyErr_Format(PyExc_RuntimeError, "pt2 internal error: %s", pt2GetLastError());
             Py_DECREF(self);
             goto fail;
@@ -927,7 +675,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
             *out_cached = pt2KernelFromCache(self->kernel);
         }
         self->n_inputs = t->n_inputs;
-        self->n_outputs = c.n_graph;
+        self->n_outputs = n_graph;
     } else {
         /* nothing computed: the result is constants and inputs; keep the
          * input sources for the inputs it returns */
@@ -972,9 +720,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
         self->output_shapes[j] = shape;
         self->output_dtypes[j] = Py_XNewRef(torch_dtype_of(dt));
     }
-    PyMem_Free(c.graph_values);
     return (PyObject *)self;
 fail:
-    PyMem_Free(c.graph_values);
     return NULL;
 }

@@ -132,6 +132,9 @@ static void trace_free(Trace *t) {
     PyMem_Free(t->blocks);
     PyMem_Free(t->inputs);
     PyMem_Free(t->guards);
+    PyMem_Free(t->containers);
+    PyMem_Free(t->synced);
+    PyMem_Free(t->iters);
     Py_XDECREF(t->refs);
     if (t->graph) pt2GraphDestroy(t->graph);
 }

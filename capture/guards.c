@@ -35,6 +35,41 @@ void csource_free(CSource *c) {
     }
 }
 
+bool pt2_is_sequence_iterator(PyObject *o) {
+    static PyObject *types[4];
+    if (!types[0]) {
+        PyObject *seqs[4] = {PyList_New(0), PyTuple_New(0), PyUnicode_FromString(""), PyObject_CallFunction((PyObject *)&PyRange_Type, "i", 0)};
+        for (int i = 0; i < 4; ++i) {
+            PyObject *it = seqs[i] ? PyObject_GetIter(seqs[i]) : NULL;
+            types[i] = it ? Py_NewRef((PyObject *)Py_TYPE(it)) : NULL;
+            Py_XDECREF(it);
+            Py_XDECREF(seqs[i]);
+        }
+        PyErr_Clear();
+    }
+    for (int i = 0; i < 4; ++i) {
+        if (types[i] && (PyObject *)Py_TYPE(o) == types[i]) return true;
+    }
+    return false;
+}
+
+PyObject *pt2_iterator_rest(PyObject *it) {
+    if (!pt2_is_sequence_iterator(it)) return NULL;
+    /* (iter, (sequence,)[, position]): C code of these iterator types */
+    PyObject *red = PyObject_CallMethod(it, "__reduce__", NULL), *rest = NULL;
+    if (red && PyTuple_Check(red) && PyTuple_GET_SIZE(red) >= 2 && PyTuple_Check(PyTuple_GET_ITEM(red, 1)) &&
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(red, 1)) == 1) {
+        PyObject *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0);
+        Py_ssize_t pos = PyTuple_GET_SIZE(red) > 2 && PyLong_Check(PyTuple_GET_ITEM(red, 2)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(red, 2)) : 0;
+        PyObject *slice = pos >= 0 ? PySequence_GetSlice(seq, pos, PY_SSIZE_T_MAX) : NULL;
+        rest = slice ? PySequence_Tuple(slice) : NULL;
+        Py_XDECREF(slice);
+    }
+    Py_XDECREF(red);
+    if (!rest) PyErr_Clear();
+    return rest;
+}
+
 PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
     switch (s->kind) {
     case SRC_LOCAL: {
@@ -59,6 +94,7 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
         if (!v) PyErr_Clear();
         return Py_XNewRef(v);
     }
+    case SRC_CONST: return Py_NewRef(s->name);
     case SRC_MODULE: {
         PyObject *m = PyImport_GetModule(s->name); /* a dict lookup: never imports */
         if (!m) PyErr_Clear();
@@ -73,6 +109,10 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
     case SRC_ATTR: case SRC_PARAM:
         r = pt2_safe_getattr(base, s->name, NULL);
         break;
+    case SRC_CTXVAR:
+        if (PyContextVar_CheckExact(base) && PyContextVar_Get(base, NULL, &r) != 0) r = NULL;
+        break;
+    case SRC_ITER_REST: r = pt2_iterator_rest(base); break;
     case SRC_ITEM:
         if (s->name) {
             if (PyDict_Check(base)) r = Py_XNewRef(PyDict_GetItemWithError(base, s->name));
@@ -142,6 +182,14 @@ int guards_init(void) {
 static void describe(const CGuard *g, const char *src, const char *other, char *buf, size_t cap) {
     switch (g->kind) {
     case G_ALIAS: snprintf(buf, cap, "ALIAS_MATCH (%s is %s) == %s", src, other, g->n ? "True" : "False"); break;
+    case G_DICT_KEYS: {
+        PyObject *r = PyObject_Repr(PyTuple_GET_ITEM(g->obj, 1));
+        snprintf(buf, cap, "DICT_KEYS tuple(%s) == %s (%s)", src, r ? PyUnicode_AsUTF8(r) : "?",
+                 ((PyTypeObject *)PyTuple_GET_ITEM(g->obj, 0))->tp_name);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        break;
+    }
     case G_TENSOR: {
         size_t n = (size_t)snprintf(buf, cap, "TENSOR_MATCH %s: %s, sizes [", src, pt2DTypeName(g->dtype));
         for (int i = 0; i < g->rank && n < cap; ++i) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)g->sizes[i]);
@@ -259,6 +307,28 @@ static bool check_frozen(const CGuard *g, PyObject *v) {
     return ok;
 }
 
+/* The dict's type, then its keys in iteration order (the type is a dict or
+ * a dict subclass without a Python __iter__: C code only). */
+static bool check_dict_keys(const CGuard *g, PyObject *v) {
+    PyObject *keys = PyTuple_GET_ITEM(g->obj, 1);
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if ((PyObject *)Py_TYPE(v) != PyTuple_GET_ITEM(g->obj, 0) || !PyDict_Check(v) || PyDict_GET_SIZE(v) != n) return false;
+    PyObject *it = PyObject_GetIter(v), *k;
+    bool ok = it != NULL;
+    for (Py_ssize_t i = 0; ok && i <= n; ++i) {
+        k = PyIter_Next(it);
+        if (!k) {
+            ok = i == n && !PyErr_Occurred();
+            break;
+        }
+        PyObject *want = i < n ? PyTuple_GET_ITEM(keys, i) : NULL;
+        ok = want && (k == want || PyObject_RichCompareBool(k, want, Py_EQ) == 1);
+        Py_DECREF(k);
+    }
+    Py_XDECREF(it);
+    return ok;
+}
+
 /* *keep: the fetched value of a passing tensor guard (new reference). */
 static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     if (g->kind == G_GRAD_MODE) {
@@ -288,6 +358,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
         break;
     }
     case G_FROZEN: ok = check_frozen(g, v); break;
+    case G_DICT_KEYS: ok = check_dict_keys(g, v); break;
     case G_EQUALS:
         ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);
         break;

@@ -22,7 +22,7 @@ static struct {
     int LOAD_GLOBAL, LOAD_DEREF, STORE_DEREF, LOAD_CLOSURE, MAKE_CELL, COPY_FREE_VARS;
     int LOAD_ATTR, LOAD_METHOD, STORE_ATTR;
     int BINARY_OP, UNARY_NEGATIVE, UNARY_NOT, UNARY_INVERT, UNARY_POSITIVE, COMPARE_OP, IS_OP, CONTAINS_OP;
-    int BINARY_SUBSCR, STORE_SUBSCR, BINARY_SLICE, BUILD_SLICE;
+    int BINARY_SUBSCR, STORE_SUBSCR, DELETE_SUBSCR, BINARY_SLICE, BUILD_SLICE;
     int BUILD_TUPLE, BUILD_LIST, BUILD_MAP, BUILD_CONST_KEY_MAP, LIST_APPEND, LIST_EXTEND, MAP_ADD, DICT_UPDATE,
         DICT_MERGE, UNPACK_SEQUENCE, UNPACK_EX, LIST_TO_TUPLE, BUILD_STRING, FORMAT_VALUE;
     int PRECALL, CALL, KW_NAMES, CALL_FUNCTION_EX, MAKE_FUNCTION, CALL_INTRINSIC_1;
@@ -46,7 +46,7 @@ int interp_init(void) {
     LOOKUP(STORE_FAST) LOOKUP(DELETE_FAST) LOOKUP(LOAD_GLOBAL) LOOKUP(LOAD_DEREF) LOOKUP(STORE_DEREF) LOOKUP(LOAD_CLOSURE)
     LOOKUP(MAKE_CELL) LOOKUP(COPY_FREE_VARS) LOOKUP(LOAD_ATTR) LOOKUP(LOAD_METHOD) LOOKUP(STORE_ATTR) LOOKUP(BINARY_OP)
     LOOKUP(UNARY_NEGATIVE) LOOKUP(UNARY_NOT) LOOKUP(UNARY_INVERT) LOOKUP(UNARY_POSITIVE) LOOKUP(COMPARE_OP) LOOKUP(IS_OP)
-    LOOKUP(CONTAINS_OP) LOOKUP(BINARY_SUBSCR) LOOKUP(STORE_SUBSCR) LOOKUP(BINARY_SLICE) LOOKUP(BUILD_SLICE)
+    LOOKUP(CONTAINS_OP) LOOKUP(BINARY_SUBSCR) LOOKUP(STORE_SUBSCR) LOOKUP(DELETE_SUBSCR) LOOKUP(BINARY_SLICE) LOOKUP(BUILD_SLICE)
     LOOKUP(BUILD_TUPLE) LOOKUP(BUILD_LIST) LOOKUP(BUILD_MAP) LOOKUP(BUILD_CONST_KEY_MAP) LOOKUP(LIST_APPEND)
     LOOKUP(LIST_EXTEND) LOOKUP(UNPACK_EX) LOOKUP(MAP_ADD) LOOKUP(DICT_UPDATE) LOOKUP(DICT_MERGE) LOOKUP(UNPACK_SEQUENCE) LOOKUP(LIST_TO_TUPLE)
     LOOKUP(BUILD_STRING) LOOKUP(FORMAT_VALUE) LOOKUP(PRECALL) LOOKUP(CALL) LOOKUP(KW_NAMES) LOOKUP(CALL_FUNCTION_EX)
@@ -206,6 +206,8 @@ static void take_snapshot(SymFrame *f, int i, int op) {
     t->snapshot.insn = i;
     t->snapshot.mutations = t->mutations;
     t->snapshot.n_vars = t->n_vars;
+    t->snapshot.n_stores = t->n_stores;
+    t->snapshot.n_ctx_ops = t->n_ctx_ops;
     t->snapshot.grad_enabled = t->grad_enabled;
     t->snapshot.kw_names = f->kw_names;
     t->snapshot.valid = true;
@@ -223,7 +225,28 @@ static void note_line(SymFrame *f, const Pt2Insn *in) {
 
 bool pt2_log_enabled(const char *channel); /* compiler.c */
 
+int interp_frame_depth(Trace *t) { return t->frame ? t->frame->depth : 0; }
+
+int interp_handler_depth(Trace *t) {
+    for (SymFrame *f = t->frame; f; f = f->parent) {
+        if (f->pc >= 0 && f->pc < f->code.n_insns && f->code.insns[f->pc].exc_handler >= 0) return f->depth;
+    }
+    return -1;
+}
+
+static bool run_instructions(SymFrame *f);
+
 bool interp_run_frame(SymFrame *f) {
+    Trace *t = f->t;
+    f->parent = t->frame;
+    f->depth = f->parent ? f->parent->depth + 1 : 0;
+    t->frame = f;
+    bool ok = run_instructions(f);
+    t->frame = f->parent;
+    return ok;
+}
+
+static bool run_instructions(SymFrame *f) {
     Trace *t = f->t;
     int i = 0;
     int steps = 0;
@@ -243,6 +266,7 @@ bool interp_run_frame(SymFrame *f) {
         const Pt2Insn *in = &f->code.insns[i];
         int op = in->opcode, arg = in->arg;
         int next = i + 1;
+        f->pc = i;
         note_line(f, in);
         if (f->is_root) take_snapshot(f, i, op);
         if (op == OP.NOP || op == OP.RESUME || op == OP.CACHE || op == OP.PRECALL || op == OP.MAKE_CELL ||
@@ -394,13 +418,12 @@ bool interp_run_frame(SymFrame *f) {
             int k = arg >= 13 ? arg - 13 : arg; /* in-place forms share the semantics on immutable values */
             if (arg >= 13 && a->kind == V_LIST) {
                 /* list += iterable extends the list in place (aliases see it) */
-                if (a->source || k != 0) {
-                    trace_break(t, a->source ? "in-place operator on a list passed into the compiled function" : "in-place operator on a list");
+                if (k != 0) {
+                    trace_break(t, "in-place operator on a list");
                     return false;
                 }
                 Var *it = trace_get_iter(t, b);
-                if (!it) return false;
-                trace_mutated(t, a);
+                if (!it || !trace_mutate_container(t, a)) return false;
                 for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, a, v);
                 push(f, a);
                 i = next;
@@ -463,40 +486,24 @@ bool interp_run_frame(SymFrame *f) {
             var_push_item(t, s, stop);
             var_push_item(t, s, step);
             push(f, s);
-        } else if (op == OP.STORE_SUBSCR) {
-            Var *idx = pop(f), *base = pop(f), *v = pop(f);
-            trace_mutated(t, base);
-            if (base->source && base->kind != V_TENSOR) {
-                trace_break(t, "item assignment on a container passed into the compiled function");
-                return false;
-            }
-            if (base->kind == V_LIST && idx->kind == V_CONST && PyLong_Check(idx->obj)) {
-                long k = PyLong_AsLong(idx->obj);
-                if (k < 0) k += base->n_items;
-                if (k < 0 || k >= base->n_items) {
-                    trace_break(t, "list assignment index out of range");
-                    return false;
-                }
-                base->items[k] = v;
-            } else if (base->kind == V_DICT && idx->kind == V_CONST) {
-                int found = -1;
-                for (int k = 0; k < base->n_items; ++k) {
-                    if (PyObject_RichCompareBool(base->keys[k]->obj, idx->obj, Py_EQ) == 1) found = k;
-                }
-                if (found >= 0) {
-                    base->items[found] = v;
-                } else {
-                    var_push_item(t, base, v);
-                    base->keys[base->n_items - 1] = idx;
-                }
-            } else if (base->kind == V_TENSOR) {
-                if (!trace_setitem_tensor(t, base, idx, v)) return false;
-            } else if (base->kind == V_OBJECT) {
-                if (!trace_setitem_object(t, base, idx, v)) return false;
+        } else if (op == OP.STORE_SUBSCR || op == OP.DELETE_SUBSCR) {
+            Var *idx = pop(f), *base = pop(f), *v = op == OP.STORE_SUBSCR ? pop(f) : NULL;
+            bool ok;
+            if (base->kind == V_LIST) {
+                ok = v ? trace_list_set(t, base, idx, v) : trace_list_delete(t, base, idx);
+            } else if (base->kind == V_DICT) {
+                ok = v ? trace_dict_set(t, base, idx, v) : trace_dict_delete(t, base, idx);
+            } else if (base->kind == V_TENSOR && v) {
+                trace_mutated(t, base);
+                ok = trace_setitem_tensor(t, base, idx, v);
+            } else if (base->kind == V_OBJECT && v) {
+                trace_mutated(t, base);
+                ok = trace_setitem_object(t, base, idx, v);
             } else {
-                trace_break(t, "item assignment on %s is not supported yet", "this value");
-                return false;
+                ok = trace_break(t, "%s on %s", v ? "item assignment" : "del of an item",
+                                 base->source ? "an object passed into the compiled function" : "this value") != NULL;
             }
+            if (!ok) return false;
         } else if (op == OP.BUILD_TUPLE || op == OP.BUILD_LIST) {
             Var *c = var_new(t, op == OP.BUILD_TUPLE ? V_TUPLE : V_LIST);
             for (int k = arg; k > 0; --k) var_push_item(t, c, peek(f, k));
@@ -544,30 +551,31 @@ bool interp_run_frame(SymFrame *f) {
             f->sp -= arg;
             push(f, d);
         } else if (op == OP.LIST_APPEND) {
-            Var *v = pop(f);
-            trace_mutated(t, peek(f, arg));
-            var_push_item(t, peek(f, arg), v);
+            /* the list a comprehension builds: a list passed in when it resumes after a break */
+            Var *v = pop(f), *l = peek(f, arg);
+            if (!trace_mutate_container(t, l)) return false;
+            var_push_item(t, l, v);
         } else if (op == OP.LIST_EXTEND) {
             Var *src = pop(f), *dst = peek(f, arg);
-            trace_mutated(t, dst);
             Var *it = trace_get_iter(t, src);
-            if (!it) return false;
+            if (!it || !trace_mutate_container(t, dst)) return false;
             for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, dst, v);
         } else if (op == OP.MAP_ADD) {
             Var *v = pop(f), *k = pop(f), *d = peek(f, arg);
-            trace_mutated(t, d);
-            var_push_item(t, d, v);
-            d->keys[d->n_items - 1] = k;
+            if (!trace_dict_set(t, d, k, v)) return false; /* a repeated key keeps its place, the last value wins */
         } else if (op == OP.DICT_UPDATE || op == OP.DICT_MERGE) {
-            trace_mutated(t, peek(f, arg + 1));
             Var *src = pop(f), *d = peek(f, arg);
             if (src->kind != V_DICT) {
                 trace_break(t, "dict update from a non-dict");
                 return false;
             }
             for (int k = 0; k < src->n_items; ++k) {
-                var_push_item(t, d, src->items[k]);
-                d->keys[d->n_items - 1] = src->keys[k];
+                /* f(**a, **b): a key twice is a TypeError (DICT_MERGE); {**a, **b}: the last wins */
+                if (op == OP.DICT_MERGE && trace_dict_find(t, d, src->keys[k]) >= 0) {
+                    trace_raise(t, PyExc_TypeError, "got multiple values for a keyword argument");
+                    return false;
+                }
+                if (t->broke || !trace_dict_set(t, d, src->keys[k], src->items[k])) return false;
             }
         } else if (op == OP.LIST_TO_TUPLE || (op == OP.CALL_INTRINSIC_1 && arg == 6)) {
             Var *l = pop(f);
@@ -749,7 +757,7 @@ bool interp_run_frame(SymFrame *f) {
             Var *exc = arg >= 1 ? pop(f) : NULL;
             PyObject *o = exc ? exc->obj : NULL;
             PyObject *type = o && PyExceptionInstance_Check(o) ? (PyObject *)Py_TYPE(o) : o && PyExceptionClass_Check(o) ? o : NULL;
-            t->raised_type = type ? trace_keep(t, type) : NULL;
+            trace_note_raise(t, type);
             if (type) {
                 PyObject *msg = PyExceptionInstance_Check(o) ? PyObject_Str(o) : NULL;
                 PyErr_Clear();

@@ -26,6 +26,11 @@ typedef struct SymFrame {
     PyObject *kw_names; /* pending KW_NAMES tuple (borrowed from co_consts) */
     Var *result;
     Var *yielded;       /* a generator run to completion: the values it yields */
+    /* The frames being evaluated form a chain (Trace.frame is the innermost):
+     * where an exception raised at trace time would be caught (interp_handler_depth). */
+    struct SymFrame *parent;
+    int depth;          /* 0: the captured frame */
+    int pc;             /* index of the instruction being evaluated */
 } SymFrame;
 
 /* Runs f's bytecode from its first instruction; false if the trace broke,

@@ -51,7 +51,10 @@ Var *interp_run_root(Trace *t, const Pt2FrameInputs *in) {
             /* *args and **kwargs are fresh containers of this call: the
              * function may mutate them, and a rebuilt copy is as good */
             bool star_slot = i >= code->co_argcount + code->co_kwonlyargcount;
-            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) v->source = NULL;
+            if (star_slot && (v->kind == V_TUPLE || v->kind == V_DICT || v->kind == V_LIST)) {
+                v->source = NULL;
+                v->real = NULL;
+            }
         }
         if (kind & KIND_FREE) {
             PyObject *cell = in->func->func_closure ? PyTuple_GET_ITEM(in->func->func_closure, i - first_free) : NULL;
@@ -201,7 +204,10 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
     if (code->co_flags & CO_GENERATOR) f->yielded = var_new(t, V_ITER);
     f->globals = globals ? globals : t->root->func->func_globals;
     f->builtins = PyEval_GetBuiltins();
-    if (fn_var->source) f->globals_source_base = source_derived(t, SRC_ATTR, fn_var->source, 0, "__globals__");
+    /* globals read by the function are guarded through its globals dict, a
+     * fixed object: a function from outside is identity-guarded (or its class
+     * is, for a method), one made in the trace has its code's globals */
+    f->globals_source_base = source_const(t, f->globals);
     if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults) != 0) {
         goto done;
     }

@@ -6,6 +6,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
+#include "capture.h"
 #include "objects.h"
 
 /* Iteration: the next item of an iterator Var, or NULL when exhausted. */
@@ -76,6 +77,13 @@ Var *trace_get_iter(Trace *t, Var *v) {
     case V_SET: case V_OBJECT: {
         /* a set's items in Python's order; a dict subclass made in the trace: its keys */
         Var *builtins_iter = NULL;
+        if (is_lazy_dict(v)) {
+            /* a dict (subclass) from outside: its keys, their order guarded */
+            Var *snap = lazy_dict_snapshot(t, v);
+            if (!snap) return NULL;
+            for (int i = 0; i < snap->n_items; ++i) var_push_item(t, it, snap->keys[i]);
+            return it;
+        }
         if (v->kind == V_OBJECT && !fresh_object_items(t, v)) return trace_sequence_iter(t, v);
         PyObject *iter_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "list"); /* borrowed */
         const RuleEntry *rule = iter_fn ? rule_for(iter_fn) : NULL;
@@ -121,4 +129,37 @@ Var *trace_get_iter(Trace *t, Var *v) {
     default: break;
     }
     return trace_break(t, "iteration over %s is not supported", v->obj ? Py_TYPE(v->obj)->tp_name : "this value");
+}
+
+/* A list/tuple/range/str iterator from outside (a comprehension's `.0`
+ * handed over at a break, one passed in): a V_ITER over what it has left,
+ * each item guarded; the real one is moved on by as many items as the trace
+ * takes (results.c). */
+Var *trace_wrap_iterator(Trace *t, PyObject *value, Source *source) {
+    for (int i = 0; i < t->n_iters; ++i) {
+        if (t->iters[i]->real == value) { /* one Var per real iterator: it moves on once */
+            trace_guard_alias(t, source, t->iters[i]->source, true);
+            return t->iters[i];
+        }
+    }
+    trace_guard(t, G_TYPE, source, (PyObject *)Py_TYPE(value), 0);
+    PyObject *rest = pt2_iterator_rest(value);
+    if (!rest) return trace_break(t, "reading what a %s has left failed", Py_TYPE(value)->tp_name);
+    Var *items = trace_wrap(t, rest, source_derived(t, SRC_ITER_REST, source, 0, NULL));
+    Py_DECREF(rest);
+    if (!items) return NULL;
+    Var *v = var_new(t, V_ITER);
+    v->source = source;
+    v->real = trace_keep(t, value);
+    if (items->kind == V_CONST) { /* all constants: guarded as one tuple */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items->obj); ++i) var_push_item(t, v, var_const(t, PyTuple_GET_ITEM(items->obj, i)));
+    } else {
+        for (int i = 0; i < items->n_items; ++i) var_push_item(t, v, items->items[i]);
+    }
+    if (t->n_iters == t->cap_iters) {
+        t->cap_iters = t->cap_iters ? 2 * t->cap_iters : 8;
+        t->iters = PyMem_Realloc(t->iters, sizeof(Var *) * (size_t)t->cap_iters);
+    }
+    t->iters[t->n_iters++] = v;
+    return v;
 }

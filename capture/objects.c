@@ -64,36 +64,16 @@ Var *inline_function(Trace *t, PyObject *fn, Var **args, int n) {
 
 static Var *str_const(Trace *t, PyObject *s) { return var_const(t, s); }
 
-static struct AttrStore *new_store(Trace *t);
+static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value);
 
 /*--- attribute stores seen by later reads ---------------------------------------*/
 
 static Var *stored_attr(Trace *t, Var *base, PyObject *name) {
     for (int i = t->n_stores - 1; i >= 0; --i) {
         struct AttrStore *s = &t->stores[i];
-        if (s->target && s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
+        if (s->target && !s->key && s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
     }
     return NULL;
-}
-
-/*--- lazily read dicts (an object's __dict__, a dict subclass) -------------------*/
-
-bool is_lazy_dict(const Var *v) { return v && v->kind == V_OBJECT && !v->fresh && v->obj && PyDict_Check(v->obj); }
-
-Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found) {
-    *found = false;
-    if (key->kind != V_CONST || !PyUnicode_CheckExact(key->obj)) return trace_break(t, "reading a dict with a non-string key");
-    PyObject *v = PyDict_GetItemWithError(dict->obj, key->obj); /* borrowed; exact dict lookup, no __missing__ */
-    if (!v) {
-        if (PyErr_Occurred()) return trace_break(t, "dict lookup failed");
-        if (dict->source) {
-            trace_guard(t, G_HAS_KEY, dict->source, key->obj, 0);
-        }
-        return dflt ? dflt : var_none(t);
-    }
-    *found = true;
-    Source *s = dict->source ? source_derived(t, SRC_ITEM, dict->source, -1, PyUnicode_AsUTF8(key->obj)) : NULL;
-    return trace_wrap(t, v, s);
 }
 
 /*--- generic attribute lookup (object.__getattribute__) -------------------------*/
@@ -130,6 +110,15 @@ static bool is_base_c_method(PyObject *d) {
     if (PyObject_TypeCheck(d, &PyWrapperDescr_Type)) owner = ((PyWrapperDescrObject *)d)->d_common.d_type;
     if (PyObject_TypeCheck(d, &PyMethodDescr_Type)) owner = ((PyMethodDescrObject *)d)->d_common.d_type;
     return owner && (owner == &PyBaseObject_Type || dict_like_base(owner));
+}
+
+/* The dict methods lazydict.c follows on a dict from outside. */
+bool lazy_dict_reads(const char *name) {
+    static const char *const names[] = {"get", "__getitem__", "__contains__", "__len__", "keys", "values", "items", "__setitem__"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        if (strcmp(name, names[i]) == 0) return true;
+    }
+    return false;
 }
 
 static Var *base_method(Trace *t, Var *self, const char *name) {
@@ -206,7 +195,8 @@ static Var *fresh_getattr(Trace *t, Var *base, PyObject *name) {
         Var *args[2] = {base, str_const(t, name)};
         return inline_function(t, getattr_hook, args, 2);
     }
-    return trace_break(t, "'%s' object has no attribute '%s'", ty->tp_name, n);
+    /* every attribute of a fresh object is tracked: missing is sure */
+    return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
 }
 
 static bool fresh_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
@@ -337,6 +327,11 @@ bool trace_setitem_object(Trace *t, Var *obj, Var *key, Var *value) {
         dict_set(t, obj->content, key, value);
         return true;
     }
+    if (is_lazy_dict(obj)) {
+        bool handled;
+        Var *args[2] = {key, value};
+        return lazy_dict_method(t, obj, "__setitem__", NULL, args, 2, 0, &handled) != NULL;
+    }
     trace_break(t, "item assignment on a %s object", Py_TYPE(obj->obj)->tp_name);
     return false;
 }
@@ -386,6 +381,38 @@ PyObject *pt2_rebuild_object_fn(void) {
     return fn;
 }
 
+/* `name` found nowhere by the generic lookup of a real object (no class
+ * attribute, nothing in its instance dict, no Python __getattr__ but
+ * nn.Module's): an AttributeError when that is sure to stay so on later calls
+ * (the type guarded, the instance dict and a module's parameter, buffer and
+ * submodule dicts guarded not to hold it), else a plain break. */
+static Var *missing_attribute(Trace *t, Var *base, PyObject *name) {
+    static const char *const module_holders[] = {"_parameters", "_buffers", "_modules"};
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    const char *n = PyUnicode_AsUTF8(name);
+    if (!base->source) return trace_break(t, "'%s' object has no attribute '%s' (not guardable)", ty->tp_name, n);
+    trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
+    PyObject *dict = pt2_safe_getattr(base->obj, s_dict, NULL);
+    PyErr_Clear();
+    bool sure = true;
+    if (dict && PyDict_Check(dict)) {
+        Source *dict_source = source_derived(t, SRC_ATTR, base->source, 0, "__dict__");
+        sure = PyDict_Contains(dict, name) == 0;
+        if (sure) trace_guard(t, G_HAS_KEY, dict_source, name, 0);
+        for (int i = 0; sure && is_nn_module(base->obj) && i < 3; ++i) {
+            PyObject *holder = PyDict_GetItemString(dict, module_holders[i]); /* borrowed */
+            sure = holder && PyDict_Check(holder) && PyDict_Contains(holder, name) == 0;
+            if (sure) trace_guard(t, G_HAS_KEY, source_derived(t, SRC_ATTR, base->source, 0, module_holders[i]), name, 0);
+        }
+    } else if (dict || is_nn_module(base->obj)) {
+        sure = false;
+    }
+    Py_XDECREF(dict);
+    PyErr_Clear();
+    if (!sure) return trace_break(t, "attribute '%s' of %s needs Python code to read (a descriptor or __getattr__)", n, ty->tp_name);
+    return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
+}
+
 /* Lookup of `name` on base's type and instance without its type's Python
  * __getattribute__ (the generic algorithm); NULL if the trace broke. */
 Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
@@ -426,12 +453,14 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     PyObject *v = pt2_safe_getattr(base->obj, name, &is_method);
     if (!v) {
         if (PyErr_Occurred()) PyErr_Clear();
+        /* a descriptor pt2_safe_getattr would not run (Python code, or one that raised) */
+        if (descr) return trace_break(t, "attribute '%s' of %s is a %s, which needs Python code to read", n, ty->tp_name, Py_TYPE(descr)->tp_name);
         PyObject *getattr_hook = python_hook(ty, s_getattr);
         if (getattr_hook && getattr_hook != s_nn_module_getattr) {
             Var *args[2] = {base, str_const(t, name)};
             return inline_function(t, getattr_hook, args, 2);
         }
-        return trace_break(t, "attribute '%s' of %s needs Python code to read (a descriptor or __getattr__)", n, ty->tp_name);
+        return missing_attribute(t, base, name);
     }
     Var *r;
     if (is_method) {
@@ -455,7 +484,13 @@ Var *object_getattr(Trace *t, Var *base, PyObject *name) {
         if (stored) return stored;
         trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
         Var *args[2] = {base, str_const(t, name)};
-        return inline_function(t, hook, args, 2);
+        Var *r = inline_function(t, hook, args, 2);
+        /* an AttributeError from __getattribute__ goes to __getattr__ */
+        PyObject *getattr_hook = python_hook(ty, s_getattr);
+        if (!r && getattr_hook && getattr_hook != s_nn_module_getattr && trace_take_back_raise(t, PyExc_AttributeError)) {
+            r = inline_function(t, getattr_hook, args, 2);
+        }
+        return r;
     }
     return generic_getattr(t, base, name);
 }
@@ -520,6 +555,12 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
             continue;
         }
         if (self->fresh && is_base_c_method(d)) return base_method(t, self, n);
+        if (is_lazy_dict(self) && is_base_c_method(d) && lazy_dict_reads(n)) {
+            /* dict's or OrderedDict's own method on a dict subclass from outside */
+            Var *m = tagged_method(t, self, n);
+            m->c_method = trace_keep(t, d); /* the C method itself (its __setitem__ is replayed) */
+            return m;
+        }
         if (PyFunction_Check(d)) {
             PyObject *bound = PyMethod_New(d, self->obj);
             Var *r = bound ? method_var(t, self, d, bound) : trace_break(t, "super().%s", n);
@@ -536,13 +577,6 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
             Py_XDECREF(fget);
             return r;
         }
-        if (PyObject_TypeCheck(d, &PyMethodDescr_Type) && PyDict_Check(self->obj) &&
-            ((PyMethodDescrObject *)d)->d_common.d_type == &PyDict_Type) {
-            /* dict's own methods on a dict subclass: read it like a dict */
-            Var *as_dict = var_new(t, V_OBJECT);
-            *as_dict = *self;
-            return tagged_method(t, as_dict, n);
-        }
         if (Py_TYPE(d)->tp_descr_get == NULL) return var_const(t, d); /* a plain class attribute */
         return trace_break(t, "super().%s is a %s pt2 does not model", n, Py_TYPE(d)->tp_name);
     }
@@ -554,6 +588,7 @@ Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_n
     const char *tag = PyUnicode_AsUTF8(m->obj);
     *handled = true;
     if (strncmp(tag, "base:", 5) == 0) return base_method_call(t, m->self, tag + 5, args, n_args, kw_names, kw_values, n_kw);
+    if (strncmp(tag, "ctxvar:", 7) == 0) return ctxvar_method(t, m->self, tag + 7, args, n_args, n_kw);
     if (strcmp(tag, "generic:__getattribute__") == 0) {
         if (n_args != 1 || n_kw || args[0]->kind != V_CONST || !PyUnicode_Check(args[0]->obj)) {
             return trace_break(t, "object.__getattribute__ with a run-time name");
@@ -564,19 +599,13 @@ Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_n
         if (n_args != 2 || n_kw || args[0]->kind != V_CONST || !PyUnicode_Check(args[0]->obj)) {
             return trace_break(t, "object.__setattr__ with a run-time name");
         }
-        return trace_setattr(t, m->self, args[0]->obj, args[1]) ? var_none(t) : NULL;
+        if (!m->self || (m->self->kind != V_OBJECT && m->self->kind != V_MODULE) || !m->self->obj) {
+            return trace_break(t, "object.__setattr__ on this value is not supported");
+        }
+        return generic_setattr(t, m->self, args[0]->obj, args[1]) ? var_none(t) : NULL;
     }
-    if (is_lazy_dict(m->self) && n_kw == 0) {
-        bool found;
-        if ((strcmp(tag, "get") == 0 && (n_args == 1 || n_args == 2)) || (strcmp(tag, "__getitem__") == 0 && n_args == 1)) {
-            Var *r = lazy_dict_item(t, m->self, args[0], n_args == 2 ? args[1] : NULL, &found);
-            if (r && !found && tag[0] == '_') return trace_break(t, "KeyError: %s", PyUnicode_AsUTF8(args[0]->obj));
-            return r;
-        }
-        if (strcmp(tag, "__contains__") == 0 && n_args == 1) {
-            Var *r = lazy_dict_item(t, m->self, args[0], NULL, &found);
-            return r ? var_const(t, found ? Py_True : Py_False) : NULL;
-        }
+    if (is_lazy_dict(m->self) && lazy_dict_reads(tag)) {
+        return lazy_dict_method(t, m->self, tag, m->c_method, args, n_args, n_kw, handled);
     }
     *handled = false;
     return NULL;
@@ -598,6 +627,15 @@ bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
         trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
         return inline_function(t, hook, args, 3) != NULL;
     }
+    return generic_setattr(t, base, name, value);
+}
+
+/* object.__setattr__(base, name, value): data descriptors (a property's
+ * setter inlined), else the instance dict (recorded, replayed after the
+ * graph); never the type's own Python __setattr__, which is what calls it. */
+static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
+    const char *n = PyUnicode_AsUTF8(name);
+    PyTypeObject *ty = Py_TYPE(base->obj);
     PyObject *descr = _PyType_Lookup(ty, name);
     if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
         PyObject *fset = PyObject_GetAttr(descr, s_fset);
@@ -642,8 +680,7 @@ bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
         }
     }
     trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
-    *new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
-    trace_mutated(t, NULL);
+    *trace_new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
     return true;
 }
 
@@ -720,7 +757,7 @@ Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Va
 
 /* `global name; name = value` is recorded like an attribute store on the
  * module's globals and replayed after the graph runs (compiled.c). */
-static struct AttrStore *new_store(Trace *t) {
+struct AttrStore *trace_new_store(Trace *t) {
     if (t->n_stores == t->cap_stores) {
         t->cap_stores = t->cap_stores ? 2 * t->cap_stores : 8;
         struct AttrStore *s = trace_alloc(t, sizeof *s * (size_t)t->cap_stores);
@@ -739,7 +776,6 @@ Var *trace_stored_global(Trace *t, PyObject *globals, PyObject *name) {
 }
 
 void trace_store_global(Trace *t, PyObject *globals, PyObject *name, Var *value) {
-    struct AttrStore *s = new_store(t);
+    struct AttrStore *s = trace_new_store(t);
     *s = (struct AttrStore){NULL, trace_keep(t, name), value, trace_keep(t, globals)};
-    trace_mutated(t, NULL);
 }

@@ -17,6 +17,7 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 bool is_nn_module(PyObject *o);
 PyObject *pt2_nn_module_type(void); /* borrowed: torch.nn.Module */
 PyObject *pt2_parameter_type(void); /* borrowed: torch.nn.Parameter */
+PyObject *pt2_tensor_type(void);    /* borrowed: torch.Tensor */
 
 /* A Python function defined for `name` on ty (looked up along the MRO), or
  * NULL: object's own slots and C methods are not "Python".  Borrowed. */
@@ -31,6 +32,8 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name);
 /* A V_METHOD whose obj is a tag string ("get", "generic:__setattr__", ...)
  * run by tagged_method_call; *handled is false when the tag is not one. */
 Var *tagged_method(Trace *t, Var *self, const char *tag);
+/* Whether lazydict.c follows dict method `name` on a dict from outside. */
+bool lazy_dict_reads(const char *name);
 Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);
 
 #endif /* PT2_CAPTURE_OBJECTS_H */

@@ -283,7 +283,7 @@ static Var *h_pow(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (y->kind == V_CONST && PyFloat_Check(y->obj) == 0 && PyLong_Check(y->obj)) {
         long k = PyLong_AsLong(y->obj);
         if (k == 2 && x->kind == V_TENSOR) return op2(t, "mul", x, x, "%s", "");
-        if (k == 1 && x->kind == V_TENSOR) return x;
+        if (k == 1 && x->kind == V_TENSOR) return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype)); /* a new tensor */
     }
     if (y->kind == V_CONST && PyFloat_Check(y->obj) && PyFloat_AsDouble(y->obj) == 0.5) return op1(t, "sqrt", x, "%s", "");
     /* an int tensor to a float power is float (pt2.pow computes in the promoted type) */
@@ -498,7 +498,7 @@ static Var *h_unflatten(Trace *t, const RuleEntry *e, Var **args, int n, PyObjec
     for (int i = 0; i < dim; ++i) shape[r++] = x->sizes[i];
     for (int i = 0; i < ns; ++i) shape[r++] = sizes[i]; /* a -1 is resolved by the reshape rule */
     for (int i = dim + 1; i < x->rank; ++i) shape[r++] = x->sizes[i];
-    return reshape_to(t, x, shape, r);
+    return view_of(t, x, reshape_to(t, x, shape, r));
 }
 
 static Var *h_squeeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -520,7 +520,7 @@ static Var *h_squeeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     for (int i = 0; i < x->rank; ++i) {
         if (!drop[i]) shape[r++] = x->sizes[i];
     }
-    return reshape_to(t, x, shape, r);
+    return view_of(t, x, reshape_to(t, x, shape, r));
 }
 
 static Var *h_unsqueeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -563,18 +563,18 @@ static Var *h_transpose(Trace *t, const RuleEntry *e, Var **args, int n, PyObjec
     if (!x) return NULL;
     int64_t d0 = 0, d1 = 1;
     if (is_t) {
-        if (x->rank < 2) return x;
+        if (x->rank < 2) return tensor_alias(t, x); /* a view, another object */
     } else if (!arg_int(t, &b, "dim0", 0, &d0) || !arg_int(t, &b, "dim1", 0, &d1)) {
         return NULL;
     }
-    if (x->rank == 0) return x;
+    if (x->rank == 0) return tensor_alias(t, x);
     int a = norm_dim(t, d0, x->rank), c = norm_dim(t, d1, x->rank);
     if (a < 0 || c < 0) return NULL;
     int64_t perm[PT2_MAX_RANK];
     for (int i = 0; i < x->rank; ++i) perm[i] = i;
     perm[a] = c;
     perm[c] = a;
-    return permute_to(t, x, perm, x->rank);
+    return view_of(t, x, permute_to(t, x, perm, x->rank));
 }
 
 static Var *h_identity(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -591,6 +591,8 @@ static Var *h_identity(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
         PyErr_Clear();
     }
     if (x && copy) return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype));
+    /* detach() is a new tensor object over the same memory */
+    if (x && strcmp(e->op, "identity") == 0) return tensor_alias(t, x);
     return x;
 }
 

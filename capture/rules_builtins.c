@@ -288,15 +288,11 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     if ((strcmp(op, "getattr") == 0 || strcmp(op, "hasattr") == 0) && (n == 2 || n == 3)) {
         if (args[1]->kind != V_CONST || !PyUnicode_Check(args[1]->obj)) return trace_break(t, "%s() with a run-time name", op);
         Var *r = trace_getattr(t, args[0], args[1]->obj);
-        if (strcmp(op, "hasattr") == 0) {
-            bool ok = r != NULL;
-            t->broke = false; /* a missing attribute is an answer here, not a break */
-            return var_const(t, ok ? Py_True : Py_False);
-        }
-        if (!r && n == 3) {
-            t->broke = false;
-            return args[2];
-        }
+        /* an AttributeError (a missing attribute, guarded as missing) is an
+         * answer here; any other break stays a break */
+        bool missing = !r && trace_take_back_raise(t, PyExc_AttributeError);
+        if (strcmp(op, "hasattr") == 0) return r ? var_const(t, Py_True) : missing ? var_const(t, Py_False) : NULL;
+        if (missing && n == 3) return args[2];
         return r;
     }
     if ((strcmp(op, "min") == 0 || strcmp(op, "max") == 0 || strcmp(op, "sum") == 0) && n >= 1 && nkw == 0) {
@@ -306,8 +302,8 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         for (int i = 0; i < items->n_items; ++i) any_tensor = any_tensor || items->items[i]->kind == V_TENSOR;
         if (any_tensor) {
             if (op[1] != 'u') return trace_break(t, "%s() over tensors (compares values)", op);
-            Var *acc = items->n_items ? items->items[0] : int_const(t, 0);
-            for (int i = 1; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
+            Var *acc = int_const(t, 0); /* sum() starts from 0: sum([x]) is a new tensor, not x */
+            for (int i = 0; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
             return acc;
         }
         PyObject *tup = const_tuple_of(t, items->items, items->n_items);

@@ -1,13 +1,15 @@
-/*===- rules_ops.c - operators, indexing, attributes, modules, containers --===*
+/*===- rules_ops.c - operators, indexing, tensor attributes, module calls --===*
  *
  * Python's operators on Vars: on tensors they become pt2 ops, on values
  * known at trace time they are evaluated right away (the result is exact:
  * the inputs are guarded constants).  Also tensor indexing (x[i, 1:3, None]),
- * tensor attributes (shape, dtype, T), nn.Module calls (forward inlined),
- * methods of Python containers (builtins are in rules_builtins.c).
+ * tensor attributes (shape, dtype, T), nn.Module calls (forward inlined).
+ * Methods of Python containers are in containers.c, builtins in
+ * rules_builtins.c.
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
+#include "objects.h"
 #include "rules_util.h"
 
 const char *rule_op(const RuleEntry *e);
@@ -139,12 +141,18 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
     return trace_break(t, "operator %s on this value", op);
 }
 
-/* Identity of two Vars for `is`: known when both are constants or objects. */
-static int same_object(Var *a, Var *b) {
+/* Identity of two Vars for `is`: known when both are constants or objects.
+ * A tensor Var is one tensor object: every alias of it shares the Var, an op
+ * that returns its operand in eager (x.to(x.dtype), x.contiguous(), dropout
+ * in eval mode) returns the same Var, and every other op a new one (a view
+ * that changes nothing included: view_of).  So two distinct tensor Vars are
+ * two objects: two graph inputs (one Var per real tensor; guarded by the
+ * caller), x.detach() and x, x.copy_(y)'s x and y. */
+int var_same_object(Var *a, Var *b) {
     if (a == b) return 1;
     if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
-    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return a->value == b->value && a->source == b->source ? 1 : -1;
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR) return 0;
     return -1;
 }
 
@@ -152,8 +160,8 @@ static int same_object(Var *a, Var *b) {
  * are guarded by type only (modules, instances), so both identities are
  * guarded; graph inputs are one Var per real tensor, so two of them are
  * guarded to stay distinct (or, as one Var, the same: trace_wrap). */
-static int same_object_guarded(Trace *t, Var *a, Var *b) {
-    int r = same_object(a, b);
+int var_same_object_guarded(Trace *t, Var *a, Var *b) {
+    int r = var_same_object(a, b);
     if (r < 0) return r;
     if (a->kind != V_CONST && b->kind != V_CONST && a->kind != V_TENSOR && b->kind != V_TENSOR && a->obj && b->obj) {
         if (a->source) trace_guard(t, G_ID, a->source, a->obj, 0);
@@ -164,7 +172,7 @@ static int same_object_guarded(Trace *t, Var *a, Var *b) {
 }
 
 /* 1/0, -1: depends on tensor values, -2: the trace broke. */
-static int contains(Trace *t, Var *container, Var *item) {
+int trace_contains(Trace *t, Var *container, Var *item) {
     if (container->kind == V_CONST) {
         if (item->kind != V_CONST) return -1;
         return PySequence_Contains(container->obj, item->obj);
@@ -207,12 +215,15 @@ static int contains(Trace *t, Var *container, Var *item) {
         if (k->kind == V_CONST && item->kind == V_CONST) {
             int r = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
             if (r != 0) return r;
+            continue;
         } else if (hashed && (k->kind == V_TENSOR) != (item->kind == V_TENSOR)) {
             continue; /* a tensor's hash is its identity: never equal to a non-tensor key */
-        } else if (same_object_guarded(t, k, item) == 1) {
+        }
+        int same = var_same_object_guarded(t, k, item);
+        if (same == 1) {
             return 1;
-        } else if (hashed && k->is_input && item->is_input) {
-            continue; /* two distinct graph inputs (guarded to stay distinct) */
+        } else if (hashed && same == 0 && k->kind == V_TENSOR) {
+            continue; /* two distinct tensors: a tensor's hash and == in a dict or set are its identity */
         } else if (k->kind == V_TENSOR || item->kind == V_TENSOR) {
             (void)t;
             return -1; /* `tensor in list` compares values */
@@ -223,13 +234,13 @@ static int contains(Trace *t, Var *container, Var *item) {
 
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
-        int r = same_object_guarded(t, a, b);
+        int r = var_same_object_guarded(t, a, b);
         if (r < 0) return trace_break(t, "`is` comparison that cannot be decided at trace time");
         bool v = strcmp(op, "is") == 0 ? r : !r;
         return var_const(t, v ? Py_True : Py_False);
     }
     if (strcmp(op, "in") == 0 || strcmp(op, "not in") == 0) {
-        int r = contains(t, b, a);
+        int r = trace_contains(t, b, a);
         if (r == -2) return NULL;
         if (r < 0) return trace_break(t, "`in` test that depends on tensor values");
         bool v = strcmp(op, "in") == 0 ? r : !r;
@@ -279,7 +290,7 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
             return const_result(t, r, op);
         }
         if (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE) {
-            int same = same_object(a, b);
+            int same = var_same_object(a, b);
             if (same >= 0) return var_const(t, (same != 0) == (cmps[i].py_op == Py_EQ) ? Py_True : Py_False);
         }
         return trace_break(t, "comparison %s of these values", op);
@@ -394,7 +405,7 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
 Var *trace_subscript(Trace *t, Var *base, Var *index) {
     if (!base || !index) return trace_break(t, "internal: subscript operand missing");
     switch (base->kind) {
-    case V_TENSOR: return index_tensor(t, base, index);
+    case V_TENSOR: return view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
     case V_TUPLE: case V_LIST: {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);
@@ -415,14 +426,7 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         }
         return trace_break(t, "sequence index must be an int or a slice");
     }
-    case V_DICT:
-        for (int i = 0; i < base->n_items; ++i) {
-            if (index->kind == V_CONST && base->keys[i]->kind == V_CONST &&
-                PyObject_RichCompareBool(base->keys[i]->obj, index->obj, Py_EQ) == 1) {
-                return base->items[i];
-            }
-        }
-        return trace_break(t, "key not found in dict");
+    case V_DICT: return trace_dict_get(t, base, index);
     case V_CONST: {
         if (index->kind == V_SLICE) {
             PyObject *sl = PySlice_New(index->items[0]->obj, index->items[1]->obj, index->items[2]->obj);
@@ -463,6 +467,25 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
  *===----------------------------------------------------------------------===*/
 
 Var *tensor_attr(Trace *t, Var *x, const char *name) {
+    /* a name torch.Tensor does not define (x.norm_ for a method that has no
+     * in-place form): AttributeError, as in eager.  A tensor from outside may
+     * hold attributes of its own: guarded not to (pt2 does not trace them). */
+    PyObject *key = PyUnicode_FromString(name);
+    bool defined = key && _PyType_Lookup((PyTypeObject *)pt2_tensor_type(), key);
+    if (!defined && key && (x->is_input || x->source)) {
+        PyObject *own = x->real && x->source ? PyObject_GenericGetDict(x->real, NULL) : NULL;
+        int has = own && PyDict_Check(own) ? PyDict_Contains(own, key) : -1;
+        if (has == 0) trace_guard(t, G_HAS_KEY, source_derived(t, SRC_ATTR, x->source, 0, "__dict__"), key, 0);
+        Py_XDECREF(own);
+        if (has != 0) {
+            Py_DECREF(key);
+            PyErr_Clear();
+            return trace_break(t, "attribute '%s' of a tensor from outside (its own attribute, not traced)", name);
+        }
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    if (!defined) return trace_raise(t, PyExc_AttributeError, "'Tensor' object has no attribute '%s'", name);
     if (strcmp(name, "shape") == 0) {
         Var *args[1] = {x};
         return rule_apply(t, tensor_method_rule("size"), args, 1, NULL, NULL, 0);
@@ -494,9 +517,9 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
             perm[x->rank - 2] = x->rank - 1;
             perm[x->rank - 1] = x->rank - 2;
         }
-        return permute_to(t, x, perm, x->rank);
+        return view_of(t, x, permute_to(t, x, perm, x->rank));
     }
-    if (strcmp(name, "data") == 0) return x;
+    if (strcmp(name, "data") == 0) return tensor_alias(t, x);
     if (strcmp(name, "values") == 0 || strcmp(name, "indices") == 0) return trace_break(t, "attribute .%s of a tensor", name);
     size_t len = strlen(name);
     char base[64] = "";
@@ -554,300 +577,4 @@ Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_nam
     memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
     if (rule) return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
     return interp_inline(t, fv, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
-}
-
-/*===----------------------------------------------------------------------===*
- * Methods of containers and constants
- *===----------------------------------------------------------------------===*/
-
-PyObject *const_tuple_of(Trace *t, Var **items, int n) {
-    PyObject *tup = PyTuple_New(n);
-    for (int i = 0; i < n; ++i) {
-        if (items[i]->kind != V_CONST) {
-            Py_DECREF(tup);
-            trace_break(t, "argument only known at run time");
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tup, i, Py_NewRef(items[i]->obj));
-    }
-    return tup;
-}
-
-/* d[key] = value on a dict Var, as a bound method the call machinery runs. */
-Var *tagged_method_for_dict(Trace *t, Var *d) {
-    Var *m = var_new(t, V_METHOD);
-    m->self = d;
-    PyObject *s = PyUnicode_FromString("__setitem__");
-    m->obj = trace_keep(t, s);
-    Py_XDECREF(s);
-    return m;
-}
-
-/*===----------------------------------------------------------------------===*
- * Sets made in the traced code
- *===----------------------------------------------------------------------===*/
-
-void trace_set_add(Trace *t, Var *set, Var *item) {
-    for (int i = 0; i < set->n_items; ++i) {
-        Var *k = set->items[i];
-        if (k == item) return;
-        if (k->kind == V_CONST && item->kind == V_CONST) {
-            int eq = PyObject_RichCompareBool(k->obj, item->obj, Py_EQ);
-            PyErr_Clear();
-            if (eq == 1) return;
-        } else if (same_object_guarded(t, k, item) == 1) {
-            return;
-        }
-    }
-    var_push_item(t, set, item);
-}
-
-/* The items of a set Var in the order Python iterates them: known when they
- * are all constants (hashes are then fixed); NULL (trace broken) otherwise. */
-Var *set_items_in_order(Trace *t, Var *set) {
-    PyObject *real = PySet_New(NULL);
-    for (int i = 0; real && i < set->n_items; ++i) {
-        if (set->items[i]->kind != V_CONST) {
-            Py_DECREF(real);
-            return trace_break(t, "iteration over a set of values only known at run time (its order depends on their hashes)");
-        }
-        if (PySet_Add(real, set->items[i]->obj) != 0) Py_CLEAR(real);
-    }
-    if (!real) return trace_break(t, "building a set failed");
-    Var *r = var_new(t, V_LIST);
-    PyObject *it = PyObject_GetIter(real), *x;
-    while (it && (x = PyIter_Next(it))) {
-        var_push_item(t, r, var_const(t, x));
-        Py_DECREF(x);
-    }
-    Py_XDECREF(it);
-    Py_DECREF(real);
-    return r;
-}
-
-static Var *set_method(Trace *t, Var *self, const char *name, Var **args, int n_args, int n_kw) {
-    if (n_kw) return trace_break(t, "set.%s with keyword arguments", name);
-    if (strcmp(name, "add") == 0 && n_args == 1) {
-        trace_mutated(t, self);
-        trace_set_add(t, self, args[0]);
-        return var_none(t);
-    }
-    bool in_place = strcmp(name, "update") == 0;
-    if (in_place || strcmp(name, "union") == 0 || strcmp(name, "copy") == 0) {
-        Var *r = self;
-        if (!in_place) {
-            r = var_new(t, V_SET);
-            for (int i = 0; i < self->n_items; ++i) var_push_item(t, r, self->items[i]);
-        } else {
-            trace_mutated(t, self);
-        }
-        for (int a = 0; a < n_args; ++a) {
-            Var *items = iterable_items(t, args[a]);
-            if (!items) return NULL;
-            for (int i = 0; i < items->n_items; ++i) trace_set_add(t, r, items->items[i]);
-        }
-        return in_place ? var_none(t) : r;
-    }
-    if ((strcmp(name, "discard") == 0 || strcmp(name, "remove") == 0) && n_args == 1) {
-        for (int i = 0; i < self->n_items; ++i) {
-            Var *k = self->items[i];
-            bool eq = k == args[0] || (k->kind == V_CONST && args[0]->kind == V_CONST && PyObject_RichCompareBool(k->obj, args[0]->obj, Py_EQ) == 1);
-            PyErr_Clear();
-            if (eq) {
-                trace_mutated(t, self);
-                memmove(self->items + i, self->items + i + 1, sizeof(Var *) * (size_t)(self->n_items - i - 1));
-                self->n_items--;
-                return var_none(t);
-            }
-        }
-        return name[0] == 'r' ? trace_break(t, "KeyError in set.remove") : var_none(t);
-    }
-    if ((strcmp(name, "intersection") == 0 || strcmp(name, "difference") == 0 || strcmp(name, "issubset") == 0) && n_args == 1) {
-        Var *other = iterable_items(t, args[0]);
-        if (!other) return NULL;
-        Var *r = var_new(t, V_SET);
-        bool keep_common = name[0] != 'd';
-        for (int i = 0; i < self->n_items; ++i) {
-            int in = contains(t, other, self->items[i]);
-            if (in < 0) return in == -1 ? trace_break(t, "set.%s of values only known at run time", name) : NULL;
-            if ((in == 1) == keep_common) var_push_item(t, r, self->items[i]);
-        }
-        if (name[1] == 's') return var_const(t, r->n_items == self->n_items ? Py_True : Py_False);
-        return r;
-    }
-    return trace_break(t, "set.%s is not supported", name);
-}
-
-static bool is_mutator(const char *name) {
-    static const char *const mutators[] = {"append", "extend", "pop", "insert", "remove", "clear", "sort", "reverse", "update",
-                                           "setdefault", "popitem", "__setitem__", "__delitem__", "add", "discard"};
-    for (size_t i = 0; i < sizeof mutators / sizeof mutators[0]; ++i) {
-        if (strcmp(name, mutators[i]) == 0) return true;
-    }
-    return false;
-}
-
-Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    if (self->kind == V_SET) return set_method(t, self, name, args, n_args, n_kw);
-    if ((self->kind == V_TUPLE || self->kind == V_LIST) && (strcmp(name, "index") == 0 || strcmp(name, "count") == 0) && n_args == 1 && !n_kw) {
-        int count = 0;
-        for (int i = 0; i < self->n_items; ++i) {
-            Var *k = self->items[i];
-            int eq = k == args[0] ? 1 : (k->kind == V_CONST && args[0]->kind == V_CONST) ? PyObject_RichCompareBool(k->obj, args[0]->obj, Py_EQ)
-                                                                                          : same_object(k, args[0]);
-            PyErr_Clear();
-            if (eq < 0) return trace_break(t, "%s.%s() of values only known at run time", self->kind == V_LIST ? "list" : "tuple", name);
-            if (eq == 1 && name[0] == 'i') return int_const(t, i);
-            count += eq == 1;
-        }
-        return name[0] == 'i' ? trace_break(t, "ValueError: value not in the sequence (.index)") : int_const(t, count);
-    }
-    if ((self->kind == V_LIST || self->kind == V_DICT) && is_mutator(name)) {
-        /* a container from the caller must see the mutation: not replayed yet */
-        if (self->source) return trace_break(t, "%s() on a %s passed into the compiled function (mutation of an input)", name,
-                                             self->kind == V_LIST ? "list" : "dict");
-        trace_mutated(t, self);
-    }
-    if (self->kind == V_LIST) {
-        if (strcmp(name, "append") == 0 && n_args == 1) {
-            var_push_item(t, self, args[0]);
-            return var_none(t);
-        }
-        if (strcmp(name, "extend") == 0 && n_args == 1 && (args[0]->kind == V_LIST || args[0]->kind == V_TUPLE)) {
-            for (int i = 0; i < args[0]->n_items; ++i) var_push_item(t, self, args[0]->items[i]);
-            return var_none(t);
-        }
-        if (strcmp(name, "pop") == 0 && n_args <= 1 && self->n_items > 0) {
-            int64_t k = self->n_items - 1;
-            if (n_args && !var_int(t, args[0], &k)) return NULL;
-            if (k < 0) k += self->n_items;
-            if (k < 0 || k >= self->n_items) return trace_break(t, "pop index out of range");
-            Var *r = self->items[k];
-            memmove(self->items + k, self->items + k + 1, sizeof(Var *) * (size_t)(self->n_items - k - 1));
-            self->n_items--;
-            return r;
-        }
-        if (strcmp(name, "insert") == 0 && n_args == 2) {
-            int64_t k;
-            if (!var_int(t, args[0], &k)) return NULL;
-            var_push_item(t, self, args[1]);
-            if (k < 0) k += self->n_items - 1;
-            if (k < 0) k = 0;
-            if (k > self->n_items - 1) k = self->n_items - 1;
-            memmove(self->items + k + 1, self->items + k, sizeof(Var *) * (size_t)(self->n_items - 1 - k));
-            self->items[k] = args[1];
-            return var_none(t);
-        }
-    }
-    if (self->kind == V_DICT) {
-        if (strcmp(name, "__setitem__") == 0 && n_args == 2) {
-            if (args[0]->kind != V_CONST) return trace_break(t, "dict item with a non-constant key");
-            for (int i = 0; i < self->n_items; ++i) {
-                if (self->keys[i]->kind == V_CONST && PyObject_RichCompareBool(self->keys[i]->obj, args[0]->obj, Py_EQ) == 1) {
-                    self->items[i] = args[1];
-                    return var_none(t);
-                }
-            }
-            var_push_item(t, self, args[1]);
-            self->keys[self->n_items - 1] = args[0];
-            return var_none(t);
-        }
-        if ((strcmp(name, "items") == 0 || strcmp(name, "keys") == 0 || strcmp(name, "values") == 0) && n_args == 0) {
-            Var *r = var_new(t, V_LIST);
-            for (int i = 0; i < self->n_items; ++i) {
-                if (name[0] == 'k') {
-                    var_push_item(t, r, self->keys[i]);
-                } else if (name[0] == 'v') {
-                    var_push_item(t, r, self->items[i]);
-                } else {
-                    Var *pair[2] = {self->keys[i], self->items[i]};
-                    var_push_item(t, r, make_tuple(t, pair, 2));
-                }
-            }
-            return r;
-        }
-        if (strcmp(name, "update") == 0 && n_args <= 1 && (n_args == 0 || args[0]->kind == V_DICT)) {
-            /* d.update(other, **kw): later keys replace earlier ones in place */
-            Var *src_keys[256], *src_vals[256];
-            int m = 0;
-            for (int i = 0; n_args && i < args[0]->n_items && m < 256; ++i, ++m) {
-                src_keys[m] = args[0]->keys[i];
-                src_vals[m] = args[0]->items[i];
-            }
-            for (int i = 0; i < n_kw && m < 256; ++i, ++m) {
-                src_keys[m] = var_const(t, PyTuple_GET_ITEM(kw_names, i));
-                src_vals[m] = kw_values[i];
-            }
-            for (int k = 0; k < m; ++k) {
-                if (src_keys[k]->kind != V_CONST) return trace_break(t, "dict.update with a non-constant key");
-                int found = -1;
-                for (int i = 0; i < self->n_items; ++i) {
-                    if (self->keys[i]->kind == V_CONST && PyObject_RichCompareBool(self->keys[i]->obj, src_keys[k]->obj, Py_EQ) == 1) found = i;
-                }
-                if (found >= 0) {
-                    self->items[found] = src_vals[k];
-                } else {
-                    var_push_item(t, self, src_vals[k]);
-                    self->keys[self->n_items - 1] = src_keys[k];
-                }
-            }
-            return var_none(t);
-        }
-        if (strcmp(name, "pop") == 0 && (n_args == 1 || n_args == 2)) {
-            for (int i = 0; i < self->n_items; ++i) {
-                if (args[0]->kind == V_CONST && self->keys[i]->kind == V_CONST &&
-                    PyObject_RichCompareBool(self->keys[i]->obj, args[0]->obj, Py_EQ) == 1) {
-                    Var *r = self->items[i];
-                    memmove(self->items + i, self->items + i + 1, sizeof(Var *) * (size_t)(self->n_items - i - 1));
-                    memmove(self->keys + i, self->keys + i + 1, sizeof(Var *) * (size_t)(self->n_items - i - 1));
-                    self->n_items--;
-                    return r;
-                }
-            }
-            if (n_args == 2) return args[1];
-            return trace_break(t, "dict.pop of a missing key (KeyError)");
-        }
-        if (strcmp(name, "get") == 0 && (n_args == 1 || n_args == 2)) {
-            for (int i = 0; i < self->n_items; ++i) {
-                if (args[0]->kind == V_CONST && self->keys[i]->kind == V_CONST &&
-                    PyObject_RichCompareBool(self->keys[i]->obj, args[0]->obj, Py_EQ) == 1) {
-                    return self->items[i];
-                }
-            }
-            return n_args == 2 ? args[1] : var_none(t);
-        }
-    }
-    if (self->kind == V_TUPLE && self->obj == torch_size_type_obj() && strcmp(name, "numel") == 0 && n_args == 0) {
-        int64_t m = 1;
-        for (int i = 0; i < self->n_items; ++i) {
-            int64_t s;
-            if (!var_int(t, self->items[i], &s)) return NULL;
-            m *= s;
-        }
-        return int_const(t, m);
-    }
-    if (self->kind == V_CONST) {
-        /* methods of immutable constants (str.format, ...) have no side effects */
-        PyObject *pos = const_tuple_of(t, args, n_args);
-        if (!pos) return NULL;
-        PyObject *kw = NULL;
-        if (n_kw) {
-            kw = PyDict_New();
-            for (int i = 0; i < n_kw; ++i) {
-                if (kw_values[i]->kind != V_CONST) {
-                    Py_DECREF(pos);
-                    Py_DECREF(kw);
-                    return trace_break(t, "argument only known at run time");
-                }
-                PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), kw_values[i]->obj);
-            }
-        }
-        PyObject *meth = PyObject_GetAttrString(self->obj, name);
-        PyObject *r = meth ? PyObject_Call(meth, pos, kw) : NULL;
-        Py_XDECREF(meth);
-        Py_DECREF(pos);
-        Py_XDECREF(kw);
-        return const_result(t, r, name);
-    }
-    return trace_break(t, "method %s of this value is not supported", name);
 }

@@ -357,6 +357,20 @@ Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
     return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
 }
 
+Var *tensor_alias(Trace *t, Var *x) {
+    if (x->kind != V_TENSOR) return trace_break(t, "internal: alias of a non-tensor");
+    Var *v = var_new(t, V_TENSOR);
+    v->value = x->value;
+    v->dtype = x->dtype;
+    v->rank = x->rank;
+    memcpy(v->sizes, x->sizes, sizeof v->sizes);
+    v->storage = x->storage;
+    trace_note_view(t, x);
+    return v;
+}
+
+Var *view_of(Trace *t, Var *x, Var *r) { return r && r == x && x->kind == V_TENSOR ? tensor_alias(t, x) : r; }
+
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
     if (!x) return NULL;
     if (x->kind == V_TENSOR && x->dtype == dt) return x;

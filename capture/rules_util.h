@@ -72,6 +72,13 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
  * viewed, so in-place ops on x or on the result stay functional. */
 Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
+/* A new tensor object over x's memory (x.detach(), x.data): the same graph
+ * value and storage, another identity; x's storage counts as viewed, so an
+ * in-place op on either is a clean break. */
+Var *tensor_alias(Trace *t, Var *x);
+/* The result r of a view op on x, which is another object than x even when
+ * it changes nothing (x.transpose(0, 0), x[...]): an alias if r is x. */
+Var *view_of(Trace *t, Var *x, Var *r);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 /* A Python number constant as a double; false (trace broken) for an int
@@ -106,6 +113,13 @@ Var *iterable_items(Trace *t, Var *v);
 Var *set_items_in_order(Trace *t, Var *set);
 /* d.__setitem__ as a bound method Var the call machinery runs. */
 Var *tagged_method_for_dict(Trace *t, Var *d);
+/* Whether a and b are one object (`is`): 1/0, or -1 when only known at run
+ * time; the _guarded form adds the guards that keep a decided answer true. */
+int var_same_object(Var *a, Var *b);
+int var_same_object_guarded(Trace *t, Var *a, Var *b);
+/* `item in container`: 1/0, -1 when it depends on tensor values, -2 when the
+ * trace broke. */
+int trace_contains(Trace *t, Var *container, Var *item);
 /* A torch.Tensor instance (borrowed), for type(x) of traced tensors. */
 PyObject *tensor_type_instance(void);
 

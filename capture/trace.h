@@ -32,6 +32,11 @@ typedef enum SourceKind {
     SRC_ITEM,     /* base[index] of a tuple/list, or base[key] of a dict (key: name) */
     SRC_PARAM,    /* nn.Module: base._parameters/_buffers/_modules[name] */
     SRC_MODULE,   /* sys.modules[name]: a module the traced code imported (already loaded) */
+    SRC_CTXVAR,   /* base.get() of a contextvars.ContextVar base (missing when it has no value) */
+    SRC_ITER_REST, /* tuple of what base, a list/tuple/range/str iterator, has left (read through
+                      its C __reduce__, without moving it) */
+    SRC_CONST,    /* a fixed object, held in `name`: the globals dict of an inlined function
+                     (fixed by the guards on the function's identity or its class) */
 } SourceKind;
 
 typedef struct Source {
@@ -86,6 +91,9 @@ typedef struct Var {
     int pos;            /* V_ITER */
     /* V_METHOD; V_ITER of an inlined generator: what it returned (the value of `yield from` it) */
     struct Var *self;
+    /* V_METHOD tagged with a method name (objects.c): the C method of a base
+     * class it stands for (super().__setitem__ of a dict subclass), or NULL */
+    PyObject *c_method;
     /* V_RANGE */
     int64_t start, stop, step;
     /* V_FUNCTION made by MAKE_FUNCTION (obj is then a code object) */
@@ -119,6 +127,7 @@ typedef enum GuardKind {
     G_FROZEN,       /* x is obj, x._version == n, x's data pointer is data_ptr: a frozen parameter unchanged */
     G_FREEZE_MODE,  /* the run's pt2.compile(freeze=...) == flag: entries of the other mode are not used */
     G_ALIAS,        /* (x is other) == n: two sources reach one tensor (a tied weight), or two distinct ones */
+    G_DICT_KEYS,    /* type(x) is the guarded type (a dict or a C dict subclass) and its keys, in iteration order, are obj (a tuple) */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -166,7 +175,9 @@ typedef struct Trace {
     int depth;           /* inlining depth */
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
-    int mutations;       /* container mutations so far (a snapshot is stale after one) */
+    int mutations;       /* changes to state the Vars hold (a container's items, an iterator's
+                            position, a tensor in place) so far: a snapshot is stale after one;
+                            assignments and ContextVar ops are logs instead (snapshot.n_stores) */
     int n_vars;          /* Vars made so far (Var.serial) */
     /* In-place tensor ops: storages handed out so far (Var.storage), and
      * whether a view of each was ever taken; a mutation is rewritten
@@ -181,13 +192,46 @@ typedef struct Trace {
         PyObject *name;  /* borrowed from the code's co_names (kept by trace_keep) */
         Var *value;
         PyObject *globals; /* the globals dict of a global assignment (kept by trace_keep) */
+        /* an item assignment target[key] = value on a dict (subclass) from
+         * outside, replayed as setitem(target, key, value): the C
+         * __setitem__ the trace resolved (dict's, OrderedDict's; kept) */
+        Var *key;
+        PyObject *setitem;
     } *stores;
     int n_stores, cap_stores;
+    /* Lists and dicts from outside (one Var per real object, memo by
+     * identity), and those the trace changed: their final contents are
+     * replayed after the graph (results.c). */
+    struct Var **containers;
+    int n_containers, cap_containers;
+    struct Var **synced;
+    int n_synced, cap_synced;
+    /* Iterators from outside (a comprehension's list iterator handed over
+     * at a break): V_ITERs over what they had left; the real one is moved on
+     * by as many items as the trace took (results.c). */
+    struct Var **iters;
+    int n_iters, cap_iters;
+    /* ContextVar.set/reset on ContextVars from outside (ctxvars.c), in
+     * program order, replayed after the graph; later get()s read them. */
+    struct CtxOp {
+        Var *var;        /* the ContextVar (has a source) */
+        Var *token;      /* set: the Token it returns; reset: the token given */
+        Var *value;      /* the ContextVar's value after the op (NULL: none) */
+        bool reset;
+        bool used;       /* set: its token was given to reset */
+    } *ctx_ops;
+    int n_ctx_ops, cap_ctx_ops;
     bool partial;        /* compiling the graph before a break (breaks.c) */
     /* The exception type a `raise` in the traced code ended the trace with
      * (borrowed: a built-in type), or NULL: iteration through __getitem__
      * ends on IndexError instead of breaking. */
     PyObject *raised_type;
+    /* The depth of the innermost frame whose current instruction was inside a
+     * `try` when that exception was raised (-1: none): a taker (hasattr, the
+     * sequence protocol) at a shallower depth must not take back an exception
+     * that the traced code would have caught first. */
+    int raised_handler_depth;
+    struct SymFrame *frame; /* the innermost frame being evaluated (interp.c) */
     /* The root frame's state before the instruction it is executing, when
      * that instruction is one a graph break can resume after (a call, a
      * conditional jump): see breaks.c. */
@@ -199,6 +243,9 @@ typedef struct Trace {
         Var **locals;
         int mutations;
         int n_vars;       /* Vars made before the instruction: mutating a newer one is invisible to it */
+        /* the side-effect logs before the instruction (assignments, ContextVar
+         * ops): what the call that breaks recorded is dropped, CPython runs it */
+        int n_stores, n_ctx_ops;
         bool grad_enabled;
         PyObject *kw_names; /* pending KW_NAMES of a call */
     } snapshot;
@@ -222,6 +269,9 @@ PyObject *trace_keep(Trace *t, PyObject *obj);
 
 Source *source_local(Trace *t, Py_ssize_t index);
 Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index, const char *name);
+Source *source_const(Trace *t, PyObject *obj);
+/* base[key] of a dict, for a constant key (a string, an int, ...). */
+Source *source_key(Trace *t, Source *base, PyObject *key);
 /* Human-readable source text ("L['x'].weight") into buf. */
 void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap);
 
@@ -234,6 +284,16 @@ void var_push_item(Trace *t, Var *container, Var *item);
  * outside the trace).  A Var made inside the call being traced does not
  * count: re-running that call in CPython makes it again. */
 void trace_mutated(Trace *t, Var *v);
+/* A list or dict Var is about to change: a container from outside gets its
+ * final contents replayed after the graph.  False (trace broken) if it
+ * cannot be. */
+bool trace_mutate_container(Trace *t, Var *c);
+/* A list or dict from outside read again (containers.c): its Var, or NULL;
+ * and a new one's Var remembered (the real object kept in v->real). */
+Var *trace_container_memo(Trace *t, PyObject *value, Source *source);
+void trace_container_remember(Trace *t, Var *v, PyObject *value);
+/* A list/tuple/range/str iterator from outside (iter.c). */
+Var *trace_wrap_iterator(Trace *t, PyObject *value, Source *source);
 
 /* Wraps a real Python value that came from `source` as a Var, adding the
  * guards that its use will need (tensors become graph inputs lazily). */
@@ -294,6 +354,19 @@ Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Va
  * d[k], k in d; `found` tells whether the key is there (guarded). */
 Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found);
 bool is_lazy_dict(const Var *v);
+/* A lazily read dict's methods without a Python override (get, keys, items,
+ * ..., __setitem__ through the C `setitem` given, NULL: the type's own);
+ * *handled is false for other names (lazydict.c). */
+Var *lazy_dict_method(Trace *t, Var *dict, const char *name, PyObject *setitem, Var **args, int n_args, int n_kw, bool *handled);
+/* Its contents now (pending item assignments included) as a new dict Var,
+ * its key order guarded; NULL (trace broken) if it cannot be read whole. */
+Var *lazy_dict_snapshot(Trace *t, Var *dict);
+/* ContextVar methods (ctxvars.c): `name` (get, set, reset) of a real
+ * ContextVar Var; whether v is a Token a set() in the trace returned. */
+Var *ctxvar_method(Trace *t, Var *var, const char *name, Var **args, int n_args, int n_kw);
+bool ctxvar_is_token(Trace *t, const Var *v);
+/* A new record of t->stores (objects.c). */
+struct AttrStore *trace_new_store(Trace *t);
 /* A real object's Python dunder (`__len__`, `__getitem__`, ...) inlined with
  * arg (NULL: none); *handled is false when its type has none. */
 Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *handled);
@@ -305,6 +378,15 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what);
 /* A view of x's storage was taken (rules_util.c: view ops). */
 void trace_note_view(Trace *t, Var *x);
 bool trace_storage_viewed(Trace *t, Var *x);
+/* Dicts and lists (containers.c): d[key] lookup (KeyError raised as an
+ * exception the traced code could take back), d[key] = value, del d[key];
+ * trace_dict_find is key's index, -1 if absent, -2 if the trace broke. */
+int trace_dict_find(Trace *t, Var *d, Var *key);
+Var *trace_dict_get(Trace *t, Var *d, Var *key);
+bool trace_dict_set(Trace *t, Var *d, Var *key, Var *value);
+bool trace_dict_delete(Trace *t, Var *d, Var *key);
+bool trace_list_set(Trace *t, Var *l, Var *index, Var *value);
+bool trace_list_delete(Trace *t, Var *l, Var *index);
 /* x[index] = value on a tensor, and x.<op>_(...) (inplace.c). */
 bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value);
 Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
@@ -324,9 +406,21 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a);
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b);
 Var *trace_subscript(Trace *t, Var *base, Var *index);
 
-/* Whether the trace broke at a `raise` of `type` (or a subclass); if so the
- * break is taken back (the caller handles the exception). */
+/* Whether the trace broke at a `raise` of `type` (or a subclass) that no
+ * `try` between the raise and the current frame would catch; if so the break
+ * is taken back (the caller handles the exception). */
 bool trace_take_back_raise(Trace *t, PyObject *type);
+/* Ends the trace as an exception of `type` (a built-in type) raised at the
+ * current instruction would: a break a taker (trace_take_back_raise) may
+ * answer, e.g. a missing attribute under hasattr(). */
+void *trace_raise(Trace *t, PyObject *type, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records that an exception of `type` (NULL: unknown) is being raised now. */
+void trace_note_raise(Trace *t, PyObject *type);
+/* interp.c: the depth of the current frame (0: the captured one), and of the
+ * innermost frame whose current instruction is covered by an exception
+ * handler (-1: none). */
+int interp_frame_depth(Trace *t);
+int interp_handler_depth(Trace *t);
 /* Iteration through a Python __getitem__ (the old sequence protocol, or
  * collections.abc.Sequence's __iter__), run at trace time: a V_ITER, or NULL
  * (trace broken). */

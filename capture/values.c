@@ -12,6 +12,7 @@
 #include "partials.h"
 #include "tensor_abi.h"
 #include "rules_util.h"
+#include "capture.h"
 
 
 /*===----------------------------------------------------------------------===*
@@ -58,10 +59,27 @@ Source *source_derived(Trace *t, SourceKind kind, Source *base, Py_ssize_t index
     return s;
 }
 
+Source *source_key(Trace *t, Source *base, PyObject *key) {
+    if (PyUnicode_CheckExact(key)) return source_derived(t, SRC_ITEM, base, -1, PyUnicode_AsUTF8(key));
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = SRC_ITEM;
+    s->base = base;
+    s->index = -1;
+    s->name = trace_keep(t, key);
+    return s;
+}
+
+Source *source_const(Trace *t, PyObject *obj) {
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = SRC_CONST;
+    s->name = trace_keep(t, obj);
+    return s;
+}
+
 void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap) {
     char base[512] = "";
     if (s->base) source_describe(s->base, code, base, sizeof base);
-    const char *name = s->name ? PyUnicode_AsUTF8(s->name) : "";
+    const char *name = s->name && PyUnicode_Check(s->name) ? PyUnicode_AsUTF8(s->name) : "";
     switch (s->kind) {
     case SRC_LOCAL:
         snprintf(buf, cap, "L['%s']", code ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, s->index)) : "?");
@@ -69,11 +87,23 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_CLOSURE: snprintf(buf, cap, "closure[%zd]", s->index); break;
     case SRC_GLOBAL: snprintf(buf, cap, "G['%s']", name); break;
     case SRC_MODULE: snprintf(buf, cap, "sys.modules['%s']", name); break;
+    case SRC_CTXVAR: snprintf(buf, cap, "%s.get()", base); break;
+    case SRC_ITER_REST: snprintf(buf, cap, "rest(%s)", base); break;
+    case SRC_CONST: {
+        PyObject *module = PyDict_Check(s->name) ? PyDict_GetItemString(s->name, "__name__") : NULL; /* borrowed */
+        snprintf(buf, cap, "globals(%s)", module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : Py_TYPE(s->name)->tp_name);
+        break;
+    }
     case SRC_BUILTIN: snprintf(buf, cap, "builtins['%s']", name); break;
     case SRC_ATTR: snprintf(buf, cap, "%s.%s", base, name); break;
     case SRC_PARAM: snprintf(buf, cap, "%s.%s", base, name); break;
     case SRC_ITEM:
-        if (s->name) {
+        if (s->name && !PyUnicode_Check(s->name)) {
+            PyObject *r = PyObject_Repr(s->name);
+            snprintf(buf, cap, "%s[%s]", base, r ? PyUnicode_AsUTF8(r) : "?");
+            Py_XDECREF(r);
+            PyErr_Clear();
+        } else if (s->name) {
             snprintf(buf, cap, "%s['%s']", base, name);
         } else {
             snprintf(buf, cap, "%s[%zd]", base, s->index);
@@ -167,8 +197,20 @@ static bool source_equal(const Source *a, const Source *b) {
     for (; a && b; a = a->base, b = b->base) {
         if (a == b) return true;
         if (a->kind != b->kind || a->index != b->index) return false;
+        if (a->kind == SRC_CONST) {
+            if (a->name != b->name) return false;
+            continue;
+        }
         if ((a->name == NULL) != (b->name == NULL)) return false;
-        if (a->name && a->name != b->name && PyUnicode_Compare(a->name, b->name) != 0) return false;
+        if (a->name && a->name != b->name) {
+            /* a dict key: a string, or another constant (an int layer index) */
+            if (Py_TYPE(a->name) != Py_TYPE(b->name)) return false;
+            int eq = PyObject_RichCompareBool(a->name, b->name, Py_EQ);
+            if (eq != 1) {
+                PyErr_Clear();
+                return false;
+            }
+        }
     }
     return a == b;
 }
@@ -192,7 +234,7 @@ void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_
 /* `m.name` and `m._parameters['name']` (or _buffers, _modules): nn.Module's
  * attribute lookup reads the second, so the two always fetch one object. */
 static bool module_member_spelling(const Source *attr, const Source *item) {
-    if (attr->kind != SRC_ATTR || item->kind != SRC_ITEM || !attr->name || !item->name || !item->base) return false;
+    if (attr->kind != SRC_ATTR || item->kind != SRC_ITEM || !attr->name || !item->name || !PyUnicode_Check(item->name) || !item->base) return false;
     const Source *holder = item->base;
     if (holder->kind != SRC_ATTR || !holder->name || !source_equal(holder->base, attr->base)) return false;
     const char *h = PyUnicode_AsUTF8(holder->name);
@@ -286,6 +328,7 @@ bool is_tensor(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)tenso
 bool is_nn_module(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type); }
 PyObject *pt2_nn_module_type(void) { return nn_module_type; }
 PyObject *pt2_parameter_type(void) { return parameter_type; }
+PyObject *pt2_tensor_type(void) { return tensor_type; }
 PyObject *torch_size_type_obj(void) { return torch_size_type; }
 
 /* Python scalars and immutable containers of them are trace-time constants
@@ -374,6 +417,10 @@ static Var *memo_lookup(Trace *t, PyObject *value) {
 }
 
 Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
+    if (PyDict_CheckExact(value) || PyList_CheckExact(value)) {
+        Var *m = trace_container_memo(t, value, source);
+        if (m) return m;
+    }
     if (is_tensor(value)) {
         Var *m = memo_lookup(t, value);
         /* one tensor reached two ways (a tied weight): one graph input, while both still reach it */
@@ -406,6 +453,7 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
             if (!item) return NULL;
             var_push_item(t, v, item);
         }
+        if (!tuple) trace_container_remember(t, v, value);
         return v;
     }
     if (PyDict_CheckExact(value)) {
@@ -415,15 +463,18 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         PyObject *k, *item;
         Py_ssize_t pos = 0;
         while (PyDict_Next(value, &pos, &k, &item)) {
-            if (!PyUnicode_CheckExact(k)) return trace_break(t, "dict with non-string keys");
-            Source *s = source ? source_derived(t, SRC_ITEM, source, -1, PyUnicode_AsUTF8(k)) : NULL;
+            /* constant keys (strings, ints, tuples of them ...): compared by value, hashed as Python does */
+            if (!PyUnicode_CheckExact(k) && !is_constant_value(k)) return trace_break(t, "dict with a key of type %s", Py_TYPE(k)->tp_name);
+            Source *s = source ? source_key(t, source, k) : NULL;
             Var *iv = trace_wrap(t, item, s);
             if (!iv) return NULL;
             var_push_item(t, v, iv);
             v->keys[v->n_items - 1] = var_const(t, k);
         }
+        trace_container_remember(t, v, value);
         return v;
     }
+    if (source && pt2_is_sequence_iterator(value)) return trace_wrap_iterator(t, value, source);
     if (is_nn_module(value)) {
         /* Only the module's type is assumed: every attribute the trace reads
          * (parameters, submodules, constants, hooks, .training) is guarded on
@@ -591,21 +642,10 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
         Var *m = tagged_method(t, obj, strcmp(dunder, "__contains__") == 0 ? "base:__contains__" : "base:__getitem__");
         return trace_call(t, m, &arg, 1, NULL, NULL, 0);
     }
-    if (is_lazy_dict(obj) && !arg) {
-        /* len() and truth of a dict read from outside: its length, guarded */
-        if (strcmp(dunder, "__len__") != 0) return NULL;
-        *handled = true;
-        if (!obj->source) return trace_break(t, "len() of a dict from outside the traced code");
-        trace_guard(t, G_LEN, obj->source, (PyObject *)Py_TYPE(obj->obj), PyDict_GET_SIZE(obj->obj));
-        return int_const(t, PyDict_GET_SIZE(obj->obj));
-    }
-    if (is_lazy_dict(obj)) {
-        bool found;
-        *handled = true;
-        Var *r = lazy_dict_item(t, obj, arg, NULL, &found);
-        if (!r) return NULL;
-        if (strcmp(dunder, "__contains__") == 0) return var_const(t, found ? Py_True : Py_False);
-        return found ? r : trace_break(t, "KeyError in a dict lookup");
+    if (is_lazy_dict(obj) && lazy_dict_reads(dunder)) {
+        /* len(), `in`, d[k] of a dict read from outside */
+        Var *a[1] = {arg};
+        return lazy_dict_method(t, obj, dunder, NULL, a, arg ? 1 : 0, 0, handled);
     }
     return NULL;
 }
@@ -624,19 +664,33 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
         m->obj = trace_keep(t, name);
         if (base->kind == V_CONST) {
             PyObject *real = PyObject_GetAttr(base->obj, name);
-            if (!real) return trace_break(t, "'%s' object has no attribute '%s'", Py_TYPE(base->obj)->tp_name, n);
+            if (!real && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", Py_TYPE(base->obj)->tp_name, n);
+            }
+            if (!real) return trace_break(t, "attribute '%s' of a %s constant", n, Py_TYPE(base->obj)->tp_name);
             if (!PyCallable_Check(real)) {
                 Var *c = var_const(t, real);
                 Py_DECREF(real);
                 return c;
             }
             Py_DECREF(real);
+        } else {
+            /* a method of the container's type (torch.Size for a shape), or AttributeError */
+            PyTypeObject *ty = base->kind == V_TUPLE ? (!base->obj ? &PyTuple_Type : PyType_Check(base->obj) ? (PyTypeObject *)base->obj : Py_TYPE(base->obj))
+                               : base->kind == V_LIST ? &PyList_Type : base->kind == V_DICT ? &PyDict_Type : &PySet_Type;
+            if (!_PyType_Lookup(ty, name)) return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
         }
         return m;
     }
     case V_MODULE: case V_OBJECT:
-        if (is_lazy_dict(base) && (strcmp(n, "get") == 0 || strcmp(n, "__getitem__") == 0 || strcmp(n, "__contains__") == 0) &&
-            !python_hook(Py_TYPE(base->obj), name)) { /* dict's own method, not a subclass's Python override */
+        if (base->obj && PyContextVar_CheckExact(base->obj) && (strcmp(n, "get") == 0 || strcmp(n, "set") == 0 || strcmp(n, "reset") == 0)) {
+            char tag[16];
+            snprintf(tag, sizeof tag, "ctxvar:%s", n);
+            return tagged_method(t, base, tag);
+        }
+        if (ctxvar_is_token(t, base)) return trace_break(t, "attribute '%s' of a ContextVar Token made in the trace", n);
+        if (is_lazy_dict(base) && lazy_dict_reads(n) && !python_hook(Py_TYPE(base->obj), name)) {
+            /* dict's own method, not a subclass's Python override */
             return tagged_method(t, base, n);
         }
         return object_getattr(t, base, name);
@@ -679,8 +733,27 @@ static Var *exception_object(Trace *t, PyObject *type, Var **args, int n_args, i
     return v;
 }
 
+void trace_note_raise(Trace *t, PyObject *type) {
+    if (t->broke) return; /* the first break stands */
+    t->raised_type = type ? trace_keep(t, type) : NULL;
+    t->raised_handler_depth = interp_handler_depth(t);
+}
+
+void *trace_raise(Trace *t, PyObject *type, const char *fmt, ...) {
+    if (t->broke) return NULL;
+    trace_note_raise(t, type);
+    char reason[sizeof t->brk.reason];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    return trace_break(t, "%s", reason);
+}
+
 bool trace_take_back_raise(Trace *t, PyObject *type) {
     if (!t->broke || !t->raised_type || !PyType_IsSubtype((PyTypeObject *)t->raised_type, (PyTypeObject *)type)) return false;
+    /* a `try` inside the code between here and the raise would see it first */
+    if (t->raised_handler_depth > interp_frame_depth(t)) return false;
     t->broke = false;
     t->brk.reason[0] = '\0';
     t->raised_type = NULL;

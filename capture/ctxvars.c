@@ -1,0 +1,151 @@
+/*===- ctxvars.c - contextvars.ContextVar get/set/reset at trace time ------===*
+ *
+ * transformers keeps its output collector in a ContextVar (set before the
+ * model's forward, reset in a `finally`).  A ContextVar read from outside the
+ * trace is followed like other state:
+ *   - get(): the value of the latest set/reset in the trace, else the real
+ *     value, wrapped with the source `cv.get()` (guarded by what it is);
+ *   - set(v): recorded (t->ctx_ops), returns a Token Var standing for the
+ *     Token the replay will make (its object is a placeholder Token, made and
+ *     reset at trace time, for identity and type only);
+ *   - reset(token) of a token from a set in the trace: recorded; the value
+ *     goes back to what it was before that set.  Eager's checks hold: a token
+ *     used twice raises RuntimeError, one of another ContextVar ValueError.
+ *     A token from outside (whose use pt2 cannot see) is a graph break.
+ * After the graph the ops are replayed in order (results.c): each set makes
+ * the real Token, which its reset uses and which the caller gets wherever the
+ * Token Var went (returned, stored, live at a break).
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "objects.h"
+#include "rules_util.h"
+
+bool ctxvar_is_token(Trace *t, const Var *v) {
+    for (int i = 0; v && i < t->n_ctx_ops; ++i) {
+        if (!t->ctx_ops[i].reset && t->ctx_ops[i].token == v) return true;
+    }
+    return false;
+}
+
+static struct CtxOp *new_op(Trace *t) {
+    if (t->n_ctx_ops == t->cap_ctx_ops) {
+        t->cap_ctx_ops = t->cap_ctx_ops ? 2 * t->cap_ctx_ops : 8;
+        struct CtxOp *ops = trace_alloc(t, sizeof *ops * (size_t)t->cap_ctx_ops);
+        if (t->n_ctx_ops) memcpy(ops, t->ctx_ops, sizeof *ops * (size_t)t->n_ctx_ops);
+        t->ctx_ops = ops;
+    }
+    struct CtxOp *op = &t->ctx_ops[t->n_ctx_ops++];
+    memset(op, 0, sizeof *op);
+    return op;
+}
+
+/* The ContextVar Vars the trace used stay as distinct or as identical as
+ * they were: ops are matched by the real object. */
+static void guard_identity(Trace *t, Var *var) {
+    for (int i = 0; i < t->n_ctx_ops; ++i) {
+        Var *other = t->ctx_ops[i].var;
+        if (other != var) trace_guard_alias(t, var->source, other->source, other->obj == var->obj);
+    }
+}
+
+/* The value now: the latest op's, else the real one (NULL: none, after a
+ * reset to a ContextVar that had no value; *known false: read it). */
+static Var *traced_value(Trace *t, Var *var, bool *known) {
+    for (int i = t->n_ctx_ops - 1; i >= 0; --i) {
+        if (t->ctx_ops[i].var->obj == var->obj) {
+            *known = true;
+            return t->ctx_ops[i].value;
+        }
+    }
+    *known = false;
+    return NULL;
+}
+
+static Var *ctx_get(Trace *t, Var *var, Var **args, int n_args) {
+    guard_identity(t, var);
+    bool known;
+    Var *v = traced_value(t, var, &known);
+    if (known) {
+        if (v) return v;
+        return n_args == 1 ? args[0] : trace_raise(t, PyExc_LookupError, "ContextVar %s has no value", "get()");
+    }
+    PyObject *real = NULL;
+    if (PyContextVar_Get(var->obj, NULL, &real) != 0) return trace_break(t, "ContextVar.get() failed");
+    if (!real) {
+        /* no value and no default: the caller's default, if any; unguardable otherwise */
+        return trace_break(t, "ContextVar.get() of a ContextVar without a value");
+    }
+    Var *r = trace_wrap(t, real, source_derived(t, SRC_CTXVAR, var->source, 0, NULL));
+    Py_DECREF(real);
+    return r;
+}
+
+static Var *ctx_set(Trace *t, Var *var, Var *value) {
+    /* a placeholder Token of this ContextVar: identity and type only */
+    PyObject *token = PyContextVar_Set(var->obj, Py_None);
+    if (!token || PyContextVar_Reset(var->obj, token) != 0) {
+        Py_XDECREF(token);
+        return trace_break(t, "ContextVar.set() failed");
+    }
+    guard_identity(t, var);
+    Var *tok = var_new(t, V_OBJECT);
+    tok->obj = trace_keep(t, token);
+    Py_DECREF(token);
+    struct CtxOp *op = new_op(t);
+    op->var = var;
+    op->token = tok;
+    op->value = value;
+    return tok;
+}
+
+static Var *ctx_reset(Trace *t, Var *var, Var *token) {
+    struct CtxOp *set = NULL;
+    int at = -1;
+    for (int i = 0; i < t->n_ctx_ops; ++i) {
+        if (!t->ctx_ops[i].reset && t->ctx_ops[i].token == token) {
+            set = &t->ctx_ops[i];
+            at = i;
+        }
+    }
+    if (!set) return trace_break(t, "ContextVar.reset() with a Token from outside the traced code");
+    if (set->var->obj != var->obj) return trace_raise(t, PyExc_ValueError, "Token was created by a different ContextVar");
+    if (set->used) return trace_raise(t, PyExc_RuntimeError, "Token has already been used once");
+    /* the value before that set: the op before it on this ContextVar, else the real one */
+    Var *before = NULL;
+    bool known = false;
+    for (int i = at - 1; i >= 0 && !known; --i) {
+        if (t->ctx_ops[i].var->obj == var->obj) {
+            known = true;
+            before = t->ctx_ops[i].value;
+        }
+    }
+    if (!known) {
+        PyObject *real = NULL;
+        if (PyContextVar_Get(var->obj, NULL, &real) != 0) return trace_break(t, "ContextVar.get() failed");
+        if (real) {
+            before = trace_wrap(t, real, source_derived(t, SRC_CTXVAR, var->source, 0, NULL));
+            Py_DECREF(real);
+            if (!before) return NULL;
+        }
+    }
+    set->used = true;
+    guard_identity(t, var);
+    struct CtxOp *op = new_op(t);
+    op->var = var;
+    op->token = token;
+    op->value = before;
+    op->reset = true;
+    return var_none(t);
+}
+
+Var *ctxvar_method(Trace *t, Var *var, const char *name, Var **args, int n_args, int n_kw) {
+    if (!var->obj || !PyContextVar_CheckExact(var->obj)) return trace_break(t, "internal: not a ContextVar");
+    if (!var->source) return trace_break(t, "ContextVar.%s on a ContextVar pt2 cannot fetch again", name);
+    if (n_kw) return trace_break(t, "ContextVar.%s with keyword arguments", name);
+    trace_guard(t, G_TYPE, var->source, var->obj ? (PyObject *)Py_TYPE(var->obj) : NULL, 0);
+    if (strcmp(name, "get") == 0 && n_args <= 1) return ctx_get(t, var, args, n_args);
+    if (strcmp(name, "set") == 0 && n_args == 1) return ctx_set(t, var, args[0]);
+    if (strcmp(name, "reset") == 0 && n_args == 1) return ctx_reset(t, var, args[0]);
+    return trace_break(t, "ContextVar.%s is not supported", name);
+}
