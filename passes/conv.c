@@ -52,11 +52,48 @@ bool conv_body_accumulates(MlirOperation op) {
     return false;
 }
 
-MlirValue conv_ungrouped(MlirValue v) {
+MlirValue conv_ungrouped(MlirValue v, int merge) {
     MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape")) return (MlirValue){NULL};
+    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape") || merge < 0 || merge > 3) return (MlirValue){NULL};
     MlirValue source = mlirOperationGetOperand(def, 0);
-    return mlirShapedTypeGetRank(mlirValueGetType(source)) == 4 ? source : (MlirValue){NULL};
+    MlirType st = mlirValueGetType(source), vt = mlirValueGetType(v);
+    if (mlirShapedTypeGetRank(st) != 4 || mlirShapedTypeGetRank(vt) != 5 || !mlirShapedTypeHasStaticShape(st) ||
+        !mlirShapedTypeHasStaticShape(vt)) {
+        return (MlirValue){NULL};
+    }
+    /* the source must be v with the two dims merged: a reshape before the
+     * conv composed with the grouping expand ([2, 2, 3, 18] expanded to
+     * [2, 2, 3, 3, 6] for a conv on [2, 6, 3, 6]) expands a 4-d buffer of
+     * another shape */
+    for (int d = 0, k = 0; d < 5; ++d, ++k) {
+        int64_t size = mlirShapedTypeGetDimSize(vt, d);
+        if (d == merge) size *= mlirShapedTypeGetDimSize(vt, ++d);
+        if (mlirShapedTypeGetDimSize(st, k) != size) return (MlirValue){NULL};
+    }
+    return source;
+}
+
+bool conv_ungrouped_view(MlirValue v, int merge, View *out) {
+    MlirValue source = conv_ungrouped(v, merge);
+    if (!mlirValueIsNull(source)) return view_of_type(source, out);
+    View g;
+    if (merge < 0 || merge > 3 || !view_of_type(v, &g) || g.rank != 5) return false;
+    /* element (i, j) of the two dims is i * sizes[merge + 1] + j of the merged one */
+    int64_t outer = g.sizes[merge], inner = g.sizes[merge + 1];
+    int64_t stride = inner == 1 ? g.strides[merge] : g.strides[merge + 1];
+    if (outer > 1 && inner > 1 && g.strides[merge] != inner * g.strides[merge + 1]) return false;
+    *out = (View){g.base, 4, {0}, {0}, g.offset};
+    for (int d = 0, k = 0; d < 5; ++d, ++k) {
+        if (d == merge) {
+            out->sizes[k] = outer * inner;
+            out->strides[k] = stride;
+            ++d;
+            continue;
+        }
+        out->sizes[k] = g.sizes[d];
+        out->strides[k] = g.strides[d];
+    }
+    return true;
 }
 
 typedef struct FindLoad {
@@ -105,7 +142,7 @@ static bool same_shape_prefix(MlirType a, MlirType b, int n) {
 }
 
 bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out_x, MlirOperation *out_pad) {
-    MlirValue padded = conv_ungrouped(mlirOperationGetOperand(op, 0));
+    MlirValue padded = conv_ungrouped(mlirOperationGetOperand(op, 0), 1);
     if (mlirValueIsNull(padded)) return false;
     *out_pad = (MlirOperation){NULL};
     if (g->padding[0] == 0 && g->padding[1] == 0) {
@@ -126,6 +163,13 @@ bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out
     *out_x = x;
     *out_pad = pad;
     return true;
+}
+
+bool conv_unpadded_input_view(MlirOperation op, const ConvGeometry *g, View *out_x, MlirOperation *out_pad) {
+    *out_pad = (MlirOperation){NULL};
+    if (g->padding[0] == 0 && g->padding[1] == 0) return conv_ungrouped_view(mlirOperationGetOperand(op, 0), 1, out_x);
+    MlirValue x;
+    return conv_unpadded_input(op, g, &x, out_pad) && view_of_type(x, out_x);
 }
 
 bool conv_result_view(MlirOperation op, View *out) {

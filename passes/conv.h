@@ -22,9 +22,19 @@ bool conv_geometry(MlirOperation op, ConvGeometry *g);
 /* The body is yield(out + a * b), a and b the two inputs, each maybe
  * widened by arith.extf (f16/bf16 convolutions accumulate in f32). */
 bool conv_body_accumulates(MlirOperation op);
-/* The 4-d memref that the generic's 5-d grouped operand v expands (the
- * weight [O, C/G, KH, KW], or the padded input), or null. */
-MlirValue conv_ungrouped(MlirValue v);
+/* The 4-d memref that the generic's 5-d grouped operand v expands by
+ * splitting dim `merge` in two (the weight [O, C/G, KH, KW] into
+ * [G, O/G, C/G, KH, KW], merge 0; the padded input [N, C, H, W] into
+ * [N, G, C/G, H, W], merge 1), or null (v is no such expand). */
+MlirValue conv_ungrouped(MlirValue v, int merge);
+/* The 4-d tensor of a 5-d grouped operand v as a strided view, dims
+ * `merge` and merge + 1 as one (1 for the input [N, G, C/G, H, W], 0 for
+ * the weight [G, O/G, C/G, KH, KW]): the expand's 4-d source where v
+ * expands one (conv_ungrouped), else v's own layout with the two dims
+ * merged, where their strides allow.  A reshape before the conv that both
+ * merges and splits dims (attention's heads back to [B, C, H, W]) leaves
+ * the grouped input an expand of a flat or 3-d buffer. */
+bool conv_ungrouped_view(MlirValue v, int merge, View *out);
 
 /* The generic's [N, G, O/G, OH, OW] accumulator viewed as [N, O, OH, OW]
  * (false where the group and channel dims do not merge into one stride). */
@@ -36,5 +46,8 @@ bool conv_result_view(MlirOperation op, View *out);
  * Whether x still holds the same values where a replacement reads it is the
  * caller's to check. */
 bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out_x, MlirOperation *out_pad);
+/* The same as a strided view [N, C, H, W] of the buffer the conv reads
+ * (conv_ungrouped_view without padding): out_x->base is what it views. */
+bool conv_unpadded_input_view(MlirOperation op, const ConvGeometry *g, View *out_x, MlirOperation *out_pad);
 
 #endif /* PT2_PASSES_CONV_H */

@@ -140,6 +140,17 @@ static MlirValue build_unranked_view(Builder *b, const View *v, MlirType elem) {
     return build_unary(b, "memref.cast", build_view(b, v), mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull()));
 }
 
+/* v as an unranked memref: a cast of its base where v is all of it as
+ * its type says, else a strided view of the base. */
+static MlirValue build_operand_view(Builder *b, const View *v, MlirType elem) {
+    View own;
+    bool whole = view_of_type(v->base, &own) && own.rank == v->rank && own.offset == v->offset &&
+                 memcmp(own.sizes, v->sizes, sizeof(int64_t) * (size_t)v->rank) == 0 &&
+                 memcmp(own.strides, v->strides, sizeof(int64_t) * (size_t)v->rank) == 0;
+    MlirType unranked = mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull());
+    return build_unary(b, "memref.cast", whole ? v->base : build_view(b, v), unranked);
+}
+
 /* `loop_dims` of the view (-1: a unit dim), as an unranked strided view. */
 static MlirValue build_loop_view(Builder *b, const View *v, const Contraction *c, const int *dims, int n_dims, MlirType elem) {
     View loop = {v->base, n_dims, {0}, {0}, v->offset};
@@ -274,8 +285,8 @@ static bool used_only_by(MlirValue v, int n, const MlirOperation *ops) {
 
 /* The operands of the runtime call, and the ops the call replaces. */
 typedef struct ConvCall {
-    MlirValue x, w; /* [N, C, H, W], [O, C/G, KH, KW] */
-    View y;         /* [N, O, OH, OW] */
+    View x, w; /* [N, C, H, W], [O, C/G, KH, KW] */
+    View y;    /* [N, O, OH, OW] */
     MlirOperation pad, fill, out_copy;
 } ConvCall;
 
@@ -283,8 +294,8 @@ typedef struct ConvCall {
  * makes unnecessary) when there is padding.  x must not change between the
  * padding and the conv, as the call reads it at the conv's place. */
 static bool conv_input(MlirOperation op, const ConvGeometry *g, ConvCall *call) {
-    return conv_unpadded_input(op, g, &call->x, &call->pad) &&
-           (mlirOperationIsNull(call->pad) || untouched_between(call->pad, op, buffer_root(call->x), false));
+    return conv_unpadded_input_view(op, g, &call->x, &call->pad) &&
+           (mlirOperationIsNull(call->pad) || untouched_between(call->pad, op, buffer_root(call->x.base), false));
 }
 
 /* y, [N, O, OH, OW], from the generic's [N, G, O/G, OH, OW] accumulator:
@@ -316,7 +327,7 @@ static bool conv_output(MlirOperation op, ConvCall *call) {
         return true;
     }
     MlirValue out_root = buffer_root(out);
-    if (mlirValueEqual(out_root, buffer_root(call->x)) || mlirValueEqual(out_root, buffer_root(call->w)) ||
+    if (mlirValueEqual(out_root, buffer_root(call->x.base)) || mlirValueEqual(out_root, buffer_root(call->w.base)) ||
         !untouched_between(op, copy, out_root, true)) {
         return true;
     }
@@ -363,26 +374,25 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
         if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, i))), elem)) return false;
     }
     ConvCall call;
-    call.w = conv_ungrouped(mlirOperationGetOperand(op, 1));
-    if (mlirValueIsNull(call.w) || !conv_input(op, &g, &call) || !conv_output(op, &call)) return false;
-    View x_view, w_view;
-    if (!view_of_type(call.x, &x_view) || !view_of_type(call.w, &w_view)) return false;
+    if (!conv_ungrouped_view(mlirOperationGetOperand(op, 1), 0, &call.w) || !conv_input(op, &g, &call) ||
+        !conv_output(op, &call)) {
+        return false;
+    }
     /* the kernel after it: the call writes its output, with addends (a
      * bias, a residual) and, on oneDNN (f32), activations as post-ops */
     Epilogue ep;
     bool f32 = mlirTypeIsAF32(elem);
     const EpilogueRules rules = {.max_addends = EPILOGUE_MAX_ADDENDS, .activations = f32, .onednn = f32};
-    MlirValue reads[2] = {buffer_root(call.x), buffer_root(call.w)};
+    MlirValue reads[2] = {buffer_root(call.x.base), buffer_root(call.w.base)};
     bool fused = epilogues && mlirOperationIsNull(call.out_copy) &&
                  find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
     if (fused) call.y = ep.out;
     bool with_steps = fused && ep.n_steps > 0;
     Builder b = builder_before(op);
-    MlirType unranked = mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull());
     MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
     MlirValue args[13] = {
-        build_unary(&b, "memref.cast", call.x, unranked),
-        build_unary(&b, "memref.cast", call.w, unranked),
+        build_operand_view(&b, &call.x, elem),
+        build_operand_view(&b, &call.w, elem),
         build_unranked_view(&b, &call.y, elem),
     };
     int n_args = 3;

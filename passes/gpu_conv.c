@@ -377,7 +377,7 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
         !conv_result_view(op, &c.y)) {
         return false;
     }
-    c.w = conv_ungrouped(mlirOperationGetOperand(op, 1));
+    c.w = conv_ungrouped(mlirOperationGetOperand(op, 1), 0);
     c.fill = zero_fill_before(op, mlirOperationGetOperand(op, 2));
     int64_t geometry_max = 0;
     for (int i = 0; i < 2; ++i) {

@@ -22,6 +22,8 @@ MlirPass pt2_create_entry_pass(void);
 MlirPass pt2_create_verify_pass(void);
 MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
+MlirPass pt2_create_mark_parallel_loops_pass(void);
+MlirPass pt2_create_widen_parallel_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
@@ -72,6 +74,10 @@ static const PassEntry pt2_passes[] = {
     {"pt2-fuse", "Inductor's scored fusion scheduler on linalg: vertical and horizontal fusion, greedy by score", pt2_create_fuse_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
+    {"pt2-mark-parallel-loops", "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
+     pt2_create_mark_parallel_loops_pass},
+    {"pt2-widen-parallel-loops", "Merge a small top-level scf.parallel with the marked parallel loop it holds",
+     pt2_create_widen_parallel_loops_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -158,16 +164,17 @@ const char *pt2CpuPipelineText(const char *disable) {
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
-             "lower-affine,canonicalize,%s%s"
+             "lower-affine,%scanonicalize,%s%s"
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
-             parallel ? ",affine-parallelize{max-nested=1}" : "",
-             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,"
-                                : "pt2-split-reductions,pt2-serialize-small-loops,convert-scf-to-openmp,")
+             parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
+             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,pt2-serialize-small-loops,"
+                                  "convert-scf-to-openmp,"
+                                : "pt2-split-reductions,pt2-widen-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,")
                       : "",
              memplan ? "pt2-plan-memory," : "");
     return text;

@@ -138,6 +138,47 @@ def test_pass_leaves_f16_alone(tmp_path, monkeypatch):
     assert "pt2.conv2d" in ir and "pt2rt_conv2d" not in ir
 
 
+# Convolutions of a reshaped input, (label, input shape, permute or None,
+# reshape, w shape, stride, padding, groups): attention heads [B, heads, L,
+# head_dim] back to [B, C, H, W] (visformer's proj: a reshape that merges and
+# splits dims, so the conv's grouped view is an expand of a flat buffer) and a
+# flat [B, N] row reshaped to an image.
+RESHAPED = [
+    ("heads 1x1", (2, 3, 20, 5), [0, 1, 3, 2], [2, 15, 4, 5], (7, 15, 1, 1), 1, 0, 1),
+    ("heads 3x3 pad1 groups3", (1, 3, 35, 4), [0, 1, 3, 2], [1, 12, 5, 7], (6, 4, 3, 3), 1, 1, 3),
+    ("heads 1x1 stride2 groups2", (2, 2, 18, 3), [0, 1, 3, 2], [2, 6, 3, 6], (4, 3, 1, 1), 2, 0, 2),
+    ("flat rows 2x2", (3, 60), None, [3, 5, 3, 4], (2, 5, 2, 2), 1, 0, 1),
+    ("flat rows depthwise", (2, 63), None, [2, 7, 3, 3], (7, 1, 3, 3), 1, 1, 7),
+]
+
+
+def _reshaped_conv(g, t, w, perm, shape, stride, padding, groups):
+    v = g.op("permute", t, perm=perm) if perm else t
+    return g.op("conv2d", g.op("reshape", v, shape=shape), w, **_attrs(stride, padding, 1, groups))
+
+
+def _reshaped_eager(t, w, perm, shape, stride, padding, groups):
+    v = t.permute(*perm) if perm else t
+    return F.conv2d(v.reshape(shape), w, stride=stride, padding=padding, groups=groups)
+
+
+@pytest.mark.parametrize("noncontiguous", [False, True], ids=["contiguous", "noncontiguous"])
+@pytest.mark.parametrize("dt", DTYPES, ids=_ids)
+@pytest.mark.parametrize("form", RESHAPED, ids=[f[0] for f in RESHAPED])
+def test_conv2d_of_reshaped_input(form, dt, noncontiguous, tmp_path, monkeypatch):
+    """The call reads the reshaped input through its view (no loops left),
+    with eager's results."""
+    label, ts, perm, shape, ws, stride, padding, groups = form
+    monkeypatch.setenv("PT2_DUMP", str(tmp_path))
+    t = make(ts, dt, -1, 1, seed=11, noncontiguous=noncontiguous)
+    w = make(ws, dt, -1, 1, seed=12)
+    got = run(lambda g, a, b: _reshaped_conv(g, a, b, perm, shape, stride, padding, groups), [t, w])
+    torch.testing.assert_close(got, _reshaped_eager(t, w, perm, shape, stride, padding, groups), **TOL[dt])
+    (stage,) = glob.glob(str(tmp_path / "*" / "*-pt2-extern-blas.mlir"))
+    ir = open(stage).read()
+    assert f"call @pt2rt_conv2d_{SUFFIX[dt]}" in ir and "pt2.conv2d" not in ir, f"{label}: the conv kept its loops"
+
+
 # --- libpt2rt directly ------------------------------------------------------
 
 

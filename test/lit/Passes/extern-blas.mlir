@@ -401,3 +401,100 @@ func.func @conv_f16(%x: memref<1x1x3x3xf16>, %w: memref<1x1x3x3xf16>, %acc: memr
   }
   return
 }
+
+// -----
+
+// The input was reshaped before the conv by a reshape that both merges and
+// splits dims (attention heads [B, heads, head_dim, L] back to [B, C, H, W]):
+// pt2-lower leaves a flat collapse and the conv's grouped view an expand of
+// it, not of a 4-d buffer.  The call reads the grouped view itself, its group
+// and channel dims merged, [2, 12, 4, 5] with strides [240, 20, 5, 1].
+// CHECK-LABEL: func.func @conv_input_reshaped
+// CHECK-NOT: linalg.
+// CHECK: %[[XG:.*]] = memref.expand_shape
+// CHECK-DAG: %[[XV:.*]] = memref.reinterpret_cast %[[XG]] to offset: [0], sizes: [2, 12, 4, 5], strides: [240, 20, 5, 1]
+// CHECK-DAG: %[[X:.*]] = memref.cast %[[XV]] : memref<2x12x4x5xf32, strided<[240, 20, 5, 1]>> to memref<*xf32>
+// CHECK-DAG: %[[W:.*]] = memref.cast %arg1 : memref<8x6x1x1xf32> to memref<*xf32>
+// CHECK: call @pt2rt_conv2d_f32(%[[X]], %[[W]],
+// CHECK-NOT: linalg.
+// CHECK: return
+#rx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#rw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#ry = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @conv_input_reshaped(%arg0: memref<2x3x4x20xf32>, %arg1: memref<8x6x1x1xf32>, %arg2: memref<2x8x4x5xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %flat = memref.collapse_shape %arg0 [[0, 1, 2, 3]] : memref<2x3x4x20xf32> into memref<480xf32>
+  %xg = memref.expand_shape %flat [[0, 1, 2, 3, 4]] output_shape [2, 2, 6, 4, 5] : memref<480xf32> into memref<2x2x6x4x5xf32>
+  %wg = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [2, 4, 6, 1, 1] : memref<8x6x1x1xf32> into memref<2x4x6x1x1xf32>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<2x2x4x4x5xf32>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<2x2x4x4x5xf32>)
+  linalg.generic {indexing_maps = [#rx, #rw, #ry], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<2x2x6x4x5xf32>, memref<2x4x6x1x1xf32>) outs(%acc : memref<2x2x4x4x5xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %out = memref.collapse_shape %acc [[0], [1, 2], [3], [4]] : memref<2x2x4x4x5xf32> into memref<2x8x4x5xf32>
+  memref.copy %out, %arg2 : memref<2x8x4x5xf32> to memref<2x8x4x5xf32>
+  return
+}
+
+// -----
+
+// The grouped input expands a 4-d buffer, but not by splitting its channels:
+// a reshape [2, 2, 3, 18] -> [2, 6, 3, 6] composed with the grouping expand.
+// The buffer is not the conv's [N, C, H, W]; the call reads the grouped view.
+// CHECK-LABEL: func.func @conv_input_expand_of_other_shape
+// CHECK: %[[XG:.*]] = memref.expand_shape %arg0
+// CHECK: memref.reinterpret_cast %[[XG]] to offset: [0], sizes: [2, 6, 3, 6], strides: [108, 18, 6, 1]
+// CHECK: call @pt2rt_conv2d_f32(
+// CHECK-NOT: linalg.
+#ox = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
+#ow = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#oy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @conv_input_expand_of_other_shape(%arg0: memref<2x2x3x18xf32>, %arg1: memref<4x3x1x1xf32>, %arg2: memref<2x4x2x3xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %xg = memref.expand_shape %arg0 [[0], [1], [2], [3, 4]] output_shape [2, 2, 3, 3, 6] : memref<2x2x3x18xf32> into memref<2x2x3x3x6xf32>
+  %wg = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [2, 2, 3, 1, 1] : memref<4x3x1x1xf32> into memref<2x2x3x1x1xf32>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<2x2x2x2x3xf32>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<2x2x2x2x3xf32>)
+  linalg.generic {indexing_maps = [#ox, #ow, #oy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<2x2x3x3x6xf32>, memref<2x2x3x1x1xf32>) outs(%acc : memref<2x2x2x2x3xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 0, 0>, stride = array<i64: 2, 2>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %out = memref.collapse_shape %acc [[0], [1, 2], [3], [4]] : memref<2x2x2x2x3xf32> into memref<2x4x2x3xf32>
+  memref.copy %out, %arg2 : memref<2x4x2x3xf32> to memref<2x4x2x3xf32>
+  return
+}
+
+// -----
+
+// A grouped input whose group and channel dims do not merge into one stride
+// (a gap between the groups) has no [N, C, H, W] view: the loops stay.
+// CHECK-LABEL: func.func @conv_input_groups_apart
+// CHECK-NOT: call @pt2rt_conv2d
+// CHECK: linalg.generic {{.*}}pt2.conv2d
+#gx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#gw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#gy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @conv_input_groups_apart(%arg0: memref<2x2x7x4x5xf32>, %arg1: memref<8x6x1x1xf32>, %acc: memref<2x2x4x4x5xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %xg = memref.subview %arg0[0, 0, 0, 0, 0] [2, 2, 6, 4, 5] [1, 1, 1, 1, 1] : memref<2x2x7x4x5xf32> to memref<2x2x6x4x5xf32, strided<[280, 140, 20, 5, 1]>>
+  %wg = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [2, 4, 6, 1, 1] : memref<8x6x1x1xf32> into memref<2x4x6x1x1xf32>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<2x2x4x4x5xf32>)
+  linalg.generic {indexing_maps = [#gx, #gw, #gy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<2x2x6x4x5xf32, strided<[280, 140, 20, 5, 1]>>, memref<2x4x6x1x1xf32>) outs(%acc : memref<2x2x4x4x5xf32>)
+      attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
