@@ -24,6 +24,7 @@ MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
 MlirPass pt2_create_mark_parallel_loops_pass(void);
 MlirPass pt2_create_widen_parallel_loops_pass(void);
+MlirPass pt2_create_flatten_inner_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
@@ -77,6 +78,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_mark_parallel_loops_pass},
     {"pt2-widen-parallel-loops", "Merge a small top-level scf.parallel with the marked parallel loop it holds",
      pt2_create_widen_parallel_loops_pass},
+    {"pt2-flatten-inner-loops", "Merge the two innermost loops of a nest over buffers contiguous across both",
+     pt2_create_flatten_inner_loops_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -163,10 +166,11 @@ const char *pt2CpuPipelineText(const char *disable) {
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
-             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,pt2-serialize-small-loops,"
-                                  "convert-scf-to-openmp,"
-                                : "pt2-split-reductions,pt2-widen-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,")
-                      : "",
+             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,pt2-flatten-inner-loops,"
+                                  "pt2-serialize-small-loops,convert-scf-to-openmp,"
+                                : "pt2-split-reductions,pt2-widen-parallel-loops,pt2-flatten-inner-loops,pt2-serialize-small-loops,"
+                                  "convert-scf-to-openmp,")
+                      : "pt2-flatten-inner-loops,",
              memplan ? "pt2-plan-memory," : "");
     return text;
 }
