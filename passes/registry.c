@@ -152,13 +152,14 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool epilogue = !pt2_disabled(disable, "epilogue");
     bool reorder = !pt2_disabled(disable, "reorder");
     bool memplan = !pt2_disabled(disable, "memplan");
+    const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
     snprintf(text, sizeof text,
              "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
-             "lower-affine,%scanonicalize,%s%s"
+             "lower-affine,%scanonicalize,%s%s%s%s"
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
@@ -166,11 +167,10 @@ const char *pt2CpuPipelineText(const char *disable) {
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
-             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,pt2-flatten-inner-loops,"
-                                  "pt2-serialize-small-loops,convert-scf-to-openmp,"
-                                : "pt2-split-reductions,pt2-widen-parallel-loops,pt2-flatten-inner-loops,pt2-serialize-small-loops,"
-                                  "convert-scf-to-openmp,")
-                      : "pt2-flatten-inner-loops,",
+             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
+                                : "pt2-split-reductions,pt2-widen-parallel-loops,")
+                      : "",
+             flatten, parallel ? "pt2-serialize-small-loops,convert-scf-to-openmp," : "",
              memplan ? "pt2-plan-memory," : "");
     return text;
 }
