@@ -37,7 +37,8 @@ static MlirBlock loop_body(MlirOperation loop) { return mlirRegionGetFirstBlock(
 static int64_t simple_for(MlirOperation op) {
     int64_t lb, ub, step;
     if (!op_is(op, "scf.for") || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
-        !constant_int_value(mlirOperationGetOperand(op, 0), &lb) || !constant_int_value(mlirOperationGetOperand(op, 1), &ub) ||
+        !constant_int_value(mlirOperationGetOperand(op, 0), &lb) ||
+        !constant_int_value(mlirOperationGetOperand(op, 1), &ub) ||
         !constant_int_value(mlirOperationGetOperand(op, 2), &step) || lb != 0 || step != 1 || ub < 1) {
         return -1;
     }
@@ -92,7 +93,9 @@ static bool collapsible(MlirValue m, int p, int64_t w) {
     int rank = (int)mlirShapedTypeGetRank(t);
     int64_t strides[16], offset;
     if (rank > 16 || mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return false;
-    if (mlirShapedTypeIsDynamicStrideOrOffset(strides[p]) || mlirShapedTypeIsDynamicStrideOrOffset(strides[p + 1])) return false;
+    if (mlirShapedTypeIsDynamicStrideOrOffset(strides[p]) || mlirShapedTypeIsDynamicStrideOrOffset(strides[p + 1])) {
+        return false;
+    }
     return strides[p] == w * strides[p + 1];
 }
 
@@ -104,7 +107,9 @@ static bool flattenable(MlirValue outer, MlirValue inner, int64_t w) {
         for (MlirOpOperand u = mlirValueGetFirstUse(ivs[k]); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
             MlirOperation op = mlirOpOperandGetOwner(u);
             int p = access_dim(op, outer, inner);
-            if (p < 0 || !collapsible(mlirOperationGetOperand(op, op_is(op, "memref.store") ? 1 : 0), p, w)) return false;
+            if (p < 0 || !collapsible(mlirOperationGetOperand(op, op_is(op, "memref.store") ? 1 : 0), p, w)) {
+                return false;
+            }
         }
     }
     return true;
@@ -134,8 +139,10 @@ static MlirValue collapse_view(MlirValue m, int p, MlirOperation at) {
     snprintf(groups + len, sizeof groups - (size_t)len, "]");
     MlirAttribute layout = mlirMemRefTypeGetLayout(t);
     bool identity = mlirAttributeIsNull(layout) || mlirAttributeIsAAffineMap(layout);
-    MlirAttribute new_layout = identity ? mlirAttributeGetNull() : mlirStridedLayoutAttrGet(b.ctx, offset, rank - 1, strides);
-    MlirType rt = mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), rank - 1, sizes, new_layout, mlirMemRefTypeGetMemorySpace(t));
+    MlirAttribute new_layout =
+        identity ? mlirAttributeGetNull() : mlirStridedLayoutAttrGet(b.ctx, offset, rank - 1, strides);
+    MlirType rt = mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), rank - 1, sizes, new_layout,
+                                    mlirMemRefTypeGetMemorySpace(t));
     MlirNamedAttribute attr = named_attr(b.ctx, "reassociation", parse_attr(b.ctx, groups));
     return mlirOperationGetResult(build_op(&b, "memref.collapse_shape", 1, &m, 1, &rt, 1, &attr), 0);
 }
@@ -246,6 +253,7 @@ static _Alignas(8) const char flatten_type_id;
 
 MlirPass pt2_create_flatten_inner_loops_pass(void) {
     return make_external_pass("pt2-flatten-inner-loops",
-                              "Merge the two innermost loops of a nest over buffers contiguous across both (a longer loop to vectorize)",
+                              "Merge the two innermost loops of a nest over buffers contiguous across both "
+                              "(a longer loop to vectorize)",
                               "builtin.module", run_flatten, &flatten_type_id);
 }
