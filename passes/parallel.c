@@ -181,11 +181,13 @@ static int run_serialize(MlirOperation root, void *user) {
  * not read), turns every scf.parallel inside another into an scf.for marked
  * pt2.parallel: the loops look as they did, and the mark keeps the proof.
  * pt2-widen-parallel-loops, after the passes that fuse and split top-level
- * loops, gives OpenMP more of them: a marked loop with no parallel loop
- * around it (its parent was a unit loop) becomes parallel again, and a
+ * loops, gives OpenMP more of them: a marked loop at the top of the
+ * function (its parent was a unit loop) becomes parallel again, and a
  * parallel loop with fewer than PT2_PARALLEL_ROWS (64) iterations whose
- * body is one marked loop that itself holds loops (never the innermost, the
- * one LLVM vectorizes) merges with it into one loop over both:
+ * body is loops of one range, one at least holding loops of its own (the
+ * innermost loop, which LLVM vectorizes, is never merged away), merges with
+ * them into one loop over both, where they can run in lock step
+ * (inner_loops, lock_step):
  *
  *   scf.parallel (%i) = (0) to (2) step (1) {
  *     scf.for %j = 0 to 192 step 1 {pt2.parallel} { <loops over h, w> } }
@@ -479,7 +481,11 @@ static int run_widen_parallel(MlirOperation root, void *user) {
     int64_t rows = env && atoll(env) > 0 ? atoll(env) : DEFAULT_PARALLEL_ROWS;
     OpList fors = collect_ops_with_prefix(root, "scf.for");
     for (int i = 0; i < fors.n; ++i) {
-        if (marked_for(fors.ops[i]) && !inside_parallel(fors.ops[i])) parallelize(fors.ops[i]);
+        /* only at the top of the function: a marked loop inside a sequential
+         * one (a column sum's, under its reduction loop) stays sequential,
+         * as pt2-reorder-loops meant it (no OpenMP fork per outer iteration) */
+        MlirOperation parent = mlirOperationGetParentOperation(fors.ops[i]);
+        if (marked_for(fors.ops[i]) && op_is(parent, "func.func")) parallelize(fors.ops[i]);
     }
     oplist_free(&fors);
     OpList loops = collect_ops_with_prefix(root, "scf.parallel");
