@@ -54,7 +54,9 @@ bool conv_body_accumulates(MlirOperation op) {
 
 MlirValue conv_ungrouped(MlirValue v, int merge) {
     MlirOperation def = defining_op(v);
-    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape") || merge < 0 || merge > 3) return (MlirValue){NULL};
+    if (mlirOperationIsNull(def) || !op_is(def, "memref.expand_shape") || merge < 0 || merge > 3) {
+        return (MlirValue){NULL};
+    }
     MlirValue source = mlirOperationGetOperand(def, 0);
     MlirType st = mlirValueGetType(source), vt = mlirValueGetType(v);
     if (mlirShapedTypeGetRank(st) != 4 || mlirShapedTypeGetRank(vt) != 5 || !mlirShapedTypeHasStaticShape(st) ||

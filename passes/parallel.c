@@ -181,11 +181,13 @@ static int run_serialize(MlirOperation root, void *user) {
  * not read), turns every scf.parallel inside another into an scf.for marked
  * pt2.parallel: the loops look as they did, and the mark keeps the proof.
  * pt2-widen-parallel-loops, after the passes that fuse and split top-level
- * loops, gives OpenMP more of them: a marked loop with no parallel loop
- * around it (its parent was a unit loop) becomes parallel again, and a
+ * loops, gives OpenMP more of them: a marked loop at the top of the
+ * function (its parent was a unit loop) becomes parallel again, and a
  * parallel loop with fewer than PT2_PARALLEL_ROWS (64) iterations whose
- * body is one marked loop that itself holds loops (never the innermost, the
- * one LLVM vectorizes) merges with it into one loop over both:
+ * body is loops of one range, one at least holding loops of its own (the
+ * innermost loop, which LLVM vectorizes, is never merged away), merges with
+ * them into one loop over both, where they can run in lock step
+ * (inner_loops, lock_step):
  *
  *   scf.parallel (%i) = (0) to (2) step (1) {
  *     scf.for %j = 0 to 192 step 1 {pt2.parallel} { <loops over h, w> } }
@@ -199,7 +201,8 @@ static int run_serialize(MlirOperation root, void *user) {
 #define DEFAULT_PARALLEL_ROWS 64
 
 static bool inside_parallel(MlirOperation op) {
-    for (MlirOperation p = mlirOperationGetParentOperation(op); !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
+    for (MlirOperation p = mlirOperationGetParentOperation(op); !mlirOperationIsNull(p);
+         p = mlirOperationGetParentOperation(p)) {
         if (op_is(p, "scf.parallel")) return true;
     }
     return false;
@@ -289,8 +292,9 @@ static bool through_views(MlirValue memref, int position, MlirValue *out_base, i
             if (mlirAttributeIsNull(groups) || mlirArrayAttrGetNumElements(groups) <= position) return false;
             for (int g = 0; g <= position; ++g) {
                 MlirAttribute group = mlirArrayAttrGetElement(groups, g);
-                if (mlirArrayAttrGetNumElements(group) < 1 || mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, 0)) != g ||
-                    (g < position && mlirArrayAttrGetNumElements(group) != 1)) {
+                intptr_t n = mlirArrayAttrGetNumElements(group);
+                int64_t first = n < 1 ? -1 : mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, 0));
+                if (first != g || (g < position && n != 1)) {
                     return false;
                 }
             }
@@ -299,7 +303,8 @@ static bool through_views(MlirValue memref, int position, MlirValue *out_base, i
             MlirValue expanded = expand ? memref : mlirOperationGetOperand(def, 0);
             int64_t inner = 1;
             for (intptr_t k = 1; k < mlirArrayAttrGetNumElements(group); ++k) {
-                int64_t size = mlirShapedTypeGetDimSize(mlirValueGetType(expanded), (intptr_t)mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, k)));
+                intptr_t d = (intptr_t)mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, k));
+                int64_t size = mlirShapedTypeGetDimSize(mlirValueGetType(expanded), d);
                 if (size < 0) return false;
                 inner *= size;
             }
@@ -327,7 +332,8 @@ static MlirWalkResult collect_access(MlirOperation op, void *user) {
         for (intptr_t i = mem + 1; i < mlirOperationGetNumOperands(op) && a.iv_position < 0; ++i) {
             MlirValue base;
             int64_t block;
-            if (mlirValueEqual(mlirOperationGetOperand(op, i), acc->iv) && through_views(memref, (int)(i - mem - 1), &base, &block)) {
+            if (mlirValueEqual(mlirOperationGetOperand(op, i), acc->iv) &&
+                through_views(memref, (int)(i - mem - 1), &base, &block)) {
                 a = (Access){base, store, (int)(i - mem - 1), block};
             }
         }
@@ -376,7 +382,8 @@ static bool lock_step(const OpList *loops) {
         }
         for (int k = 0; k < acc.n && checked && ok; ++k) {
             if (!mlirValueEqual(acc.a[k].base, acc.a[i].base)) continue;
-            ok = acc.a[k].iv_position >= 0 && acc.a[k].iv_position == acc.a[i].iv_position && acc.a[k].block == acc.a[i].block;
+            const Access *a = &acc.a[k], *w = &acc.a[i];
+            ok = a->iv_position >= 0 && a->iv_position == w->iv_position && a->block == w->block;
         }
     }
     free(acc.a);
@@ -395,9 +402,11 @@ static bool inner_loops(MlirOperation par, OpList *out) {
     MlirOperation term = mlirBlockGetTerminator(body);
     bool any_holds_loop = false;
     out->n = 0;
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         if (mlirOperationEqual(op, term) || op_name_starts(op, "arith.")) continue;
-        bool plain_for = op_is(op, "scf.for") && mlirOperationGetNumOperands(op) == 3 && mlirOperationGetNumResults(op) == 0;
+        bool plain_for =
+            op_is(op, "scf.for") && mlirOperationGetNumOperands(op) == 3 && mlirOperationGetNumResults(op) == 0;
         /* constant bounds (same_range with itself), the first loop's */
         if (!plain_for || !same_range(out->n > 0 ? out->ops[0] : op, op)) return false;
         any_holds_loop = any_holds_loop || holds_loop(op);
@@ -450,7 +459,8 @@ static MlirOperation merge_loops(MlirOperation par, const OpList *inner, int64_t
 
 /* A marked scf.for back to the scf.parallel it was; returned. */
 static MlirOperation parallelize(MlirOperation for_op) {
-    MlirValue bounds[3] = {mlirOperationGetOperand(for_op, 0), mlirOperationGetOperand(for_op, 1), mlirOperationGetOperand(for_op, 2)};
+    MlirValue bounds[3] = {mlirOperationGetOperand(for_op, 0), mlirOperationGetOperand(for_op, 1),
+                           mlirOperationGetOperand(for_op, 2)};
     MlirBlock block;
     MlirOperation par = build_parallel(for_op, bounds, &block);
     Builder body = builder_at_end(block, mlirOperationGetLocation(for_op));
@@ -461,7 +471,8 @@ static MlirOperation parallelize(MlirOperation for_op) {
 }
 
 static int64_t loop_trip_count(MlirOperation loop) {
-    return trip_count(mlirOperationGetOperand(loop, 0), mlirOperationGetOperand(loop, 1), mlirOperationGetOperand(loop, 2));
+    return trip_count(mlirOperationGetOperand(loop, 0), mlirOperationGetOperand(loop, 1),
+                      mlirOperationGetOperand(loop, 2));
 }
 
 static int run_widen_parallel(MlirOperation root, void *user) {
@@ -470,7 +481,11 @@ static int run_widen_parallel(MlirOperation root, void *user) {
     int64_t rows = env && atoll(env) > 0 ? atoll(env) : DEFAULT_PARALLEL_ROWS;
     OpList fors = collect_ops_with_prefix(root, "scf.for");
     for (int i = 0; i < fors.n; ++i) {
-        if (marked_for(fors.ops[i]) && !inside_parallel(fors.ops[i])) parallelize(fors.ops[i]);
+        /* only at the top of the function: a marked loop inside a sequential
+         * one (a column sum's, under its reduction loop) stays sequential,
+         * as pt2-reorder-loops meant it (no OpenMP fork per outer iteration) */
+        MlirOperation parent = mlirOperationGetParentOperation(fors.ops[i]);
+        if (marked_for(fors.ops[i]) && op_is(parent, "func.func")) parallelize(fors.ops[i]);
     }
     oplist_free(&fors);
     OpList loops = collect_ops_with_prefix(root, "scf.parallel");
@@ -480,7 +495,10 @@ static int run_widen_parallel(MlirOperation root, void *user) {
         OpList inner = {0};
         for (;;) {
             int64_t np = loop_trip_count(par);
-            if (np < 0 || np >= rows || constant_index(mlirOperationGetOperand(par, 0)) < 0 || !inner_loops(par, &inner)) break;
+            bool from_constant = constant_index(mlirOperationGetOperand(par, 0)) >= 0;
+            if (np < 0 || np >= rows || !from_constant || !inner_loops(par, &inner)) {
+                break;
+            }
             int64_t nq = loop_trip_count(inner.ops[0]);
             if (nq <= 0) break;
             par = merge_loops(par, &inner, np, nq);

@@ -24,6 +24,7 @@ MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
 MlirPass pt2_create_mark_parallel_loops_pass(void);
 MlirPass pt2_create_widen_parallel_loops_pass(void);
+MlirPass pt2_create_flatten_inner_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
@@ -74,10 +75,13 @@ static const PassEntry pt2_passes[] = {
     {"pt2-fuse", "Inductor's scored fusion scheduler on linalg: vertical and horizontal fusion, greedy by score", pt2_create_fuse_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
-    {"pt2-mark-parallel-loops", "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
+    {"pt2-mark-parallel-loops",
+     "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
      pt2_create_mark_parallel_loops_pass},
     {"pt2-widen-parallel-loops", "Merge a small top-level scf.parallel with the marked parallel loop it holds",
      pt2_create_widen_parallel_loops_pass},
+    {"pt2-flatten-inner-loops", "Merge the two innermost loops of a nest over buffers contiguous across both",
+     pt2_create_flatten_inner_loops_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -158,13 +162,14 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool epilogue = !pt2_disabled(disable, "epilogue");
     bool reorder = !pt2_disabled(disable, "reorder");
     bool memplan = !pt2_disabled(disable, "memplan");
+    const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
     snprintf(text, sizeof text,
              "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
-             "lower-affine,%scanonicalize,%s%s"
+             "lower-affine,%scanonicalize,%s%s%s%s"
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
@@ -172,10 +177,10 @@ const char *pt2CpuPipelineText(const char *disable) {
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
-             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,pt2-serialize-small-loops,"
-                                  "convert-scf-to-openmp,"
-                                : "pt2-split-reductions,pt2-widen-parallel-loops,pt2-serialize-small-loops,convert-scf-to-openmp,")
+             parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
+                                : "pt2-split-reductions,pt2-widen-parallel-loops,")
                       : "",
+             flatten, parallel ? "pt2-serialize-small-loops,convert-scf-to-openmp," : "",
              memplan ? "pt2-plan-memory," : "");
     return text;
 }

@@ -102,3 +102,35 @@ def test_mixed_ranges_match_eager(compile_in, shape, noncontiguous):
     y = make(shape, torch.float32, seed=7, noncontiguous=noncontiguous)
     m, s = make((shape[1], 1, 1), torch.float32, seed=8), make((shape[1], 1, 1), torch.float32, seed=9)
     compile_in([x, y, m, s], MIXED)
+
+
+# --- pt2-flatten-inner-loops -------------------------------------------------
+
+FLAT_SHAPES = [(2, 8, 7, 7), (1, 5, 14, 14), (3, 4, 5, 3), (2, 3, 1, 9)]
+
+
+@pytest.mark.parametrize("noncontiguous", [False, True], ids=["contiguous", "transposed-inputs"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32], ids=str)
+@pytest.mark.parametrize("shape", FLAT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_flattened_loops_match_eager(monkeypatch, tmp_path, shape, dtype, noncontiguous):
+    """Small images: the (h, w) loops merge into one; eager's results,
+    reductions over (h, w) summed in the same order."""
+    monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PT2_DUMP", str(tmp_path / "dump"))
+    x = make(shape, dtype, seed=10, noncontiguous=noncontiguous)
+    b = make((shape[1], 1, 1), dtype, seed=11)
+    cases = [
+        ("x * b + x", lambda g, x, b: g.op("add", g.op("mul", x, b), x), lambda x, b: x * b + x),
+        ("x.sum((2, 3))", lambda g, x, b: g.op("sum", x, dims=[2, 3]), lambda x, b: x.sum((2, 3))),
+    ]
+    if dtype.is_floating_point:
+        cases += [
+            ("gelu(x)", lambda g, x, b: g.op("gelu", x), lambda x, b: F.gelu(x)),
+            ("silu(x) * b", lambda g, x, b: g.op("mul", g.op("silu", x), b), lambda x, b: F.silu(x) * b),
+            ("x.mean((2, 3))", lambda g, x, b: g.op("mean", x, dims=[2, 3]), lambda x, b: x.mean((2, 3))),
+        ]
+    check([x, b], cases)
+    (stage,) = glob.glob(str(tmp_path / "dump" / "*" / "*-pt2-flatten-inner-loops.mlir"))
+    ir = open(stage).read()
+    if shape[2] > 1:
+        assert "memref.collapse_shape" in ir, "no loops were merged"

@@ -362,15 +362,20 @@ func.func @left_alone(%x: memref<64x8x8xf32>, %acc: memref<64xf32>) {
 
 // -----
 
-// A marked loop with no parallel loop around it (its parallel parent had one
-// iteration and canonicalize folded it: batch 1) runs in parallel again.
+// A marked loop at the top of the function (its parallel parent had one
+// iteration and canonicalize folded it: batch 1) runs in parallel again; one
+// under a sequential loop (a column sum's, under its reduction loop) stays
+// sequential: no OpenMP fork per outer iteration.
 // WIDEN-LABEL: func.func @unit_parent_folded
 // WIDEN: scf.parallel (%[[C:.*]]) = (%c0) to (%c192) step (%c1) {
 // WIDEN: scf.for %[[W:.*]] = %c0 to %c56 step %c1 {
 // WIDEN: memref.store %{{.*}}, %arg0[%c0, %[[C]], %[[W]]]
 // WIDEN: scf.reduce
-// WIDEN-NOT: pt2.parallel
-func.func @unit_parent_folded(%y: memref<1x192x56xf32>) {
+// WIDEN: scf.for
+// WIDEN-NEXT: scf.for
+// WIDEN: } {pt2.parallel}
+// WIDEN-NOT: scf.parallel
+func.func @unit_parent_folded(%y: memref<1x192x56xf32>, %acc: memref<192xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c56 = arith.constant 56 : index
@@ -381,5 +386,13 @@ func.func @unit_parent_folded(%y: memref<1x192x56xf32>) {
       memref.store %cst, %y[%c0, %c, %w] : memref<1x192x56xf32>
     }
   } {pt2.parallel}
+  scf.for %k = %c0 to %c56 step %c1 {
+    scf.for %c = %c0 to %c192 step %c1 {
+      %a = memref.load %acc[%c] : memref<192xf32>
+      %v = memref.load %y[%c0, %c, %k] : memref<1x192x56xf32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %acc[%c] : memref<192xf32>
+    } {pt2.parallel}
+  }
   return
 }
