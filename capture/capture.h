@@ -77,7 +77,10 @@ int pt2_tensor_device(PyObject *tensor, char *name, size_t cap);
 /* torch.device of the graph (tensor.device in the trace); new reference. */
 PyObject *pt2_trace_device_object(void);
 /* Whether a device string ("cpu", "cuda", "cuda:0") is the graph's device. */
-bool pt2_trace_device_matches(const char *device);
+bool pt2_trace_device_matches(PyObject *device);
+/* The device code (PT2_DEVICE_CPU, a CUDA index or PT2_DEVICE_UNSET) of a
+ * device argument as torch.device() takes it; *name its printable name. */
+int pt2_device_code(PyObject *device_like, char *name, size_t cap);
 
 /* Large CPU outputs from recycled memory (outpool.c): a new tensor of
  * `shape` (a tuple) and `dtype`, through pt2_tensor_empty below

@@ -95,24 +95,43 @@ PyObject *pt2_trace_device_object(void) {
     return dev;
 }
 
-/* Whether `device` (str() of a device argument: "cpu", "cuda", "cuda:1")
- * names the device of the graph being traced; "cuda" is the current one. */
-bool pt2_trace_device_matches(const char *device) {
-    if (!device) return false;
-    if (trace_device < 0) return strncmp(device, "cpu", 3) == 0; /* a CPU graph (or none yet) */
-    if (strcmp(device, "cuda") == 0) {
-        long current = -1;
-        PyObject *cuda = PyImport_ImportModule("torch.cuda");
-        PyObject *r = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
-        if (r && PyLong_Check(r)) current = PyLong_AsLong(r);
+/* The device code of a device argument (a string, torch.device or index, as
+ * torch.device() takes it): PT2_DEVICE_CPU, a CUDA index ("cuda" is the
+ * current device), or PT2_DEVICE_UNSET for anything else; *name (if given)
+ * gets its printable name. */
+int pt2_device_code(PyObject *device_like, char *name, size_t cap) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *d = torch && device_like ? PyObject_CallMethod(torch, "device", "O", device_like) : NULL;
+    Py_XDECREF(torch);
+    PyObject *type = d ? PyObject_GetAttrString(d, "type") : NULL;
+    PyObject *index = d ? PyObject_GetAttrString(d, "index") : NULL;
+    PyObject *text = d && name ? PyObject_Str(d) : NULL;
+    const char *ty = type && PyUnicode_Check(type) ? PyUnicode_AsUTF8(type) : "";
+    int code = PT2_DEVICE_UNSET;
+    if (name) snprintf(name, cap, "%s", text && PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : "?");
+    if (strcmp(ty, "cpu") == 0) {
+        code = PT2_DEVICE_CPU;
+    } else if (strcmp(ty, "cuda") == 0) {
+        PyObject *cuda = index && PyLong_Check(index) ? NULL : PyImport_ImportModule("torch.cuda");
+        PyObject *cur = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
+        PyObject *i = index && PyLong_Check(index) ? index : cur;
+        if (i && PyLong_Check(i)) code = (int)PyLong_AsLong(i);
         Py_XDECREF(cuda);
-        Py_XDECREF(r);
-        PyErr_Clear();
-        return current == trace_device;
+        Py_XDECREF(cur);
     }
-    char want[32];
-    snprintf(want, sizeof want, "cuda:%d", trace_device);
-    return strcmp(device, want) == 0;
+    Py_XDECREF(d);
+    Py_XDECREF(type);
+    Py_XDECREF(index);
+    Py_XDECREF(text);
+    PyErr_Clear();
+    return code;
+}
+
+/* Whether a device argument names the device of the graph being traced (the
+ * CPU while no tensor has fixed it). */
+bool pt2_trace_device_matches(PyObject *device) {
+    int code = pt2_device_code(device, NULL, 0);
+    return trace_device < 0 ? code == PT2_DEVICE_CPU : code == trace_device;
 }
 
 bool pt2_log_enabled(const char *channel) {

@@ -15,6 +15,7 @@
  * for another device ends the graph (eager would make a tensor there, and
  * a graph runs on one device). */
 bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
+int pt2_device_code(PyObject *device_like, char *name, size_t cap);
 static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
     Var *dev = arg(b, "device");
     if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
@@ -22,33 +23,8 @@ static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
         return pt2_trace_accept_device(t, PT2_DEVICE_CPU, "cpu");
     }
     if (dev->kind != V_CONST) return trace_break(t, "%s(device=...) not known at trace time", op), false;
-    PyObject *torch = PyImport_ImportModule("torch");
-    PyObject *d = torch ? PyObject_CallMethod(torch, "device", "O", dev->obj) : NULL;
-    Py_XDECREF(torch);
-    PyObject *type = d ? PyObject_GetAttrString(d, "type") : NULL;
-    PyObject *index = d ? PyObject_GetAttrString(d, "index") : NULL;
-    PyObject *text = d ? PyObject_Str(d) : NULL;
-    int code = PT2_DEVICE_UNSET;
-    char name[64] = "?";
-    if (text && PyUnicode_Check(text)) snprintf(name, sizeof name, "%s", PyUnicode_AsUTF8(text));
-    if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cpu") == 0) {
-        code = PT2_DEVICE_CPU;
-    } else if (type && PyUnicode_Check(type) && strcmp(PyUnicode_AsUTF8(type), "cuda") == 0) {
-        if (index && PyLong_Check(index)) {
-            code = (int)PyLong_AsLong(index);
-        } else {
-            PyObject *cuda = PyImport_ImportModule("torch.cuda");
-            PyObject *cur = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
-            if (cur && PyLong_Check(cur)) code = (int)PyLong_AsLong(cur);
-            Py_XDECREF(cuda);
-            Py_XDECREF(cur);
-        }
-    }
-    Py_XDECREF(d);
-    Py_XDECREF(type);
-    Py_XDECREF(index);
-    Py_XDECREF(text);
-    PyErr_Clear();
+    char name[64];
+    int code = pt2_device_code(dev->obj, name, sizeof name);
     if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
     return pt2_trace_accept_device(t, code, name);
 }

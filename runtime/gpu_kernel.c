@@ -660,25 +660,11 @@ static void read_frozen(MlirOperation func, Pt2GpuKernel *k, const char *disable
  * of its own (taken out of the module), whose plan the first launch runs. */
 static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation func, Pt2GpuKernel *k, const Pt2CompileOptions *opts,
                             const char *disable, const char *dump) {
-    MlirAttribute link = attr(func, "pt2.prologue");
-    if (mlirAttributeIsNull(link)) return 0;
-    char name[300], prologue_dump[4200] = "";
-    MlirStringRef ref = mlirFlatSymbolRefAttrGetValue(link);
-    snprintf(name, sizeof name, "%.*s", (int)ref.length, ref.data);
-    MlirOperation prologue = pt2_kernel_find_func(module, name);
-    if (mlirOperationIsNull(prologue)) {
-        pt2_set_error("pt2.prologue names @%s, which the module does not define", name);
-        return -1;
-    }
-    MlirModule own = mlirModuleCreateEmpty(mlirOperationGetLocation(prologue));
-    mlirOperationRemoveFromParent(prologue);
-    mlirBlockAppendOwnedOperation(mlirModuleGetBody(own), prologue);
     Pt2CompileOptions sub;
-    pt2CompileOptionsInit(&sub);
-    if (opts) sub = *opts;
-    sub.disable = disable ? disable : "";
-    if (dump) snprintf(prologue_dump, sizeof prologue_dump, "%s/prologue", dump);
-    sub.dump_dir = prologue_dump; /* "": no dump (NULL would read PT2_DUMP again) */
+    char prologue_dump[4200];
+    MlirModule own;
+    if (pt2_kernel_take_prologue(module, func, opts, disable, dump, &sub, prologue_dump, sizeof prologue_dump, &own) != 0) return -1;
+    if (mlirModuleIsNull(own)) return 0;
     k->prologue = compile_module(ctx, mlirModuleGetOperation(own), NULL, &sub);
     mlirModuleDestroy(own);
     if (!k->prologue) return -1;

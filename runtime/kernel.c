@@ -482,13 +482,15 @@ static int load(Pt2Kernel *k, const char *so_path) {
 static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts);
 
 /* pt2-freeze moved what the function computes from frozen inputs alone into
- * @<name>_prologue (`pt2.prologue` names it): compiled here as a kernel of
- * its own (taken out of the module), whose results the kernel owns. */
-static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation func, Pt2Kernel *k, const Pt2CompileOptions *opts,
-                            const char *disable, const char *dump) {
+ * @<name>_prologue (`pt2.prologue` names it): taken out of the module into a
+ * module of its own, with the options to compile it with (the CPU and GPU
+ * paths each compile it as a kernel of theirs, whose results the kernel owns). */
+int pt2_kernel_take_prologue(MlirOperation module, MlirOperation func, const Pt2CompileOptions *opts, const char *disable,
+                             const char *dump, Pt2CompileOptions *sub, char *dump_buf, size_t dump_cap, MlirModule *out) {
+    *out = (MlirModule){NULL};
     MlirAttribute link = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("pt2.prologue"));
     if (mlirAttributeIsNull(link)) return 0;
-    char name[300], prologue_dump[4200] = "";
+    char name[300];
     MlirStringRef ref = mlirFlatSymbolRefAttrGetValue(link);
     snprintf(name, sizeof name, "%.*s", (int)ref.length, ref.data);
     MlirOperation prologue = find_func(module, name);
@@ -496,15 +498,25 @@ static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation
         located_error(func, "pt2.prologue names @%s, which the module does not define", name);
         return -1;
     }
-    MlirModule own = mlirModuleCreateEmpty(mlirOperationGetLocation(prologue));
+    *out = mlirModuleCreateEmpty(mlirOperationGetLocation(prologue));
     mlirOperationRemoveFromParent(prologue);
-    mlirBlockAppendOwnedOperation(mlirModuleGetBody(own), prologue);
+    mlirBlockAppendOwnedOperation(mlirModuleGetBody(*out), prologue);
+    pt2CompileOptionsInit(sub);
+    if (opts) *sub = *opts;
+    sub->disable = disable ? disable : "";
+    dump_buf[0] = 0;
+    if (dump) snprintf(dump_buf, dump_cap, "%s/prologue", dump);
+    sub->dump_dir = dump_buf; /* "": no dump (NULL would read PT2_DUMP again) */
+    return 0;
+}
+
+static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation func, Pt2Kernel *k, const Pt2CompileOptions *opts,
+                            const char *disable, const char *dump) {
     Pt2CompileOptions sub;
-    pt2CompileOptionsInit(&sub);
-    if (opts) sub = *opts;
-    sub.disable = disable ? disable : "";
-    if (dump) snprintf(prologue_dump, sizeof prologue_dump, "%s/prologue", dump);
-    sub.dump_dir = prologue_dump; /* "": no dump (NULL would read PT2_DUMP again) */
+    char prologue_dump[4200];
+    MlirModule own;
+    if (pt2_kernel_take_prologue(module, func, opts, disable, dump, &sub, prologue_dump, sizeof prologue_dump, &own) != 0) return -1;
+    if (mlirModuleIsNull(own)) return 0;
     k->prologue = compile_module(ctx, mlirModuleGetOperation(own), NULL, &sub);
     mlirModuleDestroy(own);
     if (!k->prologue) return -1;

@@ -25,6 +25,12 @@ int pt2_kernel_run_pipeline(MlirContext ctx, MlirOperation module, const char *p
 /* Inputs, outputs and their types (malloc'ed, inputs first); -1 with a
  * located error if the function's signature cannot be compiled. */
 int pt2_kernel_read_signature(MlirOperation func, int *out_inputs, int *out_outputs, Pt2TensorType **out_types);
+/* The function `func` links with `pt2.prologue` (pt2-freeze's frozen-only
+ * part), taken out of `module` into *out with the options to compile it
+ * (dump folder in dump_buf): 0 with a null *out when there is none, -1 with
+ * a located error when the link names no function. */
+int pt2_kernel_take_prologue(MlirOperation module, MlirOperation func, const Pt2CompileOptions *opts, const char *disable,
+                             const char *dump, Pt2CompileOptions *sub, char *dump_buf, size_t dump_cap, MlirModule *out);
 void *pt2_kernel_diagnostics_begin(MlirContext ctx, uint64_t *out_handler);
 const char *pt2_kernel_diagnostics_text(void *diagnostics);
 void pt2_kernel_diagnostics_end(MlirContext ctx, void *diagnostics, uint64_t handler);
