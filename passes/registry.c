@@ -33,6 +33,7 @@ MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
+MlirPass pt2_create_gpu_name_kernels_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
@@ -97,6 +98,8 @@ static const PassEntry pt2_passes[] = {
      "(passes/gpu_conv_fold.c)", pt2_create_gpu_fold_residual_bn_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
      "buffer (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
+    {"pt2-gpu-name-kernels", "Name each outlined GPU kernel after what it computes, for profiles (passes/gpu_kernel_names.c)",
+     pt2_create_gpu_name_kernels_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
 
@@ -222,7 +225,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
-             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
+             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,pt2-gpu-name-kernels,"
              "lower-affine,canonicalize,"
              "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"

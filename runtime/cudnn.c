@@ -372,9 +372,14 @@ static bool choose_algorithm(Pt2Conv *e, size_t scratch) {
     return false;
 }
 
-/* The fused call's activation and algorithm (IDENTITY runs only with
- * IMPLICIT_PRECOMP_GEMM); false if cuDNN lacks it or it does not fit. */
+/* The fused call's activation and algorithm; false if cuDNN lacks it or it
+ * does not fit.  IDENTITY runs only with IMPLICIT_PRECOMP_GEMM: where the
+ * heuristic ranked another algorithm first, forcing that one costs more
+ * than the epilogue kernel it saves (on the H200, f32 with TF32: a CUDA-core
+ * kernel in place of a tensor-core one, visformer's 1x1 convs 7.8 ms against
+ * 0.7 ms), so the plain call and the epilogue kernel run instead. */
 static bool prepare_fused(Pt2Conv *e, size_t scratch) {
+    if (!e->relu && e->algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) return false;
     if (!p_cudnnConvolutionBiasActivationForward || !p_cudnnCreateActivationDescriptor || !p_cudnnSetActivationDescriptor ||
         !p_cudnnDestroyActivationDescriptor || p_cudnnCreateActivationDescriptor(&e->act_desc) != 0) {
         e->act_desc = NULL;

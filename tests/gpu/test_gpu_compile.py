@@ -109,7 +109,7 @@ def test_linear_epilogue_and_its_fallback_kernel():
     launches = [line for line in k.plan.splitlines() if line.startswith("launch ")]
     assert len(launches) == 2, k.plan[:3000]
     assert launches[0].startswith("launch -1 gemm_bf16_bf16_b0_bias_relu ") and launches[0].endswith("args 4")
-    assert launches[1].startswith("launch 0 main_kernel ") and launches[1].endswith(" unless 0")
+    assert launches[1].startswith("launch 0 pt2_poi_add_maximum_0 ") and launches[1].endswith(" unless 0")
     assert k.workspace_bytes == 0
     (ptx,) = _ptx_modules(k.plan)
     assert ".param .u64 .ptr" in ptx

@@ -13,7 +13,7 @@
 // CHECK: %[[PADDED:.*]] = memref.alloc() {{.*}} : memref<2x4x11x11xf16>
 // CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<2x1x6x9x9xf32>
 // CHECK: call @pt2_gpu_conv_f16_s1x1_p1x1_d1x1_g1_bias_res_relu_0(%arg0, %arg1, %arg4, %{{.*}}, %arg3, %[[SCRATCH]])
-// CHECK-NEXT: gpu.launch_func @main_kernel::@main_kernel {{.*}} args(%arg0 : memref<2x4x9x9xf16>, %[[PADDED]] : memref<2x4x11x11xf16>)
+// CHECK-NEXT: gpu.launch_func @main_kernel::@pt2_copy_0 {{.*}} args(%arg0 : memref<2x4x9x9xf16>, %[[PADDED]] : memref<2x4x11x11xf16>)
 // CHECK-NEXT: gpu.launch_func {{.*}} args(%[[ACC]] : memref<2x1x6x9x9xf32>)
 // CHECK-NEXT: gpu.launch_func {{.*}} args(%{{.*}} : memref<2x1x4x11x11xf16>, %{{.*}} : memref<1x6x4x3x3xf16>, %[[ACC]] : memref<2x1x6x9x9xf32>)
 // CHECK-NEXT: gpu.launch_func {{.*}} args(%{{.*}} : memref<2x6x9x9xf32>, %[[ROUNDED:.*]] : memref<2x6x9x9xf16>)

@@ -14,14 +14,14 @@
 // CHECK: %[[WT:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [12, 5], strides: [1, 12]
 // CHECK: %[[D:.*]] = memref.reinterpret_cast %arg3 to offset: [0], sizes: [14, 5], strides: [5, 1]
 // CHECK: call @pt2_gpu_gemm_bf16_bf16_b0_bias_gelu_0(%[[X]], %[[WT]], %[[D]], %arg2)
-// CHECK-NEXT: gpu.launch_func @main_kernel::@main_kernel {{.*}} args(%arg3 : memref<2x7x5xbf16>, %arg2 : memref<5xbf16>)
+// CHECK-NEXT: gpu.launch_func @main_kernel::@pt2_poi_add_mul_tanh_0 {{.*}} args(%arg3 : memref<2x7x5xbf16>, %arg2 : memref<5xbf16>)
 // CHECK-NEXT: call @pt2_gpu_fallback_end_0() : () -> ()
 // CHECK-NEXT: return
 
 // PTX: modules 1
-// PTX: .visible .entry main_kernel(
-// PTX-NEXT: .param .u64 .ptr .align 16 main_kernel_param_0,
-// PTX-NEXT: .param .u64 .ptr .align 16 main_kernel_param_1
+// PTX: .visible .entry pt2_poi_add_mul_tanh_0(
+// PTX-NEXT: .param .u64 .ptr .align 16 pt2_poi_add_mul_tanh_0_param_0,
+// PTX-NEXT: .param .u64 .ptr .align 16 pt2_poi_add_mul_tanh_0_param_1
 // PTX: ld.global.nc.b16
 // PTX: st.global.b16
 // PTX: ptxas: {{ok|not installed}}

@@ -10,7 +10,7 @@
 // CHECK: memref.global "private" @__pt2_reduce_scratch_f32 : memref<32xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<512x1024xf32>, %{{.*}}: memref<1024xf32>, %{{.*}}: memref<512x1024xf32>)
 // CHECK: memref.alloc() {{.*}} : memref<512xf32>
-// CHECK: gpu.launch_func @main_kernel::@main_kernel blocks in (%c512, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: gpu.launch_func @main_kernel::@pt2_red_add_maximum_sub_exp_0 blocks in (%c512, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 // CHECK: gpu.binary @main_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"
@@ -19,7 +19,7 @@
 // PTX: modules 1
 // PTX-NOT: .extern .func
 // PTX: .target sm_90
-// PTX: .visible .entry main_kernel(
+// PTX: .visible .entry pt2_red_add_maximum_sub_exp_0(
 // PTX: .shared .align 4 .b8 __pt2_reduce_scratch_f32[128];
 // PTX: shfl.sync.bfly.b32
 // PTX: bar.sync

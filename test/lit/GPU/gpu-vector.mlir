@@ -5,8 +5,8 @@
 // bare pointers, the inputs (read-only, each its own buffer) read through
 // the non-coherent cache.
 // CHECK: modules 1
-// CHECK: .visible .entry main_kernel(
-// CHECK-NEXT: .param .u64 .ptr .align 16 main_kernel_param_0,
+// CHECK: .visible .entry pt2_poi_add_maximum_mul_0(
+// CHECK-NEXT: .param .u64 .ptr .align 16 pt2_poi_add_maximum_mul_0_param_0,
 // CHECK-DAG: ld.global.nc.v4.b32
 // CHECK-DAG: st.global.v4.b32
 // CHECK-NOT: ld.global.b32
