@@ -57,7 +57,8 @@ typedef struct Conv {
     MlirOperation op, pad, fill;
     ConvGeometry geo;
     MlirType elem;         /* of x, w and y */
-    MlirValue x, w;        /* [N, C, H, W] unpadded, [O, C/G, KH, KW] */
+    View x;                /* [N, C, H, W] unpadded (a view: a reshape may merge and split its dims) */
+    MlirValue w;           /* [O, C/G, KH, KW] */
     View y;                /* where the call writes, [N, O, OH, OW] */
     MlirOperation at;      /* the last op of the loops so far */
     OpList loops;          /* padding, fill, conv, copies: the fallback, in block order */
@@ -168,7 +169,7 @@ static bool absorb_epilogue(Conv *c, const View *w) {
     memset(e, 0, sizeof *e);
     *e = (ConvEpilogue){.reader = r, .c = input, .residual = -1, .n_inputs = n_in};
     View residual = {{NULL}, 0, {0}, {0}, 0};
-    bool own_output = mlirValueEqual(out_root, buffer_root(c->x)) || mlirValueEqual(out_root, buffer_root(c->w));
+    bool own_output = mlirValueEqual(out_root, buffer_root(c->x.base)) || mlirValueEqual(out_root, buffer_root(c->w));
     for (int i = 0; i < n_in; ++i) {
         View v;
         MlirValue in = mlirOperationGetOperand(r, i);
@@ -249,7 +250,7 @@ static bool add_root(Roots *r, MlirValue v) {
 /* The buffers the loops write (their outputs: the last operand of each op)
  * and read (the other operands; the padding's input through its load). */
 static bool loop_roots(const Conv *c, Roots *written, Roots *read) {
-    bool ok = add_root(read, c->x) && add_root(read, c->w);
+    bool ok = add_root(read, c->x.base) && add_root(read, c->w);
     for (int i = 0; i < c->loops.n && ok; ++i) {
         MlirOperation op = c->loops.ops[i];
         intptr_t n = mlirOperationGetNumOperands(op);
@@ -295,7 +296,7 @@ static bool loops_can_move(Conv *c, MlirOperation to) {
  * weight and the built bias are computed here, in front of the call. */
 static int call_operands(Builder *b, Conv *c, MlirValue scratch, MlirValue *args) {
     int n = 0;
-    args[n++] = c->x;
+    args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->x);
     args[n++] = c->scaled ? conv_epilogue_build_weight(b, &c->epilogue, c->w) : c->w;
     args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->y);
     if (!mlirOperationIsNull(c->reader)) {
@@ -343,7 +344,8 @@ static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation
 static bool placeable(Conv *c, MlirOperation *out_to) {
     MlirValue y_root = buffer_root(c->y.base);
     MlirOperation to = mlirOperationIsNull(c->reader) ? mlirOperationGetNextInBlock(c->at) : c->reader;
-    bool ok = fits_int(&c->y) && (c->own_output || (!mlirValueEqual(y_root, buffer_root(c->x)) && !mlirValueEqual(y_root, buffer_root(c->w)))) &&
+    bool ok = fits_int(&c->y) && (c->own_output || (!mlirValueEqual(y_root, buffer_root(c->x.base)) &&
+                                               !mlirValueEqual(y_root, buffer_root(c->w)))) &&
               !mlirOperationIsNull(to) && loops_can_move(c, to);
     *out_to = ok ? to : (MlirOperation){NULL};
     return ok;
@@ -371,9 +373,9 @@ static bool conv_types(MlirOperation op, MlirType *out_elem) {
 /* Rewrites one marked conv generic if it qualifies; returns whether it did. */
 static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scratch, int index) {
     Conv c = {.op = op, .at = op};
-    View x, w;
+    View w;
     if (!conv_geometry(op, &c.geo) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
-        !conv_body_accumulates(op) || !conv_types(op, &c.elem) || !conv_unpadded_input(op, &c.geo, &c.x, &c.pad) ||
+        !conv_body_accumulates(op) || !conv_types(op, &c.elem) || !conv_unpadded_input_view(op, &c.geo, &c.x, &c.pad) ||
         !conv_result_view(op, &c.y)) {
         return false;
     }
@@ -384,8 +386,8 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
         int64_t v[3] = {c.geo.stride[i], c.geo.padding[i], c.geo.dilation[i]};
         for (int k = 0; k < 3; ++k) geometry_max = v[k] > geometry_max ? v[k] : geometry_max;
     }
-    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !view_of_type(c.x, &x) || !view_of_type(c.w, &w) ||
-        !fits_int(&x) || !packed_weight(&w) || geometry_max > INT_MAX || c.geo.groups > INT_MAX) {
+    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !view_of_type(c.w, &w) || !fits_int(&c.x) ||
+        !packed_weight(&w) || geometry_max > INT_MAX || c.geo.groups > INT_MAX) {
         return false;
     }
     if (!mlirOperationIsNull(c.pad)) oplist_push(&c.loops, c.pad);

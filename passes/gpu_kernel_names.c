@@ -46,7 +46,8 @@ static void short_name(MlirStringRef full, char *out, size_t cap) {
     if (arith) {
         /* float arithmetic ends in `f` (addf, maximumf); integer ops are index math, and casts
          * (extf, truncf) and comparisons say nothing of what is computed */
-        if (rest < 2 || op[rest - 1] != 'f' || !strncmp(op, "cmpf", 4) || !strncmp(op, "extf", 4) || !strncmp(op, "truncf", 6)) return;
+        bool cast_or_compare = !strncmp(op, "cmpf", 4) || !strncmp(op, "extf", 4) || !strncmp(op, "truncf", 6);
+        if (rest < 2 || op[rest - 1] != 'f' || cast_or_compare) return;
         rest -= 1;
     }
     if (rest + 1 > cap) rest = cap - 1;

@@ -1,4 +1,4 @@
-/*===- cudnn.c - 2-d convolutions on the GPU: cuDNN's legacy API by dlopen -===*
+/*===- cudnn.c - 2-d convolutions on the GPU: cuDNN by dlopen ---------------===*
  *
  * pt2-gpu-extern-conv (passes/gpu_conv.c) puts a call @pt2_gpu_conv_* in
  * front of each convolution's loops; runtime/gpu_kernel.c records it as a
@@ -24,7 +24,13 @@
  * would time every algorithm, synchronizing, which a call that may be
  * captured into a CUDA graph must not.
  *
- * Entries with a bias run cudnnConvolutionBiasActivationForward,
+ * Also per entry, first: the plain convolution as an execution plan of
+ * cuDNN's graph API (cudnn_graph.c), which then runs every call (12 µs of
+ * host time against the legacy calls' 40), the plan's epilogue kernel
+ * doing the rest; the legacy calls below run where the graph API has no
+ * engine or its plan fails, or with PT2_CUDNN_API=legacy.
+ *
+ * Legacy: entries with a bias run cudnnConvolutionBiasActivationForward,
  * y = act(conv(x, w) + 1·z + bias), z the residual (or y with weight 0),
  * act RELU or IDENTITY (which needs IMPLICIT_PRECOMP_GEMM); if it refuses,
  * cudnnConvolutionForward and the plan's epilogue kernel.  A "_scaled"
@@ -53,6 +59,7 @@
 #include <string.h>
 
 #include "../dialects/catalog.h"
+#include "cudnn_graph.h"
 #include "dylib.h"
 #include "pt2.h"
 
@@ -198,6 +205,8 @@ struct Pt2Conv {
     int made_tf32;
     size_t made_scratch;
     void *x_desc, *w_desc, *y_desc, *z_desc, *bias_desc, *conv_desc, *act_desc;
+    bool legacy; /* the legacy descriptors and algorithm were made */
+    Pt2ConvGraph *graph; /* the plain convolution's execution plan (cudnn_graph.c), or NULL */
     int algo, fused_algo;
     size_t workspace, fused_workspace;
 };
@@ -251,6 +260,8 @@ static void release(Pt2Conv *e) {
     if (e->w_desc) p_cudnnDestroyFilterDescriptor(e->w_desc);
     if (e->conv_desc) p_cudnnDestroyConvolutionDescriptor(e->conv_desc);
     if (e->act_desc && p_cudnnDestroyActivationDescriptor) p_cudnnDestroyActivationDescriptor(e->act_desc);
+    pt2_cudnn_graph_free(e->graph);
+    e->graph = NULL;
     e->x_desc = e->y_desc = e->z_desc = e->bias_desc = e->w_desc = e->conv_desc = e->act_desc = NULL;
     e->made = false;
 }
@@ -398,30 +409,65 @@ static bool prepare_fused(Pt2Conv *e, size_t scratch) {
     return true;
 }
 
-/* Makes the entry's descriptors and chooses its algorithm; e->refused when
- * cuDNN cannot run it. */
+/* Which API runs the plain convolution: PT2_CUDNN_API=legacy keeps cuDNN's
+ * legacy calls only (for comparison); by default the graph API's plan. */
+static bool graph_api_wanted(void) {
+    const char *api = getenv("PT2_CUDNN_API");
+    return !api || strcmp(api, "legacy") != 0;
+}
+
+/* The plain convolution (of the unscaled weight for a _scaled entry) as a
+ * cuDNN graph with a kept execution plan.  Its epilogue stays the plan's
+ * kernel: cuDNN 9.19's engines for conv + bias + relu graphs on the H200
+ * were its generic direct kernel (resnet50 142 ms a call) and lost relu's
+ * NaN. */
+static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
+    const Pt2GpuOperand *w_plain = e->scaled ? &ops[e->bias + e->residual + 3] : &ops[1];
+    Pt2ConvGraphSpec spec = {e->data_type, e->compute_type, !float32_without_tf32(e), {e->stride[0], e->stride[1]},
+                             {e->padding[0], e->padding[1]}, {e->dilation[0], e->dilation[1]}, &ops[0], w_plain, &ops[2],
+                             scratch};
+    char why[160] = "";
+    e->graph = pt2_cudnn_graph_make(handle, &spec, why, sizeof why);
+    if (!logging) return;
+    if (e->graph) {
+        fprintf(stderr, "pt2 cudnn: %s: graph API, engine %ld, workspace %zu of %zu bytes\n", e->what,
+                pt2_cudnn_graph_engine(e->graph), pt2_cudnn_graph_workspace(e->graph), scratch);
+    } else {
+        fprintf(stderr, "pt2 cudnn: %s: graph API: %s; the legacy calls run\n", e->what, why);
+    }
+}
+
+/* Makes the entry's descriptors and chooses its algorithm, and the graph
+ * API's plan; e->refused when cuDNN can run it neither way. */
 static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
     if (e->made) release(e);
     e->made = true;
     e->made_tf32 = tf32_key(e);
     e->made_scratch = scratch;
     e->refused = e->fused_refused = false;
-    bool ok = shapes_agree(e, ops) && tensor_desc(&e->x_desc, e->data_type, &ops[0]) && filter_desc(&e->w_desc, e->data_type, &ops[1]) &&
-              tensor_desc(&e->y_desc, e->data_type, &ops[2]) && p_cudnnCreateConvolutionDescriptor(&e->conv_desc) == 0 &&
-              p_cudnnSetConvolution2dDescriptor(e->conv_desc, e->padding[0], e->padding[1], e->stride[0], e->stride[1], e->dilation[0],
-                                                e->dilation[1], CUDNN_CROSS_CORRELATION, e->compute_type) == 0 &&
-              p_cudnnSetConvolutionGroupCount(e->conv_desc, e->groups) == 0 &&
-              p_cudnnSetConvolutionMathType(e->conv_desc, requested_math(e)) == 0 && choose_algorithm(e, scratch);
-    if (!ok) {
+    bool shapes = shapes_agree(e, ops);
+    e->legacy = shapes && tensor_desc(&e->x_desc, e->data_type, &ops[0]) &&
+                filter_desc(&e->w_desc, e->data_type, &ops[1]) && tensor_desc(&e->y_desc, e->data_type, &ops[2]) &&
+                p_cudnnCreateConvolutionDescriptor(&e->conv_desc) == 0 &&
+                p_cudnnSetConvolution2dDescriptor(e->conv_desc, e->padding[0], e->padding[1], e->stride[0], e->stride[1],
+                                                  e->dilation[0], e->dilation[1], CUDNN_CROSS_CORRELATION,
+                                                  e->compute_type) == 0 &&
+                p_cudnnSetConvolutionGroupCount(e->conv_desc, e->groups) == 0 &&
+                p_cudnnSetConvolutionMathType(e->conv_desc, requested_math(e)) == 0 && choose_algorithm(e, scratch);
+    if (shapes && graph_api_wanted()) make_graph(e, ops, scratch);
+    if (!e->legacy && !e->graph) {
         e->refused = true;
         if (logging) fprintf(stderr, "pt2 cudnn: %s: no descriptors or algorithm; its loops run\n", e->what);
         return;
     }
-    bool fused = e->bias && tensor_desc(&e->bias_desc, e->data_type, &ops[3]) &&
+    /* with the graph's plan the plain call and the epilogue kernel run: the legacy fused call costs
+     * more host time (40 µs) than the kernel's launch and pass over y */
+    bool fused = !e->graph && e->legacy && e->bias && tensor_desc(&e->bias_desc, e->data_type, &ops[3]) &&
                  (!e->residual || tensor_desc(&e->z_desc, e->data_type, &ops[4])) && prepare_fused(e, scratch);
     e->fused_refused = !fused;
-    if (logging) {
-        fprintf(stderr, "pt2 cudnn: %s: algorithm %d, workspace %zu of %zu bytes%s\n", e->what, e->algo, e->workspace, scratch,
+    if (logging && e->legacy) {
+        fprintf(stderr, "pt2 cudnn: %s: legacy algorithm %d, workspace %zu of %zu bytes%s\n", e->what, e->algo, e->workspace,
+                scratch,
                 !e->bias ? "" : fused ? ", epilogue fused" : ", epilogue as a kernel");
     }
 }
@@ -491,6 +537,25 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *str
     }
     const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
     void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
+    /* unfused, a scaled entry convolves with the unscaled weight: the epilogue kernel scales */
+    const void *w_plain = e->scaled ? element(&ops[n_ops - 2], e->elem_bytes) : w;
+    if (e->graph) {
+        s = pt2_cudnn_graph_run(handle, e->graph, x, w_plain, y_data, work);
+        if (s == 0) {
+            *out_done = PT2_CONV_DONE_RESULT;
+            return;
+        }
+        if (logging) {
+            fprintf(stderr, "pt2 cudnn: %s: the graph API's plan failed (%s); the legacy calls from now on\n", e->what,
+                    status_text(s));
+        }
+        pt2_cudnn_graph_free(e->graph);
+        e->graph = NULL;
+        if (!e->legacy) {
+            e->refused = true;
+            return;
+        }
+    }
     Scale one = scale(e, 1.0), zero = scale(e, 0.0);
     if (e->bias && !e->fused_refused) {
         const void *z = e->residual ? element(&ops[4], e->elem_bytes) : y_data;
@@ -505,8 +570,6 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *str
         e->fused_refused = true; /* from now on the plain call and the epilogue kernel */
         if (logging) fprintf(stderr, "pt2 cudnn: %s: the fused call failed (%s); the epilogue runs as a kernel\n", e->what, status_text(s));
     }
-    /* unfused, a scaled entry convolves with the unscaled weight: the epilogue kernel scales */
-    const void *w_plain = e->scaled ? element(&ops[n_ops - 2], e->elem_bytes) : w;
     s = p_cudnnConvolutionForward(handle, &one, e->x_desc, x, e->w_desc, w_plain, e->conv_desc, e->algo, work, e->workspace, &zero,
                                   e->y_desc, y_data);
     if (s != 0) {

@@ -136,6 +136,22 @@ def test_conv_is_a_cudnn_call_with_its_loops_behind():
     assert k.workspace_bytes >= 4 << 20
 
 
+def test_conv_over_a_reshaped_view_is_a_cudnn_call():
+    """A 1x1 conv over attention's heads put back as an image (visformer's proj:
+    x.permute(0, 1, 3, 2).reshape(B, C, H, W), which merges and splits dims) reads that
+    buffer through a strided view: a cuDNN entry, not loops alone."""
+    def build(g, x, w):
+        heads = g.op("reshape", g.op("permute", g.op("exp", x), perm=[0, 1, 3, 2]), shape=[2, 8, 3, 5])
+        return g.op("conv2d", heads, w)
+
+    k = _graph(build, (torch.float32, (2, 4, 5, 6)), (torch.float32, (4, 8, 1, 1))).compile(device="cuda")
+    launches = _launches(k.plan)
+    calls = [line for line in launches if line.startswith("launch -1 conv_f32_s1x1_p0x0_d1x1_g1 ")]
+    assert len(calls) == 1, k.plan[:3000]
+    entry = k.plan[k.plan.index(calls[0]):]
+    assert entry.splitlines()[1].endswith("rank 4 offset 0 sizes 2 8 3 5 strides 120 15 5 1"), entry[:400]
+
+
 @pytest.mark.parametrize("dtype,name", [(torch.float16, "f16"), (torch.bfloat16, "bf16"), (torch.float32, "f32")])
 def test_conv_epilogue_and_its_two_fallbacks(dtype, name):
     """relu(conv + bias + residual): the entry fuses the epilogue; the loops run unless cuDNN

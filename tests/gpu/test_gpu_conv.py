@@ -234,12 +234,40 @@ def test_cudnn_runs_the_conv():
     check(got, F.conv2d(x.double(), w.double(), padding=1), F.conv2d(x, w, padding=1), F16)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_conv_over_reshaped_heads(dtype):
+    """visformer's attention projection: a 1x1 conv (+ bias) over x.permute(0, 1, 3, 2)
+    .reshape(B, C, H, W) of a computed tensor, through cuDNN (no pt2 conv loops), as eager."""
+    x, w, b = rand((3, 6, 7, 9), dtype, 81), rand((10, 14, 1, 1), dtype, 82), rand((1, 10, 1, 1), dtype, 83)
+    g = pt2.Graph()
+    vx, vw, vb = (g.input(t.dtype, tuple(t.shape)) for t in (x, w, b))
+    heads = g.op("reshape", g.op("permute", g.op("exp", vx), perm=[0, 1, 3, 2]), shape=[3, 14, 9, 3])
+    g.outputs(g.op("add", g.op("conv2d", heads, vw), vb))
+    k = g.compile(device="cuda")
+    k(x, w, b)
+    (got,), names = _cuda_kernel_names(lambda: k(x, w, b))
+    ref = lambda t, u, c: F.conv2d(t.exp().permute(0, 1, 3, 2).reshape(3, 14, 9, 3), u) + c  # noqa: E731
+    check(got, ref(x.double(), w.double(), b.double()), ref(x, w, b), dtype)
+    assert not [n for n in names if n.startswith("pt2_poi_mul_add")], names  # the conv's fallback loops
+
+
+@pytest.fixture
+def cudnn_api(request, monkeypatch):
+    """PT2_CUDNN_API for the graphs compiled in the test: "legacy" (cuDNN's legacy calls) or
+    "graph" (the default: execution plans of cuDNN's graph API, runtime/cudnn_graph.c)."""
+    monkeypatch.setenv("PT2_CUDNN_API", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
 @pytest.mark.parametrize("dtype", [F16, F32])
-def test_cudnn_fuses_bias_residual_relu(dtype):
-    """relu(conv + bias + residual) is one cuDNN call (cudnnConvolutionBiasActivationForward,
-    NaN-propagating relu): neither the loops nor the epilogue kernel run.  If this fails while
-    the results are right, cuDNN refused the fused call (PT2_LOGS=cudnn says why) and the
-    epilogue ran as a kernel."""
+def test_cudnn_fuses_bias_residual_relu(dtype, cudnn_api):
+    """relu(conv + bias + residual): with the legacy API one cuDNN call
+    (cudnnConvolutionBiasActivationForward, NaN-propagating relu): neither the loops nor the
+    epilogue kernel run.  With the graph API, cuDNN's fused graph where an engine takes it
+    without compiling at run time, else the plain convolution and the epilogue kernel: at most
+    one pt2 kernel.  If the legacy case fails while the results are right, cuDNN refused the
+    fused call (PT2_LOGS=cudnn says why) and the epilogue ran as a kernel."""
     x, w = rand((8, 32, 28, 28), dtype, 73), rand((32, 32, 3, 3), dtype, 74)
     b, r = rand((1, 32, 1, 1), dtype, 75), rand((8, 32, 28, 28), dtype, 76)
     g = pt2.Graph()
@@ -250,7 +278,34 @@ def test_cudnn_fuses_bias_residual_relu(dtype):
     (got,), names = _cuda_kernel_names(lambda: k(x, w, b, r))
     check(got, F.relu(F.conv2d(x.double(), w.double(), padding=1) + b.double() + r.double()),
           F.relu(F.conv2d(x, w, padding=1) + b + r), dtype)
-    assert not [n for n in names if n.startswith("pt2_")], names
+    pt2_kernels = [n for n in names if n.startswith("pt2_")]
+    assert len(pt2_kernels) <= (0 if cudnn_api == "legacy" else 1), names
+
+
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
+def test_cudnn_relu_keeps_nan(cudnn_api):
+    """relu(conv(x) + bias) with a NaN in x: NaN where eager has it (a fused relu must propagate
+    NaN: the graph API's fused engines are taken only when noted for strict NaN propagation)."""
+    x, w, b = rand((2, 8, 9, 9), F32, 77), rand((8, 8, 3, 3), F32, 78), rand((8,), F32, 79)
+    x[1, 3, 4, 4] = float("nan")
+    g = pt2.Graph()
+    vx, vw, vb = (g.input(t.dtype, tuple(t.shape)) for t in (x, w, b.view(1, 8, 1, 1)))
+    g.outputs(g.op("relu", g.op("add", g.op("conv2d", vx, vw, padding=[1, 1]), vb)))
+    (got,) = g.compile(device="cuda")(x, w, b.view(1, 8, 1, 1))
+    ref = F.relu(F.conv2d(x, w, b, padding=1))
+    assert torch.equal(torch.isnan(got), torch.isnan(ref))
+    assert torch.isnan(ref).any()
+
+
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_cudnn_apis_agree(dtype, cudnn_api):
+    """The conv forms and epilogues of the tests above through either API, against eager (the
+    graph API's plans and the legacy algorithm choice are separate code)."""
+    for form in range(len(FORMS)):
+        test_conv_forms(form, dtype)
+    for case in sorted(EPILOGUES):
+        test_fused_epilogues(case, dtype)
 
 
 FALLBACK_SCRIPT = r"""
@@ -453,13 +508,17 @@ def test_conv_batch_norm_runs_no_epilogue_kernel():
     """With the profiler: per call, the folded conv + bn + relu is the two small loops in front
     of cuDNN's fused call (no epilogue kernel); frozen, only cuDNN's call."""
     f = BN_FORMS[0]
-    for frozen, pt2_kernels in ((False, 2), (True, 0)):
-        k, out_shape = _bn_graph(f, F16, frozen=frozen)
-        args = _flat_args(*_bn_inputs(f, F16, 131, out_shape))
-        k(*args)  # descriptors, algorithm, the prologue
-        (got,), names = _cuda_kernel_names(lambda: k(*args))
-        assert sum(n.startswith("pt2_") for n in names) == pt2_kernels, (frozen, names)
-        assert len(names) > pt2_kernels, names  # cuDNN's
+    os.environ["PT2_CUDNN_API"] = "legacy"  # the legacy fused call (the graph API may leave the epilogue a kernel)
+    try:
+        for frozen, pt2_kernels in ((False, 2), (True, 0)):
+            k, out_shape = _bn_graph(f, F16, frozen=frozen)
+            args = _flat_args(*_bn_inputs(f, F16, 131, out_shape))
+            k(*args)  # descriptors, algorithm, the prologue
+            (got,), names = _cuda_kernel_names(lambda: k(*args))
+            assert sum(n.startswith("pt2_") for n in names) == pt2_kernels, (frozen, names)
+            assert len(names) > pt2_kernels, names  # cuDNN's
+    finally:
+        del os.environ["PT2_CUDNN_API"]
 
 
 BN_FALLBACK_SCRIPT = r"""

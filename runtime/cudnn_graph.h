@@ -1,0 +1,31 @@
+/*===- cudnn_graph.h - one convolution as a cuDNN graph (internal to libpt2) -===*/
+#ifndef PT2_RUNTIME_CUDNN_GRAPH_H
+#define PT2_RUNTIME_CUDNN_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cuda.h"
+
+/* A convolution's execution plan, made once per plan entry and run per call. */
+typedef struct Pt2ConvGraph Pt2ConvGraph;
+
+typedef struct Pt2ConvGraphSpec {
+    int data_type, compute_type;     /* cudnnDataType_t of the tensors and of the accumulation */
+    bool tensor_ops;                 /* false: f32 without TF32, engines with tensor-core notes are skipped */
+    int stride[2], padding[2], dilation[2];
+    const Pt2GpuOperand *x, *w, *y; /* rank 4, their own strides */
+    size_t scratch;                  /* the most workspace the plan may take */
+} Pt2ConvGraphSpec;
+
+/* The plan for `spec` on `handle` (a cudnnHandle_t), or NULL with `why`
+ * filled when cuDNN's graph API is missing or has no engine that fits. */
+Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *spec, char *why, size_t why_cap);
+/* y = conv(x, w) on the handle's stream; cuDNN's status (0: done). */
+int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void *w, void *y, void *workspace);
+size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g);
+/* The chosen engine's global index, for logs. */
+long pt2_cudnn_graph_engine(const Pt2ConvGraph *g);
+void pt2_cudnn_graph_free(Pt2ConvGraph *g);
+
+#endif
