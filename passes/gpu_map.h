@@ -6,6 +6,12 @@
 
 #define GPU_THREADS_PER_BLOCK 256
 
+/* The gpu.modules pt2-gpu-merge-modules leaves (gpu_merge_modules.c): every
+ * kernel that runs at each call, at O3 with libdevice; and convolutions'
+ * fallback loops, which run only without cuDNN, at O1 (registry.c). */
+#define PT2_GPU_KERNELS_MODULE "pt2_kernels"
+#define PT2_GPU_COLD_MODULE "pt2_cold"
+
 /* #gpu.loop_dim_map attributes (as text) for the two levels of a kernel. */
 extern const char *const gpu_block_mapping;
 extern const char *const gpu_thread_mapping;

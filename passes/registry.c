@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "gpu_map.h"
 #include "pt2.h"
 
 MlirPass pt2_create_decompose_pass(void);
@@ -34,6 +35,7 @@ MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
+MlirPass pt2_create_gpu_merge_modules_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
@@ -100,6 +102,8 @@ static const PassEntry pt2_passes[] = {
      "buffer (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
     {"pt2-gpu-name-kernels", "Name each outlined GPU kernel after what it computes, for profiles (passes/gpu_kernel_names.c)",
      pt2_create_gpu_name_kernels_pass},
+    {"pt2-gpu-merge-modules", "Move every outlined kernel into one gpu.module: LLVM, libdevice and the driver's JIT once a graph "
+     "(passes/gpu_merge_modules.c)", pt2_create_gpu_merge_modules_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
 
@@ -225,13 +229,15 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
-             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,pt2-gpu-name-kernels,"
+             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
+             "pt2-gpu-name-kernels,pt2-gpu-merge-modules,"
              "lower-affine,canonicalize,"
-             "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
+             "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE "$ chip=%s features=+ptx80 O=1},"
+             "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
              "gpu-module-to-binary{format=isa}",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,", chip,
-             link);
+             chip, link);
     return text;
 }
 

@@ -28,7 +28,7 @@
 typedef struct Options {
     const char *input, *output;
     char *pipeline; /* comma-separated elements, malloc'ed (NULL: no passes) */
-    bool split, verify_diags, print_after, print_before, debuginfo, generic, local_scope;
+    bool split, verify_diags, print_after, print_before, debuginfo, generic, local_scope, timing;
     bool no_threading, allow_unregistered;
 } Options;
 
@@ -42,6 +42,7 @@ static void usage(FILE *f) {
             "  --split-input-file         split the input at '// -----'\n"
             "  --verify-diagnostics       match diagnostics against 'expected-error {{...}}' comments\n"
             "  --mlir-print-ir-after-all, --mlir-print-ir-before-all\n"
+            "  --mlir-timing              time each pass (a report on stderr at exit)\n"
             "  --mlir-print-debuginfo, --mlir-print-op-generic, --mlir-print-local-scope\n"
             "  --mlir-disable-threading, --allow-unregistered-dialect\n"
             "  --list-ops                 print the pt2 op catalog\n"
@@ -162,6 +163,7 @@ static int run_passes(MlirContext mctx, const Options *o, MlirOperation module) 
                                         mlirStringRefCreateFromCString(""));
         mlirOpPrintingFlagsDestroy(flags);
     }
+    if (o->timing) mlirPassManagerEnableTiming(pm);
     int rc = 0;
     if (pt2PipelineAdd(mctx, mlirPassManagerGetAsOpPassManager(pm), o->pipeline) != 0) {
         fprintf(stderr, "pt2-opt: error: %s\n", pt2GetLastError());
@@ -272,6 +274,8 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->print_after = true;
         } else if (strcmp(a, "--mlir-print-ir-before-all") == 0) {
             o->print_before = true;
+        } else if (strcmp(a, "--mlir-timing") == 0) {
+            o->timing = true;
         } else if (strcmp(a, "--mlir-print-debuginfo") == 0) {
             o->debuginfo = true;
         } else if (strcmp(a, "--mlir-print-op-generic") == 0) {

@@ -14,7 +14,7 @@
 // CHECK: %[[WT:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [12, 5], strides: [1, 12]
 // CHECK: %[[D:.*]] = memref.reinterpret_cast %arg3 to offset: [0], sizes: [14, 5], strides: [5, 1]
 // CHECK: call @pt2_gpu_gemm_bf16_bf16_b0_bias_gelu_0(%[[X]], %[[WT]], %[[D]], %arg2)
-// CHECK-NEXT: gpu.launch_func @main_kernel::@pt2_poi_add_mul_tanh_0 {{.*}} args(%arg3 : memref<2x7x5xbf16>, %arg2 : memref<5xbf16>)
+// CHECK-NEXT: gpu.launch_func @pt2_kernels::@pt2_poi_add_mul_tanh_0 {{.*}} args(%arg3 : memref<2x7x5xbf16>, %arg2 : memref<5xbf16>)
 // CHECK-NEXT: call @pt2_gpu_fallback_end_0() : () -> ()
 // CHECK-NEXT: return
 

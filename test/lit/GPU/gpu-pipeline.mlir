@@ -10,10 +10,10 @@
 // CHECK: memref.global "private" @__pt2_reduce_scratch_f32 : memref<32xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<512x1024xf32>, %{{.*}}: memref<1024xf32>, %{{.*}}: memref<512x1024xf32>)
 // CHECK: memref.alloc() {{.*}} : memref<512xf32>
-// CHECK: gpu.launch_func @main_kernel::@pt2_red_add_maximum_sub_exp_0 blocks in (%c512, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_maximum_sub_exp_0 blocks in (%c512, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
-// CHECK: gpu.binary @main_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"
+// CHECK: gpu.binary @pt2_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"
 // CHECK-SAME: .target sm_90
 
 // PTX: modules 1

@@ -1,0 +1,210 @@
+/*===- gpu_merge_modules.c - pt2-gpu-merge-modules: one gpu.module a graph -===*
+ *
+ * gpu-kernel-outlining puts every kernel in a gpu.module of its own, and
+ * gpu-module-to-binary then runs LLVM once per module: each time the
+ * translation, the link of libdevice (CUDA's math library, parsed from its
+ * bitcode file again for every module), O3 and the NVPTX back end, and the
+ * driver JIT-compiles each module's PTX on its own at the first launch.  On
+ * visformer_small's graph (225 kernels) that pass was 78 % of the GPU
+ * pipeline's 8.4 s.  This pass moves every kernel into the first gpu.module,
+ * so LLVM, libdevice and the driver's JIT run once a graph:
+ *
+ *   - each module's body ops (gpu.func kernels, the memref.globals of
+ *     shared memory they use) move to the end of the first module;
+ *   - a symbol already there (the outliner copies a global such as
+ *     @__pt2_reduce_scratch_f32 into every module that uses it) is dropped
+ *     when the two are the same op, else the moved one is renamed and the
+ *     uses in the ops it came with follow;
+ *   - every gpu.launch_func names the first module, and the emptied modules
+ *     are erased.
+ *
+ * Kernel names are unique (pt2-gpu-name-kernels numbers them), which this
+ * pass relies on; a module holding anything else than gpu.func and
+ * memref.global is left alone.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_map.h"
+#include "pt2.h"
+
+static MlirBlock module_body(MlirOperation m) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0)); }
+
+static MlirStringRef symbol_name(MlirOperation op) {
+    MlirAttribute a = mlirOperationGetAttributeByName(op, sref("sym_name"));
+    return mlirAttributeIsNull(a) ? (MlirStringRef){NULL, 0} : mlirStringAttrGetValue(a);
+}
+
+/* The op named `name` in block, or null. */
+static MlirOperation find_symbol(MlirBlock block, MlirStringRef name) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirStringRef n = symbol_name(op);
+        if (n.data && mlirStringRefEqual(n, name)) return op;
+    }
+    return (MlirOperation){NULL};
+}
+
+/* Whether two globals are the same definition (name, type, initial value, attributes). */
+static bool same_global(MlirOperation a, MlirOperation b) {
+    if (!gpu_is_op(a, "memref.global") || !gpu_is_op(b, "memref.global")) return false;
+    intptr_t n = mlirOperationGetNumAttributes(a);
+    if (n != mlirOperationGetNumAttributes(b)) return false;
+    for (intptr_t i = 0; i < n; ++i) {
+        MlirNamedAttribute x = mlirOperationGetAttribute(a, i);
+        MlirAttribute y = mlirOperationGetAttributeByName(b, mlirIdentifierStr(x.name));
+        if (mlirAttributeIsNull(y) || !mlirAttributeEqual(x.attribute, y)) return false;
+    }
+    return true;
+}
+
+static bool mergeable(MlirOperation m) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(module_body(m)); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!gpu_is_op(op, "gpu.func") && !gpu_is_op(op, "memref.global")) return false;
+    }
+    return true;
+}
+
+/* Moves m's ops into `into`: a global `into` already defines the same way
+ * is dropped; one it defines otherwise is renamed first, its uses in m with it. */
+static bool move_body(MlirOperation m, MlirOperation into, int index) {
+    MlirBlock from = module_body(m), to = module_body(into);
+    for (MlirOperation op = mlirBlockGetFirstOperation(from); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirStringRef name = symbol_name(op);
+        MlirOperation clash = name.data ? find_symbol(to, name) : (MlirOperation){NULL};
+        if (mlirOperationIsNull(clash) || same_global(op, clash)) continue;
+        if (!gpu_is_op(op, "memref.global")) return false; /* two kernels of one name */
+        char renamed[256];
+        snprintf(renamed, sizeof renamed, "%.*s_%d", (int)name.length, name.data, index);
+        MlirStringRef new_name = mlirStringRefCreateFromCString(renamed);
+        if (mlirLogicalResultIsFailure(mlirSymbolTableReplaceAllSymbolUses(name, new_name, m))) return false;
+        mlirOperationSetAttributeByName(op, sref("sym_name"), mlirStringAttrGet(mlirOperationGetContext(op), new_name));
+    }
+    MlirOperation op = mlirBlockGetFirstOperation(from);
+    while (!mlirOperationIsNull(op)) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        MlirStringRef name = symbol_name(op);
+        MlirOperation same = name.data ? find_symbol(to, name) : (MlirOperation){NULL};
+        if (!mlirOperationIsNull(same)) {
+            mlirOperationDestroy(op); /* the same global is there */
+        } else {
+            mlirOperationRemoveFromParent(op);
+            mlirBlockAppendOwnedOperation(to, op);
+        }
+        op = next;
+    }
+    return true;
+}
+
+typedef struct Relink {
+    MlirContext ctx;
+    MlirStringRef from, to;
+} Relink;
+
+static MlirWalkResult relink_launch(MlirOperation op, void *user) {
+    Relink *r = user;
+    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
+    MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
+    if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), r->from)) return MlirWalkResultAdvance;
+    MlirAttribute leaf = mlirFlatSymbolRefAttrGet(r->ctx, mlirSymbolRefAttrGetLeafReference(ref));
+    mlirOperationSetAttributeByName(op, sref("kernel"), mlirSymbolRefAttrGet(r->ctx, r->to, 1, &leaf));
+    return MlirWalkResultAdvance;
+}
+
+/* Which modules hold a convolution's fallback loops: the launches after a
+ * call @pt2_gpu_conv_* and before its @pt2_gpu_fallback_epilogue_* or
+ * @pt2_gpu_fallback_end_* (passes/gpu_conv.c), which run only where cuDNN
+ * is missing or refuses the shape.  The epilogue after the first marker
+ * runs at every call (the graph API's plans leave it to the kernel). */
+typedef struct Cold {
+    OpList launches; /* the cold gpu.launch_func ops */
+    bool in_fallback;
+} Cold;
+
+static bool callee_starts(MlirOperation op, const char *prefix) {
+    if (!gpu_is_op(op, "func.call")) return false;
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
+    return callee.length >= strlen(prefix) && !strncmp(callee.data, prefix, strlen(prefix));
+}
+
+static MlirWalkResult note_cold(MlirOperation op, void *user) {
+    Cold *c = user;
+    if (callee_starts(op, "pt2_gpu_conv_")) c->in_fallback = true;
+    if (callee_starts(op, "pt2_gpu_fallback_epilogue_") || callee_starts(op, "pt2_gpu_fallback_end_")) c->in_fallback = false;
+    if (c->in_fallback && gpu_is_op(op, "gpu.launch_func")) oplist_push(&c->launches, op);
+    return MlirWalkResultAdvance;
+}
+
+static MlirWalkResult find_math(MlirOperation op, void *user) {
+    MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+    if (name.length > 5 && !strncmp(name.data, "math.", 5)) {
+        *(bool *)user = true;
+        return MlirWalkResultInterrupt;
+    }
+    return MlirWalkResultAdvance;
+}
+
+/* A module of fallback loops only, without math (the cold module gets no libdevice). */
+static bool is_cold(const Cold *c, MlirOperation m) {
+    MlirStringRef module = symbol_name(m);
+    bool launched_cold = false, math = false;
+    for (int i = 0; i < c->launches.n && !launched_cold; ++i) {
+        MlirAttribute ref = mlirOperationGetAttributeByName(c->launches.ops[i], sref("kernel"));
+        launched_cold = mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), module);
+    }
+    if (launched_cold) mlirOperationWalk(m, find_math, &math, MlirWalkPreOrder);
+    return launched_cold && !math;
+}
+
+static void relink(MlirOperation top, MlirStringRef from, MlirStringRef to) {
+    Relink r = {mlirOperationGetContext(top), from, to};
+    mlirOperationWalk(top, relink_launch, &r, MlirWalkPreOrder);
+}
+
+/* Gives module m the name `name`, its launches with it. */
+static void rename_module(MlirOperation top, MlirOperation m, const char *name) {
+    char old[256];
+    MlirStringRef was = symbol_name(m);
+    snprintf(old, sizeof old, "%.*s", (int)was.length, was.data);
+    MlirStringRef now = mlirStringRefCreateFromCString(name);
+    mlirOperationSetAttributeByName(m, sref("sym_name"), mlirStringAttrGet(mlirOperationGetContext(m), now));
+    relink(top, mlirStringRefCreateFromCString(old), now);
+}
+
+static int run_merge_modules(MlirOperation top, void *user) {
+    (void)user;
+    Cold cold = {{0}, false};
+    mlirOperationWalk(top, note_cold, &cold, MlirWalkPreOrder);
+    MlirOperation first[2] = {{NULL}, {NULL}}; /* the hot and the cold kernels' modules */
+    int index = 0;
+    MlirOperation m = mlirBlockGetFirstOperation(module_body(top));
+    while (!mlirOperationIsNull(m)) {
+        MlirOperation next = mlirOperationGetNextInBlock(m);
+        if (gpu_is_op(m, "gpu.module") && !mergeable(m)) {
+            char name[64];
+            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_%d", ++index); /* the hot kernels' options */
+            rename_module(top, m, name);
+        } else if (gpu_is_op(m, "gpu.module")) {
+            int k = is_cold(&cold, m);
+            if (mlirOperationIsNull(first[k])) {
+                first[k] = m;
+            } else if (move_body(m, first[k], ++index)) {
+                relink(top, symbol_name(m), symbol_name(first[k]));
+                mlirOperationDestroy(m);
+            }
+        }
+        m = next;
+    }
+    oplist_free(&cold.launches);
+    if (!mlirOperationIsNull(first[0])) rename_module(top, first[0], PT2_GPU_KERNELS_MODULE);
+    if (!mlirOperationIsNull(first[1])) rename_module(top, first[1], PT2_GPU_COLD_MODULE);
+    return 0;
+}
+
+static _Alignas(8) const char merge_modules_type_id;
+
+MlirPass pt2_create_gpu_merge_modules_pass(void) {
+    return make_external_pass("pt2-gpu-merge-modules",
+                              "Move every outlined kernel into one gpu.module, so LLVM, libdevice and the driver's JIT run once "
+                              "a graph (passes/gpu_merge_modules.c)",
+                              "builtin.module", run_merge_modules, &merge_modules_type_id);
+}
