@@ -76,7 +76,9 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     switch (info->id) {
     /* unary */
     case PT2_OP_NEG: return f ? build_unary(b, "arith.negf", x, ct) : build_binary(b, "arith.subi", const_int(b, ct, 0), x);
-    case PT2_OP_ABS: return f ? build_unary(b, "math.absf", x, ct) : build_unary(b, "math.absi", x, ct);
+    case PT2_OP_ABS: /* integers: max(x, -x), which LLVM makes its abs on the CPU; NVVM has no math.absi */
+        return f ? build_unary(b, "math.absf", x, ct)
+                 : build_binary(b, "arith.maxsi", x, build_binary(b, "arith.subi", const_int(b, ct, 0), x));
     case PT2_OP_EXP: return build_unary(b, "math.exp", x, ct);
     case PT2_OP_EXPM1: return build_unary(b, "math.expm1", x, ct);
     case PT2_OP_LOG: return build_unary(b, "math.log", x, ct);

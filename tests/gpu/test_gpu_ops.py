@@ -65,6 +65,15 @@ def test_int_ops(dtype):
     check(lambda g, a, b: g.op("add", g.op("mul", a, b), a), lambda a, b: a * b + a, [a, b])
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64])
+def test_int_abs(dtype):
+    """Integer abs (T5's relative position buckets): arith on the GPU, as eager (int8 -128 wraps)."""
+    a = rand((37, 9), dtype, 8, -100, 100)
+    if dtype == torch.int8:
+        a[0, 0] = -128
+    check(lambda g, a: g.op("abs", a), torch.abs, [a])
+
+
 def test_compare_to_bool_and_where():
     x = rand((41, 17), torch.float32, 8)
     check(lambda g, x: (g.op("gt", x, g.scalar(0.5)), g.op("where", g.op("gt", x, g.scalar(0)), x, g.scalar(0.25))),
