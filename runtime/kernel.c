@@ -615,8 +615,14 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     char tmp_obj[4400], tmp_so[4400];
     snprintf(tmp_obj, sizeof tmp_obj, "%s/%s.%d.o", dir, key, (int)getpid());
     snprintf(tmp_so, sizeof tmp_so, "%s/%s.%d.so", dir, key, (int)getpid());
+    double t_mlir = now_seconds();
     if (emit_object(module, opt_level, vectorize, tmp_obj) != 0) goto error;
+    double t_llvm = now_seconds();
     int linked = link_shared(tmp_obj, tmp_so, rt);
+    if (pt2_disabled(getenv("PT2_LOGS"), "compile")) {
+        fprintf(stderr, "pt2 compile: %.12s: graph passes and MLIR pipeline %.3f s, LLVM O%d and object %.3f s, link %.3f s\n", key,
+                t_mlir - t0, opt_level, t_llvm - t_mlir, now_seconds() - t_llvm);
+    }
     unlink(tmp_obj);
     if (linked != 0) goto error;
     char so_hash[65];
