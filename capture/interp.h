@@ -31,10 +31,34 @@ typedef struct SymFrame {
     struct SymFrame *parent;
     int depth;          /* 0: the captured frame */
     int pc;             /* index of the instruction being evaluated */
+    /* Handlers being run (exceptions.c): the stack depth of each catch,
+     * innermost last; a handler is over when the stack is back to it. */
+    int catch_depth[8];
+    int n_catch;
 } SymFrame;
 
 /* Runs f's bytecode from its first instruction; false if the trace broke,
  * else f->result holds what it returned (a generator: what it yielded). */
 bool interp_run_frame(SymFrame *f);
+
+static inline void interp_push(SymFrame *f, Var *v) {
+    if (f->sp < MAX_STACK) f->stack[f->sp++] = v;
+}
+static inline Var *interp_pop(SymFrame *f) { return f->sp > 0 ? f->stack[--f->sp] : NULL; }
+static inline Var *interp_peek(SymFrame *f, int n) { return f->sp >= n ? f->stack[f->sp - n] : NULL; }
+
+/* Exceptions (exceptions.c).  The opcodes of raising and handling
+ * (RAISE_VARARGS, PUSH_EXC_INFO, CHECK_EXC_MATCH, POP_EXCEPT, RERAISE,
+ * WITH_EXCEPT_START): -1 if `in` is not one, 0 if the trace broke (or an
+ * exception was raised), 1 if done. */
+int interp_exc_step(SymFrame *f, const Pt2Insn *in, int *next);
+/* After instruction i of f failed: true if it raised an exception that the
+ * exception table sends to a handler of f (the stack is unwound and *next
+ * is the handler), false if the failure goes on to the caller. */
+bool interp_exc_unwind(SymFrame *f, int i, int *next);
+/* Whether f is running an exception handler (exception state on its
+ * stack): a graph break there resumes at the instruction that raised. */
+bool interp_exc_handling(SymFrame *f);
+int interp_exc_init(void);
 
 #endif /* PT2_CAPTURE_INTERP_H */

@@ -21,7 +21,7 @@
 
 
 static PyObject *s_getattribute, *s_getattr, *s_setattr, *s_dict, *s_fget, *s_fset, *s_package, *s_nn_module_getattr,
-    *s_nn_module_setattr, *s_init, *s_class, *s_setitem, *s_len, *s_bool, *s_iter;
+    *s_nn_module_setattr, *s_init, *s_new, *s_class, *s_setitem, *s_len, *s_bool, *s_iter;
 static PyTypeObject *ordered_dict_type;
 
 int objects_init(void) {
@@ -33,6 +33,7 @@ int objects_init(void) {
     s_fset = PyUnicode_InternFromString("fset");
     s_package = PyUnicode_InternFromString("__package__");
     s_init = PyUnicode_InternFromString("__init__");
+    s_new = PyUnicode_InternFromString("__new__");
     s_class = PyUnicode_InternFromString("__class__");
     s_setitem = PyUnicode_InternFromString("__setitem__");
     s_len = PyUnicode_InternFromString("__len__");
@@ -275,6 +276,32 @@ static Var *base_method_call(Trace *t, Var *self, const char *name, Var **args, 
     return container_method(t, content, name, args, n_args, kw_names, kw_values, n_kw);
 }
 
+/* A class whose __new__ is a Python function (a staticmethod along its
+ * MRO): __new__ is inlined as cls.__new__(cls, *args, **kw).  Only a
+ * __new__ that raises is followed to its end (torch's stand-ins for the CUDA
+ * classes of a CPU build raise RuntimeError, which transformers catches);
+ * one that returns an object is a break. */
+static Var *python_new(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyTypeObject *ty = (PyTypeObject *)cls->obj;
+    PyObject *descr = _PyType_Lookup(ty, s_new); /* borrowed */
+    if (!descr || !Py_IS_TYPE(descr, &PyStaticMethod_Type)) return trace_break(t, "constructing %s objects: a custom __new__", ty->tp_name);
+    PyObject *fn = Py_TYPE(descr)->tp_descr_get(descr, NULL, (PyObject *)ty); /* new: the function staticmethod holds */
+    if (!fn || !PyFunction_Check(fn)) {
+        Py_XDECREF(fn);
+        PyErr_Clear();
+        return trace_break(t, "constructing %s objects: a custom __new__ that is not a Python function", ty->tp_name);
+    }
+    Var **with_cls = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+    with_cls[0] = cls;
+    memcpy(with_cls + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+    Var *fv = var_new(t, V_FUNCTION);
+    fv->obj = trace_keep(t, fn);
+    Py_DECREF(fn);
+    Var *r = interp_inline(t, fv, with_cls, n_args + 1, kw_names, with_cls + 1 + n_args, n_kw);
+    if (!r) return NULL;
+    return trace_break(t, "constructing %s objects: a custom __new__ that returns an object", ty->tp_name);
+}
+
 Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyTypeObject *ty = (PyTypeObject *)cls->obj;
     PyTypeObject *base = solid_base(ty);
@@ -284,7 +311,8 @@ Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_n
     if (base != &PyBaseObject_Type && !dict_like_base(base)) {
         return trace_break(t, "constructing %s objects (a subclass of %s) is not supported yet", ty->tp_name, base->tp_name);
     }
-    if (ty->tp_new != base->tp_new || ty->tp_itemsize) return trace_break(t, "constructing %s objects: a custom __new__", ty->tp_name);
+    if (ty->tp_itemsize) return trace_break(t, "constructing %s objects: a variable-size type", ty->tp_name);
+    if (ty->tp_new != base->tp_new) return python_new(t, cls, args, n_args, kw_names, kw_values, n_kw);
     PyObject *empty = PyTuple_New(0);
     PyObject *shell = empty ? base->tp_new(ty, empty, NULL) : NULL;
     Py_XDECREF(empty);

@@ -159,8 +159,10 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (v->kind == V_LIST) obj = (PyObject *)&PyList_Type;
         if (v->kind == V_DICT) obj = (PyObject *)&PyDict_Type;
         if (v->kind == V_SET) obj = (PyObject *)&PySet_Type;
+        if (v->kind == V_EXC) obj = v->exc_type; /* an exception of the trace: its class is known */
         if (!obj) return trace_break(t, "isinstance of this value");
-        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || v->obj == torch_size_type_obj();
+        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || v->kind == V_EXC ||
+                           v->obj == torch_size_type_obj();
         PyObject *classes = cls->obj;
         PyObject *built = NULL;
         if (cls->kind == V_TUPLE && !classes) {
@@ -243,7 +245,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         trace_mutated(t, it);
         Var *item = trace_iter_next(t, it);
         if (item || t->broke) return item;
-        return n == 2 ? args[1] : trace_break(t, "next() of an exhausted iterator (StopIteration)");
+        return n == 2 ? args[1] : trace_raise(t, PyExc_StopIteration, "next() of an exhausted iterator (StopIteration)");
     }
     if ((strcmp(op, "tuple") == 0 || strcmp(op, "list") == 0) && n <= 1) {
         Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);

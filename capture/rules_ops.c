@@ -150,6 +150,7 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
  * caller), x.detach() and x, x.copy_(y)'s x and y. */
 int var_same_object(Var *a, Var *b) {
     if (a == b) return 1;
+    if (a->kind == V_EXC || b->kind == V_EXC) return 0; /* one Var per exception raised or made in the trace */
     if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
     if (a->kind == V_TENSOR && b->kind == V_TENSOR) return 0;
