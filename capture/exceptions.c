@@ -57,6 +57,7 @@ Var *exc_var_new(Trace *t, PyObject *type, const char *reason) {
 void *exc_raise(Trace *t, Var *exc) {
     if (t->broke) return NULL;
     trace_note_raise(t, exc->exc_type);
+    exc->exc_raised = true;
     t->raised_exc = exc;
     return trace_break(t, "%s", exc->exc_reason);
 }
@@ -130,6 +131,30 @@ Var *exc_construct(Trace *t, PyObject *cls, Var **args, int n_args, int n_kw) {
     return exc_var_new(t, cls, reason);
 }
 
+void *exc_raise_pending(Trace *t, const char *what) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (!type) return trace_break(t, "internal: %s failed without an exception", what);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyTypeObject *ty = value && PyExceptionInstance_Check(value) ? Py_TYPE(value) : NULL;
+    bool builtin = ty && !(ty->tp_flags & Py_TPFLAGS_HEAPTYPE) && PyType_IsSubtype(ty, (PyTypeObject *)PyExc_Exception);
+    if (!builtin) {
+        PyErr_Restore(type, value, tb); /* trace_break keeps its text */
+        return trace_break(t, "%s raised at trace time", what);
+    }
+    PyObject *s = ((PyTypeObject *)PyExc_BaseException)->tp_str(value);
+    if (!s) PyErr_Clear();
+    char reason[sizeof t->brk.reason];
+    snprintf(reason, sizeof reason, "%s raised %s(%s)", what, ty->tp_name, s && PyUnicode_AsUTF8(s) ? PyUnicode_AsUTF8(s) : "");
+    PyErr_Clear();
+    Var *exc = exc_var_new(t, (PyObject *)ty, reason);
+    Py_XDECREF(s);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return exc_raise(t, exc);
+}
+
 /*===----------------------------------------------------------------------===*
  * Unwinding to a handler
  *===----------------------------------------------------------------------===*/
@@ -142,8 +167,7 @@ static bool is_generator_guard(const SymFrame *f, int handler) {
     return h->opcode == OP.CALL_INTRINSIC_1 && h->arg == 3;
 }
 
-/* The raise goes on as a plain break: no handler may take it back. */
-static void exc_uncatchable(Trace *t) {
+void trace_raise_uncatchable(Trace *t) {
     t->raised_exc = NULL;
     t->raised_type = NULL;
 }
@@ -154,22 +178,20 @@ bool interp_exc_unwind(SymFrame *f, int i, int *next) {
     const Pt2Insn *in = &f->code.insns[i];
     int handler = in->exc_handler;
     if (handler < 0 || (f->yielded && is_generator_guard(f, handler))) {
-        if (f->yielded) exc_uncatchable(t); /* see the file comment */
+        if (f->yielded) trace_raise_uncatchable(t); /* see the file comment */
         return false;
     }
-    interp_exc_handling(f); /* drops the handlers that are over */
-    if (in->exc_depth > f->sp || f->n_catch == (int)(sizeof f->catch_depth / sizeof f->catch_depth[0])) {
-        exc_uncatchable(t);
-        return false; /* the stack is not what the table says, or too many nested handlers: stay a break */
+    if (in->exc_depth > f->sp) {
+        trace_raise_uncatchable(t);
+        return false; /* the stack is not what the table says: stay a break */
     }
     Var *exc = t->raised_exc;
     f->sp = in->exc_depth;
-    f->catch_depth[f->n_catch++] = in->exc_depth;
     if (in->exc_lasti) {
         PyObject *lasti = PyLong_FromLong(in->offset / 2);
         if (!lasti) {
             PyErr_Clear();
-            exc_uncatchable(t);
+            trace_raise_uncatchable(t);
             return false;
         }
         interp_push(f, var_const(t, lasti));
@@ -184,12 +206,15 @@ bool interp_exc_unwind(SymFrame *f, int i, int *next) {
     return true;
 }
 
-bool interp_exc_handling(SymFrame *f) {
-    /* a handler keeps the exception state above its catch's depth (the
-     * exception saved by PUSH_EXC_INFO until POP_EXCEPT, a with block's
-     * lasti): once the stack is back to that depth, it is over */
-    while (f->n_catch > 0 && f->sp <= f->catch_depth[f->n_catch - 1]) f->n_catch--;
-    return f->n_catch > 0;
+bool interp_exc_handling(const SymFrame *f) {
+    /* from the catch to the handler's end, the stack holds the exception
+     * (until the clause pops it) or the one PUSH_EXC_INFO saved (until
+     * POP_EXCEPT): one raised in the trace, or the one from outside */
+    for (int k = 0; k < f->sp; ++k) {
+        const Var *v = f->stack[k];
+        if (v && v->kind == V_EXC && (v->exc_raised || !v->exc_type)) return true;
+    }
+    return false;
 }
 
 /*===----------------------------------------------------------------------===*

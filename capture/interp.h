@@ -31,10 +31,6 @@ typedef struct SymFrame {
     struct SymFrame *parent;
     int depth;          /* 0: the captured frame */
     int pc;             /* index of the instruction being evaluated */
-    /* Handlers being run (exceptions.c): the stack depth of each catch,
-     * innermost last; a handler is over when the stack is back to it. */
-    int catch_depth[8];
-    int n_catch;
 } SymFrame;
 
 /* Runs f's bytecode from its first instruction; false if the trace broke,
@@ -58,7 +54,7 @@ int interp_exc_step(SymFrame *f, const Pt2Insn *in, int *next);
 bool interp_exc_unwind(SymFrame *f, int i, int *next);
 /* Whether f is running an exception handler (exception state on its
  * stack): a graph break there resumes at the instruction that raised. */
-bool interp_exc_handling(SymFrame *f);
+bool interp_exc_handling(const SymFrame *f);
 int interp_exc_init(void);
 
 #endif /* PT2_CAPTURE_INTERP_H */

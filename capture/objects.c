@@ -153,6 +153,42 @@ static void dict_set(Trace *t, Var *d, Var *key, Var *value) {
     d->keys[d->n_items - 1] = key;
 }
 
+static Var *missing_attribute(Trace *t, Var *base, PyObject *name);
+
+/* The generic lookup of base.name raised AttributeError (a property's
+ * getter, or a Python __getattribute__): CPython's slot then calls the
+ * type's __getattr__.  A Python one is inlined; nn.Module's looks in the
+ * parameter, buffer and submodule dicts (missing_attribute guards them); with
+ * none the AttributeError goes on.  NULL: the trace broke (or raised). */
+static Var *getattr_fallback(Trace *t, Var *base, PyObject *name) {
+    PyObject *hook = python_hook(Py_TYPE(base->obj), s_getattr);
+    if (!hook) return NULL;
+    if (!trace_take_back_raise(t, PyExc_AttributeError)) {
+        /* an AttributeError pt2 cannot take back here would still go to
+         * __getattr__ in CPython: no handler of the trace may see it */
+        if (t->raised_type && PyType_IsSubtype((PyTypeObject *)t->raised_type, (PyTypeObject *)PyExc_AttributeError)) {
+            trace_raise_uncatchable(t);
+        }
+        return NULL;
+    }
+    if (hook == s_nn_module_getattr) return missing_attribute(t, base, name);
+    Var *args[2] = {base, str_const(t, name)};
+    return inline_function(t, hook, args, 2);
+}
+
+/* A property's Python getter inlined (an AttributeError it raises goes to __getattr__). */
+static Var *property_get(Trace *t, Var *base, PyObject *descr, PyObject *name) {
+    PyObject *fget = PyObject_GetAttr(descr, s_fget);
+    if (!fget || !PyFunction_Check(fget)) {
+        Py_XDECREF(fget);
+        PyErr_Clear();
+        return trace_break(t, "property '%s' of %s has no Python getter", PyUnicode_AsUTF8(name), Py_TYPE(base->obj)->tp_name);
+    }
+    Var *r = inline_function(t, fget, &base, 1); /* the trace keeps fget */
+    Py_DECREF(fget);
+    return r ? r : getattr_fallback(t, base, name);
+}
+
 /* Reads on a fresh object: data descriptors of its class, its attributes,
  * then class attributes (methods bound to the Var; object/dict methods run
  * on the tracked state, never on the shell). */
@@ -160,14 +196,7 @@ static Var *fresh_getattr(Trace *t, Var *base, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
     PyTypeObject *ty = Py_TYPE(base->obj);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
-    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
-        PyObject *fget = PyObject_GetAttr(descr, s_fget);
-        Var *r = fget && PyFunction_Check(fget) ? inline_function(t, fget, &base, 1)
-                                                 : trace_break(t, "property '%s' of %s has no Python getter", n, ty->tp_name);
-        PyErr_Clear();
-        Py_XDECREF(fget);
-        return r;
-    }
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) return property_get(t, base, descr, name);
     if (PyUnicode_Compare(name, s_dict) == 0) return base->attrs;
     if (PyUnicode_Compare(name, s_class) == 0) return trace_wrap(t, (PyObject *)ty, NULL);
     Var *key = var_const(t, name);
@@ -451,18 +480,7 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     PyTypeObject *ty = Py_TYPE(base->obj);
     if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
-    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
-        PyObject *fget = PyObject_GetAttr(descr, s_fget);
-        Var *r = NULL;
-        if (fget && PyFunction_Check(fget)) {
-            r = inline_function(t, fget, &base, 1);
-        } else {
-            PyErr_Clear();
-            r = trace_break(t, "property '%s' of %s has no Python getter", n, ty->tp_name);
-        }
-        Py_XDECREF(fget);
-        return r;
-    }
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) return property_get(t, base, descr, name);
     if (PyUnicode_Compare(name, s_dict) == 0) {
         /* the instance dict: read key by key (each read guarded), not wrapped whole */
         PyObject *d = pt2_safe_getattr(base->obj, name, NULL);
@@ -513,12 +531,7 @@ Var *object_getattr(Trace *t, Var *base, PyObject *name) {
         trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
         Var *args[2] = {base, str_const(t, name)};
         Var *r = inline_function(t, hook, args, 2);
-        /* an AttributeError from __getattribute__ goes to __getattr__ */
-        PyObject *getattr_hook = python_hook(ty, s_getattr);
-        if (!r && getattr_hook && getattr_hook != s_nn_module_getattr && trace_take_back_raise(t, PyExc_AttributeError)) {
-            r = inline_function(t, getattr_hook, args, 2);
-        }
-        return r;
+        return r ? r : getattr_fallback(t, base, name); /* an AttributeError goes to __getattr__ */
     }
     return generic_getattr(t, base, name);
 }

@@ -106,9 +106,12 @@ typedef struct Var {
      * obj is an empty shell of its class, standing for its type and identity
      * only; `attrs` (a V_DICT) holds its instance attributes and `content` (a
      * V_DICT, dict subclasses only) its items.  Rebuilt for the caller. */
-    /* V_EXC: its class (kept), and what the break says when it escapes the trace */
+    /* V_EXC: its class (kept), what the break says when it escapes the
+     * trace, and whether it was raised (on a stack it is then the exception
+     * being handled, as is the one from outside) */
     PyObject *exc_type;
     const char *exc_reason;
+    bool exc_raised;
     int serial;         /* creation order (t->n_vars when made) */
     bool fresh;
     struct Var *attrs;
@@ -442,6 +445,14 @@ void *exc_raise(Trace *t, Var *exc);
 /* Calling an exception class: a V_EXC, or NULL (trace broken) when making
  * one could run Python code or the arguments do not fit the class. */
 Var *exc_construct(Trace *t, PyObject *cls, Var **args, int n_args, int n_kw);
+/* The Python exception pending after C code ran on constants (int("x"),
+ * a tuple index, 1 / 0): raised in the trace as a V_EXC of its class when
+ * that is a built-in Exception, else a break with its text.  NULL. */
+void *exc_raise_pending(Trace *t, const char *what);
+/* The exception being raised goes on as a plain break: no handler or taker
+ * of the trace may take it back (it leaves a generator, or CPython would
+ * divert it where pt2 cannot). */
+void trace_raise_uncatchable(Trace *t);
 /* Whether o is an exception class whose construction runs no Python code
  * (no Python __new__/__init__ in its MRO, metaclass type). */
 bool exc_class_is_plain(PyObject *o);
