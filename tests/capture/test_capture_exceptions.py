@@ -5,6 +5,7 @@ cache-hit path); graph and break counts are checked where the point is that
 nothing breaks.  The last section checks, without torch, that the exception
 table the evaluator unwinds with is CPython's own, on this interpreter and on
 the other CPythons installed beside it (3.12's bytecode)."""
+import collections
 import dis
 import os
 import subprocess
@@ -210,6 +211,23 @@ def test_missing_key_is_caught():
         compare(f(x, d), missing_key_caught(x, d), 1e-6)
         d["w"] = 4.0
         compare(f(x, d), missing_key_caught(x, d), 1e-6)
+
+
+class WithMissing(dict):
+    def __missing__(self, key):
+        return 0.5
+
+
+class Record(collections.OrderedDict):
+    pass
+
+
+def test_missing_key_of_dict_subclasses():
+    """A dict subclass read from outside: KeyError where it is sure (guarded
+    missing); __missing__ (dict's __getitem__ calls it) is a break."""
+    check(missing_key_caught, lambda: (r(4), Record(v=2.0)))
+    run_both(missing_key_caught, lambda: (r(4), WithMissing(v=2.0)))
+    run_both(missing_key_caught, lambda: (r(4), collections.defaultdict(lambda: 0.25, v=2.0)))
 
 
 def sum_present_keys(x, d, keys):
