@@ -7,7 +7,8 @@
  * execution goes on at the handler: PUSH_EXC_INFO (save the exception being
  * handled, make this one current), CHECK_EXC_MATCH (`except E`), the
  * clause's body, POP_EXCEPT (restore), or RERAISE (on to the next entry, or
- * out of the frame).  WITH_EXCEPT_START calls a with-block's __exit__.
+ * out of the frame).  WITH_EXCEPT_START calls a with-block's __exit__;
+ * LOAD_ASSERTION_ERROR starts a failing assert.
  *
  * The evaluator follows the same table.  An exception the trace knows by
  * its class — one raised by an operation pt2 models (a missing attribute,
@@ -28,13 +29,14 @@
 #include "objects.h"
 
 static struct {
-    int PUSH_EXC_INFO, POP_EXCEPT, CHECK_EXC_MATCH, RERAISE, RAISE_VARARGS, WITH_EXCEPT_START, CALL_INTRINSIC_1;
+    int PUSH_EXC_INFO, POP_EXCEPT, CHECK_EXC_MATCH, RERAISE, RAISE_VARARGS, WITH_EXCEPT_START, CALL_INTRINSIC_1,
+        LOAD_ASSERTION_ERROR, PRECALL, CALL;
 } OP;
 
 int interp_exc_init(void) {
 #define LOOKUP(name) OP.name = pt2_bc_opcode(#name);
     LOOKUP(PUSH_EXC_INFO) LOOKUP(POP_EXCEPT) LOOKUP(CHECK_EXC_MATCH) LOOKUP(RERAISE) LOOKUP(RAISE_VARARGS)
-    LOOKUP(WITH_EXCEPT_START) LOOKUP(CALL_INTRINSIC_1)
+    LOOKUP(WITH_EXCEPT_START) LOOKUP(CALL_INTRINSIC_1) LOOKUP(LOAD_ASSERTION_ERROR) LOOKUP(PRECALL) LOOKUP(CALL)
 #undef LOOKUP
     return 0;
 }
@@ -172,7 +174,17 @@ void trace_raise_uncatchable(Trace *t) {
     t->raised_type = NULL;
 }
 
-bool interp_exc_unwind(SymFrame *f, int i, int *next) {
+/* CPython's stack depth before instruction i: the flow analysis's, but
+ * 3.11's stack effects count a call's arguments off at PRECALL, and its
+ * CALL still finds them on the stack. */
+static int cpython_depth_at(const SymFrame *f, int i) {
+    int depth = pt2_bc_stack_depth_at(&f->code, i);
+    const Pt2Insn *in = &f->code.insns[i];
+    bool after_precall = OP.PRECALL >= 0 && in->opcode == OP.CALL && i > 0 && f->code.insns[i - 1].opcode == OP.PRECALL;
+    return depth >= 0 && after_precall ? depth + in->arg : depth;
+}
+
+bool interp_exc_unwind(SymFrame *f, int i, int sp_before, int *next) {
     Trace *t = f->t;
     if (!t->broke || !t->raised_exc) return false;
     const Pt2Insn *in = &f->code.insns[i];
@@ -181,9 +193,11 @@ bool interp_exc_unwind(SymFrame *f, int i, int *next) {
         if (f->yielded) trace_raise_uncatchable(t); /* see the file comment */
         return false;
     }
-    if (in->exc_depth > f->sp) {
+    /* the values the handler keeps are the bottom exc_depth of CPython's
+     * stack: the symbolic stack must have had CPython's depth */
+    if (sp_before != cpython_depth_at(f, i) || in->exc_depth > f->sp) {
         trace_raise_uncatchable(t);
-        return false; /* the stack is not what the table says: stay a break */
+        return false; /* stay a break */
     }
     Var *exc = t->raised_exc;
     f->sp = in->exc_depth;
@@ -339,5 +353,11 @@ int interp_exc_step(SymFrame *f, const Pt2Insn *in, int *next) {
         return 0;
     }
     if (op == OP.WITH_EXCEPT_START) return with_except_start(f) ? 1 : 0;
+    if (op == OP.LOAD_ASSERTION_ERROR) { /* a failing assert: the class, called or raised next */
+        Var *cls = var_new(t, V_OBJECT);
+        cls->obj = trace_keep(t, PyExc_AssertionError);
+        interp_push(f, cls);
+        return 1;
+    }
     return -1;
 }

@@ -255,6 +255,7 @@ static bool run_instructions(SymFrame *f) {
     int steps = 0;
     /* PT2_LOGS=bytecode: every instruction as it is traced (what capture was doing when it stopped) */
     bool log = pt2_log_enabled("bytecode");
+    int sp_before = 0; /* the stack depth the current instruction started with */
     while (i < f->code.n_insns) {
         if (log) {
             fprintf(stderr, "[pt2] trace %*s%s:%d %s %d\n", 2 * t->depth, "", PyUnicode_AsUTF8(f->code.code->co_qualname),
@@ -272,6 +273,7 @@ static bool run_instructions(SymFrame *f) {
         f->pc = i;
         note_line(f, in);
         if (f->is_root) take_snapshot(f, i, op);
+        sp_before = f->sp;
         int exc_step = interp_exc_step(f, in, &next);
         if (exc_step == 0) goto failed;
         if (exc_step > 0) {
@@ -786,7 +788,7 @@ static bool run_instructions(SymFrame *f) {
         continue;
     failed:
         /* an exception raised by the instruction goes to its handler, if any */
-        if (!interp_exc_unwind(f, i, &next)) return false;
+        if (!interp_exc_unwind(f, i, sp_before, &next)) return false;
         i = next;
     }
     trace_break(t, "fell off the end of the bytecode");

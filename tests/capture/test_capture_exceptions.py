@@ -489,6 +489,176 @@ def test_caught_exceptions_under_fullgraph():
         compare(f(x, {}), raised_in_inlined_calls(x, {}), 1e-6)
 
 
+# ---------------------------------------------------------------- more handler shapes
+
+
+def swallow_in_finally(x):
+    try:
+        raise ValueError("swallowed")
+    finally:
+        return x + 1
+
+
+def continue_in_finally(x, n):
+    for i in range(n):
+        try:
+            if i % 2:
+                raise KeyError(i)
+            x = x + 1
+        except KeyError:
+            x = x * 2
+            continue
+        finally:
+            x = x - 0.5
+    return x
+
+
+def many_unwinds(x):
+    d = {"a": 1.0}
+    for k in ["b"] * 30 + ["a"]:
+        try:
+            x = x + d[k]
+        except KeyError:
+            x = x * 1.01
+    return x
+
+
+def _inner_no_grad(x):
+    with torch.no_grad():
+        y = x * 2
+        raise ValueError("in no_grad")
+
+
+def no_grad_inlined(x):
+    try:
+        y = _inner_no_grad(x)
+    except ValueError:
+        y = x * (5 if torch.is_grad_enabled() else 7)
+    return y
+
+
+def handler_raises_other(x):
+    try:
+        try:
+            raise KeyError("a")
+        except KeyError:
+            raise IndexError("b")
+    except IndexError:
+        x = x + 3
+    return x
+
+
+def raise_e_again(x):
+    try:
+        try:
+            raise ValueError("v")
+        except ValueError as e:
+            x = x + 1
+            raise e
+    except ValueError:
+        x = x * 2
+    return x
+
+
+def closure_raises(x):
+    k = "missing"
+    def get(d):
+        return d[k]
+    try:
+        return get({}) * x
+    except KeyError:
+        return x - 1
+
+
+class Child(nn.Module):
+    def forward(self, x):
+        if x.shape[-1] > 2:
+            raise ValueError("too wide")
+        return x
+
+class Parent(nn.Module):
+    def __init__(self):
+        super().__init__(); self.child = Child(); self.lin = nn.Linear(4, 4)
+    def forward(self, x):
+        try:
+            y = self.child(x)
+        except ValueError:
+            y = self.lin(x)
+        return y
+
+
+# compiled outside pytest's assertion rewriting, as a user's module is
+_ns = {}
+exec(compile(textwrap.dedent("""
+    def assert_caught(x, n):
+        try:
+            assert n < 2, "n too big"
+            y = x
+        except AssertionError:
+            y = -x
+        return y
+"""), __file__, "exec"), _ns)
+assert_caught = _ns["assert_caught"]
+
+
+def listcomp_raises(x, d):
+    try:
+        vals = [d[k] for k in ("a", "b")]
+    except KeyError:
+        vals = [0.0]
+    return x + sum(vals)
+
+
+def escapes_with_cause(x):
+    try:
+        {}["k"]
+    except KeyError as e:
+        raise RuntimeError("wrapped") from e
+
+
+def while_true_stop(x):
+    it = iter(range(5))
+    total = x
+    while True:
+        try:
+            i = next(it)
+        except StopIteration:
+            break
+        total = total + i
+    return total
+
+
+def gen_expr_next(x):
+    g = (i for i in range(0))
+    try:
+        v = next(g)
+    except StopIteration:
+        v = 9
+    return x * v
+
+
+@pytest.mark.parametrize("fn,make", [
+    (swallow_in_finally, lambda: (r(3),)),
+    (continue_in_finally, lambda: (r(3), 5)),
+    (many_unwinds, lambda: (r(3),)),
+    (no_grad_inlined, lambda: (r(3),)),
+    (handler_raises_other, lambda: (r(3),)),
+    (raise_e_again, lambda: (r(3),)),
+    (closure_raises, lambda: (r(3),)),
+    (assert_caught, lambda: (r(3), 5)),
+    (listcomp_raises, lambda: (r(3), {"a": 1.0})),
+    (while_true_stop, lambda: (r(3),)),
+    (gen_expr_next, lambda: (r(3),)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_more_handler_shapes(fn, make):
+    check(fn, make)
+
+
+def test_exception_from_submodule_caught_in_parent():
+    torch.manual_seed(0)
+    check(Parent().eval(), lambda: (r(2, 4),))
+
+
 # ---------------------------------------------------------------- what still breaks: never a wrong result
 
 
@@ -573,6 +743,8 @@ def test_exceptions_escaping_match_eager():
     raises_like_eager(raise_in_helper_escapes, r(3))
     raises_like_eager(stop_iteration_escapes, r(3))
     raises_like_eager(user_exception_with_init_escapes, r(3))
+    err = raises_like_eager(escapes_with_cause, r(3))
+    assert type(err.__cause__) is KeyError
 
 
 def user_exception_with_init_escapes(x):
