@@ -45,14 +45,21 @@ int interp_exc_init(void) {
  * Exception values
  *===----------------------------------------------------------------------===*/
 
+/* A copy of text in the trace arena (text itself if out of memory: a
+ * string that outlives the trace). */
+static const char *arena_text(Trace *t, const char *text, const char *fallback) {
+    size_t n = strlen(text) + 1;
+    char *copy = trace_alloc(t, n);
+    if (!copy) return fallback;
+    memcpy(copy, text, n);
+    return copy;
+}
+
 Var *exc_var_new(Trace *t, PyObject *type, const char *reason) {
     Var *v = var_new(t, V_EXC);
     v->exc_type = type ? trace_keep(t, type) : NULL;
     const char *text = reason ? reason : type ? ((PyTypeObject *)type)->tp_name : "an exception from outside the trace";
-    size_t n = strlen(text) + 1;
-    char *copy = trace_alloc(t, n);
-    if (copy) memcpy(copy, text, n);
-    v->exc_reason = copy ? copy : "an exception";
+    v->exc_reason = arena_text(t, text, "an exception");
     return v;
 }
 
@@ -81,22 +88,20 @@ static bool mro_defines_no(PyTypeObject *cls, const char *name) {
 bool exc_class_is_plain(PyObject *o) {
     if (!o || !PyExceptionClass_Check(o) || Py_TYPE(o) != &PyType_Type) return false;
     PyTypeObject *cls = (PyTypeObject *)o;
-    return mro_defines_no(cls, "__new__") && mro_defines_no(cls, "__init__");
+    /* __del__ would run at trace time when the object made there dies */
+    return mro_defines_no(cls, "__new__") && mro_defines_no(cls, "__init__") && mro_defines_no(cls, "__del__");
 }
 
 /* "raise ValueError(text)" for the break: the built-in str of the instance
  * (a class's own Python __str__ is not run). */
-static char *instance_reason(Trace *t, PyObject *exc) {
+static const char *instance_reason(Trace *t, PyObject *exc) {
     PyObject *s = ((PyTypeObject *)PyExc_BaseException)->tp_str(exc);
     const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
     if (!text) PyErr_Clear();
     char buf[sizeof t->brk.reason];
     snprintf(buf, sizeof buf, "raise %s(%s)", Py_TYPE(exc)->tp_name, text ? text : "");
     Py_XDECREF(s);
-    size_t n = strlen(buf) + 1;
-    char *copy = trace_alloc(t, n);
-    if (copy) memcpy(copy, buf, n);
-    return copy;
+    return arena_text(t, buf, NULL);
 }
 
 static bool all_constants(Var **args, int n) {

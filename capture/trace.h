@@ -454,7 +454,7 @@ void *exc_raise_pending(Trace *t, const char *what);
  * divert it where pt2 cannot). */
 void trace_raise_uncatchable(Trace *t);
 /* Whether o is an exception class whose construction runs no Python code
- * (no Python __new__/__init__ in its MRO, metaclass type). */
+ * (no Python __new__/__init__/__del__ in its MRO, metaclass type). */
 bool exc_class_is_plain(PyObject *o);
 /* interp.c: the depth of the current frame (0: the captured one), and of the
  * innermost frame whose current instruction is covered by an exception
