@@ -814,6 +814,55 @@ def test_break_in_handler_resumes_at_the_raising_call():
     assert any("print" in b.reason for b in reasons), reasons
 
 
+# ---------------------------------------------------------------- errors of C code on constants
+
+
+def int_of_text(x, text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    return x * n
+
+
+def divide_constants(x, a, b):
+    try:
+        q = a / b
+    except ZeroDivisionError:
+        q = 0.0
+    return x + q
+
+
+def tuple_index(x, i):
+    dims = (2, 3)
+    try:
+        d = dims[i]
+    except IndexError:
+        d = 10
+    return x * d
+
+
+def len_of_number(x, n):
+    try:
+        k = len(n)
+    except TypeError:
+        k = 4
+    return x * k
+
+
+@pytest.mark.parametrize("fn,make", [
+    (int_of_text, lambda: (r(3), "12")),
+    (int_of_text, lambda: (r(3), "twelve")),
+    (divide_constants, lambda: (r(3), 1.0, 0.0)),
+    (divide_constants, lambda: (r(3), 1.0, 4.0)),
+    (tuple_index, lambda: (r(3), 1)),
+    (tuple_index, lambda: (r(3), 5)),
+    (len_of_number, lambda: (r(3), 7)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_errors_of_constant_operations_are_caught(fn, make):
+    check(fn, make)
+
+
 # ---------------------------------------------------------------- the exception table, without torch
 
 # Shapes whose handlers the evaluator unwinds to; the opcodes CPython emits on
@@ -989,53 +1038,3 @@ def test_exception_table_matches_cpython_on_other_versions(python):
     if python is None:
         pytest.skip("no other CPython 3.11/3.12 under /root/.pyenv/versions")
     _check_table(python, _build_frame_test(python))
-
-
-
-# ---------------------------------------------------------------- errors of C code on constants
-
-
-def int_of_text(x, text):
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    return x * n
-
-
-def divide_constants(x, a, b):
-    try:
-        q = a / b
-    except ZeroDivisionError:
-        q = 0.0
-    return x + q
-
-
-def tuple_index(x, i):
-    dims = (2, 3)
-    try:
-        d = dims[i]
-    except IndexError:
-        d = 10
-    return x * d
-
-
-def len_of_number(x, n):
-    try:
-        k = len(n)
-    except TypeError:
-        k = 4
-    return x * k
-
-
-@pytest.mark.parametrize("fn,make", [
-    (int_of_text, lambda: (r(3), "12")),
-    (int_of_text, lambda: (r(3), "twelve")),
-    (divide_constants, lambda: (r(3), 1.0, 0.0)),
-    (divide_constants, lambda: (r(3), 1.0, 4.0)),
-    (tuple_index, lambda: (r(3), 1)),
-    (tuple_index, lambda: (r(3), 5)),
-    (len_of_number, lambda: (r(3), 7)),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_errors_of_constant_operations_are_caught(fn, make):
-    check(fn, make)
