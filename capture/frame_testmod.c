@@ -418,6 +418,27 @@ static PyObject *decode(PyObject *self, PyObject *code) {
     return list;
 }
 
+/* exception_table(code) -> [(handler index or -1, depth, lasti) per instruction], as the evaluator reads it */
+static PyObject *exception_table(PyObject *self, PyObject *code) {
+    (void)self;
+    Pt2Code c;
+    if (check_code(code) < 0 || pt2_bc_decode((PyCodeObject *)code, &c) < 0) {
+        return NULL;
+    }
+    PyObject *list = PyList_New(c.n_insns);
+    for (int i = 0; list != NULL && i < c.n_insns; i++) {
+        const Pt2Insn *in = &c.insns[i];
+        PyObject *item = Py_BuildValue("(iiO)", in->exc_handler, in->exc_depth, in->exc_lasti ? Py_True : Py_False);
+        if (item == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    pt2_bc_code_free(&c);
+    return list;
+}
+
 /* stack_depths(code) -> [depth or -1 per instruction] via pt2_bc_stack_depth_at */
 static PyObject *stack_depths(PyObject *self, PyObject *code) {
     (void)self;
@@ -640,6 +661,7 @@ static PyMethodDef methods[] = {
     {"opname", opname, METH_O, NULL},
     {"decode", decode, METH_O, NULL},
     {"stack_depths", stack_depths, METH_O, NULL},
+    {"exception_table", exception_table, METH_O, NULL},
     {"index_of_offset", index_of_offset, METH_VARARGS, NULL},
     {"roundtrip", roundtrip, METH_O, NULL},
     {"make_call_replacement", make_call_replacement, METH_VARARGS, NULL},

@@ -33,7 +33,7 @@ static struct {
     int JUMP_IF_TRUE_OR_POP, JUMP_IF_FALSE_OR_POP, GET_ITER, FOR_ITER, BEFORE_WITH;
     int RETURN_GENERATOR, YIELD_VALUE, GET_YIELD_FROM_ITER, SEND, END_SEND;
     int IMPORT_NAME, IMPORT_FROM, LOAD_SUPER_ATTR;
-    int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL, RAISE_VARARGS;
+    int BUILD_SET, SET_ADD, SET_UPDATE, STORE_GLOBAL;
 } OP;
 
 static const char *const binary_op_names[] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>", "-", "/", "^"};
@@ -58,20 +58,18 @@ int interp_init(void) {
     LOOKUP(JUMP_IF_TRUE_OR_POP) LOOKUP(JUMP_IF_FALSE_OR_POP) LOOKUP(GET_ITER) LOOKUP(FOR_ITER) LOOKUP(BEFORE_WITH)
     LOOKUP(RETURN_GENERATOR) LOOKUP(YIELD_VALUE) LOOKUP(GET_YIELD_FROM_ITER) LOOKUP(SEND) LOOKUP(END_SEND)
     LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
-    LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL) LOOKUP(RAISE_VARARGS)
+    LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL)
 #undef LOOKUP
-    return 0;
+    return interp_exc_init();
 }
 
 /*===----------------------------------------------------------------------===*
  * Frames
  *===----------------------------------------------------------------------===*/
 
-static void push(SymFrame *f, Var *v) {
-    if (f->sp < MAX_STACK) f->stack[f->sp++] = v;
-}
-static Var *pop(SymFrame *f) { return f->sp > 0 ? f->stack[--f->sp] : NULL; }
-static Var *peek(SymFrame *f, int n) { return f->sp >= n ? f->stack[f->sp - n] : NULL; }
+#define push interp_push
+#define pop interp_pop
+#define peek interp_peek
 
 static PyObject *co_const(SymFrame *f, int i) { return PyTuple_GET_ITEM(f->code.code->co_consts, i); }
 static PyObject *co_name(SymFrame *f, int i) { return PyTuple_GET_ITEM(f->code.code->co_names, i); }
@@ -195,6 +193,11 @@ static bool is_plain_jump(int op) {
  * the instruction runs in CPython (breaks.c). */
 static void take_snapshot(SymFrame *f, int i, int op) {
     Trace *t = f->t;
+    /* In an exception handler the snapshot of the instruction that raised
+     * stays: a break there reruns that instruction in CPython, which raises
+     * and handles the exception itself (the stack holds exception state
+     * that a continuation could not be given). */
+    if (interp_exc_handling(f)) return;
     bool resumable = op == OP.CALL || is_jump_if_true(op) || is_jump_if_false(op) || op == OP.CALL_FUNCTION_EX;
     t->snapshot.valid = false;
     if (!resumable || t->broke) return;
@@ -252,6 +255,7 @@ static bool run_instructions(SymFrame *f) {
     int steps = 0;
     /* PT2_LOGS=bytecode: every instruction as it is traced (what capture was doing when it stopped) */
     bool log = pt2_log_enabled("bytecode");
+    int sp_before = 0; /* the stack depth the current instruction started with */
     while (i < f->code.n_insns) {
         if (log) {
             fprintf(stderr, "[pt2] trace %*s%s:%d %s %d\n", 2 * t->depth, "", PyUnicode_AsUTF8(f->code.code->co_qualname),
@@ -269,7 +273,12 @@ static bool run_instructions(SymFrame *f) {
         f->pc = i;
         note_line(f, in);
         if (f->is_root) take_snapshot(f, i, op);
-        if (op == OP.NOP || op == OP.RESUME || op == OP.CACHE || op == OP.PRECALL || op == OP.MAKE_CELL ||
+        sp_before = f->sp;
+        int exc_step = interp_exc_step(f, in, &next);
+        if (exc_step == 0) goto failed;
+        if (exc_step > 0) {
+            /* raising and handling exceptions (exceptions.c) */
+        } else if (op == OP.NOP || op == OP.RESUME || op == OP.CACHE || op == OP.PRECALL || op == OP.MAKE_CELL ||
             op == OP.COPY_FREE_VARS) {
             /* cells and free variables were set up when the frame was made */
         } else if (op == OP.POP_TOP) {
@@ -304,7 +313,7 @@ static bool run_instructions(SymFrame *f) {
             push(f, var_none(t));
         } else if (op == OP.GET_YIELD_FROM_ITER) {
             Var *it = trace_get_iter(t, pop(f));
-            if (!it) return false;
+            if (!it) goto failed;
             push(f, it);
         } else if (op == OP.SEND && f->yielded) {
             /* `yield from it`: [it, sent] → [it, its next item], which
@@ -313,7 +322,7 @@ static bool run_instructions(SymFrame *f) {
             pop(f); /* the value sent: None, as every YIELD_VALUE here gets */
             Var *it = peek(f, 1);
             Var *item = trace_iter_next(t, it);
-            if (t->broke) return false;
+            if (t->broke) goto failed;
             if (item) {
                 push(f, item);
             } else {
@@ -330,7 +339,7 @@ static bool run_instructions(SymFrame *f) {
             Var *v = f->locals[arg];
             if (!v && op != OP.LOAD_FAST_AND_CLEAR) {
                 trace_break(t, "local variable '%s' referenced before assignment", PyUnicode_AsUTF8(local_name(f, arg)));
-                return false;
+                goto failed;
             }
             if (op == OP.LOAD_FAST_AND_CLEAR) {
                 /* the raw slot (a cell stays a cell): the STORE_FAST that
@@ -352,13 +361,13 @@ static bool run_instructions(SymFrame *f) {
             Var *cell = f->locals[arg];
             if (!cell) {
                 trace_break(t, "free variable '%s' referenced before assignment", PyUnicode_AsUTF8(local_name(f, arg)));
-                return false;
+                goto failed;
             }
             if (op == OP.LOAD_DEREF) {
                 Var *v = cell->kind == V_CELL ? cell->items[0] : cell;
                 if (!v) {
                     trace_break(t, "free variable '%s' is empty", PyUnicode_AsUTF8(local_name(f, arg)));
-                    return false;
+                    goto failed;
                 }
                 push(f, v);
             } else {
@@ -376,7 +385,7 @@ static bool run_instructions(SymFrame *f) {
             }
         } else if (op == OP.LOAD_GLOBAL) {
             Var *v = load_global(f, co_name(f, arg >> 1));
-            if (!v) return false;
+            if (!v) goto failed;
             if (arg & 1) push(f, var_new(t, V_NULL));
             push(f, v);
         } else if (op == OP.LOAD_ATTR) {
@@ -384,25 +393,25 @@ static bool run_instructions(SymFrame *f) {
             bool method_form = OP.LOAD_METHOD < 0 && (arg & 1);
             PyObject *name = co_name(f, OP.LOAD_METHOD < 0 ? arg >> 1 : arg);
             if (method_form) {
-                if (!load_method(f, name)) return false;
+                if (!load_method(f, name)) goto failed;
             } else {
                 Var *v = trace_getattr(t, pop(f), name);
-                if (!v) return false;
+                if (!v) goto failed;
                 push(f, v);
             }
         } else if (op == OP.LOAD_METHOD) {
-            if (!load_method(f, co_name(f, arg))) return false;
+            if (!load_method(f, co_name(f, arg))) goto failed;
         } else if (op == OP.STORE_ATTR) {
             Var *base = pop(f), *v = pop(f);
-            if (!trace_setattr(t, base, co_name(f, arg), v)) return false;
+            if (!trace_setattr(t, base, co_name(f, arg), v)) goto failed;
         } else if (op == OP.IMPORT_NAME) {
             Var *fromlist = pop(f), *level = pop(f);
             Var *m = trace_import(t, f->globals, co_name(f, arg), fromlist, level);
-            if (!m) return false;
+            if (!m) goto failed;
             push(f, m);
         } else if (op == OP.IMPORT_FROM) {
             Var *m = trace_getattr(t, peek(f, 1), co_name(f, arg));
-            if (!m) return false;
+            if (!m) goto failed;
             push(f, m);
         } else if (op == OP.LOAD_SUPER_ATTR) {
             /* 3.12: [super, class, self]; low bit: method form; bit 1: super(cls, self) */
@@ -410,7 +419,7 @@ static bool run_instructions(SymFrame *f) {
             pop(f);
             Var *sup = trace_super(t, cls, self);
             Var *attr = sup ? trace_getattr(t, sup, co_name(f, arg >> 2)) : NULL;
-            if (!attr) return false;
+            if (!attr) goto failed;
             if (arg & 1) push(f, var_new(t, V_NULL));
             push(f, attr);
         } else if (op == OP.BINARY_OP) {
@@ -420,14 +429,14 @@ static bool run_instructions(SymFrame *f) {
                 /* list += iterable extends the list in place (aliases see it) */
                 if (k != 0) {
                     trace_break(t, "in-place operator on a list");
-                    return false;
+                    goto failed;
                 }
                 Var *it = trace_get_iter(t, b);
-                if (!it || !trace_mutate_container(t, a)) return false;
+                if (!it || !trace_mutate_container(t, a)) goto failed;
                 for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, a, v);
                 push(f, a);
                 i = next;
-                continue;
+                continue; /* nothing to check after a list grows in place */
             }
             Var *r = k < 13 ? trace_binary_op(t, binary_op_names[k], a, b) : NULL;
             if (r && arg >= 13 && a->kind == V_TENSOR) {
@@ -436,38 +445,38 @@ static bool run_instructions(SymFrame *f) {
             }
             if (!r) {
                 if (!t->broke) trace_break(t, "unsupported binary operator %d", arg);
-                return false;
+                goto failed;
             }
             push(f, r);
         } else if (op == OP.UNARY_NEGATIVE || op == OP.UNARY_NOT || op == OP.UNARY_INVERT || op == OP.UNARY_POSITIVE) {
             const char *name = op == OP.UNARY_NEGATIVE ? "-" : op == OP.UNARY_NOT ? "not" : op == OP.UNARY_INVERT ? "~" : "+";
             Var *r = trace_unary_op(t, name, pop(f));
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.COMPARE_OP) {
             Var *b = pop(f), *a = pop(f);
             int k = OP.LOAD_METHOD < 0 ? arg >> 4 : arg; /* 3.12 packs a mask in the low bits */
             if (k < 0 || k > 5) {
                 trace_break(t, "unknown comparison %d", arg);
-                return false;
+                goto failed;
             }
             Var *r = trace_compare(t, compare_op_names[k], a, b);
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.IS_OP) {
             Var *b = pop(f), *a = pop(f);
             Var *r = trace_compare(t, arg ? "is not" : "is", a, b);
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.CONTAINS_OP) {
             Var *b = pop(f), *a = pop(f);
             Var *r = trace_compare(t, arg ? "not in" : "in", a, b);
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.BINARY_SUBSCR) {
             Var *idx = pop(f), *base = pop(f);
             Var *r = trace_subscript(t, base, idx);
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.BINARY_SLICE) {
             Var *stop = pop(f), *start = pop(f), *base = pop(f);
@@ -476,7 +485,7 @@ static bool run_instructions(SymFrame *f) {
             var_push_item(t, s, stop);
             var_push_item(t, s, var_none(t));
             Var *r = trace_subscript(t, base, s);
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.BUILD_SLICE) {
             Var *s = var_new(t, V_SLICE);
@@ -503,7 +512,7 @@ static bool run_instructions(SymFrame *f) {
                 ok = trace_break(t, "%s on %s", v ? "item assignment" : "del of an item",
                                  base->source ? "an object passed into the compiled function" : "this value") != NULL;
             }
-            if (!ok) return false;
+            if (!ok) goto failed;
         } else if (op == OP.BUILD_TUPLE || op == OP.BUILD_LIST) {
             Var *c = var_new(t, op == OP.BUILD_TUPLE ? V_TUPLE : V_LIST);
             for (int k = arg; k > 0; --k) var_push_item(t, c, peek(f, k));
@@ -518,15 +527,15 @@ static bool run_instructions(SymFrame *f) {
             Var *v = pop(f), *set = peek(f, arg);
             if (set->kind != V_SET) {
                 trace_break(t, "internal: SET_ADD on a non-set");
-                return false;
+                goto failed;
             }
             trace_set_add(t, set, v);
         } else if (op == OP.SET_UPDATE) {
             Var *src = pop(f), *set = peek(f, arg);
             Var *it = trace_get_iter(t, src);
-            if (!it) return false;
+            if (!it) goto failed;
             for (Var *v; (v = trace_iter_next(t, it));) trace_set_add(t, set, v);
-            if (t->broke) return false;
+            if (t->broke) goto failed;
         } else if (op == OP.STORE_GLOBAL) {
             trace_store_global(t, f->globals, co_name(f, arg), pop(f));
         } else if (op == OP.BUILD_MAP) {
@@ -542,7 +551,7 @@ static bool run_instructions(SymFrame *f) {
             Var *d = var_new(t, V_DICT);
             if (keys->kind != V_CONST || !PyTuple_Check(keys->obj)) {
                 trace_break(t, "internal: BUILD_CONST_KEY_MAP without a key tuple");
-                return false;
+                goto failed;
             }
             for (int k = 0; k < arg; ++k) {
                 var_push_item(t, d, peek(f, arg - k));
@@ -553,29 +562,29 @@ static bool run_instructions(SymFrame *f) {
         } else if (op == OP.LIST_APPEND) {
             /* the list a comprehension builds: a list passed in when it resumes after a break */
             Var *v = pop(f), *l = peek(f, arg);
-            if (!trace_mutate_container(t, l)) return false;
+            if (!trace_mutate_container(t, l)) goto failed;
             var_push_item(t, l, v);
         } else if (op == OP.LIST_EXTEND) {
             Var *src = pop(f), *dst = peek(f, arg);
             Var *it = trace_get_iter(t, src);
-            if (!it || !trace_mutate_container(t, dst)) return false;
+            if (!it || !trace_mutate_container(t, dst)) goto failed;
             for (Var *v; (v = trace_iter_next(t, it));) var_push_item(t, dst, v);
         } else if (op == OP.MAP_ADD) {
             Var *v = pop(f), *k = pop(f), *d = peek(f, arg);
-            if (!trace_dict_set(t, d, k, v)) return false; /* a repeated key keeps its place, the last value wins */
+            if (!trace_dict_set(t, d, k, v)) goto failed; /* a repeated key keeps its place, the last value wins */
         } else if (op == OP.DICT_UPDATE || op == OP.DICT_MERGE) {
             Var *src = pop(f), *d = peek(f, arg);
             if (src->kind != V_DICT) {
                 trace_break(t, "dict update from a non-dict");
-                return false;
+                goto failed;
             }
             for (int k = 0; k < src->n_items; ++k) {
                 /* f(**a, **b): a key twice is a TypeError (DICT_MERGE); {**a, **b}: the last wins */
                 if (op == OP.DICT_MERGE && trace_dict_find(t, d, src->keys[k]) >= 0) {
                     trace_raise(t, PyExc_TypeError, "got multiple values for a keyword argument");
-                    return false;
+                    goto failed;
                 }
-                if (t->broke || !trace_dict_set(t, d, src->keys[k], src->items[k])) return false;
+                if (t->broke || !trace_dict_set(t, d, src->keys[k], src->items[k])) goto failed;
             }
         } else if (op == OP.LIST_TO_TUPLE || (op == OP.CALL_INTRINSIC_1 && arg == 6)) {
             Var *l = pop(f);
@@ -584,35 +593,35 @@ static bool run_instructions(SymFrame *f) {
             push(f, tup);
         } else if (op == OP.CALL_INTRINSIC_1 && arg == 5) { /* unary + */
             Var *r = trace_unary_op(t, "+", pop(f));
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.UNPACK_SEQUENCE) {
             Var *s = pop(f);
             Var *it = trace_get_iter(t, s);
-            if (!it) return false;
+            if (!it) goto failed;
             if (it->kind == V_ITER && it->n_items != arg) {
                 trace_break(t, "cannot unpack %d values into %d names", it->n_items, arg);
-                return false;
+                goto failed;
             }
             Var *vals[256];
             int n = 0;
             for (Var *v; n < 256 && (v = trace_iter_next(t, it));) vals[n++] = v;
             if (n != arg) {
                 trace_break(t, "cannot unpack %d values into %d names", n, arg);
-                return false;
+                goto failed;
             }
             for (int k = n - 1; k >= 0; --k) push(f, vals[k]);
         } else if (op == OP.UNPACK_EX) {
             /* a, *rest, b = seq: low byte = names before the star, high byte = after */
             int before = arg & 0xff, after = arg >> 8;
             Var *it = trace_get_iter(t, pop(f));
-            if (!it) return false;
+            if (!it) goto failed;
             Var *vals[256];
             int n = 0;
             for (Var *v; n < 256 && (v = trace_iter_next(t, it));) vals[n++] = v;
             if (n < before + after) {
                 trace_break(t, "not enough values to unpack (expected at least %d, got %d)", before + after, n);
-                return false;
+                goto failed;
             }
             Var *rest = var_new(t, V_LIST);
             for (int k = before; k < n - after; ++k) var_push_item(t, rest, vals[k]);
@@ -624,7 +633,7 @@ static bool run_instructions(SymFrame *f) {
             Var *v = pop(f);
             if (v->kind != V_CONST || (spec && spec->kind != V_CONST)) {
                 trace_break(t, "f-string of a value only known at run time");
-                return false;
+                goto failed;
             }
             PyObject *s;
             int conv = arg & 0x03;
@@ -634,7 +643,7 @@ static bool run_instructions(SymFrame *f) {
             Py_XDECREF(base);
             if (!s) {
                 trace_break(t, "f-string formatting failed");
-                return false;
+                goto failed;
             }
             push(f, var_const(t, s));
             Py_DECREF(s);
@@ -645,7 +654,7 @@ static bool run_instructions(SymFrame *f) {
                 if (v->kind != V_CONST) {
                     Py_DECREF(parts);
                     trace_break(t, "string built from a run-time value");
-                    return false;
+                    goto failed;
                 }
                 PyTuple_SET_ITEM(parts, k, Py_NewRef(v->obj));
             }
@@ -656,14 +665,14 @@ static bool run_instructions(SymFrame *f) {
             Py_DECREF(parts);
             if (!s) {
                 trace_break(t, "string join failed");
-                return false;
+                goto failed;
             }
             push(f, var_const(t, s));
             Py_DECREF(s);
         } else if (op == OP.KW_NAMES) {
             f->kw_names = co_const(f, arg);
         } else if (op == OP.CALL) {
-            if (!do_call(f, arg)) return false;
+            if (!do_call(f, arg)) goto failed;
         } else if (op == OP.CALL_FUNCTION_EX) {
             Var *kwargs = (arg & 1) ? pop(f) : NULL;
             Var *args = pop(f);
@@ -671,7 +680,7 @@ static bool run_instructions(SymFrame *f) {
             Var *null = pop(f);
             (void)null;
             Var *it = trace_get_iter(t, args);
-            if (!it) return false;
+            if (!it) goto failed;
             Var *vals[256];
             int n = 0;
             for (Var *v; n < 200 && (v = trace_iter_next(t, it));) vals[n++] = v;
@@ -683,7 +692,7 @@ static bool run_instructions(SymFrame *f) {
                     if (kwargs->keys[k]->kind != V_CONST || !PyUnicode_Check(kwargs->keys[k]->obj)) {
                         Py_DECREF(kw);
                         trace_break(t, "**kwargs with non-string keys");
-                        return false;
+                        goto failed;
                     }
                     PyTuple_SET_ITEM(kw, k, Py_NewRef(kwargs->keys[k]->obj));
                     vals[n + k] = kwargs->items[k];
@@ -693,7 +702,7 @@ static bool run_instructions(SymFrame *f) {
                 Py_DECREF(kw);
             }
             Var *r = trace_call(t, callable, vals, n, kw, vals + n, n_kw);
-            if (!r) return false;
+            if (!r) goto failed;
             push(f, r);
         } else if (op == OP.MAKE_FUNCTION) {
             Var *code = pop(f);
@@ -708,19 +717,19 @@ static bool run_instructions(SymFrame *f) {
             if (arg & 0x04) pop(f);               /* annotations */
             if (arg & 0x02) {                     /* kw defaults */
                 trace_break(t, "keyword-only defaults of a nested function");
-                return false;
+                goto failed;
             }
             if (arg & 0x01) fn->defaults = pop(f); /* positional defaults (a tuple Var) */
             push(f, fn);
         } else if (op == OP.GET_ITER) {
             Var *it = trace_get_iter(t, pop(f));
-            if (!it) return false;
+            if (!it) goto failed;
             push(f, it);
         } else if (op == OP.FOR_ITER) {
             Var *it = peek(f, 1);
             trace_mutated(t, it); /* an iterator from before the call being traced moves on */
             Var *v = trace_iter_next(t, it);
-            if (t->broke) return false;
+            if (t->broke) goto failed;
             if (v) {
                 push(f, v);
             } else {
@@ -735,7 +744,7 @@ static bool run_instructions(SymFrame *f) {
         } else if (is_jump_if_true(op) || is_jump_if_false(op)) {
             Var *c = pop(f);
             int truth = trace_truth(t, c);
-            if (truth < 0) return false;
+            if (truth < 0) goto failed;
             if (truth == (is_jump_if_true(op) ? 1 : 0)) next = in->jump_target;
         } else if (is_jump_if_none(op) || is_jump_if_not_none(op)) {
             Var *c = pop(f);
@@ -744,36 +753,19 @@ static bool run_instructions(SymFrame *f) {
         } else if (op == OP.JUMP_IF_TRUE_OR_POP || op == OP.JUMP_IF_FALSE_OR_POP) {
             Var *c = peek(f, 1);
             int truth = trace_truth(t, c);
-            if (truth < 0) return false;
+            if (truth < 0) goto failed;
             if (truth == (op == OP.JUMP_IF_TRUE_OR_POP)) {
                 next = in->jump_target;
             } else {
                 pop(f);
             }
-        } else if (op == OP.RAISE_VARARGS) {
-            /* exceptions are not traced: the trace ends here, naming what was
-             * raised (a call that raises resumes in CPython at the call) */
-            if (arg == 2) pop(f); /* raise ... from cause */
-            Var *exc = arg >= 1 ? pop(f) : NULL;
-            PyObject *o = exc ? exc->obj : NULL;
-            PyObject *type = o && PyExceptionInstance_Check(o) ? (PyObject *)Py_TYPE(o) : o && PyExceptionClass_Check(o) ? o : NULL;
-            trace_note_raise(t, type);
-            if (type) {
-                PyObject *msg = PyExceptionInstance_Check(o) ? PyObject_Str(o) : NULL;
-                PyErr_Clear();
-                trace_break(t, "raise %s(%s)", ((PyTypeObject *)type)->tp_name, msg ? PyUnicode_AsUTF8(msg) : "");
-                Py_XDECREF(msg);
-            } else {
-                trace_break(t, arg == 0 ? "a bare raise (re-raising)" : "raise of an exception only known at run time");
-            }
-            return false;
         } else if (op == OP.BEFORE_WITH) {
             /* grad-mode managers (torch.no_grad() ...): enter now; __exit__
              * restores the mode on the normal exit path */
             Var *mgr = pop(f);
             if (mgr->kind != V_CALLABLE || !PyUnicode_Check(mgr->obj) || strncmp(PyUnicode_AsUTF8(mgr->obj), "ctx:", 4) != 0) {
                 trace_break(t, "with-statement on a context manager pt2 does not know");
-                return false;
+                goto failed;
             }
             PyObject *restore = PyUnicode_FromString(t->grad_enabled ? "exit:grad_on" : "exit:grad_off");
             t->grad_enabled = strcmp(PyUnicode_AsUTF8(mgr->obj), "ctx:grad_on") == 0;
@@ -785,15 +777,20 @@ static bool run_instructions(SymFrame *f) {
             push(f, var_none(t));
         } else {
             trace_break(t, "unsupported bytecode %s", pt2_bc_opname(op));
-            return false;
+            goto failed;
         }
-        if (t->broke) return false;
+        if (t->broke) goto failed;
         if (f->sp >= MAX_STACK - 1) {
             trace_break(t, "stack overflow in the symbolic evaluator");
-            return false;
+            goto failed;
         }
+        i = next;
+        continue;
+    failed:
+        /* an exception raised by the instruction goes to its handler, if any */
+        if (!interp_exc_unwind(f, i, sp_before, &next)) return false;
         i = next;
     }
     trace_break(t, "fell off the end of the bytecode");
-    return false;
+    goto failed;
 }

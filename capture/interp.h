@@ -37,4 +37,25 @@ typedef struct SymFrame {
  * else f->result holds what it returned (a generator: what it yielded). */
 bool interp_run_frame(SymFrame *f);
 
+static inline void interp_push(SymFrame *f, Var *v) {
+    if (f->sp < MAX_STACK) f->stack[f->sp++] = v;
+}
+static inline Var *interp_pop(SymFrame *f) { return f->sp > 0 ? f->stack[--f->sp] : NULL; }
+static inline Var *interp_peek(SymFrame *f, int n) { return f->sp >= n ? f->stack[f->sp - n] : NULL; }
+
+/* Exceptions (exceptions.c).  The opcodes of raising and handling
+ * (RAISE_VARARGS, PUSH_EXC_INFO, CHECK_EXC_MATCH, POP_EXCEPT, RERAISE,
+ * WITH_EXCEPT_START): -1 if `in` is not one, 0 if the trace broke (or an
+ * exception was raised), 1 if done. */
+int interp_exc_step(SymFrame *f, const Pt2Insn *in, int *next);
+/* After instruction i of f failed (sp_before: the stack depth it started
+ * with): true if it raised an exception that the exception table sends to a
+ * handler of f (the stack is unwound and *next is the handler), false if
+ * the failure goes on to the caller. */
+bool interp_exc_unwind(SymFrame *f, int i, int sp_before, int *next);
+/* Whether f is running an exception handler (exception state on its
+ * stack): a graph break there resumes at the instruction that raised. */
+bool interp_exc_handling(const SymFrame *f);
+int interp_exc_init(void);
+
 #endif /* PT2_CAPTURE_INTERP_H */

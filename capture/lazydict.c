@@ -115,7 +115,15 @@ Var *lazy_dict_method(Trace *t, Var *dict, const char *name, PyObject *setitem, 
     if (n_kw) return trace_break(t, "%s.%s with keyword arguments", Py_TYPE(dict->obj)->tp_name, name);
     if ((strcmp(name, "get") == 0 && (n_args == 1 || n_args == 2)) || (strcmp(name, "__getitem__") == 0 && n_args == 1)) {
         Var *r = lazy_dict_item(t, dict, args[0], n_args == 2 ? args[1] : NULL, &found);
-        if (r && !found && name[0] == '_') return trace_raise(t, PyExc_KeyError, "KeyError: %s", PyUnicode_AsUTF8(args[0]->obj));
+        if (r && !found && name[0] == '_') {
+            /* d[k] of a missing key: KeyError where that is sure (guarded
+             * missing; no __missing__, which dict's __getitem__ would call) */
+            PyObject *missing_hook = PyUnicode_InternFromString("__missing__");
+            bool has_missing = missing_hook && _PyType_Lookup(Py_TYPE(dict->obj), missing_hook);
+            Py_XDECREF(missing_hook);
+            if (!dict->source || has_missing) return trace_break(t, "%s[%s] of a missing key", Py_TYPE(dict->obj)->tp_name, PyUnicode_AsUTF8(args[0]->obj));
+            return trace_raise(t, PyExc_KeyError, "KeyError: %s", PyUnicode_AsUTF8(args[0]->obj));
+        }
         return r;
     }
     if (strcmp(name, "__contains__") == 0 && n_args == 1) {

@@ -21,7 +21,7 @@
 
 
 static PyObject *s_getattribute, *s_getattr, *s_setattr, *s_dict, *s_fget, *s_fset, *s_package, *s_nn_module_getattr,
-    *s_nn_module_setattr, *s_init, *s_class, *s_setitem, *s_len, *s_bool, *s_iter;
+    *s_nn_module_setattr, *s_init, *s_new, *s_class, *s_setitem, *s_len, *s_bool, *s_iter;
 static PyTypeObject *ordered_dict_type;
 
 int objects_init(void) {
@@ -33,6 +33,7 @@ int objects_init(void) {
     s_fset = PyUnicode_InternFromString("fset");
     s_package = PyUnicode_InternFromString("__package__");
     s_init = PyUnicode_InternFromString("__init__");
+    s_new = PyUnicode_InternFromString("__new__");
     s_class = PyUnicode_InternFromString("__class__");
     s_setitem = PyUnicode_InternFromString("__setitem__");
     s_len = PyUnicode_InternFromString("__len__");
@@ -152,6 +153,42 @@ static void dict_set(Trace *t, Var *d, Var *key, Var *value) {
     d->keys[d->n_items - 1] = key;
 }
 
+static Var *missing_attribute(Trace *t, Var *base, PyObject *name);
+
+/* The generic lookup of base.name raised AttributeError (a property's
+ * getter, or a Python __getattribute__): CPython's slot then calls the
+ * type's __getattr__.  A Python one is inlined; nn.Module's looks in the
+ * parameter, buffer and submodule dicts (missing_attribute guards them); with
+ * none the AttributeError goes on.  NULL: the trace broke (or raised). */
+static Var *getattr_fallback(Trace *t, Var *base, PyObject *name) {
+    PyObject *hook = python_hook(Py_TYPE(base->obj), s_getattr);
+    if (!hook) return NULL;
+    if (!trace_take_back_raise(t, PyExc_AttributeError)) {
+        /* an AttributeError pt2 cannot take back here would still go to
+         * __getattr__ in CPython: no handler of the trace may see it */
+        if (t->raised_type && PyType_IsSubtype((PyTypeObject *)t->raised_type, (PyTypeObject *)PyExc_AttributeError)) {
+            trace_raise_uncatchable(t);
+        }
+        return NULL;
+    }
+    if (hook == s_nn_module_getattr) return missing_attribute(t, base, name);
+    Var *args[2] = {base, str_const(t, name)};
+    return inline_function(t, hook, args, 2);
+}
+
+/* A property's Python getter inlined (an AttributeError it raises goes to __getattr__). */
+static Var *property_get(Trace *t, Var *base, PyObject *descr, PyObject *name) {
+    PyObject *fget = PyObject_GetAttr(descr, s_fget);
+    if (!fget || !PyFunction_Check(fget)) {
+        Py_XDECREF(fget);
+        PyErr_Clear();
+        return trace_break(t, "property '%s' of %s has no Python getter", PyUnicode_AsUTF8(name), Py_TYPE(base->obj)->tp_name);
+    }
+    Var *r = inline_function(t, fget, &base, 1); /* the trace keeps fget */
+    Py_DECREF(fget);
+    return r ? r : getattr_fallback(t, base, name);
+}
+
 /* Reads on a fresh object: data descriptors of its class, its attributes,
  * then class attributes (methods bound to the Var; object/dict methods run
  * on the tracked state, never on the shell). */
@@ -159,14 +196,7 @@ static Var *fresh_getattr(Trace *t, Var *base, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
     PyTypeObject *ty = Py_TYPE(base->obj);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
-    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
-        PyObject *fget = PyObject_GetAttr(descr, s_fget);
-        Var *r = fget && PyFunction_Check(fget) ? inline_function(t, fget, &base, 1)
-                                                 : trace_break(t, "property '%s' of %s has no Python getter", n, ty->tp_name);
-        PyErr_Clear();
-        Py_XDECREF(fget);
-        return r;
-    }
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) return property_get(t, base, descr, name);
     if (PyUnicode_Compare(name, s_dict) == 0) return base->attrs;
     if (PyUnicode_Compare(name, s_class) == 0) return trace_wrap(t, (PyObject *)ty, NULL);
     Var *key = var_const(t, name);
@@ -275,6 +305,32 @@ static Var *base_method_call(Trace *t, Var *self, const char *name, Var **args, 
     return container_method(t, content, name, args, n_args, kw_names, kw_values, n_kw);
 }
 
+/* A class whose __new__ is a Python function (a staticmethod along its
+ * MRO): __new__ is inlined as cls.__new__(cls, *args, **kw).  Only a
+ * __new__ that raises is followed to its end (torch's stand-ins for the CUDA
+ * classes of a CPU build raise RuntimeError, which transformers catches);
+ * one that returns an object is a break. */
+static Var *python_new(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyTypeObject *ty = (PyTypeObject *)cls->obj;
+    PyObject *descr = _PyType_Lookup(ty, s_new); /* borrowed */
+    if (!descr || !Py_IS_TYPE(descr, &PyStaticMethod_Type)) return trace_break(t, "constructing %s objects: a custom __new__", ty->tp_name);
+    PyObject *fn = Py_TYPE(descr)->tp_descr_get(descr, NULL, (PyObject *)ty); /* new: the function staticmethod holds */
+    if (!fn || !PyFunction_Check(fn)) {
+        Py_XDECREF(fn);
+        PyErr_Clear();
+        return trace_break(t, "constructing %s objects: a custom __new__ that is not a Python function", ty->tp_name);
+    }
+    Var **with_cls = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+    with_cls[0] = cls;
+    memcpy(with_cls + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+    Var *fv = var_new(t, V_FUNCTION);
+    fv->obj = trace_keep(t, fn);
+    Py_DECREF(fn);
+    Var *r = interp_inline(t, fv, with_cls, n_args + 1, kw_names, with_cls + 1 + n_args, n_kw);
+    if (!r) return NULL;
+    return trace_break(t, "constructing %s objects: a custom __new__ that returns an object", ty->tp_name);
+}
+
 Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyTypeObject *ty = (PyTypeObject *)cls->obj;
     PyTypeObject *base = solid_base(ty);
@@ -284,7 +340,8 @@ Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_n
     if (base != &PyBaseObject_Type && !dict_like_base(base)) {
         return trace_break(t, "constructing %s objects (a subclass of %s) is not supported yet", ty->tp_name, base->tp_name);
     }
-    if (ty->tp_new != base->tp_new || ty->tp_itemsize) return trace_break(t, "constructing %s objects: a custom __new__", ty->tp_name);
+    if (ty->tp_itemsize) return trace_break(t, "constructing %s objects: a variable-size type", ty->tp_name);
+    if (ty->tp_new != base->tp_new) return python_new(t, cls, args, n_args, kw_names, kw_values, n_kw);
     PyObject *empty = PyTuple_New(0);
     PyObject *shell = empty ? base->tp_new(ty, empty, NULL) : NULL;
     Py_XDECREF(empty);
@@ -423,18 +480,7 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     PyTypeObject *ty = Py_TYPE(base->obj);
     if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
-    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
-        PyObject *fget = PyObject_GetAttr(descr, s_fget);
-        Var *r = NULL;
-        if (fget && PyFunction_Check(fget)) {
-            r = inline_function(t, fget, &base, 1);
-        } else {
-            PyErr_Clear();
-            r = trace_break(t, "property '%s' of %s has no Python getter", n, ty->tp_name);
-        }
-        Py_XDECREF(fget);
-        return r;
-    }
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) return property_get(t, base, descr, name);
     if (PyUnicode_Compare(name, s_dict) == 0) {
         /* the instance dict: read key by key (each read guarded), not wrapped whole */
         PyObject *d = pt2_safe_getattr(base->obj, name, NULL);
@@ -485,12 +531,7 @@ Var *object_getattr(Trace *t, Var *base, PyObject *name) {
         trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
         Var *args[2] = {base, str_const(t, name)};
         Var *r = inline_function(t, hook, args, 2);
-        /* an AttributeError from __getattribute__ goes to __getattr__ */
-        PyObject *getattr_hook = python_hook(ty, s_getattr);
-        if (!r && getattr_hook && getattr_hook != s_nn_module_getattr && trace_take_back_raise(t, PyExc_AttributeError)) {
-            r = inline_function(t, getattr_hook, args, 2);
-        }
-        return r;
+        return r ? r : getattr_fallback(t, base, name); /* an AttributeError goes to __getattr__ */
     }
     return generic_getattr(t, base, name);
 }

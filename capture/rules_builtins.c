@@ -120,7 +120,10 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
             if (v->rank == 0) return trace_break(t, "len() of a 0-d tensor");
             return int_const(t, v->sizes[0]);
         }
-        if (v->kind == V_CONST) return const_result(t, PyLong_FromSsize_t(PyObject_Length(v->obj)), "len");
+        if (v->kind == V_CONST) {
+            Py_ssize_t n_const = PyObject_Length(v->obj); /* len(5) raises TypeError, as in eager */
+            return const_result(t, n_const < 0 ? NULL : PyLong_FromSsize_t(n_const), "len");
+        }
         if (v->kind == V_MODULE) {
             Var *items = iterable_items(t, v);
             return items ? int_const(t, items->n_items) : NULL;
@@ -159,8 +162,10 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (v->kind == V_LIST) obj = (PyObject *)&PyList_Type;
         if (v->kind == V_DICT) obj = (PyObject *)&PyDict_Type;
         if (v->kind == V_SET) obj = (PyObject *)&PySet_Type;
+        if (v->kind == V_EXC) obj = v->exc_type; /* an exception of the trace: its class is known */
         if (!obj) return trace_break(t, "isinstance of this value");
-        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || v->obj == torch_size_type_obj();
+        bool is_type_obj = v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_SET || v->kind == V_EXC ||
+                           v->obj == torch_size_type_obj();
         PyObject *classes = cls->obj;
         PyObject *built = NULL;
         if (cls->kind == V_TUPLE && !classes) {
@@ -243,7 +248,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         trace_mutated(t, it);
         Var *item = trace_iter_next(t, it);
         if (item || t->broke) return item;
-        return n == 2 ? args[1] : trace_break(t, "next() of an exhausted iterator (StopIteration)");
+        return n == 2 ? args[1] : trace_raise(t, PyExc_StopIteration, "next() of an exhausted iterator (StopIteration)");
     }
     if ((strcmp(op, "tuple") == 0 || strcmp(op, "list") == 0) && n <= 1) {
         Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);
@@ -290,7 +295,8 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         Var *r = trace_getattr(t, args[0], args[1]->obj);
         /* an AttributeError (a missing attribute, guarded as missing) is an
          * answer here; any other break stays a break */
-        bool missing = !r && trace_take_back_raise(t, PyExc_AttributeError);
+        bool answers = strcmp(op, "hasattr") == 0 || n == 3; /* getattr(o, name) raises on */
+        bool missing = !r && answers && trace_take_back_raise(t, PyExc_AttributeError);
         if (strcmp(op, "hasattr") == 0) return r ? var_const(t, Py_True) : missing ? var_const(t, Py_False) : NULL;
         if (missing && n == 3) return args[2];
         return r;

@@ -34,7 +34,8 @@ bool var_is_number(Var *v) {
 }
 
 Var *const_result(Trace *t, PyObject *r, const char *what) {
-    if (!r) return trace_break(t, "%s raised at trace time", what);
+    /* C code on constants raised: eager raises the same there */
+    if (!r) return exc_raise_pending(t, what);
     Var *v = var_const(t, r);
     Py_DECREF(r);
     return v;
@@ -150,6 +151,7 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
  * caller), x.detach() and x, x.copy_(y)'s x and y. */
 int var_same_object(Var *a, Var *b) {
     if (a == b) return 1;
+    if (a->kind == V_EXC || b->kind == V_EXC) return 0; /* one Var per exception raised or made in the trace */
     if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
     if (a->kind == V_TENSOR && b->kind == V_TENSOR) return 0;
@@ -410,7 +412,9 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);
             if (k < 0) k += base->n_items;
-            if (k < 0 || k >= base->n_items) return trace_break(t, "index out of range");
+            if (k < 0 || k >= base->n_items) {
+                return trace_raise(t, PyExc_IndexError, "%s index out of range", base->kind == V_LIST ? "list" : "tuple");
+            }
             return base->items[k];
         }
         if (index->kind == V_SLICE) {

@@ -69,6 +69,8 @@ typedef enum VarKind {
     V_SUPER,     /* super(obj: the class, self): attribute lookup starts after the class in type(self).__mro__ */
     V_SET,       /* a set made in the traced code: items, distinct (constants by value, others by identity) */
     V_PARTIAL,   /* functools.partial: items = [func, args tuple, keywords dict] (partials.c) */
+    V_EXC,       /* an exception raised or made in the trace (exceptions.c): exc_type, obj NULL;
+                    exc_type NULL: the exception being handled outside the trace (or none) */
 } VarKind;
 
 typedef struct Var {
@@ -104,6 +106,12 @@ typedef struct Var {
      * obj is an empty shell of its class, standing for its type and identity
      * only; `attrs` (a V_DICT) holds its instance attributes and `content` (a
      * V_DICT, dict subclasses only) its items.  Rebuilt for the caller. */
+    /* V_EXC: its class (kept), what the break says when it escapes the
+     * trace, and whether it was raised (on a stack it is then the exception
+     * being handled, as is the one from outside) */
+    PyObject *exc_type;
+    const char *exc_reason;
+    bool exc_raised;
     int serial;         /* creation order (t->n_vars when made) */
     bool fresh;
     struct Var *attrs;
@@ -231,6 +239,13 @@ typedef struct Trace {
      * sequence protocol) at a shallower depth must not take back an exception
      * that the traced code would have caught first. */
     int raised_handler_depth;
+    /* The exception Var of that raise when the traced code may catch it
+     * (exceptions.c unwinds to its handler), else NULL: a break. */
+    struct Var *raised_exc;
+    /* The exception being handled (sys.exception() of the traced code: what
+     * PUSH_EXC_INFO saves and POP_EXCEPT restores), NULL before any handler;
+     * exc_outside stands for the one outside the trace. */
+    struct Var *exc_current, *exc_outside;
     struct SymFrame *frame; /* the innermost frame being evaluated (interp.c) */
     /* The root frame's state before the instruction it is executing, when
      * that instruction is one a graph break can resume after (a call, a
@@ -411,11 +426,36 @@ Var *trace_subscript(Trace *t, Var *base, Var *index);
  * is taken back (the caller handles the exception). */
 bool trace_take_back_raise(Trace *t, PyObject *type);
 /* Ends the trace as an exception of `type` (a built-in type) raised at the
- * current instruction would: a break a taker (trace_take_back_raise) may
- * answer, e.g. a missing attribute under hasattr(). */
+ * current instruction would: a break that a taker (trace_take_back_raise)
+ * may answer, e.g. a missing attribute under hasattr(), or that a handler
+ * of the traced code catches (exceptions.c). */
 void *trace_raise(Trace *t, PyObject *type, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Records that an exception of `type` (NULL: unknown) is being raised now. */
+/* Records that an exception of `type` (NULL: unknown) is being raised now:
+ * takers may answer it, handlers of the traced code do not (its object is
+ * not one pt2 follows). */
 void trace_note_raise(Trace *t, PyObject *type);
+
+/* Exceptions in the traced code (exceptions.c). */
+/* A V_EXC of class `type` (NULL: the exception handled outside the trace);
+ * reason: the break's text if it escapes (NULL: the class name). */
+Var *exc_var_new(Trace *t, PyObject *type, const char *reason);
+/* Raises exc (a V_EXC) at the current instruction: the trace breaks with
+ * its reason, and a handler of the traced code may catch it.  NULL. */
+void *exc_raise(Trace *t, Var *exc);
+/* Calling an exception class: a V_EXC, or NULL (trace broken) when making
+ * one could run Python code or the arguments do not fit the class. */
+Var *exc_construct(Trace *t, PyObject *cls, Var **args, int n_args, int n_kw);
+/* The Python exception pending after C code ran on constants (int("x"),
+ * a tuple index, 1 / 0): raised in the trace as a V_EXC of its class when
+ * that is a built-in Exception, else a break with its text.  NULL. */
+void *exc_raise_pending(Trace *t, const char *what);
+/* The exception being raised goes on as a plain break: no handler or taker
+ * of the trace may take it back (it leaves a generator, or CPython would
+ * divert it where pt2 cannot). */
+void trace_raise_uncatchable(Trace *t);
+/* Whether o is an exception class whose construction runs no Python code
+ * (no Python __new__/__init__/__del__ in its MRO, metaclass type). */
+bool exc_class_is_plain(PyObject *o);
 /* interp.c: the depth of the current frame (0: the captured one), and of the
  * innermost frame whose current instruction is covered by an exception
  * handler (-1: none). */

@@ -711,43 +711,21 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
 Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 
-/* A built-in exception made from constants (`IndexError("...")`): made at
- * trace time, for a `raise` to name (interp.c). */
-static Var *exception_object(Trace *t, PyObject *type, Var **args, int n_args, int n_kw) {
-    if (n_kw) return trace_break(t, "%s(...) with keyword arguments", ((PyTypeObject *)type)->tp_name);
-    PyObject *tuple = PyTuple_New(n_args);
-    if (!tuple) return trace_break(t, "internal: out of memory");
-    for (int i = 0; i < n_args; ++i) {
-        if (args[i]->kind != V_CONST) {
-            Py_DECREF(tuple);
-            return trace_break(t, "%s(...) of a value only known at run time", ((PyTypeObject *)type)->tp_name);
-        }
-        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]->obj));
-    }
-    PyObject *exc = PyObject_Call(type, tuple, NULL);
-    Py_DECREF(tuple);
-    if (!exc) return trace_break(t, "constructing %s failed", ((PyTypeObject *)type)->tp_name);
-    Var *v = var_new(t, V_OBJECT);
-    v->obj = trace_keep(t, exc);
-    Py_DECREF(exc);
-    return v;
-}
-
 void trace_note_raise(Trace *t, PyObject *type) {
     if (t->broke) return; /* the first break stands */
     t->raised_type = type ? trace_keep(t, type) : NULL;
+    t->raised_exc = NULL;
     t->raised_handler_depth = interp_handler_depth(t);
 }
 
 void *trace_raise(Trace *t, PyObject *type, const char *fmt, ...) {
     if (t->broke) return NULL;
-    trace_note_raise(t, type);
     char reason[sizeof t->brk.reason];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    return trace_break(t, "%s", reason);
+    return exc_raise(t, exc_var_new(t, type, reason));
 }
 
 bool trace_take_back_raise(Trace *t, PyObject *type) {
@@ -757,6 +735,7 @@ bool trace_take_back_raise(Trace *t, PyObject *type) {
     t->broke = false;
     t->brk.reason[0] = '\0';
     t->raised_type = NULL;
+    t->raised_exc = NULL;
     return true;
 }
 
@@ -815,10 +794,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         return s;
     }
     if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
-    if (o && PyType_Check(o) && PyType_IsSubtype((PyTypeObject *)o, (PyTypeObject *)PyExc_BaseException) &&
-        !(((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-        return exception_object(t, o, args, n_args, n_kw);
-    }
+    if (o && PyExceptionClass_Check(o)) return exc_construct(t, o, args, n_args, n_kw);
     if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
     return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
@@ -870,6 +846,17 @@ int trace_truth(Trace *t, Var *v) {
         }
         return 1;
     case V_MODULE: case V_FUNCTION: case V_METHOD: case V_CALLABLE: case V_PARTIAL: return 1;
+    case V_EXC: {
+        /* BaseException has neither __bool__ nor __len__; a Python one of its class would have to run */
+        PyObject *nb = PyUnicode_InternFromString("__bool__"), *nl = PyUnicode_InternFromString("__len__");
+        PyTypeObject *ty = (PyTypeObject *)v->exc_type;
+        bool custom = !ty || python_hook(ty, nb) || python_hook(ty, nl);
+        Py_XDECREF(nb);
+        Py_XDECREF(nl);
+        if (!custom) return 1;
+        trace_break(t, "truth value of an exception");
+        return -1;
+    }
     case V_TENSOR:
         trace_break(t, "a branch on a tensor's value (data-dependent control flow)");
         return -1;
