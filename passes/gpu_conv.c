@@ -57,7 +57,8 @@ typedef struct Conv {
     MlirOperation op, pad, fill;
     ConvGeometry geo;
     MlirType elem;         /* of x, w and y */
-    MlirValue x, w;        /* [N, C, H, W] unpadded, [O, C/G, KH, KW] */
+    MlirValue x, w;        /* [N, C, H, W] ([N, H, W, C] channels last) unpadded, [O, C/G, KH, KW] */
+    View x_nchw;           /* x in NCHW order, as cuDNN's descriptor takes it */
     View y;                /* where the call writes, [N, O, OH, OW] */
     MlirOperation at;      /* the last op of the loops so far */
     OpList loops;          /* padding, fill, conv, copies: the fallback, in block order */
@@ -295,7 +296,7 @@ static bool loops_can_move(Conv *c, MlirOperation to) {
  * weight and the built bias are computed here, in front of the call. */
 static int call_operands(Builder *b, Conv *c, MlirValue scratch, MlirValue *args) {
     int n = 0;
-    args[n++] = c->x;
+    args[n++] = c->geo.channels_last ? gpu_view_value(b, (MlirValue){NULL}, &c->x_nchw) : c->x;
     args[n++] = c->scaled ? conv_epilogue_build_weight(b, &c->epilogue, c->w) : c->w;
     args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->y);
     if (!mlirOperationIsNull(c->reader)) {
@@ -384,10 +385,11 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
         int64_t v[3] = {c.geo.stride[i], c.geo.padding[i], c.geo.dilation[i]};
         for (int k = 0; k < 3; ++k) geometry_max = v[k] > geometry_max ? v[k] : geometry_max;
     }
-    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !view_of_type(c.x, &x) || !view_of_type(c.w, &w) ||
+    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !conv_nchw_view(&c.geo, c.x, &x) || !view_of_type(c.w, &w) ||
         !fits_int(&x) || !packed_weight(&w) || geometry_max > INT_MAX || c.geo.groups > INT_MAX) {
         return false;
     }
+    c.x_nchw = x;
     if (!mlirOperationIsNull(c.pad)) oplist_push(&c.loops, c.pad);
     oplist_push(&c.loops, c.fill);
     oplist_push(&c.loops, op);
