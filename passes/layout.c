@@ -243,38 +243,65 @@ static void collect_nodes(Graph *g, MlirBlock entry) {
 
 /*--- edges ---------------------------------------------------------------------*/
 
-/* Dim j of a read through `map` of `in` meets dim j of the output map `out`
- * of `result`: the same loop, or index 0 of a size-1 dim of both (a unit
+/* Whether affine expression e depends on dim d and on no other. */
+static bool expr_follows_dim(MlirAffineExpr e, int d, int n_dims) {
+    if (!mlirAffineExprIsFunctionOfDim(e, d)) return false;
+    for (int k = 0; k < n_dims; ++k) {
+        if (k != d && mlirAffineExprIsFunctionOfDim(e, k)) return false;
+    }
+    return true;
+}
+
+/* Both dims j (of `in` and of `result`) have size 1. */
+static bool both_unit(MlirValue in, MlirValue result, int j) {
+    return mlirShapedTypeGetDimSize(mlirValueGetType(in), j) == 1 && mlirShapedTypeGetDimSize(mlirValueGetType(result), j) == 1;
+}
+
+/* Dim j of a read through `map` of `in` follows dim j of `result` (output
+ * map `out`): a function of the same loop alone (d1, or d1 + 8 where a
+ * slice or cat offsets channels), or index 0 of a size-1 dim of both (a unit
  * batch: canonicalize writes 0 for its loop). */
-static bool dim_meets(MlirAffineExpr e, MlirValue in, int j, MlirAffineMap out, MlirValue result) {
-    if (mlirAffineExprEqual(e, mlirAffineMapGetResult(out, j))) return true;
-    return mlirAffineExprIsAConstant(e) && mlirAffineConstantExprGetValue(e) == 0 &&
-           mlirShapedTypeGetDimSize(mlirValueGetType(in), j) == 1 && mlirShapedTypeGetDimSize(mlirValueGetType(result), j) == 1;
+static bool dim_meets(MlirAffineMap map, MlirValue in, int j, MlirAffineMap out, MlirValue result) {
+    MlirAffineExpr e = mlirAffineMapGetResult(map, j);
+    if (mlirAffineExprIsAConstant(e)) return mlirAffineConstantExprGetValue(e) == 0 && both_unit(in, result, j);
+    int d = (int)mlirAffineDimExprGetPosition(mlirAffineMapGetResult(out, j));
+    return expr_follows_dim(e, d, (int)mlirAffineMapGetNumDims(map));
 }
 
 /* A read of `in` through `map` meets `result` (output map `out`) at the
- * same (n, c). */
+ * same batch and channel (up to an offset): data flows channel to channel. */
 static bool aligned(MlirAffineMap map, MlirValue in, MlirAffineMap out, MlirValue result) {
-    return mlirAffineMapGetNumResults(map) == 4 && dim_meets(mlirAffineMapGetResult(map, 0), in, 0, out, result) &&
-           dim_meets(mlirAffineMapGetResult(map, 1), in, 1, out, result);
+    return mlirAffineMapGetNumResults(map) == 4 && dim_meets(map, in, 0, out, result) && dim_meets(map, in, 1, out, result);
 }
 
-/* Index operand v of a tensor.extract of `in` at dim j meets dim j of
- * `result`: linalg.index of `generic`'s loop for it, or 0 where both dims
- * have size 1. */
-static bool index_meets(MlirValue v, MlirOperation generic, MlirValue in, int j, MlirAffineMap out, MlirValue result) {
+/* Whether v, an index computed in `generic`'s body, depends on its loop d
+ * (linalg.index d) through index arithmetic and constants alone: 1 yes, 0
+ * only on constants, -1 on anything else. */
+static int index_follows_loop(MlirValue v, MlirOperation generic, int d, int depth) {
     MlirOperation def = producer_of(v);
-    int64_t c;
-    if (constant_int_value(v, &c)) {
-        return c == 0 && mlirShapedTypeGetDimSize(mlirValueGetType(in), j) == 1 &&
-               mlirShapedTypeGetDimSize(mlirValueGetType(result), j) == 1;
+    if (mlirOperationIsNull(def) || depth > 8) return -1;
+    if (op_is(def, "arith.constant")) return 0;
+    if (op_is(def, "linalg.index")) {
+        MlirAttribute dim = mlirOperationGetAttributeByName(def, sref("dim"));
+        return mlirOperationEqual(mlirOperationGetParentOperation(def), generic) && mlirIntegerAttrGetValueInt(dim) == d ? 1 : -1;
     }
-    if (mlirOperationIsNull(def) || !op_is(def, "linalg.index")) return false;
-    MlirOperation owner = mlirOperationGetParentOperation(def);
-    MlirAttribute dim = mlirOperationGetAttributeByName(def, sref("dim"));
-    MlirAffineExpr e = mlirAffineMapGetResult(out, j);
-    return !mlirOperationIsNull(owner) && mlirOperationEqual(owner, generic) &&
-           mlirIntegerAttrGetValueInt(dim) == mlirAffineDimExprGetPosition(e);
+    if (!op_name_starts(def, "arith.")) return -1;
+    int found = 0;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); ++i) {
+        int r = index_follows_loop(mlirOperationGetOperand(def, i), generic, d, depth + 1);
+        if (r < 0) return -1;
+        found |= r;
+    }
+    return found;
+}
+
+/* Index operand v of a tensor.extract of `in` at dim j follows dim j of
+ * `result`: computed from `generic`'s loop for it (a cat's channel minus
+ * its offset, clamped), or 0 where both dims have size 1. */
+static bool index_meets(MlirValue v, MlirOperation generic, MlirValue in, int j, MlirAffineMap out, MlirValue result) {
+    int64_t c;
+    if (constant_int_value(v, &c)) return c == 0 && both_unit(in, result, j);
+    return index_follows_loop(v, generic, (int)mlirAffineDimExprGetPosition(mlirAffineMapGetResult(out, j)), 0) == 1;
 }
 
 typedef struct ExtractEdges {
