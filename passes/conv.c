@@ -159,7 +159,8 @@ bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out
     MlirOperation pad = pad_writer(padded, defining_op(mlirOperationGetOperand(op, 0)), &x);
     if (mlirOperationIsNull(pad)) return false;
     MlirType xt = mlirValueGetType(x), pt = mlirValueGetType(padded);
-    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 || mlirShapedTypeGetDimSize(xt, n) != mlirShapedTypeGetDimSize(pt, n) ||
+    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 ||
+        mlirShapedTypeGetDimSize(xt, n) != mlirShapedTypeGetDimSize(pt, n) ||
         mlirShapedTypeGetDimSize(xt, c) != mlirShapedTypeGetDimSize(pt, c) ||
         !mlirTypeEqual(mlirShapedTypeGetElementType(xt), mlirShapedTypeGetElementType(pt))) {
         return false;

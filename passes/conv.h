@@ -43,7 +43,8 @@ bool conv_ungrouped_view(MlirValue v, int merge, View *out);
 
 /* The generic's [N, G, O/G, OH, OW] accumulator viewed as [N, O, OH, OW]
  * (false where the group and channel dims do not merge into one stride);
- * channels last, its [N, OH, OW, G, O/G] one, seen in that order. */
+ * channels last, its [N, OH, OW, G, O/G] one, in the same NCHW order
+ * (with the NHWC strides). */
 bool conv_result_view(MlirOperation op, View *out);
 
 /* v, a 4-d memref in the conv's layout (x [N, H, W, C] channels last), as a

@@ -385,8 +385,9 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
         int64_t v[3] = {c.geo.stride[i], c.geo.padding[i], c.geo.dilation[i]};
         for (int k = 0; k < 3; ++k) geometry_max = v[k] > geometry_max ? v[k] : geometry_max;
     }
-    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !conv_nchw_view(&c.geo, c.x, &x) || !view_of_type(c.w, &w) ||
-        !fits_int(&x) || !packed_weight(&w) || geometry_max > INT_MAX || c.geo.groups > INT_MAX) {
+    if (mlirValueIsNull(c.w) || mlirOperationIsNull(c.fill) || !conv_nchw_view(&c.geo, c.x, &x) ||
+        !view_of_type(c.w, &w) || !fits_int(&x) || !packed_weight(&w) || geometry_max > INT_MAX ||
+        c.geo.groups > INT_MAX) {
         return false;
     }
     c.x_nchw = x;

@@ -65,7 +65,9 @@ static bool is_static_4d_tensor(MlirType t) {
 
 static int64_t tensor_bytes(MlirType t) {
     MlirType e = mlirShapedTypeGetElementType(t);
-    int64_t bits = mlirTypeIsAFloat(e) ? mlirFloatTypeGetWidth(e) : mlirTypeIsAInteger(e) ? mlirIntegerTypeGetWidth(e) : 64;
+    int64_t bits = mlirTypeIsAFloat(e)     ? mlirFloatTypeGetWidth(e)
+                   : mlirTypeIsAInteger(e) ? mlirIntegerTypeGetWidth(e)
+                                           : 64;
     int64_t n = (bits + 7) / 8;
     for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= mlirShapedTypeGetDimSize(t, d);
     return n;
@@ -114,7 +116,8 @@ static void set_map(MlirOperation generic, int i, MlirAffineMap map) {
 static MlirAffineMap nhwc_map(MlirAffineMap map) {
     MlirAffineExpr results[4];
     for (int j = 0; j < 4; ++j) results[j] = mlirAffineMapGetResult(map, nchw_dim_at[j]);
-    return mlirAffineMapGet(mlirAffineMapGetContext(map), mlirAffineMapGetNumDims(map), mlirAffineMapGetNumSymbols(map), 4, results);
+    MlirContext ctx = mlirAffineMapGetContext(map);
+    return mlirAffineMapGet(ctx, mlirAffineMapGetNumDims(map), mlirAffineMapGetNumSymbols(map), 4, results);
 }
 
 static bool is_dim_expr(MlirAffineExpr e) { return mlirAffineExprIsADim(e); }
@@ -147,8 +150,8 @@ static int index_get(const ValueIndex *m, MlirValue v) {
 
 static void index_put(ValueIndex *m, MlirValue v, int value) {
     if (2 * (m->n + 1) > m->cap) {
-        ValueIndex grown = {calloc((size_t)(m->cap ? 2 * m->cap : 64), sizeof(void *)), NULL, m->cap ? 2 * m->cap : 64, 0};
-        grown.values = calloc((size_t)grown.cap, sizeof(int));
+        int cap = m->cap ? 2 * m->cap : 64;
+        ValueIndex grown = {calloc((size_t)cap, sizeof(void *)), calloc((size_t)cap, sizeof(int)), cap, 0};
         for (int i = 0; i < m->cap; ++i) {
             if (m->keys[i]) index_put(&grown, (MlirValue){m->keys[i]}, m->values[i]);
         }
@@ -216,7 +219,10 @@ static bool init_is_fresh(MlirValue init) {
 static bool generic_result_is_node(MlirOperation generic, int k) {
     int n_in = num_inputs(generic);
     MlirValue r = mlirOperationGetResult(generic, k);
-    if (n_in < 0 || !is_static_4d_tensor(mlirValueGetType(r)) || !init_is_fresh(mlirOperationGetOperand(generic, n_in + k))) return false;
+    if (n_in < 0 || !is_static_4d_tensor(mlirValueGetType(r)) ||
+        !init_is_fresh(mlirOperationGetOperand(generic, n_in + k))) {
+        return false;
+    }
     MlirAffineMap map = map_of(generic, n_in + k);
     for (int j = 0; j < 4; ++j) {
         if (!is_dim_expr(mlirAffineMapGetResult(map, j))) return false;
@@ -225,7 +231,8 @@ static bool generic_result_is_node(MlirOperation generic, int k) {
 }
 
 static void collect_nodes(Graph *g, MlirBlock entry) {
-    for (MlirOperation op = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         if (op_is(op, "pt2.conv2d") && is_static_4d_tensor(mlirValueGetType(mlirOperationGetOperand(op, 0)))) {
             oplist_push(&g->convs, op);
             add_node(g, mlirOperationGetResult(op, 0));
@@ -254,7 +261,8 @@ static bool expr_follows_dim(MlirAffineExpr e, int d, int n_dims) {
 
 /* Both dims j (of `in` and of `result`) have size 1. */
 static bool both_unit(MlirValue in, MlirValue result, int j) {
-    return mlirShapedTypeGetDimSize(mlirValueGetType(in), j) == 1 && mlirShapedTypeGetDimSize(mlirValueGetType(result), j) == 1;
+    return mlirShapedTypeGetDimSize(mlirValueGetType(in), j) == 1 &&
+           mlirShapedTypeGetDimSize(mlirValueGetType(result), j) == 1;
 }
 
 /* Dim j of a read through `map` of `in` follows dim j of `result` (output
@@ -271,7 +279,8 @@ static bool dim_meets(MlirAffineMap map, MlirValue in, int j, MlirAffineMap out,
 /* A read of `in` through `map` meets `result` (output map `out`) at the
  * same batch and channel (up to an offset): data flows channel to channel. */
 static bool aligned(MlirAffineMap map, MlirValue in, MlirAffineMap out, MlirValue result) {
-    return mlirAffineMapGetNumResults(map) == 4 && dim_meets(map, in, 0, out, result) && dim_meets(map, in, 1, out, result);
+    return mlirAffineMapGetNumResults(map) == 4 && dim_meets(map, in, 0, out, result) &&
+           dim_meets(map, in, 1, out, result);
 }
 
 /* Whether v, an index computed in `generic`'s body, depends on its loop d
@@ -283,7 +292,8 @@ static int index_follows_loop(MlirValue v, MlirOperation generic, int d, int dep
     if (op_is(def, "arith.constant")) return 0;
     if (op_is(def, "linalg.index")) {
         MlirAttribute dim = mlirOperationGetAttributeByName(def, sref("dim"));
-        return mlirOperationEqual(mlirOperationGetParentOperation(def), generic) && mlirIntegerAttrGetValueInt(dim) == d ? 1 : -1;
+        bool mine = mlirOperationEqual(mlirOperationGetParentOperation(def), generic);
+        return mine && mlirIntegerAttrGetValueInt(dim) == d ? 1 : -1;
     }
     if (!op_name_starts(def, "arith.")) return -1;
     int found = 0;
@@ -400,9 +410,11 @@ static void decide(Graph *g, const char *func_name, bool log) {
         int root = find(g, i);
         g->nodes[i].nhwc = t[root].convs > 0 && t[root].cost < t[root].benefit;
         if (log && root == i && t[root].convs > 0) {
-            fprintf(stderr, "pt2-channels-last: @%s: %d convolutions, %d values: %s (transposes %lld bytes, conversions saved %lld bytes)\n",
-                    func_name, t[root].convs, t[root].nodes, g->nodes[i].nhwc ? "NHWC" : "left NCHW", (long long)t[root].cost,
-                    (long long)t[root].benefit);
+            fprintf(stderr,
+                    "pt2-channels-last: @%s: %d convolutions, %d values: %s (transposes %lld bytes, conversions "
+                    "saved %lld bytes)\n",
+                    func_name, t[root].convs, t[root].nodes, g->nodes[i].nhwc ? "NHWC" : "left NCHW",
+                    (long long)t[root].cost, (long long)t[root].benefit);
         }
     }
     free(t);
@@ -574,7 +586,8 @@ static void convert_conv(Rewrite *r, MlirOperation conv) {
 static void rewrite(Graph *g, MlirBlock entry) {
     Rewrite r = {.g = g};
     OpList todo = {0};
-    for (MlirOperation op = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         if (op_is(op, "pt2.conv2d") || op_is(op, "linalg.generic")) oplist_push(&todo, op);
     }
     for (int i = 0; i < todo.n; ++i) {
@@ -621,7 +634,8 @@ static int run_channels_last(MlirOperation module, void *user) {
     (void)user;
     bool log = pt2_disabled(getenv("PT2_LOGS"), "layout");
     MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         if (op_is(op, "func.func")) run_on_function(op, log);
     }
     return 0;
@@ -631,6 +645,7 @@ static _Alignas(8) const char channels_last_type_id;
 
 MlirPass pt2_create_channels_last_pass(void) {
     return make_external_pass("pt2-channels-last",
-                              "Store the activations between 2-d convolutions channels last (NHWC), transposes only at the region's edges",
+                              "Store the activations between 2-d convolutions channels last (NHWC), transposes only "
+                              "at the region's edges",
                               "builtin.module", run_channels_last, &channels_last_type_id);
 }

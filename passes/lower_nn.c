@@ -214,8 +214,8 @@ static void conv_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
  * passes/layout.c) x is [N, H, W, C], padded in dims 1 and 2 and viewed as
  * [N, Hp, Wp, G, C/G], and the output is [N, OH, OW, G, O/G]; w is as above.
  * A discardable attribute: bufferization keeps it, every other pass ignores it. */
-static void mark_conv(MlirOperation conv, const int64_t stride[2], const int64_t pad[2], const int64_t dil[2], int64_t groups,
-                      bool channels_last) {
+static void mark_conv(MlirOperation conv, const int64_t stride[2], const int64_t pad[2], const int64_t dil[2],
+                      int64_t groups, bool channels_last) {
     char text[300];
     snprintf(text, sizeof text,
              "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, "
@@ -238,8 +238,8 @@ static ConvShape conv_shape_of(MlirOperation op, MlirValue x, bool channels_last
     Pt2TensorType out = value_tensor_type(mlirOperationGetResult(op, 0));
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     int c = channels_last ? 3 : 1, h = channels_last ? 1 : 2;
-    ConvShape s = {.groups = 1, .n = xt.sizes[0], .c = xt.sizes[c], .h = xt.sizes[h], .w = xt.sizes[h + 1], .o = wt.sizes[0],
-                   .kh = wt.sizes[2], .kw = wt.sizes[3], .oh = out.sizes[2], .ow = out.sizes[3]};
+    ConvShape s = {.groups = 1, .n = xt.sizes[0], .c = xt.sizes[c], .h = xt.sizes[h], .w = xt.sizes[h + 1],
+                   .o = wt.sizes[0], .kh = wt.sizes[2], .kw = wt.sizes[3], .oh = out.sizes[2], .ow = out.sizes[3]};
     read_pair(attrs, "stride", s.stride, 1);
     read_pair(attrs, "padding", s.pad, 0);
     read_pair(attrs, "dilation", s.dil, 1);
@@ -312,7 +312,9 @@ static int lower_conv2d(MlirOperation op) {
     return 0;
 }
 
-MlirValue lower_conv2d_channels_last(Builder *b, MlirOperation op, MlirValue x_nhwc) { return build_conv2d(b, op, x_nhwc, true); }
+MlirValue lower_conv2d_channels_last(Builder *b, MlirOperation op, MlirValue x_nhwc) {
+    return build_conv2d(b, op, x_nhwc, true);
+}
 
 /*===----------------------------------------------------------------------===*
  * Pooling

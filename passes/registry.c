@@ -170,7 +170,8 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *layout = pt2_disabled(disable, "layout") ? "" : "pt2-channels-last,";
     const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%s%spt2-lower-contractions,canonicalize,"
+             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%s%s"
+             "pt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
@@ -233,7 +234,8 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "nvvm-attach-target{chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
              "gpu-module-to-binary{format=isa}",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "layout") ? "" : "pt2-channels-last,",
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
+             pt2_disabled(disable, "layout") ? "" : "pt2-channels-last,",
              pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,", chip,
              link);
     return text;

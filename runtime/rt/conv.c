@@ -430,8 +430,11 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
      * for few input channels (a network's first layer) take; then anything.
      * The epilogue fused only into a jit kernel: others' post-ops differ
      * (gemm's logistic drops NaN). */
-    static const dnnl_format_tag_t layouts[][2] = {{dnnl_nhwc, dnnl_nhwc},     {dnnl_nChw16c, dnnl_nChw16c}, {dnnl_nChw8c, dnnl_nChw8c},
-                                                   {dnnl_nchw, dnnl_nChw16c}, {dnnl_nchw, dnnl_nChw8c}};
+    static const dnnl_format_tag_t layouts[][2] = {{dnnl_nhwc, dnnl_nhwc},
+                                                   {dnnl_nChw16c, dnnl_nChw16c},
+                                                   {dnnl_nChw8c, dnnl_nChw8c},
+                                                   {dnnl_nchw, dnnl_nChw16c},
+                                                   {dnnl_nchw, dnnl_nChw8c}};
     size_t first = dense_nhwc(c->x_sizes, c->x_strides) && dense_nhwc(c->y_sizes, c->y_strides) ? 0 : 1;
     dnnl_primitive_desc_t pd = NULL;
     for (int fuse = c->steps != 0; !pd && fuse >= 0; --fuse) {
