@@ -129,6 +129,16 @@ def test_conv_chain(form, dt, batch, noncontiguous, tmp_path, monkeypatch):
     assert calls.count("call @pt2rt_conv2d") == 2 and "pt2.conv2d" not in calls, f"{form[0]}: a conv kept its loops"
 
 
+@pytest.mark.parametrize("dt", DTYPES, ids=_ids)
+@pytest.mark.parametrize("form", [FORMS[2], FORMS[5], FORMS[7]], ids=[FORMS[i][0] for i in (2, 5, 7)])
+def test_chain_without_libraries(form, dt, monkeypatch):
+    """PT2_DISABLE=blas: the channels-last conv generics run as loops, with eager's results."""
+    monkeypatch.setenv("PT2_DISABLE", "blas")
+    inputs = _chain_inputs(form, 2, dt, True)
+    (got,) = _chain_graph(form, inputs)(*inputs)
+    torch.testing.assert_close(got, _chain_eager(form, *inputs), **TOL[dt])
+
+
 def test_chain_f16_keeps_loops_channels_last(tmp_path, monkeypatch):
     """f16 convolutions keep their generated loops, channels last."""
     monkeypatch.setenv("PT2_DUMP", str(tmp_path))
