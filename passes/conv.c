@@ -22,6 +22,8 @@ bool conv_geometry(MlirOperation op, ConvGeometry *g) {
     MlirAttribute groups = mlirDictionaryAttrGetElementByName(dict, sref("groups"));
     if (mlirAttributeIsNull(groups) || !mlirAttributeIsAInteger(groups)) return false;
     g->groups = mlirIntegerAttrGetValueInt(groups);
+    MlirAttribute last = mlirDictionaryAttrGetElementByName(dict, sref("channels_last"));
+    g->channels_last = !mlirAttributeIsNull(last) && mlirAttributeIsABool(last) && mlirBoolAttrGetValue(last);
     return g->groups > 0 && read_pair_attr(dict, "stride", g->stride) && read_pair_attr(dict, "padding", g->padding) &&
            read_pair_attr(dict, "dilation", g->dilation);
 }
@@ -136,15 +138,17 @@ static MlirOperation pad_writer(MlirValue padded, MlirOperation view, MlirValue 
     return pad;
 }
 
-static bool same_shape_prefix(MlirType a, MlirType b, int n) {
-    for (int i = 0; i < n; ++i) {
-        if (mlirShapedTypeGetDimSize(a, i) != mlirShapedTypeGetDimSize(b, i)) return false;
-    }
-    return true;
+/* The dims of x: batch and channel, then the two spatial ones. */
+static void layout_dims(const ConvGeometry *g, int *n, int *c, int *h) {
+    *n = 0;
+    *c = g->channels_last ? 3 : 1;
+    *h = g->channels_last ? 1 : 2;
 }
 
 bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out_x, MlirOperation *out_pad) {
-    MlirValue padded = conv_ungrouped(mlirOperationGetOperand(op, 0), 1);
+    int n, c, h;
+    layout_dims(g, &n, &c, &h);
+    MlirValue padded = conv_ungrouped(mlirOperationGetOperand(op, 0), c);
     if (mlirValueIsNull(padded)) return false;
     *out_pad = (MlirOperation){NULL};
     if (g->padding[0] == 0 && g->padding[1] == 0) {
@@ -155,31 +159,57 @@ bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out
     MlirOperation pad = pad_writer(padded, defining_op(mlirOperationGetOperand(op, 0)), &x);
     if (mlirOperationIsNull(pad)) return false;
     MlirType xt = mlirValueGetType(x), pt = mlirValueGetType(padded);
-    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 || !same_shape_prefix(xt, pt, 2) ||
+    if (!mlirTypeIsAMemRef(xt) || mlirShapedTypeGetRank(xt) != 4 ||
+        mlirShapedTypeGetDimSize(xt, n) != mlirShapedTypeGetDimSize(pt, n) ||
+        mlirShapedTypeGetDimSize(xt, c) != mlirShapedTypeGetDimSize(pt, c) ||
         !mlirTypeEqual(mlirShapedTypeGetElementType(xt), mlirShapedTypeGetElementType(pt))) {
         return false;
     }
     for (int i = 0; i < 2; ++i) {
-        if (mlirShapedTypeGetDimSize(xt, 2 + i) + 2 * g->padding[i] > mlirShapedTypeGetDimSize(pt, 2 + i)) return false;
+        if (mlirShapedTypeGetDimSize(xt, h + i) + 2 * g->padding[i] > mlirShapedTypeGetDimSize(pt, h + i)) return false;
     }
     *out_x = x;
     *out_pad = pad;
     return true;
 }
 
+void conv_view_to_nchw(const ConvGeometry *g, View *v) {
+    if (!g->channels_last || v->rank != 4) return;
+    const int from[4] = {0, 3, 1, 2}; /* NCHW dim i is NHWC dim from[i] */
+    View nchw = *v;
+    for (int i = 0; i < 4; ++i) {
+        nchw.sizes[i] = v->sizes[from[i]];
+        nchw.strides[i] = v->strides[from[i]];
+    }
+    *v = nchw;
+}
+
+bool conv_nchw_view(const ConvGeometry *g, MlirValue v, View *out) {
+    if (!view_of_type(v, out) || out->rank != 4) return false;
+    conv_view_to_nchw(g, out);
+    return true;
+}
+
 bool conv_unpadded_input_view(MlirOperation op, const ConvGeometry *g, View *out_x, MlirOperation *out_pad) {
     *out_pad = (MlirOperation){NULL};
-    if (g->padding[0] == 0 && g->padding[1] == 0) return conv_ungrouped_view(mlirOperationGetOperand(op, 0), 1, out_x);
+    if (g->padding[0] == 0 && g->padding[1] == 0) {
+        if (!conv_ungrouped_view(mlirOperationGetOperand(op, 0), g->channels_last ? 3 : 1, out_x)) return false;
+        conv_view_to_nchw(g, out_x);
+        return true;
+    }
     MlirValue x;
-    return conv_unpadded_input(op, g, &x, out_pad) && view_of_type(x, out_x);
+    return conv_unpadded_input(op, g, &x, out_pad) && conv_nchw_view(g, x, out_x);
 }
 
 bool conv_result_view(MlirOperation op, View *out) {
     View v;
-    if (!view_of_type(mlirOperationGetOperand(op, 2), &v) || v.rank != 5) return false;
-    int64_t groups = v.sizes[1], og = v.sizes[2];
-    if (groups > 1 && og > 1 && v.strides[1] != og * v.strides[2]) return false;
-    *out = (View){v.base, 4, {v.sizes[0], groups * og, v.sizes[3], v.sizes[4]},
-                  {v.strides[0], og > 1 ? v.strides[2] : v.strides[1], v.strides[3], v.strides[4]}, v.offset};
+    ConvGeometry g;
+    if (!conv_geometry(op, &g) || !view_of_type(mlirOperationGetOperand(op, 2), &v) || v.rank != 5) return false;
+    /* the group and channel dims, and the two spatial ones */
+    int gd = g.channels_last ? 3 : 1, h = g.channels_last ? 1 : 3;
+    int64_t groups = v.sizes[gd], og = v.sizes[gd + 1];
+    if (groups > 1 && og > 1 && v.strides[gd] != og * v.strides[gd + 1]) return false;
+    *out = (View){v.base, 4, {v.sizes[0], groups * og, v.sizes[h], v.sizes[h + 1]},
+                  {v.strides[0], og > 1 ? v.strides[gd + 1] : v.strides[gd], v.strides[h], v.strides[h + 1]}, v.offset};
     return true;
 }

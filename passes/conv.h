@@ -11,9 +11,14 @@
 
 #include "buffers.h"
 
-/* The geometry pt2-lower recorded on a conv2d generic. */
+/* The geometry pt2-lower recorded on a conv2d generic.  channels_last: the
+ * generic reads x as [N, H, W, C] (grouped [N, Hp, Wp, G, C/G]) and writes
+ * [N, OH, OW, G, O/G] (pt2-channels-last, passes/layout.c); the views below
+ * are then still in NCHW order ([N, C, H, W], [N, O, OH, OW]), with the
+ * strides of the channels-last buffers, as the libraries read them. */
 typedef struct ConvGeometry {
     int64_t stride[2], padding[2], dilation[2], groups;
+    bool channels_last;
 } ConvGeometry;
 
 bool conv_is_marked(MlirOperation op);
@@ -37,16 +42,25 @@ MlirValue conv_ungrouped(MlirValue v, int merge);
 bool conv_ungrouped_view(MlirValue v, int merge, View *out);
 
 /* The generic's [N, G, O/G, OH, OW] accumulator viewed as [N, O, OH, OW]
- * (false where the group and channel dims do not merge into one stride). */
+ * (false where the group and channel dims do not merge into one stride);
+ * channels last, its [N, OH, OW, G, O/G] one, in the same NCHW order
+ * (with the NHWC strides). */
 bool conv_result_view(MlirOperation op, View *out);
 
-/* The conv's input [N, C, H, W] before zero padding (the padded buffer
- * itself when there is no padding), and the generic that wrote the padded
- * copy (null without padding).  False if the input is not read that way.
+/* v, a 4-d memref in the conv's layout (x [N, H, W, C] channels last), as a
+ * view in NCHW order. */
+bool conv_nchw_view(const ConvGeometry *g, MlirValue v, View *out);
+/* A 4-d view in the layout's order ([N, H, W, C] channels last) seen in
+ * NCHW order (the same view without channels_last). */
+void conv_view_to_nchw(const ConvGeometry *g, View *v);
+
+/* The conv's input [N, C, H, W] ([N, H, W, C] channels last) before zero
+ * padding (the padded buffer itself when there is no padding), and the
+ * generic that wrote the padded copy (null without padding).  False if the input is not read that way.
  * Whether x still holds the same values where a replacement reads it is the
  * caller's to check. */
 bool conv_unpadded_input(MlirOperation op, const ConvGeometry *g, MlirValue *out_x, MlirOperation *out_pad);
-/* The same as a strided view [N, C, H, W] of the buffer the conv reads
+/* The same as a strided view [N, C, H, W] (NCHW order in either layout) of the buffer the conv reads
  * (conv_ungrouped_view without padding): out_x->base is what it views. */
 bool conv_unpadded_input_view(MlirOperation op, const ConvGeometry *g, View *out_x, MlirOperation *out_pad);
 

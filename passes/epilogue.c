@@ -24,8 +24,10 @@
  * an all-parallel linalg.generic with one output of R's element type,
  * unread in its body and indexed by the same permutation as R, so that
  * element i of R makes element i of O; the view of R it reads and R's
- * index space in the call are reshapes of each other, and O's and each
- * addend's strides carry over (PyTorch's computeStride rule); O is neither
+ * index space in the call are reshapes of each other, up to a permutation
+ * of the call's dims where R holds them in another order (a channels-last
+ * convolution's [N, O, OH, OW] lies in R as [N, OH, OW, O]), and O's and
+ * each addend's strides carry over (PyTorch's computeStride rule); O is neither
  * a buffer the call reads nor one another input of the consumer reads, and
  * nothing between the call and the consumer touches it.  A step is folded
  * when the value it takes has no other use: `v + a`, `a` an input of the
@@ -164,7 +166,11 @@ typedef struct Scan {
     int n_inputs, n_loops, read_index;
     MlirAffineMap read_map; /* the consumer's map of R and of its output: a permutation */
     View read;              /* the consumer's view of R */
-    const View *result;     /* R's index space in the call */
+    /* R's index space in the call, its dims in R's row-major order (a channels-last conv's result
+     * [N, O, OH, OW] lies in R as [N, OH, OW, O]): dense is result with its
+     * dims in that order, dim i of dense is dim order[i] of result */
+    View dense;
+    int order[VIEW_MAX_DIMS];
     const EpilogueRules *rules;
 } Scan;
 
@@ -180,7 +186,13 @@ static bool operand_over_result(const Scan *s, int i, View *out, MlirOperation *
     for (int d = 0; d < over_read.rank; ++d) {
         over_read.strides[d] = loop_strides[mlirAffineDimExprGetPosition(mlirAffineMapGetResult(s->read_map, d))];
     }
-    if (!reshape_view(&over_read, s->result->sizes, s->result->rank, out)) return false;
+    View dense;
+    if (!reshape_view(&over_read, s->dense.sizes, s->dense.rank, &dense)) return false;
+    *out = dense; /* back into the result's order */
+    for (int i = 0; i < dense.rank; ++i) {
+        out->sizes[s->order[i]] = dense.sizes[i];
+        out->strides[s->order[i]] = dense.strides[i];
+    }
     return base_at(v, s->op, s->consumer, &out->base, hoist);
 }
 
@@ -402,13 +414,38 @@ static bool fold_activation(const Scan *s, Epilogue *e, MlirValue *cur) {
  * Finding and committing
  *===----------------------------------------------------------------------===*/
 
+/* The order of v's dims in which it is dense (identity if it is as it is;
+ * else its dims of size > 1 by decreasing stride, then the others). */
+static void dense_order(const View *v, int *order, View *dense) {
+    int n = 0;
+    for (int d = 0; d < v->rank; ++d) order[d] = d;
+    if (!is_dense(v)) {
+        for (int d = 0; d < v->rank; ++d) {
+            if (v->sizes[d] == 1) continue;
+            int i = n++;
+            for (; i > 0 && v->strides[order[i - 1]] < v->strides[d]; --i) order[i] = order[i - 1];
+            order[i] = d;
+        }
+        for (int d = 0; d < v->rank; ++d) {
+            if (v->sizes[d] == 1) order[n++] = d;
+        }
+    }
+    *dense = *v;
+    for (int i = 0; i < v->rank; ++i) {
+        dense->sizes[i] = v->sizes[order[i]];
+        dense->strides[i] = v->strides[order[i]];
+    }
+}
+
 bool find_epilogue(MlirOperation op, MlirOperation fill, const View *result, MlirType elem, const MlirValue *read_roots,
                    int n_reads, const EpilogueRules *rules, Epilogue *e) {
     memset(e, 0, sizeof *e);
     MlirValue root = buffer_root(result->base);
     MlirOperation alloc = defining_op(root);
-    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc") || !covers_densely(result, root)) return false;
-    Scan s = {.op = op, .consumer = {NULL}, .result = result, .rules = rules};
+    Scan s = {.op = op, .consumer = {NULL}, .rules = rules};
+    if (result->rank > VIEW_MAX_DIMS) return false;
+    dense_order(result, s.order, &s.dense);
+    if (mlirOperationIsNull(alloc) || !op_is(alloc, "memref.alloc") || !covers_densely(&s.dense, root)) return false;
     MlirOperation hoist = {NULL};
     if (!find_reader(root, op, fill, &s.consumer, &s.read_index) || mlirOperationIsNull(s.consumer) ||
         !consumer_qualifies(&s, root, elem, read_roots, n_reads, e, &hoist)) {

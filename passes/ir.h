@@ -109,6 +109,11 @@ bool op_name_starts(MlirOperation op, const char *prefix);
  * is not one. */
 bool constant_int_value(MlirValue v, int64_t *out);
 
+/* Renumbers a linalg.generic's loops (at most 16, 64 operands): new loop
+ * j is old loop order[j], in its indexing maps, iterator_types and
+ * linalg.index ops (reorder.c). */
+void generic_permute_loops(MlirOperation generic, const int *order);
+
 /* Whether every loop of a linalg.generic is parallel (no reduction). */
 bool all_parallel(MlirOperation generic);
 

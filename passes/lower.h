@@ -25,4 +25,10 @@ MlirValue lower_reshape_value(Builder *b, MlirValue x, const Pt2TensorType *to);
  * of them. */
 int lower_extra(MlirOperation op, const Pt2OpInfo *info);
 
+/* The pt2.conv2d `op` lowered on x_nhwc, its input [N, H, W, C] (the op's
+ * own input transposed), as a generic marked channels_last (lower_nn.c,
+ * mark_conv); returns the result [N, OH, OW, O].  The op is left in place
+ * (pt2-channels-last, passes/layout.c, rewires its users). */
+MlirValue lower_conv2d_channels_last(Builder *b, MlirOperation op, MlirValue x_nhwc);
+
 #endif

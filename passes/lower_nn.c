@@ -90,7 +90,7 @@ static int64_t covering_size(int64_t in, int64_t pad, int64_t out, int64_t kerne
 
 typedef struct PadBody {
     MlirValue x, value;
-    int rank;
+    int rank, h; /* h: the first of the two padded dims */
     int64_t lo[2], in[2];
 } PadBody;
 
@@ -103,7 +103,7 @@ static void pad_body(Builder *b, const MlirValue *args, int n_args, MlirValue *y
     for (int i = 0; i < p->rank; ++i) coords[1 + i] = build_linalg_index(b, i);
     for (int a = 0; a < 2; ++a) {
         /* unsigned compare: positions left of the input wrap to huge values */
-        MlirValue *c = &coords[1 + p->rank - 2 + a];
+        MlirValue *c = &coords[1 + p->h + a];
         MlirValue src = build_binary(b, "arith.subi", *c, const_index(b, p->lo[a]));
         inside[a] = build_cmp(b, false, "ult", src, const_index(b, p->in[a]));
         *c = build_select(b, inside[a], src, const_index(b, 0)); /* never read out of bounds */
@@ -112,23 +112,27 @@ static void pad_body(Builder *b, const MlirValue *args, int n_args, MlirValue *y
     yields[0] = build_select(b, build_binary(b, "arith.andi", inside[0], inside[1]), v, p->value);
 }
 
-/* x with its last two dims padded by `lo` before and with `value` up to
- * `size` in total (x itself when nothing changes).  A generic that reads x
- * where it lies, rather than insert_slice into a filled tensor: the latter
- * bufferizes to a strided memref.copy, which needs MLIR's runtime library. */
-static MlirValue pad_spatial(Builder *b, MlirValue x, const int64_t lo[2], const int64_t size[2], MlirValue value) {
+/* x with its dims h and h + 1 (the last two of NCHW, 1 and 2 of NHWC)
+ * padded by `lo` before and with `value` up to `size` in total (x itself
+ * when nothing changes).  A generic that reads x where it lies, rather than
+ * insert_slice into a filled tensor: the latter bufferizes to a strided
+ * memref.copy, which needs MLIR's runtime library. */
+static MlirValue pad_dims(Builder *b, MlirValue x, int h, const int64_t lo[2], const int64_t size[2], MlirValue value) {
     Pt2TensorType t = value_tensor_type(x);
-    int h = t.rank - 2;
     if (lo[0] == 0 && lo[1] == 0 && size[0] == t.sizes[h] && size[1] == t.sizes[h + 1]) return x;
     int64_t padded[PT2_MAX_RANK];
     memcpy(padded, t.sizes, sizeof padded);
     padded[h] = size[0];
     padded[h + 1] = size[1];
-    PadBody body = {x, value, t.rank, {lo[0], lo[1]}, {t.sizes[h], t.sizes[h + 1]}};
+    PadBody body = {x, value, t.rank, h, {lo[0], lo[1]}, {t.sizes[h], t.sizes[h + 1]}};
     MapText m;
     const char *maps[1] = {map_loops(&m, t.rank, t.rank, -1, -1)};
     MlirValue init = build_empty(b, tensor_of(b->ctx, t.rank, padded, elem_type(x)));
     return mlirOperationGetResult(build_generic(b, 0, NULL, 1, &init, maps, parallel_iterators(t.rank), pad_body, &body), 0);
+}
+
+static MlirValue pad_spatial(Builder *b, MlirValue x, const int64_t lo[2], const int64_t size[2], MlirValue value) {
+    return pad_dims(b, x, value_tensor_type(x).rank - 2, lo, size, value);
 }
 
 /* A dense constant tensor of float type ct (f32 or f64) from doubles. */
@@ -206,62 +210,110 @@ static void conv_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
  * sides (by pad_spatial, or x itself where padding is 0) and viewed as
  * [N, G, C/G, Hp, Wp], input 1 is w [O, C/G, KH, KW] viewed as
  * [G, O/G, C/G, KH, KW], and the generic accumulates conv2d(x, w) into its
- * [N, G, O/G, OH, OW] output.  A discardable attribute: bufferization keeps
- * it, every other pass ignores it. */
-static void mark_conv(MlirOperation conv, const int64_t stride[2], const int64_t pad[2], const int64_t dil[2], int64_t groups) {
-    char text[256];
+ * [N, G, O/G, OH, OW] output.  With `channels_last = true` (pt2-channels-last,
+ * passes/layout.c) x is [N, H, W, C], padded in dims 1 and 2 and viewed as
+ * [N, Hp, Wp, G, C/G], and the output is [N, OH, OW, G, O/G]; w is as above.
+ * A discardable attribute: bufferization keeps it, every other pass ignores it. */
+static void mark_conv(MlirOperation conv, const int64_t stride[2], const int64_t pad[2], const int64_t dil[2],
+                      int64_t groups, bool channels_last) {
+    char text[300];
     snprintf(text, sizeof text,
              "{stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, dilation = array<i64: %lld, %lld>, "
-             "groups = %lld : i64}",
+             "groups = %lld : i64%s}",
              (long long)stride[0], (long long)stride[1], (long long)pad[0], (long long)pad[1], (long long)dil[0],
-             (long long)dil[1], (long long)groups);
+             (long long)dil[1], (long long)groups, channels_last ? ", channels_last = true" : "");
     MlirContext ctx = mlirOperationGetContext(conv);
     mlirOperationSetAttributeByName(conv, sref("pt2.conv2d"), parse_attr(ctx, text));
 }
 
-static int lower_conv2d(MlirOperation op) {
-    Builder b = builder_before(op);
-    MlirValue x = mlirOperationGetOperand(op, 0), w = mlirOperationGetOperand(op, 1), result = mlirOperationGetResult(op, 0);
-    Pt2TensorType xt = value_tensor_type(x), wt = value_tensor_type(w), out = value_tensor_type(result);
+/* The conv's attributes and shapes, in NCHW terms whatever the layout. */
+typedef struct ConvShape {
+    int64_t stride[2], pad[2], dil[2], groups;
+    int64_t n, c, h, w, o, kh, kw, oh, ow; /* x [n, c, h, w], weight [o, c/groups, kh, kw], result [n, o, oh, ow] */
+} ConvShape;
+
+/* x is the input the generic reads, [N, H, W, C] with channels_last. */
+static ConvShape conv_shape_of(MlirOperation op, MlirValue x, bool channels_last) {
+    Pt2TensorType xt = value_tensor_type(x), wt = value_tensor_type(mlirOperationGetOperand(op, 1));
+    Pt2TensorType out = value_tensor_type(mlirOperationGetResult(op, 0));
     Pt2Attrs attrs = pt2_attrs_of_op(op);
-    int64_t stride[2], pad[2], dil[2], groups = 1;
-    read_pair(attrs, "stride", stride, 1);
-    read_pair(attrs, "padding", pad, 0);
-    read_pair(attrs, "dilation", dil, 1);
-    pt2_attr_i64(attrs, "groups", &groups);
-    MlirType elem = elem_type(x), ct = compute_type_for(b.ctx, elem);
-    int64_t size[2];
-    for (int i = 0; i < 2; ++i) size[i] = covering_size(xt.sizes[2 + i], pad[i], out.sizes[2 + i], wt.sizes[2 + i], stride[i], dil[i]);
-    MlirValue xp = pad_spatial(&b, x, pad, size, const_scalar(&b, elem, 0));
-    /* grouped views: x [N, G, C/G, Hp, Wp], w [G, O/G, C/G, kh, kw], acc [N, G, O/G, OH, OW] */
-    int64_t cg = wt.sizes[1], og = wt.sizes[0] / groups;
-    Pt2TensorType xg = {xt.dtype, 5, {xt.sizes[0], groups, cg, size[0], size[1]}};
-    Pt2TensorType wg = {wt.dtype, 5, {groups, og, cg, wt.sizes[2], wt.sizes[3]}};
-    int64_t acc_sizes[5] = {out.sizes[0], groups, og, out.sizes[2], out.sizes[3]};
-    MlirValue inputs[2] = {lower_reshape_value(&b, xp, &xg), lower_reshape_value(&b, w, &wg)};
-    MlirValue init = build_filled(&b, tensor_of(b.ctx, 5, acc_sizes, ct), const_scalar(&b, ct, 0));
-    /* loops d0..d7 = (n, g, og, oh, ow, c, kh, kw) */
+    int c = channels_last ? 3 : 1, h = channels_last ? 1 : 2;
+    ConvShape s = {.groups = 1, .n = xt.sizes[0], .c = xt.sizes[c], .h = xt.sizes[h], .w = xt.sizes[h + 1],
+                   .o = wt.sizes[0], .kh = wt.sizes[2], .kw = wt.sizes[3], .oh = out.sizes[2], .ow = out.sizes[3]};
+    read_pair(attrs, "stride", s.stride, 1);
+    read_pair(attrs, "padding", s.pad, 0);
+    read_pair(attrs, "dilation", s.dil, 1);
+    pt2_attr_i64(attrs, "groups", &s.groups);
+    return s;
+}
+
+/* The conv generic on x (NCHW, or NHWC with channels_last): padding, the
+ * grouped views, the zero-filled accumulator and the marked generic; returns
+ * the result in x's layout, in the op's element type. */
+static MlirValue build_conv2d(Builder *b, MlirOperation op, MlirValue x, bool channels_last) {
+    MlirValue w = mlirOperationGetOperand(op, 1);
+    Pt2TensorType wt = value_tensor_type(w), xt = value_tensor_type(x);
+    ConvShape s = conv_shape_of(op, x, channels_last);
+    MlirType elem = elem_type(x), ct = compute_type_for(b->ctx, elem);
+    int64_t size[2] = {covering_size(s.h, s.pad[0], s.oh, s.kh, s.stride[0], s.dil[0]),
+                       covering_size(s.w, s.pad[1], s.ow, s.kw, s.stride[1], s.dil[1])};
+    MlirValue xp = pad_dims(b, x, channels_last ? 1 : 2, s.pad, size, const_scalar(b, elem, 0));
+    int64_t cg = wt.sizes[1], og = s.o / s.groups;
+    /* grouped views: x [N, G, C/G, Hp, Wp] or [N, Hp, Wp, G, C/G], w [G, O/G, C/G, kh, kw],
+     * acc [N, G, O/G, OH, OW] or [N, OH, OW, G, O/G] */
+    Pt2TensorType xg = {xt.dtype, 5, {s.n, s.groups, cg, size[0], size[1]}};
+    Pt2TensorType wg = {wt.dtype, 5, {s.groups, og, cg, s.kh, s.kw}};
+    int64_t acc_sizes[5] = {s.n, s.groups, og, s.oh, s.ow};
+    Pt2TensorType out = {xt.dtype, 4, {s.n, s.o, s.oh, s.ow}};
+    /* loops d0..d7 = (n, g, og, oh, ow, c, kh, kw); channels last (n, oh, ow, g, og, kh, kw, c) */
+    int n_ = 0, g_ = 1, o_ = 2, oh_ = 3, ow_ = 4, c_ = 5, kh_ = 6, kw_ = 7;
+    if (channels_last) {
+        xg = (Pt2TensorType){xt.dtype, 5, {s.n, size[0], size[1], s.groups, cg}};
+        int64_t acc_last[5] = {s.n, s.oh, s.ow, s.groups, og};
+        memcpy(acc_sizes, acc_last, sizeof acc_sizes);
+        out = (Pt2TensorType){xt.dtype, 4, {s.n, s.oh, s.ow, s.o}};
+        oh_ = 1;
+        ow_ = 2;
+        g_ = 3;
+        o_ = 4;
+        kh_ = 5;
+        kw_ = 6;
+        c_ = 7;
+    }
+    MlirValue inputs[2] = {lower_reshape_value(b, xp, &xg), lower_reshape_value(b, w, &wg)};
+    MlirValue init = build_filled(b, tensor_of(b->ctx, 5, acc_sizes, ct), const_scalar(b, ct, 0));
     MapText mx, mw, mo;
     map_begin(&mx, 8);
-    map_result(&mx, "d0");
-    map_result(&mx, "d1");
-    map_result(&mx, "d5");
-    map_result(&mx, "d3 * %lld + d6 * %lld", (long long)stride[0], (long long)dil[0]);
-    map_result(&mx, "d4 * %lld + d7 * %lld", (long long)stride[1], (long long)dil[1]);
+    map_result(&mx, "d%d", n_);
+    if (!channels_last) {
+        map_result(&mx, "d%d", g_);
+        map_result(&mx, "d%d", c_);
+    }
+    map_result(&mx, "d%d * %lld + d%d * %lld", oh_, (long long)s.stride[0], kh_, (long long)s.dil[0]);
+    map_result(&mx, "d%d * %lld + d%d * %lld", ow_, (long long)s.stride[1], kw_, (long long)s.dil[1]);
+    if (channels_last) {
+        map_result(&mx, "d%d", g_);
+        map_result(&mx, "d%d", c_);
+    }
     map_begin(&mw, 8);
-    map_result(&mw, "d1");
-    map_result(&mw, "d2");
-    map_result(&mw, "d5");
-    map_result(&mw, "d6");
-    map_result(&mw, "d7");
+    const int w_dims[5] = {g_, o_, c_, kh_, kw_};
+    for (int i = 0; i < 5; ++i) map_result(&mw, "d%d", w_dims[i]);
     const char *maps[3] = {map_end(&mx), map_end(&mw), map_loops(&mo, 8, 5, -1, -1)};
-    MlirOperation conv = build_generic(&b, 2, inputs, 1, &init, maps, "ppppprrr", conv_body, &ct);
-    mark_conv(conv, stride, pad, dil, groups);
-    MlirValue acc = mlirOperationGetResult(conv, 0);
-    acc = lower_reshape_value(&b, acc, &out);
-    MlirValue r = build_epilogue(&b, acc, NULL, mlirValueGetType(result));
+    MlirOperation conv = build_generic(b, 2, inputs, 1, &init, maps, "ppppprrr", conv_body, &ct);
+    mark_conv(conv, s.stride, s.pad, s.dil, s.groups, channels_last);
+    MlirValue acc = lower_reshape_value(b, mlirOperationGetResult(conv, 0), &out);
+    return build_epilogue(b, acc, NULL, tensor_of(b->ctx, 4, out.sizes, elem));
+}
+
+static int lower_conv2d(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue r = build_conv2d(&b, op, mlirOperationGetOperand(op, 0), false);
     replace_op(op, 1, &r);
     return 0;
+}
+
+MlirValue lower_conv2d_channels_last(Builder *b, MlirOperation op, MlirValue x_nhwc) {
+    return build_conv2d(b, op, x_nhwc, true);
 }
 
 /*===----------------------------------------------------------------------===*

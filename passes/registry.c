@@ -44,6 +44,7 @@ MlirPass pt2_create_plan_memory_pass(void);
 MlirPass pt2_create_fuse_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
+MlirPass pt2_create_channels_last_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -60,6 +61,10 @@ static const PassEntry pt2_passes[] = {
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
+    {"pt2-channels-last",
+     "Store the activations between 2-d convolutions channels last (NHWC): convs lowered NHWC, transposes only at the "
+     "region's edges (passes/layout.c)",
+     pt2_create_channels_last_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
     {"pt2-extern-blas",
      "Call libpt2rt for f32/f64 matmuls (OpenBLAS) and conv2d (oneDNN, im2col + BLAS) on buffers, folding in the elementwise "
@@ -169,9 +174,11 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool epilogue = !pt2_disabled(disable, "epilogue");
     bool reorder = !pt2_disabled(disable, "reorder");
     bool memplan = !pt2_disabled(disable, "memplan");
+    const char *layout = pt2_disabled(disable, "layout") ? "" : "pt2-channels-last,";
     const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%s%s"
+             "pt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
@@ -181,7 +188,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
@@ -225,7 +232,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower-non-contractions,canonicalize,%spt2-lower-contractions,canonicalize,"
+             "pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
@@ -236,8 +243,9 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
              "gpu-module-to-binary{format=isa}",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,", chip,
-             chip, link);
+             inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
+             pt2_disabled(disable, "layout") ? "" : "pt2-channels-last,",
+             pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,", chip, chip, link);
     return text;
 }
 

@@ -256,31 +256,36 @@ static MlirWalkResult remap_index(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
-static void apply_order(Generic *g, const int *order) {
-    MlirContext ctx = mlirOperationGetContext(g->op);
+void generic_permute_loops(MlirOperation op, const int *order) {
+    MlirContext ctx = mlirOperationGetContext(op);
+    MlirAttribute maps = mlirOperationGetAttributeByName(op, sref("indexing_maps"));
+    MlirAttribute iters = mlirOperationGetAttributeByName(op, sref("iterator_types"));
+    int n_loops = (int)mlirArrayAttrGetNumElements(iters), n_operands = (int)mlirArrayAttrGetNumElements(maps);
     int position[MAX_LOOPS];
-    for (int j = 0; j < g->n_loops; ++j) position[order[j]] = j;
+    for (int j = 0; j < n_loops; ++j) position[order[j]] = j;
     /* old dim d is new dim position[d] */
     MlirAffineExpr rename[MAX_LOOPS];
-    for (int d = 0; d < g->n_loops; ++d) rename[d] = mlirAffineDimExprGet(ctx, position[d]);
-    MlirAffineMap substitution = mlirAffineMapGet(ctx, g->n_loops, 0, g->n_loops, rename);
+    for (int d = 0; d < n_loops; ++d) rename[d] = mlirAffineDimExprGet(ctx, position[d]);
+    MlirAffineMap substitution = mlirAffineMapGet(ctx, n_loops, 0, n_loops, rename);
     MlirAttribute new_maps[MAX_OPERANDS];
-    for (int i = 0; i < g->n_operands; ++i) {
-        intptr_t n = mlirAffineMapGetNumResults(g->maps[i]);
+    for (int i = 0; i < n_operands; ++i) {
+        MlirAffineMap map = mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
+        intptr_t n = mlirAffineMapGetNumResults(map);
         MlirAffineExpr results[MAX_LOOPS * 2];
         for (intptr_t k = 0; k < n && k < MAX_LOOPS * 2; ++k) {
-            results[k] = mlirAffineExprCompose(mlirAffineMapGetResult(g->maps[i], k), substitution);
+            results[k] = mlirAffineExprCompose(mlirAffineMapGetResult(map, k), substitution);
         }
-        new_maps[i] = mlirAffineMapAttrGet(mlirAffineMapGet(ctx, g->n_loops, 0, n, results));
+        new_maps[i] = mlirAffineMapAttrGet(mlirAffineMapGet(ctx, n_loops, 0, n, results));
     }
-    MlirAttribute iters = mlirOperationGetAttributeByName(g->op, sref("iterator_types"));
     MlirAttribute new_iters[MAX_LOOPS];
-    for (int j = 0; j < g->n_loops; ++j) new_iters[j] = mlirArrayAttrGetElement(iters, order[j]);
-    mlirOperationSetAttributeByName(g->op, sref("indexing_maps"), mlirArrayAttrGet(ctx, g->n_operands, new_maps));
-    mlirOperationSetAttributeByName(g->op, sref("iterator_types"), mlirArrayAttrGet(ctx, g->n_loops, new_iters));
-    IndexRemap r = {g->op, position};
-    mlirOperationWalk(g->op, remap_index, &r, MlirWalkPreOrder);
+    for (int j = 0; j < n_loops; ++j) new_iters[j] = mlirArrayAttrGetElement(iters, order[j]);
+    mlirOperationSetAttributeByName(op, sref("indexing_maps"), mlirArrayAttrGet(ctx, n_operands, new_maps));
+    mlirOperationSetAttributeByName(op, sref("iterator_types"), mlirArrayAttrGet(ctx, n_loops, new_iters));
+    IndexRemap r = {op, position};
+    mlirOperationWalk(op, remap_index, &r, MlirWalkPreOrder);
 }
+
+static void apply_order(Generic *g, const int *order) { generic_permute_loops(g->op, order); }
 
 /*--- tiling transposed kernels --------------------------------------------------*/
 

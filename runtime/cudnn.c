@@ -13,7 +13,9 @@
  *
  * Per entry, at its first call (again when the TF32 flag changes):
  * tensor descriptors with the operands' own strides (cudnnSetTensor4d-
- * DescriptorEx), a filter descriptor (packed NCHW or NHWC), a convolution
+ * DescriptorEx: NCHW, or NHWC for the activations pt2-channels-last keeps
+ * channels last), a filter descriptor (packed NCHW or NHWC; the weights stay
+ * [O, C/G, KH, KW], which cuDNN takes with NHWC data), a convolution
  * descriptor (cross-correlation, the padding the loops' padding copy would
  * have made, stride, dilation, group count), its math type as PyTorch sets
  * it (f16/bf16 tensor ops; f32 TF32 only when allowed, else FMA), and the
@@ -297,13 +299,23 @@ static const void *element(const Pt2GpuOperand *t, int bytes) { return (const ch
  *===----------------------------------------------------------------------===*/
 
 /* A 4-d tensor descriptor with t's strides; a size-1 dim gets the stride a
- * packed tensor would have there (its own is never used, and may be 0). */
+ * packed tensor of t's layout would have there (its own is never used, and
+ * may be 0): NHWC where the channels are innermost (pt2-channels-last's
+ * activations; an [N, C, 1, 1] is packed NCHW alike), else NCHW, so that
+ * cuDNN sees one of its packed layouts at batch 1 or on a 1-pixel row. */
 static bool tensor_desc(void **desc, int type, const Pt2GpuOperand *t) {
+    static const int nchw[4] = {0, 1, 2, 3}, nhwc[4] = {0, 2, 3, 1};
     int64_t sizes[4], strides[4];
-    for (int d = 3; d >= 0; --d) {
+    for (int d = 0; d < 4; ++d) {
         sizes[d] = t->rank == 4 ? t->sizes[d] : d == 1 ? t->sizes[0] : 1; /* a bias [O] is [1, O, 1, 1] */
         strides[d] = t->rank == 4 ? t->strides[d] : t->strides[0];
-        if (sizes[d] == 1) strides[d] = d == 3 ? 1 : strides[d + 1] * sizes[d + 1];
+    }
+    const int *order = sizes[1] > 1 && strides[1] == 1 && sizes[2] * sizes[3] > 1 ? nhwc : nchw;
+    for (int i = 3; i >= 0; --i) {
+        int d = order[i];
+        if (sizes[d] == 1) strides[d] = i == 3 ? 1 : strides[order[i + 1]] * sizes[order[i + 1]];
+    }
+    for (int d = 0; d < 4; ++d) {
         if (sizes[d] < 0 || sizes[d] > INT_MAX || strides[d] < 1 || strides[d] > INT_MAX) return false;
     }
     return p_cudnnCreateTensorDescriptor(desc) == 0 &&

@@ -403,6 +403,18 @@ static bool user_md(dnnl_memory_desc_t *md, const int64_t sizes[4], const int64_
     return dnnl_memory_desc_init_by_strides(md, rank, dims, dnnl_f32, st) == dnnl_success;
 }
 
+/* A tensor [N, C, H, W] stored densely as [N, H, W, C] (size-1 dims aside). */
+static bool dense_nhwc(const int64_t sizes[4], const int64_t strides[4]) {
+    static const int order[4] = {0, 2, 3, 1};
+    int64_t expect = 1;
+    for (int i = 3; i >= 0; --i) {
+        int d = order[i];
+        if (sizes[d] != 1 && strides[d] != expect) return false;
+        expect *= sizes[d];
+    }
+    return true;
+}
+
 /* Builds the primitive and reorders for c; null if oneDNN has none. */
 static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
     DnnlConv *d = calloc(1, sizeof *d);
@@ -412,16 +424,22 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
         !user_md(&d->w_user, c->w_sizes, c->w_strides, c->groups) || !user_md(&d->y_user, c->y_sizes, c->y_strides, 1)) {
         goto fail;
     }
-    /* the blocked layouts of the AVX-512 and AVX2 kernels; plain x into
-     * blocked y, which their kernels for few input channels (a network's
-     * first layer) take; then anything.  The epilogue fused only into a
-     * jit kernel: others' post-ops differ (gemm's logistic drops NaN). */
-    static const dnnl_format_tag_t layouts[][2] = {
-        {dnnl_nChw16c, dnnl_nChw16c}, {dnnl_nChw8c, dnnl_nChw8c}, {dnnl_nchw, dnnl_nChw16c}, {dnnl_nchw, dnnl_nChw8c}};
+    /* x and y channels last (pt2-channels-last): nhwc kernels, which read
+     * and write them in place, first.  Then the blocked layouts of the
+     * AVX-512 and AVX2 kernels; plain x into blocked y, which their kernels
+     * for few input channels (a network's first layer) take; then anything.
+     * The epilogue fused only into a jit kernel: others' post-ops differ
+     * (gemm's logistic drops NaN). */
+    static const dnnl_format_tag_t layouts[][2] = {{dnnl_nhwc, dnnl_nhwc},
+                                                   {dnnl_nChw16c, dnnl_nChw16c},
+                                                   {dnnl_nChw8c, dnnl_nChw8c},
+                                                   {dnnl_nchw, dnnl_nChw16c},
+                                                   {dnnl_nchw, dnnl_nChw8c}};
+    size_t first = dense_nhwc(c->x_sizes, c->x_strides) && dense_nhwc(c->y_sizes, c->y_strides) ? 0 : 1;
     dnnl_primitive_desc_t pd = NULL;
     for (int fuse = c->steps != 0; !pd && fuse >= 0; --fuse) {
         d->fused = fuse;
-        for (size_t i = 0; !pd && i < sizeof layouts / sizeof layouts[0]; ++i) {
+        for (size_t i = first; !pd && i < sizeof layouts / sizeof layouts[0]; ++i) {
             pd = conv_pd(c, d, layouts[i][0], layouts[i][1], true, fuse);
         }
     }

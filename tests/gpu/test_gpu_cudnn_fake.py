@@ -37,9 +37,10 @@ def built(tmp_path_factory):
     return lib, probe
 
 
-def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0):
+def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0, layout="nchw"):
     lib, exe = built
-    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or lib, FAKE_CUDNN=fake, PT2_LOGS="cudnn", PROBE_X_OFFSET=str(x_offset))
+    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or lib, FAKE_CUDNN=fake, PT2_LOGS="cudnn", PROBE_X_OFFSET=str(x_offset),
+               PROBE_LAYOUT=layout)
     args = [exe, entry, tf32] + ([str(n_operands)] if n_operands is not None else [])
     r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -67,6 +68,26 @@ def test_plain_conv_f32(built):
     forwards = starting(lines, "forward")
     assert len(forwards) == 2 and all(f == "forward algo 1 x 0x100000 w 0x200000 y 0x300000 ws 0x600000 1024 alpha 1 beta 0" for f in forwards)
     assert "algorithm 1, workspace 1024 of 33554432 bytes" in log
+
+
+def test_channels_last_activations(built):
+    """x, y and the residual stored NHWC (pt2-channels-last): tensor descriptors with those
+    strides, the weight still an NCHW (KCRS) filter, the fused call as before."""
+    lines, results, _ = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1_bias_res_relu", layout="nhwc")
+    assert results == [(0, 2), (0, 2)]
+    tensors = [t.split(" ", 2)[2] for t in starting(lines, "tensor")]
+    assert tensors[:2] == [f"type {FLOAT} dims 2 4 9 9 strides 324 1 36 4", f"type {FLOAT} dims 2 6 9 9 strides 486 1 54 6"]
+    assert f"type {FLOAT} dims 2 6 9 9 strides 486 1 54 6" in tensors[2:]  # the residual (z)
+    assert starting(lines, "filter")[0].endswith(f"type {FLOAT} format 0 dims 6 4 3 3")
+
+
+def test_channels_last_one_pixel_result(built):
+    """A channels-last [2, 6, 1, 1] result (stride 9 over 9x9) is an NCHW-packed descriptor:
+    its unit dims get the strides packed data has there, never a stride below the channels'."""
+    lines, results, _ = probe(built, "conv_f32_s9x9_p0x0_d1x1_g1", layout="nhwc")
+    assert results == [(0, 1), (0, 1)]
+    tensors = [t.split(" ", 2)[2] for t in starting(lines, "tensor")]
+    assert tensors == [f"type {FLOAT} dims 2 4 9 9 strides 324 1 36 4", f"type {FLOAT} dims 2 6 1 1 strides 6 1 1 1"]
 
 
 def test_tf32_switch_remakes_the_descriptors(built):

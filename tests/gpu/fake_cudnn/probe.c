@@ -4,8 +4,9 @@
  * w [6, 4/g, 3, 3], y [2, 6, OH, OW] from the entry's stride, padding and
  * groups (3x3 kernel, dilation 1), bias [6], residual like y, the
  * unscaled weight of a "_scaled" entry (like w), a 32 MiB scratch; device
- * pointers are fake addresses that the fake library prints.  Prints rc and
- * done per call.
+ * pointers are fake addresses that the fake library prints.  With
+ * PROBE_LAYOUT=nhwc, x, y and the residual are stored channels last (what
+ * pt2-channels-last makes).  Prints rc and done per call.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
@@ -33,6 +34,17 @@ static Pt2GpuOperand tensor(uintptr_t base, int64_t offset, int64_t n, int64_t c
     return t;
 }
 
+/* An activation: NCHW, or NHWC under PROBE_LAYOUT=nhwc. */
+static Pt2GpuOperand activation(uintptr_t base, int64_t offset, int64_t n, int64_t c, int64_t h, int64_t w) {
+    Pt2GpuOperand t = tensor(base, offset, n, c, h, w);
+    const char *layout = getenv("PROBE_LAYOUT");
+    if (layout && !strcmp(layout, "nhwc")) {
+        int64_t strides[4] = {h * w * c, 1, w * c, c};
+        memcpy(t.strides, strides, sizeof strides);
+    }
+    return t;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     const char *what = argv[1];
@@ -46,11 +58,11 @@ int main(int argc, char **argv) {
     Pt2GpuOperand ops[8];
     int n = 0;
     const char *x_offset = getenv("PROBE_X_OFFSET"); /* elements: a view of x at an offset */
-    ops[n++] = tensor(0x100000, x_offset ? atoi(x_offset) : 0, 2, 4, 9, 9);
+    ops[n++] = activation(0x100000, x_offset ? atoi(x_offset) : 0, 2, 4, 9, 9);
     ops[n++] = tensor(0x200000, 0, 6, 4 / groups, 3, 3);
-    ops[n++] = tensor(0x300000, 0, 2, 6, oh, oh);
+    ops[n++] = activation(0x300000, 0, 2, 6, oh, oh);
     if (strstr(what, "_bias")) ops[n++] = (Pt2GpuOperand){(void *)0x400000, 0, 1, {6}, {1}};
-    if (strstr(what, "_res")) ops[n++] = tensor(0x500000, 0, 2, 6, oh, oh);
+    if (strstr(what, "_res")) ops[n++] = activation(0x500000, 0, 2, 6, oh, oh);
     if (strstr(what, "_scaled")) ops[n++] = tensor(0x700000, 0, 6, 4 / groups, 3, 3);
     ops[n++] = (Pt2GpuOperand){(void *)0x600000, 0, 1, {32 << 20}, {1}};
     if (argc > 3) n = atoi(argv[3]); /* a malformed operand list */
