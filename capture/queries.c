@@ -59,6 +59,7 @@ static const QueryEntry query_table[] = {
     {"torch.cuda.device_count,torch._C._cuda_getDeviceCount", Q_CUDA_CONSTANT, NULL},
     /* state that may change between calls: guarded, each probe a C function */
     {"torch._C._cuda_isCurrentStreamCapturing", Q_GUARDED, NULL},
+    {"torch._C._xpu_isCurrentStreamCapturing", Q_GUARDED, NULL}, /* transformers asks XPU's too */
     {"torch.cuda.current_device", Q_GUARDED, "torch._C._cuda_getDevice"},
     {"torch._C._cuda_getDevice", Q_GUARDED, NULL},
     {"torch._C._cuda_isInBadFork", Q_GUARDED, NULL},
@@ -235,7 +236,8 @@ static void guard_query(Trace *t, PyObject *probe, PyObject *args, PyObject *ans
 
 static void callable_name(PyObject *o, char *buf, size_t cap) {
     PyObject *mod = PyObject_GetAttrString(o, "__module__");
-    PyObject *qn = PyObject_GetAttrString(o, "__qualname__");
+    /* a C function's __qualname__ names its self (pybind's function record) */
+    PyObject *qn = PyObject_GetAttrString(o, PyCFunction_Check(o) ? "__name__" : "__qualname__");
     PyErr_Clear();
     const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
     const char *q = qn && PyUnicode_Check(qn) ? PyUnicode_AsUTF8(qn) : Py_TYPE(o)->tp_name;

@@ -353,3 +353,32 @@ def read_descriptors(x, h):
 
 def test_data_descriptor_get_is_inlined():
     check(read_descriptors, lambda: (r(3), Holder()))
+
+
+# ---------------------------------------------------------------- transformers, as on a CUDA build
+
+
+@pytest.mark.parametrize("arch", ["BertForMaskedLM", "DistilBertForMaskedLM"])
+def test_hf_model_with_cuda_build_probe_is_one_graph(monkeypatch, arch):
+    """transformers asks torch.cuda.is_current_stream_capturing() in its
+    wrappers; with the CUDA build's C probe (played here, answering False)
+    the model stays one graph and matches eager.  (Where transformers asks it
+    in a helper without tensor ops, that frame is left to CPython, which
+    calls the probe itself.)"""
+    transformers = pytest.importorskip("transformers")
+    Capturing(monkeypatch, True)
+    if arch == "BertForMaskedLM":
+        cfg = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=37, max_position_embeddings=64)
+    else:
+        cfg = transformers.DistilBertConfig(vocab_size=100, dim=32, n_layers=2, n_heads=2, hidden_dim=37,
+                                            max_position_embeddings=64)
+    torch.manual_seed(0)
+    m = getattr(transformers, arch)(cfg).eval()
+    ids = torch.randint(0, 100, (2, 13))
+    with torch.no_grad():
+        e = pt2.explain(m)(ids)
+        assert (e.graph_count, e.graph_break_count) == (1, 0), str(e)
+        cm = pt2.compile(m)
+        for _ in range(2):
+            compare(cm(ids).logits, m(ids).logits, 1e-4)
