@@ -249,6 +249,10 @@ static PyObject *call_replacement_with_cells(PyCodeObject *code, PyObject *fn) {
 
 Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *out) {
     PyCodeObject *code = in->code;
+    /* graphs do not follow autocast (its casts are not in the trace): a frame
+     * reached inside an autocast region runs as it is (queries.c) */
+    if (queries_autocast_on()) return PT2_COMPILE_RUN_ORIGINAL;
+    queries_refresh();
     Trace t;
     memset(&t, 0, sizeof t);
     t.ctx = pt2_capture_context();
@@ -268,6 +272,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     Py_XDECREF(torch);
     trace_guard(&t, G_GRAD_MODE, NULL, NULL, t.grad_enabled);
     trace_guard(&t, G_FREEZE_MODE, NULL, NULL, pt2_capture_options && pt2_capture_options->freeze);
+    queries_guard_trace_state(&t);
     Pt2CompileOutcome outcome = PT2_COMPILE_ERROR;
     Var *result = interp_run_root(&t, in);
     PyObject *compiled = NULL;

@@ -214,6 +214,18 @@ static void describe(const CGuard *g, const char *src, const char *other, char *
     case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
     case G_FROZEN: snprintf(buf, cap, "FROZEN %s: the same tensor, data pointer and version (%lld)", src, (long long)g->n); break;
     case G_FREEZE_MODE: snprintf(buf, cap, "FREEZE_MODE pt2.compile(freeze=%s)", g->n ? "True" : "False"); break;
+    case G_QUERY: {
+        PyObject *args = PyObject_Repr(PyTuple_GET_ITEM(g->obj, 1)), *r = PyObject_Repr(PyTuple_GET_ITEM(g->obj, 2));
+        const char *a = args ? PyUnicode_AsUTF8(args) : "(?)";
+        size_t la = a ? strlen(a) : 0;
+        /* "()" / "('cuda',)" as a call's parentheses */
+        if (a && la >= 3 && a[la - 2] == ',') snprintf(buf, cap, "QUERY %s(%.*s) == %s", PyUnicode_AsUTF8(PyTuple_GET_ITEM(g->obj, 3)), (int)(la - 3), a + 1, r ? PyUnicode_AsUTF8(r) : "?");
+        else snprintf(buf, cap, "QUERY %s%s == %s", PyUnicode_AsUTF8(PyTuple_GET_ITEM(g->obj, 3)), a ? a : "(?)", r ? PyUnicode_AsUTF8(r) : "?");
+        Py_XDECREF(args);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        break;
+    }
     case G_HAS_KEY: {
         PyObject *r = PyObject_Repr(g->obj);
         snprintf(buf, cap, "DICT_CONTAINS (%s in %s) == %s", r ? PyUnicode_AsUTF8(r) : "?", src, g->n ? "True" : "False");
@@ -335,6 +347,15 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
         PyObject *r = PyObject_CallNoArgs(grad_enabled_fn);
         bool ok = r && (r == Py_True) == (g->n != 0);
         Py_XDECREF(r);
+        return ok;
+    }
+    if (g->kind == G_QUERY) {
+        /* a C function on every call (a Python probe only where one replaced torch's) */
+        PyObject *want = PyTuple_GET_ITEM(g->obj, 2);
+        PyObject *r = query_call_probe(PyTuple_GET_ITEM(g->obj, 0), PyTuple_GET_ITEM(g->obj, 1));
+        bool ok = r && (r == want || (Py_TYPE(r) == Py_TYPE(want) && !PyBool_Check(r) && PyObject_RichCompareBool(r, want, Py_EQ) == 1));
+        Py_XDECREF(r);
+        if (PyErr_Occurred()) PyErr_Clear();
         return ok;
     }
     if (g->kind == G_FREEZE_MODE) return (pt2_capture_options && pt2_capture_options->freeze) == (g->n != 0);

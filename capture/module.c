@@ -65,6 +65,7 @@ static const char *eager_reason(void) {
         PyErr_Clear();
         return "torch.get_default_dtype() is not torch.float32";
     }
+    if (queries_autocast_on()) return "autocast is enabled (torch.autocast): pt2's graphs do not follow its casts";
     if (mode_stack_len_fn) {
         PyObject *n = PyObject_CallNoArgs(mode_stack_len_fn);
         long len = n && PyLong_Check(n) ? PyLong_AsLong(n) : 0;
@@ -167,7 +168,7 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", "pt2's capt
 PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (pt2_bc_init() != 0 || pt2_hook_init() != 0 || values_init() != 0 || rules_init() != 0 || interp_init() != 0 ||
+    if (pt2_bc_init() != 0 || pt2_hook_init() != 0 || values_init() != 0 || rules_init() != 0 || queries_init() != 0 || interp_init() != 0 ||
         guards_init() != 0 || compiled_init() != 0 || eager_state_init() != 0 || pt2_pool_init(m) != 0 || pt2_tensor_meta_init(m) != 0) {
         Py_DECREF(m);
         return NULL;

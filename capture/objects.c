@@ -21,7 +21,7 @@
 
 
 static PyObject *s_getattribute, *s_getattr, *s_setattr, *s_dict, *s_fget, *s_fset, *s_package, *s_nn_module_getattr,
-    *s_nn_module_setattr, *s_init, *s_new, *s_class, *s_setitem, *s_len, *s_bool, *s_iter;
+    *s_nn_module_setattr, *s_init, *s_new, *s_class, *s_setitem, *s_len, *s_bool, *s_iter, *s_get;
 static PyTypeObject *ordered_dict_type;
 
 int objects_init(void) {
@@ -39,6 +39,7 @@ int objects_init(void) {
     s_len = PyUnicode_InternFromString("__len__");
     s_bool = PyUnicode_InternFromString("__bool__");
     s_iter = PyUnicode_InternFromString("__iter__");
+    s_get = PyUnicode_InternFromString("__get__");
     PyObject *collections = PyImport_ImportModule("collections");
     ordered_dict_type = collections ? (PyTypeObject *)PyObject_GetAttrString(collections, "OrderedDict") : NULL;
     Py_XDECREF(collections);
@@ -499,6 +500,16 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     PyObject *v = pt2_safe_getattr(base->obj, name, &is_method);
     if (!v) {
         if (PyErr_Occurred()) PyErr_Clear();
+        /* a data descriptor whose type's __get__ is Python (torch.backends.cudnn's
+         * ContextProp flags): inlined as type(d).__get__(d, obj, type(obj)); a
+         * data descriptor comes before the instance dict, so nothing else
+         * could answer.  What __get__ reads is guarded where it reads it. */
+        PyObject *get = descr && Py_TYPE(descr)->tp_descr_set ? python_hook(Py_TYPE(descr), s_get) : NULL;
+        if (get) {
+            Var *dargs[3] = {trace_wrap(t, descr, NULL), base, trace_wrap(t, (PyObject *)ty, NULL)};
+            if (!dargs[0] || !dargs[2]) return NULL;
+            return inline_function(t, get, dargs, 3);
+        }
         /* a descriptor pt2_safe_getattr would not run (Python code, or one that raised) */
         if (descr) return trace_break(t, "attribute '%s' of %s is a %s, which needs Python code to read", n, ty->tp_name, Py_TYPE(descr)->tp_name);
         PyObject *getattr_hook = python_hook(ty, s_getattr);

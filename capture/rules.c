@@ -904,24 +904,19 @@ static bool no_torch_function(const Var *v) {
     return true;
 }
 
+/* has_torch_function(...): a question about the arguments, answered from
+ * what the trace knows of them (global-state queries are queries.c's). */
 static Var *h_const_query(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    if (strcmp(e->op, "is_grad_enabled") == 0) {
-        trace_guard(t, G_GRAD_MODE, NULL, NULL, t->grad_enabled);
-        return var_const(t, t->grad_enabled ? Py_True : Py_False);
+    (void)e;
+    (void)kwn;
+    (void)kwv;
+    (void)nkw;
+    /* traced tensors are exactly Tensor or Parameter (values.c), whose
+     * __torch_function__ has_torch_function ignores; constants have none */
+    for (int i = 0; i < n; ++i) {
+        if (!no_torch_function(args[i])) return trace_break(t, "has_torch_function of a value that may override torch functions");
     }
-    if (strcmp(e->op, "get_default_dtype") == 0) {
-        trace_guard(t, G_DEFAULT_DTYPE, NULL, torch_dtype_of(PT2_F32), 0);
-        return var_const(t, torch_dtype_of(PT2_F32));
-    }
-    if (strcmp(e->op, "has_torch_function") == 0) {
-        /* traced tensors are exactly Tensor or Parameter (values.c), whose
-         * __torch_function__ has_torch_function ignores; constants have none */
-        for (int i = 0; i < n; ++i) {
-            if (!no_torch_function(args[i])) return trace_break(t, "has_torch_function of a value that may override torch functions");
-        }
-        return var_const(t, Py_False);
-    }
-    return var_const(t, Py_False); /* is_scripting, is_compiling-like queries */
+    return var_const(t, Py_False);
 }
 
 #include "rules_table.inc"

@@ -136,6 +136,7 @@ typedef enum GuardKind {
     G_FREEZE_MODE,  /* the run's pt2.compile(freeze=...) == flag: entries of the other mode are not used */
     G_ALIAS,        /* (x is other) == n: two sources reach one tensor (a tied weight), or two distinct ones */
     G_DICT_KEYS,    /* type(x) is the guarded type (a dict or a C dict subclass) and its keys, in iteration order, are obj (a tuple) */
+    G_QUERY,        /* obj = (probe, args, answer, name): probe(*args) is still the answer (queries.c) */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -414,6 +415,16 @@ const RuleEntry *rule_for(PyObject *callable);
 const RuleEntry *tensor_method_rule(const char *name);
 Var *rule_apply(Trace *t, const RuleEntry *rule, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 int rules_init(void);
+
+/* torch's global-state queries (queries.c): a call of one of them answered
+ * at trace time and guarded as its row says (*handled false: not a query, or
+ * not answerable here; the call is traced as any other, nothing recorded). */
+int queries_init(void);
+void queries_refresh(void); /* at each trace's start: the table's paths resolved again */
+Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, bool *handled);
+PyObject *query_call_probe(PyObject *probe, PyObject *args);
+bool queries_autocast_on(void);            /* torch._C._is_any_autocast_enabled() */
+void queries_guard_trace_state(Trace *t);  /* the guards every entry has: autocast off */
 
 /* Binary/unary/compare operators on Vars (operators.c semantics). */
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);

@@ -216,10 +216,10 @@ static bool source_equal(const Source *a, const Source *b) {
 }
 
 void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n) {
-    if (!source && kind != G_GRAD_MODE && kind != G_DEFAULT_DTYPE && kind != G_FREEZE_MODE) return; /* made while tracing: nothing to check */
+    if (!source && kind != G_GRAD_MODE && kind != G_DEFAULT_DTYPE && kind != G_FREEZE_MODE && kind != G_QUERY) return; /* made while tracing: nothing to check */
     for (int i = 0; i < t->n_guards; ++i) { /* one guard per (kind, source[, key]) */
         GuardSpec *g = &t->guards[i];
-        if (g->kind == kind && g->n == n && source_equal(g->source, source) && (kind != G_HAS_KEY || g->obj == obj)) {
+        if (g->kind == kind && g->n == n && source_equal(g->source, source) && ((kind != G_HAS_KEY && kind != G_QUERY) || g->obj == obj)) {
             if (kind == G_TENSOR) continue; /* wrap_tensor fills in the newest one */
             return;
         }
@@ -740,6 +740,11 @@ bool trace_take_back_raise(Trace *t, PyObject *type) {
 }
 
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if (callable->obj && !callable->fresh && (callable->kind == V_OBJECT || callable->kind == V_FUNCTION || callable->kind == V_CALLABLE)) {
+        bool handled;
+        Var *r = query_call(t, callable->obj, args, n_args, n_kw, &handled);
+        if (handled || t->broke) return r;
+    }
     switch (callable->kind) {
     case V_CALLABLE: {
         if (PyUnicode_Check(callable->obj)) { /* a grad-mode manager's __exit__ (interp.c BEFORE_WITH) */

@@ -357,3 +357,56 @@ def test_reduce_overhead_and_default_share_code():
         close(b(x), f(x))
         y = torch.randn(1000, device="cuda")
         close(a(y), f(y))
+
+
+# ---- global-state queries (capture/queries.c): torch.cuda.is_current_stream_capturing()
+
+
+def _capturing_branch(x):
+    y = x * 2
+    try:  # transformers' is_tracing() shape
+        capturing = torch.cuda.is_current_stream_capturing()
+    except Exception:
+        capturing = False
+    if capturing:
+        return y - 1, True
+    return y + 1, False
+
+
+@needs_cuda
+def test_stream_capture_query_is_one_graph_and_guarded():
+    """On a CUDA build the probe is the C function torch._C._cuda_isCurrentStreamCapturing:
+    answered at trace time (no break) and guarded (a QUERY guard)."""
+    x = torch.randn(257, device="cuda")
+    with torch.no_grad():
+        e = pt2.explain(_capturing_branch)(x)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    assert any(g.startswith("QUERY") and "_cuda_isCurrentStreamCapturing() == False" in g for g in e.out_guards), e.out_guards
+
+
+@needs_cuda
+def test_stream_capture_query_inside_cuda_graph_capture():
+    """Called inside the user's own torch.cuda.graph capture, the guard sees
+    True: the call recompiles (or runs eagerly), never the stale answer.  The
+    capture is relaxed: what pt2 does to compile a new entry (loading a
+    module, uploading constants) is not a stream operation."""
+    f = pt2.compile(_capturing_branch)
+    x = torch.randn(257, device="cuda")
+    with torch.no_grad():
+        out, flag = f(x)
+        assert flag is False
+        close(out, x * 2 + 1)
+        static_x = x.clone()
+        g = torch.cuda.CUDAGraph()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fallback to eager may warn
+            with torch.cuda.graph(g, capture_error_mode="relaxed"):
+                cap_out, cap_flag = f(static_x)
+        assert cap_flag is True
+        static_x.copy_(torch.randn(257, device="cuda"))
+        g.replay()
+        torch.cuda.synchronize()
+        close(cap_out, static_x * 2 - 1)
+        out, flag = f(x)  # outside again: the first entry, still right
+        assert flag is False
+        close(out, x * 2 + 1)

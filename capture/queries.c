@@ -1,0 +1,377 @@
+/*===- queries.c - torch's global-state queries, answered at trace time ----===*
+ *
+ * One table of the calls that ask torch about process-global state
+ * (`torch.is_grad_enabled()`, `torch.cuda.is_current_stream_capturing()`'s C
+ * function, `torch.backends.cudnn.allow_tf32`'s getter, ...).  Each row says
+ * how the call is answered inside a trace and what guards the answer:
+ *
+ *   Q_FALSE          False, as in eager (pt2 runs the program eager runs);
+ *                    not called, nothing to guard (is_scripting, is_compiling)
+ *   Q_GRAD_MODE      the trace's own grad mode (no_grad blocks in the trace
+ *                    change it); the GRAD_MODE guard every entry has
+ *   Q_DEFAULT_DTYPE  float32 (other default dtypes run eagerly, module.c);
+ *                    a DEFAULT_DTYPE guard
+ *   Q_CONSTANT       constant for the process: called at trace time, no guard
+ *   Q_CUDA_CONSTANT  constant once CUDA is initialized (or in a torch without
+ *                    CUDA); before that it is not answered (the call is traced
+ *                    or breaks as any other)
+ *   Q_GUARDED        called at trace time; the entry's QUERY guard calls the
+ *                    probe again on every call and compares, so a change
+ *                    (a CUDA graph capture begun, a flag set) misses the
+ *                    guard and recompiles, never a stale answer
+ *
+ * A call is recognized by the identity of the object called.  The table's
+ * paths are resolved when pt2 is imported and again when each trace starts
+ * (from sys.modules, never importing), so a function put in their place
+ * later (a test's monkeypatch, a module imported after pt2) is the query
+ * from then on; the guard of such a replacement calls the replacement.
+ * Python wrappers that only forward to a C function
+ * (torch.cuda.is_current_stream_capturing, torch.cuda.is_initialized,
+ * torch.are_deterministic_algorithms_enabled) are not rows: they are inlined
+ * like any function, their module globals guarded by identity, and the C
+ * function they reach is the row.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+#include "rules_util.h"
+
+typedef enum QueryHow { Q_FALSE, Q_GRAD_MODE, Q_DEFAULT_DTYPE, Q_CONSTANT, Q_CUDA_CONSTANT, Q_GUARDED } QueryHow;
+
+typedef struct QueryEntry {
+    const char *paths; /* comma-separated; a path missing in this torch is skipped */
+    QueryHow how;
+    const char *probe; /* Q_GUARDED: what the guard calls for torch's own callable (NULL: the callable) */
+} QueryEntry;
+
+static const QueryEntry query_table[] = {
+    /* what pt2 answers as eager does (pt2 runs the eager program) */
+    {"torch.jit.is_scripting,torch.compiler.is_compiling,torch.compiler.is_dynamo_compiling,torch.compiler.is_exporting,"
+     "torch._dynamo.is_compiling,torch._utils.is_compiling",
+     Q_FALSE, NULL},
+    /* modes the trace follows itself */
+    {"torch.is_grad_enabled", Q_GRAD_MODE, NULL},
+    {"torch.get_default_dtype", Q_DEFAULT_DTYPE, NULL},
+    /* fixed for the process */
+    {"torch.cuda.is_available,torch.cuda._is_compiled,torch.backends.cudnn.is_available,torch.backends.mps.is_available,"
+     "torch.backends.mps.is_built,torch.backends.mkldnn.is_available,torch.backends.openmp.is_available",
+     Q_CONSTANT, NULL},
+    {"torch.cuda.device_count,torch._C._cuda_getDeviceCount", Q_CUDA_CONSTANT, NULL},
+    /* state that may change between calls: guarded, each probe a C function */
+    {"torch._C._cuda_isCurrentStreamCapturing", Q_GUARDED, NULL},
+    {"torch._C._xpu_isCurrentStreamCapturing", Q_GUARDED, NULL}, /* transformers asks XPU's too */
+    {"torch.cuda.current_device", Q_GUARDED, "torch._C._cuda_getDevice"},
+    {"torch._C._cuda_getDevice", Q_GUARDED, NULL},
+    {"torch._C._cuda_isInBadFork", Q_GUARDED, NULL},
+    {"torch._C._get_cublas_allow_tf32", Q_GUARDED, NULL},
+    {"torch._C._get_cublas_allow_fp16_reduced_precision_reduction", Q_GUARDED, NULL},
+    {"torch._C._get_cublas_allow_bf16_reduced_precision_reduction", Q_GUARDED, NULL},
+    {"torch._C._get_cudnn_allow_tf32", Q_GUARDED, NULL},
+    {"torch._C._get_cudnn_enabled", Q_GUARDED, NULL},
+    {"torch._C._get_cudnn_benchmark", Q_GUARDED, NULL},
+    {"torch._C._get_cudnn_deterministic", Q_GUARDED, NULL},
+    {"torch._C._get_float32_matmul_precision", Q_GUARDED, NULL},
+    {"torch._C._get_deterministic_algorithms", Q_GUARDED, NULL},
+    {"torch._C._get_deterministic_algorithms_warn_only", Q_GUARDED, NULL},
+    {"torch.is_autocast_enabled", Q_GUARDED, NULL},
+    {"torch._C._is_any_autocast_enabled", Q_GUARDED, NULL},
+    {"torch.jit.is_tracing", Q_GUARDED, "torch._C._is_tracing"},
+    {"torch._C._is_tracing", Q_GUARDED, NULL},
+    {"torch._C._get_tracing_state", Q_GUARDED, NULL},
+};
+
+#define N_QUERIES ((int)(sizeof query_table / sizeof query_table[0]))
+
+/* {id(callable): (row, callable, original)}: keyed by identity, never by a
+ * type's __hash__/__eq__ (which could be Python code). */
+static PyObject *queries_by_id;
+static PyObject *originals; /* {id: (row, callable, True)}: resolved at import (torch's own objects) */
+static PyObject *is_initialized_fn, *is_compiled_fn;
+
+/* "torch.cuda.is_available" from sys.modules: the longest loaded module
+ * prefix, then attributes (a plain getattr: modules and classes of torch).
+ * NULL, no error, when something is missing. */
+static PyObject *resolve_loaded(const char *path) {
+    char buf[200];
+    snprintf(buf, sizeof buf, "%s", path);
+    PyObject *obj = NULL;
+    size_t len = strlen(buf);
+    for (;;) {
+        PyObject *name = PyUnicode_FromStringAndSize(buf, (Py_ssize_t)len);
+        obj = name ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        if (obj) break;
+        PyErr_Clear();
+        do --len; while (len > 0 && buf[len] != '.');
+        if (len == 0) return NULL;
+    }
+    for (const char *rest = path + len; *rest == '.';) {
+        ++rest;
+        size_t n = strcspn(rest, ".");
+        char attr[128];
+        snprintf(attr, sizeof attr, "%.*s", (int)n, rest);
+        PyObject *next = PyObject_GetAttrString(obj, attr);
+        Py_DECREF(obj);
+        if (!next) {
+            PyErr_Clear();
+            return NULL;
+        }
+        obj = next;
+        rest += n;
+    }
+    return obj;
+}
+
+/* A callable that can be a query: not a class (the stand-ins torch makes on
+ * a CPU build for CUDA functions are classes whose __new__ raises: those are
+ * traced as they are). */
+static bool query_candidate(PyObject *o) { return o && PyCallable_Check(o) && !PyType_Check(o); }
+
+static void add(int row, PyObject *obj, bool original) {
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    PyObject *val = Py_BuildValue("(iOO)", row, obj, original ? Py_True : Py_False);
+    if (key && val) PyDict_SetItem(queries_by_id, key, val);
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    PyErr_Clear();
+}
+
+static void for_each_path(void (*fn)(int row, PyObject *obj)) {
+    for (int i = 0; i < N_QUERIES; ++i) {
+        for (const char *p = query_table[i].paths; *p;) {
+            size_t n = strcspn(p, ",");
+            char path[160];
+            snprintf(path, sizeof path, "%.*s", (int)n, p);
+            PyObject *obj = resolve_loaded(path);
+            if (query_candidate(obj)) fn(i, obj);
+            Py_XDECREF(obj);
+            p += n + (p[n] == ',');
+        }
+    }
+}
+
+static void add_original(int row, PyObject *obj) {
+    add(row, obj, true);
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    PyObject *val = key ? PyDict_GetItemWithError(queries_by_id, key) : NULL; /* borrowed */
+    if (val) PyDict_SetItem(originals, key, val);
+    Py_XDECREF(key);
+    PyErr_Clear();
+}
+
+static void add_current(int row, PyObject *obj) {
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    int known = key ? PyDict_Contains(queries_by_id, key) : -1;
+    Py_XDECREF(key);
+    if (known == 0) add(row, obj, false);
+    PyErr_Clear();
+}
+
+int queries_init(void) {
+    queries_by_id = PyDict_New();
+    originals = PyDict_New();
+    if (!queries_by_id || !originals) return -1;
+    for_each_path(add_original);
+    is_initialized_fn = resolve_loaded("torch.cuda.is_initialized");
+    is_compiled_fn = resolve_loaded("torch.cuda._is_compiled");
+    PyErr_Clear();
+    return 0;
+}
+
+void queries_refresh(void) {
+    if (!queries_by_id) return;
+    PyDict_Clear(queries_by_id);
+    PyObject *key, *val;
+    Py_ssize_t pos = 0;
+    /* torch's own objects (held by `originals`, so their ids stay theirs)
+     * stay queries wherever they are reached from */
+    while (PyDict_Next(originals, &pos, &key, &val)) PyDict_SetItem(queries_by_id, key, val);
+    for_each_path(add_current);
+    PyErr_Clear();
+}
+
+/* The row of `callable` (and whether it is torch's own object), or -1. */
+static int query_row(PyObject *callable, bool *original) {
+    if (!queries_by_id || !callable) return -1;
+    PyObject *key = PyLong_FromVoidPtr(callable);
+    PyObject *val = key ? PyDict_GetItemWithError(queries_by_id, key) : NULL; /* borrowed */
+    Py_XDECREF(key);
+    if (!val || PyTuple_GET_ITEM(val, 1) != callable) {
+        PyErr_Clear();
+        return -1;
+    }
+    *original = PyTuple_GET_ITEM(val, 2) == Py_True;
+    return (int)PyLong_AsLong(PyTuple_GET_ITEM(val, 0));
+}
+
+/* A call of a probe: C functions directly, anything else with the frame hook
+ * off for this thread (a guard runs inside the hook; a Python probe must not
+ * be intercepted and compiled there). */
+PyObject *query_call_probe(PyObject *probe, PyObject *args) {
+    if (PyCFunction_Check(probe)) return PyTuple_GET_SIZE(args) ? PyObject_Call(probe, args, NULL) : PyObject_CallNoArgs(probe);
+    return pt2_hook_run_disabled(probe, args, NULL);
+}
+
+static bool answer_ok(PyObject *r) {
+    if (r == Py_None || PyBool_Check(r) || PyLong_CheckExact(r) || PyUnicode_CheckExact(r)) return true;
+    return strcmp(Py_TYPE(r)->tp_name, "torch.dtype") == 0;
+}
+
+/* One QUERY guard per (probe, arguments): obj is (probe, args, answer, name). */
+static void guard_query(Trace *t, PyObject *probe, PyObject *args, PyObject *answer, const char *name) {
+    for (int i = 0; i < t->n_guards; ++i) {
+        GuardSpec *g = &t->guards[i];
+        if (g->kind != G_QUERY || PyTuple_GET_ITEM(g->obj, 0) != probe) continue;
+        if (PyObject_RichCompareBool(PyTuple_GET_ITEM(g->obj, 1), args, Py_EQ) == 1) return;
+        PyErr_Clear();
+    }
+    PyObject *spec = Py_BuildValue("(OOOs)", probe, args, answer, name);
+    if (!spec) {
+        PyErr_Clear();
+        return;
+    }
+    trace_guard(t, G_QUERY, NULL, spec, 0);
+    Py_DECREF(spec);
+}
+
+static void callable_name(PyObject *o, char *buf, size_t cap) {
+    PyObject *mod = PyObject_GetAttrString(o, "__module__");
+    /* a C function's __qualname__ names its self (pybind's function record) */
+    PyObject *qn = PyObject_GetAttrString(o, PyCFunction_Check(o) ? "__name__" : "__qualname__");
+    PyErr_Clear();
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    const char *q = qn && PyUnicode_Check(qn) ? PyUnicode_AsUTF8(qn) : Py_TYPE(o)->tp_name;
+    if (PyCFunction_Check(o) && !m) m = "torch._C"; /* torch's C functions have no __module__ */
+    snprintf(buf, cap, "%s%s%s", m ? m : "", m ? "." : "", q);
+    Py_XDECREF(mod);
+    Py_XDECREF(qn);
+    PyErr_Clear();
+}
+
+Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, bool *handled) {
+    *handled = false;
+    bool original = false;
+    int row = query_row(callable, &original);
+    if (row < 0) return NULL;
+    const QueryEntry *q = &query_table[row];
+    char name[200];
+    callable_name(callable, name, sizeof name);
+    if (n_kw) return NULL; /* keywords: traced (or a break) as any call */
+    PyObject *targs = PyTuple_New(n_args);
+    for (int i = 0; targs && i < n_args; ++i) {
+        if (args[i]->kind != V_CONST) {
+            Py_DECREF(targs);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]->obj));
+    }
+    if (!targs) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Var *result = NULL;
+    switch (q->how) {
+    case Q_FALSE:
+        result = var_const(t, Py_False);
+        break;
+    case Q_GRAD_MODE:
+        if (n_args) break;
+        trace_guard(t, G_GRAD_MODE, NULL, NULL, t->grad_enabled);
+        result = var_const(t, t->grad_enabled ? Py_True : Py_False);
+        break;
+    case Q_DEFAULT_DTYPE:
+        if (n_args) break;
+        trace_guard(t, G_DEFAULT_DTYPE, NULL, torch_dtype_of(PT2_F32), 0);
+        result = var_const(t, torch_dtype_of(PT2_F32));
+        break;
+    case Q_CONSTANT: case Q_CUDA_CONSTANT: case Q_GUARDED: {
+        if (q->how == Q_CUDA_CONSTANT) {
+            /* the device count may still change before CUDA initializes */
+            PyObject *compiled = is_compiled_fn ? PyObject_CallNoArgs(is_compiled_fn) : NULL;
+            PyObject *init = is_initialized_fn && compiled == Py_True ? PyObject_CallNoArgs(is_initialized_fn) : NULL;
+            bool fixed = compiled == Py_False || init == Py_True;
+            Py_XDECREF(compiled);
+            Py_XDECREF(init);
+            PyErr_Clear();
+            if (!fixed) break;
+        }
+        PyObject *r = PyObject_Call(callable, targs, NULL); /* trace time: the hook is off */
+        if (!r) { /* raises here (a CPU build's CUDA functions): traced as any call */
+            PyErr_Clear();
+            break;
+        }
+        if (!answer_ok(r)) {
+            Py_DECREF(r);
+            break;
+        }
+        if (q->how == Q_GUARDED) {
+            PyObject *probe = NULL;
+            if (q->probe && original) {
+                probe = resolve_loaded(q->probe);
+                if (!query_candidate(probe)) Py_CLEAR(probe);
+                if (!probe) { /* nothing cheaper to ask: the function itself */
+                    PyErr_Clear();
+                    probe = Py_NewRef(callable);
+                }
+            } else {
+                probe = Py_NewRef(callable);
+            }
+            /* the probe must give the trace's answer now, or the guard would
+             * fail on every call */
+            PyObject *again = probe != callable ? query_call_probe(probe, targs) : Py_NewRef(r);
+            bool same = again && (again == r || PyObject_RichCompareBool(again, r, Py_EQ) == 1);
+            Py_XDECREF(again);
+            PyErr_Clear();
+            if (same) {
+                char pname[200];
+                callable_name(probe, pname, sizeof pname);
+                guard_query(t, probe, targs, r, pname);
+            }
+            Py_DECREF(probe);
+            if (!same) {
+                Py_DECREF(r);
+                break;
+            }
+        }
+        result = var_const(t, r);
+        Py_DECREF(r);
+        break;
+    }
+    }
+    Py_DECREF(targs);
+    if (result) *handled = true;
+    return result;
+}
+
+/*--- autocast: a state the graphs do not follow ---------------------------------*/
+
+static PyObject *any_autocast_fn(void) {
+    static PyObject *fn;
+    if (!fn) {
+        fn = resolve_loaded("torch._C._is_any_autocast_enabled");
+        PyErr_Clear();
+    }
+    return fn;
+}
+
+bool queries_autocast_on(void) {
+    PyObject *fn = any_autocast_fn();
+    PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+    bool on = r == Py_True;
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return on;
+}
+
+/* Graphs are traced without autocast (an autocast region makes a frame run
+ * eagerly, compiler.c): every entry is guarded to run only where autocast is
+ * still off, so a frame compiled outside one is not reused inside one (a
+ * helper called under `with torch.autocast(...)` after a break). */
+void queries_guard_trace_state(Trace *t) {
+    PyObject *fn = any_autocast_fn();
+    if (!fn) return;
+    PyObject *args = PyTuple_New(0);
+    if (args) guard_query(t, fn, args, Py_False, "torch._C._is_any_autocast_enabled");
+    Py_XDECREF(args);
+    PyErr_Clear();
+}
