@@ -42,6 +42,7 @@ MlirPass pt2_create_fuse_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
 MlirPass pt2_create_welford_pass(void);
+MlirPass pt2_create_privatize_buffers_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -85,6 +86,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_widen_parallel_loops_pass},
     {"pt2-flatten-inner-loops", "Merge the two innermost loops of a nest over buffers contiguous across both",
      pt2_create_flatten_inner_loops_pass},
+    {"pt2-privatize-buffers", "A temporary that iteration i of a parallel loop alone uses (at row i) becomes a buffer of the iteration",
+     pt2_create_privatize_buffers_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -184,7 +187,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
                                 : "pt2-split-reductions,pt2-widen-parallel-loops,")
                       : "",
-             flatten, parallel ? "pt2-serialize-small-loops,convert-scf-to-openmp," : "",
+             flatten, parallel ? "pt2-serialize-small-loops,pt2-privatize-buffers,convert-scf-to-openmp," : "",
              memplan ? "pt2-plan-memory," : "");
     return text;
 }
