@@ -43,6 +43,7 @@ MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
 MlirPass pt2_create_welford_pass(void);
 MlirPass pt2_create_privatize_buffers_pass(void);
+MlirPass pt2_create_online_softmax_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -54,6 +55,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
     {"pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views", pt2_create_patterns_pass},
     {"pt2-freeze", "Fold batch norms into frozen weights; hoist computations on frozen arguments into a prologue", pt2_create_freeze_pass},
+    {"pt2-online-softmax", "softmax/log_softmax as two passes over each row: the max and the rescaled sum of exp together, then the output (CPU)",
+     pt2_create_online_softmax_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-welford", "pt2.var_mean as one pass over x: Welford's update in vector lanes, then the combine (CPU)",
      pt2_create_welford_pass},
@@ -170,8 +173,9 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool memplan = !pt2_disabled(disable, "memplan");
     const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
     const char *welford = pt2_disabled(disable, "welford") ? "" : "pt2-welford,";
+    const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,pt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
@@ -181,7 +185,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
+             online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
