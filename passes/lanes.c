@@ -33,7 +33,9 @@
 
 /* The largest power of two from lo to hi dividing n (0 if none). */
 static int64_t pow2_divisor(int64_t n, int64_t lo, int64_t hi) {
-    for (int64_t k = hi; k >= lo && k >= 1; k /= 2) {
+    int64_t top = 1;
+    while (top * 2 <= hi) top *= 2;
+    for (int64_t k = top; k >= lo && k >= 1; k /= 2) {
         if (n % k == 0) return k;
     }
     return 0;
@@ -90,8 +92,9 @@ bool lane_plan(const Pt2TensorType *x, const bool *reduced, int elem_bytes, Lane
     if (!any || numel == 0) return false;
     out->count = count;
     int64_t min_lanes = MIN_LANE_BYTES / elem_bytes, max_lanes = MAX_LANE_BYTES / elem_bytes;
+    bool whole = numel == count; /* every result dim has size 1: one result */
     int run_start = x->rank;
-    while (run_start > 0 && reduced[run_start - 1]) --run_start;
+    while (run_start > 0 && (whole || reduced[run_start - 1])) --run_start;
     if (run_start == x->rank) { /* the innermost dim is a result dim */
         if (x->sizes[x->rank - 1] < min_lanes) return false;
         plan_column(x, reduced, out);
@@ -102,7 +105,7 @@ bool lane_plan(const Pt2TensorType *x, const bool *reduced, int elem_bytes, Lane
     int64_t hi = run / MIN_PER_LANE < max_lanes ? run / MIN_PER_LANE : max_lanes;
     int64_t lanes = pow2_divisor(run, min_lanes, hi);
     if (lanes == 0) return false;
-    plan_row(x, reduced, run_start, run, lanes, numel == count, out);
+    plan_row(x, reduced, run_start, run, lanes, whole, out);
     return true;
 }
 
