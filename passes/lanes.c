@@ -122,11 +122,14 @@ bool lane_plan_single(const Pt2TensorType *x, const bool *reduced, LanePlan *out
     return true;
 }
 
+bool lane_results_are_rows(const LanePlan *p) {
+    return lane_result_shape(p).rank > 0 && p->view.rank > 0 && p->iters[p->view.rank - 1] != 'p';
+}
+
 bool lane_rows_stay_cached(const LanePlan *p, const Pt2TensorType *x, const char *env) {
     const char *limit_text = getenv(env);
     int64_t limit = limit_text && atoll(limit_text) > 0 ? atoll(limit_text) : DEFAULT_CACHED_BYTES;
-    bool rows = p->lanes > 1 && lane_result_shape(p).rank > 0;
-    int64_t reread = (rows ? p->count : pt2_tensor_numel(x)) * (int64_t)pt2DTypeSize(x->dtype);
+    int64_t reread = (lane_results_are_rows(p) ? p->count : pt2_tensor_numel(x)) * (int64_t)pt2DTypeSize(x->dtype);
     return reread <= limit;
 }
 

@@ -45,11 +45,18 @@ bool lane_plan(const Pt2TensorType *x, const bool *reduced, int elem_bytes, Lane
  * or x has no elements. */
 bool lane_plan_single(const Pt2TensorType *x, const bool *reduced, LanePlan *out);
 
+/* Whether results are rows: some result dim, and the innermost loop is not
+ * one (it reduces or runs over lanes).  Loops over rows are then the
+ * outer, parallel ones, pt2-fuse-parallel-loops runs each row's passes one
+ * after the other and pt2-privatize-buffers gives each row its own
+ * accumulators; a column's or a whole tensor's accumulators stay buffers
+ * shared by the loop. */
+bool lane_results_are_rows(const LanePlan *p);
+
 /* Whether a second pass over x would find it in the cache: the elements
- * of one result when results are rows that run one after the other (a
- * row plan), else all of x, at most 32 KiB (or the bytes in the
- * environment variable `env`).  A pass that reads x once pays where this is
- * false. */
+ * of one result when results are rows, else all of x, at most 32 KiB (or
+ * the bytes in the environment variable `env`).  A pass that reads x once
+ * pays where this is false. */
 bool lane_rows_stay_cached(const LanePlan *p, const Pt2TensorType *x, const char *env);
 
 /* One line describing the plan ("lanes 64 of [512x16x64]"), for PT2_LOGS. */

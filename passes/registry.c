@@ -173,6 +173,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool memplan = !pt2_disabled(disable, "memplan");
     const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
     const char *welford = pt2_disabled(disable, "welford") ? "" : "pt2-welford,";
+    bool privatize = !pt2_disabled(disable, "privatize");
     const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
     snprintf(text, sizeof text,
              "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
@@ -191,7 +192,9 @@ const char *pt2CpuPipelineText(const char *disable) {
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
                                 : "pt2-split-reductions,pt2-widen-parallel-loops,")
                       : "",
-             flatten, parallel ? "pt2-serialize-small-loops,pt2-privatize-buffers,convert-scf-to-openmp," : "",
+             flatten, parallel ? (privatize ? "pt2-serialize-small-loops,pt2-privatize-buffers,convert-scf-to-openmp,"
+                                            : "pt2-serialize-small-loops,convert-scf-to-openmp,")
+                               : "",
              memplan ? "pt2-plan-memory," : "");
     return text;
 }

@@ -251,26 +251,34 @@ static void lower_corrected_two_pass(const VarMean *v, const LanePlan *plan, Sta
  * The pass
  *===----------------------------------------------------------------------===*/
 
-/* Lowers v one way or the other; false if it is left to pt2-lower (no
- * elements, nothing reduced). */
+/* Lowers v one way or the other; false if it is left to pt2-lower: no
+ * elements, or a column or whole-tensor reduction too big for the cache that
+ * Welford's lanes do not fit (odd sizes).  The corrected second pass keeps
+ * two accumulators, which LLVM keeps in registers only where they are a
+ * row's own (pt2-privatize-buffers): shared partial buffers in an OpenMP
+ * body (pt2-split-reductions' chunks) made it 4x slower than the old form. */
 static bool lower_stats(const VarMean *v, bool log) {
     MlirType ct = compute_type_for(mlirOperationGetContext(v->op), elem_type(v->x));
     StatsBody s = {NULL, ct, elem_type(mlirOperationGetResult(v->op, 0)), 1, 1, (double)v->count, var_divisor(v)};
-    LanePlan plan;
+    LanePlan lanes, single;
+    if (!lane_plan_single(&v->xt, v->reduced, &single)) return false;
+    bool one_pass = lane_plan(&v->xt, v->reduced, mlirTypeIsAF64(ct) ? 8 : 4, &lanes) &&
+                    !lane_rows_stay_cached(&lanes, &v->xt, "PT2_WELFORD_BYTES");
+    bool two_pass = !one_pass && (lane_results_are_rows(&single) || lane_rows_stay_cached(&single, &v->xt, "PT2_WELFORD_BYTES"));
+    const LanePlan *plan = one_pass ? &lanes : &single;
     char text[256] = "";
-    bool lanes = lane_plan(&v->xt, v->reduced, mlirTypeIsAF64(ct) ? 8 : 4, &plan);
-    bool one_pass = lanes && !lane_rows_stay_cached(&plan, &v->xt, "PT2_WELFORD_BYTES");
-    if (!one_pass && !lane_plan_single(&v->xt, v->reduced, &plan)) return false;
-    s.plan = &plan;
-    s.lanes = (double)plan.lanes;
-    s.per_lane = (double)(plan.count / plan.lanes);
-    if (one_pass) lower_welford(v, &plan, &s);
-    else lower_corrected_two_pass(v, &plan, &s);
+    if (one_pass) lane_plan_text(plan, text, sizeof text);
     if (log) {
-        if (one_pass) lane_plan_text(&plan, text, sizeof text);
         fprintf(stderr, "pt2-welford: var_mean of %lld elements into %lld: %s%s\n", (long long)pt2_tensor_numel(&v->xt),
-                (long long)(pt2_tensor_numel(&v->xt) / v->count), one_pass ? "one pass, " : "two passes, the second corrected", text);
+                (long long)(pt2_tensor_numel(&v->xt) / v->count),
+                one_pass ? "one pass, " : two_pass ? "two passes, the second corrected" : "left to pt2-lower (two passes)", text);
     }
+    if (!one_pass && !two_pass) return true;
+    s.plan = plan;
+    s.lanes = (double)plan->lanes;
+    s.per_lane = (double)(plan->count / plan->lanes);
+    if (one_pass) lower_welford(v, plan, &s);
+    else lower_corrected_two_pass(v, plan, &s);
     return true;
 }
 
@@ -281,7 +289,7 @@ static int run_welford(MlirOperation root, void *user) {
     for (int i = 0; i < ops.n; ++i) {
         VarMean v;
         read_var_mean(ops.ops[i], &v);
-        if (!lower_stats(&v, log) && log) fprintf(stderr, "pt2-welford: var_mean without elements: left to pt2-lower\n");
+        if (!lower_stats(&v, log) && log) fprintf(stderr, "pt2-welford: var_mean of no elements: left to pt2-lower\n");
     }
     oplist_free(&ops);
     return 0;

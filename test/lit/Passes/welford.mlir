@@ -86,6 +86,18 @@ func.func @half(%x: tensor<2x1024xbf16>) -> tensor<2xbf16> {
 
 // -----
 
+// A whole tensor of an odd size (99999: no lanes), too big for the cache:
+// left to pt2-lower's two passes, whose split reductions keep one
+// accumulator each (the corrected pass's two would be shared chunk partials).
+// CHECK-LABEL: func.func @odd_whole
+// CHECK: "pt2.var_mean"
+func.func @odd_whole(%x: tensor<3x33333xf32>) -> tensor<f32> {
+  %v, %m = "pt2.var_mean"(%x) {keepdim = false, correction = 1.0 : f64} : (tensor<3x33333xf32>) -> (tensor<f32>, tensor<f32>)
+  return %v : tensor<f32>
+}
+
+// -----
+
 // Nothing to reduce (a 0-d x): left to pt2-lower's two passes.
 // CHECK-LABEL: func.func @scalar
 // CHECK: "pt2.var_mean"
