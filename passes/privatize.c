@@ -14,20 +14,22 @@
  *   %acc = memref.alloc() : memref<512x64xf32>
  *   scf.parallel (%i) ... { ... memref.store %v, %acc[%i, %l] ... }
  * becomes
- *   scf.parallel (%i) ... {
- *     %acc = memref.alloca() : memref<1x64xf32>
- *     ... memref.store %v, %acc[%c0, %l] ... }
+ *   omp.parallel {
+ *     %acc = memref.alloca() : memref<1x64xf32>      (one per thread)
+ *     omp.wsloop { omp.loop_nest (%i) ... { ... memref.store %v, %acc[%c0, %l] ... } } }
  *
  * A buffer qualifies when it is a top-level memref.alloc of the function
  * with a static shape, at most 16 KiB per row, every use is a load or store
- * inside one top-level loop indexing dim 0 with its induction variable, an
+ * inside one loop indexing dim 0 with the loop's induction variable, an
  * expand_shape/collapse_shape view keeping dim 0 whole (whose uses follow
  * the same rule), or its dealloc.  Each iteration then reads only what it
- * wrote, so the rows never needed to be kept.  It runs after
- * pt2-serialize-small-loops: a parallel loop's buffer goes into its body
- * (convert-scf-to-openmp frees it at the end of each iteration), a
- * sequential loop's before the loop (one row, used by each iteration in
- * turn: LLVM keeps a scalar one in a register).
+ * wrote, so one row reused by the iterations that run one after the other
+ * holds everything.  The CPU pipeline runs it after convert-scf-to-openmp:
+ * an OpenMP worksharing loop's buffer goes into its parallel region (each
+ * thread's own; LLVM's outlined function allocates it in its entry block,
+ * where a scalar accumulator becomes a register), a sequential loop's
+ * (pt2-serialize-small-loops) before the loop.  1-d scf.parallel loops are
+ * taken too (a buffer in the body, for pt2-opt runs before OpenMP).
  *===----------------------------------------------------------------------===*/
 #include <stdlib.h>
 #include <string.h>
@@ -130,13 +132,15 @@ static MlirType one_row(MlirType t) {
     return mlirMemRefTypeContiguousGet(mlirShapedTypeGetElementType(t), rank, shape, mlirMemRefTypeGetMemorySpace(t));
 }
 
-/* Where the private buffer goes: the start of a parallel loop's body (each
- * iteration, each thread its own: convert-scf-to-openmp frees it at the end
- * of the iteration with a memref.alloca_scope), or before a sequential loop
- * (one buffer that each iteration uses in turn). */
+/* Where the private buffer goes: the start of the OpenMP parallel region
+ * around a worksharing loop (one per thread), the start of an scf.parallel
+ * body (convert-scf-to-openmp frees it at the end of the iteration with a
+ * memref.alloca_scope), or before a sequential loop. */
 static Builder private_point(MlirOperation loop, MlirLocation loc) {
     if (op_is(loop, "scf.for")) return builder_before(loop);
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
+    MlirOperation holder = loop;
+    if (op_is(loop, "omp.loop_nest")) holder = mlirOperationGetParentOperation(mlirOperationGetParentOperation(loop));
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(holder, 0));
     Builder b = {mlirLocationGetContext(loc), body, mlirBlockGetFirstOperation(body), loc};
     return b;
 }
@@ -181,6 +185,21 @@ static void privatize(Private *p, MlirOperation loop) {
     mlirOperationDestroy(p->alloc);
 }
 
+/* The omp.loop_nest of `omp.parallel { omp.wsloop { omp.loop_nest } }` over
+ * one induction variable (what convert-scf-to-openmp makes of a 1-d
+ * scf.parallel), or a null op. */
+static MlirOperation worksharing_loop(MlirOperation parallel) {
+    MlirBlock block = mlirRegionGetFirstBlock(mlirOperationGetRegion(parallel, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!op_is(op, "omp.wsloop")) continue;
+        MlirOperation nest = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
+        if (op_is(nest, "omp.loop_nest") && mlirBlockGetNumArguments(mlirRegionGetFirstBlock(mlirOperationGetRegion(nest, 0))) == 1) {
+            return nest;
+        }
+    }
+    return (MlirOperation){NULL};
+}
+
 static void privatize_function(MlirOperation func) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (mlirBlockIsNull(body)) return;
@@ -191,6 +210,8 @@ static void privatize_function(MlirOperation func) {
         if (loop && mlirOperationGetNumOperands(op) == 3 && mlirOperationGetNumResults(op) == 0) {
             oplist_push(&loops, op);
         }
+        MlirOperation nest = op_is(op, "omp.parallel") ? worksharing_loop(op) : (MlirOperation){NULL};
+        if (!mlirOperationIsNull(nest)) oplist_push(&loops, nest);
     }
     Private *p = malloc(sizeof *p);
     for (int i = 0; i < allocs.n && p; ++i) {

@@ -192,7 +192,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
                                 : "pt2-split-reductions,pt2-widen-parallel-loops,")
                       : "",
-             flatten, parallel ? (privatize ? "pt2-serialize-small-loops,pt2-privatize-buffers,convert-scf-to-openmp,"
+             flatten, parallel ? (privatize ? "pt2-serialize-small-loops,convert-scf-to-openmp,pt2-privatize-buffers,"
                                             : "pt2-serialize-small-loops,convert-scf-to-openmp,")
                                : "",
              memplan ? "pt2-plan-memory," : "");

@@ -1,7 +1,8 @@
 // RUN: pt2-opt %s --split-input-file --pt2-privatize-buffers | FileCheck %s
 // A temporary that iteration i of a top-level loop alone touches, at row i,
-// becomes the iteration's own buffer: a memref.alloca in a parallel loop's
-// body, or one before a sequential loop.
+// becomes the iteration's own buffer: a memref.alloca in an OpenMP region
+// before its worksharing loop (one per thread), in a parallel loop's body,
+// or before a sequential loop.
 
 // A row's accumulator (through a keepdim view) and a row of lane states.
 // CHECK-LABEL: func.func @rows
@@ -103,5 +104,45 @@ func.func @shared(%x: memref<3x5xf32>, %y: memref<3xf32>, %z: memref<5xf32>) {
   }
   memref.copy %after, %y : memref<3xf32> to memref<3xf32>
   memref.copy %col, %z : memref<5xf32> to memref<5xf32>
+  return
+}
+
+// -----
+
+// After convert-scf-to-openmp (where the CPU pipeline runs the pass): one
+// buffer per thread, in the parallel region, which LLVM's outlined function
+// allocates in its entry block.
+// CHECK-LABEL: func.func @openmp
+// CHECK-NOT: memref.alloc()
+// CHECK: omp.parallel {
+// CHECK-NEXT: %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+// CHECK: omp.wsloop {
+// CHECK: memref.store %{{.*}}, %[[ACC]][%{{.*}}] : memref<1xf32>
+// CHECK-NOT: memref.dealloc
+func.func @openmp(%x: memref<64x8xf32>, %y: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<64xf32>
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%c64) step (%c1) {
+        memref.store %zero, %acc[%i] : memref<64xf32>
+        scf.for %j = %c0 to %c8 step %c1 {
+          %v = memref.load %x[%i, %j] : memref<64x8xf32>
+          %s = memref.load %acc[%i] : memref<64xf32>
+          %t = arith.addf %s, %v : f32
+          memref.store %t, %acc[%i] : memref<64xf32>
+        }
+        %r = memref.load %acc[%i] : memref<64xf32>
+        memref.store %r, %y[%i] : memref<64xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  memref.dealloc %acc : memref<64xf32>
   return
 }
