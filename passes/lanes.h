@@ -54,7 +54,7 @@ bool lane_plan_single(const Pt2TensorType *x, const bool *reduced, LanePlan *out
 bool lane_results_are_rows(const LanePlan *p);
 
 /* Whether a second pass over x would find it in the cache: the elements
- * of one result when results are rows, else all of x, at most 32 KiB (or
+ * of one result when results are rows, else all of x, at most 16 KiB (or
  * the bytes in the environment variable `env`).  A pass that reads x once
  * pays where this is false. */
 bool lane_rows_stay_cached(const LanePlan *p, const Pt2TensorType *x, const char *env);

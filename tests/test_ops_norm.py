@@ -118,7 +118,7 @@ def test_norm_of_ints_is_rejected():
 @pytest.mark.parametrize("force", [False, True], ids=["default", "one-pass"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
 def test_norms_welford(dtype, force, monkeypatch, tmp_path):
-    """Statistics of more than 32 KiB per result take Welford's one pass by
+    """Statistics of more than 16 KiB per result take Welford's one pass by
     default (pt2-welford), smaller ones the corrected two passes; forced
     (PT2_WELFORD_BYTES=1, a private cache: the threshold is not in the kernel
     cache key), every vectorizable one takes the one pass.  Odd rows (1023)

@@ -49,30 +49,41 @@ func.func @rows(%x: memref<7x8xf32>, %y: memref<7x8xf32>) {
 // -----
 
 // A sequential loop (a parallel one pt2-serialize-small-loops made
-// sequential): one row before the loop, which every iteration reuses.
+// sequential) with two accumulators updated together: one row each before
+// the loop, which every iteration reuses.
 // CHECK-LABEL: func.func @sequential
-// CHECK: %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+// CHECK-DAG: %[[SUM:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+// CHECK-DAG: %[[SQ:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
 // CHECK: scf.for
-// CHECK: memref.store %{{.*}}, %[[ACC]][%{{.*}}] : memref<1xf32>
+// CHECK: memref.store %{{.*}}, %[[SUM]][%{{.*}}] : memref<1xf32>
 func.func @sequential(%x: memref<3x5xf32>, %y: memref<3xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index
   %c5 = arith.constant 5 : index
   %zero = arith.constant 0.0 : f32
-  %acc = memref.alloc() : memref<3xf32>
+  %sum = memref.alloc() : memref<3xf32>
+  %sq = memref.alloc() : memref<3xf32>
   scf.for %i = %c0 to %c3 step %c1 {
-    memref.store %zero, %acc[%i] : memref<3xf32>
+    memref.store %zero, %sum[%i] : memref<3xf32>
+    memref.store %zero, %sq[%i] : memref<3xf32>
     scf.for %j = %c0 to %c5 step %c1 {
       %v = memref.load %x[%i, %j] : memref<3x5xf32>
-      %s = memref.load %acc[%i] : memref<3xf32>
+      %s = memref.load %sum[%i] : memref<3xf32>
+      %q = memref.load %sq[%i] : memref<3xf32>
       %t = arith.addf %s, %v : f32
-      memref.store %t, %acc[%i] : memref<3xf32>
+      %v2 = arith.mulf %v, %v : f32
+      %u = arith.addf %q, %v2 : f32
+      memref.store %t, %sum[%i] : memref<3xf32>
+      memref.store %u, %sq[%i] : memref<3xf32>
     }
-    %r = memref.load %acc[%i] : memref<3xf32>
-    memref.store %r, %y[%i] : memref<3xf32>
+    %r = memref.load %sum[%i] : memref<3xf32>
+    %r2 = memref.load %sq[%i] : memref<3xf32>
+    %d = arith.subf %r2, %r : f32
+    memref.store %d, %y[%i] : memref<3xf32>
   }
-  memref.dealloc %acc : memref<3xf32>
+  memref.dealloc %sum : memref<3xf32>
+  memref.dealloc %sq : memref<3xf32>
   return
 }
 
@@ -111,14 +122,15 @@ func.func @shared(%x: memref<3x5xf32>, %y: memref<3xf32>, %z: memref<5xf32>) {
 
 // After convert-scf-to-openmp (where the CPU pipeline runs the pass): one
 // buffer per thread, in the parallel region, which LLVM's outlined function
-// allocates in its entry block.
+// allocates in its entry block.  A lone scalar accumulator (%acc: the only
+// one its loops update) stays: LLVM keeps it in a register anyway.
 // CHECK-LABEL: func.func @openmp
-// CHECK-NOT: memref.alloc()
+// CHECK: %[[ACC:.*]] = memref.alloc() : memref<64xf32>
 // CHECK: omp.parallel {
-// CHECK-NEXT: %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+// CHECK-NEXT: %[[LANES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x8xf32>
 // CHECK: omp.wsloop {
-// CHECK: memref.store %{{.*}}, %[[ACC]][%{{.*}}] : memref<1xf32>
-// CHECK-NOT: memref.dealloc
+// CHECK: memref.store %{{.*}}, %[[LANES]][%{{.*}}, %{{.*}}] : memref<1x8xf32>
+// CHECK: memref.store %{{.*}}, %[[ACC]][%{{.*}}] : memref<64xf32>
 func.func @openmp(%x: memref<64x8xf32>, %y: memref<64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -126,14 +138,20 @@ func.func @openmp(%x: memref<64x8xf32>, %y: memref<64xf32>) {
   %c64 = arith.constant 64 : index
   %zero = arith.constant 0.0 : f32
   %acc = memref.alloc() : memref<64xf32>
+  %lanes = memref.alloc() : memref<64x8xf32>
   omp.parallel {
     omp.wsloop {
       omp.loop_nest (%i) : index = (%c0) to (%c64) step (%c1) {
         memref.store %zero, %acc[%i] : memref<64xf32>
         scf.for %j = %c0 to %c8 step %c1 {
           %v = memref.load %x[%i, %j] : memref<64x8xf32>
+          %e = math.exp %v : f32
+          memref.store %e, %lanes[%i, %j] : memref<64x8xf32>
+        }
+        scf.for %j = %c0 to %c8 step %c1 {
+          %e = memref.load %lanes[%i, %j] : memref<64x8xf32>
           %s = memref.load %acc[%i] : memref<64xf32>
-          %t = arith.addf %s, %v : f32
+          %t = arith.addf %s, %e : f32
           memref.store %t, %acc[%i] : memref<64xf32>
         }
         %r = memref.load %acc[%i] : memref<64xf32>
@@ -144,5 +162,6 @@ func.func @openmp(%x: memref<64x8xf32>, %y: memref<64xf32>) {
     omp.terminator
   }
   memref.dealloc %acc : memref<64xf32>
+  memref.dealloc %lanes : memref<64x8xf32>
   return
 }
