@@ -15,8 +15,16 @@
  * come out as in eager: a NaN makes its row NaN (m and s stay NaN); an
  * all -inf row is 0 / 0; +inf gives s = 1 + (inf - inf), NaN.  Half
  * precision computes in f32.  Where lane_plan declines (odd row lengths,
- * 0-d), pt2-decompose's form stays.  Which ops take this form is the
- * pipeline's choice (docs/passes.md: the measured one).
+ * 0-d), pt2-decompose's form stays.
+ *
+ * Softmax's output pass needs exp(x - M) again: two exps per element where
+ * the decomposed form stores exp once, and exp (libmvec) bounds this CPU,
+ * not memory.  Measured (docs/passes.md), the online form was 1.2-1.3x
+ * slower for softmax rows and 1.16x for log_softmax rows that stay in the
+ * cache, 10-35 % faster for log_softmax over columns.  So by default it
+ * takes log_softmax where rows leave the cache (lane_rows_stay_cached,
+ * PT2_ONLINE_SOFTMAX_BYTES); PT2_ONLINE_SOFTMAX=all takes every softmax and
+ * log_softmax with a lane plan.  PT2_LOGS=softmax prints each.
  *===----------------------------------------------------------------------===*/
 #include <math.h>
 #include <stdio.h>

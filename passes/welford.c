@@ -1,36 +1,39 @@
-/*===- welford.c - pt2-welford: mean and variance, shifted, in one pass ---===*
+/*===- welford.c - pt2-welford: mean and variance in one pass or two ------===*
  *
  * pt2-decompose turns var, std, layer_norm and group_norm into pt2.var_mean
  * (capture does the same for batch norms over the batch's statistics).  This
  * pass (CPU pipeline only, before pt2-lower) lowers each to linalg in one of
- * two forms, both on x shifted by its first element K (per result):
+ * two forms:
  *
- *   one pass (Welford), per state of a LanePlan (lanes.h):
+ *   one pass (Welford) on x shifted by K, each result's first element, per
+ *   state of a LanePlan (lanes.h):
  *     n += 1;  y = x - K;  d = y - mean;  mean += d / n;  m2 += d^2 (n - 1) / n
  *   then the L states of each result, which all saw q = N / L elements, are
  *   combined (Chan et al.'s formula for equal counts):
  *     mean = sum(mean_l) / L;   m2 = sum(m2_l + q (mean_l - mean)^2)
+ *   The shift keeps the running mean near the data's spread (no sample is
+ *   further than sqrt(N) standard deviations from the mean), so its
+ *   rounding does not grow with the data's offset.
  *
- *   two passes (in the cache):
- *     mean = sum(x - K) / N;   m2 = sum(((x - K) - mean)^2)
+ *   two passes, the second corrected:
+ *     m = sum(x) / N;   Q = sum((x - m)^2), C = sum(x - m)  (one loop)
+ *     m2 = max(Q - C^2 / N, 0);   mean = m + C / N
+ *   C is 0 for the exact mean: it removes the rounding of m, which the old
+ *   two passes (sum(x) / N, then (x - mean)^2) kept, squared (1e6 + randn:
+ *   1.8e-3 of the variance).
  *
- * and var = m2 / max(N - correction, 0), mean + K.  The shift keeps the
- * numbers summed near the data's spread (no sample is further than
- * sqrt(N) standard deviations from the mean): 1e6 + randn loses no digits
- * to the mean's rounding, which the unshifted two-pass form (sum(x) / N,
- * then (x - mean)^2) does, squared.
- *
- * The one pass reads x once but costs twice the arithmetic: measured on
- * this machine (docs/passes.md, "pt2-welford") it is 40 % faster where the
- * two passes would read x twice from memory (a whole tensor, a column
- * reduction, a batch norm's channel over the batch) and 10-25 % slower
- * where one result's elements stay in the cache between the passes (a
- * layer norm's row).  So Welford runs where the elements the second pass
- * would re-read do not stay in the cache (lane_rows_stay_cached) and the
- * states vectorize; else the corrected two passes.  Half-precision inputs compute in f32.  The
- * GPU pipeline, and PT2_DISABLE=welford, keep pt2-lower's unshifted two
- * passes (lower_var_mean_two_pass, below).  PT2_LOGS=welford prints each
- * choice.
+ * and var = m2 / max(N - correction, 0).  The one pass reads x once but
+ * costs twice the arithmetic: measured (docs/passes.md, "Single-pass
+ * statistics") 30-45 % faster where two passes would read x twice from
+ * memory (a whole tensor, a column reduction, a batch norm's channel over
+ * the batch) and 15-30 % slower where one result's elements stay in the
+ * cache between the passes (a layer norm's row).  So Welford runs where the
+ * elements the second pass would re-read do not stay in the cache
+ * (lane_rows_stay_cached) and a lane plan exists; else the corrected two
+ * passes where results are rows (or x is small); else pt2-lower's old two
+ * passes (lower_var_mean_two_pass, below), which the GPU pipeline and
+ * PT2_DISABLE=welford also keep.  Half-precision inputs compute in f32.
+ * PT2_LOGS=welford prints each choice.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdio.h>
