@@ -386,7 +386,8 @@ static Var *h_var_std(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
         snprintf(dims, sizeof dims, "dims = %s, ", s);
     }
     char attrs[256];
-    snprintf(attrs, sizeof attrs, "{%skeepdim = %s, correction = %s}", dims, keep ? "true" : "false", f64_attr(correction));
+    snprintf(attrs, sizeof attrs, "{%skeepdim = %s, correction = %s}", dims, keep ? "true" : "false",
+             f64_attr(correction));
     bool with_mean = strcmp(e->op, "var_mean") == 0 || strcmp(e->op, "std_mean") == 0;
     if (!with_mean) return op1(t, e->op, x, "%s", attrs);
     /* (var, mean) or (std, mean): one pt2.var_mean, the std its square root */

@@ -342,7 +342,8 @@ static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double ep
     if (id < 0 || trace_op(t, "var_mean", 1, &id, attrs, stats, 4) < 0) return NULL;
     Var *var = var_tensor(t, stats[0]), *mean = var_tensor(t, stats[1]);
     Var *centered = mean ? op2(t, "sub", xc, mean, "%s", "") : NULL;
-    Var *inv = var && centered ? op1(t, "rsqrt", op2(t, "add", var, scalar_tensor(t, eps, compute), "%s", ""), "%s", "") : NULL;
+    Var *var_eps = var && centered ? op2(t, "add", var, scalar_tensor(t, eps, compute), "%s", "") : NULL;
+    Var *inv = var_eps ? op1(t, "rsqrt", var_eps, "%s", "") : NULL;
     Var *y = inv ? op2(t, "mul", centered, inv, "%s", "") : NULL;
     if (y && w) y = op2(t, "mul", y, reshape_to(t, convert_to(t, w, compute), shape, x->rank), "%s", "");
     if (y && bias) y = op2(t, "add", y, reshape_to(t, convert_to(t, bias, compute), shape, x->rank), "%s", "");

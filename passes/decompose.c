@@ -114,10 +114,12 @@ static MlirValue permute(Dec *d, MlirValue x, const int64_t *perm, int n) {
 /* pt2.var_mean of x over dims: returns the variance, *out_mean the mean.
  * It stays one op until lowering (pt2-welford makes it one pass on the CPU;
  * pt2-lower computes the mean, then the centered squares). */
-static MlirValue var_mean(Dec *d, MlirValue x, const int64_t *dims, int n, bool keep, double correction, MlirValue *out_mean) {
+static MlirValue var_mean(Dec *d, MlirValue x, const int64_t *dims, int n, bool keep, double correction,
+                          MlirValue *out_mean) {
     char dt[128], text[256], err[512];
     i64_array_text(dt, sizeof dt, dims, n);
-    snprintf(text, sizeof text, "{dims = %s, keepdim = %s, correction = %.17e : f64}", dt, keep ? "true" : "false", correction);
+    snprintf(text, sizeof text, "{dims = %s, keepdim = %s, correction = %.17e : f64}", dt, keep ? "true" : "false",
+             correction);
     MlirOperation op = build_pt2(&d->b, PT2_OP_VAR_MEAN, 1, &x, text, err, sizeof err);
     if (mlirOperationIsNull(op)) {
         op_error(d->op, "pt2-decompose: %s", err);

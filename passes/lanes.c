@@ -135,7 +135,8 @@ bool lane_rows_stay_cached(const LanePlan *p, const Pt2TensorType *x, const char
 }
 
 void lane_plan_text(const LanePlan *p, char *buf, size_t cap) {
-    size_t n = (size_t)snprintf(buf, cap, "%lld state%s per result, loops [", (long long)p->lanes, p->lanes == 1 ? "" : "s");
+    size_t n = (size_t)snprintf(buf, cap, "%lld state%s per result, loops [", (long long)p->lanes,
+                                p->lanes == 1 ? "" : "s");
     for (int i = 0; i < p->view.rank && n < cap; ++i) {
         n += (size_t)snprintf(buf + n, cap - n, "%s%lld%c", i ? " x " : "", (long long)p->view.sizes[i], p->iters[i]);
     }
@@ -197,9 +198,9 @@ static void iterator_letters(const LanePlan *p, const char *loops, const char *r
 
 /* A generic over `loops` reading ins as kinds say and writing outs (their
  * map: `out_kind`). */
-static MlirOperation lane_generic(Builder *b, const LanePlan *p, const char *loops, const char *reduce, int n_in, const MlirValue *ins,
-                                  const LaneOperand *kinds, int n_out, const MlirValue *outs, LaneOperand out_kind, BodyFn body,
-                                  void *user) {
+static MlirOperation lane_generic(Builder *b, const LanePlan *p, const char *loops, const char *reduce, int n_in,
+                                  const MlirValue *ins, const LaneOperand *kinds, int n_out, const MlirValue *outs,
+                                  LaneOperand out_kind, BodyFn body, void *user) {
     char text[8][256], iters[PT2_MAX_RANK + 1];
     const char *maps[8];
     if (n_in + n_out > 8) return (MlirOperation){NULL};
@@ -234,8 +235,8 @@ MlirValue lane_state(Builder *b, const LanePlan *p, MlirValue v) {
     return distinct_fill(b, tensor_of(b->ctx, &s, mlirValueGetType(v)), v);
 }
 
-MlirOperation lane_update(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds, int n_states,
-                          const MlirValue *states, BodyFn body, void *user) {
+MlirOperation lane_update(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds,
+                          int n_states, const MlirValue *states, BodyFn body, void *user) {
     return lane_generic(b, p, VIEW_LOOPS, "r", n_in, ins, kinds, n_states, states, LANE_STATE, body, user);
 }
 
@@ -253,16 +254,16 @@ MlirValue lane_count(Builder *body, const LanePlan *p, MlirType ct) {
     return build_unary(body, "arith.sitofp", build_unary(body, "arith.index_cast", linear, i64), ct);
 }
 
-MlirValue lane_combine(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds, MlirValue init,
-                       BodyFn body, void *user) {
+MlirValue lane_combine(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds,
+                       MlirValue init, BodyFn body, void *user) {
     Pt2TensorType r = lane_result_shape(p);
     MlirValue out = distinct_fill(b, tensor_of(b->ctx, &r, mlirValueGetType(init)), init);
     MlirOperation g = lane_generic(b, p, STATE_LOOPS, "l", n_in, ins, kinds, 1, &out, LANE_RESULT, body, user);
     return mlirOperationGetResult(g, 0);
 }
 
-MlirOperation lane_results(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds, int n_out,
-                           const MlirType *out_elems, BodyFn body, void *user) {
+MlirOperation lane_results(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds,
+                           int n_out, const MlirType *out_elems, BodyFn body, void *user) {
     Pt2TensorType r = lane_result_shape(p);
     MlirValue outs[4];
     for (int i = 0; i < n_out && i < 4; ++i) outs[i] = build_empty(b, tensor_of(b->ctx, &r, out_elems[i]));

@@ -78,8 +78,8 @@ typedef enum LaneOperand { LANE_VIEW, LANE_FIRST, LANE_STATE, LANE_RESULT } Lane
 
 /* The generic updating states over the view's loops: inputs as `kinds`
  * say, outputs n_states state tensors (lane_state). */
-MlirOperation lane_update(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds, int n_states,
-                          const MlirValue *states, BodyFn body, void *user);
+MlirOperation lane_update(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds,
+                          int n_states, const MlirValue *states, BodyFn body, void *user);
 
 /* Inside lane_update's body: the number of elements this state has taken in,
  * the current one included, as a float of type ct. */
@@ -88,14 +88,14 @@ MlirValue lane_count(Builder *body, const LanePlan *p, MlirType ct);
 /* A generic over the states reducing the lane dims into a fresh result
  * tensor (the view's result dims) filled with init (inputs: LANE_STATE or
  * LANE_RESULT). */
-MlirValue lane_combine(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds, MlirValue init,
-                       BodyFn body, void *user);
+MlirValue lane_combine(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds,
+                       MlirValue init, BodyFn body, void *user);
 
 /* A pointwise generic over the result dims (inputs: LANE_RESULT, or
  * LANE_FIRST of the view) with n_out fresh outputs of the given element
  * types. */
-MlirOperation lane_results(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds, int n_out,
-                           const MlirType *out_elems, BodyFn body, void *user);
+MlirOperation lane_results(Builder *b, const LanePlan *p, int n_in, const MlirValue *ins, const LaneOperand *kinds,
+                           int n_out, const MlirType *out_elems, BodyFn body, void *user);
 
 /* The shape of the combined results (the view's result dims). */
 Pt2TensorType lane_result_shape(const LanePlan *p);

@@ -94,7 +94,8 @@ static void output_body(Builder *b, const MlirValue *args, int n_args, MlirValue
 /* M and S, reshaped to x's rank (size 1 at the softmax dim) */
 static void row_stats(Builder *b, const LanePlan *plan, SoftmaxBody *sm, const Pt2TensorType *keep, MlirValue x,
                       MlirValue *out_max, MlirValue *out_sum) {
-    MlirValue states[2] = {lane_state(b, plan, const_float(b, sm->ct, -INFINITY)), lane_state(b, plan, const_float(b, sm->ct, 0.0))};
+    MlirValue states[2] = {lane_state(b, plan, const_float(b, sm->ct, -INFINITY)),
+                           lane_state(b, plan, const_float(b, sm->ct, 0.0))};
     LaneOperand view_kind = LANE_VIEW;
     MlirValue view = lane_view(b, x, plan);
     MlirOperation update = lane_update(b, plan, 1, &view, &view_kind, 2, states, update_body, sm);
@@ -111,7 +112,8 @@ static void row_stats(Builder *b, const LanePlan *plan, SoftmaxBody *sm, const P
 }
 
 /* The output pass: a pointwise generic over x reading M and S broadcast. */
-static MlirValue output_pass(Builder *b, SoftmaxBody *sm, MlirValue x, MlirValue top, MlirValue sum, MlirType result_type) {
+static MlirValue output_pass(Builder *b, SoftmaxBody *sm, MlirValue x, MlirValue top, MlirValue sum,
+                             MlirType result_type) {
     Pt2TensorType xt = value_tensor_type(x), kt = value_tensor_type(top);
     char maps[4][256];
     map_identity(maps[0], sizeof maps[0], xt.rank);
@@ -177,6 +179,7 @@ static _Alignas(8) const char online_softmax_type_id;
 
 MlirPass pt2_create_online_softmax_pass(void) {
     return make_external_pass("pt2-online-softmax",
-                              "softmax/log_softmax as two passes over each row: the max and the rescaled sum of exp together, then the output",
+                              "softmax/log_softmax as two passes over each row: the max and the rescaled sum "
+                              "of exp together, then the output",
                               "builtin.module", run_online_softmax, &online_softmax_type_id);
 }

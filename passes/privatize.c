@@ -70,7 +70,8 @@ static int first_group_size(MlirOperation view) {
 static bool keeps_dim0(MlirOperation view) {
     bool expand = op_is(view, "memref.expand_shape");
     if (!expand && !op_is(view, "memref.collapse_shape")) return false;
-    MlirType wide = expand ? mlirValueGetType(mlirOperationGetResult(view, 0)) : mlirValueGetType(mlirOperationGetOperand(view, 0));
+    MlirValue wide_value = expand ? mlirOperationGetResult(view, 0) : mlirOperationGetOperand(view, 0);
+    MlirType wide = mlirValueGetType(wide_value);
     int k = first_group_size(view);
     if (k < 1 || !mlirShapedTypeHasStaticShape(wide)) return false;
     for (int i = 1; i < k; ++i) {
@@ -116,7 +117,10 @@ static bool analyze(MlirOperation alloc, MlirOperation loop, Private *p) {
     int64_t rows = mlirShapedTypeGetDimSize(t, 0), elems = 1;
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) elems *= mlirShapedTypeGetDimSize(t, i);
     MlirType elem = mlirShapedTypeGetElementType(t);
-    int64_t bits = mlirTypeIsAIndex(elem) ? 64 : mlirTypeIsAInteger(elem) ? mlirIntegerTypeGetWidth(elem) : mlirTypeIsAF64(elem) ? 64 : 32;
+    int64_t bits = mlirTypeIsAIndex(elem)     ? 64
+                   : mlirTypeIsAInteger(elem) ? mlirIntegerTypeGetWidth(elem)
+                   : mlirTypeIsAF64(elem)     ? 64
+                                              : 32;
     int64_t bytes = rows ? elems / rows * (bits + 7) / 8 : 0;
     if (rows < 2 || bytes > MAX_PRIVATE_BYTES) return false;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
@@ -158,7 +162,9 @@ static MlirValue rebuild_view(Builder *b, MlirOperation view, MlirValue source) 
         if (name.length == 19 && memcmp(name.data, "static_output_shape", 19) == 0) {
             int64_t shape[16];
             intptr_t rank = mlirDenseArrayGetNumElements(a.attribute);
-            for (intptr_t k = 0; k < rank && k < 16; ++k) shape[k] = k ? mlirDenseI64ArrayGetElement(a.attribute, k) : 1;
+            for (intptr_t k = 0; k < rank && k < 16; ++k) {
+                shape[k] = k ? mlirDenseI64ArrayGetElement(a.attribute, k) : 1;
+            }
             a.attribute = mlirDenseI64ArrayGet(b->ctx, rank, shape);
         }
         attrs[n++] = a;
@@ -192,10 +198,13 @@ static void privatize(Private *p, MlirOperation loop) {
  * scf.parallel), or a null op. */
 static MlirOperation worksharing_loop(MlirOperation parallel) {
     MlirBlock block = mlirRegionGetFirstBlock(mlirOperationGetRegion(parallel, 0));
-    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         if (!op_is(op, "omp.wsloop")) continue;
         MlirOperation nest = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
-        if (op_is(nest, "omp.loop_nest") && mlirBlockGetNumArguments(mlirRegionGetFirstBlock(mlirOperationGetRegion(nest, 0))) == 1) {
+        MlirBlock nest_body = op_is(nest, "omp.loop_nest") ? mlirRegionGetFirstBlock(mlirOperationGetRegion(nest, 0))
+                                                           : (MlirBlock){NULL};
+        if (!mlirBlockIsNull(nest_body) && mlirBlockGetNumArguments(nest_body) == 1) {
             return nest;
         }
     }
@@ -210,7 +219,8 @@ static bool shares_a_loop(const Private *c, const Private *all, int n) {
     for (int i = 0; i < c->n_accesses; ++i) {
         if (!op_is(c->accesses[i], "memref.store")) continue;
         MlirBlock block = mlirOperationGetBlock(c->accesses[i]);
-        for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
+             op = mlirOperationGetNextInBlock(op)) {
             if (!op_is(op, "memref.store")) continue;
             MlirValue base = memref_base(mlirOperationGetOperand(op, 1));
             for (int k = 0; k < n; ++k) {
@@ -237,7 +247,8 @@ static void privatize_function(MlirOperation func) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (mlirBlockIsNull(body)) return;
     OpList allocs = {0}, loops = {0};
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         if (op_is(op, "memref.alloc")) oplist_push(&allocs, op);
         bool loop = op_is(op, "scf.parallel") || op_is(op, "scf.for");
         if (loop && mlirOperationGetNumOperands(op) == 3 && mlirOperationGetNumResults(op) == 0) {
@@ -279,6 +290,6 @@ static _Alignas(8) const char privatize_type_id;
 
 MlirPass pt2_create_privatize_buffers_pass(void) {
     return make_external_pass("pt2-privatize-buffers",
-                              "A temporary that iteration i of a parallel loop alone uses (at row i) becomes a buffer of the iteration",
+                              "A temporary that iteration i of a loop alone uses (at row i) becomes a row per thread",
                               "builtin.module", run_privatize, &privatize_type_id);
 }

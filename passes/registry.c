@@ -55,10 +55,12 @@ static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
     {"pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views", pt2_create_patterns_pass},
     {"pt2-freeze", "Fold batch norms into frozen weights; hoist computations on frozen arguments into a prologue", pt2_create_freeze_pass},
-    {"pt2-online-softmax", "softmax/log_softmax as two passes over each row: the max and the rescaled sum of exp together, then the output (CPU)",
+    {"pt2-online-softmax",
+     "softmax/log_softmax as two passes over each row: the max and the rescaled sum of exp together, then the output "
+     "(CPU)",
      pt2_create_online_softmax_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
-    {"pt2-welford", "pt2.var_mean as one pass over x: Welford's update in vector lanes, then the combine (CPU)",
+    {"pt2-welford", "pt2.var_mean as linalg: one pass (Welford, in vector lanes) or two corrected ones (CPU)",
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
@@ -89,7 +91,7 @@ static const PassEntry pt2_passes[] = {
      pt2_create_widen_parallel_loops_pass},
     {"pt2-flatten-inner-loops", "Merge the two innermost loops of a nest over buffers contiguous across both",
      pt2_create_flatten_inner_loops_pass},
-    {"pt2-privatize-buffers", "A temporary that iteration i of a parallel loop alone uses (at row i) becomes a buffer of the iteration",
+    {"pt2-privatize-buffers", "A temporary that iteration i of a loop alone uses (at row i) becomes a row per thread",
      pt2_create_privatize_buffers_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
@@ -176,7 +178,8 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool privatize = !pt2_disabled(disable, "privatize");
     const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,"
+             "canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"

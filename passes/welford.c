@@ -70,7 +70,10 @@ static void read_var_mean(MlirOperation op, VarMean *v) {
 }
 
 /* The variance's divisor, as eager: N - correction, never below 0. */
-static double var_divisor(const VarMean *v) { return (double)v->count - v->correction > 0 ? (double)v->count - v->correction : 0; }
+static double var_divisor(const VarMean *v) {
+    double divisor = (double)v->count - v->correction;
+    return divisor > 0 ? divisor : 0;
+}
 
 typedef struct StatsBody {
     const LanePlan *plan;
@@ -87,7 +90,8 @@ static MlirValue shifted(Builder *b, const StatsBody *s, MlirValue x, MlirValue 
 }
 
 /* var = m2 / divisor and mean = K + shifted mean, in the results' type */
-static void yield_results(Builder *b, const StatsBody *s, MlirValue first, MlirValue mean, MlirValue m2, MlirValue *yields) {
+static void yield_results(Builder *b, const StatsBody *s, MlirValue first, MlirValue mean, MlirValue m2,
+                          MlirValue *yields) {
     MlirValue var = build_binary(b, "arith.divf", m2, const_float(b, s->ct, s->divisor));
     yields[0] = convert_scalar(b, var, s->out_elem);
     yields[1] = convert_scalar(b, build_binary(b, "arith.addf", convert_scalar(b, first, s->ct), mean), s->out_elem);
@@ -157,7 +161,8 @@ static void spread_body(Builder *b, const MlirValue *args, int n_args, MlirValue
     StatsBody *s = user;
     MlirValue mean = build_binary(b, "arith.divf", args[2], const_float(b, s->ct, s->lanes));
     MlirValue d = build_binary(b, "arith.subf", args[0], mean);
-    MlirValue spread = build_binary(b, "arith.mulf", build_binary(b, "arith.mulf", d, d), const_float(b, s->ct, s->per_lane));
+    MlirValue q = const_float(b, s->ct, s->per_lane);
+    MlirValue spread = build_binary(b, "arith.mulf", build_binary(b, "arith.mulf", d, d), q);
     yields[0] = add_to(b, args[3], build_binary(b, "arith.addf", args[1], spread));
 }
 
@@ -227,11 +232,13 @@ static void corrected_finish_body(Builder *b, const MlirValue *args, int n_args,
     (void)n_args;
     StatsBody *s = user;
     MlirValue n = const_float(b, s->ct, s->count), dev = args[2];
-    MlirValue m2 = build_binary(b, "arith.subf", args[1], build_binary(b, "arith.divf", build_binary(b, "arith.mulf", dev, dev), n));
+    MlirValue correction = build_binary(b, "arith.divf", build_binary(b, "arith.mulf", dev, dev), n);
+    MlirValue m2 = build_binary(b, "arith.subf", args[1], correction);
     m2 = build_binary(b, "arith.maximumf", m2, const_float(b, s->ct, 0.0)); /* rounding must not make it negative */
     MlirValue var = build_binary(b, "arith.divf", m2, const_float(b, s->ct, s->divisor));
     yields[0] = convert_scalar(b, var, s->out_elem);
-    yields[1] = convert_scalar(b, build_binary(b, "arith.addf", args[0], build_binary(b, "arith.divf", dev, n)), s->out_elem);
+    MlirValue mean = build_binary(b, "arith.addf", args[0], build_binary(b, "arith.divf", dev, n));
+    yields[1] = convert_scalar(b, mean, s->out_elem);
 }
 
 static void lower_corrected_two_pass(const VarMean *v, const LanePlan *plan, StatsBody *s) {
@@ -241,7 +248,8 @@ static void lower_corrected_two_pass(const VarMean *v, const LanePlan *plan, Sta
     MlirValue sum_state = lane_state(&b, plan, neg_zero);
     MlirValue sum = mlirOperationGetResult(lane_update(&b, plan, 1, &v->x, kinds, 1, &sum_state, plain_sum_body, s), 0);
     MlirType ct = s->ct;
-    MlirValue in[2] = {v->x, mlirOperationGetResult(lane_results(&b, plan, 1, &sum, &kinds[1], 1, &ct, mean_body, s), 0)};
+    MlirOperation mean = lane_results(&b, plan, 1, &sum, &kinds[1], 1, &ct, mean_body, s);
+    MlirValue in[2] = {v->x, mlirOperationGetResult(mean, 0)};
     MlirValue states[2] = {lane_state(&b, plan, zero), lane_state(&b, plan, neg_zero)};
     MlirOperation second = lane_update(&b, plan, 2, in, kinds, 2, states, deviations_body, s);
     MlirValue finish_in[3] = {in[1], mlirOperationGetResult(second, 0), mlirOperationGetResult(second, 1)};
@@ -267,14 +275,18 @@ static bool lower_stats(const VarMean *v, bool log) {
     if (!lane_plan_single(&v->xt, v->reduced, &single)) return false;
     bool one_pass = lane_plan(&v->xt, v->reduced, mlirTypeIsAF64(ct) ? 8 : 4, &lanes) &&
                     !lane_rows_stay_cached(&lanes, &v->xt, "PT2_WELFORD_BYTES");
-    bool two_pass = !one_pass && (lane_results_are_rows(&single) || lane_rows_stay_cached(&single, &v->xt, "PT2_WELFORD_BYTES"));
+    bool two_pass =
+        !one_pass && (lane_results_are_rows(&single) || lane_rows_stay_cached(&single, &v->xt, "PT2_WELFORD_BYTES"));
     const LanePlan *plan = one_pass ? &lanes : &single;
     char text[256] = "";
     if (one_pass) lane_plan_text(plan, text, sizeof text);
     if (log) {
         fprintf(stderr, "pt2-welford: var_mean of %lld elements into %lld: %s%s\n", (long long)pt2_tensor_numel(&v->xt),
                 (long long)(pt2_tensor_numel(&v->xt) / v->count),
-                one_pass ? "one pass, " : two_pass ? "two passes, the second corrected" : "left to pt2-lower (two passes)", text);
+                one_pass   ? "one pass, "
+                : two_pass ? "two passes, the second corrected"
+                           : "left to pt2-lower (two passes)",
+                text);
     }
     if (!one_pass && !two_pass) return true;
     s.plan = plan;
@@ -301,7 +313,8 @@ static int run_welford(MlirOperation root, void *user) {
 static _Alignas(8) const char welford_type_id;
 
 MlirPass pt2_create_welford_pass(void) {
-    return make_external_pass("pt2-welford", "pt2.var_mean as linalg on x - x[0]: one pass (Welford, in vector lanes) or two in the cache",
+    return make_external_pass("pt2-welford",
+                              "pt2.var_mean as linalg: one pass (Welford, in vector lanes) or two corrected ones",
                               "builtin.module", run_welford, &welford_type_id);
 }
 
