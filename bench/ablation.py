@@ -24,7 +24,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SWITCHES = ["inline", "fusion", "reorder", "flatten", "memplan", "vectorize", "parallel", "blas", "epilogue", "layout", "patterns", "freezing"]
+SWITCHES = ["inline", "fusion", "reorder", "flatten", "memplan", "vectorize", "parallel", "blas", "epilogue", "layout", "patterns",
+            "freezing", "welford", "online-softmax", "privatize"]
 DEFAULT_MODELS = "BertForMaskedLM,DistilBertForMaskedLM,RobertaForCausalLM,DistillGPT2"
 DEFAULT_MICRO = "pointwise6,softmax,layer_norm,gelu,sum"
 

@@ -385,7 +385,17 @@ static Var *h_var_std(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
         ints_text(s, sizeof s, dv, nd);
         snprintf(dims, sizeof dims, "dims = %s, ", s);
     }
-    return op1(t, e->op, x, "{%skeepdim = %s, correction = %s}", dims, keep ? "true" : "false", f64_attr(correction));
+    char attrs[256];
+    snprintf(attrs, sizeof attrs, "{%skeepdim = %s, correction = %s}", dims, keep ? "true" : "false",
+             f64_attr(correction));
+    bool with_mean = strcmp(e->op, "var_mean") == 0 || strcmp(e->op, "std_mean") == 0;
+    if (!with_mean) return op1(t, e->op, x, "%s", attrs);
+    /* (var, mean) or (std, mean): one pt2.var_mean, the std its square root */
+    int id = trace_value(t, x), out[4];
+    if (id < 0 || trace_op(t, "var_mean", 1, &id, attrs, out, 4) < 0) return NULL;
+    Var *items[2] = {var_tensor(t, out[0]), var_tensor(t, out[1])};
+    if (strcmp(e->op, "std_mean") == 0) items[0] = op1(t, "sqrt", items[0], "%s", "");
+    return items[0] ? make_tuple(t, items, 2) : NULL;
 }
 
 static Var *h_softmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -336,11 +336,14 @@ static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double ep
     Var *xc = convert_to(t, x, compute);
     char attrs[192], s[128];
     ints_text(s, sizeof s, dims, nd);
-    snprintf(attrs, sizeof attrs, "{dims = %s, keepdim = true}", s);
-    Var *mean = xc ? op1(t, "mean", xc, "%s", attrs) : NULL;
+    snprintf(attrs, sizeof attrs, "{dims = %s, keepdim = true, correction = 0.0 : f64}", s);
+    /* the statistics in one pt2.var_mean (one pass over x on the CPU: pt2-welford) */
+    int id = xc ? trace_value(t, xc) : -1, stats[4];
+    if (id < 0 || trace_op(t, "var_mean", 1, &id, attrs, stats, 4) < 0) return NULL;
+    Var *var = var_tensor(t, stats[0]), *mean = var_tensor(t, stats[1]);
     Var *centered = mean ? op2(t, "sub", xc, mean, "%s", "") : NULL;
-    Var *var = centered ? op1(t, "mean", op2(t, "mul", centered, centered, "%s", ""), "%s", attrs) : NULL;
-    Var *inv = var ? op1(t, "rsqrt", op2(t, "add", var, scalar_tensor(t, eps, compute), "%s", ""), "%s", "") : NULL;
+    Var *var_eps = var && centered ? op2(t, "add", var, scalar_tensor(t, eps, compute), "%s", "") : NULL;
+    Var *inv = var_eps ? op1(t, "rsqrt", var_eps, "%s", "") : NULL;
     Var *y = inv ? op2(t, "mul", centered, inv, "%s", "") : NULL;
     if (y && w) y = op2(t, "mul", y, reshape_to(t, convert_to(t, w, compute), shape, x->rank), "%s", "");
     if (y && bias) y = op2(t, "add", y, reshape_to(t, convert_to(t, bias, compute), shape, x->rank), "%s", "");

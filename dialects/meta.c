@@ -158,7 +158,8 @@ static int meta_reduce(Meta *m) {
             o->sizes[o->rank++] = 1;
         }
     }
-    return 1;
+    for (int i = 1; i < m->info->n_results; ++i) m->out[i] = *o; /* var_mean: two results of one shape */
+    return m->info->n_results;
 }
 
 static int meta_argreduce(Meta *m) {
@@ -183,7 +184,8 @@ static int meta_argreduce(Meta *m) {
             o->sizes[o->rank++] = 1;
         }
     }
-    return 1;
+    for (int i = 1; i < m->info->n_results; ++i) m->out[i] = *o; /* var_mean: two results of one shape */
+    return m->info->n_results;
 }
 
 static int meta_dim_same(Meta *m) {

@@ -111,11 +111,30 @@ static MlirValue permute(Dec *d, MlirValue x, const int64_t *perm, int n) {
     return emit(d, PT2_OP_PERMUTE, 1, &x, "{perm = %s}", pt);
 }
 
+/* pt2.var_mean of x over dims: returns the variance, *out_mean the mean.
+ * It stays one op until lowering (pt2-welford makes it one pass on the CPU;
+ * pt2-lower computes the mean, then the centered squares). */
+static MlirValue var_mean(Dec *d, MlirValue x, const int64_t *dims, int n, bool keep, double correction,
+                          MlirValue *out_mean) {
+    char dt[128], text[256], err[512];
+    i64_array_text(dt, sizeof dt, dims, n);
+    snprintf(text, sizeof text, "{dims = %s, keepdim = %s, correction = %.17e : f64}", dt, keep ? "true" : "false",
+             correction);
+    MlirOperation op = build_pt2(&d->b, PT2_OP_VAR_MEAN, 1, &x, text, err, sizeof err);
+    if (mlirOperationIsNull(op)) {
+        op_error(d->op, "pt2-decompose: %s", err);
+        d->failed = 1;
+        *out_mean = x;
+        return x;
+    }
+    *out_mean = mlirOperationGetResult(op, 1);
+    return mlirOperationGetResult(op, 0);
+}
+
 /* (x - mean) * rsqrt(var + eps) over dims, biased variance. */
 static MlirValue normalize(Dec *d, MlirValue x, const int64_t *dims, int n, double eps) {
-    MlirValue mu = mean_over(d, x, dims, n, true);
+    MlirValue mu, var = var_mean(d, x, dims, n, true, 0, &mu);
     MlirValue xc = emit2(d, PT2_OP_SUB, x, mu);
-    MlirValue var = mean_over(d, emit2(d, PT2_OP_MUL, xc, xc), dims, n, true);
     MlirValue inv = emit1(d, PT2_OP_RSQRT, emit2(d, PT2_OP_ADD, var, scalar_like(d, var, eps)));
     return emit2(d, PT2_OP_MUL, xc, inv);
 }
@@ -226,14 +245,10 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
         int64_t dims[PT2_MAX_RANK];
         int n = op_dims(op, info, xt.rank, dims);
         bool keep = false;
-        double correction = 1, count = reduced_count(&xt, dims, n);
+        double correction = 1;
         pt2_attr_bool(attrs, "keepdim", &keep);
         pt2_attr_f64(attrs, "correction", &correction);
-        MlirValue xf = upcast(d, x);
-        MlirValue xc = emit2(d, PT2_OP_SUB, xf, mean_over(d, xf, dims, n, true));
-        MlirValue ss = reduce(d, PT2_OP_SUM, emit2(d, PT2_OP_MUL, xc, xc), dims, n, keep);
-        double denom = count - correction > 0 ? count - correction : 0;
-        MlirValue var = emit2(d, PT2_OP_DIV, ss, scalar_like(d, ss, denom));
+        MlirValue mean, var = var_mean(d, upcast(d, x), dims, n, keep, correction, &mean);
         return convert_to(d, info->id == PT2_OP_STD ? emit1(d, PT2_OP_SQRT, var) : var, out_dt);
     }
     case PT2_OP_SOFTMAX:

@@ -284,7 +284,7 @@ static MlirValue build_cast(Builder *b, MlirValue x, MlirType to_elem) {
     return mlirOperationGetResult(build_generic(b, 1, &x, 1, &init, maps, iterators_parallel(t.rank), cast_body, &body), 0);
 }
 
-static void reduced_mask(MlirOperation op, const Pt2OpInfo *info, int rank, bool *reduced) {
+void lower_reduced_mask(MlirOperation op, const Pt2OpInfo *info, int rank, bool *reduced) {
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     int64_t dims[PT2_MAX_RANK];
     int nd = 0;
@@ -299,7 +299,7 @@ static int lower_reduce(MlirOperation op, const Pt2OpInfo *info) {
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
     Pt2TensorType t = value_tensor_type(x);
     bool reduced[PT2_MAX_RANK];
-    reduced_mask(op, info, t.rank, reduced);
+    lower_reduced_mask(op, info, t.rank, reduced);
     MlirType out_elem = elem_type(result);
     MlirType acc = (info->id == PT2_OP_ANY || info->id == PT2_OP_ALL) ? out_elem : compute_type_for(b.ctx, out_elem);
     MlirValue r = build_reduction(&b, x, reduced, info->id, acc);
@@ -858,6 +858,19 @@ static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
  * The pass
  *===----------------------------------------------------------------------===*/
 
+static int lower_one(MlirOperation op, const Pt2OpInfo *info);
+
+/* var_mean where pt2-welford left it (the GPU pipeline, shapes whose states
+ * would not vectorize): the mean, then the centered squares, as primitives
+ * lowered here. */
+static int lower_var_mean(MlirOperation op) {
+    OpList built = {0};
+    int rc = lower_var_mean_two_pass(op, &built);
+    for (int i = 0; i < built.n && rc == 0; ++i) rc = lower_one(built.ops[i], pt2_op_of(built.ops[i]));
+    oplist_free(&built);
+    return rc;
+}
+
 static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     if (info->composite) {
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
@@ -877,7 +890,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     }
     switch (info->meta) {
     case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info);
-    case META_REDUCE: return lower_reduce(op, info);
+    case META_REDUCE: return info->id == PT2_OP_VAR_MEAN ? lower_var_mean(op) : lower_reduce(op, info);
     case META_ARGREDUCE: return lower_argreduce(op, info);
     case META_MATMUL: return lower_matmul(op);
     case META_RESHAPE: return lower_reshape(op);

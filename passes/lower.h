@@ -20,6 +20,14 @@ void map_broadcast(char *buf, size_t cap, const Pt2TensorType *in, const Pt2Tens
 /* Reshape to any shape with the same element count (collapse + expand). */
 MlirValue lower_reshape_value(Builder *b, MlirValue x, const Pt2TensorType *to);
 
+/* The dims of x (of rank `rank`) a reduce-like op reduces, as a mask. */
+void lower_reduced_mask(MlirOperation op, const Pt2OpInfo *info, int rank, bool *reduced);
+
+/* pt2.var_mean as primitives (welford.c): the mean, then the sum of the
+ * centered squares (two passes over x).  The new ops, in order, are pushed
+ * to `built` for the caller to lower; op is replaced.  0 or -1. */
+int lower_var_mean_two_pass(MlirOperation op, OpList *built);
+
 /* Lowerings of the remaining primitives (lower_nn.c: convolution, pooling,
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one
  * of them. */

@@ -45,6 +45,9 @@ MlirPass pt2_create_fuse_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
 MlirPass pt2_create_channels_last_pass(void);
+MlirPass pt2_create_welford_pass(void);
+MlirPass pt2_create_privatize_buffers_pass(void);
+MlirPass pt2_create_online_softmax_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -56,7 +59,13 @@ static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
     {"pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views", pt2_create_patterns_pass},
     {"pt2-freeze", "Fold batch norms into frozen weights; hoist computations on frozen arguments into a prologue", pt2_create_freeze_pass},
+    {"pt2-online-softmax",
+     "softmax/log_softmax as two passes over each row: the max and the rescaled sum of exp together, then the output "
+     "(CPU)",
+     pt2_create_online_softmax_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
+    {"pt2-welford", "pt2.var_mean as linalg: one pass (Welford, in vector lanes) or two corrected ones (CPU)",
+     pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
@@ -90,6 +99,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_widen_parallel_loops_pass},
     {"pt2-flatten-inner-loops", "Merge the two innermost loops of a nest over buffers contiguous across both",
      pt2_create_flatten_inner_loops_pass},
+    {"pt2-privatize-buffers", "A temporary that iteration i of a loop alone uses (at row i) becomes a row per thread",
+     pt2_create_privatize_buffers_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
@@ -176,8 +187,11 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool memplan = !pt2_disabled(disable, "memplan");
     const char *layout = pt2_disabled(disable, "layout") ? "" : "pt2-channels-last,";
     const char *flatten = pt2_disabled(disable, "flatten") ? "" : "pt2-flatten-inner-loops,";
+    const char *welford = pt2_disabled(disable, "welford") ? "" : "pt2-welford,";
+    bool privatize = !pt2_disabled(disable, "privatize");
+    const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%s%s"
+             "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%s%s"
              "pt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
@@ -188,13 +202,15 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "",
+             online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
                                 : "pt2-split-reductions,pt2-widen-parallel-loops,")
                       : "",
-             flatten, parallel ? "pt2-serialize-small-loops,convert-scf-to-openmp," : "",
+             flatten, parallel ? (privatize ? "pt2-serialize-small-loops,convert-scf-to-openmp,pt2-privatize-buffers,"
+                                            : "pt2-serialize-small-loops,convert-scf-to-openmp,")
+                               : "",
              memplan ? "pt2-plan-memory," : "");
     return text;
 }

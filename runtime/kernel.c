@@ -587,6 +587,13 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     sha256_update(&s, func_name ? func_name : "", strlen(func_name ? func_name : "") + 1);
     sha256_update(&s, &opt_level, sizeof opt_level);
     sha256_update(&s, &vectorize, sizeof vectorize);
+    /* the passes' tuning variables, read when a kernel compiles */
+    static const char *const tuning[] = {"PT2_WELFORD_BYTES", "PT2_ONLINE_SOFTMAX", "PT2_ONLINE_SOFTMAX_BYTES",
+                                         "PT2_PARALLEL_THRESHOLD", "PT2_PARALLEL_ROWS"};
+    for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; ++i) {
+        const char *v = getenv(tuning[i]);
+        sha256_update(&s, v ? v : "", strlen(v ? v : "") + 1);
+    }
     /* the kernel's rpath names libpt2rt's folder */
     sha256_update(&s, rt, strlen(rt) + 1);
     sha256_final_hex(&s, key);

@@ -113,3 +113,79 @@ def test_norm_of_ints_is_rejected():
     x, w = g.input(torch.int64, (2, 3)), g.input(torch.int64, (3,))
     with pytest.raises(pt2.Pt2Error, match="layer_norm"):
         g.op("layer_norm", x, w, w, normalized_ndim=1)
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["default", "one-pass"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
+def test_norms_welford(dtype, force, monkeypatch, tmp_path):
+    """Statistics of more than 16 KiB per result take Welford's one pass by
+    default (pt2-welford), smaller ones the corrected two passes; forced
+    (PT2_WELFORD_BYTES=1, a private cache: the threshold is not in the kernel
+    cache key), every vectorizable one takes the one pass.  Odd rows (1023)
+    keep pt2-lower's two passes."""
+    if force:
+        monkeypatch.setenv("PT2_WELFORD_BYTES", "1")
+        monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path))
+    x_rows = make((3, 9000), dtype, -2, 5, seed=1)  # 36 KiB rows (f32): 8 lanes
+    x_small = make((5, 2, 48), dtype, -2, 5, seed=2)
+    x_odd = make((2, 1023), dtype, -2, 5, seed=3)
+    x_img = make((2, 8, 48, 48), dtype, -2, 3, seed=4)  # groups of 4 x 2304
+    x_t = make((40, 6), dtype, -2, 3, seed=5, noncontiguous=True)
+    w9000, w48, w1023, w8, b8, w6 = (make(s, dtype, 0.5, 1.5, seed=10 + i) for i, s in enumerate([(9000,), (48,), (1023,), (8,), (8,), (6,)]))
+    inputs = [x_rows, x_small, x_odd, x_img, x_t, w9000, w48, w1023, w8, b8, w6]
+    R, S, O, I, T, W9, W48, W1023, W8, B8, W6 = range(len(inputs))
+
+    def ln(which, w, n):
+        return (f"layer_norm input{which}", lambda g, *v: g.op("layer_norm", v[which], v[w], v[w], normalized_ndim=1),
+                lambda *t: F.layer_norm(t[which], (n,), t[w], t[w]))
+
+    cases = [ln(R, W9, 9000), ln(S, W48, 48), ln(O, W1023, 1023), ln(T, W6, 6),
+             ("group_norm 2 groups", lambda g, *v: g.op("group_norm", v[I], v[W8], v[B8], groups=2),
+              lambda *t: F.group_norm(t[I], 2, t[W8], t[B8])),
+             ("group_norm 8 groups", lambda g, *v: g.op("group_norm", v[I], v[W8], v[B8], groups=8),
+              lambda *t: F.group_norm(t[I], 8, t[W8], t[B8]))]
+    check(inputs, cases)
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["default", "one-pass"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=_dtype_id)
+def test_batch_statistics(dtype, force, monkeypatch, tmp_path):
+    """F.batch_norm over the batch's own statistics (capture's pt2.var_mean over
+    every dim but 1): 38 KiB per channel (one pass by default in f32), a small
+    and a transposed input."""
+    import warnings
+
+    import pt2
+
+    if force:
+        monkeypatch.setenv("PT2_WELFORD_BYTES", "1")
+        monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path))
+
+    def f(a, b, c):
+        return (F.batch_norm(a, None, None, training=True), F.batch_norm(b, None, None, training=True),
+                F.batch_norm(c, None, None, training=True, eps=1e-3))
+
+    args = (make((6, 4, 40, 40), dtype, -1, 4, seed=1), make((3, 5, 7), dtype, -1, 4, seed=2),
+            make((16, 9, 3), dtype, -1, 4, seed=3).permute(2, 1, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager would hide pt2's result
+        got = pt2.compile(f, fullgraph=True)(*args)
+    for i, (a, b) in enumerate(zip(got, f(*args))):
+        rtol, atol = {torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 3e-2)}.get(dtype, (1e-5, 1e-5) if dtype == torch.float32 else (1e-10, 1e-10))
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol, msg=lambda m: f"batch_norm {i}: {m}")
+
+
+def test_layer_norm_far_from_zero():
+    """x = 1e3 + 10 randn in float32: the normalized values within 2e-4 of the
+    float64 computation on the same data (the mean's rounding alone is 3e-5
+    of the spread)."""
+    import pt2
+
+    g = torch.Generator().manual_seed(3)
+    x = (1e3 + 10 * torch.randn(6, 4096, generator=g, dtype=torch.float64)).float()
+    ones = torch.ones(4096)
+    graph = pt2.Graph()
+    vx, vw = graph.input(torch.float32, (6, 4096)), graph.input(torch.float32, (4096,))
+    graph.outputs(graph.op("layer_norm", vx, vw, vw, normalized_ndim=1))
+    got = graph.compile()(x, ones)
+    torch.testing.assert_close(got[0].double(), F.layer_norm(x.double(), (4096,), ones.double(), ones.double()), rtol=0, atol=2e-4)

@@ -288,3 +288,156 @@ def test_large_whole_reductions(dtype):
         torch.testing.assert_close(g.compile()(y)[0].double(), torch.prod(y.double()), rtol=2e-4 if dtype == torch.float32 else 1e-12, atol=0)
         cases = [c for c in cases if not c[0].startswith("prod")]
     check([x], cases)
+
+
+# --- var_mean: Welford's one pass and the corrected two passes (pt2-welford) ---
+
+@pytest.fixture
+def one_pass(monkeypatch, tmp_path):
+    """Every var_mean whose states vectorize runs Welford's one pass (the
+    threshold is read when a kernel compiles and is not in its cache key:
+    a private cache)."""
+    monkeypatch.setenv("PT2_WELFORD_BYTES", "1")
+    monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path))
+
+
+def _stats_inputs(dtype):
+    """Rows of 40 (8 lanes) and 64, a size-1 dim, 9 columns, a whole tensor
+    big enough for parallel chunks (3 x 32768), a transposed (24, 40)."""
+    return [make((5, 3, 40), dtype, -2, 3, seed=1), make((7, 1, 64), dtype, -2, 3, seed=2), make((96, 9), dtype, -3, 3, seed=3),
+            make((3, 32768), dtype, -3, 3, seed=4), make((24, 40), dtype, -3, 3, seed=5, noncontiguous=True)]
+
+
+def _stats_cases(dtype):
+    forms = [(0, [2], False, 1), (0, [0, 2], True, 0), (0, None, False, 1), (0, [1], False, 1), (0, [-1, 0], False, 2),
+             (1, [2], True, 1), (1, [0, 2], False, 0), (2, [0], False, 1), (2, [0], True, 0), (2, [1], False, 1),
+             (3, None, False, 1), (3, [1], True, 0), (4, [1], False, 1), (4, [0], True, 1), (4, None, True, 0)]
+    if dtype not in (torch.float32, torch.float64):
+        forms = forms[::3]
+    cases = []
+    for which, dims, keep, corr in forms:
+        kw = {"dim": dims} if dims is not None else {}
+        label = f"input{which} dims={dims} keepdim={keep} correction={corr}"
+        for k, part in enumerate(("var", "mean")):
+            cases.append((f"var_mean[{part}] {label}",
+                          lambda g, *v, w=which, d=dims, kp=keep, c=corr, k=k: g.op("var_mean", v[w], dims=d, keepdim=kp, correction=c)[k],
+                          lambda *x, w=which, kw=kw, kp=keep, c=corr, k=k: torch.var_mean(x[w], **kw, keepdim=kp, correction=c)[k]))
+        cases.append((f"std {label}", lambda g, *v, w=which, d=dims, kp=keep, c=corr: g.op("std", v[w], dims=d, keepdim=kp, correction=c),
+                      lambda *x, w=which, kw=kw, kp=keep, c=corr: torch.std(x[w], **kw, keepdim=kp, correction=c)))
+    return cases
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_var_mean_two_passes(dtype):
+    """The default: small rows take the corrected two passes, columns and the
+    whole tensor the one pass."""
+    check(_stats_inputs(dtype), _stats_cases(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_var_mean_one_pass(dtype, one_pass):
+    """Every plan in Welford's one pass: row lanes, chunks, columns."""
+    check(_stats_inputs(dtype), _stats_cases(dtype))
+
+
+@pytest.mark.parametrize("offset", [1e4, 1e6])
+@pytest.mark.parametrize("force", [False, True])
+def test_var_far_from_zero(offset, force, monkeypatch, tmp_path):
+    """x = offset + randn: sum(x^2) - n mean^2 keeps no digit, and the old
+    two passes (sum(x) / n, then (x - mean)^2) lost the mean's rounding
+    squared (2e-4 relative at 1e4, 1.8e-3 at 1e6).  Both forms must stay within 1e-5 of
+    the float64 variance of the same float32 data, and give its mean."""
+    if force:
+        monkeypatch.setenv("PT2_WELFORD_BYTES", "1")
+        monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path))
+    g = torch.Generator().manual_seed(7)
+    xs = [(offset + torch.randn(*s, generator=g, dtype=torch.float64)).float() for s in ((16, 4096), (4096, 16), (3, 32768))]
+    graph = pt2.Graph()
+    vals = [graph.input(torch.float32, tuple(x.shape)) for x in xs]
+    outs = []
+    for v, dims in zip(vals, ([1], [0], None)):
+        outs += list(graph.op("var_mean", v, dims=dims))
+    graph.outputs(*outs)
+    got = graph.compile()(*xs)
+    for i, (x, dims) in enumerate(zip(xs, ([1], [0], None))):
+        var, mean = torch.var_mean(x.double(), **({"dim": dims} if dims else {}))
+        torch.testing.assert_close(got[2 * i].double(), var, rtol=1e-5, atol=0, msg=lambda m: f"var of input {i}: {m}")
+        torch.testing.assert_close(got[2 * i + 1].double(), mean, rtol=1e-7, atol=0, msg=lambda m: f"mean of input {i}: {m}")
+
+
+def test_var_of_constant_rows_is_zero():
+    """The corrected two passes subtract (sum of deviations)^2 / n: rounding
+    must not leave a negative variance (a NaN std)."""
+    x = torch.full((4, 48), 0.1, dtype=torch.float32)
+    x[1] = 1e5 + 0.1
+    check([x], [("std of constant rows", lambda g, v: g.op("std", v, dims=[1]), lambda t: t.std(1)),
+                ("var of constant columns", lambda g, v: g.op("var", v, dims=[0], correction=0), lambda t: t.var(0, correction=0))])
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_var_mean_nan_and_inf(force, monkeypatch, tmp_path):
+    """NaN makes var and mean NaN in both forms; an infinity makes var NaN
+    (and the mean inf or NaN: eager's own Welford gives NaN unless the
+    infinity comes last)."""
+    if force:
+        monkeypatch.setenv("PT2_WELFORD_BYTES", "1")
+        monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path))
+    nan, inf = float("nan"), float("inf")
+    x = make((4, 64), torch.float32, seed=3)
+    x[0, 5], x[1, 0], x[2, 63] = nan, inf, -inf
+    g = pt2.Graph()
+    v = g.input(torch.float32, tuple(x.shape))
+    g.outputs(*g.op("var_mean", v, dims=[1]))
+    got_var, got_mean = g.compile()(x)
+    assert torch.isnan(got_var[:3]).all() and torch.isnan(got_mean[0])
+    assert not torch.isfinite(got_mean[1]) and not torch.isfinite(got_mean[2])
+    torch.testing.assert_close(got_var[3], x[3].var(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got_mean[3], x[3].mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_var_mean_and_std_mean():
+    """torch.var_mean / std_mean through capture: one pt2.var_mean each."""
+    def f(x):
+        v, m = torch.var_mean(x, dim=1, keepdim=True)
+        s, m2 = torch.std_mean(x, 0, correction=0)
+        return v, m, s, m2
+
+    x = make((37, 24), torch.float32, seed=4)
+    got, ref = pt2.compile(f, fullgraph=True)(x), f(x)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+# --- online softmax (pt2-online-softmax) ---
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_online_softmax(name, dtype, monkeypatch, tmp_path):
+    """Every softmax with a lane plan in the online form: rows of 64 with
+    masked (-inf), +inf and NaN entries, a column softmax, a whole 1-d one in
+    parallel chunks, a transposed input."""
+    monkeypatch.setenv("PT2_ONLINE_SOFTMAX", "all")
+    monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path))
+    inf, nan = float("inf"), float("nan")
+    rows = make((7, 64), dtype, -4, 4, seed=1)
+    rows[0, :] = -inf
+    rows[1, :60] = -inf
+    rows[2, 9] = inf
+    rows[3, 4] = nan
+    rows[4, 1::2] = -inf
+    rows[5, 0] = -inf
+    inputs = [rows, make((40, 24), dtype, -4, 4, seed=2), make((131072,), dtype, -8, 8, seed=3),
+              make((48, 16), dtype, -4, 4, seed=4, noncontiguous=True)]
+    ref = getattr(torch, name)
+    forms = [(0, -1), (0, 0), (1, 0), (1, 1), (2, 0), (3, 0), (3, 1)]
+    cases = [(f"{name} input{w} dim={d}", lambda g, *v, w=w, d=d: g.op(name, v[w], dim=d), lambda *x, w=w, d=d: ref(x[w], dim=d))
+             for w, d in forms]
+    check(inputs, cases)
+
+
+def test_online_log_softmax_by_default():
+    """A column log_softmax whose data leaves the cache takes the online form
+    by default (PT2_LOGS=softmax would say so); eager's values."""
+    x = make((2048, 16), torch.float32, -6, 6, seed=5)
+    check([x], [("log_softmax dim=0", lambda g, v: g.op("log_softmax", v, dim=0), lambda t: torch.log_softmax(t, 0)),
+                ("softmax dim=0", lambda g, v: g.op("softmax", v, dim=0), lambda t: torch.softmax(t, 0))])

@@ -99,17 +99,12 @@ func.func @silu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// var with Bessel's correction: sum((x - mean)^2) / (n - 1), n = 8.
+// var: one pt2.var_mean (Bessel's correction, n - 1 = 7, is its attribute),
+// its first result; pt2-welford or pt2-lower computes it.
 // CHECK-LABEL: func.func @var
-// CHECK: %[[S:.*]] = "pt2.sum"(%arg0) {dims = array<i64: 1>, keepdim = true}
-// CHECK: %[[N:.*]] = "pt2.constant"() {value = dense<8.000000e+00> : tensor<f32>}
-// CHECK: %[[M:.*]] = "pt2.div"(%[[S]], %[[N]])
-// CHECK: %[[D:.*]] = "pt2.sub"(%arg0, %[[M]])
-// CHECK: %[[D2:.*]] = "pt2.mul"(%[[D]], %[[D]])
-// CHECK: %[[SS:.*]] = "pt2.sum"(%[[D2]]) {dims = array<i64: 1>, keepdim = true}
-// CHECK: %[[N1:.*]] = "pt2.constant"() {value = dense<7.000000e+00> : tensor<f32>}
-// CHECK: "pt2.div"(%[[SS]], %[[N1]]) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
-// CHECK-NOT: pt2.var
+// CHECK: %[[VM:.*]]:2 = "pt2.var_mean"(%arg0) {correction = 1.000000e+00 : f64, dims = array<i64: 1>, keepdim = true}
+// CHECK: return %[[VM]]#0 : tensor<4x1xf32>
+// CHECK-NOT: pt2.var"
 func.func @var(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
   %0 = "pt2.var"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
   return %0 : tensor<4x1xf32>
@@ -129,15 +124,12 @@ func.func @mean(%x: tensor<4x8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// layer_norm: (x - mean) rsqrt(var + eps) w + b, biased variance (n = 8).
+// layer_norm: (x - mean) rsqrt(var + eps) w + b, biased variance (correction 0).
 // CHECK-LABEL: func.func @layer_norm
-// CHECK: %[[D:.*]] = "pt2.sub"(%arg0, %{{.*}}) : (tensor<2x8xf32>, tensor<2x1xf32>)
-// CHECK: %[[D2:.*]] = "pt2.mul"(%[[D]], %[[D]])
-// CHECK: %[[SS:.*]] = "pt2.sum"(%[[D2]]) {dims = array<i64: 1>, keepdim = true}
-// CHECK: %[[N:.*]] = "pt2.constant"() {value = dense<8.000000e+00> : tensor<f32>}
-// CHECK: %[[V:.*]] = "pt2.div"(%[[SS]], %[[N]])
+// CHECK: %[[VM:.*]]:2 = "pt2.var_mean"(%arg0) {correction = 0.000000e+00 : f64, dims = array<i64: 1>, keepdim = true}
+// CHECK: %[[D:.*]] = "pt2.sub"(%arg0, %[[VM]]#1) : (tensor<2x8xf32>, tensor<2x1xf32>)
 // CHECK: %[[EPS:.*]] = "pt2.constant"() {value = dense<9.99999974E-6> : tensor<f32>}
-// CHECK: %[[VE:.*]] = "pt2.add"(%[[V]], %[[EPS]])
+// CHECK: %[[VE:.*]] = "pt2.add"(%[[VM]]#0, %[[EPS]])
 // CHECK: %[[R:.*]] = "pt2.rsqrt"(%[[VE]])
 // CHECK: %[[NORM:.*]] = "pt2.mul"(%[[D]], %[[R]])
 // CHECK: %[[W:.*]] = "pt2.mul"(%[[NORM]], %arg1)
@@ -153,7 +145,7 @@ func.func @layer_norm(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>)
 // group_norm with 3 groups of 2 channels: statistics over (2 channels x 4).
 // CHECK-LABEL: func.func @group_norm
 // CHECK: %[[G:.*]] = "pt2.reshape"(%arg0) {shape = array<i64: 2, 3, 8>}
-// CHECK: "pt2.sum"(%[[G]]) {dims = array<i64: 2>, keepdim = true}
+// CHECK: "pt2.var_mean"(%[[G]]) {correction = 0.000000e+00 : f64, dims = array<i64: 2>, keepdim = true}
 // CHECK: %[[R:.*]] = "pt2.rsqrt"
 // CHECK: %[[N:.*]] = "pt2.mul"(%{{.*}}, %[[R]]) : (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
 // CHECK: %[[B:.*]] = "pt2.reshape"(%[[N]]) {shape = array<i64: 2, 6, 4>}
