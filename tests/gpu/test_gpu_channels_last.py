@@ -27,6 +27,13 @@ MODELS = [ResNetish, MobileNetish, ConvNeXtish, Visformerish]
 HAS_GPU = torch.cuda.is_available() and _gpu.cuda_available()
 
 
+
+@pytest.fixture(autouse=True)
+def gpu_channels_last(monkeypatch):
+    """pt2-channels-last runs on GPU graphs only with PT2_GPU_CHANNELS_LAST=1 (off by default:
+    docs/gpu.md, measured slower on depthwise-heavy models); these tests turn it on."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+
 def _captured(model, shape):
     """The graph capture makes of `model` (run on the CPU); skip if CPU kernels do not load."""
     try:

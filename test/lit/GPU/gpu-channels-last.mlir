@@ -1,4 +1,4 @@
-// RUN: pt2-opt %s --pt2-gpu-pipeline | FileCheck %s
+// RUN: env PT2_GPU_CHANNELS_LAST=1 pt2-opt %s --pt2-gpu-pipeline | FileCheck %s
 // Two convolutions with bias + relu, then global average pooling and a flatten,
 // in f16 through the whole GPU pipeline with pt2-channels-last: the graph input
 // is transposed to NHWC once (the one kernel before the first cuDNN call), both
