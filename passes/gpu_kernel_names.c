@@ -89,22 +89,6 @@ static MlirOperation only_func(MlirOperation module) {
     return found;
 }
 
-typedef struct Renamed {
-    MlirContext ctx;
-    MlirStringRef module;
-    MlirAttribute leaf; /* FlatSymbolRefAttr of the new name */
-} Renamed;
-
-static MlirWalkResult relink_launch(MlirOperation op, void *user) {
-    Renamed *r = user;
-    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
-    MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
-    if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), r->module)) return MlirWalkResultAdvance;
-    MlirAttribute leaf = r->leaf;
-    mlirOperationSetAttributeByName(op, sref("kernel"), mlirSymbolRefAttrGet(r->ctx, r->module, 1, &leaf));
-    return MlirWalkResultAdvance;
-}
-
 static int run_name_kernels(MlirOperation top, void *user) {
     (void)user;
     MlirContext ctx = mlirOperationGetContext(top);
@@ -118,9 +102,7 @@ static int run_name_kernels(MlirOperation top, void *user) {
         kernel_name(func, index++, name, sizeof name);
         MlirStringRef new_name = mlirStringRefCreateFromCString(name);
         mlirOperationSetAttributeByName(func, sref("sym_name"), mlirStringAttrGet(ctx, new_name));
-        Renamed r = {ctx, mlirStringAttrGetValue(mlirOperationGetAttributeByName(m, sref("sym_name"))),
-                     mlirFlatSymbolRefAttrGet(ctx, new_name)};
-        mlirOperationWalk(top, relink_launch, &r, MlirWalkPreOrder);
+        gpu_relink_launches(top, mlirStringAttrGetValue(mlirOperationGetAttributeByName(m, sref("sym_name"))), NULL, name);
     }
     return 0;
 }

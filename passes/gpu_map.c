@@ -49,6 +49,32 @@ bool gpu_is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
 }
 
+typedef struct Relink {
+    MlirStringRef module;
+    const char *to_module, *to_kernel;
+} Relink;
+
+static MlirWalkResult relink_launch(MlirOperation op, void *user) {
+    Relink *r = user;
+    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
+    MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
+    if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), r->module)) return MlirWalkResultAdvance;
+    MlirContext ctx = mlirOperationGetContext(op);
+    MlirStringRef root = r->to_module ? mlirStringRefCreateFromCString(r->to_module) : r->module;
+    MlirStringRef kernel = r->to_kernel ? mlirStringRefCreateFromCString(r->to_kernel) : mlirSymbolRefAttrGetLeafReference(ref);
+    MlirAttribute leaf = mlirFlatSymbolRefAttrGet(ctx, kernel);
+    mlirOperationSetAttributeByName(op, sref("kernel"), mlirSymbolRefAttrGet(ctx, root, 1, &leaf));
+    return MlirWalkResultAdvance;
+}
+
+void gpu_relink_launches(MlirOperation top, MlirStringRef module, const char *to_module, const char *to_kernel) {
+    /* the module name may be an attribute about to change: keep a copy */
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)module.length, module.data);
+    Relink r = {mlirStringRefCreateFromCString(name), to_module, to_kernel};
+    mlirOperationWalk(top, relink_launch, &r, MlirWalkPreOrder);
+}
+
 static bool name_in(MlirOperation op, const char *const *names) {
     for (; *names; ++names) {
         if (gpu_is_op(op, *names)) return true;

@@ -17,6 +17,10 @@ extern const char *const gpu_block_mapping;
 extern const char *const gpu_thread_mapping;
 
 bool gpu_is_op(MlirOperation op, const char *name);
+/* Every gpu.launch_func in top that launches a kernel of gpu.module `module`
+ * launches it from `to_module` (NULL: the same module) under the name
+ * `to_kernel` (NULL: its own): after a kernel or module is renamed or moved. */
+void gpu_relink_launches(MlirOperation top, MlirStringRef module, const char *to_module, const char *to_kernel);
 /* The value of an arith.constant of index or integer type, or -1. */
 int64_t gpu_constant_index(MlirValue v);
 MlirBlock gpu_body_of(MlirOperation op);

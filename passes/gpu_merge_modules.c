@@ -95,21 +95,6 @@ static bool move_body(MlirOperation m, MlirOperation into, int index) {
     return true;
 }
 
-typedef struct Relink {
-    MlirContext ctx;
-    MlirStringRef from, to;
-} Relink;
-
-static MlirWalkResult relink_launch(MlirOperation op, void *user) {
-    Relink *r = user;
-    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
-    MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
-    if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), r->from)) return MlirWalkResultAdvance;
-    MlirAttribute leaf = mlirFlatSymbolRefAttrGet(r->ctx, mlirSymbolRefAttrGetLeafReference(ref));
-    mlirOperationSetAttributeByName(op, sref("kernel"), mlirSymbolRefAttrGet(r->ctx, r->to, 1, &leaf));
-    return MlirWalkResultAdvance;
-}
-
 /* Which modules hold a convolution's fallback loops: the launches after a
  * call @pt2_gpu_conv_* and before its @pt2_gpu_fallback_epilogue_* or
  * @pt2_gpu_fallback_end_* (passes/gpu_conv.c), which run only where cuDNN
@@ -155,19 +140,11 @@ static bool is_cold(const Cold *c, MlirOperation m) {
     return launched_cold && !math;
 }
 
-static void relink(MlirOperation top, MlirStringRef from, MlirStringRef to) {
-    Relink r = {mlirOperationGetContext(top), from, to};
-    mlirOperationWalk(top, relink_launch, &r, MlirWalkPreOrder);
-}
-
 /* Gives module m the name `name`, its launches with it. */
 static void rename_module(MlirOperation top, MlirOperation m, const char *name) {
-    char old[256];
-    MlirStringRef was = symbol_name(m);
-    snprintf(old, sizeof old, "%.*s", (int)was.length, was.data);
-    MlirStringRef now = mlirStringRefCreateFromCString(name);
-    mlirOperationSetAttributeByName(m, sref("sym_name"), mlirStringAttrGet(mlirOperationGetContext(m), now));
-    relink(top, mlirStringRefCreateFromCString(old), now);
+    gpu_relink_launches(top, symbol_name(m), name, NULL);
+    mlirOperationSetAttributeByName(m, sref("sym_name"),
+                                    mlirStringAttrGet(mlirOperationGetContext(m), mlirStringRefCreateFromCString(name)));
 }
 
 static int run_merge_modules(MlirOperation top, void *user) {
@@ -188,7 +165,10 @@ static int run_merge_modules(MlirOperation top, void *user) {
             if (mlirOperationIsNull(first[k])) {
                 first[k] = m;
             } else if (move_body(m, first[k], ++index)) {
-                relink(top, symbol_name(m), symbol_name(first[k]));
+                char into[256];
+                MlirStringRef to = symbol_name(first[k]);
+                snprintf(into, sizeof into, "%.*s", (int)to.length, to.data);
+                gpu_relink_launches(top, symbol_name(m), into, NULL);
                 mlirOperationDestroy(m);
             }
         }
