@@ -24,12 +24,11 @@ typedef struct Dec {
 static MlirValue emit(Dec *d, Pt2OpId id, int n, const MlirValue *operands, const char *attr_fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static MlirValue emit(Dec *d, Pt2OpId id, int n, const MlirValue *operands, const char *attr_fmt, ...) {
-    char text[512], err[512];
+    char err[512];
     va_list ap;
     va_start(ap, attr_fmt);
-    vsnprintf(text, sizeof text, attr_fmt, ap);
+    MlirOperation op = build_pt2_fmt(&d->b, id, n, operands, err, sizeof err, attr_fmt, ap);
     va_end(ap);
-    MlirOperation op = build_pt2(&d->b, id, n, operands, text, err, sizeof err);
     if (mlirOperationIsNull(op)) {
         op_error(d->op, "pt2-decompose: %s", err);
         d->failed = 1;

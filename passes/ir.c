@@ -83,16 +83,22 @@ MlirOperation build_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue 
     return build_op(b, info->full_name, n_operands, operands, n_results, rt, (int)(na < 16 ? na : 16), named);
 }
 
-MlirValue emit_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attr_fmt, ...) {
-    char text[512], err[512];
-    va_list ap;
-    va_start(ap, attr_fmt);
+MlirOperation build_pt2_fmt(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, char *err, size_t err_cap,
+                            const char *attr_fmt, va_list ap) {
+    char text[512];
     vsnprintf(text, sizeof text, attr_fmt, ap);
-    va_end(ap);
+    return build_pt2(b, id, n_operands, operands, text, err, err_cap);
+}
+
+MlirValue emit_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attr_fmt, ...) {
     for (int i = 0; i < n_operands; ++i) {
         if (mlirValueIsNull(operands[i])) return operands[i];
     }
-    MlirOperation op = build_pt2(b, id, n_operands, operands, text, err, sizeof err);
+    char err[512];
+    va_list ap;
+    va_start(ap, attr_fmt);
+    MlirOperation op = build_pt2_fmt(b, id, n_operands, operands, err, sizeof err, attr_fmt, ap);
+    va_end(ap);
     return mlirOperationIsNull(op) ? (MlirValue){NULL} : mlirOperationGetResult(op, 0);
 }
 

@@ -7,6 +7,7 @@
 #ifndef PT2_PASSES_IR_H
 #define PT2_PASSES_IR_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,6 +45,9 @@ MlirOperation build_op(Builder *b, const char *name, int n_operands, const MlirV
  * reason in err (the operands do not fit the op). */
 MlirOperation build_pt2(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, const char *attrs_text, char *err,
                         size_t err_cap);
+/* build_pt2 with printf-formatted attribute text (err as build_pt2's). */
+MlirOperation build_pt2_fmt(Builder *b, Pt2OpId id, int n_operands, const MlirValue *operands, char *err, size_t err_cap,
+                            const char *attr_fmt, va_list ap);
 /* build_pt2 with printf-formatted attribute text, returning result 0; a null
  * value if the catalog refuses the op or an operand is null (so a chain of
  * emits stops at its first failure). */

@@ -331,12 +331,11 @@ typedef struct Emitter {
 static MlirValue emit(Emitter *e, Pt2OpId id, int n, const MlirValue *operands, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static MlirValue emit(Emitter *e, Pt2OpId id, int n, const MlirValue *operands, const char *fmt, ...) {
-    char text[512], err[512];
+    char err[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    MlirOperation op = build_pt2_fmt(&e->b, id, n, operands, err, sizeof err, fmt, ap);
     va_end(ap);
-    MlirOperation op = build_pt2(&e->b, id, n, operands, text, err, sizeof err);
     if (mlirOperationIsNull(op)) {
         e->failed = true;
         return operands[0];
