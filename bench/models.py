@@ -258,7 +258,10 @@ def run_model(suite, name, args):
             rec["break_reasons"] = [f"{n}x {b}" for b, n in counts.most_common(8)]
             rec["graph_ops"] = info.op_count  # pt2 dialect ops in the graphs
             if fresh:  # the kernels stay loaded; later compiles use the usual cache
-                os.environ.pop("PT2_CACHE_DIR") if cache is None else os.environ.update(PT2_CACHE_DIR=cache)
+                if cache is None:
+                    del os.environ["PT2_CACHE_DIR"]
+                else:
+                    os.environ["PT2_CACHE_DIR"] = cache
                 shutil.rmtree(fresh, ignore_errors=True)
             for _ in range(args.warmup):
                 compiled(*xs, **kw)

@@ -207,7 +207,7 @@ struct Pt2Conv {
     int made_tf32;
     size_t made_scratch;
     void *x_desc, *w_desc, *y_desc, *z_desc, *bias_desc, *conv_desc, *act_desc;
-    bool legacy; /* the legacy descriptors and algorithm were made */
+    bool legacy; /* the legacy descriptors and algorithm were made (only without a graph plan) */
     Pt2ConvGraph *graph; /* the plain convolution's execution plan (cudnn_graph.c), or NULL */
     int algo, fused_algo;
     size_t workspace, fused_workspace;
@@ -449,38 +449,43 @@ static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
     }
 }
 
-/* Makes the entry's descriptors and chooses its algorithm, and the graph
- * API's plan; e->refused when cuDNN can run it neither way. */
-static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
-    if (e->made) release(e);
-    e->made = true;
-    e->made_tf32 = tf32_key(e);
-    e->made_scratch = scratch;
-    e->refused = e->fused_refused = false;
-    bool shapes = shapes_agree(e, ops);
-    e->legacy = shapes && tensor_desc(&e->x_desc, e->data_type, &ops[0]) &&
-                filter_desc(&e->w_desc, e->data_type, &ops[1]) && tensor_desc(&e->y_desc, e->data_type, &ops[2]) &&
-                p_cudnnCreateConvolutionDescriptor(&e->conv_desc) == 0 &&
+/* The legacy API's descriptors, algorithm and (with a bias) fused call:
+ * made only where the graph API has no plan for the entry, or its plan
+ * failed. */
+static void make_legacy(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
+    e->legacy = tensor_desc(&e->x_desc, e->data_type, &ops[0]) && filter_desc(&e->w_desc, e->data_type, &ops[1]) &&
+                tensor_desc(&e->y_desc, e->data_type, &ops[2]) && p_cudnnCreateConvolutionDescriptor(&e->conv_desc) == 0 &&
                 p_cudnnSetConvolution2dDescriptor(e->conv_desc, e->padding[0], e->padding[1], e->stride[0], e->stride[1],
                                                   e->dilation[0], e->dilation[1], CUDNN_CROSS_CORRELATION,
                                                   e->compute_type) == 0 &&
                 p_cudnnSetConvolutionGroupCount(e->conv_desc, e->groups) == 0 &&
                 p_cudnnSetConvolutionMathType(e->conv_desc, requested_math(e)) == 0 && choose_algorithm(e, scratch);
-    if (shapes && graph_api_wanted()) make_graph(e, ops, scratch);
-    if (!e->legacy && !e->graph) {
-        e->refused = true;
-        if (logging) fprintf(stderr, "pt2 cudnn: %s: no descriptors or algorithm; its loops run\n", e->what);
-        return;
-    }
-    /* with the graph's plan the plain call and the epilogue kernel run: the legacy fused call costs
-     * more host time (40 µs) than the kernel's launch and pass over y */
-    bool fused = !e->graph && e->legacy && e->bias && tensor_desc(&e->bias_desc, e->data_type, &ops[3]) &&
+    bool fused = e->legacy && e->bias && tensor_desc(&e->bias_desc, e->data_type, &ops[3]) &&
                  (!e->residual || tensor_desc(&e->z_desc, e->data_type, &ops[4])) && prepare_fused(e, scratch);
     e->fused_refused = !fused;
     if (logging && e->legacy) {
         fprintf(stderr, "pt2 cudnn: %s: legacy algorithm %d, workspace %zu of %zu bytes%s\n", e->what, e->algo, e->workspace,
-                scratch,
-                !e->bias ? "" : fused ? ", epilogue fused" : ", epilogue as a kernel");
+                scratch, !e->bias ? "" : fused ? ", epilogue fused" : ", epilogue as a kernel");
+    }
+}
+
+/* Makes the entry's graph API plan, else its legacy descriptors and
+ * algorithm; e->refused when cuDNN can run it neither way.  With the
+ * graph's plan the plain call and the epilogue kernel run: the legacy fused
+ * call costs more host time (40 µs) than the kernel's launch and pass over y. */
+static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
+    if (e->made) release(e);
+    e->made = true;
+    e->made_tf32 = tf32_key(e);
+    e->made_scratch = scratch;
+    e->refused = e->legacy = false;
+    e->fused_refused = true;
+    bool shapes = shapes_agree(e, ops);
+    if (shapes && graph_api_wanted()) make_graph(e, ops, scratch);
+    if (shapes && !e->graph) make_legacy(e, ops, scratch);
+    if (!e->legacy && !e->graph) {
+        e->refused = true;
+        if (logging) fprintf(stderr, "pt2 cudnn: %s: no descriptors or algorithm; its loops run\n", e->what);
     }
 }
 
@@ -563,6 +568,7 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *str
         }
         pt2_cudnn_graph_free(e->graph);
         e->graph = NULL;
+        make_legacy(e, ops, scratch_bytes);
         if (!e->legacy) {
             e->refused = true;
             return;
