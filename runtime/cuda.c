@@ -26,6 +26,7 @@ typedef void *CUstream;
 typedef void *CUlinkState;
 typedef void *CUgraph;
 typedef void *CUgraphExec;
+typedef void *CUevent;
 
 enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -73,9 +74,18 @@ enum {
     X(cuGraphExecDestroy, CUgraphExec)                                                                                 \
     X(cuGraphDestroy, CUgraph)
 
+/* Events, to time alternatives at a first call (runtime/cudnn_graph.c). */
+#define CUDA_EVENT_FUNCTIONS(X)                                                                                        \
+    X(cuEventCreate, CUevent *, unsigned)                                                                              \
+    X(cuEventRecord, CUevent, CUstream)                                                                                \
+    X(cuEventSynchronize, CUevent)                                                                                     \
+    X(cuEventElapsedTime, float *, CUevent, CUevent)                                                                   \
+    X(cuEventDestroy_v2, CUevent)
+
 #define DECLARE(name, ...) static CUresult (*p_##name)(__VA_ARGS__);
 CUDA_FUNCTIONS(DECLARE)
 CUDA_GRAPH_FUNCTIONS(DECLARE)
+CUDA_EVENT_FUNCTIONS(DECLARE)
 #undef DECLARE
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -84,7 +94,7 @@ static char load_error[512];
 static void load_driver(void) {
 #define REQUIRED(name, ...) {#name, &p_##name, false},
 #define OPTIONAL(name, ...) {#name, &p_##name, true},
-    static const Pt2DylibSymbol symbols[] = {CUDA_FUNCTIONS(REQUIRED) CUDA_GRAPH_FUNCTIONS(OPTIONAL)};
+    static const Pt2DylibSymbol symbols[] = {CUDA_FUNCTIONS(REQUIRED) CUDA_GRAPH_FUNCTIONS(OPTIONAL) CUDA_EVENT_FUNCTIONS(OPTIONAL)};
 #undef REQUIRED
 #undef OPTIONAL
     const char *names[] = {"libcuda.so.1"};
@@ -189,6 +199,24 @@ int pt2_cuda_stream_capturing(void *stream, bool *out_capturing) {
     if (CHECK(p_cuStreamIsCapturing((CUstream)stream, &status))) return -1;
     *out_capturing = status != 0;
     return 0;
+}
+
+int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, float *out_ms) {
+    if (!p_cuEventCreate || !p_cuEventRecord || !p_cuEventSynchronize || !p_cuEventElapsedTime || !p_cuEventDestroy_v2) {
+        pt2_set_error("the CUDA driver lacks events (cuEventCreate, ...)");
+        return -1;
+    }
+    CUevent start = NULL, end = NULL;
+    int rc = CHECK(p_cuEventCreate(&start, 0)) || CHECK(p_cuEventCreate(&end, 0)) ? -1 : 0;
+    if (rc == 0) rc = CHECK(p_cuEventRecord(start, (CUstream)stream));
+    for (int i = 0; i < repeats && rc == 0; ++i) rc = work(arg);
+    if (rc == 0) rc = CHECK(p_cuEventRecord(end, (CUstream)stream));
+    if (rc == 0) rc = CHECK(p_cuEventSynchronize(end));
+    if (rc == 0) rc = CHECK(p_cuEventElapsedTime(out_ms, start, end));
+    if (rc == 0) *out_ms /= (float)(repeats > 0 ? repeats : 1);
+    if (start) p_cuEventDestroy_v2(start);
+    if (end) p_cuEventDestroy_v2(end);
+    return rc;
 }
 
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device) {

@@ -43,6 +43,9 @@ int pt2_cuda_alloc(size_t bytes, Pt2CuDevicePtr *out_device);
 void pt2_cuda_free(Pt2CuDevicePtr device);
 /* Waits for the work enqueued on `stream`. */
 int pt2_cuda_stream_sync(void *stream);
+/* The mean milliseconds of `repeats` calls of work(arg) (each enqueueing
+ * on `stream`, 0 when it succeeded), between two events; waits for them. */
+int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, float *out_ms);
 /* Whether `stream` is being captured into a CUDA graph (where it may not wait). */
 int pt2_cuda_stream_capturing(void *stream, bool *out_capturing);
 /* CUDA graphs: begin capturing on pt2's own non-blocking capture stream

@@ -428,17 +428,38 @@ static bool graph_api_wanted(void) {
     return !api || strcmp(api, "legacy") != 0;
 }
 
+/* cuDNN's engine choice for graph plans: PT2_CUDNN_HEUR (a, instant or b:
+ * whose ranking, default a), PT2_CUDNN_RUNTIME_COMPILE=0 (no engines that
+ * compile at the first call, as PyTorch allows them), PT2_CUDNN_BENCHMARK=1
+ * (the fastest of the first ranked plans, timed at the first call, like
+ * torch.backends.cudnn.benchmark). */
+static int heur_mode(void) {
+    const char *m = getenv("PT2_CUDNN_HEUR");
+    return !m ? 3 : !strcmp(m, "instant") ? 0 : !strcmp(m, "b") ? 1 : 3;
+}
+
+static bool env_is(const char *name, const char *value) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
 /* The plain convolution (of the unscaled weight for a _scaled entry) as a
  * cuDNN graph with a kept execution plan.  Its epilogue stays the plan's
  * kernel: cuDNN 9.19's engines for conv + bias + relu graphs on the H200
  * were its generic direct kernel (resnet50 142 ms a call) and lost relu's
  * NaN. */
-static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
+static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, void *stream) {
     const Pt2GpuOperand *w_plain = e->scaled ? &ops[e->bias + e->residual + 3] : &ops[1];
+    int n_ops = 3 + e->bias + e->residual + e->scaled + 1;
+    Pt2ConvGraphTiming timing = {element(&ops[0], e->elem_bytes), element(w_plain, e->elem_bytes),
+                                 (void *)element(&ops[2], e->elem_bytes), (void *)element(&ops[n_ops - 1], 1), stream};
+    bool capturing = true;
+    bool timed = env_is("PT2_CUDNN_BENCHMARK", "1") && pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
     Pt2ConvGraphSpec spec = {e->data_type, e->compute_type, !float32_without_tf32(e), {e->stride[0], e->stride[1]},
                              {e->padding[0], e->padding[1]}, {e->dilation[0], e->dilation[1]}, &ops[0], w_plain, &ops[2],
-                             scratch};
+                             scratch, heur_mode(), !env_is("PT2_CUDNN_RUNTIME_COMPILE", "0"), timed ? &timing : NULL, logging};
     char why[160] = "";
+    if (logging && timed) fprintf(stderr, "pt2 cudnn: %s: timing the ranked plans\n", e->what);
     e->graph = pt2_cudnn_graph_make(handle, &spec, why, sizeof why);
     if (!logging) return;
     if (e->graph) {
@@ -473,7 +494,7 @@ static void make_legacy(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
  * algorithm; e->refused when cuDNN can run it neither way.  With the
  * graph's plan the plain call and the epilogue kernel run: the legacy fused
  * call costs more host time (40 µs) than the kernel's launch and pass over y. */
-static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
+static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, void *stream) {
     if (e->made) release(e);
     e->made = true;
     e->made_tf32 = tf32_key(e);
@@ -481,7 +502,7 @@ static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch) {
     e->refused = e->legacy = false;
     e->fused_refused = true;
     bool shapes = shapes_agree(e, ops);
-    if (shapes && graph_api_wanted()) make_graph(e, ops, scratch);
+    if (shapes && graph_api_wanted()) make_graph(e, ops, scratch, stream);
     if (shapes && !e->graph) make_legacy(e, ops, scratch);
     if (!e->legacy && !e->graph) {
         e->refused = true;
@@ -545,13 +566,13 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, 
 static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
     const Pt2GpuOperand *y = &ops[2], *scratch = &ops[n_ops - 1];
     size_t scratch_bytes = (size_t)scratch->sizes[0];
-    if (!e->made || e->made_tf32 != tf32_key(e) || e->made_scratch != scratch_bytes) make(e, ops, scratch_bytes);
-    if (e->refused) return;
     cudnnStatus_t s = p_cudnnSetStream(handle, stream);
     if (s != 0) {
         if (logging) fprintf(stderr, "pt2 cudnn: cudnnSetStream failed (%s); the loops run\n", status_text(s));
         return;
     }
+    if (!e->made || e->made_tf32 != tf32_key(e) || e->made_scratch != scratch_bytes) make(e, ops, scratch_bytes, stream);
+    if (e->refused) return;
     const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
     void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
     /* unfused, a scaled entry convolves with the unscaled weight: the epilogue kernel scales */

@@ -12,9 +12,10 @@
  *     a convolution descriptor -> a forward-convolution operation -> an
  *     operation graph -> engine heuristics (mode A, then the fallback list)
  *     -> the first engine configuration that finalizes into an execution
- *     plan whose workspace fits the entry's scratch, skipping engines that
- *     compile at run time (seconds at the first call) and, for f32 without
- *     TF32, engines with tensor-core or down-converting numerics;
+ *     plan whose workspace fits the entry's scratch (or the fastest of the
+ *     first few, timed at the first call), skipping engines that compile at
+ *     run time only when told and, for f32 without TF32, engines with
+ *     tensor-core or down-converting numerics;
  *   per call:  a variant pack (the three pointers and the workspace) and
  *     cudnnBackendExecute on the handle's stream.
  *
@@ -146,13 +147,19 @@ static Desc make_desc(Pt2ConvGraph *g, int type) {
     return g->owned[g->n_owned++] = d;
 }
 
-/* A finalized tensor descriptor with t's sizes and strides (size-1 dims get
- * a packed stride, which cuDNN's layout checks expect). */
-static Desc tensor(Pt2ConvGraph *g, int data_type, int64_t uid, const Pt2GpuOperand *t) {
+/* A finalized tensor descriptor with t's sizes and strides.  A size-1 dim
+ * gets the stride it would have if t were packed in the convolution's
+ * layout (NCHW, or NHWC when x is), from the next inner dim of that order:
+ * cuDNN's layout checks read it, and a depthwise weight [K, 1, R, S] beside
+ * an NHWC input must look KRSC for the NHWC engines to take it. */
+static Desc tensor(Pt2ConvGraph *g, int data_type, int64_t uid, const Pt2GpuOperand *t, bool nhwc) {
+    static const int nchw_order[4] = {0, 1, 2, 3}, nhwc_order[4] = {0, 2, 3, 1};
+    const int *order = nhwc ? nhwc_order : nchw_order;
     int64_t sizes[4], strides[4], alignment = 16;
-    for (int d = 3; d >= 0; --d) {
+    for (int i = 3; i >= 0; --i) {
+        int d = order[i], inner = i == 3 ? -1 : order[i + 1];
         sizes[d] = t->sizes[d];
-        strides[d] = sizes[d] == 1 ? (d == 3 ? 1 : strides[d + 1] * sizes[d + 1]) : t->strides[d];
+        strides[d] = sizes[d] != 1 ? t->strides[d] : inner < 0 ? 1 : strides[inner] * t->sizes[inner];
     }
     Desc desc = make_desc(g, DESC_TENSOR);
     bool ok = desc && api.set(desc, ATTR_TENSOR_DATA_TYPE, TYPE_DATA_TYPE, 1, &data_type) == 0 &&
@@ -181,8 +188,9 @@ static Desc convolution(Pt2ConvGraph *g, const Pt2ConvGraphSpec *s) {
 /* The operation graph of y = 1·conv(x, w) + 0·y; groups follow from the
  * channel counts of x and w. */
 static Desc operation_graph(Pt2ConvGraph *g, void *handle, const Pt2ConvGraphSpec *s) {
-    Desc x = tensor(g, s->data_type, UID_X, s->x), w = tensor(g, s->data_type, UID_W, s->w);
-    Desc y = tensor(g, s->data_type, UID_Y, s->y), conv = convolution(g, s);
+    bool nhwc = s->x->sizes[1] > 1 && s->x->strides[1] == 1;
+    Desc x = tensor(g, s->data_type, UID_X, s->x, nhwc), w = tensor(g, s->data_type, UID_W, s->w, nhwc);
+    Desc y = tensor(g, s->data_type, UID_Y, s->y, nhwc), conv = convolution(g, s);
     Desc op = x && w && y && conv ? make_desc(g, DESC_OPERATION_CONVOLUTION_FORWARD) : NULL;
     if (!op) return NULL;
     bool dbl = s->compute_type == DATA_DOUBLE;
@@ -202,8 +210,8 @@ static Desc operation_graph(Pt2ConvGraph *g, void *handle, const Pt2ConvGraphSpe
     return ok ? graph : NULL;
 }
 
-/* Whether an engine may run this entry: no compilation at run time, and no
- * tensor-core numerics where f32 must stay f32. */
+/* Whether an engine may run this entry: no compilation at run time (unless
+ * s->runtime_compiled), and no tensor-core numerics where f32 must stay f32. */
 static bool engine_allowed(Desc cfg, const Pt2ConvGraphSpec *s, long *out_index) {
     Desc engine = NULL;
     if (api.create(DESC_ENGINE, &engine) != 0) return false;
@@ -211,7 +219,7 @@ static bool engine_allowed(Desc cfg, const Pt2ConvGraphSpec *s, long *out_index)
     int notes[16];
     bool ok = api.get(cfg, ATTR_ENGINECFG_ENGINE, TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) == 0;
     if (ok) api.get(engine, ATTR_ENGINE_GLOBAL_INDEX, TYPE_INT64, 1, &n, &index);
-    if (ok && api.get(engine, ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, 16, &n, notes) == 0) {
+    if (ok && !s->runtime_compiled && api.get(engine, ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, 16, &n, notes) == 0) {
         for (int64_t i = 0; i < n && i < 16; ++i) ok = ok && notes[i] != BEHAVIOR_NOTE_RUNTIME_COMPILATION;
     }
     if (ok && !s->tensor_ops && api.get(engine, ATTR_ENGINE_NUMERICAL_NOTE, TYPE_NUMERICAL_NOTE, 16, &n, notes) == 0) {
@@ -224,50 +232,115 @@ static bool engine_allowed(Desc cfg, const Pt2ConvGraphSpec *s, long *out_index)
     return ok;
 }
 
-/* Tries configuration `cfg`: an execution plan that finalizes and whose
- * workspace fits the scratch becomes g->plan (cfg kept with it). */
-static bool try_config(Pt2ConvGraph *g, void *handle, Desc cfg, const Pt2ConvGraphSpec *s) {
-    long index;
+/* A configuration that may run the entry, finalized into an execution plan
+ * whose workspace fits the scratch. */
+typedef struct Candidate {
+    Desc cfg, plan;
+    int64_t workspace;
+    long engine;
+    float ms; /* timed: the mean of a few runs */
+} Candidate;
+
+static bool finalize_plan(void *handle, Desc cfg, const Pt2ConvGraphSpec *s, Candidate *c) {
     Desc plan = NULL;
     int64_t bytes = 0, got = 0;
-    if (g->n_owned + 2 > N_OWNED || !engine_allowed(cfg, s, &index) || api.create(DESC_EXECUTION_PLAN, &plan) != 0) return false;
+    if (!engine_allowed(cfg, s, &c->engine) || api.create(DESC_EXECUTION_PLAN, &plan) != 0) return false;
     if (api.set(plan, ATTR_EXECUTION_PLAN_ENGINE_CONFIG, TYPE_BACKEND_DESCRIPTOR, 1, &cfg) == 0 &&
         api.set(plan, ATTR_EXECUTION_PLAN_HANDLE, TYPE_HANDLE, 1, &handle) == 0 && api.finalize(plan) == 0 &&
         api.get(plan, ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, TYPE_INT64, 1, &got, &bytes) == 0 && bytes >= 0 &&
         (size_t)bytes <= s->scratch) {
-        g->owned[g->n_owned++] = cfg;
-        g->plan = g->owned[g->n_owned++] = plan;
-        g->workspace = bytes;
-        g->engine = index;
+        c->cfg = cfg;
+        c->plan = plan;
+        c->workspace = bytes;
         return true;
     }
     api.destroy(plan);
     return false;
 }
 
-/* The first configuration of heuristics `mode` that is allowed, finalizes
- * and fits (cuDNN ranks them best first). */
+static Status execute(void *handle, Desc plan, const void *x, const void *w, void *y, void *workspace) {
+    Desc pack = NULL;
+    Status s = api.create(DESC_VARIANT_PACK, &pack);
+    if (s != 0) return s;
+    void *pointers[3] = {(void *)x, (void *)w, y};
+    int64_t uids[3] = {UID_X, UID_W, UID_Y};
+    s = api.set(pack, ATTR_VARIANT_PACK_DATA_POINTERS, TYPE_VOID_PTR, 3, pointers);
+    if (s == 0) s = api.set(pack, ATTR_VARIANT_PACK_UNIQUE_IDS, TYPE_INT64, 3, uids);
+    if (s == 0) s = api.set(pack, ATTR_VARIANT_PACK_WORKSPACE, TYPE_VOID_PTR, 1, &workspace);
+    if (s == 0) s = api.finalize(pack);
+    if (s == 0) s = api.execute(handle, plan, pack);
+    api.destroy(pack);
+    return s;
+}
+
+typedef struct TimedRun {
+    void *handle;
+    Desc plan;
+    const Pt2ConvGraphTiming *t;
+} TimedRun;
+
+static int timed_run(void *arg) {
+    const TimedRun *r = arg;
+    return execute(r->handle, r->plan, r->t->x, r->t->w, r->t->y, r->t->workspace) == 0 ? 0 : -1;
+}
+
+/* The candidates' times on the entry's own operands: one run to warm up,
+ * then the mean of TIMED_RUNS (a failing candidate times as infinite). */
+#define TIMED_RUNS 3
+static void time_candidates(void *handle, Candidate *c, int n, const Pt2ConvGraphSpec *s) {
+    for (int i = 0; i < n; ++i) {
+        TimedRun r = {handle, c[i].plan, s->timing};
+        float ms = 0;
+        bool ok = timed_run(&r) == 0 && pt2_cuda_time(s->timing->stream, timed_run, &r, TIMED_RUNS, &ms) == 0;
+        c[i].ms = ok ? ms : 1e30f;
+        if (s->log) {
+            fprintf(stderr, "pt2 cudnn:   engine %ld: %s%.4f ms\n", c[i].engine, ok ? "" : "failed, ", ok ? (double)ms : 0.0);
+        }
+    }
+}
+
+/* Heuristics `mode`'s configurations (cuDNN ranks them best first): the
+ * first that is allowed, finalizes and fits, or with s->timing the fastest
+ * of the first MAX_TIMED such. */
+#define MAX_TIMED 8
 static bool choose_plan(Pt2ConvGraph *g, void *handle, Desc graph, int mode, const Pt2ConvGraphSpec *s) {
     Desc heur = NULL, cfgs[MAX_CONFIGS];
+    Candidate cand[MAX_TIMED];
     int64_t count = 0;
-    int made = 0, chosen = -1;
-    if (api.create(DESC_ENGINEHEUR, &heur) != 0) return false;
+    int made = 0, n_cand = 0, want = s->timing ? MAX_TIMED : 1;
+    if (g->n_owned + 2 > N_OWNED || api.create(DESC_ENGINEHEUR, &heur) != 0) return false;
     if (api.set(heur, ATTR_ENGINEHEUR_OPERATION_GRAPH, TYPE_BACKEND_DESCRIPTOR, 1, &graph) == 0 &&
         api.set(heur, ATTR_ENGINEHEUR_MODE, TYPE_HEUR_MODE, 1, &mode) == 0 && api.finalize(heur) == 0 &&
         api.get(heur, ATTR_ENGINEHEUR_RESULTS, TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL) == 0 && count > 0) {
         int n = count < MAX_CONFIGS ? (int)count : MAX_CONFIGS;
         while (made < n && api.create(DESC_ENGINECFG, &cfgs[made]) == 0) ++made;
         if (made == n && api.get(heur, ATTR_ENGINEHEUR_RESULTS, TYPE_BACKEND_DESCRIPTOR, n, &count, cfgs) == 0) {
-            for (int i = 0; i < n && i < count && chosen < 0; ++i) {
-                if (try_config(g, handle, cfgs[i], s)) chosen = i;
+            for (int i = 0; i < n && i < count && n_cand < want; ++i) {
+                if (finalize_plan(handle, cfgs[i], s, &cand[n_cand])) ++n_cand;
             }
         }
     }
+    int best = n_cand > 0 ? 0 : -1;
+    if (n_cand > 1) {
+        time_candidates(handle, cand, n_cand, s);
+        for (int i = 1; i < n_cand; ++i) {
+            if (cand[i].ms < cand[best].ms) best = i;
+        }
+    }
+    if (best >= 0) {
+        g->owned[g->n_owned++] = cand[best].cfg;
+        g->plan = g->owned[g->n_owned++] = cand[best].plan;
+        g->workspace = cand[best].workspace;
+        g->engine = cand[best].engine;
+    }
+    for (int i = 0; i < n_cand; ++i) {
+        if (i != best) api.destroy(cand[i].plan);
+    }
     for (int i = 0; i < made; ++i) {
-        if (i != chosen) api.destroy(cfgs[i]);
+        if (best < 0 || cfgs[i] != cand[best].cfg) api.destroy(cfgs[i]);
     }
     api.destroy(heur);
-    return chosen >= 0;
+    return best >= 0;
 }
 
 Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char *why, size_t why_cap) {
@@ -278,7 +351,7 @@ Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char
     Pt2ConvGraph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     Desc graph = operation_graph(g, handle, s);
-    if (graph && (choose_plan(g, handle, graph, HEUR_MODE_A, s) || choose_plan(g, handle, graph, HEUR_MODE_FALLBACK, s))) {
+    if (graph && (choose_plan(g, handle, graph, s->heur_mode, s) || choose_plan(g, handle, graph, HEUR_MODE_FALLBACK, s))) {
         return g;
     }
     if (graph) {
@@ -291,18 +364,7 @@ Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char
 }
 
 int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void *w, void *y, void *workspace) {
-    Desc pack = NULL;
-    Status s = api.create(DESC_VARIANT_PACK, &pack);
-    if (s != 0) return s;
-    void *pointers[3] = {(void *)x, (void *)w, y};
-    int64_t uids[3] = {UID_X, UID_W, UID_Y};
-    s = api.set(pack, ATTR_VARIANT_PACK_DATA_POINTERS, TYPE_VOID_PTR, 3, pointers);
-    if (s == 0) s = api.set(pack, ATTR_VARIANT_PACK_UNIQUE_IDS, TYPE_INT64, 3, uids);
-    if (s == 0) s = api.set(pack, ATTR_VARIANT_PACK_WORKSPACE, TYPE_VOID_PTR, 1, &workspace);
-    if (s == 0) s = api.finalize(pack);
-    if (s == 0) s = api.execute(handle, g->plan, pack);
-    api.destroy(pack);
-    return s;
+    return execute(handle, g->plan, x, w, y, workspace);
 }
 
 size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g) { return (size_t)g->workspace; }

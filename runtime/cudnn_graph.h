@@ -10,12 +10,22 @@
 /* A convolution's execution plan, made once per plan entry and run per call. */
 typedef struct Pt2ConvGraph Pt2ConvGraph;
 
+/* The operands of the first call, to time the candidate plans on. */
+typedef struct Pt2ConvGraphTiming {
+    const void *x, *w;
+    void *y, *workspace, *stream;
+} Pt2ConvGraphTiming;
+
 typedef struct Pt2ConvGraphSpec {
     int data_type, compute_type;     /* cudnnDataType_t of the tensors and of the accumulation */
     bool tensor_ops;                 /* false: f32 without TF32, engines with tensor-core notes are skipped */
     int stride[2], padding[2], dilation[2];
     const Pt2GpuOperand *x, *w, *y; /* rank 4, their own strides */
     size_t scratch;                  /* the most workspace the plan may take */
+    int heur_mode;                   /* cudnnBackendHeurMode_t whose ranking is tried first (then the fallback list) */
+    bool runtime_compiled;           /* engines that compile at run time (NVRTC, at the first call) allowed */
+    const Pt2ConvGraphTiming *timing; /* non-NULL: the fastest of the first ranked plans, timed on these */
+    bool log;                         /* the timings to stderr */
 } Pt2ConvGraphSpec;
 
 /* The plan for `spec` on `handle` (a cudnnHandle_t), or NULL with `why`

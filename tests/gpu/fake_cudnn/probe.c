@@ -27,6 +27,19 @@ void pt2_set_error(const char *fmt, ...) {
 
 bool pt2_disabled(const char *list, const char *what) { return list && strstr(list, what); }
 
+/* runtime/cuda.c's calls that cudnn.c makes only to time graph plans (the fake has none) */
+int pt2_cuda_stream_capturing(void *stream, bool *out_capturing) {
+    (void)stream;
+    *out_capturing = false;
+    return 0;
+}
+
+int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, float *out_ms) {
+    (void)stream, (void)work, (void)arg, (void)repeats;
+    *out_ms = 0;
+    return -1;
+}
+
 void pt2GpuSetConvAllowTF32(int allow);
 
 static Pt2GpuOperand tensor(uintptr_t base, int64_t offset, int64_t n, int64_t c, int64_t h, int64_t w) {
