@@ -241,9 +241,9 @@ static const char *libdevice_path(void) {
 }
 
 /* pt2-channels-last on GPU graphs only with PT2_GPU_CHANNELS_LAST=1: on the H200 (2026-11-30, batch
- * 32, one run of 5 calls) it made resnet50 faster (6.84 -> 5.98 ms) and mobilenetv2_100 (5.93 -> 8.64)
- * and convnextv2_nano (10.40 -> 14.59) slower, whose depthwise convolutions and permutes around
- * LayerNorm it had not been measured on; off until that is understood (docs/gpu.md). */
+ * 32, GPU time a call) it made mobilenetv2_100, convnextv2_nano, resnet50 and repvgg_a2 15-26 % faster
+ * but visformer_small 47 % slower (cuDNN's non-TF32 kernel for its convs over attention views in NHWC);
+ * off until that is understood (docs/gpu.md). */
 static bool gpu_channels_last(const char *disable) {
     const char *on = getenv("PT2_GPU_CHANNELS_LAST");
     return on && !strcmp(on, "1") && !pt2_disabled(disable, "layout");
