@@ -29,7 +29,9 @@
  * (torch.cuda.is_current_stream_capturing, torch.cuda.is_initialized,
  * torch.are_deterministic_algorithms_enabled) are not rows: they are inlined
  * like any function, their module globals guarded by identity, and the C
- * function they reach is the row.
+ * function they reach is the row.  A device argument "cuda" without an index
+ * (a factory's device=, x.to("cuda")) is answered through the
+ * torch.cuda.current_device row and its guard (queries_current_cuda_device).
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
 #include <string.h>
@@ -253,7 +255,8 @@ static void callable_name(PyObject *o, char *buf, size_t cap) {
  * guard on its probe (the row's cheaper C function for torch's own
  * callable, else the callable): false, no guard, when the probe does not
  * give the trace's answer now (the guard would fail on every call). */
-static bool guard_answer(Trace *t, const QueryEntry *q, PyObject *callable, bool original, PyObject *targs, PyObject *r) {
+static bool guard_answer(Trace *t, const QueryEntry *q, PyObject *callable, bool original, PyObject *targs,
+                         PyObject *r) {
     PyObject *probe = NULL;
     if (q->probe && original) {
         probe = resolve_loaded(q->probe);

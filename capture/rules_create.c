@@ -27,7 +27,9 @@ static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
     char name[64];
     int code = pt2_device_code(t, dev->obj, name, sizeof name);
     if (code == PT2_DEVICE_UNSET && strcmp(name, "cuda") == 0) {
-        return trace_break(t, "%s(device=cuda): the current CUDA device is not known at trace time (torch.cuda.current_device())", op), false;
+        trace_break(t, "%s(device=cuda): the current CUDA device is not known at trace time (torch.cuda.current_device())",
+                    op);
+        return false;
     }
     if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
     return pt2_trace_accept_device(t, code, name);

@@ -108,6 +108,11 @@ def mask_from_factories(n):
     return meta(m * (torch.arange(n, device="cuda")[None, :] > torch.arange(n, device="cuda")[:, None]))
 
 
+def like_forms(n):
+    base = torch.zeros(n, 4, device="cuda")
+    return meta(torch.ones_like(base, device="cuda")) + meta(torch.full_like(base, 2, dtype=torch.int32, device=GLOBAL_CUDA))
+
+
 def device_argument(n, device):
     return meta(torch.zeros(n, device=device))
 
@@ -121,6 +126,7 @@ SHAPES = {
     empty_device_object: lambda n: [(F16, (n,))],
     arange_eye_tensor: lambda n: [(I64, (n,)), (F32, (n, n)), (F32, (2,))],
     mask_from_factories: lambda n: [(F32, (n, n))],
+    like_forms: lambda n: [(F32, (n, 4)), (torch.int32, (n, 4))],
 }
 FACTORIES = list(SHAPES)
 
