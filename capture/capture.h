@@ -77,10 +77,13 @@ int pt2_tensor_device(PyObject *tensor, char *name, size_t cap);
 /* torch.device of the graph (tensor.device in the trace); new reference. */
 PyObject *pt2_trace_device_object(void);
 /* Whether a device string ("cpu", "cuda", "cuda:0") is the graph's device. */
-bool pt2_trace_device_matches(PyObject *device);
+bool pt2_trace_device_matches(Trace *t, PyObject *device);
 /* The device code (PT2_DEVICE_CPU, a CUDA index or PT2_DEVICE_UNSET) of a
- * device argument as torch.device() takes it; *name its printable name. */
-int pt2_device_code(PyObject *device_like, char *name, size_t cap);
+ * device argument as torch.device() takes it; *name its printable name.
+ * "cuda" without an index: the current device, guarded in `t` (a graph on
+ * the CPU gets PT2_DEVICE_OTHER_CUDA instead, nothing asked). */
+int pt2_device_code(Trace *t, PyObject *device_like, char *name, size_t cap);
+enum { PT2_DEVICE_OTHER_CUDA = -3 }; /* some CUDA device: not a CPU graph's */
 
 /* Large CPU outputs from recycled memory (outpool.c): a new tensor of
  * `shape` (a tuple) and `dtype`, through pt2_tensor_empty below

@@ -7,6 +7,7 @@
  * still intercepted), and with fullgraph=True the break is an error naming
  * the construct and the user's line.
  *===----------------------------------------------------------------------===*/
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,10 +97,14 @@ PyObject *pt2_trace_device_object(void) {
 }
 
 /* The device code of a device argument (a string, torch.device or index, as
- * torch.device() takes it): PT2_DEVICE_CPU, a CUDA index ("cuda" is the
- * current device), or PT2_DEVICE_UNSET for anything else; *name (if given)
- * gets its printable name. */
-int pt2_device_code(PyObject *device_like, char *name, size_t cap) {
+ * torch.device() takes it) in trace `t`: PT2_DEVICE_CPU, a CUDA index, or
+ * PT2_DEVICE_UNSET for anything else; *name (if given) gets its printable
+ * name.  "cuda" without an index is the current CUDA device, as in eager:
+ * asked and guarded (queries.c, one QUERY guard per graph), so the entry is
+ * not reused after torch.cuda.set_device.  On a graph already on the CPU
+ * it cannot be the graph's device whichever it is: PT2_DEVICE_OTHER_CUDA,
+ * nothing asked, nothing guarded (the caller ends the graph there). */
+int pt2_device_code(Trace *t, PyObject *device_like, char *name, size_t cap) {
     PyObject *torch = PyImport_ImportModule("torch");
     PyObject *d = torch && device_like ? PyObject_CallMethod(torch, "device", "O", device_like) : NULL;
     Py_XDECREF(torch);
@@ -111,13 +116,13 @@ int pt2_device_code(PyObject *device_like, char *name, size_t cap) {
     if (name) snprintf(name, cap, "%s", text && PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : "?");
     if (strcmp(ty, "cpu") == 0) {
         code = PT2_DEVICE_CPU;
+    } else if (strcmp(ty, "cuda") == 0 && index && PyLong_Check(index)) {
+        long i = PyLong_AsLong(index);
+        if (i >= 0 && i <= INT32_MAX) code = (int)i;
     } else if (strcmp(ty, "cuda") == 0) {
-        PyObject *cuda = index && PyLong_Check(index) ? NULL : PyImport_ImportModule("torch.cuda");
-        PyObject *cur = cuda ? PyObject_CallMethod(cuda, "current_device", NULL) : NULL;
-        PyObject *i = index && PyLong_Check(index) ? index : cur;
-        if (i && PyLong_Check(i)) code = (int)PyLong_AsLong(i);
-        Py_XDECREF(cuda);
-        Py_XDECREF(cur);
+        code = trace_device == PT2_DEVICE_CPU ? PT2_DEVICE_OTHER_CUDA : queries_current_cuda_device(t);
+        if (code < 0 && code != PT2_DEVICE_OTHER_CUDA) code = PT2_DEVICE_UNSET;
+        if (code >= 0 && name) snprintf(name, cap, "cuda:%d", code); /* the device eager uses */
     }
     Py_XDECREF(d);
     Py_XDECREF(type);
@@ -129,8 +134,8 @@ int pt2_device_code(PyObject *device_like, char *name, size_t cap) {
 
 /* Whether a device argument names the device of the graph being traced (the
  * CPU while no tensor has fixed it). */
-bool pt2_trace_device_matches(PyObject *device) {
-    int code = pt2_device_code(device, NULL, 0);
+bool pt2_trace_device_matches(Trace *t, PyObject *device) {
+    int code = pt2_device_code(t, device, NULL, 0);
     return trace_device < 0 ? code == PT2_DEVICE_CPU : code == trace_device;
 }
 

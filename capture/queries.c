@@ -29,8 +29,11 @@
  * (torch.cuda.is_current_stream_capturing, torch.cuda.is_initialized,
  * torch.are_deterministic_algorithms_enabled) are not rows: they are inlined
  * like any function, their module globals guarded by identity, and the C
- * function they reach is the row.
+ * function they reach is the row.  A device argument "cuda" without an index
+ * (a factory's device=, x.to("cuda")) is answered through the
+ * torch.cuda.current_device row and its guard (queries_current_cuda_device).
  *===----------------------------------------------------------------------===*/
+#include <stdint.h>
 #include <string.h>
 
 #include "capture.h"
@@ -248,6 +251,36 @@ static void callable_name(PyObject *o, char *buf, size_t cap) {
     PyErr_Clear();
 }
 
+/* A Q_GUARDED row's answer `r` to `callable(*targs)`, kept by a QUERY
+ * guard on its probe (the row's cheaper C function for torch's own
+ * callable, else the callable): false, no guard, when the probe does not
+ * give the trace's answer now (the guard would fail on every call). */
+static bool guard_answer(Trace *t, const QueryEntry *q, PyObject *callable, bool original, PyObject *targs,
+                         PyObject *r) {
+    PyObject *probe = NULL;
+    if (q->probe && original) {
+        probe = resolve_loaded(q->probe);
+        if (!query_candidate(probe)) Py_CLEAR(probe);
+        if (!probe) { /* nothing cheaper to ask: the function itself */
+            PyErr_Clear();
+            probe = Py_NewRef(callable);
+        }
+    } else {
+        probe = Py_NewRef(callable);
+    }
+    PyObject *again = probe != callable ? query_call_probe(probe, targs) : Py_NewRef(r);
+    bool same = again && (again == r || PyObject_RichCompareBool(again, r, Py_EQ) == 1);
+    Py_XDECREF(again);
+    PyErr_Clear();
+    if (same) {
+        char pname[200];
+        callable_name(probe, pname, sizeof pname);
+        guard_query(t, probe, targs, r, pname);
+    }
+    Py_DECREF(probe);
+    return same;
+}
+
 Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, bool *handled) {
     *handled = false;
     bool original = false;
@@ -304,34 +337,9 @@ Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, 
             Py_DECREF(r);
             break;
         }
-        if (q->how == Q_GUARDED) {
-            PyObject *probe = NULL;
-            if (q->probe && original) {
-                probe = resolve_loaded(q->probe);
-                if (!query_candidate(probe)) Py_CLEAR(probe);
-                if (!probe) { /* nothing cheaper to ask: the function itself */
-                    PyErr_Clear();
-                    probe = Py_NewRef(callable);
-                }
-            } else {
-                probe = Py_NewRef(callable);
-            }
-            /* the probe must give the trace's answer now, or the guard would
-             * fail on every call */
-            PyObject *again = probe != callable ? query_call_probe(probe, targs) : Py_NewRef(r);
-            bool same = again && (again == r || PyObject_RichCompareBool(again, r, Py_EQ) == 1);
-            Py_XDECREF(again);
-            PyErr_Clear();
-            if (same) {
-                char pname[200];
-                callable_name(probe, pname, sizeof pname);
-                guard_query(t, probe, targs, r, pname);
-            }
-            Py_DECREF(probe);
-            if (!same) {
-                Py_DECREF(r);
-                break;
-            }
+        if (q->how == Q_GUARDED && !guard_answer(t, q, callable, original, targs, r)) {
+            Py_DECREF(r);
+            break;
         }
         result = var_const(t, r);
         Py_DECREF(r);
@@ -341,6 +349,35 @@ Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, 
     Py_DECREF(targs);
     if (result) *handled = true;
     return result;
+}
+
+/*--- the current CUDA device, where "cuda" names a device ----------------------*/
+
+/* A device argument "cuda" (a string or torch.device without an index: a
+ * factory's device=, x.to("cuda")) is the current CUDA device in eager, so
+ * the trace that resolves it depends on that device as on
+ * torch.cuda.current_device(): it is answered through that query's row and
+ * kept by the same QUERY guard (one per graph, shared with the query's own
+ * calls), so a later torch.cuda.set_device misses the guard and recompiles.
+ * The index, or -1 when it cannot be answered and guarded (a torch without
+ * CUDA, whose current_device raises; a current_device replaced by something
+ * that is no query). */
+int queries_current_cuda_device(Trace *t) {
+    PyObject *fn = resolve_loaded("torch.cuda.current_device");
+    bool original = false;
+    int row = query_row(fn, &original);
+    PyObject *targs = row >= 0 && query_table[row].how == Q_GUARDED ? PyTuple_New(0) : NULL;
+    PyObject *r = targs ? PyObject_Call(fn, targs, NULL) : NULL; /* trace time: the hook is off */
+    int index = -1;
+    if (r && PyLong_CheckExact(r) && guard_answer(t, &query_table[row], fn, original, targs, r)) {
+        long v = PyLong_AsLong(r);
+        if (v >= 0 && v <= INT32_MAX) index = (int)v;
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(targs);
+    Py_XDECREF(fn);
+    PyErr_Clear();
+    return index;
 }
 
 /*--- autocast: a state the graphs do not follow ---------------------------------*/

@@ -812,7 +812,7 @@ static Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
     return int_const(t, x->rank); /* dim / ndimension */
 }
 
-bool pt2_trace_device_matches(PyObject *device); /* compiler.c */
+bool pt2_trace_device_matches(Trace *t, PyObject *device); /* compiler.c */
 
 static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None");
@@ -827,7 +827,7 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
         } else if (a->kind == V_CONST && dtype_of_torch(a->obj) != PT2_DTYPE_INVALID) {
             dt = dtype_of_torch(a->obj);
         } else if (a->kind == V_CONST && (PyUnicode_Check(a->obj) || strcmp(Py_TYPE(a->obj)->tp_name, "torch.device") == 0)) {
-            if (!pt2_trace_device_matches(a->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
+            if (!pt2_trace_device_matches(t, a->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
         } else if (a->kind == V_CONST && PyBool_Check(a->obj)) {
             /* non_blocking/copy positionally */
         } else {
@@ -839,7 +839,7 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     if (kw_dt != PT2_DTYPE_INVALID) dt = kw_dt;
     Var *dev = arg(&b, "device");
     if (dev) {
-        if (!dev->obj || !pt2_trace_device_matches(dev->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
+        if (!dev->obj || !pt2_trace_device_matches(t, dev->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
     }
     return dt == PT2_DTYPE_INVALID ? x : convert_to(t, x, dt);
 }

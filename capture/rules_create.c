@@ -13,9 +13,10 @@
  * a TorchFunctionMode such as torch.set_default_device eagerly).  The first
  * factory of a graph with no tensor yet fixes the graph's device; a factory
  * for another device ends the graph (eager would make a tensor there, and
- * a graph runs on one device). */
+ * a graph runs on one device).  device="cuda" is the current CUDA device,
+ * guarded (pt2_device_code). */
 bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
-int pt2_device_code(PyObject *device_like, char *name, size_t cap);
+int pt2_device_code(Trace *t, PyObject *device_like, char *name, size_t cap);
 static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
     Var *dev = arg(b, "device");
     if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
@@ -24,7 +25,12 @@ static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
     }
     if (dev->kind != V_CONST) return trace_break(t, "%s(device=...) not known at trace time", op), false;
     char name[64];
-    int code = pt2_device_code(dev->obj, name, sizeof name);
+    int code = pt2_device_code(t, dev->obj, name, sizeof name);
+    if (code == PT2_DEVICE_UNSET && strcmp(name, "cuda") == 0) {
+        trace_break(t, "%s(device=cuda): the current CUDA device is not known at trace time (torch.cuda.current_device())",
+                    op);
+        return false;
+    }
     if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
     return pt2_trace_accept_device(t, code, name);
 }

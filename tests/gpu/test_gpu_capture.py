@@ -410,3 +410,54 @@ def test_stream_capture_query_inside_cuda_graph_capture():
         out, flag = f(x)  # outside again: the first entry, still right
         assert flag is False
         close(out, x * 2 + 1)
+
+
+# ---- "cuda" without an index: the current device, guarded (docs/capture.md, "Global-state queries")
+
+
+def _index_less(x):
+    return x.to("cuda") * 2 + torch.ones(x.shape, device="cuda") + torch.arange(x.shape[-1], device=torch.device("cuda"))
+
+
+@needs_cuda
+def test_index_less_cuda_is_guarded_on_the_current_device():
+    """One graph, eager's result, and one QUERY guard on torch's C probe; a
+    graph without an index-less "cuda" (on CUDA tensors too) has none."""
+    x = torch.randn(4, 6, device="cuda")
+    close(pt2.compile(_index_less)(x), _index_less(x))
+    e = pt2.explain(_index_less)(x)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    assert [g for g in e.out_guards if "_cuda_getDevice" in g] == [
+        f"QUERY torch._C._cuda_getDevice() == {torch.cuda.current_device()}"], e.out_guards
+    plain = pt2.explain(lambda x: x * 2 + 1)(x)
+    assert not any("_cuda_getDevice" in g for g in plain.out_guards), plain.out_guards
+
+
+@pytest.mark.skipif(not HAS_CUDA or torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_set_device_recompiles_index_less_cuda():
+    """After torch.cuda.set_device (or inside torch.cuda.device(i)) "cuda" is
+    another device in eager: factories and .to("cuda") follow it, never the
+    device of the first trace."""
+    def make(n):
+        return torch.ones(n, device="cuda") * 2 + torch.arange(n, device="cuda")
+
+    def move(x):
+        return x.to("cuda") + 1
+
+    f, g = pt2.compile(make), pt2.compile(move)
+    x0 = torch.randn(5, device="cuda:0")
+    prev = torch.cuda.current_device()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a break on the move to another device may warn
+            for dev in (0, 1, 0, 1):
+                torch.cuda.set_device(dev)
+                got, exp = f(7), make(7)
+                assert got.device == torch.device("cuda", dev)
+                close(got, exp)
+                close(g(x0), move(x0))
+            with torch.cuda.device(0):
+                close(f(7), make(7))
+        assert _C.cache_size(make.__code__) == 2
+    finally:
+        torch.cuda.set_device(prev)
