@@ -244,7 +244,7 @@ def run_model(suite, name, args):
             fresh = None if args.warm_cache else tempfile.mkdtemp(prefix="pt2-bench-cache-")
             if fresh:
                 os.environ["PT2_CACHE_DIR"] = fresh
-            compiled = pt2.compile(model, freeze=args.freeze)
+            compiled = pt2.compile(model, freeze=args.freeze, **({"mode": args.mode} if args.mode else {}))
             t0 = time.perf_counter()
             out = compiled(*xs, **kw)
             _sync()
@@ -269,7 +269,7 @@ def run_model(suite, name, args):
             contenders = {"pt2": compiled}
             if args.inductor:
                 torch._dynamo.reset()
-                ind = torch.compile(model)
+                ind = torch.compile(model, **({"mode": args.mode} if args.mode else {}))
                 t0 = time.perf_counter()
                 ind(*xs, **kw)
                 rec["inductor_compile_s"] = time.perf_counter() - t0
@@ -323,6 +323,7 @@ def main():
     p.add_argument("--warm-cache", action="store_true",
                    help="pt2's first call with the kernel cache as it is (default: an empty one per model, a cold compile)")
     p.add_argument("--freeze", action="store_true", help="pt2.compile(freeze=True): parameters as constants")
+    p.add_argument("--mode", help="pt2.compile's and torch.compile's mode (e.g. reduce-overhead: CUDA graphs)")
     p.add_argument("--frontend", choices=["pt2", "dynamo"], default="pt2",
                    help="dynamo: also pt2 behind torch.compile(backend='pt2'), pt2's code on Dynamo's graphs")
     p.add_argument("--device", default="cpu", help="cpu or cuda (the models and inputs are moved there)")
