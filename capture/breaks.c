@@ -10,8 +10,8 @@
  *   3. runs the instruction itself in CPython (the unsupported call, or the
  *      conditional jump on the tensor's truth value);
  *   4. calls `resume_at_<offset>(stack..., live locals...)`, a function made
- *      of the rest of the original bytecode (bytecode.c) whose frame the hook
- *      intercepts and compiles in turn: two of them for a branch.
+ *      of the rest of the original bytecode (bytecode_resume.c) whose frame
+ *      the hook intercepts and compiles in turn: two of them for a branch.
  *
  * Anything this cannot express (state mutated since the instruction began,
  * closures, NULLs left on the stack) leaves the whole frame to run eagerly.
@@ -573,7 +573,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     const Pt2Insn *insn = &dec.insns[t->snapshot.insn];
     /* Inside a try/with block the instruction runs under a handler of the
      * replacement that hands the exception to resume_raise_at_<offset>,
-     * which raises it again inside the original block (bytecode.c). */
+     * which raises it again inside the original block (bytecode_resume.c). */
     bool in_try = insn->exc_handler >= 0;
     const char *opname = pt2_bc_opname(insn->opcode);
     bool is_call = strcmp(opname, "CALL") == 0, is_call_ex = strcmp(opname, "CALL_FUNCTION_EX") == 0;

@@ -2,7 +2,7 @@
  *
  * capture/ is pt2's TorchDynamo: the only code that includes Python.h.
  * This header is the boundary between the frame layer (hook.c: the PEP 523
- * eval-frame hook, the per-code cache in co_extra; bytecode.c: decoding and
+ * eval-frame hook, the per-code cache in co_extra; bytecode*.c: decoding and
  * assembling code objects) and the compiler layer (symbolic evaluation,
  * guards, the compiled-graph callable), so each side can change alone.
  *

@@ -7,7 +7,8 @@
  *   - struct _PyInterpreterFrame (internal/pycore_frame.h) and the three
  *     operations the hook performs on a frame that has been pushed but not
  *     started: read its inputs, swap its code object, abandon it.
- * Only hook.c and bytecode.c include it; never include it from a header.
+ * Only hook.c and the bytecode*.c files include it; never include it from
+ * a header.
  *
  * The internal header ships with pyenv builds and Debian/Ubuntu -dev
  * packages.  Py_BUILD_CORE is defined only around that include so the rest

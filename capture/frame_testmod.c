@@ -1,7 +1,7 @@
 /*===- frame_testmod.c - _pt2_frame_test: the frame layer from Python -----===*
  *
- * TEMPORARY, test-only (tests/capture/test_frame.py).  Exposes hook.c and
- * bytecode.c to Python until pt2._C (capture/module.c) exists, with:
+ * TEMPORARY, test-only (tests/capture/test_frame*.py).  Exposes hook.c and
+ * bytecode*.c to Python until pt2._C (capture/module.c) exists, with:
  *   - a frame compiler that calls a Python callable
  *         compiler(code, f_locals_at_entry, func) -> None | False | (guard_spec, code)
  *     (None: run the original; False: skip this code; a tuple: cache and

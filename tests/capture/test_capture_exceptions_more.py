@@ -541,7 +541,7 @@ def _other_pythons():
 
 
 def _build_frame_test(python):
-    """_pt2_frame_test (hook.c, bytecode.c, frame_testmod.c: no torch) for
+    """_pt2_frame_test (hook.c, bytecode*.c, frame_testmod.c: no torch) for
     another CPython, into build/frame-test-<version>/ (rebuilt when a source
     is newer)."""
     info = subprocess.run([python, "-c", "import sysconfig, sys; print(sysconfig.get_paths()['include']); "
@@ -554,8 +554,10 @@ def _build_frame_test(python):
         pytest.skip(f"{python} has no internal headers")
     out_dir = os.path.join(REPO, "build", f"frame-test-{version}")
     out = os.path.join(out_dir, "_pt2_frame_test" + suffix)
-    sources = [os.path.join(REPO, "capture", f) for f in ("hook.c", "bytecode.c", "frame_testmod.c")]
-    headers = [os.path.join(REPO, "capture", f) for f in os.listdir(os.path.join(REPO, "capture")) if f.endswith(".h")]
+    capture = sorted(os.listdir(os.path.join(REPO, "capture")))
+    bytecode = [f for f in capture if f.startswith("bytecode") and f.endswith(".c")]
+    sources = [os.path.join(REPO, "capture", f) for f in ["hook.c", *bytecode, "frame_testmod.c"]]
+    headers = [os.path.join(REPO, "capture", f) for f in capture if f.endswith(".h")]
     if not os.path.exists(out) or any(os.path.getmtime(s) > os.path.getmtime(out) for s in sources + headers):
         os.makedirs(out_dir, exist_ok=True)
         cc = sysconfig.get_config_var("CC") or "cc"
