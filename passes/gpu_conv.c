@@ -33,7 +33,16 @@
  * the bias shift and, unless scale is 1, the weight w · scale, both computed
  * by loops in front of the call (then the call is "_scaled" and also takes
  * the unscaled weight, before the scratch, for cuDNN's unfused call); it
- * needs a shift.  An epilogue whose output bufferization put in x's or the
+ * needs a shift.  Those loops follow a marker,
+ *
+ *   call @pt2_gpu_fold_<n>()
+ *   w · scale, shift                                   (only cuDNN's fused call reads them)
+ *   call @pt2_gpu_conv_..._<n>(...)
+ *
+ * so that the plan runs them only for a call that will be the fused one
+ * (runtime/gpu_kernel.c): cuDNN's graph API, the unfused call and the loops
+ * read the unscaled weight and the kept epilogue computes scale and shift
+ * itself.  An epilogue whose output bufferization put in x's or the
  * residual's buffer gets a buffer of its own (buffers.h, own_buffer_from).
  *
  * Moving the loops down to the call is allowed only if nothing between
@@ -311,10 +320,15 @@ static int call_operands(Builder *b, Conv *c, MlirValue scratch, MlirValue *args
 
 static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation to, int index) {
     Builder b = builder_before(to);
+    char name[256];
+    if (c->scaled || c->bias_built) {
+        /* what follows up to the call only feeds cuDNN's fused call: the plan runs it only for that call */
+        snprintf(name, sizeof name, "pt2_gpu_fold_%d", index);
+        gpu_build_call(&b, module, name, NULL, 0);
+    }
     MlirValue args[8];
     int n = call_operands(&b, c, scratch, args);
     const ConvGeometry *g = &c->geo;
-    char name[256];
     snprintf(name, sizeof name, "pt2_gpu_conv_%s_s%lldx%lld_p%lldx%lld_d%lldx%lld_g%lld%s%s%s%s_%d", gpu_float_name(c->elem),
              (long long)g->stride[0], (long long)g->stride[1], (long long)g->padding[0], (long long)g->padding[1],
              (long long)g->dilation[0], (long long)g->dilation[1], (long long)g->groups,

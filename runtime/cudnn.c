@@ -44,6 +44,14 @@
  * entry's algorithm and every refusal.  One handle for the process, used
  * under a lock (its stream is set per call).
  *
+ * The scaled weight and a computed bias are the results of the plan's
+ * "fold" launches in front of the entry, which only the fused call reads:
+ * before them the plan asks pt2_cudnn_conv_reads_folded (which makes the
+ * entry if needed) and runs them only when the entry's next call is the
+ * fused one, then tells pt2_cudnn_conv whether they ran.  A call whose
+ * folds did not run never takes the fused call (its graph plan failed in
+ * between: the unfused call and the epilogue kernel, that once).
+ *
  * The library is PT2_CUDNN_LIBRARY if set (only that: a path that does not
  * load means no cuDNN, which is how the tests run the fallback), else
  * libcudnn.so.9, .8, libcudnn.so (in a process that imported torch, its
@@ -535,9 +543,13 @@ static Scale scale(const Pt2Conv *e, double v) {
  * interleave them. */
 static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done);
+static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, bool folded, void *stream, Pt2ConvDone *out_done);
 
-int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
+/* The entry (parsed at its first call) and whether cuDNN is tried on these
+ * operands (*out_try; if not, *out_done is what to report); -1: malformed. */
+static int entry_for(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, bool *out_try,
+                     Pt2ConvDone *out_done) {
+    *out_try = false;
     *out_done = PT2_CONV_DONE_NOTHING;
     if (!*entry && !(*entry = parse_entry(what))) return -1;
     Pt2Conv *e = *entry;
@@ -555,15 +567,51 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, 
         /* kernels chosen without pointers may assume 16-byte aligned ones: a view at an odd offset runs the loops */
         if ((uintptr_t)element(&ops[i], i == n_ops - 1 ? 1 : e->elem_bytes) % 16 != 0) return 0;
     }
-    if (!load_cudnn()) return 0;
+    *out_try = load_cudnn();
+    return 0;
+}
+
+/* The entry's graph plan or legacy descriptors for these operands, made
+ * (again) if not made for the current TF32 flag and scratch; under the lock,
+ * the handle on `stream` (where PT2_CUDNN_BENCHMARK times the plans). */
+static void make_if_needed(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream) {
+    size_t scratch_bytes = (size_t)ops[n_ops - 1].sizes[0];
+    if (!e->made || e->made_tf32 != tf32_key(e) || e->made_scratch != scratch_bytes) make(e, ops, scratch_bytes, stream);
+}
+
+/* The next call runs the legacy fused call (folded operands permitting). */
+static bool runs_fused(const Pt2Conv *e) {
+    return !e->refused && !e->graph && e->legacy && e->bias && !e->fused_refused;
+}
+
+int pt2_cudnn_conv_reads_folded(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream,
+                                bool *out_reads) {
+    bool try_cudnn;
+    Pt2ConvDone done;
+    *out_reads = false;
+    if (entry_for(entry, what, ops, n_ops, &try_cudnn, &done) != 0) return -1;
+    if (!try_cudnn) return 0; /* the loops, or nothing to write: neither reads them */
     pthread_mutex_lock(&handle_lock);
-    run_entry(e, ops, n_ops, stream, out_done);
+    if (p_cudnnSetStream(handle, stream) == 0) make_if_needed(*entry, ops, n_ops, stream);
+    *out_reads = (*entry)->made && runs_fused(*entry);
     pthread_mutex_unlock(&handle_lock);
     return 0;
 }
 
-/* The entry's descriptors (made if needed), then the fused or the plain call. */
-static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream, Pt2ConvDone *out_done) {
+int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, bool folded, void *stream,
+                   Pt2ConvDone *out_done) {
+    bool try_cudnn;
+    if (entry_for(entry, what, ops, n_ops, &try_cudnn, out_done) != 0) return -1;
+    if (!try_cudnn) return 0;
+    pthread_mutex_lock(&handle_lock);
+    run_entry(*entry, ops, n_ops, folded, stream, out_done);
+    pthread_mutex_unlock(&handle_lock);
+    return 0;
+}
+
+/* The entry's descriptors (made if needed), then the fused or the plain
+ * call; the fused call only if the folded operands were computed. */
+static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, bool folded, void *stream, Pt2ConvDone *out_done) {
     const Pt2GpuOperand *y = &ops[2], *scratch = &ops[n_ops - 1];
     size_t scratch_bytes = (size_t)scratch->sizes[0];
     cudnnStatus_t s = p_cudnnSetStream(handle, stream);
@@ -571,7 +619,7 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *str
         if (logging) fprintf(stderr, "pt2 cudnn: cudnnSetStream failed (%s); the loops run\n", status_text(s));
         return;
     }
-    if (!e->made || e->made_tf32 != tf32_key(e) || e->made_scratch != scratch_bytes) make(e, ops, scratch_bytes, stream);
+    make_if_needed(e, ops, n_ops, stream);
     if (e->refused) return;
     const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
     void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
@@ -596,7 +644,14 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *str
         }
     }
     Scale one = scale(e, 1.0), zero = scale(e, 0.0);
-    if (e->bias && !e->fused_refused) {
+    if (runs_fused(e) && !folded && logging) {
+        /* decided before the fold launches (the graph plan then) and changed since (it failed) */
+        fprintf(stderr,
+                "pt2 cudnn: %s: the folded operands were not computed for this call; the unfused call and the epilogue "
+                "kernel\n",
+                e->what);
+    }
+    if (runs_fused(e) && folded) {
         const void *z = e->residual ? element(&ops[4], e->elem_bytes) : y_data;
         Scale alpha2 = e->residual ? one : zero; /* without a residual z is y, weighted 0 */
         s = p_cudnnConvolutionBiasActivationForward(handle, &one, e->x_desc, x, e->w_desc, w, e->conv_desc, e->fused_algo, work,

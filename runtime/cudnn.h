@@ -15,15 +15,25 @@ typedef enum Pt2ConvDone {
 } Pt2ConvDone;
 
 /* The plan entry `what`,
- * "conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu]]"
+ * "conv_<t>_s<sh>x<sw>_p<ph>x<pw>_d<dh>x<dw>_g<groups>[_bias[_res][_relu][_scaled]]"
  * (passes/gpu_conv.c) with operands x [N, C, H, W], w [O, C/G, KH, KW],
- * y [N, O, OH, OW][, bias [O][, residual like y]], scratch (i8 [bytes]), on
- * `stream`.  *entry starts NULL and is filled at the first call.  Returns 0
- * with *out_done saying what cuDNN did (cuDNN missing or refusing the shape
- * is not an error: the plan's loops compute it), or -1 with pt2's error set
- * for a malformed entry. */
-int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, void *stream,
+ * y [N, O, OH, OW][, bias [O][, residual like y]][, w unscaled], scratch
+ * (i8 [bytes]), on `stream`.  *entry starts NULL and is filled at the first
+ * call.  `folded`: whether the plan computed this call's folded operands
+ * (the scaled w and a computed bias: the launches after @pt2_gpu_fold_<n>)
+ * or it has none; if not, the fused call, their only reader, does not run.
+ * Returns 0 with *out_done saying what cuDNN did (cuDNN missing or refusing
+ * the shape is not an error: the plan's loops compute it), or -1 with pt2's
+ * error set for a malformed entry. */
+int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, bool folded, void *stream,
                    Pt2ConvDone *out_done);
+/* Before the entry's fold launches: whether its next call on these operands
+ * will be the fused call, which alone reads them (neither the graph API's
+ * plain convolution, the unfused call, nor the loops do).  Makes the entry
+ * as pt2_cudnn_conv would if it is not made yet.  0, or -1 for a malformed
+ * entry. */
+int pt2_cudnn_conv_reads_folded(Pt2Conv **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, void *stream,
+                                bool *out_reads);
 void pt2_cudnn_conv_free(Pt2Conv *entry);
 
 /* Before a CUDA graph capture: opens libcudnn and creates pt2's handle, so

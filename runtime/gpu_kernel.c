@@ -21,7 +21,12 @@
  * its fallback: a gemm's epilogue, run only when cuBLASLt could not do it
  * ("unless <entry>"); a conv's loops, run only when cuDNN did not compute
  * the result ("unless <entry> result"), then, after
- * @pt2_gpu_fallback_epilogue_*, its epilogue ("unless <entry>").
+ * @pt2_gpu_fallback_epilogue_*, its epilogue ("unless <entry>").  The
+ * kernels between a @pt2_gpu_fold_<n> marker and the next library call
+ * compute operands only cuDNN's fused call reads (a batch norm's scaled
+ * weight and shift, passes/gpu_conv.c): "fold <entry>", run only when that
+ * entry's next call will be the fused one (runtime/cudnn.c decides before
+ * them, and the call then knows whether they ran).
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,7 +52,7 @@
 
 char *pt2_operation_to_text(MlirOperation op, bool debug_info);
 
-#define PLAN_MAGIC "pt2-gpu-plan-v3"
+#define PLAN_MAGIC "pt2-gpu-plan-v4"
 #define WORKSPACE_ALIGN 256
 
 typedef enum ArgKind { ARG_INPUT_OUTPUT = 'a', ARG_WORKSPACE = 'w', ARG_CONSTANT = 'c', ARG_SCALAR = 's' } ArgKind;
@@ -72,6 +77,7 @@ typedef struct GpuLaunch {
     GpuArg *args;
     int unless;      /* the library call this launch is the fallback of, or -1 */
     Done unless_done;
+    int fold_of;     /* the library call (after it) whose fused call alone reads what this launch computes, or -1 */
     Pt2CuFunction *loaded;
     Pt2Gemm *gemm;   /* a cuBLAS entry's state (runtime/cublas.c) */
     Pt2Conv *conv;   /* a cuDNN entry's state (runtime/cudnn.c) */
@@ -136,6 +142,7 @@ typedef struct PlanBuilder {
     char **module_names;
     int fallback_of; /* the library call whose fallback kernels are being read, or -1 */
     Done fallback_unless;
+    int fold_first;  /* the first launch after a @pt2_gpu_fold_<n> marker not yet followed by its call, or -1 */
 } PlanBuilder;
 
 static void plan_error(MlirOperation at, const char *msg) {
@@ -306,6 +313,7 @@ static int plan_launch(PlanBuilder *pb, MlirOperation op) {
     memset(l, 0, sizeof *l);
     l->unless = pb->fallback_of;
     l->unless_done = pb->fallback_unless;
+    l->fold_of = -1; /* set by the library call that follows, if a fold marker is open */
     MlirAttribute kernel = attr(op, "kernel");
     l->module = module_index(pb, mlirSymbolRefAttrGetRootReference(kernel));
     MlirStringRef fn = mlirSymbolRefAttrGetLeafReference(kernel);
@@ -353,7 +361,7 @@ static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
     memset(l, 0, sizeof *l);
     MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(attr(op, "callee"));
     l->module = -1;
-    l->unless = -1;
+    l->unless = l->fold_of = -1;
     /* drop the "pt2_gpu_" prefix and the "_<n>" suffix that makes the symbol unique */
     int len = (int)callee.length - 8;
     while (len > 0 && callee.data[8 + len - 1] != '_') --len;
@@ -370,6 +378,9 @@ static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
                     strstr(l->function, "_gelu");
     pb->fallback_of = !is_gemm(l) || epilogue ? k->n_launches : -1;
     pb->fallback_unless = is_gemm(l) ? DONE_EPILOGUE : DONE_RESULT;
+    /* the launches since @pt2_gpu_fold_<n> compute what only this call's fused form reads */
+    for (int j = pb->fold_first; j >= 0 && j < k->n_launches; ++j) k->launches[j].fold_of = k->n_launches;
+    pb->fold_first = -1;
     k->n_launches++;
     return 0;
 }
@@ -425,6 +436,8 @@ static int build_plan(PlanBuilder *pb) {
             pb->fallback_unless = DONE_EPILOGUE;
         } else if (is_call_to(op, "pt2_gpu_fallback_end_")) {
             pb->fallback_of = -1;
+        } else if (is_call_to(op, "pt2_gpu_fold_")) {
+            pb->fold_first = k->n_launches;
         } else if (!(arith || is_op(op, "memref.dealloc") || is_op(op, "func.return") || is_op(op, "memref.expand_shape") ||
                      is_op(op, "memref.collapse_shape") || is_op(op, "memref.subview") || is_op(op, "memref.reinterpret_cast") ||
                      is_op(op, "memref.cast"))) {
@@ -472,6 +485,7 @@ static char *plan_to_text(const Pt2GpuKernel *k) {
         text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d", l->module, l->function, l->grid[0],
                     l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared_bytes, l->n_args);
         if (l->unless >= 0) text_printf(&t, " unless %d%s", l->unless, l->unless_done == DONE_RESULT ? " result" : "");
+        if (l->fold_of >= 0) text_printf(&t, " fold %d", l->fold_of);
         text_printf(&t, "\n");
         for (int j = 0; j < l->n_args; ++j) {
             const GpuArg *a = &l->args[j];
@@ -527,6 +541,8 @@ static int plan_from_text(Pt2GpuKernel *k, const char *text) {
                 l->unless_done = DONE_RESULT;
             }
         }
+        l->fold_of = -1;
+        if (sscanf(p, " fold %d%n", &l->fold_of, &n) == 1) p += n;
         l->args = calloc((size_t)l->n_args + 1, sizeof *l->args);
         for (int j = 0; j < l->n_args; ++j) {
             GpuArg *a = &l->args[j];
@@ -557,6 +573,10 @@ static int plan_from_text(Pt2GpuKernel *k, const char *text) {
                 p += n;
             }
         }
+    }
+    for (int i = 0; i < k->n_launches; ++i) {
+        int c = k->launches[i].fold_of; /* a library call after the launch */
+        if (c >= 0 && (c <= i || c >= k->n_launches || k->launches[c].module != -1)) return -1;
     }
     for (int i = 0; i < k->n_constants; ++i) {
         size_t bytes;
@@ -734,7 +754,7 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
         goto error;
     }
     pb.k = k;
-    pb.fallback_of = -1;
+    pb.fallback_of = pb.fold_first = -1;
     pb.module = module;
     pb.func = pt2_kernel_find_func(module, func_name);
     if (build_plan(&pb) != 0) goto error;
@@ -875,11 +895,9 @@ static uint64_t arg_base(const Pt2GpuKernel *k, const GpuArg *a, void *const *de
                                        : k->constants[a->root].device;
 }
 
-/* A library call: its operands, then cuBLAS or cuDNN; *out_done says how
- * much of its fallback the plan may skip. */
-static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream,
-                               Done *out_done) {
-    Pt2GpuOperand ops[8];
+/* A library call's operands (at most 8) for this launch. */
+static int library_operands(const Pt2GpuKernel *k, const GpuLaunch *l, void *const *device_pointers, void *workspace,
+                            Pt2GpuOperand *ops) {
     if (l->n_args > 8) {
         pt2_set_error("internal: a library call %s with %d operands", l->function, l->n_args);
         return -1;
@@ -896,6 +914,16 @@ static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const 
             ops[i].strides[d] = a->strides[d];
         }
     }
+    return 0;
+}
+
+/* A library call: its operands, then cuBLAS or cuDNN; *out_done says how
+ * much of its fallback the plan may skip.  `folded`: the launches marked
+ * "fold" for it ran in this launch of the plan (or it has none). */
+static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream,
+                               bool folded, Done *out_done) {
+    Pt2GpuOperand ops[8];
+    if (library_operands(k, l, device_pointers, workspace, ops) != 0) return -1;
     if (is_gemm(l)) {
         bool epilogue_done;
         int rc = pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, stream, &epilogue_done);
@@ -903,9 +931,21 @@ static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const 
         return rc;
     }
     Pt2ConvDone done;
-    int rc = pt2_cudnn_conv(&l->conv, l->function, ops, l->n_args, stream, &done);
+    int rc = pt2_cudnn_conv(&l->conv, l->function, ops, l->n_args, folded, stream, &done);
     *out_done = done == PT2_CONV_DONE_EPILOGUE ? DONE_EPILOGUE : done == PT2_CONV_DONE_RESULT ? DONE_RESULT : DONE_NOTHING;
     return rc;
+}
+
+/* Whether library call l, in this launch, will read what its "fold"
+ * launches compute (cuDNN's fused call; the entry is made here if it was
+ * not yet).  A gemm has none: yes. */
+static int library_call_reads_folded(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace,
+                                     void *stream, bool *out_reads) {
+    Pt2GpuOperand ops[8];
+    *out_reads = true;
+    if (is_gemm(l)) return 0;
+    if (library_operands(k, l, device_pointers, workspace, ops) != 0) return -1;
+    return pt2_cudnn_conv_reads_folded(&l->conv, l->function, ops, l->n_args, stream, out_reads);
 }
 
 /* Kernels assume 16-byte aligned buffers (llvm.align on their parameters:
@@ -931,14 +971,28 @@ static int check_aligned(const Pt2GpuKernel *k, void *const *device_pointers, vo
 static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
     int call = -1;            /* the last library call */
     Done done = DONE_NOTHING; /* and what it did */
+    int fold_call = -1;       /* the library call whose fold launches were decided last */
+    bool folds_run = true;    /* and whether they run */
     for (int i = 0; i < k->n_launches; ++i) {
         GpuLaunch *l = &k->launches[i];
         if (l->module < 0) {
-            if (launch_library_call(k, l, device_pointers, workspace, stream, &done) != 0) return -1;
+            /* with fold launches, the call reads them only if they ran, which it is told */
+            bool folded = fold_call != i || folds_run;
+            if (launch_library_call(k, l, device_pointers, workspace, stream, folded, &done) != 0) return -1;
             call = i;
             continue;
         }
-        if (l->unless >= 0 && l->unless == call && done >= l->unless_done) continue;
+        bool skip = l->unless >= 0 && l->unless == call && done >= l->unless_done;
+        if (l->fold_of >= 0) {
+            if (l->fold_of != fold_call) { /* decided once, before the first of them */
+                fold_call = l->fold_of;
+                GpuLaunch *c = &k->launches[fold_call];
+                if (library_call_reads_folded(k, c, device_pointers, workspace, stream, &folds_run) != 0) return -1;
+            }
+            folds_run = folds_run && !skip; /* one skipped: the call must not read them */
+            if (!folds_run) continue;
+        }
+        if (skip) continue;
         uint64_t words[256];
         void *params[256];
         if (l->n_args > 256) {

@@ -52,7 +52,7 @@ def test_compiles_to_ptx_for_sm90(name):
     build, specs, launches = CASES[name]
     k = _graph(build, *specs).compile(device="cuda")
     plan = k.plan
-    assert plan.startswith("pt2-gpu-plan-v3\n")
+    assert plan.startswith("pt2-gpu-plan-v4\n")
     if launches is not None:
         assert k.num_launches == launches, plan[:2000]
     mods = _ptx_modules(plan)
@@ -274,14 +274,18 @@ DT_NAME = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_conv_bn_relu_is_one_fused_call(dtype):
     """Without freezing, conv + batch_norm + relu: two small loops (w * scale over the weight,
-    the shift over the channels) run before the call, which is cuDNN's fused call with that
-    bias and relu (_scaled: it also gets the unscaled weight, before the scratch, for its
-    unfused call); the conv's loops are its fallback and the batch norm kernel the epilogue's."""
+    the shift over the channels) before the call, marked "fold 2": the plan runs them only
+    when the entry's call will be cuDNN's fused call with that bias and relu (_scaled: it also
+    gets the unscaled weight, before the scratch, for its unfused call and cuDNN's graph API);
+    the conv's loops are its fallback and the batch norm kernel the epilogue's."""
     k = _conv_bn(dtype, (4, 8, 96, 96), 16)
     launches = _launches(k.plan)
     i, entry = _entry(k.plan)
     assert entry.startswith(f"launch -1 conv_{DT_NAME[dtype]}_s1x1_p1x1_d1x1_g1_bias_relu_scaled ") and entry.endswith("args 6"), k.plan[:3000]
-    assert i == 2 and not any(" unless " in line for line in launches[:2]), launches
+    assert i == 2 and all(line.endswith(" fold 2") and " unless " not in line for line in launches[:2]), launches
+    assert not any(" fold " in line for line in launches[2:]), launches
+    again = _conv_bn(dtype, (4, 8, 96, 96), 16)  # the plan read back from the cache keeps its fold marks
+    assert again.from_cache and again.plan == k.plan
     assert all(line.endswith(" unless 2 result") for line in launches[3:-1]) and launches[-1].endswith(" unless 2"), launches
     ops = _entry_operands(k.plan)
     assert ops[0] == "a 0" and ops[1].startswith("w ") and ops[2] == "a 6" and ops[3].startswith("w ") and ops[4] == "a 1", ops
@@ -299,12 +303,27 @@ def test_conv_bn_residual_relu_and_strided_depthwise(dtype):
     assert _entry(k.plan)[1].startswith(f"launch -1 conv_{DT_NAME[dtype]}_s2x2_p1x1_d1x1_g16_bias_scaled "), k.plan[:2000]
 
 
+def test_two_biases_are_summed_for_the_fused_call_only():
+    """relu(conv + b1 + b2): no scale, the weight as it is; b1 + b2 is one small loop before the
+    call, marked "fold": only cuDNN's fused call reads that sum (the graph API's plain conv and
+    the fallback leave both biases to the epilogue kernel)."""
+    specs = [(torch.float16, (2, 8, 32, 32)), (torch.float16, (8, 8, 3, 3)), (torch.float16, (1, 8, 1, 1)), (torch.float16, (8, 1, 1))]
+    build = lambda g, x, w, b1, b2: g.op("relu", g.op("add", g.op("add", g.op("conv2d", x, w, padding=[1, 1]), b1), b2))  # noqa: E731
+    k = _graph(build, *specs).compile(device="cuda")
+    launches = _launches(k.plan)
+    i, entry = _entry(k.plan)
+    assert entry.startswith("launch -1 conv_f16_s1x1_p1x1_d1x1_g1_bias_relu ") and entry.endswith("args 5"), launches
+    assert i == 1 and launches[0].endswith(" fold 1"), launches
+    assert not any(" fold " in line for line in launches[1:]), launches
+
+
 def test_small_conv_bn_is_not_folded():
     """When the result is not bigger than the weight by enough to pay for scaling the weight
     at every call, the batch norm stays a kernel after the plain call."""
     k = _conv_bn(torch.float32, (1, 32, 8, 8), 64)
     launches = _launches(k.plan)
     assert launches[0].startswith("launch -1 conv_f32_s1x1_p1x1_d1x1_g1 "), launches
+    assert not any(" fold " in line for line in launches), launches
     assert " unless " not in launches[-1], launches  # the batch norm, after the fallback region
 
 
@@ -317,6 +336,7 @@ def test_frozen_conv_bn_relu(dtype):
     assert k.has_prologue and k.frozen_inputs == [1, 2, 3, 4, 5]
     launches = _launches(k.plan)
     assert launches[0].startswith(f"launch -1 conv_{DT_NAME[dtype]}_s1x1_p1x1_d1x1_g1_bias_relu ") and launches[0].endswith("args 5"), launches
+    assert not any(" fold " in line for line in launches), launches  # nothing computed per call for the fused call
     ops = _entry_operands(k.plan)
     assert {ops[1], ops[3]} == {"a 6", "a 7"} and ops[2] == "a 8", ops  # the hoisted weight and shift; the output
     prologue = _launches(k.prologue_plan)

@@ -2,7 +2,9 @@
 eager CUDA PyTorch in the same dtype and a float64 oracle: odd sizes, stride, padding,
 dilation, groups and depthwise in f32/f16/bf16/f64; bias, residual and relu fused into
 cuDNN's call; batch norms after convolutions folded into it (passes/gpu_conv_fold.c: the
-weight scaled at every call; pt2-freeze: once), their parameters changed between calls;
+weight scaled at every call, by fold kernels that run only for cuDNN's legacy fused call;
+pt2-freeze: once), through cuDNN's graph API and its legacy API, their parameters changed
+between calls;
 non-contiguous and channels-last inputs; the same graphs without cuDNN (their fallback
 loops); TF32 following torch.backends.cudnn.allow_tf32; nn.Module models through
 pt2.compile (also frozen, also as CUDA graphs).  Skipped without a CUDA device."""
@@ -458,12 +460,15 @@ def _flat_args(x, wt, params, b, r):
     return [x, wt, *params] + ([b] if b is not None else []) + ([r] if r is not None else [])
 
 
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 @pytest.mark.parametrize("form", range(len(BN_FORMS)))
-def test_conv_batch_norm(form, dtype):
+def test_conv_batch_norm(form, dtype, cudnn_api):
     """conv [+ bias] + batch_norm [+ residual] [+ relu], not frozen: where it pays, the weight is
     scaled and the bias computed in front of one fused cuDNN call (the entry ends in _scaled);
-    f16/bf16 scale in f32.  Called twice with new parameters (the fold reads them at every call)."""
+    f16/bf16 scale in f32.  Called twice with new parameters (the fold reads them at every call).
+    With the graph API the fold kernels do not run (the plain conv reads the unscaled weight and
+    the epilogue kernel applies the batch norm); with the legacy API they feed the fused call."""
     f = BN_FORMS[form]
     k, out_shape = _bn_graph(f, dtype)
     (entry,) = conv_entries(k.plan)
@@ -504,21 +509,35 @@ def test_conv_batch_norm_frozen(dtype):
     check(fresh, first(), _bn_eager(f, x, wt, params, b, r), dtype, layers=3)
 
 
-def test_conv_batch_norm_runs_no_epilogue_kernel():
-    """With the profiler: per call, the folded conv + bn + relu is the two small loops in front
-    of cuDNN's fused call (no epilogue kernel); frozen, only cuDNN's call."""
+def _fold_kernels(plan):
+    """The kernels the plan runs only for a conv entry's legacy fused call ("fold <entry>")."""
+    return [line.split()[2] for line in plan.splitlines() if line.startswith("launch ") and " fold " in line]
+
+
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
+def test_conv_batch_norm_kernels_per_api(cudnn_api):
+    """With the profiler, per call of conv + bn + relu (f16, folded): with the legacy API the two
+    fold kernels in front of cuDNN's fused call and no epilogue kernel; with the graph API the
+    fold kernels are skipped (nothing would read them) and the epilogue kernel applies the batch
+    norm and relu after the plain conv.  Frozen: no fold kernels in the plan at all; the fused
+    call alone (legacy) or the conv and its bias + relu kernel (graph)."""
     f = BN_FORMS[0]
-    os.environ["PT2_CUDNN_API"] = "legacy"  # the legacy fused call (the graph API may leave the epilogue a kernel)
-    try:
-        for frozen, pt2_kernels in ((False, 2), (True, 0)):
-            k, out_shape = _bn_graph(f, F16, frozen=frozen)
-            args = _flat_args(*_bn_inputs(f, F16, 131, out_shape))
-            k(*args)  # descriptors, algorithm, the prologue
-            (got,), names = _cuda_kernel_names(lambda: k(*args))
-            assert sum(n.startswith("pt2_") for n in names) == pt2_kernels, (frozen, names)
-            assert len(names) > pt2_kernels, names  # cuDNN's
-    finally:
-        del os.environ["PT2_CUDNN_API"]
+    for frozen in (False, True):
+        k, out_shape = _bn_graph(f, F16, frozen=frozen)
+        folds = _fold_kernels(k.plan)
+        assert len(folds) == (0 if frozen else 2), k.plan[:3000]
+        x, wt, params, b, r = _bn_inputs(f, F16, 131, out_shape)
+        args = _flat_args(x, wt, params, b, r)
+        k(*args)  # descriptors, algorithm or graph plan, the prologue
+        (got,), names = _cuda_kernel_names(lambda: k(*args))
+        ours = [n for n in names if n.startswith("pt2_")]
+        if cudnn_api == "legacy":
+            assert sorted(ours) == sorted(folds), (frozen, names)  # the fused call did the epilogue
+        else:
+            assert len(ours) == 1 and ours[0] not in folds, (frozen, names)  # the epilogue kernel only
+        assert len(names) > len(ours), names  # cuDNN's
+        d = lambda t: None if t is None else t.double()  # noqa: E731
+        check(got, _bn_eager(f, d(x), d(wt), [p.double() for p in params], d(b), d(r)), _bn_eager(f, x, wt, params, b, r), F16, layers=3)
 
 
 BN_FALLBACK_SCRIPT = r"""
@@ -560,11 +579,13 @@ def _bottleneck(dtype):
     return bottleneck().to(device="cuda", dtype=dtype)
 
 
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 @pytest.mark.parametrize("freeze", [False, True])
-def test_bottleneck_module(freeze, dtype):
+def test_bottleneck_module(freeze, dtype, cudnn_api):
     """gpu_models.Bottleneck (batch norms after every conv, grouped strided 3x3 with a bias, a
-    downsampling shortcut) through pt2.compile, frozen or not, against eager CUDA and float64."""
+    downsampling shortcut) through pt2.compile, frozen or not, through either cuDNN API (the
+    fold kernels run or are skipped), against eager CUDA and float64."""
     m = _bottleneck(dtype)
     fast = pt2.compile(m, freeze=freeze)
     with torch.no_grad():
@@ -573,9 +594,11 @@ def test_bottleneck_module(freeze, dtype):
             check(fast(x), _bottleneck(F64)(x.double()), m(x), dtype, layers=6)
 
 
-def test_bottleneck_parameters_changed_between_calls():
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
+def test_bottleneck_parameters_changed_between_calls(cudnn_api):
     """Not frozen, a batch norm's statistics and a conv's weight changed in place between calls
-    (what load_state_dict or an optimizer does): the next call uses them."""
+    (what load_state_dict or an optimizer does): the next call uses them (legacy: the fold
+    kernels read them; graph: the epilogue kernels)."""
     m = _bottleneck(F32)
     fast = pt2.compile(m)
     ref = _bottleneck(F64)
@@ -607,8 +630,12 @@ def test_bottleneck_frozen_recompiles_when_parameters_change(dtype):
         check(fast(x), ref(x.double()), m(x), dtype, layers=6)
 
 
+@pytest.mark.parametrize("cudnn_api", ["legacy", "graph"], indirect=True)
 @pytest.mark.parametrize("freeze", [False, True])
-def test_bottleneck_as_cuda_graph(freeze):
+def test_bottleneck_as_cuda_graph(freeze, cudnn_api):
+    """mode="reduce-overhead": the entries are made at the warm-up call, so the captured graph
+    holds the fold kernels and the fused calls (legacy) or neither (graph); replays with new
+    inputs match eager."""
     m = _bottleneck(F16)
     fast = pt2.compile(m, mode="reduce-overhead", freeze=freeze)
     with torch.no_grad():

@@ -5,9 +5,13 @@ groups, cross-correlation, compute and math types, TF32, the first ranked algori
 and fits the scratch, the fused call's activation, bias, residual and weights, the unscaled
 weight of a folded batch norm for the unfused call) and that every
 failure (no library, cudnnCreate, no algorithm, the fused call, the plain call, the stream)
-leaves the work to the plan's loops instead of failing the launch.  The fake has no graph
-(backend) API, so runtime/cudnn_graph.c finds none and the legacy calls run, as with a cuDNN
-without it.  The real library runs in tests/gpu/test_gpu_conv.py on a GPU."""
+leaves the work to the plan's loops instead of failing the launch.  The fake is built twice:
+without the graph (backend) API, so that runtime/cudnn_graph.c finds none and the legacy calls
+run, as with a cuDNN without it; and with a minimal one (-DFAKE_GRAPH_API), so that the graph
+plan runs, fails at make or at run time.  The probe asks, as the launch plan does, whether an
+entry's fold launches (the scaled weight, a computed bias) run before each call: only for the
+legacy fused call, their one reader.  The real library runs in tests/gpu/test_gpu_conv.py on a
+GPU; tests/gpu/test_gpu_plan_fake.py runs whole launch plans on these fakes."""
 import os
 import shutil
 import subprocess
@@ -26,21 +30,34 @@ FLOAT, DOUBLE, HALF, BFLOAT16 = 0, 1, 2, 9
 DEFAULT_MATH, TENSOR_OP_MATH, FMA_MATH = 0, 1, 3
 
 
+def build_fake_cudnn(d, graph_api):
+    """The stand-in libcudnn in directory d, with or without the graph API; its path."""
+    lib = os.path.join(str(d), "libfakecudnn_graph.so" if graph_api else "libfakecudnn.so")
+    subprocess.run([CC, "-shared", "-fPIC", "-o", lib, os.path.join(HERE, "fake_cudnn", "fake_cudnn.c")] + (["-DFAKE_GRAPH_API"] if graph_api else []),
+                   check=True)
+    return lib
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("fake_cudnn")
-    lib, probe = str(d / "libfakecudnn.so"), str(d / "probe")
-    subprocess.run([CC, "-shared", "-fPIC", "-o", lib, os.path.join(HERE, "fake_cudnn", "fake_cudnn.c")], check=True)
+    lib, graph_lib, probe = build_fake_cudnn(d, False), build_fake_cudnn(d, True), str(d / "probe")
     subprocess.run([CC, "-o", probe, os.path.join(HERE, "fake_cudnn", "probe.c"), os.path.join(ROOT, "runtime", "cudnn.c"),
                     os.path.join(ROOT, "runtime", "cudnn_graph.c"), os.path.join(ROOT, "runtime", "dylib.c"), "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "include"),
                     "-I" + MLIR_INCLUDE, "-ldl", "-lpthread"], check=True)
-    return lib, probe
+    return lib, graph_lib, probe
 
 
-def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0, layout="nchw"):
-    lib, exe = built
-    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or lib, FAKE_CUDNN=fake, PT2_LOGS="cudnn", PROBE_X_OFFSET=str(x_offset),
-               PROBE_LAYOUT=layout)
+def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0, layout="nchw", graph=False, api=None,
+          folds=None):
+    """Runs the probe: `graph` with the fake's graph API, `api` as PT2_CUDNN_API, `folds` "1"
+    for an entry with fold launches that its name does not show (a computed bias)."""
+    lib, graph_lib, exe = built
+    env = dict(os.environ, PT2_CUDNN_LIBRARY=library or (graph_lib if graph else lib), FAKE_CUDNN=fake, PT2_LOGS="cudnn",
+               PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0")
+    env.pop("PT2_CUDNN_API", None)
+    if api:
+        env["PT2_CUDNN_API"] = api
     args = [exe, entry, tf32] + ([str(n_operands)] if n_operands is not None else [])
     r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -51,6 +68,13 @@ def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_off
 
 def starting(lines, word):
     return [line for line in lines if line.split()[0] == word]
+
+
+def folds_ran(lines):
+    """Per call, whether the plan would run the entry's fold launches (probe's "fold" lines)."""
+    rows = [line.split() for line in starting(lines, "fold")]
+    assert all(r[3] == "0" for r in rows), rows  # rc
+    return [int(r[5]) for r in rows]
 
 
 def test_plain_conv_f32(built):
@@ -142,7 +166,7 @@ def test_scaled_weight_fused(built):
     """A "_scaled" entry (a batch norm folded into the weight by pt2-gpu-extern-conv): the fused
     call reads the scaled weight (operand 1); the unscaled one (before the scratch) is unused."""
     lines, results, log = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled")
-    assert results == [(0, 2), (0, 2)]
+    assert results == [(0, 2), (0, 2)] and folds_ran(lines) == [1, 1]  # the fused call reads the folds
     fused = starting(lines, "fused")
     assert len(fused) == 2 and not starting(lines, "forward")
     assert fused[0].startswith("fused algo 6 x 0x100000 w 0x200000 z 0x500000 bias 0x400000 y 0x300000 ws 0x600000 ")
@@ -159,6 +183,8 @@ def test_scaled_weight_unfused_reads_the_unscaled_one(built, entry):
     # without relu the fused call is not even tried (algorithm 6 is ranked first, IDENTITY needs 1)
     assert len(starting(lines, "fused")) == ("relu" in entry) and len(forwards) == 3
     assert all(" w 0x700000 " in f for f in forwards), forwards
+    # the folds run only while the fused call may read them: at the first call with relu, never without
+    assert folds_ran(lines) == ([1, 0, 0] if "relu" in entry else [0, 0, 0])
 
 
 def test_f64(built):
@@ -204,3 +230,86 @@ def test_malformed_entries_are_internal_errors(built, entry, n_operands):
     assert results and all(rc == -1 for rc, _ in results), lines
     assert any(line.startswith("error: internal: ") for line in lines)
     assert not starting(lines, "forward")
+
+
+# ---- the graph API (the fake built with -DFAKE_GRAPH_API) and the fold launches
+
+
+def test_graph_plan_plain_conv(built):
+    """The graph API's plan runs the convolution: tensors x, w, y with their strides, the plan's
+    workspace within the scratch, one cudnnBackendExecute a call; no legacy descriptors."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", graph=True)
+    assert results == [(0, 1), (0, 1)]
+    assert starting(lines, "graph_tensor") == ["graph_tensor x dims 2 4 9 9 strides 324 81 9 1", "graph_tensor w dims 6 4 3 3 strides 36 9 3 1",
+                                               "graph_tensor y dims 2 6 9 9 strides 486 81 9 1"]
+    assert starting(lines, "graph_execute") == ["graph_execute x 0x100000 w 0x200000 y 0x300000 ws 0x600000"] * 2
+    assert not starting(lines, "tensor") and not starting(lines, "get_algorithm") and not starting(lines, "forward")
+    assert "graph API, engine 42, workspace 2048 of 33554432 bytes" in log
+
+
+@pytest.mark.parametrize("entry", ["conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", "conv_f16_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled",
+                                   "conv_bf16_s2x2_p1x1_d1x1_g2_bias_scaled"])
+def test_graph_plan_skips_the_folds(built, entry):
+    """A _scaled entry with a graph plan: the plan convolves with the unscaled weight (operand
+    0x700000) and the epilogue kernel (done 1) applies the batch norm, so the fold launches (the
+    scaled weight, the shift) would compute what nothing reads: the plan skips them."""
+    lines, results, _ = probe(built, entry, tf32="000", graph=True)
+    assert results == [(0, 1)] * 3 and folds_ran(lines) == [0, 0, 0]
+    executes = starting(lines, "graph_execute")
+    assert len(executes) == 3 and all(e.startswith("graph_execute x 0x100000 w 0x700000 y 0x300000 ") for e in executes), executes
+    assert not starting(lines, "fused") and not starting(lines, "forward")
+
+
+def test_graph_plan_skips_a_computed_bias(built):
+    """An entry whose bias is computed in front of it (two biases summed; not scaled): with a
+    graph plan that loop is skipped too, and the weight is w itself."""
+    lines, results, _ = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1_bias_relu", graph=True, folds="1")
+    assert results == [(0, 1), (0, 1)] and folds_ran(lines) == [0, 0]
+    assert starting(lines, "graph_execute")[0].startswith("graph_execute x 0x100000 w 0x200000 y 0x300000 ")
+
+
+@pytest.mark.parametrize("graph,api,fake", [(True, "legacy", ""), (True, None, "graph_none"), (False, None, "")])
+def test_legacy_fused_call_runs_the_folds(built, graph, api, fake):
+    """With the legacy API (PT2_CUDNN_API=legacy, no engine in the graph API's heuristics, no
+    graph API at all) the fused call reads the scaled weight and the shift: the folds run."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", graph=graph, api=api, fake=fake)
+    assert results == [(0, 2), (0, 2)] and folds_ran(lines) == [1, 1]
+    fused = starting(lines, "fused")
+    assert len(fused) == 2 and all(f.startswith("fused algo 1 x 0x100000 w 0x200000 z 0x300000 bias 0x400000 ") for f in fused), fused
+    assert not starting(lines, "graph_execute")
+    if fake == "graph_none":
+        assert "no engine of cuDNN's heuristics finalizes and fits" in log
+
+
+def test_graph_plan_failing_at_run_time(built):
+    """The graph plan fails at the first call, after the plan skipped the folds: that call falls
+    back to the legacy API but must not take the fused call (the scaled weight and the shift
+    were not computed): the unfused call on the unscaled weight, the epilogue kernel (done 1).
+    From the next call on, the folds run and the fused call reads them (done 2)."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", tf32="000", graph=True, fake="graph_run")
+    assert results == [(0, 1), (0, 2), (0, 2)] and folds_ran(lines) == [0, 1, 1]
+    events = [line.split()[0] for line in lines if line.split()[0] in ("fold", "call", "graph_execute", "fused", "forward")]
+    assert events == ["fold", "graph_execute", "forward", "call", "fold", "fused", "call", "fold", "fused", "call"], events
+    assert " w 0x700000 " in starting(lines, "forward")[0]
+    assert all(" w 0x200000 " in f for f in starting(lines, "fused"))
+    assert "the graph API's plan failed (FAKE_FAILURE)" in log and "the folded operands were not computed for this call" in log
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_folds_skipped_where_the_loops_run(built, graph):
+    """No cuDNN, a misaligned operand: the loops compute the conv from the unscaled weight and
+    the kept epilogue applies the batch norm: the folds are skipped (they read nothing of them)."""
+    lines, results, log = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1_bias_relu_scaled", library="/nonexistent/libcudnn.so")
+    assert results == [(0, 0), (0, 0)] and folds_ran(lines) == [0, 0]
+    lines, results, _ = probe(built, "conv_f16_s1x1_p1x1_d1x1_g1_bias_relu_scaled", x_offset=2, graph=graph)
+    assert results == [(0, 0), (0, 0)] and folds_ran(lines) == [0, 0]
+    assert not starting(lines, "graph_execute") and not starting(lines, "fused") and not starting(lines, "forward")
+
+
+def test_tf32_switch_is_decided_before_the_folds(built):
+    """The TF32 flag changed between calls: the entry is made again when the plan asks about its
+    folds (before them), and the call uses what was decided there."""
+    lines, results, _ = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", tf32="01")
+    assert results == [(0, 2), (0, 2)] and folds_ran(lines) == [1, 1]
+    second_algorithm = [i for i, line in enumerate(lines) if line.startswith("get_algorithm")][1]
+    assert second_algorithm < lines.index("fold 1 rc 0 ran 1"), lines

@@ -8,7 +8,10 @@
 // when that pays: the result must be bigger than the weight by 2 MiB of
 // traffic.  The call's name ends in _scaled and it takes the unscaled
 // weight too (before the scratch), for cuDNN's unfused call, after which
-// the reader (kept as the fallback) applies the batch norm itself.
+// the reader (kept as the fallback) applies the batch norm itself.  The two
+// loops follow a marker, call @pt2_gpu_fold_<n>(), so that the launch plan
+// runs them only for cuDNN's fused call, their one reader: nothing after the
+// call (the fallback loops, the kept reader) reads what they write.
 
 // f32 conv + batch_norm + relu, stride 2, padding 1: the scale
 // gamma * rsqrt(var + eps) multiplies the weight, the shift
@@ -16,7 +19,10 @@
 // before the scratch.  The reader stays behind the loops, in place.
 // CHECK-LABEL: func.func @bn_relu_f32
 // CHECK: %[[SCRATCH:.*]] = memref.alloc() : memref<4194304xi8>
-// CHECK: %[[VAR:.*]] = memref.reinterpret_cast %expand_shape_{{[0-9]+}} to offset: [0], sizes: [8], strides: [1]
+// CHECK: %[[W5:.*]] = memref.expand_shape %arg1 {{.*}} into memref<1x8x3x3x3xf32>
+// CHECK: %[[MEAN:.*]] = memref.expand_shape %arg2
+// CHECK: call @pt2_gpu_fold_0()
+// CHECK-NEXT: %[[VAR:.*]] = memref.reinterpret_cast %expand_shape_{{[0-9]+}} to offset: [0], sizes: [8], strides: [1]
 // CHECK: %[[GAMMA:.*]] = memref.reinterpret_cast %expand_shape_{{[0-9]+}} to offset: [0], sizes: [8], strides: [1]
 // CHECK: %[[W:.*]] = memref.alloc() : memref<8x3x3x3xf32>
 // CHECK: linalg.generic {{.*}} ins(%arg1, %[[VAR]], %[[GAMMA]] : {{.*}}) outs(%[[W]] : memref<8x3x3x3xf32>)
@@ -36,12 +42,14 @@
 // CHECK-NEXT: %[[T2:.*]] = arith.mulf %[[T]], %[[G2]] : f32
 // CHECK-NEXT: %[[SH:.*]] = arith.addf %[[T2]], %[[BETA]] : f32
 // CHECK-NEXT: linalg.yield %[[SH]] : f32
-// CHECK: call @pt2_gpu_conv_f32_s2x2_p1x1_d1x1_g1_bias_relu_scaled_0(%arg0, %[[W]], %arg6, %[[B]], %arg1, %[[SCRATCH]])
+// CHECK-NEXT: }
+// CHECK-NEXT: call @pt2_gpu_conv_f32_s2x2_p1x1_d1x1_g1_bias_relu_scaled_0(%arg0, %[[W]], %arg6, %[[B]], %arg1, %[[SCRATCH]])
 // CHECK-NEXT: linalg.generic
 // CHECK: linalg.fill
+// CHECK-NEXT: linalg.generic {{.*}} ins(%{{.*}}, %[[W5]] : memref<2x1x3x322x322xf32>, memref<1x8x3x3x3xf32>)
 // CHECK: memref.copy %collapse_shape, %arg6
 // CHECK-NEXT: call @pt2_gpu_fallback_epilogue_0()
-// CHECK-NEXT: linalg.generic {{.*}} ins(%arg6, {{.*}}) outs(%arg6 : memref<2x8x160x160xf32>)
+// CHECK-NEXT: linalg.generic {{.*}} ins(%arg6, %[[MEAN]], {{.*}}) outs(%arg6 : memref<2x8x160x160xf32>)
 // CHECK: math.rsqrt
 // CHECK: arith.maximumf
 // CHECK: call @pt2_gpu_fallback_end_0()
@@ -107,6 +115,7 @@ func.func @bn_relu_f32(%arg0: memref<2x3x320x320xf32>, %arg1: memref<8x3x3x3xf32
 // the weight is scaled in f32 and rounded once; the shift folds the conv's
 // bias in: (bias - mean) * scale + beta.  No activation: cuDNN's IDENTITY.
 // CHECK-LABEL: func.func @bias_bn_bf16
+// CHECK: call @pt2_gpu_fold_0()
 // CHECK: %[[W:.*]] = memref.alloc() : memref<8x2x3x3xbf16>
 // CHECK: linalg.generic {{.*}} ins(%arg1, {{.*}}) outs(%[[W]] : memref<8x2x3x3xbf16>)
 // CHECK-NEXT: ^bb0(%[[WI:[a-z0-9_]+]]: bf16,
@@ -182,6 +191,7 @@ func.func @bias_bn_bf16(%arg0: memref<2x4x322x322xbf16>, %arg1: memref<8x2x3x3xb
 // the conv is a call alone and the batch norm a kernel after it.
 // CHECK-LABEL: func.func @bn_small_f32
 // CHECK-NOT: memref.alloc() : memref<8x3x3x3xf32>
+// CHECK-NOT: call @pt2_gpu_fold
 // CHECK: call @pt2_gpu_conv_f32_s1x1_p1x1_d1x1_g1_0(%arg0, %arg1, %reinterpret_cast, %alloc)
 // CHECK: call @pt2_gpu_fallback_end_0()
 // CHECK: linalg.generic
@@ -247,8 +257,10 @@ func.func @bn_small_f32(%arg0: memref<2x3x9x9xf32>, %arg1: memref<8x3x3x3xf32>, 
 // -----
 
 // relu(conv + b1 + b2) in f16: scale 1, so the weight is used as it is; the
-// bias b1 + b2 is computed in front of the call (in f32, rounded once).
+// bias b1 + b2 is computed in front of the call (in f32, rounded once),
+// after the fold marker: only the fused call reads it.
 // CHECK-LABEL: func.func @two_biases_f16
+// CHECK: call @pt2_gpu_fold_0()
 // CHECK: %[[B1:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [4], strides: [1]
 // CHECK: %[[B2:.*]] = memref.reinterpret_cast %arg3 to offset: [0], sizes: [4], strides: [1]
 // CHECK: %[[B:.*]] = memref.alloc() : memref<4xf16>

@@ -4,7 +4,14 @@
  * declares, without a GPU: each call prints one line to stdout (what
  * pt2_cudnn_conv asked for), and FAKE_CUDNN makes some of them fail:
  * a comma list of create, no_algo, big_workspace, fused, forward, set_stream.
+ *
+ * Built with -DFAKE_GRAPH_API it also has the graph (backend) API that
+ * runtime/cudnn_graph.c finds with dlsym: descriptors that keep what is set
+ * on them, heuristics with one engine configuration (none with FAKE_CUDNN
+ * graph_none), and cudnnBackendExecute printing the variant pack's pointers
+ * (failing with graph_run).
  *===----------------------------------------------------------------------===*/
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,3 +106,68 @@ int cudnnConvolutionBiasActivationForward(void *h, const void *a1, void *xd, con
            scale(a1), scale(a2), zd == yd);
     return fails("fused") ? 1 : 0;
 }
+
+#ifdef FAKE_GRAPH_API
+/*--- the graph (backend) API: the attribute and descriptor numbers runtime/cudnn_graph.c uses ---*/
+enum {
+    DESC_TENSOR = 17,
+    ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402,
+    ATTR_ENGINEHEUR_RESULTS = 202,
+    ATTR_TENSOR_DIMENSIONS = 902,
+    ATTR_TENSOR_STRIDES = 903,
+    ATTR_TENSOR_UNIQUE_ID = 906,
+    ATTR_VARIANT_PACK_DATA_POINTERS = 1001,
+    ATTR_VARIANT_PACK_WORKSPACE = 1003,
+    ATTR_ENGINE_GLOBAL_INDEX = 1301,
+};
+
+typedef struct Descriptor {
+    int type;
+    int64_t uid, dims[4], strides[4];
+    void *pointers[3], *workspace; /* a variant pack's */
+} Descriptor;
+
+int cudnnBackendCreateDescriptor(int type, void **d) {
+    Descriptor *desc = calloc(1, sizeof *desc);
+    desc->type = type;
+    *d = desc;
+    return 0;
+}
+int cudnnBackendDestroyDescriptor(void *d) { free(d); return 0; }
+int cudnnBackendFinalize(void *d) {
+    Descriptor *desc = d;
+    if (desc->type == DESC_TENSOR) {
+        printf("graph_tensor %c dims %lld %lld %lld %lld strides %lld %lld %lld %lld\n", (char)desc->uid, (long long)desc->dims[0],
+               (long long)desc->dims[1], (long long)desc->dims[2], (long long)desc->dims[3], (long long)desc->strides[0],
+               (long long)desc->strides[1], (long long)desc->strides[2], (long long)desc->strides[3]);
+    }
+    return 0;
+}
+int cudnnBackendSetAttribute(void *d, int name, int type, int64_t n, const void *values) {
+    (void)type;
+    Descriptor *desc = d;
+    if (name == ATTR_TENSOR_DIMENSIONS && n == 4) memcpy(desc->dims, values, sizeof desc->dims);
+    if (name == ATTR_TENSOR_STRIDES && n == 4) memcpy(desc->strides, values, sizeof desc->strides);
+    if (name == ATTR_TENSOR_UNIQUE_ID) desc->uid = *(const int64_t *)values;
+    if (name == ATTR_VARIANT_PACK_DATA_POINTERS && n == 3) memcpy(desc->pointers, values, sizeof desc->pointers);
+    if (name == ATTR_VARIANT_PACK_WORKSPACE) desc->workspace = *(void *const *)values;
+    return 0;
+}
+/* One engine configuration (index 42, no notes), whose plan takes 2 KiB of workspace. */
+int cudnnBackendGetAttribute(void *d, int name, int type, int64_t n, int64_t *count, void *out) {
+    (void)d, (void)type, (void)n;
+    *count = 0;
+    if (name == ATTR_ENGINEHEUR_RESULTS) *count = fails("graph_none") ? 0 : 1;
+    if (name == ATTR_ENGINE_GLOBAL_INDEX || name == ATTR_EXECUTION_PLAN_WORKSPACE_SIZE) {
+        *(int64_t *)out = name == ATTR_ENGINE_GLOBAL_INDEX ? 42 : 2048;
+        *count = 1;
+    }
+    return 0;
+}
+int cudnnBackendExecute(void *h, void *plan, void *pack) {
+    (void)h, (void)plan;
+    Descriptor *p = pack;
+    printf("graph_execute x %p w %p y %p ws %p\n", p->pointers[0], p->pointers[1], p->pointers[2], p->workspace);
+    return fails("graph_run") ? 1 : 0;
+}
+#endif

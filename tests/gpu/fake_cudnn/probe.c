@@ -7,6 +7,12 @@
  * pointers are fake addresses that the fake library prints.  With
  * PROBE_LAYOUT=nhwc, x, y and the residual are stored channels last (what
  * pt2-channels-last makes).  Prints rc and done per call.
+ *
+ * As the launch plan does, an entry with fold launches (a "_scaled" one, or
+ * any with PROBE_FOLDS=1: a computed bias) first asks
+ * pt2_cudnn_conv_reads_folded whether its call will read them and prints
+ * "fold <call> rc <rc> ran <0|1>" (whether the plan would run them), then
+ * tells pt2_cudnn_conv whether they ran.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
@@ -79,11 +85,18 @@ int main(int argc, char **argv) {
     if (strstr(what, "_scaled")) ops[n++] = tensor(0x700000, 0, 6, 4 / groups, 3, 3);
     ops[n++] = (Pt2GpuOperand){(void *)0x600000, 0, 1, {32 << 20}, {1}};
     if (argc > 3) n = atoi(argv[3]); /* a malformed operand list */
+    const char *forced_folds = getenv("PROBE_FOLDS");
+    bool has_folds = strstr(what, "_scaled") || (forced_folds && !strcmp(forced_folds, "1"));
     Pt2Conv *entry = NULL;
     for (int i = 0; tf32[i]; ++i) {
         pt2GpuSetConvAllowTF32(tf32[i] == '1');
+        bool folded = true;
+        if (has_folds) {
+            int rc = pt2_cudnn_conv_reads_folded(&entry, what, ops, n, (void *)0x777, &folded);
+            printf("fold %d rc %d ran %d\n", i, rc, (int)folded);
+        }
         Pt2ConvDone done = PT2_CONV_DONE_NOTHING;
-        int rc = pt2_cudnn_conv(&entry, what, ops, n, (void *)0x777, &done);
+        int rc = pt2_cudnn_conv(&entry, what, ops, n, folded, (void *)0x777, &done);
         printf("call %d rc %d done %d\n", i, rc, (int)done);
     }
     pt2_cudnn_conv_free(entry);
