@@ -67,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../dialects/catalog.h"
 #include "cudnn_graph.h"
@@ -509,12 +510,19 @@ static void make(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, void *str
     e->made_scratch = scratch;
     e->refused = e->legacy = false;
     e->fused_refused = true;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     bool shapes = shapes_agree(e, ops);
     if (shapes && graph_api_wanted()) make_graph(e, ops, scratch, stream);
     if (shapes && !e->graph) make_legacy(e, ops, scratch);
     if (!e->legacy && !e->graph) {
         e->refused = true;
         if (logging) fprintf(stderr, "pt2 cudnn: %s: no descriptors or algorithm; its loops run\n", e->what);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (logging) {
+        fprintf(stderr, "pt2 cudnn: %s: made in %.1f ms\n", e->what,
+                1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
 }
 

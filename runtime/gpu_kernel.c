@@ -113,6 +113,9 @@ struct Pt2GpuKernel {
     double compile_seconds;
 };
 
+/* PT2_LOGS=compile: the phases of a cold compile to stderr. */
+static bool compile_logging(void) { return pt2_disabled(getenv("PT2_LOGS"), "compile"); }
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -753,6 +756,10 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
         if (!pt2GetLastError()[0]) pt2_set_error("the GPU pass pipeline failed");
         goto error;
     }
+    if (compile_logging()) {
+        fprintf(stderr, "pt2 compile (gpu): %.12s: graph passes and the GPU pipeline (MLIR, NVPTX) %.3f s\n", k->key,
+                now_seconds() - t0);
+    }
     pb.k = k;
     pb.fallback_of = pb.fold_first = -1;
     pb.module = module;
@@ -862,8 +869,13 @@ static int load_module(Pt2GpuKernel *k, int i, int cc, int driver, Pt2CuModule *
         if (rc == 0) return 0; /* else: rebuild it below */
     }
     void *cubin = NULL;
-    size_t n = 0;
-    if (pt2_cuda_ptx_to_cubin(k->module_ptx[i], strlen(k->module_ptx[i]) + 1, &cubin, &n) != 0) return -1;
+    size_t n = 0, ptx_bytes = strlen(k->module_ptx[i]);
+    double t0 = now_seconds();
+    if (pt2_cuda_ptx_to_cubin(k->module_ptx[i], ptx_bytes + 1, &cubin, &n) != 0) return -1;
+    if (compile_logging()) {
+        fprintf(stderr, "pt2 compile (gpu): %.12s: the driver's JIT of module %d (%zu bytes of PTX) %.3f s\n", k->key, i, ptx_bytes,
+                now_seconds() - t0);
+    }
     int rc = pt2_cuda_module_load(cubin, out);
     if (rc == 0) publish_file(path, cubin, n); /* a cache that cannot be written is not an error */
     free(cubin);
