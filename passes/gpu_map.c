@@ -612,7 +612,7 @@ static int map_function(MlirOperation func, const GpuMapOptions *opts) {
             op = gpu_interchange(op);
             if (gpu_is_op(op, "scf.parallel")) {
                 oplist_push(&interchanged, op);
-            } else if (!opts->reductions_v1) {
+            } else if (!opts->reductions_v1 && mlirOperationGetNumResults(op) == 0) {
                 /* a reduction to a 0-d result (all of its loops reduce): a
                  * loop nest of one row for gpu_reduce.c */
                 wrap_in_parallel(&op, 1);
