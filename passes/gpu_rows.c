@@ -379,15 +379,93 @@ static MlirWalkResult find_use(MlirOperation op, void *user) {
     return u->found ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
 }
 
-/* The buffer is a function argument, or something after `last` uses it. */
+static int64_t elements(MlirType t) {
+    int64_t n = 1;
+    for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= mlirShapedTypeGetDimSize(t, d);
+    return n;
+}
+
+static bool is_view(MlirOperation op) {
+    return gpu_is_op(op, "memref.expand_shape") || gpu_is_op(op, "memref.collapse_shape") || gpu_is_op(op, "memref.cast") ||
+           gpu_is_op(op, "memref.subview") || gpu_is_op(op, "memref.reinterpret_cast");
+}
+
+typedef struct Overwrite {
+    MlirValue base;
+    MlirOperation par;
+    bool loads, covers;
+} Overwrite;
+
+static MlirWalkResult note_overwrite(MlirOperation op, void *user) {
+    Overwrite *o = user;
+    bool load = gpu_is_op(op, "memref.load"), store = gpu_is_op(op, "memref.store");
+    if (!load && !store) return MlirWalkResultAdvance;
+    MlirValue m = mlirOperationGetOperand(op, load ? 0 : 1);
+    if (!mlirValueEqual(memref_base(m), o->base)) return MlirWalkResultAdvance;
+    if (load) {
+        o->loads = true;
+        return MlirWalkResultAdvance;
+    }
+    /* a store at the loop's own indices, each once, through a contiguous view of the whole buffer */
+    bool contig;
+    red_base_of(m, &contig);
+    MlirType t = mlirValueGetType(m), bt = mlirValueGetType(o->base);
+    MlirBlock body = gpu_body_of(o->par);
+    int rank = (int)mlirShapedTypeGetRank(t), n = (int)mlirBlockGetNumArguments(body);
+    if (!contig || !mlirShapedTypeHasStaticShape(t) || !mlirShapedTypeHasStaticShape(bt) ||
+        elements(t) != elements(bt) || rank != n || n > MAX_LOOPS) {
+        return MlirWalkResultAdvance;
+    }
+    bool used[MAX_LOOPS] = {false};
+    for (int d = 0; d < rank; ++d) {
+        MlirValue idx = mlirOperationGetOperand(op, 2 + d);
+        int k = -1;
+        for (int a = 0; a < n; ++a) {
+            if (mlirValueEqual(idx, mlirBlockGetArgument(body, a))) k = a;
+        }
+        /* loop k runs 0, 1, .. size - 1 (lb and step checked by the caller) */
+        if (k < 0 || used[k] || gpu_constant_index(mlirOperationGetOperand(o->par, n + k)) != mlirShapedTypeGetDimSize(t, d)) {
+            return MlirWalkResultAdvance;
+        }
+        used[k] = true;
+    }
+    o->covers = true;
+    return MlirWalkResultAdvance;
+}
+
+/* A loop nest after the group that writes every element of the buffer and
+ * reads none: what the group left there is never read.  (Bufferization
+ * reuses one temporary for each LayerNorm of a stage: the next one
+ * overwrites it.)  Its loops must run from 0 by 1 over the stored
+ * dimensions' sizes. */
+static bool overwrites(MlirOperation op, MlirValue base) {
+    if (!gpu_is_op(op, "scf.parallel") || mlirOperationGetNumResults(op) != 0) return false;
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) return false;
+    int n = (int)mlirOperationGetNumOperands(op) / 3;
+    Overwrite o = {base, op, false, false};
+    mlirOperationWalk(op, note_overwrite, &o, MlirWalkPreOrder);
+    if (o.loads || !o.covers) return false;
+    /* the loops span the stored memref: lb 0, step 1; their trip counts were matched by the indices */
+    for (int i = 0; i < n; ++i) {
+        if (gpu_constant_index(mlirOperationGetOperand(op, i)) != 0 || gpu_constant_index(mlirOperationGetOperand(op, 2 * n + i)) != 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The buffer is a function argument, or something after `last` reads it
+ * before overwriting all of it. */
 static bool used_after(MlirOperation last, MlirValue base) {
     if (mlirValueIsABlockArgument(base)) return true;
-    UseSearch u = {base, false};
-    for (MlirOperation op = mlirOperationGetNextInBlock(last); !mlirOperationIsNull(op) && !u.found;
-         op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirOperationGetNextInBlock(last); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (is_view(op)) continue;
+        UseSearch u = {base, false};
         mlirOperationWalk(op, find_use, &u, MlirWalkPreOrder);
+        if (!u.found) continue;
+        return !overwrites(op, base);
     }
-    return u.found;
+    return false;
 }
 
 /* Private lanes (the file comment): sets each access's kind; false if some

@@ -77,6 +77,32 @@ def test_layer_norm2d_nchw(shape, disable):
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
+def test_chained_layer_norm2d_sharing_a_temporary(disable):
+    """Three LayerNorm2d in a row: bufferization gives them one NHWC temporary, which each row kernel
+    leaves unwritten because the next one overwrites all of it before reading (gpu_rows.c, used_after)."""
+    c = 16
+    x, cb, w, b = rand(2, c, 5, 6), rand(c, seed=1), rand(c, seed=2), rand(c, seed=3)
+
+    def ln2d(g, v, cb, w, b):
+        y = g.op("permute", g.op("add", v, g.op("reshape", cb, shape=[c, 1, 1])), perm=[0, 2, 3, 1])
+        return g.op("permute", g.op("layer_norm", y, w, b, normalized_ndim=1, eps=1e-6), perm=[0, 3, 1, 2])
+
+    def build(g, x, cb, w, b):
+        y1 = ln2d(g, x, cb, w, b)
+        y2 = ln2d(g, g.op("relu", y1), cb, w, b)
+        return g.op("add", ln2d(g, g.op("add", y2, x), cb, w, b), y1)
+
+    def ln2d_ref(v):
+        y = (v + cb.double().view(c, 1, 1)).permute(0, 2, 3, 1)
+        return F.layer_norm(y, (c,), w.double(), b.double(), 1e-6).permute(0, 3, 1, 2)
+
+    (y,), _ = simulate(build, [x, cb, w, b], disable)
+    xd = x.double()
+    y1 = ln2d_ref(xd)
+    close(y, ln2d_ref(ln2d_ref(torch.relu(y1)) + xd) + y1)
+
+
+@pytest.mark.parametrize("disable", MAPPINGS)
 @pytest.mark.parametrize("shape", [(7, 33), (300, 100), (2, 3, 257), (3, 9001)])
 def test_softmax(shape, disable):
     x = rand(*shape) * 3
