@@ -1,4 +1,4 @@
-/*===- gpu_reduce.c - reductions onto GPU blocks, warps and split loops -----===*
+/*===- gpu_reduce.c - reductions onto GPU blocks: stages, building blocks ---===*
  *
  * Part of pt2-gpu-map-loops (gpu_map.c calls gpu_map_reductions first).  Its
  * input is the bufferized host function after convert-linalg-to-parallel-
@@ -7,38 +7,25 @@
  *     scf.parallel (%rows...) { scf.for %k { acc[rows] = acc[rows] <op> f(x[rows, k]) } }
  *
  * and the one-thread-per-output mapping runs the whole loop over %k in one
- * thread.  Two rewrites replace that:
+ * thread.  This file reads the top-level loop nests as *stages* (pointwise,
+ * or a reduction: the accumulator pattern is a load and a store of acc at
+ * indices that do not depend on the reduction loops, joined by one
+ * associative combiner, addf, maximumf, ..., whose identity starts each
+ * partial), and holds what row kernels are built from: identities, the
+ * combination of a row's lanes by warp shuffles and shared memory
+ * (red_reduce_lanes), loops carrying partials.  Runs of stages between
+ * which only views, constants and allocations sit go to red_group_run
+ * (gpu_rows.c: row kernels, rows in registers, split rows) or, under
+ * PT2_DISABLE=gpu-reduce, red_group_run_v1 (gpu_reduce_v1.c, the mapping
+ * before).
  *
- * Row kernels.  A run of loop nests over the same rows (the row space of a
- * reduction's parallel loop; a pointwise loop matches when a prefix of its
- * dimensions is that space) becomes ONE kernel with a block per row, or a
- * part of a warp per row for short rows (T_row threads a row, T_row a power
- * of two, about 4 elements a thread; 256 threads a block at least):
- *
- *     row = block * ROWS + thread / T_row, lane = thread % T_row
- *     stage 1 (pointwise): for c = lane to C step T_row { body at (row, c) }
- *     gpu.barrier
- *     stage 2 (reduction): p = identity; for c = lane to K step T_row { p = p <op> f(x[row, c]) }
- *                          p = warp shuffles (xor), then through shared memory across warps
- *                          lane 0: acc[row] = acc[row] <op> p
- *     gpu.barrier ...
- *
- * So softmax (row max, exp, row sum, divide) and layer_norm are one launch
- * that reads its input once, like Inductor's persistent reductions.  A loop
- * joins the run only if every access to a buffer that the run writes touches
- * the accessing iteration's own row block (the same condition as
- * pt2-fuse-parallel-loops): rows are then independent, and the barriers
- * order the stages within a row.  The accumulator pattern is a load and a
- * store of acc at indices that do not depend on the reduction loop, joined
- * by one associative combiner (addf, maximumf, ...); the combiner's identity
- * starts each thread's partial.
- *
- * Split reductions.  A reduction whose input is read along a parallel
- * dimension (sum over dim 0: x[k, o], consecutive threads on consecutive o)
- * is split over its reduction loop: S chunks of K/S iterations into a
- * temporary partial[S, o...] (S × O threads, each reading a column chunk,
- * coalesced across threads), then one thread per output combines the S
- * partials into acc.  Both are plain parallel loops that gpu_map.c maps.
+ * Split reductions.  A reduction that no row kernel took, whose input is
+ * read along a parallel dimension (sum over dim 0: x[k, o], consecutive
+ * threads on consecutive o), is split over its reduction loop: S chunks of
+ * K/S iterations into a temporary partial[S, o...] (S × O threads, each
+ * reading a column chunk, coalesced across threads), then one thread per
+ * output combines the S partials into acc.  Both are plain parallel loops
+ * that gpu_map.c maps.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
