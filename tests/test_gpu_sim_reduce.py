@@ -172,6 +172,8 @@ def test_sum_mean_dims(shape, dims, disable):
 @pytest.mark.parametrize("shape", [(1000, 37), (3, 5, 7), (50000,), (2, 3, 4111)])
 def test_full_reductions(shape, disable):
     """Reductions to one value: sum, amax, var over the whole tensor (var failed on the GPU path)."""
+    if disable and np.prod(shape) > 1000:
+        pytest.skip("the mapping before runs these in one thread: slow to simulate")
     x = rand(*shape)
     (s, a, v), sim = simulate(lambda g, x: (g.op("sum", x), g.op("amax", x), g.op("var", x)), [x], disable)
     close(s, x.double().sum())
@@ -224,3 +226,37 @@ def test_half_layer_norm_and_sum(dtype, disable):
     want = F.layer_norm(x.float(), (96,), w.float(), b.float()).to(dtype)
     close(y.float(), want.float(), 1e-2)
     close(s.float(), x.double().sum(0).to(dtype).float(), 1e-2)
+
+
+@pytest.mark.parametrize("disable", MAPPINGS)
+def test_more_row_groups(disable):
+    """group_norm, layer_norm between a prologue and an epilogue, log_softmax over dim 0 (a column
+    softmax), var_mean, and a softmax whose result the next loop reads transposed (its rows are then
+    the consumer's second dimension)."""
+    x, w, b = rand(2, 12, 5, 7), rand(12, seed=1), rand(12, seed=2)
+    (y,), _ = simulate(lambda g, x, w, b: g.op("group_norm", x, w, b, groups=3), [x, w, b], disable)
+    close(y, F.group_norm(x.double(), 3, w.double(), b.double()))
+    x, r, z, w, b = rand(6, 50), rand(6, 50, seed=3), rand(6, 50, seed=4), rand(50, seed=1), rand(50, seed=2)
+    (y,), sim = simulate(lambda g, x, r, z, w, b: g.op("add", g.op("mul", g.op("layer_norm", g.op("add", x, r), w, b,
+                                                                              normalized_ndim=1), g.scalar(2.0)), z),
+                         [x, r, z, w, b], disable)
+    close(y, F.layer_norm(x.double() + r.double(), (50,), w.double(), b.double()) * 2 + z.double())
+    assert len(sim.kernels) == 1
+    x = rand(37, 45)
+    (y,), _ = simulate(lambda g, x: g.op("log_softmax", x, dim=0), [x], disable)
+    close(y, torch.log_softmax(x.double(), 0))
+    x = rand(4, 3, 33)
+    (v, m), _ = simulate(lambda g, x: g.op("var_mean", x, dims=[1, 2], keepdim=True), [x], disable)
+    close(v, x.double().var((1, 2), keepdim=True))
+    close(m, x.double().mean((1, 2), keepdim=True))
+    x = rand(16, 16)
+    (y,), _ = simulate(lambda g, x: g.op("add", x, g.op("permute", g.op("softmax", x, dim=1), perm=[1, 0])), [x], disable)
+    close(y, x.double() + torch.softmax(x.double(), 1).T)
+
+
+@pytest.mark.parametrize("disable", MAPPINGS)
+def test_argmax_and_cumsum_keep_their_mapping(disable):
+    x = rand(13, 100)
+    (a, c), _ = simulate(lambda g, x: (g.op("argmax", x, dim=1), g.op("cumsum", x, dim=1)), [x], disable)
+    assert torch.equal(a, x.argmax(1))
+    close(c, x.double().cumsum(1))
