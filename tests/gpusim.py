@@ -91,7 +91,13 @@ _OP_HEAD = re.compile(r'^\s*(?:(?P<res>%[\w.]+(?::\d+)?(?:\s*,\s*%[\w.]+(?::\d+)
 
 class Parser:
     def __init__(self, text):
-        self.lines = [l for l in text.split("\n") if l.strip() and not l.strip().startswith("//")]
+        lines = [l for l in text.split("\n") if l.strip() and not l.strip().startswith("//")]
+        # attribute aliases (#map = affine_map<...>) are written into the ops that use them
+        self.aliases = dict(re.match(r"^(#[\w.]+) = (.*)$", l.strip()).groups() for l in lines if l.startswith("#"))
+        self.lines = [l for l in lines if not l.startswith("#")]
+        for name in sorted(self.aliases, key=len, reverse=True):
+            self.lines = [re.sub(re.escape(name) + r"(?![\w.])", self.aliases[name], l) if name in l else l
+                          for l in self.lines]
         self.i = 0
 
     def parse_region_blocks(self):
@@ -258,6 +264,18 @@ def _cast(x, elem):
     return np.asarray(x).astype(DTYPES[elem])
 
 
+def _affine_apply(attrs, vals):
+    """affine.apply of an affine_map<(d0, ..)[s0, ..] -> (expr)> with +, -, *, floordiv, mod."""
+    m = re.search(r"affine_map<\(([^)]*)\)(?:\[([^\]]*)\])? -> \((.*)\)>", attrs)
+    names = [d.strip() for d in m.group(1).split(",") if d.strip()]
+    names += [x.strip() for x in (m.group(2) or "").split(",") if x.strip()]
+    expr = m.group(3)
+    if "ceildiv" in expr or "," in expr:
+        raise SimError("affine map " + expr)
+    expr = expr.replace("floordiv", "//").replace("mod", "%")
+    return eval(expr, {"__builtins__": {}}, {k: np.asarray(v, dtype=np.int64) for k, v in zip(names, vals)})
+
+
 UNARY_MATH = {
     "math.exp": np.exp, "math.exp2": np.exp2, "math.log": np.log, "math.log2": np.log2, "math.log1p": np.log1p,
     "math.expm1": np.expm1, "math.sqrt": np.sqrt, "math.absf": np.abs, "math.tanh": np.tanh, "math.sin": np.sin,
@@ -281,6 +299,7 @@ class Simulator:
                 name = re.search(r'sym_name = "([^"]+)"', op.attrs).group(1)
                 ty = re.search(r"type = (memref<.*?>)(?:,\s*\w+\s*=|$)", op.attrs + ",x=").group(1)
                 self.globals[name] = MemRefType(ty)
+        funcs = [f for f in funcs if f.regions and f.regions[0] and f.regions[0][0].ops]  # not declarations
         if not funcs:
             raise SimError("no function")
         self.func = funcs[0]
@@ -323,6 +342,11 @@ class Simulator:
             env[op.results[0]] = MemRef(src.buf, MemRefType(_result_types(op.types)[0]))
         elif n == "scf.parallel":
             self.launch(op, env)
+        elif n == "func.call" and re.search(r"callee = @pt2_gpu_", op.attrs):
+            # a library call (cuDNN, cuBLAS) of the launch plan: the simulated machine has no library,
+            # so the plan runs the loops kept behind a conv's call (its fallback) instead
+            if "pt2_gpu_gemm" in op.attrs:
+                raise SimError("a cuBLAS call has no loops behind it: not simulated")
         elif n in ("func.return",):
             pass
         elif n == "memref.dealloc":
@@ -514,6 +538,8 @@ class Simulator:
                     one[np.unravel_index(np.argmax(mask), mask.shape)] = True
                     v = self.access(src, [np.int64(i) for i in idx], one, None)
                     self.access(dst, [np.int64(i) for i in idx], one, v)
+        elif n == "affine.apply":
+            env[op.results[0]] = _affine_apply(op.attrs, [env[o] for o in op.operands])
         elif n in ("scf.yield", "scf.reduce"):
             pass
         elif n == "gpu.barrier":

@@ -260,3 +260,41 @@ def test_argmax_and_cumsum_keep_their_mapping(disable):
     (a, c), _ = simulate(lambda g, x: (g.op("argmax", x, dim=1), g.op("cumsum", x, dim=1)), [x], disable)
     assert torch.equal(a, x.argmax(1))
     close(c, x.double().cumsum(1))
+
+
+@pytest.mark.parametrize("disable", MAPPINGS)
+def test_convnextv2_blocks_nchw(disable):
+    """Two of timm's ConvNeXt-V2 blocks on NCHW (depthwise 7x7 conv, LayerNorm2d, 1x1 conv, GELU, GRN,
+    1x1 conv, residual), chained so that bufferization shares temporaries between them; the convs run
+    the loops kept behind their cuDNN calls (the simulated machine has no cuDNN)."""
+    c, hw = 8, 6
+    names = ["dw", "dwb", "lnw", "lnb", "w1", "b1", "gg", "gb", "w2", "b2"]
+    shapes = [(c, 1, 7, 7), (c,), (c,), (c,), (4 * c, c, 1, 1), (4 * c,), (4 * c,), (4 * c,), (c, 4 * c, 1, 1), (c,)]
+    scale = {"dw": 0.2, "w1": 0.3, "w2": 0.2}
+    params = [rand(*s, seed=10 + i) * scale.get(n, 1.0) for i, (n, s) in enumerate(zip(names, shapes))]
+    x = rand(2, c, hw, hw)
+
+    def block_graph(g, x, dw, dwb, lnw, lnb, w1, b1, gg, gb, w2, b2):
+        def col(v, n):
+            return g.op("reshape", v, shape=[n, 1, 1])
+
+        h = g.op("add", g.op("conv2d", x, dw, padding=[3, 3], groups=c), col(dwb, c))
+        h = g.op("permute", g.op("layer_norm", g.op("permute", h, perm=[0, 2, 3, 1]), lnw, lnb, normalized_ndim=1, eps=1e-6),
+                 perm=[0, 3, 1, 2])
+        h = g.op("gelu", g.op("add", g.op("conv2d", h, w1), col(b1, 4 * c)))
+        gx = g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[2, 3], keepdim=True))
+        nx = g.op("div", gx, g.op("add", g.op("mean", gx, dims=[1], keepdim=True), g.scalar(1e-6)))
+        h = g.op("add", h, g.op("add", col(gb, 4 * c), g.op("mul", col(gg, 4 * c), g.op("mul", h, nx))))
+        return g.op("add", g.op("add", g.op("conv2d", h, w2), col(b2, c)), x)
+
+    def block_eager(x, dw, dwb, lnw, lnb, w1, b1, gg, gb, w2, b2):
+        h = F.conv2d(x, dw, dwb, padding=3, groups=c)
+        h = F.layer_norm(h.permute(0, 2, 3, 1), (c,), lnw, lnb, 1e-6).permute(0, 3, 1, 2)
+        h = F.gelu(F.conv2d(h, w1, b1))
+        gx = torch.norm(h, p=2, dim=(2, 3), keepdim=True)
+        h = h + gb.view(1, -1, 1, 1) + gg.view(1, -1, 1, 1) * (h * (gx / (gx.mean(dim=1, keepdim=True) + 1e-6)))
+        return F.conv2d(h, w2, b2) + x
+
+    (y,), _ = simulate(lambda g, x, *p: block_graph(g, block_graph(g, x, *p), *p), [x] + params, disable)
+    pd = [p.double() for p in params]
+    close(y, block_eager(block_eager(x.double(), *pd), *pd))
