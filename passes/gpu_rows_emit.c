@@ -188,6 +188,33 @@ static Held *held_read(Emit *e, const Access *a, int64_t slot, int n_rows) {
     return NULL;
 }
 
+/* `%v = scf.if %valid -> (T) { load } else { 0 }`: the extra rows of a ragged
+ * last block compute on the last row, and must not read what its own lanes
+ * write in place (a race, harmless for values nobody stores, but a race). */
+static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue valid) {
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then_block);
+    mlirRegionAppendOwnedBlock(regions[1], else_block);
+    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
+    MlirValue loaded = mlirOperationGetResult(clone_op(&tb, op, m), 0);
+    build_op(&tb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
+    MlirValue zero = const_scalar(&eb, t, 0.0);
+    build_op(&eb, "scf.yield", 1, &zero, 0, NULL, 0, NULL);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
+    mlirOperationStateAddOperands(&st, 1, &valid);
+    mlirOperationStateAddResults(&st, 1, &t);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    MlirOperation if_op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, if_op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, if_op);
+    }
+    vm_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
+}
+
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot) {
     Access *a = access_of(e, op);
     if (a && !a->written && slot >= 0 && a->sig.ok && a->sig.linear) {
@@ -213,6 +240,13 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
             return;
         }
         h->loaded = true;
+    }
+    /* a buffer the group writes: the extra rows of a ragged block must not read it (guarded_load);
+     * an accumulator's old value is read by every lane before a barrier, which orders it */
+    bool in_place = a && a->written && !(forwards(e, a, slot) && a->kind == ACCESS_SCALAR);
+    if (in_place && !mlirValueIsNull(e->k.valid)) {
+        guarded_load(b, op, m, e->k.valid);
+        return;
     }
     clone_op(b, op, m);
 }

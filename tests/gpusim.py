@@ -482,11 +482,17 @@ class Simulator:
             env[op.results[0]] = sh[name]
         elif n == "scf.if":
             c = np.broadcast_to(np.asarray(env[op.operands[0]], dtype=bool), mask.shape)
-            if op.results:
-                raise SimError("scf.if with results is not simulated")
-            self.run_ops(op.regions[0][0].ops, env, mask & c)
-            if len(op.regions) > 1 and op.regions[1] and op.regions[1][0].ops:
-                self.run_ops(op.regions[1][0].ops, env, mask & ~c)
+            outs = []
+            for region, m in ((op.regions[0], mask & c), (op.regions[1] if len(op.regions) > 1 else None, mask & ~c)):
+                vals = []
+                for o in (region[0].ops if region else []):
+                    if o.name == "scf.yield":
+                        vals = [env[x] for x in o.operands]
+                    else:
+                        self.kernel_op(o, env, m)
+                outs.append(vals)
+            for i, r in enumerate(op.results):  # each lane takes the value of the branch it ran
+                env[r] = np.where(c, np.broadcast_to(outs[0][i], mask.shape), np.broadcast_to(outs[1][i], mask.shape))
         elif n == "scf.for":
             lb, ub, st = (np.asarray(env[o], dtype=np.int64) for o in op.operands[:3])
             if np.ndim(st) and not (st == st.flat[0]).all():

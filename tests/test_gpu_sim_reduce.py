@@ -263,10 +263,14 @@ def test_argmax_and_cumsum_keep_their_mapping(disable):
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
-def test_convnextv2_blocks_nchw(disable):
+@pytest.mark.parametrize("channels_last", ["", "1"])
+def test_convnextv2_blocks_nchw(disable, channels_last, monkeypatch):
     """Two of timm's ConvNeXt-V2 blocks on NCHW (depthwise 7x7 conv, LayerNorm2d, 1x1 conv, GELU, GRN,
     1x1 conv, residual), chained so that bufferization shares temporaries between them; the convs run
-    the loops kept behind their cuDNN calls (the simulated machine has no cuDNN)."""
+    the loops kept behind their cuDNN calls (the simulated machine has no cuDNN).  With
+    PT2_GPU_CHANNELS_LAST=1 the activations are NHWC (GRN's sum a column reduction, LayerNorm in place
+    on 72 rows: a ragged last block whose extra rows must not read what the last row writes)."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", channels_last)
     c, hw = 8, 6
     names = ["dw", "dwb", "lnw", "lnb", "w1", "b1", "gg", "gb", "w2", "b2"]
     shapes = [(c, 1, 7, 7), (c,), (c,), (c,), (4 * c, c, 1, 1), (4 * c,), (4 * c,), (4 * c,), (c, 4 * c, 1, 1), (c,)]
