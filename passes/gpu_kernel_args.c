@@ -20,6 +20,11 @@
  *     a barrier) gets none: noalias is a single-thread promise, and LLVM
  *     would keep a load from before the barrier.
  *
+ *   - `known_block_size` on the gpu.func, the launch's block size, which
+ *     convert-gpu-to-nvvm turns into PTX's `.maxntid`: ptxas then keeps a
+ *     kernel of 1024 threads a block within 64 registers a thread (spilling
+ *     if it must) instead of producing one the driver refuses to launch.
+ *
  * noalias is sound because distinct buffers never overlap in the plan:
  * inputs and outputs are distinct tensors (a kernel never writes its
  * inputs: in-place updates are copied back after the launch), each
@@ -87,10 +92,81 @@ static MlirWalkResult note_access(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
+/* An affine expression at constant dims and symbols; false if it is none. */
+static bool eval_affine(MlirAffineExpr e, const int64_t *dims, const int64_t *syms, int64_t *out) {
+    if (mlirAffineExprIsAConstant(e)) {
+        *out = mlirAffineConstantExprGetValue(e);
+        return true;
+    }
+    if (mlirAffineExprIsADim(e)) {
+        *out = dims[mlirAffineDimExprGetPosition(e)];
+        return true;
+    }
+    if (mlirAffineExprIsASymbol(e)) {
+        *out = syms[mlirAffineSymbolExprGetPosition(e)];
+        return true;
+    }
+    int64_t a, b;
+    if (!mlirAffineExprIsABinary(e) || !eval_affine(mlirAffineBinaryOpExprGetLHS(e), dims, syms, &a) ||
+        !eval_affine(mlirAffineBinaryOpExprGetRHS(e), dims, syms, &b)) {
+        return false;
+    }
+    if (mlirAffineExprIsAAdd(e)) {
+        *out = a + b;
+    } else if (mlirAffineExprIsAMul(e)) {
+        *out = a * b;
+    } else if (b > 0 && mlirAffineExprIsAFloorDiv(e)) {
+        *out = a >= 0 ? a / b : -((-a + b - 1) / b);
+    } else if (b > 0 && mlirAffineExprIsACeilDiv(e)) {
+        *out = a >= 0 ? (a + b - 1) / b : -(-a / b);
+    } else if (b > 0 && mlirAffineExprIsAMod(e)) {
+        *out = ((a % b) + b) % b;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* An index constant, or an affine.apply of constants (the launch bounds
+ * convert-parallel-loops-to-gpu computes); -1 if it is none. */
+static int64_t constant_size(MlirValue v) {
+    int64_t c = gpu_constant_index(v);
+    if (c >= 0 || !mlirValueIsAOpResult(v)) return c;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!gpu_is_op(def, "affine.apply")) return -1;
+    MlirAffineMap map = mlirAffineMapAttrGetValue(mlirOperationGetAttributeByName(def, sref("map")));
+    intptr_t nd = mlirAffineMapGetNumDims(map), n = mlirOperationGetNumOperands(def);
+    int64_t vals[16];
+    if (n > 16 || mlirAffineMapGetNumResults(map) != 1) return -1;
+    for (intptr_t i = 0; i < n; ++i) {
+        vals[i] = gpu_constant_index(mlirOperationGetOperand(def, i));
+        if (vals[i] < 0) return -1;
+    }
+    int64_t out;
+    return eval_affine(mlirAffineMapGetResult(map, 0), vals, vals + nd, &out) ? out : -1;
+}
+
+/* known_block_size = the launch's constant block size (segments 4, 5, 6:
+ * after the async dependencies and the grid size). */
+static void mark_block_size(MlirOperation kernel, MlirOperation launch, MlirAttribute segments) {
+    int at = 0;
+    for (int i = 0; i < 4; ++i) at += mlirDenseI32ArrayGetElement(segments, i);
+    int32_t size[3];
+    for (int i = 0; i < 3; ++i) {
+        if (mlirDenseI32ArrayGetElement(segments, 4 + i) != 1) return;
+        int64_t v = constant_size(mlirOperationGetOperand(launch, at + i));
+        if (v <= 0) return;
+        size[i] = (int32_t)v;
+    }
+    MlirContext ctx = mlirOperationGetContext(kernel);
+    mlirOperationSetAttributeByName(kernel, sref("known_block_size"), mlirDenseI32ArrayGet(ctx, 3, size));
+}
+
 static void mark_launch(MlirOperation top, MlirOperation launch) {
     MlirOperation kernel = launched_kernel(top, launch);
     MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
     if (mlirOperationIsNull(kernel) || mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return;
+    mark_block_size(kernel, launch, segments);
     int start = 0; /* the kernel operands are segment 11 */
     for (int i = 0; i < 11; ++i) start += mlirDenseI32ArrayGetElement(segments, i);
     int n = mlirDenseI32ArrayGetElement(segments, 11);
@@ -139,6 +215,7 @@ static _Alignas(8) const char kernel_args_type_id;
 MlirPass pt2_create_gpu_kernel_args_pass(void) {
     return make_external_pass("pt2-gpu-kernel-args",
                               "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views "
-                              "the buffer and the kernel only reads or only writes it (passes/gpu_kernel_args.c)",
+                              "the buffer and the kernel only reads or only writes it; the launch's block size as known_block_size "
+                              "(passes/gpu_kernel_args.c)",
                               "builtin.module", run_kernel_args, &kernel_args_type_id);
 }

@@ -200,17 +200,47 @@ static void move_body(MlirBlock from, MlirOperation anchor) {
     }
 }
 
+/* Moves ops[0..n) (consecutive top-level ops) into a new scf.parallel of
+ * one iteration, which the rest of the pass maps like any loop nest. */
+static MlirOperation wrap_in_parallel(MlirOperation *ops, int n) {
+    Builder b = builder_before(ops[0]);
+    MlirValue zero = const_index(&b, 0), one = const_index(&b, 1);
+    MlirOperation par = gpu_build_parallel(&b, 1, &zero, &one, &one, NULL);
+    MlirOperation term = mlirBlockGetTerminator(gpu_body_of(par));
+    for (int i = 0; i < n; ++i) mlirOperationMoveBefore(ops[i], term);
+    return par;
+}
+
+static bool defined_by_any(MlirValue v, MlirOperation *ops, int n) {
+    if (!mlirValueIsAOpResult(v)) return false;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    for (int i = 0; i < n; ++i) {
+        if (mlirOperationEqual(def, ops[i])) return true;
+    }
+    return false;
+}
+
 /*===----------------------------------------------------------------------===*
  * 1. memref.copy → a parallel loop nest
  *===----------------------------------------------------------------------===*/
 
 /* Returns the loop nest, or the copy itself if it stays one. */
-static MlirOperation copy_to_loops(MlirOperation copy) {
+static MlirOperation copy_to_loops(MlirOperation copy, const GpuMapOptions *opts) {
     MlirValue src = mlirOperationGetOperand(copy, 0), dst = mlirOperationGetOperand(copy, 1);
     MlirType t = mlirValueGetType(dst);
     int rank = (int)mlirShapedTypeGetRank(t);
-    if (rank == 0) return copy; /* stays a copy; rule 4 runs it in one thread */
+    if (rank == 0 && opts->reductions_v1) return copy; /* stays a copy; rule 4 runs it in one thread */
     Builder b = builder_before(copy);
+    if (rank == 0) {
+        /* a loop nest of one iteration, so that a row kernel can take it */
+        MlirValue v = build_value(&b, "memref.load", 1, &src, mlirShapedTypeGetElementType(t));
+        MlirValue st[2] = {v, dst};
+        build_op(&b, "memref.store", 2, st, 0, NULL, 0, NULL);
+        MlirOperation ops[2] = {mlirOpResultGetOwner(v), mlirOpResultGetOwner(v)};
+        ops[1] = mlirOperationGetNextInBlock(ops[0]);
+        mlirOperationDestroy(copy);
+        return wrap_in_parallel(ops, 2);
+    }
     MlirValue lbs[PT2_MAX_RANK * 2] = {{0}}, ubs[PT2_MAX_RANK * 2] = {{0}}, steps[PT2_MAX_RANK * 2] = {{0}};
     MlirValue zero = const_index(&b, 0), one = const_index(&b, 1);
     for (int i = 0; i < rank; ++i) {
@@ -519,9 +549,56 @@ static bool already_mapped(MlirOperation op) {
     return gpu_is_op(op, "scf.parallel") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")));
 }
 
-static int map_function(MlirOperation func) {
+/* Scalar code at the top level (a reduction to a 0-d result ends in
+ * `%v = memref.load %acc[]; %r = arith.divf %v, %n; memref.store %r, %out[]`,
+ * the CPU path's form): a run of loads, stores, math and the arith ops that
+ * use them becomes a loop nest of one iteration, one GPU thread, where its
+ * loaded values stay.  A run whose values are used after it stays as it is
+ * (and is reported below). */
+static void wrap_scalar_runs(MlirBlock body) {
+    OpList top = {0};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        oplist_push(&top, op);
+    }
+    for (int i = 0; i < top.n;) {
+        MlirOperation op = top.ops[i];
+        if (!gpu_is_op(op, "memref.load") && !gpu_is_op(op, "memref.store")) {
+            ++i;
+            continue;
+        }
+        int end = i + 1;
+        for (; end < top.n; ++end) {
+            MlirOperation next = top.ops[end];
+            bool memory = gpu_is_op(next, "memref.load") || gpu_is_op(next, "memref.store");
+            bool uses_run = false;
+            for (intptr_t k = 0; k < mlirOperationGetNumOperands(next); ++k) {
+                uses_run |= defined_by_any(mlirOperationGetOperand(next, k), top.ops + i, end - i);
+            }
+            bool compute = (op_name_starts(next, "arith.") || op_name_starts(next, "math.")) && uses_run;
+            if (!memory && !compute) break;
+        }
+        bool escapes = false;
+        for (int k = i; k < end && !escapes; ++k) {
+            for (intptr_t r = 0; r < mlirOperationGetNumResults(top.ops[k]); ++r) {
+                for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(top.ops[k], r)); !mlirOpOperandIsNull(u);
+                     u = mlirOpOperandGetNextUse(u)) {
+                    MlirOperation user = mlirOpOperandGetOwner(u);
+                    bool in_run = false;
+                    for (int q = i; q < end; ++q) in_run |= mlirOperationEqual(user, top.ops[q]);
+                    escapes |= !in_run;
+                }
+            }
+        }
+        if (!escapes) wrap_in_parallel(top.ops + i, end - i);
+        i = end;
+    }
+    oplist_free(&top);
+}
+
+static int map_function(MlirOperation func, const GpuMapOptions *opts) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (mlirBlockIsNull(body)) return 0;
+    wrap_scalar_runs(body);
     /* rules 1 and 2 first, so that the reductions (gpu_reduce.c) see the
      * loops they come from */
     OpList top = {0}, interchanged = {0};
@@ -530,16 +607,22 @@ static int map_function(MlirOperation func) {
     }
     for (int i = 0; i < top.n; ++i) {
         MlirOperation op = top.ops[i];
-        if (gpu_is_op(op, "memref.copy")) op = copy_to_loops(op);
+        if (gpu_is_op(op, "memref.copy")) op = copy_to_loops(op, opts);
         if (gpu_is_op(op, "scf.for")) {
             op = gpu_interchange(op);
-            if (gpu_is_op(op, "scf.parallel")) oplist_push(&interchanged, op);
+            if (gpu_is_op(op, "scf.parallel")) {
+                oplist_push(&interchanged, op);
+            } else if (!opts->reductions_v1 && mlirOperationGetNumResults(op) == 0) {
+                /* a reduction to a 0-d result (all of its loops reduce): a
+                 * loop nest of one row for gpu_reduce.c */
+                wrap_in_parallel(&op, 1);
+            }
         } else if (gpu_is_op(op, "scf.parallel")) {
             op = merge_nested_parallel(op);
         }
     }
     oplist_free(&top);
-    int rc = gpu_map_reductions(func, &interchanged);
+    int rc = gpu_map_reductions(func, &interchanged, opts);
     oplist_free(&interchanged);
     if (rc != 0) return rc;
     top = (OpList){0};
@@ -565,18 +648,34 @@ static int map_function(MlirOperation func) {
     return rc;
 }
 
-static int run_map(MlirOperation module, void *user) {
-    (void)user;
+static int run_map_with(MlirOperation module, const GpuMapOptions *opts) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        if (gpu_is_op(op, "func.func") && map_function(op) != 0) return -1;
+        if (gpu_is_op(op, "func.func") && map_function(op, opts) != 0) return -1;
     }
     return 0;
 }
 
-static _Alignas(8) const char gpu_map_type_id;
+static int run_map(MlirOperation module, void *user) {
+    (void)user;
+    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false});
+}
+
+static int run_map_v1(MlirOperation module, void *user) {
+    (void)user;
+    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = true});
+}
+
+static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id;
 
 MlirPass pt2_create_gpu_map_loops_pass(void) {
     return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
                               "builtin.module", run_map, &gpu_map_type_id);
+}
+
+/* PT2_DISABLE=gpu-reduce: reductions mapped as before gpu_rows.c (gpu_reduce_v1.c). */
+MlirPass pt2_create_gpu_map_loops_v1_pass(void) {
+    return make_external_pass("pt2-gpu-map-loops-v1",
+                              "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce)",
+                              "builtin.module", run_map_v1, &gpu_map_v1_type_id);
 }

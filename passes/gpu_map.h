@@ -35,12 +35,20 @@ MlirBlock gpu_build_if(Builder *b, MlirValue cond);
 /* scf.for { scf.parallel } → scf.parallel { scf.for }; returns the outer op. */
 MlirOperation gpu_interchange(MlirOperation for_op);
 
+/* What pt2-gpu-map-loops does (the pass's variants in the pipeline text, so
+ * that the kernel cache keys differ). */
+typedef struct GpuMapOptions {
+    /* pt2-gpu-map-loops-v1 (PT2_DISABLE=gpu-reduce): reductions as before
+     * gpu_rows.c (gpu_reduce_v1.c), for A/B measurements */
+    bool reductions_v1;
+} GpuMapOptions;
+
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of
  * loop nests over the same rows that hold a row reduction into one kernel of
  * a block (or a part of a warp) per row, and reductions over a leading
  * dimension into a split reduction of two parallel loops.  The kernels it
  * builds carry their mapping attributes; the loops it leaves are mapped by
  * pt2-gpu-map-loops as any other.  Returns 0, or -1 after an error. */
-int gpu_map_reductions(MlirOperation func, const OpList *interchanged);
+int gpu_map_reductions(MlirOperation func, const OpList *interchanged, const GpuMapOptions *opts);
 
 #endif /* PT2_PASSES_GPU_MAP_H */

@@ -1,4 +1,4 @@
-/*===- gpu_reduce.c - reductions onto GPU blocks, warps and split loops -----===*
+/*===- gpu_reduce.c - reductions onto GPU blocks: stages, building blocks ---===*
  *
  * Part of pt2-gpu-map-loops (gpu_map.c calls gpu_map_reductions first).  Its
  * input is the bufferized host function after convert-linalg-to-parallel-
@@ -7,50 +7,32 @@
  *     scf.parallel (%rows...) { scf.for %k { acc[rows] = acc[rows] <op> f(x[rows, k]) } }
  *
  * and the one-thread-per-output mapping runs the whole loop over %k in one
- * thread.  Two rewrites replace that:
+ * thread.  This file reads the top-level loop nests as *stages* (pointwise,
+ * or a reduction: the accumulator pattern is a load and a store of acc at
+ * indices that do not depend on the reduction loops, joined by one
+ * associative combiner, addf, maximumf, ..., whose identity starts each
+ * partial), and holds what row kernels are built from: identities, the
+ * combination of a row's lanes by warp shuffles and shared memory
+ * (red_reduce_lanes), loops carrying partials.  Runs of stages between
+ * which only views, constants and allocations sit go to red_group_run
+ * (gpu_rows.c: row kernels, rows in registers, split rows) or, under
+ * PT2_DISABLE=gpu-reduce, red_group_run_v1 (gpu_reduce_v1.c, the mapping
+ * before).
  *
- * Row kernels.  A run of loop nests over the same rows (the row space of a
- * reduction's parallel loop; a pointwise loop matches when a prefix of its
- * dimensions is that space) becomes ONE kernel with a block per row, or a
- * part of a warp per row for short rows (T_row threads a row, T_row a power
- * of two, about 4 elements a thread; 256 threads a block at least):
- *
- *     row = block * ROWS + thread / T_row, lane = thread % T_row
- *     stage 1 (pointwise): for c = lane to C step T_row { body at (row, c) }
- *     gpu.barrier
- *     stage 2 (reduction): p = identity; for c = lane to K step T_row { p = p <op> f(x[row, c]) }
- *                          p = warp shuffles (xor), then through shared memory across warps
- *                          lane 0: acc[row] = acc[row] <op> p
- *     gpu.barrier ...
- *
- * So softmax (row max, exp, row sum, divide) and layer_norm are one launch
- * that reads its input once, like Inductor's persistent reductions.  A loop
- * joins the run only if every access to a buffer that the run writes touches
- * the accessing iteration's own row block (the same condition as
- * pt2-fuse-parallel-loops): rows are then independent, and the barriers
- * order the stages within a row.  The accumulator pattern is a load and a
- * store of acc at indices that do not depend on the reduction loop, joined
- * by one associative combiner (addf, maximumf, ...); the combiner's identity
- * starts each thread's partial.
- *
- * Split reductions.  A reduction whose input is read along a parallel
- * dimension (sum over dim 0: x[k, o], consecutive threads on consecutive o)
- * is split over its reduction loop: S chunks of K/S iterations into a
- * temporary partial[S, o...] (S × O threads, each reading a column chunk,
- * coalesced across threads), then one thread per output combines the S
- * partials into acc.  Both are plain parallel loops that gpu_map.c maps.
+ * Split reductions.  A reduction that no row kernel took, whose input is
+ * read along a parallel dimension (sum over dim 0: x[k, o], consecutive
+ * threads on consecutive o), is split over its reduction loop: S chunks of
+ * K/S iterations into a temporary partial[S, o...] (S × O threads, each
+ * reading a column chunk, coalesced across threads), then one thread per
+ * output combines the S partials into acc.  Both are plain parallel loops
+ * that gpu_map.c maps.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_map.h"
+#include "gpu_reduce.h"
 
-#define ROW_ELEMENTS_PER_THREAD 4
-#define ROW_MAX_THREADS 1024
-#define WARP 32
-#define MAX_ACCUMULATORS 8
-#define MAX_LOOPS (PT2_MAX_RANK * 2)
 #define SPLIT_MIN_CHUNK 32
 #define SPLIT_TARGET_THREADS (1 << 17)
 
@@ -58,40 +40,19 @@
  * Stages: the loop nests a row kernel is made of
  *===----------------------------------------------------------------------===*/
 
-typedef enum StageKind { STAGE_POINTWISE, STAGE_REDUCTION } StageKind;
-
-typedef struct Accumulator {
-    MlirOperation load, store, combiner;
-} Accumulator;
-
-typedef struct Stage {
-    MlirOperation par;
-    StageKind kind;
-    int n_dims;
-    int64_t lb[MAX_LOOPS], trip[MAX_LOOPS], step[MAX_LOOPS];
-    int n_row_dims; /* leading dims of par that are the row (set per group) */
-    /* reductions: the perfectly nested scf.for loops and their innermost body */
-    int n_fors;
-    MlirOperation fors[MAX_LOOPS];
-    int64_t for_lb[MAX_LOOPS], for_trip[MAX_LOOPS], for_step[MAX_LOOPS];
-    MlirBlock inner;
-    int n_acc;
-    Accumulator acc[MAX_ACCUMULATORS];
-} Stage;
-
-static bool name_starts(MlirOperation op, const char *prefix) {
+bool red_name_starts(MlirOperation op, const char *prefix) {
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
     size_t k = strlen(prefix);
     return n.length >= k && memcmp(n.data, prefix, k) == 0;
 }
 
 /* Loads, stores, arithmetic and math: what a stage's body may hold. */
-static bool simple_body(MlirBlock block) {
+bool red_simple_body(MlirBlock block) {
     MlirOperation term = mlirBlockGetTerminator(block);
     for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         if (mlirOperationEqual(op, term)) break;
-        if (!(gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store") || name_starts(op, "arith.") ||
-              name_starts(op, "math."))) {
+        if (!(gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store") || red_name_starts(op, "arith.") ||
+              red_name_starts(op, "math."))) {
             return false;
         }
     }
@@ -126,7 +87,7 @@ static bool inside(MlirOperation op, MlirOperation ancestor) {
 }
 
 /* v is computed outside `loop` (so it is the same in every iteration). */
-static bool invariant_in(MlirValue v, MlirOperation loop) {
+bool red_invariant_in(MlirValue v, MlirOperation loop) {
     if (mlirValueIsABlockArgument(v)) {
         MlirOperation owner = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
         return !inside(owner, loop);
@@ -167,7 +128,7 @@ static bool find_accumulators(Stage *s) {
         if (s->n_acc == MAX_ACCUMULATORS) return false;
         MlirValue value = mlirOperationGetOperand(op, 0), acc = mlirOperationGetOperand(op, 1);
         for (intptr_t i = 2; i < mlirOperationGetNumOperands(op); ++i) {
-            if (!invariant_in(mlirOperationGetOperand(op, i), outer_for)) return false;
+            if (!red_invariant_in(mlirOperationGetOperand(op, i), outer_for)) return false;
         }
         if (!mlirValueIsAOpResult(value)) return false;
         MlirOperation comb = mlirOpResultGetOwner(value);
@@ -197,7 +158,7 @@ static bool find_accumulators(Stage *s) {
 }
 
 /* Reads a top-level loop nest as a stage; false if it is none. */
-static bool analyze_stage(MlirOperation op, Stage *s) {
+bool red_analyze_stage(MlirOperation op, Stage *s) {
     memset(s, 0, sizeof *s);
     if (!gpu_is_op(op, "scf.parallel") || mlirOperationGetNumResults(op) != 0) return false;
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) return false;
@@ -222,18 +183,15 @@ static bool analyze_stage(MlirOperation op, Stage *s) {
                 f = (MlirOperation){NULL};
             }
         }
-        return simple_body(s->inner) && find_accumulators(s);
+        return red_simple_body(s->inner) && find_accumulators(s);
     }
     s->kind = STAGE_POINTWISE;
-    return simple_body(body);
+    return red_simple_body(body);
 }
 
-static MlirValue dim_iv(const Stage *s, int d) { return mlirBlockGetArgument(gpu_body_of(s->par), d); }
+MlirValue red_dim_iv(const Stage *s, int d) { return mlirBlockGetArgument(gpu_body_of(s->par), d); }
 
-/* The loads of the innermost body that depend on the reduction loops. */
-typedef enum ReadOrder { READ_ALONG_REDUCTION, READ_ACROSS_OUTPUTS, READ_MIXED } ReadOrder;
-
-static bool is_for_iv(const Stage *s, MlirValue v) {
+bool red_is_for_iv(const Stage *s, MlirValue v) {
     for (int i = 0; i < s->n_fors; ++i) {
         if (mlirValueEqual(v, mlirBlockGetArgument(gpu_body_of(s->fors[i]), 0))) return true;
     }
@@ -243,7 +201,7 @@ static bool is_for_iv(const Stage *s, MlirValue v) {
 /* How a reduction reads its input: along the reduction (the last index is a
  * reduction loop's: a row reduction), across outputs (the last index is the
  * innermost parallel dimension's: a column reduction), or neither. */
-static ReadOrder read_order(const Stage *s) {
+ReadOrder red_read_order(const Stage *s) {
     bool along = true, across = true, any = false;
     int last_par = -1;
     for (int d = 0; d < s->n_dims; ++d) {
@@ -253,29 +211,23 @@ static ReadOrder read_order(const Stage *s) {
         if (!gpu_is_op(op, "memref.load")) continue;
         intptr_t n = mlirOperationGetNumOperands(op);
         bool depends = false;
-        for (intptr_t i = 1; i < n; ++i) depends |= !invariant_in(mlirOperationGetOperand(op, i), s->fors[0]);
+        for (intptr_t i = 1; i < n; ++i) depends |= !red_invariant_in(mlirOperationGetOperand(op, i), s->fors[0]);
         if (!depends) continue;
         any = true;
         MlirValue last = mlirOperationGetOperand(op, n - 1);
-        if (!is_for_iv(s, last)) along = false;
-        if (last_par < 0 || !mlirValueEqual(last, dim_iv(s, last_par))) across = false;
+        if (!red_is_for_iv(s, last)) along = false;
+        if (last_par < 0 || !mlirValueEqual(last, red_dim_iv(s, last_par))) across = false;
     }
     if (!any) return READ_MIXED;
     return along ? READ_ALONG_REDUCTION : across ? READ_ACROSS_OUTPUTS : READ_MIXED;
 }
 
 /*===----------------------------------------------------------------------===*
- * Grouping: which loops over the same rows can share a kernel
+ * Rows and the buffers accesses go to
  *===----------------------------------------------------------------------===*/
 
-typedef struct Rows {
-    int n;
-    int64_t trip[MAX_LOOPS]; /* the row space's dimensions of more than one iteration */
-    int64_t count;
-} Rows;
-
 /* A reduction's rows are all its parallel dimensions. */
-static Rows rows_of(const Stage *s) {
+Rows red_rows_of(const Stage *s) {
     Rows r = {0};
     r.count = 1;
     for (int d = 0; d < s->n_dims; ++d) {
@@ -285,28 +237,8 @@ static Rows rows_of(const Stage *s) {
     return r;
 }
 
-/* Sets s->n_row_dims to the longest prefix of s's dimensions that is the
- * row space; false if there is none. */
-static bool match_rows(Stage *s, const Rows *rows) {
-    s->n_row_dims = -1;
-    int k = 0;
-    if (rows->n == 0) s->n_row_dims = 0;
-    for (int d = 0; d < s->n_dims; ++d) {
-        if (s->trip[d] == 1) {
-            /* a dimension of one iteration extends the prefix */
-        } else if (k < rows->n && s->trip[d] == rows->trip[k] && s->lb[d] == 0 && s->step[d] == 1) {
-            ++k;
-        } else {
-            break;
-        }
-        if (k == rows->n) s->n_row_dims = d + 1;
-    }
-    if (s->kind == STAGE_REDUCTION) return s->n_row_dims == s->n_dims;
-    return s->n_row_dims >= 0;
-}
-
 /* A contiguous row-major memref (offset 0). */
-static bool contiguous(MlirType t) {
+bool red_contiguous(MlirType t) {
     int rank = (int)mlirShapedTypeGetRank(t);
     int64_t strides[MAX_LOOPS], offset;
     if (rank > MAX_LOOPS || !mlirShapedTypeHasStaticShape(t) ||
@@ -325,10 +257,10 @@ static bool contiguous(MlirType t) {
 /* The buffer a memref views (through reshapes and casts); *contig says
  * whether every memref on the way is contiguous, so that a prefix of the
  * dimensions of any of them names the same block of the buffer. */
-static MlirValue base_of(MlirValue v, bool *contig) {
+MlirValue red_base_of(MlirValue v, bool *contig) {
     *contig = true;
     for (;;) {
-        *contig &= contiguous(mlirValueGetType(v));
+        *contig &= red_contiguous(mlirValueGetType(v));
         if (!mlirValueIsAOpResult(v)) return v;
         MlirOperation def = mlirOpResultGetOwner(v);
         if (!(gpu_is_op(def, "memref.expand_shape") || gpu_is_op(def, "memref.collapse_shape") || gpu_is_op(def, "memref.cast"))) {
@@ -339,85 +271,6 @@ static MlirValue base_of(MlirValue v, bool *contig) {
     }
 }
 
-/* The access (a memref.load or memref.store in stage s) touches only the
- * block of its buffer that belongs to the iteration's row: the memref is
- * contiguous and its leading dimensions of more than one element are indexed
- * by the stage's row dimensions, in order, up to the row count. */
-static bool access_in_row(MlirOperation access, const Stage *s, const Rows *rows) {
-    int memref_operand = gpu_is_op(access, "memref.store") ? 1 : 0;
-    MlirValue m = mlirOperationGetOperand(access, memref_operand);
-    bool contig;
-    base_of(m, &contig);
-    if (!contig) return false;
-    MlirType t = mlirValueGetType(m);
-    int rank = (int)mlirShapedTypeGetRank(t);
-    /* the stage's row dimensions of more than one iteration */
-    MlirValue ivs[MAX_LOOPS];
-    int n_ivs = 0;
-    for (int d = 0; d < s->n_row_dims; ++d) {
-        if (s->trip[d] > 1) ivs[n_ivs++] = dim_iv(s, d);
-    }
-    int64_t covered = 1;
-    int k = 0;
-    for (int d = 0; d < rank && covered < rows->count; ++d) {
-        int64_t size = mlirShapedTypeGetDimSize(t, d);
-        if (size == 1) continue;
-        MlirValue index = mlirOperationGetOperand(access, memref_operand + 1 + d);
-        if (k >= n_ivs || size != rows->trip[k] || !mlirValueEqual(index, ivs[k])) return false;
-        covered *= size;
-        ++k;
-    }
-    return covered == rows->count && k == n_ivs;
-}
-
-typedef struct Access {
-    MlirOperation op;
-    int stage;
-} Access;
-
-typedef struct AccessWalk {
-    Access *a;
-    int n, cap, stage;
-} AccessWalk;
-
-static MlirWalkResult collect_access(MlirOperation op, void *user) {
-    AccessWalk *w = user;
-    if (gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store")) {
-        if (w->n == w->cap) {
-            w->cap = w->cap ? 2 * w->cap : 64;
-            w->a = realloc(w->a, (size_t)w->cap * sizeof *w->a);
-        }
-        w->a[w->n++] = (Access){op, w->stage};
-    }
-    return MlirWalkResultAdvance;
-}
-
-static MlirValue accessed_base(MlirOperation access) {
-    bool contig;
-    return base_of(mlirOperationGetOperand(access, gpu_is_op(access, "memref.store") ? 1 : 0), &contig);
-}
-
-/* Rows are independent across the stages: every access to a buffer that
- * one of them writes stays in its own row. */
-static bool rows_independent(Stage *stages, int n, const Rows *rows) {
-    AccessWalk w = {0};
-    for (int i = 0; i < n; ++i) {
-        w.stage = i;
-        mlirOperationWalk(stages[i].par, collect_access, &w, MlirWalkPreOrder);
-    }
-    bool ok = true;
-    for (int i = 0; i < w.n && ok; ++i) {
-        if (!gpu_is_op(w.a[i].op, "memref.store")) continue;
-        MlirValue written = accessed_base(w.a[i].op);
-        for (int j = 0; j < w.n && ok; ++j) {
-            if (!mlirValueEqual(accessed_base(w.a[j].op), written)) continue;
-            ok = access_in_row(w.a[j].op, &stages[w.a[j].stage], rows);
-        }
-    }
-    free(w.a);
-    return ok;
-}
-
 /*===----------------------------------------------------------------------===*
  * Building blocks of the kernels
  *===----------------------------------------------------------------------===*/
@@ -425,7 +278,7 @@ static bool rows_independent(Stage *stages, int n, const Rows *rows) {
 static MlirType i32_type(MlirContext ctx) { return mlirIntegerTypeGet(ctx, 32); }
 
 /* The combiner's identity in type t. */
-static MlirValue identity(Builder *b, MlirOperation comb, MlirType t) {
+MlirValue red_identity(Builder *b, MlirOperation comb, MlirType t) {
     if (gpu_is_op(comb, "arith.mulf") || gpu_is_op(comb, "arith.muli")) return const_scalar(b, t, 1.0);
     if (gpu_is_op(comb, "arith.maximumf") || gpu_is_op(comb, "arith.maxnumf") || gpu_is_op(comb, "arith.maxsi")) {
         return const_lowest(b, t);
@@ -437,7 +290,7 @@ static MlirValue identity(Builder *b, MlirOperation comb, MlirType t) {
     return const_scalar(b, t, 0.0); /* addf, addi, maxui, ori, xori */
 }
 
-static MlirValue combine(Builder *b, MlirOperation comb, MlirValue x, MlirValue y) {
+MlirValue red_combine(Builder *b, MlirOperation comb, MlirValue x, MlirValue y) {
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(comb));
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)n.length, n.data);
@@ -482,17 +335,21 @@ static void print_type(MlirType t, char *out, size_t cap) {
     mlirTypePrint(t, append_text, &buf);
 }
 
-static void barrier(Builder *b) { build_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL); }
+void red_barrier(Builder *b) { build_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL); }
 
-/* A 32-entry shared-memory array of type t (one per warp of a block),
- * declared once per module: gpu-kernel-outlining copies it into each kernel
- * module that uses it. */
-static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t) {
+/* A shared-memory array of `entries` values of type t (one per warp of a
+ * block, or per warp and row when rows are interleaved), declared once per
+ * module: gpu-kernel-outlining copies it into each kernel module that uses it. */
+static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t, int64_t entries) {
     char type_text[64], name[96], text[256];
     print_type(t, type_text, sizeof type_text);
-    snprintf(name, sizeof name, "__pt2_reduce_scratch_%s", type_text);
+    if (entries == WARP) {
+        snprintf(name, sizeof name, "__pt2_reduce_scratch_%s", type_text);
+    } else {
+        snprintf(name, sizeof name, "__pt2_reduce_scratch_%s_%lld", type_text, (long long)entries);
+    }
     char memref_text[128];
-    snprintf(memref_text, sizeof memref_text, "memref<%dx%s, #gpu.address_space<workgroup>>", WARP, type_text);
+    snprintf(memref_text, sizeof memref_text, "memref<%lldx%s, #gpu.address_space<workgroup>>", (long long)entries, type_text);
     MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     bool exists = false;
     for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
@@ -510,46 +367,68 @@ static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t) {
 }
 
 /* The combination of v over the `width` lanes of a row (width a power of
- * two); every lane gets the result.  Widths up to a warp use shuffles alone;
- * wider rows go through shared memory, one entry a warp of the block (entry
- * tid / 32; a row's warps are entries (tid / width) * (width / 32) + i). */
-static MlirValue reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb, MlirValue v, MlirValue lane, MlirValue tid,
-                               int64_t width) {
+ * two); every lane gets the result.  Thread tid is lane `lane` of its row;
+ * `interleave` (a power of two) rows share a warp, lane-major: thread
+ * (g * width + lane) * interleave + r, so a row's lanes are interleave
+ * threads apart.  A row's lanes inside one warp combine by shuffles (xor
+ * interleave * 16/.../1); wider rows go through shared memory, one entry a
+ * warp and row of the block: entry (tid / 32) * interleave + r, a row's warps
+ * those of its group g (with interleave 1: tid / 32, and the row's warps are
+ * entries (tid / width) * (width / 32) + i). */
+MlirValue red_reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb, MlirValue v, MlirValue lane, MlirValue tid,
+                           int64_t width, int64_t interleave) {
     MlirType t = mlirValueGetType(v);
     MlirAttribute xor_mode = parse_attr(b->ctx, "#gpu<shuffle_mode xor>");
     MlirValue warp_width = const_int(b, i32_type(b->ctx), WARP);
-    for (int64_t offset = (width < WARP ? width : WARP) / 2; offset >= 1; offset /= 2) {
+    int64_t in_warp = width * interleave <= WARP ? width : WARP / interleave;
+    for (int64_t offset = in_warp / 2; offset >= 1; offset /= 2) {
         MlirValue w = widen(b, comb, v);
-        MlirValue operands[3] = {w, const_int(b, i32_type(b->ctx), offset), warp_width};
+        MlirValue operands[3] = {w, const_int(b, i32_type(b->ctx), offset * interleave), warp_width};
         MlirType results[2] = {mlirValueGetType(w), mlirIntegerTypeGet(b->ctx, 1)};
         MlirNamedAttribute mode = named_attr(b->ctx, "mode", xor_mode);
         MlirOperation shuffle = build_op(b, "gpu.shuffle", 3, operands, 2, results, 1, &mode);
-        v = combine(b, comb, v, narrow(b, mlirOperationGetResult(shuffle, 0), t));
+        v = red_combine(b, comb, v, narrow(b, mlirOperationGetResult(shuffle, 0), t));
     }
-    if (width <= WARP) return v;
+    if (width * interleave <= WARP) return v;
     MlirValue w = widen(b, comb, v);
-    MlirValue scratch = shared_scratch(b, module, mlirValueGetType(w));
+    MlirValue scratch = shared_scratch(b, module, mlirValueGetType(w), WARP * interleave);
     MlirValue warp_size = const_index(b, WARP);
-    MlirValue first_lane = build_cmp(b, false, "eq", build_binary(b, "arith.remui", lane, warp_size), const_index(b, 0));
-    Builder then_b = builder_before(mlirBlockGetTerminator(gpu_build_if(b, first_lane)));
-    MlirValue store[3] = {w, scratch, build_binary(&then_b, "arith.divui", tid, warp_size)};
-    build_op(&then_b, "memref.store", 3, store, 0, NULL, 0, NULL);
-    barrier(b);
-    MlirValue first_entry = build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width)),
-                                         const_index(b, width / WARP));
-    MlirValue total = (MlirValue){NULL};
-    for (int64_t i = 0; i < width / WARP; ++i) {
-        MlirValue load[2] = {scratch, build_binary(b, "arith.addi", first_entry, const_index(b, i))};
-        MlirValue x = narrow(b, build_value(b, "memref.load", 2, load, mlirValueGetType(w)), t);
-        total = i == 0 ? x : combine(b, comb, total, x);
+    int64_t warps = width * interleave / WARP; /* a row group's warps */
+    MlirValue first_lane, slot, first_entry;
+    if (interleave == 1) {
+        first_lane = build_cmp(b, false, "eq", build_binary(b, "arith.remui", lane, warp_size), const_index(b, 0));
+    } else {
+        first_lane = build_cmp(b, false, "ult", build_binary(b, "arith.remui", tid, warp_size), const_index(b, interleave));
     }
-    barrier(b); /* the scratch is free again */
+    Builder then_b = builder_before(mlirBlockGetTerminator(gpu_build_if(b, first_lane)));
+    slot = build_binary(&then_b, "arith.divui", tid, warp_size);
+    if (interleave > 1) {
+        slot = build_binary(&then_b, "arith.addi", build_binary(&then_b, "arith.muli", slot, const_index(&then_b, interleave)),
+                            build_binary(&then_b, "arith.remui", tid, warp_size));
+    }
+    MlirValue store[3] = {w, scratch, slot};
+    build_op(&then_b, "memref.store", 3, store, 0, NULL, 0, NULL);
+    red_barrier(b);
+    first_entry = build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width * interleave)),
+                               const_index(b, warps * interleave));
+    MlirValue row_in_warp = (MlirValue){NULL};
+    if (interleave > 1) {
+        row_in_warp = build_binary(b, "arith.remui", tid, const_index(b, interleave));
+        first_entry = build_binary(b, "arith.addi", first_entry, row_in_warp);
+    }
+    MlirValue total = (MlirValue){NULL};
+    for (int64_t i = 0; i < warps; ++i) {
+        MlirValue load[2] = {scratch, build_binary(b, "arith.addi", first_entry, const_index(b, i * interleave))};
+        MlirValue x = narrow(b, build_value(b, "memref.load", 2, load, mlirValueGetType(w)), t);
+        total = i == 0 ? x : red_combine(b, comb, total, x);
+    }
+    red_barrier(b); /* the scratch is free again */
     return total;
 }
 
 /* scf.for lb..ub step carrying `inits`; the body is empty (the caller adds
  * the scf.yield). */
-static MlirOperation build_for_carrying(Builder *b, MlirValue lb, MlirValue ub, MlirValue step, int n, const MlirValue *inits) {
+MlirOperation red_for_carrying(Builder *b, MlirValue lb, MlirValue ub, MlirValue step, int n, const MlirValue *inits) {
     MlirValue operands[3 + MAX_ACCUMULATORS] = {lb, ub, step};
     MlirType types[1 + MAX_ACCUMULATORS];
     MlirLocation locs[1 + MAX_ACCUMULATORS];
@@ -577,7 +456,7 @@ static MlirOperation build_for_carrying(Builder *b, MlirValue lb, MlirValue ub, 
 
 /* Splits `linear` into indices of dimensions trip[0..n) (the last fastest)
  * and returns each as lb + index * step in out[]. */
-static void delinearize(Builder *b, MlirValue linear, int n, const int64_t *lb, const int64_t *trip, const int64_t *step,
+void red_delinearize(Builder *b, MlirValue linear, int n, const int64_t *lb, const int64_t *trip, const int64_t *step,
                         MlirValue *out) {
     MlirValue rest = linear;
     int last = -1;
@@ -607,7 +486,7 @@ static void delinearize(Builder *b, MlirValue linear, int n, const int64_t *lb, 
 
 /* Moves the ops of `from` (its terminator excepted) to the end of `to`, or
  * before `to`'s terminator if it has one. */
-static void move_ops(MlirBlock from, MlirBlock to) {
+void red_move_ops(MlirBlock from, MlirBlock to) {
     MlirOperation term = mlirBlockGetTerminator(from);
     MlirOperation anchor = mlirBlockGetTerminator(to);
     for (MlirOperation op = mlirBlockGetFirstOperation(from); !mlirOperationIsNull(op);) {
@@ -623,7 +502,7 @@ static void move_ops(MlirBlock from, MlirBlock to) {
     }
 }
 
-static int64_t product(const int64_t *x, int n) {
+int64_t red_product(const int64_t *x, int n) {
     int64_t p = 1;
     for (int i = 0; i < n; ++i) p *= x[i];
     return p;
@@ -636,19 +515,19 @@ static int64_t product(const int64_t *x, int n) {
  * reduction), or, where `lane` is given, iterations lane + j * stride for a
  * constant number of j (LLVM unrolls it and issues the loads together): an
  * iteration past the end reads the last element and is dropped by a select. */
-static MlirOperation partial_loop(Builder *b, Stage *s, MlirValue lb, MlirValue ub, MlirValue step, MlirValue lane,
+MlirOperation red_partial_loop(Builder *b, Stage *s, MlirValue lb, MlirValue ub, MlirValue step, MlirValue lane,
                                   int64_t stride) {
     MlirValue inits[MAX_ACCUMULATORS];
     for (int j = 0; j < s->n_acc; ++j) {
-        inits[j] = identity(b, s->acc[j].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[j].load, 0)));
+        inits[j] = red_identity(b, s->acc[j].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[j].load, 0)));
     }
-    int64_t total = product(s->for_trip, s->n_fors);
+    int64_t total = red_product(s->for_trip, s->n_fors);
     if (!mlirValueIsNull(lane)) {
         lb = const_index(b, 0);
         ub = const_index(b, (total + stride - 1) / stride);
         step = const_index(b, 1);
     }
-    MlirOperation f = build_for_carrying(b, lb, ub, step, s->n_acc, inits);
+    MlirOperation f = red_for_carrying(b, lb, ub, step, s->n_acc, inits);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
     MlirValue linear = mlirBlockGetArgument(fb, 0), in_range = {NULL};
@@ -660,9 +539,9 @@ static MlirOperation partial_loop(Builder *b, Stage *s, MlirValue lb, MlirValue 
         }
     }
     MlirValue ivs[MAX_LOOPS];
-    delinearize(&in, linear, s->n_fors, s->for_lb, s->for_trip, s->for_step, ivs);
+    red_delinearize(&in, linear, s->n_fors, s->for_lb, s->for_trip, s->for_step, ivs);
     for (int i = 0; i < s->n_fors; ++i) mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(gpu_body_of(s->fors[i]), 0), ivs[i]);
-    move_ops(s->inner, fb);
+    red_move_ops(s->inner, fb);
     MlirValue yields[MAX_ACCUMULATORS];
     Builder end = builder_at_end(fb, b->loc);
     for (int j = 0; j < s->n_acc; ++j) {
@@ -674,138 +553,33 @@ static MlirOperation partial_loop(Builder *b, Stage *s, MlirValue lb, MlirValue 
     return f;
 }
 
-/*===----------------------------------------------------------------------===*
- * Row kernels
- *===----------------------------------------------------------------------===*/
-
-static int64_t stage_columns(const Stage *s) {
-    if (s->kind == STAGE_REDUCTION) return product(s->for_trip, s->n_fors);
-    return product(s->trip + s->n_row_dims, s->n_dims - s->n_row_dims);
+/* A workspace temporary memref<shape x elem> (64-byte aligned, as bufferization's). */
+MlirValue red_alloc(Builder *b, const int64_t *shape, int n, MlirType elem) {
+    char text[320], type_text[64];
+    int at = snprintf(text, sizeof text, "memref<");
+    for (int d = 0; d < n; ++d) at += snprintf(text + at, sizeof text - (size_t)at, "%lldx", (long long)shape[d]);
+    print_type(elem, type_text, sizeof type_text);
+    snprintf(text + at, sizeof text - (size_t)at, "%s>", type_text);
+    MlirType mt = parse_type(b->ctx, text);
+    MlirNamedAttribute align = named_attr(b->ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), 64));
+    MlirNamedAttribute seg = named_attr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 2, (int32_t[]){0, 0}));
+    MlirNamedAttribute attrs[2] = {seg, align};
+    return mlirOperationGetResult(build_op(b, "memref.alloc", 0, NULL, 1, &mt, 2, attrs), 0);
 }
 
-static int64_t pow2_at_least(int64_t x) {
+int64_t red_pow2_at_least(int64_t x) {
     int64_t p = 1;
     while (p < x) p *= 2;
     return p;
 }
 
-static void emit_row_kernel(MlirOperation module, Stage *stages, int n, const Rows *rows) {
-    int64_t columns = 1;
-    for (int i = 0; i < n; ++i) {
-        int64_t c = stage_columns(&stages[i]);
-        if (c > columns) columns = c;
-    }
-    int64_t t_row = pow2_at_least((columns + ROW_ELEMENTS_PER_THREAD - 1) / ROW_ELEMENTS_PER_THREAD);
-    if (t_row > ROW_MAX_THREADS) t_row = ROW_MAX_THREADS;
-    int64_t rows_per_block = t_row >= GPU_THREADS_PER_BLOCK ? 1 : GPU_THREADS_PER_BLOCK / t_row;
-    int64_t threads = t_row * rows_per_block;
-    int64_t n_blocks = (rows->count + rows_per_block - 1) / rows_per_block;
-
-    Builder hb = builder_before(stages[n - 1].par);
-    MlirValue zero = const_index(&hb, 0), one = const_index(&hb, 1);
-    MlirValue nb = const_index(&hb, n_blocks), nt = const_index(&hb, threads);
-    MlirOperation grid = gpu_build_parallel(&hb, 1, &zero, &nb, &one, gpu_block_mapping);
-    Builder gb = builder_before(mlirBlockGetTerminator(gpu_body_of(grid)));
-    MlirOperation block = gpu_build_parallel(&gb, 1, &zero, &nt, &one, gpu_thread_mapping);
-    Builder in = builder_before(mlirBlockGetTerminator(gpu_body_of(block)));
-    MlirValue bid = mlirBlockGetArgument(gpu_body_of(grid), 0), tid = mlirBlockGetArgument(gpu_body_of(block), 0);
-    MlirValue lane = tid, row = bid;
-    if (rows_per_block > 1) {
-        MlirValue t = const_index(&in, t_row);
-        lane = build_binary(&in, "arith.remui", tid, t);
-        row = build_binary(&in, "arith.addi", build_binary(&in, "arith.muli", bid, const_index(&in, rows_per_block)),
-                           build_binary(&in, "arith.divui", tid, t));
-    }
-    /* a ragged last block: its extra rows compute on the last row (in bounds)
-     * and store nothing, so that every lane reaches the shuffles and barriers */
-    MlirValue valid = (MlirValue){NULL};
-    if (n_blocks * rows_per_block != rows->count) {
-        valid = build_cmp(&in, false, "ult", row, const_index(&in, rows->count));
-        row = build_binary(&in, "arith.minui", row, const_index(&in, rows->count - 1));
-    }
-    MlirValue t_row_v = const_index(&in, t_row);
-    for (int si = 0; si < n; ++si) {
-        Stage *s = &stages[si];
-        /* the row's indices in this stage's dimensions */
-        int64_t zeros[MAX_LOOPS] = {0}, ones[MAX_LOOPS], trips[MAX_LOOPS];
-        for (int d = 0; d < MAX_LOOPS; ++d) ones[d] = 1;
-        int nr = 0;
-        int row_dim[MAX_LOOPS];
-        for (int d = 0; d < s->n_row_dims; ++d) {
-            if (s->trip[d] > 1) {
-                trips[nr] = s->trip[d];
-                row_dim[nr++] = d;
-            } else {
-                mlirValueReplaceAllUsesOfWith(dim_iv(s, d), const_index(&in, s->lb[d]));
-            }
-        }
-        MlirValue row_ivs[MAX_LOOPS];
-        delinearize(&in, row, nr, zeros, trips, ones, row_ivs);
-        for (int k = 0; k < nr; ++k) mlirValueReplaceAllUsesOfWith(dim_iv(s, row_dim[k]), row_ivs[k]);
-        MlirValue columns_v = const_index(&in, stage_columns(s));
-        if (s->kind == STAGE_POINTWISE) {
-            Builder wb = in;
-            if (!mlirValueIsNull(valid)) wb = builder_before(mlirBlockGetTerminator(gpu_build_if(&in, valid)));
-            /* lane + j * T_row for a constant number of j (unrolled by LLVM) */
-            int64_t n_cols = stage_columns(s);
-            MlirOperation f = gpu_build_for(&wb, const_index(&wb, 0), const_index(&wb, (n_cols + t_row - 1) / t_row), const_index(&wb, 1));
-            MlirBlock fb = gpu_body_of(f);
-            Builder cb = builder_before(mlirBlockGetTerminator(fb));
-            MlirValue col = build_binary(&cb, "arith.addi", lane, build_binary(&cb, "arith.muli", mlirBlockGetArgument(fb, 0), t_row_v));
-            if (n_cols % t_row != 0) {
-                fb = gpu_build_if(&cb, build_cmp(&cb, false, "ult", col, columns_v));
-                cb = builder_before(mlirBlockGetTerminator(fb));
-            }
-            int nc = s->n_dims - s->n_row_dims;
-            MlirValue col_ivs[MAX_LOOPS];
-            delinearize(&cb, col, nc, s->lb + s->n_row_dims, s->trip + s->n_row_dims,
-                        s->step + s->n_row_dims, col_ivs);
-            for (int k = 0; k < nc; ++k) mlirValueReplaceAllUsesOfWith(dim_iv(s, s->n_row_dims + k), col_ivs[k]);
-            move_ops(gpu_body_of(s->par), fb);
-        } else {
-            /* each lane's partial over its columns, then across the row */
-            MlirValue inits[MAX_ACCUMULATORS], acc_idx[MAX_ACCUMULATORS][MAX_LOOPS + 1];
-            int n_idx[MAX_ACCUMULATORS];
-            MlirOperation combs[MAX_ACCUMULATORS];
-            for (int j = 0; j < s->n_acc; ++j) {
-                MlirOperation load = s->acc[j].load;
-                n_idx[j] = (int)mlirOperationGetNumOperands(load);
-                for (int k = 0; k < n_idx[j]; ++k) acc_idx[j][k] = mlirOperationGetOperand(load, k);
-                inits[j] = build_value(&in, "memref.load", n_idx[j], acc_idx[j], mlirValueGetType(mlirOperationGetResult(load, 0)));
-                combs[j] = s->acc[j].combiner;
-            }
-            MlirOperation f = partial_loop(&in, s, lane, columns_v, t_row_v, lane, t_row);
-            MlirValue finals[MAX_ACCUMULATORS];
-            for (int j = 0; j < s->n_acc; ++j) {
-                MlirValue total = reduce_lanes(&in, module, combs[j], mlirOperationGetResult(f, j), lane, tid, t_row);
-                finals[j] = combine(&in, combs[j], inits[j], total);
-            }
-            barrier(&in); /* every lane has read acc before lane 0 writes it */
-            MlirValue first = build_cmp(&in, false, "eq", lane, const_index(&in, 0));
-            if (!mlirValueIsNull(valid)) first = build_binary(&in, "arith.andi", first, valid);
-            Builder sb = builder_before(mlirBlockGetTerminator(gpu_build_if(&in, first)));
-            for (int j = 0; j < s->n_acc; ++j) {
-                MlirValue st[2 + MAX_LOOPS];
-                st[0] = finals[j];
-                for (int k = 0; k < n_idx[j]; ++k) st[1 + k] = acc_idx[j][k];
-                build_op(&sb, "memref.store", 1 + n_idx[j], st, 0, NULL, 0, NULL);
-            }
-            for (int j = 0; j < s->n_acc; ++j) {
-                mlirOperationDestroy(s->acc[j].store);
-                mlirOperationDestroy(s->acc[j].load);
-            }
-        }
-        if (si + 1 < n) barrier(&in); /* the next stage reads what this one wrote, in other lanes */
-        mlirOperationDestroy(s->par);
-    }
-}
 
 /*===----------------------------------------------------------------------===*
  * Split reductions over a leading dimension
  *===----------------------------------------------------------------------===*/
 
-static void emit_split_reduction(Stage *s) {
-    int64_t outputs = product(s->trip, s->n_dims), k_trip = s->for_trip[0];
+void red_emit_split_reduction(Stage *s) {
+    int64_t outputs = red_product(s->trip, s->n_dims), k_trip = s->for_trip[0];
     int64_t splits = (k_trip + SPLIT_MIN_CHUNK - 1) / SPLIT_MIN_CHUNK;
     int64_t want = (SPLIT_TARGET_THREADS + outputs - 1) / outputs;
     if (want < splits) splits = want;
@@ -832,7 +606,7 @@ static void emit_split_reduction(Stage *s) {
             acc_idx[j][k] = mlirOperationGetOperand(load, k);
             acc_dim[j][k] = -1;
             for (int d = 0; d < n; ++d) {
-                if (mlirValueEqual(acc_idx[j][k], dim_iv(s, d))) acc_dim[j][k] = d;
+                if (mlirValueEqual(acc_idx[j][k], red_dim_iv(s, d))) acc_dim[j][k] = d;
             }
         }
         combs[j] = s->acc[j].combiner;
@@ -859,12 +633,12 @@ static void emit_split_reduction(Stage *s) {
     MlirOperation pa = gpu_build_parallel(&hb, 1 + n, lbs, ubs, steps, NULL);
     MlirBlock pab = gpu_body_of(pa);
     Builder ab = builder_before(mlirBlockGetTerminator(pab));
-    for (int d = 0; d < n; ++d) mlirValueReplaceAllUsesOfWith(dim_iv(s, d), mlirBlockGetArgument(pab, 1 + d));
+    for (int d = 0; d < n; ++d) mlirValueReplaceAllUsesOfWith(red_dim_iv(s, d), mlirBlockGetArgument(pab, 1 + d));
     MlirValue split = mlirBlockGetArgument(pab, 0);
     MlirValue from = build_binary(&ab, "arith.muli", split, const_index(&ab, chunk));
     MlirValue to = build_binary(&ab, "arith.minui", build_binary(&ab, "arith.addi", from, const_index(&ab, chunk)),
                                 const_index(&ab, k_trip));
-    MlirOperation f = partial_loop(&ab, s, from, to, const_index(&ab, 1), (MlirValue){NULL}, 1);
+    MlirOperation f = red_partial_loop(&ab, s, from, to, const_index(&ab, 1), (MlirValue){NULL}, 1);
     for (int j = 0; j < s->n_acc; ++j) {
         MlirValue st[2 + MAX_LOOPS + 1];
         st[0] = mlirOperationGetResult(f, j);
@@ -880,7 +654,7 @@ static void emit_split_reduction(Stage *s) {
         MlirValue idx[MAX_LOOPS + 1];
         for (int k = 0; k < n_idx[j]; ++k) idx[k] = acc_dim[j][k] >= 0 ? mlirBlockGetArgument(pbb, acc_dim[j][k]) : acc_idx[j][k];
         MlirValue v = build_value(&bb, "memref.load", n_idx[j], idx, types[j]);
-        MlirOperation g = build_for_carrying(&bb, const_index(&bb, 0), const_index(&bb, splits), const_index(&bb, 1), 1, &v);
+        MlirOperation g = red_for_carrying(&bb, const_index(&bb, 0), const_index(&bb, splits), const_index(&bb, 1), 1, &v);
         MlirBlock gb = gpu_body_of(g);
         Builder gin = builder_at_end(gb, bb.loc);
         MlirValue ld[2 + MAX_LOOPS];
@@ -888,7 +662,7 @@ static void emit_split_reduction(Stage *s) {
         ld[1] = mlirBlockGetArgument(gb, 0);
         for (int d = 0; d < n; ++d) ld[2 + d] = mlirBlockGetArgument(pbb, d);
         MlirValue x = build_value(&gin, "memref.load", 2 + n, ld, types[j]);
-        MlirValue y = combine(&gin, combs[j], mlirBlockGetArgument(gb, 1), x);
+        MlirValue y = red_combine(&gin, combs[j], mlirBlockGetArgument(gb, 1), x);
         build_op(&gin, "scf.yield", 1, &y, 0, NULL, 0, NULL);
         MlirValue st[2 + MAX_LOOPS];
         st[0] = mlirOperationGetResult(g, 0);
@@ -908,47 +682,17 @@ static void emit_split_reduction(Stage *s) {
 
 /* Ops that may sit between the loops of one kernel: they compute no tensor
  * data, so the kernel can run after them. */
-static bool between_stages(MlirOperation op) {
+bool red_between_stages(MlirOperation op) {
     static const char *const ok[] = {"memref.alloc", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
                                      "memref.get_global", NULL};
-    if (name_starts(op, "arith.")) return true;
+    if (red_name_starts(op, "arith.")) return true;
     for (const char *const *n = ok; *n; ++n) {
         if (gpu_is_op(op, *n)) return true;
     }
     return false;
 }
 
-static bool is_row_reduction(Stage *s) { return s->kind == STAGE_REDUCTION && read_order(s) == READ_ALONG_REDUCTION; }
-
-/* Groups the run stages[0..n) into row kernels, greedily from the front. */
-static void group_run(MlirOperation module, Stage *stages, int n) {
-    int start = 0;
-    while (start < n) {
-        int red = start;
-        while (red < n && !is_row_reduction(&stages[red])) ++red;
-        if (red == n) return;
-        Rows rows = rows_of(&stages[red]);
-        int end = start;
-        bool has_reduction = false;
-        while (end < n) {
-            Stage *s = &stages[end];
-            if (s->kind == STAGE_REDUCTION && !is_row_reduction(s)) break;
-            if (!match_rows(s, &rows)) break;
-            if (!rows_independent(stages + start, end - start + 1, &rows)) break;
-            has_reduction |= s->kind == STAGE_REDUCTION;
-            ++end;
-        }
-        if (has_reduction) {
-            /* match_rows set n_row_dims on each stage of the group */
-            emit_row_kernel(module, stages + start, end - start, &rows);
-            start = end;
-        } else {
-            start = start + 1 > end ? start + 1 : end;
-        }
-    }
-}
-
-int gpu_map_reductions(MlirOperation func, const OpList *interchanged) {
+int gpu_map_reductions(MlirOperation func, const OpList *interchanged, const GpuMapOptions *opts) {
     (void)interchanged;
     if (getenv("PT2_GPU_NO_ROW_KERNELS")) return 0; /* for measurements: the one-thread-per-output mapping */
     MlirOperation module = mlirOperationGetParentOperation(func);
@@ -962,12 +706,13 @@ int gpu_map_reductions(MlirOperation func, const OpList *interchanged) {
     int n_run = 0;
     for (int i = 0; i <= top.n; ++i) {
         Stage s;
-        if (i < top.n && analyze_stage(top.ops[i], &s)) {
+        if (i < top.n && red_analyze_stage(top.ops[i], &s)) {
             run[n_run++] = s;
             continue;
         }
-        if (i < top.n && between_stages(top.ops[i])) continue;
-        if (n_run > 0) group_run(module, run, n_run);
+        if (i < top.n && red_between_stages(top.ops[i])) continue;
+        if (n_run > 0 && opts->reductions_v1) red_group_run_v1(module, run, n_run);
+        if (n_run > 0 && !opts->reductions_v1) red_group_run(module, run, n_run);
         n_run = 0;
     }
     free(run);
@@ -976,10 +721,10 @@ int gpu_map_reductions(MlirOperation func, const OpList *interchanged) {
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
         MlirOperation next = mlirOperationGetNextInBlock(op);
         Stage s;
-        if (analyze_stage(op, &s) && s.kind == STAGE_REDUCTION && s.n_fors == 1 && read_order(&s) == READ_ACROSS_OUTPUTS) {
+        if (red_analyze_stage(op, &s) && s.kind == STAGE_REDUCTION && s.n_fors == 1 && red_read_order(&s) == READ_ACROSS_OUTPUTS) {
             bool plain = true;
             for (int d = 0; d < s.n_dims; ++d) plain &= s.lb[d] == 0 && s.step[d] == 1;
-            if (plain) emit_split_reduction(&s);
+            if (plain) red_emit_split_reduction(&s);
         }
         op = next;
     }

@@ -30,6 +30,7 @@ MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
+MlirPass pt2_create_gpu_map_loops_v1_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
@@ -108,6 +109,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
     {"pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping; passes/gpu_map.c)",
      pt2_create_gpu_map_loops_pass},
+    {"pt2-gpu-map-loops-v1", "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce, for A/B "
+     "measurements)", pt2_create_gpu_map_loops_v1_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls in the GPU launch plan, their loops kept behind as the fallback "
@@ -260,7 +263,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-             "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops,"
+             "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
              "pt2-gpu-name-kernels,pt2-gpu-merge-modules,"
              "lower-affine,canonicalize,"
@@ -270,7 +273,8 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "gpu-module-to-binary{format=isa}",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "",
-             pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,", chip, chip, link);
+             pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,",
+             pt2_disabled(disable, "gpu-reduce") ? "pt2-gpu-map-loops-v1" : "pt2-gpu-map-loops", chip, chip, link);
     return text;
 }
 

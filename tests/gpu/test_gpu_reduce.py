@@ -137,3 +137,131 @@ def test_fresh_inputs_same_kernel():
         x = rand((513, 2000), torch.float32, 100 + seed)
         (got,) = k(x)
         close(got, torch.softmax(x.double(), -1).float(), 1e-5)
+
+
+# ---- convnextv2's reductions (passes/gpu_rows.c) against eager, under both mappings --------------------
+# "" is the default mapping, "gpu-reduce" (PT2_DISABLE) the one before passes/gpu_rows.c; the pipeline
+# text differs, so kernels compiled under one are never taken from the cache for the other.
+
+MAPPINGS = ["", "gpu-reduce"]
+HALF_TOL = {torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+
+
+@pytest.fixture
+def mapping(request, monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", request.param)
+    return request.param
+
+
+def ref(t):
+    return t.double()
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(2, 7, 9, 80), (3, 5, 5, 160), (1, 3, 3, 640), (4, 33), (2, 3, 1000), (5, 1)])
+def test_layer_norm_channels_last_rows(shape, dtype, mapping):
+    """LayerNorm over the last dim of an NHWC activation (convnextv2's channels widths, odd sizes)."""
+    c = shape[-1]
+    x, w, b = rand(shape, dtype, 21), rand((c,), dtype, 22), rand((c,), dtype, 23)
+    (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1, eps=1e-6), [x, w, b])
+    assert k.num_launches == 1, k.plan[:400]
+    want = F.layer_norm(ref(x), (c,), ref(w), ref(b), 1e-6).to(dtype)
+    close(got, want, HALF_TOL[dtype])
+
+
+def ln2d(g, x, cb, w, b, c):
+    y = g.op("permute", g.op("add", x, g.op("reshape", cb, shape=[c, 1, 1])), perm=[0, 2, 3, 1])
+    return g.op("permute", g.op("layer_norm", y, w, b, normalized_ndim=1, eps=1e-6), perm=[0, 3, 1, 2])
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(2, 80, 9, 7), (3, 160, 5, 5), (1, 640, 3, 3), (2, 24, 1, 1), (32, 80, 56, 56)])
+def test_layer_norm2d_nchw(shape, dtype, mapping):
+    """timm's LayerNorm2d (permute, LayerNorm over C, permute back) on an NCHW conv output with its bias."""
+    if shape[0] == 32 and dtype != torch.float32:
+        pytest.skip("the full-size case once, in f32")
+    c = shape[1]
+    x, cb, w, b = rand(shape, dtype, 24), rand((c,), dtype, 25), rand((c,), dtype, 26), rand((c,), dtype, 27)
+    (got,), k = run(lambda g, x, cb, w, b: ln2d(g, x, cb, w, b, c), [x, cb, w, b])
+    if not mapping:
+        assert k.num_launches == 1, k.plan[:400]
+    y = (ref(x) + ref(cb).view(c, 1, 1)).to(dtype).double().permute(0, 2, 3, 1)
+    want = F.layer_norm(y, (c,), ref(w), ref(b), 1e-6).permute(0, 3, 1, 2).to(dtype)
+    close(got, want, HALF_TOL[dtype])
+
+
+def grn(g, x, bias, gamma, beta, spatial, channel, wb):
+    h = g.op("gelu", g.op("add", x, g.op("reshape", bias, shape=wb)))
+    gx = g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=spatial, keepdim=True))
+    nx = g.op("div", gx, g.op("add", g.op("mean", gx, dims=[channel], keepdim=True), g.scalar(1e-6)))
+    y = g.op("add", g.op("reshape", beta, shape=wb), g.op("mul", g.op("reshape", gamma, shape=wb), g.op("mul", h, nx)))
+    return g.op("add", h, y)
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layout,shape", [("nhwc", (2, 9, 7, 320)), ("nhwc", (3, 5, 5, 33)), ("nhwc", (32, 56, 56, 320)),
+                                          ("nchw", (2, 320, 9, 7)), ("nchw", (3, 33, 5, 5)), ("nchw", (32, 320, 56, 56))])
+def test_grn_with_gelu(layout, shape, dtype, mapping):
+    """timm's GlobalResponseNorm after the MLP's bias + GELU, NHWC (a column reduction over H, W) and NCHW."""
+    if shape[0] == 32 and dtype != torch.float32:
+        pytest.skip("the full-size case once, in f32")
+    if layout == "nhwc":
+        spatial, channel, c, wb = [1, 2], 3, shape[3], [1, 1, 1, shape[3]]
+    else:
+        spatial, channel, c, wb = [2, 3], 1, shape[1], [1, shape[1], 1, 1]
+    x, bias, gamma, beta = (rand(shape, dtype, 28), rand((c,), dtype, 29), rand((c,), dtype, 30), rand((c,), dtype, 31))
+    (got,), k = run(lambda g, *v: grn(g, *v, spatial, channel, wb), [x, bias, gamma, beta])
+    if not mapping:
+        assert k.num_launches == 3, k.plan[:600]
+    h = F.gelu((ref(x) + ref(bias).view(wb)).to(dtype).double())
+    gx = torch.norm(h, p=2, dim=spatial, keepdim=True)
+    want = (ref(gamma).view(wb) * (h * (gx / (gx.mean(dim=channel, keepdim=True) + 1e-6))) + ref(beta).view(wb) + h)
+    close(got, want.to(dtype), 2e-5 if dtype == torch.float32 else 3e-2)
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, indirect=True)
+@pytest.mark.parametrize("shape,dims", [((32, 7, 7, 640), [1, 2]), ((32, 640, 7, 7), [2, 3]), ((3, 5, 4, 33), [1, 2]),
+                                        ((2, 9, 3, 3), [2, 3]), ((8192, 1024), [0]), ((5, 100003), [1])])
+def test_mean_over_spatial_and_long_columns(shape, dims, mapping):
+    """Global average pooling both ways, a sum over dim 0 of few outputs and few very long rows (split rows)."""
+    x = rand(shape, torch.float32, 32)
+    (m,), _ = run(lambda g, x: g.op("mean", x, dims=dims), [x])
+    close(m, ref(x).mean(dims).float(), 1e-5)
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(1000, 37), (32, 80, 56, 56), (7,), (3, 5, 4097)])
+def test_var_sum_amax_of_whole_tensor(shape, dtype, mapping):
+    """torch.var(x) with no dim (failed in pt2-gpu-map-loops), and sum / amax / std to one value."""
+    x = rand(shape, dtype, 33)
+    (v, s, a, sd), _ = run(lambda g, x: (g.op("var", x), g.op("sum", x), g.op("amax", x), g.op("std", x, correction=0)), [x])
+    tol = 1e-10 if dtype == torch.float64 else 2e-5 if dtype == torch.float32 else 2e-2
+    close(v, ref(x).var().to(dtype), tol)
+    close(s, ref(x).sum().to(dtype), tol)
+    assert a.item() == x.max().item()
+    close(sd, ref(x).std(correction=0).to(dtype), tol)
+
+
+def test_var_of_whole_tensor_through_pt2_compile():
+    def f(x):
+        return torch.var(x) + x.mean()
+
+    x = rand((33, 65), torch.float32, 34)
+    got = pt2.compile(f)(x)
+    close(got, (ref(x).var() + ref(x).mean()).float(), 1e-5)
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, indirect=True)
+def test_non_contiguous_inputs_and_permuted_rows(mapping):
+    """A transposed CUDA input (made contiguous by the caller) and rows that are a permutation of the
+    graph's dimensions: softmax over dim 1 of a permuted tensor, layer_norm over a middle dim."""
+    base = rand((6, 50, 33), torch.float32, 35)
+    xt = base.transpose(1, 2)  # non-contiguous [6, 33, 50]
+    (a, b), _ = run(lambda g, x: (g.op("softmax", g.op("permute", x, perm=[0, 2, 1]), dim=-1),
+                                  g.op("amax", x, dims=[1])), [xt])
+    close(a, torch.softmax(ref(xt).permute(0, 2, 1), -1).float(), 1e-5)
+    assert torch.equal(b, xt.amax(1))

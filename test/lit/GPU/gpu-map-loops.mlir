@@ -35,14 +35,19 @@ func.func @pointwise(%x: memref<37x129xf32>, %b: memref<129xf32>, %out: memref<3
 
 // -----
 
-// sum over dim 0: the reduction loop moves inside the parallel one, so each
-// of the 5 threads (one block of 32) owns a column.
+// sum over dim 0: the reduction loop moves inside the parallel one, and the
+// 5 outputs are the rows of a row kernel (passes/gpu_rows.c): their elements
+// are neighbours in memory, so 4 rows share a warp, 4 lanes each (xor 8, 4),
+// 10 columns a lane.
 // CHECK-LABEL: func.func @sum_dim0(
 // CHECK: scf.parallel
 // CHECK: scf.parallel
+// CHECK: arith.remui %{{.*}}, %c4
+// CHECK-COUNT-10: memref.load %{{.*}} : memref<37x5xf32>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK: scf.if
-// CHECK: scf.for
-// CHECK: memref.load %{{.*}} : memref<37x5xf32>
+// CHECK-NEXT: memref.store %{{.*}} : memref<5xf32>
 func.func @sum_dim0(%x: memref<37x5xf32>, %out: memref<5xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
                   iterator_types = ["reduction", "parallel"]}

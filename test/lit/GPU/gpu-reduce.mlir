@@ -1,8 +1,10 @@
-// RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops)" | FileCheck %s
-// Reductions in pt2-gpu-map-loops (passes/gpu_reduce.c): loop nests over the
-// same rows that hold a row reduction become one kernel with a block (or part
-// of a warp) per row, the partials combined by warp shuffles and shared
-// memory; reductions read across their outputs (over dim 0) are split.
+// RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops-v1)" | FileCheck %s
+// Reductions as pt2-gpu-map-loops mapped them before passes/gpu_rows.c
+// (pt2-gpu-map-loops-v1, PT2_DISABLE=gpu-reduce; passes/gpu_reduce_v1.c): loop
+// nests over the same rows that hold a row reduction become one kernel with a
+// block (or part of a warp) per row, the partials combined by warp shuffles
+// and shared memory; reductions read across their outputs (over dim 0) are
+// split.  gpu-rows.mlir has the same inputs under the default mapping.
 
 // softmax over rows of 1000: init, row max, exp, init, row sum, divide: one
 // kernel of 300 blocks x 256 threads (a row each: 1000 / 4 -> 256 lanes), the

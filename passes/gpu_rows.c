@@ -1,0 +1,586 @@
+/*===- gpu_rows.c - row kernels: rows in registers, any row layout, split rows -===*
+ *
+ * Part of pt2-gpu-map-loops (gpu_reduce.c calls red_group_run on each run of
+ * stages).  A *group* is a run of stages over the same rows: a reduction's
+ * parallel dimensions are its rows and its reduction loops its columns; a
+ * pointwise stage joins when some of its dimensions, in order (not only a
+ * prefix: the permute back of LayerNorm2d iterates [N, C, H, W] over rows
+ * (N, H, W)), are the rows and its other dimensions the columns.  The group
+ * becomes one kernel, T lanes a row:
+ *
+ *     lane l, slot j: column c = l + j * T   (c < C; the last slot may be ragged)
+ *
+ * **Rows are independent** when every access to a buffer the group writes is
+ * an access through a contiguous view of it (or the buffer itself) whose
+ * indices are the stage's own indices or constants, each row index indexing
+ * one dimension of its own size, with the same stride for every access
+ * (`rows_exclusive`): the row index is then a digit of the address, so rows
+ * never share an element, whichever the column part.
+ *
+ * **Private lanes** (no barrier between stages).  When, moreover, every access
+ * to a buffer the group writes and reads maps the column the same way (the
+ * same digits after merging contiguous ones: `rows_same_columns`), an element is
+ * touched by one lane only (lane c % T, slot c / T) in every stage; and a
+ * buffer with no column digits (an accumulator acc[row]) is written only
+ * where every lane holds the same value (a reduction's total, which the
+ * shuffles give every lane, or a stage of one column, which every lane
+ * computes).  Then no stage waits for another lane: no barriers, and values
+ * move in registers: a stage's slots are unrolled (up to MAX_SLOTS) and a
+ * load of an element an earlier stage stored in the same slot takes the
+ * stored value; a reduction's total is the value later stages read of its
+ * accumulator.  Only the last store of each buffer is kept, and none to a
+ * temporary nothing reads after the group (`used_after`: nothing after it
+ * reads it before a loop nest overwrites all of it).  LayerNorm reads x
+ * once and writes y once; GRN's GELU, sum of squares and sqrt read x once and
+ * write the GELU output once.  Otherwise (shared lanes) every stage is
+ * memory to memory with a barrier after it, as in gpu_reduce_v1.c.
+ *
+ * **Layout of a block** (`plan`).  T is about C / 16 (at least a 32-byte
+ * sector of a row a warp instruction when rows are contiguous), and rows
+ * sharing a warp are either lane-major (a row's lanes consecutive threads:
+ * rows contiguous in memory) or *interleaved* (`interleave` = 8 f32 rows, a
+ * sector, on consecutive threads, then the lanes): chosen by the bytes the
+ * kernel moves through accesses contiguous along the columns against those
+ * contiguous along the rows (the innermost row index of stride 1: LayerNorm2d
+ * on NCHW, a column reduction such as a sum over H, W of NHWC).  The lanes of
+ * a row combine by shuffles (xor interleave * ...) and, past a warp, shared
+ * memory (red_reduce_lanes).
+ *
+ * **Split rows** (gpu_rows_emit.c, `rows_emit_split`).  When the rows give fewer than
+ * SPLIT_MIN_BLOCKS blocks and a reduction has more than SPLIT_SLOTS columns a
+ * lane (a full reduction, a sum over dim 0 with few outputs, a softmax of a
+ * few long rows), each reduction stage of the group becomes two kernels:
+ * chunks of T * 16 columns of every row reduced into partial[row, chunk],
+ * then a row kernel over the partials into acc; its pointwise stages stay
+ * loops of their own.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_rows.h"
+
+/*===----------------------------------------------------------------------===*
+ * A stage's indices in a group: rows, columns, dimensions of one iteration
+ *===----------------------------------------------------------------------===*/
+
+static void add_column(Ix *ix, MlirValue iv, int64_t lb, int64_t trip, int64_t step) {
+    if (trip == 1) {
+        ix->fixed_iv[ix->n_fixed] = iv;
+        ix->fixed_value[ix->n_fixed++] = lb;
+        return;
+    }
+    ix->col_iv[ix->n_cols] = iv;
+    ix->col_lb[ix->n_cols] = lb;
+    ix->col_trip[ix->n_cols] = trip;
+    ix->col_step[ix->n_cols++] = step;
+    ix->columns *= trip;
+}
+
+/* s->is_row says which parallel dimensions are the row's (all of a reduction's). */
+static Ix index_space(const Stage *s) {
+    Ix ix = {0};
+    ix.columns = 1;
+    for (int d = 0; d < s->n_dims; ++d) {
+        MlirValue iv = red_dim_iv(s, d);
+        if (s->trip[d] > 1 && (s->kind == STAGE_REDUCTION || s->is_row[d])) {
+            ix.row_iv[ix.n_rows] = iv;
+            ix.row_trip[ix.n_rows++] = s->trip[d];
+        } else if (s->kind == STAGE_REDUCTION) {
+            ix.fixed_iv[ix.n_fixed] = iv;
+            ix.fixed_value[ix.n_fixed++] = s->lb[d];
+        } else {
+            add_column(&ix, iv, s->lb[d], s->trip[d], s->step[d]);
+        }
+    }
+    for (int i = 0; i < s->n_fors && s->kind == STAGE_REDUCTION; ++i) {
+        add_column(&ix, mlirBlockGetArgument(gpu_body_of(s->fors[i]), 0), s->for_lb[i], s->for_trip[i], s->for_step[i]);
+    }
+    return ix;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Accesses as functions of the row and the column
+ *===----------------------------------------------------------------------===*/
+
+static int64_t element_bytes(MlirType t) {
+    if (mlirTypeIsAInteger(t)) return (mlirIntegerTypeGetWidth(t) + 7) / 8;
+    if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t)) return 2;
+    if (mlirTypeIsAF32(t)) return 4;
+    return 8;
+}
+
+static int find_value(const MlirValue *vs, int n, MlirValue v) {
+    for (int i = 0; i < n; ++i) {
+        if (mlirValueEqual(vs[i], v)) return i;
+    }
+    return -1;
+}
+
+static Sig signature(MlirOperation access, const Ix *ix) {
+    Sig g = {0};
+    int at = gpu_is_op(access, "memref.store") ? 1 : 0;
+    MlirValue m = mlirOperationGetOperand(access, at);
+    MlirType t = mlirValueGetType(m);
+    g.base = memref_base(m);
+    g.bytes = element_bytes(mlirShapedTypeGetElementType(t));
+    int rank = (int)mlirShapedTypeGetRank(t);
+    int64_t strides[MAX_LOOPS], offset;
+    if (rank > MAX_LOOPS || !mlirShapedTypeHasStaticShape(t) ||
+        mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) || offset < 0) {
+        return g;
+    }
+    bool contig;
+    red_base_of(m, &contig);
+    g.linear = contig;
+    g.k = offset;
+    g.n_cols = ix->n_cols;
+    for (int c = 0; c < ix->n_cols; ++c) g.ct[c] = ix->col_trip[c];
+    bool row_used[MAX_LOOPS] = {false}, col_used[MAX_LOOPS] = {false};
+    g.rows_fit = true;
+    for (int d = 0; d < rank; ++d) {
+        MlirValue v = mlirOperationGetOperand(access, at + 1 + d);
+        int64_t stride = strides[d], size = mlirShapedTypeGetDimSize(t, d), c = gpu_constant_index(v);
+        int q = find_value(ix->row_iv, ix->n_rows, v), col = find_value(ix->col_iv, ix->n_cols, v);
+        int f = find_value(ix->fixed_iv, ix->n_fixed, v);
+        if (c >= 0) {
+            g.k += c * stride;
+        } else if (q >= 0) {
+            if (row_used[q]) return g;
+            row_used[q] = true;
+            g.rs[q] = stride;
+            g.rows_fit &= size == ix->row_trip[q];
+        } else if (col >= 0) {
+            if (col_used[col]) return g;
+            col_used[col] = true;
+            g.cs[col] = stride * ix->col_step[col];
+            g.k += stride * ix->col_lb[col];
+        } else if (f >= 0) {
+            g.k += stride * ix->fixed_value[f];
+        } else {
+            return g; /* an index computed from the indices */
+        }
+    }
+    for (int q = 0; q < ix->n_rows; ++q) g.rows_fit &= row_used[q];
+    g.ok = true;
+    return g;
+}
+
+/* No column digit moves the address: acc[row]. */
+bool rows_scalar_sig(const Sig *g) {
+    for (int c = 0; c < g->n_cols; ++c) {
+        if (g->cs[c] != 0) return false;
+    }
+    return true;
+}
+
+/* The column part as (stride, trip) digits, innermost first, contiguous
+ * neighbours merged: two accesses with the same digits and constant reach
+ * the same element at the same column. */
+static int column_digits(const Sig *g, int64_t *stride, int64_t *trip) {
+    int n = 0;
+    for (int c = g->n_cols - 1; c >= 0; --c) {
+        if (n > 0 && g->cs[c] == stride[n - 1] * trip[n - 1]) {
+            trip[n - 1] *= g->ct[c];
+        } else {
+            stride[n] = g->cs[c];
+            trip[n++] = g->ct[c];
+        }
+    }
+    return n;
+}
+
+bool rows_same_columns(const Sig *a, const Sig *b) {
+    int64_t sa[MAX_LOOPS], ta[MAX_LOOPS], sb[MAX_LOOPS], tb[MAX_LOOPS];
+    int na = column_digits(a, sa, ta), nb = column_digits(b, sb, tb);
+    if (na != nb || a->k != b->k) return false;
+    for (int i = 0; i < na; ++i) {
+        if (sa[i] != sb[i] || ta[i] != tb[i]) return false;
+    }
+    return true;
+}
+
+static MlirWalkResult collect_access(MlirOperation op, void *user) {
+    Accesses *w = user;
+    bool load = gpu_is_op(op, "memref.load"), store = gpu_is_op(op, "memref.store");
+    if (!load && !store) return MlirWalkResultAdvance;
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 64;
+        w->a = realloc(w->a, (size_t)w->cap * sizeof *w->a);
+    }
+    w->a[w->n++] = (Access){.op = op, .stage = w->stage, .store = store, .sig = signature(op, &w->ix[w->stage])};
+    return MlirWalkResultAdvance;
+}
+
+/* Every load and store of the stages, in program order. */
+Accesses rows_collect(Stage *stages, int n, const Ix *ix) {
+    Accesses w = {0};
+    w.ix = ix;
+    for (int i = 0; i < n; ++i) {
+        w.stage = i;
+        mlirOperationWalk(stages[i].par, collect_access, &w, MlirWalkPreOrder);
+    }
+    for (int i = 0; i < w.n; ++i) {
+        for (int j = 0; j < w.n && !w.a[i].written; ++j) {
+            w.a[i].written = w.a[j].store && mlirValueEqual(w.a[j].sig.base, w.a[i].sig.base);
+        }
+    }
+    return w;
+}
+
+/* Rows never share an element of a buffer the group writes (the file comment). */
+static bool rows_exclusive(const Accesses *w, int n_rows) {
+    for (int i = 0; i < w->n; ++i) {
+        const Sig *g = &w->a[i].sig;
+        if (!w->a[i].written) continue;
+        if (!g->ok || !g->linear || !g->rows_fit) return false;
+        for (int j = 0; j < i; ++j) {
+            if (!w->a[j].written || !mlirValueEqual(w->a[j].sig.base, g->base)) continue;
+            if (memcmp(w->a[j].sig.rs, g->rs, sizeof(int64_t) * (size_t)n_rows) != 0) return false;
+            break;
+        }
+    }
+    return true;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Grouping
+ *===----------------------------------------------------------------------===*/
+
+static bool group_independent(Stage *stages, int n, const Rows *rows) {
+    Ix ix[n];
+    for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
+    Accesses w = rows_collect(stages, n, ix);
+    bool ok = rows_exclusive(&w, rows->n);
+    free(w.a);
+    return ok;
+}
+
+/* Tries the pointwise stage stages[n - 1]'s dimensions d.. as the rows k..
+ * (in order; dimensions of one iteration are neither), the earliest first. */
+static bool choose_rows(Stage *stages, int n, const Rows *rows, int d, int k) {
+    Stage *s = &stages[n - 1];
+    if (k == rows->n) {
+        for (int e = d; e < s->n_dims; ++e) s->is_row[e] = false;
+        return group_independent(stages, n, rows);
+    }
+    for (int e = d; e < s->n_dims; ++e) {
+        s->is_row[e] = false;
+        if (s->trip[e] == rows->trip[k] && s->lb[e] == 0 && s->step[e] == 1) {
+            s->is_row[e] = true;
+            if (choose_rows(stages, n, rows, e + 1, k + 1)) return true;
+            s->is_row[e] = false;
+        }
+    }
+    return false;
+}
+
+static bool same_rows(const Rows *a, const Rows *b) {
+    return a->n == b->n && memcmp(a->trip, b->trip, sizeof(int64_t) * (size_t)a->n) == 0;
+}
+
+/* stages[n - 1] joins the group stages[0..n - 1) over `rows`.  A pointwise
+ * stage of more columns than the group's reductions (GRN's scaling of
+ * [N, H, W, C] after its mean over C, rows N) would run with the
+ * reductions' few rows: it stays a kernel of its own. */
+static bool join(Stage *stages, int n, const Rows *rows, int64_t reduced_columns) {
+    Stage *s = &stages[n - 1];
+    if (s->kind == STAGE_REDUCTION) {
+        Rows r = red_rows_of(s);
+        if (!same_rows(&r, rows)) return false;
+        for (int d = 0; d < s->n_dims; ++d) {
+            s->is_row[d] = s->trip[d] > 1;
+            if (s->is_row[d] && (s->lb[d] != 0 || s->step[d] != 1)) return false;
+        }
+        return group_independent(stages, n, rows);
+    }
+    if (!choose_rows(stages, n, rows, 0, 0)) return false;
+    return index_space(s).columns <= reduced_columns;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The plan: private lanes, which stores stay, the block's layout
+ *===----------------------------------------------------------------------===*/
+
+static bool is_accumulator_store(const Stage *s, MlirOperation op) {
+    for (int a = 0; a < s->n_acc && s->kind == STAGE_REDUCTION; ++a) {
+        if (mlirOperationEqual(s->acc[a].store, op)) return true;
+    }
+    return false;
+}
+
+typedef struct UseSearch {
+    MlirValue base;
+    bool found;
+} UseSearch;
+
+static MlirWalkResult find_use(MlirOperation op, void *user) {
+    UseSearch *u = user;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) && !u->found; ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (mlirTypeIsAMemRef(mlirValueGetType(v)) && mlirValueEqual(memref_base(v), u->base)) u->found = true;
+    }
+    return u->found ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
+}
+
+static int64_t elements(MlirType t) {
+    int64_t n = 1;
+    for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= mlirShapedTypeGetDimSize(t, d);
+    return n;
+}
+
+static bool is_view(MlirOperation op) {
+    return gpu_is_op(op, "memref.expand_shape") || gpu_is_op(op, "memref.collapse_shape") || gpu_is_op(op, "memref.cast") ||
+           gpu_is_op(op, "memref.subview") || gpu_is_op(op, "memref.reinterpret_cast");
+}
+
+typedef struct Overwrite {
+    MlirValue base;
+    MlirOperation par;
+    bool loads, covers;
+} Overwrite;
+
+static MlirWalkResult note_overwrite(MlirOperation op, void *user) {
+    Overwrite *o = user;
+    bool load = gpu_is_op(op, "memref.load"), store = gpu_is_op(op, "memref.store");
+    if (!load && !store) return MlirWalkResultAdvance;
+    MlirValue m = mlirOperationGetOperand(op, load ? 0 : 1);
+    if (!mlirValueEqual(memref_base(m), o->base)) return MlirWalkResultAdvance;
+    if (load) {
+        o->loads = true;
+        return MlirWalkResultAdvance;
+    }
+    /* a store at the loop's own indices, each once, through a contiguous view of the whole buffer */
+    bool contig;
+    red_base_of(m, &contig);
+    MlirType t = mlirValueGetType(m), bt = mlirValueGetType(o->base);
+    MlirBlock body = gpu_body_of(o->par);
+    int rank = (int)mlirShapedTypeGetRank(t), n = (int)mlirBlockGetNumArguments(body);
+    if (!contig || !mlirShapedTypeHasStaticShape(t) || !mlirShapedTypeHasStaticShape(bt) ||
+        elements(t) != elements(bt) || rank != n || n > MAX_LOOPS) {
+        return MlirWalkResultAdvance;
+    }
+    bool used[MAX_LOOPS] = {false};
+    for (int d = 0; d < rank; ++d) {
+        MlirValue idx = mlirOperationGetOperand(op, 2 + d);
+        int k = -1;
+        for (int a = 0; a < n; ++a) {
+            if (mlirValueEqual(idx, mlirBlockGetArgument(body, a))) k = a;
+        }
+        /* loop k runs 0, 1, .. size - 1 (lb and step checked by the caller) */
+        int64_t ub = k < 0 ? -1 : gpu_constant_index(mlirOperationGetOperand(o->par, n + k));
+        if (k < 0 || used[k] || ub != mlirShapedTypeGetDimSize(t, d)) return MlirWalkResultAdvance;
+        used[k] = true;
+    }
+    o->covers = true;
+    return MlirWalkResultAdvance;
+}
+
+/* A loop nest after the group that writes every element of the buffer and
+ * reads none: what the group left there is never read.  (Bufferization
+ * reuses one temporary for each LayerNorm of a stage: the next one
+ * overwrites it.)  Its loops must run from 0 by 1 over the stored
+ * dimensions' sizes. */
+static bool overwrites(MlirOperation op, MlirValue base) {
+    if (!gpu_is_op(op, "scf.parallel") || mlirOperationGetNumResults(op) != 0) return false;
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) return false;
+    int n = (int)mlirOperationGetNumOperands(op) / 3;
+    Overwrite o = {base, op, false, false};
+    mlirOperationWalk(op, note_overwrite, &o, MlirWalkPreOrder);
+    if (o.loads || !o.covers) return false;
+    /* the loops span the stored memref: lb 0, step 1; their trip counts were matched by the indices */
+    for (int i = 0; i < n; ++i) {
+        int64_t lb = gpu_constant_index(mlirOperationGetOperand(op, i)), step = gpu_constant_index(mlirOperationGetOperand(op, 2 * n + i));
+        if (lb != 0 || step != 1) return false;
+    }
+    return true;
+}
+
+/* The buffer is a function argument, or something after `last` reads it
+ * before overwriting all of it. */
+static bool used_after(MlirOperation last, MlirValue base) {
+    if (mlirValueIsABlockArgument(base)) return true;
+    for (MlirOperation op = mlirOperationGetNextInBlock(last); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (is_view(op)) continue;
+        UseSearch u = {base, false};
+        mlirOperationWalk(op, find_use, &u, MlirWalkPreOrder);
+        if (!u.found) continue;
+        return !overwrites(op, base);
+    }
+    return false;
+}
+
+/* Private lanes (the file comment): sets each access's kind; false if some
+ * buffer the group writes is touched by more than one lane. */
+static bool classify(Stage *stages, const Ix *ix, Accesses *w) {
+    for (int i = 0; i < w->n; ++i) {
+        Access *a = &w->a[i];
+        if (!a->written) continue;
+        bool all_scalar = true, all_same = true;
+        for (int j = 0; j < w->n; ++j) {
+            if (!w->a[j].written || !mlirValueEqual(w->a[j].sig.base, a->sig.base)) continue;
+            all_scalar &= rows_scalar_sig(&w->a[j].sig);
+            all_same &= rows_same_columns(&w->a[j].sig, &a->sig);
+        }
+        if (all_scalar) {
+            /* a value every lane of the row holds: a reduction's total, or a stage of one column */
+            bool uniform = !a->store || is_accumulator_store(&stages[a->stage], a->op) ||
+                           (stages[a->stage].kind == STAGE_POINTWISE && ix[a->stage].columns == 1);
+            if (!uniform) return false;
+            a->kind = ACCESS_SCALAR;
+        } else if (all_same) {
+            if (a->store && stages[a->stage].kind == STAGE_REDUCTION) return false;
+            a->kind = ACCESS_OWN;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Which stores go to memory: all with shared lanes; with private lanes the
+ * last one of each element class (a buffer's, an accumulator's at its
+ * offset) when the buffer is read after the group, and every store of a
+ * stage that runs as a loop (its values are not kept). */
+static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p) {
+    MlirOperation last = stages[n - 1].par;
+    for (int i = 0; i < w->n; ++i) {
+        Access *a = &w->a[i];
+        if (!a->store) continue;
+        if (!p->private_lanes || (a->kind == ACCESS_OWN && rows_slots_of(ix[a->stage].columns, p->t) > MAX_SLOTS)) {
+            a->emit = true;
+            continue;
+        }
+        bool later = false;
+        for (int j = i + 1; j < w->n && !later; ++j) {
+            Access *b = &w->a[j];
+            later = b->store && mlirValueEqual(b->sig.base, a->sig.base) && (a->kind == ACCESS_OWN || b->sig.k == a->sig.k);
+        }
+        a->emit = !later && used_after(last, a->sig.base);
+    }
+}
+
+/* The bytes a group moves through accesses contiguous along its columns and
+ * along its rows: the smaller element of each kind is what a sector holds.
+ * What no row index moves (a bias over the columns) stays in the cache; with
+ * private lanes only the stores that go to memory and the loads of buffers
+ * the group does not write count. */
+static void count_contiguity(const Accesses *w, const Ix *ix, bool private_lanes, int64_t *col_bytes, int64_t *row_bytes,
+                             int64_t *col_elem, int64_t *row_elem) {
+    *col_bytes = *row_bytes = 0;
+    *col_elem = *row_elem = 8;
+    for (int i = 0; i < w->n; ++i) {
+        const Access *a = &w->a[i];
+        const Sig *g = &a->sig;
+        const Ix *x = &ix[a->stage];
+        if (!g->ok || (private_lanes && a->written && (!a->store || !a->emit))) continue;
+        bool moves = false;
+        for (int q = 0; q < x->n_rows; ++q) moves |= g->rs[q] != 0;
+        if (!moves && x->n_rows > 0) continue;
+        int64_t bytes = g->bytes;
+        for (int c = 0; c < g->n_cols; ++c) bytes *= g->cs[c] != 0 ? g->ct[c] : 1;
+        if (x->n_cols > 0 && g->cs[x->n_cols - 1] == 1) {
+            *col_bytes += bytes;
+            if (g->bytes < *col_elem) *col_elem = g->bytes;
+        } else if (x->n_rows > 0 && g->rs[x->n_rows - 1] == 1) {
+            *row_bytes += bytes;
+            if (g->bytes < *row_elem) *row_elem = g->bytes;
+        }
+    }
+}
+
+static int64_t pow2_at_most(int64_t x) {
+    int64_t p = 1;
+    while (p * 2 <= x) p *= 2;
+    return p;
+}
+
+/* Lanes a row, rows interleaved in a warp, rows a block (the file comment). */
+void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *rows) {
+    int64_t col_bytes, row_bytes, col_elem, row_elem;
+    count_contiguity(w, ix, p->private_lanes, &col_bytes, &row_bytes, &col_elem, &row_elem);
+    p->interleave = 1;
+    if (row_bytes > col_bytes) {
+        p->interleave = SECTOR_BYTES / row_elem;
+        if (p->interleave > pow2_at_most(rows->count)) p->interleave = pow2_at_most(rows->count);
+    }
+    int64_t min_t = p->interleave == 1 ? SECTOR_BYTES / col_elem : 1;
+    int64_t t = red_pow2_at_least((p->columns + SLOT_TARGET - 1) / SLOT_TARGET);
+    if (t < min_t) t = min_t;
+    if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
+    if (t > ROW_MAX_THREADS / p->interleave) t = ROW_MAX_THREADS / p->interleave;
+    p->t = t;
+    p->rows_per_block = t * p->interleave >= BLOCK_THREADS ? p->interleave : BLOCK_THREADS / t;
+    if (p->rows_per_block > red_pow2_at_least(rows->count) && red_pow2_at_least(rows->count) >= p->interleave) {
+        p->rows_per_block = red_pow2_at_least(rows->count);
+    }
+    p->blocks = (rows->count + p->rows_per_block - 1) / p->rows_per_block;
+}
+
+static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows) {
+    Plan p = {0};
+    p.columns = 1;
+    for (int i = 0; i < n; ++i) {
+        if (ix[i].columns > p.columns) p.columns = ix[i].columns;
+    }
+    p.private_lanes = classify(stages, ix, w);
+    /* every store counts for a first layout; then the stores it keeps decide */
+    for (int i = 0; i < w->n; ++i) w->a[i].emit = w->a[i].store;
+    rows_choose_layout(&p, w, ix, rows);
+    choose_stores(stages, n, ix, w, &p);
+    rows_choose_layout(&p, w, ix, rows);
+    choose_stores(stages, n, ix, w, &p);
+    for (int i = 0; i < n; ++i) {
+        bool long_rows = stages[i].kind == STAGE_REDUCTION && ix[i].columns > p.t * SPLIT_SLOTS;
+        if (long_rows && p.blocks < SPLIT_MIN_BLOCKS) p.split = true;
+    }
+    return p;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The driver
+ *===----------------------------------------------------------------------===*/
+
+static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows) {
+    Ix ix[n];
+    for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
+    Accesses w = rows_collect(stages, n, ix);
+    Plan p = plan(stages, n, ix, &w, rows);
+    if (p.split) {
+        /* each reduction in kernels of its own; the pointwise stages stay loops */
+        free(w.a);
+        for (int i = 0; i < n; ++i) {
+            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows);
+        }
+        return;
+    }
+    rows_emit_group(module, stages, n, ix, &w, &p, rows);
+    free(w.a);
+}
+
+void red_group_run(MlirOperation module, Stage *stages, int n) {
+    int start = 0;
+    while (start < n) {
+        int red = start;
+        while (red < n && stages[red].kind != STAGE_REDUCTION) ++red;
+        if (red == n) return;
+        Rows rows = red_rows_of(&stages[red]);
+        int64_t reduced_columns = red_product(stages[red].for_trip, stages[red].n_fors);
+        int end = start;
+        bool has_reduction = false;
+        while (end < n && join(stages + start, end - start + 1, &rows, reduced_columns)) {
+            if (stages[end].kind == STAGE_REDUCTION) {
+                has_reduction = true;
+                int64_t c = red_product(stages[end].for_trip, stages[end].n_fors);
+                if (c > reduced_columns) reduced_columns = c;
+            }
+            ++end;
+        }
+        if (has_reduction) {
+            emit(module, stages + start, end - start, &rows);
+            start = end;
+        } else {
+            start = start + 1 > end ? start + 1 : end;
+        }
+    }
+}

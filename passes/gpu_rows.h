@@ -1,0 +1,85 @@
+/*===- gpu_rows.h - row kernels: shared by gpu_rows.c and gpu_rows_emit.c --===*
+ *
+ * gpu_rows.c groups stages and plans a group's kernel (which lanes touch
+ * what, which stores stay, the block's layout); gpu_rows_emit.c builds it.
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_PASSES_GPU_ROWS_H
+#define PT2_PASSES_GPU_ROWS_H
+
+#include "gpu_reduce.h"
+
+#define SLOT_TARGET 16       /* about this many columns a lane */
+#define MAX_SLOTS 32         /* a stage of more slots a lane runs as a loop (values through memory) */
+#define SECTOR_BYTES 32      /* the least a warp instruction should read contiguously */
+#define BLOCK_THREADS 256    /* threads a block at least (GPU_THREADS_PER_BLOCK) */
+#define SPLIT_MIN_BLOCKS 264 /* fewer blocks than two per SM of an H200 (132 SMs): split long rows */
+#define SPLIT_SLOTS 16       /* columns a lane of a split's first kernel */
+
+/* A stage's indices in a group: rows, columns, dimensions of one iteration. */
+typedef struct Ix {
+    int n_rows, n_cols, n_fixed;
+    MlirValue row_iv[MAX_LOOPS];
+    int64_t row_trip[MAX_LOOPS];
+    MlirValue col_iv[MAX_LOOPS];
+    int64_t col_lb[MAX_LOOPS], col_trip[MAX_LOOPS], col_step[MAX_LOOPS];
+    MlirValue fixed_iv[MAX_LOOPS];
+    int64_t fixed_value[MAX_LOOPS];
+    int64_t columns;
+} Ix;
+
+/* address = Σ rs[q] · row index q + Σ cs[m] · column digit m + k, in
+ * elements of the memref (of its buffer when `linear`). */
+typedef struct Sig {
+    bool ok;        /* indices are the stage's indices or constants; static strides */
+    bool linear;    /* a contiguous view of its buffer (offset 0): its strides are the buffer's */
+    bool rows_fit;  /* every row index indexes one dimension of its own size */
+    MlirValue base; /* the buffer (through every view) */
+    int64_t rs[MAX_LOOPS];
+    int n_cols;
+    int64_t cs[MAX_LOOPS], ct[MAX_LOOPS];
+    int64_t k;
+    int64_t bytes; /* of an element */
+} Sig;
+
+typedef enum AccessKind { ACCESS_MEMORY, ACCESS_OWN, ACCESS_SCALAR } AccessKind;
+
+typedef struct Access {
+    MlirOperation op;
+    int stage;
+    bool store;
+    Sig sig;
+    bool written;    /* its buffer is stored to in the group */
+    AccessKind kind; /* private lanes: how it is forwarded */
+    bool emit;       /* a store that goes to memory */
+} Access;
+
+typedef struct Accesses {
+    Access *a;
+    int n, cap;
+    const Ix *ix;
+    int stage;
+} Accesses;
+
+typedef struct Plan {
+    int64_t t, interleave, rows_per_block, blocks, columns;
+    bool private_lanes;
+    bool split;
+} Plan;
+
+static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }
+
+/* No column digit moves the address: acc[row]. */
+bool rows_scalar_sig(const Sig *g);
+/* The same element at the same (row, column) (equal column digits and offset). */
+bool rows_same_columns(const Sig *a, const Sig *b);
+/* Every load and store of the stages, in program order, with their signatures. */
+Accesses rows_collect(Stage *stages, int n, const Ix *ix);
+/* Lanes a row, interleaved rows, rows a block, from the bytes the accesses move. */
+void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *rows);
+
+/* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
+void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);
+/* The reduction stage s as split rows: partial[row, chunk], then a row kernel over them. */
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows);
+
+#endif /* PT2_PASSES_GPU_ROWS_H */

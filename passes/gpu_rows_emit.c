@@ -1,0 +1,510 @@
+/*===- gpu_rows_emit.c - row kernels: building the kernel of a group --------===*
+ *
+ * The plan of gpu_rows.c made into a two-level scf.parallel (blocks x
+ * threads): each stage's body cloned slot by slot (lane l, slot j: column
+ * l + j * T; unrolled up to MAX_SLOTS, else a loop), loads of elements an
+ * earlier stage stored in the same slot (and second loads of an input
+ * element) replaced by the values held in registers, stores that the plan
+ * keeps guarded by the row's and the column's range, each reduction's lane
+ * partials combined by red_reduce_lanes; and split rows as two kernels.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_rows.h"
+
+/*===----------------------------------------------------------------------===*
+ * Emitting: the kernel, its slots, stage bodies cloned slot by slot
+ *===----------------------------------------------------------------------===*/
+
+typedef struct Kernel {
+    MlirOperation module;
+    Builder in;
+    MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
+    int64_t t, interleave;
+} Kernel;
+
+/* blocks × threads for `rows` rows, t lanes a row, `interleave` rows
+ * sharing a warp, rows_per_block rows a block. */
+static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
+                          int64_t rows_per_block) {
+    Kernel k = {.module = module, .t = t, .interleave = interleave};
+    int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    Builder hb = builder_before(before);
+    MlirValue zero = const_index(&hb, 0), one = const_index(&hb, 1);
+    MlirValue nb = const_index(&hb, blocks), nt = const_index(&hb, t * rows_per_block);
+    MlirOperation grid = gpu_build_parallel(&hb, 1, &zero, &nb, &one, gpu_block_mapping);
+    Builder gb = builder_before(mlirBlockGetTerminator(gpu_body_of(grid)));
+    MlirOperation block = gpu_build_parallel(&gb, 1, &zero, &nt, &one, gpu_thread_mapping);
+    k.in = builder_before(mlirBlockGetTerminator(gpu_body_of(block)));
+    Builder *in = &k.in;
+    MlirValue bid = mlirBlockGetArgument(gpu_body_of(grid), 0);
+    k.tid = mlirBlockGetArgument(gpu_body_of(block), 0);
+    MlirValue first_row = bid;
+    if (rows_per_block > 1) first_row = build_binary(in, "arith.muli", bid, const_index(in, rows_per_block));
+    if (interleave == 1) {
+        k.lane = t == 1 ? const_index(in, 0) : rows_per_block == 1 ? k.tid : build_binary(in, "arith.remui", k.tid, const_index(in, t));
+        k.row = bid;
+        if (rows_per_block > 1) {
+            k.row = build_binary(in, "arith.addi", first_row, build_binary(in, "arith.divui", k.tid, const_index(in, t)));
+        }
+    } else {
+        MlirValue r = build_binary(in, "arith.remui", k.tid, const_index(in, interleave));
+        MlirValue q = build_binary(in, "arith.divui", k.tid, const_index(in, interleave));
+        k.lane = t == 1 ? const_index(in, 0) : build_binary(in, "arith.remui", q, const_index(in, t));
+        MlirValue g = build_binary(in, "arith.divui", k.tid, const_index(in, interleave * t));
+        MlirValue in_block = build_binary(in, "arith.addi", build_binary(in, "arith.muli", g, const_index(in, interleave)), r);
+        k.row = build_binary(in, "arith.addi", first_row, in_block);
+    }
+    /* a ragged last block: its extra rows compute on the last row (in bounds)
+     * and store nothing, so that every lane reaches the shuffles and barriers */
+    if (blocks * rows_per_block != rows) {
+        k.valid = build_cmp(in, false, "ult", k.row, const_index(in, rows));
+        k.row = build_binary(in, "arith.minui", k.row, const_index(in, rows - 1));
+    }
+    return k;
+}
+
+typedef struct ValueMap {
+    MlirValue *from, *to;
+    int n, cap;
+} ValueMap;
+
+static void vm_set(ValueMap *m, MlirValue from, MlirValue to) {
+    for (int i = 0; i < m->n; ++i) {
+        if (mlirValueEqual(m->from[i], from)) {
+            m->to[i] = to;
+            return;
+        }
+    }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->from = realloc(m->from, (size_t)m->cap * sizeof *m->from);
+        m->to = realloc(m->to, (size_t)m->cap * sizeof *m->to);
+    }
+    m->from[m->n] = from;
+    m->to[m->n++] = to;
+}
+
+static MlirValue vm_get(const ValueMap *m, MlirValue v) {
+    for (int i = m->n - 1; i >= 0; --i) {
+        if (mlirValueEqual(m->from[i], v)) return m->to[i];
+    }
+    return v;
+}
+
+static ValueMap vm_copy(const ValueMap *m) {
+    ValueMap c = {0};
+    for (int i = 0; i < m->n; ++i) vm_set(&c, m->from[i], m->to[i]);
+    return c;
+}
+
+static void vm_free(ValueMap *m) {
+    free(m->from);
+    free(m->to);
+}
+
+/* A copy of op at b, its operands mapped through m, its results recorded in m. */
+static MlirOperation clone_op(Builder *b, MlirOperation op, ValueMap *m) {
+    MlirOperation c = mlirOperationClone(op);
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(c); ++i) {
+        MlirValue v = mlirOperationGetOperand(c, i), to = vm_get(m, v);
+        if (!mlirValueEqual(v, to)) mlirOperationSetOperand(c, i, to);
+    }
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, c);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, c);
+    }
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) vm_set(m, mlirOperationGetResult(op, i), mlirOperationGetResult(c, i));
+    return c;
+}
+
+static MlirValue and_of(Builder *b, MlirValue x, MlirValue y) {
+    if (mlirValueIsNull(x)) return y;
+    if (mlirValueIsNull(y)) return x;
+    return build_binary(b, "arith.andi", x, y);
+}
+
+/* Values in registers: an element a store left (buffer, offset, slot), an
+ * accumulator's (buffer, offset, slot -1) and whether a lane read it from
+ * memory, or an element of a buffer the group only reads, loaded in an
+ * unrolled slot (`read`: its access's signature names it). */
+typedef struct Held {
+    MlirValue base, value;
+    int64_t k, slot;
+    bool loaded;
+    bool read;
+    Sig sig;
+} Held;
+
+typedef struct Emit {
+    Kernel k;
+    const Plan *p;
+    Accesses *w;
+    Held *held;
+    int n_held, cap_held;
+} Emit;
+
+static Access *access_of(Emit *e, MlirOperation op) {
+    for (int i = 0; i < e->w->n; ++i) {
+        if (mlirOperationEqual(e->w->a[i].op, op)) return &e->w->a[i];
+    }
+    return NULL;
+}
+
+static Held *held_at(Emit *e, const Access *a, int64_t slot, bool create) {
+    int64_t s = a->kind == ACCESS_SCALAR ? -1 : slot;
+    for (int i = 0; i < e->n_held; ++i) {
+        Held *h = &e->held[i];
+        if (!h->read && mlirValueEqual(h->base, a->sig.base) && h->k == a->sig.k && h->slot == s) return h;
+    }
+    if (!create) return NULL;
+    if (e->n_held == e->cap_held) {
+        e->cap_held = e->cap_held ? 2 * e->cap_held : 32;
+        e->held = realloc(e->held, (size_t)e->cap_held * sizeof *e->held);
+    }
+    e->held[e->n_held] = (Held){.base = a->sig.base, .k = a->sig.k, .slot = s};
+    return &e->held[e->n_held++];
+}
+
+/* Forwarding applies to a private access in an unrolled slot (slot >= 0),
+ * or to an accumulator anywhere. */
+static bool forwards(const Emit *e, const Access *a, int64_t slot) {
+    return e->p->private_lanes && a && a->kind != ACCESS_MEMORY && (slot >= 0 || a->kind == ACCESS_SCALAR);
+}
+
+/* A load of the same element of a buffer the group only reads, earlier in
+ * this slot (or in any slot, when no column digit moves the address). */
+static Held *held_read(Emit *e, const Access *a, int64_t slot, int n_rows) {
+    const Sig *g = &a->sig;
+    int64_t s = rows_scalar_sig(g) ? -1 : slot;
+    for (int i = 0; i < e->n_held; ++i) {
+        Held *h = &e->held[i];
+        if (!h->read || h->slot != s || !mlirValueEqual(h->base, g->base)) continue;
+        if (memcmp(h->sig.rs, g->rs, sizeof(int64_t) * (size_t)n_rows) == 0 && rows_same_columns(&h->sig, g)) return h;
+    }
+    return NULL;
+}
+
+/* `%v = scf.if %valid -> (T) { load } else { 0 }`: the extra rows of a ragged
+ * last block compute on the last row, and must not read what its own lanes
+ * write in place (a race, harmless for values nobody stores, but a race). */
+static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue valid) {
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then_block);
+    mlirRegionAppendOwnedBlock(regions[1], else_block);
+    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
+    MlirValue loaded = mlirOperationGetResult(clone_op(&tb, op, m), 0);
+    build_op(&tb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
+    MlirValue zero = const_scalar(&eb, t, 0.0);
+    build_op(&eb, "scf.yield", 1, &zero, 0, NULL, 0, NULL);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
+    mlirOperationStateAddOperands(&st, 1, &valid);
+    mlirOperationStateAddResults(&st, 1, &t);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    MlirOperation if_op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, if_op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, if_op);
+    }
+    vm_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
+}
+
+static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot) {
+    Access *a = access_of(e, op);
+    if (a && !a->written && slot >= 0 && a->sig.ok && a->sig.linear) {
+        int n_rows = e->w->ix[a->stage].n_rows;
+        Held *h = held_read(e, a, slot, n_rows);
+        if (h) {
+            vm_set(m, mlirOperationGetResult(op, 0), h->value);
+            return;
+        }
+        MlirOperation c = clone_op(b, op, m);
+        if (e->n_held == e->cap_held) {
+            e->cap_held = e->cap_held ? 2 * e->cap_held : 32;
+            e->held = realloc(e->held, (size_t)e->cap_held * sizeof *e->held);
+        }
+        int64_t s = rows_scalar_sig(&a->sig) ? -1 : slot;
+        e->held[e->n_held++] = (Held){.base = a->sig.base, .value = mlirOperationGetResult(c, 0), .slot = s, .read = true, .sig = a->sig};
+        return;
+    }
+    if (forwards(e, a, slot)) {
+        Held *h = held_at(e, a, slot, true);
+        if (!mlirValueIsNull(h->value)) {
+            vm_set(m, mlirOperationGetResult(op, 0), h->value);
+            return;
+        }
+        h->loaded = true;
+    }
+    /* a buffer the group writes: the extra rows of a ragged block must not read it (guarded_load);
+     * an accumulator's old value is read by every lane before a barrier, which orders it */
+    bool in_place = a && a->written && !(forwards(e, a, slot) && a->kind == ACCESS_SCALAR);
+    if (in_place && !mlirValueIsNull(e->k.valid)) {
+        guarded_load(b, op, m, e->k.valid);
+        return;
+    }
+    clone_op(b, op, m);
+}
+
+/* A store: kept in registers where it forwards, written to memory where the
+ * plan says so, under `guard` (the row valid, the column in range, lane 0). */
+static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot, MlirValue guard) {
+    Access *a = access_of(e, op);
+    if (forwards(e, a, slot)) {
+        Held *h = held_at(e, a, slot, true);
+        h->value = vm_get(m, mlirOperationGetOperand(op, 0));
+        /* a lane that read the old value from memory must have read it before lane 0 writes */
+        if (a->kind == ACCESS_SCALAR && h->loaded && a->emit) red_barrier(b);
+    }
+    if (a && !a->emit) return;
+    Builder sb = *b;
+    if (!mlirValueIsNull(guard)) sb = builder_before(mlirBlockGetTerminator(gpu_build_if(b, guard)));
+    clone_op(&sb, op, m);
+}
+
+/* Column index of slot `j` (a value: a loop's induction variable, or a
+ * constant) of a stage of `columns` columns, offset by `first` (split
+ * chunks; null for none), clamped to the last column; *in_range: null when
+ * every lane's column is in range. */
+static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t columns, MlirValue first,
+                             int64_t limit, MlirValue *in_range) {
+    MlirValue col;
+    if (j_const == 0) {
+        col = k->lane;
+    } else {
+        MlirValue jt = j_const > 0 ? const_index(b, j_const * k->t) : build_binary(b, "arith.muli", j, const_index(b, k->t));
+        col = build_binary(b, "arith.addi", k->lane, jt);
+    }
+    if (!mlirValueIsNull(first)) col = build_binary(b, "arith.addi", first, col);
+    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t > columns : columns % k->t != 0);
+    *in_range = (MlirValue){NULL};
+    if (!ragged) return col;
+    *in_range = build_cmp(b, false, "ult", col, const_index(b, limit));
+    return build_binary(b, "arith.minui", col, const_index(b, limit - 1));
+}
+
+/* The map of a stage's row and fixed indices. */
+static ValueMap row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows) {
+    ValueMap m = {0};
+    int64_t zeros[MAX_LOOPS] = {0}, ones[MAX_LOOPS];
+    for (int i = 0; i < MAX_LOOPS; ++i) ones[i] = 1;
+    MlirValue ivs[MAX_LOOPS];
+    red_delinearize(b, row, rows->n, zeros, rows->trip, ones, ivs);
+    for (int q = 0; q < ix->n_rows; ++q) vm_set(&m, ix->row_iv[q], ivs[q]);
+    for (int f = 0; f < ix->n_fixed; ++f) vm_set(&m, ix->fixed_iv[f], const_index(b, ix->fixed_value[f]));
+    return m;
+}
+
+static void map_columns(Builder *b, const Ix *ix, MlirValue col, ValueMap *m) {
+    MlirValue ivs[MAX_LOOPS];
+    red_delinearize(b, col, ix->n_cols, ix->col_lb, ix->col_trip, ix->col_step, ivs);
+    for (int c = 0; c < ix->n_cols; ++c) vm_set(m, ix->col_iv[c], ivs[c]);
+}
+
+/* One slot of a pointwise stage. */
+static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const) {
+    MlirValue in_range = {NULL}, col;
+    bool uniform = ix->columns == 1; /* every lane computes the one column; lane 0 stores */
+    col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, ix->columns, (MlirValue){NULL}, ix->columns, &in_range);
+    ValueMap m = vm_copy(rows);
+    map_columns(b, ix, col, &m);
+    MlirValue guard = and_of(b, e->k.valid, in_range);
+    if (uniform && e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
+    MlirBlock body = gpu_body_of(s->par);
+    MlirOperation term = mlirBlockGetTerminator(body);
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+        if (gpu_is_op(op, "memref.load")) {
+            emit_load(e, b, op, &m, j_const);
+        } else if (gpu_is_op(op, "memref.store")) {
+            emit_store(e, b, op, &m, j_const, guard);
+        } else {
+            clone_op(b, op, &m);
+        }
+    }
+    vm_free(&m);
+}
+
+static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
+    Builder *b = &e->k.in;
+    int64_t slots = ix->columns == 1 ? 1 : rows_slots_of(ix->columns, e->k.t);
+    if (slots <= MAX_SLOTS) {
+        for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j);
+        return;
+    }
+    MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, slots), const_index(b, 1));
+    Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
+    pointwise_slot(e, &fb, s, ix, rows, mlirBlockGetArgument(gpu_body_of(f), 0), -1);
+}
+
+/* The partials of one slot of a reduction stage: the body cloned at the
+ * slot's column (offset by `first` for a split's chunk), the accumulator
+ * loads read as the partials p[], the combiners' results selected where the
+ * column is in range. */
+static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
+                           MlirValue first, MlirValue *p) {
+    MlirValue in_range;
+    MlirValue col = slot_column(b, &e->k, j, j_const, ix->columns, first, ix->columns, &in_range);
+    ValueMap m = vm_copy(rows);
+    map_columns(b, ix, col, &m);
+    for (int a = 0; a < s->n_acc; ++a) vm_set(&m, mlirOperationGetResult(s->acc[a].load, 0), p[a]);
+    MlirOperation term = mlirBlockGetTerminator(s->inner);
+    for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+        bool acc_op = false;
+        for (int a = 0; a < s->n_acc; ++a) acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
+        if (acc_op) continue;
+        if (gpu_is_op(op, "memref.load")) {
+            emit_load(e, b, op, &m, j_const);
+        } else {
+            clone_op(b, op, &m);
+        }
+    }
+    for (int a = 0; a < s->n_acc; ++a) {
+        MlirValue next = vm_get(&m, mlirOperationGetResult(s->acc[a].combiner, 0));
+        p[a] = mlirValueIsNull(in_range) ? next : build_select(b, in_range, next, p[a]);
+    }
+    vm_free(&m);
+}
+
+/* Each lane's partials over its slots (columns first + lane + j * t). */
+static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots, MlirValue *p) {
+    Builder *b = &e->k.in;
+    for (int a = 0; a < s->n_acc; ++a) {
+        p[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+    }
+    if (slots <= MAX_SLOTS) {
+        for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, first, p);
+        return;
+    }
+    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots), const_index(b, 1), s->n_acc, p);
+    MlirBlock fb = gpu_body_of(f);
+    Builder in = builder_at_end(fb, b->loc);
+    MlirValue q[MAX_ACCUMULATORS];
+    for (int a = 0; a < s->n_acc; ++a) q[a] = mlirBlockGetArgument(fb, 1 + a);
+    reduction_slot(e, &in, s, ix, rows, mlirBlockGetArgument(fb, 0), -1, first, q);
+    build_op(&in, "scf.yield", s->n_acc, q, 0, NULL, 0, NULL);
+    for (int a = 0; a < s->n_acc; ++a) p[a] = mlirOperationGetResult(f, a);
+}
+
+/* acc[row] = acc[row] <op> (the row's total), stored by lane 0. */
+static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p) {
+    Builder *b = &e->k.in;
+    ValueMap m = vm_copy(rows);
+    MlirValue init[MAX_ACCUMULATORS];
+    for (int a = 0; a < s->n_acc; ++a) {
+        emit_load(e, b, s->acc[a].load, &m, -1);
+        init[a] = vm_get(&m, mlirOperationGetResult(s->acc[a].load, 0));
+    }
+    for (int a = 0; a < s->n_acc; ++a) {
+        MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[a], e->k.lane, e->k.tid, e->k.t, e->k.interleave);
+        vm_set(&m, mlirOperationGetResult(s->acc[a].combiner, 0), red_combine(b, s->acc[a].combiner, init[a], total));
+    }
+    if (!e->p->private_lanes) red_barrier(b); /* every lane has read acc before lane 0 writes it */
+    MlirValue guard = e->k.valid;
+    if (e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
+    for (int a = 0; a < s->n_acc; ++a) emit_store(e, b, s->acc[a].store, &m, -1, guard);
+    vm_free(&m);
+}
+
+void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
+    Emit e = {.p = p, .w = w};
+    e.k = open_kernel(module, stages[n - 1].par, rows->count, p->t, p->interleave, p->rows_per_block);
+    for (int i = 0; i < n; ++i) {
+        Stage *s = &stages[i];
+        ValueMap rm = row_map(&e.k.in, &ix[i], e.k.row, rows);
+        if (s->kind == STAGE_POINTWISE) {
+            emit_pointwise(&e, s, &ix[i], &rm);
+        } else {
+            MlirValue part[MAX_ACCUMULATORS];
+            lane_partials(&e, s, &ix[i], &rm, (MlirValue){NULL}, rows_slots_of(ix[i].columns, p->t), part);
+            finish_reduction(&e, s, &rm, part);
+        }
+        vm_free(&rm);
+        /* shared lanes: the next stage reads what this one wrote, in other lanes */
+        if (!p->private_lanes && i + 1 < n) red_barrier(&e.k.in);
+    }
+    free(e.held);
+    for (int i = 0; i < n; ++i) mlirOperationDestroy(stages[i].par);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Split rows: chunks of a long row in blocks of their own, then the partials
+ *===----------------------------------------------------------------------===*/
+
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows) {
+    Accesses w = rows_collect(s, 1, ix);
+    Plan lay = {.columns = ix->columns};
+    rows_choose_layout(&lay, &w, ix, rows);
+    free(w.a);
+    int64_t interleave = lay.interleave, t = interleave == 1 ? BLOCK_THREADS : BLOCK_THREADS / interleave;
+    int64_t chunk = t * SPLIT_SLOTS, chunks = (ix->columns + chunk - 1) / chunk, count = rows->count;
+    Builder hb = builder_before(s->par);
+    MlirValue partial[MAX_ACCUMULATORS];
+    for (int a = 0; a < s->n_acc; ++a) {
+        partial[a] = red_alloc(&hb, (int64_t[]){count, chunks}, 2, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+    }
+    /* 1: partial[row, c] = the row's columns c * chunk .. (c + 1) * chunk; a
+     * virtual row c * rows + row, so that neighbouring threads take
+     * neighbouring rows where the rows are interleaved */
+    Plan p1 = {.t = t, .interleave = interleave, .rows_per_block = interleave};
+    Emit e = {.p = &p1};
+    Accesses none = {0};
+    e.w = &none;
+    int64_t rows_per_block = t * interleave >= BLOCK_THREADS ? interleave : BLOCK_THREADS / t;
+    e.k = open_kernel(module, s->par, count * chunks, t, interleave, rows_per_block);
+    Builder *b = &e.k.in;
+    MlirValue c_idx = build_binary(b, "arith.divui", e.k.row, const_index(b, count));
+    MlirValue row = build_binary(b, "arith.remui", e.k.row, const_index(b, count));
+    ValueMap rm = row_map(b, ix, row, rows);
+    MlirValue part[MAX_ACCUMULATORS];
+    lane_partials(&e, s, ix, &rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), SPLIT_SLOTS, part);
+    vm_free(&rm);
+    MlirValue guard = e.k.valid;
+    if (t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e.k.lane, const_index(b, 0)));
+    MlirValue totals[MAX_ACCUMULATORS];
+    for (int a = 0; a < s->n_acc; ++a) {
+        totals[a] = red_reduce_lanes(b, module, s->acc[a].combiner, part[a], e.k.lane, e.k.tid, t, interleave);
+    }
+    Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(gpu_build_if(b, guard)));
+    for (int a = 0; a < s->n_acc; ++a) {
+        MlirValue st[4] = {totals[a], partial[a], row, c_idx};
+        build_op(&sb, "memref.store", 4, st, 0, NULL, 0, NULL);
+    }
+    /* 2: acc[row] = acc[row] <op> partial[row, 0] <op> ... (rows of `chunks` contiguous partials) */
+    Plan p2 = {.columns = chunks, .interleave = 1};
+    int64_t t2 = red_pow2_at_least((chunks + SLOT_TARGET - 1) / SLOT_TARGET);
+    if (t2 < SECTOR_BYTES / 4) t2 = SECTOR_BYTES / 4;
+    if (t2 > red_pow2_at_least(chunks)) t2 = red_pow2_at_least(chunks);
+    if (t2 > ROW_MAX_THREADS) t2 = ROW_MAX_THREADS;
+    p2.t = t2;
+    Emit e2 = {.p = &p2, .w = &none};
+    e2.k = open_kernel(module, s->par, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2);
+    b = &e2.k.in;
+    rm = row_map(b, ix, e2.k.row, rows);
+    int64_t slots = rows_slots_of(chunks, t2);
+    for (int a = 0; a < s->n_acc; ++a) {
+        part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+    }
+    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots), const_index(b, 1), s->n_acc, part);
+    MlirBlock fb = gpu_body_of(f);
+    Builder in = builder_at_end(fb, b->loc);
+    MlirValue in_range;
+    MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, chunks, (MlirValue){NULL}, chunks, &in_range);
+    MlirValue y[MAX_ACCUMULATORS];
+    for (int a = 0; a < s->n_acc; ++a) {
+        MlirValue ld[3] = {partial[a], e2.k.row, col};
+        MlirValue x = build_value(&in, "memref.load", 3, ld, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+        MlirValue old = mlirBlockGetArgument(fb, 1 + a);
+        y[a] = red_combine(&in, s->acc[a].combiner, old, x);
+        if (!mlirValueIsNull(in_range)) y[a] = build_select(&in, in_range, y[a], old);
+    }
+    build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
+    for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
+    finish_reduction(&e2, s, &rm, part);
+    vm_free(&rm);
+    mlirOperationDestroy(s->par);
+}

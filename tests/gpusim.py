@@ -1,0 +1,663 @@
+"""A SIMT simulator of pt2-gpu-map-loops' output, so that the GPU mapping (row kernels, warp shuffles,
+shared memory, barriers) is checked for results, out-of-bounds accesses and races without a GPU.
+
+It reads the host function after `pt2-gpu-map-loops` in MLIR's generic form: constants, allocations
+and views on the host, and kernels, each a two-level scf.parallel mapped to block_x and thread_x.  A
+kernel runs all its blocks at once (numpy arrays over [block, lane]), warp by warp: the 32 lanes of
+a warp in lockstep (scf.if masks lanes, gpu.shuffle reads another lane's value), the warps of a block
+one after another between two gpu.barrier ops (in the order `warp_order` gives, so that a stage that
+reads another warp's writes without a barrier between reads stale memory).  Every load and store is
+bounds-checked and recorded; at each barrier, two different threads of a block touching one address
+with a write among them is a race, as is, at the end of a kernel, an address one block writes and
+another touches.  Temporaries start as NaN.
+
+    sim = Simulator(text)          # pt2-opt ... --pass-pipeline=...pt2-gpu-map-loops --mlir-print-op-generic
+    outs = sim.run([x, w, b])      # numpy inputs in, numpy outputs (the function's out-params) back
+    sim.kernels                    # [(blocks, threads)] of each launch
+"""
+import math
+import re
+
+import numpy as np
+import torch
+
+WARP = 32
+
+
+class SimError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parsing MLIR's generic form
+# ---------------------------------------------------------------------------------------------------
+
+class Op:
+    def __init__(self, name, results, operands, attrs, regions, types):
+        self.name, self.results, self.operands, self.attrs, self.regions, self.types = name, results, operands, attrs, regions, types
+
+    def __repr__(self):
+        return f"Op({self.name})"
+
+
+class Block:
+    def __init__(self, args, ops):
+        self.args, self.ops = args, ops
+
+
+def _split_top(s, sep=","):
+    out, depth, cur, quote, prev = [], 0, "", False, ""
+    for ch in s:
+        if ch == '"':
+            quote = not quote
+        arrow = ch == ">" and prev == "-"
+        prev = ch
+        if not quote and not arrow:
+            if ch in "(<[{":
+                depth += 1
+            elif ch in ")>]}":
+                depth -= 1
+        if ch == sep and depth == 0 and not quote:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _matching(s, i):
+    """Index of the bracket closing s[i]."""
+    pairs = {"(": ")", "<": ">", "[": "]", "{": "}"}
+    depth, quote = 0, False
+    for j in range(i, len(s)):
+        ch = s[j]
+        if ch == '"':
+            quote = not quote
+        if quote or (ch == ">" and j > 0 and s[j - 1] == "-"):
+            continue
+        if ch in pairs:
+            depth += 1
+        elif ch in pairs.values():
+            depth -= 1
+            if depth == 0:
+                return j
+    raise SimError("unbalanced brackets in " + s[:200])
+
+
+_OP_HEAD = re.compile(r'^\s*(?:(?P<res>%[\w.]+(?::\d+)?(?:\s*,\s*%[\w.]+(?::\d+)?)*)\s*=\s*)?"(?P<name>[\w.]+)"\((?P<ops>[^)]*)\)(?P<rest>.*)$')
+
+
+class Parser:
+    def __init__(self, text):
+        lines = [l for l in text.split("\n") if l.strip() and not l.strip().startswith("//")]
+        # attribute aliases (#map = affine_map<...>) are written into the ops that use them
+        self.aliases = dict(re.match(r"^(#[\w.]+) = (.*)$", l.strip()).groups() for l in lines if l.startswith("#"))
+        self.lines = [l for l in lines if not l.startswith("#")]
+        for name in sorted(self.aliases, key=len, reverse=True):
+            self.lines = [re.sub(re.escape(name) + r"(?![\w.])", self.aliases[name], l) if name in l else l
+                          for l in self.lines]
+        self.i = 0
+
+    def parse_region_blocks(self):
+        """Blocks until the line closing the region ('})' or '}, {')."""
+        blocks = []
+        args, ops = [], []
+        while self.i < len(self.lines):
+            line = self.lines[self.i].strip()
+            if line.startswith("}"):
+                blocks.append(Block(args, ops))
+                return blocks, line
+            if line.startswith("^"):
+                if ops or args:
+                    blocks.append(Block(args, ops))
+                inner = line[line.index("(") + 1: line.rindex(")")] if "(" in line else ""
+                args = [a.split(":")[0].strip() for a in _split_top(inner)] if inner else []
+                ops = []
+                self.i += 1
+                continue
+            ops.append(self.parse_op())
+        raise SimError("unterminated region")
+
+    def parse_op(self):
+        line = self.lines[self.i].strip()
+        m = _OP_HEAD.match(line)
+        if not m:
+            raise SimError("cannot parse: " + line[:200])
+        results = []
+        if m.group("res"):
+            for r in _split_top(m.group("res")):
+                if ":" in r:
+                    base, n = r.split(":")
+                    results += [f"{base}#{k}" for k in range(int(n))]
+                else:
+                    results.append(r)
+        operands = [o.strip() for o in m.group("ops").split(",") if o.strip()]
+        rest = m.group("rest").strip()
+        self.i += 1
+        regions = []
+        attr_text = ""
+        if rest.startswith("<{"):
+            j = _matching(rest, 1)
+            attr_text += rest[2:j]
+            rest = rest[j + 2:].strip()
+        if rest.startswith("({"):
+            while True:
+                blocks, closer = self.parse_region_blocks()
+                regions.append(blocks)
+                self.i += 1
+                if closer.startswith("}, {"):
+                    continue
+                rest = closer[2:].strip()  # after '})'
+                break
+        if rest.startswith("{"):
+            j = _matching(rest, 0)
+            attr_text += ", " + rest[1:j]
+            rest = rest[j + 1:].strip()
+        types = rest[1:].strip() if rest.startswith(":") else ""
+        return Op(m.group("name"), results, operands, attr_text, regions, types)
+
+
+def _result_types(types):
+    """The result types of a function type '(a, b) -> c' or '(a) -> (c, d)'."""
+    if "->" not in types:
+        return []
+    j = _matching(types, types.index("("))
+    res = types[j + 1:].strip()[2:].strip()
+    if res.startswith("("):
+        return _split_top(res[1:-1])
+    return [res]
+
+
+def _operand_types(types):
+    if not types.startswith("("):
+        return []
+    j = _matching(types, 0)
+    return _split_top(types[1:j])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Types and memory
+# ---------------------------------------------------------------------------------------------------
+
+DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32, "i1": np.bool_, "i8": np.int8,
+          "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64, "ui8": np.uint8}
+
+
+def _bf16_round(x):
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    nan = np.isnan(np.asarray(x, dtype=np.float32))
+    b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+    out = b.astype(np.uint32).view(np.float32)
+    return np.where(nan, np.float32("nan"), out)
+
+
+class MemRefType:
+    def __init__(self, text):
+        m = re.match(r"memref<(.*)>$", text.strip())
+        if not m:
+            raise SimError("not a memref type: " + text)
+        parts = _split_top(m.group(1))
+        dims = parts[0].split("x")
+        self.elem = dims[-1]
+        self.shape = [int(d) for d in dims[:-1]]
+        self.offset = 0
+        self.strides = None
+        self.shared = any("workgroup" in p for p in parts[1:])
+        for p in parts[1:]:
+            if p.startswith("strided<"):
+                sm = re.match(r"strided<\[([^\]]*)\](?:,\s*offset:\s*(-?\d+))?>", p)
+                self.strides = [int(s) for s in sm.group(1).split(",")] if sm.group(1).strip() else []
+                self.offset = int(sm.group(2) or 0)
+        if self.strides is None:
+            self.strides, acc = [], 1
+            for d in reversed(self.shape):
+                self.strides.insert(0, acc)
+                acc *= d
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+
+
+class Buffer:
+    count = 0
+
+    def __init__(self, n, elem, fill=None):
+        dt = DTYPES[elem]
+        self.data = np.zeros(n, dtype=dt) if fill is None else np.full(n, fill, dtype=dt)
+        self.elem = elem
+        Buffer.count += 1
+        self.id = Buffer.count
+
+
+class MemRef:
+    def __init__(self, buf, t):
+        self.buf, self.t = buf, t
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values inside a kernel: numpy arrays over [blocks, lanes] (or scalars, the same in every lane)
+# ---------------------------------------------------------------------------------------------------
+
+def _cmp(pred, a, b, is_float):
+    if is_float:
+        # arith.cmpf predicates: 0 false, 1 oeq, 2 ogt, 3 oge, 4 olt, 5 ole, 6 one, 7 ord, 8 ueq, 9 ugt, 10 uge,
+        # 11 ult, 12 ule, 13 une, 14 uno, 15 true
+        uno = np.isnan(a) | np.isnan(b)
+        table = {0: np.zeros_like(uno), 1: (a == b) & ~uno, 2: (a > b) & ~uno, 3: (a >= b) & ~uno, 4: (a < b) & ~uno,
+                 5: (a <= b) & ~uno, 6: (a != b) & ~uno, 7: ~uno, 8: (a == b) | uno, 9: (a > b) | uno, 10: (a >= b) | uno,
+                 11: (a < b) | uno, 12: (a <= b) | uno, 13: (a != b) | uno, 14: uno, 15: np.ones_like(uno)}
+        return table[pred]
+    # arith.cmpi: 0 eq, 1 ne, 2 slt, 3 sle, 4 sgt, 5 sge, 6 ult, 7 ule, 8 ugt, 9 uge
+    if pred >= 6:
+        a, b = np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64)
+    return {0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b, 6: a < b, 7: a <= b, 8: a > b, 9: a >= b}[pred]
+
+
+def _torch_unary(fn, x):
+    arr = np.asarray(x)
+    return fn(torch.from_numpy(np.ascontiguousarray(arr.astype(np.float64)))).numpy().astype(arr.dtype)
+
+
+def _cast(x, elem):
+    if elem == "bf16":
+        return _bf16_round(x)
+    return np.asarray(x).astype(DTYPES[elem])
+
+
+def _affine_apply(attrs, vals):
+    """affine.apply of an affine_map<(d0, ..)[s0, ..] -> (expr)> with +, -, *, floordiv, mod."""
+    m = re.search(r"affine_map<\(([^)]*)\)(?:\[([^\]]*)\])? -> \((.*)\)>", attrs)
+    names = [d.strip() for d in m.group(1).split(",") if d.strip()]
+    names += [x.strip() for x in (m.group(2) or "").split(",") if x.strip()]
+    expr = m.group(3)
+    if "ceildiv" in expr or "," in expr:
+        raise SimError("affine map " + expr)
+    expr = expr.replace("floordiv", "//").replace("mod", "%")
+    return eval(expr, {"__builtins__": {}}, {k: np.asarray(v, dtype=np.int64) for k, v in zip(names, vals)})
+
+
+UNARY_MATH = {
+    "math.exp": np.exp, "math.exp2": np.exp2, "math.log": np.log, "math.log2": np.log2, "math.log1p": np.log1p,
+    "math.expm1": np.expm1, "math.sqrt": np.sqrt, "math.absf": np.abs, "math.tanh": np.tanh, "math.sin": np.sin,
+    "math.cos": np.cos, "math.floor": np.floor, "math.ceil": np.ceil, "math.round": np.round, "math.roundeven": np.round,
+    "math.trunc": np.trunc,
+}
+
+
+class Kernel:
+    def __init__(self, blocks, threads):
+        self.blocks, self.threads = blocks, threads
+
+
+class Simulator:
+    def __init__(self, text, warp_order="forward"):
+        mod = Parser(text).parse_op()
+        funcs = [op for op in mod.regions[0][0].ops if op.name == "func.func"]
+        self.globals = {}
+        for op in mod.regions[0][0].ops:
+            if op.name == "memref.global":
+                name = re.search(r'sym_name = "([^"]+)"', op.attrs).group(1)
+                ty = re.search(r"type = (memref<.*?>)(?:,\s*\w+\s*=|$)", op.attrs + ",x=").group(1)
+                self.globals[name] = MemRefType(ty)
+        funcs = [f for f in funcs if f.regions and f.regions[0] and f.regions[0][0].ops]  # not declarations
+        if not funcs:
+            raise SimError("no function")
+        self.func = funcs[0]
+        self.warp_order = warp_order
+        self.kernels = []
+        self.races = []
+
+    # -- host -------------------------------------------------------------------------------------
+    def run(self, inputs):
+        body = self.func.regions[0][0]
+        ftype = re.search(r"function_type = \((.*?)\) -> \(\)", self.func.attrs)
+        arg_types = [MemRefType(t) for t in _split_top(ftype.group(1))]
+        env = {}
+        outs = []
+        for i, (name, t) in enumerate(zip(body.args, arg_types)):
+            if i < len(inputs):
+                a = np.ascontiguousarray(inputs[i]).reshape(-1)
+                buf = Buffer(t.size, t.elem)
+                buf.data[:] = _cast(a, t.elem) if t.elem != "bf16" else _bf16_round(a)
+            else:
+                buf = Buffer(t.size, t.elem, fill=np.nan if t.elem in ("f32", "f64", "f16", "bf16") else None)
+                outs.append((buf, t))
+            env[name] = MemRef(buf, t)
+        for op in body.ops:
+            self.host_op(op, env)
+        return [b.data.reshape(t.shape) for b, t in outs]
+
+    def host_op(self, op, env):
+        n = op.name
+        if n == "arith.constant":
+            env[op.results[0]] = self.constant(op)
+        elif n.startswith("arith."):
+            vals = [env[o] for o in op.operands]
+            env[op.results[0]] = self.arith(op, vals)
+        elif n in ("memref.alloc", "memref.alloca"):
+            t = MemRefType(_result_types(op.types)[0])
+            env[op.results[0]] = MemRef(Buffer(t.size + t.offset, t.elem, fill=np.nan if t.elem[0] in "fb" else None), t)
+        elif n in ("memref.expand_shape", "memref.collapse_shape", "memref.cast", "memref.reinterpret_cast", "memref.subview"):
+            src = env[op.operands[0]]
+            env[op.results[0]] = MemRef(src.buf, MemRefType(_result_types(op.types)[0]))
+        elif n == "scf.parallel":
+            self.launch(op, env)
+        elif n == "func.call" and re.search(r"callee = @pt2_gpu_", op.attrs):
+            # a library call (cuDNN, cuBLAS) of the launch plan: the simulated machine has no library,
+            # so the plan runs the loops kept behind a conv's call (its fallback) instead
+            if "pt2_gpu_gemm" in op.attrs:
+                raise SimError("a cuBLAS call has no loops behind it: not simulated")
+        elif n in ("func.return",):
+            pass
+        elif n == "memref.dealloc":
+            pass
+        else:
+            raise SimError(f"host op {n} is not simulated")
+
+    def constant(self, op):
+        b = re.search(r"value = (true|false)\b", op.attrs)
+        if b:
+            return np.bool_(b.group(1) == "true")
+        v = re.search(r"value = ([^,]+?) : (\w+)", op.attrs)
+        if not v:
+            raise SimError("constant " + op.attrs)
+        text, ty = v.group(1).strip(), v.group(2)
+        if text in ("true", "false"):
+            return np.bool_(text == "true")
+        if ty in ("f32", "f64", "f16", "bf16"):
+            if text.startswith("0x"):
+                bits = int(text, 16)
+                if ty == "f32":
+                    return np.array([bits], dtype=np.uint32).view(np.float32)[0]
+                if ty == "f64":
+                    return np.array([bits], dtype=np.uint64).view(np.float64)[0]
+                if ty == "f16":
+                    return np.array([bits], dtype=np.uint16).view(np.float16)[0]
+                return np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
+            return _cast(np.float64(float(text)), ty)[()]
+        return DTYPES[ty](int(text))
+
+    # -- kernels ----------------------------------------------------------------------------------
+    def launch(self, op, env):
+        if "block_x" not in op.attrs:
+            raise SimError("an unmapped scf.parallel on the host")
+        lb, ub, st = (int(env[o]) for o in op.operands[:3])
+        blocks = len(range(lb, ub, st))
+        outer = op.regions[0][0]
+        inner_ops = [o for o in outer.ops if o.name == "scf.parallel"]
+        if len(inner_ops) != 1 or len([o for o in outer.ops if o.name not in ("scf.parallel", "scf.reduce", "arith.constant")]):
+            raise SimError("a kernel must be block_x { thread_x { ... } }")
+        for o in outer.ops:
+            if o.name == "arith.constant":
+                env[o.results[0]] = self.constant(o)
+        thr = inner_ops[0]
+        tlb, tub, tst = (int(env[o]) for o in thr.operands[:3])
+        threads = len(range(tlb, tub, tst))
+        self.kernels.append(Kernel(blocks, threads))
+        body = thr.regions[0][0]
+        segments, cur = [], []
+        for o in body.ops:
+            if o.name == "gpu.barrier":
+                segments.append(cur)
+                cur = []
+            elif o.name != "scf.reduce":
+                cur.append(o)
+        segments.append(cur)
+        warps = (threads + WARP - 1) // WARP
+        bidx = np.arange(lb, ub, st, dtype=np.int64)[:, None] * np.ones((1, WARP), dtype=np.int64)
+        shared = {}
+        wenv = []
+        for w in range(warps):
+            e = dict(env)
+            lane = np.arange(WARP, dtype=np.int64)[None, :] + w * WARP
+            e[outer.args[0]] = bidx
+            e[body.args[0]] = lane * np.ones((blocks, 1), dtype=np.int64) * tst + tlb
+            mask = (lane < threads) * np.ones((blocks, 1), dtype=bool)
+            wenv.append((e, mask))
+        self.kernel_log = []  # (buffer id, addresses, thread ids, block ids, is_write)
+        order = list(range(warps)) if self.warp_order == "forward" else list(reversed(range(warps)))
+        for seg in segments:
+            self.seg_log = []
+            for w in order:
+                e, mask = wenv[w]
+                tid = (np.arange(WARP)[None, :] + w * WARP) * np.ones((blocks, 1), dtype=np.int64)
+                self.cur = dict(shared=shared, blocks=blocks, tid=tid, bidx=bidx, warp=w)
+                self.run_ops(seg, e, mask)
+            self.check_races(self.seg_log, within_block=True)
+            self.kernel_log += self.seg_log
+        self.check_races(self.kernel_log, within_block=False)
+
+    def check_races(self, log, within_block):
+        by_buf = {}
+        for rec in log:
+            by_buf.setdefault(rec[0], []).append(rec)
+        for bid, recs in by_buf.items():
+            if recs[0][5]:  # shared memory: per block by construction
+                if not within_block:
+                    continue
+            addr = np.concatenate([r[1] for r in recs])
+            who = np.concatenate([(r[3] * 4096 + r[2]) if within_block else r[3] for r in recs])
+            wr = np.concatenate([np.full(len(r[1]), r[4]) for r in recs])
+            if not wr.any():
+                continue
+            if within_block:
+                blk = np.concatenate([r[3] for r in recs])
+                key = addr * 65536 + blk  # addresses of one block only
+            else:
+                key = addr
+            uniq, inv = np.unique(key, return_inverse=True)
+            lo = np.full(len(uniq), np.iinfo(np.int64).max)
+            hi = np.full(len(uniq), np.iinfo(np.int64).min)
+            anyw = np.zeros(len(uniq), dtype=bool)
+            np.minimum.at(lo, inv, who)
+            np.maximum.at(hi, inv, who)
+            np.logical_or.at(anyw, inv, wr)
+            bad = (lo != hi) & anyw
+            if bad.any():
+                self.races.append(f"{'threads of a block' if within_block else 'blocks'} race on buffer {bid} "
+                                  f"at {int(bad.sum())} addresses")
+
+    def run_ops(self, ops, env, mask):
+        for op in ops:
+            self.kernel_op(op, env, mask)
+
+    def kernel_op(self, op, env, mask):
+        n = op.name
+        if n == "arith.constant":
+            env[op.results[0]] = self.constant(op)
+        elif n.startswith("arith.") or n.startswith("math."):
+            env[op.results[0]] = self.arith(op, [env[o] for o in op.operands])
+        elif n == "memref.load":
+            m = env[op.operands[0]]
+            env[op.results[0]] = self.access(m, [env[o] for o in op.operands[1:]], mask, None)
+        elif n == "memref.store":
+            m = env[op.operands[1]]
+            self.access(m, [env[o] for o in op.operands[2:]], mask, env[op.operands[0]])
+        elif n == "memref.get_global":
+            name = re.search(r"name = @([\w.]+)", op.attrs).group(1)
+            t = self.globals[name]
+            sh = self.cur["shared"]
+            if name not in sh:
+                sh[name] = MemRef(Buffer(t.size * self.cur["blocks"], t.elem, fill=np.nan if t.elem[0] in "fb" else None), t)
+            env[op.results[0]] = sh[name]
+        elif n == "scf.if":
+            c = np.broadcast_to(np.asarray(env[op.operands[0]], dtype=bool), mask.shape)
+            outs = []
+            for region, m in ((op.regions[0], mask & c), (op.regions[1] if len(op.regions) > 1 else None, mask & ~c)):
+                vals = []
+                for o in (region[0].ops if region else []):
+                    if o.name == "scf.yield":
+                        vals = [env[x] for x in o.operands]
+                    else:
+                        self.kernel_op(o, env, m)
+                outs.append(vals)
+            for i, r in enumerate(op.results):  # each lane takes the value of the branch it ran
+                env[r] = np.where(c, np.broadcast_to(outs[0][i], mask.shape), np.broadcast_to(outs[1][i], mask.shape))
+        elif n == "scf.for":
+            lb, ub, st = (np.asarray(env[o], dtype=np.int64) for o in op.operands[:3])
+            if np.ndim(st) and not (st == st.flat[0]).all():
+                raise SimError("scf.for steps differ between lanes")
+            step = int(st.flat[0])
+            uniform = all(np.ndim(v) == 0 or (v == v.flat[0]).all() for v in (lb, ub))
+            lo = int(lb.flat[0]) if uniform else int(np.where(mask, lb, np.iinfo(np.int64).max).min())
+            hi = int(ub.flat[0]) if uniform else int(np.where(mask, ub, np.iinfo(np.int64).min).max())
+            body = op.regions[0][0]
+            carried = [env[o] for o in op.operands[3:]]
+            for i in range(lo, hi, step):
+                m = mask if uniform else mask & (lb <= i) & (i < ub) & ((i - lb) % step == 0)
+                env[body.args[0]] = np.int64(i)
+                for a, v in zip(body.args[1:], carried):
+                    env[a] = v
+                for o in body.ops:
+                    if o.name == "scf.yield":
+                        new = [env[x] for x in o.operands]
+                        carried = new if uniform else [np.where(m, a, b) for a, b in zip(new, carried)]
+                    elif o.name == "gpu.barrier":
+                        raise SimError("gpu.barrier inside scf.for")
+                    else:
+                        self.kernel_op(o, env, m)
+            for r, v in zip(op.results, carried):
+                env[r] = v
+        elif n == "gpu.shuffle":
+            v, off, width = (env[o] for o in op.operands)
+            mode = re.search(r"mode = #gpu<shuffle_mode (\w+)>", op.attrs).group(1)
+            if mode != "xor":
+                raise SimError("shuffle mode " + mode)
+            off, width = int(off), int(width)
+            v = np.broadcast_to(np.asarray(v), mask.shape)
+            lanes = np.arange(WARP)
+            partner = lanes ^ off
+            ok = partner < width
+            src = np.where(ok, partner, lanes)
+            if (mask & ~mask[:, src] & ok[None, :]).any():
+                raise SimError("gpu.shuffle reads a lane that is not running")
+            env[op.results[0]] = v[:, src]
+            env[op.results[1]] = np.broadcast_to(ok[None, :], mask.shape)
+        elif n == "memref.copy":
+            # one thread copies the whole memref (pt2-gpu-map-loops' rule 4 for 0-d copies)
+            src, dst = env[op.operands[0]], env[op.operands[1]]
+            if mask.sum() > 1:
+                raise SimError("memref.copy run by several threads")
+            if mask.any():
+                for idx in np.ndindex(*src.t.shape) if src.t.shape else [()]:
+                    one = np.zeros_like(mask)
+                    one[np.unravel_index(np.argmax(mask), mask.shape)] = True
+                    v = self.access(src, [np.int64(i) for i in idx], one, None)
+                    self.access(dst, [np.int64(i) for i in idx], one, v)
+        elif n == "affine.apply":
+            env[op.results[0]] = _affine_apply(op.attrs, [env[o] for o in op.operands])
+        elif n in ("scf.yield", "scf.reduce"):
+            pass
+        elif n == "gpu.barrier":
+            raise SimError("gpu.barrier inside control flow")
+        else:
+            raise SimError(f"kernel op {n} is not simulated")
+
+    def access(self, m, idx, mask, value):
+        t = m.t
+        shape = mask.shape
+        addr = np.full(shape, t.offset, dtype=np.int64)
+        for i, (ix, s, d) in enumerate(zip(idx, t.strides, t.shape)):
+            ix = np.broadcast_to(np.asarray(ix, dtype=np.int64), shape)
+            if ((ix < 0) | (ix >= d))[mask].any():
+                raise SimError(f"index {i} out of bounds [0, {d}) in a {'store' if value is not None else 'load'}")
+            addr = addr + ix * s
+        if t.shared:
+            addr = addr + np.arange(shape[0])[:, None] * t.size  # a scratch array per block
+        data = m.buf.data
+        a = addr[mask]
+        tid, blk = self.cur["tid"][mask], np.broadcast_to(np.arange(shape[0])[:, None], shape)[mask]
+        self.seg_log.append((m.buf.id, a, tid, blk, value is not None, t.shared))
+        if value is None:
+            safe = np.where(mask, addr, 0)
+            return data[safe]
+        v = np.broadcast_to(np.asarray(value), shape)[mask]
+        # lanes of one store writing the same address: the last lane wins, as a race check would flag
+        data[a] = _cast(v, m.buf.elem) if m.buf.elem == "bf16" else v.astype(data.dtype)
+        return None
+
+    def arith(self, op, v):
+        n = op.name[op.name.index(".") + 1:]
+        rt = _result_types(op.types)
+        res = rt[0] if rt else None
+        f = np.errstate(all="ignore")
+        with f:
+            if n in ("addf", "addi"):
+                r = v[0] + v[1]
+            elif n in ("subf", "subi"):
+                r = v[0] - v[1]
+            elif n in ("mulf", "muli"):
+                r = v[0] * v[1]
+            elif n == "divf":
+                r = np.divide(v[0], v[1])
+            elif n in ("divui", "divsi", "floordivsi"):
+                r = np.floor_divide(v[0], v[1]) if n != "divsi" else np.trunc(np.divide(v[0], v[1])).astype(np.asarray(v[0]).dtype)
+            elif n in ("remui", "remsi"):
+                r = np.remainder(v[0], v[1]) if n == "remui" else np.fmod(v[0], v[1])
+            elif n == "remf":
+                r = np.fmod(v[0], v[1])
+            elif n == "negf":
+                r = -v[0]
+            elif n in ("maximumf",):
+                r = np.maximum(v[0], v[1])
+            elif n in ("minimumf",):
+                r = np.minimum(v[0], v[1])
+            elif n in ("maxnumf",):
+                r = np.fmax(v[0], v[1])
+            elif n in ("minnumf",):
+                r = np.fmin(v[0], v[1])
+            elif n in ("maxsi", "maxui"):
+                r = np.maximum(v[0], v[1])
+            elif n in ("minsi", "minui"):
+                r = np.minimum(v[0], v[1])
+            elif n == "andi":
+                r = np.bitwise_and(v[0], v[1])
+            elif n == "ori":
+                r = np.bitwise_or(v[0], v[1])
+            elif n == "xori":
+                r = np.bitwise_xor(v[0], v[1])
+            elif n == "select":
+                r = np.where(np.asarray(v[0], dtype=bool), v[1], v[2])
+            elif n in ("cmpf", "cmpi"):
+                pred = int(re.search(r"predicate = (\d+)", op.attrs).group(1))
+                return _cmp(pred, np.asarray(v[0]), np.asarray(v[1]), n == "cmpf")
+            elif n in ("extf", "truncf", "sitofp", "uitofp", "fptosi", "fptoui", "extsi", "extui", "trunci", "index_cast",
+                       "index_castui"):
+                return _cast(v[0], res)
+            elif n == "rsqrt":
+                r = 1.0 / np.sqrt(v[0])
+            elif n == "erf":
+                r = _torch_unary(torch.special.erf, v[0])
+            elif n == "fma":
+                r = v[0] * v[1] + v[2]
+            elif n == "powf":
+                r = np.power(v[0], v[1])
+            elif n == "atan2":
+                r = np.arctan2(v[0], v[1])
+            elif op.name in UNARY_MATH:
+                r = UNARY_MATH[op.name](v[0])
+            else:
+                raise SimError(f"{op.name} is not simulated")
+        return _cast(r, res) if res in DTYPES else r
+
+
+# ---------------------------------------------------------------------------------------------------
+# Running a pt2 graph through the front half of the GPU pipeline and the simulator
+# ---------------------------------------------------------------------------------------------------
+
+def mapped_text(pt2_opt, graph_text, disable=""):
+    """pt2-opt: the GPU pipeline up to and including pt2-gpu-map-loops (generic form)."""
+    import subprocess
+
+    import pt2  # noqa: F401  (pt2GpuPipelineText through the package's library)
+    from pt2 import _core
+
+    _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
+    full = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
+    name = "pt2-gpu-map-loops-v1" if "pt2-gpu-map-loops-v1" in full else "pt2-gpu-map-loops"
+    prefix = full[: full.index(name) + len(name)]
+    r = subprocess.run([pt2_opt, "-", f"--pass-pipeline=builtin.module({prefix})", "--mlir-print-op-generic"],
+                       input=graph_text, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SimError(r.stderr[-3000:])
+    return r.stdout
