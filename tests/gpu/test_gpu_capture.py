@@ -415,8 +415,11 @@ def test_stream_capture_query_inside_cuda_graph_capture():
 # ---- "cuda" without an index: the current device, guarded (docs/capture.md, "Global-state queries")
 
 
+_CUDA = torch.device("cuda")  # a global device object (one made inside the frame is a graph break)
+
+
 def _index_less(x):
-    return x.to("cuda") * 2 + torch.ones(x.shape, device="cuda") + torch.arange(x.shape[-1], device=torch.device("cuda"))
+    return x.to("cuda") * 2 + torch.ones(x.shape, device="cuda") + torch.arange(x.shape[-1], device=_CUDA)
 
 
 @needs_cuda
