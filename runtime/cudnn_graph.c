@@ -16,7 +16,8 @@
  *     first few, timed at the first call), skipping engines that compile at
  *     run time only when told and, for f32 without TF32, engines with
  *     tensor-core or down-converting numerics;
- *   per call:  a variant pack (the three pointers and the workspace) and
+ *   per call:  a variant pack (the three pointers and the workspace; the
+ *     last one kept and run again while the pointers repeat) and
  *     cudnnBackendExecute on the handle's stream.
  *
  * The functions are found with dlsym in the process (runtime/cudnn.c opened
@@ -30,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum {
     /* cudnnBackendDescriptorType_t */
@@ -139,6 +141,11 @@ struct Pt2ConvGraph {
     Desc plan;
     int64_t workspace;
     long engine;
+    /* the last call's variant pack and its pointers: a call on the same
+     * buffers (torch's caching allocator usually hands them back) runs it
+     * again instead of building a pack */
+    Desc pack;
+    const void *pointers[4];
 };
 
 static Desc make_desc(Pt2ConvGraph *g, int type) {
@@ -258,7 +265,8 @@ static bool finalize_plan(void *handle, Desc cfg, const Pt2ConvGraphSpec *s, Can
     return false;
 }
 
-static Status execute(void *handle, Desc plan, const void *x, const void *w, void *y, void *workspace) {
+/* A finalized variant pack of x, w, y and the workspace. */
+static Status make_pack(Desc *out, const void *x, const void *w, void *y, void *workspace) {
     Desc pack = NULL;
     Status s = api.create(DESC_VARIANT_PACK, &pack);
     if (s != 0) return s;
@@ -268,6 +276,17 @@ static Status execute(void *handle, Desc plan, const void *x, const void *w, voi
     if (s == 0) s = api.set(pack, ATTR_VARIANT_PACK_UNIQUE_IDS, TYPE_INT64, 3, uids);
     if (s == 0) s = api.set(pack, ATTR_VARIANT_PACK_WORKSPACE, TYPE_VOID_PTR, 1, &workspace);
     if (s == 0) s = api.finalize(pack);
+    if (s != 0) {
+        api.destroy(pack);
+        return s;
+    }
+    *out = pack;
+    return 0;
+}
+
+static Status execute(void *handle, Desc plan, const void *x, const void *w, void *y, void *workspace) {
+    Desc pack = NULL;
+    Status s = make_pack(&pack, x, w, y, workspace);
     if (s == 0) s = api.execute(handle, plan, pack);
     api.destroy(pack);
     return s;
@@ -364,7 +383,15 @@ Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char
 }
 
 int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void *w, void *y, void *workspace) {
-    return execute(handle, g->plan, x, w, y, workspace);
+    const void *pointers[4] = {x, w, y, workspace};
+    if (!g->pack || memcmp(pointers, g->pointers, sizeof pointers) != 0) {
+        if (g->pack) api.destroy(g->pack);
+        g->pack = NULL;
+        Status s = make_pack(&g->pack, x, w, y, workspace);
+        if (s != 0) return s;
+        memcpy(g->pointers, pointers, sizeof pointers);
+    }
+    return api.execute(handle, g->plan, g->pack);
 }
 
 size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g) { return (size_t)g->workspace; }
@@ -372,6 +399,7 @@ long pt2_cudnn_graph_engine(const Pt2ConvGraph *g) { return g->engine; }
 
 void pt2_cudnn_graph_free(Pt2ConvGraph *g) {
     if (!g) return;
+    if (g->pack) api.destroy(g->pack);
     for (int i = g->n_owned - 1; i >= 0; --i) api.destroy(g->owned[i]);
     free(g);
 }
