@@ -615,7 +615,7 @@ static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation
 
 static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
     double t0 = now_seconds();
-    PhaseTimer timer;
+    PhaseTimer timer = {0};
     phase_start(&timer);
     Pt2Kernel *k = calloc(1, sizeof *k);
     pthread_mutex_init(&k->prologue_lock, NULL);
