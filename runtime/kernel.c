@@ -3,7 +3,7 @@
  *   text ─parse/verify─▶ pt2 module ─(cache hit?)─▶ dlopen ─▶ Pt2Kernel
  *                            │ miss
  *                            ▼ pt2CpuPipelineText passes → LLVM dialect
- *                     LLVM IR → O3 for the host CPU → object → cc -shared → .so
+ *        runtime/codegen.c: LLVM IR → O3 for the host CPU (parts on threads) → objects → cc -shared → .so
  *                            ▼
  *                 PT2_CACHE_DIR/<sha256>.so + .meta (checked before loading)
  *
@@ -32,14 +32,13 @@
 #include "llvm-c/Core.h"
 #include "llvm-c/Target.h"
 #include "llvm-c/TargetMachine.h"
-#include "llvm-c/Transforms/PassBuilder.h"
 #include "llvm/Config/llvm-config.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
-#include "mlir-c/Target/LLVMIR.h"
+#include "codegen.h"
 #include "pt2.h"
 #include "sha256.h"
 #include "veclib.h"
@@ -83,30 +82,6 @@ static double cpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* The phases of one cold compile, for PT2_LOGS=compile. */
-typedef enum { PHASE_MLIR, PHASE_TRANSLATE, PHASE_OPT, PHASE_CODEGEN, PHASE_LINK, PHASE_COUNT } CompilePhase;
-static const char *const phase_names[PHASE_COUNT] = {"MLIR", "to LLVM IR", "LLVM opt", "codegen", "link"};
-typedef struct PhaseTimer {
-    double wall[PHASE_COUNT], cpu[PHASE_COUNT];
-    double wall0, cpu0;
-} PhaseTimer;
-
-static void phase_start(PhaseTimer *t) {
-    t->wall0 = now_seconds();
-    t->cpu0 = cpu_seconds();
-}
-
-/* Adds the time since the last phase_start/phase_end to `phase` and starts the next. */
-static void phase_end(PhaseTimer *t, CompilePhase phase) {
-    double w = now_seconds(), c = cpu_seconds();
-    if (t) {
-        t->wall[phase] += w - t->wall0;
-        t->cpu[phase] += c - t->cpu0;
-        t->wall0 = w;
-        t->cpu0 = c;
-    }
 }
 
 void pt2CompileOptionsInit(Pt2CompileOptions *opts) {
@@ -331,6 +306,7 @@ static int run_pipeline(MlirContext ctx, MlirOperation module, const char *pipel
                         char out_dump_dir[4096]) {
     if (!dump_root) {
         MlirPassManager pm = new_pass_manager(ctx);
+        if (getenv("PT2_NOVERIFY")) mlirPassManagerEnableVerifier(pm, false);
         int rc = pt2PipelineAdd(ctx, mlirPassManagerGetAsOpPassManager(pm), pipeline);
         if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, module))) rc = -1;
         mlirPassManagerDestroy(pm);
@@ -388,93 +364,6 @@ static int run_pipeline(MlirContext ctx, MlirOperation module, const char *pipel
     return rc;
 }
 
-/* With dump_dir, the LLVM IR before and after LLVM's passes goes there too (`50-llvm.ll`, `51-llvm-opt.ll`: what
- * `opt-22` and `llc-22` replay). */
-static void dump_llvm(LLVMModuleRef mod, const char *dump_dir, const char *name) {
-    if (!dump_dir) return;
-    char path[4200], *err = NULL;
-    snprintf(path, sizeof path, "%s/%s", dump_dir, name);
-    if (LLVMPrintModuleToFile(mod, path, &err) != 0) fprintf(stderr, "pt2: cannot write %s: %s\n", path, err ? err : "");
-    if (err) LLVMDisposeMessage(err);
-}
-
-/* Marks the module's internal functions unnamed_addr: nothing in a kernel compares their addresses (the
- * parallel regions MLIR outlines are only handed to the OpenMP runtime, which calls them), so that
- * LLVM's MergeFunctions replaces a function identical to another by it, without a thunk.  A graph's
- * repeated blocks of equal shapes give identical regions: 47 outlined functions of resnet50 at batch 2
- * are 8 distinct ones, mobilenetv2's 45 are 22, and merging them first took a third off LLVM's time
- * there (optimization 0.70 -> 0.48 s, code generation 0.54 -> 0.36 s, CPU). */
-static void mark_unnamed_addr(LLVMModuleRef mod) {
-    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
-        if (!LLVMIsDeclaration(fn) && LLVMGetLinkage(fn) == LLVMInternalLinkage) LLVMSetUnnamedAddress(fn, LLVMGlobalUnnamedAddr);
-    }
-}
-
-static int emit_object(MlirOperation module, int opt_level, bool vectorize, const char *obj_path, const char *dump_dir,
-                       PhaseTimer *timer) {
-    static int initialized;
-    if (!initialized) {
-        LLVMInitializeNativeTarget();
-        LLVMInitializeNativeAsmPrinter();
-        initialized = 1;
-    }
-    LLVMContextRef llctx = LLVMContextCreate();
-    LLVMModuleRef mod = mlirTranslateModuleToLLVMIR(module, llctx);
-    if (!mod) {
-        LLVMContextDispose(llctx);
-        pt2_set_error("internal: translation of the lowered module to LLVM IR failed");
-        return -1;
-    }
-    phase_end(timer, PHASE_TRANSLATE);
-    char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    char *err = NULL;
-    LLVMTargetRef target;
-    int rc = -1;
-    if (LLVMGetTargetFromTriple(triple, &target, &err) != 0) {
-        pt2_set_error("internal: no LLVM target for %s: %s", triple, err);
-        goto done;
-    }
-    LLVMCodeGenOptLevel cg = opt_level >= 3 ? LLVMCodeGenLevelAggressive : opt_level == 0 ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, cg, LLVMRelocPIC, LLVMCodeModelDefault);
-    LLVMSetTarget(mod, triple);
-    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(mod, dl);
-    if (vectorize) pt2_attach_vector_variants(mod, features);
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(pbo, vectorize);
-    LLVMPassBuilderOptionsSetSLPVectorization(pbo, vectorize);
-    mark_unnamed_addr(mod);
-    /* mergefunc first: identical loop nests (a network's repeated blocks) are optimized and emitted once */
-    char passes[48];
-    snprintf(passes, sizeof passes, "mergefunc,default<O%d>", opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level);
-    dump_llvm(mod, dump_dir, "50-llvm.ll");
-    phase_end(timer, PHASE_TRANSLATE);
-    LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, pbo);
-    LLVMDisposePassBuilderOptions(pbo);
-    phase_end(timer, PHASE_OPT);
-    if (!e) dump_llvm(mod, dump_dir, "51-llvm-opt.ll");
-    if (e) {
-        char *msg = LLVMGetErrorMessage(e);
-        pt2_set_error("internal: LLVM optimization failed: %s", msg);
-        LLVMDisposeErrorMessage(msg);
-    } else if (LLVMTargetMachineEmitToFile(tm, mod, (char *)obj_path, LLVMObjectFile, &err) != 0) {
-        pt2_set_error("internal: object emission failed: %s", err);
-    } else {
-        rc = 0;
-    }
-    phase_end(timer, PHASE_CODEGEN);
-    LLVMDisposeTargetData(dl);
-    LLVMDisposeTargetMachine(tm);
-done:
-    if (err) LLVMDisposeMessage(err);
-    LLVMDisposeMessage(triple);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
-    LLVMDisposeModule(mod);
-    LLVMContextDispose(llctx);
-    return rc;
-}
-
 /* libpt2rt.so, the support library kernels call into (runtime/rt/: BLAS
  * matmuls): PT2_RT_LIBRARY, else the one the build put beside libpt2.so.
  * NULL, with the error set, if it is not there. */
@@ -497,10 +386,10 @@ static const char *rt_library(void) {
     return path;
 }
 
-/* Links the kernel against libpt2rt (which serves its OpenMP calls too:
- * runtime/rt/kmpc.c), with an rpath to libpt2rt's folder so that dlopen
- * finds it wherever the build put it. */
-static int link_shared(const char *obj_path, const char *so_path, const char *rt) {
+/* Links the kernel's objects (`<obj_prefix>.<k>.o`, k < n_objects) against libpt2rt (which serves its
+ * OpenMP calls too: runtime/rt/kmpc.c), with an rpath to libpt2rt's folder so that dlopen finds it
+ * wherever the build put it. */
+static int link_shared(const char *obj_prefix, int n_objects, const char *so_path, const char *rt) {
     const char *cc = getenv("PT2_CC");
     if (!cc || !cc[0]) cc = "cc";
     char rt_dir[4096];
@@ -509,8 +398,16 @@ static int link_shared(const char *obj_path, const char *so_path, const char *rt
     /* -Xlinker pairs: a folder with a comma would be split by -Wl, */
     /* libmvec (the vector math variants, runtime/veclib.c) where glibc has it */
     const char *mvec = pt2_libmvec_path();
-    char *argv[] = {(char *)cc, "-shared", "-o", (char *)so_path, (char *)obj_path, (char *)rt,
-                    "-Xlinker", "-rpath", "-Xlinker", rt_dir, "-lm", (char *)mvec, NULL};
+    char objects[PT2_CODEGEN_MAX_PARTS][4420];
+    char *argv[16 + PT2_CODEGEN_MAX_PARTS] = {(char *)cc, "-shared", "-o", (char *)so_path};
+    int argc = 4;
+    for (int i = 0; i < n_objects && i < PT2_CODEGEN_MAX_PARTS; ++i) {
+        snprintf(objects[i], sizeof objects[i], "%s.%d.o", obj_prefix, i);
+        argv[argc++] = objects[i];
+    }
+    const char *tail[] = {rt, "-Xlinker", "-rpath", "-Xlinker", rt_dir, "-lm", mvec};
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0] && tail[i]; ++i) argv[argc++] = (char *)tail[i];
+    argv[argc] = NULL;
     pid_t pid;
     int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ);
     if (rc != 0) {
@@ -553,18 +450,16 @@ static int load(Pt2Kernel *k, const char *so_path) {
     return 0;
 }
 
-/* One line per cold compile: each phase's wall and CPU seconds (the CPU time of the whole
- * process, so that work done in other threads counts, and other jobs on the machine do not). */
-static void log_phases(const char *key, int opt_level, const PhaseTimer *t) {
-    char line[512];
-    size_t len = (size_t)snprintf(line, sizeof line, "pt2 compile: %.12s: O%d", key, opt_level);
-    double wall = 0, cpu = 0;
-    for (int p = 0; p < PHASE_COUNT; ++p) {
-        len += (size_t)snprintf(line + len, sizeof line - len, ", %s %.3f s (cpu %.3f)", phase_names[p], t->wall[p], t->cpu[p]);
-        wall += t->wall[p];
-        cpu += t->cpu[p];
-    }
-    fprintf(stderr, "%s; total %.3f s (cpu %.3f)\n", line, wall, cpu);
+/* One line per cold compile: each phase's wall and CPU seconds (the CPU time of the whole process,
+ * so that LLVM's threads count, and other jobs on the machine do not). */
+static void log_compile(const char *key, int opt_level, double mlir_wall, double mlir_cpu, const Pt2CodegenTimes *cg,
+                        double link_wall) {
+    fprintf(stderr,
+            "pt2 compile: %.12s: MLIR %.3f s (cpu %.3f), to LLVM IR %.3f s (cpu %.3f), LLVM O%d %.3f s in %d part%s (cpu: opt "
+            "%.3f, codegen %.3f), link %.3f s; total %.3f s\n",
+            key, mlir_wall, mlir_cpu, cg->translate_wall, cg->translate_cpu, opt_level, cg->llvm_wall, cg->parts,
+            cg->parts == 1 ? "" : "s", cg->opt_cpu, cg->codegen_cpu, link_wall,
+            mlir_wall + cg->translate_wall + cg->llvm_wall + link_wall);
 }
 
 /*===----------------------------------------------------------------------===*
@@ -628,8 +523,7 @@ static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation
 
 static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
     double t0 = now_seconds();
-    PhaseTimer timer = {0};
-    phase_start(&timer);
+    double cpu0 = cpu_seconds();
     Pt2Kernel *k = calloc(1, sizeof *k);
     pthread_mutex_init(&k->prologue_lock, NULL);
     /* verify first: an op's own error says more than the signature's */
@@ -714,15 +608,21 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
         if (!pt2GetLastError()[0]) pt2_set_error("the pass pipeline failed");
         goto error;
     }
-    char tmp_obj[4400], tmp_so[4400];
-    snprintf(tmp_obj, sizeof tmp_obj, "%s/%s.%d.o", dir, key, (int)getpid());
+    char obj_prefix[4400], tmp_so[4400];
+    snprintf(obj_prefix, sizeof obj_prefix, "%s/%s.%d", dir, key, (int)getpid());
     snprintf(tmp_so, sizeof tmp_so, "%s/%s.%d.so", dir, key, (int)getpid());
-    phase_end(&timer, PHASE_MLIR);
-    if (emit_object(module, opt_level, vectorize, tmp_obj, dumping ? dump_dir : NULL, &timer) != 0) goto error;
-    int linked = link_shared(tmp_obj, tmp_so, rt);
-    phase_end(&timer, PHASE_LINK);
-    if (pt2_disabled(getenv("PT2_LOGS"), "compile")) log_phases(key, opt_level, &timer);
-    unlink(tmp_obj);
+    double mlir_wall = now_seconds() - t0, mlir_cpu = cpu_seconds() - cpu0;
+    Pt2CodegenTimes cg;
+    int n_objects = pt2_codegen_objects(module, opt_level, vectorize, obj_prefix, dumping ? dump_dir : NULL, &cg);
+    if (n_objects < 0) goto error;
+    double t_link = now_seconds();
+    int linked = link_shared(obj_prefix, n_objects, tmp_so, rt);
+    if (pt2_disabled(getenv("PT2_LOGS"), "compile")) log_compile(key, opt_level, mlir_wall, mlir_cpu, &cg, now_seconds() - t_link);
+    for (int i = 0; i < n_objects; ++i) {
+        char obj[4420];
+        snprintf(obj, sizeof obj, "%s.%d.o", obj_prefix, i);
+        unlink(obj);
+    }
     if (linked != 0) goto error;
     char so_hash[65];
     hash_file(tmp_so, so_hash);
