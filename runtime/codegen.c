@@ -93,7 +93,8 @@ typedef struct FnPlan {
     bool has_body, root;
     bool assigned;    /* roots: given to a part */
     int part;         /* roots: the part that compiles it */
-    int instructions; /* its size, for the balance */
+    int instructions; /* its size */
+    int weight;       /* roots: its size and that of the helpers it reaches, for the balance */
     bool *needed;     /* helpers: needed[part] */
 } FnPlan;
 
@@ -116,17 +117,17 @@ static int function_index(LLVMValueRef *fns, int n, LLVMValueRef fn) {
     return -1;
 }
 
-/* Marks the helpers reachable from function i through direct calls as needed by `part`; returns the
- * instructions it adds to the part (those of helpers not yet counted there). */
-static int mark_needed(LLVMValueRef *fns, FnPlan *plan, int n, int i, int part) {
+/* Marks the helpers reachable from function i through direct calls in mark[] (mark[j * stride]);
+ * returns the instructions of those it marked. */
+static int mark_helpers(LLVMValueRef *fns, const FnPlan *plan, int n, int i, bool *mark, int stride) {
     int added = 0;
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb; bb = LLVMGetNextBasicBlock(bb)) {
         for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
             if (!LLVMIsACallInst(in)) continue;
             int j = function_index(fns, n, LLVMGetCalledValue(in));
-            if (j < 0 || plan[j].root || !plan[j].has_body || plan[j].needed[part]) continue;
-            plan[j].needed[part] = true;
-            added += plan[j].instructions + mark_needed(fns, plan, n, j, part);
+            if (j < 0 || plan[j].root || !plan[j].has_body || mark[(size_t)j * stride]) continue;
+            mark[(size_t)j * stride] = true;
+            added += plan[j].instructions + mark_helpers(fns, plan, n, j, mark, stride);
         }
     }
     return added;
@@ -163,16 +164,20 @@ static int plan_parts(LLVMModuleRef mod, int max_parts, FnPlan **out_plan, int *
     }
     if (total < split_min_instructions()) parts = 1;
     if (parts > 1) {
-        /* the largest root first, each to the part with the fewest instructions so far (its helpers
-         * counted in the part too) */
+        /* the heaviest root (with the helpers it reaches: pt2_entry carries @main) first, each to the
+         * part with the fewest instructions so far; then each part's helpers */
+        bool *seen = calloc((size_t)n + 1, sizeof *seen);
+        for (int i = 0; i < n; ++i) {
+            if (!plan[i].root) continue;
+            memset(seen, 0, (size_t)n * sizeof *seen);
+            plan[i].weight = plan[i].instructions + mark_helpers(fns, plan, n, i, seen, 1);
+        }
+        free(seen);
         int load[MAX_PARTS] = {0};
         for (int assigned = 0; assigned < n_roots; ++assigned) {
-            int best = -1, best_size = -1;
+            int best = -1;
             for (int i = 0; i < n; ++i) {
-                if (plan[i].root && !plan[i].assigned && plan[i].instructions > best_size) {
-                    best = i;
-                    best_size = plan[i].instructions;
-                }
+                if (plan[i].root && !plan[i].assigned && (best < 0 || plan[i].weight > plan[best].weight)) best = i;
             }
             int part = 0;
             for (int p = 1; p < parts; ++p) {
@@ -180,7 +185,8 @@ static int plan_parts(LLVMModuleRef mod, int max_parts, FnPlan **out_plan, int *
             }
             plan[best].part = part;
             plan[best].assigned = true;
-            load[part] += plan[best].instructions + mark_needed(fns, plan, n, best, part);
+            load[part] += plan[best].weight;
+            mark_helpers(fns, plan, n, best, &plan[0].needed[part], MAX_PARTS);
         }
     }
     free(fns);
