@@ -409,9 +409,12 @@ static void *pass_clone(void *u) {
     *copy = *(ExternalPassData *)u;
     return copy;
 }
+/* A pt2 pass verifies what it leaves: the runtime runs its pipelines without MLIR's verifier after
+ * every pass (runtime/kernel.c, new_pass_manager), and pt2's own passes are where invalid IR would
+ * come from. */
 static void pass_run(MlirOperation root, MlirExternalPass pass, void *u) {
     ExternalPassData *d = u;
-    if (d->run(root, NULL) != 0) mlirExternalPassSignalFailure(pass);
+    if (d->run(root, NULL) != 0 || !mlirOperationVerify(root)) mlirExternalPassSignalFailure(pass);
 }
 
 MlirPass make_external_pass(const char *arg, const char *summary, const char *op_name, PassRunFn run,

@@ -20,6 +20,7 @@ MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
 MlirPass pt2_create_lower_contractions_pass(void);
 MlirPass pt2_create_entry_pass(void);
+MlirPass pt2_create_static_descriptors_pass(void);
 MlirPass pt2_create_verify_pass(void);
 MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
@@ -106,7 +107,10 @@ static const PassEntry pt2_passes[] = {
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
      pt2_create_distinct_results_pass},
-    {"pt2-entry", "Add `void pt2_entry(void **descriptors)` calling the kernel's C interface", pt2_create_entry_pass},
+    {"pt2-static-descriptors", "The kernel's static memref arguments through a reinterpret_cast to their own type: offsets, "
+     "sizes and strides as constants (before finalize-memref-to-llvm)", pt2_create_static_descriptors_pass},
+    {"pt2-entry", "Make the kernel take (argv, noalias data pointers) and add `void pt2_entry(void **descriptors)` calling it",
+     pt2_create_entry_pass},
     {"pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping; passes/gpu_map.c)",
      pt2_create_gpu_map_loops_pass},
     {"pt2-gpu-map-loops-v1", "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce, for A/B "
@@ -202,7 +206,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
-             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
+             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
              online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "",

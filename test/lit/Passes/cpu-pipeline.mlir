@@ -1,17 +1,18 @@
 // RUN: pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s
 // RUN: env PT2_DISABLE=parallel pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s --check-prefix=SERIAL
 // The whole CPU pipeline ends in the LLVM dialect with OpenMP-parallel loops,
-// the function's C interface (inputs, then outputs as out-parameters) and the
-// packed entry point the runtime calls.  Loops with enough work (here 512 x
-// 1024) run in parallel; PT2_DISABLE=parallel keeps them all serial.
+// the kernel taking the descriptor array and the noalias data pointers
+// (inputs, then outputs as out-parameters), and the packed entry point the
+// runtime calls.  Loops with enough work (here 512 x 1024) run in parallel;
+// PT2_DISABLE=parallel keeps them all serial.
 
-// CHECK-LABEL: llvm.func @main(
+// CHECK-LABEL: llvm.func internal @main(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias})
 // CHECK-NOT: pt2.
 // CHECK: omp.parallel
-// CHECK-LABEL: llvm.func @_mlir_ciface_main(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK-NOT: _mlir_ciface_main
 // CHECK-LABEL: llvm.func @pt2_entry(%{{.*}}: !llvm.ptr)
-// CHECK: llvm.call @_mlir_ciface_main(
-// SERIAL-LABEL: llvm.func @main(
+// CHECK: llvm.call @main(
+// SERIAL-LABEL: llvm.func internal @main(
 // SERIAL-NOT: omp.
 // SERIAL: llvm.func @pt2_entry(
 func.func @main(%x: tensor<512x1024xf32>, %b: tensor<1024xf32>) -> tensor<512x1024xf32> {
@@ -23,12 +24,11 @@ func.func @main(%x: tensor<512x1024xf32>, %b: tensor<1024xf32>) -> tensor<512x10
 // -----
 
 // Composites (linear) decompose and lower in the same pipeline; the entry
-// passes x, w, b and the output.
-// CHECK-LABEL: llvm.func @mlp(
+// passes the descriptors and the data of x, w, b and the output.
+// CHECK-LABEL: llvm.func internal @mlp(
 // CHECK-NOT: pt2.
-// CHECK: llvm.func @_mlir_ciface_mlp(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-LABEL: llvm.func @pt2_entry(
-// CHECK: llvm.call @_mlir_ciface_mlp(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK: llvm.call @mlp(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
   %0 = "pt2.linear"(%x, %w) : (tensor<8x16xf32>, tensor<32x16xf32>) -> tensor<8x32xf32>
   %1 = "pt2.add"(%0, %b) : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
@@ -43,11 +43,10 @@ func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) 
 // CHECK-LABEL: llvm.func @unused(
 // CHECK-NOT: llvm.emit_c_interface
 // CHECK-SAME: {sym_visibility = "private"}
-// CHECK-LABEL: llvm.func @two_outputs(
+// CHECK-LABEL: llvm.func internal @two_outputs(
 // CHECK-SAME: attributes {llvm.emit_c_interface}
-// CHECK: llvm.func @_mlir_ciface_two_outputs(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-LABEL: llvm.func @pt2_entry(
-// CHECK: llvm.call @_mlir_ciface_two_outputs(
+// CHECK: llvm.call @two_outputs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 func.func private @unused(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
