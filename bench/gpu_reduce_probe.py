@@ -13,7 +13,6 @@ bench/gpu.py does); each result is checked against eager (relative error in the 
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -147,19 +146,10 @@ def pt2_graph(build, specs):
 # ---------------------------------------------------------------------------------------------------
 
 def bench(fn, reps, warmup=5):
-    """Median milliseconds of fn() on the current stream, CUDA events around each call."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    """Median milliseconds of fn() on the current stream, CUDA events around each call (bench/gpu.py's)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu  # noqa: E402  (bench/gpu.py: its timing, without running its main)
+    return gpu.bench(fn, reps=reps, warmup=warmup)
 
 
 def rel_err(got, want):

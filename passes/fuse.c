@@ -419,33 +419,6 @@ static Verdict can_fuse(const Candidate *c) {
  * Mechanics: building the fused generic
  *===----------------------------------------------------------------------===*/
 
-typedef struct ValueMap {
-    MlirValue *from, *to;
-    int n, cap;
-} ValueMap;
-
-static void vmap_add(ValueMap *m, MlirValue from, MlirValue to) {
-    if (m->n == m->cap) {
-        m->cap = m->cap ? 2 * m->cap : 64;
-        m->from = realloc(m->from, (size_t)m->cap * sizeof *m->from);
-        m->to = realloc(m->to, (size_t)m->cap * sizeof *m->to);
-    }
-    m->from[m->n] = from;
-    m->to[m->n++] = to;
-}
-
-static void vmap_free(ValueMap *m) {
-    free(m->from);
-    free(m->to);
-}
-
-static MlirValue vmap_lookup(const ValueMap *m, MlirValue v) {
-    for (int i = m->n - 1; i >= 0; --i) {
-        if (mlirValueEqual(m->from[i], v)) return m->to[i];
-    }
-    return v;
-}
-
 typedef struct CloneCtx {
     const ValueMap *map;
     const int *loop_of; /* producer loop → fused loop, or NULL */
@@ -454,7 +427,7 @@ typedef struct CloneCtx {
 static MlirWalkResult remap_clone(MlirOperation op, void *user) {
     CloneCtx *c = user;
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-        MlirValue v = mlirOperationGetOperand(op, i), w = vmap_lookup(c->map, v);
+        MlirValue v = mlirOperationGetOperand(op, i), w = vmap_get(c->map, v);
         if (!mlirValueEqual(v, w)) mlirOperationSetOperand(op, i, w);
     }
     if (c->loop_of && is_op(op, "linalg.index")) {
@@ -475,11 +448,11 @@ static int clone_body(MlirBlock src, MlirBlock dst, ValueMap *map, const int *lo
         CloneCtx c = {map, loop_of};
         mlirOperationWalk(copy, remap_clone, &c, MlirWalkPreOrder);
         for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
-            vmap_add(map, mlirOperationGetResult(op, r), mlirOperationGetResult(copy, r));
+            vmap_set(map, mlirOperationGetResult(op, r), mlirOperationGetResult(copy, r));
         }
     }
     int n = (int)mlirOperationGetNumOperands(term);
-    for (int i = 0; i < n; ++i) yields[i] = vmap_lookup(map, mlirOperationGetOperand(term, i));
+    for (int i = 0; i < n; ++i) yields[i] = vmap_get(map, mlirOperationGetOperand(term, i));
     return n;
 }
 
@@ -592,15 +565,15 @@ static MlirOperation fuse_vertical(MlirOperation producer, MlirOperation consume
         value_of_t = mlirOperationGetOperand(producer, 0);
     } else {
         MlirBlock pb = body_of(producer);
-        for (int j = 0; j < num_inputs(producer); ++j) vmap_add(map, mlirBlockGetArgument(pb, j), mlirBlockGetArgument(block, p_index[j]));
+        for (int j = 0; j < num_inputs(producer); ++j) vmap_set(map, mlirBlockGetArgument(pb, j), mlirBlockGetArgument(block, p_index[j]));
         clone_body(pb, block, map, loop_of, yields);
         value_of_t = yields[0];
     }
     MlirBlock cb = body_of(consumer);
     for (int i = 0; i < c_in; ++i) {
-        vmap_add(map, mlirBlockGetArgument(cb, i), c_index[i] < 0 ? value_of_t : mlirBlockGetArgument(block, c_index[i]));
+        vmap_set(map, mlirBlockGetArgument(cb, i), c_index[i] < 0 ? value_of_t : mlirBlockGetArgument(block, c_index[i]));
     }
-    for (int i = 0; i < c_out; ++i) vmap_add(map, mlirBlockGetArgument(cb, c_in + i), mlirBlockGetArgument(block, o_index[i]));
+    for (int i = 0; i < c_out; ++i) vmap_set(map, mlirBlockGetArgument(cb, c_in + i), mlirBlockGetArgument(block, o_index[i]));
     int n_yields = clone_body(cb, block, map, NULL, yields);
     vmap_free(map);
     append_yield(block, loc, n_yields, yields);
@@ -636,7 +609,7 @@ static MlirOperation fuse_horizontal(MlirOperation first, MlirOperation second, 
     for (int p = 0; p < 2; ++p) {
         MlirBlock body = body_of(parts[p]);
         for (intptr_t a = 0; a < mlirBlockGetNumArguments(body); ++a) {
-            vmap_add(map, mlirBlockGetArgument(body, a), mlirBlockGetArgument(block, index[p][a]));
+            vmap_set(map, mlirBlockGetArgument(body, a), mlirBlockGetArgument(block, index[p][a]));
         }
         n_yields += clone_body(body, block, map, NULL, yields + n_yields);
     }

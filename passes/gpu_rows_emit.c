@@ -66,50 +66,11 @@ static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t ro
     return k;
 }
 
-typedef struct ValueMap {
-    MlirValue *from, *to;
-    int n, cap;
-} ValueMap;
-
-static void vm_set(ValueMap *m, MlirValue from, MlirValue to) {
-    for (int i = 0; i < m->n; ++i) {
-        if (mlirValueEqual(m->from[i], from)) {
-            m->to[i] = to;
-            return;
-        }
-    }
-    if (m->n == m->cap) {
-        m->cap = m->cap ? 2 * m->cap : 64;
-        m->from = realloc(m->from, (size_t)m->cap * sizeof *m->from);
-        m->to = realloc(m->to, (size_t)m->cap * sizeof *m->to);
-    }
-    m->from[m->n] = from;
-    m->to[m->n++] = to;
-}
-
-static MlirValue vm_get(const ValueMap *m, MlirValue v) {
-    for (int i = m->n - 1; i >= 0; --i) {
-        if (mlirValueEqual(m->from[i], v)) return m->to[i];
-    }
-    return v;
-}
-
-static ValueMap vm_copy(const ValueMap *m) {
-    ValueMap c = {0};
-    for (int i = 0; i < m->n; ++i) vm_set(&c, m->from[i], m->to[i]);
-    return c;
-}
-
-static void vm_free(ValueMap *m) {
-    free(m->from);
-    free(m->to);
-}
-
 /* A copy of op at b, its operands mapped through m, its results recorded in m. */
 static MlirOperation clone_op(Builder *b, MlirOperation op, ValueMap *m) {
     MlirOperation c = mlirOperationClone(op);
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(c); ++i) {
-        MlirValue v = mlirOperationGetOperand(c, i), to = vm_get(m, v);
+        MlirValue v = mlirOperationGetOperand(c, i), to = vmap_get(m, v);
         if (!mlirValueEqual(v, to)) mlirOperationSetOperand(c, i, to);
     }
     if (mlirOperationIsNull(b->before)) {
@@ -117,7 +78,7 @@ static MlirOperation clone_op(Builder *b, MlirOperation op, ValueMap *m) {
     } else {
         mlirBlockInsertOwnedOperationBefore(b->block, b->before, c);
     }
-    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) vm_set(m, mlirOperationGetResult(op, i), mlirOperationGetResult(c, i));
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) vmap_set(m, mlirOperationGetResult(op, i), mlirOperationGetResult(c, i));
     return c;
 }
 
@@ -212,7 +173,7 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
     } else {
         mlirBlockInsertOwnedOperationBefore(b->block, b->before, if_op);
     }
-    vm_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
+    vmap_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
 }
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot) {
@@ -221,7 +182,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
         int n_rows = e->w->ix[a->stage].n_rows;
         Held *h = held_read(e, a, slot, n_rows);
         if (h) {
-            vm_set(m, mlirOperationGetResult(op, 0), h->value);
+            vmap_set(m, mlirOperationGetResult(op, 0), h->value);
             return;
         }
         MlirOperation c = clone_op(b, op, m);
@@ -236,7 +197,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
     if (forwards(e, a, slot)) {
         Held *h = held_at(e, a, slot, true);
         if (!mlirValueIsNull(h->value)) {
-            vm_set(m, mlirOperationGetResult(op, 0), h->value);
+            vmap_set(m, mlirOperationGetResult(op, 0), h->value);
             return;
         }
         h->loaded = true;
@@ -257,7 +218,7 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
     Access *a = access_of(e, op);
     if (forwards(e, a, slot)) {
         Held *h = held_at(e, a, slot, true);
-        h->value = vm_get(m, mlirOperationGetOperand(op, 0));
+        h->value = vmap_get(m, mlirOperationGetOperand(op, 0));
         /* a lane that read the old value from memory must have read it before lane 0 writes */
         if (a->kind == ACCESS_SCALAR && h->loaded && a->emit) red_barrier(b);
     }
@@ -295,15 +256,15 @@ static ValueMap row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *row
     for (int i = 0; i < MAX_LOOPS; ++i) ones[i] = 1;
     MlirValue ivs[MAX_LOOPS];
     red_delinearize(b, row, rows->n, zeros, rows->trip, ones, ivs);
-    for (int q = 0; q < ix->n_rows; ++q) vm_set(&m, ix->row_iv[q], ivs[q]);
-    for (int f = 0; f < ix->n_fixed; ++f) vm_set(&m, ix->fixed_iv[f], const_index(b, ix->fixed_value[f]));
+    for (int q = 0; q < ix->n_rows; ++q) vmap_set(&m, ix->row_iv[q], ivs[q]);
+    for (int f = 0; f < ix->n_fixed; ++f) vmap_set(&m, ix->fixed_iv[f], const_index(b, ix->fixed_value[f]));
     return m;
 }
 
 static void map_columns(Builder *b, const Ix *ix, MlirValue col, ValueMap *m) {
     MlirValue ivs[MAX_LOOPS];
     red_delinearize(b, col, ix->n_cols, ix->col_lb, ix->col_trip, ix->col_step, ivs);
-    for (int c = 0; c < ix->n_cols; ++c) vm_set(m, ix->col_iv[c], ivs[c]);
+    for (int c = 0; c < ix->n_cols; ++c) vmap_set(m, ix->col_iv[c], ivs[c]);
 }
 
 /* One slot of a pointwise stage. */
@@ -311,7 +272,7 @@ static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     MlirValue in_range = {NULL}, col;
     bool uniform = ix->columns == 1; /* every lane computes the one column; lane 0 stores */
     col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, ix->columns, (MlirValue){NULL}, ix->columns, &in_range);
-    ValueMap m = vm_copy(rows);
+    ValueMap m = vmap_copy(rows);
     map_columns(b, ix, col, &m);
     MlirValue guard = and_of(b, e->k.valid, in_range);
     if (uniform && e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
@@ -326,7 +287,7 @@ static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
             clone_op(b, op, &m);
         }
     }
-    vm_free(&m);
+    vmap_free(&m);
 }
 
 static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
@@ -349,9 +310,9 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
                            MlirValue first, MlirValue *p) {
     MlirValue in_range;
     MlirValue col = slot_column(b, &e->k, j, j_const, ix->columns, first, ix->columns, &in_range);
-    ValueMap m = vm_copy(rows);
+    ValueMap m = vmap_copy(rows);
     map_columns(b, ix, col, &m);
-    for (int a = 0; a < s->n_acc; ++a) vm_set(&m, mlirOperationGetResult(s->acc[a].load, 0), p[a]);
+    for (int a = 0; a < s->n_acc; ++a) vmap_set(&m, mlirOperationGetResult(s->acc[a].load, 0), p[a]);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         bool acc_op = false;
@@ -364,10 +325,10 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
         }
     }
     for (int a = 0; a < s->n_acc; ++a) {
-        MlirValue next = vm_get(&m, mlirOperationGetResult(s->acc[a].combiner, 0));
+        MlirValue next = vmap_get(&m, mlirOperationGetResult(s->acc[a].combiner, 0));
         p[a] = mlirValueIsNull(in_range) ? next : build_select(b, in_range, next, p[a]);
     }
-    vm_free(&m);
+    vmap_free(&m);
 }
 
 /* Each lane's partials over its slots (columns first + lane + j * t). */
@@ -393,21 +354,21 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
 /* acc[row] = acc[row] <op> (the row's total), stored by lane 0. */
 static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p) {
     Builder *b = &e->k.in;
-    ValueMap m = vm_copy(rows);
+    ValueMap m = vmap_copy(rows);
     MlirValue init[MAX_ACCUMULATORS];
     for (int a = 0; a < s->n_acc; ++a) {
         emit_load(e, b, s->acc[a].load, &m, -1);
-        init[a] = vm_get(&m, mlirOperationGetResult(s->acc[a].load, 0));
+        init[a] = vmap_get(&m, mlirOperationGetResult(s->acc[a].load, 0));
     }
     for (int a = 0; a < s->n_acc; ++a) {
         MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[a], e->k.lane, e->k.tid, e->k.t, e->k.interleave);
-        vm_set(&m, mlirOperationGetResult(s->acc[a].combiner, 0), red_combine(b, s->acc[a].combiner, init[a], total));
+        vmap_set(&m, mlirOperationGetResult(s->acc[a].combiner, 0), red_combine(b, s->acc[a].combiner, init[a], total));
     }
     if (!e->p->private_lanes) red_barrier(b); /* every lane has read acc before lane 0 writes it */
     MlirValue guard = e->k.valid;
     if (e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
     for (int a = 0; a < s->n_acc; ++a) emit_store(e, b, s->acc[a].store, &m, -1, guard);
-    vm_free(&m);
+    vmap_free(&m);
 }
 
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
@@ -423,7 +384,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
             lane_partials(&e, s, &ix[i], &rm, (MlirValue){NULL}, rows_slots_of(ix[i].columns, p->t), part);
             finish_reduction(&e, s, &rm, part);
         }
-        vm_free(&rm);
+        vmap_free(&rm);
         /* shared lanes: the next stage reads what this one wrote, in other lanes */
         if (!p->private_lanes && i + 1 < n) red_barrier(&e.k.in);
     }
@@ -462,7 +423,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     ValueMap rm = row_map(b, ix, row, rows);
     MlirValue part[MAX_ACCUMULATORS];
     lane_partials(&e, s, ix, &rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), SPLIT_SLOTS, part);
-    vm_free(&rm);
+    vmap_free(&rm);
     MlirValue guard = e.k.valid;
     if (t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e.k.lane, const_index(b, 0)));
     MlirValue totals[MAX_ACCUMULATORS];
@@ -505,6 +466,6 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
     for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
     finish_reduction(&e2, s, &rm, part);
-    vm_free(&rm);
+    vmap_free(&rm);
     mlirOperationDestroy(s->par);
 }

@@ -287,6 +287,40 @@ MlirOperation build_generic(Builder *b, int n_inputs, const MlirValue *inputs, i
     return op;
 }
 
+void vmap_set(ValueMap *m, MlirValue from, MlirValue to) {
+    for (int i = 0; i < m->n; ++i) {
+        if (mlirValueEqual(m->from[i], from)) {
+            m->to[i] = to;
+            return;
+        }
+    }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->from = realloc(m->from, (size_t)m->cap * sizeof *m->from);
+        m->to = realloc(m->to, (size_t)m->cap * sizeof *m->to);
+    }
+    m->from[m->n] = from;
+    m->to[m->n++] = to;
+}
+
+MlirValue vmap_get(const ValueMap *m, MlirValue v) {
+    for (int i = 0; i < m->n; ++i) {
+        if (mlirValueEqual(m->from[i], v)) return m->to[i];
+    }
+    return v;
+}
+
+ValueMap vmap_copy(const ValueMap *m) {
+    ValueMap c = {0};
+    for (int i = 0; i < m->n; ++i) vmap_set(&c, m->from[i], m->to[i]);
+    return c;
+}
+
+void vmap_free(ValueMap *m) {
+    free(m->from);
+    free(m->to);
+}
+
 void oplist_push(OpList *l, MlirOperation op) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 32;

@@ -102,6 +102,17 @@ void oplist_free(OpList *l);
 /* All ops under root whose name starts with prefix, in pre-order. */
 OpList collect_ops_with_prefix(MlirOperation root, const char *prefix);
 
+/* Values mapped to values (cloning a body): set replaces an existing
+ * entry; get gives v itself when v is not mapped. */
+typedef struct ValueMap {
+    MlirValue *from, *to;
+    int n, cap;
+} ValueMap;
+void vmap_set(ValueMap *m, MlirValue from, MlirValue to);
+MlirValue vmap_get(const ValueMap *m, MlirValue v);
+ValueMap vmap_copy(const ValueMap *m);
+void vmap_free(ValueMap *m);
+
 /* The pt2 op `id` defining v, or a null op. */
 MlirOperation pt2_producer(MlirValue v, Pt2OpId id);
 /* Whether v has exactly one use. */
