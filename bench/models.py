@@ -269,6 +269,8 @@ def run_model(suite, name, args):
             contenders = {"pt2": compiled}
             if args.inductor:
                 torch._dynamo.reset()
+                if not args.warm_cache:  # Inductor's cold compile too: its on-disk caches (FX graphs, kernels) empty
+                    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-bench-cache-")
                 ind = torch.compile(model, **({"mode": args.mode} if args.mode else {}))
                 t0 = time.perf_counter()
                 ind(*xs, **kw)
