@@ -396,67 +396,54 @@ static PyObject *opname(PyObject *self, PyObject *number) {
     return PyUnicode_FromString(pt2_bc_opname((int)n));
 }
 
-/* decode(code) -> [(opname, arg, offset, start_offset, next_offset, jump_target, line, exc_handler)] */
-static PyObject *decode(PyObject *self, PyObject *code) {
-    (void)self;
+/* [item(c, i) for each instruction i of code], or NULL with an exception. */
+static PyObject *per_insn(PyObject *code, PyObject *(*item)(const Pt2Code *c, int i)) {
     Pt2Code c;
     if (check_code(code) < 0 || pt2_bc_decode((PyCodeObject *)code, &c) < 0) {
         return NULL;
     }
     PyObject *list = PyList_New(c.n_insns);
     for (int i = 0; list != NULL && i < c.n_insns; i++) {
-        const Pt2Insn *in = &c.insns[i];
-        PyObject *item = Py_BuildValue("(siiiiiii)", pt2_bc_opname(in->opcode), in->arg, in->offset, in->start_offset,
-                                       in->next_offset, in->jump_target, in->line, in->exc_handler);
-        if (item == NULL) {
+        PyObject *it = item(&c, i);
+        if (it == NULL) {
             Py_CLEAR(list);
             break;
         }
-        PyList_SET_ITEM(list, i, item);
+        PyList_SET_ITEM(list, i, it);
     }
     pt2_bc_code_free(&c);
     return list;
+}
+
+static PyObject *decoded_insn(const Pt2Code *c, int i) {
+    const Pt2Insn *in = &c->insns[i];
+    return Py_BuildValue("(siiiiiii)", pt2_bc_opname(in->opcode), in->arg, in->offset, in->start_offset, in->next_offset,
+                         in->jump_target, in->line, in->exc_handler);
+}
+
+static PyObject *exception_entry(const Pt2Code *c, int i) {
+    const Pt2Insn *in = &c->insns[i];
+    return Py_BuildValue("(iiO)", in->exc_handler, in->exc_depth, in->exc_lasti ? Py_True : Py_False);
+}
+
+static PyObject *stack_depth(const Pt2Code *c, int i) { return PyLong_FromLong(pt2_bc_stack_depth_at(c, i)); }
+
+/* decode(code) -> [(opname, arg, offset, start_offset, next_offset, jump_target, line, exc_handler)] */
+static PyObject *decode(PyObject *self, PyObject *code) {
+    (void)self;
+    return per_insn(code, decoded_insn);
 }
 
 /* exception_table(code) -> [(handler index or -1, depth, lasti) per instruction], as the evaluator reads it */
 static PyObject *exception_table(PyObject *self, PyObject *code) {
     (void)self;
-    Pt2Code c;
-    if (check_code(code) < 0 || pt2_bc_decode((PyCodeObject *)code, &c) < 0) {
-        return NULL;
-    }
-    PyObject *list = PyList_New(c.n_insns);
-    for (int i = 0; list != NULL && i < c.n_insns; i++) {
-        const Pt2Insn *in = &c.insns[i];
-        PyObject *item = Py_BuildValue("(iiO)", in->exc_handler, in->exc_depth, in->exc_lasti ? Py_True : Py_False);
-        if (item == NULL) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, i, item);
-    }
-    pt2_bc_code_free(&c);
-    return list;
+    return per_insn(code, exception_entry);
 }
 
 /* stack_depths(code) -> [depth or -1 per instruction] via pt2_bc_stack_depth_at */
 static PyObject *stack_depths(PyObject *self, PyObject *code) {
     (void)self;
-    Pt2Code c;
-    if (check_code(code) < 0 || pt2_bc_decode((PyCodeObject *)code, &c) < 0) {
-        return NULL;
-    }
-    PyObject *list = PyList_New(c.n_insns);
-    for (int i = 0; list != NULL && i < c.n_insns; i++) {
-        PyObject *item = PyLong_FromLong(pt2_bc_stack_depth_at(&c, i));
-        if (item == NULL) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, i, item);
-    }
-    pt2_bc_code_free(&c);
-    return list;
+    return per_insn(code, stack_depth);
 }
 
 static PyObject *index_of_offset(PyObject *self, PyObject *args) {
