@@ -14,6 +14,7 @@
  * as a CUDA graph and replayed (gpu_graph_call).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
+#include <time.h>
 
 #include "results.h"
 
@@ -52,12 +53,42 @@ typedef struct Pt2CompiledFn {
     PyObject **graph_outputs;
     PyObject *graph_workspace;
     int graph_captures;
+    /* PT2_LOGS=gpu-host: calls, their host time in compiled_call, and in libpt2's launch */
+    uint64_t host_skipped, host_calls;
+    double host_seconds, host_launch_seconds;
 } Pt2CompiledFn;
 
 /* the GPU path (resolved at the first graph compiled for CUDA) */
 static PyObject *str_copy_;
 static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device, *cuda_raw_stream, *cuda_current_stream,
     *cublas_tf32, *cudnn_tf32;
+
+static int gpu_host_logging = -1; /* PT2_LOGS=gpu-host, read at the first GPU call */
+
+static double monotonic_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* After 10, 100, 1000, ... calls (after the first two): the host time a call in compiled_call
+ * (fetching inputs, outputs and workspace from torch, replaying results)
+ * and the part of it in libpt2's launch (runtime/gpu_kernel.c breaks that
+ * down under the same flag). */
+static void gpu_host_report(Pt2CompiledFn *self, double seconds) {
+    if (++self->host_skipped <= 2) { /* the first calls compile, load and capture */
+        self->host_seconds = self->host_launch_seconds = 0;
+        return;
+    }
+    self->host_seconds += seconds;
+    uint64_t n = ++self->host_calls;
+    while (n % 10 == 0) n /= 10;
+    if (n != 1 || self->host_calls == 1) return;
+    double us = 1e6 / (double)self->host_calls;
+    fprintf(stderr, "[pt2] gpu-host %s: %llu calls after the first two, %.1f us a call in the compiled graph, %.1f us of it launching%s\n",
+            PyUnicode_AsUTF8(self->name), (unsigned long long)self->host_calls, self->host_seconds * us,
+            self->host_launch_seconds * us, self->cuda_graph ? " (CUDA graph replays)" : "");
+}
 
 static void graph_state_free(Pt2CompiledFn *self) {
     pt2GpuGraphDestroy(self->cuda_graph);
@@ -281,7 +312,9 @@ static int gpu_graph_replay(Pt2CompiledFn *self, PyObject *const *inputs, void *
     if (recapture && gpu_graph_capture(self, inputs, ptrs) != 0) return -1;
     int rc;
     Py_BEGIN_ALLOW_THREADS
+    double t0 = gpu_host_logging ? monotonic_seconds() : 0;
     rc = pt2GpuGraphLaunch(self->cuda_graph, stream);
+    if (gpu_host_logging) self->host_launch_seconds += monotonic_seconds() - t0;
     Py_END_ALLOW_THREADS
     if (rc != 0) {
         PyErr_Format(PyExc_RuntimeError, "pt2: %s", pt2GetLastError());
@@ -357,7 +390,9 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     if (workspace_ptr(ws, &wsp) != 0) goto done;
     int launched;
     Py_BEGIN_ALLOW_THREADS
+    double t0 = gpu_host_logging ? monotonic_seconds() : 0;
     launched = pt2GpuKernelLaunch(self->gpu, ptrs, wsp, stream);
+    if (gpu_host_logging) self->host_launch_seconds += monotonic_seconds() - t0;
     Py_END_ALLOW_THREADS
     if (launched != 0) {
         PyErr_Format(PyExc_RuntimeError, "pt2: launching %U on cuda:%d: %s", self->name, self->device, pt2GetLastError());
@@ -419,6 +454,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     PyObject *result = NULL;
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
+    if (self->gpu && gpu_host_logging < 0) gpu_host_logging = pt2_log_enabled("gpu-host");
+    double t_call = self->gpu && gpu_host_logging ? monotonic_seconds() : 0;
     PyObject **fetched = self->input_guard ? guards_fetched(self->guards, args, n_slots) : NULL;
     for (; got_in < self->n_inputs; ++got_in) {
         int guard = fetched ? self->input_guard[got_in] : -1;
@@ -512,6 +549,7 @@ done:
     if (inputs != stack_in) PyMem_Free(inputs);
     if (outputs != stack_out) PyMem_Free(outputs);
     if (ptrs != stack_ptrs) PyMem_Free(ptrs);
+    if (t_call > 0 && result) gpu_host_report(self, monotonic_seconds() - t_call);
     return result;
 }
 

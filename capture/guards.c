@@ -70,62 +70,70 @@ PyObject *pt2_iterator_rest(PyObject *it) {
     return rest;
 }
 
-PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
-    switch (s->kind) {
-    case SRC_LOCAL: {
-        if (s->index >= env->n_fast) return NULL;
-        return Py_XNewRef(env->fast[s->index]);
-    }
-    case SRC_CLOSURE: {
+static bool is_root_kind(SourceKind kind) {
+    return kind == SRC_LOCAL || kind == SRC_CLOSURE || kind == SRC_GLOBAL || kind == SRC_BUILTIN || kind == SRC_CONST ||
+           kind == SRC_MODULE;
+}
+
+/* A source without a base: new reference, or NULL (no exception). */
+static PyObject *source_root(SourceKind kind, Py_ssize_t index, PyObject *name, const SourceEnv *env) {
+    switch (kind) {
+    case SRC_LOCAL: return index < env->n_fast ? Py_XNewRef(env->fast[index]) : NULL;
+    case SRC_CLOSURE:
         if (env->cells) {
-            if (s->index >= env->n_cells || !PyCell_Check(env->cells[s->index])) return NULL;
-            return Py_XNewRef(PyCell_GET(env->cells[s->index]));
+            if (index >= env->n_cells || !PyCell_Check(env->cells[index])) return NULL;
+            return Py_XNewRef(PyCell_GET(env->cells[index]));
         }
-        if (!env->closure || s->index >= PyTuple_GET_SIZE(env->closure)) return NULL;
-        return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(env->closure, s->index)));
-    }
-    case SRC_GLOBAL: {
-        PyObject *v = env->globals ? PyDict_GetItemWithError(env->globals, s->name) : NULL;
+        if (!env->closure || index >= PyTuple_GET_SIZE(env->closure)) return NULL;
+        return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(env->closure, index)));
+    case SRC_GLOBAL: case SRC_BUILTIN: {
+        PyObject *d = kind == SRC_GLOBAL ? env->globals : env->builtins;
+        PyObject *v = d ? PyDict_GetItemWithError(d, name) : NULL;
         if (!v) PyErr_Clear();
         return Py_XNewRef(v);
     }
-    case SRC_BUILTIN: {
-        PyObject *v = env->builtins ? PyDict_GetItemWithError(env->builtins, s->name) : NULL;
-        if (!v) PyErr_Clear();
-        return Py_XNewRef(v);
-    }
-    case SRC_CONST: return Py_NewRef(s->name);
+    case SRC_CONST: return Py_NewRef(name);
     case SRC_MODULE: {
-        PyObject *m = PyImport_GetModule(s->name); /* a dict lookup: never imports */
+        PyObject *m = PyImport_GetModule(name); /* a dict lookup: never imports */
         if (!m) PyErr_Clear();
         return m;
     }
-    default: break;
+    default: return NULL;
     }
-    PyObject *base = csource_eval(s->base, env);
-    if (!base) return NULL;
+}
+
+/* One step from a base value: new reference, or NULL (no exception). */
+static PyObject *source_step(SourceKind kind, Py_ssize_t index, PyObject *name, PyObject *base) {
     PyObject *r = NULL;
-    switch (s->kind) {
+    switch (kind) {
     case SRC_ATTR: case SRC_PARAM:
-        r = pt2_safe_getattr(base, s->name, NULL);
+        r = pt2_safe_getattr(base, name, NULL);
         break;
     case SRC_CTXVAR:
         if (PyContextVar_CheckExact(base) && PyContextVar_Get(base, NULL, &r) != 0) r = NULL;
         break;
     case SRC_ITER_REST: r = pt2_iterator_rest(base); break;
     case SRC_ITEM:
-        if (s->name) {
-            if (PyDict_Check(base)) r = Py_XNewRef(PyDict_GetItemWithError(base, s->name));
-        } else if (PyTuple_Check(base) && s->index < PyTuple_GET_SIZE(base)) {
-            r = Py_NewRef(PyTuple_GET_ITEM(base, s->index));
-        } else if (PyList_Check(base) && s->index < PyList_GET_SIZE(base)) {
-            r = Py_NewRef(PyList_GET_ITEM(base, s->index));
+        if (name) {
+            if (PyDict_Check(base)) r = Py_XNewRef(PyDict_GetItemWithError(base, name));
+        } else if (PyTuple_Check(base) && index < PyTuple_GET_SIZE(base)) {
+            r = Py_NewRef(PyTuple_GET_ITEM(base, index));
+        } else if (PyList_Check(base) && index < PyList_GET_SIZE(base)) {
+            r = Py_NewRef(PyList_GET_ITEM(base, index));
         }
         break;
     default: break;
     }
-    Py_DECREF(base);
     if (!r && PyErr_Occurred()) PyErr_Clear();
+    return r;
+}
+
+PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
+    if (is_root_kind(s->kind)) return source_root(s->kind, s->index, s->name, env);
+    PyObject *base = csource_eval(s->base, env);
+    if (!base) return NULL;
+    PyObject *r = source_step(s->kind, s->index, s->name, base);
+    Py_DECREF(base);
     return r;
 }
 
@@ -144,12 +152,32 @@ typedef struct CGuard {
     bool requires_grad;
     uintptr_t data_ptr; /* G_FROZEN */
     CSource *other;     /* G_ALIAS */
+    int node, other_node; /* source, other: their nodes in Pt2Guards.nodes (-1: none) */
     char *text; /* description for logs and the recompile warning */
 } CGuard;
+
+/* One step of a source (its base another node, or -1 for a root): the
+ * guards' sources share their prefixes as nodes, so a check fetches
+ * L['self'], L['self'].blocks, ... once however many guards read through
+ * them (thousands of guards on the submodules and parameters of a model). */
+typedef struct SourceNode {
+    SourceKind kind;
+    Py_ssize_t index;
+    PyObject *name;
+    int base;
+} SourceNode;
 
 struct Pt2Guards {
     CGuard *items;
     int n;
+    SourceNode *nodes;
+    int n_nodes;
+    /* during a check: each node's value once fetched (new references) and
+     * the nodes fetched, to release after it */
+    PyObject **node_values;
+    unsigned char *node_fetched;
+    int *fetched_nodes, n_fetched_nodes;
+    bool checking; /* a check is in progress: a nested one (same guards) fetches without the nodes */
     PyObject *globals;  /* the traced function's globals (strong) */
     char last_failure[512];
     /* The tensors the last passing check fetched (per guard, strong, NULL for
@@ -236,6 +264,82 @@ static void describe(const CGuard *g, const char *src, const char *other, char *
     }
 }
 
+/* The node of source s (its base's first), shared with every equal source
+ * seen before (same kind, index, name object and base); -1 for none or on
+ * failure (the guard then fetches through its own source). */
+static int intern_source(Pt2Guards *g, PyObject *seen, const CSource *s) {
+    if (!s) return -1;
+    int base = -1;
+    if (!is_root_kind(s->kind) && (base = intern_source(g, seen, s->base)) < 0) return -1;
+    PyObject *key = Py_BuildValue("(innN)", (int)s->kind, s->index, (Py_ssize_t)base, PyLong_FromVoidPtr(s->name));
+    PyObject *found = key ? PyDict_GetItemWithError(seen, key) : NULL;
+    int node = found ? (int)PyLong_AsLong(found) : -1;
+    if (!found && key && !PyErr_Occurred()) {
+        SourceNode *nodes = PyMem_Realloc(g->nodes, sizeof(SourceNode) * (size_t)(g->n_nodes + 1));
+        PyObject *index = nodes ? PyLong_FromLong(g->n_nodes) : NULL;
+        if (nodes) g->nodes = nodes;
+        if (index && PyDict_SetItem(seen, key, index) == 0) {
+            node = g->n_nodes++;
+            g->nodes[node] = (SourceNode){s->kind, s->index, Py_XNewRef(s->name), base};
+        }
+        Py_XDECREF(index);
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    return node;
+}
+
+/* The nodes of every guard's sources and the state a check keeps in them. */
+static void build_nodes(Pt2Guards *g) {
+    PyObject *seen = PyDict_New();
+    for (int i = 0; i < g->n; ++i) {
+        g->items[i].node = seen ? intern_source(g, seen, g->items[i].source) : -1;
+        g->items[i].other_node = seen ? intern_source(g, seen, g->items[i].other) : -1;
+    }
+    Py_XDECREF(seen);
+    PyErr_Clear();
+    g->node_values = PyMem_Calloc((size_t)g->n_nodes + 1, sizeof(PyObject *));
+    g->node_fetched = PyMem_Calloc((size_t)g->n_nodes + 1, 1);
+    g->fetched_nodes = PyMem_Calloc((size_t)g->n_nodes + 1, sizeof(int));
+    if (!g->node_values || !g->node_fetched || !g->fetched_nodes) {
+        for (int i = 0; i < g->n; ++i) g->items[i].node = g->items[i].other_node = -1;
+    }
+}
+
+/* Node i's value in this check (borrowed; NULL if it cannot be fetched). */
+static PyObject *node_value(Pt2Guards *g, int i, const SourceEnv *env) {
+    if (g->node_fetched[i]) return g->node_values[i];
+    const SourceNode *n = &g->nodes[i];
+    PyObject *v = NULL;
+    if (n->base < 0) {
+        v = source_root(n->kind, n->index, n->name, env);
+    } else {
+        PyObject *base = node_value(g, n->base, env);
+        v = base ? source_step(n->kind, n->index, n->name, base) : NULL;
+    }
+    g->node_fetched[i] = 1;
+    g->node_values[i] = v;
+    g->fetched_nodes[g->n_fetched_nodes++] = i;
+    return v;
+}
+
+static void release_nodes(Pt2Guards *g) {
+    for (int k = 0; k < g->n_fetched_nodes; ++k) {
+        int i = g->fetched_nodes[k];
+        g->node_fetched[i] = 0;
+        Py_CLEAR(g->node_values[i]);
+    }
+    g->n_fetched_nodes = 0;
+}
+
+/* A guard's source (or other) value: new reference, or NULL.  Through the
+ * nodes unless a check of these guards is already running further up
+ * (re-entered from a probe's Python code). */
+static PyObject *guard_value(Pt2Guards *g, const CSource *s, int node, bool nested, const SourceEnv *env) {
+    if (node < 0 || nested) return csource_eval(s, env);
+    return Py_XNewRef(node_value(g, node, env));
+}
+
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
     Pt2Guards *g = PyMem_Calloc(1, sizeof *g);
     g->items = PyMem_Calloc((size_t)(t->n_guards + 1), sizeof(CGuard));
@@ -264,6 +368,7 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         c->text = PyMem_Malloc(strlen(text) + 1);
         strcpy(c->text, text);
     }
+    build_nodes(g);
     return g;
 }
 
@@ -277,6 +382,11 @@ void pt2_guards_free(Pt2Guards *g) {
         PyMem_Free(g->items[i].text);
     }
     PyMem_Free(g->items);
+    for (int i = 0; i < g->n_nodes; ++i) Py_XDECREF(g->nodes[i].name);
+    PyMem_Free(g->nodes);
+    PyMem_Free(g->node_values);
+    PyMem_Free(g->node_fetched);
+    PyMem_Free(g->fetched_nodes);
     for (int i = 0; g->fetched && i < g->n; ++i) Py_XDECREF(g->fetched[i]);
     PyMem_Free(g->fetched);
     PyMem_Free(g->fetched_args);
@@ -342,7 +452,7 @@ static bool check_dict_keys(const CGuard *g, PyObject *v) {
 }
 
 /* *keep: the fetched value of a passing tensor guard (new reference). */
-static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
+static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceEnv *env, PyObject **keep) {
     if (g->kind == G_GRAD_MODE) {
         PyObject *r = PyObject_CallNoArgs(grad_enabled_fn);
         bool ok = r && (r == Py_True) == (g->n != 0);
@@ -365,7 +475,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
         Py_XDECREF(r);
         return ok;
     }
-    PyObject *v = csource_eval(g->source, env);
+    PyObject *v = guard_value(gs, g->source, g->node, nested, env);
     if (!v) return false;
     bool ok = false;
     switch (g->kind) {
@@ -373,7 +483,7 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
     case G_TYPE: ok = (PyObject *)Py_TYPE(v) == g->obj; break;
     case G_ID: ok = v == g->obj; break;
     case G_ALIAS: {
-        PyObject *w = csource_eval(g->other, env);
+        PyObject *w = guard_value(gs, g->other, g->other_node, nested, env);
         ok = w && (v == w) == (g->n != 0);
         Py_XDECREF(w);
         break;
@@ -413,11 +523,19 @@ static bool check_one(const CGuard *g, const SourceEnv *env, PyObject **keep) {
 
 int guards_check_env(Pt2Guards *g, const SourceEnv *env) {
     g->fetched_valid = false;
-    for (int i = 0; i < g->n; ++i) {
-        if (!check_one(&g->items[i], env, &g->fetched[i])) {
-            snprintf(g->last_failure, sizeof g->last_failure, "%s", g->items[i].text);
-            return 0;
-        }
+    bool nested = g->checking;
+    g->checking = true;
+    int failed = -1;
+    for (int i = 0; i < g->n && failed < 0; ++i) {
+        if (!check_one(g, &g->items[i], nested, env, &g->fetched[i])) failed = i;
+    }
+    if (!nested) {
+        release_nodes(g);
+        g->checking = false;
+    }
+    if (failed >= 0) {
+        snprintf(g->last_failure, sizeof g->last_failure, "%s", g->items[failed].text);
+        return 0;
     }
     g->last_failure[0] = 0;
     if (g->n_fetched_args < env->n_fast) {

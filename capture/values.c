@@ -591,9 +591,14 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
         if (v) return Py_NewRef(v);
         PyErr_Clear();
         if (is_nn_module(obj)) {
-            static const char *const holders[] = {"_parameters", "_buffers", "_modules"};
+            static PyObject *holders[3];
+            if (!holders[0]) {
+                holders[0] = PyUnicode_InternFromString("_parameters");
+                holders[1] = PyUnicode_InternFromString("_buffers");
+                holders[2] = PyUnicode_InternFromString("_modules");
+            }
             for (int i = 0; i < 3; ++i) {
-                PyObject *h = PyDict_GetItemString(dict, holders[i]);
+                PyObject *h = holders[i] ? PyDict_GetItemWithError(dict, holders[i]) : NULL;
                 PyObject *hv = h && PyDict_Check(h) ? PyDict_GetItemWithError(h, name) : NULL;
                 if (hv) return Py_NewRef(hv);
                 PyErr_Clear();

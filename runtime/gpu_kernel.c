@@ -89,6 +89,13 @@ typedef struct GpuConstant {
     Pt2CuDevicePtr device;
 } GpuConstant;
 
+/* PT2_LOGS=gpu-host: host time of the plan's launches, by kind, summed
+ * over the calls after the first two; printed after 10, 100, 1000, ... of them. */
+typedef struct HostProfile {
+    uint64_t skipped, calls, n_kernels, n_gemms, n_convs, n_folds;
+    double total, kernels, gemms, convs, folds;
+} HostProfile;
+
 struct Pt2GpuKernel {
     int n_inputs, n_outputs;
     Pt2TensorType *types; /* the function's own signature: inputs, then outputs */
@@ -111,10 +118,17 @@ struct Pt2GpuKernel {
     char key[65], cache_dir[4096];
     bool from_cache, loaded;
     double compile_seconds;
+    HostProfile profile; /* PT2_LOGS=gpu-host */
 };
 
 /* PT2_LOGS=compile: the phases of a cold compile to stderr. */
 static bool compile_logging(void) { return pt2_disabled(getenv("PT2_LOGS"), "compile"); }
+
+static bool host_profiling(void) {
+    static int on = -1;
+    if (on < 0) on = pt2_disabled(getenv("PT2_LOGS"), "gpu-host");
+    return on;
+}
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -978,9 +992,38 @@ static int check_aligned(const Pt2GpuKernel *k, void *const *device_pointers, vo
     return 0;
 }
 
+static void profile_step(double *t, double *sum, uint64_t *count) {
+    double now = now_seconds();
+    *sum += now - *t;
+    *t = now;
+    ++*count;
+}
+
+/* After 10, 100, 1000, ... launches of k: their host time per call, by kind. */
+static void profile_report(Pt2GpuKernel *k, double seconds) {
+    HostProfile *p = &k->profile;
+    if (++p->skipped <= 2) { /* the first calls load modules and make plans */
+        *p = (HostProfile){.skipped = p->skipped};
+        return;
+    }
+    p->total += seconds;
+    uint64_t n = ++p->calls;
+    while (n % 10 == 0) n /= 10;
+    if (n != 1 || p->calls == 1) return;
+    double c = (double)p->calls, us = 1e6 / c;
+    fprintf(stderr,
+            "[pt2] gpu-host %.12s: %llu calls after the first two, %.1f us a call in libpt2: %.0f kernels %.1f us, %.0f cuBLAS %.1f us, "
+            "%.0f cuDNN %.1f us, %.0f fold decisions %.1f us, other %.1f us\n",
+            k->key, (unsigned long long)p->calls, p->total * us, (double)p->n_kernels / c, p->kernels * us,
+            (double)p->n_gemms / c, p->gemms * us, (double)p->n_convs / c, p->convs * us, (double)p->n_folds / c, p->folds * us,
+            (p->total - p->kernels - p->gemms - p->convs - p->folds) * us);
+}
+
 /* The plan's launches; `pointers`: its arguments (with a prologue, the
  * inputs, the hoisted results, the outputs). */
 static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
+    HostProfile *prof = host_profiling() ? &k->profile : NULL;
+    double t = prof ? now_seconds() : 0;
     int call = -1;            /* the last library call */
     Done done = DONE_NOTHING; /* and what it did */
     int fold_call = -1;       /* the library call whose fold launches were decided last */
@@ -992,6 +1035,7 @@ static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *work
             bool folded = fold_call != i || folds_run;
             if (launch_library_call(k, l, device_pointers, workspace, stream, folded, &done) != 0) return -1;
             call = i;
+            if (prof) profile_step(&t, is_gemm(l) ? &prof->gemms : &prof->convs, is_gemm(l) ? &prof->n_gemms : &prof->n_convs);
             continue;
         }
         bool skip = l->unless >= 0 && l->unless == call && done >= l->unless_done;
@@ -1000,6 +1044,7 @@ static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *work
                 fold_call = l->fold_of;
                 GpuLaunch *c = &k->launches[fold_call];
                 if (library_call_reads_folded(k, c, device_pointers, workspace, stream, &folds_run) != 0) return -1;
+                if (prof) profile_step(&t, &prof->folds, &prof->n_folds);
             }
             folds_run = folds_run && !skip; /* one skipped: the call must not read them */
             if (!folds_run) continue;
@@ -1017,6 +1062,7 @@ static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *work
             params[j] = &words[j]; /* little-endian: a 4-byte scalar is the low half */
         }
         if (pt2_cuda_launch(l->loaded, l->grid, l->block, l->shared_bytes, stream, params) != 0) return -1;
+        if (prof) profile_step(&t, &prof->kernels, &prof->n_kernels);
     }
     return 0;
 }
@@ -1065,7 +1111,17 @@ static int compute_prologue(Pt2GpuKernel *k, void *const *inputs, void *workspac
     return rc;
 }
 
+static int launch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream);
+
 int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
+    if (!host_profiling()) return launch(k, device_pointers, workspace, stream);
+    double t0 = now_seconds();
+    int rc = launch(k, device_pointers, workspace, stream);
+    if (rc == 0) profile_report(k, now_seconds() - t0);
+    return rc;
+}
+
+static int launch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
     if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
     if (!k->prologue) return launch_plan(k, device_pointers, workspace, stream);
     if (compute_prologue(k, device_pointers, workspace, stream) != 0) return -1;

@@ -127,6 +127,43 @@ def test_training_flag_is_guarded():
         assert pt2._C.cache_size(type(m).forward.__code__) >= 1
 
 
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 3, 1, bias=False), nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def test_guards_through_shared_prefixes_see_every_change():
+    """A check fetches each source prefix once (L['self'], L['self']._modules['1'], ...: guards.c's
+    nodes) for the hundreds of guards under it; a change anywhere below is still seen: a deep
+    parameter replaced by another shape, a deep submodule replaced, a deep training flag, an
+    in-place update, a hook added on a deep module."""
+    m = nn.Sequential(*[nn.Sequential(*[_Block() for _ in range(3)]) for _ in range(3)]).eval()
+    x = torch.randn(2, 3, 5, 7)
+    pt2.reset()
+    with torch.no_grad():
+        c = pt2.compile(m)
+        torch.testing.assert_close(c(x), m(x))
+        m[2][1].conv.weight = nn.Parameter(torch.randn(3, 3, 1, 1))  # same shape: an input, read anew
+        torch.testing.assert_close(c(x), m(x))
+        m[1][2].bn.running_var.mul_(4)
+        torch.testing.assert_close(c(x), m(x))
+        m[2][2].conv = nn.Conv2d(3, 3, 3, padding=1, bias=False)  # another shape: recompiled
+        torch.testing.assert_close(c(x), m(x))
+        m[0][1] = nn.Identity()  # another type
+        torch.testing.assert_close(c(x), m(x))
+        m[1][0].bn.train()  # batch statistics from now on
+        torch.testing.assert_close(c(x), m(x))
+        m[1][0].bn.eval()
+        h = m[2][0].register_forward_hook(lambda mod, args, out: out * 2)
+        torch.testing.assert_close(c(x), m(x))
+        h.remove()
+        torch.testing.assert_close(c(x), m(x))
+
+
 def test_shape_and_dtype_guards_recompile():
     def f(x):
         return x * 2 + 1

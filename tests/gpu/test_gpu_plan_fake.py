@@ -94,6 +94,7 @@ SCENARIOS = {
     "capture_legacy": dict(case="bn", calls=1, capture=True, api="legacy"),
     "frozen_graph": dict(case="bn_frozen"),
     "frozen_legacy": dict(case="bn_frozen", api="legacy"),
+    "host_profile": dict(case="bn", calls=12),
 }
 WITHOUT_CUDNN = {"no_cudnn": dict(case="bn")}
 
@@ -101,7 +102,7 @@ WITHOUT_CUDNN = {"no_cudnn": dict(case="bn")}
 def run_scenarios(lib_dir, cudnn_lib, cache, scenarios):
     """Per scenario: its plan's launch lines, its events in order, and its part of the log."""
     env = dict(os.environ, LD_LIBRARY_PATH=lib_dir + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""), PT2_CUDNN_LIBRARY=cudnn_lib,
-               PT2_CACHE_DIR=cache, PT2_LOGS="cudnn", PYTHONPATH=os.pathsep.join(sys.path))
+               PT2_CACHE_DIR=cache, PT2_LOGS="cudnn,gpu-host", PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(scenarios)], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = {}
@@ -229,3 +230,13 @@ def test_frozen_parameters_fold_once_in_the_prologue(runs, api):
     calls = per_call(events)
     assert calls[1] == (["fused"] if api == "legacy" else ["graph_execute"] + [line.split()[2] for line in lines if " unless " in line and " result" not in line])
     assert len(calls[0]) > len(calls[1]) and calls[0][-len(calls[1]):] == calls[1], calls  # the prologue's kernels first
+
+
+def test_host_profile_after_ten_calls(runs):
+    """PT2_LOGS=gpu-host: after 10 launches of a kernel past its first two, its host time a call by kind (fold
+    decisions, cuDNN calls, kernels); nothing before (the other scenarios launch fewer times)."""
+    log = runs["host_profile"][2]
+    lines = [line for line in log.splitlines() if line.startswith("[pt2] gpu-host")]
+    assert len(lines) == 1, log[-2000:]
+    assert "10 calls after the first two" in lines[0] and "1 cuDNN" in lines[0] and "1 fold decisions" in lines[0], lines[0]
+    assert not any("gpu-host" in runs[name][2] for name in ("graph", "legacy", "capture_graph"))

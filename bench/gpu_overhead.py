@@ -1,0 +1,117 @@
+"""Host time per call of whole models on the GPU: eager, pt2 and torch.compile, in both modes.
+
+    python bench/gpu_overhead.py [--models timm:mobilenetv2_100,hf:BertForMaskedLM] [--batch-timm 32]
+                                 [--batch-hf 8] [--calls 20] [--rounds 7] [--no-inductor] [--json FILE]
+
+Per model and contender (eager; pt2.compile; pt2.compile(mode="reduce-overhead"); torch.compile,
+both modes, unless --no-inductor), medians over interleaved rounds:
+  latency_ms     one call between two synchronizations (what bench/models.py reports): the host's
+                 time to the last launch plus the GPU's tail.
+  enqueue_us     host time a call over a burst of --calls calls without synchronizing: the launch
+                 path alone while the GPU keeps up (a call the GPU finishes first is host-bound).
+  throughput_ms  time a call over the same burst, synchronized at its end: max(host, GPU).
+With PT2_LOGS=gpu-host pt2 also prints, after 10, 100, 1000 ... calls of each compiled graph, its
+host time in the compiled graph and in libpt2's launch by kind (kernels, cuBLAS, cuDNN, fold
+decisions; runtime/gpu_kernel.c).  A benchmark, never a test; docs/gpu.md has its results.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import models as bench_models  # noqa: E402
+import pt2  # noqa: E402
+
+
+def measure(fn, calls):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    latency = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    enqueue = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    burst = time.perf_counter() - t0
+    return latency * 1e3, enqueue / calls * 1e6, burst / calls * 1e3
+
+
+def run(suite, name, args):
+    build = bench_models.build_timm if suite == "timm" else bench_models.build_hf
+    batch = args.batch_timm if suite == "timm" else args.batch_hf
+    model, xs, kw = build(name, batch) if suite == "timm" else build(name, batch, args.seq)
+    model = model.cuda()
+    xs = tuple(x.cuda() for x in xs)
+    kw = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    rec = {"suite": suite, "name": name, "batch": batch}
+    contenders = {"eager": model}
+    with torch.no_grad():
+        for mode in ("default", "reduce-overhead"):
+            extra = {} if mode == "default" else {"mode": mode}
+            key = "pt2" if mode == "default" else "pt2_ro"
+            if mode == "default":
+                pt2.reset()  # both modes then share the compiled graphs (docs/gpu.md)
+            c = pt2.compile(model, **extra)
+            t0 = time.perf_counter()
+            c(*xs, **kw)
+            torch.cuda.synchronize()
+            rec[f"{key}_compile_s"] = time.perf_counter() - t0
+            contenders[key] = c
+            if not args.no_inductor:
+                key = "inductor" if mode == "default" else "inductor_ro"
+                torch._dynamo.reset()
+                c = torch.compile(model, **extra)
+                t0 = time.perf_counter()
+                c(*xs, **kw)
+                torch.cuda.synchronize()
+                rec[f"{key}_compile_s"] = time.perf_counter() - t0
+                contenders[key] = c
+        for fn in contenders.values():
+            for _ in range(3):
+                fn(*xs, **kw)
+        samples = {k: [] for k in contenders}
+        for _ in range(args.rounds):
+            for k, fn in contenders.items():
+                samples[k].append(measure(lambda: fn(*xs, **kw), args.calls))
+        for k, v in samples.items():
+            for i, what in enumerate(("latency_ms", "enqueue_us", "throughput_ms")):
+                rec[f"{k}_{what}"] = round(statistics.median(s[i] for s in v), 4)
+    return rec
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="timm:mobilenetv2_100,timm:resnet50,hf:BertForMaskedLM")
+    p.add_argument("--batch-timm", type=int, default=32)
+    p.add_argument("--batch-hf", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--calls", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--no-inductor", action="store_true")
+    p.add_argument("--json")
+    args = p.parse_args()
+    rows = []
+    for spec in args.models.split(","):
+        suite, name = spec.split(":")
+        try:
+            rec = run(suite, name, args)
+        except Exception as e:  # noqa: BLE001 - a model that fails is recorded, the others still run
+            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}"}
+        rows.append(rec)
+        print(json.dumps(rec), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
