@@ -247,13 +247,14 @@ static const char *libdevice_path(void) {
     return "";
 }
 
-/* pt2-channels-last on GPU graphs only with PT2_GPU_CHANNELS_LAST=1: on the H200 (2026-11-30, batch
- * 32, GPU time a call) it made mobilenetv2_100, convnextv2_nano, resnet50 and repvgg_a2 15-26 % faster
- * but visformer_small 47 % slower (cuDNN's non-TF32 kernel for its convs over attention views in NHWC);
- * off until that is understood (docs/gpu.md). */
+/* pt2-channels-last runs on GPU graphs unless PT2_GPU_CHANNELS_LAST=0.  On the H200 (2026-11-30, batch
+ * 32, one call between synchronizations) it made mobilenetv2_100 2.28 -> 1.75 ms, resnet50 4.29 ->
+ * 3.28, convnextv2_nano 5.23 -> 4.01, repvgg_a2 3.51 -> 3.24; visformer_small's grouped convs got
+ * cuDNN's non-TF32 NCHW kernel in NHWC (6.37 -> 7.55 ms) until plans were timed at the first call
+ * (runtime/cudnn.c, PT2_CUDNN_BENCHMARK): 5.17 ms (docs/gpu.md). */
 static bool gpu_channels_last(const char *disable) {
     const char *on = getenv("PT2_GPU_CHANNELS_LAST");
-    return on && !strcmp(on, "1") && !pt2_disabled(disable, "layout");
+    return !(on && !strcmp(on, "0")) && !pt2_disabled(disable, "layout");
 }
 
 const char *pt2GpuPipelineText(const char *disable, const char *arch) {

@@ -263,12 +263,12 @@ def test_argmax_and_cumsum_keep_their_mapping(disable):
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
-@pytest.mark.parametrize("channels_last", ["", "1"])
+@pytest.mark.parametrize("channels_last", ["0", "1"])
 def test_convnextv2_blocks_nchw(disable, channels_last, monkeypatch):
     """Two of timm's ConvNeXt-V2 blocks on NCHW (depthwise 7x7 conv, LayerNorm2d, 1x1 conv, GELU, GRN,
     1x1 conv, residual), chained so that bufferization shares temporaries between them; the convs run
-    the loops kept behind their cuDNN calls (the simulated machine has no cuDNN).  With
-    PT2_GPU_CHANNELS_LAST=1 the activations are NHWC (GRN's sum a column reduction, LayerNorm in place
+    the loops kept behind their cuDNN calls (the simulated machine has no cuDNN).  PT2_GPU_CHANNELS_LAST=0
+    keeps them NCHW; by default (1) the activations are NHWC (GRN's sum a column reduction, LayerNorm in place
     on 72 rows: a ragged last block whose extra rows must not read what the last row writes)."""
     monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", channels_last)
     c, hw = 8, 6
