@@ -54,27 +54,23 @@ def run(suite, name, args):
     kw = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
     rec = {"suite": suite, "name": name, "batch": batch}
     contenders = {"eager": model}
+    def first_call(key, compiled):  # the compile: its first call, synchronized
+        t0 = time.perf_counter()
+        compiled(*xs, **kw)
+        torch.cuda.synchronize()
+        rec[f"{key}_compile_s"] = time.perf_counter() - t0
+        contenders[key] = compiled
+
     with torch.no_grad():
         for mode in ("default", "reduce-overhead"):
             extra = {} if mode == "default" else {"mode": mode}
-            key = "pt2" if mode == "default" else "pt2_ro"
+            suffix = "" if mode == "default" else "_ro"
             if mode == "default":
                 pt2.reset()  # both modes then share the compiled graphs (docs/gpu.md)
-            c = pt2.compile(model, **extra)
-            t0 = time.perf_counter()
-            c(*xs, **kw)
-            torch.cuda.synchronize()
-            rec[f"{key}_compile_s"] = time.perf_counter() - t0
-            contenders[key] = c
+            first_call("pt2" + suffix, pt2.compile(model, **extra))
             if not args.no_inductor:
-                key = "inductor" if mode == "default" else "inductor_ro"
                 torch._dynamo.reset()
-                c = torch.compile(model, **extra)
-                t0 = time.perf_counter()
-                c(*xs, **kw)
-                torch.cuda.synchronize()
-                rec[f"{key}_compile_s"] = time.perf_counter() - t0
-                contenders[key] = c
+                first_call("inductor" + suffix, torch.compile(model, **extra))
         for fn in contenders.values():
             for _ in range(3):
                 fn(*xs, **kw)
