@@ -61,6 +61,14 @@ PT2RT_EXPORT void pt2rt_matmul_add_f64(const Pt2rtUnrankedMemRef *a, const Pt2rt
                                        const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
     __asm__("_mlir_ciface_pt2rt_matmul_add_f64");
 
+/* Which library the f32 GEMMs of the matmuls (and of convolutions oneDNN
+ * has no primitive for) go to, for this process from now on: "onednn"
+ * (oneDNN's sgemm), "openblas", or "auto" / NULL (oneDNN where the CPU has
+ * AVX2, OpenBLAS for tiny GEMMs; the default).  The environment's PT2_GEMM
+ * sets the initial choice.  f64 GEMMs are always OpenBLAS's.  Returns 0, or
+ * -1 for an unknown name (nothing changes).  For A/B measurements and tests. */
+PT2RT_EXPORT int pt2rt_set_gemm_library(const char *name);
+
 /* 2-d convolution (PyTorch's conv2d without bias) on strided views:
  *     x: [N, C, H, W]   w: [O, C / groups, KH, KW]   y: [N, O, OH, OW]
  * y = conv(x, w) with symmetric zero padding, stride and dilation per
