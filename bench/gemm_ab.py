@@ -12,7 +12,8 @@ libpt2rt's matmul entry on each library and through torch (MKL) for reference.
 --clock cpu times each call by the process's CPU time, for a machine shared with other jobs: with
 --threads 1 that is the kernel's own time, which another job's load barely moves, where the
 wall-clock time of a 2-thread call doubles whenever one of its threads waits for a core.
-Medians and the interquartile range of --rounds calls each.
+Medians and the interquartile range of --rounds calls each, and the fastest call (on a shared
+machine other jobs only ever slow a call down, so the minimum is the steadier estimate there).
 """
 import argparse
 import ctypes
@@ -47,7 +48,7 @@ SHAPES = [
 
 def quartiles(ts):
     q = sorted(ts)
-    return q[len(q) // 4], statistics.median(q), q[(3 * len(q)) // 4]
+    return q[0], q[len(q) // 4], statistics.median(q), q[(3 * len(q)) // 4]
 
 
 def measure(contenders, rounds, clock):
@@ -67,10 +68,11 @@ def measure(contenders, rounds, clock):
 
 def report(title, results, base, flops=None):
     print(title)
-    ref = results[base][1]
-    for name, (lo, med, hi) in results.items():
+    ref, ref_min = results[base][2], results[base][0]
+    for name, (least, lo, med, hi) in results.items():
         rate = f"  {flops / med * 1e-9:6.1f} GFLOP/s" if flops else ""
-        print(f"    {name:10s} {med * 1e3:9.3f} ms  [{lo * 1e3:9.3f} - {hi * 1e3:9.3f}]{rate}  {ref / med:5.2f}x of {base}")
+        print(f"    {name:10s} {med * 1e3:9.3f} ms  [{lo * 1e3:9.3f} - {hi * 1e3:9.3f}]{rate}  {ref / med:5.2f}x of {base}"
+              f"   min {least * 1e3:9.3f} ms {ref_min / least:5.2f}x")
     sys.stdout.flush()
 
 

@@ -7,7 +7,8 @@
  *       ─▶ pick BLAS transposes/leading dims from the strides; copy an
  *          operand the BLAS cannot address (no unit stride) to a packed one
  *       ─▶ independent GEMMs (batch entries, row or column blocks) spread
- *          over the OpenMP team, each a single-threaded cblas_?gemm (with
+ *          over the OpenMP team, each a single-threaded GEMM: oneDNN's
+ *          sgemm for f32, OpenBLAS's for tiny f32 ones and for f64 (with
  *          an addend: its block of c set to the addend's first, beta = 1,
  *          so the block is in the cache when the GEMM reads it)
  *
@@ -16,17 +17,27 @@
  * process).  A BLAS with its own threads would leave them spinning next to
  * OpenMP's after every call (and OpenMP's next to the BLAS's), which on a
  * machine with few cores costs more than the BLAS's finer-grained
- * threading wins.  So OpenBLAS runs single-threaded and this file splits the
- * work over that team (gcc -fopenmp): torch.set_num_threads, or
- * PT2_NUM_THREADS (omp_set_num_threads in runtime/kernel.c), bounds both.
+ * threading wins.  So each GEMM runs single-threaded (OpenBLAS set to one
+ * thread; oneDNN's sgemm runs on the calling thread inside a parallel
+ * region) and this file splits the work over that team (gcc -fopenmp):
+ * torch.set_num_threads, or PT2_NUM_THREADS (omp_set_num_threads in
+ * runtime/kernel.c), bounds both.  Measured on 2 cores, BERT's shapes: this
+ * split beat oneDNN's and MKL's own threading (on the same libgomp team) by
+ * 0-20 %, 25-35 % on attention's 24 small products.
  *
- * Why OpenBLAS: measured on the development machine (2 cores, AVX-512)
- * against Debian's BLIS and oneDNN, single-threaded as used here, sgemm
- * 1024^3 / 64x4096x1024 / 64^3: OpenBLAS 13.8 / 3.9 / 0.003 ms, oneDNN
- * 12.8 / 3.5 / 0.004 ms, BLIS 20.9 / 6.0 / 0.006 ms (torch's MKL 13.8 /
- * 4.5 ms).  oneDNN is ~10% faster on large sgemm but has no dgemm and
- * threads through libgomp's ABI; OpenBLAS wins small shapes and brings
- * dgemm.  (oneDNN does the f32 convolutions: conv.c.)
+ * Why oneDNN for f32 (docs/benchmarks.md, 2026-11-30): on the development
+ * machine (2 cores, AVX-512), single-threaded, the GEMMs of BERT, GPT-2
+ * and T5 (256 x 768 x 768, 256 x 3072 x 768, 256 x 30522 x 768, batched
+ * 24 x 128 x 128 x 64, ...): Debian's oneDNN 2.6 sgemm 3-19 % faster than
+ * Debian's OpenBLAS 0.3.21 on the linears and 35 % on attention's products,
+ * level with MKL (2026.2 from pip, and 2024.2 in torch) and ahead of
+ * OpenBLAS 0.3.31 (numpy's), which was no faster than 0.3.21.  oneDNN is
+ * already libpt2rt's convolution library (a Debian package on every
+ * machine pt2 runs on, the GPU host's included: scripts/gpu-check), where
+ * MKL would be a ~220 MB pip download.  Below 2^18 multiply-adds OpenBLAS
+ * stays (oneDNN's call costs ~1 us more); oneDNN has no dgemm, so f64 is
+ * OpenBLAS's; its first sgemm in a process JITs its kernels (~35 ms once).
+ * PT2_GEMM=openblas (or pt2rt_set_gemm_library) puts f32 back on OpenBLAS.
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"
 #include "internal.h"

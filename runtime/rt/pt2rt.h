@@ -4,7 +4,7 @@
  * finds it next to libpt2.so, or at PT2_RT_LIBRARY).  Passes emit calls into it
  * where a library beats generated loops; today that is pt2-extern-blas
  * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls
- * (pt2rt.c, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
+ * (pt2rt.c: oneDNN's sgemm, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
  * (conv.c, oneDNN and OpenBLAS), with the elementwise epilogue that followed
  * them (a bias, a residual, an activation) folded in where it can be.
  *
