@@ -1,9 +1,10 @@
 #!/bin/sh
 # Installs everything pt2 needs on a fresh Debian 12 machine; idempotent.
 #   - LLVM/MLIR 22 (C API archives, libMLIR/libLLVM, FileCheck, lit), the LLVM OpenMP runtime
-#   - OpenBLAS, its pthread build (libpt2rt's BLAS for f32/f64 matmuls; measured fastest
-#     here against BLIS and oneDNN, see runtime/rt/pt2rt.c)
-#   - oneDNN (libpt2rt's f32 convolutions, as eager PyTorch's; see runtime/rt/conv.c)
+#   - OpenBLAS, its pthread build (libpt2rt's BLAS for f64 and tiny f32 matmuls, see
+#     runtime/rt/pt2rt.c)
+#   - oneDNN (libpt2rt's f32 matmuls (its sgemm: as fast as MKL here) and f32 convolutions, as
+#     eager PyTorch's; see runtime/rt/pt2rt.c and conv.c)
 #   - torch 2.13 CPU (the test oracle), pytest, numpy
 #   - transformers (real models for `make demo` and the capture tests; optional: skipped if it fails)
 # Set PT2_SKIP_BOOTSTRAP=1 to skip (e.g. on a machine prepared by hand).

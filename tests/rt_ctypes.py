@@ -1,4 +1,5 @@
 """Calling libpt2rt's entry points directly (ctypes), on torch views."""
+import contextlib
 import ctypes
 import os
 
@@ -32,3 +33,17 @@ def descriptor(view):
     base = view.untyped_storage().data_ptr()
     d = Desc(base, base, view.storage_offset(), (ctypes.c_int64 * r)(*view.shape), (ctypes.c_int64 * r)(*view.stride()))
     return d, Unranked(r, ctypes.cast(ctypes.pointer(d), ctypes.c_void_p))
+
+
+@contextlib.contextmanager
+def gemm_library(name):
+    """f32 GEMMs on `name` ("openblas", "onednn", "auto") inside the block, for
+    this process's libpt2rt (the instance compiled kernels use too); "auto"
+    again after it."""
+    lib = ctypes.CDLL(rt_library())
+    lib.pt2rt_set_gemm_library.argtypes = [ctypes.c_char_p]
+    assert lib.pt2rt_set_gemm_library(name.encode()) == 0, name
+    try:
+        yield
+    finally:
+        lib.pt2rt_set_gemm_library(b"auto")

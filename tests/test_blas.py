@@ -13,10 +13,14 @@ import torch
 
 import pt2
 from opcheck import make, run
-from rt_ctypes import descriptor, rt_library
+from rt_ctypes import descriptor, gemm_library, rt_library
 
 BLAS_DTYPES = [torch.float32, torch.float64]
-# BLAS and eager (MKL) sum in different orders; inputs are in [-3, 3]
+# f32 GEMMs run on oneDNN or OpenBLAS (libpt2rt picks; pt2rt_set_gemm_library forces one), f64 on
+# OpenBLAS: every f32 case runs on both, f64 once
+DTYPE_LIBRARIES = [(torch.float32, "openblas"), (torch.float32, "onednn"), (torch.float64, "auto")]
+DTYPE_LIBRARY_IDS = ["float32-openblas", "float32-onednn", "float64"]
+# the libraries and eager (MKL) sum in different orders; inputs are in [-3, 3]
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-10, atol=1e-10)}
 
 
@@ -40,11 +44,12 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+@pytest.mark.parametrize("dt,library", DTYPE_LIBRARIES, ids=DTYPE_LIBRARY_IDS)
 @pytest.mark.parametrize("sa,sb", SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
-def test_matmul_shapes(sa, sb, dt):
+def test_matmul_shapes(sa, sb, dt, library):
     a, b = make(sa, dt, seed=1), make(sb, dt, seed=2)
-    got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
+    with gemm_library(library):
+        got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
     torch.testing.assert_close(got, torch.matmul(a, b), **TOL[dt])
 
 
@@ -80,20 +85,48 @@ PERMUTED = [
 ]
 
 
-@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+@pytest.mark.parametrize("dt,library", DTYPE_LIBRARIES, ids=DTYPE_LIBRARY_IDS)
 @pytest.mark.parametrize("name,shapes,build,ref", PERMUTED, ids=[p[0] for p in PERMUTED])
-def test_permuted_operands(name, shapes, build, ref, dt):
+def test_permuted_operands(name, shapes, build, ref, dt, library):
     inputs = [make(s, dt, seed=i) for i, s in enumerate(shapes)]
-    torch.testing.assert_close(run(build, inputs), ref(*inputs), **TOL[dt])
+    with gemm_library(library):
+        got = run(build, inputs)
+    torch.testing.assert_close(got, ref(*inputs), **TOL[dt])
 
 
-@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
-def test_noncontiguous_inputs(dt):
+@pytest.mark.parametrize("dt,library", DTYPE_LIBRARIES, ids=DTYPE_LIBRARY_IDS)
+def test_noncontiguous_inputs(dt, library):
     a = make((7, 13), dt, seed=3, noncontiguous=True)
     b = make((3, 13, 5), dt, seed=4, noncontiguous=True)
     assert not a.is_contiguous() and not b.is_contiguous()
-    got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
+    with gemm_library(library):
+        got = run(lambda g, x, y: g.op("matmul", x, y), [a, b])
     torch.testing.assert_close(got, torch.matmul(a, b), **TOL[dt])
+
+
+# Sizes where libpt2rt's own choice ("auto") takes oneDNN for f32 (from 2^18 multiply-adds, on a
+# CPU with AVX2), odd in every dim: a linear's x @ w.T with bias, attention's batched products,
+# GPT-2's x @ w, a transposed x.
+LARGE = [
+    ("linear+bias", [(2, 67, 129), (131, 129), (131,)], lambda g, x, w, b: g.op("add", g.op("linear", x, w), b),
+     torch.nn.functional.linear),
+    ("q@k^T", [(2, 3, 97, 65), (2, 3, 131, 65)], lambda g, q, k: g.op("matmul", q, g.op("permute", k, perm=[0, 1, 3, 2])),
+     lambda q, k: q @ k.transpose(-1, -2)),
+    ("p@v", [(2, 3, 97, 131), (2, 3, 131, 65)], lambda g, p, v: g.op("matmul", p, v), torch.matmul),
+    ("x@w", [(130, 257), (257, 97)], lambda g, x, w: g.op("matmul", x, w), torch.matmul),
+    ("x.T@w", [(257, 130), (257, 97)], lambda g, x, w: g.op("matmul", g.op("permute", x, perm=[1, 0]), w),
+     lambda x, w: x.T @ w),
+]
+
+
+@pytest.mark.parametrize("dt,library", DTYPE_LIBRARIES + [(torch.float32, "auto")],
+                         ids=DTYPE_LIBRARY_IDS + ["float32-auto"])
+@pytest.mark.parametrize("name,shapes,build,ref", LARGE, ids=[c[0] for c in LARGE])
+def test_large_odd_sizes(name, shapes, build, ref, dt, library):
+    inputs = [make(s, dt, seed=i) for i, s in enumerate(shapes)]
+    with gemm_library(library):
+        got = run(build, inputs)
+    torch.testing.assert_close(got, ref(*inputs), **TOL[dt])
 
 
 def test_half_precision_keeps_loops():
@@ -166,13 +199,35 @@ RT_CASES = [
 
 
 @pytest.mark.parametrize("accumulate", [0, 1])
-@pytest.mark.parametrize("dt", BLAS_DTYPES, ids=_ids)
+@pytest.mark.parametrize("dt,library", DTYPE_LIBRARIES, ids=DTYPE_LIBRARY_IDS)
 @pytest.mark.parametrize("name,sa,sb,sc", RT_CASES, ids=[c[0] for c in RT_CASES])
-def test_runtime_strided(name, sa, sb, sc, dt, accumulate):
+def test_runtime_strided(name, sa, sb, sc, dt, library, accumulate):
     a, b, c = _strided(*sa, dt, 1), _strided(*sb, dt, 2), _strided(*sc, dt, 3)
     expected = torch.matmul(a, b) + (c if accumulate else 0)
-    _rt_matmul(a, b, c, accumulate)
+    with gemm_library(library):
+        _rt_matmul(a, b, c, accumulate)
     torch.testing.assert_close(c, expected, **TOL[dt])
+
+
+@pytest.mark.parametrize("dt,library", DTYPE_LIBRARIES + [(torch.float32, "auto")],
+                         ids=DTYPE_LIBRARY_IDS + ["float32-auto"])
+@pytest.mark.parametrize("shape", [(1, 9, 5, 7), (1, 130, 97, 65), (3, 67, 131, 33)], ids=str)
+def test_runtime_output_not_read(shape, dt, library):
+    """Without accumulate the output's old contents are never read (BLAS beta = 0): NaNs in it
+    must not leak into the product, on either library (sizes below and above auto's switch)."""
+    batch, m, n, k = shape
+    a, b = make((batch, m, k), dt, seed=1), make((batch, n, k), dt, seed=2).transpose(1, 2)
+    c = torch.full((batch, m, n), float("nan"), dtype=dt)
+    with gemm_library(library):
+        _rt_matmul(a, b, c, 0)
+    torch.testing.assert_close(c, a @ b, **TOL[dt])
+
+
+def test_set_gemm_library_rejects_unknown_names():
+    lib = ctypes.CDLL(rt_library())
+    lib.pt2rt_set_gemm_library.argtypes = [ctypes.c_char_p]
+    assert lib.pt2rt_set_gemm_library(b"mkl") == -1
+    assert lib.pt2rt_set_gemm_library(b"auto") == 0 and lib.pt2rt_set_gemm_library(None) == 0
 
 
 @pytest.mark.parametrize("accumulate", [0, 1])

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 import pt2
 from opcheck import make, run
-from rt_ctypes import descriptor, rt_library
+from rt_ctypes import descriptor, gemm_library, rt_library
 
 DTYPES = [torch.float32, torch.float64]
 SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
@@ -295,12 +295,15 @@ RT_MATMULS = [
 ]
 
 
-@pytest.mark.parametrize("dt", DTYPES, ids=_ids)
+# f32 GEMMs on either library (tests/test_blas.py), f64 on OpenBLAS
+@pytest.mark.parametrize("dt,library", [(torch.float32, "openblas"), (torch.float32, "onednn"), (torch.float64, "auto")],
+                         ids=["float32-openblas", "float32-onednn", "float64"])
 @pytest.mark.parametrize("name,sa,sb,sc,sd", RT_MATMULS, ids=[c[0] for c in RT_MATMULS])
-def test_runtime_matmul_add(name, sa, sb, sc, sd, dt):
+def test_runtime_matmul_add(name, sa, sb, sc, sd, dt, library):
     a, b, c, d = _strided(*sa, dt, 1), _strided(*sb, dt, 2), _strided(*sc, dt, 3), _strided(*sd, dt, 4)
     expected = torch.matmul(a, b) + d
-    _rt("pt2rt_matmul_add_" + SUFFIX[dt], a, b, c, d)
+    with gemm_library(library):
+        _rt("pt2rt_matmul_add_" + SUFFIX[dt], a, b, c, d)
     torch.testing.assert_close(c, expected, **TOL[dt])
 
 

@@ -2,6 +2,7 @@
 #ifndef PT2RT_INTERNAL_H
 #define PT2RT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -13,6 +14,37 @@ void pt2rt_fatal(const char *what) __attribute__((noreturn));
 
 /* Runs OpenBLAS single-threaded: the threads are the OpenMP team's (pt2rt.c). */
 void pt2rt_keep_blas_serial(void);
+
+/* Which library an f32 GEMM goes to (pt2rt.c). */
+typedef enum Pt2rtGemmLibrary { PT2RT_GEMM_OPENBLAS, PT2RT_GEMM_ONEDNN } Pt2rtGemmLibrary;
+
+/* The library for an m x n x k f32 GEMM: oneDNN's sgemm where it is chosen
+ * (PT2_GEMM, the CPU) and the problem is not tiny, else OpenBLAS. */
+Pt2rtGemmLibrary pt2rt_sgemm_library(int64_t m, int64_t n, int64_t k);
+
+/* Row-major c = a b (beta 0) or c += a b (beta 1) on one thread when called
+ * inside a parallel region, a and b read transposed where asked; oneDNN's
+ * sgemm, or OpenBLAS's where `library` says so or oneDNN declines. */
+void pt2rt_sgemm(Pt2rtGemmLibrary library, bool trans_a, bool trans_b, int m, int n, int k, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc);
+
+/* PT2_LOGS=blas (profile.c): one matmul as the GEMM library sees it.  All
+ * fields are 8 bytes (no padding), so that rows compare with memcmp. */
+typedef struct Pt2rtGemmShape {
+    int64_t batch, m, n, k;
+    int64_t trans_a, trans_b, addend, f64;
+    int64_t threads; /* the OpenMP team it had: 1 inside a parallel region */
+    int64_t library; /* Pt2rtGemmLibrary */
+} Pt2rtGemmShape;
+
+/* Whether PT2_LOGS names `blas` (read once). */
+bool pt2rt_profiling(void);
+/* A monotonic clock in seconds. */
+double pt2rt_now(void);
+/* Adds one call of `seconds` to shape's row, printed at exit. */
+void pt2rt_profile_gemm(const Pt2rtGemmShape *shape, double seconds);
+/* Which library f32 GEMMs go to, in words, for the log (pt2rt.c). */
+const char *pt2rt_gemm_library(void);
 
 /* The first element, sizes and strides (in elements) of a ranked descriptor
  * {allocated, aligned, offset, sizes[rank], strides[rank]}. */

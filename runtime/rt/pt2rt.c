@@ -7,7 +7,8 @@
  *       ─▶ pick BLAS transposes/leading dims from the strides; copy an
  *          operand the BLAS cannot address (no unit stride) to a packed one
  *       ─▶ independent GEMMs (batch entries, row or column blocks) spread
- *          over the OpenMP team, each a single-threaded cblas_?gemm (with
+ *          over the OpenMP team, each a single-threaded GEMM: oneDNN's
+ *          sgemm for f32, OpenBLAS's for tiny f32 ones and for f64 (with
  *          an addend: its block of c set to the addend's first, beta = 1,
  *          so the block is in the cache when the GEMM reads it)
  *
@@ -16,24 +17,37 @@
  * process).  A BLAS with its own threads would leave them spinning next to
  * OpenMP's after every call (and OpenMP's next to the BLAS's), which on a
  * machine with few cores costs more than the BLAS's finer-grained
- * threading wins.  So OpenBLAS runs single-threaded and this file splits the
- * work over that team (gcc -fopenmp): torch.set_num_threads, or
- * PT2_NUM_THREADS (omp_set_num_threads in runtime/kernel.c), bounds both.
+ * threading wins.  So each GEMM runs single-threaded (OpenBLAS set to one
+ * thread; oneDNN's sgemm runs on the calling thread inside a parallel
+ * region) and this file splits the work over that team (gcc -fopenmp):
+ * torch.set_num_threads, or PT2_NUM_THREADS (omp_set_num_threads in
+ * runtime/kernel.c), bounds both.  Measured on 2 cores, BERT's shapes: this
+ * split beat oneDNN's and MKL's own threading (on the same libgomp team) by
+ * 0-20 %, 25-35 % on attention's 24 small products.
  *
- * Why OpenBLAS: measured on the development machine (2 cores, AVX-512)
- * against Debian's BLIS and oneDNN, single-threaded as used here, sgemm
- * 1024^3 / 64x4096x1024 / 64^3: OpenBLAS 13.8 / 3.9 / 0.003 ms, oneDNN
- * 12.8 / 3.5 / 0.004 ms, BLIS 20.9 / 6.0 / 0.006 ms (torch's MKL 13.8 /
- * 4.5 ms).  oneDNN is ~10% faster on large sgemm but has no dgemm and
- * threads through libgomp's ABI; OpenBLAS wins small shapes and brings
- * dgemm.  (oneDNN does the f32 convolutions: conv.c.)
+ * Why oneDNN for f32 (docs/benchmarks.md, 2026-11-30): on the development
+ * machine (2 cores, AVX-512), single-threaded, the GEMMs of BERT, GPT-2
+ * and T5 (256 x 768 x 768, 256 x 3072 x 768, 256 x 30522 x 768, batched
+ * 24 x 128 x 128 x 64, ...): Debian's oneDNN 2.6 sgemm 3-19 % faster than
+ * Debian's OpenBLAS 0.3.21 on the linears and 35 % on attention's products,
+ * level with MKL (2026.2 from pip, and 2024.2 in torch) and ahead of
+ * OpenBLAS 0.3.31 (numpy's), which was no faster than 0.3.21.  oneDNN is
+ * already libpt2rt's convolution library (a Debian package on every
+ * machine pt2 runs on, the GPU host's included: scripts/gpu-check), where
+ * MKL would be a ~220 MB pip download.  Below 2^18 multiply-adds OpenBLAS
+ * stays (oneDNN's call costs ~1 us more); oneDNN has no dgemm, so f64 is
+ * OpenBLAS's; its first sgemm in a process JITs its kernels (~35 ms once).
+ * PT2_GEMM=openblas (or pt2rt_set_gemm_library) puts f32 back on OpenBLAS.
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"
 #include "internal.h"
 
 #include <cblas.h>
+#include <dnnl.h>
 #include <limits.h>
 #include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +78,7 @@ typedef struct Gemm {
     bool accumulate;
     bool has_addend;
     Matrix addend; /* m x n, c's initial value when has_addend */
+    Pt2rtGemmLibrary library; /* f32: for every block (chosen on a whole entry's size) */
 } Gemm;
 
 void pt2rt_fatal(const char *what) {
@@ -273,6 +288,78 @@ void pt2rt_keep_blas_serial(void) {
     if (openblas_get_parallel() == 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
+/*===----------------------------------------------------------------------===*
+ * The f32 GEMM library
+ *===----------------------------------------------------------------------===*/
+
+/* Below this many multiply-adds an f32 GEMM goes to OpenBLAS: oneDNN's
+ * argument checks and dispatch cost about 0.5-1 us a call more (measured:
+ * 64^3 5.3 vs 6.2 us, 4 x 16^3 2.7 vs 3.9 us with the calls' own overhead),
+ * more than its kernels save at that size. */
+#define ONEDNN_MIN_WORK ((int64_t)1 << 18)
+
+/* What f32 GEMMs go to: AUTO is oneDNN from ONEDNN_MIN_WORK up where the CPU
+ * has AVX2 (its jit GEMM kernels were measured on AVX-512 only; below AVX2
+ * OpenBLAS is the safer bet), OpenBLAS otherwise. */
+typedef enum Choice { CHOICE_AUTO, CHOICE_OPENBLAS, CHOICE_ONEDNN } Choice;
+
+static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
+static _Atomic int choice = CHOICE_AUTO;
+static bool cpu_has_avx2;
+
+static int parse_choice(const char *name) {
+    if (!name || !*name || strcmp(name, "auto") == 0) return CHOICE_AUTO;
+    if (strcmp(name, "openblas") == 0) return CHOICE_OPENBLAS;
+    if (strcmp(name, "onednn") == 0) return CHOICE_ONEDNN;
+    return -1;
+}
+
+static void read_choice(void) {
+    cpu_has_avx2 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
+    const char *env = getenv("PT2_GEMM");
+    int c = parse_choice(env);
+    if (c < 0) fprintf(stderr, "pt2rt: PT2_GEMM=%s is none of auto, openblas, onednn; using auto\n", env);
+    choice = c < 0 ? CHOICE_AUTO : c;
+}
+
+int pt2rt_set_gemm_library(const char *name) {
+    pthread_once(&choice_once, read_choice);
+    int c = parse_choice(name);
+    if (c < 0) return -1;
+    choice = c;
+    return 0;
+}
+
+Pt2rtGemmLibrary pt2rt_sgemm_library(int64_t m, int64_t n, int64_t k) {
+    pthread_once(&choice_once, read_choice);
+    switch (choice) {
+    case CHOICE_OPENBLAS: return PT2RT_GEMM_OPENBLAS;
+    case CHOICE_ONEDNN: return PT2RT_GEMM_ONEDNN;
+    default: /* in double: m n k may pass int64's range */
+        return cpu_has_avx2 && (double)m * (double)n * (double)k >= (double)ONEDNN_MIN_WORK ? PT2RT_GEMM_ONEDNN
+                                                                                              : PT2RT_GEMM_OPENBLAS;
+    }
+}
+
+const char *pt2rt_gemm_library(void) {
+    pthread_once(&choice_once, read_choice);
+    switch (choice) {
+    case CHOICE_OPENBLAS: return "f32: openblas (as set)";
+    case CHOICE_ONEDNN: return "f32: onednn (as set)";
+    default: return cpu_has_avx2 ? "f32: onednn, small ones openblas" : "f32: openblas (no AVX2)";
+    }
+}
+
+void pt2rt_sgemm(Pt2rtGemmLibrary library, bool trans_a, bool trans_b, int m, int n, int k, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc) {
+    if (library == PT2RT_GEMM_ONEDNN &&
+        dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) == dnnl_success) {
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                a, lda, b, ldb, beta, c, ldc);
+}
+
 /* Rows [r0, r1) x columns [c0, c1) of batch entry t of c = the addend's. */
 #define DEFINE_SET_TO_ADDEND(T)                                                                                            \
     static void set_to_addend_##T(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {          \
@@ -312,15 +399,14 @@ static void gemm_block(const Gemm *g, int64_t t, int64_t r0, int64_t r1, int64_t
     const char *b = g->b.data + (batch_offset(g, &g->b, t) + c0 * g->b.col_stride) * es;
     char *c = g->c.data + (batch_offset(g, &g->c, t) + r0 * g->c.row_stride + c0 * g->c.col_stride) * es;
     int m = (int)(r1 - r0), n = (int)(c1 - c0), k = (int)g->a.cols;
-    enum CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
     if (g->has_addend) set_to_addend(g, t, r0, r1, c0, c1);
     bool beta_one = g->accumulate || g->has_addend;
     if (g->elem_size == 4) {
-        cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb,
-                    beta_one ? 1.0f : 0.0f, (float *)c, ldc);
+        pt2rt_sgemm(g->library, ta, tb, m, n, k, (const float *)a, lda, (const float *)b, ldb, beta_one ? 1.0f : 0.0f,
+                    (float *)c, ldc);
     } else {
-        cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb,
-                    beta_one ? 1.0 : 0.0, (double *)c, ldc);
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0,
+                    (const double *)a, lda, (const double *)b, ldb, beta_one ? 1.0 : 0.0, (double *)c, ldc);
     }
 }
 
@@ -381,7 +467,18 @@ static void empty_product(const Gemm *g) {
     }
 }
 
+static void profile(const Gemm *g, double seconds) {
+    bool ta, tb;
+    int ld;
+    blas_layout(&g->a, &ta, &ld);
+    blas_layout(&g->b, &tb, &ld);
+    Pt2rtGemmShape s = {batch_count(g), g->c.rows, g->c.cols, g->a.cols, ta, tb, g->has_addend, g->elem_size == 8,
+                        omp_in_parallel() ? 1 : omp_get_max_threads(), g->library};
+    pt2rt_profile_gemm(&s, seconds);
+}
+
 static void matmul(Gemm *g) {
+    double start = pt2rt_profiling() ? pt2rt_now() : 0;
     pt2rt_keep_blas_serial();
     if (g->c.rows == 0 || g->c.cols == 0 || batch_count(g) == 0) return;
     if (g->a.cols == 0) {
@@ -405,11 +502,13 @@ static void matmul(Gemm *g) {
     void *c_packed = addressable(&g->c) ? NULL : pack(g, &g->c, g->accumulate);
     void *a_packed = addressable(&g->a) ? NULL : pack(g, &g->a, true);
     void *b_packed = addressable(&g->b) ? NULL : pack(g, &g->b, true);
+    g->library = g->elem_size == 4 ? pt2rt_sgemm_library(g->c.rows, g->c.cols, g->a.cols) : PT2RT_GEMM_OPENBLAS;
     run(g);
     if (c_packed) copy_matrices(g, &c_user, &g->c);
     free(a_packed);
     free(b_packed);
     free(c_packed);
+    if (start) profile(g, pt2rt_now() - start);
 }
 
 void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,

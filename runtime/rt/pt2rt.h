@@ -4,7 +4,7 @@
  * finds it next to libpt2.so, or at PT2_RT_LIBRARY).  Passes emit calls into it
  * where a library beats generated loops; today that is pt2-extern-blas
  * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls
- * (pt2rt.c, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
+ * (pt2rt.c: oneDNN's sgemm, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
  * (conv.c, oneDNN and OpenBLAS), with the elementwise epilogue that followed
  * them (a bias, a residual, an activation) folded in where it can be.
  *
@@ -60,6 +60,14 @@ PT2RT_EXPORT void pt2rt_matmul_add_f32(const Pt2rtUnrankedMemRef *a, const Pt2rt
 PT2RT_EXPORT void pt2rt_matmul_add_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
                                        const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
     __asm__("_mlir_ciface_pt2rt_matmul_add_f64");
+
+/* Which library the f32 GEMMs of the matmuls (and of convolutions oneDNN
+ * has no primitive for) go to, for this process from now on: "onednn"
+ * (oneDNN's sgemm), "openblas", or "auto" / NULL (oneDNN where the CPU has
+ * AVX2, OpenBLAS for tiny GEMMs; the default).  The environment's PT2_GEMM
+ * sets the initial choice.  f64 GEMMs are always OpenBLAS's.  Returns 0, or
+ * -1 for an unknown name (nothing changes).  For A/B measurements and tests. */
+PT2RT_EXPORT int pt2rt_set_gemm_library(const char *name);
 
 /* 2-d convolution (PyTorch's conv2d without bias) on strided views:
  *     x: [N, C, H, W]   w: [O, C / groups, KH, KW]   y: [N, O, OH, OW]
