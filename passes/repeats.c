@@ -783,6 +783,43 @@ static MlirOperation build_function(MlirOperation after, const char *name, const
     return func;
 }
 
+static bool in_list(const OpList *l, MlirOperation op) {
+    for (int j = l->n - 1; j >= 0; --j) {
+        if (mlirOperationEqual(l->ops[j], op)) return true;
+    }
+    return false;
+}
+
+/* Whether op reads a result of `call` or of an op in `moved`. */
+static bool reads_any(MlirOperation op, MlirOperation call, const OpList *moved) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (mlirValueIsABlockArgument(v)) continue;
+        MlirOperation def = mlirOpResultGetOwner(v);
+        if (mlirOperationEqual(def, call) || in_list(moved, def)) return true;
+    }
+    return false;
+}
+
+/* The views between a copy's first unit and its call that read what the call now makes (a view of a
+ * result that is also read outside the copy, a returned key or value of an attention layer), and the
+ * views that read those, move after the call, in order.  Views capture nothing, so each still sees
+ * its other operands. */
+static void move_views_after(const Units *u, MlirOperation first, MlirOperation call) {
+    OpList moved = {0};
+    MlirOperation cursor = call;
+    for (MlirOperation op = first; !mlirOperationEqual(op, call);) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        if (table_get(u, op) <= -2 && reads_any(op, call, &moved)) {
+            mlirOperationMoveAfter(op, cursor);
+            cursor = op;
+            oplist_push(&moved, op);
+        }
+        op = next;
+    }
+    oplist_free(&moved);
+}
+
 /* Replaces the uses of the copy at `start` (c, flattened now: the earlier copies' calls among its uses)
  * by a call of func.  The copy's ops stay until every copy is replaced (a new op could otherwise take
  * a destroyed one's address, which the units' table still names). */
@@ -799,6 +836,7 @@ static void replace_copy(const Units *u, const Stretch *s, int start, const Copy
         ctx, "callee", mlirFlatSymbolRefAttrGet(ctx, mlirStringAttrGetValue(mlirOperationGetAttributeByName(func, sref("sym_name")))));
     MlirOperation call = build_op(&b, "func.call", g->n_params, args, g->n_results, result_types, 1, &callee);
     for (int i = 0; i < g->n_results; ++i) mlirValueReplaceAllUsesOfWith(copy_result(u, start, g, i), mlirOperationGetResult(call, i));
+    move_views_after(u, u->op[start], call);
     free(args);
     free(result_types);
 }
