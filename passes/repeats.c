@@ -408,6 +408,22 @@ static Reads classify(const Copy *c, MlirValue v) {
     return code >= c->start && code < c->start + c->len ? READS_UNIT : READS_OUTSIDE;
 }
 
+/* Whether the view is made of constants alone (no argument, no unit's result): an empty tensor, a fill
+ * of a constant, a reshape of those. */
+static bool is_constant_view(MlirOperation view) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(view); ++i) {
+        MlirValue v = mlirOperationGetOperand(view, i);
+        if (mlirValueIsABlockArgument(v)) return false;
+        MlirOperation def = mlirOpResultGetOwner(v);
+        if (!op_is(def, "arith.constant") && !op_is(def, "tensor.empty") && !op_is(def, "linalg.fill") &&
+            !op_is(def, "tensor.expand_shape") && !op_is(def, "tensor.collapse_shape")) {
+            return false;
+        }
+        if (!is_constant_view(def)) return false;
+    }
+    return true;
+}
+
 static int copy_view_index(const Copy *c, MlirOperation view) {
     for (int j = 0; j < c->views.n; ++j) {
         if (mlirOperationEqual(c->views.ops[j], view)) return j;
@@ -425,6 +441,13 @@ static void copy_outside(Tokens *k, MlirValue v, void *user) {
         return;
     case READS_VIEW: {
         MlirOperation view = mlirOpResultGetOwner(v);
+        if (is_constant_view(view)) {
+            /* a value of constants alone: which op makes it does not matter (cse shares one empty tensor
+             * between two readers in one copy and not in another), its structure does */
+            push(k, TOK_VIEW_FIRST);
+            flatten_unit(k, view, copy_outside, c);
+            return;
+        }
         int j = copy_view_index(c, view);
         if (j >= 0) {
             push(k, TOK_VIEW_AGAIN);
@@ -586,18 +609,69 @@ static int find_stretches(const Units *u, int min_len, Stretch *out, int cap) {
     return n;
 }
 
-/* Where in its slack the first copy starts: where the copies separate fewest producers and readers
- * (measured on the second copy, which has copies on both sides). */
-static int best_start(const Units *u, const Stretch *s) {
-    int best = s->start, best_cost = -1;
-    for (int d = 0; d <= s->slack; ++d) {
-        int cost = cut_cost(u, s->start + d + s->period, s->len, s->period);
-        if (best_cost < 0 || cost < best_cost) {
-            best_cost = cost;
-            best = s->start + d;
+/* The longest run of equal copies of s (from its start): returns how many, and in *first the first's
+ * number. */
+static int equal_copies(const Units *u, const Stretch *s, int *first) {
+    Tokens *tokens = calloc((size_t)s->count, sizeof *tokens);
+    Copy c = {0};
+    for (int k = 0; k < s->count; ++k) flatten_copy(&c, u, s->start + k * s->period, s->len, &tokens[k]);
+    int count = 1;
+    *first = 0;
+    for (int k = 0, run = 1; k + 1 < s->count; ++k) {
+        bool equal = tokens[k].n == tokens[k + 1].n && !memcmp(tokens[k].t, tokens[k + 1].t, (size_t)tokens[k].n * sizeof *tokens[k].t);
+        run = equal ? run + 1 : 1;
+        if (run > count) {
+            count = run;
+            *first = k + 2 - run;
         }
     }
-    return best;
+    for (int k = 0; k < s->count; ++k) free(tokens[k].t);
+    free(tokens);
+    free_copy(&c);
+    return count;
+}
+
+typedef struct Rotation {
+    int shift, cost;
+} Rotation;
+
+static int compare_rotations(const void *a, const void *b) {
+    const Rotation *x = a, *y = b;
+    return x->cost != y->cost ? (x->cost < y->cost ? -1 : 1) : (x->shift < y->shift ? -1 : x->shift > y->shift);
+}
+
+/* Where in its slack the copies start and which of them are outlined: the most units saved by a run of
+ * equal copies (a rotation may put a unit that differs in one copy, the first block's input from a
+ * downsampling, between copies), then the fewest separated producers and readers (measured on the
+ * run's second copy, which has copies on both sides).  At most MAX_ROTATIONS starts are checked, the
+ * cheapest first.  False if no start gives two equal copies. */
+#define MAX_ROTATIONS 32
+
+static bool choose_copies(const Units *u, Stretch *s) {
+    Rotation *order = calloc((size_t)s->slack + 1, sizeof *order);
+    for (int d = 0; d <= s->slack; ++d) order[d] = (Rotation){d, cut_cost(u, s->start + d + s->period, s->len, s->period)};
+    qsort(order, (size_t)s->slack + 1, sizeof *order, compare_rotations);
+    Stretch best = {0};
+    int best_cost = 0;
+    for (int r = 0; r <= s->slack && r < MAX_ROTATIONS && best.count < s->count; ++r) {
+        Stretch t = *s;
+        t.start += order[r].shift;
+        t.slack = 0;
+        int first, count = equal_copies(u, &t, &first);
+        if (count < 2) continue;
+        t.start += first * t.period;
+        t.count = count;
+        t.saved = (int64_t)(count - 1) * t.len;
+        int cost = first == 0 ? order[r].cost : cut_cost(u, t.start + t.period, t.len, t.period);
+        if (t.saved > best.saved || (t.saved == best.saved && cost < best_cost)) {
+            best = t;
+            best_cost = cost;
+        }
+    }
+    free(order);
+    if (best.count < 2) return false;
+    *s = best;
+    return true;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -857,51 +931,28 @@ static void erase_copies(const Units *u, const Stretch *s) {
     oplist_free(&ops);
 }
 
-/* Checks the stretch's copies exactly and outlines the longest run of equal ones; false if there is no
- * run worth it (nothing changed then). */
-static bool outline_stretch(MlirOperation module, MlirOperation func, const Units *u, Stretch s, bool log) {
-    int n_copies = s.count;
-    Tokens *tokens = calloc((size_t)n_copies, sizeof *tokens);
-    Copy *copies = calloc((size_t)n_copies, sizeof *copies);
-    for (int k = 0; k < n_copies; ++k) flatten_copy(&copies[k], u, s.start + k * s.period, s.len, &tokens[k]);
-    int first = 0, count = 1;
-    for (int k = 0, run = 1; k + 1 < n_copies; ++k) {
-        bool equal = tokens[k].n == tokens[k + 1].n && !memcmp(tokens[k].t, tokens[k + 1].t, (size_t)tokens[k].n * sizeof *tokens[k].t);
-        run = equal ? run + 1 : 1;
-        if (run > count) {
-            count = run;
-            first = k + 2 - run;
-        }
+/* Outlines the stretch's copies (all equal: choose_copies). */
+static void outline_stretch(MlirOperation module, MlirOperation func, const Units *u, const Stretch *s, bool log) {
+    Copy *copies = calloc((size_t)s->count, sizeof *copies);
+    Tokens t = {0};
+    for (int k = 0; k < s->count; ++k) flatten_copy(&copies[k], u, s->start + k * s->period, s->len, &t);
+    Signature g = signature(u, s, copies);
+    char name[64];
+    fresh_name(module, name, sizeof name);
+    MlirOperation outlined = build_function(func, name, u, s, &copies[0], &g);
+    if (log) {
+        fprintf(stderr, "[pt2] repeats: @%s: %d copies of %d ops, %d apart, from op %d (%d arguments, %d results)\n", name, s->count,
+                s->len, s->period, s->start, g.n_params, g.n_results);
     }
-    bool ok = count >= 2 && (int64_t)(count - 1) * s.len >= 2 * (int64_t)min_units();
-    if (ok) {
-        Copy *run = copies + first;
-        s.start += first * s.period;
-        s.count = count;
-        Signature g = signature(u, &s, run);
-        char name[64];
-        fresh_name(module, name, sizeof name);
-        MlirOperation outlined = build_function(func, name, u, &s, &run[0], &g);
-        if (log) {
-            fprintf(stderr, "[pt2] repeats: @%s: %d copies of %d ops, %d apart, from op %d (%d arguments, %d results)\n", name,
-                    s.count, s.len, s.period, s.start, g.n_params, g.n_results);
-        }
-        Tokens t = {0};
-        for (int k = 0; k < s.count; ++k) {
-            flatten_copy(&run[k], u, s.start + k * s.period, s.len, &t);
-            replace_copy(u, &s, s.start + k * s.period, &run[k], &g, outlined);
-        }
-        free(t.t);
-        erase_copies(u, &s);
-        free_signature(&g);
+    for (int k = 0; k < s->count; ++k) {
+        flatten_copy(&copies[k], u, s->start + k * s->period, s->len, &t); /* the earlier copies' calls among its uses now */
+        replace_copy(u, s, s->start + k * s->period, &copies[k], &g, outlined);
     }
-    for (int k = 0; k < n_copies; ++k) {
-        free(tokens[k].t);
-        free_copy(&copies[k]);
-    }
-    free(tokens);
+    erase_copies(u, s);
+    free_signature(&g);
+    for (int k = 0; k < s->count; ++k) free_copy(&copies[k]);
     free(copies);
-    return ok;
+    free(t.t);
 }
 
 static void outline_function(MlirOperation module, MlirOperation func, bool log) {
@@ -910,12 +961,6 @@ static void outline_function(MlirOperation module, MlirOperation func, bool log)
     int min_len = min_units();
     for (int round = 0; round < MAX_OUTLINED; ++round) {
         Units u = collect_units(body);
-        if (getenv("PT2_REPEATS_DEBUG")) {
-            for (int i = 0; i < u.n; ++i) {
-                MlirStringRef nm = mlirIdentifierStr(mlirOperationGetName(u.op[i]));
-                fprintf(stderr, "unit %d %.*s %016" PRIx64 "\n", i, (int)nm.length, nm.data, u.hash[i]);
-            }
-        }
         enum { CANDIDATES = 16 };
         Stretch found[CANDIDATES];
         int n = find_stretches(&u, min_len, found, CANDIDATES);
@@ -923,8 +968,9 @@ static void outline_function(MlirOperation module, MlirOperation func, bool log)
         for (int i = 0; i < n && !outlined; ++i) {
             if (found[i].saved < 2 * (int64_t)min_len) break;
             Stretch s = found[i];
-            s.start = best_start(&u, &s);
-            outlined = outline_stretch(module, func, &u, s, log);
+            if (!choose_copies(&u, &s) || s.saved < 2 * (int64_t)min_len) continue;
+            outline_stretch(module, func, &u, &s, log);
+            outlined = true;
         }
         free_units(&u);
         if (!outlined) break;

@@ -253,3 +253,40 @@ func.func @views(%x: tensor<2x3x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x3x8xf32
   } -> tensor<2x3x8xf32>
   return %y2 : tensor<2x3x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// An empty tensor is one value however many ops make it: cse left the first
+// copy two empties and the second one shared empty; the copies are still the
+// same (ConvNeXt's blocks).
+// CHECK-LABEL: func.func @empties(
+// CHECK: call @pt2_repeat_0(%arg0)
+// CHECK-NEXT: call @pt2_repeat_0(
+// CHECK-LABEL: func.func private @pt2_repeat_0(
+func.func @empties(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %e0 = tensor.empty() : tensor<4x4xf32>
+  %e1 = tensor.empty() : tensor<4x4xf32>
+  %a0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x4xf32>) outs(%e0 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %b0 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a0, %x : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e1 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %a1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b0 : tensor<4x4xf32>) outs(%e0 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %b1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a1, %b0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e0 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  return %b1 : tensor<4x4xf32>
+}
