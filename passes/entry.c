@@ -53,6 +53,25 @@ static void make_internal(MlirOperation func) {
     mlirOperationSetAttributeByName(func, sref("linkage"), parse_attr(mlirOperationGetContext(func), "#llvm.linkage<internal>"));
 }
 
+/* The module's private func.funcs (the ones pt2-outline-repeats makes; convert-func-to-llvm keeps the
+ * visibility as an attribute but gives them outside linkage) become internal: nothing outside the
+ * module calls them, and LLVM may then drop their unused arguments (their memref descriptors' constant
+ * fields) and need not export them. */
+static void make_private_functions_internal(MlirOperation module) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    MlirAttribute external = parse_attr(mlirOperationGetContext(module), "#llvm.linkage<external>");
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (!op_is(op, "llvm.func") || mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)))) continue;
+        MlirAttribute visibility = mlirOperationGetAttributeByName(op, sref("sym_visibility"));
+        if (mlirAttributeIsNull(visibility) || !mlirAttributeIsAString(visibility) ||
+            !mlirStringRefEqual(mlirStringAttrGetValue(visibility), sref("private"))) {
+            continue;
+        }
+        MlirAttribute linkage = mlirOperationGetAttributeByName(op, sref("linkage"));
+        if (mlirAttributeIsNull(linkage) || mlirAttributeEqual(linkage, external)) make_internal(op);
+    }
+}
+
 /* Marks the aligned pointer of every memref argument of the kernel `op`
  * (the function the C interface wraps) noalias.  MLIR passes a memref as
  * (allocated, aligned, offset, sizes..., strides...) and inserts the aligned
@@ -287,6 +306,7 @@ static int run_entry(MlirOperation module, void *user) {
     }
     free(sources);
     free(aligned);
+    make_private_functions_internal(module);
     MlirContext ctx = mlirOperationGetContext(module);
     MlirModule snippet = mlirModuleCreateParse(ctx, sref(text));
     free(text);
@@ -382,21 +402,21 @@ MlirPass pt2_create_distinct_results_pass(void) {
 
 /*--- pt2-static-descriptors -----------------------------------------------------*/
 
-/* The kernel's (llvm.emit_c_interface) memref arguments of static shape, offset and strides are used
- * through a memref.reinterpret_cast to their own type, so that the lowered kernel takes only the
- * pointers from the runtime's descriptors and its offsets, sizes and strides are constants.  The
- * runtime fills each descriptor from the same static signature, so the values are equal; as
- * constants, LLVM folds them (the descriptors of library calls are stores of constants), and the loads
- * pt2-entry moves into the kernel are of the two pointers alone.  Runs before finalize-memref-to-llvm
- * (after expand-strided-metadata), which lowers the cast to a descriptor of constants. */
+/* The memref arguments of static shape, offset and strides of every defined function are used
+ * through a memref.reinterpret_cast to their own type, so that the lowered function takes only the
+ * pointers from its descriptors and its offsets, sizes and strides are constants.  A descriptor of a
+ * static type holds those values (for the kernel the runtime fills each descriptor from the same
+ * static signature; a call inside the module passes a value of that type); as constants, LLVM folds
+ * them (the descriptors of library calls are stores of constants), the loads pt2-entry moves into the
+ * kernel are of the two pointers alone, and an internal function's unused fields are dropped.  Runs
+ * before finalize-memref-to-llvm (after expand-strided-metadata), which lowers the cast to a
+ * descriptor of constants. */
 static int run_static_descriptors(MlirOperation module, void *user) {
     (void)user;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation func = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(func);
          func = mlirOperationGetNextInBlock(func)) {
-        if (!op_is(func, "func.func") || mlirAttributeIsNull(mlirOperationGetAttributeByName(func, sref("llvm.emit_c_interface")))) {
-            continue;
-        }
+        if (!op_is(func, "func.func")) continue;
         MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
         if (mlirBlockIsNull(entry)) continue;
         MlirContext ctx = mlirOperationGetContext(func);
@@ -437,7 +457,7 @@ static _Alignas(8) const char static_descriptors_type_id;
 
 MlirPass pt2_create_static_descriptors_pass(void) {
     return make_external_pass("pt2-static-descriptors",
-                              "The kernel's static memref arguments through a reinterpret_cast: offsets, sizes and strides "
-                              "as constants (before finalize-memref-to-llvm)",
+                              "Static memref arguments through a reinterpret_cast: offsets, sizes and strides as constants "
+                              "(before finalize-memref-to-llvm)",
                               "builtin.module", run_static_descriptors, &static_descriptors_type_id);
 }

@@ -50,6 +50,8 @@ MlirPass pt2_create_channels_last_pass(void);
 MlirPass pt2_create_welford_pass(void);
 MlirPass pt2_create_privatize_buffers_pass(void);
 MlirPass pt2_create_online_softmax_pass(void);
+MlirPass pt2_create_outline_repeats_pass(void);
+MlirPass pt2_create_loop_hints_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -76,6 +78,12 @@ static const PassEntry pt2_passes[] = {
      "Store the activations between 2-d convolutions channels last (NHWC): convs lowered NHWC, transposes only at the "
      "region's edges (passes/layout.c)",
      pt2_create_channels_last_pass},
+    {"pt2-outline-repeats",
+     "Move a function's repeated runs of kernels (a network's identical blocks) into one private function called once per copy "
+     "(passes/repeats.c)",
+     pt2_create_outline_repeats_pass},
+    {"pt2-loop-hints", "Mark every scf.for that holds another loop so that LLVM does not unroll it (passes/loop_hints.c)",
+     pt2_create_loop_hints_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
     {"pt2-extern-blas",
      "Call libpt2rt for f32/f64 matmuls (OpenBLAS) and conv2d (oneDNN, im2col + BLAS) on buffers, folding in the elementwise "
@@ -107,8 +115,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_serialize_small_loops_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
      pt2_create_distinct_results_pass},
-    {"pt2-static-descriptors", "The kernel's static memref arguments through a reinterpret_cast to their own type: offsets, "
-     "sizes and strides as constants (before finalize-memref-to-llvm)", pt2_create_static_descriptors_pass},
+    {"pt2-static-descriptors", "Every function's static memref arguments through a reinterpret_cast to their own type: "
+     "offsets, sizes and strides as constants (before finalize-memref-to-llvm)", pt2_create_static_descriptors_pass},
     {"pt2-entry", "Make the kernel take (argv, noalias data pointers) and add `void pt2_entry(void **descriptors)` calling it",
      pt2_create_entry_pass},
     {"pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping; passes/gpu_map.c)",
@@ -197,19 +205,21 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *welford = pt2_disabled(disable, "welford") ? "" : "pt2-welford,";
     bool privatize = !pt2_disabled(disable, "privatize");
     const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
+    const char *repeats = pt2_disabled(disable, "repeats") ? "" : "pt2-outline-repeats,";
+    const char *hints = pt2_disabled(disable, "loop-hints") ? "" : "pt2-loop-hints,";
     snprintf(text, sizeof text,
              "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%s%s"
-             "pt2-lower-contractions,canonicalize,"
+             "pt2-lower-contractions,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
-             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,"
+             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
-             "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,pt2-entry",
-             online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "",
+             "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%spt2-entry",
+             online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
@@ -218,7 +228,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              flatten, parallel ? (privatize ? "pt2-serialize-small-loops,convert-scf-to-openmp,pt2-privatize-buffers,"
                                             : "pt2-serialize-small-loops,convert-scf-to-openmp,")
                                : "",
-             memplan ? "pt2-plan-memory," : "");
+             memplan ? "pt2-plan-memory," : "", hints, hints);
     return text;
 }
 

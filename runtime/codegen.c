@@ -31,14 +31,13 @@
 #include "veclib.h"
 
 #define MAX_PARTS PT2_CODEGEN_MAX_PARTS
-/* A module with fewer instructions than this (PT2_COMPILE_SPLIT_MIN, for tests) is compiled whole: a
- * thread, a bitcode copy and a target machine per part cost a few milliseconds, which a single small
- * kernel does not win back. */
-#define SPLIT_MIN_INSTRUCTIONS 4000
-
-static int split_min_instructions(void) {
+/* A module of less work than this (PT2_COMPILE_SPLIT_MIN, for tests; in units of function_cost) is
+ * compiled whole: a thread, a bitcode copy and a target machine per part cost a few milliseconds,
+ * which a single small kernel does not win back. */
+#define SPLIT_MIN_COST 4000
+static int split_min_cost(void) {
     const char *env = getenv("PT2_COMPILE_SPLIT_MIN");
-    return env && env[0] ? atoi(env) : SPLIT_MIN_INSTRUCTIONS;
+    return env && env[0] ? atoi(env) : SPLIT_MIN_COST;
 }
 
 static double wall_now(void) {
@@ -93,10 +92,65 @@ typedef struct FnPlan {
     bool has_body, root;
     bool assigned;    /* roots: given to a part */
     int part;         /* roots: the part that compiles it */
-    int instructions; /* its size */
-    int weight;       /* roots: its size and that of the helpers it reaches, for the balance */
+    int cost;         /* function_cost */
+    int weight;       /* roots: its cost and that of the helpers it reaches, for the balance */
     bool *needed;     /* helpers: needed[part] */
 } FnPlan;
+
+/* What LLVM's optimization and code generation of fn cost, in instructions, each instruction in a loop
+ * counted LOOP_COST times: the vectorizers, unrolling and instruction selection of a loop cost about
+ * that much more per instruction than straight-line code (timed per function with opt-22 and llc-22 on
+ * a T5 decoder layer: its graph's function, 2400 instructions of library calls and OpenMP forks,
+ * 0.08 s; its parallel regions, 70-220 instructions of loops, 0.01-0.04 s each).  Loops are found by
+ * their back edges: a branch to a block at or before the branch's own in the function's order (MLIR
+ * lays a loop's blocks out between its header and its latch). */
+#define LOOP_COST 8
+
+typedef struct BlockIndex {
+    LLVMBasicBlockRef block;
+    int index;
+} BlockIndex;
+
+static int compare_blocks(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const BlockIndex *)a)->block, y = (uintptr_t)((const BlockIndex *)b)->block;
+    return x < y ? -1 : x > y;
+}
+
+static int function_cost(LLVMValueRef fn) {
+    int n_blocks = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) ++n_blocks;
+    if (n_blocks == 0) return 0;
+    BlockIndex *order = calloc((size_t)n_blocks, sizeof *order);
+    int *sizes = calloc((size_t)n_blocks, sizeof *sizes), *loops = calloc((size_t)n_blocks + 1, sizeof *loops);
+    int i = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb), ++i) {
+        order[i] = (BlockIndex){bb, i};
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) ++sizes[i];
+    }
+    qsort(order, (size_t)n_blocks, sizeof *order, compare_blocks);
+    /* loops[j]: how many back edges' spans [target, source] start at j, less those that ended before j */
+    i = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb), ++i) {
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+        unsigned n_succ = term ? LLVMGetNumSuccessors(term) : 0;
+        for (unsigned k = 0; k < n_succ; ++k) {
+            BlockIndex key = {LLVMGetSuccessor(term, k), 0};
+            const BlockIndex *hit = bsearch(&key, order, (size_t)n_blocks, sizeof *order, compare_blocks);
+            if (!hit || hit->index > i) continue;
+            ++loops[hit->index];
+            --loops[i + 1];
+        }
+    }
+    int cost = 0, depth = 0;
+    for (i = 0; i < n_blocks; ++i) {
+        depth += loops[i];
+        cost += sizes[i] * (depth > 0 ? LOOP_COST : 1);
+    }
+    free(order);
+    free(sizes);
+    free(loops);
+    return cost;
+}
 
 /* Whether fn is used other than as the callee of a direct call. */
 static bool address_taken(LLVMValueRef fn) {
@@ -118,7 +172,7 @@ static int function_index(LLVMValueRef *fns, int n, LLVMValueRef fn) {
 }
 
 /* Marks the helpers reachable from function i through direct calls in mark[] (mark[j * stride]);
- * returns the instructions of those it marked. */
+ * returns the cost of those it marked. */
 static int mark_helpers(LLVMValueRef *fns, const FnPlan *plan, int n, int i, bool *mark, int stride) {
     int added = 0;
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb; bb = LLVMGetNextBasicBlock(bb)) {
@@ -127,7 +181,7 @@ static int mark_helpers(LLVMValueRef *fns, const FnPlan *plan, int n, int i, boo
             int j = function_index(fns, n, LLVMGetCalledValue(in));
             if (j < 0 || plan[j].root || !plan[j].has_body || mark[(size_t)j * stride]) continue;
             mark[(size_t)j * stride] = true;
-            added += plan[j].instructions + mark_helpers(fns, plan, n, j, mark, stride);
+            added += plan[j].cost + mark_helpers(fns, plan, n, j, mark, stride);
         }
     }
     return added;
@@ -150,10 +204,8 @@ static int plan_parts(LLVMModuleRef mod, int max_parts, FnPlan **out_plan, int *
         bool local = linkage == LLVMInternalLinkage || linkage == LLVMPrivateLinkage;
         plan[n].root = !local || address_taken(fn);
         n_roots += plan[n].root;
-        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
-            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) ++plan[n].instructions;
-        }
-        total += plan[n].instructions;
+        plan[n].cost = function_cost(fn);
+        total += plan[n].cost;
     }
     int parts = max_parts < n_roots ? max_parts : n_roots;
     /* a global defined with outside linkage would be defined by every part: compile such a module whole */
@@ -162,15 +214,15 @@ static int plan_parts(LLVMModuleRef mod, int max_parts, FnPlan **out_plan, int *
         bool local = linkage == LLVMInternalLinkage || linkage == LLVMPrivateLinkage || linkage == LLVMAppendingLinkage;
         if (!LLVMIsDeclaration(g) && !local) parts = 1;
     }
-    if (total < split_min_instructions()) parts = 1;
+    if (total < split_min_cost()) parts = 1;
     if (parts > 1) {
         /* the heaviest root (with the helpers it reaches: pt2_entry carries @main) first, each to the
-         * part with the fewest instructions so far; then each part's helpers */
+         * part of the least cost so far; then each part's helpers */
         bool *seen = calloc((size_t)n + 1, sizeof *seen);
         for (int i = 0; i < n; ++i) {
             if (!plan[i].root) continue;
             memset(seen, 0, (size_t)n * sizeof *seen);
-            plan[i].weight = plan[i].instructions + mark_helpers(fns, plan, n, i, seen, 1);
+            plan[i].weight = plan[i].cost + mark_helpers(fns, plan, n, i, seen, 1);
         }
         free(seen);
         int load[MAX_PARTS] = {0};

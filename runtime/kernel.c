@@ -576,8 +576,8 @@ static Pt2Kernel *compile_module(MlirContext ctx, MlirOperation module, const ch
     sha256_update(&s, &opt_level, sizeof opt_level);
     sha256_update(&s, &vectorize, sizeof vectorize);
     /* the passes' tuning variables, read when a kernel compiles */
-    static const char *const tuning[] = {"PT2_WELFORD_BYTES", "PT2_ONLINE_SOFTMAX", "PT2_ONLINE_SOFTMAX_BYTES",
-                                         "PT2_PARALLEL_THRESHOLD", "PT2_PARALLEL_ROWS"};
+    static const char *const tuning[] = {"PT2_WELFORD_BYTES",      "PT2_ONLINE_SOFTMAX", "PT2_ONLINE_SOFTMAX_BYTES",
+                                         "PT2_PARALLEL_THRESHOLD", "PT2_PARALLEL_ROWS",  "PT2_REPEAT_MIN_UNITS"};
     for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; ++i) {
         const char *v = getenv(tuning[i]);
         sha256_update(&s, v ? v : "", strlen(v ? v : "") + 1);

@@ -38,9 +38,9 @@ func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) 
 
 // -----
 
-// The first public function is compiled (a private helper is not marked);
-// two results become two out-parameters.
-// CHECK-LABEL: llvm.func @unused(
+// The first public function is compiled (a private helper is not marked,
+// and becomes internal); two results become two out-parameters.
+// CHECK-LABEL: llvm.func internal @unused(
 // CHECK-NOT: llvm.emit_c_interface
 // CHECK-SAME: {sym_visibility = "private"}
 // CHECK-LABEL: llvm.func internal @two_outputs(

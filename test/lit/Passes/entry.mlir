@@ -81,6 +81,34 @@ llvm.func @_mlir_ciface_external(!llvm.ptr)
 
 // -----
 
+// A private function (what pt2-outline-repeats outlines: convert-func-to-llvm
+// keeps its sym_visibility but not as linkage) becomes internal; a public
+// function and a private declaration keep their linkage.
+// CHECK-LABEL: llvm.func internal @kernel(
+// CHECK-LABEL: llvm.func internal @block(
+// CHECK-LABEL: llvm.func @public_helper(
+// CHECK-LABEL: llvm.func @declared(!llvm.ptr)
+// CHECK-SAME: sym_visibility = "private"
+// CHECK-LABEL: llvm.func @pt2_entry(
+llvm.func @kernel(%a: !llvm.ptr) {
+  llvm.call @block(%a) : (!llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @_mlir_ciface_kernel(%a: !llvm.ptr) {
+  llvm.call @kernel(%a) : (!llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @block(%a: !llvm.ptr) attributes {sym_visibility = "private"} {
+  llvm.call @declared(%a) : (!llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @public_helper() {
+  llvm.return
+}
+llvm.func @declared(!llvm.ptr) attributes {sym_visibility = "private"}
+
+// -----
+
 // expected-error@1 {{pt2-entry: no lowered function with llvm.emit_c_interface}}
 llvm.func @kernel(%a: !llvm.ptr) {
   llvm.return
