@@ -23,15 +23,16 @@
  * torch.set_num_threads, or PT2_NUM_THREADS (omp_set_num_threads in
  * runtime/kernel.c), bounds both.  Measured on 2 cores, BERT's shapes: this
  * split beat oneDNN's and MKL's own threading (on the same libgomp team) by
- * 0-20 %, 25-35 % on attention's 24 small products.
+ * up to 22 % (one GPT-2 shape 2 % behind), 35-50 % on attention's 24 small
+ * products.
  *
  * Why oneDNN for f32 (docs/benchmarks.md, 2026-11-30): on the development
  * machine (2 cores, AVX-512), single-threaded, the GEMMs of BERT, GPT-2
  * and T5 (256 x 768 x 768, 256 x 3072 x 768, 256 x 30522 x 768, batched
  * 24 x 128 x 128 x 64, ...): Debian's oneDNN 2.6 sgemm 3-19 % faster than
- * Debian's OpenBLAS 0.3.21 on the linears and 35 % on attention's products,
- * level with MKL (2026.2 from pip, and 2024.2 in torch) and ahead of
- * OpenBLAS 0.3.31 (numpy's), which was no faster than 0.3.21.  oneDNN is
+ * Debian's OpenBLAS 0.3.21 on the linears and 36 % on attention's products,
+ * level with MKL (2026.2 from pip, and 2024.2 in torch: within 8 %, either
+ * way) and ahead of OpenBLAS 0.3.31 (numpy's), no faster than 0.3.21.  oneDNN is
  * already libpt2rt's convolution library (a Debian package on every
  * machine pt2 runs on, the GPU host's included: scripts/gpu-check), where
  * MKL would be a ~220 MB pip download.  Below 2^18 multiply-adds OpenBLAS
