@@ -43,7 +43,7 @@
  * views, which move after the call where they read what it makes).  PT2_LOGS=repeats prints each
  * outlined function; PT2_DISABLE=repeats drops the pass.  docs/passes.md, "pt2-outline-repeats".
  *===----------------------------------------------------------------------===*/
-#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
