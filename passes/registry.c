@@ -52,6 +52,7 @@ MlirPass pt2_create_privatize_buffers_pass(void);
 MlirPass pt2_create_online_softmax_pass(void);
 MlirPass pt2_create_outline_repeats_pass(void);
 MlirPass pt2_create_loop_hints_pass(void);
+MlirPass pt2_create_omp_captures_pass(void);
 
 typedef struct PassEntry {
     const char *name;
@@ -84,6 +85,9 @@ static const PassEntry pt2_passes[] = {
      pt2_create_outline_repeats_pass},
     {"pt2-loop-hints", "Mark every scf.for that holds another loop so that LLVM does not unroll it (passes/loop_hints.c)",
      pt2_create_loop_hints_pass},
+    {"pt2-omp-captures", "Parallel regions read outside descriptors' fields extracted before them and their own copies of "
+     "constants: the OpenMP translation captures pointers, not whole descriptors (passes/omp_captures.c)",
+     pt2_create_omp_captures_pass},
     {"pt2-mark-entry", "Mark the function to compile (the first public one) with llvm.emit_c_interface", pt2_create_mark_entry_pass},
     {"pt2-extern-blas",
      "Call libpt2rt for f32/f64 matmuls (OpenBLAS) and conv2d (oneDNN, im2col + BLAS) on buffers, folding in the elementwise "
@@ -207,6 +211,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
     const char *repeats = pt2_disabled(disable, "repeats") ? "" : "pt2-outline-repeats,";
     const char *hints = pt2_disabled(disable, "loop-hints") ? "" : "pt2-loop-hints,";
+    const char *captures = pt2_disabled(disable, "omp-captures") ? "" : "pt2-omp-captures,";
     snprintf(text, sizeof text,
              "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%s%s"
              "pt2-lower-contractions,canonicalize,%s"
@@ -218,7 +223,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
-             "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%spt2-entry",
+             "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
              online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
@@ -228,7 +233,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              flatten, parallel ? (privatize ? "pt2-serialize-small-loops,convert-scf-to-openmp,pt2-privatize-buffers,"
                                             : "pt2-serialize-small-loops,convert-scf-to-openmp,")
                                : "",
-             memplan ? "pt2-plan-memory," : "", hints, hints);
+             memplan ? "pt2-plan-memory," : "", hints, captures, hints);
     return text;
 }
 

@@ -17,27 +17,33 @@
  * Runs on linalg on tensors, after fusion and the contractions' lowering (so that no fusion decision
  * depends on it: the calls cut only between kernels) and before bufferization (the costliest pass).
  *
- * Finding the copies: the function's top-level ops but constants and tensor.empty (the "units"; those
- * two are cloned where they are needed) get a hash of their structure (names, attributes, types,
- * regions and the wiring inside them; not which values they read from outside).  A run of L units
- * repeated m times is a stretch where unit i hashes as unit i + L does; every period L is scanned and
- * the stretch that saves the most units, (m - 1) * L, is checked exactly: each copy is flattened into
- * a list of tokens (the structure again, and every value read from outside the unit as "result r of
- * unit q of this copy", "a constant/empty equal to this one" or "the j-th distinct outside value")
- * and the copies must give the same list.  Names, attributes and types are compared by their
- * uniqued pointers, so equal tokens mean equal ops; a hash collision only costs a failed check.
- * Within a stretch of more than m * L units, the copies start where fewest values cross from one copy
- * to the next into anything but a matmul or a convolution (so that a library call's epilogue and a
- * reduction's epilogue stay in the copy of their producer).  Outlining repeats until no stretch of
- * at least PT2_REPEAT_MIN_UNITS (6) units is left that saves at least 4 * that many.
+ * Units and views: the function's top-level ops are units, except views (constants, empty tensors and
+ * fills of a constant, reshapes, data movement such as a weight transpose), which are cloned into the
+ * outlined function wherever a copy reads them rather than compared: cse shares one fill or one
+ * transpose between all copies, and the first copy may read the function's argument where the others
+ * read the previous copy's result, through the same reshape.
  *
- * Outlining: the function's arguments are the copy's distinct outside values in first-use order; its
- * results are the units' results that any copy's outside uses read.  Each copy's call is placed after
- * its last unit (a copy is contiguous, so everything it reads is defined before and everything that
- * reads it comes after).  PT2_LOGS=repeats prints each outlined function; PT2_DISABLE=repeats drops the
- * pass.
+ * Finding the copies: each unit gets a hash of its structure (names, attributes, types, regions and the
+ * wiring inside them; not which values it reads from outside).  For every period L, where unit i hashes
+ * as unit i + L over a run of units, copies of len <= L units starting in the run are candidates; they
+ * are tried by units saved, (copies - 1) * len.  A candidate is checked exactly: each copy is flattened
+ * into a list of tokens (the structure again, and every value a unit reads from outside itself as
+ * "result r of unit q of this copy", a view's own tokens, or "an outside value") and equal copies give
+ * equal lists.  Names, attributes and types are compared by their uniqued pointers, so equal tokens mean
+ * equal ops; a hash collision only costs a failed check.  Within the candidate's slack, the start with
+ * the longest run of equal copies wins, then the one that separates fewest producers from readers a
+ * later pass might fuse with them (anything but a matmul or a convolution: a library call's epilogue,
+ * a reduction and its normalization stay in one copy).  Rounds repeat until no copy of at least
+ * PT2_REPEAT_MIN_UNITS (6) units saving twice that many is left.
+ *
+ * Outlining: the function's parameters are the copies' outside uses (two uses are one parameter where
+ * every copy reads the same value through both); its results are the units' results that anything
+ * outside a copy reads.  Each copy's call is placed after its last unit (a copy is a contiguous run of
+ * units, so everything it reads is defined before it and everything that reads it comes after, but
+ * views, which move after the call where they read what it makes).  PT2_LOGS=repeats prints each
+ * outlined function; PT2_DISABLE=repeats drops the pass.  docs/passes.md, "pt2-outline-repeats".
  *===----------------------------------------------------------------------===*/
-#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

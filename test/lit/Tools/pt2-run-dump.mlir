@@ -14,6 +14,7 @@
 // CHECK: one-shot-bufferize.mlir: parses
 // CHECK: convert-func-to-llvm.mlir: parses
 // CHECK: reconcile-unrealized-casts.mlir: parses
+// CHECK-NEXT: {{[0-9][0-9]}}-pt2-omp-captures.mlir: parses
 // CHECK-NEXT: {{[0-9][0-9]}}-pt2-loop-hints.mlir: parses
 // CHECK-NEXT: {{[0-9][0-9]}}-pt2-entry.mlir: parses
 // CHECK-NOT: FAILS
