@@ -179,6 +179,18 @@ int pt2_cuda_function(Pt2CuModule *module, const char *name, Pt2CuFunction **out
     return 0;
 }
 
+int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name, Pt2CuFunction **out_function) {
+    for (int i = 0; i < n; ++i) {
+        CUfunction f = NULL;
+        if (p_cuModuleGetFunction(&f, (CUmodule)modules[i], name) == 0) {
+            *out_function = f;
+            return 0;
+        }
+    }
+    pt2_set_error("cuModuleGetFunction: no kernel %s in the %d module(s) of its PTX", name, n);
+    return -1;
+}
+
 int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
                     void **params) {
     return check(p_cuLaunchKernel((CUfunction)f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,

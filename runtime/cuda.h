@@ -36,6 +36,9 @@ int pt2_cuda_ptx_to_cubin(const char *ptx, size_t ptx_len, void **out_cubin, siz
 /* Loads a cubin or NUL-terminated PTX image. */
 int pt2_cuda_module_load(const void *image, Pt2CuModule **out_module);
 int pt2_cuda_function(Pt2CuModule *module, const char *name, Pt2CuFunction **out_function);
+/* The kernel `name` from whichever of `modules` holds it (a module's PTX
+ * compiled in parts, runtime/ptx_jit.h). */
+int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name, Pt2CuFunction **out_function);
 int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
                     void **params);
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device);

@@ -28,6 +28,7 @@
 #include "cudnn_graph.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,12 +136,35 @@ static bool load_api(void) {
 #define MAX_CONFIGS 64
 #define N_OWNED 8 /* x, w, y, the convolution, its operation, the graph, a configuration, the plan */
 
-struct Pt2ConvGraph {
+/* A convolution's execution plan and the descriptors it was made of,
+ * shared by every entry of the same convolution (its key) on the handle:
+ * mobilenetv2_100 has 17 depthwise convs of 10 shapes, and the engine cuDNN
+ * ranks first for them compiles its kernel at run time (NVRTC), 160-200 ms a
+ * plan on the H200's host. */
+typedef struct PlanKey {
+    void *handle;
+    int data_type, compute_type, heur_mode, stride[2], padding[2], dilation[2];
+    bool tensor_ops, runtime_compiled, timed;
+    int64_t x[8], w[8], y[8]; /* sizes, then strides */
+    size_t scratch;
+} PlanKey;
+
+typedef struct Plan {
     Desc owned[N_OWNED]; /* every descriptor made, destroyed together */
     int n_owned;
     Desc plan;
     int64_t workspace;
     long engine;
+    PlanKey key;
+    int refs;
+    struct Plan *next;
+} Plan;
+
+static Plan *plans; /* the shared plans, under plans_lock */
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct Pt2ConvGraph {
+    Plan *p;
     /* the last call's variant pack and its pointers: a call on the same
      * buffers (torch's caching allocator usually hands them back) runs it
      * again instead of building a pack */
@@ -148,7 +172,7 @@ struct Pt2ConvGraph {
     const void *pointers[4];
 };
 
-static Desc make_desc(Pt2ConvGraph *g, int type) {
+static Desc make_desc(Plan *g, int type) {
     Desc d = NULL;
     if (g->n_owned + 2 >= N_OWNED || api.create(type, &d) != 0) return NULL; /* 2 kept for the plan */
     return g->owned[g->n_owned++] = d;
@@ -159,7 +183,7 @@ static Desc make_desc(Pt2ConvGraph *g, int type) {
  * layout (NCHW, or NHWC when x is), from the next inner dim of that order:
  * cuDNN's layout checks read it, and a depthwise weight [K, 1, R, S] beside
  * an NHWC input must look KRSC for the NHWC engines to take it. */
-static Desc tensor(Pt2ConvGraph *g, int data_type, int64_t uid, const Pt2GpuOperand *t, bool nhwc) {
+static Desc tensor(Plan *g, int data_type, int64_t uid, const Pt2GpuOperand *t, bool nhwc) {
     static const int nchw_order[4] = {0, 1, 2, 3}, nhwc_order[4] = {0, 2, 3, 1};
     const int *order = nhwc ? nhwc_order : nchw_order;
     int64_t sizes[4], strides[4], alignment = 16;
@@ -177,7 +201,7 @@ static Desc tensor(Pt2ConvGraph *g, int data_type, int64_t uid, const Pt2GpuOper
     return ok ? desc : NULL;
 }
 
-static Desc convolution(Pt2ConvGraph *g, const Pt2ConvGraphSpec *s) {
+static Desc convolution(Plan *g, const Pt2ConvGraphSpec *s) {
     int64_t dims = 2, dilation[2] = {s->dilation[0], s->dilation[1]}, stride[2] = {s->stride[0], s->stride[1]};
     int64_t padding[2] = {s->padding[0], s->padding[1]};
     int mode = CROSS_CORRELATION;
@@ -194,7 +218,7 @@ static Desc convolution(Pt2ConvGraph *g, const Pt2ConvGraphSpec *s) {
 
 /* The operation graph of y = 1·conv(x, w) + 0·y; groups follow from the
  * channel counts of x and w. */
-static Desc operation_graph(Pt2ConvGraph *g, void *handle, const Pt2ConvGraphSpec *s) {
+static Desc operation_graph(Plan *g, void *handle, const Pt2ConvGraphSpec *s) {
     bool nhwc = s->x->sizes[1] > 1 && s->x->strides[1] == 1;
     Desc x = tensor(g, s->data_type, UID_X, s->x, nhwc), w = tensor(g, s->data_type, UID_W, s->w, nhwc);
     Desc y = tensor(g, s->data_type, UID_Y, s->y, nhwc), conv = convolution(g, s);
@@ -322,7 +346,7 @@ static void time_candidates(void *handle, Candidate *c, int n, const Pt2ConvGrap
  * first that is allowed, finalizes and fits, or with s->timing the fastest
  * of the first MAX_TIMED such. */
 #define MAX_TIMED 8
-static bool choose_plan(Pt2ConvGraph *g, void *handle, Desc graph, int mode, const Pt2ConvGraphSpec *s) {
+static bool choose_plan(Plan *g, void *handle, Desc graph, int mode, const Pt2ConvGraphSpec *s) {
     Desc heur = NULL, cfgs[MAX_CONFIGS];
     Candidate cand[MAX_TIMED];
     int64_t count = 0;
@@ -362,15 +386,25 @@ static bool choose_plan(Pt2ConvGraph *g, void *handle, Desc graph, int mode, con
     return best >= 0;
 }
 
-Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char *why, size_t why_cap) {
-    if (!load_api()) {
-        snprintf(why, why_cap, "cuDNN's graph API is not in the library");
-        return NULL;
+static void fill_operand(int64_t *out, const Pt2GpuOperand *t) {
+    for (int i = 0; i < t->rank && i < 4; ++i) {
+        out[i] = t->sizes[i];
+        out[4 + i] = t->strides[i];
     }
-    Pt2ConvGraph *g = calloc(1, sizeof *g);
+}
+
+static void plan_free(Plan *g) {
+    for (int i = g->n_owned - 1; i >= 0; --i) api.destroy(g->owned[i]);
+    free(g);
+}
+
+static Plan *plan_make(void *handle, const Pt2ConvGraphSpec *s, const PlanKey *key, char *why, size_t why_cap) {
+    Plan *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     Desc graph = operation_graph(g, handle, s);
     if (graph && (choose_plan(g, handle, graph, s->heur_mode, s) || choose_plan(g, handle, graph, HEUR_MODE_FALLBACK, s))) {
+        g->key = *key;
+        g->refs = 1;
         return g;
     }
     if (graph) {
@@ -378,8 +412,52 @@ Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char
     } else {
         snprintf(why, why_cap, "cuDNN refused the operation graph");
     }
-    pt2_cudnn_graph_free(g);
+    plan_free(g);
     return NULL;
+}
+
+Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char *why, size_t why_cap) {
+    if (!load_api()) {
+        snprintf(why, why_cap, "cuDNN's graph API is not in the library");
+        return NULL;
+    }
+    PlanKey key;
+    memset(&key, 0, sizeof key); /* the padding too: keys compare with memcmp */
+    key.handle = handle;
+    key.data_type = s->data_type;
+    key.compute_type = s->compute_type;
+    key.heur_mode = s->heur_mode;
+    memcpy(key.stride, s->stride, sizeof key.stride);
+    memcpy(key.padding, s->padding, sizeof key.padding);
+    memcpy(key.dilation, s->dilation, sizeof key.dilation);
+    key.tensor_ops = s->tensor_ops;
+    key.runtime_compiled = s->runtime_compiled;
+    key.timed = s->timing != NULL;
+    fill_operand(key.x, s->x);
+    fill_operand(key.w, s->w);
+    fill_operand(key.y, s->y);
+    key.scratch = s->scratch;
+    Pt2ConvGraph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    pthread_mutex_lock(&plans_lock);
+    for (Plan *p = plans; p && !g->p; p = p->next) {
+        if (memcmp(&p->key, &key, sizeof key) == 0) {
+            p->refs++;
+            g->p = p;
+        }
+    }
+    if (!g->p && (g->p = plan_make(handle, s, &key, why, why_cap))) {
+        g->p->next = plans;
+        plans = g->p;
+    } else if (g->p && s->log) {
+        fprintf(stderr, "pt2 cudnn:   the plan of an identical convolution\n");
+    }
+    pthread_mutex_unlock(&plans_lock);
+    if (!g->p) {
+        free(g);
+        return NULL;
+    }
+    return g;
 }
 
 int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void *w, void *y, void *workspace) {
@@ -391,15 +469,25 @@ int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void
         if (s != 0) return s;
         memcpy(g->pointers, pointers, sizeof pointers);
     }
-    return api.execute(handle, g->plan, g->pack);
+    return api.execute(handle, g->p->plan, g->pack);
 }
 
-size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g) { return (size_t)g->workspace; }
-long pt2_cudnn_graph_engine(const Pt2ConvGraph *g) { return g->engine; }
+size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g) { return (size_t)g->p->workspace; }
+long pt2_cudnn_graph_engine(const Pt2ConvGraph *g) { return g->p->engine; }
 
 void pt2_cudnn_graph_free(Pt2ConvGraph *g) {
     if (!g) return;
     if (g->pack) api.destroy(g->pack);
-    for (int i = g->n_owned - 1; i >= 0; --i) api.destroy(g->owned[i]);
+    pthread_mutex_lock(&plans_lock);
+    if (--g->p->refs == 0) {
+        for (Plan **at = &plans; *at; at = &(*at)->next) {
+            if (*at == g->p) {
+                *at = g->p->next;
+                break;
+            }
+        }
+        plan_free(g->p);
+    }
+    pthread_mutex_unlock(&plans_lock);
     free(g);
 }

@@ -27,6 +27,7 @@
 #include "cuda.h"
 #include "cudnn.h"
 #include "gpu_plan.h"
+#include "ptx_jit.h"
 #include "kernel_shared.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "sha256.h"
@@ -318,44 +319,151 @@ int pt2GpuKernelArgType(const Pt2GpuKernel *k, int i, Pt2DType *out_dtype, int64
  * Loading (PTX → cubin, cached per device) and launching
  *===----------------------------------------------------------------------===*/
 
-static int load_module(Pt2GpuKernel *k, int i, int cc, int driver, Pt2CuModule **out) {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s-%d-sm%d-cuda%d.cubin", k->cache_dir, k->key, i, cc, driver);
-    if (owned_private_file(path)) {
-        char *cubin = read_file(path);
-        int rc = cubin ? pt2_cuda_module_load(cubin, out) : -1;
-        free(cubin);
-        if (rc == 0) return 0; /* else: rebuild it below */
+/* A module's cubins in one cache file: "pt2-cubins <n>" and each size on
+ * the first line, then the images back to back. */
+static int read_cubins(const char *path, Pt2Cubin **out, int *out_n) {
+    if (!owned_private_file(path)) return -1;
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    int n = 0;
+    Pt2Cubin *c = NULL;
+    bool ok = fscanf(f, "pt2-cubins %d", &n) == 1 && n > 0 && n <= 64 && (c = calloc((size_t)n, sizeof *c));
+    for (int i = 0; ok && i < n; ++i) ok = fscanf(f, " %zu", &c[i].size) == 1 && c[i].size > 0 && c[i].size < ((size_t)1 << 31);
+    ok = ok && fgetc(f) == '\n';
+    for (int i = 0; ok && i < n; ++i) ok = (c[i].data = malloc(c[i].size)) && fread(c[i].data, 1, c[i].size, f) == c[i].size;
+    ok = ok && fgetc(f) == EOF;
+    fclose(f);
+    if (!ok) {
+        for (int i = 0; c && i < n; ++i) free(c[i].data);
+        free(c);
+        return -1;
     }
-    void *cubin = NULL;
-    size_t n = 0, ptx_bytes = strlen(k->plan.module_ptx[i]);
-    double t0 = now_seconds();
-    if (pt2_cuda_ptx_to_cubin(k->plan.module_ptx[i], ptx_bytes + 1, &cubin, &n) != 0) return -1;
-    if (compile_logging()) {
-        fprintf(stderr, "pt2 compile (gpu): %.12s: the driver's JIT of module %d (%zu bytes of PTX) %.3f s\n", k->key, i, ptx_bytes,
-                now_seconds() - t0);
+    *out = c;
+    *out_n = n;
+    return 0;
+}
+
+static void write_cubins(const char *path, const Pt2Cubin *c, int n) {
+    size_t bytes = 32 + 24 * (size_t)n;
+    for (int i = 0; i < n; ++i) bytes += c[i].size;
+    char *buf = malloc(bytes);
+    if (!buf) return;
+    size_t at = (size_t)snprintf(buf, bytes, "pt2-cubins %d", n);
+    for (int i = 0; i < n; ++i) at += (size_t)snprintf(buf + at, bytes - at, " %zu", c[i].size);
+    buf[at++] = '\n';
+    for (int i = 0; i < n; ++i) {
+        memcpy(buf + at, c[i].data, c[i].size);
+        at += c[i].size;
     }
-    int rc = pt2_cuda_module_load(cubin, out);
-    if (rc == 0) publish_file(path, cubin, n); /* a cache that cannot be written is not an error */
-    free(cubin);
+    publish_file(path, buf, at); /* a cache that cannot be written is not an error */
+    free(buf);
+}
+
+typedef struct ModuleParts {
+    Pt2Cubin *cubins;
+    int n;
+    bool cached;
+    Pt2CuModule **loaded;
+} ModuleParts;
+
+/* Each module's PTX to cubins (its cache file, else compiled in parts,
+ * all modules' parts together: runtime/ptx_jit.h). */
+static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400], int cc, int driver) {
+    int n_jobs = 0, cap = 0, rc = 0;
+    char **jobs = NULL;
+    int parallelism = pt2_ptx_parallelism();
+    size_t ptx_bytes = 0;
+    for (int i = 0; i < k->plan.n_modules; ++i) {
+        snprintf(paths[i], 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
+        if (read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0) {
+            mods[i].cached = true;
+            continue;
+        }
+        char **parts = NULL;
+        int n = pt2_ptx_split(k->plan.module_ptx[i], parallelism, &parts);
+        if (n < 0) {
+            pt2_set_error("out of memory");
+            rc = -1;
+            break;
+        }
+        if (n_jobs + n > cap) {
+            cap = 2 * (n_jobs + n);
+            jobs = realloc(jobs, sizeof *jobs * (size_t)cap);
+        }
+        memcpy(jobs + n_jobs, parts, sizeof *parts * (size_t)n);
+        free(parts);
+        mods[i].n = n;
+        n_jobs += n;
+        ptx_bytes += strlen(k->plan.module_ptx[i]);
+    }
+    if (rc == 0 && n_jobs > 0) {
+        Pt2Cubin *out = calloc((size_t)n_jobs, sizeof *out);
+        const char *how = "";
+        double t0 = now_seconds();
+        rc = out ? pt2_ptx_compile(jobs, n_jobs, cc, out, &how) : -1;
+        if (rc == 0 && compile_logging()) {
+            fprintf(stderr, "pt2 compile (gpu): %.12s: PTX to cubins (%zu bytes of PTX, %d part(s), %s) %.3f s\n", k->key, ptx_bytes,
+                    n_jobs, how, now_seconds() - t0);
+        }
+        for (int i = 0, at = 0; rc == 0 && i < k->plan.n_modules; ++i) {
+            if (mods[i].cached) continue;
+            mods[i].cubins = calloc((size_t)mods[i].n, sizeof *mods[i].cubins);
+            memcpy(mods[i].cubins, out + at, sizeof *out * (size_t)mods[i].n);
+            at += mods[i].n;
+        }
+        free(out);
+    }
+    for (int i = 0; i < n_jobs; ++i) free(jobs[i]);
+    free(jobs);
     return rc;
+}
+
+/* The module's parts loaded; where the driver refuses nvJitLink's cubins
+ * (a driver older than the library), the driver's JIT of the whole text. */
+static int load_module(Pt2GpuKernel *k, int i, ModuleParts *m, const char *path) {
+    m->loaded = calloc((size_t)m->n + 1, sizeof *m->loaded);
+    int j = 0;
+    for (; m->loaded && j < m->n; ++j) {
+        if (pt2_cuda_module_load(m->cubins[j].data, &m->loaded[j]) != 0) break;
+    }
+    if (m->loaded && j == m->n) {
+        if (!m->cached) write_cubins(path, m->cubins, m->n);
+        return 0;
+    }
+    for (int p = 0; p < m->n; ++p) free(m->cubins[p].data);
+    m->n = 1;
+    if (!m->loaded || pt2_cuda_ptx_to_cubin(k->plan.module_ptx[i], strlen(k->plan.module_ptx[i]) + 1, &m->cubins[0].data,
+                                            &m->cubins[0].size) != 0) {
+        return -1;
+    }
+    if (pt2_cuda_module_load(m->cubins[0].data, &m->loaded[0]) != 0) return -1;
+    write_cubins(path, m->cubins, 1);
+    return 0;
 }
 
 static int load(Pt2GpuKernel *k) {
     int cc, driver;
     if (pt2_cuda_init(&cc, &driver) != 0) return -1;
-    Pt2CuModule **modules = calloc((size_t)k->plan.n_modules + 1, sizeof *modules);
-    int rc = 0;
-    for (int i = 0; i < k->plan.n_modules && rc == 0; ++i) rc = load_module(k, i, cc, driver, &modules[i]);
+    int n = k->plan.n_modules;
+    ModuleParts *mods = calloc((size_t)n + 1, sizeof *mods);
+    char(*paths)[4400] = calloc((size_t)n + 1, sizeof *paths);
+    int rc = mods && paths ? compile_modules(k, mods, paths, cc, driver) : -1;
+    for (int i = 0; i < n && rc == 0; ++i) rc = load_module(k, i, &mods[i], paths[i]);
     for (int i = 0; i < k->plan.n_launches && rc == 0; ++i) {
         GpuLaunch *l = &k->plan.launches[i];
         if (l->module < 0) continue; /* a cuBLAS call */
-        rc = pt2_cuda_function(modules[l->module], l->function, &l->loaded);
+        rc = pt2_cuda_function_find(mods[l->module].loaded, mods[l->module].n, l->function, &l->loaded);
     }
     for (int i = 0; i < k->plan.n_constants && rc == 0; ++i) {
         rc = pt2_cuda_alloc_copy(k->plan.constants[i].data, k->plan.constants[i].bytes, &k->plan.constants[i].device);
     }
-    free(modules);
+    for (int i = 0; mods && i < n; ++i) {
+        for (int j = 0; mods[i].cubins && j < mods[i].n; ++j) free(mods[i].cubins[j].data);
+        free(mods[i].cubins);
+        free(mods[i].loaded); /* the modules stay loaded: their functions are the launches' */
+    }
+    free(mods);
+    free(paths);
     k->loaded = rc == 0;
     return rc;
 }

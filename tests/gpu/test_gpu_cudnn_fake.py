@@ -49,12 +49,13 @@ def built(tmp_path_factory):
 
 
 def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0, layout="nchw", graph=False, api=None,
-          folds=None):
+          folds=None, entries=1):
     """Runs the probe: `graph` with the fake's graph API, `api` as PT2_CUDNN_API, `folds` "1"
     for an entry with fold launches that its name does not show (a computed bias)."""
     lib, graph_lib, exe = built
     env = dict(os.environ, PT2_CUDNN_LIBRARY=library or (graph_lib if graph else lib), FAKE_CUDNN=fake, PT2_LOGS="cudnn",
-               PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0")
+               PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0",
+               PROBE_ENTRIES=str(entries))
     env.pop("PT2_CUDNN_API", None)
     if api:
         env["PT2_CUDNN_API"] = api
@@ -171,6 +172,21 @@ def test_scaled_weight_fused(built):
     assert len(fused) == 2 and not starting(lines, "forward")
     assert fused[0].startswith("fused algo 6 x 0x100000 w 0x200000 z 0x500000 bias 0x400000 y 0x300000 ws 0x600000 ")
     assert starting(lines, "filter")[0].endswith(f"type {HALF} format 0 dims 6 4 3 3") and "epilogue fused" in log
+
+
+def test_graph_plan_shared_by_identical_convolutions(built):
+    """Three entries of one convolution (a network's repeated blocks) share one plan: its
+    descriptors are made once, each entry runs it on its own y (its own variant pack).  A TF32
+    switch makes every entry take the TF32 plan, made once too, and the plan they left is
+    destroyed with its last user: every descriptor made is destroyed once."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="01", graph=True, entries=3)
+    assert results == [(0, 1)] * 6
+    assert len(starting(lines, "graph_tensor")) == 6  # x, w, y of two plans
+    ys = [line.split()[6] for line in starting(lines, "graph_execute")]
+    assert ys == ["0x300000", "0x1300000", "0x2300000"] * 2, ys
+    assert log.count("the plan of an identical convolution") == 4
+    made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
+    assert sorted(made) == sorted(destroyed)  # as many destroys as creates, address by address
 
 
 @pytest.mark.parametrize("entry", ["conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", "conv_bf16_s2x2_p1x1_d1x1_g2_bias_scaled"])

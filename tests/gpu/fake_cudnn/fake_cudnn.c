@@ -131,9 +131,14 @@ int cudnnBackendCreateDescriptor(int type, void **d) {
     Descriptor *desc = calloc(1, sizeof *desc);
     desc->type = type;
     *d = desc;
+    printf("graph_create %p\n", (void *)desc);
     return 0;
 }
-int cudnnBackendDestroyDescriptor(void *d) { free(d); return 0; }
+int cudnnBackendDestroyDescriptor(void *d) {
+    printf("graph_destroy %p\n", d);
+    free(d);
+    return 0;
+}
 int cudnnBackendFinalize(void *d) {
     Descriptor *desc = d;
     if (desc->type == DESC_TENSOR) {

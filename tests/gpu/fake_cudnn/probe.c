@@ -16,6 +16,7 @@
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,18 +88,26 @@ int main(int argc, char **argv) {
     if (argc > 3) n = atoi(argv[3]); /* a malformed operand list */
     const char *forced_folds = getenv("PROBE_FOLDS");
     bool has_folds = strstr(what, "_scaled") || (forced_folds && !strcmp(forced_folds, "1"));
-    Pt2Conv *entry = NULL;
+    /* PROBE_ENTRIES=k: k entries of the same convolution (as a network's
+     * repeated blocks have), each writing its own y */
+    const char *n_entries_env = getenv("PROBE_ENTRIES");
+    int n_entries = n_entries_env ? atoi(n_entries_env) : 1;
+    Pt2Conv *entries[8] = {NULL};
+    n_entries = n_entries < 1 ? 1 : n_entries > 8 ? 8 : n_entries;
     for (int i = 0; tf32[i]; ++i) {
         pt2GpuSetConvAllowTF32(tf32[i] == '1');
-        bool folded = true;
-        if (has_folds) {
-            int rc = pt2_cudnn_conv_reads_folded(&entry, what, ops, n, (void *)0x777, &folded);
-            printf("fold %d rc %d ran %d\n", i, rc, (int)folded);
+        for (int e = 0; e < n_entries; ++e) {
+            ops[2].data = (void *)(uintptr_t)(0x300000 + 0x1000000 * e);
+            bool folded = true;
+            if (has_folds) {
+                int rc = pt2_cudnn_conv_reads_folded(&entries[e], what, ops, n, (void *)0x777, &folded);
+                printf("fold %d rc %d ran %d\n", i, rc, (int)folded);
+            }
+            Pt2ConvDone done = PT2_CONV_DONE_NOTHING;
+            int rc = pt2_cudnn_conv(&entries[e], what, ops, n, folded, (void *)0x777, &done);
+            printf("call %d rc %d done %d\n", i, rc, (int)done);
         }
-        Pt2ConvDone done = PT2_CONV_DONE_NOTHING;
-        int rc = pt2_cudnn_conv(&entry, what, ops, n, folded, (void *)0x777, &done);
-        printf("call %d rc %d done %d\n", i, rc, (int)done);
     }
-    pt2_cudnn_conv_free(entry);
+    for (int e = 0; e < n_entries; ++e) pt2_cudnn_conv_free(entries[e]);
     return 0;
 }
