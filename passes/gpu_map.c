@@ -56,6 +56,7 @@ typedef struct Relink {
 
 static MlirWalkResult relink_launch(MlirOperation op, void *user) {
     Relink *r = user;
+    if (gpu_is_op(op, "gpu.module")) return MlirWalkResultSkip; /* kernels launch nothing: only the host is walked */
     if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
     MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
     if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), r->module)) return MlirWalkResultAdvance;
