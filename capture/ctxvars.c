@@ -63,13 +63,50 @@ static Var *traced_value(Trace *t, Var *var, bool *known) {
     return NULL;
 }
 
+/* The ContextVar's own default (ContextVar("x", default=...)), fixed when it
+ * was made (the ContextVar is identity-guarded): get() of it in an empty
+ * Context.  NULL without a default (*ok true), or after a break. */
+static Var *ctx_default(Trace *t, Var *var, bool *ok) {
+    *ok = false;
+    PyObject *empty = PyContext_New(), *value = NULL;
+    if (!empty || PyContext_Enter(empty) != 0) {
+        Py_XDECREF(empty);
+        PyErr_Clear();
+        return trace_break(t, "ContextVar.get(): cannot read its default");
+    }
+    int rc = PyContextVar_Get(var->obj, NULL, &value);
+    PyContext_Exit(empty);
+    Py_DECREF(empty);
+    if (rc != 0) {
+        PyErr_Clear();
+        return trace_break(t, "ContextVar.get(): cannot read its default");
+    }
+    if (!value) {
+        *ok = true;
+        return NULL;
+    }
+    Var *r = NULL;
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) || PyUnicode_CheckExact(value)) {
+        r = var_const(t, value);
+        *ok = true;
+    } else {
+        trace_break(t, "ContextVar.get() of a default of type %s", Py_TYPE(value)->tp_name);
+    }
+    Py_DECREF(value);
+    return r;
+}
+
 static Var *ctx_get(Trace *t, Var *var, Var **args, int n_args) {
     guard_identity(t, var);
     bool known;
     Var *v = traced_value(t, var, &known);
     if (known) {
         if (v) return v;
-        return n_args == 1 ? args[0] : trace_raise(t, PyExc_LookupError, "ContextVar %s has no value", "get()");
+        if (n_args == 1) return args[0];
+        bool ok;
+        Var *d = ctx_default(t, var, &ok);
+        if (!ok) return NULL;
+        return d ? d : trace_raise(t, PyExc_LookupError, "ContextVar %s has no value", "get()");
     }
     PyObject *real = NULL;
     if (PyContextVar_Get(var->obj, NULL, &real) != 0) return trace_break(t, "ContextVar.get() failed");

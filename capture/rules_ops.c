@@ -427,6 +427,15 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
     } else {
         items[n++] = index;
     }
+    for (int i = 0; i < n; ++i) {
+        /* a constant tuple inside the index tuple (`x[:, (1, 0)]`) is a sequence index */
+        Var *it = items[i];
+        if (it->kind == V_CONST && PyTuple_CheckExact(it->obj) && n > 1) {
+            Var *seq = var_new(t, V_TUPLE);
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(it->obj); ++k) var_push_item(t, seq, var_const(t, PyTuple_GET_ITEM(it->obj, k)));
+            items[i] = seq;
+        }
+    }
     int consumed = 0; /* input dims the index list addresses */
     for (int i = 0; i < n; ++i) {
         Var *it = items[i];
