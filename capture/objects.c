@@ -676,6 +676,36 @@ Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_n
 
 /*--- attribute stores -------------------------------------------------------------*/
 
+bool trace_delattr(Trace *t, Var *base, PyObject *name) {
+    const char *n = PyUnicode_AsUTF8(name);
+    if (!base || base->kind != V_OBJECT || !base->obj) {
+        trace_break(t, "delattr(..., '%s') on this value is not supported", n);
+        return false;
+    }
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    PyObject *delattr_name = PyUnicode_InternFromString("__delattr__");
+    PyObject *hook = delattr_name ? python_hook(ty, delattr_name) : NULL;
+    Py_XDECREF(delattr_name);
+    if (hook) {
+        Var *args[2] = {base, str_const(t, name)};
+        trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
+        return inline_function(t, hook, args, 2) != NULL;
+    }
+    PyObject *descr = _PyType_Lookup(ty, name);
+    if (!base->fresh || (descr && Py_TYPE(descr)->tp_descr_set)) {
+        /* a deletion on an object from outside would need replaying (not recorded yet) */
+        trace_break(t, "delattr(..., '%s') on a %s %s", n, ty->tp_name, base->fresh ? "data descriptor" : "object from outside the trace");
+        return false;
+    }
+    Var *key = var_const(t, name);
+    if (dict_find(base->attrs, key) < 0) {
+        trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
+        return false;
+    }
+    trace_mutated(t, base);
+    return container_method(t, base->attrs, "pop", &key, 1, NULL, NULL, 0) != NULL;
+}
+
 bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
     const char *n = PyUnicode_AsUTF8(name);
     if (!base || (base->kind != V_OBJECT && base->kind != V_MODULE) || !base->obj) {

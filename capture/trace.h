@@ -342,6 +342,9 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
 Var *trace_getattr(Trace *t, Var *base, PyObject *name);
 /* `base.name = value` (objects.c): recorded and replayed after the graph. */
 bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value);
+/* delattr(base, name) (objects.c): a type's Python __delattr__ inlined, else
+ * an attribute of an object made in the trace removed; false if the trace broke. */
+bool trace_delattr(Trace *t, Var *base, PyObject *name);
 /* super(cls, self) (objects.c). */
 Var *trace_super(Trace *t, Var *cls, Var *self);
 /* Calling a user class (objects.c): __new__ of object/dict/OrderedDict and

@@ -381,3 +381,57 @@ def test_deepcopy_of_what_it_cannot_copy_is_a_clean_break():
             compare(pt2.compile(f)(r(2), c), f(r(2), c), 1e-6)
         _, breaks, why = counts(f, r(2), c)
         assert breaks >= 1 and "copy.deepcopy" in why[0], why
+
+
+# ---------------------------------------------------------------- setattr / delattr builtins
+
+
+def test_setattr_delattr_on_a_copy():
+    # transformers' get_text_config renames attributes of a deep copy of the config
+    def fn(x, c):
+        d = copy.deepcopy(c)
+        for key in list(d.__dict__):
+            if key.startswith("si"):
+                value = getattr(d, key)
+                delattr(d, key)
+                setattr(d, "new_" + key, value)
+        return x * d.n + len(d.new_sizes), d, hasattr(d, "sizes")
+
+    with torch.no_grad():
+        ref = fn(r(3), Config(2))
+        out = pt2.compile(fn)(r(3), Config(2))
+    compare(out[0], ref[0], 1e-6)
+    assert state(out[1]) == state(ref[1]) and out[2] is ref[2] is False
+    assert counts(fn, r(3), Config(2))[:2] == (1, 0)
+
+
+def test_setattr_on_an_object_from_outside_is_replayed():
+    def fn(x, c):
+        setattr(c, "n", c.n + 1)
+        return x + c.n
+
+    a, b = Config(1), Config(1)
+    with torch.no_grad():
+        compare(pt2.compile(fn)(r(3), a), fn(r(3), b), 0)
+    assert a.n == b.n == 2
+
+
+def test_delattr_cases_that_break_match_eager():
+    def missing(x):
+        c = Config(1)
+        delattr(c, "nope")
+        return x
+
+    with pytest.raises(AttributeError):
+        missing(r(2))
+    with pytest.raises(AttributeError):
+        pt2.compile(missing)(r(2))
+
+    def outside(x, c):
+        delattr(c, "n")
+        return x + 1, hasattr(c, "n")
+
+    a, b = Config(1), Config(1)
+    with torch.no_grad():
+        compare(pt2.compile(outside)(r(2), a), outside(r(2), b), 0)
+    assert "n" not in a.__dict__
