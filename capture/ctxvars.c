@@ -11,7 +11,8 @@
  *   - reset(token) of a token from a set in the trace: recorded; the value
  *     goes back to what it was before that set.  Eager's checks hold: a token
  *     used twice raises RuntimeError, one of another ContextVar ValueError.
- *     A token from outside (whose use pt2 cannot see) is a graph break.
+ *     A real Token from outside (a continuation's) restores its old_value,
+ *     read through the token and guarded; its reset is replayed with it.
  * After the graph the ops are replayed in order (results.c): each set makes
  * the real Token, which its reset uses and which the caller gets wherever the
  * Token Var went (returned, stored, live at a break).
@@ -62,13 +63,50 @@ static Var *traced_value(Trace *t, Var *var, bool *known) {
     return NULL;
 }
 
+/* The ContextVar's own default (ContextVar("x", default=...)), fixed when it
+ * was made (the ContextVar is identity-guarded): get() of it in an empty
+ * Context.  NULL without a default (*ok true), or after a break. */
+static Var *ctx_default(Trace *t, Var *var, bool *ok) {
+    *ok = false;
+    PyObject *empty = PyContext_New(), *value = NULL;
+    if (!empty || PyContext_Enter(empty) != 0) {
+        Py_XDECREF(empty);
+        PyErr_Clear();
+        return trace_break(t, "ContextVar.get(): cannot read its default");
+    }
+    int rc = PyContextVar_Get(var->obj, NULL, &value);
+    PyContext_Exit(empty);
+    Py_DECREF(empty);
+    if (rc != 0) {
+        PyErr_Clear();
+        return trace_break(t, "ContextVar.get(): cannot read its default");
+    }
+    if (!value) {
+        *ok = true;
+        return NULL;
+    }
+    Var *r = NULL;
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) || PyUnicode_CheckExact(value)) {
+        r = var_const(t, value);
+        *ok = true;
+    } else {
+        trace_break(t, "ContextVar.get() of a default of type %s", Py_TYPE(value)->tp_name);
+    }
+    Py_DECREF(value);
+    return r;
+}
+
 static Var *ctx_get(Trace *t, Var *var, Var **args, int n_args) {
     guard_identity(t, var);
     bool known;
     Var *v = traced_value(t, var, &known);
     if (known) {
         if (v) return v;
-        return n_args == 1 ? args[0] : trace_raise(t, PyExc_LookupError, "ContextVar %s has no value", "get()");
+        if (n_args == 1) return args[0];
+        bool ok;
+        Var *d = ctx_default(t, var, &ok);
+        if (!ok) return NULL;
+        return d ? d : trace_raise(t, PyExc_LookupError, "ContextVar %s has no value", "get()");
     }
     PyObject *real = NULL;
     if (PyContextVar_Get(var->obj, NULL, &real) != 0) return trace_break(t, "ContextVar.get() failed");
@@ -99,6 +137,61 @@ static Var *ctx_set(Trace *t, Var *var, Var *value) {
     return tok;
 }
 
+/* reset(token) of a real Token from outside the trace (a continuation
+ * after a graph break gets the one its caller's set() made): the value goes
+ * back to the token's old_value, read and guarded through the token
+ * (`token.old_value`, `token.var is cv`), and the real reset is replayed
+ * with that token.  A token the trace already reset raises RuntimeError as
+ * in eager; whether it was used before the frame, or made in another
+ * Context, CPython's own reset decides when it is replayed (it raises eager's
+ * exception there, after the graph has run). */
+static Var *ctx_reset_outside(Trace *t, Var *var, Var *token) {
+    if (!token->obj || !PyContextToken_CheckExact(token->obj) || !token->source) {
+        return trace_break(t, "ContextVar.reset() of a %s", token->obj ? Py_TYPE(token->obj)->tp_name : "value made in the trace");
+    }
+    for (int i = 0; i < t->n_ctx_ops; ++i) {
+        struct CtxOp *op = &t->ctx_ops[i];
+        if (!op->reset || !op->token->source) continue;
+        bool same = op->token->obj == token->obj;
+        trace_guard_alias(t, op->token->source, token->source, same);
+        if (same) return trace_raise(t, PyExc_RuntimeError, "Token has already been used once");
+    }
+    PyObject *token_var = PyObject_GetAttrString(token->obj, "var"); /* C getters: no Python code runs */
+    PyObject *old = token_var ? PyObject_GetAttrString(token->obj, "old_value") : NULL;
+    PyObject *missing = old ? PyObject_GetAttrString((PyObject *)&PyContextToken_Type, "MISSING") : NULL;
+    Var *r = NULL;
+    if (!missing) {
+        trace_break(t, "ContextVar.reset(): cannot read the Token");
+        goto done;
+    }
+    bool same_var = token_var == var->obj;
+    trace_guard_alias(t, source_derived(t, SRC_ATTR, token->source, 0, "var"), var->source, same_var);
+    if (!same_var) {
+        r = trace_raise(t, PyExc_ValueError, "Token was created by a different ContextVar");
+        goto done;
+    }
+    Source *old_source = source_derived(t, SRC_ATTR, token->source, 0, "old_value");
+    Var *before = NULL;
+    if (old == missing) {
+        trace_guard(t, G_ID, old_source, missing, 0);
+    } else if (!(before = trace_wrap(t, old, old_source))) {
+        goto done;
+    }
+    guard_identity(t, var);
+    struct CtxOp *op = new_op(t);
+    op->var = var;
+    op->token = token;
+    op->value = before;
+    op->reset = true;
+    r = var_none(t);
+done:
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_XDECREF(token_var);
+    Py_XDECREF(old);
+    Py_XDECREF(missing);
+    return r;
+}
+
 static Var *ctx_reset(Trace *t, Var *var, Var *token) {
     struct CtxOp *set = NULL;
     int at = -1;
@@ -108,7 +201,7 @@ static Var *ctx_reset(Trace *t, Var *var, Var *token) {
             at = i;
         }
     }
-    if (!set) return trace_break(t, "ContextVar.reset() with a Token from outside the traced code");
+    if (!set) return ctx_reset_outside(t, var, token);
     if (set->var->obj != var->obj) return trace_raise(t, PyExc_ValueError, "Token was created by a different ContextVar");
     if (set->used) return trace_raise(t, PyExc_RuntimeError, "Token has already been used once");
     /* the value before that set: the op before it on this ContextVar, else the real one */

@@ -80,9 +80,27 @@ done:
     return result;
 }
 
+/* A default value of a real function: constants, functions and classes as
+ * they are (a default is evaluated once, when the def ran: fixed with the
+ * function); any other object (a list, a dict, a tensor: `def deepcopy(x,
+ * memo=None, _nil=[])`) is wrapped with its source, `fn.__defaults__[i]` or
+ * `fn.__kwdefaults__['name']`, so it is guarded and a change made to it in the
+ * trace is replayed on the real object, as every call of the function shares
+ * it.  fn_source: the function (its identity is fixed where it was read). */
+static Var *default_var(Trace *t, PyObject *dv, Source *fn_source, const char *holder, Py_ssize_t index, PyObject *name) {
+    if (dv == Py_None || PyBool_Check(dv) || PyLong_CheckExact(dv) || PyFloat_CheckExact(dv) || PyUnicode_CheckExact(dv)) {
+        return var_const(t, dv);
+    }
+    if (PyFunction_Check(dv) || PyType_Check(dv)) return trace_wrap(t, dv, NULL);
+    Source *s = source_derived(t, SRC_ATTR, fn_source, 0, holder);
+    s = name ? source_key(t, s, name) : source_derived(t, SRC_ITEM, s, index, NULL);
+    return trace_wrap(t, dv, s);
+}
+
 /* Binds call arguments to a code object's parameters (CPython's rules). */
 static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args, int n_args, PyObject *kw_names,
-                          Var **kw_values, int n_kw, Var *defaults, PyObject *real_defaults, PyObject *real_kwdefaults) {
+                          Var **kw_values, int n_kw, Var *defaults, PyObject *real_defaults, PyObject *real_kwdefaults,
+                          Source *fn_source) {
     int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
     bool has_varargs = code->co_flags & CO_VARARGS, has_varkw = code->co_flags & CO_VARKEYWORDS;
     int varargs_slot = argc + kwonly, varkw_slot = varargs_slot + (has_varargs ? 1 : 0);
@@ -131,7 +149,7 @@ static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args
             return -1;
         }
         PyObject *dv = defaults ? NULL : PyTuple_GET_ITEM(real_defaults, d);
-        locals[i] = defaults ? defaults->items[d] : (PyFunction_Check(dv) || PyType_Check(dv)) ? trace_wrap(t, dv, NULL) : var_const(t, dv);
+        locals[i] = defaults ? defaults->items[d] : default_var(t, dv, fn_source, "__defaults__", d, NULL);
         if (!locals[i]) return -1;
     }
     for (int i = argc; i < argc + kwonly; ++i) {
@@ -142,27 +160,10 @@ static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args
             trace_break(t, "%s() missing keyword-only argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
             return -1;
         }
-        locals[i] = var_const(t, dv);
+        locals[i] = default_var(t, dv, fn_source, "__kwdefaults__", 0, name);
+        if (!locals[i]) return -1;
     }
     return 0;
-}
-
-/* Defaults of inlined functions are treated as constants: a default that is a
- * tensor or a mutable object ends the trace instead. */
-static bool defaults_are_constants(PyObject *defs) {
-    if (!defs) return true;
-    if (PyTuple_Check(defs)) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defs); ++i) {
-            PyObject *d = PyTuple_GET_ITEM(defs, i);
-            /* functions and classes as defaults are fixed objects too (a
-             * default is evaluated once, when the def ran) */
-            if (!(d == Py_None || PyBool_Check(d) || PyLong_CheckExact(d) || PyFloat_CheckExact(d) || PyUnicode_CheckExact(d) ||
-                  PyTuple_CheckExact(d) || PyFunction_Check(d) || PyType_Check(d))) {
-                return false;
-            }
-        }
-    }
-    return true;
 }
 
 /* Inlines a user function: `fn_var` is a V_FUNCTION made from a real function
@@ -181,7 +182,6 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
         real_defaults = fn->func_defaults;
         real_kwdefaults = fn->func_kwdefaults;
         closure = fn->func_closure;
-        if (!defaults_are_constants(real_defaults)) return trace_break(t, "function %s has non-constant defaults", PyUnicode_AsUTF8(code->co_qualname));
     } else if (PyCode_Check(obj)) {
         code = (PyCodeObject *)obj;
         globals = fn_var->globals;
@@ -208,7 +208,8 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
      * fixed object: a function from outside is identity-guarded (or its class
      * is, for a method), one made in the trace has its code's globals */
     f->globals_source_base = source_const(t, f->globals);
-    if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults) != 0) {
+    Source *fn_source = fn_var->source ? fn_var->source : PyFunction_Check(obj) ? source_const(t, obj) : NULL;
+    if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults, fn_source) != 0) {
         goto done;
     }
     int first_free = code->co_nlocalsplus - code->co_nfreevars;

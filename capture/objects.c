@@ -332,6 +332,25 @@ static Var *python_new(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_
     return trace_break(t, "constructing %s objects: a custom __new__ that returns an object", ty->tp_name);
 }
 
+Var *trace_fresh_object(Trace *t, PyTypeObject *ty) {
+    PyTypeObject *base = solid_base(ty);
+    if (!(ty->tp_flags & Py_TPFLAGS_HEAPTYPE) || (base != &PyBaseObject_Type && !dict_like_base(base)) || ty->tp_itemsize ||
+        ty->tp_new != base->tp_new) {
+        return trace_break(t, "making %s objects in the trace is not supported yet", ty->tp_name);
+    }
+    PyObject *empty = PyTuple_New(0);
+    PyObject *shell = empty ? base->tp_new(ty, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    if (!shell) return trace_break(t, "constructing %s objects", ty->tp_name);
+    Var *obj = var_new(t, V_OBJECT);
+    obj->obj = trace_keep(t, shell);
+    Py_DECREF(shell);
+    obj->fresh = true;
+    obj->attrs = var_new(t, V_DICT);
+    if (dict_like_base(base)) obj->content = var_new(t, V_DICT);
+    return obj;
+}
+
 Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyTypeObject *ty = (PyTypeObject *)cls->obj;
     PyTypeObject *base = solid_base(ty);
@@ -343,16 +362,8 @@ Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_n
     }
     if (ty->tp_itemsize) return trace_break(t, "constructing %s objects: a variable-size type", ty->tp_name);
     if (ty->tp_new != base->tp_new) return python_new(t, cls, args, n_args, kw_names, kw_values, n_kw);
-    PyObject *empty = PyTuple_New(0);
-    PyObject *shell = empty ? base->tp_new(ty, empty, NULL) : NULL;
-    Py_XDECREF(empty);
-    if (!shell) return trace_break(t, "constructing %s objects", ty->tp_name);
-    Var *obj = var_new(t, V_OBJECT);
-    obj->obj = trace_keep(t, shell);
-    Py_DECREF(shell);
-    obj->fresh = true;
-    obj->attrs = var_new(t, V_DICT);
-    if (dict_like_base(base)) obj->content = var_new(t, V_DICT);
+    Var *obj = trace_fresh_object(t, ty);
+    if (!obj) return NULL;
     PyObject *init = _PyType_Lookup(ty, s_init); /* borrowed */
     Var *r;
     if (init && PyFunction_Check(init)) {
@@ -664,6 +675,36 @@ Var *tagged_method_call(Trace *t, Var *m, Var **args, int n_args, PyObject *kw_n
 }
 
 /*--- attribute stores -------------------------------------------------------------*/
+
+bool trace_delattr(Trace *t, Var *base, PyObject *name) {
+    const char *n = PyUnicode_AsUTF8(name);
+    if (!base || base->kind != V_OBJECT || !base->obj) {
+        trace_break(t, "delattr(..., '%s') on this value is not supported", n);
+        return false;
+    }
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    PyObject *delattr_name = PyUnicode_InternFromString("__delattr__");
+    PyObject *hook = delattr_name ? python_hook(ty, delattr_name) : NULL;
+    Py_XDECREF(delattr_name);
+    if (hook) {
+        Var *args[2] = {base, str_const(t, name)};
+        trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
+        return inline_function(t, hook, args, 2) != NULL;
+    }
+    PyObject *descr = _PyType_Lookup(ty, name);
+    if (!base->fresh || (descr && Py_TYPE(descr)->tp_descr_set)) {
+        /* a deletion on an object from outside would need replaying (not recorded yet) */
+        trace_break(t, "delattr(..., '%s') on a %s %s", n, ty->tp_name, base->fresh ? "data descriptor" : "object from outside the trace");
+        return false;
+    }
+    Var *key = var_const(t, name);
+    if (dict_find(base->attrs, key) < 0) {
+        trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
+        return false;
+    }
+    trace_mutated(t, base);
+    return container_method(t, base->attrs, "pop", &key, 1, NULL, NULL, 0) != NULL;
+}
 
 bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
     const char *n = PyUnicode_AsUTF8(name);

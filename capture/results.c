@@ -332,7 +332,7 @@ int results_plan(Trace *t, Var *result, ResultPlan *p) {
     for (int k = 0; k < t->n_ctx_ops; ++k) {
         struct CtxOp *op = &t->ctx_ops[k];
         p->ctx_var[k] = var_slot(&c, op->var, op->var->source);
-        p->ctx_token[k] = var_slot(&c, op->token, NULL);
+        p->ctx_token[k] = var_slot(&c, op->token, op->token->source); /* a Token from outside is fetched */
         p->ctx_reset[k] = op->reset;
         if (op->reset) {
             p->ctx_values[k].slot = -1;

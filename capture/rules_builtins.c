@@ -301,6 +301,11 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (missing && n == 3) return args[2];
         return r;
     }
+    if ((strcmp(op, "setattr") == 0 && n == 3) || (strcmp(op, "delattr") == 0 && n == 2)) {
+        if (args[1]->kind != V_CONST || !PyUnicode_CheckExact(args[1]->obj)) return trace_break(t, "%s() with a run-time name", op);
+        bool ok = op[0] == 's' ? trace_setattr(t, args[0], args[1]->obj, args[2]) : trace_delattr(t, args[0], args[1]->obj);
+        return ok ? var_none(t) : NULL;
+    }
     if ((strcmp(op, "min") == 0 || strcmp(op, "max") == 0 || strcmp(op, "sum") == 0) && n >= 1 && nkw == 0) {
         Var *items = n == 1 ? iterable_items(t, args[0]) : make_tuple(t, args, n);
         if (!items) return NULL;

@@ -175,6 +175,17 @@ int var_same_object_guarded(Trace *t, Var *a, Var *b) {
 
 /* 1/0, -1: depends on tensor values, -2: the trace broke. */
 int trace_contains(Trace *t, Var *container, Var *item) {
+    if (container->kind == V_TENSOR) {
+        /* Tensor.__contains__ is `(item == x).any().item()`: its answer is in
+         * the tensor's values, a data-dependent result like `.item()` */
+        if (item->kind == V_TENSOR || var_is_number(item)) {
+            trace_break(t, "`in` on a tensor tests its values (`(item == x).any()`: a data-dependent result)");
+            return -2;
+        }
+        trace_raise(t, PyExc_RuntimeError, "Tensor.__contains__ only supports Tensor or scalar, but you passed in a %s",
+                    item->obj ? Py_TYPE(item->obj)->tp_name : "container");
+        return -2;
+    }
     if (container->kind == V_CONST) {
         if (item->kind != V_CONST) return -1;
         return PySequence_Contains(container->obj, item->obj);
@@ -326,6 +337,84 @@ bool trace_slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t 
     return true;
 }
 
+/* A sequence of ints as an index (`x[:, [-1, 0]]`, nested lists for a 2-d
+ * index): PyTorch makes it an int64 tensor, so it is one here, a graph
+ * constant whose negative entries are wrapped by the size of the dimension
+ * it indexes (index_select takes none).  Its shape goes into shape/rank;
+ * false (after a break) when it is not a rectangular sequence of ints, holds
+ * a bool (a mask) or an index out of range (eager raises IndexError there:
+ * the break runs it in CPython). */
+static bool index_list_shape(Trace *t, Var *seq, int depth, int64_t *shape, int *rank) {
+    if (depth >= PT2_MAX_RANK) {
+        trace_break(t, "index list nested deeper than %d", PT2_MAX_RANK);
+        return false;
+    }
+    if (*rank <= depth) {
+        shape[depth] = seq->n_items;
+        *rank = depth + 1;
+    } else if (shape[depth] != seq->n_items) {
+        trace_break(t, "index list of ragged nested lists");
+        return false;
+    }
+    bool nested = seq->n_items > 0 && (seq->items[0]->kind == V_LIST || seq->items[0]->kind == V_TUPLE);
+    for (int i = 0; i < seq->n_items; ++i) {
+        Var *it = seq->items[i];
+        if ((it->kind == V_LIST || it->kind == V_TUPLE) != nested) {
+            trace_break(t, "index list mixing ints and lists");
+            return false;
+        }
+        if (nested) {
+            if (!index_list_shape(t, it, depth + 1, shape, rank)) return false;
+        } else if (!(it->kind == V_CONST && PyLong_Check(it->obj) && !PyBool_Check(it->obj))) {
+            trace_break(t, "index list holding a %s (only lists of ints are captured)",
+                        it->kind == V_CONST ? Py_TYPE(it->obj)->tp_name : it->kind == V_TENSOR ? "tensor" : "non-constant");
+            return false;
+        } else if (*rank != depth + 1) {
+            trace_break(t, "index list of ragged nested lists");
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool index_list_fill(Trace *t, Var *seq, int64_t size, int64_t *out, int64_t *n) {
+    for (int i = 0; i < seq->n_items; ++i) {
+        Var *it = seq->items[i];
+        if (it->kind == V_LIST || it->kind == V_TUPLE) {
+            if (!index_list_fill(t, it, size, out, n)) return false;
+            continue;
+        }
+        int overflow = 0;
+        long long k = PyLong_AsLongLongAndOverflow(it->obj, &overflow);
+        if (overflow || k < -size || k >= size) {
+            PyErr_Clear();
+            trace_break(t, "index %lld in a list is out of bounds for a dimension of size %lld", overflow ? 0LL : k, (long long)size);
+            return false;
+        }
+        out[(*n)++] = k < 0 ? k + size : k;
+    }
+    return true;
+}
+
+static Var *index_list_tensor(Trace *t, Var *seq, int64_t size) {
+    int64_t shape[PT2_MAX_RANK];
+    int rank = 0;
+    if (!index_list_shape(t, seq, 0, shape, &rank)) return NULL;
+    int64_t numel = 1;
+    for (int k = 0; k < rank; ++k) numel *= shape[k];
+    if (numel == 0) return trace_break(t, "empty index list");
+    int64_t *data = trace_alloc(t, (size_t)numel * sizeof *data), n = 0;
+    if (!index_list_fill(t, seq, size, data, &n)) return NULL;
+    if (n != numel) return trace_break(t, "index list of ragged nested lists");
+    int id = pt2GraphAddConstant(t->graph, PT2_I64, rank, shape, data);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    return var_tensor(t, id);
+}
+
+static bool index_is_advanced(const Var *it) {
+    return it->kind == V_TENSOR || it->kind == V_LIST || it->kind == V_TUPLE;
+}
+
 static Var *index_tensor(Trace *t, Var *x, Var *index) {
     Var *items[PT2_MAX_RANK * 2];
     int n = 0;
@@ -337,6 +426,15 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
         }
     } else {
         items[n++] = index;
+    }
+    for (int i = 0; i < n; ++i) {
+        /* a constant tuple inside the index tuple (`x[:, (1, 0)]`) is a sequence index */
+        Var *it = items[i];
+        if (it->kind == V_CONST && PyTuple_CheckExact(it->obj) && n > 1) {
+            Var *seq = var_new(t, V_TUPLE);
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(it->obj); ++k) var_push_item(t, seq, var_const(t, PyTuple_GET_ITEM(it->obj, k)));
+            items[i] = seq;
+        }
     }
     int consumed = 0; /* input dims the index list addresses */
     for (int i = 0; i < n; ++i) {
@@ -377,10 +475,18 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
             }
             dim++;
             consumed--;
-        } else if (it->kind == V_TENSOR && (it->dtype == PT2_I64 || it->dtype == PT2_I32)) {
-            if (n != 1 && !(n == 2 && i == 1 && items[0]->kind == V_SLICE)) {
-                return trace_break(t, "advanced indexing with a tensor among several indices");
+        } else if ((it->kind == V_TENSOR && (it->dtype == PT2_I64 || it->dtype == PT2_I32)) || it->kind == V_LIST || it->kind == V_TUPLE) {
+            /* One advanced index among slices, None and `...` selects along its own
+             * dimension; with an int or a second advanced index PyTorch may move
+             * the indexed dimensions first, which index_select does not do. */
+            for (int k = 0; k < n; ++k) {
+                Var *o = items[k];
+                if (k != i && (index_is_advanced(o) || (o->kind == V_CONST && PyLong_Check(o->obj)))) {
+                    return trace_break(t, "advanced indexing with a tensor or list among several indices");
+                }
             }
+            if (dim >= x->rank) return trace_break(t, "too many indices for a rank-%d tensor", x->rank);
+            if (it->kind != V_TENSOR && !(it = index_list_tensor(t, it, x->sizes[dim]))) return NULL;
             int64_t numel = 1;
             for (int k = 0; k < it->rank; ++k) numel *= it->sizes[k];
             Var *flat = reshape_to(t, it, &numel, 1);

@@ -342,11 +342,18 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
 Var *trace_getattr(Trace *t, Var *base, PyObject *name);
 /* `base.name = value` (objects.c): recorded and replayed after the graph. */
 bool trace_setattr(Trace *t, Var *base, PyObject *name, Var *value);
+/* delattr(base, name) (objects.c): a type's Python __delattr__ inlined, else
+ * an attribute of an object made in the trace removed; false if the trace broke. */
+bool trace_delattr(Trace *t, Var *base, PyObject *name);
 /* super(cls, self) (objects.c). */
 Var *trace_super(Trace *t, Var *cls, Var *self);
 /* Calling a user class (objects.c): __new__ of object/dict/OrderedDict and
  * the class's __init__ inlined; NULL (trace broken) for other classes. */
 Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* A new object of class ty made in the trace, its __init__ not run (an
+ * object/dict/OrderedDict-based user class with the base's __new__): a fresh
+ * V_OBJECT with no attributes or items, or NULL (trace broken). */
+Var *trace_fresh_object(Trace *t, PyTypeObject *ty);
 /* obj[key] = value on a user object (its Python __setitem__, or a fresh
  * dict subclass's items); false if the trace broke. */
 bool trace_setitem_object(Trace *t, Var *obj, Var *key, Var *value);
