@@ -232,6 +232,9 @@ PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
  * torch.backends.cudnn.allow_tf32 (whose default is on); off until set
  * (pt2's Python layers set it from torch's flag before each launch). */
 PT2_EXPORT void pt2GpuSetConvAllowTF32(int allow);
+/* The threads pt2-gpu-module-to-binary serializes gpu.modules on (16 by
+ * default); 1 for a context whose multithreading is off. */
+PT2_EXPORT void pt2GpuBinarySetMaxThreads(int n);
 
 /* CUDA graphs (pt2.compile(mode="reduce-overhead")): one launch of k with
  * these device pointers and workspace, recorded once on pt2's own capture

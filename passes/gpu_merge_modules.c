@@ -23,10 +23,14 @@
  * memref.global is left alone.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_map.h"
 #include "pt2.h"
+
+#define MAX_PARTS 16
 
 static MlirBlock module_body(MlirOperation m) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0)); }
 
@@ -147,11 +151,38 @@ static void rename_module(MlirOperation top, MlirOperation m, const char *name) 
                                     mlirStringAttrGet(mlirOperationGetContext(m), mlirStringRefCreateFromCString(name)));
 }
 
-static int run_merge_modules(MlirOperation top, void *user) {
-    (void)user;
+static MlirWalkResult count_op(MlirOperation op, void *user) {
+    (void)op;
+    ++*(long *)user;
+    return MlirWalkResultAdvance;
+}
+
+static long op_count(MlirOperation m) {
+    long n = 0;
+    mlirOperationWalk(m, count_op, &n, MlirWalkPreOrder);
+    return n;
+}
+
+/* The hot kernels' parts: PT2_GPU_PARTS, else the online processors (at
+ * most 16), at most one part per 4 kernels. */
+static int hot_parts(MlirOperation top, const Cold *cold) {
+    const char *env = getenv("PT2_GPU_PARTS");
+    long want = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    int kernels = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        kernels += gpu_is_op(m, "gpu.module") && mergeable(m) && !is_cold(cold, m);
+    }
+    long by_kernels = (kernels + 3) / 4;
+    long n = want < by_kernels ? want : by_kernels;
+    return n < 1 ? 1 : n > MAX_PARTS ? MAX_PARTS : (int)n;
+}
+
+static int run_merge(MlirOperation top, int parts) {
     Cold cold = {{0}, false};
     mlirOperationWalk(top, note_cold, &cold, MlirWalkPreOrder);
-    MlirOperation first[2] = {{NULL}, {NULL}}; /* the hot and the cold kernels' modules */
+    if (parts <= 0) parts = hot_parts(top, &cold);
+    MlirOperation hot[MAX_PARTS] = {{NULL}}, cold_first = {NULL}; /* the hot parts' and the cold kernels' modules */
+    long hot_ops[MAX_PARTS] = {0};
     int index = 0;
     MlirOperation m = mlirBlockGetFirstOperation(module_body(top));
     while (!mlirOperationIsNull(m)) {
@@ -161,23 +192,58 @@ static int run_merge_modules(MlirOperation top, void *user) {
             snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_%d", ++index); /* the hot kernels' options */
             rename_module(top, m, name);
         } else if (gpu_is_op(m, "gpu.module")) {
-            int k = is_cold(&cold, m);
-            if (mlirOperationIsNull(first[k])) {
-                first[k] = m;
-            } else if (move_body(m, first[k], ++index)) {
-                char into[256];
-                MlirStringRef to = symbol_name(first[k]);
-                snprintf(into, sizeof into, "%.*s", (int)to.length, to.data);
-                gpu_relink_launches(top, symbol_name(m), into, NULL);
+            /* a cold kernel to the cold module; a hot one to the part with the fewest ops so far */
+            MlirOperation *into = &cold_first;
+            if (!is_cold(&cold, m)) {
+                int lightest = 0;
+                for (int p = 1; p < parts; ++p) lightest = hot_ops[p] < hot_ops[lightest] ? p : lightest;
+                into = &hot[lightest];
+                hot_ops[lightest] += op_count(m);
+            }
+            if (mlirOperationIsNull(*into)) {
+                *into = m;
+            } else if (move_body(m, *into, ++index)) {
+                char to_name[256];
+                MlirStringRef to = symbol_name(*into);
+                snprintf(to_name, sizeof to_name, "%.*s", (int)to.length, to.data);
+                gpu_relink_launches(top, symbol_name(m), to_name, NULL);
                 mlirOperationDestroy(m);
             }
         }
         m = next;
     }
     oplist_free(&cold.launches);
-    if (!mlirOperationIsNull(first[0])) rename_module(top, first[0], PT2_GPU_KERNELS_MODULE);
-    if (!mlirOperationIsNull(first[1])) rename_module(top, first[1], PT2_GPU_COLD_MODULE);
+    for (int p = 0; p < parts; ++p) {
+        if (mlirOperationIsNull(hot[p])) continue;
+        char name[64];
+        if (p == 0) {
+            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE);
+        } else {
+            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_p%d", p);
+        }
+        rename_module(top, hot[p], name);
+    }
+    if (!mlirOperationIsNull(cold_first)) rename_module(top, cold_first, PT2_GPU_COLD_MODULE);
     return 0;
+}
+
+static int run_merge_modules(MlirOperation top, void *user) {
+    (void)user;
+    return run_merge(top, 1);
+}
+
+static int run_merge_modules_parts(MlirOperation top, void *user) {
+    (void)user;
+    return run_merge(top, 0);
+}
+
+static _Alignas(8) const char merge_modules_parts_type_id;
+
+MlirPass pt2_create_gpu_merge_modules_parts_pass(void) {
+    return make_external_pass("pt2-gpu-merge-modules-parts",
+                              "pt2-gpu-merge-modules with the hot kernels dealt into parts by size (PT2_GPU_PARTS, else the "
+                              "online processors), which pt2-gpu-module-to-binary compiles on threads (passes/gpu_merge_modules.c)",
+                              "builtin.module", run_merge_modules_parts, &merge_modules_parts_type_id);
 }
 
 static _Alignas(8) const char merge_modules_type_id;

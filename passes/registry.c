@@ -38,6 +38,8 @@ MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
 MlirPass pt2_create_gpu_merge_modules_pass(void);
+MlirPass pt2_create_gpu_merge_modules_parts_pass(void);
+MlirPass pt2_create_gpu_module_to_binary_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
@@ -139,6 +141,11 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_name_kernels_pass},
     {"pt2-gpu-merge-modules", "Move every outlined kernel into one gpu.module: LLVM, libdevice and the driver's JIT once a graph "
      "(passes/gpu_merge_modules.c)", pt2_create_gpu_merge_modules_pass},
+    {"pt2-gpu-merge-modules-parts", "pt2-gpu-merge-modules with the kernels of every call dealt into parts by size (PT2_GPU_PARTS, "
+     "else the online processors), for pt2-gpu-module-to-binary's threads (passes/gpu_merge_modules.c)",
+     pt2_create_gpu_merge_modules_parts_pass},
+    {"pt2-gpu-module-to-binary", "gpu-module-to-binary{format=isa} with each gpu.module serialized on a thread of its own "
+     "(passes/gpu_binary.c)", pt2_create_gpu_module_to_binary_pass},
 };
 #define N_PASSES ((int)(sizeof pt2_passes / sizeof pt2_passes[0]))
 
@@ -285,12 +292,12 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
-             "pt2-gpu-name-kernels,pt2-gpu-merge-modules,"
+             "pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
              "lower-affine,canonicalize,"
              "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE "$ chip=%s features=+ptx80 O=1},"
              "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
-             "gpu-module-to-binary{format=isa}",
+             "pt2-gpu-module-to-binary",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "",
              pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,",

@@ -372,15 +372,19 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
     int n_jobs = 0, cap = 0, rc = 0;
     char **jobs = NULL;
     int parallelism = pt2_ptx_parallelism();
-    size_t ptx_bytes = 0;
+    size_t ptx_bytes = 0, total = 0;
     for (int i = 0; i < k->plan.n_modules; ++i) {
         snprintf(paths[i], 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
-        if (read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0) {
-            mods[i].cached = true;
-            continue;
-        }
+        mods[i].cached = read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0;
+        if (!mods[i].cached) total += strlen(k->plan.module_ptx[i]);
+    }
+    for (int i = 0; i < k->plan.n_modules; ++i) {
+        if (mods[i].cached) continue;
+        /* the threads shared by the modules' sizes (the pipeline may have made one a processor already) */
+        size_t bytes = strlen(k->plan.module_ptx[i]);
+        int max_parts = (int)(((double)parallelism * (double)bytes) / (double)(total ? total : 1) + 0.5);
         char **parts = NULL;
-        int n = pt2_ptx_split(k->plan.module_ptx[i], parallelism, &parts);
+        int n = pt2_ptx_split(k->plan.module_ptx[i], max_parts < 1 ? 1 : max_parts, &parts);
         if (n < 0) {
             pt2_set_error("out of memory");
             rc = -1;
@@ -394,7 +398,7 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
         free(parts);
         mods[i].n = n;
         n_jobs += n;
-        ptx_bytes += strlen(k->plan.module_ptx[i]);
+        ptx_bytes += bytes;
     }
     if (rc == 0 && n_jobs > 0) {
         Pt2Cubin *out = calloc((size_t)n_jobs, sizeof *out);

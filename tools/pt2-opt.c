@@ -355,7 +355,10 @@ int main(int argc, char **argv) {
         goto done;
     }
     MlirContext mctx = pt2ContextGetMlir(ctx);
-    if (o.no_threading) mlirContextEnableMultithreading(mctx, false);
+    if (o.no_threading) {
+        mlirContextEnableMultithreading(mctx, false);
+        pt2GpuBinarySetMaxThreads(1); /* pt2-gpu-module-to-binary's threads share the context */
+    }
     if (o.allow_unregistered) mlirContextSetAllowUnregisteredDialects(mctx, true);
     if (o.pipeline && check_upstream_elements(mctx, o.pipeline) != 0) goto done;
     out = o.output ? fopen(o.output, "w") : stdout;

@@ -1,0 +1,122 @@
+/*===- gpu_binary.c - pt2-gpu-module-to-binary: every gpu.module on a thread -===*
+ *
+ * gpu-module-to-binary runs LLVM for each gpu.module in turn: the
+ * translation, libdevice's link, O3 and the NVPTX back end, one module after
+ * another (on resnet50's graph 0.8-1.0 s of the GPU pipeline's 1.1-1.3 s, in
+ * one thread).  pt2-gpu-merge-modules-parts deals the kernels into parts;
+ * this pass moves each gpu.module into a builtin.module of its own, runs
+ * gpu-module-to-binary{format=isa} on those on threads (a pass manager
+ * each, in the one MLIRContext, which is multithreaded: its uniquing is
+ * locked, and every module's LLVM work has its own LLVMContext), and puts
+ * each resulting gpu.binary back where its module was.  The launches name
+ * the binaries by the modules' symbols, which the binaries keep.
+ *===----------------------------------------------------------------------===*/
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_map.h"
+#include "mlir-c/Pass.h"
+#include "pt2.h"
+
+#define MAX_THREADS 16
+
+/* 1 where the context is single-threaded (pt2-opt --mlir-disable-threading):
+ * the C API cannot ask the context, so the tool says so. */
+static atomic_int max_threads = MAX_THREADS;
+
+PT2_EXPORT void pt2GpuBinarySetMaxThreads(int n) { atomic_store(&max_threads, n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n); }
+
+typedef struct Part {
+    MlirModule wrapper; /* holds the gpu.module, then its gpu.binary */
+    MlirOperation before; /* where it goes back: before this op of the top block (null: at the end) */
+    bool ok;
+} Part;
+
+typedef struct Work {
+    Part *parts;
+    int n;
+    MlirContext ctx;
+    atomic_int next;
+} Work;
+
+static void *serialize(void *arg) {
+    Work *w = arg;
+    for (int i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
+        MlirPassManager pm = mlirPassManagerCreate(w->ctx);
+        MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
+        bool ok = mlirLogicalResultIsSuccess(
+            mlirParsePassPipeline(opm, mlirStringRefCreateFromCString("builtin.module(gpu-module-to-binary{format=isa})"), NULL, NULL));
+        w->parts[i].ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(w->parts[i].wrapper)));
+        mlirPassManagerDestroy(pm);
+    }
+    return NULL;
+}
+
+static int run_module_to_binary(MlirOperation top, void *user) {
+    (void)user;
+    MlirContext ctx = mlirOperationGetContext(top);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
+    int n = 0, cap = 0;
+    Part *parts = NULL;
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
+        MlirOperation next = mlirOperationGetNextInBlock(op);
+        if (gpu_is_op(op, "gpu.module")) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                parts = realloc(parts, sizeof *parts * (size_t)cap);
+            }
+            Part *p = &parts[n++];
+            p->wrapper = mlirModuleCreateEmpty(mlirOperationGetLocation(op));
+            p->before = next;
+            p->ok = false;
+            mlirOperationRemoveFromParent(op);
+            mlirBlockAppendOwnedOperation(mlirModuleGetBody(p->wrapper), op);
+        }
+        op = next;
+    }
+    /* `before` must be an op that stays in the top block: skip over modules that moved */
+    for (int i = n - 1; i >= 0; --i) {
+        for (int j = i + 1; j < n && !mlirOperationIsNull(parts[i].before); ++j) {
+            if (mlirOperationEqual(parts[i].before, mlirBlockGetFirstOperation(mlirModuleGetBody(parts[j].wrapper)))) {
+                parts[i].before = parts[j].before;
+            }
+        }
+    }
+    Work work = {parts, n, ctx, 0};
+    int limit = atomic_load(&max_threads), threads = n < limit ? n : limit;
+    pthread_t ids[MAX_THREADS];
+    int started = 0;
+    for (; started < threads - 1; ++started) {
+        if (pthread_create(&ids[started], NULL, serialize, &work) != 0) break;
+    }
+    serialize(&work); /* this thread's share; all of it with one thread */
+    for (int i = 0; i < started; ++i) pthread_join(ids[i], NULL);
+    bool ok = true;
+    for (int i = 0; i < n; ++i) {
+        ok = ok && parts[i].ok;
+        MlirBlock from = mlirModuleGetBody(parts[i].wrapper);
+        MlirOperation result = mlirBlockGetFirstOperation(from); /* the gpu.binary (or the module, had it failed) */
+        if (!mlirOperationIsNull(result)) {
+            mlirOperationRemoveFromParent(result);
+            if (mlirOperationIsNull(parts[i].before)) {
+                mlirBlockAppendOwnedOperation(body, result);
+            } else {
+                mlirBlockInsertOwnedOperationBefore(body, parts[i].before, result);
+            }
+        }
+        mlirModuleDestroy(parts[i].wrapper);
+    }
+    free(parts);
+    return ok ? 0 : -1;
+}
+
+static _Alignas(8) const char module_to_binary_type_id;
+
+MlirPass pt2_create_gpu_module_to_binary_pass(void) {
+    return make_external_pass("pt2-gpu-module-to-binary",
+                              "gpu-module-to-binary{format=isa} with every gpu.module serialized on a thread of its own "
+                              "(passes/gpu_binary.c)",
+                              "builtin.module", run_module_to_binary, &module_to_binary_type_id);
+}
