@@ -32,7 +32,7 @@ bool pt2_is_sequence_iterator(PyObject *o);
 /* New reference, or NULL (no exception) if the value cannot be fetched. */
 PyObject *csource_eval(const CSource *s, const SourceEnv *env);
 
-int guards_init(void);
+int guards_init(PyObject *module); /* adds guard_stats, guard_timing, check_guards to pt2._C */
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
 int guards_check_env(Pt2Guards *g, const SourceEnv *env);
 int guards_count(const Pt2Guards *g);

@@ -7,6 +7,7 @@
  * graph (compiled.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
+#include <time.h>
 
 #include "capture.h"
 
@@ -196,7 +197,23 @@ static _Thread_local Pt2Guards *last_passed;
 
 static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_version;
 
-int guards_init(void) {
+/* _C.guard_stats(): what the hook's checks did since the last reset, and
+ * (with _C.guard_timing(True)) how long they took. */
+static struct {
+    unsigned long long checks, passed, guards_run;
+    double seconds;
+} stats;
+static bool timing;
+
+static double monotonic_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static PyMethodDef guard_methods[];
+
+int guards_init(PyObject *module) {
     PyObject *torch = PyImport_ImportModule("torch");
     if (!torch) return -1;
     grad_enabled_fn = PyObject_GetAttrString(torch, "is_grad_enabled");
@@ -204,7 +221,8 @@ int guards_init(void) {
     Py_DECREF(torch);
     attr_training = PyUnicode_InternFromString("training");
     attr_version = PyUnicode_InternFromString("_version");
-    return grad_enabled_fn && default_dtype_fn ? 0 : -1;
+    if (!grad_enabled_fn || !default_dtype_fn) return -1;
+    return PyModule_AddFunctions(module, guard_methods);
 }
 
 static void describe(const CGuard *g, const char *src, const char *other, char *buf, size_t cap) {
@@ -526,9 +544,11 @@ int guards_check_env(Pt2Guards *g, const SourceEnv *env) {
     bool nested = g->checking;
     g->checking = true;
     int failed = -1;
-    for (int i = 0; i < g->n && failed < 0; ++i) {
+    int i = 0;
+    for (; i < g->n && failed < 0; ++i) {
         if (!check_one(g, &g->items[i], nested, env, &g->fetched[i])) failed = i;
     }
+    stats.guards_run += (unsigned long long)i;
     if (!nested) {
         release_nodes(g);
         g->checking = false;
@@ -583,5 +603,71 @@ int guards_find_tensor(const Pt2Guards *g, const Source *s) {
 
 int pt2_guards_check(Pt2Guards *g, const Pt2FrameInputs *in) {
     SourceEnv env = {in->fast, in->code->co_nlocalsplus, in->func->func_globals, PyEval_GetBuiltins(), in->func->func_closure};
-    return guards_check_env(g, &env);
+    double t0 = timing ? monotonic_seconds() : 0;
+    int ok = guards_check_env(g, &env);
+    if (timing) stats.seconds += monotonic_seconds() - t0;
+    stats.checks++;
+    stats.passed += (unsigned long long)ok;
+    return ok;
 }
+
+/*===----------------------------------------------------------------------===*
+ * Introspection (bench/guards.py, tests)
+ *===----------------------------------------------------------------------===*/
+
+static PyObject *py_guard_stats(PyObject *mod, PyObject *args) {
+    (void)mod;
+    int reset = 0;
+    if (!PyArg_ParseTuple(args, "|p:guard_stats", &reset)) return NULL;
+    PyObject *r = Py_BuildValue("{s:K,s:K,s:K,s:d}", "checks", stats.checks, "passed", stats.passed, "guards_run",
+                                stats.guards_run, "seconds", stats.seconds);
+    if (reset) memset(&stats, 0, sizeof stats);
+    return r;
+}
+
+static PyObject *py_guard_timing(PyObject *mod, PyObject *on) {
+    (void)mod;
+    int t = PyObject_IsTrue(on);
+    if (t < 0) return NULL;
+    timing = t != 0;
+    Py_RETURN_NONE;
+}
+
+/* check_guards(fn, slots, entry=0): runs the guards of fn's cache entry
+ * `entry` (most recently hit first) on a frame whose localsplus slots are
+ * `slots` (None: unbound), as the hook would; (passed, seconds, failure). */
+static PyObject *py_check_guards(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fn, *slots;
+    int entry = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|i:check_guards", &PyFunction_Type, &fn, &PyTuple_Type, &slots, &entry)) return NULL;
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    Pt2Guards *g = pt2_hook_cache_guards((PyObject *)code, entry);
+    if (!g) {
+        PyErr_Format(PyExc_ValueError, "check_guards: %U has no cache entry %d", code->co_qualname, entry);
+        return NULL;
+    }
+    Py_ssize_t n = code->co_nlocalsplus;
+    PyObject **fast = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    if (!fast) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n && i < PyTuple_GET_SIZE(slots); ++i) {
+        PyObject *v = PyTuple_GET_ITEM(slots, i);
+        fast[i] = v == Py_None ? NULL : v;
+    }
+    PyFunctionObject *func = (PyFunctionObject *)fn;
+    SourceEnv env = {fast, n, func->func_globals, PyEval_GetBuiltins(), func->func_closure};
+    double t0 = monotonic_seconds();
+    int ok = guards_check_env(g, &env);
+    double dt = monotonic_seconds() - t0;
+    PyMem_Free(fast);
+    return Py_BuildValue("(Nds)", PyBool_FromLong(ok), dt, ok ? "" : g->last_failure);
+}
+
+static PyMethodDef guard_methods[] = {
+    {"guard_stats", py_guard_stats, METH_VARARGS,
+     "guard_stats(reset=False): {checks, passed, guards_run, seconds} of the hook's guard checks (seconds with guard_timing(True))"},
+    {"guard_timing", py_guard_timing, METH_O, "guard_timing(on): time every guard check of the hook (guard_stats()['seconds'])"},
+    {"check_guards", py_check_guards, METH_VARARGS,
+     "check_guards(fn, slots, entry=0): run the guards of a cache entry of fn's code on localsplus slots; (passed, seconds, failure)"},
+    {NULL, NULL, 0, NULL},
+};
