@@ -378,11 +378,12 @@ static bool snapshot_build(Pt2Guards *g) {
     for (int gi = 0; gi < g->n; ++gi) {
         const CGuard *c = &g->items[gi];
         bool chain = c->node >= 0 && t->det[c->node] && (c->kind != G_ALIAS || (c->other_node >= 0 && t->det[c->other_node]));
-        if (chain) {
-            mark_chain(g, c->node);
-            if (c->kind == G_ALIAS) mark_chain(g, c->other_node);
-        }
         bool skip = chain && skippable_kind(c->kind) && t->det[nn + gi];
+        /* the values of guards that run are pinned too (a parameter is not
+         * looked up again), but not a root's: an argument a guard checks
+         * anyway would only make a new object per call a miss */
+        if (skip || (chain && g->nodes[c->node].base >= 0)) mark_chain(g, c->node);
+        if (skip && c->kind == G_ALIAS) mark_chain(g, c->other_node);
         t->needed[nn + gi] = skip;
         if (!skip) t->run[t->n_run++] = gi;
     }

@@ -392,7 +392,8 @@ def test_instance_dict_shadows_and_is_replaced():
     run_both(scenario)
 
 
-def test_many_submodules_skip_most_guards():
+def test_many_submodules_skip_most_guards(monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", "")
     blocks = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8)) for _ in range(20)]).eval()
     pt2.reset()
     with torch.no_grad():
@@ -409,3 +410,67 @@ def test_many_submodules_skip_most_guards():
     assert failure == ""
     # the tensors (80), the submodules' types and the global state still run; the rest is skipped
     assert s["guards_run"] < len(info.out_guards) / 2
+
+
+class Base(nn.Module):
+    shift = 1.0
+
+
+class Derived(Base):
+    def __init__(self):
+        super().__init__()
+        self._scale = [2.0]
+
+    @property
+    def scale(self):
+        return self._scale[0]
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+def test_base_class_attribute_and_property():
+    """A change on a base class moves the subclass's tag (the lookup is along the MRO); a property
+    is not decided by tags: what it reads is guarded and checked every call."""
+
+    def scenario(make):
+        Base.shift = 1.0
+        if "shift" in Derived.__dict__:
+            del Derived.shift
+        m = Derived()
+        r = make(m)
+        r(x), r(x)
+        Base.shift = -2.0
+        r(x), r(x)
+        m._scale[0] = 3.0
+        r(x), r(x)
+        Derived.shift = 0.5  # now found on the subclass first
+        r(x), r(x)
+
+    try:
+        run_both(scenario)
+    finally:
+        Base.shift = 1.0
+        if "shift" in Derived.__dict__:
+            del Derived.shift
+
+
+def test_alternating_entries_and_restored_objects():
+    """Two entries (two shapes) both keep their snapshots; a parameter deleted and put back (the
+    same object) re-validates."""
+
+    def scenario(make):
+        m = WithParam()
+        r = make(m)
+        a, b = torch.randn(3, 4), torch.randn(5, 4)
+        for _ in range(3):
+            r(a), r(b)
+        w = m.w
+        del m.w
+        m.w = w
+        r(a), r(b), r(a)
+        m.register_buffer("extra", torch.ones(1))  # a new buffer: _buffers' tag moves, nothing read changes
+        r(a), r(b)
+
+    log = run_both(scenario)
+    assert all(f for _, f in log[2:])
