@@ -23,6 +23,27 @@ typedef struct SourceEnv {
     Py_ssize_t n_cells;
 } SourceEnv;
 
+/* What an attribute read without running code (pt2_safe_getattr_deps,
+ * values.c) was decided by, for the guards' version-tag fast path: when
+ * `determined`, the answer is the same object as long as the object keeps
+ * its type and its instance dict `dict` (NULL: none), each of `types` keeps
+ * its version tag (which covers every lookup along its MRO) and each of
+ * `dicts` (the instance dict, an nn.Module's _parameters/_buffers/_modules)
+ * keeps its version tag.  Not determined: a property or other descriptor
+ * ran, a bound method was made, a list was read ... */
+typedef struct Pt2ReadDeps {
+    bool determined;
+    bool owner;             /* the object must keep its type and instance dict (an attribute read) */
+    PyTypeObject *types[2]; /* the object's type; for a class: its metatype and the class */
+    int n_types;
+    PyObject *dict;
+    PyObject *dicts[4];
+    int n_dicts;
+} Pt2ReadDeps;
+
+/* pt2_safe_getattr that also says what decided the answer (deps, which may be NULL). */
+PyObject *pt2_safe_getattr_deps(PyObject *obj, PyObject *name, bool *out_is_method, Pt2ReadDeps *deps);
+
 CSource *csource_copy(const Source *s);
 void csource_free(CSource *c);
 /* What a list/tuple/range/str iterator has left, as a tuple (new
@@ -32,7 +53,7 @@ bool pt2_is_sequence_iterator(PyObject *o);
 /* New reference, or NULL (no exception) if the value cannot be fetched. */
 PyObject *csource_eval(const CSource *s, const SourceEnv *env);
 
-int guards_init(void);
+int guards_init(PyObject *module); /* adds guard_stats, guard_timing, check_guards to pt2._C */
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
 int guards_check_env(Pt2Guards *g, const SourceEnv *env);
 int guards_count(const Pt2Guards *g);
@@ -95,6 +116,8 @@ int pt2_tensor_meta_init(PyObject *module); /* tensor_meta.c */
 
 /* Log channels from PT2_LOGS (graph, guards, recompiles, breaks, output_code). */
 bool pt2_log_enabled(const char *channel);
+/* Whether `item` is one of a comma list's entries (PT2_LOGS, PT2_DISABLE). */
+bool pt2_env_list_has(const char *list, const char *item);
 
 /* The compiled-graph callable type (compiled.c). */
 extern PyTypeObject Pt2CompiledFnType;

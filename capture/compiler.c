@@ -139,16 +139,20 @@ bool pt2_trace_device_matches(Trace *t, PyObject *device) {
     return trace_device < 0 ? code == PT2_DEVICE_CPU : code == trace_device;
 }
 
-bool pt2_log_enabled(const char *channel) {
-    const char *logs = getenv("PT2_LOGS");
-    if (!logs) return false;
-    size_t n = strlen(channel);
-    for (const char *p = logs; (p = strstr(p, channel)); p += n) {
-        bool start = p == logs || p[-1] == ',' || p[-1] == '+';
+bool pt2_env_list_has(const char *list, const char *item) {
+    if (!list) return false;
+    size_t n = strlen(item);
+    for (const char *p = list; (p = strstr(p, item)); p += n) {
+        bool start = p == list || p[-1] == ',' || p[-1] == '+';
         bool end = p[n] == 0 || p[n] == ',';
         if (start && end) return true;
     }
-    return strcmp(logs, "all") == 0;
+    return false;
+}
+
+bool pt2_log_enabled(const char *channel) {
+    const char *logs = getenv("PT2_LOGS");
+    return pt2_env_list_has(logs, channel) || (logs && strcmp(logs, "all") == 0);
 }
 
 static void trace_free(Trace *t) {

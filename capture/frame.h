@@ -96,6 +96,8 @@ void pt2_hook_reset(void);
 
 /* Statistics for tests and explain(): entries cached for a code object. */
 int pt2_hook_cache_size(PyObject *code);
+/* The guards of cache entry i of code (most recently hit first), borrowed; NULL if none. */
+Pt2Guards *pt2_hook_cache_guards(PyObject *code, int i);
 
 /* Whether frames of this code are never intercepted: the standard library,
  * torch internals and pt2 itself (decided once per code object from its

@@ -7,8 +7,9 @@
  * graph (compiled.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
+#include <time.h>
 
-#include "capture.h"
+#include "guards.h"
 
 PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 
@@ -75,8 +76,7 @@ static bool is_root_kind(SourceKind kind) {
            kind == SRC_MODULE;
 }
 
-/* A source without a base: new reference, or NULL (no exception). */
-static PyObject *source_root(SourceKind kind, Py_ssize_t index, PyObject *name, const SourceEnv *env) {
+PyObject *guards_source_root(SourceKind kind, Py_ssize_t index, PyObject *name, const SourceEnv *env) {
     switch (kind) {
     case SRC_LOCAL: return index < env->n_fast ? Py_XNewRef(env->fast[index]) : NULL;
     case SRC_CLOSURE:
@@ -102,12 +102,12 @@ static PyObject *source_root(SourceKind kind, Py_ssize_t index, PyObject *name, 
     }
 }
 
-/* One step from a base value: new reference, or NULL (no exception). */
-static PyObject *source_step(SourceKind kind, Py_ssize_t index, PyObject *name, PyObject *base) {
+PyObject *guards_source_step(SourceKind kind, Py_ssize_t index, PyObject *name, PyObject *base, Pt2ReadDeps *deps) {
     PyObject *r = NULL;
+    if (deps) *deps = (Pt2ReadDeps){0};
     switch (kind) {
     case SRC_ATTR: case SRC_PARAM:
-        r = pt2_safe_getattr(base, name, NULL);
+        r = pt2_safe_getattr_deps(base, name, NULL, deps);
         break;
     case SRC_CTXVAR:
         if (PyContextVar_CheckExact(base) && PyContextVar_Get(base, NULL, &r) != 0) r = NULL;
@@ -115,9 +115,14 @@ static PyObject *source_step(SourceKind kind, Py_ssize_t index, PyObject *name, 
     case SRC_ITER_REST: r = pt2_iterator_rest(base); break;
     case SRC_ITEM:
         if (name) {
-            if (PyDict_Check(base)) r = Py_XNewRef(PyDict_GetItemWithError(base, name));
+            if (PyDict_Check(base)) {
+                r = Py_XNewRef(PyDict_GetItemWithError(base, name));
+                /* dict's own lookup (a subclass's __getitem__ is not run): the dict's version decides */
+                if (deps) *deps = (Pt2ReadDeps){.determined = true, .dicts = {base}, .n_dicts = 1};
+            }
         } else if (PyTuple_Check(base) && index < PyTuple_GET_SIZE(base)) {
             r = Py_NewRef(PyTuple_GET_ITEM(base, index));
+            if (deps) deps->determined = true; /* immutable */
         } else if (PyList_Check(base) && index < PyList_GET_SIZE(base)) {
             r = Py_NewRef(PyList_GET_ITEM(base, index));
         }
@@ -125,14 +130,15 @@ static PyObject *source_step(SourceKind kind, Py_ssize_t index, PyObject *name, 
     default: break;
     }
     if (!r && PyErr_Occurred()) PyErr_Clear();
+    if (!r && deps) deps->determined = false;
     return r;
 }
 
 PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
-    if (is_root_kind(s->kind)) return source_root(s->kind, s->index, s->name, env);
+    if (is_root_kind(s->kind)) return guards_source_root(s->kind, s->index, s->name, env);
     PyObject *base = csource_eval(s->base, env);
     if (!base) return NULL;
-    PyObject *r = source_step(s->kind, s->index, s->name, base);
+    PyObject *r = guards_source_step(s->kind, s->index, s->name, base, NULL);
     Py_DECREF(base);
     return r;
 }
@@ -141,62 +147,29 @@ PyObject *csource_eval(const CSource *s, const SourceEnv *env) {
  * Guards
  *===----------------------------------------------------------------------===*/
 
-typedef struct CGuard {
-    GuardKind kind;
-    CSource *source;
-    PyObject *obj;
-    int64_t n; /* G_TENSOR: the device, PT2_DEVICE_CPU or a CUDA index */
-    Pt2DType dtype;
-    int rank;
-    int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
-    bool requires_grad;
-    uintptr_t data_ptr; /* G_FROZEN */
-    CSource *other;     /* G_ALIAS */
-    int node, other_node; /* source, other: their nodes in Pt2Guards.nodes (-1: none) */
-    char *text; /* description for logs and the recompile warning */
-} CGuard;
-
-/* One step of a source (its base another node, or -1 for a root): the
- * guards' sources share their prefixes as nodes, so a check fetches
- * L['self'], L['self'].blocks, ... once however many guards read through
- * them (thousands of guards on the submodules and parameters of a model). */
-typedef struct SourceNode {
-    SourceKind kind;
-    Py_ssize_t index;
-    PyObject *name;
-    int base;
-} SourceNode;
-
-struct Pt2Guards {
-    CGuard *items;
-    int n;
-    SourceNode *nodes;
-    int n_nodes;
-    /* during a check: each node's value once fetched (new references) and
-     * the nodes fetched, to release after it */
-    PyObject **node_values;
-    unsigned char *node_fetched;
-    int *fetched_nodes, n_fetched_nodes;
-    bool checking; /* a check is in progress: a nested one (same guards) fetches without the nodes */
-    PyObject *globals;  /* the traced function's globals (strong) */
-    char last_failure[512];
-    /* The tensors the last passing check fetched (per guard, strong, NULL for
-     * other kinds) and the argument slots it ran on: the compiled graph the
-     * replacement calls next takes its inputs from here instead of fetching
-     * them again (guards_fetched). */
-    PyObject **fetched;
-    PyObject **fetched_args; /* borrowed identities of the frame's argument slots */
-    Py_ssize_t n_fetched_args;
-    bool fetched_valid;
-};
-
 /* The guards whose check last passed on this thread: a compiled graph only
  * takes fetched values from those (never from a set freed since). */
 static _Thread_local Pt2Guards *last_passed;
 
 static PyObject *grad_enabled_fn, *default_dtype_fn, *attr_training, *attr_version;
 
-int guards_init(void) {
+/* _C.guard_stats(): what the hook's checks did since the last reset, and
+ * (with _C.guard_timing(True)) how long they took. */
+static struct {
+    unsigned long long checks, passed, guards_run;
+    double seconds;
+} stats;
+static bool timing;
+
+static double monotonic_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static PyMethodDef guard_methods[];
+
+int guards_init(PyObject *module) {
     PyObject *torch = PyImport_ImportModule("torch");
     if (!torch) return -1;
     grad_enabled_fn = PyObject_GetAttrString(torch, "is_grad_enabled");
@@ -204,7 +177,8 @@ int guards_init(void) {
     Py_DECREF(torch);
     attr_training = PyUnicode_InternFromString("training");
     attr_version = PyUnicode_InternFromString("_version");
-    return grad_enabled_fn && default_dtype_fn ? 0 : -1;
+    if (!grad_enabled_fn || !default_dtype_fn) return -1;
+    return PyModule_AddFunctions(module, guard_methods);
 }
 
 static void describe(const CGuard *g, const char *src, const char *other, char *buf, size_t cap) {
@@ -308,14 +282,18 @@ static void build_nodes(Pt2Guards *g) {
 
 /* Node i's value in this check (borrowed; NULL if it cannot be fetched). */
 static PyObject *node_value(Pt2Guards *g, int i, const SourceEnv *env) {
+    if (g->pinned && g->pinned[i]) return g->pinned[i]; /* a fast check: the snapshot's value */
     if (g->node_fetched[i]) return g->node_values[i];
     const SourceNode *n = &g->nodes[i];
     PyObject *v = NULL;
     if (n->base < 0) {
-        v = source_root(n->kind, n->index, n->name, env);
+        v = guards_source_root(n->kind, n->index, n->name, env);
+        if (v && g->recording) tags_record_root(g, i, v, env);
     } else {
         PyObject *base = node_value(g, n->base, env);
-        v = base ? source_step(n->kind, n->index, n->name, base) : NULL;
+        Pt2ReadDeps deps;
+        v = base ? guards_source_step(n->kind, n->index, n->name, base, g->recording ? &deps : NULL) : NULL;
+        if (v && g->recording) tags_record_step(g, i, base, &deps);
     }
     g->node_fetched[i] = 1;
     g->node_values[i] = v;
@@ -369,12 +347,14 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         strcpy(c->text, text);
     }
     build_nodes(g);
+    tags_create(g);
     return g;
 }
 
 void pt2_guards_free(Pt2Guards *g) {
     if (!g) return;
     if (last_passed == g) last_passed = NULL;
+    tags_free(g);
     for (int i = 0; i < g->n; ++i) {
         csource_free(g->items[i].source);
         csource_free(g->items[i].other);
@@ -451,8 +431,10 @@ static bool check_dict_keys(const CGuard *g, PyObject *v) {
     return ok;
 }
 
-/* *keep: the fetched value of a passing tensor guard (new reference). */
-static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceEnv *env, PyObject **keep) {
+/* *keep: the fetched value of a passing tensor guard (new reference).
+ * *read (may be NULL): what G_MODULE_TRAINING's read of `training` was
+ * decided by. */
+static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceEnv *env, PyObject **keep, Pt2ReadDeps *read) {
     if (g->kind == G_GRAD_MODE) {
         PyObject *r = PyObject_CallNoArgs(grad_enabled_fn);
         bool ok = r && (r == Py_True) == (g->n != 0);
@@ -477,7 +459,10 @@ static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceE
     }
     PyObject *v = guard_value(gs, g->source, g->node, nested, env);
     if (!v) return false;
-    bool ok = false;
+    bool ok = false, record = gs->recording && !nested;
+    Pt2ReadDeps deps = {0};
+    if (!read && record) read = &deps;
+    if (read) *read = (Pt2ReadDeps){0};
     switch (g->kind) {
     case G_TENSOR: ok = check_tensor(g, v); break;
     case G_TYPE: ok = (PyObject *)Py_TYPE(v) == g->obj; break;
@@ -502,7 +487,7 @@ static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceE
         break;
     }
     case G_MODULE_TRAINING: {
-        PyObject *tr = pt2_safe_getattr(v, attr_training, NULL);
+        PyObject *tr = pt2_safe_getattr_deps(v, attr_training, NULL, read);
         ok = tr && (tr == Py_True) == (g->n != 0);
         Py_XDECREF(tr);
         break;
@@ -513,6 +498,7 @@ static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceE
         PyErr_Clear();
         ok = false;
     }
+    if (ok && record) tags_record_guard(gs, (int)(g - gs->items), v, read);
     if (ok && keep && g->kind == G_TENSOR) {
         Py_XSETREF(*keep, v);
     } else {
@@ -521,17 +507,41 @@ static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceE
     return ok;
 }
 
+bool guards_recheck(Pt2Guards *g, int gi, const SourceEnv *env, Pt2ReadDeps *read) {
+    return check_one(g, &g->items[gi], false, env, NULL, read);
+}
+
 int guards_check_env(Pt2Guards *g, const SourceEnv *env) {
     g->fetched_valid = false;
     bool nested = g->checking;
     g->checking = true;
     int failed = -1;
-    for (int i = 0; i < g->n && failed < 0; ++i) {
-        if (!check_one(g, &g->items[i], nested, env, &g->fetched[i])) failed = i;
+    if (!nested && tags_begin_check(g, env)) {
+        /* what the last passing check saw is unchanged: the guards that can
+         * change behind unchanged dicts and types, in their order */
+        int n_run;
+        const int *run = tags_run_list(g, &n_run);
+        int k = 0;
+        for (; k < n_run && failed < 0; ++k) {
+            int i = run[k];
+            if (!check_one(g, &g->items[i], false, env, &g->fetched[i], NULL)) failed = i;
+        }
+        stats.guards_run += (unsigned long long)k;
+    } else {
+        /* nothing a snapshot's re-validation read stays memoized */
+        if (!nested && g->n_fetched_nodes) release_nodes(g);
+        int i = 0;
+        for (; i < g->n && failed < 0; ++i) {
+            if (!check_one(g, &g->items[i], nested, env, &g->fetched[i], NULL)) failed = i;
+        }
+        stats.guards_run += (unsigned long long)i;
     }
     if (!nested) {
+        tags_end_check(g, failed < 0);
         release_nodes(g);
         g->checking = false;
+        stats.checks++;
+        stats.passed += failed < 0;
     }
     if (failed >= 0) {
         snprintf(g->last_failure, sizeof g->last_failure, "%s", g->items[failed].text);
@@ -583,5 +593,73 @@ int guards_find_tensor(const Pt2Guards *g, const Source *s) {
 
 int pt2_guards_check(Pt2Guards *g, const Pt2FrameInputs *in) {
     SourceEnv env = {in->fast, in->code->co_nlocalsplus, in->func->func_globals, PyEval_GetBuiltins(), in->func->func_closure};
-    return guards_check_env(g, &env);
+    double t0 = timing ? monotonic_seconds() : 0;
+    int ok = guards_check_env(g, &env);
+    if (timing) stats.seconds += monotonic_seconds() - t0;
+    return ok;
 }
+
+/*===----------------------------------------------------------------------===*
+ * Introspection (bench/guards.py, tests)
+ *===----------------------------------------------------------------------===*/
+
+static PyObject *py_guard_stats(PyObject *mod, PyObject *args) {
+    (void)mod;
+    int reset = 0;
+    if (!PyArg_ParseTuple(args, "|p:guard_stats", &reset)) return NULL;
+    PyObject *r = Py_BuildValue("{s:K,s:K,s:K,s:K,s:d}", "checks", stats.checks, "passed", stats.passed, "fast",
+                                tags_fast_checks, "guards_run", stats.guards_run, "seconds", stats.seconds);
+    if (reset) {
+        memset(&stats, 0, sizeof stats);
+        tags_fast_checks = 0;
+    }
+    return r;
+}
+
+static PyObject *py_guard_timing(PyObject *mod, PyObject *on) {
+    (void)mod;
+    int t = PyObject_IsTrue(on);
+    if (t < 0) return NULL;
+    timing = t != 0;
+    Py_RETURN_NONE;
+}
+
+/* check_guards(fn, slots, entry=0): runs the guards of fn's cache entry
+ * `entry` (most recently hit first) on a frame whose localsplus slots are
+ * `slots` (None: unbound), as the hook would; (passed, seconds, failure). */
+static PyObject *py_check_guards(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fn, *slots;
+    int entry = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|i:check_guards", &PyFunction_Type, &fn, &PyTuple_Type, &slots, &entry)) return NULL;
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    Pt2Guards *g = pt2_hook_cache_guards((PyObject *)code, entry);
+    if (!g) {
+        PyErr_Format(PyExc_ValueError, "check_guards: %U has no cache entry %d", code->co_qualname, entry);
+        return NULL;
+    }
+    Py_ssize_t n = code->co_nlocalsplus;
+    PyObject **fast = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    if (!fast) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n && i < PyTuple_GET_SIZE(slots); ++i) {
+        PyObject *v = PyTuple_GET_ITEM(slots, i);
+        fast[i] = v == Py_None ? NULL : v;
+    }
+    PyFunctionObject *func = (PyFunctionObject *)fn;
+    SourceEnv env = {fast, n, func->func_globals, PyEval_GetBuiltins(), func->func_closure};
+    double t0 = monotonic_seconds();
+    int ok = guards_check_env(g, &env);
+    double dt = monotonic_seconds() - t0;
+    PyMem_Free(fast);
+    return Py_BuildValue("(Nds)", PyBool_FromLong(ok), dt, ok ? "" : g->last_failure);
+}
+
+static PyMethodDef guard_methods[] = {
+    {"guard_stats", py_guard_stats, METH_VARARGS,
+     "guard_stats(reset=False): {checks, passed, fast, guards_run, seconds} of guard checks (fast: by the version-tag fast path; "
+     "seconds: the hook's checks, with guard_timing(True))"},
+    {"guard_timing", py_guard_timing, METH_O, "guard_timing(on): time every guard check of the hook (guard_stats()['seconds'])"},
+    {"check_guards", py_check_guards, METH_VARARGS,
+     "check_guards(fn, slots, entry=0): run the guards of a cache entry of fn's code on localsplus slots; (passed, seconds, failure)"},
+    {NULL, NULL, 0, NULL},
+};

@@ -265,6 +265,18 @@ int pt2_hook_cache_size(PyObject *code) {
     return p == NULL || p == &SKIP_MARK ? 0 : ((CodeCache *)p)->n_entries;
 }
 
+Pt2Guards *pt2_hook_cache_guards(PyObject *code, int i) {
+    if (extra_index < 0 || !PyCode_Check(code)) {
+        return NULL;
+    }
+    void *p = code_extra((PyCodeObject *)code);
+    CacheEntry *e = p == NULL || p == &SKIP_MARK ? NULL : ((CodeCache *)p)->head;
+    for (; e != NULL && i > 0; --i) {
+        e = e->next;
+    }
+    return e != NULL ? e->guards : NULL;
+}
+
 void pt2_hook_reset(void) {
     for (CodeCache *c = all_caches.next; c != &all_caches; c = c->next) {
         c->n_compiles = 0;

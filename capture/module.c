@@ -7,7 +7,6 @@
 #include "capture.h"
 
 int compiled_init(void);
-int guards_init(void);
 PyObject *pt2_unsupported_error(void);
 
 /*--- global state pt2 does not trace under --------------------------------------*/
@@ -169,7 +168,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     if (pt2_bc_init() != 0 || pt2_hook_init() != 0 || values_init() != 0 || rules_init() != 0 || queries_init() != 0 || interp_init() != 0 ||
-        guards_init() != 0 || compiled_init() != 0 || eager_state_init() != 0 || pt2_pool_init(m) != 0 || pt2_tensor_meta_init(m) != 0) {
+        guards_init(m) != 0 || compiled_init() != 0 || eager_state_init() != 0 || pt2_pool_init(m) != 0 || pt2_tensor_meta_init(m) != 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -541,8 +541,9 @@ static bool c_getter(PyObject *descr) {
 
 /* type.__getattribute__ without running Python code: the metatype's data
  * descriptors, then the class's MRO (functions as they are, classmethods
- * bound to the class, staticmethods unwrapped), then the metatype. */
-static PyObject *safe_type_getattr(PyTypeObject *cls, PyObject *name) {
+ * bound to the class, staticmethods unwrapped), then the metatype.  A plain
+ * value found there is determined by the two types' version tags. */
+static PyObject *safe_type_getattr(PyTypeObject *cls, PyObject *name, Pt2ReadDeps *deps) {
     PyTypeObject *meta = Py_TYPE(cls);
     PyObject *mdescr = _PyType_Lookup(meta, name); /* borrowed */
     if (mdescr && Py_TYPE(mdescr)->tp_descr_set) {
@@ -555,7 +556,10 @@ static PyObject *safe_type_getattr(PyTypeObject *cls, PyObject *name) {
     PyObject *owner = attr ? (PyObject *)cls : mdescr ? (PyObject *)meta : NULL;
     if (!attr) attr = mdescr;
     if (!attr) return NULL;
-    if (!Py_TYPE(attr)->tp_descr_get) return Py_NewRef(attr);
+    if (!Py_TYPE(attr)->tp_descr_get) {
+        if (deps) *deps = (Pt2ReadDeps){.determined = true, .owner = true, .types = {meta, cls}, .n_types = 2};
+        return Py_NewRef(attr);
+    }
     if (!c_getter(attr)) return NULL;
     PyObject *r = owner == (PyObject *)cls ? Py_TYPE(attr)->tp_descr_get(attr, NULL, (PyObject *)cls)
                                            : Py_TYPE(attr)->tp_descr_get(attr, (PyObject *)cls, (PyObject *)meta);
@@ -564,8 +568,13 @@ static PyObject *safe_type_getattr(PyTypeObject *cls, PyObject *name) {
 }
 
 PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
+    return pt2_safe_getattr_deps(obj, name, out_is_method, NULL);
+}
+
+PyObject *pt2_safe_getattr_deps(PyObject *obj, PyObject *name, bool *out_is_method, Pt2ReadDeps *deps) {
     if (out_is_method) *out_is_method = false;
-    if (PyType_Check(obj)) return safe_type_getattr((PyTypeObject *)obj, name);
+    if (deps) *deps = (Pt2ReadDeps){0};
+    if (PyType_Check(obj)) return safe_type_getattr((PyTypeObject *)obj, name, deps);
     PyTypeObject *ty = Py_TYPE(obj);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
     /* a data descriptor on the type wins over the instance dict */
@@ -574,6 +583,13 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
         if (!c_descriptor) return NULL; /* property or Python descriptor */
         PyObject *r = Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)ty);
         if (!r) PyErr_Clear();
+        /* obj.__dict__ / obj.__class__: the instance dict or the type itself,
+         * the same while obj keeps them */
+        PyObject **own = deps && r ? _PyObject_GetDictPtr(obj) : NULL;
+        if (own && *own == r) *deps = (Pt2ReadDeps){.determined = true, .owner = true, .types = {ty}, .n_types = 1, .dict = r};
+        if (deps && r && r == (PyObject *)ty) {
+            *deps = (Pt2ReadDeps){.determined = true, .owner = true, .types = {ty}, .n_types = 1, .dict = own ? *own : NULL};
+        }
         return r;
     }
     PyObject **dictptr = _PyObject_GetDictPtr(obj);
@@ -586,9 +602,16 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
             Py_DECREF(dict); /* the object keeps it alive */
         }
     }
+    /* what the answer depends on, as far as it is found in dicts: the type's
+     * lookup (its version tag), the instance dict and the dicts read in it */
+    Pt2ReadDeps found = {.determined = true, .owner = true, .types = {ty}, .n_types = 1, .dict = dict};
     if (dict) {
+        found.dicts[found.n_dicts++] = dict;
         PyObject *v = PyDict_GetItemWithError(dict, name);
-        if (v) return Py_NewRef(v);
+        if (v) {
+            if (deps) *deps = found;
+            return Py_NewRef(v);
+        }
         PyErr_Clear();
         if (is_nn_module(obj)) {
             static PyObject *holders[3];
@@ -599,8 +622,13 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
             }
             for (int i = 0; i < 3; ++i) {
                 PyObject *h = holders[i] ? PyDict_GetItemWithError(dict, holders[i]) : NULL;
+                if (h && PyDict_Check(h)) found.dicts[found.n_dicts++] = h;
+                else found.determined = false; /* a holder that is not a dict (or missing): not followed */
                 PyObject *hv = h && PyDict_Check(h) ? PyDict_GetItemWithError(h, name) : NULL;
-                if (hv) return Py_NewRef(hv);
+                if (hv) {
+                    if (deps) *deps = found;
+                    return Py_NewRef(hv);
+                }
                 PyErr_Clear();
             }
         }
@@ -619,6 +647,8 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method) {
             if (!r) PyErr_Clear();
             return r;
         }
+        /* a plain class attribute, not shadowed by the dicts above */
+        if (deps) *deps = found;
         return Py_NewRef(descr);
     }
     /* nn.Module's __getattr__ covers _parameters etc. (done above); any other
