@@ -5,8 +5,13 @@
  * function, `torch.backends.cudnn.allow_tf32`'s getter, ...).  Each row says
  * how the call is answered inside a trace and what guards the answer:
  *
- *   Q_FALSE          False, as in eager (pt2 runs the program eager runs);
- *                    not called, nothing to guard (is_scripting, is_compiling)
+ *   Q_TRUE           True, as under torch.compile: every trace is compiling
+ *                    (is_compiling and its aliases); not called, nothing to
+ *                    guard.  Code left to CPython (between graphs, after a
+ *                    break) calls the real function and gets False, as
+ *                    under Dynamo
+ *   Q_FALSE          False, as under torch.compile (pt2 neither scripts nor
+ *                    exports); not called, nothing to guard
  *   Q_GRAD_MODE      the trace's own grad mode (no_grad blocks in the trace
  *                    change it); the GRAD_MODE guard every entry has
  *   Q_DEFAULT_DTYPE  float32 (other default dtypes run eagerly, module.c);
@@ -39,7 +44,7 @@
 #include "capture.h"
 #include "rules_util.h"
 
-typedef enum QueryHow { Q_FALSE, Q_GRAD_MODE, Q_DEFAULT_DTYPE, Q_CONSTANT, Q_CUDA_CONSTANT, Q_GUARDED } QueryHow;
+typedef enum QueryHow { Q_TRUE, Q_FALSE, Q_GRAD_MODE, Q_DEFAULT_DTYPE, Q_CONSTANT, Q_CUDA_CONSTANT, Q_GUARDED } QueryHow;
 
 typedef struct QueryEntry {
     const char *paths; /* comma-separated; a path missing in this torch is skipped */
@@ -48,10 +53,11 @@ typedef struct QueryEntry {
 } QueryEntry;
 
 static const QueryEntry query_table[] = {
-    /* what pt2 answers as eager does (pt2 runs the eager program) */
-    {"torch.jit.is_scripting,torch.compiler.is_compiling,torch.compiler.is_dynamo_compiling,torch.compiler.is_exporting,"
-     "torch._dynamo.is_compiling,torch._utils.is_compiling",
-     Q_FALSE, NULL},
+    /* what pt2 answers as torch.compile does: libraries branch on it to take
+     * their compile-friendly paths (transformers' padding check) */
+    {"torch.compiler.is_compiling,torch.compiler.is_dynamo_compiling,torch._dynamo.is_compiling,torch._utils.is_compiling",
+     Q_TRUE, NULL},
+    {"torch.jit.is_scripting,torch.compiler.is_exporting", Q_FALSE, NULL},
     /* modes the trace follows itself */
     {"torch.is_grad_enabled", Q_GRAD_MODE, NULL},
     {"torch.get_default_dtype", Q_DEFAULT_DTYPE, NULL},
@@ -304,8 +310,10 @@ Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, 
     }
     Var *result = NULL;
     switch (q->how) {
+    case Q_TRUE:
     case Q_FALSE:
-        result = var_const(t, Py_False);
+        if (n_args) break; /* they take none: called with some, traced (and raises) as eager does */
+        result = var_const(t, q->how == Q_TRUE ? Py_True : Py_False);
         break;
     case Q_GRAD_MODE:
         if (n_args) break;

@@ -42,8 +42,8 @@ def q_grad(x):
     return x + 1, torch.is_grad_enabled()
 
 
-def q_compiling(x):
-    return x + 1, torch.compiler.is_compiling(), torch.jit.is_scripting()
+def q_scripting(x):
+    return x + 1, torch.jit.is_scripting(), torch.compiler.is_exporting()
 
 
 def q_tracing(x):
@@ -79,7 +79,7 @@ def q_matmul_precision(x):
     return x + 1, torch.get_float32_matmul_precision()
 
 
-QUERIES = [q_grad, q_compiling, q_tracing, q_cuda_constants, q_initialized, q_default_dtype, q_autocast,
+QUERIES = [q_grad, q_scripting, q_tracing, q_cuda_constants, q_initialized, q_default_dtype, q_autocast,
            q_deterministic, q_backend_flags, q_matmul_precision]
 
 
@@ -98,8 +98,82 @@ def test_query_answers_under_enable_grad():
             assert f(x)[1] is mode
 
 
+# ---------------------------------------------------------------- is_compiling: True, as under torch.compile
+
+
+def q_compiling(x):
+    return (x + 1, torch.compiler.is_compiling(), torch.compiler.is_dynamo_compiling(), torch._dynamo.is_compiling(),
+            torch._utils.is_compiling(), torch.jit.is_scripting(), torch.compiler.is_exporting())
+
+
+def branch_on_compiling(x):
+    y = x * 3
+    if torch.compiler.is_compiling():
+        return y - 1
+    return y + 1
+
+
+def ask_compiling():
+    """No tensor op: the frame is left to CPython, which calls the real function."""
+    return torch.compiler.is_compiling()
+
+
+def test_is_compiling_is_true_in_the_trace():
+    """torch.compile documents is_compiling() (and its aliases) as True
+    while compiling; is_scripting/is_exporting stay False.  The oracle is
+    that documentation, written out: eager answers False for all six."""
+    import torch._dynamo  # noqa: F401  (torch._dynamo.is_compiling: a row once imported)
+
+    f = pt2.compile(q_compiling)
+    for shape in ((3, 5), (7,), (2, 1, 4)):
+        x = r(*shape)
+        with torch.no_grad():
+            for _ in range(2):  # capture, then the cache-hit path
+                out = f(x)
+                compare(out[0], x + 1, 1e-6)
+                assert out[1:] == (True, True, True, True, False, False)
+    with torch.no_grad(), pytest.warns(UserWarning, match="is_compiling"):  # torch._utils' deprecation
+        assert q_compiling(r(3))[1:] == (False,) * 6
+    assert counts(q_compiling, r(3))[:2] == (1, 0)
+
+
+def test_branch_on_is_compiling_takes_the_compile_path():
+    """Inside pt2.compile the branch takes the compiled path (x * 3 - 1, what
+    torch.compile gives); outside, the eager one (x * 3 + 1).  Nothing is
+    guarded for the answer: no QUERY guard, one entry reused."""
+    f = pt2.compile(branch_on_compiling)
+    x = r(4, 3)[:, 1]  # non-contiguous
+    with torch.no_grad():
+        for _ in range(3):
+            compare(f(x), x * 3 - 1, 1e-6)
+            compare(branch_on_compiling(x), x * 3 + 1, 1e-6)
+        assert _C.cache_size(branch_on_compiling.__code__) == 1
+        assert counts(branch_on_compiling, x)[:2] == (1, 0)
+    assert query_guards(branch_on_compiling, x) == []
+    assert not any("is_compiling()" in g for g in guards_of(branch_on_compiling, x)), guards_of(branch_on_compiling, x)
+
+
+def test_is_compiling_in_a_frame_left_to_cpython_is_false():
+    """A frame without tensor ops runs eagerly (as Dynamo runs a frame that
+    gives no graph): it calls the real function, False."""
+    assert pt2.compile(ask_compiling)() is False
+
+
+def test_is_compiling_with_arguments_is_not_answered():
+    """is_compiling takes no arguments: called with one, it is traced as any
+    call and raises eager's TypeError, never answered True."""
+    def bad(x):
+        return x + 1, torch.compiler.is_compiling(1)
+
+    with pytest.raises(TypeError):
+        bad(r(3))
+    with pytest.raises(TypeError):
+        pt2.compile(bad)(r(3))
+
+
 def test_process_constants_have_no_guard():
     assert query_guards(q_cuda_constants, r(3)) == []
+    assert query_guards(q_scripting, r(3)) == []
     assert query_guards(q_compiling, r(3)) == []
 
 
@@ -205,7 +279,19 @@ def branch_on_capture(x):
 
 def hf_is_tracing(x):
     """transformers.utils.import_utils.is_tracing's shape: the probe inside
-    try/except, the answer or-ed with other flags."""
+    try/except, the answer or-ed with other flags (not is_compiling, True
+    in every trace, which would hide the probe's answer)."""
+    try:
+        capturing = torch.cuda.is_current_stream_capturing()
+    except Exception:
+        capturing = False
+    if torch.jit.is_tracing() or capturing:
+        return x.relu()
+    return x.sigmoid()
+
+
+def hf_is_tracing_compiling(x):
+    """is_tracing as transformers writes it, is_compiling or-ed in."""
     try:
         capturing = torch.cuda.is_current_stream_capturing()
     except Exception:
@@ -237,6 +323,22 @@ def test_stream_capture_flip_recompiles(monkeypatch, fn, c_level):
             cap.set(v)
             compare(f(x), fn(x), 1e-6)
     assert _C.cache_size(fn.__code__) == 2
+
+
+@pytest.mark.parametrize("c_level", [True, False], ids=["c-probe", "python-probe"])
+def test_stream_capture_or_compiling_is_the_compile_path(monkeypatch, c_level):
+    """With is_compiling() or-ed in, pt2 takes the relu path whatever the
+    capture flag says (torch.compile does); eager, the sigmoid one while
+    not capturing."""
+    cap = Capturing(monkeypatch, c_level)
+    f = pt2.compile(hf_is_tracing_compiling)
+    x = r(5, 3)
+    with torch.no_grad():
+        for v in (False, True, False):
+            cap.set(v)
+            compare(f(x), x.relu(), 1e-6)
+            compare(hf_is_tracing_compiling(x), x.relu() if v else x.sigmoid(), 1e-6)
+        assert counts(hf_is_tracing_compiling, x)[:2] == (1, 0)
 
 
 def test_python_wrapper_replaced(monkeypatch):
