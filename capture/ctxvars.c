@@ -50,6 +50,17 @@ static void guard_identity(Trace *t, Var *var) {
     }
 }
 
+/* A set (reset false) or reset of var recorded for the replay after the
+ * graph, the ContextVar's identity guarded. */
+static void record_op(Trace *t, Var *var, Var *token, Var *value, bool reset) {
+    guard_identity(t, var);
+    struct CtxOp *op = new_op(t);
+    op->var = var;
+    op->token = token;
+    op->value = value;
+    op->reset = reset;
+}
+
 /* The value now: the latest op's, else the real one (NULL: none, after a
  * reset to a ContextVar that had no value; *known false: read it). */
 static Var *traced_value(Trace *t, Var *var, bool *known) {
@@ -126,14 +137,10 @@ static Var *ctx_set(Trace *t, Var *var, Var *value) {
         Py_XDECREF(token);
         return trace_break(t, "ContextVar.set() failed");
     }
-    guard_identity(t, var);
     Var *tok = var_new(t, V_OBJECT);
     tok->obj = trace_keep(t, token);
     Py_DECREF(token);
-    struct CtxOp *op = new_op(t);
-    op->var = var;
-    op->token = tok;
-    op->value = value;
+    record_op(t, var, tok, value, false);
     return tok;
 }
 
@@ -177,12 +184,7 @@ static Var *ctx_reset_outside(Trace *t, Var *var, Var *token) {
     } else if (!(before = trace_wrap(t, old, old_source))) {
         goto done;
     }
-    guard_identity(t, var);
-    struct CtxOp *op = new_op(t);
-    op->var = var;
-    op->token = token;
-    op->value = before;
-    op->reset = true;
+    record_op(t, var, token, before, true);
     r = var_none(t);
 done:
     if (PyErr_Occurred()) PyErr_Clear();
@@ -223,12 +225,7 @@ static Var *ctx_reset(Trace *t, Var *var, Var *token) {
         }
     }
     set->used = true;
-    guard_identity(t, var);
-    struct CtxOp *op = new_op(t);
-    op->var = var;
-    op->token = token;
-    op->value = before;
-    op->reset = true;
+    record_op(t, var, token, before, true);
     return var_none(t);
 }
 

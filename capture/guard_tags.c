@@ -158,6 +158,18 @@ static void log_clear(TagState *t) {
     t->n_log = 0;
 }
 
+/* A TagState's arrays and itself (NULL-safe). */
+static void free_arrays(TagState *t) {
+    if (!t) return;
+    PyMem_Free(t->det);
+    PyMem_Free(t->needed);
+    PyMem_Free(t->root_misses);
+    PyMem_Free(t->pinned);
+    PyMem_Free(t->run);
+    PyMem_Free(t->reads);
+    PyMem_Free(t);
+}
+
 void tags_create(Pt2Guards *g) {
     g->tags = NULL;
     const char *disable = getenv("PT2_DISABLE");
@@ -173,15 +185,7 @@ void tags_create(Pt2Guards *g) {
         t->reads = PyMem_Calloc(np, sizeof(ReadDeps));
     }
     if (!t || !t->det || !t->needed || !t->root_misses || !t->pinned || !t->run || !t->reads) {
-        if (t) {
-            PyMem_Free(t->det);
-            PyMem_Free(t->needed);
-            PyMem_Free(t->root_misses);
-            PyMem_Free(t->pinned);
-            PyMem_Free(t->run);
-            PyMem_Free(t->reads);
-        }
-        PyMem_Free(t);
+        free_arrays(t);
         return;
     }
     g->tags = t;
@@ -193,13 +197,7 @@ void tags_free(Pt2Guards *g) {
     snapshot_clear(g);
     log_clear(t);
     PyMem_Free(t->log);
-    PyMem_Free(t->det);
-    PyMem_Free(t->needed);
-    PyMem_Free(t->root_misses);
-    PyMem_Free(t->pinned);
-    PyMem_Free(t->run);
-    PyMem_Free(t->reads);
-    PyMem_Free(t);
+    free_arrays(t);
     g->tags = NULL;
 }
 
