@@ -21,6 +21,12 @@
  * Kernel names are unique (pt2-gpu-name-kernels numbers them), which this
  * pass relies on; a module holding anything else than gpu.func and
  * memref.global is left alone.
+ *
+ * pt2-gpu-merge-modules-parts (the pipeline's) deals the kernels of every
+ * call into parts instead: each to the part with the fewest ops so far
+ * (@pt2_kernels, @pt2_kernels_p1, ...; PT2_GPU_PARTS, else one a processor,
+ * at most one per 4 kernels), which pt2-gpu-module-to-binary serializes on
+ * threads (gpu_binary.c).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
