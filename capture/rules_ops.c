@@ -650,8 +650,46 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
  * nn.Module calls
  *===----------------------------------------------------------------------===*/
 
+/* torch.nn.modules.module's global hooks (register_module_forward_hook and
+ * the like) run around every module's forward: a module call is traced only
+ * while none is registered (guarded once a trace); false after a break. */
+static bool no_global_hooks(Trace *t) {
+    static const char *const names[] = {"_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                                        "_global_backward_pre_hooks"};
+    if (t->global_hooks_guarded) return true;
+    PyObject *name = PyUnicode_FromString("torch.nn.modules.module");
+    PyObject *mod = name ? PyImport_GetModule(name) : NULL; /* a dict lookup: never imports */
+    Py_XDECREF(name);
+    if (!mod) {
+        PyErr_Clear();
+        trace_break(t, "torch.nn.modules.module is not loaded");
+        return false;
+    }
+    Source *ms = source_derived(t, SRC_MODULE, NULL, 0, "torch.nn.modules.module");
+    for (int i = 0; i < 4; ++i) {
+        PyObject *d = PyObject_GetAttrString(mod, names[i]);
+        if (!d || !PyDict_Check(d)) {
+            Py_XDECREF(d);
+            PyErr_Clear();
+            continue; /* not in this torch */
+        }
+        Py_ssize_t n = PyDict_GET_SIZE(d);
+        if (n == 0) trace_guard(t, G_LEN, source_derived(t, SRC_ATTR, ms, 0, names[i]), (PyObject *)Py_TYPE(d), 0);
+        Py_DECREF(d);
+        if (n > 0) {
+            Py_DECREF(mod);
+            trace_break(t, "a global module hook is registered (torch.nn.modules.module.%s)", names[i]);
+            return false;
+        }
+    }
+    Py_DECREF(mod);
+    t->global_hooks_guarded = true;
+    return true;
+}
+
 Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyObject *m = module->obj;
+    if (!no_global_hooks(t)) return NULL;
     /* hooks would run user code around forward: not captured yet */
     static const char *const hook_dicts[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
     for (int i = 0; i < 4; ++i) {

@@ -184,6 +184,7 @@ typedef struct Trace {
     int depth;           /* inlining depth */
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
+    bool global_hooks_guarded; /* module_call: torch's global module hooks checked and guarded empty */
     int mutations;       /* changes to state the Vars hold (a container's items, an iterator's
                             position, a tensor in place) so far: a snapshot is stale after one;
                             assignments and ContextVar ops are logs instead (snapshot.n_stores) */

@@ -84,6 +84,14 @@ class CompiledModule(torch.nn.Module):
         return _C.run(self._orig_mod, args, kwargs, self._fullgraph, None, _forward_code(self._orig_mod), self._cudagraphs,
                       self._freeze)
 
+    def __call__(self, *args, **kwargs):
+        # The wrapper is not a module of the user's program: torch's global module
+        # hooks (register_module_forward_hook) run for the wrapped module as in eager,
+        # not a second time for the wrapper.  Hooks registered on the wrapper itself run.
+        if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks:
+            return super().__call__(*args, **kwargs)
+        return self.forward(*args, **kwargs)
+
     def __getattr__(self, name):
         try:
             return super().__getattr__(name)

@@ -170,19 +170,28 @@ def test_forward_hook_registered_and_removed():
     run_both(scenario)
 
 
-@pytest.mark.xfail(strict=True, reason="global module hooks are neither guarded nor run by inlined submodule calls "
-                   "(capture/rules_ops.c module_call checks only the module's own four hook dicts)")
 def test_global_forward_hook():
+    """A global module hook (register_module_forward_hook) registered after the compile: the
+    guard on torch's global hook dicts fails, the recompile breaks at the module call and eager
+    runs the hook; removed, the compiled graph is back."""
     m = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
     pt2.reset()
     with torch.no_grad():
         c = pt2.compile(m)
-        c(x)
+        torch.testing.assert_close(c(x), m(x))
         h = torch.nn.modules.module.register_module_forward_hook(lambda mod, args, out: out + 1)
         try:
             torch.testing.assert_close(c(x), m(x))
+            torch.testing.assert_close(c(x), m(x))
         finally:
             h.remove()
+        torch.testing.assert_close(c(x), m(x))
+        pre = torch.nn.modules.module.register_module_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        try:
+            torch.testing.assert_close(c(x), m(x))
+        finally:
+            pre.remove()
+        torch.testing.assert_close(c(x), m(x))
 
 
 def test_submodule_replaced():
@@ -474,3 +483,25 @@ def test_alternating_entries_and_restored_objects():
 
     log = run_both(scenario)
     assert all(f for _, f in log[2:])
+
+
+def test_hook_on_the_compiled_wrapper_runs():
+    """A hook registered on what pt2.compile returned runs (once), as on torch.compile's
+    OptimizedModule; the wrapped module's own hook runs once too."""
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    pt2.reset()
+    with torch.no_grad():
+        c = pt2.compile(m)
+        want = m(x)
+        h = c.register_forward_hook(lambda mod, args, out: out * 3)
+        try:
+            torch.testing.assert_close(c(x), want * 3)
+        finally:
+            h.remove()
+        h = m.register_forward_hook(lambda mod, args, out: out - 1)
+        try:
+            torch.testing.assert_close(c(x), m(x))
+            torch.testing.assert_close(c(x), want - 1)
+        finally:
+            h.remove()
+        torch.testing.assert_close(c(x), want)
