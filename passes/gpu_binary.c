@@ -11,11 +11,11 @@
  * each resulting gpu.binary back where its module was.  The launches name
  * the binaries by the modules' symbols, which the binaries keep.
  *===----------------------------------------------------------------------===*/
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/threads.h"
 #include "gpu_map.h"
 #include "mlir-c/Pass.h"
 #include "pt2.h"
@@ -34,29 +34,18 @@ typedef struct Part {
     bool ok;
 } Part;
 
-typedef struct Work {
-    Part *parts;
-    int n;
-    MlirContext ctx;
-    atomic_int next;
-} Work;
-
-static void *serialize(void *arg) {
-    Work *w = arg;
-    for (int i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
-        MlirPassManager pm = mlirPassManagerCreate(w->ctx);
-        MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
-        bool ok = mlirLogicalResultIsSuccess(
-            mlirParsePassPipeline(opm, mlirStringRefCreateFromCString("builtin.module(gpu-module-to-binary{format=isa})"), NULL, NULL));
-        w->parts[i].ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(w->parts[i].wrapper)));
-        mlirPassManagerDestroy(pm);
-    }
-    return NULL;
+static void serialize(void *ctx, int i) {
+    Part *part = (Part *)ctx + i;
+    MlirPassManager pm = mlirPassManagerCreate(mlirModuleGetContext(part->wrapper));
+    MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
+    bool ok = mlirLogicalResultIsSuccess(
+        mlirParsePassPipeline(opm, mlirStringRefCreateFromCString("builtin.module(gpu-module-to-binary{format=isa})"), NULL, NULL));
+    part->ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(part->wrapper)));
+    mlirPassManagerDestroy(pm);
 }
 
 static int run_module_to_binary(MlirOperation top, void *user) {
     (void)user;
-    MlirContext ctx = mlirOperationGetContext(top);
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
     int n = 0, cap = 0;
     Part *parts = NULL;
@@ -84,15 +73,7 @@ static int run_module_to_binary(MlirOperation top, void *user) {
             }
         }
     }
-    Work work = {parts, n, ctx, 0};
-    int limit = atomic_load(&max_threads), threads = n < limit ? n : limit;
-    pthread_t ids[MAX_THREADS];
-    int started = 0;
-    for (; started < threads - 1; ++started) {
-        if (pthread_create(&ids[started], NULL, serialize, &work) != 0) break;
-    }
-    serialize(&work); /* this thread's share; all of it with one thread */
-    for (int i = 0; i < started; ++i) pthread_join(ids[i], NULL);
+    pt2_parallel_for(n, atomic_load(&max_threads), serialize, parts); /* one thread: all on this one */
     bool ok = true;
     for (int i = 0; i < n; ++i) {
         ok = ok && parts[i].ok;

@@ -24,15 +24,14 @@
  *
  * pt2-gpu-merge-modules-parts (the pipeline's) deals the kernels of every
  * call into parts instead: each to the part with the fewest ops so far
- * (@pt2_kernels, @pt2_kernels_p1, ...; PT2_GPU_PARTS, else one a processor,
+ * (@pt2_kernels, @pt2_kernels_p1, ...; PT2_GPU_PARTS, else one a CPU this process may use,
  * at most one per 4 kernels), which pt2-gpu-module-to-binary serializes on
  * threads (gpu_binary.c).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../runtime/threads.h"
 #include "gpu_map.h"
 #include "pt2.h"
 
@@ -169,18 +168,17 @@ static long op_count(MlirOperation m) {
     return n;
 }
 
-/* The hot kernels' parts: PT2_GPU_PARTS, else the online processors (at
+/* The hot kernels' parts: PT2_GPU_PARTS, else the CPUs this process may use (at
  * most 16), at most one part per 4 kernels. */
 static int hot_parts(MlirOperation top, const Cold *cold) {
-    const char *env = getenv("PT2_GPU_PARTS");
-    long want = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    int want = pt2_threads_from_env("PT2_GPU_PARTS", MAX_PARTS);
     int kernels = 0;
     for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
         kernels += gpu_is_op(m, "gpu.module") && mergeable(m) && !is_cold(cold, m);
     }
-    long by_kernels = (kernels + 3) / 4;
-    long n = want < by_kernels ? want : by_kernels;
-    return n < 1 ? 1 : n > MAX_PARTS ? MAX_PARTS : (int)n;
+    int by_kernels = (kernels + 3) / 4;
+    int n = want < by_kernels ? want : by_kernels;
+    return n < 1 ? 1 : n;
 }
 
 static int run_merge(MlirOperation top, int parts) {
@@ -248,7 +246,7 @@ static _Alignas(8) const char merge_modules_parts_type_id;
 MlirPass pt2_create_gpu_merge_modules_parts_pass(void) {
     return make_external_pass("pt2-gpu-merge-modules-parts",
                               "pt2-gpu-merge-modules with the hot kernels dealt into parts by size (PT2_GPU_PARTS, else the "
-                              "online processors), which pt2-gpu-module-to-binary compiles on threads (passes/gpu_merge_modules.c)",
+                              "CPUs this process may use), which pt2-gpu-module-to-binary compiles on threads (passes/gpu_merge_modules.c)",
                               "builtin.module", run_merge_modules_parts, &merge_modules_parts_type_id);
 }
 

@@ -142,7 +142,7 @@ static const PassEntry pt2_passes[] = {
     {"pt2-gpu-merge-modules", "Move every outlined kernel into one gpu.module: LLVM, libdevice and the driver's JIT once a graph "
      "(passes/gpu_merge_modules.c)", pt2_create_gpu_merge_modules_pass},
     {"pt2-gpu-merge-modules-parts", "pt2-gpu-merge-modules with the kernels of every call dealt into parts by size (PT2_GPU_PARTS, "
-     "else the online processors), for pt2-gpu-module-to-binary's threads (passes/gpu_merge_modules.c)",
+     "else the CPUs this process may use), for pt2-gpu-module-to-binary's threads (passes/gpu_merge_modules.c)",
      pt2_create_gpu_merge_modules_parts_pass},
     {"pt2-gpu-module-to-binary", "gpu-module-to-binary{format=isa} with each gpu.module serialized on a thread of its own "
      "(passes/gpu_binary.c)", pt2_create_gpu_module_to_binary_pass},

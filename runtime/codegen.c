@@ -11,9 +11,9 @@
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include "codegen.h"
+#include "threads.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,15 +381,7 @@ done:
 
 /* The threads to compile a module's parts on: PT2_COMPILE_THREADS, else the CPUs this process may run
  * on, at most MAX_PARTS. */
-static int compile_threads(void) {
-    const char *env = getenv("PT2_COMPILE_THREADS");
-    int n = env && atoi(env) > 0 ? atoi(env) : 0;
-    if (n <= 0) {
-        cpu_set_t set;
-        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    }
-    return n < 1 ? 1 : n > MAX_PARTS ? MAX_PARTS : n;
-}
+static int compile_threads(void) { return pt2_threads_from_env("PT2_COMPILE_THREADS", MAX_PARTS); }
 
 /*===----------------------------------------------------------------------===*
  * pt2_codegen_objects

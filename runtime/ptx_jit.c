@@ -21,17 +21,16 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../dialects/catalog.h"
 #include "cuda.h"
 #include "dylib.h"
+#include "threads.h"
 #include "pt2.h"
 
 /*===----------------------------------------------------------------------===*
@@ -243,17 +242,14 @@ int pt2_ptx_have_nvjitlink(void) {
 
 int pt2_ptx_parallelism(void) {
     if (!pt2_ptx_have_nvjitlink()) return 1;
-    const char *env = getenv("PT2_GPU_JIT_THREADS");
-    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+    return pt2_threads_from_env("PT2_GPU_JIT_THREADS", 16);
 }
 
 typedef struct Jobs {
     char *const *ptx;
-    int n, cc;
+    int cc;
     Pt2Cubin *out;
     char **errors; /* a part's failure, set by its thread */
-    atomic_int next;
 } Jobs;
 
 static char *failure(NvJitLinkHandle h, const char *call, int rc) {
@@ -291,10 +287,9 @@ static char *compile_one(const char *ptx, int cc, Pt2Cubin *out) {
     return error;
 }
 
-static void *worker(void *arg) {
-    Jobs *jobs = arg;
-    for (int i; (i = atomic_fetch_add(&jobs->next, 1)) < jobs->n;) jobs->errors[i] = compile_one(jobs->ptx[i], jobs->cc, &jobs->out[i]);
-    return NULL;
+static void compile_job(void *ctx, int i) {
+    Jobs *jobs = ctx;
+    jobs->errors[i] = compile_one(jobs->ptx[i], jobs->cc, &jobs->out[i]);
 }
 
 int pt2_ptx_compile(char *const *ptx, int n, int cc, Pt2Cubin *out, const char **out_how) {
@@ -311,20 +306,12 @@ int pt2_ptx_compile(char *const *ptx, int n, int cc, Pt2Cubin *out, const char *
         return 0;
     }
     *out_how = "nvJitLink";
-    Jobs jobs = {ptx, n, cc, out, calloc((size_t)n + 1, sizeof(char *)), 0};
+    Jobs jobs = {ptx, cc, out, calloc((size_t)n + 1, sizeof(char *))};
     if (!jobs.errors) {
         pt2_set_error("out of memory");
         return -1;
     }
-    int threads = pt2_ptx_parallelism();
-    threads = threads < n ? threads : n;
-    pthread_t ids[16];
-    int started = 0;
-    for (; started < threads - 1; ++started) {
-        if (pthread_create(&ids[started], NULL, worker, &jobs) != 0) break;
-    }
-    worker(&jobs); /* this thread takes its share, and all of them where no thread started */
-    for (int i = 0; i < started; ++i) pthread_join(ids[i], NULL);
+    pt2_parallel_for(n, pt2_ptx_parallelism(), compile_job, &jobs);
     int failed = -1;
     for (int i = 0; i < n; ++i) {
         if (jobs.errors[i] && failed < 0) failed = i;

@@ -25,7 +25,7 @@ typedef struct Pt2Cubin {
 int pt2_ptx_split(const char *ptx, int max_parts, char ***out_parts);
 
 /* How many parts a module is worth splitting into here: the threads
- * nvJitLink may use (PT2_GPU_JIT_THREADS, else the online processors, at
+ * nvJitLink may use (PT2_GPU_JIT_THREADS, else the CPUs this process may use, at
  * most 16), 1 where only the driver's JIT is there (PT2_GPU_JIT=driver, or
  * no libnvJitLink). */
 int pt2_ptx_parallelism(void);
