@@ -391,8 +391,16 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
             break;
         }
         if (n_jobs + n > cap) {
+            char **grown = realloc(jobs, sizeof *jobs * (size_t)(2 * (n_jobs + n)));
+            if (!grown) {
+                for (int j = 0; j < n; ++j) free(parts[j]);
+                free(parts);
+                pt2_set_error("out of memory");
+                rc = -1;
+                break;
+            }
+            jobs = grown;
             cap = 2 * (n_jobs + n);
-            jobs = realloc(jobs, sizeof *jobs * (size_t)cap);
         }
         memcpy(jobs + n_jobs, parts, sizeof *parts * (size_t)n);
         free(parts);
@@ -411,7 +419,12 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
         }
         for (int i = 0, at = 0; rc == 0 && i < k->plan.n_modules; ++i) {
             if (mods[i].cached) continue;
-            mods[i].cubins = calloc((size_t)mods[i].n, sizeof *mods[i].cubins);
+            if (!(mods[i].cubins = calloc((size_t)mods[i].n, sizeof *mods[i].cubins))) {
+                for (int j = at; j < n_jobs; ++j) free(out[j].data); /* the modules before keep theirs */
+                pt2_set_error("out of memory");
+                rc = -1;
+                break;
+            }
             memcpy(mods[i].cubins, out + at, sizeof *out * (size_t)mods[i].n);
             at += mods[i].n;
         }
