@@ -6,7 +6,8 @@ Each configuration runs bench/models.py (and, with --micro, bench/micro.py witho
 fresh process with PT2_DISABLE set to the switch, so every kernel is compiled with that pipeline
 (the kernel cache keys include it).  Reported per configuration: the geomean speedup of pt2 over
 eager on the models that match eager, and the pt2/eager ratio of each micro case.  Switches
-(docs/passes.md): inline (producer→consumer fusion on linalg), fusion (loop fusion across
+(docs/passes.md): inline (producer→consumer fusion on linalg), scheduler (pt2-fuse, the scored
+fusion scheduler, vertical and horizontal), fusion (loop fusion across
 reductions), reorder (loop reordering by stride votes), memplan (buffer reuse), vectorize (LLVM's
 vectorizers and libmvec), parallel (OpenMP), blas (libraries for matmul and conv), epilogue (bias
 and activations folded into those library calls), patterns (pt2-patterns), freezing (pt2-freeze:
@@ -24,7 +25,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SWITCHES = ["inline", "fusion", "reorder", "flatten", "memplan", "vectorize", "parallel", "blas", "epilogue", "layout", "patterns",
+SWITCHES = ["inline", "scheduler", "fusion", "reorder", "flatten", "memplan", "vectorize", "parallel", "blas", "epilogue", "layout", "patterns",
             "freezing", "welford", "online-softmax", "privatize"]
 DEFAULT_MODELS = "BertForMaskedLM,DistilBertForMaskedLM,RobertaForCausalLM,DistillGPT2"
 DEFAULT_MICRO = "pointwise6,softmax,layer_norm,gelu,sum"

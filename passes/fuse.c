@@ -219,6 +219,47 @@ static bool reads_input(MlirOperation consumer, MlirValue v) {
     return false;
 }
 
+/* Would the fused op still know every loop's extent?  linalg takes them from
+ * the operands' shapes, so some operand left after fusing (C's other ones, or
+ * P's inputs seen through the permutation between the two ops' loops) must
+ * index each of C's loops by a plain dim.  A producer without inputs (a
+ * stack's generic of index arithmetic and extracts) read by a reduction
+ * would leave only the reduction's output, which has no reduced dim. */
+static bool loops_known_after_fusion(MlirOperation producer, MlirOperation consumer, MlirValue t, int occurrence, bool fill) {
+    int n = num_loops(consumer);
+    if (n > MAX_LOOPS) return false;
+    bool known[MAX_LOOPS] = {false};
+    for (int i = 0; i < (int)mlirOperationGetNumOperands(consumer); ++i) {
+        if (i < num_inputs(consumer) && mlirValueEqual(mlirOperationGetOperand(consumer, i), t)) continue;
+        MlirAffineMap map = operand_map(consumer, i);
+        for (intptr_t r = 0; r < mlirAffineMapGetNumResults(map); ++r) {
+            MlirAffineExpr e = mlirAffineMapGetResult(map, r);
+            if (mlirAffineExprIsADim(e)) known[mlirAffineDimExprGetPosition(e)] = true;
+        }
+    }
+    if (!fill) {
+        /* P's loop p is t's dim i where P writes t; C reads t's dim i in its loop c */
+        MlirAffineMap written = operand_map(producer, num_inputs(producer)), read = operand_map(consumer, occurrence);
+        for (int j = 0; j < num_inputs(producer); ++j) {
+            MlirAffineMap map = operand_map(producer, j);
+            for (intptr_t r = 0; r < mlirAffineMapGetNumResults(map); ++r) {
+                MlirAffineExpr e = mlirAffineMapGetResult(map, r);
+                if (!mlirAffineExprIsADim(e)) continue;
+                intptr_t p = mlirAffineDimExprGetPosition(e);
+                for (intptr_t i = 0; i < mlirAffineMapGetNumResults(written); ++i) {
+                    if (mlirAffineDimExprGetPosition(mlirAffineMapGetResult(written, i)) == p) {
+                        known[mlirAffineDimExprGetPosition(mlirAffineMapGetResult(read, i))] = true;
+                    }
+                }
+            }
+        }
+    }
+    for (int d = 0; d < n; ++d) {
+        if (!known[d]) return false;
+    }
+    return true;
+}
+
 static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer) {
     if (!is_fusible_generic(consumer)) return reject("consumer is not a fusible generic");
     bool fill = is_fill(producer);
@@ -248,6 +289,9 @@ static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer)
     }
     if (occurrence < 0) return reject("consumer does not read the producer as an input");
     if (!fill && num_loops(producer) != n_loops) return reject("different loop counts");
+    if (!loops_known_after_fusion(producer, consumer, t, occurrence, fill)) {
+        return reject("no operand of the fused op would index every loop");
+    }
     for (MlirOpOperand u = mlirValueGetFirstUse(t); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) ++uses;
     Verdict v = {.legal = true, .occurrence = occurrence, .keep_producer = uses > fused_uses};
     int64_t t_bytes = value_bytes(t), shared = 0, extra = 0;

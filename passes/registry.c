@@ -205,6 +205,7 @@ const char *pt2CpuPipelineText(const char *disable) {
      * fusion on linalg (the paper's inlining), fusion = loop fusion across
      * reductions (the paper's fusion) */
     bool inline_ = !pt2_disabled(disable, "inline");
+    bool scheduler = inline_ && !pt2_disabled(disable, "scheduler");
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
@@ -231,7 +232,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
-             online, welford, inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
+             online, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"

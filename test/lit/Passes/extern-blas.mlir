@@ -180,6 +180,28 @@ func.func @fused_contraction(%a: memref<3x7x5xf32>, %b: memref<9x5xf32>, %c: mem
 
 // -----
 
+// A batch of dot products, `(x * y).sum(-1)` (no m, no n), is memory-bound:
+// it keeps its loops (one BLAS call per row would be slower).
+// CHECK-LABEL: func.func @batched_dots
+// CHECK: linalg.generic
+// CHECK-NOT: call @pt2rt
+#dl = affine_map<(d0, d1) -> (d0, d1)>
+#do = affine_map<(d0, d1) -> (d0)>
+func.func @batched_dots(%a: memref<7x13xf32>, %b: memref<7x13xf32>, %c: memref<7xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<7xf32>)
+  linalg.generic {indexing_maps = [#dl, #dl, #do], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : memref<7x13xf32>, memref<7x13xf32>) outs(%c : memref<7xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A contraction with more in its body than a multiply-add is left alone.
 // CHECK-LABEL: func.func @scaled_contraction
 // CHECK: linalg.generic

@@ -222,3 +222,34 @@ func.func @no_fusion(%x: tensor<16x256xf32>, %b: tensor<256xf32>, %z: tensor<16x
   } -> tensor<16x256xf32>
   return %n, %c, %t, %u : tensor<16x256xf32>, tensor<16x256xf32>, tensor<16x256xf32>, tensor<16x256xf32>
 }
+
+// -----
+
+// A producer without inputs (a stack's index arithmetic and extracts) read by
+// a reduction over its first dim stays apart: the fused op would have only
+// the reduction's output, which no longer tells the reduced loop's extent.
+// CHECK-LABEL: func.func @inputless_producer_of_reduction
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]
+// LOG: pt2-fuse: #{{[0-9]+}} -> #{{[0-9]+}} rejected: no operand of the fused op would index every loop
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @inputless_producer_of_reduction(%x: tensor<1x4xf32>) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x4xf32>
+  %s = linalg.generic {indexing_maps = [#all], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<3x4xf32>) {
+  ^bb0(%out: f32):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %x[%c0, %j] : tensor<1x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<3x4xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [#all, #col], iterator_types = ["reduction", "parallel"]} ins(%s : tensor<3x4xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %out, %in : f32
+    linalg.yield %a : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
