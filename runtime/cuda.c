@@ -141,6 +141,15 @@ int pt2_cuda_init(int *out_compute_capability, int *out_driver_version) {
     return 0;
 }
 
+void *pt2_cuda_current_context(void) {
+    CUcontext ctx = NULL;
+    return p_cuCtxGetCurrent && p_cuCtxGetCurrent(&ctx) == 0 ? (void *)ctx : NULL;
+}
+
+void pt2_cuda_use_context(void *ctx) {
+    if (ctx && p_cuCtxSetCurrent) p_cuCtxSetCurrent((CUcontext)ctx);
+}
+
 int pt2_cuda_ptx_to_cubin(const char *ptx, size_t ptx_len, void **out_cubin, size_t *out_len) {
     char log[4096] = "";
     int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};

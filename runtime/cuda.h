@@ -30,6 +30,10 @@ typedef struct Pt2CuFunction Pt2CuFunction; /* CUfunction */
  * current one, as PyTorch's; else device 0's primary context).  Writes the
  * device's compute capability (90 for sm_90) and the driver version. */
 int pt2_cuda_init(int *out_compute_capability, int *out_driver_version);
+/* The calling thread's context (after pt2_cuda_init), and making it another
+ * thread's: threads that work for a plan use the device it was loaded on. */
+void *pt2_cuda_current_context(void);
+void pt2_cuda_use_context(void *ctx);
 /* Compiles PTX to a cubin for the current device (the driver's JIT);
  * *out_cubin is malloc'ed. */
 int pt2_cuda_ptx_to_cubin(const char *ptx, size_t ptx_len, void **out_cubin, size_t *out_len);

@@ -72,6 +72,7 @@
 #include "../dialects/catalog.h"
 #include "cudnn_graph.h"
 #include "dylib.h"
+#include "threads.h"
 #include "pt2.h"
 
 typedef int cudnnStatus_t; /* CUDNN_STATUS_SUCCESS = 0; the other codes differ between 8 and 9 */
@@ -459,16 +460,27 @@ static bool env_is(const char *name, const char *value) {
  * kernel: cuDNN 9.19's engines for conv + bias + relu graphs on the H200
  * were its generic direct kernel (resnet50 142 ms a call) and lost relu's
  * NaN. */
+static const Pt2GpuOperand *plain_weight(const Pt2Conv *e, const Pt2GpuOperand *ops) {
+    return e->scaled ? &ops[e->bias + e->residual + 3] : &ops[1];
+}
+
+static Pt2ConvGraphSpec graph_spec(const Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, const Pt2ConvGraphTiming *timing) {
+    return (Pt2ConvGraphSpec){e->data_type, e->compute_type, !float32_without_tf32(e), {e->stride[0], e->stride[1]},
+                              {e->padding[0], e->padding[1]}, {e->dilation[0], e->dilation[1]}, &ops[0], plain_weight(e, ops),
+                              &ops[2], scratch, heur_mode(), !env_is("PT2_CUDNN_RUNTIME_COMPILE", "0"), timing, logging};
+}
+
+/* PT2_CUDNN_BENCHMARK=0: the first ranked plan, untimed. */
+static bool benchmark_wanted(void) { return !env_is("PT2_CUDNN_BENCHMARK", "0"); }
+
 static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, void *stream) {
-    const Pt2GpuOperand *w_plain = e->scaled ? &ops[e->bias + e->residual + 3] : &ops[1];
+    const Pt2GpuOperand *w_plain = plain_weight(e, ops);
     int n_ops = 3 + e->bias + e->residual + e->scaled + 1;
     Pt2ConvGraphTiming timing = {element(&ops[0], e->elem_bytes), element(w_plain, e->elem_bytes),
                                  (void *)element(&ops[2], e->elem_bytes), (void *)element(&ops[n_ops - 1], 1), stream};
     bool capturing = true;
-    bool timed = !env_is("PT2_CUDNN_BENCHMARK", "0") && pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
-    Pt2ConvGraphSpec spec = {e->data_type, e->compute_type, !float32_without_tf32(e), {e->stride[0], e->stride[1]},
-                             {e->padding[0], e->padding[1]}, {e->dilation[0], e->dilation[1]}, &ops[0], w_plain, &ops[2],
-                             scratch, heur_mode(), !env_is("PT2_CUDNN_RUNTIME_COMPILE", "0"), timed ? &timing : NULL, logging};
+    bool timed = benchmark_wanted() && pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
+    Pt2ConvGraphSpec spec = graph_spec(e, ops, scratch, timed ? &timing : NULL);
     char why[160] = "";
     if (logging && timed) fprintf(stderr, "pt2 cudnn: %s: timing the ranked plans\n", e->what);
     e->graph = pt2_cudnn_graph_make(handle, &spec, why, sizeof why);
@@ -592,6 +604,35 @@ static void make_if_needed(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void
 /* The next call runs the legacy fused call (folded operands permitting). */
 static bool runs_fused(const Pt2Conv *e) {
     return !e->refused && !e->graph && e->legacy && e->bias && !e->fused_refused;
+}
+
+/* The worker handles of pt2_cudnn_prefetch, made at its first call and kept
+ * for the process (the plans made on them are run on `handle`). */
+#define MAX_WORKERS 64
+static cudnnHandle_t workers[MAX_WORKERS];
+static int n_workers;
+
+void pt2_cudnn_prefetch(Pt2Conv **const *entries, const char *const *whats, const Pt2GpuOperand (*ops)[8], const int *n_ops, int n) {
+    if (n <= 0 || env_is("PT2_CUDNN_PREFETCH", "0") || !load_cudnn() || !graph_api_wanted()) return;
+    Pt2ConvGraphSpec *specs = calloc((size_t)n, sizeof *specs);
+    if (!specs) return;
+    int m = 0;
+    pthread_mutex_lock(&handle_lock);
+    for (int i = 0; i < n; ++i) {
+        if (!*entries[i] && !(*entries[i] = parse_entry(whats[i]))) continue; /* the first call reports it */
+        Pt2Conv *e = *entries[i];
+        if (e->made || check_operands(e, ops[i], n_ops[i]) != 0 || !shapes_agree(e, ops[i])) continue;
+        bool empty = false;
+        for (int d = 0; d < 4; ++d) empty |= ops[i][0].sizes[d] == 0 || ops[i][1].sizes[d] == 0 || ops[i][2].sizes[d] == 0;
+        if (!empty) specs[m++] = graph_spec(e, ops[i], (size_t)ops[i][n_ops[i] - 1].sizes[0], NULL);
+    }
+    if (m > 0 && n_workers == 0) {
+        int want = pt2_threads_from_env("PT2_CUDNN_THREADS", MAX_WORKERS);
+        while (n_workers < want && p_cudnnCreate(&workers[n_workers]) == 0) ++n_workers;
+    }
+    if (m > 0) pt2_cudnn_graph_prefetch(handle, specs, benchmark_wanted(), m, (void **)workers, n_workers);
+    pthread_mutex_unlock(&handle_lock);
+    free(specs);
 }
 
 int pt2_cudnn_conv_reads_folded(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream,

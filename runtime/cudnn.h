@@ -35,6 +35,16 @@ int pt2_cudnn_conv(Pt2Conv **entry, const char *what, const Pt2GpuOperand *opera
 int pt2_cudnn_conv_reads_folded(Pt2Conv **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, void *stream,
                                 bool *out_reads);
 void pt2_cudnn_conv_free(Pt2Conv *entry);
+/* Ahead of the first calls (when a plan is loaded): the graph API's
+ * candidate plans of n entries (each as pt2_cudnn_conv would take it, the
+ * operands' data pointers unused) prepared on threads, each with a cuDNN
+ * handle of its own: cuDNN's engines that compile at run time (NVRTC) take
+ * 0.1-0.3 s a shape, most of a first call where they are many.  Each entry's
+ * first call then only times the candidates and picks one.  Entries cuDNN
+ * will not run, or already made, are skipped; nothing is an error here.
+ * PT2_CUDNN_PREFETCH=0 turns it off, PT2_CUDNN_THREADS sets the threads. */
+void pt2_cudnn_prefetch(Pt2Conv **const *entries, const char *const *whats, const Pt2GpuOperand (*operands)[8], const int *n_operands,
+                        int n);
 
 /* Before a CUDA graph capture: opens libcudnn and creates pt2's handle, so
  * that nothing of that happens while capturing.  0 also without cuDNN. */

@@ -26,6 +26,7 @@
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include "cudnn_graph.h"
+#include "threads.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum {
     /* cudnnBackendDescriptorType_t */
@@ -149,6 +151,17 @@ typedef struct PlanKey {
     size_t scratch;
 } PlanKey;
 
+/* A configuration that may run the entry, finalized into an execution plan
+ * whose workspace fits the scratch. */
+typedef struct Candidate {
+    Desc cfg, plan;
+    int64_t workspace;
+    long engine;
+    float ms; /* timed: the mean of a few runs */
+} Candidate;
+
+#define MAX_TIMED 8
+
 typedef struct Plan {
     Desc owned[N_OWNED]; /* every descriptor made, destroyed together */
     int n_owned;
@@ -157,6 +170,11 @@ typedef struct Plan {
     long engine;
     PlanKey key;
     int refs;
+    /* made ahead (pt2_cudnn_graph_prefetch): the finalized candidates, not
+     * yet timed or chosen; `chosen` once one is the plan */
+    Candidate cand[MAX_TIMED];
+    int n_cand;
+    bool chosen;
     struct Plan *next;
 } Plan;
 
@@ -263,14 +281,11 @@ static bool engine_allowed(Desc cfg, const Pt2ConvGraphSpec *s, long *out_index)
     return ok;
 }
 
-/* A configuration that may run the entry, finalized into an execution plan
- * whose workspace fits the scratch. */
-typedef struct Candidate {
-    Desc cfg, plan;
-    int64_t workspace;
-    long engine;
-    float ms; /* timed: the mean of a few runs */
-} Candidate;
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static bool finalize_plan(void *handle, Desc cfg, const Pt2ConvGraphSpec *s, Candidate *c) {
     Desc plan = NULL;
@@ -343,14 +358,13 @@ static void time_candidates(void *handle, Candidate *c, int n, const Pt2ConvGrap
 }
 
 /* Heuristics `mode`'s configurations (cuDNN ranks them best first): the
- * first that is allowed, finalizes and fits, or with s->timing the fastest
- * of the first MAX_TIMED such. */
-#define MAX_TIMED 8
-static bool choose_plan(Plan *g, void *handle, Desc graph, int mode, const Pt2ConvGraphSpec *s) {
+ * first that is allowed, finalizes and fits, or with `timed` the first
+ * MAX_TIMED such, into g->cand.  Whether there is one. */
+static bool gather_candidates(Plan *g, void *handle, Desc graph, int mode, const Pt2ConvGraphSpec *s, bool timed) {
     Desc heur = NULL, cfgs[MAX_CONFIGS];
-    Candidate cand[MAX_TIMED];
     int64_t count = 0;
-    int made = 0, n_cand = 0, want = s->timing ? MAX_TIMED : 1;
+    int made = 0, want = timed ? MAX_TIMED : 1;
+    g->n_cand = 0;
     if (g->n_owned + 2 > N_OWNED || api.create(DESC_ENGINEHEUR, &heur) != 0) return false;
     if (api.set(heur, ATTR_ENGINEHEUR_OPERATION_GRAPH, TYPE_BACKEND_DESCRIPTOR, 1, &graph) == 0 &&
         api.set(heur, ATTR_ENGINEHEUR_MODE, TYPE_HEUR_MODE, 1, &mode) == 0 && api.finalize(heur) == 0 &&
@@ -358,32 +372,49 @@ static bool choose_plan(Plan *g, void *handle, Desc graph, int mode, const Pt2Co
         int n = count < MAX_CONFIGS ? (int)count : MAX_CONFIGS;
         while (made < n && api.create(DESC_ENGINECFG, &cfgs[made]) == 0) ++made;
         if (made == n && api.get(heur, ATTR_ENGINEHEUR_RESULTS, TYPE_BACKEND_DESCRIPTOR, n, &count, cfgs) == 0) {
-            for (int i = 0; i < n && i < count && n_cand < want; ++i) {
-                if (finalize_plan(handle, cfgs[i], s, &cand[n_cand])) ++n_cand;
+            for (int i = 0; i < n && i < count && g->n_cand < want; ++i) {
+                double t0 = s->log ? seconds_now() : 0;
+                bool made_plan = finalize_plan(handle, cfgs[i], s, &g->cand[g->n_cand]);
+                if (s->log) {
+                    fprintf(stderr, "pt2 cudnn:   configuration %d: %s in %.4f s\n", i, made_plan ? "finalized" : "refused",
+                            seconds_now() - t0);
+                }
+                if (made_plan) ++g->n_cand;
             }
         }
     }
-    int best = n_cand > 0 ? 0 : -1;
-    if (n_cand > 1) {
-        time_candidates(handle, cand, n_cand, s);
-        for (int i = 1; i < n_cand; ++i) {
-            if (cand[i].ms < cand[best].ms) best = i;
-        }
-    }
-    if (best >= 0) {
-        g->owned[g->n_owned++] = cand[best].cfg;
-        g->plan = g->owned[g->n_owned++] = cand[best].plan;
-        g->workspace = cand[best].workspace;
-        g->engine = cand[best].engine;
-    }
-    for (int i = 0; i < n_cand; ++i) {
-        if (i != best) api.destroy(cand[i].plan);
-    }
     for (int i = 0; i < made; ++i) {
-        if (best < 0 || cfgs[i] != cand[best].cfg) api.destroy(cfgs[i]);
+        bool kept = false;
+        for (int c = 0; c < g->n_cand; ++c) kept |= cfgs[i] == g->cand[c].cfg;
+        if (!kept) api.destroy(cfgs[i]);
     }
     api.destroy(heur);
-    return best >= 0;
+    return g->n_cand > 0;
+}
+
+/* The plan among g's candidates: with s->timing the fastest on the first
+ * call's operands, else the first ranked; the others are destroyed. */
+static void pick(Plan *g, void *handle, const Pt2ConvGraphSpec *s) {
+    int best = 0;
+    if (g->n_cand > 1 && s->timing) {
+        double t0 = s->log ? seconds_now() : 0;
+        time_candidates(handle, g->cand, g->n_cand, s);
+        if (s->log) fprintf(stderr, "pt2 cudnn:   timing %d plans: %.4f s\n", g->n_cand, seconds_now() - t0);
+        for (int i = 1; i < g->n_cand; ++i) {
+            if (g->cand[i].ms < g->cand[best].ms) best = i;
+        }
+    }
+    g->owned[g->n_owned++] = g->cand[best].cfg;
+    g->plan = g->owned[g->n_owned++] = g->cand[best].plan;
+    g->workspace = g->cand[best].workspace;
+    g->engine = g->cand[best].engine;
+    for (int i = 0; i < g->n_cand; ++i) {
+        if (i == best) continue;
+        api.destroy(g->cand[i].plan);
+        api.destroy(g->cand[i].cfg);
+    }
+    g->n_cand = 0;
+    g->chosen = true;
 }
 
 static void fill_operand(int64_t *out, const Pt2GpuOperand *t) {
@@ -394,17 +425,23 @@ static void fill_operand(int64_t *out, const Pt2GpuOperand *t) {
 }
 
 static void plan_free(Plan *g) {
+    for (int i = 0; i < g->n_cand; ++i) {
+        api.destroy(g->cand[i].plan);
+        api.destroy(g->cand[i].cfg);
+    }
     for (int i = g->n_owned - 1; i >= 0; --i) api.destroy(g->owned[i]);
     free(g);
 }
 
-static Plan *plan_make(void *handle, const Pt2ConvGraphSpec *s, const PlanKey *key, char *why, size_t why_cap) {
+/* The operation graph and the candidate plans for `s` (not yet chosen),
+ * finalized on `handle`; NULL with `why` filled if there are none. */
+static Plan *plan_prepare(void *handle, const Pt2ConvGraphSpec *s, const PlanKey *key, char *why, size_t why_cap) {
     Plan *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     Desc graph = operation_graph(g, handle, s);
-    if (graph && (choose_plan(g, handle, graph, s->heur_mode, s) || choose_plan(g, handle, graph, HEUR_MODE_FALLBACK, s))) {
+    if (graph && (gather_candidates(g, handle, graph, s->heur_mode, s, key->timed) ||
+                  gather_candidates(g, handle, graph, HEUR_MODE_FALLBACK, s, key->timed))) {
         g->key = *key;
-        g->refs = 1;
         return g;
     }
     if (graph) {
@@ -416,48 +453,128 @@ static Plan *plan_make(void *handle, const Pt2ConvGraphSpec *s, const PlanKey *k
     return NULL;
 }
 
+static void make_key(PlanKey *key, void *handle, const Pt2ConvGraphSpec *s, bool timed) {
+    memset(key, 0, sizeof *key); /* the padding too: keys compare with memcmp */
+    key->handle = handle;
+    key->data_type = s->data_type;
+    key->compute_type = s->compute_type;
+    key->heur_mode = s->heur_mode;
+    memcpy(key->stride, s->stride, sizeof key->stride);
+    memcpy(key->padding, s->padding, sizeof key->padding);
+    memcpy(key->dilation, s->dilation, sizeof key->dilation);
+    key->tensor_ops = s->tensor_ops;
+    key->runtime_compiled = s->runtime_compiled;
+    key->timed = timed;
+    fill_operand(key->x, s->x);
+    fill_operand(key->y, s->y);
+    fill_operand(key->w, s->w);
+    key->scratch = s->scratch;
+}
+
+static Plan *find_plan(const PlanKey *key) {
+    for (Plan *p = plans; p; p = p->next) {
+        if (memcmp(&p->key, key, sizeof *key) == 0) return p;
+    }
+    return NULL;
+}
+
 Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char *why, size_t why_cap) {
     if (!load_api()) {
         snprintf(why, why_cap, "cuDNN's graph API is not in the library");
         return NULL;
     }
     PlanKey key;
-    memset(&key, 0, sizeof key); /* the padding too: keys compare with memcmp */
-    key.handle = handle;
-    key.data_type = s->data_type;
-    key.compute_type = s->compute_type;
-    key.heur_mode = s->heur_mode;
-    memcpy(key.stride, s->stride, sizeof key.stride);
-    memcpy(key.padding, s->padding, sizeof key.padding);
-    memcpy(key.dilation, s->dilation, sizeof key.dilation);
-    key.tensor_ops = s->tensor_ops;
-    key.runtime_compiled = s->runtime_compiled;
-    key.timed = s->timing != NULL;
-    fill_operand(key.x, s->x);
-    fill_operand(key.w, s->w);
-    fill_operand(key.y, s->y);
-    key.scratch = s->scratch;
+    make_key(&key, handle, s, s->timing != NULL);
     Pt2ConvGraph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     pthread_mutex_lock(&plans_lock);
-    for (Plan *p = plans; p && !g->p; p = p->next) {
-        if (memcmp(&p->key, &key, sizeof key) == 0) {
-            p->refs++;
-            g->p = p;
-        }
-    }
-    if (!g->p && (g->p = plan_make(handle, s, &key, why, why_cap))) {
+    double t0 = s->log ? seconds_now() : 0;
+    g->p = find_plan(&key);
+    if (g->p && g->p->chosen && s->log) fprintf(stderr, "pt2 cudnn:   the plan of an identical convolution\n");
+    if (!g->p && (g->p = plan_prepare(handle, s, &key, why, why_cap))) {
         g->p->next = plans;
         plans = g->p;
-    } else if (g->p && s->log) {
-        fprintf(stderr, "pt2 cudnn:   the plan of an identical convolution\n");
     }
+    if (g->p && !g->p->chosen) {
+        pick(g->p, handle, s);
+        if (s->log) fprintf(stderr, "pt2 cudnn:   plan made in %.4f s\n", seconds_now() - t0);
+    }
+    if (g->p) g->p->refs++;
     pthread_mutex_unlock(&plans_lock);
     if (!g->p) {
         free(g);
         return NULL;
     }
     return g;
+}
+
+/* Prefetch: each new key's plan prepared on a thread with a handle of its own. */
+typedef struct Prefetch {
+    const Pt2ConvGraphSpec *specs;
+    Plan **made;
+    PlanKey *keys;
+    void **handles; /* free handles, a stack under `lock` */
+    int n_free;
+    void *context; /* the caller's CUDA context, made each thread's */
+    pthread_mutex_t lock;
+} Prefetch;
+
+static void prefetch_one(void *ctx, int i) {
+    Prefetch *f = ctx;
+    if (f->made[i]) return; /* not new */
+    pt2_cuda_use_context(f->context);
+    pthread_mutex_lock(&f->lock);
+    void *handle = f->handles[--f->n_free];
+    pthread_mutex_unlock(&f->lock);
+    char why[160];
+    f->made[i] = plan_prepare(handle, &f->specs[i], &f->keys[i], why, sizeof why);
+    pthread_mutex_lock(&f->lock);
+    f->handles[f->n_free++] = handle;
+    pthread_mutex_unlock(&f->lock);
+}
+
+void pt2_cudnn_graph_prefetch(void *handle, const Pt2ConvGraphSpec *specs, bool timed, int n, void **workers, int n_workers) {
+    if (n <= 0 || n_workers <= 0 || !load_api()) return;
+    Plan **made = calloc((size_t)n, sizeof *made);
+    PlanKey *keys = calloc((size_t)n, sizeof *keys);
+    void **free_handles = calloc((size_t)n_workers, sizeof *free_handles);
+    if (!made || !keys || !free_handles) goto done;
+    static Plan taken; /* marks a key that needs no plan made here */
+    int todo = 0;
+    pthread_mutex_lock(&plans_lock);
+    for (int i = 0; i < n; ++i) {
+        make_key(&keys[i], handle, &specs[i], timed);
+        bool seen = find_plan(&keys[i]) != NULL;
+        for (int j = 0; j < i && !seen; ++j) seen = made[j] != &taken && memcmp(&keys[j], &keys[i], sizeof keys[i]) == 0;
+        made[i] = seen ? &taken : NULL;
+        todo += !seen;
+    }
+    pthread_mutex_unlock(&plans_lock);
+    memcpy(free_handles, workers, sizeof(void *) * (size_t)n_workers);
+    Prefetch f = {specs, made, keys, free_handles, n_workers, pt2_cuda_current_context(), PTHREAD_MUTEX_INITIALIZER};
+    double t0 = seconds_now();
+    pt2_parallel_for(n, n_workers, prefetch_one, &f);
+    int prepared = 0;
+    pthread_mutex_lock(&plans_lock);
+    for (int i = 0; i < n; ++i) {
+        if (!made[i] || made[i] == &taken) continue;
+        if (find_plan(&keys[i])) { /* made meanwhile by another thread */
+            plan_free(made[i]);
+            continue;
+        }
+        made[i]->next = plans;
+        plans = made[i];
+        ++prepared;
+    }
+    pthread_mutex_unlock(&plans_lock);
+    if (specs[0].log) {
+        fprintf(stderr, "pt2 cudnn: %d convolution(s), %d new plan(s) prepared on %d thread(s) in %.4f s\n", n, prepared,
+                n_workers < todo ? n_workers : todo, seconds_now() - t0);
+    }
+done:
+    free(made);
+    free(keys);
+    free(free_handles);
 }
 
 int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void *w, void *y, void *workspace) {

@@ -31,6 +31,14 @@ typedef struct Pt2ConvGraphSpec {
 /* The plan for `spec` on `handle` (a cudnnHandle_t), or NULL with `why`
  * filled when cuDNN's graph API is missing or has no engine that fits. */
 Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *spec, char *why, size_t why_cap);
+/* Prepares, ahead of the first calls, the candidate plans of each spec
+ * whose plan is not made yet (the operation graph, cuDNN's heuristics, the
+ * finalized configurations: where cuDNN compiles kernels at run time, most of
+ * a first call), on up to n_workers threads, each with one of `workers`
+ * (cudnnHandle_t's of the same device, kept for the process).  `timed`: the
+ * first calls will time the candidates (the specs carry no operands).  The
+ * entry's pt2_cudnn_graph_make then only times and picks. */
+void pt2_cudnn_graph_prefetch(void *handle, const Pt2ConvGraphSpec *specs, bool timed, int n, void **workers, int n_workers);
 /* y = conv(x, w) on the handle's stream; cuDNN's status (0: done). */
 int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void *w, void *y, void *workspace);
 size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g);

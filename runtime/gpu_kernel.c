@@ -458,9 +458,55 @@ static int load_module(Pt2GpuKernel *k, int i, ModuleParts *m, const char *path)
     return 0;
 }
 
+/* The convolutions' cuDNN plans, prepared on threads (runtime/cudnn.c)
+ * while the modules compile and load: their operands' shapes and strides
+ * are the plan's, known before any call. */
+typedef struct ConvPrefetch {
+    Pt2GpuKernel *k;
+    void *context;
+} ConvPrefetch;
+
+static void *prefetch_convs(void *arg) {
+    Pt2GpuKernel *k = ((ConvPrefetch *)arg)->k;
+    pt2_cuda_use_context(((ConvPrefetch *)arg)->context);
+    int n = 0;
+    for (int i = 0; i < k->plan.n_launches; ++i) n += k->plan.launches[i].module < 0 && !pt2_gpu_plan_is_gemm(&k->plan.launches[i]);
+    Pt2Conv ***entries = calloc((size_t)n + 1, sizeof *entries);
+    const char **whats = calloc((size_t)n + 1, sizeof *whats);
+    Pt2GpuOperand(*ops)[8] = calloc((size_t)n + 1, sizeof *ops);
+    int *n_ops = calloc((size_t)n + 1, sizeof *n_ops);
+    int m = 0;
+    for (int i = 0; entries && whats && ops && n_ops && i < k->plan.n_launches; ++i) {
+        GpuLaunch *l = &k->plan.launches[i];
+        if (l->module >= 0 || pt2_gpu_plan_is_gemm(l) || l->n_args > 8) continue;
+        bool ok = true;
+        for (int a = 0; a < l->n_args && ok; ++a) {
+            const GpuArg *g = &l->args[a];
+            ok = g->kind != ARG_SCALAR && g->rank >= 1 && g->rank <= PT2_GPU_OPERAND_MAX_RANK;
+            if (!ok) break;
+            ops[m][a] = (Pt2GpuOperand){NULL, g->offset, g->rank, {0}, {0}};
+            memcpy(ops[m][a].sizes, g->sizes, sizeof(int64_t) * (size_t)g->rank);
+            memcpy(ops[m][a].strides, g->strides, sizeof(int64_t) * (size_t)g->rank);
+        }
+        if (!ok) continue;
+        entries[m] = &l->conv;
+        whats[m] = l->function;
+        n_ops[m++] = l->n_args;
+    }
+    if (m > 0) pt2_cudnn_prefetch(entries, whats, (const Pt2GpuOperand(*)[8])ops, n_ops, m);
+    free(entries);
+    free(whats);
+    free(ops);
+    free(n_ops);
+    return NULL;
+}
+
 static int load(Pt2GpuKernel *k) {
     int cc, driver;
     if (pt2_cuda_init(&cc, &driver) != 0) return -1;
+    pthread_t prefetch;
+    ConvPrefetch conv_prefetch = {k, pt2_cuda_current_context()};
+    bool prefetching = pthread_create(&prefetch, NULL, prefetch_convs, &conv_prefetch) == 0;
     int n = k->plan.n_modules;
     ModuleParts *mods = calloc((size_t)n + 1, sizeof *mods);
     char(*paths)[4400] = calloc((size_t)n + 1, sizeof *paths);
@@ -481,6 +527,7 @@ static int load(Pt2GpuKernel *k) {
     }
     free(mods);
     free(paths);
+    if (prefetching) pthread_join(prefetch, NULL);
     k->loaded = rc == 0;
     return rc;
 }

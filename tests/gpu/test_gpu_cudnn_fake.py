@@ -43,19 +43,20 @@ def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("fake_cudnn")
     lib, graph_lib, probe = build_fake_cudnn(d, False), build_fake_cudnn(d, True), str(d / "probe")
     subprocess.run([CC, "-o", probe, os.path.join(HERE, "fake_cudnn", "probe.c"), os.path.join(ROOT, "runtime", "cudnn.c"),
-                    os.path.join(ROOT, "runtime", "cudnn_graph.c"), os.path.join(ROOT, "runtime", "dylib.c"), "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "include"),
+                    os.path.join(ROOT, "runtime", "cudnn_graph.c"), os.path.join(ROOT, "runtime", "dylib.c"),
+                    os.path.join(ROOT, "runtime", "threads.c"), "-I" + os.path.join(ROOT, "runtime"), "-I" + os.path.join(ROOT, "include"),
                     "-I" + MLIR_INCLUDE, "-ldl", "-lpthread"], check=True)
     return lib, graph_lib, probe
 
 
 def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0, layout="nchw", graph=False, api=None,
-          folds=None, entries=1):
+          folds=None, entries=1, prefetch=False):
     """Runs the probe: `graph` with the fake's graph API, `api` as PT2_CUDNN_API, `folds` "1"
     for an entry with fold launches that its name does not show (a computed bias)."""
     lib, graph_lib, exe = built
     env = dict(os.environ, PT2_CUDNN_LIBRARY=library or (graph_lib if graph else lib), FAKE_CUDNN=fake, PT2_LOGS="cudnn",
                PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0",
-               PROBE_ENTRIES=str(entries))
+               PROBE_ENTRIES=str(entries), PROBE_PREFETCH="1" if prefetch else "0", PT2_CUDNN_THREADS="2")
     env.pop("PT2_CUDNN_API", None)
     if api:
         env["PT2_CUDNN_API"] = api
@@ -187,6 +188,33 @@ def test_graph_plan_shared_by_identical_convolutions(built):
     assert log.count("the plan of an identical convolution") == 4
     made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
     assert sorted(made) == sorted(destroyed)  # as many destroys as creates, address by address
+
+
+def test_graph_plan_prefetched_at_load(built):
+    """A plan's load prepares its convolutions' candidate plans ahead (pt2_cudnn_prefetch, on
+    worker threads with cuDNN handles of their own): three entries of one convolution make one
+    plan there, before any call; the calls then only pick it (no new descriptors) and run it
+    on each entry's own y.  Every descriptor made is destroyed once."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="00", graph=True, entries=3, prefetch=True)
+    assert results == [(0, 1)] * 6
+    at = lines.index("prefetched")
+    assert len(starting(lines, "graph_tensor")) == 3 and all(lines.index(t) < at for t in starting(lines, "graph_tensor"))
+    assert "3 convolution(s), 1 new plan(s) prepared on 1 thread(s)" in log
+    assert len(starting(lines, "create")) == 3  # pt2's handle and two workers'
+    ys = [line.split()[6] for line in starting(lines, "graph_execute")]
+    assert ys == ["0x300000", "0x1300000", "0x2300000"] * 2, ys
+    made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
+    assert sorted(made) == sorted(destroyed)
+
+
+def test_graph_plan_prefetch_then_tf32_switch(built):
+    """A prefetched plan is for the TF32 flag of the load; a call under the other flag makes its
+    own plan then, as without prefetching."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="01", graph=True, entries=2, prefetch=True)
+    assert results == [(0, 1)] * 4
+    assert len(starting(lines, "graph_tensor")) == 6
+    made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
+    assert sorted(made) == sorted(destroyed)
 
 
 @pytest.mark.parametrize("entry", ["conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled", "conv_bf16_s2x2_p1x1_d1x1_g2_bias_scaled"])

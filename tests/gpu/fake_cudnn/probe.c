@@ -12,7 +12,8 @@
  * any with PROBE_FOLDS=1: a computed bias) first asks
  * pt2_cudnn_conv_reads_folded whether its call will read them and prints
  * "fold <call> rc <rc> ran <0|1>" (whether the plan would run them), then
- * tells pt2_cudnn_conv whether they ran.
+ * tells pt2_cudnn_conv whether they ran.  PROBE_PREFETCH=1 first calls
+ * pt2_cudnn_prefetch on the entries, as a plan's load does.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
@@ -46,6 +47,9 @@ int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, flo
     *out_ms = 0;
     return -1;
 }
+
+void *pt2_cuda_current_context(void) { return NULL; }
+void pt2_cuda_use_context(void *ctx) { (void)ctx; }
 
 void pt2GpuSetConvAllowTF32(int allow);
 
@@ -94,6 +98,23 @@ int main(int argc, char **argv) {
     int n_entries = n_entries_env ? atoi(n_entries_env) : 1;
     Pt2Conv *entries[8] = {NULL};
     n_entries = n_entries < 1 ? 1 : n_entries > 8 ? 8 : n_entries;
+    const char *prefetch = getenv("PROBE_PREFETCH"); /* 1: the plan's load prepares the entries first */
+    if (prefetch && !strcmp(prefetch, "1")) {
+        pt2GpuSetConvAllowTF32(tf32[0] == '1');
+        Pt2Conv **entry_at[8];
+        const char *whats[8];
+        Pt2GpuOperand all_ops[8][8];
+        int all_n[8];
+        for (int e = 0; e < n_entries; ++e) {
+            entry_at[e] = &entries[e];
+            whats[e] = what;
+            memcpy(all_ops[e], ops, sizeof ops);
+            for (int a = 0; a < n; ++a) all_ops[e][a].data = NULL; /* no pointers before a call */
+            all_n[e] = n;
+        }
+        pt2_cudnn_prefetch(entry_at, whats, (const Pt2GpuOperand(*)[8])all_ops, all_n, n_entries);
+        printf("prefetched\n");
+    }
     for (int i = 0; tf32[i]; ++i) {
         pt2GpuSetConvAllowTF32(tf32[i] == '1');
         for (int e = 0; e < n_entries; ++e) {
