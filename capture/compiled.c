@@ -688,6 +688,7 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
                 Py_DECREF(self);
                 goto fail;
             }
+            sync_tf32_flag(cudnn_tf32, pt2GpuSetConvAllowTF32); /* the flag cuDNN's plans start with while compiling */
             self->gpu = pt2GpuCompileGraph(t->graph, NULL);
             if (!self->gpu) {
                 PyErr_Format(PyExc_RuntimeError, "pt2 could not compile the graph for cuda:%d: %s", self->device, pt2GetLastError());

@@ -52,6 +52,7 @@
  *===----------------------------------------------------------------------===*/
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conv.h"
@@ -448,6 +449,74 @@ static MlirValue build_scratch(MlirOperation func, const OpList *convs) {
     return mlirOperationGetResult(build_op(&b, "memref.alloc", 0, NULL, 1, &t, 0, NULL), 0);
 }
 
+static _Thread_local Pt2GpuConvHook conv_hook;
+static _Thread_local void *conv_hook_user;
+
+void pt2_gpu_set_conv_hook(Pt2GpuConvHook hook, void *user) {
+    conv_hook = hook;
+    conv_hook_user = user;
+}
+
+/* The calls' entries and operand layouts, for the hook. */
+typedef struct ConvCalls {
+    int n, cap;
+    char (*entries)[128];
+    Pt2GpuOperand (*ops)[8];
+    int *n_ops;
+} ConvCalls;
+
+static MlirWalkResult collect_call(MlirOperation op, void *user) {
+    ConvCalls *c = user;
+    if (!op_is(op, "func.call")) return MlirWalkResultAdvance;
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("callee")));
+    const char *prefix = "pt2_gpu_conv_";
+    intptr_t n_ops = mlirOperationGetNumOperands(op);
+    if (callee.length <= strlen(prefix) || strncmp(callee.data, prefix, strlen(prefix)) != 0 || n_ops > 8) return MlirWalkResultAdvance;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        void *e = realloc(c->entries, sizeof *c->entries * (size_t)cap), *o = realloc(c->ops, sizeof *c->ops * (size_t)cap);
+        void *k = realloc(c->n_ops, sizeof *c->n_ops * (size_t)cap);
+        if (e) c->entries = e;
+        if (o) c->ops = o;
+        if (k) c->n_ops = k;
+        if (!e || !o || !k) return MlirWalkResultInterrupt;
+        c->cap = cap;
+    }
+    Pt2GpuOperand *ops = c->ops[c->n];
+    for (intptr_t i = 0; i < n_ops; ++i) {
+        MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+        int64_t strides[PT2_GPU_OPERAND_MAX_RANK], offset;
+        intptr_t rank = mlirTypeIsAMemRef(t) ? mlirShapedTypeGetRank(t) : -1;
+        if (rank < 1 || rank > PT2_GPU_OPERAND_MAX_RANK || !mlirShapedTypeHasStaticShape(t) ||
+            mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) {
+            return MlirWalkResultAdvance; /* the launch plan will say what is wrong */
+        }
+        ops[i] = (Pt2GpuOperand){NULL, offset, (int)rank, {0}, {0}};
+        for (intptr_t d = 0; d < rank; ++d) {
+            ops[i].sizes[d] = mlirShapedTypeGetDimSize(t, d);
+            ops[i].strides[d] = strides[d];
+        }
+    }
+    /* as the plan names it: without "pt2_gpu_" and the "_<n>" that makes the symbol unique */
+    int len = (int)callee.length - 8;
+    while (len > 0 && callee.data[8 + len - 1] != '_') --len;
+    snprintf(c->entries[c->n], sizeof c->entries[c->n], "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
+    c->n_ops[c->n++] = (int)n_ops;
+    return MlirWalkResultAdvance;
+}
+
+static void tell_hook(MlirOperation module) {
+    ConvCalls calls = {0};
+    mlirOperationWalk(module, collect_call, &calls, MlirWalkPreOrder);
+    const char **names = calloc((size_t)calls.n + 1, sizeof *names);
+    for (int i = 0; names && i < calls.n; ++i) names[i] = calls.entries[i];
+    if (names && calls.n > 0) conv_hook(conv_hook_user, names, (const Pt2GpuOperand(*)[8])calls.ops, calls.n_ops, calls.n);
+    free(names);
+    free(calls.entries);
+    free(calls.ops);
+    free(calls.n_ops);
+}
+
 static int run_extern_conv(MlirOperation module, void *user) {
     (void)user;
     MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
@@ -467,6 +536,7 @@ static int run_extern_conv(MlirOperation module, void *user) {
         }
         oplist_free(&convs);
     }
+    if (conv_hook && index > 0) tell_hook(module);
     return 0;
 }
 

@@ -10,9 +10,20 @@
 #ifndef PT2_PASSES_GPU_EXTERN_H
 #define PT2_PASSES_GPU_EXTERN_H
 
+#include "../runtime/cuda.h"
 #include "buffers.h"
 
 typedef enum GpuAct { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_GELU } GpuAct;
+
+/* Told, on the thread that runs pt2-gpu-extern-conv, every cuDNN call the
+ * pass made: its entry ("conv_<t>_s.._p.._d.._g<g>[_bias...]", as the launch
+ * plan names it) and its operands' static sizes, strides and offsets (data
+ * pointers NULL).  The runtime sets it while compiling a graph, to start
+ * cuDNN's plans while the rest of the pipeline runs (runtime/cudnn.c,
+ * pt2_cudnn_prefetch_async); unset (pt2-opt), nothing is told. */
+typedef void (*Pt2GpuConvHook)(void *user, const char *const *entries, const Pt2GpuOperand (*operands)[8], const int *n_operands,
+                               int n);
+void pt2_gpu_set_conv_hook(Pt2GpuConvHook hook, void *user);
 
 /* "f32", "f16", "bf16", "f64", or NULL for other types. */
 const char *gpu_float_name(MlirType t);

@@ -612,7 +612,13 @@ static bool runs_fused(const Pt2Conv *e) {
 static cudnnHandle_t workers[MAX_WORKERS];
 static int n_workers;
 
-void pt2_cudnn_prefetch(Pt2Conv **const *entries, const char *const *whats, const Pt2GpuOperand (*ops)[8], const int *n_ops, int n) {
+/* Prefetches started while a graph compiles (pt2_cudnn_prefetch_async) and
+ * not finished: a load's prefetch waits for them, then finds their plans. */
+static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t inflight_done = PTHREAD_COND_INITIALIZER;
+static int inflight;
+
+static void prefetch(Pt2Conv **const *entries, const char *const *whats, const Pt2GpuOperand (*ops)[8], const int *n_ops, int n) {
     if (n <= 0 || env_is("PT2_CUDNN_PREFETCH", "0") || !load_cudnn() || !graph_api_wanted()) return;
     Pt2ConvGraphSpec *specs = calloc((size_t)n, sizeof *specs);
     if (!specs) return;
@@ -633,6 +639,78 @@ void pt2_cudnn_prefetch(Pt2Conv **const *entries, const char *const *whats, cons
     if (m > 0) pt2_cudnn_graph_prefetch(handle, specs, benchmark_wanted(), m, (void **)workers, n_workers);
     pthread_mutex_unlock(&handle_lock);
     free(specs);
+}
+
+void pt2_cudnn_prefetch(Pt2Conv **const *entries, const char *const *whats, const Pt2GpuOperand (*ops)[8], const int *n_ops, int n) {
+    pthread_mutex_lock(&inflight_lock);
+    while (inflight > 0) pthread_cond_wait(&inflight_done, &inflight_lock);
+    pthread_mutex_unlock(&inflight_lock);
+    prefetch(entries, whats, ops, n_ops, n);
+}
+
+typedef struct AsyncPrefetch {
+    void *context;
+    int n;
+    char (*whats)[128];
+    Pt2GpuOperand (*ops)[8];
+    int *n_ops;
+} AsyncPrefetch;
+
+static void async_free(AsyncPrefetch *a) {
+    free(a->whats);
+    free(a->ops);
+    free(a->n_ops);
+    free(a);
+}
+
+static void *run_async(void *arg) {
+    AsyncPrefetch *a = arg;
+    pt2_cuda_use_context(a->context);
+    Pt2Conv **made = calloc((size_t)a->n + 1, sizeof *made), ***at = calloc((size_t)a->n + 1, sizeof *at);
+    const char **whats = calloc((size_t)a->n + 1, sizeof *whats);
+    for (int i = 0; made && at && whats && i < a->n; ++i) {
+        at[i] = &made[i];
+        whats[i] = a->whats[i];
+    }
+    if (made && at && whats) prefetch(at, whats, (const Pt2GpuOperand(*)[8])a->ops, a->n_ops, a->n);
+    for (int i = 0; made && i < a->n; ++i) pt2_cudnn_conv_free(made[i]); /* the plans stay, shared by key */
+    free(made);
+    free(at);
+    free(whats);
+    async_free(a);
+    pthread_mutex_lock(&inflight_lock);
+    if (--inflight == 0) pthread_cond_broadcast(&inflight_done);
+    pthread_mutex_unlock(&inflight_lock);
+    return NULL;
+}
+
+void pt2_cudnn_prefetch_async(void *context, const char *const *whats, const Pt2GpuOperand (*ops)[8], const int *n_ops, int n) {
+    if (n <= 0 || !context || env_is("PT2_CUDNN_PREFETCH", "0")) return;
+    AsyncPrefetch *a = calloc(1, sizeof *a);
+    if (!a) return;
+    *a = (AsyncPrefetch){context, n, calloc((size_t)n, sizeof *a->whats), calloc((size_t)n, sizeof *a->ops),
+                         calloc((size_t)n, sizeof *a->n_ops)};
+    if (!a->whats || !a->ops || !a->n_ops) {
+        async_free(a);
+        return;
+    }
+    for (int i = 0; i < n; ++i) snprintf(a->whats[i], sizeof a->whats[i], "%s", whats[i]);
+    memcpy(a->ops, ops, sizeof *a->ops * (size_t)n);
+    memcpy(a->n_ops, n_ops, sizeof *a->n_ops * (size_t)n);
+    pthread_mutex_lock(&inflight_lock);
+    ++inflight;
+    pthread_mutex_unlock(&inflight_lock);
+    pthread_t t;
+    pthread_attr_t attr;
+    bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                   pthread_create(&t, &attr, run_async, a) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        async_free(a);
+        pthread_mutex_lock(&inflight_lock);
+        if (--inflight == 0) pthread_cond_broadcast(&inflight_done);
+        pthread_mutex_unlock(&inflight_lock);
+    }
 }
 
 int pt2_cudnn_conv_reads_folded(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream,

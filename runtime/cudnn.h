@@ -45,6 +45,13 @@ void pt2_cudnn_conv_free(Pt2Conv *entry);
  * PT2_CUDNN_PREFETCH=0 turns it off, PT2_CUDNN_THREADS sets the threads. */
 void pt2_cudnn_prefetch(Pt2Conv **const *entries, const char *const *whats, const Pt2GpuOperand (*operands)[8], const int *n_operands,
                         int n);
+/* The same from a graph's compile (the entries and operands pt2-gpu-extern-conv
+ * made, copied), on a thread of its own in CUDA context `context`, so that
+ * cuDNN's compilations run beside the rest of the GPU pipeline; no entries
+ * are kept, only the plans (shared by key).  A load's pt2_cudnn_prefetch
+ * waits for the ones in flight.  No context: nothing. */
+void pt2_cudnn_prefetch_async(void *context, const char *const *whats, const Pt2GpuOperand (*operands)[8], const int *n_operands,
+                              int n);
 
 /* Before a CUDA graph capture: opens libcudnn and creates pt2's handle, so
  * that nothing of that happens while capturing.  0 also without cuDNN. */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cublas.h"
+#include "../passes/gpu_extern.h"
 #include "cuda.h"
 #include "cudnn.h"
 #include "gpu_plan.h"
@@ -170,6 +171,18 @@ static int compile_prologue(MlirContext ctx, MlirOperation module, MlirOperation
     return 0;
 }
 
+/* pt2-gpu-extern-conv's hook: the graph's convolutions, known before the
+ * rest of the pipeline runs (and nothing where there is no GPU). */
+static void start_conv_prefetch(void *user, const char *const *entries, const Pt2GpuOperand (*ops)[8], const int *n_ops, int n) {
+    (void)user;
+    int cc, driver;
+    if (pt2_cuda_init(&cc, &driver) != 0) {
+        pt2_set_error("%s", ""); /* no driver or device: the load will say so */
+        return;
+    }
+    pt2_cudnn_prefetch_async(pt2_cuda_current_context(), entries, ops, n_ops, n);
+}
+
 static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts) {
     double t0 = now_seconds();
     Pt2GpuKernel *k = calloc(1, sizeof *k);
@@ -225,7 +238,12 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
         pt2_set_error("the GPU cache entry %s does not parse; delete it", plan_path);
         goto error;
     }
-    if (pt2_kernel_run_pipeline(ctx, module, pipeline, dumping ? dump : NULL, opts && opts->dump_dir ? NULL : k->key) != 0) {
+    /* cuDNN's plans start on a thread once pt2-gpu-extern-conv has made the
+     * calls, where a CUDA context is current (a process that uses the GPU) */
+    pt2_gpu_set_conv_hook(start_conv_prefetch, NULL);
+    int piped = pt2_kernel_run_pipeline(ctx, module, pipeline, dumping ? dump : NULL, opts && opts->dump_dir ? NULL : k->key);
+    pt2_gpu_set_conv_hook(NULL, NULL);
+    if (piped != 0) {
         if (!pt2GetLastError()[0]) pt2_set_error("the GPU pass pipeline failed");
         goto error;
     }

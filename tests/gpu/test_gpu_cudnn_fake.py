@@ -56,7 +56,7 @@ def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_off
     lib, graph_lib, exe = built
     env = dict(os.environ, PT2_CUDNN_LIBRARY=library or (graph_lib if graph else lib), FAKE_CUDNN=fake, PT2_LOGS="cudnn",
                PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0",
-               PROBE_ENTRIES=str(entries), PROBE_PREFETCH="1" if prefetch else "0", PT2_CUDNN_THREADS="2")
+               PROBE_ENTRIES=str(entries), PROBE_PREFETCH={True: "1", False: "0"}.get(prefetch, prefetch), PT2_CUDNN_THREADS="2")
     env.pop("PT2_CUDNN_API", None)
     if api:
         env["PT2_CUDNN_API"] = api
@@ -203,6 +203,18 @@ def test_graph_plan_prefetched_at_load(built):
     assert len(starting(lines, "create")) == 3  # pt2's handle and two workers'
     ys = [line.split()[6] for line in starting(lines, "graph_execute")]
     assert ys == ["0x300000", "0x1300000", "0x2300000"] * 2, ys
+    made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
+    assert sorted(made) == sorted(destroyed)
+
+
+def test_graph_plan_prefetched_while_compiling(built):
+    """A compile starts the plans on a thread of its own (pt2_cudnn_prefetch_async, told by
+    pt2-gpu-extern-conv); the load's prefetch waits for it and finds the plan made, so it
+    prepares none; the calls pick that plan.  Every descriptor made is destroyed once."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="00", graph=True, entries=3, prefetch="async")
+    assert results == [(0, 1)] * 6
+    assert "3 convolution(s), 1 new plan(s) prepared" in log and "3 convolution(s), 0 new plan(s) prepared" in log
+    assert len(starting(lines, "graph_tensor")) == 3
     made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
     assert sorted(made) == sorted(destroyed)
 

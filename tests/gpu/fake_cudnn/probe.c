@@ -13,7 +13,8 @@
  * pt2_cudnn_conv_reads_folded whether its call will read them and prints
  * "fold <call> rc <rc> ran <0|1>" (whether the plan would run them), then
  * tells pt2_cudnn_conv whether they ran.  PROBE_PREFETCH=1 first calls
- * pt2_cudnn_prefetch on the entries, as a plan's load does.
+ * pt2_cudnn_prefetch on the entries, as a plan's load does; =async calls
+ * pt2_cudnn_prefetch_async before it, as a graph's compile does.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
     Pt2Conv *entries[8] = {NULL};
     n_entries = n_entries < 1 ? 1 : n_entries > 8 ? 8 : n_entries;
     const char *prefetch = getenv("PROBE_PREFETCH"); /* 1: the plan's load prepares the entries first */
-    if (prefetch && !strcmp(prefetch, "1")) {
+    if (prefetch && (!strcmp(prefetch, "1") || !strcmp(prefetch, "async"))) {
         pt2GpuSetConvAllowTF32(tf32[0] == '1');
         Pt2Conv **entry_at[8];
         const char *whats[8];
@@ -111,6 +112,9 @@ int main(int argc, char **argv) {
             memcpy(all_ops[e], ops, sizeof ops);
             for (int a = 0; a < n; ++a) all_ops[e][a].data = NULL; /* no pointers before a call */
             all_n[e] = n;
+        }
+        if (!strcmp(prefetch, "async")) { /* as a compile does, then the load */
+            pt2_cudnn_prefetch_async((void *)0x1, whats, (const Pt2GpuOperand(*)[8])all_ops, all_n, n_entries);
         }
         pt2_cudnn_prefetch(entry_at, whats, (const Pt2GpuOperand(*)[8])all_ops, all_n, n_entries);
         printf("prefetched\n");
