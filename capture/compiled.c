@@ -630,7 +630,7 @@ static void freeze_parameters(Trace *t) {
         int data_rc = pt2_tensor_data(in->real, &data);
         long long v = version ? PyLong_AsLongLong(version) : -1;
         Py_XDECREF(version);
-        if (data_rc != 0 || PyErr_Occurred() || pt2GraphSetInputFrozen(t->graph, in->value) != 0) {
+        if (data_rc != 0 || PyErr_Occurred() || pt2GraphSetInputFrozen(t->graph, in->graph_input) != 0) {
             PyErr_Clear();
             continue;
         }
@@ -732,16 +732,18 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
         self->inputs[i] = csource_copy(in->source);
         self->input_ranks[i] = in->rank;
         self->input_itemsize[i] = pt2DTypeSize(in->dtype);
-        memcpy(self->input_sizes[i], in->sizes, sizeof in->sizes);
+        /* the graph's input in its physical order (a permuted input's dims
+         * as its memory holds them: the graph permutes it back) */
+        for (int d = 0; d < in->rank; ++d) self->input_sizes[i][d] = in->sizes[in->permuted_input ? in->order[d] : d];
         /* the tensor guard holds this input's strides */
         bool contiguous = true;
         for (int g = 0; g < t->n_guards; ++g) {
             if (t->guards[g].kind == G_TENSOR && t->guards[g].source == in->source) {
-                memcpy(self->input_strides[i], t->guards[g].strides, sizeof self->input_strides[i]);
+                for (int d = 0; d < in->rank; ++d) self->input_strides[i][d] = t->guards[g].strides[in->permuted_input ? in->order[d] : d];
                 int64_t expect = 1;
                 for (int d = in->rank - 1; d >= 0; --d) {
-                    if (in->sizes[d] != 1 && t->guards[g].strides[d] != expect) contiguous = false;
-                    expect *= in->sizes[d];
+                    if (self->input_sizes[i][d] != 1 && self->input_strides[i][d] != expect) contiguous = false;
+                    expect *= self->input_sizes[i][d];
                 }
             }
         }

@@ -86,6 +86,13 @@ typedef struct Var {
     bool mutated;       /* an input changed in place: written back after the graph runs */
     int storage;        /* which memory it lives in (views share their base's) */
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
+    /* an input whose strides are a permutation of a dense layout (channels
+     * last, a transpose): the graph takes its memory in that physical order
+     * (dim order[j] of the tensor is the graph input's dim j) and permutes
+     * it back, so its memory is passed without a copy */
+    bool permuted_input;
+    int8_t order[PT2_MAX_RANK];
+    int graph_input;    /* an input's graph input value (its `value` until permuted or updated) */
     /* V_TUPLE / V_LIST / V_DICT / V_ITER / V_SLICE / V_CELL */
     struct Var **items;
     struct Var **keys;  /* V_DICT */

@@ -360,6 +360,41 @@ static bool is_constant_value(PyObject *o) {
     return false;
 }
 
+/* Whether the tensor's strides are those of a dense tensor whose dims are
+ * stored in another order than its own (channels last, a transpose): the
+ * order (outermost first) in *order; false for a contiguous tensor, and for
+ * gaps, overlaps, broadcasts and empty tensors (those are packed at the
+ * call).  Size-1 dims, whose strides say nothing, keep their place among
+ * equal strides. */
+static bool dense_order(const Pt2TensorMeta *m, int8_t *order) {
+    int64_t expect = 1, numel = 1;
+    bool contiguous = true;
+    for (int d = m->rank - 1; d >= 0; --d) {
+        order[d] = (int8_t)d;
+        if (m->sizes[d] != 1 && m->strides[d] != expect) contiguous = false;
+        expect *= m->sizes[d];
+        numel *= m->sizes[d];
+    }
+    if (contiguous || numel == 0 || m->rank < 2) return false;
+    /* by stride, outermost first (insertion sort: stable, rank <= PT2_MAX_RANK) */
+    for (int i = 1; i < m->rank; ++i) {
+        int8_t d = order[i];
+        int j = i;
+        while (j > 0 && m->strides[order[j - 1]] < m->strides[d]) {
+            order[j] = order[j - 1];
+            --j;
+        }
+        order[j] = d;
+    }
+    expect = 1;
+    for (int j = m->rank - 1; j >= 0; --j) {
+        int d = order[j];
+        if (m->sizes[d] != 1 && m->strides[d] != expect) return false;
+        expect *= m->sizes[d];
+    }
+    return true;
+}
+
 static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     PyTypeObject *ty = Py_TYPE(value);
     if (ty != (PyTypeObject *)tensor_type && ty != (PyTypeObject *)parameter_type) {
@@ -393,9 +428,30 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     g->rank = m.rank;
     memcpy(g->sizes, m.sizes, sizeof g->sizes);
     memcpy(g->strides, m.strides, sizeof g->strides);
-    int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, m.sizes);
+    int8_t order[PT2_MAX_RANK];
+    bool permuted = dense_order(&m, order);
+    int64_t physical[PT2_MAX_RANK];
+    for (int j = 0; j < m.rank; ++j) physical[j] = m.sizes[permuted ? order[j] : j];
+    int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, physical);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    int graph_input = id;
+    if (permuted) {
+        /* the tensor's dim d is the input's dim where order[] holds d */
+        int64_t back[PT2_MAX_RANK];
+        for (int j = 0; j < m.rank; ++j) back[order[j]] = j;
+        char attrs[256];
+        ints_text(attrs + 8, sizeof attrs - 9, back, m.rank);
+        memcpy(attrs, "{perm = ", 8);
+        size_t len = strlen(attrs);
+        snprintf(attrs + len, sizeof attrs - len, "}");
+        int ids[1] = {id}, out[1];
+        if (trace_op(t, "permute", 1, ids, attrs, out, 1) < 0) return NULL;
+        id = out[0];
+    }
     Var *v = var_tensor(t, id);
+    v->permuted_input = permuted;
+    v->graph_input = graph_input;
+    memcpy(v->order, order, sizeof order);
     v->source = source;
     v->is_input = true;
     v->real = trace_keep(t, value);
