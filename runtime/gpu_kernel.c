@@ -59,6 +59,12 @@ struct Pt2GpuKernel {
     char *plan_text; /* the cache file's contents */
     char key[65], cache_dir[4096];
     bool from_cache, loaded;
+    /* modules left to their first launch (`lazy_modules`: every launch of
+     * theirs is a library call's fallback, and no cubins were cached), the
+     * device's compute capability and driver for their cache files */
+    bool *lazy_modules;
+    int cc, driver;
+    pthread_mutex_t lazy_lock;
     double compile_seconds;
     HostProfile profile; /* PT2_LOGS=gpu-host */
 };
@@ -187,6 +193,7 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     double t0 = now_seconds();
     Pt2GpuKernel *k = calloc(1, sizeof *k);
     pthread_mutex_init(&k->prologue_lock, NULL);
+    pthread_mutex_init(&k->lazy_lock, NULL);
     if (pt2VerifyOp(module) != 0) goto error;
     MlirOperation func = pt2_kernel_find_func(module, func_name);
     if (mlirOperationIsNull(func)) {
@@ -302,6 +309,8 @@ void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     free(k->frozen);
     pt2GpuKernelDestroy(k->prologue);
     pthread_mutex_destroy(&k->prologue_lock);
+    pthread_mutex_destroy(&k->lazy_lock);
+    free(k->lazy_modules);
     /* loaded modules and uploaded constants stay with the CUDA context */
     for (int i = 0; k->plan.launches && i < k->plan.n_launches; ++i) {
         pt2_cublas_gemm_free(k->plan.launches[i].gemm);
@@ -381,6 +390,7 @@ typedef struct ModuleParts {
     Pt2Cubin *cubins;
     int n;
     bool cached;
+    bool skip; /* not compiled now (a lazy module; another module's lazy compile) */
     Pt2CuModule **loaded;
 } ModuleParts;
 
@@ -393,11 +403,12 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
     size_t ptx_bytes = 0, total = 0;
     for (int i = 0; i < k->plan.n_modules; ++i) {
         snprintf(paths[i], 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
+        if (mods[i].skip) continue;
         mods[i].cached = read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0;
         if (!mods[i].cached) total += strlen(k->plan.module_ptx[i]);
     }
     for (int i = 0; i < k->plan.n_modules; ++i) {
-        if (mods[i].cached) continue;
+        if (mods[i].cached || mods[i].skip) continue;
         /* the threads shared by the modules' sizes (the pipeline may have made one a processor already) */
         size_t bytes = strlen(k->plan.module_ptx[i]);
         int max_parts = (int)(((double)parallelism * (double)bytes) / (double)(total ? total : 1) + 0.5);
@@ -436,7 +447,7 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
                     n_jobs, how, now_seconds() - t0);
         }
         for (int i = 0, at = 0; rc == 0 && i < k->plan.n_modules; ++i) {
-            if (mods[i].cached) continue;
+            if (mods[i].cached || mods[i].skip) continue;
             if (!(mods[i].cubins = calloc((size_t)mods[i].n, sizeof *mods[i].cubins))) {
                 for (int j = at; j < n_jobs; ++j) free(out[j].data); /* the modules before keep theirs */
                 pt2_set_error("out of memory");
@@ -519,6 +530,58 @@ static void *prefetch_convs(void *arg) {
     return NULL;
 }
 
+/* Whether every launch of module i is a library call's fallback (the
+ * convolutions' loops in @pt2_cold, which run only where cuDNN is missing or
+ * refuses): its PTX is compiled at its first launch, if ever.
+ * PT2_GPU_LAZY_FALLBACK=0 compiles it with the others. */
+static bool fallback_only(const Pt2GpuKernel *k, int i) {
+    const char *env = getenv("PT2_GPU_LAZY_FALLBACK");
+    if (env && !strcmp(env, "0")) return false;
+    int n = 0;
+    for (int j = 0; j < k->plan.n_launches; ++j) {
+        const GpuLaunch *l = &k->plan.launches[j];
+        if (l->module != i) continue;
+        if (l->unless < 0) return false;
+        ++n;
+    }
+    return n > 0;
+}
+
+/* A lazy module at its first launch: compiled (and cached), loaded, and its
+ * launches' functions found, once, under the kernel's lock. */
+static int load_lazy(Pt2GpuKernel *k, int i) {
+    pthread_mutex_lock(&k->lazy_lock);
+    int rc = 0;
+    if (k->lazy_modules[i]) {
+        int n = k->plan.n_modules;
+        ModuleParts *mods = calloc((size_t)n + 1, sizeof *mods);
+        char(*paths)[4400] = calloc((size_t)n + 1, sizeof *paths);
+        rc = mods && paths ? 0 : -1;
+        for (int m = 0; m < n && rc == 0; ++m) mods[m].skip = m != i;
+        double t0 = now_seconds();
+        if (rc == 0) rc = compile_modules(k, mods, paths, k->cc, k->driver);
+        if (rc == 0) rc = load_module(k, i, &mods[i], paths[i]);
+        for (int j = 0; j < k->plan.n_launches && rc == 0; ++j) {
+            GpuLaunch *l = &k->plan.launches[j];
+            if (l->module == i) rc = pt2_cuda_function_find(mods[i].loaded, mods[i].n, l->function, &l->loaded);
+        }
+        if (rc == 0 && compile_logging()) {
+            fprintf(stderr, "pt2 compile (gpu): %.12s: module %d, a fallback, compiled at its first launch in %.3f s\n", k->key, i,
+                    now_seconds() - t0);
+        }
+        if (mods) {
+            for (int j = 0; mods[i].cubins && j < mods[i].n; ++j) free(mods[i].cubins[j].data);
+            free(mods[i].cubins);
+            free(mods[i].loaded);
+        }
+        free(mods);
+        free(paths);
+        if (rc == 0) k->lazy_modules[i] = false;
+    }
+    pthread_mutex_unlock(&k->lazy_lock);
+    return rc;
+}
+
 static int load(Pt2GpuKernel *k) {
     int cc, driver;
     if (pt2_cuda_init(&cc, &driver) != 0) return -1;
@@ -526,13 +589,21 @@ static int load(Pt2GpuKernel *k) {
     ConvPrefetch conv_prefetch = {k, pt2_cuda_current_context()};
     bool prefetching = pthread_create(&prefetch, NULL, prefetch_convs, &conv_prefetch) == 0;
     int n = k->plan.n_modules;
+    k->cc = cc;
+    k->driver = driver;
     ModuleParts *mods = calloc((size_t)n + 1, sizeof *mods);
     char(*paths)[4400] = calloc((size_t)n + 1, sizeof *paths);
-    int rc = mods && paths ? compile_modules(k, mods, paths, cc, driver) : -1;
-    for (int i = 0; i < n && rc == 0; ++i) rc = load_module(k, i, &mods[i], paths[i]);
+    k->lazy_modules = calloc((size_t)n + 1, sizeof *k->lazy_modules);
+    int rc = mods && paths && k->lazy_modules ? 0 : -1;
+    for (int i = 0; i < n && rc == 0; ++i) {
+        snprintf(paths[i], 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
+        k->lazy_modules[i] = mods[i].skip = fallback_only(k, i) && access(paths[i], R_OK) != 0;
+    }
+    if (rc == 0) rc = compile_modules(k, mods, paths, cc, driver);
+    for (int i = 0; i < n && rc == 0; ++i) rc = mods[i].skip ? 0 : load_module(k, i, &mods[i], paths[i]);
     for (int i = 0; i < k->plan.n_launches && rc == 0; ++i) {
         GpuLaunch *l = &k->plan.launches[i];
-        if (l->module < 0) continue; /* a cuBLAS call */
+        if (l->module < 0 || mods[l->module].skip) continue; /* a library call; a lazy module's */
         rc = pt2_cuda_function_find(mods[l->module].loaded, mods[l->module].n, l->function, &l->loaded);
     }
     for (int i = 0; i < k->plan.n_constants && rc == 0; ++i) {
@@ -699,6 +770,7 @@ static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *work
             words[j] = a->kind == ARG_SCALAR ? a->scalar_bits : arg_base(k, a, device_pointers, workspace);
             params[j] = &words[j]; /* little-endian: a 4-byte scalar is the low half */
         }
+        if (!l->loaded && load_lazy(k, l->module) != 0) return -1;
         if (pt2_cuda_launch(l->loaded, l->grid, l->block, l->shared_bytes, stream, params) != 0) return -1;
         if (prof) profile_step(&t, &prof->kernels, &prof->n_kernels);
     }
