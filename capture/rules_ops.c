@@ -339,8 +339,8 @@ bool trace_slice_bounds(Trace *t, Var *s, int64_t size, int64_t *start, int64_t 
 
 /* A sequence of ints as an index (`x[:, [-1, 0]]`, nested lists for a 2-d
  * index): PyTorch makes it an int64 tensor, so it is one here, a graph
- * constant whose negative entries are wrapped by the size of the dimension
- * it indexes (index_select takes none).  Its shape goes into shape/rank;
+ * constant whose negative entries are wrapped at trace time by the size of
+ * the dimension it indexes.  Its shape goes into shape/rank;
  * false (after a break) when it is not a rectangular sequence of ints, holds
  * a bool (a mask) or an index out of range (eager raises IndexError there:
  * the break runs it in CPython). */
@@ -411,8 +411,54 @@ static Var *index_list_tensor(Trace *t, Var *seq, int64_t size) {
     return var_tensor(t, id);
 }
 
-static bool index_is_advanced(const Var *it) {
-    return it->kind == V_TENSOR || it->kind == V_LIST || it->kind == V_TUPLE;
+/* An advanced index met while walking the index tuple: the dim it indexes
+ * (of the tensor built so far) and its int64/int32 tensor, of rank >= 1. */
+typedef struct AdvancedIndex {
+    int dim;
+    Var *index;
+} AdvancedIndex;
+
+/* The advanced indices, all at once, as one pt2.index: PyTorch applies the
+ * ints, slices and None of an index first and the index tensors last
+ * (aten.index), broadcasting them together; the broadcast dims replace the
+ * indexed dims when those are adjacent and lead the result when a slice or
+ * None lies between them (`x[i, :, j]`).  The index operands get one type, as
+ * the op needs: broadcast to one shape, and int64 when int32 and int64 mix. */
+static Var *index_advanced(Trace *t, Var *x, const AdvancedIndex *adv, int n) {
+    int64_t shape[PT2_MAX_RANK];
+    int rank = 0;
+    for (int j = 0; j < n; ++j) {
+        const Var *v = adv[j].index;
+        int r = v->rank > rank ? v->rank : rank;
+        int64_t out[PT2_MAX_RANK];
+        for (int k = 0; k < r; ++k) {
+            int a = k - (r - rank), b = k - (r - v->rank);
+            int64_t sa = a >= 0 ? shape[a] : 1, sb = b >= 0 ? v->sizes[b] : 1;
+            if (sa != sb && sa != 1 && sb != 1) {
+                return trace_break(t, "shape mismatch: indexing tensors could not be broadcast together "
+                                      "(size %lld against %lld)",
+                                   (long long)sa, (long long)sb);
+            }
+            out[k] = sa == 1 ? sb : sa;
+        }
+        memcpy(shape, out, sizeof(int64_t) * (size_t)r);
+        rank = r;
+    }
+    if (x->rank - n + rank > PT2_MAX_RANK) return trace_break(t, "indexing result rank exceeds %d", PT2_MAX_RANK);
+    Pt2DType dt = adv[0].index->dtype;
+    for (int j = 1; j < n; ++j) {
+        if (adv[j].index->dtype != dt) dt = PT2_I64;
+    }
+    Var *operands[MAX_OP_OPERANDS] = {x};
+    int64_t dims[PT2_MAX_RANK];
+    for (int j = 0; j < n; ++j) {
+        Var *v = convert_to(t, adv[j].index, dt);
+        if (!v || !(operands[1 + j] = expand_internal(t, v, shape, rank))) return NULL;
+        dims[j] = adv[j].dim;
+    }
+    char d[256];
+    ints_text(d, sizeof d, dims, n);
+    return opv(t, "index", 1 + n, operands, "{dims = %s}", d);
 }
 
 static Var *index_tensor(Trace *t, Var *x, Var *index) {
@@ -442,7 +488,8 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
         bool none = it->kind == V_CONST && it->obj == Py_None, ell = it->kind == V_CONST && it->obj == Py_Ellipsis;
         if (!none && !ell) consumed++;
     }
-    int dim = 0;
+    AdvancedIndex adv[PT2_MAX_RANK];
+    int n_adv = 0, dim = 0;
     for (int i = 0; i < n && x; ++i) {
         Var *it = items[i];
         if (it->kind == V_CONST && it->obj == Py_None) {
@@ -476,38 +523,27 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
             dim++;
             consumed--;
         } else if ((it->kind == V_TENSOR && (it->dtype == PT2_I64 || it->dtype == PT2_I32)) || it->kind == V_LIST || it->kind == V_TUPLE) {
-            /* One advanced index among slices, None and `...` selects along its own
-             * dimension; with an int or a second advanced index PyTorch may move
-             * the indexed dimensions first, which index_select does not do. */
-            for (int k = 0; k < n; ++k) {
-                Var *o = items[k];
-                if (k != i && (index_is_advanced(o) || (o->kind == V_CONST && PyLong_Check(o->obj)))) {
-                    return trace_break(t, "advanced indexing with a tensor or list among several indices");
-                }
-            }
             if (dim >= x->rank) return trace_break(t, "too many indices for a rank-%d tensor", x->rank);
             if (it->kind != V_TENSOR && !(it = index_list_tensor(t, it, x->sizes[dim]))) return NULL;
-            int64_t numel = 1;
-            for (int k = 0; k < it->rank; ++k) numel *= it->sizes[k];
-            Var *flat = reshape_to(t, it, &numel, 1);
-            Var *sel = flat ? op2(t, "index_select", x, flat, "{dim = %d : i64}", dim) : NULL;
-            if (!sel) return NULL;
-            int64_t shape[PT2_MAX_RANK];
-            int r = 0;
-            for (int k = 0; k < dim; ++k) shape[r++] = x->sizes[k];
-            for (int k = 0; k < it->rank; ++k) shape[r++] = it->sizes[k];
-            for (int k = dim + 1; k < x->rank; ++k) shape[r++] = x->sizes[k];
-            if (r > PT2_MAX_RANK) return trace_break(t, "indexing result rank exceeds %d", PT2_MAX_RANK);
-            x = reshape_to(t, sel, shape, r);
-            dim += it->rank;
             consumed--;
-        } else if (it->kind == V_TENSOR) {
+            if (it->rank == 0) {
+                /* PyTorch takes a 0-d index tensor as an int (a select at its
+                 * value), not as an advanced index: here a select at a
+                 * position known at run time */
+                x = opv(t, "index", 2, (Var *[]){x, it}, "{dims = array<i64: %d>}", dim);
+                continue;
+            }
+            adv[n_adv++] = (AdvancedIndex){dim++, it};
+        } else if (it->kind == V_TENSOR && it->dtype == PT2_BOOL) {
             return trace_break(t, "indexing with a boolean mask (the result's shape depends on the data)");
+        } else if (it->kind == V_TENSOR) {
+            return trace_break(t, "indexing with a %s tensor (PyTorch's index tensors are int64, int32, uint8 or bool)",
+                               pt2DTypeMlirName(it->dtype));
         } else {
             return trace_break(t, "unsupported index of type %s", it->obj ? Py_TYPE(it->obj)->tp_name : "container");
         }
     }
-    return x;
+    return x && n_adv ? index_advanced(t, x, adv, n_adv) : x;
 }
 
 Var *trace_subscript(Trace *t, Var *base, Var *index) {

@@ -276,7 +276,10 @@ int trace_value(Trace *t, Var *v) {
 static Var *opn(Trace *t, const char *op, int n, Var **xs, const char *fmt, va_list ap) {
     char attrs[512];
     vsnprintf(attrs, sizeof attrs, fmt, ap);
-    int ids[4];
+    int ids[MAX_OP_OPERANDS];
+    if (n > MAX_OP_OPERANDS) {
+        return trace_break(t, "internal: '%s' with %d operands (at most %d)", op, n, MAX_OP_OPERANDS);
+    }
     for (int i = 0; i < n; ++i) {
         ids[i] = trace_value(t, xs[i]);
         if (ids[i] < 0) return NULL;
@@ -325,6 +328,14 @@ Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *fmt, ...) {
     return r;
 }
 
+Var *opv(Trace *t, const char *op, int n, Var **xs, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    Var *r = opn(t, op, n, xs, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -347,14 +358,23 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank) {
     return op1(t, "reshape", x, "{shape = %s}", s);
 }
 
-Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
+/* A reshape or expand to `shape` that no Python code sees. */
+static Var *shape_op_internal(Trace *t, const char *op, Var *x, const int64_t *shape, int rank) {
     if (x->kind == V_TENSOR && x->rank == rank && memcmp(x->sizes, shape, sizeof(int64_t) * (size_t)rank) == 0) return x;
     char attrs[280], s[256];
     ints_text(s, sizeof s, shape, rank);
     snprintf(attrs, sizeof attrs, "{shape = %s}", s);
     int id = trace_value(t, x);
-    int r = id < 0 ? -1 : trace_op(t, "reshape", 1, &id, attrs, NULL, 0);
+    int r = id < 0 ? -1 : trace_op(t, op, 1, &id, attrs, NULL, 0);
     return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
+}
+
+Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
+    return shape_op_internal(t, "reshape", x, shape, rank);
+}
+
+Var *expand_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
+    return shape_op_internal(t, "expand", x, shape, rank);
 }
 
 Var *tensor_alias(Trace *t, Var *x) {

@@ -66,11 +66,16 @@ Var *op0(Trace *t, const char *op, const char *attrs_fmt, ...) __attribute__((fo
 Var *op1(Trace *t, const char *op, Var *x, const char *attrs_fmt, ...) __attribute__((format(printf, 4, 5)));
 Var *op2(Trace *t, const char *op, Var *x, Var *y, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
 Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt, ...) __attribute__((format(printf, 6, 7)));
+/* An op of n operands (at most MAX_OP_OPERANDS): pt2.index, x and its index tensors. */
+#define MAX_OP_OPERANDS (PT2_MAX_RANK + 1)
+Var *opv(Trace *t, const char *op, int n, Var **xs, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
 Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
 /* A reshape that no Python code sees (an operand shaped for an op, an op's
  * result shaped back): a new value, neither a view of x nor marking x as
  * viewed, so in-place ops on x or on the result stay functional. */
 Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
+/* The same for a broadcast (expand) to shape. */
+Var *expand_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
 /* A new tensor object over x's memory (x.detach(), x.data): the same graph
  * value and storage, another identity; x's storage counts as viewed, so an

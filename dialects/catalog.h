@@ -43,6 +43,7 @@ typedef enum Pt2MetaKind {
     META_SELECT,
     META_INDEX_SELECT,
     META_GATHER,
+    META_INDEX,
     META_CAT,
     META_PAD,
     META_REPEAT,
@@ -68,7 +69,7 @@ typedef struct Pt2OpInfo {
     Pt2OpId id;
     const char *name;      /* without the "pt2." prefix */
     const char *full_name; /* "pt2.<name>" */
-    int n_operands;        /* -1: variadic */
+    int n_operands;        /* -n: n or more, operands n-1... one variadic group of one type */
     int n_results;         /* -1: variadic */
     Pt2MetaKind meta;
     Pt2DTypeRule dtype_rule;
@@ -128,6 +129,13 @@ int pt2_attrs_complete(const Pt2OpInfo *info, MlirContext ctx, Pt2Attrs given, P
 
 /* dim in [-rank, rank) → [0, rank); -1 if out of range (rank 0 allows -1 and 0). */
 int pt2_norm_dim(int64_t dim, int rank);
+
+/* Where pt2.index puts things (PyTorch's rule for advanced indices): returns
+ * the result dim at which the index tensors' dims start, dims[0] when the
+ * indexed dims are adjacent and 0 when a dim lies between them; out_dim_of[i]
+ * is the result dim of x's dim i, -1 for an indexed one.  dims: k normalized,
+ * increasing dims of a rank-x_rank tensor; index_rank: the index tensors' rank. */
+int pt2_index_layout(int x_rank, const int64_t *dims, int k, int index_rank, int *out_dim_of);
 
 /* Whether a dims-attributed reduction reduces every dim: `dims` absent, or
  * empty for the ops whose torch counterparts read dim=[] as "all" (sum, mean,

@@ -47,11 +47,17 @@ static void sb_printf(StrBuf *b, const char *fmt, ...) {
 }
 
 /* One constraint per operand/result: a constraint value shared by several
- * operands would force them to have the same type. */
+ * operands would force them to have the same type.  n < 0 (the catalog's
+ * "-n or more") makes the last of -n a variadic group, whose values IRDL
+ * binds to one type. */
 static void irdl_values(StrBuf *b, const char *what, const char *prefix, int n) {
-    for (int i = 0; i < n; ++i) sb_printf(b, "    %%%s%d = irdl.base \"!builtin.tensor\"\n", prefix, i);
+    int count = n < 0 ? -n : n;
+    for (int i = 0; i < count; ++i) sb_printf(b, "    %%%s%d = irdl.base \"!builtin.tensor\"\n", prefix, i);
     sb_printf(b, "    irdl.%s(", what);
-    for (int i = 0; i < n; ++i) sb_printf(b, "%s%s%d: %%%s%d", i ? ", " : "", prefix, i, prefix, i);
+    for (int i = 0; i < count; ++i) {
+        const char *group = n < 0 && i == count - 1 ? "variadic " : "";
+        sb_printf(b, "%s%s%d: %s%%%s%d", i ? ", " : "", prefix, i, group, prefix, i);
+    }
     sb_printf(b, ")\n");
 }
 

@@ -544,6 +544,57 @@ static int meta_gather(Meta *m) {
     return 1;
 }
 
+int pt2_index_layout(int x_rank, const int64_t *dims, int k, int index_rank, int *out_dim_of) {
+    bool adjacent = true;
+    for (int j = 1; j < k; ++j) adjacent = adjacent && dims[j] == dims[j - 1] + 1;
+    int first = adjacent && k > 0 ? (int)dims[0] : 0, next = 0;
+    for (int i = 0; i < x_rank; ++i) {
+        if (in_dims(dims, k, i)) {
+            out_dim_of[i] = -1;
+            continue;
+        }
+        if (next == first) next += index_rank; /* the index dims come here */
+        out_dim_of[i] = next++;
+    }
+    return first;
+}
+
+/* index: operands 1..k index x's dims `dims`; they share one type (IRDL binds
+ * a variadic group to one type: capture broadcasts and converts them). */
+static int meta_index(Meta *m) {
+    const Pt2TensorType *x = &m->in[0], *idx = &m->in[1];
+    int k = m->n_in - 1;
+    int64_t dims[PT2_MAX_RANK];
+    int n = read_dims(m, "dims", x->rank, dims);
+    if (n < 0) return -1;
+    if (n != k || k < 1) FAIL("'%s' has %d index operands for %d dims", m->info->full_name, k, n);
+    for (int j = 1; j < n; ++j) {
+        if (dims[j] <= dims[j - 1]) FAIL("'%s' dims must be increasing", m->info->full_name);
+    }
+    if (idx->dtype != PT2_I64 && idx->dtype != PT2_I32) {
+        FAIL("'%s' index operands must be int64/int32 tensors", m->info->full_name);
+    }
+    for (int j = 2; j <= k; ++j) {
+        const Pt2TensorType *o = &m->in[j];
+        bool same_shape = o->rank == idx->rank && memcmp(o->sizes, idx->sizes, sizeof(int64_t) * (size_t)idx->rank) == 0;
+        if (o->dtype != idx->dtype || !same_shape) {
+            FAIL("'%s' index operands must have one type (operand %d differs from operand 1: "
+                 "broadcast and convert them)",
+                 m->info->full_name, j);
+        }
+    }
+    int rank = x->rank - k + idx->rank;
+    if (rank > PT2_MAX_RANK) FAIL("'%s' result rank %d exceeds %d", m->info->full_name, rank, PT2_MAX_RANK);
+    int out_dim_of[PT2_MAX_RANK];
+    int first = pt2_index_layout(x->rank, dims, k, idx->rank, out_dim_of);
+    m->out[0].rank = rank;
+    for (int i = 0; i < idx->rank; ++i) m->out[0].sizes[first + i] = idx->sizes[i];
+    for (int i = 0; i < x->rank; ++i) {
+        if (out_dim_of[i] >= 0) m->out[0].sizes[out_dim_of[i]] = x->sizes[i];
+    }
+    return 1;
+}
+
 static int meta_cat(Meta *m) {
     const Pt2TensorType *x = &m->in[0];
     int dim;
@@ -685,12 +736,14 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
         FAIL_TOP("'%s' expects %d operand%s, got %d", info->full_name, info->n_operands, info->n_operands == 1 ? "" : "s",
              n_operands);
     }
-    if (info->n_operands < 0 && n_operands < 1) FAIL_TOP("'%s' expects at least one operand", info->full_name);
+    if (info->n_operands < 0 && n_operands < -info->n_operands) {
+        FAIL_TOP("'%s' expects at least %d operands, got %d", info->full_name, -info->n_operands, n_operands);
+    }
     if (max_out < 2) FAIL_TOP("'%s': result buffer too small", info->full_name);
     /* The element types an op computes in: operand 0 for most ops. */
     for (int i = 0; i < n_operands; ++i) {
-        bool is_index_operand = (info->dtype_rule == FIRST && i > 0 &&
-                                 (info->meta == META_INDEX_SELECT || info->meta == META_GATHER)) ||
+        bool indexing = info->meta == META_INDEX_SELECT || info->meta == META_GATHER || info->meta == META_INDEX;
+        bool is_index_operand = (info->dtype_rule == FIRST && i > 0 && indexing) ||
                                 (info->id == PT2_OP_WHERE && i == 0) || (info->id == PT2_OP_MASKED_FILL && i == 1);
         if (!is_index_operand && !(info->accepts & PT2_DT_BIT(operands[i].dtype))) {
             FAIL_TOP("'%s' does not accept element type %s (operand %d)", info->full_name,
@@ -720,6 +773,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
     case META_SELECT: n = meta_select(&m); break;
     case META_INDEX_SELECT: n = meta_index_select(&m); break;
     case META_GATHER: n = meta_gather(&m); break;
+    case META_INDEX: n = meta_index(&m); break;
     case META_CAT: n = meta_cat(&m); break;
     case META_PAD: n = meta_pad(&m); break;
     case META_REPEAT: n = meta_repeat(&m); break;

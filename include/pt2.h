@@ -70,7 +70,8 @@ PT2_EXPORT const char *pt2CatalogOpAttrs(int i);
 PT2_EXPORT const char *pt2CatalogOpTorch(int i);
 PT2_EXPORT const char *pt2CatalogOpSummary(int i);
 PT2_EXPORT int pt2CatalogOpIsComposite(int i);
-/* Operand and result counts of op i; returns 0, or -1 for a bad index. */
+/* Operand and result counts of op i (-n: n or more, the last of them a variadic
+ * group of one type); returns 0, or -1 for a bad index. */
 PT2_EXPORT int pt2CatalogOpArity(int i, int *out_operands, int *out_results);
 
 /*--- Graph builder ---------------------------------------------------------*/

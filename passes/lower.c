@@ -655,54 +655,84 @@ static int lower_reshape(MlirOperation op) {
     return 0;
 }
 
-/* index_select / gather: a generic whose body loads x at a computed index
- * (tensor.extract of x inside the loop: Inductor's indirect indexing). */
+/* index_select, gather and index: a generic over the result whose body loads
+ * x at computed coordinates (tensor.extract of x inside the loop: Inductor's
+ * indirect indexing).  Index operand j (a block argument) gives x's dim
+ * index_dim[j]; each other dim i of x is the loop of result dim out_dim_of[i]. */
 typedef struct IndexBody {
     MlirValue x;
-    int dim, rank;
-    int64_t dim_size;
-    bool gather; /* else index_select: index is 1-d over `dim` */
+    int rank, n_index; /* x's rank; index operands */
+    int index_dim[PT2_MAX_RANK];
+    int out_dim_of[PT2_MAX_RANK]; /* -1 for an indexed dim */
+    int64_t sizes[PT2_MAX_RANK];  /* x's */
 } IndexBody;
 
 static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)n_args;
     IndexBody *ib = user;
     MlirValue coords[PT2_MAX_RANK];
-    for (int i = 0; i < ib->rank; ++i) coords[i] = build_linalg_index(b, i);
+    for (int i = 0; i < ib->rank; ++i) {
+        if (ib->out_dim_of[i] >= 0) coords[i] = build_linalg_index(b, ib->out_dim_of[i]);
+    }
     /* negative indices wrap, as in PyTorch; out-of-range ones are clamped so
      * that compiled code never reads outside the tensor */
-    MlirValue idx = build_unary(b, "arith.index_cast", args[0], mlirIndexTypeGet(b->ctx));
-    MlirValue size = const_index(b, ib->dim_size);
-    MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
-    idx = build_select(b, neg, build_binary(b, "arith.addi", idx, size), idx);
-    coords[ib->dim] = clamp_index(b, idx, ib->dim_size - 1);
+    for (int j = 0; j < ib->n_index; ++j) {
+        int d = ib->index_dim[j];
+        MlirValue idx = build_unary(b, "arith.index_cast", args[j], mlirIndexTypeGet(b->ctx));
+        MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
+        idx = build_select(b, neg, build_binary(b, "arith.addi", idx, const_index(b, ib->sizes[d])), idx);
+        coords[d] = clamp_index(b, idx, ib->sizes[d] - 1);
+    }
     yields[0] = extract_at(b, ib->x, coords, ib->rank);
 }
 
-static int lower_index(MlirOperation op, bool gather) {
+static int lower_index(MlirOperation op, const Pt2OpInfo *info) {
     Builder b = builder_before(op);
-    MlirValue x = mlirOperationGetOperand(op, 0), index = mlirOperationGetOperand(op, 1);
-    MlirValue result = mlirOperationGetResult(op, 0);
-    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result), it = value_tensor_type(index);
-    int64_t d;
-    pt2_attr_i64(pt2_attrs_of_op(op), "dim", &d);
-    int dim = pt2_norm_dim(d, t.rank);
-    if (t.rank == 0) { /* index_select of a 0-d tensor: the value itself */
-        replace_op(op, 1, &x);
-        return 0;
-    }
-    char in_map[256], out_map[256];
-    map_identity(out_map, sizeof out_map, out.rank);
-    if (gather) {
-        snprintf(in_map, sizeof in_map, "%s", out_map);
+    MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
+    int n_index = (int)mlirOperationGetNumOperands(op) - 1;
+    Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
+    Pt2TensorType it = value_tensor_type(mlirOperationGetOperand(op, 1));
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    IndexBody body = {.x = x, .rank = t.rank, .n_index = n_index};
+    memcpy(body.sizes, t.sizes, sizeof body.sizes);
+    /* the index operands' dims are the result's dims [first, first + index_rank) */
+    int first, index_rank = it.rank;
+    if (info->meta == META_INDEX) {
+        int64_t dims[PT2_MAX_RANK];
+        int n = 0;
+        pt2_attr_i64s(attrs, "dims", dims, PT2_MAX_RANK, &n);
+        for (int j = 0; j < n; ++j) body.index_dim[j] = (int)(dims[j] = pt2_norm_dim(dims[j], t.rank));
+        first = pt2_index_layout(t.rank, dims, n, it.rank, body.out_dim_of);
     } else {
-        size_t len = map_dims(in_map, sizeof in_map, out.rank);
-        snprintf(in_map + len, sizeof in_map - len, it.rank ? "d%d)" : ")", dim);
+        if (t.rank == 0) { /* index_select / gather of a 0-d tensor: the value itself */
+            replace_op(op, 1, &x);
+            return 0;
+        }
+        int64_t d;
+        pt2_attr_i64(attrs, "dim", &d);
+        int dim = pt2_norm_dim(d, t.rank);
+        for (int i = 0; i < t.rank; ++i) body.out_dim_of[i] = i == dim ? -1 : i;
+        body.index_dim[0] = dim;
+        first = info->meta == META_GATHER ? 0 : dim; /* gather's index has the result's shape */
     }
-    const char *maps[2] = {in_map, out_map};
+    char in_maps[PT2_MAX_RANK][256], out_map[256];
+    const char *maps[PT2_MAX_RANK + 1];
+    for (int j = 0; j < n_index; ++j) {
+        size_t len = map_dims(in_maps[j], sizeof in_maps[j], out.rank);
+        for (int i = 0; i < index_rank; ++i) {
+            len += (size_t)snprintf(in_maps[j] + len, sizeof in_maps[j] - len, "%sd%d", i ? ", " : "", first + i);
+        }
+        snprintf(in_maps[j] + len, sizeof in_maps[j] - len, ")");
+        maps[j] = in_maps[j];
+    }
+    map_identity(out_map, sizeof out_map, out.rank);
+    maps[n_index] = out_map;
+    MlirValue indices[PT2_MAX_RANK];
+    for (int j = 0; j < n_index; ++j) indices[j] = mlirOperationGetOperand(op, 1 + j);
     MlirValue init = build_empty(&b, mlirValueGetType(result));
-    IndexBody body = {x, dim, t.rank, t.sizes[dim], gather};
-    MlirValue r = mlirOperationGetResult(build_generic(&b, 1, &index, 1, &init, maps, iterators_parallel(out.rank), index_body, &body), 0);
+    MlirOperation g =
+        build_generic(&b, n_index, indices, 1, &init, maps, iterators_parallel(out.rank), index_body, &body);
+    MlirValue r = mlirOperationGetResult(g, 0);
     replace_op(op, 1, &r);
     return 0;
 }
@@ -901,8 +931,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     case META_SELECT: return lower_select(op);
     case META_CAT: return lower_cat(op);
     case META_PAD: return lower_pad(op);
-    case META_INDEX_SELECT: return lower_index(op, false);
-    case META_GATHER: return lower_index(op, true);
+    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info);
     case META_CONSTANT: case META_FULL: case META_ARANGE: case META_EYE: return lower_creation(op, info);
     default: break;
     }

@@ -29,6 +29,8 @@ Attribute types: `i64` (`1 : i64`), `i64[]` (`array<i64: 0, 1>`), `f64` (`1.0 : 
 optional attribute, `=v` a default that the verifier and builder fill in.
 
 Composite ops are rewritten into primitives by `pt2-decompose`; primitives are lowered by `pt2-lower`.
+An operand count `n+` means n or more: the operands from the n-th on are one variadic group, which
+IRDL binds to one type (`pt2.index`'s index tensors, which capture broadcasts to one shape).
 
 | op | kind | operands → results | attributes | summary | PyTorch callables |
 |---|---|---|---|---|---|
@@ -38,13 +40,16 @@ Composite ops are rewritten into primitives by `pt2-decompose`; primitives are l
 def main():
     import pt2
 
+    def count(n):
+        return f"{-n}+" if n < 0 else str(n)
+
     rows = []
     n_comp = 0
     for op in pt2.catalog():
         n_comp += op["composite"]
         attrs = op["attrs"].replace("|", "\\|") or "–"
         rows.append(
-            f"| `pt2.{op['name']}` | {'composite' if op['composite'] else 'primitive'} | {op['n_operands']} → {op['n_results']} | "
+            f"| `pt2.{op['name']}` | {'composite' if op['composite'] else 'primitive'} | {count(op['n_operands'])} → {count(op['n_results'])} | "
             f"`{attrs}` | {op['summary'].replace('|', '/')} | {op['torch'].replace(',', ', ')} |"
         )
     total = len(rows)

@@ -191,6 +191,45 @@ def test_index_select_gather(dtype, index_dtype):
     check(inputs, cases)
 
 
+@pytest.mark.parametrize("dtype", ALL, ids=_dtype_id)
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=_dtype_id)
+def test_index(dtype, index_dtype):
+    """pt2.index against eager's advanced indexing: index operands of one type
+    (expanded here, as capture does), negative values, adjacent dims (the index
+    dims in place) and dims apart (the index dims first)."""
+    x = make((3, 4, 5), dtype, -9, 9, seed=1)
+    xt = make((4, 6), dtype, -9, 9, seed=2, noncontiguous=True)
+    ia = torch.tensor([[2], [-3]], dtype=index_dtype)  # [2, 1] over size 3
+    ib = torch.tensor([-1, 0, 3, -4], dtype=index_dtype)  # [4] over size 4 (or 5)
+    ic = torch.tensor([[4, -5, 1], [0, -1, 2]], dtype=index_dtype)  # [2, 3] over size 5
+    i0 = torch.tensor(-2, dtype=index_dtype)  # 0-d
+    inputs = [x, xt, ia, ib, ic, i0]
+
+    def both(g, a, b, shape):
+        return g.op("expand", a, shape=shape), g.op("expand", b, shape=shape)
+
+    c = _case
+    cases = [
+        c("x[ia, ib] (dims 0, 1)", lambda g, x, xt, ia, ib, *_: g.op("index", x, *both(g, ia, ib, [2, 4]), dims=[0, 1]),
+          lambda x, xt, ia, ib, *_: x[ia, ib]),
+        c("x[ia, :, ib] (apart)", lambda g, x, xt, ia, ib, *_: g.op("index", x, *both(g, ia, ib, [2, 4]), dims=[0, 2]),
+          lambda x, xt, ia, ib, *_: x[ia, :, ib]),
+        c("x[:, ib, ic] (dims -2, -1)", lambda g, x, xt, ia, ib, ic, _: g.op("index", x, *both(g, g.op("reshape", ib, shape=[4, 1, 1]), ic, [4, 2, 3]), dims=[-2, -1]),
+          lambda x, xt, ia, ib, ic, _: x[:, ib[:, None, None], ic]),
+        c("x[ia, ib, ic] (three)", lambda g, x, xt, ia, ib, ic, _: g.op("index", x, g.op("expand", ia, shape=[2, 3]),
+                                                                         g.op("expand", g.op("slice", ib, dim=0, start=0, end=3), shape=[2, 3]),
+                                                                         ic, dims=[0, 1, 2]),
+          lambda x, xt, ia, ib, ic, _: x[ia, ib[:3], ic]),
+        c("x[:, i0] (0-d: a select)", lambda g, x, xt, ia, ib, ic, i0: g.op("index", x, i0, dims=[1]),
+          lambda x, xt, ia, ib, ic, i0: x[:, i0]),
+        c("x[:, ic] (one 2-d index)", lambda g, x, xt, ia, ib, ic, i0: g.op("index", x, ic, dims=[2]),
+          lambda x, xt, ia, ib, ic, i0: x[:, :, ic]),
+        c("xt[ib, ic] non-contiguous x", lambda g, x, xt, ia, ib, ic, i0: g.op("index", xt, *both(g, g.op("reshape", ib, shape=[4, 1, 1]), ic, [4, 2, 3]), dims=[0, 1]),
+          lambda x, xt, ia, ib, ic, i0: xt[ib[:, None, None], ic]),
+    ]
+    check(inputs, cases)
+
+
 def test_negative_indices_wrap():
     """pt2 wraps negative indices as Python indexing does (x[:, [-1, 0]]);
     torch.index_select/gather would reject them, so advanced indexing is the oracle."""

@@ -1,5 +1,5 @@
 """Constructs that split HuggingFace GPT-2 and T5 into several graphs, each compared with eager:
-lists of ints as tensor indices, `in` on a tensor (a named data-dependent break), ContextVar.reset
+lists of ints and several tensors as tensor indices, `in` on a tensor (a named data-dependent break), ContextVar.reset
 with a Token from outside the trace (a continuation's), mutable default arguments, and
 copy.copy / copy.deepcopy."""
 import contextvars
@@ -70,14 +70,18 @@ def test_list_index_forms(dtype, index):
 @pytest.mark.parametrize(
     "index",
     [
-        lambda x: x[0, :, [1, 2]],  # an int and a list apart: PyTorch moves the indexed dim first
+        lambda x: x[0, :, [1, 2]],  # an int is a select first: the list's dim stays in place
         lambda x: x[[0, 1], [1, 2]],  # two advanced indices
-        lambda x: x[[True, False, True, False]],  # a list of bools is a mask
-        lambda x: x[[0, 1], :, [0, 1]],
+        lambda x: x[[0, 1], :, [0, -1]],  # apart: the index dim leads
+        lambda x: x[[[0], [3]], [1, 2, -1]],  # lists that broadcast
     ],
 )
-def test_list_index_cases_that_break_match_eager(index):
-    check(index, inputs((4, 3, 5), torch.float32))
+def test_list_index_with_other_indices(index):
+    check(index, inputs((4, 3, 5), torch.float32), graphs=1, breaks=0)
+
+
+def test_list_of_bools_is_a_mask_break():
+    check(lambda x: x[[True, False, True, False]], inputs((4, 3, 5), torch.float32))
 
 
 def test_list_index_out_of_range_raises_as_eager():
@@ -88,6 +92,104 @@ def test_list_index_out_of_range_raises_as_eager():
         fn(r(2, 3))
     with pytest.raises(IndexError):
         pt2.compile(fn)(r(2, 3))
+
+
+# ---------------------------------------------------------------- several index tensors
+# PyTorch applies an index's ints, slices and None first, then its index tensors together
+# (aten.index): they broadcast against each other, and the broadcast dims replace the indexed
+# dims when those are adjacent, or lead the result when a slice or None lies between them.
+# A 0-d index tensor is an int (a select).  x is [5, 6, 7]; i0, i1, i2 index dims 0, 1, 2.
+
+
+def index_inputs(dtype=torch.float32, transposed=False, index_dtypes=(torch.int64,) * 3, seed=0):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        x = r(7, 6, 5, dtype=dtype).permute(2, 1, 0) if transposed else r(5, 6, 7, dtype=dtype)
+        i0 = torch.randint(-5, 5, (3, 1), generator=g).to(index_dtypes[0])  # negatives wrap
+        i1 = torch.randint(-6, 6, (4,), generator=g).to(index_dtypes[1])
+        i2 = torch.randint(-7, 7, (4,), generator=g).to(index_dtypes[2])
+        return x, i0, i1, i2
+
+    return make
+
+
+INDEX_FORMS = {
+    "x[i0, i1]": lambda x, i0, i1, i2: x[i0, i1],
+    "x[:, i1, i2]": lambda x, i0, i1, i2: x[:, i1, i2],
+    "x[i0, :, i2]": lambda x, i0, i1, i2: x[i0, :, i2],
+    "x[i0, i1, i2]": lambda x, i0, i1, i2: x[i0, i1, i2],
+    "x[..., i1, i2]": lambda x, i0, i1, i2: x[..., i1, i2],
+    "x[i0, ..., i2]": lambda x, i0, i1, i2: x[i0, ..., i2],
+    "x[i0, None, i1]": lambda x, i0, i1, i2: x[i0, None, i1],
+    "x[None, i0, i1]": lambda x, i0, i1, i2: x[None, i0, i1],
+    "x[i0, 1:5:2, i2]": lambda x, i0, i1, i2: x[i0, 1:5:2, i2],
+    "x[i0, -2, i2]": lambda x, i0, i1, i2: x[i0, -2, i2],  # the int selects first: i0, i2 adjacent
+    "x[3, i1, i2]": lambda x, i0, i1, i2: x[3, i1, i2],
+    "x[1, :, i2]": lambda x, i0, i1, i2: x[1, :, i2],
+    "x[i0[2, 0], :, i2]": lambda x, i0, i1, i2: x[i0[2, 0], :, i2],  # a 0-d tensor is a select
+    "x[i0[:, 0], i1[:3]]": lambda x, i0, i1, i2: x[i0[:, 0], i1[:3]],
+    "x[[0, -1, 2, 4], i1]": lambda x, i0, i1, i2: x[[0, -1, 2, 4], i1],  # a list among tensors
+    "x[i0, i1] * 2 + 1": lambda x, i0, i1, i2: x[i0, i1] * 2 + 1,
+    "x[i0, i1] of x + 1": lambda x, i0, i1, i2: (x + 1)[i0, i1],
+    "x[:, i1][i0, :, i2]": lambda x, i0, i1, i2: x[:, i1][i0[:, 0], :, i2[:3]],
+    "x.transpose(0, 2)[i2, i1]": lambda x, i0, i1, i2: x.transpose(0, 2)[i2, i1],
+}
+
+
+@pytest.mark.parametrize("form", list(INDEX_FORMS), ids=list(INDEX_FORMS))
+def test_several_index_tensors(form):
+    check(INDEX_FORMS[form], index_inputs(), graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+@pytest.mark.parametrize("form", ["x[i0, i1]", "x[i0, :, i2]", "x[:, i1, i2]", "x[i0, i1, i2]"])
+def test_several_index_tensors_dtypes(dtype, transposed, form):
+    check(INDEX_FORMS[form], index_inputs(dtype, transposed), graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize("index_dtypes", [(torch.int32,) * 3, (torch.int32, torch.int64, torch.int32)], ids=["int32", "mixed"])
+@pytest.mark.parametrize("form", ["x[i0, i1]", "x[i0, :, i2]", "x[i0, i1, i2]"])
+def test_several_index_tensors_int32(index_dtypes, form):
+    check(INDEX_FORMS[form], index_inputs(index_dtypes=index_dtypes), graphs=1, breaks=0)
+
+
+def test_pooled_logits_of_the_last_token():
+    # GPT2ForSequenceClassification: logits[arange(batch), last non-pad token]
+    def pooled(logits, input_ids):
+        non_pad_mask = (input_ids != 0).to(logits.device, torch.int32)
+        token_indices = torch.arange(input_ids.shape[-1], device=logits.device, dtype=torch.int32)
+        last_non_pad_token = (token_indices * non_pad_mask).argmax(-1)
+        return logits[torch.arange(input_ids.shape[0], device=logits.device), last_non_pad_token]
+
+    check(pooled, lambda: (r(3, 9, 5), r(3, 9, dtype=torch.int64, lo=0, hi=4)), graphs=1, breaks=0)
+
+
+def test_index_tensors_that_do_not_broadcast_raise_as_eager():
+    def fn(x, i0, i1, i2):
+        return x[i0[:, 0], i1[:2]]
+
+    for f in (fn, pt2.compile(fn)):
+        with pytest.raises(IndexError):
+            f(*index_inputs()())
+
+
+def test_mask_among_index_tensors_is_a_named_break():
+    def fn(x, i0, i1, i2):
+        return x[x[:, 0, 0] > 0, :, i2[:1]]  # the result's shape depends on the data
+
+    check(fn, index_inputs())
+    _, breaks, why = counts(fn, *index_inputs()())
+    assert breaks >= 1 and "boolean mask" in why[0], why
+
+
+def test_float_index_tensor_raises_as_eager():
+    def fn(x, i0, i1, i2):
+        return x[i0, i1.float()]
+
+    for f in (fn, pt2.compile(fn)):
+        with pytest.raises(IndexError):
+            f(*index_inputs()())
 
 
 # ---------------------------------------------------------------- `in` on a tensor

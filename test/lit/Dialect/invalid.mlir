@@ -168,3 +168,45 @@ func.func @region(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @index_types_differ(%x: tensor<5x4xf32>, %i: tensor<3xi64>, %j: tensor<1xi64>) -> tensor<3xf32> {
+  // IRDL binds the variadic index operands to one type (the builder's own
+  // message for this is in tests/test_builder_errors.py)
+  // expected-error@+1 {{'pt2.index': expected 'tensor<3xi64>' but got 'tensor<1xi64>'}}
+  %0 = "pt2.index"(%x, %i, %j) {dims = array<i64: 0, 1>} : (tensor<5x4xf32>, tensor<3xi64>, tensor<1xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @index_dims_count(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error@+1 {{'pt2.index' has 1 index operands for 2 dims}}
+  %0 = "pt2.index"(%x, %i) {dims = array<i64: 0, 1>} : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @index_dims_order(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error@+1 {{'pt2.index' dims must be increasing}}
+  %0 = "pt2.index"(%x, %i, %i) {dims = array<i64: 1, 0>} : (tensor<5x4xf32>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @index_float_index(%x: tensor<5x4xf32>, %i: tensor<3xf32>) -> tensor<3x4xf32> {
+  // expected-error@+1 {{'pt2.index' index operands must be int64/int32 tensors}}
+  %0 = "pt2.index"(%x, %i) {dims = array<i64: 0>} : (tensor<5x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @index_no_indices(%x: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  // expected-error@+1 {{'pt2.index' expects at least 2 operands, got 1}}
+  %0 = "pt2.index"(%x) {dims = array<i64: 0>} : (tensor<5x4xf32>) -> tensor<5x4xf32>
+  return %0 : tensor<5x4xf32>
+}

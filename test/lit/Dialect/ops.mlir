@@ -70,3 +70,19 @@ func.func @conv_pool(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor
   %1 = "pt2.max_pool2d"(%0) {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
   return %1 : tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// Advanced indexing: the index operands (one type) replace adjacent indexed
+// dims, and lead the result when a dim lies between the indexed ones.
+// CHECK-LABEL: func.func @advanced_index
+// CHECK: "pt2.index"(%arg0, %arg1, %arg1) {dims = array<i64: 0, 1>} : (tensor<5x4x3xf32>, tensor<2x6xi64>, tensor<2x6xi64>) -> tensor<2x6x3xf32>
+// CHECK: "pt2.index"(%arg0, %arg1, %arg1) {dims = array<i64: 0, -1>} : (tensor<5x4x3xf32>, tensor<2x6xi64>, tensor<2x6xi64>) -> tensor<2x6x4xf32>
+// CHECK: "pt2.index"(%arg0, %arg2) {dims = array<i64: 1>} : (tensor<5x4x3xf32>, tensor<i32>) -> tensor<5x3xf32>
+func.func @advanced_index(%x: tensor<5x4x3xf32>, %i: tensor<2x6xi64>, %s: tensor<i32>)
+    -> (tensor<2x6x3xf32>, tensor<2x6x4xf32>, tensor<5x3xf32>) {
+  %0 = "pt2.index"(%x, %i, %i) {dims = array<i64: 0, 1>} : (tensor<5x4x3xf32>, tensor<2x6xi64>, tensor<2x6xi64>) -> tensor<2x6x3xf32>
+  %1 = "pt2.index"(%x, %i, %i) {dims = array<i64: 0, -1>} : (tensor<5x4x3xf32>, tensor<2x6xi64>, tensor<2x6xi64>) -> tensor<2x6x4xf32>
+  %2 = "pt2.index"(%x, %s) {dims = array<i64: 1>} : (tensor<5x4x3xf32>, tensor<i32>) -> tensor<5x3xf32>
+  return %0, %1, %2 : tensor<2x6x3xf32>, tensor<2x6x4xf32>, tensor<5x3xf32>
+}

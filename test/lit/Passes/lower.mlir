@@ -223,6 +223,40 @@ func.func @gather(%x: tensor<5x4xf32>, %i: tensor<2x4xi64>) -> tensor<2x4xf32> {
 
 // -----
 
+// Advanced indexing by two index tensors: each wraps and clamps its own dim;
+// adjacent indexed dims are replaced in place by the index dims (d0, d1).
+// CHECK-LABEL: func.func @index_adjacent
+// CHECK: linalg.generic {indexing_maps = [#[[IA:[a-z0-9_]+]], #[[IA]], #{{[a-z0-9_]+}}], {{.*}} ins(%arg1, %arg2 : tensor<2x6xi64>, tensor<2x6xi64>) outs(%{{.*}} : tensor<2x6x3xf32>)
+// CHECK: ^bb0(%[[I:.*]]: i64, %[[J:.*]]: i64, %{{.*}}: f32):
+// CHECK: %[[K:.*]] = linalg.index 2 : index
+// CHECK: arith.index_cast %[[I]] : i64 to index
+// CHECK: %[[R:.*]] = arith.minsi %{{.*}}, %c4 : index
+// CHECK: arith.index_cast %[[J]] : i64 to index
+// CHECK: %[[C:.*]] = arith.minsi %{{.*}}, %c3 : index
+// CHECK: tensor.extract %arg0[%[[R]], %[[C]], %[[K]]] : tensor<5x4x3xf32>
+func.func @index_adjacent(%x: tensor<5x4x3xf32>, %i: tensor<2x6xi64>, %j: tensor<2x6xi64>) -> tensor<2x6x3xf32> {
+  %0 = "pt2.index"(%x, %i, %j) {dims = array<i64: 0, 1>} : (tensor<5x4x3xf32>, tensor<2x6xi64>, tensor<2x6xi64>) -> tensor<2x6x3xf32>
+  return %0 : tensor<2x6x3xf32>
+}
+
+// -----
+
+// Indexed dims apart (x[i, :, j]): the index dims lead the result, x's middle
+// dim is the last loop.
+// CHECK: #[[IA:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @index_apart
+// CHECK: linalg.generic {indexing_maps = [#[[IA]], #[[IA]], #{{.*}}], {{.*}} ins(%arg1, %arg2 : tensor<6xi32>, tensor<6xi32>) outs(%{{.*}} : tensor<6x4xf32>)
+// CHECK: %[[M:.*]] = linalg.index 1 : index
+// CHECK: %[[R:.*]] = arith.minsi %{{.*}}, %c4 : index
+// CHECK: %[[C:.*]] = arith.minsi %{{.*}}, %c2 : index
+// CHECK: tensor.extract %arg0[%[[R]], %[[M]], %[[C]]] : tensor<5x4x3xf32>
+func.func @index_apart(%x: tensor<5x4x3xf32>, %i: tensor<6xi32>, %j: tensor<6xi32>) -> tensor<6x4xf32> {
+  %0 = "pt2.index"(%x, %i, %j) {dims = array<i64: 0, 2>} : (tensor<5x4x3xf32>, tensor<6xi32>, tensor<6xi32>) -> tensor<6x4xf32>
+  return %0 : tensor<6x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @matmul
 // CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x3xf32>)
 // CHECK: linalg.matmul ins(%arg0, %arg1 : tensor<2x4xf32>, tensor<4x3xf32>) outs(%[[Z]] : tensor<2x3xf32>)
