@@ -12,8 +12,10 @@
  * the binaries by the modules' symbols, which the binaries keep.
  *===----------------------------------------------------------------------===*/
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../runtime/threads.h"
 #include "gpu_map.h"
@@ -32,16 +34,37 @@ typedef struct Part {
     MlirModule wrapper; /* holds the gpu.module, then its gpu.binary */
     MlirOperation before; /* where it goes back: before this op of the top block (null: at the end) */
     bool ok;
+    double seconds;
 } Part;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void serialize(void *ctx, int i) {
     Part *part = (Part *)ctx + i;
+    double t0 = now_seconds();
     MlirPassManager pm = mlirPassManagerCreate(mlirModuleGetContext(part->wrapper));
     MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
     bool ok = mlirLogicalResultIsSuccess(
         mlirParsePassPipeline(opm, mlirStringRefCreateFromCString("builtin.module(gpu-module-to-binary{format=isa})"), NULL, NULL));
     part->ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(part->wrapper)));
     mlirPassManagerDestroy(pm);
+    part->seconds = now_seconds() - t0;
+}
+
+/* PT2_LOGS=compile: each part's LLVM time (translation, libdevice, O3 or O1, NVPTX). */
+static void log_parts(const Part *parts, int n, double wall) {
+    if (!pt2_disabled(getenv("PT2_LOGS"), "compile")) return;
+    for (int i = 0; i < n; ++i) {
+        MlirOperation result = mlirBlockGetFirstOperation(mlirModuleGetBody(parts[i].wrapper));
+        MlirAttribute name = mlirOperationGetAttributeByName(result, mlirStringRefCreateFromCString("sym_name"));
+        MlirStringRef s = mlirAttributeIsNull(name) ? mlirStringRefCreateFromCString("?") : mlirStringAttrGetValue(name);
+        fprintf(stderr, "pt2 compile (gpu): module-to-binary @%.*s %.3f s\n", (int)s.length, s.data, parts[i].seconds);
+    }
+    fprintf(stderr, "pt2 compile (gpu): module-to-binary, %d modules, %.3f s\n", n, wall);
 }
 
 static int run_module_to_binary(MlirOperation top, void *user) {
@@ -73,7 +96,9 @@ static int run_module_to_binary(MlirOperation top, void *user) {
             }
         }
     }
+    double t0 = now_seconds();
     pt2_parallel_for(n, atomic_load(&max_threads), serialize, parts); /* one thread: all on this one */
+    log_parts(parts, n, now_seconds() - t0);
     bool ok = true;
     for (int i = 0; i < n; ++i) {
         ok = ok && parts[i].ok;
