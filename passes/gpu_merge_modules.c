@@ -29,6 +29,7 @@
  * threads (gpu_binary.c).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/threads.h"
@@ -108,10 +109,14 @@ static bool move_body(MlirOperation m, MlirOperation into, int index) {
  * call @pt2_gpu_conv_* and before its @pt2_gpu_fallback_epilogue_* or
  * @pt2_gpu_fallback_end_* (passes/gpu_conv.c), which run only where cuDNN
  * is missing or refuses the shape.  The epilogue after the first marker
- * runs at every call (the graph API's plans leave it to the kernel). */
+ * runs at every call (the graph API's plans leave it to the kernel).  A
+ * kernel launched from several places (pt2-gpu-dedupe-kernels) is cold only
+ * if every launch of it is. */
 typedef struct Cold {
-    OpList launches; /* the cold gpu.launch_func ops */
-    bool in_fallback;
+    OpList launches; /* every gpu.launch_func, in order */
+    bool *in_fallback_at; /* per launch: inside a fallback */
+    int cap;
+    bool in_fallback, out_of_memory;
 } Cold;
 
 static bool callee_starts(MlirOperation op, const char *prefix) {
@@ -124,7 +129,20 @@ static MlirWalkResult note_cold(MlirOperation op, void *user) {
     Cold *c = user;
     if (callee_starts(op, "pt2_gpu_conv_")) c->in_fallback = true;
     if (callee_starts(op, "pt2_gpu_fallback_epilogue_") || callee_starts(op, "pt2_gpu_fallback_end_")) c->in_fallback = false;
-    if (c->in_fallback && gpu_is_op(op, "gpu.launch_func")) oplist_push(&c->launches, op);
+    if (gpu_is_op(op, "gpu.module")) return MlirWalkResultSkip; /* only the host launches */
+    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
+    if (c->launches.n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        bool *grown = realloc(c->in_fallback_at, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            c->out_of_memory = true;
+            return MlirWalkResultInterrupt;
+        }
+        c->in_fallback_at = grown;
+        c->cap = cap;
+    }
+    c->in_fallback_at[c->launches.n] = c->in_fallback;
+    oplist_push(&c->launches, op);
     return MlirWalkResultAdvance;
 }
 
@@ -140,18 +158,21 @@ static MlirWalkResult find_math(MlirOperation op, void *user) {
 /* A module of fallback loops only, without math (the cold module gets no libdevice). */
 static bool is_cold(const Cold *c, MlirOperation m) {
     MlirStringRef module = symbol_name(m);
-    bool launched_cold = false, math = false;
-    for (int i = 0; i < c->launches.n && !launched_cold; ++i) {
+    bool launched_cold = false, launched_hot = false, math = false;
+    for (int i = 0; i < c->launches.n && !launched_hot; ++i) {
         MlirAttribute ref = mlirOperationGetAttributeByName(c->launches.ops[i], sref("kernel"));
-        launched_cold = mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), module);
+        if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), module)) continue;
+        launched_cold |= c->in_fallback_at[i];
+        launched_hot |= !c->in_fallback_at[i];
     }
+    if (launched_hot) return false;
     if (launched_cold) mlirOperationWalk(m, find_math, &math, MlirWalkPreOrder);
     return launched_cold && !math;
 }
 
 /* Gives module m the name `name`, its launches with it. */
-static void rename_module(MlirOperation top, MlirOperation m, const char *name) {
-    gpu_relink_launches(top, symbol_name(m), name, NULL);
+static void rename_module(const OpList *launches, MlirOperation m, const char *name) {
+    gpu_relink_launch_list(launches, symbol_name(m), name, NULL);
     mlirOperationSetAttributeByName(m, sref("sym_name"),
                                     mlirStringAttrGet(mlirOperationGetContext(m), mlirStringRefCreateFromCString(name)));
 }
@@ -182,8 +203,14 @@ static int hot_parts(MlirOperation top, const Cold *cold) {
 }
 
 static int run_merge(MlirOperation top, int parts) {
-    Cold cold = {{0}, false};
+    Cold cold = {{0}, NULL, 0, false, false};
     mlirOperationWalk(top, note_cold, &cold, MlirWalkPreOrder);
+    if (cold.out_of_memory) {
+        oplist_free(&cold.launches);
+        free(cold.in_fallback_at);
+        pt2_set_error("pt2-gpu-merge-modules: out of memory");
+        return -1;
+    }
     if (parts <= 0) parts = hot_parts(top, &cold);
     MlirOperation hot[MAX_PARTS] = {{NULL}}, cold_first = {NULL}; /* the hot parts' and the cold kernels' modules */
     long hot_ops[MAX_PARTS] = {0};
@@ -194,7 +221,7 @@ static int run_merge(MlirOperation top, int parts) {
         if (gpu_is_op(m, "gpu.module") && !mergeable(m)) {
             char name[64];
             snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_%d", ++index); /* the hot kernels' options */
-            rename_module(top, m, name);
+            rename_module(&cold.launches, m, name);
         } else if (gpu_is_op(m, "gpu.module")) {
             /* a cold kernel to the cold module; a hot one to the part with the fewest ops so far */
             MlirOperation *into = &cold_first;
@@ -210,13 +237,12 @@ static int run_merge(MlirOperation top, int parts) {
                 char to_name[256];
                 MlirStringRef to = symbol_name(*into);
                 snprintf(to_name, sizeof to_name, "%.*s", (int)to.length, to.data);
-                gpu_relink_launches(top, symbol_name(m), to_name, NULL);
+                gpu_relink_launch_list(&cold.launches, symbol_name(m), to_name, NULL);
                 mlirOperationDestroy(m);
             }
         }
         m = next;
     }
-    oplist_free(&cold.launches);
     for (int p = 0; p < parts; ++p) {
         if (mlirOperationIsNull(hot[p])) continue;
         char name[64];
@@ -225,9 +251,11 @@ static int run_merge(MlirOperation top, int parts) {
         } else {
             snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_p%d", p);
         }
-        rename_module(top, hot[p], name);
+        rename_module(&cold.launches, hot[p], name);
     }
-    if (!mlirOperationIsNull(cold_first)) rename_module(top, cold_first, PT2_GPU_COLD_MODULE);
+    if (!mlirOperationIsNull(cold_first)) rename_module(&cold.launches, cold_first, PT2_GPU_COLD_MODULE);
+    oplist_free(&cold.launches);
+    free(cold.in_fallback_at);
     return 0;
 }
 
