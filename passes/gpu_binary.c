@@ -35,7 +35,26 @@ typedef struct Part {
     MlirOperation before; /* where it goes back: before this op of the top block (null: at the end) */
     bool ok;
     double seconds;
+    long ops; /* its size, to start the largest first */
 } Part;
+
+static MlirWalkResult count_op(MlirOperation op, void *user) {
+    (void)op;
+    ++*(long *)user;
+    return MlirWalkResultAdvance;
+}
+
+typedef struct Queue {
+    Part *parts;
+    int *order; /* largest first, so that the last one to start is a small one */
+} Queue;
+
+static _Thread_local const Part *sorting;
+
+static int larger_first(const void *a, const void *b) {
+    long x = sorting[*(const int *)a].ops, y = sorting[*(const int *)b].ops;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -44,7 +63,8 @@ static double now_seconds(void) {
 }
 
 static void serialize(void *ctx, int i) {
-    Part *part = (Part *)ctx + i;
+    Queue *q = ctx;
+    Part *part = &q->parts[q->order[i]];
     double t0 = now_seconds();
     MlirPassManager pm = mlirPassManagerCreate(mlirModuleGetContext(part->wrapper));
     MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
@@ -72,17 +92,25 @@ static int run_module_to_binary(MlirOperation top, void *user) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
     int n = 0, cap = 0;
     Part *parts = NULL;
+    bool out_of_memory = false;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
         MlirOperation next = mlirOperationGetNextInBlock(op);
         if (gpu_is_op(op, "gpu.module")) {
             if (n == cap) {
                 cap = cap ? 2 * cap : 8;
-                parts = realloc(parts, sizeof *parts * (size_t)cap);
+                Part *grown = realloc(parts, sizeof *parts * (size_t)cap);
+                if (!grown) {
+                    out_of_memory = true; /* the modules left are not serialized: the pass fails */
+                    break;
+                }
+                parts = grown;
             }
             Part *p = &parts[n++];
             p->wrapper = mlirModuleCreateEmpty(mlirOperationGetLocation(op));
             p->before = next;
             p->ok = false;
+            p->ops = 0;
+            mlirOperationWalk(op, count_op, &p->ops, MlirWalkPreOrder);
             mlirOperationRemoveFromParent(op);
             mlirBlockAppendOwnedOperation(mlirModuleGetBody(p->wrapper), op);
         }
@@ -96,10 +124,21 @@ static int run_module_to_binary(MlirOperation top, void *user) {
             }
         }
     }
-    double t0 = now_seconds();
-    pt2_parallel_for(n, atomic_load(&max_threads), serialize, parts); /* one thread: all on this one */
-    log_parts(parts, n, now_seconds() - t0);
-    bool ok = true;
+    int *order = malloc(sizeof(int) * (size_t)(n + 1));
+    if (order) {
+        for (int i = 0; i < n; ++i) order[i] = i;
+        sorting = parts;
+        qsort(order, (size_t)n, sizeof *order, larger_first);
+        Queue q = {parts, order};
+        double t0 = now_seconds();
+        pt2_parallel_for(n, atomic_load(&max_threads), serialize, &q); /* one thread: all on this one */
+        log_parts(parts, n, now_seconds() - t0);
+        free(order);
+    } else {
+        out_of_memory = true;
+    }
+    bool ok = !out_of_memory;
+    if (out_of_memory) pt2_set_error("pt2-gpu-module-to-binary: out of memory");
     for (int i = 0; i < n; ++i) {
         ok = ok && parts[i].ok;
         MlirBlock from = mlirModuleGetBody(parts[i].wrapper);

@@ -25,8 +25,8 @@
  * pt2-gpu-merge-modules-parts (the pipeline's) deals the kernels of every
  * call into parts instead: each to the part with the fewest ops so far
  * (@pt2_kernels, @pt2_kernels_p1, ...; PT2_GPU_PARTS, else one a CPU this process may use,
- * at most one per 4 kernels), which pt2-gpu-module-to-binary serializes on
- * threads (gpu_binary.c).
+ * at most one per 4 kernels), and the fallbacks likewise (@pt2_cold, @pt2_cold_p1, ...),
+ * which pt2-gpu-module-to-binary serializes on threads (gpu_binary.c).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,19 +189,46 @@ static long op_count(MlirOperation m) {
     return n;
 }
 
-/* The hot kernels' parts: PT2_GPU_PARTS, else the CPUs this process may use (at
- * most 16), at most one part per 4 kernels. */
-static int hot_parts(MlirOperation top, const Cold *cold) {
+/* How many parts `kernels` kernels go into: PT2_GPU_PARTS, else the CPUs this
+ * process may use (at most 16), at most one part per 4 kernels. */
+static int part_count(int kernels) {
     int want = pt2_threads_from_env("PT2_GPU_PARTS", MAX_PARTS);
-    int kernels = 0;
-    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
-        kernels += gpu_is_op(m, "gpu.module") && mergeable(m) && !is_cold(cold, m);
-    }
     int by_kernels = (kernels + 3) / 4;
     int n = want < by_kernels ? want : by_kernels;
     return n < 1 ? 1 : n;
 }
 
+/* The parts of one kind of kernel (every call's, or the fallbacks'): each
+ * kernel goes to the part with the fewest ops so far. */
+typedef struct Parts {
+    const char *name;
+    int n;
+    MlirOperation first[MAX_PARTS];
+    long ops[MAX_PARTS];
+} Parts;
+
+static MlirOperation *lightest_part(Parts *p, MlirOperation m) {
+    int lightest = 0;
+    for (int i = 1; i < p->n; ++i) lightest = p->ops[i] < p->ops[lightest] ? i : lightest;
+    if (p->n > 1) p->ops[lightest] += op_count(m);
+    return &p->first[lightest];
+}
+
+/* @name, @name_p1, ... and their launches. */
+static void name_parts(const Parts *p, const OpList *launches) {
+    for (int i = 0; i < p->n; ++i) {
+        if (mlirOperationIsNull(p->first[i])) continue;
+        char name[64];
+        if (i == 0) {
+            snprintf(name, sizeof name, "%s", p->name);
+        } else {
+            snprintf(name, sizeof name, "%s_p%d", p->name, i);
+        }
+        rename_module(launches, p->first[i], name);
+    }
+}
+
+/* parts <= 0: as part_count says for each kind, else that many. */
 static int run_merge(MlirOperation top, int parts) {
     Cold cold = {{0}, NULL, 0, false, false};
     mlirOperationWalk(top, note_cold, &cold, MlirWalkPreOrder);
@@ -211,26 +238,42 @@ static int run_merge(MlirOperation top, int parts) {
         pt2_set_error("pt2-gpu-merge-modules: out of memory");
         return -1;
     }
-    if (parts <= 0) parts = hot_parts(top, &cold);
-    MlirOperation hot[MAX_PARTS] = {{NULL}}, cold_first = {NULL}; /* the hot parts' and the cold kernels' modules */
-    long hot_ops[MAX_PARTS] = {0};
+    /* which modules are the fallbacks': decided once, before any moves */
+    int n_modules = 0, n_cold = 0, n_hot = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        n_modules += gpu_is_op(m, "gpu.module");
+    }
+    bool *is_cold_at = calloc((size_t)n_modules + 1, sizeof(bool));
+    if (!is_cold_at) {
+        oplist_free(&cold.launches);
+        free(cold.in_fallback_at);
+        pt2_set_error("pt2-gpu-merge-modules: out of memory");
+        return -1;
+    }
+    int at = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        if (!gpu_is_op(m, "gpu.module")) continue;
+        if (mergeable(m)) {
+            is_cold_at[at] = is_cold(&cold, m);
+            n_cold += is_cold_at[at];
+            n_hot += !is_cold_at[at];
+        }
+        ++at;
+    }
+    Parts hot = {PT2_GPU_KERNELS_MODULE, parts > 0 ? parts : part_count(n_hot), {{NULL}}, {0}};
+    Parts fallbacks = {PT2_GPU_COLD_MODULE, parts > 0 ? parts : part_count(n_cold), {{NULL}}, {0}};
     int index = 0;
+    at = 0;
     MlirOperation m = mlirBlockGetFirstOperation(module_body(top));
     while (!mlirOperationIsNull(m)) {
         MlirOperation next = mlirOperationGetNextInBlock(m);
-        if (gpu_is_op(m, "gpu.module") && !mergeable(m)) {
+        bool module = gpu_is_op(m, "gpu.module");
+        if (module && !mergeable(m)) {
             char name[64];
             snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_%d", ++index); /* the hot kernels' options */
             rename_module(&cold.launches, m, name);
-        } else if (gpu_is_op(m, "gpu.module")) {
-            /* a cold kernel to the cold module; a hot one to the part with the fewest ops so far */
-            MlirOperation *into = &cold_first;
-            if (!is_cold(&cold, m)) {
-                int lightest = 0;
-                for (int p = 1; p < parts; ++p) lightest = hot_ops[p] < hot_ops[lightest] ? p : lightest;
-                into = &hot[lightest];
-                hot_ops[lightest] += op_count(m);
-            }
+        } else if (module) {
+            MlirOperation *into = lightest_part(is_cold_at[at] ? &fallbacks : &hot, m);
             if (mlirOperationIsNull(*into)) {
                 *into = m;
             } else if (move_body(m, *into, ++index)) {
@@ -241,19 +284,12 @@ static int run_merge(MlirOperation top, int parts) {
                 mlirOperationDestroy(m);
             }
         }
+        at += module;
         m = next;
     }
-    for (int p = 0; p < parts; ++p) {
-        if (mlirOperationIsNull(hot[p])) continue;
-        char name[64];
-        if (p == 0) {
-            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE);
-        } else {
-            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_p%d", p);
-        }
-        rename_module(&cold.launches, hot[p], name);
-    }
-    if (!mlirOperationIsNull(cold_first)) rename_module(&cold.launches, cold_first, PT2_GPU_COLD_MODULE);
+    name_parts(&hot, &cold.launches);
+    name_parts(&fallbacks, &cold.launches);
+    free(is_cold_at);
     oplist_free(&cold.launches);
     free(cold.in_fallback_at);
     return 0;
