@@ -297,10 +297,11 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
              "pt2-gpu-dedupe-kernels,pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
-             "lower-affine,canonicalize,"
+             "func.func(lower-affine,canonicalize),"
              "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE " chip=%s features=+ptx80 O=1},"
              "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
-             "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
+             "gpu.module(lower-affine,canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+             "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "",
