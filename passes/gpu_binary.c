@@ -30,6 +30,8 @@ static atomic_int max_threads = MAX_THREADS;
 
 PT2_EXPORT void pt2GpuBinarySetMaxThreads(int n) { atomic_store(&max_threads, n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n); }
 
+int gpu_pass_threads(void) { return atomic_load(&max_threads); }
+
 typedef struct Part {
     MlirModule wrapper; /* holds the gpu.module, then its gpu.binary */
     MlirOperation before; /* where it goes back: before this op of the top block (null: at the end) */

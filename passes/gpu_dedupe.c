@@ -15,7 +15,9 @@
  * marks alignment and noalias per launch, so kernels launched on aliasing
  * buffers stay apart), same body, same shared-memory globals.  The text is
  * printed in local scope (nothing outside the module is numbered), hashed,
- * and compared in full where two hashes agree.
+ * and compared in full where two hashes agree.  The modules are printed on
+ * threads (each its own; the context is multithreaded), then compared on
+ * one.
  *
  * A module holding anything else than one gpu.func and memref.globals is
  * left alone.  Launches are collected once and relinked from that list.
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/threads.h"
 #include "gpu_map.h"
 #include "pt2.h"
 
@@ -85,10 +88,10 @@ static MlirOperation sole_kernel(MlirOperation module) {
 }
 
 /* The module as text with both names set to the placeholder (restored after). */
-static bool print_anonymous(MlirOperation module, MlirOperation func, MlirOpPrintingFlags flags, Text *out) {
+static bool print_anonymous(MlirOperation module, MlirOperation func, MlirAttribute placeholder, MlirOpPrintingFlags flags,
+                            Text *out) {
     MlirAttribute module_name = mlirOperationGetAttributeByName(module, sref("sym_name"));
     MlirAttribute func_name = mlirOperationGetAttributeByName(func, sref("sym_name"));
-    MlirAttribute placeholder = mlirStringAttrGet(mlirOperationGetContext(module), sref(PLACEHOLDER));
     mlirOperationSetAttributeByName(module, sref("sym_name"), placeholder);
     mlirOperationSetAttributeByName(func, sref("sym_name"), placeholder);
     out->len = 0;
@@ -114,6 +117,26 @@ static int find_same(const Table *t, const Kernel *kernels, const Kernel *k) {
     }
 }
 
+typedef struct Printing {
+    Kernel *kernels;
+    MlirAttribute placeholder;
+    MlirOpPrintingFlags flags;
+} Printing;
+
+/* Kernel i's text and hash (text NULL: not printed, the module stays). */
+static void print_kernel(void *ctx, int i) {
+    Printing *p = ctx;
+    Kernel *k = &p->kernels[i];
+    Text text = {0};
+    if (print_anonymous(k->module, k->func, p->placeholder, p->flags, &text)) {
+        k->text = text.data;
+        k->len = text.len;
+        k->hash = hash_text(text.data, text.len);
+    } else {
+        free(text.data);
+    }
+}
+
 static int run_dedupe(MlirOperation top, void *user) {
     (void)user;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
@@ -124,49 +147,47 @@ static int run_dedupe(MlirOperation top, void *user) {
     if (n_modules < 2) return 0;
     Kernel *kernels = calloc((size_t)n_modules, sizeof *kernels);
     Table table = {malloc(sizeof(int) * (size_t)(4 * n_modules)), 4 * n_modules};
-    OpList launches = gpu_collect_launches(top);
+    if (!kernels || !table.slots) {
+        free(kernels);
+        free(table.slots);
+        pt2_set_error("pt2-gpu-dedupe-kernels: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < table.cap; ++i) table.slots[i] = -1;
+    int n = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        MlirOperation func = gpu_is_op(m, "gpu.module") ? sole_kernel(m) : (MlirOperation){NULL};
+        if (!mlirOperationIsNull(func)) kernels[n++] = (Kernel){m, func, NULL, 0, 0};
+    }
     MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
     mlirOpPrintingFlagsUseLocalScope(flags);
     mlirOpPrintingFlagsAssumeVerified(flags);
-    Text text = {0};
-    int rc = 0, n = 0;
-    if (!kernels || !table.slots) {
-        pt2_set_error("pt2-gpu-dedupe-kernels: out of memory");
-        rc = -1;
-        goto done;
-    }
-    for (int i = 0; i < table.cap; ++i) table.slots[i] = -1;
-    MlirOperation m = mlirBlockGetFirstOperation(body);
-    while (!mlirOperationIsNull(m)) {
-        MlirOperation next = mlirOperationGetNextInBlock(m);
-        MlirOperation func = gpu_is_op(m, "gpu.module") ? sole_kernel(m) : (MlirOperation){NULL};
-        if (!mlirOperationIsNull(func) && print_anonymous(m, func, flags, &text)) {
-            Kernel k = {m, func, text.data, text.len, hash_text(text.data, text.len)};
-            int same = find_same(&table, kernels, &k);
-            if (same >= 0) {
-                /* the same kernel: launch the first one, drop this module */
-                char to_module[256], to_kernel[256];
-                MlirStringRef km = symbol_name(kernels[same].module), kf = symbol_name(kernels[same].func);
-                snprintf(to_module, sizeof to_module, "%.*s", (int)km.length, km.data);
-                snprintf(to_kernel, sizeof to_kernel, "%.*s", (int)kf.length, kf.data);
-                gpu_relink_launch_list(&launches, symbol_name(m), to_module, to_kernel);
-                mlirOperationDestroy(m);
-            } else if ((k.text = malloc(text.len))) {
-                memcpy(k.text, text.data, text.len);
-                kernels[n] = k;
-                table.slots[-same - 1] = n++;
-            }
+    Printing printing = {kernels, mlirStringAttrGet(mlirOperationGetContext(top), sref(PLACEHOLDER)), flags};
+    int threads = pt2_threads_from_env("PT2_COMPILE_THREADS", 16), allowed = gpu_pass_threads();
+    pt2_parallel_for(n, threads < allowed ? threads : allowed, print_kernel, &printing);
+    mlirOpPrintingFlagsDestroy(flags);
+    /* in module order: the first of each kernel stays, the others' launches move to it */
+    OpList launches = gpu_collect_launches(top);
+    for (int i = 0; i < n; ++i) {
+        Kernel *k = &kernels[i];
+        if (!k->text) continue;
+        int same = find_same(&table, kernels, k);
+        if (same < 0) {
+            table.slots[-same - 1] = i;
+            continue;
         }
-        m = next;
+        char to_module[256], to_kernel[256];
+        MlirStringRef km = symbol_name(kernels[same].module), kf = symbol_name(kernels[same].func);
+        snprintf(to_module, sizeof to_module, "%.*s", (int)km.length, km.data);
+        snprintf(to_kernel, sizeof to_kernel, "%.*s", (int)kf.length, kf.data);
+        gpu_relink_launch_list(&launches, symbol_name(k->module), to_module, to_kernel);
+        mlirOperationDestroy(k->module);
     }
-done:
     for (int i = 0; i < n; ++i) free(kernels[i].text);
     free(kernels);
     free(table.slots);
-    free(text.data);
     oplist_free(&launches);
-    mlirOpPrintingFlagsDestroy(flags);
-    return rc;
+    return 0;
 }
 
 static _Alignas(8) const char dedupe_type_id;

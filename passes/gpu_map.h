@@ -12,6 +12,10 @@
 #define PT2_GPU_KERNELS_MODULE "pt2_kernels"
 #define PT2_GPU_COLD_MODULE "pt2_cold"
 
+/* The threads a GPU pass may use on the context (gpu_binary.c): 1 where the
+ * context is single-threaded (pt2GpuBinarySetMaxThreads), else up to 16. */
+int gpu_pass_threads(void);
+
 /* #gpu.loop_dim_map attributes (as text) for the two levels of a kernel. */
 extern const char *const gpu_block_mapping;
 extern const char *const gpu_thread_mapping;
