@@ -23,6 +23,7 @@
 
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
+#include "llvm-c/Core.h"
 #include "llvm-c/Support.h"
 #include "mlir-c/Pass.h"
 #include "pt2.h"
@@ -32,7 +33,7 @@ typedef struct Options {
     const char *input, *output;
     char *pipeline; /* comma-separated elements, malloc'ed (NULL: no passes) */
     bool split, verify_diags, print_after, print_before, debuginfo, generic, local_scope, timing;
-    bool no_threading, allow_unregistered, no_verify_each;
+    bool no_threading, allow_unregistered, no_verify_each, llvm_args;
 } Options;
 
 static void usage(FILE *f) {
@@ -316,6 +317,7 @@ static int parse_args(int argc, char **argv, Options *o) {
             }
         } else if ((v = flag_value(argc, argv, &i, "--llvm-args"))) {
             if (parse_llvm_args(v) != 0) return -1;
+            o->llvm_args = true;
         } else if ((v = flag_value(argc, argv, &i, "--pass-pipeline"))) {
             if (append_pipeline(o, v) != 0) return -1;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--o") == 0 || strcmp(a, "--pass-pipeline") == 0) {
@@ -393,5 +395,6 @@ done:
     pt2ContextDestroy(ctx);
     free(text);
     free(o.pipeline);
+    if (o.llvm_args) LLVMShutdown(); /* LLVM prints what its options collected (-time-passes) at its shutdown */
     return errors ? 1 : 0;
 }
