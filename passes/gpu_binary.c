@@ -12,8 +12,10 @@
  * the binaries by the modules' symbols, which the binaries keep.
  *===----------------------------------------------------------------------===*/
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../runtime/threads.h"
 #include "gpu_map.h"
@@ -28,20 +30,63 @@ static atomic_int max_threads = MAX_THREADS;
 
 PT2_EXPORT void pt2GpuBinarySetMaxThreads(int n) { atomic_store(&max_threads, n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n); }
 
+int gpu_pass_threads(void) { return atomic_load(&max_threads); }
+
 typedef struct Part {
     MlirModule wrapper; /* holds the gpu.module, then its gpu.binary */
     MlirOperation before; /* where it goes back: before this op of the top block (null: at the end) */
     bool ok;
+    double seconds;
+    long ops; /* its size, to start the largest first */
 } Part;
 
+static MlirWalkResult count_op(MlirOperation op, void *user) {
+    (void)op;
+    ++*(long *)user;
+    return MlirWalkResultAdvance;
+}
+
+typedef struct Queue {
+    Part *parts;
+    int *order; /* largest first, so that the last one to start is a small one */
+} Queue;
+
+static _Thread_local const Part *sorting;
+
+static int larger_first(const void *a, const void *b) {
+    long x = sorting[*(const int *)a].ops, y = sorting[*(const int *)b].ops;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void serialize(void *ctx, int i) {
-    Part *part = (Part *)ctx + i;
+    Queue *q = ctx;
+    Part *part = &q->parts[q->order[i]];
+    double t0 = now_seconds();
     MlirPassManager pm = mlirPassManagerCreate(mlirModuleGetContext(part->wrapper));
     MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
     bool ok = mlirLogicalResultIsSuccess(
         mlirParsePassPipeline(opm, mlirStringRefCreateFromCString("builtin.module(gpu-module-to-binary{format=isa})"), NULL, NULL));
     part->ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(part->wrapper)));
     mlirPassManagerDestroy(pm);
+    part->seconds = now_seconds() - t0;
+}
+
+/* PT2_LOGS=compile: each part's LLVM time (translation, libdevice, O3 or O1, NVPTX). */
+static void log_parts(const Part *parts, int n, double wall) {
+    if (!pt2_disabled(getenv("PT2_LOGS"), "compile")) return;
+    for (int i = 0; i < n; ++i) {
+        MlirOperation result = mlirBlockGetFirstOperation(mlirModuleGetBody(parts[i].wrapper));
+        MlirAttribute name = mlirOperationGetAttributeByName(result, mlirStringRefCreateFromCString("sym_name"));
+        MlirStringRef s = mlirAttributeIsNull(name) ? mlirStringRefCreateFromCString("?") : mlirStringAttrGetValue(name);
+        fprintf(stderr, "pt2 compile (gpu): module-to-binary @%.*s %.3f s\n", (int)s.length, s.data, parts[i].seconds);
+    }
+    fprintf(stderr, "pt2 compile (gpu): module-to-binary, %d modules, %.3f s\n", n, wall);
 }
 
 static int run_module_to_binary(MlirOperation top, void *user) {
@@ -49,17 +94,25 @@ static int run_module_to_binary(MlirOperation top, void *user) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
     int n = 0, cap = 0;
     Part *parts = NULL;
+    bool out_of_memory = false;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
         MlirOperation next = mlirOperationGetNextInBlock(op);
         if (gpu_is_op(op, "gpu.module")) {
             if (n == cap) {
                 cap = cap ? 2 * cap : 8;
-                parts = realloc(parts, sizeof *parts * (size_t)cap);
+                Part *grown = realloc(parts, sizeof *parts * (size_t)cap);
+                if (!grown) {
+                    out_of_memory = true; /* the modules left are not serialized: the pass fails */
+                    break;
+                }
+                parts = grown;
             }
             Part *p = &parts[n++];
             p->wrapper = mlirModuleCreateEmpty(mlirOperationGetLocation(op));
             p->before = next;
             p->ok = false;
+            p->ops = 0;
+            mlirOperationWalk(op, count_op, &p->ops, MlirWalkPreOrder);
             mlirOperationRemoveFromParent(op);
             mlirBlockAppendOwnedOperation(mlirModuleGetBody(p->wrapper), op);
         }
@@ -73,8 +126,21 @@ static int run_module_to_binary(MlirOperation top, void *user) {
             }
         }
     }
-    pt2_parallel_for(n, atomic_load(&max_threads), serialize, parts); /* one thread: all on this one */
-    bool ok = true;
+    int *order = malloc(sizeof(int) * (size_t)(n + 1));
+    if (order) {
+        for (int i = 0; i < n; ++i) order[i] = i;
+        sorting = parts;
+        qsort(order, (size_t)n, sizeof *order, larger_first);
+        Queue q = {parts, order};
+        double t0 = now_seconds();
+        pt2_parallel_for(n, atomic_load(&max_threads), serialize, &q); /* one thread: all on this one */
+        log_parts(parts, n, now_seconds() - t0);
+        free(order);
+    } else {
+        out_of_memory = true;
+    }
+    bool ok = !out_of_memory;
+    if (out_of_memory) pt2_set_error("pt2-gpu-module-to-binary: out of memory");
     for (int i = 0; i < n; ++i) {
         ok = ok && parts[i].ok;
         MlirBlock from = mlirModuleGetBody(parts[i].wrapper);

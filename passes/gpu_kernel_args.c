@@ -32,24 +32,65 @@
  * memory.  Two inputs that are one tensor are only read, which noalias
  * allows.  Two views of one buffer in a launch get no noalias.
  *===----------------------------------------------------------------------===*/
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/threads.h"
 #include "buffers.h"
 #include "gpu_map.h"
 #include "pt2.h"
 
-/* The gpu.func a launch calls: @module::@kernel in the top-level module. */
-static MlirOperation launched_kernel(MlirOperation top, MlirOperation launch) {
+/* The top-level gpu.modules by name, to find the gpu.func a launch calls
+ * (@module::@kernel) without a scan of the module per launch. */
+typedef struct ModuleIndex {
+    MlirOperation *modules;
+    int n;
+} ModuleIndex;
+
+static int by_name(const void *a, const void *b) {
+    MlirStringRef x = mlirStringAttrGetValue(mlirOperationGetAttributeByName(*(const MlirOperation *)a, sref("sym_name")));
+    MlirStringRef y = mlirStringAttrGetValue(mlirOperationGetAttributeByName(*(const MlirOperation *)b, sref("sym_name")));
+    int c = memcmp(x.data, y.data, x.length < y.length ? x.length : y.length);
+    return c ? c : (x.length > y.length) - (x.length < y.length);
+}
+
+static ModuleIndex index_modules(MlirOperation top) {
+    ModuleIndex ix = {NULL, 0};
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
+    int n = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        n += gpu_is_op(m, "gpu.module");
+    }
+    ix.modules = malloc(sizeof *ix.modules * (size_t)(n + 1));
+    if (!ix.modules) return ix;
+    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        if (gpu_is_op(m, "gpu.module")) ix.modules[ix.n++] = m;
+    }
+    qsort(ix.modules, (size_t)ix.n, sizeof *ix.modules, by_name);
+    return ix;
+}
+
+static MlirOperation launched_kernel(const ModuleIndex *ix, MlirOperation launch) {
     MlirAttribute ref = mlirOperationGetAttributeByName(launch, sref("kernel"));
     MlirStringRef module_name = mlirSymbolRefAttrGetRootReference(ref), kernel_name = mlirSymbolRefAttrGetLeafReference(ref);
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
-    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
-        MlirAttribute name = mlirOperationGetAttributeByName(m, sref("sym_name"));
-        if (!gpu_is_op(m, "gpu.module") || !mlirStringRefEqual(mlirStringAttrGetValue(name), module_name)) continue;
-        MlirBlock inner = mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0));
-        for (MlirOperation f = mlirBlockGetFirstOperation(inner); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
-            MlirAttribute fname = mlirOperationGetAttributeByName(f, sref("sym_name"));
-            if (gpu_is_op(f, "gpu.func") && mlirStringRefEqual(mlirStringAttrGetValue(fname), kernel_name)) return f;
+    int lo = 0, hi = ix->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        MlirStringRef name = mlirStringAttrGetValue(mlirOperationGetAttributeByName(ix->modules[mid], sref("sym_name")));
+        int c = memcmp(name.data, module_name.data, name.length < module_name.length ? name.length : module_name.length);
+        if (!c) c = (name.length > module_name.length) - (name.length < module_name.length);
+        if (c < 0) {
+            lo = mid + 1;
+        } else if (c > 0) {
+            hi = mid - 1;
+        } else {
+            MlirBlock inner = mlirRegionGetFirstBlock(mlirOperationGetRegion(ix->modules[mid], 0));
+            for (MlirOperation f = mlirBlockGetFirstOperation(inner); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
+                MlirAttribute fname = mlirOperationGetAttributeByName(f, sref("sym_name"));
+                if (gpu_is_op(f, "gpu.func") && mlirStringRefEqual(mlirStringAttrGetValue(fname), kernel_name)) return f;
+            }
+            return (MlirOperation){NULL};
         }
     }
     return (MlirOperation){NULL};
@@ -162,8 +203,7 @@ static void mark_block_size(MlirOperation kernel, MlirOperation launch, MlirAttr
     mlirOperationSetAttributeByName(kernel, sref("known_block_size"), mlirDenseI32ArrayGet(ctx, 3, size));
 }
 
-static void mark_launch(MlirOperation top, MlirOperation launch) {
-    MlirOperation kernel = launched_kernel(top, launch);
+static void mark_launch(MlirOperation kernel, MlirOperation launch) {
     MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
     if (mlirOperationIsNull(kernel) || mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return;
     mark_block_size(kernel, launch, segments);
@@ -196,17 +236,57 @@ static void mark_launch(MlirOperation top, MlirOperation launch) {
     mlirOperationSetAttributeByName(kernel, sref("arg_attrs"), mlirArrayAttrGet(ctx, n, attrs));
 }
 
-static MlirWalkResult collect_launch(MlirOperation op, void *user) {
-    if (gpu_is_op(op, "gpu.launch_func")) oplist_push(user, op);
-    return MlirWalkResultAdvance;
+typedef struct Marking {
+    OpList launches;
+    MlirOperation *kernels;
+} Marking;
+
+static void mark_one(void *ctx, int i) {
+    Marking *m = ctx;
+    if (!mlirOperationIsNull(m->kernels[i])) mark_launch(m->kernels[i], m->launches.ops[i]);
 }
 
+static int same_op(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const MlirOperation *)a)->ptr, y = (uintptr_t)((const MlirOperation *)b)->ptr;
+    return (x > y) - (x < y);
+}
+
+/* Whether some kernel is launched twice (then its launches are marked in turn). */
+static bool kernel_launched_twice(const MlirOperation *kernels, int n) {
+    MlirOperation *sorted = malloc(sizeof *sorted * (size_t)(n + 1));
+    if (!sorted) return true;
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        if (!mlirOperationIsNull(kernels[i])) sorted[k++] = kernels[i];
+    }
+    qsort(sorted, (size_t)k, sizeof *sorted, same_op);
+    bool twice = false;
+    for (int i = 1; i < k && !twice; ++i) twice = mlirOperationEqual(sorted[i - 1], sorted[i]);
+    free(sorted);
+    return twice;
+}
+
+/* Each launch's kernel is marked on a thread (outlining gives every launch
+ * a kernel of its own; the context is multithreaded), else all in turn. */
 static int run_kernel_args(MlirOperation module, void *user) {
     (void)user;
-    OpList launches = {0};
-    mlirOperationWalk(module, collect_launch, &launches, MlirWalkPreOrder);
-    for (int i = 0; i < launches.n; ++i) mark_launch(module, launches.ops[i]);
-    oplist_free(&launches);
+    Marking m = {gpu_collect_launches(module), NULL};
+    ModuleIndex ix = index_modules(module);
+    m.kernels = malloc(sizeof *m.kernels * (size_t)(m.launches.n + 1));
+    if (!m.kernels || !ix.modules) {
+        free(m.kernels);
+        free(ix.modules);
+        oplist_free(&m.launches);
+        pt2_set_error("pt2-gpu-kernel-args: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < m.launches.n; ++i) m.kernels[i] = launched_kernel(&ix, m.launches.ops[i]);
+    int threads = kernel_launched_twice(m.kernels, m.launches.n) ? 1 : gpu_pass_threads();
+    int cpus = pt2_threads_from_env("PT2_COMPILE_THREADS", 16);
+    pt2_parallel_for(m.launches.n, threads < cpus ? threads : cpus, mark_one, &m);
+    free(m.kernels);
+    free(ix.modules);
+    oplist_free(&m.launches);
     return 0;
 }
 

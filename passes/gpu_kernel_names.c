@@ -94,6 +94,7 @@ static int run_name_kernels(MlirOperation top, void *user) {
     MlirContext ctx = mlirOperationGetContext(top);
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
     int index = 0;
+    OpList launches = gpu_collect_launches(top);
     for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
         if (!gpu_is_op(m, "gpu.module")) continue;
         MlirOperation func = only_func(m);
@@ -102,8 +103,9 @@ static int run_name_kernels(MlirOperation top, void *user) {
         kernel_name(func, index++, name, sizeof name);
         MlirStringRef new_name = mlirStringRefCreateFromCString(name);
         mlirOperationSetAttributeByName(func, sref("sym_name"), mlirStringAttrGet(ctx, new_name));
-        gpu_relink_launches(top, mlirStringAttrGetValue(mlirOperationGetAttributeByName(m, sref("sym_name"))), NULL, name);
+        gpu_relink_launch_list(&launches, mlirStringAttrGetValue(mlirOperationGetAttributeByName(m, sref("sym_name"))), NULL, name);
     }
+    oplist_free(&launches);
     return 0;
 }
 

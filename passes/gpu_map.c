@@ -49,31 +49,39 @@ bool gpu_is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
 }
 
-typedef struct Relink {
-    MlirStringRef module;
-    const char *to_module, *to_kernel;
-} Relink;
-
-static MlirWalkResult relink_launch(MlirOperation op, void *user) {
-    Relink *r = user;
+static MlirWalkResult note_launch(MlirOperation op, void *user) {
     if (gpu_is_op(op, "gpu.module")) return MlirWalkResultSkip; /* kernels launch nothing: only the host is walked */
-    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
-    MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
-    if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), r->module)) return MlirWalkResultAdvance;
-    MlirContext ctx = mlirOperationGetContext(op);
-    MlirStringRef root = r->to_module ? mlirStringRefCreateFromCString(r->to_module) : r->module;
-    MlirStringRef kernel = r->to_kernel ? mlirStringRefCreateFromCString(r->to_kernel) : mlirSymbolRefAttrGetLeafReference(ref);
-    MlirAttribute leaf = mlirFlatSymbolRefAttrGet(ctx, kernel);
-    mlirOperationSetAttributeByName(op, sref("kernel"), mlirSymbolRefAttrGet(ctx, root, 1, &leaf));
+    if (gpu_is_op(op, "gpu.launch_func")) oplist_push(user, op);
     return MlirWalkResultAdvance;
 }
 
-void gpu_relink_launches(MlirOperation top, MlirStringRef module, const char *to_module, const char *to_kernel) {
+OpList gpu_collect_launches(MlirOperation top) {
+    OpList launches = {0};
+    mlirOperationWalk(top, note_launch, &launches, MlirWalkPreOrder);
+    return launches;
+}
+
+void gpu_relink_launch_list(const OpList *launches, MlirStringRef module, const char *to_module, const char *to_kernel) {
     /* the module name may be an attribute about to change: keep a copy */
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)module.length, module.data);
-    Relink r = {mlirStringRefCreateFromCString(name), to_module, to_kernel};
-    mlirOperationWalk(top, relink_launch, &r, MlirWalkPreOrder);
+    MlirStringRef from = mlirStringRefCreateFromCString(name);
+    for (int i = 0; i < launches->n; ++i) {
+        MlirOperation op = launches->ops[i];
+        MlirAttribute ref = mlirOperationGetAttributeByName(op, sref("kernel"));
+        if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), from)) continue;
+        MlirContext ctx = mlirOperationGetContext(op);
+        MlirStringRef root = to_module ? mlirStringRefCreateFromCString(to_module) : from;
+        MlirStringRef kernel = to_kernel ? mlirStringRefCreateFromCString(to_kernel) : mlirSymbolRefAttrGetLeafReference(ref);
+        MlirAttribute leaf = mlirFlatSymbolRefAttrGet(ctx, kernel);
+        mlirOperationSetAttributeByName(op, sref("kernel"), mlirSymbolRefAttrGet(ctx, root, 1, &leaf));
+    }
+}
+
+void gpu_relink_launches(MlirOperation top, MlirStringRef module, const char *to_module, const char *to_kernel) {
+    OpList launches = gpu_collect_launches(top);
+    gpu_relink_launch_list(&launches, module, to_module, to_kernel);
+    oplist_free(&launches);
 }
 
 static bool name_in(MlirOperation op, const char *const *names) {

@@ -12,6 +12,10 @@
 #define PT2_GPU_KERNELS_MODULE "pt2_kernels"
 #define PT2_GPU_COLD_MODULE "pt2_cold"
 
+/* The threads a GPU pass may use on the context (gpu_binary.c): 1 where the
+ * context is single-threaded (pt2GpuBinarySetMaxThreads), else up to 16. */
+int gpu_pass_threads(void);
+
 /* #gpu.loop_dim_map attributes (as text) for the two levels of a kernel. */
 extern const char *const gpu_block_mapping;
 extern const char *const gpu_thread_mapping;
@@ -21,6 +25,10 @@ bool gpu_is_op(MlirOperation op, const char *name);
  * launches it from `to_module` (NULL: the same module) under the name
  * `to_kernel` (NULL: its own): after a kernel or module is renamed or moved. */
 void gpu_relink_launches(MlirOperation top, MlirStringRef module, const char *to_module, const char *to_kernel);
+/* The same over launches collected once (a pass that relinks many modules
+ * walks the host once, not once per module). */
+OpList gpu_collect_launches(MlirOperation top);
+void gpu_relink_launch_list(const OpList *launches, MlirStringRef module, const char *to_module, const char *to_kernel);
 /* The value of an arith.constant of index or integer type, or -1. */
 int64_t gpu_constant_index(MlirValue v);
 MlirBlock gpu_body_of(MlirOperation op);

@@ -25,10 +25,11 @@
  * pt2-gpu-merge-modules-parts (the pipeline's) deals the kernels of every
  * call into parts instead: each to the part with the fewest ops so far
  * (@pt2_kernels, @pt2_kernels_p1, ...; PT2_GPU_PARTS, else one a CPU this process may use,
- * at most one per 4 kernels), which pt2-gpu-module-to-binary serializes on
- * threads (gpu_binary.c).
+ * at most one per 4 kernels), and the fallbacks likewise (@pt2_cold, @pt2_cold_p1, ...),
+ * which pt2-gpu-module-to-binary serializes on threads (gpu_binary.c).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/threads.h"
@@ -108,10 +109,14 @@ static bool move_body(MlirOperation m, MlirOperation into, int index) {
  * call @pt2_gpu_conv_* and before its @pt2_gpu_fallback_epilogue_* or
  * @pt2_gpu_fallback_end_* (passes/gpu_conv.c), which run only where cuDNN
  * is missing or refuses the shape.  The epilogue after the first marker
- * runs at every call (the graph API's plans leave it to the kernel). */
+ * runs at every call (the graph API's plans leave it to the kernel).  A
+ * kernel launched from several places (pt2-gpu-dedupe-kernels) is cold only
+ * if every launch of it is. */
 typedef struct Cold {
-    OpList launches; /* the cold gpu.launch_func ops */
-    bool in_fallback;
+    OpList launches; /* every gpu.launch_func, in order */
+    bool *in_fallback_at; /* per launch: inside a fallback */
+    int cap;
+    bool in_fallback, out_of_memory;
 } Cold;
 
 static bool callee_starts(MlirOperation op, const char *prefix) {
@@ -124,7 +129,20 @@ static MlirWalkResult note_cold(MlirOperation op, void *user) {
     Cold *c = user;
     if (callee_starts(op, "pt2_gpu_conv_")) c->in_fallback = true;
     if (callee_starts(op, "pt2_gpu_fallback_epilogue_") || callee_starts(op, "pt2_gpu_fallback_end_")) c->in_fallback = false;
-    if (c->in_fallback && gpu_is_op(op, "gpu.launch_func")) oplist_push(&c->launches, op);
+    if (gpu_is_op(op, "gpu.module")) return MlirWalkResultSkip; /* only the host launches */
+    if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;
+    if (c->launches.n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        bool *grown = realloc(c->in_fallback_at, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            c->out_of_memory = true;
+            return MlirWalkResultInterrupt;
+        }
+        c->in_fallback_at = grown;
+        c->cap = cap;
+    }
+    c->in_fallback_at[c->launches.n] = c->in_fallback;
+    oplist_push(&c->launches, op);
     return MlirWalkResultAdvance;
 }
 
@@ -140,18 +158,21 @@ static MlirWalkResult find_math(MlirOperation op, void *user) {
 /* A module of fallback loops only, without math (the cold module gets no libdevice). */
 static bool is_cold(const Cold *c, MlirOperation m) {
     MlirStringRef module = symbol_name(m);
-    bool launched_cold = false, math = false;
-    for (int i = 0; i < c->launches.n && !launched_cold; ++i) {
+    bool launched_cold = false, launched_hot = false, math = false;
+    for (int i = 0; i < c->launches.n && !launched_hot; ++i) {
         MlirAttribute ref = mlirOperationGetAttributeByName(c->launches.ops[i], sref("kernel"));
-        launched_cold = mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), module);
+        if (!mlirStringRefEqual(mlirSymbolRefAttrGetRootReference(ref), module)) continue;
+        launched_cold |= c->in_fallback_at[i];
+        launched_hot |= !c->in_fallback_at[i];
     }
+    if (launched_hot) return false;
     if (launched_cold) mlirOperationWalk(m, find_math, &math, MlirWalkPreOrder);
     return launched_cold && !math;
 }
 
 /* Gives module m the name `name`, its launches with it. */
-static void rename_module(MlirOperation top, MlirOperation m, const char *name) {
-    gpu_relink_launches(top, symbol_name(m), name, NULL);
+static void rename_module(const OpList *launches, MlirOperation m, const char *name) {
+    gpu_relink_launch_list(launches, symbol_name(m), name, NULL);
     mlirOperationSetAttributeByName(m, sref("sym_name"),
                                     mlirStringAttrGet(mlirOperationGetContext(m), mlirStringRefCreateFromCString(name)));
 }
@@ -168,66 +189,109 @@ static long op_count(MlirOperation m) {
     return n;
 }
 
-/* The hot kernels' parts: PT2_GPU_PARTS, else the CPUs this process may use (at
- * most 16), at most one part per 4 kernels. */
-static int hot_parts(MlirOperation top, const Cold *cold) {
+/* How many parts `kernels` kernels go into: PT2_GPU_PARTS, else the CPUs this
+ * process may use (at most 16), at most one part per 4 kernels. */
+static int part_count(int kernels) {
     int want = pt2_threads_from_env("PT2_GPU_PARTS", MAX_PARTS);
-    int kernels = 0;
-    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
-        kernels += gpu_is_op(m, "gpu.module") && mergeable(m) && !is_cold(cold, m);
-    }
     int by_kernels = (kernels + 3) / 4;
     int n = want < by_kernels ? want : by_kernels;
     return n < 1 ? 1 : n;
 }
 
+/* The parts of one kind of kernel (every call's, or the fallbacks'): each
+ * kernel goes to the part with the fewest ops so far. */
+typedef struct Parts {
+    const char *name;
+    int n;
+    MlirOperation first[MAX_PARTS];
+    long ops[MAX_PARTS];
+} Parts;
+
+static MlirOperation *lightest_part(Parts *p, MlirOperation m) {
+    int lightest = 0;
+    for (int i = 1; i < p->n; ++i) lightest = p->ops[i] < p->ops[lightest] ? i : lightest;
+    if (p->n > 1) p->ops[lightest] += op_count(m);
+    return &p->first[lightest];
+}
+
+/* @name, @name_p1, ... and their launches. */
+static void name_parts(const Parts *p, const OpList *launches) {
+    for (int i = 0; i < p->n; ++i) {
+        if (mlirOperationIsNull(p->first[i])) continue;
+        char name[64];
+        if (i == 0) {
+            snprintf(name, sizeof name, "%s", p->name);
+        } else {
+            snprintf(name, sizeof name, "%s_p%d", p->name, i);
+        }
+        rename_module(launches, p->first[i], name);
+    }
+}
+
+/* parts <= 0: as part_count says for each kind, else that many. */
 static int run_merge(MlirOperation top, int parts) {
-    Cold cold = {{0}, false};
+    Cold cold = {{0}, NULL, 0, false, false};
     mlirOperationWalk(top, note_cold, &cold, MlirWalkPreOrder);
-    if (parts <= 0) parts = hot_parts(top, &cold);
-    MlirOperation hot[MAX_PARTS] = {{NULL}}, cold_first = {NULL}; /* the hot parts' and the cold kernels' modules */
-    long hot_ops[MAX_PARTS] = {0};
+    if (cold.out_of_memory) {
+        oplist_free(&cold.launches);
+        free(cold.in_fallback_at);
+        pt2_set_error("pt2-gpu-merge-modules: out of memory");
+        return -1;
+    }
+    /* which modules are the fallbacks': decided once, before any moves */
+    int n_modules = 0, n_cold = 0, n_hot = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        n_modules += gpu_is_op(m, "gpu.module");
+    }
+    bool *is_cold_at = calloc((size_t)n_modules + 1, sizeof(bool));
+    if (!is_cold_at) {
+        oplist_free(&cold.launches);
+        free(cold.in_fallback_at);
+        pt2_set_error("pt2-gpu-merge-modules: out of memory");
+        return -1;
+    }
+    int at = 0;
+    for (MlirOperation m = mlirBlockGetFirstOperation(module_body(top)); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        if (!gpu_is_op(m, "gpu.module")) continue;
+        if (mergeable(m)) {
+            is_cold_at[at] = is_cold(&cold, m);
+            n_cold += is_cold_at[at];
+            n_hot += !is_cold_at[at];
+        }
+        ++at;
+    }
+    Parts hot = {PT2_GPU_KERNELS_MODULE, parts > 0 ? parts : part_count(n_hot), {{NULL}}, {0}};
+    Parts fallbacks = {PT2_GPU_COLD_MODULE, parts > 0 ? parts : part_count(n_cold), {{NULL}}, {0}};
     int index = 0;
+    at = 0;
     MlirOperation m = mlirBlockGetFirstOperation(module_body(top));
     while (!mlirOperationIsNull(m)) {
         MlirOperation next = mlirOperationGetNextInBlock(m);
-        if (gpu_is_op(m, "gpu.module") && !mergeable(m)) {
+        bool module = gpu_is_op(m, "gpu.module");
+        if (module && !mergeable(m)) {
             char name[64];
             snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_%d", ++index); /* the hot kernels' options */
-            rename_module(top, m, name);
-        } else if (gpu_is_op(m, "gpu.module")) {
-            /* a cold kernel to the cold module; a hot one to the part with the fewest ops so far */
-            MlirOperation *into = &cold_first;
-            if (!is_cold(&cold, m)) {
-                int lightest = 0;
-                for (int p = 1; p < parts; ++p) lightest = hot_ops[p] < hot_ops[lightest] ? p : lightest;
-                into = &hot[lightest];
-                hot_ops[lightest] += op_count(m);
-            }
+            rename_module(&cold.launches, m, name);
+        } else if (module) {
+            MlirOperation *into = lightest_part(is_cold_at[at] ? &fallbacks : &hot, m);
             if (mlirOperationIsNull(*into)) {
                 *into = m;
             } else if (move_body(m, *into, ++index)) {
                 char to_name[256];
                 MlirStringRef to = symbol_name(*into);
                 snprintf(to_name, sizeof to_name, "%.*s", (int)to.length, to.data);
-                gpu_relink_launches(top, symbol_name(m), to_name, NULL);
+                gpu_relink_launch_list(&cold.launches, symbol_name(m), to_name, NULL);
                 mlirOperationDestroy(m);
             }
         }
+        at += module;
         m = next;
     }
+    name_parts(&hot, &cold.launches);
+    name_parts(&fallbacks, &cold.launches);
+    free(is_cold_at);
     oplist_free(&cold.launches);
-    for (int p = 0; p < parts; ++p) {
-        if (mlirOperationIsNull(hot[p])) continue;
-        char name[64];
-        if (p == 0) {
-            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE);
-        } else {
-            snprintf(name, sizeof name, PT2_GPU_KERNELS_MODULE "_p%d", p);
-        }
-        rename_module(top, hot[p], name);
-    }
-    if (!mlirOperationIsNull(cold_first)) rename_module(top, cold_first, PT2_GPU_COLD_MODULE);
+    free(cold.in_fallback_at);
     return 0;
 }
 

@@ -309,20 +309,6 @@ static bool is_accumulator_store(const Stage *s, MlirOperation op) {
     return false;
 }
 
-typedef struct UseSearch {
-    MlirValue base;
-    bool found;
-} UseSearch;
-
-static MlirWalkResult find_use(MlirOperation op, void *user) {
-    UseSearch *u = user;
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) && !u->found; ++i) {
-        MlirValue v = mlirOperationGetOperand(op, i);
-        if (mlirTypeIsAMemRef(mlirValueGetType(v)) && mlirValueEqual(memref_base(v), u->base)) u->found = true;
-    }
-    return u->found ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
-}
-
 static int64_t elements(MlirType t) {
     int64_t n = 1;
     for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= mlirShapedTypeGetDimSize(t, d);
@@ -397,17 +383,46 @@ static bool overwrites(MlirOperation op, MlirValue base) {
 }
 
 /* The buffer is a function argument, or something after `last` reads it
- * before overwriting all of it. */
+ * before overwriting all of it: the first op after `last` in its block (a
+ * view aside) that uses a value based on the buffer (memref_base), found
+ * through the use lists rather than by walking the rest of the function. */
 static bool used_after(MlirOperation last, MlirValue base) {
     if (mlirValueIsABlockArgument(base)) return true;
-    for (MlirOperation op = mlirOperationGetNextInBlock(last); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        if (is_view(op)) continue;
-        UseSearch u = {base, false};
-        mlirOperationWalk(op, find_use, &u, MlirWalkPreOrder);
-        if (!u.found) continue;
-        return !overwrites(op, base);
+    MlirBlock block = mlirOperationGetBlock(last);
+    /* the values memref_base leads back to base: base, then every memref result of an op
+     * (not an allocation) whose operand 0 is one of them */
+    int n = 0, cap = 16;
+    MlirValue *based = malloc(sizeof *based * (size_t)cap);
+    if (!based) return true; /* out of memory: keep the store */
+    based[n++] = base;
+    MlirOperation first = {NULL};
+    for (int i = 0; i < n; ++i) {
+        for (MlirOpOperand use = mlirValueGetFirstUse(based[i]); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+            MlirOperation user = mlirOpOperandGetOwner(use);
+            if (mlirOpOperandGetOperandNumber(use) == 0 && !gpu_is_op(user, "memref.alloc") && !gpu_is_op(user, "memref.alloca")) {
+                for (intptr_t r = 0; r < mlirOperationGetNumResults(user); ++r) {
+                    MlirValue v = mlirOperationGetResult(user, r);
+                    if (!mlirTypeIsAMemRef(mlirValueGetType(v))) continue;
+                    if (n == cap) {
+                        MlirValue *grown = realloc(based, sizeof *based * (size_t)(cap *= 2));
+                        if (!grown) {
+                            free(based);
+                            return true;
+                        }
+                        based = grown;
+                    }
+                    based[n++] = v;
+                }
+            }
+            /* the op of last's block that holds the use */
+            MlirOperation at = user;
+            while (!mlirOperationIsNull(at) && !mlirBlockEqual(mlirOperationGetBlock(at), block)) at = mlirOperationGetParentOperation(at);
+            if (mlirOperationIsNull(at) || is_view(at) || !mlirOperationIsBeforeInBlock(last, at)) continue;
+            if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(at, first)) first = at;
+        }
     }
-    return false;
+    free(based);
+    return !mlirOperationIsNull(first) && !overwrites(first, base);
 }
 
 /* Private lanes (the file comment): sets each access's kind; false if some
@@ -438,11 +453,31 @@ static bool classify(Stage *stages, const Ix *ix, Accesses *w) {
     return true;
 }
 
+/* used_after's answers for one group (it walks the rest of the function). */
+#define USED_AFTER_MEMO 32
+typedef struct UsedAfter {
+    MlirValue base[USED_AFTER_MEMO];
+    bool used[USED_AFTER_MEMO];
+    int n;
+} UsedAfter;
+
+static bool used_after_memo(UsedAfter *memo, MlirOperation last, MlirValue base) {
+    for (int i = 0; i < memo->n; ++i) {
+        if (mlirValueEqual(memo->base[i], base)) return memo->used[i];
+    }
+    bool used = used_after(last, base);
+    if (memo->n < USED_AFTER_MEMO) {
+        memo->base[memo->n] = base;
+        memo->used[memo->n++] = used;
+    }
+    return used;
+}
+
 /* Which stores go to memory: all with shared lanes; with private lanes the
  * last one of each element class (a buffer's, an accumulator's at its
  * offset) when the buffer is read after the group, and every store of a
  * stage that runs as a loop (its values are not kept). */
-static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p) {
+static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, UsedAfter *memo) {
     MlirOperation last = stages[n - 1].par;
     for (int i = 0; i < w->n; ++i) {
         Access *a = &w->a[i];
@@ -456,7 +491,7 @@ static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const
             Access *b = &w->a[j];
             later = b->store && mlirValueEqual(b->sig.base, a->sig.base) && (a->kind == ACCESS_OWN || b->sig.k == a->sig.k);
         }
-        a->emit = !later && used_after(last, a->sig.base);
+        a->emit = !later && used_after_memo(memo, last, a->sig.base);
     }
 }
 
@@ -526,10 +561,11 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     p.private_lanes = classify(stages, ix, w);
     /* every store counts for a first layout; then the stores it keeps decide */
     for (int i = 0; i < w->n; ++i) w->a[i].emit = w->a[i].store;
+    UsedAfter memo = {.n = 0};
     rows_choose_layout(&p, w, ix, rows);
-    choose_stores(stages, n, ix, w, &p);
+    choose_stores(stages, n, ix, w, &p, &memo);
     rows_choose_layout(&p, w, ix, rows);
-    choose_stores(stages, n, ix, w, &p);
+    choose_stores(stages, n, ix, w, &p, &memo);
     for (int i = 0; i < n; ++i) {
         bool long_rows = stages[i].kind == STAGE_REDUCTION && ix[i].columns > p.t * SPLIT_SLOTS;
         if (long_rows && p.blocks < SPLIT_MIN_BLOCKS) p.split = true;

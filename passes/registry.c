@@ -37,6 +37,7 @@ MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
+MlirPass pt2_create_gpu_dedupe_kernels_pass(void);
 MlirPass pt2_create_gpu_merge_modules_pass(void);
 MlirPass pt2_create_gpu_merge_modules_parts_pass(void);
 MlirPass pt2_create_gpu_module_to_binary_pass(void);
@@ -137,6 +138,8 @@ static const PassEntry pt2_passes[] = {
      "(passes/gpu_conv_fold.c)", pt2_create_gpu_fold_residual_bn_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
      "buffer (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
+    {"pt2-gpu-dedupe-kernels", "Outlined GPU kernels that are the same become one, launched from every place "
+     "(passes/gpu_dedupe.c)", pt2_create_gpu_dedupe_kernels_pass},
     {"pt2-gpu-name-kernels", "Name each outlined GPU kernel after what it computes, for profiles (passes/gpu_kernel_names.c)",
      pt2_create_gpu_name_kernels_pass},
     {"pt2-gpu-merge-modules", "Move every outlined kernel into one gpu.module: LLVM, libdevice and the driver's JIT once a graph "
@@ -293,11 +296,12 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
-             "pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
-             "lower-affine,canonicalize,"
-             "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE "$ chip=%s features=+ptx80 O=1},"
+             "pt2-gpu-dedupe-kernels,pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
+             "func.func(lower-affine,canonicalize),"
+             "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE " chip=%s features=+ptx80 O=1},"
              "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
-             "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,reconcile-unrealized-casts),"
+             "gpu.module(lower-affine,canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+             "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "",

@@ -9,6 +9,8 @@
  *     --mlir-print-ir-after-all  / --mlir-print-ir-before-all
  *     --mlir-print-debuginfo     --mlir-print-op-generic  --mlir-print-local-scope
  *     --mlir-disable-threading   --allow-unregistered-dialect
+ *     --verify-each=0            no verifier after every pass (as the runtime)
+ *     --llvm-args="-time-passes ..."  LLVM's own options (for the GPU pipeline's NVPTX back end)
  *     --list-ops                 the op catalog        --print-irdl  the generated IRDL
  *     -o FILE                    output (default stdout)
  * Exit status: 0 on success, 1 on any error (bad input gets a file:line:col
@@ -21,6 +23,8 @@
 
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
+#include "llvm-c/Core.h"
+#include "llvm-c/Support.h"
 #include "mlir-c/Pass.h"
 #include "pt2.h"
 #include "tool_util.h"
@@ -29,7 +33,7 @@ typedef struct Options {
     const char *input, *output;
     char *pipeline; /* comma-separated elements, malloc'ed (NULL: no passes) */
     bool split, verify_diags, print_after, print_before, debuginfo, generic, local_scope, timing;
-    bool no_threading, allow_unregistered;
+    bool no_threading, allow_unregistered, no_verify_each, llvm_args;
 } Options;
 
 static void usage(FILE *f) {
@@ -45,6 +49,8 @@ static void usage(FILE *f) {
             "  --mlir-timing              time each pass (a report on stderr at exit)\n"
             "  --mlir-print-debuginfo, --mlir-print-op-generic, --mlir-print-local-scope\n"
             "  --mlir-disable-threading, --allow-unregistered-dialect\n"
+            "  --verify-each=0            no verifier after every pass (as the runtime runs its pipelines)\n"
+            "  --llvm-args=\"-time-passes ...\"  LLVM's own options, e.g. for the GPU pipeline's NVPTX back end\n"
             "  --list-ops                 print the pt2 op catalog\n"
             "  --print-irdl               print the IRDL definition of the pt2 dialect\n"
             "  -o FILE                    write output to FILE\n"
@@ -164,6 +170,7 @@ static int run_passes(MlirContext mctx, const Options *o, MlirOperation module) 
         mlirOpPrintingFlagsDestroy(flags);
     }
     if (o->timing) mlirPassManagerEnableTiming(pm);
+    if (o->no_verify_each) mlirPassManagerEnableVerifier(pm, false);
     int rc = 0;
     if (pt2PipelineAdd(mctx, mlirPassManagerGetAsOpPassManager(pm), o->pipeline) != 0) {
         fprintf(stderr, "pt2-opt: error: %s\n", pt2GetLastError());
@@ -249,6 +256,17 @@ static const char *flag_value(int argc, char **argv, int *i, const char *flag) {
     return NULL;
 }
 
+/* Hands space-separated options to LLVM's command line (LLVM exits on a bad one). */
+static int parse_llvm_args(const char *text) {
+    char *copy = strdup(text);
+    const char *args[64] = {"pt2-opt"};
+    int n = 1;
+    for (char *tok = strtok(copy, " "); tok && n < 64; tok = strtok(NULL, " ")) args[n++] = tok;
+    LLVMParseCommandLineOptions(n, args, NULL);
+    free(copy);
+    return 0;
+}
+
 /* Parses the command line; returns -1 (after a message) on a bad one, 1 if
  * it asked for something that is already done (--help), else 0. */
 static int parse_args(int argc, char **argv, Options *o) {
@@ -284,6 +302,8 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->local_scope = true;
         } else if (strcmp(a, "--mlir-disable-threading") == 0) {
             o->no_threading = true;
+        } else if (strcmp(a, "--verify-each=0") == 0 || strcmp(a, "--verify-each=false") == 0) {
+            o->no_verify_each = true;
         } else if (strcmp(a, "--allow-unregistered-dialect") == 0) {
             o->allow_unregistered = true;
         } else if (strcmp(a, "--pt2-cpu-pipeline") == 0) {
@@ -295,6 +315,9 @@ static int parse_args(int argc, char **argv, Options *o) {
                 append_pipeline(o, pt2GpuPipelineText(getenv("PT2_DISABLE"), getenv("PT2_GPU_ARCH"))) != 0) {
                 return -1;
             }
+        } else if ((v = flag_value(argc, argv, &i, "--llvm-args"))) {
+            if (parse_llvm_args(v) != 0) return -1;
+            o->llvm_args = true;
         } else if ((v = flag_value(argc, argv, &i, "--pass-pipeline"))) {
             if (append_pipeline(o, v) != 0) return -1;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--o") == 0 || strcmp(a, "--pass-pipeline") == 0) {
@@ -372,5 +395,6 @@ done:
     pt2ContextDestroy(ctx);
     free(text);
     free(o.pipeline);
+    if (o.llvm_args) LLVMShutdown(); /* LLVM prints what its options collected (-time-passes) at its shutdown */
     return errors ? 1 : 0;
 }
