@@ -46,6 +46,7 @@ static void usage(FILE *f) {
             "  --split-input-file         split the input at '// -----'\n"
             "  --verify-diagnostics       match diagnostics against 'expected-error {{...}}' comments\n"
             "  --mlir-print-ir-after-all, --mlir-print-ir-before-all\n"
+            "  --pt2-fuse-debug           pt2-fuse prints every candidate pair and decision with its score\n"
             "  --mlir-timing              time each pass (a report on stderr at exit)\n"
             "  --mlir-print-debuginfo, --mlir-print-op-generic, --mlir-print-local-scope\n"
             "  --mlir-disable-threading, --allow-unregistered-dialect\n"
@@ -292,6 +293,12 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->print_after = true;
         } else if (strcmp(a, "--mlir-print-ir-before-all") == 0) {
             o->print_before = true;
+        } else if (strcmp(a, "--pt2-fuse-debug") == 0) {
+            /* pt2-fuse's decisions with their scores (as PT2_LOGS=fuse) */
+            const char *logs = getenv("PT2_LOGS");
+            char value[512];
+            snprintf(value, sizeof value, "%s%sfuse", logs ? logs : "", logs && logs[0] ? "," : "");
+            setenv("PT2_LOGS", value, 1);
         } else if (strcmp(a, "--mlir-timing") == 0) {
             o->timing = true;
         } else if (strcmp(a, "--mlir-print-debuginfo") == 0) {

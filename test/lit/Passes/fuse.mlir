@@ -1,5 +1,6 @@
 // RUN: pt2-opt %s --split-input-file --pt2-fuse | FileCheck %s
 // RUN: env PT2_LOGS=fuse pt2-opt %s --split-input-file --pt2-fuse -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOG
+// RUN: pt2-opt %s --split-input-file --pt2-fuse-debug --pt2-fuse -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOG
 // pt2-fuse: Inductor's scored fusion scheduler on linalg.generic.
 
 // Vertical: a chain of pointwise ops becomes one generic; x, read by the
