@@ -593,6 +593,7 @@ static int load(Pt2GpuKernel *k) {
     k->driver = driver;
     ModuleParts *mods = calloc((size_t)n + 1, sizeof *mods);
     char(*paths)[4400] = calloc((size_t)n + 1, sizeof *paths);
+    free(k->lazy_modules); /* a load that failed before is tried again */
     k->lazy_modules = calloc((size_t)n + 1, sizeof *k->lazy_modules);
     int rc = mods && paths && k->lazy_modules ? 0 : -1;
     for (int i = 0; i < n && rc == 0; ++i) {
