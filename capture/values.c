@@ -439,11 +439,9 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
         /* the tensor's dim d is the input's dim where order[] holds d */
         int64_t back[PT2_MAX_RANK];
         for (int j = 0; j < m.rank; ++j) back[order[j]] = j;
-        char attrs[256];
-        ints_text(attrs + 8, sizeof attrs - 9, back, m.rank);
-        memcpy(attrs, "{perm = ", 8);
-        size_t len = strlen(attrs);
-        snprintf(attrs + len, sizeof attrs - len, "}");
+        char perm[200], attrs[256];
+        ints_text(perm, sizeof perm, back, m.rank);
+        snprintf(attrs, sizeof attrs, "{perm = %s}", perm);
         int ids[1] = {id}, out[1];
         if (trace_op(t, "permute", 1, ids, attrs, out, 1) < 0) return NULL;
         id = out[0];

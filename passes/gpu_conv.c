@@ -497,10 +497,7 @@ static MlirWalkResult collect_call(MlirOperation op, void *user) {
             ops[i].strides[d] = strides[d];
         }
     }
-    /* as the plan names it: without "pt2_gpu_" and the "_<n>" that makes the symbol unique */
-    int len = (int)callee.length - 8;
-    while (len > 0 && callee.data[8 + len - 1] != '_') --len;
-    snprintf(c->entries[c->n], sizeof c->entries[c->n], "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
+    gpu_library_entry(callee, c->entries[c->n], sizeof c->entries[c->n]);
     c->n_ops[c->n++] = (int)n_ops;
     return MlirWalkResultAdvance;
 }

@@ -54,6 +54,12 @@ static void append(MlirStringRef s, void *user) {
     t->data[t->len] = 0;
 }
 
+void gpu_library_entry(MlirStringRef callee, char *out, size_t cap) {
+    int len = (int)callee.length - 8;
+    while (len > 0 && callee.data[8 + len - 1] != '_') --len;
+    snprintf(out, cap, "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
+}
+
 const char *gpu_float_name(MlirType t) {
     if (mlirTypeIsAF32(t)) return "f32";
     if (mlirTypeIsAF16(t)) return "f16";

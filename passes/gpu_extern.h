@@ -24,6 +24,9 @@ typedef enum GpuAct { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_GELU } GpuAct;
 typedef void (*Pt2GpuConvHook)(void *user, const char *const *entries, const Pt2GpuOperand (*operands)[8], const int *n_operands,
                                int n);
 void pt2_gpu_set_conv_hook(Pt2GpuConvHook hook, void *user);
+/* A library call's entry as the launch plan names it: @pt2_gpu_<entry>_<n>
+ * without the "pt2_gpu_" prefix and the "_<n>" that makes the symbol unique. */
+void gpu_library_entry(MlirStringRef callee, char *out, size_t cap);
 
 /* "f32", "f16", "bf16", "f64", or NULL for other types. */
 const char *gpu_float_name(MlirType t);

@@ -386,6 +386,11 @@ static void write_cubins(const char *path, const Pt2Cubin *c, int n) {
     free(buf);
 }
 
+/* Module i's cubins in the cache, for this device and driver. */
+static void cubins_path(const Pt2GpuKernel *k, int i, int cc, int driver, char out[4400]) {
+    snprintf(out, 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
+}
+
 typedef struct ModuleParts {
     Pt2Cubin *cubins;
     int n;
@@ -402,7 +407,7 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
     int parallelism = pt2_ptx_parallelism();
     size_t ptx_bytes = 0, total = 0;
     for (int i = 0; i < k->plan.n_modules; ++i) {
-        snprintf(paths[i], 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
+        cubins_path(k, i, cc, driver, paths[i]);
         if (mods[i].skip) continue;
         mods[i].cached = read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0;
         if (!mods[i].cached) total += strlen(k->plan.module_ptx[i]);
@@ -490,6 +495,16 @@ static int load_module(Pt2GpuKernel *k, int i, ModuleParts *m, const char *path)
 /* The convolutions' cuDNN plans, prepared on threads (runtime/cudnn.c)
  * while the modules compile and load: their operands' shapes and strides
  * are the plan's, known before any call. */
+/* A library call's operand: its static layout, at `data` (NULL before a
+ * call); false for a scalar or a rank the libraries do not take. */
+static bool library_operand(const GpuArg *a, void *data, Pt2GpuOperand *out) {
+    if (a->kind == ARG_SCALAR || a->rank < 1 || a->rank > PT2_GPU_OPERAND_MAX_RANK) return false;
+    *out = (Pt2GpuOperand){data, a->offset, a->rank, {0}, {0}};
+    memcpy(out->sizes, a->sizes, sizeof(int64_t) * (size_t)a->rank);
+    memcpy(out->strides, a->strides, sizeof(int64_t) * (size_t)a->rank);
+    return true;
+}
+
 typedef struct ConvPrefetch {
     Pt2GpuKernel *k;
     void *context;
@@ -509,14 +524,7 @@ static void *prefetch_convs(void *arg) {
         GpuLaunch *l = &k->plan.launches[i];
         if (l->module >= 0 || pt2_gpu_plan_is_gemm(l) || l->n_args > 8) continue;
         bool ok = true;
-        for (int a = 0; a < l->n_args && ok; ++a) {
-            const GpuArg *g = &l->args[a];
-            ok = g->kind != ARG_SCALAR && g->rank >= 1 && g->rank <= PT2_GPU_OPERAND_MAX_RANK;
-            if (!ok) break;
-            ops[m][a] = (Pt2GpuOperand){NULL, g->offset, g->rank, {0}, {0}};
-            memcpy(ops[m][a].sizes, g->sizes, sizeof(int64_t) * (size_t)g->rank);
-            memcpy(ops[m][a].strides, g->strides, sizeof(int64_t) * (size_t)g->rank);
-        }
+        for (int a = 0; a < l->n_args && ok; ++a) ok = library_operand(&l->args[a], NULL, &ops[m][a]);
         if (!ok) continue;
         entries[m] = &l->conv;
         whats[m] = l->function;
@@ -597,7 +605,7 @@ static int load(Pt2GpuKernel *k) {
     k->lazy_modules = calloc((size_t)n + 1, sizeof *k->lazy_modules);
     int rc = mods && paths && k->lazy_modules ? 0 : -1;
     for (int i = 0; i < n && rc == 0; ++i) {
-        snprintf(paths[i], 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
+        cubins_path(k, i, cc, driver, paths[i]);
         k->lazy_modules[i] = mods[i].skip = fallback_only(k, i) && access(paths[i], R_OK) != 0;
     }
     if (rc == 0) rc = compile_modules(k, mods, paths, cc, driver);
@@ -637,14 +645,10 @@ static int library_operands(const Pt2GpuKernel *k, const GpuLaunch *l, void *con
     }
     for (int i = 0; i < l->n_args; ++i) {
         const GpuArg *a = &l->args[i];
-        if (a->kind == ARG_SCALAR || a->rank < 1 || a->rank > PT2_GPU_OPERAND_MAX_RANK) {
+        void *data = a->kind == ARG_SCALAR ? NULL : (void *)(uintptr_t)arg_base(k, a, device_pointers, workspace);
+        if (!library_operand(a, data, &ops[i])) {
             pt2_set_error("internal: a library call %s with an operand of rank %d", l->function, a->rank);
             return -1;
-        }
-        ops[i] = (Pt2GpuOperand){(void *)(uintptr_t)arg_base(k, a, device_pointers, workspace), a->offset, a->rank, {0}, {0}};
-        for (int d = 0; d < a->rank; ++d) {
-            ops[i].sizes[d] = a->sizes[d];
-            ops[i].strides[d] = a->strides[d];
         }
     }
     return 0;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../dialects/catalog.h"
+#include "../passes/gpu_extern.h"
 #include "gpu_plan.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
@@ -277,10 +278,7 @@ static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
     MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(attr(op, "callee"));
     l->module = -1;
     l->unless = l->fold_of = -1;
-    /* drop the "pt2_gpu_" prefix and the "_<n>" suffix that makes the symbol unique */
-    int len = (int)callee.length - 8;
-    while (len > 0 && callee.data[8 + len - 1] != '_') --len;
-    snprintf(l->function, sizeof l->function, "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
+    gpu_library_entry(callee, l->function, sizeof l->function);
     l->n_args = (int)mlirOperationGetNumOperands(op);
     l->args = calloc((size_t)l->n_args, sizeof *l->args);
     for (int i = 0; i < l->n_args; ++i) {
