@@ -10,6 +10,10 @@ both modes, unless --no-inductor), medians over interleaved rounds:
   enqueue_us     host time a call over a burst of --calls calls without synchronizing: the launch
                  path alone while the GPU keeps up (a call the GPU finishes first is host-bound).
   throughput_ms  time a call over the same burst, synchronized at its end: max(host, GPU).
+  compile_s      the first call, synchronized (cold caches are the caller's business: fresh
+                 PT2_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_DISABLE=1).
+  pt2 background_s  after pt2's first call, the wait for its background work (cuDNN plans that
+                 compile at run time, made after the first calls): the steady state's start.
 With PT2_LOGS=gpu-host pt2 also prints, after 10, 100, 1000 ... calls of each compiled graph, its
 host time in the compiled graph and in libpt2's launch by kind (kernels, cuBLAS, cuDNN, fold
 decisions; runtime/gpu_kernel.c).  A benchmark, never a test; docs/gpu.md has its results.
@@ -28,6 +32,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import models as bench_models  # noqa: E402
 import pt2  # noqa: E402
+from pt2 import _gpu as pt2_gpu  # noqa: E402
 
 
 def measure(fn, calls):
@@ -60,6 +65,12 @@ def run(suite, name, args):
         torch.cuda.synchronize()
         rec[f"{key}_compile_s"] = time.perf_counter() - t0
         contenders[key] = compiled
+        if key.startswith("pt2"):
+            # cuDNN plans whose engines compile at run time come on a background thread after
+            # the first call (runtime/cudnn_graph.c, "Tiers"): how much longer until they are in
+            t0 = time.perf_counter()
+            pt2_gpu.wait_background()
+            rec[f"{key}_background_s"] = round(time.perf_counter() - t0, 4)
 
     with torch.no_grad():
         # one eager call first: CUDA's, cuBLAS's and cuDNN's libraries loaded for every contender

@@ -53,6 +53,7 @@ typedef struct Pt2CompiledFn {
     PyObject **graph_outputs;
     PyObject *graph_workspace;
     int graph_captures;
+    bool graph_deferred; /* a capture was put off (logged once) */
     /* PT2_LOGS=gpu-host: calls, their host time in compiled_call, and in libpt2's launch */
     uint64_t host_skipped, host_calls;
     double host_seconds, host_launch_seconds;
@@ -401,8 +402,17 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     /* the workspace goes back to torch's caching allocator: reused only by
      * work queued after ours on this stream */
     rc = 0;
-    if (cudagraphs) {
-        /* this call was the warm-up (modules loaded, cuBLAS ready): record the graph */
+    /* this call was the warm-up (modules loaded, cuBLAS ready): record the
+     * graph, unless a convolution's faster cuDNN plan is still being made on
+     * a background thread (pt2GpuKernelUpgrading): the graph would keep the
+     * first one, so the calls launch one by one until it is there */
+    if (cudagraphs && pt2GpuKernelUpgrading(self->gpu)) {
+        if (!self->graph_deferred && pt2_log_enabled("cudagraphs")) {
+            fprintf(stderr, "[pt2] %s: CUDA graph deferred until cuDNN's plans that compile at run time are made\n",
+                    PyUnicode_AsUTF8(self->name));
+        }
+        self->graph_deferred = true;
+    } else if (cudagraphs) {
         if (gpu_graph_capture(self, in, ptrs) != 0) {
             graph_state_free(self);
             self->cuda_graph_failed = true;

@@ -201,6 +201,14 @@ PT2_EXPORT double pt2GpuKernelCompileSeconds(const Pt2GpuKernel *k);
 /* Device scratch memory a launch needs (the caller allocates it). */
 PT2_EXPORT size_t pt2GpuKernelWorkspaceBytes(const Pt2GpuKernel *k);
 PT2_EXPORT int pt2GpuKernelNumLaunches(const Pt2GpuKernel *k);
+/* 1 while a convolution of k still has a faster cuDNN plan coming: engines
+ * that compile their kernel at run time are made on a background thread
+ * after the first calls and timed at a later launch (runtime/cudnn_graph.c,
+ * "Tiers"); a CUDA graph captured before would keep the first plans. */
+PT2_EXPORT int pt2GpuKernelUpgrading(const Pt2GpuKernel *k);
+/* Waits until pt2's background compilation (those cuDNN plans) is done: a
+ * benchmark's steady state then starts at the next launch. */
+PT2_EXPORT void pt2GpuWaitBackground(void);
 /* The launch plan and the PTX as text (what the disk cache holds).  Borrowed. */
 PT2_EXPORT const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k);
 /* Kernels read and write buffers 16 bytes at a time: every device pointer

@@ -440,7 +440,8 @@ static bool graph_api_wanted(void) {
 
 /* cuDNN's engine choice for graph plans: PT2_CUDNN_HEUR (a, instant or b:
  * whose ranking, default a), PT2_CUDNN_RUNTIME_COMPILE=0 (no engines that
- * compile at the first call, as PyTorch allows them), PT2_CUDNN_BENCHMARK=0
+ * compile when their plan is made, as PyTorch allows them; by default they
+ * come in a second tier, cudnn_graph.c), PT2_CUDNN_BENCHMARK=0
  * (the first ranked plan; by default the fastest of the first ranked plans,
  * timed at the first call, like torch.backends.cudnn.benchmark: heuristics
  * mode A ranked an NCHW FFMA kernel first for visformer's grouped NHWC
@@ -491,6 +492,20 @@ static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, voi
     } else {
         fprintf(stderr, "pt2 cudnn: %s: graph API: %s; the legacy calls run\n", e->what, why);
     }
+}
+
+/* The entry's plan against the engines that compile at run time, made
+ * since by the upgrade thread (cudnn_graph.c, "Tiers"): timed on this
+ * call's operands, not while the stream is being captured. */
+static void upgrade(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream) {
+    const Pt2GpuOperand *w_plain = plain_weight(e, ops);
+    Pt2ConvGraphTiming timing = {element(&ops[0], e->elem_bytes), element(w_plain, e->elem_bytes),
+                                 (void *)element(&ops[2], e->elem_bytes), (void *)element(&ops[n_ops - 1], 1), stream};
+    bool capturing = true;
+    bool can_time = pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
+    if (benchmark_wanted() && !can_time) return; /* the next call outside a capture */
+    if (logging) fprintf(stderr, "pt2 cudnn: %s: upgrading its plan\n", e->what);
+    pt2_cudnn_graph_upgrade(handle, e->graph, benchmark_wanted() ? &timing : NULL, logging);
 }
 
 /* The legacy API's descriptors, algorithm and (with a bias) fused call:
@@ -713,6 +728,12 @@ void pt2_cudnn_prefetch_async(void *context, const char *const *whats, const Pt2
     }
 }
 
+bool pt2_cudnn_conv_upgrading(const Pt2Conv *e) { return e && e->graph && pt2_cudnn_graph_upgrading(e->graph); }
+
+void pt2_cudnn_wait_upgrades(void) {
+    if (handle) pt2_cudnn_graph_wait_upgrades();
+}
+
 int pt2_cudnn_conv_reads_folded(Pt2Conv **entry, const char *what, const Pt2GpuOperand *ops, int n_ops, void *stream,
                                 bool *out_reads) {
     bool try_cudnn;
@@ -750,6 +771,7 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, bool fold
     }
     make_if_needed(e, ops, n_ops, stream);
     if (e->refused) return;
+    if (e->graph && pt2_cudnn_graph_upgrade_ready(e->graph)) upgrade(e, ops, n_ops, stream);
     const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
     void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
     /* unfused, a scaled entry convolves with the unscaled weight: the epilogue kernel scales */

@@ -55,6 +55,12 @@ void pt2_cudnn_prefetch_async(void *context, const char *const *whats, const Pt2
 
 /* Before a CUDA graph capture: opens libcudnn and creates pt2's handle, so
  * that nothing of that happens while capturing.  0 also without cuDNN. */
+/* Whether the entry's plan still has an upgrade coming (engines that compile
+ * at run time, made on a background thread: cudnn_graph.c, "Tiers"). */
+bool pt2_cudnn_conv_upgrading(const Pt2Conv *entry);
+/* Waits until every queued upgrade is made (the next calls then time it). */
+void pt2_cudnn_wait_upgrades(void);
+
 int pt2_cudnn_init(void);
 
 #endif

@@ -20,6 +20,20 @@
  *     last one kept and run again while the pointers repeat) and
  *     cudnnBackendExecute on the handle's stream.
  *
+ * Tiers.  Some engines compile their kernel when their plan is finalized
+ * (NVRTC; cuDNN's depthwise engines on the H200: 0.2 s a plan, serialized
+ * inside cuDNN however many threads ask), which made them most of a cold
+ * first call of mobilenetv2 or convnextv2.  So where they are allowed the
+ * candidates are gathered in two tiers: the first calls take the best of
+ * the engines that do not compile, and the ones that do, as many as ranked
+ * among the candidates, are finalized on one background thread with a
+ * handle of its own (the upgrade thread); the next call after they are
+ * ready times them against the plan on its own operands and keeps the
+ * fastest, for every entry sharing the plan.  PT2_CUDNN_TIERED=0 makes them
+ * all before the first call, as before.  A stream being captured cannot be
+ * timed on: runtime/gpu_kernel.c tells mode="reduce-overhead" to capture
+ * only once no plan of the graph is still upgrading.
+ *
  * The functions are found with dlsym in the process (runtime/cudnn.c opened
  * libcudnn with RTLD_GLOBAL); the enum values are cuDNN's documented ABI
  * (cudnn_graph.h of cuDNN 9, unchanged since 8.x's cudnn_backend.h).
@@ -30,6 +44,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +134,7 @@ static struct {
     Status (*set)(Desc, int, int, int64_t, const void *);
     Status (*get)(Desc, int, int, int64_t, int64_t *, void *);
     Status (*execute)(void *, Desc, Desc);
+    Status (*create_handle)(void **); /* cudnnCreate, for the upgrade thread's handle */
 } api;
 
 static bool load_api(void) {
@@ -130,6 +146,7 @@ static bool load_api(void) {
         *(void **)&api.set = dlsym(RTLD_DEFAULT, "cudnnBackendSetAttribute");
         *(void **)&api.get = dlsym(RTLD_DEFAULT, "cudnnBackendGetAttribute");
         *(void **)&api.execute = dlsym(RTLD_DEFAULT, "cudnnBackendExecute");
+        *(void **)&api.create_handle = dlsym(RTLD_DEFAULT, "cudnnCreate");
         loaded = api.create && api.destroy && api.finalize && api.set && api.get && api.execute ? 1 : -1;
     }
     return loaded > 0;
@@ -157,10 +174,18 @@ typedef struct Candidate {
     Desc cfg, plan;
     int64_t workspace;
     long engine;
+    int rank; /* in cuDNN's ranking (mode A's first, then the fallback list's) */
     float ms; /* timed: the mean of a few runs */
 } Candidate;
 
 #define MAX_TIMED 8
+
+/* Which engines a gathering takes, by whether they compile at run time. */
+typedef enum RcFilter { RC_ANY, RC_NONE, RC_ONLY } RcFilter;
+
+/* A plan's upgrade: none, engines that compile skipped for the first calls
+ * (wanted), on the upgrade thread's queue, made (ready to be timed), done. */
+enum { UPGRADE_NONE, UPGRADE_WANTED, UPGRADE_QUEUED, UPGRADE_READY, UPGRADE_DONE };
 
 typedef struct Plan {
     Desc owned[N_OWNED]; /* every descriptor made, destroyed together */
@@ -168,8 +193,15 @@ typedef struct Plan {
     Desc plan;
     int64_t workspace;
     long engine;
+    int rank;
     PlanKey key;
     int refs;
+    /* tiers: the engines that compile at run time skipped while gathering
+     * (they ranked among the candidates), the upgrade's state, and its
+     * candidates (a plan of their own, made on the upgrade thread) */
+    int rc_skipped;
+    _Atomic int upgrade_state;
+    struct Plan *upgrade;
     /* made ahead (pt2_cudnn_graph_prefetch): the finalized candidates, not
      * yet timed or chosen; `chosen` once one is the plan */
     Candidate cand[MAX_TIMED];
@@ -259,17 +291,20 @@ static Desc operation_graph(Plan *g, void *handle, const Pt2ConvGraphSpec *s) {
     return ok ? graph : NULL;
 }
 
-/* Whether an engine may run this entry: no compilation at run time (unless
- * s->runtime_compiled), and no tensor-core numerics where f32 must stay f32. */
-static bool engine_allowed(Desc cfg, const Pt2ConvGraphSpec *s, long *out_index) {
+/* What gathering needs of a configuration's engine: its global index,
+ * whether it compiles at run time, and whether its numerics are allowed
+ * (no tensor-core or down-converting ones where f32 must stay f32). */
+static bool engine_numerics_allowed(Desc cfg, const Pt2ConvGraphSpec *s, long *out_index, bool *out_rc) {
     Desc engine = NULL;
+    *out_index = -1;
+    *out_rc = false;
     if (api.create(DESC_ENGINE, &engine) != 0) return false;
     int64_t n = 0, index = -1;
     int notes[16];
     bool ok = api.get(cfg, ATTR_ENGINECFG_ENGINE, TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) == 0;
     if (ok) api.get(engine, ATTR_ENGINE_GLOBAL_INDEX, TYPE_INT64, 1, &n, &index);
-    if (ok && !s->runtime_compiled && api.get(engine, ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, 16, &n, notes) == 0) {
-        for (int64_t i = 0; i < n && i < 16; ++i) ok = ok && notes[i] != BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    if (ok && api.get(engine, ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, 16, &n, notes) == 0) {
+        for (int64_t i = 0; i < n && i < 16; ++i) *out_rc |= notes[i] == BEHAVIOR_NOTE_RUNTIME_COMPILATION;
     }
     if (ok && !s->tensor_ops && api.get(engine, ATTR_ENGINE_NUMERICAL_NOTE, TYPE_NUMERICAL_NOTE, 16, &n, notes) == 0) {
         for (int64_t i = 0; i < n && i < 16; ++i) {
@@ -290,7 +325,7 @@ static double seconds_now(void) {
 static bool finalize_plan(void *handle, Desc cfg, const Pt2ConvGraphSpec *s, Candidate *c) {
     Desc plan = NULL;
     int64_t bytes = 0, got = 0;
-    if (!engine_allowed(cfg, s, &c->engine) || api.create(DESC_EXECUTION_PLAN, &plan) != 0) return false;
+    if (api.create(DESC_EXECUTION_PLAN, &plan) != 0) return false;
     if (api.set(plan, ATTR_EXECUTION_PLAN_ENGINE_CONFIG, TYPE_BACKEND_DESCRIPTOR, 1, &cfg) == 0 &&
         api.set(plan, ATTR_EXECUTION_PLAN_HANDLE, TYPE_HANDLE, 1, &handle) == 0 && api.finalize(plan) == 0 &&
         api.get(plan, ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, TYPE_INT64, 1, &got, &bytes) == 0 && bytes >= 0 &&
@@ -345,26 +380,31 @@ static int timed_run(void *arg) {
 /* The candidates' times on the entry's own operands: one run to warm up,
  * then the mean of TIMED_RUNS (a failing candidate times as infinite). */
 #define TIMED_RUNS 3
-static void time_candidates(void *handle, Candidate *c, int n, const Pt2ConvGraphSpec *s) {
+static void time_candidates(void *handle, Candidate *c, int n, const Pt2ConvGraphTiming *timing, bool log) {
     for (int i = 0; i < n; ++i) {
-        TimedRun r = {handle, c[i].plan, s->timing};
+        TimedRun r = {handle, c[i].plan, timing};
         float ms = 0;
-        bool ok = timed_run(&r) == 0 && pt2_cuda_time(s->timing->stream, timed_run, &r, TIMED_RUNS, &ms) == 0;
+        bool ok = timed_run(&r) == 0 && pt2_cuda_time(timing->stream, timed_run, &r, TIMED_RUNS, &ms) == 0;
         c[i].ms = ok ? ms : 1e30f;
-        if (s->log) {
-            fprintf(stderr, "pt2 cudnn:   engine %ld: %s%.4f ms\n", c[i].engine, ok ? "" : "failed, ", ok ? (double)ms : 0.0);
-        }
+        if (log) fprintf(stderr, "pt2 cudnn:   engine %ld: %s%.4f ms\n", c[i].engine, ok ? "" : "failed, ", ok ? (double)ms : 0.0);
     }
 }
 
-/* Heuristics `mode`'s configurations (cuDNN ranks them best first): the
- * first that is allowed, finalizes and fits, or with `timed` the first
- * MAX_TIMED such, into g->cand.  Whether there is one. */
-static bool gather_candidates(Plan *g, void *handle, Desc graph, int mode, const Pt2ConvGraphSpec *s, bool timed) {
+/* Whether candidate a beats b: faster, or as fast (both untimed) and ranked first. */
+static bool better(const Candidate *a, const Candidate *b) { return a->ms < b->ms || (a->ms == b->ms && a->rank < b->rank); }
+
+/* Heuristics `mode`'s configurations (cuDNN ranks them best first, `rank0`
+ * the first one's rank): the first `want` that the filter and the numerics
+ * allow and that finalize and fit, into g->cand.  g->rc_skipped counts the
+ * engines that compile at run time which RC_NONE left out from among the
+ * first `want` that all engines would have given.  Whether there is one. */
+static bool gather_candidates(Plan *g, void *handle, Desc graph, int mode, int rank0, const Pt2ConvGraphSpec *s, int want,
+                              RcFilter filter) {
     Desc heur = NULL, cfgs[MAX_CONFIGS];
     int64_t count = 0;
-    int made = 0, want = timed ? MAX_TIMED : 1;
+    int made = 0;
     g->n_cand = 0;
+    g->rc_skipped = 0;
     if (g->n_owned + 2 > N_OWNED || api.create(DESC_ENGINEHEUR, &heur) != 0) return false;
     if (api.set(heur, ATTR_ENGINEHEUR_OPERATION_GRAPH, TYPE_BACKEND_DESCRIPTOR, 1, &graph) == 0 &&
         api.set(heur, ATTR_ENGINEHEUR_MODE, TYPE_HEUR_MODE, 1, &mode) == 0 && api.finalize(heur) == 0 &&
@@ -373,12 +413,23 @@ static bool gather_candidates(Plan *g, void *handle, Desc graph, int mode, const
         while (made < n && api.create(DESC_ENGINECFG, &cfgs[made]) == 0) ++made;
         if (made == n && api.get(heur, ATTR_ENGINEHEUR_RESULTS, TYPE_BACKEND_DESCRIPTOR, n, &count, cfgs) == 0) {
             for (int i = 0; i < n && i < count && g->n_cand < want; ++i) {
+                Candidate *c = &g->cand[g->n_cand];
+                bool rc;
+                if (!engine_numerics_allowed(cfgs[i], s, &c->engine, &rc)) continue;
+                if (rc && filter == RC_NONE) {
+                    if (g->n_cand + g->rc_skipped >= want) continue; /* ranked below what all engines would give */
+                    ++g->rc_skipped;
+                    if (s->log) fprintf(stderr, "pt2 cudnn:   configuration %d: engine %ld compiles at run time, later\n", i, c->engine);
+                    continue;
+                }
+                if (!rc && filter == RC_ONLY) continue;
                 double t0 = s->log ? seconds_now() : 0;
-                bool made_plan = finalize_plan(handle, cfgs[i], s, &g->cand[g->n_cand]);
+                bool made_plan = finalize_plan(handle, cfgs[i], s, c);
                 if (s->log) {
                     fprintf(stderr, "pt2 cudnn:   configuration %d: %s in %.4f s\n", i, made_plan ? "finalized" : "refused",
                             seconds_now() - t0);
                 }
+                c->rank = rank0 + i;
                 if (made_plan) ++g->n_cand;
             }
         }
@@ -389,7 +440,23 @@ static bool gather_candidates(Plan *g, void *handle, Desc graph, int mode, const
         if (!kept) api.destroy(cfgs[i]);
     }
     api.destroy(heur);
+    if (g->n_cand == 0) g->rc_skipped = 0; /* no first tier: nothing to upgrade */
     return g->n_cand > 0;
+}
+
+/* Candidate `best` of g's (if >= 0) becomes its plan (kept in g->owned);
+ * the others are destroyed. */
+static void keep_candidate(Plan *g, int best) {
+    if (best >= 0) {
+        g->owned[g->n_owned++] = g->cand[best].cfg;
+        g->owned[g->n_owned++] = g->cand[best].plan;
+    }
+    for (int i = 0; i < g->n_cand; ++i) {
+        if (i == best) continue;
+        api.destroy(g->cand[i].plan);
+        api.destroy(g->cand[i].cfg);
+    }
+    g->n_cand = 0;
 }
 
 /* The plan among g's candidates: with s->timing the fastest on the first
@@ -398,22 +465,17 @@ static void pick(Plan *g, void *handle, const Pt2ConvGraphSpec *s) {
     int best = 0;
     if (g->n_cand > 1 && s->timing) {
         double t0 = s->log ? seconds_now() : 0;
-        time_candidates(handle, g->cand, g->n_cand, s);
+        time_candidates(handle, g->cand, g->n_cand, s->timing, s->log);
         if (s->log) fprintf(stderr, "pt2 cudnn:   timing %d plans: %.4f s\n", g->n_cand, seconds_now() - t0);
         for (int i = 1; i < g->n_cand; ++i) {
-            if (g->cand[i].ms < g->cand[best].ms) best = i;
+            if (better(&g->cand[i], &g->cand[best])) best = i;
         }
     }
-    g->owned[g->n_owned++] = g->cand[best].cfg;
-    g->plan = g->owned[g->n_owned++] = g->cand[best].plan;
+    g->plan = g->cand[best].plan;
     g->workspace = g->cand[best].workspace;
     g->engine = g->cand[best].engine;
-    for (int i = 0; i < g->n_cand; ++i) {
-        if (i == best) continue;
-        api.destroy(g->cand[i].plan);
-        api.destroy(g->cand[i].cfg);
-    }
-    g->n_cand = 0;
+    g->rank = g->cand[best].rank;
+    keep_candidate(g, best);
     g->chosen = true;
 }
 
@@ -425,23 +487,25 @@ static void fill_operand(int64_t *out, const Pt2GpuOperand *t) {
 }
 
 static void plan_free(Plan *g) {
+    if (!g) return;
     for (int i = 0; i < g->n_cand; ++i) {
         api.destroy(g->cand[i].plan);
         api.destroy(g->cand[i].cfg);
     }
     for (int i = g->n_owned - 1; i >= 0; --i) api.destroy(g->owned[i]);
+    plan_free(g->upgrade);
     free(g);
 }
 
-/* The operation graph and the candidate plans for `s` (not yet chosen),
- * finalized on `handle`; NULL with `why` filled if there are none. */
-static Plan *plan_prepare(void *handle, const Pt2ConvGraphSpec *s, const PlanKey *key, char *why, size_t why_cap) {
+/* The operation graph and the candidate plans for `s` allowed by `filter`
+ * (`want` of them; not yet chosen), finalized on `handle`; NULL with `why`
+ * filled if there are none. */
+static Plan *plan_prepare(void *handle, const Pt2ConvGraphSpec *s, int want, RcFilter filter, char *why, size_t why_cap) {
     Plan *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     Desc graph = operation_graph(g, handle, s);
-    if (graph && (gather_candidates(g, handle, graph, s->heur_mode, s, key->timed) ||
-                  gather_candidates(g, handle, graph, HEUR_MODE_FALLBACK, s, key->timed))) {
-        g->key = *key;
+    if (graph && (gather_candidates(g, handle, graph, s->heur_mode, 0, s, want, filter) ||
+                  gather_candidates(g, handle, graph, HEUR_MODE_FALLBACK, MAX_CONFIGS, s, want, filter))) {
         return g;
     }
     if (graph) {
@@ -451,6 +515,147 @@ static Plan *plan_prepare(void *handle, const Pt2ConvGraphSpec *s, const PlanKey
     }
     plan_free(g);
     return NULL;
+}
+
+/* PT2_CUDNN_TIERED=0: engines that compile at run time made before the
+ * first call, with the others.  The tiers need a handle for the upgrade
+ * thread. */
+static bool tiered(void) {
+    const char *v = getenv("PT2_CUDNN_TIERED");
+    return (!v || strcmp(v, "0") != 0) && api.create_handle;
+}
+
+/* The first tier of `key`'s plan: where engines that compile at run time
+ * are allowed, the others (an upgrade wanted if some of those were
+ * skipped), or all of them if the others have none that fits. */
+static Plan *plan_first_tier(void *handle, const Pt2ConvGraphSpec *s, const PlanKey *key, char *why, size_t why_cap) {
+    int want = key->timed ? MAX_TIMED : 1;
+    bool tiers = s->runtime_compiled && tiered();
+    Plan *g = plan_prepare(handle, s, want, !s->runtime_compiled || tiers ? RC_NONE : RC_ANY, why, why_cap);
+    if (!g && tiers) g = plan_prepare(handle, s, want, RC_ANY, why, why_cap);
+    else if (g && tiers && g->rc_skipped > 0) atomic_store(&g->upgrade_state, UPGRADE_WANTED);
+    if (g) g->key = *key;
+    return g;
+}
+
+/*===----------------------------------------------------------------------===*
+ * The upgrade thread: the engines that compile at run time, after the first calls
+ *===----------------------------------------------------------------------===*/
+
+typedef struct UpgradeJob {
+    Plan *p; /* one reference held */
+    Pt2ConvGraphSpec spec;
+    Pt2GpuOperand x, w, y; /* the spec's */
+    void *context;
+    struct UpgradeJob *next;
+} UpgradeJob;
+
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_idle = PTHREAD_COND_INITIALIZER;
+static UpgradeJob *queue_head, *queue_tail;
+static bool worker_running, stopping;
+static void *upgrade_handle;
+
+/* Drops one reference of p (under plans_lock); a chosen plan nobody holds
+ * is freed (a prefetched one not yet chosen stays in the list for its entry). */
+static void plan_unref_locked(Plan *p) {
+    if (--p->refs > 0 || !p->chosen) return;
+    for (Plan **at = &plans; *at; at = &(*at)->next) {
+        if (*at == p) {
+            *at = p->next;
+            break;
+        }
+    }
+    plan_free(p);
+}
+
+/* The job's candidates that compile at run time (as many as were skipped
+ * among the first tier's), on the upgrade thread's handle. */
+static Plan *make_upgrade(UpgradeJob *job) {
+    char why[160];
+    if (!upgrade_handle && api.create_handle(&upgrade_handle) != 0) upgrade_handle = NULL;
+    if (!upgrade_handle) return NULL;
+    double t0 = job->spec.log ? seconds_now() : 0;
+    Plan *up = plan_prepare(upgrade_handle, &job->spec, job->p->rc_skipped, RC_ONLY, why, sizeof why);
+    if (job->spec.log) {
+        fprintf(stderr, "pt2 cudnn: upgrade thread: %d plan(s) that compile at run time made in %.4f s\n", up ? up->n_cand : 0,
+                seconds_now() - t0);
+    }
+    return up;
+}
+
+static void *upgrade_worker(void *arg) {
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&queue_lock);
+        UpgradeJob *job = stopping ? NULL : queue_head;
+        if (job && !(queue_head = job->next)) queue_tail = NULL;
+        if (!job) {
+            worker_running = false;
+            pthread_cond_broadcast(&queue_idle);
+        }
+        pthread_mutex_unlock(&queue_lock);
+        if (!job) return NULL;
+        pt2_cuda_use_context(job->context);
+        Plan *up = make_upgrade(job);
+        pthread_mutex_lock(&plans_lock);
+        job->p->upgrade = up;
+        atomic_store_explicit(&job->p->upgrade_state, up ? UPGRADE_READY : UPGRADE_DONE, memory_order_release);
+        plan_unref_locked(job->p);
+        pthread_mutex_unlock(&plans_lock);
+        free(job);
+    }
+}
+
+/* At exit: the job in progress finishes, the others are dropped (cuDNN must
+ * not be called while the process tears it down). */
+static void stop_upgrades(void) {
+    pthread_mutex_lock(&queue_lock);
+    stopping = true;
+    while (worker_running) pthread_cond_wait(&queue_idle, &queue_lock);
+    pthread_mutex_unlock(&queue_lock);
+}
+
+static void stop_upgrades_at_exit(void) { atexit(stop_upgrades); }
+
+/* Queues p's upgrade if it wants one (under plans_lock); the spec as the
+ * first tier's. */
+static void queue_upgrade_locked(Plan *p, const Pt2ConvGraphSpec *s) {
+    if (atomic_load(&p->upgrade_state) != UPGRADE_WANTED) return;
+    UpgradeJob *job = calloc(1, sizeof *job);
+    if (!job) return;
+    *job = (UpgradeJob){p, *s, *s->x, *s->w, *s->y, pt2_cuda_current_context(), NULL};
+    job->spec.x = &job->x;
+    job->spec.w = &job->w;
+    job->spec.y = &job->y;
+    job->spec.timing = NULL;
+    p->refs++;
+    atomic_store(&p->upgrade_state, UPGRADE_QUEUED);
+    static pthread_once_t at_exit_once = PTHREAD_ONCE_INIT;
+    pthread_mutex_lock(&queue_lock);
+    if (queue_tail) {
+        queue_tail->next = job;
+    } else {
+        queue_head = job;
+    }
+    queue_tail = job;
+    if (!worker_running && !stopping) {
+        pthread_once(&at_exit_once, stop_upgrades_at_exit);
+        pthread_t t;
+        pthread_attr_t attr;
+        worker_running = pthread_attr_init(&attr) == 0 && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                         pthread_create(&t, &attr, upgrade_worker, NULL) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    /* no thread: no upgrades (the plans keep their first tier) */
+    for (UpgradeJob *next; !worker_running && queue_head; queue_head = next) {
+        next = queue_head->next;
+        atomic_store(&queue_head->p->upgrade_state, UPGRADE_DONE);
+        plan_unref_locked(queue_head->p);
+        free(queue_head);
+    }
+    if (!queue_head) queue_tail = NULL;
+    pthread_mutex_unlock(&queue_lock);
 }
 
 static void make_key(PlanKey *key, void *handle, const Pt2ConvGraphSpec *s, bool timed) {
@@ -491,9 +696,10 @@ Pt2ConvGraph *pt2_cudnn_graph_make(void *handle, const Pt2ConvGraphSpec *s, char
     double t0 = s->log ? seconds_now() : 0;
     g->p = find_plan(&key);
     if (g->p && g->p->chosen && s->log) fprintf(stderr, "pt2 cudnn:   the plan of an identical convolution\n");
-    if (!g->p && (g->p = plan_prepare(handle, s, &key, why, why_cap))) {
+    if (!g->p && (g->p = plan_first_tier(handle, s, &key, why, why_cap))) {
         g->p->next = plans;
         plans = g->p;
+        queue_upgrade_locked(g->p, s);
     }
     if (g->p && !g->p->chosen) {
         pick(g->p, handle, s);
@@ -527,7 +733,7 @@ static void prefetch_one(void *ctx, int i) {
     void *handle = f->handles[--f->n_free];
     pthread_mutex_unlock(&f->lock);
     char why[160];
-    f->made[i] = plan_prepare(handle, &f->specs[i], &f->keys[i], why, sizeof why);
+    f->made[i] = plan_first_tier(handle, &f->specs[i], &f->keys[i], why, sizeof why);
     pthread_mutex_lock(&f->lock);
     f->handles[f->n_free++] = handle;
     pthread_mutex_unlock(&f->lock);
@@ -564,6 +770,7 @@ void pt2_cudnn_graph_prefetch(void *handle, const Pt2ConvGraphSpec *specs, bool 
         }
         made[i]->next = plans;
         plans = made[i];
+        queue_upgrade_locked(made[i], &specs[i]);
         ++prepared;
     }
     pthread_mutex_unlock(&plans_lock);
@@ -592,19 +799,57 @@ int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void
 size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g) { return (size_t)g->p->workspace; }
 long pt2_cudnn_graph_engine(const Pt2ConvGraph *g) { return g->p->engine; }
 
+bool pt2_cudnn_graph_upgrade_ready(const Pt2ConvGraph *g) {
+    return atomic_load_explicit(&g->p->upgrade_state, memory_order_acquire) == UPGRADE_READY;
+}
+
+bool pt2_cudnn_graph_upgrading(const Pt2ConvGraph *g) {
+    int state = atomic_load_explicit(&g->p->upgrade_state, memory_order_acquire);
+    return state == UPGRADE_WANTED || state == UPGRADE_QUEUED || state == UPGRADE_READY;
+}
+
+void pt2_cudnn_graph_upgrade(void *handle, Pt2ConvGraph *g, const Pt2ConvGraphTiming *timing, bool log) {
+    pthread_mutex_lock(&plans_lock);
+    Plan *p = g->p, *up = p->upgrade;
+    if (atomic_load(&p->upgrade_state) == UPGRADE_READY && up && up->n_cand > 0) {
+        Candidate now = {.plan = p->plan, .workspace = p->workspace, .engine = p->engine, .rank = p->rank};
+        if (timing) {
+            double t0 = log ? seconds_now() : 0;
+            time_candidates(handle, &now, 1, timing, log);
+            time_candidates(handle, up->cand, up->n_cand, timing, log);
+            if (log) fprintf(stderr, "pt2 cudnn:   timing the plan and %d that compile at run time: %.4f s\n", up->n_cand, seconds_now() - t0);
+        }
+        int best = -1; /* the plan */
+        for (int i = 0; i < up->n_cand; ++i) {
+            if (better(&up->cand[i], best < 0 ? &now : &up->cand[best])) best = i;
+        }
+        if (log) fprintf(stderr, "pt2 cudnn: upgrade: engine %ld %s\n", best < 0 ? p->engine : up->cand[best].engine, best < 0 ? "kept" : "from now on");
+        if (best >= 0) {
+            /* the first tier's plan stays in p->owned (a launch queued on it may still run) */
+            p->plan = up->cand[best].plan;
+            p->workspace = up->cand[best].workspace;
+            p->engine = up->cand[best].engine;
+            p->rank = up->cand[best].rank;
+            keep_candidate(up, best);
+        } else {
+            keep_candidate(up, -1);
+        }
+        atomic_store(&p->upgrade_state, UPGRADE_DONE);
+    }
+    pthread_mutex_unlock(&plans_lock);
+}
+
+void pt2_cudnn_graph_wait_upgrades(void) {
+    pthread_mutex_lock(&queue_lock);
+    while (worker_running) pthread_cond_wait(&queue_idle, &queue_lock);
+    pthread_mutex_unlock(&queue_lock);
+}
+
 void pt2_cudnn_graph_free(Pt2ConvGraph *g) {
     if (!g) return;
     if (g->pack) api.destroy(g->pack);
     pthread_mutex_lock(&plans_lock);
-    if (--g->p->refs == 0) {
-        for (Plan **at = &plans; *at; at = &(*at)->next) {
-            if (*at == g->p) {
-                *at = g->p->next;
-                break;
-            }
-        }
-        plan_free(g->p);
-    }
+    plan_unref_locked(g->p);
     pthread_mutex_unlock(&plans_lock);
     free(g);
 }

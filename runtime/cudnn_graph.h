@@ -44,6 +44,17 @@ int pt2_cudnn_graph_run(void *handle, Pt2ConvGraph *g, const void *x, const void
 size_t pt2_cudnn_graph_workspace(const Pt2ConvGraph *g);
 /* The chosen engine's global index, for logs. */
 long pt2_cudnn_graph_engine(const Pt2ConvGraph *g);
+/* Tiers (cudnn_graph.c): whether g's plan has candidates that compile at
+ * run time made and not yet timed against it; whether it still has an
+ * upgrade coming (queued, being made, or ready). */
+bool pt2_cudnn_graph_upgrade_ready(const Pt2ConvGraph *g);
+bool pt2_cudnn_graph_upgrading(const Pt2ConvGraph *g);
+/* Times the plan and its upgrade's candidates on `timing`'s operands (or,
+ * NULL, takes the best ranked) and keeps the fastest for every entry
+ * sharing the plan; on the handle's stream, which is not being captured. */
+void pt2_cudnn_graph_upgrade(void *handle, Pt2ConvGraph *g, const Pt2ConvGraphTiming *timing, bool log);
+/* Waits until the upgrade thread has made every queued upgrade. */
+void pt2_cudnn_graph_wait_upgrades(void);
 void pt2_cudnn_graph_free(Pt2ConvGraph *g);
 
 #endif

@@ -333,6 +333,16 @@ int pt2GpuKernelFromCache(const Pt2GpuKernel *k) { return k->from_cache; }
 double pt2GpuKernelCompileSeconds(const Pt2GpuKernel *k) { return k->compile_seconds; }
 size_t pt2GpuKernelWorkspaceBytes(const Pt2GpuKernel *k) { return k->plan.workspace_bytes; }
 int pt2GpuKernelNumLaunches(const Pt2GpuKernel *k) { return k->plan.n_launches; }
+
+int pt2GpuKernelUpgrading(const Pt2GpuKernel *k) {
+    for (int i = 0; i < k->plan.n_launches; ++i) {
+        const GpuLaunch *l = &k->plan.launches[i];
+        if (l->module < 0 && !pt2_gpu_plan_is_gemm(l) && pt2_cudnn_conv_upgrading(l->conv)) return 1;
+    }
+    return 0;
+}
+
+void pt2GpuWaitBackground(void) { pt2_cudnn_wait_upgrades(); }
 const char *pt2GpuKernelPlanText(const Pt2GpuKernel *k) { return k->plan_text; }
 
 int pt2GpuKernelArgType(const Pt2GpuKernel *k, int i, Pt2DType *out_dtype, int64_t *out_sizes) {

@@ -25,6 +25,8 @@ _sig("pt2GpuKernelFromCache", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2GpuKernelCompileSeconds", ctypes.c_double, ctypes.c_void_p)
 _sig("pt2GpuKernelWorkspaceBytes", ctypes.c_size_t, ctypes.c_void_p)
 _sig("pt2GpuKernelNumLaunches", ctypes.c_int, ctypes.c_void_p)
+_sig("pt2GpuKernelUpgrading", ctypes.c_int, ctypes.c_void_p)
+_sig("pt2GpuWaitBackground", None)
 _sig("pt2GpuKernelPlanText", ctypes.c_char_p, ctypes.c_void_p)
 _sig("pt2GpuKernelLaunch", ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p)
 _sig("pt2GpuKernelInputIsFrozen", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
@@ -109,6 +111,11 @@ class GpuKernel:
         p = _lib.pt2GpuKernelPrologue(self.handle)
         return _lib.pt2GpuKernelPlanText(p).decode() if p else None
 
+    @property
+    def upgrading(self):
+        """Whether a convolution of the plan still has a faster cuDNN plan coming."""
+        return bool(_lib.pt2GpuKernelUpgrading(self.handle))
+
     def reset_frozen(self):
         """The frozen inputs changed: the next launch computes the prologue again."""
         _lib.pt2GpuKernelResetFrozen(self.handle)
@@ -149,6 +156,13 @@ class GpuKernel:
         if rc != 0:
             raise _error("launching the GPU kernel")
         return list(outs)
+
+
+def wait_background():
+    """Waits until pt2's background compilation is done: cuDNN plans whose engines compile
+    their kernel at run time come after the first calls (runtime/cudnn_graph.c, "Tiers"); the
+    next launch times them.  For benchmarks, which measure the steady state."""
+    _lib.pt2GpuWaitBackground()
 
 
 def compile_graph(graph):

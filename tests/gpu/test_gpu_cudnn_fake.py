@@ -50,7 +50,7 @@ def built(tmp_path_factory):
 
 
 def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_offset=0, layout="nchw", graph=False, api=None,
-          folds=None, entries=1, prefetch=False):
+          folds=None, entries=1, prefetch=False, env_extra=None):
     """Runs the probe: `graph` with the fake's graph API, `api` as PT2_CUDNN_API, `folds` "1"
     for an entry with fold launches that its name does not show (a computed bias)."""
     lib, graph_lib, exe = built
@@ -58,6 +58,9 @@ def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_off
                PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0",
                PROBE_ENTRIES=str(entries), PROBE_PREFETCH={True: "1", False: "0"}.get(prefetch, prefetch), PT2_CUDNN_THREADS="2")
     env.pop("PT2_CUDNN_API", None)
+    for name in ("PT2_CUDNN_TIERED", "PT2_CUDNN_RUNTIME_COMPILE", "PT2_CUDNN_BENCHMARK", "PROBE_WAIT"):
+        env.pop(name, None)
+    env.update(env_extra or {})
     if api:
         env["PT2_CUDNN_API"] = api
     args = [exe, entry, tf32] + ([str(n_operands)] if n_operands is not None else [])
@@ -217,6 +220,61 @@ def test_graph_plan_prefetched_while_compiling(built):
     assert len(starting(lines, "graph_tensor")) == 3
     made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
     assert sorted(made) == sorted(destroyed)
+
+
+def engines(lines):
+    """The engine each call ran (the last execution before its "call" line; with graph_rc the
+    fake prints each execution's engine, the timing's runs too)."""
+    ran, last = [], None
+    for line in lines:
+        if line.startswith("graph_engine "):
+            last = int(line.split()[1])
+        elif line.startswith("call "):
+            ran.append(last)
+    return ran
+
+
+@pytest.mark.parametrize("prefetch", [False, True, "async"])
+def test_tiers_engines_that_compile_come_later(built, prefetch):
+    """cuDNN ranks first an engine that compiles at run time (7), then one that does not (42):
+    the first calls run 42 and the upgrade thread makes 7's plan meanwhile; the first call after
+    it is made times both (the fake cannot time: a tie, which the better ranked wins) and runs 7
+    from then on, on every entry of the convolution.  The upgrade thread has a cuDNN handle of
+    its own; every descriptor made is destroyed once."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="000", graph=True, entries=2, prefetch=prefetch,
+                                env_extra={"FAKE_CUDNN": "graph_rc", "PROBE_WAIT": "0"})
+    assert results == [(0, 1)] * 6
+    assert engines(lines) == [42, 42, 7, 7, 7, 7], lines  # engine 7's plan takes the fake 0.3 s
+    assert "upgrading 1" in lines and "waited upgrading 1" in lines  # made, not yet timed
+    assert "pt2 cudnn: upgrade: engine 7 from now on" in log
+    assert log.count("timing the plan and 1 that compile at run time") == 1
+    created = len(starting(lines, "create"))
+    assert created == (2 if not prefetch else 4)  # pt2's handle, the upgrade thread's (and two workers')
+    made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
+    assert sorted(made) == sorted(destroyed)
+
+
+@pytest.mark.parametrize("env", [{"PT2_CUDNN_TIERED": "0"}, {"PT2_CUDNN_RUNTIME_COMPILE": "0"}])
+def test_tiers_off(built, env):
+    """PT2_CUDNN_TIERED=0: the engine that compiles is made before the first call and, the
+    better ranked of a tie, runs from the start; PT2_CUDNN_RUNTIME_COMPILE=0: never.  Neither has
+    an upgrade thread."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="000", graph=True, prefetch=True,
+                                env_extra=dict(env, FAKE_CUDNN="graph_rc", PROBE_WAIT="0"))
+    assert results == [(0, 1)] * 3
+    want = 7 if "PT2_CUDNN_TIERED" in env else 42
+    assert engines(lines) == [want] * 3
+    assert "upgrading 0" in lines and "upgrade" not in log
+    assert len(starting(lines, "create")) == 3  # pt2's handle and two workers'
+
+
+def test_tiers_untimed_takes_the_better_ranked(built):
+    """PT2_CUDNN_BENCHMARK=0 (no timing): the first tier is the first ranked engine that does not
+    compile, the upgrade the first ranked of all."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="00", graph=True,
+                                env_extra={"FAKE_CUDNN": "graph_rc", "PROBE_WAIT": "0", "PT2_CUDNN_BENCHMARK": "0"})
+    assert engines(lines) == [42, 7]
+    assert "timing" not in log
 
 
 def test_graph_plan_prefetch_then_tf32_switch(built):

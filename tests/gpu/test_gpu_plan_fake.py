@@ -31,6 +31,7 @@ pytestmark = pytest.mark.skipif(not CC or not os.path.isdir(os.path.join(MLIR_IN
 SCRIPT = r"""
 import ctypes, json, os, sys
 import torch, pt2
+import pt2._gpu
 from pt2._core import _lib
 
 _lib.pt2GpuGraphCapture.restype = ctypes.c_void_p
@@ -72,6 +73,13 @@ for name, s in json.loads(sys.argv[1]).items():
         print(f"call {i}", flush=True)
         if _lib.pt2GpuKernelLaunch(k.handle, pointers, workspace, stream) != 0:
             sys.exit("launch failed: " + _lib.pt2GetLastError().decode())
+    if s.get("tiers"):  # the upgrade thread makes engine 7's plan (0.3 s); the next launch times it
+        # (whole lines in one write: the upgrade thread prints too)
+        print(f"upgrading {int(k.upgrading)}\n", end="", flush=True)
+        pt2._gpu.wait_background()
+        print(f"upgrading {int(k.upgrading)}\ncall upgraded\n", end="", flush=True)
+        _lib.pt2GpuKernelLaunch(k.handle, pointers, workspace, stream)
+        print(f"upgrading {int(k.upgrading)}\n", end="", flush=True)
     if s.get("capture"):
         graph = _lib.pt2GpuGraphCapture(k.handle, pointers, workspace)
         if not graph:
@@ -81,7 +89,8 @@ for name, s in json.loads(sys.argv[1]).items():
         _lib.pt2GpuGraphDestroy(graph)
 """
 
-EVENTS = ("call", "launch", "graph_execute", "fused", "forward", "capture_begin", "capture_end", "replay_begin", "replay")
+EVENTS = ("call", "launch", "graph_execute", "fused", "forward", "capture_begin", "capture_end", "replay_begin", "replay", "upgrading",
+          "graph_engine")
 
 # name: the graph, PT2_CUDNN_API, FAKE_CUDNN, launches, capture
 SCENARIOS = {
@@ -95,6 +104,7 @@ SCENARIOS = {
     "frozen_graph": dict(case="bn_frozen"),
     "frozen_legacy": dict(case="bn_frozen", api="legacy"),
     "host_profile": dict(case="bn", calls=12),
+    "tiers": dict(case="bn", calls=1, fake="graph_rc", tiers=True, capture=True),
 }
 WITHOUT_CUDNN = {"no_cudnn": dict(case="bn")}
 
@@ -219,6 +229,24 @@ def test_cuda_graph_records_the_same_choice(runs, api):
     assert captured == want, events
     replayed = [arg for w, arg in events[words.index("replay_begin") + 1 :] if w == "replay"]
     assert replayed == [name for name in want if name not in ("fused", "graph_execute")], events
+
+
+def test_tiers_upgrade_before_the_capture(runs):
+    """cuDNN's first ranked engine compiles at run time (the fake's engine 7, 0.3 s): the first
+    launch runs the best of the others (42) while the upgrade thread makes it, and the kernel says
+    it is upgrading (mode="reduce-overhead" then puts its capture off, capture/compiled.c) until
+    the next launch has timed it; from then on, and in the captured graph, engine 7 runs."""
+    lines, events, log = runs["tiers"]
+    seq = [(w, a) for w, a in events if w in ("call", "upgrading", "graph_engine", "capture_begin", "capture_end")]
+    first = seq.index(("call", "0"))
+    assert seq[first + 1] == ("graph_engine", "42"), seq
+    assert [a for w, a in seq if w == "upgrading"] == ["1", "1", "0"], seq
+    upgraded = seq[seq.index(("call", "upgraded")) + 1 :]
+    # the launch after the wait times 42 and 7 (the fake cannot time: a tie, the better ranked
+    # wins) and runs 7; the capture records 7
+    assert [a for w, a in upgraded if w == "graph_engine"] == ["42", "7", "7", "7"], seq
+    assert seq[-3:] == [("capture_begin", ""), ("graph_engine", "7"), ("capture_end", "")], seq
+    assert "upgrade: engine 7 from now on" in log
 
 
 @pytest.mark.parametrize("api", [None, "legacy"])

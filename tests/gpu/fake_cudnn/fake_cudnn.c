@@ -9,12 +9,16 @@
  * runtime/cudnn_graph.c finds with dlsym: descriptors that keep what is set
  * on them, heuristics with one engine configuration (none with FAKE_CUDNN
  * graph_none), and cudnnBackendExecute printing the variant pack's pointers
- * (failing with graph_run).
+ * (failing with graph_run).  With FAKE_CUDNN graph_rc the heuristics rank
+ * two: first engine 7, which compiles at run time (its behavior note), then
+ * engine 42; each execution then also prints its plan's engine, and
+ * finalizing engine 7's plan takes 0.3 s, as a compilation would.
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct AlgoPerf {
     int algo, status;
@@ -111,6 +115,7 @@ int cudnnConvolutionBiasActivationForward(void *h, const void *a1, void *xd, con
 /*--- the graph (backend) API: the attribute and descriptor numbers runtime/cudnn_graph.c uses ---*/
 enum {
     DESC_TENSOR = 17,
+    DESC_EXECUTION_PLAN = 5,
     ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402,
     ATTR_ENGINEHEUR_RESULTS = 202,
     ATTR_TENSOR_DIMENSIONS = 902,
@@ -119,10 +124,14 @@ enum {
     ATTR_VARIANT_PACK_DATA_POINTERS = 1001,
     ATTR_VARIANT_PACK_WORKSPACE = 1003,
     ATTR_ENGINE_GLOBAL_INDEX = 1301,
+    ATTR_ENGINE_BEHAVIOR_NOTE = 1305,
+    ATTR_ENGINECFG_ENGINE = 300,
+    ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401,
 };
 
 typedef struct Descriptor {
     int type;
+    int rank; /* an engine configuration's (and its engine's, its plan's) place in the heuristics' list */
     int64_t uid, dims[4], strides[4];
     void *pointers[3], *workspace; /* a variant pack's */
 } Descriptor;
@@ -139,8 +148,11 @@ int cudnnBackendDestroyDescriptor(void *d) {
     free(d);
     return 0;
 }
+static int64_t engine_of(int rank);
+
 int cudnnBackendFinalize(void *d) {
     Descriptor *desc = d;
+    if (desc->type == DESC_EXECUTION_PLAN && engine_of(desc->rank) == 7) usleep(300000);
     if (desc->type == DESC_TENSOR) {
         printf("graph_tensor %c dims %lld %lld %lld %lld strides %lld %lld %lld %lld\n", (char)desc->uid, (long long)desc->dims[0],
                (long long)desc->dims[1], (long long)desc->dims[2], (long long)desc->dims[3], (long long)desc->strides[0],
@@ -156,15 +168,31 @@ int cudnnBackendSetAttribute(void *d, int name, int type, int64_t n, const void 
     if (name == ATTR_TENSOR_UNIQUE_ID) desc->uid = *(const int64_t *)values;
     if (name == ATTR_VARIANT_PACK_DATA_POINTERS && n == 3) memcpy(desc->pointers, values, sizeof desc->pointers);
     if (name == ATTR_VARIANT_PACK_WORKSPACE) desc->workspace = *(void *const *)values;
+    if (name == ATTR_EXECUTION_PLAN_ENGINE_CONFIG) desc->rank = (*(Descriptor *const *)values)->rank;
     return 0;
 }
-/* One engine configuration (index 42, no notes), whose plan takes 2 KiB of workspace. */
+
+static int64_t engine_of(int rank) { return fails("graph_rc") && rank == 0 ? 7 : 42; }
+/* One engine configuration (index 42, no notes), whose plan takes 2 KiB of
+ * workspace; with graph_rc first engine 7, which compiles at run time. */
 int cudnnBackendGetAttribute(void *d, int name, int type, int64_t n, int64_t *count, void *out) {
-    (void)d, (void)type, (void)n;
+    (void)type;
+    Descriptor *desc = d;
     *count = 0;
-    if (name == ATTR_ENGINEHEUR_RESULTS) *count = fails("graph_none") ? 0 : 1;
+    if (name == ATTR_ENGINEHEUR_RESULTS) {
+        *count = fails("graph_none") ? 0 : fails("graph_rc") ? 2 : 1;
+        for (int64_t i = 0; out && i < n && i < *count; ++i) ((Descriptor **)out)[i]->rank = (int)i;
+    }
+    if (name == ATTR_ENGINECFG_ENGINE) {
+        (*(Descriptor **)out)->rank = desc->rank;
+        *count = 1;
+    }
+    if (name == ATTR_ENGINE_BEHAVIOR_NOTE && engine_of(desc->rank) == 7) {
+        *(int *)out = 0; /* CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION */
+        *count = 1;
+    }
     if (name == ATTR_ENGINE_GLOBAL_INDEX || name == ATTR_EXECUTION_PLAN_WORKSPACE_SIZE) {
-        *(int64_t *)out = name == ATTR_ENGINE_GLOBAL_INDEX ? 42 : 2048;
+        *(int64_t *)out = name == ATTR_ENGINE_GLOBAL_INDEX ? engine_of(desc->rank) : 2048;
         *count = 1;
     }
     return 0;
@@ -173,6 +201,7 @@ int cudnnBackendExecute(void *h, void *plan, void *pack) {
     (void)h, (void)plan;
     Descriptor *p = pack;
     printf("graph_execute x %p w %p y %p ws %p\n", p->pointers[0], p->pointers[1], p->pointers[2], p->workspace);
+    if (fails("graph_rc")) printf("graph_engine %lld\n", (long long)engine_of(((Descriptor *)plan)->rank));
     return fails("graph_run") ? 1 : 0;
 }
 #endif

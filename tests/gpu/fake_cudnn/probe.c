@@ -15,6 +15,9 @@
  * tells pt2_cudnn_conv whether they ran.  PROBE_PREFETCH=1 first calls
  * pt2_cudnn_prefetch on the entries, as a plan's load does; =async calls
  * pt2_cudnn_prefetch_async before it, as a graph's compile does.
+ * PROBE_WAIT=k: after the calls of round k, waits for the upgrade thread
+ * (pt2_cudnn_wait_upgrades) and prints "waited" and whether entry 0 is
+ * still upgrading.
  *===----------------------------------------------------------------------===*/
 #include <stdarg.h>
 #include <stdbool.h>
@@ -131,6 +134,12 @@ int main(int argc, char **argv) {
             Pt2ConvDone done = PT2_CONV_DONE_NOTHING;
             int rc = pt2_cudnn_conv(&entries[e], what, ops, n, folded, (void *)0x777, &done);
             printf("call %d rc %d done %d\n", i, rc, (int)done);
+        }
+        const char *wait = getenv("PROBE_WAIT");
+        if (wait && atoi(wait) == i) {
+            printf("upgrading %d\n", (int)pt2_cudnn_conv_upgrading(entries[0]));
+            pt2_cudnn_wait_upgrades();
+            printf("waited upgrading %d\n", (int)pt2_cudnn_conv_upgrading(entries[0]));
         }
     }
     for (int e = 0; e < n_entries; ++e) pt2_cudnn_conv_free(entries[e]);
