@@ -58,7 +58,7 @@ def probe(built, entry, tf32="00", fake="", library=None, n_operands=None, x_off
                PROBE_X_OFFSET=str(x_offset), PROBE_LAYOUT=layout, PROBE_FOLDS=folds or "0",
                PROBE_ENTRIES=str(entries), PROBE_PREFETCH={True: "1", False: "0"}.get(prefetch, prefetch), PT2_CUDNN_THREADS="2")
     env.pop("PT2_CUDNN_API", None)
-    for name in ("PT2_CUDNN_TIERED", "PT2_CUDNN_RUNTIME_COMPILE", "PT2_CUDNN_BENCHMARK", "PROBE_WAIT"):
+    for name in ("PT2_CUDNN_TIERED", "PT2_CUDNN_RUNTIME_COMPILE", "PT2_CUDNN_BENCHMARK", "PROBE_WAIT", "PROBE_ALLOC"):
         env.pop(name, None)
     env.update(env_extra or {})
     if api:
@@ -188,7 +188,7 @@ def test_graph_plan_shared_by_identical_convolutions(built):
     assert len(starting(lines, "graph_tensor")) == 6  # x, w, y of two plans
     ys = [line.split()[6] for line in starting(lines, "graph_execute")]
     assert ys == ["0x300000", "0x1300000", "0x2300000"] * 2, ys
-    assert log.count("the plan of an identical convolution") == 4
+    assert log.count("a plan chosen before (prefetched, or an identical convolution's)") == 4
     made, destroyed = ([line.split()[1] for line in starting(lines, w)] for w in ("graph_create", "graph_destroy"))
     assert sorted(made) == sorted(destroyed)  # as many destroys as creates, address by address
 
@@ -266,6 +266,21 @@ def test_tiers_off(built, env):
     assert engines(lines) == [want] * 3
     assert "upgrading 0" in lines and "upgrade" not in log
     assert len(starting(lines, "create")) == 3  # pt2's handle and two workers'
+
+
+def test_prefetch_times_the_candidates_ahead(built):
+    """With device memory for them, the prefetch times a new plan's candidates on scratch
+    buffers of its operands' extents (x 2x4x9x9, w 6x4x3x3, y 2x6x9x9 f32; the workspace the
+    largest candidate's), chooses its plan there and frees them; the calls then only run it.
+    Without (the other tests), the first call times them."""
+    lines, results, log = probe(built, "conv_f32_s1x1_p1x1_d1x1_g1", tf32="00", graph=True, prefetch=True,
+                                env_extra={"FAKE_CUDNN": "graph_rc", "PT2_CUDNN_TIERED": "0", "PROBE_ALLOC": "1"})
+    assert results == [(0, 1)] * 2
+    at = lines.index("prefetched")
+    assert sorted(int(l.split()[1]) for l in starting(lines[:at], "alloc")) == sorted([648 * 4, 216 * 4, 972 * 4, 2048])
+    assert [l.split()[2] for l in starting(lines[:at], "graph_execute")] == ["0xa0000000"] * 2  # each candidate's warm-up run
+    assert engines(lines) == [7, 7] and "timing the ranked plans" in log and "a plan chosen before" in log
+    assert len(starting(lines[at:], "graph_execute")) == 2  # no timing at the calls
 
 
 def test_tiers_untimed_takes_the_better_ranked(built):

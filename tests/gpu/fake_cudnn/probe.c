@@ -52,6 +52,20 @@ int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, flo
     return -1;
 }
 
+/* device memory for the prefetch's timing ahead: fake addresses with
+ * PROBE_ALLOC=1, else none (the first call times the candidates) */
+int pt2_cuda_alloc(size_t bytes, Pt2CuDevicePtr *out_device) {
+    static Pt2CuDevicePtr next = 0xA0000000;
+    const char *alloc = getenv("PROBE_ALLOC");
+    *out_device = 0;
+    if (!alloc || strcmp(alloc, "1") != 0) return -1;
+    printf("alloc %zu\n", bytes);
+    *out_device = next;
+    next += 0x10000000;
+    return 0;
+}
+void pt2_cuda_free(Pt2CuDevicePtr device) { (void)device; }
+
 void *pt2_cuda_current_context(void) { return NULL; }
 void pt2_cuda_use_context(void *ctx) { (void)ctx; }
 
