@@ -516,3 +516,42 @@ MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_init
     build_op(&body_b, "scf.yield", n_inits, yields, 0, NULL, 0, NULL);
     return op;
 }
+
+MlirBlock build_scf_if(Builder *b, MlirValue cond) {
+    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then_block);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
+    mlirOperationStateAddOperands(&st, 1, &cond);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    insert(b, mlirOperationCreate(&st));
+    Builder inner = builder_at_end(then_block, b->loc);
+    build_op(&inner, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
+    return then_block;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Declarations
+ *===----------------------------------------------------------------------===*/
+
+void declare_function(MlirOperation module, const char *name, const char *decl_text) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
+        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
+    }
+    MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(decl_text));
+    if (mlirModuleIsNull(snippet)) {
+        fprintf(stderr, "pt2 internal error: cannot parse the declaration '%s'\n", decl_text);
+        abort();
+    }
+    MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
+    mlirOperationRemoveFromParent(decl);
+    mlirBlockInsertOwnedOperation(body, 0, decl);
+    mlirModuleDestroy(snippet);
+}
+
+MlirOperation enclosing_module(MlirOperation op) {
+    while (!mlirOperationIsNull(op) && !op_is(op, "builtin.module")) op = mlirOperationGetParentOperation(op);
+    return op;
+}

@@ -167,5 +167,17 @@ typedef void (*LoopBodyFn)(Builder *body, MlirValue iv, const MlirValue *iter_ar
                            void *user);
 MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_inits, const MlirValue *inits,
                             LoopBodyFn body, void *user);
+/* scf.if cond { } (no else, no results); returns the then-block, which ends
+ * in its scf.yield (build before it: builder_before(its terminator)). */
+MlirBlock build_scf_if(Builder *b, MlirValue cond);
+
+/*--- Declarations -------------------------------------------------------------*/
+
+/* Inserts `decl_text`, the declaration of @name (`func.func private @name(...)
+ * ...`), at the start of the module, unless a symbol `name` is there: the
+ * callee of the calls a pass emits, declared once however many call it. */
+void declare_function(MlirOperation module, const char *name, const char *decl_text);
+/* The builtin.module around op. */
+MlirOperation enclosing_module(MlirOperation op);
 
 #endif /* PT2_PASSES_IR_H */
