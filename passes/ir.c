@@ -517,6 +517,25 @@ MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_init
     return op;
 }
 
+typedef struct LoopSearch {
+    MlirOperation self;
+    bool found;
+} LoopSearch;
+
+static MlirWalkResult find_inner_loop(MlirOperation op, void *user) {
+    LoopSearch *s = user;
+    bool loop = op_is(op, "scf.for") || op_is(op, "scf.parallel") || op_is(op, "scf.while") || op_is(op, "omp.loop_nest");
+    if (!loop || mlirOperationEqual(op, s->self)) return MlirWalkResultAdvance;
+    s->found = true;
+    return MlirWalkResultInterrupt;
+}
+
+bool holds_inner_loop(MlirOperation op) {
+    LoopSearch s = {op, false};
+    mlirOperationWalk(op, find_inner_loop, &s, MlirWalkPreOrder);
+    return s.found;
+}
+
 MlirBlock build_scf_if(Builder *b, MlirValue cond) {
     MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
     MlirBlock then_block = mlirBlockCreate(0, NULL, NULL);

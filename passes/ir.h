@@ -167,6 +167,9 @@ typedef void (*LoopBodyFn)(Builder *body, MlirValue iv, const MlirValue *iter_ar
                            void *user);
 MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_inits, const MlirValue *inits,
                             LoopBodyFn body, void *user);
+/* Whether a loop (scf.for, scf.parallel, scf.while, omp.loop_nest) lies
+ * anywhere inside `op`'s regions. */
+bool holds_inner_loop(MlirOperation op);
 /* scf.if cond { } (no else, no results); returns the then-block, which ends
  * in its scf.yield (build before it: builder_before(its terminator)). */
 MlirBlock build_scf_if(Builder *b, MlirValue cond);
