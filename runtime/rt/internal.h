@@ -12,6 +12,10 @@
 /* Prints "pt2rt: <what>" and aborts: a call the compiler should never emit. */
 void pt2rt_fatal(const char *what) __attribute__((noreturn));
 
+/* The status the running kernel reports to on this thread (run.c): set by
+ * pt2rt_run, handed to the OpenMP teams the kernel forks (kmpc.c). */
+extern _Thread_local Pt2rtRunStatus *pt2rt_current_run;
+
 /* Runs OpenBLAS single-threaded: the threads are the OpenMP team's (pt2rt.c). */
 void pt2rt_keep_blas_serial(void);
 
