@@ -18,6 +18,7 @@
 MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
+MlirPass pt2_create_lower_non_contractions_unchecked_pass(void);
 MlirPass pt2_create_lower_contractions_pass(void);
 MlirPass pt2_create_entry_pass(void);
 MlirPass pt2_create_static_descriptors_pass(void);
@@ -76,6 +77,10 @@ static const PassEntry pt2_passes[] = {
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
+    {"pt2-lower-non-contractions-unchecked",
+     "pt2-lower-non-contractions without reporting an index out of range (the GPU pipeline's: its kernels cannot "
+     "call libpt2rt)",
+     pt2_create_lower_non_contractions_unchecked_pass},
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
     {"pt2-channels-last",
@@ -291,7 +296,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-decompose,pt2-lower-non-contractions-unchecked,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"
