@@ -56,6 +56,7 @@ MlirPass pt2_create_privatize_buffers_pass(void);
 MlirPass pt2_create_online_softmax_pass(void);
 MlirPass pt2_create_outline_repeats_pass(void);
 MlirPass pt2_create_loop_hints_pass(void);
+MlirPass pt2_create_defer_index_checks_pass(void);
 MlirPass pt2_create_omp_captures_pass(void);
 
 typedef struct PassEntry {
@@ -91,6 +92,10 @@ static const PassEntry pt2_passes[] = {
      "Move a function's repeated runs of kernels (a network's identical blocks) into one private function called once per copy "
      "(passes/repeats.c)",
      pt2_create_outline_repeats_pass},
+    {"pt2-defer-index-checks",
+     "Or the index checks of an innermost loop into one flag, so that it vectorizes, and run it again with its "
+     "checks when one failed (passes/index_checks.c)",
+     pt2_create_defer_index_checks_pass},
     {"pt2-loop-hints", "Mark every scf.for that holds another loop so that LLVM does not unroll it (passes/loop_hints.c)",
      pt2_create_loop_hints_pass},
     {"pt2-omp-captures", "Parallel regions read outside descriptors' fields extracted before them and their own copies of "
@@ -236,7 +241,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
-             "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+             "pt2-defer-index-checks,pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
