@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/rt/pt2rt.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Dialect/Linalg.h"
 
@@ -515,6 +516,27 @@ MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_init
     body(&body_b, mlirBlockGetArgument(block, 0), iter_args, n_inits, yields, user);
     build_op(&body_b, "scf.yield", n_inits, yields, 0, NULL, 0, NULL);
     return op;
+}
+
+bool is_index_error_call(MlirOperation op) {
+    if (!op_is(op, "func.call")) return false;
+    MlirAttribute callee = mlirOperationGetAttributeByName(op, sref("callee"));
+    return mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(callee), sref(PT2RT_INDEX_ERROR));
+}
+
+bool is_index_check(MlirOperation op) {
+    if (!op_is(op, "scf.if") || mlirOperationGetNumResults(op) != 0) return false;
+    MlirBlock then_block = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    bool call = false;
+    for (MlirOperation in = mlirBlockGetFirstOperation(then_block); !mlirOperationIsNull(in);
+         in = mlirOperationGetNextInBlock(in)) {
+        if (is_index_error_call(in)) {
+            call = true;
+        } else if (!op_name_starts(in, "arith.") && !op_is(in, "scf.yield")) {
+            return false;
+        }
+    }
+    return call && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 1)));
 }
 
 typedef struct LoopSearch {

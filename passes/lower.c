@@ -681,13 +681,15 @@ typedef struct IndexBody {
 /* pt2rt_index_error (runtime/rt/pt2rt.h) as the kernels see it: it touches
  * only libpt2rt's own memory (so LICM still hoists an index load past the
  * call and loop unswitching takes the check out of a row's copy loop), is
- * cold (its branch is laid out of line) and never inlined. */
+ * cold (its branch is laid out of line), never inlined, and preserves every
+ * register (x86-64: runtime/rt/run.c's trampoline), so that no value of the
+ * hot path is spilled around it. */
 static void declare_index_error(MlirOperation module) {
     declare_function(module, PT2RT_INDEX_ERROR,
                      "func.func private @" PT2RT_INDEX_ERROR "(i64, i64, i64, i32) attributes {memory_effects = "
                      "#llvm.memory_effects<other = none, argMem = none, inaccessibleMem = readwrite, errnoMem = none, "
                      "targetMem0 = none, targetMem1 = none>, no_unwind, will_return, "
-                     "passthrough = [\"cold\", \"noinline\"]}");
+                     "passthrough = [\"cold\", \"noinline\", \"no_caller_saved_registers\"]}");
 }
 
 /* if idx is outside [0, size): pt2rt_index_error(value, size, dim, error).  One

@@ -93,8 +93,8 @@ static const PassEntry pt2_passes[] = {
      "(passes/repeats.c)",
      pt2_create_outline_repeats_pass},
     {"pt2-defer-index-checks",
-     "Or the index checks of an innermost loop into one flag, so that it vectorizes, and run it again with its "
-     "checks when one failed (passes/index_checks.c)",
+     "Take index checks out of their innermost loop: before it where the index stays the same, else as a flag "
+     "the loop carries and a second run of the loop when it is set (passes/index_checks.c)",
      pt2_create_defer_index_checks_pass},
     {"pt2-loop-hints", "Mark every scf.for that holds another loop so that LLVM does not unroll it (passes/loop_hints.c)",
      pt2_create_loop_hints_pass},

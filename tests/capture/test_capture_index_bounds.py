@@ -168,6 +168,21 @@ def test_one_bad_value_among_many(where, bad):
     assert f"index {bad} is out of bounds for dimension 1 with size 65" in str(error)
 
 
+@pytest.mark.parametrize("reduce", ["all", "rows"])
+def test_checks_on_the_openmp_team(reduce):
+    """A gather summed (whole: pt2-split-reductions' chunks; by rows: one loop nest) runs on the
+    OpenMP team: a worker's report reaches the calling thread's run (runtime/rt/kmpc.c)."""
+    fn = (lambda x, i: torch.gather(x, 1, i).sum()) if reduce == "all" else (lambda x, i: torch.gather(x, 1, i).sum(1))
+    x = r(512, 257)
+    index = torch.randint(0, 257, (512, 257), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        compare(pt2.compile(fn)(x, index), fn(x, index), 1e-3)
+    for row in (0, 300, 511):
+        bad = index.clone()
+        bad[row, 128] = -3
+        raises_as_eager(fn, x, bad)
+
+
 # ---------------------------------------------------------------- runs after a failed one, runs at once
 
 

@@ -1,8 +1,10 @@
 // RUN: pt2-opt %s --split-input-file --pt2-defer-index-checks | FileCheck %s
-// pt2-defer-index-checks: a check (pt2-lower's scf.if around the call to
-// pt2rt_index_error) whose index changes along its innermost loop becomes an
-// or into a carried flag, which LLVM vectorizes; after the loop, when the flag
-// is set, the loop runs again as it was, checks and all, to report the value.
+// pt2-defer-index-checks takes a check (pt2-lower's scf.if around the call to
+// pt2rt_index_error) out of its innermost loop: before it, with the ops its
+// compare needs, when its index stays the same through the loop; else as an
+// or into a carried flag, which LLVM vectorizes, and, after the loop, when the
+// flag is set, the loop again as it was, checks and all, to report the value.
+// Every check's branch, and the flag's, is marked unlikely.
 
 func.func private @pt2rt_index_error(i64, i64, i64, i32)
 
@@ -16,8 +18,10 @@ func.func private @pt2rt_index_error(i64, i64, i64, i32)
 // CHECK: %[[A2:.*]] = arith.ori %[[A]], %[[OUT]] : i1
 // CHECK: memref.store
 // CHECK: scf.yield %[[A2]] : i1
-// CHECK: scf.if %[[ANY]] {
+// CHECK: %[[UNLIKELY:.*]] = llvm.intr.expect %[[ANY]], %{{.*}} : i1
+// CHECK: scf.if %[[UNLIKELY]] {
 // CHECK: scf.for
+// CHECK: llvm.intr.expect
 // CHECK: scf.if
 // CHECK: func.call @pt2rt_index_error
 // CHECK: memref.store
@@ -49,14 +53,22 @@ func.func @gather_row(%x: memref<64xf32>, %i: memref<16xi64>, %o: memref<16xf32>
 // -----
 
 // An embedding's row: the index is the outer loop's, the same all along the
-// inner loop, whose check LLVM unswitches: left alone.
+// inner loop; the check, its load and its compare move before the inner
+// loop, which keeps the clamped copy.
 // CHECK-LABEL: func.func @embedding_row
 // CHECK-NOT: iter_args
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: %[[V:.*]] = memref.load %arg1[%[[R]]]
+// CHECK: %[[K:.*]] = arith.index_cast %[[V]]
+// CHECK: %[[OUT:.*]] = arith.cmpi uge, %[[K]], %c50
+// CHECK: %[[UNLIKELY:.*]] = llvm.intr.expect %[[OUT]]
+// CHECK: scf.if %[[UNLIKELY]] {
+// CHECK: func.call @pt2rt_index_error(%[[V]],
+// CHECK: }
 // CHECK: scf.for
-// CHECK: scf.for
-// CHECK: scf.if
-// CHECK: func.call @pt2rt_index_error
 // CHECK-NOT: scf.if
+// CHECK: arith.maxsi %[[K]]
+// CHECK: memref.store
 // CHECK: return
 func.func private @pt2rt_index_error(i64, i64, i64, i32)
 func.func @embedding_row(%w: memref<50x8xf32>, %i: memref<4xi64>, %o: memref<4x8xf32>) {
@@ -93,7 +105,8 @@ func.func @embedding_row(%w: memref<50x8xf32>, %i: memref<4xi64>, %o: memref<4x8
 // CHECK-LABEL: func.func @gather_sum
 // CHECK: %[[R:.*]]:2 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[S:.*]] = %{{.*}}, %[[A:.*]] = %false) -> (f32, i1) {
 // CHECK: arith.ori %[[A]]
-// CHECK: scf.if %[[R]]#1 {
+// CHECK: %[[UNLIKELY:.*]] = llvm.intr.expect %[[R]]#1
+// CHECK: scf.if %[[UNLIKELY]] {
 // CHECK: memref.store %[[R]]#0, %arg2[]
 func.func private @pt2rt_index_error(i64, i64, i64, i32)
 func.func @gather_sum(%x: memref<64xf32>, %i: memref<16xi64>, %o: memref<f32>) {
@@ -120,5 +133,40 @@ func.func @gather_sum(%x: memref<64xf32>, %i: memref<16xi64>, %o: memref<f32>) {
     scf.yield %s2 : f32
   }
   memref.store %sum, %o[] : memref<f32>
+  return
+}
+
+// -----
+
+// A row index loaded from a buffer the loop itself writes may change: the
+// check is not moved, it becomes the flag's.
+// CHECK-LABEL: func.func @index_written_in_the_loop
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.ori
+func.func private @pt2rt_index_error(i64, i64, i64, i32)
+func.func @index_written_in_the_loop(%x: memref<64xf32>, %i: memref<4xi64>, %o: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c63 = arith.constant 63 : index
+  %c64 = arith.constant 64 : index
+  %size = arith.constant 64 : i64
+  %dim = arith.constant 0 : i64
+  %err = arith.constant 0 : i32
+  %seven = arith.constant 7 : i64
+  scf.for %j = %c0 to %c8 step %c1 {
+    %v = memref.load %i[%c2] : memref<4xi64>
+    %k = arith.index_cast %v : i64 to index
+    %out = arith.cmpi uge, %k, %c64 : index
+    scf.if %out {
+      func.call @pt2rt_index_error(%v, %size, %dim, %err) : (i64, i64, i64, i32) -> ()
+    }
+    %lo = arith.maxsi %k, %c0 : index
+    %at = arith.minsi %lo, %c63 : index
+    %e = memref.load %x[%at] : memref<64xf32>
+    memref.store %e, %o[%j] : memref<8xf32>
+    memref.store %seven, %i[%c2] : memref<4xi64>
+  }
   return
 }

@@ -200,8 +200,9 @@ func.func @flip(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // (negatives too: index_select's rule) is reported to libpt2rt on a branch
 // of its own, with the value, the size, the dim and the op
 // (PT2RT_INDEX_SELECT = 1), then clamped so that the load stays inside x.
-// The callee touches only libpt2rt's memory and is cold (runtime/rt/pt2rt.h).
-// CHECK: func.func private @pt2rt_index_error(i64, i64, i64, i32) attributes {memory_effects = #llvm.memory_effects<other = none, argMem = none, inaccessibleMem = readwrite{{.*}}>, no_unwind, passthrough = ["cold", "noinline"], will_return}
+// The callee touches only libpt2rt's memory, is cold and preserves every
+// register (runtime/rt/pt2rt.h, run.c).
+// CHECK: func.func private @pt2rt_index_error(i64, i64, i64, i32) attributes {memory_effects = #llvm.memory_effects<other = none, argMem = none, inaccessibleMem = readwrite{{.*}}>, no_unwind, passthrough = ["cold", "noinline", "no_caller_saved_registers"], will_return}
 // CHECK-LABEL: func.func @index_select
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<3xi64>) outs(%{{.*}} : tensor<3x4xf32>)
 // CHECK: ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
