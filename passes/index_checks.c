@@ -43,7 +43,8 @@ static bool writes_base(MlirOperation loop, MlirValue base) {
     OpList stores = collect_ops_with_prefix(loop, "memref.store");
     bool found = false;
     for (int i = 0; i < stores.n && !found; ++i) {
-        found = op_is(stores.ops[i], "memref.store") && mlirValueEqual(memref_base(mlirOperationGetOperand(stores.ops[i], 1)), base);
+        MlirOperation store = stores.ops[i];
+        found = op_is(store, "memref.store") && mlirValueEqual(memref_base(mlirOperationGetOperand(store, 1)), base);
     }
     oplist_free(&stores);
     return found;
@@ -63,7 +64,9 @@ static bool hoistable(MlirOperation op, MlirOperation loop) {
  * cannot move before the loop, or past `*budget` values followed. */
 static bool invariant_slice(MlirValue v, MlirOperation loop, OpList *slice, int *budget) {
     if (--*budget < 0) return false;
-    if (mlirValueIsABlockArgument(v)) return !is_inside(mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v)), loop);
+    if (mlirValueIsABlockArgument(v)) {
+        return !is_inside(mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v)), loop);
+    }
     MlirOperation def = mlirOpResultGetOwner(v);
     if (!is_inside(def, loop)) return true;
     if (!mlirOperationEqual(mlirOperationGetParentOperation(def), loop) || !hoistable(def, loop)) return false;
@@ -82,15 +85,16 @@ static bool invariant_slice(MlirValue v, MlirOperation loop, OpList *slice, int 
  * runs at least once (constant bounds), so no check runs that would not have. */
 static bool hoist_check(MlirOperation loop, MlirOperation check) {
     int64_t lb, ub, step;
-    if (!constant_int_value(mlirOperationGetOperand(loop, 0), &lb) || !constant_int_value(mlirOperationGetOperand(loop, 1), &ub) ||
-        !constant_int_value(mlirOperationGetOperand(loop, 2), &step) || ub <= lb || step <= 0) {
-        return false;
-    }
+    bool constant = constant_int_value(mlirOperationGetOperand(loop, 0), &lb) &&
+                    constant_int_value(mlirOperationGetOperand(loop, 1), &ub) &&
+                    constant_int_value(mlirOperationGetOperand(loop, 2), &step);
+    if (!constant || ub <= lb || step <= 0) return false;
     OpList slice = {0};
     int budget = 256;
     bool ok = invariant_slice(mlirOperationGetOperand(check, 0), loop, &slice, &budget);
     MlirBlock then_block = body_block(check);
-    for (MlirOperation op = mlirBlockGetFirstOperation(then_block); ok && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(then_block); ok && !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         for (intptr_t i = 0; ok && i < mlirOperationGetNumOperands(op); ++i) {
             MlirValue v = mlirOperationGetOperand(op, i);
             bool local = mlirValueIsAOpResult(v) && is_inside(mlirOpResultGetOwner(v), check);

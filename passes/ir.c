@@ -546,7 +546,8 @@ typedef struct LoopSearch {
 
 static MlirWalkResult find_inner_loop(MlirOperation op, void *user) {
     LoopSearch *s = user;
-    bool loop = op_is(op, "scf.for") || op_is(op, "scf.parallel") || op_is(op, "scf.while") || op_is(op, "omp.loop_nest");
+    bool loop =
+        op_is(op, "scf.for") || op_is(op, "scf.parallel") || op_is(op, "scf.while") || op_is(op, "omp.loop_nest");
     if (!loop || mlirOperationEqual(op, s->self)) return MlirWalkResultAdvance;
     s->found = true;
     return MlirWalkResultInterrupt;
@@ -577,7 +578,8 @@ MlirBlock build_scf_if(Builder *b, MlirValue cond) {
 
 void declare_function(MlirOperation module, const char *name, const char *decl_text) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
         if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
     }
