@@ -448,6 +448,15 @@ done:
     return rc;
 }
 
+/* A failed kernel run as the error eager PyTorch raises there: IndexError
+ * for an index out of range in x[idx], index_select or embedding, else
+ * RuntimeError (gather's index out of range among them).  No output is
+ * returned and nothing is written back, as eager returns none. */
+static void raise_run_error(Pt2CompiledFn *self) {
+    PyObject *type = pt2GetLastErrorKind() == PT2_ERROR_INDEX ? PyExc_IndexError : PyExc_RuntimeError;
+    PyErr_Format(type, "%s (pt2: in the compiled graph of %U)", pt2GetLastError(), self->name);
+}
+
 static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Pt2CompiledFn *self = (Pt2CompiledFn *)callable;
     (void)kwnames;
@@ -515,9 +524,14 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     }
     if (self->kernel) {
         if (all_contiguous) {
+            int rc;
             Py_BEGIN_ALLOW_THREADS
-            pt2KernelRunPointers(self->kernel, ptrs);
+            rc = pt2KernelRunPointers(self->kernel, ptrs);
             Py_END_ALLOW_THREADS
+            if (rc != 0) {
+                raise_run_error(self);
+                goto done;
+            }
         } else {
             /* non-contiguous inputs (guarded strides): libpt2 packs them */
             Pt2Buffer *bufs = PyMem_Calloc((size_t)n_ptrs, sizeof(Pt2Buffer));
@@ -546,7 +560,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
             Py_END_ALLOW_THREADS
             PyMem_Free(bufs);
             if (rc != 0) {
-                PyErr_Format(PyExc_RuntimeError, "pt2: %s", pt2GetLastError());
+                raise_run_error(self);
                 goto done;
             }
         }

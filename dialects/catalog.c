@@ -66,15 +66,29 @@ int pt2CatalogOpIsComposite(int i) { return i >= 0 && i < PT2_OP_COUNT ? op_tabl
  *===----------------------------------------------------------------------===*/
 
 static _Thread_local char last_error[2048];
+static _Thread_local Pt2ErrorKind last_error_kind;
+
+static void set_error(Pt2ErrorKind kind, const char *fmt, va_list ap) {
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    last_error_kind = kind;
+}
 
 void pt2_set_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    set_error(PT2_ERROR_OTHER, fmt, ap);
+    va_end(ap);
+}
+
+void pt2_set_error_of_kind(Pt2ErrorKind kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(kind, fmt, ap);
     va_end(ap);
 }
 
 const char *pt2GetLastError(void) { return last_error; }
+Pt2ErrorKind pt2GetLastErrorKind(void) { return last_error_kind; }
 
 void pt2Free(void *p) { free(p); }
 

@@ -172,7 +172,10 @@ void pt2_textbuf_append(MlirStringRef s, void *user);
 
 /*--- Errors (shared by libpt2) ----------------------------------------------------*/
 
+/* The calling thread's last error (pt2GetLastError), of kind PT2_ERROR_OTHER
+ * or, with the second, of `kind`. */
 void pt2_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pt2_set_error_of_kind(Pt2ErrorKind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Whether `what` is an element of the comma-separated PT2_DISABLE list. */
 bool pt2_disabled(const char *list, const char *what);

@@ -50,6 +50,14 @@ PT2_EXPORT int pt2DTypeIsFloating(Pt2DType dt);        /* f32, f16, bf16, f64 */
 /* The last error of the calling thread ("" if none).  Borrowed. */
 PT2_EXPORT const char *pt2GetLastError(void);
 
+/* What the last error was, for clients that map errors onto their own
+ * (Python's exception types, in capture/): PT2_ERROR_INDEX is a kernel run's
+ * index out of range where eager PyTorch raises IndexError (x[idx],
+ * index_select, embedding); everything else is PT2_ERROR_OTHER, gather's index
+ * out of range included (eager raises RuntimeError there). */
+typedef enum Pt2ErrorKind { PT2_ERROR_OTHER = 0, PT2_ERROR_INDEX = 1 } Pt2ErrorKind;
+PT2_EXPORT Pt2ErrorKind pt2GetLastErrorKind(void);
+
 /*--- Context ---------------------------------------------------------------*/
 
 /* An MLIR context with every upstream dialect, the pt2 dialect (loaded from
@@ -154,12 +162,17 @@ typedef struct Pt2Buffer {
 
 /* Runs the kernel.  Inputs may have any strides (non-contiguous ones are
  * packed first); outputs must be caller-allocated, shaped as
- * pt2KernelArgType says, with any strides.  Returns 0 or -1. */
+ * pt2KernelArgType says, with any strides.  Returns 0 or -1: arguments that
+ * do not fit, or an error the run reported (an index tensor's value out of
+ * range, worded as eager PyTorch's error and of kind PT2_ERROR_INDEX where
+ * that is an IndexError; the outputs then hold no result, and the kernel
+ * never read outside its inputs). */
 PT2_EXPORT int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buffer *outputs);
 
 /* The fast path: contiguous buffers given by data pointers alone, inputs
- * then outputs, in signature order.  No checks. */
-PT2_EXPORT void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers);
+ * then outputs, in signature order.  No checks of the arguments; returns 0,
+ * or -1 for an error the run reported (as pt2KernelRun's). */
+PT2_EXPORT int pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers);
 
 /* Frozen inputs (pt2GraphSetInputFrozen; pt2-freeze in docs/passes.md).
  * What a kernel computes from its frozen inputs alone (batch norms folded

@@ -164,18 +164,9 @@ static MlirValue build_loop_view(Builder *b, const View *v, const Contraction *c
 /* Declares `func.func private @name(<params>)` with a C interface (the
  * callee receives pointers to unranked descriptors), once per module. */
 static void declare_runtime_function(MlirOperation module, const char *name, const char *params) {
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
-        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
-    }
     char text[512];
     snprintf(text, sizeof text, "func.func private @%s(%s) attributes {llvm.emit_c_interface}", name, params);
-    MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(text));
-    MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
-    mlirOperationRemoveFromParent(decl);
-    mlirBlockInsertOwnedOperation(body, 0, decl);
-    mlirModuleDestroy(snippet);
+    declare_function(module, name, text);
 }
 
 /* Calls @callee(args) before the builder's point. */

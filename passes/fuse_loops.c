@@ -154,7 +154,7 @@ static MlirWalkResult collect(MlirOperation op, void *user) {
     if (op_name_starts(op, "arith.") || op_name_starts(op, "math.") || op_name_starts(op, "index.") ||
         op_is(op, "scf.for") || op_is(op, "scf.if") || op_is(op, "scf.yield") || op_is(op, "scf.reduce") ||
         op_is(op, "scf.parallel") || op_is(op, "memref.expand_shape") || op_is(op, "memref.collapse_shape") ||
-        op_is(op, "memref.cast") || op_is(op, "memref.dim")) {
+        op_is(op, "memref.cast") || op_is(op, "memref.dim") || is_index_error_call(op)) {
         return MlirWalkResultAdvance;
     }
     c->acc->ok = false;

@@ -179,25 +179,6 @@ MlirOperation gpu_build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue st
     return op;
 }
 
-/* scf.if cond { } (no else, no results); returns the then-block. */
-MlirBlock gpu_build_if(Builder *b, MlirValue cond) {
-    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
-    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL);
-    mlirRegionAppendOwnedBlock(regions[0], then_block);
-    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
-    mlirOperationStateAddOperands(&st, 1, &cond);
-    mlirOperationStateAddOwnedRegions(&st, 2, regions);
-    MlirOperation op = mlirOperationCreate(&st);
-    if (mlirOperationIsNull(b->before)) {
-        mlirBlockAppendOwnedOperation(b->block, op);
-    } else {
-        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
-    }
-    Builder inner = builder_at_end(then_block, b->loc);
-    build_op(&inner, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
-    return then_block;
-}
-
 /* Moves every op of `from` except its terminator before `anchor`. */
 static void move_body(MlirBlock from, MlirOperation anchor) {
     MlirOperation term = mlirBlockGetTerminator(from);
@@ -424,7 +405,7 @@ static MlirBlock build_grid(Builder *b, int64_t total, int64_t per_thread, MlirV
     *out_linear = linear;
     if (blocks * threads * per_thread == total) return body;
     MlirValue in_range = build_cmp(&in, false, "ult", linear, const_index(&in, total));
-    return gpu_build_if(&in, in_range);
+    return build_scf_if(&in, in_range);
 }
 
 /* Binds the loop's induction variables to lb + iteration * step. */

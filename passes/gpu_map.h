@@ -38,8 +38,6 @@ MlirOperation gpu_build_parallel(Builder *b, int n, const MlirValue *lbs, const 
                                  const char *mapping);
 /* scf.for lb..ub step whose body holds only scf.yield. */
 MlirOperation gpu_build_for(Builder *b, MlirValue lb, MlirValue ub, MlirValue step);
-/* scf.if cond { } (no else, no results); returns the then-block. */
-MlirBlock gpu_build_if(Builder *b, MlirValue cond);
 /* scf.for { scf.parallel } → scf.parallel { scf.for }; returns the outer op. */
 MlirOperation gpu_interchange(MlirOperation for_op);
 

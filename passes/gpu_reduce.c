@@ -400,7 +400,7 @@ MlirValue red_reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb,
     } else {
         first_lane = build_cmp(b, false, "ult", build_binary(b, "arith.remui", tid, warp_size), const_index(b, interleave));
     }
-    Builder then_b = builder_before(mlirBlockGetTerminator(gpu_build_if(b, first_lane)));
+    Builder then_b = builder_before(mlirBlockGetTerminator(build_scf_if(b, first_lane)));
     slot = build_binary(&then_b, "arith.divui", tid, warp_size);
     if (interleave > 1) {
         slot = build_binary(&then_b, "arith.addi", build_binary(&then_b, "arith.muli", slot, const_index(&then_b, interleave)),

@@ -182,7 +182,7 @@ static void emit_row_kernel(MlirOperation module, Stage *stages, int n, const Ro
         MlirValue columns_v = const_index(&in, red_stage_columns(s));
         if (s->kind == STAGE_POINTWISE) {
             Builder wb = in;
-            if (!mlirValueIsNull(valid)) wb = builder_before(mlirBlockGetTerminator(gpu_build_if(&in, valid)));
+            if (!mlirValueIsNull(valid)) wb = builder_before(mlirBlockGetTerminator(build_scf_if(&in, valid)));
             /* lane + j * T_row for a constant number of j (unrolled by LLVM) */
             int64_t n_cols = red_stage_columns(s);
             MlirOperation f = gpu_build_for(&wb, const_index(&wb, 0), const_index(&wb, (n_cols + t_row - 1) / t_row), const_index(&wb, 1));
@@ -190,7 +190,7 @@ static void emit_row_kernel(MlirOperation module, Stage *stages, int n, const Ro
             Builder cb = builder_before(mlirBlockGetTerminator(fb));
             MlirValue col = build_binary(&cb, "arith.addi", lane, build_binary(&cb, "arith.muli", mlirBlockGetArgument(fb, 0), t_row_v));
             if (n_cols % t_row != 0) {
-                fb = gpu_build_if(&cb, build_cmp(&cb, false, "ult", col, columns_v));
+                fb = build_scf_if(&cb, build_cmp(&cb, false, "ult", col, columns_v));
                 cb = builder_before(mlirBlockGetTerminator(fb));
             }
             int nc = s->n_dims - s->n_row_dims;
@@ -220,7 +220,7 @@ static void emit_row_kernel(MlirOperation module, Stage *stages, int n, const Ro
             red_barrier(&in); /* every lane has read acc before lane 0 writes it */
             MlirValue first = build_cmp(&in, false, "eq", lane, const_index(&in, 0));
             if (!mlirValueIsNull(valid)) first = build_binary(&in, "arith.andi", first, valid);
-            Builder sb = builder_before(mlirBlockGetTerminator(gpu_build_if(&in, first)));
+            Builder sb = builder_before(mlirBlockGetTerminator(build_scf_if(&in, first)));
             for (int j = 0; j < s->n_acc; ++j) {
                 MlirValue st[2 + MAX_LOOPS];
                 st[0] = finals[j];

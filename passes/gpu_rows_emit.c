@@ -224,7 +224,7 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
     }
     if (a && !a->emit) return;
     Builder sb = *b;
-    if (!mlirValueIsNull(guard)) sb = builder_before(mlirBlockGetTerminator(gpu_build_if(b, guard)));
+    if (!mlirValueIsNull(guard)) sb = builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
     clone_op(&sb, op, m);
 }
 
@@ -430,7 +430,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     for (int a = 0; a < s->n_acc; ++a) {
         totals[a] = red_reduce_lanes(b, module, s->acc[a].combiner, part[a], e.k.lane, e.k.tid, t, interleave);
     }
-    Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(gpu_build_if(b, guard)));
+    Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
     for (int a = 0; a < s->n_acc; ++a) {
         MlirValue st[4] = {totals[a], partial[a], row, c_idx};
         build_op(&sb, "memref.store", 4, st, 0, NULL, 0, NULL);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/rt/pt2rt.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Dialect/Linalg.h"
 
@@ -514,5 +515,86 @@ MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_init
     for (int i = 0; i < n_inits; ++i) iter_args[i] = mlirBlockGetArgument(block, 1 + i);
     body(&body_b, mlirBlockGetArgument(block, 0), iter_args, n_inits, yields, user);
     build_op(&body_b, "scf.yield", n_inits, yields, 0, NULL, 0, NULL);
+    return op;
+}
+
+bool is_index_error_call(MlirOperation op) {
+    if (!op_is(op, "func.call")) return false;
+    MlirAttribute callee = mlirOperationGetAttributeByName(op, sref("callee"));
+    return mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(callee), sref(PT2RT_INDEX_ERROR));
+}
+
+bool is_index_check(MlirOperation op) {
+    if (!op_is(op, "scf.if") || mlirOperationGetNumResults(op) != 0) return false;
+    MlirBlock then_block = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    bool call = false;
+    for (MlirOperation in = mlirBlockGetFirstOperation(then_block); !mlirOperationIsNull(in);
+         in = mlirOperationGetNextInBlock(in)) {
+        if (is_index_error_call(in)) {
+            call = true;
+        } else if (!op_name_starts(in, "arith.") && !op_is(in, "scf.yield")) {
+            return false;
+        }
+    }
+    return call && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 1)));
+}
+
+typedef struct LoopSearch {
+    MlirOperation self;
+    bool found;
+} LoopSearch;
+
+static MlirWalkResult find_inner_loop(MlirOperation op, void *user) {
+    LoopSearch *s = user;
+    bool loop =
+        op_is(op, "scf.for") || op_is(op, "scf.parallel") || op_is(op, "scf.while") || op_is(op, "omp.loop_nest");
+    if (!loop || mlirOperationEqual(op, s->self)) return MlirWalkResultAdvance;
+    s->found = true;
+    return MlirWalkResultInterrupt;
+}
+
+bool holds_inner_loop(MlirOperation op) {
+    LoopSearch s = {op, false};
+    mlirOperationWalk(op, find_inner_loop, &s, MlirWalkPreOrder);
+    return s.found;
+}
+
+MlirBlock build_scf_if(Builder *b, MlirValue cond) {
+    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then_block);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
+    mlirOperationStateAddOperands(&st, 1, &cond);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    insert(b, mlirOperationCreate(&st));
+    Builder inner = builder_at_end(then_block, b->loc);
+    build_op(&inner, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
+    return then_block;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Declarations
+ *===----------------------------------------------------------------------===*/
+
+void declare_function(MlirOperation module, const char *name, const char *decl_text) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
+        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
+        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
+    }
+    MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(decl_text));
+    if (mlirModuleIsNull(snippet)) {
+        fprintf(stderr, "pt2 internal error: cannot parse the declaration '%s'\n", decl_text);
+        abort();
+    }
+    MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
+    mlirOperationRemoveFromParent(decl);
+    mlirBlockInsertOwnedOperation(body, 0, decl);
+    mlirModuleDestroy(snippet);
+}
+
+MlirOperation enclosing_module(MlirOperation op) {
+    while (!mlirOperationIsNull(op) && !op_is(op, "builtin.module")) op = mlirOperationGetParentOperation(op);
     return op;
 }

@@ -167,5 +167,26 @@ typedef void (*LoopBodyFn)(Builder *body, MlirValue iv, const MlirValue *iter_ar
                            void *user);
 MlirOperation build_scf_for(Builder *b, int64_t lower, int64_t upper, int n_inits, const MlirValue *inits,
                             LoopBodyFn body, void *user);
+/* pt2-lower's index check, `scf.if %outside { ... func.call @pt2rt_index_error(...) }`
+ * (passes/lower.c), and the call in it.  The call touches no buffer the kernel
+ * sees and may run on any thread (libpt2rt collects it: runtime/rt/run.c), so
+ * the loop analyses pass over both as over arithmetic. */
+bool is_index_check(MlirOperation op);
+bool is_index_error_call(MlirOperation op);
+/* Whether a loop (scf.for, scf.parallel, scf.while, omp.loop_nest) lies
+ * anywhere inside `op`'s regions. */
+bool holds_inner_loop(MlirOperation op);
+/* scf.if cond { } (no else, no results); returns the then-block, which ends
+ * in its scf.yield (build before it: builder_before(its terminator)). */
+MlirBlock build_scf_if(Builder *b, MlirValue cond);
+
+/*--- Declarations -------------------------------------------------------------*/
+
+/* Inserts `decl_text`, the declaration of @name (`func.func private @name(...)
+ * ...`), at the start of the module, unless a symbol `name` is there: the
+ * callee of the calls a pass emits, declared once however many call it. */
+void declare_function(MlirOperation module, const char *name, const char *decl_text);
+/* The builtin.module around op. */
+MlirOperation enclosing_module(MlirOperation op);
 
 #endif /* PT2_PASSES_IR_H */

@@ -17,24 +17,6 @@
  *===----------------------------------------------------------------------===*/
 #include "ir.h"
 
-typedef struct LoopSearch {
-    MlirOperation self;
-    bool found;
-} LoopSearch;
-
-static bool is_loop(MlirOperation op) {
-    return op_is(op, "scf.for") || op_is(op, "scf.parallel") || op_is(op, "scf.while") || op_is(op, "omp.loop_nest");
-}
-
-static MlirWalkResult find_inner_loop(MlirOperation op, void *user) {
-    LoopSearch *s = user;
-    if (!mlirOperationEqual(op, s->self) && is_loop(op)) {
-        s->found = true;
-        return MlirWalkResultInterrupt;
-    }
-    return MlirWalkResultAdvance;
-}
-
 /* The back edges convert-cf-to-llvm made from marked loops: the mark becomes the branch's own. */
 static void make_hints_inherent(MlirOperation module) {
     OpList branches = collect_ops_with_prefix(module, "llvm.");
@@ -61,9 +43,8 @@ static int run_loop_hints(MlirOperation module, void *user) {
     MlirAttribute no_unroll = parse_attr(ctx, "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>");
     for (int i = 0; i < loops.n; ++i) {
         if (!op_is(loops.ops[i], "scf.for")) continue;
-        LoopSearch s = {loops.ops[i], false};
-        mlirOperationWalk(loops.ops[i], find_inner_loop, &s, MlirWalkPreOrder);
-        if (s.found) mlirOperationSetAttributeByName(loops.ops[i], sref("llvm.loop_annotation"), no_unroll);
+        if (!holds_inner_loop(loops.ops[i])) continue;
+        mlirOperationSetAttributeByName(loops.ops[i], sref("llvm.loop_annotation"), no_unroll);
     }
     oplist_free(&loops);
     return 0;

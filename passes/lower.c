@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/rt/pt2rt.h"
 #include "mlir-c/Dialect/Linalg.h"
 
 /*===----------------------------------------------------------------------===*
@@ -658,14 +659,55 @@ static int lower_reshape(MlirOperation op) {
 /* index_select, gather and index: a generic over the result whose body loads
  * x at computed coordinates (tensor.extract of x inside the loop: Inductor's
  * indirect indexing).  Index operand j (a block argument) gives x's dim
- * index_dim[j]; each other dim i of x is the loop of result dim out_dim_of[i]. */
+ * index_dim[j]; each other dim i of x is the loop of result dim out_dim_of[i].
+ *
+ * A value outside its op's range (x[idx]: [-size, size), negatives counting
+ * from the end; index_select and gather: [0, size)) is clamped into the dim,
+ * so that compiled code never reads outside x, and, in CPU kernels, reported
+ * to libpt2rt on a branch almost never taken (pt2rt_index_error), after which
+ * the run fails with eager's error (runtime/rt/run.c, runtime/kernel.c). */
 typedef struct IndexBody {
     MlirValue x;
     int rank, n_index; /* x's rank; index operands */
     int index_dim[PT2_MAX_RANK];
     int out_dim_of[PT2_MAX_RANK]; /* -1 for an indexed dim */
     int64_t sizes[PT2_MAX_RANK];  /* x's */
+    bool wraps;                   /* x[idx]: a negative value counts from the end */
+    bool checked;                 /* report values out of range (not on the GPU: no libpt2rt there) */
+    int error;                    /* enum Pt2rtIndexError: eager's for the op */
+    int64_t error_dim[PT2_MAX_RANK]; /* per index operand: the dim eager's error names */
 } IndexBody;
+
+/* pt2rt_index_error (runtime/rt/pt2rt.h) as the kernels see it: it touches
+ * only libpt2rt's own memory (so LICM still hoists an index load past the
+ * call and loop unswitching takes the check out of a row's copy loop), is
+ * cold (its branch is laid out of line), never inlined, and preserves every
+ * register (x86-64: runtime/rt/run.c's trampoline), so that no value of the
+ * hot path is spilled around it. */
+static void declare_index_error(MlirOperation module) {
+    declare_function(module, PT2RT_INDEX_ERROR,
+                     "func.func private @" PT2RT_INDEX_ERROR "(i64, i64, i64, i32) attributes {memory_effects = "
+                     "#llvm.memory_effects<other = none, argMem = none, inaccessibleMem = readwrite, errnoMem = none, "
+                     "targetMem0 = none, targetMem1 = none>, no_unwind, will_return, "
+                     "passthrough = [\"cold\", \"noinline\", \"no_caller_saved_registers\"]}");
+}
+
+/* if idx is outside [0, size): pt2rt_index_error(value, size, dim, error).  One
+ * unsigned compare covers both ends. */
+static void check_index(Builder *b, const IndexBody *ib, int j, MlirValue idx, MlirValue value) {
+    int64_t size = ib->sizes[ib->index_dim[j]];
+    MlirValue outside = build_cmp(b, false, "uge", idx, const_index(b, size));
+    Builder then_b = builder_before(mlirBlockGetTerminator(build_scf_if(b, outside)));
+    MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
+    MlirValue args[4] = {
+        convert_scalar(&then_b, value, i64),
+        const_int(&then_b, i64, size),
+        const_int(&then_b, i64, ib->error_dim[j]),
+        const_int(&then_b, mlirIntegerTypeGet(b->ctx, 32), ib->error),
+    };
+    MlirNamedAttribute callee = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(PT2RT_INDEX_ERROR)));
+    build_op(&then_b, "func.call", 4, args, 0, NULL, 1, &callee);
+}
 
 static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)n_args;
@@ -674,26 +716,27 @@ static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue 
     for (int i = 0; i < ib->rank; ++i) {
         if (ib->out_dim_of[i] >= 0) coords[i] = build_linalg_index(b, ib->out_dim_of[i]);
     }
-    /* negative indices wrap, as in PyTorch; out-of-range ones are clamped so
-     * that compiled code never reads outside the tensor */
     for (int j = 0; j < ib->n_index; ++j) {
         int d = ib->index_dim[j];
         MlirValue idx = build_unary(b, "arith.index_cast", args[j], mlirIndexTypeGet(b->ctx));
-        MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
-        idx = build_select(b, neg, build_binary(b, "arith.addi", idx, const_index(b, ib->sizes[d])), idx);
+        if (ib->wraps) {
+            MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
+            idx = build_select(b, neg, build_binary(b, "arith.addi", idx, const_index(b, ib->sizes[d])), idx);
+        }
+        if (ib->checked) check_index(b, ib, j, idx, args[j]);
         coords[d] = clamp_index(b, idx, ib->sizes[d] - 1);
     }
     yields[0] = extract_at(b, ib->x, coords, ib->rank);
 }
 
-static int lower_index(MlirOperation op, const Pt2OpInfo *info) {
+static int lower_index(MlirOperation op, const Pt2OpInfo *info, bool checked) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
     int n_index = (int)mlirOperationGetNumOperands(op) - 1;
     Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
     Pt2TensorType it = value_tensor_type(mlirOperationGetOperand(op, 1));
     Pt2Attrs attrs = pt2_attrs_of_op(op);
-    IndexBody body = {.x = x, .rank = t.rank, .n_index = n_index};
+    IndexBody body = {.x = x, .rank = t.rank, .n_index = n_index, .checked = checked};
     memcpy(body.sizes, t.sizes, sizeof body.sizes);
     /* the index operands' dims are the result's dims [first, first + index_rank) */
     int first, index_rank = it.rank;
@@ -701,8 +744,15 @@ static int lower_index(MlirOperation op, const Pt2OpInfo *info) {
         int64_t dims[PT2_MAX_RANK];
         int n = 0;
         pt2_attr_i64s(attrs, "dims", dims, PT2_MAX_RANK, &n);
-        for (int j = 0; j < n; ++j) body.index_dim[j] = (int)(dims[j] = pt2_norm_dim(dims[j], t.rank));
+        for (int j = 0; j < n; ++j) {
+            body.index_dim[j] = (int)(dims[j] = pt2_norm_dim(dims[j], t.rank));
+            /* eager numbers its advanced indices among themselves; a 0-d
+             * index is an int there (a select), named by its dim */
+            body.error_dim[j] = it.rank == 0 ? dims[j] : j;
+        }
         first = pt2_index_layout(t.rank, dims, n, it.rank, body.out_dim_of);
+        body.wraps = true;
+        body.error = PT2RT_INDEX_OUT_OF_BOUNDS;
     } else {
         if (t.rank == 0) { /* index_select / gather of a 0-d tensor: the value itself */
             replace_op(op, 1, &x);
@@ -713,8 +763,13 @@ static int lower_index(MlirOperation op, const Pt2OpInfo *info) {
         int dim = pt2_norm_dim(d, t.rank);
         for (int i = 0; i < t.rank; ++i) body.out_dim_of[i] = i == dim ? -1 : i;
         body.index_dim[0] = dim;
+        body.error_dim[0] = dim;
+        body.error = info->meta == META_GATHER   ? PT2RT_INDEX_GATHER_OUT_OF_BOUNDS
+                     : dim == 1 && t.rank > 1 ? PT2RT_INDEX_OUT_OF_DATA_BOUNDS
+                                              : PT2RT_INDEX_OUT_OF_RANGE_IN_SELF;
         first = info->meta == META_GATHER ? 0 : dim; /* gather's index has the result's shape */
     }
+    if (checked) declare_index_error(enclosing_module(op));
     char in_maps[PT2_MAX_RANK][256], out_map[256];
     const char *maps[PT2_MAX_RANK + 1];
     for (int j = 0; j < n_index; ++j) {
@@ -888,20 +943,26 @@ static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
  * The pass
  *===----------------------------------------------------------------------===*/
 
-static int lower_one(MlirOperation op, const Pt2OpInfo *info);
+/* What one of pt2-lower's passes lowers, and how. */
+typedef struct LowerMode {
+    bool contractions, others; /* matmul and conv2d; every other op */
+    bool checked;              /* index checks reporting to libpt2rt (CPU kernels) */
+} LowerMode;
+
+static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode);
 
 /* var_mean where pt2-welford left it (the GPU pipeline, shapes whose states
  * would not vectorize): the mean, then the centered squares, as primitives
  * lowered here. */
-static int lower_var_mean(MlirOperation op) {
+static int lower_var_mean(MlirOperation op, const LowerMode *mode) {
     OpList built = {0};
     int rc = lower_var_mean_two_pass(op, &built);
-    for (int i = 0; i < built.n && rc == 0; ++i) rc = lower_one(built.ops[i], pt2_op_of(built.ops[i]));
+    for (int i = 0; i < built.n && rc == 0; ++i) rc = lower_one(built.ops[i], pt2_op_of(built.ops[i]), mode);
     oplist_free(&built);
     return rc;
 }
 
-static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
+static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode) {
     if (info->composite) {
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
@@ -920,7 +981,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     }
     switch (info->meta) {
     case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info);
-    case META_REDUCE: return info->id == PT2_OP_VAR_MEAN ? lower_var_mean(op) : lower_reduce(op, info);
+    case META_REDUCE: return info->id == PT2_OP_VAR_MEAN ? lower_var_mean(op, mode) : lower_reduce(op, info);
     case META_ARGREDUCE: return lower_argreduce(op, info);
     case META_MATMUL: return lower_matmul(op);
     case META_RESHAPE: return lower_reshape(op);
@@ -931,7 +992,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
     case META_SELECT: return lower_select(op);
     case META_CAT: return lower_cat(op);
     case META_PAD: return lower_pad(op);
-    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info);
+    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info, mode->checked);
     case META_CONSTANT: case META_FULL: case META_ARANGE: case META_EYE: return lower_creation(op, info);
     default: break;
     }
@@ -947,14 +1008,14 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info) {
  * a pointwise producer fused into them would be recomputed for every k. */
 static bool is_contraction(const Pt2OpInfo *info) { return info->meta == META_MATMUL || info->meta == META_CONV2D; }
 
-static int lower_ops(MlirOperation root, bool contractions, bool others) {
+static int lower_ops(MlirOperation root, const LowerMode *mode) {
     if (pt2VerifyOp(root) != 0) return -1;
     OpList ops = collect_ops_with_prefix(root, "pt2.");
     int rc = 0;
     for (int i = 0; i < ops.n && rc == 0; ++i) {
         const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
         bool c = info && is_contraction(info);
-        if ((c && contractions) || (!c && others)) rc = lower_one(ops.ops[i], info);
+        if ((c && mode->contractions) || (!c && mode->others)) rc = lower_one(ops.ops[i], info, mode);
     }
     oplist_free(&ops);
     return rc;
@@ -962,7 +1023,7 @@ static int lower_ops(MlirOperation root, bool contractions, bool others) {
 
 static int run_lower(MlirOperation root, void *user) {
     (void)user;
-    return lower_ops(root, true, true);
+    return lower_ops(root, &(LowerMode){.contractions = true, .others = true, .checked = true});
 }
 
 /* The CPU pipeline lowers in two steps around elementwise fusion: everything
@@ -970,19 +1031,32 @@ static int run_lower(MlirOperation root, void *user) {
  * which fusion therefore leaves alone. */
 static int run_lower_non_contractions(MlirOperation root, void *user) {
     (void)user;
-    return lower_ops(root, false, true);
+    return lower_ops(root, &(LowerMode){.others = true, .checked = true});
+}
+
+/* The GPU pipeline's: its kernels cannot call libpt2rt, so an index out of
+ * range is clamped and not reported (docs/gpu.md). */
+static int run_lower_non_contractions_unchecked(MlirOperation root, void *user) {
+    (void)user;
+    return lower_ops(root, &(LowerMode){.others = true});
 }
 
 static int run_lower_contractions(MlirOperation root, void *user) {
     (void)user;
-    return lower_ops(root, true, false);
+    return lower_ops(root, &(LowerMode){.contractions = true});
 }
 
-static _Alignas(8) const char lower_type_id, lower_nc_type_id, lower_c_type_id;
+static _Alignas(8) const char lower_type_id, lower_nc_type_id, lower_ncu_type_id, lower_c_type_id;
 
 MlirPass pt2_create_lower_non_contractions_pass(void) {
     return make_external_pass("pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", "builtin.module",
                               run_lower_non_contractions, &lower_nc_type_id);
+}
+
+MlirPass pt2_create_lower_non_contractions_unchecked_pass(void) {
+    return make_external_pass("pt2-lower-non-contractions-unchecked",
+                              "pt2-lower-non-contractions without reporting an index out of range (the GPU's)",
+                              "builtin.module", run_lower_non_contractions_unchecked, &lower_ncu_type_id);
 }
 
 MlirPass pt2_create_lower_contractions_pass(void) {

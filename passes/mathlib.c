@@ -52,19 +52,10 @@ static int lookup(MlirOperation op) {
 /* Declares `func.func private @fn(T[, T]) -> T attributes {llvm.readnone}`
  * at the start of the module unless a symbol of that name is there. */
 static void declare_libm(MlirOperation module, const char *fn, const char *type, int arity) {
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
-        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(fn))) return;
-    }
     char text[256];
     snprintf(text, sizeof text, "func.func private @%s(%s%s%s) -> %s attributes {llvm.readnone}", fn, type,
              arity == 2 ? ", " : "", arity == 2 ? type : "", type);
-    MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(text));
-    MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(snippet));
-    mlirOperationRemoveFromParent(decl);
-    mlirBlockInsertOwnedOperation(body, 0, decl);
-    mlirModuleDestroy(snippet);
+    declare_function(module, fn, text);
 }
 
 static int run_math_to_libm(MlirOperation module, void *user) {

@@ -347,7 +347,7 @@ static MlirWalkResult collect_access(MlirOperation op, void *user) {
         return MlirWalkResultAdvance;
     }
     if (op_name_starts(op, "arith.") || op_name_starts(op, "math.") || op_is(op, "scf.for") || op_is(op, "scf.if") ||
-        op_is(op, "scf.yield")) {
+        op_is(op, "scf.yield") || is_index_error_call(op)) {
         return MlirWalkResultAdvance;
     }
     acc->ok = false;

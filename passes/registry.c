@@ -18,6 +18,7 @@
 MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
+MlirPass pt2_create_lower_non_contractions_unchecked_pass(void);
 MlirPass pt2_create_lower_contractions_pass(void);
 MlirPass pt2_create_entry_pass(void);
 MlirPass pt2_create_static_descriptors_pass(void);
@@ -55,6 +56,7 @@ MlirPass pt2_create_privatize_buffers_pass(void);
 MlirPass pt2_create_online_softmax_pass(void);
 MlirPass pt2_create_outline_repeats_pass(void);
 MlirPass pt2_create_loop_hints_pass(void);
+MlirPass pt2_create_defer_index_checks_pass(void);
 MlirPass pt2_create_omp_captures_pass(void);
 
 typedef struct PassEntry {
@@ -76,6 +78,10 @@ static const PassEntry pt2_passes[] = {
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
+    {"pt2-lower-non-contractions-unchecked",
+     "pt2-lower-non-contractions without reporting an index out of range (the GPU pipeline's: its kernels cannot "
+     "call libpt2rt)",
+     pt2_create_lower_non_contractions_unchecked_pass},
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
     {"pt2-channels-last",
@@ -86,6 +92,10 @@ static const PassEntry pt2_passes[] = {
      "Move a function's repeated runs of kernels (a network's identical blocks) into one private function called once per copy "
      "(passes/repeats.c)",
      pt2_create_outline_repeats_pass},
+    {"pt2-defer-index-checks",
+     "Take index checks out of their innermost loop: before it where the index stays the same, else as a flag "
+     "the loop carries and a second run of the loop when it is set (passes/index_checks.c)",
+     pt2_create_defer_index_checks_pass},
     {"pt2-loop-hints", "Mark every scf.for that holds another loop so that LLVM does not unroll it (passes/loop_hints.c)",
      pt2_create_loop_hints_pass},
     {"pt2-omp-captures", "Parallel regions read outside descriptors' fields extracted before them and their own copies of "
@@ -231,7 +241,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
-             "pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+             "pt2-defer-index-checks,pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
@@ -291,7 +301,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower-non-contractions,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-decompose,pt2-lower-non-contractions-unchecked,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"

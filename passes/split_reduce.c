@@ -178,7 +178,7 @@ static MlirWalkResult scan_op(MlirOperation op, void *user) {
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
     bool pure = (n.length > 6 && memcmp(n.data, "arith.", 6) == 0) || (n.length > 5 && memcmp(n.data, "math.", 5) == 0) ||
                 op_is(op, "scf.yield") || op_is(op, "memref.expand_shape") || op_is(op, "memref.collapse_shape") ||
-                op_is(op, "memref.cast");
+                op_is(op, "memref.cast") || is_index_check(op) || is_index_error_call(op);
     if (!pure) {
         s->ok = false;
         return MlirWalkResultInterrupt;

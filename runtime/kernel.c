@@ -9,7 +9,8 @@
  *
  * The kernel's ABI: `void pt2_entry(void **descriptors)`, one MLIR memref
  * descriptor {allocated, aligned, offset, sizes[r], strides[r]} per argument,
- * inputs then outputs (see passes/entry.c).
+ * inputs then outputs (see passes/entry.c), called through libpt2rt's
+ * pt2rt_run, which collects the index errors the run reports.
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -40,6 +41,7 @@
 #include "mlir-c/Pass.h"
 #include "codegen.h"
 #include "pt2.h"
+#include "rt/pt2rt.h"
 #include "sha256.h"
 #include "veclib.h"
 
@@ -51,12 +53,14 @@ extern char **environ;
 char *pt2_operation_to_text(MlirOperation op, bool debug_info);
 
 typedef void (*EntryFn)(void **descriptors);
+typedef void (*RunFn)(EntryFn entry, void **descriptors, Pt2rtRunStatus *status);
 
 struct Pt2Kernel {
     int n_inputs, n_outputs;
     Pt2TensorType *types; /* the signature: inputs then outputs */
     void *handle;
     EntryFn entry;
+    RunFn run; /* libpt2rt's pt2rt_run; NULL: the kernel does not link libpt2rt */
     bool from_cache;
     double compile_seconds;
     /* Frozen inputs (pt2.h).  With a prologue, the entry's arguments are the
@@ -473,6 +477,10 @@ static int load(Pt2Kernel *k, const char *so_path) {
         return -1;
     }
     memcpy(&k->entry, &sym, sizeof k->entry);
+    /* the libpt2rt the kernel linked against, found among its dependencies; a
+     * kernel that calls nothing there (the linker dropped it) reports nothing */
+    sym = dlsym(k->handle, "pt2rt_run");
+    if (sym) memcpy(&k->run, &sym, sizeof k->run);
     return 0;
 }
 
@@ -756,8 +764,27 @@ static void fill_descriptor(int64_t *desc, void *data, const Pt2TensorType *t) {
     }
 }
 
-/* Calls a kernel's entry on n contiguous buffers of these types. */
-static void call_entry(EntryFn entry, int n, void *const *pointers, const Pt2TensorType *types) {
+#define OUT_OF_BOUNDS "index %lld is out of bounds for dimension %lld with size %lld"
+
+/* The error a run reported, worded as eager PyTorch's (index_select's
+ * "index out of range in self" with the value and the dim's size added). */
+static void set_run_error(const Pt2rtRunStatus *status) {
+    long long value = (long long)status->value, dim = (long long)status->dim, size = (long long)status->size;
+    switch (status->error) {
+    case PT2RT_INDEX_OUT_OF_RANGE_IN_SELF:
+        pt2_set_error_of_kind(PT2_ERROR_INDEX, "index out of range in self: " OUT_OF_BOUNDS, value, dim, size);
+        break;
+    case PT2RT_INDEX_GATHER_OUT_OF_BOUNDS: pt2_set_error(OUT_OF_BOUNDS, value, dim, size); break;
+    case PT2RT_INDEX_OUT_OF_DATA_BOUNDS:
+        pt2_set_error("INDICES element is out of DATA bounds, id=%lld axis_dim=%lld", value, size);
+        break;
+    default: pt2_set_error_of_kind(PT2_ERROR_INDEX, OUT_OF_BOUNDS, value, dim, size); break;
+    }
+}
+
+/* Calls k's entry on n contiguous buffers of these types (k's own, or its
+ * entry's with the prologue's results).  0, or -1 with the error the run reported. */
+static int call_entry(const Pt2Kernel *k, int n, void *const *pointers, const Pt2TensorType *types) {
     int64_t stack_desc[16][DESC_WORDS];
     void *stack_argv[16];
     int64_t(*desc)[DESC_WORDS] = n <= 16 ? stack_desc : malloc(sizeof *desc * (size_t)n);
@@ -766,17 +793,27 @@ static void call_entry(EntryFn entry, int n, void *const *pointers, const Pt2Ten
         fill_descriptor(desc[i], pointers[i], &types[i]);
         argv[i] = desc[i];
     }
-    entry(argv);
+    Pt2rtRunStatus status = {0};
+    if (k->run) {
+        k->run(k->entry, argv, &status);
+    } else {
+        k->entry(argv);
+    }
     if (n > 16) {
         free(desc);
         free(argv);
     }
+    if (!status.failed) return 0;
+    set_run_error(&status);
+    return -1;
 }
 
 /* The first run computes the prologue from the frozen inputs (one thread;
- * the others wait for its results). */
-static void compute_prologue(Pt2Kernel *k, void *const *inputs) {
-    if (atomic_load_explicit(&k->hoisted_ready, memory_order_acquire)) return;
+ * the others wait for its results).  A failed prologue (an index out of
+ * range among the frozen inputs) is tried again by the next run. */
+static int compute_prologue(Pt2Kernel *k, void *const *inputs) {
+    if (atomic_load_explicit(&k->hoisted_ready, memory_order_acquire)) return 0;
+    int rc = 0;
     pthread_mutex_lock(&k->prologue_lock);
     if (!atomic_load_explicit(&k->hoisted_ready, memory_order_relaxed)) {
         int n = k->prologue->n_inputs + k->n_hoisted, m = 0;
@@ -785,27 +822,26 @@ static void compute_prologue(Pt2Kernel *k, void *const *inputs) {
             if (k->frozen[i]) pointers[m++] = inputs[i];
         }
         memcpy(pointers + m, k->hoisted, sizeof(void *) * (size_t)k->n_hoisted);
-        pt2KernelRunPointers(k->prologue, pointers);
+        rc = pt2KernelRunPointers(k->prologue, pointers);
         free(pointers);
-        atomic_store_explicit(&k->hoisted_ready, true, memory_order_release);
+        if (rc == 0) atomic_store_explicit(&k->hoisted_ready, true, memory_order_release);
     }
     pthread_mutex_unlock(&k->prologue_lock);
+    return rc;
 }
 
-void pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
-    if (!k->prologue) {
-        call_entry(k->entry, k->n_inputs + k->n_outputs, pointers, k->types);
-        return;
-    }
-    compute_prologue(k, pointers);
+int pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
+    if (!k->prologue) return call_entry(k, k->n_inputs + k->n_outputs, pointers, k->types);
+    if (compute_prologue(k, pointers) != 0) return -1;
     int n = k->n_inputs + k->n_hoisted + k->n_outputs;
     void *stack[32];
     void **all = n <= 32 ? stack : malloc(sizeof(void *) * (size_t)n);
     memcpy(all, pointers, sizeof(void *) * (size_t)k->n_inputs);
     memcpy(all + k->n_inputs, k->hoisted, sizeof(void *) * (size_t)k->n_hoisted);
     memcpy(all + k->n_inputs + k->n_hoisted, pointers + k->n_inputs, sizeof(void *) * (size_t)k->n_outputs);
-    call_entry(k->entry, n, all, k->entry_types);
+    int rc = call_entry(k, n, all, k->entry_types);
     if (all != stack) free(all);
+    return rc;
 }
 
 static bool is_contiguous(const Pt2Buffer *b, const Pt2TensorType *t) {
@@ -859,8 +895,8 @@ int pt2KernelRun(Pt2Kernel *k, const Pt2Buffer *inputs, const Pt2Buffer *outputs
         if (i < k->n_inputs) strided_copy(temps[i], b, t, elem, false);
         pointers[i] = temps[i];
     }
+    if (rc == 0) rc = pt2KernelRunPointers(k, pointers);
     if (rc == 0) {
-        pt2KernelRunPointers(k, pointers);
         for (int i = k->n_inputs; i < n; ++i) {
             if (temps[i]) strided_copy(temps[i], &outputs[i - k->n_inputs], &k->types[i], pt2DTypeSize(k->types[i].dtype), true);
         }

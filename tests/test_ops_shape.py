@@ -7,7 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from opcheck import ALL, check, make
+import pt2
+from opcheck import ALL, assert_close, check, make
 
 
 def _dtype_id(dt):
@@ -231,19 +232,76 @@ def test_index(dtype, index_dtype):
 
 
 def test_negative_indices_wrap():
-    """pt2 wraps negative indices as Python indexing does (x[:, [-1, 0]]);
-    torch.index_select/gather would reject them, so advanced indexing is the oracle."""
+    """pt2.index wraps negative indices as Python indexing does (x[:, [-1, 0]])."""
     x = make((3, 4, 5), torch.float32, seed=1)
     idx = torch.tensor([-1, 0, -4, 2])
-    gidx = torch.tensor([[[-1, 0], [-5, 4], [1, -2], [0, 0]]] * 3)
     cases = [
-        _case("index_select dim=1", lambda g, x, i, gi: g.op("index_select", x, i, dim=1), lambda x, i, gi: x[:, i]),
-        _case("index_select dim=2 (int32)", lambda g, x, i, gi: g.op("index_select", x, g.op("convert", i, dtype=torch.int32), dim=2),
-              lambda x, i, gi: x[:, :, i]),
-        _case("gather dim=2", lambda g, x, i, gi: g.op("gather", x, gi, dim=2),
-              lambda x, i, gi: torch.gather(x, 2, gi % 5)),
+        _case("index dim=1", lambda g, x, i: g.op("index", x, i, dims=[1]), lambda x, i: x[:, i]),
+        _case("index dim=2 (int32)", lambda g, x, i: g.op("index", x, g.op("convert", i, dtype=torch.int32), dims=[2]),
+              lambda x, i: x[:, :, i]),
     ]
-    check([x, idx, gidx], cases)
+    check([x, idx], cases)
+
+
+def _kernel(build, *inputs):
+    g = pt2.Graph()
+    vals = [g.input(t.dtype, tuple(t.shape)) for t in inputs]
+    g.outputs(build(g, *vals))
+    return g.compile()
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=_dtype_id)
+@pytest.mark.parametrize("op, build, ref", [
+    ("index", lambda g, x, i: g.op("index", x, i, dims=[1]), lambda x, i: x[:, i]),
+    ("index_select dim=0", lambda g, x, i: g.op("index_select", x, i, dim=0), lambda x, i: torch.index_select(x, 0, i)),
+    ("index_select dim=1", lambda g, x, i: g.op("index_select", x, i, dim=1), lambda x, i: torch.index_select(x, 1, i)),
+    ("index_select dim=2", lambda g, x, i: g.op("index_select", x, i, dim=2), lambda x, i: torch.index_select(x, 2, i)),
+], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("values", [[0, 5], [-6], [-1, 2]], ids=["past the end", "before the start", "negative"])
+def test_index_out_of_range_raises_as_eager(index_dtype, op, build, ref, values):
+    """A kernel run with an index out of range (x: 3 x 5 x 5, the dim indexed has size 5) fails
+    with eager's error type and words (pt2.index takes negatives down to -size; index_select none)."""
+    x = make((3, 5, 5), torch.float32, seed=1)
+    i = torch.tensor(values, dtype=index_dtype)
+    try:
+        expected = ref(x, i)
+    except (IndexError, RuntimeError) as e:
+        expected = e
+    kernel = _kernel(build, x, i)
+    if isinstance(expected, torch.Tensor):
+        assert_close(kernel(x, i)[0], expected, op)
+        return
+    # a ctypes Kernel raises IndexError, or pt2.Pt2Error (a RuntimeError) where eager raises RuntimeError
+    with pytest.raises(type(expected)) as got:
+        kernel(x, i)
+    assert str(expected) in str(got.value)
+    assert isinstance(got.value, IndexError) == isinstance(expected, IndexError)
+
+
+def test_gather_out_of_range_raises_as_eager():
+    x = make((3, 5, 7), torch.float64, seed=1)
+    gi = torch.randint(0, 7, (3, 5, 9), generator=torch.Generator().manual_seed(3))
+    kernel = _kernel(lambda g, x, i: g.op("gather", x, i, dim=2), x, gi)
+    assert_close(kernel(x, gi)[0], torch.gather(x, 2, gi), "gather in range")
+    gi[2, 4, 8] = 7
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 2 with size 7") as got:
+        kernel(x, gi)
+    assert not isinstance(got.value, IndexError)
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 2 with size 7"):
+        torch.gather(x, 2, gi)
+
+
+def test_out_of_range_through_strided_inputs():
+    """pt2KernelRun (inputs packed from their strides) reports the error as the fast path does."""
+    x = make((5, 4), torch.float32, seed=2, noncontiguous=True)
+    i = torch.tensor([1, 5])
+    kernel = _kernel(lambda g, x, i: g.op("index", x, i, dims=[0]), x, i)
+    message = "index 5 is out of bounds for dimension 0 with size 5"
+    with pytest.raises(IndexError, match=message):
+        x[i]
+    assert_close(kernel(x, torch.tensor([1, -5]))[0], x[torch.tensor([1, -5])], "in range")
+    with pytest.raises(IndexError, match=message):
+        kernel(x, i)
 
 
 def test_cat_promotes():

@@ -416,13 +416,24 @@ static void print_output(int index, const void *data, Pt2DType dt, int rank, con
     }
 }
 
-static int bench(Pt2Kernel *k, void **ptrs, int runs) {
-    double *t = malloc(sizeof(double) * (size_t)runs);
+/* Runs the kernel once; an error it reports (an index out of range) is
+ * printed, with where the values came from.  0 or -1. */
+static int run_once(Pt2Kernel *k, void **ptrs, const Args *a) {
+    if (pt2KernelRunPointers(k, ptrs) == 0) return 0;
+    fprintf(stderr, "pt2-run: error: %s%s\n", pt2GetLastError(),
+            a->n_given ? "" : " (random integer inputs lie in [0, 10): give index tensors with --input)");
+    return -1;
+}
+
+static int bench(Pt2Kernel *k, void **ptrs, const Args *a) {
+    double *t = malloc(sizeof(double) * (size_t)a->bench);
     if (!t) {
         fprintf(stderr, "pt2-run: error: out of memory\n");
         return -1;
     }
-    for (int r = 0; r < 3; ++r) pt2KernelRunPointers(k, ptrs); /* warm caches and the thread pool */
+    int runs = a->bench;
+    /* warm caches and the thread pool (run_once reported any error already) */
+    for (int r = 0; r < 3; ++r) pt2KernelRunPointers(k, ptrs);
     for (int r = 0; r < runs; ++r) {
         double t0 = now();
         pt2KernelRunPointers(k, ptrs);
@@ -500,7 +511,7 @@ int main(int argc, char **argv) {
         }
         if (i < n_in) fill_random(ptrs[i], dts[i], numel);
     }
-    pt2KernelRunPointers(k, ptrs);
+    if (run_once(k, ptrs, &a) != 0) goto done;
     printf("compiled in %.3f s%s\n", pt2KernelCompileSeconds(k), pt2KernelFromCache(k) ? " (from cache)" : "");
     if (a.out_dir && mkdir(a.out_dir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "pt2-run: error: cannot create %s: %s\n", a.out_dir, strerror(errno));
@@ -517,7 +528,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    if (a.bench > 0 && bench(k, ptrs, a.bench) != 0) goto done;
+    if (a.bench > 0 && bench(k, ptrs, &a) != 0) goto done;
     rc = 0;
 done:
     for (int i = 0; ptrs && i < n; ++i) free(ptrs[i]);

@@ -56,6 +56,7 @@ def _sig(name, restype, *argtypes):
 
 
 _sig("pt2GetLastError", ctypes.c_char_p)
+_sig("pt2GetLastErrorKind", ctypes.c_int)
 _sig("pt2ContextCreate", ctypes.c_void_p)
 _sig("pt2ContextDestroy", None, ctypes.c_void_p)
 _sig("pt2GraphCreate", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
@@ -78,7 +79,7 @@ _sig("pt2KernelNumOutputs", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2KernelArgType", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, _IP, _I64P)
 _sig("pt2KernelFromCache", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2KernelCompileSeconds", ctypes.c_double, ctypes.c_void_p)
-_sig("pt2KernelRunPointers", None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+_sig("pt2KernelRunPointers", ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
 _sig("pt2KernelInputIsFrozen", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 _sig("pt2KernelHasPrologue", ctypes.c_int, ctypes.c_void_p)
 _sig("pt2KernelResetFrozen", None, ctypes.c_void_p)
@@ -108,6 +109,18 @@ class Pt2Error(RuntimeError):
 
 def _error(what):
     return Pt2Error(f"{what}: {_lib.pt2GetLastError().decode(errors='replace')}")
+
+
+_PT2_ERROR_INDEX = 1  # Pt2ErrorKind (include/pt2.h)
+
+
+def _run_error():
+    """A failed kernel run as eager's error: IndexError for an index out of
+    range in x[idx], index_select or embedding, else RuntimeError (gather's)."""
+    message = _lib.pt2GetLastError().decode(errors="replace")
+    if _lib.pt2GetLastErrorKind() == _PT2_ERROR_INDEX:
+        return IndexError(message)
+    return Pt2Error(f"running the kernel: {message}")
 
 
 # Pt2DType order (include/pt2.h)
@@ -330,7 +343,8 @@ class Kernel:
             o = _empty(shape, dt)
             outs.append(o)
             self._pointers[self.n_inputs + j] = o.data_ptr()
-        _lib.pt2KernelRunPointers(self.handle, self._pointers)
+        if _lib.pt2KernelRunPointers(self.handle, self._pointers) != 0:
+            raise _run_error()
         return outs
 
     def reset_frozen(self):
@@ -353,5 +367,5 @@ class Kernel:
         outs = [_empty(shape, dt) for dt, shape in self.arg_types[self.n_inputs:]]
         obufs = (_Buffer * max(self.n_outputs, 1))(*[buf(o) for o in outs])
         if _lib.pt2KernelRun(self.handle, ins, obufs) != 0:
-            raise _error("running the kernel")
+            raise _run_error()
         return outs

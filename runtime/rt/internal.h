@@ -12,6 +12,15 @@
 /* Prints "pt2rt: <what>" and aborts: a call the compiler should never emit. */
 void pt2rt_fatal(const char *what) __attribute__((noreturn));
 
+/* The status the running kernel reports to on this thread (run.c): set by
+ * pt2rt_run, handed to the OpenMP teams the kernel forks (kmpc.c). */
+extern _Thread_local Pt2rtRunStatus *pt2rt_current_run;
+
+/* What pt2rt_index_error records (run.c; on x86-64 an assembly trampoline
+ * saves every register first), and whether that trampoline may use xsave. */
+void pt2rt_index_error_record(int64_t value, int64_t size, int64_t dim, int32_t error);
+extern int pt2rt_have_xsave;
+
 /* Runs OpenBLAS single-threaded: the threads are the OpenMP team's (pt2rt.c). */
 void pt2rt_keep_blas_serial(void);
 

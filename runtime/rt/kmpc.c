@@ -44,13 +44,17 @@ typedef struct Fork {
     Microtask fn;
     int32_t argc;
     void *args[MAX_FORK_ARGS];
+    Pt2rtRunStatus *run; /* the forking thread's run: where the members' index checks report (run.c) */
 } Fork;
 
 /* Each team member calls the outlined region with its thread number as
- * both ids (libgomp has no global ids; they only come back to this file). */
+ * both ids (libgomp has no global ids; they only come back to this file),
+ * reporting to the forking thread's run meanwhile. */
 static void run_member(void *data) {
     const Fork *f = data;
     int32_t gtid = omp_get_thread_num(), btid = gtid;
+    Pt2rtRunStatus *own_run = pt2rt_current_run;
+    pt2rt_current_run = f->run;
     void *const *a = f->args;
     switch (f->argc) {
     case 0: f->fn(&gtid, &btid); break;
@@ -76,6 +80,7 @@ static void run_member(void *data) {
               a[15]);
         break;
     }
+    pt2rt_current_run = own_run;
 }
 
 PT2RT_EXPORT int32_t __kmpc_global_thread_num(ident_t *loc) {
@@ -89,7 +94,7 @@ PT2RT_EXPORT int32_t __kmpc_global_thread_num(ident_t *loc) {
 PT2RT_EXPORT void __kmpc_fork_call(ident_t *loc, int32_t argc, Microtask fn, ...) {
     (void)loc;
     if (argc < 0 || argc > MAX_FORK_ARGS) pt2rt_fatal("OpenMP region with more than 16 captured values (a compiler bug: see runtime/rt/kmpc.c)");
-    Fork f = {.fn = fn, .argc = argc};
+    Fork f = {.fn = fn, .argc = argc, .run = pt2rt_current_run};
     va_list ap;
     va_start(ap, fn);
     for (int32_t i = 0; i < argc; ++i) f.args[i] = va_arg(ap, void *);

@@ -7,11 +7,15 @@
  * (pt2rt.c: oneDNN's sgemm, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
  * (conv.c, oneDNN and OpenBLAS), with the elementwise epilogue that followed
  * them (a bias, a residual, an activation) folded in where it can be.
+ * pt2-lower's index checks report an index out of range to pt2rt_index_error,
+ * and the runtime calls every kernel through pt2rt_run, which collects those
+ * reports (run.c).
  *
- * The entry points follow MLIR's C interface (llvm.emit_c_interface): the
- * kernel calls `_mlir_ciface_<name>` with a pointer to each memref argument's
- * descriptor.  This header is the ABI; passes/extern.c declares the same
- * signatures in MLIR.
+ * The matmul and convolution entry points follow MLIR's C interface
+ * (llvm.emit_c_interface): the kernel calls `_mlir_ciface_<name>` with a
+ * pointer to each memref argument's descriptor; pt2rt_index_error takes
+ * scalars.  This header is the ABI; passes/extern.c and passes/lower.c
+ * declare the same signatures in MLIR.
  *===----------------------------------------------------------------------===*/
 #ifndef PT2RT_H
 #define PT2RT_H
@@ -122,6 +126,49 @@ PT2RT_EXPORT void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const 
                                             const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
                                             int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                                             int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_epilogue_f64");
+
+/*--- Runs and the errors they report ------------------------------------------*/
+
+/* An index tensor's value outside its op's range: pt2-lower's checks
+ * (passes/lower.c) clamp the value, so that the loops never read outside
+ * the tensor, and on that branch (almost never taken) call
+ * pt2rt_index_error; the caller of the run raises the error afterwards
+ * (runtime/kernel.c).  Which error, in eager PyTorch's words and type, the
+ * check names; the range itself is the check's own business. */
+enum Pt2rtIndexError {
+    /* IndexError "index V is out of bounds for dimension D with size S": x[idx] */
+    PT2RT_INDEX_OUT_OF_BOUNDS = 0,
+    /* IndexError "index out of range in self": index_select, embedding */
+    PT2RT_INDEX_OUT_OF_RANGE_IN_SELF = 1,
+    /* RuntimeError, words as PT2RT_INDEX_OUT_OF_BOUNDS: gather */
+    PT2RT_INDEX_GATHER_OUT_OF_BOUNDS = 2,
+    /* RuntimeError "INDICES element is out of DATA bounds, id=V axis_dim=S":
+     * index_select along dim 1 of a tensor of rank 2 or more (eager's CPU
+     * kernel for that dim, index_select_out_cpu_dim1_) */
+    PT2RT_INDEX_OUT_OF_DATA_BOUNDS = 3,
+};
+
+/* What one run reports: its first index error, if any. */
+typedef struct Pt2rtRunStatus {
+    int32_t failed; /* set by the first report (atomically: the reporters may be any threads of the run) */
+    int32_t error;  /* enum Pt2rtIndexError */
+    int64_t value;  /* the index as the tensor held it */
+    int64_t size;   /* of the dim it indexes */
+    int64_t dim;    /* the dim eager's message names */
+} Pt2rtRunStatus;
+
+/* Calls entry(argv), a kernel's pt2_entry, with *status (zeroed by the
+ * caller) receiving the reports of this run: from the calling thread and
+ * from the OpenMP teams the kernel forks (kmpc.c hands it to them).  Runs on
+ * several threads at once each report to their own status. */
+PT2RT_EXPORT void pt2rt_run(void (*entry)(void **), void **argv, Pt2rtRunStatus *status);
+
+/* The call on a failing check's branch: records the report if it is the
+ * run's first (outside pt2rt_run, nothing).  It touches no memory the
+ * kernel can see, which its declaration tells LLVM (memory(inaccessiblemem))
+ * so that the checked loops still vectorize around the branch. */
+PT2RT_EXPORT void pt2rt_index_error(int64_t value, int64_t size, int64_t dim, int32_t error);
+#define PT2RT_INDEX_ERROR "pt2rt_index_error" /* its name, for the passes that call it */
 
 #ifdef __cplusplus
 }

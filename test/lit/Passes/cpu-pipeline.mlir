@@ -55,3 +55,21 @@ func.func @two_outputs(%x: tensor<4x8xf16>) -> (tensor<4xi64>, tensor<4x8xi1>) {
   %1 = "pt2.isnan"(%x) : (tensor<4x8xf16>) -> tensor<4x8xi1>
   return %0, %1 : tensor<4xi64>, tensor<4x8xi1>
 }
+
+// -----
+
+// An index check survives to the LLVM dialect as a call on a branch of its
+// own, marked unlikely, before the row's copy (pt2-defer-index-checks), to a
+// callee declared cold, touching only inaccessible memory and preserving
+// every register (so that nothing of the hot path is spilled around it).
+// CHECK: llvm.func @pt2rt_index_error(i64, i64, i64, i32) attributes {memory_effects = #llvm.memory_effects<other = none, argMem = none, inaccessibleMem = readwrite{{.*}}>, no_unwind, passthrough = ["cold", "noinline", "no_caller_saved_registers"], sym_visibility = "private", will_return}
+// CHECK-LABEL: llvm.func internal @rows(
+// CHECK: %[[OUT:.*]] = llvm.icmp "uge"
+// CHECK: %[[UNLIKELY:.*]] = llvm.intr.expect %[[OUT]], %{{.*}} : i1
+// CHECK: llvm.cond_br %[[UNLIKELY]]
+// CHECK: llvm.call @pt2rt_index_error(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i64, i32) -> ()
+// CHECK-LABEL: llvm.func @pt2_entry(
+func.func @rows(%x: tensor<7x16xf32>, %i: tensor<5xi64>) -> tensor<5x16xf32> {
+  %0 = "pt2.index_select"(%x, %i) {dim = 0 : i64} : (tensor<7x16xf32>, tensor<5xi64>) -> tensor<5x16xf32>
+  return %0 : tensor<5x16xf32>
+}

@@ -196,13 +196,24 @@ func.func @flip(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Each output row reads x at the row the index names (negative wraps).
+// Each output row reads x at the row the index names; a value outside [0, 5)
+// (negatives too: index_select's rule) is reported to libpt2rt on a branch
+// of its own, with the value, the size, the dim and the op
+// (PT2RT_INDEX_SELECT = 1), then clamped so that the load stays inside x.
+// The callee touches only libpt2rt's memory, is cold and preserves every
+// register (runtime/rt/pt2rt.h, run.c).
+// CHECK: func.func private @pt2rt_index_error(i64, i64, i64, i32) attributes {memory_effects = #llvm.memory_effects<other = none, argMem = none, inaccessibleMem = readwrite{{.*}}>, no_unwind, passthrough = ["cold", "noinline", "no_caller_saved_registers"], will_return}
 // CHECK-LABEL: func.func @index_select
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<3xi64>) outs(%{{.*}} : tensor<3x4xf32>)
 // CHECK: ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
 // CHECK: %[[COL:.*]] = linalg.index 1 : index
 // CHECK: %[[ROW:.*]] = arith.index_cast %[[I]] : i64 to index
-// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[ROW]], %{{.*}} : index
+// CHECK-NOT: arith.select
+// CHECK: %[[OUT:.*]] = arith.cmpi uge, %[[ROW]], %c5 : index
+// CHECK: scf.if %[[OUT]] {
+// CHECK: func.call @pt2rt_index_error(%[[I]], %c5_i64, %c0_i64, %c1_i32) : (i64, i64, i64, i32) -> ()
+// CHECK: }
+// CHECK: arith.maxsi %[[ROW]]
 // CHECK: tensor.extract %arg0[%{{.*}}, %[[COL]]] : tensor<5x4xf32>
 func.func @index_select(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
   %0 = "pt2.index_select"(%x, %i) {dim = 0 : i64} : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
@@ -211,10 +222,12 @@ func.func @index_select(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf3
 
 // -----
 
-// out[i][j] = x[index[i][j]][j] along dim 0.
+// out[i][j] = x[index[i][j]][j] along dim 0; an index outside [0, 5) is
+// reported as gather's (PT2RT_INDEX_GATHER = 2).
 // CHECK-LABEL: func.func @gather
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<2x4xi64>) outs(%{{.*}} : tensor<2x4xf32>)
 // CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: func.call @pt2rt_index_error(%{{.*}}, %c5_i64, %c0_i64, %c2_i32)
 // CHECK: tensor.extract %arg0[%{{.*}}, %[[J]]] : tensor<5x4xf32>
 func.func @gather(%x: tensor<5x4xf32>, %i: tensor<2x4xi64>) -> tensor<2x4xf32> {
   %0 = "pt2.gather"(%x, %i) {dim = 0 : i64} : (tensor<5x4xf32>, tensor<2x4xi64>) -> tensor<2x4xf32>
@@ -223,20 +236,43 @@ func.func @gather(%x: tensor<5x4xf32>, %i: tensor<2x4xi64>) -> tensor<2x4xf32> {
 
 // -----
 
-// Advanced indexing by two index tensors: each wraps and clamps its own dim;
-// adjacent indexed dims are replaced in place by the index dims (d0, d1).
+// Advanced indexing by two index tensors: each wraps a negative value by its
+// dim's size, reports one still outside the dim (PT2RT_INDEX_SUBSCRIPT = 0,
+// numbered among the index tensors as eager's message numbers them) and
+// clamps it; adjacent indexed dims are replaced in place by the index dims (d0, d1).
 // CHECK-LABEL: func.func @index_adjacent
 // CHECK: linalg.generic {indexing_maps = [#[[IA:[a-z0-9_]+]], #[[IA]], #{{[a-z0-9_]+}}], {{.*}} ins(%arg1, %arg2 : tensor<2x6xi64>, tensor<2x6xi64>) outs(%{{.*}} : tensor<2x6x3xf32>)
 // CHECK: ^bb0(%[[I:.*]]: i64, %[[J:.*]]: i64, %{{.*}}: f32):
 // CHECK: %[[K:.*]] = linalg.index 2 : index
-// CHECK: arith.index_cast %[[I]] : i64 to index
+// CHECK: %[[IX:.*]] = arith.index_cast %[[I]] : i64 to index
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[IX]], %{{.*}} : index
+// CHECK: %[[WRAPPED:.*]] = arith.addi %[[IX]], %c5 : index
+// CHECK: %[[IW:.*]] = arith.select %[[NEG]], %[[WRAPPED]], %[[IX]] : index
+// CHECK: %[[IOUT:.*]] = arith.cmpi uge, %[[IW]], %{{.*}} : index
+// CHECK: scf.if %[[IOUT]] {
+// CHECK: func.call @pt2rt_index_error(%[[I]], %c5_i64, %c0_i64, %c0_i32)
 // CHECK: %[[R:.*]] = arith.minsi %{{.*}}, %c4 : index
 // CHECK: arith.index_cast %[[J]] : i64 to index
+// CHECK: func.call @pt2rt_index_error(%[[J]], %c4_i64, %c1_i64, %c0_i32)
 // CHECK: %[[C:.*]] = arith.minsi %{{.*}}, %c3 : index
 // CHECK: tensor.extract %arg0[%[[R]], %[[C]], %[[K]]] : tensor<5x4x3xf32>
 func.func @index_adjacent(%x: tensor<5x4x3xf32>, %i: tensor<2x6xi64>, %j: tensor<2x6xi64>) -> tensor<2x6x3xf32> {
   %0 = "pt2.index"(%x, %i, %j) {dims = array<i64: 0, 1>} : (tensor<5x4x3xf32>, tensor<2x6xi64>, tensor<2x6xi64>) -> tensor<2x6x3xf32>
   return %0 : tensor<2x6x3xf32>
+}
+
+// -----
+
+// A 0-d index is eager's int (a select): its error names the dim it indexes
+// (1), and an int32 value is widened for the call.
+// CHECK-LABEL: func.func @index_0d
+// CHECK: ^bb0(%[[I:.*]]: i32, %{{.*}}: f32):
+// CHECK: scf.if
+// CHECK: %[[V:.*]] = arith.extsi %[[I]] : i32 to i64
+// CHECK: func.call @pt2rt_index_error(%[[V]], %c4_i64, %c1_i64, %c0_i32)
+func.func @index_0d(%x: tensor<5x4xf32>, %i: tensor<i32>) -> tensor<5xf32> {
+  %0 = "pt2.index"(%x, %i) {dims = array<i64: 1>} : (tensor<5x4xf32>, tensor<i32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
 }
 
 // -----
