@@ -10,7 +10,8 @@ eager on the models that match eager, and the pt2/eager ratio of each micro case
 fusion scheduler, vertical and horizontal), fusion (loop fusion across
 reductions), reorder (loop reordering by stride votes), memplan (buffer reuse), vectorize (LLVM's
 vectorizers and libmvec), parallel (OpenMP), blas (libraries for matmul and conv), epilogue (bias
-and activations folded into those library calls), patterns (pt2-patterns), freezing (pt2-freeze:
+and activations folded into those library calls), patterns (pt2-patterns), mathapprox (f32 exp, erf
+and tanh as inline polynomials instead of libmvec calls), freezing (pt2-freeze:
 only models compiled with --freeze, freeze=True, have frozen parameters).  A benchmark script, never
 a test: run it on a quiet machine.
 """
@@ -26,7 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SWITCHES = ["inline", "scheduler", "fusion", "reorder", "flatten", "memplan", "vectorize", "parallel", "blas", "epilogue", "layout", "patterns",
-            "freezing", "welford", "online-softmax", "privatize"]
+            "freezing", "welford", "online-softmax", "privatize", "mathapprox"]
 DEFAULT_MODELS = "BertForMaskedLM,DistilBertForMaskedLM,RobertaForCausalLM,DistillGPT2"
 DEFAULT_MICRO = "pointwise6,softmax,layer_norm,gelu,sum"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Micro benchmarks: eager PyTorch, torch.compile (Inductor) and pt2 on this CPU.
 
-    python3 bench/micro.py [--json FILE] [--cases softmax,sum] [--repeats 30] [--warmup 5]
+    python3 bench/micro.py [--json FILE] [--cases softmax,sum] [--repeats 30] [--warmup 5] [--ab SWITCH]
 
 Kernels a compiler for PyTorch must get right: a chain of pointwise ops,
 row softmax, layer_norm, a full reduction, matmul, conv2d, and a library
@@ -22,7 +22,9 @@ each output written once) beside a torch copy of the same bytes timed in the
 same run, the practical ceiling here.  Compile times are cold: pt2 and
 Inductor start from empty caches in a temporary folder unless --keep-caches.
 A system that fails on a case gets null times and its error in the record;
-the run goes on.  pt2's outputs are checked against eager's.
+the run goes on.  pt2's outputs are checked against eager's.  With --ab SWITCH, pt2 runs a second
+time compiled with PT2_DISABLE=SWITCH (docs/passes.md), interleaved with the others, for an A/B of
+one optimization in the same process.
 """
 import argparse
 import datetime
@@ -49,6 +51,7 @@ def parse_args():
     p.add_argument("--settle", type=float, default=0.25, help="seconds of idle before each timed call")
     p.add_argument("--keep-caches", action="store_true", help="use the usual pt2/Inductor caches (warm compile times)")
     p.add_argument("--no-inductor", action="store_true", help="skip torch.compile (its compiles take minutes here)")
+    p.add_argument("--ab", metavar="SWITCH", help="also time pt2 compiled with PT2_DISABLE=SWITCH (an A/B of one switch)")
     return p.parse_args()
 
 
@@ -149,13 +152,22 @@ def _short(e):
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _build_pt2(name, build, inputs):
+def _build_pt2(name, build, inputs, disable=None):
     g = pt2.Graph(name)
     vals = [g.input(t.dtype, tuple(t.shape)) for t in inputs]
     g.outputs(build(g, *vals))
-    t0 = time.perf_counter()
-    kernel = g.compile()
-    seconds = time.perf_counter() - t0
+    saved = os.environ.get("PT2_DISABLE")
+    if disable:  # read when the kernel compiles (and part of its cache key)
+        os.environ["PT2_DISABLE"] = ",".join(filter(None, [saved, disable]))
+    try:
+        t0 = time.perf_counter()
+        kernel = g.compile()
+        seconds = time.perf_counter() - t0
+    finally:
+        if disable and saved is None:
+            del os.environ["PT2_DISABLE"]
+        elif disable:
+            os.environ["PT2_DISABLE"] = saved
     return (lambda *xs: kernel(*xs)[0]), seconds
 
 
@@ -198,6 +210,8 @@ def run_case(case):
     inputs = [m() for m in makers]
     rec = dict(name=name, eager_ms=None, inductor_ms=None, pt2_ms=None, gbps=None, memcpy_gbps=None, gflops=None,
                pt2_compile_s=None, inductor_compile_s=None, pt2_matches_eager=None, pt2_error=None, inductor_error=None)
+    if ARGS.ab:
+        rec.update(ab_switch=ARGS.ab, pt2_ab_ms=None, ab_gbps=None, pt2_ab_matches_eager=None, pt2_ab_error=None)
     expected = eager(*inputs)
     systems = [("eager", eager)]
     if not ARGS.no_inductor:
@@ -213,12 +227,21 @@ def run_case(case):
         systems.append(("pt2", fn))
     except Exception as e:
         rec["pt2_error"] = _short(e)
+    if ARGS.ab:
+        try:
+            fn, _ = _build_pt2(name, build, inputs, disable=ARGS.ab)
+            rec["pt2_ab_matches_eager"] = bool(torch.allclose(fn(*inputs), expected, rtol=rtol, atol=atol))
+            systems.append(("pt2_ab", fn))
+        except Exception as e:
+            rec["pt2_ab_error"] = _short(e)
     medians = _interleaved(systems, inputs)
     for sys_name, seconds in medians.items():
         rec[f"{sys_name}_ms"] = seconds * 1e3
     if nbytes is not None:
         if rec["pt2_ms"]:
             rec["gbps"] = nbytes / (rec["pt2_ms"] / 1e3) / 1e9
+        if rec.get("pt2_ab_ms"):
+            rec["ab_gbps"] = nbytes / (rec["pt2_ab_ms"] / 1e3) / 1e9
         rec["memcpy_gbps"] = nbytes / _copy_seconds(nbytes) / 1e9
     if flops is not None and rec["pt2_ms"]:
         rec["gflops"] = flops / (rec["pt2_ms"] / 1e3) / 1e9
@@ -255,6 +278,30 @@ def print_table(records):
             print(f"  {r['name']}: pt2's output does NOT match eager's")
     print("pt2/eag, ind/eag: speedup over eager (median eager time / median time); GFLOP/s: pt2's; "
           "c.s: compile seconds (cold unless --keep-caches)")
+    if ARGS.ab:
+        print_ab(records)
+
+
+def print_ab(records):
+    """pt2 against pt2 with PT2_DISABLE=<switch>, timed in the same rounds."""
+    off = f"-{ARGS.ab}"
+    cols = [("case", 26), ("pt2 ms", 9), (off + " ms", 16), ("speedup", 8), ("pt2 %copy", 10), (off + " %copy", 18)]
+    head = " ".join(name.ljust(w) if i == 0 else name.rjust(w) for i, (name, w) in enumerate(cols))
+    print()
+    print(head)
+    print("-" * len(head))
+    for r in records:
+        a, b = r["pt2_ms"], r.get("pt2_ab_ms")
+        copy = r["memcpy_gbps"]
+        cells = [r["name"].ljust(26), _cell(a, ".3f", 9), _cell(b, ".3f", 16), _cell(b / a if a and b else None, ".2f", 8, "x"),
+                 _cell(100 * r["gbps"] / copy if r["gbps"] and copy else None, ".0f", 9, "%"),
+                 _cell(100 * r["ab_gbps"] / copy if r.get("ab_gbps") and copy else None, ".0f", 17, "%")]
+        print(" ".join(cells))
+        if r.get("pt2_ab_error"):
+            print(f"  {r['name']}: pt2 with PT2_DISABLE={ARGS.ab} failed: {r['pt2_ab_error']}")
+        if r.get("pt2_ab_matches_eager") is False:
+            print(f"  {r['name']}: pt2 with PT2_DISABLE={ARGS.ab} does NOT match eager")
+    print(f"speedup: (pt2 with PT2_DISABLE={ARGS.ab}) / pt2; %copy: bytes moved per second against the copy's")
 
 
 def machine():
@@ -273,7 +320,8 @@ def machine():
     return dict(date=datetime.datetime.now().isoformat(timespec="seconds"), commit=commit, cpu=cpu,
                 cores=os.cpu_count(), torch=torch.__version__, torch_threads=torch.get_num_threads(),
                 pt2_threads=os.environ.get("PT2_NUM_THREADS", "all"), warmup=ARGS.warmup, repeats=ARGS.repeats,
-                settle_s=ARGS.settle, cold_caches=not ARGS.keep_caches)
+                settle_s=ARGS.settle, cold_caches=not ARGS.keep_caches, ab=ARGS.ab,
+                pt2_disable=os.environ.get("PT2_DISABLE"))
 
 
 def main():

@@ -43,6 +43,7 @@ MlirPass pt2_create_gpu_merge_modules_pass(void);
 MlirPass pt2_create_gpu_merge_modules_parts_pass(void);
 MlirPass pt2_create_gpu_module_to_binary_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
+MlirPass pt2_create_math_approx_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
 MlirPass pt2_create_reorder_loops_pass(void);
@@ -108,6 +109,9 @@ static const PassEntry pt2_passes[] = {
      pt2_create_extern_blas_pass},
     {"pt2-extern-blas-no-epilogue", "pt2-extern-blas without folding the kernel after a call into it (PT2_DISABLE=epilogue)",
      pt2_create_extern_blas_no_epilogue_pass},
+    {"pt2-math-approx",
+     "math.exp, math.erf, math.tanh on f32 → inline polynomial code that LLVM vectorizes without calls (passes/mathapprox.c)",
+     pt2_create_math_approx_pass},
     {"pt2-math-to-libm", "Transcendental math ops on f32/f64 → readnone libm calls (vectorized through libmvec)",
      pt2_create_math_to_libm_pass},
     {"pt2-fuse-parallel-loops", "Fuse adjacent loop nests over the same rows (a reduction and its epilogue in one pass)",
@@ -233,6 +237,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *repeats = pt2_disabled(disable, "repeats") ? "" : "pt2-outline-repeats,";
     const char *hints = pt2_disabled(disable, "loop-hints") ? "" : "pt2-loop-hints,";
     const char *captures = pt2_disabled(disable, "omp-captures") ? "" : "pt2-omp-captures,";
+    const char *approx = pt2_disabled(disable, "mathapprox") ? "" : "pt2-math-approx,";
     snprintf(text, sizeof text,
              "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%s%s"
              "pt2-lower-contractions,canonicalize,%s"
@@ -241,7 +246,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
-             "pt2-defer-index-checks,pt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+             "pt2-defer-index-checks,%spt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
@@ -254,7 +259,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              flatten, parallel ? (privatize ? "pt2-serialize-small-loops,convert-scf-to-openmp,pt2-privatize-buffers,"
                                             : "pt2-serialize-small-loops,convert-scf-to-openmp,")
                                : "",
-             memplan ? "pt2-plan-memory," : "", hints, captures, hints);
+             memplan ? "pt2-plan-memory," : "", approx, hints, captures, hints);
     return text;
 }
 

@@ -1,5 +1,6 @@
 // RUN: pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s
 // RUN: env PT2_DISABLE=parallel pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s --check-prefix=SERIAL
+// RUN: env PT2_DISABLE=mathapprox pt2-opt %s --split-input-file --pt2-cpu-pipeline | FileCheck %s --check-prefix=LIBM
 // The whole CPU pipeline ends in the LLVM dialect with OpenMP-parallel loops,
 // the kernel taking the descriptor array and the noalias data pointers
 // (inputs, then outputs as out-parameters), and the packed entry point the
@@ -72,4 +73,27 @@ func.func @two_outputs(%x: tensor<4x8xf16>) -> (tensor<4xi64>, tensor<4x8xi1>) {
 func.func @rows(%x: tensor<7x16xf32>, %i: tensor<5xi64>) -> tensor<5x16xf32> {
   %0 = "pt2.index_select"(%x, %i) {dim = 0 : i64} : (tensor<7x16xf32>, tensor<5xi64>) -> tensor<5x16xf32>
   return %0 : tensor<5x16xf32>
+}
+
+// -----
+
+// f32 exp, erf and tanh (sigmoid, both GELUs; f16 computes in f32) are
+// pt2-math-approx's inline code: the kernel calls nothing.  With
+// PT2_DISABLE=mathapprox they are libm calls (libmvec's in the LLVM stage).
+// CHECK-LABEL: llvm.func internal @activations(
+// CHECK-NOT: llvm.call
+// CHECK: llvm.intr.fma
+// CHECK-NOT: llvm.call
+// CHECK-LABEL: llvm.func @pt2_entry(
+// LIBM-DAG: llvm.func @expf(f32) -> f32
+// LIBM-DAG: llvm.func @erff(f32) -> f32
+// LIBM-DAG: llvm.func @tanhf(f32) -> f32
+// LIBM-LABEL: llvm.func internal @activations(
+// LIBM: llvm.call @expf(
+func.func @activations(%x: tensor<64xf32>, %h: tensor<64xf16>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf16>) {
+  %0 = "pt2.sigmoid"(%x) : (tensor<64xf32>) -> tensor<64xf32>
+  %1 = "pt2.gelu"(%x) : (tensor<64xf32>) -> tensor<64xf32>
+  %2 = "pt2.gelu"(%x) {approximate = "tanh"} : (tensor<64xf32>) -> tensor<64xf32>
+  %3 = "pt2.gelu"(%h) : (tensor<64xf16>) -> tensor<64xf16>
+  return %0, %1, %2, %3 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf16>
 }
