@@ -12,7 +12,9 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
 /* The element type arithmetic happens in: f16/bf16 widen to f32. */
 MlirType compute_type_for(MlirContext ctx, MlirType elem);
 
-/* Affine map text helpers: "(d0, d1) -> (d0, 0)" style. */
+/* Affine map text helpers: "(d0, d1) -> (d0, 0)" style.  map_dims writes
+ * the "(d0, ..., dn-1) -> (" prefix and returns its length. */
+size_t map_dims(char *buf, size_t cap, int rank);
 void map_identity(char *buf, size_t cap, int rank);
 /* Map reading an operand of `in` broadcast to the loop space `out`. */
 void map_broadcast(char *buf, size_t cap, const Pt2TensorType *in, const Pt2TensorType *out);
@@ -27,6 +29,18 @@ void lower_reduced_mask(MlirOperation op, const Pt2OpInfo *info, int rank, bool 
  * centered squares (two passes over x).  The new ops, in order, are pushed
  * to `built` for the caller to lower; op is replaced.  0 or -1. */
 int lower_var_mean_two_pass(MlirOperation op, OpList *built);
+
+/* Shared by the lowerings: min(max(i, 0), hi) on index values; x at
+ * `coords` (tensor.extract); a generic without inputs whose body computes
+ * each element from its indices; the iterator list of `rank` parallel dims. */
+MlirValue clamp_index(Builder *b, MlirValue i, int64_t hi);
+MlirValue extract_at(Builder *b, MlirValue x, const MlirValue *coords, int rank);
+MlirValue build_index_generic(Builder *b, MlirType result_type, BodyFn body, void *user);
+const char *iterators_parallel(int rank);
+
+/* index_select, gather and index (lower_index.c); `checked`: values out of
+ * range are reported to libpt2rt (CPU kernels), else only clamped. */
+int lower_index(MlirOperation op, const Pt2OpInfo *info, bool checked);
 
 /* Lowerings of the remaining primitives (lower_nn.c: convolution, pooling,
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one
