@@ -401,11 +401,8 @@ static MlirValue operand_value(Builder *b, const Operand *x) { return gpu_view_v
 /* Declares func.func private @name(<types of args>) in the module, once
  * (the fallback markers of two passes may share a name). */
 static void declare(MlirOperation module, const char *name, const MlirValue *args, int n) {
+    if (module_has_symbol(module, name)) return;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
-        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
-    }
     char text[2600];
     size_t len = (size_t)snprintf(text, sizeof text, "func.func private @%s(", name);
     for (int i = 0; i < n; ++i) {

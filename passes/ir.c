@@ -576,13 +576,19 @@ MlirBlock build_scf_if(Builder *b, MlirValue cond) {
  * Declarations
  *===----------------------------------------------------------------------===*/
 
-void declare_function(MlirOperation module, const char *name, const char *decl_text) {
+bool module_has_symbol(MlirOperation module, const char *name) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op)) {
         MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
-        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return;
+        if (!mlirAttributeIsNull(sym) && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) return true;
     }
+    return false;
+}
+
+void declare_function(MlirOperation module, const char *name, const char *decl_text) {
+    if (module_has_symbol(module, name)) return;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     MlirModule snippet = mlirModuleCreateParse(mlirOperationGetContext(module), sref(decl_text));
     if (mlirModuleIsNull(snippet)) {
         fprintf(stderr, "pt2 internal error: cannot parse the declaration '%s'\n", decl_text);

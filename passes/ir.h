@@ -185,6 +185,8 @@ MlirBlock build_scf_if(Builder *b, MlirValue cond);
 /* Inserts `decl_text`, the declaration of @name (`func.func private @name(...)
  * ...`), at the start of the module, unless a symbol `name` is there: the
  * callee of the calls a pass emits, declared once however many call it. */
+/* Whether the module's body has an op named `name` (its sym_name). */
+bool module_has_symbol(MlirOperation module, const char *name);
 void declare_function(MlirOperation module, const char *name, const char *decl_text);
 /* The builtin.module around op. */
 MlirOperation enclosing_module(MlirOperation op);

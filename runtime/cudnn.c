@@ -474,13 +474,20 @@ static Pt2ConvGraphSpec graph_spec(const Pt2Conv *e, const Pt2GpuOperand *ops, s
 /* PT2_CUDNN_BENCHMARK=0: the first ranked plan, untimed. */
 static bool benchmark_wanted(void) { return !env_is("PT2_CUDNN_BENCHMARK", "0"); }
 
-static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, void *stream) {
-    const Pt2GpuOperand *w_plain = plain_weight(e, ops);
+/* The call's operands to time plans on (x, the plain weight, y, the
+ * scratch, on `stream`); whether the stream can be timed on (it is not
+ * being captured into a CUDA graph). */
+static bool call_timing(const Pt2Conv *e, const Pt2GpuOperand *ops, void *stream, Pt2ConvGraphTiming *out) {
     int n_ops = 3 + e->bias + e->residual + e->scaled + 1;
-    Pt2ConvGraphTiming timing = {element(&ops[0], e->elem_bytes), element(w_plain, e->elem_bytes),
-                                 (void *)element(&ops[2], e->elem_bytes), (void *)element(&ops[n_ops - 1], 1), stream};
+    *out = (Pt2ConvGraphTiming){element(&ops[0], e->elem_bytes), element(plain_weight(e, ops), e->elem_bytes),
+                                (void *)element(&ops[2], e->elem_bytes), (void *)element(&ops[n_ops - 1], 1), stream};
     bool capturing = true;
-    bool timed = benchmark_wanted() && pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
+    return pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
+}
+
+static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, void *stream) {
+    Pt2ConvGraphTiming timing;
+    bool timed = call_timing(e, ops, stream, &timing) && benchmark_wanted();
     Pt2ConvGraphSpec spec = graph_spec(e, ops, scratch, timed ? &timing : NULL);
     char why[160] = "";
     if (logging && timed) fprintf(stderr, "pt2 cudnn: %s: timing the ranked plans\n", e->what);
@@ -497,12 +504,9 @@ static void make_graph(Pt2Conv *e, const Pt2GpuOperand *ops, size_t scratch, voi
 /* The entry's plan against the engines that compile at run time, made
  * since by the upgrade thread (cudnn_graph.c, "Tiers"): timed on this
  * call's operands, not while the stream is being captured. */
-static void upgrade(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, void *stream) {
-    const Pt2GpuOperand *w_plain = plain_weight(e, ops);
-    Pt2ConvGraphTiming timing = {element(&ops[0], e->elem_bytes), element(w_plain, e->elem_bytes),
-                                 (void *)element(&ops[2], e->elem_bytes), (void *)element(&ops[n_ops - 1], 1), stream};
-    bool capturing = true;
-    bool can_time = pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing;
+static void upgrade(Pt2Conv *e, const Pt2GpuOperand *ops, void *stream) {
+    Pt2ConvGraphTiming timing;
+    bool can_time = call_timing(e, ops, stream, &timing);
     if (benchmark_wanted() && !can_time) return; /* the next call outside a capture */
     if (logging) fprintf(stderr, "pt2 cudnn: %s: upgrading its plan\n", e->what);
     pt2_cudnn_graph_upgrade(handle, e->graph, benchmark_wanted() ? &timing : NULL, logging);
@@ -771,7 +775,7 @@ static void run_entry(Pt2Conv *e, const Pt2GpuOperand *ops, int n_ops, bool fold
     }
     make_if_needed(e, ops, n_ops, stream);
     if (e->refused) return;
-    if (e->graph && pt2_cudnn_graph_upgrade_ready(e->graph)) upgrade(e, ops, n_ops, stream);
+    if (e->graph && pt2_cudnn_graph_upgrade_ready(e->graph)) upgrade(e, ops, stream);
     const void *x = element(&ops[0], e->elem_bytes), *w = element(&ops[1], e->elem_bytes);
     void *y_data = (void *)element(y, e->elem_bytes), *work = (void *)element(scratch, 1);
     /* unfused, a scaled entry convolves with the unscaled weight: the epilogue kernel scales */
