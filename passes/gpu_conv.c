@@ -45,6 +45,10 @@
  * itself.  An epilogue whose output bufferization put in x's or the
  * residual's buffer gets a buffer of its own (buffers.h, own_buffer_from).
  *
+ * A 1x1 convolution over channels-last pixel matrices becomes a cuBLAS(Lt)
+ * gemm entry @pt2_gpu_gemm_..._conv[_scaled]_<n> instead, with the same
+ * epilogue, folds and loops ("1x1 convolutions as matrix products" below).
+ *
  * Moving the loops down to the call is allowed only if nothing between
  * their old place and the call touches a buffer they write or writes one
  * they read.  Convolutions cuDNN cannot describe (a weight neither
