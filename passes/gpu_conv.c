@@ -45,6 +45,10 @@
  * itself.  An epilogue whose output bufferization put in x's or the
  * residual's buffer gets a buffer of its own (buffers.h, own_buffer_from).
  *
+ * A 1x1 convolution over channels-last pixel matrices becomes a cuBLAS(Lt)
+ * gemm entry @pt2_gpu_gemm_..._conv[_scaled]_<n> instead, with the same
+ * epilogue, folds and loops ("1x1 convolutions as matrix products" below).
+ *
  * Moving the loops down to the call is allowed only if nothing between
  * their old place and the call touches a buffer they write or writes one
  * they read.  Convolutions cuDNN cannot describe (a weight neither
@@ -80,10 +84,14 @@ typedef struct Conv {
      * bias_built: shift is computed into a buffer of its own (else `bias`
      * views the one input it is); scaled: the call takes w · scale */
     ConvEpilogue epilogue;
-    bool bias_built, scaled;
+    bool has_bias, bias_built, scaled;
     /* the epilogue's output is in x's, w's or the residual's buffer
      * (bufferization reused it): it gets a buffer of its own */
     bool own_output;
+    /* a 1x1 convolution over pixel matrices (channels last), called as a
+     * cuBLAS(Lt) gemm entry instead of cuDNN's ("1x1 convolutions as matrix
+     * products" below) */
+    bool gemm;
 } Conv;
 
 static int64_t memref_bytes(MlirType t) {
@@ -164,8 +172,9 @@ static bool fold_pays(const Conv *c, const View *w) {
  * it is, or computed in front of the call) and, unless scale is 1, the
  * weight w · scale computed in front of the call (when that pays); the
  * reader stays behind as its fallback.  A bare relu or residual stays a
- * kernel (the fused call adds a bias). */
-static bool absorb_epilogue(Conv *c, const View *w) {
+ * kernel (the fused call adds a bias) unless `bias_optional` (cuBLASLt's
+ * epilogue, for a 1x1 convolution's gemm, has them without a bias). */
+static bool absorb_epilogue(Conv *c, const View *w, bool bias_optional) {
     int input;
     View loops, out;
     MlirOperation r = gpu_sole_reader(&c->y, c->at, &input, &loops);
@@ -199,23 +208,115 @@ static bool absorb_epilogue(Conv *c, const View *w) {
             return false;
         }
     }
-    if (!conv_epilogue_analyze(e) || conv_epilogue_shift_is_zero(e)) return false;
-    bool scaled = conv_epilogue_scales(e);
+    if (!conv_epilogue_analyze(e)) return false;
+    bool has_bias = !conv_epilogue_shift_is_zero(e), scaled = conv_epilogue_scales(e);
+    if ((!has_bias && !bias_optional) || (!has_bias && !scaled && e->residual < 0 && e->act == GPU_ACT_NONE)) return false;
     if (scaled && !fold_pays(c, w)) return false;
     int b;
-    bool as_is = conv_epilogue_shift_input(e, &b) && mlirTypeEqual(gpu_elem_of(mlirOperationGetOperand(r, b)), c->elem) &&
+    bool as_is = has_bias && conv_epilogue_shift_input(e, &b) && mlirTypeEqual(gpu_elem_of(mlirOperationGetOperand(r, b)), c->elem) &&
                  (e->channel_view[b].sizes[0] == 1 || e->channel_view[b].strides[0] == 1);
     c->reader = r;
     c->reader_c = input;
     c->y = out;
     c->bias = as_is ? (View){e->channel_view[b].base, 1, {e->channel_view[b].sizes[0]}, {1}, e->channel_view[b].offset} : c->bias;
-    c->bias_built = !as_is;
+    c->has_bias = has_bias;
+    c->bias_built = has_bias && !as_is;
     c->scaled = scaled;
     c->residual = residual;
     c->has_residual = e->residual >= 0;
     c->relu = e->act == GPU_ACT_RELU;
     c->own_output = own_output;
     return true;
+}
+
+/*===----------------------------------------------------------------------===*
+ * 1x1 convolutions as matrix products
+ *
+ * A 1x1 convolution with stride 1, no padding, no dilation and one group
+ * is y[p, o] = Σ_c x[p, c] · w[o, c] over the pixels p = (n, h, w).  Where
+ * x and y are pixel matrices (channels-last dense: the pixels one row stride
+ * apart, a unit stride on the channels; what pt2-channels-last leaves
+ * between convolutions), that is one gemm D[N·H·W, O] = X[N·H·W, C] ·
+ * W[O, C]ᵀ, which cuBLASLt runs with the epilogue fused: bias[o] as its
+ * bias, the residual as its C with beta 1, relu, and a batch norm's scale
+ * folded into the weight as for cuDNN's fused call.  cuDNN's graph plan runs
+ * the plain convolution and leaves the epilogue to a kernel; Inductor turns
+ * such convolutions into matrix products too.  The call is
+ *
+ *   @pt2_gpu_gemm_<t>_<t>_b0[_bias][_res][_relu]_conv[_scaled]_<n>(
+ *       X, Wᵀ, D[, bias][, residual][, Wᵀ unscaled])
+ *
+ * with the conv's loops and epilogue kept behind it exactly as for a cuDNN
+ * call: "_conv" tells the runtime (runtime/cublas.c) that the loops compute
+ * the result where cuBLAS cannot, and that f32 follows the convolution's
+ * TF32 flag (torch.backends.cudnn.allow_tf32), not the matmul's.
+ * PT2_DISABLE=conv-gemm (pt2-gpu-extern-conv-cudnn) keeps them on cuDNN.
+ *===----------------------------------------------------------------------===*/
+
+/* v [N, C, H, W] (NCHW order, any strides) as the matrix [N·H·W, C]: the
+ * pixels (n, h, w) in that order one row stride apart, a unit stride on C. */
+static bool pixel_matrix(const View *v, View *out) {
+    static const int pixel_dims[3] = {3, 2, 0}; /* innermost first */
+    int64_t rows = 1, row_stride = 0, cols = v->sizes[1];
+    for (int i = 0; i < 3; ++i) {
+        int d = pixel_dims[i];
+        if (v->sizes[d] == 1) continue;
+        if (row_stride == 0 && v->strides[d] % rows == 0) row_stride = v->strides[d] / rows;
+        if (v->sizes[d] < 1 || row_stride < 1 || v->strides[d] != rows * row_stride) return false;
+        rows *= v->sizes[d];
+    }
+    *out = (View){v->base, 2, {rows, cols}, {row_stride ? row_stride : cols, cols == 1 ? 1 : v->strides[1]}, v->offset};
+    return cols >= 1 && rows <= INT_MAX && out->strides[0] <= INT_MAX && gpu_matrix_ok(out, true);
+}
+
+/* The weight [O, C, 1, 1] as the gemm's B = Wᵀ [C, O]. */
+static View weight_matrix(const View *w) {
+    return (View){w->base, 2, {w->sizes[1], w->sizes[0]}, {w->strides[1], w->strides[0]}, w->offset};
+}
+
+/* Whether the conv's geometry, types, weight and input make it a gemm (its
+ * result and residual are checked once the epilogue is known). */
+static bool gemm_geometry(const Conv *c, const View *w) {
+    const ConvGeometry *g = &c->geo;
+    View m;
+    return g->stride[0] == 1 && g->stride[1] == 1 && g->padding[0] == 0 && g->padding[1] == 0 && g->dilation[0] == 1 &&
+           g->dilation[1] == 1 && g->groups == 1 && w->sizes[2] == 1 && w->sizes[3] == 1 && !mlirTypeIsAF64(c->elem) &&
+           pixel_matrix(&c->x, &m) && (m = weight_matrix(w), gpu_matrix_ok(&m, false));
+}
+
+/* y and the residual are pixel matrices too. */
+static bool gemm_result(const Conv *c) {
+    View m;
+    return pixel_matrix(&c->y, &m) && (!c->has_residual || pixel_matrix(&c->residual, &m));
+}
+
+/* A, B, D[, bias][, residual][, B unscaled]: the scaled weight and the built
+ * bias are computed here, in front of the call. */
+static int gemm_operands(Builder *b, Conv *c, MlirValue *args) {
+    View x, y, w, residual;
+    int n = 0;
+    pixel_matrix(&c->x, &x);
+    pixel_matrix(&c->y, &y);
+    MlirValue weight = c->scaled ? conv_epilogue_build_weight(b, &c->epilogue, c->w) : c->w, unscaled = c->w;
+    view_of_type(weight, &w);
+    w = weight_matrix(&w);
+    args[n++] = gpu_view_value(b, (MlirValue){NULL}, &x);
+    args[n++] = gpu_view_value(b, (MlirValue){NULL}, &w);
+    args[n++] = gpu_view_value(b, (MlirValue){NULL}, &y);
+    if (c->has_bias) {
+        args[n++] = c->bias_built ? conv_epilogue_build_shift(b, &c->epilogue, c->y.sizes[1], c->elem)
+                                  : gpu_view_value(b, (MlirValue){NULL}, &c->bias);
+    }
+    if (c->has_residual) {
+        pixel_matrix(&c->residual, &residual);
+        args[n++] = gpu_view_value(b, (MlirValue){NULL}, &residual);
+    }
+    if (c->scaled) { /* for the plain product, whose epilogue kernel scales */
+        view_of_type(unscaled, &w);
+        w = weight_matrix(&w);
+        args[n++] = gpu_view_value(b, (MlirValue){NULL}, &w);
+    }
+    return n;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -309,7 +410,7 @@ static int call_operands(Builder *b, Conv *c, MlirValue scratch, MlirValue *args
     args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->x);
     args[n++] = c->scaled ? conv_epilogue_build_weight(b, &c->epilogue, c->w) : c->w;
     args[n++] = gpu_view_value(b, (MlirValue){NULL}, &c->y);
-    if (!mlirOperationIsNull(c->reader)) {
+    if (c->has_bias) {
         args[n++] = c->bias_built ? conv_epilogue_build_shift(b, &c->epilogue, c->y.sizes[1], c->elem)
                                   : gpu_view_value(b, (MlirValue){NULL}, &c->bias);
     }
@@ -328,13 +429,17 @@ static void emit(MlirOperation module, Conv *c, MlirValue scratch, MlirOperation
         gpu_build_call(&b, module, name, NULL, 0);
     }
     MlirValue args[8];
-    int n = call_operands(&b, c, scratch, args);
+    int n = c->gemm ? gemm_operands(&b, c, args) : call_operands(&b, c, scratch, args);
     const ConvGeometry *g = &c->geo;
-    snprintf(name, sizeof name, "pt2_gpu_conv_%s_s%lldx%lld_p%lldx%lld_d%lldx%lld_g%lld%s%s%s%s_%d", gpu_float_name(c->elem),
-             (long long)g->stride[0], (long long)g->stride[1], (long long)g->padding[0], (long long)g->padding[1],
-             (long long)g->dilation[0], (long long)g->dilation[1], (long long)g->groups,
-             mlirOperationIsNull(c->reader) ? "" : "_bias", c->has_residual ? "_res" : "", c->relu ? "_relu" : "",
-             c->scaled ? "_scaled" : "", index);
+    const char *t = gpu_float_name(c->elem), *bias = c->has_bias ? "_bias" : "", *res = c->has_residual ? "_res" : "";
+    const char *relu = c->relu ? "_relu" : "", *scaled = c->scaled ? "_scaled" : "";
+    if (c->gemm) {
+        snprintf(name, sizeof name, "pt2_gpu_gemm_%s_%s_b0%s%s%s_conv%s_%d", t, t, bias, res, relu, scaled, index);
+    } else {
+        snprintf(name, sizeof name, "pt2_gpu_conv_%s_s%lldx%lld_p%lldx%lld_d%lldx%lld_g%lld%s%s%s%s_%d", t, (long long)g->stride[0],
+                 (long long)g->stride[1], (long long)g->padding[0], (long long)g->padding[1], (long long)g->dilation[0],
+                 (long long)g->dilation[1], (long long)g->groups, bias, res, relu, scaled, index);
+    }
     gpu_build_call(&b, module, name, args, n);
     for (int i = 0; i < c->loops.n; ++i) mlirOperationMoveBefore(c->loops.ops[i], to);
     if (!mlirOperationIsNull(c->reader)) {
@@ -385,8 +490,9 @@ static bool conv_types(MlirOperation op, MlirType *out_elem) {
     return mlirTypeEqual(acc, x) || (mlirTypeIsAF32(acc) && (mlirTypeIsAF16(x) || mlirTypeIsABF16(x)));
 }
 
-/* Rewrites one marked conv generic if it qualifies; returns whether it did. */
-static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scratch, int index) {
+/* Rewrites one marked conv generic if it qualifies (a 1x1 one as a gemm
+ * where `gemms` allows); returns whether it did. */
+static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scratch, bool gemms, int index) {
     Conv c = {.op = op, .at = op};
     View w;
     if (!conv_geometry(op, &c.geo) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
@@ -412,14 +518,18 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
     MlirOperation to = {NULL};
     bool ok = mlirTypeEqual(gpu_elem_of(c.y.base), c.elem);
     View y = c.y;
-    if (ok && absorb_epilogue(&c, &w) && (!placeable(&c, &to) || (c.own_output && !separate_output(&c)))) {
-        /* the epilogue's reader cannot move, or its output cannot have a buffer of its own: without it */
+    bool gemm = gemms && gemm_geometry(&c, &w);
+    if (ok && absorb_epilogue(&c, &w, gemm) && ((!c.has_bias && !gemm_result(&c)) || !placeable(&c, &to) ||
+                                                (c.own_output && !separate_output(&c)))) {
+        /* the epilogue needs the gemm it cannot have, its reader cannot move, or its output cannot have a
+         * buffer of its own: without it */
         c.reader = (MlirOperation){NULL};
-        c.has_residual = c.relu = c.scaled = c.bias_built = c.own_output = false;
+        c.has_bias = c.has_residual = c.relu = c.scaled = c.bias_built = c.own_output = false;
         c.y = y;
         to = (MlirOperation){NULL};
     }
     ok = ok && (!mlirOperationIsNull(to) || placeable(&c, &to));
+    c.gemm = gemm && gemm_result(&c);
     if (ok) emit(module, &c, scratch, to, index);
     oplist_free(&c.loops);
     return ok;
@@ -514,8 +624,7 @@ static void tell_hook(MlirOperation module) {
     free(calls.n_ops);
 }
 
-static int run_extern_conv(MlirOperation module, void *user) {
-    (void)user;
+static int run_extern_conv(MlirOperation module, bool gemms) {
     MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     int index = 0;
     for (MlirOperation func = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(func); func = mlirOperationGetNextInBlock(func)) {
@@ -527,7 +636,7 @@ static int run_extern_conv(MlirOperation module, void *user) {
             MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
             for (int i = 0; i < convs.n; ++i) {
                 /* the scratch must dominate the call: convs of the entry block only */
-                if (mlirBlockEqual(mlirOperationGetBlock(convs.ops[i]), entry)) index += rewrite_conv(module, convs.ops[i], scratch, index);
+                if (mlirBlockEqual(mlirOperationGetBlock(convs.ops[i]), entry)) index += rewrite_conv(module, convs.ops[i], scratch, gemms, index);
             }
             if (mlirOpOperandIsNull(mlirValueGetFirstUse(scratch))) mlirOperationDestroy(defining_op(scratch));
         }
@@ -537,11 +646,28 @@ static int run_extern_conv(MlirOperation module, void *user) {
     return 0;
 }
 
-static _Alignas(8) const char extern_conv_type_id;
+static int run_extern_conv_gemms(MlirOperation module, void *user) {
+    (void)user;
+    return run_extern_conv(module, true);
+}
+
+static int run_extern_conv_cudnn(MlirOperation module, void *user) {
+    (void)user;
+    return run_extern_conv(module, false);
+}
+
+static _Alignas(8) const char extern_conv_type_id, extern_conv_cudnn_type_id;
 
 MlirPass pt2_create_gpu_extern_conv_pass(void) {
     return make_external_pass("pt2-gpu-extern-conv",
-                              "2-d convolutions to cuDNN calls in the GPU launch plan, their loops kept behind as the fallback "
-                              "(passes/gpu_conv.c)",
-                              "builtin.module", run_extern_conv, &extern_conv_type_id);
+                              "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
+                              "launch plan, their loops kept behind as the fallback (passes/gpu_conv.c)",
+                              "builtin.module", run_extern_conv_gemms, &extern_conv_type_id);
+}
+
+MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void) {
+    return make_external_pass("pt2-gpu-extern-conv-cudnn",
+                              "pt2-gpu-extern-conv with every convolution through cuDNN, 1x1 ones too (PT2_DISABLE=conv-gemm, for "
+                              "A/B measurements)",
+                              "builtin.module", run_extern_conv_cudnn, &extern_conv_cudnn_type_id);
 }

@@ -60,6 +60,12 @@ void gpu_library_entry(MlirStringRef callee, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", len > 0 ? len - 1 : 0, callee.data + 8);
 }
 
+bool gpu_entry_is_conv(const char *entry) {
+    if (!strncmp(entry, "conv_", 5)) return true;
+    const char *token = strncmp(entry, "gemm_", 5) ? NULL : strstr(entry, "_conv");
+    return token && (token[5] == 0 || token[5] == '_');
+}
+
 const char *gpu_float_name(MlirType t) {
     if (mlirTypeIsAF32(t)) return "f32";
     if (mlirTypeIsAF16(t)) return "f16";
@@ -70,10 +76,7 @@ const char *gpu_float_name(MlirType t) {
 
 MlirType gpu_elem_of(MlirValue v) { return mlirShapedTypeGetElementType(mlirValueGetType(v)); }
 
-/* A matrix ([batch,] rows, cols) cuBLAS can read: a unit stride on one of
- * the two dims and the other a valid leading dimension, a batch with a
- * nonzero stride; `output`s are row-major. */
-static bool matrix_ok(const View *v, bool output) {
+bool gpu_matrix_ok(const View *v, bool output) {
     int r = v->rank;
     if (r < 2 || r > 3) return false;
     int64_t rows = v->sizes[r - 2], cols = v->sizes[r - 1], s_rows = v->strides[r - 2], s_cols = v->strides[r - 1];
@@ -344,7 +347,7 @@ static bool absorb_epilogue(Gemm *g) {
         if (ok && row && !e.has_bias) { /* bias[n], read as n contiguous elements */
             e.has_bias = true;
             e.bias = (Operand){{NULL}, {v.base, 1, {n}, {1}, v.offset}};
-        } else if (ok && !e.has_residual && matrix_ok(&v, true)) {
+        } else if (ok && !e.has_residual && gpu_matrix_ok(&v, true)) {
             e.has_residual = true;
             e.residual = (Operand){{NULL}, v};
         } else {
@@ -370,7 +373,7 @@ static bool absorb_epilogue(Gemm *g) {
 static bool read_operand(Gemm *g, Operand *x, MlirValue d_root) {
     OpList dead = {0};
     View folded;
-    if (view_through_copy(g->op, x->value, d_root, g->at, &folded, &dead) && matrix_ok(&folded, false)) {
+    if (view_through_copy(g->op, x->value, d_root, g->at, &folded, &dead) && gpu_matrix_ok(&folded, false)) {
         x->value = (MlirValue){NULL};
         x->view = folded;
         for (int i = 0; i < dead.n; ++i) oplist_push_unique(&g->dead, dead.ops[i]);
@@ -379,7 +382,7 @@ static bool read_operand(Gemm *g, Operand *x, MlirValue d_root) {
     }
     oplist_free(&dead);
     MlirValue root = buffer_root(x->value);
-    return matrix_ok(&x->view, false) && !mlirValueEqual(root, d_root) &&
+    return gpu_matrix_ok(&x->view, false) && !mlirValueEqual(root, d_root) &&
            (mlirOperationEqual(g->at, g->op) || untouched_between(g->op, g->at, root, false));
 }
 
@@ -471,7 +474,7 @@ static bool rewrite_product(MlirOperation module, MlirOperation op, int index) {
         absorb_epilogue(&g);
     }
     MlirValue d_root = buffer_root(g.d.view.base);
-    bool ok = matrix_ok(&g.d.view, true) && read_operand(&g, &g.a, d_root) && read_operand(&g, &g.b, d_root);
+    bool ok = gpu_matrix_ok(&g.d.view, true) && read_operand(&g, &g.a, d_root) && read_operand(&g, &g.b, d_root);
     if (ok) emit(module, &g, index);
     oplist_free(&g.dead);
     return ok;

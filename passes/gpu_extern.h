@@ -27,6 +27,11 @@ void pt2_gpu_set_conv_hook(Pt2GpuConvHook hook, void *user);
 /* A library call's entry as the launch plan names it: @pt2_gpu_<entry>_<n>
  * without the "pt2_gpu_" prefix and the "_<n>" that makes the symbol unique. */
 void gpu_library_entry(MlirStringRef callee, char *out, size_t cap);
+/* Whether a library call's entry (as above) is a convolution's, whose
+ * loops stay behind the call and compute the whole result when the library
+ * cannot: cuDNN's "conv_..." or a 1x1 convolution's cuBLAS "gemm_..._conv..."
+ * (gpu_conv.c). */
+bool gpu_entry_is_conv(const char *entry);
 
 /* "f32", "f16", "bf16", "f64", or NULL for other types. */
 const char *gpu_float_name(MlirType t);
@@ -58,6 +63,11 @@ MlirValue gpu_epilogue_activation(MlirOperation reader, GpuAct *act);
  * roundings of an f16/bf16 body seen through: which activation (relu as
  * maximumf(s, 0), GELU in pt2-decompose's tanh form). */
 bool gpu_epilogue_body(MlirOperation reader, GpuAct *act);
+
+/* A matrix ([batch,] rows, cols) cuBLAS can read: a unit stride on one of
+ * the two dims and the other a valid leading dimension, a batch with a
+ * nonzero stride; `output`s are row-major. */
+bool gpu_matrix_ok(const View *v, bool output);
 
 /* `value` if not null, else `view` as a value: its base where the view is
  * its base's own layout (strides of size-1 dims aside), else a

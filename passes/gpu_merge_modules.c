@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "../runtime/threads.h"
+#include "gpu_extern.h"
 #include "gpu_map.h"
 #include "pt2.h"
 
@@ -106,7 +107,7 @@ static bool move_body(MlirOperation m, MlirOperation into, int index) {
 }
 
 /* Which modules hold a convolution's fallback loops: the launches after a
- * call @pt2_gpu_conv_* and before its @pt2_gpu_fallback_epilogue_* or
+ * call @pt2_gpu_conv_* (or a 1x1 convolution's @pt2_gpu_gemm_*_conv*) and before its @pt2_gpu_fallback_epilogue_* or
  * @pt2_gpu_fallback_end_* (passes/gpu_conv.c), which run only where cuDNN
  * is missing or refuses the shape.  The epilogue after the first marker
  * runs at every call (the graph API's plans leave it to the kernel).  A
@@ -127,7 +128,11 @@ static bool callee_starts(MlirOperation op, const char *prefix) {
 
 static MlirWalkResult note_cold(MlirOperation op, void *user) {
     Cold *c = user;
-    if (callee_starts(op, "pt2_gpu_conv_")) c->in_fallback = true;
+    if (callee_starts(op, "pt2_gpu_conv_") || callee_starts(op, "pt2_gpu_gemm_")) {
+        char entry[128];
+        gpu_library_entry(mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee"))), entry, sizeof entry);
+        c->in_fallback = gpu_entry_is_conv(entry); /* a gemm's epilogue runs wherever cuBLASLt cannot: not cold */
+    }
     if (callee_starts(op, "pt2_gpu_fallback_epilogue_") || callee_starts(op, "pt2_gpu_fallback_end_")) c->in_fallback = false;
     if (gpu_is_op(op, "gpu.module")) return MlirWalkResultSkip; /* only the host launches */
     if (!gpu_is_op(op, "gpu.launch_func")) return MlirWalkResultAdvance;

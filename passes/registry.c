@@ -35,6 +35,7 @@ MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_map_loops_v1_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
+MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
@@ -146,8 +147,10 @@ static const PassEntry pt2_passes[] = {
      "measurements)", pt2_create_gpu_map_loops_v1_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
-    {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls in the GPU launch plan, their loops kept behind as the fallback "
-     "(passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
+    {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
+     "launch plan, their loops kept behind as the fallback (passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
+    {"pt2-gpu-extern-conv-cudnn", "pt2-gpu-extern-conv with every convolution through cuDNN, 1x1 ones too (PT2_DISABLE=conv-gemm, "
+     "for A/B measurements)", pt2_create_gpu_extern_conv_cudnn_pass},
     {"pt2-gpu-fold-residual-bn", "GPU graphs: in bn(conv_a) + bn(conv_b), one batch norm folded into its conv's weight at every call "
      "(passes/gpu_conv_fold.c)", pt2_create_gpu_fold_residual_bn_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
@@ -309,7 +312,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-decompose,pt2-lower-non-contractions-unchecked,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-             "convert-bufferization-to-memref,%sfunc.func(convert-linalg-to-parallel-loops),%s,"
+             "convert-bufferization-to-memref,%s%sfunc.func(convert-linalg-to-parallel-loops),%s,"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
              "pt2-gpu-dedupe-kernels,pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
              "func.func(lower-affine,canonicalize),"
@@ -320,7 +323,10 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-gpu-module-to-binary",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "",
-             pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,pt2-gpu-extern-conv,",
+             pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
+             pt2_disabled(disable, "blas")        ? ""
+             : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
+                                                  : "pt2-gpu-extern-conv,",
              pt2_disabled(disable, "gpu-reduce") ? "pt2-gpu-map-loops-v1" : "pt2-gpu-map-loops", chip, chip, link);
     return text;
 }

@@ -25,6 +25,16 @@
  * when it has no algorithm for an entry, the entry computes A · B alone
  * with cuBLAS and the plan runs the epilogue kernel kept behind it.
  *
+ * A 1x1 convolution's entry (passes/gpu_conv.c, "gemm_..._conv[_scaled]":
+ * X[N·H·W, C] · Wᵀ[C, O] over channels-last activations) keeps the
+ * convolution's loops behind it in the plan: where cuBLAS is missing or
+ * fails it computes nothing and the loops run (never an error), and f32
+ * follows the convolution's TF32 flag (torch.backends.cudnn.allow_tf32,
+ * pt2GpuSetConvAllowTF32), as eager's convolution would.  "_scaled": B is
+ * the weight times a batch norm's scale, which cuBLASLt's epilogue entry
+ * reads; the plain product reads the unscaled one (the last operand) and
+ * the kept epilogue kernel scales, as for cuDNN's "_scaled" entries.
+ *
  * Libraries: libcublas is PT2_CUBLAS (the Python layer sets it to torch's
  * nvidia-cublas wheel's library), else the soname of CUDA 13 or 12 (already
  * loaded in a process that imported torch), else libcublas.so.  libcublasLt
@@ -41,6 +51,7 @@
 
 #include "../dialects/catalog.h"
 #include "cuda.h"
+#include "cudnn.h"
 #include "dylib.h"
 #include "pt2.h"
 
@@ -230,6 +241,8 @@ typedef struct LtPlan {
 struct Pt2Gemm {
     int ab_type, d_type, ab_bytes, d_bytes;
     bool beta_one, bias, residual;
+    bool conv, scaled; /* a 1x1 convolution's entry; its B scaled, the unscaled B last */
+    bool conv_logged;  /* PT2_LOGS=cublas said once that its loops run */
     unsigned epilogue; /* CUBLASLT_EPILOGUE_DEFAULT: none */
     LtPlan lt;
 };
@@ -262,6 +275,10 @@ static Pt2Gemm *parse_entry(const char *what) {
             e->epilogue = CUBLASLT_EPILOGUE_RELU;
         } else if (len == 4 && !strncmp(p + 1, "gelu", 4)) {
             e->epilogue = CUBLASLT_EPILOGUE_GELU;
+        } else if (len == 4 && !strncmp(p + 1, "conv", 4)) {
+            e->conv = true;
+        } else if (len == 6 && !strncmp(p + 1, "scaled", 6) && e->conv) {
+            e->scaled = true;
         } else {
             goto error;
         }
@@ -275,7 +292,7 @@ error:
     return NULL;
 }
 
-static bool has_epilogue(const Pt2Gemm *e) { return e->epilogue != CUBLASLT_EPILOGUE_DEFAULT || e->residual; }
+static bool has_epilogue(const Pt2Gemm *e) { return e->epilogue != CUBLASLT_EPILOGUE_DEFAULT || e->residual || e->scaled; }
 
 static void lt_release(LtPlan *lt) {
     if (lt->desc) p_cublasLtMatmulDescDestroy(lt->desc);
@@ -321,7 +338,7 @@ typedef struct Product {
     int64_t m, n, k, batch;
     int op_a, op_b, lda, ldb, ldd, ldr;
     long long stride_a, stride_b, stride_d;
-    const void *a, *b, *bias, *residual;
+    const void *a, *b, *b_unscaled, *bias, *residual;
     void *d;
 } Product;
 
@@ -329,8 +346,10 @@ static const void *element(const Pt2GpuOperand *x, int bytes) { return (const ch
 
 static int read_product(const Pt2Gemm *e, const Pt2GpuOperand *ops, int n_ops, Product *p) {
     const Pt2GpuOperand *a = &ops[0], *b = &ops[1], *d = &ops[2];
-    bool ranks_ok = n_ops == 3 + e->bias + e->residual && d->rank >= 2 && d->rank <= 3 && a->rank == d->rank && b->rank == d->rank &&
-                    (!e->bias || ops[3].rank == 1) && (!e->residual || ops[3 + e->bias].rank == 2);
+    const Pt2GpuOperand *unscaled = e->scaled ? &ops[n_ops - 1] : b;
+    bool ranks_ok = n_ops == 3 + e->bias + e->residual + e->scaled && d->rank >= 2 && d->rank <= 3 && a->rank == d->rank &&
+                    b->rank == d->rank && (!e->bias || ops[3].rank == 1) && (!e->residual || ops[3 + e->bias].rank == 2) &&
+                    unscaled->rank == 2 && unscaled->strides[0] == b->strides[0] && unscaled->strides[1] == b->strides[1];
     if (!ranks_ok) {
         pt2_set_error("internal: a gemm entry with %d operands of ranks %d %d %d", n_ops, a->rank, b->rank, d->rank);
         return -1;
@@ -348,15 +367,19 @@ static int read_product(const Pt2Gemm *e, const Pt2GpuOperand *ops, int n_ops, P
     }
     p->a = element(a, e->ab_bytes);
     p->b = element(b, e->ab_bytes);
+    p->b_unscaled = element(unscaled, e->ab_bytes);
     p->d = (void *)element(d, e->d_bytes);
     p->bias = e->bias ? element(&ops[3], e->d_bytes) : NULL;
     p->residual = e->residual ? element(&ops[3 + e->bias], e->d_bytes) : NULL;
     return 0;
 }
 
+/* f32 with TF32 where torch allows it: the matmul's flag, or a
+ * convolution's for a 1x1 convolution's entry. */
 static int compute_type(const Pt2Gemm *e) {
     if (e->ab_type == CUDA_R_64F) return CUBLAS_COMPUTE_64F;
-    return e->ab_type == CUDA_R_32F && allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    bool tf32 = e->conv ? pt2_gpu_conv_allow_tf32() : allow_tf32;
+    return e->ab_type == CUDA_R_32F && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 /* The largest power of two (up to 256) that divides the address. */
@@ -423,6 +446,8 @@ static int lt_gemm(Pt2Gemm *e, const Product *p, void *stream) {
     return s == 0;
 }
 
+/* D = A · B alone (beta 1 only without an epilogue: an epilogue's
+ * fallback kernel adds the rest), on the unscaled B of a "_scaled" entry. */
 static int plain_gemm(const Pt2Gemm *e, const Product *p, void *stream) {
     int compute = compute_type(e);
     bool beta_one = e->beta_one && !has_epilogue(e); /* an epilogue's fallback adds the rest */
@@ -434,7 +459,7 @@ static int plain_gemm(const Pt2Gemm *e, const Product *p, void *stream) {
     void *ws = s == 0 && p_cublasSetWorkspace_v2 ? stream_workspace(stream) : NULL;
     if (ws) s = p_cublasSetWorkspace_v2(handle, ws, GEMM_WORKSPACE_BYTES);
     if (s == 0) {
-        s = p_cublasGemmStridedBatchedEx(handle, p->op_b, p->op_a, (int)p->n, (int)p->m, (int)p->k, alpha, p->b, e->ab_type, p->ldb,
+        s = p_cublasGemmStridedBatchedEx(handle, p->op_b, p->op_a, (int)p->n, (int)p->m, (int)p->k, alpha, p->b_unscaled, e->ab_type, p->ldb,
                                          p->stride_b, p->a, e->ab_type, p->lda, p->stride_a, beta, p->d, e->d_type, p->ldd,
                                          p->stride_d, (int)p->batch, compute, CUBLAS_GEMM_DEFAULT);
     }
@@ -446,17 +471,34 @@ static int plain_gemm(const Pt2Gemm *e, const Product *p, void *stream) {
     return 0;
 }
 
-int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, void *stream,
+/* A convolution's entry that cuBLAS did not compute: its loops will
+ * (said once per entry under PT2_LOGS=cublas). */
+static int conv_loops_run(Pt2Gemm *e, const char *what) {
+    if (!e->conv_logged && pt2_disabled(getenv("PT2_LOGS"), "cublas")) {
+        fprintf(stderr, "[pt2] cublas: %s: %s; the convolution's loops run\n", what, pt2GetLastError());
+        e->conv_logged = true;
+    }
+    return 1;
+}
+
+int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GpuOperand *operands, int n_operands, bool folded, void *stream,
                     bool *out_epilogue_done) {
     *out_epilogue_done = false;
     if (!*entry && !(*entry = parse_entry(what))) return -1;
     Pt2Gemm *e = *entry;
     Product p;
-    if (load_cublas() != 0 || read_product(e, operands, n_operands, &p) != 0) return -1;
+    if (read_product(e, operands, n_operands, &p) != 0) return -1;
+    if (load_cublas() != 0) return e->conv ? conv_loops_run(e, what) : -1;
     if (p.m == 0 || p.n == 0 || p.batch == 0) return 0;
-    if (has_epilogue(e) && lt_gemm(e, &p, stream)) {
+    if (e->conv && p.k == 0) { /* cuBLAS may leave D as it is: the loops write zeros */
+        pt2_set_error("no input channels");
+        return conv_loops_run(e, what);
+    }
+    /* the scaled B and a computed bias are there only if the plan ran their fold launches */
+    if (has_epilogue(e) && folded && lt_gemm(e, &p, stream)) {
         *out_epilogue_done = true;
         return 0;
     }
-    return plain_gemm(e, &p, stream);
+    if (plain_gemm(e, &p, stream) != 0) return e->conv ? conv_loops_run(e, what) : -1;
+    return 0;
 }

@@ -158,6 +158,8 @@ static int allow_tf32;
 
 PT2_EXPORT void pt2GpuSetConvAllowTF32(int allow) { allow_tf32 = allow != 0; }
 
+bool pt2_gpu_conv_allow_tf32(void) { return allow_tf32 != 0; }
+
 static const char *status_text(cudnnStatus_t s) {
     const char *t = p_cudnnGetErrorString ? p_cudnnGetErrorString(s) : NULL;
     return t ? t : "?";

@@ -4,6 +4,11 @@
 
 #include "cuda.h"
 
+/* torch.backends.cudnn.allow_tf32 as last synced (pt2GpuSetConvAllowTF32):
+ * cuDNN's entries follow it, and so do 1x1 convolutions' gemm entries
+ * (runtime/cublas.c). */
+bool pt2_gpu_conv_allow_tf32(void);
+
 /* One conv entry of a plan: its descriptors and algorithm, kept between calls. */
 typedef struct Pt2Conv Pt2Conv;
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../passes/gpu_extern.h"
 #include "cublas.h"
 #include "../passes/gpu_extern.h"
 #include "cuda.h"
@@ -673,9 +674,9 @@ static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const 
     if (library_operands(k, l, device_pointers, workspace, ops) != 0) return -1;
     if (pt2_gpu_plan_is_gemm(l)) {
         bool epilogue_done;
-        int rc = pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, stream, &epilogue_done);
-        *out_done = epilogue_done ? DONE_EPILOGUE : DONE_RESULT;
-        return rc;
+        int rc = pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, folded, stream, &epilogue_done);
+        *out_done = rc == 1 ? DONE_NOTHING : epilogue_done ? DONE_EPILOGUE : DONE_RESULT; /* 1: a conv's loops run */
+        return rc < 0 ? -1 : 0;
     }
     Pt2ConvDone done;
     int rc = pt2_cudnn_conv(&l->conv, l->function, ops, l->n_args, folded, stream, &done);
@@ -878,7 +879,10 @@ Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, v
     if (k->prologue && compute_prologue(k, device_pointers, workspace, stream) != 0) return NULL; /* never captured */
     for (int i = 0; i < k->plan.n_launches; ++i) {
         if (k->plan.launches[i].module >= 0) continue;
-        if (pt2_gpu_plan_is_gemm(&k->plan.launches[i]) ? pt2_cublas_prepare_stream(stream) != 0 : pt2_cudnn_init() != 0) return NULL;
+        const GpuLaunch *l = &k->plan.launches[i];
+        /* a conv's gemm entry without cuBLAS runs its loops, as a conv entry without cuDNN */
+        bool gemm = pt2_gpu_plan_is_gemm(l), loops = gpu_entry_is_conv(l->function);
+        if (gemm ? pt2_cublas_prepare_stream(stream) != 0 && !loops : pt2_cudnn_init() != 0) return NULL;
     }
     if (pt2_cuda_capture_begin(&stream) != 0) return NULL;
     bool ok = pt2GpuKernelLaunch(k, device_pointers, workspace, stream) == 0;

@@ -12,8 +12,9 @@
  * themselves.  A cuBLAS or cuDNN call is an entry of the plan as well
  * (module -1).  The kernels after one, up to @pt2_gpu_fallback_end_*, are
  * its fallback: a gemm's epilogue, run only when cuBLASLt could not do it
- * ("unless <entry>"); a conv's loops, run only when cuDNN did not compute
- * the result ("unless <entry> result"), then, after
+ * ("unless <entry>"); a conv's loops, run only when cuDNN (or cuBLAS, for
+ * a 1x1 conv's gemm entry "gemm_..._conv") did not compute the result
+ * ("unless <entry> result"), then, after
  * @pt2_gpu_fallback_epilogue_*, its epilogue ("unless <entry>").  The
  * kernels between a @pt2_gpu_fold_<n> marker and the next library call
  * compute operands only cuDNN's fused call reads (a batch norm's scaled
@@ -267,8 +268,8 @@ static bool is_call_to(MlirOperation op, const char *prefix) {
     return callee.length > strlen(prefix) && strncmp(callee.data, prefix, strlen(prefix)) == 0;
 }
 
-/* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu]_<n>(A, B, D[, bias][, residual])
- * (passes/gpu_extern.c) or @pt2_gpu_conv_<t>_..._<n>(x, w, y[, bias[, residual]], scratch)
+/* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu][_conv[_scaled]]_<n>(A, B, D[, bias][, residual][, B unscaled])
+ * (passes/gpu_extern.c, a 1x1 conv's passes/gpu_conv.c) or @pt2_gpu_conv_<t>_..._<n>(x, w, y[, bias[, residual]], scratch)
  * (passes/gpu_conv.c): a library call in the plan, module -1, function
  * "gemm_..." or "conv_...". */
 static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
@@ -288,9 +289,9 @@ static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
      * gemm's epilogue (when cuBLASLt cannot), a conv's loops (when cuDNN
      * cannot) and after @pt2_gpu_fallback_epilogue_<n> its epilogue */
     bool epilogue = strstr(l->function, "_bias") || strstr(l->function, "_res") || strstr(l->function, "_relu") ||
-                    strstr(l->function, "_gelu");
-    pb->fallback_of = !pt2_gpu_plan_is_gemm(l) || epilogue ? plan->n_launches : -1;
-    pb->fallback_unless = pt2_gpu_plan_is_gemm(l) ? DONE_EPILOGUE : DONE_RESULT;
+                    strstr(l->function, "_gelu"), conv = gpu_entry_is_conv(l->function);
+    pb->fallback_of = conv || epilogue ? plan->n_launches : -1;
+    pb->fallback_unless = conv ? DONE_RESULT : DONE_EPILOGUE;
     /* the launches since @pt2_gpu_fold_<n> compute what only this call's fused form reads */
     for (int j = pb->fold_first; j >= 0 && j < plan->n_launches; ++j) plan->launches[j].fold_of = plan->n_launches;
     pb->fold_first = -1;

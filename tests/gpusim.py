@@ -344,8 +344,9 @@ class Simulator:
             self.launch(op, env)
         elif n == "func.call" and re.search(r"callee = @pt2_gpu_", op.attrs):
             # a library call (cuDNN, cuBLAS) of the launch plan: the simulated machine has no library,
-            # so the plan runs the loops kept behind a conv's call (its fallback) instead
-            if "pt2_gpu_gemm" in op.attrs:
+            # so the plan runs the loops kept behind a conv's call (its fallback) instead; a 1x1 conv's
+            # cuBLAS entry (pt2_gpu_gemm_..._conv[_scaled]_<n>, passes/gpu_conv.c) keeps them too
+            if "pt2_gpu_gemm" in op.attrs and not re.search(r"callee = @pt2_gpu_gemm_\w*_conv(_scaled)?_\d+\b", op.attrs):
                 raise SimError("a cuBLAS call has no loops behind it: not simulated")
         elif n in ("func.return",):
             pass

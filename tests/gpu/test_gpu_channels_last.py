@@ -63,6 +63,8 @@ def _launches(plan):
 
 
 def _dense_nhwc(sizes, strides):
+    if len(sizes) == 2:  # a 1x1 convolution's gemm operand: the pixel matrix [N·H·W, C] of an NHWC tensor
+        return (sizes[1] == 1 or strides[1] == 1) and (sizes[0] == 1 or strides[0] == sizes[1])
     expect = 1
     for d in (1, 3, 2, 0):
         if sizes[d] != 1 and strides[d] != expect:
@@ -80,8 +82,21 @@ def _is_transpose(launch):
     return a != b and (b == (a[0], a[2], a[3], a[1]) or a == (b[0], b[2], b[3], b[1]))
 
 
+def _is_conv_entry(line):
+    """cuDNN's entry, or a 1x1 convolution's cuBLAS entry ("gemm_..._conv", passes/gpu_conv.c)."""
+    if not line.startswith("launch -1 "):
+        return False
+    name = line.split()[2]
+    return name.startswith("conv_") or (name.startswith("gemm_") and "conv" in name.split("_"))
+
+
 def _conv_entries(launches):
-    return [(i, launch) for i, launch in enumerate(launches) if launch[0].startswith("launch -1 conv_")]
+    return [(i, launch) for i, launch in enumerate(launches) if _is_conv_entry(launch[0])]
+
+
+def _one_by_one(model):
+    return [m for m in model.modules() if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (1, 1) and m.stride == (1, 1) and
+            m.padding == (0, 0) and m.groups == 1]
 
 
 @pytest.mark.parametrize("model_class", MODELS, ids=[m.__name__ for m in MODELS])
@@ -94,6 +109,9 @@ def test_plan_convolutions_are_channels_last(model_class):
     for _, (line, ops) in convs:
         x, y = ops[0], ops[2]
         assert _dense_nhwc(*x) and _dense_nhwc(*y), f"{line}: x {x}, y {y}"
+    # the 1x1 stride-1 unpadded ungrouped ones are cuBLAS gemm entries on pixel matrices (passes/gpu_conv.c)
+    gemms = [line for _, (line, _) in convs if line.split()[2].startswith("gemm_")]
+    assert len(gemms) == len(_one_by_one(model)), gemms
     transposes = [i for i, launch in enumerate(launches) if _is_transpose(launch)]
     first, last = convs[0][0], convs[-1][0]
     assert transposes and transposes[0] < first, "the graph input is transposed once, before the first conv"
@@ -111,7 +129,7 @@ def test_plan_of_conv_block_fuses_as_before():
     names = [launch[0].split()[2] for _, launch in convs]
     assert names == ["conv_f32_s2x2_p3x3_d1x1_g1_bias_relu", "conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled",
                      "conv_f32_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled", "conv_f32_s1x1_p2x2_d2x2_g16_bias_relu",
-                     "conv_f32_s1x1_p0x0_d1x1_g1"], names
+                     "gemm_f32_f32_b0_conv"], names
     for _, (line, ops) in convs:
         assert _dense_nhwc(*ops[0]) and _dense_nhwc(*ops[2]), line
     res = convs[2][1][1][4]  # the residual operand of the fused call
@@ -119,11 +137,25 @@ def test_plan_of_conv_block_fuses_as_before():
     assert [i for i, launch in enumerate(launches) if _is_transpose(launch)] == [0]
 
 
+@pytest.mark.parametrize("model_class", [MobileNetish, Visformerish], ids=["MobileNetish", "Visformerish"])
+def test_disable_conv_gemm_keeps_1x1_convs_on_cudnn(model_class, monkeypatch):
+    """PT2_DISABLE=conv-gemm (the A/B switch): the same plan with every convolution a cuDNN entry."""
+    torch.manual_seed(0)
+    model = randomize_norms(model_class()).eval()
+    graph = _captured(model, (3, 3, 19, 17))
+    monkeypatch.setenv("PT2_DISABLE", "conv-gemm")
+    convs = _conv_entries(_launches(_gpu.compile_text(graph).plan))
+    assert _one_by_one(model) and len(convs) == sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+    assert all(line.split()[2].startswith("conv_") for _, (line, _) in convs), [line for _, (line, _) in convs]
+
+
 def test_disable_layout_gives_the_nchw_plan(monkeypatch):
+    """NCHW activations: every convolution through cuDNN, its 1x1 one too (no pixel matrix)."""
     monkeypatch.setenv("PT2_DISABLE", "layout")
     launches = _launches(_gpu.compile_text(_captured(gpu_models.conv_block(), (64, 3, 33, 31))).plan)
     convs = _conv_entries(launches)
     assert len(convs) == 5 and not any(_is_transpose(launch) for launch in launches)
+    assert all(launch[0].split()[2].startswith("conv_") for _, launch in convs), [launch[0] for _, launch in convs]
     for _, (line, ops) in convs:
         sizes, strides = ops[2]
         assert strides[3] == 1 and strides[1] == sizes[2] * sizes[3], line

@@ -209,10 +209,17 @@ def test_captured_conv_block_uses_cudnn():
     """gpu_models.ConvBlock at batch 2 compiles for the GPU with every convolution a cuDNN entry,
     the stem's and the depthwise layer's bias + relu fused (the latter's output, which
     bufferization put in its input's buffer, gets a buffer of its own); the batch norms are too
-    small to fold (kernels after their calls)."""
-    entries = _entries(_captured(_models().conv_block(), (2, 3, 33, 31)))
-    assert entries == ["conv_f32_s2x2_p3x3_d1x1_g1_bias_relu", "conv_f32_s1x1_p1x1_d1x1_g1", "conv_f32_s1x1_p1x1_d1x1_g1",
-                       "conv_f32_s1x1_p2x2_d2x2_g16_bias_relu", "conv_f32_s1x1_p0x0_d1x1_g1"], entries
+    small to fold (kernels after their calls).  The last, a 1x1 conv over channels-last
+    activations, is a cuBLAS gemm entry (passes/gpu_conv.c); with PT2_DISABLE=conv-gemm cuDNN's."""
+    graph = _captured(_models().conv_block(), (2, 3, 33, 31))
+    head = ["conv_f32_s2x2_p3x3_d1x1_g1_bias_relu", "conv_f32_s1x1_p1x1_d1x1_g1", "conv_f32_s1x1_p1x1_d1x1_g1",
+            "conv_f32_s1x1_p2x2_d2x2_g16_bias_relu"]
+    assert _entries(graph) == head + ["gemm_f32_f32_b0_conv"], _entries(graph)
+    os.environ["PT2_DISABLE"] = "conv-gemm"
+    try:
+        assert _entries(graph) == head + ["conv_f32_s1x1_p0x0_d1x1_g1"], _entries(graph)
+    finally:
+        del os.environ["PT2_DISABLE"]
 
 
 def test_captured_conv_block_folds_its_batch_norms_at_batch_64():
@@ -221,16 +228,18 @@ def test_captured_conv_block_folds_its_batch_norms_at_batch_64():
     entries = _entries(_captured(_models().conv_block(), (64, 3, 33, 31)))
     assert entries == ["conv_f32_s2x2_p3x3_d1x1_g1_bias_relu", "conv_f32_s1x1_p1x1_d1x1_g1_bias_relu_scaled",
                        "conv_f32_s1x1_p1x1_d1x1_g1_bias_res_relu_scaled", "conv_f32_s1x1_p2x2_d2x2_g16_bias_relu",
-                       "conv_f32_s1x1_p0x0_d1x1_g1"], entries
+                       "gemm_f32_f32_b0_conv"], entries
 
 
 def test_captured_bottleneck_fuses_its_downsampling_sum():
     """gpu_models.Bottleneck: relu(bn3(conv3(y)) + bn_down(down(x))) is one fused call too:
     pt2-gpu-fold-residual-bn folds bn3 (the smaller weight) into conv3 at every call, and the
-    strided 1x1 downsampling conv takes the sum with conv3's result as cuDNN's residual."""
+    strided 1x1 downsampling conv takes the sum with conv3's result as cuDNN's residual.  The
+    unstrided 1x1 convs are cuBLAS gemm entries: conv1 + bn1 + relu with the scaled weight and
+    cuBLASLt's epilogue, conv3 plain."""
     entries = _entries(_captured(_models().bottleneck(), (16, 24, 96, 96)))
-    assert entries == ["conv_f32_s1x1_p0x0_d1x1_g1_bias_relu_scaled", "conv_f32_s2x2_p1x1_d1x1_g4_bias_relu_scaled",
-                       "conv_f32_s1x1_p0x0_d1x1_g1", "conv_f32_s2x2_p0x0_d1x1_g1_bias_res_relu_scaled"], entries
+    assert entries == ["gemm_f32_f32_b0_bias_relu_conv_scaled", "conv_f32_s2x2_p1x1_d1x1_g4_bias_relu_scaled",
+                       "gemm_f32_f32_b0_conv", "conv_f32_s2x2_p0x0_d1x1_g1_bias_res_relu_scaled"], entries
 
 
 # ---- batch norms after convolutions (passes/gpu_conv_fold.c, pt2-freeze)

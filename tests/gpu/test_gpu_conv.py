@@ -642,3 +642,167 @@ def test_bottleneck_as_cuda_graph(freeze, cudnn_api):
         for seed in (171, 172, 173):
             x = rand((8, 24, 64, 62), F16, seed)
             check(fast(x), _bottleneck(F64)(x.double()), m(x), F16, layers=6)
+
+
+# ---- 1x1 convolutions over channels-last activations as cuBLAS(Lt) gemm entries (passes/gpu_conv.c)
+
+# A 3x3 conv first, so that pt2-channels-last stores its result (the 1x1 conv's input) NHWC.
+GEMM_FORMS = ["plain", "bias", "bias_relu", "bias_res", "bias_res_relu", "res_relu"]
+
+
+def gemm_entries(plan):
+    return [line.split()[2] for line in plan.splitlines() if line.startswith("launch -1 gemm_") and "conv" in line.split()[2].split("_")]
+
+
+def _conv_1x1_graph(form, g, x, w0, w, b):
+    h = g.op("conv2d", x, w0, padding=[1, 1])
+    y = g.op("conv2d", h, w)
+    if "bias" in form:
+        y = g.op("add", y, g.op("reshape", b, shape=[1, -1, 1, 1]))
+    if "res" in form:
+        y = g.op("add", y, h)
+    return g.op("relu", y) if "relu" in form else y
+
+
+def _conv_1x1_eager(form, x, w0, w, b):
+    h = F.conv2d(x, w0, padding=1)
+    y = F.conv2d(h, w, b if "bias" in form else None)
+    if "res" in form:
+        y = y + h
+    return torch.relu(y) if "relu" in form else y
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("batch", [1, 5])
+@pytest.mark.parametrize("channels", [3, 17, 65])
+@pytest.mark.parametrize("form", GEMM_FORMS)
+def test_conv_1x1_as_gemm(form, channels, batch, dtype, monkeypatch):
+    """1x1 conv [+ bias] [+ residual] [+ relu] over a 3x3 conv's NHWC result: one gemm entry with
+    cuBLASLt's epilogue, against eager CUDA and a float64 oracle (two roundings deep)."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+    o = channels if "res" in form else 2 * channels + 1
+    seed = 1000 + channels + batch
+    x, w0 = rand((batch, 5, 7, 9), dtype, seed), rand((channels, 5, 3, 3), dtype, seed + 1)
+    w, b = rand((o, channels, 1, 1), dtype, seed + 2), rand((o,), dtype, seed + 3)
+    got, k = run(lambda g, *v: _conv_1x1_graph(form, g, *v), [x, w0, w, b])
+    tokens = {"plain": "", "bias": "_bias", "bias_relu": "_bias_relu", "bias_res": "_bias_res", "bias_res_relu": "_bias_res_relu",
+              "res_relu": "_res_relu"}[form]
+    assert gemm_entries(k.plan) == [f"gemm_{NAME[dtype]}_{NAME[dtype]}_b0{tokens}_conv"], k.plan[:3000]
+    check(got[0], _conv_1x1_eager(form, x.double(), w0.double(), w.double(), b.double()), _conv_1x1_eager(form, x, w0, w, b), dtype,
+          layers=2)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("shape", [(5, 32, 64, 64), (1, 17, 7, 9)], ids=["folded", "small"])
+def test_conv_1x1_batch_norm_as_gemm(shape, dtype, monkeypatch):
+    """relu(bn(conv1x1(h))) in eval mode: where the fold pays, a "_scaled" gemm entry on the weight
+    times the batch norm's scale (cuBLASLt's epilogue adds the shift and applies relu); too small,
+    a plain gemm and the batch norm kernel.  New parameters at each call."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+    n, c, hh, ww = shape
+
+    def build(g, x, w0, w, mean, var, gamma, beta):
+        h = g.op("conv2d", x, w0, padding=[1, 1])
+        return g.op("relu", g.op("batch_norm", g.op("conv2d", h, w), mean, var, gamma, beta, eps=1e-5))
+
+    g = pt2.Graph()
+    shapes = [(n, 3, hh, ww), (c, 3, 3, 3), (c, c, 1, 1)] + [(c,)] * 4
+    g.outputs(build(g, *[g.input(dtype, s) for s in shapes]))
+    k = g.compile(device="cuda")
+    want_scaled = shape[0] == 5
+    assert gemm_entries(k.plan) == [f"gemm_{NAME[dtype]}_{NAME[dtype]}_b0{'_bias_relu' if want_scaled else ''}_conv"
+                                    f"{'_scaled' if want_scaled else ''}"], k.plan[:3000]
+    for seed in (1100, 1200):
+        x, w0, w = rand(shapes[0], dtype, seed), rand(shapes[1], dtype, seed + 1), rand(shapes[2], dtype, seed + 2)
+        mean, beta = rand((c,), dtype, seed + 3), rand((c,), dtype, seed + 4)
+        var, gamma = (rand((c,), dtype, seed + 5).abs() + 0.5).to(dtype), (rand((c,), dtype, seed + 6) + 1.5).to(dtype)
+
+        def eager(*t):
+            x, w0, w, mean, var, gamma, beta = t
+            return torch.relu(F.batch_norm(F.conv2d(F.conv2d(x, w0, padding=1), w), mean, var, gamma, beta, eps=1e-5))
+
+        args = [x, w0, w, mean, var, gamma, beta]
+        (got,) = k(*args)
+        torch.cuda.synchronize()
+        check(got, eager(*[t.double() for t in args]), eager(*args), dtype, layers=3)
+
+
+def test_conv_1x1_gemm_follows_the_conv_tf32_flag(monkeypatch):
+    """An f32 1x1 conv's gemm follows torch.backends.cudnn.allow_tf32 (a conv's flag), not the
+    matmul's: exact with it off even when matmuls may use TF32, within TF32's rounding with it on."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+    x, w0, w = rand((4, 16, 32, 32), F32, 1301), rand((64, 16, 3, 3), F32, 1302), rand((64, 64, 1, 1), F32, 1303)
+    g = pt2.Graph()
+    xs = [g.input(F32, tuple(t.shape)) for t in (x, w0, w)]
+    g.outputs(g.op("conv2d", g.op("conv2d", xs[0], xs[1], padding=[1, 1]), xs[2]))
+    k = g.compile(device="cuda")
+    assert gemm_entries(k.plan) == ["gemm_f32_f32_b0_conv"], k.plan[:2000]
+    ref = F.conv2d(F.conv2d(x.double(), w0.double(), padding=1), w.double())
+    torch.backends.cuda.matmul.allow_tf32 = True  # the matmul's flag: not the conv's
+    (exact,) = k(x, w0, w)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = True
+    (fast,) = k(x, w0, w)
+    torch.backends.cudnn.allow_tf32 = False
+    torch.cuda.synchronize()
+    assert rel_err(exact, ref) < 1e-5, rel_err(exact, ref)
+    assert rel_err(fast, ref) < 3e-3
+
+
+def test_conv_1x1_gemm_runs_cublaslt_alone(monkeypatch):
+    """With cuBLASLt's epilogue, neither the conv's loops nor its epilogue kernel run: the only pt2
+    kernels of a launch are the input's and output's transposes."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+    x, w0, w, b = rand((8, 8, 28, 28), F16, 1401), rand((32, 8, 3, 3), F16, 1402), rand((32, 32, 1, 1), F16, 1403), rand((32,), F16, 1404)
+    got, k = run(lambda g, *v: _conv_1x1_graph("bias_res_relu", g, *v), [x, w0, w, b])
+    (got,), names = _cuda_kernel_names(lambda: k(x, w0, w, b))
+    assert [n for n in names if n.startswith("pt2_")] == [n for n in names if n.startswith("pt2_copy")], names
+    assert len([n for n in names if n.startswith("pt2_")]) == 2, names
+    check(got, _conv_1x1_eager("bias_res_relu", x.double(), w0.double(), w.double(), b.double()),
+          _conv_1x1_eager("bias_res_relu", x, w0, w, b), F16, layers=2)
+
+
+class _ConvNeXtMlp(torch.nn.Module):
+    """ConvNeXt-V2's block with its MLP as 1x1 convs (timm's conv_mlp): depthwise 7x7, the two
+    1x1 convs with GELU between, the residual."""
+
+    def __init__(self, c=40):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, c, 4, 4)
+        self.dw = torch.nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.pw1, self.pw2 = torch.nn.Conv2d(c, 4 * c, 1), torch.nn.Conv2d(4 * c, c, 1)
+
+    def forward(self, x):
+        x = self.stem(x)
+        return x + self.pw2(F.gelu(self.pw1(self.dw(x))))
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("batch", [1, 5])
+def test_convnext_mlp_block(batch, dtype, monkeypatch):
+    """The block through pt2.compile: its 1x1 convs as gemm entries (the second with its bias and
+    the residual in cuBLASLt's epilogue), against eager and a float64 oracle."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+    torch.manual_seed(7)
+    m = _ConvNeXtMlp().eval().to(device="cuda", dtype=dtype)
+    oracle = _ConvNeXtMlp().eval().to(device="cuda", dtype=F64)
+    oracle.load_state_dict({k: v.double() for k, v in m.state_dict().items()})
+    fast = pt2.compile(m)
+    with torch.no_grad():
+        for seed in (1501, 1502):
+            x = rand((batch, 3, 60, 52), dtype, seed)
+            check(fast(x), oracle(x.double()), m(x), dtype, layers=4)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("freeze", [False, True], ids=["unfrozen", "frozen"])
+def test_bottleneck_1x1_convs_as_gemms(freeze, dtype, monkeypatch):
+    """gpu_models.Bottleneck (1x1, grouped strided 3x3, 1x1, the strided 1x1 shortcut) at a size
+    where batch norms fold: its unstrided 1x1 convs are gemm entries, frozen or not."""
+    monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
+    m = bottleneck().to(device="cuda", dtype=dtype)
+    fast = pt2.compile(m, freeze=freeze)
+    with torch.no_grad():
+        for seed in (1601, 1602):
+            x = rand((16, 24, 96, 96), dtype, seed)
+            check(fast(x), bottleneck().to(device="cuda", dtype=F64)(x.double()), m(x), dtype, layers=4)

@@ -50,6 +50,11 @@ def build(case):
         if case == "bn_frozen":
             for v in [w] + params:
                 g.freeze(v)
+    elif case == "conv_gemm":  # a 3x3 conv (cuDNN), then a 1x1 one + bn + relu over its NHWC result (a cuBLAS gemm entry)
+        x, w0, w = g.input(F32, (4, 8, 96, 96)), g.input(F32, (16, 8, 3, 3)), g.input(F32, (16, 16, 1, 1))
+        params = [g.input(F32, (16,)) for _ in range(4)]
+        h = g.op("conv2d", x, w0, padding=[1, 1])
+        g.outputs(g.op("relu", g.op("batch_norm", g.op("conv2d", h, w), *params, eps=1e-5)))
     elif case == "two_biases":
         x, w, b1, b2 = g.input(F16, (2, 8, 32, 32)), g.input(F16, (8, 8, 3, 3)), g.input(F16, (1, 8, 1, 1)), g.input(F16, (8, 1, 1))
         g.outputs(g.op("relu", g.op("add", g.op("add", g.op("conv2d", x, w, padding=[1, 1]), b1), b2)))
@@ -107,6 +112,20 @@ SCENARIOS = {
     "tiers": dict(case="bn", calls=1, fake="graph_rc", tiers=True, capture=True),
 }
 WITHOUT_CUDNN = {"no_cudnn": dict(case="bn")}
+# no libcublas can load here (a CPU-only torch): a 1x1 conv's gemm entry runs its loops
+WITHOUT_CUBLAS = {"conv_gemm_no_cublas": dict(case="conv_gemm"), "conv_gemm_capture_no_cublas": dict(case="conv_gemm", calls=1, capture=True)}
+
+
+def _cublas_loads():
+    import ctypes
+
+    for name in ("libcublas.so.13", "libcublas.so.12", "libcublas.so"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False
 
 
 def run_scenarios(lib_dir, cudnn_lib, cache, scenarios):
@@ -137,6 +156,8 @@ def runs(tmp_path_factory):
     cudnn_lib, cache = build_fake_cudnn(d, True), str(tmp_path_factory.mktemp("cache"))
     out = run_scenarios(str(d), cudnn_lib, cache, SCENARIOS)
     out.update(run_scenarios(str(d), "/nonexistent/libcudnn.so", cache, WITHOUT_CUDNN))
+    if not _cublas_loads() and not os.environ.get("PT2_CUBLAS"):
+        out.update(run_scenarios(str(d), cudnn_lib, cache, WITHOUT_CUBLAS))
     return out
 
 
@@ -268,3 +289,32 @@ def test_host_profile_after_ten_calls(runs):
     assert len(lines) == 1, log[-2000:]
     assert "10 calls after the first two" in lines[0] and "1 cuDNN" in lines[0] and "1 fold decisions" in lines[0], lines[0]
     assert not any("gpu-host" in runs[name][2] for name in ("graph", "legacy", "capture_graph"))
+
+
+def test_conv_gemm_without_cublas_runs_its_loops(runs):
+    """A 1x1 conv + bn + relu over the 3x3 conv's NHWC result is a cuBLAS gemm entry
+    (passes/gpu_conv.c) with the conv's loops and epilogue kept behind it, "unless <entry> result"
+    and "unless <entry>" as for cuDNN's entries.  Without cuBLAS the entry computes nothing (no
+    error): every call runs the loops and the epilogue kernel; the fold kernels in front (the
+    scaled weight and shift, which only cuBLASLt's epilogue reads) run, and their results go
+    unread.  A CUDA graph capture records the same."""
+    if "conv_gemm_no_cublas" not in runs:
+        pytest.skip("a libcublas loads here: the fake driver cannot run it")
+    lines, events, _ = runs["conv_gemm_no_cublas"]
+    entries = [(i, line.split()[2]) for i, line in enumerate(lines) if line.split()[1] == "-1"]
+    assert [name for _, name in entries] == ["conv_f32_s1x1_p1x1_d1x1_g1", "gemm_f32_f32_b0_bias_relu_conv_scaled"], lines
+    gemm = entries[1][0]
+    folds = [line.split()[2] for line in lines if line.endswith(f" fold {gemm}")]
+    loops = [line.split()[2] for line in lines if f" unless {gemm} result" in line]
+    epilogue = [line.split()[2] for line in lines if line.endswith(f" unless {gemm}")]
+    assert len(folds) == 2 and loops and len(epilogue) == 1, lines
+    # the input's transpose to NHWC, cuDNN's graph plan for the 3x3 conv, the gemm entry's folds, loops and
+    # epilogue, the output's transpose back
+    transposes = [line.split()[2] for line in lines if line.split()[1] != "-1" and " unless " not in line and " fold " not in line]
+    assert len(transposes) == 2, lines
+    want = [transposes[0], "graph_execute"] + folds + loops + epilogue + [transposes[1]]
+    assert per_call(events) == [want] * 2, events
+    lines, events, _ = runs["conv_gemm_capture_no_cublas"]
+    words = [w for w, _ in events]
+    captured = [arg if w == "launch" else w for w, arg in events[words.index("capture_begin") + 1 : words.index("capture_end")]]
+    assert captured == want, events
