@@ -266,10 +266,29 @@ static bool kernel_launched_twice(const MlirOperation *kernels, int n) {
     return twice;
 }
 
+/* A loop nest pt2-gpu-map-loops mapped onto blocks and threads that is still
+ * an scf.parallel: convert-parallel-loops-to-gpu leaves a nest it cannot
+ * convert where it is, without a word (an op it does not take at the top of
+ * a body, such as a cf.assert), and the host would run it on device memory. */
+static MlirWalkResult find_unconverted_nest(MlirOperation op, void *user) {
+    if (!gpu_is_op(op, "scf.parallel") || mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) {
+        return MlirWalkResultAdvance;
+    }
+    *(MlirOperation *)user = op;
+    return MlirWalkResultInterrupt;
+}
+
 /* Each launch's kernel is marked on a thread (outlining gives every launch
  * a kernel of its own; the context is multithreaded), else all in turn. */
 static int run_kernel_args(MlirOperation module, void *user) {
     (void)user;
+    MlirOperation left = {NULL};
+    mlirOperationWalk(module, find_unconverted_nest, &left, MlirWalkPreOrder);
+    if (!mlirOperationIsNull(left)) {
+        op_error(left, "pt2-gpu: convert-parallel-loops-to-gpu left this loop nest on the host (an op it does not "
+                       "convert in its body); the GPU path cannot run it");
+        return -1;
+    }
     Marking m = {gpu_collect_launches(module), NULL};
     ModuleIndex ix = index_modules(module);
     m.kernels = malloc(sizeof *m.kernels * (size_t)(m.launches.n + 1));

@@ -541,10 +541,10 @@ static bool already_mapped(MlirOperation op) {
 
 /* Scalar code at the top level (a reduction to a 0-d result ends in
  * `%v = memref.load %acc[]; %r = arith.divf %v, %n; memref.store %r, %out[]`,
- * the CPU path's form): a run of loads, stores, math and the arith ops that
- * use them becomes a loop nest of one iteration, one GPU thread, where its
- * loaded values stay.  A run whose values are used after it stays as it is
- * (and is reported below). */
+ * the CPU path's form; x[i] of a 0-d i): a run of loads, stores, math, the
+ * arith ops and index checks (cf.assert) that use them becomes a loop nest of
+ * one iteration, one GPU thread, where its loaded values stay.  A run whose
+ * values are used after it stays as it is (and is reported below). */
 static void wrap_scalar_runs(MlirBlock body) {
     OpList top = {0};
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
@@ -564,7 +564,9 @@ static void wrap_scalar_runs(MlirBlock body) {
             for (intptr_t k = 0; k < mlirOperationGetNumOperands(next); ++k) {
                 uses_run |= defined_by_any(mlirOperationGetOperand(next, k), top.ops + i, end - i);
             }
-            bool compute = (op_name_starts(next, "arith.") || op_name_starts(next, "math.")) && uses_run;
+            bool compute =
+                (op_name_starts(next, "arith.") || op_name_starts(next, "math.") || gpu_is_op(next, "cf.assert")) &&
+                uses_run;
             if (!memory && !compute) break;
         }
         bool escapes = false;

@@ -24,10 +24,23 @@
  *
  * A check in a loop that holds another loop, or in a parallel loop, stays
  * where it is.  Every check's branch, and the flag's, is marked unlikely.
+ *
+ * pt2-gpu-defer-index-checks does the same in GPU kernels, after
+ * pt2-gpu-map-loops, to their checks: cf.assert ops (a device-side assert,
+ * which cannot report the value, so nothing runs again).  Before the loop
+ * where the index stays the same (a thread's lanes of one embedding row); else
+ * an and into a flag per check the loop carries, asserted after it (a
+ * thread's lanes of a gather: a branch between two lanes' index loads kept
+ * LLVM from merging them into one vector load).  Each check ends in an scf.if
+ * (nest_in_if), which convert-parallel-loops-to-gpu needs.
  *===----------------------------------------------------------------------===*/
 #include "ir.h"
 
 #define MAX_CARRIED 16 /* values a loop carries that this pass rebuilds; a reduction carries one or two */
+#define MAX_FLAGS 8    /* flags one loop gets: a check each in GPU kernels (x[i, j, k]: three) */
+
+/* A GPU kernel's index check (pt2-lower-non-contractions-device-checks). */
+static bool is_device_check(MlirOperation op) { return op_is(op, "cf.assert"); }
 
 static MlirBlock body_block(MlirOperation op) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)); }
 
@@ -80,9 +93,10 @@ static bool invariant_slice(MlirValue v, MlirOperation loop, OpList *slice, int 
     return true;
 }
 
-/* Moves `check` before `loop` when what it reads stays the same through the
- * loop, with the ops that compute it (which the loop keeps using).  The loop
- * runs at least once (constant bounds), so no check runs that would not have. */
+/* Moves `check` (an scf.if or a cf.assert whose operand 0 is its condition)
+ * before `loop` when what it reads stays the same through the loop, with the
+ * ops that compute it (which the loop keeps using).  The loop runs at least
+ * once (constant bounds), so no check runs that would not have. */
 static bool hoist_check(MlirOperation loop, MlirOperation check) {
     int64_t lb, ub, step;
     bool constant = constant_int_value(mlirOperationGetOperand(loop, 0), &lb) &&
@@ -92,8 +106,9 @@ static bool hoist_check(MlirOperation loop, MlirOperation check) {
     OpList slice = {0};
     int budget = 256;
     bool ok = invariant_slice(mlirOperationGetOperand(check, 0), loop, &slice, &budget);
-    MlirBlock then_block = body_block(check);
-    for (MlirOperation op = mlirBlockGetFirstOperation(then_block); ok && !mlirOperationIsNull(op);
+    MlirOperation first = {NULL}; /* of an scf.if's then block: the report's operands */
+    if (mlirOperationGetNumRegions(check)) first = mlirBlockGetFirstOperation(body_block(check));
+    for (MlirOperation op = first; ok && !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op)) {
         for (intptr_t i = 0; ok && i < mlirOperationGetNumOperands(op); ++i) {
             MlirValue v = mlirOperationGetOperand(op, i);
@@ -107,21 +122,24 @@ static bool hoist_check(MlirOperation loop, MlirOperation check) {
     return ok;
 }
 
-/* `loop` rebuilt with one more carried value, an i1 that ors the conditions of
- * `checks` (which are erased); the old loop's results are the new one's first. */
-static MlirOperation or_checks_into_flag(MlirOperation loop, const OpList *checks) {
+/* `loop` rebuilt with n_flags more carried values, i1s starting at `init`,
+ * flag f combining (`combine`: arith.ori, arith.andi) the conditions of the
+ * checks flag_of maps to f; the old loop's results are the new one's first,
+ * the flags after them.  The checks stay in the body for the caller. */
+static MlirOperation carry_flags(MlirOperation loop, const OpList *checks, const int *flag_of, int n_flags, bool init,
+                                 const char *combine) {
     Builder b = builder_before(loop);
     MlirType i1 = mlirIntegerTypeGet(b.ctx, 1);
     int n_operands = (int)mlirOperationGetNumOperands(loop), n_results = (int)mlirOperationGetNumResults(loop);
-    MlirValue operands[3 + MAX_CARRIED + 1];
-    MlirType results[MAX_CARRIED + 1];
+    MlirValue operands[3 + MAX_CARRIED + MAX_FLAGS];
+    MlirType results[MAX_CARRIED + MAX_FLAGS];
     for (int i = 0; i < n_operands; ++i) operands[i] = mlirOperationGetOperand(loop, i);
-    operands[n_operands] = const_int(&b, i1, 0);
+    for (int f = 0; f < n_flags; ++f) operands[n_operands + f] = const_int(&b, i1, init);
     for (int i = 0; i < n_results; ++i) results[i] = mlirValueGetType(mlirOperationGetResult(loop, i));
-    results[n_results] = i1;
+    for (int f = 0; f < n_flags; ++f) results[n_results + f] = i1;
     MlirOperationState st = mlirOperationStateGet(sref("scf.for"), mlirOperationGetLocation(loop));
-    mlirOperationStateAddOperands(&st, n_operands + 1, operands);
-    mlirOperationStateAddResults(&st, n_results + 1, results);
+    mlirOperationStateAddOperands(&st, n_operands + n_flags, operands);
+    mlirOperationStateAddResults(&st, n_results + n_flags, results);
     MlirRegion region = mlirRegionCreate();
     mlirOperationStateAddOwnedRegions(&st, 1, &region);
     MlirOperation flagged = mlirOperationCreate(&st);
@@ -132,18 +150,18 @@ static MlirOperation or_checks_into_flag(MlirOperation loop, const OpList *check
     mlirBlockInsertOwnedOperationBefore(b.block, loop, flagged);
     mlirRegionTakeBody(mlirOperationGetRegion(flagged, 0), mlirOperationGetRegion(loop, 0));
     MlirBlock body = body_block(flagged);
-    MlirValue any = mlirBlockAddArgument(body, i1, mlirOperationGetLocation(loop));
+    MlirValue flags[MAX_FLAGS];
+    for (int f = 0; f < n_flags; ++f) flags[f] = mlirBlockAddArgument(body, i1, mlirOperationGetLocation(loop));
     for (int k = 0; k < checks->n; ++k) {
         Builder at = builder_before(checks->ops[k]);
-        any = build_binary(&at, "arith.ori", any, mlirOperationGetOperand(checks->ops[k], 0));
-        mlirOperationDestroy(checks->ops[k]);
+        flags[flag_of[k]] = build_binary(&at, combine, flags[flag_of[k]], mlirOperationGetOperand(checks->ops[k], 0));
     }
     MlirOperation yield = mlirBlockGetTerminator(body);
-    MlirValue yields[MAX_CARRIED + 1];
+    MlirValue yields[MAX_CARRIED + MAX_FLAGS];
     for (int i = 0; i < n_results; ++i) yields[i] = mlirOperationGetOperand(yield, i);
-    yields[n_results] = any;
+    for (int f = 0; f < n_flags; ++f) yields[n_results + f] = flags[f];
     Builder yb = builder_before(yield);
-    build_op(&yb, "scf.yield", n_results + 1, yields, 0, NULL, 0, NULL);
+    build_op(&yb, "scf.yield", n_results + n_flags, yields, 0, NULL, 0, NULL);
     mlirOperationDestroy(yield);
     for (int i = 0; i < n_results; ++i) {
         mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(loop, i), mlirOperationGetResult(flagged, i));
@@ -162,33 +180,49 @@ static void mark_unlikely(MlirOperation if_op) {
 }
 
 /* Takes the checks in `loop`'s body out of it: before it where they can
- * move, else as a flag the loop carries and a second run of the loop. */
-static void take_out_checks(MlirOperation loop) {
+ * move, else as a flag the loop carries and a second run of the loop (CPU
+ * kernels: the run that reports the value) or, in GPU kernels, the checks
+ * themselves after the loop on flags of their own. */
+static void take_out_checks(MlirOperation loop, bool device) {
     OpList deferred = {0};
     for (MlirOperation op = mlirBlockGetFirstOperation(body_block(loop)); !mlirOperationIsNull(op);) {
         MlirOperation next = mlirOperationGetNextInBlock(op);
-        if (is_index_check(op) && !hoist_check(loop, op)) oplist_push(&deferred, op);
+        bool check = device ? is_device_check(op) : is_index_check(op);
+        if (check && !hoist_check(loop, op)) oplist_push(&deferred, op);
         op = next;
     }
-    if (deferred.n > 0 && mlirOperationGetNumResults(loop) <= MAX_CARRIED) {
+    int n_results = (int)mlirOperationGetNumResults(loop), flag_of[MAX_FLAGS] = {0};
+    if (deferred.n > 0 && n_results <= MAX_CARRIED && !device) {
         MlirOperation rerun = mlirOperationClone(loop); /* with its checks, for the run that fails */
-        MlirOperation flagged = or_checks_into_flag(loop, &deferred);
+        MlirOperation flagged = carry_flags(loop, &deferred, flag_of, 1, false, "arith.ori");
+        for (int k = 0; k < deferred.n; ++k) mlirOperationDestroy(deferred.ops[k]);
         Builder after = builder_before(mlirOperationGetNextInBlock(flagged));
-        MlirValue any = mlirOperationGetResult(flagged, mlirOperationGetNumResults(flagged) - 1);
+        MlirValue any = mlirOperationGetResult(flagged, n_results);
         MlirBlock then_block = build_scf_if(&after, any);
         mlirBlockInsertOwnedOperationBefore(then_block, mlirBlockGetTerminator(then_block), rerun);
         mark_unlikely(mlirBlockGetParentOperation(then_block));
+    } else if (deferred.n > 0 && n_results <= MAX_CARRIED && deferred.n <= MAX_FLAGS) {
+        for (int k = 0; k < deferred.n; ++k) flag_of[k] = k;
+        MlirOperation flagged = carry_flags(loop, &deferred, flag_of, deferred.n, true, "arith.andi");
+        for (int k = deferred.n - 1; k >= 0; --k) { /* cf.assert %all_inside_k, after the loop in their order */
+            mlirOperationMoveAfter(deferred.ops[k], flagged);
+            mlirOperationSetOperand(deferred.ops[k], 0, mlirOperationGetResult(flagged, n_results + k));
+        }
     }
     oplist_free(&deferred);
 }
 
-static int run_defer_index_checks(MlirOperation module, void *user) {
-    (void)user;
+static void take_out_checks_of_innermost_loops(MlirOperation module, bool device) {
     OpList loops = collect_ops_with_prefix(module, "scf.for");
     for (int i = 0; i < loops.n; ++i) {
-        if (op_is(loops.ops[i], "scf.for") && !holds_inner_loop(loops.ops[i])) take_out_checks(loops.ops[i]);
+        if (op_is(loops.ops[i], "scf.for") && !holds_inner_loop(loops.ops[i])) take_out_checks(loops.ops[i], device);
     }
     oplist_free(&loops);
+}
+
+static int run_defer_index_checks(MlirOperation module, void *user) {
+    (void)user;
+    take_out_checks_of_innermost_loops(module, false);
     OpList ifs = collect_ops_with_prefix(module, "scf.if");
     for (int i = 0; i < ifs.n; ++i) {
         if (is_index_check(ifs.ops[i])) mark_unlikely(ifs.ops[i]);
@@ -197,11 +231,45 @@ static int run_defer_index_checks(MlirOperation module, void *user) {
     return 0;
 }
 
-static _Alignas(8) const char defer_index_checks_type_id;
+/* `cf.assert %inside` as `scf.if %outside { cf.assert %false }`, the form
+ * convert-parallel-loops-to-gpu converts: a cf.assert at the top of a loop
+ * body makes it leave the whole loop nest on the host (pt2-gpu-kernel-args
+ * reports such a nest). */
+static void nest_in_if(MlirOperation check) {
+    Builder b = builder_before(check);
+    MlirType i1 = mlirIntegerTypeGet(b.ctx, 1);
+    MlirValue outside = build_binary(&b, "arith.xori", mlirOperationGetOperand(check, 0), const_int(&b, i1, 1));
+    MlirBlock then_block = build_scf_if(&b, outside);
+    mlirOperationMoveBefore(check, mlirBlockGetTerminator(then_block));
+    Builder in = builder_before(check);
+    mlirOperationSetOperand(check, 0, const_int(&in, i1, 0));
+}
+
+/* GPU kernels after pt2-gpu-map-loops: their cf.assert checks.  A branch to
+ * __assertfail is laid out of line without a hint (the callee does not
+ * return). */
+static int run_gpu_defer_index_checks(MlirOperation module, void *user) {
+    (void)user;
+    take_out_checks_of_innermost_loops(module, true);
+    OpList asserts = collect_ops_with_prefix(module, "cf.assert");
+    for (int i = 0; i < asserts.n; ++i) nest_in_if(asserts.ops[i]);
+    oplist_free(&asserts);
+    return 0;
+}
+
+static _Alignas(8) const char defer_index_checks_type_id, gpu_defer_index_checks_type_id;
 
 MlirPass pt2_create_defer_index_checks_pass(void) {
     return make_external_pass("pt2-defer-index-checks",
                               "Take index checks out of their innermost loop: before it where the index stays the "
                               "same, else as a flag the loop carries (passes/index_checks.c)",
                               "builtin.module", run_defer_index_checks, &defer_index_checks_type_id);
+}
+
+MlirPass pt2_create_gpu_defer_index_checks_pass(void) {
+    return make_external_pass("pt2-gpu-defer-index-checks",
+                              "Take GPU kernels' index checks (cf.assert) out of their innermost loop: before it "
+                              "where the index stays the same, else after it on a flag the loop carries "
+                              "(passes/index_checks.c)",
+                              "builtin.module", run_gpu_defer_index_checks, &gpu_defer_index_checks_type_id);
 }

@@ -809,7 +809,7 @@ static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
 /* What one of pt2-lower's passes lowers, and how. */
 typedef struct LowerMode {
     bool contractions, others; /* matmul and conv2d; every other op */
-    bool checked;              /* index checks reporting to libpt2rt (CPU kernels) */
+    IndexChecks checks;        /* of index tensors' values (lower.h) */
 } LowerMode;
 
 static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode);
@@ -855,7 +855,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
     case META_SELECT: return lower_select(op);
     case META_CAT: return lower_cat(op);
     case META_PAD: return lower_pad(op);
-    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info, mode->checked);
+    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info, mode->checks);
     case META_CONSTANT: case META_FULL: case META_ARANGE: case META_EYE: return lower_creation(op, info);
     default: break;
     }
@@ -886,7 +886,7 @@ static int lower_ops(MlirOperation root, const LowerMode *mode) {
 
 static int run_lower(MlirOperation root, void *user) {
     (void)user;
-    return lower_ops(root, &(LowerMode){.contractions = true, .others = true, .checked = true});
+    return lower_ops(root, &(LowerMode){.contractions = true, .others = true, .checks = INDEX_CHECKS_RUNTIME});
 }
 
 /* The CPU pipeline lowers in two steps around elementwise fusion: everything
@@ -894,11 +894,18 @@ static int run_lower(MlirOperation root, void *user) {
  * which fusion therefore leaves alone. */
 static int run_lower_non_contractions(MlirOperation root, void *user) {
     (void)user;
-    return lower_ops(root, &(LowerMode){.others = true, .checked = true});
+    return lower_ops(root, &(LowerMode){.others = true, .checks = INDEX_CHECKS_RUNTIME});
 }
 
 /* The GPU pipeline's: its kernels cannot call libpt2rt, so an index out of
- * range is clamped and not reported (docs/gpu.md). */
+ * range fails a device-side assert (docs/gpu.md). */
+static int run_lower_non_contractions_device_checks(MlirOperation root, void *user) {
+    (void)user;
+    return lower_ops(root, &(LowerMode){.others = true, .checks = INDEX_CHECKS_DEVICE});
+}
+
+/* The GPU pipeline's under PT2_DISABLE=gpu-index-checks: an index out of
+ * range is clamped and not reported. */
 static int run_lower_non_contractions_unchecked(MlirOperation root, void *user) {
     (void)user;
     return lower_ops(root, &(LowerMode){.others = true});
@@ -909,16 +916,23 @@ static int run_lower_contractions(MlirOperation root, void *user) {
     return lower_ops(root, &(LowerMode){.contractions = true});
 }
 
-static _Alignas(8) const char lower_type_id, lower_nc_type_id, lower_ncu_type_id, lower_c_type_id;
+static _Alignas(8) const char lower_type_id, lower_nc_type_id, lower_ncd_type_id, lower_ncu_type_id, lower_c_type_id;
 
 MlirPass pt2_create_lower_non_contractions_pass(void) {
     return make_external_pass("pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", "builtin.module",
                               run_lower_non_contractions, &lower_nc_type_id);
 }
 
+MlirPass pt2_create_lower_non_contractions_device_checks_pass(void) {
+    return make_external_pass("pt2-lower-non-contractions-device-checks",
+                              "pt2-lower-non-contractions with an index out of range failing a cf.assert (the GPU's)",
+                              "builtin.module", run_lower_non_contractions_device_checks, &lower_ncd_type_id);
+}
+
 MlirPass pt2_create_lower_non_contractions_unchecked_pass(void) {
     return make_external_pass("pt2-lower-non-contractions-unchecked",
-                              "pt2-lower-non-contractions without reporting an index out of range (the GPU's)",
+                              "pt2-lower-non-contractions without reporting an index out of range "
+                              "(PT2_DISABLE=gpu-index-checks)",
                               "builtin.module", run_lower_non_contractions_unchecked, &lower_ncu_type_id);
 }
 

@@ -38,9 +38,16 @@ MlirValue extract_at(Builder *b, MlirValue x, const MlirValue *coords, int rank)
 MlirValue build_index_generic(Builder *b, MlirType result_type, BodyFn body, void *user);
 const char *iterators_parallel(int rank);
 
-/* index_select, gather and index (lower_index.c); `checked`: values out of
- * range are reported to libpt2rt (CPU kernels), else only clamped. */
-int lower_index(MlirOperation op, const Pt2OpInfo *info, bool checked);
+/* What the indexing lowerings do with an index tensor's value out of its op's
+ * range, besides clamping it into the dim (no read ever leaves the tensor). */
+typedef enum IndexChecks {
+    INDEX_CHECKS_NONE,    /* nothing more (pt2-lower-non-contractions-unchecked) */
+    INDEX_CHECKS_RUNTIME, /* reported to libpt2rt, the run fails with eager's error (CPU kernels) */
+    INDEX_CHECKS_DEVICE,  /* a cf.assert: a device-side assert in a GPU kernel, as eager CUDA's */
+} IndexChecks;
+
+/* index_select, gather and index (lower_index.c). */
+int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks);
 
 /* Lowerings of the remaining primitives (lower_nn.c: convolution, pooling,
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one

@@ -19,7 +19,9 @@
  * from the end; index_select and gather: [0, size)) is clamped into the dim,
  * so that compiled code never reads outside x, and, in CPU kernels, reported
  * to libpt2rt on a branch almost never taken (pt2rt_index_error), after which
- * the run fails with eager's error (runtime/rt/run.c, runtime/kernel.c). */
+ * the run fails with eager's error (runtime/rt/run.c, runtime/kernel.c); in GPU
+ * kernels it fails a cf.assert, which convert-gpu-to-nvvm lowers to CUDA's
+ * __assertfail: a device-side assert, as eager CUDA's kernels raise. */
 typedef struct IndexBody {
     MlirValue x;
     int rank, n_index; /* x's rank; index operands */
@@ -27,7 +29,8 @@ typedef struct IndexBody {
     int out_dim_of[PT2_MAX_RANK]; /* -1 for an indexed dim */
     int64_t sizes[PT2_MAX_RANK];  /* x's */
     bool wraps;                   /* x[idx]: a negative value counts from the end */
-    bool checked;                 /* report values out of range (not on the GPU: no libpt2rt there) */
+    IndexChecks checks;           /* what a value out of range does besides being clamped */
+    const char *op_name;          /* pt2.gather, ...: for the device assert's message */
     int error;                    /* enum Pt2rtIndexError: eager's for the op */
     int64_t error_dim[PT2_MAX_RANK]; /* per index operand: the dim eager's error names */
 } IndexBody;
@@ -63,6 +66,22 @@ static void check_index(Builder *b, const IndexBody *ib, int j, MlirValue idx, M
     build_op(&then_b, "func.call", 4, args, 0, NULL, 1, &callee);
 }
 
+/* cf.assert idx in [0, size), idx already wrapped: on the GPU a device-side
+ * assert (__assertfail) whose message reads as eager CUDA's ("Assertion
+ * `-sizes[i] <= index && index < sizes[i] && "index out of bounds"` failed"),
+ * with the op, the dim and its size; the value is not known statically. */
+static void assert_index(Builder *b, const IndexBody *ib, int j, MlirValue idx) {
+    int64_t size = ib->sizes[ib->index_dim[j]];
+    MlirValue inside = build_cmp(b, false, "ult", idx, const_index(b, size));
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "%lld <= index && index < %lld && \"%s: index out of bounds for dimension %lld with size %lld\"",
+             (long long)(ib->wraps ? -size : 0), (long long)size, ib->op_name, (long long)ib->error_dim[j],
+             (long long)size);
+    MlirNamedAttribute text = named_attr(b->ctx, "msg", mlirStringAttrGet(b->ctx, sref(msg)));
+    build_op(b, "cf.assert", 1, &inside, 0, NULL, 1, &text);
+}
+
 static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)n_args;
     IndexBody *ib = user;
@@ -77,20 +96,21 @@ static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue 
             MlirValue neg = build_cmp(b, false, "slt", idx, const_index(b, 0));
             idx = build_select(b, neg, build_binary(b, "arith.addi", idx, const_index(b, ib->sizes[d])), idx);
         }
-        if (ib->checked) check_index(b, ib, j, idx, args[j]);
+        if (ib->checks == INDEX_CHECKS_RUNTIME) check_index(b, ib, j, idx, args[j]);
+        if (ib->checks == INDEX_CHECKS_DEVICE) assert_index(b, ib, j, idx);
         coords[d] = clamp_index(b, idx, ib->sizes[d] - 1);
     }
     yields[0] = extract_at(b, ib->x, coords, ib->rank);
 }
 
-int lower_index(MlirOperation op, const Pt2OpInfo *info, bool checked) {
+int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
     int n_index = (int)mlirOperationGetNumOperands(op) - 1;
     Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
     Pt2TensorType it = value_tensor_type(mlirOperationGetOperand(op, 1));
     Pt2Attrs attrs = pt2_attrs_of_op(op);
-    IndexBody body = {.x = x, .rank = t.rank, .n_index = n_index, .checked = checked};
+    IndexBody body = {.x = x, .rank = t.rank, .n_index = n_index, .checks = checks, .op_name = info->full_name};
     memcpy(body.sizes, t.sizes, sizeof body.sizes);
     /* the index operands' dims are the result's dims [first, first + index_rank) */
     int first, index_rank = it.rank;
@@ -123,7 +143,7 @@ int lower_index(MlirOperation op, const Pt2OpInfo *info, bool checked) {
                                               : PT2RT_INDEX_OUT_OF_RANGE_IN_SELF;
         first = info->meta == META_GATHER ? 0 : dim; /* gather's index has the result's shape */
     }
-    if (checked) declare_index_error(enclosing_module(op));
+    if (checks == INDEX_CHECKS_RUNTIME) declare_index_error(enclosing_module(op));
     char in_maps[PT2_MAX_RANK][256], out_map[256];
     const char *maps[PT2_MAX_RANK + 1];
     for (int j = 0; j < n_index; ++j) {

@@ -18,6 +18,7 @@
 MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
+MlirPass pt2_create_lower_non_contractions_device_checks_pass(void);
 MlirPass pt2_create_lower_non_contractions_unchecked_pass(void);
 MlirPass pt2_create_lower_contractions_pass(void);
 MlirPass pt2_create_entry_pass(void);
@@ -59,6 +60,7 @@ MlirPass pt2_create_online_softmax_pass(void);
 MlirPass pt2_create_outline_repeats_pass(void);
 MlirPass pt2_create_loop_hints_pass(void);
 MlirPass pt2_create_defer_index_checks_pass(void);
+MlirPass pt2_create_gpu_defer_index_checks_pass(void);
 MlirPass pt2_create_omp_captures_pass(void);
 
 typedef struct PassEntry {
@@ -80,9 +82,13 @@ static const PassEntry pt2_passes[] = {
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
     {"pt2-lower-non-contractions", "pt2-lower for every op except matmul and conv2d", pt2_create_lower_non_contractions_pass},
+    {"pt2-lower-non-contractions-device-checks",
+     "pt2-lower-non-contractions with an index out of range failing a cf.assert, a device-side assert (the GPU "
+     "pipeline's: its kernels cannot call libpt2rt)",
+     pt2_create_lower_non_contractions_device_checks_pass},
     {"pt2-lower-non-contractions-unchecked",
-     "pt2-lower-non-contractions without reporting an index out of range (the GPU pipeline's: its kernels cannot "
-     "call libpt2rt)",
+     "pt2-lower-non-contractions without reporting an index out of range, only clamping it (the GPU pipeline's "
+     "under PT2_DISABLE=gpu-index-checks)",
      pt2_create_lower_non_contractions_unchecked_pass},
     {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
@@ -98,6 +104,10 @@ static const PassEntry pt2_passes[] = {
      "Take index checks out of their innermost loop: before it where the index stays the same, else as a flag "
      "the loop carries and a second run of the loop when it is set (passes/index_checks.c)",
      pt2_create_defer_index_checks_pass},
+    {"pt2-gpu-defer-index-checks",
+     "Take GPU kernels' index checks (cf.assert) out of their innermost loop: before it where the index stays the "
+     "same, else after it on a flag the loop carries (passes/index_checks.c)",
+     pt2_create_gpu_defer_index_checks_pass},
     {"pt2-loop-hints", "Mark every scf.for that holds another loop so that LLVM does not unroll it (passes/loop_hints.c)",
      pt2_create_loop_hints_pass},
     {"pt2-omp-captures", "Parallel regions read outside descriptors' fields extracted before them and their own copies of "
@@ -304,15 +314,16 @@ static bool gpu_channels_last(const char *disable) {
 const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     static _Thread_local char text[4096];
     bool inline_ = !pt2_disabled(disable, "inline");
+    bool checks = !pt2_disabled(disable, "gpu-index-checks"); /* device-side asserts (docs/gpu.md) */
     const char *chip = arch && arch[0] ? arch : "sm_90";
     const char *libdevice = libdevice_path();
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower-non-contractions-unchecked,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-decompose,pt2-lower-non-contractions-%s,canonicalize,%s%spt2-lower-contractions,canonicalize,"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-             "convert-bufferization-to-memref,%s%sfunc.func(convert-linalg-to-parallel-loops),%s,"
+             "convert-bufferization-to-memref,%s%sfunc.func(convert-linalg-to-parallel-loops),%s,%s"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
              "pt2-gpu-dedupe-kernels,pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
              "func.func(lower-affine,canonicalize),"
@@ -321,13 +332,15 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "gpu.module(lower-affine,canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
              "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
+             checks ? "device-checks" : "unchecked",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "",
              pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
              pt2_disabled(disable, "blas")        ? ""
              : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
                                                   : "pt2-gpu-extern-conv,",
-             pt2_disabled(disable, "gpu-reduce") ? "pt2-gpu-map-loops-v1" : "pt2-gpu-map-loops", chip, chip, link);
+             pt2_disabled(disable, "gpu-reduce") ? "pt2-gpu-map-loops-v1" : "pt2-gpu-map-loops",
+             checks ? "pt2-gpu-defer-index-checks," : "", chip, chip, link);
     return text;
 }
 

@@ -15,7 +15,10 @@
  * prototypes, .shared and .const arrays, .extern declarations), and a share
  * of the `.entry` functions.  Parts are independent modules, so a
  * module-scope `.global` variable (state two kernels could share) keeps the
- * text whole; pt2's kernels have none.
+ * text whole; pt2's kernels have none but the strings of their index checks'
+ * device asserts (MLIR's cf.assert lowering: assert_message_N, assert_file_N,
+ * assert_func_N, passed to __assertfail), constants no kernel writes, which
+ * every part gets a copy of like the declarations.
  *===----------------------------------------------------------------------===*/
 #include "ptx_jit.h"
 
@@ -58,6 +61,19 @@ static int brace_delta(const char *line, const char *end) {
     return d;
 }
 
+/* Whether a module-scope `.global` line (the internal linkage MLIR gives
+ * them) is one of __assertfail's constant strings: `.global .align 1 .b8
+ * assert_message_0[92] = {...};`. */
+static bool is_assert_string(const char *line, const char *end) {
+    const char *c = line + strlen(".global");
+    for (;;) { /* past the state space's qualifiers: .align 1 .b8 */
+        while (c < end && (*c == ' ' || *c == '\t')) ++c;
+        if (c == end || !(*c == '.' || (*c >= '0' && *c <= '9'))) break;
+        while (c < end && *c != ' ' && *c != '\t') ++c;
+    }
+    return (size_t)(end - c) > strlen("assert_") && starts_with(c, "assert_") && memchr(c, '=', (size_t)(end - c));
+}
+
 /* The entries' spans in ptx, in order; false where the text is not one the
  * split may take apart. */
 static bool find_entries(const char *ptx, Span **out, int *out_n) {
@@ -73,8 +89,8 @@ static bool find_entries(const char *ptx, Span **out, int *out_n) {
                 in_entry = true;
                 opened = false;
                 start = (size_t)(line - ptx);
-            } else if (starts_with(line, ".global") || starts_with(line, ".visible .global") ||
-                       starts_with(line, ".weak .global")) {
+            } else if ((starts_with(line, ".global") && !is_assert_string(line, end)) ||
+                       starts_with(line, ".visible .global") || starts_with(line, ".weak .global")) {
                 ok = false; /* module-scope device memory */
             }
         }

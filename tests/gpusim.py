@@ -9,7 +9,8 @@ one after another between two gpu.barrier ops (in the order `warp_order` gives, 
 reads another warp's writes without a barrier between reads stale memory).  Every load and store is
 bounds-checked and recorded; at each barrier, two different threads of a block touching one address
 with a write among them is a race, as is, at the end of a kernel, an address one block writes and
-another touches.  Temporaries start as NaN.
+another touches.  Temporaries start as NaN.  A cf.assert (an index check) false in a running lane
+raises DeviceAssert, as CUDA's device-side assert fails the kernel.
 
     sim = Simulator(text)          # pt2-opt ... --pass-pipeline=...pt2-gpu-map-loops --mlir-print-op-generic
     outs = sim.run([x, w, b])      # numpy inputs in, numpy outputs (the function's out-params) back
@@ -26,6 +27,11 @@ WARP = 32
 
 class SimError(Exception):
     pass
+
+
+class DeviceAssert(SimError):
+    """A cf.assert that failed in a running lane: CUDA's device-side assert (__assertfail), after which
+    eager's CUDA raises "device-side assert triggered".  The message is the assert's."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -547,6 +553,11 @@ class Simulator:
                     self.access(dst, [np.int64(i) for i in idx], one, v)
         elif n == "affine.apply":
             env[op.results[0]] = _affine_apply(op.attrs, [env[o] for o in op.operands])
+        elif n == "cf.assert":
+            ok = np.broadcast_to(np.asarray(env[op.operands[0]], dtype=bool), mask.shape)
+            if (mask & ~ok).any():
+                text = re.search(r'msg = "((?:[^"\\]|\\.)*)"', op.attrs).group(1)
+                raise DeviceAssert(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text))
         elif n in ("scf.yield", "scf.reduce"):
             pass
         elif n == "gpu.barrier":
@@ -647,7 +658,8 @@ class Simulator:
 # ---------------------------------------------------------------------------------------------------
 
 def mapped_text(pt2_opt, graph_text, disable=""):
-    """pt2-opt: the GPU pipeline up to and including pt2-gpu-map-loops (generic form)."""
+    """pt2-opt: the GPU pipeline up to convert-parallel-loops-to-gpu: through pt2-gpu-map-loops and
+    pt2-gpu-defer-index-checks (generic form)."""
     import subprocess
 
     import pt2  # noqa: F401  (pt2GpuPipelineText through the package's library)
@@ -655,8 +667,7 @@ def mapped_text(pt2_opt, graph_text, disable=""):
 
     _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
     full = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
-    name = "pt2-gpu-map-loops-v1" if "pt2-gpu-map-loops-v1" in full else "pt2-gpu-map-loops"
-    prefix = full[: full.index(name) + len(name)]
+    prefix = full[: full.index(",func.func(convert-parallel-loops-to-gpu)")]
     r = subprocess.run([pt2_opt, "-", f"--pass-pipeline=builtin.module({prefix})", "--mlir-print-op-generic"],
                        input=graph_text, capture_output=True, text=True)
     if r.returncode != 0:

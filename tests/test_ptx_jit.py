@@ -119,6 +119,20 @@ def test_module_scope_declarations_go_to_every_part():
     assert sorted(n for p in parts for n in entries(p)) == ["a", "b", "c"]
 
 
+def test_assert_strings_go_to_every_part():
+    """The constant strings MLIR's cf.assert lowering passes to __assertfail (an index check's
+    device-side assert) are module-scope .globals no kernel writes: every part gets a copy."""
+    decl = (".extern .func __assertfail\n(\n\t.param .b64 __assertfail_param_0,\n\t.param .b64 __assertfail_param_1,\n"
+            "\t.param .b32 __assertfail_param_2,\n\t.param .b64 __assertfail_param_3,\n\t.param .b64 __assertfail_param_4\n)\n"
+            ".noreturn;\n.global .align 1 .b8 assert_message_0[3] = {104, 105};\n"
+            ".global .align 1 .b8 assert_file_0[10] = {40, 117, 110, 107, 110, 111, 119, 110, 41};\n\n")
+    ptx = HEADER + decl + entry("a") + entry("b")
+    parts = split(ptx, 2)
+    assert len(parts) == 2 and all(p.startswith(HEADER + decl) for p in parts)
+    assert split(HEADER + ".global .align 1 .b8 other_0[3] = {104, 105};\n\n" + entry("a") + entry("b"), 2) == [
+        HEADER + ".global .align 1 .b8 other_0[3] = {104, 105};\n\n" + entry("a") + entry("b")]
+
+
 @pytest.mark.parametrize("why", ["global", "one entry", "unbalanced"])
 def test_text_kept_whole(why):
     if why == "global":

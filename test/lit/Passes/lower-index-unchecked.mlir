@@ -1,10 +1,12 @@
 // RUN: pt2-opt %s --split-input-file --pt2-lower-non-contractions-unchecked | FileCheck %s
-// The GPU pipeline's pt2-lower (its kernels cannot call libpt2rt): an index
+// The GPU pipeline's pt2-lower under PT2_DISABLE=gpu-index-checks: an index
 // out of range is clamped into its dim, so that no load leaves x, and not
-// reported; nothing is declared.  x[idx] still wraps a negative value;
+// reported (no call, no cf.assert: lower-index-device-checks.mlir has the
+// checks); nothing is declared.  x[idx] still wraps a negative value;
 // index_select (like gather) takes [0, size) only.
 
 // CHECK-NOT: pt2rt_index_error
+// CHECK-NOT: cf.assert
 // CHECK-LABEL: func.func @index
 // CHECK: %[[IX:.*]] = arith.index_cast %{{.*}} : i64 to index
 // CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[IX]], %{{.*}} : index
@@ -21,6 +23,7 @@ func.func @index(%x: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
 // -----
 
 // CHECK-NOT: pt2rt_index_error
+// CHECK-NOT: cf.assert
 // CHECK-LABEL: func.func @index_select
 // CHECK: %[[IX:.*]] = arith.index_cast %{{.*}} : i64 to index
 // CHECK-NOT: scf.if
