@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "results.h"
+#include "rules_util.h"
 
 typedef struct Pt2CompiledFn {
     PyObject_HEAD
@@ -30,6 +31,9 @@ typedef struct Pt2CompiledFn {
     int64_t (*input_sizes)[PT2_MAX_RANK];
     PyObject **output_shapes; /* tuples */
     PyObject **output_dtypes; /* torch.dtype objects */
+    /* per output: (sizes, strides) of the view as_strided returns, for an
+     * output computed in its dense dim order (eager's strides), or NULL */
+    PyObject **output_views;
     ResultPlan results;  /* the return value and the side effects replayed (results.c) */
     PyObject *globals;
     PyObject *name;
@@ -60,7 +64,7 @@ typedef struct Pt2CompiledFn {
 } Pt2CompiledFn;
 
 /* the GPU path (resolved at the first graph compiled for CUDA) */
-static PyObject *str_copy_;
+static PyObject *str_copy_, *str_as_strided;
 static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device, *cuda_raw_stream, *cuda_current_stream,
     *cublas_tf32, *cudnn_tf32;
 
@@ -116,6 +120,8 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
         Py_XDECREF(self->output_shapes[i]);
         Py_XDECREF(self->output_dtypes[i]);
     }
+    for (int i = 0; self->output_views && i < self->results.n_graph; ++i) Py_XDECREF(self->output_views[i]);
+    PyMem_Free(self->output_views);
     PyMem_Free(self->inputs);
     PyMem_Free(self->input_contiguous);
     PyMem_Free(self->input_strides);
@@ -521,6 +527,12 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         outputs[got_out] = pt2_pool_empty(self->output_shapes[got_out], self->output_dtypes[got_out]);
         if (!outputs[got_out]) goto done;
         if (pt2_tensor_data(outputs[got_out], &ptrs[self->n_inputs + got_out]) != 0) goto done;
+        PyObject *view = self->output_views ? self->output_views[got_out] : NULL;
+        if (view) { /* the kernel writes the memory in dim order; the caller sees eager's strides */
+            Py_SETREF(outputs[got_out], PyObject_CallMethodObjArgs(outputs[got_out], str_as_strided, PyTuple_GET_ITEM(view, 0),
+                                                                   PyTuple_GET_ITEM(view, 1), NULL));
+            if (!outputs[got_out]) goto done;
+        }
     }
     if (self->kernel) {
         if (all_contiguous) {
@@ -595,7 +607,8 @@ PyTypeObject Pt2CompiledFnType = {
 int compiled_init(void) {
     if (PyType_Ready(&Pt2CompiledFnType) < 0) return -1;
     str_copy_ = PyUnicode_InternFromString("copy_");
-    return str_copy_ && results_init() == 0 ? 0 : -1;
+    str_as_strided = PyUnicode_InternFromString("as_strided");
+    return str_copy_ && str_as_strided && results_init() == 0 ? 0 : -1;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -676,6 +689,78 @@ void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t) {
     for (int i = 0; i < self->n_inputs; ++i) self->input_guard[i] = guards_find_tensor(guards, t->inputs[i]->source);
 }
 
+/*===----------------------------------------------------------------------===*
+ * Outputs in eager's strides (docs/capture.md, "Calling compiled graphs")
+ *===----------------------------------------------------------------------===*/
+
+/* Whether eager's strides of a tensor are a dense layout other than
+ * contiguous (channels last, a transpose): its dims in memory order,
+ * outermost first, in *order.  Size-1 dims keep their place among equal
+ * strides (any place is the same memory). */
+static bool dense_permuted_order(int rank, const int64_t *sizes, const int64_t *strides, int *order) {
+    int64_t numel = 1;
+    for (int d = 0; d < rank; ++d) numel *= sizes[d];
+    if (rank < 2 || numel == 0 || pt2StridesAreFormat(rank, sizes, strides, 0)) return false;
+    for (int i = 0; i < rank; ++i) {
+        int j = i;
+        while (j > 0 && strides[order[j - 1]] < strides[i]) {
+            order[j] = order[j - 1];
+            --j;
+        }
+        order[j] = i;
+    }
+    int64_t expect = 1;
+    for (int j = rank - 1; j >= 0; --j) {
+        if (sizes[order[j]] != 1 && strides[order[j]] != expect) return false;
+        expect *= sizes[order[j]];
+    }
+    return true;
+}
+
+static PyObject *ints_tuple(const int64_t *v, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; ++i) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (!x) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* Each CPU graph output whose eager strides (the builder's, dialects/
+ * strides.c) are a permuted dense layout becomes a pt2.permute of it into
+ * memory order, which the kernel writes as a contiguous buffer (the lowering
+ * folds the permute into the producer's loops: no transpose copy); the call
+ * returns that buffer as_strided to eager's sizes and strides (views[j], a
+ * new (sizes, strides) tuple, else NULL).  values[] is updated in place.
+ * Outputs of unknown or contiguous strides stay as they were. */
+static int eager_layout_outputs(Trace *t, int n, int *values, PyObject **views) {
+    if (pt2_env_list_has(getenv("PT2_DISABLE"), "output-strides")) return 0;
+    for (int j = 0; j < n; ++j) {
+        int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK], perm[PT2_MAX_RANK];
+        int order[PT2_MAX_RANK];
+        int rank = pt2GraphValueType(t->graph, values[j], NULL, sizes);
+        if (rank < 0 || pt2GraphValueStrides(t->graph, values[j], strides) != 1) continue;
+        if (!dense_permuted_order(rank, sizes, strides, order)) continue;
+        for (int k = 0; k < rank; ++k) perm[k] = order[k];
+        char text[256], attrs[300];
+        ints_text(text, sizeof text, perm, rank);
+        snprintf(attrs, sizeof attrs, "{perm = %s}", text);
+        int physical;
+        if (pt2GraphAddOp(t->graph, "permute", 1, &values[j], attrs, &physical, 1) != 1) {
+            PyErr_Format(PyExc_RuntimeError, "pt2 internal error: %s", pt2GetLastError());
+            return -1;
+        }
+        views[j] = Py_BuildValue("(NN)", ints_tuple(sizes, rank), ints_tuple(strides, rank));
+        if (!views[j]) return -1;
+        values[j] = physical;
+    }
+    return 0;
+}
+
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached) {
     /* running the whole function eagerly stands in for a full graph only */
     PyObject *fallback = t->root && !t->partial ? (PyObject *)t->root->func : NULL;
@@ -700,6 +785,13 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     *out_compile_s = 0;
     *out_cached = false;
     if (n_graph > 0) {
+        /* GPU plans allocate their outputs contiguous (not verified otherwise) */
+        self->output_views = PyMem_Calloc((size_t)n_graph + 1, sizeof(PyObject *));
+        if (!self->output_views || (pt2_trace_device() < 0 && eager_layout_outputs(t, n_graph, graph_values, self->output_views) != 0)) {
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+            Py_DECREF(self);
+            goto fail;
+        }
         if (pt2GraphSetOutputs(t->graph, n_graph, graph_values) != 0) {
             PyErr_Format(PyExc_RuntimeError, "pt2 internal error: %s", pt2GetLastError());
             Py_DECREF(self);

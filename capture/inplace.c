@@ -78,6 +78,14 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
         }
         x->mutated = true;
     }
+    /* x keeps its strides in eager: the new value must say so (a copy,
+     * which fuses away, where the result's own strides differ) */
+    int64_t xs[PT2_MAX_RANK], vs[PT2_MAX_RANK];
+    bool x_known = var_strides(t, x, xs), v_known = var_strides(t, value, vs);
+    if (x_known != v_known || (x_known && memcmp(xs, vs, sizeof(int64_t) * (size_t)x->rank) != 0)) {
+        value = copy_with_strides(t, value, x_known ? xs : NULL);
+        if (!value) return NULL;
+    }
     x->value = value->value;
     trace_mutated(t, x);
     return x;

@@ -103,7 +103,9 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     } else {
         v = convert_to(t, v, x->dtype);
     }
-    return v ? op3(t, "where", mask, v, x, "%s", "") : NULL;
+    Var *r = v ? op3(t, "where", mask, v, x, "%s", "") : NULL;
+    set_contiguous_strides(t, r); /* eager: x.clone(contiguous_format).masked_fill_(mask, v) */
+    return r;
 }
 
 static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw);
@@ -591,19 +593,12 @@ static Var *h_identity(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
     BIND("input, *, memory_format=None");
     Var *x = arg(&b, "input");
     if (x && x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
-    /* clone() is new memory, and so is contiguous() of a strided input: a
-     * distinct graph value, so that an in-place op on it leaves x alone */
-    bool copy = strcmp(e->op, "clone") == 0;
-    if (x && strcmp(e->op, "contiguous") == 0 && x->is_input && x->real) {
-        PyObject *c = PyObject_CallMethod(x->real, "is_contiguous", NULL);
-        copy = c != Py_True;
-        Py_XDECREF(c);
-        PyErr_Clear();
-    }
-    if (x && copy) return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype));
     /* detach() is a new tensor object over the same memory */
     if (x && strcmp(e->op, "identity") == 0) return tensor_alias(t, x);
-    return x;
+    /* clone() is new memory, and so is contiguous() of a tensor eager does
+     * not hold contiguous: a distinct graph value (with eager's strides), so
+     * that an in-place op on it leaves x alone */
+    return in_memory_format(t, x, arg(&b, "memory_format"), strcmp(e->op, "clone") == 0 ? LAYOUT_CLONE : LAYOUT_CONTIGUOUS);
 }
 
 static Var *h_expand(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -814,6 +809,15 @@ static Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
 
 bool pt2_trace_device_matches(Trace *t, PyObject *device); /* compiler.c */
 
+/* x.to(dtype, memory_format=...) (dtype PT2_DTYPE_INVALID: x's own): x
+ * itself where eager returns it, else a copy with eager's strides. */
+static Var *cast_in_memory_format(Trace *t, Var *x, Pt2DType dt, Var *memory_format) {
+    if (!x || x->kind != V_TENSOR) return dt == PT2_DTYPE_INVALID ? x : convert_to(t, x, dt);
+    if (dt == PT2_DTYPE_INVALID || dt == x->dtype) return in_memory_format(t, x, memory_format, LAYOUT_TO);
+    /* a new value (its strides preserved from x's by the builder), in the format asked for */
+    return in_memory_format(t, convert_to(t, x, dt), memory_format, LAYOUT_FRESH);
+}
+
 static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None");
     Var *x = arg(&b, "input");
@@ -841,7 +845,7 @@ static Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     if (dev) {
         if (!dev->obj || !pt2_trace_device_matches(t, dev->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
     }
-    return dt == PT2_DTYPE_INVALID ? x : convert_to(t, x, dt);
+    return cast_in_memory_format(t, x, dt, arg(&b, "memory_format"));
 }
 
 /* x.type(dtype) casts; x.type() is the legacy type name ('torch.FloatTensor'). */
@@ -882,7 +886,7 @@ static Var *h_cast(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
         Var *o = arg(&b, "other");
         return o && o->kind == V_TENSOR ? convert_to(t, x, o->dtype) : trace_break(t, "type_as() needs a tensor");
     }
-    return convert_to(t, x, pt2DTypeFromName(e->op));
+    return cast_in_memory_format(t, x, pt2DTypeFromName(e->op), arg(&b, "memory_format"));
 }
 
 /*===----------------------------------------------------------------------===*

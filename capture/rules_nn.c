@@ -143,10 +143,12 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
                           (long long)stride[0], (long long)stride[1], (long long)lo[0], (long long)lo[1], (long long)dil[0],
                           (long long)dil[1], (long long)groups)
                     : NULL;
+    Var *conv = y;
     if (y && arg_present(&b, "bias")) {
         Var *bias = arg(&b, "bias");
         if (bias->kind != V_TENSOR || bias->rank != 1) return trace_break(t, "%s(): bias must be a 1-d tensor", e->op);
         y = op2(t, "add", y, reshape_internal(t, bias, (int64_t[]){bias->sizes[0], 1, 1}, 3), "%s", "");
+        set_strides_like(t, y, conv); /* eager adds the bias inside the convolution */
     }
     if (y && (unbatched || nsp == 1)) { /* back to the input's layout */
         int k = 0;
@@ -155,6 +157,12 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         if (nsp == 2) shape[k++] = y->sizes[2];
         shape[k++] = y->sizes[3];
         y = reshape_internal(t, y, shape, k);
+        /* eager: conv1d's 3-d input made contiguous; an unbatched input unsqueezed (not modelled) */
+        if (y && nsp == 1 && !unbatched) {
+            set_contiguous_strides(t, y);
+        } else if (y) {
+            set_strides_like(t, y, NULL);
+        }
     }
     return y;
 }
@@ -359,7 +367,11 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (!mean != !var) return trace_break(t, "batch_norm with only one of running_mean/running_var");
     if (training && mean) return trace_break(t, "batch_norm in training mode updates running statistics in place (not supported yet)");
     if (x->rank < 2) return trace_break(t, "batch_norm of a rank-%d tensor (eager raises)", x->rank);
-    if (training || !mean) return batch_statistics_norm(t, x, arg(&b, "weight"), arg(&b, "bias"), eps);
+    if (training || !mean) {
+        Var *r = batch_statistics_norm(t, x, arg(&b, "weight"), arg(&b, "bias"), eps);
+        set_strides_like(t, r, NULL); /* eager's batch statistics path: not modelled */
+        return r;
+    }
     int64_t c = x->sizes[1];
     Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
     if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);

@@ -406,6 +406,86 @@ Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank) {
     return op1(t, "permute", x, "{perm = %s}", s);
 }
 
+bool var_strides(Trace *t, const Var *v, int64_t *out) {
+    return v && v->kind == V_TENSOR && v->value >= 0 && pt2GraphValueStrides(t->graph, v->value, out) == 1;
+}
+
+Var *copy_with_strides(Trace *t, Var *x, const int64_t *strides) {
+    Var *r = op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype));
+    if (r) pt2GraphSetValueStrides(t->graph, r->value, strides);
+    return r;
+}
+
+/* torch.<name> of a torch.memory_format constant: 0 contiguous_format, 1
+ * channels_last, 2 channels_last_3d, 3 preserve_format; -1 otherwise. */
+static int memory_format_kind(Var *f) {
+    static const char *names[] = {"contiguous_format", "channels_last", "channels_last_3d", "preserve_format"};
+    if (!f || f->kind != V_CONST) return -1;
+    PyObject *torch = PyImport_ImportModule("torch");
+    int kind = -1;
+    for (int i = 0; torch && kind < 0 && i < 4; ++i) {
+        PyObject *o = PyObject_GetAttrString(torch, names[i]);
+        if (o == f->obj) kind = i;
+        Py_XDECREF(o);
+    }
+    Py_XDECREF(torch);
+    PyErr_Clear();
+    return kind;
+}
+
+Var *in_memory_format(Trace *t, Var *x, Var *memory_format, LayoutCall call) {
+    if (!x || x->kind != V_TENSOR) return x;
+    int kind = memory_format ? memory_format_kind(memory_format) : call == LAYOUT_CONTIGUOUS ? 0 : 3;
+    if (kind < 0) return trace_break(t, "memory_format other than a torch.memory_format");
+    if (kind == 3) { /* preserve_format: clone copies (strides: the builder's rule for a convert) */
+        if (call == LAYOUT_CONTIGUOUS) return trace_break(t, "contiguous(memory_format=torch.preserve_format) (eager raises)");
+        return call == LAYOUT_CLONE ? op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype)) : x;
+    }
+    int channels_last = kind != 0;
+    if ((kind == 1 && x->rank != 4) || (kind == 2 && x->rank != 5)) {
+        return trace_break(t, "memory_format channels_last%s of a rank-%d tensor (eager raises)", kind == 2 ? "_3d" : "", x->rank);
+    }
+    int64_t want[PT2_MAX_RANK], have[PT2_MAX_RANK];
+    if (pt2StridesOfFormat(x->rank, x->sizes, channels_last, want) != 0) return trace_break(t, "internal: memory format strides");
+    if (call == LAYOUT_FRESH) {
+        pt2GraphSetValueStrides(t->graph, x->value, want);
+        return x;
+    }
+    if (call != LAYOUT_CLONE) {
+        /* unknown strides: x itself, as pt2 always did (its layout stays unknown) */
+        if (!var_strides(t, x, have)) return x;
+        bool alias = call == LAYOUT_CONTIGUOUS ? pt2StridesAreFormat(x->rank, x->sizes, have, channels_last)
+                                               : pt2StridesSuggestChannelsLast(x->rank, x->sizes, have) == channels_last;
+        if (alias) return x;
+    }
+    return copy_with_strides(t, x, want);
+}
+
+void set_strides_like(Trace *t, Var *r, const Var *like) {
+    int64_t s[PT2_MAX_RANK];
+    if (r && r->kind == V_TENSOR) pt2GraphSetValueStrides(t->graph, r->value, like && var_strides(t, like, s) ? s : NULL);
+}
+
+void set_contiguous_strides(Trace *t, Var *r) {
+    int64_t s[PT2_MAX_RANK];
+    if (r && r->kind == V_TENSOR && pt2StridesOfFormat(r->rank, r->sizes, 0, s) == 0) pt2GraphSetValueStrides(t->graph, r->value, s);
+}
+
+void forget_strides(Trace *t, Var *r, Var *const *args, int n_args) {
+    if (!r) return;
+    if (r->kind == V_TUPLE || r->kind == V_LIST) {
+        for (int i = 0; i < r->n_items; ++i) {
+            if (r->items[i]->kind == V_TENSOR) forget_strides(t, r->items[i], args, n_args);
+        }
+        return;
+    }
+    if (r->kind != V_TENSOR || r->value < 0) return;
+    for (int i = 0; i < n_args; ++i) {
+        if (args[i] && args[i]->kind == V_TENSOR && args[i]->value == r->value) return;
+    }
+    pt2GraphSetValueStrides(t->graph, r->value, NULL);
+}
+
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt) {
     int id = pt2GraphAddScalar(t->graph, value, dt, 0);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());

@@ -85,6 +85,28 @@ Var *tensor_alias(Trace *t, Var *x);
  * it changes nothing (x.transpose(0, 0), x[...]): an alias if r is x. */
 Var *view_of(Trace *t, Var *x, Var *r);
 Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
+
+/* Eager strides (the graph builder's, dialects/strides.c): v's, written to
+ * out when known. */
+bool var_strides(Trace *t, const Var *v, int64_t *out);
+/* A copy of x (its own graph value and storage: a pt2.convert to its own
+ * dtype, which fuses away) whose eager strides are `strides` (NULL: unknown). */
+Var *copy_with_strides(Trace *t, Var *x, const int64_t *strides);
+/* x after clone / contiguous / to (same dtype) with `memory_format` (a
+ * torch.memory_format constant Var, or NULL for the call's default): x
+ * itself where eager returns x, else a copy with eager's strides.
+ * LAYOUT_FRESH: x is a new value the call made (a dtype conversion), which
+ * takes the format's strides. */
+typedef enum LayoutCall { LAYOUT_CLONE, LAYOUT_CONTIGUOUS, LAYOUT_TO, LAYOUT_FRESH } LayoutCall;
+Var *in_memory_format(Trace *t, Var *x, Var *memory_format, LayoutCall call);
+/* For a rule's own new result r (never a value something else holds): the
+ * eager strides of `like` (NULL or unknown: unknown), or contiguous ones. */
+void set_strides_like(Trace *t, Var *r, const Var *like);
+void set_contiguous_strides(Trace *t, Var *r);
+/* Marks the result of a rule whose eager strides the builder does not model
+ * (its ops differ from eager's): every tensor of `r` (or of a tuple/list r)
+ * made by the rule, i.e. not one of `args`, gets unknown strides. */
+void forget_strides(Trace *t, Var *r, Var *const *args, int n_args);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 /* A Python number constant as a double; false (trace broken) for an int
  * that a double would round (past 2^53), which pt2's float64 scalars and

@@ -434,6 +434,11 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     for (int j = 0; j < m.rank; ++j) physical[j] = m.sizes[permuted ? order[j] : j];
     int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, physical);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    /* the tensor's own strides, in the input's dim order: the builder
+     * derives eager's strides of everything computed from them */
+    int64_t physical_strides[PT2_MAX_RANK];
+    for (int j = 0; j < m.rank; ++j) physical_strides[j] = m.strides[permuted ? order[j] : j];
+    pt2GraphSetValueStrides(t->graph, id, physical_strides);
     int graph_input = id;
     if (permuted) {
         /* the tensor's dim d is the input's dim where order[] holds d */

@@ -21,6 +21,7 @@ typedef struct GraphValue {
     bool weak;         /* a Python scalar: lowest priority in promotion */
     bool is_scalar;    /* a 0-d constant made from `scalar` */
     double scalar;
+    Pt2Strides strides; /* eager PyTorch's, when known (strides.c) */
 } GraphValue;
 
 struct Pt2Graph {
@@ -42,7 +43,9 @@ static int add_value(Pt2Graph *g, MlirValue v, bool weak, bool is_scalar, double
         g->cap_values = g->cap_values ? 2 * g->cap_values : 64;
         g->values = realloc(g->values, sizeof *g->values * (size_t)g->cap_values);
     }
-    g->values[g->n_values] = (GraphValue){v, weak, is_scalar, scalar};
+    g->values[g->n_values] = (GraphValue){v, weak, is_scalar, scalar, {.known = true}};
+    Pt2TensorType t;
+    if (pt2_tensor_type_from_mlir(mlirValueGetType(v), &t) == 0) pt2_contiguous_strides(&t, g->values[g->n_values].strides.s);
     return g->n_values++;
 }
 
@@ -99,6 +102,29 @@ int pt2GraphValueType(Pt2Graph *g, int value, Pt2DType *out_dtype, int64_t *out_
     if (out_dtype) *out_dtype = t.dtype;
     if (out_sizes) memcpy(out_sizes, t.sizes, sizeof(int64_t) * (size_t)t.rank);
     return t.rank;
+}
+
+int pt2GraphValueStrides(Pt2Graph *g, int value, int64_t *out_strides) {
+    Pt2TensorType t;
+    if (!valid_value(g, value) || value_type(g, value, &t) != 0) {
+        pt2_set_error("no value %d in the graph", value);
+        return -1;
+    }
+    const Pt2Strides *s = &g->values[value].strides;
+    if (s->known && out_strides) memcpy(out_strides, s->s, sizeof(int64_t) * (size_t)t.rank);
+    return s->known ? 1 : 0;
+}
+
+int pt2GraphSetValueStrides(Pt2Graph *g, int value, const int64_t *strides) {
+    Pt2TensorType t;
+    if (!valid_value(g, value) || value_type(g, value, &t) != 0) {
+        pt2_set_error("no value %d in the graph", value);
+        return -1;
+    }
+    Pt2Strides *s = &g->values[value].strides;
+    s->known = strides != NULL;
+    if (strides) memcpy(s->s, strides, sizeof(int64_t) * (size_t)t.rank);
+    return 0;
 }
 
 int pt2GraphAddInput(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes) {
@@ -238,6 +264,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     }
     MlirValue vals[64];
     Pt2TensorType types[64];
+    Pt2Strides strides[64]; /* as the op reads its operands: after promotion's `.to()` */
     for (int i = 0; i < n_operands; ++i) {
         if (!valid_value(g, operands[i])) {
             pt2_set_error("'%s': operand %d is not a value of this graph", info->full_name, i);
@@ -245,6 +272,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
         }
         vals[i] = g->values[operands[i]].value;
         value_type(g, operands[i], &types[i]);
+        strides[i] = g->values[operands[i]].strides;
     }
     /* PyTorch's result_type over the promoting operands */
     Pt2DType dim_result = PT2_DTYPE_INVALID, zero_result = PT2_DTYPE_INVALID, wrapped = PT2_DTYPE_INVALID;
@@ -261,6 +289,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
             if (promotes(info, i) && types[i].dtype != common) {
                 vals[i] = convert_value(g, operands[i], common);
                 types[i].dtype = common;
+                pt2_preserve_strides(&types[i], &g->values[operands[i]].strides, &strides[i]);
             }
         }
     }
@@ -270,6 +299,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
             if (!pt2_dtype_is_float(types[i].dtype)) {
                 vals[i] = convert_value(g, operands[i], PT2_F32);
                 types[i].dtype = PT2_F32;
+                pt2_preserve_strides(&types[i], &g->values[operands[i]].strides, &strides[i]);
             }
         }
     }
@@ -277,6 +307,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     if (info->id == PT2_OP_WHERE && types[0].dtype != PT2_BOOL) {
         vals[0] = convert_value(g, operands[0], PT2_BOOL);
         types[0].dtype = PT2_BOOL;
+        pt2_preserve_strides(&types[0], &g->values[operands[0]].strides, &strides[0]);
     }
     Pt2Attrs given = {mlirAttributeGetNull()}, complete;
     if (attrs && attrs[0]) {
@@ -303,7 +334,12 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     MlirType rtypes[4];
     for (int i = 0; i < n; ++i) rtypes[i] = pt2_tensor_type_to_mlir(g->mlir, &results[i]);
     MlirOperation op = create_op(g, info->full_name, n_operands, vals, n, rtypes, complete.dict);
-    for (int i = 0; i < n; ++i) out_results[i] = add_value(g, mlirOperationGetResult(op, i), false, false, 0);
+    Pt2Strides result_strides[4];
+    pt2_eager_strides(info, complete, types, strides, n_operands, results, n, result_strides);
+    for (int i = 0; i < n; ++i) {
+        out_results[i] = add_value(g, mlirOperationGetResult(op, i), false, false, 0);
+        g->values[out_results[i]].strides = result_strides[i];
+    }
     return n;
 }
 

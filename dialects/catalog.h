@@ -149,6 +149,23 @@ bool pt2_reduces_all_dims(const Pt2OpInfo *info, Pt2Attrs attrs);
 int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_operands,
                    Pt2Attrs attrs, Pt2TensorType *out, int max_out, char *err, size_t errlen);
 
+/*--- Eager strides (strides.c) ----------------------------------------------------*/
+
+/* The strides eager PyTorch (CPU) gives a tensor, when known. */
+typedef struct Pt2Strides {
+    bool known;
+    int64_t s[PT2_MAX_RANK];
+} Pt2Strides;
+
+/* torch.empty's strides (a size-1 dim's stride: the product of the dims after it). */
+void pt2_contiguous_strides(const Pt2TensorType *t, int64_t *out);
+/* The strides of x.to(...) / empty_like(x) under preserve_format. */
+void pt2_preserve_strides(const Pt2TensorType *t, const Pt2Strides *x, Pt2Strides *out);
+/* The strides eager gives each of the op's n_out results (unknown for ops it
+ * does not model and for unknown operands); operands as the op reads them. */
+void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorType *in, const Pt2Strides *st, int n,
+                       const Pt2TensorType *out, int n_out, Pt2Strides *res);
+
 /*--- The dialect (dialect.c) ------------------------------------------------------*/
 
 /* Registers the pt2 dialect (from the generated IRDL) in ctx; 0 on success. */

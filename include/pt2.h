@@ -115,6 +115,24 @@ PT2_EXPORT int pt2GraphSetOutputs(Pt2Graph *g, int n, const int *values);
 PT2_EXPORT int pt2GraphSetInputFrozen(Pt2Graph *g, int value);
 /* Type of a value: returns its rank (or -1), writes dtype and sizes. */
 PT2_EXPORT int pt2GraphValueType(Pt2Graph *g, int value, Pt2DType *out_dtype, int64_t *out_sizes);
+/* The strides eager PyTorch's CPU kernels would give value's tensor
+ * (dialects/strides.c: TensorIterator's order for pointwise ops, views,
+ * channels last through convolutions and pooling, contiguous results of
+ * reductions and matmuls).  Returns 1 and writes them when known, 0 when
+ * not (an op whose rule pt2 does not model, or an unknown operand), -1 for a
+ * bad value.  Inputs and constants start contiguous. */
+PT2_EXPORT int pt2GraphValueStrides(Pt2Graph *g, int value, int64_t *out_strides);
+/* Sets a value's eager strides (an input's real ones, or what a client
+ * knows better than the op's rule); NULL: unknown.  0, or -1 for a bad value. */
+PT2_EXPORT int pt2GraphSetValueStrides(Pt2Graph *g, int value, const int64_t *strides);
+/* torch's memory formats over strides (channels_last = 1: channels_last for
+ * rank 4, channels_last_3d for rank 5; 0: contiguous_format).  The strides
+ * torch.empty gives the format (0, or -1 for channels last of another rank);
+ * whether suggest_memory_format() would say channels last; whether
+ * is_contiguous(memory_format) holds. */
+PT2_EXPORT int pt2StridesOfFormat(int rank, const int64_t *sizes, int channels_last, int64_t *out_strides);
+PT2_EXPORT int pt2StridesSuggestChannelsLast(int rank, const int64_t *sizes, const int64_t *strides);
+PT2_EXPORT int pt2StridesAreFormat(int rank, const int64_t *sizes, const int64_t *strides, int channels_last);
 /* The module as MLIR text (malloc'ed; free with pt2Free). */
 PT2_EXPORT char *pt2GraphToText(Pt2Graph *g);
 PT2_EXPORT void pt2Free(void *p);
