@@ -349,7 +349,8 @@ static int read_product(const Pt2Gemm *e, const Pt2GpuOperand *ops, int n_ops, P
     const Pt2GpuOperand *unscaled = e->scaled ? &ops[n_ops - 1] : b;
     bool ranks_ok = n_ops == 3 + e->bias + e->residual + e->scaled && d->rank >= 2 && d->rank <= 3 && a->rank == d->rank &&
                     b->rank == d->rank && (!e->bias || ops[3].rank == 1) && (!e->residual || ops[3 + e->bias].rank == 2) &&
-                    unscaled->rank == 2 && unscaled->strides[0] == b->strides[0] && unscaled->strides[1] == b->strides[1];
+                    (!e->scaled || (unscaled->rank == 2 && unscaled->strides[0] == b->strides[0] &&
+                                     unscaled->strides[1] == b->strides[1]));
     if (!ranks_ok) {
         pt2_set_error("internal: a gemm entry with %d operands of ranks %d %d %d", n_ops, a->rank, b->rank, d->rank);
         return -1;

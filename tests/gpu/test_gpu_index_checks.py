@@ -134,7 +134,8 @@ try:
     torch.cuda.synchronize()
     print(json.dumps({"raised": None, "message": "", "sample": float(y.double().sum().cpu())}))
 except Exception as e:
-    print(json.dumps({"raised": type(e).__name__, "message": str(e)}))
+    # torch 2.11 raises CUDA errors as torch.AcceleratorError, a RuntimeError
+    print(json.dumps({"raised": "RuntimeError" if isinstance(e, RuntimeError) else type(e).__name__, "message": str(e)}))
 """
 
 
@@ -154,7 +155,10 @@ def run_case(name, bad, compiled, disable=None):
 @pytest.mark.parametrize("name,bad,words", BAD, ids=[f"{n}-{b}" for n, b, _ in BAD])
 def test_out_of_range_fails_device_assert_like_eager(name, bad, words):
     eager, _ = run_case(name, bad, compiled=False)
-    assert eager["raised"] == "RuntimeError" and "device-side assert triggered" in eager["message"], eager
+    if bad != 1 << 40:
+        assert eager["raised"] == "RuntimeError" and "device-side assert triggered" in eager["message"], eager
+    # else eager CUDA's embedding reads some row for 2**40 (its kernel's index arithmetic wraps) where
+    # eager on the CPU raises IndexError: pt2 asserts, never reading a wrong row
     got, stderr = run_case(name, bad, compiled=True)
     assert got["raised"] == "RuntimeError", got
     assert "device-side assert triggered" in got["message"], got
