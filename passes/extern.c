@@ -33,6 +33,11 @@
  * accumulator viewed as [N, O, OH, OW], or the buffer it is then copied
  * into whole (a function's output), with the copy deleted.
  *
+ * An f32 conv whose weight is constant for the kernel's life (a frozen
+ * argument, a prologue result: buffer_is_frozen) calls
+ * pt2rt_conv2d_frozen_f32 instead (the epilogue entry's arguments), so that
+ * libpt2rt reorders that weight for oneDNN once per kernel, not per call.
+ *
  * Other element types (f16, bf16, integers) keep their generated loops.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
@@ -353,6 +358,61 @@ static void erase_conv_leftovers(const ConvCall *call, MlirOperation x_view, Mli
     }
 }
 
+/* Whether argument i of func carries the unit attribute `name`. */
+static bool arg_has_attr(MlirOperation func, intptr_t i, const char *name) {
+    MlirAttribute attrs = mlirOperationGetAttributeByName(func, sref("arg_attrs"));
+    if (mlirAttributeIsNull(attrs) || i >= mlirArrayAttrGetNumElements(attrs)) return false;
+    MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
+    return mlirAttributeIsADictionary(dict) && !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(dict, sref(name)));
+}
+
+typedef struct ConstantArg {
+    MlirStringRef callee;
+    intptr_t index;
+    bool constant;
+    int calls, depth;
+    MlirOperation module;
+} ConstantArg;
+
+static bool buffer_is_frozen(MlirOperation module, MlirValue v, int depth);
+
+static MlirWalkResult check_call_operand(MlirOperation op, void *user) {
+    ConstantArg *a = user;
+    if (!op_is(op, "func.call")) return MlirWalkResultAdvance;
+    MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
+    if (!mlirStringRefEqual(callee, a->callee)) return MlirWalkResultAdvance;
+    ++a->calls;
+    if (a->index >= mlirOperationGetNumOperands(op) ||
+        !buffer_is_frozen(a->module, mlirOperationGetOperand(op, a->index), a->depth + 1)) {
+        a->constant = false;
+        return MlirWalkResultInterrupt;
+    }
+    return MlirWalkResultAdvance;
+}
+
+/* Whether the buffer v views stays the same for the kernel's life: a
+ * frozen argument of the function (`pt2.frozen`, capture's parameters under
+ * freeze=True) or a result of its prologue (`pt2.hoisted`, pt2-freeze), or
+ * an argument of a private function (pt2-outline-repeats' layers) that every
+ * call passes such a buffer.  The kernel never writes its arguments. */
+static bool buffer_is_frozen(MlirOperation module, MlirValue v, int depth) {
+    v = buffer_root(v);
+    if (depth > 4 || !mlirValueIsABlockArgument(v)) return false;
+    MlirBlock block = mlirBlockArgumentGetOwner(v);
+    MlirOperation func = mlirBlockGetParentOperation(block);
+    if (mlirOperationIsNull(func) || !op_is(func, "func.func") ||
+        !mlirBlockEqual(mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)), block)) {
+        return false;
+    }
+    intptr_t i = mlirBlockArgumentGetArgNumber(v);
+    if (arg_has_attr(func, i, "pt2.frozen") || arg_has_attr(func, i, "pt2.hoisted")) return true;
+    MlirAttribute visibility = mlirOperationGetAttributeByName(func, sref("sym_visibility"));
+    if (mlirAttributeIsNull(visibility) || !mlirStringRefEqual(mlirStringAttrGetValue(visibility), sref("private"))) return false;
+    ConstantArg a = {mlirStringAttrGetValue(mlirOperationGetAttributeByName(func, sref("sym_name"))), i, true, 0, depth, module};
+    mlirOperationWalk(module, check_call_operand, &a, MlirWalkPreOrder);
+    return a.constant && a.calls > 0;
+}
+
 /* Rewrites one marked conv2d generic on f32/f64 buffers into
  *     call @pt2rt_conv2d_f32(%x, %w, %y, sh, sw, ph, pw, dh, dw, groups)
  * or, with an epilogue that has steps, pt2rt_conv2d_epilogue_f32 if it
@@ -383,6 +443,8 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
                  find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
     if (fused) call.y = ep.out;
     bool with_steps = fused && ep.n_steps > 0;
+    /* a frozen f32 weight: oneDNN's reorder of it made once (constants.c) */
+    bool frozen = f32 && buffer_is_frozen(module, call.w.base, 0);
     Builder b = builder_before(op);
     MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
     MlirValue args[13] = {
@@ -391,17 +453,17 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
         build_unranked_view(&b, &call.y, elem),
     };
     int n_args = 3;
-    for (int k = 0; with_steps && k < EPILOGUE_MAX_ADDENDS; ++k) { /* y stands in for an addend not used */
-        const View *a = k < ep.n_addends ? &ep.addends[k] : &call.y;
+    for (int k = 0; (with_steps || frozen) && k < EPILOGUE_MAX_ADDENDS; ++k) { /* y stands in for an addend not used */
+        const View *a = with_steps && k < ep.n_addends ? &ep.addends[k] : &call.y;
         args[n_args++] = build_unranked_view(&b, a, elem);
     }
     const int64_t scalars[7] = {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups};
     for (int i = 0; i < 7; ++i) args[n_args++] = const_int(&b, i64, scalars[i]);
     char callee[64], params[256];
     const char *e = elem_name(elem);
-    if (with_steps) {
-        args[n_args++] = const_int(&b, i64, epilogue_program(&ep));
-        snprintf(callee, sizeof callee, "pt2rt_conv2d_epilogue_%s", e);
+    if (with_steps || frozen) {
+        args[n_args++] = const_int(&b, i64, with_steps ? epilogue_program(&ep) : 0);
+        snprintf(callee, sizeof callee, frozen ? "pt2rt_conv2d_frozen_%s" : "pt2rt_conv2d_epilogue_%s", e);
         snprintf(params, sizeof params,
                  "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, "
                  "i64, i64, i64, i64, i64, i64, i64, i64",

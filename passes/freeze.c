@@ -386,9 +386,14 @@ static void build_prologue(Body *f) {
     MlirAttribute old = mlirOperationGetAttributeByName(f->func, sref("arg_attrs"));
     intptr_t total = mlirBlockGetNumArguments(f->block);
     MlirAttribute *dicts = calloc((size_t)total + 1, sizeof(MlirAttribute));
+    /* a prologue result is marked, as a frozen argument is: constant for the
+     * kernel's life, which pt2-extern-blas tells libpt2rt (a convolution's
+     * weight reordered once) */
+    MlirNamedAttribute hoisted = mlirNamedAttributeGet(mlirIdentifierGet(ctx, sref("pt2.hoisted")), mlirUnitAttrGet(ctx));
     for (intptr_t i = 0; i < total; ++i) {
         bool have = !mlirAttributeIsNull(old) && i < mlirArrayAttrGetNumElements(old);
-        dicts[i] = have ? mlirArrayAttrGetElement(old, i) : mlirDictionaryAttrGet(ctx, 0, NULL);
+        bool added = i >= total - n_crossing;
+        dicts[i] = have ? mlirArrayAttrGetElement(old, i) : mlirDictionaryAttrGet(ctx, added ? 1 : 0, &hoisted);
     }
     mlirOperationSetAttributeByName(f->func, sref("arg_attrs"), mlirArrayAttrGet(ctx, total, dicts));
     mlirOperationSetAttributeByName(f->func, sref("pt2.prologue"), mlirFlatSymbolRefAttrGet(ctx, sref(name)));

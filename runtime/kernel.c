@@ -54,6 +54,8 @@ char *pt2_operation_to_text(MlirOperation op, bool debug_info);
 
 typedef void (*EntryFn)(void **descriptors);
 typedef void (*RunFn)(EntryFn entry, void **descriptors, Pt2rtRunStatus *status);
+typedef Pt2rtConstants *(*ConstantsCreateFn)(void);
+typedef void (*ConstantsFreeFn)(Pt2rtConstants *c);
 
 struct Pt2Kernel {
     int n_inputs, n_outputs;
@@ -72,6 +74,15 @@ struct Pt2Kernel {
     Pt2TensorType *entry_types; /* the entry's arguments: inputs, hoisted, outputs */
     atomic_bool hoisted_ready;
     pthread_mutex_t prologue_lock;
+    /* What libpt2rt derives once from the frozen inputs and the prologue's
+     * results (a convolution's reordered weights: runtime/rt/constants.c),
+     * handed to the runs whose frozen inputs are the ones it was filled from
+     * (`frozen_seen`, recorded by the first run since it was emptied); null
+     * without frozen inputs or libpt2rt. */
+    Pt2rtConstants *constants;
+    ConstantsFreeFn constants_clear, constants_destroy;
+    void **frozen_seen; /* per frozen input, in order */
+    atomic_bool frozen_seen_ready;
 };
 
 static double now_seconds(void) {
@@ -465,6 +476,31 @@ static void set_num_threads(void *handle, const Pt2CompileOptions *opts) {
     if (set) set(n);
 }
 
+static int count_frozen(const Pt2Kernel *k) {
+    int n = 0;
+    for (int i = 0; i < k->n_inputs; ++i) n += k->frozen[i];
+    return n;
+}
+
+/* The constants cache of a kernel with frozen inputs that calls libpt2rt. */
+static int load_constants(Pt2Kernel *k) {
+    if (!k->run || count_frozen(k) == 0) return 0;
+    ConstantsCreateFn create = NULL;
+    void *syms[3] = {dlsym(k->handle, "pt2rt_constants_create"), dlsym(k->handle, "pt2rt_constants_clear"),
+                     dlsym(k->handle, "pt2rt_constants_destroy")};
+    if (!syms[0] || !syms[1] || !syms[2]) return 0; /* an older libpt2rt: every call derives its own */
+    memcpy(&create, &syms[0], sizeof create);
+    memcpy(&k->constants_clear, &syms[1], sizeof k->constants_clear);
+    memcpy(&k->constants_destroy, &syms[2], sizeof k->constants_destroy);
+    k->frozen_seen = calloc((size_t)count_frozen(k), sizeof(void *));
+    k->constants = k->frozen_seen ? create() : NULL;
+    if (!k->constants) {
+        pt2_set_error("out of memory for a frozen kernel's constants");
+        return -1;
+    }
+    return 0;
+}
+
 static int load(Pt2Kernel *k, const char *so_path) {
     k->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!k->handle) {
@@ -481,7 +517,7 @@ static int load(Pt2Kernel *k, const char *so_path) {
      * kernel that calls nothing there (the linker dropped it) reports nothing */
     sym = dlsym(k->handle, "pt2rt_run");
     if (sym) memcpy(&k->run, &sym, sizeof k->run);
-    return 0;
+    return load_constants(k);
 }
 
 /* One line per cold compile: each phase's wall and CPU seconds (the CPU time of the whole process,
@@ -723,6 +759,8 @@ void pt2KernelDestroy(Pt2Kernel *k) {
     for (int j = 0; k->hoisted && j < k->n_hoisted; ++j) free(k->hoisted[j]);
     free(k->hoisted);
     pt2KernelDestroy(k->prologue);
+    if (k->constants) k->constants_destroy(k->constants);
+    free(k->frozen_seen);
     pthread_mutex_destroy(&k->prologue_lock);
     free(k->entry_types);
     free(k->frozen);
@@ -732,7 +770,11 @@ void pt2KernelDestroy(Pt2Kernel *k) {
 
 int pt2KernelInputIsFrozen(const Pt2Kernel *k, int i) { return i >= 0 && i < k->n_inputs && k->frozen[i]; }
 int pt2KernelHasPrologue(const Pt2Kernel *k) { return k->prologue != NULL; }
-void pt2KernelResetFrozen(Pt2Kernel *k) { atomic_store(&k->hoisted_ready, false); }
+void pt2KernelResetFrozen(Pt2Kernel *k) {
+    atomic_store(&k->hoisted_ready, false);
+    if (k->constants) k->constants_clear(k->constants);
+    atomic_store(&k->frozen_seen_ready, false);
+}
 
 int pt2KernelNumInputs(const Pt2Kernel *k) { return k->n_inputs; }
 int pt2KernelNumOutputs(const Pt2Kernel *k) { return k->n_outputs; }
@@ -784,7 +826,7 @@ static void set_run_error(const Pt2rtRunStatus *status) {
 
 /* Calls k's entry on n contiguous buffers of these types (k's own, or its
  * entry's with the prologue's results).  0, or -1 with the error the run reported. */
-static int call_entry(const Pt2Kernel *k, int n, void *const *pointers, const Pt2TensorType *types) {
+static int call_entry(const Pt2Kernel *k, int n, void *const *pointers, const Pt2TensorType *types, Pt2rtConstants *constants) {
     int64_t stack_desc[16][DESC_WORDS];
     void *stack_argv[16];
     int64_t(*desc)[DESC_WORDS] = n <= 16 ? stack_desc : malloc(sizeof *desc * (size_t)n);
@@ -793,7 +835,7 @@ static int call_entry(const Pt2Kernel *k, int n, void *const *pointers, const Pt
         fill_descriptor(desc[i], pointers[i], &types[i]);
         argv[i] = desc[i];
     }
-    Pt2rtRunStatus status = {0};
+    Pt2rtRunStatus status = {.constants = constants};
     if (k->run) {
         k->run(k->entry, argv, &status);
     } else {
@@ -830,8 +872,32 @@ static int compute_prologue(Pt2Kernel *k, void *const *inputs) {
     return rc;
 }
 
+/* The constants cache for a run on these inputs: the kernel's, if its frozen
+ * inputs are where they were when the cache began to fill (the first run
+ * since it was emptied records them), else none.  A caller that copies its
+ * frozen inputs anew for each run (pt2KernelRun with strided ones, capture
+ * with unaligned ones) gets none: an address would not say which weight. */
+static Pt2rtConstants *constants_for_run(Pt2Kernel *k, void *const *inputs) {
+    if (!k->constants) return NULL;
+    if (!atomic_load_explicit(&k->frozen_seen_ready, memory_order_acquire)) {
+        pthread_mutex_lock(&k->prologue_lock);
+        if (!atomic_load_explicit(&k->frozen_seen_ready, memory_order_relaxed)) {
+            for (int i = 0, m = 0; i < k->n_inputs; ++i) {
+                if (k->frozen[i]) k->frozen_seen[m++] = inputs[i];
+            }
+            atomic_store_explicit(&k->frozen_seen_ready, true, memory_order_release);
+        }
+        pthread_mutex_unlock(&k->prologue_lock);
+    }
+    for (int i = 0, m = 0; i < k->n_inputs; ++i) {
+        if (k->frozen[i] && k->frozen_seen[m++] != inputs[i]) return NULL;
+    }
+    return k->constants;
+}
+
 int pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
-    if (!k->prologue) return call_entry(k, k->n_inputs + k->n_outputs, pointers, k->types);
+    Pt2rtConstants *constants = constants_for_run(k, pointers);
+    if (!k->prologue) return call_entry(k, k->n_inputs + k->n_outputs, pointers, k->types, constants);
     if (compute_prologue(k, pointers) != 0) return -1;
     int n = k->n_inputs + k->n_hoisted + k->n_outputs;
     void *stack[32];
@@ -839,7 +905,7 @@ int pt2KernelRunPointers(Pt2Kernel *k, void *const *pointers) {
     memcpy(all, pointers, sizeof(void *) * (size_t)k->n_inputs);
     memcpy(all + k->n_inputs, k->hoisted, sizeof(void *) * (size_t)k->n_hoisted);
     memcpy(all + k->n_inputs + k->n_hoisted, pointers + k->n_inputs, sizeof(void *) * (size_t)k->n_outputs);
-    int rc = call_entry(k, n, all, k->entry_types);
+    int rc = call_entry(k, n, all, k->entry_types, constants);
     if (all != stack) free(all);
     return rc;
 }

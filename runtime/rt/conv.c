@@ -2,11 +2,13 @@
  *
  *   pt2rt_conv2d_f32/f64(x, w, y, stride, padding, dilation, groups)
  *   pt2rt_conv2d_epilogue_f32/f64(x, w, y, addend0, addend1, ..., steps)
+ *   pt2rt_conv2d_frozen_f32(...)   (the same, w frozen: constants.c)
  *     descriptors ─▶ Conv {x [N,C,H,W], w [O,C/G,KH,KW], y [N,O,OH,OW], strides,
  *                          epilogue steps and their addends}
  *       f32 ─▶ oneDNN: a primitive per shape, created once and cached
  *               (x and y reordered to the blocked layout its fast kernels
- *               want and back, w reordered every call: it may change);
+ *               want and back, w reordered every call: it may change;
+ *               a frozen w once per kernel, kept in its constants cache);
  *               the epilogue as its bias and post-ops where they express it
  *       f64, or f32 where oneDNN has no primitive
  *           ─▶ im2col + one single-threaded BLAS GEMM per (image, group,
@@ -55,6 +57,7 @@ typedef struct Conv {
     int64_t x_sizes[4], x_strides[4], w_sizes[4], w_strides[4], y_sizes[4], y_strides[4];
     int64_t stride[2], padding[2], dilation[2], groups;
     int64_t steps;                     /* the epilogue (pt2rt.h); 0: none */
+    bool w_frozen;                     /* w constant for the run's constants cache (pt2rt_conv2d_frozen_f32) */
     char *addend[2];                   /* y's shape; null where no step reads it */
     int64_t addend_strides[2][4];
 } Conv;
@@ -94,6 +97,7 @@ static void read_epilogue(const Pt2rtUnrankedMemRef *const addends[2], int64_t s
 static void read_conv(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                       size_t elem_size, const int64_t geometry[7], Conv *c) {
     c->elem_size = elem_size;
+    c->w_frozen = false;
     c->steps = 0; /* no epilogue: nothing in the primitive's key either */
     c->addend[0] = c->addend[1] = NULL;
     memset(c->addend_strides, 0, sizeof c->addend_strides);
@@ -542,16 +546,51 @@ static char *thread_workspace(size_t bytes) {
     return w->data;
 }
 
+/* Reorders a frozen w into the primitive's layout, for the constants cache. */
+typedef struct WeightReorder {
+    const DnnlConv *d;
+    char *w;
+} WeightReorder;
+
+static bool fill_reordered_weights(void *dst, void *context) {
+    const WeightReorder *r = context;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    bool ok = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success &&
+              dnnl_memory_create(&from, &r->d->w_user, engine, r->w) == dnnl_success &&
+              dnnl_memory_create(&to, &r->d->w_md, engine, dst) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+        ok = dnnl_primitive_execute(r->d->w_in, stream, 2, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+    }
+    if (to) dnnl_memory_destroy(to);
+    if (from) dnnl_memory_destroy(from);
+    if (stream) dnnl_stream_destroy(stream);
+    return ok;
+}
+
+/* w in d's layout, made once for the kernel, where w is frozen and the run
+ * has a constants cache; null otherwise (the call reorders it itself). */
+static char *frozen_weights(const DnnlConv *d, const Conv *c) {
+    Pt2rtConstants *constants = pt2rt_current_run ? pt2rt_current_run->constants : NULL;
+    if (!d->w_in || !c->w_frozen || !constants) return NULL;
+    WeightReorder r = {d, c->w};
+    return pt2rt_constants_get(constants, c->w, &d->key, sizeof d->key, dnnl_memory_desc_get_size(&d->w_md),
+                               fill_reordered_weights, &r);
+}
+
 /* One execution of d on c's buffers: each call has its own memory objects
  * and stream, and its thread's workspace, so concurrent calls share nothing
- * but the (read-only) primitives. */
+ * but the (read-only) primitives and a frozen weight's kept reorder. */
 static bool run_dnnl_conv(const DnnlConv *d, const Conv *c) {
     bool ok = false;
     dnnl_stream_t stream = NULL;
     dnnl_memory_t x_user = NULL, w_user = NULL, y_user = NULL, x_mem = NULL, w_mem = NULL, y_mem = NULL, scratch = NULL;
     dnnl_memory_t bias = NULL, sum = NULL;
     bool has_bias = d->fused && d->bias >= 0, has_sum = d->fused && d->sum >= 0;
-    size_t x_size = d->x_in ? aligned_size(&d->x_md) : 0, w_size = d->w_in ? aligned_size(&d->w_md) : 0;
+    char *w_kept = frozen_weights(d, c);
+    bool w_reorder = d->w_in && !w_kept;
+    size_t x_size = d->x_in ? aligned_size(&d->x_md) : 0, w_size = w_reorder ? aligned_size(&d->w_md) : 0;
     size_t y_size = d->y_out ? aligned_size(&d->y_md) : 0, scratch_size = aligned_size(&d->scratch_md);
     char *x_buf = thread_workspace(x_size + w_size + y_size + scratch_size);
     char *w_buf = x_buf + x_size, *y_buf = w_buf + w_size, *scratch_buf = scratch_size ? y_buf + y_size : NULL;
@@ -568,13 +607,13 @@ static bool run_dnnl_conv(const DnnlConv *d, const Conv *c) {
     w_mem = w_user;
     y_mem = y_user;
     if (d->x_in && dnnl_memory_create(&x_mem, &d->x_md, engine, x_buf) != dnnl_success) goto done;
-    if (d->w_in && dnnl_memory_create(&w_mem, &d->w_md, engine, w_buf) != dnnl_success) goto done;
+    if (d->w_in && dnnl_memory_create(&w_mem, &d->w_md, engine, w_kept ? w_kept : w_buf) != dnnl_success) goto done;
     if (d->y_out && dnnl_memory_create(&y_mem, &d->y_md, engine, y_buf) != dnnl_success) goto done;
     if (d->x_in) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, x_mem}};
         if (dnnl_primitive_execute(d->x_in, stream, 2, args) != dnnl_success) goto done;
     }
-    if (d->w_in) {
+    if (w_reorder) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, w_user}, {DNNL_ARG_TO, w_mem}};
         if (dnnl_primitive_execute(d->w_in, stream, 2, args) != dnnl_success) goto done;
     }
@@ -866,6 +905,19 @@ void pt2rt_conv2d_epilogue_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnranked
                                int64_t groups, int64_t steps) {
     const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
     conv2d_epilogue(x, w, y, addend0, addend1, geometry, steps, sizeof(float));
+}
+
+void pt2rt_conv2d_frozen_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                             const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
+                             int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                             int64_t groups, int64_t steps) {
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    const int64_t geometry[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    Conv c;
+    read_conv(x, w, y, sizeof(float), geometry, &c);
+    read_epilogue(addends, steps, &c);
+    c.w_frozen = true;
+    conv2d(&c);
 }
 
 void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,

@@ -55,6 +55,15 @@ void pt2rt_profile_gemm(const Pt2rtGemmShape *shape, double seconds);
 /* Which library f32 GEMMs go to, in words, for the log (pt2rt.c). */
 const char *pt2rt_gemm_library(void);
 
+/* The buffer derived from the constant at `source` under `key` (its bytes
+ * compared whole), `bytes` long and 64-byte aligned: filled by fill(dst,
+ * context) at its first request, then kept until the cache is cleared.
+ * Null if fill fails or memory runs out (the caller derives its own copy).
+ * Requests may come from concurrent runs; the first one fills under the
+ * cache's lock (constants.c). */
+void *pt2rt_constants_get(Pt2rtConstants *c, const void *source, const void *key, size_t key_size, size_t bytes,
+                          bool (*fill)(void *dst, void *context), void *context);
+
 /* The first element, sizes and strides (in elements) of a ranked descriptor
  * {allocated, aligned, offset, sizes[rank], strides[rank]}. */
 static inline void pt2rt_read_descriptor(const Pt2rtUnrankedMemRef *m, size_t elem_size, char **out_data,

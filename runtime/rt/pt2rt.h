@@ -127,6 +127,19 @@ PT2RT_EXPORT void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const 
                                             int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                                             int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_epilogue_f64");
 
+/* pt2rt_conv2d_epilogue_f32 for a weight that stays the same for the life
+ * of the run's constants cache (Pt2rtRunStatus.constants): a frozen input of
+ * the kernel or a result of its prologue (pt2-freeze), which pt2-extern-blas
+ * recognizes.  oneDNN's reorder of w into its blocked layout is then made
+ * once and kept in the cache, keyed by w's address and the primitive; with
+ * no cache (a run whose frozen inputs moved, or outside a kernel's run) it
+ * is made every call, as for any weight. */
+PT2RT_EXPORT void pt2rt_conv2d_frozen_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                          const Pt2rtUnrankedMemRef *y, const Pt2rtUnrankedMemRef *addend0,
+                                          const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
+                                          int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                          int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_frozen_f32");
+
 /*--- Runs and the errors they report ------------------------------------------*/
 
 /* An index tensor's value outside its op's range: pt2-lower's checks
@@ -148,13 +161,26 @@ enum Pt2rtIndexError {
     PT2RT_INDEX_OUT_OF_DATA_BOUNDS = 3,
 };
 
-/* What one run reports: its first index error, if any. */
+/* A kernel's cache of what libpt2rt derives from its constant operands
+ * (constants.c): today the blocked copies oneDNN's convolutions make of
+ * frozen weights (pt2rt_conv2d_frozen_f32).  Owned by the kernel
+ * (runtime/kernel.c), which hands it to the runs whose frozen inputs are
+ * the ones it was filled from, and empties it when they change. */
+typedef struct Pt2rtConstants Pt2rtConstants;
+PT2RT_EXPORT Pt2rtConstants *pt2rt_constants_create(void);
+/* Frees every entry (the next run derives them again); not during a run. */
+PT2RT_EXPORT void pt2rt_constants_clear(Pt2rtConstants *c);
+PT2RT_EXPORT void pt2rt_constants_destroy(Pt2rtConstants *c);
+
+/* What one run reports: its first index error, if any; and, given by the
+ * caller, the kernel's constants cache for this run (null: none). */
 typedef struct Pt2rtRunStatus {
     int32_t failed; /* set by the first report (atomically: the reporters may be any threads of the run) */
     int32_t error;  /* enum Pt2rtIndexError */
     int64_t value;  /* the index as the tensor held it */
     int64_t size;   /* of the dim it indexes */
     int64_t dim;    /* the dim eager's message names */
+    Pt2rtConstants *constants;
 } Pt2rtRunStatus;
 
 /* Calls entry(argv), a kernel's pt2_entry, with *status (zeroed by the

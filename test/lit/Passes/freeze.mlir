@@ -8,7 +8,7 @@
 // the prologue; the reshape of the bias (a view) stays.
 // CHECK-LABEL: func.func @conv_bn(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x3x9x9xf32>, %{{.*}}: tensor<8x3x3x3xf32> {pt2.frozen}
-// CHECK-SAME: %[[SHIFT:[a-z0-9]+]]: tensor<8xf32>, %[[W:[a-z0-9]+]]: tensor<8x3x3x3xf32>)
+// CHECK-SAME: %[[SHIFT:[a-z0-9]+]]: tensor<8xf32> {pt2.hoisted}, %[[W:[a-z0-9]+]]: tensor<8x3x3x3xf32> {pt2.hoisted})
 // CHECK-SAME: attributes {pt2.prologue = @conv_bn_prologue}
 // CHECK-NEXT: %[[C:.*]] = "pt2.conv2d"(%[[X]], %[[W]]) {{{.*}}padding = array<i64: 1, 1>
 // CHECK-NEXT: %[[B:.*]] = "pt2.reshape"(%[[SHIFT]]) {shape = array<i64: 8, 1, 1>}
@@ -42,7 +42,7 @@ func.func @conv_bn(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32> {pt2.frozen}
 // frozen-computed): x * s + shift, s and shift from the prologue.  Constants
 // (the non-affine weight and bias) are copied into the prologue.
 // CHECK-LABEL: func.func @bn_alone(
-// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x6xf64>, %{{.*}}: tensor<6xf64> {pt2.frozen}, %{{.*}}: tensor<6xf64> {pt2.frozen}, %[[S:[a-z0-9]+]]: tensor<6xf64>, %[[T:[a-z0-9]+]]: tensor<6xf64>)
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x6xf64>, %{{.*}}: tensor<6xf64> {pt2.frozen}, %{{.*}}: tensor<6xf64> {pt2.frozen}, %[[S:[a-z0-9]+]]: tensor<6xf64> {pt2.hoisted}, %[[T:[a-z0-9]+]]: tensor<6xf64> {pt2.hoisted})
 // CHECK-NEXT: %[[M:.*]] = "pt2.mul"(%[[X]], %[[S]])
 // CHECK-NEXT: %[[Y:.*]] = "pt2.add"(%[[M]], %[[T]])
 // CHECK-NEXT: return %[[Y]]
@@ -64,7 +64,7 @@ func.func @bn_alone(%x: tensor<4x6xf64>, %m: tensor<6xf64> {pt2.frozen}, %v: ten
 // broadcast (bigger than its operand) and a frozen argument read directly
 // stay, so that each call reads the weight, not a copy of it.
 // CHECK-LABEL: func.func @hoist_boundary(
-// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<3x5xf32>, %[[W:[a-z0-9]+]]: tensor<6x5xf64> {pt2.frozen}, %[[B:[a-z0-9]+]]: tensor<5xf32> {pt2.frozen}, %[[H:[a-z0-9]+]]: tensor<6x5xf32>)
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<3x5xf32>, %[[W:[a-z0-9]+]]: tensor<6x5xf64> {pt2.frozen}, %[[B:[a-z0-9]+]]: tensor<5xf32> {pt2.frozen}, %[[H:[a-z0-9]+]]: tensor<6x5xf32> {pt2.hoisted})
 // CHECK-NEXT: %[[T:.*]] = "pt2.permute"(%[[H]]) {perm = array<i64: 1, 0>}
 // CHECK-NEXT: %[[P:.*]] = "pt2.matmul"(%[[X]], %[[T]])
 // CHECK-NEXT: %[[E:.*]] = "pt2.expand"(%[[B]]) {shape = array<i64: 3, 5>}
@@ -120,7 +120,7 @@ func.func @no_frozen(%x: tensor<2x4xf32>, %m: tensor<4xf32>) -> tensor<2x4xf32> 
 // relu stays (folded, x * s + shift in bf16 would round twice).
 // CHECK-LABEL: func.func @conv_bn_bf16(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<1x2x5x5xbf16>,
-// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4x2x3x3xbf16>, %[[SHIFT:[a-z0-9]+]]: tensor<4xbf16>)
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4x2x3x3xbf16> {pt2.hoisted}, %[[SHIFT:[a-z0-9]+]]: tensor<4xbf16> {pt2.hoisted})
 // CHECK-NEXT: %[[C:.*]] = "pt2.conv2d"(%[[X]], %[[W]])
 // CHECK-NEXT: %[[B:.*]] = "pt2.reshape"(%[[SHIFT]]) {shape = array<i64: 4, 1, 1>}
 // CHECK-NEXT: %[[Y:.*]] = "pt2.add"(%[[C]], %[[B]]) : (tensor<1x4x3x3xbf16>, tensor<4x1x1xbf16>) -> tensor<1x4x3x3xbf16>

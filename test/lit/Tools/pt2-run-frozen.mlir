@@ -11,7 +11,7 @@
 // CHECK: output 0: shape [3, 4] dtype float32 sum 12
 // WARM: (from cache)
 // WARM: output 0: shape [3, 4] dtype float32 sum 12
-// FROZEN: func.func @main({{.*}}%arg1: tensor<4xf32> {pt2.frozen}, %arg2: tensor<4xf32>) {{.*}} attributes {pt2.prologue = @main_prologue}
+// FROZEN: func.func @main({{.*}}%arg1: tensor<4xf32> {pt2.frozen}, %arg2: tensor<4xf32> {pt2.hoisted}) {{.*}} attributes {pt2.prologue = @main_prologue}
 // FROZEN: func.func @main_prologue(%arg0: tensor<4xf32>) -> tensor<4xf32>
 // FROZEN: "pt2.exp"
 // PROLOGUE: func.func @main_prologue
