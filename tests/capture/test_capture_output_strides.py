@@ -13,18 +13,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import pt2
+from capture_data import rand
 
 CL = torch.channels_last
 CL3 = torch.channels_last_3d
-
-
-def rand(*shape, dtype=torch.float32, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.rand(*shape, generator=g) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, generator=g, dtype=dtype)
-    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
 
 
 def strides_of(t):
