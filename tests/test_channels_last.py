@@ -8,12 +8,13 @@ batch 1 and 3, non-contiguous inputs; then small networks through
 pt2.compile (batch norms, residual adds, max/avg pooling, adaptive pooling +
 flatten + linear head, relu6/hardswish/silu/gelu, squeeze-excitation,
 concatenation and slicing along channels, ConvNeXt's permute + layer norm,
-visformer's permute + reshape into a 1x1 conv), frozen (batch norms folded)
+visformer's permute + reshape into a 1x1 conv, ConvNeXt V2's LayerNorm2d and GRN), frozen (batch norms folded)
 and not, with contiguous, channels-last and transposed inputs.  The IR after
 the pass is checked for what it promises: every convolution of a network
 channels last, no transpose between them, graphs without convolutions (and a
 lone conv between an input and an output) unchanged; PT2_DISABLE=layout gives
-the same results without the pass."""
+the same results without the pass.  GRN and LayerNorm2d alone and between two convolutions on
+odd sizes, every input layout, f32 and f64; GRN's sum reads the NHWC activation (no transpose)."""
 import glob
 import re
 
