@@ -248,6 +248,97 @@ static void collect_nodes(Graph *g, MlirBlock entry) {
     }
 }
 
+/*===----------------------------------------------------------------------===*
+ * Reads through unit-dim views
+ *
+ * A keepdim reduction is lowered as a reduction into the kept dims and a
+ * tensor.expand_shape putting the unit dims back; elementwise fusion's
+ * reshape propagation then moves that view above the reduction, onto its
+ * input: GRN's `x.pow(2).sum((2, 3), keepdim=True)` of a conv's [2, 320, 56,
+ * 56] result became a generic over (n, c, 1, 1, h, w) reading
+ * `tensor.expand_shape x [[0], [1, 2, 3], [4], [5]]`.  A view is a user no
+ * layout composes with, so an NHWC x was transposed back to NCHW in full
+ * for it (convnextv2's GRN: 8 MB read with a stride of C and written, per
+ * block).  Before the nodes are joined, a generic input that is such a
+ * view of a node (every reassociation group holding at most one dim of
+ * extent other than 1) reads the node itself: the input's map keeps, per
+ * group, the result of that dim (a unit group's index is the constant 0).
+ * The generic's loops stay as they are (a unit loop still gets its extent
+ * from the other operands); views of other values (a bias [C] as [1, C, 1,
+ * 1]) are left alone.
+ *===----------------------------------------------------------------------===*/
+
+/* Per source dim of the expand_shape `expand`, the result dim it holds
+ * (its one dim of extent other than 1), or -1 for a source dim of extent 1.
+ * False if the view is not such a unit-dim expansion. */
+static bool unit_expansion(MlirOperation expand, int *out_result_dim, int cap) {
+    MlirType src = mlirValueGetType(mlirOperationGetOperand(expand, 0));
+    MlirType res = mlirValueGetType(mlirOperationGetResult(expand, 0));
+    if (!mlirTypeIsARankedTensor(src) || !mlirShapedTypeHasStaticShape(src) || !mlirShapedTypeHasStaticShape(res)) {
+        return false;
+    }
+    MlirAttribute groups = mlirOperationGetAttributeByName(expand, sref("reassociation"));
+    intptr_t n_groups = mlirAttributeIsNull(groups) ? -1 : mlirArrayAttrGetNumElements(groups);
+    if (n_groups != mlirShapedTypeGetRank(src) || n_groups > cap) return false;
+    for (intptr_t g = 0; g < n_groups; ++g) {
+        MlirAttribute group = mlirArrayAttrGetElement(groups, g);
+        int64_t extent = mlirShapedTypeGetDimSize(src, g);
+        out_result_dim[g] = -1;
+        for (intptr_t k = 0; k < mlirArrayAttrGetNumElements(group); ++k) {
+            int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, k));
+            if (mlirShapedTypeGetDimSize(res, d) == 1) continue;
+            if (out_result_dim[g] >= 0 || mlirShapedTypeGetDimSize(res, d) != extent) return false;
+            out_result_dim[g] = (int)d;
+        }
+        if (extent != 1 && out_result_dim[g] < 0) return false;
+    }
+    return true;
+}
+
+/* Input i of generic, read through the unit-dim view `view`, reads the
+ * view's source instead; false (nothing changed) if view is no such view. */
+static bool fold_input(MlirOperation generic, int i, MlirOperation view) {
+    int result_dim[PT2_MAX_RANK];
+    if (!unit_expansion(view, result_dim, PT2_MAX_RANK)) return false;
+    MlirAffineMap map = map_of(generic, i);
+    MlirContext ctx = mlirAffineMapGetContext(map);
+    MlirValue src = mlirOperationGetOperand(view, 0);
+    int rank = (int)mlirShapedTypeGetRank(mlirValueGetType(src));
+    MlirAffineExpr results[PT2_MAX_RANK];
+    for (int g = 0; g < rank; ++g) {
+        results[g] = result_dim[g] < 0 ? mlirAffineConstantExprGet(ctx, 0) : mlirAffineMapGetResult(map, result_dim[g]);
+    }
+    mlirOperationSetOperand(generic, i, src);
+    set_map(generic, i, mlirAffineMapGet(ctx, mlirAffineMapGetNumDims(map), mlirAffineMapGetNumSymbols(map), rank, results));
+    return true;
+}
+
+static void fold_unit_views(Graph *g, MlirBlock entry) {
+    OpList folded = {0};
+    for (MlirOperation op = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
+        if (!op_is(op, "linalg.generic")) continue;
+        for (int i = 0; i < num_inputs(op); ++i) {
+            MlirOperation view = producer_of(mlirOperationGetOperand(op, i));
+            if (mlirOperationIsNull(view) || !op_is(view, "tensor.expand_shape") ||
+                node_of(g, mlirOperationGetOperand(view, 0)) < 0) {
+                continue;
+            }
+            if (fold_input(op, i, view)) oplist_push(&folded, view);
+        }
+    }
+    /* a view read by several inputs is in the list once per input: erase it once, when unused */
+    for (int k = 0; k < folded.n; ++k) {
+        MlirOperation view = folded.ops[k];
+        bool seen = false;
+        for (int j = 0; j < k && !seen; ++j) seen = mlirOperationEqual(folded.ops[j], view);
+        if (!seen && mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(view, 0)))) {
+            mlirOperationDestroy(view);
+        }
+    }
+    oplist_free(&folded);
+}
+
 /*--- edges ---------------------------------------------------------------------*/
 
 /* Whether affine expression e depends on dim d and on no other. */
@@ -614,6 +705,7 @@ static void run_on_function(MlirOperation func, bool log) {
     Graph g = {0};
     collect_nodes(&g, entry);
     if (g.convs.n > 0) {
+        fold_unit_views(&g, entry);
         join_all(&g);
         MlirAttribute name = mlirOperationGetAttributeByName(func, sref("sym_name"));
         char fname[128] = "?";

@@ -1,7 +1,8 @@
 """Small convolution networks for the channels-last tests (tests/test_channels_last.py on
 the CPU, tests/gpu/test_gpu_channels_last.py): batch norms, residual adds, max/avg pooling,
 adaptive pooling + flatten + linear heads, relu6/hardswish/silu/gelu, squeeze-excitation,
-concatenation and slicing along channels, ConvNeXt's permute + layer norm, visformer's
+concatenation and slicing along channels, ConvNeXt's permute + layer norm, ConvNeXt V2's
+LayerNorm2d and global response norm, visformer's
 permute + reshape into a 1x1 conv; odd channel counts throughout."""
 import torch
 import torch.nn as nn
@@ -84,6 +85,57 @@ class ConvNeXtish(nn.Module):
         x = x + h.permute(0, 3, 1, 2)
         x = x + self.dw2(x)
         return self.head(self.head_norm(x.mean((2, 3))))
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """timm's LayerNorm2d: a layer norm over the channels of an NCHW tensor."""
+
+    def forward(self, x):
+        x = F.layer_norm(x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class GRN(nn.Module):
+    """Global response norm (ConvNeXt V2, as timm's GlobalResponseNorm): the L2 norm over
+    the spatial dims per (n, c), divided by its mean over the channels, scales x."""
+
+    def __init__(self, c, channels_last=False, seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.spatial, self.channel = ((1, 2), -1) if channels_last else ((2, 3), 1)
+        self.shape = (1, 1, 1, -1) if channels_last else (1, -1, 1, 1)
+        self.weight = nn.Parameter(torch.rand(c, generator=g) - 0.5)
+        self.bias = nn.Parameter(torch.rand(c, generator=g) - 0.5)
+
+    def forward(self, x):
+        gx = x.norm(p=2, dim=self.spatial, keepdim=True)
+        nx = gx / (gx.mean(dim=self.channel, keepdim=True) + 1e-6)
+        return x + torch.addcmul(self.bias.view(self.shape), self.weight.view(self.shape), x * nx)
+
+
+class ConvNeXtV2ish(nn.Module):
+    """ConvNeXt V2's blocks: depthwise 7x7, LayerNorm2d over the channels, 1x1 conv, GELU,
+    GRN over NCHW, 1x1 conv, residual (timm's conv_mlp form, convnextv2_nano's); then the
+    same block with the MLP as linears over a permuted [N, H, W, C] tensor and GRN in its
+    channels-last form; LayerNorm2d + strided 2x2 conv (the downsampling); pooled head."""
+
+    def __init__(self, c=7):
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 2, 2)
+        self.dw1, self.norm1 = nn.Conv2d(c, c, 7, padding=3, groups=c), LayerNorm2d(c)
+        self.pw1, self.grn1, self.pw2 = nn.Conv2d(c, 3 * c, 1), GRN(3 * c, seed=1), nn.Conv2d(3 * c, c, 1)
+        self.dw2, self.norm2 = nn.Conv2d(c, c, 7, padding=3, groups=c), nn.LayerNorm(c)
+        self.fc1, self.grn2, self.fc2 = nn.Linear(c, 2 * c), GRN(2 * c, channels_last=True, seed=2), nn.Linear(2 * c, c)
+        self.down_norm, self.down = LayerNorm2d(c), nn.Conv2d(c, 2 * c + 1, 2, 2)
+        self.head = nn.Linear(2 * c + 1, 4)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = x + self.pw2(self.grn1(F.gelu(self.pw1(self.norm1(self.dw1(x))))))
+        h = self.norm2(self.dw2(x).permute(0, 2, 3, 1))
+        x = x + self.fc2(self.grn2(F.gelu(self.fc1(h)))).permute(0, 3, 1, 2)
+        x = self.down(self.down_norm(x))
+        return self.head(x.mean((2, 3)))
 
 
 class Visformerish(nn.Module):

@@ -8,12 +8,13 @@ batch 1 and 3, non-contiguous inputs; then small networks through
 pt2.compile (batch norms, residual adds, max/avg pooling, adaptive pooling +
 flatten + linear head, relu6/hardswish/silu/gelu, squeeze-excitation,
 concatenation and slicing along channels, ConvNeXt's permute + layer norm,
-visformer's permute + reshape into a 1x1 conv), frozen (batch norms folded)
+visformer's permute + reshape into a 1x1 conv, ConvNeXt V2's LayerNorm2d and GRN), frozen (batch norms folded)
 and not, with contiguous, channels-last and transposed inputs.  The IR after
 the pass is checked for what it promises: every convolution of a network
 channels last, no transpose between them, graphs without convolutions (and a
 lone conv between an input and an output) unchanged; PT2_DISABLE=layout gives
-the same results without the pass."""
+the same results without the pass.  GRN and LayerNorm2d alone and between two convolutions on
+odd sizes, every input layout, f32 and f64; GRN's sum reads the NHWC activation (no transpose)."""
 import glob
 import re
 
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import pt2
-from conv_models import ConvNeXtish, MobileNetish, ResNetish, Visformerish, randomize_norms
+from conv_models import GRN, ConvNeXtish, ConvNeXtV2ish, LayerNorm2d, MobileNetish, ResNetish, Visformerish, randomize_norms
 from opcheck import make
 
 DTYPES = [torch.float32, torch.float64]
@@ -189,7 +190,7 @@ def test_lone_conv_unchanged(tmp_path, monkeypatch):
 # --- networks through pt2.compile ----------------------------------------------------
 
 
-MODELS = [ResNetish, MobileNetish, ConvNeXtish, Visformerish]
+MODELS = [ResNetish, MobileNetish, ConvNeXtish, ConvNeXtV2ish, Visformerish]
 
 
 
@@ -245,3 +246,64 @@ def test_resnet_region_has_no_transposes(tmp_path, monkeypatch):
     assert calls.count("call @pt2rt_conv2d") == 6 and "pt2.conv2d" not in calls
     # y of the 7x7 stem, [2, 6, 10, 9] stored [2, 10, 9, 6]: channel stride 1
     assert "sizes: [2, 6, 10, 9], strides: [540, 1, 54, 6]" in calls
+
+
+# --- ConvNeXt V2's pieces: GRN and LayerNorm2d between convolutions --------------------
+
+
+class _ConvPieceConv(torch.nn.Module):
+    """conv 3x3 -> piece -> conv 1x1: the piece's input and output are channels last in
+    the region (what convnextv2's blocks are)."""
+
+    def __init__(self, piece, c):
+        super().__init__()
+        self.conv1, self.piece, self.conv2 = torch.nn.Conv2d(c, c, 3, padding=1), piece, torch.nn.Conv2d(c, 5, 1)
+
+    def forward(self, x):
+        return self.conv2(self.piece(self.conv1(x)))
+
+
+def _piece(name, c, dt):
+    torch.manual_seed(0)
+    if name == "grn":
+        piece = GRN(c, seed=3)
+    else:
+        piece = LayerNorm2d(c)
+        g = torch.Generator().manual_seed(4)
+        piece.weight.data.copy_(torch.rand(c, generator=g) + 0.5)
+        piece.bias.data.copy_(torch.rand(c, generator=g) - 0.5)
+    return piece.to(dt)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+@pytest.mark.parametrize("dt", DTYPES, ids=_ids)
+@pytest.mark.parametrize("name", ["grn", "layernorm2d"])
+def test_convnextv2_pieces(name, dt, layout):
+    """GRN and LayerNorm2d of odd sizes ([3, 17, 9, 11]), alone (no convolution: NCHW)
+    and between two convolutions (channels last), against eager."""
+    shape = (3, 17, 9, 11)
+    if layout == "transposed":
+        x = make((3, 17, 11, 9), dt, -1, 1, seed=9).transpose(2, 3)
+    else:
+        x = make(shape, dt, -1, 1, seed=9)
+        if layout == "channels_last":
+            x = x.contiguous(memory_format=torch.channels_last)
+    for model in (_piece(name, 17, dt), _ConvPieceConv(_piece(name, 17, dt), 17).to(dt)):
+        pt2.reset()
+        with torch.no_grad():
+            torch.testing.assert_close(pt2.compile(model)(x), model(x), **TOL[dt])
+
+
+def test_grn_sum_reads_channels_last(tmp_path, monkeypatch):
+    """GRN's keepdim sum of squares over (h, w) reads the conv's NHWC result through a
+    unit-dim view: pt2-channels-last folds the view into the sum's map, so no transpose
+    back to NCHW is left before it (only the graph input's and the output's)."""
+    monkeypatch.setenv("PT2_DUMP", str(tmp_path))
+    model = _ConvPieceConv(_piece("grn", 17, torch.float32), 17)
+    x = make((3, 17, 9, 11), torch.float32, -1, 1, seed=9)
+    with torch.no_grad():
+        torch.testing.assert_close(pt2.compile(model)(x), model(x), **TOL[torch.float32])
+    ir = _stage(tmp_path, "pt2-channels-last")
+    assert ir.count("channels_last = true") == 2
+    assert _copies(ir) == 2, "a transpose between the convolutions"
+    assert "tensor<3x17x1x1x9x11xf32>" not in ir, "the sum still reads a view"

@@ -216,3 +216,40 @@ func.func @no_conv(%arg0: tensor<2x4x9x9xf32>, %arg1: tensor<4x1x1xf32>) -> tens
   } -> tensor<2x4x9x9xf32>
   return %1 : tensor<2x4x9x9xf32>
 }
+
+// -----
+
+// A keepdim sum over (h, w) of a conv's result, as elementwise fusion leaves
+// it (GRN's x.pow(2).sum((2, 3), keepdim=True)): the sum reads x through a
+// view with unit dims inserted.  The view is folded into the sum's map, so
+// the sum reads the NHWC result as it is (no transpose back to NCHW); the
+// view of the argument %g (not a node) stays.
+// CHECK-DAG: #[[$SUM_IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d5, d1)>
+// CHECK-DAG: #[[$GAMMA:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (0, d1, d2, d3)>
+// CHECK-LABEL: func.func @keepdim_sum_of_conv
+// CHECK: %[[G:.*]] = tensor.expand_shape %arg3
+// CHECK: %[[C:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x5x7x1x6xf32>) attrs =  {pt2.conv2d = {channels_last = true
+// CHECK: %[[Y:.*]] = tensor.expand_shape %{{.*}} output_shape [2, 5, 7, 6]
+// CHECK-NOT: outs(%{{.*}} : tensor<2x6x5x7xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$SUM_IN]], #[[$GAMMA]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[Y]], %[[G]] : tensor<2x5x7x6xf32>, tensor<1x6x1x1xf32>)
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+#gamma = affine_map<(d0, d1, d2, d3, d4, d5) -> (0, d1, d2, d3)>
+func.func @keepdim_sum_of_conv(%x: tensor<2x4x5x7xf32>, %w: tensor<6x4x3x3xf32>, %w2: tensor<6x6x1x1xf32>, %g: tensor<6xf32>) -> (tensor<2x6x1x1xf32>, tensor<2x6x5x7xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %ge = tensor.expand_shape %g [[0, 1, 2, 3]] output_shape [1, 6, 1, 1] : tensor<6xf32> into tensor<1x6x1x1xf32>
+  %c = "pt2.conv2d"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x4x5x7xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x5x7xf32>
+  %0 = tensor.empty() : tensor<2x6xf32>
+  %e0 = tensor.expand_shape %0 [[0], [1, 2, 3]] output_shape [2, 6, 1, 1] : tensor<2x6xf32> into tensor<2x6x1x1xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%e0 : tensor<2x6x1x1xf32>) -> tensor<2x6x1x1xf32>
+  %e1 = tensor.expand_shape %c [[0], [1, 2, 3], [4], [5]] output_shape [2, 6, 1, 1, 5, 7] : tensor<2x6x5x7xf32> into tensor<2x6x1x1x5x7xf32>
+  %2 = linalg.generic {indexing_maps = [#in, #gamma, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%e1, %ge : tensor<2x6x1x1x5x7xf32>, tensor<1x6x1x1xf32>) outs(%1 : tensor<2x6x1x1xf32>) {
+  ^bb0(%in: f32, %gm: f32, %out: f32):
+    %3 = arith.mulf %in, %in : f32
+    %4 = arith.mulf %3, %gm : f32
+    %5 = arith.addf %out, %4 fastmath<reassoc> : f32
+    linalg.yield %5 : f32
+  } -> tensor<2x6x1x1xf32>
+  %6 = "pt2.conv2d"(%c, %w2) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x6x5x7xf32>, tensor<6x6x1x1xf32>) -> tensor<2x6x5x7xf32>
+  return %2, %6 : tensor<2x6x1x1xf32>, tensor<2x6x5x7xf32>
+}
