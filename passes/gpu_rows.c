@@ -560,7 +560,7 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
  * and each lane takes about VECTOR_SLOT_TARGET columns.  A vector never
  * straddles the innermost row dimension, so its rows are the address's
  * consecutive elements wherever that dimension's stride is 1.  Rows longer
- * than VECTOR_MAX_SLOTS slots of the widest block keep one row a thread:
+ * than VECTOR_MAX_ELEMENTS / vec slots of the widest block keep one row a thread:
  * their unrolled slots would not fit the registers (ptxas spilled 556 bytes
  * a thread at 25 slots), and as a loop a pointwise stage's values would go
  * through memory. */
@@ -583,7 +583,7 @@ bool rows_choose_vector(Plan *out, const Rows *rows) {
         p->rows_per_block = red_pow2_at_least(vectors);
     }
     p->blocks = (vectors + p->rows_per_block - 1) / p->rows_per_block;
-    if (rows_slots_of(p->columns, p->t) > VECTOR_MAX_SLOTS) return false;
+    if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) return false;
     *out = q;
     return true;
 }

@@ -18,7 +18,7 @@
 #define LINE_BYTES 128       /* vector rows: the bytes a warp's row threads cover at a column */
 #define VECTOR_SLOT_TARGET 8 /* vector rows: about this many columns a lane (16 bytes each) */
 #define MAX_VEC 8            /* vector rows: rows a thread at most */
-#define VECTOR_MAX_SLOTS 16  /* vector rows: unrolled 16-byte slots a lane at most (64 registers of data) */
+#define VECTOR_MAX_ELEMENTS 64 /* vector rows: unrolled slots x rows a thread at most (f16 at 104 spilled) */
 #define VECTOR_MAX_THREADS 512 /* vector rows: threads a block at most (ptxas spilled at 1024's 64 registers) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */

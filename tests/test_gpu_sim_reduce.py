@@ -383,3 +383,49 @@ def test_convnextv2_blocks_nchw(disable, channels_last, monkeypatch):
     (y,), _ = simulate(lambda g, x, *p: block_graph(g, block_graph(g, x, *p), *p), [x] + params, disable)
     pd = [p.double() for p in params]
     close(y, block_eager(block_eager(x.double(), *pd), *pd))
+
+
+# --- the PTX of the column reductions: ptxas accepts it; vector rows load 16 bytes a slot ---------------
+
+def column_ptx(build, shapes, dtype, disable=""):
+    """Each PTX module of the graph through the whole GPU pipeline (pt2GpuPipelineText's passes)."""
+    import re
+    import shutil
+    import subprocess
+    from pt2 import _core
+
+    g = pt2.Graph()
+    vals = [g.input(dtype, s) for s in shapes]
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
+    pipeline = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
+    r = subprocess.run([PT2_OPT, "-", f"--pass-pipeline=builtin.module({pipeline})"], input=g.text(), capture_output=True,
+                       text=True, env=dict(os.environ, PT2_GPU_PARTS="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    mods = [re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), m.group(1)).replace('\\"', '"').rstrip("\0")
+            for m in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout)]
+    ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+    for ptx in mods if ptxas else []:
+        p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert " 0 bytes spill stores" in p.stderr, p.stderr  # the unrolled slots fit the registers
+    return "\n".join(mods)
+
+
+def grn_sum(g, x, b):
+    h = g.op("gelu", g.op("add", x, b))
+    return h, g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[1, 2], keepdim=True))
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(32, 14, 14, 1280), (32, 7, 7, 2560), (32, 28, 28, 640), (3, 7, 5, 17), (2, 9, 9, 64)])
+def test_column_ptx(shape, dtype, disable):
+    ptx = column_ptx(grn_sum, [shape, (shape[3],)], dtype, disable)
+    ptx += column_ptx(lambda g, x: g.op("sum", g.op("mul", x, x), dims=[1, 2]), [shape], dtype, disable)
+    vec = 16 // dtype.itemsize
+    if not disable and shape[3] % vec == 0 and shape[1] * shape[2] * vec <= 784 * 4:  # slots x rows within VECTOR_MAX_ELEMENTS
+        assert "ld.global.nc.v4.b32" in ptx or "ld.global.nc.v2.b64" in ptx, "vector rows load 16 bytes a slot"
+    if disable or shape[3] % vec != 0:
+        assert ".v4.b32" not in ptx.split("ld.global")[1][:20] if "ld.global" in ptx else True
