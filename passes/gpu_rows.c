@@ -606,10 +606,15 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
         bool long_rows = stages[i].kind == STAGE_REDUCTION && ix[i].columns > p.t * SPLIT_SLOTS;
         if (long_rows && p.blocks < SPLIT_MIN_BLOCKS) p.split = true;
     }
-    /* the split keeps one row a thread; a group's partials carry MAX_CARRIED values at most */
-    int n_acc = 0;
-    for (int i = 0; i < n; ++i) n_acc = stages[i].n_acc > n_acc ? stages[i].n_acc : n_acc;
-    if (vector_rows && !p.split && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows)) {
+    /* the split keeps one row a thread; a group's partials carry MAX_CARRIED values at most; each
+     * row of a vector combines its lanes on its own (two barriers past a warp), so only groups of
+     * one reduction (a column sum, GRN's) take vectors: LayerNorm2d's two would cost 16 barriers */
+    int n_acc = 0, n_red = 0;
+    for (int i = 0; i < n; ++i) {
+        n_acc = stages[i].n_acc > n_acc ? stages[i].n_acc : n_acc;
+        n_red += stages[i].kind == STAGE_REDUCTION;
+    }
+    if (vector_rows && !p.split && n_red == 1 && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows)) {
         choose_stores(stages, n, ix, w, &p, &memo);
     }
     return p;
