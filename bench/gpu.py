@@ -3,6 +3,8 @@ device-to-device copy of the same bytes, eager PyTorch and torch.compile
 (Inductor/Triton), plus cold compile times.  Writes JSON.
 
     python bench/gpu.py --json out.json
+    python bench/gpu.py --only column --ab gpu-vector-rows   # the column reductions, each also compiled
+                                                             # under PT2_DISABLE=gpu-vector-rows (pt2 A/B column)
 """
 import argparse
 import json
@@ -33,23 +35,46 @@ def bench(fn, reps=50, warmup=5):
     return statistics.median(times)
 
 
-def pt2_kernel(build, inputs):
+OPTIONS = argparse.Namespace(only=None, ab=None)
+
+
+def pt2_kernel(build, inputs, disable=None):
     g = pt2.Graph()
     vals = [g.input(t.dtype, tuple(t.shape)) for t in inputs]
-    g.outputs(build(g, *vals))
-    t0 = time.perf_counter()
-    k = g.compile(device="cuda")
-    return k, time.perf_counter() - t0
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    saved = os.environ.get("PT2_DISABLE")
+    if disable:  # the pipeline text reads PT2_DISABLE at each compile
+        os.environ["PT2_DISABLE"] = ",".join(filter(None, [saved, disable]))
+    try:
+        t0 = time.perf_counter()
+        k = g.compile(device="cuda")
+        return k, time.perf_counter() - t0
+    finally:
+        if disable:
+            os.environ.pop("PT2_DISABLE") if saved is None else os.environ.__setitem__("PT2_DISABLE", saved)
+
+
+def rel_err(got, want):
+    """The largest relative error over the outputs."""
+    want = want if isinstance(want, tuple) else (want,)
+    return max(((g.double() - w.double()).norm() / w.double().norm().clamp_min(1e-30)).item() for g, w in zip(got, want))
 
 
 def case(name, build, eager, inputs, nbytes, rows, flops=0):
+    if OPTIONS.only and not any(s in name for s in OPTIONS.only.split(",")):
+        return
     k, compile_s = pt2_kernel(build, inputs)
-    (got,) = k(*inputs)
     want = eager(*inputs)
-    err = ((got.double() - want.double()).norm() / want.double().norm().clamp_min(1e-30)).item()
+    err = rel_err(k(*inputs), want)
     src, dst = torch.empty(nbytes // 2 // 4, device="cuda"), torch.empty(nbytes // 2 // 4, device="cuda")
     t_copy = bench(lambda: dst.copy_(src))
     t_pt2 = bench(lambda: k(*inputs))
+    t_ab = None
+    if OPTIONS.ab:
+        k_ab, _ = pt2_kernel(build, inputs, OPTIONS.ab)
+        err = max(err, rel_err(k_ab(*inputs), want))
+        t_ab = bench(lambda: k_ab(*inputs))
     t_eager = bench(lambda: eager(*inputs))
     torch._dynamo.reset()
     t0 = time.perf_counter()
@@ -63,13 +88,17 @@ def case(name, build, eager, inputs, nbytes, rows, flops=0):
              inductor_ms=t_inductor, memcpy_ms=t_copy, pt2_GBps=gbs(t_pt2), memcpy_GBps=gbs(t_copy),
              inductor_GBps=gbs(t_inductor), pt2_fraction_of_memcpy=t_copy / t_pt2, pt2_cold_compile_s=compile_s,
              inductor_cold_compile_s=inductor_compile_s)
+    ab = ""
+    if t_ab is not None:
+        r.update(ab_disable=OPTIONS.ab, pt2_ab_ms=t_ab, pt2_ab_GBps=gbs(t_ab))
+        ab = f" | pt2 without {OPTIONS.ab} {t_ab:8.3f} ms {gbs(t_ab):7.0f} GB/s"
     if flops:
         r["pt2_TFLOPs"] = flops / t_pt2 / 1e9
         r["inductor_TFLOPs"] = flops / t_inductor / 1e9
     rows.append(r)
     print(f"{name:34s} pt2 {t_pt2:8.3f} ms {gbs(t_pt2):7.0f} GB/s | memcpy {gbs(t_copy):6.0f} GB/s | inductor "
           f"{t_inductor:8.3f} ms | eager {t_eager:8.3f} ms | err {err:.1e} | compile pt2 {compile_s:.2f}s inductor "
-          f"{inductor_compile_s:.2f}s", flush=True)
+          f"{inductor_compile_s:.2f}s{ab}", flush=True)
 
 
 def models(rows):
@@ -131,10 +160,33 @@ def models(rows):
             print(f"transformer block {tag}: {type(e).__name__}: {str(e)[:400]}", flush=True)
 
 
+def columns(rows):
+    """GRN-like column reductions over channels-last activations (convnextv2_nano's, batch 32): rows (n, c)
+    contiguous, columns H*W; and the fused GELU + sum of squares + sqrt, which also writes the GELU output."""
+    for n, h, c in [(32, 56, 320), (32, 28, 640), (32, 14, 1280), (32, 7, 2560)]:
+        x = torch.randn(n, h, h, c, device="cuda")
+        b = torch.randn(c, device="cuda")
+        case(f"column sum x*x NHWC {n}x{h}x{h}x{c}", lambda g, x: g.op("sum", g.op("mul", x, x), dims=[1, 2]),
+             lambda x: (x * x).sum(dim=(1, 2)), [x], x.numel() * 4, rows)
+
+        def grn_g(g, x, b):
+            y = g.op("gelu", g.op("add", x, b))
+            return y, g.op("sqrt", g.op("sum", g.op("mul", y, y), dims=[1, 2], keepdim=True))
+
+        def grn_e(x, b):
+            y = torch.nn.functional.gelu(x + b)
+            return y, (y * y).sum(dim=(1, 2), keepdim=True).sqrt()
+
+        case(f"column gelu+sumsq+sqrt NHWC {n}x{h}x{h}x{c}", grn_g, grn_e, [x, b], 2 * x.numel() * 4, rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", default=None, help="run only the cases whose name holds one of these comma-separated substrings")
+    ap.add_argument("--ab", default=None, help="also time pt2 compiled under PT2_DISABLE=<this> (e.g. gpu-vector-rows)")
     args = ap.parse_args()
+    OPTIONS.only, OPTIONS.ab = args.only, args.ab
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
     assert _gpu.cuda_available(), "needs a CUDA GPU"
     rows = []
@@ -158,6 +210,7 @@ def main():
     case("layer_norm 8192x1024", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
          lambda s, w, b: torch.nn.functional.layer_norm(s, (1024,), w, b), [s, w, bb], 2 * s.numel() * 4, rows)
     models(rows)
+    columns(rows)  # last: scripts/gpu-check's time limit cuts these first
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, date=time.strftime("%Y-%m-%d"), results=rows)
     if args.json:
         with open(args.json, "w") as f:

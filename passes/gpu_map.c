@@ -650,7 +650,12 @@ static int run_map_with(MlirOperation module, const GpuMapOptions *opts) {
 
 static int run_map(MlirOperation module, void *user) {
     (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false});
+    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true});
+}
+
+static int run_map_scalar_rows(MlirOperation module, void *user) {
+    (void)user;
+    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = false});
 }
 
 static int run_map_v1(MlirOperation module, void *user) {
@@ -658,7 +663,7 @@ static int run_map_v1(MlirOperation module, void *user) {
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = true});
 }
 
-static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id;
+static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id;
 
 MlirPass pt2_create_gpu_map_loops_pass(void) {
     return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
@@ -670,4 +675,12 @@ MlirPass pt2_create_gpu_map_loops_v1_pass(void) {
     return make_external_pass("pt2-gpu-map-loops-v1",
                               "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce)",
                               "builtin.module", run_map_v1, &gpu_map_v1_type_id);
+}
+
+/* PT2_DISABLE=gpu-vector-rows: row kernels whose rows are contiguous take one
+ * row a thread (4 bytes a load for f32) instead of 16 bytes of rows (gpu_rows.c). */
+MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void) {
+    return make_external_pass("pt2-gpu-map-loops-scalar-rows",
+                              "pt2-gpu-map-loops without vector rows in row kernels (PT2_DISABLE=gpu-vector-rows)",
+                              "builtin.module", run_map_scalar_rows, &gpu_map_scalar_rows_type_id);
 }

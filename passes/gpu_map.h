@@ -47,6 +47,9 @@ typedef struct GpuMapOptions {
     /* pt2-gpu-map-loops-v1 (PT2_DISABLE=gpu-reduce): reductions as before
      * gpu_rows.c (gpu_reduce_v1.c), for A/B measurements */
     bool reductions_v1;
+    /* pt2-gpu-map-loops-scalar-rows (PT2_DISABLE=gpu-vector-rows): row
+     * kernels without vector rows (gpu_rows.c), for A/B measurements */
+    bool vector_rows;
 } GpuMapOptions;
 
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of

@@ -429,9 +429,9 @@ MlirValue red_reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb,
 /* scf.for lb..ub step carrying `inits`; the body is empty (the caller adds
  * the scf.yield). */
 MlirOperation red_for_carrying(Builder *b, MlirValue lb, MlirValue ub, MlirValue step, int n, const MlirValue *inits) {
-    MlirValue operands[3 + MAX_ACCUMULATORS] = {lb, ub, step};
-    MlirType types[1 + MAX_ACCUMULATORS];
-    MlirLocation locs[1 + MAX_ACCUMULATORS];
+    MlirValue operands[3 + MAX_CARRIED] = {lb, ub, step};
+    MlirType types[1 + MAX_CARRIED];
+    MlirLocation locs[1 + MAX_CARRIED];
     types[0] = mlirIndexTypeGet(b->ctx);
     locs[0] = b->loc;
     for (int i = 0; i < n; ++i) {
@@ -712,7 +712,7 @@ int gpu_map_reductions(MlirOperation func, const OpList *interchanged, const Gpu
         }
         if (i < top.n && red_between_stages(top.ops[i])) continue;
         if (n_run > 0 && opts->reductions_v1) red_group_run_v1(module, run, n_run);
-        if (n_run > 0 && !opts->reductions_v1) red_group_run(module, run, n_run);
+        if (n_run > 0 && !opts->reductions_v1) red_group_run(module, run, n_run, opts->vector_rows);
         n_run = 0;
     }
     free(run);

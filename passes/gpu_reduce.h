@@ -15,6 +15,7 @@
 #define WARP 32
 #define ROW_MAX_THREADS 1024
 #define MAX_ACCUMULATORS 8
+#define MAX_CARRIED 64 /* values an scf.for of partials carries (accumulators x vector rows) */
 #define MAX_LOOPS (PT2_MAX_RANK * 2)
 
 typedef enum StageKind { STAGE_POINTWISE, STAGE_REDUCTION } StageKind;
@@ -100,7 +101,9 @@ void red_emit_split_reduction(Stage *s);
 
 /* gpu_reduce_v1.c: the row kernels as they were before gpu_rows.c (PT2_DISABLE=gpu-reduce). */
 void red_group_run_v1(MlirOperation module, Stage *stages, int n);
-/* gpu_rows.c: row kernels, register-resident rows, split row reductions. */
-void red_group_run(MlirOperation module, Stage *stages, int n);
+/* gpu_rows.c: row kernels, register-resident rows, split row reductions;
+ * vector_rows: rows contiguous in memory go 16 bytes a thread (off under
+ * PT2_DISABLE=gpu-vector-rows). */
+void red_group_run(MlirOperation module, Stage *stages, int n, bool vector_rows);
 
 #endif /* PT2_PASSES_GPU_REDUCE_H */

@@ -535,6 +535,8 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
     int64_t col_bytes, row_bytes, col_elem, row_elem;
     count_contiguity(w, ix, p->private_lanes, &col_bytes, &row_bytes, &col_elem, &row_elem);
     p->interleave = 1;
+    p->vec = 1;
+    p->row_elem = row_elem;
     if (row_bytes > col_bytes) {
         p->interleave = SECTOR_BYTES / row_elem;
         if (p->interleave > pow2_at_most(rows->count)) p->interleave = pow2_at_most(rows->count);
@@ -552,7 +554,41 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
     p->blocks = (rows->count + p->rows_per_block - 1) / p->rows_per_block;
 }
 
-static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows) {
+/* Vector rows (the file comment): the interleaved rows' innermost dimension
+ * cut into vectors of 16 bytes of the smallest row-contiguous element, one a
+ * thread; the row threads of a warp cover a 128-byte line at each column,
+ * and each lane takes about VECTOR_SLOT_TARGET columns.  A vector never
+ * straddles the innermost row dimension, so its rows are the address's
+ * consecutive elements wherever that dimension's stride is 1.  Rows longer
+ * than VECTOR_MAX_ELEMENTS / vec slots of the widest block keep one row a thread:
+ * their unrolled slots would not fit the registers (ptxas spilled 556 bytes
+ * a thread at 25 slots), and as a loop a pointwise stage's values would go
+ * through memory. */
+bool rows_choose_vector(Plan *out, const Rows *rows) {
+    Plan q = *out, *p = &q;
+    if (p->interleave == 1 || rows->n == 0) return false;
+    int64_t vec = VECTOR_BYTES / p->row_elem;
+    if (vec > MAX_VEC) vec = MAX_VEC;
+    if (vec < 2 || rows->trip[rows->n - 1] % vec != 0) return false;
+    int64_t vectors = rows->count / vec;
+    p->vec = vec;
+    p->interleave = LINE_BYTES / VECTOR_BYTES;
+    if (p->interleave > pow2_at_most(vectors)) p->interleave = pow2_at_most(vectors);
+    int64_t t = red_pow2_at_least((p->columns + VECTOR_SLOT_TARGET - 1) / VECTOR_SLOT_TARGET);
+    if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
+    if (t > VECTOR_MAX_THREADS / p->interleave) t = VECTOR_MAX_THREADS / p->interleave;
+    p->t = t;
+    p->rows_per_block = t * p->interleave >= BLOCK_THREADS ? p->interleave : BLOCK_THREADS / t;
+    if (p->rows_per_block > red_pow2_at_least(vectors) && red_pow2_at_least(vectors) >= p->interleave) {
+        p->rows_per_block = red_pow2_at_least(vectors);
+    }
+    p->blocks = (vectors + p->rows_per_block - 1) / p->rows_per_block;
+    if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) return false;
+    *out = q;
+    return true;
+}
+
+static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, bool vector_rows) {
     Plan p = {0};
     p.columns = 1;
     for (int i = 0; i < n; ++i) {
@@ -570,6 +606,17 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
         bool long_rows = stages[i].kind == STAGE_REDUCTION && ix[i].columns > p.t * SPLIT_SLOTS;
         if (long_rows && p.blocks < SPLIT_MIN_BLOCKS) p.split = true;
     }
+    /* the split keeps one row a thread; a group's partials carry MAX_CARRIED values at most; each
+     * row of a vector combines its lanes on its own (two barriers past a warp), so only groups of
+     * one reduction (a column sum, GRN's) take vectors: LayerNorm2d's two would cost 16 barriers */
+    int n_acc = 0, n_red = 0;
+    for (int i = 0; i < n; ++i) {
+        n_acc = stages[i].n_acc > n_acc ? stages[i].n_acc : n_acc;
+        n_red += stages[i].kind == STAGE_REDUCTION;
+    }
+    if (vector_rows && !p.split && n_red == 1 && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows)) {
+        choose_stores(stages, n, ix, w, &p, &memo);
+    }
     return p;
 }
 
@@ -577,11 +624,11 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
  * The driver
  *===----------------------------------------------------------------------===*/
 
-static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows) {
+static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, bool vector_rows) {
     Ix ix[n];
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
-    Plan p = plan(stages, n, ix, &w, rows);
+    Plan p = plan(stages, n, ix, &w, rows, vector_rows);
     if (p.split) {
         /* each reduction in kernels of its own; the pointwise stages stay loops */
         free(w.a);
@@ -594,7 +641,7 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows) {
     free(w.a);
 }
 
-void red_group_run(MlirOperation module, Stage *stages, int n) {
+void red_group_run(MlirOperation module, Stage *stages, int n, bool vector_rows) {
     int start = 0;
     while (start < n) {
         int red = start;
@@ -613,7 +660,7 @@ void red_group_run(MlirOperation module, Stage *stages, int n) {
             ++end;
         }
         if (has_reduction) {
-            emit(module, stages + start, end - start, &rows);
+            emit(module, stages + start, end - start, &rows, vector_rows);
             start = end;
         } else {
             start = start + 1 > end ? start + 1 : end;

@@ -14,6 +14,12 @@
 #define BLOCK_THREADS 256    /* threads a block at least (GPU_THREADS_PER_BLOCK) */
 #define SPLIT_MIN_BLOCKS 264 /* fewer blocks than two per SM of an H200 (132 SMs): split long rows */
 #define SPLIT_SLOTS 16       /* columns a lane of a split's first kernel */
+#define VECTOR_BYTES 16      /* vector rows: the bytes of consecutive rows a thread loads at once */
+#define LINE_BYTES 128       /* vector rows: the bytes a warp's row threads cover at a column */
+#define VECTOR_SLOT_TARGET 8 /* vector rows: about this many columns a lane (16 bytes each) */
+#define MAX_VEC 8            /* vector rows: rows a thread at most */
+#define VECTOR_MAX_ELEMENTS 64 /* vector rows: unrolled slots x rows a thread at most (f16 at 104 spilled) */
+#define VECTOR_MAX_THREADS 512 /* vector rows: threads a block at most (ptxas spilled at 1024's 64 registers) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {
@@ -60,8 +66,13 @@ typedef struct Accesses {
     int stage;
 } Accesses;
 
+/* t lanes a row; `interleave` threads of a warp on consecutive rows (or
+ * row vectors), then the lanes; rows_per_block and blocks count threads'
+ * rows (vectors of `vec` rows each with vector rows). */
 typedef struct Plan {
     int64_t t, interleave, rows_per_block, blocks, columns;
+    int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
+    int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
     bool private_lanes;
     bool split;
 } Plan;
@@ -76,6 +87,9 @@ bool rows_same_columns(const Sig *a, const Sig *b);
 Accesses rows_collect(Stage *stages, int n, const Ix *ix);
 /* Lanes a row, interleaved rows, rows a block, from the bytes the accesses move. */
 void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *rows);
+/* Vector rows (when rows_choose_layout interleaved them): `vec` consecutive
+ * rows a thread, so that each slot's loads are 16 bytes; false if the rows do not allow it. */
+bool rows_choose_vector(Plan *p, const Rows *rows);
 
 /* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);

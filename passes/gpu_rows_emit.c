@@ -7,6 +7,10 @@
  * element) replaced by the values held in registers, stores that the plan
  * keeps guarded by the row's and the column's range, each reduction's lane
  * partials combined by red_reduce_lanes; and split rows as two kernels.
+ * With vector rows a thread's `row` is a vector of `vec` rows: every slot
+ * clones the body once for each, their innermost row index vec * i + v, so
+ * that LLVM's load/store vectorizer makes each slot one 16-byte access
+ * (kernel buffers are 16-byte aligned; the other strides multiples of vec).
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,14 +26,14 @@ typedef struct Kernel {
     MlirOperation module;
     Builder in;
     MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
-    int64_t t, interleave;
+    int64_t t, interleave, vec;      /* vec > 1: `row` is the index of a vector of vec rows */
 } Kernel;
 
 /* blocks × threads for `rows` rows, t lanes a row, `interleave` rows
  * sharing a warp, rows_per_block rows a block. */
 static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
                           int64_t rows_per_block) {
-    Kernel k = {.module = module, .t = t, .interleave = interleave};
+    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1};
     int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
     Builder hb = builder_before(before);
     MlirValue zero = const_index(&hb, 0), one = const_index(&hb, 1);
@@ -94,7 +98,7 @@ static MlirValue and_of(Builder *b, MlirValue x, MlirValue y) {
  * unrolled slot (`read`: its access's signature names it). */
 typedef struct Held {
     MlirValue base, value;
-    int64_t k, slot;
+    int64_t k, slot, v; /* v: the row of a vector */
     bool loaded;
     bool read;
     Sig sig;
@@ -106,6 +110,7 @@ typedef struct Emit {
     Accesses *w;
     Held *held;
     int n_held, cap_held;
+    int64_t v; /* the row of the thread's vector being emitted */
 } Emit;
 
 static Access *access_of(Emit *e, MlirOperation op) {
@@ -119,14 +124,14 @@ static Held *held_at(Emit *e, const Access *a, int64_t slot, bool create) {
     int64_t s = a->kind == ACCESS_SCALAR ? -1 : slot;
     for (int i = 0; i < e->n_held; ++i) {
         Held *h = &e->held[i];
-        if (!h->read && mlirValueEqual(h->base, a->sig.base) && h->k == a->sig.k && h->slot == s) return h;
+        if (!h->read && mlirValueEqual(h->base, a->sig.base) && h->k == a->sig.k && h->slot == s && h->v == e->v) return h;
     }
     if (!create) return NULL;
     if (e->n_held == e->cap_held) {
         e->cap_held = e->cap_held ? 2 * e->cap_held : 32;
         e->held = realloc(e->held, (size_t)e->cap_held * sizeof *e->held);
     }
-    e->held[e->n_held] = (Held){.base = a->sig.base, .k = a->sig.k, .slot = s};
+    e->held[e->n_held] = (Held){.base = a->sig.base, .k = a->sig.k, .slot = s, .v = e->v};
     return &e->held[e->n_held++];
 }
 
@@ -143,7 +148,7 @@ static Held *held_read(Emit *e, const Access *a, int64_t slot, int n_rows) {
     int64_t s = rows_scalar_sig(g) ? -1 : slot;
     for (int i = 0; i < e->n_held; ++i) {
         Held *h = &e->held[i];
-        if (!h->read || h->slot != s || !mlirValueEqual(h->base, g->base)) continue;
+        if (!h->read || h->slot != s || h->v != e->v || !mlirValueEqual(h->base, g->base)) continue;
         if (memcmp(h->sig.rs, g->rs, sizeof(int64_t) * (size_t)n_rows) == 0 && rows_same_columns(&h->sig, g)) return h;
     }
     return NULL;
@@ -191,7 +196,8 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
             e->held = realloc(e->held, (size_t)e->cap_held * sizeof *e->held);
         }
         int64_t s = rows_scalar_sig(&a->sig) ? -1 : slot;
-        e->held[e->n_held++] = (Held){.base = a->sig.base, .value = mlirOperationGetResult(c, 0), .slot = s, .read = true, .sig = a->sig};
+        e->held[e->n_held++] =
+            (Held){.base = a->sig.base, .value = mlirOperationGetResult(c, 0), .slot = s, .v = e->v, .read = true, .sig = a->sig};
         return;
     }
     if (forwards(e, a, slot)) {
@@ -249,45 +255,71 @@ static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j
     return build_binary(b, "arith.minui", col, const_index(b, limit - 1));
 }
 
-/* The map of a stage's row and fixed indices. */
-static ValueMap row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows) {
-    ValueMap m = {0};
-    int64_t zeros[MAX_LOOPS] = {0}, ones[MAX_LOOPS];
+/* The maps of a stage's row and fixed indices, one for each row of the
+ * vector `row` (vec rows, consecutive in the innermost row dimension). */
+static void row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out) {
+    int64_t zeros[MAX_LOOPS] = {0}, ones[MAX_LOOPS], trip[MAX_LOOPS];
     for (int i = 0; i < MAX_LOOPS; ++i) ones[i] = 1;
-    MlirValue ivs[MAX_LOOPS];
-    red_delinearize(b, row, rows->n, zeros, rows->trip, ones, ivs);
-    for (int q = 0; q < ix->n_rows; ++q) vmap_set(&m, ix->row_iv[q], ivs[q]);
-    for (int f = 0; f < ix->n_fixed; ++f) vmap_set(&m, ix->fixed_iv[f], const_index(b, ix->fixed_value[f]));
+    memcpy(trip, rows->trip, sizeof(int64_t) * (size_t)rows->n);
+    if (vec > 1) trip[rows->n - 1] /= vec; /* vec > 1: rows_choose_vector saw an innermost row dimension */
+    MlirValue ivs[MAX_LOOPS], inner = {NULL};
+    red_delinearize(b, row, rows->n, zeros, trip, ones, ivs);
+    if (vec > 1) inner = build_binary(b, "arith.muli", ivs[rows->n - 1], const_index(b, vec));
+    for (int64_t v = 0; v < vec; ++v) {
+        ValueMap m = {0};
+        if (v > 0) ivs[rows->n - 1] = build_binary(b, "arith.addi", inner, const_index(b, v));
+        else if (vec > 1) ivs[rows->n - 1] = inner;
+        for (int q = 0; q < ix->n_rows; ++q) vmap_set(&m, ix->row_iv[q], ivs[q]);
+        for (int f = 0; f < ix->n_fixed; ++f) vmap_set(&m, ix->fixed_iv[f], const_index(b, ix->fixed_value[f]));
+        out[v] = m;
+    }
+}
+
+static ValueMap row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows) {
+    ValueMap m;
+    row_maps(b, ix, row, rows, 1, &m);
     return m;
 }
 
-static void map_columns(Builder *b, const Ix *ix, MlirValue col, ValueMap *m) {
-    MlirValue ivs[MAX_LOOPS];
+/* The column's indices (ivs[], for map_columns) of linear column `col`. */
+static void column_indices(Builder *b, const Ix *ix, MlirValue col, MlirValue *ivs) {
     red_delinearize(b, col, ix->n_cols, ix->col_lb, ix->col_trip, ix->col_step, ivs);
+}
+
+static void map_columns(const Ix *ix, const MlirValue *ivs, ValueMap *m) {
     for (int c = 0; c < ix->n_cols; ++c) vmap_set(m, ix->col_iv[c], ivs[c]);
 }
 
-/* One slot of a pointwise stage. */
+/* One slot of a pointwise stage, for each row of the thread's vector. */
 static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const) {
-    MlirValue in_range = {NULL}, col;
+    MlirValue in_range = {NULL}, col, cols[MAX_LOOPS];
     bool uniform = ix->columns == 1; /* every lane computes the one column; lane 0 stores */
     col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, ix->columns, (MlirValue){NULL}, ix->columns, &in_range);
-    ValueMap m = vmap_copy(rows);
-    map_columns(b, ix, col, &m);
+    column_indices(b, ix, col, cols);
     MlirValue guard = and_of(b, e->k.valid, in_range);
     if (uniform && e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
     MlirBlock body = gpu_body_of(s->par);
     MlirOperation term = mlirBlockGetTerminator(body);
+    ValueMap m[MAX_VEC];
+    for (int64_t v = 0; v < e->k.vec; ++v) {
+        m[v] = vmap_copy(&rows[v]);
+        map_columns(ix, cols, &m[v]);
+    }
+    /* op by op, each for every row of the vector: the vector's loads (and
+     * stores) side by side in one block, whatever branches the math holds */
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
-        if (gpu_is_op(op, "memref.load")) {
-            emit_load(e, b, op, &m, j_const);
-        } else if (gpu_is_op(op, "memref.store")) {
-            emit_store(e, b, op, &m, j_const, guard);
-        } else {
-            clone_op(b, op, &m);
+        for (e->v = 0; e->v < e->k.vec; ++e->v) {
+            if (gpu_is_op(op, "memref.load")) {
+                emit_load(e, b, op, &m[e->v], j_const);
+            } else if (gpu_is_op(op, "memref.store")) {
+                emit_store(e, b, op, &m[e->v], j_const, guard);
+            } else {
+                clone_op(b, op, &m[e->v]);
+            }
         }
     }
-    vmap_free(&m);
+    for (int64_t v = 0; v < e->k.vec; ++v) vmap_free(&m[v]);
+    e->v = 0;
 }
 
 static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
@@ -303,88 +335,115 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
 }
 
 /* The partials of one slot of a reduction stage: the body cloned at the
- * slot's column (offset by `first` for a split's chunk), the accumulator
- * loads read as the partials p[], the combiners' results selected where the
- * column is in range. */
+ * slot's column (offset by `first` for a split's chunk) for each row v of
+ * the thread's vector, the accumulator loads read as the partials
+ * p[v * n_acc + a], the combiners' results selected where the column is in
+ * range. */
 static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
                            MlirValue first, MlirValue *p) {
-    MlirValue in_range;
+    MlirValue in_range, cols[MAX_LOOPS];
     MlirValue col = slot_column(b, &e->k, j, j_const, ix->columns, first, ix->columns, &in_range);
-    ValueMap m = vmap_copy(rows);
-    map_columns(b, ix, col, &m);
-    for (int a = 0; a < s->n_acc; ++a) vmap_set(&m, mlirOperationGetResult(s->acc[a].load, 0), p[a]);
+    column_indices(b, ix, col, cols);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
+    ValueMap m[MAX_VEC];
+    for (int64_t v = 0; v < e->k.vec; ++v) {
+        m[v] = vmap_copy(&rows[v]);
+        map_columns(ix, cols, &m[v]);
+        for (int a = 0; a < s->n_acc; ++a) vmap_set(&m[v], mlirOperationGetResult(s->acc[a].load, 0), p[v * s->n_acc + a]);
+    }
+    /* op by op, each for every row of the vector (as pointwise_slot) */
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         bool acc_op = false;
         for (int a = 0; a < s->n_acc; ++a) acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
-        if (acc_op) continue;
-        if (gpu_is_op(op, "memref.load")) {
-            emit_load(e, b, op, &m, j_const);
-        } else {
-            clone_op(b, op, &m);
+        for (e->v = 0; e->v < e->k.vec && !acc_op; ++e->v) {
+            if (gpu_is_op(op, "memref.load")) {
+                emit_load(e, b, op, &m[e->v], j_const);
+            } else {
+                clone_op(b, op, &m[e->v]);
+            }
         }
     }
-    for (int a = 0; a < s->n_acc; ++a) {
-        MlirValue next = vmap_get(&m, mlirOperationGetResult(s->acc[a].combiner, 0));
-        p[a] = mlirValueIsNull(in_range) ? next : build_select(b, in_range, next, p[a]);
+    for (int64_t v = 0; v < e->k.vec; ++v) {
+        for (int a = 0; a < s->n_acc; ++a) {
+            MlirValue *pa = &p[v * s->n_acc + a];
+            MlirValue next = vmap_get(&m[v], mlirOperationGetResult(s->acc[a].combiner, 0));
+            *pa = mlirValueIsNull(in_range) ? next : build_select(b, in_range, next, *pa);
+        }
+        vmap_free(&m[v]);
     }
-    vmap_free(&m);
+    e->v = 0;
 }
 
-/* Each lane's partials over its slots (columns first + lane + j * t). */
+/* Each lane's partials over its slots (columns first + lane + j * t), for
+ * each row of its vector: p[v * n_acc + a]. */
 static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots, MlirValue *p) {
     Builder *b = &e->k.in;
-    for (int a = 0; a < s->n_acc; ++a) {
-        p[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+    int n = (int)(s->n_acc * e->k.vec);
+    for (int i = 0; i < n; ++i) {
+        const Accumulator *acc = &s->acc[i % s->n_acc];
+        p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
     }
     if (slots <= MAX_SLOTS) {
         for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, first, p);
         return;
     }
-    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots), const_index(b, 1), s->n_acc, p);
+    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots), const_index(b, 1), n, p);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
-    MlirValue q[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) q[a] = mlirBlockGetArgument(fb, 1 + a);
+    MlirValue q[MAX_CARRIED];
+    for (int i = 0; i < n; ++i) q[i] = mlirBlockGetArgument(fb, 1 + i);
     reduction_slot(e, &in, s, ix, rows, mlirBlockGetArgument(fb, 0), -1, first, q);
-    build_op(&in, "scf.yield", s->n_acc, q, 0, NULL, 0, NULL);
-    for (int a = 0; a < s->n_acc; ++a) p[a] = mlirOperationGetResult(f, a);
+    build_op(&in, "scf.yield", n, q, 0, NULL, 0, NULL);
+    for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
 }
 
-/* acc[row] = acc[row] <op> (the row's total), stored by lane 0. */
+/* acc[row] = acc[row] <op> (the row's total), stored by lane 0, for each
+ * row of the thread's vector (partials p[v * n_acc + a]). */
 static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p) {
     Builder *b = &e->k.in;
-    ValueMap m = vmap_copy(rows);
-    MlirValue init[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) {
-        emit_load(e, b, s->acc[a].load, &m, -1);
-        init[a] = vmap_get(&m, mlirOperationGetResult(s->acc[a].load, 0));
+    ValueMap m[MAX_VEC];
+    MlirValue init[MAX_CARRIED];
+    for (e->v = 0; e->v < e->k.vec; ++e->v) {
+        m[e->v] = vmap_copy(&rows[e->v]);
+        for (int a = 0; a < s->n_acc; ++a) {
+            emit_load(e, b, s->acc[a].load, &m[e->v], -1);
+            init[e->v * s->n_acc + a] = vmap_get(&m[e->v], mlirOperationGetResult(s->acc[a].load, 0));
+        }
     }
-    for (int a = 0; a < s->n_acc; ++a) {
-        MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[a], e->k.lane, e->k.tid, e->k.t, e->k.interleave);
-        vmap_set(&m, mlirOperationGetResult(s->acc[a].combiner, 0), red_combine(b, s->acc[a].combiner, init[a], total));
+    for (int64_t v = 0; v < e->k.vec; ++v) {
+        for (int a = 0; a < s->n_acc; ++a) {
+            int64_t i = v * s->n_acc + a;
+            MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[i], e->k.lane, e->k.tid, e->k.t, e->k.interleave);
+            vmap_set(&m[v], mlirOperationGetResult(s->acc[a].combiner, 0), red_combine(b, s->acc[a].combiner, init[i], total));
+        }
     }
     if (!e->p->private_lanes) red_barrier(b); /* every lane has read acc before lane 0 writes it */
     MlirValue guard = e->k.valid;
     if (e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
-    for (int a = 0; a < s->n_acc; ++a) emit_store(e, b, s->acc[a].store, &m, -1, guard);
-    vmap_free(&m);
+    for (e->v = 0; e->v < e->k.vec; ++e->v) {
+        for (int a = 0; a < s->n_acc; ++a) emit_store(e, b, s->acc[a].store, &m[e->v], -1, guard);
+        vmap_free(&m[e->v]);
+    }
+    e->v = 0;
 }
 
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w};
-    e.k = open_kernel(module, stages[n - 1].par, rows->count, p->t, p->interleave, p->rows_per_block);
+    int64_t vec = p->vec > 1 ? p->vec : 1;
+    e.k = open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block);
+    e.k.vec = vec;
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
-        ValueMap rm = row_map(&e.k.in, &ix[i], e.k.row, rows);
+        ValueMap rm[MAX_VEC];
+        row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm);
         if (s->kind == STAGE_POINTWISE) {
-            emit_pointwise(&e, s, &ix[i], &rm);
+            emit_pointwise(&e, s, &ix[i], rm);
         } else {
-            MlirValue part[MAX_ACCUMULATORS];
-            lane_partials(&e, s, &ix[i], &rm, (MlirValue){NULL}, rows_slots_of(ix[i].columns, p->t), part);
-            finish_reduction(&e, s, &rm, part);
+            MlirValue part[MAX_CARRIED];
+            lane_partials(&e, s, &ix[i], rm, (MlirValue){NULL}, rows_slots_of(ix[i].columns, p->t), part);
+            finish_reduction(&e, s, rm, part);
         }
-        vmap_free(&rm);
+        for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[v]);
         /* shared lanes: the next stage reads what this one wrote, in other lanes */
         if (!p->private_lanes && i + 1 < n) red_barrier(&e.k.in);
     }

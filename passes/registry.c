@@ -34,6 +34,7 @@ MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_map_loops_v1_pass(void);
+MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
@@ -155,6 +156,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_map_loops_pass},
     {"pt2-gpu-map-loops-v1", "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce, for A/B "
      "measurements)", pt2_create_gpu_map_loops_v1_pass},
+    {"pt2-gpu-map-loops-scalar-rows", "pt2-gpu-map-loops with row kernels one row a thread, no vector rows "
+     "(PT2_DISABLE=gpu-vector-rows, for A/B measurements)", pt2_create_gpu_map_loops_scalar_rows_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
@@ -339,7 +342,9 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              pt2_disabled(disable, "blas")        ? ""
              : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
                                                   : "pt2-gpu-extern-conv,",
-             pt2_disabled(disable, "gpu-reduce") ? "pt2-gpu-map-loops-v1" : "pt2-gpu-map-loops",
+             pt2_disabled(disable, "gpu-reduce")        ? "pt2-gpu-map-loops-v1"
+             : pt2_disabled(disable, "gpu-vector-rows") ? "pt2-gpu-map-loops-scalar-rows"
+                                                        : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", chip, chip, link);
     return text;
 }

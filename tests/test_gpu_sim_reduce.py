@@ -156,6 +156,87 @@ def test_grn(layout, shape, disable):
     close(y, grn_eager(x.double(), bias.double(), gamma.double(), beta.double(), spatial, channel, wb))
 
 
+# --- column reductions with vector rows (gpu_rows.c, rows_choose_vector) -----------------------------
+
+VECTOR_MAPPINGS = ["", "gpu-vector-rows"]
+
+
+def threads(sim):
+    return sum(k.blocks * k.threads for k in sim.kernels)
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(3, 7, 5, 17), (2, 9, 9, 65), (1, 1, 1, 3), (3, 7, 5, 16), (2, 9, 9, 64), (2, 5, 3, 40),
+                                   (1, 3, 3, 8), (2, 4, 4, 24)])
+def test_column_sum_of_squares(shape, dtype, disable):
+    """(x * x).sum over (1, 2) of NHWC: rows (n, c) contiguous, columns H*W; with C a multiple of the
+    vector (4 f32, 8 f16/bf16 rows a thread) each thread sums a vector of channels; keepdim too."""
+    x = rand(*shape).to(dtype)
+    (s, k), sim = simulate(lambda g, x: (g.op("sum", g.op("mul", x, x), dims=[1, 2]),
+                                         g.op("sum", g.op("mul", x, x), dims=[1, 2], keepdim=True)), [x.float()], disable,
+                           dtype=dtype)
+    want = (x.float() * x.float()).double().sum((1, 2))
+    tol = 2e-5 if dtype == torch.float32 else 1e-2
+    close(s.float(), want, tol)
+    close(k.float(), want.view(shape[0], 1, 1, shape[3]), tol)
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(2, 5, 3, 40), (3, 7, 5, 17), (2, 9, 9, 64), (1, 2, 2, 8)])
+def test_column_gelu_sum_sqrt(shape, dtype, disable):
+    """GRN's reduction: h = gelu(x + b) written out, sqrt of the sum of h^2 over H, W (keepdim), one
+    kernel whose slots keep h in registers."""
+    c = shape[3]
+    x, b = rand(*shape).to(dtype), rand(c, seed=1).to(dtype)
+
+    def build(g, x, b):
+        h = g.op("gelu", g.op("add", x, b))
+        return h, g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[1, 2], keepdim=True))
+
+    (h, n), sim = simulate(build, [x.float(), b.float()], disable, dtype=dtype)
+    want_h = F.gelu(x.float() + b.float()).to(dtype)
+    tol = 2e-5 if dtype == torch.float32 else 1e-2
+    close(h.float(), want_h.float(), tol)
+    close(n.float(), torch.norm(want_h.double(), p=2, dim=(1, 2), keepdim=True), tol)
+    assert len(sim.kernels) == 1
+    vec = 4 if dtype == torch.float32 else 8
+    if not disable and c % vec == 0:  # each thread a vector of rows: fewer threads than one row a thread
+        _, scalar = simulate(build, [x.float(), b.float()], "gpu-vector-rows", dtype=dtype)
+        assert threads(sim) < threads(scalar)
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("shape", [(2, 6, 7, 40), (3, 5, 5, 16), (2, 3, 3, 12)])
+def test_grn_nhwc_vector_rows(shape, disable):
+    """The whole GRN on NHWC (its sum a column reduction over vectors of channels) against eager."""
+    c = shape[3]
+    x, bias, gamma, beta = rand(*shape), rand(c, seed=1), rand(c, seed=2), rand(c, seed=3)
+    wb = [1, 1, 1, c]
+    (y,), _ = simulate(grn_build([1, 2], 3, wb), [x, bias, gamma, beta], disable)
+    close(y, grn_eager(x.double(), bias.double(), gamma.double(), beta.double(), [1, 2], 3, wb))
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+def test_column_reductions_other_ops(disable):
+    """amax, a mean, an integer sum and a column sum over dim 0 of a [K, C] matrix with vector rows;
+    a ragged last block (rows not a multiple of a block's vectors)."""
+    x = rand(7, 9, 44)
+    (a, m), _ = simulate(lambda g, x: (g.op("amax", x, dims=[1]), g.op("mean", x, dims=[1], keepdim=True)), [x], disable)
+    assert torch.equal(a, x.amax(1))
+    close(m, x.double().mean(1, keepdim=True))
+    xi = (x * 20).to(torch.int32)
+    (s,), _ = simulate(lambda g, x: g.op("sum", x, dims=[1]), [xi], disable)
+    assert torch.equal(s, xi.sum(1).to(s.dtype))
+    x = rand(301, 36)
+    (s,), _ = simulate(lambda g, x: g.op("sum", x, dims=[0]), [x], disable)
+    close(s, x.double().sum(0))
+    x = rand(3, 5, 5, 4 * 9 * 8 + 4)  # 292 channels: 73 vectors a row of n, blocks ragged
+    (s,), _ = simulate(lambda g, x: g.op("sum", g.op("mul", x, x), dims=[1, 2]), [x], disable)
+    close(s, (x.double() ** 2).sum((1, 2)))
+
+
 # --- column, middle, full reductions; split rows -----------------------------------------------------
 
 @pytest.mark.parametrize("disable", MAPPINGS)
@@ -302,3 +383,49 @@ def test_convnextv2_blocks_nchw(disable, channels_last, monkeypatch):
     (y,), _ = simulate(lambda g, x, *p: block_graph(g, block_graph(g, x, *p), *p), [x] + params, disable)
     pd = [p.double() for p in params]
     close(y, block_eager(block_eager(x.double(), *pd), *pd))
+
+
+# --- the PTX of the column reductions: ptxas accepts it; vector rows load 16 bytes a slot ---------------
+
+def column_ptx(build, shapes, dtype, disable=""):
+    """Each PTX module of the graph through the whole GPU pipeline (pt2GpuPipelineText's passes)."""
+    import re
+    import shutil
+    import subprocess
+    from pt2 import _core
+
+    g = pt2.Graph()
+    vals = [g.input(dtype, s) for s in shapes]
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
+    pipeline = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
+    r = subprocess.run([PT2_OPT, "-", f"--pass-pipeline=builtin.module({pipeline})"], input=g.text(), capture_output=True,
+                       text=True, env=dict(os.environ, PT2_GPU_PARTS="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    mods = [re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), m.group(1)).replace('\\"', '"').rstrip("\0")
+            for m in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout)]
+    ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+    for ptx in mods if ptxas else []:
+        p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert " 0 bytes spill stores" in p.stderr, p.stderr  # the unrolled slots fit the registers
+    return "\n".join(mods)
+
+
+def grn_sum(g, x, b):
+    h = g.op("gelu", g.op("add", x, b))
+    return h, g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[1, 2], keepdim=True))
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(32, 14, 14, 1280), (32, 7, 7, 2560), (32, 28, 28, 640), (3, 7, 5, 17), (2, 9, 9, 64)])
+def test_column_ptx(shape, dtype, disable):
+    ptx = column_ptx(grn_sum, [shape, (shape[3],)], dtype, disable)
+    ptx += column_ptx(lambda g, x: g.op("sum", g.op("mul", x, x), dims=[1, 2]), [shape], dtype, disable)
+    vec = 16 // dtype.itemsize
+    if not disable and shape[3] % vec == 0 and shape[1] * shape[2] * vec <= 784 * 4:  # slots x rows within VECTOR_MAX_ELEMENTS
+        assert "ld.global.nc.v4.b32" in ptx or "ld.global.nc.v2.b64" in ptx, "vector rows load 16 bytes a slot"
+    if disable or shape[3] % vec != 0:
+        assert ".v4.b32" not in ptx.split("ld.global")[1][:20] if "ld.global" in ptx else True

@@ -269,3 +269,48 @@ def test_non_contiguous_inputs_and_permuted_rows(mapping):
                                   g.op("amax", x, dims=[1])), [xt])
     close(a, torch.softmax(ref(xt).permute(0, 2, 1), -1).float(), 1e-5)
     assert torch.equal(b, xt.amax(1))
+
+
+# --- column reductions with vector rows (gpu_rows.c, rows_choose_vector) and without ------------------
+
+@pytest.fixture
+def vector_rows(request, monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", request.param)
+    return request.param
+
+
+COLUMN_SHAPES = [(3, 7, 5, 17), (2, 9, 9, 65), (1, 1, 1, 3), (3, 7, 5, 16), (2, 9, 9, 64), (32, 14, 14, 1280),
+                 (32, 7, 7, 2560), (32, 28, 28, 640), (32, 56, 56, 320), (5, 3, 3, 292)]
+
+
+@pytest.mark.parametrize("vector_rows", ["", "gpu-vector-rows"], indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", COLUMN_SHAPES)
+def test_column_sum_of_squares(shape, dtype, vector_rows):
+    """(x * x).sum over H, W of NHWC (rows (n, c) contiguous), plain and keepdim."""
+    x = rand(shape, dtype, sum(shape))
+    (s, k), _ = run(lambda g, x: (g.op("sum", g.op("mul", x, x), dims=[1, 2]),
+                                  g.op("sum", g.op("mul", x, x), dims=[1, 2], keepdim=True)), [x])
+    want = (x * x).sum(dim=(1, 2))
+    tol = 1e-5 if dtype in (torch.float32, torch.float64) else 2e-2
+    close(s, want, tol)
+    close(k, want.view(shape[0], 1, 1, shape[3]), tol)
+
+
+@pytest.mark.parametrize("vector_rows", ["", "gpu-vector-rows"], indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", COLUMN_SHAPES)
+def test_column_gelu_sum_sqrt(shape, dtype, vector_rows):
+    """GRN's reduction: h = gelu(x + b) written out and the sqrt of its sum of squares over H, W."""
+    x, b = rand(shape, dtype, 1 + sum(shape)), rand((shape[3],), dtype, 2)
+
+    def build(g, x, b):
+        h = g.op("gelu", g.op("add", x, b))
+        return h, g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[1, 2], keepdim=True))
+
+    (h, n), k = run(build, [x, b])
+    want_h = F.gelu(x + b)
+    tol = 1e-5 if dtype in (torch.float32, torch.float64) else 2e-2
+    close(h, want_h, tol)
+    close(n, (want_h * want_h).sum(dim=(1, 2), keepdim=True).sqrt(), tol)
+    assert k.num_launches == 1, k.plan[:400]
