@@ -693,30 +693,6 @@ void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t) {
  * Outputs in eager's strides (docs/capture.md, "Calling compiled graphs")
  *===----------------------------------------------------------------------===*/
 
-/* Whether eager's strides of a tensor are a dense layout other than
- * contiguous (channels last, a transpose): its dims in memory order,
- * outermost first, in *order.  Size-1 dims keep their place among equal
- * strides (any place is the same memory). */
-static bool dense_permuted_order(int rank, const int64_t *sizes, const int64_t *strides, int *order) {
-    int64_t numel = 1;
-    for (int d = 0; d < rank; ++d) numel *= sizes[d];
-    if (rank < 2 || numel == 0 || pt2StridesAreFormat(rank, sizes, strides, 0)) return false;
-    for (int i = 0; i < rank; ++i) {
-        int j = i;
-        while (j > 0 && strides[order[j - 1]] < strides[i]) {
-            order[j] = order[j - 1];
-            --j;
-        }
-        order[j] = i;
-    }
-    int64_t expect = 1;
-    for (int j = rank - 1; j >= 0; --j) {
-        if (sizes[order[j]] != 1 && strides[order[j]] != expect) return false;
-        expect *= sizes[order[j]];
-    }
-    return true;
-}
-
 static PyObject *ints_tuple(const int64_t *v, int n) {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; t && i < n; ++i) {

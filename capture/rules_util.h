@@ -150,4 +150,8 @@ int trace_contains(Trace *t, Var *container, Var *item);
 /* A torch.Tensor instance (borrowed), for type(x) of traced tensors. */
 PyObject *tensor_type_instance(void);
 
+/* Strides that are a dense layout other than contiguous (channels last, a
+ * transpose): the dims in memory order, outermost first, in order[]. */
+bool dense_permuted_order(int rank, const int64_t *sizes, const int64_t *strides, int *order);
+
 #endif

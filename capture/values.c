@@ -367,31 +367,9 @@ static bool is_constant_value(PyObject *o) {
  * call).  Size-1 dims, whose strides say nothing, keep their place among
  * equal strides. */
 static bool dense_order(const Pt2TensorMeta *m, int8_t *order) {
-    int64_t expect = 1, numel = 1;
-    bool contiguous = true;
-    for (int d = m->rank - 1; d >= 0; --d) {
-        order[d] = (int8_t)d;
-        if (m->sizes[d] != 1 && m->strides[d] != expect) contiguous = false;
-        expect *= m->sizes[d];
-        numel *= m->sizes[d];
-    }
-    if (contiguous || numel == 0 || m->rank < 2) return false;
-    /* by stride, outermost first (insertion sort: stable, rank <= PT2_MAX_RANK) */
-    for (int i = 1; i < m->rank; ++i) {
-        int8_t d = order[i];
-        int j = i;
-        while (j > 0 && m->strides[order[j - 1]] < m->strides[d]) {
-            order[j] = order[j - 1];
-            --j;
-        }
-        order[j] = d;
-    }
-    expect = 1;
-    for (int j = m->rank - 1; j >= 0; --j) {
-        int d = order[j];
-        if (m->sizes[d] != 1 && m->strides[d] != expect) return false;
-        expect *= m->sizes[d];
-    }
+    int dims[PT2_MAX_RANK];
+    if (!dense_permuted_order(m->rank, m->sizes, m->strides, dims)) return false;
+    for (int d = 0; d < m->rank; ++d) order[d] = (int8_t)dims[d];
     return true;
 }
 
