@@ -193,6 +193,7 @@ def median_ms(fn, repeats):
 
 def run_model(suite, name, args):
     rec = {"suite": suite, "name": name, "ok": False}
+    torch.manual_seed(0)  # the same random weights and inputs in every run (PyTorch's harness seeds too)
     try:
         model, xs, kw = build_timm(name, args.batch) if suite == "timm" else build_hf(name, args.batch, args.seq)
     except Exception as e:  # noqa: BLE001 - a model that cannot be built is recorded, not fatal
@@ -280,8 +281,13 @@ def run_model(suite, name, args):
                     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-bench-cache-")
                 ind = torch.compile(model, **({"mode": args.mode} if args.mode else {}))
                 t0 = time.perf_counter()
-                ind(*xs, **kw)
+                out_i = ind(*xs, **kw)
                 rec["inductor_compile_s"] = time.perf_counter() - t0
+                # the same accuracy rule for Inductor (an ill-conditioned model fails it for both)
+                detail = {}
+                rec["inductor_ok"] = accuracy_ok(out_i, ref, ref64, detail=detail)
+                if "rmse_vs_f64" in detail:
+                    rec["inductor_rmse_vs_f64"] = detail["rmse_vs_f64"]
                 contenders["inductor"] = ind
             if args.frontend == "dynamo":
                 # pt2's code generation behind Dynamo: the same FX graphs Inductor gets
@@ -350,7 +356,8 @@ def main():
         sp = rec["eager_ms"] / rec["pt2_ms"] if rec.get("pt2_ms") else float("nan")
         print(f"{name:<40} {'y' if rec['ok'] else 'n':<3} {rec.get('graphs', '-')!s:>6} {rec.get('breaks', '-')!s:>6} "
               f"{rec.get('ops_captured_pct') or float('nan'):>5.1f} {rec.get('compile_s', float('nan')):>9.2f} {rec.get('eager_ms', float('nan')):>9.2f} {rec.get('pt2_ms', float('nan')):>9.2f} {sp:>7.2f}x"
-              + "".join(f"  {k} {rec['eager_ms'] / rec[k + '_ms']:.2f}x" for k in ("inductor", "pt2_dynamo") if rec.get(k + "_ms"))
+              + "".join(f"  {k} {rec['eager_ms'] / rec[k + '_ms']:.2f}x" + ("" if rec.get(k + "_ok", True) else " (n)")
+                        for k in ("inductor", "pt2_dynamo") if rec.get(k + "_ms"))
               + (f"  [{rec['error'][:80]}]" if "error" in rec else ""), flush=True)
     ok = [r for r in records if r["ok"]]
 
@@ -365,6 +372,8 @@ def main():
             g, n = geomean(key, ok)
             print(f", {label} {g:.2f}x ({n})", end="")
     print()
+    if any("inductor_ok" in r for r in records):
+        print(f"Inductor matches eager on {sum(bool(r.get('inductor_ok')) for r in records)}/{len(records)} models")
     for key, label in (("compile_s", "pt2"), ("inductor_compile_s", "Inductor"), ("pt2_dynamo_compile_s", "pt2 behind Dynamo")):
         xs = [r[key] for r in records if r.get(key)]
         if xs:
