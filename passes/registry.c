@@ -228,8 +228,14 @@ const char *pt2GraphPipelineText(const char *disable) {
 
 const char *pt2GpuGraphPipelineText(const char *disable) {
     /* the residual fold pays only with cuDNN's fused call, which PT2_DISABLE=blas drops */
-    bool freezing = !pt2_disabled(disable, "freezing"), calls = !pt2_disabled(disable, "blas");
-    return freezing && calls ? "pt2-freeze,pt2-gpu-fold-residual-bn" : freezing ? "pt2-freeze" : calls ? "pt2-gpu-fold-residual-bn" : "";
+    bool patterns = !pt2_disabled(disable, "patterns"), freezing = !pt2_disabled(disable, "freezing"),
+         calls = !pt2_disabled(disable, "blas");
+    static _Thread_local char text[96];
+    snprintf(text, sizeof text, "%s%s%s", patterns ? "pt2-patterns," : "", freezing ? "pt2-freeze," : "",
+             calls ? "pt2-gpu-fold-residual-bn," : "");
+    size_t n = strlen(text);
+    if (n) text[n - 1] = 0; /* the last comma */
+    return text;
 }
 
 const char *pt2CpuPipelineText(const char *disable) {
