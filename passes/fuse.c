@@ -322,7 +322,8 @@ static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer)
  * before to)? */
 static bool reaches(MlirOperation from, MlirOperation to) {
     MlirBlock block = mlirOperationGetBlock(from);
-    OpList work = {NULL, 0, 0}, seen = {NULL, 0, 0};
+    OpList work = {NULL, 0, 0};
+    OpSet seen = {0};
     oplist_push(&work, from);
     bool found = false;
     while (work.n > 0 && !found) {
@@ -335,18 +336,12 @@ static bool reaches(MlirOperation from, MlirOperation to) {
                     found = true;
                     break;
                 }
-                if (!mlirOperationIsBeforeInBlock(user, to)) continue;
-                bool visited = false;
-                for (int k = 0; k < seen.n && !visited; ++k) visited = mlirOperationEqual(seen.ops[k], user);
-                if (!visited) {
-                    oplist_push(&seen, user);
-                    oplist_push(&work, user);
-                }
+                if (mlirOperationIsBeforeInBlock(user, to) && opset_insert(&seen, user)) oplist_push(&work, user);
             }
         }
     }
     oplist_free(&work);
-    oplist_free(&seen);
+    opset_free(&seen);
     return found;
 }
 
