@@ -296,6 +296,37 @@ static int read_exception_varint(const unsigned char **p, const unsigned char *e
     return 0;
 }
 
+/* One field of a co_positions() tuple: None (no line, no column) is -1, as PyCode_Addr2Location gives. */
+static int position_field(PyObject *tuple, int i) {
+    PyObject *v = PyTuple_GET_ITEM(tuple, i); /* borrowed */
+    return v == Py_None ? -1 : (int)PyLong_AsLong(v);
+}
+
+/* Every code unit's source location, from one pass over code.co_positions(): PyCode_Addr2Location
+ * scans the location table from its start at every call, which per instruction was quadratic in a
+ * code object's size (6-16 ms of a transformer's first call).  NULL, with no error set, if the
+ * positions cannot be read (the caller asks PyCode_Addr2Location then). */
+static BcLoc *unit_locations(PyCodeObject *code, int n_units) {
+    PyObject *it = PyObject_CallMethod((PyObject *)code, "co_positions", NULL); /* new reference */
+    BcLoc *locs = it ? PyMem_Malloc(sizeof *locs * (size_t)(n_units + 1)) : NULL;
+    int u = 0;
+    for (PyObject *item; locs && u < n_units && (item = PyIter_Next(it)) != NULL; ++u) { /* item: new reference */
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+            Py_DECREF(item);
+            break;
+        }
+        locs[u] = (BcLoc){position_field(item, 0), position_field(item, 1), position_field(item, 2), position_field(item, 3)};
+        Py_DECREF(item);
+    }
+    Py_XDECREF(it);
+    if (u < n_units || PyErr_Occurred()) {
+        PyErr_Clear();
+        PyMem_Free(locs);
+        return NULL;
+    }
+    return locs;
+}
+
 /* Decodes the de-specialized (and on 3.12 de-instrumented) bytecode of code. */
 int bc_ir_decode(PyCodeObject *code, BcIR *ir) {
     memset(ir, 0, sizeof *ir);
@@ -306,6 +337,7 @@ int bc_ir_decode(PyCodeObject *code, BcIR *ir) {
     }
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(bytes);
     int n_units = (int)(PyBytes_GET_SIZE(bytes) / 2);
+    BcLoc *locs = unit_locations(code, n_units);
     insn_at_unit = PyMem_Malloc(sizeof(int) * (size_t)(n_units + 1));
     if (insn_at_unit == NULL) {
         PyErr_NoMemory();
@@ -327,7 +359,9 @@ int bc_ir_decode(PyCodeObject *code, BcIR *ir) {
             continue;
         }
         BcLoc loc;
-        if (!PyCode_Addr2Location(code, 2 * u, &loc.line, &loc.col, &loc.end_line, &loc.end_col)) {
+        if (locs) {
+            loc = locs[u];
+        } else if (!PyCode_Addr2Location(code, 2 * u, &loc.line, &loc.col, &loc.end_line, &loc.end_col)) {
             loc = NO_LOC;
         }
         int arg = opcode >= bc_tables.have_argument ? (ext | oparg) : 0;
@@ -384,10 +418,12 @@ int bc_ir_decode(PyCodeObject *code, BcIR *ir) {
         }
     }
     PyMem_Free(insn_at_unit);
+    PyMem_Free(locs);
     Py_DECREF(bytes);
     return 0;
 error:
     PyMem_Free(insn_at_unit);
+    PyMem_Free(locs);
     Py_DECREF(bytes);
     bc_ir_free(ir);
     return -1;

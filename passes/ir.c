@@ -336,6 +336,36 @@ void oplist_free(OpList *l) {
     l->n = l->cap = 0;
 }
 
+static size_t opset_slot(const void *p, size_t mask) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & mask; }
+
+bool opset_insert(OpSet *s, MlirOperation op) {
+    if (2 * (s->n + 1) > (s->slot ? s->mask + 1 : 0)) { /* keep it at most half full */
+        size_t cap = s->slot ? 2 * (s->mask + 1) : 64;
+        void **slot = calloc(cap, sizeof *slot);
+        for (size_t i = 0; s->slot && i <= s->mask; ++i) {
+            if (!s->slot[i]) continue;
+            size_t h = opset_slot(s->slot[i], cap - 1);
+            while (slot[h]) h = (h + 1) & (cap - 1);
+            slot[h] = s->slot[i];
+        }
+        free(s->slot);
+        s->slot = slot;
+        s->mask = cap - 1;
+    }
+    size_t h = opset_slot(op.ptr, s->mask);
+    for (; s->slot[h]; h = (h + 1) & s->mask) {
+        if (s->slot[h] == op.ptr) return false;
+    }
+    s->slot[h] = op.ptr;
+    ++s->n;
+    return true;
+}
+
+void opset_free(OpSet *s) {
+    free(s->slot);
+    *s = (OpSet){0};
+}
+
 typedef struct PrefixWalk {
     OpList list;
     const char *prefix;

@@ -102,6 +102,17 @@ void oplist_free(OpList *l);
 /* All ops under root whose name starts with prefix, in pre-order. */
 OpList collect_ops_with_prefix(MlirOperation root, const char *prefix);
 
+/* A set of ops (open addressing on the op's pointer), for walks that must
+ * visit each op once: a list's linear membership test made them quadratic.
+ * Zero-initialized it is empty. */
+typedef struct OpSet {
+    void **slot;
+    size_t mask, n;
+} OpSet;
+/* Adds op; false if it was there already. */
+bool opset_insert(OpSet *s, MlirOperation op);
+void opset_free(OpSet *s);
+
 /* Values mapped to values (cloning a body): set replaces an existing
  * entry; get gives v itself when v is not mapped. */
 typedef struct ValueMap {

@@ -33,8 +33,8 @@
 #define MAX_PARTS PT2_CODEGEN_MAX_PARTS
 /* A module of less work than this (PT2_COMPILE_SPLIT_MIN, for tests; in units of function_cost) is
  * compiled whole: a thread, a bitcode copy and a target machine per part cost a few milliseconds,
- * which a single small kernel does not win back. */
-#define SPLIT_MIN_COST 4000
+ * which a single small kernel does not win back (2000 since LOOP_COST went from 8 to 4: the same work). */
+#define SPLIT_MIN_COST 2000
 static int split_min_cost(void) {
     const char *env = getenv("PT2_COMPILE_SPLIT_MIN");
     return env && env[0] ? atoi(env) : SPLIT_MIN_COST;
@@ -99,12 +99,15 @@ typedef struct FnPlan {
 
 /* What LLVM's optimization and code generation of fn cost, in instructions, each instruction in a loop
  * counted LOOP_COST times: the vectorizers, unrolling and instruction selection of a loop cost about
- * that much more per instruction than straight-line code (timed per function with opt-22 and llc-22 on
- * a T5 decoder layer: its graph's function, 2400 instructions of library calls and OpenMP forks,
- * 0.08 s; its parallel regions, 70-220 instructions of loops, 0.01-0.04 s each).  Loops are found by
+ * that much more per instruction than straight-line code.  Timed per function with opt-22 and llc-22
+ * (BERT at batch 2: @main, 1100 instructions besides its descriptors' insertvalue/extractvalue, 57 ms;
+ * parallel regions of 200-500 instructions of loops, 17-34 ms each), and by the parts' thread CPU
+ * times: with 4 the parts of BERT, GPT-2, DistilBERT, mobilenetv2 and resnet50 came within 10-20 % of
+ * each other (with 8, and descriptors counted, BERT's were 0.09 / 0.15 s, GPT-2's 0.09 / 0.21, T5's
+ * 0.13 / 0.35; T5's are still 0.19 / 0.28).  Loops are found by
  * their back edges: a branch to a block at or before the branch's own in the function's order (MLIR
  * lays a loop's blocks out between its header and its latch). */
-#define LOOP_COST 8
+#define LOOP_COST 4
 
 typedef struct BlockIndex {
     LLVMBasicBlockRef block;
@@ -116,6 +119,15 @@ static int compare_blocks(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Whether instruction `in` counts: the memref descriptors MLIR builds and takes apart (insertvalue,
+ * extractvalue) fold away in LLVM's first instcombine and cost nothing after it; BERT's @main was 6800
+ * instructions, 5700 of them these, and as many counted it outweighed the parallel regions of both
+ * parts together (part 0, with it, took 0.09 s of CPU where part 1 took 0.15). */
+static int costs_work(LLVMValueRef in) {
+    LLVMOpcode op = LLVMGetInstructionOpcode(in);
+    return op != LLVMInsertValue && op != LLVMExtractValue;
+}
+
 static int function_cost(LLVMValueRef fn) {
     int n_blocks = 0;
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) ++n_blocks;
@@ -125,7 +137,7 @@ static int function_cost(LLVMValueRef fn) {
     int i = 0;
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb), ++i) {
         order[i] = (BlockIndex){bb, i};
-        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) ++sizes[i];
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) sizes[i] += costs_work(in);
     }
     qsort(order, (size_t)n_blocks, sizeof *order, compare_blocks);
     /* loops[j]: how many back edges' spans [target, source] start at j, less those that ended before j */

@@ -14,8 +14,10 @@
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
@@ -279,13 +281,56 @@ static bool cache_entry_valid(const char *so_path, const char *meta_path, const 
  * Code generation
  *===----------------------------------------------------------------------===*/
 
-/* The compiler's identity for cache keys: the hash of libpt2's own file, so
- * that a rebuilt compiler never reuses kernels an older one produced. */
+/* dl_iterate_phdr's callback: in the loaded image that holds `inside`, the GNU build ID note (the
+ * linker's hash of the image's contents) as hex in `out`; `found` false if the image has none. */
+typedef struct BuildId {
+    const void *inside; /* an address in the image */
+    char *out;
+    size_t cap;
+    bool found;
+} BuildId;
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *user) {
+    (void)size;
+    BuildId *b = user;
+    uintptr_t at = (uintptr_t)b->inside;
+    bool mine = false;
+    for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        mine = ph->p_type == PT_LOAD && at >= start && at < start + ph->p_memsz;
+    }
+    if (!mine) return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *note = (const ElfW(Nhdr) *)p;
+            const char *name = p + sizeof *note, *desc = name + ((note->n_namesz + 3) & ~3u);
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && note->n_descsz > 0 &&
+                2 * (size_t)note->n_descsz < b->cap) {
+                for (unsigned k = 0; k < note->n_descsz; ++k) snprintf(b->out + 2 * k, 3, "%02x", (unsigned char)desc[k]);
+                b->found = true;
+                return 1;
+            }
+            p = desc + ((note->n_descsz + 3) & ~3u);
+        }
+    }
+    return 1;
+}
+
+/* The compiler's identity for cache keys, so that a rebuilt compiler never reuses kernels an older
+ * one produced: libpt2's build ID (CMakeLists.txt links it with --build-id), else the hash of its
+ * file.  Hashing the 2.8 MB file cost every process's first compile 11 ms. */
 static const char *compiler_identity(void) {
     static char identity[65];
     if (!identity[0]) {
+        BuildId b = {(const void *)&compiler_identity, identity + 9, sizeof identity - 9, false};
+        memcpy(identity, "build-id:", 9);
+        dl_iterate_phdr(find_build_id, &b);
         Dl_info info;
-        if (dladdr((void *)&compiler_identity, &info) == 0 || !info.dli_fname || hash_file(info.dli_fname, identity) != 0) {
+        if (!b.found && (dladdr((void *)&compiler_identity, &info) == 0 || !info.dli_fname || hash_file(info.dli_fname, identity) != 0)) {
             snprintf(identity, sizeof identity, "%s", PT2_VERSION "-unknown-build");
         }
     }

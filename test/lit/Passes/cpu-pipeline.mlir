@@ -45,7 +45,7 @@ func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) 
 // CHECK-NOT: llvm.emit_c_interface
 // CHECK-SAME: {sym_visibility = "private"}
 // CHECK-LABEL: llvm.func internal @two_outputs(
-// CHECK-SAME: attributes {llvm.emit_c_interface}
+// CHECK-SAME: attributes {llvm.emit_c_interface, no_inline}
 // CHECK-LABEL: llvm.func @pt2_entry(
 // CHECK: llvm.call @two_outputs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 func.func private @unused(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -3,9 +3,11 @@
 // runtime calls.  When the C interface is MLIR's (load each descriptor, pass
 // its fields), the kernel takes the descriptor array and the aligned (data)
 // pointers, noalias, instead of every field: its entry block reads the other
-// fields through argv.  The kernel becomes internal.
+// fields through argv.  The kernel becomes internal, and no_inline (LLVM
+// optimizing it merged into pt2_entry cost more than the two apart).
 
 // CHECK-LABEL: llvm.func internal @kernel(%arg0: !llvm.ptr, %arg1: !llvm.ptr {llvm.noalias}, %arg2: !llvm.ptr {llvm.noalias})
+// CHECK-SAME: no_inline
 // CHECK-NEXT: %[[P0:.*]] = llvm.getelementptr %arg0[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT: %[[D0:.*]] = llvm.load %[[P0]] : !llvm.ptr -> !llvm.ptr
 // CHECK-NEXT: %[[P1:.*]] = llvm.getelementptr %arg0[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr

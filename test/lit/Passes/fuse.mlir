@@ -254,3 +254,35 @@ func.func @inputless_producer_of_reduction(%x: tensor<1x4xf32>) -> tensor<4xf32>
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A scalar is no shared data: two kernels of the same loops that read only
+// the same 0-d constant (an eps) stay apart, and are not even candidates.
+// CHECK-LABEL: func.func @shared_scalar_only
+// CHECK: linalg.generic {{.*}} ins(%arg0, %{{.*}} : tensor<64xf32>, tensor<f32>)
+// CHECK: linalg.generic {{.*}} ins(%arg1, %{{.*}} : tensor<64xf32>, tensor<f32>)
+// LOG-LABEL: pt2-fuse: @shared_scalar_only
+// LOG-NOT: horizontal
+// LOG-NOT: rejected
+#id1 = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+func.func @shared_scalar_only(%x: tensor<64xf32>, %y: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %eps = arith.constant dense<1.0e-05> : tensor<f32>
+  %e = tensor.empty() : tensor<64xf32>
+  %a = linalg.generic {indexing_maps = [#id1, #scalar, #id1], iterator_types = ["parallel"]}
+      ins(%x, %eps : tensor<64xf32>, tensor<f32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%i: f32, %s: f32, %o: f32):
+    %v = arith.addf %i, %s : f32
+    %r = math.rsqrt %v : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %b = linalg.generic {indexing_maps = [#id1, #scalar, #id1], iterator_types = ["parallel"]}
+      ins(%y, %eps : tensor<64xf32>, tensor<f32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%i: f32, %s: f32, %o: f32):
+    %v = arith.addf %i, %s : f32
+    %r = math.rsqrt %v : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %a, %b : tensor<64xf32>, tensor<64xf32>
+}
