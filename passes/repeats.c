@@ -24,7 +24,7 @@
  * read the previous copy's result, through the same reshape.
  *
  * Finding the copies: each unit gets a hash of its structure (names, attributes, types, regions and the
- * wiring inside them; not which values it reads from outside).  For every period L, where unit i hashes
+ * wiring inside them; not which values it reads from outside: op_tokens.c).  For every period L, where unit i hashes
  * as unit i + L over a run of units, copies of len <= L units starting in the run are candidates; they
  * are tried by units saved, (copies - 1) * len.  A candidate is checked exactly: each copy is flattened
  * into a list of tokens (the structure again, and every value a unit reads from outside itself as
@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "op_tokens.h"
 
 bool pt2_disabled(const char *list, const char *what); /* registry.c */
 
@@ -60,187 +61,6 @@ static int min_units(void) {
     const char *env = getenv("PT2_REPEAT_MIN_UNITS");
     int n = env && env[0] ? atoi(env) : MIN_UNITS_DEFAULT;
     return n < 1 ? 1 : n;
-}
-
-/*===----------------------------------------------------------------------===*
- * Tokens: an op's structure as a list of integers
- *===----------------------------------------------------------------------===*/
-
-typedef struct Tokens {
-    uint64_t *t;
-    int n, cap;
-} Tokens;
-
-static void push(Tokens *k, uint64_t v) {
-    if (k->n == k->cap) {
-        k->cap = k->cap ? 2 * k->cap : 256;
-        k->t = realloc(k->t, (size_t)k->cap * sizeof *k->t);
-    }
-    k->t[k->n++] = v;
-}
-
-static void push_ptr(Tokens *k, const void *p) { push(k, (uint64_t)(uintptr_t)p); }
-
-/* Token kinds of a value an op reads (distinct from pointers: pointers are 8-byte aligned). */
-enum {
-    TOK_LOCAL_RESULT = 1,  /* a result of an op inside the same unit: (op number, result) */
-    TOK_LOCAL_ARGUMENT = 3, /* a block argument inside the same unit: (block number, argument) */
-    TOK_UNIT_RESULT = 5,    /* a result of a unit of the same copy: (unit, result) */
-    TOK_VIEW_FIRST = 7,     /* a view the copy reads for the first time: its own tokens follow */
-    TOK_VIEW_AGAIN = 9,     /* a view read before: (its number in the copy) */
-    TOK_OUTSIDE = 11,       /* a value from outside the copy (a parameter of the outlined function) */
-    TOK_ANY_OUTSIDE = 13,   /* (hashing units) a value from outside the unit */
-};
-
-/* What the flattening of one unit has seen: its nested ops and blocks, in walk order. */
-typedef struct Scope {
-    MlirOperation unit;
-    bool unsupported; /* a value or block the flattening cannot place (a use before its definition) */
-    MlirOperation *ops;
-    int n_ops, cap_ops;
-    MlirBlock *blocks;
-    int n_blocks, cap_blocks;
-} Scope;
-
-/* How a value from outside the unit is written: a callback of the copy being flattened. */
-typedef void (*OutsideFn)(Tokens *k, MlirValue v, void *user);
-
-static int scope_op_index(const Scope *s, MlirOperation op) {
-    for (int i = s->n_ops - 1; i >= 0; --i) {
-        if (mlirOperationEqual(s->ops[i], op)) return i;
-    }
-    return -1;
-}
-
-static int scope_block_index(const Scope *s, MlirBlock b) {
-    for (int i = s->n_blocks - 1; i >= 0; --i) {
-        if (mlirBlockEqual(s->blocks[i], b)) return i;
-    }
-    return -1;
-}
-
-/* Whether op is `ancestor` or nested in it. */
-static bool is_within(MlirOperation op, MlirOperation ancestor) {
-    for (; !mlirOperationIsNull(op); op = mlirOperationGetParentOperation(op)) {
-        if (mlirOperationEqual(op, ancestor)) return true;
-    }
-    return false;
-}
-
-static void flatten_value(Tokens *k, Scope *s, MlirValue v, OutsideFn outside, void *user) {
-    if (mlirValueIsABlockArgument(v)) {
-        MlirBlock owner = mlirBlockArgumentGetOwner(v);
-        int b = scope_block_index(s, owner);
-        if (b >= 0) {
-            push(k, TOK_LOCAL_ARGUMENT);
-            push(k, (uint64_t)b);
-            push(k, (uint64_t)mlirBlockArgumentGetArgNumber(v));
-            return;
-        }
-        MlirOperation parent = mlirBlockGetParentOperation(owner);
-        if (!mlirOperationIsNull(parent) && is_within(parent, s->unit)) {
-            s->unsupported = true;
-            return;
-        }
-    } else {
-        MlirOperation def = mlirOpResultGetOwner(v);
-        int i = scope_op_index(s, def);
-        if (i >= 0) {
-            push(k, TOK_LOCAL_RESULT);
-            push(k, (uint64_t)i);
-            push(k, (uint64_t)mlirOpResultGetResultNumber(v));
-            return;
-        }
-        if (is_within(def, s->unit)) {
-            s->unsupported = true;
-            return;
-        }
-    }
-    outside(k, v, user);
-}
-
-static void flatten_op(Tokens *k, Scope *s, MlirOperation op, OutsideFn outside, void *user) {
-    if (s->n_ops == s->cap_ops) {
-        s->cap_ops = s->cap_ops ? 2 * s->cap_ops : 32;
-        s->ops = realloc(s->ops, (size_t)s->cap_ops * sizeof *s->ops);
-    }
-    s->ops[s->n_ops++] = op;
-    push_ptr(k, mlirOperationGetName(op).ptr);
-    intptr_t n_attrs = mlirOperationGetNumAttributes(op);
-    push(k, (uint64_t)n_attrs);
-    for (intptr_t i = 0; i < n_attrs; ++i) {
-        MlirNamedAttribute a = mlirOperationGetAttribute(op, i);
-        push_ptr(k, a.name.ptr);
-        /* pt2.state numbers a running state's fill only so that cse keeps it apart from equal fills
-         * (passes/lanes.c): which number does not matter, and every copy has its own */
-        push_ptr(k, mlirStringRefEqual(mlirIdentifierStr(a.name), sref("pt2.state")) ? NULL : a.attribute.ptr);
-    }
-    intptr_t n_results = mlirOperationGetNumResults(op);
-    push(k, (uint64_t)n_results);
-    for (intptr_t i = 0; i < n_results; ++i) push_ptr(k, mlirValueGetType(mlirOperationGetResult(op, i)).ptr);
-    intptr_t n_operands = mlirOperationGetNumOperands(op);
-    push(k, (uint64_t)n_operands);
-    for (intptr_t i = 0; i < n_operands; ++i) {
-        MlirValue v = mlirOperationGetOperand(op, i);
-        push_ptr(k, mlirValueGetType(v).ptr);
-        flatten_value(k, s, v, outside, user);
-    }
-    intptr_t n_regions = mlirOperationGetNumRegions(op);
-    push(k, (uint64_t)n_regions);
-    int first_block = s->n_blocks;
-    for (intptr_t r = 0; r < n_regions; ++r) {
-        int n_blocks = 0;
-        for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
-            if (s->n_blocks == s->cap_blocks) {
-                s->cap_blocks = s->cap_blocks ? 2 * s->cap_blocks : 16;
-                s->blocks = realloc(s->blocks, (size_t)s->cap_blocks * sizeof *s->blocks);
-            }
-            s->blocks[s->n_blocks++] = b;
-            ++n_blocks;
-        }
-        push(k, (uint64_t)n_blocks);
-    }
-    /* every block of the op is numbered before its ops are walked: successors may name later blocks */
-    for (int b = first_block; b < s->n_blocks; ++b) {
-        MlirBlock block = s->blocks[b];
-        if (!mlirOperationEqual(mlirBlockGetParentOperation(block), op)) continue;
-        intptr_t n_args = mlirBlockGetNumArguments(block);
-        push(k, (uint64_t)n_args);
-        for (intptr_t i = 0; i < n_args; ++i) push_ptr(k, mlirValueGetType(mlirBlockGetArgument(block, i)).ptr);
-        int n_ops = 0;
-        for (MlirOperation in = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(in); in = mlirOperationGetNextInBlock(in)) {
-            flatten_op(k, s, in, outside, user);
-            ++n_ops;
-        }
-        push(k, (uint64_t)n_ops);
-    }
-    intptr_t n_successors = mlirOperationGetNumSuccessors(op);
-    push(k, (uint64_t)n_successors);
-    for (intptr_t i = 0; i < n_successors; ++i) {
-        int b = scope_block_index(s, mlirOperationGetSuccessor(op, i));
-        if (b < 0) s->unsupported = true;
-        push(k, (uint64_t)b);
-    }
-}
-
-/* Flattens one top-level op (a unit) into k; false if some value or block could not be placed. */
-static bool flatten_unit(Tokens *k, MlirOperation unit, OutsideFn outside, void *user) {
-    Scope s = {.unit = unit};
-    flatten_op(k, &s, unit, outside, user);
-    free(s.ops);
-    free(s.blocks);
-    return !s.unsupported;
-}
-
-static uint64_t hash_tokens(const uint64_t *t, int n) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over the 8 bytes of each token */
-    for (int i = 0; i < n; ++i) {
-        for (int b = 0; b < 8; ++b) {
-            h ^= (t[i] >> (8 * b)) & 0xff;
-            h *= 1099511628211ull;
-        }
-    }
-    return h;
 }
 
 /*===----------------------------------------------------------------------===*
@@ -257,7 +77,7 @@ static bool captures_nothing(MlirOperation op, MlirOperation root) {
                     MlirValue v = mlirOperationGetOperand(in, i);
                     MlirOperation owner = mlirValueIsABlockArgument(v) ? mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v))
                                                                        : mlirOpResultGetOwner(v);
-                    if (!is_within(owner, root)) return false;
+                    if (!op_is_within(owner, root)) return false;
                 }
                 if (!captures_nothing(in, root)) return false;
             }
@@ -348,7 +168,7 @@ static bool is_listed_view(MlirOperation op, const void *units) { return table_g
 static void any_outside(Tokens *k, MlirValue v, void *user) {
     (void)v;
     (void)user;
-    push(k, TOK_ANY_OUTSIDE);
+    tokens_push(k, TOK_ANY_OUTSIDE);
 }
 
 static Units collect_units(MlirBlock body) {
@@ -376,8 +196,8 @@ static Units collect_units(MlirBlock body) {
         }
         u.op[u.n] = op;
         k.n = 0;
-        bool ok = may_outline(op) && flatten_unit(&k, op, any_outside, NULL);
-        u.hash[u.n] = ok ? hash_tokens(k.t, k.n) & ~(1ull << 63) : (1ull << 63) | (uint64_t)u.n;
+        bool ok = may_outline(op) && tokens_flatten_unit(&k, op, any_outside, NULL);
+        u.hash[u.n] = ok ? tokens_hash(k.t, k.n) & ~(1ull << 63) : (1ull << 63) | (uint64_t)u.n;
         table_put(&u, op, u.n);
         ++u.n;
     }
@@ -441,26 +261,26 @@ static void copy_outside(Tokens *k, MlirValue v, void *user) {
     Copy *c = user;
     switch (classify(c, v)) {
     case READS_UNIT:
-        push(k, TOK_UNIT_RESULT);
-        push(k, (uint64_t)unit_index(c->u, mlirOpResultGetOwner(v)) - (uint64_t)c->start);
-        push(k, (uint64_t)mlirOpResultGetResultNumber(v));
+        tokens_push(k, TOK_UNIT_RESULT);
+        tokens_push(k, (uint64_t)unit_index(c->u, mlirOpResultGetOwner(v)) - (uint64_t)c->start);
+        tokens_push(k, (uint64_t)mlirOpResultGetResultNumber(v));
         return;
     case READS_VIEW: {
         MlirOperation view = mlirOpResultGetOwner(v);
         if (is_constant_view(view)) {
             /* a value of constants alone: which op makes it does not matter (cse shares one empty tensor
              * between two readers in one copy and not in another), its structure does */
-            push(k, TOK_VIEW_FIRST);
-            flatten_unit(k, view, copy_outside, c);
+            tokens_push(k, TOK_VIEW_FIRST);
+            tokens_flatten_unit(k, view, copy_outside, c);
             return;
         }
         int j = copy_view_index(c, view);
         if (j >= 0) {
-            push(k, TOK_VIEW_AGAIN);
-            push(k, (uint64_t)j);
+            tokens_push(k, TOK_VIEW_AGAIN);
+            tokens_push(k, (uint64_t)j);
         } else {
-            push(k, TOK_VIEW_FIRST);
-            flatten_unit(k, view, copy_outside, c); /* views capture nothing: always placed */
+            tokens_push(k, TOK_VIEW_FIRST);
+            tokens_flatten_unit(k, view, copy_outside, c); /* views capture nothing: always placed */
             oplist_push(&c->views, view);
         }
         return;
@@ -473,7 +293,7 @@ static void copy_outside(Tokens *k, MlirValue v, void *user) {
         c->uses = realloc(c->uses, (size_t)c->cap_uses * sizeof *c->uses);
     }
     c->uses[c->n_uses++] = v;
-    push(k, TOK_OUTSIDE);
+    tokens_push(k, TOK_OUTSIDE);
 }
 
 /* Flattens the copy [start, start + len) of u into k (cleared first), filling c's uses and views. */
@@ -484,7 +304,7 @@ static void flatten_copy(Copy *c, const Units *u, int start, int len, Tokens *k)
     c->n_uses = 0;
     c->views.n = 0;
     k->n = 0;
-    for (int i = start; i < start + len; ++i) flatten_unit(k, u->op[i], copy_outside, c);
+    for (int i = start; i < start + len; ++i) tokens_flatten_unit(k, u->op[i], copy_outside, c);
 }
 
 static void free_copy(Copy *c) {
@@ -803,7 +623,7 @@ static void rewire(Outliner *o, MlirOperation op, MlirOperation root) {
         MlirValue v = mlirOperationGetOperand(op, i);
         MlirOperation owner = mlirValueIsABlockArgument(v) ? mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v))
                                                            : mlirOpResultGetOwner(v);
-        if (!is_within(owner, root)) mlirOperationSetOperand(op, i, resolve(o, v, root));
+        if (!op_is_within(owner, root)) mlirOperationSetOperand(op, i, resolve(o, v, root));
     }
     for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); ++r) {
         for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
