@@ -164,16 +164,37 @@ void var_push_item(Trace *t, Var *c, Var *item) {
     c->items[c->n_items++] = item;
 }
 
-void trace_note_view(Trace *t, Var *x) {
-    if (x->storage >= t->cap_viewed) {
+static void note_viewed(Trace *t, int storage) {
+    if (storage >= t->cap_viewed) {
         int cap = t->cap_viewed ? 2 * t->cap_viewed : 256;
-        while (cap <= x->storage) cap *= 2;
+        while (cap <= storage) cap *= 2;
         bool *v = trace_alloc(t, sizeof(bool) * (size_t)cap);
         if (t->cap_viewed) memcpy(v, t->storage_viewed, sizeof(bool) * (size_t)t->cap_viewed);
         t->storage_viewed = v;
         t->cap_viewed = cap;
     }
-    t->storage_viewed[x->storage] = true;
+    t->storage_viewed[storage] = true;
+}
+
+void trace_add_view(Trace *t, Var *view, Var *base, const char *op, const char *attrs) {
+    view->storage = base->storage;
+    view->view_parent = base;
+    if (op) {
+        size_t n = strlen(attrs ? attrs : "") + 1;
+        char *copy = trace_alloc(t, n);
+        memcpy(copy, attrs ? attrs : "", n);
+        view->view_op = op;
+        view->view_attrs = copy;
+    }
+    note_viewed(t, base->storage);
+    if (t->n_views == t->cap_views) {
+        int cap = t->cap_views ? 2 * t->cap_views : 64;
+        Var **views = trace_alloc(t, sizeof(Var *) * (size_t)cap);
+        if (t->n_views) memcpy(views, t->views, sizeof(Var *) * (size_t)t->n_views);
+        t->views = views;
+        t->cap_views = cap;
+    }
+    t->views[t->n_views++] = view;
 }
 
 bool trace_storage_viewed(Trace *t, Var *x) { return x->storage < t->cap_viewed && t->storage_viewed[x->storage]; }
