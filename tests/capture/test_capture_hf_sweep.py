@@ -1,0 +1,42 @@
+"""Constructs that split HuggingFace models in the whole-list run of 2026-12-01
+(bench/models.py --suite hf), each compared with eager: Tensor.new_ones /
+new_zeros / new_full / new_empty (masking_utils' and_masks, BigBird, Megatron,
+M2M100, Longformer)."""
+import pytest
+import torch
+
+import pt2
+from test_capture import r
+from test_capture_breaks_hf import check
+
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.bool]
+
+
+# ---------------------------------------------------------------- Tensor.new_*
+
+
+def new_factories(x):
+    ones = x.new_ones((), dtype=torch.bool)  # masking_utils.and_mask's start
+    zeros = x.new_zeros(2, 3)  # sizes as varargs
+    full = x.new_full((3,), 7)  # x's dtype, not the fill value's
+    wide = x.new_ones([2, 1], dtype=torch.int64)
+    none = x.new_empty((0, 5))
+    return ones & (x != 0), zeros, full, wide, none, x.new_zeros(x.shape) + x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_new_factories(dtype):
+    check(new_factories, lambda: (r(3, dtype=dtype),), graphs=1, breaks=0)
+
+
+def test_and_masks_of_mask_functions():
+    def and_mask(q_idx, kv_idx, fns):
+        result = q_idx.new_ones((), dtype=torch.bool)
+        for fn in fns:
+            result = result & fn(q_idx, kv_idx)
+        return result
+
+    def fn(q, kv):
+        return and_mask(q[:, None], kv[None, :], [lambda a, b: a >= b, lambda a, b: (a - b) < 3])
+
+    check(fn, lambda: (torch.arange(7), torch.arange(5)), graphs=1, breaks=0)
