@@ -40,3 +40,38 @@ def test_and_masks_of_mask_functions():
         return and_mask(q[:, None], kv[None, :], [lambda a, b: a >= b, lambda a, b: (a - b) < 3])
 
     check(fn, lambda: (torch.arange(7), torch.arange(5)), graphs=1, breaks=0)
+
+
+# ---------------------------------------------------------------- `is None` of containers
+
+
+class Output(dict):
+    # transformers' ModelOutput.__post_init__ asks `self.__dict__.get(name) is None`
+    # of every field, and DeBERTa's hidden_states field is a tuple made in the trace
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.__dict__.update(kw)
+
+    def others_are_none(self, names):
+        return all(self.__dict__.get(n) is None for n in names)
+
+
+def is_none_of_containers(x, outside):
+    made = (x, x * 2)
+    seq = [x]
+    d = {"a": x}
+    out = Output(first=x + 1, hidden=made, extra=None)
+    flags = (made is None, None is seq, d is not None, outside is None, outside[0] is None, range(2) is None,
+             slice(1) is None, iter(seq) is None, out.others_are_none(["extra"]), out.others_are_none(["hidden", "extra"]))
+    return x + sum(flags), flags
+
+
+def test_is_none_of_containers():
+    check(is_none_of_containers, lambda: (r(3, 4), (1, None)), graphs=1, breaks=0)
+
+
+def test_is_none_of_a_tuple_from_outside_is_guarded():
+    compiled = pt2.compile(lambda x, t: x + 1 if t is None else x - 1)
+    x = r(3)
+    torch.testing.assert_close(compiled(x, (1, 2)), x - 1)
+    torch.testing.assert_close(compiled(x, None), x + 1)
