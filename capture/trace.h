@@ -191,6 +191,11 @@ typedef struct Trace {
     /* guards */
     GuardSpec *guards;
     int n_guards, cap_guards;
+    /* the ALIAS_MATCH guards' source pairs, hashed (trace_guard_alias): a
+     * model's parameters told apart pairwise are tens of thousands of them */
+    uint64_t *alias_keys; /* open addressing, 0 = empty */
+    int *alias_guards;    /* the guard of each key */
+    size_t n_alias_keys, cap_alias_keys;
     /* the break that ended the trace, if any */
     bool broke;
     Break brk;

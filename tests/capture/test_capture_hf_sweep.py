@@ -75,3 +75,47 @@ def test_is_none_of_a_tuple_from_outside_is_guarded():
     x = r(3)
     torch.testing.assert_close(compiled(x, (1, 2)), x - 1)
     torch.testing.assert_close(compiled(x, None), x + 1)
+
+
+# ---------------------------------------------------------------- parameters told apart pairwise
+
+
+class Deep(torch.nn.Module):
+    # transformers' `self.dtype` / `self.device` walk parameters(): its memo
+    # tells every parameter apart from every earlier one (an ALIAS_MATCH guard
+    # per pair); XLNet asks both, and its trace took minutes
+    def __init__(self, n):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(3, 3) for _ in range(n))
+
+    @property
+    def dtype(self):
+        return next(p.dtype for p in self.parameters() if p.is_floating_point())
+
+    @property
+    def device(self):
+        return next(p.device for p in self.parameters())
+
+    def forward(self, x):
+        x = x.to(device=self.device, dtype=self.dtype)
+        for layer in self.layers:
+            x = layer(x) * (1.0 if self.dtype == torch.float32 else 2.0)
+        return x
+
+
+def test_many_parameters_told_apart():
+    import time
+
+    m = Deep(120).eval()
+    x = r(2, 3)
+    pt2.reset()
+    compiled = pt2.compile(m)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = compiled(x)
+        torch.testing.assert_close(out, m(x), rtol=1e-5, atol=1e-5)
+    assert time.perf_counter() - t0 < 60
+    # the pairs are still guarded: tying two weights recompiles, as eager sees one tensor
+    m.layers[1].weight = m.layers[0].weight
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), m(x), rtol=1e-5, atol=1e-5)
