@@ -12,7 +12,8 @@
  * of that storage is then taken again from the new base.  What a Var cannot
  * express falls back to a graph break, never a wrong result:
  *   - a view eager cannot write through (an expand), or one pt2 cannot
- *     place (a reshape of unknown strides, which eager may have copied);
+ *     place (a reshape of unknown strides, which eager may have copied; a
+ *     select at a 0-d index tensor, a position known at run time);
  *   - the result does not fit x (a dtype PyTorch refuses to cast back, a
  *     broadcast that grows x).
  * A mutated graph input keeps its Source and is marked `mutated`: the
@@ -103,7 +104,7 @@ static void view_perm(const Var *v, int64_t *perm) {
  * written through to its parent; else breaks, saying why. */
 static bool view_invertible(Trace *t, const Var *v, const char *what) {
     if (!v->view_op) {
-        trace_break(t, "in-place %s on a reshape of a tensor of unknown strides (eager may have copied it)", what);
+        trace_break(t, "in-place %s on a view pt2 cannot write through (a reshape of unknown strides, a select at an index tensor)", what);
         return false;
     }
     if (strcmp(v->view_op, "expand") == 0) {
@@ -248,7 +249,7 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
     bool viewed = trace_storage_viewed(t, x);
     for (int k = 0; viewed && k < t->n_views; ++k) {
         if (t->views[k]->storage == base->storage && !t->views[k]->view_op) {
-            return trace_break(t, "in-place %s on a tensor with a reshape of unknown strides (eager may have copied it)", what);
+            return trace_break(t, "in-place %s on a tensor with a view pt2 cannot write through (a reshape of unknown strides, a select at an index tensor)", what);
         }
     }
     if (value->dtype != x->dtype) {

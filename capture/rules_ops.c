@@ -548,7 +548,10 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
                 /* PyTorch takes a 0-d index tensor as an int (a select at its
                  * value), not as an advanced index: here a select at a
                  * position known at run time */
+                Var *base = x;
                 x = opv(t, "index", 2, (Var *[]){x, it}, "{dims = array<i64: %d>}", dim);
+                /* a view of base in eager, at a position pt2 cannot write through */
+                if (x) trace_add_view(t, x, base, NULL, NULL);
                 continue;
             }
             adv[n_adv++] = (AdvancedIndex){dim++, it};

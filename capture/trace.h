@@ -88,7 +88,8 @@ typedef struct Var {
     /* a view taken in the trace (trace_add_view): the tensor it views and
      * how ("alias", or a view op and its attributes), so that an in-place op
      * on any tensor of the storage reaches the others (inplace.c); view_op
-     * NULL: a reshape of unknown strides, which eager may have copied */
+     * NULL: a view pt2 cannot write through (a reshape of unknown strides,
+     * which eager may have copied; a select at an index tensor) */
     struct Var *view_parent;
     const char *view_op, *view_attrs;
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */

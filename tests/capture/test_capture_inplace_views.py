@@ -176,3 +176,22 @@ def test_inplace_on_an_expand_raises_as_eager():
     pt2.reset()
     with pytest.raises(RuntimeError, match="single memory location"):
         pt2.compile(inplace_on_expand)(x.clone())
+
+
+def inplace_on_select_at_index_tensor(x, i):
+    y = x * 1
+    w = y[i]  # a 0-d index tensor: a select (a view) at a position known at run time
+    w.add_(100)  # y sees it in eager: pt2 breaks rather than lose it
+    return y
+
+
+def inplace_on_base_of_select_at_index_tensor(x, i):
+    y = x * 1
+    w = y[i]
+    y.mul_(2)  # w sees it in eager
+    return w + 0
+
+
+@pytest.mark.parametrize("fn", [inplace_on_select_at_index_tensor, inplace_on_base_of_select_at_index_tensor])
+def test_select_at_an_index_tensor_is_a_view(fn):
+    run_both(fn, lambda: (r(3, 5), torch.tensor(1)))
