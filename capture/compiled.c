@@ -529,8 +529,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         if (pt2_tensor_data(outputs[got_out], &ptrs[self->n_inputs + got_out]) != 0) goto done;
         PyObject *view = self->output_views ? self->output_views[got_out] : NULL;
         if (view) { /* the kernel writes the memory in dim order; the caller sees eager's strides */
-            Py_SETREF(outputs[got_out], PyObject_CallMethodObjArgs(outputs[got_out], str_as_strided, PyTuple_GET_ITEM(view, 0),
-                                                                   PyTuple_GET_ITEM(view, 1), NULL));
+            Py_SETREF(outputs[got_out], pt2_call_method_unseen(outputs[got_out], str_as_strided, PyTuple_GET_ITEM(view, 0),
+                                                               PyTuple_GET_ITEM(view, 1)));
             if (!outputs[got_out]) goto done;
         }
     }

@@ -4,10 +4,16 @@
  * and AOTAutograd functionalize mutation (§3.7, §4): `x.add_(y)` becomes
  * `x' = x + y`, and every later use of x reads x'.  Here a Var is shared by
  * every alias the trace holds (locals, containers, the memo of inputs), so
- * the rewrite updates the Var itself.  What a Var cannot express falls back
- * to a graph break, never a wrong result:
- *   - a view of the storage exists (x[0], x.view(...), x.t() ... were taken
- *     from it, or x is such a view): the views would not see the change;
+ * the rewrite updates the Var itself.  Views are functionalized as
+ * AOTAutograd's functionalization does: an in-place op on a view (x[0],
+ * x.view(...), x.t() ...) writes its new value back into the tensor it was
+ * taken from (the inverse of the view: a scatter into the slice, the inverse
+ * permutation or reshape), up to the storage's base, and every other view
+ * of that storage is then taken again from the new base.  What a Var cannot
+ * express falls back to a graph break, never a wrong result:
+ *   - a view eager cannot write through (an expand), or one pt2 cannot
+ *     place (a reshape of unknown strides, which eager may have copied; a
+ *     select at a 0-d index tensor, a position known at run time);
  *   - the result does not fit x (a dtype PyTorch refuses to cast back, a
  *     broadcast that grows x).
  * A mutated graph input keeps its Source and is marked `mutated`: the
@@ -40,6 +46,188 @@ static Var *broadcast_to_var(Trace *t, Var *value, Var *x, const char *what) {
     return op1(t, "expand", value, "{shape = %s}", s);
 }
 
+/* Another graph input sharing x's memory, which would not see the write-back. */
+static bool input_shares_memory(Trace *t, Var *x) {
+    for (int i = 0; i < t->n_inputs; ++i) {
+        Var *o = t->inputs[i];
+        if (o == x || !o->real) continue;
+        PyObject *a = PyObject_CallMethod(x->real, "untyped_storage", NULL), *b = PyObject_CallMethod(o->real, "untyped_storage", NULL);
+        PyObject *pa = a ? PyObject_CallMethod(a, "data_ptr", NULL) : NULL, *pb = b ? PyObject_CallMethod(b, "data_ptr", NULL) : NULL;
+        bool same = pa && pb && PyObject_RichCompareBool(pa, pb, Py_EQ) == 1;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(pa);
+        Py_XDECREF(pb);
+        PyErr_Clear();
+        if (same) return true;
+    }
+    return false;
+}
+
+/* x takes `value` (x's dtype and shape) as its new value, in x's strides. */
+static bool store_value(Trace *t, Var *x, Var *value) {
+    if (x->is_input && x->real) x->mutated = true;
+    /* x keeps its strides in eager: the new value must say so (a copy,
+     * which fuses away, where the result's own strides differ) */
+    int64_t xs[PT2_MAX_RANK], vs[PT2_MAX_RANK];
+    bool x_known = var_strides(t, x, xs), v_known = var_strides(t, value, vs);
+    if (x_known != v_known || (x_known && memcmp(xs, vs, sizeof(int64_t) * (size_t)x->rank) != 0)) {
+        value = copy_with_strides(t, value, x_known ? xs : NULL);
+        if (!value) return false;
+    }
+    x->value = value->value;
+    trace_mutated(t, x);
+    return true;
+}
+
+/*--- Views: writing through and taking again ---------------------------------*/
+
+/* The integer attribute `name` of a view op's attribute text ("{dim = 1 : i64, ...}"). */
+static int64_t view_attr(const Var *v, const char *name) {
+    char key[32];
+    snprintf(key, sizeof key, "%s = ", name);
+    const char *p = strstr(v->view_attrs, key);
+    return p ? strtoll(p + strlen(key), NULL, 10) : 0;
+}
+
+/* The perm of a permute view ("{perm = array<i64: 2, 0, 1>}"). */
+static void view_perm(const Var *v, int64_t *perm) {
+    const char *p = strstr(v->view_attrs, "array<i64:");
+    for (int d = 0; d < v->rank; ++d) {
+        p = p ? p + strcspn(p, ":,") + 1 : NULL;
+        perm[d] = p ? strtoll(p, NULL, 10) : d;
+        if (perm[d] < 0) perm[d] += v->rank;
+    }
+}
+
+/* Whether an in-place op on view v (of a storage being written) can be
+ * written through to its parent; else breaks, saying why. */
+static bool view_invertible(Trace *t, const Var *v, const char *what) {
+    if (!v->view_op) {
+        trace_break(t, "in-place %s on a view pt2 cannot write through (a reshape of unknown strides, a select at an index tensor)", what);
+        return false;
+    }
+    if (strcmp(v->view_op, "expand") == 0) {
+        trace_break(t, "in-place %s on an expanded tensor (eager raises where elements share memory)", what);
+        return false;
+    }
+    return true;
+}
+
+/* An int64 constant of the graph from host data. */
+static Var *index_constant(Trace *t, const int64_t *data, int64_t n) {
+    int64_t size = n;
+    int id = pt2GraphAddConstant(t->graph, PT2_I64, 1, &size, data);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    return var_tensor(t, id);
+}
+
+/* x with the box start:stop:step of each dim (an int where is_int: the dim
+ * dropped from the value's shape) replaced by v, broadcast to the box, as
+ * where(region mask, v spread over the region, x); v is already x's dtype. */
+static Var *scatter_box(Trace *t, Var *x, const int64_t *start, const int64_t *stop, const int64_t *step, const bool *is_int, Var *v) {
+    /* the view's shape, which the value broadcasts to */
+    int64_t view[PT2_MAX_RANK];
+    int view_rank = 0;
+    for (int d = 0; d < x->rank; ++d) {
+        if (!is_int[d]) view[view_rank++] = stop[d] > start[d] ? (stop[d] - start[d] + step[d] - 1) / step[d] : 0;
+    }
+    if (v->rank > view_rank) return trace_break(t, "x[...] = v: the value has more dimensions than the selection");
+    /* the value with x's rank: size 1 for int-indexed dims, view sizes elsewhere */
+    int64_t vshape[PT2_MAX_RANK];
+    int vd = v->rank - view_rank; /* negative: leading dims the value broadcasts over */
+    for (int d = 0, k = 0; d < x->rank; ++d) {
+        if (is_int[d]) {
+            vshape[d] = 1;
+            continue;
+        }
+        int src = vd + k++;
+        int64_t s = src >= 0 ? v->sizes[src] : 1;
+        if (s != 1 && s != view[k - 1]) return trace_break(t, "x[...] = v: shape mismatch");
+        vshape[d] = s;
+    }
+    v = reshape_to(t, v, vshape, x->rank);
+    Var *mask = NULL;
+    for (int d = 0; d < x->rank && v; ++d) {
+        int64_t len = x->sizes[d], k = vshape[d];
+        bool whole = start[d] == 0 && stop[d] == len && step[d] == 1;
+        if (whole) continue;
+        /* spread the value's k entries to their positions along d */
+        if (k > 1) {
+            int64_t *pos = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t));
+            for (int64_t p = 0; p < len; ++p) {
+                int64_t j = p < start[d] ? 0 : (p - start[d]) / step[d];
+                pos[p] = j < k ? j : k - 1;
+            }
+            Var *idx = index_constant(t, pos, len);
+            PyMem_Free(pos);
+            v = idx ? op2(t, "index_select", v, idx, "{dim = %d : i64}", d) : NULL;
+            if (!v) return NULL;
+        }
+        bool *in = PyMem_Calloc((size_t)(len ? len : 1), sizeof(bool));
+        for (int64_t p = start[d]; p < stop[d]; p += step[d]) in[p] = true;
+        int64_t *bits = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t));
+        for (int64_t p = 0; p < len; ++p) bits[p] = in[p];
+        PyMem_Free(in);
+        Var *sel = index_constant(t, bits, len);
+        PyMem_Free(bits);
+        int64_t mshape[PT2_MAX_RANK];
+        for (int e = 0; e < x->rank; ++e) mshape[e] = e == d ? len : 1;
+        Var *m = sel ? op2(t, "ne", reshape_to(t, sel, mshape, x->rank), int_const(t, 0), "%s", "") : NULL;
+        if (!m) return NULL;
+        mask = mask ? op2(t, "logical_and", mask, m, "%s", "") : m;
+        if (!mask) return NULL;
+    }
+    if (!v) return NULL;
+    return mask ? op3(t, "where", mask, v, x, "%s", "") : v;
+}
+
+/* The parent of view v with v's region replaced by v's (new) value. */
+static Var *write_back(Trace *t, Var *v) {
+    Var *p = v->view_parent;
+    Var *value = var_tensor(t, v->value); /* v's value as a tensor of its own: no view of v's storage */
+    if (!value) return NULL;
+    if (strcmp(v->view_op, "alias") == 0) return value;
+    if (strcmp(v->view_op, "reshape") == 0) return reshape_internal(t, value, p->sizes, p->rank);
+    if (strcmp(v->view_op, "permute") == 0) {
+        int64_t perm[PT2_MAX_RANK], inverse[PT2_MAX_RANK];
+        view_perm(v, perm);
+        for (int d = 0; d < v->rank; ++d) inverse[perm[d]] = d;
+        char s[256], attrs[280];
+        ints_text(s, sizeof s, inverse, v->rank);
+        snprintf(attrs, sizeof attrs, "{perm = %s}", s);
+        return op1_internal(t, "permute", value, attrs);
+    }
+    /* slice and select: a box of the parent */
+    int64_t start[PT2_MAX_RANK], stop[PT2_MAX_RANK], step[PT2_MAX_RANK];
+    bool is_int[PT2_MAX_RANK] = {0};
+    for (int d = 0; d < p->rank; ++d) {
+        start[d] = 0;
+        stop[d] = p->sizes[d];
+        step[d] = 1;
+    }
+    int dim = (int)view_attr(v, "dim");
+    if (dim < 0) dim += p->rank;
+    int64_t size = p->sizes[dim];
+    if (strcmp(v->view_op, "select") == 0) {
+        int64_t index = view_attr(v, "index");
+        if (index < 0) index += size;
+        start[dim] = index;
+        stop[dim] = index + 1;
+        is_int[dim] = true;
+    } else { /* slice, bounds as meta_slice clamps them */
+        int64_t a = view_attr(v, "start"), b = view_attr(v, "end"), c = strstr(v->view_attrs, "step = ") ? view_attr(v, "step") : 1;
+        if (a < 0) a += size;
+        if (b < 0) b += size;
+        a = a < 0 ? 0 : a > size ? size : a;
+        b = b < a ? a : b > size ? size : b;
+        start[dim] = a;
+        stop[dim] = b;
+        step[dim] = c;
+    }
+    return scatter_box(t, p, start, stop, step, is_int, value);
+}
+
 Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
     if (!x || !value) return NULL;
     if (x->kind != V_TENSOR) return trace_break(t, "in-place %s on a non-tensor", what);
@@ -48,8 +236,21 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
         if (!value) return NULL;
     }
     if (value->kind != V_TENSOR) return trace_break(t, "in-place %s with a non-tensor result", what);
-    if (trace_storage_viewed(t, x)) {
-        return trace_break(t, "in-place %s on a tensor that shares memory with a view (pt2 does not track views yet)", what);
+    /* the views from x up to the storage's base must each be written through,
+     * and every view of the storage taken again: checked before anything changes */
+    Var *path[64];
+    int n_path = 0;
+    Var *base = x;
+    for (; base->view_parent; base = base->view_parent) {
+        if (n_path == (int)(sizeof path / sizeof path[0])) return trace_break(t, "in-place %s through more than 64 views", what);
+        if (!view_invertible(t, base, what)) return NULL;
+        path[n_path++] = base;
+    }
+    bool viewed = trace_storage_viewed(t, x);
+    for (int k = 0; viewed && k < t->n_views; ++k) {
+        if (t->views[k]->storage == base->storage && !t->views[k]->view_op) {
+            return trace_break(t, "in-place %s on a tensor with a view pt2 cannot write through (a reshape of unknown strides, a select at an index tensor)", what);
+        }
     }
     if (value->dtype != x->dtype) {
         if (!can_cast_inplace(value->dtype, x->dtype)) {
@@ -61,33 +262,27 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
     }
     value = broadcast_to_var(t, value, x, what);
     if (!value) return NULL;
-    if (x->is_input && x->real) {
-        /* another input sharing x's memory would not see the write-back */
-        for (int i = 0; i < t->n_inputs; ++i) {
-            Var *o = t->inputs[i];
-            if (o == x || !o->real) continue;
-            PyObject *a = PyObject_CallMethod(x->real, "untyped_storage", NULL), *b = PyObject_CallMethod(o->real, "untyped_storage", NULL);
-            PyObject *pa = a ? PyObject_CallMethod(a, "data_ptr", NULL) : NULL, *pb = b ? PyObject_CallMethod(b, "data_ptr", NULL) : NULL;
-            bool same = pa && pb && PyObject_RichCompareBool(pa, pb, Py_EQ) == 1;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_XDECREF(pa);
-            Py_XDECREF(pb);
-            PyErr_Clear();
-            if (same) return trace_break(t, "in-place %s on an input that shares memory with another input", what);
-        }
-        x->mutated = true;
+    if (base->is_input && base->real && input_shares_memory(t, base)) {
+        return trace_break(t, "in-place %s on an input that shares memory with another input", what);
     }
-    /* x keeps its strides in eager: the new value must say so (a copy,
-     * which fuses away, where the result's own strides differ) */
-    int64_t xs[PT2_MAX_RANK], vs[PT2_MAX_RANK];
-    bool x_known = var_strides(t, x, xs), v_known = var_strides(t, value, vs);
-    if (x_known != v_known || (x_known && memcmp(xs, vs, sizeof(int64_t) * (size_t)x->rank) != 0)) {
-        value = copy_with_strides(t, value, x_known ? xs : NULL);
-        if (!value) return NULL;
+    if (!store_value(t, x, value)) return NULL;
+    if (!viewed) return x;
+    for (int i = 0; i < n_path; ++i) {
+        Var *parent_value = write_back(t, path[i]);
+        if (!parent_value || !store_value(t, path[i]->view_parent, parent_value)) return NULL;
     }
-    x->value = value->value;
-    trace_mutated(t, x);
+    /* every other view of the storage, taken again from its parent's new value
+     * (in creation order: a parent before its views) */
+    for (int k = 0; k < t->n_views; ++k) {
+        Var *v = t->views[k];
+        bool on_path = false;
+        for (int i = 0; i < n_path && !on_path; ++i) on_path = path[i] == v;
+        if (v->storage != base->storage || on_path) continue;
+        int id = v->view_parent->value, r = id;
+        if (strcmp(v->view_op, "alias") != 0 && (r = trace_op(t, v->view_op, 1, &id, v->view_attrs, NULL, 0)) < 0) return NULL;
+        v->value = r;
+        trace_mutated(t, v);
+    }
     return x;
 }
 
@@ -122,14 +317,6 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
 }
 
 /*--- x[index] = value ------------------------------------------------------------*/
-
-/* An int64 constant of the graph from host data. */
-static Var *index_constant(Trace *t, const int64_t *data, int64_t n) {
-    int64_t size = n;
-    int id = pt2GraphAddConstant(t->graph, PT2_I64, 1, &size, data);
-    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
-    return var_tensor(t, id);
-}
 
 /* x[index] = value as where(region mask, value spread over the region, x):
  * ints, slices and ... select a box of x; a boolean mask of x's shape selects
@@ -195,61 +382,7 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
             return trace_break(t, "tensor item assignment with a %s index (advanced indexing)", it->kind == V_TENSOR ? "tensor" : "non-constant"), false;
         }
     }
-    /* the view's shape, which the value broadcasts to */
-    int64_t view[PT2_MAX_RANK];
-    int view_rank = 0;
-    for (int d = 0; d < x->rank; ++d) {
-        if (!is_int[d]) view[view_rank++] = stop[d] > start[d] ? (stop[d] - start[d] + step[d] - 1) / step[d] : 0;
-    }
     Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : convert_to(t, value, x->dtype);
-    if (!v) return false;
-    if (v->rank > view_rank) return trace_break(t, "x[...] = v: the value has more dimensions than the selection"), false;
-    /* the value with x's rank: size 1 for int-indexed dims, view sizes elsewhere */
-    int64_t vshape[PT2_MAX_RANK];
-    int vd = v->rank - view_rank; /* negative: leading dims the value broadcasts over */
-    for (int d = 0, k = 0; d < x->rank; ++d) {
-        if (is_int[d]) {
-            vshape[d] = 1;
-            continue;
-        }
-        int src = vd + k++;
-        int64_t s = src >= 0 ? v->sizes[src] : 1;
-        if (s != 1 && s != view[k - 1]) return trace_break(t, "x[...] = v: shape mismatch"), false;
-        vshape[d] = s;
-    }
-    v = reshape_to(t, v, vshape, x->rank);
-    Var *mask = NULL;
-    for (int d = 0; d < x->rank && v; ++d) {
-        int64_t len = x->sizes[d], k = vshape[d];
-        bool whole = start[d] == 0 && stop[d] == len && step[d] == 1;
-        if (whole) continue;
-        /* spread the value's k entries to their positions along d */
-        if (k > 1) {
-            int64_t *pos = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t));
-            for (int64_t p = 0; p < len; ++p) {
-                int64_t j = p < start[d] ? 0 : (p - start[d]) / step[d];
-                pos[p] = j < k ? j : k - 1;
-            }
-            Var *idx = index_constant(t, pos, len);
-            PyMem_Free(pos);
-            v = idx ? op2(t, "index_select", v, idx, "{dim = %d : i64}", d) : NULL;
-            if (!v) return false;
-        }
-        bool *in = PyMem_Calloc((size_t)(len ? len : 1), sizeof(bool));
-        for (int64_t p = start[d]; p < stop[d]; p += step[d]) in[p] = true;
-        int64_t *bits = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t));
-        for (int64_t p = 0; p < len; ++p) bits[p] = in[p];
-        PyMem_Free(in);
-        Var *sel = index_constant(t, bits, len);
-        PyMem_Free(bits);
-        int64_t mshape[PT2_MAX_RANK];
-        for (int e = 0; e < x->rank; ++e) mshape[e] = e == d ? len : 1;
-        Var *m = sel ? op2(t, "ne", reshape_to(t, sel, mshape, x->rank), int_const(t, 0), "%s", "") : NULL;
-        if (!m) return false;
-        mask = mask ? op2(t, "logical_and", mask, m, "%s", "") : m;
-        if (!mask) return false;
-    }
-    if (!v) return false;
-    Var *r = mask ? op3(t, "where", mask, v, x, "%s", "") : v;
+    Var *r = v ? scatter_box(t, x, start, stop, step, is_int, v) : NULL;
     return r && trace_assign_inplace(t, x, r, "x[...] = v");
 }

@@ -36,7 +36,7 @@ typedef struct {
 static Free pool[POOL_SLOTS];
 static int pool_n;
 static size_t pool_bytes, pool_cap = (size_t)1 << 30, pool_min = (size_t)1 << 20;
-static PyObject *frombuffer, *kw_dtype_count, *str_view;
+static PyObject *frombuffer, *kw_dtype_count, *str_view, *disable_torch_function, *str_enter, *str_exit;
 
 typedef struct {
     PyObject_HEAD void *ptr;
@@ -110,6 +110,31 @@ static size_t itemsize_of(PyObject *dtype) {
     return size;
 }
 
+PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyObject *b) {
+    PyObject *guard = disable_torch_function ? PyObject_CallNoArgs(disable_torch_function) : NULL;
+    PyObject *entered = guard ? PyObject_CallMethodNoArgs(guard, str_enter) : NULL;
+    if (!entered) {
+        Py_XDECREF(guard);
+        return NULL;
+    }
+    Py_DECREF(entered);
+    PyObject *r = PyObject_CallMethodObjArgs(obj, name, a, b, NULL);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb); /* r's error, if any, outlives __exit__ */
+    PyObject *exited = PyObject_CallMethodObjArgs(guard, str_exit, Py_None, Py_None, Py_None, NULL);
+    Py_DECREF(guard);
+    if (!exited) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    Py_DECREF(exited);
+    PyErr_Restore(type, value, tb);
+    return r;
+}
+
 PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype) {
     Py_ssize_t numel = 1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); ++i) numel *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
@@ -129,8 +154,7 @@ PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype) {
     Py_XDECREF(count);
     Py_DECREF(b); /* the tensor holds it now */
     if (!flat) return NULL;
-    PyObject *vargs[2] = {flat, shape};
-    PyObject *t = PyObject_VectorcallMethod(str_view, vargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *t = pt2_call_method_unseen(flat, str_view, shape, NULL);
     Py_DECREF(flat);
     return t;
 }
@@ -174,9 +198,14 @@ int pt2_pool_init(PyObject *module) {
     if (PyType_Ready(&BlockType) < 0) return -1;
     PyObject *torch = PyImport_ImportModule("torch");
     frombuffer = torch ? PyObject_GetAttrString(torch, "frombuffer") : NULL;
+    PyObject *torch_c = torch ? PyObject_GetAttrString(torch, "_C") : NULL;
+    disable_torch_function = torch_c ? PyObject_GetAttrString(torch_c, "DisableTorchFunction") : NULL;
+    Py_XDECREF(torch_c);
     Py_XDECREF(torch);
+    str_enter = PyUnicode_InternFromString("__enter__");
+    str_exit = PyUnicode_InternFromString("__exit__");
     kw_dtype_count = Py_BuildValue("(ss)", "dtype", "count");
     str_view = PyUnicode_InternFromString("view");
-    if (!frombuffer || !kw_dtype_count || !str_view) return -1;
+    if (!frombuffer || !kw_dtype_count || !str_view || !disable_torch_function || !str_enter || !str_exit) return -1;
     return PyModule_AddFunctions(module, pt2_pool_methods);
 }

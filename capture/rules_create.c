@@ -1,6 +1,6 @@
 /*===- rules_create.c - capture rules: tensor creation ---------------------===*
  *
- * torch.zeros/ones/empty/full and their _like forms, arange, eye and
+ * torch.zeros/ones/empty/full, their _like forms and Tensor.new_* methods, arange, eye and
  * torch.tensor of data known at trace time (a graph constant).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
@@ -37,29 +37,33 @@ static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
 
 Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *op = e->op;
-    bool like = strstr(op, "_like") != NULL, full = strncmp(op, "full", 4) == 0;
+    /* x.new_<kind>(size): the size given, x's dtype and device by default */
+    bool method = strncmp(op, "new_", 4) == 0;
+    const char *kind = method ? op + 4 : op;
+    bool like = strstr(op, "_like") != NULL, full = strncmp(kind, "full", 4) == 0;
     const char *schema = like ? (full ? "input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None"
                                       : "input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None")
-                              : (full ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
-                                      : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
+                         : method ? (full ? "input, size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
+                                          : "input, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False")
+                                  : (full ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
+                                          : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
     BIND(schema);
-    if (!factory_device(t, &b, op, like)) return NULL;
+    if (!factory_device(t, &b, op, like || method)) return NULL;
     int64_t shape[PT2_MAX_RANK];
     int r;
     Pt2DType dt;
     if (!arg_dtype(t, &b, "dtype", &dt)) return NULL;
-    double value = strncmp(op, "ones", 4) == 0 ? 1.0 : 0.0;
+    double value = strncmp(kind, "ones", 4) == 0 ? 1.0 : 0.0;
     Var *fill = arg(&b, "fill_value");
     if (full) {
         if (!fill || fill->kind != V_CONST) return trace_break(t, "%s(): fill_value must be a number known at trace time", op);
         if (!number_value(t, fill->obj, &value)) return NULL;
     }
+    Var *x = like || method ? arg(&b, "input") : NULL;
+    if ((like || method) && (!x || x->kind != V_TENSOR)) return trace_break(t, "%s() needs a tensor", op);
     if (like) {
-        Var *x = arg(&b, "input");
-        if (!x || x->kind != V_TENSOR) return trace_break(t, "%s() needs a tensor", op);
         r = x->rank;
         memcpy(shape, x->sizes, sizeof(int64_t) * (size_t)r);
-        if (dt == PT2_DTYPE_INVALID) dt = x->dtype;
     } else {
         Var *size = arg(&b, "size");
         if (!size) {
@@ -67,10 +71,13 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         } else if (!shape_arg(t, size, shape, &r)) {
             return NULL;
         }
-        if (dt == PT2_DTYPE_INVALID) {
-            /* torch.full infers the dtype from the fill value */
-            dt = full && fill && PyBool_Check(fill->obj) ? PT2_BOOL : full && fill && PyLong_Check(fill->obj) ? PT2_I64 : PT2_F32;
-        }
+    }
+    if (dt == PT2_DTYPE_INVALID) {
+        /* torch.full infers the dtype from the fill value */
+        dt = x ? x->dtype
+               : full && fill && PyBool_Check(fill->obj) ? PT2_BOOL
+               : full && fill && PyLong_Check(fill->obj) ? PT2_I64
+                                                         : PT2_F32;
     }
     if (arg_present(&b, "requires_grad")) {
         bool rg;

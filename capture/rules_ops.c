@@ -149,9 +149,27 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
  * that changes nothing included: view_of).  So two distinct tensor Vars are
  * two objects: two graph inputs (one Var per real tensor; guarded by the
  * caller), x.detach() and x, x.copy_(y)'s x and y. */
+/* None, True, False, ... : only ever a constant, never a container or a
+ * callable the trace made (whose Var kind says what it is) */
+static bool never_a_singleton(const Var *v) {
+    switch (v->kind) {
+    case V_TUPLE: case V_LIST: case V_DICT: case V_RANGE: case V_ITER: case V_SLICE: case V_CELL: case V_SET: case V_PARTIAL:
+    case V_SUPER: case V_METHOD: return true;
+    default: return false;
+    }
+}
+
+static bool is_singleton(PyObject *o) {
+    return o == Py_None || o == Py_True || o == Py_False || o == Py_Ellipsis || o == Py_NotImplemented;
+}
+
 int var_same_object(Var *a, Var *b) {
     if (a == b) return 1;
     if (a->kind == V_EXC || b->kind == V_EXC) return 0; /* one Var per exception raised or made in the trace */
+    if ((a->kind == V_CONST && is_singleton(a->obj) && never_a_singleton(b)) ||
+        (b->kind == V_CONST && is_singleton(b->obj) && never_a_singleton(a))) {
+        return 0; /* `hidden_states is None` of a tuple: its type is guarded where it comes from outside */
+    }
     if (a->obj && b->obj && a->kind != V_TENSOR && b->kind != V_TENSOR) return a->obj == b->obj;
     if ((a->kind == V_TENSOR) != (b->kind == V_TENSOR)) return 0; /* a tensor is never None, a module... */
     if (a->kind == V_TENSOR && b->kind == V_TENSOR) return 0;
@@ -530,7 +548,10 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
                 /* PyTorch takes a 0-d index tensor as an int (a select at its
                  * value), not as an advanced index: here a select at a
                  * position known at run time */
+                Var *base = x;
                 x = opv(t, "index", 2, (Var *[]){x, it}, "{dims = array<i64: %d>}", dim);
+                /* a view of base in eager, at a position pt2 cannot write through */
+                if (x) trace_add_view(t, x, base, NULL, NULL);
                 continue;
             }
             adv[n_adv++] = (AdvancedIndex){dim++, it};

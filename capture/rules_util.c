@@ -289,15 +289,24 @@ static Var *opn(Trace *t, const char *op, int n, Var **xs, const char *fmt, va_l
     if (r < 0) return NULL;
     Var *v = var_tensor(t, r);
     /* PyTorch's view ops alias their operand: the result shares its storage,
-     * and an in-place op on either must not be rewritten functionally */
+     * and an in-place op on either reaches the other (inplace.c) */
     static const char *const view_ops[] = {"reshape", "permute", "slice", "select", "expand"};
     if (n >= 1 && xs[0]->kind == V_TENSOR) {
         for (size_t k = 0; k < sizeof view_ops / sizeof view_ops[0]; ++k) {
-            if (strcmp(op, view_ops[k]) == 0) {
-                v->storage = xs[0]->storage;
-                trace_note_view(t, xs[0]);
-                break;
+            if (strcmp(op, view_ops[k]) != 0) continue;
+            const char *how = view_ops[k];
+            if (k == 0) {
+                /* reshape is a view only where one exists (else eager copies):
+                 * known from the operand's strides */
+                int64_t xst[PT2_MAX_RANK], vst[PT2_MAX_RANK];
+                if (!var_strides(t, xs[0], xst)) {
+                    how = NULL;
+                } else if (pt2StridesOfView(xs[0]->rank, xs[0]->sizes, xst, v->rank, v->sizes, vst) != 1) {
+                    break; /* a copy: memory of its own */
+                }
             }
+            trace_add_view(t, v, xs[0], how, attrs);
+            break;
         }
     }
     return v;
@@ -358,15 +367,19 @@ Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank) {
     return op1(t, "reshape", x, "{shape = %s}", s);
 }
 
+Var *op1_internal(Trace *t, const char *op, Var *x, const char *attrs) {
+    int id = trace_value(t, x);
+    int r = id < 0 ? -1 : trace_op(t, op, 1, &id, attrs, NULL, 0);
+    return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
+}
+
 /* A reshape or expand to `shape` that no Python code sees. */
 static Var *shape_op_internal(Trace *t, const char *op, Var *x, const int64_t *shape, int rank) {
     if (x->kind == V_TENSOR && x->rank == rank && memcmp(x->sizes, shape, sizeof(int64_t) * (size_t)rank) == 0) return x;
     char attrs[280], s[256];
     ints_text(s, sizeof s, shape, rank);
     snprintf(attrs, sizeof attrs, "{shape = %s}", s);
-    int id = trace_value(t, x);
-    int r = id < 0 ? -1 : trace_op(t, op, 1, &id, attrs, NULL, 0);
-    return r < 0 ? NULL : var_tensor(t, r); /* its own storage: not a view */
+    return op1_internal(t, op, x, attrs);
 }
 
 Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank) {
@@ -384,8 +397,7 @@ Var *tensor_alias(Trace *t, Var *x) {
     v->dtype = x->dtype;
     v->rank = x->rank;
     memcpy(v->sizes, x->sizes, sizeof v->sizes);
-    v->storage = x->storage;
-    trace_note_view(t, x);
+    trace_add_view(t, v, x, "alias", NULL);
     return v;
 }
 

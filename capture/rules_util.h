@@ -70,6 +70,8 @@ Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt
 #define MAX_OP_OPERANDS (PT2_MAX_RANK + 1)
 Var *opv(Trace *t, const char *op, int n, Var **xs, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
 Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
+/* op(x) with its own storage, whatever the op (a view no Python code sees). */
+Var *op1_internal(Trace *t, const char *op, Var *x, const char *attrs);
 /* A reshape that no Python code sees (an operand shaped for an op, an op's
  * result shaped back): a new value, neither a view of x nor marking x as
  * viewed, so in-place ops on x or on the result stay functional. */

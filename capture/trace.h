@@ -85,6 +85,13 @@ typedef struct Var {
     bool is_input;      /* a graph input (its Source fetches it) */
     bool mutated;       /* an input changed in place: written back after the graph runs */
     int storage;        /* which memory it lives in (views share their base's) */
+    /* a view taken in the trace (trace_add_view): the tensor it views and
+     * how ("alias", or a view op and its attributes), so that an in-place op
+     * on any tensor of the storage reaches the others (inplace.c); view_op
+     * NULL: a view pt2 cannot write through (a reshape of unknown strides,
+     * which eager may have copied; a select at an index tensor) */
+    struct Var *view_parent;
+    const char *view_op, *view_attrs;
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
     /* an input whose strides are a permutation of a dense layout (channels
      * last, a transpose): the graph takes its memory in that physical order
@@ -185,6 +192,11 @@ typedef struct Trace {
     /* guards */
     GuardSpec *guards;
     int n_guards, cap_guards;
+    /* the ALIAS_MATCH guards' source pairs, hashed (trace_guard_alias): a
+     * model's parameters told apart pairwise are tens of thousands of them */
+    uint64_t *alias_keys; /* open addressing, 0 = empty */
+    int *alias_guards;    /* the guard of each key */
+    size_t n_alias_keys, cap_alias_keys;
     /* the break that ended the trace, if any */
     bool broke;
     Break brk;
@@ -197,11 +209,13 @@ typedef struct Trace {
                             assignments and ContextVar ops are logs instead (snapshot.n_stores) */
     int n_vars;          /* Vars made so far (Var.serial) */
     /* In-place tensor ops: storages handed out so far (Var.storage), and
-     * whether a view of each was ever taken; a mutation is rewritten
-     * functionally only where no view can observe it. */
+     * whether a view of each was ever taken; a mutation of a viewed storage
+     * is written through to its base and every other view of it (inplace.c). */
     int n_storages;
     bool *storage_viewed; /* indexed by storage */
     int cap_viewed;
+    struct Var **views;  /* every view taken (Var.view_parent set), in creation order */
+    int n_views, cap_views;
     /* Attribute assignments on objects from outside the trace, replayed after
      * the graph runs (compiled.c) and seen by later reads of the trace. */
     struct AttrStore {
@@ -407,7 +421,7 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
  * would not fit.  Returns x or NULL. */
 Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what);
 /* A view of x's storage was taken (rules_util.c: view ops). */
-void trace_note_view(Trace *t, Var *x);
+void trace_add_view(Trace *t, Var *view, Var *base, const char *op, const char *attrs);
 bool trace_storage_viewed(Trace *t, Var *x);
 /* Dicts and lists (containers.c): d[key] lookup (KeyError raised as an
  * exception the traced code could take back), d[key] = value, del d[key];

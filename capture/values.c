@@ -164,16 +164,37 @@ void var_push_item(Trace *t, Var *c, Var *item) {
     c->items[c->n_items++] = item;
 }
 
-void trace_note_view(Trace *t, Var *x) {
-    if (x->storage >= t->cap_viewed) {
+static void note_viewed(Trace *t, int storage) {
+    if (storage >= t->cap_viewed) {
         int cap = t->cap_viewed ? 2 * t->cap_viewed : 256;
-        while (cap <= x->storage) cap *= 2;
+        while (cap <= storage) cap *= 2;
         bool *v = trace_alloc(t, sizeof(bool) * (size_t)cap);
         if (t->cap_viewed) memcpy(v, t->storage_viewed, sizeof(bool) * (size_t)t->cap_viewed);
         t->storage_viewed = v;
         t->cap_viewed = cap;
     }
-    t->storage_viewed[x->storage] = true;
+    t->storage_viewed[storage] = true;
+}
+
+void trace_add_view(Trace *t, Var *view, Var *base, const char *op, const char *attrs) {
+    view->storage = base->storage;
+    view->view_parent = base;
+    if (op) {
+        size_t n = strlen(attrs ? attrs : "") + 1;
+        char *copy = trace_alloc(t, n);
+        memcpy(copy, attrs ? attrs : "", n);
+        view->view_op = op;
+        view->view_attrs = copy;
+    }
+    note_viewed(t, base->storage);
+    if (t->n_views == t->cap_views) {
+        int cap = t->cap_views ? 2 * t->cap_views : 64;
+        Var **views = trace_alloc(t, sizeof(Var *) * (size_t)cap);
+        if (t->n_views) memcpy(views, t->views, sizeof(Var *) * (size_t)t->n_views);
+        t->views = views;
+        t->cap_views = cap;
+    }
+    t->views[t->n_views++] = view;
 }
 
 bool trace_storage_viewed(Trace *t, Var *x) { return x->storage < t->cap_viewed && t->storage_viewed[x->storage]; }
@@ -242,15 +263,77 @@ static bool module_member_spelling(const Source *attr, const Source *item) {
            PyUnicode_Compare(attr->name, item->name) == 0;
 }
 
+/* A hash of what source_equal compares (kind, index and name, down the chain). */
+static uint64_t source_hash(const Source *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; s; s = s->base) {
+        h = (h ^ (uint64_t)s->kind) * 1099511628211ull;
+        h = (h ^ (uint64_t)s->index) * 1099511628211ull;
+        if (!s->name) continue;
+        Py_hash_t nh = 0;
+        if (s->kind == SRC_CONST) {
+            nh = (Py_hash_t)(uintptr_t)s->name; /* compared by identity */
+        } else if ((nh = PyObject_Hash(s->name)) == -1) {
+            PyErr_Clear();
+            nh = 0;
+        }
+        h = (h ^ (uint64_t)nh) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* The slot of `key` in the ALIAS_MATCH guards' table (growing it first):
+ * holding the key, or empty. */
+static size_t alias_slot(Trace *t, uint64_t key) {
+    if (2 * (t->n_alias_keys + 1) > t->cap_alias_keys) {
+        size_t cap = t->cap_alias_keys ? 2 * t->cap_alias_keys : 1024;
+        uint64_t *keys = trace_alloc(t, sizeof(uint64_t) * cap);
+        int *guards = trace_alloc(t, sizeof(int) * cap);
+        for (size_t i = 0; keys && guards && i < t->cap_alias_keys; ++i) {
+            uint64_t k = t->alias_keys[i];
+            if (!k) continue;
+            size_t j = (size_t)(k * 0x9E3779B97F4A7C15ull) & (cap - 1);
+            while (keys[j]) j = (j + 1) & (cap - 1);
+            keys[j] = k;
+            guards[j] = t->alias_guards[i];
+        }
+        if (keys && guards) {
+            t->alias_keys = keys;
+            t->alias_guards = guards;
+            t->cap_alias_keys = cap;
+        }
+    }
+    if (!t->cap_alias_keys) return 0;
+    size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull) & (t->cap_alias_keys - 1);
+    while (t->alias_keys[j] && t->alias_keys[j] != key) j = (j + 1) & (t->cap_alias_keys - 1);
+    return j;
+}
+
+static bool alias_guard_is(const GuardSpec *g, const Source *a, const Source *b) {
+    return g->kind == G_ALIAS && ((source_equal(g->source, a) && source_equal(g->other, b)) || (source_equal(g->source, b) && source_equal(g->other, a)));
+}
+
 void trace_guard_alias(Trace *t, Source *a, Source *b, bool same) {
     if (!a || !b || source_equal(a, b)) return;
     if (same && (module_member_spelling(a, b) || module_member_spelling(b, a))) return;
-    for (int i = 0; i < t->n_guards; ++i) {
-        GuardSpec *g = &t->guards[i];
-        if (g->kind == G_ALIAS && ((source_equal(g->source, a) && source_equal(g->other, b)) ||
-                                   (source_equal(g->source, b) && source_equal(g->other, a)))) {
-            return;
+    /* the guards of a model's parameters told apart pairwise are tens of
+     * thousands: found by the unordered pair's hash, a scan only where two
+     * pairs share one */
+    uint64_t ha = source_hash(a), hb = source_hash(b), lo = ha < hb ? ha : hb, hi = ha < hb ? hb : ha;
+    uint64_t key = ((lo * 0x100000001B3ull) ^ hi) | 1;
+    size_t slot = alias_slot(t, key);
+    bool indexed = t->cap_alias_keys > 0; /* else out of memory: the scan alone */
+    if (!indexed || t->alias_keys[slot] == key) {
+        if (indexed && alias_guard_is(&t->guards[t->alias_guards[slot]], a, b)) return;
+        for (int i = 0; i < t->n_guards; ++i) { /* a collision */
+            if (alias_guard_is(&t->guards[i], a, b)) return;
         }
+        indexed = false; /* the slot stays with the first pair */
+    }
+    if (indexed) {
+        t->alias_keys[slot] = key;
+        t->alias_guards[slot] = t->n_guards;
+        t->n_alias_keys++;
     }
     GuardSpec *g = new_guard(t);
     g->kind = G_ALIAS;

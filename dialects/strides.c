@@ -274,6 +274,13 @@ static bool view_strides(const Pt2TensorType *x, const int64_t *xs, const Pt2Ten
     return view_d == -1;
 }
 
+int pt2StridesOfView(int rank, const int64_t *sizes, const int64_t *strides, int out_rank, const int64_t *out_sizes,
+                     int64_t *out_strides) {
+    if (rank < 0 || rank > PT2_MAX_RANK || out_rank < 0 || out_rank > PT2_MAX_RANK) return -1;
+    Pt2TensorType x = shape_of(rank, sizes), out = shape_of(out_rank, out_sizes);
+    return view_strides(&x, strides, &out, out_strides) ? 1 : 0;
+}
+
 static int norm_attr_dim(Pt2Attrs attrs, const char *name, int rank) {
     int64_t d = 0;
     if (pt2_attr_i64(attrs, name, &d) <= 0) return -1;

@@ -133,6 +133,11 @@ PT2_EXPORT int pt2GraphSetValueStrides(Pt2Graph *g, int value, const int64_t *st
 PT2_EXPORT int pt2StridesOfFormat(int rank, const int64_t *sizes, int channels_last, int64_t *out_strides);
 PT2_EXPORT int pt2StridesSuggestChannelsLast(int rank, const int64_t *sizes, const int64_t *strides);
 PT2_EXPORT int pt2StridesAreFormat(int rank, const int64_t *sizes, const int64_t *strides, int channels_last);
+/* Whether reshaping a tensor of these sizes and strides to out_sizes is a
+ * view in eager (at::detail::computeStride): 1 and the view's strides, 0 when
+ * reshape copies, -1 for bad ranks. */
+PT2_EXPORT int pt2StridesOfView(int rank, const int64_t *sizes, const int64_t *strides, int out_rank, const int64_t *out_sizes,
+                                int64_t *out_strides);
 /* The module as MLIR text (malloc'ed; free with pt2Free). */
 PT2_EXPORT char *pt2GraphToText(Pt2Graph *g);
 PT2_EXPORT void pt2Free(void *p);

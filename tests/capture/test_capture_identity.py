@@ -343,7 +343,7 @@ def test_view_that_changes_nothing_then_inplace():
     def fn(x):
         y = x * 2
         z = y[...]
-        z.add_(1)  # a view of y: y sees it (a clean break, never a functional rewrite of z alone)
+        z.add_(1)  # a view of y: y sees it (written through, never a functional rewrite of z alone)
         return y, z
 
     run_both(fn, X)

@@ -59,3 +59,40 @@ def test_compiled_outputs_from_the_pool_match_eager():
     z = torch.randn(1024, 1024)
     for _ in range(3):
         torch.testing.assert_close(k(z)[0], torch.exp(z))
+
+
+class CountOps(torch.overrides.TorchFunctionMode):
+    """Counts the tensor ops a caller's TorchFunctionMode sees (bench/models.py's
+    "operators captured" counter)."""
+
+    pt2_transparent = True
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    @pt2.disable
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_callers_torch_function_mode_does_not_see_pt2s_own_views():
+    # a pooled output is torch.frombuffer(...).view(shape) and an output in a
+    # permuted eager layout is buffer.as_strided(...): pt2's allocation, not
+    # ops of the function, which a mode (an op counter) must not see
+    def fn(x, y):
+        big = x * 2 + 1  # 2 MiB of float32: from the pool
+        t = (y + 1).transpose(0, 1)  # eager's strides: a transposed buffer
+        return big, t * 3
+
+    x, y = torch.randn(512, 1023), torch.randn(7, 5)
+    compiled = pt2.compile(fn)
+    compiled(x, y)  # compile
+    with CountOps() as mode:
+        out = compiled(x, y)
+    assert mode.seen == []
+    ref = fn(x, y)
+    for o, e in zip(out, ref):
+        torch.testing.assert_close(o, e)
+        assert o.stride() == e.stride()
