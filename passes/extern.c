@@ -292,10 +292,21 @@ typedef struct ConvCall {
 
 /* x as the conv reads it: through the padding generic (whose copy the call
  * makes unnecessary) when there is padding.  x must not change between the
- * padding and the conv, as the call reads it at the conv's place. */
-static bool conv_input(MlirOperation op, const ConvGeometry *g, ConvCall *call) {
-    return conv_unpadded_input_view(op, g, &call->x, &call->pad) &&
-           (mlirOperationIsNull(call->pad) || untouched_between(call->pad, op, buffer_root(call->x.base), false));
+ * padding and the conv, as the call reads it at the conv's place.  Where
+ * that padding generic is not found (it ran in another function: an outlined
+ * repeat that ends with the pad of the next block's conv; or x changed
+ * after it), the call reads the padded buffer itself, as the generic does,
+ * and g's padding becomes zero: the padding is already in the buffer. */
+static bool conv_input(MlirOperation op, ConvGeometry *g, ConvCall *call) {
+    if (conv_unpadded_input_view(op, g, &call->x, &call->pad) &&
+        (mlirOperationIsNull(call->pad) || untouched_between(call->pad, op, buffer_root(call->x.base), false))) {
+        return true;
+    }
+    call->pad = (MlirOperation){NULL};
+    if (!conv_ungrouped_view(mlirOperationGetOperand(op, 0), g->channels_last ? 3 : 1, &call->x)) return false;
+    conv_view_to_nchw(g, &call->x);
+    g->padding[0] = g->padding[1] = 0;
+    return true;
 }
 
 /* y, [N, O, OH, OW], from the generic's [N, G, O/G, OH, OW] accumulator:

@@ -26,7 +26,10 @@
  * row (lane states), or a loop updates it together with another such buffer
  * (the corrected second pass's two sums).  Each iteration then reads only
  * what it wrote, so one row reused by the iterations that run one after the
- * other holds everything.  The CPU pipeline runs it after convert-scf-to-openmp:
+ * other holds everything.  A row of one element that is also used outside
+ * the loop (a result a later kernel reads: pt2-welford's sum of deviations
+ * becomes the variance in place) is taken too, with a write-back: the body
+ * copies row i into its own row first and back last, and the buffer stays.  The CPU pipeline runs it after convert-scf-to-openmp:
  * an OpenMP worksharing loop's buffer goes into its parallel region (each
  * thread's own; LLVM's outlined function allocates it in its entry block,
  * where a scalar accumulator becomes a register), a sequential loop's
@@ -49,6 +52,7 @@ typedef struct Private {
     int n_accesses;
     MlirOperation deallocs[4];
     int n_deallocs;
+    bool write_back; /* also used outside the loop: the row is copied in and out each iteration */
 } Private;
 
 static bool nested_in(MlirOperation op, MlirOperation ancestor) {
@@ -80,13 +84,34 @@ static bool keeps_dim0(MlirOperation view) {
     return true;
 }
 
-/* Collects the uses of buf (the allocation or a view of it). */
+/* Whether no use of v, nor of a value made from it, is inside loop. */
+static bool unused_in(MlirValue v, MlirOperation loop) {
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (nested_in(user, loop)) return false;
+        for (intptr_t i = 0; i < mlirOperationGetNumResults(user); ++i) {
+            if (!unused_in(mlirOperationGetResult(user, i), loop)) return false;
+        }
+    }
+    return true;
+}
+
+/* Collects the uses of buf (the allocation or a view of it).  A use of the
+ * allocation outside the loop that leads nowhere into it (a later kernel
+ * reading the result, the fill before) makes it a write-back buffer. */
 static bool collect_uses(Private *p, MlirValue buf, MlirOperation loop, MlirValue iv, bool is_alloc) {
     for (MlirOpOperand u = mlirValueGetFirstUse(buf); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         unsigned pos = mlirOpOperandGetOperandNumber(u);
         bool load = op_is(user, "memref.load"), store = op_is(user, "memref.store");
-        if (load || store) {
+        bool outside = !nested_in(user, loop) && !op_is(user, "memref.dealloc");
+        for (intptr_t i = 0; outside && i < mlirOperationGetNumResults(user); ++i) {
+            outside = unused_in(mlirOperationGetResult(user, i), loop);
+        }
+        if (outside) {
+            if (!is_alloc) return false;
+            p->write_back = true;
+        } else if (load || store) {
             unsigned mem = store ? 1 : 0;
             if (pos != mem || mlirOperationGetNumOperands(user) < mem + 2 || !nested_in(user, loop) ||
                 !mlirValueEqual(mlirOperationGetOperand(user, mem + 1), iv) || p->n_accesses == MAX_USES) {
@@ -125,7 +150,9 @@ static bool analyze(MlirOperation alloc, MlirOperation loop, Private *p) {
     if (rows < 2 || bytes > MAX_PRIVATE_BYTES) return false;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
     MlirValue iv = mlirBlockGetArgument(body, 0);
-    return collect_uses(p, mlirOperationGetResult(alloc, 0), loop, iv, true) && p->n_accesses > 0;
+    if (!collect_uses(p, mlirOperationGetResult(alloc, 0), loop, iv, true) || p->n_accesses == 0) return false;
+    /* write-back copies a row of one element, accessed directly */
+    return !p->write_back || (elems == rows && p->n_views == 0);
 }
 
 /*--- rewriting ----------------------------------------------------------------*/
@@ -173,7 +200,44 @@ static MlirValue rebuild_view(Builder *b, MlirOperation view, MlirValue source) 
     return mlirOperationGetResult(build_op(b, name, 1, &source, 1, &t, n, attrs), 0);
 }
 
+/* The write-back form: the loop body copies row iv in first and out last,
+ * and accesses the private row in between. */
+static void privatize_with_write_back(Private *p, MlirOperation loop) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
+    MlirOperation first = mlirBlockGetFirstOperation(body);
+    MlirValue iv = mlirBlockGetArgument(body, 0), shared = mlirOperationGetResult(p->alloc, 0);
+    MlirType t = mlirValueGetType(shared), elem = mlirShapedTypeGetElementType(t);
+    Builder b = private_point(loop, mlirOperationGetLocation(p->alloc));
+    MlirNamedAttribute align = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), 64));
+    MlirType row = one_row(t);
+    MlirValue mine = mlirOperationGetResult(build_op(&b, "memref.alloca", 0, NULL, 1, &row, 1, &align), 0);
+    MlirValue zero = const_index(&b, 0);
+    intptr_t rank = mlirShapedTypeGetRank(t);
+    MlirValue at_row[17] = {shared, iv}, at_mine[17] = {mine, zero}; /* memref, then indices */
+    for (intptr_t i = 1; i < rank && i < 16; ++i) at_row[i + 1] = at_mine[i + 1] = zero;
+    Builder in = builder_before(first);
+    MlirValue v = mlirOperationGetResult(build_op(&in, "memref.load", (int)rank + 1, at_row, 1, &elem, 0, NULL), 0);
+    MlirValue store_in[18] = {v};
+    memcpy(store_in + 1, at_mine, sizeof(MlirValue) * (size_t)(rank + 1));
+    build_op(&in, "memref.store", (int)rank + 2, store_in, 0, NULL, 0, NULL);
+    Builder out = builder_before(mlirBlockGetTerminator(body));
+    MlirValue w = mlirOperationGetResult(build_op(&out, "memref.load", (int)rank + 1, at_mine, 1, &elem, 0, NULL), 0);
+    MlirValue store_out[18] = {w};
+    memcpy(store_out + 1, at_row, sizeof(MlirValue) * (size_t)(rank + 1));
+    build_op(&out, "memref.store", (int)rank + 2, store_out, 0, NULL, 0, NULL);
+    for (int i = 0; i < p->n_accesses; ++i) {
+        MlirOperation a = p->accesses[i];
+        unsigned mem = op_is(a, "memref.store") ? 1 : 0;
+        mlirOperationSetOperand(a, mem, mine);
+        mlirOperationSetOperand(a, (intptr_t)mem + 1, zero);
+    }
+}
+
 static void privatize(Private *p, MlirOperation loop) {
+    if (p->write_back) {
+        privatize_with_write_back(p, loop);
+        return;
+    }
     Builder b = private_point(loop, mlirOperationGetLocation(p->alloc));
     MlirType t = one_row(mlirValueGetType(mlirOperationGetResult(p->alloc, 0)));
     MlirNamedAttribute align = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), 64));
@@ -211,8 +275,6 @@ static MlirOperation worksharing_loop(MlirOperation parallel) {
     return (MlirOperation){NULL};
 }
 
-#define MAX_CANDIDATES 32
-
 /* Whether some loop body that stores to candidate c also stores to another
  * candidate. */
 static bool shares_a_loop(const Private *c, const Private *all, int n) {
@@ -223,6 +285,7 @@ static bool shares_a_loop(const Private *c, const Private *all, int n) {
              op = mlirOperationGetNextInBlock(op)) {
             if (!op_is(op, "memref.store")) continue;
             MlirValue base = memref_base(mlirOperationGetOperand(op, 1));
+            if (mlirValueIsAOpResult(base) && op_is(mlirOpResultGetOwner(base), "memref.alloca")) return true; /* already private */
             for (int k = 0; k < n; ++k) {
                 if (&all[k] != c && mlirValueEqual(base, mlirOperationGetResult(all[k].alloc, 0))) return true;
             }
@@ -257,10 +320,12 @@ static void privatize_function(MlirOperation func) {
         MlirOperation nest = op_is(op, "omp.parallel") ? worksharing_loop(op) : (MlirOperation){NULL};
         if (!mlirOperationIsNull(nest)) oplist_push(&loops, nest);
     }
-    Private *candidates = malloc(MAX_CANDIDATES * sizeof *candidates);
-    MlirOperation owner[MAX_CANDIDATES];
+    /* one candidate per allocation at most */
+    Private *candidates = malloc((size_t)(allocs.n + 1) * sizeof *candidates);
+    MlirOperation *owner = malloc((size_t)(allocs.n + 1) * sizeof *owner);
+    bool *keep = malloc((size_t)(allocs.n + 1) * sizeof *keep);
     int n = 0;
-    for (int i = 0; i < allocs.n && candidates && n < MAX_CANDIDATES; ++i) {
+    for (int i = 0; i < allocs.n && candidates && owner && keep; ++i) {
         for (int k = 0; k < loops.n; ++k) {
             if (analyze(allocs.ops[i], loops.ops[k], &candidates[n])) {
                 owner[n++] = loops.ops[k];
@@ -268,12 +333,13 @@ static void privatize_function(MlirOperation func) {
             }
         }
     }
-    bool keep[MAX_CANDIDATES];
     for (int i = 0; i < n; ++i) keep[i] = worth_privatizing(&candidates[i], candidates, n);
     for (int i = 0; i < n; ++i) {
         if (keep[i]) privatize(&candidates[i], owner[i]);
     }
     free(candidates);
+    free(owner);
+    free(keep);
     oplist_free(&allocs);
     oplist_free(&loops);
 }

@@ -352,11 +352,19 @@ func.func @conv_f64_consumed(%x: memref<1x3x7x7xf64>, %w: memref<4x3x3x3xf64>, %
 
 // -----
 
-// The input changes between its padding and the conv: the call would read
-// the new values, so the loops stay.
+// The input changes between its padding and the conv: a call on x would read
+// the new values, so the call reads the padded copy, as the loops did, with
+// zero padding (the padding generic stays).
 // CHECK-LABEL: func.func @conv_input_overwritten
-// CHECK-NOT: call @pt2rt_conv2d
-// CHECK: linalg.generic {{.*}}pt2.conv2d
+// CHECK: %[[PADDED:.*]] = memref.alloc() : memref<1x1x5x5xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[PADDED]] : memref<1x1x5x5xf32>)
+// CHECK: linalg.fill {{.*}} outs(%arg0 :
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[X:.*]] = memref.cast %[[PADDED]] : memref<1x1x5x5xf32> to memref<*xf32>
+// CHECK-DAG: %[[PH:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[PW:.*]] = arith.constant 0 : i64
+// CHECK: call @pt2rt_conv2d_f32(%[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PH]], %[[PW]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT: linalg.generic
 #ox = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
 #ow = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
 #oy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
@@ -389,6 +397,40 @@ func.func @conv_input_overwritten(%x: memref<1x1x3x3xf32>, %w: memref<1x1x3x3xf3
   linalg.generic {indexing_maps = [#ox, #ow, #oy], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
       ins(%xg, %wg : memref<1x1x1x5x5xf32>, memref<1x1x1x3x3xf32>) outs(%acc : memref<1x1x1x3x3xf32>)
       attrs = {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %o: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// The padded input arrives as an argument (an outlined repeat that ends with
+// the padding of the next block's conv): no padding generic to look through,
+// so the call reads the padded buffer with zero padding, channels last and
+// grouped as in NF-Net's group-width convs.
+// CHECK-LABEL: func.func @conv_padded_by_caller
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[XV:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [2, 4, 6, 6], strides: [144, 1, 24, 4]
+// CHECK-DAG: %[[X:.*]] = memref.cast %[[XV]]
+// CHECK-DAG: %[[PH:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[PW:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[GROUPS:.*]] = arith.constant 2 : i64
+// CHECK: call @pt2rt_conv2d_f32(%[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PH]], %[[PW]], %{{.*}}, %{{.*}}, %[[GROUPS]])
+// CHECK-NOT: linalg.generic
+#px = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#pw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#py = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @conv_padded_by_caller(%padded: memref<2x6x6x4xf32>, %w: memref<4x2x3x3xf32>, %acc: memref<2x4x4x2x2xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %xg = memref.expand_shape %padded [[0], [1], [2], [3, 4]] output_shape [2, 6, 6, 2, 2] : memref<2x6x6x4xf32> into memref<2x6x6x2x2xf32>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [2, 2, 2, 3, 3] : memref<4x2x3x3xf32> into memref<2x2x2x3x3xf32>
+  linalg.fill ins(%cst : f32) outs(%acc : memref<2x4x4x2x2xf32>)
+  linalg.generic {indexing_maps = [#px, #pw, #py], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%xg, %wg : memref<2x6x6x2x2xf32>, memref<2x2x2x3x3xf32>) outs(%acc : memref<2x4x4x2x2xf32>)
+      attrs = {pt2.conv2d = {channels_last = true, dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
   ^bb0(%in: f32, %in_2: f32, %o: f32):
     %0 = arith.mulf %in, %in_2 : f32
     %1 = arith.addf %o, %0 : f32

@@ -165,3 +165,61 @@ func.func @openmp(%x: memref<64x8xf32>, %y: memref<64xf32>) {
   memref.dealloc %lanes : memref<64x8xf32>
   return
 }
+
+// -----
+
+// A scalar per row that a later kernel reads (here a copy after the loop;
+// the corrected second pass's sum of deviations, which pt2-welford leaves in
+// the result buffer), updated in a loop beside a state already private: the
+// iteration works on its own row, copied in first and written back last, so
+// that LLVM keeps both sums in registers and vectorizes the loop.
+// CHECK-LABEL: func.func @write_back
+// CHECK: %[[SUM:.*]] = memref.alloc() : memref<64xf32>
+// CHECK: omp.parallel {
+// CHECK: %[[MINE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+// CHECK: %[[Z:.*]] = arith.constant 0 : index
+// CHECK: omp.loop_nest (%[[I:.*]]) :
+// CHECK-NEXT: %[[IN:.*]] = memref.load %[[SUM]][%[[I]]] : memref<64xf32>
+// CHECK-NEXT: memref.store %[[IN]], %[[MINE]][%[[Z]]] : memref<1xf32>
+// CHECK: memref.store %{{.*}}, %[[MINE]][%[[Z]]] : memref<1xf32>
+// CHECK: scf.for
+// CHECK: memref.load %[[MINE]][%[[Z]]] : memref<1xf32>
+// CHECK: memref.store %{{.*}}, %[[MINE]][%[[Z]]] : memref<1xf32>
+// CHECK: %[[OUT:.*]] = memref.load %[[MINE]][%[[Z]]] : memref<1xf32>
+// CHECK-NEXT: memref.store %[[OUT]], %[[SUM]][%[[I]]] : memref<64xf32>
+// CHECK-NEXT: omp.yield
+// CHECK: memref.copy %[[SUM]], %arg1
+func.func @write_back(%x: memref<64x8xf32>, %y: memref<64xf32>, %q: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = memref.alloc() : memref<64xf32>
+  omp.parallel {
+    %sq = memref.alloca() : memref<1xf32>
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%c64) step (%c1) {
+        memref.store %zero, %sum[%i] : memref<64xf32>
+        memref.store %zero, %sq[%c0] : memref<1xf32>
+        scf.for %j = %c0 to %c8 step %c1 {
+          %v = memref.load %x[%i, %j] : memref<64x8xf32>
+          %s = memref.load %sum[%i] : memref<64xf32>
+          %t = memref.load %sq[%c0] : memref<1xf32>
+          %s2 = arith.addf %s, %v fastmath<reassoc> : f32
+          %v2 = arith.mulf %v, %v : f32
+          %t2 = arith.addf %t, %v2 fastmath<reassoc> : f32
+          memref.store %s2, %sum[%i] : memref<64xf32>
+          memref.store %t2, %sq[%c0] : memref<1xf32>
+        }
+        %r = memref.load %sq[%c0] : memref<1xf32>
+        memref.store %r, %q[%i] : memref<64xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  memref.copy %sum, %y : memref<64xf32> to memref<64xf32>
+  memref.dealloc %sum : memref<64xf32>
+  return
+}
