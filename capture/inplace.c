@@ -46,22 +46,29 @@ static Var *broadcast_to_var(Trace *t, Var *value, Var *x, const char *what) {
     return op1(t, "expand", value, "{shape = %s}", s);
 }
 
+/* The data pointer of t's storage (an int), or NULL with no error set. */
+static PyObject *storage_ptr(PyObject *t) {
+    PyObject *st = PyObject_CallMethod(t, "untyped_storage", NULL);
+    PyObject *p = st ? PyObject_CallMethod(st, "data_ptr", NULL) : NULL;
+    Py_XDECREF(st);
+    if (!p) PyErr_Clear();
+    return p;
+}
+
 /* Another graph input sharing x's memory, which would not see the write-back. */
 static bool input_shares_memory(Trace *t, Var *x) {
-    for (int i = 0; i < t->n_inputs; ++i) {
+    PyObject *px = storage_ptr(x->real);
+    bool same = false;
+    for (int i = 0; px && i < t->n_inputs && !same; ++i) {
         Var *o = t->inputs[i];
         if (o == x || !o->real) continue;
-        PyObject *a = PyObject_CallMethod(x->real, "untyped_storage", NULL), *b = PyObject_CallMethod(o->real, "untyped_storage", NULL);
-        PyObject *pa = a ? PyObject_CallMethod(a, "data_ptr", NULL) : NULL, *pb = b ? PyObject_CallMethod(b, "data_ptr", NULL) : NULL;
-        bool same = pa && pb && PyObject_RichCompareBool(pa, pb, Py_EQ) == 1;
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        Py_XDECREF(pa);
-        Py_XDECREF(pb);
+        PyObject *po = storage_ptr(o->real);
+        same = po && PyObject_RichCompareBool(px, po, Py_EQ) == 1;
+        Py_XDECREF(po);
         PyErr_Clear();
-        if (same) return true;
     }
-    return false;
+    Py_XDECREF(px);
+    return same;
 }
 
 /* x takes `value` (x's dtype and shape) as its new value, in x's strides. */

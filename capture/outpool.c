@@ -36,7 +36,7 @@ typedef struct {
 static Free pool[POOL_SLOTS];
 static int pool_n;
 static size_t pool_bytes, pool_cap = (size_t)1 << 30, pool_min = (size_t)1 << 20;
-static PyObject *frombuffer, *kw_dtype_count, *str_view, *disable_torch_function, *str_enter, *str_exit;
+static PyObject *frombuffer, *kw_dtype_count, *str_view, *disable_torch_function, *mode_enabled, *str_enter, *str_exit;
 
 typedef struct {
     PyObject_HEAD void *ptr;
@@ -111,6 +111,11 @@ static size_t itemsize_of(PyObject *dtype) {
 }
 
 PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyObject *b) {
+    /* no torch function mode active (the usual call): nothing to hide it from */
+    PyObject *on = PyObject_CallNoArgs(mode_enabled);
+    if (!on) return NULL;
+    Py_DECREF(on);
+    if (on == Py_False) return PyObject_CallMethodObjArgs(obj, name, a, b, NULL);
     PyObject *guard = disable_torch_function ? PyObject_CallNoArgs(disable_torch_function) : NULL;
     PyObject *entered = guard ? PyObject_CallMethodNoArgs(guard, str_enter) : NULL;
     if (!entered) {
@@ -200,12 +205,13 @@ int pt2_pool_init(PyObject *module) {
     frombuffer = torch ? PyObject_GetAttrString(torch, "frombuffer") : NULL;
     PyObject *torch_c = torch ? PyObject_GetAttrString(torch, "_C") : NULL;
     disable_torch_function = torch_c ? PyObject_GetAttrString(torch_c, "DisableTorchFunction") : NULL;
+    mode_enabled = torch_c ? PyObject_GetAttrString(torch_c, "_is_torch_function_mode_enabled") : NULL;
     Py_XDECREF(torch_c);
     Py_XDECREF(torch);
     str_enter = PyUnicode_InternFromString("__enter__");
     str_exit = PyUnicode_InternFromString("__exit__");
     kw_dtype_count = Py_BuildValue("(ss)", "dtype", "count");
     str_view = PyUnicode_InternFromString("view");
-    if (!frombuffer || !kw_dtype_count || !str_view || !disable_torch_function || !str_enter || !str_exit) return -1;
+    if (!frombuffer || !kw_dtype_count || !str_view || !disable_torch_function || !mode_enabled || !str_enter || !str_exit) return -1;
     return PyModule_AddFunctions(module, pt2_pool_methods);
 }
