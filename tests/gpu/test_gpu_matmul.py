@@ -275,6 +275,55 @@ def test_epilogues_without_cublaslt():
         assert err < TOL[dtype], (key, err)
 
 
+TIMED_SCRIPT = r"""
+import json, torch, torch.nn.functional as F, pt2
+torch.backends.cuda.matmul.allow_tf32 = False
+def rand(shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
+def rel(a, e):
+    return ((a.double() - e.double()).norm() / e.double().norm()).item()
+out = {}
+for name, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+    # an MLM head's shape (odd n): with a bias, a bias and relu, a residual
+    x, w, b, r = rand((509, 768), dt, 1), rand((3001, 768), dt, 2), rand((3001,), dt, 3), rand((509, 3001), dt, 4)
+    g = pt2.Graph()
+    vx, vw, vb, vr = (g.input(t.dtype, tuple(t.shape)) for t in (x, w, b, r))
+    y1 = g.op("add", g.op("linear", vx, vw), vb)
+    y2 = g.op("relu", g.op("add", g.op("linear", g.op("neg", vx), vw), vb))
+    y3 = g.op("add", vr, g.op("add", g.op("linear", vx, vw), vb))
+    g.outputs(y1, y2, y3)
+    k = g.compile(device="cuda")
+    for call in range(2):  # the second call reuses the chosen algorithms
+        got = k(x, w, b, r)
+        torch.cuda.synchronize()
+        s = x.double() @ w.double().t() + b.double()
+        want = (s, F.relu(-x.double() @ w.double().t() + b.double()), r.double() + s)
+        out[f"{name}_{call}"] = [rel(a, e) for a, e in zip(got, want)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("benchmark", ["1", "0"])
+def test_cublaslt_algorithms_timed(benchmark):
+    """cuBLASLt entries time the heuristic's candidates at their first call (PT2_LOGS=cublas says
+    which won), once per problem; PT2_GEMM_BENCHMARK=0 takes the heuristic's first.  Results
+    match the float64 oracle either way."""
+    env = dict(os.environ, PT2_LOGS="cublas", PT2_GEMM_BENCHMARK=benchmark, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", TIMED_SCRIPT], env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = json.loads(r.stdout.strip().splitlines()[-1])
+    for key, errs in results.items():
+        assert all(e < TOL[F32 if key.startswith("f32") else BF16] for e in errs), (key, errs)
+    timed = [line for line in r.stderr.splitlines() if "cuBLASLt algorithms" in line]
+    if benchmark == "0":
+        assert not timed, timed
+    else:
+        # per dtype: the bias entry, the bias+relu entry, the residual entry (3 problems), each timed once
+        assert 1 <= len(timed) <= 6, r.stderr[-3000:]
+        assert all("509x3001x768" in line for line in timed), timed
+
+
 # ---- attention-shaped products
 
 
