@@ -304,19 +304,19 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("benchmark", ["1", "0"])
-def test_cublaslt_algorithms_timed(benchmark):
+@pytest.mark.parametrize("gemm_benchmark", ["1", "0"])
+def test_cublaslt_algorithms_timed(gemm_benchmark):
     """cuBLASLt entries time the heuristic's candidates at their first call (PT2_LOGS=cublas says
     which won), once per problem; PT2_GEMM_BENCHMARK=0 takes the heuristic's first.  Results
     match the float64 oracle either way."""
-    env = dict(os.environ, PT2_LOGS="cublas", PT2_GEMM_BENCHMARK=benchmark, PYTHONPATH=os.pathsep.join(sys.path))
+    env = dict(os.environ, PT2_LOGS="cublas", PT2_GEMM_BENCHMARK=gemm_benchmark, PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run([sys.executable, "-c", TIMED_SCRIPT], env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads(r.stdout.strip().splitlines()[-1])
     for key, errs in results.items():
         assert all(e < TOL[F32 if key.startswith("f32") else BF16] for e in errs), (key, errs)
     timed = [line for line in r.stderr.splitlines() if "cuBLASLt algorithms" in line]
-    if benchmark == "0":
+    if gemm_benchmark == "0":
         assert not timed, timed
     else:
         # per dtype: the bias entry, the bias+relu entry, the residual entry (3 problems), each timed once
