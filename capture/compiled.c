@@ -11,11 +11,12 @@
  * outputs and the workspace are at::empty on the inputs' device
  * (pt2_tensor_empty) and the launch plan runs on torch's current stream
  * (gpu_call).  Under mode="reduce-overhead" the whole plan is captured once
- * as a CUDA graph and replayed (gpu_graph_call).
+ * as CUDA graphs and replayed (cudagraphs.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 #include <time.h>
 
+#include "cudagraphs.h"
 #include "results.h"
 #include "rules_util.h"
 
@@ -47,16 +48,9 @@ typedef struct Pt2CompiledFn {
     Pt2GpuKernel *gpu;
     int device;                /* CUDA index; -1: the CPU kernel */
     PyObject *workspace_shape; /* (bytes,), or NULL for none */
-    /* mode="reduce-overhead": the plan captured as a CUDA graph, and the
-     * memory it reads and writes (owned here for the graph's lifetime) */
-    Pt2GpuGraph *cuda_graph;
+    /* mode="reduce-overhead": the plan recorded as CUDA graphs (cudagraphs.c) */
+    Pt2CudaGraphs *graphs;
     bool cuda_graph_failed;
-    PyObject **graph_inputs;   /* per input: the tensor the graph reads */
-    unsigned char *graph_mode; /* per input: GRAPH_IN_PLACE / _NEEDS_BUFFER / _STATIC_BUFFER */
-    void **graph_ptrs;         /* inputs, then outputs */
-    PyObject **graph_outputs;
-    PyObject *graph_workspace;
-    int graph_captures;
     bool graph_deferred; /* a capture was put off (logged once) */
     /* PT2_LOGS=gpu-host: calls, their host time in compiled_call, and in libpt2's launch */
     uint64_t host_skipped, host_calls;
@@ -92,22 +86,12 @@ static void gpu_host_report(Pt2CompiledFn *self, double seconds) {
     double us = 1e6 / (double)self->host_calls;
     fprintf(stderr, "[pt2] gpu-host %s: %llu calls after the first two, %.1f us a call in the compiled graph, %.1f us of it launching%s\n",
             PyUnicode_AsUTF8(self->name), (unsigned long long)self->host_calls, self->host_seconds * us,
-            self->host_launch_seconds * us, self->cuda_graph ? " (CUDA graph replays)" : "");
+            self->host_launch_seconds * us, self->graphs ? " (CUDA graph replays)" : "");
 }
 
 static void graph_state_free(Pt2CompiledFn *self) {
-    pt2GpuGraphDestroy(self->cuda_graph);
-    self->cuda_graph = NULL;
-    for (int i = 0; self->graph_inputs && i < self->n_inputs; ++i) Py_XDECREF(self->graph_inputs[i]);
-    for (int j = 0; self->graph_outputs && j < self->n_outputs; ++j) Py_XDECREF(self->graph_outputs[j]);
-    PyMem_Free(self->graph_inputs);
-    PyMem_Free(self->graph_outputs);
-    PyMem_Free(self->graph_ptrs);
-    PyMem_Free(self->graph_mode);
-    Py_CLEAR(self->graph_workspace);
-    self->graph_inputs = self->graph_outputs = NULL;
-    self->graph_ptrs = NULL;
-    self->graph_mode = NULL;
+    pt2_cuda_graphs_free(self->graphs);
+    self->graphs = NULL;
 }
 
 static void compiled_dealloc(Pt2CompiledFn *self) {
@@ -230,110 +214,6 @@ static int workspace_ptr(PyObject *ws, void **out) {
     return ws == Py_None ? 0 : pt2_tensor_data(ws, out);
 }
 
-/* Records the plan as a CUDA graph over the memory in graph_*: an input is
- * read where it is (its tensor is kept alive here) until its address
- * changes; from then on (and from the start for a non-contiguous one) a
- * static buffer stands for it, into which each call copies.  Outputs and the
- * workspace are static. */
-enum { GRAPH_IN_PLACE, GRAPH_NEEDS_BUFFER, GRAPH_STATIC_BUFFER };
-
-static int gpu_graph_capture(Pt2CompiledFn *self, PyObject *const *inputs, void *const *ptrs) {
-    int n = self->n_inputs;
-    if (!self->graph_inputs) {
-        self->graph_inputs = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
-        self->graph_mode = PyMem_Calloc((size_t)n + 1, 1);
-        self->graph_ptrs = PyMem_Calloc((size_t)(n + self->n_outputs) + 1, sizeof(void *));
-        self->graph_outputs = PyMem_Calloc((size_t)self->n_outputs + 1, sizeof(PyObject *));
-        if (!self->graph_inputs || !self->graph_mode || !self->graph_ptrs || !self->graph_outputs) return PyErr_NoMemory(), -1;
-        for (int i = 0; i < n; ++i) self->graph_mode[i] = self->input_contiguous[i] ? GRAPH_IN_PLACE : GRAPH_NEEDS_BUFFER;
-        for (int j = 0; j < self->n_outputs; ++j) {
-            self->graph_outputs[j] = pt2_tensor_empty(self->output_shapes[j], self->output_dtypes[j], self->device);
-            if (!self->graph_outputs[j]) return -1;
-            if (pt2_tensor_data(self->graph_outputs[j], &self->graph_ptrs[n + j]) != 0) return -1;
-        }
-        self->graph_workspace = gpu_workspace(self);
-        if (!self->graph_workspace) return -1;
-    }
-    int copied = 0;
-    for (int i = 0; i < n; ++i) {
-        if (self->graph_mode[i] == GRAPH_IN_PLACE) {
-            Py_XSETREF(self->graph_inputs[i], Py_NewRef(inputs[i]));
-            self->graph_ptrs[i] = ptrs[i];
-        } else if (self->graph_mode[i] == GRAPH_NEEDS_BUFFER) {
-            /* our own buffer, never the caller's tensor (the caller may free or reuse it) */
-            PyObject *shape = PyObject_GetAttrString(inputs[i], "shape");
-            PyObject *dtype = shape ? PyObject_GetAttrString(inputs[i], "dtype") : NULL;
-            PyObject *buf = dtype ? pt2_tensor_empty(shape, dtype, self->device) : NULL;
-            Py_XDECREF(shape);
-            Py_XDECREF(dtype);
-            if (!buf) return -1;
-            Py_XSETREF(self->graph_inputs[i], buf);
-            PyObject *r = PyObject_CallMethodOneArg(buf, str_copy_, inputs[i]);
-            if (!r) return -1;
-            Py_DECREF(r);
-            if (pt2_tensor_data(buf, &self->graph_ptrs[i]) != 0) return -1;
-            self->graph_mode[i] = GRAPH_STATIC_BUFFER;
-        }
-        copied += self->graph_mode[i] == GRAPH_STATIC_BUFFER;
-    }
-    pt2GpuGraphDestroy(self->cuda_graph);
-    self->cuda_graph = NULL;
-    void *ws;
-    if (workspace_ptr(self->graph_workspace, &ws) != 0) return -1;
-    Pt2GpuGraph *g;
-    Py_BEGIN_ALLOW_THREADS
-    g = pt2GpuGraphCapture(self->gpu, self->graph_ptrs, ws);
-    Py_END_ALLOW_THREADS
-    if (!g) {
-        PyErr_Format(PyExc_RuntimeError, "%s", pt2GetLastError());
-        return -1;
-    }
-    self->cuda_graph = g;
-    self->graph_captures++;
-    if (pt2_log_enabled("cudagraphs")) {
-        fprintf(stderr, "[pt2] %s: captured a CUDA graph (capture %d: %d launches, %d of %d inputs copied into static buffers)\n",
-                PyUnicode_AsUTF8(self->name), self->graph_captures, pt2GpuKernelNumLaunches(self->gpu), copied, n);
-    }
-    return 0;
-}
-
-/* Replays the CUDA graph: copies the inputs that have static buffers, and
- * captures again when an input read in place moved (once per input: it is
- * copied from then on).  Outputs are fresh tensors (clones of the static
- * outputs, on the same stream), so results of earlier calls are never
- * overwritten by later replays. */
-static int gpu_graph_replay(Pt2CompiledFn *self, PyObject *const *inputs, void *const *ptrs, void *stream, PyObject **outputs,
-                            int *got_out) {
-    bool recapture = false;
-    for (int i = 0; i < self->n_inputs; ++i) {
-        if (ptrs[i] == self->graph_ptrs[i]) continue; /* the memory the graph reads */
-        if (self->graph_mode[i] == GRAPH_IN_PLACE) {
-            self->graph_mode[i] = GRAPH_NEEDS_BUFFER;
-            recapture = true;
-            continue;
-        }
-        PyObject *r = PyObject_CallMethodOneArg(self->graph_inputs[i], str_copy_, inputs[i]);
-        if (!r) return -1;
-        Py_DECREF(r);
-    }
-    if (recapture && gpu_graph_capture(self, inputs, ptrs) != 0) return -1;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    double t0 = gpu_host_logging ? monotonic_seconds() : 0;
-    rc = pt2GpuGraphLaunch(self->cuda_graph, stream);
-    if (gpu_host_logging) self->host_launch_seconds += monotonic_seconds() - t0;
-    Py_END_ALLOW_THREADS
-    if (rc != 0) {
-        PyErr_Format(PyExc_RuntimeError, "pt2: %s", pt2GetLastError());
-        return -1;
-    }
-    for (; *got_out < self->n_outputs; ++*got_out) {
-        outputs[*got_out] = PyObject_CallMethodNoArgs(self->graph_outputs[*got_out], str_clone);
-        if (!outputs[*got_out]) return -1;
-    }
-    return 0;
-}
-
 /* Runs the GPU plan on the inputs (ptrs: their data pointers, n_inputs of
  * them, then room for the outputs); fills outputs[*got_out..].  0, or -1
  * with an exception set. */
@@ -382,9 +262,15 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     sync_tf32_flag(cublas_tf32, pt2GpuSetMatmulAllowTF32);
     sync_tf32_flag(cudnn_tf32, pt2GpuSetConvAllowTF32);
     bool cudagraphs = pt2_capture_options && pt2_capture_options->cudagraphs && !self->cuda_graph_failed;
-    if (cudagraphs && self->cuda_graph) {
-        rc = gpu_graph_replay(self, in, ptrs, stream, outputs, got_out);
-        goto done;
+    bool replay_declined = false;
+    if (cudagraphs && self->graphs) {
+        int replayed = pt2_cuda_graphs_replay(self->graphs, in, ptrs, stream, outputs,
+                                              gpu_host_logging ? &self->host_launch_seconds : NULL);
+        if (replayed != 0) {
+            if (replayed > 0) *got_out = self->n_outputs, rc = 0;
+            goto done;
+        }
+        replay_declined = true; /* every graph's results are held: a launch into fresh outputs */
     }
     for (; *got_out < self->n_outputs; ++*got_out) {
         outputs[*got_out] = pt2_tensor_empty(self->output_shapes[*got_out], self->output_dtypes[*got_out], self->device);
@@ -412,14 +298,20 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
      * graph, unless a convolution's faster cuDNN plan is still being made on
      * a background thread (pt2GpuKernelUpgrading): the graph would keep the
      * first one, so the calls launch one by one until it is there */
-    if (cudagraphs && pt2GpuKernelUpgrading(self->gpu)) {
+    if (replay_declined) {
+        /* the graphs stay for later calls */
+    } else if (cudagraphs && pt2GpuKernelUpgrading(self->gpu)) {
         if (!self->graph_deferred && pt2_log_enabled("cudagraphs")) {
             fprintf(stderr, "[pt2] %s: CUDA graph deferred until cuDNN's plans that compile at run time are made\n",
                     PyUnicode_AsUTF8(self->name));
         }
         self->graph_deferred = true;
     } else if (cudagraphs) {
-        if (gpu_graph_capture(self, in, ptrs) != 0) {
+        PyObject *graph_ws = gpu_workspace(self);
+        self->graphs = !graph_ws ? NULL
+                                 : pt2_cuda_graphs_new(self->gpu, self->name, self->n_inputs, self->input_contiguous, self->n_outputs,
+                                                       self->output_shapes, self->output_dtypes, self->device, graph_ws);
+        if (!self->graphs || pt2_cuda_graphs_capture(self->graphs, in, ptrs) != 0) {
             graph_state_free(self);
             self->cuda_graph_failed = true;
             PyObject *et, *exc, *tb;

@@ -90,6 +90,17 @@ extern "C" int pt2_tensor_abi_data(PyObject *obj, void **out) {
     }
 }
 
+extern "C" int pt2_tensor_abi_storage_uses(PyObject *obj, long *out) {
+    try {
+        const c10::TensorImpl *impl = plain_impl(obj);
+        if (!impl || !impl->has_storage()) return 0;
+        *out = static_cast<long>(impl->storage().use_count());
+        return 1;
+    } catch (...) {
+        return 0;
+    }
+}
+
 extern "C" PyObject *pt2_tensor_abi_empty(int rank, const int64_t *sizes, Pt2DType dtype, int device) {
     if (dtype < 0 || dtype >= PT2_NUM_DTYPES || device < PT2_DEVICE_CPU) return nullptr;
     try {

@@ -47,6 +47,9 @@ typedef struct Pt2TensorMeta {
 int pt2_tensor_meta(PyObject *tensor, Pt2TensorMeta *out);
 /* *out = tensor.data_ptr() (NULL for some tensors of no elements). */
 int pt2_tensor_data(PyObject *tensor, void **out);
+/* How many tensors hold `tensor`'s storage (c10::Storage's use count:
+ * itself, its views, detached aliases); -1 with an exception set. */
+int pt2_tensor_storage_uses(PyObject *tensor, long *out);
 /* torch.empty(shape, dtype=dtype, device=...) on the CPU or a CUDA device
  * (tensor_meta.c; at::empty when tensor_abi.cpp is built): a new
  * reference, or NULL with an exception set. */
@@ -60,6 +63,8 @@ PyObject *pt2_tensor_empty(PyObject *shape, PyObject *dtype, int device);
 int pt2_tensor_abi_meta(PyObject *obj, Pt2TensorMeta *out);
 /* tensor.data_ptr() (copy-on-write storage materialized, as data_ptr does). */
 int pt2_tensor_abi_data(PyObject *obj, void **out);
+/* How many tensors (this one, its views, detached aliases) hold its storage. */
+int pt2_tensor_abi_storage_uses(PyObject *obj, long *out);
 /* at::empty on the CPU or a CUDA device, as a torch.Tensor (new reference),
  * or NULL with no exception set (a dtype that is not pt2's, an allocation
  * that threw): torch.empty instead. */

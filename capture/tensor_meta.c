@@ -112,6 +112,29 @@ int pt2_tensor_data(PyObject *tensor, void **out) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
+int pt2_tensor_storage_uses(PyObject *tensor, long *out) {
+#ifdef PT2_HAVE_TENSOR_ABI
+    if (use_abi && pt2_tensor_abi_storage_uses(tensor, out)) return 0;
+#endif
+    /* torch._C._storage_Use_Count(tensor.untyped_storage()._cdata), less
+     * the one use of the storage object made to ask */
+    static PyObject *use_count;
+    if (!use_count) {
+        PyObject *C = PyImport_ImportModule("torch._C");
+        use_count = C ? PyObject_GetAttrString(C, "_storage_Use_Count") : NULL;
+        Py_XDECREF(C);
+        if (!use_count) return -1;
+    }
+    PyObject *storage = PyObject_CallMethod(tensor, "untyped_storage", NULL);
+    PyObject *cdata = storage ? PyObject_GetAttrString(storage, "_cdata") : NULL;
+    PyObject *n = cdata ? PyObject_CallOneArg(use_count, cdata) : NULL;
+    *out = n ? PyLong_AsLong(n) - 1 : -1;
+    Py_XDECREF(storage);
+    Py_XDECREF(cdata);
+    Py_XDECREF(n);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* torch.device of a device code (tensor_abi.h): new reference. */
 static PyObject *device_object(int device) {
     if (device == PT2_DEVICE_CPU) return Py_NewRef(cpu_device);

@@ -324,7 +324,9 @@ def test_reduce_overhead_inputs_change_values_and_addresses(capfd, monkeypatch):
     w2 = torch.randn_like(w)  # moved: captured again, copied from then on
     close(cf(x, w2), f(x, w2))
     close(cf(x, w), f(x, w))
-    # first call: warm-up + capture (x, w in place); second: x moved; w2: w moved
+    # first call: warm-up + capture (x, w in place); second: x moved (output set 0 handed out);
+    # third: set 0's results held in `outs`, so output set 1 is recorded; from the fourth on both
+    # sets' results are held and the calls launch without a graph (w2's move needs no capture)
     assert _captures(capfd) == 3
 
 
@@ -343,6 +345,52 @@ def test_reduce_overhead_module(dtype, capfd, monkeypatch):
         m.fc2.weight.mul_(0.5)  # parameters are read in place by the graph
         close(cm(x), m(x), tol)
     assert _captures(capfd) == 2  # the first call, then the input moved once
+
+
+@needs_cuda
+def test_reduce_overhead_hands_out_static_outputs(capfd, monkeypatch):
+    """Replays return the graph's static outputs (no copy) when nothing holds the last results:
+    a dropped result's memory comes back, `y = f(x)` alternates between two output sets, and
+    results still held (the tensor, a view of it, a detached alias) are never overwritten."""
+    monkeypatch.setenv("PT2_LOGS", "cudagraphs")
+
+    def f(x, w):
+        return torch.tanh(x @ w) * 2, x.sum(dim=0)
+
+    cf = pt2.compile(f, mode="reduce-overhead")
+    torch.manual_seed(0)
+    w = torch.randn(96, 80, device="cuda")
+    xs = [torch.randn(33, 96, device="cuda") for _ in range(8)]
+    cf(xs[0], w)  # warm-up + capture
+    ptrs = set()
+    for x in xs:  # results dropped at once: one set serves every call
+        a, b = cf(x, w)
+        close(a, f(x, w)[0]), close(b, f(x, w)[1])
+        ptrs.add(a.data_ptr())
+        del a, b
+    assert len(ptrs) == 1
+    y = None
+    seen = []
+    for x in xs:  # the previous result alive during the call: two sets, alternating
+        y = cf(x, w)
+        seen.append(y[0].data_ptr())
+        close(y[0], f(x, w)[0])
+    assert len(set(seen)) == 2 and seen[0] != seen[1] and seen[0] == seen[2]
+    del y
+    for hold in ("tensor", "view", "detached"):
+        kept, wants = [], []
+        for x in xs[:5]:  # more results held than sets: later calls launch into fresh outputs
+            a, b = cf(x, w)
+            kept.append({"tensor": a, "view": a[1:, ::2], "detached": a.detach()}[hold])
+            wants.append({"tensor": lambda t: t, "view": lambda t: t[1:, ::2], "detached": lambda t: t}[hold](f(x, w)[0]))
+            del a, b
+        torch.cuda.synchronize()
+        for got, want in zip(kept, wants):
+            close(got, want)
+        kept.clear()
+    err = capfd.readouterr().err
+    assert "results of both CUDA graphs are still held" in err
+    assert err.count("captured a CUDA graph") == 3  # warm-up (x in place); x moved; set 1
 
 
 @needs_cuda
