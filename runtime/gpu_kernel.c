@@ -19,15 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../passes/gpu_extern.h"
 #include "cublas.h"
-#include "../passes/gpu_extern.h"
 #include "cuda.h"
 #include "cudnn.h"
+#include "gpu_cache.h"
 #include "gpu_plan.h"
 #include "ptx_jit.h"
 #include "kernel_shared.h"
@@ -88,56 +87,6 @@ static double now_seconds(void) {
 /*===----------------------------------------------------------------------===*
  * Compiling
  *===----------------------------------------------------------------------===*/
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *data = malloc((size_t)n + 1);
-    if (fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    } else {
-        data[n] = 0;
-    }
-    fclose(f);
-    return data;
-}
-
-static bool owned_private_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
-}
-
-/* Writes data to path atomically (a temporary file renamed over it). */
-static int publish_file(const char *path, const void *data, size_t n) {
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(data, 1, n, f) != n) {
-        if (f) fclose(f);
-        pt2_set_error("cannot write %s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    fclose(f);
-    chmod(tmp, 0600);
-    if (rename(tmp, path) != 0) {
-        pt2_set_error("cannot publish %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* A cache entry is used only if its .meta names the plan's hash. */
-static char *cached_plan(const char *plan_path, const char *meta_path) {
-    if (!owned_private_file(plan_path) || !owned_private_file(meta_path)) return NULL;
-    char *meta = read_file(meta_path), hash[65];
-    bool ok = meta && pt2_kernel_hash_file(plan_path, hash) == 0 && strncmp(meta, hash, 64) == 0;
-    free(meta);
-    return ok ? read_file(plan_path) : NULL;
-}
 
 static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts);
 
@@ -234,7 +183,7 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     char plan_path[4400], meta_path[4400];
     snprintf(plan_path, sizeof plan_path, "%s/%s.gpu", k->cache_dir, k->key);
     snprintf(meta_path, sizeof meta_path, "%s/%s.gpu.meta", k->cache_dir, k->key);
-    char *cached = dumping ? NULL : cached_plan(plan_path, meta_path);
+    char *cached = dumping ? NULL : pt2_gpu_cached_plan(plan_path, meta_path);
     if (cached) {
         k->plan_text = cached;
         if (pt2_gpu_plan_from_text(&k->plan, cached) == 0) {
@@ -262,8 +211,8 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     if (pt2_gpu_plan_build(&k->plan, module, pt2_kernel_find_func(module, func_name)) != 0) goto error;
     k->plan_text = pt2_gpu_plan_to_text(&k->plan);
     char hash[65];
-    if (publish_file(plan_path, k->plan_text, strlen(k->plan_text)) != 0 || pt2_kernel_hash_file(plan_path, hash) != 0 ||
-        publish_file(meta_path, hash, 64) != 0) {
+    if (pt2_gpu_publish_file(plan_path, k->plan_text, strlen(k->plan_text)) != 0 || pt2_kernel_hash_file(plan_path, hash) != 0 ||
+        pt2_gpu_publish_file(meta_path, hash, 64) != 0) {
         goto error;
     }
     share_workspace(k);
@@ -357,46 +306,6 @@ int pt2GpuKernelArgType(const Pt2GpuKernel *k, int i, Pt2DType *out_dtype, int64
  * Loading (PTX → cubin, cached per device) and launching
  *===----------------------------------------------------------------------===*/
 
-/* A module's cubins in one cache file: "pt2-cubins <n>" and each size on
- * the first line, then the images back to back. */
-static int read_cubins(const char *path, Pt2Cubin **out, int *out_n) {
-    if (!owned_private_file(path)) return -1;
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    int n = 0;
-    Pt2Cubin *c = NULL;
-    bool ok = fscanf(f, "pt2-cubins %d", &n) == 1 && n > 0 && n <= 64 && (c = calloc((size_t)n, sizeof *c));
-    for (int i = 0; ok && i < n; ++i) ok = fscanf(f, " %zu", &c[i].size) == 1 && c[i].size > 0 && c[i].size < ((size_t)1 << 31);
-    ok = ok && fgetc(f) == '\n';
-    for (int i = 0; ok && i < n; ++i) ok = (c[i].data = malloc(c[i].size)) && fread(c[i].data, 1, c[i].size, f) == c[i].size;
-    ok = ok && fgetc(f) == EOF;
-    fclose(f);
-    if (!ok) {
-        for (int i = 0; c && i < n; ++i) free(c[i].data);
-        free(c);
-        return -1;
-    }
-    *out = c;
-    *out_n = n;
-    return 0;
-}
-
-static void write_cubins(const char *path, const Pt2Cubin *c, int n) {
-    size_t bytes = 32 + 24 * (size_t)n;
-    for (int i = 0; i < n; ++i) bytes += c[i].size;
-    char *buf = malloc(bytes);
-    if (!buf) return;
-    size_t at = (size_t)snprintf(buf, bytes, "pt2-cubins %d", n);
-    for (int i = 0; i < n; ++i) at += (size_t)snprintf(buf + at, bytes - at, " %zu", c[i].size);
-    buf[at++] = '\n';
-    for (int i = 0; i < n; ++i) {
-        memcpy(buf + at, c[i].data, c[i].size);
-        at += c[i].size;
-    }
-    publish_file(path, buf, at); /* a cache that cannot be written is not an error */
-    free(buf);
-}
-
 /* Module i's cubins in the cache, for this device and driver. */
 static void cubins_path(const Pt2GpuKernel *k, int i, int cc, int driver, char out[4400]) {
     snprintf(out, 4400, "%s/%s-%d-sm%d-cuda%d.cubins", k->cache_dir, k->key, i, cc, driver);
@@ -420,7 +329,7 @@ static int compile_modules(Pt2GpuKernel *k, ModuleParts *mods, char paths[][4400
     for (int i = 0; i < k->plan.n_modules; ++i) {
         cubins_path(k, i, cc, driver, paths[i]);
         if (mods[i].skip) continue;
-        mods[i].cached = read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0;
+        mods[i].cached = pt2_gpu_read_cubins(paths[i], &mods[i].cubins, &mods[i].n) == 0;
         if (!mods[i].cached) total += strlen(k->plan.module_ptx[i]);
     }
     for (int i = 0; i < k->plan.n_modules; ++i) {
@@ -489,7 +398,7 @@ static int load_module(Pt2GpuKernel *k, int i, ModuleParts *m, const char *path)
         if (pt2_cuda_module_load(m->cubins[j].data, &m->loaded[j]) != 0) break;
     }
     if (m->loaded && j == m->n) {
-        if (!m->cached) write_cubins(path, m->cubins, m->n);
+        if (!m->cached) pt2_gpu_write_cubins(path, m->cubins, m->n);
         return 0;
     }
     for (int p = 0; p < m->n; ++p) free(m->cubins[p].data);
@@ -499,7 +408,7 @@ static int load_module(Pt2GpuKernel *k, int i, ModuleParts *m, const char *path)
         return -1;
     }
     if (pt2_cuda_module_load(m->cubins[0].data, &m->loaded[0]) != 0) return -1;
-    write_cubins(path, m->cubins, 1);
+    pt2_gpu_write_cubins(path, m->cubins, 1);
     return 0;
 }
 
