@@ -13,7 +13,7 @@
  *       f64, or f32 where oneDNN has no primitive
  *           ─▶ im2col + one single-threaded BLAS GEMM per (image, group,
  *               block of output positions), spread over the OpenMP team,
- *               each block's epilogue right after its GEMM
+ *               each block's epilogue right after its GEMM (conv_im2col.c)
  *
  * Why oneDNN: it is what eager PyTorch calls.  Measured on the development
  * machine (AVX-512, one thread) for micro.py's 3x3 conv 64->64 on
@@ -30,7 +30,6 @@
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"
 
-#include <cblas.h>
 #include <dnnl.h>
 #include <limits.h>
 #include <math.h>
@@ -41,26 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_internal.h"
 #include "internal.h"
 
 /* Primitives kept; past this many shapes a call builds and drops its own. */
 #define MAX_CACHED 128
-/* Below this many multiply-adds the im2col route runs on the calling thread. */
-#define PARALLEL_MIN_WORK ((int64_t)1 << 21)
-/* Elements of one thread's im2col buffer (8 MiB of f64). */
-#define COLUMN_BUFFER_ELEMS ((int64_t)1 << 20)
 
-/* The problem, all in elements; w's dims are [O, C/G, KH, KW]. */
-typedef struct Conv {
-    size_t elem_size; /* 4: f32, 8: f64 */
-    char *x, *w, *y;
-    int64_t x_sizes[4], x_strides[4], w_sizes[4], w_strides[4], y_sizes[4], y_strides[4];
-    int64_t stride[2], padding[2], dilation[2], groups;
-    int64_t steps;                     /* the epilogue (pt2rt.h); 0: none */
-    bool w_frozen;                     /* w constant for the run's constants cache (pt2rt_conv2d_frozen_f32) */
-    char *addend[2];                   /* y's shape; null where no step reads it */
-    int64_t addend_strides[2][4];
-} Conv;
 
 static int step_at(int64_t steps, int i) { return (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf); }
 
@@ -121,7 +106,6 @@ static void read_conv(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w
     if (!agree) pt2rt_fatal("conv2d operand shapes disagree (a compiler bug: see passes/extern.c)");
 }
 
-static int64_t numel(const int64_t sizes[4]) { return sizes[0] * sizes[1] * sizes[2] * sizes[3]; }
 
 /* y = 0 (no input channels: every sum is empty). */
 static void zero_output(const Conv *c) {
@@ -176,7 +160,7 @@ DEFINE_EPILOGUE(float, expf, erff, tanhf)
 DEFINE_EPILOGUE(double, exp, erf, tanh)
 
 /* The steps over y[n, o0..o1, positions p0..p1) (position p = oh OW + ow). */
-static void epilogue_block(const Conv *c, int64_t n, int64_t o0, int64_t o1, int64_t p0, int64_t p1) {
+void pt2rt_conv_epilogue_block(const Conv *c, int64_t n, int64_t o0, int64_t o1, int64_t p0, int64_t p1) {
     int64_t ow = c->y_sizes[3];
     for (int64_t o = o0; o < o1; ++o) {
         for (int64_t p = p0; p < p1;) {
@@ -192,13 +176,13 @@ static void epilogue_block(const Conv *c, int64_t n, int64_t o0, int64_t o1, int
 }
 
 /* The steps over all of y, images x channels spread over the team. */
-static void epilogue_all(const Conv *c) {
+void pt2rt_conv_epilogue_all(const Conv *c) {
     int64_t planes = c->y_sizes[0] * c->y_sizes[1], positions = c->y_sizes[2] * c->y_sizes[3];
     int threads = omp_in_parallel() || planes * positions < PARALLEL_MIN_WORK / 16 ? 1 : omp_get_max_threads();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t t = 0; t < planes; ++t) {
         int64_t o = t % c->y_sizes[1];
-        epilogue_block(c, t / c->y_sizes[1], o, o + 1, 0, positions);
+        pt2rt_conv_epilogue_block(c, t / c->y_sizes[1], o, o + 1, 0, positions);
     }
 }
 
@@ -654,205 +638,8 @@ static bool conv_dnnl(const Conv *c) {
     bool fused = d->fused;
     if (owned) destroy_dnnl_conv(d);
     if (!ok) pt2rt_fatal("oneDNN failed to run a conv2d primitive it created");
-    if (c->steps != 0 && !fused) epilogue_all(c);
+    if (c->steps != 0 && !fused) pt2rt_conv_epilogue_all(c);
     return true;
-}
-
-/*===----------------------------------------------------------------------===*
- * im2col + GEMM
- *===----------------------------------------------------------------------===*/
-
-/* The GEMM of one group: y_g [O/G, positions] = w_g [O/G, K] x col [K, positions]
- * with K = (C/G) KH KW.  w_g needs rows of K contiguous elements, y_g
- * positions (oh, ow) at unit stride; otherwise they are packed. */
-typedef struct Im2col {
-    const Conv *c;
-    int64_t og, cg, kh, kw, oh, ow, k, positions, block, blocks;
-    const char *w;           /* w, dense [O, K] (c->w or a packed copy) */
-    char *y;                 /* y, or a dense [N, O, OH*OW] buffer */
-    int64_t y_image, y_row;  /* strides of y's n and o dims in elements */
-    bool direct;             /* 1x1: no columns, x read in place (rows x_row apart) */
-    int64_t x_row;
-} Im2col;
-
-static bool w_rows_dense(const Conv *c) {
-    const int64_t *s = c->w_sizes, *st = c->w_strides;
-    return (s[3] == 1 || st[3] == 1) && (s[2] == 1 || st[2] == s[3]) && (s[1] == 1 || st[1] == s[2] * s[3]) &&
-           (s[0] == 1 || st[0] == s[1] * s[2] * s[3]);
-}
-
-static bool y_positions_dense(const Conv *c) {
-    const int64_t *s = c->y_sizes, *st = c->y_strides;
-    return (s[3] == 1 || st[3] == 1) && (s[2] == 1 || st[2] == s[3]);
-}
-
-/* Copies between a strided 4-d tensor and a dense one of the same sizes. */
-static void copy_dense(char *dense, char *strided, const int64_t sizes[4], const int64_t strides[4], size_t es,
-                       bool to_dense) {
-    int64_t i = 0;
-    for (int64_t a = 0; a < sizes[0]; ++a) {
-        for (int64_t b = 0; b < sizes[1]; ++b) {
-            for (int64_t h = 0; h < sizes[2]; ++h) {
-                for (int64_t w = 0; w < sizes[3]; ++w, ++i) {
-                    int64_t at = a * strides[0] + b * strides[1] + h * strides[2] + w * strides[3];
-                    char *s = strided + at * (int64_t)es;
-                    if (to_dense) {
-                        memcpy(dense + i * (int64_t)es, s, es);
-                    } else {
-                        memcpy(s, dense + i * (int64_t)es, es);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/* col[(c, i, j), p - p0] = x[n, g C/G + c, oh s - pad + i d, ow s - pad + j d]
- * for positions p = (oh, ow) in [p0, p1), 0 outside x.  Walked one output
- * row at a time, each split into the zero margins and the columns that read
- * x, which are worked out once per kernel column j (no division per element). */
-#define DEFINE_FILL_COLUMNS(T)                                                                                             \
-    static void fill_columns_##T(const Im2col *m, T *col, int64_t n, int64_t g, int64_t p0, int64_t p1) {              \
-        const Conv *c = m->c;                                                                                          \
-        const int64_t *xs = c->x_sizes, *st = c->x_strides, sh = c->stride[0], sw = c->stride[1];                      \
-        const T *x = (const T *)c->x + n * st[0] + g * m->cg * st[1];                                                  \
-        for (int64_t ci = 0; ci < m->cg; ++ci) {                                                                       \
-            for (int64_t i = 0; i < m->kh; ++i) {                                                                      \
-                for (int64_t j = 0; j < m->kw; ++j) {                                                                  \
-                    T *row = col + ((ci * m->kh + i) * m->kw + j) * (p1 - p0);                                         \
-                    int64_t base = j * c->dilation[1] - c->padding[1]; /* input column of output column 0 */          \
-                    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw;                                                \
-                    int64_t hi = xs[3] - base <= 0 ? 0 : (xs[3] - base + sw - 1) / sw;                                 \
-                    hi = hi < m->ow ? hi : m->ow;                                                                      \
-                    lo = lo < hi ? lo : hi;                                                                            \
-                    for (int64_t p = p0, oh = p0 / m->ow, o = p0 % m->ow; p < p1; o = 0, ++oh) {                       \
-                        int64_t end = m->ow < o + (p1 - p) ? m->ow : o + (p1 - p);                                     \
-                        T *dst = row + (p - p0) - o; /* dst[q]: output column q of row oh */                           \
-                        int64_t h = oh * sh - c->padding[0] + i * c->dilation[0];                                      \
-                        bool inside = h >= 0 && h < xs[2];                                                             \
-                        int64_t a = inside ? (lo > o ? lo : o) : end, b = inside ? (hi < end ? hi : end) : end;        \
-                        if (b < a) b = a;                                                                              \
-                        for (int64_t q = o; q < a; ++q) dst[q] = (T)0;                                                 \
-                        const T *src = x + ci * st[1] + h * st[2];                                                     \
-                        for (int64_t q = a; q < b; ++q) dst[q] = src[(q * sw + base) * st[3]];                         \
-                        for (int64_t q = b; q < end; ++q) dst[q] = (T)0;                                               \
-                        p += end - o;                                                                                  \
-                    }                                                                                                  \
-                }                                                                                                      \
-            }                                                                                                          \
-        }                                                                                                              \
-    }
-DEFINE_FILL_COLUMNS(float)
-DEFINE_FILL_COLUMNS(double)
-
-/* Task t: image n, group g, positions [p0, p1).  A direct 1x1 convolution
- * reads x itself as the columns. */
-static void im2col_task(const Im2col *m, void *col, int64_t t) {
-    const Conv *c = m->c;
-    int64_t b = t % m->blocks, g = (t / m->blocks) % c->groups, n = t / m->blocks / c->groups;
-    int64_t p0 = b * m->block, p1 = p0 + m->block < m->positions ? p0 + m->block : m->positions;
-    int width = (int)(p1 - p0), k = (int)m->k, og = (int)m->og, ldc = (int)m->y_row;
-    int64_t es = (int64_t)c->elem_size;
-    const char *w = m->w + g * m->og * m->k * es;
-    char *y = m->y + (n * m->y_image + g * m->og * m->y_row + p0) * es;
-    const void *columns = col;
-    int ldb = width;
-    if (m->direct) {
-        columns = c->x + (n * c->x_strides[0] + g * m->cg * c->x_strides[1] + p0) * es;
-        ldb = (int)m->x_row;
-    } else if (c->elem_size == 4) {
-        fill_columns_float(m, col, n, g, p0, p1);
-    } else {
-        fill_columns_double(m, col, n, g, p0, p1);
-    }
-    if (c->elem_size == 4) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, og, width, k, 1.0f, (const float *)w, k, columns, ldb,
-                    0.0f, (float *)y, ldc);
-    } else {
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, og, width, k, 1.0, (const double *)w, k, columns, ldb,
-                    0.0, (double *)y, ldc);
-    }
-    /* the block is still in the cache (a packed y gets its epilogue whole) */
-    if (c->steps != 0 && m->y == c->y) epilogue_block(c, n, g * m->og, (g + 1) * m->og, p0, p1);
-}
-
-/* A 1x1 kernel at stride 1 without padding whose x rows (h, w) are dense:
- * x[n, g C/G + c] is already the [C/G, positions] column matrix. */
-static bool direct_1x1(const Conv *c, int64_t positions, int64_t *out_row) {
-    const int64_t *s = c->x_sizes, *st = c->x_strides;
-    bool unit = c->w_sizes[2] == 1 && c->w_sizes[3] == 1 && c->stride[0] == 1 && c->stride[1] == 1 &&
-                c->padding[0] == 0 && c->padding[1] == 0;
-    bool dense = (s[3] == 1 || st[3] == 1) && (s[2] == 1 || st[2] == s[3]);
-    *out_row = c->w_sizes[1] == 1 ? positions : st[1];
-    return unit && dense && *out_row >= positions && *out_row <= INT_MAX;
-}
-
-static void *checked_malloc(size_t bytes, const char *what) {
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) pt2rt_fatal(what);
-    return p;
-}
-
-static void conv_im2col(const Conv *c) {
-    Im2col m = {.c = c, .og = c->w_sizes[0] / c->groups, .cg = c->w_sizes[1], .kh = c->w_sizes[2],
-                .kw = c->w_sizes[3], .oh = c->y_sizes[2], .ow = c->y_sizes[3]};
-    size_t es = c->elem_size;
-    m.k = m.cg * m.kh * m.kw;
-    m.positions = m.oh * m.ow;
-    m.block = COLUMN_BUFFER_ELEMS / m.k > 0 ? COLUMN_BUFFER_ELEMS / m.k : 1;
-    if (m.block > m.positions) m.block = m.positions;
-    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    int64_t images = c->y_sizes[0] * c->groups;
-    if (images * m.og * m.positions * m.k < PARALLEL_MIN_WORK) threads = 1;
-    /* fewer (image, group) pairs than threads: cut the positions finer */
-    if (threads > 1 && images < threads) {
-        int64_t per_thread = (m.positions + (threads / images) - 1) / (threads / images);
-        if (per_thread < m.block) m.block = per_thread;
-    }
-    m.blocks = (m.positions + m.block - 1) / m.block;
-    if (m.k > INT_MAX || m.og > INT_MAX || m.block > INT_MAX) {
-        pt2rt_fatal("conv2d dimension beyond the BLAS's int range");
-    }
-    void *w_packed = NULL, *y_packed = NULL;
-    m.w = c->w;
-    if (!w_rows_dense(c)) { /* the GEMM reads group g's rows at w + g O/G K, K apart */
-        w_packed = checked_malloc((size_t)numel(c->w_sizes) * es, "out of memory packing conv2d weights");
-        copy_dense(w_packed, c->w, c->w_sizes, c->w_strides, es, true);
-        m.w = w_packed;
-    }
-    m.y = c->y;
-    m.y_image = c->y_strides[0];
-    m.y_row = c->y_strides[1];
-    if (!y_positions_dense(c) || m.y_row > INT_MAX || m.y_row < m.positions) {
-        y_packed = checked_malloc((size_t)numel(c->y_sizes) * es, "out of memory for a conv2d result");
-        m.y = y_packed;
-        m.y_image = c->y_sizes[1] * m.positions;
-        m.y_row = m.positions;
-    }
-    m.direct = direct_1x1(c, m.positions, &m.x_row);
-    pt2rt_keep_blas_serial();
-    int64_t tasks = images * m.blocks;
-    if (threads > tasks) threads = (int)tasks;
-    size_t col_bytes = m.direct ? 0 : (size_t)(m.k * m.block) * es;
-    if (threads <= 1) {
-        void *col = checked_malloc(col_bytes, "out of memory for conv2d columns");
-        for (int64_t t = 0; t < tasks; ++t) im2col_task(&m, col, t);
-        free(col);
-    } else {
-#pragma omp parallel num_threads(threads)
-        {
-            void *col = checked_malloc(col_bytes, "out of memory for conv2d columns");
-#pragma omp for schedule(static)
-            for (int64_t t = 0; t < tasks; ++t) im2col_task(&m, col, t);
-            free(col);
-        }
-    }
-    if (y_packed) {
-        copy_dense(y_packed, c->y, c->y_sizes, c->y_strides, es, false);
-        if (c->steps != 0) epilogue_all(c);
-    }
-    free(w_packed);
-    free(y_packed);
 }
 
 /*===----------------------------------------------------------------------===*
@@ -860,14 +647,14 @@ static void conv_im2col(const Conv *c) {
  *===----------------------------------------------------------------------===*/
 
 static void conv2d(const Conv *c) {
-    if (numel(c->y_sizes) == 0) return;
+    if (pt2rt_conv_numel(c->y_sizes) == 0) return;
     if (c->w_sizes[1] == 0 || c->w_sizes[2] == 0 || c->w_sizes[3] == 0) {
         zero_output(c);
-        if (c->steps != 0) epilogue_all(c);
+        if (c->steps != 0) pt2rt_conv_epilogue_all(c);
         return;
     }
     if (c->elem_size == 4 && conv_dnnl(c)) return;
-    conv_im2col(c);
+    pt2rt_conv_im2col(c);
 }
 
 void pt2rt_conv2d_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,

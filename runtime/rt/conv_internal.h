@@ -1,0 +1,35 @@
+/*===- conv_internal.h - libpt2rt's conv2d: what conv.c and conv_im2col.c share ===*/
+#ifndef PT2RT_CONV_INTERNAL_H
+#define PT2RT_CONV_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Below this many multiply-adds the im2col route runs on the calling thread. */
+#define PARALLEL_MIN_WORK ((int64_t)1 << 21)
+/* Elements of one thread's im2col buffer (8 MiB of f64). */
+#define COLUMN_BUFFER_ELEMS ((int64_t)1 << 20)
+
+/* The problem, all in elements; w's dims are [O, C/G, KH, KW]. */
+typedef struct Conv {
+    size_t elem_size; /* 4: f32, 8: f64 */
+    char *x, *w, *y;
+    int64_t x_sizes[4], x_strides[4], w_sizes[4], w_strides[4], y_sizes[4], y_strides[4];
+    int64_t stride[2], padding[2], dilation[2], groups;
+    int64_t steps;                     /* the epilogue (pt2rt.h); 0: none */
+    bool w_frozen;                     /* w constant for the run's constants cache (pt2rt_conv2d_frozen_f32) */
+    char *addend[2];                   /* y's shape; null where no step reads it */
+    int64_t addend_strides[2][4];
+} Conv;
+
+static inline int64_t pt2rt_conv_numel(const int64_t sizes[4]) { return sizes[0] * sizes[1] * sizes[2] * sizes[3]; }
+
+/* The epilogue (c->steps) over y[n, o0:o1, positions p0:p1] (conv.c). */
+void pt2rt_conv_epilogue_block(const Conv *c, int64_t n, int64_t o0, int64_t o1, int64_t p0, int64_t p1);
+/* The epilogue over all of y, on the OpenMP team (conv.c). */
+void pt2rt_conv_epilogue_all(const Conv *c);
+/* y = conv2d(x, w) and its epilogue through im2col + GEMM (conv_im2col.c). */
+void pt2rt_conv_im2col(const Conv *c);
+
+#endif
