@@ -36,10 +36,11 @@
  *
  * The functions are found with dlsym in the process (runtime/cudnn.c opened
  * libcudnn with RTLD_GLOBAL); the enum values are cuDNN's documented ABI
- * (cudnn_graph.h of cuDNN 9, unchanged since 8.x's cudnn_backend.h).
+ * (cudnn_backend_abi.h).
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include "cudnn_graph.h"
+#include "cudnn_backend_abi.h"
 #include "threads.h"
 
 #include <dlfcn.h>
@@ -51,79 +52,8 @@
 #include <string.h>
 #include <time.h>
 
-enum {
-    /* cudnnBackendDescriptorType_t */
-    DESC_CONVOLUTION = 1,
-    DESC_ENGINE = 2,
-    DESC_ENGINECFG = 3,
-    DESC_ENGINEHEUR = 4,
-    DESC_EXECUTION_PLAN = 5,
-    DESC_OPERATION_CONVOLUTION_FORWARD = 10,
-    DESC_OPERATIONGRAPH = 15,
-    DESC_VARIANT_PACK = 16,
-    DESC_TENSOR = 17,
-    /* cudnnBackendAttributeType_t */
-    TYPE_HANDLE = 0,
-    TYPE_DATA_TYPE = 1,
-    TYPE_INT64 = 3,
-    TYPE_FLOAT = 4,
-    TYPE_DOUBLE = 5,
-    TYPE_VOID_PTR = 6,
-    TYPE_CONVOLUTION_MODE = 7,
-    TYPE_HEUR_MODE = 8,
-    TYPE_NUMERICAL_NOTE = 11,
-    TYPE_BACKEND_DESCRIPTOR = 15,
-    TYPE_BEHAVIOR_NOTE = 19,
-    /* cudnnBackendAttributeName_t */
-    ATTR_CONVOLUTION_COMP_TYPE = 100,
-    ATTR_CONVOLUTION_CONV_MODE = 101,
-    ATTR_CONVOLUTION_DILATIONS = 102,
-    ATTR_CONVOLUTION_FILTER_STRIDES = 103,
-    ATTR_CONVOLUTION_POST_PADDINGS = 104,
-    ATTR_CONVOLUTION_PRE_PADDINGS = 105,
-    ATTR_CONVOLUTION_SPATIAL_DIMS = 106,
-    ATTR_ENGINEHEUR_MODE = 200,
-    ATTR_ENGINEHEUR_OPERATION_GRAPH = 201,
-    ATTR_ENGINEHEUR_RESULTS = 202,
-    ATTR_ENGINECFG_ENGINE = 300,
-    ATTR_EXECUTION_PLAN_HANDLE = 400,
-    ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401,
-    ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402,
-    ATTR_CONV_FWD_ALPHA = 700,
-    ATTR_CONV_FWD_BETA = 701,
-    ATTR_CONV_FWD_CONV_DESC = 702,
-    ATTR_CONV_FWD_W = 703,
-    ATTR_CONV_FWD_X = 704,
-    ATTR_CONV_FWD_Y = 705,
-    ATTR_OPERATIONGRAPH_HANDLE = 800,
-    ATTR_OPERATIONGRAPH_OPS = 801,
-    ATTR_TENSOR_BYTE_ALIGNMENT = 900,
-    ATTR_TENSOR_DATA_TYPE = 901,
-    ATTR_TENSOR_DIMENSIONS = 902,
-    ATTR_TENSOR_STRIDES = 903,
-    ATTR_TENSOR_UNIQUE_ID = 906,
-    ATTR_VARIANT_PACK_UNIQUE_IDS = 1000,
-    ATTR_VARIANT_PACK_DATA_POINTERS = 1001,
-    ATTR_VARIANT_PACK_WORKSPACE = 1003,
-    ATTR_ENGINE_GLOBAL_INDEX = 1301,
-    ATTR_ENGINE_NUMERICAL_NOTE = 1303,
-    ATTR_ENGINE_BEHAVIOR_NOTE = 1305,
-    /* cudnnBackendHeurMode_t */
-    HEUR_MODE_FALLBACK = 2,
-    HEUR_MODE_A = 3,
-    /* notes */
-    NUMERICAL_NOTE_TENSOR_CORE = 0,
-    NUMERICAL_NOTE_DOWN_CONVERT_INPUTS = 1,
-    BEHAVIOR_NOTE_RUNTIME_COMPILATION = 0,
-    /* cudnnConvolutionMode_t, cudnnDataType_t */
-    CROSS_CORRELATION = 1,
-    DATA_FLOAT = 0,
-    DATA_DOUBLE = 1,
-    /* tensor unique ids */
-    UID_X = 'x',
-    UID_W = 'w',
-    UID_Y = 'y',
-};
+/* the tensors' unique ids in a graph */
+enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 
 typedef int Status;
 typedef void *Desc;
