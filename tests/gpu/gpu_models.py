@@ -1,12 +1,24 @@
 """Models for the GPU capture tests and bench/gpu_e2e.py: an MLP, a pre-norm
 transformer block (attention as matmul + softmax, GELU MLP), an encoder of such
 blocks, a ResNet-like convolution block and a bottleneck with batch norms
-(tests/gpu/test_gpu_conv.py)."""
+(tests/gpu/test_gpu_conv.py), and the prelude of the tests' subprocess scripts."""
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+# the start of the scripts tests run in subprocesses (a library, flag or environment variable
+# set before the first call): imports, seeded uniform inputs on the GPU, normwise relative error
+SCRIPT_PRELUDE = r"""
+import json, sys, torch, torch.nn.functional as F, pt2
+def rand(shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
+def rel(a, e):
+    return ((a.double() - e.double()).norm() / e.double().norm()).item()
+"""
 
 
 class MLP(nn.Module):

@@ -21,7 +21,7 @@ import pt2
 from pt2 import _gpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_models import bottleneck, conv_block  # noqa: E402
+from gpu_models import SCRIPT_PRELUDE, bottleneck, conv_block  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _gpu.cuda_available()), reason="needs a CUDA GPU")
 
@@ -315,14 +315,8 @@ def test_cudnn_apis_agree(dtype, cudnn_api):
         test_fused_epilogues(case, dtype)
 
 
-FALLBACK_SCRIPT = r"""
-import json, torch, torch.nn.functional as F, pt2
+FALLBACK_SCRIPT = SCRIPT_PRELUDE + r"""
 torch.backends.cudnn.allow_tf32 = False
-def rand(shape, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
-def rel(a, e):
-    return ((a.double() - e.double()).norm() / e.double().norm()).item()
 out = {}
 for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16), ("f64", torch.float64)):
     x, w, b, r = rand((2, 6, 11, 9), dt, 1), rand((8, 3, 3, 2), dt, 2), rand((1, 8, 1, 1), dt, 3), rand((2, 8, 6, 9), dt, 4)

@@ -18,6 +18,9 @@ import torch.nn.functional as F
 import pt2
 from pt2 import _gpu
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_models import SCRIPT_PRELUDE  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _gpu.cuda_available()), reason="needs a CUDA GPU")
 
 F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
@@ -233,13 +236,7 @@ def test_cublaslt_does_the_epilogue():
           F.gelu(F.linear(x, w, b), approximate="tanh"), BF16)
 
 
-FALLBACK_SCRIPT = r"""
-import json, sys, torch, torch.nn.functional as F, pt2
-def rand(shape, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
-def rel(a, e):
-    return ((a.double() - e.double()).norm() / e.double().norm()).item()
+FALLBACK_SCRIPT = SCRIPT_PRELUDE + r"""
 out = {}
 for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
     x, w, b, r = rand((2, 37, 96), dt, 1), rand((200, 96), dt, 2), rand((200,), dt, 3), rand((2, 37, 200), dt, 4)
@@ -275,14 +272,8 @@ def test_epilogues_without_cublaslt():
         assert err < TOL[dtype], (key, err)
 
 
-TIMED_SCRIPT = r"""
-import json, torch, torch.nn.functional as F, pt2
+TIMED_SCRIPT = SCRIPT_PRELUDE + r"""
 torch.backends.cuda.matmul.allow_tf32 = False
-def rand(shape, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    return (torch.rand(shape, generator=g, device="cuda", dtype=torch.float64) * 2 - 1).to(dtype)
-def rel(a, e):
-    return ((a.double() - e.double()).norm() / e.double().norm()).item()
 out = {}
 for name, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
     # an MLM head's shape (odd n): with a bias, a bias and relu, a residual
