@@ -46,6 +46,13 @@ typedef enum IndexChecks {
     INDEX_CHECKS_DEVICE,  /* a cf.assert: a device-side assert in a GPU kernel, as eager CUDA's */
 } IndexChecks;
 
+/* reshape, permute, expand, flip, slice, select, cat, pad (lower_views.c):
+ * 0, -1 on error, 1 if `op` is none of them. */
+int lower_data_movement(MlirOperation op, const Pt2OpInfo *info);
+/* out[d...] = x[map(d...)]: a generic copy with an affine input map
+ * (lower_views.c). */
+MlirValue build_map_copy(Builder *b, MlirValue x, const char *in_map, MlirType out_type);
+
 /* index_select, gather and index (lower_index.c). */
 int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks);
 
