@@ -826,7 +826,7 @@ static int lower_var_mean(MlirOperation op, const LowerMode *mode) {
 }
 
 static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode) {
-    if (info->composite) {
+    if (info->composite && info->id != PT2_OP_ATTENTION) { /* attention: kept for libpt2rt (lower_nn.c) */
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
     }
@@ -869,7 +869,9 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
 
 /* Contractions (matmul, convolution) whose loops multiply-accumulate over k:
  * a pointwise producer fused into them would be recomputed for every k. */
-static bool is_contraction(const Pt2OpInfo *info) { return info->meta == META_MATMUL || info->meta == META_CONV2D; }
+static bool is_contraction(const Pt2OpInfo *info) {
+    return info->meta == META_MATMUL || info->meta == META_CONV2D || info->id == PT2_OP_ATTENTION;
+}
 
 static int lower_ops(MlirOperation root, const LowerMode *mode) {
     if (pt2VerifyOp(root) != 0) return -1;
