@@ -1,7 +1,7 @@
 /*===- attention.c - libpt2rt: softmax(q kᵀ s + mask) v as one kernel -----===*
  *
- *   pt2rt_attention_f32(q, k, v, mask, out, scale)            (from pt2-extern-blas)
- *   pt2rt_attention_bool_mask_f32(q, k, v, mask, out, scale)
+ *   pt2rt_attention_f32(q, k, v, mask, out, scale, zero_masked_rows)          (from pt2-extern-blas)
+ *   pt2rt_attention_bool_mask_f32(q, k, v, mask, out, scale, zero_masked_rows)
  *
  * FlashAttention's loop on the CPU.  The work is split over the OpenMP
  * team by (batch entry, block of BLOCK_ROWS query rows); each task walks the
@@ -142,26 +142,6 @@ static BlasMatrix blas_matrix(const Problem *p, const Operand *x, int64_t t, int
     return (BlasMatrix){scratch, (int)(cols > 0 ? cols : 1), false};
 }
 
-/* Rows [r0, r0 + rows) of q for entry t, times the scale, packed row-major
- * into `scratch`: rows x D multiplications instead of rows x S on the
- * scores, and a layout the BLAS takes whatever q's strides. */
-static BlasMatrix scaled_rows(const Problem *p, int64_t t, int64_t r0, int64_t rows, float *scratch) {
-    const Operand *x = &p->q;
-    const float *base = (const float *)x->data + batch_offset(p, x, t) + r0 * x->row_stride;
-    int64_t cols = x->cols;
-    float scale = p->scale;
-    for (int64_t i = 0; i < rows; ++i) {
-        const float *row = base + i * x->row_stride;
-        float *to = scratch + i * cols;
-        if (x->col_stride == 1) { /* the common case, in vector lanes */
-            for (int64_t j = 0; j < cols; ++j) to[j] = row[j] * scale;
-        } else {
-            for (int64_t j = 0; j < cols; ++j) to[j] = row[j * x->col_stride] * scale;
-        }
-    }
-    return (BlasMatrix){scratch, (int)(cols > 0 ? cols : 1), false};
-}
-
 /* c (m x n, ldc) = beta c + a (m x k) b (k x n); with b_is_transposed, b
  * holds bᵀ's rows (k's rows are keys: scores = q kᵀ). */
 static void gemm(bool b_is_transposed, int m, int n, int k, BlasMatrix a, BlasMatrix b, float beta, float *c, int ldc) {
@@ -212,8 +192,8 @@ typedef struct MaskBlock {
  * (which the -inf of masked scores rules out). */
 #define LANES 16
 
-/* The mask applied to one row of scores in place; returns the row's max. */
-static inline __attribute__((always_inline)) float mask_and_max(MaskBlock mask, int i, int keys, float *s) {
+/* One row of scores scaled and masked in place; returns the row's max. */
+static inline __attribute__((always_inline)) float scale_mask_and_max(MaskBlock mask, float scale, int i, int keys, float *s) {
     float lane_max[LANES];
     for (int l = 0; l < LANES; ++l) lane_max[l] = -INFINITY;
     int64_t cs = mask.col_stride;
@@ -223,15 +203,19 @@ static inline __attribute__((always_inline)) float mask_and_max(MaskBlock mask, 
     for (; j + LANES <= keys; j += LANES) {
         if (mask.kind == MASK_ADD) {
 #pragma omp simd
-            for (int l = 0; l < LANES; ++l) s[j + l] += add[(j + l) * cs];
+            for (int l = 0; l < LANES; ++l) s[j + l] = s[j + l] * scale + add[(j + l) * cs];
         } else if (mask.kind == MASK_KEEP) {
 #pragma omp simd
-            for (int l = 0; l < LANES; ++l) s[j + l] = keep[(j + l) * cs] ? s[j + l] : -INFINITY;
+            for (int l = 0; l < LANES; ++l) s[j + l] = keep[(j + l) * cs] ? s[j + l] * scale : -INFINITY;
+        } else {
+#pragma omp simd
+            for (int l = 0; l < LANES; ++l) s[j + l] *= scale;
         }
 #pragma omp simd
         for (int l = 0; l < LANES; ++l) lane_max[l] = s[j + l] > lane_max[l] ? s[j + l] : lane_max[l];
     }
     for (; j < keys; ++j) {
+        s[j] *= scale;
         if (mask.kind == MASK_ADD) s[j] += add[j * cs];
         if (mask.kind == MASK_KEEP && !keep[j * cs]) s[j] = -INFINITY;
         lane_max[0] = s[j] > lane_max[0] ? s[j] : lane_max[0];
@@ -262,14 +246,14 @@ static inline __attribute__((always_inline)) float exp_and_sum(int keys, float *
 }
 
 /* The online softmax step for one block of scores (rows x keys, row stride
- * ld; q was scaled already): the mask applied and the block's row max in one
- * pass, then p = e^(s - m') and its sum in a second; each row's sum and
- * accumulator row are rescaled by e^(m - m'). */
+ * ld): the scale, the mask and the block's row max in one pass, then
+ * p = e^(s - m') and its sum in a second; each row's sum and accumulator
+ * row are rescaled by e^(m - m'). */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-softmax_step(RowState st, MaskBlock mask, int rows, int keys, float *scores, int ld, float *acc, int e_cols) {
+softmax_step(RowState st, MaskBlock mask, float scale, int rows, int keys, float *scores, int ld, float *acc, int e_cols) {
     for (int i = 0; i < rows; ++i) {
         float *s = scores + (int64_t)i * ld;
-        float old = st.max[i], block_max = mask_and_max(mask, i, keys, s), now = block_max > old ? block_max : old;
+        float old = st.max[i], block_max = scale_mask_and_max(mask, scale, i, keys, s), now = block_max > old ? block_max : old;
         if (now == -INFINITY) { /* every score so far masked: p = 0, nothing to rescale */
             memset(s, 0, sizeof(float) * (size_t)keys);
             continue;
@@ -306,7 +290,7 @@ static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, S
         st.sum[i] = 0;
     }
     memset(w->acc, 0, sizeof(float) * (size_t)rows * (size_t)(e > 0 ? e : 1));
-    BlasMatrix q = scaled_rows(p, t, r0, rows, w->pack_q);
+    BlasMatrix q = blas_matrix(p, &p->q, t, r0, rows, w->pack_q);
     const Operand *m = &p->mask;
     MaskBlock mask = {m->data + (batch_offset(p, m, t) + r0 * m->row_stride) * (int64_t)m->elem_size, m->row_stride,
                       m->col_stride, !p->has_mask ? MASK_NONE : p->bool_mask ? MASK_KEEP : MASK_ADD};
@@ -317,7 +301,7 @@ static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, S
         } else {
             for (int i = 0; i < rows; ++i) memset(w->scores + (int64_t)i * BLOCK_KEYS, 0, sizeof(float) * (size_t)keys);
         }
-        softmax_step(st, mask, rows, keys, w->scores, BLOCK_KEYS, w->acc, e);
+        softmax_step(st, mask, p->scale, rows, keys, w->scores, BLOCK_KEYS, w->acc, e);
         mask.data += BLOCK_KEYS * m->col_stride * (int64_t)m->elem_size;
         if (e > 0) {
             BlasMatrix scores = {w->scores, BLOCK_KEYS, false};
@@ -336,6 +320,7 @@ static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, S
         if (n_keys == 0) {
             for (int c = 0; c < e; ++c) to[c * o->col_stride] = 0;
         } else if (o->col_stride == 1) {
+#pragma omp simd
             for (int c = 0; c < e; ++c) to[c] = a[c] * inv;
         } else {
             for (int c = 0; c < e; ++c) to[c * o->col_stride] = a[c] * inv;
