@@ -480,12 +480,13 @@ static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *
 }
 
 /* pt2-decompose-keep-attention keeps every f32 attention: libpt2rt's
- * kernel takes any shape, and measured it was faster than the chain from
- * 32 x 32 scores up (2.3x there, 1.1-1.2x at BERT's 128 x 128 with heads
- * split from projections, 2.6x at 1024 x 1024) or within 5 % of it (128 x
- * 128 on contiguous q, k, v; 7 x 7, 0.2 us behind): too close to a size
- * rule worth its maintenance (docs/passes.md, "Attention as one kernel",
- * has the numbers).  Other dtypes take the chain: the kernel is f32. */
+ * kernel takes any shape, and measured it was 2.6-3.6x faster than the
+ * chain once the scores leave the cache (8 x 12 heads from 256 x 256 up),
+ * 2.6x on decoding, 1.1-2.8x at 32 x 32 scores, 4-8 % at BERT's 128 x 128, and
+ * at most 9 % (40 us) behind at 8 x 12 x 64 x 64: no size threshold
+ * separates the few losses from the wins (docs/passes.md, "Attention as one
+ * kernel", has the numbers).  Other dtypes take the chain: the kernel is
+ * f32. */
 static bool attention_runs_fused(MlirOperation op) {
     return value_tensor_type(mlirOperationGetOperand(op, 0)).dtype == PT2_F32;
 }
