@@ -96,7 +96,7 @@ static const PassEntry pt2_passes[] = {
      "pt2-lower-non-contractions without reporting an index out of range, only clamping it (the GPU pipeline's "
      "under PT2_DISABLE=gpu-index-checks)",
      pt2_create_lower_non_contractions_unchecked_pass},
-    {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
+    {"pt2-lower-contractions", "pt2-lower for matmul, conv2d and kept attention (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
     {"pt2-channels-last",
      "Store the activations between 2-d convolutions channels last (NHWC): convs lowered NHWC, transposes only at the "
