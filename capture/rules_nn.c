@@ -450,20 +450,15 @@ static bool sdpa_fits_attention(Var *q, Var *k, Var *v, Var *mask, bool causal) 
 }
 
 /* sdpa as one pt2.attention: no mask is the constant -0.0 (adds nothing),
- * is_causal the i1 mask arange(L)[:, None] >= arange(S); rows whose scores
- * are all -inf give 0, as eager's sdpa (its softmax there gives NaN). */
+ * is_causal the op's `causal` (the kernel skips the key blocks above the
+ * diagonal); rows whose scores are all -inf give 0, as eager's sdpa (its
+ * softmax there gives NaN). */
 static Var *sdpa_attention(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool causal, double scale) {
-    if (causal) {
-        int64_t L = q->sizes[q->rank - 2], S = k->sizes[k->rank - 2];
-        Var *rows = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)L);
-        Var *cols = rows ? op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)S) : NULL;
-        mask = cols ? op2(t, "ge", reshape_to(t, rows, (int64_t[]){L, 1}, 2), cols, "%s", "") : NULL;
-    } else if (!mask) {
-        mask = scalar_tensor(t, -0.0, q->dtype);
-    }
+    if (!mask) mask = scalar_tensor(t, -0.0, q->dtype);
     if (!mask) return NULL;
     Var *operands[4] = {q, k, v, mask};
-    return opv(t, "attention", 4, operands, "{scale = %.17e : f64, zero_masked_rows = true}", scale);
+    return opv(t, "attention", 4, operands, "{scale = %.17e : f64, causal = %s, zero_masked_rows = true}", scale,
+               causal ? "true" : "false");
 }
 
 Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -190,8 +190,8 @@ static bool mask_is_zero(MlirValue mask) {
 }
 
 /* attention(q, k, v, mask) back into the chain it was matched from:
- * matmul(q, kᵀ) · scale, the mask added (or where(mask, s, -inf) for an
- * i1 mask), softmax over the last dim (0 on rows whose max is -inf with
+ * matmul(q, kᵀ) · scale, where(j <= i, s, -inf) if causal, the mask added
+ * (or where(mask, s, -inf) for an i1 mask), softmax over the last dim (0 on rows whose max is -inf with
  * zero_masked_rows), matmul with v. */
 static MlirValue decompose_attention(Dec *d, const MlirValue *in) {
     Pt2TensorType kt = value_tensor_type(in[1]);
@@ -203,6 +203,17 @@ static MlirValue decompose_attention(Dec *d, const MlirValue *in) {
     perm[kt.rank - 1] = kt.rank - 2;
     MlirValue s = emit2(d, PT2_OP_MATMUL, in[0], permute(d, in[1], perm, kt.rank));
     if (scale != 1) s = emit2(d, PT2_OP_MUL, s, scalar_like(d, s, scale));
+    bool causal = false;
+    pt2_attr_bool(pt2_attrs_of_op(d->op), "causal", &causal);
+    if (causal) { /* keep arange(L)[:, None] >= arange(S), as eager's is_causal */
+        Pt2TensorType st = value_tensor_type(s);
+        int64_t L = st.sizes[st.rank - 2], S = st.sizes[st.rank - 1], column[2] = {L, 1};
+        /* no operands: &s only gives emit a value to return on failure */
+        MlirValue rows = emit(d, PT2_OP_ARANGE, 0, &s, "{end = %lld.0 : f64, dtype = i64}", (long long)L);
+        MlirValue cols = emit(d, PT2_OP_ARANGE, 0, &s, "{end = %lld.0 : f64, dtype = i64}", (long long)S);
+        MlirValue keep[3] = {emit2(d, PT2_OP_GE, reshape(d, rows, column, 2), cols), s, scalar_like(d, s, -INFINITY)};
+        s = emit(d, PT2_OP_WHERE, 3, keep, "%s", "");
+    }
     if (value_tensor_type(in[3]).dtype == PT2_BOOL) {
         MlirValue where[3] = {in[3], s, scalar_like(d, s, -INFINITY)};
         s = emit(d, PT2_OP_WHERE, 3, where, "%s", "");

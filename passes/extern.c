@@ -40,7 +40,7 @@
  *
  * Attention: the generic pt2-lower marks `pt2.attention` (an f32
  * pt2.attention that pt2-decompose-keep-attention kept) becomes
- *     func.call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %zero_masked_rows)
+ *     func.call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
  * into libpt2rt's fused kernel (runtime/rt/attention.c), q, k and v read
  * through the copies that materialized their permutes.
  *
@@ -510,7 +510,7 @@ static bool attention_is_marked(MlirOperation op) {
 
 /* Rewrites the generic pt2-lower made of a pt2.attention (lower_nn.c:
  * loops (batch..., i, e, j, d), operands q, k, v, mask, out) into
- *     call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %zero_masked_rows)
+ *     call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
  * (pt2rt_attention_bool_mask_f32 for an i1 mask), each operand a strided
  * view [batch..., rows, cols] in the loops' terms: q (i, d), k (j, d),
  * v (j, e), mask (i, j) with 0 strides where it broadcasts, out (i, e).  A
@@ -566,8 +566,10 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
     MlirAttribute scale_attr = mlirDictionaryAttrGetElementByName(mark, sref("scale"));
     if (!mlirAttributeIsNull(scale_attr) && mlirAttributeIsAFloat(scale_attr)) scale = mlirFloatAttrGetValueDouble(scale_attr);
     args[5] = const_scalar(&b, mlirF64TypeGet(b.ctx), scale);
-    bool zero_masked_rows = !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("zero_masked_rows")));
-    args[6] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), zero_masked_rows);
+    int32_t flags = 0;
+    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("zero_masked_rows")))) flags |= 1; /* PT2RT_ATTENTION_ZERO_MASKED_ROWS */
+    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("causal")))) flags |= 2;           /* PT2RT_ATTENTION_CAUSAL */
+    args[6] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), flags);
     const char *callee = bool_mask ? "pt2rt_attention_bool_mask_f32" : "pt2rt_attention_f32";
     declare_runtime_function(module, callee,
                              bool_mask ? "memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xi1>, memref<*xf32>, f64, i32"

@@ -703,7 +703,7 @@ static void attention_placeholder_body(Builder *b, const MlirValue *args, int n_
  * pay), as a linalg.generic over loops (batch..., i, e, j, d) with maps
  *     q (batch, i, d), k (batch, j, d), v (batch, j, e),
  *     mask (its dims of (batch, i, j), 0 where it broadcasts), out (batch, i, e)
- * marked `pt2.attention = {scale = s : f64[, zero_masked_rows]}` (the op's
+ * marked `pt2.attention = {scale = s : f64[, causal][, zero_masked_rows]}` (the op's
  * attributes): the maps tell pt2-extern-blas
  * how to view each buffer, the mark that the body is a placeholder.  It is
  * lowered with the contractions, after elementwise fusion, so nothing is
@@ -743,11 +743,12 @@ static int lower_attention(MlirOperation op) {
     MlirValue init = build_empty(&b, mlirValueGetType(result));
     MlirOperation generic = build_generic(&b, 4, in, 1, &init, maps, iterators, attention_placeholder_body, NULL);
     double scale = 1;
-    bool zero_masked_rows = false;
+    bool causal = false, zero_masked_rows = false;
     pt2_attr_f64(pt2_attrs_of_op(op), "scale", &scale);
+    pt2_attr_bool(pt2_attrs_of_op(op), "causal", &causal);
     pt2_attr_bool(pt2_attrs_of_op(op), "zero_masked_rows", &zero_masked_rows);
-    char text[96];
-    snprintf(text, sizeof text, "{scale = %.17e : f64%s}", scale, zero_masked_rows ? ", zero_masked_rows" : "");
+    char text[128];
+    snprintf(text, sizeof text, "{scale = %.17e : f64%s%s}", scale, causal ? ", causal" : "", zero_masked_rows ? ", zero_masked_rows" : "");
     mlirOperationSetAttributeByName(generic, sref("pt2.attention"), parse_attr(b.ctx, text));
     MlirValue out = mlirOperationGetResult(generic, 0);
     replace_op(op, 1, &out);

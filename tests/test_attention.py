@@ -100,10 +100,18 @@ def test_sdpa_bool_mask(mask_shape, tmp_path):
     check(sdpa, q, k, v, mask, fused=True, tmp_path=tmp_path)
 
 
-@pytest.mark.parametrize("L", [1, 7, 129])
-def test_sdpa_causal(L, tmp_path):
+@pytest.mark.parametrize("L,S", [(1, 1), (7, 7), (129, 129), (300, 300), (33, 300), (300, 33), (1, 300), (600, 257)])
+def test_sdpa_causal(L, S, tmp_path):
+    """is_causal as the op's `causal`: the kernel skips the keys past each block's last row (blocks
+    of 128 rows and 256 keys: 300 and 600 cross them), as eager's top-left aligned tril mask."""
     torch.manual_seed(4)
-    check(sdpa_causal, randn(2, 3, L, 17), randn(2, 3, L, 17), randn(2, 3, L, 17), fused=True, tmp_path=tmp_path)
+    check(sdpa_causal, randn(2, 3, L, 17), randn(2, 3, S, 17), randn(2, 3, S, 5), fused=True, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_sdpa_causal_decomposed(dtype):
+    torch.manual_seed(4)
+    check(sdpa_causal, randn(2, 9, 8, dtype=dtype), randn(2, 13, 8, dtype=dtype), randn(2, 13, 8, dtype=dtype), dtype=dtype)
 
 
 def test_fully_masked_rows():

@@ -1,7 +1,7 @@
 /*===- attention.c - libpt2rt: softmax(q kᵀ s + mask) v as one kernel -----===*
  *
- *   pt2rt_attention_f32(q, k, v, mask, out, scale, zero_masked_rows)          (from pt2-extern-blas)
- *   pt2rt_attention_bool_mask_f32(q, k, v, mask, out, scale, zero_masked_rows)
+ *   pt2rt_attention_f32(q, k, v, mask, out, scale, flags)          (from pt2-extern-blas)
+ *   pt2rt_attention_bool_mask_f32(q, k, v, mask, out, scale, flags)
  *
  * FlashAttention's loop on the CPU.  The work is split over the OpenMP
  * team by (batch entry, block of BLOCK_ROWS query rows); each task walks the
@@ -16,10 +16,13 @@
  * and writes out = acc / l at the end.  The score matrix never leaves the
  * task's block (BLOCK_ROWS x BLOCK_KEYS floats, in L2), where the unfused
  * graph writes all B·H·L·S scores with the first BLAS call, reads and
- * writes them in the softmax and reads them again in the second.
+ * writes them in the softmax and reads them again in the second.  Causal
+ * attention (is_causal) stops each task at its last row's key and masks the
+ * keys past each row's own in the blocks that cross the diagonal: about
+ * half the work.
  *
  * Rows whose every score is -inf (fully masked) give NaN, as eager's
- * softmax does (0 / 0 at the end), or 0 with zero_masked_rows, as eager's
+ * softmax does (0 / 0 at the end), or 0 with ZERO_MASKED_ROWS, as eager's
  * scaled_dot_product_attention does.  exp runs on arguments <= 0 as the
  * polynomial of passes/mathapprox.c (the same coefficients, from
  * scripts/fit_mathapprox.py), in vector lanes; results below 2^-126 (for
@@ -57,7 +60,7 @@ typedef struct Problem {
     int n_batch;
     int64_t batch[MAX_BATCH];
     Operand q, k, v, mask, out; /* q [L, D], k [S, D], v [S, E], mask [L, S], out [L, E] */
-    bool bool_mask, has_mask, zero_masked_rows;
+    bool bool_mask, has_mask, zero_masked_rows, causal;
     float scale;
 } Problem;
 
@@ -87,13 +90,14 @@ static bool mask_is_zero(const Problem *p) {
 
 static void read_problem(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,
                          const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, bool bool_mask,
-                         bool zero_masked_rows, Problem *p) {
+                         int32_t flags, Problem *p) {
     int rank = (int)out->rank;
     if (rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("attention of unexpected rank");
     int64_t sizes[5][MAX_BATCH];
     p->n_batch = rank - 2;
     p->bool_mask = bool_mask;
-    p->zero_masked_rows = zero_masked_rows;
+    p->zero_masked_rows = (flags & PT2RT_ATTENTION_ZERO_MASKED_ROWS) != 0;
+    p->causal = (flags & PT2RT_ATTENTION_CAUSAL) != 0;
     p->scale = (float)scale;
     read_operand(q, rank, 4, &p->q, sizes[0]);
     read_operand(k, rank, 4, &p->k, sizes[1]);
@@ -248,17 +252,24 @@ static inline __attribute__((always_inline)) float exp_and_sum(int keys, float *
 /* The online softmax step for one block of scores (rows x keys, row stride
  * ld): the scale, the mask and the block's row max in one pass, then
  * p = e^(s - m') and its sum in a second; each row's sum and accumulator
- * row are rescaled by e^(m - m'). */
+ * row are rescaled by e^(m - m').  Row i keeps its first diag + i + 1 keys
+ * only (causal: diag = the block's first row - its first key; else keys),
+ * the others get p = 0. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-softmax_step(RowState st, MaskBlock mask, float scale, int rows, int keys, float *scores, int ld, float *acc, int e_cols) {
+softmax_step(RowState st, MaskBlock mask, float scale, int64_t diag, int rows, int keys, float *scores, int ld, float *acc,
+             int e_cols) {
     for (int i = 0; i < rows; ++i) {
         float *s = scores + (int64_t)i * ld;
-        float old = st.max[i], block_max = scale_mask_and_max(mask, scale, i, keys, s), now = block_max > old ? block_max : old;
+        int64_t first_masked = diag + i + 1;
+        int valid = first_masked < 0 ? 0 : first_masked > keys ? keys : (int)first_masked;
+        float block_max = valid > 0 ? scale_mask_and_max(mask, scale, i, valid, s) : -INFINITY;
+        float old = st.max[i], now = block_max > old ? block_max : old;
         if (now == -INFINITY) { /* every score so far masked: p = 0, nothing to rescale */
             memset(s, 0, sizeof(float) * (size_t)keys);
             continue;
         }
-        float sum = exp_and_sum(keys, s, now);
+        float sum = exp_and_sum(valid, s, now);
+        memset(s + valid, 0, sizeof(float) * (size_t)(keys - valid));
         if (now != old) {
             float alpha = exp_nonpositive(old - now); /* 0 for old = -inf */
             float *a = acc + (int64_t)i * e_cols;
@@ -294,14 +305,16 @@ static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, S
     const Operand *m = &p->mask;
     MaskBlock mask = {m->data + (batch_offset(p, m, t) + r0 * m->row_stride) * (int64_t)m->elem_size, m->row_stride,
                       m->col_stride, !p->has_mask ? MASK_NONE : p->bool_mask ? MASK_KEEP : MASK_ADD};
-    for (int64_t j0 = 0; j0 < n_keys; j0 += BLOCK_KEYS) {
-        int keys = (int)(n_keys - j0 < BLOCK_KEYS ? n_keys - j0 : BLOCK_KEYS);
+    /* causal: the keys after the block's last row are masked for all its rows */
+    int64_t last_key = p->causal && r0 + rows < n_keys ? r0 + rows : n_keys;
+    for (int64_t j0 = 0; j0 < last_key; j0 += BLOCK_KEYS) {
+        int keys = (int)(last_key - j0 < BLOCK_KEYS ? last_key - j0 : BLOCK_KEYS);
         if (d > 0) {
             gemm(true, rows, keys, d, q, blas_matrix(p, &p->k, t, j0, keys, w->pack_k), 0.0f, w->scores, BLOCK_KEYS);
         } else {
             for (int i = 0; i < rows; ++i) memset(w->scores + (int64_t)i * BLOCK_KEYS, 0, sizeof(float) * (size_t)keys);
         }
-        softmax_step(st, mask, p->scale, rows, keys, w->scores, BLOCK_KEYS, w->acc, e);
+        softmax_step(st, mask, p->scale, p->causal ? r0 - j0 : keys, rows, keys, w->scores, BLOCK_KEYS, w->acc, e);
         mask.data += BLOCK_KEYS * m->col_stride * (int64_t)m->elem_size;
         if (e > 0) {
             BlasMatrix scores = {w->scores, BLOCK_KEYS, false};
@@ -376,17 +389,16 @@ static void attention(const Problem *p) {
 }
 
 void pt2rt_attention_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,
-                         const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale,
-                         int32_t zero_masked_rows) {
+                         const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
     Problem p;
-    read_problem(q, k, v, mask, out, scale, false, zero_masked_rows != 0, &p);
+    read_problem(q, k, v, mask, out, scale, false, flags, &p);
     attention(&p);
 }
 
 void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
                                    const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
-                                   const Pt2rtUnrankedMemRef *out, double scale, int32_t zero_masked_rows) {
+                                   const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
     Problem p;
-    read_problem(q, k, v, mask, out, scale, true, zero_masked_rows != 0, &p);
+    read_problem(q, k, v, mask, out, scale, true, flags, &p);
     attention(&p);
 }

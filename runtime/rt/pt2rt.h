@@ -148,16 +148,19 @@ PT2RT_EXPORT void pt2rt_conv2d_frozen_f32(const Pt2rtUnrankedMemRef *x, const Pt
  * mask is a view of the scores' shape (0 strides where it broadcasts): f32
  * added to the scores, or (the bool_mask entry) bytes 0/1 keeping the
  * scores where 1 and -inf elsewhere; a broadcast 0 (every stride 0, value
- * ±0) is no mask.  Rows with every score -inf give NaN, as eager's softmax,
- * or 0 if zero_masked_rows is nonzero (as F.scaled_dot_product_attention).
- * out must not overlap the others.  Threads as for the matmuls. */
+ * ±0) is no mask.  `flags` (PT2RT_ATTENTION_*): CAUSAL also keeps only
+ * keys j <= query i (eager's is_causal); rows with every score -inf give
+ * NaN, as eager's softmax, or 0 with ZERO_MASKED_ROWS (as
+ * F.scaled_dot_product_attention).  out must not overlap the others.
+ * Threads as for the matmuls. */
+enum Pt2rtAttentionFlags { PT2RT_ATTENTION_ZERO_MASKED_ROWS = 1, PT2RT_ATTENTION_CAUSAL = 2 };
 PT2RT_EXPORT void pt2rt_attention_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
                                       const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
-                                      const Pt2rtUnrankedMemRef *out, double scale, int32_t zero_masked_rows)
+                                      const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
     __asm__("_mlir_ciface_pt2rt_attention_f32");
 PT2RT_EXPORT void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
                                                 const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
-                                                const Pt2rtUnrankedMemRef *out, double scale, int32_t zero_masked_rows)
+                                                const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
     __asm__("_mlir_ciface_pt2rt_attention_bool_mask_f32");
 
 /*--- Runs and the errors they report ------------------------------------------*/

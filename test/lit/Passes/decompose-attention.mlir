@@ -67,3 +67,21 @@ func.func @zero_masked_rows(%q: tensor<4x8xbf16>, %k: tensor<6x8xbf16>, %v: tens
   %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 1.0 : f64, zero_masked_rows = true} : (tensor<4x8xbf16>, tensor<6x8xbf16>, tensor<6x2xbf16>, tensor<4x6xi1>) -> tensor<4x2xbf16>
   return %0 : tensor<4x2xbf16>
 }
+
+// -----
+
+// causal: where(arange(L)[:, None] >= arange(S), s, -inf) before the mask
+// CHECK-LABEL: func.func @causal
+// CHECK: %[[SC:.*]] = "pt2.mul"
+// CHECK-DAG: %[[ROWS:.*]] = "pt2.arange"() {dtype = i64, end = 3.000000e+00 : f64, {{.*}} -> tensor<3xi64>
+// CHECK-DAG: %[[COLS:.*]] = "pt2.arange"() {dtype = i64, end = 5.000000e+00 : f64, {{.*}} -> tensor<5xi64>
+// CHECK: %[[COLUMN:.*]] = "pt2.reshape"(%[[ROWS]]) {shape = array<i64: 3, 1>}
+// CHECK: %[[LOWER_TRI:.*]] = "pt2.ge"(%[[COLUMN]], %[[COLS]]) : (tensor<3x1xi64>, tensor<5xi64>) -> tensor<3x5xi1>
+// CHECK: %[[C:.*]] = "pt2.where"(%[[LOWER_TRI]], %[[SC]], %{{.*}}) : (tensor<3x5xi1>, tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+// CHECK: "pt2.add"(%[[C]], %arg3)
+// KEEP-LABEL: func.func @causal
+// KEEP: "pt2.attention"(%arg0, %arg1, %arg2, %arg3) {causal = true, scale = 5.000000e-01 : f64}
+func.func @causal(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x2xf32>, %m: tensor<2x1x5xf32>) -> tensor<2x3x2xf32> {
+  %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 0.5 : f64, causal = true} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>, tensor<2x5x2xf32>, tensor<2x1x5xf32>) -> tensor<2x3x2xf32>
+  return %0 : tensor<2x3x2xf32>
+}

@@ -38,13 +38,13 @@ func.func @heads(%xq: tensor<2x5x12xf32>, %xk: tensor<2x5x12xf32>, %xv: tensor<2
 // -----
 
 // An i1 mask calls the bool_mask entry; a rank-2 problem has no batch dims;
-// zero_masked_rows (sdpa's) is the last argument.
+// the last argument is the flags: zero_masked_rows (sdpa's) 1, causal 2.
 // CHECK: func.func private @pt2rt_attention_bool_mask_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xi1>, memref<*xf32>, f64, i32)
 // CHECK-LABEL: func.func @bool_mask
 // CHECK: memref.reinterpret_cast %arg3 to offset: [0], sizes: [3, 6], strides: [6, 1] : memref<3x6xi1> to memref<3x6xi1, strided<[6, 1]>>
-// CHECK: %[[Z:.*]] = arith.constant 1 : i32
+// CHECK: %[[Z:.*]] = arith.constant 3 : i32
 // CHECK: call @pt2rt_attention_bool_mask_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Z]])
 func.func @bool_mask(%q: tensor<3x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x2xf32>, %m: tensor<3x6xi1>) -> tensor<3x2xf32> {
-  %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 1.0 : f64, zero_masked_rows = true} : (tensor<3x8xf32>, tensor<6x8xf32>, tensor<6x2xf32>, tensor<3x6xi1>) -> tensor<3x2xf32>
+  %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 1.0 : f64, causal = true, zero_masked_rows = true} : (tensor<3x8xf32>, tensor<6x8xf32>, tensor<6x2xf32>, tensor<3x6xi1>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }

@@ -6,7 +6,7 @@
 // scaled by a mul, no mask: k is read under its transpose, the mask is -0.0
 // CHECK-LABEL: func.func @scaled
 // CHECK: %[[Z:.*]] = "pt2.constant"() {value = dense<-0.000000e+00> : tensor<f32>}
-// CHECK: %[[A:.*]] = "pt2.attention"(%arg0, %arg1, %arg2, %[[Z]]) {scale = 1.250000e-01 : f64, zero_masked_rows = false} : (tensor<2x3x5x64xf32>, tensor<2x3x7x64xf32>, tensor<2x3x7x16xf32>, tensor<f32>) -> tensor<2x3x5x16xf32>
+// CHECK: %[[A:.*]] = "pt2.attention"(%arg0, %arg1, %arg2, %[[Z]]) {causal = false, scale = 1.250000e-01 : f64, zero_masked_rows = false} : (tensor<2x3x5x64xf32>, tensor<2x3x7x64xf32>, tensor<2x3x7x16xf32>, tensor<f32>) -> tensor<2x3x5x16xf32>
 // CHECK-NEXT: return %[[A]]
 // CHECK-NOT: pt2.softmax
 func.func @scaled(%q: tensor<2x3x5x64xf32>, %k: tensor<2x3x7x64xf32>, %v: tensor<2x3x7x16xf32>) -> tensor<2x3x5x16xf32> {
@@ -23,7 +23,7 @@ func.func @scaled(%q: tensor<2x3x5x64xf32>, %k: tensor<2x3x7x64xf32>, %v: tensor
 
 // divided by √d, an additive [B, 1, 1, S] mask (HF's), softmax over dim 3
 // CHECK-LABEL: func.func @div_additive_mask
-// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %arg3) {scale = 2.500000e-01 : f64, zero_masked_rows = false} : (tensor<2x4x6x16xf64>, tensor<2x4x6x16xf64>, tensor<2x4x6x16xf64>, tensor<2x1x1x6xf64>) -> tensor<2x4x6x16xf64>
+// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %arg3) {causal = false, scale = 2.500000e-01 : f64, zero_masked_rows = false} : (tensor<2x4x6x16xf64>, tensor<2x4x6x16xf64>, tensor<2x4x6x16xf64>, tensor<2x1x1x6xf64>) -> tensor<2x4x6x16xf64>
 // CHECK-NOT: pt2.softmax
 func.func @div_additive_mask(%q: tensor<2x4x6x16xf64>, %k: tensor<2x4x6x16xf64>, %v: tensor<2x4x6x16xf64>, %m: tensor<2x1x1x6xf64>) -> tensor<2x4x6x16xf64> {
   %four = "pt2.constant"() {value = dense<4.0> : tensor<f64>} : () -> tensor<f64>
@@ -41,7 +41,7 @@ func.func @div_additive_mask(%q: tensor<2x4x6x16xf64>, %k: tensor<2x4x6x16xf64>,
 // a boolean mask: where(mask, s, -inf); k given as kᵀ itself (a transpose is emitted)
 // CHECK-LABEL: func.func @bool_mask
 // CHECK: %[[K:.*]] = "pt2.permute"(%arg1) {perm = array<i64: 1, 0>} : (tensor<8x5xf32>) -> tensor<5x8xf32>
-// CHECK: "pt2.attention"(%arg0, %[[K]], %arg2, %arg3) {scale = 5.000000e-01 : f64, zero_masked_rows = false} : (tensor<3x8xf32>, tensor<5x8xf32>, tensor<5x4xf32>, tensor<3x5xi1>) -> tensor<3x4xf32>
+// CHECK: "pt2.attention"(%arg0, %[[K]], %arg2, %arg3) {causal = false, scale = 5.000000e-01 : f64, zero_masked_rows = false} : (tensor<3x8xf32>, tensor<5x8xf32>, tensor<5x4xf32>, tensor<3x5xi1>) -> tensor<3x4xf32>
 // CHECK-NOT: pt2.where
 func.func @bool_mask(%q: tensor<3x8xf32>, %kt: tensor<8x5xf32>, %v: tensor<5x4xf32>, %m: tensor<3x5xi1>) -> tensor<3x4xf32> {
   %h = "pt2.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
@@ -59,7 +59,7 @@ func.func @bool_mask(%q: tensor<3x8xf32>, %kt: tensor<8x5xf32>, %v: tensor<5x4xf
 // is_causal as capture spells it: the mask arange(L)[:, None] >= arange(S) stays a computed i1 operand
 // CHECK-LABEL: func.func @causal
 // CHECK: %[[KEEP:.*]] = "pt2.ge"
-// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %[[KEEP]]) {scale = 1.250000e-01 : f64, zero_masked_rows = false}
+// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %[[KEEP]]) {causal = false, scale = 1.250000e-01 : f64, zero_masked_rows = false}
 // CHECK-NOT: pt2.softmax
 func.func @causal(%q: tensor<2x6x64xf32>, %k: tensor<2x6x64xf32>, %v: tensor<2x6x64xf32>) -> tensor<2x6x64xf32> {
   %s = "pt2.constant"() {value = dense<0.125> : tensor<f32>} : () -> tensor<f32>
@@ -81,7 +81,7 @@ func.func @causal(%q: tensor<2x6x64xf32>, %k: tensor<2x6x64xf32>, %v: tensor<2x6
 
 // no scaling at all: scale 1
 // CHECK-LABEL: func.func @unscaled
-// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %{{.*}}) {scale = 1.000000e+00 : f64, zero_masked_rows = false}
+// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %{{.*}}) {causal = false, scale = 1.000000e+00 : f64, zero_masked_rows = false}
 func.func @unscaled(%q: tensor<4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %kt = "pt2.permute"(%k) {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
   %0 = "pt2.matmul"(%q, %kt) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
