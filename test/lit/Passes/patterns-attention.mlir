@@ -1,7 +1,7 @@
 // RUN: pt2-opt %s --split-input-file --pt2-patterns | FileCheck %s
-// pt2-patterns: softmax(q kᵀ · s + mask) v as pt2.attention.  The chains
-// capture makes of F.scaled_dot_product_attention, then the hand-written
-// ones, then the near misses that must be left alone.
+// pt2-patterns: softmax(q kᵀ · s + mask) v written out as pt2.attention
+// (F.scaled_dot_product_attention is captured to it directly): scaled,
+// masked and causal chains, then the near misses that must be left alone.
 
 // scaled by a mul, no mask: k is read under its transpose, the mask is -0.0
 // CHECK-LABEL: func.func @scaled
@@ -56,7 +56,7 @@ func.func @bool_mask(%q: tensor<3x8xf32>, %kt: tensor<8x5xf32>, %v: tensor<5x4xf
 
 // -----
 
-// is_causal as capture spells it: the mask arange(L)[:, None] >= arange(S) stays a computed i1 operand
+// a causal mask written out, arange(L)[:, None] >= arange(S), stays a computed i1 operand (sdpa's is_causal is the `causal` attribute)
 // CHECK-LABEL: func.func @causal
 // CHECK: %[[KEEP:.*]] = "pt2.ge"
 // CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %[[KEEP]]) {causal = false, scale = 1.250000e-01 : f64, zero_masked_rows = false}
