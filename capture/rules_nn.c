@@ -1,7 +1,8 @@
 /*===- rules_nn.c - capture rules: linear algebra, convolution, norms ------===*
  *
  * matmul/linear/addmm/einsum, convolution and pooling, the normalization
- * layers, embedding, dropout, pad and scaled_dot_product_attention: each
+ * layers, embedding, dropout, pad and scaled_dot_product_attention (one
+ * pt2.attention where its operands fit the op, else the chain): each
  * binds its Python signature and emits catalog ops (rules_table.inc maps
  * the callables here).
  *===----------------------------------------------------------------------===*/
@@ -427,6 +428,39 @@ Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
 }
 
 /* softmax(q kᵀ · scale + mask) v */
+/* Whether pt2.attention takes sdpa's operands: q, k, v of one float type
+ * and rank with equal batch dims (no broadcasting between them), a mask of
+ * their type or bool that broadcasts to the scores, and not both a mask and
+ * is_causal (eager rejects that; the chain below computes it). */
+static bool sdpa_fits_attention(Var *q, Var *k, Var *v, Var *mask, bool causal) {
+    int r = q->rank;
+    if (!pt2_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype || k->rank != r || v->rank != r) return false;
+    for (int i = 0; i < r - 2; ++i) {
+        if (k->sizes[i] != q->sizes[i] || v->sizes[i] != q->sizes[i]) return false;
+    }
+    if (k->sizes[r - 1] != q->sizes[r - 1] || v->sizes[r - 2] != k->sizes[r - 2]) return false;
+    if (!mask) return true;
+    if (causal || mask->kind != V_TENSOR || (mask->dtype != q->dtype && mask->dtype != PT2_BOOL) || mask->rank > r) return false;
+    for (int i = 0; i < mask->rank; ++i) {
+        int d = r - mask->rank + i;
+        int64_t want = d == r - 1 ? k->sizes[r - 2] : q->sizes[d];
+        if (mask->sizes[i] != 1 && mask->sizes[i] != want) return false;
+    }
+    return true;
+}
+
+/* sdpa as one pt2.attention: no mask is the constant -0.0 (adds nothing),
+ * is_causal the op's `causal` (the kernel skips the key blocks above the
+ * diagonal); rows whose scores are all -inf give 0, as eager's sdpa (its
+ * softmax there gives NaN). */
+static Var *sdpa_attention(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool causal, double scale) {
+    if (!mask) mask = scalar_tensor(t, -0.0, q->dtype);
+    if (!mask) return NULL;
+    Var *operands[4] = {q, k, v, mask};
+    return opv(t, "attention", 4, operands, "{scale = %.17e : f64, causal = %s, zero_masked_rows = true}", scale,
+               causal ? "true" : "false");
+}
+
 Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False");
     Var *q = arg(&b, "query"), *k = arg(&b, "key"), *v = arg(&b, "value"), *mask = arg(&b, "attn_mask");
@@ -440,6 +474,7 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
     if (q->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
     if (!arg_float(t, &b, "scale", 1.0 / sqrt((double)q->sizes[q->rank - 1]), &scale)) return NULL;
+    if (sdpa_fits_attention(q, k, v, mask, causal)) return sdpa_attention(t, q, k, v, mask, causal, scale);
     int64_t perm[PT2_MAX_RANK];
     for (int i = 0; i < k->rank; ++i) perm[i] = i;
     perm[k->rank - 2] = k->rank - 1;

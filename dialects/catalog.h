@@ -33,6 +33,7 @@ typedef enum Pt2MetaKind {
     META_LINEAR,
     META_ADDMM,
     META_EINSUM,
+    META_ATTENTION,
     META_CONV2D,
     META_POOL2D,
     META_ADAPTIVE_POOL2D,

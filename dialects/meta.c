@@ -276,6 +276,33 @@ static int meta_linear(Meta *m) {
     return 1;
 }
 
+/* q [..., L, D], k [..., S, D], v [..., S, E] with equal batch dims (no
+ * broadcasting: the fused kernel indexes each operand by one batch index),
+ * all of one type; the mask broadcasts to the scores [..., L, S] without
+ * growing them and is q's type (added) or i1 (kept where true). */
+static int meta_attention(Meta *m) {
+    const Pt2TensorType *q = &m->in[0], *k = &m->in[1], *v = &m->in[2], *mask = &m->in[3];
+    int r = q->rank;
+    if (r < 2 || k->rank != r || v->rank != r) FAIL("'%s' q, k and v must have one rank >= 2", m->info->full_name);
+    for (int i = 0; i < r - 2; ++i) {
+        if (k->sizes[i] != q->sizes[i] || v->sizes[i] != q->sizes[i]) FAIL("'%s' q, k and v must have equal batch dims", m->info->full_name);
+    }
+    if (k->sizes[r - 1] != q->sizes[r - 1] || v->sizes[r - 2] != k->sizes[r - 2]) {
+        FAIL("'%s' needs q [..., L, D], k [..., S, D], v [..., S, E]", m->info->full_name);
+    }
+    if (k->dtype != q->dtype || v->dtype != q->dtype || (mask->dtype != q->dtype && mask->dtype != PT2_BOOL)) {
+        FAIL("'%s' q, k and v must have one element type, the mask theirs or i1", m->info->full_name);
+    }
+    Pt2TensorType scores = *q, tmp;
+    scores.sizes[r - 1] = k->sizes[r - 2];
+    if (mask->rank > r || broadcast_shapes(&scores, mask, &tmp) != 0 || memcmp(tmp.sizes, scores.sizes, sizeof(int64_t) * (size_t)r) != 0) {
+        FAIL("'%s' mask does not broadcast to the scores' shape", m->info->full_name);
+    }
+    m->out[0] = *q;
+    m->out[0].sizes[r - 1] = v->sizes[r - 1];
+    return 1;
+}
+
 static int meta_addmm(Meta *m) {
     Pt2TensorType prod;
     if (matmul_shape(m, &m->in[1], &m->in[2], &prod) < 0) return -1;
@@ -744,7 +771,8 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
     for (int i = 0; i < n_operands; ++i) {
         bool indexing = info->meta == META_INDEX_SELECT || info->meta == META_GATHER || info->meta == META_INDEX;
         bool is_index_operand = (info->dtype_rule == FIRST && i > 0 && indexing) ||
-                                (info->id == PT2_OP_WHERE && i == 0) || (info->id == PT2_OP_MASKED_FILL && i == 1);
+                                (info->id == PT2_OP_WHERE && i == 0) || (info->id == PT2_OP_MASKED_FILL && i == 1) ||
+                                (info->id == PT2_OP_ATTENTION && i == 3);
         if (!is_index_operand && !(info->accepts & PT2_DT_BIT(operands[i].dtype))) {
             FAIL_TOP("'%s' does not accept element type %s (operand %d)", info->full_name,
                  pt2DTypeMlirName(operands[i].dtype), i);
@@ -763,6 +791,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
     case META_LINEAR: n = meta_linear(&m); break;
     case META_ADDMM: n = meta_addmm(&m); break;
     case META_EINSUM: n = meta_einsum(&m); break;
+    case META_ATTENTION: n = meta_attention(&m); break;
     case META_CONV2D: n = meta_conv2d(&m); break;
     case META_POOL2D: n = meta_pool2d(&m); break;
     case META_ADAPTIVE_POOL2D: n = meta_adaptive_pool2d(&m); break;

@@ -401,7 +401,7 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
         /* matmul(2-d or 1-d, batched) is a transposed view of a product */
         if (in[0].rank <= 2 && in[1].rank >= 3) return;
         break;
-    case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM:
+    case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION:
     case META_INDEX_SELECT: case META_GATHER: case META_REPEAT: case META_CONSTANT: case META_FULL:
     case META_ARANGE: case META_EYE:
         break;

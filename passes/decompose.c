@@ -178,6 +178,60 @@ static MlirValue tile(Dec *d, MlirValue x, const int64_t *sizes, const int64_t *
 
 static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *eq);
 
+/* Whether a mask operand adds nothing: the constant -0.0 (or 0.0, which
+ * softmax cannot tell apart) pt2-patterns passes when there is no mask. */
+static bool mask_is_zero(MlirValue mask) {
+    MlirOperation c = pt2_producer(mask, PT2_OP_CONSTANT);
+    if (mlirOperationIsNull(c)) return false;
+    MlirAttribute dense = mlirOperationGetAttributeByName(c, sref("value"));
+    if (!mlirAttributeIsADenseElements(dense) || !mlirDenseElementsAttrIsSplat(dense)) return false;
+    MlirAttribute e = mlirDenseElementsAttrGetSplatValue(dense);
+    return mlirAttributeIsAFloat(e) && mlirFloatAttrGetValueDouble(e) == 0;
+}
+
+/* attention(q, k, v, mask) back into the chain it was matched from:
+ * matmul(q, kᵀ) · scale, where(j <= i, s, -inf) if causal, the mask added
+ * (or where(mask, s, -inf) for an i1 mask), softmax over the last dim (0 on rows whose max is -inf with
+ * zero_masked_rows), matmul with v. */
+static MlirValue decompose_attention(Dec *d, const MlirValue *in) {
+    Pt2TensorType kt = value_tensor_type(in[1]);
+    int64_t perm[PT2_MAX_RANK];
+    double scale = 1;
+    pt2_attr_f64(pt2_attrs_of_op(d->op), "scale", &scale);
+    for (int i = 0; i < kt.rank; ++i) perm[i] = i;
+    perm[kt.rank - 2] = kt.rank - 1;
+    perm[kt.rank - 1] = kt.rank - 2;
+    MlirValue s = emit2(d, PT2_OP_MATMUL, in[0], permute(d, in[1], perm, kt.rank));
+    if (scale != 1) s = emit2(d, PT2_OP_MUL, s, scalar_like(d, s, scale));
+    bool causal = false;
+    pt2_attr_bool(pt2_attrs_of_op(d->op), "causal", &causal);
+    if (causal) { /* keep arange(L)[:, None] >= arange(S), as eager's is_causal */
+        Pt2TensorType st = value_tensor_type(s);
+        int64_t L = st.sizes[st.rank - 2], S = st.sizes[st.rank - 1], column[2] = {L, 1};
+        /* no operands: &s only gives emit a value to return on failure */
+        MlirValue rows = emit(d, PT2_OP_ARANGE, 0, &s, "{end = %lld.0 : f64, dtype = i64}", (long long)L);
+        MlirValue cols = emit(d, PT2_OP_ARANGE, 0, &s, "{end = %lld.0 : f64, dtype = i64}", (long long)S);
+        MlirValue keep[3] = {emit2(d, PT2_OP_GE, reshape(d, rows, column, 2), cols), s, scalar_like(d, s, -INFINITY)};
+        s = emit(d, PT2_OP_WHERE, 3, keep, "%s", "");
+    }
+    if (value_tensor_type(in[3]).dtype == PT2_BOOL) {
+        MlirValue where[3] = {in[3], s, scalar_like(d, s, -INFINITY)};
+        s = emit(d, PT2_OP_WHERE, 3, where, "%s", "");
+    } else if (!mask_is_zero(in[3])) {
+        s = emit2(d, PT2_OP_ADD, s, in[3]);
+    }
+    MlirValue p = emit(d, PT2_OP_SOFTMAX, 1, &s, "%s", "{dim = -1 : i64}");
+    bool zero_masked_rows = false;
+    pt2_attr_bool(pt2_attrs_of_op(d->op), "zero_masked_rows", &zero_masked_rows);
+    if (zero_masked_rows) { /* F.scaled_dot_product_attention's: a row of -inf scores gives 0, not NaN */
+        int64_t last = -1;
+        MlirValue masked = emit2(d, PT2_OP_EQ, reduce(d, PT2_OP_AMAX, s, &last, 1, true), scalar_like(d, s, -INFINITY));
+        MlirValue where[3] = {masked, scalar_like(d, p, 0), p};
+        p = emit(d, PT2_OP_WHERE, 3, where, "%s", "");
+    }
+    return emit2(d, PT2_OP_MATMUL, p, in[2]);
+}
+
 static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
     MlirOperation op = d->op;
     Pt2Attrs attrs = pt2_attrs_of_op(op);
@@ -327,6 +381,7 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
         MlirValue c = f1 != 1 ? emit2(d, PT2_OP_MUL, x, scalar_like(d, x, f1)) : x;
         return emit2(d, PT2_OP_ADD, c, prod);
     }
+    case PT2_OP_ATTENTION: return decompose_attention(d, in);
     case PT2_OP_EINSUM: {
         char eq[64];
         pt2_attr_str(attrs, "equation", eq, sizeof eq);
@@ -435,8 +490,19 @@ static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *
     return no ? permute(d, prod, po, no) : prod;
 }
 
-static int run_decompose(MlirOperation root, void *user) {
-    (void)user;
+/* pt2-decompose-keep-attention keeps every f32 attention: libpt2rt's
+ * kernel takes any shape, and measured it was 2.6-3.6x faster than the
+ * chain once the scores leave the cache (8 x 12 heads from 256 x 256 up),
+ * 2.6x on decoding, 1.1-2.8x at 32 x 32 scores, 4-8 % at BERT's 128 x 128, and
+ * at most 9 % (40 us) behind at 8 x 12 x 64 x 64: no size threshold
+ * separates the few losses from the wins (docs/passes.md, "Attention as one
+ * kernel", has the numbers).  Other dtypes take the chain: the kernel is
+ * f32. */
+static bool attention_runs_fused(MlirOperation op) {
+    return value_tensor_type(mlirOperationGetOperand(op, 0)).dtype == PT2_F32;
+}
+
+static int decompose_all(MlirOperation root, bool keep_attention) {
     if (pt2VerifyOp(root) != 0) return -1;
     /* Decompositions may produce composites (e.g. mean inside var); iterate. */
     for (int round = 0; round < 8; ++round) {
@@ -445,6 +511,7 @@ static int run_decompose(MlirOperation root, void *user) {
         for (int i = 0; i < ops.n && !failed; ++i) {
             const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
             if (!info || !info->composite) continue;
+            if (keep_attention && info->id == PT2_OP_ATTENTION && attention_runs_fused(ops.ops[i])) continue;
             Dec d = {builder_before(ops.ops[i]), ops.ops[i], 0};
             MlirValue r = decompose(&d, info);
             if (d.failed) {
@@ -461,9 +528,27 @@ static int run_decompose(MlirOperation root, void *user) {
     return 0;
 }
 
-static _Alignas(8) const char decompose_type_id;
+static int run_decompose(MlirOperation root, void *user) {
+    (void)user;
+    return decompose_all(root, false);
+}
+
+static int run_decompose_keep_attention(MlirOperation root, void *user) {
+    (void)user;
+    return decompose_all(root, true);
+}
+
+static _Alignas(8) const char decompose_type_id, decompose_keep_attention_type_id;
 
 MlirPass pt2_create_decompose_pass(void) {
     return make_external_pass("pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives",
                               "builtin.module", run_decompose, &decompose_type_id);
+}
+
+/* The CPU pipeline's: pt2.attention that libpt2rt's kernel runs stays for
+ * pt2-lower, which marks it for pt2-extern-blas's call. */
+MlirPass pt2_create_decompose_keep_attention_pass(void) {
+    return make_external_pass("pt2-decompose-keep-attention",
+                              "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel runs (CPU)",
+                              "builtin.module", run_decompose_keep_attention, &decompose_keep_attention_type_id);
 }

@@ -38,6 +38,12 @@
  * pt2rt_conv2d_frozen_f32 instead (the epilogue entry's arguments), so that
  * libpt2rt reorders that weight for oneDNN once per kernel, not per call.
  *
+ * Attention: the generic pt2-lower marks `pt2.attention` (an f32
+ * pt2.attention that pt2-decompose-keep-attention kept) becomes
+ *     func.call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
+ * into libpt2rt's fused kernel (runtime/rt/attention.c), q, k and v read
+ * through the copies that materialized their permutes.
+ *
  * Other element types (f16, bf16, integers) keep their generated loops.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
@@ -494,37 +500,127 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     return true;
 }
 
+/*===----------------------------------------------------------------------===*
+ * Attention
+ *===----------------------------------------------------------------------===*/
+
+static bool attention_is_marked(MlirOperation op) {
+    return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.attention")));
+}
+
+/* Rewrites the generic pt2-lower made of a pt2.attention (lower_nn.c:
+ * loops (batch..., i, e, j, d), operands q, k, v, mask, out) into
+ *     call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
+ * (pt2rt_attention_bool_mask_f32 for an i1 mask), each operand a strided
+ * view [batch..., rows, cols] in the loops' terms: q (i, d), k (j, d),
+ * v (j, e), mask (i, j) with 0 strides where it broadcasts, out (i, e).  A
+ * q, k or v that is a fresh copy of a permuted view (heads split from a
+ * projection) is read from the copy's source, and the copy goes.  The
+ * generic's body is a placeholder, so this must not fail on a marked op
+ * that pt2-lower made: it returns false only on IR it did not make. */
+static bool rewrite_attention(MlirOperation module, MlirOperation op) {
+    if (mlirOperationGetNumOperands(op) != 5 || mlirOperationGetNumResults(op) != 0) return false;
+    MlirValue operands[5];
+    View views[5];
+    for (int i = 0; i < 5; ++i) {
+        operands[i] = mlirOperationGetOperand(op, i);
+        if (!view_of_type(operands[i], &views[i])) return false;
+    }
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[4]));
+    MlirType mask_elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[3]));
+    bool bool_mask = mlirTypeIsAInteger(mask_elem);
+    if (!mlirTypeIsAF32(elem) || !(bool_mask || mlirTypeIsAF32(mask_elem))) return false;
+    Contraction c = {.n_loops = (int)mlirAffineMapGetNumDims(indexing_map(op, 4))};
+    int r = c.n_loops - 2, i_ = r - 2, e_ = r - 1, j_ = r, d_ = r + 1;
+    if (r < 2 || r > PT2_MAX_RANK) return false;
+    for (int d = 0; d < r; ++d) c.loop_size[d] = views[4].sizes[d];
+    c.loop_size[j_] = views[1].sizes[r - 2];
+    c.loop_size[d_] = views[1].sizes[r - 1];
+    OpList dead = {0};
+    MlirValue out_root = buffer_root(operands[4]);
+    for (int i = 0; i < 3; ++i) {
+        View folded;
+        if (view_through_copy(op, operands[i], out_root, op, &folded, &dead)) views[i] = folded;
+    }
+    View loop_views[5];
+    for (int i = 0; i < 5; ++i) {
+        loop_views[i].base = views[i].base;
+        loop_views[i].rank = c.n_loops;
+        if (!view_through_map(&views[i], indexing_map(op, i), c.n_loops, loop_views[i].strides, &loop_views[i].offset)) {
+            oplist_free(&dead);
+            return false;
+        }
+    }
+    const int roles[5][2] = {{i_, d_}, {j_, d_}, {j_, e_}, {i_, j_}, {i_, e_}};
+    int dims[PT2_MAX_RANK];
+    for (int d = 0; d < r - 2; ++d) dims[d] = d;
+    Builder b = builder_before(op);
+    MlirValue args[7];
+    for (int i = 0; i < 5; ++i) {
+        dims[r - 2] = roles[i][0];
+        dims[r - 1] = roles[i][1];
+        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, r, i == 3 ? mask_elem : elem);
+    }
+    double scale = 1;
+    MlirAttribute mark = mlirOperationGetAttributeByName(op, sref("pt2.attention"));
+    MlirAttribute scale_attr = mlirDictionaryAttrGetElementByName(mark, sref("scale"));
+    if (!mlirAttributeIsNull(scale_attr) && mlirAttributeIsAFloat(scale_attr)) scale = mlirFloatAttrGetValueDouble(scale_attr);
+    args[5] = const_scalar(&b, mlirF64TypeGet(b.ctx), scale);
+    int32_t flags = 0;
+    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("zero_masked_rows")))) flags |= 1; /* PT2RT_ATTENTION_ZERO_MASKED_ROWS */
+    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("causal")))) flags |= 2;           /* PT2RT_ATTENTION_CAUSAL */
+    args[6] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), flags);
+    const char *callee = bool_mask ? "pt2rt_attention_bool_mask_f32" : "pt2rt_attention_f32";
+    declare_runtime_function(module, callee,
+                             bool_mask ? "memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xi1>, memref<*xf32>, f64, i32"
+                                       : "memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, f64, i32");
+    build_call(&b, callee, 7, args);
+    mlirOperationDestroy(op);
+    erase_ops(&dead);
+    oplist_free(&dead);
+    return true;
+}
+
 /* Contractions and marked convolutions only: a rewrite destroys the op with
  * its body (and a conv its padding generic, which is neither), so nothing
  * nested may sit later in the list. */
 static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
-    if (conv_is_marked(op) || (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) oplist_push(user, op);
+    if (conv_is_marked(op) || attention_is_marked(op) || (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) {
+        oplist_push(user, op);
+    }
     return MlirWalkResultAdvance;
 }
 
-static void rewrite_all(MlirOperation module, bool epilogues) {
+/* -1 if a marked attention could not become a call: its body computes
+ * something else, so it must not run. */
+static int rewrite_all(MlirOperation module, bool epilogues) {
     OpList ops = {0};
+    int rc = 0;
     mlirOperationWalk(module, collect_candidate, &ops, MlirWalkPreOrder);
     for (int i = 0; i < ops.n; ++i) {
-        if (conv_is_marked(ops.ops[i])) {
+        if (attention_is_marked(ops.ops[i])) {
+            if (!rewrite_attention(module, ops.ops[i])) {
+                op_error(ops.ops[i], "pt2-extern-blas: a pt2.attention generic that is not as pt2-lower makes it");
+                rc = -1;
+            }
+        } else if (conv_is_marked(ops.ops[i])) {
             rewrite_conv(module, ops.ops[i], epilogues);
         } else {
             rewrite_contraction(module, ops.ops[i], epilogues);
         }
     }
     oplist_free(&ops);
+    return rc;
 }
 
 static int run_extern_blas(MlirOperation module, void *user) {
     (void)user;
-    rewrite_all(module, true);
-    return 0;
+    return rewrite_all(module, true);
 }
 
 static int run_extern_blas_no_epilogue(MlirOperation module, void *user) {
     (void)user;
-    rewrite_all(module, false);
-    return 0;
+    return rewrite_all(module, false);
 }
 
 static _Alignas(8) const char extern_blas_type_id, extern_blas_no_epilogue_type_id;

@@ -555,7 +555,7 @@ static int lower_var_mean(MlirOperation op, const LowerMode *mode) {
 }
 
 static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode) {
-    if (info->composite) {
+    if (info->composite && info->id != PT2_OP_ATTENTION) { /* attention: kept for libpt2rt (lower_nn.c) */
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
     }
@@ -591,8 +591,12 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
 }
 
 /* Contractions (matmul, convolution) whose loops multiply-accumulate over k:
- * a pointwise producer fused into them would be recomputed for every k. */
-static bool is_contraction(const Pt2OpInfo *info) { return info->meta == META_MATMUL || info->meta == META_CONV2D; }
+ * a pointwise producer fused into them would be recomputed for every k.
+ * Attention's generic joins them: it is a placeholder for a libpt2rt call
+ * (lower_nn.c), into which nothing may be fused. */
+static bool is_contraction(const Pt2OpInfo *info) {
+    return info->meta == META_MATMUL || info->meta == META_CONV2D || info->id == PT2_OP_ATTENTION;
+}
 
 static int lower_ops(MlirOperation root, const LowerMode *mode) {
     if (pt2VerifyOp(root) != 0) return -1;
@@ -660,7 +664,7 @@ MlirPass pt2_create_lower_non_contractions_unchecked_pass(void) {
 }
 
 MlirPass pt2_create_lower_contractions_pass(void) {
-    return make_external_pass("pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion)",
+    return make_external_pass("pt2-lower-contractions", "pt2-lower for matmul, conv2d and kept attention (after elementwise fusion)",
                               "builtin.module", run_lower_contractions, &lower_c_type_id);
 }
 

@@ -680,12 +680,89 @@ static int lower_sort(MlirOperation op, const Pt2OpInfo *info) {
 }
 
 /*===----------------------------------------------------------------------===*
+ * Attention
+ *===----------------------------------------------------------------------===*/
+
+/* Not attention: a body that reads every operand, so that canonicalization
+ * keeps them (it drops inputs a body does not read).  The generic is a
+ * placeholder pt2-extern-blas replaces by pt2rt_attention_*; it fails the
+ * pipeline if it cannot (extern.c). */
+static void attention_placeholder_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    (void)user;
+    MlirValue prod = build_binary(b, "arith.mulf", build_binary(b, "arith.mulf", args[0], args[1]), args[2]);
+    if (mlirTypeIsAInteger(mlirValueGetType(args[3]))) {
+        prod = build_select(b, args[3], prod, args[4]);
+    } else {
+        prod = build_binary(b, "arith.addf", prod, args[3]);
+    }
+    yields[0] = build_binary(b, "arith.addf", args[4], prod);
+}
+
+/* pt2.attention kept by pt2-decompose-keep-attention (f32, big enough to
+ * pay), as a linalg.generic over loops (batch..., i, e, j, d) with maps
+ *     q (batch, i, d), k (batch, j, d), v (batch, j, e),
+ *     mask (its dims of (batch, i, j), 0 where it broadcasts), out (batch, i, e)
+ * marked `pt2.attention = {scale = s : f64[, causal][, zero_masked_rows]}` (the op's
+ * attributes): the maps tell pt2-extern-blas
+ * how to view each buffer, the mark that the body is a placeholder.  It is
+ * lowered with the contractions, after elementwise fusion, so nothing is
+ * fused into it. */
+static int lower_attention(MlirOperation op) {
+    Builder b = builder_before(op);
+    MlirValue in[4], result = mlirOperationGetResult(op, 0);
+    for (int i = 0; i < 4; ++i) in[i] = mlirOperationGetOperand(op, i);
+    Pt2TensorType q = value_tensor_type(in[0]), mask = value_tensor_type(in[3]);
+    int r = q.rank, n_loops = r + 2, i_ = r - 2, e_ = r - 1, j_ = r, d_ = r + 1;
+    if (n_loops > PT2_MAX_RANK + 2) return 1;
+    MapText mq, mk, mv, mm, mo;
+    const int q_dims[2] = {i_, d_}, k_dims[2] = {j_, d_}, v_dims[2] = {j_, e_};
+    MapText *qkv[3] = {&mq, &mk, &mv};
+    const int *inner[3] = {q_dims, k_dims, v_dims};
+    for (int t = 0; t < 3; ++t) {
+        map_begin(qkv[t], n_loops);
+        for (int i = 0; i < r - 2; ++i) map_result(qkv[t], "d%d", i);
+        map_result(qkv[t], "d%d", inner[t][0]);
+        map_result(qkv[t], "d%d", inner[t][1]);
+        map_end(qkv[t]);
+    }
+    map_begin(&mm, n_loops);
+    for (int t = 0; t < mask.rank; ++t) {
+        int s = r - mask.rank + t; /* the scores' dim: batch..., i, j */
+        int loop = s < r - 2 ? s : s == r - 2 ? i_ : j_;
+        int64_t scores_size = s < r - 1 ? q.sizes[s] : value_tensor_type(in[1]).sizes[r - 2];
+        if (mask.sizes[t] == 1 && scores_size != 1) {
+            map_result(&mm, "0");
+        } else {
+            map_result(&mm, "d%d", loop);
+        }
+    }
+    const char *maps[5] = {mq.text, mk.text, mv.text, map_end(&mm), map_loops(&mo, n_loops, r, -1, -1)};
+    char iterators[PT2_MAX_RANK + 3];
+    snprintf(iterators, sizeof iterators, "%srr", iterators_parallel(r));
+    MlirValue init = build_empty(&b, mlirValueGetType(result));
+    MlirOperation generic = build_generic(&b, 4, in, 1, &init, maps, iterators, attention_placeholder_body, NULL);
+    double scale = 1;
+    bool causal = false, zero_masked_rows = false;
+    pt2_attr_f64(pt2_attrs_of_op(op), "scale", &scale);
+    pt2_attr_bool(pt2_attrs_of_op(op), "causal", &causal);
+    pt2_attr_bool(pt2_attrs_of_op(op), "zero_masked_rows", &zero_masked_rows);
+    char text[128];
+    snprintf(text, sizeof text, "{scale = %.17e : f64%s%s}", scale, causal ? ", causal" : "", zero_masked_rows ? ", zero_masked_rows" : "");
+    mlirOperationSetAttributeByName(generic, sref("pt2.attention"), parse_attr(b.ctx, text));
+    MlirValue out = mlirOperationGetResult(generic, 0);
+    replace_op(op, 1, &out);
+    return 0;
+}
+
+/*===----------------------------------------------------------------------===*
  * Entry
  *===----------------------------------------------------------------------===*/
 
 int lower_extra(MlirOperation op, const Pt2OpInfo *info) {
     switch (info->id) {
     case PT2_OP_CONV2D: return lower_conv2d(op);
+    case PT2_OP_ATTENTION: return lower_attention(op);
     case PT2_OP_MAX_POOL2D:
     case PT2_OP_AVG_POOL2D:
     case PT2_OP_ADAPTIVE_AVG_POOL2D: return lower_pool(op, info);

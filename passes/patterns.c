@@ -16,7 +16,11 @@
  *     permute.  Multi-head attention's q/k/v chains (reshape, permute,
  *     select, reshape, permute, reshape) become reshape → select → permute:
  *     a view of the projection and an indexing map, where a reshape of a
- *     permuted tensor made pt2-lower materialize copies.
+ *     permuted tensor made pt2-lower materialize copies;
+ *   - attention written out: matmul(q, kᵀ) → (· or / a constant) → (+ mask,
+ *     or where(mask, ·, -inf)) → softmax(-1) → matmul(·, v), each
+ *     intermediate used only there → pt2.attention (pt2-decompose makes the
+ *     chain again where libpt2rt's fused kernel does not run it).
  *
  * Every rewrite is exact, except that the GELU forms may have spelled
  * x/√2 or 0.5·x where the gelu decomposition computes x·(1/√2), x·0.5
@@ -451,6 +455,103 @@ static MlirValue rewrite_index_of_permute(Builder *b, MlirOperation op, Pt2OpId 
 }
 
 /*===----------------------------------------------------------------------===*
+ * Attention
+ *===----------------------------------------------------------------------===*/
+
+/* Whether perm swaps the last two dims and keeps the others. */
+static bool swaps_last_two(MlirOperation permute_op) {
+    int64_t p[PT2_MAX_RANK];
+    int n = read_ints(permute_op, "perm", p);
+    for (int i = 0; i < n; ++i) {
+        int want = i == n - 2 ? n - 1 : i == n - 1 ? n - 2 : i;
+        if (pt2_norm_dim(p[i], n) != want) return false;
+    }
+    return n >= 2;
+}
+
+/* The producer of v if it is op `id` and v has no other use. */
+static MlirOperation sole_producer(MlirValue v, Pt2OpId id) {
+    MlirOperation def = pt2_producer(v, id);
+    return !mlirOperationIsNull(def) && has_one_use(v) ? def : (MlirOperation){NULL};
+}
+
+/* s = matmul(q, kᵀ), times or divided by a constant (at most once); the
+ * product and the scaled value have no other use.  Fills q, kt, scale. */
+static bool scaled_scores(MlirValue s, MlirValue *q, MlirValue *kt, double *scale) {
+    MlirOperation mul = sole_producer(s, PT2_OP_MUL), div = sole_producer(s, PT2_OP_DIV);
+    double c;
+    *scale = 1;
+    for (int i = 0; !mlirOperationIsNull(mul) && i < 2; ++i) {
+        if (splat_value(operand(mul, i), &c) && same_type(operand(mul, 1 - i), s)) {
+            *scale = c;
+            s = operand(mul, 1 - i);
+            break;
+        }
+    }
+    if (!mlirOperationIsNull(div) && splat_value(operand(div, 1), &c) && c != 0 && same_type(operand(div, 0), s)) {
+        *scale = 1 / c;
+        s = operand(div, 0);
+    }
+    MlirOperation mm = sole_producer(s, PT2_OP_MATMUL);
+    if (mlirOperationIsNull(mm)) return false;
+    *q = operand(mm, 0);
+    *kt = operand(mm, 1);
+    return true;
+}
+
+/* matmul(softmax(matmul(q, kᵀ) · scale [+ mask | where(mask, ·, -inf)], -1), v)
+ * → attention(q, k, v, mask), every intermediate used only in the chain, q,
+ * k and v of one float type and rank with equal batch dims (no broadcasting
+ * between them), and the mask of the scores' type or i1.  Without a mask
+ * the operand is the constant -0.0 (which adds nothing).  What it becomes
+ * is pt2-decompose's choice (passes/decompose.c): the chain again, or on
+ * the CPU a libpt2rt kernel. */
+static MlirValue rewrite_attention(Builder *b, MlirOperation op) {
+    MlirValue none = {NULL}, p = operand(op, 0), v = operand(op, 1), q, kt, mask = {NULL};
+    MlirOperation softmax = sole_producer(p, PT2_OP_SOFTMAX);
+    if (mlirOperationIsNull(softmax)) return none;
+    Pt2TensorType pt = value_tensor_type(p), vt = value_tensor_type(v);
+    int64_t dim;
+    pt2_attr_i64(pt2_attrs_of_op(softmax), "dim", &dim);
+    MlirValue s = operand(softmax, 0);
+    if (pt.rank < 2 || pt2_norm_dim(dim, pt.rank) != pt.rank - 1 || !same_type(s, p) || !pt2_dtype_is_float(pt.dtype)) return none;
+    MlirOperation where = sole_producer(s, PT2_OP_WHERE), add = sole_producer(s, PT2_OP_ADD);
+    double c, scale = 1;
+    bool found = false;
+    if (!mlirOperationIsNull(where) && splat_value(operand(where, 2), &c) && c == -INFINITY && same_type(operand(where, 1), s)) {
+        mask = operand(where, 0);
+        found = scaled_scores(operand(where, 1), &q, &kt, &scale);
+    } else if (!mlirOperationIsNull(add)) {
+        for (int i = 0; i < 2 && !found; ++i) {
+            MlirValue m = operand(add, 1 - i);
+            if (!same_type(operand(add, i), s) || value_tensor_type(m).dtype != pt.dtype) continue;
+            mask = m;
+            found = scaled_scores(operand(add, i), &q, &kt, &scale);
+        }
+    } else {
+        found = scaled_scores(s, &q, &kt, &scale);
+    }
+    if (!found) return none;
+    Pt2TensorType qt = value_tensor_type(q), ktt = value_tensor_type(kt);
+    if (qt.rank != pt.rank || ktt.rank != pt.rank || vt.rank != pt.rank || qt.dtype != pt.dtype || ktt.dtype != pt.dtype ||
+        vt.dtype != pt.dtype) {
+        return none;
+    }
+    for (int i = 0; i < pt.rank - 2; ++i) {
+        if (qt.sizes[i] != pt.sizes[i] || ktt.sizes[i] != pt.sizes[i] || vt.sizes[i] != pt.sizes[i]) return none;
+    }
+    int64_t swap[PT2_MAX_RANK];
+    for (int i = 0; i < pt.rank; ++i) swap[i] = i == pt.rank - 2 ? pt.rank - 1 : i == pt.rank - 1 ? pt.rank - 2 : i;
+    MlirOperation transpose = pt2_producer(kt, PT2_OP_PERMUTE);
+    MlirValue k = !mlirOperationIsNull(transpose) && swaps_last_two(transpose) ? operand(transpose, 0) : emit_permute(b, kt, swap, pt.rank);
+    if (mlirValueIsNull(mask)) {
+        mask = emit_pt2(b, PT2_OP_CONSTANT, 0, NULL, "{value = dense<-0.0> : tensor<%s>}", pt2DTypeMlirName(pt.dtype));
+    }
+    MlirValue operands[4] = {q, k, v, mask};
+    return emit_pt2(b, PT2_OP_ATTENTION, 4, operands, "{scale = %.17e : f64}", scale);
+}
+
+/*===----------------------------------------------------------------------===*
  * The pass
  *===----------------------------------------------------------------------===*/
 
@@ -464,6 +565,7 @@ static MlirValue rewrite(MlirOperation op, Pt2OpId id) {
         r = rewrite_silu(&b, op);
         return mlirValueIsNull(r) ? rewrite_gelu(&b, op) : r;
     case PT2_OP_DIV: return rewrite_gelu(&b, op);
+    case PT2_OP_MATMUL: return rewrite_attention(&b, op);
     case PT2_OP_RESHAPE:
         r = rewrite_reshape_chain(&b, op);
         return mlirValueIsNull(r) ? rewrite_reshape_of_view(&b, op) : r;
@@ -500,6 +602,6 @@ static int run_patterns(MlirOperation root, void *user) {
 static _Alignas(8) const char patterns_type_id;
 
 MlirPass pt2_create_patterns_pass(void) {
-    return make_external_pass("pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views",
+    return make_external_pass("pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views, attention",
                               "builtin.module", run_patterns, &patterns_type_id);
 }

@@ -16,6 +16,7 @@
 #include "pt2.h"
 
 MlirPass pt2_create_decompose_pass(void);
+MlirPass pt2_create_decompose_keep_attention_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
 MlirPass pt2_create_lower_non_contractions_device_checks_pass(void);
@@ -72,13 +73,17 @@ typedef struct PassEntry {
 
 static const PassEntry pt2_passes[] = {
     {"pt2-verify", "Check every pt2 op against the catalog (types, shapes, attributes)", pt2_create_verify_pass},
-    {"pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views", pt2_create_patterns_pass},
+    {"pt2-patterns", "Peephole rewrites on pt2 ops: pow by constants, no-ops, silu/gelu, chains of views, attention", pt2_create_patterns_pass},
     {"pt2-freeze", "Fold batch norms into frozen weights; hoist computations on frozen arguments into a prologue", pt2_create_freeze_pass},
     {"pt2-online-softmax",
      "softmax/log_softmax as two passes over each row: the max and the rescaled sum of exp together, then the output "
      "(CPU)",
      pt2_create_online_softmax_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
+    {"pt2-decompose-keep-attention",
+     "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel takes and that pay (passes/decompose.c; "
+     "CPU, not under PT2_DISABLE=attention or blas)",
+     pt2_create_decompose_keep_attention_pass},
     {"pt2-welford", "pt2.var_mean as linalg: one pass (Welford, in vector lanes) or two corrected ones (CPU)",
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
@@ -91,7 +96,7 @@ static const PassEntry pt2_passes[] = {
      "pt2-lower-non-contractions without reporting an index out of range, only clamping it (the GPU pipeline's "
      "under PT2_DISABLE=gpu-index-checks)",
      pt2_create_lower_non_contractions_unchecked_pass},
-    {"pt2-lower-contractions", "pt2-lower for matmul and conv2d (after elementwise fusion, which must not fuse into them)",
+    {"pt2-lower-contractions", "pt2-lower for matmul, conv2d and kept attention (after elementwise fusion, which must not fuse into them)",
      pt2_create_lower_contractions_pass},
     {"pt2-channels-last",
      "Store the activations between 2-d convolutions channels last (NHWC): convs lowered NHWC, transposes only at the "
@@ -260,8 +265,10 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *hints = pt2_disabled(disable, "loop-hints") ? "" : "pt2-loop-hints,";
     const char *captures = pt2_disabled(disable, "omp-captures") ? "" : "pt2-omp-captures,";
     const char *approx = pt2_disabled(disable, "mathapprox") ? "" : "pt2-math-approx,";
+    /* the fused attention is a libpt2rt call: without the calls it decomposes */
+    const char *decompose = blas && !pt2_disabled(disable, "attention") ? "pt2-decompose-keep-attention" : "pt2-decompose";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,%spt2-decompose,%spt2-lower-non-contractions,canonicalize,%s%s%s"
+             "pt2-mark-entry,%s%s,%spt2-lower-non-contractions,canonicalize,%s%s%s"
              "pt2-lower-contractions,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
@@ -272,7 +279,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
-             online, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
+             online, decompose, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"

@@ -6,7 +6,8 @@
  * (passes/extern.c), which turns f32/f64 matmuls into pt2rt_matmul_* calls
  * (pt2rt.c: oneDNN's sgemm, OpenBLAS) and f32/f64 convolutions into pt2rt_conv2d_* calls
  * (conv.c, oneDNN and OpenBLAS), with the elementwise epilogue that followed
- * them (a bias, a residual, an activation) folded in where it can be.
+ * them (a bias, a residual, an activation) folded in where it can be, and
+ * f32 attention into pt2rt_attention_* calls (attention.c).
  * pt2-lower's index checks report an index out of range to pt2rt_index_error,
  * and the runtime calls every kernel through pt2rt_run, which collects those
  * reports (run.c).
@@ -139,6 +140,28 @@ PT2RT_EXPORT void pt2rt_conv2d_frozen_f32(const Pt2rtUnrankedMemRef *x, const Pt
                                           const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
                                           int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                                           int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_frozen_f32");
+
+/* Attention as one kernel (attention.c), on strided views of one rank r >= 2:
+ *     q: [batch..., L, D]  k: [batch..., S, D]  v: [batch..., S, E]
+ *     mask: [batch..., L, S]  out: [batch..., L, E]
+ * out = softmax(q kᵀ · scale + mask, over S) v for every batch index.  The
+ * mask is a view of the scores' shape (0 strides where it broadcasts): f32
+ * added to the scores, or (the bool_mask entry) bytes 0/1 keeping the
+ * scores where 1 and -inf elsewhere; a broadcast 0 (every stride 0, value
+ * ±0) is no mask.  `flags` (PT2RT_ATTENTION_*): CAUSAL also keeps only
+ * keys j <= query i (eager's is_causal); rows with every score -inf give
+ * NaN, as eager's softmax, or 0 with ZERO_MASKED_ROWS (as
+ * F.scaled_dot_product_attention).  out must not overlap the others.
+ * Threads as for the matmuls. */
+enum Pt2rtAttentionFlags { PT2RT_ATTENTION_ZERO_MASKED_ROWS = 1, PT2RT_ATTENTION_CAUSAL = 2 };
+PT2RT_EXPORT void pt2rt_attention_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
+                                      const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
+                                      const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
+    __asm__("_mlir_ciface_pt2rt_attention_f32");
+PT2RT_EXPORT void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
+                                                const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
+                                                const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
+    __asm__("_mlir_ciface_pt2rt_attention_bool_mask_f32");
 
 /*--- Runs and the errors they report ------------------------------------------*/
 

@@ -9,7 +9,7 @@
 // The stages in order (the pipeline's passes between them may change):
 // CHECK: 00-input.mlir: parses
 // CHECK-NEXT: 01-pt2-mark-entry.mlir: parses
-// CHECK: {{[0-9][0-9]}}-pt2-decompose.mlir: parses
+// CHECK: {{[0-9][0-9]}}-pt2-decompose-keep-attention.mlir: parses
 // CHECK: {{[0-9][0-9]}}-pt2-lower-non-contractions.mlir: parses
 // CHECK: one-shot-bufferize.mlir: parses
 // CHECK: convert-func-to-llvm.mlir: parses

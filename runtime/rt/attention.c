@@ -1,0 +1,404 @@
+/*===- attention.c - libpt2rt: softmax(q kᵀ s + mask) v as one kernel -----===*
+ *
+ *   pt2rt_attention_f32(q, k, v, mask, out, scale, flags)          (from pt2-extern-blas)
+ *   pt2rt_attention_bool_mask_f32(q, k, v, mask, out, scale, flags)
+ *
+ * FlashAttention's loop on the CPU.  The work is split over the OpenMP
+ * team by (batch entry, block of BLOCK_ROWS query rows); each task walks the
+ * keys in blocks of BLOCK_KEYS:
+ *
+ *   scores = q_blk k_blkᵀ              one small GEMM (the matmuls' BLAS)
+ *   scores = scores · scale + mask     (or -inf where an i1 mask is false)
+ *   per row: m' = max(m, max(scores)), p = exp(scores - m'),
+ *            l = l e^(m - m') + sum(p), acc *= e^(m - m')
+ *   acc += p v_blk                     a second GEMM
+ *
+ * and writes out = acc / l at the end.  The score matrix never leaves the
+ * task's block (BLOCK_ROWS x BLOCK_KEYS floats, in L2), where the unfused
+ * graph writes all B·H·L·S scores with the first BLAS call, reads and
+ * writes them in the softmax and reads them again in the second.  Causal
+ * attention (is_causal) stops each task at its last row's key and masks the
+ * keys past each row's own in the blocks that cross the diagonal: about
+ * half the work.
+ *
+ * Rows whose every score is -inf (fully masked) give NaN, as eager's
+ * softmax does (0 / 0 at the end), or 0 with ZERO_MASKED_ROWS, as eager's
+ * scaled_dot_product_attention does.  exp runs on arguments <= 0 as the
+ * polynomial of passes/mathapprox.c (the same coefficients, from
+ * scripts/fit_mathapprox.py), in vector lanes; results below 2^-126 (for
+ * arguments below -87) flush to 0, far below one ulp of a row sum that
+ * holds at least e^0 = 1.
+ *
+ * Operands are strided views (pt2-extern-blas reads q, k and v through the
+ * permute copies that split heads): each matrix goes to the BLAS as is or
+ * transposed where one of its strides is 1, else it is packed first.
+ *===----------------------------------------------------------------------===*/
+#include "internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#define MAX_BATCH (PT2RT_MAX_RANK - 2)
+/* Query rows per task: a multiple of the GEMM kernels' register tiles, and
+ * few enough that short sequences still make a task per thread. */
+#define BLOCK_ROWS 128
+/* Keys per step: the task's scores (BLOCK_ROWS x BLOCK_KEYS floats, 64 KiB)
+ * and its accumulator stay in L2 between the two GEMMs. */
+#define BLOCK_KEYS 256
+
+/* One operand: [batch..., rows, cols] with strides in elements. */
+typedef struct Operand {
+    char *data;
+    size_t elem_size;
+    int64_t rows, cols, row_stride, col_stride;
+    int64_t batch_stride[MAX_BATCH];
+} Operand;
+
+typedef struct Problem {
+    int n_batch;
+    int64_t batch[MAX_BATCH];
+    Operand q, k, v, mask, out; /* q [L, D], k [S, D], v [S, E], mask [L, S], out [L, E] */
+    bool bool_mask, has_mask, zero_masked_rows, causal;
+    float scale;
+} Problem;
+
+static void read_operand(const Pt2rtUnrankedMemRef *m, int rank, size_t elem_size, Operand *out, int64_t *batch_sizes) {
+    int64_t sizes[PT2RT_MAX_RANK], strides[PT2RT_MAX_RANK];
+    if (m->rank != rank) pt2rt_fatal("attention operands of unexpected ranks (a compiler bug: see passes/extern.c)");
+    pt2rt_read_descriptor(m, elem_size, &out->data, sizes, strides);
+    out->elem_size = elem_size;
+    out->rows = sizes[rank - 2];
+    out->cols = sizes[rank - 1];
+    out->row_stride = strides[rank - 2];
+    out->col_stride = strides[rank - 1];
+    for (int d = 0; d < rank - 2; ++d) {
+        out->batch_stride[d] = strides[d];
+        batch_sizes[d] = sizes[d];
+    }
+}
+
+/* A mask that adds nothing: pt2-patterns' constant -0.0 for "no mask",
+ * broadcast (every stride 0). */
+static bool mask_is_zero(const Problem *p) {
+    const Operand *m = &p->mask;
+    bool broadcast = m->row_stride == 0 && m->col_stride == 0;
+    for (int d = 0; d < p->n_batch; ++d) broadcast = broadcast && m->batch_stride[d] == 0;
+    return broadcast && !p->bool_mask && *(const float *)m->data == 0;
+}
+
+static void read_problem(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,
+                         const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, bool bool_mask,
+                         int32_t flags, Problem *p) {
+    int rank = (int)out->rank;
+    if (rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("attention of unexpected rank");
+    int64_t sizes[5][MAX_BATCH];
+    p->n_batch = rank - 2;
+    p->bool_mask = bool_mask;
+    p->zero_masked_rows = (flags & PT2RT_ATTENTION_ZERO_MASKED_ROWS) != 0;
+    p->causal = (flags & PT2RT_ATTENTION_CAUSAL) != 0;
+    p->scale = (float)scale;
+    read_operand(q, rank, 4, &p->q, sizes[0]);
+    read_operand(k, rank, 4, &p->k, sizes[1]);
+    read_operand(v, rank, 4, &p->v, sizes[2]);
+    read_operand(mask, rank, bool_mask ? 1 : 4, &p->mask, sizes[3]);
+    read_operand(out, rank, 4, &p->out, p->batch);
+    bool agree = p->q.rows == p->out.rows && p->k.rows == p->v.rows && p->q.cols == p->k.cols && p->v.cols == p->out.cols &&
+                 p->mask.rows == p->q.rows && p->mask.cols == p->k.rows;
+    for (int i = 0; i < 4; ++i) agree = agree && memcmp(sizes[i], p->batch, sizeof(int64_t) * (size_t)p->n_batch) == 0;
+    if (!agree) pt2rt_fatal("attention operand shapes disagree (a compiler bug: see passes/extern.c)");
+    p->has_mask = !mask_is_zero(p);
+}
+
+static int64_t batch_offset(const Problem *p, const Operand *x, int64_t index) {
+    int64_t off = 0;
+    for (int d = p->n_batch - 1; d >= 0; --d) {
+        off += (index % p->batch[d]) * x->batch_stride[d];
+        index /= p->batch[d];
+    }
+    return off;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Matrices for the BLAS
+ *===----------------------------------------------------------------------===*/
+
+/* A row-major view the BLAS takes: data, leading dimension, transposed. */
+typedef struct BlasMatrix {
+    const float *data;
+    int ld;
+    bool trans;
+} BlasMatrix;
+
+/* Rows [r0, r0 + rows) of batch entry t of x for the BLAS: as stored when
+ * a stride is 1, else packed row-major into `scratch` (rows x cols floats).
+ * A dim of size 1 never moves, so its stride is free (pt2rt.c's rule). */
+static BlasMatrix blas_matrix(const Problem *p, const Operand *x, int64_t t, int64_t r0, int64_t rows, float *scratch) {
+    const float *base = (const float *)x->data + batch_offset(p, x, t) + r0 * x->row_stride;
+    int64_t cols = x->cols, row_ld = rows == 1 ? (cols > 0 ? cols : 1) : x->row_stride;
+    int64_t col_ld = cols == 1 ? (rows > 0 ? rows : 1) : x->col_stride;
+    if ((x->col_stride == 1 || cols == 1) && row_ld >= cols && row_ld <= INT_MAX) return (BlasMatrix){base, (int)row_ld, false};
+    if ((x->row_stride == 1 || rows == 1) && col_ld >= rows && col_ld <= INT_MAX) return (BlasMatrix){base, (int)col_ld, true};
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) scratch[i * cols + j] = base[i * x->row_stride + j * x->col_stride];
+    }
+    return (BlasMatrix){scratch, (int)(cols > 0 ? cols : 1), false};
+}
+
+/* c (m x n, ldc) = beta c + a (m x k) b (k x n); with b_is_transposed, b
+ * holds bᵀ's rows (k's rows are keys: scores = q kᵀ). */
+static void gemm(bool b_is_transposed, int m, int n, int k, BlasMatrix a, BlasMatrix b, float beta, float *c, int ldc) {
+    Pt2rtGemmLibrary library = pt2rt_sgemm_library(m, n, k);
+    pt2rt_sgemm(library, a.trans, b.trans != b_is_transposed, m, n, k, a.data, a.ld, b.data, b.ld, beta, c, ldc);
+}
+
+/*===----------------------------------------------------------------------===*
+ * The softmax step, in vector lanes
+ *===----------------------------------------------------------------------===*/
+
+/* e^x for x <= 0 (NaN passes): passes/mathapprox.c's reduction and
+ * polynomial, with 2^k from exponent bits; 0 below -87. */
+static inline __attribute__((always_inline)) float exp_nonpositive(float x) {
+    float xc = x < -87.0f ? -87.0f : x;
+    float k = (xc * 0x1.715476p+0f + 0x1.8p23f) - 0x1.8p23f; /* round(x / ln2) */
+    float r = xc - k * 0x1.62e400p-1f;                          /* ln2 in two parts: k * hi is exact */
+    r = r - k * 0x1.7f7d1cp-20f;
+    float q = 0x1.6a232ep-10f;
+    q = q * r + 0x1.123a68p-7f;
+    q = q * r + 0x1.5558f4p-5f;
+    q = q * r + 0x1.55549p-3f;
+    q = q * r + 0x1.fffffcp-2f;
+    float e = 1.0f + r + r * r * q;
+    union {
+        int32_t i;
+        float f;
+    } two_k = {.i = ((int32_t)k + 127) << 23};
+    return x < -87.0f ? 0.0f : e * two_k.f;
+}
+
+/* Per-row running state of one task. */
+typedef struct RowState {
+    float *max, *sum; /* m and l of each row */
+} RowState;
+
+/* The mask's block for one step: none, added (f32) or kept where nonzero (bytes). */
+typedef enum MaskKind { MASK_NONE, MASK_ADD, MASK_KEEP } MaskKind;
+typedef struct MaskBlock {
+    const char *data; /* element (0, 0) of the block */
+    int64_t row_stride, col_stride;
+    MaskKind kind;
+} MaskBlock;
+
+/* Lanes of the row reductions: one AVX-512 register of floats.  The max
+ * and the sum are kept per lane and combined at the end of the row, as
+ * GCC will not vectorize a float max reduction without -ffinite-math-only
+ * (which the -inf of masked scores rules out). */
+#define LANES 16
+
+/* One row of scores scaled and masked in place; returns the row's max. */
+static inline __attribute__((always_inline)) float scale_mask_and_max(MaskBlock mask, float scale, int i, int keys, float *s) {
+    float lane_max[LANES];
+    for (int l = 0; l < LANES; ++l) lane_max[l] = -INFINITY;
+    int64_t cs = mask.col_stride;
+    const float *add = (const float *)mask.data + i * mask.row_stride;
+    const uint8_t *keep = (const uint8_t *)mask.data + i * mask.row_stride;
+    int j = 0;
+    for (; j + LANES <= keys; j += LANES) {
+        if (mask.kind == MASK_ADD) {
+#pragma omp simd
+            for (int l = 0; l < LANES; ++l) s[j + l] = s[j + l] * scale + add[(j + l) * cs];
+        } else if (mask.kind == MASK_KEEP) {
+#pragma omp simd
+            for (int l = 0; l < LANES; ++l) s[j + l] = keep[(j + l) * cs] ? s[j + l] * scale : -INFINITY;
+        } else {
+#pragma omp simd
+            for (int l = 0; l < LANES; ++l) s[j + l] *= scale;
+        }
+#pragma omp simd
+        for (int l = 0; l < LANES; ++l) lane_max[l] = s[j + l] > lane_max[l] ? s[j + l] : lane_max[l];
+    }
+    for (; j < keys; ++j) {
+        s[j] *= scale;
+        if (mask.kind == MASK_ADD) s[j] += add[j * cs];
+        if (mask.kind == MASK_KEEP && !keep[j * cs]) s[j] = -INFINITY;
+        lane_max[0] = s[j] > lane_max[0] ? s[j] : lane_max[0];
+    }
+    float m = -INFINITY;
+    for (int l = 0; l < LANES; ++l) m = lane_max[l] > m ? lane_max[l] : m;
+    return m;
+}
+
+/* s = e^(s - max) in place; returns the row's sum. */
+static inline __attribute__((always_inline)) float exp_and_sum(int keys, float *s, float max) {
+    float lane_sum[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= keys; j += LANES) {
+#pragma omp simd
+        for (int l = 0; l < LANES; ++l) {
+            s[j + l] = exp_nonpositive(s[j + l] - max);
+            lane_sum[l] += s[j + l];
+        }
+    }
+    for (; j < keys; ++j) {
+        s[j] = exp_nonpositive(s[j] - max);
+        lane_sum[0] += s[j];
+    }
+    float sum = 0;
+    for (int l = 0; l < LANES; ++l) sum += lane_sum[l];
+    return sum;
+}
+
+/* The online softmax step for one block of scores (rows x keys, row stride
+ * ld): the scale, the mask and the block's row max in one pass, then
+ * p = e^(s - m') and its sum in a second; each row's sum and accumulator
+ * row are rescaled by e^(m - m').  Row i keeps its first diag + i + 1 keys
+ * only (causal: diag = the block's first row - its first key; else keys),
+ * the others get p = 0. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+softmax_step(RowState st, MaskBlock mask, float scale, int64_t diag, int rows, int keys, float *scores, int ld, float *acc,
+             int e_cols) {
+    for (int i = 0; i < rows; ++i) {
+        float *s = scores + (int64_t)i * ld;
+        int64_t first_masked = diag + i + 1;
+        int valid = first_masked < 0 ? 0 : first_masked > keys ? keys : (int)first_masked;
+        float block_max = valid > 0 ? scale_mask_and_max(mask, scale, i, valid, s) : -INFINITY;
+        float old = st.max[i], now = block_max > old ? block_max : old;
+        if (now == -INFINITY) { /* every score so far masked: p = 0, nothing to rescale */
+            memset(s, 0, sizeof(float) * (size_t)keys);
+            continue;
+        }
+        float sum = exp_and_sum(valid, s, now);
+        memset(s + valid, 0, sizeof(float) * (size_t)(keys - valid));
+        if (now != old) {
+            float alpha = exp_nonpositive(old - now); /* 0 for old = -inf */
+            float *a = acc + (int64_t)i * e_cols;
+#pragma omp simd
+            for (int c = 0; c < e_cols; ++c) a[c] *= alpha;
+            st.sum[i] *= alpha;
+        }
+        st.sum[i] += sum;
+        st.max[i] = now;
+    }
+}
+
+/*===----------------------------------------------------------------------===*
+ * Running it
+ *===----------------------------------------------------------------------===*/
+
+/* Per-thread buffers. */
+typedef struct Scratch {
+    float *scores, *acc, *max, *sum, *pack_q, *pack_k, *pack_v;
+} Scratch;
+
+/* Rows [r0, r0 + rows) of batch entry t. */
+static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, Scratch *w) {
+    int64_t n_keys = p->k.rows;
+    int d = (int)p->q.cols, e = (int)p->v.cols;
+    RowState st = {w->max, w->sum};
+    for (int i = 0; i < rows; ++i) {
+        st.max[i] = -INFINITY;
+        st.sum[i] = 0;
+    }
+    memset(w->acc, 0, sizeof(float) * (size_t)rows * (size_t)(e > 0 ? e : 1));
+    BlasMatrix q = blas_matrix(p, &p->q, t, r0, rows, w->pack_q);
+    const Operand *m = &p->mask;
+    MaskBlock mask = {m->data + (batch_offset(p, m, t) + r0 * m->row_stride) * (int64_t)m->elem_size, m->row_stride,
+                      m->col_stride, !p->has_mask ? MASK_NONE : p->bool_mask ? MASK_KEEP : MASK_ADD};
+    /* causal: the keys after the block's last row are masked for all its rows */
+    int64_t last_key = p->causal && r0 + rows < n_keys ? r0 + rows : n_keys;
+    for (int64_t j0 = 0; j0 < last_key; j0 += BLOCK_KEYS) {
+        int keys = (int)(last_key - j0 < BLOCK_KEYS ? last_key - j0 : BLOCK_KEYS);
+        if (d > 0) {
+            gemm(true, rows, keys, d, q, blas_matrix(p, &p->k, t, j0, keys, w->pack_k), 0.0f, w->scores, BLOCK_KEYS);
+        } else {
+            for (int i = 0; i < rows; ++i) memset(w->scores + (int64_t)i * BLOCK_KEYS, 0, sizeof(float) * (size_t)keys);
+        }
+        softmax_step(st, mask, p->scale, p->causal ? r0 - j0 : keys, rows, keys, w->scores, BLOCK_KEYS, w->acc, e);
+        mask.data += BLOCK_KEYS * m->col_stride * (int64_t)m->elem_size;
+        if (e > 0) {
+            BlasMatrix scores = {w->scores, BLOCK_KEYS, false};
+            gemm(false, rows, e, keys, scores, blas_matrix(p, &p->v, t, j0, keys, w->pack_v), 1.0f, w->acc, e);
+        }
+    }
+    const Operand *o = &p->out;
+    float *out = (float *)o->data + batch_offset(p, o, t) + r0 * o->row_stride;
+    for (int i = 0; i < rows; ++i) {
+        /* a row with no key (S = 0) is an empty sum: 0, as eager's product;
+         * one whose every score is -inf has l = 0: NaN, as eager's softmax,
+         * or 0 as its scaled_dot_product_attention (acc is 0) */
+        float inv = st.sum[i] > 0 ? 1.0f / st.sum[i] : p->zero_masked_rows ? 0.0f : NAN;
+        const float *a = w->acc + (int64_t)i * e;
+        float *to = out + i * o->row_stride;
+        if (n_keys == 0) {
+            for (int c = 0; c < e; ++c) to[c * o->col_stride] = 0;
+        } else if (o->col_stride == 1) {
+#pragma omp simd
+            for (int c = 0; c < e; ++c) to[c] = a[c] * inv;
+        } else {
+            for (int c = 0; c < e; ++c) to[c * o->col_stride] = a[c] * inv;
+        }
+    }
+}
+
+static float *scratch_floats(int64_t n) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!x) pt2rt_fatal("out of memory in attention's scratch");
+    return x;
+}
+
+static void run_tasks(const Problem *p, int64_t first, int64_t last, int64_t row_blocks) {
+    int64_t d = p->q.cols, e = p->v.cols;
+    Scratch w = {
+        scratch_floats((int64_t)BLOCK_ROWS * BLOCK_KEYS), scratch_floats(BLOCK_ROWS * e), scratch_floats(BLOCK_ROWS),
+        scratch_floats(BLOCK_ROWS), scratch_floats(BLOCK_ROWS * d), scratch_floats(BLOCK_KEYS * d), scratch_floats(BLOCK_KEYS * e),
+    };
+    for (int64_t task = first; task < last; ++task) {
+        int64_t t = task / row_blocks, r0 = (task % row_blocks) * BLOCK_ROWS;
+        int rows = (int)(p->q.rows - r0 < BLOCK_ROWS ? p->q.rows - r0 : BLOCK_ROWS);
+        attention_block(p, t, r0, rows, &w);
+    }
+    free(w.scores);
+    free(w.acc);
+    free(w.max);
+    free(w.sum);
+    free(w.pack_q);
+    free(w.pack_k);
+    free(w.pack_v);
+}
+
+static void attention(const Problem *p) {
+    pt2rt_keep_blas_serial();
+    int64_t entries = 1;
+    for (int d = 0; d < p->n_batch; ++d) entries *= p->batch[d];
+    int64_t row_blocks = (p->q.rows + BLOCK_ROWS - 1) / BLOCK_ROWS, tasks = entries * row_blocks;
+    if (tasks == 0 || p->v.cols == 0) return;
+    if (p->q.cols > INT_MAX || p->v.cols > INT_MAX) pt2rt_fatal("attention head size beyond the BLAS's int range");
+    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (threads > tasks) threads = (int)tasks;
+    if (threads <= 1) {
+        run_tasks(p, 0, tasks, row_blocks);
+        return;
+    }
+    /* contiguous runs of tasks per thread: one scratch each */
+#pragma omp parallel num_threads(threads)
+    {
+        int n = omp_get_num_threads(), id = omp_get_thread_num();
+        run_tasks(p, tasks * id / n, tasks * (id + 1) / n, row_blocks);
+    }
+}
+
+void pt2rt_attention_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,
+                         const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
+    Problem p;
+    read_problem(q, k, v, mask, out, scale, false, flags, &p);
+    attention(&p);
+}
+
+void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
+                                   const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
+                                   const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
+    Problem p;
+    read_problem(q, k, v, mask, out, scale, true, flags, &p);
+    attention(&p);
+}
