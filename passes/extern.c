@@ -186,6 +186,29 @@ static void build_call(Builder *b, const char *callee, int n_args, const MlirVal
     build_op(b, "func.call", n_args, args, 0, NULL, 1, &attr);
 }
 
+/* Each operand's strides per loop dim of the generic `op` (views: per
+ * operand dim; the last of its n operands is the output): the first n_in
+ * read through the copies that only materialized a view of another buffer
+ * (those copies go to `dead`, to be erased once the call replaces op).
+ * false, with `dead` freed, if a view does not follow its indexing map. */
+static bool operand_loop_views(MlirOperation op, const MlirValue *operands, int n_in, int n, int n_loops, View *views,
+                               View *loop_views, OpList *dead) {
+    MlirValue out_root = buffer_root(operands[n - 1]);
+    for (int i = 0; i < n_in; ++i) {
+        View folded;
+        if (view_through_copy(op, operands[i], out_root, op, &folded, dead)) views[i] = folded;
+    }
+    for (int i = 0; i < n; ++i) {
+        loop_views[i].base = views[i].base;
+        loop_views[i].rank = n_loops;
+        if (!view_through_map(&views[i], indexing_map(op, i), n_loops, loop_views[i].strides, &loop_views[i].offset)) {
+            oplist_free(dead);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Rewrites one contraction if it qualifies; returns whether it did. */
 static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epilogues) {
     if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !mlirLinalgIsAContractionOp(op) ||
@@ -210,21 +233,8 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
      * would make one tiny call per row (4096 rows of 4096: 16.7 ms against 4) */
     if (c.m < 0 && c.n < 0 && c.n_batch > 0) return false;
     OpList dead = {0};
-    MlirValue c_root = buffer_root(operands[2]);
-    for (int i = 0; i < 2; ++i) {
-        View folded;
-        if (view_through_copy(op, operands[i], c_root, op, &folded, &dead)) views[i] = folded;
-    }
-    /* per loop dim strides of each operand, replacing the per-operand-dim ones */
     View loop_views[3];
-    for (int i = 0; i < 3; ++i) {
-        loop_views[i].base = views[i].base;
-        loop_views[i].rank = c.n_loops;
-        if (!view_through_map(&views[i], indexing_map(op, i), c.n_loops, loop_views[i].strides, &loop_views[i].offset)) {
-            oplist_free(&dead);
-            return false;
-        }
-    }
+    if (!operand_loop_views(op, operands, 2, 3, c.n_loops, views, loop_views, &dead)) return false;
     MlirOperation fill = zero_fill_before(op, operands[2]);
     /* the kernel after it: the call writes its output, with one addend
      * (linear's bias, addmm's c) set before the BLAS accumulates */
@@ -537,20 +547,8 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
     c.loop_size[j_] = views[1].sizes[r - 2];
     c.loop_size[d_] = views[1].sizes[r - 1];
     OpList dead = {0};
-    MlirValue out_root = buffer_root(operands[4]);
-    for (int i = 0; i < 3; ++i) {
-        View folded;
-        if (view_through_copy(op, operands[i], out_root, op, &folded, &dead)) views[i] = folded;
-    }
     View loop_views[5];
-    for (int i = 0; i < 5; ++i) {
-        loop_views[i].base = views[i].base;
-        loop_views[i].rank = c.n_loops;
-        if (!view_through_map(&views[i], indexing_map(op, i), c.n_loops, loop_views[i].strides, &loop_views[i].offset)) {
-            oplist_free(&dead);
-            return false;
-        }
-    }
+    if (!operand_loop_views(op, operands, 3, 5, c.n_loops, views, loop_views, &dead)) return false;
     const int roles[5][2] = {{i_, d_}, {j_, d_}, {j_, e_}, {i_, j_}, {i_, e_}};
     int dims[PT2_MAX_RANK];
     for (int d = 0; d < r - 2; ++d) dims[d] = d;
