@@ -427,7 +427,6 @@ Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
     return op1(t, "pad", x, "{pads = %s, value = %s}", s, f64_attr(value));
 }
 
-/* softmax(q kᵀ · scale + mask) v */
 /* Whether pt2.attention takes sdpa's operands: q, k, v of one float type
  * and rank with equal batch dims (no broadcasting between them), a mask of
  * their type or bool that broadcasts to the scores, and not both a mask and
@@ -461,6 +460,7 @@ static Var *sdpa_attention(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool cau
                causal ? "true" : "false");
 }
 
+/* softmax(q kᵀ · scale + mask) v */
 Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False");
     Var *q = arg(&b, "query"), *k = arg(&b, "key"), *v = arg(&b, "value"), *mask = arg(&b, "attn_mask");
