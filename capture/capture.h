@@ -2,8 +2,17 @@
 #ifndef PT2_CAPTURE_CAPTURE_H
 #define PT2_CAPTURE_CAPTURE_H
 
+#include <time.h>
+
 #include "tensor_abi.h"
 #include "trace.h"
+
+/* CLOCK_MONOTONIC in seconds: the timings of PT2_LOGS and the guards' stats. */
+static inline double pt2_monotonic_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* A Source copied out of a trace's arena, owned by guards or a compiled graph. */
 typedef struct CSource {

@@ -14,7 +14,6 @@
  * as CUDA graphs and replayed (cudagraphs.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
-#include <time.h>
 
 #include "cudagraphs.h"
 #include "results.h"
@@ -63,12 +62,6 @@ static PyObject *str_contiguous, *str_clone, *cuda_get_device, *cuda_set_device,
     *cublas_tf32, *cudnn_tf32;
 
 static int gpu_host_logging = -1; /* PT2_LOGS=gpu-host, read at the first GPU call */
-
-static double monotonic_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* After 10, 100, 1000, ... calls (after the first two): the host time a call in compiled_call
  * (fetching inputs, outputs and workspace from torch, replaying results)
@@ -283,9 +276,9 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     if (workspace_ptr(ws, &wsp) != 0) goto done;
     int launched;
     Py_BEGIN_ALLOW_THREADS
-    double t0 = gpu_host_logging ? monotonic_seconds() : 0;
+    double t0 = gpu_host_logging ? pt2_monotonic_seconds() : 0;
     launched = pt2GpuKernelLaunch(self->gpu, ptrs, wsp, stream);
-    if (gpu_host_logging) self->host_launch_seconds += monotonic_seconds() - t0;
+    if (gpu_host_logging) self->host_launch_seconds += pt2_monotonic_seconds() - t0;
     Py_END_ALLOW_THREADS
     if (launched != 0) {
         PyErr_Format(PyExc_RuntimeError, "pt2: launching %U on cuda:%d: %s", self->name, self->device, pt2GetLastError());
@@ -372,7 +365,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
     if (self->gpu && gpu_host_logging < 0) gpu_host_logging = pt2_log_enabled("gpu-host");
-    double t_call = self->gpu && gpu_host_logging ? monotonic_seconds() : 0;
+    double t_call = self->gpu && gpu_host_logging ? pt2_monotonic_seconds() : 0;
     PyObject **fetched = self->input_guard ? guards_fetched(self->guards, args, n_slots) : NULL;
     for (; got_in < self->n_inputs; ++got_in) {
         int guard = fetched ? self->input_guard[got_in] : -1;
@@ -477,7 +470,7 @@ done:
     if (inputs != stack_in) PyMem_Free(inputs);
     if (outputs != stack_out) PyMem_Free(outputs);
     if (ptrs != stack_ptrs) PyMem_Free(ptrs);
-    if (t_call > 0 && result) gpu_host_report(self, monotonic_seconds() - t_call);
+    if (t_call > 0 && result) gpu_host_report(self, pt2_monotonic_seconds() - t_call);
     return result;
 }
 

@@ -25,7 +25,6 @@
 #include "cudagraphs.h"
 
 #include <string.h>
-#include <time.h>
 
 #define N_SETS 2
 
@@ -53,12 +52,6 @@ struct Pt2CudaGraphs {
 };
 
 static PyObject *str_copy_;
-
-static double monotonic_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 Pt2CudaGraphs *pt2_cuda_graphs_new(Pt2GpuKernel *gpu, PyObject *name, int n_inputs, const bool *input_contiguous, int n_outputs,
                                    PyObject *const *output_shapes, PyObject *const *output_dtypes, int device, PyObject *workspace) {
@@ -241,9 +234,9 @@ int pt2_cuda_graphs_replay(Pt2CudaGraphs *g, PyObject *const *inputs, void *cons
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    double t0 = launch_seconds ? monotonic_seconds() : 0;
+    double t0 = launch_seconds ? pt2_monotonic_seconds() : 0;
     rc = pt2GpuGraphLaunch(s->graph, stream);
-    if (launch_seconds) *launch_seconds += monotonic_seconds() - t0;
+    if (launch_seconds) *launch_seconds += pt2_monotonic_seconds() - t0;
     Py_END_ALLOW_THREADS
     if (rc != 0) {
         PyErr_Format(PyExc_RuntimeError, "pt2: %s", pt2GetLastError());

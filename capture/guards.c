@@ -7,7 +7,6 @@
  * graph (compiled.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
-#include <time.h>
 
 #include "guards.h"
 
@@ -160,12 +159,6 @@ static struct {
     double seconds;
 } stats;
 static bool timing;
-
-static double monotonic_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static PyMethodDef guard_methods[];
 
@@ -593,9 +586,9 @@ int guards_find_tensor(const Pt2Guards *g, const Source *s) {
 
 int pt2_guards_check(Pt2Guards *g, const Pt2FrameInputs *in) {
     SourceEnv env = {in->fast, in->code->co_nlocalsplus, in->func->func_globals, PyEval_GetBuiltins(), in->func->func_closure};
-    double t0 = timing ? monotonic_seconds() : 0;
+    double t0 = timing ? pt2_monotonic_seconds() : 0;
     int ok = guards_check_env(g, &env);
-    if (timing) stats.seconds += monotonic_seconds() - t0;
+    if (timing) stats.seconds += pt2_monotonic_seconds() - t0;
     return ok;
 }
 
@@ -647,9 +640,9 @@ static PyObject *py_check_guards(PyObject *mod, PyObject *args) {
     }
     PyFunctionObject *func = (PyFunctionObject *)fn;
     SourceEnv env = {fast, n, func->func_globals, PyEval_GetBuiltins(), func->func_closure};
-    double t0 = monotonic_seconds();
+    double t0 = pt2_monotonic_seconds();
     int ok = guards_check_env(g, &env);
-    double dt = monotonic_seconds() - t0;
+    double dt = pt2_monotonic_seconds() - t0;
     PyMem_Free(fast);
     return Py_BuildValue("(Nds)", PyBool_FromLong(ok), dt, ok ? "" : g->last_failure);
 }

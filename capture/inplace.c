@@ -162,6 +162,7 @@ static Var *scatter_box(Trace *t, Var *x, const int64_t *start, const int64_t *s
         /* spread the value's k entries to their positions along d */
         if (k > 1) {
             int64_t *pos = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t));
+            if (!pos) return trace_break(t, "out of memory");
             for (int64_t p = 0; p < len; ++p) {
                 int64_t j = p < start[d] ? 0 : (p - start[d]) / step[d];
                 pos[p] = j < k ? j : k - 1;
@@ -171,11 +172,9 @@ static Var *scatter_box(Trace *t, Var *x, const int64_t *start, const int64_t *s
             v = idx ? op2(t, "index_select", v, idx, "{dim = %d : i64}", d) : NULL;
             if (!v) return NULL;
         }
-        bool *in = PyMem_Calloc((size_t)(len ? len : 1), sizeof(bool));
-        for (int64_t p = start[d]; p < stop[d]; p += step[d]) in[p] = true;
-        int64_t *bits = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t));
-        for (int64_t p = 0; p < len; ++p) bits[p] = in[p];
-        PyMem_Free(in);
+        int64_t *bits = PyMem_Calloc((size_t)(len ? len : 1), sizeof(int64_t)); /* 1 where selected */
+        if (!bits) return trace_break(t, "out of memory");
+        for (int64_t p = start[d]; p < stop[d]; p += step[d]) bits[p] = 1;
         Var *sel = index_constant(t, bits, len);
         PyMem_Free(bits);
         int64_t mshape[PT2_MAX_RANK];
