@@ -35,6 +35,24 @@ def bench(fn, reps=50, warmup=5):
     return statistics.median(times)
 
 
+def kernel_ms(fn, reps=20):
+    """Milliseconds of GPU work a call (kernels, copies, memsets), as CUPTI traces it: the
+    kernels' own time, without the host's time to launch them (bench() times a whole call,
+    with the GPU idle while the host prepares it).  The bandwidth columns use this."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    from torch.autograd import DeviceType
+
+    us = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
+    return us / 1000 / reps
+
+
 OPTIONS = argparse.Namespace(only=None, ab=None)
 
 
@@ -75,7 +93,9 @@ def case(name, build, eager, inputs, nbytes, rows, flops=0):
         k_ab, _ = pt2_kernel(build, inputs, OPTIONS.ab)
         err = max(err, rel_err(k_ab(*inputs), want))
         t_ab = bench(lambda: k_ab(*inputs))
+        k_ab_ms = kernel_ms(lambda: k_ab(*inputs))
     t_eager = bench(lambda: eager(*inputs))
+    k_copy, k_pt2, k_eager = kernel_ms(lambda: dst.copy_(src)), kernel_ms(lambda: k(*inputs)), kernel_ms(lambda: eager(*inputs))
     torch._dynamo.reset()
     t0 = time.perf_counter()
     compiled = torch.compile(eager)
@@ -83,15 +103,19 @@ def case(name, build, eager, inputs, nbytes, rows, flops=0):
     torch.cuda.synchronize()
     inductor_compile_s = time.perf_counter() - t0
     t_inductor = bench(lambda: compiled(*inputs))
+    k_inductor = kernel_ms(lambda: compiled(*inputs))
     gbs = lambda ms: nbytes / ms / 1e6
     r = dict(name=name, bytes=nbytes, rel_err=err, launches=k.num_launches, pt2_ms=t_pt2, eager_ms=t_eager,
              inductor_ms=t_inductor, memcpy_ms=t_copy, pt2_GBps=gbs(t_pt2), memcpy_GBps=gbs(t_copy),
              inductor_GBps=gbs(t_inductor), pt2_fraction_of_memcpy=t_copy / t_pt2, pt2_cold_compile_s=compile_s,
-             inductor_cold_compile_s=inductor_compile_s)
+             inductor_cold_compile_s=inductor_compile_s, pt2_kernel_ms=k_pt2, eager_kernel_ms=k_eager,
+             inductor_kernel_ms=k_inductor, memcpy_kernel_ms=k_copy, pt2_kernel_GBps=gbs(k_pt2),
+             memcpy_kernel_GBps=gbs(k_copy), pt2_kernel_fraction_of_memcpy=k_copy / k_pt2,
+             eager_kernel_fraction_of_memcpy=k_copy / k_eager, inductor_kernel_fraction_of_memcpy=k_copy / k_inductor)
     ab = ""
     if t_ab is not None:
-        r.update(ab_disable=OPTIONS.ab, pt2_ab_ms=t_ab, pt2_ab_GBps=gbs(t_ab))
-        ab = f" | pt2 without {OPTIONS.ab} {t_ab:8.3f} ms {gbs(t_ab):7.0f} GB/s"
+        r.update(ab_disable=OPTIONS.ab, pt2_ab_ms=t_ab, pt2_ab_GBps=gbs(t_ab), pt2_ab_kernel_ms=k_ab_ms)
+        ab = f" | pt2 without {OPTIONS.ab} {t_ab:8.3f} ms {gbs(t_ab):7.0f} GB/s, GPU time {k_ab_ms:8.4f} ms"
     if flops:
         r["pt2_TFLOPs"] = flops / t_pt2 / 1e9
         r["inductor_TFLOPs"] = flops / t_inductor / 1e9
@@ -99,6 +123,9 @@ def case(name, build, eager, inputs, nbytes, rows, flops=0):
     print(f"{name:34s} pt2 {t_pt2:8.3f} ms {gbs(t_pt2):7.0f} GB/s | memcpy {gbs(t_copy):6.0f} GB/s | inductor "
           f"{t_inductor:8.3f} ms | eager {t_eager:8.3f} ms | err {err:.1e} | compile pt2 {compile_s:.2f}s inductor "
           f"{inductor_compile_s:.2f}s{ab}", flush=True)
+    print(f"{'':34s} GPU time a call: pt2 {k_pt2:8.4f} ms {gbs(k_pt2):5.0f} GB/s ({k_copy / k_pt2:4.0%} of memcpy's "
+          f"{gbs(k_copy):5.0f}) | eager {k_eager:8.4f} ms ({k_copy / k_eager:4.0%}) | inductor {k_inductor:8.4f} ms "
+          f"({k_copy / k_inductor:4.0%})", flush=True)
 
 
 def models(rows):
@@ -209,6 +236,12 @@ def main():
     w, bb = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     case("layer_norm 8192x1024", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
          lambda s, w, b: torch.nn.functional.layer_norm(s, (1024,), w, b), [s, w, bb], 2 * s.numel() * 4, rows)
+    sb = torch.randn(8192, 1024, device="cuda", dtype=torch.bfloat16)
+    case("softmax 8192x1024 bf16", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [sb],
+         2 * sb.numel() * 2, rows)
+    wb, bb2 = torch.randn(1024, device="cuda", dtype=torch.bfloat16), torch.randn(1024, device="cuda", dtype=torch.bfloat16)
+    case("layer_norm 8192x1024 bf16", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
+         lambda s, w, b: torch.nn.functional.layer_norm(s, (1024,), w, b), [sb, wb, bb2], 2 * sb.numel() * 2, rows)
     models(rows)
     columns(rows)  # last: scripts/gpu-check's time limit cuts these first
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, date=time.strftime("%Y-%m-%d"), results=rows)

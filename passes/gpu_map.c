@@ -677,10 +677,11 @@ MlirPass pt2_create_gpu_map_loops_v1_pass(void) {
                               "builtin.module", run_map_v1, &gpu_map_v1_type_id);
 }
 
-/* PT2_DISABLE=gpu-vector-rows: row kernels whose rows are contiguous take one
- * row a thread (4 bytes a load for f32) instead of 16 bytes of rows (gpu_rows.c). */
+/* PT2_DISABLE=gpu-vector-rows: row kernels take one row and one column a lane
+ * a slot (4 bytes a load for f32) instead of 16 bytes of rows or of columns
+ * (vector rows, column vectors: gpu_rows.c). */
 MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void) {
     return make_external_pass("pt2-gpu-map-loops-scalar-rows",
-                              "pt2-gpu-map-loops without vector rows in row kernels (PT2_DISABLE=gpu-vector-rows)",
+                              "pt2-gpu-map-loops without vector rows or column vectors in row kernels (PT2_DISABLE=gpu-vector-rows)",
                               "builtin.module", run_map_scalar_rows, &gpu_map_scalar_rows_type_id);
 }

@@ -48,7 +48,8 @@ typedef struct GpuMapOptions {
      * gpu_rows.c (gpu_reduce_v1.c), for A/B measurements */
     bool reductions_v1;
     /* pt2-gpu-map-loops-scalar-rows (PT2_DISABLE=gpu-vector-rows): row
-     * kernels without vector rows (gpu_rows.c), for A/B measurements */
+     * kernels without vector rows or column vectors (gpu_rows.c), for A/B
+     * measurements */
     bool vector_rows;
 } GpuMapOptions;
 

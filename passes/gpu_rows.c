@@ -46,6 +46,14 @@
  * a row combine by shuffles (xor interleave * ...) and, past a warp, shared
  * memory (red_reduce_lanes).
  *
+ * **Vectors** (off under PT2_DISABLE=gpu-vector-rows).  An interleaved group
+ * of one reduction takes *vector rows* (rows_choose_vector: a thread takes
+ * vec consecutive rows); a lane-major group whose column accesses are unit
+ * stride takes *column vectors* (rows_choose_column_vector: lane l's vector
+ * i is the cvec columns from (i * T + l) * cvec, its lanes on thread_x and
+ * its rows on thread_y).  Either way a slot's elements differ by constants,
+ * and LLVM's load/store vectorizer makes them one 16-byte access.
+ *
  * **Split rows** (gpu_rows_emit.c, `rows_emit_split`).  When the rows give fewer than
  * SPLIT_MIN_BLOCKS blocks and a reduction has more than SPLIT_SLOTS columns a
  * lane (a full reduction, a sum over dim 0 with few outputs, a softmax of a
@@ -482,7 +490,7 @@ static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const
     for (int i = 0; i < w->n; ++i) {
         Access *a = &w->a[i];
         if (!a->store) continue;
-        if (!p->private_lanes || (a->kind == ACCESS_OWN && rows_slots_of(ix[a->stage].columns, p->t) > MAX_SLOTS)) {
+        if (!p->private_lanes || (a->kind == ACCESS_OWN && rows_lane_slots(ix[a->stage].columns, p->t, p->cvec) > MAX_SLOTS)) {
             a->emit = true;
             continue;
         }
@@ -588,6 +596,64 @@ bool rows_choose_vector(Plan *out, const Rows *rows) {
     return true;
 }
 
+/* Column vectors (the file comment): a lane-major group whose accesses the
+ * columns move all read them with stride 1 (or not at all) along the
+ * innermost column dimension takes cvec = 16 bytes of the smallest such
+ * element, consecutive columns, a lane at each slot, when cvec divides that
+ * dimension's trip and every other stride and offset keeps the vector
+ * 16-byte aligned.  The lanes are chosen again: about SLOT_TARGET columns a
+ * lane, two at least (a 32-byte sector a row a warp instruction), no more
+ * than the row has vectors.  Only unrolled slots (a slot loop would take one
+ * element an iteration, cvec columns apart).  False: the plan is unchanged. */
+static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int n, const Accesses *w, const Rows *rows) {
+    Plan q = *out, *p = &q;
+    if (p->interleave != 1 || p->vec > 1 || p->split || p->columns == 1) return false;
+    int64_t elem = 8;
+    for (int i = 0; i < w->n; ++i) {
+        const Sig *g = &w->a[i].sig;
+        if (ix[w->a[i].stage].columns == 1) continue;
+        if (!g->ok) return false;
+        if (!rows_scalar_sig(g) && g->bytes < elem) elem = g->bytes;
+    }
+    int64_t v = VECTOR_BYTES / elem;
+    if (v > MAX_VEC) v = MAX_VEC;
+    if (v < 2) return false;
+    int64_t t = red_pow2_at_least((p->columns + SLOT_TARGET - 1) / SLOT_TARGET);
+    if (t < SECTOR_BYTES / VECTOR_BYTES) t = SECTOR_BYTES / VECTOR_BYTES;
+    if (t > red_pow2_at_least((p->columns + v - 1) / v)) t = red_pow2_at_least((p->columns + v - 1) / v);
+    if (t > ROW_MAX_THREADS) t = ROW_MAX_THREADS;
+    for (int i = 0; i < n; ++i) {
+        const Ix *x = &ix[i];
+        if (x->columns == 1 && stages[i].kind == STAGE_POINTWISE) continue; /* lane 0's one column */
+        if (x->n_cols == 0) return false;
+        int64_t trip = x->col_trip[x->n_cols - 1];
+        /* a power of two keeps the vector's start a multiple of v through the digits' div/rem */
+        bool pow2 = (trip & (trip - 1)) == 0;
+        if (trip % v != 0 || x->col_step[x->n_cols - 1] != 1 || (x->n_cols > 1 && !pow2)) return false;
+        if (rows_lane_slots(x->columns, t, v) > MAX_SLOTS) return false;
+    }
+    for (int i = 0; i < w->n; ++i) {
+        const Sig *g = &w->a[i].sig;
+        const Ix *x = &ix[w->a[i].stage];
+        if (x->columns == 1 || rows_scalar_sig(g)) continue;
+        int inner = x->n_cols - 1;
+        if ((g->cs[inner] != 0 && g->cs[inner] != 1) || g->k % v != 0) return false;
+        for (int r = 0; r < x->n_rows; ++r) {
+            if (g->rs[r] % v != 0) return false;
+        }
+        for (int c = 0; c < inner; ++c) {
+            if (g->cs[c] % v != 0) return false;
+        }
+    }
+    p->cvec = v;
+    p->t = t;
+    p->rows_per_block = t >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t;
+    if (p->rows_per_block > red_pow2_at_least(rows->count)) p->rows_per_block = red_pow2_at_least(rows->count);
+    p->blocks = (rows->count + p->rows_per_block - 1) / p->rows_per_block;
+    *out = q;
+    return true;
+}
+
 static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, bool vector_rows) {
     Plan p = {0};
     p.columns = 1;
@@ -617,6 +683,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     if (vector_rows && !p.split && n_red == 1 && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows)) {
         choose_stores(stages, n, ix, w, &p, &memo);
     }
+    if (vector_rows && rows_choose_column_vector(&p, stages, ix, n, w, rows)) choose_stores(stages, n, ix, w, &p, &memo);
     return p;
 }
 

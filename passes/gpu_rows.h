@@ -73,11 +73,17 @@ typedef struct Plan {
     int64_t t, interleave, rows_per_block, blocks, columns;
     int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
+    int64_t cvec;     /* column vectors: consecutive columns a lane takes at once (0 or 1: one) */
     bool private_lanes;
     bool split;
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }
+/* Slots a lane of t lanes takes of `columns` columns, in vectors of cvec consecutive columns. */
+static inline int64_t rows_lane_slots(int64_t columns, int64_t t, int64_t cvec) {
+    if (cvec <= 1) return rows_slots_of(columns, t);
+    return (columns + t * cvec - 1) / (t * cvec) * cvec;
+}
 
 /* No column digit moves the address: acc[row]. */
 bool rows_scalar_sig(const Sig *g);

@@ -27,27 +27,51 @@ typedef struct Kernel {
     Builder in;
     MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
     int64_t t, interleave, vec;      /* vec > 1: `row` is the index of a vector of vec rows */
+    int64_t cvec;                    /* column vectors: cvec consecutive columns a lane a slot */
 } Kernel;
 
+/* The lanes of a lane-major kernel with column vectors on thread_x, its rows
+ * on thread_y: the lane is then the thread index itself, of a range LLVM
+ * knows, and not tid % t, whose mask LLVM merges with a slot's column offset
+ * into an `or` it cannot see as an add (the load/store vectorizer then
+ * leaves that slot's vector as scalar accesses). */
+static const char *const thread_xy_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>, "
+                                             "#gpu.loop_dim_map<processor = thread_y, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
+
 /* blocks × threads for `rows` rows, t lanes a row, `interleave` rows
- * sharing a warp, rows_per_block rows a block. */
+ * sharing a warp, rows_per_block rows a block; two_d: lane-major rows
+ * with (lane, row in block) as (thread_x, thread_y). */
 static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
-                          int64_t rows_per_block) {
-    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1};
+                          int64_t rows_per_block, bool two_d) {
+    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1};
     int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    two_d = two_d && interleave == 1 && t > 1 && rows_per_block > 1;
     Builder hb = builder_before(before);
     MlirValue zero = const_index(&hb, 0), one = const_index(&hb, 1);
     MlirValue nb = const_index(&hb, blocks), nt = const_index(&hb, t * rows_per_block);
+    MlirValue nx = const_index(&hb, t), ny = const_index(&hb, rows_per_block);
     MlirOperation grid = gpu_build_parallel(&hb, 1, &zero, &nb, &one, gpu_block_mapping);
     Builder gb = builder_before(mlirBlockGetTerminator(gpu_body_of(grid)));
-    MlirOperation block = gpu_build_parallel(&gb, 1, &zero, &nt, &one, gpu_thread_mapping);
+    MlirOperation block;
+    if (two_d) {
+        MlirValue lbs[2] = {zero, zero}, ubs[2] = {nx, ny}, steps[2] = {one, one};
+        block = gpu_build_parallel(&gb, 2, lbs, ubs, steps, thread_xy_mapping);
+    } else {
+        block = gpu_build_parallel(&gb, 1, &zero, &nt, &one, gpu_thread_mapping);
+    }
     k.in = builder_before(mlirBlockGetTerminator(gpu_body_of(block)));
     Builder *in = &k.in;
     MlirValue bid = mlirBlockGetArgument(gpu_body_of(grid), 0);
     k.tid = mlirBlockGetArgument(gpu_body_of(block), 0);
     MlirValue first_row = bid;
     if (rows_per_block > 1) first_row = build_binary(in, "arith.muli", bid, const_index(in, rows_per_block));
-    if (interleave == 1) {
+    if (two_d) {
+        /* the linear thread index, as the hardware forms warps: y * t + x */
+        MlirValue y = mlirBlockGetArgument(gpu_body_of(block), 1);
+        k.lane = k.tid;
+        k.tid = build_binary(in, "arith.addi", build_binary(in, "arith.muli", y, const_index(in, t)), k.lane);
+        k.row = build_binary(in, "arith.addi", first_row, y);
+    } else if (interleave == 1) {
         k.lane = t == 1 ? const_index(in, 0) : rows_per_block == 1 ? k.tid : build_binary(in, "arith.remui", k.tid, const_index(in, t));
         k.row = bid;
         if (rows_per_block > 1) {
@@ -110,7 +134,8 @@ typedef struct Emit {
     Accesses *w;
     Held *held;
     int n_held, cap_held;
-    int64_t v; /* the row of the thread's vector being emitted */
+    int64_t v;         /* the row of the thread's vector being emitted */
+    MlirValue in_range; /* the slot being emitted: its column in range (null: every lane's is) */
 } Emit;
 
 static Access *access_of(Emit *e, MlirOperation op) {
@@ -208,11 +233,13 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
         }
         h->loaded = true;
     }
-    /* a buffer the group writes: the extra rows of a ragged block must not read it (guarded_load);
-     * an accumulator's old value is read by every lane before a barrier, which orders it */
+    /* a buffer the group writes: the extra rows of a ragged block, and the lanes whose column is
+     * out of range (clamped onto another lane's), must not read it (guarded_load); an
+     * accumulator's old value is read by every lane before a barrier, which orders it */
     bool in_place = a && a->written && !(forwards(e, a, slot) && a->kind == ACCESS_SCALAR);
-    if (in_place && !mlirValueIsNull(e->k.valid)) {
-        guarded_load(b, op, m, e->k.valid);
+    MlirValue guard = in_place ? and_of(b, e->k.valid, a->kind == ACCESS_SCALAR ? (MlirValue){NULL} : e->in_range) : (MlirValue){NULL};
+    if (!mlirValueIsNull(guard)) {
+        guarded_load(b, op, m, guard);
         return;
     }
     clone_op(b, op, m);
@@ -237,22 +264,32 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
 /* Column index of slot `j` (a value: a loop's induction variable, or a
  * constant) of a stage of `columns` columns, offset by `first` (split
  * chunks; null for none), clamped to the last column; *in_range: null when
- * every lane's column is in range. */
+ * every lane's column is in range.  With column vectors (unrolled slots
+ * only) slot j is element *sub of the lane's vector j / cvec, and the
+ * column returned is the vector's first: lane l's vector i starts at column
+ * (i * t + l) * cvec, clamped to the last whole vector. */
 static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t columns, MlirValue first,
-                             int64_t limit, MlirValue *in_range) {
+                             int64_t limit, MlirValue *in_range, int64_t *sub) {
     MlirValue col;
+    int64_t w = k->cvec;
+    *sub = 0;
+    if (w > 1) {
+        *sub = j_const % w;
+        j_const /= w;
+    }
+    MlirValue lane = w > 1 ? build_binary(b, "arith.muli", k->lane, const_index(b, w)) : k->lane;
     if (j_const == 0) {
-        col = k->lane;
+        col = lane;
     } else {
-        MlirValue jt = j_const > 0 ? const_index(b, j_const * k->t) : build_binary(b, "arith.muli", j, const_index(b, k->t));
-        col = build_binary(b, "arith.addi", k->lane, jt);
+        MlirValue jt = j_const > 0 ? const_index(b, j_const * k->t * w) : build_binary(b, "arith.muli", j, const_index(b, k->t));
+        col = build_binary(b, "arith.addi", lane, jt);
     }
     if (!mlirValueIsNull(first)) col = build_binary(b, "arith.addi", first, col);
-    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t > columns : columns % k->t != 0);
+    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : columns % k->t != 0);
     *in_range = (MlirValue){NULL};
     if (!ragged) return col;
     *in_range = build_cmp(b, false, "ult", col, const_index(b, limit));
-    return build_binary(b, "arith.minui", col, const_index(b, limit - 1));
+    return build_binary(b, "arith.minui", col, const_index(b, limit - w));
 }
 
 /* The maps of a stage's row and fixed indices, one for each row of the
@@ -281,9 +318,13 @@ static ValueMap row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *row
     return m;
 }
 
-/* The column's indices (ivs[], for map_columns) of linear column `col`. */
-static void column_indices(Builder *b, const Ix *ix, MlirValue col, MlirValue *ivs) {
+/* The column's indices (ivs[], for map_columns) of linear column `col`
+ * + sub, where col is a column vector's first and sub < the vector's width
+ * (which divides the innermost trip): sub added to the innermost index, so
+ * that the vector's elements differ by a constant (one 16-byte access). */
+static void column_indices(Builder *b, const Ix *ix, MlirValue col, int64_t sub, MlirValue *ivs) {
     red_delinearize(b, col, ix->n_cols, ix->col_lb, ix->col_trip, ix->col_step, ivs);
+    if (sub > 0) ivs[ix->n_cols - 1] = build_binary(b, "arith.addi", ivs[ix->n_cols - 1], const_index(b, sub * ix->col_step[ix->n_cols - 1]));
 }
 
 static void map_columns(const Ix *ix, const MlirValue *ivs, ValueMap *m) {
@@ -293,9 +334,10 @@ static void map_columns(const Ix *ix, const MlirValue *ivs, ValueMap *m) {
 /* One slot of a pointwise stage, for each row of the thread's vector. */
 static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const) {
     MlirValue in_range = {NULL}, col, cols[MAX_LOOPS];
+    int64_t sub = 0;
     bool uniform = ix->columns == 1; /* every lane computes the one column; lane 0 stores */
-    col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, ix->columns, (MlirValue){NULL}, ix->columns, &in_range);
-    column_indices(b, ix, col, cols);
+    col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, ix->columns, (MlirValue){NULL}, ix->columns, &in_range, &sub);
+    column_indices(b, ix, col, sub, cols);
     MlirValue guard = and_of(b, e->k.valid, in_range);
     if (uniform && e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
     MlirBlock body = gpu_body_of(s->par);
@@ -307,6 +349,7 @@ static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     }
     /* op by op, each for every row of the vector: the vector's loads (and
      * stores) side by side in one block, whatever branches the math holds */
+    e->in_range = in_range;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         for (e->v = 0; e->v < e->k.vec; ++e->v) {
             if (gpu_is_op(op, "memref.load")) {
@@ -320,11 +363,12 @@ static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     }
     for (int64_t v = 0; v < e->k.vec; ++v) vmap_free(&m[v]);
     e->v = 0;
+    e->in_range = (MlirValue){NULL};
 }
 
 static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
     Builder *b = &e->k.in;
-    int64_t slots = ix->columns == 1 ? 1 : rows_slots_of(ix->columns, e->k.t);
+    int64_t slots = ix->columns == 1 ? 1 : rows_lane_slots(ix->columns, e->k.t, e->k.cvec);
     if (slots <= MAX_SLOTS) {
         for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j);
         return;
@@ -342,8 +386,9 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
 static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
                            MlirValue first, MlirValue *p) {
     MlirValue in_range, cols[MAX_LOOPS];
-    MlirValue col = slot_column(b, &e->k, j, j_const, ix->columns, first, ix->columns, &in_range);
-    column_indices(b, ix, col, cols);
+    int64_t sub;
+    MlirValue col = slot_column(b, &e->k, j, j_const, ix->columns, first, ix->columns, &in_range, &sub);
+    column_indices(b, ix, col, sub, cols);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
     ValueMap m[MAX_VEC];
     for (int64_t v = 0; v < e->k.vec; ++v) {
@@ -352,6 +397,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
         for (int a = 0; a < s->n_acc; ++a) vmap_set(&m[v], mlirOperationGetResult(s->acc[a].load, 0), p[v * s->n_acc + a]);
     }
     /* op by op, each for every row of the vector (as pointwise_slot) */
+    e->in_range = in_range;
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         bool acc_op = false;
         for (int a = 0; a < s->n_acc; ++a) acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
@@ -372,6 +418,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
         vmap_free(&m[v]);
     }
     e->v = 0;
+    e->in_range = (MlirValue){NULL};
 }
 
 /* Each lane's partials over its slots (columns first + lane + j * t), for
@@ -430,8 +477,9 @@ static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, Mlir
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w};
     int64_t vec = p->vec > 1 ? p->vec : 1;
-    e.k = open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block);
+    e.k = open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
     e.k.vec = vec;
+    e.k.cvec = p->cvec > 1 ? p->cvec : 1;
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
         ValueMap rm[MAX_VEC];
@@ -440,7 +488,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
             emit_pointwise(&e, s, &ix[i], rm);
         } else {
             MlirValue part[MAX_CARRIED];
-            lane_partials(&e, s, &ix[i], rm, (MlirValue){NULL}, rows_slots_of(ix[i].columns, p->t), part);
+            lane_partials(&e, s, &ix[i], rm, (MlirValue){NULL}, rows_lane_slots(ix[i].columns, p->t, e.k.cvec), part);
             finish_reduction(&e, s, rm, part);
         }
         for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[v]);
@@ -475,7 +523,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     Accesses none = {0};
     e.w = &none;
     int64_t rows_per_block = t * interleave >= BLOCK_THREADS ? interleave : BLOCK_THREADS / t;
-    e.k = open_kernel(module, s->par, count * chunks, t, interleave, rows_per_block);
+    e.k = open_kernel(module, s->par, count * chunks, t, interleave, rows_per_block, false);
     Builder *b = &e.k.in;
     MlirValue c_idx = build_binary(b, "arith.divui", e.k.row, const_index(b, count));
     MlirValue row = build_binary(b, "arith.remui", e.k.row, const_index(b, count));
@@ -502,7 +550,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     if (t2 > ROW_MAX_THREADS) t2 = ROW_MAX_THREADS;
     p2.t = t2;
     Emit e2 = {.p = &p2, .w = &none};
-    e2.k = open_kernel(module, s->par, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2);
+    e2.k = open_kernel(module, s->par, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2, false);
     b = &e2.k.in;
     rm = row_map(b, ix, e2.k.row, rows);
     int64_t slots = rows_slots_of(chunks, t2);
@@ -513,7 +561,8 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
     MlirValue in_range;
-    MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, chunks, (MlirValue){NULL}, chunks, &in_range);
+    int64_t sub;
+    MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
     MlirValue y[MAX_ACCUMULATORS];
     for (int a = 0; a < s->n_acc; ++a) {
         MlirValue ld[3] = {partial[a], e2.k.row, col};

@@ -161,8 +161,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_map_loops_pass},
     {"pt2-gpu-map-loops-v1", "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce, for A/B "
      "measurements)", pt2_create_gpu_map_loops_v1_pass},
-    {"pt2-gpu-map-loops-scalar-rows", "pt2-gpu-map-loops with row kernels one row a thread, no vector rows "
-     "(PT2_DISABLE=gpu-vector-rows, for A/B measurements)", pt2_create_gpu_map_loops_scalar_rows_pass},
+    {"pt2-gpu-map-loops-scalar-rows", "pt2-gpu-map-loops with row kernels one row and one column a lane a slot, no vector "
+     "rows or column vectors (PT2_DISABLE=gpu-vector-rows, for A/B measurements)", pt2_create_gpu_map_loops_scalar_rows_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "

@@ -398,8 +398,13 @@ class Simulator:
             if o.name == "arith.constant":
                 env[o.results[0]] = self.constant(o)
         thr = inner_ops[0]
-        tlb, tub, tst = (int(env[o]) for o in thr.operands[:3])
-        threads = len(range(tlb, tub, tst))
+        # threads: thread_x, or (thread_x, thread_y) with the linear index y * nx + x (as CUDA forms warps)
+        n = len(thr.regions[0][0].args)
+        if n not in (1, 2) or (n == 2 and "thread_y" not in thr.attrs):
+            raise SimError("a kernel's threads must be thread_x or (thread_x, thread_y)")
+        bounds = [[int(env[o]) for o in thr.operands[d::n]][:3] for d in range(n)]
+        dims = [len(range(lb_, ub_, st_)) for lb_, ub_, st_ in bounds]
+        threads = math.prod(dims)
         self.kernels.append(Kernel(blocks, threads))
         body = thr.regions[0][0]
         segments, cur = [], []
@@ -418,7 +423,11 @@ class Simulator:
             e = dict(env)
             lane = np.arange(WARP, dtype=np.int64)[None, :] + w * WARP
             e[outer.args[0]] = bidx
-            e[body.args[0]] = lane * np.ones((blocks, 1), dtype=np.int64) * tst + tlb
+            ids = lane * np.ones((blocks, 1), dtype=np.int64)
+            for d in range(n):
+                lb_, _, st_ = bounds[d]
+                e[body.args[d]] = (ids % dims[d]) * st_ + lb_
+                ids = ids // dims[d]
             mask = (lane < threads) * np.ones((blocks, 1), dtype=bool)
             wenv.append((e, mask))
         self.kernel_log = []  # (buffer id, addresses, thread ids, block ids, is_write)

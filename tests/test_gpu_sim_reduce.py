@@ -3,6 +3,7 @@ host function run by tests/gpusim.py (warps in lockstep, barriers, shuffles, sha
 bounds checks) and compared with eager PyTorch in float64.  Both mappings: the row kernels of
 passes/gpu_rows.c and, with PT2_DISABLE=gpu-reduce, gpu_reduce_v1.c."""
 import os
+import re
 import sys
 
 import numpy as np
@@ -19,6 +20,7 @@ PT2_OPT = os.path.join(os.path.dirname(__file__), "..", "build", "bin", "pt2-opt
 pytestmark = pytest.mark.skipif(not os.path.exists(PT2_OPT), reason="needs build/bin/pt2-opt")
 
 MAPPINGS = ["", "gpu-reduce"]
+VECTOR_MAPPINGS = ["", "gpu-vector-rows"]  # with and without 16-byte vectors in row kernels
 
 
 def simulate(build, inputs, disable="", dtype=None):
@@ -29,6 +31,7 @@ def simulate(build, inputs, disable="", dtype=None):
     g.outputs(*(out if isinstance(out, tuple) else (out,)))
     text = gpusim.mapped_text(PT2_OPT, g.text(), disable)
     sim = gpusim.Simulator(text, warp_order="reverse")
+    sim.mapped = text
     arrays = [t.numpy() for t in inputs] if dtype is None else [t.float().numpy() for t in inputs]
     outs = sim.run(arrays)
     assert not sim.races, sim.races
@@ -121,6 +124,68 @@ def test_rms_norm_var_log_softmax(disable):
     close(ls, torch.log_softmax(xd, -1))
 
 
+# --- column vectors: lane-major rows, cvec consecutive columns a lane a slot (rows_choose_column_vector) ---
+
+def column_vectors(sim):
+    """Whether a kernel took column vectors: its lanes on thread_x and its rows on thread_y."""
+    return "processor = thread_y" in sim.mapped
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("shape", [(7, 4), (33, 12), (5, 24), (9, 100), (3, 132), (5, 1000), (4, 1028), (3, 2048), (65, 128)])
+def test_column_vector_rows(shape, disable):
+    """softmax, LayerNorm and a row sum over the last dimension with column vectors of 4 f32: whole
+    vectors, a ragged last vector (12, 24, 100, 132, 1000, 1028 columns), more lanes than vectors."""
+    n = shape[-1]
+    x, w, b = rand(*shape) * 3, rand(n, seed=1), rand(n, seed=2)
+
+    def build(g, x, w, b):
+        return g.op("softmax", x, dim=-1), g.op("layer_norm", x, w, b, normalized_ndim=1, eps=1e-5), g.op("sum", x, dims=[1])
+
+    (y, z, s), sim = simulate(build, [x, w, b], disable)
+    xd = x.double()
+    close(y, torch.softmax(xd, -1))
+    close(z, F.layer_norm(xd, (n,), w.double(), b.double(), 1e-5))
+    close(s, xd.sum(1))
+    assert column_vectors(sim) == (disable == "" and n > 4)  # 4 columns: one lane, a one-dimensional block
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(9, 40), (5, 24), (3, 8), (6, 776)])
+def test_column_vector_half_rows(shape, dtype, disable):
+    """f16/bf16 rows: vectors of 8 (16 bytes), f32 math in between; ragged last vectors."""
+    x = (rand(*shape) * 3).to(dtype)
+    (y,), sim = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x.float()], disable, dtype=dtype)
+    close(y.float(), torch.softmax(x.float(), -1).to(dtype).float(), 1e-2)
+    assert column_vectors(sim) == (disable == "" and shape[-1] > 8)  # 8 columns: one lane, a 1-d block
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+def test_column_vector_two_column_dims(disable):
+    """LayerNorm over the last two dimensions: a power-of-two inner dimension takes vectors (the vector's
+    start stays a multiple of 4 through the digits), a 12 does not; a sum over dims (1, 2) likewise."""
+    for inner, vectors in [(16, True), (12, False)]:
+        x, w, b = rand(5, 6, inner), rand(6, inner, seed=1), rand(6, inner, seed=2)
+        (y,), sim = simulate(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=2), [x, w, b], disable)
+        close(y, F.layer_norm(x.double(), (6, inner), w.double(), b.double()))
+        assert column_vectors(sim) == (vectors and disable == "")
+        (s,), sim = simulate(lambda g, x: g.op("sum", g.op("mul", x, x), dims=[1, 2]), [x], disable)
+        close(s, (x.double() ** 2).sum((1, 2)))
+
+
+def test_column_vector_not_for_strided_or_odd_rows():
+    """No vectors where an access the columns move is not unit-stride along them (a transposed read),
+    or where the vector does not divide the row (30 columns)."""
+    x = rand(40, 48)
+    (y,), sim = simulate(lambda g, x: g.op("softmax", g.op("permute", x, perm=[1, 0]), dim=-1), [x])
+    close(y, torch.softmax(x.double().t(), -1))
+    x = rand(7, 30)
+    (y,), sim2 = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x])
+    close(y, torch.softmax(x.double(), -1))
+    assert not column_vectors(sim2)
+
+
 # --- GRN (GlobalResponseNorm) with its GELU producer, NCHW and NHWC --------------------------------------
 
 def grn_build(spatial, channel, wb_shape):
@@ -158,7 +223,6 @@ def test_grn(layout, shape, disable):
 
 # --- column reductions with vector rows (gpu_rows.c, rows_choose_vector) -----------------------------
 
-VECTOR_MAPPINGS = ["", "gpu-vector-rows"]
 
 
 def threads(sim):
@@ -344,15 +408,17 @@ def test_argmax_and_cumsum_keep_their_mapping(disable):
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
-@pytest.mark.parametrize("channels_last", ["0", "1"])
-def test_convnextv2_blocks_nchw(disable, channels_last, monkeypatch):
+@pytest.mark.parametrize("channels_last,c", [("0", 8), ("1", 8), ("1", 12)])
+def test_convnextv2_blocks_nchw(disable, channels_last, c, monkeypatch):
     """Two of timm's ConvNeXt-V2 blocks on NCHW (depthwise 7x7 conv, LayerNorm2d, 1x1 conv, GELU, GRN,
     1x1 conv, residual), chained so that bufferization shares temporaries between them; the convs run
     the loops kept behind their cuDNN calls (the simulated machine has no cuDNN).  PT2_GPU_CHANNELS_LAST=0
     keeps them NCHW; by default (1) the activations are NHWC (GRN's sum a column reduction, LayerNorm in place
-    on 72 rows: a ragged last block whose extra rows must not read what the last row writes)."""
+    on 72 rows: a ragged last block whose extra rows must not read what the last row writes; with 12
+    channels LayerNorm's last column vector is ragged, and its lanes out of range must not read the
+    columns another lane writes in place)."""
     monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", channels_last)
-    c, hw = 8, 6
+    hw = 6
     names = ["dw", "dwb", "lnw", "lnb", "w1", "b1", "gg", "gb", "w2", "b2"]
     shapes = [(c, 1, 7, 7), (c,), (c,), (c,), (4 * c, c, 1, 1), (4 * c,), (4 * c,), (4 * c,), (c, 4 * c, 1, 1), (c,)]
     scale = {"dw": 0.2, "w1": 0.3, "w2": 0.2}
@@ -429,3 +495,23 @@ def test_column_ptx(shape, dtype, disable):
         assert "ld.global.nc.v4.b32" in ptx or "ld.global.nc.v2.b64" in ptx, "vector rows load 16 bytes a slot"
     if disable or shape[3] % vec != 0:
         assert ".v4.b32" not in ptx.split("ld.global")[1][:20] if "ld.global" in ptx else True
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("op,shape,dtype", [("softmax", (64, 1024), torch.float32), ("softmax", (300, 1000), torch.float32),
+                                            ("layer_norm", (64, 768), torch.bfloat16), ("layer_norm", (65, 128), torch.float16)])
+def test_row_ptx_column_vectors(op, shape, dtype, disable):
+    """Row kernels over the last dimension: with column vectors every global load and store of the
+    row is a 16-byte one (LLVM's load/store vectorizer merges a vector's elements; a ragged last
+    vector too, under one branch); ptxas accepts the PTX without spills."""
+    n = shape[-1]
+    if op == "softmax":
+        ptx = column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, disable)
+    else:
+        ptx = column_ptx(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [shape, (n,), (n,)], dtype, disable)
+    scalar = re.findall(r"(?:ld\.global\.nc|st\.global)\.(?:b32|b16|f32)\b", ptx)
+    vector = re.findall(r"(?:ld\.global\.nc|st\.global)\.v4\.b32", ptx)
+    if disable:
+        assert scalar and not vector
+    else:
+        assert vector and not scalar, scalar

@@ -5,15 +5,17 @@
 // stages, and only the last store of each element reaches memory.
 
 // softmax over rows of 1000 (init, row max, exp, init, row sum, divide):
-// one kernel, 64 lanes a row (16 columns a lane, the last slot ragged), 4
-// rows a block.  x is read once (16 loads a lane), exp computed once and kept
-// in registers for the sum and the divide, the output stored once; the max
-// and the sum are never stored (their temporary is dead), and the only
-// barriers are the two of each cross-warp combination.
+// one kernel, 64 lanes a row (thread_x) of 4 rows a block (thread_y), each
+// lane taking 4 consecutive columns at a slot (column vectors: one 16-byte
+// access), 16 columns a lane, the last vector ragged.  x is read once (16
+// loads a lane), exp computed once and kept in registers for the sum and the
+// divide, the output stored once; the max and the sum are never stored
+// (their temporary is dead), and the only barriers are the two of each
+// cross-warp combination.
 // CHECK-LABEL: func.func @softmax(
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c75{{.*}}) step
-// CHECK-NEXT: scf.parallel (%[[TID:.*]]) = (%{{.*}}) to (%c256{{.*}}) step
-// CHECK: arith.remui %[[TID]], %c64
+// CHECK-NEXT: scf.parallel (%[[LANE:.*]], %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c64{{.*}}, %c4{{.*}}) step
+// CHECK: arith.muli %[[LANE]], %c4
 // CHECK-COUNT-16: memref.load %arg0
 // CHECK-NOT: memref.load %arg
 // CHECK-COUNT-5: gpu.shuffle  xor
@@ -26,11 +28,17 @@
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier
-// CHECK-COUNT-15: memref.store %{{.*}}, %arg1
+// CHECK-COUNT-12: memref.store %{{.*}}, %arg1
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}}, %arg1
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}}, %arg1
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}}, %arg1
 // CHECK: scf.if
 // CHECK-NEXT: memref.store %{{.*}}, %arg1
 // CHECK-NOT: memref.store
-// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x, {{.*}}>, #gpu.loop_dim_map<processor = thread_y
 // CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
 // CHECK-NOT: scf.parallel
 func.func @softmax(%x: memref<300x1000xf32>, %out: memref<300x1000xf32>) {
@@ -82,16 +90,18 @@ func.func @softmax(%x: memref<300x1000xf32>, %out: memref<300x1000xf32>) {
 
 // -----
 
-// Short rows of f16 (amax over 24, 185 rows): 16 lanes a row (a 32-byte
-// sector of a row a warp instruction), 16 rows a block; the accumulator is the
-// function's output, read by every lane before lane 0 writes it: one barrier.
+// Short rows of f16 (amax over 24, 185 rows): column vectors of 8 f16 (16
+// bytes), 2 lanes a row (a 32-byte sector of a row a warp instruction), 128
+// rows a block; the accumulator is the function's output, read by every lane
+// before lane 0 writes it: one barrier.
 // CHECK-LABEL: func.func @short_rows(
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c12{{.*}}) step
-// CHECK: arith.remui %{{.*}}, %c16
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c2{{.*}}) step
+// CHECK-NEXT: scf.parallel (%[[LANE:.*]], %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c2{{.*}}, %c128) step
 // CHECK: %[[VALID:.*]] = arith.cmpi ult, %{{.*}}, %c185
+// CHECK: arith.muli %[[LANE]], %c8
 // CHECK: arith.maximumf {{.*}} : f16
-// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
-// CHECK-COUNT-3: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK-NOT: gpu.shuffle
 // CHECK-NOT: get_global
 // CHECK: gpu.barrier
 // CHECK: scf.if
@@ -145,10 +155,11 @@ func.func @sum_dim0(%x: memref<8192x1024xf32>, %out: memref<1024xf32>) {
 // -----
 
 // A row reduction whose rows another loop reads across (out[i + 1]) is not
-// fused with it: the second loop stays a kernel of its own.
+// fused with it: the second loop stays a kernel of its own (4 lanes of 4
+// column vectors of 4).
 // CHECK-LABEL: func.func @not_row_local(
 // CHECK: scf.parallel
-// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
 // CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
 // CHECK: scf.parallel
 // CHECK-NOT: gpu.shuffle
