@@ -59,8 +59,10 @@
  * lane (a full reduction, a sum over dim 0 with few outputs, a softmax of a
  * few long rows), each reduction stage of the group becomes two kernels:
  * chunks of T * 16 columns of every row reduced into partial[row, chunk],
- * then a row kernel over the partials into acc; its pointwise stages stay
- * loops of their own.
+ * then a row kernel over the partials into acc.  When every pointwise stage
+ * of the group is one column a row (an accumulator's initial value, a mean's
+ * division), the row kernels run them too, lane 0 of each row
+ * (split_row_stages); otherwise they stay loops of their own.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -691,16 +693,74 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
  * The driver
  *===----------------------------------------------------------------------===*/
 
+/* Which pointwise stages of a split group the reductions' second kernels run
+ * (x[r] for reduction r), when every pointwise stage of the group is one
+ * column a row: each stage after a reduction goes to that reduction's kernel
+ * (a mean's division; the next accumulator's initial value), which moves to
+ * the last such stage's place (nothing but views, constants and allocations
+ * lies between the stages of a group); the stages before the first
+ * reduction, a suffix of them, go to its kernel when its first kernel reads
+ * nothing they write (an accumulator's initial value, read only as the
+ * accumulator).  A full reduction's or a sum over dim 0's fill and division
+ * are then no launches of their own. */
+static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses *w, SplitRowStages *x) {
+    memset(x, 0, sizeof *x * (size_t)n);
+    int first = -1;
+    for (int i = 0; i < n; ++i) {
+        if (stages[i].kind == STAGE_POINTWISE && ix[i].columns != 1) return;
+        if (stages[i].kind == STAGE_REDUCTION && first < 0) first = i;
+    }
+    if (first < 0) return;
+    int r = -1;
+    for (int i = 0; i < n; ++i) {
+        if (stages[i].kind == STAGE_REDUCTION) {
+            r = i;
+        } else if (r >= 0 && x[r].n_post < SPLIT_MAX_ROW_STAGES) {
+            x[r].post[x[r].n_post] = &stages[i];
+            x[r].post_ix[x[r].n_post++] = &ix[i];
+            x[r].at = stages[i].par;
+        } else if (r >= 0) {
+            return; /* too many: the stages after stay loops (x[r].at keeps the reduction before them) */
+        }
+    }
+    /* before the first reduction: the stages whose stores its first kernel does not read */
+    const Stage *red = &stages[first];
+    int start = first;
+    while (start > 0 && first - start < SPLIT_MAX_ROW_STAGES) {
+        bool read = false;
+        for (int i = 0; i < w->n && !read; ++i) {
+            const Access *a = &w->a[i];
+            if (a->stage != start - 1 || !a->store) continue;
+            for (int j = 0; j < w->n && !read; ++j) {
+                const Access *l = &w->a[j];
+                if (l->stage != first || l->store || !mlirValueEqual(l->sig.base, a->sig.base)) continue;
+                bool acc = false;
+                for (int k = 0; k < red->n_acc; ++k) acc |= mlirOperationEqual(l->op, red->acc[k].load);
+                read = !acc;
+            }
+        }
+        if (read) break;
+        --start;
+    }
+    for (int i = start; i < first; ++i) {
+        x[first].pre[x[first].n_pre] = &stages[i];
+        x[first].pre_ix[x[first].n_pre++] = &ix[i];
+    }
+}
+
 static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, bool vector_rows) {
     Ix ix[n];
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
     Plan p = plan(stages, n, ix, &w, rows, vector_rows);
     if (p.split) {
-        /* each reduction in kernels of its own; the pointwise stages stay loops */
+        /* each reduction in kernels of its own; the stages of one column a row in its
+         * second kernel (split_row_stages), the other pointwise stages stay loops */
+        SplitRowStages x[n];
+        split_row_stages(stages, n, ix, &w, x);
         free(w.a);
         for (int i = 0; i < n; ++i) {
-            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows);
+            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i]);
         }
         return;
     }

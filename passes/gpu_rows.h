@@ -99,7 +99,20 @@ bool rows_choose_vector(Plan *p, const Rows *rows);
 
 /* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);
-/* The reduction stage s as split rows: partial[row, chunk], then a row kernel over them. */
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows);
+/* Stages of one column a row that a split's second kernel runs (rows_emit_split):
+ * `pre` before the reduction's total (an accumulator's initial value), `post`
+ * after it (a mean's division); `at`: where both kernels go (null: before the
+ * reduction). */
+#define SPLIT_MAX_ROW_STAGES 16
+typedef struct SplitRowStages {
+    Stage *pre[SPLIT_MAX_ROW_STAGES], *post[SPLIT_MAX_ROW_STAGES];
+    const Ix *pre_ix[SPLIT_MAX_ROW_STAGES], *post_ix[SPLIT_MAX_ROW_STAGES];
+    int n_pre, n_post;
+    MlirOperation at;
+} SplitRowStages;
+
+/* The reduction stage s as split rows: partial[row, chunk], then a row kernel
+ * over them that also runs x's stages (NULL: none); those stages are erased. */
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x);
 
 #endif /* PT2_PASSES_GPU_ROWS_H */

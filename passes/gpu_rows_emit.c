@@ -503,14 +503,31 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
  * Split rows: chunks of a long row in blocks of their own, then the partials
  *===----------------------------------------------------------------------===*/
 
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows) {
+/* A stage of one column a row, run by lane 0 of each valid row of kernel k
+ * (a thread of its own: nothing of the stage is shared with another lane). */
+static void emit_row_stage(Kernel *k, const Stage *s, const Ix *ix, const Rows *rows) {
+    Builder *b = &k->in;
+    MlirValue guard = k->valid;
+    if (k->t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", k->lane, const_index(b, 0)));
+    Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
+    ValueMap m = row_map(&sb, ix, k->row, rows);
+    MlirBlock body = gpu_body_of(s->par);
+    MlirOperation term = mlirBlockGetTerminator(body);
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+        clone_op(&sb, op, &m);
+    }
+    vmap_free(&m);
+}
+
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x) {
+    MlirOperation at = x && !mlirOperationIsNull(x->at) ? x->at : s->par;
     Accesses w = rows_collect(s, 1, ix);
     Plan lay = {.columns = ix->columns};
     rows_choose_layout(&lay, &w, ix, rows);
     free(w.a);
     int64_t interleave = lay.interleave, t = interleave == 1 ? BLOCK_THREADS : BLOCK_THREADS / interleave;
     int64_t chunk = t * SPLIT_SLOTS, chunks = (ix->columns + chunk - 1) / chunk, count = rows->count;
-    Builder hb = builder_before(s->par);
+    Builder hb = builder_before(at);
     MlirValue partial[MAX_ACCUMULATORS];
     for (int a = 0; a < s->n_acc; ++a) {
         partial[a] = red_alloc(&hb, (int64_t[]){count, chunks}, 2, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
@@ -523,7 +540,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     Accesses none = {0};
     e.w = &none;
     int64_t rows_per_block = t * interleave >= BLOCK_THREADS ? interleave : BLOCK_THREADS / t;
-    e.k = open_kernel(module, s->par, count * chunks, t, interleave, rows_per_block, false);
+    e.k = open_kernel(module, at, count * chunks, t, interleave, rows_per_block, false);
     Builder *b = &e.k.in;
     MlirValue c_idx = build_binary(b, "arith.divui", e.k.row, const_index(b, count));
     MlirValue row = build_binary(b, "arith.remui", e.k.row, const_index(b, count));
@@ -550,8 +567,11 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     if (t2 > ROW_MAX_THREADS) t2 = ROW_MAX_THREADS;
     p2.t = t2;
     Emit e2 = {.p = &p2, .w = &none};
-    e2.k = open_kernel(module, s->par, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2, false);
+    e2.k = open_kernel(module, at, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2, false);
     b = &e2.k.in;
+    /* the stages before the total (lane 0 of a row), seen by every lane after a barrier */
+    for (int i = 0; x && i < x->n_pre; ++i) emit_row_stage(&e2.k, x->pre[i], x->pre_ix[i], rows);
+    if (x && x->n_pre > 0) red_barrier(b);
     rm = row_map(b, ix, e2.k.row, rows);
     int64_t slots = rows_slots_of(chunks, t2);
     for (int a = 0; a < s->n_acc; ++a) {
@@ -575,5 +595,9 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
     finish_reduction(&e2, s, &rm, part);
     vmap_free(&rm);
+    /* the stages after it, by lane 0 of the row, which stored the total */
+    for (int i = 0; x && i < x->n_post; ++i) emit_row_stage(&e2.k, x->post[i], x->post_ix[i], rows);
+    for (int i = 0; x && i < x->n_pre; ++i) mlirOperationDestroy(x->pre[i]->par);
+    for (int i = 0; x && i < x->n_post; ++i) mlirOperationDestroy(x->post[i]->par);
     mlirOperationDestroy(s->par);
 }

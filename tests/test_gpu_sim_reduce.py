@@ -326,6 +326,19 @@ def test_full_reductions(shape, disable):
     close(v, x.double().var())
 
 
+@pytest.mark.parametrize("shape,dim", [((4096, 64), 0), ((3, 20000, 5), 1), ((50000,), 0)])
+def test_split_reductions_one_column_stages_in_the_second_kernel(shape, dim):
+    """Split reductions: the accumulator's initial value and a mean's division, one column a row, run in
+    the kernel that combines the partials (lane 0 of each row), not as launches of their own: a sum and
+    a mean are two kernels each, var (the mean, then the centred squares) four."""
+    x = rand(*shape)
+    for op, want, launches in [("sum", x.double().sum(dim), 2), ("mean", x.double().mean(dim), 2),
+                               ("var", x.double().var(dim), 4)]:
+        (y,), sim = simulate(lambda g, x: g.op(op, x, dims=[dim]) if op != "var" else g.op("var", x, dims=[dim]), [x])
+        close(y, want)
+        assert len(sim.kernels) == launches, (op, sim.kernels)
+
+
 @pytest.mark.parametrize("disable", MAPPINGS)
 def test_split_rows_softmax_few_long_rows(disable):
     x = rand(3, 20001)
