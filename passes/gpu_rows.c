@@ -720,7 +720,7 @@ static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses 
             x[r].post_ix[x[r].n_post++] = &ix[i];
             x[r].at = stages[i].par;
         } else if (r >= 0) {
-            return; /* too many: the stages after stay loops (x[r].at keeps the reduction before them) */
+            return; /* past SPLIT_MAX_ROW_STAGES: the rest stay loops, after the kernels */
         }
     }
     /* before the first reduction: the stages whose stores its first kernel does not read */
