@@ -1,10 +1,11 @@
-/*===- rules_math.c - the math module and torch.finfo/iinfo at trace time ---===*
+/*===- rules_math.c - math, torch.finfo/iinfo, torch.device at trace time ---===*
  *
  * Numbers that follow from values known at trace time are computed then,
  * by the real functions, so they are exactly CPython's and torch's: the
  * math module's functions of Python numbers (T5's relative position
  * buckets take a math.log of a config value), and torch.finfo/iinfo of a
- * dtype (attention masks fill with torch.finfo(x.dtype).min).  Their
+ * dtype (attention masks fill with torch.finfo(x.dtype).min), and
+ * torch.device of constants (x.to(torch.device("cpu"))).  Their
  * inputs are guarded where they came from (a constant's value, a tensor's
  * dtype or shape), so the results need no guard of their own.  A math
  * function of a tensor would read its value: a graph break.
@@ -101,4 +102,23 @@ Var *h_dtype_info(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     char what[32];
     snprintf(what, sizeof what, "torch.%s()", e->op);
     return const_result(t, info, what);
+}
+
+/* torch.device(type[, index]), torch.device("cuda:1"), torch.device(x.device):
+ * an immutable value, made at trace time when its arguments are known then
+ * (constants, a tensor's .device); its use (x.to(dev), device=dev) is traced
+ * as that of any device constant.  A bad device string raises as in eager. */
+Var *h_device(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("type, index=None");
+    Var *type = b.v[0], *index = b.v[1];
+    if (type->kind != V_CONST || (index && index->kind != V_CONST)) {
+        return trace_break(t, "torch.device() of a value only known at run time");
+    }
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *cls = torch ? PyObject_GetAttrString(torch, "device") : NULL;
+    Py_XDECREF(torch);
+    PyObject *dev = !cls ? NULL : index ? PyObject_CallFunctionObjArgs(cls, type->obj, index->obj, NULL) : PyObject_CallOneArg(cls, type->obj);
+    Py_XDECREF(cls);
+    (void)e;
+    return const_result(t, dev, "torch.device()");
 }

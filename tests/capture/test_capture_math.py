@@ -222,3 +222,37 @@ def test_math(fn, input_sets, graphs, breaks, tol):
         explained = pt2.explain(fn)(*input_sets[0]())
     assert explained.graph_count == graphs, f"graphs: {explained.graph_count} (breaks: {explained.break_reasons})"
     assert explained.graph_break_count == breaks, f"breaks: {explained.break_reasons}"
+
+
+# --- torch.device of constants ---------------------------------------------------------------------
+
+@case(A(3, 4), A(2, 5))
+def device_of_strings_and_of_a_tensor(x):
+    cpu = torch.device("cpu")
+    y = x.to(torch.device("cpu", 0)) * 2 + torch.ones(x.shape[-1], device=torch.device(x.device))
+    return y.to(cpu), cpu.type, torch.device(type="cpu").index, str(torch.device("cpu:0"))
+
+
+@case(A(4))
+def device_in_a_comparison(x):
+    return x + 1 if x.device == torch.device("cpu") else x - 1
+
+
+def test_bad_device_string_raises_as_in_eager():
+    def f(x):
+        return x.to(torch.device("not-a-device"))
+
+    with pytest.raises(RuntimeError):
+        f(r(3))
+    with pytest.raises(RuntimeError):
+        pt2.compile(f)(r(3))
+
+
+def test_device_of_an_argument_string():
+    def f(x, name):
+        return x.to(torch.device(name)) + 1
+
+    # name is an argument: a constant of the trace (guarded), so no break
+    info = pt2.explain(f)(r(3), "cpu")
+    assert info.graph_break_count == 0, info.break_reasons
+    torch.testing.assert_close(pt2.compile(f)(r(3), "cpu"), f(r(3), "cpu"))
