@@ -87,6 +87,9 @@ static const QueryEntry query_table[] = {
     {"torch.jit.is_tracing", Q_GUARDED, "torch._C._is_tracing"},
     {"torch._C._is_tracing", Q_GUARDED, NULL},
     {"torch._C._get_tracing_state", Q_GUARDED, NULL},
+    /* how many torch-dispatch modes are active (nn.MultiheadAttention's fast path asks, through
+     * torch.utils._python_dispatch._get_current_dispatch_mode_stack); pt2 never traces under one */
+    {"torch._C._len_torch_dispatch_stack", Q_GUARDED, NULL},
 };
 
 #define N_QUERIES ((int)(sizeof query_table / sizeof query_table[0]))

@@ -825,7 +825,12 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         var_push_item(t, s, n_args == 3 ? args[2] : var_none(t));
         return s;
     }
-    if (o && PyCFunction_Check(o)) return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
+    if (o && PyCFunction_Check(o)) {
+        bool handled;
+        Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
+        if (handled) return r;
+        return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
+    }
     if (o && PyExceptionClass_Check(o)) return exc_construct(t, o, args, n_args, n_kw);
     if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);

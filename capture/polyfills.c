@@ -1,0 +1,59 @@
+/*===- polyfills.c - torch's fused C ops traced through Python forms -----===*
+ *
+ * A few of torch's C functions are one fused kernel that a module calls in
+ * place of ops pt2 captures: nn.TransformerEncoderLayer's and
+ * nn.MultiheadAttention's fast paths (eval mode, no autograd) call
+ * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention.
+ * A C function is opaque to the trace (a graph break, the layer eager), so a
+ * call of one of these is traced as a call of its Python form in
+ * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
+ * like any Python function.  Recognized by the identity of the object called,
+ * resolved from sys.modules when first needed; pt2._polyfills is imported then.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+
+typedef struct Polyfill {
+    const char *c_path;  /* torch's C function: module, then attributes */
+    const char *py_name; /* its form in pt2._polyfills */
+    PyObject *c_fn, *py_fn;
+} Polyfill;
+
+static Polyfill polyfills[] = {
+    {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL},
+    {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL},
+};
+
+#define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
+
+static bool resolved;
+
+static void resolve(void) {
+    resolved = true;
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *mod = PyImport_ImportModule("pt2._polyfills");
+    for (int i = 0; i < N_POLYFILLS && torch && mod; ++i) {
+        const char *attr = strchr(polyfills[i].c_path, '.') + 1;
+        polyfills[i].c_fn = PyObject_GetAttrString(torch, attr);
+        polyfills[i].py_fn = PyObject_GetAttrString(mod, polyfills[i].py_name);
+        PyErr_Clear(); /* an op this torch lacks: no polyfill for it */
+    }
+    PyErr_Clear();
+    Py_XDECREF(torch);
+    Py_XDECREF(mod);
+}
+
+Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                   bool *handled) {
+    *handled = false;
+    if (!callable || !PyCFunction_Check(callable)) return NULL;
+    if (!resolved) resolve();
+    for (int i = 0; i < N_POLYFILLS; ++i) {
+        if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;
+        *handled = true;
+        Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
+        return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
+    }
+    return NULL;
+}

@@ -1,0 +1,73 @@
+"""Python forms of torch's fused C ops that pt2's capture inlines in their place (capture/polyfills.c).
+
+torch.nn.TransformerEncoderLayer and torch.nn.MultiheadAttention, in eval mode without autograd, call
+one fused C kernel each (their "fast path").  The capture cannot look into a C function, so it traces
+these functions instead: the same math written with the ops pt2 captures (linear, the attention chain,
+layer_norm), which it then fuses and compiles like any other graph.  They follow the kernels' own
+semantics, not the modules' slow paths: the attention is the written-out chain (a query whose keys are
+all masked gives NaN, as the fused kernels do, where scaled_dot_product_attention would give 0), a
+mask is read as bool (nonzero: masked out; the modules pass canonical 0/-inf masks, for which that is
+the additive meaning), the FFN's GELU is the exact one whatever the module's `approximate`, and masks
+arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0: [L, S], 1: key
+padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
+(a nested-tensor input) falls back to the C op as any break does.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def _attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type):
+    """Attention of query [B, L, E] over key, value [B, S, E] with a packed in-projection (one product
+    for self-attention): (output [B, L, E], weights [B, H, L, S])."""
+    b, n, _ = query.shape
+    d = embed_dim // num_heads
+    if query is key and key is value:
+        qkv = F.linear(query, qkv_weight, qkv_bias).reshape(b, n, 3, num_heads, d).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+    else:
+        ws, bs = qkv_weight.chunk(3), qkv_bias.chunk(3)
+        q, k, v = (F.linear(t, w_, b_).reshape(b, t.shape[1], num_heads, d).transpose(1, 2)
+                   for t, w_, b_ in zip((query, key, value), ws, bs))
+    s = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+    if mask is not None:
+        # the fused kernels' masked softmax reads a mask as bool (nonzero: masked out), whatever its
+        # dtype: a canonical additive mask (0 or -inf) means the same, other float values do not
+        m = mask.reshape(b, 1, 1, mask.shape[-1]) if mask_type == 1 else mask
+        s = s.masked_fill(m if m.dtype == torch.bool else m != 0, float("-inf"))
+    w = torch.softmax(s, dim=-1)
+    y = torch.matmul(w, v).transpose(1, 2).reshape(b, n, embed_dim)
+    return F.linear(y, proj_weight, proj_bias), w
+
+
+def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                mask=None, need_weights=True, average_attn_weights=True, mask_type=None):
+    """torch._native_multi_head_attention: (output, the weights averaged over the heads or not, or
+    None when need_weights is False)."""
+    out, w = _attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask,
+                        mask_type)
+    if not need_weights:
+        return out, None
+    return out, w.mean(dim=1) if average_attn_weights else w
+
+
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+                                  norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
+                                  ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    """torch._transformer_encoder_layer_fwd: attention, then the feed-forward block, each with a
+    residual and a LayerNorm (before the block when norm_first, else after the sum)."""
+    def attention(x):
+        return _attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type)[0]
+
+    def ffn(x):
+        h = F.linear(x, ffn_weight_1, ffn_bias_1)
+        return F.linear(F.gelu(h) if use_gelu else F.relu(h), ffn_weight_2, ffn_bias_2)
+
+    e = (embed_dim,)
+    x = src
+    if norm_first:
+        x = x + attention(F.layer_norm(x, e, norm_weight_1, norm_bias_1, eps))
+        return x + ffn(F.layer_norm(x, e, norm_weight_2, norm_bias_2, eps))
+    x = F.layer_norm(x + attention(x), e, norm_weight_1, norm_bias_1, eps)
+    return F.layer_norm(x + ffn(x), e, norm_weight_2, norm_bias_2, eps)

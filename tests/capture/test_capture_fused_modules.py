@@ -1,0 +1,116 @@
+"""torch's fused fast paths traced through their Python forms (capture/polyfills.c, pt2/_polyfills.py):
+nn.TransformerEncoderLayer, nn.TransformerEncoder and nn.MultiheadAttention in eval mode under no_grad
+call one C kernel each (torch._transformer_encoder_layer_fwd, torch._native_multi_head_attention),
+which was a graph break that left the whole layer eager.  Each case is compared with eager (the fast
+path itself), NaN where eager gives NaN (a query whose keys are all masked), and counted through
+pt2.explain: one graph, no break."""
+import pytest
+import torch
+
+import pt2
+
+
+def rand(*shape, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+
+
+def check(fn, *args, graphs=1, breaks=0, tol=1e-5):
+    with torch.no_grad():
+        want = fn(*args)
+        pt2.reset()
+        info = pt2.explain(fn)(*args)
+        assert (info.graph_count, info.graph_break_count) == (graphs, breaks), info.break_reasons
+        got = pt2.compile(fn)(*args)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for g, w in zip(got, want):
+        if w is None:
+            assert g is None
+            continue
+        assert g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True)
+
+
+def layer(activation="relu", norm_first=False, d=12, heads=4, ff=20, seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.TransformerEncoderLayer(d, heads, ff, batch_first=True, activation=activation,
+                                            norm_first=norm_first).eval()
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer(activation, norm_first):
+    m = layer(activation, norm_first)
+    check(m, rand(3, 7, 12))
+
+
+@pytest.mark.parametrize("masks", ["causal", "padding", "both", "float"])
+def test_encoder_layer_masks(masks):
+    m = layer()
+    x = rand(3, 7, 12)
+    causal = torch.triu(torch.ones(7, 7, dtype=torch.bool), 1)
+    padding = torch.tensor([[False] * 7, [False] * 5 + [True] * 2, [True] * 7])  # the last: every key masked (NaN)
+    if masks == "causal":
+        check(lambda x: m(x, src_mask=causal), x)
+    elif masks == "padding":
+        check(lambda x: m(x, src_key_padding_mask=padding), x)
+    elif masks == "both":
+        check(lambda x: m(x, src_mask=causal, src_key_padding_mask=padding), x)
+    else:
+        # a float mask of other values than 0 and -inf: the fused kernel reads it as bool
+        fm = rand(7, 7, seed=3).masked_fill(rand(7, 7, seed=4) > 0, 0.0)
+        check(lambda x: m(x, src_mask=fm), x)
+
+
+def test_encoder_stack_and_f64():
+    torch.manual_seed(1)
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, 24, batch_first=True), 3).eval()
+    check(enc, rand(2, 9, 16))
+    check(enc.double(), rand(2, 9, 16, dtype=torch.float64))
+
+
+def test_encoder_stack_with_padding_mask():
+    """With a key padding mask eager's encoder runs on a nested tensor and returns zeros at the padded
+    positions; under torch.compile (torch.compiler.is_compiling(), which pt2 answers True) it keeps
+    the padded input and its mask, as pt2 does: the positions that are not padding match eager."""
+    torch.manual_seed(2)
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, 24, batch_first=True), 2).eval()
+    padding = torch.tensor([[False] * 9, [False] * 6 + [True] * 3])
+    x = rand(2, 9, 16)
+    with torch.no_grad():
+        want = enc(x, src_key_padding_mask=padding)
+        info = pt2.explain(lambda x: enc(x, src_key_padding_mask=padding))(x)
+        got = pt2.compile(lambda x: enc(x, src_key_padding_mask=padding))(x)
+    assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+    keep = ~padding
+    torch.testing.assert_close(got[keep], want[keep], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("need_weights,average", [(True, True), (True, False), (False, True)])
+def test_multihead_attention_self(need_weights, average):
+    torch.manual_seed(3)
+    m = torch.nn.MultiheadAttention(12, 4, batch_first=True).eval()
+    x = rand(3, 5, 12)
+    check(lambda x: m(x, x, x, need_weights=need_weights, average_attn_weights=average), x)
+
+
+def test_multihead_attention_masks():
+    torch.manual_seed(4)
+    m = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = rand(2, 6, 8)
+    padding = torch.tensor([[False] * 4 + [True] * 2, [True] * 6])
+    causal = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
+    check(lambda x: m(x, x, x, key_padding_mask=padding), x)
+    check(lambda x: m(x, x, x, attn_mask=causal, need_weights=False), x)
+
+
+def test_training_mode_and_grad_keep_the_composite_path():
+    """The fast path is only taken in eval mode without autograd; elsewhere the modules' own ops."""
+    m = layer(seed=5).train()
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 0.0
+    m.self_attn.dropout = 0.0
+    x = rand(2, 5, 12)
+    torch.testing.assert_close(pt2.compile(m)(x), m(x), rtol=1e-5, atol=1e-5)
