@@ -1,6 +1,8 @@
 """Model capture and speed: the TIMM and HuggingFace lists of ../shared/BENCHMARKS.md.
 
-    python bench/models.py --suite timm|hf [--models a,b] [--batch N] [--device cuda] [--inductor] [--json FILE]
+    python bench/models.py --suite timm|hf|nn [--models a,b] [--batch N] [--device cuda] [--inductor] [--json FILE]
+
+(nn: torch.nn's own transformer modules, batch_first, [batch, seq, 768]: their inference fast paths.)
 
 For each model (random weights, eval mode, no_grad) this records whether pt2 matches eager by
 PyTorch's harness rule (allclose at tol=1e-3, else rmse(pt2, fp64) <= 2 * rmse(eager, fp64) + tol/10),
@@ -43,6 +45,32 @@ HF = [
     "PLBartForCausalLM", "RobertaForCausalLM", "T5ForConditionalGeneration", "T5Small", "TrOCRForCausalLM", "XGLMForCausalLM",
     "XLNetLMHeadModel", "YituTechConvBert",
 ]
+
+NN = ["TransformerEncoder", "MultiheadAttention"]
+
+
+def build_nn(name, batch, seq):
+    """torch.nn's transformer modules at BERT-base width (768, 12 heads, FFN 3072), batch_first, eval:
+    under no_grad they take their fused fast paths (torch._transformer_encoder_layer_fwd,
+    torch._native_multi_head_attention)."""
+    x = torch.randn(batch, seq, 768)
+    if name == "TransformerEncoder":
+        layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
+        return torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval(), (x,), {}
+    if name == "MultiheadAttention":
+        mha = torch.nn.MultiheadAttention(768, 12, batch_first=True).eval()
+
+        class SelfAttention(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mha = mha
+
+            def forward(self, x):
+                return self.mha(x, x, x, need_weights=False)[0]
+
+        return SelfAttention().eval(), (x,), {}
+    raise ValueError(f"unknown nn model {name}")
+
 
 # HF names of PyTorch's list → (transformers config class, model class); built from default configs.
 HF_CLASSES = {
@@ -195,7 +223,8 @@ def run_model(suite, name, args):
     rec = {"suite": suite, "name": name, "ok": False}
     torch.manual_seed(0)  # the same random weights and inputs in every run (PyTorch's harness seeds too)
     try:
-        model, xs, kw = build_timm(name, args.batch) if suite == "timm" else build_hf(name, args.batch, args.seq)
+        model, xs, kw = (build_timm(name, args.batch) if suite == "timm" else build_nn(name, args.batch, args.seq)
+                         if suite == "nn" else build_hf(name, args.batch, args.seq))
     except Exception as e:  # noqa: BLE001 - a model that cannot be built is recorded, not fatal
         rec["error"] = f"build: {type(e).__name__}: {e}"
         return rec
@@ -328,7 +357,7 @@ def run_model(suite, name, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--suite", choices=["timm", "hf"], required=True)
+    p.add_argument("--suite", choices=["timm", "hf", "nn"], required=True)
     p.add_argument("--models", help="comma-separated subset")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--seq", type=int, default=128)
@@ -344,7 +373,7 @@ def main():
     p.add_argument("--device", default="cpu", help="cpu or cuda (the models and inputs are moved there)")
     p.add_argument("--json")
     args = p.parse_args()
-    names = (args.models.split(",") if args.models else (TIMM if args.suite == "timm" else HF))
+    names = args.models.split(",") if args.models else {"timm": TIMM, "hf": HF, "nn": NN}[args.suite]
     records = []
     print(f"{'model':<40} {'ok':<3} {'graphs':>6} {'breaks':>6} {'cap %':>5} {'compile s':>9} {'eager ms':>9} {'pt2 ms':>9} {'speedup':>8}")
     for name in names:
