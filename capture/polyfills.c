@@ -3,7 +3,8 @@
  * A few of torch's C functions are one fused kernel that a module calls in
  * place of ops pt2 captures: nn.TransformerEncoderLayer's and
  * nn.MultiheadAttention's fast paths (eval mode, no autograd) call
- * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention.
+ * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention;
+ * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear).
  * A C function is opaque to the trace (a graph break, the layer eager), so a
  * call of one of these is traced as a call of its Python form in
  * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
@@ -23,6 +24,11 @@ typedef struct Polyfill {
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL},
+    /* C ops that are a few ops the trace knows */
+    {"torch.pixel_shuffle", "pixel_shuffle", NULL, NULL},
+    {"torch.pixel_unshuffle", "pixel_unshuffle", NULL, NULL},
+    {"torch.cosine_similarity", "cosine_similarity", NULL, NULL},
+    {"torch.bilinear", "bilinear", NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))

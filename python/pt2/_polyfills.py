@@ -71,3 +71,57 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
         return x + ffn(F.layer_norm(x, e, norm_weight_2, norm_bias_2, eps))
     x = F.layer_norm(x + attention(x), e, norm_weight_1, norm_bias_1, eps)
     return F.layer_norm(x + ffn(x), e, norm_weight_2, norm_bias_2, eps)
+
+
+# --- C ops that are a few captured ops: traced as those ops (no graph break) -------------------------
+
+def pixel_shuffle(input, upscale_factor):
+    """torch.pixel_shuffle: [*, C·r², H, W] -> [*, C, H·r, W·r]."""
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    if r <= 0 or c % (r * r) != 0:
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """torch.pixel_unshuffle: [*, C, H·r, W·r] -> [*, C·r², H, W]."""
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    if r <= 0 or h % r != 0 or w % r != 0:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but input "
+                           f"has height {h} and width {w} and downscale_factor {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """torch.cosine_similarity: each input divided by its norm along dim (clamped below at eps), then
+    their product summed along dim, the inputs broadcast to one shape first (as ATen computes it)."""
+    n = max(x1.dim(), x2.dim())
+    s1 = (1,) * (n - x1.dim()) + tuple(x1.shape)
+    s2 = (1,) * (n - x2.dim()) + tuple(x2.shape)
+    shape = tuple(b if a == 1 else a for a, b in zip(s1, s2))
+    x1, x2 = x1.expand(shape), x2.expand(shape)  # a size that does not broadcast raises here, as in eager
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp_min(eps)
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """torch.bilinear: y[..., o] = Σ_ij x1[..., i] W[o, i, j] x2[..., j] (+ b[o])."""
+    o, i, j = weight.shape
+    lead = input1.shape[:-1]
+    a = input1.reshape(-1, i)
+    b = input2.reshape(-1, j)
+    t = torch.matmul(a, weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
+    y = (t * b.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, o)

@@ -114,3 +114,39 @@ def test_training_mode_and_grad_keep_the_composite_path():
     m.self_attn.dropout = 0.0
     x = rand(2, 5, 12)
     torch.testing.assert_close(pt2.compile(m)(x), m(x), rtol=1e-5, atol=1e-5)
+
+
+# --- C ops that are a few captured ops -----------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,r", [((2, 12, 5, 3), 2), ((3, 2, 27, 4, 7), 3), ((9, 1, 1), 3), ((2, 8, 6, 4), 1)])
+def test_pixel_shuffle_and_unshuffle(shape, r):
+    x = rand(*shape)
+    shuffle, unshuffle = torch.nn.PixelShuffle(r), torch.nn.PixelUnshuffle(r)
+    check(lambda x: torch.nn.functional.pixel_shuffle(x, r), x)
+    check(lambda x: unshuffle(shuffle(x)) * 2, x)
+
+
+def test_pixel_shuffle_bad_channels_raise_as_in_eager():
+    x = rand(2, 7, 4, 4)
+    with pytest.raises(RuntimeError):
+        torch.pixel_shuffle(x, 2)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda x: torch.pixel_shuffle(x, 2))(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cosine_similarity(dtype):
+    a, b = rand(4, 9, dtype=dtype), rand(4, 9, seed=1, dtype=dtype)
+    check(lambda a, b: torch.nn.functional.cosine_similarity(a, b), a, b)
+    cos = torch.nn.CosineSimilarity(dim=-1, eps=1e-3)
+    check(lambda a, b: cos(a[:, None, :], b[None, :, :]), a, b)  # broadcast
+    z = torch.zeros(4, 9, dtype=dtype)
+    check(lambda a, z: torch.cosine_similarity(a, z, dim=1), a, z)  # a zero vector: eps keeps it finite
+
+
+def test_bilinear():
+    torch.manual_seed(6)
+    m = torch.nn.Bilinear(5, 3, 4)
+    x1, x2 = rand(2, 7, 5), rand(2, 7, 3, seed=1)
+    check(m, x1, x2)
+    check(lambda a, b: torch.nn.functional.bilinear(a, b, m.weight), x1[0], x2[0])  # no bias, one batch dim
