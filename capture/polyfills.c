@@ -4,7 +4,8 @@
  * place of ops pt2 captures: nn.TransformerEncoderLayer's and
  * nn.MultiheadAttention's fast paths (eval mode, no autograd) call
  * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention;
- * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear).
+ * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear,
+ * instance_norm where it updates nothing in place).
  * A C function is opaque to the trace (a graph break, the layer eager), so a
  * call of one of these is traced as a call of its Python form in
  * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
@@ -15,20 +16,33 @@
 
 #include "capture.h"
 
+/* Whether a call is one the Python form covers (NULL: every call). */
+typedef bool (*PolyfillAccepts)(Var **args, int n_args, int n_kw);
+
 typedef struct Polyfill {
     const char *c_path;  /* torch's C function: module, then attributes */
     const char *py_name; /* its form in pt2._polyfills */
+    PolyfillAccepts accepts;
     PyObject *c_fn, *py_fn;
 } Polyfill;
 
+static bool is_const(const Var *v, PyObject *value) { return v->kind == V_CONST && v->obj == value; }
+
+/* instance_norm as F.instance_norm calls it (positional), with nothing to update in place: no
+ * running statistics, or use_input_stats False (else the C op updates them: a break) */
+static bool instance_norm_pure(Var **args, int n_args, int n_kw) {
+    return n_kw == 0 && n_args == 9 && (is_const(args[3], Py_None) || is_const(args[5], Py_False));
+}
+
 static Polyfill polyfills[] = {
-    {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL},
-    {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL},
+    {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
+    {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
     /* C ops that are a few ops the trace knows */
-    {"torch.pixel_shuffle", "pixel_shuffle", NULL, NULL},
-    {"torch.pixel_unshuffle", "pixel_unshuffle", NULL, NULL},
-    {"torch.cosine_similarity", "cosine_similarity", NULL, NULL},
-    {"torch.bilinear", "bilinear", NULL, NULL},
+    {"torch.pixel_shuffle", "pixel_shuffle", NULL, NULL, NULL},
+    {"torch.pixel_unshuffle", "pixel_unshuffle", NULL, NULL, NULL},
+    {"torch.cosine_similarity", "cosine_similarity", NULL, NULL, NULL},
+    {"torch.bilinear", "bilinear", NULL, NULL, NULL},
+    {"torch.instance_norm", "instance_norm", instance_norm_pure, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -57,6 +71,7 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
     if (!resolved) resolve();
     for (int i = 0; i < N_POLYFILLS; ++i) {
         if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;
+        if (polyfills[i].accepts && !polyfills[i].accepts(args, n_args, n_kw)) return NULL;
         *handled = true;
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
         return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;

@@ -125,3 +125,22 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None:
         y = y + bias
     return y.reshape(*lead, o)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    """torch.instance_norm without a running-statistics update (polyfills.c takes only those calls: no
+    running statistics, or use_input_stats False): each (sample, channel) normalized over the spatial
+    dims by its own mean and biased variance, or by the running ones."""
+    shape = (1, -1) + (1,) * (input.dim() - 2)
+    if use_input_stats:
+        dims = tuple(range(2, input.dim()))
+        mean = input.mean(dims, keepdim=True)
+        var = torch.var(input, dims, correction=0, keepdim=True)
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    y = (input - mean) * torch.rsqrt(var + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y

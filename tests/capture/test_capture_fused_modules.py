@@ -150,3 +150,33 @@ def test_bilinear():
     x1, x2 = rand(2, 7, 5), rand(2, 7, 3, seed=1)
     check(m, x1, x2)
     check(lambda a, b: torch.nn.functional.bilinear(a, b, m.weight), x1[0], x2[0])  # no bias, one batch dim
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (3, 4, 9), (1, 2, 3, 4, 5)])
+def test_instance_norm(shape, affine):
+    cls = {3: torch.nn.InstanceNorm1d, 4: torch.nn.InstanceNorm2d, 5: torch.nn.InstanceNorm3d}[len(shape)]
+    m = cls(shape[1], affine=affine).eval()
+    if affine:
+        torch.nn.init.normal_(m.weight)
+        torch.nn.init.normal_(m.bias)
+    check(m, rand(*shape) * 3 + 1, tol=1e-4)
+
+
+def test_instance_norm_with_running_stats():
+    """Tracked statistics: in eval mode they are read (traced); in training mode the C op updates
+    them in place (a break, eager's update)."""
+    m = torch.nn.InstanceNorm2d(3, track_running_stats=True)
+    m.running_mean.uniform_(-1, 1)
+    m.running_var.uniform_(0.5, 2)
+    x = rand(2, 3, 4, 5)
+    check(m.eval(), x, tol=1e-4)
+    m.train()
+    before = m.running_mean.clone()
+    with torch.no_grad():
+        want = m(x)
+        mean_after_eager = m.running_mean.clone()
+        m.running_mean.copy_(before)
+        got = pt2.compile(m)(x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(m.running_mean, mean_after_eager)
