@@ -26,6 +26,7 @@ from ._core import (  # noqa: F401
 
 from ._compile import CompiledFunction, CompiledModule, ExplainOutput, Unsupported, compile, disable, explain, reset  # noqa: E402,F401
 from ._compile import register_torch_backend as _register_torch_backend  # noqa: E402
+from . import _polyfills  # noqa: E402,F401  (loaded before any trace: capture/polyfills.c reads its functions)
 
 _register_torch_backend()
 
