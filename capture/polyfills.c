@@ -1,4 +1,4 @@
-/*===- polyfills.c - torch's fused C ops traced through Python forms -----===*
+/*===- polyfills.c - torch's C ops traced through Python forms -------------===*
  *
  * A few of torch's C functions are one fused kernel that a module calls in
  * place of ops pt2 captures: nn.TransformerEncoderLayer's and
@@ -10,7 +10,8 @@
  * call of one of these is traced as a call of its Python form in
  * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
  * like any Python function.  Recognized by the identity of the object called,
- * resolved from sys.modules when first needed; pt2._polyfills is imported then.
+ * resolved when first needed (pt2 imports pt2._polyfills with itself).  A
+ * row's `accepts` check can leave some calls to the C op (a break).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
