@@ -68,6 +68,14 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         Var *both[2] = {args[0], kwv[0]};
         return h_builtin(t, e, both, 2, NULL, NULL, 0);
     }
+    /* zip(..., strict=True): as zip when the lengths agree; where they do not, CPython raises once the
+     * loop reaches the end of the shortest, after its items: eager's (a break, below) */
+    bool zip_strict = false;
+    if (nkw == 1 && strcmp(op, "zip") == 0 && strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, 0)), "strict") == 0 &&
+        kwv[0]->kind == V_CONST && PyBool_Check(kwv[0]->obj)) {
+        zip_strict = kwv[0]->obj == Py_True;
+        nkw = 0;
+    }
     if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0 &&
         strcmp(op, "dict") != 0) {
         return trace_break(t, "%s() with keyword arguments", op);
@@ -210,6 +218,9 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         for (int i = 0; i < n; ++i) {
             lists[i] = iterable_items(t, args[i]);
             if (!lists[i]) return NULL;
+            if (zip_strict && i > 0 && lists[i]->n_items != lists[0]->n_items) {
+                return trace_break(t, "zip(strict=True) of iterables of different lengths");
+            }
             if (lists[i]->n_items < shortest) shortest = lists[i]->n_items;
         }
         for (int k = 0; k < (n ? shortest : 0); ++k) {

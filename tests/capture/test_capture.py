@@ -501,6 +501,25 @@ def stacking_lists(x):
     return torch.stack(rows), torch.cat(rows), sum(rows)
 
 
+@case(A(3, 4), A(2, 5))
+def zip_strict(x):
+    # zip(..., strict=True) of iterables of one length: as zip (torch.nn.RNN's own code uses it)
+    parts = x.unbind(0)
+    return [a * b for a, b in zip(parts, [1.5, -2.0, 3.0][: len(parts)], strict=True)]
+
+
+@case(A(3, 4), graphs=0, breaks=1)
+def zip_strict_of_different_lengths(x):
+    # CPython raises only once the loop reaches the end of the shortest: eager's, a break
+    out = []
+    try:
+        for a, b in zip(x.unbind(0), [1.0, 2.0], strict=True):
+            out.append(a * b)
+    except ValueError:
+        out.append(x.sum())
+    return out
+
+
 @case(A(4, 3), A(2, 3))
 def unbind_and_zip(x):
     parts = x.unbind(0)
