@@ -449,13 +449,13 @@ int rules_init(void);
  * at trace time and guarded as its row says (*handled false: not a query, or
  * not answerable here; the call is traced as any other, nothing recorded). */
 int queries_init(void);
-/* torch's fused C ops traced through their Python forms (polyfills.c):
- * *handled false when callable is none of them. */
-Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
-                   bool *handled);
 void queries_refresh(void); /* at each trace's start: the table's paths resolved again */
 Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, bool *handled);
 PyObject *query_call_probe(PyObject *probe, PyObject *args);
+/* torch's C ops traced through their Python forms (polyfills.c): *handled
+ * false when callable is none of them, or a call its form does not cover. */
+Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                   bool *handled);
 bool queries_autocast_on(void);            /* torch._C._is_any_autocast_enabled() */
 void queries_guard_trace_state(Trace *t);  /* the guards every entry has: autocast off */
 int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the current device, guarded; -1 if not */
