@@ -452,13 +452,14 @@ int queries_init(void);
 void queries_refresh(void); /* at each trace's start: the table's paths resolved again */
 Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, bool *handled);
 PyObject *query_call_probe(PyObject *probe, PyObject *args);
+bool queries_autocast_on(void);            /* torch._C._is_any_autocast_enabled() */
+void queries_guard_trace_state(Trace *t);  /* the guards every entry has: autocast off */
+int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the current device, guarded; -1 if not */
+
 /* torch's C ops traced through their Python forms (polyfills.c): *handled
  * false when callable is none of them, or a call its form does not cover. */
 Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                    bool *handled);
-bool queries_autocast_on(void);            /* torch._C._is_any_autocast_enabled() */
-void queries_guard_trace_state(Trace *t);  /* the guards every entry has: autocast off */
-int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the current device, guarded; -1 if not */
 
 /* Binary/unary/compare operators on Vars (operators.c semantics). */
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);
