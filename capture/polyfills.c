@@ -5,7 +5,8 @@
  * nn.MultiheadAttention's fast paths (eval mode, no autograd) call
  * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention;
  * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear,
- * instance_norm where it updates nothing in place).
+ * instance_norm where it updates nothing in place, interpolate's 2-d nearest
+ * and bilinear kernels).
  * A C function is opaque to the trace (a graph break, the layer eager), so a
  * call of one of these is traced as a call of its Python form in
  * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
@@ -13,6 +14,7 @@
  * resolved when first needed (pt2 imports pt2._polyfills with itself).  A
  * row's `accepts` check can leave some calls to the C op (a break).
  *===----------------------------------------------------------------------===*/
+#include <stdio.h>
 #include <string.h>
 
 #include "capture.h"
@@ -35,6 +37,18 @@ static bool instance_norm_pure(Var **args, int n_args, int n_kw) {
     return n_kw == 0 && n_args == 9 && (is_const(args[3], Py_None) || is_const(args[5], Py_False));
 }
 
+static bool is_list_or_none(const Var *v) {
+    return is_const(v, Py_None) || v->kind == V_LIST || v->kind == V_TUPLE ||
+           (v->kind == V_CONST && (PyList_Check(v->obj) || PyTuple_Check(v->obj)));
+}
+
+/* interpolate's calls (input, output_size, [align_corners,] scale_factors): the overload of
+ * scale lists, not the one of per-dimension scales */
+static bool upsample_vec(Var **args, int n_args, int n_kw) { return n_kw == 0 && n_args == 3 && is_list_or_none(args[2]); }
+static bool upsample_vec_aligned(Var **args, int n_args, int n_kw) {
+    return n_kw == 0 && n_args == 4 && is_list_or_none(args[3]) && args[2]->kind == V_CONST && PyBool_Check(args[2]->obj);
+}
+
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
@@ -44,6 +58,8 @@ static Polyfill polyfills[] = {
     {"torch.cosine_similarity", "cosine_similarity", NULL, NULL, NULL},
     {"torch.bilinear", "bilinear", NULL, NULL, NULL},
     {"torch.instance_norm", "instance_norm", instance_norm_pure, NULL, NULL},
+    {"torch._C._nn.upsample_nearest2d", "upsample_nearest2d", upsample_vec, NULL, NULL},
+    {"torch._C._nn.upsample_bilinear2d", "upsample_bilinear2d", upsample_vec_aligned, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -55,8 +71,15 @@ static void resolve(void) {
     PyObject *torch = PyImport_ImportModule("torch");
     PyObject *mod = PyImport_ImportModule("pt2._polyfills");
     for (int i = 0; i < N_POLYFILLS && torch && mod; ++i) {
-        const char *attr = strchr(polyfills[i].c_path, '.') + 1;
-        polyfills[i].c_fn = PyObject_GetAttrString(torch, attr);
+        /* torch, then each attribute of the path after it */
+        PyObject *obj = Py_NewRef(torch);
+        for (const char *p = strchr(polyfills[i].c_path, '.'); obj && p; p = strchr(p + 1, '.')) {
+            char attr[64];
+            size_t n = strcspn(p + 1, ".");
+            snprintf(attr, sizeof attr, "%.*s", (int)n, p + 1);
+            Py_SETREF(obj, PyObject_GetAttrString(obj, attr));
+        }
+        polyfills[i].c_fn = obj;
         polyfills[i].py_fn = PyObject_GetAttrString(mod, polyfills[i].py_name);
         PyErr_Clear(); /* an op this torch lacks: no polyfill for it */
     }

@@ -144,3 +144,53 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     if bias is not None:
         y = y + bias.reshape(shape)
     return y
+
+
+# --- interpolate's 2-d nearest and bilinear kernels, index math as ATen's (UpSample.h) ----------------
+
+def _output_size(size, output_size, scale_factors, i):
+    return output_size[i] if output_size is not None else int(size * scale_factors[i])
+
+
+def _scale(size, out, scale_factors, i):
+    """compute_scales_value: 1 / the scale factor when one is given, else in / out."""
+    if scale_factors is not None and scale_factors[i] > 0:
+        return 1.0 / scale_factors[i]
+    return size / out
+
+
+def upsample_nearest2d(input, output_size, scale_factors):
+    """torch._C._nn.upsample_nearest2d(input, output_size, scale_factors): the source of output
+    index i is min(floor(i * scale), in - 1), in float32 as ATen computes it."""
+    x = input
+    for i, dim in enumerate((-2, -1)):
+        size = x.shape[dim]
+        out = _output_size(size, output_size, scale_factors, i)
+        src = (torch.arange(out, dtype=torch.float32, device=x.device) * _scale(size, out, scale_factors, i)).floor()
+        x = x.index_select(dim, src.clamp_max(size - 1).long())
+    return x
+
+
+def upsample_bilinear2d(input, output_size, align_corners, scale_factors):
+    """torch._C._nn.upsample_bilinear2d(input, output_size, align_corners, scale_factors): each output
+    index i reads source rows i0 = floor(s), min(i0 + 1, in - 1) with weights 1 - λ, λ (λ = s - i0),
+    s = i · (in - 1) / (out - 1) with align_corners, else max((i + 0.5) · scale - 0.5, 0); the index
+    math in float32 (float64 for float64 inputs), as ATen's opmath."""
+    dt = torch.float64 if input.dtype == torch.float64 else torch.float32
+    x = input.to(dt)
+    for i, dim in enumerate((-2, -1)):
+        size = x.shape[dim]
+        out = _output_size(size, output_size, scale_factors, i)
+        dst = torch.arange(out, dtype=dt, device=x.device)
+        if align_corners:
+            src = dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
+        else:
+            src = ((dst + 0.5) * _scale(size, out, scale_factors, i) - 0.5).clamp_min(0.0)
+        i0 = src.floor()
+        lam = src - i0
+        i0 = i0.long().clamp_max(size - 1)
+        i1 = (i0 + 1).clamp_max(size - 1)
+        shape = (-1, 1) if dim == -2 else (-1,)
+        lam = lam.reshape(shape)
+        x = x.index_select(dim, i0) * (1.0 - lam) + x.index_select(dim, i1) * lam
+    return x.to(input.dtype)

@@ -180,3 +180,24 @@ def test_instance_norm_with_running_stats():
         got = pt2.compile(m)(x)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(m.running_mean, mean_after_eager)
+
+
+# --- interpolate: nearest and bilinear in 2-d ----------------------------------------------------------
+
+SIZES = [dict(scale_factor=2), dict(scale_factor=3), dict(scale_factor=1.5), dict(scale_factor=0.5), dict(size=(7, 5)),
+         dict(size=(11, 13)), dict(scale_factor=(2, 0.7))]
+
+
+@pytest.mark.parametrize("mode,align_corners", [("nearest", None), ("bilinear", False), ("bilinear", True)])
+@pytest.mark.parametrize("kw", SIZES, ids=[str(k) for k in SIZES])
+def test_interpolate(mode, align_corners, kw):
+    x = rand(2, 3, 5, 7)
+    check(lambda x: torch.nn.functional.interpolate(x, mode=mode, align_corners=align_corners, **kw), x)
+
+
+def test_upsample_modules_f64_and_channels_last():
+    up, upb = torch.nn.Upsample(scale_factor=2, mode="nearest"), torch.nn.UpsamplingBilinear2d(scale_factor=2)
+    x = rand(1, 4, 6, 3, dtype=torch.float64)
+    check(lambda x: upb(up(x)), x, tol=1e-12)
+    xc = rand(2, 3, 6, 5).to(memory_format=torch.channels_last)
+    check(lambda x: torch.nn.functional.interpolate(x, scale_factor=2.5, mode="bilinear"), xc)
