@@ -60,6 +60,25 @@ static Polyfill polyfills[] = {
     {"torch.instance_norm", "instance_norm", instance_norm_pure, NULL, NULL},
     {"torch._C._nn.upsample_nearest2d", "upsample_nearest2d", upsample_vec, NULL, NULL},
     {"torch._C._nn.upsample_bilinear2d", "upsample_bilinear2d", upsample_vec_aligned, NULL, NULL},
+    /* pointwise ops and small reductions (ATen's formulas) */
+    {"torch._C._VariableFunctions.broadcast_tensors", "broadcast_tensors", NULL, NULL, NULL},
+    {"torch.logsumexp", "logsumexp", NULL, NULL, NULL},
+    {"torch._C._nn.mish", "mish", NULL, NULL, NULL},
+    {"torch.selu", "selu", NULL, NULL, NULL},
+    {"torch.celu", "celu", NULL, NULL, NULL},
+    {"torch._C._nn.log_sigmoid", "log_sigmoid", NULL, NULL, NULL},
+    {"torch._C._nn.glu", "glu", NULL, NULL, NULL},
+    {"torch.prelu", "prelu", NULL, NULL, NULL},
+    {"torch.outer", "outer", NULL, NULL, NULL},
+    {"torch.nan_to_num", "nan_to_num", NULL, NULL, NULL},
+    {"torch.lerp", "lerp", NULL, NULL, NULL},
+    {"torch.avg_pool1d", "avg_pool1d", NULL, NULL, NULL},
+    {"torch.adaptive_avg_pool1d", "adaptive_avg_pool1d", NULL, NULL, NULL},
+    {"torch.pairwise_distance", "pairwise_distance", NULL, NULL, NULL},
+    {"torch._C._nn.mse_loss", "mse_loss", NULL, NULL, NULL},
+    {"torch._C._nn.l1_loss", "l1_loss", NULL, NULL, NULL},
+    {"torch._C._nn.smooth_l1_loss", "smooth_l1_loss", NULL, NULL, NULL},
+    {"torch._C._nn.huber_loss", "huber_loss", NULL, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -96,6 +115,9 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
     for (int i = 0; i < N_POLYFILLS; ++i) {
         if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;
         if (polyfills[i].accepts && !polyfills[i].accepts(args, n_args, n_kw)) return NULL;
+        for (int k = 0; k < n_kw; ++k) { /* out=: the C op writes it (a break) */
+            if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "out") == 0) return NULL;
+        }
         *handled = true;
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
         return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;

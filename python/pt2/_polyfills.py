@@ -194,3 +194,129 @@ def upsample_bilinear2d(input, output_size, align_corners, scale_factors):
         lam = lam.reshape(shape)
         x = x.index_select(dim, i0) * (1.0 - lam) + x.index_select(dim, i1) * lam
     return x.to(input.dtype)
+
+
+# --- pointwise and small reductions: ATen's formulas in ops the trace knows -------------------------
+
+def broadcast_tensors(tensors):
+    """torch._C._VariableFunctions.broadcast_tensors (torch.broadcast_tensors): each expanded to the
+    common shape (a size that does not broadcast raises in expand, as in eager)."""
+    n = max(t.dim() for t in tensors)
+    shapes = [(1,) * (n - t.dim()) + tuple(t.shape) for t in tensors]
+    shape = tuple(max(sizes) if min(sizes) != 0 else 0 for sizes in zip(*shapes))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x - m))) + m with m the max along dim, an infinite max taken as 0 (as ATen)."""
+    x = input if input.is_floating_point() else input.to(torch.float32)
+    m = torch.amax(x, dim, keepdim=True)
+    m = torch.where(m.abs() == float("inf"), torch.zeros_like(m), m)
+    out = torch.log(torch.sum(torch.exp(x - m), dim, keepdim=keepdim))
+    return out + (m if keepdim else m.reshape(out.shape))
+
+
+def mish(input):
+    return input * torch.tanh(torch.log1p(torch.exp(input)))
+
+
+def selu(input):
+    return 1.0507009873554805 * F.elu(input, 1.6732632423543772)
+
+
+def celu(input, alpha=1.0):
+    return torch.where(input > 0, input, alpha * (torch.exp(input / alpha) - 1.0))
+
+
+def log_sigmoid(input):
+    return torch.minimum(input, torch.zeros_like(input)) - torch.log1p(torch.exp(-input.abs()))
+
+
+def glu(input, dim=-1):
+    if input.shape[dim] % 2 != 0:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * torch.sigmoid(b)
+
+
+def prelu(input, weight):
+    """x where x > 0, else weight · x, one weight or one a channel (dim 1)."""
+    if weight.numel() == 1:
+        w = weight.reshape(())
+    elif input.dim() >= 2:
+        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+    else:
+        w = weight
+    return torch.where(input > 0, input, w * input)
+
+
+def outer(input, vec2):
+    return input.reshape(-1, 1) * vec2.reshape(1, -1)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite values);
+    integer and bool tensors unchanged."""
+    if not input.is_floating_point():
+        return input.clone()
+    info = torch.finfo(input.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    x = torch.where(input == float("inf"), torch.full_like(input, hi), input)
+    x = torch.where(input == float("-inf"), torch.full_like(input, lo), x)
+    return torch.where(input != input, torch.full_like(input, nan), x)
+
+
+def lerp(input, end, weight):
+    """start + w·(end − start) for w < 0.5, else end − (end − start)·(1 − w) (ATen's two forms)."""
+    d = end - input
+    small = weight.abs() < 0.5 if isinstance(weight, torch.Tensor) else abs(weight) < 0.5
+    return torch.where(small, input + weight * d, end - d * (1 - weight)) if isinstance(weight, torch.Tensor) else (
+        input + weight * d if small else end - d * (1 - weight))
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """The 2-d average pool of a [*, 1, L] view."""
+    one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
+    k = one(kernel_size)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else one(stride)
+    y = F.avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, one(padding)), ceil_mode, count_include_pad)
+    return y.squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    o = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+    return F.adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 − x2 + eps along the last dimension (as ATen)."""
+    return torch.linalg.vector_norm(x1 - x2 + eps, p, -1, keepdim)
+
+
+# --- elementwise losses (the inputs already broadcast by torch.nn.functional) --------------------
+
+def _reduce(loss, reduction):
+    """reduction as torch._Reduction's enum: 0 none, 1 mean, 2 sum."""
+    if reduction == 0:
+        return loss
+    return loss.mean() if reduction == 1 else loss.sum()
+
+
+def mse_loss(input, target, reduction=1):
+    d = input - target
+    return _reduce(d * d, reduction)
+
+
+def l1_loss(input, target, reduction=1):
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, reduction=1, beta=1.0):
+    d = (input - target).abs()
+    return _reduce(torch.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction=1, delta=1.0):
+    d = (input - target).abs()
+    return _reduce(torch.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
