@@ -20,7 +20,7 @@
 #include "capture.h"
 
 /* Whether a call is one the Python form covers (NULL: every call). */
-typedef bool (*PolyfillAccepts)(Var **args, int n_args, int n_kw);
+typedef bool (*PolyfillAccepts)(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 
 typedef struct Polyfill {
     const char *c_path;  /* torch's C function: module, then attributes */
@@ -33,7 +33,8 @@ static bool is_const(const Var *v, PyObject *value) { return v->kind == V_CONST 
 
 /* instance_norm as F.instance_norm calls it (positional), with nothing to update in place: no
  * running statistics, or use_input_stats False (else the C op updates them: a break) */
-static bool instance_norm_pure(Var **args, int n_args, int n_kw) {
+static bool instance_norm_pure(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
     return n_kw == 0 && n_args == 9 && (is_const(args[3], Py_None) || is_const(args[5], Py_False));
 }
 
@@ -44,9 +45,22 @@ static bool is_list_or_none(const Var *v) {
 
 /* interpolate's calls (input, output_size, [align_corners,] scale_factors): the overload of
  * scale lists, not the one of per-dimension scales */
-static bool upsample_vec(Var **args, int n_args, int n_kw) { return n_kw == 0 && n_args == 3 && is_list_or_none(args[2]); }
-static bool upsample_vec_aligned(Var **args, int n_args, int n_kw) {
+static bool upsample_vec(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
+    return n_kw == 0 && n_args == 3 && is_list_or_none(args[2]);
+}
+static bool upsample_vec_aligned(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
     return n_kw == 0 && n_args == 4 && is_list_or_none(args[3]) && args[2]->kind == V_CONST && PyBool_Check(args[2]->obj);
+}
+
+/* repeat_interleave(x, n, ...) with an int count (a tensor of counts sizes the output by its values) */
+static bool int_repeats(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *repeats = n_args >= 2 ? args[1] : NULL;
+    for (int k = 0; k < n_kw && !repeats; ++k) {
+        if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "repeats") == 0) repeats = kw_values[k];
+    }
+    return repeats && repeats->kind == V_CONST && PyLong_CheckExact(repeats->obj);
 }
 
 static Polyfill polyfills[] = {
@@ -79,9 +93,23 @@ static Polyfill polyfills[] = {
     {"torch._C._nn.l1_loss", "l1_loss", NULL, NULL, NULL},
     {"torch._C._nn.smooth_l1_loss", "smooth_l1_loss", NULL, NULL, NULL},
     {"torch._C._nn.huber_loss", "huber_loss", NULL, NULL, NULL},
+    {"torch.frac", "frac", NULL, NULL, NULL},
+    {"torch.trunc", "trunc", NULL, NULL, NULL},
+    {"torch.fix", "trunc", NULL, NULL, NULL},
+    {"torch.repeat_interleave", "repeat_interleave", int_repeats, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
+
+/* Tensor methods with the same forms (self the first argument). */
+static const struct {
+    const char *method, *py_name;
+    PolyfillAccepts accepts;
+} method_polyfills[] = {
+    {"logsumexp", "logsumexp", NULL}, {"lerp", "lerp", NULL}, {"outer", "outer", NULL}, {"ger", "outer", NULL},
+    {"nan_to_num", "nan_to_num", NULL}, {"frac", "frac", NULL}, {"trunc", "trunc", NULL}, {"fix", "trunc", NULL},
+    {"repeat_interleave", "repeat_interleave", int_repeats},
+};
 
 static bool resolved;
 
@@ -114,7 +142,7 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
     if (!resolved) resolve();
     for (int i = 0; i < N_POLYFILLS; ++i) {
         if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;
-        if (polyfills[i].accepts && !polyfills[i].accepts(args, n_args, n_kw)) return NULL;
+        if (polyfills[i].accepts && !polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
         for (int k = 0; k < n_kw; ++k) { /* out=: the C op writes it (a break) */
             if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "out") == 0) return NULL;
         }
@@ -123,4 +151,35 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
         return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
     }
     return NULL;
+}
+
+Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                     bool *handled) {
+    *handled = false;
+    for (size_t i = 0; i < sizeof method_polyfills / sizeof method_polyfills[0]; ++i) {
+        if (strcmp(method_polyfills[i].method, name) != 0) continue;
+        if (method_polyfills[i].accepts && !method_polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
+        for (int k = 0; k < n_kw; ++k) {
+            if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "out") == 0) return NULL;
+        }
+        PyObject *mod = PyImport_ImportModule("pt2._polyfills");
+        PyObject *fn = mod ? PyObject_GetAttrString(mod, method_polyfills[i].py_name) : NULL;
+        Py_XDECREF(mod);
+        if (!fn) {
+            PyErr_Clear();
+            return NULL;
+        }
+        *handled = true;
+        Var *v = trace_wrap(t, fn, NULL);
+        Py_DECREF(fn);
+        return v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
+    }
+    return NULL;
+}
+
+bool polyfill_has_method(const char *name) {
+    for (size_t i = 0; i < sizeof method_polyfills / sizeof method_polyfills[0]; ++i) {
+        if (strcmp(method_polyfills[i].method, name) == 0) return true;
+    }
+    return false;
 }

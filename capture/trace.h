@@ -460,6 +460,11 @@ int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the curre
  * false when callable is none of them, or a call its form does not cover. */
 Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                    bool *handled);
+/* Tensor.<name>(...) with self as args[0], through the same forms; whether
+ * a method name has one (a tensor's attribute of that name is the method). */
+bool polyfill_has_method(const char *name);
+Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                     bool *handled);
 
 /* Binary/unary/compare operators on Vars (operators.c semantics). */
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);

@@ -807,7 +807,12 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
             Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
             with_self[0] = callable->self;
             memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
-            if (!rule) return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+            if (!rule) {
+                bool handled;
+                Var *r = polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
+                if (handled) return r;
+                return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+            }
             return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
         }
         return container_method(t, callable->self, name, args, n_args, kw_names, kw_values, n_kw);

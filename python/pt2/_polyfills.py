@@ -320,3 +320,24 @@ def smooth_l1_loss(input, target, reduction=1, beta=1.0):
 def huber_loss(input, target, reduction=1, delta=1.0):
     d = (input - target).abs()
     return _reduce(torch.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+def trunc(input):
+    if not input.is_floating_point():
+        return input.clone()
+    return torch.where(input >= 0, torch.floor(input), torch.ceil(input))
+
+
+def frac(input):
+    return input - trunc(input)
+
+
+def repeat_interleave(input, repeats, dim=None, output_size=None):
+    """repeat_interleave with an int count (polyfills.c takes only those): each element repeated
+    `repeats` times along dim (of the flattened input when dim is None)."""
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else dim % x.dim()
+    shape = list(x.shape)
+    y = x.unsqueeze(d + 1).expand(*shape[: d + 1], repeats, *shape[d + 1:])
+    shape[d] = shape[d] * repeats
+    return y.reshape(shape)

@@ -132,3 +132,37 @@ def test_out_argument_stays_the_c_op():
     info = pt2.explain(f)(x)
     assert info.graph_break_count >= 1
     torch.testing.assert_close(pt2.compile(f)(x), torch.logsumexp(x, 1) * 2)
+
+
+# --- the same forms as Tensor methods; trunc, frac, repeat_interleave -----------------------------
+
+def test_tensor_methods():
+    v = rand(4, 5)
+    check(lambda a: a.logsumexp(1) + a.logsumexp(dim=0).sum(), v)
+    check(lambda a: a.lerp(a * 2, 0.7), v)
+    check(lambda a: a[0].outer(a[1]) + a[1].ger(a[2]), v)
+    check(lambda a: (a / 0).nan_to_num(posinf=5.0), v)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_trunc_and_frac(dtype):
+    x = torch.cat([rand(7) * 4, SPECIAL]).to(dtype) if dtype.is_floating_point else torch.arange(-5, 6)
+    check(lambda a: torch.trunc(a) + a.trunc() + torch.fix(a), x)
+    if dtype.is_floating_point:
+        check(lambda a: torch.frac(a) + a.frac(), x)
+
+
+def test_repeat_interleave_int_counts():
+    x = rand(2, 3, 4)
+    check(lambda a: a.repeat_interleave(2, dim=1), x)
+    check(lambda a: torch.repeat_interleave(a, 3, dim=-1), x)
+    check(lambda a: a.repeat_interleave(2), x)  # flattened
+    check(lambda a: a.repeat_interleave(repeats=2, dim=0) * 2, x)
+
+
+def test_repeat_interleave_tensor_counts_stay_the_c_op():
+    """Counts in a tensor size the output by their values: a break, eager's result."""
+    x, n = rand(3, 2), torch.tensor([1, 0, 2])
+    info = pt2.explain(lambda a, n: a.repeat_interleave(n, dim=0))(x, n)
+    assert info.graph_break_count >= 1
+    torch.testing.assert_close(pt2.compile(lambda a, n: a.repeat_interleave(n, dim=0))(x, n), x.repeat_interleave(n, dim=0))
