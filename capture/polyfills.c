@@ -111,6 +111,14 @@ static const struct {
     {"repeat_interleave", "repeat_interleave", int_repeats},
 };
 
+/* out=: the C op writes the caller's tensor (a break). */
+static bool has_out(PyObject *kw_names, int n_kw) {
+    for (int k = 0; k < n_kw; ++k) {
+        if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "out") == 0) return true;
+    }
+    return false;
+}
+
 static bool resolved;
 
 static void resolve(void) {
@@ -143,9 +151,7 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
     for (int i = 0; i < N_POLYFILLS; ++i) {
         if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;
         if (polyfills[i].accepts && !polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
-        for (int k = 0; k < n_kw; ++k) { /* out=: the C op writes it (a break) */
-            if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "out") == 0) return NULL;
-        }
+        if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
         return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
@@ -159,9 +165,7 @@ Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObjec
     for (size_t i = 0; i < sizeof method_polyfills / sizeof method_polyfills[0]; ++i) {
         if (strcmp(method_polyfills[i].method, name) != 0) continue;
         if (method_polyfills[i].accepts && !method_polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
-        for (int k = 0; k < n_kw; ++k) {
-            if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "out") == 0) return NULL;
-        }
+        if (has_out(kw_names, n_kw)) return NULL;
         PyObject *mod = PyImport_ImportModule("pt2._polyfills");
         PyObject *fn = mod ? PyObject_GetAttrString(mod, method_polyfills[i].py_name) : NULL;
         Py_XDECREF(mod);
