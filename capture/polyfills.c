@@ -102,14 +102,17 @@ static Polyfill polyfills[] = {
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
 
 /* Tensor methods with the same forms (self the first argument). */
-static const struct {
+static struct {
     const char *method, *py_name;
     PolyfillAccepts accepts;
+    PyObject *py_fn;
 } method_polyfills[] = {
-    {"logsumexp", "logsumexp", NULL}, {"lerp", "lerp", NULL}, {"outer", "outer", NULL}, {"ger", "outer", NULL},
-    {"nan_to_num", "nan_to_num", NULL}, {"frac", "frac", NULL}, {"trunc", "trunc", NULL}, {"fix", "trunc", NULL},
-    {"repeat_interleave", "repeat_interleave", int_repeats},
+    {"logsumexp", "logsumexp", NULL, NULL}, {"lerp", "lerp", NULL, NULL}, {"outer", "outer", NULL, NULL},
+    {"ger", "outer", NULL, NULL}, {"nan_to_num", "nan_to_num", NULL, NULL}, {"frac", "frac", NULL, NULL},
+    {"trunc", "trunc", NULL, NULL}, {"fix", "trunc", NULL, NULL}, {"repeat_interleave", "repeat_interleave", int_repeats, NULL},
 };
+
+#define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])
 
 /* out=: the C op writes the caller's tensor (a break). */
 static bool has_out(PyObject *kw_names, int n_kw) {
@@ -138,6 +141,10 @@ static void resolve(void) {
         polyfills[i].py_fn = PyObject_GetAttrString(mod, polyfills[i].py_name);
         PyErr_Clear(); /* an op this torch lacks: no polyfill for it */
     }
+    for (size_t i = 0; i < N_METHOD_POLYFILLS && mod; ++i) {
+        method_polyfills[i].py_fn = PyObject_GetAttrString(mod, method_polyfills[i].py_name);
+        PyErr_Clear();
+    }
     PyErr_Clear();
     Py_XDECREF(torch);
     Py_XDECREF(mod);
@@ -162,27 +169,20 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                      bool *handled) {
     *handled = false;
-    for (size_t i = 0; i < sizeof method_polyfills / sizeof method_polyfills[0]; ++i) {
-        if (strcmp(method_polyfills[i].method, name) != 0) continue;
+    if (!resolved) resolve();
+    for (size_t i = 0; i < N_METHOD_POLYFILLS; ++i) {
+        if (strcmp(method_polyfills[i].method, name) != 0 || !method_polyfills[i].py_fn) continue;
         if (method_polyfills[i].accepts && !method_polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
         if (has_out(kw_names, n_kw)) return NULL;
-        PyObject *mod = PyImport_ImportModule("pt2._polyfills");
-        PyObject *fn = mod ? PyObject_GetAttrString(mod, method_polyfills[i].py_name) : NULL;
-        Py_XDECREF(mod);
-        if (!fn) {
-            PyErr_Clear();
-            return NULL;
-        }
         *handled = true;
-        Var *v = trace_wrap(t, fn, NULL);
-        Py_DECREF(fn);
+        Var *v = trace_wrap(t, method_polyfills[i].py_fn, NULL);
         return v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
     }
     return NULL;
 }
 
 bool polyfill_has_method(const char *name) {
-    for (size_t i = 0; i < sizeof method_polyfills / sizeof method_polyfills[0]; ++i) {
+    for (size_t i = 0; i < N_METHOD_POLYFILLS; ++i) {
         if (strcmp(method_polyfills[i].method, name) == 0) return true;
     }
     return false;

@@ -540,6 +540,18 @@ static int64_t pow2_at_most(int64_t x) {
     return p;
 }
 
+/* Rows a block (at least BLOCK_THREADS threads, no more rows than a power of
+ * two above `count`, the rows or row vectors) and blocks, for p->t lanes and
+ * p->interleave rows sharing a warp. */
+static void block_rows(Plan *p, int64_t count) {
+    int64_t t = p->t;
+    p->rows_per_block = t * p->interleave >= BLOCK_THREADS ? p->interleave : BLOCK_THREADS / t;
+    if (p->rows_per_block > red_pow2_at_least(count) && red_pow2_at_least(count) >= p->interleave) {
+        p->rows_per_block = red_pow2_at_least(count);
+    }
+    p->blocks = (count + p->rows_per_block - 1) / p->rows_per_block;
+}
+
 /* Lanes a row, rows interleaved in a warp, rows a block (the file comment). */
 void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *rows) {
     int64_t col_bytes, row_bytes, col_elem, row_elem;
@@ -557,11 +569,7 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
     if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
     if (t > ROW_MAX_THREADS / p->interleave) t = ROW_MAX_THREADS / p->interleave;
     p->t = t;
-    p->rows_per_block = t * p->interleave >= BLOCK_THREADS ? p->interleave : BLOCK_THREADS / t;
-    if (p->rows_per_block > red_pow2_at_least(rows->count) && red_pow2_at_least(rows->count) >= p->interleave) {
-        p->rows_per_block = red_pow2_at_least(rows->count);
-    }
-    p->blocks = (rows->count + p->rows_per_block - 1) / p->rows_per_block;
+    block_rows(p, rows->count);
 }
 
 /* Vector rows (the file comment): the interleaved rows' innermost dimension
@@ -588,11 +596,7 @@ bool rows_choose_vector(Plan *out, const Rows *rows) {
     if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
     if (t > VECTOR_MAX_THREADS / p->interleave) t = VECTOR_MAX_THREADS / p->interleave;
     p->t = t;
-    p->rows_per_block = t * p->interleave >= BLOCK_THREADS ? p->interleave : BLOCK_THREADS / t;
-    if (p->rows_per_block > red_pow2_at_least(vectors) && red_pow2_at_least(vectors) >= p->interleave) {
-        p->rows_per_block = red_pow2_at_least(vectors);
-    }
-    p->blocks = (vectors + p->rows_per_block - 1) / p->rows_per_block;
+    block_rows(p, vectors);
     if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) return false;
     *out = q;
     return true;
@@ -649,9 +653,7 @@ static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *
     }
     p->cvec = v;
     p->t = t;
-    p->rows_per_block = t >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t;
-    if (p->rows_per_block > red_pow2_at_least(rows->count)) p->rows_per_block = red_pow2_at_least(rows->count);
-    p->blocks = (rows->count + p->rows_per_block - 1) / p->rows_per_block;
+    block_rows(p, rows->count);
     *out = q;
     return true;
 }

@@ -270,9 +270,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 def lerp(input, end, weight):
     """start + w·(end − start) for w < 0.5, else end − (end − start)·(1 − w) (ATen's two forms)."""
     d = end - input
-    small = weight.abs() < 0.5 if isinstance(weight, torch.Tensor) else abs(weight) < 0.5
-    return torch.where(small, input + weight * d, end - d * (1 - weight)) if isinstance(weight, torch.Tensor) else (
-        input + weight * d if small else end - d * (1 - weight))
+    if isinstance(weight, torch.Tensor):
+        return torch.where(weight.abs() < 0.5, input + weight * d, end - d * (1 - weight))
+    return input + weight * d if abs(weight) < 0.5 else end - d * (1 - weight)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
