@@ -575,31 +575,62 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
 /* Vector rows (the file comment): the interleaved rows' innermost dimension
  * cut into vectors of 16 bytes of the smallest row-contiguous element, one a
  * thread; the row threads of a warp cover a 128-byte line at each column,
- * and each lane takes about VECTOR_SLOT_TARGET columns.  A vector never
- * straddles the innermost row dimension, so its rows are the address's
- * consecutive elements wherever that dimension's stride is 1.  Rows longer
- * than VECTOR_MAX_ELEMENTS / vec slots of the widest block keep one row a thread:
- * their unrolled slots would not fit the registers (ptxas spilled 556 bytes
- * a thread at 25 slots), and as a loop a pointwise stage's values would go
- * through memory. */
-bool rows_choose_vector(Plan *out, const Rows *rows) {
-    Plan q = *out, *p = &q;
-    if (p->interleave == 1 || rows->n == 0) return false;
+ * and each lane takes about VECTOR_SLOT_TARGET columns, in blocks of
+ * VECTOR_MAX_THREADS threads at most, so that an SM holds several and one's
+ * lane combination overlaps another's loads (one block of 512 threads an SM,
+ * 72 registers each, left the column sum of [32, 28, 28, 640] at 74 % of
+ * memcpy).  A vector never straddles the innermost row dimension, so its
+ * rows are the address's consecutive elements wherever that dimension's
+ * stride is 1.  Past VECTOR_MAX_ELEMENTS unrolled slots x rows a thread the
+ * registers would not hold them (ptxas spilled 556 bytes a thread at 25
+ * slots): with slot_loop the slots run as a loop of about
+ * VECTOR_LOOP_ELEMENTS / vec unrolled slots an iteration (p->unroll), each
+ * iteration's loads all in flight; without it (a pointwise stage of many
+ * columns, whose values a loop would pass through memory) the rows keep one
+ * row a thread. */
+int64_t rows_vector_width(const Plan *p, const Rows *rows) {
+    if (p->interleave == 1 || rows->n == 0) return 0;
     int64_t vec = VECTOR_BYTES / p->row_elem;
     if (vec > MAX_VEC) vec = MAX_VEC;
-    if (vec < 2 || rows->trip[rows->n - 1] % vec != 0) return false;
+    return vec >= 2 && rows->trip[rows->n - 1] % vec == 0 ? vec : 0;
+}
+
+bool rows_choose_vector(Plan *out, const Rows *rows, bool slot_loop) {
+    Plan q = *out, *p = &q;
+    int64_t vec = rows_vector_width(p, rows);
+    if (vec == 0) return false;
     int64_t vectors = rows->count / vec;
     p->vec = vec;
-    p->interleave = LINE_BYTES / VECTOR_BYTES;
-    if (p->interleave > pow2_at_most(vectors)) p->interleave = pow2_at_most(vectors);
-    int64_t t = red_pow2_at_least((p->columns + VECTOR_SLOT_TARGET - 1) / VECTOR_SLOT_TARGET);
-    if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
-    if (t > VECTOR_MAX_THREADS / p->interleave) t = VECTOR_MAX_THREADS / p->interleave;
-    p->t = t;
-    block_rows(p, vectors);
-    if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) return false;
+    int64_t scalar_blocks = p->blocks;
+    for (int64_t interleave = LINE_BYTES / VECTOR_BYTES;; interleave /= 2) {
+        p->interleave = interleave > pow2_at_most(vectors) ? pow2_at_most(vectors) : interleave;
+        int64_t t = red_pow2_at_least((p->columns + VECTOR_SLOT_TARGET - 1) / VECTOR_SLOT_TARGET);
+        if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
+        if (t > VECTOR_MAX_THREADS / p->interleave) t = VECTOR_MAX_THREADS / p->interleave;
+        p->t = t;
+        block_rows(p, vectors);
+        /* as many blocks as one row a thread gave, up to the SMs' two each: fewer vectors a block,
+         * a sector of rows a column at least */
+        bool few = p->blocks < SPLIT_MIN_BLOCKS && p->blocks < scalar_blocks;
+        if (!few || p->interleave * VECTOR_BYTES <= SECTOR_BYTES) break;
+    }
+    int64_t slots = rows_slots_of(p->columns, p->t);
+    p->unroll = 0;
+    if (slots * vec > VECTOR_MAX_ELEMENTS) {
+        if (!slot_loop) return false;
+        int64_t target = VECTOR_LOOP_ELEMENTS / vec;
+        p->unroll = rows_loop_unroll(slots, target > 1 ? target : 1);
+    }
     *out = q;
     return true;
+}
+
+int64_t rows_loop_unroll(int64_t slots, int64_t target) {
+    if (slots <= target) return slots;
+    for (int64_t u = target; 2 * u >= target; --u) {
+        if (slots % u == 0) return u;
+    }
+    return target;
 }
 
 /* Column vectors (the file comment): a lane-major group whose accesses the
@@ -684,7 +715,10 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
         n_acc = stages[i].n_acc > n_acc ? stages[i].n_acc : n_acc;
         n_red += stages[i].kind == STAGE_REDUCTION;
     }
-    if (vector_rows && !p.split && n_red == 1 && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows)) {
+    /* a loop of slots keeps values in registers only within a slot: every other stage of one column */
+    bool slot_loop = true;
+    for (int i = 0; i < n; ++i) slot_loop &= stages[i].kind == STAGE_REDUCTION || ix[i].columns == 1;
+    if (vector_rows && !p.split && n_red == 1 && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows, slot_loop)) {
         choose_stores(stages, n, ix, w, &p, &memo);
     }
     if (vector_rows && rows_choose_column_vector(&p, stages, ix, n, w, rows)) choose_stores(stages, n, ix, w, &p, &memo);
@@ -762,7 +796,7 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, b
         split_row_stages(stages, n, ix, &w, x);
         free(w.a);
         for (int i = 0; i < n; ++i) {
-            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i]);
+            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], vector_rows);
         }
         return;
     }

@@ -19,7 +19,8 @@
 #define VECTOR_SLOT_TARGET 8 /* vector rows: about this many columns a lane (16 bytes each) */
 #define MAX_VEC 8            /* vector rows: rows a thread at most */
 #define VECTOR_MAX_ELEMENTS 64 /* vector rows: unrolled slots x rows a thread at most (f16 at 104 spilled) */
-#define VECTOR_MAX_THREADS 512 /* vector rows: threads a block at most (ptxas spilled at 1024's 64 registers) */
+#define VECTOR_MAX_THREADS 256 /* vector rows: threads a block at most (several blocks an SM: one's tail under another's loads) */
+#define VECTOR_LOOP_ELEMENTS 32 /* vector rows in a slot loop: slots an iteration x rows a thread, about */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {
@@ -74,6 +75,7 @@ typedef struct Plan {
     int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
     int64_t cvec;     /* column vectors: consecutive columns a lane takes at once (0 or 1: one) */
+    int64_t unroll;   /* vector rows: a loop of this many unrolled slots an iteration (0: every slot unrolled) */
     bool private_lanes;
     bool split;
 } Plan;
@@ -94,8 +96,17 @@ Accesses rows_collect(Stage *stages, int n, const Ix *ix);
 /* Lanes a row, interleaved rows, rows a block, from the bytes the accesses move. */
 void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *rows);
 /* Vector rows (when rows_choose_layout interleaved them): `vec` consecutive
- * rows a thread, so that each slot's loads are 16 bytes; false if the rows do not allow it. */
-bool rows_choose_vector(Plan *p, const Rows *rows);
+ * rows a thread, so that each slot's loads are 16 bytes; slot_loop: the
+ * slots may run as a loop of unrolled blocks (p->unroll); false if the rows
+ * do not allow it. */
+bool rows_choose_vector(Plan *p, const Rows *rows, bool slot_loop);
+/* The rows of a vector (16 bytes of the smallest row-contiguous element)
+ * where p interleaves rows and the innermost row dimension holds whole
+ * vectors; 0 where not. */
+int64_t rows_vector_width(const Plan *p, const Rows *rows);
+/* Slots an iteration of a loop over `slots` slots, about `target`: a divisor
+ * of slots when one lies in [target / 2, target] (no ragged iteration). */
+int64_t rows_loop_unroll(int64_t slots, int64_t target);
 
 /* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);
@@ -112,7 +123,8 @@ typedef struct SplitRowStages {
 } SplitRowStages;
 
 /* The reduction stage s as split rows: partial[row, chunk], then a row kernel
- * over them that also runs x's stages (NULL: none); those stages are erased. */
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x);
+ * over them that also runs x's stages (NULL: none); those stages are erased.
+ * vector_rows: the first kernel may take vector rows. */
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows);
 
 #endif /* PT2_PASSES_GPU_ROWS_H */

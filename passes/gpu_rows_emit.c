@@ -262,14 +262,14 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
 }
 
 /* Column index of slot `j` (a value: a loop's induction variable, or a
- * constant) of a stage of `columns` columns, offset by `first` (split
- * chunks; null for none), clamped to the last column; *in_range: null when
- * every lane's column is in range.  With column vectors (unrolled slots
+ * constant) of `slots` slots a lane of a stage of `columns` columns, offset
+ * by `first` (split chunks; null for none), clamped to the last column;
+ * *in_range: null when every lane's column is in range.  With column vectors (unrolled slots
  * only) slot j is element *sub of the lane's vector j / cvec, and the
  * column returned is the vector's first: lane l's vector i starts at column
  * (i * t + l) * cvec, clamped to the last whole vector. */
-static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t columns, MlirValue first,
-                             int64_t limit, MlirValue *in_range, int64_t *sub) {
+static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
+                             MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub) {
     MlirValue col;
     int64_t w = k->cvec;
     *sub = 0;
@@ -285,7 +285,7 @@ static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j
         col = build_binary(b, "arith.addi", lane, jt);
     }
     if (!mlirValueIsNull(first)) col = build_binary(b, "arith.addi", first, col);
-    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : columns % k->t != 0);
+    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : slots * k->t * w > columns);
     *in_range = (MlirValue){NULL};
     if (!ragged) return col;
     *in_range = build_cmp(b, false, "ult", col, const_index(b, limit));
@@ -332,11 +332,12 @@ static void map_columns(const Ix *ix, const MlirValue *ivs, ValueMap *m) {
 }
 
 /* One slot of a pointwise stage, for each row of the thread's vector. */
-static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const) {
+static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
+                           int64_t slots) {
     MlirValue in_range = {NULL}, col, cols[MAX_LOOPS];
     int64_t sub = 0;
     bool uniform = ix->columns == 1; /* every lane computes the one column; lane 0 stores */
-    col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, ix->columns, (MlirValue){NULL}, ix->columns, &in_range, &sub);
+    col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, slots, ix->columns, (MlirValue){NULL}, ix->columns, &in_range, &sub);
     column_indices(b, ix, col, sub, cols);
     MlirValue guard = and_of(b, e->k.valid, in_range);
     if (uniform && e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
@@ -370,12 +371,12 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
     Builder *b = &e->k.in;
     int64_t slots = ix->columns == 1 ? 1 : rows_lane_slots(ix->columns, e->k.t, e->k.cvec);
     if (slots <= MAX_SLOTS) {
-        for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j);
+        for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots);
         return;
     }
     MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, slots), const_index(b, 1));
     Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
-    pointwise_slot(e, &fb, s, ix, rows, mlirBlockGetArgument(gpu_body_of(f), 0), -1);
+    pointwise_slot(e, &fb, s, ix, rows, mlirBlockGetArgument(gpu_body_of(f), 0), -1, slots);
 }
 
 /* The partials of one slot of a reduction stage: the body cloned at the
@@ -384,10 +385,10 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
  * p[v * n_acc + a], the combiners' results selected where the column is in
  * range. */
 static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
-                           MlirValue first, MlirValue *p) {
+                           int64_t slots, MlirValue first, MlirValue *p) {
     MlirValue in_range, cols[MAX_LOOPS];
     int64_t sub;
-    MlirValue col = slot_column(b, &e->k, j, j_const, ix->columns, first, ix->columns, &in_range, &sub);
+    MlirValue col = slot_column(b, &e->k, j, j_const, slots, ix->columns, first, ix->columns, &in_range, &sub);
     column_indices(b, ix, col, sub, cols);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
     ValueMap m[MAX_VEC];
@@ -422,7 +423,11 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
 }
 
 /* Each lane's partials over its slots (columns first + lane + j * t), for
- * each row of its vector: p[v * n_acc + a]. */
+ * each row of its vector: p[v * n_acc + a].  The slots are unrolled up to
+ * MAX_SLOTS; past that, or with the plan's `unroll`, they run as a loop of
+ * `unroll` unrolled slots an iteration (1: one), whose loads are all in
+ * flight at once; slots past the last (a ragged last iteration) are out of
+ * range. */
 static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots, MlirValue *p) {
     Builder *b = &e->k.in;
     int n = (int)(s->n_acc * e->k.vec);
@@ -430,16 +435,23 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
         const Accumulator *acc = &s->acc[i % s->n_acc];
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
     }
-    if (slots <= MAX_SLOTS) {
-        for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, first, p);
+    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : 1;
+    if (slots <= MAX_SLOTS && e->p->unroll == 0) {
+        for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots, first, p);
         return;
     }
-    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots), const_index(b, 1), n, p);
+    int64_t iterations = (slots + unroll - 1) / unroll;
+    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1), n, p);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
     MlirValue q[MAX_CARRIED];
     for (int i = 0; i < n; ++i) q[i] = mlirBlockGetArgument(fb, 1 + i);
-    reduction_slot(e, &in, s, ix, rows, mlirBlockGetArgument(fb, 0), -1, first, q);
+    MlirValue it = mlirBlockGetArgument(fb, 0);
+    if (unroll > 1) it = build_binary(&in, "arith.muli", it, const_index(&in, unroll));
+    for (int64_t u = 0; u < unroll; ++u) {
+        MlirValue j = u == 0 ? it : build_binary(&in, "arith.addi", it, const_index(&in, u));
+        reduction_slot(e, &in, s, ix, rows, j, -1, iterations * unroll, first, q);
+    }
     build_op(&in, "scf.yield", n, q, 0, NULL, 0, NULL);
     for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
 }
@@ -519,45 +531,63 @@ static void emit_row_stage(Kernel *k, const Stage *s, const Ix *ix, const Rows *
     vmap_free(&m);
 }
 
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x) {
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows) {
     MlirOperation at = x && !mlirOperationIsNull(x->at) ? x->at : s->par;
     Accesses w = rows_collect(s, 1, ix);
     Plan lay = {.columns = ix->columns};
     rows_choose_layout(&lay, &w, ix, rows);
     free(w.a);
-    int64_t interleave = lay.interleave, t = interleave == 1 ? BLOCK_THREADS : BLOCK_THREADS / interleave;
-    int64_t chunk = t * SPLIT_SLOTS, chunks = (ix->columns + chunk - 1) / chunk, count = rows->count;
+    /* vector rows (rows_choose_vector) where the rows are contiguous: vec rows a thread,
+     * VECTOR_LOOP_ELEMENTS values a thread at each chunk, a 128-byte line of rows a column */
+    int64_t interleave = lay.interleave, vec = vector_rows && s->n_acc * MAX_VEC <= MAX_CARRIED ? rows_vector_width(&lay, rows) : 0;
+    int64_t slots = SPLIT_SLOTS, count = rows->count, threads_rows = count;
+    if (vec > 1) {
+        threads_rows = count / vec;
+        interleave = LINE_BYTES / VECTOR_BYTES;
+        while (interleave > 1 && interleave > threads_rows) interleave /= 2;
+        slots = VECTOR_LOOP_ELEMENTS / vec;
+    } else {
+        vec = 1;
+    }
+    int64_t t = interleave == 1 ? BLOCK_THREADS : BLOCK_THREADS / interleave;
+    int64_t chunk = t * slots, chunks = (ix->columns + chunk - 1) / chunk;
     Builder hb = builder_before(at);
     MlirValue partial[MAX_ACCUMULATORS];
     for (int a = 0; a < s->n_acc; ++a) {
         partial[a] = red_alloc(&hb, (int64_t[]){count, chunks}, 2, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
     }
     /* 1: partial[row, c] = the row's columns c * chunk .. (c + 1) * chunk; a
-     * virtual row c * rows + row, so that neighbouring threads take
-     * neighbouring rows where the rows are interleaved */
-    Plan p1 = {.t = t, .interleave = interleave, .rows_per_block = interleave};
+     * virtual row c * rows + row (of vectors of rows), so that neighbouring
+     * threads take neighbouring rows where the rows are interleaved */
+    Plan p1 = {.t = t, .interleave = interleave, .rows_per_block = interleave, .vec = vec};
     Emit e = {.p = &p1};
     Accesses none = {0};
     e.w = &none;
     int64_t rows_per_block = t * interleave >= BLOCK_THREADS ? interleave : BLOCK_THREADS / t;
-    e.k = open_kernel(module, at, count * chunks, t, interleave, rows_per_block, false);
+    e.k = open_kernel(module, at, threads_rows * chunks, t, interleave, rows_per_block, false);
+    e.k.vec = vec;
     Builder *b = &e.k.in;
-    MlirValue c_idx = build_binary(b, "arith.divui", e.k.row, const_index(b, count));
-    MlirValue row = build_binary(b, "arith.remui", e.k.row, const_index(b, count));
-    ValueMap rm = row_map(b, ix, row, rows);
-    MlirValue part[MAX_ACCUMULATORS];
-    lane_partials(&e, s, ix, &rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), SPLIT_SLOTS, part);
-    vmap_free(&rm);
+    MlirValue c_idx = build_binary(b, "arith.divui", e.k.row, const_index(b, threads_rows));
+    MlirValue row = build_binary(b, "arith.remui", e.k.row, const_index(b, threads_rows));
+    ValueMap rm[MAX_VEC];
+    row_maps(b, ix, row, rows, vec, rm);
+    MlirValue part[MAX_CARRIED];
+    lane_partials(&e, s, ix, rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), slots, part);
+    for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[v]);
     MlirValue guard = e.k.valid;
     if (t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e.k.lane, const_index(b, 0)));
-    MlirValue totals[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) {
-        totals[a] = red_reduce_lanes(b, module, s->acc[a].combiner, part[a], e.k.lane, e.k.tid, t, interleave);
+    MlirValue totals[MAX_CARRIED];
+    for (int i = 0; i < s->n_acc * vec; ++i) {
+        totals[i] = red_reduce_lanes(b, module, s->acc[i % s->n_acc].combiner, part[i], e.k.lane, e.k.tid, t, interleave);
     }
     Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
-    for (int a = 0; a < s->n_acc; ++a) {
-        MlirValue st[4] = {totals[a], partial[a], row, c_idx};
-        build_op(&sb, "memref.store", 4, st, 0, NULL, 0, NULL);
+    MlirValue first_row = vec > 1 ? build_binary(&sb, "arith.muli", row, const_index(&sb, vec)) : row;
+    for (int64_t v = 0; v < vec; ++v) {
+        MlirValue r = v == 0 ? first_row : build_binary(&sb, "arith.addi", first_row, const_index(&sb, v));
+        for (int a = 0; a < s->n_acc; ++a) {
+            MlirValue st[4] = {totals[v * s->n_acc + a], partial[a], r, c_idx};
+            build_op(&sb, "memref.store", 4, st, 0, NULL, 0, NULL);
+        }
     }
     /* 2: acc[row] = acc[row] <op> partial[row, 0] <op> ... (rows of `chunks` contiguous partials) */
     Plan p2 = {.columns = chunks, .interleave = 1};
@@ -572,17 +602,17 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     /* the stages before the total (lane 0 of a row), seen by every lane after a barrier */
     for (int i = 0; x && i < x->n_pre; ++i) emit_row_stage(&e2.k, x->pre[i], x->pre_ix[i], rows);
     if (x && x->n_pre > 0) red_barrier(b);
-    rm = row_map(b, ix, e2.k.row, rows);
-    int64_t slots = rows_slots_of(chunks, t2);
+    ValueMap rm2 = row_map(b, ix, e2.k.row, rows);
+    int64_t slots2 = rows_slots_of(chunks, t2);
     for (int a = 0; a < s->n_acc; ++a) {
         part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
     }
-    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots), const_index(b, 1), s->n_acc, part);
+    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots2), const_index(b, 1), s->n_acc, part);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
     MlirValue in_range;
     int64_t sub;
-    MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
+    MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, slots2, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
     MlirValue y[MAX_ACCUMULATORS];
     for (int a = 0; a < s->n_acc; ++a) {
         MlirValue ld[3] = {partial[a], e2.k.row, col};
@@ -593,8 +623,8 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     }
     build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
     for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
-    finish_reduction(&e2, s, &rm, part);
-    vmap_free(&rm);
+    finish_reduction(&e2, s, &rm2, part);
+    vmap_free(&rm2);
     /* the stages after it, by lane 0 of the row, which stored the total */
     for (int i = 0; x && i < x->n_post; ++i) emit_row_stage(&e2.k, x->post[i], x->post_ix[i], rows);
     for (int i = 0; x && i < x->n_pre; ++i) mlirOperationDestroy(x->pre[i]->par);

@@ -282,6 +282,27 @@ def test_grn_nhwc_vector_rows(shape, disable):
     close(y, grn_eager(x.double(), bias.double(), gamma.double(), beta.double(), [1, 2], 3, wb))
 
 
+@pytest.mark.parametrize("dtype,shape", [(torch.float32, (1, 47, 47, 2112)), (torch.float32, (1, 1, 2100, 2112)),
+                                         (torch.float16, (1, 47, 47, 4224)), (torch.bfloat16, (1, 1, 2100, 4224))])
+def test_column_vector_rows_slot_loop(dtype, shape):
+    """Vector rows past the slots a thread's registers hold unrolled: a loop of unrolled slots (an
+    iteration's loads all in flight); 2100 columns are 17 slots a lane, which no unroll near the target
+    divides (a ragged last iteration).  Few vectors: fewer of them a block, so that there are as many
+    blocks as one row a thread gives.  Against eager and against one row a thread."""
+    x = rand(*shape).to(dtype)
+
+    def build(g, x):
+        return g.op("sum", g.op("mul", x, x), dims=[1, 2])
+
+    (s,), sim = simulate(build, [x.float()], "", dtype=dtype)
+    tol = 2e-5 if dtype == torch.float32 else 1e-2
+    close(s.float(), (x.float() * x.float()).double().sum((1, 2)), tol)
+    assert "scf.for" in sim.mapped and len(sim.kernels) == 1
+    _, scalar = simulate(build, [x.float()], "gpu-vector-rows", dtype=dtype)
+    assert len(scalar.kernels) == 1 and sim.kernels[0].threads <= 256
+    assert threads(sim) < threads(scalar) and sim.kernels[0].blocks >= min(264, scalar.kernels[0].blocks)
+
+
 @pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
 def test_column_reductions_other_ops(disable):
     """amax, a mean, an integer sum and a column sum over dim 0 of a [K, C] matrix with vector rows;
@@ -337,6 +358,37 @@ def test_split_reductions_one_column_stages_in_the_second_kernel(shape, dim):
         (y,), sim = simulate(lambda g, x: g.op(op, x, dims=[dim]) if op != "var" else g.op("var", x, dims=[dim]), [x])
         close(y, want)
         assert len(sim.kernels) == launches, (op, sim.kernels)
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32])
+@pytest.mark.parametrize("shape", [(4096, 64), (2333, 24), (3001, 36), (2049, 8, 6)])
+def test_split_first_kernel_vector_rows(shape, dtype, disable):
+    """Split reductions over dim 0 (rows contiguous): the first kernel takes vector rows (16 bytes of
+    rows a thread) where the innermost row dimension holds whole vectors (36 f32 channels are 9 vectors;
+    24 f16 ones 3, a block of fewer than 8), one row a thread where not ([8, 6]); sum, amax, mean and
+    var against eager."""
+    x = rand(*shape)
+    x = (x * 50).to(dtype) if dtype == torch.int32 else x.to(dtype)
+
+    def build(g, x):
+        outs = (g.op("sum", x, dims=[0]), g.op("amax", x, dims=[0]))
+        return outs + ((g.op("mean", x, dims=[0]), g.op("var", x, dims=[0])) if dtype.is_floating_point else ())
+
+    outs, sim = simulate(build, [x.float()], disable, dtype=dtype)
+    xd = x.double()
+    if dtype.is_floating_point:
+        tol = 2e-5 if dtype in (torch.float32, torch.float64) else 1e-2
+        close(outs[0].float(), xd.sum(0), tol)
+        close(outs[2].float(), xd.mean(0), tol)
+        close(outs[3].float(), xd.var(0), tol)
+    else:
+        assert torch.equal(outs[0], x.sum(0).to(outs[0].dtype))
+    assert torch.equal(outs[1].to(dtype), x.amax(0))
+    if dtype == torch.float32 and not disable and shape[-1] % 4 == 0:  # split; first kernels of vectors: fewer threads
+        _, scalar = simulate(build, [x.float()], "gpu-vector-rows", dtype=dtype)
+        assert len(sim.kernels) >= 2 * len(outs)
+        assert threads(sim) < threads(scalar)
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)

@@ -279,8 +279,34 @@ def vector_rows(request, monkeypatch):
     return request.param
 
 
+# (32, 56, 56, 320): vector rows in a loop of unrolled slots; (1, 47, 47, 2112): few vectors, fewer a block;
+# (1, 1, 2100, 2112): a ragged last iteration
 COLUMN_SHAPES = [(3, 7, 5, 17), (2, 9, 9, 65), (1, 1, 1, 3), (3, 7, 5, 16), (2, 9, 9, 64), (32, 14, 14, 1280),
-                 (32, 7, 7, 2560), (32, 28, 28, 640), (32, 56, 56, 320), (5, 3, 3, 292)]
+                 (32, 7, 7, 2560), (32, 28, 28, 640), (32, 56, 56, 320), (5, 3, 3, 292), (1, 47, 47, 2112),
+                 (1, 1, 2100, 2112)]
+
+
+@pytest.mark.parametrize("vector_rows", ["", "gpu-vector-rows"], indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32])
+@pytest.mark.parametrize("shape", [(8192, 1024), (2333, 24), (3001, 36), (2049, 8, 6), (65536, 128)])
+def test_split_over_dim0(shape, dtype, vector_rows):
+    """Sums, maxima, means and variances over dim 0 of few outputs: split rows, the first kernel of
+    vector rows where the rows hold whole vectors."""
+    x = rand(shape, dtype, 7 + sum(shape))
+
+    def build(g, x):
+        outs = (g.op("sum", x, dims=[0]), g.op("amax", x, dims=[0]))
+        return outs + ((g.op("mean", x, dims=[0]), g.op("var", x, dims=[0])) if dtype.is_floating_point else ())
+
+    outs, _ = run(build, [x])
+    assert torch.equal(outs[1], x.amax(0))
+    if not dtype.is_floating_point:
+        assert torch.equal(outs[0], x.sum(0).to(outs[0].dtype))
+        return
+    tol = 1e-5 if dtype in (torch.float32, torch.float64) else 2e-2
+    close(outs[0], ref(x).sum(0).to(dtype), tol)
+    close(outs[2], ref(x).mean(0).to(dtype), tol)
+    close(outs[3], ref(x).var(0).to(dtype), tol)
 
 
 @pytest.mark.parametrize("vector_rows", ["", "gpu-vector-rows"], indirect=True)

@@ -53,6 +53,30 @@ func.func @main(%arg0: tensor<32x7x7x2560xf32>, %arg1: tensor<2560xf32>) -> (ten
 
 // -----
 
+// [32, 56, 56, 320]: 3136 columns, 98 slots a lane of 32, too many to unroll:
+// a loop of 7 unrolled slots an iteration (14 iterations), each iteration's 7
+// 16-byte loads in flight at once; 8 vectors x 32 lanes, 320 blocks of 256
+// threads.  One row a thread: 1280 blocks x 1024 threads, 25 slots unrolled.
+// CHECK-LABEL: func.func @main(%{{.*}}: memref<32x56x56x320xf32>
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_mul_add_0 blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK-NOT: gpu.launch_func
+// SCALAR-LABEL: func.func @main(%{{.*}}: memref<32x56x56x320xf32>
+// SCALAR: gpu.launch_func @pt2_kernels::@pt2_red_mul_add_0 blocks in (%c1280, %c1, %c1) threads in (%c1024, %c1, %c1)
+// PTX: .visible .entry pt2_red_mul_add_0(
+// PTX-NOT: .local
+// PTX: $L__BB0_1:
+// PTX-COUNT-7: ld.global.nc.v4.b32
+// PTX-NOT: ld.global
+// PTX: @%p{{[0-9]+}} bra $L__BB0_1;
+// PTX: st.global.v4.b32
+func.func @main(%arg0: tensor<32x56x56x320xf32>) -> tensor<32x320xf32> {
+  %0 = "pt2.mul"(%arg0, %arg0) : (tensor<32x56x56x320xf32>, tensor<32x56x56x320xf32>) -> tensor<32x56x56x320xf32>
+  %1 = "pt2.sum"(%0) {dims = array<i64: 1, 2>, keepdim = false} : (tensor<32x56x56x320xf32>) -> tensor<32x320xf32>
+  return %1 : tensor<32x320xf32>
+}
+
+// -----
+
 // 17 channels (not a multiple of 4): one row a thread, 4 bytes a load.
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<3x7x5x17xf32>
 // PTX: .visible .entry pt2_red_mul_add_0(

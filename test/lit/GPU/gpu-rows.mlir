@@ -1,4 +1,5 @@
 // RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops)" | FileCheck %s
+// RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops-scalar-rows)" | FileCheck %s --check-prefix=SCALAR
 // Row kernels of passes/gpu_rows.c (gpu-reduce.mlir has the same inputs under
 // the mapping before them): lanes of a row touch only their own columns, so a
 // row's values stay in registers across stages, no barrier separates the
@@ -119,28 +120,43 @@ func.func @short_rows(%x: memref<37x5x24xf16>, %out: memref<37x5xf16>) {
 
 // -----
 
-// sum over dim 0 of 8192 x 1024: the rows (outputs) are contiguous in memory,
-// so 8 rows share each warp (a 32-byte sector a lane position) and the lanes
-// of a row go across warps; 1024 rows give too few blocks for 8192 columns, so
-// the columns are split: chunks of 512 (32 lanes x 16) into partial[1024, 16]
-// (2048 blocks), then a row kernel over the partials.
+// sum over dim 0 of 8192 x 1024: the rows (outputs) are contiguous in memory;
+// 1024 rows give too few blocks for 8192 columns, so the columns are split,
+// and the split's first kernel takes vector rows: 4 consecutive rows (16
+// bytes) a thread, 8 vectors sharing a warp (a 128-byte line a lane
+// position), 32 lanes of 8 slots: chunks of 256 columns into partial[1024, 32]
+// (256 vectors x 32 chunks / 8 a block: 1024 blocks), each row of a vector
+// combined across the lanes; then a row kernel over the partials.  One row a
+// thread (pt2-gpu-map-loops-scalar-rows): chunks of 512 (32 lanes x 16) into
+// partial[1024, 16], 2048 blocks.
 // CHECK: memref.global "private" @__pt2_reduce_scratch_f32_256 : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @sum_dim0(
-// CHECK: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x16xf32>
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c2048{{.*}}) step
+// CHECK: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x32xf32>
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1024{{.*}}) step
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c256{{.*}}) step
 // CHECK: arith.remui %{{.*}}, %c8
-// CHECK-COUNT-16: memref.load %arg0
-// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
-// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
-// CHECK-NOT: gpu.shuffle
-// CHECK: memref.get_global @__pt2_reduce_scratch_f32_256
-// CHECK: gpu.barrier
+// CHECK-COUNT-32: memref.load %arg0
+// CHECK-NOT: memref.load %arg0
+// CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c16_i32
 // CHECK: memref.store %{{.*}}, %[[PARTIAL]]
+// CHECK-COUNT-3: memref.store %{{.*}}, %[[PARTIAL]]
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}}) step
 // CHECK: scf.for
 // CHECK: memref.load %[[PARTIAL]]
 // CHECK: memref.store %{{.*}}, %arg1
+// SCALAR-LABEL: func.func @sum_dim0(
+// SCALAR: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x16xf32>
+// SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c2048{{.*}}) step
+// SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c256{{.*}}) step
+// SCALAR: arith.remui %{{.*}}, %c8
+// SCALAR-COUNT-16: memref.load %arg0
+// SCALAR: gpu.shuffle  xor %{{.*}}, %c16_i32
+// SCALAR: gpu.shuffle  xor %{{.*}}, %c8_i32
+// SCALAR-NOT: gpu.shuffle
+// SCALAR: memref.get_global @__pt2_reduce_scratch_f32_256
+// SCALAR: gpu.barrier
+// SCALAR: memref.store %{{.*}}, %[[PARTIAL]]
+// SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}}) step
 func.func @sum_dim0(%x: memref<8192x1024xf32>, %out: memref<1024xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
                   iterator_types = ["reduction", "parallel"]}
