@@ -29,12 +29,23 @@ static MlirValue nonzero(Builder *b, MlirValue x) {
     return build_cmp(b, false, "ne", x, const_int(b, t, 0));
 }
 
-/* Integer divisor made safe: 0 becomes 1 so a division never traps (PyTorch
- * raises for integer division by zero; compiled code must not crash). */
+/* Integer divisor made safe: 0 and -1 become 1, so a division never traps.
+ * PyTorch raises for integer division by zero (compiled code must not crash
+ * the process), and x86's idiv traps on INT_MIN / -1 as on a zero divisor.
+ * x % -1 is 0 as x % 1 is; a quotient by -1 needs the caller's fix-up. */
 static MlirValue safe_divisor(Builder *b, MlirValue y) {
     MlirType t = mlirValueGetType(y);
-    MlirValue zero = const_int(b, t, 0);
-    return build_select(b, build_cmp(b, false, "eq", y, zero), const_int(b, t, 1), y);
+    MlirValue zero = build_cmp(b, false, "eq", y, const_int(b, t, 0));
+    MlirValue minus_one = build_cmp(b, false, "eq", y, const_int(b, t, -1));
+    return build_select(b, build_binary(b, "arith.ori", zero, minus_one), const_int(b, t, 1), y);
+}
+
+/* Integer floor division; x // -1 is -x, wrapping at INT_MIN as eager's. */
+static MlirValue int_floor_div(Builder *b, MlirValue x, MlirValue y) {
+    MlirType t = mlirValueGetType(x);
+    MlirValue q = build_binary(b, "arith.floordivsi", x, safe_divisor(b, y));
+    MlirValue neg = build_binary(b, "arith.subi", const_int(b, t, 0), x);
+    return build_select(b, build_cmp(b, false, "eq", y, const_int(b, t, -1)), neg, q);
 }
 
 /* Python's modulo: the remainder takes the divisor's sign. */
@@ -134,7 +145,7 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_DIV: return build_binary(b, "arith.divf", x, a[1]);
     case PT2_OP_FLOOR_DIV:
         if (f) return build_unary(b, "math.floor", build_binary(b, "arith.divf", x, a[1]), ct);
-        return build_binary(b, "arith.floordivsi", x, safe_divisor(b, a[1]));
+        return int_floor_div(b, x, a[1]);
     case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f);
     case PT2_OP_POW: return build_binary(b, f ? "math.powf" : "math.ipowi", x, a[1]);
     case PT2_OP_MAXIMUM:

@@ -167,6 +167,19 @@ def test_binary(name, dtype):
         assert_close(run(lambda g, x, y: g.op(name, x, y), [a, b]), ref(a, b), f"{name}{sa}{sb}")
 
 
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("name", ["floor_div", "remainder"])
+def test_int_division_never_traps(name, dtype):
+    """INT_MIN by -1 overflows (x86's idiv traps, killing the process); eager wraps the quotient to INT_MIN
+    and gives remainder 0.  A zero divisor (eager raises) must not trap either: its value is unchecked."""
+    lo = torch.iinfo(dtype).min
+    a = torch.tensor([lo, lo, lo + 1, 5, -7, 7, 0, 9, lo, 3] * 103, dtype=dtype)
+    b = torch.tensor([-1, 1, -1, -1, 2, -2, -1, 4, 3, 0] * 103, dtype=dtype)
+    got = run(lambda g, x, y: g.op(name, x, y), [a, b])
+    nonzero = b != 0
+    assert_close(got[nonzero], BINARY[name][0](a[nonzero], b[nonzero]), f"{name} {dtype}")
+
+
 @pytest.mark.parametrize(
     "da,db",
     [(torch.float32, torch.int64), (torch.float16, torch.float32), (torch.int32, torch.bool), (torch.int8, torch.int64),
