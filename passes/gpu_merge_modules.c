@@ -151,9 +151,11 @@ static MlirWalkResult note_cold(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
+/* Ops that NVVM lowers to libdevice calls: the math dialect's, and
+ * arith.remf (__nv_fmodf: fmod, remainder). */
 static MlirWalkResult find_math(MlirOperation op, void *user) {
     MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
-    if (name.length > 5 && !strncmp(name.data, "math.", 5)) {
+    if ((name.length > 5 && !strncmp(name.data, "math.", 5)) || mlirStringRefEqual(name, sref("arith.remf"))) {
         *(bool *)user = true;
         return MlirWalkResultInterrupt;
     }
