@@ -5,8 +5,9 @@
 #include "ir.h"
 
 /* The scalar body of a pointwise op (lower_pointwise.c).  Operands are in
- * the compute type ct; returns the value in ct (i1 for predicates), or a
- * null value if the op is not pointwise. */
+ * the compute type ct; returns the value in ct (i1 for predicates; nextafter
+ * in the result's own element type, which ct cannot hold), or a null value
+ * if the op is not pointwise. */
 MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *args, MlirType ct);
 
 /* The element type arithmetic happens in: f16/bf16 widen to f32. */

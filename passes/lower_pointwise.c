@@ -6,9 +6,11 @@
  * fusion later merges the bodies of neighbouring generics.
  *
  * Types: operands arrive converted to the op's compute type `ct` (f16/bf16
- * compute in f32, as PyTorch's CPU kernels do); comparisons return i1.
+ * compute in f32, as PyTorch's CPU kernels do); comparisons return i1, and
+ * nextafter its result's own type (a step of f32 is none of f16's).
  *===----------------------------------------------------------------------===*/
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lower.h"
@@ -67,6 +69,83 @@ static MlirValue python_remainder(Builder *b, MlirValue x, MlirValue y, bool is_
     y_neg = build_cmp(b, false, "slt", y, zero);
     fix = build_binary(b, "arith.andi", build_cmp(b, false, "ne", r, zero), build_binary(b, "arith.xori", r_neg, y_neg));
     return build_select(b, fix, build_binary(b, "arith.addi", r, y), r);
+}
+
+/* sqrt(x^2 + y^2) as C's hypot: the operands are scaled by a power of two
+ * chosen from the larger magnitude m, so that no square overflows or loses
+ * digits to underflow (hypot(3e30, 4e30) in f32 is 5e30), and the root is
+ * scaled back (exactly, or as the result's own rounding).  In f32: m in
+ * [2^-50, 2^50] squares as it is; above, 2^-80 takes m below 2^48; below,
+ * 2^100 takes even a subnormal m to 2^-49, whose square is normal (f64 the
+ * same at 2^+-500, 2^-600, 2^600).  The smaller operand's square may still
+ * underflow, where it is far below m^2's last digit.  An infinite operand
+ * gives +inf, even beside a NaN, as C's hypot. */
+static MlirValue scaled_hypot(Builder *b, MlirValue x, MlirValue y) {
+    MlirType t = mlirValueGetType(x);
+    bool f64 = mlirTypeIsAF64(t);
+    double big = f64 ? 0x1p500 : 0x1p50, small = f64 ? 0x1p-500 : 0x1p-50;
+    double down = f64 ? 0x1p-600 : 0x1p-80, up = f64 ? 0x1p600 : 0x1p100;
+    MlirValue ax = build_unary(b, "math.absf", x, t), ay = build_unary(b, "math.absf", y, t);
+    MlirValue m = build_binary(b, "arith.maximumf", ax, ay);
+    MlirValue is_big = build_cmp(b, true, "ogt", m, fconst(b, t, big));
+    MlirValue is_small = build_cmp(b, true, "olt", m, fconst(b, t, small));
+    MlirValue scale = build_select(b, is_big, fconst(b, t, down), build_select(b, is_small, fconst(b, t, up), fconst(b, t, 1.0)));
+    MlirValue unscale =
+        build_select(b, is_big, fconst(b, t, 1.0 / down), build_select(b, is_small, fconst(b, t, 1.0 / up), fconst(b, t, 1.0)));
+    MlirValue xs = build_binary(b, "arith.mulf", ax, scale), ys = build_binary(b, "arith.mulf", ay, scale);
+    MlirValue fma_args[3] = {xs, xs, build_binary(b, "arith.mulf", ys, ys)};
+    MlirValue root = build_unary(b, "math.sqrt", build_value(b, "math.fma", 3, fma_args, t), t);
+    MlirValue r = build_binary(b, "arith.mulf", root, unscale);
+    MlirValue inf = fconst(b, t, INFINITY);
+    MlirValue any_inf = build_binary(b, "arith.ori", build_cmp(b, true, "oeq", ax, inf), build_cmp(b, true, "oeq", ay, inf));
+    return build_select(b, any_inf, inf, r);
+}
+
+/* log(e^x + e^y) as eager's: max + log1p(e^-|x - y|), which neither
+ * overflows nor loses the smaller term; x where both are the same infinity
+ * (inf - inf would be NaN).  A NaN operand gives NaN (maximumf). */
+static MlirValue log_add_exp(Builder *b, MlirValue x, MlirValue y) {
+    MlirType t = mlirValueGetType(x);
+    MlirValue m = build_binary(b, "arith.maximumf", x, y);
+    MlirValue d = build_unary(b, "math.absf", build_binary(b, "arith.subf", x, y), t);
+    MlirValue tail = build_unary(b, "math.log1p", build_unary(b, "math.exp", build_unary(b, "arith.negf", d, t), t), t);
+    MlirValue r = build_binary(b, "arith.addf", m, tail);
+    MlirValue x_inf = build_cmp(b, true, "oeq", build_unary(b, "math.absf", x, t), fconst(b, t, INFINITY));
+    MlirValue same_inf = build_binary(b, "arith.andi", x_inf, build_cmp(b, true, "oeq", x, y));
+    return build_select(b, same_inf, x, r);
+}
+
+/* x log(y) as eager's xlogy: 0 where x is 0 (also for y = 0 or inf, whose
+ * log would make the product NaN), NaN where y is NaN (whatever x). */
+static MlirValue x_log_y(Builder *b, MlirValue x, MlirValue y) {
+    MlirType t = mlirValueGetType(x);
+    MlirValue zero = fconst(b, t, 0.0);
+    MlirValue p = build_binary(b, "arith.mulf", x, build_unary(b, "math.log", y, t));
+    MlirValue r = build_select(b, build_cmp(b, true, "oeq", x, zero), zero, p);
+    return build_select(b, build_cmp(b, true, "uno", y, y), y, r);
+}
+
+/* The neighbour of x toward y in the result's element type `rt` (f16 and
+ * bf16 arrive widened to f32, whose neighbours would round back to x): x's
+ * bits one step up or down as integers, which walks the magnitudes through
+ * subnormals and to inf; from 0 the smallest subnormal with y's sign; y
+ * where x == y (nextafter(0, -0) is -0); NaN if either is.  The value is
+ * returned in rt, not widened: a bf16 subnormal would not survive the way
+ * back (AVX512-BF16's conversion flushes it to 0). */
+static MlirValue next_after(Builder *b, MlirValue x, MlirValue y, MlirType rt) {
+    MlirType bits = mlirIntegerTypeGet(b->ctx, mlirTypeIsAF64(rt) ? 64 : mlirTypeIsAF32(rt) ? 32 : 16);
+    MlirValue zero = fconst(b, mlirValueGetType(x), 0.0), one = const_int(b, bits, 1);
+    MlirValue x_rt = convert_scalar(b, x, rt), y_rt = convert_scalar(b, y, rt); /* exact: they came from rt */
+    MlirValue xi = build_unary(b, "arith.bitcast", x_rt, bits), yi = build_unary(b, "arith.bitcast", y_rt, bits);
+    /* away from 0 when y lies beyond x on x's side: a larger magnitude, the next integer */
+    MlirValue away = build_cmp(b, false, "eq", build_cmp(b, true, "ogt", y, x), build_cmp(b, true, "ogt", x, zero));
+    MlirValue step = build_select(b, away, build_binary(b, "arith.addi", xi, one), build_binary(b, "arith.subi", xi, one));
+    MlirValue sign = const_int(b, bits, mlirTypeIsAF64(rt) ? INT64_MIN : mlirTypeIsAF32(rt) ? INT32_MIN : INT16_MIN);
+    MlirValue tiny = build_binary(b, "arith.ori", build_binary(b, "arith.andi", yi, sign), one);
+    MlirValue r = build_select(b, build_cmp(b, true, "oeq", x, zero), tiny, step);
+    r = build_select(b, build_cmp(b, true, "oeq", x, y), y_rt, build_unary(b, "arith.bitcast", r, rt));
+    MlirValue nan = build_select(b, build_cmp(b, true, "uno", x, x), x_rt, y_rt);
+    return build_select(b, build_cmp(b, true, "uno", x, y), nan, r);
 }
 
 static const char *cmp_predicate(Pt2OpId id, bool is_float, bool is_bool) {
@@ -147,7 +226,15 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
         if (f) return build_unary(b, "math.floor", build_binary(b, "arith.divf", x, a[1]), ct);
         return int_floor_div(b, x, a[1]);
     case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f);
+    case PT2_OP_FMOD: /* C's fmod and %: the remainder takes the dividend's sign */
+        return f ? build_binary(b, "arith.remf", x, a[1]) : build_binary(b, "arith.remsi", x, safe_divisor(b, a[1]));
     case PT2_OP_POW: return build_binary(b, f ? "math.powf" : "math.ipowi", x, a[1]);
+    case PT2_OP_ATAN2: return build_binary(b, "math.atan2", x, a[1]);
+    case PT2_OP_HYPOT: return scaled_hypot(b, x, a[1]);
+    case PT2_OP_COPYSIGN: return build_binary(b, "math.copysign", x, a[1]);
+    case PT2_OP_LOGADDEXP: return log_add_exp(b, x, a[1]);
+    case PT2_OP_XLOGY: return x_log_y(b, x, a[1]);
+    case PT2_OP_NEXTAFTER: return next_after(b, x, a[1], elem_type(mlirOperationGetResult(op, 0)));
     case PT2_OP_MAXIMUM:
         return build_binary(b, f ? "arith.maximumf" : is_bool ? "arith.ori" : "arith.maxsi", x, a[1]);
     case PT2_OP_MINIMUM:

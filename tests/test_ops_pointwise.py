@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import pt2
 from opcheck import ALL, FLOATS, INTS, NUMERIC, assert_close, make, run
 
 SHAPES = [(1,), (7,), (1023,), (3, 5, 7), ()]
@@ -137,6 +138,13 @@ BINARY = {
     "logical_and": (torch.logical_and, ALL),
     "logical_or": (torch.logical_or, ALL),
     "logical_xor": (torch.logical_xor, ALL),
+    "fmod": (torch.fmod, NUMERIC),
+    "atan2": (torch.atan2, ALL),
+    "hypot": (torch.hypot, FLOATS),
+    "copysign": (torch.copysign, ALL),
+    "logaddexp": (torch.logaddexp, FLOATS),
+    "xlogy": (torch.xlogy, ALL),
+    "nextafter": (torch.nextafter, FLOATS),
 }
 
 BROADCAST_SHAPES = [((7,), (7,)), ((3, 1, 5), (4, 5)), ((1023,), ()), ((2, 3), (1,)), ((1,), (5, 1))]
@@ -160,7 +168,7 @@ def test_binary(name, dtype):
     for i, (sa, sb) in enumerate(BROADCAST_SHAPES):
         a = make(sa, dtype, -5, 5, seed=i)
         b = make(sb, dtype, -5, 5, seed=i + 100)
-        if name in ("floor_div", "remainder", "div") and dtype in INTS:
+        if name in ("floor_div", "remainder", "fmod", "div") and dtype in INTS:
             b = _nonzero(b)
         if name == "pow":
             a = a.abs() + 0.5
@@ -168,7 +176,7 @@ def test_binary(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", INTS)
-@pytest.mark.parametrize("name", ["floor_div", "remainder"])
+@pytest.mark.parametrize("name", ["floor_div", "remainder", "fmod"])
 def test_int_division_never_traps(name, dtype):
     """INT_MIN by -1 overflows (x86's idiv traps, killing the process); eager wraps the quotient to INT_MIN
     and gives remainder 0.  A zero divisor (eager raises) must not trap either: its value is unchecked."""
@@ -178,6 +186,151 @@ def test_int_division_never_traps(name, dtype):
     got = run(lambda g, x, y: g.op(name, x, y), [a, b])
     nonzero = b != 0
     assert_close(got[nonzero], BINARY[name][0](a[nonzero], b[nonzero]), f"{name} {dtype}")
+
+
+# atan2, hypot, fmod, copysign, logaddexp, xlogy, nextafter: C's (and eager's) special values
+MATH_BINARY = ["atan2", "hypot", "fmod", "copysign", "logaddexp", "xlogy", "nextafter"]
+SPECIAL = [0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 2.5, -3.5, 1e-30, -3e30, 7.0]
+
+
+def _grid(dtype, repeat=1):
+    """Every pair of SPECIAL values (x, y), repeated: long enough for the vector loop and its remainder."""
+    xs = torch.tensor([p for p in SPECIAL for _ in SPECIAL] * repeat, dtype=torch.float64).to(dtype)
+    ys = torch.tensor([q for _ in SPECIAL for q in SPECIAL] * repeat, dtype=torch.float64).to(dtype)
+    return xs, ys
+
+
+def _assert_same_values(got, want, what):
+    """Equal as values, NaN where eager's is, and zeros of eager's sign (assert_close takes -0 for 0)."""
+    assert got.dtype == want.dtype, what
+    same = (got == want) | (got.isnan() & want.isnan())
+    zero_sign = (want != 0) | (torch.signbit(got) == torch.signbit(want))
+    bad = ~(same & zero_sign)
+    assert not bad.any(), f"{what}: " + ", ".join(f"{g!r} vs eager's {w!r}" for g, w in zip(got[bad][:8].tolist(), want[bad][:8].tolist()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", MATH_BINARY)
+def test_math_binary_special_values(name, dtype):
+    """inf, -inf, NaN, +-0, tiny and huge operands, inside a vectorized loop: copysign, fmod and
+    nextafter exactly eager's value, -0 included (copysign(1, -0) = -1, fmod(-0, y) = -0,
+    nextafter(0, -0) = -0); atan2, hypot, logaddexp and xlogy, which go through libm or a formula of
+    their own, within the dtype's tolerance, with eager's infinities, NaNs and signed zeros
+    (atan2(+-0, -0) = +-pi, atan2(-0, 1) = -0)."""
+    x, y = _grid(dtype, repeat=3)
+    got, want = run(lambda g, a, b: g.op(name, a, b), [x, y]), BINARY[name][0](x, y)
+    if name == "fmod" and dtype == torch.float32:
+        # eager's vectorized f32 fmod is x - trunc(x / y) y, NaN where x / y overflows (-3e30 by 1e-30;
+        # its scalar loop and C's fmod give the exact remainder, -7.7e-31): the exact value, from float64
+        want = torch.fmod(x.double(), y.double()).float()
+    if name in ("fmod", "copysign", "nextafter"):
+        _assert_same_values(got, want, name)
+        return
+    assert_close(got, want, name)
+    assert torch.equal(got.isinf(), want.isinf()) and torch.equal(got.isnan(), want.isnan()), name
+    _assert_same_values(got[want == 0], want[want == 0], f"{name} zeros")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", MATH_BINARY)
+def test_math_binary_special_values_half(name, dtype):
+    """f16 and bf16 compute in f32: the special values come through the conversions."""
+    x, y = _grid(dtype)
+    got, want = run(lambda g, a, b: g.op(name, a, b), [x, y]), BINARY[name][0](x, y)
+    assert_close(got, want, name)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), name
+    if name != "logaddexp":
+        _assert_same_values(got[want == 0], want[want == 0], f"{name} zeros")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_hypot_no_overflow_or_underflow(dtype):
+    """hypot's squares would overflow above sqrt(max) and underflow below sqrt(tiny): eager's (std::hypot)
+    does neither, hypot(3e30, 4e30) is 5e30 in f32.  Relative error alone, over the whole exponent range,
+    subnormals included."""
+    info = torch.finfo(dtype)
+    cases = [(3e30, 4e30), (3e-30, 4e-30), (info.max / 2, info.max / 2), (info.max, info.max), (info.max, 1.0),
+             (info.tiny, info.tiny), (info.smallest_normal / 8, info.smallest_normal / 4), (1e-45 if dtype == torch.float32 else 5e-324, 0.0),
+             (1e25, 1e-25), (3e150, 4e150), (3e-160, 4e-160), (1e300, 1e300), (1e-310, 3e-310)]
+    x = torch.tensor([a for a, _ in cases], dtype=torch.float64).to(dtype)
+    y = torch.tensor([b for _, b in cases], dtype=torch.float64).to(dtype)
+    g = torch.Generator().manual_seed(0)
+    exponent_bits = 8 if dtype == torch.float32 else 11
+    lo, hi = -(2 ** (exponent_bits - 1)) - 22, 2 ** (exponent_bits - 1)  # subnormals to the largest binade
+    mant = lambda: torch.rand(4093, generator=g, dtype=torch.float64) + 0.5
+    exps = lambda: torch.randint(lo, hi, (4093,), generator=g).double()
+    rx = (mant() * torch.pow(2.0, exps())).to(dtype) * torch.where(torch.rand(4093, generator=g) < 0.5, -1.0, 1.0).to(dtype)
+    ry = (mant() * torch.pow(2.0, exps())).to(dtype)
+    x, y = torch.cat([x, rx, x.neg()]), torch.cat([y, ry, y])
+    got, want = run(lambda g, a, b: g.op("hypot", a, b), [x, y]), torch.hypot(x, y)
+    # two ulps, or one step of the subnormals (where the scaled root rounds twice)
+    torch.testing.assert_close(got, want, rtol=2 * info.eps, atol=info.smallest_normal * info.eps)
+    assert got[0].item() == pytest.approx(5e30, rel=2 * info.eps)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nextafter_steps_in_its_own_type(dtype):
+    """nextafter(x, y) is one step of x's type: f16 and bf16 step by their own ulp (not f32's, which
+    rounds back to x), bit for bit as eager, through subnormals, to inf and from 0 to the smallest
+    subnormal (a bf16 subnormal kept, never flushed by a conversion)."""
+    info = torch.finfo(dtype)
+    vals = [1.0, -1.0, 0.0, -0.0, info.max, -info.max, info.tiny, -info.tiny, info.tiny / 4, 3.0, 1e-3, 100.0]
+    targets = [2.0, -2.0, 1.0, -1.0, float("inf"), float("-inf"), 0.0, 0.0, -1.0, 3.0, float("inf"), -float("inf")]
+    x = torch.tensor(vals * 86, dtype=torch.float64).to(dtype)
+    y = torch.tensor(targets * 86, dtype=torch.float64).to(dtype)
+    got, want = run(lambda g, a, b: g.op("nextafter", a, b), [x, y]), torch.nextafter(x, y)
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}.get(dtype, torch.int16)
+    assert torch.equal(got.view(bits), want.view(bits)), (got[:12].tolist(), want[:12].tolist())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64, torch.int32])
+@pytest.mark.parametrize("scalar", [2, -2.5, 0.5])
+@pytest.mark.parametrize("name", ["fmod", "copysign", "xlogy"])
+def test_math_binary_python_scalar(name, scalar, dtype):
+    """Python numbers as `other` (weak: an int tensor by 2.5 is float32, a float16 tensor stays float16);
+    xlogy takes one as `input` too.  atan2, hypot, logaddexp and nextafter take tensors only."""
+    x = make((1023,), dtype, -5, 5, seed=3)
+    if name == "xlogy":
+        x = x.abs() if dtype.is_floating_point else x.abs() + 1
+    assert_close(run(lambda g, v: g.op(name, v, g.scalar(scalar)), [x]), BINARY[name][0](x, scalar), f"{name}(x, {scalar!r})")
+    if name == "xlogy":
+        assert_close(run(lambda g, v: g.op(name, g.scalar(scalar), v), [x]), torch.xlogy(scalar, x), f"xlogy({scalar!r}, x)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("name", MATH_BINARY)
+def test_math_binary_noncontiguous(name, dtype):
+    """Transposed and strided operands, broadcast against each other."""
+    if dtype not in BINARY[name][1]:
+        pytest.skip(f"eager's {name} does not take {dtype}")
+    a = make((5, 7), dtype, -5, 5, seed=1, noncontiguous=True)
+    b = make((7,), dtype, -5, 5, seed=2, noncontiguous=True)
+    if name == "fmod" and dtype in INTS:
+        a, b = _nonzero(a), _nonzero(b)
+    assert_close(run(lambda g, x, y: g.op(name, x, y), [a, b]), BINARY[name][0](a, b), f"{name} transposed")
+    assert_close(run(lambda g, x, y: g.op(name, x, y), [b, a]), BINARY[name][0](b, a), f"{name} transposed, swapped")
+
+
+@pytest.mark.parametrize(
+    "da,db",
+    [(torch.float32, torch.int64), (torch.float16, torch.float32), (torch.int32, torch.bool), (torch.int8, torch.int64),
+     (torch.bfloat16, torch.float16), (torch.float64, torch.float32), (torch.int64, torch.float16), (torch.bool, torch.bool)],
+)
+@pytest.mark.parametrize("name", MATH_BINARY)
+def test_math_binary_promotion(name, da, db):
+    """Mixed operand dtypes promote as eager's; pairs eager refuses (hypot of ints, fmod of bools) are
+    refused by the graph builder too."""
+    a = make((4, 5), da, -5, 5, seed=1)
+    b = make((5,), db, -5, 5, seed=2)
+    if name == "fmod":
+        b = torch.where(b == 0, torch.ones_like(b), b)  # an integer zero divisor: eager raises
+    try:
+        want = BINARY[name][0](a, b)
+    except (RuntimeError, TypeError):
+        with pytest.raises(pt2.Pt2Error):
+            run(lambda g, x, y: g.op(name, x, y), [a, b])
+        return
+    assert_close(run(lambda g, x, y: g.op(name, x, y), [a, b]), want, f"{name} {da} {db}")
 
 
 @pytest.mark.parametrize(

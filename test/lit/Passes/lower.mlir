@@ -365,3 +365,26 @@ func.func @convert(%x: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xf16>, tensor<4
   %2 = "pt2.convert"(%x) {dtype = i1} : (tensor<4xf32>) -> tensor<4xi1>
   return %0, %1, %2 : tensor<4xi32>, tensor<4xf16>, tensor<4xi1>
 }
+
+// -----
+
+// nextafter steps the bits of its own type: a bf16 value is selected and yielded as bf16 (its f32
+// neighbour would round back to x, and a conversion back could flush a bf16 subnormal).  Integer
+// fmod divides by a divisor that never traps: 0 and -1 become 1.
+// CHECK-LABEL: func.func @nextafter_fmod
+// CHECK: arith.bitcast %{{.*}} : bf16 to i16
+// CHECK: arith.addi %{{.*}} : i16
+// CHECK: arith.bitcast %{{.*}} : i16 to bf16
+// CHECK-NOT: arith.truncf
+// CHECK-NOT: arith.extf
+// CHECK: linalg.yield %{{.*}} : bf16
+// CHECK: %[[Z:.*]] = arith.cmpi eq, %[[Y:.*]], %{{.*}} : i32
+// CHECK: %[[M:.*]] = arith.cmpi eq, %[[Y]], %{{.*}} : i32
+// CHECK: %[[TRAPS:.*]] = arith.ori %[[Z]], %[[M]] : i1
+// CHECK: %[[D:.*]] = arith.select %[[TRAPS]], %{{.*}}, %[[Y]] : i32
+// CHECK: arith.remsi %{{.*}}, %[[D]] : i32
+func.func @nextafter_fmod(%x: tensor<8xbf16>, %y: tensor<8xbf16>, %i: tensor<8xi32>, %j: tensor<8xi32>) -> (tensor<8xbf16>, tensor<8xi32>) {
+  %0 = "pt2.nextafter"(%x, %y) : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
+  %1 = "pt2.fmod"(%i, %j) : (tensor<8xi32>, tensor<8xi32>) -> tensor<8xi32>
+  return %0, %1 : tensor<8xbf16>, tensor<8xi32>
+}
