@@ -48,6 +48,36 @@ static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return op2(t, e->op, x, y, "%s", "");
 }
 
+/* A binary op without alpha whose operands torch types strictly: a number
+ * where eager raises TypeError is a break, so that eager raises it. */
+static Var *binary_strict(Trace *t, const RuleEntry *e, const Bound *b, bool number_input, bool number_other) {
+    Var *x = tensor_arg(t, b, "input"), *y = tensor_arg(t, b, "other");
+    if (!x || !y) return NULL;
+    if ((x->kind != V_TENSOR && !number_input) || (y->kind != V_TENSOR && !number_other)) {
+        return trace_break(t, "%s(): '%s' must be a tensor (eager raises TypeError)", e->op, x->kind != V_TENSOR ? "input" : "other");
+    }
+    if (x->kind != V_TENSOR && y->kind != V_TENSOR) return trace_break(t, "%s of two numbers via torch", e->op);
+    return op2(t, e->op, x, y, "%s", "");
+}
+
+/* atan2, hypot, logaddexp, nextafter: tensors only. */
+static Var *h_binary_tensors(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, other");
+    return binary_strict(t, e, &b, false, false);
+}
+
+/* fmod, copysign: `other` may be a number. */
+static Var *h_binary_number_other(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, other");
+    return binary_strict(t, e, &b, false, true);
+}
+
+/* xlogy: either side may be a number. */
+static Var *h_binary_number_either(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, other");
+    return binary_strict(t, e, &b, true, true);
+}
+
 static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, other, *, rounding_mode=None");
     Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other"), *mode = arg(&b, "rounding_mode");
