@@ -270,6 +270,17 @@ def _cast(x, elem):
     return np.asarray(x).astype(DTYPES[elem])
 
 
+def _bitcast(x, src, dst):
+    """arith.bitcast between a float and an integer of its width (bf16 is held as float32: its bits are
+    the upper half)."""
+    x = np.asarray(x)
+    if src == "bf16":
+        return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.int16)
+    if dst == "bf16":
+        return (x.astype(np.int16).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return x.astype(DTYPES[src]).view(DTYPES[dst])
+
+
 def _affine_apply(attrs, vals):
     """affine.apply of an affine_map<(d0, ..)[s0, ..] -> (expr)> with +, -, *, floordiv, mod."""
     m = re.search(r"affine_map<\(([^)]*)\)(?:\[([^\]]*)\])? -> \((.*)\)>", attrs)
@@ -655,6 +666,10 @@ class Simulator:
                 r = np.power(v[0], v[1])
             elif n == "atan2":
                 r = np.arctan2(v[0], v[1])
+            elif n == "copysign":
+                r = np.copysign(v[0], v[1])
+            elif n == "bitcast":
+                return _bitcast(v[0], _operand_types(op.types)[0], res)
             elif op.name in UNARY_MATH:
                 r = UNARY_MATH[op.name](v[0])
             else:

@@ -38,3 +38,38 @@ def test_transposed_read_stays_correct():
     x = rand(1029, 1032)
     (y,), _ = simulate(lambda g, x: g.op("mul", g.op("permute", x, perm=[1, 0]), g.op("permute", x, perm=[1, 0])), [x])
     close(y, x.double().t() ** 2, 1e-7)
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -3.5, 1e-30, -3e30, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "fmod", "copysign", "logaddexp", "xlogy", "nextafter"])
+def test_binary_math(name):
+    """atan2, hypot, fmod, copysign, logaddexp, xlogy and nextafter mapped onto threads: ragged blocks, a
+    broadcast operand, and every pair of special values; eager's values (float64's for the formulas, to
+    the bit for copysign, fmod and nextafter, NaN where eager's is)."""
+    ref = getattr(torch, name)
+    x, y = rand(37, 131), rand(131, seed=1)
+    if name == "xlogy":
+        y = y.abs()
+    (got,), _ = simulate(lambda g, a, b: g.op(name, a, b), [x, y])
+    if name in ("copysign", "fmod", "nextafter"):
+        assert torch.equal(got, ref(x, y))
+    else:
+        close(got, ref(x.double(), y.double()), 1e-6)
+    sx = torch.tensor([a for a in SPECIAL for _ in SPECIAL])
+    sy = torch.tensor([b for _ in SPECIAL for b in SPECIAL])
+    (got,), _ = simulate(lambda g, a, b: g.op(name, a, b), [sx, sy])
+    want = ref(sx.double(), sy.double()).float() if name != "nextafter" else ref(sx, sy)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
+    assert torch.equal(torch.signbit(got[want == 0]), torch.signbit(want[want == 0]))
+
+
+def test_nextafter_bf16_steps_its_own_bits():
+    """bf16 nextafter steps the bf16 bits (i16), not float32's, whose neighbour rounds back to x."""
+    x = torch.tensor([1.0, -1.0, 0.0, 3.0, 1e-3, -0.0] * 23).bfloat16()
+    y = torch.tensor([2.0, -2.0, -1.0, 0.0, float("inf"), 1.0] * 23).bfloat16()
+    (got,), _ = simulate(lambda g, a, b: g.op("nextafter", a, b), [x, y], dtype=torch.bfloat16)
+    want = torch.nextafter(x, y).float()
+    assert torch.equal(got.float(), want), (got[:6].tolist(), want[:6].tolist())
+
