@@ -193,3 +193,54 @@ def test_misaligned_output_is_an_error():
     out = torch.empty(65, device="cuda")[1:]
     with pytest.raises(pt2.Pt2Error, match="not 16-byte aligned"):
         k(torch.zeros(64, device="cuda"), out=[out])
+
+
+MATH_BINARY = ["atan2", "hypot", "fmod", "copysign", "logaddexp", "xlogy", "nextafter"]
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -3.5, 1e-30, -3e30, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", MATH_BINARY)
+def test_binary_math(name, dtype):
+    """atan2, fmod, copysign through libdevice (__nv_atan2f, __nv_fmodf, __nv_copysignf), hypot, logaddexp,
+    xlogy and nextafter as arith and math: a broadcast operand, then every pair of special values
+    (infinities, NaN, signed zeros, tiny and huge), against eager CUDA; copysign, fmod and nextafter to the
+    bit, zeros of eager's sign."""
+    ref = getattr(torch, name)
+    a, b = rand((37, 129), dtype, 21, -5, 5), rand((129,), dtype, 22, -5, 5)
+    if name == "xlogy":
+        b = b.abs()
+    check(lambda g, x, y: g.op(name, x, y), ref, [a, b], f"{name} {dtype}")
+    x = torch.tensor([p for p in SPECIAL for _ in SPECIAL] * 3, device="cuda").to(dtype)
+    y = torch.tensor([q for _ in SPECIAL for q in SPECIAL] * 3, device="cuda").to(dtype)
+    check(lambda g, x, y: g.op(name, x, y), ref, [x, y], f"{name} {dtype} special values")
+    g = pt2.Graph()
+    g.outputs(g.op(name, g.input(dtype, x.shape), g.input(dtype, y.shape)))
+    (got,) = g.compile(device="cuda")(x, y)
+    want = ref(x, y)
+    zeros = want == 0
+    assert torch.equal(torch.signbit(got[zeros]), torch.signbit(want[zeros])), f"{name} {dtype}: signed zeros"
+    if name in ("copysign", "fmod", "nextafter"):
+        bits = {torch.float32: torch.int32, torch.float64: torch.int64}.get(dtype, torch.int16)
+        same = (got.view(bits) == want.view(bits)) | (got.isnan() & want.isnan())
+        assert same.all(), f"{name} {dtype}: {got[~same][:6].tolist()} vs eager's {want[~same][:6].tolist()}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_hypot_range(dtype):
+    """hypot's squares would overflow or underflow: hypot(3e30, 4e30) is 5e30 in f32, as eager's."""
+    info = torch.finfo(dtype)
+    x = torch.tensor([3e30, 3e-30, info.max / 2, info.tiny, 1e-45 if dtype == torch.float32 else 5e-324, 3e150, 3e-160],
+                     device="cuda", dtype=torch.float64).to(dtype)
+    y = torch.tensor([4e30, 4e-30, info.max / 2, info.tiny, 0.0, 4e150, 4e-160], device="cuda", dtype=torch.float64).to(dtype)
+    check(lambda g, a, b: g.op("hypot", a, b), torch.hypot, [x, y], f"hypot {dtype}", tol=(2 * info.eps, info.smallest_normal * info.eps))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_int_fmod(dtype):
+    """C's truncated remainder, the dividend's sign; INT_MIN by -1 is 0 (eager's too)."""
+    a, b = rand((33, 65), dtype, 23, -50, 50), rand((65,), dtype, 24, 1, 9)
+    b = b * torch.where(torch.arange(65, device="cuda") % 2 == 0, 1, -1).to(dtype)
+    a[0, :3] = torch.iinfo(dtype).min
+    b[:3] = torch.tensor([-1, 1, 7], dtype=dtype)
+    check(lambda g, x, y: g.op("fmod", x, y), torch.fmod, [a, b], f"fmod {dtype}")
