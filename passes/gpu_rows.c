@@ -48,7 +48,10 @@
  *
  * **Vectors** (off under PT2_DISABLE=gpu-vector-rows).  An interleaved group
  * of one reduction takes *vector rows* (rows_choose_vector: a thread takes
- * vec consecutive rows); a lane-major group whose column accesses are unit
+ * vec consecutive rows, in blocks of 256 threads; past the slots a thread's
+ * registers hold unrolled, a loop of unrolled slots whose iterations also
+ * run the pointwise stages before the reduction, slot by slot, their loads
+ * first: GRN's bias and GELU); a lane-major group whose column accesses are unit
  * stride takes *column vectors* (rows_choose_column_vector: lane l's vector
  * i is the cvec columns from (i * T + l) * cvec, its lanes on thread_x and
  * its rows on thread_y).  Either way a slot's elements differ by constants,
@@ -572,22 +575,6 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
     block_rows(p, rows->count);
 }
 
-/* Vector rows (the file comment): the interleaved rows' innermost dimension
- * cut into vectors of 16 bytes of the smallest row-contiguous element, one a
- * thread; the row threads of a warp cover a 128-byte line at each column,
- * and each lane takes about VECTOR_SLOT_TARGET columns, in blocks of
- * VECTOR_MAX_THREADS threads at most, so that an SM holds several and one's
- * lane combination overlaps another's loads (one block of 512 threads an SM,
- * 72 registers each, left the column sum of [32, 28, 28, 640] at 74 % of
- * memcpy).  A vector never straddles the innermost row dimension, so its
- * rows are the address's consecutive elements wherever that dimension's
- * stride is 1.  Past VECTOR_MAX_ELEMENTS unrolled slots x rows a thread the
- * registers would not hold them (ptxas spilled 556 bytes a thread at 25
- * slots): with slot_loop the slots run as a loop of about
- * VECTOR_LOOP_ELEMENTS / vec unrolled slots an iteration (p->unroll), each
- * iteration's loads all in flight; without it (a pointwise stage of many
- * columns, whose values a loop would pass through memory) the rows keep one
- * row a thread. */
 int64_t rows_vector_width(const Plan *p, const Rows *rows) {
     if (p->interleave == 1 || rows->n == 0) return 0;
     int64_t vec = VECTOR_BYTES / p->row_elem;
@@ -595,31 +582,59 @@ int64_t rows_vector_width(const Plan *p, const Rows *rows) {
     return vec >= 2 && rows->trip[rows->n - 1] % vec == 0 ? vec : 0;
 }
 
+/* Lanes and blocks of vector rows for `vectors` vectors, blocks of at most
+ * max_threads threads; fewer vectors a block (a sector of rows a column at
+ * least) while that gives fewer blocks than one row a thread did, up to the
+ * SMs' two each. */
+static void vector_layout(Plan *p, int64_t vectors, int64_t max_threads) {
+    int64_t scalar_blocks = p->blocks;
+    for (int64_t interleave = LINE_BYTES / VECTOR_BYTES;; interleave /= 2) {
+        p->interleave = interleave > pow2_at_most(vectors) ? pow2_at_most(vectors) : interleave;
+        int64_t t = red_pow2_at_least((p->columns + VECTOR_SLOT_TARGET - 1) / VECTOR_SLOT_TARGET);
+        if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
+        if (t > max_threads / p->interleave) t = max_threads / p->interleave;
+        p->t = t;
+        block_rows(p, vectors);
+        bool few = p->blocks < SPLIT_MIN_BLOCKS && p->blocks < scalar_blocks;
+        if (!few || p->interleave * VECTOR_BYTES <= SECTOR_BYTES) break;
+    }
+}
+
+/* Vector rows (the file comment): the interleaved rows' innermost dimension
+ * cut into vectors of 16 bytes of the smallest row-contiguous element, one a
+ * thread; the row threads of a warp cover a 128-byte line at each column,
+ * and each lane takes about VECTOR_SLOT_TARGET columns, in blocks of
+ * VECTOR_MAX_THREADS threads at most, so that an SM holds several and one's
+ * lane combination overlaps another's loads (on the H200 blocks of 512
+ * threads, 72 registers each, one an SM, left the column sum of [32, 28,
+ * 28, 640] at 74 % of memcpy's bandwidth; blocks of 256 reach 99 %).  A
+ * vector never straddles the innermost row dimension, so its rows are the
+ * address's consecutive elements wherever that dimension's stride is 1.  Past VECTOR_MAX_ELEMENTS unrolled slots x rows a thread the
+ * registers would not hold them (ptxas spilled 556 bytes a thread at 25
+ * slots): with slot_loop the slots run as a loop of about
+ * VECTOR_LOOP_ELEMENTS / vec unrolled slots an iteration (p->unroll), each
+ * iteration's loads all in flight; without it (a pointwise stage of many
+ * columns that the loop cannot take, whose values a loop would pass through
+ * memory) every slot stays unrolled in blocks of twice the threads, or the
+ * rows keep one row a thread. */
 bool rows_choose_vector(Plan *out, const Rows *rows, bool slot_loop) {
     Plan q = *out, *p = &q;
     int64_t vec = rows_vector_width(p, rows);
     if (vec == 0) return false;
     int64_t vectors = rows->count / vec;
     p->vec = vec;
-    int64_t scalar_blocks = p->blocks;
-    for (int64_t interleave = LINE_BYTES / VECTOR_BYTES;; interleave /= 2) {
-        p->interleave = interleave > pow2_at_most(vectors) ? pow2_at_most(vectors) : interleave;
-        int64_t t = red_pow2_at_least((p->columns + VECTOR_SLOT_TARGET - 1) / VECTOR_SLOT_TARGET);
-        if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
-        if (t > VECTOR_MAX_THREADS / p->interleave) t = VECTOR_MAX_THREADS / p->interleave;
-        p->t = t;
-        block_rows(p, vectors);
-        /* as many blocks as one row a thread gave, up to the SMs' two each: fewer vectors a block,
-         * a sector of rows a column at least */
-        bool few = p->blocks < SPLIT_MIN_BLOCKS && p->blocks < scalar_blocks;
-        if (!few || p->interleave * VECTOR_BYTES <= SECTOR_BYTES) break;
-    }
-    int64_t slots = rows_slots_of(p->columns, p->t);
     p->unroll = 0;
-    if (slots * vec > VECTOR_MAX_ELEMENTS) {
-        if (!slot_loop) return false;
-        int64_t target = VECTOR_LOOP_ELEMENTS / vec;
-        p->unroll = rows_loop_unroll(slots, target > 1 ? target : 1);
+    vector_layout(p, vectors, VECTOR_MAX_THREADS);
+    if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) {
+        if (slot_loop) {
+            int64_t target = VECTOR_LOOP_ELEMENTS / vec;
+            p->unroll = rows_loop_unroll(rows_slots_of(p->columns, p->t), target > 1 ? target : 1);
+        } else {
+            /* every slot unrolled, in blocks of twice the threads */
+            p->blocks = out->blocks;
+            vector_layout(p, vectors, 2 * VECTOR_MAX_THREADS);
+            if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) return false;
+        }
     }
     *out = q;
     return true;
@@ -689,6 +704,38 @@ static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *
     return true;
 }
 
+/* Whether a loop of unrolled slots can take the group (rows_choose_vector's
+ * slot_loop), and from which stage (*first) its iterations run the stages of
+ * many columns.  A loop keeps values in registers only within a slot, so
+ * the stages of many columns are the reduction and, with private lanes,
+ * pointwise stages before it, which each iteration runs slot by slot before
+ * the reduction's slot.  A stage of one column between them (an
+ * accumulator's initial value) runs before the loop, so it must touch
+ * nothing those stages before it write, nor write what they touch. */
+static bool slot_loop_run(const Stage *stages, int n, const Ix *ix, const Accesses *w, bool private_lanes, int *first) {
+    int red = 0;
+    while (red < n && stages[red].kind != STAGE_REDUCTION) ++red;
+    *first = red;
+    for (int i = n - 1; i >= 0; --i) {
+        if (stages[i].kind == STAGE_REDUCTION || ix[i].columns == 1) continue;
+        if (i > red || !private_lanes) return false;
+        *first = i;
+    }
+    for (int k = *first + 1; k < red; ++k) {
+        if (ix[k].columns > 1) continue;
+        for (int i = 0; i < w->n; ++i) {
+            const Access *a = &w->a[i];
+            if (a->stage != k) continue;
+            for (int j = 0; j < w->n; ++j) {
+                const Access *o = &w->a[j];
+                bool earlier = o->stage >= *first && o->stage < k && ix[o->stage].columns > 1;
+                if (earlier && (a->store || o->store) && mlirValueEqual(a->sig.base, o->sig.base)) return false;
+            }
+        }
+    }
+    return true;
+}
+
 static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, bool vector_rows) {
     Plan p = {0};
     p.columns = 1;
@@ -715,9 +762,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
         n_acc = stages[i].n_acc > n_acc ? stages[i].n_acc : n_acc;
         n_red += stages[i].kind == STAGE_REDUCTION;
     }
-    /* a loop of slots keeps values in registers only within a slot: every other stage of one column */
-    bool slot_loop = true;
-    for (int i = 0; i < n; ++i) slot_loop &= stages[i].kind == STAGE_REDUCTION || ix[i].columns == 1;
+    bool slot_loop = slot_loop_run(stages, n, ix, w, p.private_lanes, &p.loop_first);
     if (vector_rows && !p.split && n_red == 1 && n_acc * MAX_VEC <= MAX_CARRIED && rows_choose_vector(&p, rows, slot_loop)) {
         choose_stores(stages, n, ix, w, &p, &memo);
     }

@@ -76,6 +76,7 @@ typedef struct Plan {
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
     int64_t cvec;     /* column vectors: consecutive columns a lane takes at once (0 or 1: one) */
     int64_t unroll;   /* vector rows: a loop of this many unrolled slots an iteration (0: every slot unrolled) */
+    int loop_first;   /* with unroll: the loop's iterations run the stages of many columns from this one on */
     bool private_lanes;
     bool split;
 } Plan;

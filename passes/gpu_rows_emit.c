@@ -135,6 +135,8 @@ typedef struct Emit {
     Held *held;
     int n_held, cap_held;
     int64_t v;         /* the row of the thread's vector being emitted */
+    int64_t loop_key;  /* in a loop of unrolled slots: 1 + the slot within the iteration, the key of
+                          the values held in registers (0: none) */
     MlirValue in_range; /* the slot being emitted: its column in range (null: every lane's is) */
 } Emit;
 
@@ -331,45 +333,79 @@ static void map_columns(const Ix *ix, const MlirValue *ivs, ValueMap *m) {
     for (int c = 0; c < ix->n_cols; ++c) vmap_set(m, ix->col_iv[c], ivs[c]);
 }
 
-/* One slot of a pointwise stage, for each row of the thread's vector. */
-static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
-                           int64_t slots) {
-    MlirValue in_range = {NULL}, col, cols[MAX_LOOPS];
-    int64_t sub = 0;
+/* Slots j[0..n) (values, or constants j_const[u] >= 0) of a pointwise
+ * stage, for each row of the thread's vector, op by op: each op for every
+ * slot and every row of the vector, so that the slots' loads (and stores)
+ * lie side by side in one block, in flight together whatever branches the
+ * math between them holds (libdevice's erf branches).  A value slot's
+ * registers are keyed by e->loop_key - 1 + u. */
+static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, const MlirValue *j,
+                            const int64_t *j_const, int n, int64_t slots) {
+    MlirValue in_range[MAX_SLOTS], guard[MAX_SLOTS];
+    int64_t key[MAX_SLOTS];
+    ValueMap *m = malloc(sizeof *m * (size_t)(n * e->k.vec));
     bool uniform = ix->columns == 1; /* every lane computes the one column; lane 0 stores */
-    col = uniform ? const_index(b, 0) : slot_column(b, &e->k, j, j_const, slots, ix->columns, (MlirValue){NULL}, ix->columns, &in_range, &sub);
-    column_indices(b, ix, col, sub, cols);
-    MlirValue guard = and_of(b, e->k.valid, in_range);
-    if (uniform && e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
+    for (int u = 0; u < n; ++u) {
+        MlirValue col, cols[MAX_LOOPS];
+        int64_t sub = 0;
+        in_range[u] = (MlirValue){NULL};
+        col = uniform ? const_index(b, 0)
+                      : slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, (MlirValue){NULL}, ix->columns, &in_range[u], &sub);
+        column_indices(b, ix, col, sub, cols);
+        guard[u] = and_of(b, e->k.valid, in_range[u]);
+        if (uniform && e->k.t > 1) guard[u] = and_of(b, guard[u], build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
+        key[u] = j_const[u] >= 0 ? j_const[u] : e->loop_key > 0 ? e->loop_key - 1 + u : -1;
+        for (int64_t v = 0; v < e->k.vec; ++v) {
+            m[u * e->k.vec + v] = vmap_copy(&rows[v]);
+            map_columns(ix, cols, &m[u * e->k.vec + v]);
+        }
+    }
     MlirBlock body = gpu_body_of(s->par);
     MlirOperation term = mlirBlockGetTerminator(body);
-    ValueMap m[MAX_VEC];
-    for (int64_t v = 0; v < e->k.vec; ++v) {
-        m[v] = vmap_copy(&rows[v]);
-        map_columns(ix, cols, &m[v]);
-    }
-    /* op by op, each for every row of the vector: the vector's loads (and
-     * stores) side by side in one block, whatever branches the math holds */
-    e->in_range = in_range;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
-        for (e->v = 0; e->v < e->k.vec; ++e->v) {
-            if (gpu_is_op(op, "memref.load")) {
-                emit_load(e, b, op, &m[e->v], j_const);
-            } else if (gpu_is_op(op, "memref.store")) {
-                emit_store(e, b, op, &m[e->v], j_const, guard);
-            } else {
-                clone_op(b, op, &m[e->v]);
+        for (int u = 0; u < n; ++u) {
+            e->in_range = in_range[u];
+            for (e->v = 0; e->v < e->k.vec; ++e->v) {
+                ValueMap *mv = &m[u * e->k.vec + e->v];
+                if (gpu_is_op(op, "memref.load")) {
+                    emit_load(e, b, op, mv, key[u]);
+                } else if (gpu_is_op(op, "memref.store")) {
+                    emit_store(e, b, op, mv, key[u], guard[u]);
+                } else {
+                    clone_op(b, op, mv);
+                }
             }
         }
     }
-    for (int64_t v = 0; v < e->k.vec; ++v) vmap_free(&m[v]);
+    for (int i = 0; i < n * e->k.vec; ++i) vmap_free(&m[i]);
+    free(m);
     e->v = 0;
     e->in_range = (MlirValue){NULL};
 }
 
+static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
+                           int64_t slots) {
+    pointwise_slots(e, b, s, ix, rows, &j, &j_const, 1, slots);
+}
+
+/* A pointwise stage's slots: unrolled up to MAX_SLOTS (with vector rows
+ * VECTOR_LOOP_ELEMENTS values at once, op by op: column reductions' stages
+ * hold libdevice's branches), else a loop. */
 static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
     Builder *b = &e->k.in;
     int64_t slots = ix->columns == 1 ? 1 : rows_lane_slots(ix->columns, e->k.t, e->k.cvec);
+    if (slots <= MAX_SLOTS && e->k.vec > 1) {
+        /* VECTOR_LOOP_ELEMENTS values at once, as an iteration of a loop of slots holds */
+        int64_t group = VECTOR_LOOP_ELEMENTS / e->k.vec > 1 ? VECTOR_LOOP_ELEMENTS / e->k.vec : 1;
+        MlirValue j[MAX_SLOTS];
+        int64_t j_const[MAX_SLOTS];
+        for (int64_t u = 0; u < slots; ++u) j[u] = (MlirValue){NULL}, j_const[u] = u;
+        for (int64_t u = 0; u < slots; u += group) {
+            int n = (int)(slots - u < group ? slots - u : group);
+            pointwise_slots(e, b, s, ix, rows, j + u, j_const + u, n, slots);
+        }
+        return;
+    }
     if (slots <= MAX_SLOTS) {
         for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots);
         return;
@@ -399,12 +435,13 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     }
     /* op by op, each for every row of the vector (as pointwise_slot) */
     e->in_range = in_range;
+    int64_t key = j_const >= 0 ? j_const : e->loop_key - 1;
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         bool acc_op = false;
         for (int a = 0; a < s->n_acc; ++a) acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
         for (e->v = 0; e->v < e->k.vec && !acc_op; ++e->v) {
             if (gpu_is_op(op, "memref.load")) {
-                emit_load(e, b, op, &m[e->v], j_const);
+                emit_load(e, b, op, &m[e->v], key);
             } else {
                 clone_op(b, op, &m[e->v]);
             }
@@ -422,13 +459,35 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     e->in_range = (MlirValue){NULL};
 }
 
+/* The pointwise stages a loop of unrolled slots runs before the reduction's
+ * slot (rows_emit_group): stages[which[0..n)], with their indices and row maps. */
+typedef struct Fused {
+    Stage *stages;
+    const Ix *ix;
+    ValueMap (*rows)[MAX_VEC];
+    const int *which;
+    int n;
+} Fused;
+
+/* Drops the values held for unrolled slots (those of a loop's body, which
+ * nothing after the loop may read); accumulators' stay. */
+static void drop_slot_values(Emit *e) {
+    int kept = 0;
+    for (int i = 0; i < e->n_held; ++i) {
+        if (e->held[i].slot < 0) e->held[kept++] = e->held[i];
+    }
+    e->n_held = kept;
+}
+
 /* Each lane's partials over its slots (columns first + lane + j * t), for
  * each row of its vector: p[v * n_acc + a].  The slots are unrolled up to
  * MAX_SLOTS; past that, or with the plan's `unroll`, they run as a loop of
  * `unroll` unrolled slots an iteration (1: one), whose loads are all in
- * flight at once; slots past the last (a ragged last iteration) are out of
- * range. */
-static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots, MlirValue *p) {
+ * flight at once, and each slot of an iteration first runs `pre`'s stages
+ * (values passed in registers, keyed by the slot within the iteration);
+ * slots past the last (a ragged last iteration) are out of range. */
+static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots,
+                          const Fused *pre, MlirValue *p) {
     Builder *b = &e->k.in;
     int n = (int)(s->n_acc * e->k.vec);
     for (int i = 0; i < n; ++i) {
@@ -448,10 +507,24 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
     for (int i = 0; i < n; ++i) q[i] = mlirBlockGetArgument(fb, 1 + i);
     MlirValue it = mlirBlockGetArgument(fb, 0);
     if (unroll > 1) it = build_binary(&in, "arith.muli", it, const_index(&in, unroll));
+    MlirValue j[MAX_SLOTS];
+    int64_t dynamic[MAX_SLOTS];
     for (int64_t u = 0; u < unroll; ++u) {
-        MlirValue j = u == 0 ? it : build_binary(&in, "arith.addi", it, const_index(&in, u));
-        reduction_slot(e, &in, s, ix, rows, j, -1, iterations * unroll, first, q);
+        j[u] = u == 0 ? it : build_binary(&in, "arith.addi", it, const_index(&in, u));
+        dynamic[u] = -1;
     }
+    /* the stages before the reduction for the iteration's slots at once, then its slots */
+    e->loop_key = e->p->unroll > 0 ? 1 : 0;
+    for (int k = 0; pre && k < pre->n; ++k) {
+        int i = pre->which[k];
+        pointwise_slots(e, &in, &pre->stages[i], &pre->ix[i], pre->rows[i], j, dynamic, (int)unroll, iterations * unroll);
+    }
+    for (int64_t u = 0; u < unroll; ++u) {
+        e->loop_key = e->p->unroll > 0 ? u + 1 : 0;
+        reduction_slot(e, &in, s, ix, rows, j[u], -1, iterations * unroll, first, q);
+    }
+    e->loop_key = 0;
+    drop_slot_values(e);
     build_op(&in, "scf.yield", n, q, 0, NULL, 0, NULL);
     for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
 }
@@ -492,20 +565,33 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     e.k = open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
+    /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
+     * in its iterations, before the reduction's slot (gpu_rows.c, slot_loop_run) */
+    int in_loop[n], n_in_loop = 0;
+    for (int i = p->loop_first; p->unroll > 0 && i < n && stages[i].kind == STAGE_POINTWISE; ++i) {
+        if (ix[i].columns > 1) in_loop[n_in_loop++] = i;
+    }
+    ValueMap rm[n][MAX_VEC];
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
-        ValueMap rm[MAX_VEC];
-        row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm);
+        row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
+        bool deferred = false;
+        for (int k = 0; k < n_in_loop; ++k) deferred |= in_loop[k] == i;
+        if (deferred) continue;
         if (s->kind == STAGE_POINTWISE) {
-            emit_pointwise(&e, s, &ix[i], rm);
+            emit_pointwise(&e, s, &ix[i], rm[i]);
         } else {
             MlirValue part[MAX_CARRIED];
-            lane_partials(&e, s, &ix[i], rm, (MlirValue){NULL}, rows_lane_slots(ix[i].columns, p->t, e.k.cvec), part);
-            finish_reduction(&e, s, rm, part);
+            Fused pre = {stages, ix, rm, in_loop, n_in_loop};
+            lane_partials(&e, s, &ix[i], rm[i], (MlirValue){NULL}, rows_lane_slots(ix[i].columns, p->t, e.k.cvec), &pre, part);
+            finish_reduction(&e, s, rm[i], part);
+            n_in_loop = 0;
         }
-        for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[v]);
-        /* shared lanes: the next stage reads what this one wrote, in other lanes */
+    /* shared lanes: the next stage reads what this one wrote, in other lanes */
         if (!p->private_lanes && i + 1 < n) red_barrier(&e.k.in);
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[i][v]);
     }
     free(e.held);
     for (int i = 0; i < n; ++i) mlirOperationDestroy(stages[i].par);
@@ -572,7 +658,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     ValueMap rm[MAX_VEC];
     row_maps(b, ix, row, rows, vec, rm);
     MlirValue part[MAX_CARRIED];
-    lane_partials(&e, s, ix, rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), slots, part);
+    lane_partials(&e, s, ix, rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), slots, NULL, part);
     for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[v]);
     MlirValue guard = e.k.valid;
     if (t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e.k.lane, const_index(b, 0)));

@@ -303,6 +303,27 @@ def test_column_vector_rows_slot_loop(dtype, shape):
     assert threads(sim) < threads(scalar) and sim.kernels[0].blocks >= min(264, scalar.kernels[0].blocks)
 
 
+@pytest.mark.parametrize("dtype,shape", [(torch.float32, (1, 47, 47, 2112)), (torch.float32, (1, 1, 2100, 2112)),
+                                         (torch.bfloat16, (1, 47, 47, 4224))])
+def test_column_gelu_sum_sqrt_slot_loop(dtype, shape):
+    """GRN's reduction past the unrolled slots: each iteration of the loop runs the bias + GELU of its
+    slots (all their loads first), writes h once and sums h^2 from registers; the fill of the sum runs
+    before the loop.  Against eager, one kernel."""
+    c = shape[3]
+    x, b = rand(*shape).to(dtype), rand(c, seed=1).to(dtype)
+
+    def build(g, x, b):
+        h = g.op("gelu", g.op("add", x, b))
+        return h, g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[1, 2], keepdim=True))
+
+    (h, n), sim = simulate(build, [x.float(), b.float()], "", dtype=dtype)
+    want_h = F.gelu(x.float() + b.float()).to(dtype)
+    tol = 2e-5 if dtype == torch.float32 else 1e-2
+    close(h.float(), want_h.float(), tol)
+    close(n.float(), torch.norm(want_h.double(), p=2, dim=(1, 2), keepdim=True), tol)
+    assert len(sim.kernels) == 1 and sim.kernels[0].threads <= 256 and "scf.for" in sim.mapped
+
+
 @pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
 def test_column_reductions_other_ops(disable):
     """amax, a mean, an integer sum and a column sum over dim 0 of a [K, C] matrix with vector rows;

@@ -25,13 +25,15 @@ func.func @main(%arg0: tensor<32x80x56x56xf32>, %arg1: tensor<80xf32>, %arg2: te
 // -----
 
 // GRN on NHWC after the bias and GELU: the sum of squares over H, W for each
-// (n, c) reads C-contiguous memory, so its rows (n, c) interleave 8 a warp and
-// 128 lanes take the 3136 columns (25 a lane); GELU, the sum of squares and the
+// (n, c) reads C-contiguous memory, so its rows (n, c) take vector rows (4
+// channels a thread, 8 vectors a warp) and 32 lanes the 3136 columns (98
+// slots a lane, a loop of 7 an iteration: each iteration's 7 loads first,
+// then their GELUs, whose erf branches); GELU, the sum of squares and the
 // sqrt are one kernel (GELU written once, for the scaling kernel, and kept in
 // registers for the sum), then the mean over C (32 lanes of 4 consecutive
 // channels on thread_x, 8 rows on thread_y), then the scaling.
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<32x56x56x320xf32>
-// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_mul_erf_sqrt_0 blocks in (%c1280, %c1, %c1) threads in (%c1024, %c1, %c1)
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_mul_erf_sqrt_0 blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_1 blocks in (%c4, %c1, %c1) threads in (%c32, %c8, %c1)
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_poi_div_add_mul_2
 // CHECK-NOT: gpu.launch_func

@@ -77,6 +77,34 @@ func.func @main(%arg0: tensor<32x56x56x320xf32>) -> tensor<32x320xf32> {
 
 // -----
 
+// GRN's bias + GELU + sum of squares + sqrt over [32, 56, 56, 320]: the loop
+// of 7 unrolled slots runs the bias and GELU of its slots op by op, so its 7
+// loads of x come before the first of the erfs' branches; the GELU output is
+// stored once and summed from registers; the sum's fill runs before the loop.
+// One row a thread: 1280 blocks x 1024 threads, each slot's load after the
+// previous slot's erf.
+// CHECK-LABEL: func.func @main(%{{.*}}: memref<32x56x56x320xf32>
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_mul_erf_sqrt_0 blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK-NOT: gpu.launch_func
+// SCALAR-LABEL: func.func @main(%{{.*}}: memref<32x56x56x320xf32>
+// SCALAR: gpu.launch_func @pt2_kernels::@pt2_red_add_mul_erf_sqrt_0 blocks in (%c1280, %c1, %c1) threads in (%c1024, %c1, %c1)
+// PTX: .visible .entry pt2_red_add_mul_erf_sqrt_0(
+// PTX-NOT: .local
+// PTX: ld.global.nc.v4.b32
+// PTX-COUNT-7: ld.global.nc.v4.b32
+// PTX-NOT: ld.global
+// PTX: @%p{{[0-9]+}} bra
+func.func @main(%arg0: tensor<32x56x56x320xf32>, %arg1: tensor<320xf32>) -> (tensor<32x56x56x320xf32>, tensor<32x1x1x320xf32>) {
+  %0 = "pt2.add"(%arg0, %arg1) : (tensor<32x56x56x320xf32>, tensor<320xf32>) -> tensor<32x56x56x320xf32>
+  %1 = "pt2.gelu"(%0) {approximate = "none"} : (tensor<32x56x56x320xf32>) -> tensor<32x56x56x320xf32>
+  %2 = "pt2.mul"(%1, %1) : (tensor<32x56x56x320xf32>, tensor<32x56x56x320xf32>) -> tensor<32x56x56x320xf32>
+  %3 = "pt2.sum"(%2) {dims = array<i64: 1, 2>, keepdim = true} : (tensor<32x56x56x320xf32>) -> tensor<32x1x1x320xf32>
+  %4 = "pt2.sqrt"(%3) : (tensor<32x1x1x320xf32>) -> tensor<32x1x1x320xf32>
+  return %1, %4 : tensor<32x56x56x320xf32>, tensor<32x1x1x320xf32>
+}
+
+// -----
+
 // 17 channels (not a multiple of 4): one row a thread, 4 bytes a load.
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<3x7x5x17xf32>
 // PTX: .visible .entry pt2_red_mul_add_0(
