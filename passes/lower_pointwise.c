@@ -239,6 +239,10 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
         return build_binary(b, f ? "arith.maximumf" : is_bool ? "arith.ori" : "arith.maxsi", x, a[1]);
     case PT2_OP_MINIMUM:
         return build_binary(b, f ? "arith.minimumf" : is_bool ? "arith.andi" : "arith.minsi", x, a[1]);
+    case PT2_OP_FMAX: /* IEEE maxNum: a NaN operand gives the other */
+        return build_binary(b, f ? "arith.maxnumf" : is_bool ? "arith.ori" : "arith.maxsi", x, a[1]);
+    case PT2_OP_FMIN:
+        return build_binary(b, f ? "arith.minnumf" : is_bool ? "arith.andi" : "arith.minsi", x, a[1]);
     case PT2_OP_EQ: case PT2_OP_NE: case PT2_OP_LT: case PT2_OP_LE: case PT2_OP_GT: case PT2_OP_GE:
         return build_cmp(b, f, cmp_predicate(info->id, f, is_bool), x, a[1]);
     case PT2_OP_LOGICAL_AND: return build_binary(b, "arith.andi", nonzero(b, x), nonzero(b, a[1]));

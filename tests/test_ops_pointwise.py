@@ -145,6 +145,8 @@ BINARY = {
     "logaddexp": (torch.logaddexp, FLOATS),
     "xlogy": (torch.xlogy, ALL),
     "nextafter": (torch.nextafter, FLOATS),
+    "fmax": (torch.fmax, ALL),
+    "fmin": (torch.fmin, ALL),
 }
 
 BROADCAST_SHAPES = [((7,), (7,)), ((3, 1, 5), (4, 5)), ((1023,), ()), ((2, 3), (1,)), ((1,), (5, 1))]
@@ -241,6 +243,17 @@ def test_math_binary_special_values_half(name, dtype):
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), name
     if name != "logaddexp":
         _assert_same_values(got[want == 0], want[want == 0], f"{name} zeros")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["fmax", "fmin", "maximum", "minimum"])
+def test_fmax_fmin_nan(name, dtype):
+    """fmax and fmin give the other operand where one is NaN (NaN only where both are); maximum and
+    minimum propagate NaN.  Every pair of special values, inside a vectorized loop."""
+    x, y = _grid(dtype, repeat=3)
+    got, want = run(lambda g, a, b: g.op(name, a, b), [x, y]), getattr(torch, name)(x, y)
+    assert torch.equal(got.isnan(), want.isnan()), name
+    assert torch.equal(got[~want.isnan()], want[~want.isnan()]), name
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

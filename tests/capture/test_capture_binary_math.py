@@ -50,6 +50,19 @@ def test_functions_and_methods(fn, dtype, tol):
     check(fn, rand(7, 5, dtype=dtype).t(), rand(5, 1, seed=2, dtype=dtype), tol=tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.bool])
+def test_fmax_fmin(dtype):
+    """torch.fmax / fmin (and their Tensor methods) are pt2.fmax / fmin, not maximum / minimum: a NaN
+    operand gives the other (maximum's would give NaN)."""
+    x, y = rand(3, 5, 7, dtype=dtype), rand(7, seed=1, dtype=dtype)
+    if dtype.is_floating_point:
+        x[0, 0, :4] = float("nan")
+        y[1::3] = float("nan")
+    elif dtype == torch.bool:
+        x, y = x > 0, y > 0
+    check(lambda a, b: (torch.fmax(a, b), torch.fmin(a, b), a.fmax(b), b.fmin(a)), x, y, tol=0)
+
+
 def test_inplace_methods():
     """atan2_, arctan2_, hypot_, fmod_, copysign_, xlogy_ and nextafter_ rewrite the tensor they are
     called on, as other in-place binary methods: on a local, and on a graph input (written back)."""

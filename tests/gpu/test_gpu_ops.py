@@ -226,6 +226,19 @@ def test_binary_math(name, dtype):
         assert same.all(), f"{name} {dtype}: {got[~same][:6].tolist()} vs eager's {want[~same][:6].tolist()}"
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["fmax", "fmin", "maximum", "minimum"])
+def test_fmax_fmin_nan(name, dtype):
+    """fmax / fmin give the other operand where one is NaN (fmax.f32's maxNum), maximum / minimum NaN."""
+    x = torch.tensor([p for p in SPECIAL for _ in SPECIAL] * 3, device="cuda").to(dtype)
+    y = torch.tensor([q for _ in SPECIAL for q in SPECIAL] * 3, device="cuda").to(dtype)
+    g = pt2.Graph()
+    g.outputs(g.op(name, g.input(dtype, x.shape), g.input(dtype, y.shape)))
+    (got,) = g.compile(device="cuda")(x, y)
+    want = getattr(torch, name)(x, y)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~want.isnan()], want[~want.isnan()]), name
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_hypot_range(dtype):
     """hypot's squares would overflow or underflow: hypot(3e30, 4e30) is 5e30 in f32, as eager's."""
