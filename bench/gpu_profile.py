@@ -1,0 +1,115 @@
+"""Where a model's GPU time goes: pt2 against torch.compile (Inductor), kernel by kernel.
+
+    python bench/gpu_profile.py [--models timm:convnextv2_nano,hf:BertForMaskedLM] [--batch-timm 32]
+                                [--batch-hf 8] [--calls 10] [--top 15] [--json FILE]
+
+Per model, in one process: pt2.compile and torch.compile (default mode), each warmed up, then
+--calls calls traced by torch.profiler (CUPTI).  Reports per contender the GPU time a call (the
+kernels', copies' and memsets' own time), split into libraries' kernels (cuBLAS, cuBLASLt, cuDNN,
+CUTLASS) and generated ones (pt2_* and Triton's), and the --top kernels by time a call, so that a
+gap between the two names its kernels.  A benchmark, never a test; docs/gpu.md has its results.
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import models as bench_models  # noqa: E402
+import pt2  # noqa: E402
+from pt2 import _gpu as pt2_gpu  # noqa: E402
+
+LIBRARY_MARKS = ("gemm", "cublas", "cudnn", "cutlass", "xmma", "sm90_", "sm80_", "conv", "nchw", "nhwc", "implicit")
+
+
+def generated(name):
+    return name.startswith("pt2_") or name.startswith("triton") or not any(m in name.lower() for m in LIBRARY_MARKS)
+
+
+def trace(fn, calls):
+    """{kernel name: microseconds a call} of fn's GPU work over `calls` calls."""
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    per, launches = collections.Counter(), 0
+    for e in prof.events():
+        if e.device_type == DeviceType.CUDA:
+            per[e.name] += e.time_range.elapsed_us() / calls
+            launches += 1
+    return per, launches / calls
+
+
+def summary(traced, top):
+    per, launches = traced
+    total = sum(per.values())
+    gen = sum(v for k, v in per.items() if generated(k))
+    return {"gpu_ms": round(total / 1e3, 4), "generated_ms": round(gen / 1e3, 4), "library_ms": round((total - gen) / 1e3, 4),
+            "launches": launches, "top": [[k[:90], round(v, 2)] for k, v in per.most_common(top)]}
+
+
+def run(suite, name, args):
+    build = bench_models.build_timm if suite == "timm" else bench_models.build_hf
+    batch = args.batch_timm if suite == "timm" else args.batch_hf
+    model, xs, kw = build(name, batch) if suite == "timm" else build(name, batch, args.seq)
+    model = model.cuda()
+    xs = tuple(x.cuda() for x in xs)
+    kw = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    rec = {"suite": suite, "name": name, "batch": batch}
+    with torch.no_grad():
+        model(*xs, **kw)
+        contenders = {"pt2": pt2.compile(model), "inductor": torch.compile(model)}
+        for key, fn in contenders.items():
+            for _ in range(3):
+                fn(*xs, **kw)
+            torch.cuda.synchronize()
+            if key == "pt2":
+                pt2_gpu.wait_background()  # cuDNN's runtime-compiled plans, chosen after the first calls
+            rec[key] = summary(trace(lambda: fn(*xs, **kw), args.calls), args.top)
+    return rec
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="timm:convnextv2_nano")
+    p.add_argument("--batch-timm", type=int, default=32)
+    p.add_argument("--batch-hf", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--top", type=int, default=15)
+    p.add_argument("--json")
+    args = p.parse_args()
+    rows = []
+    for spec in args.models.split(","):
+        suite, name = spec.split(":")
+        try:
+            rec = run(suite, name, args)
+        except Exception as e:  # noqa: BLE001 - a model that fails is recorded, the others still run
+            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}"}
+        rows.append(rec)
+        if "error" in rec:
+            print(f"{spec}: {rec['error']}", flush=True)
+            continue
+        print(f"{spec} (batch {rec['batch']}), GPU time a call in ms: pt2 / Inductor", flush=True)
+        for part in ("gpu_ms", "library_ms", "generated_ms", "launches"):
+            print(f"  {part:13s} {rec['pt2'][part]:8.3f} / {rec['inductor'][part]:8.3f}")
+        for key in ("pt2", "inductor"):
+            print(f"  {key}'s top kernels (us a call):")
+            for k, v in rec[key]["top"]:
+                print(f"    {v:9.2f}  {k}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
