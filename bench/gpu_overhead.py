@@ -50,13 +50,36 @@ def measure(fn, calls):
     return latency * 1e3, enqueue / calls * 1e6, burst / calls * 1e3
 
 
-def run(suite, name, args):
+def cuda_model(suite, name, args):
+    """(model, inputs, keyword inputs, batch) of a TIMM or HF model on the GPU, at args' batch sizes."""
     build = bench_models.build_timm if suite == "timm" else bench_models.build_hf
     batch = args.batch_timm if suite == "timm" else args.batch_hf
     model, xs, kw = build(name, batch) if suite == "timm" else build(name, batch, args.seq)
-    model = model.cuda()
     xs = tuple(x.cuda() for x in xs)
     kw = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    return model.cuda(), xs, kw, batch
+
+
+def each_model(args, run, report=lambda rec: print(json.dumps(rec), flush=True)):
+    """run(suite, name, args) for each suite:name of args.models, a failure recorded as an error row;
+    the rows, also written to args.json."""
+    rows = []
+    for spec in args.models.split(","):
+        suite, name = spec.split(":")
+        try:
+            rec = run(suite, name, args)
+        except Exception as e:  # noqa: BLE001 - a model that fails is recorded, the others still run
+            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}"}
+        rows.append(rec)
+        report(rec)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+    return rows
+
+
+def run(suite, name, args):
+    model, xs, kw, batch = cuda_model(suite, name, args)
     rec = {"suite": suite, "name": name, "batch": batch}
     contenders = {"eager": model}
     def first_call(key, compiled):  # the compile: its first call, synchronized
@@ -109,19 +132,7 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--no-inductor", action="store_true")
     p.add_argument("--json")
-    args = p.parse_args()
-    rows = []
-    for spec in args.models.split(","):
-        suite, name = spec.split(":")
-        try:
-            rec = run(suite, name, args)
-        except Exception as e:  # noqa: BLE001 - a model that fails is recorded, the others still run
-            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}"}
-        rows.append(rec)
-        print(json.dumps(rec), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+    each_model(p.parse_args(), run)
 
 
 if __name__ == "__main__":

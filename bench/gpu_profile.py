@@ -11,7 +11,6 @@ gap between the two names its kernels.  A benchmark, never a test; docs/gpu.md h
 """
 import argparse
 import collections
-import json
 import os
 import sys
 
@@ -22,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import models as bench_models  # noqa: E402
+import gpu_overhead  # noqa: E402
 import pt2  # noqa: E402
 from pt2 import _gpu as pt2_gpu  # noqa: E402
 
@@ -58,12 +57,7 @@ def summary(traced, top):
 
 
 def run(suite, name, args):
-    build = bench_models.build_timm if suite == "timm" else bench_models.build_hf
-    batch = args.batch_timm if suite == "timm" else args.batch_hf
-    model, xs, kw = build(name, batch) if suite == "timm" else build(name, batch, args.seq)
-    model = model.cuda()
-    xs = tuple(x.cuda() for x in xs)
-    kw = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    model, xs, kw, batch = gpu_overhead.cuda_model(suite, name, args)
     rec = {"suite": suite, "name": name, "batch": batch}
     with torch.no_grad():
         model(*xs, **kw)
@@ -78,6 +72,20 @@ def run(suite, name, args):
     return rec
 
 
+def report(rec):
+    spec = f"{rec['suite']}:{rec['name']}"
+    if "error" in rec:
+        print(f"{spec}: {rec['error']}", flush=True)
+        return
+    print(f"{spec} (batch {rec['batch']}), GPU time a call in ms: pt2 / Inductor", flush=True)
+    for part in ("gpu_ms", "library_ms", "generated_ms", "launches"):
+        print(f"  {part:13s} {rec['pt2'][part]:8.3f} / {rec['inductor'][part]:8.3f}")
+    for key in ("pt2", "inductor"):
+        print(f"  {key}'s top kernels (us a call):")
+        for k, v in rec[key]["top"]:
+            print(f"    {v:9.2f}  {k}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default="timm:convnextv2_nano")
@@ -87,28 +95,7 @@ def main():
     p.add_argument("--calls", type=int, default=10)
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--json")
-    args = p.parse_args()
-    rows = []
-    for spec in args.models.split(","):
-        suite, name = spec.split(":")
-        try:
-            rec = run(suite, name, args)
-        except Exception as e:  # noqa: BLE001 - a model that fails is recorded, the others still run
-            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}"}
-        rows.append(rec)
-        if "error" in rec:
-            print(f"{spec}: {rec['error']}", flush=True)
-            continue
-        print(f"{spec} (batch {rec['batch']}), GPU time a call in ms: pt2 / Inductor", flush=True)
-        for part in ("gpu_ms", "library_ms", "generated_ms", "launches"):
-            print(f"  {part:13s} {rec['pt2'][part]:8.3f} / {rec['inductor'][part]:8.3f}")
-        for key in ("pt2", "inductor"):
-            print(f"  {key}'s top kernels (us a call):")
-            for k, v in rec[key]["top"]:
-                print(f"    {v:9.2f}  {k}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+    gpu_overhead.each_model(p.parse_args(), run, report)
 
 
 if __name__ == "__main__":
