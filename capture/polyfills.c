@@ -5,8 +5,8 @@
  * nn.MultiheadAttention's fast paths (eval mode, no autograd) call
  * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention;
  * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear,
- * instance_norm where it updates nothing in place, interpolate's 2-d nearest
- * and bilinear kernels).
+ * instance_norm where it updates nothing in place, interpolate's nearest,
+ * nearest-exact, linear, bilinear, trilinear and bicubic kernels).
  * A C function is opaque to the trace (a graph break, the layer eager), so a
  * call of one of these is traced as a call of its Python form in
  * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
@@ -72,8 +72,16 @@ static Polyfill polyfills[] = {
     {"torch.cosine_similarity", "cosine_similarity", NULL, NULL, NULL},
     {"torch.bilinear", "bilinear", NULL, NULL, NULL},
     {"torch.instance_norm", "instance_norm", instance_norm_pure, NULL, NULL},
-    {"torch._C._nn.upsample_nearest2d", "upsample_nearest2d", upsample_vec, NULL, NULL},
-    {"torch._C._nn.upsample_bilinear2d", "upsample_bilinear2d", upsample_vec_aligned, NULL, NULL},
+    {"torch._C._nn.upsample_nearest1d", "upsample_nearest", upsample_vec, NULL, NULL},
+    {"torch._C._nn.upsample_nearest2d", "upsample_nearest", upsample_vec, NULL, NULL},
+    {"torch._C._nn.upsample_nearest3d", "upsample_nearest", upsample_vec, NULL, NULL},
+    {"torch._C._nn._upsample_nearest_exact1d", "upsample_nearest_exact", upsample_vec, NULL, NULL},
+    {"torch._C._nn._upsample_nearest_exact2d", "upsample_nearest_exact", upsample_vec, NULL, NULL},
+    {"torch._C._nn._upsample_nearest_exact3d", "upsample_nearest_exact", upsample_vec, NULL, NULL},
+    {"torch._C._nn.upsample_linear1d", "upsample_linear", upsample_vec_aligned, NULL, NULL},
+    {"torch._C._nn.upsample_bilinear2d", "upsample_linear", upsample_vec_aligned, NULL, NULL},
+    {"torch._C._nn.upsample_trilinear3d", "upsample_linear", upsample_vec_aligned, NULL, NULL},
+    {"torch._C._nn.upsample_bicubic2d", "upsample_bicubic2d", upsample_vec_aligned, NULL, NULL},
     /* pointwise ops and small reductions (ATen's formulas) */
     {"torch._C._VariableFunctions.broadcast_tensors", "broadcast_tensors", NULL, NULL, NULL},
     {"torch.logsumexp", "logsumexp", NULL, NULL, NULL},

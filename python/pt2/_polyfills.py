@@ -146,7 +146,8 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     return y
 
 
-# --- interpolate's 2-d nearest and bilinear kernels, index math as ATen's (UpSample.h) ----------------
+# --- interpolate's kernels (nearest, nearest-exact, linear, bilinear, trilinear, bicubic), index math as
+# ATen's (UpSample.h): each spatial dimension in turn, the last len(output size) dimensions ------------
 
 def _output_size(size, output_size, scale_factors, i):
     return output_size[i] if output_size is not None else int(size * scale_factors[i])
@@ -159,40 +160,90 @@ def _scale(size, out, scale_factors, i):
     return size / out
 
 
-def upsample_nearest2d(input, output_size, scale_factors):
-    """torch._C._nn.upsample_nearest2d(input, output_size, scale_factors): the source of output
-    index i is min(floor(i * scale), in - 1), in float32 as ATen computes it."""
+def _spatial_dims(input, output_size, scale_factors):
+    k = len(output_size) if output_size is not None else len(scale_factors)
+    return range(input.dim() - k, input.dim())
+
+
+def _nearest(input, output_size, scale_factors, offset):
+    """The source of output index i is min(floor((i + offset) * scale), in - 1), in float32 as ATen
+    computes it (offset 0: nearest, 0.5: nearest-exact)."""
     x = input
-    for i, dim in enumerate((-2, -1)):
+    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
         size = x.shape[dim]
         out = _output_size(size, output_size, scale_factors, i)
-        src = (torch.arange(out, dtype=torch.float32, device=x.device) * _scale(size, out, scale_factors, i)).floor()
+        src = ((torch.arange(out, dtype=torch.float32, device=x.device) + offset) * _scale(size, out, scale_factors, i)).floor()
         x = x.index_select(dim, src.clamp_max(size - 1).long())
     return x
 
 
-def upsample_bilinear2d(input, output_size, align_corners, scale_factors):
-    """torch._C._nn.upsample_bilinear2d(input, output_size, align_corners, scale_factors): each output
-    index i reads source rows i0 = floor(s), min(i0 + 1, in - 1) with weights 1 - λ, λ (λ = s - i0),
-    s = i · (in - 1) / (out - 1) with align_corners, else max((i + 0.5) · scale - 0.5, 0); the index
-    math in float32 (float64 for float64 inputs), as ATen's opmath."""
+def upsample_nearest(input, output_size, scale_factors):
+    """torch._C._nn.upsample_nearest1d / 2d / 3d(input, output_size, scale_factors)."""
+    return _nearest(input, output_size, scale_factors, 0.0)
+
+
+def upsample_nearest_exact(input, output_size, scale_factors):
+    """torch._C._nn._upsample_nearest_exact1d / 2d / 3d: the pixel centres', floor((i + 0.5) * scale)."""
+    return _nearest(input, output_size, scale_factors, 0.5)
+
+
+def _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic):
+    """ATen's area_pixel_compute_source_index over the output indices of `dim`, in x's (float) type:
+    i · (in - 1) / (out - 1) with align_corners (its given scale ignored), else (i + 0.5) · scale - 0.5,
+    at least 0 unless cubic."""
+    dst = torch.arange(out, dtype=x.dtype, device=x.device)
+    if align_corners:
+        return dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
+    src = (dst + 0.5) * _scale(size, out, scale_factors, i) - 0.5
+    return src if cubic else src.clamp_min(0.0)
+
+
+def _weights_along(w, dim, ndim):
+    return w.reshape((-1,) + (1,) * (ndim - 1 - dim))
+
+
+def upsample_linear(input, output_size, align_corners, scale_factors):
+    """torch._C._nn.upsample_linear1d / upsample_bilinear2d / upsample_trilinear3d(input, output_size,
+    align_corners, scale_factors): each output index i reads source indices i0 = floor(s),
+    min(i0 + 1, in - 1) with weights 1 - λ, λ (λ = s - i0); the index math in float32 (float64 for
+    float64 inputs), as ATen's opmath."""
     dt = torch.float64 if input.dtype == torch.float64 else torch.float32
     x = input.to(dt)
-    for i, dim in enumerate((-2, -1)):
+    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
         size = x.shape[dim]
         out = _output_size(size, output_size, scale_factors, i)
-        dst = torch.arange(out, dtype=dt, device=x.device)
-        if align_corners:
-            src = dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
-        else:
-            src = ((dst + 0.5) * _scale(size, out, scale_factors, i) - 0.5).clamp_min(0.0)
+        src = _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic=False)
         i0 = src.floor()
-        lam = src - i0
+        lam = _weights_along(src - i0, dim, x.dim())
         i0 = i0.long().clamp_max(size - 1)
         i1 = (i0 + 1).clamp_max(size - 1)
-        shape = (-1, 1) if dim == -2 else (-1,)
-        lam = lam.reshape(shape)
         x = x.index_select(dim, i0) * (1.0 - lam) + x.index_select(dim, i1) * lam
+    return x.to(input.dtype)
+
+
+def upsample_bicubic2d(input, output_size, align_corners, scale_factors):
+    """torch._C._nn.upsample_bicubic2d(input, output_size, align_corners, scale_factors): Keys' cubic
+    convolution (A = -0.75) over the four source indices floor(s) - 1 .. floor(s) + 2, clamped to the
+    edges, s unclamped below 0; ATen's weights (get_cubic_upsample_coefficients) in float32 (float64
+    for float64 inputs), one dimension at a time."""
+    dt = torch.float64 if input.dtype == torch.float64 else torch.float32
+    a = -0.75
+    x = input.to(dt)
+    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
+        size = x.shape[dim]
+        out = _output_size(size, output_size, scale_factors, i)
+        src = _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic=True)
+        i0 = src.floor()
+        t = src - i0
+        near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1  # cubic_convolution1, |d| <= 1
+        far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a  # cubic_convolution2, 1 < |d| < 2
+        weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+        i0 = i0.long()
+        y = None
+        for k, w in enumerate(weights):
+            term = x.index_select(dim, (i0 + (k - 1)).clamp(0, size - 1)) * _weights_along(w, dim, x.dim())
+            y = term if y is None else y + term
+        x = y
     return x.to(input.dtype)
 
 
