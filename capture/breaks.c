@@ -341,7 +341,8 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         return fail(e, "internal: a tensor missing from the graph outputs");
     case V_TUPLE: case V_LIST: {
         if (v->source && v->kind == V_LIST) return emit_source(e, v->source); /* the caller's own list */
-        bool size = v->obj == torch_size_type_obj();
+        /* a tuple of a type (torch.Size, torch.return_types.max): the type called on the items */
+        bool size = v->kind == V_TUPLE && v->obj && PyType_Check(v->obj);
         if (size) {
             pt2_asm_push_null(e->a);
             pt2_asm_load_const(e->a, v->obj);

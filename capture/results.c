@@ -20,7 +20,7 @@
 #include "results.h"
 
 typedef enum OutKind {
-    OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_SIZE, OUT_SOURCE, OUT_SET, OUT_OBJECT,
+    OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_TYPED, OUT_SOURCE, OUT_SET, OUT_OBJECT,
     OUT_ALIAS, /* children[0].detach(): another tensor object over the same memory (x.detach(), x.data) */
     OUT_CLONE, /* children[0].clone(): a distinct tensor of the same values (y after x.copy_(y)) */
     OUT_REPLAYED, /* what a replayed side effect made, in its slot (a ContextVar Token) */
@@ -31,7 +31,8 @@ struct OutNode {
     int index;              /* OUT_GRAPH: kernel output; OUT_INPUT: graph input */
     int slot;               /* >= 0: built or fetched once per call into that slot */
     PyObject *obj;          /* OUT_CONST value; OUT_DICT keys tuple (NULL: keys that are not all
-                               constants, tensors say: children n..2n-1 build them); OUT_SIZE type;
+                               constants, tensors say: children n..2n-1 build them); OUT_TYPED the
+                               tuple type called on the items (torch.Size, torch.return_types.max);
                                OUT_OBJECT (class, attribute names, item keys): children are
                                the attribute values, then the items */
     struct OutNode *children;
@@ -288,8 +289,8 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
             return 0;
         }
         n->kind = v->kind == V_LIST ? OUT_LIST : v->kind == V_DICT ? OUT_DICT : v->kind == V_SET ? OUT_SET
-                : (v->obj == torch_size_type_obj() ? OUT_SIZE : OUT_TUPLE);
-        if (n->kind == OUT_SIZE) n->obj = Py_NewRef(v->obj);
+                : (v->obj && PyType_Check(v->obj) ? OUT_TYPED : OUT_TUPLE);
+        if (n->kind == OUT_TYPED) n->obj = Py_NewRef(v->obj);
         if (v->kind != V_TUPLE) n->slot = var_slot(c, v, NULL); /* mutable: one object per call */
         if (v->kind == V_DICT) return collect_dict(c, v, n, depth);
         return collect_children(c, v->items, v->n_items, n, depth);
@@ -403,7 +404,7 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
         Py_XDECREF(base);
         return r;
     }
-    case OUT_TUPLE: case OUT_LIST: case OUT_SIZE: case OUT_SET: case OUT_OBJECT: {
+    case OUT_TUPLE: case OUT_LIST: case OUT_TYPED: case OUT_SET: case OUT_OBJECT: {
         PyObject *r = n->kind == OUT_LIST ? PyList_New(n->n) : PyTuple_New(n->n);
         if (!r) return NULL;
         for (int i = 0; i < n->n; ++i) {
@@ -418,7 +419,7 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
                 PyTuple_SET_ITEM(r, i, c);
             }
         }
-        if (n->kind == OUT_SIZE) Py_SETREF(r, PyObject_CallOneArg(n->obj, r));
+        if (n->kind == OUT_TYPED) Py_SETREF(r, PyObject_CallOneArg(n->obj, r));
         if (n->kind == OUT_SET) Py_SETREF(r, PySet_New(r));
         if (n->kind == OUT_OBJECT) { /* an object made in the traced code (objects.c) */
             PyObject *names = PyTuple_GET_ITEM(n->obj, 1), *keys = PyTuple_GET_ITEM(n->obj, 2);

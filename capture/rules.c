@@ -390,7 +390,7 @@ static Var *h_minmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     Var *idx = op1(t, is_max ? "argmax" : "argmin", x, "{dim = %lld : i64, keepdim = %s}", (long long)dim, keep ? "true" : "false");
     if (!vals || !idx) return NULL;
     Var *items[2] = {vals, idx};
-    return make_tuple(t, items, 2); /* a (values, indices) tuple; .values/.indices by attribute */
+    return make_return_type(t, e->op, items, 2); /* torch.return_types.max: .values/.indices by attribute */
 }
 
 static Var *h_var_std(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -364,7 +364,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         PyObject *ty = NULL;
         switch (v->kind) {
         case V_TENSOR: ty = v->is_input && v->real ? (PyObject *)Py_TYPE(v->real) : (PyObject *)Py_TYPE(tensor_type_instance()); break;
-        case V_TUPLE: ty = v->obj == torch_size_type_obj() ? v->obj : (PyObject *)&PyTuple_Type; break;
+        case V_TUPLE: ty = v->obj && PyType_Check(v->obj) ? v->obj : (PyObject *)&PyTuple_Type; break;
         case V_LIST: ty = (PyObject *)&PyList_Type; break;
         case V_DICT: ty = (PyObject *)&PyDict_Type; break;
         case V_SET: ty = (PyObject *)&PySet_Type; break;

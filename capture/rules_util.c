@@ -510,6 +510,17 @@ Var *make_tuple(Trace *t, Var **items, int n) {
     return v;
 }
 
+Var *make_return_type(Trace *t, const char *name, Var **items, int n) {
+    Var *v = make_tuple(t, items, n);
+    static PyObject *types; /* torch.return_types */
+    if (!types) types = PyImport_ImportModule("torch.return_types");
+    PyObject *ty = types ? PyObject_GetAttrString(types, name) : NULL;
+    if (ty && PyType_Check(ty)) v->obj = trace_keep(t, ty);
+    Py_XDECREF(ty);
+    PyErr_Clear();
+    return v;
+}
+
 Var *int_const(Trace *t, int64_t v) {
     PyObject *o = PyLong_FromLongLong(v);
     Var *r = var_const(t, o);

@@ -120,6 +120,9 @@ Var *const_scalar(Trace *t, Var *number, Pt2DType dt);
 void ints_text(char *buf, size_t cap, const int64_t *v, int n);
 /* A tuple Var of tensors. */
 Var *make_tuple(Trace *t, Var **items, int n);
+/* A tuple of torch.return_types.<name> (a struct sequence: fields by attribute, built as
+ * that type where it leaves the trace); a plain tuple if torch has no such type. */
+Var *make_return_type(Trace *t, const char *name, Var **items, int n);
 Var *int_const(Trace *t, int64_t v);
 /* A double as an MLIR f64 attribute ("1.0 : f64", NaN/inf in hex); the
  * buffer rotates, so up to 16 may appear in one printf. */

@@ -540,6 +540,23 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
 
 Var *tensor_attr(Trace *t, Var *x, const char *name);
 
+/* The index of a struct sequence type's field `name` (its __match_args__:
+ * torch.return_types.max's values, indices), -1 if ty is none or has no such field. */
+static int struct_sequence_field(PyTypeObject *ty, PyObject *name) {
+    if (ty == &PyTuple_Type || !PyType_IsSubtype(ty, &PyTuple_Type)) return -1;
+    PyObject *fields = PyObject_GetAttrString((PyObject *)ty, "__match_args__");
+    if (!fields) {
+        PyErr_Clear();
+        return -1;
+    }
+    int found = -1;
+    for (Py_ssize_t i = 0; PyTuple_Check(fields) && i < PyTuple_GET_SIZE(fields) && found < 0; ++i) {
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(fields, i), name) == 0) found = (int)i;
+    }
+    Py_DECREF(fields);
+    return found;
+}
+
 Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
     if (!base) return trace_break(t, "internal: attribute of nothing");
@@ -563,9 +580,12 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
             }
             Py_DECREF(real);
         } else {
-            /* a method of the container's type (torch.Size for a shape), or AttributeError */
+            /* a method of the container's type (torch.Size for a shape), a field of a struct
+             * sequence (torch.return_types.max's values), or AttributeError */
             PyTypeObject *ty = base->kind == V_TUPLE ? (!base->obj ? &PyTuple_Type : PyType_Check(base->obj) ? (PyTypeObject *)base->obj : Py_TYPE(base->obj))
                                : base->kind == V_LIST ? &PyList_Type : base->kind == V_DICT ? &PyDict_Type : &PySet_Type;
+            int field = base->kind == V_TUPLE ? struct_sequence_field(ty, name) : -1;
+            if (field >= 0 && field < base->n_items) return base->items[field];
             if (!_PyType_Lookup(ty, name)) return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
         }
         return m;

@@ -1,0 +1,58 @@
+"""torch.max / torch.min over a dim (and the Tensor methods) return torch.return_types.max / min, a struct
+sequence: the trace keeps the type, so `.values` / `.indices` read its fields, `type(r)` is eager's, a
+result returned from the compiled function is that type, and one that lives across a graph break is
+rebuilt as it."""
+import torch
+
+import pt2
+
+
+def same(got, want):
+    assert type(got) is type(want)
+    if isinstance(want, tuple):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            same(g, w)
+    elif isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    else:
+        assert got == want
+
+
+def check(fn, *args, breaks=0):
+    with torch.no_grad():
+        want = fn(*args)
+        pt2.reset()
+        info = pt2.explain(fn)(*args)
+        assert info.graph_break_count == breaks, info.break_reasons
+        got = pt2.compile(fn)(*args)
+    same(got, want)
+    return got
+
+
+def test_fields_by_attribute():
+    x = torch.randn(5, 7)
+    check(lambda x: x.max(1).values + x.min(dim=0).values.sum(), x)
+    check(lambda x: (torch.max(x, 1).indices, torch.min(x, 1, keepdim=True).indices), x)
+    check(lambda x: x.max(-1)[0] * 2 + x.max(-1).values, x)
+
+
+def test_returned_as_eager_type():
+    x = torch.randn(4, 6)
+    got = check(lambda x: torch.max(x * 2, dim=1), x)
+    assert isinstance(got, torch.return_types.max) and torch.equal(got.values, (x * 2).max(1).values)
+    got = check(lambda x: (x.min(0), x + 1), x)
+    assert isinstance(got[0], torch.return_types.min)
+
+
+def test_type_and_across_a_break():
+    x = torch.randn(3, 8)
+
+    def fn(x):
+        r = x.max(1)
+        kind = type(r).__name__
+        print("", end="")  # a graph break: r lives across it
+        return r.values + 1, r.indices, kind
+
+    check(fn, x, breaks=1)
