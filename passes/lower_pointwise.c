@@ -173,6 +173,9 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_EXPM1: return build_unary(b, "math.expm1", x, ct);
     case PT2_OP_LOG: return build_unary(b, "math.log", x, ct);
     case PT2_OP_LOG1P: return build_unary(b, "math.log1p", x, ct);
+    case PT2_OP_EXP2: return build_unary(b, "math.exp2", x, ct);
+    case PT2_OP_LOG2: return build_unary(b, "math.log2", x, ct);
+    case PT2_OP_LOG10: return build_unary(b, "math.log10", x, ct);
     case PT2_OP_SQRT: return build_unary(b, "math.sqrt", x, ct);
     case PT2_OP_RSQRT: return build_unary(b, "math.rsqrt", x, ct);
     case PT2_OP_RECIPROCAL: return build_binary(b, "arith.divf", fconst(b, ct, 1.0), x);

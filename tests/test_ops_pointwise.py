@@ -17,6 +17,9 @@ UNARY = {
     "expm1": (torch.expm1, (-3, 3), ALL),
     "log": (torch.log, (0.1, 5), ALL),
     "log1p": (torch.log1p, (0, 5), ALL),
+    "exp2": (torch.exp2, (-3, 3), ALL),
+    "log2": (torch.log2, (0.1, 5), ALL),
+    "log10": (torch.log10, (0.1, 5), ALL),
     "sqrt": (torch.sqrt, (0, 5), ALL),
     "rsqrt": (torch.rsqrt, (0.1, 5), FLOATS),
     "reciprocal": (torch.reciprocal, (0.5, 5), FLOATS),
@@ -243,6 +246,21 @@ def test_math_binary_special_values_half(name, dtype):
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), name
     if name != "logaddexp":
         _assert_same_values(got[want == 0], want[want == 0], f"{name} zeros")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp2_log2_log10_exact_powers(dtype):
+    """libm's exp2 and log2 (not exp / log times a constant): exact at integer powers, as eager's;
+    log10 of decimal powers within an ulp; eager's infinities and NaNs at 0, negatives, inf and NaN."""
+    k = torch.arange(-20, 21, dtype=dtype)
+    assert torch.equal(run(lambda g, x: g.op("exp2", x), [k]), torch.exp2(k))
+    assert torch.equal(run(lambda g, x: g.op("log2", x), [torch.exp2(k)]), k)
+    tens = torch.tensor([1e-5, 1e-3, 1.0, 10.0, 1e4, 1e7], dtype=dtype)
+    torch.testing.assert_close(run(lambda g, x: g.op("log10", x), [tens]), torch.log10(tens), rtol=0, atol=4 * torch.finfo(dtype).eps)
+    special = torch.tensor([0.0, -0.0, -1.0, float("inf"), float("-inf"), float("nan")], dtype=dtype)
+    for name in ["exp2", "log2", "log10"]:
+        got, want = run(lambda g, x: g.op(name, x), [special]), getattr(torch, name)(special)
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~want.isnan()], want[~want.isnan()]), name
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
