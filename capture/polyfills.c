@@ -63,6 +63,15 @@ static bool int_repeats(Var **args, int n_args, PyObject *kw_names, Var **kw_val
     return repeats && repeats->kind == V_CONST && PyLong_CheckExact(repeats->obj);
 }
 
+/* torch.rrelu(input, lower, upper, training, ...) outside training (in training it draws slopes) */
+static bool not_training(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *training = n_args >= 4 ? args[3] : NULL;
+    for (int k = 0; k < n_kw && !training; ++k) {
+        if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "training") == 0) training = kw_values[k];
+    }
+    return !training || is_const(training, Py_False);
+}
+
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
@@ -105,6 +114,28 @@ static Polyfill polyfills[] = {
     {"torch.trunc", "trunc", NULL, NULL, NULL},
     {"torch.fix", "trunc", NULL, NULL, NULL},
     {"torch.repeat_interleave", "repeat_interleave", int_repeats, NULL, NULL},
+    /* more of ATen's small ops */
+    {"torch.square", "square", NULL, NULL, NULL},
+    {"torch.deg2rad", "deg2rad", NULL, NULL, NULL},
+    {"torch.rad2deg", "rad2deg", NULL, NULL, NULL},
+    {"torch.rsub", "rsub", NULL, NULL, NULL},
+    {"torch.float_power", "float_power", NULL, NULL, NULL},
+    {"torch.logit", "logit", NULL, NULL, NULL},
+    {"torch.special.logit", "logit", NULL, NULL, NULL},
+    {"torch.sinc", "sinc", NULL, NULL, NULL},
+    {"torch.special.sinc", "sinc", NULL, NULL, NULL},
+    {"torch.heaviside", "heaviside", NULL, NULL, NULL},
+    {"torch.threshold", "threshold", NULL, NULL, NULL},
+    {"torch.rrelu", "rrelu", not_training, NULL, NULL},
+    {"torch.count_nonzero", "count_nonzero", NULL, NULL, NULL},
+    {"torch.nansum", "nansum", NULL, NULL, NULL},
+    {"torch.nanmean", "nanmean", NULL, NULL, NULL},
+    {"torch.movedim", "movedim", NULL, NULL, NULL},
+    {"torch.moveaxis", "movedim", NULL, NULL, NULL},
+    {"torch.tile", "tile", NULL, NULL, NULL},
+    {"torch.diff", "diff", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.tensordot", "tensordot", NULL, NULL, NULL},
+    {"torch._C._linalg.linalg_cross", "linalg_cross", NULL, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -118,6 +149,11 @@ static struct {
     {"logsumexp", "logsumexp", NULL, NULL}, {"lerp", "lerp", NULL, NULL}, {"outer", "outer", NULL, NULL},
     {"ger", "outer", NULL, NULL}, {"nan_to_num", "nan_to_num", NULL, NULL}, {"frac", "frac", NULL, NULL},
     {"trunc", "trunc", NULL, NULL}, {"fix", "trunc", NULL, NULL}, {"repeat_interleave", "repeat_interleave", int_repeats, NULL},
+    {"square", "square", NULL, NULL}, {"deg2rad", "deg2rad", NULL, NULL}, {"rad2deg", "rad2deg", NULL, NULL},
+    {"float_power", "float_power", NULL, NULL}, {"logit", "logit", NULL, NULL}, {"sinc", "sinc", NULL, NULL},
+    {"heaviside", "heaviside", NULL, NULL}, {"count_nonzero", "count_nonzero", NULL, NULL}, {"nansum", "nansum", NULL, NULL},
+    {"nanmean", "nanmean", NULL, NULL}, {"movedim", "movedim", NULL, NULL}, {"moveaxis", "movedim", NULL, NULL},
+    {"tile", "tile", NULL, NULL}, {"diff", "diff", NULL, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])
@@ -172,6 +208,19 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
         return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
     }
     return NULL;
+}
+
+Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyObject *mod = PyImport_ImportModule("pt2._polyfills");
+    PyObject *form = mod ? PyObject_GetAttrString(mod, py_name) : NULL;
+    Py_XDECREF(mod);
+    if (!form) {
+        PyErr_Clear();
+        return trace_break(t, "internal: no Python form %s", py_name);
+    }
+    Var *fn = trace_wrap(t, form, NULL);
+    Py_DECREF(form);
+    return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
 }
 
 Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,

@@ -420,7 +420,11 @@ Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
     double value;
     if (!x || !var_ints(t, arg(&b, "pad"), pads, 2 * PT2_MAX_RANK, &np) || !arg_float(t, &b, "value", 0.0, &value)) return NULL;
     if (mode && !(mode->kind == V_CONST && PyUnicode_Check(mode->obj) && strcmp(PyUnicode_AsUTF8(mode->obj), "constant") == 0)) {
-        return trace_break(t, "pad(mode=...) other than 'constant'");
+        bool indexed = mode->kind == V_CONST && PyUnicode_Check(mode->obj) &&
+                       (strcmp(PyUnicode_AsUTF8(mode->obj), "reflect") == 0 || strcmp(PyUnicode_AsUTF8(mode->obj), "replicate") == 0 ||
+                        strcmp(PyUnicode_AsUTF8(mode->obj), "circular") == 0);
+        if (!indexed) return trace_break(t, "pad(mode=...) other than 'constant', 'reflect', 'replicate' and 'circular'");
+        return polyfill_form(t, "pad_indexed", args, n, kwn, kwv, nkw); /* index_selects (pt2/_polyfills.py) */
     }
     char s[256];
     ints_text(s, sizeof s, pads, np);

@@ -460,6 +460,9 @@ int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the curre
  * false when callable is none of them, or a call its form does not cover. */
 Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                    bool *handled);
+/* A call of pt2._polyfills.<py_name> (a rule's fallback for what its op does not cover: F.pad's
+ * other modes). */
+Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 /* Tensor.<name>(...) with self as args[0], through the same forms; whether
  * a method name has one (a tensor's attribute of that name is the method). */
 bool polyfill_has_method(const char *name);

@@ -146,6 +146,167 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     return y
 
 
+# --- more of ATen's small ops: their formulas in ops the trace knows --------------------------------
+
+def square(input):
+    """torch.square: pow(x, 2) (bool to int64, as pow's)."""
+    return torch.pow(input, 2)
+
+
+def deg2rad(input):
+    return input * (math.pi / 180.0)
+
+
+def rad2deg(input):
+    return input * (180.0 / math.pi)
+
+
+def rsub(input, other, alpha=1):
+    """torch.rsub: other - alpha * input."""
+    return other - input if alpha == 1 else other - alpha * input
+
+
+def float_power(input, exponent):
+    """torch.float_power: pow in float64."""
+    e = exponent.to(torch.float64) if isinstance(exponent, torch.Tensor) else exponent
+    return torch.pow(input.to(torch.float64), e)
+
+
+def logit(input, eps=None):
+    """torch.logit: log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps is given."""
+    x = input if eps is None else input.clamp(eps, 1.0 - eps)
+    return torch.log(x / (1 - x))
+
+
+def sinc(input):
+    """torch.sinc: sin(pi x) / (pi x), 1 at 0."""
+    x = input * math.pi
+    return torch.where(input == 0, 1.0, torch.sin(x) / x)
+
+
+def heaviside(input, values):
+    """torch.heaviside: values where x is 0, else 1 above 0 and 0 below (and for NaN)."""
+    return torch.where(input == 0, values, (input > 0).to(input.dtype))
+
+
+def threshold(input, threshold, value):
+    """torch.threshold (F.threshold): value where x <= threshold, else x."""
+    return torch.where(input <= threshold, value, input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """torch.rrelu outside training: leaky_relu with the slope (lower + upper) / 2."""
+    return F.leaky_relu(input, (lower + upper) / 2)
+
+
+def count_nonzero(input, dim=None):
+    nonzero = input != 0
+    return nonzero.sum() if dim is None else nonzero.sum(dim)
+
+
+def nansum(input, dim=None, keepdim=False, dtype=None):
+    """torch.nansum: the sum with NaNs as zeros."""
+    x = torch.where(torch.isnan(input), 0, input) if input.dtype.is_floating_point else input
+    return x.sum(dtype=dtype) if dim is None else x.sum(dim, keepdim=keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, dtype=None):
+    """torch.nanmean: nansum over the count of the values that are not NaN (ATen's formula)."""
+    present = ~torch.isnan(input)
+    if dim is None:
+        return nansum(input, dtype=dtype) / present.sum()
+    return nansum(input, dim, keepdim, dtype) / present.sum(dim, keepdim=keepdim)
+
+
+def movedim(input, source, destination):
+    """torch.movedim: the permutation that puts each source dim at its destination, the others in order."""
+    n = input.dim()
+    src = [source % n] if isinstance(source, int) else [s % n for s in source]
+    dst = [destination % n] if isinstance(destination, int) else [d % n for d in destination]
+    rest = [i for i in range(n) if i not in src]
+    perm = []
+    for d in range(n):
+        if d in dst:
+            perm.append(src[dst.index(d)])
+        else:
+            perm.append(rest.pop(0))
+    return input.permute(perm)
+
+
+def tile(input, dims):
+    """torch.tile: repeat, the repeats padded with leading ones to the input's rank."""
+    dims = tuple(dims)
+    if len(dims) < input.dim():
+        dims = (1,) * (input.dim() - len(dims)) + dims
+    return input.repeat(dims)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """torch.diff: n times the differences of neighbours along dim (!= for bool), after prepend and append."""
+    x = input
+    if prepend is not None or append is not None:
+        x = torch.cat([t for t in (prepend, input, append) if t is not None], dim)
+    for _ in range(n):
+        size = x.shape[dim]
+        hi, lo = x.narrow(dim, 1, size - 1), x.narrow(dim, 0, size - 1)
+        x = torch.logical_xor(hi, lo) if x.dtype == torch.bool else hi - lo
+    return x
+
+
+def tensordot(a, b, dims_a, dims_b):
+    """torch._VF.tensordot (torch.tensordot's kernel): the free dims of a, then b's, one matrix product
+    over the contracted ones."""
+    na, nb = a.dim(), b.dim()
+    da, db = [d % na for d in dims_a], [d % nb for d in dims_b]
+    fa, fb = [d for d in range(na) if d not in da], [d for d in range(nb) if d not in db]
+    k = 1
+    for d in da:
+        k *= a.shape[d]
+    product = a.permute(fa + da).reshape(-1, k) @ b.permute(db + fb).reshape(k, -1)
+    return product.reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+
+
+def linalg_cross(input, other, dim=-1):
+    """torch.linalg.cross (and torch.cross with a dim): the cross product of 3-vectors along dim."""
+    x, y = torch.broadcast_tensors(input, other)
+    if x.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} and {other.shape[dim]}")
+    x0, x1, x2 = (x.narrow(dim, i, 1) for i in range(3))
+    y0, y1, y2 = (y.narrow(dim, i, 1) for i in range(3))
+    return torch.cat([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], dim)
+
+
+def pad_indexed(input, pad, mode="constant", value=None):
+    """F.pad's reflect, replicate and circular modes: an index_select along each padded dim (the last
+    len(pad) / 2, the last dim first) of indices i in [-left, size + right): reflect |i| mirrored at
+    both ends without repeating the edge, replicate i clamped, circular i mod size; eager's checks."""
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    x = input
+    for i in range(len(pad) // 2):
+        dim = x.dim() - 1 - i
+        left, right, size = pad[2 * i], pad[2 * i + 1], x.shape[dim]
+        if mode == "reflect" and (left >= size or right >= size):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({left}, {right}) at dimension {dim} of input {list(input.shape)}")
+        if mode == "circular" and (left > size or right > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if mode == "circular" and (left < 0 or right < 0):
+            # a negative pad crops first; the other end wraps around what is left (ATen's _pad_circular)
+            lo, hi = max(-left, 0), max(-right, 0)
+            x = x.narrow(dim, lo, size - lo - hi)
+            left, right, size = max(left, 0), max(right, 0), size - lo - hi
+        idx = torch.arange(-left, size + right, device=x.device)
+        if mode == "reflect":
+            idx = (size - 1) - ((size - 1) - idx.abs()).abs()
+        elif mode == "replicate":
+            idx = idx.clamp(0, size - 1)
+        else:
+            idx = torch.remainder(idx, size)
+        x = x.index_select(dim, idx)
+    return x
+
+
 # --- interpolate's kernels (nearest, nearest-exact, linear, bilinear, trilinear, bicubic), index math as
 # ATen's (UpSample.h): each spatial dimension in turn, the last len(output size) dimensions ------------
 

@@ -1,0 +1,135 @@
+"""Small C ops of torch traced through their Python forms (capture/polyfills.c, pt2/_polyfills.py, "more
+of ATen's small ops") and F.pad's reflect, replicate and circular modes: each against eager on odd
+shapes, several dtypes and edge values (NaN, inf, 0), counted through pt2.explain (one graph, no
+break), with the Tensor methods of the same names."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2
+
+
+def rand(*shape, seed=0, dtype=torch.float32, scale=3.0):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(-9, 10, shape, generator=g).to(dtype)
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+
+
+def same(got, want, tol):
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            same(g, w, tol)
+        return
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol, equal_nan=True)
+
+
+def check(fn, *args, tol=1e-5):
+    with torch.no_grad():
+        want = fn(*args)
+        pt2.reset()
+        info = pt2.explain(fn)(*args)
+        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+        got = pt2.compile(fn)(*args)
+    same(got, want, tol)
+
+
+def with_specials(x):
+    x = x.clone()
+    if x.dtype.is_floating_point and x.numel() >= 4:
+        flat = x.view(-1)
+        flat[:4] = torch.tensor([0.0, float("nan"), float("inf"), -float("inf")], dtype=x.dtype)
+    return x
+
+
+FLOATS = [torch.float32, torch.float64, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64])
+def test_pointwise(dtype):
+    x = with_specials(rand(3, 5, 7, dtype=dtype))
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    check(lambda x: (torch.square(x), x.square(), torch.deg2rad(x), x.rad2deg(), torch.rsub(x, 2), torch.rsub(x, 2, alpha=3)), x,
+          tol=tol)
+    check(lambda x: (torch.sinc(x), x.sinc(), torch.float_power(x, 2), x.float_power(0.5 if dtype.is_floating_point else 3)), x,
+          tol=tol)
+    check(lambda x: (torch.count_nonzero(x), torch.count_nonzero(x, dim=1), x.count_nonzero((0, 2))), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_float_pointwise(dtype):
+    x = with_specials(rand(4, 9, dtype=dtype))
+    p = torch.sigmoid(rand(4, 9, seed=1, dtype=dtype))
+    p.view(-1)[:3] = torch.tensor([0.0, 1.0, 0.5], dtype=dtype)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    check(lambda x, p: (torch.logit(p), p.logit(1e-3), torch.special.logit(p, eps=0.01), torch.heaviside(x, p), x.heaviside(p[0])), x, p,
+          tol=tol)
+    check(lambda x: (F.threshold(x, 0.5, -2.0), torch.threshold(x, -0.1, 7), F.rrelu(x, 0.1, 0.3), F.rrelu(x)), x, tol=tol)
+    check(lambda x: (torch.nansum(x), torch.nansum(x, 1), x.nansum(0, keepdim=True), torch.nanmean(x, 1), x.nanmean()),
+          rand(4, 9, dtype=dtype).masked_fill(rand(4, 9, seed=2) > 1, float("nan")), tol=tol * 4)
+
+
+def test_rrelu_training_stays_eager():
+    x = rand(3, 8)
+    with torch.no_grad():
+        info = pt2.explain(lambda x: F.rrelu(x, training=True) * 0 + x)(x)
+    assert info.graph_break_count == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_shape_ops(dtype):
+    x = rand(2, 3, 4, 5, dtype=dtype)
+    check(lambda x: (torch.movedim(x, 1, -1), x.movedim((0, 3), (2, 0)), torch.moveaxis(x, -1, 0)), x)
+    check(lambda x: (torch.tile(x, (2,)), x.tile((1, 2, 1, 1, 3)), torch.tile(x, (2, 1, 3))), x)
+    check(lambda x: (torch.diff(x), x.diff(dim=1), torch.diff(x, n=2, dim=2), torch.diff(x, dim=0, prepend=x[:1], append=x[-1:])), x)
+
+
+@pytest.mark.parametrize("dims", [2, 1, 0, ([1, 0], [0, 2]), ([2], [1])])
+def test_tensordot(dims):
+    a, b = rand(3, 4, 5), rand(5, 4, 6, seed=1)
+    if dims == 2:
+        b = rand(4, 5, 6, seed=1)
+    elif dims == 1:
+        b = rand(5, 6, seed=1)
+    elif dims == 0:
+        b = rand(2, 3, seed=1)
+    elif dims == ([1, 0], [0, 2]):
+        b = rand(4, 6, 3, seed=1)
+    else:
+        b = rand(4, 5, 6, seed=1)
+    check(lambda a, b: torch.tensordot(a, b, dims=dims), a, b, tol=1e-4)
+
+
+def test_cross():
+    x, y = rand(4, 3, 5), rand(1, 3, 5, seed=1)
+    check(lambda x, y: (torch.linalg.cross(x, y, dim=1), torch.linalg.cross(x.transpose(1, 2), y.transpose(1, 2))), x, y)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pad", [((2, 3, 7), (2, 3)), ((1, 2, 5, 6), (1, 2, 3, 0)), ((1, 2, 3, 4, 5), (1, 1, 2, 0, 0, 2)),
+                                        ((2, 3, 8), (-1, 2)), ((2, 3, 8), (3, -2)), ((2, 4, 6), (0, 0))])
+def test_pad_modes(mode, shape, pad):
+    x = rand(*shape)
+    check(lambda x: F.pad(x, pad, mode=mode) * 2, x)
+    if len(shape) == 4:
+        check(lambda x: F.pad(x, pad, mode=mode), x.to(memory_format=torch.channels_last))
+        # torch.channels_last read from torch's module in the traced code (an object under a guard)
+        check(lambda x: F.pad(x.to(memory_format=torch.channels_last), pad, mode=mode), x)
+
+
+def test_pad_reflect_too_large_raises_as_eager():
+    x = rand(1, 2, 3)
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(x, (3, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        pt2.compile(lambda x: F.pad(x, (3, 0), mode="reflect"))(x)
+
+
+def test_pad_modules():
+    m = torch.nn.Sequential(torch.nn.ReflectionPad2d(2), torch.nn.Conv2d(3, 4, 3), torch.nn.ReplicationPad2d((1, 0, 2, 1)),
+                            torch.nn.CircularPad2d(1)).eval()
+    check(m, rand(2, 3, 9, 8), tol=1e-4)
