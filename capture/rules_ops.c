@@ -581,14 +581,37 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
             return base->items[k];
         }
         if (index->kind == V_SLICE) {
-            int64_t step = 1, start, stop;
-            Var *st = index->items[2];
-            if (!(st->kind == V_CONST && st->obj == Py_None) && !var_int(t, st, &step)) return NULL;
-            if (step <= 0) return trace_break(t, "negative slice steps on sequences are not supported yet");
-            if (!trace_slice_bounds(t, index, base->n_items, &start, &stop, &step)) return NULL;
+            /* Python's own slice of a sequence of n_items (negative steps too: layers[::-1]) */
+            PyObject *bound[3];
+            for (int i = 0; i < 3; ++i) {
+                Var *it = index->items[i];
+                int64_t v;
+                if (it->kind == V_CONST && it->obj == Py_None) {
+                    bound[i] = Py_NewRef(Py_None);
+                } else if (var_int(t, it, &v)) {
+                    bound[i] = PyLong_FromLongLong(v);
+                } else {
+                    for (int j = 0; j < i; ++j) Py_DECREF(bound[j]);
+                    return NULL;
+                }
+            }
+            if (PyLong_Check(bound[2]) && PyLong_AsLong(bound[2]) == 0) {
+                for (int j = 0; j < 3; ++j) Py_DECREF(bound[j]);
+                return trace_raise(t, PyExc_ValueError, "slice step cannot be zero");
+            }
+            PyObject *sl = PySlice_New(bound[0], bound[1], bound[2]);
+            for (int j = 0; j < 3; ++j) Py_DECREF(bound[j]);
+            Py_ssize_t start, stop, step, length;
+            if (!sl || PySlice_GetIndicesEx(sl, base->n_items, &start, &stop, &step, &length) != 0) {
+                Py_XDECREF(sl);
+                PyErr_Clear();
+                return trace_break(t, "internal: a slice of a sequence");
+            }
+            Py_DECREF(sl);
             Var *r = var_new(t, base->kind);
-            r->obj = base->obj;
-            for (int64_t k = start; k < stop; k += step) var_push_item(t, r, base->items[k]);
+            /* a slice of a torch.Size is one; of a struct sequence (torch.return_types.max), a tuple */
+            r->obj = base->obj && PyType_Check(base->obj) && base->obj != torch_size_type_obj() ? NULL : base->obj;
+            for (Py_ssize_t i = 0; i < length; ++i) var_push_item(t, r, base->items[start + i * step]);
             return r;
         }
         return trace_break(t, "sequence index must be an int or a slice");

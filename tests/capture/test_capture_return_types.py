@@ -56,3 +56,12 @@ def test_type_and_across_a_break():
         return r.values + 1, r.indices, kind
 
     check(fn, x, breaks=1)
+
+
+def test_sequence_slices():
+    """Slices of sequences in Python's own terms: negative steps (layers[::-1]), a slice of a struct
+    sequence is a tuple, of a shape a torch.Size."""
+    x = torch.randn(2, 6, 5)
+    check(lambda x: torch.cat(torch.chunk(x, 3, 1)[::-1], 1), x)
+    check(lambda x: torch.cat(list(torch.split(x, 2, 1))[-1:0:-2], 1), x)
+    check(lambda x: (x.max(1)[::-1], x.min(2)[:1], x.shape[::-1], x.shape[1:]), x)
