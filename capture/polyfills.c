@@ -128,6 +128,7 @@ static Polyfill polyfills[] = {
     {"torch.threshold", "threshold", NULL, NULL, NULL},
     {"torch.rrelu", "rrelu", not_training, NULL, NULL},
     {"torch.count_nonzero", "count_nonzero", NULL, NULL, NULL},
+    {"torch.argsort", "argsort", NULL, NULL, NULL},
     {"torch.nansum", "nansum", NULL, NULL, NULL},
     {"torch.nanmean", "nanmean", NULL, NULL, NULL},
     {"torch.movedim", "movedim", NULL, NULL, NULL},
@@ -153,7 +154,7 @@ static struct {
     {"float_power", "float_power", NULL, NULL}, {"logit", "logit", NULL, NULL}, {"sinc", "sinc", NULL, NULL},
     {"heaviside", "heaviside", NULL, NULL}, {"count_nonzero", "count_nonzero", NULL, NULL}, {"nansum", "nansum", NULL, NULL},
     {"nanmean", "nanmean", NULL, NULL}, {"movedim", "movedim", NULL, NULL}, {"moveaxis", "movedim", NULL, NULL},
-    {"tile", "tile", NULL, NULL}, {"diff", "diff", NULL, NULL},
+    {"tile", "tile", NULL, NULL}, {"diff", "diff", NULL, NULL}, {"argsort", "argsort", NULL, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])

@@ -471,7 +471,7 @@ static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
     int id = trace_value(t, x);
     if (id < 0 || trace_op(t, topk ? "topk" : "sort", 1, &id, attrs, out, 4) < 0) return NULL;
     Var *items[2] = {var_tensor(t, out[0]), var_tensor(t, out[1])};
-    return make_tuple(t, items, 2);
+    return make_return_type(t, topk ? "topk" : "sort", items, 2); /* .values, .indices */
 }
 
 /*===----------------------------------------------------------------------===*

@@ -199,6 +199,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     return F.leaky_relu(input, (lower + upper) / 2)
 
 
+def argsort(input, dim=-1, descending=False, stable=False):
+    """torch.argsort: the indices of torch.sort."""
+    return torch.sort(input, dim=dim, descending=descending, stable=stable).indices
+
+
 def count_nonzero(input, dim=None):
     nonzero = input != 0
     return nonzero.sum() if dim is None else nonzero.sum(dim)

@@ -15,7 +15,7 @@ def same(got, want):
             same(g, w)
     elif isinstance(want, torch.Tensor):
         assert got.dtype == want.dtype
-        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
     else:
         assert got == want
 
@@ -65,3 +65,15 @@ def test_sequence_slices():
     check(lambda x: torch.cat(torch.chunk(x, 3, 1)[::-1], 1), x)
     check(lambda x: torch.cat(list(torch.split(x, 2, 1))[-1:0:-2], 1), x)
     check(lambda x: (x.max(1)[::-1], x.min(2)[:1], x.shape[::-1], x.shape[1:]), x)
+
+
+def test_sort_topk_argsort():
+    """torch.sort and torch.topk return torch.return_types.sort / topk (fields by attribute);
+    torch.argsort is sort's indices."""
+    x = torch.randn(4, 9)
+    x[0, :3] = torch.tensor([1.0, 1.0, float("nan")])
+    check(lambda x: (x.sort(1).values, torch.sort(x, 0, descending=True).indices, torch.topk(x, 3).values,
+                     x.topk(2, dim=0, largest=False).indices), x)
+    check(lambda x: (torch.argsort(x, dim=1, stable=True), x.argsort(dim=0, descending=True, stable=True), x.argsort(1)), x)
+    got = check(lambda x: torch.sort(x, 1), x)
+    assert isinstance(got, torch.return_types.sort)
