@@ -393,6 +393,24 @@ static Var *h_minmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return make_return_type(t, e->op, items, 2); /* torch.return_types.max: .values/.indices by attribute */
 }
 
+/* torch.aminmax(input, *, dim=None, keepdim=False): torch.return_types.aminmax(min, max) */
+static Var *h_aminmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, *, dim=None, keepdim=False");
+    Var *x = arg(&b, "input"), *d = arg(&b, "dim");
+    bool keep;
+    if (!x || !arg_bool(t, &b, "keepdim", false, &keep)) return NULL;
+    char attrs[96] = "{keepdim = false}";
+    if (d && !(d->kind == V_CONST && d->obj == Py_None)) {
+        int64_t dim;
+        if (!var_int(t, d, &dim)) return NULL;
+        snprintf(attrs, sizeof attrs, "{dims = array<i64: %lld>, keepdim = %s}", (long long)dim, keep ? "true" : "false");
+    } else if (keep) {
+        return trace_break(t, "aminmax(keepdim=True) without a dim");
+    }
+    Var *items[2] = {op1(t, "amin", x, "%s", attrs), op1(t, "amax", x, "%s", attrs)};
+    return items[0] && items[1] ? make_return_type(t, e->op, items, 2) : NULL;
+}
+
 static Var *h_var_std(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, dim=None, unbiased=None, keepdim=False, *, correction=None");
     Var *x = arg(&b, "input"), *d = arg(&b, "dim");
@@ -449,7 +467,7 @@ static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     Pt2DType dt;
     if (!x || !arg_int(t, &b, "dim", 0, &dim) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
     if (dt != PT2_DTYPE_INVALID) x = convert_to(t, x, dt);
-    return op1(t, "cumsum", x, "{dim = %lld : i64}", (long long)dim);
+    return op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim); /* cumsum, cumprod */
 }
 
 static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -819,7 +819,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
         case SAME: case FIRST:
             out[i].dtype = computed;
             /* PyTorch accumulates integer sums and products in int64 */
-            if ((info->id == PT2_OP_SUM || info->id == PT2_OP_PROD || info->id == PT2_OP_CUMSUM) &&
+            if ((info->id == PT2_OP_SUM || info->id == PT2_OP_PROD || info->id == PT2_OP_CUMSUM || info->id == PT2_OP_CUMPROD) &&
                 pt2_dtype_is_int(computed)) {
                 out[i].dtype = PT2_I64;
             }

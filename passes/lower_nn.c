@@ -511,7 +511,7 @@ static int lower_pool(MlirOperation op, const Pt2OpInfo *info) {
 }
 
 /*===----------------------------------------------------------------------===*
- * Cumulative sum
+ * Cumulative sum and product
  *===----------------------------------------------------------------------===*/
 
 /* Scalar loops (outer, inner, k) over x viewed as [outer, len, inner], the
@@ -521,6 +521,7 @@ static int lower_pool(MlirOperation op, const Pt2OpInfo *info) {
 typedef struct Scan {
     MlirValue x; /* [outer, len, inner] */
     int64_t outer, len, inner;
+    bool product; /* cumprod: a running product from 1 */
     MlirType ct, out_elem;
     MlirValue o, i; /* the enclosing loops' induction variables */
 } Scan;
@@ -531,7 +532,8 @@ static void scan_step(Builder *b, MlirValue k, const MlirValue *carried, int n, 
     Scan *s = user;
     MlirValue at[4] = {s->x, s->o, k, s->i};
     MlirValue v = build_value(b, "tensor.extract", 4, at, elem_type(s->x));
-    MlirValue acc = build_binary(b, type_is_float(s->ct) ? "arith.addf" : "arith.addi", carried[1], convert_scalar(b, v, s->ct));
+    const char *op = s->product ? (type_is_float(s->ct) ? "arith.mulf" : "arith.muli") : (type_is_float(s->ct) ? "arith.addf" : "arith.addi");
+    MlirValue acc = build_binary(b, op, carried[1], convert_scalar(b, v, s->ct));
     MlirValue store[5] = {convert_scalar(b, acc, s->out_elem), carried[0], s->o, k, s->i};
     yields[0] = build_value(b, "tensor.insert", 5, store, mlirValueGetType(carried[0]));
     yields[1] = acc;
@@ -541,7 +543,7 @@ static void scan_inner(Builder *b, MlirValue i, const MlirValue *carried, int n,
     (void)n;
     Scan *s = user;
     s->i = i;
-    MlirValue inits[2] = {carried[0], const_scalar(b, s->ct, 0)};
+    MlirValue inits[2] = {carried[0], const_scalar(b, s->ct, s->product ? 1 : 0)};
     yields[0] = mlirOperationGetResult(build_scf_for(b, 0, s->len, 2, inits, scan_step, s), 0);
 }
 
@@ -552,14 +554,14 @@ static void scan_outer(Builder *b, MlirValue o, const MlirValue *carried, int n,
     yields[0] = mlirOperationGetResult(build_scf_for(b, 0, s->inner, 1, carried, scan_inner, s), 0);
 }
 
-static int lower_cumsum(MlirOperation op) {
+static int lower_cumsum(MlirOperation op, bool product) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
     Pt2TensorType t = value_tensor_type(x), out = value_tensor_type(result);
     int64_t d = 0;
     pt2_attr_i64(pt2_attrs_of_op(op), "dim", &d);
     int dim = t.rank ? pt2_norm_dim(d, t.rank) : 0;
-    Scan s = {.outer = 1, .len = t.rank ? t.sizes[dim] : 1, .inner = 1};
+    Scan s = {.outer = 1, .len = t.rank ? t.sizes[dim] : 1, .inner = 1, .product = product};
     for (int i = 0; i < t.rank; ++i) {
         if (i < dim) s.outer *= t.sizes[i];
         if (i > dim) s.inner *= t.sizes[i];
@@ -766,7 +768,7 @@ int lower_extra(MlirOperation op, const Pt2OpInfo *info) {
     case PT2_OP_MAX_POOL2D:
     case PT2_OP_AVG_POOL2D:
     case PT2_OP_ADAPTIVE_AVG_POOL2D: return lower_pool(op, info);
-    case PT2_OP_CUMSUM: return lower_cumsum(op);
+    case PT2_OP_CUMSUM: case PT2_OP_CUMPROD: return lower_cumsum(op, info->id == PT2_OP_CUMPROD);
     case PT2_OP_SORT:
     case PT2_OP_TOPK: return lower_sort(op, info);
     default: return 1; /* not lowered here: pt2-lower reports the op by name */

@@ -236,25 +236,29 @@ def _scan_inputs(dtype):
 CUMSUM_FORMS = [(0, 0), (0, 1), (0, 2), (0, -1), (1, 0), (2, 0), (3, 0), (3, -1), (4, 0), (4, 1)]
 
 
-def _cumsum_case(xi, dim):
+def _cumsum_case(xi, dim, op="cumsum"):
     def build(g, *v):
-        return g.op("cumsum", v[xi], dim=dim)
+        return g.op(op, v[xi], dim=dim)
 
     def eager(*t):
-        return torch.cumsum(t[xi], dim)
+        return getattr(torch, op)(t[xi], dim)
 
-    return (f"cumsum input{xi} dim={dim}", build, eager)
+    return (f"{op} input{xi} dim={dim}", build, eager)
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
 @pytest.mark.parametrize("dtype", ALL, ids=_dtype_id)
-def test_cumsum(dtype):
+def test_cumsum(dtype, op):
     # integer and bool inputs accumulate into int64, as eager does
-    check(_scan_inputs(dtype), [_cumsum_case(*form) for form in CUMSUM_FORMS])
+    check(_scan_inputs(dtype), [_cumsum_case(*form, op=op) for form in CUMSUM_FORMS])
 
 
-def test_cumsum_special_values():
-    x = torch.tensor([1.0, float("inf"), 2.0, float("-inf"), 3.0, float("nan"), 4.0])
-    assert_close(run(lambda g, v: g.op("cumsum", v, dim=0), [x]), torch.cumsum(x, 0), "cumsum inf/nan")
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_cumsum_special_values(op):
+    x = torch.tensor([1.0, float("inf"), 2.0, float("-inf"), 3.0, float("nan"), 4.0, 0.0, -1.5])
+    assert_close(run(lambda g, v: g.op(op, v, dim=0), [x]), getattr(torch, op)(x, 0), f"{op} inf/nan")
+    y = torch.tensor([2.0, -0.0, 3.0, 1e30, 1e30, 1e-30])
+    assert_close(run(lambda g, v: g.op(op, v, dim=0), [y]), getattr(torch, op)(y, 0), f"{op} zeros, overflow")
 
 
 # ---------------------------------------------------------------------------

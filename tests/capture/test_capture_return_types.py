@@ -77,3 +77,10 @@ def test_sort_topk_argsort():
     check(lambda x: (torch.argsort(x, dim=1, stable=True), x.argsort(dim=0, descending=True, stable=True), x.argsort(1)), x)
     got = check(lambda x: torch.sort(x, 1), x)
     assert isinstance(got, torch.return_types.sort)
+
+
+def test_aminmax_and_cumprod():
+    """torch.aminmax returns torch.return_types.aminmax (min, max); cumprod (int inputs into int64)."""
+    x = torch.randn(4, 7)
+    check(lambda x: (torch.aminmax(x).min, torch.aminmax(x, dim=1).max, x.aminmax(dim=0, keepdim=True)), x)
+    check(lambda x: (torch.cumprod(x, 1), x.cumprod(0), torch.cumprod((x * 3).int(), 1)), x)
