@@ -110,6 +110,8 @@ static Polyfill polyfills[] = {
     {"torch._C._nn.l1_loss", "l1_loss", NULL, NULL, NULL},
     {"torch._C._nn.smooth_l1_loss", "smooth_l1_loss", NULL, NULL, NULL},
     {"torch._C._nn.huber_loss", "huber_loss", NULL, NULL, NULL},
+    {"torch._C._nn.binary_cross_entropy", "binary_cross_entropy", NULL, NULL, NULL},
+    {"torch.binary_cross_entropy_with_logits", "binary_cross_entropy_with_logits", NULL, NULL, NULL},
     {"torch.frac", "frac", NULL, NULL, NULL},
     {"torch.trunc", "trunc", NULL, NULL, NULL},
     {"torch.fix", "trunc", NULL, NULL, NULL},

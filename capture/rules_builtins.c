@@ -230,6 +230,47 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         }
         return out;
     }
+    if ((strcmp(op, "map") == 0 && n >= 2) || (strcmp(op, "filter") == 0 && n == 2)) {
+        /* evaluated at trace time, item by item, into an iterator of the results (map) or of the
+         * items whose predicate (a constant: shapes, flags) is true (filter; None: the item's own) */
+        bool is_map = op[0] == 'm';
+        Var *lists[16];
+        int shortest = 1 << 30;
+        if (n - 1 > 16) return trace_break(t, "map() of more than 16 iterables");
+        for (int i = 1; i < n; ++i) {
+            lists[i - 1] = iterable_items(t, args[i]);
+            if (!lists[i - 1]) return NULL;
+            if (lists[i - 1]->n_items < shortest) shortest = lists[i - 1]->n_items;
+        }
+        bool identity = !is_map && args[0]->kind == V_CONST && args[0]->obj == Py_None;
+        Var *out = var_new(t, V_ITER);
+        for (int k = 0; k < shortest; ++k) {
+            Var *call_args[16];
+            for (int i = 0; i < n - 1; ++i) call_args[i] = lists[i]->items[k];
+            Var *r = identity ? call_args[0] : trace_call(t, args[0], call_args, n - 1, NULL, NULL, 0);
+            if (!r) return NULL;
+            if (is_map) {
+                var_push_item(t, out, r);
+                continue;
+            }
+            int keep = trace_truth(t, r);
+            if (keep < 0) return NULL;
+            if (keep) var_push_item(t, out, call_args[0]);
+        }
+        return out;
+    }
+    if (strcmp(op, "functools.reduce") == 0 && (n == 2 || n == 3)) {
+        /* reduce(fn, iterable[, initial]): folded at trace time */
+        Var *items = iterable_items(t, args[1]);
+        if (!items) return NULL;
+        if (n == 2 && items->n_items == 0) return trace_raise(t, PyExc_TypeError, "reduce() of empty iterable with no initial value");
+        Var *acc = n == 3 ? args[2] : items->items[0];
+        for (int k = n == 3 ? 0 : 1; k < items->n_items && acc; ++k) {
+            Var *pair[2] = {acc, items->items[k]};
+            acc = trace_call(t, args[0], pair, 2, NULL, NULL, 0);
+        }
+        return acc;
+    }
     if (strcmp(op, "reversed") == 0 && n == 1) {
         Var *items = iterable_items(t, args[0]);
         if (!items) return NULL;

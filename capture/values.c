@@ -711,6 +711,19 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         var_push_item(t, s, n_args == 3 ? args[2] : var_none(t));
         return s;
     }
+    if (o && o == torch_size_type_obj() && n_args <= 1 && n_kw == 0) {
+        /* torch.Size(iterable): a tuple of its items, of torch.Size */
+        Var *items = n_args ? iterable_items(t, args[0]) : NULL;
+        if (n_args && !items) return NULL;
+        Var *r = var_new(t, V_TUPLE);
+        r->obj = trace_keep(t, torch_size_type_obj());
+        for (int i = 0; items && i < items->n_items; ++i) {
+            Var *it = items->items[i];
+            if (it->kind != V_CONST || !PyLong_Check(it->obj)) return trace_break(t, "torch.Size() of items other than ints");
+            var_push_item(t, r, it);
+        }
+        return r;
+    }
     if (o && PyCFunction_Check(o)) {
         bool handled;
         Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);

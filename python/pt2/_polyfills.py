@@ -539,6 +539,24 @@ def huber_loss(input, target, reduction=1, delta=1.0):
     return _reduce(torch.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
 
+def binary_cross_entropy(input, target, weight=None, reduction=1):
+    """torch._C._nn.binary_cross_entropy: -(t log x + (1 - t) log(1 - x)), each log clamped below at
+    -100 as ATen's, times the weight."""
+    loss = -(target * torch.log(input).clamp_min(-100.0) + (1 - target) * torch.log(1 - input).clamp_min(-100.0))
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+    """torch.binary_cross_entropy_with_logits: (1 - t) x - w_p log sigmoid(x), w_p = 1 + (pos_weight - 1) t
+    (ATen's form, without overflow), times the weight."""
+    log_sig = F.logsigmoid(input)
+    if pos_weight is None:
+        loss = (1 - target) * input - log_sig
+    else:
+        loss = (1 - target) * input - ((pos_weight - 1) * target + 1) * log_sig
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
 def trunc(input):
     if not input.is_floating_point():
         return input.clone()

@@ -84,3 +84,20 @@ def test_aminmax_and_cumprod():
     x = torch.randn(4, 7)
     check(lambda x: (torch.aminmax(x).min, torch.aminmax(x, dim=1).max, x.aminmax(dim=0, keepdim=True)), x)
     check(lambda x: (torch.cumprod(x, 1), x.cumprod(0), torch.cumprod((x * 3).int(), 1)), x)
+
+
+def test_map_filter_reduce_and_size():
+    """map, filter and functools.reduce evaluated at trace time; torch.Size(...) of ints (torch.broadcast_shapes
+    uses all four)."""
+    import functools
+
+    x, y = torch.randn(3, 1, 5), torch.randn(4, 1)
+
+    def fn(x, y):
+        dims = list(map(lambda a, b: a * b, x.shape, (1, 2, 3)))
+        kept = list(filter(lambda d: d > 1, x.shape)) + list(filter(None, [0, 2, 0]))
+        total = functools.reduce(lambda a, b: a + b, [x, x, x])
+        size = torch.Size(d + 1 for d in x.shape)
+        return x.reshape(-1).sum() * len(dims), kept, total, size, torch.broadcast_shapes(x.shape, y.shape)
+
+    check(fn, x, y)

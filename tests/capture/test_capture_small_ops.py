@@ -133,3 +133,19 @@ def test_pad_modules():
     m = torch.nn.Sequential(torch.nn.ReflectionPad2d(2), torch.nn.Conv2d(3, 4, 3), torch.nn.ReplicationPad2d((1, 0, 2, 1)),
                             torch.nn.CircularPad2d(1)).eval()
     check(m, rand(2, 3, 9, 8), tol=1e-4)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_binary_cross_entropy(reduction):
+    """F.binary_cross_entropy (logs clamped at -100: probabilities 0 and 1) and
+    F.binary_cross_entropy_with_logits (large logits, pos_weight), with weights, against eager."""
+    x, t = rand(6, 7), torch.sigmoid(rand(6, 7, seed=1))
+    p = torch.sigmoid(x)
+    p[0, :2] = torch.tensor([0.0, 1.0])
+    t[0, :2] = torch.tensor([1.0, 0.0])
+    w, pw = rand(7, seed=2).abs(), rand(7, seed=3).abs()
+    x[1, :2] = torch.tensor([80.0, -80.0])
+    check(lambda p, t: (F.binary_cross_entropy(p, t, reduction=reduction), F.binary_cross_entropy(p, t, w, reduction=reduction)),
+          p, t, tol=1e-4)
+    check(lambda x, t: (F.binary_cross_entropy_with_logits(x, t, reduction=reduction),
+                        F.binary_cross_entropy_with_logits(x, t, w, pos_weight=pw, reduction=reduction)), x, t, tol=1e-4)
