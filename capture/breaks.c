@@ -174,6 +174,11 @@ static bool emit_source(Emit *e, const Source *s) {
         pt2_asm_load_attr(e->a, "get");
         pt2_asm_call(e->a, 0);
         return true;
+    case SRC_WEAKREF:
+        pt2_asm_push_null(e->a);
+        if (!emit_source(e, s->base)) return false;
+        pt2_asm_call(e->a, 0);
+        return true;
     case SRC_CLOSURE: /* the replacement runs in the frame: its free cells are there */
         pt2_asm_emit(e->a, pt2_bc_opcode("LOAD_DEREF"), (int)(e->code->co_nlocalsplus - e->code->co_nfreevars + s->index));
         return true;

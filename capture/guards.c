@@ -112,6 +112,9 @@ PyObject *guards_source_step(SourceKind kind, Py_ssize_t index, PyObject *name, 
         if (PyContextVar_CheckExact(base) && PyContextVar_Get(base, NULL, &r) != 0) r = NULL;
         break;
     case SRC_ITER_REST: r = pt2_iterator_rest(base); break;
+    case SRC_WEAKREF: /* a C read, no Python code; not decided by tags (the referent can die) */
+        if (PyWeakref_CheckRefExact(base)) r = Py_NewRef(PyWeakref_GetObject(base));
+        break;
     case SRC_ITEM:
         if (name) {
             if (PyDict_Check(base)) {

@@ -37,6 +37,7 @@ typedef enum SourceKind {
                       its C __reduce__, without moving it) */
     SRC_CONST,    /* a fixed object, held in `name`: the globals dict of an inlined function
                      (fixed by the guards on the function's identity or its class) */
+    SRC_WEAKREF,  /* base(), base an exact weakref.ref: its referent, or None once it died */
 } SourceKind;
 
 typedef struct Source {

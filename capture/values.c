@@ -89,6 +89,7 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_MODULE: snprintf(buf, cap, "sys.modules['%s']", name); break;
     case SRC_CTXVAR: snprintf(buf, cap, "%s.get()", base); break;
     case SRC_ITER_REST: snprintf(buf, cap, "rest(%s)", base); break;
+    case SRC_WEAKREF: snprintf(buf, cap, "%s()", base); break;
     case SRC_CONST: {
         PyObject *module = PyDict_Check(s->name) ? PyDict_GetItemString(s->name, "__name__") : NULL; /* borrowed */
         snprintf(buf, cap, "globals(%s)", module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : Py_TYPE(s->name)->tp_name);
@@ -647,6 +648,16 @@ bool trace_take_back_raise(Trace *t, PyObject *type) {
     return true;
 }
 
+/* ref() of a weakref.ref from outside (nn.RNNBase._weights_have_changed compares each weight with
+ * its ref()): its referent now, fetched again through the source `ref()` wherever a guard needs it,
+ * so that a referent that died (None) or a weight no longer the referent (`ref() is w`, an ALIAS
+ * guard) is seen by the next call's check.  The weakref itself is guarded by identity (trace_wrap,
+ * a callable), which fixes the referent for as long as it is alive. */
+static Var *weakref_call(Trace *t, Var *ref) {
+    if (!ref->source || ref->fresh) return trace_break(t, "call of a weakref.ref with no source to guard it");
+    return trace_wrap(t, PyWeakref_GetObject(ref->obj), source_derived(t, SRC_WEAKREF, ref->source, 0, NULL));
+}
+
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     if (callable->obj && !callable->fresh && (callable->kind == V_OBJECT || callable->kind == V_FUNCTION || callable->kind == V_CALLABLE)) {
         bool handled;
@@ -724,6 +735,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         }
         return r;
     }
+    if (o && PyWeakref_CheckRefExact(o) && n_args == 0 && n_kw == 0) return weakref_call(t, callable);
     if (o && PyCFunction_Check(o)) {
         bool handled;
         Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
