@@ -72,6 +72,30 @@ static bool not_training(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return !training || is_const(training, Py_False);
 }
 
+/* torch._VF.lstm / gru / rnn_tanh / rnn_relu: the overload of a padded input (input, hx, params,
+ * has_biases, num_layers, dropout, train, bidirectional, batch_first), hx a pair for lstm, a tensor for
+ * the others (the PackedSequence overload has batch_sizes, a tensor, in hx's place for lstm and its
+ * hx, a tensor, in params' place for the others), without dropout between layers in training */
+static bool rnn_input_overload(Var **args, int n_args, int n_kw, bool pair) {
+    if (n_kw != 0 || n_args != 9 || args[0]->kind != V_TENSOR || args[0]->rank != 3) return false;
+    if (pair ? !(args[1]->kind == V_TUPLE || args[1]->kind == V_LIST) || args[1]->n_items != 2 : args[1]->kind != V_TENSOR) return false;
+    if (!(args[2]->kind == V_LIST || args[2]->kind == V_TUPLE)) return false;
+    for (int i = 3; i < 9; ++i) {
+        if (args[i]->kind != V_CONST) return false;
+    }
+    if (!PyLong_Check(args[4]->obj) || !PyFloat_Check(args[5]->obj)) return false;
+    double dropout = PyFloat_AsDouble(args[5]->obj);
+    return args[6]->obj == Py_False || dropout == 0.0 || PyLong_AsLong(args[4]->obj) == 1;
+}
+static bool rnn_input(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
+    return rnn_input_overload(args, n_args, n_kw, false);
+}
+static bool lstm_input(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
+    return rnn_input_overload(args, n_args, n_kw, true);
+}
+
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
@@ -139,6 +163,11 @@ static Polyfill polyfills[] = {
     {"torch.diff", "diff", NULL, NULL, NULL},
     {"torch._C._VariableFunctions.tensordot", "tensordot", NULL, NULL, NULL},
     {"torch._C._linalg.linalg_cross", "linalg_cross", NULL, NULL, NULL},
+    /* nn.LSTM / GRU / RNN's recurrences (torch._VF.*), unrolled (pt2/_polyfills_rnn.py) */
+    {"torch._C._VariableFunctions.lstm", "lstm", lstm_input, NULL, NULL},
+    {"torch._C._VariableFunctions.gru", "gru", rnn_input, NULL, NULL},
+    {"torch._C._VariableFunctions.rnn_tanh", "rnn_tanh", rnn_input, NULL, NULL},
+    {"torch._C._VariableFunctions.rnn_relu", "rnn_relu", rnn_input, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))

@@ -17,6 +17,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
+
 
 def _attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type):
     """Attention of query [B, L, E] over key, value [B, S, E] with a packed in-projection (one product
