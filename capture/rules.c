@@ -723,11 +723,15 @@ static Var *h_index_select(Trace *t, const RuleEntry *e, Var **args, int n, PyOb
     return op2(t, strcmp(e->op, "gather") == 0 ? "gather" : "index_select", x, idx, "{dim = %lld : i64}", (long long)d);
 }
 
+/* pt2.cat takes two tensors: a list is a balanced tree of them (a chain copied everything before
+ * each item again, n²/2 items' worth and n kernels of growing size for an unrolled RNN's stack of
+ * n steps; the tree copies each item log2(n) times) */
 static Var *cat_list(Trace *t, Var **items, int n_items, int64_t dim) {
     if (n_items == 0) return trace_break(t, "cat() of an empty list");
-    Var *acc = items[0];
-    for (int i = 1; i < n_items && acc; ++i) acc = op2(t, "cat", acc, items[i], "{dim = %lld : i64}", (long long)dim);
-    return acc;
+    if (n_items == 1) return items[0];
+    Var *a = cat_list(t, items, n_items / 2, dim);
+    Var *b = a ? cat_list(t, items + n_items / 2, n_items - n_items / 2, dim) : NULL;
+    return b ? op2(t, "cat", a, b, "{dim = %lld : i64}", (long long)dim) : NULL;
 }
 
 static Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
