@@ -51,7 +51,7 @@ def _run(mode, input, hx, params, has_biases, num_layers, bidirectional, batch_f
             b_ih = params[k + 2] if has_biases else None
             b_hh = params[k + 3] if has_biases else None
             w_hr = params[k + stride - 1] if proj else None
-            xw = F.linear(x, w_ih, b_ih)  # every step's input projection in one product
+            xw = F.linear(x, w_ih, b_ih).unbind(0)  # every step's input projection in one product
             h = hx[0][layer * dirs + d]
             c = hx[1][layer * dirs + d] if mode == "lstm" else None
             ys = [None] * steps

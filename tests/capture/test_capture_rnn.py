@@ -170,3 +170,42 @@ def test_weakref_call_guards_its_referent():
     gc.collect()
     assert r() is None
     torch.testing.assert_close(g(x, r), x - 1)
+
+
+def _explain_and_run(m, *args):
+    with torch.no_grad():
+        want = m(*args)
+        pt2.reset()
+        info = pt2.explain(m)(*args)
+        pt2.reset()
+        got = pt2.compile(m)(*args)
+    return info, got, want
+
+
+def test_packed_sequence_stays_the_c_op():
+    """A PackedSequence input breaks (today already at unpacking it in RNNBase.forward; polyfills.c
+    declines the PackedSequence overload of the _VF ops too): eager's values."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    for mode in ("lstm", "gru"):
+        m = make(mode)
+        x = pack_padded_sequence(rand(SEQ, BATCH, IN), torch.tensor([7, 5, 2]))
+        info, got, want = _explain_and_run(m, x)
+        assert info.graph_break_count >= 1
+        torch.testing.assert_close(got[0].data, want[0].data)
+        for g, w in zip(flat((None, got[1]))[1:], flat((None, want[1]))[1:]):
+            torch.testing.assert_close(g, w)
+
+
+def test_long_and_empty_sequences_stay_the_c_op():
+    """Past 128 unrolled cells (steps × layers × directions) the C op is kept (the compile time grows
+    faster than the graph), and an empty sequence too (eager's error)."""
+    m = nn.RNN(2, 3, bidirectional=True).eval()
+    info, got, want = _explain_and_run(m, rand(65, 2, 2))
+    assert any("C function rnn_tanh" in str(r) for r in info.break_reasons), info.break_reasons
+    close(got, want, torch.float32)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="sequence length"):
+        pt2.compile(m)(rand(0, 2, 2))
+    info, got, want = _explain_and_run(m, rand(64, 2, 2))
+    assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+    close(got, want, torch.float32)
