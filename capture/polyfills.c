@@ -103,6 +103,53 @@ static bool lstm_input(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
     return rnn_input_overload(args, n_args, n_kw, true);
 }
 
+/* The argument at position pos, or passed by keyword as name; NULL when absent. */
+static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, int pos, const char *name) {
+    if (pos >= 0 && pos < n_args) return args[pos];
+    for (int k = 0; k < n_kw; ++k) {
+        if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), name) == 0) return kw_values[k];
+    }
+    return NULL;
+}
+
+#define ARG(pos, name) arg_of(args, n_args, kw_names, kw_values, n_kw, pos, name)
+
+static bool const_int(const Var *v, int64_t *out) {
+    if (!v || v->kind != V_CONST || !PyLong_Check(v->obj)) return false;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
+    if (overflow || PyErr_Occurred()) return PyErr_Clear(), false;
+    return true;
+}
+
+static bool const_number(const Var *v, double *out) {
+    if (!v || v->kind != V_CONST || !(PyLong_Check(v->obj) || PyFloat_Check(v->obj))) return false;
+    *out = PyFloat_AsDouble(v->obj);
+    if (PyErr_Occurred()) return PyErr_Clear(), false;
+    return true;
+}
+
+static bool is_tensor(const Var *v) { return v && v->kind == V_TENSOR; }
+
+/* F.one_hot(x, num_classes) of an int64 x with num_classes >= 1 (-1 sizes the result by the data; 0
+ * raises in eager, for an empty x too) */
+static bool one_hot_explicit(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "tensor");
+    int64_t n;
+    return is_tensor(x) && x->dtype == PT2_I64 && const_int(ARG(1, "num_classes"), &n) && n >= 1;
+}
+
+/* cdist(x1, x2, p, compute_mode) as eager's CPU kernel computes it: float32/float64 of one dtype, rank
+ * >= 2, p >= 0, compute_mode None, 0, 1 or 2 */
+static bool cdist_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x1 = ARG(0, "x1"), *x2 = ARG(1, "x2"), *p = ARG(2, "p"), *mode = ARG(3, "compute_mode");
+    double pv = 2.0;
+    int64_t m = 0;
+    return is_tensor(x1) && is_tensor(x2) && x1->dtype == x2->dtype && (x1->dtype == PT2_F32 || x1->dtype == PT2_F64) &&
+           x1->rank >= 2 && x2->rank >= 2 && (!p || const_number(p, &pv)) && pv >= 0 &&
+           (!mode || is_const(mode, Py_None) || (const_int(mode, &m) && m >= 0 && m <= 2));
+}
+
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
@@ -175,6 +222,9 @@ static Polyfill polyfills[] = {
     {"torch._C._VariableFunctions.gru", "gru", rnn_input, NULL, NULL},
     {"torch._C._VariableFunctions.rnn_tanh", "rnn_tanh", rnn_input, NULL, NULL},
     {"torch._C._VariableFunctions.rnn_relu", "rnn_relu", rnn_input, NULL, NULL},
+    /* class indices, distances, losses over classes, diagonals, 1-d max pool, search */
+    {"torch._C._nn.one_hot", "one_hot", one_hot_explicit, NULL, NULL},
+    {"torch._C._VariableFunctions.cdist", "cdist", cdist_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))

@@ -578,3 +578,60 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):
     y = x.unsqueeze(d + 1).expand(*shape[: d + 1], repeats, *shape[d + 1:])
     shape[d] = shape[d] * repeats
     return y.reshape(shape)
+
+
+# --- class indices, distances and losses over classes -----------------------------------------
+
+def one_hot(tensor, num_classes=-1):
+    """F.one_hot with num_classes given (polyfills.c takes int64 tensors and num_classes >= 1; -1 sizes
+    the result by the data's max, 0 raises): int64, 1 where the last dim's position equals the value.  A value
+    outside [0, num_classes) raises as in eager: a zero vector of num_classes is gathered at every
+    value (the kernels check each index; RuntimeError, as eager's) and added, 0, to the result."""
+    classes = torch.arange(num_classes, dtype=torch.int64, device=tensor.device)
+    hot = (tensor.unsqueeze(-1) == classes).to(torch.int64)
+    zero = torch.zeros(num_classes, dtype=torch.int64, device=tensor.device).gather(0, tensor.reshape(-1))
+    return hot + zero.reshape(*tensor.shape, 1)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """torch._C._VariableFunctions.cdist as torch.cdist calls it (compute_mode None, 1 "use_mm_for_euclid_dist"
+    or 2 "donot_use_mm_for_euclid_dist"; polyfills.c takes float32/float64 inputs of one dtype, rank >= 2,
+    p >= 0).  The batch dims broadcast; p = 2 with compute_mode 1, or None and more than 25 rows on a
+    side, is ATen's matmul form (_euclidean_dist: |a|² - 2a·b + |b|² clamped at 0, then sqrt); else the
+    direct form over |x1_i - x2_j| as ATen's CPU kernel: p = 0 counts the nonzero differences (NaN
+    stays NaN), 1 sums them, 2 is the root of the sum of squares, inf their max with NaN skipped (the
+    kernel's std::max from 0), other p the p-th root of the sum of p-th powers."""
+    r1, r2, m = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    if x2.shape[-1] != m:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {m} X2: {x2.shape[-1]}")
+    b1, b2 = tuple(x1.shape[:-2]), tuple(x2.shape[:-2])
+    n = max(len(b1), len(b2))
+    b1, b2 = (1,) * (n - len(b1)) + b1, (1,) * (n - len(b2)) + b2
+    batch = []
+    for a, b in zip(b1, b2):
+        if a != b and a != 1 and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                               f"dimension")
+        batch.append(b if a == 1 else a)
+    out_shape = tuple(batch) + (r1, r2)
+    if r1 == 0 or r2 == 0 or m == 0 or 0 in batch:
+        return torch.zeros(out_shape, dtype=x1.dtype, device=x1.device)
+    x1 = x1.expand(*batch, r1, m)
+    x2 = x2.expand(*batch, r2, m)
+    mode = 0 if compute_mode is None else compute_mode
+    if p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
+        n1 = (x1 * x1).sum(-1, keepdim=True)
+        n2 = (x2 * x2).sum(-1, keepdim=True)
+        a = torch.cat([x1 * -2, n1, torch.ones_like(n1)], -1)
+        b = torch.cat([x2, torch.ones_like(n2), n2], -1)
+        return torch.matmul(a, b.transpose(-2, -1)).clamp_min(0).sqrt()
+    d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return torch.where(d > 0, torch.ones_like(d), d).sum(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return (d * d).sum(-1).sqrt()
+    if p == float("inf"):
+        return torch.where(d == d, d, torch.zeros_like(d)).amax(-1)
+    return d.pow(p).sum(-1).pow(1.0 / p)
