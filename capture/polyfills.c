@@ -150,6 +150,42 @@ static bool cdist_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values
            (!mode || is_const(mode, Py_None) || (const_int(mode, &m) && m >= 0 && m <= 2));
 }
 
+/* nll_loss_nd / cross_entropy_loss (input, target, weight, reduction, ignore_index[, label_smoothing]):
+ * the calls eager accepts, of a float input with at least one class: int64 class indices of the
+ * input's shape without its class dim ([C] with a 0-d target, [N, C, d...] with [N, d...]), or (probs)
+ * class probabilities of the input's shape and dtype with ignore_index < 0; a weight of one per class
+ * in the input's dtype; reduction 0, 1 or 2; label_smoothing <= 1 */
+static bool class_loss_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool probs) {
+    Var *x = ARG(0, "input"), *target = ARG(1, "target"), *weight = ARG(2, "weight");
+    int64_t reduction = 1, ignore_index = -100;
+    double smoothing = 0.0;
+    if (!is_tensor(x) || !pt2_dtype_is_float(x->dtype) || x->rank < 1 || !is_tensor(target)) return false;
+    Var *red = ARG(3, "reduction"), *ignore = ARG(4, "ignore_index"), *ls = probs ? ARG(5, "label_smoothing") : NULL;
+    if (red && !(const_int(red, &reduction) && reduction >= 0 && reduction <= 2)) return false;
+    if (ignore && !const_int(ignore, &ignore_index)) return false;
+    if (ls && !(const_number(ls, &smoothing) && smoothing <= 1.0)) return false;
+    int class_dim = x->rank == 1 ? 0 : 1;
+    int64_t c = x->sizes[class_dim];
+    if (c < 1) return false;
+    if (weight && !is_const(weight, Py_None) &&
+        !(is_tensor(weight) && weight->dtype == x->dtype && weight->rank == 1 && weight->sizes[0] == c)) {
+        return false;
+    }
+    bool same_shape =
+        target->rank == x->rank && memcmp(target->sizes, x->sizes, sizeof(int64_t) * (size_t)x->rank) == 0;
+    if (same_shape) return probs && target->dtype == x->dtype && ignore_index < 0;
+    if (target->dtype != PT2_I64 || target->rank != x->rank - 1) return false;
+    if (x->rank == 1) return true;
+    if (target->sizes[0] != x->sizes[0]) return false;
+    return x->rank == 2 || memcmp(target->sizes + 1, x->sizes + 2, sizeof(int64_t) * (size_t)(x->rank - 2)) == 0;
+}
+static bool nll_loss_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    return class_loss_ok(args, n_args, kw_names, kw_values, n_kw, false);
+}
+static bool cross_entropy_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    return class_loss_ok(args, n_args, kw_names, kw_values, n_kw, true);
+}
+
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
@@ -225,6 +261,8 @@ static Polyfill polyfills[] = {
     /* class indices, distances, losses over classes, diagonals, 1-d max pool, search */
     {"torch._C._nn.one_hot", "one_hot", one_hot_explicit, NULL, NULL},
     {"torch._C._VariableFunctions.cdist", "cdist", cdist_ok, NULL, NULL},
+    {"torch._C._nn.nll_loss_nd", "nll_loss_nd", nll_loss_ok, NULL, NULL},
+    {"torch._C._nn.cross_entropy_loss", "cross_entropy_loss", cross_entropy_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))

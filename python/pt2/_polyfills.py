@@ -635,3 +635,86 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if p == float("inf"):
         return torch.where(d == d, d, torch.zeros_like(d)).amax(-1)
     return d.pow(p).sum(-1).pow(1.0 / p)
+
+
+def _class_shape(input, class_dim, size):
+    """The shape that broadcasts a per-class vector along input's class dim."""
+    shape = [1] * input.dim()
+    shape[class_dim] = size
+    return shape
+
+
+def _picked_weights(weight, safe, keep):
+    """weight at each kept target (0 where ignored); safe: the targets with the ignored ones 0."""
+    w = weight.gather(0, safe.reshape(-1)).reshape(safe.shape)
+    return torch.where(keep, w, torch.zeros_like(w))
+
+
+def _nll(logp, target, weight, reduction, ignore_index):
+    """ATen's nll_loss over log-probabilities logp ([C] with a 0-d target, or [N, C, d...] with [N, d...]):
+    -w[t]·logp[t] per element, 0 where t == ignore_index; summed, or divided by the sum of the weights
+    taken (NaN when that is 0, as in eager).  The pick is a gather at t (ignored targets read class 0),
+    which raises for a target out of [0, C), as eager does (RuntimeError where eager's is an IndexError)."""
+    class_dim = 0 if logp.dim() == 1 else 1
+    keep = target != ignore_index
+    safe = torch.where(keep, target, torch.zeros_like(target))
+    picked = logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+    zero = torch.zeros_like(picked)
+    if weight is not None:
+        w = _picked_weights(weight, safe, keep)
+        loss = torch.where(keep, -(picked * w), zero)
+    else:
+        loss = torch.where(keep, -picked, zero)
+    if reduction == 0:
+        return loss
+    if reduction == 2:
+        return loss.sum()
+    total = w.sum() if weight is not None else keep.sum().to(loss.dtype)
+    return loss.sum() / total
+
+
+def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
+    """torch._C._nn.nll_loss_nd (F.nll_loss) with class-index targets: polyfills.c takes only the calls
+    eager accepts (int64 targets of the input's shape less its class dim, a weight of one per class in
+    the input's dtype, at least one class); see _nll."""
+    return _nll(input, target, weight, reduction, ignore_index)
+
+
+def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    """torch._C._nn.cross_entropy_loss (F.cross_entropy), as ATen's cross_entropy_loss: log_softmax over
+    the class dim (0 for a [C] input, else 1), then
+    - a target of the input's shape: class probabilities, smoothed to t·(1 - ls) + ls/C, the loss
+      -Σ w·t·logp over classes, its mean over the N·d... elements (NaN for an empty input);
+    - class indices: nll_loss (_nll), and with label_smoothing > 0, (1 - ls)·nll + ls/C·smooth, smooth
+      -Σ w·logp over classes, 0 where ignored, its mean over the kept weights (or count).
+    polyfills.c takes what eager accepts: float inputs, int64 index targets or probabilities of the input's
+    dtype (ignore_index < 0 with them), a weight of one per class in the input's dtype, ls <= 1."""
+    class_dim = 0 if input.dim() == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = torch.log_softmax(input, class_dim)
+    wshape = _class_shape(input, class_dim, n_classes)
+    if input.shape == target.shape:
+        t = target * (1 - label_smoothing) + label_smoothing / n_classes if label_smoothing > 0 else target
+        prod = logp * t if weight is None else logp * t * weight.reshape(wshape)
+        if reduction == 0:
+            return -prod.sum(class_dim)
+        if reduction == 2:
+            return -prod.sum()
+        if input.numel() == 0:
+            return prod.sum() * float("nan")
+        return -prod.sum() / (input.numel() // n_classes)
+    nll = _nll(logp, target, weight, reduction, ignore_index)
+    if not label_smoothing > 0:
+        return nll
+    keep = target != ignore_index
+    smooth = -(logp if weight is None else logp * weight.reshape(wshape)).sum(class_dim)
+    smooth = torch.where(keep, smooth, torch.zeros_like(smooth))
+    if reduction == 0:
+        ret = smooth
+    elif reduction == 2:
+        ret = smooth.sum()
+    elif weight is not None:
+        ret = smooth.sum() / _picked_weights(weight, torch.where(keep, target, torch.zeros_like(target)), keep).sum()
+    else:
+        ret = smooth.sum() / keep.sum()
+    return (1 - label_smoothing) * nll + ret * (label_smoothing / n_classes)

@@ -147,3 +147,139 @@ def test_cdist_declined_calls_stay_the_c_op():
 
 def test_cdist_column_mismatch_raises():
     raises_like_eager(lambda a, b: torch.cdist(a, b), rand(3, 4), rand(2, 5))
+
+
+# --- nll_loss / cross_entropy -------------------------------------------------------------------
+
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def targets(n, c, *rest, ignore=None, seed=0):
+    t = ints(n, *rest, high=c, seed=seed)
+    if ignore is not None:
+        t.view(-1)[::3] = ignore
+    return t
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss(reduction, dtype):
+    x = F.log_softmax(rand(7, 5, dtype=dtype), 1)
+    t = targets(7, 5)
+    w = torch.rand(5, generator=torch.Generator().manual_seed(0), dtype=dtype)
+    check(lambda x, t: F.nll_loss(x, t, reduction=reduction), x, t)
+    check(lambda x, t, w: F.nll_loss(x, t, weight=w, reduction=reduction), x, t, w)
+    ti = targets(7, 5, ignore=2)
+    check(lambda x, t: F.nll_loss(x, t, ignore_index=2, reduction=reduction), x, ti)
+    check(lambda x, t, w: F.nll_loss(x, t, weight=w, ignore_index=2, reduction=reduction), x, ti, w)
+    tn = targets(7, 5, ignore=-100)
+    check(lambda x, t, w: F.nll_loss(x, t, w, reduction=reduction), x, tn, w)
+    m = torch.nn.NLLLoss(weight=w, ignore_index=3, reduction=reduction)
+    check(m, x, targets(7, 5, ignore=3))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss_spatial_and_unbatched(reduction):
+    x = rand(2, 5, 3, 4)  # [N, C, H, W]: nll_loss2d
+    check(lambda x, t: F.nll_loss(x, t, reduction=reduction), x, targets(2, 5, 3, 4, ignore=-100))
+    x3 = rand(3, 4, 5)  # [N, C, L]
+    check(lambda x, t: F.nll_loss(x, t, reduction=reduction, ignore_index=0), x3, targets(3, 4, 5))
+    x5 = rand(2, 3, 2, 2, 3)
+    check(lambda x, t: F.nll_loss(x, t, reduction=reduction), x5, targets(2, 3, 2, 2, 3))
+    v = rand(6)  # [C] with a 0-d target
+    check(lambda v, t: F.nll_loss(v, t, reduction=reduction), v, torch.tensor(4))
+    check(lambda v, t, w: F.nll_loss(v, t, w, reduction=reduction), v, torch.tensor(4), torch.rand(6))
+
+
+def test_nll_loss_all_ignored_or_zero_weight_is_nan_as_in_eager():
+    x, t = rand(4, 3), torch.tensor([1, 1, 1, 1])
+    check(lambda x, t: F.nll_loss(x, t, ignore_index=1), x, t)
+    check(lambda x, t: F.nll_loss(x, t, weight=torch.tensor([1.0, 0.0, 2.0])), x, t)
+    check(lambda v: F.nll_loss(v, torch.tensor(2), ignore_index=2), rand(5))
+    check(lambda x, t: F.nll_loss(x, t), rand(0, 3), torch.zeros(0, dtype=torch.long))
+
+
+def test_nll_loss_special_values():
+    x = torch.tensor([[-INF, 0.0, NAN], [1.0, -INF, INF], [0.0, -0.0, 2.0]])
+    for t in ([0, 1, 2], [1, 0, 0], [2, 2, 1]):
+        for red in REDUCTIONS:
+            check(lambda x, t: F.nll_loss(x, t, reduction=red), x, torch.tensor(t))
+            check(lambda x, t: F.nll_loss(x, t, weight=torch.tensor([0.0, 1.0, 2.0]), reduction=red), x,
+                  torch.tensor(t))
+
+
+@pytest.mark.parametrize("bad", [[0, 3, 1], [0, -1, 1], [-100, 7, 0]])
+def test_nll_loss_target_out_of_range_raises(bad):
+    """Eager raises IndexError; the compiled gather's check raises RuntimeError."""
+    raises_like_eager(lambda x, t: F.nll_loss(x, t), rand(3, 3), torch.tensor(bad), types=(IndexError, RuntimeError))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_class_indices(reduction, dtype):
+    x = rand(9, 7, dtype=dtype)
+    w = torch.rand(7, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    t = targets(9, 7, ignore=-100)
+    check(lambda x, t: F.cross_entropy(x, t, reduction=reduction), x, t)
+    check(lambda x, t, w: F.cross_entropy(x, t, w, reduction=reduction), x, t, w)
+    check(lambda x, t: F.cross_entropy(x, t, ignore_index=4, reduction=reduction), x, targets(9, 7, ignore=4))
+    check(torch.nn.CrossEntropyLoss(weight=w, reduction=reduction), x, t)
+    x4, t4 = rand(2, 7, 3, 5, dtype=dtype), targets(2, 7, 3, 5, ignore=-100)
+    check(lambda x, t, w: F.cross_entropy(x, t, w, reduction=reduction), x4, t4, w)
+    check(lambda v, t: F.cross_entropy(v, t, reduction=reduction), x[0], torch.tensor(3))
+
+
+@pytest.mark.parametrize("ls", [0.1, 0.5, 1.0])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_label_smoothing(reduction, ls):
+    x, t = rand(9, 7), targets(9, 7, ignore=-100)
+    w = torch.rand(7, generator=torch.Generator().manual_seed(2))
+    check(lambda x, t: F.cross_entropy(x, t, reduction=reduction, label_smoothing=ls), x, t)
+    check(lambda x, t, w: F.cross_entropy(x, t, w, reduction=reduction, label_smoothing=ls), x, t, w)
+    check(lambda x, t: F.cross_entropy(x, t, ignore_index=1, reduction=reduction, label_smoothing=ls), x,
+          targets(9, 7, ignore=1))
+    x3, t3 = rand(3, 7, 4), targets(3, 7, 4, ignore=-100)
+    check(lambda x, t, w: F.cross_entropy(x, t, w, reduction=reduction, label_smoothing=ls), x3, t3, w)
+    check(torch.nn.CrossEntropyLoss(label_smoothing=ls, reduction=reduction), x[0], torch.tensor(6))
+
+
+@pytest.mark.parametrize("ls", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_probabilities(reduction, ls):
+    x = rand(6, 5)
+    p = torch.softmax(rand(6, 5, seed=3), 1)
+    w = torch.rand(5, generator=torch.Generator().manual_seed(3))
+    check(lambda x, p: F.cross_entropy(x, p, reduction=reduction, label_smoothing=ls), x, p)
+    check(lambda x, p, w: F.cross_entropy(x, p, w, reduction=reduction, label_smoothing=ls), x, p, w)
+    x4, p4 = rand(2, 5, 3, 3), torch.softmax(rand(2, 5, 3, 3, seed=4), 1)
+    check(lambda x, p: F.cross_entropy(x, p, reduction=reduction, label_smoothing=ls), x4, p4)
+    check(lambda v, q: F.cross_entropy(v, q, reduction=reduction), x[0], p[0])
+    check(lambda x, p: F.cross_entropy(x, p, reduction=reduction), rand(0, 5), torch.zeros(0, 5))
+
+
+def test_cross_entropy_special_values_and_all_ignored():
+    x = torch.tensor([[1000.0, 0.0, -1000.0], [INF, 0.0, 1.0], [NAN, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    t = torch.tensor([0, 1, 2, 1])
+    for red in REDUCTIONS:
+        check(lambda x, t: F.cross_entropy(x, t, reduction=red), x, t)
+        check(lambda x, t: F.cross_entropy(x, t, reduction=red, label_smoothing=0.3), x, t)
+    check(lambda x, t: F.cross_entropy(x, t, ignore_index=1, label_smoothing=0.3), rand(3, 4), torch.tensor([1, 1, 1]))
+    check(lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=1, label_smoothing=0.3), rand(3, 4),
+          torch.tensor([1, 1, 1]), torch.rand(4))
+
+
+def test_cross_entropy_bf16_and_f16():
+    for dtype in (torch.bfloat16, torch.float16):
+        x, t = rand(6, 5).to(dtype), targets(6, 5, ignore=-100)
+        check(lambda x, t: F.cross_entropy(x, t), x, t, tol=2e-2)
+        check(lambda x, t: F.nll_loss(x, t, reduction="sum"), x, t, tol=5e-2)
+
+
+def test_class_losses_declined_calls_stay_the_c_op():
+    x = rand(3, 4)
+    breaks(lambda x, t: F.nll_loss(x, t), x, torch.tensor([1, 2, 3], dtype=torch.int32))  # eager raises
+    breaks(lambda x, t: F.nll_loss(x, t, weight=torch.ones(4, dtype=torch.float64)), x, torch.tensor([1, 2, 3]))
+    breaks(lambda x, t: F.nll_loss(x, t), x, torch.tensor([1, 2]))  # batch mismatch: eager raises
+    breaks(lambda x, t: F.cross_entropy(x, t, label_smoothing=1.5), x, torch.tensor([1, 2, 3]))
+    breaks(lambda x, p: F.cross_entropy(x, p, ignore_index=1), x, torch.rand(3, 4))
+    breaks(lambda x, p: F.cross_entropy(x, p), x, torch.rand(3, 4, dtype=torch.float64))
