@@ -114,6 +114,17 @@ static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, 
 
 #define ARG(pos, name) arg_of(args, n_args, kw_names, kw_values, n_kw, pos, name)
 
+/* Only these keywords (a keyword the form lacks, or an overload of dimension names: the C op's). */
+static bool only_keywords(PyObject *kw_names, int n_kw, const char *const *names) {
+    for (int k = 0; k < n_kw; ++k) {
+        const char *kw = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k));
+        bool known = false;
+        for (const char *const *n = names; *n && !known; ++n) known = strcmp(*n, kw) == 0;
+        if (!known) return false;
+    }
+    return true;
+}
+
 static bool const_int(const Var *v, int64_t *out) {
     if (!v || v->kind != V_CONST || !PyLong_Check(v->obj)) return false;
     int overflow;
@@ -184,6 +195,38 @@ static bool nll_loss_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_val
 }
 static bool cross_entropy_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     return class_loss_ok(args, n_args, kw_names, kw_values, n_kw, true);
+}
+
+/* diag(x, diagonal) / diagonal(x, offset, dim1, dim2) with int arguments (not the overload of names) */
+static bool diag_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "diagonal", NULL};
+    int64_t k;
+    Var *d = ARG(1, "diagonal");
+    return n_args <= 2 && only_keywords(kw_names, n_kw, names) && is_tensor(ARG(0, "input")) &&
+           (!d || const_int(d, &k));
+}
+static bool diagonal_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "offset", "dim1", "dim2", NULL};
+    const char *const which[] = {"offset", "dim1", "dim2"};
+    if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !is_tensor(ARG(0, "input"))) return false;
+    for (int i = 0; i < 3; ++i) {
+        int64_t v;
+        Var *a = ARG(i + 1, which[i]);
+        if (a && !const_int(a, &v)) return false;
+    }
+    return true;
+}
+
+/* Forms whose result is a view of their first argument in eager (diagonal): a result pt2 did not
+ * take as a view of it (a reshape that copies) is marked a view pt2 cannot write through, so that an
+ * in-place op on either breaks instead of missing the other. */
+static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
+    if (!r || r->kind != V_TENSOR || strcmp(py_name, "diagonal") != 0 || !base || base->kind != V_TENSOR) return r;
+    if (r->storage == base->storage) return r;
+    trace_add_view(t, r, base, NULL, NULL);
+    r->view_op = NULL;
+    r->view_attrs = NULL;
+    return r;
 }
 
 static Polyfill polyfills[] = {
@@ -263,6 +306,8 @@ static Polyfill polyfills[] = {
     {"torch._C._VariableFunctions.cdist", "cdist", cdist_ok, NULL, NULL},
     {"torch._C._nn.nll_loss_nd", "nll_loss_nd", nll_loss_ok, NULL, NULL},
     {"torch._C._nn.cross_entropy_loss", "cross_entropy_loss", cross_entropy_ok, NULL, NULL},
+    {"torch.diag", "diag", diag_ok, NULL, NULL},
+    {"torch.diagonal", "diagonal", diagonal_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -281,6 +326,7 @@ static struct {
     {"heaviside", "heaviside", NULL, NULL}, {"count_nonzero", "count_nonzero", NULL, NULL}, {"nansum", "nansum", NULL, NULL},
     {"nanmean", "nanmean", NULL, NULL}, {"movedim", "movedim", NULL, NULL}, {"moveaxis", "movedim", NULL, NULL},
     {"tile", "tile", NULL, NULL}, {"diff", "diff", NULL, NULL}, {"argsort", "argsort", NULL, NULL},
+    {"diag", "diag", diag_ok, NULL}, {"diagonal", "diagonal", diagonal_ok, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])
@@ -332,7 +378,8 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
         if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
-        return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
+        Var *r = fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
+        return as_view_of(t, polyfills[i].py_name, r, arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input"));
     }
     return NULL;
 }
@@ -360,7 +407,8 @@ Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObjec
         if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
         Var *v = trace_wrap(t, method_polyfills[i].py_fn, NULL);
-        return v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
+        Var *r = v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
+        return as_view_of(t, method_polyfills[i].py_name, r, args[0]);
     }
     return NULL;
 }

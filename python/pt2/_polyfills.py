@@ -718,3 +718,60 @@ def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-10
     else:
         ret = smooth.sum() / keep.sum()
     return (1 - label_smoothing) * nll + ret * (label_smoothing / n_classes)
+
+
+# --- diagonals, 1-d max pool, membership and binary search -------------------------------------
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """torch.diagonal / x.diagonal: the elements (i, i + offset) of dims dim1 and dim2, as a last dim.
+    Taken as eager's view is laid out: the two dims merged into one (a reshape) and every (size2 + 1)-th
+    element of it from the first (a strided slice), after a permute that brings them together where
+    they are not adjacent.  Where the input's strides make those views, pt2 writes an in-place op on the
+    result through to the input, as eager; where the reshape copies, polyfills.c marks the result a view
+    of the input that pt2 cannot write through (an in-place op on either breaks, never a stale value)."""
+    n = input.dim()
+    m = max(n, 1)  # a 0-d tensor's dims wrap as one dim's (eager's wrap_dim)
+    if not (-m <= dim1 < m and -m <= dim2 < m):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-m}, {m - 1}], but got "
+                         f"{dim1 if not -m <= dim1 < m else dim2})")
+    d1, d2 = dim1 % m, dim2 % m
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if d1 > d2:
+        d1, d2, offset = d2, d1, -offset
+    shape = list(input.shape)
+    a, b = shape[d1], shape[d2]
+    if offset >= 0:
+        size, start = max(min(a, b - offset), 0), offset
+    else:
+        size, start = max(min(a + offset, b), 0), -offset * b
+    if d2 == d1 + 1:
+        x = input.reshape(shape[:d1] + [a * b] + shape[d2 + 1:])
+        if d2 != n - 1:
+            x = x.permute(*range(d1), *range(d1 + 1, n - 1), d1)
+    else:
+        rest = [d for d in range(n) if d not in (d1, d2)]
+        x = input.permute(*rest, d1, d2).reshape([shape[d] for d in rest] + [a * b])
+    if size == 0:
+        return x[..., 0:0]
+    return x[..., start:start + (size - 1) * (b + 1) + 1:b + 1]
+
+
+_diagonal = diagonal  # diag's argument is named diagonal
+
+
+def diag(input, diagonal=0):
+    """torch.diag / x.diag, a new tensor as in eager: of a 2-d input, its diagonal (diagonal(...) copied);
+    of a 1-d input of n, the (n + |k|)-square matrix with it on diagonal k, zeros elsewhere (a where
+    over the positions c - r == k, the values along rows for k >= 0, along columns below)."""
+    if input.dim() == 2:
+        return _diagonal(input, diagonal, 0, 1).clone()
+    if input.dim() != 1:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+    k = diagonal
+    size = input.shape[0] + abs(k)
+    pos = torch.arange(size, device=input.device)
+    on = (pos.reshape(1, -1) - pos.reshape(-1, 1)) == k
+    v = input if k == 0 else torch.cat([input, torch.zeros(abs(k), dtype=input.dtype, device=input.device)])
+    v = v.reshape(-1, 1) if k >= 0 else v.reshape(1, -1)
+    return torch.where(on, v, torch.zeros((), dtype=input.dtype, device=input.device))

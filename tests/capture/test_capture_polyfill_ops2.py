@@ -283,3 +283,102 @@ def test_class_losses_declined_calls_stay_the_c_op():
     breaks(lambda x, t: F.cross_entropy(x, t, label_smoothing=1.5), x, torch.tensor([1, 2, 3]))
     breaks(lambda x, p: F.cross_entropy(x, p, ignore_index=1), x, torch.rand(3, 4))
     breaks(lambda x, p: F.cross_entropy(x, p), x, torch.rand(3, 4, dtype=torch.float64))
+
+
+# --- diag / diagonal ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+@pytest.mark.parametrize("k", [0, 1, 2, -1, -3, 9, -9])
+def test_diag(k, dtype):
+    m = rand(4, 6).to(dtype) if dtype != torch.bool else rand(4, 6) > 0
+    v = rand(5).to(dtype) if dtype != torch.bool else rand(5) > 0
+    check(lambda m: torch.diag(m, k), m, exact=True)
+    check(lambda m: m.diag(k), m.t(), exact=True)
+    check(lambda v: torch.diag(v, k), v, exact=True)
+    check(lambda v: v.diag(diagonal=k), v, exact=True)
+
+
+def test_diag_special_values_and_edges():
+    v = torch.tensor([NAN, INF, -INF, -0.0])
+    check(lambda v: torch.diag(v, 1) + 0, v)
+    check(lambda v: torch.diag(v), torch.zeros(0))
+    check(lambda m: torch.diag(m), torch.zeros(0, 3))
+    raises_like_eager(lambda x: torch.diag(x), rand(2, 2, 2))
+
+
+@pytest.mark.parametrize("args", [(), (1,), (-2,), (0, 1, 2), (2, 2, 0), (-1, -1, -3), (1, 0, 2), (0, -3, -1),
+                                  (3, 1, 2)])
+def test_diagonal(args):
+    x = rand(3, 4, 5)
+    check(lambda x: torch.diagonal(x, *args) * 1, x, exact=True)
+    check(lambda x: x.diagonal(*args) * 1, x, exact=True)
+    check(lambda x: x.diagonal(*args) * 1, x.permute(2, 0, 1), exact=True)  # of a non-contiguous input
+
+
+def test_diagonal_keywords_and_matrices():
+    x = rand(5, 3)
+    check(lambda x: torch.diagonal(x, offset=-2) + x.diagonal(dim1=1, dim2=0).sum(), x)
+    check(lambda x: x.diagonal(offset=1, dim1=-1, dim2=-2), rand(2, 4, 4), exact=True)
+    check(lambda x: x.diagonal().sum(-1), rand(6, 6))  # the trace
+
+
+def test_diagonal_in_place_writes_through_as_a_view():
+    """diagonal is a view in eager: an in-place op on it reaches the input (pt2 writes it through the
+    reshape and strided slice), and one on the input reaches a diagonal taken before."""
+    def fill(x):
+        x = x.clone()
+        x.diagonal().fill_(7.0)
+        x.diagonal(1).add_(1.0)
+        return x
+
+    check(fill, rand(4, 5))
+
+    def later(x):
+        x = x.clone()
+        d = x.diagonal(-1, 1, 2)
+        x.mul_(2)
+        return d + 0
+
+    check(later, rand(2, 4, 3))
+
+    def leading(x):
+        x = x.clone()
+        x.diagonal(1, 0, 1).sub_(x[0, 0].reshape(2, 1))  # dims 0 and 1 of [3, 4, 2]: merged, then moved last
+        return x
+
+    check(leading, rand(3, 4, 2))
+
+
+def test_diagonal_in_place_on_a_copying_reshape_breaks():
+    """A non-adjacent pair of dims (a reshape that copies): the result is marked a view pt2 cannot
+    write through, so the in-place op is a break and the result eager's."""
+    def f(x):
+        x = x.clone()
+        x.diagonal(0, 0, 2).zero_()
+        return x
+
+    breaks(f, rand(3, 2, 3))
+    breaks(f, rand(3, 3).t().unsqueeze(1).expand(3, 2, 3).contiguous().transpose(0, 2))
+
+    def g(x):
+        x = x.t().contiguous().t()  # a transposed layout: the reshape copies
+        d = x.diagonal()
+        x.add_(1.0)
+        return d * 1
+
+    breaks(g, rand(3, 3))
+
+
+def test_diag_is_a_copy():
+    def f(m):
+        m = m.clone()
+        d = torch.diag(m)
+        d.add_(5.0)
+        return m, d
+
+    check(f, rand(3, 3))
+
+
+def test_diagonal_errors_as_in_eager():
+    raises_like_eager(lambda x: torch.diagonal(x, 0, 1, 1), rand(3, 3))
+    raises_like_eager(lambda x: torch.diagonal(x, 0, 0, 3), rand(3, 3))
