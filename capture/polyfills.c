@@ -217,6 +217,12 @@ static bool diagonal_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_val
     return true;
 }
 
+/* torch.max_pool1d of a float input (eager's CPU kernel has no integer one) */
+static bool max_pool1d_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input");
+    return is_tensor(x) && pt2_dtype_is_float(x->dtype);
+}
+
 /* Forms whose result is a view of their first argument in eager (diagonal): a result pt2 did not
  * take as a view of it (a reshape that copies) is marked a view pt2 cannot write through, so that an
  * in-place op on either breaks instead of missing the other. */
@@ -308,6 +314,7 @@ static Polyfill polyfills[] = {
     {"torch._C._nn.cross_entropy_loss", "cross_entropy_loss", cross_entropy_ok, NULL, NULL},
     {"torch.diag", "diag", diag_ok, NULL, NULL},
     {"torch.diagonal", "diagonal", diagonal_ok, NULL, NULL},
+    {"torch.max_pool1d", "max_pool1d", max_pool1d_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))

@@ -567,8 +567,50 @@ static Var *index_tensor(Trace *t, Var *x, Var *index) {
     return x && n_adv ? index_advanced(t, x, adv, n_adv) : x;
 }
 
+/* The object of a value known at trace time that may stand in a type
+ * expression: a constant, or a class (a builtin such as int is a V_CALLABLE,
+ * a user class a V_OBJECT); a tuple of those.  New reference, or NULL. */
+static PyObject *type_expr_arg(Trace *t, Var *v) {
+    if (v->kind == V_CONST || ((v->kind == V_CALLABLE || v->kind == V_OBJECT) && v->obj && PyType_Check(v->obj))) {
+        return Py_NewRef(v->obj);
+    }
+    if (v->kind != V_TUPLE) return NULL;
+    PyObject *tup = PyTuple_New(v->n_items);
+    for (int i = 0; tup && i < v->n_items; ++i) {
+        PyObject *item = type_expr_arg(t, v->items[i]);
+        if (!item) {
+            Py_CLEAR(tup);
+            break;
+        }
+        PyTuple_SET_ITEM(tup, i, item);
+    }
+    return tup;
+}
+
+/* list[int], dict[str, int], tuple[int, ...]: a builtin class subscripted by
+ * types, a types.GenericAlias made at trace time (a constant).  Only classes
+ * of the interpreter (static types, metaclass type), whose __class_getitem__
+ * is types.GenericAlias, with nothing else to run; torch.nn.functional's
+ * pools say `torch.jit.annotate(list[int], [])`. */
+static Var *builtin_generic_alias(Trace *t, Var *base, Var *index) {
+    PyObject *cls = base->obj;
+    if (!cls || !PyType_Check(cls) || Py_TYPE(cls) != &PyType_Type ||
+        (((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        return NULL;
+    }
+    PyObject *key = type_expr_arg(t, index);
+    if (!key) return NULL;
+    PyObject *alias = PyObject_GetItem(cls, key);
+    Py_DECREF(key);
+    return const_result(t, alias, "subscript of a class");
+}
+
 Var *trace_subscript(Trace *t, Var *base, Var *index) {
     if (!base || !index) return trace_break(t, "internal: subscript operand missing");
+    if (base->kind == V_CALLABLE || base->kind == V_OBJECT) {
+        Var *alias = builtin_generic_alias(t, base, index);
+        if (alias) return alias;
+    }
     switch (base->kind) {
     case V_TENSOR: return view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
     case V_TUPLE: case V_LIST: {

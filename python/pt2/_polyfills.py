@@ -775,3 +775,42 @@ def diag(input, diagonal=0):
     v = input if k == 0 else torch.cat([input, torch.zeros(abs(k), dtype=input.dtype, device=input.device)])
     v = v.reshape(-1, 1) if k >= 0 else v.reshape(1, -1)
     return torch.where(on, v, torch.zeros((), dtype=input.dtype, device=input.device))
+
+
+def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """torch.max_pool1d (F.max_pool1d without indices, nn.MaxPool1d; polyfills.c takes float inputs):
+    eager's checks (check_max_pool1d), then the 2-d max pool of a [*, 1, L] view."""
+    def one(v, what):
+        if isinstance(v, (tuple, list)):
+            if len(v) != 1:
+                raise RuntimeError(f"max_pool1d() {what} must be an int, list of ints or tuple of ints of size 1 "
+                                   f"but got size {len(v)}")
+            return v[0]
+        return v
+
+    k = one(kernel_size, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else one(stride, "stride")
+    p, d = one(padding, "padding"), one(dilation, "dilation")
+    shape = tuple(input.shape)
+    if not ((len(shape) == 2 and 0 not in shape) or (len(shape) == 3 and shape[1] != 0 and shape[2] != 0)):
+        raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(shape)}")
+    if k <= 0:
+        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
+    if s <= 0:
+        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {s}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    length = shape[-1]
+    out = (length + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= length + p:
+        out -= 1
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    y = F.max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+    return y.squeeze(-2)

@@ -382,3 +382,45 @@ def test_diag_is_a_copy():
 def test_diagonal_errors_as_in_eager():
     raises_like_eager(lambda x: torch.diagonal(x, 0, 1, 1), rand(3, 3))
     raises_like_eager(lambda x: torch.diagonal(x, 0, 0, 3), rand(3, 3))
+
+
+# --- max_pool1d ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                                dict(kernel_size=2, stride=1, dilation=3), dict(kernel_size=(4,), stride=(3,)),
+                                dict(kernel_size=5, stride=3, padding=2, ceil_mode=True)])
+def test_max_pool1d(kw, dtype):
+    x = rand(2, 3, 11, dtype=dtype)
+    check(lambda x: F.max_pool1d(x, **kw), x, exact=True)
+    check(lambda x: F.max_pool1d(x, **kw), x[0], exact=True)  # [C, L]
+    check(torch.nn.MaxPool1d(**kw), x, exact=True)
+
+
+def test_max_pool1d_special_values():
+    x = torch.tensor([[[NAN, 1.0, 2.0, -INF, -INF, INF, 0.0, -0.0, 3.0]]])
+    check(lambda x: F.max_pool1d(x, 2), x)
+    check(lambda x: F.max_pool1d(x, 3, 1, 1), x)
+    check(lambda x: F.max_pool1d(x, 2), torch.full((1, 2, 4), -INF))
+
+
+def test_max_pool1d_errors_and_declined_calls():
+    raises_like_eager(lambda x: F.max_pool1d(x, 2, padding=2), rand(1, 2, 5))
+    raises_like_eager(lambda x: F.max_pool1d(x, 7), rand(1, 2, 5))
+    raises_like_eager(lambda x: F.max_pool1d(x, 2), rand(5))
+    breaks(lambda x: F.max_pool1d(x, 2, return_indices=True), rand(1, 2, 6))
+    breaks(lambda x: F.max_pool1d(x, 2), torch.arange(10).reshape(1, 1, 10))  # integers: eager raises
+
+
+def test_subscripted_builtin_classes_are_constants():
+    """list[int] (F.max_pool1d's `torch.jit.annotate(list[int], [])`), dict[str, list[int]],
+    tuple[int, ...]: types.GenericAlias made at trace time."""
+    def f(x):
+        a = list[int]
+        b = dict[str, list[int]]
+        c = tuple[int, ...]
+        return x + len(a.__args__) + len(b.__args__) + len(c.__args__)
+
+    check(f, rand(3))
+    raises_like_eager(lambda x: x + len(int[str].__args__), rand(2))
