@@ -140,7 +140,17 @@ static bool const_number(const Var *v, double *out) {
     return true;
 }
 
+/* absent, or a constant bool (the value in *out, default dflt) */
+static bool opt_bool(const Var *v, bool dflt, bool *out) {
+    *out = dflt;
+    if (!v) return true;
+    if (v->kind != V_CONST || !PyBool_Check(v->obj)) return false;
+    *out = v->obj == Py_True;
+    return true;
+}
+
 static bool is_tensor(const Var *v) { return v && v->kind == V_TENSOR; }
+static bool is_int_dtype(Pt2DType dt) { return dt == PT2_I64 || dt == PT2_I32 || dt == PT2_I8; }
 
 /* F.one_hot(x, num_classes) of an int64 x with num_classes >= 1 (-1 sizes the result by the data; 0
  * raises in eager, for an empty x too) */
@@ -221,6 +231,51 @@ static bool diagonal_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_val
 static bool max_pool1d_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input");
     return is_tensor(x) && pt2_dtype_is_float(x->dtype);
+}
+
+/* Whether comparing a and b in the dtype pt2's compare promotes them to is eager's compare: one
+ * dtype, or two integer dtypes (exact either way), or (dimensioned) both of rank >= 1, where
+ * result_type is promote_types for both. */
+static bool same_compare(const Var *a, const Var *b, bool dimensioned) {
+    if (a->dtype == PT2_BOOL || b->dtype == PT2_BOOL) return false;
+    return a->dtype == b->dtype || (is_int_dtype(a->dtype) && is_int_dtype(b->dtype)) ||
+           (dimensioned && a->rank >= 1 && b->rank >= 1);
+}
+
+/* isin(tensor, tensor) of one dtype (or integers), at most 1024 test elements (every element is
+ * compared with each) */
+static bool isin_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *e = ARG(0, "elements"), *s = ARG(1, "test_elements");
+    bool b;
+    if (!is_tensor(e) || !is_tensor(s) || !same_compare(e, s, false)) return false;
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; ++d) n *= s->sizes[d];
+    return n <= 1024 && opt_bool(ARG(-1, "invert"), false, &b) && opt_bool(ARG(-1, "assume_unique"), false, &b);
+}
+
+/* bucketize(tensor, 1-d boundaries) */
+static bool bucketize_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input"), *bd = ARG(1, "boundaries");
+    bool b;
+    return is_tensor(x) && is_tensor(bd) && bd->rank == 1 && same_compare(x, bd, true) &&
+           opt_bool(ARG(-1, "out_int32"), false, &b) && opt_bool(ARG(-1, "right"), false, &b);
+}
+
+/* searchsorted(sequence, tensor) without a sorter: a 1-d sequence, or one of the values' rank whose
+ * leading dims are theirs; side "left" or "right", not opposite to right */
+static bool searchsorted_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *seq = ARG(0, "sorted_sequence"), *x = ARG(1, "input"), *side = ARG(-1, "side"), *sorter = ARG(-1, "sorter");
+    bool b, right;
+    if (!is_tensor(seq) || !is_tensor(x) || seq->rank < 1 || !same_compare(x, seq, true)) return false;
+    if (!opt_bool(ARG(-1, "out_int32"), false, &b) || !opt_bool(ARG(-1, "right"), false, &right)) return false;
+    if (sorter && !is_const(sorter, Py_None)) return false;
+    if (side && !is_const(side, Py_None)) {
+        if (side->kind != V_CONST || !PyUnicode_Check(side->obj)) return false;
+        const char *s = PyUnicode_AsUTF8(side->obj);
+        if (!s || !(strcmp(s, "right") == 0 || (strcmp(s, "left") == 0 && !right))) return PyErr_Clear(), false;
+    }
+    if (seq->rank == 1) return true;
+    return x->rank == seq->rank && memcmp(x->sizes, seq->sizes, sizeof(int64_t) * (size_t)(seq->rank - 1)) == 0;
 }
 
 /* Forms whose result is a view of their first argument in eager (diagonal): a result pt2 did not
@@ -315,6 +370,9 @@ static Polyfill polyfills[] = {
     {"torch.diag", "diag", diag_ok, NULL, NULL},
     {"torch.diagonal", "diagonal", diagonal_ok, NULL, NULL},
     {"torch.max_pool1d", "max_pool1d", max_pool1d_ok, NULL, NULL},
+    {"torch.isin", "isin", isin_ok, NULL, NULL},
+    {"torch.bucketize", "bucketize", bucketize_ok, NULL, NULL},
+    {"torch.searchsorted", "searchsorted", searchsorted_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))

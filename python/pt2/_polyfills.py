@@ -814,3 +814,44 @@ def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
     y = F.max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
     return y.squeeze(-2)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """torch.isin of a tensor in a tensor (polyfills.c takes one dtype, or integers of two, and at most
+    1024 test elements): whether each element equals (==: NaN never) one of test_elements, as ATen's
+    isin_default; the compare and the any fuse into one reduction."""
+    hit = (elements.unsqueeze(-1) == test_elements.reshape(-1)).any(-1)
+    return hit.logical_not() if invert else hit
+
+
+def _binary_search(seq, values, right, out_int32):
+    """ATen's searchsorted on the CPU (cus_lower_bound / cus_upper_bound), each element's search one
+    lane of these tensors: start, end = 0, n; while start < end: mid = start + (end - start) // 2, the
+    search going right past mid unless seq[mid] >= value (> when right).  n.bit_length() steps finish
+    every search (each halves the range), a finished lane no longer moves: the same steps as eager
+    for every value, so NaN, ties and unsorted sequences give eager's index.  seq: 1-d, or [..., n] with
+    the leading dims of values (gathered along the last)."""
+    n = seq.shape[-1]
+    start = torch.zeros(values.shape, dtype=torch.int64, device=values.device)
+    end = torch.full(values.shape, n, dtype=torch.int64, device=values.device)
+    for _ in range(n.bit_length()):
+        active = start < end
+        mid = start + (end - start) // 2
+        at = mid.clamp_max(n - 1)
+        pivot = seq[at] if seq.dim() == 1 else seq.gather(-1, at)
+        stop = pivot > values if right else pivot >= values
+        start = torch.where(active & ~stop, mid + 1, start)
+        end = torch.where(active & stop, mid, end)
+    return start.to(torch.int32) if out_int32 else start
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """torch.bucketize of a tensor with 1-d boundaries: the index of each value's bucket, the count of
+    boundaries < value (<= when right) for sorted boundaries; see _binary_search."""
+    return _binary_search(boundaries, input, right, out_int32)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """torch.searchsorted of a tensor, without a sorter, in a 1-d sequence or one row per leading index
+    (polyfills.c checks the shapes as eager); side "right" as right=True; see _binary_search."""
+    return _binary_search(sorted_sequence, input, right or side == "right", out_int32)

@@ -424,3 +424,87 @@ def test_subscripted_builtin_classes_are_constants():
 
     check(f, rand(3))
     raises_like_eager(lambda x: x + len(int[str].__args__), rand(2))
+
+
+# --- isin, bucketize, searchsorted --------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.float64])
+def test_isin(dtype):
+    e = ints(4, 7, high=10).to(dtype)
+    s = torch.tensor([3, 0, 9, 3, 11]).to(dtype)
+    check(lambda e, s: torch.isin(e, s), e, s, exact=True)
+    check(lambda e, s: torch.isin(e, s, invert=True), e, s, exact=True)
+    check(lambda e, s: torch.isin(e, s), e, s.reshape(1, 5), exact=True)
+    check(lambda e, s: torch.isin(e, s), e, torch.tensor(9).to(dtype), exact=True)
+    check(lambda e, s: torch.isin(e, s), e, s[:0], exact=True)
+    check(lambda e, s: torch.isin(e, s), torch.tensor(3).to(dtype), s, exact=True)
+
+
+def test_isin_special_values_and_mixed_integers():
+    e = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 1.0])
+    check(lambda e, s: torch.isin(e, s), e, torch.tensor([NAN, -INF, 0.0]), exact=True)
+    check(lambda e, s: torch.isin(e, s), ints(9, high=5), torch.tensor([1, 4], dtype=torch.int32), exact=True)
+
+
+def test_isin_declined_calls_stay_the_c_op():
+    breaks(lambda e, s: torch.isin(e, s), torch.tensor([1.0, 2.5]), torch.tensor([2.5], dtype=torch.float64))
+    breaks(lambda e: torch.isin(e, 2), torch.tensor([1, 2]))  # a scalar: eager casts it to the elements' dtype
+    breaks(lambda e, s: torch.isin(e, s), ints(3, high=5), torch.arange(2000))  # many test elements
+
+
+BOUNDS = {
+    "sorted": [-2.0, -0.5, 0.0, 0.0, 1.0, 3.0, 3.0, 3.0, 7.5],
+    "one": [0.5],
+    "two": [0.0, 1.0],
+    "with_inf_nan": [-INF, -1.0, 2.0, INF, NAN],
+    "unsorted": [3.0, -1.0, 2.0, 0.0, 5.0, -4.0, 1.0],
+    "eight": [float(i) for i in range(8)],
+}
+
+
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("name", list(BOUNDS))
+def test_bucketize(name, right):
+    b = torch.tensor(BOUNDS[name])
+    x = torch.cat([rand(3, 5).reshape(-1), b, torch.tensor([NAN, INF, -INF, -0.0, 3.0, 7.6])])
+    check(lambda x, b: torch.bucketize(x, b, right=right), rand(3, 5, 2), b, exact=True)
+    check(lambda x, b: torch.bucketize(x, b, right=right), x, b, exact=True)
+    check(lambda x, b: torch.bucketize(x, b, right=right, out_int32=True), x, b, exact=True)
+    check(lambda x, b: torch.searchsorted(b, x, right=right), x, b, exact=True)
+    check(lambda x, b: torch.searchsorted(b, x, side="right" if right else "left"), x, b, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float64, torch.float16])
+def test_bucketize_dtypes(dtype):
+    b = torch.tensor([-3, 0, 0, 2, 5, 9]).to(dtype)
+    x = ints(4, 6, low=-5, high=11).to(dtype)
+    check(lambda x, b: torch.bucketize(x, b), x, b, exact=True)
+    check(lambda x, b: torch.bucketize(x, b, right=True), x, b, exact=True)
+    check(lambda x, b: torch.bucketize(x, b), torch.tensor(2).to(dtype), b, exact=True)  # 0-d
+
+
+def test_bucketize_mixed_dtypes_and_empty():
+    b = torch.tensor([1.5, 2.5, 2.5])
+    check(lambda x, b: torch.bucketize(x, b), torch.tensor([1, 2, 3, 0]), b, exact=True)  # int in float32
+    check(lambda x, b: torch.bucketize(x, b), torch.tensor([1.6, 2.0, 2.5]), torch.tensor([1, 2]), exact=True)
+    check(lambda x, b: torch.bucketize(x, b), rand(3, 2), torch.zeros(0), exact=True)
+    check(lambda x, b: torch.bucketize(x, b), torch.zeros(0, 3), b, exact=True)
+
+
+def test_searchsorted_rows():
+    seq = torch.sort(rand(3, 6), dim=-1).values
+    x = rand(3, 4, seed=1)
+    check(lambda s, x: torch.searchsorted(s, x), seq, x, exact=True)
+    check(lambda s, x: torch.searchsorted(s, x, right=True, out_int32=True), seq, torch.cat([seq, x], -1), exact=True)
+    check(lambda s, x: torch.searchsorted(s, x), torch.sort(rand(2, 3, 5), -1).values, rand(2, 3, 2), exact=True)
+
+
+def test_search_declined_calls_stay_the_c_op():
+    b = torch.tensor([1.0, 2.0, 3.0])
+    breaks(lambda x, b: torch.bucketize(x, b), torch.tensor(2.0, dtype=torch.float64), b)  # 0-d of another dtype
+    breaks(lambda x, b: torch.searchsorted(b, x, sorter=torch.tensor([2, 0, 1])), torch.tensor([1.5]), b)
+    breaks(lambda x, b: torch.searchsorted(b, x, side="left", right=True), torch.tensor([1.5]), b)  # eager raises
+    # rows that do not match the values' leading dims: eager raises
+    breaks(lambda x, b: torch.searchsorted(b, x), torch.tensor([1.5, 2.0]), b.reshape(1, 3).expand(2, 3))
+    breaks(lambda x, b: torch.bucketize(x, b), torch.tensor([1.5]), b.reshape(1, 3))  # eager raises
+    breaks(lambda x, b: torch.bucketize(x, b), torch.tensor([True]), torch.tensor([False, True]))
