@@ -6,7 +6,9 @@
  * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention;
  * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear,
  * instance_norm where it updates nothing in place, interpolate's nearest,
- * nearest-exact, linear, bilinear, trilinear and bicubic kernels).
+ * nearest-exact, linear, bilinear, trilinear and bicubic kernels, one_hot,
+ * cdist, nll_loss / cross_entropy, diag / diagonal, max_pool1d, isin,
+ * bucketize / searchsorted).
  * A C function is opaque to the trace (a graph break, the layer eager), so a
  * call of one of these is traced as a call of its Python form in
  * pt2/_polyfills.py instead: the same math in ops the trace knows, inlined
