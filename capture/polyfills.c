@@ -359,6 +359,11 @@ static Polyfill polyfills[] = {
     {"torch.diff", "diff", NULL, NULL, NULL},
     {"torch._C._VariableFunctions.tensordot", "tensordot", NULL, NULL, NULL},
     {"torch._C._linalg.linalg_cross", "linalg_cross", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.meshgrid", "meshgrid", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.cartesian_prod", "cartesian_prod", NULL, NULL, NULL},
+    {"torch.trace", "trace", NULL, NULL, NULL},
+    {"torch.kron", "kron", NULL, NULL, NULL},
+    {"torch.vander", "vander", NULL, NULL, NULL},
     /* nn.LSTM / GRU / RNN's recurrences (torch._VF.*), unrolled (pt2/_polyfills_rnn.py) */
     {"torch._C._VariableFunctions.lstm", "lstm", lstm_input, NULL, NULL},
     {"torch._C._VariableFunctions.gru", "gru", rnn_input, NULL, NULL},
@@ -393,6 +398,7 @@ static struct {
     {"heaviside", "heaviside", NULL, NULL}, {"count_nonzero", "count_nonzero", NULL, NULL}, {"nansum", "nansum", NULL, NULL},
     {"nanmean", "nanmean", NULL, NULL}, {"movedim", "movedim", NULL, NULL}, {"moveaxis", "movedim", NULL, NULL},
     {"tile", "tile", NULL, NULL}, {"diff", "diff", NULL, NULL}, {"argsort", "argsort", NULL, NULL},
+    {"trace", "trace", NULL, NULL}, {"kron", "kron", NULL, NULL},
     {"diag", "diag", diag_ok, NULL}, {"diagonal", "diagonal", diagonal_ok, NULL},
 };
 

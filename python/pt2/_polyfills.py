@@ -273,6 +273,62 @@ def tensordot(a, b, dims_a, dims_b):
     return product.reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
 
 
+def meshgrid(tensors, indexing=None):
+    """torch._VF.meshgrid: each (0-d or 1-d) tensor viewed along its own dim and expanded; "xy" swaps
+    the first two dims as ATen does (grids of the swapped inputs, then the first two swapped back)."""
+    ts = list(tensors)
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.numel() for t in ts]
+    grids = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = -1
+        grids.append(t.reshape(view).expand(shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(tensors):
+    """torch._VF.cartesian_prod: the meshgrid's points, one row each (a single tensor: itself)."""
+    if len(tensors) == 1:
+        return tensors[0]
+    return torch.stack([g.reshape(-1) for g in meshgrid(tensors, "ij")], 1)
+
+
+def trace(input):
+    """torch.trace: the diagonal's sum (ints into int64)."""
+    return input.diagonal().sum()
+
+
+def kron(input, other):
+    """torch.kron: every product a[i] b[k] at index i * size_b + k in each dim (ranks padded with 1s)."""
+    n = max(input.dim(), other.dim())
+    a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
+    b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
+    a_shape, b_shape, out = [], [], []
+    for d in range(n):
+        a_shape += [a.shape[d], 1]
+        b_shape += [1, b.shape[d]]
+        out.append(a.shape[d] * b.shape[d])
+    return (a.reshape(a_shape) * b.reshape(b_shape)).reshape(out)
+
+
+def vander(x, N=None, increasing=False):
+    """torch.vander as ATen builds it: a column of ones, then the running products of x (cumprod, in x's
+    type promoted with int64), flipped unless increasing."""
+    n = x.shape[0] if N is None else N
+    dt = x.dtype if x.dtype.is_floating_point else torch.int64
+    ones = torch.ones((x.shape[0], 1), dtype=dt, device=x.device)
+    if n <= 1:
+        r = ones[:, :n]
+    else:
+        r = torch.cat([ones, torch.cumprod(x.to(dt).unsqueeze(1).expand(x.shape[0], n - 1), 1)], 1)
+    return r if increasing else torch.flip(r, [1])
+
+
 def linalg_cross(input, other, dim=-1):
     """torch.linalg.cross (and torch.cross with a dim): the cross product of 3-vectors along dim."""
     x, y = torch.broadcast_tensors(input, other)

@@ -149,3 +149,15 @@ def test_binary_cross_entropy(reduction):
           p, t, tol=1e-4)
     check(lambda x, t: (F.binary_cross_entropy_with_logits(x, t, reduction=reduction),
                         F.binary_cross_entropy_with_logits(x, t, w, pos_weight=pw, reduction=reduction)), x, t, tol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
+def test_grids_and_products(dtype):
+    """meshgrid (ij, xy, 0-d inputs), cartesian_prod, trace, kron (ranks padded), vander (ints into int64)."""
+    a, b, c = rand(3, dtype=dtype), rand(4, seed=1, dtype=dtype), rand(seed=2, dtype=dtype)
+    check(lambda a, b, c: torch.meshgrid(a, b, c, indexing="ij") + torch.meshgrid(a, b, indexing="xy"), a, b, c)
+    check(lambda a, b: (torch.cartesian_prod(a, b), torch.cartesian_prod(a)), a, b)
+    if dtype != torch.bool:
+        m, v = rand(4, 5, dtype=dtype), rand(2, dtype=dtype)
+        check(lambda m, v: (torch.trace(m), m.trace(), torch.kron(m, m[:2, :3]), m.kron(v)), m, v)
+        check(lambda a: (torch.vander(a), torch.vander(a, N=5, increasing=True), torch.vander(a, 1)), a)
