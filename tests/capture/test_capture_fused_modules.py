@@ -8,28 +8,13 @@ import pytest
 import torch
 
 import pt2
+from eager_check import check
 
 
 def rand(*shape, seed=0, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
 
-
-def check(fn, *args, graphs=1, breaks=0, tol=1e-5):
-    with torch.no_grad():
-        want = fn(*args)
-        pt2.reset()
-        info = pt2.explain(fn)(*args)
-        assert (info.graph_count, info.graph_break_count) == (graphs, breaks), info.break_reasons
-        got = pt2.compile(fn)(*args)
-    want = want if isinstance(want, tuple) else (want,)
-    got = got if isinstance(got, tuple) else (got,)
-    for g, w in zip(got, want):
-        if w is None:
-            assert g is None
-            continue
-        assert g.dtype == w.dtype and g.shape == w.shape
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True)
 
 
 def layer(activation="relu", norm_first=False, d=12, heads=4, ff=20, seed=0):

@@ -7,22 +7,13 @@ import torch
 import torch.nn.functional as F
 
 import pt2
+from eager_check import check
 
 
 def rand(*shape, seed=0, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
 
-
-def check(fn, x, breaks=0, tol=1e-5):
-    with torch.no_grad():
-        want = fn(x)
-        pt2.reset()
-        info = pt2.explain(fn)(x)
-        assert (info.graph_count - breaks, info.graph_break_count) == (1 - breaks, breaks), info.break_reasons
-        got = pt2.compile(fn)(x)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
 
 
 INPUTS = {1: (2, 3, 11), 2: (2, 3, 5, 7), 3: (1, 2, 4, 5, 3)}

@@ -7,26 +7,13 @@ import torch
 import torch.nn.functional as F
 
 import pt2
+from eager_check import check
 
 
 def rand(*shape, seed=0, dtype=torch.float32, scale=3.0):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
 
-
-def check(fn, *args, tol=1e-5):
-    with torch.no_grad():
-        want = fn(*args)
-        pt2.reset()
-        info = pt2.explain(fn)(*args)
-        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
-        got = pt2.compile(fn)(*args)
-    want = want if isinstance(want, (tuple, list)) else (want,)
-    got = got if isinstance(got, (tuple, list)) else (got,)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True)
 
 
 SPECIAL = torch.tensor([0.0, -0.0, 1e-30, -1e-30, 30.0, -30.0, 100.0, -100.0, float("inf"), float("-inf"), float("nan")])

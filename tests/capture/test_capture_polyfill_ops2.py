@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import pt2
+from eager_check import check
 
 NAN, INF = float("nan"), float("inf")
 
@@ -22,23 +23,6 @@ def ints(*shape, high, low=0, seed=0):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randint(low, high, shape, generator=g)
 
-
-def check(fn, *args, tol=1e-5, exact=False):
-    with torch.no_grad():
-        want = fn(*args)
-        pt2.reset()
-        info = pt2.explain(fn)(*args)
-        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
-        got = pt2.compile(fn)(*args)
-    want = want if isinstance(want, (tuple, list)) else (want,)
-    got = got if isinstance(got, (tuple, list)) else (got,)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        if exact:
-            assert torch.equal(g, w), (g, w)
-        else:
-            torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True)
 
 
 def breaks(fn, *args):

@@ -5,30 +5,9 @@ rebuilt as it."""
 import torch
 
 import pt2
+from eager_check import check
 
 
-def same(got, want):
-    assert type(got) is type(want)
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            same(g, w)
-    elif isinstance(want, torch.Tensor):
-        assert got.dtype == want.dtype
-        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
-    else:
-        assert got == want
-
-
-def check(fn, *args, breaks=0):
-    with torch.no_grad():
-        want = fn(*args)
-        pt2.reset()
-        info = pt2.explain(fn)(*args)
-        assert info.graph_break_count == breaks, info.break_reasons
-        got = pt2.compile(fn)(*args)
-    same(got, want)
-    return got
 
 
 def test_fields_by_attribute():
@@ -55,7 +34,7 @@ def test_type_and_across_a_break():
         print("", end="")  # a graph break: r lives across it
         return r.values + 1, r.indices, kind
 
-    check(fn, x, breaks=1)
+    check(fn, x, graphs=2, breaks=1)
 
 
 def test_sequence_slices():

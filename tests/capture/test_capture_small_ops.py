@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import pt2
+from eager_check import check
 
 
 def rand(*shape, seed=0, dtype=torch.float32, scale=3.0):
@@ -18,24 +19,6 @@ def rand(*shape, seed=0, dtype=torch.float32, scale=3.0):
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
 
 
-def same(got, want, tol):
-    if isinstance(want, (tuple, list)):
-        assert type(got) is type(want) and len(got) == len(want)
-        for g, w in zip(got, want):
-            same(g, w, tol)
-        return
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
-    torch.testing.assert_close(got, want, rtol=tol, atol=tol, equal_nan=True)
-
-
-def check(fn, *args, tol=1e-5):
-    with torch.no_grad():
-        want = fn(*args)
-        pt2.reset()
-        info = pt2.explain(fn)(*args)
-        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
-        got = pt2.compile(fn)(*args)
-    same(got, want, tol)
 
 
 def with_specials(x):
