@@ -587,7 +587,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
             finish_reduction(&e, s, rm[i], part);
             n_in_loop = 0;
         }
-    /* shared lanes: the next stage reads what this one wrote, in other lanes */
+        /* shared lanes: the next stage reads what this one wrote, in other lanes */
         if (!p->private_lanes && i + 1 < n) red_barrier(&e.k.in);
     }
     for (int i = 0; i < n; ++i) {
