@@ -78,11 +78,20 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
             return op2(t, "pow", a, b, "%s", "");
         }
         bool bools = (a->kind != V_TENSOR || a->dtype == PT2_BOOL) && (b->kind != V_TENSOR || b->dtype == PT2_BOOL);
+        bool any_float = (a->kind == V_TENSOR && pt2_dtype_is_float(a->dtype)) || (b->kind == V_TENSOR && pt2_dtype_is_float(b->dtype)) ||
+                         (a->kind == V_CONST && PyFloat_Check(a->obj)) || (b->kind == V_CONST && PyFloat_Check(b->obj));
         if (bools && (strcmp(op, "&") == 0 || strcmp(op, "|") == 0 || strcmp(op, "^") == 0)) {
             const char *lop = op[0] == '&' ? "logical_and" : op[0] == '|' ? "logical_or" : "logical_xor";
             return op2(t, lop, a, b, "%s", "");
         }
-        return trace_break(t, "operator %s on integer tensors (bitwise ops) is not supported yet", op);
+        /* integers: bitwise ops and shifts (floats and bool shifts raise in eager: a break) */
+        static const struct { const char *py, *op; } bitwise[] = {
+            {"&", "bitwise_and"}, {"|", "bitwise_or"}, {"^", "bitwise_xor"}, {"<<", "bitwise_left_shift"}, {">>", "bitwise_right_shift"},
+        };
+        for (size_t i = 0; i < sizeof bitwise / sizeof bitwise[0] && !any_float && !bools; ++i) {
+            if (strcmp(op, bitwise[i].py) == 0) return op2(t, bitwise[i].op, a, b, "%s", "");
+        }
+        return trace_break(t, "operator %s on these tensors (eager raises for floats and bool shifts)", op);
     }
     if (a->kind == V_CONST && b->kind == V_CONST) {
         PyObject *x = a->obj, *y = b->obj, *r;
@@ -128,8 +137,9 @@ Var *trace_unary_op(Trace *t, const char *op, Var *a) {
         if (op[0] == '-') return op1(t, "neg", a, "%s", "");
         if (op[0] == '+') return a;
         if (op[0] == '~' && a->dtype == PT2_BOOL) return op1(t, "logical_not", a, "%s", "");
+        if (op[0] == '~' && !pt2_dtype_is_float(a->dtype)) return op1(t, "bitwise_not", a, "%s", "");
         if (strcmp(op, "not") == 0) return trace_break(t, "`not` of a tensor (data-dependent)");
-        return trace_break(t, "operator %s on an integer tensor (bitwise) is not supported yet", op);
+        return trace_break(t, "operator %s on a floating-point tensor (eager raises)", op);
     }
     if (strcmp(op, "not") == 0) {
         int truth = trace_truth(t, a);

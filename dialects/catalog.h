@@ -65,6 +65,7 @@ typedef enum Pt2DTypeRule { SAME, FLOAT, BOOL, I64, ATTR, FIRST, VALUES_I64 } Pt
 #define ACCEPT_INT (PT2_DT_BIT(PT2_I64) | PT2_DT_BIT(PT2_I32) | PT2_DT_BIT(PT2_I8) | PT2_DT_BIT(PT2_BOOL))
 #define ACCEPT_NUM (ACCEPT_FLT | (ACCEPT_INT & ~PT2_DT_BIT(PT2_BOOL)))
 #define ACCEPT_ANY (ACCEPT_FLT | ACCEPT_INT)
+#define ACCEPT_SINT (ACCEPT_INT & ~PT2_DT_BIT(PT2_BOOL)) /* integers, not bool (shifts) */
 
 typedef struct Pt2OpInfo {
     Pt2OpId id;

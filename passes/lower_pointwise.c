@@ -148,6 +148,19 @@ static MlirValue next_after(Builder *b, MlirValue x, MlirValue y, MlirType rt) {
     return build_select(b, build_cmp(b, true, "uno", x, y), nan, r);
 }
 
+/* x << y and x >> y as ATen's: a shift outside [0, bits) gives 0 (left) or
+ * x's sign (right: x >> (bits - 1)), where LLVM's shifts would be poison. */
+static MlirValue shift(Builder *b, bool left, MlirValue x, MlirValue y) {
+    MlirType t = mlirValueGetType(x);
+    int64_t bits = mlirIntegerTypeGetWidth(t);
+    MlirValue zero = const_int(b, t, 0);
+    MlirValue outside = build_binary(b, "arith.ori", build_cmp(b, false, "slt", y, zero), build_cmp(b, false, "sge", y, const_int(b, t, bits)));
+    MlirValue safe = build_select(b, outside, zero, y);
+    MlirValue r = build_binary(b, left ? "arith.shli" : "arith.shrsi", x, safe);
+    MlirValue beyond = left ? zero : build_binary(b, "arith.shrsi", x, const_int(b, t, bits - 1));
+    return build_select(b, outside, beyond, r);
+}
+
 static const char *cmp_predicate(Pt2OpId id, bool is_float, bool is_bool) {
     switch (id) {
     case PT2_OP_EQ: return is_float ? "oeq" : "eq";
@@ -216,6 +229,7 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
         return build_select(b, pos, const_int(b, ct, 1), build_select(b, neg, const_int(b, ct, -1), zero));
     }
     case PT2_OP_LOGICAL_NOT: return build_binary(b, "arith.xori", nonzero(b, x), const_int(b, mlirIntegerTypeGet(b->ctx, 1), 1));
+    case PT2_OP_BITWISE_NOT: return build_binary(b, "arith.xori", x, const_int(b, mlirValueGetType(x), -1));
     case PT2_OP_ISNAN: return f ? build_cmp(b, true, "uno", x, x) : const_int(b, mlirIntegerTypeGet(b->ctx, 1), 0);
     case PT2_OP_CONVERT: return x; /* the caller converts to the result type */
     /* binary */
@@ -248,6 +262,10 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
         return build_binary(b, f ? "arith.minnumf" : is_bool ? "arith.andi" : "arith.minsi", x, a[1]);
     case PT2_OP_EQ: case PT2_OP_NE: case PT2_OP_LT: case PT2_OP_LE: case PT2_OP_GT: case PT2_OP_GE:
         return build_cmp(b, f, cmp_predicate(info->id, f, is_bool), x, a[1]);
+    case PT2_OP_BITWISE_AND: return build_binary(b, "arith.andi", x, a[1]);
+    case PT2_OP_BITWISE_OR: return build_binary(b, "arith.ori", x, a[1]);
+    case PT2_OP_BITWISE_XOR: return build_binary(b, "arith.xori", x, a[1]);
+    case PT2_OP_BITWISE_LEFT_SHIFT: case PT2_OP_BITWISE_RIGHT_SHIFT: return shift(b, info->id == PT2_OP_BITWISE_LEFT_SHIFT, x, a[1]);
     case PT2_OP_LOGICAL_AND: return build_binary(b, "arith.andi", nonzero(b, x), nonzero(b, a[1]));
     case PT2_OP_LOGICAL_OR: return build_binary(b, "arith.ori", nonzero(b, x), nonzero(b, a[1]));
     case PT2_OP_LOGICAL_XOR: return build_binary(b, "arith.xori", nonzero(b, x), nonzero(b, a[1]));

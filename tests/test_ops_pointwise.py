@@ -150,6 +150,11 @@ BINARY = {
     "nextafter": (torch.nextafter, FLOATS),
     "fmax": (torch.fmax, ALL),
     "fmin": (torch.fmin, ALL),
+    "bitwise_and": (torch.bitwise_and, INTS + [torch.bool]),
+    "bitwise_or": (torch.bitwise_or, INTS + [torch.bool]),
+    "bitwise_xor": (torch.bitwise_xor, INTS + [torch.bool]),
+    "bitwise_left_shift": (torch.bitwise_left_shift, INTS),
+    "bitwise_right_shift": (torch.bitwise_right_shift, INTS),
 }
 
 BROADCAST_SHAPES = [((7,), (7,)), ((3, 1, 5), (4, 5)), ((1023,), ()), ((2, 3), (1,)), ((1,), (5, 1))]
@@ -246,6 +251,20 @@ def test_math_binary_special_values_half(name, dtype):
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), name
     if name != "logaddexp":
         _assert_same_values(got[want == 0], want[want == 0], f"{name} zeros")
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_shifts_outside_the_width_and_bitwise_not(dtype):
+    """Shifts by negative amounts or the width and more give eager's values (0 left, x's sign right),
+    where LLVM's shifts would be poison; ~x is bitwise_not, for bool the logical not."""
+    bits = torch.iinfo(dtype).bits
+    x = torch.tensor([5, -7, 1, -1, torch.iinfo(dtype).max, torch.iinfo(dtype).min, 0, 3] * 3, dtype=dtype)
+    y = torch.tensor([0, 1, bits - 1, bits, bits + 3, -1, -bits, 2] * 3, dtype=dtype)
+    for name in ["bitwise_left_shift", "bitwise_right_shift"]:
+        assert torch.equal(run(lambda g, a, b: g.op(name, a, b), [x, y]), getattr(torch, name)(x, y)), name
+    assert torch.equal(run(lambda g, a: g.op("bitwise_not", a), [x]), torch.bitwise_not(x))
+    m = x > 0
+    assert torch.equal(run(lambda g, a: g.op("bitwise_not", a), [m]), torch.bitwise_not(m))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -144,3 +144,24 @@ def test_grids_and_products(dtype):
         m, v = rand(4, 5, dtype=dtype), rand(2, dtype=dtype)
         check(lambda m, v: (torch.trace(m), m.trace(), torch.kron(m, m[:2, :3]), m.kron(v)), m, v)
         check(lambda a: (torch.vander(a), torch.vander(a, N=5, increasing=True), torch.vander(a, 1)), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8])
+def test_bitwise_operators(dtype):
+    """& | ^ ~ << >> on integer tensors and numbers (shift amounts past the width too), the functions
+    and methods; bool keeps the logical ops."""
+    x, y = rand(5, 7, dtype=dtype), rand(7, seed=1, dtype=dtype)
+    s = torch.tensor([0, 1, 3, -1, 9, 70, 2], dtype=dtype)
+    check(lambda x, y, s: (x & y, x | 3, 6 ^ x, ~x, x << s, x >> s, x >> 1, 1 << s.clamp(0, 6)), x, y, s, exact=True)
+    check(lambda x, y: (torch.bitwise_and(x, y), x.bitwise_or(y), torch.bitwise_xor(x, 5), torch.bitwise_not(x), x.bitwise_not(),
+                        torch.bitwise_left_shift(x, 2), torch.bitwise_right_shift(x, y.abs())), x, y, exact=True)
+    b = x > 0
+    check(lambda b: (b & ~b, b | b.logical_not(), b ^ True), b, exact=True)
+
+
+def test_bitwise_on_floats_and_bool_shifts_as_eager():
+    """Floats raise (eager's NotImplementedError, through a break); a bool shifted by a number is a break
+    (the rest of the frame eager too: no graph), eager's int64 result."""
+    with pytest.raises(NotImplementedError):
+        pt2.compile(lambda x: x & 1)(torch.randn(3))
+    check(lambda b: (b << 1) + 1, torch.tensor([True, False, True]), graphs=0, breaks=1)
