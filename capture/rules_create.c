@@ -1,7 +1,8 @@
 /*===- rules_create.c - capture rules: tensor creation ---------------------===*
  *
- * torch.zeros/ones/empty/full, their _like forms and Tensor.new_* methods, arange, eye and
- * torch.tensor of data known at trace time (a graph constant).
+ * torch.zeros/ones/empty/full, their _like forms and Tensor.new_* methods, arange, eye,
+ * torch.tensor of data known at trace time (a graph constant), and linspace, logspace,
+ * tril/triu_indices and the window functions of constant arguments (made by torch at trace time).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -17,8 +18,7 @@
  * guarded (pt2_device_code). */
 bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
 int pt2_device_code(Trace *t, PyObject *device_like, char *name, size_t cap);
-static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
-    Var *dev = arg(b, "device");
+static bool device_ok(Trace *t, Var *dev, const char *op, bool like) {
     if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
         if (like) return true; /* the input's device, the graph's */
         return pt2_trace_accept_device(t, PT2_DEVICE_CPU, "cpu");
@@ -34,6 +34,8 @@ static bool factory_device(Trace *t, Bound *b, const char *op, bool like) {
     if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
     return pt2_trace_accept_device(t, code, name);
 }
+
+static bool factory_device(Trace *t, Bound *b, const char *op, bool like) { return device_ok(t, arg(b, "device"), op, like); }
 
 Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *op = e->op;
@@ -125,6 +127,8 @@ Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
 }
 
 /* torch.tensor(data): data known at trace time becomes a graph constant. */
+static Var *embed_constant(Trace *t, PyObject *real, const char *op);
+
 Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
     if (!factory_device(t, &b, "tensor", false)) return NULL;
@@ -160,14 +164,19 @@ Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     Py_DECREF(pos);
     Py_DECREF(value);
     if (!real) return trace_break(t, "torch.tensor() failed at trace time");
+    return embed_constant(t, real, "tensor");
+}
+
+/* A tensor made at trace time (on the CPU) as a graph constant (its reference is taken). */
+static Var *embed_constant(Trace *t, PyObject *real, const char *op) {
     trace_keep(t, real);
     Py_DECREF(real);
     Pt2TensorMeta m;
     if (pt2_tensor_meta(real, &m) != 0) {
         PyErr_Clear();
-        return trace_break(t, "torch.tensor(): unexpected result");
+        return trace_break(t, "torch.%s(): unexpected result", op);
     }
-    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "torch.tensor() of a dtype pt2 does not support");
+    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "torch.%s() of a dtype pt2 does not support", op);
     int rank = m.rank;
     const int64_t *sizes = m.sizes;
     void *data_ptr;
@@ -178,9 +187,69 @@ Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     if (!data_ptr && numel == 0 && rank >= 0) data_ptr = (void *)&no_data; /* torch.tensor([]) has no storage */
     if (rank < 0 || !data_ptr) {
         PyErr_Clear();
-        return trace_break(t, "torch.tensor(): unexpected result");
+        return trace_break(t, "torch.%s(): unexpected result", op);
     }
     int id = pt2GraphAddConstant(t->graph, m.dtype, rank, sizes, data_ptr);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
     return var_tensor(t, id);
+}
+
+/* torch.linspace, logspace, tril_indices, triu_indices and the window functions of arguments known
+ * at trace time: made by torch itself there (on the CPU) and embedded as a graph constant, eager's
+ * own values, up to CONST_FACTORY_MAX elements (a larger one is a break: its bytes would live in the
+ * compiled graph). */
+#define CONST_FACTORY_MAX (1 << 20)
+
+Var *h_const_factory(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    Var *device = NULL;
+    PyObject *pos = PyTuple_New(n), *kw = PyDict_New();
+    bool ok = pos && kw;
+    for (int i = 0; ok && i < n; ++i) {
+        ok = args[i]->kind == V_CONST;
+        if (ok) PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]->obj));
+    }
+    for (int k = 0; ok && k < nkw; ++k) {
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, k));
+        if (strcmp(name, "device") == 0) {
+            device = kwv[k];
+            continue;
+        }
+        ok = kwv[k]->kind == V_CONST && strcmp(name, "out") != 0 && !(strcmp(name, "requires_grad") == 0 && kwv[k]->obj == Py_True);
+        if (ok) ok = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwn, k), kwv[k]->obj) == 0;
+    }
+    Var *r = NULL;
+    if (!ok) {
+        r = trace_break(t, "torch.%s() of arguments not known at trace time", e->op);
+    } else if (device_ok(t, device, e->op, false)) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *fn = torch ? PyObject_GetAttrString(torch, e->op) : NULL;
+        PyObject *tensor_type = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL;
+        PyObject *real = fn ? PyObject_Call(fn, pos, kw) : NULL;
+        bool is_tensor = real && tensor_type && PyObject_IsInstance(real, tensor_type) == 1;
+        Py_XDECREF(torch);
+        Py_XDECREF(fn);
+        Py_XDECREF(tensor_type);
+        if (!real) {
+            PyErr_Clear();
+            r = trace_break(t, "torch.%s() raised at trace time (eager raises it)", e->op);
+        } else if (!is_tensor) {
+            PyErr_Clear();
+            Py_DECREF(real);
+            r = trace_break(t, "torch.%s(): unexpected result", e->op);
+        } else {
+            PyObject *numel = PyObject_CallMethod(real, "numel", NULL);
+            long long count = numel ? PyLong_AsLongLong(numel) : -1;
+            Py_XDECREF(numel);
+            PyErr_Clear();
+            if (count < 0 || count > CONST_FACTORY_MAX) {
+                Py_DECREF(real);
+                r = trace_break(t, "torch.%s() of %lld elements (a constant of the graph at most %d)", e->op, count, CONST_FACTORY_MAX);
+            } else {
+                r = embed_constant(t, real, e->op);
+            }
+        }
+    }
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    return r;
 }
