@@ -126,9 +126,9 @@ Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
                pt2DTypeMlirName(dt == PT2_DTYPE_INVALID ? PT2_F32 : dt));
 }
 
-/* torch.tensor(data): data known at trace time becomes a graph constant. */
 static Var *embed_constant(Trace *t, PyObject *real, const char *op);
 
+/* torch.tensor(data): data known at trace time becomes a graph constant. */
 Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
     if (!factory_device(t, &b, "tensor", false)) return NULL;
