@@ -424,7 +424,7 @@ Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
                        (strcmp(PyUnicode_AsUTF8(mode->obj), "reflect") == 0 || strcmp(PyUnicode_AsUTF8(mode->obj), "replicate") == 0 ||
                         strcmp(PyUnicode_AsUTF8(mode->obj), "circular") == 0);
         if (!indexed) return trace_break(t, "pad(mode=...) other than 'constant', 'reflect', 'replicate' and 'circular'");
-        return polyfill_form(t, "pad_indexed", args, n, kwn, kwv, nkw); /* index_selects (pt2/_polyfills.py) */
+        return polyfill_form(t, "pad_indexed", args, n, kwn, kwv, nkw); /* index_selects (pt2/_polyfills_resample.py) */
     }
     char s[256];
     ints_text(s, sizeof s, pads, np);

@@ -10,13 +10,17 @@ mask is read as bool (nonzero: masked out; the modules pass canonical 0/-inf mas
 the additive meaning), the FFN's GELU is the exact one whatever the module's `approximate`, and masks
 arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0: [L, S], 1: key
 padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
-(a nested-tensor input) falls back to the C op as any break does.
+(a nested-tensor input) falls back to the C op as any break does.  The resampling forms (interpolate,
+F.pad's index modes) are in _polyfills_resample.py and the recurrences in _polyfills_rnn.py, imported here
+so that every form is an attribute of this module, where polyfills.c looks them up.
 """
 import math
 
 import torch
 import torch.nn.functional as F
 
+from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad's index modes)
+    pad_indexed, upsample_bicubic2d, upsample_linear, upsample_nearest, upsample_nearest_exact)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 
 
@@ -337,138 +341,6 @@ def linalg_cross(input, other, dim=-1):
     x0, x1, x2 = (x.narrow(dim, i, 1) for i in range(3))
     y0, y1, y2 = (y.narrow(dim, i, 1) for i in range(3))
     return torch.cat([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], dim)
-
-
-def pad_indexed(input, pad, mode="constant", value=None):
-    """F.pad's reflect, replicate and circular modes: an index_select along each padded dim (the last
-    len(pad) / 2, the last dim first) of indices i in [-left, size + right): reflect |i| mirrored at
-    both ends without repeating the edge, replicate i clamped, circular i mod size; eager's checks."""
-    if value is not None and value != 0:
-        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    x = input
-    for i in range(len(pad) // 2):
-        dim = x.dim() - 1 - i
-        left, right, size = pad[2 * i], pad[2 * i + 1], x.shape[dim]
-        if mode == "reflect" and (left >= size or right >= size):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({left}, {right}) at dimension {dim} of input {list(input.shape)}")
-        if mode == "circular" and (left > size or right > size):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        if mode == "circular" and (left < 0 or right < 0):
-            # a negative pad crops first; the other end wraps around what is left (ATen's _pad_circular)
-            lo, hi = max(-left, 0), max(-right, 0)
-            x = x.narrow(dim, lo, size - lo - hi)
-            left, right, size = max(left, 0), max(right, 0), size - lo - hi
-        idx = torch.arange(-left, size + right, device=x.device)
-        if mode == "reflect":
-            idx = (size - 1) - ((size - 1) - idx.abs()).abs()
-        elif mode == "replicate":
-            idx = idx.clamp(0, size - 1)
-        else:
-            idx = torch.remainder(idx, size)
-        x = x.index_select(dim, idx)
-    return x
-
-
-# --- interpolate's kernels (nearest, nearest-exact, linear, bilinear, trilinear, bicubic), index math as
-# ATen's (UpSample.h): each spatial dimension in turn, the last len(output size) dimensions ------------
-
-def _output_size(size, output_size, scale_factors, i):
-    return output_size[i] if output_size is not None else int(size * scale_factors[i])
-
-
-def _scale(size, out, scale_factors, i):
-    """compute_scales_value: 1 / the scale factor when one is given, else in / out."""
-    if scale_factors is not None and scale_factors[i] > 0:
-        return 1.0 / scale_factors[i]
-    return size / out
-
-
-def _spatial_dims(input, output_size, scale_factors):
-    k = len(output_size) if output_size is not None else len(scale_factors)
-    return range(input.dim() - k, input.dim())
-
-
-def _nearest(input, output_size, scale_factors, offset):
-    """The source of output index i is min(floor((i + offset) * scale), in - 1), in float32 as ATen
-    computes it (offset 0: nearest, 0.5: nearest-exact)."""
-    x = input
-    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
-        size = x.shape[dim]
-        out = _output_size(size, output_size, scale_factors, i)
-        src = ((torch.arange(out, dtype=torch.float32, device=x.device) + offset) * _scale(size, out, scale_factors, i)).floor()
-        x = x.index_select(dim, src.clamp_max(size - 1).long())
-    return x
-
-
-def upsample_nearest(input, output_size, scale_factors):
-    """torch._C._nn.upsample_nearest1d / 2d / 3d(input, output_size, scale_factors)."""
-    return _nearest(input, output_size, scale_factors, 0.0)
-
-
-def upsample_nearest_exact(input, output_size, scale_factors):
-    """torch._C._nn._upsample_nearest_exact1d / 2d / 3d: the pixel centres', floor((i + 0.5) * scale)."""
-    return _nearest(input, output_size, scale_factors, 0.5)
-
-
-def _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic):
-    """ATen's area_pixel_compute_source_index over the output indices of `dim`, in x's (float) type:
-    i · (in - 1) / (out - 1) with align_corners (its given scale ignored), else (i + 0.5) · scale - 0.5,
-    at least 0 unless cubic."""
-    dst = torch.arange(out, dtype=x.dtype, device=x.device)
-    if align_corners:
-        return dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
-    src = (dst + 0.5) * _scale(size, out, scale_factors, i) - 0.5
-    return src if cubic else src.clamp_min(0.0)
-
-
-def _weights_along(w, dim, ndim):
-    return w.reshape((-1,) + (1,) * (ndim - 1 - dim))
-
-
-def upsample_linear(input, output_size, align_corners, scale_factors):
-    """torch._C._nn.upsample_linear1d / upsample_bilinear2d / upsample_trilinear3d(input, output_size,
-    align_corners, scale_factors): each output index i reads source indices i0 = floor(s),
-    min(i0 + 1, in - 1) with weights 1 - λ, λ (λ = s - i0); the index math in float32 (float64 for
-    float64 inputs), as ATen's opmath."""
-    dt = torch.float64 if input.dtype == torch.float64 else torch.float32
-    x = input.to(dt)
-    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
-        size = x.shape[dim]
-        out = _output_size(size, output_size, scale_factors, i)
-        src = _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic=False)
-        i0 = src.floor()
-        lam = _weights_along(src - i0, dim, x.dim())
-        i0 = i0.long().clamp_max(size - 1)
-        i1 = (i0 + 1).clamp_max(size - 1)
-        x = x.index_select(dim, i0) * (1.0 - lam) + x.index_select(dim, i1) * lam
-    return x.to(input.dtype)
-
-
-def upsample_bicubic2d(input, output_size, align_corners, scale_factors):
-    """torch._C._nn.upsample_bicubic2d(input, output_size, align_corners, scale_factors): Keys' cubic
-    convolution (A = -0.75) over the four source indices floor(s) - 1 .. floor(s) + 2, clamped to the
-    edges, s unclamped below 0; ATen's weights (get_cubic_upsample_coefficients) in float32 (float64
-    for float64 inputs), one dimension at a time."""
-    dt = torch.float64 if input.dtype == torch.float64 else torch.float32
-    a = -0.75
-    x = input.to(dt)
-    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
-        size = x.shape[dim]
-        out = _output_size(size, output_size, scale_factors, i)
-        src = _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic=True)
-        i0 = src.floor()
-        t = src - i0
-        near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1  # cubic_convolution1, |d| <= 1
-        far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a  # cubic_convolution2, 1 < |d| < 2
-        weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
-        i0 = i0.long()
-        y = None
-        for k, w in enumerate(weights):
-            term = x.index_select(dim, (i0 + (k - 1)).clamp(0, size - 1)) * _weights_along(w, dim, x.dim())
-            y = term if y is None else y + term
-        x = y
-    return x.to(input.dtype)
 
 
 # --- pointwise and small reductions: ATen's formulas in ops the trace knows -------------------------
