@@ -584,10 +584,9 @@ int64_t rows_vector_width(const Plan *p, const Rows *rows) {
 
 /* Lanes and blocks of vector rows for `vectors` vectors, blocks of at most
  * max_threads threads; fewer vectors a block (a sector of rows a column at
- * least) while that gives fewer blocks than one row a thread did, up to the
- * SMs' two each. */
-static void vector_layout(Plan *p, int64_t vectors, int64_t max_threads) {
-    int64_t scalar_blocks = p->blocks;
+ * least) while that gives fewer blocks than one row a thread did
+ * (scalar_blocks), up to the SMs' two each. */
+static void vector_layout(Plan *p, int64_t vectors, int64_t max_threads, int64_t scalar_blocks) {
     for (int64_t interleave = LINE_BYTES / VECTOR_BYTES;; interleave /= 2) {
         p->interleave = interleave > pow2_at_most(vectors) ? pow2_at_most(vectors) : interleave;
         int64_t t = red_pow2_at_least((p->columns + VECTOR_SLOT_TARGET - 1) / VECTOR_SLOT_TARGET);
@@ -624,15 +623,14 @@ bool rows_choose_vector(Plan *out, const Rows *rows, bool slot_loop) {
     int64_t vectors = rows->count / vec;
     p->vec = vec;
     p->unroll = 0;
-    vector_layout(p, vectors, VECTOR_MAX_THREADS);
+    vector_layout(p, vectors, VECTOR_MAX_THREADS, out->blocks);
     if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) {
         if (slot_loop) {
             int64_t target = VECTOR_LOOP_ELEMENTS / vec;
             p->unroll = rows_loop_unroll(rows_slots_of(p->columns, p->t), target > 1 ? target : 1);
         } else {
             /* every slot unrolled, in blocks of twice the threads */
-            p->blocks = out->blocks;
-            vector_layout(p, vectors, 2 * VECTOR_MAX_THREADS);
+            vector_layout(p, vectors, 2 * VECTOR_MAX_THREADS, out->blocks);
             if (rows_slots_of(p->columns, p->t) * vec > VECTOR_MAX_ELEMENTS) return false;
         }
     }
