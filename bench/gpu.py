@@ -7,6 +7,7 @@ device-to-device copy of the same bytes, eager PyTorch and torch.compile
                                                              # under PT2_DISABLE=gpu-vector-rows (pt2 A/B column)
 """
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -35,10 +36,11 @@ def bench(fn, reps=50, warmup=5):
     return statistics.median(times)
 
 
-def kernel_ms(fn, reps=20):
-    """Milliseconds of GPU work a call (kernels, copies, memsets), as CUPTI traces it: the
-    kernels' own time, without the host's time to launch them (bench() times a whole call,
-    with the GPU idle while the host prepares it).  The bandwidth columns use this."""
+def kernel_trace(fn, reps=20):
+    """fn's GPU work a call (kernels, copies, memsets) as CUPTI traces it, over reps calls after one:
+    ({name: microseconds a call}, launches a call).  The kernels' own time, without the host's time
+    to launch them."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -47,10 +49,18 @@ def kernel_ms(fn, reps=20):
         for _ in range(reps):
             fn()
         torch.cuda.synchronize()
-    from torch.autograd import DeviceType
+    per, launches = collections.Counter(), 0
+    for e in prof.events():
+        if e.device_type == DeviceType.CUDA:
+            per[e.name] += e.time_range.elapsed_us() / reps
+            launches += 1
+    return per, launches / reps
 
-    us = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
-    return us / 1000 / reps
+
+def kernel_ms(fn, reps=20):
+    """Milliseconds of GPU work a call (kernel_trace; bench() times a whole call, with the GPU idle
+    while the host prepares it).  The bandwidth columns use this."""
+    return sum(kernel_trace(fn, reps)[0].values()) / 1000
 
 
 OPTIONS = argparse.Namespace(only=None, ab=None)

@@ -60,6 +60,16 @@ def cuda_model(suite, name, args):
     return model.cuda(), xs, kw, batch
 
 
+def model_args(p, models, calls):
+    """The arguments of a per-model GPU benchmark: --models, the batch sizes, --seq, --calls, --json."""
+    p.add_argument("--models", default=models)
+    p.add_argument("--batch-timm", type=int, default=32)
+    p.add_argument("--batch-hf", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--calls", type=int, default=calls)
+    p.add_argument("--json")
+
+
 def each_model(args, run, report=lambda rec: print(json.dumps(rec), flush=True)):
     """run(suite, name, args) for each suite:name of args.models, a failure recorded as an error row;
     the rows, also written to args.json."""
@@ -124,14 +134,9 @@ def run(suite, name, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default="timm:mobilenetv2_100,timm:resnet50,hf:BertForMaskedLM")
-    p.add_argument("--batch-timm", type=int, default=32)
-    p.add_argument("--batch-hf", type=int, default=8)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--calls", type=int, default=20)
+    model_args(p, "timm:mobilenetv2_100,timm:resnet50,hf:BertForMaskedLM", 20)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--no-inductor", action="store_true")
-    p.add_argument("--json")
     each_model(p.parse_args(), run)
 
 

@@ -10,17 +10,15 @@ CUTLASS) and generated ones (pt2_* and Triton's), and the --top kernels by time 
 gap between the two names its kernels.  A benchmark, never a test; docs/gpu.md has its results.
 """
 import argparse
-import collections
 import os
 import sys
 
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import gpu  # noqa: E402
 import gpu_overhead  # noqa: E402
 import pt2  # noqa: E402
 from pt2 import _gpu as pt2_gpu  # noqa: E402
@@ -30,22 +28,6 @@ LIBRARY_MARKS = ("gemm", "cublas", "cudnn", "cutlass", "xmma", "sm90_", "sm80_",
 
 def generated(name):
     return name.startswith("pt2_") or name.startswith("triton") or not any(m in name.lower() for m in LIBRARY_MARKS)
-
-
-def trace(fn, calls):
-    """{kernel name: microseconds a call} of fn's GPU work over `calls` calls."""
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    per, launches = collections.Counter(), 0
-    for e in prof.events():
-        if e.device_type == DeviceType.CUDA:
-            per[e.name] += e.time_range.elapsed_us() / calls
-            launches += 1
-    return per, launches / calls
 
 
 def summary(traced, top):
@@ -68,7 +50,7 @@ def run(suite, name, args):
             torch.cuda.synchronize()
             if key == "pt2":
                 pt2_gpu.wait_background()  # cuDNN's runtime-compiled plans, chosen after the first calls
-            rec[key] = summary(trace(lambda: fn(*xs, **kw), args.calls), args.top)
+            rec[key] = summary(gpu.kernel_trace(lambda: fn(*xs, **kw), args.calls), args.top)
     return rec
 
 
@@ -88,13 +70,8 @@ def report(rec):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default="timm:convnextv2_nano")
-    p.add_argument("--batch-timm", type=int, default=32)
-    p.add_argument("--batch-hf", type=int, default=8)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--calls", type=int, default=10)
+    gpu_overhead.model_args(p, "timm:convnextv2_nano", 10)
     p.add_argument("--top", type=int, default=15)
-    p.add_argument("--json")
     gpu_overhead.each_model(p.parse_args(), run, report)
 
 
