@@ -51,10 +51,12 @@ static const struct {
     {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"//", "floor_div"}, {"%", "remainder"}, {"@", "matmul"},
 };
 
-/* A tuple or list Var as it is, a constant tuple as a tuple Var of its
- * items (obj: torch.Size for a Size, else NULL); NULL for anything else. */
+/* A tuple or list Var as it is (a tuple of a type too: torch.Size, a
+ * struct sequence such as torch.return_types.max), a constant tuple as a
+ * tuple Var of its items (obj: torch.Size for a Size, else NULL); NULL for
+ * anything else. */
 static Var *sequence_items(Trace *t, Var *v) {
-    if (v->kind == V_LIST || (v->kind == V_TUPLE && (!v->obj || v->obj == torch_size_type_obj()))) return v;
+    if (v->kind == V_LIST || (v->kind == V_TUPLE && (!v->obj || PyType_Check(v->obj)))) return v;
     if (v->kind != V_CONST || !PyTuple_Check(v->obj)) return NULL;
     Var *r = var_new(t, V_TUPLE);
     if (Py_TYPE(v->obj) == (PyTypeObject *)torch_size_type_obj()) r->obj = trace_keep(t, torch_size_type_obj());
@@ -114,7 +116,8 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     Var *sa = sequence_items(t, a), *sb = sequence_items(t, b);
     if (op[0] == '+' && !op[1] && sa && sb && sa->kind == sb->kind) {
         Var *r = var_new(t, sa->kind);
-        if (sa->obj || sb->obj) r->obj = trace_keep(t, torch_size_type_obj());
+        /* torch.Size + tuple is a torch.Size; a struct sequence's + a plain tuple */
+        if (sa->obj == torch_size_type_obj() || sb->obj == torch_size_type_obj()) r->obj = trace_keep(t, torch_size_type_obj());
         for (int i = 0; i < sa->n_items; ++i) var_push_item(t, r, sa->items[i]);
         for (int i = 0; i < sb->n_items; ++i) var_push_item(t, r, sb->items[i]);
         return r;
@@ -122,7 +125,7 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     Var *seq = sa ? sa : sb, *count = sa ? b : a;
     if (op[0] == '*' && !op[1] && seq && count->kind == V_CONST && PyLong_Check(count->obj)) {
         Var *r = var_new(t, seq->kind);
-        r->obj = seq->obj;
+        r->obj = seq->obj == torch_size_type_obj() ? seq->obj : NULL; /* a struct sequence's repeats: a tuple */
         long k = PyLong_AsLong(count->obj);
         for (long j = 0; j < k; ++j) {
             for (int i = 0; i < seq->n_items; ++i) var_push_item(t, r, seq->items[i]);

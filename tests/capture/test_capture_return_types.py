@@ -44,6 +44,7 @@ def test_sequence_slices():
     check(lambda x: torch.cat(torch.chunk(x, 3, 1)[::-1], 1), x)
     check(lambda x: torch.cat(list(torch.split(x, 2, 1))[-1:0:-2], 1), x)
     check(lambda x: (x.max(1)[::-1], x.min(2)[:1], x.shape[::-1], x.shape[1:]), x)
+    check(lambda x: (x.max(1) + (x.sum(),), x.min(0) * 2, x.shape + (4,)), x)  # tuples, and a torch.Size
 
 
 def test_sort_topk_argsort():
