@@ -167,13 +167,26 @@ static bool fold_pays(const Conv *c, const View *w) {
     return 2 * saved * elem_bytes(c->elem) >= GPU_FOLD_MIN_SAVED_BYTES;
 }
 
+/* Whether what `reader` writes is read next by a reduction other than a
+ * convolution (layer norm after a depthwise conv).  pt2-gpu-map-loops
+ * takes such a pointwise producer into the reduction's row kernel, which
+ * computes it on its way through the rows; as a cuDNN entry's epilogue it
+ * would be a kernel of its own, as cuDNN's graph API (the runtime's first
+ * choice) runs every epilogue. */
+static bool feeds_reduction(MlirOperation reader, int n_in) {
+    MlirOperation next = next_access(reader, buffer_root(mlirOperationGetOperand(reader, n_in)));
+    return !mlirOperationIsNull(next) && op_is(next, "linalg.generic") && !all_parallel(next) && !conv_is_marked(next);
+}
+
 /* The reader computing act(scale[o] · y + shift[o] [+ residual]), act relu
  * or none: cuDNN's fused call does it, with the bias `shift` (an input as
  * it is, or computed in front of the call) and, unless scale is 1, the
  * weight w · scale computed in front of the call (when that pays); the
  * reader stays behind as its fallback.  A bare relu or residual stays a
  * kernel (the fused call adds a bias) unless `bias_optional` (cuBLASLt's
- * epilogue, for a 1x1 convolution's gemm, has them without a bias). */
+ * epilogue, for a 1x1 convolution's gemm, has them without a bias).  A
+ * cuDNN entry leaves a reader that feeds a reduction to the reduction's
+ * kernel (feeds_reduction). */
 static bool absorb_epilogue(Conv *c, const View *w, bool bias_optional) {
     int input;
     View loops, out;
@@ -181,7 +194,8 @@ static bool absorb_epilogue(Conv *c, const View *w, bool bias_optional) {
     if (mlirOperationIsNull(r) || !op_is(r, "linalg.generic")) return false;
     int n_in = (int)mlirOperationGetNumOperands(r) - 1;
     MlirValue o = mlirOperationGetOperand(r, n_in), out_root = buffer_root(o);
-    if (n_in > CONV_EPILOGUE_MAX_INPUTS || !mlirTypeEqual(gpu_elem_of(o), c->elem) || !gpu_result_view(&c->y, r, n_in, &loops, &out)) {
+    if (n_in > CONV_EPILOGUE_MAX_INPUTS || !mlirTypeEqual(gpu_elem_of(o), c->elem) || !gpu_result_view(&c->y, r, n_in, &loops, &out) ||
+        (!bias_optional && feeds_reduction(r, n_in))) {
         return false;
     }
     ConvEpilogue *e = &c->epilogue;

@@ -532,9 +532,13 @@ def test_convnextv2_blocks_nchw(disable, channels_last, c, monkeypatch):
         h = h + gb.view(1, -1, 1, 1) + gg.view(1, -1, 1, 1) * (h * (gx / (gx.mean(dim=1, keepdim=True) + 1e-6)))
         return F.conv2d(h, w2, b2) + x
 
-    (y,), _ = simulate(lambda g, x, *p: block_graph(g, block_graph(g, x, *p), *p), [x] + params, disable)
+    (y,), sim = simulate(lambda g, x, *p: block_graph(g, block_graph(g, x, *p), *p), [x] + params, disable)
     pd = [p.double() for p in params]
     close(y, block_eager(block_eager(x.double(), *pd), *pd))
+    # the depthwise conv's bias is left to the LayerNorm's row kernel (passes/gpu_conv.c,
+    # feeds_reduction): its cuDNN entry has no bias and no epilogue kernel
+    dw_calls = re.findall(rf"callee = @pt2_gpu_conv_f32_s1x1_p3x3_d1x1_g{c}\w*", sim.mapped)
+    assert len(dw_calls) == 2 and not any("_bias" in n for n in dw_calls), dw_calls
 
 
 # --- the PTX of the column reductions: ptxas accepts it; vector rows load 16 bytes a slot ---------------

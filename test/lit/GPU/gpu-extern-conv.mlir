@@ -714,3 +714,48 @@ func.func @padding_reads_result(%arg0: memref<2x4x10x10xf32>, %arg1: memref<4x4x
   memref.copy %collapse_shape_5, %arg4 : memref<2x4x10x10xf32> to memref<2x4x10x10xf32>
   return
 }
+
+// -----
+
+// conv + bias read next by a reduction (the sum over channels of a layer
+// norm after a depthwise conv): the bias stays a loop of its own, which
+// pt2-gpu-map-loops takes into the reduction's row kernel; as the entry's
+// epilogue it would be a kernel of its own (cuDNN's graph API runs every
+// epilogue so).  The call has no bias.
+// CHECK-LABEL: func.func @bias_into_reduction
+// CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<1x1x4x6x6xf32>
+// CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %[[ACC]]
+// CHECK-NEXT: call @pt2_gpu_conv_f32_s1x1_p0x0_d1x1_g1_0(%arg0, %arg1, %[[VIEW]], %alloc)
+// CHECK-NOT: call @pt2_gpu_fallback_epilogue
+// CHECK: call @pt2_gpu_fallback_end_0()
+// CHECK-NEXT: %[[Y:.*]] = memref.collapse_shape %[[ACC]]
+// CHECK-NEXT: %[[B:.*]] = memref.alloc() {{.*}} : memref<1x4x6x6xf32>
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[Y]], %arg2 : {{.*}}) outs(%[[B]] :
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[B]] :
+func.func @bias_into_reduction(%arg0: memref<1x3x8x8xf32>, %arg1: memref<4x3x3x3xf32>, %arg2: memref<4x1x1xf32>, %arg3: memref<1x6x6xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [1, 1, 3, 8, 8] : memref<1x3x8x8xf32> into memref<1x1x3x8x8xf32>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 4, 3, 3, 3] : memref<4x3x3x3xf32> into memref<1x4x3x3x3xf32>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x6x6xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc : memref<1x1x4x6x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<1x1x3x8x8xf32>, memref<1x4x3x3x3xf32>) outs(%alloc : memref<1x1x4x6x6xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %0 = arith.mulf %in, %in_1 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape = memref.collapse_shape %alloc [[0], [1, 2], [3], [4]] : memref<1x1x4x6x6xf32> into memref<1x4x6x6xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<1x4x6x6xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape, %arg2 : memref<1x4x6x6xf32>, memref<4x1x1xf32>) outs(%alloc_1 : memref<1x4x6x6xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.addf %in, %in_2 : f32
+    linalg.yield %0 : f32
+  }
+  linalg.fill ins(%cst : f32) outs(%arg3 : memref<1x6x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%alloc_1 : memref<1x4x6x6xf32>) outs(%arg3 : memref<1x6x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
