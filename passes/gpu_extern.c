@@ -386,6 +386,12 @@ static bool read_operand(Gemm *g, Operand *x, MlirValue d_root) {
            (mlirOperationEqual(g->at, g->op) || untouched_between(g->op, g->at, root, false));
 }
 
+/* D a matrix cuBLAS writes, A and B read as above. */
+static bool operands_ok(Gemm *g) {
+    MlirValue d_root = buffer_root(g->d.view.base);
+    return gpu_matrix_ok(&g->d.view, true) && read_operand(g, &g->a, d_root) && read_operand(g, &g->b, d_root);
+}
+
 /*===----------------------------------------------------------------------===*
  * Rewriting
  *===----------------------------------------------------------------------===*/
@@ -468,15 +474,26 @@ static bool rewrite_product(MlirOperation module, MlirOperation op, int index) {
     if (!gpu_float_name(ea) || !gpu_float_name(ec) || !mlirTypeEqual(ea, gpu_elem_of(g.b.value))) return false;
     if (!(mlirTypeEqual(ea, ec) || (mlirTypeIsAF32(ec) && !mlirTypeIsAF64(ea)))) return false;
     g.fill = zero_fill_before(op, g.d.value);
+    Gemm plain = g; /* without the epilogue, should its output be an operand (bufferization wrote relu(A · B) in place into A) */
+    plain.dead = (OpList){0};
     if (!mlirOperationIsNull(g.fill)) {
         while (absorb_copy(&g)) {
         }
+        plain = g;
+        plain.dead = (OpList){0};
+        for (int i = 0; i < g.dead.n; ++i) oplist_push(&plain.dead, g.dead.ops[i]);
         absorb_epilogue(&g);
     }
-    MlirValue d_root = buffer_root(g.d.view.base);
-    bool ok = gpu_matrix_ok(&g.d.view, true) && read_operand(&g, &g.a, d_root) && read_operand(&g, &g.b, d_root);
+    bool ok = operands_ok(&g);
+    if (!ok && !mlirOperationIsNull(g.fallback)) {
+        oplist_free(&g.dead);
+        g = plain;
+        plain.dead = (OpList){0};
+        ok = operands_ok(&g);
+    }
     if (ok) emit(module, &g, index);
     oplist_free(&g.dead);
+    oplist_free(&plain.dead);
     return ok;
 }
 

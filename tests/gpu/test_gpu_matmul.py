@@ -186,6 +186,29 @@ def test_residual_epilogue(relu, dtype):
     check(got, F.relu(oracle) if relu else oracle, F.relu(eager) if relu else eager, dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_relu_chain_every_product_through_cublas(dtype):
+    """relu(relu(x @ w1) @ w2) @ w3 with square weights: bufferization writes each relu in place into
+    the product's own operand, which cuBLASLt's epilogue cannot, so those products are plain gemms
+    (they used to stay loops) with the relu a kernel after them."""
+    x, ws = rand((37, 96), dtype, 30), [rand((96, 96), dtype, 31 + i) * 0.2 for i in range(3)]
+
+    def build(g, x, *ws):
+        h = x
+        for i, w in enumerate(ws):
+            h = g.op("matmul", h, w)
+            h = g.op("relu", h) if i < 2 else h
+        return h
+
+    (got,), kern = run(build, [x] + ws)
+    assert len(gemm_entries(kern.plan)) == 3, kern.plan[:2000]
+    oracle, eager = x.double(), x
+    for i, w in enumerate(ws):
+        oracle, eager = oracle @ w.double(), eager @ w
+        oracle, eager = (F.relu(oracle), F.relu(eager)) if i < 2 else (oracle, eager)
+    check(got, oracle, eager, dtype)
+
+
 def test_addmm_with_bias():
     x, w, b = rand((33, 64), F32, 18), rand((64, 17), F32, 19), rand((17,), F32, 20)
     (got,), kern = run(lambda g, b, x, w: g.op("addmm", b, x, w), [b, x, w])

@@ -474,3 +474,29 @@ func.func @integers(%a: memref<4x5xi32>, %b: memref<5x6xi32>, %c: memref<4x6xi32
   linalg.matmul ins(%a, %b : memref<4x5xi32>, memref<5x6xi32>) outs(%c : memref<4x6xi32>)
   return
 }
+
+// -----
+
+// relu(a @ w) written in place into a (bufferization reuses a's buffer, the
+// last reader of a): cuBLASLt cannot write D over its own operand, so the
+// product is a plain gemm into its accumulator and the relu stays a kernel
+// of its own, rather than the product staying loops.
+// CHECK-LABEL: func.func @epilogue_into_an_operand
+// CHECK: %[[ACC:.*]] = memref.alloc() : memref<7x13xf32>
+// CHECK-NEXT: call @pt2_gpu_gemm_f32_f32_b0_0(%arg0, %arg1, %[[ACC]]) : (memref<7x13xf32>, memref<13x13xf32>, memref<7x13xf32>) -> ()
+// CHECK-NOT: fallback
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[ACC]] : memref<7x13xf32>) outs(%arg0 : memref<7x13xf32>)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @epilogue_into_an_operand(%a: memref<7x13xf32>, %w: memref<13x13xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<7x13xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<7x13xf32>)
+  linalg.matmul ins(%a, %w : memref<7x13xf32>, memref<13x13xf32>) outs(%acc : memref<7x13xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : memref<7x13xf32>) outs(%a : memref<7x13xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
