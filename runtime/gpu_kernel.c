@@ -209,6 +209,10 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
                 now_seconds() - t0);
     }
     if (pt2_gpu_plan_build(&k->plan, module, pt2_kernel_find_func(module, func_name)) != 0) goto error;
+    if (compile_logging()) {
+        fprintf(stderr, "pt2 compile (gpu): %.12s: workspace %.1f MB (its buffers side by side: %.1f MB)\n", k->key,
+                (double)k->plan.workspace_bytes / 1e6, (double)k->plan.workspace_unplanned / 1e6);
+    }
     k->plan_text = pt2_gpu_plan_to_text(&k->plan);
     char hash[65];
     if (pt2_gpu_publish_file(plan_path, k->plan_text, strlen(k->plan_text)) != 0 || pt2_kernel_hash_file(plan_path, hash) != 0 ||

@@ -53,11 +53,15 @@ static MlirAttribute attr(MlirOperation op, const char *name) {
 typedef struct PlanBuilder {
     GpuPlan *plan;
     MlirOperation module, func;
-    /* allocations and globals seen so far, by the op that made them */
-    MlirOperation roots[256];
-    int64_t root_ids[256];
-    char root_kinds[256];
-    int n_roots;
+    /* allocations and globals seen so far, by the op that made them; for an
+     * allocation, root_ids is its index until place_workspace gives it its
+     * offset, and its bytes and the first and last top-level op that uses it */
+    MlirOperation *roots;
+    int64_t *root_ids, *root_bytes;
+    int *root_first, *root_last;
+    char *root_kinds;
+    int n_roots, cap_roots;
+    int at; /* the top-level op being read */
     char **module_names;
     int fallback_of; /* the library call whose fallback kernels are being read, or -1 */
     Done fallback_unless;
@@ -85,6 +89,35 @@ static int64_t memref_bytes(MlirType t) {
     int64_t n = elem_bytes(mlirShapedTypeGetElementType(t));
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
     return n;
+}
+
+/* A new root for op (its kind and id still to set); -1 when out of memory. */
+static int add_root(PlanBuilder *pb, MlirOperation op) {
+    if (pb->n_roots == pb->cap_roots) {
+        int cap = pb->cap_roots ? 2 * pb->cap_roots : 64;
+        MlirOperation *roots = realloc(pb->roots, sizeof *roots * (size_t)cap);
+        if (roots) pb->roots = roots;
+        int64_t *ids = realloc(pb->root_ids, sizeof *ids * (size_t)cap);
+        if (ids) pb->root_ids = ids;
+        int64_t *bytes = realloc(pb->root_bytes, sizeof *bytes * (size_t)cap);
+        if (bytes) pb->root_bytes = bytes;
+        int *first = realloc(pb->root_first, sizeof *first * (size_t)cap);
+        if (first) pb->root_first = first;
+        int *last = realloc(pb->root_last, sizeof *last * (size_t)cap);
+        if (last) pb->root_last = last;
+        char *kinds = realloc(pb->root_kinds, (size_t)cap);
+        if (kinds) pb->root_kinds = kinds;
+        if (!roots || !ids || !bytes || !first || !last || !kinds) {
+            pt2_set_error("out of memory");
+            return -1;
+        }
+        pb->cap_roots = cap;
+    }
+    int r = pb->n_roots++;
+    pb->roots[r] = op;
+    pb->root_bytes[r] = 0;
+    pb->root_first[r] = pb->root_last[r] = -1;
+    return r;
 }
 
 static int find_root(PlanBuilder *pb, MlirOperation op) {
@@ -140,6 +173,10 @@ static int trace_root(PlanBuilder *pb, MlirValue v, GpuArg *out) {
         if (r >= 0) {
             out->kind = pb->root_kinds[r];
             out->root = pb->root_ids[r];
+            if (out->kind == ARG_WORKSPACE) {
+                if (pb->root_first[r] < 0) pb->root_first[r] = pb->at;
+                pb->root_last[r] = pb->at;
+            }
             return 0;
         }
         static const char *const views[] = {"memref.expand_shape", "memref.collapse_shape", "memref.subview",
@@ -322,26 +359,22 @@ static int build_plan(PlanBuilder *pb) {
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
         bool arith = n.length > 6 && strncmp(n.data, "arith.", 6) == 0;
+        ++pb->at;
         if (is_op(op, "memref.alloc") || is_op(op, "memref.alloca") || is_op(op, "memref.get_global")) {
-            if (pb->n_roots == 256) {
-                plan_error(op, "more than 256 temporary buffers in one GPU kernel");
-                return -1;
-            }
             MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
             if (!mlirShapedTypeHasStaticShape(t) || memref_bytes(t) < 0) {
                 plan_error(op, "a temporary buffer has a dynamic shape or an unsupported element type");
                 return -1;
             }
-            int r = pb->n_roots++;
-            pb->roots[r] = op;
+            int r = add_root(pb, op);
+            if (r < 0) return -1;
             if (is_op(op, "memref.get_global")) {
                 pb->root_kinds[r] = ARG_CONSTANT;
                 if ((pb->root_ids[r] = add_constant(pb, op)) < 0) return -1;
             } else {
                 pb->root_kinds[r] = ARG_WORKSPACE;
-                pb->root_ids[r] = (int64_t)plan->workspace_bytes;
-                plan->workspace_bytes += ((size_t)memref_bytes(t) + PT2_GPU_WORKSPACE_ALIGN - 1) / PT2_GPU_WORKSPACE_ALIGN *
-                                         PT2_GPU_WORKSPACE_ALIGN;
+                pb->root_ids[r] = r;
+                pb->root_bytes[r] = (memref_bytes(t) + PT2_GPU_WORKSPACE_ALIGN - 1) / PT2_GPU_WORKSPACE_ALIGN * PT2_GPU_WORKSPACE_ALIGN;
             }
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
@@ -366,11 +399,82 @@ static int build_plan(PlanBuilder *pb) {
     return 0;
 }
 
+/* Offsets in the workspace for the allocations, by liveness: each lives
+ * from the first to the last top-level op that uses it (a launch or a
+ * library call; views touch no memory), and two whose lives share an op
+ * never share bytes.  The largest first, each at the lowest aligned offset
+ * clear of those already placed that it meets (greedy first fit, as
+ * pt2-plan-memory on the CPU).  The launches run in this order on one
+ * stream, so a buffer's bytes are reused only after its last reader: no
+ * launch has two overlapping buffers among its operands, which
+ * pt2-gpu-kernel-args' noalias relies on.  A kernel's fallback launches
+ * count as uses whether they run or not. */
+typedef struct Interval {
+    int64_t start, end;
+} Interval;
+
+static int by_bytes_desc(const void *a, const void *b, void *user) {
+    const PlanBuilder *pb = user;
+    int64_t x = pb->root_bytes[*(const int *)a], y = pb->root_bytes[*(const int *)b];
+    return x != y ? (x < y) - (x > y) : *(const int *)a - *(const int *)b;
+}
+
+static int by_start(const void *a, const void *b) {
+    const Interval *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int place_workspace(PlanBuilder *pb) {
+    GpuPlan *plan = pb->plan;
+    int n = 0, *order = malloc(sizeof *order * (size_t)(pb->n_roots + 1));
+    int64_t *offset = malloc(sizeof *offset * (size_t)(pb->n_roots + 1));
+    Interval *taken = malloc(sizeof *taken * (size_t)(pb->n_roots + 1));
+    if (!order || !offset || !taken) {
+        free(order), free(offset), free(taken);
+        pt2_set_error("out of memory");
+        return -1;
+    }
+    for (int r = 0; r < pb->n_roots; ++r) {
+        offset[r] = 0;
+        plan->workspace_unplanned += pb->root_kinds[r] == ARG_WORKSPACE ? (size_t)pb->root_bytes[r] : 0;
+        if (pb->root_kinds[r] == ARG_WORKSPACE && pb->root_first[r] >= 0) order[n++] = r; /* an unused one needs no bytes */
+    }
+    qsort_r(order, (size_t)n, sizeof *order, by_bytes_desc, pb);
+    size_t end = 0;
+    for (int i = 0; i < n; ++i) {
+        int r = order[i], m = 0;
+        for (int j = 0; j < i; ++j) {
+            int q = order[j];
+            if (pb->root_first[q] <= pb->root_last[r] && pb->root_first[r] <= pb->root_last[q]) {
+                taken[m++] = (Interval){offset[q], offset[q] + pb->root_bytes[q]};
+            }
+        }
+        qsort(taken, (size_t)m, sizeof *taken, by_start);
+        int64_t at = 0;
+        for (int j = 0; j < m && taken[j].start < at + pb->root_bytes[r]; ++j) {
+            if (taken[j].end > at) at = taken[j].end;
+        }
+        offset[r] = at;
+        if ((size_t)(at + pb->root_bytes[r]) > end) end = (size_t)(at + pb->root_bytes[r]);
+    }
+    plan->workspace_bytes = end;
+    for (int i = 0; i < plan->n_launches; ++i) {
+        for (int j = 0; j < plan->launches[i].n_args; ++j) {
+            GpuArg *a = &plan->launches[i].args[j];
+            if (a->kind == ARG_WORKSPACE) a->root = offset[a->root];
+        }
+    }
+    free(order), free(offset), free(taken);
+    return 0;
+}
+
 int pt2_gpu_plan_build(GpuPlan *plan, MlirOperation module, MlirOperation func) {
     PlanBuilder pb = {.plan = plan, .module = module, .func = func, .fallback_of = -1, .fold_first = -1};
     int rc = build_plan(&pb);
+    if (rc == 0) rc = place_workspace(&pb);
     for (int i = 0; pb.module_names && i < plan->n_modules; ++i) free(pb.module_names[i]);
     free(pb.module_names);
+    free(pb.roots), free(pb.root_ids), free(pb.root_bytes), free(pb.root_first), free(pb.root_last), free(pb.root_kinds);
     return rc;
 }
 

@@ -61,6 +61,7 @@ typedef struct GpuConstant {
 
 typedef struct GpuPlan {
     size_t workspace_bytes;
+    size_t workspace_unplanned; /* the allocations' bytes side by side (read from the IR, not the cache) */
     int n_launches, n_modules, n_constants;
     GpuLaunch *launches;
     char **module_ptx;
