@@ -98,13 +98,25 @@ static MlirOperation launched_kernel(const ModuleIndex *ix, MlirOperation launch
 
 /* An argument's attribute dictionary with llvm.align = 16 and, if
  * `noalias`, llvm.noalias added. */
+/* The parameter's attributes with llvm.align, and llvm.noalias if this
+ * launch allows it and every launch marked before did (a kernel launched
+ * from several places, the copies of a repeated block: noalias must hold
+ * at all of them). */
 static MlirAttribute buffer_attrs(MlirContext ctx, MlirAttribute old, bool noalias) {
     MlirNamedAttribute entries[16];
-    intptr_t n = mlirAttributeIsNull(old) ? 0 : mlirDictionaryAttrGetNumElements(old);
-    if (n > 14) return old;
-    for (intptr_t j = 0; j < n; ++j) entries[j] = mlirDictionaryAttrGetElement(old, j);
+    intptr_t n_old = mlirAttributeIsNull(old) ? 0 : mlirDictionaryAttrGetNumElements(old), n = 0;
+    if (n_old > 14) return old;
+    bool marked = false, had_noalias = false;
+    for (intptr_t j = 0; j < n_old; ++j) {
+        MlirNamedAttribute e = mlirDictionaryAttrGetElement(old, j);
+        MlirStringRef name = mlirIdentifierStr(e.name);
+        bool align = mlirStringRefEqual(name, sref("llvm.align")), no = mlirStringRefEqual(name, sref("llvm.noalias"));
+        marked |= align;
+        had_noalias |= no;
+        if (!align && !no) entries[n++] = e;
+    }
     entries[n++] = named_attr(ctx, "llvm.align", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), PT2_GPU_ALIGNMENT));
-    if (noalias) entries[n++] = named_attr(ctx, "llvm.noalias", mlirUnitAttrGet(ctx));
+    if (noalias && (!marked || had_noalias)) entries[n++] = named_attr(ctx, "llvm.noalias", mlirUnitAttrGet(ctx));
     return mlirDictionaryAttrGet(ctx, n, entries);
 }
 

@@ -100,9 +100,13 @@ static bool is_host_op(MlirOperation op) {
                                            "affine.apply", NULL};
     MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
     if (n.length > 6 && strncmp(n.data, "arith.", 6) == 0) return true;
-    if (gpu_is_op(op, "func.call")) { /* cuBLAS calls in the launch plan (gpu_extern.c) */
+    if (gpu_is_op(op, "func.call")) {
+        /* library calls in the launch plan (gpu_extern.c, gpu_conv.c), and a call of a repeated block
+         * (pt2-outline-repeats), whose loops are mapped in its own function and which is inlined
+         * back after outlining */
         MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
-        return callee.length > 8 && strncmp(callee.data, "pt2_gpu_", 8) == 0;
+        return (callee.length > 8 && strncmp(callee.data, "pt2_gpu_", 8) == 0) ||
+               (callee.length > 11 && strncmp(callee.data, "pt2_repeat_", 11) == 0);
     }
     return name_in(op, host_ops);
 }

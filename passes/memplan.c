@@ -296,7 +296,7 @@ static void log_plan(const Function *f, const Buffer *buffers, int n, int64_t be
     }
 }
 
-static void plan_function(MlirOperation func, bool log) {
+static void plan_function(MlirOperation func, bool log, bool elide_only) {
     MlirRegion region = mlirOperationGetRegion(func, 0);
     MlirBlock body = mlirRegionGetFirstBlock(region);
     if (mlirBlockIsNull(body) || !mlirBlockIsNull(mlirBlockGetNextInRegion(body))) return;
@@ -316,10 +316,10 @@ static void plan_function(MlirOperation func, bool log) {
         if (log) fprintf(stderr, "pt2-plan-memory: %" PRId64 " bytes written into the output directly (copy elided)\n", buffers[i].bytes);
         free(buffers); /* positions changed: plan again (each round removes one alloc) */
         free(f.ops);
-        plan_function(func, log);
+        plan_function(func, log, elide_only);
         return;
     }
-    if (n > 0) {
+    if (n > 0 && !elide_only) {
         int64_t alignment = ARENA_ALIGNMENT;
         for (int i = 0; i < n; ++i) {
             MlirAttribute a = mlirOperationGetAttributeByName(buffers[i].alloc, sref("alignment"));
@@ -342,16 +342,36 @@ static void plan_function(MlirOperation func, bool log) {
     free(f.ops);
 }
 
-static int run_plan(MlirOperation root, void *user) {
-    (void)user;
+static int run_plan_with(MlirOperation root, bool elide_only) {
     bool log = pt2_disabled(getenv("PT2_LOGS"), "memplan");
     OpList funcs = collect_ops_with_prefix(root, "func.func");
-    for (int i = 0; i < funcs.n; ++i) plan_function(funcs.ops[i], log);
+    for (int i = 0; i < funcs.n; ++i) plan_function(funcs.ops[i], log, elide_only);
     oplist_free(&funcs);
     return 0;
 }
 
-static _Alignas(8) const char plan_type_id;
+static int run_plan(MlirOperation root, void *user) {
+    (void)user;
+    return run_plan_with(root, false);
+}
+
+static int run_elide(MlirOperation root, void *user) {
+    (void)user;
+    return run_plan_with(root, true);
+}
+
+static _Alignas(8) const char plan_type_id, elide_type_id;
+
+/* The copy elision alone, for the GPU pipeline, whose launch plan places the
+ * workspace itself (runtime/gpu_plan.c): a function outlined by
+ * pt2-outline-repeats returns its results through out-parameters, each a
+ * copy of the buffer its kernel wrote, which this removes. */
+MlirPass pt2_create_elide_output_copies_pass(void) {
+    return make_external_pass("pt2-elide-output-copies",
+                              "A temporary copied into an out-parameter at its last use becomes that out-parameter (pt2-plan-memory's "
+                              "copy elision alone)",
+                              "builtin.module", run_elide, &elide_type_id);
+}
 
 MlirPass pt2_create_plan_memory_pass(void) {
     return make_external_pass("pt2-plan-memory",

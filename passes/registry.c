@@ -52,6 +52,7 @@ MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
 MlirPass pt2_create_reorder_loops_pass(void);
 MlirPass pt2_create_plan_memory_pass(void);
+MlirPass pt2_create_elide_output_copies_pass(void);
 MlirPass pt2_create_fuse_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
@@ -59,6 +60,7 @@ MlirPass pt2_create_channels_last_pass(void);
 MlirPass pt2_create_welford_pass(void);
 MlirPass pt2_create_privatize_buffers_pass(void);
 MlirPass pt2_create_online_softmax_pass(void);
+MlirPass pt2_create_outline_repeats_gpu_pass(void);
 MlirPass pt2_create_outline_repeats_pass(void);
 MlirPass pt2_create_loop_hints_pass(void);
 MlirPass pt2_create_defer_index_checks_pass(void);
@@ -106,6 +108,9 @@ static const PassEntry pt2_passes[] = {
      "Move a function's repeated runs of kernels (a network's identical blocks) into one private function called once per copy "
      "(passes/repeats.c)",
      pt2_create_outline_repeats_pass},
+    {"pt2-outline-repeats-gpu",
+     "pt2-outline-repeats without the stretches whose outlining would run a transpose or copy twice (the GPU pipeline's)",
+     pt2_create_outline_repeats_gpu_pass},
     {"pt2-defer-index-checks",
      "Take index checks out of their innermost loop: before it where the index stays the same, else as a flag "
      "the loop carries and a second run of the loop when it is set (passes/index_checks.c)",
@@ -140,6 +145,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-fuse", "Inductor's scored fusion scheduler on linalg: vertical and horizontal fusion, greedy by score", pt2_create_fuse_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
+    {"pt2-elide-output-copies", "A temporary copied into an out-parameter at its last use becomes that out-parameter",
+     pt2_create_elide_output_copies_pass},
     {"pt2-mark-parallel-loops",
      "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
      pt2_create_mark_parallel_loops_pass},
@@ -332,15 +339,19 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     bool inline_ = !pt2_disabled(disable, "inline");
     bool checks = !pt2_disabled(disable, "gpu-index-checks"); /* device-side asserts (docs/gpu.md) */
     const char *chip = arch && arch[0] ? arch : "sm_90";
+    /* a network's repeated blocks go through the pipeline once (pt2-outline-repeats), their calls
+     * inlined back once the kernels are outlined: the launch plan reads one host function */
+    bool repeats = !pt2_disabled(disable, "repeats");
     const char *libdevice = libdevice_path();
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower-non-contractions-%s,canonicalize,%s%spt2-lower-contractions,canonicalize,"
+             "pt2-decompose,pt2-lower-non-contractions-%s,canonicalize,%s%spt2-lower-contractions,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-             "convert-bufferization-to-memref,%s%sfunc.func(convert-linalg-to-parallel-loops),%s,%s"
-             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,pt2-gpu-kernel-args,"
+             "convert-bufferization-to-memref,%s%s%sfunc.func(convert-linalg-to-parallel-loops),%s,%s"
+             "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,%s"
+             "pt2-gpu-kernel-args,"
              "pt2-gpu-dedupe-kernels,pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
              "func.func(lower-affine,canonicalize),"
              "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE " chip=%s features=+ptx80 O=1},"
@@ -350,15 +361,15 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-gpu-module-to-binary",
              checks ? "device-checks" : "unchecked",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
-             gpu_channels_last(disable) ? "pt2-channels-last," : "",
-             pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
+             gpu_channels_last(disable) ? "pt2-channels-last," : "", repeats ? "pt2-outline-repeats-gpu," : "",
+             repeats ? "pt2-elide-output-copies," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
              pt2_disabled(disable, "blas")        ? ""
              : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
                                                   : "pt2-gpu-extern-conv,",
              pt2_disabled(disable, "gpu-reduce")        ? "pt2-gpu-map-loops-v1"
              : pt2_disabled(disable, "gpu-vector-rows") ? "pt2-gpu-map-loops-scalar-rows"
                                                         : "pt2-gpu-map-loops",
-             checks ? "pt2-gpu-defer-index-checks," : "", chip, chip, link);
+             checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link);
     return text;
 }
 

@@ -757,6 +757,37 @@ static void erase_copies(const Units *u, const Stretch *s) {
     oplist_free(&ops);
 }
 
+/* Whether the view reads, itself or through the views it reads, a result of the copy's units. */
+static bool view_reads_copy(const Copy *c, MlirOperation view) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(view); ++i) {
+        MlirValue v = mlirOperationGetOperand(view, i);
+        Reads r = classify(c, v);
+        if (r == READS_UNIT || (r == READS_VIEW && view_reads_copy(c, mlirOpResultGetOwner(v)))) return true;
+    }
+    return false;
+}
+
+/* Whether outlining s would move data twice: a transpose or copy of what a copy computes, read both
+ * inside the copy and outside it (GPT-2's keys and values, permuted for the attention and returned
+ * as the layer's cache), is cloned into the function for the inside readers and stays outside for
+ * the others, a second kernel where there was one. */
+static bool duplicates_data_movement(const Units *u, const Stretch *s) {
+    Tokens t = {0};
+    Copy c = {0};
+    bool dup = false;
+    for (int k = 0; k < s->count && !dup; ++k) {
+        int start = s->start + k * s->period;
+        flatten_copy(&c, u, start, s->len, &t);
+        for (int j = 0; j < c.views.n && !dup; ++j) {
+            MlirOperation view = c.views.ops[j];
+            dup = moves_data(view) && view_reads_copy(&c, view) && read_outside(u, start, s->len, mlirOperationGetResult(view, 0));
+        }
+    }
+    free_copy(&c);
+    free(t.t);
+    return dup;
+}
+
 /* Outlines the stretch's copies (all equal: choose_copies). */
 static void outline_stretch(MlirOperation module, MlirOperation func, const Units *u, const Stretch *s, bool log) {
     Copy *copies = calloc((size_t)s->count, sizeof *copies);
@@ -781,7 +812,7 @@ static void outline_stretch(MlirOperation module, MlirOperation func, const Unit
     free(t.t);
 }
 
-static void outline_function(MlirOperation module, MlirOperation func, bool log) {
+static void outline_function(MlirOperation module, MlirOperation func, bool log, bool no_duplicates) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (mlirBlockIsNull(body) || !mlirBlockIsNull(mlirBlockGetNextInRegion(body))) return;
     int min_len = min_units();
@@ -795,6 +826,11 @@ static void outline_function(MlirOperation module, MlirOperation func, bool log)
             if (found[i].saved < 2 * (int64_t)min_len) break;
             Stretch s = found[i];
             if (!choose_copies(&u, &s) || s.saved < 2 * (int64_t)min_len) continue;
+            if (no_duplicates && duplicates_data_movement(&u, &s)) {
+                if (log) fprintf(stderr, "[pt2] repeats: %d copies of %d ops from op %d not outlined: a transpose or copy would run twice\n",
+                                 s.count, s.len, s.start);
+                continue;
+            }
             outline_stretch(module, func, &u, &s, log);
             outlined = true;
         }
@@ -803,24 +839,42 @@ static void outline_function(MlirOperation module, MlirOperation func, bool log)
     }
 }
 
-static int run_outline_repeats(MlirOperation module, void *user) {
-    (void)user;
+static int run_outline_repeats_with(MlirOperation module, bool no_duplicates) {
     bool log = pt2_disabled(getenv("PT2_LOGS"), "repeats");
     OpList funcs = {0};
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         if (op_is(op, "func.func")) oplist_push(&funcs, op);
     }
-    for (int i = 0; i < funcs.n; ++i) outline_function(module, funcs.ops[i], log);
+    for (int i = 0; i < funcs.n; ++i) outline_function(module, funcs.ops[i], log, no_duplicates);
     oplist_free(&funcs);
     return 0;
 }
 
-static _Alignas(8) const char outline_repeats_type_id;
+static int run_outline_repeats(MlirOperation module, void *user) {
+    (void)user;
+    return run_outline_repeats_with(module, false);
+}
+
+static int run_outline_repeats_gpu(MlirOperation module, void *user) {
+    (void)user;
+    return run_outline_repeats_with(module, true);
+}
+
+static _Alignas(8) const char outline_repeats_type_id, outline_repeats_gpu_type_id;
 
 MlirPass pt2_create_outline_repeats_pass(void) {
     return make_external_pass("pt2-outline-repeats",
                               "Move a function's repeated runs of kernels (a network's identical blocks) into one private function "
                               "called once per copy",
                               "builtin.module", run_outline_repeats, &outline_repeats_type_id);
+}
+
+/* The GPU pipeline's: no stretch whose outlining moves data twice (duplicates_data_movement), since
+ * each such copy is a kernel launch of its own there. */
+MlirPass pt2_create_outline_repeats_gpu_pass(void) {
+    return make_external_pass("pt2-outline-repeats-gpu",
+                              "pt2-outline-repeats without the stretches whose outlining would run a transpose or copy twice (the GPU "
+                              "pipeline's)",
+                              "builtin.module", run_outline_repeats_gpu, &outline_repeats_gpu_type_id);
 }

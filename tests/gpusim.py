@@ -683,7 +683,8 @@ class Simulator:
 
 def mapped_text(pt2_opt, graph_text, disable=""):
     """pt2-opt: the GPU pipeline up to convert-parallel-loops-to-gpu: through pt2-gpu-map-loops and
-    pt2-gpu-defer-index-checks (generic form)."""
+    pt2-gpu-defer-index-checks (generic form), with the calls of repeated blocks (pt2-outline-repeats)
+    inlined as the pipeline inlines them after kernel outlining."""
     import subprocess
 
     import pt2  # noqa: F401  (pt2GpuPipelineText through the package's library)
@@ -692,6 +693,8 @@ def mapped_text(pt2_opt, graph_text, disable=""):
     _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
     full = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
     prefix = full[: full.index(",func.func(convert-parallel-loops-to-gpu)")]
+    if "pt2-outline-repeats" in prefix:
+        prefix += ",inline{default-pipeline=}"
     r = subprocess.run([pt2_opt, "-", f"--pass-pipeline=builtin.module({prefix})", "--mlir-print-op-generic"],
                        input=graph_text, capture_output=True, text=True)
     if r.returncode != 0:

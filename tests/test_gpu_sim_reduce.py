@@ -605,3 +605,58 @@ def test_row_ptx_column_vectors(op, shape, dtype, disable):
         assert scalar and not vector
     else:
         assert vector and not scalar, scalar
+
+
+# --- repeated blocks: compiled once (pt2-outline-repeats), inlined back after kernel outlining ---------
+
+def test_repeated_blocks_outlined_then_inlined():
+    """Four residual blocks (3x3 conv + bias + relu, 1x1 conv + bias + residual, channels-last layer
+    norm, GELU) on their own weights: pt2-outline-repeats makes three of them calls of one function,
+    whose loops the GPU pipeline maps once; after inlining the chain matches eager."""
+    import ctypes
+    import subprocess
+    from pt2 import _core
+
+    c = 8
+
+    def block(g, x, w1, b1, w2, b2, lw, lb):
+        def col(v):
+            return g.op("reshape", v, shape=[c, 1, 1])
+
+        h = g.op("relu", g.op("add", g.op("conv2d", x, w1, padding=[1, 1]), col(b1)))
+        h = g.op("add", g.op("add", g.op("conv2d", h, w2), col(b2)), x)
+        h = g.op("layer_norm", g.op("permute", h, perm=[0, 2, 3, 1]), lw, lb, normalized_ndim=1, eps=1e-6)
+        return g.op("gelu", g.op("permute", h, perm=[0, 3, 1, 2]))
+
+    def block_eager(x, w1, b1, w2, b2, lw, lb):
+        h = F.relu(F.conv2d(x, w1, b1, padding=1))
+        h = F.conv2d(h, w2, b2) + x
+        return F.gelu(F.layer_norm(h.permute(0, 2, 3, 1), (c,), lw, lb, 1e-6).permute(0, 3, 1, 2))
+
+    shapes = [(c, c, 3, 3), (c,), (c, c, 1, 1), (c,), (c,), (c,)]
+    params = [[rand(*s, seed=40 + 6 * i + j) * (0.3 if len(s) == 4 else 1.0) for j, s in enumerate(shapes)] for i in range(4)]
+    x = rand(2, c, 5, 7)
+
+    def build(g, x, *flat):
+        h = x
+        for i in range(4):
+            h = block(g, h, *flat[6 * i:6 * i + 6])
+        return h
+
+    flat = [p for ps in params for p in ps]
+    (y,), sim = simulate(build, [x] + flat)
+    want = x.double()
+    for ps in params:
+        want = block_eager(want, *[p.double() for p in ps])
+    close(y, want)
+    # the blocks were outlined before bufferization: the pipeline up to it has the calls
+    g = pt2.Graph()
+    vals = [g.input(torch.float32, tuple(t.shape)) for t in [x] + flat]
+    g.outputs(build(g, *vals))
+    _core._lib.pt2GpuPipelineText.restype = ctypes.c_char_p
+    full = _core._lib.pt2GpuPipelineText(b"", None).decode()
+    r = subprocess.run([PT2_OPT, "-", f"--pass-pipeline=builtin.module({full[:full.index(',one-shot-bufferize')]})"],
+                       input=g.text(), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("call @pt2_repeat_0") == 3, r.stdout[-3000:]
+    assert "pt2_repeat" not in sim.mapped  # inlined back
