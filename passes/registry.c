@@ -268,7 +268,9 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *welford = pt2_disabled(disable, "welford") ? "" : "pt2-welford,";
     bool privatize = !pt2_disabled(disable, "privatize");
     const char *online = pt2_disabled(disable, "online-softmax") ? "" : "pt2-online-softmax,";
-    const char *repeats = pt2_disabled(disable, "repeats") ? "" : "pt2-outline-repeats,";
+    const char *repeats = pt2_disabled(disable, "repeats")             ? ""
+                          : pt2_disabled(disable, "repeat-duplicates") ? "pt2-outline-repeats-gpu," /* the GPU's rule */
+                                                                       : "pt2-outline-repeats,";
     const char *hints = pt2_disabled(disable, "loop-hints") ? "" : "pt2-loop-hints,";
     const char *captures = pt2_disabled(disable, "omp-captures") ? "" : "pt2-omp-captures,";
     const char *approx = pt2_disabled(disable, "mathapprox") ? "" : "pt2-math-approx,";

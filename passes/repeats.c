@@ -171,7 +171,21 @@ static void any_outside(Tokens *k, MlirValue v, void *user) {
     tokens_push(k, TOK_ANY_OUTSIDE);
 }
 
-static Units collect_units(MlirBlock body) {
+/* Whether op reads a unit's result, itself or through the listed views it reads. */
+static bool reads_a_unit(const Units *u, MlirOperation op) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (mlirValueIsABlockArgument(v)) continue;
+        int code = table_get(u, mlirOpResultGetOwner(v));
+        if (code >= 0 || (code <= -2 && reads_a_unit(u, mlirOpResultGetOwner(v)))) return true;
+    }
+    return false;
+}
+
+/* moves_are_units (outline_function's second try on the GPU): a transpose of what a unit computes is
+ * a unit, computed once by a copy and returned if read outside (GPT-2's keys and values), not a view
+ * cloned in and left outside too.  Transposes of arguments (weights) stay views. */
+static Units collect_units(MlirBlock body, bool moves_are_units) {
     Units u = {.body = body};
     int n_ops = 0, cap = 0;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) ++n_ops;
@@ -184,7 +198,7 @@ static Units collect_units(MlirBlock body) {
     MlirOperation term = mlirBlockGetTerminator(body);
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         if (mlirOperationEqual(op, term)) continue;
-        if (is_view(op, is_listed_view, &u)) {
+        if (is_view(op, is_listed_view, &u) && !(moves_are_units && moves_data(op) && reads_a_unit(&u, op))) {
             oplist_push(&u.views, op);
             table_put(&u, op, -2 - (u.views.n - 1));
             continue;
@@ -767,10 +781,9 @@ static bool view_reads_copy(const Copy *c, MlirOperation view) {
     return false;
 }
 
-/* Whether outlining s would move data twice: a transpose or copy of what a copy computes, read both
- * inside the copy and outside it (GPT-2's keys and values, permuted for the attention and returned
- * as the layer's cache), is cloned into the function for the inside readers and stays outside for
- * the others, a second kernel where there was one. */
+/* Whether outlining s would move data twice: a transpose of what a copy computes read inside the
+ * copy and outside it (GPT-2's keys and values: attention's operands and the cache) is cloned into
+ * the function and stays outside as well, two kernels where there was one. */
 static bool duplicates_data_movement(const Units *u, const Stretch *s) {
     Tokens t = {0};
     Copy c = {0};
@@ -816,26 +829,36 @@ static void outline_function(MlirOperation module, MlirOperation func, bool log,
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (mlirBlockIsNull(body) || !mlirBlockIsNull(mlirBlockGetNextInRegion(body))) return;
     int min_len = min_units();
-    for (int round = 0; round < MAX_OUTLINED; ++round) {
-        Units u = collect_units(body);
+    /* no_duplicates: a round whose stretches all move data twice is tried again with transposes as
+     * units (collect_units), whole layers only (len == period: T5's decoder cut inside its layers
+     * then, norms split from their reductions, 12 more launches a call) */
+    for (int round = 0, moves_are_units = 0; round < MAX_OUTLINED; ++round) {
+        Units u = collect_units(body, moves_are_units);
         enum { CANDIDATES = 16 };
         Stretch found[CANDIDATES];
         int n = find_stretches(&u, min_len, found, CANDIDATES);
-        bool outlined = false;
+        bool outlined = false, refused = false;
         for (int i = 0; i < n && !outlined; ++i) {
             if (found[i].saved < 2 * (int64_t)min_len) break;
             Stretch s = found[i];
             if (!choose_copies(&u, &s) || s.saved < 2 * (int64_t)min_len) continue;
+            if (moves_are_units && s.len != s.period) continue; /* the second try: whole layers only */
             if (no_duplicates && duplicates_data_movement(&u, &s)) {
                 if (log) fprintf(stderr, "[pt2] repeats: %d copies of %d ops from op %d not outlined: a transpose or copy would run twice\n",
                                  s.count, s.len, s.start);
+                refused = true;
                 continue;
             }
             outline_stretch(module, func, &u, &s, log);
             outlined = true;
         }
         free_units(&u);
+        if (!outlined && refused && !moves_are_units) {
+            moves_are_units = 1;
+            continue;
+        }
         if (!outlined) break;
+        moves_are_units = 0;
     }
 }
 
@@ -851,15 +874,8 @@ static int run_outline_repeats_with(MlirOperation module, bool no_duplicates) {
     return 0;
 }
 
-static int run_outline_repeats(MlirOperation module, void *user) {
-    (void)user;
-    return run_outline_repeats_with(module, false);
-}
-
-static int run_outline_repeats_gpu(MlirOperation module, void *user) {
-    (void)user;
-    return run_outline_repeats_with(module, true);
-}
+static int run_outline_repeats(MlirOperation module, void *user) { (void)user; return run_outline_repeats_with(module, false); }
+static int run_outline_repeats_gpu(MlirOperation module, void *user) { (void)user; return run_outline_repeats_with(module, true); }
 
 static _Alignas(8) const char outline_repeats_type_id, outline_repeats_gpu_type_id;
 
@@ -870,8 +886,7 @@ MlirPass pt2_create_outline_repeats_pass(void) {
                               "builtin.module", run_outline_repeats, &outline_repeats_type_id);
 }
 
-/* The GPU pipeline's: no stretch whose outlining moves data twice (duplicates_data_movement), since
- * each such copy is a kernel launch of its own there. */
+/* The GPU pipeline's: no stretch that moves data twice (duplicates_data_movement: a kernel more). */
 MlirPass pt2_create_outline_repeats_gpu_pass(void) {
     return make_external_pass("pt2-outline-repeats-gpu",
                               "pt2-outline-repeats without the stretches whose outlining would run a transpose or copy twice (the GPU "

@@ -660,3 +660,4 @@ def test_repeated_blocks_outlined_then_inlined():
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.count("call @pt2_repeat_0") == 3, r.stdout[-3000:]
     assert "pt2_repeat" not in sim.mapped  # inlined back
+
