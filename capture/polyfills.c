@@ -311,6 +311,8 @@ static Polyfill polyfills[] = {
     {"torch._C._nn.upsample_bilinear2d", "upsample_linear", upsample_vec_aligned, NULL, NULL},
     {"torch._C._nn.upsample_trilinear3d", "upsample_linear", upsample_vec_aligned, NULL, NULL},
     {"torch._C._nn.upsample_bicubic2d", "upsample_bicubic2d", upsample_vec_aligned, NULL, NULL},
+    {"torch.conv_transpose1d", "conv_transpose1d", NULL, NULL, NULL},
+    {"torch.conv_transpose2d", "conv_transpose2d", NULL, NULL, NULL},
     /* pointwise ops and small reductions (ATen's formulas) */
     {"torch._C._VariableFunctions.broadcast_tensors", "broadcast_tensors", NULL, NULL, NULL},
     {"torch.logsumexp", "logsumexp", NULL, NULL, NULL},

@@ -11,7 +11,7 @@ the additive meaning), the FFN's GELU is the exact one whatever the module's `ap
 arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0: [L, S], 1: key
 padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
 (a nested-tensor input) falls back to the C op as any break does.  The resampling forms (interpolate,
-F.pad's index modes) are in _polyfills_resample.py and the recurrences in _polyfills_rnn.py, imported here
+F.pad's index modes, transposed convolutions) are in _polyfills_resample.py and the recurrences in _polyfills_rnn.py, imported here
 so that every form is an attribute of this module, where polyfills.c looks them up.
 """
 import math
@@ -19,8 +19,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad's index modes)
-    pad_indexed, upsample_bicubic2d, upsample_linear, upsample_nearest, upsample_nearest_exact)
+from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad's index modes, transposed convs)
+    conv_transpose1d, conv_transpose2d, pad_indexed, upsample_bicubic2d, upsample_linear, upsample_nearest,
+    upsample_nearest_exact)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 
 

@@ -1,7 +1,8 @@
 """Python forms of torch's resampling C ops, which pt2's capture traces in their place (capture/polyfills.c,
 and F.pad's rule in capture/rules_nn.c): interpolate's kernels and F.pad's reflect, replicate and circular
 modes, each an index_select along each spatial dimension of indices (and weights) computed as ATen's
-UpSample.h and padding kernels compute them.  Nothing here runs in eager.
+UpSample.h and padding kernels compute them; and the transposed convolutions, a convolution of the input
+spread out by the stride.  Nothing here runs in eager.
 """
 import torch
 
@@ -132,3 +133,53 @@ def pad_indexed(input, pad, mode="constant", value=None):
             idx = torch.remainder(idx, size)
         x = x.index_select(dim, idx)
     return x
+
+
+# --- transposed convolutions: the convolution of the input spread out by the stride -------------------
+
+def _spread(x, dim, s):
+    """Puts s - 1 zeros between consecutive elements of x along dim: [.., L, ..] -> [.., (L - 1)·s + 1, ..]."""
+    if s == 1:
+        return x
+    n = x.shape[dim]
+    y = torch.nn.functional.pad(x.unsqueeze(dim + 1), (0, 0) * (x.dim() - dim - 1) + (0, s - 1))
+    return y.flatten(dim, dim + 1).narrow(dim, 0, (n - 1) * s + 1)
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp):
+    """conv_transpose{1,2}d as ATen defines it: y[i] = Σ x[j] · w[k] over i = j·stride - padding + k·dilation.
+    That is a convolution (stride 1) of x spread out by the stride, padded by dilation·(k - 1) - padding
+    on each side (output_padding more on the right; cropped where negative), with the weight's in and
+    out channels swapped within each group and its taps reversed."""
+    def tup(v):
+        return tuple(v) * (nsp // len(v)) if isinstance(v, (tuple, list)) else (v,) * nsp
+
+    stride, padding, output_padding, dilation = tup(stride), tup(padding), tup(output_padding), tup(dilation)
+    unbatched = input.dim() == nsp + 1
+    x = input.unsqueeze(0) if unbatched else input
+    c_in, c_out_g = weight.shape[0], weight.shape[1]
+    k = weight.shape[2:]
+    w = weight.reshape(groups, c_in // groups, c_out_g, *k).transpose(1, 2).reshape(groups * c_out_g, c_in // groups, *k)
+    w = w.flip(list(range(2, 2 + nsp)))
+    for i in range(nsp):
+        d = 2 + i
+        x = _spread(x, d, stride[i])
+        lo = dilation[i] * (k[i] - 1) - padding[i]
+        hi = lo + output_padding[i]
+        if lo < 0 or hi < 0:  # crop what the padding takes away
+            length = x.shape[d]
+            x = x.narrow(d, max(-lo, 0), length - max(-lo, 0) - max(-hi, 0))
+        if lo > 0 or hi > 0:
+            pads = [0, 0] * (nsp - 1 - i) + [max(lo, 0), max(hi, 0)]
+            x = torch.nn.functional.pad(x, pads)
+    conv = torch.nn.functional.conv1d if nsp == 1 else torch.nn.functional.conv2d
+    y = conv(x, w, bias, 1, 0, dilation, groups)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
