@@ -65,6 +65,15 @@ static bool int_repeats(Var **args, int n_args, PyObject *kw_names, Var **kw_val
     return repeats && repeats->kind == V_CONST && PyLong_CheckExact(repeats->obj);
 }
 
+/* torch.quantile / nanquantile with q a number (a tensor of them: torch's own code, a break) */
+static bool number_q(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *q = n_args >= 2 ? args[1] : NULL;
+    for (int k = 0; k < n_kw && !q; ++k) {
+        if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "q") == 0) q = kw_values[k];
+    }
+    return q && q->kind == V_CONST && (PyFloat_CheckExact(q->obj) || PyLong_CheckExact(q->obj));
+}
+
 /* torch.rrelu(input, lower, upper, training, ...) outside training (in training it draws slopes) */
 static bool not_training(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *training = n_args >= 4 ? args[3] : NULL;
@@ -382,6 +391,11 @@ static Polyfill polyfills[] = {
     {"torch.isin", "isin", isin_ok, NULL, NULL},
     {"torch.bucketize", "bucketize", bucketize_ok, NULL, NULL},
     {"torch.searchsorted", "searchsorted", searchsorted_ok, NULL, NULL},
+    /* order statistics (python/pt2/_polyfills_sort.py) */
+    {"torch.median", "median", NULL, NULL, NULL},
+    {"torch.nanmedian", "nanmedian", NULL, NULL, NULL},
+    {"torch.quantile", "quantile", number_q, NULL, NULL},
+    {"torch.nanquantile", "nanquantile", number_q, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -402,6 +416,8 @@ static struct {
     {"tile", "tile", NULL, NULL}, {"diff", "diff", NULL, NULL}, {"argsort", "argsort", NULL, NULL},
     {"trace", "trace", NULL, NULL}, {"kron", "kron", NULL, NULL},
     {"diag", "diag", diag_ok, NULL}, {"diagonal", "diagonal", diagonal_ok, NULL},
+    {"median", "median", NULL, NULL}, {"nanmedian", "nanmedian", NULL, NULL},
+    {"quantile", "quantile", number_q, NULL}, {"nanquantile", "nanquantile", number_q, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])

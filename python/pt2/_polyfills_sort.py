@@ -1,0 +1,95 @@
+"""Python forms of torch's order statistics, which pt2's capture traces in their place (capture/polyfills.c):
+median, nanmedian, quantile and nanquantile, each a stable sort (NaN last, as torch sorts) and a gather at
+the positions ATen picks.  Nothing here runs in eager.
+"""
+import torch
+
+
+def _nan_count(x, dim):
+    if not x.is_floating_point():
+        return torch.zeros_like(x.narrow(dim, 0, 1), dtype=torch.int64)
+    return torch.isnan(x).sum(dim, keepdim=True)
+
+
+def _median(input, dim, keepdim, ignore_nan, name):
+    if dim is None:  # all elements: a 0-d value
+        flat = input.reshape(-1)
+        n = flat.numel()
+        if n == 0:
+            return torch.full((), float("nan"), dtype=input.dtype, device=input.device)
+        s = torch.sort(flat, stable=True).values
+        nans = _nan_count(flat, 0)
+        # the lower median; with NaNs (median) the first NaN, or (nanmedian) the lower median of the rest
+        pos = ((n - nans - 1) // 2).clamp(min=0) if ignore_nan else torch.where(nans > 0, n - nans, (n - 1) // 2)
+        return s.gather(0, pos).reshape(())
+    x = input.reshape(1) if input.dim() == 0 else input
+    d = dim % x.dim()
+    n = x.shape[d]
+    s = torch.sort(x, dim=d, stable=True)
+    nans = _nan_count(x, d)
+    pos = ((n - nans - 1) // 2).clamp(min=0) if ignore_nan else torch.where(nans > 0, n - nans, (n - 1) // 2)
+    values, indices = s.values.gather(d, pos), s.indices.gather(d, pos)
+    if input.dim() == 0:
+        values, indices = values.reshape(()), indices.reshape(())
+    elif not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return getattr(torch.return_types, name)((values, indices))
+
+
+def median(input, dim=None, keepdim=False):
+    """torch.median: the lower median; NaN (and the first NaN's index) where a NaN is."""
+    return _median(input, dim, keepdim, False, "median")
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """torch.nanmedian: the lower median of the values that are not NaN (NaN where all are)."""
+    return _median(input, dim, keepdim, True, "nanmedian")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    name = "nanquantile" if ignore_nan else "quantile"
+    if input.dtype not in (torch.float32, torch.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if not 0 <= q <= 1:
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                           f"Got {interpolation}")
+    x = input.reshape(-1) if dim is None else (input.reshape(1) if input.dim() == 0 else input).movedim(dim, -1)
+    s = torch.sort(x, dim=-1, stable=True).values
+    last = x.shape[-1] - 1
+    nans = _nan_count(s, -1)
+    if ignore_nan:  # ranks among the values that are not NaN; a row of NaNs reads its first
+        ranks = (q * (last - nans).to(s.dtype)).clamp(min=0)
+    else:  # a row with a NaN reads its last element, a NaN
+        ranks = torch.where(nans > 0, torch.full_like(nans, last).to(s.dtype), torch.full_like(nans, last).to(s.dtype) * q)
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.to(torch.int64)
+    result = s.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        above = ranks.ceil().to(torch.int64)
+        weight = ranks - below.to(s.dtype) if interpolation == "linear" else torch.full_like(ranks, 0.5)
+        result = torch.lerp(result, s.gather(-1, above), weight)
+    result = result.squeeze(-1)
+    if keepdim:
+        if dim is None:
+            return result.reshape((1,) * input.dim())
+        return result.unsqueeze(dim % max(input.dim(), 1))
+    return result
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """torch.quantile with a float q (a tensor of them is traced by torch's own code: a break)."""
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """torch.nanquantile with a float q."""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
