@@ -317,12 +317,45 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
     char base[64];
     snprintf(base, sizeof base, "%.*s", (int)(len - 1), name);
     const RuleEntry *rule = tensor_method_rule(base);
-    if (!rule) return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
-    Var *r = rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
+    Var *r;
+    if (rule) {
+        r = rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
+    } else { /* a Python form's (x.index_add_(...): capture/polyfills.c), or the C op's (a break) */
+        bool handled = false;
+        r = polyfill_has_method(base) ? polyfill_method(t, base, args, n_args, kw_names, kw_values, n_kw, &handled) : NULL;
+        if (!handled) return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
+    }
     return r ? trace_assign_inplace(t, x, r, name) : NULL;
 }
 
 /*--- x[index] = value ------------------------------------------------------------*/
+
+/* x[:, ..., index] = value with one 1-d integer tensor index and full slices (or an ellipsis) for the
+ * other dimensions: index_put along that dimension (the last value where indices repeat, negative ones
+ * from the end), through python/pt2/_polyfills_scatter.py's index_put_along.  NULL (nothing traced,
+ * not broken) for any other index. */
+static Var *setitem_along(Trace *t, Var *x, Var **items, int n, Var *value) {
+    int tensor_at = -1, ellipsis_at = -1;
+    for (int i = 0; i < n; ++i) {
+        Var *it = items[i];
+        if (it->kind == V_TENSOR && (it->dtype == PT2_I64 || it->dtype == PT2_I32) && it->rank == 1 && tensor_at < 0) {
+            tensor_at = i;
+        } else if (it->kind == V_CONST && it->obj == Py_Ellipsis && ellipsis_at < 0) {
+            ellipsis_at = i;
+        } else if (it->kind == V_SLICE) {
+            for (int k = 0; k < 3; ++k) {
+                if (!(it->items[k]->kind == V_CONST && it->items[k]->obj == Py_None)) return NULL; /* not a full slice */
+            }
+        } else {
+            return NULL;
+        }
+    }
+    int specified = n - (ellipsis_at >= 0);
+    if (tensor_at < 0 || specified > x->rank) return NULL;
+    int dim = ellipsis_at >= 0 && ellipsis_at < tensor_at ? tensor_at - 1 + (x->rank - specified) : tensor_at;
+    Var *args[4] = {x, int_const(t, dim), items[tensor_at], value};
+    return polyfill_form(t, "index_put_along", args, 4, NULL, NULL, 0);
+}
 
 /* x[index] = value as where(region mask, value spread over the region, x):
  * ints, slices and ... select a box of x; a boolean mask of x's shape selects
@@ -353,6 +386,8 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
         Var *r = v ? op3(t, "where", mask, v, x, "%s", "") : NULL;
         return r && trace_assign_inplace(t, x, r, "x[mask] = v");
     }
+    Var *along = setitem_along(t, x, items, n, value);
+    if (along || t->broke) return along && trace_assign_inplace(t, x, along, "x[..., index, ...] = v");
     /* the box: per dimension of x, an int (dropped from the value's shape) or a range */
     int64_t start[PT2_MAX_RANK], stop[PT2_MAX_RANK], step[PT2_MAX_RANK];
     bool is_int[PT2_MAX_RANK] = {0};

@@ -264,6 +264,44 @@ static bool isin_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values,
     return n <= 1024 && opt_bool(ARG(-1, "invert"), false, &b) && opt_bool(ARG(-1, "assume_unique"), false, &b);
 }
 
+/* The index writes (python/pt2/_polyfills_scatter.py) compare every index with every position: at most
+ * this many indices, else the C op. */
+#define MAX_WRITE_INDICES 1024
+
+/* index_add / index_copy / index_fill (input, dim, index, source or value): a constant dim, an index of
+ * rank 0 or 1 */
+static bool index_write_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "dim", "index", "source", "value", "alpha", NULL};
+    Var *x = ARG(0, "input"), *idx = ARG(2, "index");
+    int64_t dim;
+    if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || !const_int(ARG(1, "dim"), &dim) || !is_tensor(idx) ||
+        idx->rank > 1 || (idx->rank == 1 && idx->sizes[0] > MAX_WRITE_INDICES)) {
+        return false;
+    }
+    int rank = x->rank ? x->rank : 1;
+    return dim >= -rank && dim < rank;
+}
+
+/* scatter / scatter_add (input, dim, index, src or value), no reduce: the index as big as the input
+ * but along dim (eager's smaller indices update a corner: the C op), the source at least its size */
+static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "dim", "index", "src", "value", "reduce", NULL};
+    Var *x = ARG(0, "input"), *idx = ARG(2, "index"), *src = ARG(3, "src"), *red = ARG(-1, "reduce");
+    int64_t dim;
+    if (!src) src = ARG(-1, "value");
+    if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || (red && !is_const(red, Py_None)) || !is_tensor(x) || x->rank == 0 ||
+        !const_int(ARG(1, "dim"), &dim) || dim < -x->rank || dim >= x->rank || !is_tensor(idx) || idx->rank != x->rank || !src) {
+        return false;
+    }
+    int d = (int)(dim < 0 ? dim + x->rank : dim);
+    if (idx->sizes[d] > MAX_WRITE_INDICES) return false;
+    for (int k = 0; k < x->rank; ++k) {
+        if (k != d && idx->sizes[k] != x->sizes[k]) return false;
+        if (is_tensor(src) && (src->rank != x->rank || src->sizes[k] < idx->sizes[k])) return false;
+    }
+    return is_tensor(src) || (src->kind == V_CONST && (PyFloat_CheckExact(src->obj) || PyLong_CheckExact(src->obj)));
+}
+
 /* bucketize(tensor, 1-d boundaries) */
 static bool bucketize_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input"), *bd = ARG(1, "boundaries");
@@ -396,6 +434,12 @@ static Polyfill polyfills[] = {
     {"torch.nanmedian", "nanmedian", NULL, NULL, NULL},
     {"torch.quantile", "quantile", number_q, NULL, NULL},
     {"torch.nanquantile", "nanquantile", number_q, NULL, NULL},
+    /* index and scatter writes (python/pt2/_polyfills_scatter.py; in place through capture/inplace.c) */
+    {"torch.index_add", "index_add", index_write_ok, NULL, NULL},
+    {"torch.index_copy", "index_copy", index_write_ok, NULL, NULL},
+    {"torch.index_fill", "index_fill", index_write_ok, NULL, NULL},
+    {"torch.scatter", "scatter", scatter_ok, NULL, NULL},
+    {"torch.scatter_add", "scatter_add", scatter_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -418,6 +462,9 @@ static struct {
     {"diag", "diag", diag_ok, NULL}, {"diagonal", "diagonal", diagonal_ok, NULL},
     {"median", "median", NULL, NULL}, {"nanmedian", "nanmedian", NULL, NULL},
     {"quantile", "quantile", number_q, NULL}, {"nanquantile", "nanquantile", number_q, NULL},
+    {"index_add", "index_add", index_write_ok, NULL}, {"index_copy", "index_copy", index_write_ok, NULL},
+    {"index_fill", "index_fill", index_write_ok, NULL}, {"scatter", "scatter", scatter_ok, NULL},
+    {"scatter_add", "scatter_add", scatter_ok, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])

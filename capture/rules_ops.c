@@ -769,7 +769,8 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     size_t len = strlen(name);
     char base[64] = "";
     if (len > 1 && len < sizeof base && name[len - 1] == '_' && name[len - 2] != '_') snprintf(base, sizeof base, "%.*s", (int)(len - 1), name);
-    bool inplace = base[0] && (tensor_method_rule(base) || strcmp(name, "copy_") == 0 || strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
+    bool inplace = base[0] && (tensor_method_rule(base) || polyfill_has_method(base) || strcmp(name, "copy_") == 0 ||
+                               strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
     if (tensor_method_rule(name) || inplace || polyfill_has_method(name)) {
         Var *m = var_new(t, V_METHOD);
         m->self = x;

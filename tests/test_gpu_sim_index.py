@@ -197,3 +197,34 @@ def test_non_contiguous_x():
 
     (y,) = simulate(build, [xt.t().contiguous(), i])
     same(y, xt[:, i])
+
+
+# --- index and scatter writes (python/pt2/_polyfills_scatter.py), as pt2.compile captures them -------------
+
+@pytest.mark.parametrize("disable", MAPPINGS)
+def test_index_and_scatter_writes_captured(disable, tmp_path, monkeypatch):
+    """index_add, x[:, idx] = v, scatter_add and index_copy captured by pt2.compile on the CPU (PT2_DUMP
+    keeps the graph), then that graph on the simulated GPU against eager; an index out of range fails
+    the index check's device-side assert."""
+    def f(x, i, s, i2, s2):
+        y = x.index_add(1, i, s)
+        y[:, i] = 1.0
+        return y.scatter_add(2, i2, s2), x.index_copy(1, i, s)
+
+    g = torch.Generator().manual_seed(3)
+    x, i, s = torch.randn(4, 6, 8, generator=g), torch.tensor([1, 3]), torch.randn(4, 2, 8, generator=g)
+    i2, s2 = torch.randint(0, 8, (4, 6, 3), generator=g), torch.randn(4, 6, 3, generator=g)
+    monkeypatch.setenv("PT2_DUMP", str(tmp_path))
+    monkeypatch.setenv("PT2_CACHE_DIR", str(tmp_path / "cache"))
+    pt2.reset()
+    with torch.no_grad():
+        pt2.compile(f)(x, i, s, i2, s2)
+    (graph,) = tmp_path.glob("*-graph/00-input.mlir")  # numbered by the process's compiles so far
+    text = graph.read_text()
+    sim = gpusim.Simulator(gpusim.mapped_text(PT2_OPT, text, disable), warp_order="reverse")
+    got = sim.run([t.numpy() for t in (x, i, s, i2, s2)])
+    assert not sim.races, sim.races
+    for o, w in zip(got, f(x, i, s, i2, s2)):
+        torch.testing.assert_close(torch.from_numpy(np.array(o)), w, rtol=1e-6, atol=1e-6)
+    with pytest.raises(gpusim.DeviceAssert):
+        sim.run([t.numpy() for t in (x, torch.tensor([1, 6]), s, i2, s2)])

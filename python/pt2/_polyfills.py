@@ -12,7 +12,7 @@ arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0:
 padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
 (a nested-tensor input) falls back to the C op as any break does.  The resampling forms (interpolate,
 F.pad's index modes, transposed convolutions) are in _polyfills_resample.py, the recurrences in _polyfills_rnn.py and the
-order statistics in _polyfills_sort.py, imported here
+order statistics in _polyfills_sort.py and the index writes in _polyfills_scatter.py, imported here
 so that every form is an attribute of this module, where polyfills.c looks them up.
 """
 import math
@@ -24,6 +24,8 @@ from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad'
     conv_transpose1d, conv_transpose2d, pad_indexed, upsample_bicubic2d, upsample_linear, upsample_nearest,
     upsample_nearest_exact)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
+from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
+    index_add, index_copy, index_fill, index_put_along, scatter, scatter_add)
 from ._polyfills_sort import median, nanmedian, nanquantile, quantile  # noqa: F401  (order statistics)
 
 

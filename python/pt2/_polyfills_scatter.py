@@ -1,0 +1,145 @@
+"""Python forms of torch's index and scatter writes, which pt2's capture traces in their place
+(capture/polyfills.c): index_add, index_copy, index_fill, scatter and scatter_add, functional and, through
+capture/inplace.c, in place; and x[:, .., index] = v with one integer index tensor (index_put_along).  Each is a gather, not a write at run-time positions: output position p along
+the dim takes the source elements j whose index is p, found by comparing every index with every p (a
+reduction over j that pt2 fuses; O(positions · indices) work), so that the result is the same on every
+backend and duplicate indices add up (index_add, scatter_add) or leave the last one (index_copy, scatter),
+as eager's CPU loops do.  An index outside [0, size) ([-size, size) for index_fill) fails pt2's index check,
+as eager raises (an IndexError, where eager's scatter raises a RuntimeError).  Nothing here runs in eager.
+"""
+import torch
+
+
+def _checked(index, n):
+    """index, whose values pass through an index_select of a size-n tensor: pt2's range check [0, n)."""
+    flat = index.reshape(-1)
+    return (flat + torch.zeros(n, dtype=flat.dtype, device=flat.device).index_select(0, flat)).reshape(index.shape)
+
+
+def _hits(index, n, wrap=False):
+    """[n, L]: hits[p, j] = index[j] == p, for a 1-d (or 0-d) index of L values (wrap: a negative one
+    counts from the end, as index_fill's do)."""
+    idx = index.reshape(-1)
+    idx = _checked(torch.where(idx < 0, idx + n, idx) if wrap else idx, n)
+    return torch.arange(n, device=idx.device).unsqueeze(1) == idx.unsqueeze(0)
+
+
+def _spread(mask, rank):
+    """mask [n, L] as [n, L, 1, ..., 1] against values [L, rest of rank - 1 dims]."""
+    return mask.reshape(mask.shape + (1,) * (rank - 1))
+
+
+def _check_index(name, input, dim, index, source=None):
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if index.dim() > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    if source is not None and source.dim() > 0 and source.shape[dim] != index.numel():
+        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+                           f"({source.shape[dim]})")
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """Tensor.index_add: input[.., index[j], ..] += alpha · source[.., j, ..]."""
+    _check_index("index_add", input, dim, index, source)
+    if input.dim() == 0:
+        return input + alpha * source.reshape(()) * index.numel() if index.numel() else input
+    d = dim % input.dim()
+    x, s = input.movedim(d, 0), source.movedim(d, 0)
+    hits = _spread(_hits(index, x.shape[0]), x.dim())
+    added = torch.where(hits, s.unsqueeze(0), torch.zeros((), dtype=s.dtype, device=s.device)).sum(1)
+    out = x + (added if alpha == 1 else alpha * added)
+    return out.to(input.dtype).movedim(0, d)
+
+
+def _last_hit(hits):
+    """[n]: the last j with hits[p, j], or -1."""
+    j = torch.arange(hits.shape[1], device=hits.device)
+    return torch.where(hits, j, -1).amax(1)
+
+
+def index_copy(input, dim, index, source):
+    """Tensor.index_copy: input[.., index[j], ..] = source[.., j, ..] (the last j where indices repeat)."""
+    _check_index("index_copy", input, dim, index, source)
+    if input.dim() == 0:
+        return source.reshape(()).to(input.dtype) if index.numel() else input
+    d = dim % input.dim()
+    x, s = input.movedim(d, 0), source.movedim(d, 0)
+    last = _last_hit(_hits(index, x.shape[0]))
+    picked = s.index_select(0, last.clamp(min=0))
+    out = torch.where((last >= 0).reshape((-1,) + (1,) * (x.dim() - 1)), picked.to(input.dtype), x)
+    return out.movedim(0, d)
+
+
+def index_put_along(input, dim, index, values):
+    """x[:, .., index] = values (capture/inplace.c, setitem_along): an index_copy of the values broadcast to
+    the indexed block, negative indices counting from the end."""
+    shape = list(input.shape)
+    shape[dim] = index.numel()
+    if isinstance(values, torch.Tensor):
+        v = values.to(input.dtype).expand(shape)
+    else:
+        v = torch.full(shape, values, dtype=input.dtype, device=input.device)
+    x, s = input.movedim(dim, 0), v.movedim(dim, 0)
+    last = _last_hit(_hits(index, x.shape[0], wrap=True))
+    picked = s.index_select(0, last.clamp(min=0))
+    return torch.where((last >= 0).reshape((-1,) + (1,) * (x.dim() - 1)), picked, x).movedim(0, dim)
+
+
+def index_fill(input, dim, index, value):
+    """Tensor.index_fill: input[.., index[j], ..] = value."""
+    _check_index("index_fill", input, dim, index)
+    if input.dim() == 0:
+        return torch.full_like(input, value) if index.numel() else input
+    d = dim % input.dim()
+    x = input.movedim(d, 0)
+    hit = _hits(index, x.shape[0], wrap=True).any(1).reshape((-1,) + (1,) * (x.dim() - 1))
+    v = value.to(input.dtype) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=input.dtype, device=input.device)
+    return torch.where(hit, v, x).movedim(0, d)
+
+
+def _scatter_hits(input, dim, index):
+    """(x, hits): x = input with dim last [R.., n]; hits [R.., n, L] = index (dim last) == p."""
+    d = dim % max(input.dim(), 1)
+    if input.dim() == 0:
+        return input.reshape(1), None, 0
+    x = input.movedim(d, -1)
+    idx = _checked(index.movedim(d, -1), x.shape[-1])
+    hits = idx.unsqueeze(-2) == torch.arange(x.shape[-1], device=idx.device).unsqueeze(1)
+    return x, hits, d
+
+
+def _scatter_src(src, index, d):
+    """src narrowed to index's extent (eager reads only what index covers), dim last."""
+    for k in range(index.dim()):
+        if src.shape[k] != index.shape[k]:
+            src = src.narrow(k, 0, index.shape[k])
+    return src.movedim(d, -1)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """Tensor.scatter with a tensor src or a number value, without reduce."""
+    if reduce is not None:
+        raise NotImplementedError("pt2: scatter with reduce")
+    x, hits, d = _scatter_hits(input, dim, index)
+    if hits is None:
+        return input
+    if src is None or not isinstance(src, torch.Tensor):
+        v = src if src is not None else value
+        out = torch.where(hits.any(-1), torch.tensor(v, dtype=input.dtype, device=input.device), x)
+    else:
+        s = _scatter_src(src, index, d)
+        j = torch.arange(hits.shape[-1], device=hits.device)
+        last = torch.where(hits, j, -1).amax(-1)
+        out = torch.where(last >= 0, torch.gather(s, -1, last.clamp(min=0)).to(input.dtype), x)
+    return out.movedim(-1, d)
+
+
+def scatter_add(input, dim, index, src):
+    """Tensor.scatter_add: input[.., index[i..], ..] += src[i..] along dim."""
+    x, hits, d = _scatter_hits(input, dim, index)
+    if hits is None:
+        return input
+    s = _scatter_src(src, index, d)
+    added = torch.where(hits, s.unsqueeze(-2), torch.zeros((), dtype=s.dtype, device=s.device)).sum(-1)
+    return (x + added).to(input.dtype).movedim(-1, d)

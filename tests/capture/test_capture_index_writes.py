@@ -1,0 +1,142 @@
+"""index_add / index_copy / index_fill / scatter / scatter_add (functions, methods, in place) and
+x[:, .., index] = v through pt2.compile against eager: one graph, no break.  pt2 traces
+python/pt2/_polyfills_scatter.py's forms (every index compared with every position, a reduction).
+Odd sizes, every dim, negative dims, duplicate indices that add up, f32/f64/int64, non-contiguous
+inputs, in place on inputs and on views, a KV-cache update, eager's errors for indices out of range;
+what the forms decline stays torch's C op (a break, eager's result)."""
+import pytest
+import torch
+
+import pt2
+from eager_check import check, same
+
+G = torch.Generator()
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    G.manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(*shape, generator=G, dtype=dtype)
+    return torch.randint(-50, 50, shape, generator=G, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_ops(dim, dtype):
+    x = rand(5, 7, 3, dtype=dtype, seed=1)
+    n = x.shape[dim]
+    dup = torch.tensor([n - 1, 0, 2, 0])  # 0 twice: index_add adds both
+    uniq = torch.tensor([2, n - 1, 0])
+
+    def src(k, seed):
+        shape = list(x.shape)
+        shape[dim] = k
+        return rand(*shape, dtype=dtype, seed=seed)
+
+    sd, su = src(4, 2), src(3, 3)
+    check(lambda x, i, s: (x.index_add(dim, i, s), torch.index_add(x, dim, i, s, alpha=3)), x, dup, sd, tol=1e-5)
+    check(lambda x, i, s: (x.index_copy(dim, i, s), torch.index_copy(x, dim, i, s)), x, uniq, su, tol=0)
+    check(lambda x, i: (x.index_fill(dim, i, 7), torch.index_fill(x, dim, i - n, -2)), x, uniq, tol=0)  # negatives wrap
+
+
+def test_index_ops_in_place_on_inputs_and_views():
+    x, i, s = rand(6, 5, seed=4), torch.tensor([4, 1]), rand(6, 2, seed=5)
+
+    def f(x, i, s):
+        x.index_add_(1, i, s)
+        v = x[2:]
+        v.index_fill_(1, i, 0.5)  # through the view into x
+        return x * 2
+
+    a, b = x.clone(), x.clone()
+    with torch.no_grad():
+        want = f(a, i, s)
+        got = pt2.compile(f)(b, i, s)
+    same(got, want, tol=0)
+    same(b, a, tol=0)  # the caller's tensor written back
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -2])
+def test_scatter_and_scatter_add(dim):
+    x = rand(4, 5, 6, seed=6)
+    d = dim % x.dim()  # the ops take dim as given (negative too)
+    shape = list(x.shape)
+    shape[d] = 3
+    G.manual_seed(7)
+    index = torch.randint(0, x.shape[d], shape, generator=G)  # repeats: scatter_add adds them
+    # scatter's repeats keep an unspecified one in eager: unique indices along dim
+    perm = torch.stack([torch.randperm(x.shape[d], generator=G)[:3] for _ in range(index.numel() // 3)])
+    unique = perm.reshape([s for k, s in enumerate(shape) if k != d] + [3]).movedim(-1, d)
+    bigger = list(shape)
+    bigger[d] += 2  # a source larger than the index: eager reads what the index covers
+    src = rand(*bigger, seed=8)
+    check(lambda x, i, s: (x.scatter_add(dim, i, s), torch.scatter_add(x, dim, i, s)), x, index, src, tol=1e-5)
+    check(lambda x, i, s: (x.scatter(dim, i, s), torch.scatter(x, dim, i, 2.5), x.scatter(dim, i, value=-1)), x, unique, src, tol=0)
+
+
+def test_setitem_with_an_index_tensor():
+    x, i = rand(4, 6, 8, seed=9), torch.tensor([1, -2, 3])
+
+    def f(x, i):
+        y = x.clone()
+        y[:, i] = torch.ones(4, 3, 8)
+        y[i] = 5.0
+        y[..., torch.tensor([0, 7])] = torch.arange(2.0)
+        x[:, :, i] = 0  # the input, written back
+        return y
+
+    a, b = x.clone(), x.clone()
+    with torch.no_grad():
+        want = f(a, i)
+        got = pt2.compile(f)(b, i)
+    same(got, want, tol=0)
+    same(b, a, tol=0)
+
+
+def test_kv_cache_update():
+    """A static cache (HF's StaticCache): the new keys written at the decoding positions, then read."""
+    torch.manual_seed(10)
+    cache, pos, new, q = torch.zeros(2, 3, 16, 4), torch.tensor([5, 6]), torch.randn(2, 3, 2, 4), torch.randn(2, 3, 2, 4)
+
+    def step(cache, pos, new, q):
+        cache.index_copy_(2, pos, new)
+        return torch.softmax(q @ cache.transpose(-1, -2), -1) @ cache
+
+    a, b = cache.clone(), cache.clone()
+    with torch.no_grad():
+        want = step(a, pos, new, q)
+        got = pt2.compile(step)(b, pos, new, q)
+    same(got, want, tol=1e-5)
+    same(b, a, tol=0)
+
+
+@pytest.mark.parametrize("bad", [[6], [-1], [2, 9]])
+def test_out_of_range_raises_like_eager(bad):
+    # eager raises IndexError or RuntimeError by op and shape (index_add of a 2-d tensor: RuntimeError,
+    # of a 3-d one: IndexError); pt2's index check raises IndexError
+    x, i, s = rand(3, 6, seed=11), torch.tensor(bad), rand(3, len(bad), seed=12)
+    idx = torch.tensor(bad).expand(3, len(bad))
+    for fn, index in ((lambda x, i, s: x.index_add(1, i, s), i), (lambda x, i, s: x.index_copy(1, i, s), i),
+                      (lambda x, i, s: x.scatter_add(1, i, s), idx)):
+        with pytest.raises((IndexError, RuntimeError)):
+            fn(x, index, s)
+        pt2.reset()
+        with pytest.raises(IndexError):
+            pt2.compile(fn)(x, index, s)
+
+
+def test_declined_stay_torch():
+    """A scatter whose index is smaller than the input off the dim, more than 1024 indices, reduce=:
+    torch's C op (a break), eager's result."""
+    x = rand(4, 5, seed=13)
+    cases = [
+        (lambda x, i, s: x.scatter_add(1, i, s), torch.tensor([[0, 1], [2, 3]]), rand(2, 2, seed=14)),
+        (lambda x, i, s: x.index_add(0, i, s), torch.zeros(1500, dtype=torch.int64), rand(1500, 5, seed=15)),
+        (lambda x, i, s: x.scatter(1, i, s, reduce="add"), torch.tensor([[0], [1], [2], [3]]), rand(4, 1, seed=16)),
+    ]
+    for fn, i, s in cases:
+        with torch.no_grad():
+            want = fn(x, i, s)
+            pt2.reset()
+            assert pt2.explain(fn)(x, i, s).graph_break_count >= 1
+            same(pt2.compile(fn)(x, i, s), want, tol=1e-5)
