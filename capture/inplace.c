@@ -324,6 +324,9 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
         bool handled = false;
         r = polyfill_has_method(base) ? polyfill_method(t, base, args, n_args, kw_names, kw_values, n_kw, &handled) : NULL;
         if (!handled) return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
+        if (r && r->kind == V_TENSOR && r->dtype != x->dtype) { /* the C op casts or raises by its own rules (float_power_) */
+            return trace_break(t, "Tensor.%s: its Python form's result is not of the tensor's dtype", name);
+        }
     }
     return r ? trace_assign_inplace(t, x, r, name) : NULL;
 }
