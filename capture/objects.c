@@ -351,35 +351,11 @@ Var *trace_fresh_object(Trace *t, PyTypeObject *ty) {
     return obj;
 }
 
-/* Whether ty is a struct sequence of torch.return_types (torch.return_types.median); its field count. */
-static long torch_return_type_fields(PyTypeObject *ty) {
-    if (!PyType_IsSubtype(ty, &PyTuple_Type)) return -1;
-    PyObject *module = PyObject_GetAttrString((PyObject *)ty, "__module__");
-    bool torch_type = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "torch.return_types") == 0;
-    Py_XDECREF(module);
-    PyObject *fields = torch_type ? PyObject_GetAttrString((PyObject *)ty, "n_fields") : NULL;
-    long n = fields && PyLong_Check(fields) ? PyLong_AsLong(fields) : -1;
-    Py_XDECREF(fields);
-    PyErr_Clear();
-    return n;
-}
-
-/* torch.return_types.median((values, indices)): a typed tuple of the sequence's items, as the ops
- * that return one make it (make_return_type). */
-static Var *new_return_type(Trace *t, PyTypeObject *ty, long n, Var **args, int n_args, int n_kw) {
-    if (n_args != 1 || n_kw || (args[0]->kind != V_TUPLE && args[0]->kind != V_LIST) || args[0]->n_items != n) {
-        return trace_break(t, "constructing %s objects from anything but a sequence of its %ld fields", ty->tp_name, n);
-    }
-    Var *v = make_tuple(t, args[0]->items, args[0]->n_items);
-    v->obj = trace_keep(t, (PyObject *)ty);
-    return v;
-}
-
 Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyTypeObject *ty = (PyTypeObject *)cls->obj;
     PyTypeObject *base = solid_base(ty);
     long fields = torch_return_type_fields(ty);
-    if (fields >= 0) return new_return_type(t, ty, fields, args, n_args, n_kw);
+    if (fields >= 0) return new_return_type(t, ty, fields, args, n_args, n_kw); /* rules_util.c */
     if (!(ty->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(ty)->tp_call != PyType_Type.tp_call) {
         return trace_break(t, "constructing %s objects is not supported yet", ty->tp_name);
     }

@@ -522,6 +522,30 @@ Var *make_return_type(Trace *t, const char *name, Var **items, int n) {
     return v;
 }
 
+/* Whether ty is a struct sequence of torch.return_types (torch.return_types.median); its field count. */
+long torch_return_type_fields(PyTypeObject *ty) {
+    if (!PyType_IsSubtype(ty, &PyTuple_Type)) return -1;
+    PyObject *module = PyObject_GetAttrString((PyObject *)ty, "__module__");
+    bool torch_type = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "torch.return_types") == 0;
+    Py_XDECREF(module);
+    PyObject *fields = torch_type ? PyObject_GetAttrString((PyObject *)ty, "n_fields") : NULL;
+    long n = fields && PyLong_Check(fields) ? PyLong_AsLong(fields) : -1;
+    Py_XDECREF(fields);
+    PyErr_Clear();
+    return n;
+}
+
+/* torch.return_types.median((values, indices)): a typed tuple of the sequence's items, as the ops
+ * that return one make it (make_return_type). */
+Var *new_return_type(Trace *t, PyTypeObject *ty, long n, Var **args, int n_args, int n_kw) {
+    if (n_args != 1 || n_kw || (args[0]->kind != V_TUPLE && args[0]->kind != V_LIST) || args[0]->n_items != n) {
+        return trace_break(t, "constructing %s objects from anything but a sequence of its %ld fields", ty->tp_name, n);
+    }
+    Var *v = make_tuple(t, args[0]->items, args[0]->n_items);
+    v->obj = trace_keep(t, (PyObject *)ty);
+    return v;
+}
+
 Var *int_const(Trace *t, int64_t v) {
     PyObject *o = PyLong_FromLongLong(v);
     Var *r = var_const(t, o);

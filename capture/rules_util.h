@@ -123,6 +123,10 @@ Var *make_tuple(Trace *t, Var **items, int n);
 /* A tuple of torch.return_types.<name> (a struct sequence: fields by attribute, built as
  * that type where it leaves the trace); a plain tuple if torch has no such type. */
 Var *make_return_type(Trace *t, const char *name, Var **items, int n);
+/* Whether ty is a struct sequence of torch.return_types: its field count, else -1. */
+long torch_return_type_fields(PyTypeObject *ty);
+/* ty(fields) for such a type: a typed tuple of the sequence's items (trace_new_object). */
+Var *new_return_type(Trace *t, PyTypeObject *ty, long n, Var **args, int n_args, int n_kw);
 Var *int_const(Trace *t, int64_t v);
 /* A double as an MLIR f64 attribute ("1.0 : f64", NaN/inf in hex); the
  * buffer rotates, so up to 16 may appear in one printf. */
