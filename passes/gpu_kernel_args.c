@@ -96,8 +96,6 @@ static MlirOperation launched_kernel(const ModuleIndex *ix, MlirOperation launch
     return (MlirOperation){NULL};
 }
 
-/* An argument's attribute dictionary with llvm.align = 16 and, if
- * `noalias`, llvm.noalias added. */
 /* The parameter's attributes with llvm.align, and llvm.noalias if this
  * launch allows it and every launch marked before did (a kernel launched
  * from several places, the copies of a repeated block: noalias must hold
