@@ -126,7 +126,9 @@ def test_conv2d_same_with_an_even_kernel():
 
 
 @pytest.mark.parametrize("kind", ["conv_transpose1d", "conv_transpose2d"])
-def test_conv_transpose_breaks_cleanly(kind):
+def test_conv_transpose_in_one_graph(kind):
+    """Transposed convolutions are traced through their Python form (tests/capture/test_capture_conv_transpose.py
+    has the cases): one graph with what is around them."""
     torch.manual_seed(0)
     m = (nn.ConvTranspose1d(4, 3, 3, stride=2) if kind == "conv_transpose1d" else nn.ConvTranspose2d(4, 3, 3, stride=2)).eval()
     shape = (2, 4, 7) if kind == "conv_transpose1d" else (2, 4, 5, 6)
@@ -134,8 +136,7 @@ def test_conv_transpose_breaks_cleanly(kind):
     def f(x):
         return m(x * 2) + 1
 
-    info = check(f, [(rand(*shape),), (rand(*shape, seed=10),)], graphs=2, breaks=1)
-    assert kind in info.break_reasons[0].reason, info.break_reasons
+    check(f, [(rand(*shape),), (rand(*shape, seed=10),)])
 
 
 @pytest.mark.parametrize(
