@@ -302,6 +302,36 @@ static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
     return is_tensor(src) || (src->kind == V_CONST && (PyFloat_CheckExact(src->obj) || PyLong_CheckExact(src->obj)));
 }
 
+/* scatter_reduce (input, dim, index, src, reduce, include_self=): a reduce of the form's, otherwise as
+ * scatter_ok */
+static bool scatter_reduce_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "dim", "index", "src", "reduce", "include_self", NULL};
+    static const char *const reduces[] = {"sum", "prod", "mean", "amax", "amin", NULL};
+    Var *red = ARG(4, "reduce"), *inc = ARG(-1, "include_self"), *src = ARG(3, "src");
+    bool b;
+    if (n_args > 5 || !only_keywords(kw_names, n_kw, names) || !red || red->kind != V_CONST || !PyUnicode_Check(red->obj) ||
+        !is_tensor(src) || !opt_bool(inc, true, &b)) {
+        return false;
+    }
+    bool known = false;
+    for (const char *const *r = reduces; *r && !known; ++r) known = PyUnicode_CompareWithASCIIString(red->obj, *r) == 0;
+    return known && scatter_ok(args, n_args < 4 ? n_args : 4, NULL, NULL, 0) && is_tensor(ARG(2, "index"));
+}
+
+/* index_put (input, indices, values, accumulate=): one 1-d integer index tensor, tensor values */
+static bool index_put_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "indices", "values", "accumulate", NULL};
+    Var *x = ARG(0, "input"), *ix = ARG(1, "indices"), *v = ARG(2, "values");
+    bool b;
+    if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || x->rank == 0 || !ix ||
+        (ix->kind != V_TUPLE && ix->kind != V_LIST) || ix->n_items != 1 || !opt_bool(ARG(3, "accumulate"), false, &b) || !v) {
+        return false;
+    }
+    Var *i = ix->items[0];
+    return is_tensor(i) && (i->dtype == PT2_I64 || i->dtype == PT2_I32) && i->rank == 1 && i->sizes[0] <= MAX_WRITE_INDICES &&
+           is_tensor(v); /* a number: eager raises */
+}
+
 /* bucketize(tensor, 1-d boundaries) */
 static bool bucketize_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input"), *bd = ARG(1, "boundaries");
@@ -440,6 +470,8 @@ static Polyfill polyfills[] = {
     {"torch.index_fill", "index_fill", index_write_ok, NULL, NULL},
     {"torch.scatter", "scatter", scatter_ok, NULL, NULL},
     {"torch.scatter_add", "scatter_add", scatter_ok, NULL, NULL},
+    {"torch.scatter_reduce", "scatter_reduce", scatter_reduce_ok, NULL, NULL},
+    {"torch.index_put", "index_put", index_put_ok, NULL, NULL},
 };
 
 #define N_POLYFILLS ((int)(sizeof polyfills / sizeof polyfills[0]))
@@ -464,7 +496,8 @@ static struct {
     {"quantile", "quantile", number_q, NULL}, {"nanquantile", "nanquantile", number_q, NULL},
     {"index_add", "index_add", index_write_ok, NULL}, {"index_copy", "index_copy", index_write_ok, NULL},
     {"index_fill", "index_fill", index_write_ok, NULL}, {"scatter", "scatter", scatter_ok, NULL},
-    {"scatter_add", "scatter_add", scatter_ok, NULL},
+    {"scatter_add", "scatter_add", scatter_ok, NULL}, {"scatter_reduce", "scatter_reduce", scatter_reduce_ok, NULL},
+    {"index_put", "index_put", index_put_ok, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])

@@ -25,7 +25,7 @@ from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad'
     upsample_nearest_exact)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
-    index_add, index_copy, index_fill, index_put_along, scatter, scatter_add)
+    index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce)
 from ._polyfills_sort import median, nanmedian, nanquantile, quantile  # noqa: F401  (order statistics)
 
 

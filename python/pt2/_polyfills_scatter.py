@@ -143,3 +143,56 @@ def scatter_add(input, dim, index, src):
     s = _scatter_src(src, index, d)
     added = torch.where(hits, s.unsqueeze(-2), torch.zeros((), dtype=s.dtype, device=s.device)).sum(-1)
     return (x + added).to(input.dtype).movedim(-1, d)
+
+
+def _lowest(dtype):
+    return float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return float("inf") if dtype.is_floating_point else torch.iinfo(dtype).max
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """Tensor.scatter_reduce: each position's hits combined by sum, prod, mean, amax or amin (with the
+    input's own value when include_self); a position without hits keeps the input's."""
+    x, hits, d = _scatter_hits(input, dim, index)
+    if hits is None:
+        return input
+    s = _scatter_src(src, index, d).unsqueeze(-2).to(input.dtype)
+    dt = input.dtype
+
+    def fill(v):
+        return torch.tensor(v, dtype=dt, device=input.device)
+
+    if reduce in ("sum", "mean"):
+        acc = torch.where(hits, s, fill(0)).sum(-1).to(dt)
+        acc = acc + x if include_self else acc
+        if reduce == "mean":
+            count = hits.sum(-1) + (1 if include_self else 0)
+            count = count.clamp(min=1).to(dt)
+            acc = acc / count if dt.is_floating_point else torch.div(acc, count, rounding_mode="floor")
+    elif reduce == "prod":
+        acc = torch.where(hits, s, fill(1)).prod(-1).to(dt)
+        acc = acc * x if include_self else acc
+    elif reduce == "amax":
+        acc = torch.where(hits, s, fill(_lowest(dt))).amax(-1)
+        acc = torch.maximum(acc, x) if include_self else acc
+    else:  # amin (scatter_reduce_ok admits no other)
+        acc = torch.where(hits, s, fill(_highest(dt))).amin(-1)
+        acc = torch.minimum(acc, x) if include_self else acc
+    return torch.where(hits.any(-1), acc, x).movedim(-1, d)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """Tensor.index_put with one 1-d integer index tensor (dim 0; negative indices from the end):
+    index_put_along, or with accumulate the values added (index_add's form)."""
+    (index,) = indices
+    if not accumulate:
+        return index_put_along(input, 0, index, values)
+    shape = list(input.shape)
+    shape[0] = index.numel()
+    v = values.to(input.dtype).expand(shape)
+    hits = _spread(_hits(index, input.shape[0], wrap=True), input.dim())
+    added = torch.where(hits, v.unsqueeze(0), torch.zeros((), dtype=v.dtype, device=v.device)).sum(1)
+    return (input + added).to(input.dtype)

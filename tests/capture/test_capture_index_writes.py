@@ -140,3 +140,37 @@ def test_declined_stay_torch():
             pt2.reset()
             assert pt2.explain(fn)(x, i, s).graph_break_count >= 1
             same(pt2.compile(fn)(x, i, s), want, tol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_scatter_reduce(reduce, include_self, dtype):
+    x = rand(3, 7, dtype=dtype, seed=20)
+    G.manual_seed(21)
+    index = torch.randint(0, 7, (3, 5), generator=G)  # repeats, and positions nothing hits
+    src = rand(3, 6, dtype=dtype, seed=22) if dtype == torch.int64 else rand(3, 6, seed=22).to(dtype)
+    if reduce == "prod" and dtype == torch.int64:
+        src = src.clamp(-3, 3)
+    if dtype.is_floating_point and reduce in ("amax", "amin"):
+        src[1, 2] = float("nan")  # propagates
+    check(lambda x, i, s: (x.scatter_reduce(1, i, s, reduce, include_self=include_self),
+                           torch.scatter_reduce(x, 1, i, s, reduce=reduce, include_self=include_self)), x, index, src, tol=1e-5)
+
+    def in_place(x, i, s):
+        x.scatter_reduce_(0, i, s, reduce, include_self=include_self)
+        return x
+
+    check(in_place, x.clone().t().contiguous(), index.t().contiguous() % 3, src.t().contiguous(), tol=1e-5)
+
+
+def test_index_put():
+    x, i = rand(6, 4, seed=23), torch.tensor([4, -1, 4, 0])
+    v = rand(4, 4, seed=24)
+    check(lambda x, i, v: (x.index_put((i,), v, accumulate=True), torch.index_put(x, (i,), torch.tensor(2.0))), x, i, v, tol=1e-5)
+
+    def in_place(x, i, v):
+        x.index_put_((i,), v[:1], True)  # broadcast values, accumulated where indices repeat
+        return x
+
+    check(in_place, x.clone(), i, v, tol=1e-5)
