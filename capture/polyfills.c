@@ -65,13 +65,16 @@ static bool int_repeats(Var **args, int n_args, PyObject *kw_names, Var **kw_val
     return repeats && repeats->kind == V_CONST && PyLong_CheckExact(repeats->obj);
 }
 
+/* A Python float or int (not a bool). */
+static bool is_number(const Var *v) { return v && v->kind == V_CONST && (PyFloat_CheckExact(v->obj) || PyLong_CheckExact(v->obj)); }
+
 /* torch.quantile / nanquantile with q a number (a tensor of them: torch's own code, a break) */
 static bool number_q(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *q = n_args >= 2 ? args[1] : NULL;
     for (int k = 0; k < n_kw && !q; ++k) {
         if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)), "q") == 0) q = kw_values[k];
     }
-    return q && q->kind == V_CONST && (PyFloat_CheckExact(q->obj) || PyLong_CheckExact(q->obj));
+    return is_number(q);
 }
 
 /* torch.rrelu(input, lower, upper, training, ...) outside training (in training it draws slopes) */
@@ -299,7 +302,7 @@ static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
         if (k != d && idx->sizes[k] != x->sizes[k]) return false;
         if (is_tensor(src) && (src->rank != x->rank || src->sizes[k] < idx->sizes[k])) return false;
     }
-    return is_tensor(src) || (src->kind == V_CONST && (PyFloat_CheckExact(src->obj) || PyLong_CheckExact(src->obj)));
+    return is_tensor(src) || is_number(src);
 }
 
 /* scatter_reduce (input, dim, index, src, reduce, include_self=): a reduce of the form's, otherwise as

@@ -106,7 +106,7 @@ static bool is_host_op(MlirOperation op) {
          * back after outlining */
         MlirStringRef callee = mlirFlatSymbolRefAttrGetValue(mlirOperationGetAttributeByName(op, sref("callee")));
         return (callee.length > 8 && strncmp(callee.data, "pt2_gpu_", 8) == 0) ||
-               (callee.length > 11 && strncmp(callee.data, "pt2_repeat_", 11) == 0);
+               (callee.length > strlen(PT2_REPEAT_PREFIX) && strncmp(callee.data, PT2_REPEAT_PREFIX, strlen(PT2_REPEAT_PREFIX)) == 0);
     }
     return name_in(op, host_ops);
 }

@@ -19,6 +19,10 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
+/* The functions pt2-outline-repeats makes (pt2_repeat_0, ...): passes/repeats.c; the GPU
+ * pipeline keeps their calls on the host until it inlines them (gpu_map.c). */
+#define PT2_REPEAT_PREFIX "pt2_repeat_"
+
 typedef struct Builder {
     MlirContext ctx;
     MlirBlock block;

@@ -520,7 +520,7 @@ static bool choose_copies(const Units *u, Stretch *s) {
 
 /* A symbol name not yet in the module. */
 static void fresh_name(MlirOperation module, char *out, size_t cap) {
-    static const char prefix[] = "pt2_repeat_";
+    static const char prefix[] = PT2_REPEAT_PREFIX;
     int next = 0;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {

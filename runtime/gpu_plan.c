@@ -50,16 +50,20 @@ static MlirAttribute attr(MlirOperation op, const char *name) {
  * Reading the host function into a plan
  *===----------------------------------------------------------------------===*/
 
+/* An allocation or a global the host function makes.  For an allocation, id
+ * is its index until place_workspace gives it its offset; bytes, and the
+ * first and last top-level op that uses it, are its liveness. */
+typedef struct Root {
+    MlirOperation op;
+    int64_t id, bytes;
+    int first, last;
+    char kind;
+} Root;
+
 typedef struct PlanBuilder {
     GpuPlan *plan;
     MlirOperation module, func;
-    /* allocations and globals seen so far, by the op that made them; for an
-     * allocation, root_ids is its index until place_workspace gives it its
-     * offset, and its bytes and the first and last top-level op that uses it */
-    MlirOperation *roots;
-    int64_t *root_ids, *root_bytes;
-    int *root_first, *root_last;
-    char *root_kinds;
+    Root *roots; /* allocations and globals seen so far */
     int n_roots, cap_roots;
     int at; /* the top-level op being read */
     char **module_names;
@@ -95,34 +99,21 @@ static int64_t memref_bytes(MlirType t) {
 static int add_root(PlanBuilder *pb, MlirOperation op) {
     if (pb->n_roots == pb->cap_roots) {
         int cap = pb->cap_roots ? 2 * pb->cap_roots : 64;
-        MlirOperation *roots = realloc(pb->roots, sizeof *roots * (size_t)cap);
-        if (roots) pb->roots = roots;
-        int64_t *ids = realloc(pb->root_ids, sizeof *ids * (size_t)cap);
-        if (ids) pb->root_ids = ids;
-        int64_t *bytes = realloc(pb->root_bytes, sizeof *bytes * (size_t)cap);
-        if (bytes) pb->root_bytes = bytes;
-        int *first = realloc(pb->root_first, sizeof *first * (size_t)cap);
-        if (first) pb->root_first = first;
-        int *last = realloc(pb->root_last, sizeof *last * (size_t)cap);
-        if (last) pb->root_last = last;
-        char *kinds = realloc(pb->root_kinds, (size_t)cap);
-        if (kinds) pb->root_kinds = kinds;
-        if (!roots || !ids || !bytes || !first || !last || !kinds) {
+        Root *roots = realloc(pb->roots, sizeof *roots * (size_t)cap);
+        if (!roots) {
             pt2_set_error("out of memory");
             return -1;
         }
+        pb->roots = roots;
         pb->cap_roots = cap;
     }
-    int r = pb->n_roots++;
-    pb->roots[r] = op;
-    pb->root_bytes[r] = 0;
-    pb->root_first[r] = pb->root_last[r] = -1;
-    return r;
+    pb->roots[pb->n_roots] = (Root){.op = op, .first = -1, .last = -1};
+    return pb->n_roots++;
 }
 
 static int find_root(PlanBuilder *pb, MlirOperation op) {
     for (int i = 0; i < pb->n_roots; ++i) {
-        if (mlirOperationEqual(pb->roots[i], op)) return i;
+        if (mlirOperationEqual(pb->roots[i].op, op)) return i;
     }
     return -1;
 }
@@ -171,11 +162,12 @@ static int trace_root(PlanBuilder *pb, MlirValue v, GpuArg *out) {
         MlirOperation def = mlirOpResultGetOwner(v);
         int r = find_root(pb, def);
         if (r >= 0) {
-            out->kind = pb->root_kinds[r];
-            out->root = pb->root_ids[r];
+            Root *root = &pb->roots[r];
+            out->kind = root->kind;
+            out->root = root->id;
             if (out->kind == ARG_WORKSPACE) {
-                if (pb->root_first[r] < 0) pb->root_first[r] = pb->at;
-                pb->root_last[r] = pb->at;
+                if (root->first < 0) root->first = pb->at;
+                root->last = pb->at;
             }
             return 0;
         }
@@ -369,12 +361,12 @@ static int build_plan(PlanBuilder *pb) {
             int r = add_root(pb, op);
             if (r < 0) return -1;
             if (is_op(op, "memref.get_global")) {
-                pb->root_kinds[r] = ARG_CONSTANT;
-                if ((pb->root_ids[r] = add_constant(pb, op)) < 0) return -1;
+                pb->roots[r].kind = ARG_CONSTANT;
+                if ((pb->roots[r].id = add_constant(pb, op)) < 0) return -1;
             } else {
-                pb->root_kinds[r] = ARG_WORKSPACE;
-                pb->root_ids[r] = r;
-                pb->root_bytes[r] = (memref_bytes(t) + PT2_GPU_WORKSPACE_ALIGN - 1) / PT2_GPU_WORKSPACE_ALIGN * PT2_GPU_WORKSPACE_ALIGN;
+                pb->roots[r].kind = ARG_WORKSPACE;
+                pb->roots[r].id = r;
+                pb->roots[r].bytes = (memref_bytes(t) + PT2_GPU_WORKSPACE_ALIGN - 1) / PT2_GPU_WORKSPACE_ALIGN * PT2_GPU_WORKSPACE_ALIGN;
             }
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
@@ -414,8 +406,8 @@ typedef struct Interval {
 } Interval;
 
 static int by_bytes_desc(const void *a, const void *b, void *user) {
-    const PlanBuilder *pb = user;
-    int64_t x = pb->root_bytes[*(const int *)a], y = pb->root_bytes[*(const int *)b];
+    const Root *roots = user;
+    int64_t x = roots[*(const int *)a].bytes, y = roots[*(const int *)b].bytes;
     return x != y ? (x < y) - (x > y) : *(const int *)a - *(const int *)b;
 }
 
@@ -426,6 +418,7 @@ static int by_start(const void *a, const void *b) {
 
 static int place_workspace(PlanBuilder *pb) {
     GpuPlan *plan = pb->plan;
+    Root *roots = pb->roots;
     int n = 0, *order = malloc(sizeof *order * (size_t)(pb->n_roots + 1));
     int64_t *offset = malloc(sizeof *offset * (size_t)(pb->n_roots + 1));
     Interval *taken = malloc(sizeof *taken * (size_t)(pb->n_roots + 1));
@@ -436,26 +429,25 @@ static int place_workspace(PlanBuilder *pb) {
     }
     for (int r = 0; r < pb->n_roots; ++r) {
         offset[r] = 0;
-        plan->workspace_unplanned += pb->root_kinds[r] == ARG_WORKSPACE ? (size_t)pb->root_bytes[r] : 0;
-        if (pb->root_kinds[r] == ARG_WORKSPACE && pb->root_first[r] >= 0) order[n++] = r; /* an unused one needs no bytes */
+        plan->workspace_unplanned += roots[r].kind == ARG_WORKSPACE ? (size_t)roots[r].bytes : 0;
+        if (roots[r].kind == ARG_WORKSPACE && roots[r].first >= 0) order[n++] = r; /* an unused one needs no bytes */
     }
-    qsort_r(order, (size_t)n, sizeof *order, by_bytes_desc, pb);
+    qsort_r(order, (size_t)n, sizeof *order, by_bytes_desc, roots);
     size_t end = 0;
     for (int i = 0; i < n; ++i) {
-        int r = order[i], m = 0;
+        const Root *r = &roots[order[i]];
+        int m = 0;
         for (int j = 0; j < i; ++j) {
-            int q = order[j];
-            if (pb->root_first[q] <= pb->root_last[r] && pb->root_first[r] <= pb->root_last[q]) {
-                taken[m++] = (Interval){offset[q], offset[q] + pb->root_bytes[q]};
-            }
+            const Root *q = &roots[order[j]];
+            if (q->first <= r->last && r->first <= q->last) taken[m++] = (Interval){offset[order[j]], offset[order[j]] + q->bytes};
         }
         qsort(taken, (size_t)m, sizeof *taken, by_start);
         int64_t at = 0;
-        for (int j = 0; j < m && taken[j].start < at + pb->root_bytes[r]; ++j) {
+        for (int j = 0; j < m && taken[j].start < at + r->bytes; ++j) {
             if (taken[j].end > at) at = taken[j].end;
         }
-        offset[r] = at;
-        if ((size_t)(at + pb->root_bytes[r]) > end) end = (size_t)(at + pb->root_bytes[r]);
+        offset[order[i]] = at;
+        if ((size_t)(at + r->bytes) > end) end = (size_t)(at + r->bytes);
     }
     plan->workspace_bytes = end;
     for (int i = 0; i < plan->n_launches; ++i) {
@@ -474,7 +466,7 @@ int pt2_gpu_plan_build(GpuPlan *plan, MlirOperation module, MlirOperation func) 
     if (rc == 0) rc = place_workspace(&pb);
     for (int i = 0; pb.module_names && i < plan->n_modules; ++i) free(pb.module_names[i]);
     free(pb.module_names);
-    free(pb.roots), free(pb.root_ids), free(pb.root_bytes), free(pb.root_first), free(pb.root_last), free(pb.root_kinds);
+    free(pb.roots);
     return rc;
 }
 

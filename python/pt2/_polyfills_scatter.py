@@ -1,7 +1,7 @@
 """Python forms of torch's index and scatter writes, which pt2's capture traces in their place
 (capture/polyfills.c): index_add, index_copy, index_fill, scatter and scatter_add, functional and, through
-capture/inplace.c, in place; and x[:, .., index] = v with one integer index tensor (index_put_along).  Each is a gather, not a write at run-time positions: output position p along
-the dim takes the source elements j whose index is p, found by comparing every index with every p (a
+capture/inplace.c, in place; scatter_reduce and index_put; and x[:, .., index] = v with one integer index
+tensor (index_put_along).  Each is a gather, not a write at run-time positions: output position p along the dim takes the source elements j whose index is p, found by comparing every index with every p (a
 reduction over j that pt2 fuses; O(positions · indices) work), so that the result is the same on every
 backend and duplicate indices add up (index_add, scatter_add) or leave the last one (index_copy, scatter),
 as eager's CPU loops do.  An index outside [0, size) ([-size, size) for index_fill) fails pt2's index check,
@@ -25,8 +25,32 @@ def _hits(index, n, wrap=False):
 
 
 def _spread(mask, rank):
-    """mask [n, L] as [n, L, 1, ..., 1] against values [L, rest of rank - 1 dims]."""
+    """mask [n] or [n, L] as [n(, L), 1, ..., 1] against rows [n or L, rest of rank - 1 dims]."""
     return mask.reshape(mask.shape + (1,) * (rank - 1))
+
+
+def _sum_hits(hits, values, dim):
+    """The sum along dim (the indices' axis) of the values where hits."""
+    return torch.where(hits, values, torch.zeros((), dtype=values.dtype, device=values.device)).sum(dim)
+
+
+def _last_hit(hits):
+    """[.., n]: the last j with hits[.., p, j], or -1."""
+    j = torch.arange(hits.shape[-1], device=hits.device)
+    return torch.where(hits, j, -1).amax(-1)
+
+
+def _add_rows(x, s, index, wrap=False, alpha=1):
+    """x [n, ..] with the rows s [L, ..] added at rows index[j]."""
+    added = _sum_hits(_spread(_hits(index, x.shape[0], wrap), x.dim()), s.unsqueeze(0), 1)
+    return x + (added if alpha == 1 else alpha * added)
+
+
+def _copy_rows(x, s, index, wrap=False):
+    """x [n, ..] with row index[j] replaced by s[j] (the last j where indices repeat)."""
+    last = _last_hit(_hits(index, x.shape[0], wrap))
+    picked = s.index_select(0, last.clamp(min=0)).to(x.dtype)
+    return torch.where(_spread(last >= 0, x.dim()), picked, x)
 
 
 def _check_index(name, input, dim, index, source=None):
@@ -45,17 +69,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     if input.dim() == 0:
         return input + alpha * source.reshape(()) * index.numel() if index.numel() else input
     d = dim % input.dim()
-    x, s = input.movedim(d, 0), source.movedim(d, 0)
-    hits = _spread(_hits(index, x.shape[0]), x.dim())
-    added = torch.where(hits, s.unsqueeze(0), torch.zeros((), dtype=s.dtype, device=s.device)).sum(1)
-    out = x + (added if alpha == 1 else alpha * added)
-    return out.to(input.dtype).movedim(0, d)
-
-
-def _last_hit(hits):
-    """[n]: the last j with hits[p, j], or -1."""
-    j = torch.arange(hits.shape[1], device=hits.device)
-    return torch.where(hits, j, -1).amax(1)
+    return _add_rows(input.movedim(d, 0), source.movedim(d, 0), index, alpha=alpha).to(input.dtype).movedim(0, d)
 
 
 def index_copy(input, dim, index, source):
@@ -64,11 +78,7 @@ def index_copy(input, dim, index, source):
     if input.dim() == 0:
         return source.reshape(()).to(input.dtype) if index.numel() else input
     d = dim % input.dim()
-    x, s = input.movedim(d, 0), source.movedim(d, 0)
-    last = _last_hit(_hits(index, x.shape[0]))
-    picked = s.index_select(0, last.clamp(min=0))
-    out = torch.where((last >= 0).reshape((-1,) + (1,) * (x.dim() - 1)), picked.to(input.dtype), x)
-    return out.movedim(0, d)
+    return _copy_rows(input.movedim(d, 0), source.movedim(d, 0), index).movedim(0, d)
 
 
 def index_put_along(input, dim, index, values):
@@ -80,10 +90,7 @@ def index_put_along(input, dim, index, values):
         v = values.to(input.dtype).expand(shape)
     else:
         v = torch.full(shape, values, dtype=input.dtype, device=input.device)
-    x, s = input.movedim(dim, 0), v.movedim(dim, 0)
-    last = _last_hit(_hits(index, x.shape[0], wrap=True))
-    picked = s.index_select(0, last.clamp(min=0))
-    return torch.where((last >= 0).reshape((-1,) + (1,) * (x.dim() - 1)), picked, x).movedim(0, dim)
+    return _copy_rows(input.movedim(dim, 0), v.movedim(dim, 0), index, wrap=True).movedim(0, dim)
 
 
 def index_fill(input, dim, index, value):
@@ -93,7 +100,7 @@ def index_fill(input, dim, index, value):
         return torch.full_like(input, value) if index.numel() else input
     d = dim % input.dim()
     x = input.movedim(d, 0)
-    hit = _hits(index, x.shape[0], wrap=True).any(1).reshape((-1,) + (1,) * (x.dim() - 1))
+    hit = _spread(_hits(index, x.shape[0], wrap=True).any(1), x.dim())
     v = value.to(input.dtype) if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=input.dtype, device=input.device)
     return torch.where(hit, v, x).movedim(0, d)
 
@@ -129,8 +136,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         out = torch.where(hits.any(-1), torch.tensor(v, dtype=input.dtype, device=input.device), x)
     else:
         s = _scatter_src(src, index, d)
-        j = torch.arange(hits.shape[-1], device=hits.device)
-        last = torch.where(hits, j, -1).amax(-1)
+        last = _last_hit(hits)
         out = torch.where(last >= 0, torch.gather(s, -1, last.clamp(min=0)).to(input.dtype), x)
     return out.movedim(-1, d)
 
@@ -140,8 +146,7 @@ def scatter_add(input, dim, index, src):
     x, hits, d = _scatter_hits(input, dim, index)
     if hits is None:
         return input
-    s = _scatter_src(src, index, d)
-    added = torch.where(hits, s.unsqueeze(-2), torch.zeros((), dtype=s.dtype, device=s.device)).sum(-1)
+    added = _sum_hits(hits, _scatter_src(src, index, d).unsqueeze(-2), -1)
     return (x + added).to(input.dtype).movedim(-1, d)
 
 
@@ -166,7 +171,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         return torch.tensor(v, dtype=dt, device=input.device)
 
     if reduce in ("sum", "mean"):
-        acc = torch.where(hits, s, fill(0)).sum(-1).to(dt)
+        acc = _sum_hits(hits, s, -1).to(dt)
         acc = acc + x if include_self else acc
         if reduce == "mean":
             count = hits.sum(-1) + (1 if include_self else 0)
@@ -192,7 +197,4 @@ def index_put(input, indices, values, accumulate=False):
         return index_put_along(input, 0, index, values)
     shape = list(input.shape)
     shape[0] = index.numel()
-    v = values.to(input.dtype).expand(shape)
-    hits = _spread(_hits(index, input.shape[0], wrap=True), input.dim())
-    added = torch.where(hits, v.unsqueeze(0), torch.zeros((), dtype=v.dtype, device=v.device)).sum(1)
-    return (input + added).to(input.dtype)
+    return _add_rows(input, values.to(input.dtype).expand(shape), index, wrap=True).to(input.dtype)

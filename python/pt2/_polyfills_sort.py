@@ -11,6 +11,12 @@ def _nan_count(x, dim):
     return torch.isnan(x).sum(dim, keepdim=True)
 
 
+def _median_position(n, nans, ignore_nan):
+    """The lower median's position in a sorted row of n with `nans` NaNs (last): with NaNs the first NaN
+    (median), or the lower median of the other values (nanmedian; 0 when all are NaN)."""
+    return ((n - nans - 1) // 2).clamp(min=0) if ignore_nan else torch.where(nans > 0, n - nans, (n - 1) // 2)
+
+
 def _median(input, dim, keepdim, ignore_nan, name):
     if dim is None:  # all elements: a 0-d value
         flat = input.reshape(-1)
@@ -18,16 +24,12 @@ def _median(input, dim, keepdim, ignore_nan, name):
         if n == 0:
             return torch.full((), float("nan"), dtype=input.dtype, device=input.device)
         s = torch.sort(flat, stable=True).values
-        nans = _nan_count(flat, 0)
-        # the lower median; with NaNs (median) the first NaN, or (nanmedian) the lower median of the rest
-        pos = ((n - nans - 1) // 2).clamp(min=0) if ignore_nan else torch.where(nans > 0, n - nans, (n - 1) // 2)
-        return s.gather(0, pos).reshape(())
+        return s.gather(0, _median_position(n, _nan_count(flat, 0), ignore_nan)).reshape(())
     x = input.reshape(1) if input.dim() == 0 else input
     d = dim % x.dim()
     n = x.shape[d]
     s = torch.sort(x, dim=d, stable=True)
-    nans = _nan_count(x, d)
-    pos = ((n - nans - 1) // 2).clamp(min=0) if ignore_nan else torch.where(nans > 0, n - nans, (n - 1) // 2)
+    pos = _median_position(n, _nan_count(x, d), ignore_nan)
     values, indices = s.values.gather(d, pos), s.indices.gather(d, pos)
     if input.dim() == 0:
         values, indices = values.reshape(()), indices.reshape(())
@@ -64,7 +66,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if ignore_nan:  # ranks among the values that are not NaN; a row of NaNs reads its first
         ranks = (q * (last - nans).to(s.dtype)).clamp(min=0)
     else:  # a row with a NaN reads its last element, a NaN
-        ranks = torch.where(nans > 0, torch.full_like(nans, last).to(s.dtype), torch.full_like(nans, last).to(s.dtype) * q)
+        whole = torch.full_like(nans, last).to(s.dtype)
+        ranks = torch.where(nans > 0, whole, whole * q)
     if interpolation == "lower":
         ranks = ranks.floor()
     elif interpolation == "higher":
