@@ -271,14 +271,17 @@ static bool isin_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values,
  * this many indices, else the C op. */
 #define MAX_WRITE_INDICES 1024
 
+/* A source tensor of another dtype than the input's: eager raises (the C op). */
+static bool other_dtype(const Var *x, const Var *src) { return is_tensor(src) && src->dtype != x->dtype; }
+
 /* index_add / index_copy / index_fill (input, dim, index, source or value): a constant dim, an index of
- * rank 0 or 1 */
+ * rank 0 or 1, a source of the input's dtype */
 static bool index_write_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static const char *const names[] = {"input", "dim", "index", "source", "value", "alpha", NULL};
     Var *x = ARG(0, "input"), *idx = ARG(2, "index");
     int64_t dim;
     if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || !const_int(ARG(1, "dim"), &dim) || !is_tensor(idx) ||
-        idx->rank > 1 || (idx->rank == 1 && idx->sizes[0] > MAX_WRITE_INDICES)) {
+        idx->rank > 1 || (idx->rank == 1 && idx->sizes[0] > MAX_WRITE_INDICES) || other_dtype(x, ARG(3, "source"))) {
         return false;
     }
     int rank = x->rank ? x->rank : 1;
@@ -302,6 +305,7 @@ static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
         if (k != d && idx->sizes[k] != x->sizes[k]) return false;
         if (is_tensor(src) && (src->rank != x->rank || src->sizes[k] < idx->sizes[k])) return false;
     }
+    if (other_dtype(x, src)) return false;
     return is_tensor(src) || is_number(src);
 }
 
@@ -332,7 +336,7 @@ static bool index_put_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     }
     Var *i = ix->items[0];
     return is_tensor(i) && (i->dtype == PT2_I64 || i->dtype == PT2_I32) && i->rank == 1 && i->sizes[0] <= MAX_WRITE_INDICES &&
-           is_tensor(v); /* a number: eager raises */
+           is_tensor(v) && !other_dtype(x, v); /* a number, another dtype: eager raises */
 }
 
 /* bucketize(tensor, 1-d boundaries) */

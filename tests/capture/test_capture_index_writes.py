@@ -174,3 +174,19 @@ def test_index_put():
         return x
 
     check(in_place, x.clone(), i, v, tol=1e-5)
+
+
+def test_source_of_another_dtype_raises_like_eager():
+    """A source of another dtype than the input's: eager raises, so the forms leave it to the C op."""
+    x, i = rand(3, 4, seed=30), torch.tensor([0, 2])
+    s64 = rand(3, 2, dtype=torch.float64, seed=31)
+    cases = [(lambda x, i, s: x.index_add(1, i, s), i), (lambda x, i, s: x.index_copy(1, i, s), i),
+             (lambda x, i, s: x.scatter_add(1, i, s), i.expand(3, 2)), (lambda x, i, s: x.scatter(1, i, s), i.expand(3, 2)),
+             (lambda x, i, s: x.scatter_reduce(1, i, s, "amax"), i.expand(3, 2)),
+             (lambda x, i, s: x.index_put((i,), s[0]), i)]
+    for fn, index in cases:
+        with pytest.raises(RuntimeError):
+            fn(x, index, s64)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(fn)(x, index, s64)
