@@ -1,0 +1,158 @@
+"""Capture's Python forms on CUDA tensors against eager CUDA: transposed convolutions, order
+statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
+(index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put, x[:, idx] = v, in place on
+inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
+The graphs these forms make compile for sm_90 without a GPU (the first test, which CI runs)."""
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2
+from pt2 import _gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+HAS_CUDA = torch.cuda.is_available() and _gpu.cuda_available()
+needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+def rand(*shape, dtype=torch.float32, seed=0, device="cpu"):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(*shape, generator=g, dtype=dtype).to(device)
+    return torch.randint(-50, 50, shape, generator=g, dtype=dtype).to(device)
+
+
+def positions(n, shape, device, seed):
+    """Indices in [0, n), with repeats."""
+    return torch.randint(0, n, shape, generator=torch.Generator().manual_seed(seed)).to(device)
+
+
+def _conv_t2d(x, w, b):
+    return F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)
+
+
+def _conv_t1d(x, w):
+    return F.conv_transpose1d(x, w, None, stride=3, padding=2, dilation=2)
+
+
+def _medians(x):
+    return torch.median(x), x.median(1).values, x.median(1).indices, torch.nanmedian(x, 0, keepdim=True).values
+
+
+def _quantiles(x):
+    return torch.quantile(x, 0.25, dim=1), torch.quantile(x, 0.9, dim=0, interpolation="nearest"), \
+        torch.nanquantile(x, 0.5)
+
+
+def _index_writes(x, i, s):
+    return (x.index_add(1, i, s, alpha=2), torch.index_fill(x, 1, i, -3.0),
+            torch.index_put(x, (i % x.shape[0],), x[:4] * 0 + 1, accumulate=True))
+
+
+def _index_copy(x, i, s):
+    return torch.index_copy(x, 1, i[:3], s[:, :3])
+
+
+def _scatters(x, i, s):
+    # scatter's index distinct along the row: with repeats eager CUDA writes any one of them
+    u = torch.argsort(torch.sin(torch.arange(x.shape[1], device=x.device) * 7.0))[: i.shape[1]]
+    return (x.scatter(1, u.expand(i.shape), s), x.scatter_add(1, i, s),
+            x.scatter_reduce(1, i, s, "amax", include_self=False), x.scatter_reduce(1, i, s, "mean"))
+
+
+def _setitem_in_place(x, i, v):
+    x[:, i] = v
+    x.index_add_(1, i[:2], v[:, :2] * 3)
+    return x * 2
+
+
+# (function, make its inputs on `device`, tolerance)
+CASES = {
+    "conv_transpose2d": (_conv_t2d, lambda d: (rand(2, 6, 9, 7, device=d, seed=1), rand(6, 4, 3, 3, device=d, seed=2),
+                                               rand(4, device=d, seed=3)), 1e-4),
+    "conv_transpose1d": (_conv_t1d, lambda d: (rand(3, 4, 11, device=d, seed=4), rand(4, 5, 4, device=d, seed=5)), 1e-4),
+    "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
+    "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
+    "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),
+                                               rand(5, 4, 3, device=d, seed=9)), 1e-5),
+    "index_copy": (_index_copy, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),
+                                           rand(5, 4, 3, device=d, seed=9)), 0),
+    "scatter": (_scatters, lambda d: (rand(4, 9, device=d, seed=10), positions(9, (4, 6), d, seed=11),
+                                      rand(4, 6, device=d, seed=12)), 1e-5),
+}
+
+
+def _same(got, want, tol):
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w, tol)
+        return
+    assert got.device == want.device and got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    if tol == 0 or not want.dtype.is_floating_point:
+        assert torch.equal(got, want), (got, want)
+    else:
+        err = ((got.double() - want.double()).norm() / want.double().norm().clamp_min(1e-30)).item()
+        assert err < tol, err
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    pt2.reset()
+    yield
+    pt2.reset()
+
+
+# ---- no GPU needed: the graphs these forms make compile for sm_90
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_form_graphs_compile_for_sm90(name):
+    fn, make, _ = CASES[name]
+    torch.manual_seed(0)
+    with torch.no_grad():
+        e = pt2.explain(fn)(*make("cpu"))
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    k = _gpu.compile_text(e.graphs[0])
+    assert ".target sm_90" in k.plan and ".visible .entry" in k.plan
+
+
+# ---- on the GPU, against eager CUDA
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_form_matches_eager_cuda(name):
+    fn, make, tol = CASES[name]
+    args = make("cuda")
+    with torch.no_grad():
+        want = fn(*args)
+        e = pt2.explain(fn)(*args)
+        got = pt2.compile(fn)(*args)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    _same(got, want, tol)
+
+
+@needs_cuda
+def test_index_setitem_in_place_on_a_cuda_input():
+    x, i, v = rand(6, 5, device="cuda", seed=13), torch.tensor([4, 1, 3], device="cuda"), rand(6, 3, device="cuda", seed=14)
+    a, b = x.clone(), x.clone()
+    with torch.no_grad():
+        want = _setitem_in_place(a, i, v)
+        got = pt2.compile(_setitem_in_place)(b, i, v)
+    _same(got, want, 1e-6)
+    _same(b, a, 1e-6)  # the caller's tensor written back
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_conv_transpose_module_cuda(dtype):
+    m = torch.nn.Sequential(torch.nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1), torch.nn.ReLU()).cuda().to(dtype).eval()
+    x = rand(2, 8, 7, 9, device="cuda", seed=15).to(dtype)
+    with torch.no_grad():
+        want, got = m(x), pt2.compile(m)(x)
+    _same(got, want, 1e-4 if dtype == torch.float32 else 2e-2)
