@@ -23,7 +23,12 @@
  *   - `known_block_size` on the gpu.func, the launch's block size, which
  *     convert-gpu-to-nvvm turns into PTX's `.maxntid`: ptxas then keeps a
  *     kernel of 1024 threads a block within 64 registers a thread (spilling
- *     if it must) instead of producing one the driver refuses to launch.
+ *     if it must) instead of producing one the driver refuses to launch;
+ *   - `known_grid_size`, where every launch of the kernel has the same
+ *     constant grid: the block ids' ranges, from which LLVM does the index
+ *     math of most kernels in 32 bits or fewer where sizes allow (on
+ *     convnextv2_nano's kernels 145 64-bit mul.hi of divisions by constant
+ *     sizes became 7).
  *
  * noalias is sound because distinct buffers never overlap in the plan:
  * inputs and outputs are distinct tensors (a kernel never writes its
@@ -213,6 +218,52 @@ static void mark_block_size(MlirOperation kernel, MlirOperation launch, MlirAttr
     mlirOperationSetAttributeByName(kernel, sref("known_block_size"), mlirDenseI32ArrayGet(ctx, 3, size));
 }
 
+typedef struct Marking {
+    OpList launches;
+    MlirOperation *kernels;
+} Marking;
+
+/* The launch's constant grid (segments 1, 2, 3), or false. */
+static bool launch_grid(MlirOperation launch, int32_t grid[3]) {
+    MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
+    if (mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return false;
+    int at = mlirDenseI32ArrayGetElement(segments, 0);
+    for (int i = 0; i < 3; ++i) {
+        if (mlirDenseI32ArrayGetElement(segments, 1 + i) != 1) return false;
+        int64_t v = constant_size(mlirOperationGetOperand(launch, at + i));
+        if (v <= 0 || v > INT32_MAX) return false;
+        grid[i] = (int32_t)v;
+    }
+    return true;
+}
+
+/* known_grid_size on each kernel whose launches all have one constant grid
+ * (a kernel launched twice with two grids, or with one not constant, gets
+ * none): convert-gpu-to-nvvm gives the block ids their ranges, from which
+ * LLVM does the index math of most kernels in 32 bits or fewer (a division
+ * by a constant size a mul.hi.u32 instead of a 64-bit one). */
+static void mark_grid_sizes(const Marking *m) {
+    if (m->launches.n == 0) return;
+    MlirContext ctx = mlirOperationGetContext(m->launches.ops[0]);
+    MlirAttribute varies = mlirDenseI32ArrayGet(ctx, 3, (int32_t[]){0, 0, 0}); /* no grid is empty */
+    MlirStringRef name = sref("known_grid_size");
+    for (int i = 0; i < m->launches.n; ++i) {
+        MlirOperation k = m->kernels[i];
+        if (mlirOperationIsNull(k)) continue;
+        MlirAttribute old = mlirOperationGetAttributeByName(k, name);
+        int32_t grid[3];
+        MlirAttribute now = launch_grid(m->launches.ops[i], grid) ? mlirDenseI32ArrayGet(ctx, 3, grid) : varies;
+        if (!mlirAttributeIsNull(old) && !mlirAttributeEqual(old, now)) now = varies;
+        mlirOperationSetAttributeByName(k, name, now);
+    }
+    for (int i = 0; i < m->launches.n; ++i) {
+        MlirOperation k = m->kernels[i];
+        if (mlirOperationIsNull(k)) continue;
+        MlirAttribute a = mlirOperationGetAttributeByName(k, name);
+        if (!mlirAttributeIsNull(a) && mlirAttributeEqual(a, varies)) mlirOperationRemoveAttributeByName(k, name);
+    }
+}
+
 static void mark_launch(MlirOperation kernel, MlirOperation launch) {
     MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
     if (mlirOperationIsNull(kernel) || mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return;
@@ -245,11 +296,6 @@ static void mark_launch(MlirOperation kernel, MlirOperation launch) {
     }
     mlirOperationSetAttributeByName(kernel, sref("arg_attrs"), mlirArrayAttrGet(ctx, n, attrs));
 }
-
-typedef struct Marking {
-    OpList launches;
-    MlirOperation *kernels;
-} Marking;
 
 static void mark_one(void *ctx, int i) {
     Marking *m = ctx;
@@ -313,6 +359,7 @@ static int run_kernel_args(MlirOperation module, void *user) {
     int threads = kernel_launched_twice(m.kernels, m.launches.n) ? 1 : gpu_pass_threads();
     int cpus = pt2_threads_from_env("PT2_COMPILE_THREADS", 16);
     pt2_parallel_for(m.launches.n, threads < cpus ? threads : cpus, mark_one, &m);
+    mark_grid_sizes(&m);
     free(m.kernels);
     free(ix.modules);
     oplist_free(&m.launches);
@@ -324,7 +371,7 @@ static _Alignas(8) const char kernel_args_type_id;
 MlirPass pt2_create_gpu_kernel_args_pass(void) {
     return make_external_pass("pt2-gpu-kernel-args",
                               "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views "
-                              "the buffer and the kernel only reads or only writes it; the launch's block size as known_block_size "
-                              "(passes/gpu_kernel_args.c)",
+                              "the buffer and the kernel only reads or only writes it; the launch's block size as known_block_size, "
+                              "its grid as known_grid_size (passes/gpu_kernel_args.c)",
                               "builtin.module", run_kernel_args, &kernel_args_type_id);
 }

@@ -42,6 +42,7 @@ MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
+MlirPass pt2_create_gpu_vector_access_pass(void);
 MlirPass pt2_create_gpu_dedupe_kernels_pass(void);
 MlirPass pt2_create_gpu_merge_modules_pass(void);
 MlirPass pt2_create_gpu_merge_modules_parts_pass(void);
@@ -179,7 +180,7 @@ static const PassEntry pt2_passes[] = {
     {"pt2-gpu-fold-residual-bn", "GPU graphs: in bn(conv_a) + bn(conv_b), one batch norm folded into its conv's weight at every call "
      "(passes/gpu_conv_fold.c)", pt2_create_gpu_fold_residual_bn_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
-     "buffer (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
+     "buffer; the launch's block size and grid (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
     {"pt2-gpu-dedupe-kernels", "Outlined GPU kernels that are the same become one, launched from every place "
      "(passes/gpu_dedupe.c)", pt2_create_gpu_dedupe_kernels_pass},
     {"pt2-gpu-name-kernels", "Name each outlined GPU kernel after what it computes, for profiles (passes/gpu_kernel_names.c)",
@@ -189,6 +190,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-gpu-merge-modules-parts", "pt2-gpu-merge-modules with the kernels of every call dealt into parts by size (PT2_GPU_PARTS, "
      "else the CPUs this process may use), for pt2-gpu-module-to-binary's threads (passes/gpu_merge_modules.c)",
      pt2_create_gpu_merge_modules_parts_pass},
+    {"pt2-gpu-vector-access", "In GPU kernels, consecutive scalar loads and stores of 16 (or 8) aligned bytes become one "
+     "vector.load / vector.store (passes/gpu_vector_access.c)", pt2_create_gpu_vector_access_pass},
     {"pt2-gpu-module-to-binary", "gpu-module-to-binary{format=isa} with each gpu.module serialized on a thread of its own "
      "(passes/gpu_binary.c)", pt2_create_gpu_module_to_binary_pass},
 };
@@ -358,7 +361,8 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "func.func(lower-affine,canonicalize),"
              "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE " chip=%s features=+ptx80 O=1},"
              "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
-             "gpu.module(lower-affine,canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+             "gpu.module(lower-affine,canonicalize,cse),%s"
+             "gpu.module(canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
              "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
              checks ? "device-checks" : "unchecked",
@@ -371,7 +375,8 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              pt2_disabled(disable, "gpu-reduce")        ? "pt2-gpu-map-loops-v1"
              : pt2_disabled(disable, "gpu-vector-rows") ? "pt2-gpu-map-loops-scalar-rows"
                                                         : "pt2-gpu-map-loops",
-             checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link);
+             checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link,
+             pt2_disabled(disable, "gpu-vector-access") ? "" : "pt2-gpu-vector-access,");
     return text;
 }
 

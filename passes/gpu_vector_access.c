@@ -1,0 +1,507 @@
+/*===- gpu_vector_access.c - pt2-gpu-vector-access: 16-byte loads and stores, explicit ===*
+ *
+ * pt2-gpu-map-loops gives a thread consecutive elements (vector chunks,
+ * column vectors), as scalar memref.load / memref.store ops at indices
+ * i, i + 1, i + 2, i + 3.  LLVM's load/store vectorizer used to merge them
+ * into PTX's 16-byte ld.global.v4 / st.global.v4, when it could prove from
+ * the LLVM IR both that the addresses follow each other and that the first
+ * is 16-byte aligned.  It cannot always: a zero extension of 32-bit index
+ * math, or a select LLVM made of a division once it knew the grid's size,
+ * hides either fact, and the kernel falls back to four 4-byte accesses.
+ * This pass makes the vectors itself, before NVVM, from what the kernel's
+ * own IR says: in each block of each kernel,
+ *
+ *   %a = memref.load %m[%r, %i]       %v = vector.load %m[%r, %i] {alignment = 16}
+ *   %b = memref.load %m[%r, %i1]  ->      : memref<...xf32>, vector<4xf32>
+ *   ...  (%i1 = %i + 1, ...)          %a = vector.extract %v[0] ...
+ *
+ * and four memref.store of consecutive elements become one vector.store of
+ * a vector.from_elements.  A group is
+ *   - the accesses of one block to one memref value whose indices are the
+ *     same values but for the last, which is base + k for one base and
+ *     constants k (k = 0 is the base itself), over a dimension of stride 1;
+ *   - 16 bytes of them (4 f32, 8 bf16), else 8 bytes, starting at an
+ *     element whose byte offset from the kernel's buffer is a multiple of
+ *     the vector's size: from the layout's static offset and strides and
+ *     what the index math proves (a product by 4, a sum of multiples; a
+ *     thread id proves nothing), the buffer itself 16-byte aligned
+ *     (pt2-gpu-kernel-args' llvm.align);
+ *   - loads moved up to the first of them, stores down to the last, only
+ *     where nothing between may touch the same memory: a store (for loads)
+ *     or an access (for stores) through a view of the same buffer, or of
+ *     another buffer when neither carries llvm.noalias, or any op this pass
+ *     does not know to be free of memory effects (a barrier, a call, an op
+ *     with regions), which ends the stretch where accesses are grouped.
+ * Accesses no group takes stay scalar, and LLVM's vectorizer still sees them.
+ *===----------------------------------------------------------------------===*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_map.h"
+#include "pt2.h"
+
+#define MAX_POW2 ((int64_t)1 << 20)
+#define MAX_RANK 16
+#define MAX_GROUP 16 /* elements of one vector: 16 bytes of i8 */
+
+/*===----------------------------------------------------------------------===*
+ * What index math proves: the largest power of two (at most MAX_POW2) that
+ * divides a value on every execution
+ *===----------------------------------------------------------------------===*/
+
+static int64_t pow2_of(int64_t c) {
+    if (c == 0) return MAX_POW2;
+    int64_t p = 1;
+    while (p < MAX_POW2 && c % (p * 2) == 0) p *= 2;
+    return p;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int64_t known_multiple(MlirValue v, int depth) {
+    int64_t c;
+    if (constant_int_value(v, &c)) return pow2_of(c);
+    if (depth > 24 || !mlirValueIsAOpResult(v)) return 1;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    intptr_t n = mlirOperationGetNumOperands(def);
+    MlirValue a = n > 0 ? mlirOperationGetOperand(def, 0) : (MlirValue){NULL};
+    MlirValue b = n > 1 ? mlirOperationGetOperand(def, 1) : (MlirValue){NULL};
+    if (op_is(def, "arith.addi") || op_is(def, "arith.subi") || op_is(def, "arith.ori") || op_is(def, "arith.minsi") ||
+        op_is(def, "arith.maxsi") || op_is(def, "arith.minui") || op_is(def, "arith.maxui")) {
+        return min64(known_multiple(a, depth + 1), known_multiple(b, depth + 1));
+    }
+    if (op_is(def, "arith.muli")) return min64(known_multiple(a, depth + 1) * known_multiple(b, depth + 1), MAX_POW2);
+    if (op_is(def, "arith.andi")) {
+        int64_t x = known_multiple(a, depth + 1), y = known_multiple(b, depth + 1);
+        return x > y ? x : y;
+    }
+    if (op_is(def, "arith.shli") && constant_int_value(b, &c) && c >= 0 && c < 20) {
+        return min64(known_multiple(a, depth + 1) << c, MAX_POW2);
+    }
+    if (op_is(def, "arith.select")) {
+        return min64(known_multiple(mlirOperationGetOperand(def, 1), depth + 1),
+                     known_multiple(mlirOperationGetOperand(def, 2), depth + 1));
+    }
+    if (op_is(def, "arith.index_cast") || op_is(def, "arith.index_castui") || op_is(def, "arith.extui") ||
+        op_is(def, "arith.extsi") || op_is(def, "arith.trunci")) {
+        return known_multiple(a, depth + 1);
+    }
+    return 1;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Accesses and what may lie between them
+ *===----------------------------------------------------------------------===*/
+
+/* Ops that touch no memory (a stretch of grouped accesses runs across them). */
+static bool is_pure(MlirOperation op) {
+    if (mlirOperationGetNumRegions(op) > 0) return false;
+    if (op_name_starts(op, "arith.") || op_name_starts(op, "math.")) return true;
+    static const char *const pure[] = {
+        "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.shuffle",
+        "memref.subview", "memref.reinterpret_cast", "memref.collapse_shape", "memref.expand_shape",
+        "memref.cast", "memref.get_global", "memref.view", "vector.extract", "vector.from_elements",
+        "vector.broadcast", "vector.insert", "cf.assert", NULL};
+    for (int i = 0; pure[i]; ++i) {
+        if (op_is(op, pure[i])) return true;
+    }
+    return false;
+}
+
+typedef struct Access {
+    MlirOperation op;
+    bool store;
+    MlirValue memref, base; /* base: the last index without its constant */
+    int64_t k;              /* the last index is base + k */
+    int width;              /* elements: 1, or a vector access's lanes (never regrouped) */
+    int pos;                /* position in the block */
+} Access;
+
+/* last = base + k, k a constant (k = 0: base is last itself). */
+static void split_last_index(MlirValue last, MlirValue *base, int64_t *k) {
+    *base = last;
+    *k = 0;
+    if (!mlirValueIsAOpResult(last)) return;
+    MlirOperation def = mlirOpResultGetOwner(last);
+    if (!op_is(def, "arith.addi")) return;
+    int64_t c;
+    for (int i = 0; i < 2; ++i) {
+        if (constant_int_value(mlirOperationGetOperand(def, i), &c)) {
+            *base = mlirOperationGetOperand(def, 1 - i);
+            *k = c;
+            return;
+        }
+    }
+}
+
+static int n_indices(const Access *a) {
+    return (int)mlirOperationGetNumOperands(a->op) - (a->store ? 2 : 1);
+}
+
+static MlirValue index_at(const Access *a, int i) { return mlirOperationGetOperand(a->op, (a->store ? 2 : 1) + i); }
+
+/* Same memref, leading indices and base: the same row of elements, at k. */
+static bool same_row_any(const Access *a, const Access *b) {
+    if (!mlirValueEqual(a->memref, b->memref) || !mlirValueEqual(a->base, b->base)) return false;
+    int n = n_indices(a);
+    if (n != n_indices(b)) return false;
+    for (int i = 0; i + 1 < n; ++i) {
+        if (!mlirValueEqual(index_at(a, i), index_at(b, i))) return false;
+    }
+    return true;
+}
+
+/* The same row, and both loads or both stores. */
+static bool same_row(const Access *a, const Access *b) { return a->store == b->store && same_row_any(a, b); }
+
+/* The kernel argument a memref views, with its llvm.noalias and llvm.align;
+ * -1 for another root (shared memory, an allocation). */
+typedef struct Root {
+    int arg;
+    bool noalias;
+    int64_t align;
+} Root;
+
+static Root root_of(MlirOperation func, MlirValue memref) {
+    Root r = {-1, false, 1};
+    MlirValue base = memref_base(memref);
+    if (!mlirValueIsABlockArgument(base)) return r;
+    MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+    if (!mlirBlockEqual(mlirBlockArgumentGetOwner(base), entry)) return r;
+    r.arg = (int)mlirBlockArgumentGetArgNumber(base);
+    MlirAttribute all = mlirOperationGetAttributeByName(func, sref("arg_attrs"));
+    if (mlirAttributeIsNull(all) || r.arg >= mlirArrayAttrGetNumElements(all)) return r;
+    MlirAttribute d = mlirArrayAttrGetElement(all, r.arg);
+    r.noalias = !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(d, sref("llvm.noalias")));
+    MlirAttribute align = mlirDictionaryAttrGetElementByName(d, sref("llvm.align"));
+    if (!mlirAttributeIsNull(align) && mlirAttributeIsAInteger(align)) r.align = mlirIntegerAttrGetValueInt(align);
+    return r;
+}
+
+static bool may_alias(MlirOperation func, MlirValue x, MlirValue y) {
+    Root a = root_of(func, x), b = root_of(func, y);
+    if (a.arg < 0 || b.arg < 0) return true;
+    if (a.arg == b.arg) return true;
+    return !(a.noalias || b.noalias);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Groups
+ *===----------------------------------------------------------------------===*/
+
+/* Bytes the element at `first` (the group's lowest k) is aligned to. */
+static int64_t group_alignment(MlirOperation func, const Access *first, int64_t elem_bytes) {
+    MlirType t = mlirValueGetType(first->memref);
+    int rank = (int)mlirShapedTypeGetRank(t);
+    int64_t strides[MAX_RANK], offset;
+    Root r = root_of(func, first->memref);
+    if (r.arg < 0 || rank < 1 || rank > MAX_RANK) return 1;
+    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return 1;
+    if (mlirShapedTypeIsDynamicStrideOrOffset(offset) || strides[rank - 1] != 1) return 1;
+    int64_t m = pow2_of(offset);
+    for (int d = 0; d + 1 < rank; ++d) {
+        if (mlirShapedTypeIsDynamicStrideOrOffset(strides[d])) return 1;
+        m = min64(m, min64(known_multiple(index_at(first, d), 0) * pow2_of(strides[d]), MAX_POW2));
+    }
+    m = min64(m, min64(known_multiple(first->base, 0), pow2_of(first->k)));
+    return min64(m * elem_bytes, r.align);
+}
+
+/* Whether moving the group's members together (loads up to the first of
+ * them, stores down to the last) reorders one of them with an access that
+ * may touch the same element: for a load, a store it moves across; for a
+ * store, any access.  An access of the same row is known exactly (it
+ * touches element k); another may alias unless the buffers differ and one
+ * of them is llvm.noalias. */
+static bool hazard(MlirOperation func, const Access *acc, int n, Access *const *members, int lanes, int lo, int hi) {
+    for (int l = 0; l < lanes; ++l) {
+        const Access *g = members[l];
+        int from = g->store ? g->pos : lo, to = g->store ? hi : g->pos; /* the positions it crosses */
+        for (int i = 0; i < n; ++i) {
+            const Access *o = &acc[i];
+            if (o->pos <= from || o->pos >= to || (!g->store && !o->store)) continue;
+            bool member = false;
+            for (int j = 0; j < lanes && !member; ++j) member = members[j] == o;
+            if (member) continue;
+            bool overlap = o->k < g->k + 1 && g->k < o->k + o->width;
+            if (same_row_any(o, g) ? overlap : may_alias(func, g->memref, o->memref)) return true;
+        }
+    }
+    return false;
+}
+
+static MlirType vector_type(MlirType elem, int lanes) {
+    int64_t shape[1] = {lanes};
+    return mlirVectorTypeGet(1, shape, elem);
+}
+
+static void emit_load_group(Access **g, int lanes, int64_t align) {
+    Access *first = g[0];
+    for (int i = 1; i < lanes; ++i) {
+        if (g[i]->pos < first->pos) first = g[i];
+    }
+    Builder b = builder_before(first->op);
+    MlirValue start = g[0]->base;
+    if (g[0]->k) start = build_binary(&b, "arith.addi", g[0]->base, const_index(&b, g[0]->k));
+    int n = n_indices(g[0]);
+    MlirValue operands[MAX_RANK + 1];
+    operands[0] = g[0]->memref;
+    for (int i = 0; i + 1 < n; ++i) operands[1 + i] = index_at(g[0], i);
+    operands[n] = start;
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g[0]->memref));
+    MlirNamedAttribute a = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), align));
+    MlirType vt = vector_type(elem, lanes);
+    MlirValue v = mlirOperationGetResult(build_op(&b, "vector.load", n + 1, operands, 1, &vt, 1, &a), 0);
+    /* the lanes right after the load, before every use of the loads they replace (the
+     * builder's anchor is one of them: all are built first) */
+    MlirValue lane[MAX_GROUP];
+    for (int i = 0; i < lanes; ++i) {
+        int64_t at[1] = {i};
+        MlirNamedAttribute pos = named_attr(b.ctx, "static_position", mlirDenseI64ArrayGet(b.ctx, 1, at));
+        lane[i] = mlirOperationGetResult(build_op(&b, "vector.extract", 1, &v, 1, &elem, 1, &pos), 0);
+    }
+    for (int i = 0; i < lanes; ++i) replace_op(g[i]->op, 1, &lane[i]);
+}
+
+static void emit_store_group(Access **g, int lanes, int64_t align) {
+    Access *last = g[0];
+    for (int i = 1; i < lanes; ++i) {
+        if (g[i]->pos > last->pos) last = g[i];
+    }
+    Builder b = builder_before(last->op);
+    MlirValue values[MAX_GROUP];
+    for (int i = 0; i < lanes; ++i) values[i] = mlirOperationGetOperand(g[i]->op, 0);
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g[0]->memref));
+    MlirValue v = build_value(&b, "vector.from_elements", lanes, values, vector_type(elem, lanes));
+    MlirValue start = g[0]->base;
+    if (g[0]->k) start = build_binary(&b, "arith.addi", g[0]->base, const_index(&b, g[0]->k));
+    int n = n_indices(g[0]);
+    MlirValue operands[MAX_RANK + 2];
+    operands[0] = v;
+    operands[1] = g[0]->memref;
+    for (int i = 0; i + 1 < n; ++i) operands[2 + i] = index_at(g[0], i);
+    operands[1 + n] = start;
+    MlirNamedAttribute a = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), align));
+    build_op(&b, "vector.store", n + 2, operands, 0, NULL, 1, &a);
+    for (int i = 0; i < lanes; ++i) mlirOperationDestroy(g[i]->op);
+}
+
+static int by_k(const void *x, const void *y) {
+    const Access *a = *(Access *const *)x, *b = *(Access *const *)y;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
+static int64_t element_bytes(MlirType elem) {
+    int64_t bits = mlirTypeIsAFloat(elem) ? mlirFloatTypeGetWidth(elem) : mlirTypeIsAInteger(elem) ? mlirIntegerTypeGetWidth(elem) : 0;
+    return bits % 8 ? 0 : bits / 8; /* i1 and index: 0, never grouped */
+}
+
+/* The first group of one stretch (no op between its accesses touches memory
+ * but they), emitted; false if there is none.  One at a time: the next is
+ * chosen on the block as this one left it. */
+static bool emit_first_group(MlirOperation func, Access *acc, int n) {
+    Access **row = malloc(sizeof *row * (size_t)(n + 1));
+    bool emitted = false;
+    for (int i = 0; row && i < n && !emitted; ++i) {
+        int64_t elem_bytes = element_bytes(mlirShapedTypeGetElementType(mlirValueGetType(acc[i].memref)));
+        if (!elem_bytes || acc[i].width != 1) continue;
+        int m = 0;
+        for (int j = 0; j < n; ++j) {
+            if (acc[j].width == 1 && same_row(&acc[i], &acc[j])) row[m++] = &acc[j];
+        }
+        if (m < 2 || row[0] != &acc[i]) continue; /* each row once, from its first access */
+        qsort(row, (size_t)m, sizeof *row, by_k);
+        for (int s = 0; s < m && !emitted; ++s) {
+            for (int64_t bytes = 16; bytes >= 8 && !emitted; bytes /= 2) {
+                int lanes = (int)(bytes / elem_bytes);
+                if (lanes < 2 || lanes > MAX_GROUP || s + lanes > m) continue;
+                bool run = s == 0 || row[s - 1]->k != row[s]->k; /* k, k + 1, ..., one access each */
+                for (int l = 1; l < lanes && run; ++l) run = row[s + l]->k == row[s]->k + l;
+                if (!run || (s + lanes < m && row[s + lanes]->k == row[s + lanes - 1]->k)) continue;
+                if (group_alignment(func, row[s], elem_bytes) < bytes) continue;
+                int lo = row[s]->pos, hi = row[s]->pos;
+                for (int l = 1; l < lanes; ++l) {
+                    lo = row[s + l]->pos < lo ? row[s + l]->pos : lo;
+                    hi = row[s + l]->pos > hi ? row[s + l]->pos : hi;
+                }
+                if (hazard(func, acc, n, row + s, lanes, lo, hi)) continue;
+                if (row[s]->store) {
+                    emit_store_group(row + s, lanes, bytes);
+                } else {
+                    emit_load_group(row + s, lanes, bytes);
+                }
+                emitted = true;
+            }
+        }
+    }
+    free(row);
+    return emitted;
+}
+
+static bool record(MlirOperation op, Access *out) {
+    bool load = op_is(op, "memref.load"), store = op_is(op, "memref.store");
+    bool vload = op_is(op, "vector.load"), vstore = op_is(op, "vector.store");
+    if (!load && !store && !vload && !vstore) return false;
+    bool writes = store || vstore;
+    *out = (Access){.op = op, .store = writes, .memref = mlirOperationGetOperand(op, writes ? 1 : 0), .width = 1};
+    if (vload || vstore) {
+        MlirType vt = mlirValueGetType(vload ? mlirOperationGetResult(op, 0) : mlirOperationGetOperand(op, 0));
+        out->width = (int)mlirShapedTypeGetDimSize(vt, 0);
+    }
+    int n = n_indices(out);
+    if (n < 1 || n > MAX_RANK) return false;
+    split_last_index(index_at(out, n - 1), &out->base, &out->k);
+    return true;
+}
+
+/* The accesses of the stretch of `block` from `start` up to the first op that
+ * may touch memory otherwise (returned, or null at the block's end). */
+static MlirOperation stretch(MlirOperation start, Access **acc, int *n, int *cap) {
+    *n = 0;
+    int pos = 0;
+    MlirOperation op = start;
+    for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        Access a;
+        ++pos;
+        if (record(op, &a)) {
+            if (*n == *cap) {
+                Access *grown = realloc(*acc, sizeof **acc * (size_t)(*cap *= 2));
+                if (!grown) return op;
+                *acc = grown;
+            }
+            a.pos = pos;
+            (*acc)[(*n)++] = a;
+        } else if (!is_pure(op)) {
+            break;
+        }
+    }
+    return op;
+}
+
+/* Each stretch of the block grouped until no group is left in it, then the
+ * blocks of the op that ends it. */
+static void vectorize_block(MlirOperation func, MlirBlock block) {
+    int cap = 64, n = 0;
+    Access *acc = malloc(sizeof *acc * (size_t)cap);
+    if (!acc) return;
+    /* the op that ended the previous stretch (null: the block's start) stays put while the
+     * stretch after it changes */
+    MlirOperation before = {NULL};
+    for (;;) {
+        MlirOperation start = mlirOperationIsNull(before) ? mlirBlockGetFirstOperation(block) : mlirOperationGetNextInBlock(before);
+        if (mlirOperationIsNull(start)) break;
+        MlirOperation end = stretch(start, &acc, &n, &cap);
+        if (n >= 2 && emit_first_group(func, acc, n)) continue;
+        if (mlirOperationIsNull(end)) break;
+        for (intptr_t r = 0; r < mlirOperationGetNumRegions(end); ++r) {
+            MlirRegion region = mlirOperationGetRegion(end, r);
+            for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+                vectorize_block(func, b);
+            }
+        }
+        before = end;
+    }
+    free(acc);
+}
+
+/*===----------------------------------------------------------------------===*
+ * Lane loops: a thread's consecutive elements are an scf.for of a few
+ * iterations (pt2-gpu-map-loops' vector chunks), unrolled here so that their
+ * accesses can be grouped
+ *===----------------------------------------------------------------------===*/
+
+#define MAX_LANE_LOOP 16
+
+typedef struct Remap {
+    const ValueMap *map;
+} Remap;
+
+static MlirWalkResult remap_operands(MlirOperation op, void *user) {
+    const ValueMap *m = ((Remap *)user)->map;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i), to = vmap_get(m, v);
+        if (!mlirValueEqual(v, to)) mlirOperationSetOperand(op, i, to);
+    }
+    return MlirWalkResultAdvance;
+}
+
+static MlirWalkResult find_access(MlirOperation op, void *user) {
+    if (!op_is(op, "memref.load") && !op_is(op, "memref.store")) return MlirWalkResultAdvance;
+    *(bool *)user = true;
+    return MlirWalkResultInterrupt;
+}
+
+/* An scf.for of constant bounds and at most MAX_LANE_LOOP iterations,
+ * carrying nothing, with no loop inside and a memory access. */
+static bool is_lane_loop(MlirOperation op, int64_t *lb, int64_t *step, int64_t *trip) {
+    int64_t ub;
+    if (!op_is(op, "scf.for") || mlirOperationGetNumResults(op) != 0 || holds_inner_loop(op)) return false;
+    if (!constant_int_value(mlirOperationGetOperand(op, 0), lb) || !constant_int_value(mlirOperationGetOperand(op, 1), &ub) ||
+        !constant_int_value(mlirOperationGetOperand(op, 2), step) || *step <= 0) {
+        return false;
+    }
+    *trip = ub > *lb ? (ub - *lb + *step - 1) / *step : 0;
+    bool accesses = false;
+    mlirOperationWalk(op, find_access, &accesses, MlirWalkPreOrder);
+    return accesses && *trip >= 1 && *trip <= MAX_LANE_LOOP;
+}
+
+static MlirWalkResult collect_lane_loop(MlirOperation op, void *user) {
+    int64_t lb, step, trip;
+    if (is_lane_loop(op, &lb, &step, &trip)) oplist_push(user, op);
+    return MlirWalkResultAdvance;
+}
+
+static void unroll(MlirOperation loop) {
+    int64_t lb, step, trip;
+    if (!is_lane_loop(loop, &lb, &step, &trip)) return;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
+    MlirValue iv = mlirBlockGetArgument(body, 0);
+    MlirOperation term = mlirBlockGetTerminator(body);
+    Builder b = builder_before(loop);
+    for (int64_t t = 0; t < trip; ++t) {
+        ValueMap m = {0};
+        vmap_set(&m, iv, const_index(&b, lb + t * step));
+        for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+            MlirOperation copy = mlirOperationClone(op);
+            mlirBlockInsertOwnedOperationBefore(b.block, loop, copy);
+            Remap r = {&m};
+            mlirOperationWalk(copy, remap_operands, &r, MlirWalkPreOrder);
+            for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+                vmap_set(&m, mlirOperationGetResult(op, i), mlirOperationGetResult(copy, i));
+            }
+        }
+        vmap_free(&m);
+    }
+    mlirOperationDestroy(loop);
+}
+
+static int run_vector_access(MlirOperation top, void *user) {
+    (void)user;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
+    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        if (!gpu_is_op(m, "gpu.module")) continue;
+        MlirBlock mb = mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0));
+        for (MlirOperation f = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
+            if (!gpu_is_op(f, "gpu.func")) continue;
+            OpList loops = {0}; /* innermost first (post-order): an outer one is left if it holds a loop */
+            mlirOperationWalk(f, collect_lane_loop, &loops, MlirWalkPostOrder);
+            for (int i = 0; i < loops.n; ++i) unroll(loops.ops[i]);
+            oplist_free(&loops);
+            MlirRegion region = mlirOperationGetRegion(f, 0);
+            for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+                vectorize_block(f, b);
+            }
+        }
+    }
+    return 0;
+}
+
+static _Alignas(8) const char vector_access_type_id;
+
+MlirPass pt2_create_gpu_vector_access_pass(void) {
+    return make_external_pass("pt2-gpu-vector-access",
+                              "In GPU kernels, consecutive scalar loads and stores of 16 (or 8) aligned bytes become one "
+                              "vector.load / vector.store (passes/gpu_vector_access.c)",
+                              "builtin.module", run_vector_access, &vector_access_type_id);
+}

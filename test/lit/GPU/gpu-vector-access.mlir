@@ -1,0 +1,173 @@
+// RUN: pt2-opt %s --split-input-file --pt2-gpu-vector-access | FileCheck %s
+// pt2-gpu-vector-access: a kernel's lane loops unrolled, then consecutive
+// scalar loads and stores of one row grouped into 16-byte (else 8-byte)
+// vector accesses where the index math proves the first element aligned and
+// nothing between them may touch the same memory.
+
+// A lane loop of 4 f32 over 16-byte aligned, noalias buffers: one vector
+// load of each input, one vector store of the output.
+// CHECK-LABEL: gpu.func @lanes
+// CHECK-NOT: scf.for
+// CHECK: %[[A:.*]] = vector.load %arg0[%{{.*}}, %[[C:.*]]] {alignment = 16 : i64} : memref<64x128xf32>, vector<4xf32>
+// CHECK: vector.load %arg1[%[[C]]] {alignment = 16 : i64} : memref<128xf32>, vector<4xf32>
+// CHECK-COUNT-4: vector.extract
+// CHECK-NOT: memref.load
+// CHECK: vector.from_elements
+// CHECK: vector.store %{{.*}}, %arg2[%{{.*}}, %[[C]]] {alignment = 16 : i64} : memref<64x128xf32>, vector<4xf32>
+// CHECK-NOT: memref.store
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @lanes(%x: memref<64x128xf32> {llvm.align = 16 : i64, llvm.noalias}, %b: memref<128xf32> {llvm.align = 16 : i64, llvm.noalias},
+                    %y: memref<64x128xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %row = gpu.block_id x
+      %t = gpu.thread_id x
+      %col = arith.muli %t, %c4 : index
+      scf.for %l = %c0 to %c4 step %c1 {
+        %i = arith.addi %col, %l : index
+        %u = memref.load %x[%row, %i] : memref<64x128xf32>
+        %v = memref.load %b[%i] : memref<128xf32>
+        %s = arith.addf %u, %v : f32
+        memref.store %s, %y[%row, %i] : memref<64x128xf32>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Elements t*4 + 1 ... t*4 + 4: the first is 4-byte aligned only, so the
+// two at +2 and +3 (8-byte aligned) make an 8-byte vector and the others
+// stay scalar.
+// CHECK-LABEL: gpu.func @misaligned
+// CHECK: memref.load %arg0
+// CHECK: vector.load %arg0[{{.*}}] {alignment = 8 : i64} : memref<512xf32>, vector<2xf32>
+// CHECK: memref.load %arg0
+// CHECK-NOT: vector.load
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @misaligned(%x: memref<512xf32> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<128xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %t = gpu.thread_id x
+      %base = arith.muli %t, %c4 : index
+      %i1 = arith.addi %base, %c1 : index
+      %i2 = arith.addi %base, %c2 : index
+      %i3 = arith.addi %base, %c3 : index
+      %i4 = arith.addi %base, %c4 : index
+      %a = memref.load %x[%i1] : memref<512xf32>
+      %b = memref.load %x[%i2] : memref<512xf32>
+      %c = memref.load %x[%i3] : memref<512xf32>
+      %d = memref.load %x[%i4] : memref<512xf32>
+      %s0 = arith.addf %a, %b : f32
+      %s1 = arith.addf %c, %d : f32
+      %s = arith.addf %s0, %s1 : f32
+      memref.store %s, %y[%t] : memref<128xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// In place (x += 1 over one buffer, no noalias): each element's load comes
+// before its store, at another element than the accesses moved across it,
+// so the loads group and the stores group.
+// CHECK-LABEL: gpu.func @in_place
+// CHECK: vector.load %arg0{{.*}} vector<4xf32>
+// CHECK: vector.store %{{.*}}, %arg0{{.*}} vector<4xf32>
+// CHECK-NOT: memref.load
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @in_place(%x: memref<1024xf32> {llvm.align = 16 : i64}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %one = arith.constant 1.0 : f32
+      %t = gpu.thread_id x
+      %base = arith.muli %t, %c4 : index
+      scf.for %l = %c0 to %c4 step %c1 {
+        %i = arith.addi %base, %l : index
+        %v = memref.load %x[%i] : memref<1024xf32>
+        %w = arith.addf %v, %one : f32
+        memref.store %w, %x[%i] : memref<1024xf32>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A store to another buffer that may alias x (neither is noalias) between
+// x's loads: they stay scalar.  A barrier ends the stretch: loads on either
+// side of it are not grouped.
+// CHECK-LABEL: gpu.func @may_alias
+// CHECK-NOT: vector.load
+// CHECK-COUNT-4: memref.load %arg0
+// CHECK-LABEL: gpu.func @barrier
+// CHECK-NOT: vector.load
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @may_alias(%x: memref<1024xf32> {llvm.align = 16 : i64}, %y: memref<1024xf32> {llvm.align = 16 : i64}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %t = gpu.thread_id x
+      %base = arith.muli %t, %c4 : index
+      scf.for %l = %c0 to %c4 step %c1 {
+        %i = arith.addi %base, %l : index
+        %v = memref.load %x[%i] : memref<1024xf32>
+        memref.store %v, %y[%t] : memref<1024xf32>
+      }
+      gpu.return
+    }
+    gpu.func @barrier(%x: memref<1024xf32> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<1024xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %t = gpu.thread_id x
+      %base = arith.muli %t, %c2 : index
+      %i1 = arith.addi %base, %c1 : index
+      %a = memref.load %x[%base] : memref<1024xf32>
+      gpu.barrier
+      %b = memref.load %x[%i1] : memref<1024xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %y[%t] : memref<1024xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// bf16: 8 lanes make 16 bytes; a view at a static offset of 8 elements (16
+// bytes) keeps the alignment, one at 4 (8 bytes) halves it.
+// CHECK-LABEL: gpu.func @bf16_views
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<64xbf16, strided<[1], offset: 8>>, vector<8xbf16>
+// CHECK: vector.load %{{.*}} {alignment = 8 : i64} : memref<64xbf16, strided<[1], offset: 4>>, vector<4xbf16>
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @bf16_views(%x: memref<128xbf16> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<128xbf16> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %t = gpu.thread_id x
+      %base = arith.muli %t, %c8 : index
+      %v8 = memref.subview %x[8] [64] [1] : memref<128xbf16> to memref<64xbf16, strided<[1], offset: 8>>
+      %v4 = memref.subview %x[4] [64] [1] : memref<128xbf16> to memref<64xbf16, strided<[1], offset: 4>>
+      scf.for %l = %c0 to %c8 step %c1 {
+        %i = arith.addi %base, %l : index
+        %a = memref.load %v8[%i] : memref<64xbf16, strided<[1], offset: 8>>
+        %b = memref.load %v4[%i] : memref<64xbf16, strided<[1], offset: 4>>
+        %s = arith.addf %a, %b : bf16
+        memref.store %s, %y[%i] : memref<128xbf16>
+      }
+      gpu.return
+    }
+  }
+}
