@@ -114,7 +114,7 @@ def case(name, build, eager, inputs, nbytes, rows, flops=0):
     inductor_compile_s = time.perf_counter() - t0
     t_inductor = bench(lambda: compiled(*inputs))
     k_inductor = kernel_ms(lambda: compiled(*inputs))
-    gbs = lambda ms: nbytes / ms / 1e6
+    gbs = lambda ms: nbytes / ms / 1e6 if ms else 0.0  # the product cases move no counted bytes: no copy is timed
     r = dict(name=name, bytes=nbytes, rel_err=err, launches=k.num_launches, pt2_ms=t_pt2, eager_ms=t_eager,
              inductor_ms=t_inductor, memcpy_ms=t_copy, pt2_GBps=gbs(t_pt2), memcpy_GBps=gbs(t_copy),
              inductor_GBps=gbs(t_inductor), pt2_fraction_of_memcpy=t_copy / t_pt2, pt2_cold_compile_s=compile_s,
