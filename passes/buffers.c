@@ -52,11 +52,15 @@ static bool callee_starts(MlirOperation call, const char *prefix) {
 }
 
 /* Ops that access their memref operands and nothing else: pt2's library
- * calls (libpt2rt's pt2rt_*, the GPU plan's pt2_gpu_*) and func.return (a
- * returned buffer is the caller's to read). */
+ * calls (libpt2rt's pt2rt_*, the GPU plan's pt2_gpu_*), calls of repeated
+ * blocks' functions and func.return (a returned buffer is the caller's to
+ * read). */
 static bool accesses_operands_only(MlirOperation op) {
     if (op_is(op, "func.return")) return true;
-    return op_is(op, "func.call") && (callee_starts(op, "pt2rt_") || callee_starts(op, "pt2_gpu_"));
+    /* libpt2rt's and the GPU plan's library calls, and a repeated block's function (pt2-outline-repeats:
+     * a private function sees the buffers it is passed and its own) */
+    return op_is(op, "func.call") &&
+           (callee_starts(op, "pt2rt_") || callee_starts(op, "pt2_gpu_") || callee_starts(op, PT2_REPEAT_PREFIX));
 }
 
 /* Whether operand i of such an op may be written.  The GPU plan's gemm and

@@ -634,3 +634,30 @@ MlirOperation enclosing_module(MlirOperation op) {
     while (!mlirOperationIsNull(op) && !op_is(op, "builtin.module")) op = mlirOperationGetParentOperation(op);
     return op;
 }
+
+/* The op of `block` that holds op (op itself at the top level), or null. */
+static MlirOperation ancestor_in(MlirBlock block, MlirOperation op) {
+    while (!mlirOperationIsNull(op) && !mlirBlockEqual(mlirOperationGetBlock(op), block)) op = mlirOperationGetParentOperation(op);
+    return op;
+}
+
+void sink_fills(MlirBlock block) {
+    OpList moved = {0};
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationGetNumResults(op) == 1 && (op_is(op, "linalg.fill") || op_is(op, "tensor.empty"))) oplist_push(&moved, op);
+    }
+    for (int i = moved.n - 1; i >= 0; --i) { /* a fill before the empty tensor it fills */
+        MlirOperation op = moved.ops[i], first = {NULL};
+        for (MlirOpOperand use = mlirValueGetFirstUse(mlirOperationGetResult(op, 0)); !mlirOpOperandIsNull(use);
+             use = mlirOpOperandGetNextUse(use)) {
+            MlirOperation reader = ancestor_in(block, mlirOpOperandGetOwner(use));
+            if (mlirOperationIsNull(reader)) {
+                first = op; /* read outside the block: stays */
+                break;
+            }
+            if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(reader, first)) first = reader;
+        }
+        if (!mlirOperationIsNull(first) && !mlirOperationEqual(first, op)) mlirOperationMoveBefore(op, first);
+    }
+    oplist_free(&moved);
+}

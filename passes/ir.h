@@ -154,6 +154,10 @@ MlirValue memref_base(MlirValue memref);
 /* Erases the pt2 ops under root whose results have no use, last first (so
  * chains of them go too): pt2 ops have no side effects. */
 void erase_unused_pt2_ops(MlirOperation root);
+/* Moves each linalg.fill and tensor.empty of `block` just before its first reader there (after
+ * pt2-outline-repeats, the fill cse shared between every copy's reduction stays before their calls,
+ * far from the one reader left; next to it, the reduction's kernel takes it in). */
+void sink_fills(MlirBlock block);
 /* Replaces op's results by values and erases op. */
 void replace_op(MlirOperation op, int n, const MlirValue *values);
 

@@ -541,6 +541,62 @@ def test_convnextv2_blocks_nchw(disable, channels_last, c, monkeypatch):
     assert len(dw_calls) == 2 and not any("_bias" in n for n in dw_calls), dw_calls
 
 
+def test_repeated_blocks_keep_library_epilogues(monkeypatch):
+    """A stage as convnextv2's (a strided conv + bias, then blocks of 7x7 depthwise conv + bias,
+    channels-last layer norm, 1x1 conv + bias + GELU, 1x1 conv + bias + residual), the last block's
+    sum fused into the mean after it: outlining the blocks costs no launch.  The strided conv keeps
+    its bias though a call reads its result (a repeated block's function reads only what it is
+    passed), the copies do not end in a 1x1 conv whose epilogue is left outside (the last block's
+    differs), and the fills of the layer norms' sums sit by their reductions.  The chain matches eager."""
+    from pt2 import _gpu
+
+    c, n_blocks = 16, 4
+
+    def block(g, x, dw, dwb, lw, lb, w1, b1, w2, b2):
+        h = g.op("add", g.op("conv2d", x, dw, padding=[3, 3], groups=c), g.op("reshape", dwb, shape=[c, 1, 1]))
+        h = g.op("layer_norm", g.op("permute", h, perm=[0, 2, 3, 1]), lw, lb, normalized_ndim=1, eps=1e-6)
+        h = g.op("permute", h, perm=[0, 3, 1, 2])
+        h = g.op("gelu", g.op("add", g.op("conv2d", h, w1), g.op("reshape", b1, shape=[4 * c, 1, 1])))
+        return g.op("add", g.op("add", g.op("conv2d", h, w2), g.op("reshape", b2, shape=[c, 1, 1])), x)
+
+    def block_eager(x, dw, dwb, lw, lb, w1, b1, w2, b2):
+        h = F.conv2d(x, dw, dwb, padding=3, groups=c)
+        h = F.layer_norm(h.permute(0, 2, 3, 1), (c,), lw, lb, 1e-6).permute(0, 3, 1, 2)
+        return F.conv2d(F.gelu(F.conv2d(h, w1, b1)), w2, b2) + x
+
+    shapes = [(c, 1, 7, 7), (c,), (c,), (c,), (4 * c, c, 1, 1), (4 * c,), (c, 4 * c, 1, 1), (c,)]
+    stem_w, stem_b = rand(c, 8, 2, 2, seed=90) * 0.3, rand(c, seed=91)
+    params = [[rand(*s, seed=100 + 8 * i + j) * (0.2 if len(s) == 4 else 1.0) for j, s in enumerate(shapes)] for i in range(n_blocks)]
+    x = rand(2, 8, 18, 14, seed=92)
+
+    def build(g, x, sw, sb, *flat):
+        h = g.op("add", g.op("conv2d", x, sw, stride=[2, 2]), g.op("reshape", sb, shape=[c, 1, 1]))
+        for i in range(n_blocks):
+            h = block(g, h, *flat[8 * i:8 * i + 8])
+        return g.op("mean", h, dims=[2, 3])
+
+    flat = [p for ps in params for p in ps]
+    inputs = [x, stem_w, stem_b] + flat
+    (y,), _ = simulate(build, inputs)
+    want = F.conv2d(x.double(), stem_w.double(), stem_b.double(), stride=2)
+    for ps in params:
+        want = block_eager(want, *[p.double() for p in ps])
+    close(y, want.mean(dim=(2, 3)))
+
+    g = pt2.Graph()
+    vals = [g.input(torch.float32, tuple(t.shape)) for t in inputs]
+    g.outputs(build(g, *vals))
+
+    def launches(disable):
+        monkeypatch.setenv("PT2_DISABLE", disable)
+        plan = _gpu.compile_text(g.text()).plan
+        return [ln.split()[2] for ln in plan.splitlines() if ln.startswith("launch ") and " unless " not in ln]
+
+    outlined, flat_plan = launches(""), launches("repeats")
+    assert len(outlined) == len(flat_plan), (sorted(outlined), sorted(flat_plan))
+    assert any(re.match(r"conv_f32_s2x2\w*_bias", n) for n in outlined), outlined
+
+
 # --- the PTX of the column reductions: ptxas accepts it; vector rows load 16 bytes a slot ---------------
 
 def column_ptx(build, shapes, dtype, disable=""):
