@@ -364,6 +364,71 @@ static bool searchsorted_ok(Var **args, int n_args, PyObject *kw_names, Var **kw
     return x->rank == seq->rank && memcmp(x->sizes, seq->sizes, sizeof(int64_t) * (size_t)(seq->rank - 1)) == 0;
 }
 
+/* One int, or a tuple or list of three (conv3d's stride, padding, dilation); dflt where absent. */
+static bool int_triple(const Var *v, int64_t dflt, int64_t out[3]) {
+    int64_t k = dflt;
+    if (!v || const_int(v, &k)) {
+        out[0] = out[1] = out[2] = k;
+        return true;
+    }
+    if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyList_Check(v->obj))) { /* a constant tuple */
+        PyObject *seq = v->obj;
+        if (PySequence_Fast_GET_SIZE(seq) != 3) return false;
+        for (int i = 0; i < 3; ++i) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            int overflow;
+            if (!PyLong_Check(item)) return false;
+            out[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
+            if (overflow || PyErr_Occurred()) return PyErr_Clear(), false;
+        }
+        return true;
+    }
+    if ((v->kind != V_TUPLE && v->kind != V_LIST) || v->n_items != 3) return false;
+    for (int i = 0; i < 3; ++i) {
+        if (!const_int(v->items[i], &out[i])) return false;
+    }
+    return true;
+}
+
+/* conv3d (input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) as its form computes it
+ * (a sum of 2-d convolutions over the depth taps): a batched or unbatched floating-point input of the
+ * weight's dtype whose channels the groups take, a 1-d bias of the output channels, padding numbers or
+ * 'valid' / 'same' (unstrided), every output size at least 1.  What eager raises for stays its C op. */
+static bool conv3d_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "weight", "bias", "stride", "padding", "dilation", "groups", NULL};
+    Var *x = ARG(0, "input"), *w = ARG(1, "weight"), *bias = ARG(2, "bias"), *p = ARG(4, "padding"), *g = ARG(6, "groups");
+    int64_t s[3], d[3], lo[3], hi[3], groups = 1;
+    if (n_args > 7 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || !is_tensor(w) || w->rank != 5 ||
+        (x->rank != 4 && x->rank != 5) || x->dtype != w->dtype || !(x->dtype == PT2_F32 || x->dtype == PT2_F64 ||
+        x->dtype == PT2_F16 || x->dtype == PT2_BF16) || !int_triple(ARG(3, "stride"), 1, s) || !int_triple(ARG(5, "dilation"), 1, d) ||
+        (g && !const_int(g, &groups))) {
+        return false;
+    }
+    if (bias && !is_const(bias, Py_None) && !(is_tensor(bias) && bias->rank == 1 && bias->sizes[0] == w->sizes[0] && bias->dtype == x->dtype)) {
+        return false;
+    }
+    if (p && p->kind == V_CONST && PyUnicode_Check(p->obj)) {
+        bool same = PyUnicode_CompareWithASCIIString(p->obj, "same") == 0;
+        if (!same && PyUnicode_CompareWithASCIIString(p->obj, "valid") != 0) return false;
+        for (int i = 0; i < 3; ++i) {
+            if (same && s[i] != 1) return false;
+            int64_t total = same ? d[i] * (w->sizes[2 + i] - 1) : 0;
+            lo[i] = total / 2;
+            hi[i] = total - lo[i];
+        }
+    } else if (int_triple(p, 0, lo)) {
+        memcpy(hi, lo, sizeof hi);
+    } else {
+        return false;
+    }
+    if (groups < 1 || x->sizes[x->rank - 4] != w->sizes[1] * groups || w->sizes[0] % groups != 0) return false;
+    for (int i = 0; i < 3; ++i) {
+        int64_t size = x->sizes[x->rank - 3 + i];
+        if (s[i] < 1 || d[i] < 1 || lo[i] < 0 || size + lo[i] + hi[i] - d[i] * (w->sizes[2 + i] - 1) - 1 < 0) return false;
+    }
+    return true;
+}
+
 /* Forms whose result is a view of their first argument in eager (diagonal): a result pt2 did not
  * take as a view of it (a reshape that copies) is marked a view pt2 cannot write through, so that an
  * in-place op on either breaks instead of missing the other. */
@@ -397,6 +462,8 @@ static Polyfill polyfills[] = {
     {"torch._C._nn.upsample_bicubic2d", "upsample_bicubic2d", upsample_vec_aligned, NULL, NULL},
     {"torch.conv_transpose1d", "conv_transpose1d", NULL, NULL, NULL},
     {"torch.conv_transpose2d", "conv_transpose2d", NULL, NULL, NULL},
+    {"torch.conv3d", "conv3d", conv3d_ok, NULL, NULL},
+    {"torch.conv_transpose3d", "conv_transpose3d", NULL, NULL, NULL},
     /* pointwise ops and small reductions (ATen's formulas) */
     {"torch._C._VariableFunctions.broadcast_tensors", "broadcast_tensors", NULL, NULL, NULL},
     {"torch.logsumexp", "logsumexp", NULL, NULL, NULL},

@@ -147,7 +147,7 @@ def _spread(x, dim, s):
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp):
-    """conv_transpose{1,2}d as ATen defines it: y[i] = Σ x[j] · w[k] over i = j·stride - padding + k·dilation.
+    """conv_transpose{1,2,3}d as ATen defines it: y[i] = Σ x[j] · w[k] over i = j·stride - padding + k·dilation.
     That is a convolution (stride 1) of x spread out by the stride, padded by dilation·(k - 1) - padding
     on each side (output_padding more on the right; cropped where negative), with the weight's in and
     out channels swapped within each group and its taps reversed."""
@@ -172,7 +172,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         if lo > 0 or hi > 0:
             pads = [0, 0] * (nsp - 1 - i) + [max(lo, 0), max(hi, 0)]
             x = torch.nn.functional.pad(x, pads)
-    conv = torch.nn.functional.conv1d if nsp == 1 else torch.nn.functional.conv2d
+    conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}[nsp]
     y = conv(x, w, bias, 1, 0, dilation, groups)
     return y.squeeze(0) if unbatched else y
 
@@ -183,3 +183,47 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+# --- 3-d convolutions: 2-d ones over the depth taps ----------------------------------------------------
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """conv3d as a sum over the weight's depth taps of 2-d convolutions: tap t reads the padded input's
+    depths t·dilation, t·dilation + stride, ... (one a result depth), folded into the batch, with the
+    weight's slice t.  capture/polyfills.c (conv3d_ok) leaves what eager raises for to the C op."""
+    def triple(v):
+        return tuple(v) if isinstance(v, (tuple, list)) else (v,) * 3
+
+    stride, dilation, k = triple(stride), triple(dilation), weight.shape[2:]
+    if isinstance(padding, str):
+        total = [dilation[i] * (k[i] - 1) if padding == "same" else 0 for i in range(3)]
+        lo = [t // 2 for t in total]
+        hi = [t - lo[i] for i, t in enumerate(total)]
+    else:
+        lo = hi = list(triple(padding))
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    half = x.dtype in (torch.float16, torch.bfloat16)
+    if half:  # the taps summed in f32 and rounded once, as eager's kernel accumulates
+        x, weight, bias = x.float(), weight.float(), None if bias is None else bias.float()
+    if any(lo) or any(hi):
+        x = torch.nn.functional.pad(x, (lo[2], hi[2], lo[1], hi[1], lo[0], hi[0]))
+    n, c, depth, h, w = x.shape
+    d_out = (depth - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
+    y = None
+    for t in range(k[0]):
+        start = t * dilation[0]
+        taps = x[:, :, start:start + (d_out - 1) * stride[0] + 1:stride[0]].transpose(1, 2).reshape(n * d_out, c, h, w)
+        part = torch.nn.functional.conv2d(taps, weight[:, :, t], None, stride[1:], 0, dilation[1:], groups)
+        y = part if y is None else y + part
+    y = y.reshape(n, d_out, *y.shape[1:]).transpose(1, 2)
+    if bias is not None:
+        y = y + bias.reshape(-1, 1, 1, 1)
+    y = y.contiguous()  # eager's layout
+    if half:
+        y = y.to(input.dtype)
+    return y.squeeze(0) if unbatched else y

@@ -1,4 +1,4 @@
-"""Capture's Python forms on CUDA tensors against eager CUDA: transposed convolutions, order
+"""Capture's Python forms on CUDA tensors against eager CUDA: transposed and 3-d convolutions, order
 statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
 (index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put, x[:, idx] = v, in place on
 inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
@@ -39,6 +39,10 @@ def _conv_t1d(x, w):
     return F.conv_transpose1d(x, w, None, stride=3, padding=2, dilation=2)
 
 
+def _conv3d(x, w, b):
+    return F.conv3d(x, w, b, stride=(1, 2, 1), padding=1), F.conv_transpose3d(x, w.transpose(0, 1)[:4], None, stride=2)
+
+
 def _medians(x):
     return torch.median(x), x.median(1).values, x.median(1).indices, torch.nanmedian(x, 0, keepdim=True).values
 
@@ -75,6 +79,8 @@ CASES = {
     "conv_transpose2d": (_conv_t2d, lambda d: (rand(2, 6, 9, 7, device=d, seed=1), rand(6, 4, 3, 3, device=d, seed=2),
                                                rand(4, device=d, seed=3)), 1e-4),
     "conv_transpose1d": (_conv_t1d, lambda d: (rand(3, 4, 11, device=d, seed=4), rand(4, 5, 4, device=d, seed=5)), 1e-4),
+    "conv3d": (_conv3d, lambda d: (rand(2, 4, 5, 6, 7, device=d, seed=16), rand(4, 4, 3, 3, 3, device=d, seed=17),
+                                   rand(4, device=d, seed=18)), 3e-3),  # cuDNN's TF32 either side, other algorithms
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
     "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),
