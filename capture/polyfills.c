@@ -166,6 +166,19 @@ static bool opt_bool(const Var *v, bool dflt, bool *out) {
 static bool is_tensor(const Var *v) { return v && v->kind == V_TENSOR; }
 static bool is_int_dtype(Pt2DType dt) { return dt == PT2_I64 || dt == PT2_I32 || dt == PT2_I8; }
 
+/* A special function of one floating-point tensor (an integer one's result dtype is the default
+ * float's: the C op) */
+static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input");
+    return n_args + n_kw == 1 && is_tensor(x) &&
+           (x->dtype == PT2_F32 || x->dtype == PT2_F64 || x->dtype == PT2_F16 || x->dtype == PT2_BF16);
+}
+
+/* erfinv's form: a float32, float16 or bfloat16 tensor (float64's tails need more than it refines) */
+static bool float32_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    return float_tensor(args, n_args, kw_names, kw_values, n_kw) && ARG(0, "input")->dtype != PT2_F64;
+}
+
 /* F.one_hot(x, num_classes) of an int64 x with num_classes >= 1 (-1 sizes the result by the data; 0
  * raises in eager, for an empty x too) */
 static bool one_hot_explicit(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
@@ -538,6 +551,16 @@ static Polyfill polyfills[] = {
     {"torch.nanmedian", "nanmedian", NULL, NULL, NULL},
     {"torch.quantile", "quantile", number_q, NULL, NULL},
     {"torch.nanquantile", "nanquantile", number_q, NULL, NULL},
+    /* special functions (python/pt2/_polyfills_special.py) */
+    {"torch.lgamma", "lgamma", float_tensor, NULL, NULL},
+    {"torch.special.gammaln", "lgamma", float_tensor, NULL, NULL},
+    {"torch.digamma", "digamma", float_tensor, NULL, NULL},
+    {"torch.special.digamma", "digamma", float_tensor, NULL, NULL},
+    {"torch.special.psi", "digamma", float_tensor, NULL, NULL},
+    {"torch.erfinv", "erfinv", float32_tensor, NULL, NULL},
+    {"torch.special.erfinv", "erfinv", float32_tensor, NULL, NULL},
+    {"torch.i0", "i0", float_tensor, NULL, NULL},
+    {"torch.special.i0", "i0", float_tensor, NULL, NULL},
     /* index and scatter writes (python/pt2/_polyfills_scatter.py; in place through capture/inplace.c) */
     {"torch.index_add", "index_add", index_write_ok, NULL, NULL},
     {"torch.index_copy", "index_copy", index_write_ok, NULL, NULL},
@@ -572,6 +595,8 @@ static struct {
     {"index_fill", "index_fill", index_write_ok, NULL}, {"scatter", "scatter", scatter_ok, NULL},
     {"scatter_add", "scatter_add", scatter_ok, NULL}, {"scatter_reduce", "scatter_reduce", scatter_reduce_ok, NULL},
     {"index_put", "index_put", index_put_ok, NULL},
+    {"lgamma", "lgamma", float_tensor, NULL}, {"digamma", "digamma", float_tensor, NULL},
+    {"erfinv", "erfinv", float32_tensor, NULL}, {"i0", "i0", float_tensor, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])

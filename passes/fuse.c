@@ -296,6 +296,9 @@ static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer)
     }
     if (occurrence < 0) return reject("consumer does not read the producer as an input");
     if (!fill && num_loops(producer) != n_loops) return reject("different loop counts");
+    if (!fill && mlirOperationGetNumOperands(consumer) + num_inputs(producer) > MAX_OPERANDS) {
+        return reject("the fused op would have too many operands");
+    }
     if (!loops_known_after_fusion(producer, consumer, t, occurrence, fill)) {
         return reject("no operand of the fused op would index every loop");
     }

@@ -11,8 +11,9 @@ the additive meaning), the FFN's GELU is the exact one whatever the module's `ap
 arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0: [L, S], 1: key
 padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
 (a nested-tensor input) falls back to the C op as any break does.  The resampling forms (interpolate,
-F.pad's index modes, transposed and 3-d convolutions) are in _polyfills_resample.py, the recurrences in _polyfills_rnn.py and the
-order statistics in _polyfills_sort.py and the index writes in _polyfills_scatter.py, imported here
+F.pad's index modes, transposed and 3-d convolutions) are in _polyfills_resample.py, the recurrences in _polyfills_rnn.py, the
+order statistics in _polyfills_sort.py, the index writes in _polyfills_scatter.py and the special functions
+(lgamma, digamma, erfinv, i0) in _polyfills_special.py, imported here
 so that every form is an attribute of this module, where polyfills.c looks them up.
 """
 import math
@@ -27,6 +28,7 @@ from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LST
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce)
 from ._polyfills_sort import median, nanmedian, nanquantile, quantile  # noqa: F401  (order statistics)
+from ._polyfills_special import digamma, erfinv, i0, lgamma  # noqa: F401  (special functions)
 
 
 def _attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type):

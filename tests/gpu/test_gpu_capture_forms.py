@@ -1,5 +1,5 @@
-"""Capture's Python forms on CUDA tensors against eager CUDA: transposed and 3-d convolutions, order
-statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
+"""Capture's Python forms on CUDA tensors against eager CUDA: transposed and 3-d convolutions, special
+functions (lgamma, digamma, erfinv, i0), order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
 (index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put, x[:, idx] = v, in place on
 inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
 The graphs these forms make compile for sm_90 without a GPU (the first test, which CI runs)."""
@@ -43,6 +43,10 @@ def _conv3d(x, w, b):
     return F.conv3d(x, w, b, stride=(1, 2, 1), padding=1), F.conv_transpose3d(x, w.transpose(0, 1)[:4], None, stride=2)
 
 
+def _special(x):
+    return torch.lgamma(x * 3), torch.digamma(x * 2 + 0.1), torch.erfinv(torch.tanh(x)), torch.i0(x * 5)
+
+
 def _medians(x):
     return torch.median(x), x.median(1).values, x.median(1).indices, torch.nanmedian(x, 0, keepdim=True).values
 
@@ -81,6 +85,7 @@ CASES = {
     "conv_transpose1d": (_conv_t1d, lambda d: (rand(3, 4, 11, device=d, seed=4), rand(4, 5, 4, device=d, seed=5)), 1e-4),
     "conv3d": (_conv3d, lambda d: (rand(2, 4, 5, 6, 7, device=d, seed=16), rand(4, 4, 3, 3, 3, device=d, seed=17),
                                    rand(4, device=d, seed=18)), 3e-3),  # cuDNN's TF32 either side, other algorithms
+    "special": (_special, lambda d: (rand(6, 37, device=d, seed=19),), 1e-5),
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
     "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),

@@ -1,0 +1,127 @@
+"""Special functions pt2's capture traces in place of torch's C kernels (capture/polyfills.c): torch.lgamma,
+digamma, erfinv and i0 (and their torch.special names), written with the pointwise ops pt2 compiles, so
+that a graph holding one is not cut there.  Each is computed in float64 whatever the input's floating
+dtype and rounded once to it, with eager's values at the edges (poles, +-1, infinities, NaN).
+
+- lgamma: Lanczos' approximation (g = 7, 9 terms) for x >= 1/2, the reflection
+  lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x) below; +inf at the poles (0, -1, -2, ...) and at
+  +-inf.
+- digamma: the recurrence psi(y) = psi(y + 10) - sum 1/(y + k), then the asymptotic series to y^-14;
+  psi(x) = psi(1 - x) - pi / tan(pi x) for x < 1/2; -inf at +0 (+inf at -0) and NaN at the negative
+  integers, as ATen's calc_digamma.
+- erfinv (of float32, float16 and bfloat16 tensors; a float64 one stays the C op): M. Giles'
+  single-precision approximation as the start of three Newton steps on erf(z) = |y| in float64, where
+  the nearest float32 to 1 (1 - 6e-8) still leaves erf(z) - |y| well above its rounding noise (a float64
+  |y| within 1e-9 of 1 does not); +-inf at +-1 and NaN beyond.
+- i0: the power series sum ((x/2)^k / k!)^2 for |x| <= 15, the asymptotic series of e^|x| / sqrt(2 pi |x|)
+  beyond; +inf where eager's float32 arithmetic (that of float32, float16 and bfloat16 inputs)
+  overflows in e^|x|, though the value would fit.
+"""
+import math
+
+import torch
+
+_LOG_FLOAT32_MAX = math.log(torch.finfo(torch.float32).max)
+_LANCZOS_G = 7.0
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+            12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+
+
+def _sinpi(x):
+    """sin(pi x) with the argument reduced to [-1, 1] first (exact in float64 below 2^52)."""
+    return torch.sin(math.pi * (x - 2.0 * torch.round(0.5 * x)))
+
+
+def _lgamma_right(z):
+    """lgamma(z) for z >= 1/2 (Lanczos)."""
+    z = z - 1.0
+    a = _LANCZOS[0]
+    for i in range(1, len(_LANCZOS)):
+        a = a + _LANCZOS[i] / (z + i)
+    t = z + (_LANCZOS_G + 0.5)
+    # (z + 1/2) log t - t, written so that it stays finite up to float64's largest z
+    return 0.5 * math.log(2 * math.pi) + (z + 0.5) * (torch.log(t) - 1.0) - _LANCZOS_G + torch.log(a)
+
+
+def lgamma(input):
+    x = input.to(torch.float64)
+    left = x < 0.5
+    right = _lgamma_right(torch.where(left, 1.0 - x, x))
+    y = torch.where(left, math.log(math.pi) - torch.log(torch.abs(_sinpi(x))) - right, right)
+    pole = (x <= 0) & (x == torch.floor(x))
+    y = torch.where(pole | (torch.abs(x) == math.inf), math.inf, y)
+    y = torch.where((x == 1.0) | (x == 2.0), 0.0, y)  # exactly, as eager's
+    return y.to(input.dtype)
+
+
+# B_2n / 2n for n = 1..7: the digamma's asymptotic series in 1 / y^2
+_DIGAMMA_SERIES = (1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132, -691.0 / 32760, 1.0 / 12)
+
+
+def digamma(input):
+    x = input.to(torch.float64)
+    left = x < 0.5
+    y = torch.where(left, 1.0 - x, x)
+    shifted = 0.0
+    for k in range(10):
+        shifted = shifted + 1.0 / (y + k)
+    y = y + 10.0
+    w = 1.0 / (y * y)
+    s = 0.0
+    for c in reversed(_DIGAMMA_SERIES):
+        s = (s + c) * w
+    psi = torch.log(y) - 0.5 / y - s - shifted
+    r = math.pi * (x - torch.round(x))
+    reflected = psi - math.pi * torch.cos(r) / torch.sin(r)
+    r = torch.where(left, reflected, psi)
+    r = torch.where((x < 0) & (x == torch.floor(x)), math.nan, r)
+    r = torch.where(x == 0, torch.where(1.0 / x < 0, math.inf, -math.inf), r)  # -inf at +0, +inf at -0
+    return r.to(input.dtype)
+
+
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                   -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                0.00943887047, 1.00167406, 2.83297682)
+
+
+def _horner(coefficients, w):
+    p = coefficients[0]
+    for c in coefficients[1:]:
+        p = p * w + c
+    return p
+
+
+def erfinv(input):
+    y = input.to(torch.float64)
+    a = torch.abs(y)
+    inside = a < 1.0
+    a_in = torch.where(inside, a, 0.5)  # the start and the steps only where they mean something
+    w = -torch.log((1.0 - a_in) * (1.0 + a_in))
+    central = _horner(_ERFINV_CENTRAL, w - 2.5)
+    tail = _horner(_ERFINV_TAIL, torch.sqrt(w) - 3.0)
+    z = torch.where(w < 5.0, central, tail) * a_in
+    for _ in range(3):  # in float64: for a float32 |y| below 1, erf(z) - |y| stays above the rounding noise
+        z = z - (torch.erf(z) - a_in) / ((2.0 / math.sqrt(math.pi)) * torch.exp(-z * z))
+    z = torch.where(inside, z, torch.where(a == 1.0, math.inf, math.nan))
+    return torch.where(y < 0, -z, z).to(input.dtype)
+
+
+def i0(input):
+    x = torch.abs(input.to(torch.float64))
+    q = 0.25 * x * x
+    term, series = 1.0, 1.0
+    for k in range(1, 31):
+        term = term * q / (k * k)
+        series = series + term
+    big = torch.where(x > 15.0, x, 15.0)
+    r = 1.0 / (8.0 * big)
+    term, asymptotic = 1.0, 1.0
+    for k in range(1, 21):
+        term = term * ((2 * k - 1) ** 2 / k) * r
+        asymptotic = asymptotic + term
+    asymptotic = torch.exp(big) / torch.sqrt(2.0 * math.pi * big) * asymptotic
+    y = torch.where(x > 15.0, asymptotic, series)
+    if input.dtype != torch.float64:  # eager's float32 arithmetic overflows in e^|x| first
+        y = torch.where((x > _LOG_FLOAT32_MAX) & (x < math.inf), math.inf, y)  # i0(inf) is eager's NaN
+    return y.to(input.dtype)

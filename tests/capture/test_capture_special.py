@@ -1,0 +1,99 @@
+"""Special functions (torch.lgamma, digamma, erfinv, i0, their torch.special names and Tensor methods)
+through pt2.compile against eager: one graph, no break.  pt2 traces python/pt2/_polyfills_special.py's
+float64 forms.  Wide grids (poles, negative non-integers, roots, tails, 1e300, +-inf, NaN, signed
+zeros), float64 within 1e-10 relative, float32 within its rounding, bfloat16 and float16; what the forms
+leave to the C op (integer inputs, float64 erfinv) stays a break with eager's result.  Also: a chain of
+pointwise ops long enough that pt2-fuse's fused kernel would take more than its 32 operands (the i0
+form's graph crashed the compiler so)."""
+import math
+
+import pytest
+import torch
+
+import pt2
+from eager_check import check
+
+INF, NAN = math.inf, math.nan
+
+
+def grid(name):
+    if name == "lgamma":
+        special = [0.5, 1.0, 2.0, 1e-8, 171.3, 1e10, 1e300, -0.5, -1.5, -2.3, -100.7, 0.0, -0.0, -1.0, -3.0, INF, -INF, NAN]
+        return torch.cat([torch.linspace(-30, 30, 6001), torch.logspace(-10, 300, 200), torch.tensor(special)])
+    if name == "digamma":
+        special = [0.5, 1.0, 1.4616321449683622, 1e-8, 1e10, 1e300, -0.5, -1.5, -100.7, 0.0, -0.0, -1.0, -3.0, INF, -INF, NAN]
+        return torch.cat([torch.linspace(-30, 30, 6001), torch.logspace(-10, 300, 200), torch.tensor(special)])
+    if name == "erfinv":
+        special = [0.0, -0.0, 1 - 6e-8, -(1 - 6e-8), 0.99999, 1.0, -1.0, 1.5, -2.0, NAN, 1e-30]
+        return torch.cat([torch.linspace(-1, 1, 4001), torch.tensor(special)])
+    special = [0.0, 1e-5, 14.9, 15.0, 15.1, 88.7, 88.8, 700.0, 710.0, -20.0, INF, -INF, NAN]
+    return torch.cat([torch.linspace(-100, 100, 4001), torch.logspace(-10, 3, 200), torch.tensor(special)])
+
+
+TOL = {torch.float64: 1e-10, torch.float32: 2e-6, torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "i0"])
+def test_special_function_against_eager(name, dtype):
+    if name == "erfinv" and dtype == torch.float64:
+        pytest.skip("float64 erfinv stays the C op (test_left_to_the_c_op)")
+    x = grid(name).to(torch.float64).to(dtype)
+    fn = getattr(torch, name)
+    check(lambda t: fn(t), x, tol=TOL[dtype])
+
+
+def test_names_methods_and_in_place():
+    x = torch.linspace(0.05, 0.95, 37).reshape(37, 1) * torch.tensor([1.0, -1.0])
+    check(lambda t: (torch.special.gammaln(t), torch.special.psi(t), torch.special.digamma(t), torch.special.erfinv(t),
+                     torch.special.i0(t), t.lgamma(), t.digamma(), t.erfinv(), t.i0()), x, tol=2e-6)
+
+    def in_place(t):
+        u = t.clone()
+        u.lgamma_()
+        v = t.clone()
+        v.erfinv_()
+        return u + v
+
+    check(in_place, x, tol=2e-6)
+    check(lambda t: torch.lgamma(t.t()) * 2, x.t().contiguous(), tol=2e-6)  # non-contiguous input
+
+
+def test_in_a_model():
+    """A negative binomial log-likelihood (lgamma), a Student-t's entropy (digamma), inverse-CDF sampling
+    of a normal (erfinv) and a von Mises normalizer (i0): one graph, with the ops around them."""
+    torch.manual_seed(3)
+    mu, theta, k = torch.rand(8, 5) * 4 + 0.1, torch.rand(8, 5) * 3 + 0.5, torch.randint(0, 9, (8, 5)).float()
+    u, kappa = torch.rand(8, 5) * 1.8 - 0.9, torch.rand(8, 5) * 10
+
+    def f(mu, theta, k, u, kappa):
+        nb = (torch.lgamma(k + theta) - torch.lgamma(theta) - torch.lgamma(k + 1) + theta * torch.log(theta / (theta + mu))
+              + k * torch.log(mu / (theta + mu)))
+        df = theta * 4
+        ent = (df + 1) / 2 * (torch.digamma((df + 1) / 2) - torch.digamma(df / 2))
+        z = math.sqrt(2) * torch.erfinv(u)
+        vm = torch.log(2 * math.pi * torch.i0(kappa))
+        return nb.sum(1), ent.mean(), z.relu(), vm
+
+    check(f, mu, theta, k, u, kappa, tol=2e-5)
+
+
+def test_left_to_the_c_op():
+    for fn, x in [(torch.lgamma, torch.arange(-3, 5)), (torch.erfinv, torch.linspace(-0.9, 0.9, 7, dtype=torch.float64)),
+                  (torch.i0, torch.arange(4))]:
+        check(lambda t: fn(t) * 2, x, tol=1e-12, graphs=1, breaks=1)
+
+
+def test_fusion_stops_at_its_operand_limit():
+    """x + y1 + ... + y40 over 40 distinct inputs: pt2-fuse's fused kernels hold at most 32 operands, so
+    the chain is cut into several kernels instead of overrunning them."""
+    torch.manual_seed(4)
+    ys = [torch.randn(7, 9) for _ in range(40)]
+
+    def f(x, *ys):
+        h = x
+        for i, y in enumerate(ys):
+            h = h + y * (i + 1) if i % 2 else h - torch.sin(y)
+        return h
+
+    check(f, torch.randn(7, 9), *ys, tol=1e-5)
