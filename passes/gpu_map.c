@@ -547,8 +547,10 @@ static bool already_mapped(MlirOperation op) {
  * `%v = memref.load %acc[]; %r = arith.divf %v, %n; memref.store %r, %out[]`,
  * the CPU path's form; x[i] of a 0-d i): a run of loads, stores, math, the
  * arith ops and index checks (cf.assert) that use them becomes a loop nest of
- * one iteration, one GPU thread, where its loaded values stay.  A run whose
- * values are used after it stays as it is (and is reported below). */
+ * one iteration, one GPU thread, where its loaded values stay; an allocation,
+ * view or constant in the middle of it (not reading the run) moves ahead of
+ * it.  A run whose values are used after it stays as it is (and is reported
+ * below). */
 static void wrap_scalar_runs(MlirBlock body) {
     OpList top = {0};
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
@@ -560,32 +562,45 @@ static void wrap_scalar_runs(MlirBlock body) {
             ++i;
             continue;
         }
+        OpList run = {0};
+        oplist_push(&run, op);
         int end = i + 1;
         for (; end < top.n; ++end) {
             MlirOperation next = top.ops[end];
             bool memory = gpu_is_op(next, "memref.load") || gpu_is_op(next, "memref.store");
             bool uses_run = false;
             for (intptr_t k = 0; k < mlirOperationGetNumOperands(next); ++k) {
-                uses_run |= defined_by_any(mlirOperationGetOperand(next, k), top.ops + i, end - i);
+                uses_run |= defined_by_any(mlirOperationGetOperand(next, k), run.ops, run.n);
             }
             bool compute =
                 (op_name_starts(next, "arith.") || op_name_starts(next, "math.") || gpu_is_op(next, "cf.assert")) &&
                 uses_run;
-            if (!memory && !compute) break;
+            if (!memory && !compute) {
+                /* an allocation, a view or a constant between (the 1-element scan of a cumsum stores into a
+                 * buffer allocated after its loads): moved ahead of the run, which goes on after it */
+                if (uses_run || !is_host_op(next) || gpu_is_op(next, "func.return") || gpu_is_op(next, "func.call") ||
+                    gpu_is_op(next, "memref.dealloc")) {
+                    break;
+                }
+                mlirOperationMoveBefore(next, op);
+                continue;
+            }
+            oplist_push(&run, next);
         }
         bool escapes = false;
-        for (int k = i; k < end && !escapes; ++k) {
-            for (intptr_t r = 0; r < mlirOperationGetNumResults(top.ops[k]); ++r) {
-                for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(top.ops[k], r)); !mlirOpOperandIsNull(u);
+        for (int k = 0; k < run.n && !escapes; ++k) {
+            for (intptr_t r = 0; r < mlirOperationGetNumResults(run.ops[k]); ++r) {
+                for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(run.ops[k], r)); !mlirOpOperandIsNull(u);
                      u = mlirOpOperandGetNextUse(u)) {
                     MlirOperation user = mlirOpOperandGetOwner(u);
                     bool in_run = false;
-                    for (int q = i; q < end; ++q) in_run |= mlirOperationEqual(user, top.ops[q]);
+                    for (int q = 0; q < run.n && !in_run; ++q) in_run = mlirOperationEqual(user, run.ops[q]);
                     escapes |= !in_run;
                 }
             }
         }
-        if (!escapes) wrap_in_parallel(top.ops + i, end - i);
+        if (!escapes) wrap_in_parallel(run.ops, run.n);
+        oplist_free(&run);
         i = end;
     }
     oplist_free(&top);

@@ -73,3 +73,20 @@ def test_nextafter_bf16_steps_its_own_bits():
     want = torch.nextafter(x, y).float()
     assert torch.equal(got.float(), want), (got[:6].tolist(), want[:6].tolist())
 
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_scan_of_one_element_then_pointwise(n):
+    """cumsum over a dimension of one element is top-level scalar code (a load, f64 math, a store into
+    a buffer allocated between them): the allocation moves ahead and the run is one GPU thread (it
+    used to stay on the host, "computes a value on the host from device memory"); five elements are a
+    loop in one thread.  Against eager, the erf after it too."""
+    x = rand(n, 3, seed=21).t()[0]  # n elements, a strided view's copy
+
+    def build(g, x):
+        c = g.op("cumsum", x, dim=0)
+        return c, g.op("erf", c)
+
+    (c, e), _ = simulate(build, [x.contiguous()])
+    close(c, torch.cumsum(x.double(), 0), tol=1e-6)
+    close(e, torch.erf(torch.cumsum(x.double(), 0)), tol=1e-6)
