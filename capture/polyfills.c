@@ -16,6 +16,7 @@
  * resolved when first needed (pt2 imports pt2._polyfills with itself).  A
  * row's `accepts` check can leave some calls to the C op (a break).
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,15 +46,53 @@ static bool is_list_or_none(const Var *v) {
            (v->kind == V_CONST && (PyList_Check(v->obj) || PyTuple_Check(v->obj)));
 }
 
+/* The items of a constant list or tuple of numbers (a list of V_CONST items, or one constant
+ * sequence), at most 8; -1 if it is not one. */
+static int const_numbers(const Var *v, double out[8]) {
+    int n = -1;
+    if (v->kind == V_CONST && (PyList_Check(v->obj) || PyTuple_Check(v->obj))) {
+        n = (int)PySequence_Fast_GET_SIZE(v->obj);
+        for (int i = 0; i < n && i < 8; ++i) {
+            PyObject *item = PySequence_Fast_GET_ITEM(v->obj, i);
+            if (!PyLong_Check(item) && !PyFloat_Check(item)) return -1;
+            out[i] = PyFloat_AsDouble(item);
+        }
+    } else if (v->kind == V_LIST || v->kind == V_TUPLE) {
+        n = v->n_items;
+        for (int i = 0; i < n && i < 8; ++i) {
+            Var *it = v->items[i];
+            if (it->kind != V_CONST || (!PyLong_Check(it->obj) && !PyFloat_Check(it->obj))) return -1;
+            out[i] = PyFloat_AsDouble(it->obj);
+        }
+    }
+    if (PyErr_Occurred()) return PyErr_Clear(), -1;
+    return n > 8 ? -1 : n;
+}
+
+/* Every spatial size of the input and of the result above 0 (else eager raises "Input and output
+ * sizes should be greater than 0": the C op), as far as constants tell. */
+static bool upsample_sizes_positive(const Var *x, const Var *output_size, const Var *scales) {
+    double v[8];
+    int n = is_const(output_size, Py_None) ? const_numbers(scales, v) : const_numbers(output_size, v);
+    if (x->kind != V_TENSOR || n < 0 || n > x->rank) return n < 0; /* not constants: as before */
+    for (int i = 0; i < n; ++i) {
+        int64_t size = x->sizes[x->rank - n + i];
+        double out = is_const(output_size, Py_None) ? floor((double)size * v[i]) : v[i];
+        if (size <= 0 || out <= 0) return false;
+    }
+    return true;
+}
+
 /* interpolate's calls (input, output_size, [align_corners,] scale_factors): the overload of
  * scale lists, not the one of per-dimension scales */
 static bool upsample_vec(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     (void)kw_names, (void)kw_values;
-    return n_kw == 0 && n_args == 3 && is_list_or_none(args[2]);
+    return n_kw == 0 && n_args == 3 && is_list_or_none(args[2]) && upsample_sizes_positive(args[0], args[1], args[2]);
 }
 static bool upsample_vec_aligned(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     (void)kw_names, (void)kw_values;
-    return n_kw == 0 && n_args == 4 && is_list_or_none(args[3]) && args[2]->kind == V_CONST && PyBool_Check(args[2]->obj);
+    return n_kw == 0 && n_args == 4 && is_list_or_none(args[3]) && args[2]->kind == V_CONST && PyBool_Check(args[2]->obj) &&
+           upsample_sizes_positive(args[0], args[1], args[3]);
 }
 
 /* repeat_interleave(x, n, ...) with an int count (a tensor of counts sizes the output by its values) */

@@ -322,7 +322,10 @@ Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     double eps;
     if (!x || !arg_int(t, &b, "num_groups", 1, &groups) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
     if (x->rank < 2) return trace_break(t, "group_norm of a rank-%d tensor", x->rank);
-    int64_t c = x->sizes[1];
+    int64_t c = x->sizes[1], values = x->sizes[0] * c;
+    for (int i = 2; i < x->rank; ++i) values *= x->sizes[i];
+    /* F.group_norm's own checks: "more than 1 value per channel", channels the groups divide */
+    if (values == 1 || groups <= 0 || c % groups != 0) return trace_break(t, "group_norm of these sizes (eager raises)");
     Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
     if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
     if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
@@ -368,6 +371,16 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (!mean != !var) return trace_break(t, "batch_norm with only one of running_mean/running_var");
     if (training && mean) return trace_break(t, "batch_norm in training mode updates running statistics in place (not supported yet)");
     if (x->rank < 2) return trace_break(t, "batch_norm of a rank-%d tensor (eager raises)", x->rank);
+    /* parameters of the input's dtype, or float32 ones for a half input (eager's mixed type); any
+     * other mix eager refuses ("all inputs must share same datatype"): the C op raises it */
+    Var *params[4] = {mean, var, arg(&b, "weight"), arg(&b, "bias")};
+    bool same = true, f32 = x->dtype == PT2_F16 || x->dtype == PT2_BF16;
+    for (int i = 0; i < 4; ++i) {
+        if (!params[i] || params[i]->kind != V_TENSOR) continue;
+        same = same && params[i]->dtype == x->dtype;
+        f32 = f32 && params[i]->dtype == PT2_F32;
+    }
+    if (!same && !f32) return trace_break(t, "batch_norm of parameters of another dtype than its input's (eager raises)");
     if (training || !mean) {
         Var *r = batch_statistics_norm(t, x, arg(&b, "weight"), arg(&b, "bias"), eps);
         set_strides_like(t, r, NULL); /* eager's batch statistics path: not modelled */
@@ -378,12 +391,23 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
     if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
     if (!w || !bias) return NULL;
-    int ids[5] = {trace_value(t, x), trace_value(t, mean), trace_value(t, var), trace_value(t, w), trace_value(t, bias)};
+    /* eager's mixed type: a half input normalized in float32 by float32 parameters, the result in
+     * the input's dtype */
+    Pt2DType out_dt = x->dtype;
+    bool mixed = !same; /* the check above left only this mix */
+    Var *xc = mixed ? convert_to(t, x, PT2_F32) : x;
+    if (mixed) {
+        w = convert_to(t, w, PT2_F32);
+        bias = convert_to(t, bias, PT2_F32);
+    }
+    if (!xc || !w || !bias) return NULL;
+    int ids[5] = {trace_value(t, xc), trace_value(t, mean), trace_value(t, var), trace_value(t, w), trace_value(t, bias)};
     char attrs[64];
     snprintf(attrs, sizeof attrs, "{eps = %s}", f64_attr(eps));
     int out[4];
     if (trace_op(t, "batch_norm", 5, ids, attrs, out, 4) < 0) return NULL;
-    return var_tensor(t, out[0]);
+    Var *y = var_tensor(t, out[0]);
+    return mixed && y ? convert_to(t, y, out_dt) : y;
 }
 
 Var *h_embedding(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
