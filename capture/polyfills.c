@@ -47,33 +47,30 @@ static bool is_list_or_none(const Var *v) {
 }
 
 /* The items of a constant list or tuple of numbers (a list of V_CONST items, or one constant
- * sequence), at most 8; -1 if it is not one. */
-static int const_numbers(const Var *v, double out[8]) {
+ * sequence), at most 8 (ints only if ints_only); -1 if it is not one. */
+static int const_numbers(const Var *v, double out[8], bool ints_only) {
     int n = -1;
-    if (v->kind == V_CONST && (PyList_Check(v->obj) || PyTuple_Check(v->obj))) {
+    bool constant = v->kind == V_CONST && (PyList_Check(v->obj) || PyTuple_Check(v->obj));
+    if (constant) {
         n = (int)PySequence_Fast_GET_SIZE(v->obj);
-        for (int i = 0; i < n && i < 8; ++i) {
-            PyObject *item = PySequence_Fast_GET_ITEM(v->obj, i);
-            if (!PyLong_Check(item) && !PyFloat_Check(item)) return -1;
-            out[i] = PyFloat_AsDouble(item);
-        }
     } else if (v->kind == V_LIST || v->kind == V_TUPLE) {
         n = v->n_items;
-        for (int i = 0; i < n && i < 8; ++i) {
-            Var *it = v->items[i];
-            if (it->kind != V_CONST || (!PyLong_Check(it->obj) && !PyFloat_Check(it->obj))) return -1;
-            out[i] = PyFloat_AsDouble(it->obj);
-        }
+    }
+    if (n > 8) return -1;
+    for (int i = 0; i < n; ++i) {
+        PyObject *item = constant ? PySequence_Fast_GET_ITEM(v->obj, i) : v->items[i]->kind == V_CONST ? v->items[i]->obj : NULL;
+        if (!item || (!PyLong_Check(item) && (ints_only || !PyFloat_Check(item)))) return -1;
+        out[i] = PyFloat_AsDouble(item);
     }
     if (PyErr_Occurred()) return PyErr_Clear(), -1;
-    return n > 8 ? -1 : n;
+    return n;
 }
 
 /* Every spatial size of the input and of the result above 0 (else eager raises "Input and output
  * sizes should be greater than 0": the C op), as far as constants tell. */
 static bool upsample_sizes_positive(const Var *x, const Var *output_size, const Var *scales) {
     double v[8];
-    int n = is_const(output_size, Py_None) ? const_numbers(scales, v) : const_numbers(output_size, v);
+    int n = is_const(output_size, Py_None) ? const_numbers(scales, v, false) : const_numbers(output_size, v, false);
     if (x->kind != V_TENSOR || n < 0 || n > x->rank) return n < 0; /* not constants: as before */
     for (int i = 0; i < n; ++i) {
         int64_t size = x->sizes[x->rank - n + i];
@@ -209,8 +206,7 @@ static bool is_int_dtype(Pt2DType dt) { return dt == PT2_I64 || dt == PT2_I32 ||
  * float's: the C op) */
 static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input");
-    return n_args + n_kw == 1 && is_tensor(x) &&
-           (x->dtype == PT2_F32 || x->dtype == PT2_F64 || x->dtype == PT2_F16 || x->dtype == PT2_BF16);
+    return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
 /* erfinv's form: a float32, float16 or bfloat16 tensor (float64's tails need more than it refines) */
@@ -423,22 +419,9 @@ static bool int_triple(const Var *v, int64_t dflt, int64_t out[3]) {
         out[0] = out[1] = out[2] = k;
         return true;
     }
-    if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyList_Check(v->obj))) { /* a constant tuple */
-        PyObject *seq = v->obj;
-        if (PySequence_Fast_GET_SIZE(seq) != 3) return false;
-        for (int i = 0; i < 3; ++i) {
-            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-            int overflow;
-            if (!PyLong_Check(item)) return false;
-            out[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
-            if (overflow || PyErr_Occurred()) return PyErr_Clear(), false;
-        }
-        return true;
-    }
-    if ((v->kind != V_TUPLE && v->kind != V_LIST) || v->n_items != 3) return false;
-    for (int i = 0; i < 3; ++i) {
-        if (!const_int(v->items[i], &out[i])) return false;
-    }
+    double items[8];
+    if (const_numbers(v, items, true) != 3) return false;
+    for (int i = 0; i < 3; ++i) out[i] = (int64_t)items[i];
     return true;
 }
 
@@ -451,8 +434,8 @@ static bool conv3d_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_value
     Var *x = ARG(0, "input"), *w = ARG(1, "weight"), *bias = ARG(2, "bias"), *p = ARG(4, "padding"), *g = ARG(6, "groups");
     int64_t s[3], d[3], lo[3], hi[3], groups = 1;
     if (n_args > 7 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || !is_tensor(w) || w->rank != 5 ||
-        (x->rank != 4 && x->rank != 5) || x->dtype != w->dtype || !(x->dtype == PT2_F32 || x->dtype == PT2_F64 ||
-        x->dtype == PT2_F16 || x->dtype == PT2_BF16) || !int_triple(ARG(3, "stride"), 1, s) || !int_triple(ARG(5, "dilation"), 1, d) ||
+        (x->rank != 4 && x->rank != 5) || x->dtype != w->dtype || !pt2_dtype_is_float(x->dtype) ||
+        !int_triple(ARG(3, "stride"), 1, s) || !int_triple(ARG(5, "dilation"), 1, d) ||
         (g && !const_int(g, &groups))) {
         return false;
     }

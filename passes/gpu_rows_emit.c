@@ -94,22 +94,6 @@ static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t ro
     return k;
 }
 
-/* A copy of op at b, its operands mapped through m, its results recorded in m. */
-static MlirOperation clone_op(Builder *b, MlirOperation op, ValueMap *m) {
-    MlirOperation c = mlirOperationClone(op);
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(c); ++i) {
-        MlirValue v = mlirOperationGetOperand(c, i), to = vmap_get(m, v);
-        if (!mlirValueEqual(v, to)) mlirOperationSetOperand(c, i, to);
-    }
-    if (mlirOperationIsNull(b->before)) {
-        mlirBlockAppendOwnedOperation(b->block, c);
-    } else {
-        mlirBlockInsertOwnedOperationBefore(b->block, b->before, c);
-    }
-    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) vmap_set(m, mlirOperationGetResult(op, i), mlirOperationGetResult(c, i));
-    return c;
-}
-
 static MlirValue and_of(Builder *b, MlirValue x, MlirValue y) {
     if (mlirValueIsNull(x)) return y;
     if (mlirValueIsNull(y)) return x;
@@ -191,7 +175,7 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
     mlirRegionAppendOwnedBlock(regions[0], then_block);
     mlirRegionAppendOwnedBlock(regions[1], else_block);
     Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
-    MlirValue loaded = mlirOperationGetResult(clone_op(&tb, op, m), 0);
+    MlirValue loaded = mlirOperationGetResult(clone_mapped(&tb, op, m), 0);
     build_op(&tb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
     MlirValue zero = const_scalar(&eb, t, 0.0);
     build_op(&eb, "scf.yield", 1, &zero, 0, NULL, 0, NULL);
@@ -217,7 +201,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
             vmap_set(m, mlirOperationGetResult(op, 0), h->value);
             return;
         }
-        MlirOperation c = clone_op(b, op, m);
+        MlirOperation c = clone_mapped(b, op, m);
         if (e->n_held == e->cap_held) {
             e->cap_held = e->cap_held ? 2 * e->cap_held : 32;
             e->held = realloc(e->held, (size_t)e->cap_held * sizeof *e->held);
@@ -244,7 +228,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
         guarded_load(b, op, m, guard);
         return;
     }
-    clone_op(b, op, m);
+    clone_mapped(b, op, m);
 }
 
 /* A store: kept in registers where it forwards, written to memory where the
@@ -260,7 +244,7 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
     if (a && !a->emit) return;
     Builder sb = *b;
     if (!mlirValueIsNull(guard)) sb = builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
-    clone_op(&sb, op, m);
+    clone_mapped(&sb, op, m);
 }
 
 /* Column index of slot `j` (a value: a loop's induction variable, or a
@@ -372,7 +356,7 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                 } else if (gpu_is_op(op, "memref.store")) {
                     emit_store(e, b, op, mv, key[u], guard[u]);
                 } else {
-                    clone_op(b, op, mv);
+                    clone_mapped(b, op, mv);
                 }
             }
         }
@@ -443,7 +427,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
             if (gpu_is_op(op, "memref.load")) {
                 emit_load(e, b, op, &m[e->v], key);
             } else {
-                clone_op(b, op, &m[e->v]);
+                clone_mapped(b, op, &m[e->v]);
             }
         }
     }
@@ -612,7 +596,7 @@ static void emit_row_stage(Kernel *k, const Stage *s, const Ix *ix, const Rows *
     MlirBlock body = gpu_body_of(s->par);
     MlirOperation term = mlirBlockGetTerminator(body);
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
-        clone_op(&sb, op, &m);
+        clone_mapped(&sb, op, &m);
     }
     vmap_free(&m);
 }

@@ -235,23 +235,32 @@ static MlirType vector_type(MlirType elem, int lanes) {
     return mlirVectorTypeGet(1, shape, elem);
 }
 
+/* The group's indices as a vector access takes them, after `prefix` leading operands: the first's
+ * leading indices, then base + k of the lowest k (built at b).  Returns the operand count. */
+static int group_operands(Builder *b, Access *const *g, MlirValue *operands, int prefix) {
+    int n = n_indices(g[0]);
+    for (int i = 0; i + 1 < n; ++i) operands[prefix + i] = index_at(g[0], i);
+    operands[prefix + n - 1] = g[0]->k ? build_binary(b, "arith.addi", g[0]->base, const_index(b, g[0]->k)) : g[0]->base;
+    return prefix + n;
+}
+
+static MlirNamedAttribute alignment_attr(MlirContext ctx, int64_t align) {
+    return named_attr(ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), align));
+}
+
+/* At the first load: one vector load and its lanes, which replace the loads. */
 static void emit_load_group(Access **g, int lanes, int64_t align) {
     Access *first = g[0];
     for (int i = 1; i < lanes; ++i) {
         if (g[i]->pos < first->pos) first = g[i];
     }
     Builder b = builder_before(first->op);
-    MlirValue start = g[0]->base;
-    if (g[0]->k) start = build_binary(&b, "arith.addi", g[0]->base, const_index(&b, g[0]->k));
-    int n = n_indices(g[0]);
     MlirValue operands[MAX_RANK + 1];
     operands[0] = g[0]->memref;
-    for (int i = 0; i + 1 < n; ++i) operands[1 + i] = index_at(g[0], i);
-    operands[n] = start;
-    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g[0]->memref));
-    MlirNamedAttribute a = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), align));
-    MlirType vt = vector_type(elem, lanes);
-    MlirValue v = mlirOperationGetResult(build_op(&b, "vector.load", n + 1, operands, 1, &vt, 1, &a), 0);
+    int n = group_operands(&b, g, operands, 1);
+    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g[0]->memref)), vt = vector_type(elem, lanes);
+    MlirNamedAttribute a = alignment_attr(b.ctx, align);
+    MlirValue v = mlirOperationGetResult(build_op(&b, "vector.load", n, operands, 1, &vt, 1, &a), 0);
     /* the lanes right after the load, before every use of the loads they replace (the
      * builder's anchor is one of them: all are built first) */
     MlirValue lane[MAX_GROUP];
@@ -263,6 +272,7 @@ static void emit_load_group(Access **g, int lanes, int64_t align) {
     for (int i = 0; i < lanes; ++i) replace_op(g[i]->op, 1, &lane[i]);
 }
 
+/* At the last store: the stored values as one vector, one vector store. */
 static void emit_store_group(Access **g, int lanes, int64_t align) {
     Access *last = g[0];
     for (int i = 1; i < lanes; ++i) {
@@ -272,17 +282,12 @@ static void emit_store_group(Access **g, int lanes, int64_t align) {
     MlirValue values[MAX_GROUP];
     for (int i = 0; i < lanes; ++i) values[i] = mlirOperationGetOperand(g[i]->op, 0);
     MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g[0]->memref));
-    MlirValue v = build_value(&b, "vector.from_elements", lanes, values, vector_type(elem, lanes));
-    MlirValue start = g[0]->base;
-    if (g[0]->k) start = build_binary(&b, "arith.addi", g[0]->base, const_index(&b, g[0]->k));
-    int n = n_indices(g[0]);
     MlirValue operands[MAX_RANK + 2];
-    operands[0] = v;
+    operands[0] = build_value(&b, "vector.from_elements", lanes, values, vector_type(elem, lanes));
     operands[1] = g[0]->memref;
-    for (int i = 0; i + 1 < n; ++i) operands[2 + i] = index_at(g[0], i);
-    operands[1 + n] = start;
-    MlirNamedAttribute a = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), align));
-    build_op(&b, "vector.store", n + 2, operands, 0, NULL, 1, &a);
+    int n = group_operands(&b, g, operands, 2);
+    MlirNamedAttribute a = alignment_attr(b.ctx, align);
+    build_op(&b, "vector.store", n, operands, 0, NULL, 1, &a);
     for (int i = 0; i < lanes; ++i) mlirOperationDestroy(g[i]->op);
 }
 
@@ -412,19 +417,6 @@ static void vectorize_block(MlirOperation func, MlirBlock block) {
 
 #define MAX_LANE_LOOP 16
 
-typedef struct Remap {
-    const ValueMap *map;
-} Remap;
-
-static MlirWalkResult remap_operands(MlirOperation op, void *user) {
-    const ValueMap *m = ((Remap *)user)->map;
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-        MlirValue v = mlirOperationGetOperand(op, i), to = vmap_get(m, v);
-        if (!mlirValueEqual(v, to)) mlirOperationSetOperand(op, i, to);
-    }
-    return MlirWalkResultAdvance;
-}
-
 static MlirWalkResult find_access(MlirOperation op, void *user) {
     if (!op_is(op, "memref.load") && !op_is(op, "memref.store")) return MlirWalkResultAdvance;
     *(bool *)user = true;
@@ -463,13 +455,7 @@ static void unroll(MlirOperation loop) {
         ValueMap m = {0};
         vmap_set(&m, iv, const_index(&b, lb + t * step));
         for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
-            MlirOperation copy = mlirOperationClone(op);
-            mlirBlockInsertOwnedOperationBefore(b.block, loop, copy);
-            Remap r = {&m};
-            mlirOperationWalk(copy, remap_operands, &r, MlirWalkPreOrder);
-            for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
-                vmap_set(&m, mlirOperationGetResult(op, i), mlirOperationGetResult(copy, i));
-            }
+            clone_mapped(&b, op, &m);
         }
         vmap_free(&m);
     }

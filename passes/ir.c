@@ -661,3 +661,24 @@ void sink_fills(MlirBlock block) {
     }
     oplist_free(&moved);
 }
+
+static MlirWalkResult remap_through(MlirOperation op, void *user) {
+    const ValueMap *m = user;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i), to = vmap_get(m, v);
+        if (!mlirValueEqual(v, to)) mlirOperationSetOperand(op, i, to);
+    }
+    return MlirWalkResultAdvance;
+}
+
+MlirOperation clone_mapped(Builder *b, MlirOperation op, ValueMap *m) {
+    MlirOperation c = mlirOperationClone(op);
+    mlirOperationWalk(c, remap_through, m, MlirWalkPreOrder);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, c);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, c);
+    }
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) vmap_set(m, mlirOperationGetResult(op, i), mlirOperationGetResult(c, i));
+    return c;
+}

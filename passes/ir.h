@@ -127,6 +127,8 @@ void vmap_set(ValueMap *m, MlirValue from, MlirValue to);
 MlirValue vmap_get(const ValueMap *m, MlirValue v);
 ValueMap vmap_copy(const ValueMap *m);
 void vmap_free(ValueMap *m);
+/* A copy of op at b, its operands (its nested ops' too) mapped through m, its results recorded in m. */
+MlirOperation clone_mapped(Builder *b, MlirOperation op, ValueMap *m);
 
 /* The pt2 op `id` defining v, or a null op. */
 MlirOperation pt2_producer(MlirValue v, Pt2OpId id);
