@@ -338,7 +338,17 @@ void oplist_free(OpList *l) {
 
 static size_t opset_slot(const void *p, size_t mask) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & mask; }
 
-bool opset_insert(OpSet *s, MlirOperation op) {
+bool opset_insert(OpSet *s, MlirOperation op) { return ptrset_insert(s, op.ptr); }
+
+bool ptrset_has(const OpSet *s, const void *p) {
+    if (!s->slot) return false;
+    for (size_t h = opset_slot(p, s->mask); s->slot[h]; h = (h + 1) & s->mask) {
+        if (s->slot[h] == p) return true;
+    }
+    return false;
+}
+
+bool ptrset_insert(OpSet *s, const void *p) {
     if (2 * (s->n + 1) > (s->slot ? s->mask + 1 : 0)) { /* keep it at most half full */
         size_t cap = s->slot ? 2 * (s->mask + 1) : 64;
         void **slot = calloc(cap, sizeof *slot);
@@ -352,11 +362,11 @@ bool opset_insert(OpSet *s, MlirOperation op) {
         s->slot = slot;
         s->mask = cap - 1;
     }
-    size_t h = opset_slot(op.ptr, s->mask);
+    size_t h = opset_slot(p, s->mask);
     for (; s->slot[h]; h = (h + 1) & s->mask) {
-        if (s->slot[h] == op.ptr) return false;
+        if (s->slot[h] == p) return false;
     }
-    s->slot[h] = op.ptr;
+    s->slot[h] = (void *)p;
     ++s->n;
     return true;
 }

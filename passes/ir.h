@@ -115,6 +115,9 @@ typedef struct OpSet {
 } OpSet;
 /* Adds op; false if it was there already. */
 bool opset_insert(OpSet *s, MlirOperation op);
+/* The same table keyed on any pointer (a value's: MlirValue.ptr). */
+bool ptrset_insert(OpSet *s, const void *p);
+bool ptrset_has(const OpSet *s, const void *p);
 void opset_free(OpSet *s);
 
 /* Values mapped to values (cloning a body): set replaces an existing
