@@ -668,7 +668,11 @@ static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *
     int64_t v = VECTOR_BYTES / elem;
     if (v > MAX_VEC) v = MAX_VEC;
     if (v < 2) return false;
-    int64_t t = red_pow2_at_least((p->columns + SLOT_TARGET - 1) / SLOT_TARGET);
+    /* SLOT_TARGET f32s' bytes a lane: 32 bf16 columns, so that a 16-bit row moves as many bytes a
+     * thread as an f32 one, in half the lanes (a warp, not two, for 1024 columns: no barrier) */
+    int64_t target = elem < 4 ? SLOT_TARGET * 4 / elem : SLOT_TARGET;
+    if (target > MAX_SLOTS) target = MAX_SLOTS;
+    int64_t t = red_pow2_at_least((p->columns + target - 1) / target);
     if (t < SECTOR_BYTES / VECTOR_BYTES) t = SECTOR_BYTES / VECTOR_BYTES;
     if (t > red_pow2_at_least((p->columns + v - 1) / v)) t = red_pow2_at_least((p->columns + v - 1) / v);
     if (t > ROW_MAX_THREADS) t = ROW_MAX_THREADS;
