@@ -252,6 +252,15 @@ def main():
     wb, bb2 = torch.randn(1024, device="cuda", dtype=torch.bfloat16), torch.randn(1024, device="cuda", dtype=torch.bfloat16)
     case("layer_norm 8192x1024 bf16", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
          lambda s, w, b: torch.nn.functional.layer_norm(s, (1024,), w, b), [sb, wb, bb2], 2 * sb.numel() * 2, rows)
+    # past the H200's 50 MB L2: the cases above are L2-sized, where a copy runs at 6 TB/s
+    sl = torch.randn(32768, 1024, device="cuda", dtype=torch.bfloat16)
+    case("softmax 32768x1024 bf16", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [sl],
+         2 * sl.numel() * 2, rows)
+    case("layer_norm 32768x1024 bf16", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
+         lambda s, w, b: torch.nn.functional.layer_norm(s, (1024,), w, b), [sl, wb, bb2], 2 * sl.numel() * 2, rows)
+    xb, bbf = x.to(torch.bfloat16), b.to(torch.bfloat16)
+    case("pointwise chain 16384x4096 bf16", lambda g, x, b: g.op("mul", g.op("relu", g.op("add", x, b)), g.op("sigmoid", x)),
+         lambda x, b: torch.relu(x + b) * torch.sigmoid(x), [xb, bbf], 2 * xb.numel() * 2, rows)
     models(rows)
     columns(rows)  # last: scripts/gpu-check's time limit cuts these first
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, date=time.strftime("%Y-%m-%d"), results=rows)

@@ -652,8 +652,8 @@ int64_t rows_loop_unroll(int64_t slots, int64_t target) {
  * element, consecutive columns, a lane at each slot, when cvec divides that
  * dimension's trip and every other stride and offset keeps the vector
  * 16-byte aligned.  The lanes are chosen again: about SLOT_TARGET columns a
- * lane, two at least (a 32-byte sector a row a warp instruction), no more
- * than the row has vectors.  Only unrolled slots (a slot loop would take one
+ * lane (of f16/bf16 twice that: the bytes of an f32 row), two at least (a
+ * 32-byte sector a row a warp instruction), no more than the row has vectors.  Only unrolled slots (a slot loop would take one
  * element an iteration, cvec columns apart).  False: the plan is unchanged. */
 static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int n, const Accesses *w, const Rows *rows) {
     Plan q = *out, *p = &q;
