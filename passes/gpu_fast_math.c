@@ -261,14 +261,7 @@ static void fast_math_kernel(MlirOperation func) {
 
 static int run_fast_math(MlirOperation top, void *user) {
     (void)user;
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
-    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
-        if (!gpu_is_op(m, "gpu.module")) continue;
-        MlirBlock mb = mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0));
-        for (MlirOperation fn = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(fn); fn = mlirOperationGetNextInBlock(fn)) {
-            if (gpu_is_op(fn, "gpu.func")) fast_math_kernel(fn);
-        }
-    }
+    gpu_each_kernel(top, fast_math_kernel);
     return 0;
 }
 

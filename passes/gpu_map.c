@@ -49,6 +49,17 @@ bool gpu_is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
 }
 
+void gpu_each_kernel(MlirOperation top, void (*fn)(MlirOperation func)) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
+    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+        if (!gpu_is_op(m, "gpu.module")) continue;
+        MlirBlock mb = mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0));
+        for (MlirOperation f = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
+            if (gpu_is_op(f, "gpu.func")) fn(f);
+        }
+    }
+}
+
 static MlirWalkResult note_launch(MlirOperation op, void *user) {
     if (gpu_is_op(op, "gpu.module")) return MlirWalkResultSkip; /* kernels launch nothing: only the host is walked */
     if (gpu_is_op(op, "gpu.launch_func")) oplist_push(user, op);

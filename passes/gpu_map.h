@@ -21,6 +21,8 @@ extern const char *const gpu_block_mapping;
 extern const char *const gpu_thread_mapping;
 
 bool gpu_is_op(MlirOperation op, const char *name);
+/* fn on each gpu.func of each gpu.module at top level of `top` (the kernels, after outlining). */
+void gpu_each_kernel(MlirOperation top, void (*fn)(MlirOperation func));
 /* Every gpu.launch_func in top that launches a kernel of gpu.module `module`
  * launches it from `to_module` (NULL: the same module) under the name
  * `to_kernel` (NULL: its own): after a kernel or module is renamed or moved. */

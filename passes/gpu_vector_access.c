@@ -462,24 +462,18 @@ static void unroll(MlirOperation loop) {
     mlirOperationDestroy(loop);
 }
 
+static void vector_access_kernel(MlirOperation f) {
+    OpList loops = {0}; /* innermost first (post-order): an outer one is left if it holds a loop */
+    mlirOperationWalk(f, collect_lane_loop, &loops, MlirWalkPostOrder);
+    for (int i = 0; i < loops.n; ++i) unroll(loops.ops[i]);
+    oplist_free(&loops);
+    MlirRegion region = mlirOperationGetRegion(f, 0);
+    for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) vectorize_block(f, b);
+}
+
 static int run_vector_access(MlirOperation top, void *user) {
     (void)user;
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
-    for (MlirOperation m = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
-        if (!gpu_is_op(m, "gpu.module")) continue;
-        MlirBlock mb = mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0));
-        for (MlirOperation f = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
-            if (!gpu_is_op(f, "gpu.func")) continue;
-            OpList loops = {0}; /* innermost first (post-order): an outer one is left if it holds a loop */
-            mlirOperationWalk(f, collect_lane_loop, &loops, MlirWalkPostOrder);
-            for (int i = 0; i < loops.n; ++i) unroll(loops.ops[i]);
-            oplist_free(&loops);
-            MlirRegion region = mlirOperationGetRegion(f, 0);
-            for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
-                vectorize_block(f, b);
-            }
-        }
-    }
+    gpu_each_kernel(top, vector_access_kernel);
     return 0;
 }
 
