@@ -391,6 +391,14 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     }
     Var *along = setitem_along(t, x, items, n, value);
     if (along || t->broke) return along && trace_assign_inplace(t, x, along, "x[..., index, ...] = v");
+    int64_t count;
+    if (n >= 2 && n <= x->rank && polyfill_index_count(items, n, &count) && count <= PT2_MAX_WRITE_INDICES) {
+        /* x[i, j, ..] = v: integer index tensors for the leading dims */
+        Var *args[2 + PT2_MAX_RANK * 2] = {x, value};
+        memcpy(args + 2, items, sizeof(Var *) * (size_t)n);
+        Var *r = polyfill_form(t, "setitem_indices", args, 2 + n, NULL, NULL, 0);
+        return r && trace_assign_inplace(t, x, r, "x[i, j, ...] = v");
+    }
     /* the box: per dimension of x, an int (dropped from the value's shape) or a range */
     int64_t start[PT2_MAX_RANK], stop[PT2_MAX_RANK], step[PT2_MAX_RANK];
     bool is_int[PT2_MAX_RANK] = {0};

@@ -209,11 +209,6 @@ static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
-/* erfinv's form: a float32, float16 or bfloat16 tensor (float64's tails need more than it refines) */
-static bool float32_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    return float_tensor(args, n_args, kw_names, kw_values, n_kw) && ARG(0, "input")->dtype != PT2_F64;
-}
-
 /* F.one_hot(x, num_classes) of an int64 x with num_classes >= 1 (-1 sizes the result by the data; 0
  * raises in eager, for an empty x too) */
 static bool one_hot_explicit(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
@@ -231,6 +226,28 @@ static bool cdist_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values
     return is_tensor(x1) && is_tensor(x2) && x1->dtype == x2->dtype && (x1->dtype == PT2_F32 || x1->dtype == PT2_F64) &&
            x1->rank >= 2 && x2->rank >= 2 && (!p || const_number(p, &pv)) && pv >= 0 &&
            (!mode || is_const(mode, Py_None) || (const_int(mode, &m) && m >= 0 && m <= 2));
+}
+
+/* kl_div(input, target, reduction=1, *, log_target=False) of float tensors, reduction 0, 1 or 2 */
+static bool kl_div_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static const char *const names[] = {"input", "target", "reduction", "log_target", NULL};
+    Var *x = ARG(0, "input"), *y = ARG(1, "target"), *red = ARG(2, "reduction");
+    int64_t r = 1;
+    bool b;
+    return n_args <= 3 && only_keywords(kw_names, n_kw, names) && is_tensor(x) && is_tensor(y) &&
+           pt2_dtype_is_float(x->dtype) && pt2_dtype_is_float(y->dtype) && (!red || (const_int(red, &r) && r >= 0 && r <= 2)) &&
+           opt_bool(ARG(-1, "log_target"), false, &b);
+}
+
+/* block_diag(tensors): one to PT2_MAX_RANK tensors of rank <= 2 and one dtype (promotion declined) */
+static bool block_diag_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *ts = n_args == 1 && n_kw == 0 ? args[0] : NULL;
+    if (!ts || (ts->kind != V_TUPLE && ts->kind != V_LIST) || ts->n_items < 1) return false;
+    for (int i = 0; i < ts->n_items; ++i) {
+        const Var *t = ts->items[i];
+        if (!is_tensor(t) || t->rank > 2 || t->dtype != ts->items[0]->dtype) return false;
+    }
+    return true;
 }
 
 /* nll_loss_nd / cross_entropy_loss (input, target, weight, reduction, ignore_index[, label_smoothing]):
@@ -317,7 +334,7 @@ static bool isin_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values,
 
 /* The index writes (python/pt2/_polyfills_scatter.py) compare every index with every position: at most
  * this many indices, else the C op. */
-#define MAX_WRITE_INDICES 1024
+#define MAX_WRITE_INDICES PT2_MAX_WRITE_INDICES
 
 /* A source tensor of another dtype than the input's: eager raises (the C op). */
 static bool other_dtype(const Var *x, const Var *src) { return is_tensor(src) && src->dtype != x->dtype; }
@@ -373,18 +390,41 @@ static bool scatter_reduce_ok(Var **args, int n_args, PyObject *kw_names, Var **
     return known && scatter_ok(args, n_args < 4 ? n_args : 4, NULL, NULL, 0) && is_tensor(ARG(2, "index"));
 }
 
-/* index_put (input, indices, values, accumulate=): one 1-d integer index tensor, tensor values */
+bool polyfill_index_count(Var *const *indices, int n, int64_t *count) {
+    int rank = 0;
+    for (int i = 0; i < n; ++i) {
+        const Var *v = indices[i];
+        if (!is_tensor(v) || (v->dtype != PT2_I64 && v->dtype != PT2_I32)) return false;
+        rank = v->rank > rank ? v->rank : rank;
+    }
+    *count = 1;
+    for (int d = 1; d <= rank; ++d) { /* from the right */
+        int64_t size = 1;
+        for (int i = 0; i < n; ++i) {
+            const Var *v = indices[i];
+            int64_t s = d <= v->rank ? v->sizes[v->rank - d] : 1;
+            if (s != 1 && size != 1 && s != size) return false;
+            if (s != 1) size = s;
+        }
+        *count *= size;
+    }
+    return true;
+}
+
+/* index_put (input, indices, values, accumulate=): integer index tensors for input's leading dims,
+ * broadcast together, tensor values */
 static bool index_put_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static const char *const names[] = {"input", "indices", "values", "accumulate", NULL};
     Var *x = ARG(0, "input"), *ix = ARG(1, "indices"), *v = ARG(2, "values");
     bool b;
+    int64_t count;
     if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || x->rank == 0 || !ix ||
-        (ix->kind != V_TUPLE && ix->kind != V_LIST) || ix->n_items != 1 || !opt_bool(ARG(3, "accumulate"), false, &b) || !v) {
+        (ix->kind != V_TUPLE && ix->kind != V_LIST) || ix->n_items < 1 || ix->n_items > x->rank ||
+        !opt_bool(ARG(3, "accumulate"), false, &b) || !v) {
         return false;
     }
-    Var *i = ix->items[0];
-    return is_tensor(i) && (i->dtype == PT2_I64 || i->dtype == PT2_I32) && i->rank == 1 && i->sizes[0] <= MAX_WRITE_INDICES &&
-           is_tensor(v) && !other_dtype(x, v); /* a number, another dtype: eager raises */
+    return polyfill_index_count(ix->items, ix->n_items, &count) && count <= MAX_WRITE_INDICES && is_tensor(v) &&
+           !other_dtype(x, v); /* a number, another dtype: eager raises */
 }
 
 /* bucketize(tensor, 1-d boundaries) */
@@ -560,6 +600,8 @@ static Polyfill polyfills[] = {
     /* class indices, distances, losses over classes, diagonals, 1-d max pool, search */
     {"torch._C._nn.one_hot", "one_hot", one_hot_explicit, NULL, NULL},
     {"torch._C._VariableFunctions.cdist", "cdist", cdist_ok, NULL, NULL},
+    {"torch.kl_div", "kl_div", kl_div_ok, NULL, NULL},
+    {"torch._C._VariableFunctions.block_diag", "block_diag", block_diag_ok, NULL, NULL},
     {"torch._C._nn.nll_loss_nd", "nll_loss_nd", nll_loss_ok, NULL, NULL},
     {"torch._C._nn.cross_entropy_loss", "cross_entropy_loss", cross_entropy_ok, NULL, NULL},
     {"torch.diag", "diag", diag_ok, NULL, NULL},
@@ -579,8 +621,8 @@ static Polyfill polyfills[] = {
     {"torch.digamma", "digamma", float_tensor, NULL, NULL},
     {"torch.special.digamma", "digamma", float_tensor, NULL, NULL},
     {"torch.special.psi", "digamma", float_tensor, NULL, NULL},
-    {"torch.erfinv", "erfinv", float32_tensor, NULL, NULL},
-    {"torch.special.erfinv", "erfinv", float32_tensor, NULL, NULL},
+    {"torch.erfinv", "erfinv", float_tensor, NULL, NULL},
+    {"torch.special.erfinv", "erfinv", float_tensor, NULL, NULL},
     {"torch.i0", "i0", float_tensor, NULL, NULL},
     {"torch.special.i0", "i0", float_tensor, NULL, NULL},
     /* index and scatter writes (python/pt2/_polyfills_scatter.py; in place through capture/inplace.c) */
@@ -618,7 +660,7 @@ static struct {
     {"scatter_add", "scatter_add", scatter_ok, NULL}, {"scatter_reduce", "scatter_reduce", scatter_reduce_ok, NULL},
     {"index_put", "index_put", index_put_ok, NULL},
     {"lgamma", "lgamma", float_tensor, NULL}, {"digamma", "digamma", float_tensor, NULL},
-    {"erfinv", "erfinv", float32_tensor, NULL}, {"i0", "i0", float_tensor, NULL},
+    {"erfinv", "erfinv", float_tensor, NULL}, {"i0", "i0", float_tensor, NULL},
 };
 
 #define N_METHOD_POLYFILLS (sizeof method_polyfills / sizeof method_polyfills[0])

@@ -464,6 +464,11 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 /* A call of pt2._polyfills.<py_name> (a rule's fallback for what its op does not cover: F.pad's
  * other modes). */
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* Index writes through the forms gather over their indices (O(positions · indices)): at most this many. */
+#define PT2_MAX_WRITE_INDICES 1024
+/* The count of positions n integer index tensors select, broadcast together; false if one is not an
+ * integer tensor or they do not broadcast (eager raises). */
+bool polyfill_index_count(Var *const *indices, int n, int64_t *count);
 /* Tensor.<name>(...) with self as args[0], through the same forms; whether
  * a method name has one (a tensor's attribute of that name is the method). */
 bool polyfill_has_method(const char *name);

@@ -196,6 +196,7 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_COS: return build_unary(b, "math.cos", x, ct);
     case PT2_OP_TANH: return build_unary(b, "math.tanh", x, ct);
     case PT2_OP_ERF: return build_unary(b, "math.erf", x, ct);
+    case PT2_OP_ERFC: return build_unary(b, "math.erfc", x, ct);
     case PT2_OP_SIGMOID: return sigmoid(b, x);
     case PT2_OP_RELU:
         return f ? build_binary(b, "arith.maximumf", x, fconst(b, ct, 0.0))

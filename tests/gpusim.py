@@ -660,6 +660,8 @@ class Simulator:
                 r = 1.0 / np.sqrt(v[0])
             elif n == "erf":
                 r = _torch_unary(torch.special.erf, v[0])
+            elif n == "erfc":
+                r = _torch_unary(torch.special.erfc, v[0])
             elif n == "fma":
                 r = v[0] * v[1] + v[2]
             elif n == "powf":

@@ -27,6 +27,7 @@ UNARY = {
     "cos": (torch.cos, (-3, 3), ALL),
     "tanh": (torch.tanh, (-3, 3), ALL),
     "erf": (torch.erf, (-3, 3), ALL),
+    "erfc": (torch.erfc, (-3, 6), ALL),
     "sigmoid": (torch.sigmoid, (-3, 3), ALL),
     "relu": (torch.relu, (-3, 3), NUMERIC),
     "floor": (torch.floor, (-3, 3), NUMERIC),
@@ -58,7 +59,8 @@ def test_unary(name, dtype):
 
 def test_unary_special_values():
     x = torch.tensor([0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e-30, -2.5, 2.5])
-    for name in ["exp", "expm1", "log1p", "tanh", "erf", "sigmoid", "relu", "sign", "isnan", "abs", "neg", "floor", "round"]:
+    for name in ["exp", "expm1", "log1p", "tanh", "erf", "erfc", "sigmoid", "relu", "sign", "isnan", "abs", "neg", "floor",
+                 "round"]:
         ref = UNARY[name][0]
         assert_close(run(lambda g, v: g.op(name, v), [x]), ref(x), name)
 

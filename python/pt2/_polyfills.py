@@ -26,7 +26,8 @@ from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad'
     upsample_nearest, upsample_nearest_exact)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
-    index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce)
+    index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce,
+    setitem_indices)
 from ._polyfills_sort import median, nanmedian, nanquantile, quantile  # noqa: F401  (order statistics)
 from ._polyfills_special import digamma, erfinv, i0, lgamma  # noqa: F401  (special functions)
 
@@ -312,6 +313,31 @@ def cartesian_prod(tensors):
 def trace(input):
     """torch.trace: the diagonal's sum (ints into int64)."""
     return input.diagonal().sum()
+
+
+def kl_div(input, target, reduction=1, log_target=False):
+    """torch.kl_div as F.kl_div calls it (reduction 0 none, 1 mean, 2 sum; F.kl_div's batchmean is the sum,
+    divided after): ATen's target * (log(target) - input) as xlogy(target, target) - target * input (0
+    where the target is 0, NaN kept), or with log_target exp(target) * (target - input)."""
+    if log_target:
+        loss = torch.exp(target) * (target - input)
+    else:
+        loss = torch.xlogy(target, target) - target * input
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def block_diag(tensors):
+    """torch.block_diag of tensors of one dtype (polyfills.c): each (a 0-d one as 1 x 1, a 1-d one as a
+    row) between zero blocks to the total width, the rows stacked."""
+    mats = [t.reshape(1, -1) if t.dim() < 2 else t for t in tensors]
+    width = sum(m.shape[1] for m in mats)
+    like = dict(dtype=mats[0].dtype, device=mats[0].device)
+    rows, col = [], 0
+    for m in mats:
+        r, c = m.shape
+        rows.append(torch.cat([torch.zeros(r, col, **like), m, torch.zeros(r, width - col - c, **like)], 1))
+        col += c
+    return torch.cat(rows, 0)
 
 
 def kron(input, other):

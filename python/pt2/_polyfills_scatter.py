@@ -190,11 +190,37 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 def index_put(input, indices, values, accumulate=False):
-    """Tensor.index_put with one 1-d integer index tensor (dim 0; negative indices from the end):
-    index_put_along, or with accumulate the values added (index_add's form)."""
-    (index,) = indices
-    if not accumulate:
-        return index_put_along(input, 0, index, values)
-    shape = list(input.shape)
-    shape[0] = index.numel()
-    return _add_rows(input, values.to(input.dtype).expand(shape), index, wrap=True).to(input.dtype)
+    """Tensor.index_put with integer index tensors on the leading dims, broadcast together (negative
+    indices from the end): with one 1-d index, index_put_along, or with accumulate the values added
+    (index_add's form); with more, the indexed dims flattened into one whose index is the indices'
+    row-major combination, each checked against its own dim's size first (x[i, j] with j past its dim
+    fails the check, as eager raises, rather than landing in the next row)."""
+    if len(indices) == 1 and indices[0].dim() == 1:
+        (index,) = indices
+        if not accumulate:
+            return index_put_along(input, 0, index, values)
+        shape = list(input.shape)
+        shape[0] = index.numel()
+        return _add_rows(input, values.to(input.dtype).expand(shape), index, wrap=True).to(input.dtype)
+    k = len(indices)
+    lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
+    linear, rows = None, 1
+    for index, size in zip(indices, lead):
+        index = index.long()
+        index = _checked(torch.where(index < 0, index + size, index), size)
+        linear = index if linear is None else linear * size + index
+        rows *= size
+    flat = input.reshape((rows,) + rest)
+    n = linear.numel()
+    if isinstance(values, torch.Tensor):
+        v = values.to(input.dtype).expand(tuple(linear.shape) + rest).reshape((n,) + rest)
+    else:
+        v = torch.full((n,) + rest, values, dtype=input.dtype, device=input.device)
+    linear = linear.reshape(-1)
+    out = _add_rows(flat, v, linear) if accumulate else _copy_rows(flat, v, linear)
+    return out.to(input.dtype).reshape(input.shape)
+
+
+def setitem_indices(input, values, *indices):
+    """x[i, j, ..] = values with integer index tensors for x's leading dims (capture/inplace.c)."""
+    return index_put(input, indices, values)

@@ -176,6 +176,53 @@ def test_index_put():
     check(in_place, x.clone(), i, v, tol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bfloat16])
+def test_index_put_several_indices(dtype):
+    """index_put and x[i, j] = v with integer index tensors for the leading dims, broadcast together
+    (a column of rows against a row of columns), negative indices, int32 indices, repeated positions
+    (the last value; added with accumulate), values broadcast over the rest dims."""
+    x = rand(5, 7, 3, dtype=dtype, seed=40)
+    i, j = torch.tensor([4, -1, 0, 4]), torch.tensor([6, 2, -7, 6])  # (4, 6) twice; -1 is 4, -7 is 0
+    v = rand(4, 3, dtype=dtype, seed=41)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    check(lambda x, i, j, v: (x.index_put((i, j), v), torch.index_put(x, (i, j), v[0], accumulate=True)), x, i, j, v,
+          tol=tol)
+    rows, cols = torch.tensor([[1], [3]], dtype=torch.int32), torch.tensor([0, 5, -1], dtype=torch.int32)
+    check(lambda x, r, c, v: x.index_put((r, c), v, accumulate=True), x, rows, cols, rand(2, 3, 3, dtype=dtype, seed=42),
+          tol=tol)
+    check(lambda x, i, j, k: x.index_put((i, j, k), x[0, 0, :1].expand(4)), x, i, j, torch.tensor([2, 0, 1, -1]), tol=0)
+
+    def setitem(x, i, j, v):
+        y = x.clone()
+        y[i, j] = v
+        y[j[:2] % 5, i[:2]] = 3
+        x[i, j] = v[:1]  # the input, written back
+        return y
+
+    a, b = x.clone(), x.clone()
+    with torch.no_grad():
+        want = setitem(a, i, j, v)
+        pt2.reset()
+        info = pt2.explain(setitem)(x.clone(), i, j, v)
+        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+        got = pt2.compile(setitem)(b, i, j, v)
+    same(got, want, tol=0)
+    same(b, a, tol=0)
+
+
+@pytest.mark.parametrize("bad", [(5, 0), (0, 7), (-6, 1), (1, -8)])
+def test_index_put_several_indices_out_of_range(bad):
+    """An index past its own dim raises, as eager's, rather than landing in the next row of the
+    flattened leading dims (j = 7 of a 7-wide dim would be row i + 1's first element)."""
+    x, v = rand(5, 7, seed=43), rand(1, seed=44)
+    i, j = torch.tensor([1, bad[0]]), torch.tensor([2, bad[1]])
+    with pytest.raises(IndexError):
+        x.index_put((i, j), v)
+    pt2.reset()
+    with pytest.raises(IndexError):
+        pt2.compile(lambda x, i, j, v: x.index_put((i, j), v))(x, i, j, v)
+
+
 def test_source_of_another_dtype_raises_like_eager():
     """A source of another dtype than the input's: eager raises, so the forms leave it to the C op."""
     x, i = rand(3, 4, seed=30), torch.tensor([0, 2])

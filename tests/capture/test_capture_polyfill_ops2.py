@@ -492,3 +492,43 @@ def test_search_declined_calls_stay_the_c_op():
     breaks(lambda x, b: torch.searchsorted(b, x), torch.tensor([1.5, 2.0]), b.reshape(1, 3).expand(2, 3))
     breaks(lambda x, b: torch.bucketize(x, b), torch.tensor([1.5]), b.reshape(1, 3))  # eager raises
     breaks(lambda x, b: torch.bucketize(x, b), torch.tensor([True]), torch.tensor([False, True]))
+
+
+# --- kl_div, block_diag -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reduction", ["batchmean", "mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_kl_div(reduction, dtype):
+    """F.kl_div with log-probabilities against probabilities (zeros in the target: xlogy's 0), against
+    log-probabilities (log_target), a broadcast target, a NaN kept."""
+    torch.manual_seed(50)
+    x = torch.randn(5, 7, dtype=dtype).log_softmax(-1)
+    t = torch.rand(5, 7, dtype=dtype).softmax(-1)
+    t[1, 2] = 0
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    if reduction == "mean":  # F.kl_div warns first (warnings.warn: a break), so torch.kl_div's own enum
+        check(lambda x, t: torch.kl_div(x, t, 1), x, t, tol=tol)
+    else:
+        check(lambda x, t: F.kl_div(x, t, reduction=reduction), x, t, tol=tol)
+    check(lambda x, t: F.kl_div(x, t.log(), reduction="sum" if reduction == "mean" else reduction, log_target=True), x, t,
+          tol=tol)
+    check(lambda x, t: torch.kl_div(x, t, 0) * 2, x, t[:1], tol=tol)  # broadcast, reduction none
+    xn = x.clone()
+    xn[0, 0] = float("nan")
+    check(lambda x, t: F.kl_div(x, t, reduction="none"), xn, t, tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_block_diag(dtype):
+    """torch.block_diag of 2-d, 1-d (a row), 0-d (1 x 1) and empty blocks, non-contiguous ones."""
+    torch.manual_seed(51)
+    a, b = (torch.randn(2, 3) * 5).to(dtype), (torch.randn(4, 3) * 5).to(dtype).t()
+    v, s, e = (torch.randn(5) * 5).to(dtype), (torch.randn(()) * 5).to(dtype), torch.zeros(0, 2, dtype=dtype)
+    check(lambda a, b, v, s, e: torch.block_diag(a, b, v, s, e), a, b, v, s, e, tol=0, exact=True)
+    check(lambda a: torch.block_diag(a), a, tol=0, exact=True)
+
+
+def test_block_diag_of_mixed_dtypes_stays_the_c_op():
+    """Blocks of different dtypes (eager promotes): declined, a break, eager's result."""
+    a, b = torch.randn(2, 2), torch.arange(3)
+    check(lambda a, b: torch.block_diag(a, b) + 1, a, b, graphs=1, breaks=1)
