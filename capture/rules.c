@@ -470,6 +470,11 @@ static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim); /* cumsum, cumprod */
 }
 
+/* pt2's sort and topk rank each element by comparing it with every other of its row (lower_nn.c): past
+ * these sizes that costs more than a graph break and torch's own kernel. */
+#define SORT_MAX_LENGTH 1024
+#define SORT_MAX_COMPARES ((int64_t)1 << 24)
+
 static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool topk = strcmp(e->op, "topk") == 0;
     BIND(topk ? "input, k, dim=-1, largest=True, sorted=True" : "input, dim=-1, descending=False, stable=False");
@@ -477,6 +482,14 @@ static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
     int64_t dim, k;
     bool flag;
     if (!x || !arg_int(t, &b, "dim", -1, &dim)) return NULL;
+    if (x->kind == V_TENSOR && x->rank > 0 && dim >= -x->rank && dim < x->rank) {
+        int64_t len = x->sizes[dim < 0 ? dim + x->rank : dim], numel = 1;
+        for (int i = 0; i < x->rank; ++i) numel *= x->sizes[i];
+        if (len > SORT_MAX_LENGTH || (len > 0 && numel / len * len * len > SORT_MAX_COMPARES)) {
+            return trace_break(t, "%s over %lld elements a row (%lld rows): pt2's sort compares every pair, torch's kernel is faster",
+                               e->op, (long long)len, (long long)(len ? numel / len : 0));
+        }
+    }
     int out[4];
     char attrs[160];
     if (topk) {

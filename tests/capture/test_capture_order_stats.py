@@ -110,3 +110,22 @@ def test_in_a_model():
         return lin((x - med) / (iqr + 1e-6))
 
     check(f, torch.randn(6, 11), tol=1e-4)
+
+
+def test_long_rows_are_left_to_torchs_sort():
+    """pt2's sort ranks an element by comparing it with every other of its row: past 1024 elements a row
+    (or 2^24 comparisons in all) sort, topk, argsort and the order statistics built on them break to
+    torch's kernel, with eager's results; shorter rows stay in the graph."""
+    torch.manual_seed(60)
+    x = torch.randn(3, 2001)
+    for fn in (lambda x: torch.sort(x, 1).values * 2, lambda x: torch.topk(x, 7).indices + 1,
+               lambda x: torch.argsort(x, descending=True)[:, :5] * 2, lambda x: torch.median(x, 1).values * 2,
+               lambda x: torch.quantile(x, 0.25, dim=1) + 1):
+        pt2.reset()
+        info = pt2.explain(fn)(x)
+        assert info.graph_break_count == 1 and "compares every pair" in str(info.break_reasons[0]), info.break_reasons
+        want = fn(x)
+        got = pt2.compile(fn)(x)
+        assert torch.equal(got, want)
+    check(lambda x: torch.topk(x[:, :1024], 5).values * 3, x)  # 1024 a row: compiled
+    check(lambda x: torch.sort(x.reshape(-1, 3), 1).values + 1, x, tol=0)  # many short rows
