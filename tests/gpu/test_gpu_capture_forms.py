@@ -1,7 +1,7 @@
 """Capture's Python forms on CUDA tensors against eager CUDA: transposed and 3-d convolutions, special
-functions (lgamma, digamma, erfinv, i0), order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
-(index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put, x[:, idx] = v, in place on
-inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
+functions (lgamma, digamma, erfinv in f32 and f64, i0; erfc, an op), kl_div, block_diag, order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
+(index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put with one or several index tensors,
+x[:, idx] = v, in place on inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
 The graphs these forms make compile for sm_90 without a GPU (the first test, which CI runs)."""
 import os
 import sys
@@ -44,7 +44,20 @@ def _conv3d(x, w, b):
 
 
 def _special(x):
-    return torch.lgamma(x * 3), torch.digamma(x * 2 + 0.1), torch.erfinv(torch.tanh(x)), torch.i0(x * 5)
+    return torch.lgamma(x * 3), torch.digamma(x * 2 + 0.1), torch.erfinv(torch.tanh(x)), torch.i0(x * 5), torch.erfc(x * 3)
+
+
+def _special64(x):
+    return torch.erfinv(torch.tanh(x * 4)), torch.erfc(x * 6)
+
+
+def _losses(a, b):
+    return F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"), torch.block_diag(a[:2], b[:3, :4], b[0])
+
+
+def _index_put_several(x, i, j, v):
+    # distinct positions where values are written over: with repeats eager CUDA keeps any one of them
+    return x.index_put((i[:3], j[:3]), v[:3]), x.index_put((i, j), v, accumulate=True)
 
 
 def _medians(x):
@@ -86,6 +99,11 @@ CASES = {
     "conv3d": (_conv3d, lambda d: (rand(2, 4, 5, 6, 7, device=d, seed=16), rand(4, 4, 3, 3, 3, device=d, seed=17),
                                    rand(4, device=d, seed=18)), 3e-3),  # cuDNN's TF32 either side, other algorithms
     "special": (_special, lambda d: (rand(6, 37, device=d, seed=19),), 1e-5),
+    "special64": (_special64, lambda d: (rand(6, 37, dtype=torch.float64, device=d, seed=20),), 1e-12),
+    "losses": (_losses, lambda d: (rand(5, 7, device=d, seed=21), rand(5, 7, device=d, seed=22)), 1e-5),
+    "index_put_several": (_index_put_several, lambda d: (rand(5, 7, 3, device=d, seed=23), torch.tensor([4, 0, -1, 4], device=d),
+                                                         torch.tensor([6, 2, 3, 6], device=d), rand(4, 3, device=d, seed=24)),
+                          1e-5),
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
     "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),
