@@ -144,3 +144,33 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A function whose domain ends sees its operand's f32 bits: sqrt(a * a - b * b)
+// with a = b is 0 in separate roundings and NaN once they contract into an
+// FMA, so the product and the difference stay exact; the product after the
+// sqrt may contract.
+// CHECK-LABEL: gpu.func @domain
+// CHECK: arith.mulf %{{.*}} : f32
+// CHECK-NEXT: arith.mulf %{{.*}} : f32
+// CHECK-NEXT: arith.subf %{{.*}} : f32
+// CHECK-NEXT: math.sqrt
+// CHECK-NEXT: arith.mulf %{{.*}} fastmath<contract> : f32
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @domain(%x: memref<128xbf16>, %y: memref<128xbf16>) kernel {
+      %t = gpu.thread_id x
+      %u = memref.load %x[%t] : memref<128xbf16>
+      %a = arith.extf %u : bf16 to f32
+      %aa = arith.mulf %a, %a : f32
+      %bb = arith.mulf %a, %a : f32
+      %d = arith.subf %aa, %bb : f32
+      %s = math.sqrt %d : f32
+      %w = arith.mulf %s, %a : f32
+      %r = arith.truncf %w : f32 to bf16
+      memref.store %r, %y[%t] : memref<128xbf16>
+      gpu.return
+    }
+  }
+}
