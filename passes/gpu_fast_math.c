@@ -239,7 +239,16 @@ static void full_range_division(MlirOperation div) {
     replace_op(div, 1, &r);
 }
 
+static MlirWalkResult find_rounding(MlirOperation op, void *user) {
+    if (!is_16bit_rounding(op)) return MlirWalkResultAdvance;
+    *(bool *)user = true;
+    return MlirWalkResultInterrupt;
+}
+
 static void fast_math_kernel(MlirOperation func) {
+    bool rounds = false; /* an f32 kernel has nothing to hide: one walk */
+    mlirOperationWalk(func, find_rounding, &rounds, MlirWalkPreOrder);
+    if (!rounds) return;
     Flow f = {0};
     mlirOperationWalk(func, seed, &f, MlirWalkPreOrder);
     propagate(&f);
