@@ -653,8 +653,9 @@ int64_t rows_loop_unroll(int64_t slots, int64_t target) {
  * dimension's trip and every other stride and offset keeps the vector
  * 16-byte aligned.  The lanes are chosen again: about SLOT_TARGET columns a
  * lane (of f16/bf16 twice that: the bytes of an f32 row), two at least (a
- * 32-byte sector a row a warp instruction), no more than the row has vectors.  Only unrolled slots (a slot loop would take one
- * element an iteration, cvec columns apart).  False: the plan is unchanged. */
+ * 32-byte sector a row a warp instruction), no more than the row has
+ * vectors.  Only unrolled slots (a slot loop would take one element an
+ * iteration, cvec columns apart).  False: the plan is unchanged. */
 static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int n, const Accesses *w, const Rows *rows) {
     Plan q = *out, *p = &q;
     if (p->interleave != 1 || p->vec > 1 || p->split || p->columns == 1) return false;
