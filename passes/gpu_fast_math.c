@@ -52,18 +52,17 @@ static void attr_text(MlirAttribute a, char *text, size_t cap) {
     mlirAttributePrint(a, pt2_textbuf_append, &buf);
 }
 
-static bool is_f32_like(MlirType t) {
-    if (mlirTypeIsAVector(t)) t = mlirShapedTypeGetElementType(t);
-    return mlirTypeIsAF32(t);
-}
+/* A scalar type, or a vector's element type. */
+static MlirType scalar_of(MlirType t) { return mlirTypeIsAVector(t) ? mlirShapedTypeGetElementType(t) : t; }
+
+static bool is_f32_like(MlirType t) { return mlirTypeIsAF32(scalar_of(t)); }
 
 static bool value_f32_like(MlirValue v) { return is_f32_like(mlirValueGetType(v)); }
 
 /* arith.truncf to f16 / bf16 (scalar or vector): where exposure stops. */
 static bool is_16bit_rounding(MlirOperation op) {
     if (!op_is(op, "arith.truncf")) return false;
-    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
-    if (mlirTypeIsAVector(t)) t = mlirShapedTypeGetElementType(t);
+    MlirType t = scalar_of(mlirValueGetType(mlirOperationGetResult(op, 0)));
     return mlirTypeIsAF16(t) || mlirTypeIsABF16(t);
 }
 
@@ -109,6 +108,7 @@ static bool is_load(MlirOperation op) { return op_is(op, "memref.load") || op_is
 typedef struct Flow {
     OpSet exposed;       /* values (MlirValue.ptr) whose f32 bits some use sees */
     OpList local_stores; /* stores of f32 values to shared / private memory */
+    OpList candidates;   /* the ops this pass may change, if their results are hidden */
     bool local_exposed;  /* a load of those gave an exposed value */
     MlirValue *stack;
     int n, cap;
@@ -128,9 +128,16 @@ static bool parent_is(MlirOperation op, const char *name) {
     return !mlirOperationIsNull(p) && op_is(p, name);
 }
 
-/* Uses that see a value's f32 bits: seeds of the flow. */
+static bool is_candidate(MlirOperation op) {
+    return (op_is(op, "arith.mulf") || op_is(op, "arith.addf") || op_is(op, "arith.subf") || op_is(op, "math.exp") ||
+            op_is(op, "arith.divf")) &&
+           value_f32_like(mlirOperationGetResult(op, 0));
+}
+
+/* Uses that see a value's f32 bits: seeds of the flow; the candidates on the way. */
 static MlirWalkResult seed(MlirOperation op, void *user) {
     Flow *f = user;
+    if (is_candidate(op)) oplist_push(&f->candidates, op);
     intptr_t n = mlirOperationGetNumOperands(op);
     if (n == 0 || is_16bit_rounding(op) || is_carrier(op)) return MlirWalkResultAdvance;
     if (op_is(op, "scf.yield") && (parent_is(op, "scf.for") || parent_is(op, "scf.if"))) return MlirWalkResultAdvance;
@@ -189,15 +196,6 @@ static bool results_hidden(const Flow *f, MlirOperation op) {
     return true;
 }
 
-static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
-    if ((op_is(op, "arith.mulf") || op_is(op, "arith.addf") || op_is(op, "arith.subf") || op_is(op, "math.exp") ||
-         op_is(op, "arith.divf")) &&
-        value_f32_like(mlirOperationGetResult(op, 0))) {
-        oplist_push(user, op);
-    }
-    return MlirWalkResultAdvance;
-}
-
 /* Adds `flag` to op's fastmath flags. */
 static void set_fastmath(MlirOperation op, const char *flag) {
     char flags[96] = "none", text[128];
@@ -224,20 +222,14 @@ static void full_range_division(MlirOperation div) {
     MlirContext ctx = mlirOperationGetContext(div);
     Builder b = builder_before(div);
     MlirValue ops[2] = {mlirOperationGetOperand(div, 0), mlirOperationGetOperand(div, 1)};
+    MlirType f32 = mlirValueGetType(ops[0]);
     MlirNamedAttribute attrs[] = {
         named_attr(ctx, "intrin", mlirStringAttrGet(ctx, sref("llvm.nvvm.div.full"))),
         named_attr(ctx, "fastmathFlags", parse_attr(ctx, "#llvm.fastmath<none>")),
         named_attr(ctx, "op_bundle_sizes", parse_attr(ctx, "array<i32>")),
         named_attr(ctx, "operandSegmentSizes", parse_attr(ctx, "array<i32: 2, 0>")),
     };
-    MlirOperationState st = mlirOperationStateGet(sref("llvm.call_intrinsic"), mlirOperationGetLocation(div));
-    mlirOperationStateAddOperands(&st, 2, ops);
-    MlirType f32 = mlirValueGetType(ops[0]);
-    mlirOperationStateAddResults(&st, 1, &f32);
-    mlirOperationStateAddAttributes(&st, 4, attrs);
-    MlirOperation call = mlirOperationCreate(&st);
-    mlirBlockInsertOwnedOperationBefore(b.block, div, call);
-    MlirValue r = mlirOperationGetResult(call, 0);
+    MlirValue r = mlirOperationGetResult(build_op(&b, "llvm.call_intrinsic", 2, ops, 1, &f32, 4, attrs), 0);
     replace_op(div, 1, &r);
 }
 
@@ -254,10 +246,8 @@ static void fast_math_kernel(MlirOperation func) {
     Flow f = {0};
     mlirOperationWalk(func, seed, &f, MlirWalkPreOrder);
     propagate(&f);
-    OpList cands = {0};
-    mlirOperationWalk(func, collect_candidate, &cands, MlirWalkPreOrder);
-    for (int i = 0; i < cands.n; ++i) {
-        MlirOperation op = cands.ops[i];
+    for (int i = 0; i < f.candidates.n; ++i) {
+        MlirOperation op = f.candidates.ops[i];
         if (!results_hidden(&f, op)) continue;
         if (op_is(op, "math.exp")) {
             set_fastmath(op, "afn");
@@ -267,7 +257,7 @@ static void fast_math_kernel(MlirOperation func) {
             set_fastmath(op, "contract");
         }
     }
-    oplist_free(&cands);
+    oplist_free(&f.candidates);
     oplist_free(&f.local_stores);
     opset_free(&f.exposed);
     free(f.stack);
