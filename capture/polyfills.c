@@ -390,24 +390,37 @@ static bool scatter_reduce_ok(Var **args, int n_args, PyObject *kw_names, Var **
     return known && scatter_ok(args, n_args < 4 ? n_args : 4, NULL, NULL, 0) && is_tensor(ARG(2, "index"));
 }
 
-bool polyfill_index_count(Var *const *indices, int n, int64_t *count) {
-    int rank = 0;
-    for (int i = 0; i < n; ++i) {
-        const Var *v = indices[i];
-        if (!is_tensor(v) || (v->dtype != PT2_I64 && v->dtype != PT2_I32)) return false;
-        rank = v->rank > rank ? v->rank : rank;
-    }
-    *count = 1;
-    for (int d = 1; d <= rank; ++d) { /* from the right */
-        int64_t size = 1;
-        for (int i = 0; i < n; ++i) {
-            const Var *v = indices[i];
-            int64_t s = d <= v->rank ? v->sizes[v->rank - d] : 1;
-            if (s != 1 && size != 1 && s != size) return false;
-            if (s != 1) size = s;
+bool index_broadcast_shape(Var *const *indices, int n, int64_t *shape, int *rank, int64_t mismatch[2]) {
+    *rank = 0;
+    for (int j = 0; j < n; ++j) {
+        const Var *v = indices[j];
+        int r = v->rank > *rank ? v->rank : *rank;
+        int64_t out[PT2_MAX_RANK];
+        for (int k = 0; k < r; ++k) {
+            int a = k - (r - *rank), b = k - (r - v->rank);
+            int64_t sa = a >= 0 ? shape[a] : 1, sb = b >= 0 ? v->sizes[b] : 1;
+            if (sa != sb && sa != 1 && sb != 1) {
+                mismatch[0] = sa;
+                mismatch[1] = sb;
+                return false;
+            }
+            out[k] = sa == 1 ? sb : sa;
         }
-        *count *= size;
+        memcpy(shape, out, sizeof(int64_t) * (size_t)r);
+        *rank = r;
     }
+    return true;
+}
+
+bool polyfill_index_count(Var *const *indices, int n, int64_t *count) {
+    int64_t shape[PT2_MAX_RANK], mismatch[2];
+    int rank;
+    for (int i = 0; i < n; ++i) {
+        if (!is_tensor(indices[i]) || (indices[i]->dtype != PT2_I64 && indices[i]->dtype != PT2_I32)) return false;
+    }
+    if (!index_broadcast_shape(indices, n, shape, &rank, mismatch)) return false;
+    *count = 1;
+    for (int d = 0; d < rank; ++d) *count *= shape[d];
     return true;
 }
 

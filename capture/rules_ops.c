@@ -456,24 +456,13 @@ typedef struct AdvancedIndex {
  * None lies between them (`x[i, :, j]`).  The index operands get one type, as
  * the op needs: broadcast to one shape, and int64 when int32 and int64 mix. */
 static Var *index_advanced(Trace *t, Var *x, const AdvancedIndex *adv, int n) {
-    int64_t shape[PT2_MAX_RANK];
-    int rank = 0;
-    for (int j = 0; j < n; ++j) {
-        const Var *v = adv[j].index;
-        int r = v->rank > rank ? v->rank : rank;
-        int64_t out[PT2_MAX_RANK];
-        for (int k = 0; k < r; ++k) {
-            int a = k - (r - rank), b = k - (r - v->rank);
-            int64_t sa = a >= 0 ? shape[a] : 1, sb = b >= 0 ? v->sizes[b] : 1;
-            if (sa != sb && sa != 1 && sb != 1) {
-                return trace_break(t, "shape mismatch: indexing tensors could not be broadcast together "
-                                      "(size %lld against %lld)",
-                                   (long long)sa, (long long)sb);
-            }
-            out[k] = sa == 1 ? sb : sa;
-        }
-        memcpy(shape, out, sizeof(int64_t) * (size_t)r);
-        rank = r;
+    int64_t shape[PT2_MAX_RANK], mismatch[2];
+    int rank;
+    Var *indices[PT2_MAX_RANK * 2];
+    for (int j = 0; j < n; ++j) indices[j] = adv[j].index;
+    if (!index_broadcast_shape(indices, n, shape, &rank, mismatch)) {
+        return trace_break(t, "shape mismatch: indexing tensors could not be broadcast together (size %lld against %lld)",
+                           (long long)mismatch[0], (long long)mismatch[1]);
     }
     if (x->rank - n + rank > PT2_MAX_RANK) return trace_break(t, "indexing result rank exceeds %d", PT2_MAX_RANK);
     Pt2DType dt = adv[0].index->dtype;

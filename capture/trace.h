@@ -466,6 +466,9 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 /* Index writes through the forms gather over their indices (O(positions · indices)): at most this many. */
 #define PT2_MAX_WRITE_INDICES 1024
+/* The shape n tensors broadcast to (aligned at the right, as PyTorch broadcasts index tensors);
+ * false where two sizes differ and neither is 1, those sizes in mismatch[0], mismatch[1]. */
+bool index_broadcast_shape(Var *const *indices, int n, int64_t *shape, int *rank, int64_t mismatch[2]);
 /* The count of positions n integer index tensors select, broadcast together; false if one is not an
  * integer tensor or they do not broadcast (eager raises). */
 bool polyfill_index_count(Var *const *indices, int n, int64_t *count);
