@@ -683,6 +683,34 @@ class Simulator:
 # Running a pt2 graph through the front half of the GPU pipeline and the simulator
 # ---------------------------------------------------------------------------------------------------
 
+def find_ptxas():
+    """CUDA's ptxas, or None where CUDA is not installed."""
+    import os
+    import shutil
+
+    return shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+
+
+def pipeline_ptx(pt2_opt, graph_text, disable=""):
+    """The PTX of each gpu.module of a graph through the whole GPU pipeline (pt2GpuPipelineText's passes,
+    one part a module)."""
+    import ctypes
+    import os
+    import subprocess
+
+    import pt2  # noqa: F401  (pt2GpuPipelineText through the package's library)
+    from pt2 import _core
+
+    _core._lib.pt2GpuPipelineText.restype = ctypes.c_char_p
+    pipeline = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
+    r = subprocess.run([pt2_opt, "-", f"--pass-pipeline=builtin.module({pipeline})"], input=graph_text, capture_output=True,
+                       text=True, env=dict(os.environ, PT2_GPU_PARTS="1"))
+    if r.returncode != 0:
+        raise SimError(r.stderr[-3000:])
+    return [re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), m.group(1)).replace('\\"', '"').rstrip("\0")
+            for m in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout)]
+
+
 def mapped_text(pt2_opt, graph_text, disable=""):
     """pt2-opt: the GPU pipeline up to convert-parallel-loops-to-gpu: through pt2-gpu-map-loops and
     pt2-gpu-defer-index-checks (generic form), with the calls of repeated blocks (pt2-outline-repeats)

@@ -602,22 +602,14 @@ def test_repeated_blocks_keep_library_epilogues(monkeypatch):
 def column_ptx(build, shapes, dtype, disable=""):
     """Each PTX module of the graph through the whole GPU pipeline (pt2GpuPipelineText's passes)."""
     import re
-    import shutil
     import subprocess
-    from pt2 import _core
 
     g = pt2.Graph()
     vals = [g.input(dtype, s) for s in shapes]
     out = build(g, *vals)
     g.outputs(*(out if isinstance(out, tuple) else (out,)))
-    _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
-    pipeline = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
-    r = subprocess.run([PT2_OPT, "-", f"--pass-pipeline=builtin.module({pipeline})"], input=g.text(), capture_output=True,
-                       text=True, env=dict(os.environ, PT2_GPU_PARTS="1"))
-    assert r.returncode == 0, r.stderr[-3000:]
-    mods = [re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), m.group(1)).replace('\\"', '"').rstrip("\0")
-            for m in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout)]
-    ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+    mods = gpusim.pipeline_ptx(PT2_OPT, g.text(), disable)
+    ptxas = gpusim.find_ptxas()
     for ptx in mods if ptxas else []:
         p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
         assert p.returncode == 0, p.stderr[-3000:]

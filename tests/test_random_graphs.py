@@ -213,34 +213,25 @@ def test_pointwise_graphs_on_the_simulated_gpu():
 def test_half_precision_graphs_compile_for_sm90():
     """The same pointwise graphs in bf16 and f16 through the whole GPU pipeline (pt2-gpu-fast-math's
     flow over their kernels among it), each module's PTX through ptxas where CUDA's is installed."""
-    import re
-    import shutil
     import subprocess
-    import tempfile
 
-    from pt2 import _gpu
-
-    ptxas = shutil.which("ptxas")
+    ptxas = gpusim.find_ptxas()
     rng = random.Random(7)
     compiled = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(30):
-            shape = [rng.choice([1, 2, 3, 5, 7, 16, 33, 128]) for _ in range(rng.randrange(1, 4))]
-            dtype = rng.choice([torch.bfloat16, torch.float16])
-            xs = [torch.randn(*shape, generator=torch.Generator().manual_seed(rng.randrange(1 << 30))).to(dtype)
-                  for _ in range(rng.randrange(1, 5))]
-            f = pointwise_graph(rng)
-            with torch.no_grad():
-                pt2.reset()
-                info = pt2.explain(f)(*xs)
-            for g in info.graphs:
-                plan = _gpu.compile_text(g).plan
-                for m in re.finditer(r"^ptx (\d+)\n", plan, re.M):
-                    path = os.path.join(tmp, "k.ptx")
-                    with open(path, "w") as out:
-                        out.write(plan[m.end():m.end() + int(m.group(1))])
-                    if ptxas:
-                        r = subprocess.run([ptxas, "-arch=sm_90", path, "-o", os.devnull], capture_output=True, text=True)
-                        assert r.returncode == 0, r.stderr[:2000]
-                compiled += 1
+    for _ in range(30):
+        shape = [rng.choice([1, 2, 3, 5, 7, 16, 33, 128]) for _ in range(rng.randrange(1, 4))]
+        dtype = rng.choice([torch.bfloat16, torch.float16])
+        xs = [torch.randn(*shape, generator=torch.Generator().manual_seed(rng.randrange(1 << 30))).to(dtype)
+              for _ in range(rng.randrange(1, 5))]
+        f = pointwise_graph(rng)
+        with torch.no_grad():
+            pt2.reset()
+            info = pt2.explain(f)(*xs)
+        for g in info.graphs:
+            for ptx in gpusim.pipeline_ptx(PT2_OPT, g):
+                if ptxas:
+                    r = subprocess.run([ptxas, "-arch=sm_90", "-", "-o", os.devnull], input=ptx, capture_output=True,
+                                       text=True)
+                    assert r.returncode == 0, r.stderr[:2000]
+            compiled += 1
     assert compiled >= 25, compiled
