@@ -43,6 +43,7 @@ MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
 MlirPass pt2_create_gpu_vector_access_pass(void);
+MlirPass pt2_create_gpu_reciprocal_pass(void);
 MlirPass pt2_create_gpu_fast_math_pass(void);
 MlirPass pt2_create_gpu_dedupe_kernels_pass(void);
 MlirPass pt2_create_gpu_merge_modules_pass(void);
@@ -193,6 +194,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_merge_modules_parts_pass},
     {"pt2-gpu-vector-access", "In GPU kernels, consecutive scalar loads and stores of 16 (or 8) aligned bytes become one "
      "vector.load / vector.store (passes/gpu_vector_access.c)", pt2_create_gpu_vector_access_pass},
+    {"pt2-gpu-reciprocal", "In GPU kernels, divisions of several values by one divisor: its reciprocal once, then "
+     "products (passes/gpu_reciprocal.c)", pt2_create_gpu_reciprocal_pass},
     {"pt2-gpu-fast-math", "In GPU kernels, f32 math whose results are seen only through f16/bf16 roundings: FMA contraction, "
      "fast exp, full-range approximate division (passes/gpu_fast_math.c)", pt2_create_gpu_fast_math_pass},
     {"pt2-gpu-module-to-binary", "gpu-module-to-binary{format=isa} with each gpu.module serialized on a thread of its own "
@@ -364,7 +367,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "func.func(lower-affine,canonicalize),"
              "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE " chip=%s features=+ptx80 O=1},"
              "nvvm-attach-target{module=^" PT2_GPU_KERNELS_MODULE " chip=%s features=+ptx80 O=3%s},"
-             "gpu.module(lower-affine,canonicalize,cse),%s%s"
+             "gpu.module(lower-affine,canonicalize,cse),%s%s%s"
              "gpu.module(canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
              "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
@@ -380,6 +383,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
                                                         : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link,
              pt2_disabled(disable, "gpu-vector-access") ? "" : "pt2-gpu-vector-access,",
+             pt2_disabled(disable, "gpu-reciprocal") ? "" : "pt2-gpu-reciprocal,",
              pt2_disabled(disable, "gpu-fast-math") ? "" : "pt2-gpu-fast-math,");
     return text;
 }

@@ -3,7 +3,8 @@
 // A bf16 softmax and an f32 one through the GPU pipeline (passes/gpu_fast_math.c):
 // the bf16 row's exps and divisions, seen only through its rounding to bf16,
 // become ex2.approx and div.full, its sums may contract; the f32 row keeps
-// libdevice's expf and IEEE division.  PT2_DISABLE=gpu-fast-math keeps both exact.
+// libdevice's expf and an IEEE reciprocal of its sum (rcp.rn, one a thread:
+// pt2-gpu-reciprocal).  PT2_DISABLE=gpu-fast-math keeps both exact.
 
 // The two rows share one kernel; the bf16 one comes first.
 // CHECK: .visible .entry pt2_red_{{[a-z_]*}}_0(
@@ -11,7 +12,7 @@
 // CHECK: div.full.f32
 // CHECK: cvt.rn.bf16x2.f32
 // CHECK: ex2.approx.ftz.f32
-// CHECK: div.rn.f32
+// CHECK: rcp.rn.f32
 // CHECK-NOT: div.full.f32
 // CHECK: ptxas: {{ok|not installed}}
 

@@ -1,0 +1,151 @@
+/*===- gpu_reciprocal.c - pt2-gpu-reciprocal: repeated divisions by one divisor -===*
+ *
+ * A softmax divides each of a row's values by the row's sum; a normalisation
+ * by its norm.  In a row kernel every thread divides its 32 values by the same
+ * scalar, and an IEEE f32 division is a subroutine on the GPU (a reciprocal,
+ * three or four FMAs, a range check and a branch to a slow path): in the
+ * softmax of 1024 rows of 32768 f32 the 32 divisions cost a thread about as
+ * many instructions as the 32 exps, in a kernel that holds one 1024-thread
+ * block a multiprocessor and so has no other block to overlap them with.
+ *
+ * PyTorch's own kernels divide by a scalar this way (div_true_kernel_cuda,
+ * the CPU softmax): the reciprocal once, then a product each value.  This
+ * pass does the same in each kernel: where one divisor divides two or more
+ * values (or divides in a loop it is defined outside of), `1 / d` is computed
+ * once right after d, and each `x / d` becomes `x * (1 / d)`.  The product is
+ * within 1.5 ulp of the quotient (the reciprocal's rounding and the
+ * product's) for divisors between 2^-126 and 2^126; outside that range the
+ * reciprocal overflows or is subnormal, as in PyTorch's kernels.
+ * A divisor that is a vector.broadcast of a scalar takes the scalar's
+ * reciprocal, broadcast.  f32 and f64; one division by a divisor is left as
+ * it is.  Runs before pt2-gpu-fast-math, which then treats `1 / d` as any
+ * division (a hidden one becomes div.full).  PT2_DISABLE=gpu-reciprocal
+ * drops the pass.
+ *===----------------------------------------------------------------------===*/
+#include <stdlib.h>
+
+#include "gpu_map.h"
+#include "pt2.h"
+
+static bool is_wide_float(MlirType t) {
+    if (mlirTypeIsAVector(t)) t = mlirShapedTypeGetElementType(t);
+    return mlirTypeIsAF32(t) || mlirTypeIsAF64(t);
+}
+
+/* The divisor whose reciprocal is taken: a broadcast's scalar, else the divisor itself. */
+static MlirValue divisor_root(MlirValue d) {
+    if (mlirValueIsAOpResult(d)) {
+        MlirOperation def = mlirOpResultGetOwner(d);
+        if ((op_is(def, "vector.broadcast") || op_is(def, "vector.splat")) &&
+            !mlirTypeIsAVector(mlirValueGetType(mlirOperationGetOperand(def, 0)))) {
+            return mlirOperationGetOperand(def, 0);
+        }
+    }
+    return d;
+}
+
+/* The block d is defined in (its owner's block, or the block it is an argument of). */
+static MlirBlock defining_block(MlirValue d) {
+    if (mlirValueIsABlockArgument(d)) return mlirBlockArgumentGetOwner(d);
+    return mlirOperationGetBlock(mlirOpResultGetOwner(d));
+}
+
+/* Whether a loop lies between `op` and the block its divisor is defined in. */
+static bool divides_in_loop(MlirOperation op, MlirBlock def_block) {
+    for (MlirOperation cur = op; !mlirBlockEqual(mlirOperationGetBlock(cur), def_block);) {
+        cur = mlirOperationGetParentOperation(cur);
+        if (mlirOperationIsNull(cur) || op_is(cur, "gpu.func")) return false;
+        if (op_is(cur, "scf.for") || op_is(cur, "scf.while") || op_is(cur, "scf.parallel")) return true;
+    }
+    return false;
+}
+
+typedef struct Division {
+    MlirOperation op;
+    MlirValue root;
+} Division;
+
+typedef struct Divisions {
+    Division *v;
+    int n, cap;
+} Divisions;
+
+static MlirWalkResult collect(MlirOperation op, void *user) {
+    if (!op_is(op, "arith.divf") || !is_wide_float(mlirValueGetType(mlirOperationGetResult(op, 0)))) {
+        return MlirWalkResultAdvance;
+    }
+    Divisions *d = user;
+    if (d->n == d->cap) {
+        d->cap = d->cap ? 2 * d->cap : 32;
+        d->v = realloc(d->v, (size_t)d->cap * sizeof *d->v);
+    }
+    d->v[d->n++] = (Division){op, divisor_root(mlirOperationGetOperand(op, 1))};
+    return MlirWalkResultAdvance;
+}
+
+/* 1 / root, built right after root's definition (at the start of its block for an argument). */
+static MlirValue build_reciprocal(MlirValue root, MlirLocation loc) {
+    Builder b;
+    if (mlirValueIsABlockArgument(root)) {
+        MlirBlock block = mlirBlockArgumentGetOwner(root);
+        b = builder_before(mlirBlockGetFirstOperation(block));
+    } else {
+        b = builder_before(mlirOperationGetNextInBlock(mlirOpResultGetOwner(root)));
+    }
+    b.loc = loc;
+    MlirType t = mlirValueGetType(root);
+    return build_binary(&b, "arith.divf", const_float(&b, t, 1.0), root);
+}
+
+static void reciprocal_kernel(MlirOperation func) {
+    Divisions all = {0};
+    mlirOperationWalk(func, collect, &all, MlirWalkPreOrder);
+    bool *done = calloc((size_t)all.n + 1, sizeof *done);
+    for (int i = 0; i < all.n; ++i) {
+        if (done[i]) continue;
+        MlirValue root = all.v[i].root;
+        int uses = 0;
+        bool in_loop = false;
+        MlirBlock def_block = defining_block(root);
+        for (int j = i; j < all.n; ++j) {
+            if (!mlirValueEqual(all.v[j].root, root)) continue;
+            ++uses;
+            in_loop = in_loop || divides_in_loop(all.v[j].op, def_block);
+        }
+        if (uses < 2 && !in_loop) {
+            done[i] = true;
+            continue;
+        }
+        MlirValue r = build_reciprocal(root, mlirOperationGetLocation(all.v[i].op));
+        for (int j = i; j < all.n; ++j) {
+            if (done[j] || !mlirValueEqual(all.v[j].root, root)) continue;
+            done[j] = true;
+            MlirOperation div = all.v[j].op;
+            Builder b = builder_before(div);
+            MlirValue x = mlirOperationGetOperand(div, 0), factor = r;
+            MlirType t = mlirValueGetType(x);
+            if (mlirTypeIsAVector(t) && !mlirTypeIsAVector(mlirValueGetType(r))) {
+                factor = build_unary(&b, "vector.broadcast", r, t);
+            }
+            MlirValue product = build_binary(&b, "arith.mulf", x, factor);
+            replace_op(div, 1, &product);
+        }
+    }
+    free(done);
+    free(all.v);
+}
+
+static int run_reciprocal(MlirOperation top, void *user) {
+    (void)user;
+    gpu_each_kernel(top, reciprocal_kernel);
+    return 0;
+}
+
+static _Alignas(8) const char reciprocal_type_id;
+
+MlirPass pt2_create_gpu_reciprocal_pass(void) {
+    return make_external_pass("pt2-gpu-reciprocal",
+                              "In GPU kernels, divisions of several values by one divisor: its reciprocal once, then "
+                              "products (passes/gpu_reciprocal.c)",
+                              "builtin.module", run_reciprocal, &reciprocal_type_id);
+}
