@@ -13,9 +13,10 @@
  * through a rounding to f16 or bf16 (`arith.truncf`): a backward data flow
  * over the kernel's body.  A value is *exposed* when some use of it sees its
  * f32 bits: a store to global memory, a comparison, a conversion to an integer
- * or to f64, floor / remf, a function whose domain ends (sqrt, log, pow) and
- * every op this pass does not know (the index math of an interpolation stays
- * exact).  Exposure flows back through the
+ * or to f64, floor / remf, a function whose domain ends (sqrt, log, pow:
+ * unless its operand keeps its sign by construction, as a sum of squares
+ * under sqrt or var + eps under rsqrt does) and every op this pass does not
+ * know (the index math of an interpolation stays exact).  Exposure flows back through the
  * ops that carry a value continuously (arith's float arithmetic, math's
  * functions, select's data operands, vector element moves, shuffles), through
  * scf.for's iteration arguments and scf.if's results, and through shared and
@@ -69,7 +70,8 @@ static bool is_16bit_rounding(MlirOperation op) {
 /* Ops whose f32 results move continuously with their f32 operands over all of them: not sqrt, rsqrt,
  * log or pow, whose domains end (sqrt(a * a - b * b) with a = b is 0 in eager's separate roundings, and
  * NaN once the product and the difference contract into an FMA), nor copysign or atan2 (a sign's flip
- * near 0 moves the result by a whole value).  Their operands count as exposed. */
+ * near 0 moves the result by a whole value).  Their operands count as exposed, but for the first four
+ * where the operand keeps its sign by construction (is_guarded_carrier, below). */
 static const char *const carriers[] = {
     "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.negf", "arith.maximumf", "arith.minimumf",
     "arith.maxnumf", "arith.minnumf", "arith.select", "math.exp", "math.exp2", "math.expm1", "math.cbrt", "math.tanh",
@@ -81,6 +83,133 @@ static const char *const carriers[] = {
 static bool is_carrier(MlirOperation op) {
     for (size_t i = 0; i < sizeof carriers / sizeof *carriers; ++i) {
         if (op_is(op, carriers[i])) return true;
+    }
+    return false;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Signs by construction
+ *
+ * sqrt, rsqrt, log and pow end their domains at 0: an FMA can make a*a - b*b
+ * negative where eager's two roundings give 0.  A sum of squares cannot cross
+ * 0 however it is rounded (fma(d, d, acc) of a non-negative acc is
+ * non-negative, and 0 only where every term is), nor can var + eps leave the
+ * positive numbers.  Such an operand keeps the function continuous under
+ * contraction: sqrt of a non-negative value and rsqrt / log / pow of one
+ * bounded away from 0 by a positive constant carry hiddenness as the other
+ * math functions do.  A LayerNorm's variance then contracts again.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct SignQuery {
+    OpSet assumed;       /* scf.for arguments taken as signed while their loop is checked */
+    OpSet known[2][2];   /* [positive][signed]: values decided (unsigned ones under any assumption) */
+    int budget;          /* visits left in this query */
+} SignQuery;
+
+static bool constant_sign(MlirValue v, bool positive) {
+    if (!mlirValueIsAOpResult(v)) return false;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!op_is(def, "arith.constant")) return false;
+    MlirAttribute a = mlirOperationGetAttributeByName(def, sref("value"));
+    if (mlirAttributeIsADenseElements(a) && mlirDenseElementsAttrIsSplat(a)) a = mlirDenseElementsAttrGetSplatValue(a);
+    if (!mlirAttributeIsAFloat(a)) return false;
+    double x = mlirFloatAttrGetValueDouble(a);
+    return positive ? x > 0 : x >= 0;
+}
+
+static bool signed_value(SignQuery *q, MlirValue v, bool positive);
+
+static bool operands_signed(SignQuery *q, MlirOperation op, intptr_t from, bool positive) {
+    for (intptr_t i = from; i < mlirOperationGetNumOperands(op); ++i) {
+        if (!signed_value(q, mlirOperationGetOperand(op, i), positive)) return false;
+    }
+    return true;
+}
+
+/* scf.for's k-th iteration argument: its initial value and what each iteration yields. */
+static bool iteration_signed(SignQuery *q, MlirOperation loop, intptr_t k, bool positive) {
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
+    MlirValue arg = mlirBlockGetArgument(body, 1 + k);
+    if (ptrset_has(&q->assumed, arg.ptr)) return true;
+    if (!signed_value(q, mlirOperationGetOperand(loop, 3 + k), positive)) return false;
+    ptrset_insert(&q->assumed, arg.ptr);
+    return signed_value(q, mlirOperationGetOperand(mlirBlockGetTerminator(body), k), positive);
+}
+
+static bool decide_sign(SignQuery *q, MlirValue v, bool positive);
+
+/* Whether v is >= 0 (positive: >= some positive constant) however its f32 operations round.  An
+ * assumed loop argument only makes values signed, so an unsigned result always holds; a signed one
+ * is kept when no assumption was made. */
+static bool signed_value(SignQuery *q, MlirValue v, bool positive) {
+    if (ptrset_has(&q->known[positive][1], v.ptr)) return true;
+    if (ptrset_has(&q->known[positive][0], v.ptr)) return false;
+    if (--q->budget < 0) return false;
+    bool r = decide_sign(q, v, positive);
+    if (!r || q->assumed.n == 0) ptrset_insert(&q->known[positive][r], v.ptr);
+    return r;
+}
+
+static bool decide_sign(SignQuery *q, MlirValue v, bool positive) {
+    if (mlirValueIsABlockArgument(v)) {
+        if (ptrset_has(&q->assumed, v.ptr)) return true;
+        MlirOperation owner = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
+        intptr_t a = mlirBlockArgumentGetArgNumber(v);
+        return op_is(owner, "scf.for") && a >= 1 && iteration_signed(q, owner, a - 1, positive);
+    }
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (op_is(def, "arith.constant")) return constant_sign(v, positive);
+    if (op_is(def, "scf.for")) return iteration_signed(q, def, mlirOpResultGetResultNumber(v), positive);
+    if (op_is(def, "gpu.shuffle")) return signed_value(q, mlirOperationGetOperand(def, 0), positive);
+    if (op_is(def, "vector.broadcast") || op_is(def, "vector.splat") || op_is(def, "vector.extract") ||
+        op_is(def, "vector.extractelement")) {
+        return signed_value(q, mlirOperationGetOperand(def, 0), positive);
+    }
+    if (op_is(def, "vector.from_elements")) return operands_signed(q, def, 0, positive);
+    if (op_is(def, "arith.select")) return operands_signed(q, def, 1, positive);
+    MlirValue a = mlirOperationGetNumOperands(def) > 0 ? mlirOperationGetOperand(def, 0) : (MlirValue){0};
+    MlirValue b = mlirOperationGetNumOperands(def) > 1 ? mlirOperationGetOperand(def, 1) : (MlirValue){0};
+    if (op_is(def, "arith.addf")) {
+        if (!positive) return signed_value(q, a, false) && signed_value(q, b, false);
+        return (signed_value(q, a, true) && signed_value(q, b, false)) ||
+               (signed_value(q, b, true) && signed_value(q, a, false));
+    }
+    if (op_is(def, "arith.mulf")) {
+        if (!positive && mlirValueEqual(a, b)) return true; /* a square */
+        return signed_value(q, a, positive) && signed_value(q, b, positive);
+    }
+    if (op_is(def, "arith.divf") || op_is(def, "arith.minimumf") || op_is(def, "arith.minnumf")) {
+        return signed_value(q, a, positive) && signed_value(q, b, positive);
+    }
+    if (op_is(def, "arith.maximumf") || op_is(def, "arith.maxnumf")) {
+        return signed_value(q, a, positive) || signed_value(q, b, positive);
+    }
+    /* exp and sqrt may round to 0: non-negative, not bounded away from it */
+    if (!positive && (op_is(def, "math.exp") || op_is(def, "math.exp2") || op_is(def, "math.sqrt") ||
+                      op_is(def, "math.absf"))) {
+        return true;
+    }
+    return false;
+}
+
+static bool operand_signed(SignQuery *q, MlirOperation op, bool positive) {
+    q->budget = 4096;
+    bool r = signed_value(q, mlirOperationGetOperand(op, 0), positive);
+    opset_free(&q->assumed);
+    q->assumed = (OpSet){0};
+    return r;
+}
+
+static void sign_query_free(SignQuery *q) {
+    opset_free(&q->assumed);
+    for (int i = 0; i < 4; ++i) opset_free(&q->known[i / 2][i % 2]);
+}
+
+/* A domain-ending function whose operand stays inside its domain by construction. */
+static bool is_guarded_carrier(SignQuery *q, MlirOperation op) {
+    if (op_is(op, "math.sqrt")) return operand_signed(q, op, false);
+    if (op_is(op, "math.rsqrt") || op_is(op, "math.log") || op_is(op, "math.log2") || op_is(op, "math.powf")) {
+        return operand_signed(q, op, true);
     }
     return false;
 }
@@ -109,6 +238,8 @@ typedef struct Flow {
     OpSet exposed;       /* values (MlirValue.ptr) whose f32 bits some use sees */
     OpList local_stores; /* stores of f32 values to shared / private memory */
     OpList candidates;   /* the ops this pass may change, if their results are hidden */
+    OpSet guarded;       /* sqrt / rsqrt / log / pow whose operand keeps its sign (is_guarded_carrier) */
+    SignQuery signs;
     bool local_exposed;  /* a load of those gave an exposed value */
     MlirValue *stack;
     int n, cap;
@@ -140,6 +271,10 @@ static MlirWalkResult seed(MlirOperation op, void *user) {
     if (is_candidate(op)) oplist_push(&f->candidates, op);
     intptr_t n = mlirOperationGetNumOperands(op);
     if (n == 0 || is_16bit_rounding(op) || is_carrier(op)) return MlirWalkResultAdvance;
+    if (is_guarded_carrier(&f->signs, op)) {
+        opset_insert(&f->guarded, op);
+        return MlirWalkResultAdvance;
+    }
     if (op_is(op, "scf.yield") && (parent_is(op, "scf.for") || parent_is(op, "scf.if"))) return MlirWalkResultAdvance;
     for (intptr_t i = 0; i < n; ++i) {
         MlirValue v = mlirOperationGetOperand(op, i);
@@ -173,7 +308,7 @@ static void propagate(Flow *f) {
         }
         MlirOperation def = mlirOpResultGetOwner(v);
         intptr_t k = mlirOpResultGetResultNumber(v);
-        if (is_carrier(def)) {
+        if (is_carrier(def) || ptrset_has(&f->guarded, def.ptr)) {
             for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); ++i) expose(f, mlirOperationGetOperand(def, i));
         } else if (op_is(def, "scf.for")) {
             expose_iteration(f, def, k);
@@ -260,6 +395,8 @@ static void fast_math_kernel(MlirOperation func) {
     oplist_free(&f.candidates);
     oplist_free(&f.local_stores);
     opset_free(&f.exposed);
+    opset_free(&f.guarded);
+    sign_query_free(&f.signs);
     free(f.stack);
 }
 

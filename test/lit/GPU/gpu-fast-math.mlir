@@ -174,3 +174,64 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A sum of squares cannot cross 0 however it rounds, and var * c + eps stays
+// at least eps: rsqrt of it is continuous under contraction, so a bf16
+// LayerNorm row's variance (through a loop and a shuffle) contracts.  rsqrt of
+// the bare sum (0 where every term is, anywhere else not) and log of a sum of
+// exps (each may round to 0) keep their operands exact.
+// CHECK-LABEL: gpu.func @layer_norm_row
+// CHECK: scf.for
+// CHECK: arith.mulf %{{.*}} fastmath<contract> : f32
+// CHECK: arith.addf %{{.*}} fastmath<contract> : f32
+// CHECK: gpu.shuffle
+// CHECK: arith.addf %{{.*}} fastmath<contract> : f32
+// CHECK: arith.mulf %{{.*}} fastmath<contract> : f32
+// CHECK: arith.addf %{{.*}} fastmath<contract> : f32
+// CHECK: math.rsqrt
+// CHECK: %[[BARE:.*]] = arith.mulf %[[D:[0-9]+]], %[[D]] : f32
+// CHECK-NEXT: math.rsqrt %[[BARE]] : f32
+// CHECK: %[[E:.*]] = math.exp %{{.*}} : f32
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[E]], %[[E]] : f32
+// CHECK-NEXT: math.log %[[S]] : f32
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @layer_norm_row(%x: memref<64x128xbf16>, %y: memref<64x128xbf16>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c1_i32 = arith.constant 1 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %zero = arith.constant 0.0 : f32
+      %inv_n = arith.constant 7.812500e-03 : f32
+      %eps = arith.constant 1.0e-05 : f32
+      %row = gpu.block_id x
+      %t = gpu.thread_id x
+      %u = memref.load %x[%row, %t] : memref<64x128xbf16>
+      %d = arith.extf %u : bf16 to f32
+      %s = scf.for %l = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %sq = arith.mulf %d, %d : f32
+        %a = arith.addf %acc, %sq : f32
+        scf.yield %a : f32
+      }
+      %sh, %ok = gpu.shuffle xor %s, %c1_i32, %c32_i32 : f32
+      %tot = arith.addf %s, %sh : f32
+      %var = arith.mulf %tot, %inv_n : f32
+      %ve = arith.addf %var, %eps : f32
+      %r = math.rsqrt %ve : f32
+      %o = arith.mulf %d, %r : f32
+      %bare_sq = arith.mulf %d, %d : f32
+      %rb = math.rsqrt %bare_sq : f32
+      %o2 = arith.mulf %o, %rb : f32
+      %e = math.exp %d : f32
+      %se = arith.addf %e, %e : f32
+      %lg = math.log %se : f32
+      %o3 = arith.mulf %o2, %lg : f32
+      %b = arith.truncf %o3 : f32 to bf16
+      memref.store %b, %y[%row, %t] : memref<64x128xbf16>
+      gpu.return
+    }
+  }
+}
