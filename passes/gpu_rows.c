@@ -61,8 +61,9 @@
  * SPLIT_MIN_BLOCKS blocks and a reduction has more than SPLIT_SLOTS columns a
  * lane (a full reduction, a sum over dim 0 with few outputs, a softmax of a
  * few long rows), each reduction stage of the group becomes two kernels:
- * chunks of T * 16 columns of every row reduced into partial[row, chunk],
- * then a row kernel over the partials into acc.  When every pointwise stage
+ * chunks of T * 16 columns of every row (two iterations of those 16 slots a
+ * lane while the first kernel keeps SPLIT_MIN_BLOCKS blocks) reduced into
+ * partial[row, chunk], then a row kernel over the partials into acc.  When every pointwise stage
  * of the group is one column a row (an accumulator's initial value, a mean's
  * division), the row kernels run them too, lane 0 of each row
  * (split_row_stages); otherwise they stay loops of their own.

@@ -14,6 +14,7 @@
 #define BLOCK_THREADS 256    /* threads a block at least (GPU_THREADS_PER_BLOCK) */
 #define SPLIT_MIN_BLOCKS 264 /* fewer blocks than two per SM of an H200 (132 SMs): split long rows */
 #define SPLIT_SLOTS 16       /* columns a lane of a split's first kernel */
+#define SPLIT_MAX_ITERATIONS 2 /* a split's first kernel: iterations of its slots a lane, while the blocks stay SPLIT_MIN_BLOCKS */
 #define VECTOR_BYTES 16      /* vector rows: the bytes of consecutive rows a thread loads at once */
 #define LINE_BYTES 128       /* vector rows: the bytes a warp's row threads cover at a column */
 #define VECTOR_SLOT_TARGET 8 /* vector rows: about this many columns a lane (16 bytes each) */

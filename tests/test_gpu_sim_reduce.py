@@ -713,3 +713,15 @@ def test_repeated_blocks_outlined_then_inlined():
     assert r.stdout.count("call @pt2_repeat_0") == 3, r.stdout[-3000:]
     assert "pt2_repeat" not in sim.mapped  # inlined back
 
+
+
+def test_split_first_kernel_iterations():
+    """A split whose first kernel keeps SPLIT_MIN_BLOCKS blocks with twice the columns a lane runs its
+    slots twice, as a loop (half the blocks, each combining its lanes once over twice the loads); the
+    last chunk is ragged (4400 = 8 * 512 + 304).  Sum and amax over dim 0 against eager."""
+    x = rand(4400, 1024)
+    (s, a), sim = simulate(lambda g, x: (g.op("sum", x, dims=[0]), g.op("amax", x, dims=[0])), [x])
+    close(s, x.double().sum(0))
+    assert torch.equal(a, x.amax(0))
+    first = sim.kernels[0]
+    assert first.blocks == 256 * 9 // 8, sim.kernels  # 1024 columns in vectors of 4, 9 chunks of 512 rows, 8 a block
