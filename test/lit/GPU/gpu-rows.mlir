@@ -124,17 +124,19 @@ func.func @short_rows(%x: memref<37x5x24xf16>, %out: memref<37x5xf16>) {
 // 1024 rows give too few blocks for 8192 columns, so the columns are split,
 // and the split's first kernel takes vector rows: 4 consecutive rows (16
 // bytes) a thread, 8 vectors sharing a warp (a 128-byte line a lane
-// position), 32 lanes of 8 slots: chunks of 256 columns into partial[1024, 32]
-// (256 vectors x 32 chunks / 8 a block: 1024 blocks), each row of a vector
-// combined across the lanes; then a row kernel over the partials.  One row a
-// thread (pt2-gpu-map-loops-scalar-rows): chunks of 512 (32 lanes x 16) into
-// partial[1024, 16], 2048 blocks.
+// position), 32 lanes of 8 slots, run twice (a loop: the kernel keeps 264
+// blocks and more): chunks of 512 columns into partial[1024, 16] (256 vectors
+// x 16 chunks / 8 a block: 512 blocks), each row of a vector combined across
+// the lanes; then a row kernel over the partials.  One row a thread
+// (pt2-gpu-map-loops-scalar-rows): 32 lanes of 16 slots, twice, chunks of
+// 1024 into partial[1024, 8], 1024 blocks.
 // CHECK: memref.global "private" @__pt2_reduce_scratch_f32_256 : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @sum_dim0(
-// CHECK: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x32xf32>
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1024{{.*}}) step
+// CHECK: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x16xf32>
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c512{{.*}}) step
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c256{{.*}}) step
 // CHECK: arith.remui %{{.*}}, %c8
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2{{.*}} iter_args
 // CHECK-COUNT-32: memref.load %arg0
 // CHECK-NOT: memref.load %arg0
 // CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c16_i32
@@ -145,10 +147,11 @@ func.func @short_rows(%x: memref<37x5x24xf16>, %out: memref<37x5xf16>) {
 // CHECK: memref.load %[[PARTIAL]]
 // CHECK: memref.store %{{.*}}, %arg1
 // SCALAR-LABEL: func.func @sum_dim0(
-// SCALAR: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x16xf32>
-// SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c2048{{.*}}) step
+// SCALAR: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x8xf32>
+// SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1024{{.*}}) step
 // SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c256{{.*}}) step
 // SCALAR: arith.remui %{{.*}}, %c8
+// SCALAR: scf.for %{{.*}} = %{{.*}} to %c2 step
 // SCALAR-COUNT-16: memref.load %arg0
 // SCALAR: gpu.shuffle  xor %{{.*}}, %c16_i32
 // SCALAR: gpu.shuffle  xor %{{.*}}, %c8_i32
