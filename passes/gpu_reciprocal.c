@@ -16,6 +16,10 @@
  * within 1.5 ulp of the quotient (the reciprocal's rounding and the
  * product's) for divisors between 2^-126 and 2^126; outside that range the
  * reciprocal overflows or is subnormal, as in PyTorch's kernels.
+ * A quotient that reaches a step (floor, ceil, round, a comparison, a
+ * conversion to an integer, remf) through float arithmetic keeps its division:
+ * x * (1 / d) can land an ulp below an exact integer quotient, and an
+ * interpolation's floor(i / scale) would then gather the row before.
  * A divisor that is a vector.broadcast of a scalar takes the scalar's
  * reciprocal, broadcast.  f32 and f64; one division by a divisor is left as
  * it is.  Runs before pt2-gpu-fast-math, which then treats `1 / d` as any
@@ -56,6 +60,38 @@ static bool divides_in_loop(MlirOperation op, MlirBlock def_block) {
         cur = mlirOperationGetParentOperation(cur);
         if (mlirOperationIsNull(cur) || op_is(cur, "gpu.func")) return false;
         if (op_is(cur, "scf.for") || op_is(cur, "scf.while") || op_is(cur, "scf.parallel")) return true;
+    }
+    return false;
+}
+
+static bool is_step(MlirOperation op) {
+    static const char *const steps[] = {"math.floor", "math.ceil", "math.round", "math.roundeven", "math.trunc",
+                                        "arith.cmpf", "arith.fptosi", "arith.fptoui", "arith.remf", NULL};
+    for (const char *const *s = steps; *s; ++s) {
+        if (op_is(op, *s)) return true;
+    }
+    return false;
+}
+
+/* Ops through which a quotient's value flows on to a step: float arithmetic, math, vector moves, shuffles. */
+static bool passes_value(MlirOperation op) {
+    return op_name_starts(op, "math.") || op_name_starts(op, "vector.") || op_is(op, "gpu.shuffle") ||
+           op_is(op, "arith.addf") || op_is(op, "arith.subf") || op_is(op, "arith.mulf") || op_is(op, "arith.divf") ||
+           op_is(op, "arith.negf") || op_is(op, "arith.maximumf") || op_is(op, "arith.minimumf") ||
+           op_is(op, "arith.maxnumf") || op_is(op, "arith.minnumf") || op_is(op, "arith.select") ||
+           op_is(op, "arith.extf") || op_is(op, "arith.truncf");
+}
+
+/* Whether v reaches a step within `depth` ops (past that: taken as reaching one). */
+static bool reaches_step(MlirValue v, int depth) {
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (is_step(user)) return true;
+        if (!passes_value(user)) continue; /* a store, a yield: the value leaves as it is */
+        if (depth == 0) return true;
+        for (intptr_t i = 0; i < mlirOperationGetNumResults(user); ++i) {
+            if (reaches_step(mlirOperationGetResult(user, i), depth - 1)) return true;
+        }
     }
     return false;
 }
@@ -112,7 +148,11 @@ static void reciprocal_kernel(MlirOperation func) {
             ++uses;
             in_loop = in_loop || divides_in_loop(all.v[j].op, def_block);
         }
-        if (uses < 2 && !in_loop) {
+        bool step = false;
+        for (int j = i; j < all.n && !step; ++j) {
+            if (mlirValueEqual(all.v[j].root, root)) step = reaches_step(mlirOperationGetResult(all.v[j].op, 0), 16);
+        }
+        if ((uses < 2 && !in_loop) || step) {
             done[i] = true;
             continue;
         }

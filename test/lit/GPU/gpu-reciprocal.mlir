@@ -121,3 +121,44 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Quotients that reach a step (a floor through a subtraction, a conversion to
+// an integer) keep their divisions: an interpolation's source index must not
+// land an ulp below an exact integer.  The two quotients only stored take the
+// reciprocal.
+// CHECK-LABEL: gpu.func @coordinates
+// CHECK: %[[R:.*]] = arith.divf %{{.*}}, %arg2 : f32
+// CHECK: %[[Q0:.*]] = arith.divf %{{.*}}, %arg2 : f32
+// CHECK-NEXT: arith.subf %[[Q0]]
+// CHECK-NEXT: math.floor
+// CHECK: %[[Q1:.*]] = arith.divf %{{.*}}, %arg2 : f32
+// CHECK-NEXT: arith.fptosi %[[Q1]]
+// CHECK: arith.mulf %{{.*}}, %[[R]] : f32
+// CHECK: arith.mulf %{{.*}}, %[[R]] : f32
+// CHECK: gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @coordinates(%x: memref<128xf32>, %y: memref<128xf32>, %scale: f32) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %half = arith.constant 0.5 : f32
+      %t = gpu.thread_id x
+      %i = arith.index_cast %t : index to i32
+      %f = arith.sitofp %i : i32 to f32
+      %q0 = arith.divf %f, %scale : f32
+      %s0 = arith.subf %q0, %half : f32
+      %fl = math.floor %s0 : f32
+      %q1 = arith.divf %f, %scale : f32
+      %n = arith.fptosi %q1 : f32 to i32
+      %j = arith.index_cast %n : i32 to index
+      %v = memref.load %x[%j] : memref<128xf32>
+      %a = arith.divf %v, %scale : f32
+      %b = arith.divf %fl, %scale : f32
+      memref.store %a, %y[%c0] : memref<128xf32>
+      memref.store %b, %y[%c1] : memref<128xf32>
+      gpu.return
+    }
+  }
+}
