@@ -63,10 +63,10 @@
  * few long rows), each reduction stage of the group becomes two kernels:
  * chunks of T * 16 columns of every row (two iterations of those 16 slots a
  * lane while the first kernel keeps SPLIT_MIN_BLOCKS blocks) reduced into
- * partial[row, chunk], then a row kernel over the partials into acc.  When every pointwise stage
- * of the group is one column a row (an accumulator's initial value, a mean's
- * division), the row kernels run them too, lane 0 of each row
- * (split_row_stages); otherwise they stay loops of their own.
+ * partial[row, chunk], then a row kernel over the partials into acc.  The
+ * pointwise stages of one column a row next to a reduction (an accumulator's
+ * initial value, a mean's division) run in its row kernel, lane 0 of each row
+ * (split_row_stages); the stages of whole rows stay loops of their own.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -779,57 +779,63 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
  *===----------------------------------------------------------------------===*/
 
 /* Which pointwise stages of a split group the reductions' second kernels run
- * (x[r] for reduction r), when every pointwise stage of the group is one
- * column a row: each stage after a reduction goes to that reduction's kernel
- * (a mean's division; the next accumulator's initial value), which moves to
- * the last such stage's place (nothing but views, constants and allocations
- * lies between the stages of a group); the stages before the first
- * reduction, a suffix of them, go to its kernel when its first kernel reads
- * nothing they write (an accumulator's initial value, read only as the
- * accumulator).  A full reduction's or a sum over dim 0's fill and division
- * are then no launches of their own. */
+ * (x[r] for reduction r): the stages of one column a row next to a
+ * reduction, with no stage of more columns between (those stay loops of their
+ * own, in place: a softmax's exp and division).  Each such stage after a
+ * reduction goes to that reduction's kernel (a mean's division; the next
+ * accumulator's initial value), which moves to the last such stage's place
+ * (nothing but views, constants and allocations lies between the stages of a
+ * group); the ones just before a reduction, not taken by the one before it, go
+ * to its kernel when its first kernel reads nothing they write (an
+ * accumulator's initial value, read only as the accumulator).  A full
+ * reduction's or a sum over dim 0's fill and division, and a softmax of few
+ * long rows' two fills, are then no launches of their own. */
 static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses *w, SplitRowStages *x) {
     memset(x, 0, sizeof *x * (size_t)n);
-    int first = -1;
-    for (int i = 0; i < n; ++i) {
-        if (stages[i].kind == STAGE_POINTWISE && ix[i].columns != 1) return;
-        if (stages[i].kind == STAGE_REDUCTION && first < 0) first = i;
-    }
-    if (first < 0) return;
+    bool taken[n];
+    memset(taken, 0, sizeof taken);
     int r = -1;
     for (int i = 0; i < n; ++i) {
         if (stages[i].kind == STAGE_REDUCTION) {
             r = i;
+        } else if (ix[i].columns != 1) {
+            r = -1;
         } else if (r >= 0 && x[r].n_post < SPLIT_MAX_ROW_STAGES) {
             x[r].post[x[r].n_post] = &stages[i];
             x[r].post_ix[x[r].n_post++] = &ix[i];
             x[r].at = stages[i].par;
-        } else if (r >= 0) {
-            return; /* past SPLIT_MAX_ROW_STAGES: the rest stay loops, after the kernels */
+            taken[i] = true;
+        } else {
+            r = -1; /* past SPLIT_MAX_ROW_STAGES: the rest stay loops, after the kernel */
         }
     }
-    /* before the first reduction: the stages whose stores its first kernel does not read */
-    const Stage *red = &stages[first];
-    int start = first;
-    while (start > 0 && first - start < SPLIT_MAX_ROW_STAGES) {
-        bool read = false;
-        for (int i = 0; i < w->n && !read; ++i) {
-            const Access *a = &w->a[i];
-            if (a->stage != start - 1 || !a->store) continue;
-            for (int j = 0; j < w->n && !read; ++j) {
-                const Access *l = &w->a[j];
-                if (l->stage != first || l->store || !mlirValueEqual(l->sig.base, a->sig.base)) continue;
-                bool acc = false;
-                for (int k = 0; k < red->n_acc; ++k) acc |= mlirOperationEqual(l->op, red->acc[k].load);
-                read = !acc;
+    /* before each reduction: the stages whose stores its first kernel does not read */
+    for (int f = 0; f < n; ++f) {
+        if (stages[f].kind != STAGE_REDUCTION) continue;
+        const Stage *red = &stages[f];
+        int start = f;
+        while (start > 0 && f - start < SPLIT_MAX_ROW_STAGES && !taken[start - 1] &&
+               stages[start - 1].kind == STAGE_POINTWISE && ix[start - 1].columns == 1) {
+            bool read = false;
+            for (int i = 0; i < w->n && !read; ++i) {
+                const Access *a = &w->a[i];
+                if (a->stage != start - 1 || !a->store) continue;
+                for (int j = 0; j < w->n && !read; ++j) {
+                    const Access *l = &w->a[j];
+                    if (l->stage != f || l->store || !mlirValueEqual(l->sig.base, a->sig.base)) continue;
+                    bool acc = false;
+                    for (int k = 0; k < red->n_acc; ++k) acc |= mlirOperationEqual(l->op, red->acc[k].load);
+                    read = !acc;
+                }
             }
+            if (read) break;
+            --start;
         }
-        if (read) break;
-        --start;
-    }
-    for (int i = start; i < first; ++i) {
-        x[first].pre[x[first].n_pre] = &stages[i];
-        x[first].pre_ix[x[first].n_pre++] = &ix[i];
+        for (int i = start; i < f; ++i) {
+            x[f].pre[x[f].n_pre] = &stages[i];
+            x[f].pre_ix[x[f].n_pre++] = &ix[i];
+            taken[i] = true;
+        }
     }
 }
 

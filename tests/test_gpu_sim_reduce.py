@@ -419,6 +419,9 @@ def test_split_rows_softmax_few_long_rows(disable):
     close(y, torch.softmax(x.double(), -1))
     if not disable:
         assert max(k.blocks for k in sim.kernels) > 3  # the rows were split over blocks
+        # two kernels each reduction, their accumulators' fills in the second; the exp and the division
+        # stay pointwise kernels: six launches (eight while the fills were 1-block kernels of their own)
+        assert len(sim.kernels) == 6, sim.kernels
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
@@ -725,3 +728,27 @@ def test_split_first_kernel_iterations():
     assert torch.equal(a, x.amax(0))
     first = sim.kernels[0]
     assert first.blocks == 256 * 9 // 8, sim.kernels  # 1024 columns in vectors of 4, 9 chunks of 512 rows, 8 a block
+
+
+@pytest.mark.parametrize("op", ["log_softmax", "var", "layer_norm", "normalize"])
+def test_split_rows_one_column_stages_beside_wide_ones(op):
+    """Few long rows (split): the one-column stages next to each reduction (accumulators' fills, a
+    mean's division) run in its second kernel even where stages of the whole row (an exp, a centring, a
+    normalisation) stay kernels of their own between the reductions; against eager."""
+    x = rand(3, 20001)
+    w, b = rand(20001, seed=1), rand(20001, seed=2)
+    builds = {
+        "log_softmax": (lambda g, x, w, b: g.op("log_softmax", x, dim=-1), lambda: torch.log_softmax(x.double(), -1)),
+        "var": (lambda g, x, w, b: g.op("var", x, dims=[1]), lambda: x.double().var(1)),
+        "layer_norm": (lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1),
+                       lambda: torch.nn.functional.layer_norm(x.double(), (20001,), w.double(), b.double())),
+        "normalize": (lambda g, x, w, b: g.op("div", x, g.op("sum", g.op("abs", x), dims=[1], keepdim=True)),
+                      lambda: x.double() / x.double().abs().sum(1, keepdim=True)),
+    }
+    build, want = builds[op]
+    (y,), sim = simulate(build, [x, w, b])
+    close(y, want())
+    assert max(k.blocks for k in sim.kernels) > 3
+    # two kernels a reduction, one a stage of whole rows; the fills were 1-block kernels of 32 threads
+    launches = {"log_softmax": 6, "var": 4, "layer_norm": 6, "normalize": 3}[op]
+    assert len(sim.kernels) == launches, [(k.blocks, k.threads) for k in sim.kernels]
