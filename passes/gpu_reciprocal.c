@@ -82,18 +82,32 @@ static bool passes_value(MlirOperation op) {
            op_is(op, "arith.extf") || op_is(op, "arith.truncf");
 }
 
-/* Whether v reaches a step within `depth` ops (past that: taken as reaching one). */
-static bool reaches_step(MlirValue v, int depth) {
+/* Whether v reaches a step, walking its uses forward through at most `budget` values (each once);
+ * past that it is taken as reaching one. */
+typedef struct StepWalk {
+    OpSet seen;
+    int budget;
+} StepWalk;
+
+static bool reaches_step_from(StepWalk *w, MlirValue v) {
+    if (!ptrset_insert(&w->seen, v.ptr)) return false;
+    if (--w->budget < 0) return true;
     for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         if (is_step(user)) return true;
         if (!passes_value(user)) continue; /* a store, a yield: the value leaves as it is */
-        if (depth == 0) return true;
         for (intptr_t i = 0; i < mlirOperationGetNumResults(user); ++i) {
-            if (reaches_step(mlirOperationGetResult(user, i), depth - 1)) return true;
+            if (reaches_step_from(w, mlirOperationGetResult(user, i))) return true;
         }
     }
     return false;
+}
+
+static bool reaches_step(MlirValue v) {
+    StepWalk w = {.budget = 256};
+    bool r = reaches_step_from(&w, v);
+    opset_free(&w.seen);
+    return r;
 }
 
 typedef struct Division {
@@ -133,44 +147,44 @@ static MlirValue build_reciprocal(MlirValue root, MlirLocation loc) {
     return build_binary(&b, "arith.divf", const_float(&b, t, 1.0), root);
 }
 
+/* x / d → x * r, r = 1 / d (broadcast for a vector x). */
+static void divide_by_product(MlirOperation div, MlirValue r) {
+    Builder b = builder_before(div);
+    MlirValue x = mlirOperationGetOperand(div, 0), factor = r;
+    MlirType t = mlirValueGetType(x);
+    if (mlirTypeIsAVector(t) && !mlirTypeIsAVector(mlirValueGetType(r))) factor = build_unary(&b, "vector.broadcast", r, t);
+    MlirValue product = build_binary(&b, "arith.mulf", x, factor);
+    replace_op(div, 1, &product);
+}
+
+/* Each divisor's divisions whose quotients reach no step: a product by its reciprocal where there are
+ * two or more of them, or one in a loop the divisor is defined outside of. */
 static void reciprocal_kernel(MlirOperation func) {
     Divisions all = {0};
     mlirOperationWalk(func, collect, &all, MlirWalkPreOrder);
-    bool *done = calloc((size_t)all.n + 1, sizeof *done);
+    bool *done = calloc((size_t)all.n + 1, sizeof *done), *safe = calloc((size_t)all.n + 1, sizeof *safe);
+    for (int i = 0; i < all.n; ++i) safe[i] = !reaches_step(mlirOperationGetResult(all.v[i].op, 0));
     for (int i = 0; i < all.n; ++i) {
         if (done[i]) continue;
         MlirValue root = all.v[i].root;
-        int uses = 0;
-        bool in_loop = false;
         MlirBlock def_block = defining_block(root);
+        int uses = 0, first = -1;
+        bool in_loop = false;
         for (int j = i; j < all.n; ++j) {
             if (!mlirValueEqual(all.v[j].root, root)) continue;
+            done[j] = true;
+            if (!safe[j]) continue;
+            if (first < 0) first = j;
             ++uses;
             in_loop = in_loop || divides_in_loop(all.v[j].op, def_block);
         }
-        bool step = false;
-        for (int j = i; j < all.n && !step; ++j) {
-            if (mlirValueEqual(all.v[j].root, root)) step = reaches_step(mlirOperationGetResult(all.v[j].op, 0), 16);
-        }
-        if ((uses < 2 && !in_loop) || step) {
-            done[i] = true;
-            continue;
-        }
-        MlirValue r = build_reciprocal(root, mlirOperationGetLocation(all.v[i].op));
-        for (int j = i; j < all.n; ++j) {
-            if (done[j] || !mlirValueEqual(all.v[j].root, root)) continue;
-            done[j] = true;
-            MlirOperation div = all.v[j].op;
-            Builder b = builder_before(div);
-            MlirValue x = mlirOperationGetOperand(div, 0), factor = r;
-            MlirType t = mlirValueGetType(x);
-            if (mlirTypeIsAVector(t) && !mlirTypeIsAVector(mlirValueGetType(r))) {
-                factor = build_unary(&b, "vector.broadcast", r, t);
-            }
-            MlirValue product = build_binary(&b, "arith.mulf", x, factor);
-            replace_op(div, 1, &product);
+        if (uses == 0 || (uses < 2 && !in_loop)) continue;
+        MlirValue r = build_reciprocal(root, mlirOperationGetLocation(all.v[first].op));
+        for (int j = first; j < all.n; ++j) {
+            if (safe[j] && mlirValueEqual(all.v[j].root, root)) divide_by_product(all.v[j].op, r);
         }
     }
+    free(safe);
     free(done);
     free(all.v);
 }
