@@ -5,8 +5,9 @@
  * scalar, and an IEEE f32 division is a subroutine on the GPU (a reciprocal,
  * three or four FMAs, a range check and a branch to a slow path): in the
  * softmax of 1024 rows of 32768 f32 the 32 divisions cost a thread about as
- * many instructions as the 32 exps, in a kernel that holds one 1024-thread
- * block a multiprocessor and so has no other block to overlap them with.
+ * many instructions as the 32 exps.  On the H200 the products gained 2-6 % on
+ * the softmaxes (1024 x 32768: 75.0 -> 73.5 us; bf16 8192 x 1024: 6.5 -> 6.1),
+ * so the divisions were not what bound those kernels.
  *
  * PyTorch's own kernels divide by a scalar this way (div_true_kernel_cuda,
  * the CPU softmax): the reciprocal once, then a product each value.  This
