@@ -353,14 +353,22 @@ static bool index_write_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_
     return dim >= -rank && dim < rank;
 }
 
-/* scatter / scatter_add (input, dim, index, src or value), no reduce: the index as big as the input
+/* scatter's reduce=: None, or "add" / "multiply" (scatter_reduce's sum / prod with the input's own
+ * values); another string raises in eager (the C op). */
+static bool scatter_reduce_kw_ok(const Var *red) {
+    if (!red || is_const(red, Py_None)) return true;
+    return red->kind == V_CONST && PyUnicode_Check(red->obj) &&
+           (PyUnicode_CompareWithASCIIString(red->obj, "add") == 0 || PyUnicode_CompareWithASCIIString(red->obj, "multiply") == 0);
+}
+
+/* scatter / scatter_add (input, dim, index, src or value, reduce=): the index as big as the input
  * but along dim (eager's smaller indices update a corner: the C op), the source at least its size */
 static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static const char *const names[] = {"input", "dim", "index", "src", "value", "reduce", NULL};
     Var *x = ARG(0, "input"), *idx = ARG(2, "index"), *src = ARG(3, "src"), *red = ARG(-1, "reduce");
     int64_t dim;
     if (!src) src = ARG(-1, "value");
-    if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || (red && !is_const(red, Py_None)) || !is_tensor(x) || x->rank == 0 ||
+    if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !scatter_reduce_kw_ok(red) || !is_tensor(x) || x->rank == 0 ||
         !const_int(ARG(1, "dim"), &dim) || dim < -x->rank || dim >= x->rank || !is_tensor(idx) || idx->rank != x->rank || !src) {
         return false;
     }

@@ -125,9 +125,13 @@ def _scatter_src(src, index, d):
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
-    """Tensor.scatter with a tensor src or a number value, without reduce."""
+    """Tensor.scatter with a tensor src or a number value; reduce="add" / "multiply" is scatter_reduce's
+    sum / prod with the input's own values (capture admits no other reduce)."""
     if reduce is not None:
-        raise NotImplementedError("pt2: scatter with reduce")
+        v = src if src is not None else value
+        if not isinstance(v, torch.Tensor):
+            v = torch.full(index.shape, v, dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, dim, index, v, "sum" if reduce == "add" else "prod", include_self=True)
     x, hits, d = _scatter_hits(input, dim, index)
     if hits is None:
         return input

@@ -4,6 +4,8 @@ python/pt2/_polyfills_scatter.py's forms (every index compared with every positi
 Odd sizes, every dim, negative dims, duplicate indices that add up, f32/f64/int64, non-contiguous
 inputs, in place on inputs and on views, a KV-cache update, eager's errors for indices out of range;
 what the forms decline stays torch's C op (a break, eager's result)."""
+import warnings
+
 import pytest
 import torch
 
@@ -126,13 +128,12 @@ def test_out_of_range_raises_like_eager(bad):
 
 
 def test_declined_stay_torch():
-    """A scatter whose index is smaller than the input off the dim, more than 1024 indices, reduce=:
-    torch's C op (a break), eager's result."""
+    """A scatter whose index is smaller than the input off the dim, more than 1024 indices, a reduce=
+    eager does not know: torch's C op (a break), eager's result or eager's error."""
     x = rand(4, 5, seed=13)
     cases = [
         (lambda x, i, s: x.scatter_add(1, i, s), torch.tensor([[0, 1], [2, 3]]), rand(2, 2, seed=14)),
         (lambda x, i, s: x.index_add(0, i, s), torch.zeros(1500, dtype=torch.int64), rand(1500, 5, seed=15)),
-        (lambda x, i, s: x.scatter(1, i, s, reduce="add"), torch.tensor([[0], [1], [2], [3]]), rand(4, 1, seed=16)),
     ]
     for fn, i, s in cases:
         with torch.no_grad():
@@ -140,6 +141,32 @@ def test_declined_stay_torch():
             pt2.reset()
             assert pt2.explain(fn)(x, i, s).graph_break_count >= 1
             same(pt2.compile(fn)(x, i, s), want, tol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_scatter_with_reduce(dtype):
+    """scatter(..., reduce="add" / "multiply"), a tensor src or a number, functional and in place:
+    scatter_reduce's sum / prod with the input's values, one graph; a reduce eager does not know
+    raises as eager does."""
+    x = rand(4, 7, dtype=dtype, seed=16)
+    G.manual_seed(17)
+    index = torch.randint(0, 7, (4, 5), generator=G)  # repeats combine
+    src = rand(4, 6, dtype=dtype, seed=18).clamp(-3, 3)
+
+    def in_place(x, i, s):
+        x.scatter_(1, i, s, reduce="add")
+        return x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager's deprecation of reduce= with a tensor src
+        check(lambda x, i, s: (x.scatter(1, i, s, reduce="add"), torch.scatter(x, 1, i, s, reduce="multiply"),
+                               x.scatter(1, i, 2, reduce="add"), x.scatter(-1, i, value=3, reduce="multiply")),
+              x, index, src, tol=1e-5)
+        check(in_place, x.clone(), index, src, tol=1e-5)
+        with torch.no_grad():
+            pt2.reset()
+            with pytest.raises(RuntimeError):
+                pt2.compile(lambda x, i, s: x.scatter(1, i, s, reduce="max"))(x, index, src)
 
 
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
