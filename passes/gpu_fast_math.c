@@ -151,8 +151,7 @@ static bool signed_value(SignQuery *q, MlirValue v, bool positive) {
 }
 
 static bool decide_sign(SignQuery *q, MlirValue v, bool positive) {
-    if (mlirValueIsABlockArgument(v)) {
-        if (ptrset_has(&q->assumed, v.ptr)) return true;
+    if (mlirValueIsABlockArgument(v)) { /* an assumed one: iteration_signed */
         MlirOperation owner = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
         intptr_t a = mlirBlockArgumentGetArgNumber(v);
         return op_is(owner, "scf.for") && a >= 1 && iteration_signed(q, owner, a - 1, positive);

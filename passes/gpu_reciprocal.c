@@ -159,33 +159,43 @@ static void divide_by_product(MlirOperation div, MlirValue r) {
 }
 
 /* Each divisor's divisions whose quotients reach no step: a product by its reciprocal where there are
- * two or more of them, or one in a loop the divisor is defined outside of. */
+ * two or more of them, or one in a loop the divisor is defined outside of.  The steps are looked for
+ * only in the divisions of a divisor that could qualify. */
 static void reciprocal_kernel(MlirOperation func) {
     Divisions all = {0};
     mlirOperationWalk(func, collect, &all, MlirWalkPreOrder);
-    bool *done = calloc((size_t)all.n + 1, sizeof *done), *safe = calloc((size_t)all.n + 1, sizeof *safe);
-    for (int i = 0; i < all.n; ++i) safe[i] = !reaches_step(mlirOperationGetResult(all.v[i].op, 0));
+    bool *done = calloc((size_t)all.n + 1, sizeof *done), *take = calloc((size_t)all.n + 1, sizeof *take);
     for (int i = 0; i < all.n; ++i) {
         if (done[i]) continue;
         MlirValue root = all.v[i].root;
         MlirBlock def_block = defining_block(root);
-        int uses = 0, first = -1;
+        int uses = 0;
         bool in_loop = false;
         for (int j = i; j < all.n; ++j) {
-            if (!mlirValueEqual(all.v[j].root, root)) continue;
+            take[j] = !done[j] && mlirValueEqual(all.v[j].root, root);
+            if (!take[j]) continue;
             done[j] = true;
-            if (!safe[j]) continue;
-            if (first < 0) first = j;
             ++uses;
             in_loop = in_loop || divides_in_loop(all.v[j].op, def_block);
         }
-        if (uses == 0 || (uses < 2 && !in_loop)) continue;
-        MlirValue r = build_reciprocal(root, mlirOperationGetLocation(all.v[first].op));
-        for (int j = first; j < all.n; ++j) {
-            if (safe[j] && mlirValueEqual(all.v[j].root, root)) divide_by_product(all.v[j].op, r);
+        if (uses < 2 && !in_loop) continue;
+        uses = 0;
+        in_loop = false;
+        for (int j = i; j < all.n; ++j) {
+            take[j] = take[j] && !reaches_step(mlirOperationGetResult(all.v[j].op, 0));
+            if (!take[j]) continue;
+            ++uses;
+            in_loop = in_loop || divides_in_loop(all.v[j].op, def_block);
+        }
+        if (uses < 2 && !in_loop) continue;
+        MlirValue r = (MlirValue){NULL};
+        for (int j = i; j < all.n; ++j) {
+            if (!take[j]) continue;
+            if (mlirValueIsNull(r)) r = build_reciprocal(root, mlirOperationGetLocation(all.v[j].op));
+            divide_by_product(all.v[j].op, r);
         }
     }
-    free(safe);
+    free(take);
     free(done);
     free(all.v);
 }
