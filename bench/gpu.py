@@ -237,6 +237,15 @@ def main():
         s = torch.randn(r, c, device="cuda")
         case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
              2 * s.numel() * 4, rows)
+    # an LM head's logits (GPT-2's vocabulary): 1024-thread blocks, one an SM; and a few long rows (split)
+    for r, c in [(2048, 50257), (4, 1 << 20)]:
+        s = torch.randn(r, c, device="cuda")
+        case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
+             2 * s.numel() * 4, rows)
+        if r > 4:
+            case(f"log_softmax {r}x{c}", lambda g, s: g.op("log_softmax", s, dim=-1), lambda s: torch.log_softmax(s, -1), [s],
+                 2 * s.numel() * 4, rows)
+        del s
     s = torch.randn(8192, 1024, device="cuda")
     case("sum dim 0 8192x1024", lambda g, s: g.op("sum", s, dims=[0]), lambda s: s.sum(0), [s], s.numel() * 4, rows)
     case("sum dim -1 8192x1024", lambda g, s: g.op("sum", s, dims=[1]), lambda s: s.sum(1), [s], s.numel() * 4, rows)

@@ -496,7 +496,8 @@ static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const
     for (int i = 0; i < w->n; ++i) {
         Access *a = &w->a[i];
         if (!a->store) continue;
-        if (!p->private_lanes || (a->kind == ACCESS_OWN && rows_lane_slots(ix[a->stage].columns, p->t, p->cvec) > MAX_SLOTS)) {
+        bool loop = a->kind == ACCESS_OWN && !a->remat_only && rows_lane_slots(ix[a->stage].columns, p->t, p->cvec) > MAX_SLOTS;
+        if (!p->private_lanes || loop) {
             a->emit = true;
             continue;
         }
@@ -771,6 +772,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
         choose_stores(stages, n, ix, w, &p, &memo);
     }
     if (vector_rows && rows_choose_column_vector(&p, stages, ix, n, w, rows)) choose_stores(stages, n, ix, w, &p, &memo);
+    if (rows_plan_remat(stages, ix, w, &p)) choose_stores(stages, n, ix, w, &p, &memo);
     return p;
 }
 

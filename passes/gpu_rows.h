@@ -10,6 +10,7 @@
 
 #define SLOT_TARGET 16       /* about this many columns a lane */
 #define MAX_SLOTS 32         /* a stage of more slots a lane runs as a loop (values through memory) */
+#define LOOP_UNROLL 8        /* such a loop over lane-major rows: slots an iteration, their loads in flight together */
 #define SECTOR_BYTES 32      /* the least a warp instruction should read contiguously */
 #define BLOCK_THREADS 256    /* threads a block at least (GPU_THREADS_PER_BLOCK) */
 #define SPLIT_MIN_BLOCKS 264 /* fewer blocks than two per SM of an H200 (132 SMs): split long rows */
@@ -59,6 +60,9 @@ typedef struct Access {
     bool written;    /* its buffer is stored to in the group */
     AccessKind kind; /* private lanes: how it is forwarded */
     bool emit;       /* a store that goes to memory */
+    int remat;       /* a load in a loop of slots: 1 + the index of the store whose stage's body recomputes
+                        the element (gpu_rows_remat.c); 0: read from memory */
+    bool remat_only; /* a store whose buffer's later loads are all recomputed */
 } Access;
 
 typedef struct Accesses {
@@ -109,6 +113,11 @@ int64_t rows_vector_width(const Plan *p, const Rows *rows);
 /* Slots an iteration of a loop over `slots` slots, about `target`: a divisor
  * of slots when one lies in [target / 2, target] (no ragged iteration). */
 int64_t rows_loop_unroll(int64_t slots, int64_t target);
+
+/* gpu_rows_remat.c: which loads of elements an earlier stage stored, in
+ * stages that run as loops of slots, recompute them (Access.remat) and
+ * which stores only those loads read (Access.remat_only); true if some. */
+bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p);
 
 /* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);

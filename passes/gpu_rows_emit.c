@@ -116,6 +116,8 @@ typedef struct Emit {
     Kernel k;
     const Plan *p;
     Accesses *w;
+    Stage *stages;
+    ValueMap *held_then; /* a stage's loads of values of one column a row, as where it ran (remat_load) */
     Held *held;
     int n_held, cap_held;
     int64_t v;         /* the row of the thread's vector being emitted */
@@ -192,8 +194,45 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
     vmap_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
 }
 
+static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot);
+
+/* The element a load reads, recomputed (gpu_rows_remat.c): the body of the
+ * stage that stored it, run again at the load's row and column, its loads
+ * emitted as that stage's, the stored value taken for the load's. */
+static void remat_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m, int64_t slot) {
+    const Access *st = &e->w->a[a->remat - 1];
+    const Ix *px = &e->w->ix[st->stage], *cx = &e->w->ix[a->stage];
+    ValueMap pm = {0};
+    for (int q = 0; q < px->n_rows; ++q) vmap_set(&pm, px->row_iv[q], vmap_get(m, cx->row_iv[q]));
+    for (int c = 0; c < px->n_cols; ++c) vmap_set(&pm, px->col_iv[c], vmap_get(m, cx->col_iv[c]));
+    for (int f = 0; f < px->n_fixed; ++f) vmap_set(&pm, px->fixed_iv[f], const_index(b, px->fixed_value[f]));
+    MlirBlock body = gpu_body_of(e->stages[st->stage].par);
+    MlirOperation term = mlirBlockGetTerminator(body);
+    MlirValue value = {NULL};
+    for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationEqual(o, term); o = mlirOperationGetNextInBlock(o)) {
+        if (gpu_is_op(o, "memref.load")) {
+            MlirValue r = mlirOperationGetResult(o, 0), then = vmap_get(&e->held_then[st->stage], r);
+            if (mlirValueEqual(then, r)) {
+                emit_load(e, b, o, &pm, slot);
+            } else {
+                vmap_set(&pm, mlirOperationGetResult(o, 0), then);
+            }
+        } else if (gpu_is_op(o, "memref.store")) {
+            if (mlirOperationEqual(o, st->op)) value = vmap_get(&pm, mlirOperationGetOperand(o, 0));
+        } else {
+            clone_mapped(b, o, &pm);
+        }
+    }
+    vmap_set(m, mlirOperationGetResult(op, 0), value);
+    vmap_free(&pm);
+}
+
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot) {
     Access *a = access_of(e, op);
+    if (a && a->remat > 0) {
+        remat_load(e, b, op, a, m, slot);
+        return;
+    }
     if (a && !a->written && slot >= 0 && a->sig.ok && a->sig.linear) {
         int n_rows = e->w->ix[a->stage].n_rows;
         Held *h = held_read(e, a, slot, n_rows);
@@ -394,9 +433,19 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
         for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots);
         return;
     }
-    MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, slots), const_index(b, 1));
+    /* LOOP_UNROLL slots an iteration, op by op: their loads in flight together (the last iteration's
+     * slots past the row are out of range) */
+    int64_t unroll = rows_loop_unroll(slots, LOOP_UNROLL), iterations = (slots + unroll - 1) / unroll;
+    MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1));
     Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
-    pointwise_slot(e, &fb, s, ix, rows, mlirBlockGetArgument(gpu_body_of(f), 0), -1, slots);
+    MlirValue it = build_binary(&fb, "arith.muli", mlirBlockGetArgument(gpu_body_of(f), 0), const_index(&fb, unroll));
+    MlirValue j[MAX_SLOTS];
+    int64_t dynamic[MAX_SLOTS];
+    for (int64_t u = 0; u < unroll; ++u) {
+        j[u] = u == 0 ? it : build_binary(&fb, "arith.addi", it, const_index(&fb, u));
+        dynamic[u] = -1;
+    }
+    pointwise_slots(e, &fb, s, ix, rows, j, dynamic, (int)unroll, iterations * unroll);
 }
 
 /* The partials of one slot of a reduction stage: the body cloned at the
@@ -478,7 +527,7 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
         const Accumulator *acc = &s->acc[i % s->n_acc];
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
     }
-    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : 1;
+    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_loop_unroll(slots, LOOP_UNROLL);
     if (slots <= MAX_SLOTS && e->p->unroll == 0) {
         for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots, first, p);
         return;
@@ -543,8 +592,39 @@ static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, Mlir
     e->v = 0;
 }
 
+/* Stage i's loads of values of one column a row as they are where it runs,
+ * for the loads that recompute its elements later (remat_load), if any. */
+static void hold_then(Emit *e, int i, const ValueMap *rows) {
+    bool producer = false;
+    for (int k = 0; k < e->w->n && !producer; ++k) {
+        producer = e->w->a[k].remat > 0 && e->w->a[e->w->a[k].remat - 1].stage == i;
+    }
+    if (!producer) return;
+    ValueMap m = vmap_copy(rows);
+    for (int k = 0; k < e->w->n; ++k) {
+        Access *a = &e->w->a[k];
+        if (a->stage != i || a->store || a->kind != ACCESS_SCALAR) continue;
+        emit_load(e, &e->k.in, a->op, &m, -1);
+        vmap_set(&e->held_then[i], mlirOperationGetResult(a->op, 0), vmap_get(&m, mlirOperationGetResult(a->op, 0)));
+    }
+    vmap_free(&m);
+}
+
+/* A pointwise stage whose stores all stay out of memory in a loop of slots:
+ * the loads that read them recompute them (gpu_rows_remat.c). */
+static bool only_recomputed(const Emit *e, int stage) {
+    bool any = false;
+    for (int i = 0; i < e->w->n; ++i) {
+        const Access *a = &e->w->a[i];
+        if (a->stage != stage || !a->store) continue;
+        if (a->emit || !a->remat_only) return false;
+        any = true;
+    }
+    return any;
+}
+
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
-    Emit e = {.p = p, .w = w};
+    Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
     e.k = open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
     e.k.vec = vec;
@@ -555,15 +635,18 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     for (int i = p->loop_first; p->unroll > 0 && i < n && stages[i].kind == STAGE_POINTWISE; ++i) {
         if (ix[i].columns > 1) in_loop[n_in_loop++] = i;
     }
-    ValueMap rm[n][MAX_VEC];
+    ValueMap rm[n][MAX_VEC], then[n];
+    memset(then, 0, sizeof then);
+    e.held_then = then;
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
         row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
+        hold_then(&e, i, &rm[i][0]);
         bool deferred = false;
         for (int k = 0; k < n_in_loop; ++k) deferred |= in_loop[k] == i;
         if (deferred) continue;
         if (s->kind == STAGE_POINTWISE) {
-            emit_pointwise(&e, s, &ix[i], rm[i]);
+            if (!only_recomputed(&e, i)) emit_pointwise(&e, s, &ix[i], rm[i]);
         } else {
             MlirValue part[MAX_CARRIED];
             Fused pre = {stages, ix, rm, in_loop, n_in_loop};
@@ -576,6 +659,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     }
     for (int i = 0; i < n; ++i) {
         for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[i][v]);
+        vmap_free(&then[i]);
     }
     free(e.held);
     for (int i = 0; i < n; ++i) mlirOperationDestroy(stages[i].par);
