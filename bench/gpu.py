@@ -245,7 +245,10 @@ def main():
         if r > 4:
             case(f"log_softmax {r}x{c}", lambda g, s: g.op("log_softmax", s, dim=-1), lambda s: torch.log_softmax(s, -1), [s],
                  2 * s.numel() * 4, rows)
+            case(f"argmax {r}x{c}", lambda g, s: g.op("argmax", s, dim=-1), lambda s: s.argmax(-1), [s], s.numel() * 4, rows)
         del s
+    s = torch.randn(256, 1000, device="cuda")  # a classifier's predictions
+    case("argmax 256x1000", lambda g, s: g.op("argmax", s, dim=-1), lambda s: s.argmax(-1), [s], s.numel() * 4, rows)
     s = torch.randn(8192, 1024, device="cuda")
     case("sum dim 0 8192x1024", lambda g, s: g.op("sum", s, dims=[0]), lambda s: s.sum(0), [s], s.numel() * 4, rows)
     case("sum dim -1 8192x1024", lambda g, s: g.op("sum", s, dims=[1]), lambda s: s.sum(1), [s], s.numel() * 4, rows)

@@ -132,16 +132,18 @@ static bool find_accumulators(Stage *s) {
         }
         if (!mlirValueIsAOpResult(value)) return false;
         MlirOperation comb = mlirOpResultGetOwner(value);
-        if (!is_combiner(comb) || !mlirOperationEqual(mlirOperationGetParentOperation(comb), mlirOperationGetParentOperation(op))) {
+        bool select = gpu_is_op(comb, "arith.select"); /* a selection's (red_find_pair) */
+        if ((!is_combiner(comb) && !select) ||
+            !mlirOperationEqual(mlirOperationGetParentOperation(comb), mlirOperationGetParentOperation(op))) {
             return false;
         }
         MlirOperation load = {NULL};
-        for (int k = 0; k < 2; ++k) {
+        for (int k = select ? 2 : 0; k < (select ? 3 : 2); ++k) {
             MlirValue x = mlirOperationGetOperand(comb, k);
             if (!mlirValueIsAOpResult(x)) continue;
             MlirOperation def = mlirOpResultGetOwner(x);
             if (gpu_is_op(def, "memref.load") && mlirValueEqual(mlirOperationGetOperand(def, 0), acc) &&
-                same_operands_from(def, 1, op, 2) && has_one_use(x)) {
+                same_operands_from(def, 1, op, 2) && (select || has_one_use(x))) { /* a selection's predicate reads it too */
                 load = def;
             }
         }
@@ -153,6 +155,9 @@ static bool find_accumulators(Stage *s) {
             if (gpu_is_op(o, "memref.store") && mlirValueEqual(mlirOperationGetOperand(o, 1), acc)) return false;
         }
         s->acc[s->n_acc++] = (Accumulator){load, op, comb};
+    }
+    for (int a = 0; a < s->n_acc; ++a) {
+        if (gpu_is_op(s->acc[a].combiner, "arith.select")) return red_find_pair(s);
     }
     return s->n_acc > 0;
 }
@@ -424,6 +429,86 @@ MlirValue red_reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb,
     }
     red_barrier(b); /* the scratch is free again */
     return total;
+}
+
+static MlirValue shuffle_xor(Builder *b, MlirValue v, int64_t offset) {
+    MlirValue operands[3] = {v, const_int(b, i32_type(b->ctx), offset), const_int(b, i32_type(b->ctx), WARP)};
+    MlirType results[2] = {mlirValueGetType(v), mlirIntegerTypeGet(b->ctx, 1)};
+    MlirNamedAttribute mode = named_attr(b->ctx, "mode", parse_attr(b->ctx, "#gpu<shuffle_mode xor>"));
+    return mlirOperationGetResult(build_op(b, "gpu.shuffle", 3, operands, 2, results, 1, &mode), 0);
+}
+
+/* (v, i) <- (v', i') where take((v, i), (v', i')) */
+static void take_pair(Builder *b, const Stage *s, MlirValue *v, MlirValue *i, MlirValue ov, MlirValue oi) {
+    MlirValue take = red_pair_take(b, s, *v, *i, ov, oi);
+    *v = build_select(b, take, ov, *v);
+    *i = build_select(b, take, oi, *i);
+}
+
+void red_reduce_pair(Builder *b, MlirOperation module, const Stage *s, MlirValue *v, MlirValue *i, MlirValue lane, MlirValue tid,
+                     int64_t width, int64_t interleave) {
+    MlirOperation vcomb = s->acc[s->pair_value].combiner, icomb = s->acc[1 - s->pair_value].combiner;
+    MlirType vt = mlirValueGetType(*v), it = mlirValueGetType(*i);
+    int64_t in_warp = width * interleave <= WARP ? width : WARP / interleave;
+    for (int64_t offset = in_warp / 2; offset >= 1; offset /= 2) {
+        MlirValue ov = narrow(b, shuffle_xor(b, widen(b, vcomb, *v), offset * interleave), vt);
+        MlirValue oi = narrow(b, shuffle_xor(b, widen(b, icomb, *i), offset * interleave), it);
+        take_pair(b, s, v, i, ov, oi);
+    }
+    if (width * interleave <= WARP) return;
+    /* one entry a warp and row of each, as red_reduce_lanes; the index's scratch twice as long,
+     * a name of its own where both have one type */
+    MlirValue wv = widen(b, vcomb, *v), wi = widen(b, icomb, *i);
+    MlirValue vscratch = shared_scratch(b, module, mlirValueGetType(wv), WARP * interleave);
+    MlirValue iscratch = shared_scratch(b, module, mlirValueGetType(wi), 2 * WARP * interleave);
+    MlirValue warp_size = const_index(b, WARP);
+    int64_t warps = width * interleave / WARP;
+    MlirValue first_lane;
+    if (interleave == 1) {
+        first_lane = build_cmp(b, false, "eq", build_binary(b, "arith.remui", lane, warp_size), const_index(b, 0));
+    } else {
+        first_lane = build_cmp(b, false, "ult", build_binary(b, "arith.remui", tid, warp_size), const_index(b, interleave));
+    }
+    Builder then_b = builder_before(mlirBlockGetTerminator(build_scf_if(b, first_lane)));
+    MlirValue slot = build_binary(&then_b, "arith.divui", tid, warp_size);
+    if (interleave > 1) {
+        slot = build_binary(&then_b, "arith.addi", build_binary(&then_b, "arith.muli", slot, const_index(&then_b, interleave)),
+                            build_binary(&then_b, "arith.remui", tid, warp_size));
+    }
+    MlirValue sv[3] = {wv, vscratch, slot}, si[3] = {wi, iscratch, slot};
+    build_op(&then_b, "memref.store", 3, sv, 0, NULL, 0, NULL);
+    build_op(&then_b, "memref.store", 3, si, 0, NULL, 0, NULL);
+    red_barrier(b);
+    MlirValue first_entry = build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width * interleave)),
+                                         const_index(b, warps * interleave));
+    if (interleave == 1) {
+        /* lane k of every warp takes the row's warp k % warps, and the warps combine as lanes do
+         * (log2(warps) takes, not warps - 1 in a row: a take is two predicates) */
+        MlirValue at = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, warps)));
+        MlirValue lv[2] = {vscratch, at}, li[2] = {iscratch, at};
+        *v = narrow(b, build_value(b, "memref.load", 2, lv, mlirValueGetType(wv)), vt);
+        *i = narrow(b, build_value(b, "memref.load", 2, li, mlirValueGetType(wi)), it);
+        for (int64_t offset = warps / 2; offset >= 1; offset /= 2) {
+            MlirValue ov = narrow(b, shuffle_xor(b, widen(b, vcomb, *v), offset), vt);
+            MlirValue oi = narrow(b, shuffle_xor(b, widen(b, icomb, *i), offset), it);
+            take_pair(b, s, v, i, ov, oi);
+        }
+        red_barrier(b);
+        return;
+    }
+    first_entry = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, interleave)));
+    for (int64_t w = 0; w < warps; ++w) {
+        MlirValue at = build_binary(b, "arith.addi", first_entry, const_index(b, w * interleave));
+        MlirValue lv[2] = {vscratch, at}, li[2] = {iscratch, at};
+        MlirValue xv = narrow(b, build_value(b, "memref.load", 2, lv, mlirValueGetType(wv)), vt);
+        MlirValue xi = narrow(b, build_value(b, "memref.load", 2, li, mlirValueGetType(wi)), it);
+        if (w == 0) {
+            *v = xv, *i = xi;
+        } else {
+            take_pair(b, s, v, i, xv, xi);
+        }
+    }
+    red_barrier(b); /* the scratch is free again */
 }
 
 /* scf.for lb..ub step carrying `inits`; the body is empty (the caller adds
@@ -706,7 +791,7 @@ int gpu_map_reductions(MlirOperation func, const OpList *interchanged, const Gpu
     int n_run = 0;
     for (int i = 0; i <= top.n; ++i) {
         Stage s;
-        if (i < top.n && red_analyze_stage(top.ops[i], &s)) {
+        if (i < top.n && red_analyze_stage(top.ops[i], &s) && !(s.pair && opts->reductions_v1)) {
             run[n_run++] = s;
             continue;
         }
@@ -721,7 +806,8 @@ int gpu_map_reductions(MlirOperation func, const OpList *interchanged, const Gpu
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
         MlirOperation next = mlirOperationGetNextInBlock(op);
         Stage s;
-        if (red_analyze_stage(op, &s) && s.kind == STAGE_REDUCTION && s.n_fors == 1 && red_read_order(&s) == READ_ACROSS_OUTPUTS) {
+        if (red_analyze_stage(op, &s) && s.kind == STAGE_REDUCTION && !s.pair && s.n_fors == 1 &&
+            red_read_order(&s) == READ_ACROSS_OUTPUTS) {
             bool plain = true;
             for (int d = 0; d < s.n_dims; ++d) plain &= s.lb[d] == 0 && s.step[d] == 1;
             if (plain) red_emit_split_reduction(&s);

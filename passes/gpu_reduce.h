@@ -17,6 +17,7 @@
 #define MAX_ACCUMULATORS 8
 #define MAX_CARRIED 64 /* values an scf.for of partials carries (accumulators x vector rows) */
 #define MAX_LOOPS (PT2_MAX_RANK * 2)
+#define MAX_PAIR_OPS 32 /* ops of a selection's predicate */
 
 typedef enum StageKind { STAGE_POINTWISE, STAGE_REDUCTION } StageKind;
 
@@ -38,6 +39,14 @@ typedef struct Stage {
     MlirBlock inner;
     int n_acc;
     Accumulator acc[MAX_ACCUMULATORS];
+    /* a selection (gpu_reduce_pair.c): two accumulators, each `select(p, new, acc)` with one p,
+     * acc[pair_value] the value and the other the reduction loop's index; pair_ops: p's ops in
+     * the body, from the value and the two accumulators */
+    bool pair;
+    int pair_value;
+    MlirValue pair_cond;
+    int n_pair_ops;
+    MlirOperation pair_ops[MAX_PAIR_OPS];
 } Stage;
 
 /* How a reduction reads its input (red_read_order). */
@@ -56,6 +65,15 @@ bool red_name_starts(MlirOperation op, const char *prefix);
 bool red_simple_body(MlirBlock block);
 /* v is computed outside `loop`. */
 bool red_invariant_in(MlirValue v, MlirOperation loop);
+/* gpu_reduce_pair.c: whether s's two accumulators are a selection (argmax:
+ * a value and its index, Stage.pair), and if so fills the pair fields. */
+bool red_find_pair(Stage *s);
+/* Whether lane b's (value, index) replaces lane a's in a selection's combination. */
+MlirValue red_pair_take(Builder *b, const Stage *s, MlirValue av, MlirValue ai, MlirValue bv, MlirValue bi);
+/* A selection's (value, index) combined over the lanes of a row, as red_reduce_lanes. */
+void red_reduce_pair(Builder *b, MlirOperation module, const Stage *s, MlirValue *v, MlirValue *i, MlirValue lane, MlirValue tid,
+                     int64_t width, int64_t interleave);
+
 /* Reads a top-level loop nest as a stage; false if it is none. */
 bool red_analyze_stage(MlirOperation op, Stage *s);
 MlirValue red_dim_iv(const Stage *s, int d);

@@ -793,6 +793,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
  * reduction's or a sum over dim 0's fill and division, and a softmax of few
  * long rows' two fills, are then no launches of their own. */
 static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses *w, SplitRowStages *x) {
+    if (n <= 0) return;
     memset(x, 0, sizeof *x * (size_t)n);
     bool taken[n];
     memset(taken, 0, sizeof taken);
@@ -846,14 +847,16 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, b
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
     Plan p = plan(stages, n, ix, &w, rows, vector_rows);
+    bool pair = false; /* a selection is not split: one thread a row, as before (gpu_reduce_pair.c) */
+    for (int i = 0; i < n; ++i) pair |= stages[i].pair;
     if (p.split) {
         /* each reduction in kernels of its own; the stages of one column a row in its
          * second kernel (split_row_stages), the other pointwise stages stay loops */
         SplitRowStages x[n];
-        split_row_stages(stages, n, ix, &w, x);
+        if (!pair) split_row_stages(stages, n, ix, &w, x);
         free(w.a);
         for (int i = 0; i < n; ++i) {
-            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], vector_rows);
+            if (stages[i].kind == STAGE_REDUCTION && !pair) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], vector_rows);
         }
         return;
     }

@@ -525,6 +525,15 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
     int n = (int)(s->n_acc * e->k.vec);
     for (int i = 0; i < n; ++i) {
         const Accumulator *acc = &s->acc[i % s->n_acc];
+        if (s->pair) {
+            /* a selection has no identity: every lane starts from the accumulators' values (combining
+             * a state with itself gives it back) */
+            ValueMap m = vmap_copy(&rows[i / s->n_acc]);
+            emit_load(e, b, acc->load, &m, -1);
+            p[i] = vmap_get(&m, mlirOperationGetResult(acc->load, 0));
+            vmap_free(&m);
+            continue;
+        }
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
     }
     int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_loop_unroll(slots, LOOP_UNROLL);
@@ -576,6 +585,13 @@ static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, Mlir
         }
     }
     for (int64_t v = 0; v < e->k.vec; ++v) {
+        if (s->pair) {
+            /* the lanes' partials started from the accumulators' values (lane_partials) */
+            MlirValue *pv = &p[v * 2 + s->pair_value], *pi = &p[v * 2 + 1 - s->pair_value];
+            red_reduce_pair(b, e->k.module, s, pv, pi, e->k.lane, e->k.tid, e->k.t, e->k.interleave);
+            for (int a = 0; a < 2; ++a) vmap_set(&m[v], mlirOperationGetResult(s->acc[a].combiner, 0), p[v * 2 + a]);
+            continue;
+        }
         for (int a = 0; a < s->n_acc; ++a) {
             int64_t i = v * s->n_acc + a;
             MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[i], e->k.lane, e->k.tid, e->k.t, e->k.interleave);

@@ -135,6 +135,40 @@ def test_long_rows_recomputed(op):
     assert all(s == out or "workgroup" in sim.mapped.split(s + " = ")[-1].split("\n")[0] for s in stored), stored
 
 
+# argmax / argmin rows (passes/gpu_reduce_pair.c): each lane's first best, lanes combined by the
+# predicate with ties to the smaller index; exact indices against eager with ties, NaN and -inf rows
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,dim,blocks", [((32, 1000), -1, 8), ((7, 33), -1, 1), ((300, 2049), -1, 300),
+                                              ((5, 4, 129), -1, 2), ((64, 300), 0, 3), ((6, 300, 40), 1, 15)])
+def test_arg_reduction_rows(op, shape, dim, blocks):
+    x = (rand(*shape) * 4).round()
+    flat = x.view(-1, shape[-1])
+    flat[0, 3] = flat[1, 7] = flat[1, 2] = float("nan")
+    flat[2, :] = float("-inf")
+    (y,), sim = simulate(lambda g, x: g.op(op, x, dim=dim), [x])
+    assert torch.equal(y, getattr(torch, op)(x, dim))
+    assert [k.blocks for k in sim.kernels] == [blocks]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bfloat16])
+def test_arg_reduction_dtypes_and_fusion(dtype):
+    x = torch.randint(-5, 5, (40, 777)) if dtype == torch.int64 else (rand(40, 777) * 3).round()
+    (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x], dtype=None if dtype == torch.int64 else dtype)
+    assert torch.equal(y, x.argmax(-1)) and len(sim.kernels) == 1
+    s = rand(50, 999)
+    (y,), sim = simulate(lambda g, s: g.op("argmin", g.op("softmax", s, dim=-1), dim=-1), [s])
+    assert torch.equal(y, s.softmax(-1).argmin(-1)) and len(sim.kernels) == 1  # one row kernel for both
+
+
+def test_arg_reduction_long_and_split_rows():
+    x = (rand(264, 33001) * 9).round()  # past 32 slots a lane: a loop
+    (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
+    assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    x = (rand(2, 40000) * 9).round()  # a few long rows are not split: one thread a row
+    (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
+    assert torch.equal(y, x.argmax(-1))
+
+
 @pytest.mark.parametrize("disable", MAPPINGS)
 def test_rms_norm_var_log_softmax(disable):
     x, w = rand(17, 513), rand(513, seed=1)

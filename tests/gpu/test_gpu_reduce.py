@@ -128,6 +128,30 @@ def test_argmax_falls_back():
     assert torch.equal(got, x.argmax(1))
 
 
+# argmax / argmin as row kernels (passes/gpu_reduce_pair.c): the first index of the best value, NaN the
+# best, ties and -inf rows, every dim, dtypes; a few long rows stay one thread a row
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,dim", [((32, 1000), -1), ((2048, 50257), -1), ((7, 33), 1), ((64, 300), 0),
+                                       ((6, 300, 40), 1), ((3, 70001), -1), ((1, 1), 0)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64, torch.int32])
+def test_arg_reduction_rows(op, shape, dim, dtype):
+    if dtype != torch.float32 and shape[-1] > 50000:
+        pytest.skip("one dtype for the long rows")
+    x = rand(shape, dtype, sum(shape))
+    if dtype.is_floating_point:
+        x = (x * 2).round()  # ties
+        flat = x.view(-1, shape[-1])
+        if flat.shape[0] > 2:
+            flat[0, flat.shape[1] // 2] = float("nan")
+            flat[1, :] = float("-inf")
+            flat[2, -1] = float("nan")
+            flat[2, 0] = float("nan")
+    (got,), k = run(lambda g, x: g.op(op, x, dim=dim), [x])
+    assert torch.equal(got, getattr(torch, op)(x, dim))
+    if shape[0] > 3 and shape != (1, 1):
+        assert k.num_launches == 1, k.plan[:400]
+
+
 def test_fresh_inputs_same_kernel():
     """Same kernel, new random data each call (no stale results)."""
     g = pt2.Graph()
