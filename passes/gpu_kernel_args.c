@@ -148,41 +148,6 @@ static MlirWalkResult note_access(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
-/* An affine expression at constant dims and symbols; false if it is none. */
-static bool eval_affine(MlirAffineExpr e, const int64_t *dims, const int64_t *syms, int64_t *out) {
-    if (mlirAffineExprIsAConstant(e)) {
-        *out = mlirAffineConstantExprGetValue(e);
-        return true;
-    }
-    if (mlirAffineExprIsADim(e)) {
-        *out = dims[mlirAffineDimExprGetPosition(e)];
-        return true;
-    }
-    if (mlirAffineExprIsASymbol(e)) {
-        *out = syms[mlirAffineSymbolExprGetPosition(e)];
-        return true;
-    }
-    int64_t a, b;
-    if (!mlirAffineExprIsABinary(e) || !eval_affine(mlirAffineBinaryOpExprGetLHS(e), dims, syms, &a) ||
-        !eval_affine(mlirAffineBinaryOpExprGetRHS(e), dims, syms, &b)) {
-        return false;
-    }
-    if (mlirAffineExprIsAAdd(e)) {
-        *out = a + b;
-    } else if (mlirAffineExprIsAMul(e)) {
-        *out = a * b;
-    } else if (b > 0 && mlirAffineExprIsAFloorDiv(e)) {
-        *out = a >= 0 ? a / b : -((-a + b - 1) / b);
-    } else if (b > 0 && mlirAffineExprIsACeilDiv(e)) {
-        *out = a >= 0 ? (a + b - 1) / b : -(-a / b);
-    } else if (b > 0 && mlirAffineExprIsAMod(e)) {
-        *out = ((a % b) + b) % b;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 /* An index constant, or an affine.apply of constants (the launch bounds
  * convert-parallel-loops-to-gpu computes); -1 if it is none. */
 static int64_t constant_size(MlirValue v) {
@@ -199,7 +164,7 @@ static int64_t constant_size(MlirValue v) {
         if (vals[i] < 0) return -1;
     }
     int64_t out;
-    return eval_affine(mlirAffineMapGetResult(map, 0), vals, vals + nd, &out) ? out : -1;
+    return affine_eval(mlirAffineMapGetResult(map, 0), vals, vals + nd, &out) ? out : -1;
 }
 
 /* known_block_size = the launch's constant block size (segments 4, 5, 6:

@@ -46,18 +46,20 @@ bool red_name_starts(MlirOperation op, const char *prefix) {
     return n.length >= k && memcmp(n.data, prefix, k) == 0;
 }
 
-/* Loads, stores, arithmetic and math: what a stage's body may hold. */
-bool red_simple_body(MlirBlock block) {
+static bool simple_body(MlirBlock block, bool apply) {
     MlirOperation term = mlirBlockGetTerminator(block);
     for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         if (mlirOperationEqual(op, term)) break;
         if (!(gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store") || red_name_starts(op, "arith.") ||
-              red_name_starts(op, "math."))) {
+              red_name_starts(op, "math.") || (apply && gpu_is_op(op, "affine.apply")))) {
             return false;
         }
     }
     return true;
 }
+
+/* Loads, stores, arithmetic and math: what a stage's body may hold. */
+bool red_simple_body(MlirBlock block) { return simple_body(block, false); }
 
 /* lb, trip count and step of every dimension of an scf.parallel or scf.for. */
 static bool constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, int64_t *step) {
@@ -188,7 +190,8 @@ bool red_analyze_stage(MlirOperation op, Stage *s) {
                 f = (MlirOperation){NULL};
             }
         }
-        return red_simple_body(s->inner) && find_accumulators(s);
+        /* a selection's index may be an affine.apply of its loops (argmax of a whole tensor) */
+        return simple_body(s->inner, true) && find_accumulators(s) && (s->pair || red_simple_body(s->inner));
     }
     s->kind = STAGE_POINTWISE;
     return red_simple_body(body);

@@ -18,9 +18,10 @@
  *
  * which gives the sequential loop's answer, the first index of the best
  * value, whatever order lanes combine in: a strict preference with ties
- * broken by position.  The index must be the reduction loop's own (one loop,
- * index_cast of its variable), and the predicate a function of the value,
- * the two accumulators and constants only.
+ * broken by position.  The index must be the position in the reduction
+ * loops (index_cast of one loop's variable, or of their row-major
+ * linearization: argmax of a whole tensor), and the predicate a function of
+ * the value, the two accumulators and constants only.
  *===----------------------------------------------------------------------===*/
 #include <stdlib.h>
 
@@ -58,8 +59,48 @@ static int by_position(const void *a, const void *b) {
     return mlirOperationIsBeforeInBlock(x, y) ? -1 : 1;
 }
 
+/* Which reduction loop v is the variable of; -1 if none. */
+static int for_of(const Stage *s, MlirValue v) {
+    for (int k = 0; k < s->n_fors; ++k) {
+        if (mlirValueEqual(v, mlirBlockGetArgument(gpu_body_of(s->fors[k]), 0))) return k;
+    }
+    return -1;
+}
+
+/* v is the position in the reduction loops' order: one loop's variable, or
+ * an affine.apply of them that is their row-major linearization (loops from
+ * 0 by 1), checked at the origin, at each unit point and at the far corner. */
+static bool is_position(const Stage *s, MlirValue v) {
+    for (int k = 0; k < s->n_fors; ++k) {
+        if (s->for_lb[k] != 0 || s->for_step[k] != 1) return false;
+    }
+    if (s->n_fors == 1) return for_of(s, v) == 0;
+    if (!mlirValueIsAOpResult(v) || !gpu_is_op(mlirOpResultGetOwner(v), "affine.apply")) return false;
+    MlirOperation apply = mlirOpResultGetOwner(v);
+    MlirAffineMap map = mlirAffineMapAttrGetValue(mlirOperationGetAttributeByName(apply, sref("map")));
+    intptr_t n = mlirOperationGetNumOperands(apply), nd = mlirAffineMapGetNumDims(map);
+    if (mlirAffineMapGetNumResults(map) != 1 || n != s->n_fors || n > MAX_LOOPS) return false;
+    int which[MAX_LOOPS];
+    for (intptr_t i = 0; i < n; ++i) {
+        which[i] = for_of(s, mlirOperationGetOperand(apply, i));
+        if (which[i] < 0) return false;
+    }
+    int64_t stride[MAX_LOOPS], acc = 1;
+    for (int k = s->n_fors - 1; k >= 0; --k) stride[k] = acc, acc *= s->for_trip[k];
+    for (int point = -1; point <= s->n_fors; ++point) { /* -1: origin; n_fors: the far corner */
+        int64_t vals[MAX_LOOPS], want = 0, got;
+        for (intptr_t i = 0; i < n; ++i) {
+            int k = which[i];
+            vals[i] = point == s->n_fors ? s->for_trip[k] - 1 : point == k;
+            want += vals[i] * stride[k];
+        }
+        if (!affine_eval(mlirAffineMapGetResult(map, 0), vals, vals + nd, &got) || got != want) return false;
+    }
+    return true;
+}
+
 bool red_find_pair(Stage *s) {
-    if (s->n_acc != 2 || s->n_fors != 1) return false;
+    if (s->n_acc != 2) return false;
     MlirOperation sel[2];
     for (int a = 0; a < 2; ++a) {
         sel[a] = s->acc[a].combiner;
@@ -77,7 +118,7 @@ bool red_find_pair(Stage *s) {
         if (!mlirValueIsAOpResult(c) || !mlirTypeIsAInteger(mlirValueGetType(c))) continue;
         MlirOperation cast = mlirOpResultGetOwner(c);
         if ((gpu_is_op(cast, "arith.index_cast") || gpu_is_op(cast, "arith.index_castui")) &&
-            mlirValueEqual(mlirOperationGetOperand(cast, 0), mlirBlockGetArgument(gpu_body_of(s->fors[0]), 0))) {
+            is_position(s, mlirOperationGetOperand(cast, 0))) {
             index = a;
         }
     }

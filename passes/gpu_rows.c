@@ -847,16 +847,17 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, b
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
     Plan p = plan(stages, n, ix, &w, rows, vector_rows);
-    bool pair = false; /* a selection is not split: one thread a row, as before (gpu_reduce_pair.c) */
-    for (int i = 0; i < n; ++i) pair |= stages[i].pair;
+    /* a selection is not split (its partials would need an empty state): its few long rows take a
+     * block each (gpu_reduce_pair.c) */
+    for (int i = 0; i < n; ++i) p.split &= !stages[i].pair;
     if (p.split) {
         /* each reduction in kernels of its own; the stages of one column a row in its
          * second kernel (split_row_stages), the other pointwise stages stay loops */
         SplitRowStages x[n];
-        if (!pair) split_row_stages(stages, n, ix, &w, x);
+        split_row_stages(stages, n, ix, &w, x);
         free(w.a);
         for (int i = 0; i < n; ++i) {
-            if (stages[i].kind == STAGE_REDUCTION && !pair) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], vector_rows);
+            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], vector_rows);
         }
         return;
     }

@@ -692,3 +692,38 @@ MlirOperation clone_mapped(Builder *b, MlirOperation op, ValueMap *m) {
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) vmap_set(m, mlirOperationGetResult(op, i), mlirOperationGetResult(c, i));
     return c;
 }
+
+/* An affine expression at constant dims and symbols; false if it is none. */
+bool affine_eval(MlirAffineExpr e, const int64_t *dims, const int64_t *syms, int64_t *out) {
+    if (mlirAffineExprIsAConstant(e)) {
+        *out = mlirAffineConstantExprGetValue(e);
+        return true;
+    }
+    if (mlirAffineExprIsADim(e)) {
+        *out = dims[mlirAffineDimExprGetPosition(e)];
+        return true;
+    }
+    if (mlirAffineExprIsASymbol(e)) {
+        *out = syms[mlirAffineSymbolExprGetPosition(e)];
+        return true;
+    }
+    int64_t a, b;
+    if (!mlirAffineExprIsABinary(e) || !affine_eval(mlirAffineBinaryOpExprGetLHS(e), dims, syms, &a) ||
+        !affine_eval(mlirAffineBinaryOpExprGetRHS(e), dims, syms, &b)) {
+        return false;
+    }
+    if (mlirAffineExprIsAAdd(e)) {
+        *out = a + b;
+    } else if (mlirAffineExprIsAMul(e)) {
+        *out = a * b;
+    } else if (b > 0 && mlirAffineExprIsAFloorDiv(e)) {
+        *out = a >= 0 ? a / b : -((-a + b - 1) / b);
+    } else if (b > 0 && mlirAffineExprIsACeilDiv(e)) {
+        *out = a >= 0 ? (a + b - 1) / b : -(-a / b);
+    } else if (b > 0 && mlirAffineExprIsAMod(e)) {
+        *out = ((a % b) + b) % b;
+    } else {
+        return false;
+    }
+    return true;
+}

@@ -215,4 +215,8 @@ void declare_function(MlirOperation module, const char *name, const char *decl_t
 /* The builtin.module around op. */
 MlirOperation enclosing_module(MlirOperation op);
 
+/* An affine expression at constant dims and symbols; false if it is none (a division by a
+ * non-positive value). */
+bool affine_eval(MlirAffineExpr e, const int64_t *dims, const int64_t *syms, int64_t *out);
+
 #endif /* PT2_PASSES_IR_H */

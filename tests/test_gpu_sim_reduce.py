@@ -164,9 +164,22 @@ def test_arg_reduction_long_and_split_rows():
     x = (rand(264, 33001) * 9).round()  # past 32 slots a lane: a loop
     (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
     assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
-    x = (rand(2, 40000) * 9).round()  # a few long rows are not split: one thread a row
+    x = (rand(2, 40000) * 9).round()  # a few long rows are not split: a block a row
     (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
-    assert torch.equal(y, x.argmax(-1))
+    assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(2, 1024)]
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape", [(64, 300), (5, 7, 33), (1, 1)])
+def test_arg_reduction_whole_tensor(op, shape):
+    # no dim: the index is the row-major position over every loop (an affine.apply of them)
+    x = (rand(*shape) * 9).round()
+    if x.numel() > 100:
+        x.view(-1)[77] = x.view(-1)[99] = float("nan")
+    (y,), sim = simulate(lambda g, x: g.op(op, x), [x])
+    assert torch.equal(y, getattr(torch, op)(x))
+    if x.numel() > 1:  # one element: no loop is left to reduce
+        assert len(sim.kernels) == 1 and (x.numel() < 64 or sim.kernels[0].threads >= 128)
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)

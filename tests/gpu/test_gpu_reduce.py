@@ -122,7 +122,7 @@ def test_mean_prod_any():
     assert torch.equal(a, (x > 2.9).any(1))
 
 
-def test_argmax_falls_back():
+def test_argmax():
     x = rand((13, 100), torch.float32, 16)
     (got,), _ = run(lambda g, x: g.op("argmax", x, dim=1), [x])
     assert torch.equal(got, x.argmax(1))
@@ -150,6 +150,15 @@ def test_arg_reduction_rows(op, shape, dim, dtype):
     assert torch.equal(got, getattr(torch, op)(x, dim))
     if shape[0] > 3 and shape != (1, 1):
         assert k.num_launches == 1, k.plan[:400]
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape", [(64, 300), (4096, 4096), (5, 7, 33)])
+def test_arg_reduction_whole_tensor(op, shape):
+    x = (rand(shape, torch.float32, 7) * 2).round()
+    x.view(-1)[x.numel() // 3] = float("nan")
+    (got,), _ = run(lambda g, x: g.op(op, x), [x])
+    assert torch.equal(got, getattr(torch, op)(x))
 
 
 def test_fresh_inputs_same_kernel():
