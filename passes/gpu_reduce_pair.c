@@ -67,23 +67,35 @@ static int for_of(const Stage *s, MlirValue v) {
     return -1;
 }
 
-/* v is the position in the reduction loops' order: one loop's variable, or
- * an affine.apply of them that is their row-major linearization (loops from
- * 0 by 1), checked at the origin, at each unit point and at the far corner. */
+/* v is the position in the reduction loops' order: one loop's variable
+ * (the others running once), or an affine.apply of them that is their
+ * row-major linearization (loops from 0 by 1; those it leaves out running
+ * once), checked at the origin, at each unit point and at the far corner. */
 static bool is_position(const Stage *s, MlirValue v) {
     for (int k = 0; k < s->n_fors; ++k) {
         if (s->for_lb[k] != 0 || s->for_step[k] != 1) return false;
     }
-    if (s->n_fors == 1) return for_of(s, v) == 0;
+    int direct = for_of(s, v);
+    if (direct >= 0) { /* one loop's variable: the others run once */
+        for (int k = 0; k < s->n_fors; ++k) {
+            if (k != direct && s->for_trip[k] != 1) return false;
+        }
+        return true;
+    }
     if (!mlirValueIsAOpResult(v) || !gpu_is_op(mlirOpResultGetOwner(v), "affine.apply")) return false;
     MlirOperation apply = mlirOpResultGetOwner(v);
     MlirAffineMap map = mlirAffineMapAttrGetValue(mlirOperationGetAttributeByName(apply, sref("map")));
     intptr_t n = mlirOperationGetNumOperands(apply), nd = mlirAffineMapGetNumDims(map);
-    if (mlirAffineMapGetNumResults(map) != 1 || n != s->n_fors || n > MAX_LOOPS) return false;
+    if (mlirAffineMapGetNumResults(map) != 1 || n > s->n_fors) return false;
     int which[MAX_LOOPS];
+    bool used[MAX_LOOPS] = {false};
     for (intptr_t i = 0; i < n; ++i) {
         which[i] = for_of(s, mlirOperationGetOperand(apply, i));
-        if (which[i] < 0) return false;
+        if (which[i] < 0 || used[which[i]]) return false;
+        used[which[i]] = true;
+    }
+    for (int k = 0; k < s->n_fors; ++k) {
+        if (!used[k] && s->for_trip[k] != 1) return false; /* a loop the position ignores runs once */
     }
     int64_t stride[MAX_LOOPS], acc = 1;
     for (int k = s->n_fors - 1; k >= 0; --k) stride[k] = acc, acc *= s->for_trip[k];

@@ -847,9 +847,6 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, b
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
     Plan p = plan(stages, n, ix, &w, rows, vector_rows);
-    /* a selection is not split (its partials would need an empty state): its few long rows take a
-     * block each (gpu_reduce_pair.c) */
-    for (int i = 0; i < n; ++i) p.split &= !stages[i].pair;
     if (p.split) {
         /* each reduction in kernels of its own; the stages of one column a row in its
          * second kernel (split_row_stages), the other pointwise stages stay loops */

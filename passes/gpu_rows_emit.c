@@ -512,6 +512,37 @@ static void drop_slot_values(Emit *e) {
     e->n_held = kept;
 }
 
+/* A selection's partials in a split's chunk start from the lane's first
+ * element (its value and index: the selects' new operands at slot 0, a
+ * column past the row clamped onto its last, a real element too): a split's
+ * first kernel cannot read the accumulators, which its second kernel fills. */
+static void pair_first_element(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots,
+                               MlirValue *p) {
+    Builder *b = &e->k.in;
+    MlirValue in_range, cols[MAX_LOOPS];
+    int64_t sub;
+    MlirValue col = slot_column(b, &e->k, (MlirValue){NULL}, 0, slots, ix->columns, first, ix->columns, &in_range, &sub);
+    column_indices(b, ix, col, sub, cols);
+    MlirOperation term = mlirBlockGetTerminator(s->inner);
+    for (int64_t v = 0; v < e->k.vec; ++v) {
+        ValueMap m = vmap_copy(&rows[v]);
+        map_columns(ix, cols, &m);
+        /* the accumulators read as zeros: only the predicate and the selects see them, and those
+         * are dead here */
+        for (int a = 0; a < s->n_acc; ++a) {
+            MlirValue r = mlirOperationGetResult(s->acc[a].load, 0);
+            vmap_set(&m, r, const_scalar(b, mlirValueGetType(r), 0.0));
+        }
+        for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+            bool acc_op = false;
+            for (int a = 0; a < s->n_acc; ++a) acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
+            if (!acc_op) clone_mapped(b, op, &m);
+        }
+        for (int a = 0; a < 2; ++a) p[v * 2 + a] = vmap_get(&m, mlirOperationGetOperand(s->acc[a].combiner, 1));
+        vmap_free(&m);
+    }
+}
+
 /* Each lane's partials over its slots (columns first + lane + j * t), for
  * each row of its vector: p[v * n_acc + a].  The slots are unrolled up to
  * MAX_SLOTS; past that, or with the plan's `unroll`, they run as a loop of
@@ -523,7 +554,9 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
                           const Fused *pre, MlirValue *p) {
     Builder *b = &e->k.in;
     int n = (int)(s->n_acc * e->k.vec);
-    for (int i = 0; i < n; ++i) {
+    bool started = s->pair && !mlirValueIsNull(first);
+    if (started) pair_first_element(e, s, ix, rows, first, slots, p);
+    for (int i = 0; i < n && !started; ++i) {
         const Accumulator *acc = &s->acc[i % s->n_acc];
         if (s->pair) {
             /* a selection has no identity: every lane starts from the accumulators' values (combining
@@ -760,6 +793,11 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     if (t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e.k.lane, const_index(b, 0)));
     MlirValue totals[MAX_CARRIED];
     for (int i = 0; i < s->n_acc * vec; ++i) {
+        if (s->pair) {
+            if (i % 2 == 0) red_reduce_pair(b, module, s, &part[i + s->pair_value], &part[i + 1 - s->pair_value], e.k.lane, e.k.tid, t, interleave);
+            totals[i] = part[i];
+            continue;
+        }
         totals[i] = red_reduce_lanes(b, module, s->acc[i % s->n_acc].combiner, part[i], e.k.lane, e.k.tid, t, interleave);
     }
     Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
@@ -787,6 +825,13 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     ValueMap rm2 = row_map(b, ix, e2.k.row, rows);
     int64_t slots2 = rows_slots_of(chunks, t2);
     for (int a = 0; a < s->n_acc; ++a) {
+        if (s->pair) { /* the accumulators' values, as lane_partials starts a selection */
+            ValueMap m = vmap_copy(&rm2);
+            clone_mapped(b, s->acc[a].load, &m);
+            part[a] = vmap_get(&m, mlirOperationGetResult(s->acc[a].load, 0));
+            vmap_free(&m);
+            continue;
+        }
         part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
     }
     MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots2), const_index(b, 1), s->n_acc, part);
@@ -795,13 +840,18 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     MlirValue in_range;
     int64_t sub;
     MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, slots2, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
-    MlirValue y[MAX_ACCUMULATORS];
+    MlirValue y[MAX_ACCUMULATORS], xs[MAX_ACCUMULATORS];
     for (int a = 0; a < s->n_acc; ++a) {
         MlirValue ld[3] = {partial[a], e2.k.row, col};
-        MlirValue x = build_value(&in, "memref.load", 3, ld, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
-        MlirValue old = mlirBlockGetArgument(fb, 1 + a);
-        y[a] = red_combine(&in, s->acc[a].combiner, old, x);
-        if (!mlirValueIsNull(in_range)) y[a] = build_select(&in, in_range, y[a], old);
+        xs[a] = build_value(&in, "memref.load", 3, ld, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+        y[a] = s->pair ? mlirBlockGetArgument(fb, 1 + a) : red_combine(&in, s->acc[a].combiner, mlirBlockGetArgument(fb, 1 + a), xs[a]);
+    }
+    if (s->pair) {
+        MlirValue take = red_pair_take(&in, s, y[s->pair_value], y[1 - s->pair_value], xs[s->pair_value], xs[1 - s->pair_value]);
+        for (int a = 0; a < 2; ++a) y[a] = build_select(&in, take, xs[a], y[a]);
+    }
+    for (int a = 0; a < s->n_acc; ++a) {
+        if (!mlirValueIsNull(in_range)) y[a] = build_select(&in, in_range, y[a], mlirBlockGetArgument(fb, 1 + a));
     }
     build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
     for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);

@@ -164,22 +164,29 @@ def test_arg_reduction_long_and_split_rows():
     x = (rand(264, 33001) * 9).round()  # past 32 slots a lane: a loop
     (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
     assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
-    x = (rand(2, 40000) * 9).round()  # a few long rows are not split: a block a row
+    x = (rand(3, 70001) * 9).round()  # a few long rows: split into chunks, each lane from its first element
+    x[1, :] = float("-inf")
+    x[2, 5] = x[2, 60000] = float("nan")
     (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
-    assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(2, 1024)]
+    assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(54, 256), (1, 256)]
+    x = (rand(20000, 8) * 9).round()  # argmax over dim 0 of few columns: split too
+    (y,), sim = simulate(lambda g, x: g.op("argmin", x, dim=0), [x])
+    assert torch.equal(y, x.argmin(0)) and len(sim.kernels) == 2
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
-@pytest.mark.parametrize("shape", [(64, 300), (5, 7, 33), (1, 1)])
+@pytest.mark.parametrize("shape", [(300, 1001), (64, 300), (5, 7, 33), (1, 1)])
 def test_arg_reduction_whole_tensor(op, shape):
-    # no dim: the index is the row-major position over every loop (an affine.apply of them)
+    # no dim: the index is the row-major position over every loop (an affine.apply of them), the
+    # tensor split into chunks of blocks, then one block over the chunks
     x = (rand(*shape) * 9).round()
     if x.numel() > 100:
-        x.view(-1)[77] = x.view(-1)[99] = float("nan")
+        x.view(-1)[77] = x.view(-1)[x.numel() - 9] = float("nan")
     (y,), sim = simulate(lambda g, x: g.op(op, x), [x])
     assert torch.equal(y, getattr(torch, op)(x))
     if x.numel() > 1:  # one element: no loop is left to reduce
-        assert len(sim.kernels) == 1 and (x.numel() < 64 or sim.kernels[0].threads >= 128)
+        assert len(sim.kernels) <= 2 and all(k.threads >= 32 for k in sim.kernels)
+        assert x.numel() < 4096 * 16 or sim.kernels[0].blocks >= 16  # chunks of 256 lanes x 16
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
