@@ -11,7 +11,8 @@
  * or a reduction: the accumulator pattern is a load and a store of acc at
  * indices that do not depend on the reduction loops, joined by one
  * associative combiner, addf, maximumf, ..., whose identity starts each
- * partial), and holds what row kernels are built from: identities, the
+ * partial; or a selection, argmax's value and index moved by one predicate,
+ * gpu_reduce_pair.c), and holds what row kernels are built from: identities, the
  * combination of a row's lanes by warp shuffles and shared memory
  * (red_reduce_lanes), loops carrying partials.  Runs of stages between
  * which only views, constants and allocations sit go to red_group_run

@@ -34,9 +34,9 @@ static bool is_value(MlirValue v, const MlirValue *leaves, int n) {
     return false;
 }
 
-/* The ops of `body` that v depends on, stopping at the leaves and at values
- * defined outside the body, in program order (marks[] by position); false
- * if v reaches a load or a block argument of the body that is no leaf. */
+/* The ops of `body` that v depends on (ops[0..*n), each once), stopping at
+ * the leaves and at values defined outside the body; false if v reaches a
+ * load, an op with regions or a block argument of the body that is no leaf. */
 static bool slice(MlirBlock body, MlirValue v, const MlirValue *leaves, int n_leaves, MlirOperation *ops, int *n, int cap) {
     if (is_value(v, leaves, n_leaves)) return true;
     if (mlirValueIsABlockArgument(v)) return !mlirBlockEqual(mlirBlockArgumentGetOwner(v), body);
@@ -123,7 +123,7 @@ bool red_find_pair(Stage *s) {
     }
     MlirValue cond = mlirOperationGetOperand(sel[0], 0);
     if (!mlirValueEqual(cond, mlirOperationGetOperand(sel[1], 0))) return false;
-    /* which accumulator is the index: index_cast of the reduction loop's variable */
+    /* which accumulator is the index: index_cast of the position in the reduction loops */
     int index = -1;
     for (int a = 0; a < 2; ++a) {
         MlirValue c = mlirOperationGetOperand(sel[a], 1);

@@ -544,7 +544,9 @@ static void pair_first_element(Emit *e, const Stage *s, const Ix *ix, const Valu
 }
 
 /* Each lane's partials over its slots (columns first + lane + j * t), for
- * each row of its vector: p[v * n_acc + a].  The slots are unrolled up to
+ * each row of its vector: p[v * n_acc + a], from the combiners' identities
+ * (a selection's from the accumulators, or in a split's chunk from its first
+ * element).  The slots are unrolled up to
  * MAX_SLOTS; past that, or with the plan's `unroll`, they run as a loop of
  * `unroll` unrolled slots an iteration (1: one), whose loads are all in
  * flight at once, and each slot of an iteration first runs `pre`'s stages
