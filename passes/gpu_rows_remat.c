@@ -15,13 +15,13 @@
  * the buffer is read after the group and no later store overwrites it
  * (choose_stores), and a producer none of whose stores remain is not
  * emitted.  The softmax then reads x three times (max; exp and sum; exp and
- * division, the last two mostly from L2) and writes once.
+ * division, the last two mostly from L2) and writes once: 299 us.
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
 #include "gpu_rows.h"
 
-/* Slots a lane of stage i: more than MAX_SLOTS runs the stage as a loop. */
+/* The stage runs as a loop over its slots (more than MAX_SLOTS a lane). */
 static bool loop_slots(const Ix *ix, const Plan *p) {
     return ix->columns > 1 && rows_lane_slots(ix->columns, p->t, p->cvec) > MAX_SLOTS;
 }
