@@ -141,6 +141,16 @@ bool red_find_pair(Stage *s) {
                            mlirOperationGetResult(s->acc[1].load, 0)};
     s->n_pair_ops = 0;
     if (!slice(s->inner, cond, leaves, 3, s->pair_ops, &s->n_pair_ops, MAX_PAIR_OPS)) return false;
+    /* the predicate compares the new value with the best so far (a preference, as argmax's and
+     * argmin's bodies in lower.c are): one of the new value alone ("the last x > 0") would pick a
+     * lane's last match, which no order of combination gives back */
+    bool reads[2] = {false, false};
+    for (int k = 0; k < s->n_pair_ops; ++k) {
+        for (intptr_t o = 0; o < mlirOperationGetNumOperands(s->pair_ops[k]); ++o) {
+            for (int l = 0; l < 2; ++l) reads[l] |= mlirValueEqual(mlirOperationGetOperand(s->pair_ops[k], o), leaves[l == 0 ? 0 : 1 + s->pair_value]);
+        }
+    }
+    if (!reads[0] || !reads[1]) return false;
     qsort(s->pair_ops, (size_t)s->n_pair_ops, sizeof *s->pair_ops, by_position);
     s->pair = true;
     return true;
