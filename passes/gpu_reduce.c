@@ -375,66 +375,7 @@ static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t, in
     return mlirOperationGetResult(build_op(b, "memref.get_global", 0, NULL, 1, &mt, 1, &attr), 0);
 }
 
-/* The combination of v over the `width` lanes of a row (width a power of
- * two); every lane gets the result.  Thread tid is lane `lane` of its row;
- * `interleave` (a power of two) rows share a warp, lane-major: thread
- * (g * width + lane) * interleave + r, so a row's lanes are interleave
- * threads apart.  A row's lanes inside one warp combine by shuffles (xor
- * interleave * 16/.../1); wider rows go through shared memory, one entry a
- * warp and row of the block: entry (tid / 32) * interleave + r, a row's warps
- * those of its group g (with interleave 1: tid / 32, and the row's warps are
- * entries (tid / width) * (width / 32) + i). */
-MlirValue red_reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb, MlirValue v, MlirValue lane, MlirValue tid,
-                           int64_t width, int64_t interleave) {
-    MlirType t = mlirValueGetType(v);
-    MlirAttribute xor_mode = parse_attr(b->ctx, "#gpu<shuffle_mode xor>");
-    MlirValue warp_width = const_int(b, i32_type(b->ctx), WARP);
-    int64_t in_warp = width * interleave <= WARP ? width : WARP / interleave;
-    for (int64_t offset = in_warp / 2; offset >= 1; offset /= 2) {
-        MlirValue w = widen(b, comb, v);
-        MlirValue operands[3] = {w, const_int(b, i32_type(b->ctx), offset * interleave), warp_width};
-        MlirType results[2] = {mlirValueGetType(w), mlirIntegerTypeGet(b->ctx, 1)};
-        MlirNamedAttribute mode = named_attr(b->ctx, "mode", xor_mode);
-        MlirOperation shuffle = build_op(b, "gpu.shuffle", 3, operands, 2, results, 1, &mode);
-        v = red_combine(b, comb, v, narrow(b, mlirOperationGetResult(shuffle, 0), t));
-    }
-    if (width * interleave <= WARP) return v;
-    MlirValue w = widen(b, comb, v);
-    MlirValue scratch = shared_scratch(b, module, mlirValueGetType(w), WARP * interleave);
-    MlirValue warp_size = const_index(b, WARP);
-    int64_t warps = width * interleave / WARP; /* a row group's warps */
-    MlirValue first_lane, slot, first_entry;
-    if (interleave == 1) {
-        first_lane = build_cmp(b, false, "eq", build_binary(b, "arith.remui", lane, warp_size), const_index(b, 0));
-    } else {
-        first_lane = build_cmp(b, false, "ult", build_binary(b, "arith.remui", tid, warp_size), const_index(b, interleave));
-    }
-    Builder then_b = builder_before(mlirBlockGetTerminator(build_scf_if(b, first_lane)));
-    slot = build_binary(&then_b, "arith.divui", tid, warp_size);
-    if (interleave > 1) {
-        slot = build_binary(&then_b, "arith.addi", build_binary(&then_b, "arith.muli", slot, const_index(&then_b, interleave)),
-                            build_binary(&then_b, "arith.remui", tid, warp_size));
-    }
-    MlirValue store[3] = {w, scratch, slot};
-    build_op(&then_b, "memref.store", 3, store, 0, NULL, 0, NULL);
-    red_barrier(b);
-    first_entry = build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width * interleave)),
-                               const_index(b, warps * interleave));
-    MlirValue row_in_warp = (MlirValue){NULL};
-    if (interleave > 1) {
-        row_in_warp = build_binary(b, "arith.remui", tid, const_index(b, interleave));
-        first_entry = build_binary(b, "arith.addi", first_entry, row_in_warp);
-    }
-    MlirValue total = (MlirValue){NULL};
-    for (int64_t i = 0; i < warps; ++i) {
-        MlirValue load[2] = {scratch, build_binary(b, "arith.addi", first_entry, const_index(b, i * interleave))};
-        MlirValue x = narrow(b, build_value(b, "memref.load", 2, load, mlirValueGetType(w)), t);
-        total = i == 0 ? x : red_combine(b, comb, total, x);
-    }
-    red_barrier(b); /* the scratch is free again */
-    return total;
-}
-
+/* A gpu.shuffle xor `offset` of v over the warp. */
 static MlirValue shuffle_xor(Builder *b, MlirValue v, int64_t offset) {
     MlirValue operands[3] = {v, const_int(b, i32_type(b->ctx), offset), const_int(b, i32_type(b->ctx), WARP)};
     MlirType results[2] = {mlirValueGetType(v), mlirIntegerTypeGet(b->ctx, 1)};
@@ -442,31 +383,14 @@ static MlirValue shuffle_xor(Builder *b, MlirValue v, int64_t offset) {
     return mlirOperationGetResult(build_op(b, "gpu.shuffle", 3, operands, 2, results, 1, &mode), 0);
 }
 
-/* (v, i) <- (v', i') where take((v, i), (v', i')) */
-static void take_pair(Builder *b, const Stage *s, MlirValue *v, MlirValue *i, MlirValue ov, MlirValue oi) {
-    MlirValue take = red_pair_take(b, s, *v, *i, ov, oi);
-    *v = build_select(b, take, ov, *v);
-    *i = build_select(b, take, oi, *i);
-}
-
-void red_reduce_pair(Builder *b, MlirOperation module, const Stage *s, MlirValue *v, MlirValue *i, MlirValue lane, MlirValue tid,
-                     int64_t width, int64_t interleave) {
-    MlirOperation vcomb = s->acc[s->pair_value].combiner, icomb = s->acc[1 - s->pair_value].combiner;
-    MlirType vt = mlirValueGetType(*v), it = mlirValueGetType(*i);
-    int64_t in_warp = width * interleave <= WARP ? width : WARP / interleave;
-    for (int64_t offset = in_warp / 2; offset >= 1; offset /= 2) {
-        MlirValue ov = narrow(b, shuffle_xor(b, widen(b, vcomb, *v), offset * interleave), vt);
-        MlirValue oi = narrow(b, shuffle_xor(b, widen(b, icomb, *i), offset * interleave), it);
-        take_pair(b, s, v, i, ov, oi);
-    }
-    if (width * interleave <= WARP) return;
-    /* one entry a warp and row of each, as red_reduce_lanes; the index's scratch twice as long,
-     * a name of its own where both have one type */
-    MlirValue wv = widen(b, vcomb, *v), wi = widen(b, icomb, *i);
-    MlirValue vscratch = shared_scratch(b, module, mlirValueGetType(wv), WARP * interleave);
-    MlirValue iscratch = shared_scratch(b, module, mlirValueGetType(wi), 2 * WARP * interleave);
+/* Past a warp: the first lane of each warp and row (with interleaved rows the
+ * warp's first `interleave` threads) stores vals[k] into scratch[k] at entry
+ * (tid / 32) * interleave + r; a barrier; returns the first entry of the
+ * thread's row group, (tid / (width * interleave)) * warps * interleave. */
+static MlirValue warp_entries(Builder *b, MlirValue lane, MlirValue tid, int64_t width, int64_t interleave, int n,
+                              const MlirValue *vals, const MlirValue *scratch) {
     MlirValue warp_size = const_index(b, WARP);
-    int64_t warps = width * interleave / WARP;
+    int64_t warps = width * interleave / WARP; /* a row group's warps */
     MlirValue first_lane;
     if (interleave == 1) {
         first_lane = build_cmp(b, false, "eq", build_binary(b, "arith.remui", lane, warp_size), const_index(b, 0));
@@ -479,39 +403,93 @@ void red_reduce_pair(Builder *b, MlirOperation module, const Stage *s, MlirValue
         slot = build_binary(&then_b, "arith.addi", build_binary(&then_b, "arith.muli", slot, const_index(&then_b, interleave)),
                             build_binary(&then_b, "arith.remui", tid, warp_size));
     }
-    MlirValue sv[3] = {wv, vscratch, slot}, si[3] = {wi, iscratch, slot};
-    build_op(&then_b, "memref.store", 3, sv, 0, NULL, 0, NULL);
-    build_op(&then_b, "memref.store", 3, si, 0, NULL, 0, NULL);
+    for (int k = 0; k < n; ++k) {
+        MlirValue store[3] = {vals[k], scratch[k], slot};
+        build_op(&then_b, "memref.store", 3, store, 0, NULL, 0, NULL);
+    }
     red_barrier(b);
-    MlirValue first_entry = build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width * interleave)),
-                                         const_index(b, warps * interleave));
+    return build_binary(b, "arith.muli", build_binary(b, "arith.divui", tid, const_index(b, width * interleave)),
+                        const_index(b, warps * interleave));
+}
+
+/* The combination of v over the `width` lanes of a row (width a power of
+ * two); every lane gets the result.  Thread tid is lane `lane` of its row;
+ * `interleave` (a power of two) rows share a warp, lane-major: thread
+ * (g * width + lane) * interleave + r, so a row's lanes are interleave
+ * threads apart.  A row's lanes inside one warp combine by shuffles (xor
+ * interleave * 16/.../1); wider rows go through shared memory, one entry a
+ * warp and row of the block: entry (tid / 32) * interleave + r, a row's warps
+ * those of its group g (with interleave 1: tid / 32, and the row's warps are
+ * entries (tid / width) * (width / 32) + i). */
+MlirValue red_reduce_lanes(Builder *b, MlirOperation module, MlirOperation comb, MlirValue v, MlirValue lane, MlirValue tid,
+                           int64_t width, int64_t interleave) {
+    MlirType t = mlirValueGetType(v);
+    int64_t in_warp = width * interleave <= WARP ? width : WARP / interleave;
+    for (int64_t offset = in_warp / 2; offset >= 1; offset /= 2) {
+        v = red_combine(b, comb, v, narrow(b, shuffle_xor(b, widen(b, comb, v), offset * interleave), t));
+    }
+    if (width * interleave <= WARP) return v;
+    MlirValue w = widen(b, comb, v);
+    MlirValue scratch = shared_scratch(b, module, mlirValueGetType(w), WARP * interleave);
+    MlirValue first_entry = warp_entries(b, lane, tid, width, interleave, 1, &w, &scratch);
+    if (interleave > 1) first_entry = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, interleave)));
+    MlirValue total = (MlirValue){NULL};
+    for (int64_t i = 0; i < width * interleave / WARP; ++i) {
+        MlirValue load[2] = {scratch, build_binary(b, "arith.addi", first_entry, const_index(b, i * interleave))};
+        MlirValue x = narrow(b, build_value(b, "memref.load", 2, load, mlirValueGetType(w)), t);
+        total = i == 0 ? x : red_combine(b, comb, total, x);
+    }
+    red_barrier(b); /* the scratch is free again */
+    return total;
+}
+
+/* (v, i) <- (v', i') where take((v, i), (v', i')) */
+static void take_pair(Builder *b, const Stage *s, MlirValue *v, MlirValue *i, MlirValue ov, MlirValue oi) {
+    MlirValue take = red_pair_take(b, s, *v, *i, ov, oi);
+    *v = build_select(b, take, ov, *v);
+    *i = build_select(b, take, oi, *i);
+}
+
+/* Both of a selection's values shuffled from the lane `offset` away, and taken where they win. */
+static void take_shuffled(Builder *b, const Stage *s, MlirValue *v, MlirValue *i, int64_t offset) {
+    MlirOperation vcomb = s->acc[s->pair_value].combiner, icomb = s->acc[1 - s->pair_value].combiner;
+    MlirValue ov = narrow(b, shuffle_xor(b, widen(b, vcomb, *v), offset), mlirValueGetType(*v));
+    MlirValue oi = narrow(b, shuffle_xor(b, widen(b, icomb, *i), offset), mlirValueGetType(*i));
+    take_pair(b, s, v, i, ov, oi);
+}
+
+void red_reduce_pair(Builder *b, MlirOperation module, const Stage *s, MlirValue *v, MlirValue *i, MlirValue lane, MlirValue tid,
+                     int64_t width, int64_t interleave) {
+    MlirOperation vcomb = s->acc[s->pair_value].combiner, icomb = s->acc[1 - s->pair_value].combiner;
+    MlirType vt = mlirValueGetType(*v), it = mlirValueGetType(*i);
+    int64_t in_warp = width * interleave <= WARP ? width : WARP / interleave;
+    for (int64_t offset = in_warp / 2; offset >= 1; offset /= 2) take_shuffled(b, s, v, i, offset * interleave);
+    if (width * interleave <= WARP) return;
+    /* as red_reduce_lanes; the index's scratch twice as long, a name of its own where both have one type */
+    MlirValue w[2] = {widen(b, vcomb, *v), widen(b, icomb, *i)};
+    MlirValue scratch[2] = {shared_scratch(b, module, mlirValueGetType(w[0]), WARP * interleave),
+                            shared_scratch(b, module, mlirValueGetType(w[1]), 2 * WARP * interleave)};
+    MlirValue first_entry = warp_entries(b, lane, tid, width, interleave, 2, w, scratch);
+    int64_t warps = width * interleave / WARP;
     if (interleave == 1) {
         /* lane k of every warp takes the row's warp k % warps, and the warps combine as lanes do
          * (log2(warps) takes, not warps - 1 in a row: a take is two predicates) */
-        MlirValue at = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, warps)));
-        MlirValue lv[2] = {vscratch, at}, li[2] = {iscratch, at};
-        *v = narrow(b, build_value(b, "memref.load", 2, lv, mlirValueGetType(wv)), vt);
-        *i = narrow(b, build_value(b, "memref.load", 2, li, mlirValueGetType(wi)), it);
-        for (int64_t offset = warps / 2; offset >= 1; offset /= 2) {
-            MlirValue ov = narrow(b, shuffle_xor(b, widen(b, vcomb, *v), offset), vt);
-            MlirValue oi = narrow(b, shuffle_xor(b, widen(b, icomb, *i), offset), it);
-            take_pair(b, s, v, i, ov, oi);
-        }
-        red_barrier(b);
-        return;
+        first_entry = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, warps)));
+    } else {
+        first_entry = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, interleave)));
     }
-    first_entry = build_binary(b, "arith.addi", first_entry, build_binary(b, "arith.remui", tid, const_index(b, interleave)));
-    for (int64_t w = 0; w < warps; ++w) {
-        MlirValue at = build_binary(b, "arith.addi", first_entry, const_index(b, w * interleave));
-        MlirValue lv[2] = {vscratch, at}, li[2] = {iscratch, at};
-        MlirValue xv = narrow(b, build_value(b, "memref.load", 2, lv, mlirValueGetType(wv)), vt);
-        MlirValue xi = narrow(b, build_value(b, "memref.load", 2, li, mlirValueGetType(wi)), it);
-        if (w == 0) {
+    for (int64_t k = 0; k < (interleave == 1 ? 1 : warps); ++k) {
+        MlirValue at = build_binary(b, "arith.addi", first_entry, const_index(b, k * interleave));
+        MlirValue lv[2] = {scratch[0], at}, li[2] = {scratch[1], at};
+        MlirValue xv = narrow(b, build_value(b, "memref.load", 2, lv, mlirValueGetType(w[0])), vt);
+        MlirValue xi = narrow(b, build_value(b, "memref.load", 2, li, mlirValueGetType(w[1])), it);
+        if (k == 0) {
             *v = xv, *i = xi;
         } else {
             take_pair(b, s, v, i, xv, xi);
         }
     }
+    for (int64_t offset = warps / 2; interleave == 1 && offset >= 1; offset /= 2) take_shuffled(b, s, v, i, offset);
     red_barrier(b); /* the scratch is free again */
 }
 
