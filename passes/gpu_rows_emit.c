@@ -512,6 +512,15 @@ static void drop_slot_values(Emit *e) {
     e->n_held = kept;
 }
 
+/* An accumulator's value in the row `row` maps: held in a register, or loaded. */
+static MlirValue acc_value(Emit *e, Builder *b, const Accumulator *acc, const ValueMap *row) {
+    ValueMap m = vmap_copy(row);
+    emit_load(e, b, acc->load, &m, -1);
+    MlirValue v = vmap_get(&m, mlirOperationGetResult(acc->load, 0));
+    vmap_free(&m);
+    return v;
+}
+
 /* A selection's partials in a split's chunk start from the lane's first
  * element (its value and index: the selects' new operands at slot 0, a
  * column past the row clamped onto its last, a real element too): a split's
@@ -563,10 +572,7 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
         if (s->pair) {
             /* a selection has no identity: every lane starts from the accumulators' values (combining
              * a state with itself gives it back) */
-            ValueMap m = vmap_copy(&rows[i / s->n_acc]);
-            emit_load(e, b, acc->load, &m, -1);
-            p[i] = vmap_get(&m, mlirOperationGetResult(acc->load, 0));
-            vmap_free(&m);
+            p[i] = acc_value(e, b, acc, &rows[i / s->n_acc]);
             continue;
         }
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
@@ -828,10 +834,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     int64_t slots2 = rows_slots_of(chunks, t2);
     for (int a = 0; a < s->n_acc; ++a) {
         if (s->pair) { /* the accumulators' values, as lane_partials starts a selection */
-            ValueMap m = vmap_copy(&rm2);
-            clone_mapped(b, s->acc[a].load, &m);
-            part[a] = vmap_get(&m, mlirOperationGetResult(s->acc[a].load, 0));
-            vmap_free(&m);
+            part[a] = acc_value(&e2, b, &s->acc[a], &rm2);
             continue;
         }
         part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
