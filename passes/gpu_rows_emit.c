@@ -16,19 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_rows.h"
+#include "gpu_rows_emit.h"
 
 /*===----------------------------------------------------------------------===*
  * Emitting: the kernel, its slots, stage bodies cloned slot by slot
  *===----------------------------------------------------------------------===*/
 
-typedef struct Kernel {
-    MlirOperation module;
-    Builder in;
-    MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
-    int64_t t, interleave, vec;      /* vec > 1: `row` is the index of a vector of vec rows */
-    int64_t cvec;                    /* column vectors: cvec consecutive columns a lane a slot */
-} Kernel;
 
 /* The lanes of a lane-major kernel with column vectors on thread_x, its rows
  * on thread_y: the lane is then the thread index itself, of a range LLVM
@@ -41,8 +34,8 @@ static const char *const thread_xy_mapping = "[#gpu.loop_dim_map<processor = thr
 /* blocks × threads for `rows` rows, t lanes a row, `interleave` rows
  * sharing a warp, rows_per_block rows a block; two_d: lane-major rows
  * with (lane, row in block) as (thread_x, thread_y). */
-static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
-                          int64_t rows_per_block, bool two_d) {
+Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
+                        int64_t rows_per_block, bool two_d) {
     Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1};
     int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
     two_d = two_d && interleave == 1 && t > 1 && rows_per_block > 1;
@@ -94,37 +87,12 @@ static Kernel open_kernel(MlirOperation module, MlirOperation before, int64_t ro
     return k;
 }
 
-static MlirValue and_of(Builder *b, MlirValue x, MlirValue y) {
+MlirValue rows_and_of(Builder *b, MlirValue x, MlirValue y) {
     if (mlirValueIsNull(x)) return y;
     if (mlirValueIsNull(y)) return x;
     return build_binary(b, "arith.andi", x, y);
 }
 
-/* Values in registers: an element a store left (buffer, offset, slot), an
- * accumulator's (buffer, offset, slot -1) and whether a lane read it from
- * memory, or an element of a buffer the group only reads, loaded in an
- * unrolled slot (`read`: its access's signature names it). */
-typedef struct Held {
-    MlirValue base, value;
-    int64_t k, slot, v; /* v: the row of a vector */
-    bool loaded;
-    bool read;
-    Sig sig;
-} Held;
-
-typedef struct Emit {
-    Kernel k;
-    const Plan *p;
-    Accesses *w;
-    Stage *stages;
-    ValueMap *held_then; /* a stage's loads of values of one column a row, as where it ran (remat_load) */
-    Held *held;
-    int n_held, cap_held;
-    int64_t v;         /* the row of the thread's vector being emitted */
-    int64_t loop_key;  /* in a loop of unrolled slots: 1 + the slot within the iteration, the key of
-                          the values held in registers (0: none) */
-    MlirValue in_range; /* the slot being emitted: its column in range (null: every lane's is) */
-} Emit;
 
 static Access *access_of(Emit *e, MlirOperation op) {
     for (int i = 0; i < e->w->n; ++i) {
@@ -262,7 +230,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
      * out of range (clamped onto another lane's), must not read it (guarded_load); an
      * accumulator's old value is read by every lane before a barrier, which orders it */
     bool in_place = a && a->written && !(forwards(e, a, slot) && a->kind == ACCESS_SCALAR);
-    MlirValue guard = in_place ? and_of(b, e->k.valid, a->kind == ACCESS_SCALAR ? (MlirValue){NULL} : e->in_range) : (MlirValue){NULL};
+    MlirValue guard = in_place ? rows_and_of(b, e->k.valid, a->kind == ACCESS_SCALAR ? (MlirValue){NULL} : e->in_range) : (MlirValue){NULL};
     if (!mlirValueIsNull(guard)) {
         guarded_load(b, op, m, guard);
         return;
@@ -293,8 +261,8 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
  * only) slot j is element *sub of the lane's vector j / cvec, and the
  * column returned is the vector's first: lane l's vector i starts at column
  * (i * t + l) * cvec, clamped to the last whole vector. */
-static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
-                             MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub) {
+MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
+                           MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub) {
     MlirValue col;
     int64_t w = k->cvec;
     *sub = 0;
@@ -319,7 +287,7 @@ static MlirValue slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j
 
 /* The maps of a stage's row and fixed indices, one for each row of the
  * vector `row` (vec rows, consecutive in the innermost row dimension). */
-static void row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out) {
+void rows_row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out) {
     int64_t zeros[MAX_LOOPS] = {0}, ones[MAX_LOOPS], trip[MAX_LOOPS];
     for (int i = 0; i < MAX_LOOPS; ++i) ones[i] = 1;
     memcpy(trip, rows->trip, sizeof(int64_t) * (size_t)rows->n);
@@ -337,9 +305,9 @@ static void row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, 
     }
 }
 
-static ValueMap row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows) {
+ValueMap rows_row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows) {
     ValueMap m;
-    row_maps(b, ix, row, rows, 1, &m);
+    rows_row_maps(b, ix, row, rows, 1, &m);
     return m;
 }
 
@@ -373,10 +341,10 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
         int64_t sub = 0;
         in_range[u] = (MlirValue){NULL};
         col = uniform ? const_index(b, 0)
-                      : slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, (MlirValue){NULL}, ix->columns, &in_range[u], &sub);
+                      : rows_slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, (MlirValue){NULL}, ix->columns, &in_range[u], &sub);
         column_indices(b, ix, col, sub, cols);
-        guard[u] = and_of(b, e->k.valid, in_range[u]);
-        if (uniform && e->k.t > 1) guard[u] = and_of(b, guard[u], build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
+        guard[u] = rows_and_of(b, e->k.valid, in_range[u]);
+        if (uniform && e->k.t > 1) guard[u] = rows_and_of(b, guard[u], build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
         key[u] = j_const[u] >= 0 ? j_const[u] : e->loop_key > 0 ? e->loop_key - 1 + u : -1;
         for (int64_t v = 0; v < e->k.vec; ++v) {
             m[u * e->k.vec + v] = vmap_copy(&rows[v]);
@@ -457,7 +425,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
                            int64_t slots, MlirValue first, MlirValue *p) {
     MlirValue in_range, cols[MAX_LOOPS];
     int64_t sub;
-    MlirValue col = slot_column(b, &e->k, j, j_const, slots, ix->columns, first, ix->columns, &in_range, &sub);
+    MlirValue col = rows_slot_column(b, &e->k, j, j_const, slots, ix->columns, first, ix->columns, &in_range, &sub);
     column_indices(b, ix, col, sub, cols);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
     ValueMap m[MAX_VEC];
@@ -492,15 +460,6 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     e->in_range = (MlirValue){NULL};
 }
 
-/* The pointwise stages a loop of unrolled slots runs before the reduction's
- * slot (rows_emit_group): stages[which[0..n)], with their indices and row maps. */
-typedef struct Fused {
-    Stage *stages;
-    const Ix *ix;
-    ValueMap (*rows)[MAX_VEC];
-    const int *which;
-    int n;
-} Fused;
 
 /* Drops the values held for unrolled slots (those of a loop's body, which
  * nothing after the loop may read); accumulators' stay. */
@@ -513,7 +472,7 @@ static void drop_slot_values(Emit *e) {
 }
 
 /* An accumulator's value in the row `row` maps: held in a register, or loaded. */
-static MlirValue acc_value(Emit *e, Builder *b, const Accumulator *acc, const ValueMap *row) {
+MlirValue rows_acc_value(Emit *e, Builder *b, const Accumulator *acc, const ValueMap *row) {
     ValueMap m = vmap_copy(row);
     emit_load(e, b, acc->load, &m, -1);
     MlirValue v = vmap_get(&m, mlirOperationGetResult(acc->load, 0));
@@ -530,7 +489,7 @@ static void pair_first_element(Emit *e, const Stage *s, const Ix *ix, const Valu
     Builder *b = &e->k.in;
     MlirValue in_range, cols[MAX_LOOPS];
     int64_t sub;
-    MlirValue col = slot_column(b, &e->k, (MlirValue){NULL}, 0, slots, ix->columns, first, ix->columns, &in_range, &sub);
+    MlirValue col = rows_slot_column(b, &e->k, (MlirValue){NULL}, 0, slots, ix->columns, first, ix->columns, &in_range, &sub);
     column_indices(b, ix, col, sub, cols);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
     for (int64_t v = 0; v < e->k.vec; ++v) {
@@ -561,8 +520,8 @@ static void pair_first_element(Emit *e, const Stage *s, const Ix *ix, const Valu
  * flight at once, and each slot of an iteration first runs `pre`'s stages
  * (values passed in registers, keyed by the slot within the iteration);
  * slots past the last (a ragged last iteration) are out of range. */
-static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots,
-                          const Fused *pre, MlirValue *p) {
+void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots,
+                        const Fused *pre, MlirValue *p) {
     Builder *b = &e->k.in;
     int n = (int)(s->n_acc * e->k.vec);
     bool started = s->pair && !mlirValueIsNull(first);
@@ -572,7 +531,7 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
         if (s->pair) {
             /* a selection has no identity: every lane starts from the accumulators' values (combining
              * a state with itself gives it back) */
-            p[i] = acc_value(e, b, acc, &rows[i / s->n_acc]);
+            p[i] = rows_acc_value(e, b, acc, &rows[i / s->n_acc]);
             continue;
         }
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
@@ -614,7 +573,7 @@ static void lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap 
 
 /* acc[row] = acc[row] <op> (the row's total), stored by lane 0, for each
  * row of the thread's vector (partials p[v * n_acc + a]). */
-static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p) {
+void rows_finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p) {
     Builder *b = &e->k.in;
     ValueMap m[MAX_VEC];
     MlirValue init[MAX_CARRIED];
@@ -627,7 +586,7 @@ static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, Mlir
     }
     for (int64_t v = 0; v < e->k.vec; ++v) {
         if (s->pair) {
-            /* the lanes' partials started from the accumulators' values (lane_partials) */
+            /* the lanes' partials started from the accumulators' values (rows_lane_partials) */
             MlirValue *pv = &p[v * 2 + s->pair_value], *pi = &p[v * 2 + 1 - s->pair_value];
             red_reduce_pair(b, e->k.module, s, pv, pi, e->k.lane, e->k.tid, e->k.t, e->k.interleave);
             for (int a = 0; a < 2; ++a) vmap_set(&m[v], mlirOperationGetResult(s->acc[a].combiner, 0), p[v * 2 + a]);
@@ -641,7 +600,7 @@ static void finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, Mlir
     }
     if (!e->p->private_lanes) red_barrier(b); /* every lane has read acc before lane 0 writes it */
     MlirValue guard = e->k.valid;
-    if (e->k.t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
+    if (e->k.t > 1) guard = rows_and_of(b, guard, build_cmp(b, false, "eq", e->k.lane, const_index(b, 0)));
     for (e->v = 0; e->v < e->k.vec; ++e->v) {
         for (int a = 0; a < s->n_acc; ++a) emit_store(e, b, s->acc[a].store, &m[e->v], -1, guard);
         vmap_free(&m[e->v]);
@@ -683,7 +642,7 @@ static bool only_recomputed(const Emit *e, int stage) {
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
-    e.k = open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
+    e.k = rows_open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
     /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
@@ -697,7 +656,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     e.held_then = then;
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
-        row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
+        rows_row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
         hold_then(&e, i, &rm[i][0]);
         bool deferred = false;
         for (int k = 0; k < n_in_loop; ++k) deferred |= in_loop[k] == i;
@@ -707,8 +666,8 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
         } else {
             MlirValue part[MAX_CARRIED];
             Fused pre = {stages, ix, rm, in_loop, n_in_loop};
-            lane_partials(&e, s, &ix[i], rm[i], (MlirValue){NULL}, rows_lane_slots(ix[i].columns, p->t, e.k.cvec), &pre, part);
-            finish_reduction(&e, s, rm[i], part);
+            rows_lane_partials(&e, s, &ix[i], rm[i], (MlirValue){NULL}, rows_lane_slots(ix[i].columns, p->t, e.k.cvec), &pre, part);
+            rows_finish_reduction(&e, s, rm[i], part);
             n_in_loop = 0;
         }
         /* shared lanes: the next stage reads what this one wrote, in other lanes */
@@ -720,151 +679,4 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     }
     free(e.held);
     for (int i = 0; i < n; ++i) mlirOperationDestroy(stages[i].par);
-}
-
-/*===----------------------------------------------------------------------===*
- * Split rows: chunks of a long row in blocks of their own, then the partials
- *===----------------------------------------------------------------------===*/
-
-/* A stage of one column a row, run by lane 0 of each valid row of kernel k
- * (a thread of its own: nothing of the stage is shared with another lane). */
-static void emit_row_stage(Kernel *k, const Stage *s, const Ix *ix, const Rows *rows) {
-    Builder *b = &k->in;
-    MlirValue guard = k->valid;
-    if (k->t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", k->lane, const_index(b, 0)));
-    Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
-    ValueMap m = row_map(&sb, ix, k->row, rows);
-    MlirBlock body = gpu_body_of(s->par);
-    MlirOperation term = mlirBlockGetTerminator(body);
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
-        clone_mapped(&sb, op, &m);
-    }
-    vmap_free(&m);
-}
-
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows) {
-    MlirOperation at = x && !mlirOperationIsNull(x->at) ? x->at : s->par;
-    Accesses w = rows_collect(s, 1, ix);
-    Plan lay = {.columns = ix->columns};
-    rows_choose_layout(&lay, &w, ix, rows);
-    free(w.a);
-    /* vector rows (rows_choose_vector) where the rows are contiguous: vec rows a thread,
-     * VECTOR_LOOP_ELEMENTS values a thread at each chunk, a 128-byte line of rows a column */
-    int64_t interleave = lay.interleave, vec = vector_rows && s->n_acc * MAX_VEC <= MAX_CARRIED ? rows_vector_width(&lay, rows) : 0;
-    int64_t slots = SPLIT_SLOTS, count = rows->count, threads_rows = count;
-    if (vec > 1) {
-        threads_rows = count / vec;
-        interleave = LINE_BYTES / VECTOR_BYTES;
-        while (interleave > 1 && interleave > threads_rows) interleave /= 2;
-        slots = VECTOR_LOOP_ELEMENTS / vec;
-    } else {
-        vec = 1;
-    }
-    int64_t t = interleave == 1 ? BLOCK_THREADS : BLOCK_THREADS / interleave;
-    int64_t rows_per_block = t * interleave >= BLOCK_THREADS ? interleave : BLOCK_THREADS / t;
-    /* more slots a lane, as a loop of `slots` unrolled ones an iteration, while the kernel keeps
-     * SPLIT_MIN_BLOCKS blocks: a block's lane combination (shuffles, shared memory and two barriers
-     * for each row of a vector) then follows more loads.  On the H200 two iterations took the sum
-     * over dim 0 of 8192x1024 from 6.5 to 6.3 us (bf16: 7.0 to 5.4) and amax over dim 0 of
-     * 8192x2048 level (17.7 / 17.6); four lost (7.2 us; 19.7) */
-    int64_t iterations = 1;
-    while (2 * iterations <= SPLIT_MAX_ITERATIONS) {
-        int64_t c = t * slots * 2 * iterations, n_chunks = (ix->columns + c - 1) / c;
-        if ((threads_rows * n_chunks + rows_per_block - 1) / rows_per_block < SPLIT_MIN_BLOCKS) break;
-        iterations *= 2;
-    }
-    int64_t chunk = t * slots * iterations, chunks = (ix->columns + chunk - 1) / chunk;
-    Builder hb = builder_before(at);
-    MlirValue partial[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) {
-        partial[a] = red_alloc(&hb, (int64_t[]){count, chunks}, 2, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
-    }
-    /* 1: partial[row, c] = the row's columns c * chunk .. (c + 1) * chunk; a
-     * virtual row c * rows + row (of vectors of rows), so that neighbouring
-     * threads take neighbouring rows where the rows are interleaved */
-    Plan p1 = {.t = t, .interleave = interleave, .rows_per_block = interleave, .vec = vec, .unroll = iterations > 1 ? slots : 0};
-    slots *= iterations;
-    Emit e = {.p = &p1};
-    Accesses none = {0};
-    e.w = &none;
-    e.k = open_kernel(module, at, threads_rows * chunks, t, interleave, rows_per_block, false);
-    e.k.vec = vec;
-    Builder *b = &e.k.in;
-    MlirValue c_idx = build_binary(b, "arith.divui", e.k.row, const_index(b, threads_rows));
-    MlirValue row = build_binary(b, "arith.remui", e.k.row, const_index(b, threads_rows));
-    ValueMap rm[MAX_VEC];
-    row_maps(b, ix, row, rows, vec, rm);
-    MlirValue part[MAX_CARRIED];
-    lane_partials(&e, s, ix, rm, build_binary(b, "arith.muli", c_idx, const_index(b, chunk)), slots, NULL, part);
-    for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[v]);
-    MlirValue guard = e.k.valid;
-    if (t > 1) guard = and_of(b, guard, build_cmp(b, false, "eq", e.k.lane, const_index(b, 0)));
-    MlirValue totals[MAX_CARRIED];
-    for (int i = 0; i < s->n_acc * vec; ++i) {
-        if (s->pair) {
-            if (i % 2 == 0) red_reduce_pair(b, module, s, &part[i + s->pair_value], &part[i + 1 - s->pair_value], e.k.lane, e.k.tid, t, interleave);
-            totals[i] = part[i];
-            continue;
-        }
-        totals[i] = red_reduce_lanes(b, module, s->acc[i % s->n_acc].combiner, part[i], e.k.lane, e.k.tid, t, interleave);
-    }
-    Builder sb = mlirValueIsNull(guard) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, guard)));
-    MlirValue first_row = vec > 1 ? build_binary(&sb, "arith.muli", row, const_index(&sb, vec)) : row;
-    for (int64_t v = 0; v < vec; ++v) {
-        MlirValue r = v == 0 ? first_row : build_binary(&sb, "arith.addi", first_row, const_index(&sb, v));
-        for (int a = 0; a < s->n_acc; ++a) {
-            MlirValue st[4] = {totals[v * s->n_acc + a], partial[a], r, c_idx};
-            build_op(&sb, "memref.store", 4, st, 0, NULL, 0, NULL);
-        }
-    }
-    /* 2: acc[row] = acc[row] <op> partial[row, 0] <op> ... (rows of `chunks` contiguous partials) */
-    Plan p2 = {.columns = chunks, .interleave = 1};
-    int64_t t2 = red_pow2_at_least((chunks + SLOT_TARGET - 1) / SLOT_TARGET);
-    if (t2 < SECTOR_BYTES / 4) t2 = SECTOR_BYTES / 4;
-    if (t2 > red_pow2_at_least(chunks)) t2 = red_pow2_at_least(chunks);
-    if (t2 > ROW_MAX_THREADS) t2 = ROW_MAX_THREADS;
-    p2.t = t2;
-    Emit e2 = {.p = &p2, .w = &none};
-    e2.k = open_kernel(module, at, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2, false);
-    b = &e2.k.in;
-    /* the stages before the total (lane 0 of a row), seen by every lane after a barrier */
-    for (int i = 0; x && i < x->n_pre; ++i) emit_row_stage(&e2.k, x->pre[i], x->pre_ix[i], rows);
-    if (x && x->n_pre > 0) red_barrier(b);
-    ValueMap rm2 = row_map(b, ix, e2.k.row, rows);
-    int64_t slots2 = rows_slots_of(chunks, t2);
-    for (int a = 0; a < s->n_acc; ++a) {
-        if (s->pair) { /* the accumulators' values, as lane_partials starts a selection */
-            part[a] = acc_value(&e2, b, &s->acc[a], &rm2);
-            continue;
-        }
-        part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
-    }
-    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots2), const_index(b, 1), s->n_acc, part);
-    MlirBlock fb = gpu_body_of(f);
-    Builder in = builder_at_end(fb, b->loc);
-    MlirValue in_range;
-    int64_t sub;
-    MlirValue col = slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, slots2, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
-    MlirValue y[MAX_ACCUMULATORS], xs[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) {
-        MlirValue ld[3] = {partial[a], e2.k.row, col};
-        xs[a] = build_value(&in, "memref.load", 3, ld, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
-        y[a] = s->pair ? mlirBlockGetArgument(fb, 1 + a) : red_combine(&in, s->acc[a].combiner, mlirBlockGetArgument(fb, 1 + a), xs[a]);
-    }
-    if (s->pair) {
-        MlirValue take = red_pair_take(&in, s, y[s->pair_value], y[1 - s->pair_value], xs[s->pair_value], xs[1 - s->pair_value]);
-        for (int a = 0; a < 2; ++a) y[a] = build_select(&in, take, xs[a], y[a]);
-    }
-    for (int a = 0; a < s->n_acc; ++a) {
-        if (!mlirValueIsNull(in_range)) y[a] = build_select(&in, in_range, y[a], mlirBlockGetArgument(fb, 1 + a));
-    }
-    build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
-    for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
-    finish_reduction(&e2, s, &rm2, part);
-    vmap_free(&rm2);
-    /* the stages after it, by lane 0 of the row, which stored the total */
-    for (int i = 0; x && i < x->n_post; ++i) emit_row_stage(&e2.k, x->post[i], x->post_ix[i], rows);
-    for (int i = 0; x && i < x->n_pre; ++i) mlirOperationDestroy(x->pre[i]->par);
-    for (int i = 0; x && i < x->n_post; ++i) mlirOperationDestroy(x->post[i]->par);
-    mlirOperationDestroy(s->par);
 }

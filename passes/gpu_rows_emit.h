@@ -1,0 +1,81 @@
+/*===- gpu_rows_emit.h - row kernels' builders: gpu_rows_emit.c, gpu_rows_split.c -===*
+ *
+ * The state of one kernel being built (its threads, rows and lanes; the
+ * values held in registers) and the pieces both the row kernel of a group
+ * (gpu_rows_emit.c) and the two kernels of split rows (gpu_rows_split.c)
+ * are made of.
+ *===----------------------------------------------------------------------===*/
+#ifndef PT2_PASSES_GPU_ROWS_EMIT_H
+#define PT2_PASSES_GPU_ROWS_EMIT_H
+
+#include "gpu_rows.h"
+
+typedef struct Kernel {
+    MlirOperation module;
+    Builder in;
+    MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
+    int64_t t, interleave, vec;      /* vec > 1: `row` is the index of a vector of vec rows */
+    int64_t cvec;                    /* column vectors: cvec consecutive columns a lane a slot */
+} Kernel;
+
+/* Values in registers: an element a store left (buffer, offset, slot), an
+ * accumulator's (buffer, offset, slot -1) and whether a lane read it from
+ * memory, or an element of a buffer the group only reads, loaded in an
+ * unrolled slot (`read`: its access's signature names it). */
+typedef struct Held {
+    MlirValue base, value;
+    int64_t k, slot, v; /* v: the row of a vector */
+    bool loaded;
+    bool read;
+    Sig sig;
+} Held;
+
+typedef struct Emit {
+    Kernel k;
+    const Plan *p;
+    Accesses *w;
+    Stage *stages;
+    ValueMap *held_then; /* a stage's loads of values of one column a row, as where it ran (remat_load) */
+    Held *held;
+    int n_held, cap_held;
+    int64_t v;         /* the row of the thread's vector being emitted */
+    int64_t loop_key;  /* in a loop of unrolled slots: 1 + the slot within the iteration, the key of
+                          the values held in registers (0: none) */
+    MlirValue in_range; /* the slot being emitted: its column in range (null: every lane's is) */
+} Emit;
+
+/* The pointwise stages a loop of unrolled slots runs before the reduction's
+ * slot (rows_emit_group): stages[which[0..n)], with their indices and row maps. */
+typedef struct Fused {
+    Stage *stages;
+    const Ix *ix;
+    ValueMap (*rows)[MAX_VEC];
+    const int *which;
+    int n;
+} Fused;
+
+/* blocks x threads for `rows` rows, t lanes a row, `interleave` rows
+ * sharing a warp, rows_per_block rows a block; two_d: lane-major rows
+ * with (lane, row in block) as (thread_x, thread_y). */
+Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
+                        int64_t rows_per_block, bool two_d);
+/* x && y, either of them null meaning true. */
+MlirValue rows_and_of(Builder *b, MlirValue x, MlirValue y);
+/* Column index of slot j (a value, or the constant j_const) of `slots` slots
+ * a lane, offset by `first` (null: none), clamped to the last column;
+ * *in_range null when every lane's is in range; *sub: the element of a
+ * column vector. */
+MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
+                           MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub);
+/* Stage ix's row indices for each row of a thread's vector of vec rows. */
+void rows_row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out);
+ValueMap rows_row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows);
+/* An accumulator's value in the row `row` maps: held in a register, or loaded. */
+MlirValue rows_acc_value(Emit *e, Builder *b, const Accumulator *acc, const ValueMap *row);
+/* Each lane's partials of reduction s over its slots: p[v * n_acc + a]. */
+void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue first, int64_t slots,
+                        const Fused *pre, MlirValue *p);
+/* The lanes' partials p combined and stored into the accumulators (lane 0). */
+void rows_finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p);
+
+#endif /* PT2_PASSES_GPU_ROWS_EMIT_H */
