@@ -246,6 +246,10 @@ def main():
             case(f"log_softmax {r}x{c}", lambda g, s: g.op("log_softmax", s, dim=-1), lambda s: torch.log_softmax(s, -1), [s],
                  2 * s.numel() * 4, rows)
             case(f"argmax {r}x{c}", lambda g, s: g.op("argmax", s, dim=-1), lambda s: s.argmax(-1), [s], s.numel() * 4, rows)
+            sb = s.to(torch.bfloat16)
+            case(f"softmax {r}x{c} bf16", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [sb],
+                 2 * sb.numel() * 2, rows)
+            del sb
         del s
     s = torch.randn(256, 1000, device="cuda")  # a classifier's predictions
     case("argmax 256x1000", lambda g, s: g.op("argmax", s, dim=-1), lambda s: s.argmax(-1), [s], s.numel() * 4, rows)

@@ -53,6 +53,10 @@ typedef struct GpuMapOptions {
      * kernels without vector rows or column vectors (gpu_rows.c), for A/B
      * measurements */
     bool vector_rows;
+    /* pt2-gpu-map-loops-two-pass (PT2_DISABLE=gpu-online-softmax): a row's
+     * max and its sum of exp(x - max) stay two loops where its rows outgrow
+     * the registers (gpu_rows_online.c), for A/B measurements */
+    bool two_pass;
 } GpuMapOptions;
 
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of

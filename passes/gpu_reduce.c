@@ -779,7 +779,7 @@ int gpu_map_reductions(MlirOperation func, const OpList *interchanged, const Gpu
         }
         if (i < top.n && red_between_stages(top.ops[i])) continue;
         if (n_run > 0 && opts->reductions_v1) red_group_run_v1(module, run, n_run);
-        if (n_run > 0 && !opts->reductions_v1) red_group_run(module, run, n_run, opts->vector_rows);
+        if (n_run > 0 && !opts->reductions_v1) red_group_run(module, run, n_run, opts);
         n_run = 0;
     }
     free(run);

@@ -120,8 +120,9 @@ void red_emit_split_reduction(Stage *s);
 /* gpu_reduce_v1.c: the row kernels as they were before gpu_rows.c (PT2_DISABLE=gpu-reduce). */
 void red_group_run_v1(MlirOperation module, Stage *stages, int n);
 /* gpu_rows.c: row kernels, register-resident rows, split row reductions;
- * vector_rows: rows contiguous in memory go 16 bytes a thread, and columns
- * 16 bytes a lane (off under PT2_DISABLE=gpu-vector-rows). */
-void red_group_run(MlirOperation module, Stage *stages, int n, bool vector_rows);
+ * opts->vector_rows: rows contiguous in memory go 16 bytes a thread, and
+ * columns 16 bytes a lane (off under PT2_DISABLE=gpu-vector-rows);
+ * opts->two_pass: no online max and sum (PT2_DISABLE=gpu-online-softmax). */
+void red_group_run(MlirOperation module, Stage *stages, int n, const GpuMapOptions *opts);
 
 #endif /* PT2_PASSES_GPU_REDUCE_H */

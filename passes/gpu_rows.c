@@ -741,7 +741,8 @@ static bool slot_loop_run(const Stage *stages, int n, const Ix *ix, const Access
     return true;
 }
 
-static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, bool vector_rows) {
+static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts) {
+    bool vector_rows = opts->vector_rows;
     Plan p = {0};
     p.columns = 1;
     for (int i = 0; i < n; ++i) {
@@ -773,6 +774,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     }
     if (vector_rows && rows_choose_column_vector(&p, stages, ix, n, w, rows)) choose_stores(stages, n, ix, w, &p, &memo);
     if (rows_plan_remat(stages, ix, w, &p)) choose_stores(stages, n, ix, w, &p, &memo);
+    if (!opts->two_pass) rows_plan_online(stages, n, ix, w, &p);
     return p;
 }
 
@@ -842,11 +844,11 @@ static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses 
     }
 }
 
-static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, bool vector_rows) {
+static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, const GpuMapOptions *opts) {
     Ix ix[n];
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
-    Plan p = plan(stages, n, ix, &w, rows, vector_rows);
+    Plan p = plan(stages, n, ix, &w, rows, opts);
     if (p.split) {
         /* each reduction in kernels of its own; the stages of one column a row in its
          * second kernel (split_row_stages), the other pointwise stages stay loops */
@@ -854,7 +856,7 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, b
         split_row_stages(stages, n, ix, &w, x);
         free(w.a);
         for (int i = 0; i < n; ++i) {
-            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], vector_rows);
+            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], opts->vector_rows);
         }
         return;
     }
@@ -862,7 +864,7 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, b
     free(w.a);
 }
 
-void red_group_run(MlirOperation module, Stage *stages, int n, bool vector_rows) {
+void red_group_run(MlirOperation module, Stage *stages, int n, const GpuMapOptions *opts) {
     int start = 0;
     while (start < n) {
         int red = start;
@@ -881,7 +883,7 @@ void red_group_run(MlirOperation module, Stage *stages, int n, bool vector_rows)
             ++end;
         }
         if (has_reduction) {
-            emit(module, stages + start, end - start, &rows, vector_rows);
+            emit(module, stages + start, end - start, &rows, opts);
             start = end;
         } else {
             start = start + 1 > end ? start + 1 : end;

@@ -23,6 +23,7 @@
 #define VECTOR_MAX_ELEMENTS 64 /* vector rows: unrolled slots x rows a thread at most (f16 at 104 spilled) */
 #define VECTOR_MAX_THREADS 256 /* vector rows: threads a block at most (several blocks an SM: one's tail under another's loads) */
 #define VECTOR_LOOP_ELEMENTS 32 /* vector rows in a slot loop: slots an iteration x rows a thread, about */
+#define MAX_ONLINE 4         /* a group's max-and-sum-of-exp pairs run online (gpu_rows_online.c) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {
@@ -84,6 +85,9 @@ typedef struct Plan {
     int loop_first;   /* with unroll: the loop's iterations run the stages of many columns from this one on */
     bool private_lanes;
     bool split;
+    /* gpu_rows_online.c: reductions online_max[o] (a max) and online_sum[o] (a sum of exp(x - max))
+     * run as one loop */
+    int online_max[MAX_ONLINE], online_sum[MAX_ONLINE], n_online;
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }
@@ -114,10 +118,20 @@ int64_t rows_vector_width(const Plan *p, const Rows *rows);
  * of slots when one lies in [target / 2, target] (no ragged iteration). */
 int64_t rows_loop_unroll(int64_t slots, int64_t target);
 
+/* The stage runs as a loop over its slots (more than MAX_SLOTS a lane). */
+bool rows_loop_slots(const Ix *ix, const Plan *p);
+/* Stage c's indices name the same rows and columns as stage p's, digit by digit. */
+bool rows_same_space(const Ix *p, const Ix *c);
+
 /* gpu_rows_remat.c: which loads of elements an earlier stage stored, in
  * stages that run as loops of slots, recompute them (Access.remat) and
  * which stores only those loads read (Access.remat_only); true if some. */
 bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p);
+
+/* gpu_rows_online.c: which max reductions and sums of exp(x - max) of the
+ * group run as one loop (Plan.online_*): rows in loops of slots, the sum's
+ * element exp(u - M) with u the max's element and M its result. */
+void rows_plan_online(Stage *stages, int n, const Ix *ix, const Accesses *w, Plan *p);
 
 /* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);

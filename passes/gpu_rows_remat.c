@@ -21,13 +21,11 @@
 
 #include "gpu_rows.h"
 
-/* The stage runs as a loop over its slots (more than MAX_SLOTS a lane). */
-static bool loop_slots(const Ix *ix, const Plan *p) {
+bool rows_loop_slots(const Ix *ix, const Plan *p) {
     return ix->columns > 1 && rows_lane_slots(ix->columns, p->t, p->cvec) > MAX_SLOTS;
 }
 
-/* Stage c's indices name the same rows and columns as stage p's, digit by digit. */
-static bool same_space(const Ix *p, const Ix *c) {
+bool rows_same_space(const Ix *p, const Ix *c) {
     if (p->n_rows != c->n_rows || p->n_cols != c->n_cols || p->columns != c->columns) return false;
     for (int q = 0; q < p->n_rows; ++q) {
         if (p->row_trip[q] != c->row_trip[q]) return false;
@@ -39,13 +37,15 @@ static bool same_space(const Ix *p, const Ix *c) {
 }
 
 /* Stage p's body can run again later: it reads only buffers the group does
- * not write, or values of one column a row, which the kernel holds in
+ * not write, values of one column a row, which the kernel holds in
  * registers as they were where p ran (gpu_rows_emit.c keeps them: a later
- * stage may reuse the buffer, as a softmax's sum does its max's). */
+ * stage may reuse the buffer, as a softmax's sum does its max's), or
+ * elements it recomputes in turn (a bf16 softmax's exp(x - max) overwrites
+ * the f32 copy of x in place, and recomputes that copy). */
 static bool rerunnable(const Accesses *w, int p) {
     for (int i = 0; i < w->n; ++i) {
         const Access *a = &w->a[i];
-        if (a->stage == p && !a->store && a->written && a->kind != ACCESS_SCALAR) return false;
+        if (a->stage == p && !a->store && a->written && a->kind != ACCESS_SCALAR && a->remat == 0) return false;
     }
     return true;
 }
@@ -56,7 +56,7 @@ bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p) {
     if (!p->private_lanes || p->vec > 1 || p->cvec > 1 || p->unroll > 0) return false;
     for (int i = 0; i < w->n; ++i) {
         Access *l = &w->a[i];
-        if (l->store || l->kind != ACCESS_OWN || !loop_slots(&ix[l->stage], p)) continue;
+        if (l->store || l->kind != ACCESS_OWN || !rows_loop_slots(&ix[l->stage], p)) continue;
         int s = -1; /* the last store to the buffer before the load */
         for (int j = i - 1; j >= 0 && s < 0; --j) {
             if (w->a[j].store && mlirValueEqual(w->a[j].sig.base, l->sig.base)) s = j;
@@ -64,8 +64,8 @@ bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p) {
         if (s < 0) continue;
         const Access *st = &w->a[s];
         int ps = st->stage;
-        if (ps >= l->stage || stages[ps].kind != STAGE_POINTWISE || !loop_slots(&ix[ps], p) ||
-            !same_space(&ix[ps], &ix[l->stage]) || !rows_same_columns(&st->sig, &l->sig) ||
+        if (ps >= l->stage || stages[ps].kind != STAGE_POINTWISE || !rows_loop_slots(&ix[ps], p) ||
+            !rows_same_space(&ix[ps], &ix[l->stage]) || !rows_same_columns(&st->sig, &l->sig) ||
             memcmp(st->sig.rs, l->sig.rs, sizeof(int64_t) * (size_t)ix[ps].n_rows) != 0 || !rerunnable(w, ps)) {
             continue;
         }

@@ -129,10 +129,55 @@ def test_long_rows_recomputed(op):
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
     # nothing goes through memory: the output (the function's last argument, which the decomposed forms
     # use for exp(x - max) or x - mean) is only written, and nothing else is stored but the block's scratch
-    out = f"%arg{3 if op == 'layer_norm' else 1}"
+    only_output_stored(sim, f"%arg{3 if op == 'layer_norm' else 1}")
+
+
+def only_output_stored(sim, out):
+    """The output `out` is only written, and nothing else is stored but the blocks' scratch."""
     assert f'"memref.load"({out},' not in sim.mapped
     stored = set(re.findall(r'"memref.store"\([^,]*, (%[a-z0-9]+),', sim.mapped))
     assert all(s == out or "workgroup" in sim.mapped.split(s + " = ")[-1].split("\n")[0] for s in stored), stored
+
+
+# a row's max and its sum of exp(x - max) as one loop, online (passes/gpu_rows_online.c), where rows
+# outgrow the registers: -inf longer than a lane's first iterations (a causal mask), every other element
+# -inf, an all -inf row, NaN, +inf, a large value late in the row (rescales); against eager and against
+# the two loops (PT2_DISABLE=gpu-online-softmax), which read x once more
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_online_max_and_sum(op, dtype):
+    x = (rand(264, 33001) * 3).to(dtype).float()  # bf16: an f32 copy of x, overwritten by exp(x - max) in place
+    x[1, :20000] = float("-inf")
+    x[2, ::2] = float("-inf")
+    x[3, :] = float("-inf")
+    x[4, 17] = float("nan")
+    x[5, 30000] = float("inf")
+    x[6, 32999] = 90.0
+    x[7, :] = 0.5
+    build = lambda g, x: g.op(op, x, dim=-1)  # noqa: E731
+    (y,), sim = simulate(build, [x], dtype=dtype)
+    (y2,), sim2 = simulate(build, [x], "gpu-online-softmax", dtype=dtype)
+    want = getattr(torch, op)(x.double(), -1)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=8e-3, atol=1e-5)
+    torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
+    torch.testing.assert_close(y.double(), y2.double(), **tol, equal_nan=True)
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    assert sim.mapped.count('"scf.for"') == sim2.mapped.count('"scf.for"') - 1  # one loop over x fewer
+    only_output_stored(sim, "%arg1")
+    assert sim.mapped.count('"math.exp"') == sim2.mapped.count('"math.exp"') + 2  # the two rescales
+
+
+# a sum of exp(u - max) whose u is not the max's element stays two loops
+def test_online_needs_the_same_element():
+    x = rand(264, 33001)
+    (y,), sim = simulate(lambda g, x: g.op("sum", g.op("exp", g.op("sub", g.op("mul", x, x),
+                                                                    g.op("amax", x, dims=[-1], keepdim=True))),
+                                           dims=[-1]), [x])
+    close(y, torch.exp(x.double() * x.double() - x.double().amax(-1, keepdim=True)).sum(-1))
+    (_,), sim2 = simulate(lambda g, x: g.op("sum", g.op("exp", g.op("sub", g.op("mul", x, x),
+                                                                     g.op("amax", x, dims=[-1], keepdim=True))),
+                                            dims=[-1]), [x], "gpu-online-softmax")
+    assert sim.mapped == sim2.mapped
 
 
 # argmax / argmin rows (passes/gpu_reduce_pair.c): each lane's first best, lanes combined by the

@@ -61,6 +61,27 @@ def test_softmax_dtypes(dtype):
     close(got, torch.softmax(ref, -1).to(dtype), 1e-2 if dtype != torch.float64 else 1e-12)
 
 
+# rows past the registers (an LM head's 50257 logits) take their max and their sum of exp(x - max) in one
+# loop (passes/gpu_rows_online.c); a bf16 row's f32 copy and exp(x - max), which overwrites it in place, are
+# recomputed, not stored.  Corner rows: -inf longer than a lane's first iterations (a causal mask), every
+# other element -inf, all -inf, NaN, +inf, a large value last in the row
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_online_softmax_long_rows(op, dtype):
+    x = rand((300, 50257), dtype, 11)
+    x[1, :40000] = float("-inf")
+    x[2, ::2] = float("-inf")
+    x[3] = float("-inf")
+    x[4, 17] = float("nan")
+    x[5, 30000] = float("inf")
+    x[6, -1] = 60.0
+    (got,), k = run(lambda g, x: g.op(op, x, dim=-1), [x])
+    assert k.num_launches == 1, k.plan[:400]
+    want = getattr(torch, op)(x.double(), -1).to(dtype)
+    tol = dict(rtol=1e-5, atol=1e-7) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-5)
+    torch.testing.assert_close(got, want, **tol, equal_nan=True)
+
+
 def test_log_softmax_and_softmax_dim0():
     x = rand((45, 67), torch.float32, 4)
     (a, b), _ = run(lambda g, x: (g.op("log_softmax", x, dim=-1), g.op("softmax", x, dim=0)), [x])
