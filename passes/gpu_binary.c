@@ -46,6 +46,21 @@ static MlirWalkResult count_op(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
+/* convert-gpu-to-nvvm makes gpu.dynamic_shared_memory an internal global of
+ * [0 x i8] in address space 3, which the NVPTX back end demotes into the one
+ * kernel that uses it as a static `.shared .b8` of one byte; with external
+ * linkage it is `.extern .shared .b8 name[]`, the kernel's dynamic shared
+ * memory (the row kernels' staged inputs: passes/gpu_rows_remat.c). */
+static MlirWalkResult extern_dynamic_shared(MlirOperation op, void *user) {
+    (void)user;
+    if (!gpu_is_op(op, "llvm.mlir.global")) return MlirWalkResultAdvance;
+    MlirStringRef name = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, sref("sym_name")));
+    if (name.length >= 17 && memcmp(name.data, "__dynamic_shmem__", 17) == 0) {
+        mlirOperationSetAttributeByName(op, sref("linkage"), parse_attr(mlirOperationGetContext(op), "#llvm.linkage<external>"));
+    }
+    return MlirWalkResultSkip;
+}
+
 typedef struct Queue {
     Part *parts;
     int *order; /* largest first, so that the last one to start is a small one */
@@ -113,6 +128,7 @@ static int run_module_to_binary(MlirOperation top, void *user) {
             p->ok = false;
             p->ops = 0;
             mlirOperationWalk(op, count_op, &p->ops, MlirWalkPreOrder);
+            mlirOperationWalk(op, extern_dynamic_shared, NULL, MlirWalkPreOrder);
             mlirOperationRemoveFromParent(op);
             mlirBlockAppendOwnedOperation(mlirModuleGetBody(p->wrapper), op);
         }

@@ -24,6 +24,11 @@
  *     convert-gpu-to-nvvm turns into PTX's `.maxntid`: ptxas then keeps a
  *     kernel of 1024 threads a block within 64 registers a thread (spilling
  *     if it must) instead of producing one the driver refuses to launch;
+ *   - the launch's dynamic shared memory (its `dynamicSharedMemorySize`),
+ *     where the kernel views gpu.dynamic_shared_memory (a row kernel's
+ *     inputs kept in shared memory, passes/gpu_rows_remat.c): the end of
+ *     its last memref.view, which convert-parallel-loops-to-gpu does not
+ *     know (its gpu.launch has none);
  *   - `known_grid_size`, where every launch of the kernel has the same
  *     constant grid: the block ids' ranges, from which LLVM does the index
  *     math of most kernels in 32 bits or fewer where sizes allow (on
@@ -229,6 +234,50 @@ static void mark_grid_sizes(const Marking *m) {
     }
 }
 
+static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
+    if (!gpu_is_op(op, "memref.view")) return MlirWalkResultAdvance;
+    MlirValue src = mlirOperationGetOperand(op, 0);
+    if (!mlirValueIsAOpResult(src) || !gpu_is_op(mlirOpResultGetOwner(src), "gpu.dynamic_shared_memory")) {
+        return MlirWalkResultAdvance;
+    }
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0)), e = mlirShapedTypeGetElementType(t);
+    int64_t shift = constant_size(mlirOperationGetOperand(op, 1)), n = 1;
+    for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= mlirShapedTypeGetDimSize(t, d);
+    int64_t bytes = mlirTypeIsAInteger(e) ? (mlirIntegerTypeGetWidth(e) + 7) / 8 : (mlirFloatTypeGetWidth(e) + 7) / 8;
+    int64_t *end = user;
+    if (shift < 0 || !mlirShapedTypeHasStaticShape(t)) {
+        *end = -1; /* not a size the launch can be given */
+        return MlirWalkResultInterrupt;
+    }
+    if (shift + n * bytes > *end) *end = shift + n * bytes;
+    return MlirWalkResultAdvance;
+}
+
+/* The launch with `bytes` of dynamic shared memory (segment 10 of
+ * gpu.launch_func's operands: an i32). */
+static void set_dynamic_shared(MlirOperation launch, int64_t bytes) {
+    MlirContext ctx = mlirOperationGetContext(launch);
+    MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
+    int32_t seg[13];
+    int at = 0;
+    for (int i = 0; i < 13; ++i) seg[i] = mlirDenseI32ArrayGetElement(segments, i);
+    for (int i = 0; i < 10; ++i) at += seg[i];
+    Builder b = builder_before(launch);
+    MlirValue size = const_int(&b, mlirIntegerTypeGet(ctx, 32), bytes);
+    if (seg[10] == 1) {
+        mlirOperationSetOperand(launch, at, size);
+        return;
+    }
+    intptr_t n = mlirOperationGetNumOperands(launch);
+    MlirValue *ops = malloc(sizeof *ops * (size_t)(n + 1));
+    if (!ops) return;
+    for (intptr_t i = 0, k = 0; i < n + 1; ++i) ops[i] = i == at ? size : mlirOperationGetOperand(launch, k++);
+    mlirOperationSetOperands(launch, n + 1, ops);
+    free(ops);
+    seg[10] = 1;
+    mlirOperationSetAttributeByName(launch, sref("operandSegmentSizes"), mlirDenseI32ArrayGet(ctx, 13, seg));
+}
+
 static void mark_launch(MlirOperation kernel, MlirOperation launch) {
     MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
     if (mlirOperationIsNull(kernel) || mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return;
@@ -325,10 +374,21 @@ static int run_kernel_args(MlirOperation module, void *user) {
     int cpus = pt2_threads_from_env("PT2_COMPILE_THREADS", 16);
     pt2_parallel_for(m.launches.n, threads < cpus ? threads : cpus, mark_one, &m);
     mark_grid_sizes(&m);
+    int rc = 0;
+    for (int i = 0; i < m.launches.n; ++i) {
+        int64_t end = 0;
+        if (!mlirOperationIsNull(m.kernels[i])) mlirOperationWalk(m.kernels[i], dynamic_view_end, &end, MlirWalkPreOrder);
+        if (end < 0) {
+            op_error(m.launches.ops[i], "pt2-gpu-kernel-args: a view of dynamic shared memory of no constant size");
+            rc = -1;
+        } else if (end > 0) {
+            set_dynamic_shared(m.launches.ops[i], end);
+        }
+    }
     free(m.kernels);
     free(ix.modules);
     oplist_free(&m.launches);
-    return 0;
+    return rc;
 }
 
 static _Alignas(8) const char kernel_args_type_id;

@@ -693,12 +693,18 @@ static int run_map_two_pass(MlirOperation module, void *user) {
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .two_pass = true});
 }
 
+static int run_map_unstaged(MlirOperation module, void *user) {
+    (void)user;
+    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .unstaged = true});
+}
+
 static int run_map_v1(MlirOperation module, void *user) {
     (void)user;
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = true});
 }
 
-static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_two_pass_type_id;
+static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_two_pass_type_id,
+    gpu_map_unstaged_type_id;
 
 MlirPass pt2_create_gpu_map_loops_pass(void) {
     return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
@@ -727,4 +733,12 @@ MlirPass pt2_create_gpu_map_loops_two_pass_pass(void) {
     return make_external_pass("pt2-gpu-map-loops-two-pass",
                               "pt2-gpu-map-loops without online max and sum of exp in row kernels (PT2_DISABLE=gpu-online-softmax)",
                               "builtin.module", run_map_two_pass, &gpu_map_two_pass_type_id);
+}
+
+/* PT2_DISABLE=gpu-staged-rows: no inputs kept in shared memory by row kernels
+ * whose rows outgrow the registers (gpu_rows_remat.c). */
+MlirPass pt2_create_gpu_map_loops_unstaged_pass(void) {
+    return make_external_pass("pt2-gpu-map-loops-unstaged",
+                              "pt2-gpu-map-loops without inputs kept in shared memory in row kernels (PT2_DISABLE=gpu-staged-rows)",
+                              "builtin.module", run_map_unstaged, &gpu_map_unstaged_type_id);
 }

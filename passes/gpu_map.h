@@ -57,6 +57,10 @@ typedef struct GpuMapOptions {
      * max and its sum of exp(x - max) stay two loops where its rows outgrow
      * the registers (gpu_rows_online.c), for A/B measurements */
     bool two_pass;
+    /* pt2-gpu-map-loops-unstaged (PT2_DISABLE=gpu-staged-rows): rows past the
+     * registers read their inputs from memory in every loop, none kept in
+     * shared memory (gpu_rows_remat.c), for A/B measurements */
+    bool unstaged;
 } GpuMapOptions;
 
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of

@@ -24,6 +24,8 @@
 #define VECTOR_MAX_THREADS 256 /* vector rows: threads a block at most (several blocks an SM: one's tail under another's loads) */
 #define VECTOR_LOOP_ELEMENTS 32 /* vector rows in a slot loop: slots an iteration x rows a thread, about */
 #define MAX_ONLINE 4         /* a group's max-and-sum-of-exp pairs run online (gpu_rows_online.c) */
+#define MAX_STAGED 4         /* inputs a row kernel keeps in shared memory (rows_plan_staged) */
+#define STAGED_BYTES (160 * 1024) /* their shared memory a block at most: within sm_80's 163 KB (sm_90: 227 KB) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {
@@ -64,6 +66,7 @@ typedef struct Access {
     int remat;       /* a load in a loop of slots: 1 + the index of the store whose stage's body recomputes
                         the element (gpu_rows_remat.c); 0: read from memory */
     bool remat_only; /* a store whose buffer's later loads are all recomputed */
+    int staged;      /* 1 + the input kept in shared memory this load reads (rows_plan_staged); 0: none */
 } Access;
 
 typedef struct Accesses {
@@ -88,6 +91,11 @@ typedef struct Plan {
     /* gpu_rows_online.c: reductions online_max[o] (a max) and online_sum[o] (a sum of exp(x - max))
      * run as one loop */
     int online_max[MAX_ONLINE], online_sum[MAX_ONLINE], n_online;
+    /* rows_plan_staged: inputs read by several loops of slots, kept in shared memory by the first
+     * (slots 0 .. staged_slots of each lane; the rest read from memory again) */
+    int n_staged;
+    int64_t staged_slots;
+    bool staged_partial; /* staged_slots < the slots of the loops */
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }
@@ -127,6 +135,12 @@ bool rows_same_space(const Ix *p, const Ix *c);
  * stages that run as loops of slots, recompute them (Access.remat) and
  * which stores only those loads read (Access.remat_only); true if some. */
 bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p);
+
+/* gpu_rows_remat.c: which loads of a row's own input elements, in stages
+ * that run as loops of slots, read what an earlier loop kept in shared
+ * memory (Access.staged, Plan.n_staged, Plan.staged_slots); after
+ * rows_plan_remat and rows_plan_online. */
+void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p);
 
 /* gpu_rows_online.c: which max reductions and sums of exp(x - max) of the
  * group run as one loop (Plan.online_*): rows in loops of slots, the sum's

@@ -164,6 +164,52 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot);
 
+/* A row's input element kept in shared memory (rows_plan_staged): the first
+ * loop that reads it loads it and keeps it at [slot * t + lane] (slots below
+ * staged_slots); later loops read it there, each lane what it kept itself
+ * (no barrier), and slots past staged_slots from memory again. */
+static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
+    int c = a->staged - 1;
+    MlirValue mem = e->staged_mem[c];
+    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", e->slot, const_index(b, e->k.t)), e->k.lane);
+    MlirValue kept = e->p->staged_partial ? build_cmp(b, false, "ult", e->slot, const_index(b, e->p->staged_slots)) : (MlirValue){NULL};
+    if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
+        e->staged_by[c] = e->loop_at;
+        MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);
+        Builder sb = mlirValueIsNull(kept) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, kept)));
+        MlirValue st[3] = {v, mem, at};
+        build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
+        return;
+    }
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirValue ld[2] = {mem, at};
+    if (mlirValueIsNull(kept)) {
+        vmap_set(m, mlirOperationGetResult(op, 0), build_value(b, "memref.load", 2, ld, t));
+        return;
+    }
+    /* scf.if kept -> (t) { shared } else { memory } */
+    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then_block);
+    mlirRegionAppendOwnedBlock(regions[1], else_block);
+    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
+    MlirValue shared = build_value(&tb, "memref.load", 2, ld, t);
+    build_op(&tb, "scf.yield", 1, &shared, 0, NULL, 0, NULL);
+    MlirValue loaded = mlirOperationGetResult(clone_mapped(&eb, op, m), 0);
+    build_op(&eb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
+    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
+    mlirOperationStateAddOperands(&st, 1, &kept);
+    mlirOperationStateAddResults(&st, 1, &t);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    MlirOperation if_op = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(b->before)) {
+        mlirBlockAppendOwnedOperation(b->block, if_op);
+    } else {
+        mlirBlockInsertOwnedOperationBefore(b->block, b->before, if_op);
+    }
+    vmap_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
+}
+
 /* The element a load reads, recomputed (gpu_rows_remat.c): the body of the
  * stage that stored it, run again at the load's row and column, its loads
  * emitted as that stage's, the stored value taken for the load's. */
@@ -204,6 +250,10 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
     }
     if (a && a->remat > 0) {
         remat_load(e, b, op, a, m, slot);
+        return;
+    }
+    if (a && a->staged > 0 && !mlirValueIsNull(e->slot)) {
+        staged_load(e, b, op, a, m);
         return;
     }
     if (a && !a->written && slot >= 0 && a->sig.ok && a->sig.linear) {
@@ -361,6 +411,7 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         for (int u = 0; u < n; ++u) {
             e->in_range = in_range[u];
+            e->slot = j_const[u] >= 0 ? (MlirValue){NULL} : j[u];
             for (e->v = 0; e->v < e->k.vec; ++e->v) {
                 ValueMap *mv = &m[u * e->k.vec + e->v];
                 if (gpu_is_op(op, "memref.load")) {
@@ -377,6 +428,7 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
     free(m);
     e->v = 0;
     e->in_range = (MlirValue){NULL};
+    e->slot = (MlirValue){NULL};
 }
 
 static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, MlirValue j, int64_t j_const,
@@ -441,6 +493,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     }
     /* op by op, each for every row of the vector (as pointwise_slot) */
     e->in_range = in_range;
+    e->slot = j_const >= 0 ? (MlirValue){NULL} : j;
     int64_t key = j_const >= 0 ? j_const : e->loop_key - 1;
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         bool acc_op = false;
@@ -463,6 +516,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     }
     e->v = 0;
     e->in_range = (MlirValue){NULL};
+    e->slot = (MlirValue){NULL};
 }
 
 
@@ -710,12 +764,34 @@ static bool online_emit(Emit *e, Stage *stages, const Ix *ix, const Rows *rows, 
     return false;
 }
 
+/* The kernel's dynamic shared memory as one view per input kept there
+ * (rows_plan_staged): staged_slots * t elements each, 16-byte aligned. */
+static void staged_views(Emit *e) {
+    MlirContext ctx = mlirOperationGetContext(e->k.module);
+    Builder *b = &e->k.in;
+    MlirAttribute space = parse_attr(ctx, "#gpu.address_space<workgroup>");
+    MlirValue dynamic = build_value(b, "gpu.dynamic_shared_memory", 0, NULL, parse_type(ctx, "memref<?xi8, #gpu.address_space<workgroup>>"));
+    int64_t offset = 0, n = e->p->staged_slots * e->k.t;
+    for (int c = 0; c < e->p->n_staged; ++c) {
+        MlirType t = {NULL};
+        for (int i = 0; i < e->w->n && mlirTypeIsNull(t); ++i) {
+            if (e->w->a[i].staged == c + 1) t = mlirValueGetType(mlirOperationGetResult(e->w->a[i].op, 0));
+        }
+        MlirValue view[2] = {dynamic, const_index(b, offset)};
+        e->staged_mem[c] = build_value(b, "memref.view", 2, view, mlirMemRefTypeGet(t, 1, &n, mlirAttributeGetNull(), space));
+        e->staged_by[c] = -1;
+        int64_t bytes = mlirTypeIsAInteger(t) ? (mlirIntegerTypeGetWidth(t) + 7) / 8 : (mlirFloatTypeGetWidth(t) + 7) / 8;
+        offset += (n * bytes + 15) / 16 * 16;
+    }
+}
+
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
     e.k = rows_open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
+    if (p->n_staged > 0) staged_views(&e);
     /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
      * in its iterations, before the reduction's slot (gpu_rows.c, slot_loop_run) */
     int in_loop[n], n_in_loop = 0;
@@ -729,6 +805,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     e.held_then = then;
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
+        e.loop_at = i;
         if (!mapped[i]) rows_row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
         mapped[i] = true;
         hold_then(&e, i, &rm[i][0]);

@@ -48,6 +48,12 @@ typedef struct Emit {
     MlirValue online_m;
     const Access *online_acc;
     MlirValue online_s[MAX_ONLINE];
+    /* inputs kept in shared memory (rows_plan_staged): each one's [slot * t + lane], the loop that
+     * stores it (-1: none yet), the stage whose loop is being emitted, its slot (null: unrolled) */
+    MlirValue staged_mem[MAX_STAGED];
+    int staged_by[MAX_STAGED];
+    int loop_at;
+    MlirValue slot;
 } Emit;
 
 /* The pointwise stages a loop of unrolled slots runs before the reduction's

@@ -17,6 +17,7 @@
  * emitted.  The softmax then reads x three times (max; exp and sum; exp and
  * division, the last two mostly from L2) and writes once: 299 us.
  *===----------------------------------------------------------------------===*/
+#include <stdint.h>
 #include <string.h>
 
 #include "gpu_rows.h"
@@ -87,4 +88,116 @@ bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p) {
         any |= st->remat_only;
     }
     return any;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Inputs kept in shared memory
+ *
+ * Recomputing a stage reads its inputs again: a softmax over rows past the
+ * registers reads x in the max's loop, again in the sum's (exp(x - max)
+ * recomputed) and again in the output's, each time from L2 at best (132
+ * rows of 201 KB in flight do not fit).  A row's own input elements (a load
+ * with a row digit and column digits, of a buffer the group does not write)
+ * that two loops or more read are kept in shared memory by the first loop
+ * that reads them, at [slot * t + lane]: each lane reads back only what it
+ * kept (the lanes are private), so no barrier.  The shared memory is the
+ * kernel's dynamic shared memory (STAGED_BYTES a block at most; slots past
+ * what fits are read from memory again), whose size pt2-gpu-kernel-args puts
+ * on the launch.
+ *===----------------------------------------------------------------------===*/
+
+/* Where stage s's body runs: an online sum in its max's loop. */
+static int loop_of(const Plan *p, int s) {
+    for (int o = 0; o < p->n_online; ++o) {
+        if (p->online_sum[o] == s) return p->online_max[o];
+    }
+    return s;
+}
+
+/* A pointwise stage none of whose stores goes to memory (every load of them
+ * recomputed): not emitted. */
+static bool not_emitted(const Stage *stages, const Accesses *w, int s) {
+    if (stages[s].kind != STAGE_POINTWISE) return false;
+    bool any = false;
+    for (int i = 0; i < w->n; ++i) {
+        const Access *a = &w->a[i];
+        if (a->stage != s || !a->store) continue;
+        if (a->emit || !a->remat_only) return false;
+        any = true;
+    }
+    return any;
+}
+
+/* The loops that read each input when stage s's body runs in loop `at`
+ * (first[c], and whether another: more[c]), through recomputed loads into
+ * their producers' bodies. */
+static void loops_reading(const Accesses *w, int s, int at, int *first, bool *more, int depth) {
+    for (int i = 0; i < w->n && depth < 8; ++i) {
+        const Access *a = &w->a[i];
+        if (a->stage != s || a->store) continue;
+        int c = a->staged - 1;
+        if (c >= 0 && first[c] < 0) first[c] = at;
+        if (c >= 0 && first[c] != at) more[c] = true;
+        if (a->remat > 0) loops_reading(w, w->a[a->remat - 1].stage, at, first, more, depth + 1);
+    }
+}
+
+static int64_t type_bytes(MlirType t) {
+    return mlirTypeIsAInteger(t) ? (mlirIntegerTypeGetWidth(t) + 7) / 8 : (mlirFloatTypeGetWidth(t) + 7) / 8;
+}
+
+void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) {
+    p->n_staged = 0;
+    p->staged_slots = 0;
+    for (int i = 0; i < w->n; ++i) w->a[i].staged = 0;
+    if (!p->private_lanes || p->vec > 1 || p->cvec > 1 || p->unroll > 0 || p->split || p->interleave != 1 ||
+        p->rows_per_block != 1) {
+        return;
+    }
+    int rep[MAX_STAGED], n_in = 0;
+    for (int i = 0; i < w->n; ++i) {
+        Access *a = &w->a[i];
+        const Ix *x = &ix[a->stage];
+        if (a->store || a->written || a->remat > 0 || !a->sig.ok || !a->sig.linear || rows_scalar_sig(&a->sig) ||
+            !rows_loop_slots(x, p)) {
+            continue;
+        }
+        bool own_row = false;
+        for (int q = 0; q < x->n_rows; ++q) own_row |= a->sig.rs[q] != 0;
+        if (!own_row) continue;
+        int c = 0;
+        for (; c < n_in; ++c) {
+            const Access *r = &w->a[rep[c]];
+            const Ix *rx = &ix[r->stage];
+            if (mlirValueEqual(r->sig.base, a->sig.base) && rx->n_rows == x->n_rows &&
+                memcmp(r->sig.rs, a->sig.rs, sizeof(int64_t) * (size_t)x->n_rows) == 0 && rows_same_columns(&r->sig, &a->sig) &&
+                rows_same_space(rx, x)) {
+                break;
+            }
+        }
+        if (c == n_in && n_in == MAX_STAGED) continue;
+        if (c == n_in) rep[n_in++] = i;
+        a->staged = c + 1;
+    }
+    int first[MAX_STAGED], keep[MAX_STAGED], n_keep = 0;
+    bool more[MAX_STAGED] = {false};
+    for (int c = 0; c < n_in; ++c) first[c] = -1;
+    for (int s = 0; s < n; ++s) {
+        if (!not_emitted(stages, w, s)) loops_reading(w, s, loop_of(p, s), first, more, 0);
+    }
+    int64_t bytes = 0, slots = INT64_MAX;
+    for (int c = 0; c < n_in; ++c) {
+        keep[c] = more[c] ? ++n_keep : 0;
+        if (!more[c]) continue;
+        const Access *r = &w->a[rep[c]];
+        bytes += type_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
+        int64_t s = rows_lane_slots(ix[r->stage].columns, p->t, 1), u = rows_loop_unroll(s, LOOP_UNROLL);
+        if ((s + u - 1) / u * u < slots) slots = (s + u - 1) / u * u;
+    }
+    int64_t fit = n_keep > 0 ? STAGED_BYTES / (bytes * p->t) : 0;
+    if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
+    for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
+    p->n_staged = n_keep;
+    p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
+    p->staged_partial = p->staged_slots < slots;
 }

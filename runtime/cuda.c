@@ -48,6 +48,7 @@ enum {
     X(cuCtxGetDevice, CUdevice *)                                                                                      \
     X(cuModuleLoadData, CUmodule *, const void *)                                                                      \
     X(cuModuleGetFunction, CUfunction *, CUmodule, const char *)                                                       \
+    X(cuFuncSetAttribute, CUfunction, int, int)                                                                        \
     X(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,     \
       void **, void **)                                                                                                \
     X(cuMemAlloc_v2, Pt2CuDevicePtr *, size_t)                                                                         \
@@ -198,6 +199,13 @@ int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name,
     }
     pt2_set_error("cuModuleGetFunction: no kernel %s in the %d module(s) of its PTX", name, n);
     return -1;
+}
+
+/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a kernel launched with
+ * more than 48 KB of dynamic shared memory must be allowed it first. */
+int pt2_cuda_function_shared(Pt2CuFunction *f, unsigned bytes) {
+    if (bytes <= 48 * 1024) return 0;
+    return check(p_cuFuncSetAttribute((CUfunction)f, 8, (int)bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
 int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,

@@ -43,6 +43,8 @@ int pt2_cuda_function(Pt2CuModule *module, const char *name, Pt2CuFunction **out
 /* The kernel `name` from whichever of `modules` holds it (a module's PTX
  * compiled in parts, runtime/ptx_jit.h). */
 int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name, Pt2CuFunction **out_function);
+/* Allows f `bytes` of dynamic shared memory a launch (past the default 48 KB). */
+int pt2_cuda_function_shared(Pt2CuFunction *f, unsigned bytes);
 int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,
                     void **params);
 int pt2_cuda_alloc_copy(const void *host, size_t bytes, Pt2CuDevicePtr *out_device);

@@ -496,6 +496,7 @@ static int load_lazy(Pt2GpuKernel *k, int i) {
         for (int j = 0; j < k->plan.n_launches && rc == 0; ++j) {
             GpuLaunch *l = &k->plan.launches[j];
             if (l->module == i) rc = pt2_cuda_function_find(mods[i].loaded, mods[i].n, l->function, &l->loaded);
+            if (l->module == i && rc == 0) rc = pt2_cuda_function_shared(l->loaded, l->shared_bytes);
         }
         if (rc == 0 && compile_logging()) {
             fprintf(stderr, "pt2 compile (gpu): %.12s: module %d, a fallback, compiled at its first launch in %.3f s\n", k->key, i,
@@ -538,6 +539,7 @@ static int load(Pt2GpuKernel *k) {
         GpuLaunch *l = &k->plan.launches[i];
         if (l->module < 0 || mods[l->module].skip) continue; /* a library call; a lazy module's */
         rc = pt2_cuda_function_find(mods[l->module].loaded, mods[l->module].n, l->function, &l->loaded);
+        if (rc == 0) rc = pt2_cuda_function_shared(l->loaded, l->shared_bytes);
     }
     for (int i = 0; i < k->plan.n_constants && rc == 0; ++i) {
         rc = pt2_cuda_alloc_copy(k->plan.constants[i].data, k->plan.constants[i].bytes, &k->plan.constants[i].device);

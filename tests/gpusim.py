@@ -507,6 +507,15 @@ class Simulator:
             if name not in sh:
                 sh[name] = MemRef(Buffer(t.size * self.cur["blocks"], t.elem, fill=np.nan if t.elem[0] in "fb" else None), t)
             env[op.results[0]] = sh[name]
+        elif n == "gpu.dynamic_shared_memory":
+            env[op.results[0]] = ("dynamic shared memory", op.results[0])
+        elif n == "memref.view":
+            # a typed view of the block's dynamic shared memory: an array of its own (views never overlap)
+            t = MemRefType(_result_types(op.types)[0])
+            sh, key = self.cur["shared"], ("view", op.results[0])
+            if key not in sh:
+                sh[key] = MemRef(Buffer(t.size * self.cur["blocks"], t.elem, fill=np.nan if t.elem[0] in "fb" else None), t)
+            env[op.results[0]] = sh[key]
         elif n == "scf.if":
             c = np.broadcast_to(np.asarray(env[op.operands[0]], dtype=bool), mask.shape)
             outs = []

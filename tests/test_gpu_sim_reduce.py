@@ -167,6 +167,27 @@ def test_online_max_and_sum(op, dtype):
     assert sim.mapped.count('"math.exp"') == sim2.mapped.count('"math.exp"') + 2  # the two rescales
 
 
+# rows past the registers keep x in shared memory (passes/gpu_rows_remat.c, rows_plan_staged): the first
+# loop over a row stores what it loads at [slot * t + lane], later loops (and recomputed stages) read it back
+# there; past STAGED_BYTES (160 KB a block: 40 f32 slots of 1024 lanes) the last slots come from memory again
+@pytest.mark.parametrize("columns", [33001, 45000])
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_staged_rows(op, columns):
+    x = rand(264, columns) * 3
+    w, b = rand(columns, seed=1), rand(columns, seed=2)
+    if op == "layer_norm":
+        (y,), sim = simulate(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
+        close(y, F.layer_norm(x.double(), (columns,), w.double(), b.double()))
+    else:
+        (y,), sim = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x])
+        close(y, torch.softmax(x.double(), -1))
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    # one view of x: 40 slots of 1024 lanes (33001 columns: all 5 iterations of 8 slots; 45000: 40 of 44 slots,
+    # the last 4 read from memory again under an scf.if)
+    assert sim.mapped.count('"gpu.dynamic_shared_memory"') == 1 and sim.mapped.count('"memref.view"') == 1
+    assert "memref<40960xf32, #gpu.address_space<workgroup>>" in sim.mapped
+
+
 # a sum of exp(u - max) whose u is not the max's element stays two loops
 def test_online_needs_the_same_element():
     x = rand(264, 33001)
