@@ -688,11 +688,6 @@ static int run_map_scalar_rows(MlirOperation module, void *user) {
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = false});
 }
 
-static int run_map_two_pass(MlirOperation module, void *user) {
-    (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .two_pass = true});
-}
-
 static int run_map_unstaged(MlirOperation module, void *user) {
     (void)user;
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .unstaged = true});
@@ -703,8 +698,7 @@ static int run_map_v1(MlirOperation module, void *user) {
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = true});
 }
 
-static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_two_pass_type_id,
-    gpu_map_unstaged_type_id;
+static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_unstaged_type_id;
 
 MlirPass pt2_create_gpu_map_loops_pass(void) {
     return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
@@ -725,14 +719,6 @@ MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void) {
     return make_external_pass("pt2-gpu-map-loops-scalar-rows",
                               "pt2-gpu-map-loops without vector rows or column vectors in row kernels (PT2_DISABLE=gpu-vector-rows)",
                               "builtin.module", run_map_scalar_rows, &gpu_map_scalar_rows_type_id);
-}
-
-/* PT2_DISABLE=gpu-online-softmax: a row's max and its sum of exp(x - max) as
- * two loops where the rows outgrow the registers (gpu_rows_online.c). */
-MlirPass pt2_create_gpu_map_loops_two_pass_pass(void) {
-    return make_external_pass("pt2-gpu-map-loops-two-pass",
-                              "pt2-gpu-map-loops without online max and sum of exp in row kernels (PT2_DISABLE=gpu-online-softmax)",
-                              "builtin.module", run_map_two_pass, &gpu_map_two_pass_type_id);
 }
 
 /* PT2_DISABLE=gpu-staged-rows: no inputs kept in shared memory by row kernels

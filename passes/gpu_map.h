@@ -53,10 +53,6 @@ typedef struct GpuMapOptions {
      * kernels without vector rows or column vectors (gpu_rows.c), for A/B
      * measurements */
     bool vector_rows;
-    /* pt2-gpu-map-loops-two-pass (PT2_DISABLE=gpu-online-softmax): a row's
-     * max and its sum of exp(x - max) stay two loops where its rows outgrow
-     * the registers (gpu_rows_online.c), for A/B measurements */
-    bool two_pass;
     /* pt2-gpu-map-loops-unstaged (PT2_DISABLE=gpu-staged-rows): rows past the
      * registers read their inputs from memory in every loop, none kept in
      * shared memory (gpu_rows_remat.c), for A/B measurements */

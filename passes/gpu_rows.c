@@ -774,7 +774,6 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     }
     if (vector_rows && rows_choose_column_vector(&p, stages, ix, n, w, rows)) choose_stores(stages, n, ix, w, &p, &memo);
     if (rows_plan_remat(stages, ix, w, &p)) choose_stores(stages, n, ix, w, &p, &memo);
-    if (!opts->two_pass) rows_plan_online(stages, n, ix, w, &p);
     if (!opts->unstaged) rows_plan_staged(stages, n, ix, w, &p);
     return p;
 }

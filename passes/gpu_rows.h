@@ -23,7 +23,6 @@
 #define VECTOR_MAX_ELEMENTS 64 /* vector rows: unrolled slots x rows a thread at most (f16 at 104 spilled) */
 #define VECTOR_MAX_THREADS 256 /* vector rows: threads a block at most (several blocks an SM: one's tail under another's loads) */
 #define VECTOR_LOOP_ELEMENTS 32 /* vector rows in a slot loop: slots an iteration x rows a thread, about */
-#define MAX_ONLINE 4         /* a group's max-and-sum-of-exp pairs run online (gpu_rows_online.c) */
 #define MAX_STAGED 4         /* inputs a row kernel keeps in shared memory (rows_plan_staged) */
 #define STAGED_BYTES (160 * 1024) /* their shared memory a block at most: within sm_80's 163 KB (sm_90: 227 KB) */
 
@@ -88,9 +87,6 @@ typedef struct Plan {
     int loop_first;   /* with unroll: the loop's iterations run the stages of many columns from this one on */
     bool private_lanes;
     bool split;
-    /* gpu_rows_online.c: reductions online_max[o] (a max) and online_sum[o] (a sum of exp(x - max))
-     * run as one loop */
-    int online_max[MAX_ONLINE], online_sum[MAX_ONLINE], n_online;
     /* rows_plan_staged: inputs read by several loops of slots, kept in shared memory by the first
      * (slots 0 .. staged_slots of each lane; the rest read from memory again) */
     int n_staged;
@@ -139,13 +135,8 @@ bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p);
 /* gpu_rows_remat.c: which loads of a row's own input elements, in stages
  * that run as loops of slots, read what an earlier loop kept in shared
  * memory (Access.staged, Plan.n_staged, Plan.staged_slots); after
- * rows_plan_remat and rows_plan_online. */
+ * rows_plan_remat. */
 void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p);
-
-/* gpu_rows_online.c: which max reductions and sums of exp(x - max) of the
- * group run as one loop (Plan.online_*): rows in loops of slots, the sum's
- * element exp(u - M) with u the max's element and M its result. */
-void rows_plan_online(Stage *stages, int n, const Ix *ix, const Accesses *w, Plan *p);
 
 /* gpu_rows_emit.c: the group as one kernel, before its last stage; the stages are erased. */
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows);

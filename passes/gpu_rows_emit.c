@@ -135,22 +135,14 @@ static Held *held_read(Emit *e, const Access *a, int64_t slot, int n_rows) {
     return NULL;
 }
 
-/* `%v = scf.if %valid -> (T) { load } else { 0 }`: the extra rows of a ragged
- * last block compute on the last row, and must not read what its own lanes
- * write in place (a race, harmless for values nobody stores, but a race). */
-static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue valid) {
-    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+/* `scf.if cond -> (t) { then } else { otherwise }`, its two blocks filled
+ * (each ending in its scf.yield): the if's result. */
+static MlirValue if_value(Builder *b, MlirValue cond, MlirType t, MlirBlock then, MlirBlock otherwise) {
     MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
-    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
-    mlirRegionAppendOwnedBlock(regions[0], then_block);
-    mlirRegionAppendOwnedBlock(regions[1], else_block);
-    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
-    MlirValue loaded = mlirOperationGetResult(clone_mapped(&tb, op, m), 0);
-    build_op(&tb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
-    MlirValue zero = const_scalar(&eb, t, 0.0);
-    build_op(&eb, "scf.yield", 1, &zero, 0, NULL, 0, NULL);
+    mlirRegionAppendOwnedBlock(regions[0], then);
+    mlirRegionAppendOwnedBlock(regions[1], otherwise);
     MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
-    mlirOperationStateAddOperands(&st, 1, &valid);
+    mlirOperationStateAddOperands(&st, 1, &cond);
     mlirOperationStateAddResults(&st, 1, &t);
     mlirOperationStateAddOwnedRegions(&st, 2, regions);
     MlirOperation if_op = mlirOperationCreate(&st);
@@ -159,7 +151,21 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
     } else {
         mlirBlockInsertOwnedOperationBefore(b->block, b->before, if_op);
     }
-    vmap_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
+    return mlirOperationGetResult(if_op, 0);
+}
+
+/* `%v = scf.if %valid -> (T) { load } else { 0 }`: the extra rows of a ragged
+ * last block compute on the last row, and must not read what its own lanes
+ * write in place (a race, harmless for values nobody stores, but a race). */
+static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue valid) {
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
+    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
+    MlirValue loaded = mlirOperationGetResult(clone_mapped(&tb, op, m), 0);
+    build_op(&tb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
+    MlirValue zero = const_scalar(&eb, t, 0.0);
+    build_op(&eb, "scf.yield", 1, &zero, 0, NULL, 0, NULL);
+    vmap_set(m, mlirOperationGetResult(op, 0), if_value(b, valid, t, then_block, else_block));
 }
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot);
@@ -188,26 +194,13 @@ static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, 
         return;
     }
     /* scf.if kept -> (t) { shared } else { memory } */
-    MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
     MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
-    mlirRegionAppendOwnedBlock(regions[0], then_block);
-    mlirRegionAppendOwnedBlock(regions[1], else_block);
     Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
     MlirValue shared = build_value(&tb, "memref.load", 2, ld, t);
     build_op(&tb, "scf.yield", 1, &shared, 0, NULL, 0, NULL);
     MlirValue loaded = mlirOperationGetResult(clone_mapped(&eb, op, m), 0);
     build_op(&eb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
-    MlirOperationState st = mlirOperationStateGet(sref("scf.if"), b->loc);
-    mlirOperationStateAddOperands(&st, 1, &kept);
-    mlirOperationStateAddResults(&st, 1, &t);
-    mlirOperationStateAddOwnedRegions(&st, 2, regions);
-    MlirOperation if_op = mlirOperationCreate(&st);
-    if (mlirOperationIsNull(b->before)) {
-        mlirBlockAppendOwnedOperation(b->block, if_op);
-    } else {
-        mlirBlockInsertOwnedOperationBefore(b->block, b->before, if_op);
-    }
-    vmap_set(m, mlirOperationGetResult(op, 0), mlirOperationGetResult(if_op, 0));
+    vmap_set(m, mlirOperationGetResult(op, 0), if_value(b, kept, t, then_block, else_block));
 }
 
 /* The element a load reads, recomputed (gpu_rows_remat.c): the body of the
@@ -243,11 +236,6 @@ static void remat_load(Emit *e, Builder *b, MlirOperation op, const Access *a, V
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot) {
     Access *a = access_of(e, op);
-    if (a && !mlirValueIsNull(e->online_m) && a->kind == ACCESS_SCALAR && mlirValueEqual(a->sig.base, e->online_acc->sig.base) &&
-        a->sig.k == e->online_acc->sig.k) {
-        vmap_set(m, mlirOperationGetResult(op, 0), e->online_m); /* the max so far (online_partials) */
-        return;
-    }
     if (a && a->remat > 0) {
         remat_load(e, b, op, a, m, slot);
         return;
@@ -630,45 +618,6 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
 }
 
-/* x where x == y (equal maxima, +inf and -inf too), else exp(x - y). */
-static MlirValue rescale(Builder *b, MlirValue x, MlirValue y) {
-    MlirType t = mlirValueGetType(x);
-    MlirValue e = build_unary(b, "math.exp", build_binary(b, "arith.subf", x, y), t);
-    return build_select(b, build_cmp(b, true, "oeq", x, y), const_scalar(b, t, 1.0), e);
-}
-
-/* Online pair o (gpu_rows_online.c): max stage si's and sum stage sk's lane
- * partials in one loop over the slots, *m the lane's max and *s its sum of
- * exp(u - *m): each iteration of LOOP_UNROLL slots takes the max of its
- * elements, rescales the sum to it and adds its elements, the sum's body
- * reading the max so far where it reads the max's result. */
-static void online_partials(Emit *e, const Stage *si, const Ix *xi, const ValueMap *ri, const Stage *sk, const Ix *xk,
-                            const ValueMap *rk, MlirValue *m, MlirValue *s) {
-    Builder *b = &e->k.in;
-    MlirType t = mlirValueGetType(mlirOperationGetResult(si->acc[0].load, 0));
-    int64_t slots = rows_lane_slots(xi->columns, e->k.t, e->k.cvec);
-    int64_t unroll = rows_loop_unroll(slots, LOOP_UNROLL), iterations = (slots + unroll - 1) / unroll;
-    MlirValue init[2] = {red_identity(b, si->acc[0].combiner, t), red_identity(b, sk->acc[0].combiner, t)};
-    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1), 2, init);
-    MlirBlock fb = gpu_body_of(f);
-    Builder in = builder_at_end(fb, b->loc);
-    MlirValue it = build_binary(&in, "arith.muli", mlirBlockGetArgument(fb, 0), const_index(&in, unroll)), j[MAX_SLOTS];
-    for (int64_t u = 0; u < unroll; ++u) j[u] = u == 0 ? it : build_binary(&in, "arith.addi", it, const_index(&in, u));
-    MlirValue before = mlirBlockGetArgument(fb, 1), max = before, sum = mlirBlockGetArgument(fb, 2);
-    for (int64_t u = 0; u < unroll; ++u) reduction_slot(e, &in, si, xi, ri, j[u], -1, iterations * unroll, (MlirValue){NULL}, &max);
-    sum = build_binary(&in, "arith.mulf", sum, rescale(&in, before, max));
-    Access *acc = access_of(e, si->acc[0].store);
-    e->online_m = max, e->online_acc = acc;
-    for (int64_t u = 0; u < unroll; ++u) reduction_slot(e, &in, sk, xk, rk, j[u], -1, iterations * unroll, (MlirValue){NULL}, &sum);
-    e->online_m = (MlirValue){NULL}, e->online_acc = NULL;
-    /* every element so far -inf: exp(-inf - -inf) is NaN, the two-pass form's terms are 0 */
-    sum = build_select(&in, build_cmp(&in, true, "oeq", max, const_lowest(&in, t)), const_scalar(&in, t, 0.0), sum);
-    MlirValue y[2] = {max, sum};
-    build_op(&in, "scf.yield", 2, y, 0, NULL, 0, NULL);
-    *m = mlirOperationGetResult(f, 0);
-    *s = mlirOperationGetResult(f, 1);
-}
-
 /* acc[row] = acc[row] <op> (the row's total), stored by lane 0, for each
  * row of the thread's vector (partials p[v * n_acc + a]). */
 void rows_finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirValue *p) {
@@ -737,33 +686,6 @@ static bool only_recomputed(const Emit *e, int stage) {
     return any;
 }
 
-/* Stage i of an online pair (Plan.online_*): the max's loop runs the sum's
- * slots too (online_partials), its lanes combine into M, and each lane's sum,
- * rescaled to M, waits in e->online_s for the sum's place, where the lanes
- * combine it.  False if stage i is in no pair. */
-static bool online_emit(Emit *e, Stage *stages, const Ix *ix, const Rows *rows, ValueMap (*rm)[MAX_VEC], bool *mapped, int i) {
-    const Plan *p = e->p;
-    Builder *b = &e->k.in;
-    for (int o = 0; o < p->n_online; ++o) {
-        int k = p->online_sum[o];
-        if (p->online_max[o] == i) {
-            if (!mapped[k]) rows_row_maps(b, &ix[k], e->k.row, rows, 1, rm[k]);
-            mapped[k] = true;
-            MlirValue m, s;
-            online_partials(e, &stages[i], &ix[i], rm[i], &stages[k], &ix[k], rm[k], &m, &s);
-            rows_finish_reduction(e, &stages[i], rm[i], &m);
-            MlirValue total = rows_acc_value(e, b, &stages[i].acc[0], &rm[i][0]);
-            e->online_s[o] = build_binary(b, "arith.mulf", s, rescale(b, m, total));
-            return true;
-        }
-        if (k == i) {
-            rows_finish_reduction(e, &stages[k], rm[k], &e->online_s[o]);
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The kernel's dynamic shared memory as one view per input kept there
  * (rows_plan_staged): staged_slots * t elements each, 16-byte aligned. */
 static void staged_views(Emit *e) {
@@ -800,22 +722,17 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     }
     ValueMap rm[n][MAX_VEC], then[n];
     memset(then, 0, sizeof then);
-    bool mapped[n];
-    memset(mapped, 0, sizeof mapped);
     e.held_then = then;
     for (int i = 0; i < n; ++i) {
         Stage *s = &stages[i];
         e.loop_at = i;
-        if (!mapped[i]) rows_row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
-        mapped[i] = true;
+        rows_row_maps(&e.k.in, &ix[i], e.k.row, rows, vec, rm[i]);
         hold_then(&e, i, &rm[i][0]);
         bool deferred = false;
         for (int k = 0; k < n_in_loop; ++k) deferred |= in_loop[k] == i;
         if (deferred) continue;
         if (s->kind == STAGE_POINTWISE) {
             if (!only_recomputed(&e, i)) emit_pointwise(&e, s, &ix[i], rm[i]);
-        } else if (online_emit(&e, stages, ix, rows, rm, mapped, i)) {
-            n_in_loop = 0;
         } else {
             MlirValue part[MAX_CARRIED];
             Fused pre = {stages, ix, rm, in_loop, n_in_loop};

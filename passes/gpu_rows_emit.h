@@ -42,12 +42,6 @@ typedef struct Emit {
     int64_t loop_key;  /* in a loop of unrolled slots: 1 + the slot within the iteration, the key of
                           the values held in registers (0: none) */
     MlirValue in_range; /* the slot being emitted: its column in range (null: every lane's is) */
-    /* online max and sum (gpu_rows_online.c): while a sum's slots run in its max's loop, its reads of
-     * the max's accumulator (online_acc's element) take online_m, the max so far; online_s[o]: pair
-     * o's sum partials, from that loop to the sum's place */
-    MlirValue online_m;
-    const Access *online_acc;
-    MlirValue online_s[MAX_ONLINE];
     /* inputs kept in shared memory (rows_plan_staged): each one's [slot * t + lane], the loop that
      * stores it (-1: none yet), the stage whose loop is being emitted, its slot (null: unrolled) */
     MlirValue staged_mem[MAX_STAGED];

@@ -106,14 +106,6 @@ bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p) {
  * on the launch.
  *===----------------------------------------------------------------------===*/
 
-/* Where stage s's body runs: an online sum in its max's loop. */
-static int loop_of(const Plan *p, int s) {
-    for (int o = 0; o < p->n_online; ++o) {
-        if (p->online_sum[o] == s) return p->online_max[o];
-    }
-    return s;
-}
-
 /* A pointwise stage none of whose stores goes to memory (every load of them
  * recomputed): not emitted. */
 static bool not_emitted(const Stage *stages, const Accesses *w, int s) {
@@ -183,7 +175,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
     bool more[MAX_STAGED] = {false};
     for (int c = 0; c < n_in; ++c) first[c] = -1;
     for (int s = 0; s < n; ++s) {
-        if (!not_emitted(stages, w, s)) loops_reading(w, s, loop_of(p, s), first, more, 0);
+        if (!not_emitted(stages, w, s)) loops_reading(w, s, s, first, more, 0);
     }
     int64_t bytes = 0, slots = INT64_MAX;
     for (int c = 0; c < n_in; ++c) {

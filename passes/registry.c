@@ -36,7 +36,6 @@ MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_map_loops_v1_pass(void);
 MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void);
-MlirPass pt2_create_gpu_map_loops_two_pass_pass(void);
 MlirPass pt2_create_gpu_map_loops_unstaged_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
@@ -175,8 +174,6 @@ static const PassEntry pt2_passes[] = {
      "measurements)", pt2_create_gpu_map_loops_v1_pass},
     {"pt2-gpu-map-loops-scalar-rows", "pt2-gpu-map-loops with row kernels one row and one column a lane a slot, no vector "
      "rows or column vectors (PT2_DISABLE=gpu-vector-rows, for A/B measurements)", pt2_create_gpu_map_loops_scalar_rows_pass},
-    {"pt2-gpu-map-loops-two-pass", "pt2-gpu-map-loops with a row's max and its sum of exp(x - max) as two loops where "
-     "rows outgrow the registers (PT2_DISABLE=gpu-online-softmax, for A/B measurements)", pt2_create_gpu_map_loops_two_pass_pass},
     {"pt2-gpu-map-loops-unstaged", "pt2-gpu-map-loops without inputs kept in shared memory where rows outgrow the registers "
      "(PT2_DISABLE=gpu-staged-rows, for A/B measurements)", pt2_create_gpu_map_loops_unstaged_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
@@ -384,11 +381,10 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              pt2_disabled(disable, "blas")        ? ""
              : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
                                                   : "pt2-gpu-extern-conv,",
-             pt2_disabled(disable, "gpu-reduce")           ? "pt2-gpu-map-loops-v1"
-             : pt2_disabled(disable, "gpu-vector-rows")    ? "pt2-gpu-map-loops-scalar-rows"
-             : pt2_disabled(disable, "gpu-online-softmax") ? "pt2-gpu-map-loops-two-pass"
-             : pt2_disabled(disable, "gpu-staged-rows")    ? "pt2-gpu-map-loops-unstaged"
-                                                           : "pt2-gpu-map-loops",
+             pt2_disabled(disable, "gpu-reduce")        ? "pt2-gpu-map-loops-v1"
+             : pt2_disabled(disable, "gpu-vector-rows") ? "pt2-gpu-map-loops-scalar-rows"
+             : pt2_disabled(disable, "gpu-staged-rows") ? "pt2-gpu-map-loops-unstaged"
+                                                        : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link,
              pt2_disabled(disable, "gpu-vector-access") ? "" : "pt2-gpu-vector-access,",
              pt2_disabled(disable, "gpu-reciprocal") ? "" : "pt2-gpu-reciprocal,",

@@ -61,13 +61,14 @@ def test_softmax_dtypes(dtype):
     close(got, torch.softmax(ref, -1).to(dtype), 1e-2 if dtype != torch.float64 else 1e-12)
 
 
-# rows past the registers (an LM head's 50257 logits) take their max and their sum of exp(x - max) in one
-# loop (passes/gpu_rows_online.c); a bf16 row's f32 copy and exp(x - max), which overwrites it in place, are
-# recomputed, not stored.  Corner rows: -inf longer than a lane's first iterations (a causal mask), every
-# other element -inf, all -inf, NaN, +inf, a large value last in the row
+# rows past the registers (an LM head's 50257 logits): each stage a loop over the row, x kept in shared
+# memory by the first (passes/gpu_rows_remat.c; f32: 40 of 50 slots a lane, the rest read again; bf16 and
+# f16: all), a bf16 row's f32 copy and exp(x - max), which overwrites it in place, recomputed, not stored.
+# Corner rows: -inf longer than a lane's first slots (a causal mask), every other element -inf, all -inf,
+# NaN, +inf, a large value last in the row
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-def test_online_softmax_long_rows(op, dtype):
+def test_softmax_long_rows(op, dtype):
     x = rand((300, 50257), dtype, 11)
     x[1, :40000] = float("-inf")
     x[2, ::2] = float("-inf")
