@@ -693,12 +693,18 @@ static int run_map_unstaged(MlirOperation module, void *user) {
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .unstaged = true});
 }
 
+static int run_map_narrow_loops(MlirOperation module, void *user) {
+    (void)user;
+    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .narrow_loops = true});
+}
+
 static int run_map_v1(MlirOperation module, void *user) {
     (void)user;
     return run_map_with(module, &(GpuMapOptions){.reductions_v1 = true});
 }
 
-static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_unstaged_type_id;
+static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_unstaged_type_id,
+    gpu_map_narrow_loops_type_id;
 
 MlirPass pt2_create_gpu_map_loops_pass(void) {
     return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
@@ -727,4 +733,12 @@ MlirPass pt2_create_gpu_map_loops_unstaged_pass(void) {
     return make_external_pass("pt2-gpu-map-loops-unstaged",
                               "pt2-gpu-map-loops without inputs kept in shared memory in row kernels (PT2_DISABLE=gpu-staged-rows)",
                               "builtin.module", run_map_unstaged, &gpu_map_unstaged_type_id);
+}
+
+/* PT2_DISABLE=gpu-wide-loops: loops of slots in row kernels (rows past the
+ * registers) take about 8 slots an iteration, as before, not 16. */
+MlirPass pt2_create_gpu_map_loops_narrow_loops_pass(void) {
+    return make_external_pass("pt2-gpu-map-loops-narrow-loops",
+                              "pt2-gpu-map-loops with row kernels' loops of slots 8 slots an iteration (PT2_DISABLE=gpu-wide-loops)",
+                              "builtin.module", run_map_narrow_loops, &gpu_map_narrow_loops_type_id);
 }

@@ -57,6 +57,9 @@ typedef struct GpuMapOptions {
      * registers read their inputs from memory in every loop, none kept in
      * shared memory (gpu_rows_remat.c), for A/B measurements */
     bool unstaged;
+    /* pt2-gpu-map-loops-narrow-loops (PT2_DISABLE=gpu-wide-loops): loops of
+     * slots take about LOOP_UNROLL_NARROW slots an iteration, for A/B */
+    bool narrow_loops;
 } GpuMapOptions;
 
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of

@@ -745,6 +745,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     bool vector_rows = opts->vector_rows;
     Plan p = {0};
     p.columns = 1;
+    p.loop_unroll = opts->narrow_loops ? LOOP_UNROLL_NARROW : LOOP_UNROLL;
     for (int i = 0; i < n; ++i) {
         if (ix[i].columns > p.columns) p.columns = ix[i].columns;
     }

@@ -10,7 +10,8 @@
 
 #define SLOT_TARGET 16       /* about this many columns a lane */
 #define MAX_SLOTS 32         /* a stage of more slots a lane runs as a loop (values through memory) */
-#define LOOP_UNROLL 8        /* such a loop over lane-major rows: slots an iteration, their loads in flight together */
+#define LOOP_UNROLL 16       /* such a loop over lane-major rows: slots an iteration, their loads in flight together */
+#define LOOP_UNROLL_NARROW 8 /* the same under PT2_DISABLE=gpu-wide-loops (as before 2026-12-02) */
 #define SECTOR_BYTES 32      /* the least a warp instruction should read contiguously */
 #define BLOCK_THREADS 256    /* threads a block at least (GPU_THREADS_PER_BLOCK) */
 #define SPLIT_MIN_BLOCKS 264 /* fewer blocks than two per SM of an H200 (132 SMs): split long rows */
@@ -92,6 +93,7 @@ typedef struct Plan {
     int n_staged;
     int64_t staged_slots;
     bool staged_partial; /* staged_slots < the slots of the loops */
+    int64_t loop_unroll;  /* loops of slots (rows past the registers): about this many slots an iteration */
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }

@@ -170,6 +170,17 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot);
 
+/* The held-back stores into shared memory (staged_load). */
+static void flush_staged(Emit *e, Builder *b) {
+    for (int i = 0; i < e->n_pending; ++i) {
+        MlirValue kept = e->pending[i].kept;
+        Builder sb = mlirValueIsNull(kept) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, kept)));
+        MlirValue st[3] = {e->pending[i].value, e->pending[i].mem, e->pending[i].at};
+        build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
+    }
+    e->n_pending = 0;
+}
+
 /* A row's input element kept in shared memory (rows_plan_staged): the first
  * loop that reads it loads it and keeps it at [slot * t + lane] (slots below
  * staged_slots); later loops read it there, each lane what it kept itself
@@ -182,9 +193,9 @@ static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, 
     if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
         e->staged_by[c] = e->loop_at;
         MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);
-        Builder sb = mlirValueIsNull(kept) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, kept)));
-        MlirValue st[3] = {v, mem, at};
-        build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
+        if (e->n_pending == MAX_PENDING) flush_staged(e, b);
+        e->pending[e->n_pending].value = v, e->pending[e->n_pending].mem = mem;
+        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = kept;
         return;
     }
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
@@ -411,6 +422,7 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                 }
             }
         }
+        flush_staged(e, b);
     }
     for (int i = 0; i < n * e->k.vec; ++i) vmap_free(&m[i]);
     free(m);
@@ -446,9 +458,9 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
         for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots);
         return;
     }
-    /* LOOP_UNROLL slots an iteration, op by op: their loads in flight together (the last iteration's
+    /* loop_unroll slots an iteration, op by op: their loads in flight together (the last iteration's
      * slots past the row are out of range) */
-    int64_t unroll = rows_loop_unroll(slots, LOOP_UNROLL), iterations = (slots + unroll - 1) / unroll;
+    int64_t unroll = rows_loop_unroll(slots, e->p->loop_unroll), iterations = (slots + unroll - 1) / unroll;
     MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1));
     Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
     MlirValue it = build_binary(&fb, "arith.muli", mlirBlockGetArgument(gpu_body_of(f), 0), const_index(&fb, unroll));
@@ -494,6 +506,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
             }
         }
     }
+    flush_staged(e, b);
     for (int64_t v = 0; v < e->k.vec; ++v) {
         for (int a = 0; a < s->n_acc; ++a) {
             MlirValue *pa = &p[v * s->n_acc + a];
@@ -507,6 +520,52 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     e->slot = (MlirValue){NULL};
 }
 
+
+/* The partials of an iteration's n slots (reduction_slot for each), op by op
+ * across them, as pointwise_slots: the slots' loads lie side by side and are
+ * in flight together before the first combiner waits for one, where slot by
+ * slot each combiner held back the next slot's load.  For bodies whose
+ * accumulators feed their combiners only (not selections, whose predicate
+ * reads the state), one row a thread. */
+static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, const MlirValue *j, int n,
+                            int64_t slots, MlirValue first, MlirValue *p) {
+    MlirValue in_range[MAX_SLOTS];
+    ValueMap m[MAX_SLOTS];
+    for (int u = 0; u < n; ++u) {
+        MlirValue cols[MAX_LOOPS];
+        int64_t sub;
+        MlirValue col = rows_slot_column(b, &e->k, j[u], -1, slots, ix->columns, first, ix->columns, &in_range[u], &sub);
+        column_indices(b, ix, col, sub, cols);
+        m[u] = vmap_copy(&rows[0]);
+        map_columns(ix, cols, &m[u]);
+    }
+    MlirOperation term = mlirBlockGetTerminator(s->inner);
+    for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+        int comb = -1;
+        bool acc_op = false;
+        for (int a = 0; a < s->n_acc; ++a) {
+            acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
+            if (mlirOperationEqual(op, s->acc[a].combiner)) comb = a;
+        }
+        for (int u = 0; u < n && !acc_op; ++u) {
+            e->in_range = in_range[u];
+            e->slot = j[u];
+            if (comb >= 0) {
+                vmap_set(&m[u], mlirOperationGetResult(s->acc[comb].load, 0), p[comb]);
+                MlirValue next = mlirOperationGetResult(clone_mapped(b, op, &m[u]), 0);
+                p[comb] = mlirValueIsNull(in_range[u]) ? next : build_select(b, in_range[u], next, p[comb]);
+            } else if (gpu_is_op(op, "memref.load")) {
+                emit_load(e, b, op, &m[u], -1);
+            } else {
+                clone_mapped(b, op, &m[u]);
+            }
+        }
+        flush_staged(e, b);
+    }
+    for (int u = 0; u < n; ++u) vmap_free(&m[u]);
+    e->in_range = (MlirValue){NULL};
+    e->slot = (MlirValue){NULL};
+}
 
 /* Drops the values held for unrolled slots (those of a loop's body, which
  * nothing after the loop may read); accumulators' stay. */
@@ -583,7 +642,7 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
         }
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
     }
-    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_loop_unroll(slots, LOOP_UNROLL);
+    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_loop_unroll(slots, e->p->loop_unroll);
     if (slots <= MAX_SLOTS && e->p->unroll == 0) {
         for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots, first, p);
         return;
@@ -608,7 +667,12 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
         int i = pre->which[k];
         pointwise_slots(e, &in, &pre->stages[i], &pre->ix[i], pre->rows[i], j, dynamic, (int)unroll, iterations * unroll);
     }
-    for (int64_t u = 0; u < unroll; ++u) {
+    bool op_by_op = !s->pair && e->k.vec == 1 && e->p->unroll == 0;
+    for (int a = 0; a < s->n_acc; ++a) op_by_op &= has_one_use(mlirOperationGetResult(s->acc[a].load, 0));
+    if (op_by_op) {
+        reduction_slots(e, &in, s, ix, rows, j, (int)unroll, iterations * unroll, first, q);
+    }
+    for (int64_t u = 0; u < unroll && !op_by_op; ++u) {
         e->loop_key = e->p->unroll > 0 ? u + 1 : 0;
         reduction_slot(e, &in, s, ix, rows, j[u], -1, iterations * unroll, first, q);
     }

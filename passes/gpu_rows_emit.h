@@ -10,6 +10,8 @@
 
 #include "gpu_rows.h"
 
+#define MAX_PENDING 64 /* stores into shared memory held back to the end of an op's slots */
+
 typedef struct Kernel {
     MlirOperation module;
     Builder in;
@@ -48,6 +50,12 @@ typedef struct Emit {
     int staged_by[MAX_STAGED];
     int loop_at;
     MlirValue slot;
+    /* the first loop's stores into shared memory, emitted after the loads of an op's slots
+     * (flush_staged): a store right after its load would hold back the next slot's load */
+    struct {
+        MlirValue value, mem, at, kept;
+    } pending[MAX_PENDING];
+    int n_pending;
 } Emit;
 
 /* The pointwise stages a loop of unrolled slots runs before the reduction's

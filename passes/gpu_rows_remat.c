@@ -183,7 +183,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
         if (!more[c]) continue;
         const Access *r = &w->a[rep[c]];
         bytes += type_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
-        int64_t s = rows_lane_slots(ix[r->stage].columns, p->t, 1), u = rows_loop_unroll(s, LOOP_UNROLL);
+        int64_t s = rows_lane_slots(ix[r->stage].columns, p->t, 1), u = rows_loop_unroll(s, p->loop_unroll);
         if ((s + u - 1) / u * u < slots) slots = (s + u - 1) / u * u;
     }
     int64_t fit = n_keep > 0 ? STAGED_BYTES / (bytes * p->t) : 0;

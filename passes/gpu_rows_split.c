@@ -67,7 +67,8 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
     /* 1: partial[row, c] = the row's columns c * chunk .. (c + 1) * chunk; a
      * virtual row c * rows + row (of vectors of rows), so that neighbouring
      * threads take neighbouring rows where the rows are interleaved */
-    Plan p1 = {.t = t, .interleave = interleave, .rows_per_block = interleave, .vec = vec, .unroll = iterations > 1 ? slots : 0};
+    Plan p1 = {.t = t, .interleave = interleave, .rows_per_block = interleave, .vec = vec, .unroll = iterations > 1 ? slots : 0,
+                .loop_unroll = LOOP_UNROLL};
     slots *= iterations;
     Emit e = {.p = &p1};
     Accesses none = {0};
@@ -103,7 +104,7 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
         }
     }
     /* 2: acc[row] = acc[row] <op> partial[row, 0] <op> ... (rows of `chunks` contiguous partials) */
-    Plan p2 = {.columns = chunks, .interleave = 1};
+    Plan p2 = {.columns = chunks, .interleave = 1, .loop_unroll = LOOP_UNROLL};
     int64_t t2 = red_pow2_at_least((chunks + SLOT_TARGET - 1) / SLOT_TARGET);
     if (t2 < SECTOR_BYTES / 4) t2 = SECTOR_BYTES / 4;
     if (t2 > red_pow2_at_least(chunks)) t2 = red_pow2_at_least(chunks);

@@ -37,6 +37,7 @@ MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_map_loops_v1_pass(void);
 MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void);
 MlirPass pt2_create_gpu_map_loops_unstaged_pass(void);
+MlirPass pt2_create_gpu_map_loops_narrow_loops_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
@@ -176,6 +177,8 @@ static const PassEntry pt2_passes[] = {
      "rows or column vectors (PT2_DISABLE=gpu-vector-rows, for A/B measurements)", pt2_create_gpu_map_loops_scalar_rows_pass},
     {"pt2-gpu-map-loops-unstaged", "pt2-gpu-map-loops without inputs kept in shared memory where rows outgrow the registers "
      "(PT2_DISABLE=gpu-staged-rows, for A/B measurements)", pt2_create_gpu_map_loops_unstaged_pass},
+    {"pt2-gpu-map-loops-narrow-loops", "pt2-gpu-map-loops with loops of slots of about 8 slots an iteration where rows "
+     "outgrow the registers (PT2_DISABLE=gpu-wide-loops, for A/B measurements)", pt2_create_gpu_map_loops_narrow_loops_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
@@ -384,6 +387,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              pt2_disabled(disable, "gpu-reduce")        ? "pt2-gpu-map-loops-v1"
              : pt2_disabled(disable, "gpu-vector-rows") ? "pt2-gpu-map-loops-scalar-rows"
              : pt2_disabled(disable, "gpu-staged-rows") ? "pt2-gpu-map-loops-unstaged"
+             : pt2_disabled(disable, "gpu-wide-loops")  ? "pt2-gpu-map-loops-narrow-loops"
                                                         : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link,
              pt2_disabled(disable, "gpu-vector-access") ? "" : "pt2-gpu-vector-access,",
