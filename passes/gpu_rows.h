@@ -26,6 +26,7 @@
 #define VECTOR_LOOP_ELEMENTS 32 /* vector rows in a slot loop: slots an iteration x rows a thread, about */
 #define MAX_STAGED 4         /* inputs a row kernel keeps in shared memory (rows_plan_staged) */
 #define STAGED_BYTES (160 * 1024) /* their shared memory a block at most: within sm_80's 163 KB (sm_90: 227 KB) */
+#define SM_SHARED_BYTES (228 * 1024) /* an H200 SM's shared memory (what two blocks of staged rows share) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {

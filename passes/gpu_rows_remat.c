@@ -183,8 +183,16 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
         if (!more[c]) continue;
         const Access *r = &w->a[rep[c]];
         bytes += type_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
-        int64_t s = rows_lane_slots(ix[r->stage].columns, p->t, 1), u = rows_loop_unroll(s, p->loop_unroll);
-        if ((s + u - 1) / u * u < slots) slots = (s + u - 1) / u * u;
+        slots = rows_lane_slots(ix[r->stage].columns, p->t, 1) < slots ? rows_lane_slots(ix[r->stage].columns, p->t, 1) : slots;
+    }
+    /* wide loops (16 loads in flight) take 64 registers, so a block of 1024 threads fills an SM's
+     * registers: free where the shared memory already holds one block an SM (an f32 row of 50257:
+     * 160 KB), not where it holds two (bf16: 100 KB; on the H200 201 us with 8 slots an
+     * iteration, 209 with 16) */
+    if (n_keep > 0 && 2 * bytes * p->t * slots <= SM_SHARED_BYTES) p->loop_unroll = LOOP_UNROLL_NARROW;
+    if (n_keep > 0) {
+        int64_t u = rows_loop_unroll(slots, p->loop_unroll);
+        slots = (slots + u - 1) / u * u; /* the loops' slots, a ragged last iteration's included */
     }
     int64_t fit = n_keep > 0 ? STAGED_BYTES / (bytes * p->t) : 0;
     if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
