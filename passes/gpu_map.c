@@ -678,67 +678,38 @@ static int run_map_with(MlirOperation module, const GpuMapOptions *opts) {
     return 0;
 }
 
-static int run_map(MlirOperation module, void *user) {
-    (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true});
-}
+/* pt2-gpu-map-loops and its variants for A/B measurements, each behind a
+ * PT2_DISABLE switch (passes/registry.c puts one of them in the pipeline
+ * text, so that the kernel cache keeps their kernels apart): a run
+ * function, its TypeID storage and pt2_create_<fn>_pass for each. */
+#define MAP_VARIANT(fn, name, summary, ...)                                                         \
+    static int run_##fn(MlirOperation module, void *user) {                                        \
+        (void)user;                                                                                \
+        return run_map_with(module, &(GpuMapOptions){__VA_ARGS__});                                \
+    }                                                                                              \
+    static _Alignas(8) const char fn##_type_id;                                                    \
+    MlirPass pt2_create_##fn##_pass(void) {                                                        \
+        return make_external_pass(name, summary, "builtin.module", run_##fn, &fn##_type_id);       \
+    }
 
-static int run_map_scalar_rows(MlirOperation module, void *user) {
-    (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = false});
-}
-
-static int run_map_unstaged(MlirOperation module, void *user) {
-    (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .unstaged = true});
-}
-
-static int run_map_narrow_loops(MlirOperation module, void *user) {
-    (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = false, .vector_rows = true, .narrow_loops = true});
-}
-
-static int run_map_v1(MlirOperation module, void *user) {
-    (void)user;
-    return run_map_with(module, &(GpuMapOptions){.reductions_v1 = true});
-}
-
-static _Alignas(8) const char gpu_map_type_id, gpu_map_v1_type_id, gpu_map_scalar_rows_type_id, gpu_map_unstaged_type_id,
-    gpu_map_narrow_loops_type_id;
-
-MlirPass pt2_create_gpu_map_loops_pass(void) {
-    return make_external_pass("pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
-                              "builtin.module", run_map, &gpu_map_type_id);
-}
-
+MAP_VARIANT(gpu_map_loops, "pt2-gpu-map-loops", "Map loop nests onto GPU blocks and threads (scf.parallel with mapping)",
+            .vector_rows = true)
 /* PT2_DISABLE=gpu-reduce: reductions mapped as before gpu_rows.c (gpu_reduce_v1.c). */
-MlirPass pt2_create_gpu_map_loops_v1_pass(void) {
-    return make_external_pass("pt2-gpu-map-loops-v1",
-                              "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce)",
-                              "builtin.module", run_map_v1, &gpu_map_v1_type_id);
-}
-
+MAP_VARIANT(gpu_map_loops_v1, "pt2-gpu-map-loops-v1",
+            "pt2-gpu-map-loops with reductions mapped as before gpu_rows.c (PT2_DISABLE=gpu-reduce)", .reductions_v1 = true)
 /* PT2_DISABLE=gpu-vector-rows: row kernels take one row and one column a lane
  * a slot (4 bytes a load for f32) instead of 16 bytes of rows or of columns
  * (vector rows, column vectors: gpu_rows.c). */
-MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void) {
-    return make_external_pass("pt2-gpu-map-loops-scalar-rows",
-                              "pt2-gpu-map-loops without vector rows or column vectors in row kernels (PT2_DISABLE=gpu-vector-rows)",
-                              "builtin.module", run_map_scalar_rows, &gpu_map_scalar_rows_type_id);
-}
-
+MAP_VARIANT(gpu_map_loops_scalar_rows, "pt2-gpu-map-loops-scalar-rows",
+            "pt2-gpu-map-loops without vector rows or column vectors in row kernels (PT2_DISABLE=gpu-vector-rows)",
+            .vector_rows = false)
 /* PT2_DISABLE=gpu-staged-rows: no inputs kept in shared memory by row kernels
  * whose rows outgrow the registers (gpu_rows_remat.c). */
-MlirPass pt2_create_gpu_map_loops_unstaged_pass(void) {
-    return make_external_pass("pt2-gpu-map-loops-unstaged",
-                              "pt2-gpu-map-loops without inputs kept in shared memory in row kernels (PT2_DISABLE=gpu-staged-rows)",
-                              "builtin.module", run_map_unstaged, &gpu_map_unstaged_type_id);
-}
-
+MAP_VARIANT(gpu_map_loops_unstaged, "pt2-gpu-map-loops-unstaged",
+            "pt2-gpu-map-loops without inputs kept in shared memory in row kernels (PT2_DISABLE=gpu-staged-rows)",
+            .vector_rows = true, .unstaged = true)
 /* PT2_DISABLE=gpu-wide-loops: loops of slots in row kernels (rows past the
  * registers) take about 8 slots an iteration, as before, not 16. */
-MlirPass pt2_create_gpu_map_loops_narrow_loops_pass(void) {
-    return make_external_pass("pt2-gpu-map-loops-narrow-loops",
-                              "pt2-gpu-map-loops with row kernels' loops of slots 8 slots an iteration (PT2_DISABLE=gpu-wide-loops)",
-                              "builtin.module", run_map_narrow_loops, &gpu_map_narrow_loops_type_id);
-}
+MAP_VARIANT(gpu_map_loops_narrow_loops, "pt2-gpu-map-loops-narrow-loops",
+            "pt2-gpu-map-loops with row kernels' loops of slots 8 slots an iteration (PT2_DISABLE=gpu-wide-loops)",
+            .vector_rows = true, .narrow_loops = true)
