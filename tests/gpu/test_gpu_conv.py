@@ -33,6 +33,16 @@ TOL = {F32: 1e-5, F16: 3e-3, BF16: 1.5e-2, F64: 1e-12}
 
 
 @pytest.fixture(autouse=True)
+def fresh():
+    """Each test compiles from empty caches: the module tests build a new model each, whose frozen
+    weights are new tensors, and Bottleneck.forward's code object would reach the recompile limit
+    (8) within the parametrizations, the last ones then running eagerly (measured on the H200)."""
+    pt2.reset()
+    yield
+    pt2.reset()
+
+
+@pytest.fixture(autouse=True)
 def exact_f32():
     """eager's f32 convs use TF32 by default (torch.backends.cudnn.allow_tf32): off here."""
     old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
