@@ -48,7 +48,6 @@ enum {
     X(cuCtxGetDevice, CUdevice *)                                                                                      \
     X(cuModuleLoadData, CUmodule *, const void *)                                                                      \
     X(cuModuleGetFunction, CUfunction *, CUmodule, const char *)                                                       \
-    X(cuFuncSetAttribute, CUfunction, int, int)                                                                        \
     X(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,     \
       void **, void **)                                                                                                \
     X(cuMemAlloc_v2, Pt2CuDevicePtr *, size_t)                                                                         \
@@ -75,6 +74,10 @@ enum {
     X(cuGraphExecDestroy, CUgraphExec)                                                                                 \
     X(cuGraphDestroy, CUgraph)
 
+/* Past 48 KB of dynamic shared memory a launch (row kernels' staged inputs,
+ * passes/gpu_rows_remat.c): resolved if present, needed only by such kernels. */
+#define CUDA_ATTRIBUTE_FUNCTIONS(X) X(cuFuncSetAttribute, CUfunction, int, int)
+
 /* Events, to time alternatives at a first call (runtime/cudnn_graph.c). */
 #define CUDA_EVENT_FUNCTIONS(X)                                                                                        \
     X(cuEventCreate, CUevent *, unsigned)                                                                              \
@@ -86,6 +89,7 @@ enum {
 #define DECLARE(name, ...) static CUresult (*p_##name)(__VA_ARGS__);
 CUDA_FUNCTIONS(DECLARE)
 CUDA_GRAPH_FUNCTIONS(DECLARE)
+CUDA_ATTRIBUTE_FUNCTIONS(DECLARE)
 CUDA_EVENT_FUNCTIONS(DECLARE)
 #undef DECLARE
 
@@ -95,7 +99,8 @@ static char load_error[512];
 static void load_driver(void) {
 #define REQUIRED(name, ...) {#name, &p_##name, false},
 #define OPTIONAL(name, ...) {#name, &p_##name, true},
-    static const Pt2DylibSymbol symbols[] = {CUDA_FUNCTIONS(REQUIRED) CUDA_GRAPH_FUNCTIONS(OPTIONAL) CUDA_EVENT_FUNCTIONS(OPTIONAL)};
+    static const Pt2DylibSymbol symbols[] = {CUDA_FUNCTIONS(REQUIRED) CUDA_GRAPH_FUNCTIONS(OPTIONAL) CUDA_ATTRIBUTE_FUNCTIONS(OPTIONAL)
+                                                   CUDA_EVENT_FUNCTIONS(OPTIONAL)};
 #undef REQUIRED
 #undef OPTIONAL
     const char *names[] = {"libcuda.so.1"};
@@ -205,6 +210,10 @@ int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name,
  * more than 48 KB of dynamic shared memory must be allowed it first. */
 int pt2_cuda_function_shared(Pt2CuFunction *f, unsigned bytes) {
     if (bytes <= 48 * 1024) return 0;
+    if (!p_cuFuncSetAttribute) {
+        pt2_set_error("the CUDA driver has no cuFuncSetAttribute: a kernel with %u bytes of shared memory cannot launch", bytes);
+        return -1;
+    }
     return check(p_cuFuncSetAttribute((CUfunction)f, 8, (int)bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
