@@ -360,9 +360,47 @@ static Var *setitem_along(Trace *t, Var *x, Var **items, int n, Var *value) {
     return polyfill_form(t, "index_put_along", args, 4, NULL, NULL, 0);
 }
 
+/* x[mask] = v with a boolean mask of x's leading dims (mask.shape == x.shape[:k]):
+ * where(mask over x's other dims, v, x), v a number or a tensor that broadcasts
+ * to x.shape[k:] (every selected row takes it, as eager's [count, ...] broadcast
+ * gives it); a v with the count's dimension depends on the data (a break). */
+static bool setitem_mask(Trace *t, Var *x, Var *mask, Var *value) {
+    int k = mask->rank;
+    if (k > x->rank || memcmp(mask->sizes, x->sizes, sizeof(int64_t) * (size_t)k) != 0) {
+        return trace_break(t, "x[mask] = v with a mask that is not of x's leading dims"), false;
+    }
+    Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : value;
+    if (!v) return false;
+    int64_t numel = 1;
+    for (int i = 0; i < v->rank; ++i) numel *= v->sizes[i];
+    int lead = v->rank - (x->rank - k); /* dims of v before x's other dims: size 1 (the count's) only */
+    for (int i = 0; i < lead && numel > 1; ++i) {
+        if (v->sizes[i] != 1) return trace_break(t, "x[mask] = tensor of %d dims (the selected count depends on the data)", v->rank), false;
+    }
+    if (lead > 0 && numel > 1) v = reshape_to(t, v, v->sizes + lead, v->rank - lead);
+    if (!v) return false;
+    bool broadcasts = v->rank <= x->rank - k;
+    for (int i = 1; i <= v->rank && broadcasts; ++i) {
+        broadcasts = v->sizes[v->rank - i] == 1 || v->sizes[v->rank - i] == x->sizes[x->rank - i];
+    }
+    if (numel == 1) {
+        v = reshape_to(t, convert_to(t, v, x->dtype), NULL, 0);
+    } else if (broadcasts) {
+        v = convert_to(t, v, x->dtype);
+    } else {
+        return trace_break(t, "x[mask] = tensor of %d dims (the selected count depends on the data)", v->rank), false;
+    }
+    int64_t mshape[PT2_MAX_RANK];
+    memcpy(mshape, x->sizes, sizeof(int64_t) * (size_t)k);
+    for (int d = k; d < x->rank; ++d) mshape[d] = 1;
+    Var *m = k == x->rank ? mask : reshape_to(t, mask, mshape, x->rank);
+    Var *r = v && m ? op3(t, "where", m, v, x, "%s", "") : NULL;
+    return r && trace_assign_inplace(t, x, r, "x[mask] = v");
+}
+
 /* x[index] = value as where(region mask, value spread over the region, x):
- * ints, slices and ... select a box of x; a boolean mask of x's shape selects
- * its true elements (value must then be a scalar). */
+ * ints, slices and ... select a box of x; a boolean mask of x's leading dims
+ * selects its true elements or rows (setitem_mask). */
 bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     Var *items[PT2_MAX_RANK * 2];
     int n = 0;
@@ -375,20 +413,7 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     }
     if (value->kind == V_CONST && !var_is_number(value)) return trace_break(t, "tensor item assignment of a non-number"), false;
     if (value->kind != V_TENSOR && value->kind != V_CONST) return trace_break(t, "tensor item assignment of this value"), false;
-    if (n == 1 && items[0]->kind == V_TENSOR && items[0]->dtype == PT2_BOOL) {
-        Var *mask = items[0];
-        if (mask->rank != x->rank || memcmp(mask->sizes, x->sizes, sizeof(int64_t) * (size_t)x->rank) != 0) {
-            return trace_break(t, "x[mask] = v with a mask of another shape"), false;
-        }
-        Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : value;
-        if (!v) return false;
-        int64_t numel = 1;
-        for (int i = 0; i < v->rank; ++i) numel *= v->sizes[i];
-        if (numel != 1) return trace_break(t, "x[mask] = tensor (the selected count depends on the data)"), false;
-        v = reshape_to(t, convert_to(t, v, x->dtype), NULL, 0);
-        Var *r = v ? op3(t, "where", mask, v, x, "%s", "") : NULL;
-        return r && trace_assign_inplace(t, x, r, "x[mask] = v");
-    }
+    if (n == 1 && items[0]->kind == V_TENSOR && items[0]->dtype == PT2_BOOL) return setitem_mask(t, x, items[0], value);
     Var *along = setitem_along(t, x, items, n, value);
     if (along || t->broke) return along && trace_assign_inplace(t, x, along, "x[..., index, ...] = v");
     int64_t count;

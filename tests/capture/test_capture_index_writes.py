@@ -264,3 +264,34 @@ def test_source_of_another_dtype_raises_like_eager():
         pt2.reset()
         with pytest.raises(RuntimeError):
             pt2.compile(fn)(x, index, s64)
+
+
+# x[mask] = v with a boolean mask of x's leading dims (capture/inplace.c, setitem_mask): where(mask over
+# the other dims, v, x), v a number, a one-element tensor or a tensor that broadcasts to every selected
+# row (also with the count's dim of size 1); a v of the selected count's rows is a break (eager's result)
+def _mask_rows(x, m, v):
+    x = x.clone()
+    x[m] = v
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_setitem_boolean_mask_of_leading_dims(dtype):
+    x = rand(6, 5, 3, dtype=dtype, seed=11)
+    full = x > 0 if dtype.is_floating_point else x > 10
+    rows = torch.tensor([True, False, True, True, False, False])
+    plane = rand(6, 5, seed=12) > 0
+    check(lambda x, m: _mask_rows(x, m, 7), x, full, exact=True)
+    check(lambda x, m: _mask_rows(x, m, 7), x, rows, exact=True)
+    check(lambda x, m: _mask_rows(x, m, -2), x, plane, exact=True)
+    for v in (rand(3, dtype=dtype, seed=13), rand(5, 3, dtype=dtype, seed=14), rand(1, 5, 1, dtype=dtype, seed=15),
+              rand(1, dtype=dtype, seed=16), torch.tensor(4, dtype=dtype)):
+        check(_mask_rows, x, rows, v, exact=True)
+    check(_mask_rows, x, plane, rand(1, 3, dtype=dtype, seed=17), exact=True)
+    five = torch.tensor([False, True, True, False, True])  # of a transposed (non-contiguous) x's leading dim
+    check(lambda x, m, v: _mask_rows(x.transpose(0, 1), m, v), x, five, rand(6, 1, dtype=dtype, seed=20), exact=True)
+    # the selected rows' own values: as many as the mask's true entries (3), a count only the data knows
+    check(_mask_rows, x, rows, rand(3, 5, 3, dtype=dtype, seed=18), exact=True, graphs=0, breaks=1)
+    # a mask of another shape: eager's IndexError, raised by torch's own op (a break)
+    with pytest.raises(IndexError):
+        pt2.compile(_mask_rows)(x, rand(5, 3, seed=19) > 0, 1)
