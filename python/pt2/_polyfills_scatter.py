@@ -198,7 +198,16 @@ def index_put(input, indices, values, accumulate=False):
     indices from the end): with one 1-d index, index_put_along, or with accumulate the values added
     (index_add's form); with more, the indexed dims flattened into one whose index is the indices'
     row-major combination, each checked against its own dim's size first (x[i, j] with j past its dim
-    fails the check, as eager raises, rather than landing in the next row)."""
+    fails the check, as eager raises, rather than landing in the next row).  One boolean mask of the
+    leading dims (capture/polyfills.c, mask_put_ok): a where over the selected rows, values broadcast
+    to one row (added to it with accumulate)."""
+    if len(indices) == 1 and indices[0].dtype == torch.bool:
+        (mask,) = indices
+        m = mask.reshape(tuple(mask.shape) + (1,) * (input.dim() - mask.dim()))
+        v = values.to(input.dtype)
+        rest = input.dim() - mask.dim()
+        v = v.reshape(()) if v.numel() == 1 else v.reshape(tuple(v.shape)[max(v.dim() - rest, 0):])
+        return torch.where(m, input + v, input) if accumulate else torch.where(m, v, input)
     if len(indices) == 1 and indices[0].dim() == 1:
         (index,) = indices
         if not accumulate:

@@ -295,3 +295,18 @@ def test_setitem_boolean_mask_of_leading_dims(dtype):
     # a mask of another shape: eager's IndexError, raised by torch's own op (a break)
     with pytest.raises(IndexError):
         pt2.compile(_mask_rows)(x, rand(5, 3, seed=19) > 0, 1)
+
+
+# index_put with one boolean mask of the leading dims (capture/polyfills.c, mask_put_ok; the Python form's
+# where), functional and in place, with and without accumulate
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_boolean_mask(accumulate):
+    x = rand(6, 5, 3, seed=21)
+    rows = torch.tensor([True, False, True, True, False, False])
+    plane = rand(6, 5, seed=22) > 0
+    check(lambda x, m, v: torch.index_put(x, (m,), v, accumulate=accumulate), x, rows, rand(5, 3, seed=23), tol=1e-6)
+    check(lambda x, m, v: x.clone().index_put_((m,), v, accumulate), x, plane, rand(1, 3, seed=24), tol=1e-6)
+    check(lambda x, m, v: x.index_put((m,), v, accumulate=accumulate), x, x > 0.5, torch.tensor(2.0), tol=1e-6)
+    # values of the selected rows (3): a count only the data knows, torch's own op
+    check(lambda x, m, v: torch.index_put(x, (m,), v, accumulate=accumulate), x, rows, rand(3, 5, 3, seed=25),
+          tol=1e-6, graphs=0, breaks=1)
