@@ -550,7 +550,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     PyObject *compiled = NULL, *replacement = NULL, *live_names = NULL, *resume_a = NULL, *resume_b = NULL, *resume_exc = NULL;
     Pt2Code dec = {0};
     int live[512], n_live = 0;
-    int all_stores = t->n_stores, all_ctx_ops = t->n_ctx_ops;
+    int all_stores = t->n_stores, all_ctx_ops = t->n_ctx_ops, all_warns = t->n_warns;
     snprintf(why, why_cap, "%s", "");
     if (!t->snapshot.valid) {
         fail(&e, "the break is not at a call or branch of the compiled function");
@@ -563,6 +563,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     /* the assignments and ContextVar ops of the call that broke are CPython's to make */
     t->n_stores = t->snapshot.n_stores;
     t->n_ctx_ops = t->snapshot.n_ctx_ops;
+    t->n_warns = t->snapshot.n_warns;
     for (int k = 0; k < t->n_stores; ++k) {
         Var *v = t->stores[k].value;
         if (v->kind == V_FUNCTION && v->obj && PyCode_Check(v->obj) && code->co_ncellvars) {
@@ -657,7 +658,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (e.failed) goto done;
     bool was_broke = t->broke;
     t->broke = false; /* compile the graph captured so far */
-    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced || t->n_ctx_ops || t->n_iters) {
+    if (e.n_outputs || t->n_inputs || t->n_stores || t->n_synced || t->n_ctx_ops || t->n_iters || t->n_warns) {
         Var *tuple = var_new(t, V_TUPLE);
         for (int i = 0; i < e.n_outputs; ++i) var_push_item(t, tuple, e.outputs[i]);
         for (int i = 0; i < e.n_shared; ++i) var_push_item(t, tuple, e.shared[i]);
@@ -762,6 +763,7 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
 done:
     t->n_stores = all_stores;
     t->n_ctx_ops = all_ctx_ops;
+    t->n_warns = all_warns;
     if (e.failed) snprintf(why, why_cap, "%s", e.why);
     if (e.a) pt2_asm_free(e.a);
     pt2_bc_code_free(&dec);

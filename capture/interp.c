@@ -211,6 +211,7 @@ static void take_snapshot(SymFrame *f, int i, int op) {
     t->snapshot.n_vars = t->n_vars;
     t->snapshot.n_stores = t->n_stores;
     t->snapshot.n_ctx_ops = t->n_ctx_ops;
+    t->snapshot.n_warns = t->n_warns;
     t->snapshot.grad_enabled = t->grad_enabled;
     t->snapshot.kw_names = f->kw_names;
     t->snapshot.valid = true;

@@ -82,6 +82,11 @@ void results_free(ResultPlan *p) {
     PyMem_Free(p->ctx_values);
     PyMem_Free(p->advance_target);
     PyMem_Free(p->advance_by);
+    for (int k = 0; p->warns && k < p->n_warns; ++k) {
+        struct WarnCall *w = &p->warns[k];
+        Py_XDECREF(w->message), Py_XDECREF(w->category), Py_XDECREF(w->filename), Py_XDECREF(w->module), Py_XDECREF(w->globals);
+    }
+    PyMem_Free(p->warns);
     for (int k = 0; k < p->n_syncs; ++k) out_free(&p->sync_contents[k]);
     PyMem_Free(p->sync_target);
     PyMem_Free(p->sync_contents);
@@ -325,6 +330,14 @@ int results_plan(Trace *t, Var *result, ResultPlan *p) {
         p->store_target[k] = s->target ? var_slot(&c, s->target, s->target->source) : -1;
         if (collect(&c, s->value, &p->store_values[k], 0) != 0) goto done;
     }
+    p->warns = PyMem_Calloc((size_t)(t->n_warns + 1), sizeof *p->warns);
+    if (!p->warns) goto done;
+    for (int k = 0; k < t->n_warns; ++k) {
+        struct WarnCall w = t->warns[k];
+        p->warns[k] = (struct WarnCall){Py_NewRef(w.message), Py_NewRef(w.category), Py_NewRef(w.filename), Py_NewRef(w.module),
+                                        Py_NewRef(w.globals), w.lineno};
+        p->n_warns = k + 1;
+    }
     p->n_ctx_ops = t->n_ctx_ops;
     p->ctx_var = PyMem_Calloc((size_t)(t->n_ctx_ops + 1), sizeof(int));
     p->ctx_token = PyMem_Calloc((size_t)(t->n_ctx_ops + 1), sizeof(int));
@@ -530,6 +543,20 @@ PyObject *results_replay(const ResultPlan *p, PyObject *const *inputs, PyObject 
         int rc = contents ? sync_container(slots[p->sync_target[k]], contents) : -1;
         Py_XDECREF(contents);
         if (rc != 0) goto done;
+    }
+    for (int k = 0; k < p->n_warns; ++k) {
+        /* eager's warnings.warn: the registry of the module it names, made where missing */
+        static PyObject *s_registry;
+        if (!s_registry && !(s_registry = PyUnicode_InternFromString("__warningregistry__"))) goto done;
+        const struct WarnCall *w = &p->warns[k];
+        PyObject *registry = PyDict_GetItemWithError(w->globals, s_registry); /* borrowed */
+        if (!registry) {
+            PyObject *fresh = PyErr_Occurred() ? NULL : PyDict_New();
+            registry = fresh ? PyDict_SetDefault(w->globals, s_registry, fresh) : NULL;
+            Py_XDECREF(fresh);
+            if (!registry) goto done;
+        }
+        if (PyErr_WarnExplicitObject(w->category, w->message, w->filename, w->lineno, w->module, registry) != 0) goto done;
     }
     result = build_value(p->result, &b);
 done:

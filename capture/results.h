@@ -49,6 +49,9 @@ typedef struct ResultPlan {
     int n_syncs;
     int *sync_target;      /* slot of the real container */
     OutNode *sync_contents;
+    /* warnings.warn calls (warns.c), in program order: warn_explicit at eager's place (strong refs) */
+    int n_warns;
+    struct WarnCall *warns;
 } ResultPlan;
 
 /* Plans the results of trace t returning `result`: 0, or -1 with the trace

@@ -253,6 +253,14 @@ typedef struct Trace {
         bool used;       /* set: its token was given to reset */
     } *ctx_ops;
     int n_ctx_ops, cap_ctx_ops;
+    /* warnings.warn calls (warns.c), in program order, replayed after the
+     * graph as warnings.warn_explicit at the place eager's would name
+     * (results.c); a log, as the assignments are (snapshot.n_warns) */
+    struct WarnCall {
+        PyObject *message, *category, *filename, *module, *globals; /* kept (trace_keep) */
+        int lineno;
+    } *warns;
+    int n_warns, cap_warns;
     bool partial;        /* compiling the graph before a break (breaks.c) */
     /* The exception type a `raise` in the traced code ended the trace with
      * (borrowed: a built-in type), or NULL: iteration through __getitem__
@@ -284,7 +292,7 @@ typedef struct Trace {
         int n_vars;       /* Vars made before the instruction: mutating a newer one is invisible to it */
         /* the side-effect logs before the instruction (assignments, ContextVar
          * ops): what the call that breaks recorded is dropped, CPython runs it */
-        int n_stores, n_ctx_ops;
+        int n_stores, n_ctx_ops, n_warns;
         bool grad_enabled;
         PyObject *kw_names; /* pending KW_NAMES of a call */
     } snapshot;
@@ -410,6 +418,9 @@ Var *lazy_dict_snapshot(Trace *t, Var *dict);
 /* ContextVar methods (ctxvars.c): `name` (get, set, reset) of a real
  * ContextVar Var; whether v is a Token a set() in the trace returned. */
 Var *ctxvar_method(Trace *t, Var *var, const char *name, Var **args, int n_args, int n_kw);
+/* warns.c: whether callable is warnings.warn, and the call recorded (t->warns) or a break. */
+bool warns_is_warn(PyObject *callable);
+Var *warns_call(Trace *t, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 bool ctxvar_is_token(Trace *t, const Var *v);
 /* A new record of t->stores (objects.c). */
 struct AttrStore *trace_new_store(Trace *t);
