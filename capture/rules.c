@@ -448,16 +448,41 @@ static Var *h_var_std(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     return items[0] ? make_tuple(t, items, 2) : NULL;
 }
 
-static Var *h_softmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+/* torch.softmax and Tensor.softmax need a dim (eager raises without one: a break here); F.softmax and
+ * F.log_softmax take none as eager's _get_softmax_dim does: 0 for 0, 1 and 3 dims, else 1, with its
+ * deprecation warning recorded (warns.c) where eager's names it.  Its _stacklevel counts
+ * _get_softmax_dim and F.softmax, which the trace does not have as frames: the default 3 is the
+ * caller's line; nn.Softmax's 5 reaches into Module.__call__'s frames (a break). */
+static Var *softmax_of(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw, bool implicit) {
     BIND("input, dim=None, _stacklevel=3, dtype=None");
     Var *x = arg(&b, "input");
-    int64_t dim;
+    int64_t dim, level = 3;
     Pt2DType dt;
     if (!x || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
-    if (!arg_present(&b, "dim")) return trace_break(t, "%s() without dim (deprecated implicit dim)", e->op);
-    if (!arg_int(t, &b, "dim", 0, &dim)) return NULL;
+    if (!arg_present(&b, "dim") && implicit && x->kind == V_TENSOR) {
+        if (arg_present(&b, "_stacklevel") && !arg_int(t, &b, "_stacklevel", 0, &level)) return NULL;
+        if (level != 3) return trace_break(t, "%s() without dim, its warning naming a frame of Module.__call__", e->op);
+        PyObject *msg = PyUnicode_FromFormat("Implicit dimension choice for %s has been deprecated. Change the call to include "
+                                             "dim=X as an argument.", e->op);
+        bool ok = msg && warns_record(t, msg, PyExc_UserWarning, 1);
+        Py_XDECREF(msg);
+        if (!ok) return t->broke ? NULL : trace_break(t, "%s(): its warning", e->op);
+        dim = x->rank == 0 || x->rank == 1 || x->rank == 3 ? 0 : 1;
+    } else if (!arg_present(&b, "dim")) {
+        return trace_break(t, "%s() without dim (deprecated implicit dim)", e->op);
+    } else if (!arg_int(t, &b, "dim", 0, &dim)) {
+        return NULL;
+    }
     if (dt != PT2_DTYPE_INVALID) x = convert_to(t, x, dt);
     return op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim);
+}
+
+static Var *h_softmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    return softmax_of(t, e, args, n, kwn, kwv, nkw, false);
+}
+
+static Var *h_softmax_functional(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    return softmax_of(t, e, args, n, kwn, kwv, nkw, true);
 }
 
 static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

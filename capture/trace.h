@@ -421,6 +421,9 @@ Var *ctxvar_method(Trace *t, Var *var, const char *name, Var **args, int n_args,
 /* warns.c: whether callable is warnings.warn, and the call recorded (t->warns) or a break. */
 bool warns_is_warn(PyObject *callable);
 Var *warns_call(Trace *t, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* A warning (a str message, a Warning class) recorded at the place warnings.warn's stacklevel names
+ * from the current frame of the trace (1: its current line); false (a break) past the trace's frames. */
+bool warns_record(Trace *t, PyObject *message, PyObject *category, long stacklevel);
 bool ctxvar_is_token(Trace *t, const Var *v);
 /* A new record of t->stores (objects.c). */
 struct AttrStore *trace_new_store(Trace *t);

@@ -64,10 +64,15 @@ Var *warns_call(Trace *t, Var **args, int n_args, PyObject *kw_names, Var **kw_v
         if (level->kind != V_CONST || !PyLong_Check(level->obj)) return trace_break(t, "warnings.warn with a stacklevel not a constant int");
         stacklevel = PyLong_AsLong(level->obj);
     }
+    return warns_record(t, message->obj, cls, stacklevel) ? var_none(t) : NULL;
+}
+
+bool warns_record(Trace *t, PyObject *message, PyObject *category, long stacklevel) {
     SymFrame *f = t->frame;
     for (long i = 1; f && i < stacklevel; ++i) f = f->parent;
     if (!f || f->pc < 0 || f->pc >= f->code.n_insns || f->code.insns[f->pc].line < 0 || !f->globals) {
-        return trace_break(t, "warnings.warn naming a place outside the compiled function (stacklevel %ld)", stacklevel);
+        trace_break(t, "warnings.warn naming a place outside the compiled function (stacklevel %ld)", stacklevel);
+        return false;
     }
     PyObject *module = PyDict_GetItemString(f->globals, "__name__"); /* borrowed */
     if (t->n_warns == t->cap_warns) {
@@ -78,12 +83,12 @@ Var *warns_call(Trace *t, Var **args, int n_args, PyObject *kw_names, Var **kw_v
         t->cap_warns = cap;
     }
     t->warns[t->n_warns++] = (struct WarnCall){
-        .message = trace_keep(t, message->obj),
-        .category = trace_keep(t, cls),
+        .message = trace_keep(t, message),
+        .category = trace_keep(t, category),
         .filename = trace_keep(t, f->code.code->co_filename),
         .module = trace_keep(t, module && PyUnicode_Check(module) ? module : f->code.code->co_filename),
         .globals = trace_keep(t, f->globals),
         .lineno = f->code.insns[f->pc].line,
     };
-    return var_none(t);
+    return true;
 }

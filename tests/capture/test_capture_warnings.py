@@ -112,3 +112,40 @@ def test_what_stays_a_break():
     got, compiled = _record(pt2.compile(warn_then_break), x, calls=2)
     assert compiled == eager and len(eager) == 2
     torch.testing.assert_close(got[1], want[1])
+
+
+# F.softmax / F.log_softmax without dim: eager's implicit dim (0 for 0, 1 and 3 dims, else 1) and its
+# deprecation warning at the caller's line (capture/rules.c, softmax_of); torch.softmax without dim raises
+# TypeError as eager does (a break); nn.Softmax() names a frame of Module.__call__ (a break, eager's result)
+def implicit_softmax(x):
+    return F.softmax(x) * 2
+
+
+def implicit_log_softmax(x):
+    return F.log_softmax(x) + 1
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4), (2, 3, 4, 5)])
+@pytest.mark.parametrize("fn", [implicit_softmax, implicit_log_softmax], ids=lambda f: f.__name__)
+def test_softmax_without_dim(fn, shape):
+    x = torch.randn(*shape)
+    graphs, breaks, why = _explain(fn, x)
+    assert (graphs, breaks) == (1, 0), why
+    want, eager = _record(fn, x, calls=2)
+    got, compiled = _record(pt2.compile(fn), x, calls=2)
+    assert compiled == eager and len(eager) == 2
+    torch.testing.assert_close(got[0], want[0])
+
+
+def test_softmax_without_dim_that_stays_a_break():
+    x = torch.randn(3, 4)
+    pt2.reset()
+    with pytest.raises(TypeError):
+        pt2.compile(lambda x: torch.softmax(x))(x)
+    m = torch.nn.Softmax()
+    _, breaks, _ = _explain(m, x)
+    assert breaks == 1
+    want, eager = _record(m, x)
+    got, compiled = _record(pt2.compile(m), x)
+    assert [w[:2] for w in compiled] == [w[:2] for w in eager] and len(eager) == 1
+    torch.testing.assert_close(got[0], want[0])
