@@ -360,41 +360,18 @@ static Var *setitem_along(Trace *t, Var *x, Var **items, int n, Var *value) {
     return polyfill_form(t, "index_put_along", args, 4, NULL, NULL, 0);
 }
 
-/* x[mask] = v with a boolean mask of x's leading dims (mask.shape == x.shape[:k]):
- * where(mask over x's other dims, v, x), v a number or a tensor that broadcasts
- * to x.shape[k:] (every selected row takes it, as eager's [count, ...] broadcast
- * gives it); a v with the count's dimension depends on the data (a break). */
+/* x[mask] = v with a boolean mask of x's leading dims: index_put's Python form (a where over the
+ * selected rows), v a number or a tensor that broadcasts to one row (polyfill_mask_put_ok); a v of
+ * the selected count's rows depends on the data (a break). */
 static bool setitem_mask(Trace *t, Var *x, Var *mask, Var *value) {
-    int k = mask->rank;
-    if (k > x->rank || memcmp(mask->sizes, x->sizes, sizeof(int64_t) * (size_t)k) != 0) {
-        return trace_break(t, "x[mask] = v with a mask that is not of x's leading dims"), false;
-    }
     Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : value;
     if (!v) return false;
-    int64_t numel = 1;
-    for (int i = 0; i < v->rank; ++i) numel *= v->sizes[i];
-    int lead = v->rank - (x->rank - k); /* dims of v before x's other dims: size 1 (the count's) only */
-    for (int i = 0; i < lead && numel > 1; ++i) {
-        if (v->sizes[i] != 1) return trace_break(t, "x[mask] = tensor of %d dims (the selected count depends on the data)", v->rank), false;
+    if (!polyfill_mask_put_ok(x, mask, v)) {
+        return trace_break(t, "x[mask] = v with a mask not of x's leading dims or a value not of one row (the selected "
+                              "count depends on the data)"), false;
     }
-    if (lead > 0 && numel > 1) v = reshape_to(t, v, v->sizes + lead, v->rank - lead);
-    if (!v) return false;
-    bool broadcasts = v->rank <= x->rank - k;
-    for (int i = 1; i <= v->rank && broadcasts; ++i) {
-        broadcasts = v->sizes[v->rank - i] == 1 || v->sizes[v->rank - i] == x->sizes[x->rank - i];
-    }
-    if (numel == 1) {
-        v = reshape_to(t, convert_to(t, v, x->dtype), NULL, 0);
-    } else if (broadcasts) {
-        v = convert_to(t, v, x->dtype);
-    } else {
-        return trace_break(t, "x[mask] = tensor of %d dims (the selected count depends on the data)", v->rank), false;
-    }
-    int64_t mshape[PT2_MAX_RANK];
-    memcpy(mshape, x->sizes, sizeof(int64_t) * (size_t)k);
-    for (int d = k; d < x->rank; ++d) mshape[d] = 1;
-    Var *m = k == x->rank ? mask : reshape_to(t, mask, mshape, x->rank);
-    Var *r = v && m ? op3(t, "where", m, v, x, "%s", "") : NULL;
+    Var *args[3] = {x, convert_to(t, v, x->dtype), mask};
+    Var *r = args[1] ? polyfill_form(t, "setitem_indices", args, 3, NULL, NULL, 0) : NULL;
     return r && trace_assign_inplace(t, x, r, "x[mask] = v");
 }
 

@@ -432,10 +432,7 @@ bool polyfill_index_count(Var *const *indices, int n, int64_t *count) {
     return true;
 }
 
-/* One boolean index of x's leading dims, values that broadcast to one selected row (a number-like
- * one-element tensor, or x's other dims, with the count's dim of size 1 at most): a where, in the
- * Python form; values of the selected count's rows depend on the data. */
-static bool mask_put_ok(const Var *x, const Var *mask, const Var *v) {
+bool polyfill_mask_put_ok(const Var *x, const Var *mask, const Var *v) {
     int k = mask->rank;
     if (k > x->rank || memcmp(mask->sizes, x->sizes, sizeof(int64_t) * (size_t)k) != 0) return false;
     int64_t numel = 1;
@@ -452,7 +449,7 @@ static bool mask_put_ok(const Var *x, const Var *mask, const Var *v) {
 }
 
 /* index_put (input, indices, values, accumulate=): integer index tensors for input's leading dims,
- * broadcast together, tensor values; or one boolean mask of its leading dims (mask_put_ok) */
+ * broadcast together, tensor values; or one boolean mask of its leading dims (polyfill_mask_put_ok) */
 static bool index_put_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static const char *const names[] = {"input", "indices", "values", "accumulate", NULL};
     Var *x = ARG(0, "input"), *ix = ARG(1, "indices"), *v = ARG(2, "values");
@@ -464,7 +461,7 @@ static bool index_put_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_va
         return false;
     }
     if (ix->n_items == 1 && is_tensor(ix->items[0]) && ix->items[0]->dtype == PT2_BOOL) {
-        return is_tensor(v) && !other_dtype(x, v) && mask_put_ok(x, ix->items[0], v);
+        return is_tensor(v) && !other_dtype(x, v) && polyfill_mask_put_ok(x, ix->items[0], v);
     }
     return polyfill_index_count(ix->items, ix->n_items, &count) && count <= MAX_WRITE_INDICES && is_tensor(v) &&
            !other_dtype(x, v); /* a number, another dtype: eager raises */

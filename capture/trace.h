@@ -486,6 +486,10 @@ bool index_broadcast_shape(Var *const *indices, int n, int64_t *shape, int *rank
 /* The count of positions n integer index tensors select, broadcast together; false if one is not an
  * integer tensor or they do not broadcast (eager raises). */
 bool polyfill_index_count(Var *const *indices, int n, int64_t *count);
+/* A boolean mask of x's leading dims and values v that broadcast to one selected row (a one-element
+ * tensor, or x's other dims with the count's dim of size 1 at most): index_put's Python form writes
+ * them as a where; values of the selected count's rows depend on the data. */
+bool polyfill_mask_put_ok(const Var *x, const Var *mask, const Var *v);
 /* Tensor.<name>(...) with self as args[0], through the same forms; whether
  * a method name has one (a tensor's attribute of that name is the method). */
 bool polyfill_has_method(const char *name);

@@ -243,8 +243,7 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0)), e = mlirShapedTypeGetElementType(t);
     int64_t shift = constant_size(mlirOperationGetOperand(op, 1)), n = 1;
     for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) n *= mlirShapedTypeGetDimSize(t, d);
-    int64_t bytes = mlirTypeIsAInteger(e) ? (mlirIntegerTypeGetWidth(e) + 7) / 8 : (mlirFloatTypeGetWidth(e) + 7) / 8;
-    int64_t *end = user;
+    int64_t bytes = gpu_element_bytes(e), *end = user;
     if (shift < 0 || !mlirShapedTypeHasStaticShape(t)) {
         *end = -1; /* not a size the launch can be given */
         return MlirWalkResultInterrupt;

@@ -448,7 +448,7 @@ static void delinearize(Builder *b, MlirValue linear, int n, const int64_t *trip
     }
 }
 
-static int64_t element_bytes(MlirType t) {
+int64_t gpu_element_bytes(MlirType t) {
     if (mlirTypeIsAInteger(t)) return (mlirIntegerTypeGetWidth(t) + 7) / 8;
     if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t)) return 2;
     if (mlirTypeIsAF32(t)) return 4;
@@ -466,7 +466,7 @@ static int64_t vector_width(MlirOperation par, int64_t inner_trip) {
         if (mlirOperationGetNumRegions(op) != 0 && !gpu_is_op(op, "scf.reduce")) return 1;
         bool load = gpu_is_op(op, "memref.load"), store = gpu_is_op(op, "memref.store");
         if (!load && !store) continue;
-        int64_t bytes = element_bytes(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, load ? 0 : 1))));
+        int64_t bytes = gpu_element_bytes(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, load ? 0 : 1))));
         if (bytes < narrowest) narrowest = bytes;
     }
     int64_t width = GPU_VECTOR_BYTES / narrowest;

@@ -45,6 +45,9 @@ MlirOperation gpu_interchange(MlirOperation for_op);
 
 /* What pt2-gpu-map-loops does (the pass's variants in the pipeline text, so
  * that the kernel cache keys differ). */
+/* Bytes of an element of type t (an integer rounded up to whole bytes; f64 and index 8). */
+int64_t gpu_element_bytes(MlirType t);
+
 typedef struct GpuMapOptions {
     /* pt2-gpu-map-loops-v1 (PT2_DISABLE=gpu-reduce): reductions as before
      * gpu_rows.c (gpu_reduce_v1.c), for A/B measurements */

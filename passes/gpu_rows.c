@@ -117,13 +117,6 @@ static Ix index_space(const Stage *s) {
  * Accesses as functions of the row and the column
  *===----------------------------------------------------------------------===*/
 
-static int64_t element_bytes(MlirType t) {
-    if (mlirTypeIsAInteger(t)) return (mlirIntegerTypeGetWidth(t) + 7) / 8;
-    if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t)) return 2;
-    if (mlirTypeIsAF32(t)) return 4;
-    return 8;
-}
-
 static int find_value(const MlirValue *vs, int n, MlirValue v) {
     for (int i = 0; i < n; ++i) {
         if (mlirValueEqual(vs[i], v)) return i;
@@ -137,7 +130,7 @@ static Sig signature(MlirOperation access, const Ix *ix) {
     MlirValue m = mlirOperationGetOperand(access, at);
     MlirType t = mlirValueGetType(m);
     g.base = memref_base(m);
-    g.bytes = element_bytes(mlirShapedTypeGetElementType(t));
+    g.bytes = gpu_element_bytes(mlirShapedTypeGetElementType(t));
     int rank = (int)mlirShapedTypeGetRank(t);
     int64_t strides[MAX_LOOPS], offset;
     if (rank > MAX_LOOPS || !mlirShapedTypeHasStaticShape(t) ||

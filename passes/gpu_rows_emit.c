@@ -766,8 +766,7 @@ static void staged_views(Emit *e) {
         MlirValue view[2] = {dynamic, const_index(b, offset)};
         e->staged_mem[c] = build_value(b, "memref.view", 2, view, mlirMemRefTypeGet(t, 1, &n, mlirAttributeGetNull(), space));
         e->staged_by[c] = -1;
-        int64_t bytes = mlirTypeIsAInteger(t) ? (mlirIntegerTypeGetWidth(t) + 7) / 8 : (mlirFloatTypeGetWidth(t) + 7) / 8;
-        offset += (n * bytes + 15) / 16 * 16;
+        offset += (n * gpu_element_bytes(t) + 15) / 16 * 16;
     }
 }
 

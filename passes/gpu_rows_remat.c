@@ -134,10 +134,6 @@ static void loops_reading(const Accesses *w, int s, int at, int *first, bool *mo
     }
 }
 
-static int64_t type_bytes(MlirType t) {
-    return mlirTypeIsAInteger(t) ? (mlirIntegerTypeGetWidth(t) + 7) / 8 : (mlirFloatTypeGetWidth(t) + 7) / 8;
-}
-
 void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) {
     p->n_staged = 0;
     p->staged_slots = 0;
@@ -182,8 +178,9 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
         keep[c] = more[c] ? ++n_keep : 0;
         if (!more[c]) continue;
         const Access *r = &w->a[rep[c]];
-        bytes += type_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
-        slots = rows_lane_slots(ix[r->stage].columns, p->t, 1) < slots ? rows_lane_slots(ix[r->stage].columns, p->t, 1) : slots;
+        bytes += gpu_element_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
+        int64_t s = rows_lane_slots(ix[r->stage].columns, p->t, 1);
+        if (s < slots) slots = s;
     }
     /* wide loops (16 loads in flight) take 64 registers, so a block of 1024 threads fills an SM's
      * registers: free where the shared memory already holds one block an SM (an f32 row of 50257:
