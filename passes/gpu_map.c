@@ -713,3 +713,9 @@ MAP_VARIANT(gpu_map_loops_unstaged, "pt2-gpu-map-loops-unstaged",
 MAP_VARIANT(gpu_map_loops_narrow_loops, "pt2-gpu-map-loops-narrow-loops",
             "pt2-gpu-map-loops with row kernels' loops of slots 8 slots an iteration (PT2_DISABLE=gpu-wide-loops)",
             .vector_rows = true, .narrow_loops = true)
+/* For chips before sm_90 (sm_80: 163 KB of shared memory a block), and on
+ * sm_90 under PT2_DISABLE=gpu-sm90-shared: row kernels keep at most 160 KB
+ * of inputs in shared memory a block, not sm_90's 220 KB. */
+MAP_VARIANT(gpu_map_loops_sm80, "pt2-gpu-map-loops-sm80",
+            "pt2-gpu-map-loops keeping at most 160 KB of a row kernel's inputs in shared memory (sm_80; PT2_DISABLE=gpu-sm90-shared)",
+            .vector_rows = true, .sm80_shared = true)

@@ -739,6 +739,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     Plan p = {0};
     p.columns = 1;
     p.loop_unroll = opts->narrow_loops ? LOOP_UNROLL_NARROW : LOOP_UNROLL;
+    p.staged_bytes = opts->sm80_shared ? STAGED_BYTES_SM80 : STAGED_BYTES_SM90;
     for (int i = 0; i < n; ++i) {
         if (ix[i].columns > p.columns) p.columns = ix[i].columns;
     }

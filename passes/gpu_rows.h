@@ -25,7 +25,8 @@
 #define VECTOR_MAX_THREADS 256 /* vector rows: threads a block at most (several blocks an SM: one's tail under another's loads) */
 #define VECTOR_LOOP_ELEMENTS 32 /* vector rows in a slot loop: slots an iteration x rows a thread, about */
 #define MAX_STAGED 4         /* inputs a row kernel keeps in shared memory (rows_plan_staged) */
-#define STAGED_BYTES (160 * 1024) /* their shared memory a block at most: within sm_80's 163 KB (sm_90: 227 KB) */
+#define STAGED_BYTES_SM90 (220 * 1024) /* their shared memory a block at most: within sm_90's 227 KB (an f32 row of 50257 whole) */
+#define STAGED_BYTES_SM80 (160 * 1024) /* the same for chips before sm_90: within sm_80's 163 KB */
 #define SM_SHARED_BYTES (228 * 1024) /* an H200 SM's shared memory (what two blocks of staged rows share) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
@@ -95,6 +96,7 @@ typedef struct Plan {
     int64_t staged_slots;
     bool staged_partial; /* staged_slots < the slots of the loops */
     int64_t loop_unroll;  /* loops of slots (rows past the registers): about this many slots an iteration */
+    int64_t staged_bytes; /* the shared memory staged inputs may take a block (STAGED_BYTES_SM90 or _SM80) */
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }

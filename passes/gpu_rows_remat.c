@@ -101,7 +101,8 @@ bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p) {
  * that two loops or more read are kept in shared memory by the first loop
  * that reads them, at [slot * t + lane]: each lane reads back only what it
  * kept (the lanes are private), so no barrier.  The shared memory is the
- * kernel's dynamic shared memory (STAGED_BYTES a block at most; slots past
+ * kernel's dynamic shared memory (Plan.staged_bytes a block at most: 220 KB
+ * on sm_90, 160 KB before it; slots past
  * what fits are read from memory again), whose size pt2-gpu-kernel-args puts
  * on the launch.
  *===----------------------------------------------------------------------===*/
@@ -191,7 +192,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
         int64_t u = rows_loop_unroll(slots, p->loop_unroll);
         slots = (slots + u - 1) / u * u; /* the loops' slots, a ragged last iteration's included */
     }
-    int64_t fit = n_keep > 0 ? STAGED_BYTES / (bytes * p->t) : 0;
+    int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * p->t) : 0;
     if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
     for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
     p->n_staged = n_keep;

@@ -38,6 +38,7 @@ MlirPass pt2_create_gpu_map_loops_v1_pass(void);
 MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void);
 MlirPass pt2_create_gpu_map_loops_unstaged_pass(void);
 MlirPass pt2_create_gpu_map_loops_narrow_loops_pass(void);
+MlirPass pt2_create_gpu_map_loops_sm80_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
@@ -179,6 +180,8 @@ static const PassEntry pt2_passes[] = {
      "(PT2_DISABLE=gpu-staged-rows, for A/B measurements)", pt2_create_gpu_map_loops_unstaged_pass},
     {"pt2-gpu-map-loops-narrow-loops", "pt2-gpu-map-loops with loops of slots of about 8 slots an iteration where rows "
      "outgrow the registers (PT2_DISABLE=gpu-wide-loops, for A/B measurements)", pt2_create_gpu_map_loops_narrow_loops_pass},
+    {"pt2-gpu-map-loops-sm80", "pt2-gpu-map-loops keeping at most 160 KB of a row kernel's inputs in shared memory a block, "
+     "within sm_80's 163 KB (chips before sm_90; PT2_DISABLE=gpu-sm90-shared on sm_90)", pt2_create_gpu_map_loops_sm80_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
@@ -356,6 +359,8 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     bool inline_ = !pt2_disabled(disable, "inline");
     bool checks = !pt2_disabled(disable, "gpu-index-checks"); /* device-side asserts (docs/gpu.md) */
     const char *chip = arch && arch[0] ? arch : "sm_90";
+    /* row kernels' inputs in shared memory: sm_90 gives a block 227 KB, sm_80 163 KB */
+    bool sm80_shared = pt2_disabled(disable, "gpu-sm90-shared") || (!strncmp(chip, "sm_", 3) && atoi(chip + 3) < 90);
     /* a network's repeated blocks go through the pipeline once (pt2-outline-repeats), their calls
      * inlined back once the kernels are outlined: the launch plan reads one host function */
     bool repeats = !pt2_disabled(disable, "repeats");
@@ -387,6 +392,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              pt2_disabled(disable, "gpu-reduce")        ? "pt2-gpu-map-loops-v1"
              : pt2_disabled(disable, "gpu-vector-rows") ? "pt2-gpu-map-loops-scalar-rows"
              : pt2_disabled(disable, "gpu-staged-rows") ? "pt2-gpu-map-loops-unstaged"
+             : sm80_shared                              ? "pt2-gpu-map-loops-sm80"
              : pt2_disabled(disable, "gpu-wide-loops")  ? "pt2-gpu-map-loops-narrow-loops"
                                                         : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link,
