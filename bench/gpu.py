@@ -237,8 +237,9 @@ def main():
         s = torch.randn(r, c, device="cuda")
         case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
              2 * s.numel() * 4, rows)
-    # an LM head's logits (GPT-2's vocabulary): 1024-thread blocks, one an SM; and a few long rows (split)
-    for r, c in [(2048, 50257), (4, 1 << 20)]:
+    # an LM head's logits (GPT-2's vocabulary; BERT's, 8 x 512 tokens): 1024-thread blocks; and a few long
+    # rows (split)
+    for r, c in [(2048, 50257), (4096, 30522), (4, 1 << 20)]:
         s = torch.randn(r, c, device="cuda")
         case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
              2 * s.numel() * 4, rows)

@@ -489,7 +489,7 @@ static void choose_stores(Stage *stages, int n, const Ix *ix, Accesses *w, const
     for (int i = 0; i < w->n; ++i) {
         Access *a = &w->a[i];
         if (!a->store) continue;
-        bool loop = a->kind == ACCESS_OWN && !a->remat_only && rows_lane_slots(ix[a->stage].columns, p->t, p->cvec) > MAX_SLOTS;
+        bool loop = a->kind == ACCESS_OWN && !a->remat_only && rows_loop_slots(&ix[a->stage], p);
         if (!p->private_lanes || loop) {
             a->emit = true;
             continue;
@@ -644,13 +644,19 @@ int64_t rows_loop_unroll(int64_t slots, int64_t target) {
 /* Column vectors (the file comment): a lane-major group whose accesses the
  * columns move all read them with stride 1 (or not at all) along the
  * innermost column dimension takes cvec = 16 bytes of the smallest such
- * element, consecutive columns, a lane at each slot, when cvec divides that
+ * element, consecutive columns, a lane at each slot.  When cvec divides that
  * dimension's trip and every other stride and offset keeps the vector
- * 16-byte aligned.  The lanes are chosen again: about SLOT_TARGET columns a
- * lane (of f16/bf16 twice that: the bytes of an f32 row), two at least (a
- * 32-byte sector a row a warp instruction), no more than the row has
- * vectors.  Only unrolled slots (a slot loop would take one element an
- * iteration, cvec columns apart).  False: the plan is unchanged. */
+ * 16-byte aligned, vector i of lane l is columns (i * T + l) * cvec on;
+ * else, for stages of one column dimension of the same length, *aligned*
+ * vectors start at each row's first 16-byte aligned column (by a reference
+ * access, the first such of the smallest element: an LM head's 50257 logits),
+ * and a head and a tail slot take the columns before it and past the last
+ * whole vector (fewer than cvec each: T at least that).  The lanes are chosen
+ * again: about SLOT_TARGET columns a lane (of f16/bf16 twice that: the bytes
+ * of an f32 row), two at least (a 32-byte sector a row a warp instruction),
+ * no more than the row has vectors.  Past MAX_SLOTS a lane the slots run as
+ * a loop of whole vectors (rows_plan_loop_unroll).  False: the plan is
+ * unchanged. */
 static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int n, const Accesses *w, const Rows *rows) {
     Plan q = *out, *p = &q;
     if (p->interleave != 1 || p->vec > 1 || p->split || p->columns == 1) return false;
@@ -672,6 +678,7 @@ static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *
     if (t < SECTOR_BYTES / VECTOR_BYTES) t = SECTOR_BYTES / VECTOR_BYTES;
     if (t > red_pow2_at_least((p->columns + v - 1) / v)) t = red_pow2_at_least((p->columns + v - 1) / v);
     if (t > ROW_MAX_THREADS) t = ROW_MAX_THREADS;
+    bool aligned = false, one_dim = true;
     for (int i = 0; i < n; ++i) {
         const Ix *x = &ix[i];
         if (x->columns == 1 && stages[i].kind == STAGE_POINTWISE) continue; /* lane 0's one column */
@@ -679,24 +686,29 @@ static bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *
         int64_t trip = x->col_trip[x->n_cols - 1];
         /* a power of two keeps the vector's start a multiple of v through the digits' div/rem */
         bool pow2 = (trip & (trip - 1)) == 0;
-        if (trip % v != 0 || x->col_step[x->n_cols - 1] != 1 || (x->n_cols > 1 && !pow2)) return false;
-        if (rows_lane_slots(x->columns, t, v) > MAX_SLOTS) return false;
+        if (x->col_step[x->n_cols - 1] != 1 || (x->n_cols > 1 && !pow2)) return false;
+        aligned |= trip % v != 0;
+        one_dim &= x->n_cols == 1 && x->col_lb[0] == 0 && x->columns == p->columns;
     }
+    int ref = -1;
     for (int i = 0; i < w->n; ++i) {
         const Sig *g = &w->a[i].sig;
         const Ix *x = &ix[w->a[i].stage];
         if (x->columns == 1 || rows_scalar_sig(g)) continue;
         int inner = x->n_cols - 1;
-        if ((g->cs[inner] != 0 && g->cs[inner] != 1) || g->k % v != 0) return false;
-        for (int r = 0; r < x->n_rows; ++r) {
-            if (g->rs[r] % v != 0) return false;
-        }
-        for (int c = 0; c < inner; ++c) {
-            if (g->cs[c] % v != 0) return false;
-        }
+        if (g->cs[inner] != 0 && g->cs[inner] != 1) return false;
+        bool moves = false;
+        for (int r = 0; r < x->n_rows; ++r) moves |= g->rs[r] != 0;
+        if (ref < 0 && g->cs[inner] == 1 && g->linear && g->bytes == elem && moves) ref = i;
+        aligned |= g->k % v != 0;
+        for (int r = 0; r < x->n_rows; ++r) aligned |= g->rs[r] % v != 0;
+        for (int c = 0; c < inner; ++c) aligned |= g->cs[c] % v != 0;
     }
+    if (aligned && (!one_dim || ref < 0 || t < v)) return false;
     p->cvec = v;
     p->t = t;
+    p->aligned = aligned;
+    p->aligned_ref = aligned ? ref : 0;
     block_rows(p, rows->count);
     *out = q;
     return true;

@@ -86,6 +86,11 @@ typedef struct Plan {
     int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
     int64_t cvec;     /* column vectors: consecutive columns a lane takes at once (0 or 1: one) */
+    /* column vectors from each row's first aligned column (rows whose starts cvec does not divide:
+     * an LM head's 50257): w->a[aligned_ref] gives the row's start; scalar head and tail slots
+     * take the columns before the first vector and past the last */
+    bool aligned;
+    int aligned_ref;
     int64_t unroll;   /* vector rows: a loop of this many unrolled slots an iteration (0: every slot unrolled) */
     int loop_first;   /* with unroll: the loop's iterations run the stages of many columns from this one on */
     bool private_lanes;
@@ -94,7 +99,8 @@ typedef struct Plan {
      * (slots 0 .. staged_slots of each lane; the rest read from memory again) */
     int n_staged;
     int64_t staged_slots;
-    bool staged_partial; /* staged_slots < the slots of the loops */
+    bool staged_partial; /* staged_slots < the slots of a row: the rest read from memory again */
+    bool staged_clamp;   /* all kept, but a ragged last iteration's slots lie past staged_slots */
     int64_t loop_unroll;  /* loops of slots (rows past the registers): about this many slots an iteration */
     int64_t staged_bytes; /* the shared memory staged inputs may take a block (STAGED_BYTES_SM90 or _SM80) */
 } Plan;
@@ -104,6 +110,13 @@ static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (column
 static inline int64_t rows_lane_slots(int64_t columns, int64_t t, int64_t cvec) {
     if (cvec <= 1) return rows_slots_of(columns, t);
     return (columns + t * cvec - 1) / (t * cvec) * cvec;
+}
+
+/* Slots a lane of plan p takes of a stage of `columns` (> 1) columns: with
+ * aligned column vectors the vectors' slots, then the head and tail slots. */
+static inline int64_t rows_plan_slots(const Plan *p, int64_t columns) {
+    if (p->cvec > 1 && p->aligned) return (columns / p->cvec + p->t - 1) / p->t * p->cvec + 2;
+    return rows_lane_slots(columns, p->t, p->cvec);
 }
 
 /* No column digit moves the address: acc[row]. */
@@ -123,9 +136,24 @@ bool rows_choose_vector(Plan *p, const Rows *rows, bool slot_loop);
  * where p interleaves rows and the innermost row dimension holds whole
  * vectors; 0 where not. */
 int64_t rows_vector_width(const Plan *p, const Rows *rows);
+/* Past MAX_SLOTS slots a lane (the vectors', not aligned column vectors'
+ * head and tail slots) a stage's slots run as a loop. */
+static inline bool rows_slots_looped(const Plan *p, int64_t slots) {
+    return slots - 2 * (p->cvec > 1 && p->aligned) > MAX_SLOTS;
+}
+
 /* Slots an iteration of a loop over `slots` slots, about `target`: a divisor
  * of slots when one lies in [target / 2, target] (no ragged iteration). */
 int64_t rows_loop_unroll(int64_t slots, int64_t target);
+
+/* Slots an iteration of a loop over `slots` slots a lane (the vectors',
+ * not the head and tail slots): about p->loop_unroll; with column vectors whole vectors, as
+ * many bytes a lane as loop_unroll f32 slots (4 vectors; 2 under narrow loops). */
+static inline int64_t rows_plan_loop_unroll(const Plan *p, int64_t slots) {
+    if (p->cvec <= 1) return rows_loop_unroll(slots, p->loop_unroll);
+    int64_t target = p->loop_unroll * 4 / VECTOR_BYTES;
+    return rows_loop_unroll(slots / p->cvec, target > 1 ? target : 1) * p->cvec;
+}
 
 /* The stage runs as a loop over its slots (more than MAX_SLOTS a lane). */
 bool rows_loop_slots(const Ix *ix, const Plan *p);

@@ -36,7 +36,7 @@ static const char *const thread_xy_mapping = "[#gpu.loop_dim_map<processor = thr
  * with (lane, row in block) as (thread_x, thread_y). */
 Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
                         int64_t rows_per_block, bool two_d) {
-    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1};
+    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1, .head_slot = -1};
     int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
     two_d = two_d && interleave == 1 && t > 1 && rows_per_block > 1;
     Builder hb = builder_before(before);
@@ -188,14 +188,25 @@ static void flush_staged(Emit *e, Builder *b) {
 static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
     int c = a->staged - 1;
     MlirValue mem = e->staged_mem[c];
-    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", e->slot, const_index(b, e->k.t)), e->k.lane);
-    MlirValue kept = e->p->staged_partial ? build_cmp(b, false, "ult", e->slot, const_index(b, e->p->staged_slots)) : (MlirValue){NULL};
+    /* with column vectors the slot's element slot * cvec + sub: lanes side by side in shared memory;
+     * a ragged last iteration's slots past the row (staged_clamp) at the last slot's place, where
+     * they store nothing */
+    int64_t w = e->k.cvec;
+    MlirValue slot = e->slot, store_guard = {NULL}, kept = {NULL};
+    if (e->p->staged_clamp) {
+        slot = build_binary(b, "arith.minui", slot, const_index(b, e->p->staged_slots / w - 1));
+        store_guard = e->in_range;
+    } else if (e->p->staged_partial) {
+        kept = store_guard = build_cmp(b, false, "ult", e->slot, const_index(b, e->p->staged_slots / w));
+    }
+    if (w > 1) slot = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, w)), const_index(b, e->sub));
+    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.t)), e->k.lane);
     if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
         e->staged_by[c] = e->loop_at;
         MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);
         if (e->n_pending == MAX_PENDING) flush_staged(e, b);
         e->pending[e->n_pending].value = v, e->pending[e->n_pending].mem = mem;
-        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = kept;
+        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = store_guard;
         return;
     }
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
@@ -311,29 +322,57 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
 /* Column index of slot `j` (a value: a loop's induction variable, or a
  * constant) of `slots` slots a lane of a stage of `columns` columns, offset
  * by `first` (split chunks; null for none), clamped to the last column;
- * *in_range: null when every lane's column is in range.  With column vectors (unrolled slots
- * only) slot j is element *sub of the lane's vector j / cvec, and the
+ * *in_range: null when every lane's column is in range.  With column
+ * vectors slot j is element *sub of the lane's vector j / cvec, and the
  * column returned is the vector's first: lane l's vector i starts at column
- * (i * t + l) * cvec, clamped to the last whole vector. */
+ * (i * t + l) * cvec, clamped to the last whole vector; a loop's slot names
+ * its vector by the value j and its element by j_const = -1 - sub.  With
+ * aligned column vectors (k->head) vector i starts at head + (i * t + l) *
+ * cvec, clamped to the row's last whole vector; the head slot's lane l
+ * takes column l (l < head), the tail slot's the l-th past the vectors
+ * (l < tail). */
 MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
                            MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub) {
     MlirValue col;
     int64_t w = k->cvec;
     *sub = 0;
+    *in_range = (MlirValue){NULL};
+    if (k->head_slot >= 0 && (j_const == k->head_slot || j_const == k->head_slot + 1)) {
+        bool head = j_const == k->head_slot;
+        col = k->lane;
+        if (!head) {
+            MlirValue past = build_binary(b, "arith.addi", k->head, build_binary(b, "arith.muli", k->nvec, const_index(b, w)));
+            col = build_binary(b, "arith.addi", past, k->lane);
+        }
+        *in_range = build_cmp(b, false, "ult", k->lane, head ? k->head : k->tail);
+        return build_binary(b, "arith.minui", col, const_index(b, limit - 1));
+    }
     if (w > 1) {
-        *sub = j_const % w;
-        j_const /= w;
+        *sub = j_const >= 0 ? j_const % w : -1 - j_const;
+        j_const = j_const >= 0 ? j_const / w : -1;
+    }
+    if (!mlirValueIsNull(k->head)) {
+        MlirValue x = k->lane; /* the lane's vector i * t + l */
+        if (j_const != 0) {
+            MlirValue it = j_const > 0 ? const_index(b, j_const * k->t) : build_binary(b, "arith.muli", j, const_index(b, k->t));
+            x = build_binary(b, "arith.addi", x, it);
+        }
+        /* vectors past the row's last whole one are out of range (nvec differs by one between rows) */
+        if (j_const < 0 || (j_const + 1) * k->t > (columns - w + 1) / w) {
+            *in_range = build_cmp(b, false, "ult", x, k->nvec);
+            x = build_binary(b, "arith.minui", x, build_binary(b, "arith.subi", k->nvec, const_index(b, 1)));
+        }
+        return build_binary(b, "arith.addi", k->head, build_binary(b, "arith.muli", x, const_index(b, w)));
     }
     MlirValue lane = w > 1 ? build_binary(b, "arith.muli", k->lane, const_index(b, w)) : k->lane;
     if (j_const == 0) {
         col = lane;
     } else {
-        MlirValue jt = j_const > 0 ? const_index(b, j_const * k->t * w) : build_binary(b, "arith.muli", j, const_index(b, k->t));
+        MlirValue jt = j_const > 0 ? const_index(b, j_const * k->t * w) : build_binary(b, "arith.muli", j, const_index(b, k->t * w));
         col = build_binary(b, "arith.addi", lane, jt);
     }
     if (!mlirValueIsNull(first)) col = build_binary(b, "arith.addi", first, col);
-    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : slots * k->t * w > columns);
-    *in_range = (MlirValue){NULL};
+    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : slots * k->t > columns);
     if (!ragged) return col;
     *in_range = build_cmp(b, false, "ult", col, const_index(b, limit));
     return build_binary(b, "arith.minui", col, const_index(b, limit - w));
@@ -411,6 +450,7 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
         for (int u = 0; u < n; ++u) {
             e->in_range = in_range[u];
             e->slot = j_const[u] >= 0 ? (MlirValue){NULL} : j[u];
+            e->sub = j_const[u] >= 0 ? 0 : -1 - j_const[u];
             for (e->v = 0; e->v < e->k.vec; ++e->v) {
                 ValueMap *mv = &m[u * e->k.vec + e->v];
                 if (gpu_is_op(op, "memref.load")) {
@@ -439,9 +479,30 @@ static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
 /* A pointwise stage's slots: unrolled up to MAX_SLOTS (with vector rows
  * VECTOR_LOOP_ELEMENTS values at once, op by op: column reductions' stages
  * hold libdevice's branches), else a loop. */
+/* The slots of iteration `iv` of a loop of `unroll` slots an iteration:
+ * j[u] = iv * unroll + u, j_const[u] = -1; with column vectors (unroll a
+ * multiple of cvec) j[u] is the index of the slot's vector and j_const[u]
+ * = -1 - its element (rows_slot_column). */
+static void loop_slots(Builder *b, const Kernel *k, MlirValue iv, int64_t unroll, MlirValue *j, int64_t *j_const) {
+    int64_t w = k->cvec > 1 ? k->cvec : 1;
+    MlirValue it = unroll / w > 1 ? build_binary(b, "arith.muli", iv, const_index(b, unroll / w)) : iv;
+    for (int64_t u = 0; u < unroll; ++u) {
+        j[u] = u / w == 0 ? it : build_binary(b, "arith.addi", it, const_index(b, u / w));
+        j_const[u] = -1 - u % w;
+    }
+}
+
+/* The slot emitted at position `at` of `slots`: with aligned column vectors
+ * the head slot first and the tail slot last, so that a lane meets its
+ * columns in increasing order (a selection keeps the first of equal values). */
+static int64_t slot_at(const Kernel *k, int64_t at, int64_t slots) {
+    if (k->head_slot < 0) return at;
+    return at == 0 ? k->head_slot : at == slots - 1 ? k->head_slot + 1 : at - 1;
+}
+
 static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
     Builder *b = &e->k.in;
-    int64_t slots = ix->columns == 1 ? 1 : rows_lane_slots(ix->columns, e->k.t, e->k.cvec);
+    int64_t slots = ix->columns == 1 ? 1 : rows_plan_slots(e->p, ix->columns);
     if (slots <= MAX_SLOTS && e->k.vec > 1) {
         /* VECTOR_LOOP_ELEMENTS values at once, as an iteration of a loop of slots holds */
         int64_t group = VECTOR_LOOP_ELEMENTS / e->k.vec > 1 ? VECTOR_LOOP_ELEMENTS / e->k.vec : 1;
@@ -454,23 +515,23 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
         }
         return;
     }
-    if (slots <= MAX_SLOTS) {
-        for (int64_t j = 0; j < slots; ++j) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots);
+    if (!rows_slots_looped(e->p, slots)) {
+        for (int64_t at = 0; at < slots; ++at) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, slot_at(&e->k, at, slots), slots);
         return;
     }
     /* loop_unroll slots an iteration, op by op: their loads in flight together (the last iteration's
-     * slots past the row are out of range) */
-    int64_t unroll = rows_loop_unroll(slots, e->p->loop_unroll), iterations = (slots + unroll - 1) / unroll;
+     * slots past the row are out of range); aligned column vectors' head slot before it, the tail
+     * slot after */
+    int64_t body = e->k.head_slot >= 0 ? slots - 2 : slots;
+    if (body < slots) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, body, slots);
+    int64_t unroll = rows_plan_loop_unroll(e->p, body), iterations = (body + unroll - 1) / unroll;
     MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1));
     Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
-    MlirValue it = build_binary(&fb, "arith.muli", mlirBlockGetArgument(gpu_body_of(f), 0), const_index(&fb, unroll));
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
-    for (int64_t u = 0; u < unroll; ++u) {
-        j[u] = u == 0 ? it : build_binary(&fb, "arith.addi", it, const_index(&fb, u));
-        dynamic[u] = -1;
-    }
+    loop_slots(&fb, &e->k, mlirBlockGetArgument(gpu_body_of(f), 0), unroll, j, dynamic);
     pointwise_slots(e, &fb, s, ix, rows, j, dynamic, (int)unroll, iterations * unroll);
+    if (body < slots) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots);
 }
 
 /* The partials of one slot of a reduction stage: the body cloned at the
@@ -494,6 +555,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
     /* op by op, each for every row of the vector (as pointwise_slot) */
     e->in_range = in_range;
     e->slot = j_const >= 0 ? (MlirValue){NULL} : j;
+    e->sub = j_const >= 0 ? 0 : -1 - j_const;
     int64_t key = j_const >= 0 ? j_const : e->loop_key - 1;
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         bool acc_op = false;
@@ -527,14 +589,14 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
  * slot each combiner held back the next slot's load.  For bodies whose
  * accumulators feed their combiners only (not selections, whose predicate
  * reads the state), one row a thread. */
-static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, const MlirValue *j, int n,
-                            int64_t slots, MlirValue first, MlirValue *p) {
+static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, const MlirValue *j,
+                            const int64_t *j_const, int n, int64_t slots, MlirValue first, MlirValue *p) {
     MlirValue in_range[MAX_SLOTS];
     ValueMap m[MAX_SLOTS];
     for (int u = 0; u < n; ++u) {
         MlirValue cols[MAX_LOOPS];
         int64_t sub;
-        MlirValue col = rows_slot_column(b, &e->k, j[u], -1, slots, ix->columns, first, ix->columns, &in_range[u], &sub);
+        MlirValue col = rows_slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, first, ix->columns, &in_range[u], &sub);
         column_indices(b, ix, col, sub, cols);
         m[u] = vmap_copy(&rows[0]);
         map_columns(ix, cols, &m[u]);
@@ -550,6 +612,7 @@ static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
         for (int u = 0; u < n && !acc_op; ++u) {
             e->in_range = in_range[u];
             e->slot = j[u];
+            e->sub = -1 - j_const[u];
             if (comb >= 0) {
                 vmap_set(&m[u], mlirOperationGetResult(s->acc[comb].load, 0), p[comb]);
                 MlirValue next = mlirOperationGetResult(clone_mapped(b, op, &m[u]), 0);
@@ -642,25 +705,25 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
         }
         p[i] = red_identity(b, acc->combiner, mlirValueGetType(mlirOperationGetResult(acc->load, 0)));
     }
-    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_loop_unroll(slots, e->p->loop_unroll);
-    if (slots <= MAX_SLOTS && e->p->unroll == 0) {
-        for (int64_t j = 0; j < slots; ++j) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, j, slots, first, p);
+    if (!rows_slots_looped(e->p, slots) && e->p->unroll == 0) {
+        for (int64_t at = 0; at < slots; ++at) {
+            reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, slot_at(&e->k, at, slots), slots, first, p);
+        }
         return;
     }
-    int64_t iterations = (slots + unroll - 1) / unroll;
+    /* aligned column vectors' head slot before the loop, the tail slot after */
+    int64_t body = e->k.head_slot >= 0 ? slots - 2 : slots;
+    if (body < slots) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, body, slots, first, p);
+    int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_plan_loop_unroll(e->p, body);
+    int64_t iterations = (body + unroll - 1) / unroll;
     MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1), n, p);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
     MlirValue q[MAX_CARRIED];
     for (int i = 0; i < n; ++i) q[i] = mlirBlockGetArgument(fb, 1 + i);
-    MlirValue it = mlirBlockGetArgument(fb, 0);
-    if (unroll > 1) it = build_binary(&in, "arith.muli", it, const_index(&in, unroll));
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
-    for (int64_t u = 0; u < unroll; ++u) {
-        j[u] = u == 0 ? it : build_binary(&in, "arith.addi", it, const_index(&in, u));
-        dynamic[u] = -1;
-    }
+    loop_slots(&in, &e->k, mlirBlockGetArgument(fb, 0), unroll, j, dynamic);
     /* the stages before the reduction for the iteration's slots at once, then its slots */
     e->loop_key = e->p->unroll > 0 ? 1 : 0;
     for (int k = 0; pre && k < pre->n; ++k) {
@@ -670,16 +733,17 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     bool op_by_op = !s->pair && e->k.vec == 1 && e->p->unroll == 0;
     for (int a = 0; a < s->n_acc; ++a) op_by_op &= has_one_use(mlirOperationGetResult(s->acc[a].load, 0));
     if (op_by_op) {
-        reduction_slots(e, &in, s, ix, rows, j, (int)unroll, iterations * unroll, first, q);
+        reduction_slots(e, &in, s, ix, rows, j, dynamic, (int)unroll, iterations * unroll, first, q);
     }
     for (int64_t u = 0; u < unroll && !op_by_op; ++u) {
         e->loop_key = e->p->unroll > 0 ? u + 1 : 0;
-        reduction_slot(e, &in, s, ix, rows, j[u], -1, iterations * unroll, first, q);
+        reduction_slot(e, &in, s, ix, rows, j[u], dynamic[u], iterations * unroll, first, q);
     }
     e->loop_key = 0;
     drop_slot_values(e);
     build_op(&in, "scf.yield", n, q, 0, NULL, 0, NULL);
     for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
+    if (body < slots) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots, first, p);
 }
 
 /* acc[row] = acc[row] <op> (the row's total), stored by lane 0, for each
@@ -770,6 +834,33 @@ static void staged_views(Emit *e) {
     }
 }
 
+/* Aligned column vectors (Plan.aligned): the row's start s = Σ rs · row + k
+ * of the reference access (elements of its buffer), its first aligned
+ * column head = align_up(s, cvec) - s (the head slot's columns), the whole
+ * vectors from there and the columns past them (the tail slot's).  pt2-gpu-vector-access sees s cancel out of
+ * each vector's address, leaving align_up(s) + a multiple of cvec. */
+static void aligned_row(Emit *e, const Ix *ix, const Rows *rows, int64_t columns) {
+    const Access *r = &e->w->a[e->p->aligned_ref];
+    const Ix *x = &ix[r->stage];
+    Builder *b = &e->k.in;
+    int64_t w = e->k.cvec;
+    ValueMap m = rows_row_map(b, x, e->k.row, rows);
+    MlirValue start = const_index(b, r->sig.k);
+    for (int q = 0; q < x->n_rows; ++q) {
+        if (r->sig.rs[q] == 0) continue;
+        MlirValue term = build_binary(b, "arith.muli", vmap_get(&m, x->row_iv[q]), const_index(b, r->sig.rs[q]));
+        start = build_binary(b, "arith.addi", start, term);
+    }
+    vmap_free(&m);
+    MlirValue up = build_binary(b, "arith.andi", build_binary(b, "arith.addi", start, const_index(b, w - 1)), const_index(b, -w));
+    e->k.head = build_binary(b, "arith.subi", up, start);
+    MlirValue n = const_index(b, columns);
+    e->k.nvec = build_binary(b, "arith.divui", build_binary(b, "arith.subi", n, e->k.head), const_index(b, w));
+    MlirValue covered = build_binary(b, "arith.addi", e->k.head, build_binary(b, "arith.muli", e->k.nvec, const_index(b, w)));
+    e->k.tail = build_binary(b, "arith.subi", n, covered);
+    e->k.head_slot = rows_plan_slots(e->p, columns) - 2;
+}
+
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
@@ -777,6 +868,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
     if (p->n_staged > 0) staged_views(&e);
+    if (p->cvec > 1 && p->aligned) aligned_row(&e, ix, rows, p->columns);
     /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
      * in its iterations, before the reduction's slot (gpu_rows.c, slot_loop_run) */
     int in_loop[n], n_in_loop = 0;
@@ -799,7 +891,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
         } else {
             MlirValue part[MAX_CARRIED];
             Fused pre = {stages, ix, rm, in_loop, n_in_loop};
-            rows_lane_partials(&e, s, &ix[i], rm[i], (MlirValue){NULL}, rows_lane_slots(ix[i].columns, p->t, e.k.cvec), &pre, part);
+            rows_lane_partials(&e, s, &ix[i], rm[i], (MlirValue){NULL}, rows_plan_slots(p, ix[i].columns), &pre, part);
             rows_finish_reduction(&e, s, rm[i], part);
             n_in_loop = 0;
         }

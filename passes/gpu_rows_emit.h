@@ -18,6 +18,11 @@ typedef struct Kernel {
     MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
     int64_t t, interleave, vec;      /* vec > 1: `row` is the index of a vector of vec rows */
     int64_t cvec;                    /* column vectors: cvec consecutive columns a lane a slot */
+    /* aligned column vectors (Plan.aligned): the row's first aligned column (the columns before
+     * it, which the head slot takes), its whole vectors from there, the columns past them (the tail
+     * slot's); head_slot: the head slot's index, the tail slot's the next (-1: none) */
+    MlirValue head, nvec, tail;
+    int64_t head_slot;
 } Kernel;
 
 /* Values in registers: an element a store left (buffer, offset, slot), an
@@ -50,6 +55,7 @@ typedef struct Emit {
     int staged_by[MAX_STAGED];
     int loop_at;
     MlirValue slot;
+    int64_t sub; /* with column vectors: the slot's element of the vector `slot` */
     /* the first loop's stores into shared memory, emitted after the loads of an op's slots
      * (flush_staged): a store right after its load would hold back the next slot's load */
     struct {

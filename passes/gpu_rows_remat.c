@@ -23,7 +23,7 @@
 #include "gpu_rows.h"
 
 bool rows_loop_slots(const Ix *ix, const Plan *p) {
-    return ix->columns > 1 && rows_lane_slots(ix->columns, p->t, p->cvec) > MAX_SLOTS;
+    return ix->columns > 1 && rows_slots_looped(p, rows_plan_slots(p, ix->columns));
 }
 
 bool rows_same_space(const Ix *p, const Ix *c) {
@@ -54,7 +54,7 @@ static bool rerunnable(const Accesses *w, int p) {
 bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p) {
     bool any = false;
     for (int i = 0; i < w->n; ++i) w->a[i].remat = 0, w->a[i].remat_only = false;
-    if (!p->private_lanes || p->vec > 1 || p->cvec > 1 || p->unroll > 0) return false;
+    if (!p->private_lanes || p->vec > 1 || p->unroll > 0) return false;
     for (int i = 0; i < w->n; ++i) {
         Access *l = &w->a[i];
         if (l->store || l->kind != ACCESS_OWN || !rows_loop_slots(&ix[l->stage], p)) continue;
@@ -139,7 +139,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
     p->n_staged = 0;
     p->staged_slots = 0;
     for (int i = 0; i < w->n; ++i) w->a[i].staged = 0;
-    if (!p->private_lanes || p->vec > 1 || p->cvec > 1 || p->unroll > 0 || p->split || p->interleave != 1 ||
+    if (!p->private_lanes || p->vec > 1 || p->unroll > 0 || p->split || p->interleave != 1 ||
         p->rows_per_block != 1) {
         return;
     }
@@ -180,7 +180,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
         if (!more[c]) continue;
         const Access *r = &w->a[rep[c]];
         bytes += gpu_element_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
-        int64_t s = rows_lane_slots(ix[r->stage].columns, p->t, 1);
+        int64_t s = rows_plan_slots(p, ix[r->stage].columns) - 2 * (p->cvec > 1 && p->aligned); /* not head and tail */
         if (s < slots) slots = s;
     }
     /* wide loops (16 loads in flight) take 64 registers, so a block of 1024 threads fills an SM's
@@ -188,14 +188,19 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
      * 160 KB), not where it holds two (bf16: 100 KB; on the H200 201 us with 8 slots an
      * iteration, 209 with 16) */
     if (n_keep > 0 && 2 * bytes * p->t * slots <= SM_SHARED_BYTES) p->loop_unroll = LOOP_UNROLL_NARROW;
+    int64_t real = slots; /* the loops' slots with a ragged last iteration's: `slots` */
     if (n_keep > 0) {
-        int64_t u = rows_loop_unroll(slots, p->loop_unroll);
-        slots = (slots + u - 1) / u * u; /* the loops' slots, a ragged last iteration's included */
+        int64_t u = rows_plan_loop_unroll(p, slots);
+        slots = (slots + u - 1) / u * u;
     }
-    int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * p->t) : 0;
-    if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
+    int64_t cvec = p->cvec > 1 ? p->cvec : 1;
+    int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * p->t) / cvec * cvec : 0; /* whole vectors */
+    if (fit < real / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
     for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
     p->n_staged = n_keep;
-    p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
-    p->staged_partial = p->staged_slots < slots;
+    p->staged_slots = n_keep > 0 ? (fit < real ? fit : real) : 0;
+    p->staged_partial = p->staged_slots < real;
+    /* a ragged last iteration's slots past the row, all out of range: kept nowhere, read (and
+     * discarded) at the last slot's place */
+    p->staged_clamp = n_keep > 0 && !p->staged_partial && p->staged_slots < slots;
 }

@@ -89,6 +89,74 @@ static int64_t known_multiple(MlirValue v, int depth) {
     return 1;
 }
 
+/* An address as a linear form Σ c_i · t_i + k over values t_i (its terms):
+ * index math expanded through sums, differences and products by constants,
+ * equal terms merged, so that what appears with opposite signs cancels: an
+ * aligned column vector's column is align_up(s) - s + i * cvec with s the
+ * row's start, and s cancels against the row's part of the address.  The
+ * arithmetic is that of index values (modulo 2^64), whose low bits it keeps
+ * exactly. */
+#define MAX_TERMS 32
+
+typedef struct Linear {
+    int n;
+    bool ok; /* false: more terms than MAX_TERMS */
+    MlirValue t[MAX_TERMS];
+    int64_t c[MAX_TERMS];
+    int64_t k;
+} Linear;
+
+static void linear_add(Linear *f, MlirValue v, int64_t c, int depth) {
+    int64_t k;
+    if (c == 0) return;
+    if (constant_int_value(v, &k)) {
+        f->k = (int64_t)((uint64_t)f->k + (uint64_t)c * (uint64_t)k);
+        return;
+    }
+    if (depth < 24 && mlirValueIsAOpResult(v)) {
+        MlirOperation def = mlirOpResultGetOwner(v);
+        MlirValue a = mlirOperationGetNumOperands(def) == 2 ? mlirOperationGetOperand(def, 0) : (MlirValue){NULL};
+        MlirValue b = mlirOperationGetNumOperands(def) == 2 ? mlirOperationGetOperand(def, 1) : (MlirValue){NULL};
+        if (!mlirValueIsNull(a) && (op_is(def, "arith.addi") || op_is(def, "arith.subi"))) {
+            linear_add(f, a, c, depth + 1);
+            linear_add(f, b, op_is(def, "arith.subi") ? (int64_t)(0 - (uint64_t)c) : c, depth + 1);
+            return;
+        }
+        if (!mlirValueIsNull(a) && op_is(def, "arith.muli")) {
+            if (constant_int_value(b, &k)) {
+                linear_add(f, a, (int64_t)((uint64_t)c * (uint64_t)k), depth + 1);
+                return;
+            }
+            if (constant_int_value(a, &k)) {
+                linear_add(f, b, (int64_t)((uint64_t)c * (uint64_t)k), depth + 1);
+                return;
+            }
+        }
+    }
+    for (int i = 0; i < f->n; ++i) {
+        if (mlirValueEqual(f->t[i], v)) {
+            f->c[i] = (int64_t)((uint64_t)f->c[i] + (uint64_t)c);
+            return;
+        }
+    }
+    if (f->n == MAX_TERMS) {
+        f->ok = false;
+        return;
+    }
+    f->t[f->n] = v;
+    f->c[f->n++] = c;
+}
+
+/* The largest power of two (at most MAX_POW2) dividing the form's value. */
+static int64_t linear_multiple(const Linear *f) {
+    if (!f->ok) return 1;
+    int64_t m = pow2_of(f->k);
+    for (int i = 0; i < f->n; ++i) {
+        if (f->c[i] != 0) m = min64(m, min64(pow2_of(f->c[i]) * known_multiple(f->t[i], 0), MAX_POW2));
+    }
+    return m;
+}
+
 /*===----------------------------------------------------------------------===*
  * Accesses and what may lie between them
  *===----------------------------------------------------------------------===*/
@@ -198,13 +266,14 @@ static int64_t group_alignment(MlirOperation func, const Access *first, int64_t 
     if (r.arg < 0 || rank < 1 || rank > MAX_RANK) return 1;
     if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return 1;
     if (mlirShapedTypeIsDynamicStrideOrOffset(offset) || strides[rank - 1] != 1) return 1;
-    int64_t m = pow2_of(offset);
+    /* offset + Σ index · stride, the last index base + k */
+    Linear f = {.ok = true, .k = offset + first->k};
     for (int d = 0; d + 1 < rank; ++d) {
         if (mlirShapedTypeIsDynamicStrideOrOffset(strides[d])) return 1;
-        m = min64(m, min64(known_multiple(index_at(first, d), 0) * pow2_of(strides[d]), MAX_POW2));
+        linear_add(&f, index_at(first, d), strides[d], 0);
     }
-    m = min64(m, min64(known_multiple(first->base, 0), pow2_of(first->k)));
-    return min64(m * elem_bytes, r.align);
+    linear_add(&f, first->base, 1, 0);
+    return min64(linear_multiple(&f) * elem_bytes, r.align);
 }
 
 /* Whether moving the group's members together (loads up to the first of

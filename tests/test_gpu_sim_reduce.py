@@ -164,7 +164,9 @@ def test_long_rows_corner_values(op, dtype):
 # rows past the registers keep x in shared memory (passes/gpu_rows_remat.c, rows_plan_staged): the first
 # loop over a row stores what it loads at [slot * t + lane], later loops (and recomputed stages) read it back
 # there; past the staged budget (220 KB a block on sm_90: 55 f32 slots of 1024 lanes; 160 KB, 40 slots, for
-# chips before it, or under PT2_DISABLE=gpu-sm90-shared) the last slots come from memory again
+# chips before it, or under PT2_DISABLE=gpu-sm90-shared) the last slots come from memory again.  The rows
+# take column vectors of 4 f32 (aligned ones from each row's first aligned column where 4 does not divide
+# the row: 33001), in loops of whole vectors
 @pytest.mark.parametrize("columns,disable", [(33001, ""), (45000, ""), (45000, "gpu-sm90-shared")])
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_staged_rows(op, columns, disable):
@@ -177,10 +179,11 @@ def test_staged_rows(op, columns, disable):
         (y,), sim = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x], disable)
         close(y, torch.softmax(x.double(), -1))
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
-    # one view of x, slots of 1024 lanes: 33001 columns all 3 iterations of 11 slots; 45000 columns all 4
-    # iterations of 11 (176 KB), or under the sm_80 budget 40 of the 44 slots, the last 4 read from memory
-    # again under an scf.if
-    slots = 33 if columns == 33001 else 40 if disable else 44
+    # one view of x, slots of 1024 lanes: 33001 columns 8250 whole vectors, 9 a lane in 3 iterations of 3,
+    # all 36 slots kept; 45000 columns 11 vectors a lane in 3 iterations of 4, all 44 slots kept (176 KB;
+    # the last iteration's vector past the row kept nowhere, read at the last one's place), or under the
+    # sm_80 budget 40 of them, the last 4 read from memory again under an scf.if
+    slots = 36 if columns == 33001 else 40 if disable else 44
     assert sim.mapped.count('"gpu.dynamic_shared_memory"') == 1 and sim.mapped.count('"memref.view"') == 1
     assert f"memref<{slots * 1024}xf32, #gpu.address_space<workgroup>>" in sim.mapped
 
@@ -786,6 +789,26 @@ def test_row_ptx_column_vectors(op, shape, dtype, disable):
         assert scalar and not vector
     else:
         assert vector and not scalar, scalar
+
+
+@pytest.mark.parametrize("op,shape,dtype", [("softmax", (300, 777), torch.float32), ("softmax", (300, 50257), torch.bfloat16),
+                                            ("softmax", (2048, 50257), torch.float32), ("layer_norm", (300, 1001), torch.bfloat16),
+                                            ("argmax", (300, 50257), torch.float32)])
+def test_row_ptx_aligned_column_vectors(op, shape, dtype):
+    """Rows whose starts 16 bytes do not divide (an LM head's 50257 logits): column vectors from each
+    row's first aligned column, whose addresses pt2-gpu-vector-access proves aligned (the row's start
+    cancels); two scalar slots a stage take the columns before and after the vectors (x and y's
+    accesses; LayerNorm's weight and bias, of one row for all, stay scalar); ptxas accepts the PTX."""
+    n = shape[-1]
+    if op == "layer_norm":
+        ptx = column_ptx(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [shape, (n,), (n,)], dtype, "")
+    else:
+        ptx = column_ptx(lambda g, x: g.op(op, x, dim=-1), [shape], dtype, "")
+    vector = re.findall(r"(?:ld\.global(?:\.nc)?|st\.global)\.v4\.b32", ptx)
+    stores = re.findall(r"st\.global\.(?:b32|b16)\b", ptx)
+    assert vector, ptx[:2000]
+    if op != "argmax":
+        assert len(stores) == 2, stores  # y's head and tail slots
 
 
 # --- repeated blocks: compiled once (pt2-outline-repeats), inlined back after kernel outlining ---------

@@ -171,3 +171,56 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Rows of 50257 f32 (an LM head's logits): a row's start s = row * 50257 is
+// not aligned, so each row's vectors start at its first aligned column,
+// align_up(s) - s; s cancels out of the address (row * 50257 + that column),
+// leaving align_up(s) + t * 4: 16-byte vectors.  The same column over a
+// one-row weight (no row part to cancel) stays scalar.
+// CHECK-LABEL: gpu.func @aligned_rows
+// CHECK: vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<2048x50257xf32>, vector<4xf32>
+// CHECK-COUNT-4: memref.load %arg1
+// CHECK: vector.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<2048x50257xf32>, vector<4xf32>
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @aligned_rows(%x: memref<2048x50257xf32> {llvm.align = 16 : i64, llvm.noalias}, %w: memref<50257xf32> {llvm.align = 16 : i64, llvm.noalias},
+                           %y: memref<2048x50257xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %cn4 = arith.constant -4 : index
+      %cn = arith.constant 50257 : index
+      %row = gpu.block_id x
+      %t = gpu.thread_id x
+      %s = arith.muli %row, %cn : index
+      %s3 = arith.addi %s, %c3 : index
+      %up = arith.andi %s3, %cn4 : index
+      %head = arith.subi %up, %s : index
+      %t4 = arith.muli %t, %c4 : index
+      %i0 = arith.addi %head, %t4 : index
+      %i1 = arith.addi %i0, %c1 : index
+      %i2 = arith.addi %i0, %c2 : index
+      %i3 = arith.addi %i0, %c3 : index
+      %a0 = memref.load %x[%row, %i0] : memref<2048x50257xf32>
+      %a1 = memref.load %x[%row, %i1] : memref<2048x50257xf32>
+      %a2 = memref.load %x[%row, %i2] : memref<2048x50257xf32>
+      %a3 = memref.load %x[%row, %i3] : memref<2048x50257xf32>
+      %b0 = memref.load %w[%i0] : memref<50257xf32>
+      %b1 = memref.load %w[%i1] : memref<50257xf32>
+      %b2 = memref.load %w[%i2] : memref<50257xf32>
+      %b3 = memref.load %w[%i3] : memref<50257xf32>
+      %s0 = arith.addf %a0, %b0 : f32
+      %s1 = arith.addf %a1, %b1 : f32
+      %s2 = arith.addf %a2, %b2 : f32
+      %s5 = arith.addf %a3, %b3 : f32
+      memref.store %s0, %y[%row, %i0] : memref<2048x50257xf32>
+      memref.store %s1, %y[%row, %i1] : memref<2048x50257xf32>
+      memref.store %s2, %y[%row, %i2] : memref<2048x50257xf32>
+      memref.store %s5, %y[%row, %i3] : memref<2048x50257xf32>
+      gpu.return
+    }
+  }
+}
