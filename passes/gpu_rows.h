@@ -127,6 +127,9 @@ bool rows_same_columns(const Sig *a, const Sig *b);
 Accesses rows_collect(Stage *stages, int n, const Ix *ix);
 /* Lanes a row, interleaved rows, rows a block, from the bytes the accesses move. */
 void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *rows);
+/* Column vectors (gpu_rows_layout.c) for a lane-major group: Plan.cvec,
+ * Plan.aligned; false (the plan unchanged) where its accesses do not allow them. */
+bool rows_choose_column_vector(Plan *p, const Stage *stages, const Ix *ix, int n, const Accesses *w, const Rows *rows);
 /* Vector rows (when rows_choose_layout interleaved them): `vec` consecutive
  * rows a thread, so that each slot's loads are 16 bytes; slot_loop: the
  * slots may run as a loop of unrolled blocks (p->unroll); false if the rows

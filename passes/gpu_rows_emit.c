@@ -319,65 +319,6 @@ static void emit_store(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64
     clone_mapped(&sb, op, m);
 }
 
-/* Column index of slot `j` (a value: a loop's induction variable, or a
- * constant) of `slots` slots a lane of a stage of `columns` columns, offset
- * by `first` (split chunks; null for none), clamped to the last column;
- * *in_range: null when every lane's column is in range.  With column
- * vectors slot j is element *sub of the lane's vector j / cvec, and the
- * column returned is the vector's first: lane l's vector i starts at column
- * (i * t + l) * cvec, clamped to the last whole vector; a loop's slot names
- * its vector by the value j and its element by j_const = -1 - sub.  With
- * aligned column vectors (k->head) vector i starts at head + (i * t + l) *
- * cvec, clamped to the row's last whole vector; the head slot's lane l
- * takes column l (l < head), the tail slot's the l-th past the vectors
- * (l < tail). */
-MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
-                           MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub) {
-    MlirValue col;
-    int64_t w = k->cvec;
-    *sub = 0;
-    *in_range = (MlirValue){NULL};
-    if (k->head_slot >= 0 && (j_const == k->head_slot || j_const == k->head_slot + 1)) {
-        bool head = j_const == k->head_slot;
-        col = k->lane;
-        if (!head) {
-            MlirValue past = build_binary(b, "arith.addi", k->head, build_binary(b, "arith.muli", k->nvec, const_index(b, w)));
-            col = build_binary(b, "arith.addi", past, k->lane);
-        }
-        *in_range = build_cmp(b, false, "ult", k->lane, head ? k->head : k->tail);
-        return build_binary(b, "arith.minui", col, const_index(b, limit - 1));
-    }
-    if (w > 1) {
-        *sub = j_const >= 0 ? j_const % w : -1 - j_const;
-        j_const = j_const >= 0 ? j_const / w : -1;
-    }
-    if (!mlirValueIsNull(k->head)) {
-        MlirValue x = k->lane; /* the lane's vector i * t + l */
-        if (j_const != 0) {
-            MlirValue it = j_const > 0 ? const_index(b, j_const * k->t) : build_binary(b, "arith.muli", j, const_index(b, k->t));
-            x = build_binary(b, "arith.addi", x, it);
-        }
-        /* vectors past the row's last whole one are out of range (nvec differs by one between rows) */
-        if (j_const < 0 || (j_const + 1) * k->t > (columns - w + 1) / w) {
-            *in_range = build_cmp(b, false, "ult", x, k->nvec);
-            x = build_binary(b, "arith.minui", x, build_binary(b, "arith.subi", k->nvec, const_index(b, 1)));
-        }
-        return build_binary(b, "arith.addi", k->head, build_binary(b, "arith.muli", x, const_index(b, w)));
-    }
-    MlirValue lane = w > 1 ? build_binary(b, "arith.muli", k->lane, const_index(b, w)) : k->lane;
-    if (j_const == 0) {
-        col = lane;
-    } else {
-        MlirValue jt = j_const > 0 ? const_index(b, j_const * k->t * w) : build_binary(b, "arith.muli", j, const_index(b, k->t * w));
-        col = build_binary(b, "arith.addi", lane, jt);
-    }
-    if (!mlirValueIsNull(first)) col = build_binary(b, "arith.addi", first, col);
-    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : slots * k->t > columns);
-    if (!ragged) return col;
-    *in_range = build_cmp(b, false, "ult", col, const_index(b, limit));
-    return build_binary(b, "arith.minui", col, const_index(b, limit - w));
-}
-
 /* The maps of a stage's row and fixed indices, one for each row of the
  * vector `row` (vec rows, consecutive in the innermost row dimension). */
 void rows_row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out) {
@@ -479,27 +420,6 @@ static void pointwise_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
 /* A pointwise stage's slots: unrolled up to MAX_SLOTS (with vector rows
  * VECTOR_LOOP_ELEMENTS values at once, op by op: column reductions' stages
  * hold libdevice's branches), else a loop. */
-/* The slots of iteration `iv` of a loop of `unroll` slots an iteration:
- * j[u] = iv * unroll + u, j_const[u] = -1; with column vectors (unroll a
- * multiple of cvec) j[u] is the index of the slot's vector and j_const[u]
- * = -1 - its element (rows_slot_column). */
-static void loop_slots(Builder *b, const Kernel *k, MlirValue iv, int64_t unroll, MlirValue *j, int64_t *j_const) {
-    int64_t w = k->cvec > 1 ? k->cvec : 1;
-    MlirValue it = unroll / w > 1 ? build_binary(b, "arith.muli", iv, const_index(b, unroll / w)) : iv;
-    for (int64_t u = 0; u < unroll; ++u) {
-        j[u] = u / w == 0 ? it : build_binary(b, "arith.addi", it, const_index(b, u / w));
-        j_const[u] = -1 - u % w;
-    }
-}
-
-/* The slot emitted at position `at` of `slots`: with aligned column vectors
- * the head slot first and the tail slot last, so that a lane meets its
- * columns in increasing order (a selection keeps the first of equal values). */
-static int64_t slot_at(const Kernel *k, int64_t at, int64_t slots) {
-    if (k->head_slot < 0) return at;
-    return at == 0 ? k->head_slot : at == slots - 1 ? k->head_slot + 1 : at - 1;
-}
-
 static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap *rows) {
     Builder *b = &e->k.in;
     int64_t slots = ix->columns == 1 ? 1 : rows_plan_slots(e->p, ix->columns);
@@ -516,7 +436,7 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
         return;
     }
     if (!rows_slots_looped(e->p, slots)) {
-        for (int64_t at = 0; at < slots; ++at) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, slot_at(&e->k, at, slots), slots);
+        for (int64_t at = 0; at < slots; ++at) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, rows_slot_at(&e->k, at, slots), slots);
         return;
     }
     /* loop_unroll slots an iteration, op by op: their loads in flight together (the last iteration's
@@ -529,7 +449,7 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
     Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
-    loop_slots(&fb, &e->k, mlirBlockGetArgument(gpu_body_of(f), 0), unroll, j, dynamic);
+    rows_iteration_slots(&fb, &e->k, mlirBlockGetArgument(gpu_body_of(f), 0), unroll, j, dynamic);
     pointwise_slots(e, &fb, s, ix, rows, j, dynamic, (int)unroll, iterations * unroll);
     if (body < slots) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots);
 }
@@ -707,7 +627,7 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     }
     if (!rows_slots_looped(e->p, slots) && e->p->unroll == 0) {
         for (int64_t at = 0; at < slots; ++at) {
-            reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, slot_at(&e->k, at, slots), slots, first, p);
+            reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, rows_slot_at(&e->k, at, slots), slots, first, p);
         }
         return;
     }
@@ -723,7 +643,7 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     for (int i = 0; i < n; ++i) q[i] = mlirBlockGetArgument(fb, 1 + i);
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
-    loop_slots(&in, &e->k, mlirBlockGetArgument(fb, 0), unroll, j, dynamic);
+    rows_iteration_slots(&in, &e->k, mlirBlockGetArgument(fb, 0), unroll, j, dynamic);
     /* the stages before the reduction for the iteration's slots at once, then its slots */
     e->loop_key = e->p->unroll > 0 ? 1 : 0;
     for (int k = 0; pre && k < pre->n; ++k) {
@@ -834,33 +754,6 @@ static void staged_views(Emit *e) {
     }
 }
 
-/* Aligned column vectors (Plan.aligned): the row's start s = Σ rs · row + k
- * of the reference access (elements of its buffer), its first aligned
- * column head = align_up(s, cvec) - s (the head slot's columns), the whole
- * vectors from there and the columns past them (the tail slot's).  pt2-gpu-vector-access sees s cancel out of
- * each vector's address, leaving align_up(s) + a multiple of cvec. */
-static void aligned_row(Emit *e, const Ix *ix, const Rows *rows, int64_t columns) {
-    const Access *r = &e->w->a[e->p->aligned_ref];
-    const Ix *x = &ix[r->stage];
-    Builder *b = &e->k.in;
-    int64_t w = e->k.cvec;
-    ValueMap m = rows_row_map(b, x, e->k.row, rows);
-    MlirValue start = const_index(b, r->sig.k);
-    for (int q = 0; q < x->n_rows; ++q) {
-        if (r->sig.rs[q] == 0) continue;
-        MlirValue term = build_binary(b, "arith.muli", vmap_get(&m, x->row_iv[q]), const_index(b, r->sig.rs[q]));
-        start = build_binary(b, "arith.addi", start, term);
-    }
-    vmap_free(&m);
-    MlirValue up = build_binary(b, "arith.andi", build_binary(b, "arith.addi", start, const_index(b, w - 1)), const_index(b, -w));
-    e->k.head = build_binary(b, "arith.subi", up, start);
-    MlirValue n = const_index(b, columns);
-    e->k.nvec = build_binary(b, "arith.divui", build_binary(b, "arith.subi", n, e->k.head), const_index(b, w));
-    MlirValue covered = build_binary(b, "arith.addi", e->k.head, build_binary(b, "arith.muli", e->k.nvec, const_index(b, w)));
-    e->k.tail = build_binary(b, "arith.subi", n, covered);
-    e->k.head_slot = rows_plan_slots(e->p, columns) - 2;
-}
-
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
@@ -868,7 +761,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
     if (p->n_staged > 0) staged_views(&e);
-    if (p->cvec > 1 && p->aligned) aligned_row(&e, ix, rows, p->columns);
+    if (p->cvec > 1 && p->aligned) rows_aligned_row(&e.k, p, w, ix, rows);
     /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
      * in its iterations, before the reduction's slot (gpu_rows.c, slot_loop_run) */
     int in_loop[n], n_in_loop = 0;

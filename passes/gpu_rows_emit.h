@@ -87,6 +87,13 @@ MlirValue rows_and_of(Builder *b, MlirValue x, MlirValue y);
  * column vector. */
 MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_const, int64_t slots, int64_t columns,
                            MlirValue first, int64_t limit, MlirValue *in_range, int64_t *sub);
+/* gpu_rows_slots.c: the slots of iteration `iv` of a loop of `unroll` slots
+ * an iteration (j[u] and j_const[u] as rows_slot_column takes them). */
+void rows_iteration_slots(Builder *b, const Kernel *k, MlirValue iv, int64_t unroll, MlirValue *j, int64_t *j_const);
+/* The slot emitted at position `at` of `slots` (aligned column vectors: the head slot first, the tail last). */
+int64_t rows_slot_at(const Kernel *k, int64_t at, int64_t slots);
+/* Aligned column vectors: the row's first aligned column, whole vectors and tail into k. */
+void rows_aligned_row(Kernel *k, const Plan *p, const Accesses *w, const Ix *ix, const Rows *rows);
 /* Stage ix's row indices for each row of a thread's vector of vec rows. */
 void rows_row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out);
 ValueMap rows_row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows);
