@@ -100,7 +100,6 @@ typedef struct Plan {
     int n_staged;
     int64_t staged_slots;
     bool staged_partial; /* staged_slots < the slots of a row: the rest read from memory again */
-    bool staged_clamp;   /* all kept, but a ragged last iteration's slots lie past staged_slots */
     int64_t loop_unroll;  /* loops of slots (rows past the registers): about this many slots an iteration */
     int64_t staged_bytes; /* the shared memory staged inputs may take a block (STAGED_BYTES_SM90 or _SM80) */
 } Plan;

@@ -188,17 +188,10 @@ static void flush_staged(Emit *e, Builder *b) {
 static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
     int c = a->staged - 1;
     MlirValue mem = e->staged_mem[c];
-    /* with column vectors the slot's element slot * cvec + sub: lanes side by side in shared memory;
-     * a ragged last iteration's slots past the row (staged_clamp) at the last slot's place, where
-     * they store nothing */
+    /* with column vectors the slot's element slot * cvec + sub: lanes side by side in shared memory */
     int64_t w = e->k.cvec;
-    MlirValue slot = e->slot, store_guard = {NULL}, kept = {NULL};
-    if (e->p->staged_clamp) {
-        slot = build_binary(b, "arith.minui", slot, const_index(b, e->p->staged_slots / w - 1));
-        store_guard = e->in_range;
-    } else if (e->p->staged_partial) {
-        kept = store_guard = build_cmp(b, false, "ult", e->slot, const_index(b, e->p->staged_slots / w));
-    }
+    MlirValue slot = e->slot, kept = {NULL};
+    if (e->p->staged_partial) kept = build_cmp(b, false, "ult", e->slot, const_index(b, e->p->staged_slots / w));
     if (w > 1) slot = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, w)), const_index(b, e->sub));
     MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.t)), e->k.lane);
     if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
@@ -206,7 +199,7 @@ static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, 
         MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);
         if (e->n_pending == MAX_PENDING) flush_staged(e, b);
         e->pending[e->n_pending].value = v, e->pending[e->n_pending].mem = mem;
-        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = store_guard;
+        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = kept;
         return;
     }
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
@@ -439,18 +432,22 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
         for (int64_t at = 0; at < slots; ++at) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, rows_slot_at(&e->k, at, slots), slots);
         return;
     }
-    /* loop_unroll slots an iteration, op by op: their loads in flight together (the last iteration's
-     * slots past the row are out of range); aligned column vectors' head slot before it, the tail
+    /* loop_unroll slots an iteration, op by op: their loads in flight together; the slots past the
+     * last whole iteration after the loop; aligned column vectors' head slot before it, the tail
      * slot after */
     int64_t body = e->k.head_slot >= 0 ? slots - 2 : slots;
     if (body < slots) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, body, slots);
-    int64_t unroll = rows_plan_loop_unroll(e->p, body), iterations = (body + unroll - 1) / unroll;
+    int64_t unroll = rows_plan_loop_unroll(e->p, body), iterations = body / unroll, rest = body - iterations * unroll;
     MlirOperation f = gpu_build_for(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1));
     Builder fb = builder_before(mlirBlockGetTerminator(gpu_body_of(f)));
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
     rows_iteration_slots(&fb, &e->k, mlirBlockGetArgument(gpu_body_of(f), 0), unroll, j, dynamic);
-    pointwise_slots(e, &fb, s, ix, rows, j, dynamic, (int)unroll, iterations * unroll);
+    pointwise_slots(e, &fb, s, ix, rows, j, dynamic, (int)unroll, body);
+    if (rest > 0) {
+        rows_iteration_slots(b, &e->k, const_index(b, iterations), unroll, j, dynamic);
+        pointwise_slots(e, b, s, ix, rows, j, dynamic, (int)rest, body);
+    }
     if (body < slots) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots);
 }
 
@@ -550,6 +547,103 @@ static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
     e->slot = (MlirValue){NULL};
 }
 
+/* A selection's partials over an iteration's n slots: what does not read
+ * the state (the loads, the element's index: every op not fed by the
+ * accumulators' loads) op by op across the slots, their loads in flight
+ * together, then each slot's predicate and selects in turn, in the slots'
+ * order (a lane keeps the first of equal values).  One row a thread. */
+static void selection_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, const MlirValue *j,
+                            const int64_t *j_const, int n, int64_t slots, MlirValue first, MlirValue *p) {
+    MlirValue in_range[MAX_SLOTS];
+    ValueMap m[MAX_SLOTS];
+    for (int u = 0; u < n; ++u) {
+        MlirValue cols[MAX_LOOPS];
+        int64_t sub;
+        MlirValue col = rows_slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, first, ix->columns, &in_range[u], &sub);
+        column_indices(b, ix, col, sub, cols);
+        m[u] = vmap_copy(&rows[0]);
+        map_columns(ix, cols, &m[u]);
+    }
+    /* the ops that read the state: the accumulators' loads, what their values feed, ops with regions */
+    enum { MAX_STATE_OPS = 256 };
+    MlirOperation state[MAX_STATE_OPS];
+    int n_state = 0;
+    MlirOperation term = mlirBlockGetTerminator(s->inner);
+    for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+        bool reads = mlirOperationGetNumRegions(op) > 0;
+        for (int a = 0; a < s->n_acc; ++a) reads |= mlirOperationEqual(op, s->acc[a].load);
+        for (intptr_t o = 0; o < mlirOperationGetNumOperands(op) && !reads; ++o) {
+            MlirValue v = mlirOperationGetOperand(op, o);
+            if (!mlirValueIsAOpResult(v)) continue;
+            for (int k = 0; k < n_state && !reads; ++k) reads = mlirOperationEqual(mlirOpResultGetOwner(v), state[k]);
+        }
+        if (reads && n_state < MAX_STATE_OPS) state[n_state++] = op;
+        else if (reads) n_state = -1; /* too many to track: every op in turn (below) */
+        if (n_state < 0) break;
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int u = 0; u < (pass == 0 ? 1 : n); ++u) {
+            if (pass == 1) {
+                for (int a = 0; a < s->n_acc; ++a) vmap_set(&m[u], mlirOperationGetResult(s->acc[a].load, 0), p[a]);
+            }
+            for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+                bool acc_op = false, reads = n_state < 0;
+                for (int a = 0; a < s->n_acc; ++a) acc_op |= mlirOperationEqual(op, s->acc[a].load) || mlirOperationEqual(op, s->acc[a].store);
+                for (int k = 0; k < n_state && !reads; ++k) reads = mlirOperationEqual(op, state[k]);
+                if (acc_op || reads != (pass == 1)) continue;
+                for (int v = pass == 0 ? 0 : u; v < (pass == 0 ? n : u + 1); ++v) {
+                    e->in_range = in_range[v];
+                    e->slot = j[v];
+                    e->sub = -1 - j_const[v];
+                    if (gpu_is_op(op, "memref.load")) {
+                        emit_load(e, b, op, &m[v], -1);
+                    } else {
+                        clone_mapped(b, op, &m[v]);
+                    }
+                }
+                if (pass == 0) flush_staged(e, b);
+            }
+            if (pass == 1) {
+                for (int a = 0; a < s->n_acc; ++a) {
+                    MlirValue next = vmap_get(&m[u], mlirOperationGetResult(s->acc[a].combiner, 0));
+                    p[a] = mlirValueIsNull(in_range[u]) ? next : build_select(b, in_range[u], next, p[a]);
+                }
+            }
+        }
+    }
+    flush_staged(e, b);
+    for (int u = 0; u < n; ++u) vmap_free(&m[u]);
+    e->in_range = (MlirValue){NULL};
+    e->slot = (MlirValue){NULL};
+}
+
+/* The partials of an iteration's n slots (a loop's body, or the slots after
+ * the last whole iteration), into q: the stages before the reduction for
+ * the slots at once (vector rows' loops), then the slots op by op
+ * (reduction_slots), a selection's as selection_slots, else slot by slot. */
+static void iteration_partials(Emit *e, Builder *b, const Stage *s, const Ix *ix, const ValueMap *rows, const MlirValue *j,
+                               const int64_t *j_const, int n, int64_t slots, MlirValue first, const Fused *pre, MlirValue *q) {
+    e->loop_key = e->p->unroll > 0 ? 1 : 0;
+    for (int k = 0; pre && k < pre->n; ++k) {
+        int i = pre->which[k];
+        pointwise_slots(e, b, &pre->stages[i], &pre->ix[i], pre->rows[i], j, j_const, n, slots);
+    }
+    bool one_row = e->k.vec == 1 && e->p->unroll == 0;
+    bool op_by_op = !s->pair && one_row;
+    for (int a = 0; a < s->n_acc; ++a) op_by_op &= has_one_use(mlirOperationGetResult(s->acc[a].load, 0));
+    if (op_by_op) {
+        reduction_slots(e, b, s, ix, rows, j, j_const, n, slots, first, q);
+    } else if (s->pair && one_row) {
+        selection_slots(e, b, s, ix, rows, j, j_const, n, slots, first, q);
+    } else {
+        for (int u = 0; u < n; ++u) {
+            e->loop_key = e->p->unroll > 0 ? u + 1 : 0;
+            reduction_slot(e, b, s, ix, rows, j[u], j_const[u], slots, first, q);
+        }
+    }
+    e->loop_key = 0;
+}
+
 /* Drops the values held for unrolled slots (those of a loop's body, which
  * nothing after the loop may read); accumulators' stay. */
 static void drop_slot_values(Emit *e) {
@@ -631,11 +725,15 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
         }
         return;
     }
-    /* aligned column vectors' head slot before the loop, the tail slot after */
+    /* aligned column vectors' head slot before the loop, the tail slot after; without the plan's
+     * unroll the slots past the last whole iteration after the loop */
     int64_t body = e->k.head_slot >= 0 ? slots - 2 : slots;
     if (body < slots) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, body, slots, first, p);
     int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_plan_loop_unroll(e->p, body);
-    int64_t iterations = (body + unroll - 1) / unroll;
+    int64_t iterations = e->p->unroll > 0 ? (body + unroll - 1) / unroll : body / unroll;
+    int64_t rest = body - iterations * unroll, covered = iterations * unroll;
+    if (rest < 0) rest = 0;
+    if (rest > 0) covered = body;
     MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1), n, p);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
@@ -644,25 +742,14 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
     rows_iteration_slots(&in, &e->k, mlirBlockGetArgument(fb, 0), unroll, j, dynamic);
-    /* the stages before the reduction for the iteration's slots at once, then its slots */
-    e->loop_key = e->p->unroll > 0 ? 1 : 0;
-    for (int k = 0; pre && k < pre->n; ++k) {
-        int i = pre->which[k];
-        pointwise_slots(e, &in, &pre->stages[i], &pre->ix[i], pre->rows[i], j, dynamic, (int)unroll, iterations * unroll);
-    }
-    bool op_by_op = !s->pair && e->k.vec == 1 && e->p->unroll == 0;
-    for (int a = 0; a < s->n_acc; ++a) op_by_op &= has_one_use(mlirOperationGetResult(s->acc[a].load, 0));
-    if (op_by_op) {
-        reduction_slots(e, &in, s, ix, rows, j, dynamic, (int)unroll, iterations * unroll, first, q);
-    }
-    for (int64_t u = 0; u < unroll && !op_by_op; ++u) {
-        e->loop_key = e->p->unroll > 0 ? u + 1 : 0;
-        reduction_slot(e, &in, s, ix, rows, j[u], dynamic[u], iterations * unroll, first, q);
-    }
-    e->loop_key = 0;
+    iteration_partials(e, &in, s, ix, rows, j, dynamic, (int)unroll, covered, first, pre, q);
     drop_slot_values(e);
     build_op(&in, "scf.yield", n, q, 0, NULL, 0, NULL);
     for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
+    if (rest > 0) {
+        rows_iteration_slots(b, &e->k, const_index(b, iterations), unroll, j, dynamic);
+        iteration_partials(e, b, s, ix, rows, j, dynamic, (int)rest, covered, first, pre, p);
+    }
     if (body < slots) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots, first, p);
 }
 

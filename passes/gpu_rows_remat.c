@@ -188,19 +188,12 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
      * 160 KB), not where it holds two (bf16: 100 KB; on the H200 201 us with 8 slots an
      * iteration, 209 with 16) */
     if (n_keep > 0 && 2 * bytes * p->t * slots <= SM_SHARED_BYTES) p->loop_unroll = LOOP_UNROLL_NARROW;
-    int64_t real = slots; /* the loops' slots with a ragged last iteration's: `slots` */
-    if (n_keep > 0) {
-        int64_t u = rows_plan_loop_unroll(p, slots);
-        slots = (slots + u - 1) / u * u;
-    }
+    /* the loops' slots (gpu_rows_emit.c runs those past the last whole iteration after the loop) */
     int64_t cvec = p->cvec > 1 ? p->cvec : 1;
     int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * p->t) / cvec * cvec : 0; /* whole vectors */
-    if (fit < real / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
+    if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
     for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
     p->n_staged = n_keep;
-    p->staged_slots = n_keep > 0 ? (fit < real ? fit : real) : 0;
-    p->staged_partial = p->staged_slots < real;
-    /* a ragged last iteration's slots past the row, all out of range: kept nowhere, read (and
-     * discarded) at the last slot's place */
-    p->staged_clamp = n_keep > 0 && !p->staged_partial && p->staged_slots < slots;
+    p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
+    p->staged_partial = p->staged_slots < slots;
 }

@@ -217,6 +217,11 @@ def test_arg_reduction_long_and_split_rows():
     x = (rand(264, 33001) * 9).round()  # past 32 slots a lane: a loop
     (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
     assert torch.equal(y, x.argmax(-1)) and [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    # 11 aligned vectors a lane: two iterations of 4, the last 3 after the loop; ties and NaN
+    x = (rand(264, 45001) * 9).round()
+    x[1, 45000] = x[2, 0] = x[2, 3] = float("nan")
+    (y,), sim = simulate(lambda g, x: g.op("argmax", x, dim=-1), [x])
+    assert torch.equal(y, x.argmax(-1))
     x = (rand(3, 70001) * 9).round()  # a few long rows: split into chunks, each lane from its first element
     x[1, :] = float("-inf")
     x[2, 5] = x[2, 60000] = float("nan")
