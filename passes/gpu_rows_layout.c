@@ -156,7 +156,8 @@ int64_t rows_loop_unroll(int64_t slots, int64_t target) {
  * 16-byte aligned, vector i of lane l is columns (i * T + l) * cvec on;
  * else, for stages of one column dimension of the same length, *aligned*
  * vectors start at each row's first 16-byte aligned column (by a reference
- * access, the first such of the smallest element: an LM head's 50257 logits),
+ * access, the first such of the smallest element: an LM head's 50257 logits;
+ * not for selections, which take those and loops of vectors not at all),
  * and a head and a tail slot take the columns before it and past the last
  * whole vector (fewer than cvec each: T at least that).  The lanes are chosen
  * again: about SLOT_TARGET columns a lane (of f16/bf16 twice that: the bytes
@@ -167,6 +168,8 @@ int64_t rows_loop_unroll(int64_t slots, int64_t target) {
 bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int n, const Accesses *w, const Rows *rows) {
     Plan q = *out, *p = &q;
     if (p->interleave != 1 || p->vec > 1 || p->split || p->columns == 1) return false;
+    bool selection = false;
+    for (int i = 0; i < n; ++i) selection |= stages[i].pair;
     int64_t elem = 8;
     for (int i = 0; i < w->n; ++i) {
         const Sig *g = &w->a[i].sig;
@@ -212,6 +215,13 @@ bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int
         for (int c = 0; c < inner; ++c) aligned |= g->cs[c] % v != 0;
     }
     if (aligned && (!one_dim || ref < 0 || t < v)) return false;
+    /* a selection (argmax) combines a lane's elements one after another, each reading the state the
+     * last left: in a loop of aligned vectors its LM-head rows (2048 x 50257) took 128.8 us on the
+     * H200, with one column a lane a slot 100.0 (a092bff, GPU time); it keeps vectors only unrolled
+     * and aligned, as before */
+    bool looped = false;
+    for (int i = 0; i < n; ++i) looped |= ix[i].columns > 1 && rows_lane_slots(ix[i].columns, t, v) > MAX_SLOTS;
+    if (selection && (aligned || looped)) return false;
     p->cvec = v;
     p->t = t;
     p->aligned = aligned;
