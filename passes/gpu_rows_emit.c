@@ -500,6 +500,20 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
 }
 
 
+/* The maps of an iteration's n slots (one row a thread): the row's, the
+ * slot's column indices, whether the column is in range. */
+static void slot_maps(Emit *e, Builder *b, const Ix *ix, const ValueMap *rows, const MlirValue *j, const int64_t *j_const, int n,
+                      int64_t slots, MlirValue first, MlirValue *in_range, ValueMap *m) {
+    for (int u = 0; u < n; ++u) {
+        MlirValue cols[MAX_LOOPS];
+        int64_t sub;
+        MlirValue col = rows_slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, first, ix->columns, &in_range[u], &sub);
+        column_indices(b, ix, col, sub, cols);
+        m[u] = vmap_copy(&rows[0]);
+        map_columns(ix, cols, &m[u]);
+    }
+}
+
 /* The partials of an iteration's n slots (reduction_slot for each), op by op
  * across them, as pointwise_slots: the slots' loads lie side by side and are
  * in flight together before the first combiner waits for one, where slot by
@@ -510,14 +524,7 @@ static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                             const int64_t *j_const, int n, int64_t slots, MlirValue first, MlirValue *p) {
     MlirValue in_range[MAX_SLOTS];
     ValueMap m[MAX_SLOTS];
-    for (int u = 0; u < n; ++u) {
-        MlirValue cols[MAX_LOOPS];
-        int64_t sub;
-        MlirValue col = rows_slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, first, ix->columns, &in_range[u], &sub);
-        column_indices(b, ix, col, sub, cols);
-        m[u] = vmap_copy(&rows[0]);
-        map_columns(ix, cols, &m[u]);
-    }
+    slot_maps(e, b, ix, rows, j, j_const, n, slots, first, in_range, m);
     MlirOperation term = mlirBlockGetTerminator(s->inner);
     for (MlirOperation op = mlirBlockGetFirstOperation(s->inner); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         int comb = -1;
@@ -556,14 +563,7 @@ static void selection_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                             const int64_t *j_const, int n, int64_t slots, MlirValue first, MlirValue *p) {
     MlirValue in_range[MAX_SLOTS];
     ValueMap m[MAX_SLOTS];
-    for (int u = 0; u < n; ++u) {
-        MlirValue cols[MAX_LOOPS];
-        int64_t sub;
-        MlirValue col = rows_slot_column(b, &e->k, j[u], j_const[u], slots, ix->columns, first, ix->columns, &in_range[u], &sub);
-        column_indices(b, ix, col, sub, cols);
-        m[u] = vmap_copy(&rows[0]);
-        map_columns(ix, cols, &m[u]);
-    }
+    slot_maps(e, b, ix, rows, j, j_const, n, slots, first, in_range, m);
     /* the ops that read the state: the accumulators' loads, what their values feed, ops with regions */
     enum { MAX_STATE_OPS = 256 };
     MlirOperation state[MAX_STATE_OPS];
