@@ -730,10 +730,9 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     int64_t body = e->k.head_slot >= 0 ? slots - 2 : slots;
     if (body < slots) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, body, slots, first, p);
     int64_t unroll = e->p->unroll > 0 ? e->p->unroll : rows_plan_loop_unroll(e->p, body);
-    int64_t iterations = e->p->unroll > 0 ? (body + unroll - 1) / unroll : body / unroll;
-    int64_t rest = body - iterations * unroll, covered = iterations * unroll;
-    if (rest < 0) rest = 0;
-    if (rest > 0) covered = body;
+    bool ragged = e->p->unroll > 0; /* vector rows' loops: a ragged last iteration */
+    int64_t iterations = ragged ? (body + unroll - 1) / unroll : body / unroll;
+    int64_t rest = ragged ? 0 : body - iterations * unroll, covered = ragged ? iterations * unroll : body;
     MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, iterations), const_index(b, 1), n, p);
     MlirBlock fb = gpu_body_of(f);
     Builder in = builder_at_end(fb, b->loc);
