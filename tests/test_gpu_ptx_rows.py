@@ -1,0 +1,109 @@
+"""The PTX of row and column reductions without a GPU: graphs through the whole GPU pipeline, ptxas
+(where the CUDA toolkit is installed) accepting each module without spills, and the global accesses the
+kernels make: 16-byte vectors for vector rows, column vectors and aligned column vectors (rows whose
+starts 16 bytes do not divide), one column a lane a slot where the plan says so."""
+import os
+import re
+import sys
+
+import pytest
+import torch
+
+import pt2
+
+sys.path.insert(0, os.path.dirname(__file__))
+import gpusim  # noqa: E402
+
+PT2_OPT = os.path.join(os.path.dirname(__file__), "..", "build", "bin", "pt2-opt")
+pytestmark = pytest.mark.skipif(not os.path.exists(PT2_OPT), reason="needs build/bin/pt2-opt")
+
+VECTOR_MAPPINGS = ["", "gpu-vector-rows"]  # with and without 16-byte vectors in row kernels
+
+
+# --- the PTX of the column reductions: ptxas accepts it; vector rows load 16 bytes a slot ---------------
+
+def column_ptx(build, shapes, dtype, disable=""):
+    """Each PTX module of the graph through the whole GPU pipeline (pt2GpuPipelineText's passes)."""
+    import subprocess
+
+    g = pt2.Graph()
+    vals = [g.input(dtype, s) for s in shapes]
+    out = build(g, *vals)
+    g.outputs(*(out if isinstance(out, tuple) else (out,)))
+    mods = gpusim.pipeline_ptx(PT2_OPT, g.text(), disable)
+    ptxas = gpusim.find_ptxas()
+    for ptx in mods if ptxas else []:
+        p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        # the unrolled slots fit the registers: no spill beyond a few bytes.  ptxas keeps a 2-12 byte
+        # spill on two kernels (an f64 column sum, a bf16 LayerNorm over 768) with the explicit
+        # vectors of pt2-gpu-vector-access whatever -maxrregcount allows (its own choice, not pressure)
+        spilled = re.findall(r"(\d+) bytes spill stores", p.stderr)
+        assert spilled and max(int(b) for b in spilled) <= 16, p.stderr
+    return "\n".join(mods)
+
+
+def grn_sum(g, x, b):
+    h = g.op("gelu", g.op("add", x, b))
+    return h, g.op("sqrt", g.op("sum", g.op("mul", h, h), dims=[1, 2], keepdim=True))
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(32, 14, 14, 1280), (32, 7, 7, 2560), (32, 28, 28, 640), (3, 7, 5, 17), (2, 9, 9, 64)])
+def test_column_ptx(shape, dtype, disable):
+    ptx = column_ptx(grn_sum, [shape, (shape[3],)], dtype, disable)
+    ptx += column_ptx(lambda g, x: g.op("sum", g.op("mul", x, x), dims=[1, 2]), [shape], dtype, disable)
+    vec = 16 // dtype.itemsize
+    if not disable and shape[3] % vec == 0 and shape[1] * shape[2] * vec <= 784 * 4:  # slots x rows within VECTOR_MAX_ELEMENTS
+        assert "ld.global.nc.v4.b32" in ptx or "ld.global.nc.v2.b64" in ptx, "vector rows load 16 bytes a slot"
+    if disable or shape[3] % vec != 0:
+        assert ".v4.b32" not in ptx.split("ld.global")[1][:20] if "ld.global" in ptx else True
+
+
+@pytest.mark.parametrize("disable", VECTOR_MAPPINGS)
+@pytest.mark.parametrize("op,shape,dtype", [("softmax", (64, 1024), torch.float32), ("softmax", (300, 1000), torch.float32),
+                                            ("layer_norm", (64, 768), torch.bfloat16), ("layer_norm", (65, 128), torch.float16)])
+def test_row_ptx_column_vectors(op, shape, dtype, disable):
+    """Row kernels over the last dimension: with column vectors every global load and store of the
+    row is a 16-byte one (LLVM's load/store vectorizer merges a vector's elements; a ragged last
+    vector too, under one branch); ptxas accepts the PTX without spills."""
+    n = shape[-1]
+    if op == "softmax":
+        ptx = column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, disable)
+    else:
+        ptx = column_ptx(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [shape, (n,), (n,)], dtype, disable)
+    scalar = re.findall(r"(?:ld\.global\.nc|st\.global)\.(?:b32|b16|f32)\b", ptx)
+    vector = re.findall(r"(?:ld\.global\.nc|st\.global)\.v4\.b32", ptx)
+    if disable:
+        assert scalar and not vector
+    else:
+        assert vector and not scalar, scalar
+
+
+@pytest.mark.parametrize("op,shape,dtype", [("softmax", (300, 777), torch.float32), ("softmax", (300, 50257), torch.bfloat16),
+                                            ("softmax", (2048, 50257), torch.float32), ("layer_norm", (300, 1001), torch.bfloat16)])
+def test_row_ptx_aligned_column_vectors(op, shape, dtype):
+    """Rows whose starts 16 bytes do not divide (an LM head's 50257 logits): column vectors from each
+    row's first aligned column, whose addresses pt2-gpu-vector-access proves aligned (the row's start
+    cancels); two scalar slots a stage take the columns before and after the vectors (x and y's
+    accesses; LayerNorm's weight and bias, of one row for all, stay scalar); ptxas accepts the PTX."""
+    n = shape[-1]
+    if op == "layer_norm":
+        ptx = column_ptx(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [shape, (n,), (n,)], dtype, "")
+    else:
+        ptx = column_ptx(lambda g, x: g.op(op, x, dim=-1), [shape], dtype, "")
+    vector = re.findall(r"(?:ld\.global(?:\.nc)?|st\.global)\.v4\.b32", ptx)
+    stores = re.findall(r"st\.global\.(?:b32|b16)\b", ptx)
+    assert vector, ptx[:2000]
+    if op != "argmax":
+        assert len(stores) == 2, stores  # y's head and tail slots
+
+
+def test_row_ptx_selections_keep_columns():
+    """argmax rows take column vectors only unrolled over rows 16 bytes divide (256 x 1000); an LM
+    head's (300 x 50257: aligned, in a loop) one column a lane a slot, as measured faster on the H200."""
+    ptx = column_ptx(lambda g, x: g.op("argmax", x, dim=-1), [(256, 1000)], torch.float32, "")
+    assert re.findall(r"ld\.global\.nc\.v4\.b32", ptx)
+    ptx = column_ptx(lambda g, x: g.op("argmax", x, dim=-1), [(300, 50257)], torch.float32, "")
+    assert not re.findall(r"\.v4\.b32", ptx) and re.findall(r"ld\.global\.nc\.b32", ptx)
