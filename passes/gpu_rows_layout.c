@@ -214,7 +214,9 @@ bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int
         for (int r = 0; r < x->n_rows; ++r) aligned |= g->rs[r] % v != 0;
         for (int c = 0; c < inner; ++c) aligned |= g->cs[c] % v != 0;
     }
-    if (aligned && (!one_dim || ref < 0 || t < v)) return false;
+    /* the head and tail slots take fewer than v columns each (t >= v lanes); a row holds one whole
+     * vector at least, which the out-of-range vectors are clamped onto */
+    if (aligned && (!one_dim || ref < 0 || t < v || p->columns < 2 * v)) return false;
     /* a selection (argmax) combines a lane's elements one after another, each reading the state the
      * last left: in a loop of aligned vectors its LM-head rows (2048 x 50257) took 128.8 us on the
      * H200, with one column a lane a slot 100.0 (a092bff, GPU time); it keeps vectors only unrolled
