@@ -1,4 +1,5 @@
-"""Capture's Python forms on CUDA tensors against eager CUDA: transposed and 3-d convolutions, special
+"""Capture's Python forms on CUDA tensors against eager CUDA: torch.nn's fused fast paths (the encoder
+layer's, multi-head attention's), transposed and 3-d convolutions, special
 functions (lgamma, digamma, erfinv in f32 and f64, i0; erfc, an op), kl_div, block_diag, order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
 (index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put with one or several index tensors,
 x[:, idx] = v, in place on inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
@@ -185,3 +186,64 @@ def test_conv_transpose_module_cuda(dtype):
     with torch.no_grad():
         want, got = m(x), pt2.compile(m)(x)
     _same(got, want, 1e-4 if dtype == torch.float32 else 2e-2)
+
+
+# ---- torch.nn's fused fast paths (torch._transformer_encoder_layer_fwd, torch._native_multi_head_attention)
+
+def _encoder(device, dtype=torch.float32, norm_first=False):
+    torch.manual_seed(0)
+    return torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, norm_first=norm_first,
+                                            activation="gelu").to(device, dtype).eval()
+
+
+def _mha(device, dtype=torch.float32):
+    torch.manual_seed(1)
+    return torch.nn.MultiheadAttention(64, 4, batch_first=True).to(device, dtype).eval()
+
+
+def test_fast_path_graphs_compile_for_sm90():
+    """The encoder layer's and attention's fused fast paths, traced through their Python forms on the
+    CPU, are one graph each that compiles for sm_90."""
+    x = rand(3, 9, 64, seed=30)
+    for fn in (_encoder("cpu"), lambda x, m=_mha("cpu"): m(x, x, x, need_weights=False)[0]):
+        with torch.no_grad():
+            e = pt2.explain(fn)(x)
+        assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+        k = _gpu.compile_text(e.graphs[0])
+        assert ".target sm_90" in k.plan and ".visible .entry" in k.plan
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_fast_path_cuda(dtype, norm_first):
+    """nn.TransformerEncoderLayer in eval mode under no_grad (eager: its fused CUDA kernel), without and
+    with a key padding mask."""
+    m = _encoder("cuda", dtype, norm_first)
+    x = rand(3, 9, 64, seed=31, device="cuda").to(dtype)
+    pad = torch.tensor([[False] * 9, [False] * 6 + [True] * 3, [False] * 8 + [True]], device="cuda")
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    with torch.no_grad():
+        for fn in (m, lambda x: m(x, src_key_padding_mask=pad)):
+            want, got = fn(x), pt2.compile(fn)(x)
+            e = pt2.explain(fn)(x)
+            assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+            _same(got, want, tol)
+
+
+@needs_cuda
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_fast_path_cuda(need_weights):
+    m = _mha("cuda")
+    x = rand(2, 11, 64, seed=32, device="cuda")
+
+    def fn(x):
+        return m(x, x, x, need_weights=need_weights)
+
+    with torch.no_grad():
+        want, got = fn(x), pt2.compile(fn)(x)
+        e = pt2.explain(fn)(x)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    _same(got[0], want[0], 1e-4)
+    if need_weights:
+        _same(got[1], want[1], 1e-4)
