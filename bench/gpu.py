@@ -90,7 +90,7 @@ def rel_err(got, want):
 
 
 def case(name, build, eager, inputs, nbytes, rows, flops=0):
-    if OPTIONS.only and not any(s in name for s in OPTIONS.only.split(",")):
+    if OPTIONS.only and not any(name == s[1:] if s.startswith("=") else s in name for s in OPTIONS.only.split(",")):
         return
     k, compile_s = pt2_kernel(build, inputs)
     want = eager(*inputs)
@@ -220,7 +220,8 @@ def columns(rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
-    ap.add_argument("--only", default=None, help="run only the cases whose name holds one of these comma-separated substrings")
+    ap.add_argument("--only", default=None, help="run only the cases whose name holds one of these comma-separated substrings "
+                    "(one starting with '=': the whole name, e.g. '=softmax 2048x50257')")
     ap.add_argument("--ab", default=None, help="also time pt2 compiled under PT2_DISABLE=<this> (e.g. gpu-vector-rows)")
     args = ap.parse_args()
     OPTIONS.only, OPTIONS.ab = args.only, args.ab
