@@ -228,13 +228,8 @@ static bool is_grad_exit(const Var *v) {
 static bool emit_grad_exit(Emit *e, Var *v) {
     static PyObject *set_grad_enabled;
     if (!set_grad_enabled) {
-        PyObject *torch = PyImport_ImportModule("torch");
-        set_grad_enabled = torch ? PyObject_GetAttrString(torch, "set_grad_enabled") : NULL;
-        Py_XDECREF(torch);
-        if (!set_grad_enabled) {
-            PyErr_Clear();
-            return fail(e, "torch.set_grad_enabled is missing");
-        }
+        set_grad_enabled = pt2_import_attr("torch", "set_grad_enabled");
+        if (!set_grad_enabled) return fail(e, "torch.set_grad_enabled is missing");
     }
     pt2_asm_push_null(e->a);
     pt2_asm_load_const(e->a, set_grad_enabled);

@@ -511,12 +511,10 @@ PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 static bool registered_in(PyObject *module, PyObject *name, PyObject *tensor) {
     static PyObject *module_type, *s_parameters, *s_buffers;
     if (!module_type) {
-        PyObject *nn = PyImport_ImportModule("torch.nn");
-        module_type = nn ? PyObject_GetAttrString(nn, "Module") : NULL;
-        Py_XDECREF(nn);
+        module_type = pt2_import_attr("torch.nn", "Module");
         s_parameters = PyUnicode_InternFromString("_parameters");
         s_buffers = PyUnicode_InternFromString("_buffers");
-        if (!module_type) return PyErr_Clear(), false;
+        if (!module_type) return false;
     }
     if (PyObject_IsInstance(module, module_type) != 1) return PyErr_Clear(), false;
     PyObject *dicts[2] = {pt2_safe_getattr(module, s_parameters, NULL), pt2_safe_getattr(module, s_buffers, NULL)};

@@ -20,12 +20,7 @@
 static PyObject *partial_type; /* functools.partial (strong) */
 
 PyObject *pt2_partial_type(void) {
-    if (!partial_type) {
-        PyObject *functools = PyImport_ImportModule("functools");
-        partial_type = functools ? PyObject_GetAttrString(functools, "partial") : NULL;
-        Py_XDECREF(functools);
-        if (!partial_type) PyErr_Clear();
-    }
+    if (!partial_type) partial_type = pt2_import_attr("functools", "partial");
     return partial_type;
 }
 

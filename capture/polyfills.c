@@ -759,13 +759,8 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 }
 
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    PyObject *mod = PyImport_ImportModule("pt2._polyfills");
-    PyObject *form = mod ? PyObject_GetAttrString(mod, py_name) : NULL;
-    Py_XDECREF(mod);
-    if (!form) {
-        PyErr_Clear();
-        return trace_break(t, "internal: no Python form %s", py_name);
-    }
+    PyObject *form = pt2_import_attr("pt2._polyfills", py_name);
+    if (!form) return trace_break(t, "internal: no Python form %s", py_name);
     Var *fn = trace_wrap(t, form, NULL);
     Py_DECREF(form);
     return fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;

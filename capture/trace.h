@@ -308,6 +308,9 @@ static inline int pt2_norm_dim(int64_t dim, int rank) {
     return (int)(dim < 0 ? dim + r : dim);
 }
 PyObject *torch_size_type_obj(void); /* borrowed: torch.Size */
+/* Attribute `name` of module `module`, imported (a new reference), or NULL
+ * with the error cleared. */
+PyObject *pt2_import_attr(const char *module, const char *name);
 
 /* Allocation in the trace arena (zeroed; freed with the trace). */
 void *trace_alloc(Trace *t, size_t n);

@@ -276,6 +276,14 @@ PyObject *pt2_parameter_type(void) { return parameter_type; }
 PyObject *pt2_tensor_type(void) { return tensor_type; }
 PyObject *torch_size_type_obj(void) { return torch_size_type; }
 
+PyObject *pt2_import_attr(const char *module, const char *name) {
+    PyObject *m = PyImport_ImportModule(module);
+    PyObject *attr = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    if (!attr) PyErr_Clear();
+    return attr;
+}
+
 /* Python scalars and immutable containers of them are trace-time constants
  * (torch.finfo/iinfo objects too: read-only, compared by value). */
 static bool is_constant_value(PyObject *o) {

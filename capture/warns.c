@@ -23,12 +23,7 @@
 
 static PyObject *warnings_warn(void) {
     static PyObject *fn;
-    if (!fn) {
-        PyObject *m = PyImport_ImportModule("warnings");
-        fn = m ? PyObject_GetAttrString(m, "warn") : NULL;
-        Py_XDECREF(m);
-        if (!fn) PyErr_Clear();
-    }
+    if (!fn) fn = pt2_import_attr("warnings", "warn");
     return fn;
 }
 
