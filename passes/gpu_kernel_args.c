@@ -252,6 +252,26 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
+/* Two blocks an SM where their dynamic shared memory lets them (a bf16 row of
+ * an LM head's 50257 logits kept in shared memory: 112 KB): `nvvm.minctasm =
+ * 2` (PTX's .minnctapersm), so that ptxas keeps two blocks' threads within
+ * the SM's registers (32 a thread at 1024 threads; it chose 60, one block an
+ * SM, and a block's reductions and loops over shared memory then leave the
+ * SM's loads idle).  SM_SHARED_BYTES less the driver's 1 KB a block and the
+ * reductions' static scratch. */
+#define SM_SHARED_BYTES (228 * 1024) /* sm_90's shared memory an SM */
+#define BLOCK_RESERVED_BYTES (2 * 1024)
+static void mark_two_blocks(MlirOperation kernel, int64_t dynamic_bytes) {
+    if (mlirOperationIsNull(kernel) || 2 * (dynamic_bytes + BLOCK_RESERVED_BYTES) > SM_SHARED_BYTES) return;
+    MlirAttribute size = mlirOperationGetAttributeByName(kernel, sref("known_block_size"));
+    if (mlirAttributeIsNull(size)) return;
+    int64_t threads = 1;
+    for (int i = 0; i < 3; ++i) threads *= mlirDenseI32ArrayGetElement(size, i);
+    if (2 * threads > 2048) return;
+    MlirContext ctx = mlirOperationGetContext(kernel);
+    mlirOperationSetAttributeByName(kernel, sref("nvvm.minctasm"), mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 32), 2));
+}
+
 /* The launch with `bytes` of dynamic shared memory (segment 10 of
  * gpu.launch_func's operands: an i32). */
 static void set_dynamic_shared(MlirOperation launch, int64_t bytes) {
@@ -349,8 +369,7 @@ static MlirWalkResult find_unconverted_nest(MlirOperation op, void *user) {
 
 /* Each launch's kernel is marked on a thread (outlining gives every launch
  * a kernel of its own; the context is multithreaded), else all in turn. */
-static int run_kernel_args(MlirOperation module, void *user) {
-    (void)user;
+static int run_kernel_args_with(MlirOperation module, bool two_blocks) {
     MlirOperation left = {NULL};
     mlirOperationWalk(module, find_unconverted_nest, &left, MlirWalkPreOrder);
     if (!mlirOperationIsNull(left)) {
@@ -382,6 +401,7 @@ static int run_kernel_args(MlirOperation module, void *user) {
             rc = -1;
         } else if (end > 0) {
             set_dynamic_shared(m.launches.ops[i], end);
+            if (two_blocks) mark_two_blocks(m.kernels[i], end);
         }
     }
     free(m.kernels);
@@ -390,7 +410,17 @@ static int run_kernel_args(MlirOperation module, void *user) {
     return rc;
 }
 
-static _Alignas(8) const char kernel_args_type_id;
+static int run_kernel_args(MlirOperation module, void *user) {
+    (void)user;
+    return run_kernel_args_with(module, true);
+}
+
+static int run_kernel_args_one_block(MlirOperation module, void *user) {
+    (void)user;
+    return run_kernel_args_with(module, false);
+}
+
+static _Alignas(8) const char kernel_args_type_id, kernel_args_one_block_type_id;
 
 MlirPass pt2_create_gpu_kernel_args_pass(void) {
     return make_external_pass("pt2-gpu-kernel-args",
@@ -398,4 +428,13 @@ MlirPass pt2_create_gpu_kernel_args_pass(void) {
                               "the buffer and the kernel only reads or only writes it; the launch's block size as known_block_size, "
                               "its grid as known_grid_size (passes/gpu_kernel_args.c)",
                               "builtin.module", run_kernel_args, &kernel_args_type_id);
+}
+
+/* Without nvvm.minctasm (mark_two_blocks): chips before sm_90, and on sm_90
+ * under PT2_DISABLE=gpu-two-blocks (A/B measurements). */
+MlirPass pt2_create_gpu_kernel_args_one_block_pass(void) {
+    return make_external_pass("pt2-gpu-kernel-args-one-block",
+                              "pt2-gpu-kernel-args without two blocks an SM asked of ptxas (nvvm.minctasm) where their dynamic "
+                              "shared memory would fit two (sm_80; PT2_DISABLE=gpu-two-blocks)",
+                              "builtin.module", run_kernel_args_one_block, &kernel_args_one_block_type_id);
 }

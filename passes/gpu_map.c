@@ -713,6 +713,11 @@ MAP_VARIANT(gpu_map_loops_unstaged, "pt2-gpu-map-loops-unstaged",
 MAP_VARIANT(gpu_map_loops_narrow_loops, "pt2-gpu-map-loops-narrow-loops",
             "pt2-gpu-map-loops with row kernels' loops of slots 8 slots an iteration (PT2_DISABLE=gpu-wide-loops)",
             .vector_rows = true, .narrow_loops = true)
+/* PT2_DISABLE=gpu-split-fuse: split rows' stages of whole rows stay kernels
+ * of their own, through memory, not recomputed by later stages (gpu_rows_fuse.c). */
+MAP_VARIANT(gpu_map_loops_split_unfused, "pt2-gpu-map-loops-split-unfused",
+            "pt2-gpu-map-loops with split rows' stages of whole rows stored, not recomputed (PT2_DISABLE=gpu-split-fuse)",
+            .vector_rows = true, .split_unfused = true)
 /* For chips before sm_90 (sm_80: 163 KB of shared memory a block), and on
  * sm_90 under PT2_DISABLE=gpu-sm90-shared: row kernels keep at most 160 KB
  * of inputs in shared memory a block, not sm_90's 220 KB. */

@@ -63,6 +63,10 @@ typedef struct GpuMapOptions {
     /* pt2-gpu-map-loops-narrow-loops (PT2_DISABLE=gpu-wide-loops): loops of
      * slots take about LOOP_UNROLL_NARROW slots an iteration, for A/B */
     bool narrow_loops;
+    /* pt2-gpu-map-loops-split-unfused (PT2_DISABLE=gpu-split-fuse): split
+     * rows' pointwise stages of whole rows stay kernels that store what later
+     * stages read (gpu_rows_fuse.c recomputes it), for A/B measurements */
+    bool split_unfused;
     /* pt2-gpu-map-loops-sm80 (a chip before sm_90, or PT2_DISABLE=gpu-sm90-shared):
      * row kernels keep at most STAGED_BYTES_SM80 of inputs in shared memory
      * a block, not STAGED_BYTES_SM90 */

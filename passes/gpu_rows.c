@@ -375,7 +375,7 @@ static MlirWalkResult note_overwrite(MlirOperation op, void *user) {
  * reuses one temporary for each LayerNorm of a stage: the next one
  * overwrites it.)  Its loops must run from 0 by 1 over the stored
  * dimensions' sizes. */
-static bool overwrites(MlirOperation op, MlirValue base) {
+bool rows_overwrites(MlirOperation op, MlirValue base) {
     if (!gpu_is_op(op, "scf.parallel") || mlirOperationGetNumResults(op) != 0) return false;
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) return false;
     int n = (int)mlirOperationGetNumOperands(op) / 3;
@@ -394,7 +394,7 @@ static bool overwrites(MlirOperation op, MlirValue base) {
  * before overwriting all of it: the first op after `last` in its block (a
  * view aside) that uses a value based on the buffer (memref_base), found
  * through the use lists rather than by walking the rest of the function. */
-static bool used_after(MlirOperation last, MlirValue base) {
+bool rows_used_after(MlirOperation last, MlirValue base) {
     if (mlirValueIsABlockArgument(base)) return true;
     MlirBlock block = mlirOperationGetBlock(last);
     /* the values memref_base leads back to base: base, then every memref result of an op
@@ -430,7 +430,7 @@ static bool used_after(MlirOperation last, MlirValue base) {
         }
     }
     free(based);
-    return !mlirOperationIsNull(first) && !overwrites(first, base);
+    return !mlirOperationIsNull(first) && !rows_overwrites(first, base);
 }
 
 /* Private lanes (the file comment): sets each access's kind; false if some
@@ -473,7 +473,7 @@ static bool used_after_memo(UsedAfter *memo, MlirOperation last, MlirValue base)
     for (int i = 0; i < memo->n; ++i) {
         if (mlirValueEqual(memo->base[i], base)) return memo->used[i];
     }
-    bool used = used_after(last, base);
+    bool used = rows_used_after(last, base);
     if (memo->n < USED_AFTER_MEMO) {
         memo->base[memo->n] = base;
         memo->used[memo->n++] = used;
@@ -647,8 +647,14 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, c
     Accesses w = rows_collect(stages, n, ix);
     Plan p = plan(stages, n, ix, &w, rows, opts);
     if (p.split) {
-        /* each reduction in kernels of its own; the stages of one column a row in its
-         * second kernel (split_row_stages), the other pointwise stages stay loops */
+        /* stages of whole rows recomputed where later stages read them (gpu_rows_fuse.c); each
+         * reduction in kernels of its own; the stages of one column a row in its second kernel
+         * (split_row_stages), the other pointwise stages stay loops */
+        if (!opts->split_unfused) {
+            free(w.a);
+            n = rows_split_recompute(stages, n, ix);
+            w = rows_collect(stages, n, ix);
+        }
         SplitRowStages x[n];
         split_row_stages(stages, n, ix, &w, x);
         free(w.a);

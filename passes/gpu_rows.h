@@ -118,6 +118,15 @@ static inline int64_t rows_plan_slots(const Plan *p, int64_t columns) {
     return rows_lane_slots(columns, p->t, p->cvec);
 }
 
+/* The buffer is a function argument, or something after `last` reads it before overwriting all of it. */
+bool rows_used_after(MlirOperation last, MlirValue base);
+/* The loop nest (a stage) writes every element of the buffer and reads none. */
+bool rows_overwrites(MlirOperation op, MlirValue base);
+/* A split group (gpu_rows_fuse.c): loads of what earlier pointwise stages of
+ * whole rows stored become those stages' bodies, stages no longer needed go
+ * (stages and ix compacted); returns the group's stages left. */
+int rows_split_recompute(Stage *stages, int n, Ix *ix);
+
 /* No column digit moves the address: acc[row]. */
 bool rows_scalar_sig(const Sig *g);
 /* The same element at the same (row, column) (equal column digits and offset). */
@@ -153,8 +162,11 @@ int64_t rows_loop_unroll(int64_t slots, int64_t target);
  * many bytes a lane as loop_unroll f32 slots (4 vectors; 2 under narrow loops). */
 static inline int64_t rows_plan_loop_unroll(const Plan *p, int64_t slots) {
     if (p->cvec <= 1) return rows_loop_unroll(slots, p->loop_unroll);
-    int64_t target = p->loop_unroll * 4 / VECTOR_BYTES;
-    return rows_loop_unroll(slots / p->cvec, target > 1 ? target : 1) * p->cvec;
+    int64_t target = p->loop_unroll * 4 / VECTOR_BYTES, vectors = slots / p->cvec;
+    if (target < 2) target = 2;
+    int64_t u = rows_loop_unroll(vectors, target);
+    if (u == 1 && vectors > 1) u = target; /* not one 16-byte load in flight an iteration */
+    return u * p->cvec;
 }
 
 /* The stage runs as a loop over its slots (more than MAX_SLOTS a lane). */

@@ -170,13 +170,18 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot);
 
-/* The held-back stores into shared memory (staged_load). */
+/* The held-back stores into shared memory (staged_load); a run of them under
+ * the same condition (a vector's elements) in one scf.if, so that
+ * pt2-gpu-vector-access makes them one 16-byte store. */
 static void flush_staged(Emit *e, Builder *b) {
-    for (int i = 0; i < e->n_pending; ++i) {
+    for (int i = 0; i < e->n_pending;) {
         MlirValue kept = e->pending[i].kept;
         Builder sb = mlirValueIsNull(kept) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, kept)));
-        MlirValue st[3] = {e->pending[i].value, e->pending[i].mem, e->pending[i].at};
-        build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
+        do {
+            MlirValue st[3] = {e->pending[i].value, e->pending[i].mem, e->pending[i].at};
+            build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
+            ++i;
+        } while (i < e->n_pending && !mlirValueIsNull(kept) && mlirValueEqual(e->pending[i].kept, kept));
     }
     e->n_pending = 0;
 }
@@ -184,16 +189,25 @@ static void flush_staged(Emit *e, Builder *b) {
 /* A row's input element kept in shared memory (rows_plan_staged): the first
  * loop that reads it loads it and keeps it at [slot * t + lane] (slots below
  * staged_slots); later loops read it there, each lane what it kept itself
- * (no barrier), and slots past staged_slots from memory again. */
+ * (no barrier), and slots past staged_slots from memory again.  With column
+ * vectors of cvec elements, element sub of a lane's vector `slot` is at
+ * [(slot * t + lane) * cvec + sub]: a lane's vector is 16 contiguous bytes,
+ * one ld/st.shared.v4 (pt2-gpu-vector-access), and a warp's 512 bytes are
+ * four conflict-free 128-byte phases. */
 static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
     int c = a->staged - 1;
     MlirValue mem = e->staged_mem[c];
-    /* with column vectors the slot's element slot * cvec + sub: lanes side by side in shared memory */
     int64_t w = e->k.cvec;
     MlirValue slot = e->slot, kept = {NULL};
-    if (e->p->staged_partial) kept = build_cmp(b, false, "ult", e->slot, const_index(b, e->p->staged_slots / w));
-    if (w > 1) slot = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, w)), const_index(b, e->sub));
+    if (e->p->staged_partial) {
+        if (mlirValueIsNull(e->kept) || !mlirValueEqual(e->kept_slot, slot) || !mlirBlockEqual(e->kept_block, b->block)) {
+            e->kept = build_cmp(b, false, "ult", slot, const_index(b, e->p->staged_slots / w));
+            e->kept_slot = slot, e->kept_block = b->block;
+        }
+        kept = e->kept;
+    }
     MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.t)), e->k.lane);
+    if (w > 1) at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", at, const_index(b, w)), const_index(b, e->sub));
     if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
         e->staged_by[c] = e->loop_at;
         MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);

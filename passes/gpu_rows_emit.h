@@ -50,8 +50,11 @@ typedef struct Emit {
                           the values held in registers (0: none) */
     MlirValue in_range; /* the slot being emitted: its column in range (null: every lane's is) */
     /* inputs kept in shared memory (rows_plan_staged): each one's [slot * t + lane], the loop that
-     * stores it (-1: none yet), the stage whose loop is being emitted, its slot (null: unrolled) */
+     * stores it (-1: none yet), the stage whose loop is being emitted, its slot (null: unrolled);
+     * `slot < staged_slots` where only some are kept, built once a slot and block (kept_*) */
     MlirValue staged_mem[MAX_STAGED];
+    MlirValue kept_slot, kept;
+    MlirBlock kept_block;
     int staged_by[MAX_STAGED];
     int loop_at;
     MlirValue slot;

@@ -223,16 +223,27 @@ static bool same_row_any(const Access *a, const Access *b) {
 static bool same_row(const Access *a, const Access *b) { return a->store == b->store && same_row_any(a, b); }
 
 /* The kernel argument a memref views, with its llvm.noalias and llvm.align;
- * -1 for another root (shared memory, an allocation). */
+ * -1 for another root (an allocation), `shared` for a memref.view of the
+ * kernel's dynamic shared memory at a constant byte offset (declared
+ * 16-byte aligned: the row kernels' staged inputs), aligned to what divides
+ * the offset. */
 typedef struct Root {
     int arg;
-    bool noalias;
+    bool noalias, shared;
     int64_t align;
 } Root;
 
 static Root root_of(MlirOperation func, MlirValue memref) {
-    Root r = {-1, false, 1};
+    Root r = {-1, false, false, 1};
     MlirValue base = memref_base(memref);
+    int64_t shift;
+    if (mlirValueIsAOpResult(memref) && op_is(mlirOpResultGetOwner(memref), "memref.view") && mlirValueIsAOpResult(base) &&
+        op_is(mlirOpResultGetOwner(base), "gpu.dynamic_shared_memory") &&
+        constant_int_value(mlirOperationGetOperand(mlirOpResultGetOwner(memref), 1), &shift)) {
+        r.shared = true;
+        r.align = min64(pow2_of(shift), 16);
+        return r;
+    }
     if (!mlirValueIsABlockArgument(base)) return r;
     MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     if (!mlirBlockEqual(mlirBlockArgumentGetOwner(base), entry)) return r;
@@ -248,6 +259,7 @@ static Root root_of(MlirOperation func, MlirValue memref) {
 
 static bool may_alias(MlirOperation func, MlirValue x, MlirValue y) {
     Root a = root_of(func, x), b = root_of(func, y);
+    if ((a.shared && b.arg >= 0) || (b.shared && a.arg >= 0)) return false; /* workgroup memory and a kernel argument */
     if (a.arg < 0 || b.arg < 0) return true;
     if (a.arg == b.arg) return true;
     return !(a.noalias || b.noalias);
@@ -263,7 +275,7 @@ static int64_t group_alignment(MlirOperation func, const Access *first, int64_t 
     int rank = (int)mlirShapedTypeGetRank(t);
     int64_t strides[MAX_RANK], offset;
     Root r = root_of(func, first->memref);
-    if (r.arg < 0 || rank < 1 || rank > MAX_RANK) return 1;
+    if ((r.arg < 0 && !r.shared) || rank < 1 || rank > MAX_RANK) return 1;
     if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return 1;
     if (mlirShapedTypeIsDynamicStrideOrOffset(offset) || strides[rank - 1] != 1) return 1;
     /* offset + Σ index · stride, the last index base + k */

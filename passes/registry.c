@@ -39,11 +39,13 @@ MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void);
 MlirPass pt2_create_gpu_map_loops_unstaged_pass(void);
 MlirPass pt2_create_gpu_map_loops_narrow_loops_pass(void);
 MlirPass pt2_create_gpu_map_loops_sm80_pass(void);
+MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
 MlirPass pt2_create_gpu_kernel_args_pass(void);
+MlirPass pt2_create_gpu_kernel_args_one_block_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
 MlirPass pt2_create_gpu_vector_access_pass(void);
 MlirPass pt2_create_gpu_reciprocal_pass(void);
@@ -180,6 +182,9 @@ static const PassEntry pt2_passes[] = {
      "(PT2_DISABLE=gpu-staged-rows, for A/B measurements)", pt2_create_gpu_map_loops_unstaged_pass},
     {"pt2-gpu-map-loops-narrow-loops", "pt2-gpu-map-loops with loops of slots of about 8 slots an iteration where rows "
      "outgrow the registers (PT2_DISABLE=gpu-wide-loops, for A/B measurements)", pt2_create_gpu_map_loops_narrow_loops_pass},
+    {"pt2-gpu-map-loops-split-unfused", "pt2-gpu-map-loops with split rows' pointwise stages of whole rows stored by kernels of "
+     "their own, not recomputed where later stages read them (PT2_DISABLE=gpu-split-fuse, for A/B measurements)",
+     pt2_create_gpu_map_loops_split_unfused_pass},
     {"pt2-gpu-map-loops-sm80", "pt2-gpu-map-loops keeping at most 160 KB of a row kernel's inputs in shared memory a block, "
      "within sm_80's 163 KB (chips before sm_90; PT2_DISABLE=gpu-sm90-shared on sm_90)", pt2_create_gpu_map_loops_sm80_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
@@ -192,6 +197,8 @@ static const PassEntry pt2_passes[] = {
      "(passes/gpu_conv_fold.c)", pt2_create_gpu_fold_residual_bn_pass},
     {"pt2-gpu-kernel-args", "Kernel buffer parameters: 16-byte aligned, llvm.noalias where no other parameter of the launch views the "
      "buffer; the launch's block size and grid (passes/gpu_kernel_args.c)", pt2_create_gpu_kernel_args_pass},
+    {"pt2-gpu-kernel-args-one-block", "pt2-gpu-kernel-args without asking ptxas for two blocks an SM where their dynamic shared "
+     "memory would fit two (chips before sm_90; PT2_DISABLE=gpu-two-blocks on sm_90)", pt2_create_gpu_kernel_args_one_block_pass},
     {"pt2-gpu-dedupe-kernels", "Outlined GPU kernels that are the same become one, launched from every place "
      "(passes/gpu_dedupe.c)", pt2_create_gpu_dedupe_kernels_pass},
     {"pt2-gpu-name-kernels", "Name each outlined GPU kernel after what it computes, for profiles (passes/gpu_kernel_names.c)",
@@ -373,7 +380,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%s%s%sfunc.func(convert-linalg-to-parallel-loops),%s,%s"
              "func.func(convert-parallel-loops-to-gpu),gpu-launch-sink-index-computations,gpu-kernel-outlining,%s"
-             "pt2-gpu-kernel-args,"
+             "%s,"
              "pt2-gpu-dedupe-kernels,pt2-gpu-name-kernels,pt2-gpu-merge-modules-parts,"
              "func.func(lower-affine,canonicalize),"
              "nvvm-attach-target{module=^" PT2_GPU_COLD_MODULE " chip=%s features=+ptx80 O=1},"
@@ -394,8 +401,11 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              : pt2_disabled(disable, "gpu-staged-rows") ? "pt2-gpu-map-loops-unstaged"
              : sm80_shared                              ? "pt2-gpu-map-loops-sm80"
              : pt2_disabled(disable, "gpu-wide-loops")  ? "pt2-gpu-map-loops-narrow-loops"
+             : pt2_disabled(disable, "gpu-split-fuse")  ? "pt2-gpu-map-loops-split-unfused"
                                                         : "pt2-gpu-map-loops",
-             checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "", chip, chip, link,
+             checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "",
+             sm80_shared || pt2_disabled(disable, "gpu-two-blocks") ? "pt2-gpu-kernel-args-one-block" : "pt2-gpu-kernel-args",
+             chip, chip, link,
              pt2_disabled(disable, "gpu-vector-access") ? "" : "pt2-gpu-vector-access,",
              pt2_disabled(disable, "gpu-reciprocal") ? "" : "pt2-gpu-reciprocal,",
              pt2_disabled(disable, "gpu-fast-math") ? "" : "pt2-gpu-fast-math,");

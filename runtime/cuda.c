@@ -207,14 +207,21 @@ int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name,
 }
 
 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a kernel launched with
- * more than 48 KB of dynamic shared memory must be allowed it first. */
+ * more than 48 KB of dynamic shared memory must be allowed it first.  And
+ * CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 100 (a hint: all of
+ * the SM's L1 as shared memory): otherwise the driver configured 132 KB for
+ * a block of 113 KB (a bf16 LM-head row kept in shared memory), one block an
+ * SM where two fit in 228 KB; these kernels read their rows once, through
+ * ld.global.nc, and keep them in shared memory, not L1. */
 int pt2_cuda_function_shared(Pt2CuFunction *f, unsigned bytes) {
     if (bytes <= 48 * 1024) return 0;
     if (!p_cuFuncSetAttribute) {
         pt2_set_error("the CUDA driver has no cuFuncSetAttribute: a kernel with %u bytes of shared memory cannot launch", bytes);
         return -1;
     }
-    return check(p_cuFuncSetAttribute((CUfunction)f, 8, (int)bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    if (check(p_cuFuncSetAttribute((CUfunction)f, 8, (int)bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")) return -1;
+    (void)p_cuFuncSetAttribute((CUfunction)f, 9, 100); /* a preference: a driver that refuses it still launches */
+    return 0;
 }
 
 int pt2_cuda_launch(Pt2CuFunction *f, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes, void *stream,

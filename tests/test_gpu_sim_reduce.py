@@ -553,9 +553,10 @@ def test_split_rows_softmax_few_long_rows(disable):
     close(y, torch.softmax(x.double(), -1))
     if not disable:
         assert max(k.blocks for k in sim.kernels) > 3  # the rows were split over blocks
-        # two kernels each reduction, their accumulators' fills in the second; the exp and the division
-        # stay pointwise kernels: six launches (eight while the fills were 1-block kernels of their own)
-        assert len(sim.kernels) == 6, sim.kernels
+        # two kernels each reduction, their accumulators' fills in the second; the sum's first kernel
+        # recomputes exp(x - max) and the division's kernel too (gpu_rows_fuse.c): five launches (six
+        # with the exp a kernel of its own, eight while the fills were 1-block kernels of their own)
+        assert len(sim.kernels) == 5, sim.kernels
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
@@ -821,6 +822,40 @@ def test_split_rows_one_column_stages_beside_wide_ones(op):
     (y,), sim = simulate(build, [x, w, b])
     close(y, want())
     assert max(k.blocks for k in sim.kernels) > 3
-    # two kernels a reduction, one a stage of whole rows; the fills were 1-block kernels of 32 threads
-    launches = {"log_softmax": 6, "var": 4, "layer_norm": 6, "normalize": 3}[op]
+    # two kernels a reduction, one for the last stage of whole rows (the earlier ones recomputed where
+    # they are read, gpu_rows_fuse.c); the fills were 1-block kernels of 32 threads
+    launches = {"log_softmax": 5, "var": 4, "layer_norm": 5, "normalize": 3}[op]
     assert len(sim.kernels) == launches, [(k.blocks, k.threads) for k in sim.kernels]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", ["softmax", "log_softmax", "two_outputs"])
+def test_split_rows_stages_recomputed(case, dtype):
+    """Few long rows (split), gpu_rows_fuse.c: a pointwise stage of whole rows whose result later stages
+    read runs again in them instead of storing it (a softmax's exp(x - max) in the sum's first kernel and
+    in the division's), and goes where nothing else needs what it stored; where the graph returns it
+    (two_outputs) it is stored and still recomputed by its readers.  The max's buffer, which the sum's
+    accumulator reused, is kept apart for the division.  Against eager, and against the unfused split
+    (PT2_DISABLE=gpu-split-fuse), which runs one kernel more for each recomputed stage."""
+    x = rand(3, 20001)
+    builds = {
+        "softmax": (lambda g, x: g.op("softmax", x, dim=-1), lambda x: (torch.softmax(x, -1),)),
+        "two_outputs": (lambda g, x: (lambda y: (y, g.op("div", y, g.op("sum", y, dims=[1], keepdim=True))))(
+            g.op("add", g.op("mul", g.op("abs", x), g.scalar(2.0)), g.scalar(1.0))),
+            lambda x: (lambda y: (y, y / y.sum(1, keepdim=True)))(x.abs() * 2 + 1)),
+        "log_softmax": (lambda g, x: g.op("log_softmax", x, dim=-1), lambda x: (torch.log_softmax(x, -1),)),
+    }
+    build, eager = builds[case]
+    xd = x.to(dtype)
+    want = eager(xd.double())
+    got, sim = simulate(build, [xd], dtype=dtype)
+    tol = 2e-5 if dtype == torch.float32 else 1e-2
+    for g_, w_ in zip(got, want):
+        close(g_, w_, tol)
+    unfused, sim_unfused = simulate(build, [xd], "gpu-split-fuse", dtype=dtype)
+    for g_, w_ in zip(unfused, want):
+        close(g_, w_, tol)
+    assert max(k.blocks for k in sim.kernels) > 3  # the rows were split over blocks
+    # y returned (two_outputs) keeps its stage: as many launches, its readers recomputing it
+    fewer = len(sim.kernels) == len(sim_unfused.kernels) if case == "two_outputs" else len(sim.kernels) < len(sim_unfused.kernels)
+    assert fewer, ([(k.blocks, k.threads) for k in sim.kernels], [(k.blocks, k.threads) for k in sim_unfused.kernels])

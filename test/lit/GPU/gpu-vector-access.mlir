@@ -224,3 +224,80 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A row kernel's staged input (passes/gpu_rows_emit.c, staged_load): views of
+// the kernel's dynamic shared memory (declared 16-byte aligned) at byte
+// offsets 0 and 16400; a lane's vector at [(slot * t + lane) * 8 + sub].  The
+// stores copying a global vector into the first become one 16-byte store and
+// the later loads one 16-byte load; the second view's offset is a multiple of
+// 16, a view at 8 bytes only 8-byte aligned; a shared view and a noalias
+// kernel argument do not alias, so the global load groups across the
+// shared store.
+// CHECK-LABEL: gpu.func @staged
+// CHECK: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<1024xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %[[V0:.*]][{{.*}}] {alignment = 16 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.load %[[V0]][{{.*}}] {alignment = 16 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.load %{{.*}}[{{.*}}] {alignment = 16 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %{{.*}}[{{.*}}] {alignment = 8 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: vector.load %{{.*}}[{{.*}}] {alignment = 8 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @staged(%x: memref<1024xbf16> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<1024xbf16> {llvm.align = 16 : i64, llvm.noalias},
+                     %z: memref<128xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c16400 = arith.constant 16400 : index
+      %c32 = arith.constant 32 : index
+      %c24 = arith.constant 24 : index
+      %dyn = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %s = memref.view %dyn[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xbf16, #gpu.address_space<workgroup>>
+      %f = memref.view %dyn[%c16400][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4096xf32, #gpu.address_space<workgroup>>
+      %h = memref.view %dyn[%c24][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4096xf32, #gpu.address_space<workgroup>>
+      %lane = gpu.thread_id x
+      %g = arith.muli %lane, %c8 : index
+      %slot = arith.constant 3 : index
+      %st = arith.muli %slot, %c32 : index
+      %at0 = arith.addi %st, %lane : index
+      %at = arith.muli %at0, %c8 : index
+      scf.for %l = %c0 to %c8 step %c1 {
+        %i = arith.addi %g, %l : index
+        %v = memref.load %x[%i] : memref<1024xbf16>
+        %j = arith.addi %at, %l : index
+        memref.store %v, %s[%j] : memref<8192xbf16, #gpu.address_space<workgroup>>
+      }
+      scf.for %l = %c0 to %c8 step %c1 {
+        %j = arith.addi %at, %l : index
+        %v = memref.load %s[%j] : memref<8192xbf16, #gpu.address_space<workgroup>>
+        %i = arith.addi %g, %l : index
+        memref.store %v, %y[%i] : memref<1024xbf16>
+      }
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %q0 = arith.muli %lane, %c4 : index
+      %q1 = arith.addi %q0, %c1 : index
+      %q2 = arith.addi %q0, %c2 : index
+      %q3 = arith.addi %q0, %c3 : index
+      %f0 = memref.load %f[%q0] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %f1 = memref.load %f[%q1] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %f2 = memref.load %f[%q2] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %f3 = memref.load %f[%q3] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %h0 = memref.load %h[%q0] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %h1 = memref.load %h[%q1] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %h2 = memref.load %h[%q2] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %h3 = memref.load %h[%q3] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a0 = arith.addf %f0, %f1 : f32
+      %a1 = arith.addf %f2, %f3 : f32
+      %a2 = arith.addf %h0, %h1 : f32
+      %a3 = arith.addf %h2, %h3 : f32
+      %b0 = arith.addf %a0, %a1 : f32
+      %b1 = arith.addf %a2, %a3 : f32
+      %b = arith.addf %b0, %b1 : f32
+      memref.store %b, %z[%lane] : memref<128xf32>
+      gpu.return
+    }
+  }
+}
