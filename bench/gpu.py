@@ -63,7 +63,7 @@ def kernel_ms(fn, reps=20):
     return sum(kernel_trace(fn, reps)[0].values()) / 1000
 
 
-OPTIONS = argparse.Namespace(only=None, ab=None)
+OPTIONS = argparse.Namespace(only=None, ab=None, pt2_only=False)
 
 
 def pt2_kernel(build, inputs, disable=None):
@@ -95,6 +95,12 @@ def case(name, build, eager, inputs, nbytes, rows, flops=0):
     k, compile_s = pt2_kernel(build, inputs)
     want = eager(*inputs)
     err = rel_err(k(*inputs), want)
+    if OPTIONS.pt2_only:  # under a profiler (scripts/gpu-check's PT2_GPU_CHECK_NCU): pt2's launches only
+        for _ in range(3):
+            k(*inputs)
+        torch.cuda.synchronize()
+        print(f"{name:34s} pt2 only: {k.num_launches} launches a call, err {err:.1e}", flush=True)
+        return
     src, dst = torch.empty(nbytes // 2 // 4, device="cuda"), torch.empty(nbytes // 2 // 4, device="cuda")
     t_copy = bench(lambda: dst.copy_(src))
     t_pt2 = bench(lambda: k(*inputs))
@@ -223,8 +229,10 @@ def main():
     ap.add_argument("--only", default=None, help="run only the cases whose name holds one of these comma-separated substrings "
                     "(one starting with '=': the whole name, e.g. '=softmax 2048x50257')")
     ap.add_argument("--ab", default=None, help="also time pt2 compiled under PT2_DISABLE=<this> (e.g. gpu-vector-rows)")
+    ap.add_argument("--pt2-only", action="store_true", help="compile and run pt2's kernels only, three calls a case, "
+                    "nothing timed (for a profiler: scripts/gpu-check's PT2_GPU_CHECK_NCU)")
     args = ap.parse_args()
-    OPTIONS.only, OPTIONS.ab = args.only, args.ab
+    OPTIONS.only, OPTIONS.ab, OPTIONS.pt2_only = args.only, args.ab, args.pt2_only
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
     assert _gpu.cuda_available(), "needs a CUDA GPU"
     rows = []
@@ -244,9 +252,9 @@ def main():
         s = torch.randn(r, c, device="cuda")
         case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
              2 * s.numel() * 4, rows)
+        case(f"log_softmax {r}x{c}", lambda g, s: g.op("log_softmax", s, dim=-1), lambda s: torch.log_softmax(s, -1), [s],
+             2 * s.numel() * 4, rows)
         if r > 4:
-            case(f"log_softmax {r}x{c}", lambda g, s: g.op("log_softmax", s, dim=-1), lambda s: torch.log_softmax(s, -1), [s],
-                 2 * s.numel() * 4, rows)
             case(f"argmax {r}x{c}", lambda g, s: g.op("argmax", s, dim=-1), lambda s: s.argmax(-1), [s], s.numel() * 4, rows)
             sb = s.to(torch.bfloat16)
             case(f"softmax {r}x{c} bf16", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [sb],
