@@ -242,6 +242,7 @@ def main():
          lambda x, b: torch.relu(x + b) * torch.sigmoid(x), [x, b], 2 * x.numel() * 4, rows)
     y = torch.randn(n, device="cuda")
     case("add one 64Mi", lambda g, y: g.op("add", y, g.scalar(1.0)), lambda y: y + 1.0, [y], 2 * n * 4, rows)
+    case("sum 64Mi", lambda g, y: g.op("sum", y, dims=[0]), lambda y: y.sum(0), [y], n * 4, rows)  # a whole tensor: split
     for r, c in [(8192, 1024), (65536, 128), (1024, 32768)]:
         s = torch.randn(r, c, device="cuda")
         case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
