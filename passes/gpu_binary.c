@@ -50,7 +50,7 @@ static MlirWalkResult count_op(MlirOperation op, void *user) {
  * [0 x i8] in address space 3, which the NVPTX back end demotes into the one
  * kernel that uses it as a static `.shared .b8` of one byte; with external
  * linkage it is `.extern .shared .b8 name[]`, the kernel's dynamic shared
- * memory (the row kernels' staged inputs: passes/gpu_rows_remat.c). */
+ * memory (the row kernels' staged inputs: passes/gpu_rows_staged.c). */
 static MlirWalkResult extern_dynamic_shared(MlirOperation op, void *user) {
     (void)user;
     if (!gpu_is_op(op, "llvm.mlir.global")) return MlirWalkResultAdvance;

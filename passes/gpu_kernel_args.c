@@ -26,7 +26,7 @@
  *     if it must) instead of producing one the driver refuses to launch;
  *   - the launch's dynamic shared memory (its `dynamicSharedMemorySize`),
  *     where the kernel views gpu.dynamic_shared_memory (a row kernel's
- *     inputs kept in shared memory, passes/gpu_rows_remat.c): the end of
+ *     inputs kept in shared memory, passes/gpu_rows_staged.c): the end of
  *     its last memref.view, which convert-parallel-loops-to-gpu does not
  *     know (its gpu.launch has none);
  *   - `known_grid_size`, where every launch of the kernel has the same

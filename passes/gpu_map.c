@@ -704,7 +704,7 @@ MAP_VARIANT(gpu_map_loops_scalar_rows, "pt2-gpu-map-loops-scalar-rows",
             "pt2-gpu-map-loops without vector rows or column vectors in row kernels (PT2_DISABLE=gpu-vector-rows)",
             .vector_rows = false)
 /* PT2_DISABLE=gpu-staged-rows: no inputs kept in shared memory by row kernels
- * whose rows outgrow the registers (gpu_rows_remat.c). */
+ * whose rows outgrow the registers (gpu_rows_staged.c). */
 MAP_VARIANT(gpu_map_loops_unstaged, "pt2-gpu-map-loops-unstaged",
             "pt2-gpu-map-loops without inputs kept in shared memory in row kernels (PT2_DISABLE=gpu-staged-rows)",
             .vector_rows = true, .unstaged = true)

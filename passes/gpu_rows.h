@@ -179,7 +179,7 @@ bool rows_same_space(const Ix *p, const Ix *c);
  * which stores only those loads read (Access.remat_only); true if some. */
 bool rows_plan_remat(Stage *stages, const Ix *ix, Accesses *w, const Plan *p);
 
-/* gpu_rows_remat.c: which loads of a row's own input elements, in stages
+/* gpu_rows_staged.c: which loads of a row's own input elements, in stages
  * that run as loops of slots, read what an earlier loop kept in shared
  * memory (Access.staged, Plan.n_staged, Plan.staged_slots); after
  * rows_plan_remat. */

@@ -137,7 +137,7 @@ static Held *held_read(Emit *e, const Access *a, int64_t slot, int n_rows) {
 
 /* `scf.if cond -> (t) { then } else { otherwise }`, its two blocks filled
  * (each ending in its scf.yield): the if's result. */
-static MlirValue if_value(Builder *b, MlirValue cond, MlirType t, MlirBlock then, MlirBlock otherwise) {
+MlirValue rows_if_value(Builder *b, MlirValue cond, MlirType t, MlirBlock then, MlirBlock otherwise) {
     MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
     mlirRegionAppendOwnedBlock(regions[0], then);
     mlirRegionAppendOwnedBlock(regions[1], otherwise);
@@ -165,72 +165,10 @@ static void guarded_load(Builder *b, MlirOperation op, ValueMap *m, MlirValue va
     build_op(&tb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
     MlirValue zero = const_scalar(&eb, t, 0.0);
     build_op(&eb, "scf.yield", 1, &zero, 0, NULL, 0, NULL);
-    vmap_set(m, mlirOperationGetResult(op, 0), if_value(b, valid, t, then_block, else_block));
+    vmap_set(m, mlirOperationGetResult(op, 0), rows_if_value(b, valid, t, then_block, else_block));
 }
 
 static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_t slot);
-
-/* The held-back stores into shared memory (staged_load); a run of them under
- * the same condition (a vector's elements) in one scf.if, so that
- * pt2-gpu-vector-access makes them one 16-byte store. */
-static void flush_staged(Emit *e, Builder *b) {
-    for (int i = 0; i < e->n_pending;) {
-        MlirValue kept = e->pending[i].kept;
-        Builder sb = mlirValueIsNull(kept) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, kept)));
-        do {
-            MlirValue st[3] = {e->pending[i].value, e->pending[i].mem, e->pending[i].at};
-            build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
-            ++i;
-        } while (i < e->n_pending && !mlirValueIsNull(kept) && mlirValueEqual(e->pending[i].kept, kept));
-    }
-    e->n_pending = 0;
-}
-
-/* A row's input element kept in shared memory (rows_plan_staged): the first
- * loop that reads it loads it and keeps it at [slot * t + lane] (slots below
- * staged_slots); later loops read it there, each lane what it kept itself
- * (no barrier), and slots past staged_slots from memory again.  With column
- * vectors of cvec elements, element sub of a lane's vector `slot` is at
- * [(slot * t + lane) * cvec + sub]: a lane's vector is 16 contiguous bytes,
- * one ld/st.shared.v4 (pt2-gpu-vector-access), and a warp's 512 bytes are
- * four conflict-free 128-byte phases. */
-static void staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
-    int c = a->staged - 1;
-    MlirValue mem = e->staged_mem[c];
-    int64_t w = e->k.cvec;
-    MlirValue slot = e->slot, kept = {NULL};
-    if (e->p->staged_partial) {
-        if (mlirValueIsNull(e->kept) || !mlirValueEqual(e->kept_slot, slot) || !mlirBlockEqual(e->kept_block, b->block)) {
-            e->kept = build_cmp(b, false, "ult", slot, const_index(b, e->p->staged_slots / w));
-            e->kept_slot = slot, e->kept_block = b->block;
-        }
-        kept = e->kept;
-    }
-    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.t)), e->k.lane);
-    if (w > 1) at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", at, const_index(b, w)), const_index(b, e->sub));
-    if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
-        e->staged_by[c] = e->loop_at;
-        MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);
-        if (e->n_pending == MAX_PENDING) flush_staged(e, b);
-        e->pending[e->n_pending].value = v, e->pending[e->n_pending].mem = mem;
-        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = kept;
-        return;
-    }
-    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
-    MlirValue ld[2] = {mem, at};
-    if (mlirValueIsNull(kept)) {
-        vmap_set(m, mlirOperationGetResult(op, 0), build_value(b, "memref.load", 2, ld, t));
-        return;
-    }
-    /* scf.if kept -> (t) { shared } else { memory } */
-    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
-    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
-    MlirValue shared = build_value(&tb, "memref.load", 2, ld, t);
-    build_op(&tb, "scf.yield", 1, &shared, 0, NULL, 0, NULL);
-    MlirValue loaded = mlirOperationGetResult(clone_mapped(&eb, op, m), 0);
-    build_op(&eb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
-    vmap_set(m, mlirOperationGetResult(op, 0), if_value(b, kept, t, then_block, else_block));
-}
 
 /* The element a load reads, recomputed (gpu_rows_remat.c): the body of the
  * stage that stored it, run again at the load's row and column, its loads
@@ -270,7 +208,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
         return;
     }
     if (a && a->staged > 0 && !mlirValueIsNull(e->slot)) {
-        staged_load(e, b, op, a, m);
+        rows_staged_load(e, b, op, a, m);
         return;
     }
     if (a && !a->written && slot >= 0 && a->sig.ok && a->sig.linear) {
@@ -410,7 +348,7 @@ static void pointwise_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                 }
             }
         }
-        flush_staged(e, b);
+        rows_flush_staged(e, b);
     }
     for (int i = 0; i < n * e->k.vec; ++i) vmap_free(&m[i]);
     free(m);
@@ -499,7 +437,7 @@ static void reduction_slot(Emit *e, Builder *b, const Stage *s, const Ix *ix, co
             }
         }
     }
-    flush_staged(e, b);
+    rows_flush_staged(e, b);
     for (int64_t v = 0; v < e->k.vec; ++v) {
         for (int a = 0; a < s->n_acc; ++a) {
             MlirValue *pa = &p[v * s->n_acc + a];
@@ -561,7 +499,7 @@ static void reduction_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                 clone_mapped(b, op, &m[u]);
             }
         }
-        flush_staged(e, b);
+        rows_flush_staged(e, b);
     }
     for (int u = 0; u < n; ++u) vmap_free(&m[u]);
     e->in_range = (MlirValue){NULL};
@@ -615,7 +553,7 @@ static void selection_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
                         clone_mapped(b, op, &m[v]);
                     }
                 }
-                if (pass == 0) flush_staged(e, b);
+                if (pass == 0) rows_flush_staged(e, b);
             }
             if (pass == 1) {
                 for (int a = 0; a < s->n_acc; ++a) {
@@ -625,7 +563,7 @@ static void selection_slots(Emit *e, Builder *b, const Stage *s, const Ix *ix, c
             }
         }
     }
-    flush_staged(e, b);
+    rows_flush_staged(e, b);
     for (int u = 0; u < n; ++u) vmap_free(&m[u]);
     e->in_range = (MlirValue){NULL};
     e->slot = (MlirValue){NULL};
@@ -834,33 +772,13 @@ static bool only_recomputed(const Emit *e, int stage) {
     return any;
 }
 
-/* The kernel's dynamic shared memory as one view per input kept there
- * (rows_plan_staged): staged_slots * t elements each, 16-byte aligned. */
-static void staged_views(Emit *e) {
-    MlirContext ctx = mlirOperationGetContext(e->k.module);
-    Builder *b = &e->k.in;
-    MlirAttribute space = parse_attr(ctx, "#gpu.address_space<workgroup>");
-    MlirValue dynamic = build_value(b, "gpu.dynamic_shared_memory", 0, NULL, parse_type(ctx, "memref<?xi8, #gpu.address_space<workgroup>>"));
-    int64_t offset = 0, n = e->p->staged_slots * e->k.t;
-    for (int c = 0; c < e->p->n_staged; ++c) {
-        MlirType t = {NULL};
-        for (int i = 0; i < e->w->n && mlirTypeIsNull(t); ++i) {
-            if (e->w->a[i].staged == c + 1) t = mlirValueGetType(mlirOperationGetResult(e->w->a[i].op, 0));
-        }
-        MlirValue view[2] = {dynamic, const_index(b, offset)};
-        e->staged_mem[c] = build_value(b, "memref.view", 2, view, mlirMemRefTypeGet(t, 1, &n, mlirAttributeGetNull(), space));
-        e->staged_by[c] = -1;
-        offset += (n * gpu_element_bytes(t) + 15) / 16 * 16;
-    }
-}
-
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
     e.k = rows_open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
-    if (p->n_staged > 0) staged_views(&e);
+    if (p->n_staged > 0) rows_staged_views(&e);
     if (p->cvec > 1 && p->aligned) rows_aligned_row(&e.k, p, w, ix, rows);
     /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
      * in its iterations, before the reduction's slot (gpu_rows.c, slot_loop_run) */

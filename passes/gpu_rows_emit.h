@@ -67,6 +67,15 @@ typedef struct Emit {
     int n_pending;
 } Emit;
 
+/* `scf.if cond -> (t) { then } else { otherwise }`, its two blocks filled: the if's result. */
+MlirValue rows_if_value(Builder *b, MlirValue cond, MlirType t, MlirBlock then, MlirBlock otherwise);
+/* Inputs kept in shared memory (gpu_rows_staged.c): the kernel's views of its
+ * dynamic shared memory, a load of such an input in a loop of slots, and the
+ * first loop's held-back stores. */
+void rows_staged_views(Emit *e);
+void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m);
+void rows_flush_staged(Emit *e, Builder *b);
+
 /* The pointwise stages a loop of unrolled slots runs before the reduction's
  * slot (rows_emit_group): stages[which[0..n)], with their indices and row maps. */
 typedef struct Fused {

@@ -1,0 +1,203 @@
+/*===- gpu_rows_staged.c - row kernels: inputs kept in shared memory ------===*
+ *
+ * Recomputing a stage (gpu_rows_remat.c) reads its inputs again: a softmax over rows past the
+ * registers reads x in the max's loop, again in the sum's (exp(x - max)
+ * recomputed) and again in the output's, each time from L2 at best (132
+ * rows of 201 KB in flight do not fit).  A row's own input elements (a load
+ * with a row digit and column digits, of a buffer the group does not write)
+ * that two loops or more read are kept in shared memory by the first loop
+ * that reads them, at [slot * t + lane]: each lane reads back only what it
+ * kept (the lanes are private), so no barrier; with column vectors a lane's
+ * vector is 16 contiguous bytes there, one ld/st.shared.v4.  The shared memory is the
+ * kernel's dynamic shared memory (Plan.staged_bytes a block at most: 220 KB
+ * on sm_90, 160 KB before it; slots past
+ * what fits are read from memory again), whose size pt2-gpu-kernel-args puts
+ * on the launch.
+ *
+ * rows_plan_staged chooses them (Access.staged, Plan.n_staged, Plan.staged_slots);
+ * gpu_rows_emit.c calls rows_staged_views for the kernel's views of the
+ * dynamic shared memory, rows_staged_load where a loop reads such an input
+ * (the first loop keeps it, the later ones read it back) and
+ * rows_flush_staged to emit the held-back stores.
+ *===----------------------------------------------------------------------===*/
+#include <stdint.h>
+#include <string.h>
+
+#include "gpu_rows_emit.h"
+
+/* A pointwise stage none of whose stores goes to memory (every load of them
+ * recomputed): not emitted. */
+static bool not_emitted(const Stage *stages, const Accesses *w, int s) {
+    if (stages[s].kind != STAGE_POINTWISE) return false;
+    bool any = false;
+    for (int i = 0; i < w->n; ++i) {
+        const Access *a = &w->a[i];
+        if (a->stage != s || !a->store) continue;
+        if (a->emit || !a->remat_only) return false;
+        any = true;
+    }
+    return any;
+}
+
+/* The loops that read each input when stage s's body runs in loop `at`
+ * (first[c], and whether another: more[c]), through recomputed loads into
+ * their producers' bodies. */
+static void loops_reading(const Accesses *w, int s, int at, int *first, bool *more, int depth) {
+    for (int i = 0; i < w->n && depth < 8; ++i) {
+        const Access *a = &w->a[i];
+        if (a->stage != s || a->store) continue;
+        int c = a->staged - 1;
+        if (c >= 0 && first[c] < 0) first[c] = at;
+        if (c >= 0 && first[c] != at) more[c] = true;
+        if (a->remat > 0) loops_reading(w, w->a[a->remat - 1].stage, at, first, more, depth + 1);
+    }
+}
+
+void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) {
+    p->n_staged = 0;
+    p->staged_slots = 0;
+    for (int i = 0; i < w->n; ++i) w->a[i].staged = 0;
+    if (!p->private_lanes || p->vec > 1 || p->unroll > 0 || p->split || p->interleave != 1 ||
+        p->rows_per_block != 1) {
+        return;
+    }
+    int rep[MAX_STAGED], n_in = 0;
+    for (int i = 0; i < w->n; ++i) {
+        Access *a = &w->a[i];
+        const Ix *x = &ix[a->stage];
+        if (a->store || a->written || a->remat > 0 || !a->sig.ok || !a->sig.linear || rows_scalar_sig(&a->sig) ||
+            !rows_loop_slots(x, p)) {
+            continue;
+        }
+        bool own_row = false;
+        for (int q = 0; q < x->n_rows; ++q) own_row |= a->sig.rs[q] != 0;
+        if (!own_row) continue;
+        int c = 0;
+        for (; c < n_in; ++c) {
+            const Access *r = &w->a[rep[c]];
+            const Ix *rx = &ix[r->stage];
+            if (mlirValueEqual(r->sig.base, a->sig.base) && rx->n_rows == x->n_rows &&
+                memcmp(r->sig.rs, a->sig.rs, sizeof(int64_t) * (size_t)x->n_rows) == 0 && rows_same_columns(&r->sig, &a->sig) &&
+                rows_same_space(rx, x)) {
+                break;
+            }
+        }
+        if (c == n_in && n_in == MAX_STAGED) continue;
+        if (c == n_in) rep[n_in++] = i;
+        a->staged = c + 1;
+    }
+    int first[MAX_STAGED], keep[MAX_STAGED], n_keep = 0;
+    bool more[MAX_STAGED] = {false};
+    for (int c = 0; c < n_in; ++c) first[c] = -1;
+    for (int s = 0; s < n; ++s) {
+        if (!not_emitted(stages, w, s)) loops_reading(w, s, s, first, more, 0);
+    }
+    int64_t bytes = 0, slots = INT64_MAX;
+    for (int c = 0; c < n_in; ++c) {
+        keep[c] = more[c] ? ++n_keep : 0;
+        if (!more[c]) continue;
+        const Access *r = &w->a[rep[c]];
+        bytes += gpu_element_bytes(mlirValueGetType(mlirOperationGetResult(r->op, 0)));
+        int64_t s = rows_plan_slots(p, ix[r->stage].columns) - 2 * (p->cvec > 1 && p->aligned); /* not head and tail */
+        if (s < slots) slots = s;
+    }
+    /* wide loops (16 loads in flight) take 64 registers, so a block of 1024 threads fills an SM's
+     * registers: free where the shared memory already holds one block an SM (an f32 row of 50257:
+     * 160 KB), not where it holds two (bf16: 100 KB; on the H200 201 us with 8 slots an
+     * iteration, 209 with 16) */
+    if (n_keep > 0 && 2 * bytes * p->t * slots <= SM_SHARED_BYTES) p->loop_unroll = LOOP_UNROLL_NARROW;
+    /* the loops' slots (gpu_rows_emit.c runs those past the last whole iteration after the loop) */
+    int64_t cvec = p->cvec > 1 ? p->cvec : 1;
+    int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * p->t) / cvec * cvec : 0; /* whole vectors */
+    if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
+    for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
+    p->n_staged = n_keep;
+    p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
+    p->staged_partial = p->staged_slots < slots;
+}
+
+/*===----------------------------------------------------------------------===*
+ * Emission
+ *===----------------------------------------------------------------------===*/
+
+/* The kernel's dynamic shared memory as one view per input kept there
+ * (rows_plan_staged): staged_slots * t elements each, 16-byte aligned. */
+void rows_staged_views(Emit *e) {
+    MlirContext ctx = mlirOperationGetContext(e->k.module);
+    Builder *b = &e->k.in;
+    MlirAttribute space = parse_attr(ctx, "#gpu.address_space<workgroup>");
+    MlirValue dynamic = build_value(b, "gpu.dynamic_shared_memory", 0, NULL, parse_type(ctx, "memref<?xi8, #gpu.address_space<workgroup>>"));
+    int64_t offset = 0, n = e->p->staged_slots * e->k.t;
+    for (int c = 0; c < e->p->n_staged; ++c) {
+        MlirType t = {NULL};
+        for (int i = 0; i < e->w->n && mlirTypeIsNull(t); ++i) {
+            if (e->w->a[i].staged == c + 1) t = mlirValueGetType(mlirOperationGetResult(e->w->a[i].op, 0));
+        }
+        MlirValue view[2] = {dynamic, const_index(b, offset)};
+        e->staged_mem[c] = build_value(b, "memref.view", 2, view, mlirMemRefTypeGet(t, 1, &n, mlirAttributeGetNull(), space));
+        e->staged_by[c] = -1;
+        offset += (n * gpu_element_bytes(t) + 15) / 16 * 16;
+    }
+}
+
+/* The held-back stores into shared memory (rows_staged_load); a run of them under
+ * the same condition (a vector's elements) in one scf.if, so that
+ * pt2-gpu-vector-access makes them one 16-byte store. */
+void rows_flush_staged(Emit *e, Builder *b) {
+    for (int i = 0; i < e->n_pending;) {
+        MlirValue kept = e->pending[i].kept;
+        Builder sb = mlirValueIsNull(kept) ? *b : builder_before(mlirBlockGetTerminator(build_scf_if(b, kept)));
+        do {
+            MlirValue st[3] = {e->pending[i].value, e->pending[i].mem, e->pending[i].at};
+            build_op(&sb, "memref.store", 3, st, 0, NULL, 0, NULL);
+            ++i;
+        } while (i < e->n_pending && !mlirValueIsNull(kept) && mlirValueEqual(e->pending[i].kept, kept));
+    }
+    e->n_pending = 0;
+}
+
+/* A row's input element kept in shared memory (rows_plan_staged): the first
+ * loop that reads it loads it and keeps it at [slot * t + lane] (slots below
+ * staged_slots); later loops read it there, each lane what it kept itself
+ * (no barrier), and slots past staged_slots from memory again.  With column
+ * vectors of cvec elements, element sub of a lane's vector `slot` is at
+ * [(slot * t + lane) * cvec + sub]: a lane's vector is 16 contiguous bytes,
+ * one ld/st.shared.v4 (pt2-gpu-vector-access), and a warp's 512 bytes are
+ * four conflict-free 128-byte phases. */
+void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
+    int c = a->staged - 1;
+    MlirValue mem = e->staged_mem[c];
+    int64_t w = e->k.cvec;
+    MlirValue slot = e->slot, kept = {NULL};
+    if (e->p->staged_partial) {
+        if (mlirValueIsNull(e->kept) || !mlirValueEqual(e->kept_slot, slot) || !mlirBlockEqual(e->kept_block, b->block)) {
+            e->kept = build_cmp(b, false, "ult", slot, const_index(b, e->p->staged_slots / w));
+            e->kept_slot = slot, e->kept_block = b->block;
+        }
+        kept = e->kept;
+    }
+    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.t)), e->k.lane);
+    if (w > 1) at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", at, const_index(b, w)), const_index(b, e->sub));
+    if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
+        e->staged_by[c] = e->loop_at;
+        MlirValue v = mlirOperationGetResult(clone_mapped(b, op, m), 0);
+        if (e->n_pending == MAX_PENDING) rows_flush_staged(e, b);
+        e->pending[e->n_pending].value = v, e->pending[e->n_pending].mem = mem;
+        e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = kept;
+        return;
+    }
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirValue ld[2] = {mem, at};
+    if (mlirValueIsNull(kept)) {
+        vmap_set(m, mlirOperationGetResult(op, 0), build_value(b, "memref.load", 2, ld, t));
+        return;
+    }
+    /* scf.if kept -> (t) { shared } else { memory } */
+    MlirBlock then_block = mlirBlockCreate(0, NULL, NULL), else_block = mlirBlockCreate(0, NULL, NULL);
+    Builder tb = builder_at_end(then_block, b->loc), eb = builder_at_end(else_block, b->loc);
+    MlirValue shared = build_value(&tb, "memref.load", 2, ld, t);
+    build_op(&tb, "scf.yield", 1, &shared, 0, NULL, 0, NULL);
+    MlirValue loaded = mlirOperationGetResult(clone_mapped(&eb, op, m), 0);
+    build_op(&eb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
+    vmap_set(m, mlirOperationGetResult(op, 0), rows_if_value(b, kept, t, then_block, else_block));
+}
