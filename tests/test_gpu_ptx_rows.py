@@ -107,3 +107,25 @@ def test_row_ptx_selections_keep_columns():
     assert re.findall(r"ld\.global\.nc\.v4\.b32", ptx)
     ptx = column_ptx(lambda g, x: g.op("argmax", x, dim=-1), [(300, 50257)], torch.float32, "")
     assert not re.findall(r"\.v4\.b32", ptx) and re.findall(r"ld\.global\.nc\.b32", ptx)
+
+
+@pytest.mark.parametrize("dtype,two_blocks", [(torch.bfloat16, True), (torch.float32, False)])
+def test_row_ptx_staged_vectors(dtype, two_blocks):
+    """An LM head's rows kept in shared memory (gpu_rows_staged.c) move a lane's column vector there as
+    16 bytes: st.shared.v4 where the first loop keeps it, ld.shared.v4 where later loops read it, no
+    scalar access of the staged row left (the reductions' scratch aside).  The bf16 row (112 KB) lets two
+    blocks share an SM: .minnctapersm 2, and ptxas keeps the 1024 threads within 32 registers; the f32
+    row (213 KB) does not, and under PT2_DISABLE=gpu-two-blocks neither asks."""
+    shape = (300, 50257)
+    ptx = column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, "")
+    assert re.findall(r"st\.shared\.v4\.b32", ptx) and re.findall(r"ld\.shared\.v4\.b32", ptx)
+    assert not re.findall(r"(?:ld|st)\.shared\.b16", ptx), "a staged bf16 element moved alone"
+    assert bool(re.search(r"\.minnctapersm 2", ptx)) == two_blocks
+    assert not re.search(r"\.minnctapersm", column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, "gpu-two-blocks"))
+    ptxas = gpusim.find_ptxas()
+    if ptxas and two_blocks:
+        import subprocess
+
+        p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+        regs = [int(r) for r in re.findall(r"Used (\d+) registers", p.stderr)]
+        assert regs and max(regs) <= 32, p.stderr[-2000:]
