@@ -81,3 +81,33 @@ def test_map_filter_reduce_and_size():
         return x.reshape(-1).sum() * len(dims), kept, total, size, torch.broadcast_shapes(x.shape, y.shape)
 
     check(fn, x, y)
+
+
+def test_eager_result_handed_over_at_a_break():
+    """A struct sequence made by eager at a break (a sort past pt2's size, a max run by the break's
+    own call) reaches the next graph as a tuple of its type: unpacked, read by field, returned as
+    itself, its type and length guarded (a plain tuple in its place recompiles, with eager's results)."""
+    x = torch.randn(4, 8192)
+
+    def unpacked(x):
+        v, i = torch.sort(x * 2, dim=-1, descending=True)  # past pt2's sort: eager's, at a break
+        return v[:, :10] + 1, i
+
+    check(unpacked, x, exact=True, graphs=2, breaks=1)
+
+    def fields(x):
+        r = torch.sort(x, dim=-1)
+        return r.values[:, -3:] * 2, r.indices[:, :3], type(r).__name__, r
+
+    got = check(fields, x, exact=True, graphs=1, breaks=1)  # nothing to compile before the sort
+    assert isinstance(got[3], torch.return_types.sort)
+
+    def through(r):
+        v, i = r
+        return v * 2, i + 1
+
+    y = torch.randn(5, 7)
+    compiled = pt2.compile(through)
+    for r in (y.max(1), y.min(0), (y, y.argmax(1))):
+        want, got = through(r), compiled(r)
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
