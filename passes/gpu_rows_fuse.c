@@ -122,7 +122,7 @@ static MlirValue rebased(MlirValue m, MlirValue old, MlirValue fresh, ValueMap *
 static bool fresh_versions(Stage *stages, int n, const Accesses *w) {
     MlirOperation last = stages[n - 1].par;
     for (int f = 1; f < n; ++f) {
-        if (stages[f].kind != STAGE_POINTWISE) continue;
+        if (stages[f].kind != STAGE_POINTWISE || has_regions(stages[f].par)) continue; /* a fill stores unconditionally */
         for (int i = 0; i < w->n; ++i) {
             const Access *a = &w->a[i];
             MlirValue base = a->sig.base;
@@ -167,7 +167,9 @@ static bool unneeded(const Stage *stages, int n, const Ix *ix, const Accesses *w
             const Access *o = &w->a[j];
             if (o->stage == p || !mlirValueEqual(o->sig.base, st->sig.base)) continue;
             if (!o->store) return false;
-            overwritten |= o->sig.ok && o->sig.linear && st->sig.ok && rows_same_space(&ix[o->stage], &ix[p]) &&
+            /* an overwrite counts when unconditional: a store of its stage's body itself */
+            bool unconditional = mlirBlockEqual(mlirOperationGetBlock(o->op), gpu_body_of(stages[o->stage].par));
+            overwritten |= unconditional && o->sig.ok && o->sig.linear && st->sig.ok && rows_same_space(&ix[o->stage], &ix[p]) &&
                            rows_same_columns(&o->sig, &st->sig) &&
                            memcmp(o->sig.rs, st->sig.rs, sizeof(int64_t) * (size_t)ix[p].n_rows) == 0;
         }

@@ -829,13 +829,14 @@ def test_split_rows_one_column_stages_beside_wide_ones(op):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("case", ["softmax", "log_softmax", "two_outputs"])
+@pytest.mark.parametrize("case", ["softmax", "log_softmax", "two_outputs", "chained", "centred"])
 def test_split_rows_stages_recomputed(case, dtype):
     """Few long rows (split), gpu_rows_fuse.c: a pointwise stage of whole rows whose result later stages
     read runs again in them instead of storing it (a softmax's exp(x - max) in the sum's first kernel and
     in the division's), and goes where nothing else needs what it stored; where the graph returns it
     (two_outputs) it is stored and still recomputed by its readers.  The max's buffer, which the sum's
-    accumulator reused, is kept apart for the division.  Against eager, and against the unfused split
+    accumulator reused, is kept apart for the division; chains of them (a softmax's log_softmax, a centring
+    then a scaling) recompute through each other.  Against eager, and against the unfused split
     (PT2_DISABLE=gpu-split-fuse), which runs one kernel more for each recomputed stage."""
     x = rand(3, 20001)
     builds = {
@@ -844,6 +845,11 @@ def test_split_rows_stages_recomputed(case, dtype):
             g.op("add", g.op("mul", g.op("abs", x), g.scalar(2.0)), g.scalar(1.0))),
             lambda x: (lambda y: (y, y / y.sum(1, keepdim=True)))(x.abs() * 2 + 1)),
         "log_softmax": (lambda g, x: g.op("log_softmax", x, dim=-1), lambda x: (torch.log_softmax(x, -1),)),
+        "chained": (lambda g, x: g.op("log_softmax", g.op("softmax", x, dim=-1), dim=-1),
+                    lambda x: (torch.log_softmax(torch.softmax(x, -1), -1),)),
+        "centred": (lambda g, x: (lambda c: g.op("div", c, g.op("sum", g.op("mul", c, c), dims=[1], keepdim=True)))(
+            g.op("sub", x, g.op("mean", x, dims=[1], keepdim=True))),
+            lambda x: ((lambda c: c / (c * c).sum(1, keepdim=True))(x - x.mean(1, keepdim=True)),)),
     }
     build, eager = builds[case]
     xd = x.to(dtype)
@@ -856,6 +862,7 @@ def test_split_rows_stages_recomputed(case, dtype):
     for g_, w_ in zip(unfused, want):
         close(g_, w_, tol)
     assert max(k.blocks for k in sim.kernels) > 3  # the rows were split over blocks
-    # y returned (two_outputs) keeps its stage: as many launches, its readers recomputing it
-    fewer = len(sim.kernels) == len(sim_unfused.kernels) if case == "two_outputs" else len(sim.kernels) < len(sim_unfused.kernels)
+    # y returned (two_outputs) keeps its stage: as many launches, its readers recomputing it; chains of
+    # reductions and stages of whole rows (chained, centred) never take more
+    fewer = len(sim.kernels) < len(sim_unfused.kernels) if case in ("softmax", "log_softmax") else len(sim.kernels) <= len(sim_unfused.kernels)
     assert fewer, ([(k.blocks, k.threads) for k in sim.kernels], [(k.blocks, k.threads) for k in sim_unfused.kernels])
