@@ -432,11 +432,17 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
     }
     Var *v;
     if (pt2_is_partial(value)) return partial_wrap(t, value, source);
-    if (PyTuple_CheckExact(value) || PyList_CheckExact(value)) {
-        bool tuple = PyTuple_CheckExact(value);
+    /* a struct sequence of torch.return_types from outside (an eager torch.sort's or torch.max's
+     * result handed over at a break) is a tuple of that type, as the traced ops make it
+     * (make_return_type); its type and length guarded as a tuple's */
+    bool typed = !PyTuple_CheckExact(value) && PyTuple_Check(value) &&
+                 torch_return_type_fields(Py_TYPE(value)) == PyTuple_GET_SIZE(value);
+    if (PyTuple_CheckExact(value) || PyList_CheckExact(value) || typed) {
+        bool tuple = PyTuple_Check(value);
         trace_guard(t, G_LEN, source, (PyObject *)Py_TYPE(value), PySequence_Fast_GET_SIZE(value));
         v = var_new(t, tuple ? V_TUPLE : V_LIST);
         v->source = source;
+        if (typed) v->obj = trace_keep(t, (PyObject *)Py_TYPE(value));
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(value); ++i) {
             Source *s = source ? source_derived(t, SRC_ITEM, source, i, NULL) : NULL;
             Var *item = trace_wrap(t, PySequence_Fast_ITEMS(value)[i], s);
@@ -444,22 +450,6 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
             var_push_item(t, v, item);
         }
         if (!tuple) trace_container_remember(t, v, value);
-        return v;
-    }
-    if (PyTuple_Check(value) && torch_return_type_fields(Py_TYPE(value)) == PyTuple_GET_SIZE(value)) {
-        /* a struct sequence of torch.return_types from outside (an eager torch.sort's or torch.max's
-         * result handed over at a break): a tuple of that type, as the traced ops make it
-         * (make_return_type), its type and length guarded */
-        trace_guard(t, G_LEN, source, (PyObject *)Py_TYPE(value), PyTuple_GET_SIZE(value));
-        v = var_new(t, V_TUPLE);
-        v->source = source;
-        v->obj = trace_keep(t, (PyObject *)Py_TYPE(value));
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i) {
-            Source *s = source ? source_derived(t, SRC_ITEM, source, i, NULL) : NULL;
-            Var *item = trace_wrap(t, PyTuple_GET_ITEM(value, i), s);
-            if (!item) return NULL;
-            var_push_item(t, v, item);
-        }
         return v;
     }
     if (PyDict_CheckExact(value)) {

@@ -259,7 +259,6 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
  * SM, and a block's reductions and loops over shared memory then leave the
  * SM's loads idle).  SM_SHARED_BYTES less the driver's 1 KB a block and the
  * reductions' static scratch. */
-#define SM_SHARED_BYTES (228 * 1024) /* sm_90's shared memory an SM */
 #define BLOCK_RESERVED_BYTES (2 * 1024)
 static void mark_two_blocks(MlirOperation kernel, int64_t dynamic_bytes) {
     if (mlirOperationIsNull(kernel) || 2 * (dynamic_bytes + BLOCK_RESERVED_BYTES) > SM_SHARED_BYTES) return;

@@ -48,6 +48,8 @@ MlirOperation gpu_interchange(MlirOperation for_op);
 /* Bytes of an element of type t (an integer rounded up to whole bytes; f64 and index 8). */
 int64_t gpu_element_bytes(MlirType t);
 
+#define SM_SHARED_BYTES (228 * 1024) /* an sm_90 SM's shared memory (what two blocks of a kernel share) */
+
 typedef struct GpuMapOptions {
     /* pt2-gpu-map-loops-v1 (PT2_DISABLE=gpu-reduce): reductions as before
      * gpu_rows.c (gpu_reduce_v1.c), for A/B measurements */

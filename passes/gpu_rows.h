@@ -27,7 +27,6 @@
 #define MAX_STAGED 4         /* inputs a row kernel keeps in shared memory (rows_plan_staged) */
 #define STAGED_BYTES_SM90 (220 * 1024) /* their shared memory a block at most: within sm_90's 227 KB (an f32 row of 50257 whole) */
 #define STAGED_BYTES_SM80 (160 * 1024) /* the same for chips before sm_90: within sm_80's 163 KB */
-#define SM_SHARED_BYTES (228 * 1024) /* an H200 SM's shared memory (what two blocks of staged rows share) */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {
@@ -173,6 +172,10 @@ static inline int64_t rows_plan_loop_unroll(const Plan *p, int64_t slots) {
 bool rows_loop_slots(const Ix *ix, const Plan *p);
 /* Stage c's indices name the same rows and columns as stage p's, digit by digit. */
 bool rows_same_space(const Ix *p, const Ix *c);
+/* Producer stage px's indices at consumer cx's (rows_same_space): its rows and columns as cx's, each
+ * through `through` (the values an emitter gave them; an empty map: cx's own), its fixed ones constants
+ * built at b.  The map to clone px's body with. */
+ValueMap rows_producer_map(Builder *b, const Ix *px, const Ix *cx, const ValueMap *through);
 
 /* gpu_rows_remat.c: which loads of elements an earlier stage stored, in
  * stages that run as loops of slots, recompute them (Access.remat) and

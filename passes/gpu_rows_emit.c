@@ -176,10 +176,7 @@ static void emit_load(Emit *e, Builder *b, MlirOperation op, ValueMap *m, int64_
 static void remat_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m, int64_t slot) {
     const Access *st = &e->w->a[a->remat - 1];
     const Ix *px = &e->w->ix[st->stage], *cx = &e->w->ix[a->stage];
-    ValueMap pm = {0};
-    for (int q = 0; q < px->n_rows; ++q) vmap_set(&pm, px->row_iv[q], vmap_get(m, cx->row_iv[q]));
-    for (int c = 0; c < px->n_cols; ++c) vmap_set(&pm, px->col_iv[c], vmap_get(m, cx->col_iv[c]));
-    for (int f = 0; f < px->n_fixed; ++f) vmap_set(&pm, px->fixed_iv[f], const_index(b, px->fixed_value[f]));
+    ValueMap pm = rows_producer_map(b, px, cx, m);
     MlirBlock body = gpu_body_of(e->stages[st->stage].par);
     MlirOperation term = mlirBlockGetTerminator(body);
     MlirValue value = {NULL};

@@ -80,10 +80,7 @@ static int producer_of(const Stage *stages, const Ix *ix, const Accesses *w, int
 static void recompute(const Stage *stages, const Ix *ix, const Access *l, const Access *st) {
     const Ix *px = &ix[st->stage], *cx = &ix[l->stage];
     Builder b = builder_before(l->op);
-    ValueMap m = {0};
-    for (int q = 0; q < px->n_rows; ++q) vmap_set(&m, px->row_iv[q], cx->row_iv[q]);
-    for (int c = 0; c < px->n_cols; ++c) vmap_set(&m, px->col_iv[c], cx->col_iv[c]);
-    for (int f = 0; f < px->n_fixed; ++f) vmap_set(&m, px->fixed_iv[f], const_index(&b, px->fixed_value[f]));
+    ValueMap none = {0}, m = rows_producer_map(&b, px, cx, &none);
     MlirBlock body = gpu_body_of(stages[st->stage].par);
     MlirOperation term = mlirBlockGetTerminator(body);
     MlirValue value = {NULL};

@@ -37,6 +37,14 @@ bool rows_same_space(const Ix *p, const Ix *c) {
     return true;
 }
 
+ValueMap rows_producer_map(Builder *b, const Ix *px, const Ix *cx, const ValueMap *through) {
+    ValueMap m = {0};
+    for (int q = 0; q < px->n_rows; ++q) vmap_set(&m, px->row_iv[q], vmap_get(through, cx->row_iv[q]));
+    for (int c = 0; c < px->n_cols; ++c) vmap_set(&m, px->col_iv[c], vmap_get(through, cx->col_iv[c]));
+    for (int f = 0; f < px->n_fixed; ++f) vmap_set(&m, px->fixed_iv[f], const_index(b, px->fixed_value[f]));
+    return m;
+}
+
 /* Stage p's body can run again later: it reads only buffers the group does
  * not write, values of one column a row, which the kernel holds in
  * registers as they were where p ran (gpu_rows_emit.c keeps them: a later
