@@ -598,13 +598,41 @@ static bool is_contraction(const Pt2OpInfo *info) {
     return info->meta == META_MATMUL || info->meta == META_CONV2D || info->id == PT2_OP_ATTENTION;
 }
 
+/* A matrix transpose (a permute of the last two dimensions) that only
+ * matrix products read (attention's K^T, linear's weight): lowered with the
+ * contractions, after elementwise fusion, so that it stays a copy of its
+ * own, which the library call reads through with strides instead
+ * (buffers.c, view_through_copy: cuBLAS's and BLAS's transposed operand),
+ * where fused into its producer (K's bias add) it would be that producer's
+ * output written transposed: a kernel storing across rows, and the product
+ * reading that buffer. */
+static bool operand_transpose(MlirOperation op, const Pt2OpInfo *info) {
+    if (info->meta != META_PERMUTE) return false;
+    int64_t perm[PT2_MAX_RANK];
+    int n = 0;
+    pt2_attr_i64s(pt2_attrs_of_op(op), "perm", perm, PT2_MAX_RANK, &n);
+    if (n < 2) return false;
+    for (int i = 0; i < n; ++i) {
+        int64_t want = i == n - 2 ? n - 1 : i == n - 1 ? n - 2 : i;
+        if (pt2_norm_dim(perm[i], n) != want) return false;
+    }
+    MlirValue r = mlirOperationGetResult(op, 0);
+    bool any = false;
+    for (MlirOpOperand u = mlirValueGetFirstUse(r); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        const Pt2OpInfo *user = pt2_op_of(mlirOpOperandGetOwner(u));
+        if (!user || user->meta != META_MATMUL) return false;
+        any = true;
+    }
+    return any;
+}
+
 static int lower_ops(MlirOperation root, const LowerMode *mode) {
     if (pt2VerifyOp(root) != 0) return -1;
     OpList ops = collect_ops_with_prefix(root, "pt2.");
     int rc = 0;
     for (int i = 0; i < ops.n && rc == 0; ++i) {
         const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
-        bool c = info && is_contraction(info);
+        bool c = info && (is_contraction(info) || operand_transpose(ops.ops[i], info));
         if ((c && mode->contractions) || (!c && mode->others)) rc = lower_one(ops.ops[i], info, mode);
     }
     oplist_free(&ops);

@@ -385,6 +385,28 @@ def test_attention_batched_heads_transposed_k(dtype):
     check(got, eager(q.double(), k.double(), v.double()), eager(q, k, v), dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_attention_biased_k_transposed_in_place(dtype):
+    """BERT's scores: K's bias add writes [B, H, T, D] as Q's does, and the product reads its transpose in
+    place (passes/lower.c, operand_transpose): the add fused with the transpose would write across rows."""
+    B, T, S, H, D = 2, 33, 37, 3, 16
+    q, kp, b = rand((B, H, T, D), dtype, 41), rand((B, S, H * D), dtype, 42), rand((H * D,), dtype, 43)
+
+    def build(g, q, kp, b):
+        k = g.op("permute", g.op("reshape", g.op("add", kp, b), shape=[B, S, H, D]), perm=[0, 2, 1, 3])
+        return g.op("softmax", g.op("matmul", q, g.op("permute", k, perm=[0, 1, 3, 2])), dim=-1)
+
+    (got,), kern = run(build, [q, kp, b])
+    assert gemm_entries(kern.plan) == [f"gemm_{NAME[dtype]}_{NAME[dtype]}_b0"], kern.plan[:2000]
+    assert kern.num_launches == 3, kern.plan[:3000]  # the add, the product, the softmax
+
+    def eager(q, kp, b):
+        k = (kp + b).reshape(B, S, H, D).transpose(1, 2)
+        return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+
+    check(got, eager(q.double(), kp.double(), b.double()), eager(q, kp, b), dtype)
+
+
 def test_broadcast_batch_matmul_then_softmax():
     q, k = rand((2, 3, 17, 64), F32, 31), rand((2, 3, 64, 19), F32, 32)
     (got,), _ = run(lambda g, q, k: g.op("softmax", g.op("matmul", q, k), dim=-1), [q, k])
