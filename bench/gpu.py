@@ -288,6 +288,18 @@ def main():
     xb, bbf = x.to(torch.bfloat16), b.to(torch.bfloat16)
     case("pointwise chain 16384x4096 bf16", lambda g, x, b: g.op("mul", g.op("relu", g.op("add", x, b)), g.op("sigmoid", x)),
          lambda x, b: torch.relu(x + b) * torch.sigmoid(x), [xb, bbf], 2 * xb.numel() * 2, rows)
+    # transposes (passes/gpu_transpose.c: tiles through shared memory): a matrix's, NCHW to NHWC, and
+    # attention's K^T with its bias (each element read once and written once)
+    t = torch.randn(8192, 8192, device="cuda")
+    case("transpose+1 8192x8192", lambda g, t: g.op("add", g.op("permute", t, perm=[1, 0]), g.scalar(1.0)),
+         lambda t: t.t() + 1.0, [t], 2 * t.numel() * 4, rows)
+    a = torch.randn(32, 256, 56, 56, device="cuda")
+    case("NCHW to NHWC 32x256x56x56", lambda g, a: g.op("permute", a, perm=[0, 2, 3, 1]),
+         lambda a: a.permute(0, 2, 3, 1).contiguous(), [a], 2 * a.numel() * 4, rows)
+    kq, kb = torch.randn(64, 512, 12, 64, device="cuda"), torch.randn(12, 64, device="cuda")
+    case("K^T heads+bias 64x512x12x64", lambda g, k, b: g.op("permute", g.op("add", k, b), perm=[0, 2, 3, 1]),
+         lambda k, b: (k + b).permute(0, 2, 3, 1).contiguous(), [kq, kb], 2 * kq.numel() * 4, rows)
+    del t, a, kq
     models(rows)
     columns(rows)  # last: scripts/gpu-check's time limit cuts these first
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, date=time.strftime("%Y-%m-%d"), results=rows)

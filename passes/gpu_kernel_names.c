@@ -8,8 +8,9 @@
  *   pt2_<kind>_<op>_<op>..._<n>
  *
  * kind: `red` when the kernel reduces across threads (a barrier or a warp
- * shuffle), else `poi` (pointwise), or `copy` when it computes nothing in
- * floating point (transposes, gathers, fills, casts); ops: the first four
+ * shuffle), `tr` when it transposes through shared-memory tiles
+ * (gpu_transpose.c), else `poi` (pointwise), or `copy` when it computes
+ * nothing in floating point (plain transposes, gathers, fills, casts); ops: the first four
  * distinct floating-point arith/math ops of its body (casts and comparisons
  * aside), dialect and type suffix dropped (arith.maximumf -> maximum,
  * math.exp -> exp); n: the kernel's position in the module, which keeps
@@ -27,7 +28,7 @@
 #define NAME_MAX_CHARS 96
 
 typedef struct KernelSummary {
-    bool reduces;
+    bool reduces, transposes, barrier;
     int n_ops;
     char ops[NAME_OPS][24];
 } KernelSummary;
@@ -58,7 +59,13 @@ static void short_name(MlirStringRef full, char *out, size_t cap) {
 static MlirWalkResult summarize(MlirOperation op, void *user) {
     KernelSummary *s = user;
     MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
-    if (gpu_is_op(op, "gpu.barrier") || gpu_is_op(op, "gpu.shuffle")) s->reduces = true;
+    if (gpu_is_op(op, "gpu.shuffle")) s->reduces = true;
+    if (gpu_is_op(op, "gpu.barrier")) s->barrier = true;
+    if (gpu_is_op(op, "memref.get_global")) {
+        MlirAttribute g = mlirOperationGetAttributeByName(op, sref("name"));
+        MlirStringRef global = mlirSymbolRefAttrGetRootReference(g);
+        s->transposes |= global.length >= 20 && !strncmp(global.data, "__pt2_transpose_tile", 20);
+    }
     char shortened[24];
     short_name(name, shortened, sizeof shortened);
     if (!shortened[0] || s->n_ops == NAME_OPS) return MlirWalkResultAdvance;
@@ -72,7 +79,7 @@ static MlirWalkResult summarize(MlirOperation op, void *user) {
 static void kernel_name(MlirOperation func, int index, char *out, size_t cap) {
     KernelSummary s = {0};
     mlirOperationWalk(func, summarize, &s, MlirWalkPreOrder);
-    int at = snprintf(out, cap, "pt2_%s", s.reduces ? "red" : s.n_ops ? "poi" : "copy");
+    int at = snprintf(out, cap, "pt2_%s", s.reduces ? "red" : s.transposes ? "tr" : s.barrier ? "red" : s.n_ops ? "poi" : "copy");
     for (int i = 0; i < s.n_ops && at < (int)cap; ++i) at += snprintf(out + at, cap - (size_t)at, "_%s", s.ops[i]);
     if (at < (int)cap) snprintf(out + at, cap - (size_t)at, "_%d", index);
 }

@@ -391,6 +391,8 @@ static void serialize_nested(MlirOperation kernel_loop) {
 
 const char *const gpu_block_mapping = "[#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
 const char *const gpu_thread_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
+const char *const gpu_thread_xy_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>, "
+                                         "#gpu.loop_dim_map<processor = thread_y, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
 
 /* Blocks × threads for `total` iterations, `per_thread` of them each (a
  * constant loop LLVM unrolls, so that a thread has several independent loads
@@ -655,6 +657,7 @@ static int map_function(MlirOperation func, const GpuMapOptions *opts) {
         MlirOperation op = top.ops[i];
         if (already_mapped(op)) continue;
         if (gpu_is_op(op, "scf.parallel") && mlirOperationGetNumResults(op) == 0) {
+            if (!opts->untiled_transposes && gpu_map_transpose(op, mlirOperationGetParentOperation(func))) continue;
             rc = map_parallel(op);
         } else if (is_host_op(op)) {
             continue;
@@ -718,6 +721,12 @@ MAP_VARIANT(gpu_map_loops_narrow_loops, "pt2-gpu-map-loops-narrow-loops",
 MAP_VARIANT(gpu_map_loops_split_unfused, "pt2-gpu-map-loops-split-unfused",
             "pt2-gpu-map-loops with split rows' stages of whole rows stored, not recomputed (PT2_DISABLE=gpu-split-fuse)",
             .vector_rows = true, .split_unfused = true)
+/* PT2_DISABLE=gpu-tiled-transposes: a pointwise nest that reads an input
+ * across the rows it writes runs one thread an element as any other, not
+ * as tiles through shared memory (gpu_transpose.c). */
+MAP_VARIANT(gpu_map_loops_untiled_transposes, "pt2-gpu-map-loops-untiled-transposes",
+            "pt2-gpu-map-loops without transposes tiled through shared memory (PT2_DISABLE=gpu-tiled-transposes)",
+            .vector_rows = true, .untiled_transposes = true)
 /* For chips before sm_90 (sm_80: 163 KB of shared memory a block), and on
  * sm_90 under PT2_DISABLE=gpu-sm90-shared: row kernels keep at most 160 KB
  * of inputs in shared memory a block, not sm_90's 220 KB. */

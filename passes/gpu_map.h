@@ -19,6 +19,7 @@ int gpu_pass_threads(void);
 /* #gpu.loop_dim_map attributes (as text) for the two levels of a kernel. */
 extern const char *const gpu_block_mapping;
 extern const char *const gpu_thread_mapping;
+extern const char *const gpu_thread_xy_mapping; /* (thread_x, thread_y) */
 
 bool gpu_is_op(MlirOperation op, const char *name);
 /* fn on each gpu.func of each gpu.module at top level of `top` (the kernels, after outlining). */
@@ -73,7 +74,20 @@ typedef struct GpuMapOptions {
      * row kernels keep at most STAGED_BYTES_SM80 of inputs in shared memory
      * a block, not STAGED_BYTES_SM90 */
     bool sm80_shared;
+    /* pt2-gpu-map-loops-untiled-transposes (PT2_DISABLE=gpu-tiled-transposes):
+     * transposes one thread an element, not tiled (gpu_transpose.c), for A/B */
+    bool untiled_transposes;
 } GpuMapOptions;
+
+/* A shared-memory array of `entries` values of type t, the module's global
+ * @<prefix>_<t> (entries == usual) or @<prefix>_<t>_<entries>, declared
+ * once per module (gpu_reduce.c). */
+MlirValue gpu_shared_array(Builder *b, MlirOperation module, const char *prefix, MlirType t, int64_t entries, int64_t usual);
+
+/* passes/gpu_transpose.c: a pointwise loop nest that reads an input across
+ * the rows it writes (a transpose), as 32 x 32 tiles through shared memory;
+ * false (nothing changed) where the nest is not one. */
+bool gpu_map_transpose(MlirOperation par, MlirOperation module);
 
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of
  * loop nests over the same rows that hold a row reduction into one kernel of

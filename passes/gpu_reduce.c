@@ -350,12 +350,16 @@ void red_barrier(Builder *b) { build_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, N
  * block, or per warp and row when rows are interleaved), declared once per
  * module: gpu-kernel-outlining copies it into each kernel module that uses it. */
 static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t, int64_t entries) {
+    return gpu_shared_array(b, module, "__pt2_reduce_scratch", t, entries, WARP);
+}
+
+MlirValue gpu_shared_array(Builder *b, MlirOperation module, const char *prefix, MlirType t, int64_t entries, int64_t usual) {
     char type_text[64], name[96], text[256];
     print_type(t, type_text, sizeof type_text);
-    if (entries == WARP) {
-        snprintf(name, sizeof name, "__pt2_reduce_scratch_%s", type_text);
+    if (entries == usual) {
+        snprintf(name, sizeof name, "%s_%s", prefix, type_text);
     } else {
-        snprintf(name, sizeof name, "__pt2_reduce_scratch_%s_%lld", type_text, (long long)entries);
+        snprintf(name, sizeof name, "%s_%s_%lld", prefix, type_text, (long long)entries);
     }
     char memref_text[128];
     snprintf(memref_text, sizeof memref_text, "memref<%lldx%s, #gpu.address_space<workgroup>>", (long long)entries, type_text);

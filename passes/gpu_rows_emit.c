@@ -23,17 +23,13 @@
  *===----------------------------------------------------------------------===*/
 
 
-/* The lanes of a lane-major kernel with column vectors on thread_x, its rows
- * on thread_y: the lane is then the thread index itself, of a range LLVM
- * knows, and not tid % t, whose mask LLVM merges with a slot's column offset
- * into an `or` it cannot see as an add (the load/store vectorizer then
- * leaves that slot's vector as scalar accesses). */
-static const char *const thread_xy_mapping = "[#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>, "
-                                             "#gpu.loop_dim_map<processor = thread_y, map = (d0) -> (d0), bound = (d0) -> (d0)>]";
-
 /* blocks × threads for `rows` rows, t lanes a row, `interleave` rows
  * sharing a warp, rows_per_block rows a block; two_d: lane-major rows
- * with (lane, row in block) as (thread_x, thread_y). */
+ * with (lane, row in block) as (thread_x, thread_y) (gpu_thread_xy_mapping):
+ * the lane is then the thread index itself, of a range LLVM knows, and not
+ * tid % t, whose mask LLVM merges with a slot's column offset into an `or`
+ * it cannot see as an add (the load/store vectorizer then leaves that
+ * slot's vector as scalar accesses). */
 Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
                         int64_t rows_per_block, bool two_d) {
     Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1, .head_slot = -1};
@@ -48,7 +44,7 @@ Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows
     MlirOperation block;
     if (two_d) {
         MlirValue lbs[2] = {zero, zero}, ubs[2] = {nx, ny}, steps[2] = {one, one};
-        block = gpu_build_parallel(&gb, 2, lbs, ubs, steps, thread_xy_mapping);
+        block = gpu_build_parallel(&gb, 2, lbs, ubs, steps, gpu_thread_xy_mapping);
     } else {
         block = gpu_build_parallel(&gb, 1, &zero, &nt, &one, gpu_thread_mapping);
     }

@@ -1,0 +1,196 @@
+/*===- gpu_transpose.c - pt2-gpu-map-loops: transposes as tiles ------------===*
+ *
+ * A pointwise loop nest whose stores follow its innermost loop `a` (one
+ * thread an element, consecutive threads consecutive elements: rule 3 of
+ * gpu_map.c) but which loads an input whose innermost index is another loop
+ * `b` (a transpose: `x.transpose(-1, -2) + 1`, a permute's copy, an
+ * activation leaving channels-last) reads that input across rows: each
+ * thread of a warp a different 32-byte sector.  Such a nest runs as tiles
+ * of 32 × 32 (a, b) elements, a block of 32 × 8 threads each:
+ *
+ *   1. thread (x, y) loads the transposed inputs at (b = tile_b + x, a =
+ *      tile_a + y + 8j), j < 4: consecutive threads consecutive elements of
+ *      the input, into tile[(y + 8j) · 33 + x] in shared memory (indices
+ *      past the loops' ends clamped onto the last: in bounds, never used);
+ *   2. a barrier;
+ *   3. thread (x, y) runs the body at (a = tile_a + x, b = tile_b + y + 8j),
+ *      the transposed loads read from tile[x · 33 + y + 8j] (33: the
+ *      column's 32 entries in 32 banks), the other loads and the stores
+ *      along a, as before; guarded where a tile is ragged.
+ *
+ * Taken where the load's indices are the nest's loop variables or values
+ * from outside it and include `a` too (a load constant along a is a
+ * broadcast, not a transpose), a and b run at least TILE_MIN_TRIP times, and
+ * the element is a float or an integer of a byte or more.  Up to MAX_TILED
+ * such loads along the same b share the barrier; others stay as they were.
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+
+#include "gpu_map.h"
+#include "ir.h"
+
+#define TILE 32
+#define TILE_ROWS 8      /* threads along y: a thread takes TILE / TILE_ROWS elements in each phase */
+#define TILE_STRIDE 33   /* a tile row in shared memory, one past TILE: no bank conflict down a column */
+#define TILE_MIN_TRIP 16 /* shorter loops gain nothing from tiles */
+#define MAX_TILED 4
+
+typedef struct Tiled {
+    MlirOperation load[MAX_TILED];
+    int n, b;
+} Tiled;
+
+/* v's position among the nest's loop variables, or -1. */
+static int iv_of(MlirBlock body, MlirValue v) {
+    if (!mlirValueIsABlockArgument(v) || !mlirBlockEqual(mlirBlockArgumentGetOwner(v), body)) return -1;
+    return (int)mlirBlockArgumentGetArgNumber(v);
+}
+
+static bool defined_inside(MlirValue v, MlirOperation par) {
+    MlirOperation def = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
+    for (MlirOperation p = def; !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
+        if (mlirOperationEqual(p, par)) return true;
+    }
+    return false;
+}
+
+static bool tileable_type(MlirType t) {
+    if (mlirTypeIsAInteger(t)) return mlirIntegerTypeGetWidth(t) >= 8;
+    return mlirTypeIsAF16(t) || mlirTypeIsABF16(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t);
+}
+
+/* The nest's transposed loads (t), if it is one to tile. */
+static bool find_transposed(MlirOperation par, int n, const int64_t *trip, Tiled *t) {
+    MlirBlock body = gpu_body_of(par);
+    MlirOperation term = mlirBlockGetTerminator(body);
+    bool stores = false;
+    t->n = 0, t->b = -1;
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+        if (mlirOperationGetNumRegions(op) != 0) return false; /* pointwise bodies only */
+        intptr_t k = mlirOperationGetNumOperands(op);
+        if (gpu_is_op(op, "memref.store")) {
+            if (k < 3 || iv_of(body, mlirOperationGetOperand(op, k - 1)) != n - 1) return false;
+            stores = true;
+            continue;
+        }
+        if (!gpu_is_op(op, "memref.load") || k < 3 || t->n == MAX_TILED) continue;
+        int b = iv_of(body, mlirOperationGetOperand(op, k - 1));
+        if (b < 0 || b == n - 1 || (t->b >= 0 && b != t->b)) continue;
+        bool ok = !defined_inside(mlirOperationGetOperand(op, 0), par), along_a = false;
+        for (intptr_t i = 1; i < k && ok; ++i) {
+            MlirValue x = mlirOperationGetOperand(op, i);
+            int d = iv_of(body, x);
+            along_a |= d == n - 1;
+            ok = d >= 0 || !defined_inside(x, par);
+        }
+        if (!ok || !along_a || !tileable_type(mlirValueGetType(mlirOperationGetResult(op, 0)))) continue;
+        t->b = b;
+        t->load[t->n++] = op;
+    }
+    return stores && t->n > 0 && trip[n - 1] >= TILE_MIN_TRIP && trip[t->b] >= TILE_MIN_TRIP;
+}
+
+static MlirValue mul_add(Builder *b, MlirValue x, int64_t m, MlirValue y) {
+    MlirValue p = m == 1 ? x : build_binary(b, "arith.muli", x, const_index(b, m));
+    return build_binary(b, "arith.addi", p, y);
+}
+
+static MlirValue clamp(Builder *b, MlirValue x, int64_t trip) {
+    if (trip % TILE == 0) return x;
+    return build_binary(b, "arith.minui", x, const_index(b, trip - 1));
+}
+
+bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
+    int n = (int)mlirOperationGetNumOperands(par) / 3;
+    int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2];
+    if (n < 2 || n > PT2_MAX_RANK * 2) return false;
+    for (int i = 0; i < n; ++i) {
+        lb[i] = gpu_constant_index(mlirOperationGetOperand(par, i));
+        int64_t ub = gpu_constant_index(mlirOperationGetOperand(par, n + i));
+        step[i] = gpu_constant_index(mlirOperationGetOperand(par, 2 * n + i));
+        if (lb[i] < 0 || ub < 0 || step[i] <= 0) return false;
+        trip[i] = ub > lb[i] ? (ub - lb[i] + step[i] - 1) / step[i] : 0;
+    }
+    Tiled t;
+    if (!find_transposed(par, n, trip, &t)) return false;
+    int a = n - 1, bd = t.b;
+    int64_t tiles_a = (trip[a] + TILE - 1) / TILE, tiles_b = (trip[bd] + TILE - 1) / TILE, blocks = tiles_a * tiles_b;
+    for (int i = 0; i < n; ++i) blocks *= i == a || i == bd ? 1 : trip[i];
+    Builder hb = builder_before(par);
+    MlirValue zero = const_index(&hb, 0), one = const_index(&hb, 1);
+    MlirOperation grid = gpu_build_parallel(&hb, 1, &zero, (MlirValue[]){const_index(&hb, blocks)}, &one, gpu_block_mapping);
+    Builder gb = builder_before(mlirBlockGetTerminator(gpu_body_of(grid)));
+    MlirValue ubs[2] = {const_index(&gb, TILE), const_index(&gb, TILE_ROWS)};
+    MlirOperation block = gpu_build_parallel(&gb, 2, (MlirValue[]){zero, zero}, ubs, (MlirValue[]){one, one}, gpu_thread_xy_mapping);
+    Builder in = builder_before(mlirBlockGetTerminator(gpu_body_of(block)));
+    MlirValue tx = mlirBlockGetArgument(gpu_body_of(block), 0), ty = mlirBlockGetArgument(gpu_body_of(block), 1);
+    /* the block's tile (a fastest, then b, then the other loops, innermost fastest) */
+    MlirValue rest = mlirBlockGetArgument(gpu_body_of(grid), 0), iv[PT2_MAX_RANK * 2];
+    MlirValue tile_a = build_binary(&in, "arith.muli", build_binary(&in, "arith.remui", rest, const_index(&in, tiles_a)), const_index(&in, TILE));
+    rest = build_binary(&in, "arith.divui", rest, const_index(&in, tiles_a));
+    MlirValue tile_b = build_binary(&in, "arith.muli", build_binary(&in, "arith.remui", rest, const_index(&in, tiles_b)), const_index(&in, TILE));
+    rest = build_binary(&in, "arith.divui", rest, const_index(&in, tiles_b));
+    MlirBlock body = gpu_body_of(par);
+    ValueMap outer = {0};
+    for (int i = n - 1; i >= 0; --i) {
+        if (i == a || i == bd) continue;
+        iv[i] = build_binary(&in, "arith.remui", rest, const_index(&in, trip[i]));
+        rest = build_binary(&in, "arith.divui", rest, const_index(&in, trip[i]));
+        vmap_set(&outer, mlirBlockGetArgument(body, i), mul_add(&in, iv[i], step[i], const_index(&in, lb[i])));
+    }
+    MlirValue tiles[MAX_TILED];
+    for (int k = 0; k < t.n; ++k) {
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "__pt2_transpose_tile%d", k);
+        tiles[k] = gpu_shared_array(&in, module, prefix, mlirValueGetType(mlirOperationGetResult(t.load[k], 0)), TILE * TILE_STRIDE,
+                                    TILE * TILE_STRIDE);
+    }
+    /* 1: the transposed inputs into the tiles, consecutive threads along b */
+    for (int j = 0; j < TILE / TILE_ROWS; ++j) {
+        MlirValue y = build_binary(&in, "arith.addi", ty, const_index(&in, (int64_t)j * TILE_ROWS));
+        MlirValue ia = clamp(&in, build_binary(&in, "arith.addi", tile_a, y), trip[a]);
+        MlirValue ib = clamp(&in, build_binary(&in, "arith.addi", tile_b, tx), trip[bd]);
+        ValueMap m = vmap_copy(&outer);
+        vmap_set(&m, mlirBlockGetArgument(body, a), mul_add(&in, ia, step[a], const_index(&in, lb[a])));
+        vmap_set(&m, mlirBlockGetArgument(body, bd), mul_add(&in, ib, step[bd], const_index(&in, lb[bd])));
+        MlirValue at = mul_add(&in, y, TILE_STRIDE, tx);
+        for (int k = 0; k < t.n; ++k) {
+            MlirValue v = mlirOperationGetResult(clone_mapped(&in, t.load[k], &m), 0);
+            MlirValue st[3] = {v, tiles[k], at};
+            build_op(&in, "memref.store", 3, st, 0, NULL, 0, NULL);
+        }
+        vmap_free(&m);
+    }
+    build_op(&in, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL);
+    /* 3: the body, consecutive threads along a */
+    bool ragged = trip[a] % TILE != 0 || trip[bd] % TILE != 0;
+    MlirOperation term = mlirBlockGetTerminator(body);
+    for (int j = 0; j < TILE / TILE_ROWS; ++j) {
+        MlirValue y = build_binary(&in, "arith.addi", ty, const_index(&in, (int64_t)j * TILE_ROWS));
+        MlirValue ia = build_binary(&in, "arith.addi", tile_a, tx), ib = build_binary(&in, "arith.addi", tile_b, y);
+        Builder wb = in;
+        if (ragged) {
+            MlirValue ok = build_binary(&in, "arith.andi", build_cmp(&in, false, "ult", ia, const_index(&in, trip[a])),
+                                        build_cmp(&in, false, "ult", ib, const_index(&in, trip[bd])));
+            wb = builder_before(mlirBlockGetTerminator(build_scf_if(&in, ok)));
+        }
+        ValueMap m = vmap_copy(&outer);
+        vmap_set(&m, mlirBlockGetArgument(body, a), mul_add(&wb, ia, step[a], const_index(&wb, lb[a])));
+        vmap_set(&m, mlirBlockGetArgument(body, bd), mul_add(&wb, ib, step[bd], const_index(&wb, lb[bd])));
+        MlirValue at = mul_add(&wb, tx, TILE_STRIDE, y);
+        for (int k = 0; k < t.n; ++k) {
+            MlirValue ld[2] = {tiles[k], at};
+            MlirValue r = mlirOperationGetResult(t.load[k], 0);
+            vmap_set(&m, r, build_value(&wb, "memref.load", 2, ld, mlirValueGetType(r)));
+        }
+        for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+            bool tiled = false;
+            for (int k = 0; k < t.n; ++k) tiled |= mlirOperationEqual(op, t.load[k]);
+            if (!tiled) clone_mapped(&wb, op, &m);
+        }
+        vmap_free(&m);
+    }
+    vmap_free(&outer);
+    mlirOperationDestroy(par);
+    return true;
+}
