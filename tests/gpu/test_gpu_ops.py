@@ -110,6 +110,18 @@ def test_permute_then_add():
     check(lambda g, x, y: g.op("add", g.op("permute", x, perm=[1, 0]), y), lambda x, y: x.t() + y, [x, y])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.float64])
+@pytest.mark.parametrize("shape,perm", [((67, 45), [1, 0]), ((8192, 96), [1, 0]), ((2, 37, 3, 20), [0, 2, 3, 1]),
+                                        ((3, 33, 17, 40), [0, 3, 1, 2])])
+def test_transposes_tiled(shape, perm, dtype):
+    """Permutes moving the innermost dim (passes/gpu_transpose.c: 32 x 32 tiles through shared memory),
+    ragged tiles, with an elementwise op and a broadcast operand along the output, against eager."""
+    x, y = rand(shape, dtype, 21), rand([shape[p] for p in perm][-1:], dtype, 22)
+    check(lambda g, x, y: g.op("add", g.op("permute", x, perm=perm), y), lambda x, y: x.permute(*perm) + y, [x, y],
+          f"{shape} {perm} {dtype}")
+    check(lambda g, x: g.op("permute", x, perm=perm), lambda x: x.permute(*perm).contiguous(), [x], f"copy {shape} {dtype}")
+
+
 def test_matmul_small():
     a, b = rand((65, 33), torch.float32, 17), rand((33, 17), torch.float32, 18)
     g = pt2.Graph()
