@@ -18,9 +18,10 @@
  *      column's 32 entries in 32 banks), the other loads and the stores
  *      along a, as before; guarded where a tile is ragged.
  *
- * Taken where the load's indices are the nest's loop variables or values
- * from outside it and include `a` too (a load constant along a is a
- * broadcast, not a transpose), a and b run at least TILE_MIN_TRIP times, and
+ * Taken where the load's indices are index arithmetic (a slice's offset
+ * and step) of the nest's loop variables and values from outside it, its
+ * innermost one of b alone, the others reaching `a` too (a load constant
+ * along a is a broadcast, not a transpose), a and b run at least TILE_MIN_TRIP times, and
  * the element is a float or an integer of a byte or more.  Up to MAX_TILED
  * such loads along the same b share the barrier; others stay as they were.
  *===----------------------------------------------------------------------===*/
@@ -46,12 +47,52 @@ static int iv_of(MlirBlock body, MlirValue v) {
     return (int)mlirBlockArgumentGetArgNumber(v);
 }
 
-static bool defined_inside(MlirValue v, MlirOperation par) {
+/* Index arithmetic a load's indices may be made of (a slice's offset and step: affine.apply, addi, muli). */
+static bool index_math(MlirOperation op) {
+    if (mlirOperationGetNumResults(op) != 1 || !mlirTypeIsAIndex(mlirValueGetType(mlirOperationGetResult(op, 0)))) return false;
+    return gpu_is_op(op, "affine.apply") || gpu_is_op(op, "arith.constant") || gpu_is_op(op, "arith.addi") ||
+           gpu_is_op(op, "arith.subi") || gpu_is_op(op, "arith.muli");
+}
+
+/* The loop variables v depends on, as bits, through index arithmetic in the
+ * body (values from outside: none); -1 where something else computes it. */
+static int64_t ivs_of(MlirBlock body, MlirOperation par, MlirValue v, int depth) {
+    int d = iv_of(body, v);
+    if (d >= 0) return (int64_t)1 << d;
     MlirOperation def = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
-    for (MlirOperation p = def; !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
-        if (mlirOperationEqual(p, par)) return true;
+    bool inside = false;
+    for (MlirOperation p = def; !mlirOperationIsNull(p) && !inside; p = mlirOperationGetParentOperation(p)) {
+        inside = mlirOperationEqual(p, par);
     }
-    return false;
+    if (!inside) return 0;
+    if (depth > 8 || !mlirValueIsAOpResult(v) || !index_math(def)) return -1;
+    int64_t bits = 0;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); ++i) {
+        int64_t o = ivs_of(body, par, mlirOperationGetOperand(def, i), depth + 1);
+        if (o < 0) return -1;
+        bits |= o;
+    }
+    return bits;
+}
+
+/* The body's index arithmetic v is computed by, into s. */
+static void index_slice(MlirBlock body, MlirValue v, OpSet *s) {
+    if (!mlirValueIsAOpResult(v)) return;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!mlirBlockEqual(mlirOperationGetBlock(def), body) || !index_math(def) || !opset_insert(s, def)) return;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); ++i) index_slice(body, mlirOperationGetOperand(def, i), s);
+}
+
+/* Clones the load's index arithmetic (in body order), then the load, at b
+ * under m: the load's value. */
+static MlirValue clone_load(Builder *b, MlirBlock body, MlirOperation load, ValueMap *m) {
+    OpSet slice = {0};
+    for (intptr_t i = 1; i < mlirOperationGetNumOperands(load); ++i) index_slice(body, mlirOperationGetOperand(load, i), &slice);
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, load); op = mlirOperationGetNextInBlock(op)) {
+        if (ptrset_has(&slice, op.ptr)) clone_mapped(b, op, m);
+    }
+    opset_free(&slice);
+    return mlirOperationGetResult(clone_mapped(b, load, m), 0);
 }
 
 static bool tileable_type(MlirType t) {
@@ -74,16 +115,16 @@ static bool find_transposed(MlirOperation par, int n, const int64_t *trip, Tiled
             continue;
         }
         if (!gpu_is_op(op, "memref.load") || k < 3 || t->n == MAX_TILED) continue;
-        int b = iv_of(body, mlirOperationGetOperand(op, k - 1));
-        if (b < 0 || b == n - 1 || (t->b >= 0 && b != t->b)) continue;
-        bool ok = !defined_inside(mlirOperationGetOperand(op, 0), par), along_a = false;
-        for (intptr_t i = 1; i < k && ok; ++i) {
-            MlirValue x = mlirOperationGetOperand(op, i);
-            int d = iv_of(body, x);
-            along_a |= d == n - 1;
-            ok = d >= 0 || !defined_inside(x, par);
+        /* the innermost index follows one loop b but a, and the others reach a */
+        int64_t last = ivs_of(body, par, mlirOperationGetOperand(op, k - 1), 0);
+        int b = last > 0 && (last & (last - 1)) == 0 ? __builtin_ctzll((unsigned long long)last) : -1;
+        if (b < 0 || b == n - 1 || (t->b >= 0 && b != t->b) || ivs_of(body, par, mlirOperationGetOperand(op, 0), 0) != 0) continue;
+        int64_t others = 0;
+        for (intptr_t i = 1; i + 1 < k && others >= 0; ++i) {
+            int64_t o = ivs_of(body, par, mlirOperationGetOperand(op, i), 0);
+            others = o < 0 ? -1 : others | o;
         }
-        if (!ok || !along_a || !tileable_type(mlirValueGetType(mlirOperationGetResult(op, 0)))) continue;
+        if (others < 0 || !(others >> (n - 1) & 1) || !tileable_type(mlirValueGetType(mlirOperationGetResult(op, 0)))) continue;
         t->b = b;
         t->load[t->n++] = op;
     }
@@ -155,8 +196,7 @@ bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
         vmap_set(&m, mlirBlockGetArgument(body, bd), mul_add(&in, ib, step[bd], const_index(&in, lb[bd])));
         MlirValue at = mul_add(&in, y, TILE_STRIDE, tx);
         for (int k = 0; k < t.n; ++k) {
-            MlirValue v = mlirOperationGetResult(clone_mapped(&in, t.load[k], &m), 0);
-            MlirValue st[3] = {v, tiles[k], at};
+            MlirValue st[3] = {clone_load(&in, body, t.load[k], &m), tiles[k], at};
             build_op(&in, "memref.store", 3, st, 0, NULL, 0, NULL);
         }
         vmap_free(&m);

@@ -40,6 +40,11 @@ CASES = {
                              [(40, 70), (40,)]),
     "heads_kt": (lambda g, x, b: g.op("permute", g.op("add", x, b), perm=[0, 2, 3, 1]),
                  lambda x, b: (x + b).permute(0, 2, 3, 1), [(2, 37, 3, 20), (3, 20)]),
+    # a slice's offset and step are index arithmetic in the body, cloned for the tile's loads
+    "slice_t": (lambda g, x: g.op("add", g.op("permute", g.op("slice", x, dim=1, start=3, end=80), perm=T), g.scalar(1.0)),
+                lambda x: x[:, 3:80].t() + 1, [(70, 90)]),
+    "step_t": (lambda g, x: g.op("permute", g.op("slice", x, dim=0, start=1, end=69, step=2), perm=T),
+               lambda x: x[1:69:2].t(), [(70, 90)]),
 }
 
 
@@ -63,6 +68,15 @@ def test_transpose_dtypes(dtype):
         (y,), sim = simulate(lambda g, x: g.op("permute", x, perm=T), [x])
     assert torch.equal(y, x.t().contiguous()) and tiled(sim)
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(2 * 5, 256)]  # tiles of 32 x 32, 32 x 8 threads
+
+
+def test_gathered_rows_transposed():
+    """Rows gathered by an index tensor, then transposed: the gather's index comes from a load, not index
+    arithmetic, so that load is never a tile's; eager's values either way."""
+    x, idx = rand(50, 40), torch.tensor([3, 0, 49, 7, 7, 12] * 6)
+    (y,), _ = simulate(lambda g, x, i: g.op("add", g.op("permute", g.op("index_select", x, i, dim=0), perm=T), g.scalar(1.0)),
+                       [x, idx])
+    assert torch.equal(y, x[idx].t() + 1)
 
 
 def test_short_loops_not_tiled():
