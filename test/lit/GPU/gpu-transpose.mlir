@@ -20,6 +20,7 @@
 // PTX: bar.sync 0
 // PTX: ld.shared.b32
 // PTX: st.global.b32
+// PTX: ptxas: {{ok|not installed}}
 // UNTILED-LABEL: func.func @kt
 // UNTILED: gpu.launch_func @pt2_kernels::@pt2_poi_add_0 blocks in (%c768, %c1, %c1) threads in (%c256, %c1, %c1)
 func.func @kt(%x: tensor<8x128x12x64xf32>, %b: tensor<12x64xf32>) -> tensor<8x12x64x128xf32> {
