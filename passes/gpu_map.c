@@ -480,17 +480,11 @@ static int64_t vector_width(MlirOperation par, int64_t inner_trip) {
 static int map_parallel(MlirOperation par) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2], total = 1;
-    for (int i = 0; i < n; ++i) {
-        lb[i] = gpu_constant_index(mlirOperationGetOperand(par, i));
-        int64_t ub = gpu_constant_index(mlirOperationGetOperand(par, n + i));
-        step[i] = gpu_constant_index(mlirOperationGetOperand(par, 2 * n + i));
-        if (lb[i] < 0 || ub < 0 || step[i] <= 0) {
-            op_error(par, "pt2-gpu-map-loops: loop bounds must be constants (static shapes)");
-            return -1;
-        }
-        trip[i] = ub > lb[i] ? (ub - lb[i] + step[i] - 1) / step[i] : 0;
-        total *= trip[i];
+    if (!gpu_constant_bounds(par, n, lb, trip, step)) {
+        op_error(par, "pt2-gpu-map-loops: loop bounds must be constants (static shapes)");
+        return -1;
     }
+    for (int i = 0; i < n; ++i) total *= trip[i];
     if (total == 0) {
         mlirOperationDestroy(par);
         return 0;

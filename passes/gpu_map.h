@@ -79,6 +79,10 @@ typedef struct GpuMapOptions {
     bool untiled_transposes;
 } GpuMapOptions;
 
+/* lb, trip count and step of every one of the n dimensions of an
+ * scf.parallel or scf.for; false unless all are constants (gpu_reduce.c). */
+bool gpu_constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, int64_t *step);
+
 /* A shared-memory array of `entries` values of type t, the module's global
  * @<prefix>_<t> (entries == usual) or @<prefix>_<t>_<entries>, declared
  * once per module (gpu_reduce.c). */

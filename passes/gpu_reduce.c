@@ -62,8 +62,7 @@ static bool simple_body(MlirBlock block, bool apply) {
 /* Loads, stores, arithmetic and math: what a stage's body may hold. */
 bool red_simple_body(MlirBlock block) { return simple_body(block, false); }
 
-/* lb, trip count and step of every dimension of an scf.parallel or scf.for. */
-static bool constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, int64_t *step) {
+bool gpu_constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, int64_t *step) {
     for (int i = 0; i < n; ++i) {
         lb[i] = gpu_constant_index(mlirOperationGetOperand(loop, i));
         int64_t ub = gpu_constant_index(mlirOperationGetOperand(loop, n + i));
@@ -172,7 +171,7 @@ bool red_analyze_stage(MlirOperation op, Stage *s) {
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("mapping")))) return false;
     s->par = op;
     s->n_dims = (int)mlirOperationGetNumOperands(op) / 3;
-    if (s->n_dims > MAX_LOOPS || !constant_bounds(op, s->n_dims, s->lb, s->trip, s->step)) return false;
+    if (s->n_dims > MAX_LOOPS || !gpu_constant_bounds(op, s->n_dims, s->lb, s->trip, s->step)) return false;
     MlirBlock body = gpu_body_of(op);
     MlirOperation nested = only_op(body);
     if (!mlirOperationIsNull(nested) && gpu_is_op(nested, "scf.for")) {
@@ -181,7 +180,7 @@ bool red_analyze_stage(MlirOperation op, Stage *s) {
             if (s->n_fors == MAX_LOOPS || mlirOperationGetNumResults(f) != 0 || mlirOperationGetNumOperands(f) != 3) return false;
             int i = s->n_fors++;
             s->fors[i] = f;
-            if (!constant_bounds(f, 1, &s->for_lb[i], &s->for_trip[i], &s->for_step[i])) return false;
+            if (!gpu_constant_bounds(f, 1, &s->for_lb[i], &s->for_trip[i], &s->for_step[i])) return false;
             MlirBlock fb = gpu_body_of(f);
             MlirOperation next = only_op(fb);
             if (!mlirOperationIsNull(next) && gpu_is_op(next, "scf.for")) {

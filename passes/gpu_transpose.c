@@ -144,14 +144,7 @@ static MlirValue clamp(Builder *b, MlirValue x, int64_t trip) {
 bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2];
-    if (n < 2 || n > PT2_MAX_RANK * 2) return false;
-    for (int i = 0; i < n; ++i) {
-        lb[i] = gpu_constant_index(mlirOperationGetOperand(par, i));
-        int64_t ub = gpu_constant_index(mlirOperationGetOperand(par, n + i));
-        step[i] = gpu_constant_index(mlirOperationGetOperand(par, 2 * n + i));
-        if (lb[i] < 0 || ub < 0 || step[i] <= 0) return false;
-        trip[i] = ub > lb[i] ? (ub - lb[i] + step[i] - 1) / step[i] : 0;
-    }
+    if (n < 2 || n > PT2_MAX_RANK * 2 || !gpu_constant_bounds(par, n, lb, trip, step)) return false;
     Tiled t;
     if (!find_transposed(par, n, trip, &t)) return false;
     int a = n - 1, bd = t.b;
