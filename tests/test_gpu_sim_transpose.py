@@ -20,8 +20,8 @@ T = [1, 0]
 
 def rand(*shape, seed=0, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
-    if dtype == torch.int64:
-        return torch.randint(-1000, 1000, shape, generator=g)
+    if dtype in (torch.int64, torch.int32):
+        return torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
     return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
 
 
@@ -58,7 +58,7 @@ def test_transposes(name, disable):
     assert tiled(sim) == (not disable)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int64, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.float64])
 def test_transpose_dtypes(dtype):
     x = rand(33, 129, dtype=dtype)
     if dtype == torch.bfloat16:  # the simulator takes bf16 values as f32 arrays
@@ -77,6 +77,13 @@ def test_gathered_rows_transposed():
     (y,), _ = simulate(lambda g, x, i: g.op("add", g.op("permute", g.op("index_select", x, i, dim=0), perm=T), g.scalar(1.0)),
                        [x, idx])
     assert torch.equal(y, x[idx].t() + 1)
+
+
+def test_bool_transpose_not_tiled():
+    """i1 elements stay one thread an element (no shared-memory tile of bits): eager's values."""
+    x = rand(40, 50) < 0
+    (y,), sim = simulate(lambda g, x: g.op("permute", x, perm=T), [x])
+    assert torch.equal(y, x.t().contiguous()) and not tiled(sim)
 
 
 def test_short_loops_not_tiled():
