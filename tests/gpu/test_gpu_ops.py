@@ -122,6 +122,16 @@ def test_transposes_tiled(shape, perm, dtype):
     check(lambda g, x: g.op("permute", x, perm=perm), lambda x: x.permute(*perm).contiguous(), [x], f"copy {shape} {dtype}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_transposes_of_slices_tiled(dtype):
+    """A slice's offset and step in a tiled transpose's loads (index arithmetic cloned into the tile's loop)."""
+    x = rand((70, 90), dtype, 23)
+    check(lambda g, x: g.op("add", g.op("permute", g.op("slice", x, dim=1, start=3, end=80), perm=[1, 0]), g.scalar(1.0)),
+          lambda x: x[:, 3:80].t() + 1, [x], f"slice {dtype}")
+    check(lambda g, x: g.op("permute", g.op("slice", x, dim=0, start=1, end=69, step=2), perm=[1, 0]),
+          lambda x: x[1:69:2].t().contiguous(), [x], f"step {dtype}")
+
+
 def test_matmul_small():
     a, b = rand((65, 33), torch.float32, 17), rand((33, 17), torch.float32, 18)
     g = pt2.Graph()
