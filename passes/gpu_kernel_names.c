@@ -64,7 +64,8 @@ static MlirWalkResult summarize(MlirOperation op, void *user) {
     if (gpu_is_op(op, "memref.get_global")) {
         MlirAttribute g = mlirOperationGetAttributeByName(op, sref("name"));
         MlirStringRef global = mlirSymbolRefAttrGetRootReference(g);
-        s->transposes |= global.length >= 20 && !strncmp(global.data, "__pt2_transpose_tile", 20);
+        size_t len = strlen(GPU_TRANSPOSE_TILE_PREFIX);
+        s->transposes |= global.length >= len && !strncmp(global.data, GPU_TRANSPOSE_TILE_PREFIX, len);
     }
     char shortened[24];
     short_name(name, shortened, sizeof shortened);

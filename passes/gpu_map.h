@@ -88,6 +88,10 @@ bool gpu_constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, 
  * once per module (gpu_reduce.c). */
 MlirValue gpu_shared_array(Builder *b, MlirOperation module, const char *prefix, MlirType t, int64_t entries, int64_t usual);
 
+/* The shared-memory tiles' globals (@<prefix><k>_<type>), by which
+ * pt2-gpu-name-kernels tells a transposing kernel. */
+#define GPU_TRANSPOSE_TILE_PREFIX "__pt2_transpose_tile"
+
 /* passes/gpu_transpose.c: a pointwise loop nest that reads an input across
  * the rows it writes (a transpose), as 32 x 32 tiles through shared memory;
  * false (nothing changed) where the nest is not one. */

@@ -141,6 +141,16 @@ static MlirValue clamp(Builder *b, MlirValue x, int64_t trip) {
     return build_binary(b, "arith.minui", x, const_index(b, trip - 1));
 }
 
+/* The nest's loop variables at iteration (ia, ib) of loops a and b, the
+ * others as in `outer`: lb + iteration · step. */
+static ValueMap at_iteration(Builder *b, const ValueMap *outer, MlirBlock body, int a, MlirValue ia, int bd, MlirValue ib,
+                             const int64_t *lb, const int64_t *step) {
+    ValueMap m = vmap_copy(outer);
+    vmap_set(&m, mlirBlockGetArgument(body, a), mul_add(b, ia, step[a], const_index(b, lb[a])));
+    vmap_set(&m, mlirBlockGetArgument(body, bd), mul_add(b, ib, step[bd], const_index(b, lb[bd])));
+    return m;
+}
+
 bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2];
@@ -159,7 +169,7 @@ bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
     Builder in = builder_before(mlirBlockGetTerminator(gpu_body_of(block)));
     MlirValue tx = mlirBlockGetArgument(gpu_body_of(block), 0), ty = mlirBlockGetArgument(gpu_body_of(block), 1);
     /* the block's tile (a fastest, then b, then the other loops, innermost fastest) */
-    MlirValue rest = mlirBlockGetArgument(gpu_body_of(grid), 0), iv[PT2_MAX_RANK * 2];
+    MlirValue rest = mlirBlockGetArgument(gpu_body_of(grid), 0);
     MlirValue tile_a = build_binary(&in, "arith.muli", build_binary(&in, "arith.remui", rest, const_index(&in, tiles_a)), const_index(&in, TILE));
     rest = build_binary(&in, "arith.divui", rest, const_index(&in, tiles_a));
     MlirValue tile_b = build_binary(&in, "arith.muli", build_binary(&in, "arith.remui", rest, const_index(&in, tiles_b)), const_index(&in, TILE));
@@ -168,14 +178,14 @@ bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
     ValueMap outer = {0};
     for (int i = n - 1; i >= 0; --i) {
         if (i == a || i == bd) continue;
-        iv[i] = build_binary(&in, "arith.remui", rest, const_index(&in, trip[i]));
+        MlirValue iv = build_binary(&in, "arith.remui", rest, const_index(&in, trip[i]));
         rest = build_binary(&in, "arith.divui", rest, const_index(&in, trip[i]));
-        vmap_set(&outer, mlirBlockGetArgument(body, i), mul_add(&in, iv[i], step[i], const_index(&in, lb[i])));
+        vmap_set(&outer, mlirBlockGetArgument(body, i), mul_add(&in, iv, step[i], const_index(&in, lb[i])));
     }
     MlirValue tiles[MAX_TILED];
     for (int k = 0; k < t.n; ++k) {
         char prefix[48];
-        snprintf(prefix, sizeof prefix, "__pt2_transpose_tile%d", k);
+        snprintf(prefix, sizeof prefix, "%s%d", GPU_TRANSPOSE_TILE_PREFIX, k);
         tiles[k] = gpu_shared_array(&in, module, prefix, mlirValueGetType(mlirOperationGetResult(t.load[k], 0)), TILE * TILE_STRIDE,
                                     TILE * TILE_STRIDE);
     }
@@ -184,9 +194,7 @@ bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
         MlirValue y = build_binary(&in, "arith.addi", ty, const_index(&in, (int64_t)j * TILE_ROWS));
         MlirValue ia = clamp(&in, build_binary(&in, "arith.addi", tile_a, y), trip[a]);
         MlirValue ib = clamp(&in, build_binary(&in, "arith.addi", tile_b, tx), trip[bd]);
-        ValueMap m = vmap_copy(&outer);
-        vmap_set(&m, mlirBlockGetArgument(body, a), mul_add(&in, ia, step[a], const_index(&in, lb[a])));
-        vmap_set(&m, mlirBlockGetArgument(body, bd), mul_add(&in, ib, step[bd], const_index(&in, lb[bd])));
+        ValueMap m = at_iteration(&in, &outer, body, a, ia, bd, ib, lb, step);
         MlirValue at = mul_add(&in, y, TILE_STRIDE, tx);
         for (int k = 0; k < t.n; ++k) {
             MlirValue st[3] = {clone_load(&in, body, t.load[k], &m), tiles[k], at};
@@ -207,9 +215,7 @@ bool gpu_map_transpose(MlirOperation par, MlirOperation module) {
                                         build_cmp(&in, false, "ult", ib, const_index(&in, trip[bd])));
             wb = builder_before(mlirBlockGetTerminator(build_scf_if(&in, ok)));
         }
-        ValueMap m = vmap_copy(&outer);
-        vmap_set(&m, mlirBlockGetArgument(body, a), mul_add(&wb, ia, step[a], const_index(&wb, lb[a])));
-        vmap_set(&m, mlirBlockGetArgument(body, bd), mul_add(&wb, ib, step[bd], const_index(&wb, lb[bd])));
+        ValueMap m = at_iteration(&wb, &outer, body, a, ia, bd, ib, lb, step);
         MlirValue at = mul_add(&wb, tx, TILE_STRIDE, y);
         for (int k = 0; k < t.n; ++k) {
             MlirValue ld[2] = {tiles[k], at};
