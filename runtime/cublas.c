@@ -15,7 +15,9 @@
  * f32; f32 products use COMPUTE_32F, or COMPUTE_32F_FAST_TF32 when TF32 is
  * allowed (pt2GpuSetMatmulAllowTF32); f64 COMPUTE_64F.
  *
- * Plain products go to cublasGemmStridedBatchedEx.  Entries with an
+ * Plain products go to cublasGemmStridedBatchedEx, or to cublasLtMatmul
+ * where one of cuBLASLt's candidates timed faster on the entry's first call
+ * (see lt_fastest).  Entries with an
  * epilogue (D = act(A · B + residual + bias[n])) go to cublasLtMatmul: the
  * bias and the activation as CUBLASLT_EPILOGUE_{BIAS,RELU,GELU}[_BIAS]
  * (cuBLASLt's GELU is the tanh approximation; gpu_extern.c only matches
@@ -79,6 +81,8 @@ enum {
     CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5, /* B, C, D follow */
+    CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,          /* int32_t */
+    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6, /* int64_t, in elements */
     CUBLASLT_EPILOGUE_DEFAULT = 1,
     CUBLASLT_EPILOGUE_RELU = 2,
     CUBLASLT_EPILOGUE_BIAS = 4,
@@ -112,6 +116,7 @@ typedef struct LtHeuristicResult {
     X(cublasStatus_t, cublasLtMatmulDescSetAttribute, void *, int, const void *, size_t)                               \
     X(cublasStatus_t, cublasLtMatrixLayoutCreate, void **, int, uint64_t, uint64_t, int64_t)                           \
     X(cublasStatus_t, cublasLtMatrixLayoutDestroy, void *)                                                             \
+    X(cublasStatus_t, cublasLtMatrixLayoutSetAttribute, void *, int, const void *, size_t)                             \
     X(cublasStatus_t, cublasLtMatmulPreferenceCreate, void **)                                                         \
     X(cublasStatus_t, cublasLtMatmulPreferenceDestroy, void *)                                                         \
     X(cublasStatus_t, cublasLtMatmulPreferenceSetAttribute, void *, int, const void *, size_t)                         \
@@ -233,6 +238,7 @@ int pt2_cublas_prepare_stream(void *stream) {
  * compute type, the workspace and the operands' alignments. */
 typedef struct LtPlan {
     bool made, unsupported;
+    bool cublas; /* a plain product: cuBLAS's own call timed fastest, or could not be timed */
     uint32_t key[7];
     void *desc, *layouts[4], *preference; /* layouts: cuBLASLt's A (our B), B (our A), C, D */
     LtAlgo algo;
@@ -391,6 +397,16 @@ static uint32_t alignment(const void *p) {
     return align;
 }
 
+/* The alignment of every matrix of a batch: the batch stride's bytes too. */
+static uint32_t batch_alignment(const void *p, long long stride, int bytes, int64_t batch) {
+    uint32_t a = alignment(p);
+    if (batch > 1 && stride != 0) {
+        uint32_t s = alignment((const void *)(uintptr_t)((unsigned long long)stride * (unsigned long long)bytes));
+        a = s < a ? s : a;
+    }
+    return a;
+}
+
 /* cuBLASLt's heuristic ranks algorithms by a model of the GPU; its first
  * is often not the fastest on large products (BERT's MLM head on the H200:
  * its 128x64 tile 1.14 ms where another of its candidates matches
@@ -399,12 +415,22 @@ static uint32_t alignment(const void *p) {
  * PT2_GEMM_BENCHMARK=0, the stream is being captured into a CUDA graph
  * (the heuristic's first then), or C is D (a residual added in place: each
  * timed run would add it again).  Choices are kept per problem for the
- * process, so a model's repeated layers time their shape once. */
+ * process, so a model's repeated layers time their shape once.
+ *
+ * cuBLAS's own heuristic, which plain products (batched ones included)
+ * take through cublasGemmStridedBatchedEx, misses too: BERT's attention
+ * scores with K read transposed got a `tn` kernel at 118 µs a call where
+ * the same product with K copied ran 111.  So a plain f16/bf16/f32 product
+ * with beta 0 is timed the same way, cuBLAS's call among the candidates,
+ * and moves to cuBLASLt only if one of its algorithms is faster by more
+ * than LT_MARGIN (noise between timings of one kernel is about 1 %). */
 #define LT_CANDIDATES 8
 #define LT_TIMED_RUNS 3
+#define LT_MARGIN 0.97f
 
 typedef struct LtProblem {
-    int64_t m, n, k;
+    int64_t m, n, k, batch;
+    long long stride_a, stride_b, stride_d;
     int op_a, op_b, lda, ldb, ldd, ldr, ab_type, d_type;
     unsigned epilogue;
     bool bias, residual;
@@ -414,13 +440,15 @@ typedef struct LtProblem {
 static struct {
     LtProblem problem;
     LtAlgo algo;
+    bool cublas;
 } lt_choices[256];
 static int n_lt_choices;
 
 static LtProblem lt_problem(const Pt2Gemm *e, const Product *p, const uint32_t key[7]) {
     LtProblem q;
     memset(&q, 0, sizeof q); /* compared with memcmp: padding too */
-    q.m = p->m, q.n = p->n, q.k = p->k;
+    q.m = p->m, q.n = p->n, q.k = p->k, q.batch = p->batch;
+    if (p->batch > 1) q.stride_a = p->stride_a, q.stride_b = p->stride_b, q.stride_d = p->stride_d;
     q.op_a = p->op_a, q.op_b = p->op_b, q.lda = p->lda, q.ldb = p->ldb, q.ldd = p->ldd, q.ldr = p->residual ? p->ldr : 0;
     q.ab_type = e->ab_type, q.d_type = e->d_type, q.epilogue = e->epilogue;
     q.bias = p->bias != NULL, q.residual = p->residual != NULL;
@@ -446,13 +474,40 @@ static int lt_run(void *arg) {
     return s == 0 ? 0 : -1;
 }
 
-/* Which of the heuristic's n answers runs fastest on this call's operands:
- * the first if none can be timed. */
-static int lt_fastest(const LtPlan *lt, const Product *p, const LtHeuristicResult *found, int n, void *workspace,
-                      void *stream) {
-    bool capturing = true;
-    if (n < 2 || (p->residual && p->residual == p->d) || pt2_cuda_stream_capturing(stream, &capturing) != 0 || capturing) {
-        return 0;
+static int plain_gemm(const Pt2Gemm *e, const Product *p, void *stream);
+
+typedef struct PlainRun {
+    const Pt2Gemm *e;
+    const Product *p;
+    void *stream;
+} PlainRun;
+
+static int plain_run(void *arg) {
+    const PlainRun *r = arg;
+    return plain_gemm(r->e, r->p, r->stream);
+}
+
+/* Which of the heuristic's n answers runs fastest on this call's operands,
+ * with *out_timed saying whether they were timed (the choice then holds for
+ * the problem).  An entry with an epilogue takes the first if none can be
+ * timed.  A plain product also times cuBLAS's own call and keeps it (-1)
+ * unless a candidate beats it by LT_MARGIN (PT2_GEMM_BENCHMARK=cublaslt:
+ * cuBLASLt's fastest regardless, so that tests reach its batched layouts),
+ * and when nothing can be timed. */
+static int lt_fastest(const Pt2Gemm *e, const LtPlan *lt, const Product *p, const LtHeuristicResult *found, int n,
+                      void *workspace, void *stream, bool *out_timed) {
+    bool plain = !has_epilogue(e), capturing = true;
+    int untimed = plain ? -1 : 0;
+    *out_timed = !plain && n < 2; /* one candidate: nothing to time */
+    if (*out_timed || (p->residual && p->residual == p->d) || pt2_cuda_stream_capturing(stream, &capturing) != 0 || capturing) {
+        return untimed;
+    }
+    const char *benchmark = getenv("PT2_GEMM_BENCHMARK");
+    bool versus_cublas = plain && !(benchmark && strcmp(benchmark, "cublaslt") == 0);
+    float cublas_ms = -1;
+    PlainRun cublas_run = {e, p, stream};
+    if (versus_cublas && (plain_run(&cublas_run) != 0 || pt2_cuda_time(stream, plain_run, &cublas_run, LT_TIMED_RUNS, &cublas_ms) != 0)) {
+        return untimed;
     }
     int best = -1;
     float best_ms = 0, first_ms = -1;
@@ -463,10 +518,22 @@ static int lt_fastest(const LtPlan *lt, const Product *p, const LtHeuristicResul
         if (i == 0) first_ms = ms;
         if (best < 0 || ms < best_ms) best = i, best_ms = ms;
     }
-    if (best < 0) return 0;
-    if (pt2_disabled(getenv("PT2_LOGS"), "cublas")) {
-        fprintf(stderr, "[pt2] cublas: %lldx%lldx%lld: timed %d cuBLASLt algorithms, #%d %.4f ms (the heuristic's first %.4f ms)\n",
-                (long long)p->m, (long long)p->n, (long long)p->k, n, best, best_ms, first_ms);
+    pt2_set_error("%s", ""); /* a candidate that failed is not the call's error */
+    if (best < 0) return untimed;
+    *out_timed = true;
+    bool log = pt2_disabled(getenv("PT2_LOGS"), "cublas");
+    if (versus_cublas && !(best_ms < cublas_ms * LT_MARGIN)) {
+        if (log) {
+            fprintf(stderr, "[pt2] cublas: %lldx%lldx%lld batch %lld: cuBLAS's own call %.4f ms, timed %d cuBLASLt algorithms, the best %.4f ms\n",
+                    (long long)p->m, (long long)p->n, (long long)p->k, (long long)p->batch, cublas_ms, n, best_ms);
+        }
+        return -1;
+    }
+    if (log) {
+        fprintf(stderr, "[pt2] cublas: %lldx%lldx%lld batch %lld: timed %d cuBLASLt algorithms, #%d %.4f ms (the heuristic's first %.4f ms",
+                (long long)p->m, (long long)p->n, (long long)p->k, (long long)p->batch, n, best, best_ms, first_ms);
+        if (versus_cublas) fprintf(stderr, ", cuBLAS's own call %.4f ms", cublas_ms);
+        fprintf(stderr, ")\n");
     }
     return best;
 }
@@ -490,6 +557,13 @@ static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], L
          p_cublasLtMatrixLayoutCreate(&lt->layouts[1], e->ab_type, p->op_a ? p->m : p->k, p->op_a ? p->k : p->m, p->lda) == 0 &&
          p_cublasLtMatrixLayoutCreate(&lt->layouts[2], e->d_type, p->n, p->m, p->residual ? p->ldr : p->ldd) == 0 &&
          p_cublasLtMatrixLayoutCreate(&lt->layouts[3], e->d_type, p->n, p->m, p->ldd) == 0;
+    int32_t batch = (int32_t)p->batch;
+    int64_t strides[4] = {p->stride_b, p->stride_a, p->stride_d, p->stride_d};
+    for (int i = 0; i < 4 && ok && batch > 1; ++i) {
+        ok = p_cublasLtMatrixLayoutSetAttribute(lt->layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch) == 0 &&
+             p_cublasLtMatrixLayoutSetAttribute(lt->layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+                                                sizeof strides[i]) == 0;
+    }
     ok = ok && p_cublasLtMatmulPreferenceCreate(&lt->preference) == 0 &&
          p_cublasLtMatmulPreferenceSetAttribute(lt->preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace) == 0;
     for (int i = 0; i < 4 && ok; ++i) { /* A, B, C, D as cuBLASLt names them */
@@ -502,6 +576,7 @@ static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], L
     for (int i = 0; i < n_lt_choices; ++i) {
         if (memcmp(&lt_choices[i].problem, &problem, sizeof problem) == 0) {
             lt->algo = lt_choices[i].algo;
+            lt->cublas = lt_choices[i].cublas;
             return;
         }
     }
@@ -509,6 +584,10 @@ static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], L
     int n_found = 0;
     const char *benchmark = getenv("PT2_GEMM_BENCHMARK");
     int wanted = benchmark && strcmp(benchmark, "0") == 0 ? 1 : LT_CANDIDATES;
+    if (wanted == 1 && !has_epilogue(e)) { /* nothing to time a plain product's cuBLAS call against */
+        lt->cublas = true;
+        return;
+    }
     if (p_cublasLtMatmulAlgoGetHeuristic(lt_handle, lt->desc, lt->layouts[0], lt->layouts[1], lt->layouts[2], lt->layouts[3],
                                          lt->preference, wanted, found, &n_found) != 0) {
         n_found = 0;
@@ -521,26 +600,43 @@ static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], L
         lt->unsupported = true;
         return;
     }
-    lt->algo = found[lt_fastest(lt, p, found, n, workspace_memory, stream)].algo;
-    if (n_lt_choices < (int)(sizeof lt_choices / sizeof lt_choices[0])) {
+    bool timed;
+    int best = lt_fastest(e, lt, p, found, n, workspace_memory, stream, &timed);
+    lt->cublas = best < 0;
+    lt->algo = found[best < 0 ? 0 : best].algo;
+    if ((timed || wanted == 1) && n_lt_choices < (int)(sizeof lt_choices / sizeof lt_choices[0])) {
         lt_choices[n_lt_choices].problem = problem;
+        lt_choices[n_lt_choices].cublas = lt->cublas;
         lt_choices[n_lt_choices++].algo = lt->algo;
     }
 }
 
+/* Whether a plain product may be timed against cuBLASLt's algorithms: not
+ * f64 (cuBLASLt's scale type here is f32), not D += A · B (each timed run
+ * would add again).  PT2_GEMM_BENCHMARK=0 keeps cuBLAS's call (lt_make). */
+static bool plain_timed(const Pt2Gemm *e) {
+    return !has_epilogue(e) && !e->beta_one && e->ab_type != CUDA_R_64F && e->d_type != CUDA_R_64F;
+}
+
 /* The entry through cuBLASLt, epilogue included: 1 if done, 0 if cuBLASLt
- * cannot (missing, no algorithm, the call failed: nothing was written). */
+ * cannot (missing, no algorithm, the call failed: nothing was written) or,
+ * for a plain product, cuBLAS's own call is the faster. */
 static int lt_gemm(Pt2Gemm *e, const Product *p, void *stream) {
-    if (p->batch != 1 || !load_cublaslt()) return 0;
+    if ((p->batch != 1 && has_epilogue(e)) || !load_cublaslt()) return 0;
     void *workspace = stream_workspace(stream);
     const void *c = p->residual ? p->residual : p->d;
-    uint32_t key[7] = {(uint32_t)compute_type(e), workspace ? (uint32_t)GEMM_WORKSPACE_BYTES : 0, alignment(p->b), alignment(p->a),
-                       alignment(c), alignment(p->d), p->bias ? alignment(p->bias) : 0};
+    uint32_t key[7] = {(uint32_t)compute_type(e),
+                       workspace ? (uint32_t)GEMM_WORKSPACE_BYTES : 0,
+                       batch_alignment(p->b, p->stride_b, e->ab_bytes, p->batch),
+                       batch_alignment(p->a, p->stride_a, e->ab_bytes, p->batch),
+                       batch_alignment(c, p->stride_d, e->d_bytes, p->batch),
+                       batch_alignment(p->d, p->stride_d, e->d_bytes, p->batch),
+                       p->bias ? alignment(p->bias) : 0};
     if (!e->lt.made || memcmp(e->lt.key, key, sizeof key) != 0) {
         if (e->lt.made) lt_release(&e->lt);
         lt_make(e, p, key, &e->lt, workspace, stream);
     }
-    if (e->lt.unsupported) return 0;
+    if (e->lt.unsupported || e->lt.cublas) return 0;
     if (p->bias && p_cublasLtMatmulDescSetAttribute(e->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof p->bias) != 0) {
         return 0;
     }
@@ -604,6 +700,7 @@ int pt2_cublas_gemm(Pt2Gemm **entry, const char *what, const Pt2GpuOperand *oper
         *out_epilogue_done = true;
         return 0;
     }
+    if (plain_timed(e) && lt_gemm(e, &p, stream)) return 0;
     if (plain_gemm(e, &p, stream) != 0) return e->conv ? conv_loops_run(e, what) : -1;
     return 0;
 }

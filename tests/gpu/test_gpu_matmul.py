@@ -338,6 +338,61 @@ def test_cublaslt_algorithms_timed(gemm_benchmark):
         assert all("509x3001x768" in line for line in timed), timed
 
 
+PLAIN_TIMED_SCRIPT = SCRIPT_PRELUDE + r"""
+torch.backends.cuda.matmul.allow_tf32 = False
+out = {}
+for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
+    # batched: K read transposed (one batch stride, CUBLAS_OP_T), a sliced operand (an offset
+    # and a leading dimension past its columns); 2-d: an odd m.  Leading dimensions and offsets
+    # are multiples of 16 bytes, so that cuBLASLt has candidates for every problem
+    q, k, v = rand((6, 33, 16), dt, 1), rand((6, 264, 16), dt, 2), rand((6, 264, 56), dt, 3)
+    x, w = rand((65, 136), dt, 4), rand((136, 40), dt, 5)
+    g = pt2.Graph()
+    vq, vk, vv, vx, vw = (g.input(t.dtype, tuple(t.shape)) for t in (q, k, v, x, w))
+    s = g.op("matmul", vq, g.op("permute", vk, perm=[0, 2, 1]))
+    y1 = g.op("matmul", s, g.op("slice", vv, dim=2, start=8, end=48))
+    y2 = g.op("matmul", vx, vw)
+    g.outputs(s, y1, y2)
+    kern = g.compile(device="cuda")
+    for call in range(2):  # the second call reuses the choices
+        got = kern(q, k, v, x, w)
+        torch.cuda.synchronize()
+        sd = q.double() @ k.double().transpose(1, 2)
+        want = (sd, sd @ v.double()[..., 8:48], x.double() @ w.double())
+        out[f"{name}_{call}"] = [rel(a, e) for a, e in zip(got, want)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("gemm_benchmark", ["1", "cublaslt", "0"])
+def test_plain_products_timed_against_cublaslt(gemm_benchmark):
+    """Plain products (batched, K transposed, sliced, 2-d) time cuBLAS's own call against
+    cuBLASLt's candidates at their first call and keep the faster, once per problem;
+    PT2_GEMM_BENCHMARK=cublaslt takes cuBLASLt's fastest regardless (its batched layouts and
+    strides are then what computes), =0 keeps cuBLAS's call untimed.  Results match the
+    float64 oracle every way."""
+    env = dict(os.environ, PT2_LOGS="cublas", PT2_GEMM_BENCHMARK=gemm_benchmark, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", PLAIN_TIMED_SCRIPT], env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(results) == 6
+    for key, errs in results.items():
+        assert all(e < TOL[{"f32": F32, "f16": F16, "bf16": BF16}[key.split("_")[0]]] for e in errs), (key, errs)
+    timed = [line for line in r.stderr.splitlines() if "cuBLASLt algorithms" in line]
+    if gemm_benchmark == "0":
+        assert not timed, timed
+        return
+    # three problems a dtype, each timed once (the second call reuses the choice)
+    assert len(timed) == 9, r.stderr[-3000:]
+    assert sum("33x264x16 batch 6" in line for line in timed) == 3, timed
+    assert sum("33x40x264 batch 6" in line for line in timed) == 3, timed
+    assert sum("65x40x136 batch 1" in line for line in timed) == 3, timed
+    if gemm_benchmark == "cublaslt":
+        assert all("timed" in line and "cuBLAS's own call" not in line for line in timed), timed
+    else:
+        assert all("cuBLAS's own call" in line for line in timed), timed
+
+
 # ---- attention-shaped products
 
 
