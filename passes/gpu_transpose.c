@@ -31,7 +31,7 @@
 #include "ir.h"
 
 #define TILE 32
-#define TILE_ROWS 8      /* threads along y: a thread takes TILE / TILE_ROWS elements in each phase */
+#define TILE_ROWS 4      /* threads along y: a thread takes TILE / TILE_ROWS elements in each phase */
 #define TILE_STRIDE 33   /* a tile row in shared memory, one past TILE: no bank conflict down a column */
 #define TILE_MIN_TRIP 16 /* shorter loops gain nothing from tiles */
 #define MAX_TILED 4

@@ -67,7 +67,7 @@ def test_transpose_dtypes(dtype):
     else:
         (y,), sim = simulate(lambda g, x: g.op("permute", x, perm=T), [x])
     assert torch.equal(y, x.t().contiguous()) and tiled(sim)
-    assert [(k.blocks, k.threads) for k in sim.kernels] == [(2 * 5, 256)]  # tiles of 32 x 32, 32 x 8 threads
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(2 * 5, 128)]  # tiles of 32 x 32, 32 x 4 threads
 
 
 def test_gathered_rows_transposed():

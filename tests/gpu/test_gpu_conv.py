@@ -760,12 +760,12 @@ def test_conv_1x1_gemm_follows_the_conv_tf32_flag(monkeypatch):
 
 def test_conv_1x1_gemm_runs_cublaslt_alone(monkeypatch):
     """With cuBLASLt's epilogue, neither the conv's loops nor its epilogue kernel run: the only pt2
-    kernels of a launch are the input's and output's transposes."""
+    kernels of a launch are the input's and output's transposes (tiled: pt2_tr_*, passes/gpu_transpose.c)."""
     monkeypatch.setenv("PT2_GPU_CHANNELS_LAST", "1")
     x, w0, w, b = rand((8, 8, 28, 28), F16, 1401), rand((32, 8, 3, 3), F16, 1402), rand((32, 32, 1, 1), F16, 1403), rand((32,), F16, 1404)
     got, k = run(lambda g, *v: _conv_1x1_graph("bias_res_relu", g, *v), [x, w0, w, b])
     (got,), names = _cuda_kernel_names(lambda: k(x, w0, w, b))
-    assert [n for n in names if n.startswith("pt2_")] == [n for n in names if n.startswith("pt2_copy")], names
+    assert [n for n in names if n.startswith("pt2_")] == [n for n in names if n.startswith(("pt2_copy", "pt2_tr_"))], names
     assert len([n for n in names if n.startswith("pt2_")]) == 2, names
     check(got, _conv_1x1_eager("bias_res_relu", x.double(), w0.double(), w.double(), b.double()),
           _conv_1x1_eager("bias_res_relu", x, w0, w, b), F16, layers=2)

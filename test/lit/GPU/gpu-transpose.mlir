@@ -5,18 +5,18 @@
 // add written as K^T: x[n, t, h, d] + b[h, d] stored at [n, h, d, t]) runs
 // as tiles of 32 x 32 (t, d) elements through shared memory
 // (passes/gpu_transpose.c): 8 * 12 * (128 / 32) * (64 / 32) = 768 blocks
-// of 32 x 8 threads, the input loaded along d into the tile, a barrier, the
+// of 32 x 4 threads (8 elements a thread in each phase), the input loaded along d into the tile, a barrier, the
 // sum stored along t; the bias, constant along t, is read where the output
 // is written.  Under PT2_DISABLE=gpu-tiled-transposes, one thread an
 // element.  A transpose of loops shorter than 16 stays one thread an element.
 
 // CHECK-LABEL: func.func @kt
-// CHECK: gpu.launch_func @pt2_kernels::@pt2_tr_add_0 blocks in (%c768, %c1, %c1) threads in (%c32, %c8, %c1)
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_tr_add_0 blocks in (%c768, %c1, %c1) threads in (%c32, %c4, %c1)
 // CHECK-LABEL: func.func @short
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_poi_add_0 blocks in
 // PTX: .entry pt2_tr_add_0
 // PTX: .shared .align 4 .b8 __pt2_transpose_tile0_f32[4224]
-// PTX-COUNT-4: st.shared.b32
+// PTX-COUNT-8: st.shared.b32
 // PTX: bar.sync 0
 // PTX: ld.shared.b32
 // PTX: st.global.b32
