@@ -232,17 +232,13 @@ static MlirValue decompose_attention(Dec *d, const MlirValue *in) {
     return emit2(d, PT2_OP_MATMUL, p, in[2]);
 }
 
-static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
-    MlirOperation op = d->op;
-    Pt2Attrs attrs = pt2_attrs_of_op(op);
-    int n_in = (int)mlirOperationGetNumOperands(op);
-    MlirValue in[8];
-    for (int i = 0; i < n_in && i < 8; ++i) in[i] = mlirOperationGetOperand(op, i);
-    MlirValue x = in[0];
-    Pt2TensorType xt = value_tensor_type(x);
-    Pt2DType out_dt = value_tensor_type(mlirOperationGetResult(op, 0)).dtype;
+/* An activation, computed in x's type (f32 or f64: half-precision inputs
+ * are upcast by the caller and rounded once at the end, as PyTorch's
+ * kernels compute them in f32: softplus's exp, or hardswish's x · 6, would
+ * overflow f16 long before the result does). */
+static MlirValue activation(Dec *d, Pt2OpId id, MlirValue x, Pt2Attrs attrs) {
     double f1 = 0, f2 = 0;
-    switch (info->id) {
+    switch (id) {
     case PT2_OP_GELU: {
         char approx[16] = "none";
         pt2_attr_str(attrs, "approximate", approx, sizeof approx);
@@ -282,6 +278,27 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
         MlirValue r6 = emit(d, PT2_OP_CLAMP, 1, &shifted, "{min = 0.0 : f64, max = 6.0 : f64}");
         return emit2(d, PT2_OP_DIV, emit2(d, PT2_OP_MUL, x, r6), scalar_like(d, x, 6.0));
     }
+    default: return x;
+    }
+}
+
+static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
+    MlirOperation op = d->op;
+    Pt2Attrs attrs = pt2_attrs_of_op(op);
+    int n_in = (int)mlirOperationGetNumOperands(op);
+    MlirValue in[8];
+    for (int i = 0; i < n_in && i < 8; ++i) in[i] = mlirOperationGetOperand(op, i);
+    MlirValue x = in[0];
+    Pt2TensorType xt = value_tensor_type(x);
+    Pt2DType out_dt = value_tensor_type(mlirOperationGetResult(op, 0)).dtype;
+    double f1 = 0, f2 = 0;
+    switch (info->id) {
+    case PT2_OP_GELU:
+    case PT2_OP_SILU:
+    case PT2_OP_SOFTPLUS:
+    case PT2_OP_ELU:
+    case PT2_OP_LEAKY_RELU:
+    case PT2_OP_HARDSWISH: return convert_to(d, activation(d, info->id, upcast(d, x), attrs), out_dt);
     case PT2_OP_MASKED_FILL: {
         MlirValue ops[3] = {in[1], in[2], x};
         return emit(d, PT2_OP_WHERE, 3, ops, "%s", "");

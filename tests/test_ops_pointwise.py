@@ -118,6 +118,26 @@ def test_activation(name, attrs, ref, dtype):
         assert_close(run(lambda g, v: g.op(name, v, **attrs), [x]), ref(x), f"{name}{shape}")
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "name,attrs,ref",
+    [
+        ("gelu", {}, lambda x: F.gelu(x)),
+        ("gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+        ("silu", {}, F.silu),
+        ("softplus", {}, F.softplus),
+        ("elu", {}, F.elu),
+        ("hardswish", {}, F.hardswish),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_activation_wide_range(name, attrs, ref, dtype):
+    """Large magnitudes, as PyTorch computes half-precision activations in f32 and rounds once:
+    softplus's exp(x) overflows f16 past 11.1 (its threshold is 20), hardswish's x * 6 past 10922."""
+    x = torch.cat([torch.linspace(-30000, 30000, 601), torch.linspace(-25, 25, 401)]).to(dtype)
+    assert_close(run(lambda g, v: g.op(name, v, **attrs), [x]), ref(x), name)
+
+
 @pytest.mark.parametrize("dtype", INTS)
 def test_clamp_int(dtype):
     x = make((1023,), dtype, -20, 20)
