@@ -161,6 +161,20 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 
 
 # --- more of ATen's small ops: their formulas in ops the trace knows --------------------------------
+#
+# ATen's pointwise kernels compute f16 and bf16 in f32 and round once; a formula of several ops in the
+# half type rounds after each and drifts from eager's result, far where a cancellation or a log follows
+# (lerp of bf16 values then log: -7.31 against -9.44).  The forms of single kernels below therefore
+# compute in f32 (_up) and round at the end (_down).
+
+
+def _up(x):
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def _down(y, like):
+    return y.to(like.dtype) if like.dtype in (torch.float16, torch.bfloat16) else y
+
 
 def square(input):
     """torch.square: pow(x, 2) (bool to int64, as pow's)."""
@@ -168,11 +182,11 @@ def square(input):
 
 
 def deg2rad(input):
-    return input * (math.pi / 180.0)
+    return _down(_up(input) * (math.pi / 180.0), input)
 
 
 def rad2deg(input):
-    return input * (180.0 / math.pi)
+    return _down(_up(input) * (180.0 / math.pi), input)
 
 
 def rsub(input, other, alpha=1):
@@ -188,14 +202,14 @@ def float_power(input, exponent):
 
 def logit(input, eps=None):
     """torch.logit: log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps is given."""
-    x = input if eps is None else input.clamp(eps, 1.0 - eps)
-    return torch.log(x / (1 - x))
+    x = _up(input if eps is None else input.clamp(eps, 1.0 - eps))  # clamped in its type, as ATen's
+    return _down(torch.log(x / (1 - x)), input)
 
 
 def sinc(input):
     """torch.sinc: sin(pi x) / (pi x), 1 at 0."""
-    x = input * math.pi
-    return torch.where(input == 0, 1.0, torch.sin(x) / x)
+    x = _up(input) * math.pi
+    return _down(torch.where(input == 0, 1.0, torch.sin(x) / x), input)
 
 
 def heaviside(input, values):
@@ -397,19 +411,22 @@ def logsumexp(input, dim, keepdim=False):
 
 
 def mish(input):
-    return input * torch.tanh(torch.log1p(torch.exp(input)))
+    x = _up(input)
+    return _down(x * torch.tanh(F.softplus(x)), input)
 
 
 def selu(input):
-    return 1.0507009873554805 * F.elu(input, 1.6732632423543772)
+    return _down(1.0507009873554805 * F.elu(_up(input), 1.6732632423543772), input)
 
 
 def celu(input, alpha=1.0):
-    return torch.where(input > 0, input, alpha * (torch.exp(input / alpha) - 1.0))
+    x = _up(input)
+    return _down(torch.where(x > 0, x, alpha * torch.expm1(x / alpha)), input)
 
 
 def log_sigmoid(input):
-    return torch.minimum(input, torch.zeros_like(input)) - torch.log1p(torch.exp(-input.abs()))
+    x = _up(input)
+    return _down(torch.minimum(x, torch.zeros_like(x)) - torch.log1p(torch.exp(-x.abs())), input)
 
 
 def glu(input, dim=-1):
@@ -449,10 +466,12 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 def lerp(input, end, weight):
     """start + w·(end − start) for w < 0.5, else end − (end − start)·(1 − w) (ATen's two forms)."""
-    d = end - input
+    x, e = _up(input), _up(end)
+    d = e - x
     if isinstance(weight, torch.Tensor):
-        return torch.where(weight.abs() < 0.5, input + weight * d, end - d * (1 - weight))
-    return input + weight * d if abs(weight) < 0.5 else end - d * (1 - weight)
+        w = _up(weight)
+        return _down(torch.where(w.abs() < 0.5, x + w * d, e - d * (1 - w)), input)
+    return _down(x + weight * d if abs(weight) < 0.5 else e - d * (1 - weight), input)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):

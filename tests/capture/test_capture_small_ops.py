@@ -56,6 +56,35 @@ def test_float_pointwise(dtype):
           rand(4, 9, dtype=dtype).masked_fill(rand(4, 9, seed=2) > 1, float("nan")), tol=tol * 4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_forms_compute_in_f32(dtype):
+    """The Python forms of single ATen kernels compute f16/bf16 in f32 and round once, as ATen's
+    kernels: each result within one rounding of the f32 computation.  Rounding after each op of the
+    form drifted from eager where a cancellation and a log followed: bf16 lerp then log, -7.31
+    against eager's -9.44."""
+    x = torch.linspace(-3, 3, 257).to(dtype)
+    y = (x.flip(0) * 0.7 + 0.05).to(dtype)
+    forms = {
+        "lerp": lambda x, y: torch.lerp(x, y, 0.3),
+        "lerp_tensor_weight": lambda x, y: torch.lerp(x, y, torch.sigmoid(y)),
+        "lerp_then_log": lambda x, y: torch.log(torch.lerp(x, y, 0.3).abs() + 1e-3),
+        "mish": lambda x, y: F.mish(x), "selu": lambda x, y: F.selu(x), "celu": lambda x, y: F.celu(x, 0.7),
+        "logsigmoid": lambda x, y: F.logsigmoid(x), "sinc": lambda x, y: torch.sinc(x),
+        "rad2deg": lambda x, y: torch.rad2deg(x), "deg2rad": lambda x, y: torch.deg2rad(x),
+    }
+    ulp = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+    for name, f in forms.items():
+        pt2.reset()
+        got = pt2.compile(f)(x, y)
+        want = f(x.float(), y.float())
+        if name == "lerp_tensor_weight":  # the weight is a half tensor
+            want = torch.lerp(x.float(), y.float(), torch.sigmoid(y).float())
+        if name == "lerp_then_log":  # single ops of the half type after the lerp: eager itself
+            want = f(x, y)
+        assert got.dtype == dtype, name
+        torch.testing.assert_close(got.float(), want.to(dtype).float(), rtol=ulp, atol=ulp, msg=name)
+
+
 def test_rrelu_training_stays_eager():
     x = rand(3, 8)
     with torch.no_grad():
