@@ -79,7 +79,9 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
             }
             return op2(t, "pow", a, b, "%s", "");
         }
-        bool bools = (a->kind != V_TENSOR || a->dtype == PT2_BOOL) && (b->kind != V_TENSOR || b->dtype == PT2_BOOL);
+        /* bool tensors with bool tensors or Python bools (`mask ^ True`); a Python int makes it an int64 op */
+        bool bools = (a->kind == V_TENSOR ? a->dtype == PT2_BOOL : a->kind == V_CONST && PyBool_Check(a->obj)) &&
+                     (b->kind == V_TENSOR ? b->dtype == PT2_BOOL : b->kind == V_CONST && PyBool_Check(b->obj));
         bool any_float = (a->kind == V_TENSOR && pt2_dtype_is_float(a->dtype)) || (b->kind == V_TENSOR && pt2_dtype_is_float(b->dtype)) ||
                          (a->kind == V_CONST && PyFloat_Check(a->obj)) || (b->kind == V_CONST && PyFloat_Check(b->obj));
         if (bools && (strcmp(op, "&") == 0 || strcmp(op, "|") == 0 || strcmp(op, "^") == 0)) {
