@@ -314,6 +314,8 @@ static Var *h_pow(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (!x || !y) return NULL;
     if (y->kind == V_CONST && PyFloat_Check(y->obj) == 0 && PyLong_Check(y->obj)) {
         long k = PyLong_AsLong(y->obj);
+        /* a bool tensor to an int power is an int64 one (eager's promotion): True ** 2 is 1 */
+        if (x->kind == V_TENSOR && x->dtype == PT2_BOOL && !PyBool_Check(y->obj) && !(x = convert_to(t, x, PT2_I64))) return NULL;
         if (k == 2 && x->kind == V_TENSOR) return op2(t, "mul", x, x, "%s", "");
         if (k == 1 && x->kind == V_TENSOR) return op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype)); /* a new tensor */
     }

@@ -71,7 +71,8 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
             if (strcmp(op, tensor_binops[i].py) == 0) return op2(t, tensor_binops[i].op, a, b, "%s", "");
         }
         if (strcmp(op, "**") == 0) {
-            if (b->kind == V_CONST && PyLong_Check(b->obj) && PyLong_AsLong(b->obj) == 2 && a->kind == V_TENSOR) {
+            /* x * x, but a bool's square is an int64 (eager promotes bool ** int) */
+            if (b->kind == V_CONST && PyLong_Check(b->obj) && PyLong_AsLong(b->obj) == 2 && a->kind == V_TENSOR && a->dtype != PT2_BOOL) {
                 return op2(t, "mul", a, a, "%s", "");
             }
             if (a->kind == V_TENSOR && pt2_dtype_is_int(a->dtype) && b->kind == V_CONST && PyFloat_Check(b->obj)) {

@@ -190,6 +190,13 @@ def test_bitwise_operators(dtype):
     check(lambda b: (b ^ 1, b | 2, b & 3, 1 ^ b, b << 1, (b >> 1) + 1), b, exact=True)
 
 
+def test_bool_powers_are_int64():
+    """A bool tensor to an int power is an int64 tensor in eager (True ** 2 is 1): `b ** 2` was
+    traced as b * b, a bool; to a float power a float."""
+    b = torch.tensor([[True, False, True], [False, False, True]])
+    check(lambda b: (b ** 2, b ** 1, b ** 3, torch.pow(b, 2), b.pow(1), torch.square(b), b ** 0.5, 2 ** b), b, exact=True)
+
+
 def test_bitwise_on_floats_and_bool_shifts_as_eager():
     """Floats raise (eager's NotImplementedError, through a break); a bool shifted by a number is an
     int64 shift, as eager's (a bool tensor and a Python int promote to int64)."""
