@@ -246,7 +246,14 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f);
     case PT2_OP_FMOD: /* C's fmod and %: the remainder takes the dividend's sign */
         return f ? build_binary(b, "arith.remf", x, a[1]) : build_binary(b, "arith.remsi", x, safe_divisor(b, a[1]));
-    case PT2_OP_POW: return build_binary(b, f ? "math.powf" : "math.ipowi", x, a[1]);
+    case PT2_OP_POW: {
+        MlirValue r = build_binary(b, f ? "math.powf" : "math.ipowi", x, a[1]);
+        if (f || mlirIntegerTypeGetWidth(ct) == 1) return r;
+        /* ATen's powi: 0 to a negative power is 0 (math.ipowi leaves it undefined; it gave 1) */
+        MlirValue zero = const_int(b, ct, 0);
+        MlirValue zero_base = build_binary(b, "arith.andi", build_cmp(b, false, "eq", x, zero), build_cmp(b, false, "slt", a[1], zero));
+        return build_select(b, zero_base, zero, r);
+    }
     case PT2_OP_ATAN2: return build_binary(b, "math.atan2", x, a[1]);
     case PT2_OP_HYPOT: return scaled_hypot(b, x, a[1]);
     case PT2_OP_COPYSIGN: return build_binary(b, "math.copysign", x, a[1]);

@@ -138,6 +138,15 @@ def test_activation_wide_range(name, attrs, ref, dtype):
     assert_close(run(lambda g, v: g.op(name, v, **attrs), [x]), ref(x), name)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_pow_int_negative_exponents(dtype):
+    """ATen's integer pow: to a negative power 1 stays 1, -1 alternates, everything else is 0, zero
+    included (math.ipowi leaves 0 to a negative power undefined; it gave 1)."""
+    base = torch.tensor([2, 3, -1, -1, 1, 0, -2, 0, 5, 0, 7], dtype=dtype)
+    exp = torch.tensor([-1, -2, -3, -2, -2, -1, -1, 0, 0, 3, 2], dtype=dtype)
+    assert_close(run(lambda g, a, e: g.op("pow", a, e), [base, exp]), torch.pow(base, exp))
+
+
 @pytest.mark.parametrize("dtype", INTS)
 def test_clamp_int(dtype):
     x = make((1023,), dtype, -20, 20)
