@@ -431,7 +431,7 @@ Var *copy_with_strides(Trace *t, Var *x, const int64_t *strides) {
 /* torch.<name> of a torch.memory_format (a constant, or an object read
  * from torch's module under its guard): 0 contiguous_format, 1
  * channels_last, 2 channels_last_3d, 3 preserve_format; -1 otherwise. */
-static int memory_format_kind(Var *f) {
+int memory_format_kind(Var *f) {
     static const char *names[] = {"contiguous_format", "channels_last", "channels_last_3d", "preserve_format"};
     if (!f || !f->obj || (f->kind != V_CONST && f->kind != V_OBJECT)) return -1;
     PyObject *torch = PyImport_ImportModule("torch");

@@ -100,6 +100,8 @@ Var *copy_with_strides(Trace *t, Var *x, const int64_t *strides);
  * LAYOUT_FRESH: x is a new value the call made (a dtype conversion), which
  * takes the format's strides. */
 typedef enum LayoutCall { LAYOUT_CLONE, LAYOUT_CONTIGUOUS, LAYOUT_TO, LAYOUT_FRESH } LayoutCall;
+/* torch.<name> of a memory format: 0 contiguous_format, 1 channels_last, 2 channels_last_3d, 3 preserve_format; -1 otherwise */
+int memory_format_kind(Var *f);
 Var *in_memory_format(Trace *t, Var *x, Var *memory_format, LayoutCall call);
 /* For a rule's own new result r (never a value something else holds): the
  * eager strides of `like` (NULL or unknown: unknown), or contiguous ones. */

@@ -301,3 +301,31 @@ def test_output_view_memory_is_recycled():
         assert out.is_contiguous(memory_format=CL)
         torch.testing.assert_close(out, x * 2)
         del out
+
+
+# --- is_contiguous() inside a trace ---------------------------------------------------------------
+
+def test_is_contiguous_inside_the_trace():
+    """x.is_contiguous() (and with memory_format=channels_last) inside traced code answers from the
+    strides the builder derives, as eager does: a slice of an intermediate, a transpose, an expand, a
+    permuted channels-last input, size-1 dims; code that branches on it takes eager's branch (it was
+    always True: a slice's write through view(-1) went to the wrong element)."""
+    def queries(x, c):
+        y = x + 1
+        views = (y, y[..., 1:], y.transpose(0, 1), y[:1], y.unsqueeze(0).expand(2, *y.shape), y[..., :1], c, c + 1,
+                 c.permute(0, 2, 3, 1), c[:, :1])
+        flags = [v.is_contiguous() for v in views] + [v.is_contiguous(memory_format=CL) for v in views if v.dim() == 4]
+        return torch.tensor(flags)
+
+    x, c = rand(3, 5, 2), rand(2, 3, 4, 5).to(memory_format=CL)
+    got, want = pt2.compile(queries)(x, c), queries(x, c)
+    assert torch.equal(got, want), (got, want)
+
+    def branch(x):
+        v = (x * 2).chunk(2, -1)[-1]
+        if v.is_contiguous():
+            return v.reshape(-1) + 100
+        return v.contiguous().reshape(-1) - 100
+
+    x = rand(3, 5, 2)
+    torch.testing.assert_close(pt2.compile(branch)(x), branch(x))
