@@ -92,26 +92,30 @@ def test_unary_special_values_vectorized(dtype):
         assert_close(run(lambda g, v: g.op(name, v), [pos]), UNARY[name][0](pos), name)
 
 
+# name, attributes, torch reference
+ACTIVATIONS = [
+    ("gelu", {}, lambda x: F.gelu(x)),
+    ("gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+    ("silu", {}, F.silu),
+    ("softplus", {}, F.softplus),
+    ("softplus", {"beta": 2.0, "threshold": 1.0}, lambda x: F.softplus(x, beta=2.0, threshold=1.0)),
+    ("elu", {}, F.elu),
+    ("elu", {"alpha": 0.5}, lambda x: F.elu(x, alpha=0.5)),
+    ("leaky_relu", {}, F.leaky_relu),
+    ("leaky_relu", {"negative_slope": 0.2}, lambda x: F.leaky_relu(x, 0.2)),
+    ("hardswish", {}, F.hardswish),
+    ("clamp", {"min": -0.5, "max": 1.5}, lambda x: torch.clamp(x, -0.5, 1.5)),
+    ("clamp", {"min": 0.0}, lambda x: torch.clamp(x, min=0.0)),
+    ("clamp", {"min": -1.0, "max": 1.0}, F.hardtanh),
+]
+
+
+def _activation_id(v):
+    return v if isinstance(v, str) else ""
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(
-    "name,attrs,ref",
-    [
-        ("gelu", {}, lambda x: F.gelu(x)),
-        ("gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
-        ("silu", {}, F.silu),
-        ("softplus", {}, F.softplus),
-        ("softplus", {"beta": 2.0, "threshold": 1.0}, lambda x: F.softplus(x, beta=2.0, threshold=1.0)),
-        ("elu", {}, F.elu),
-        ("elu", {"alpha": 0.5}, lambda x: F.elu(x, alpha=0.5)),
-        ("leaky_relu", {}, F.leaky_relu),
-        ("leaky_relu", {"negative_slope": 0.2}, lambda x: F.leaky_relu(x, 0.2)),
-        ("hardswish", {}, F.hardswish),
-        ("clamp", {"min": -0.5, "max": 1.5}, lambda x: torch.clamp(x, -0.5, 1.5)),
-        ("clamp", {"min": 0.0}, lambda x: torch.clamp(x, min=0.0)),
-        ("clamp", {"min": -1.0, "max": 1.0}, F.hardtanh),
-    ],
-    ids=lambda v: v if isinstance(v, str) else "",
-)
+@pytest.mark.parametrize("name,attrs,ref", ACTIVATIONS, ids=_activation_id)
 def test_activation(name, attrs, ref, dtype):
     for i, shape in enumerate([(7,), (1023,), (3, 5, 7)]):
         x = make(shape, dtype, -4, 4, seed=i)
@@ -119,18 +123,7 @@ def test_activation(name, attrs, ref, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(
-    "name,attrs,ref",
-    [
-        ("gelu", {}, lambda x: F.gelu(x)),
-        ("gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
-        ("silu", {}, F.silu),
-        ("softplus", {}, F.softplus),
-        ("elu", {}, F.elu),
-        ("hardswish", {}, F.hardswish),
-    ],
-    ids=lambda v: v if isinstance(v, str) else "",
-)
+@pytest.mark.parametrize("name,attrs,ref", ACTIVATIONS, ids=_activation_id)
 def test_activation_wide_range(name, attrs, ref, dtype):
     """Large magnitudes, as PyTorch computes half-precision activations in f32 and rounds once:
     softplus's exp(x) overflows f16 past 11.1 (its threshold is 20), hardswish's x * 6 past 10922."""
