@@ -71,6 +71,25 @@ static MlirValue python_remainder(Builder *b, MlirValue x, MlirValue y, bool is_
     return build_select(b, fix, build_binary(b, "arith.addi", r, y), r);
 }
 
+/* ATen's float floor division (div_floor_floating): from fmod, not
+ * floor(x / y), whose quotient can round up to an integer (1 // 0.1 is 9,
+ * floor(1 / 0.1) 10); an infinite x gives NaN (its fmod is NaN), y = 0 the
+ * IEEE quotient, a zero quotient the sign of x / y. */
+static MlirValue float_floor_div(Builder *b, MlirValue x, MlirValue y) {
+    MlirType t = mlirValueGetType(x);
+    MlirValue zero = fconst(b, t, 0.0), one = fconst(b, t, 1.0);
+    MlirValue quotient = build_binary(b, "arith.divf", x, y), mod = build_binary(b, "arith.remf", x, y);
+    MlirValue div = build_binary(b, "arith.divf", build_binary(b, "arith.subf", x, mod), y);
+    MlirValue signs_differ = build_binary(b, "arith.xori", build_cmp(b, true, "olt", y, zero), build_cmp(b, true, "olt", mod, zero));
+    MlirValue fix = build_binary(b, "arith.andi", build_cmp(b, true, "une", mod, zero), signs_differ);
+    div = build_select(b, fix, build_binary(b, "arith.subf", div, one), div);
+    MlirValue fl = build_unary(b, "math.floor", div, t);
+    MlirValue up = build_cmp(b, true, "ogt", build_binary(b, "arith.subf", div, fl), fconst(b, t, 0.5));
+    fl = build_select(b, up, build_binary(b, "arith.addf", fl, one), fl);
+    MlirValue r = build_select(b, build_cmp(b, true, "une", div, zero), fl, build_binary(b, "math.copysign", zero, quotient));
+    return build_select(b, build_cmp(b, true, "oeq", y, zero), quotient, r);
+}
+
 /* sqrt(x^2 + y^2) as C's hypot: the operands are scaled by a power of two
  * chosen from the larger magnitude m, so that no square overflows or loses
  * digits to underflow (hypot(3e30, 4e30) in f32 is 5e30), and the root is
@@ -241,7 +260,7 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
         return f ? build_binary(b, "arith.mulf", x, a[1]) : build_binary(b, is_bool ? "arith.andi" : "arith.muli", x, a[1]);
     case PT2_OP_DIV: return build_binary(b, "arith.divf", x, a[1]);
     case PT2_OP_FLOOR_DIV:
-        if (f) return build_unary(b, "math.floor", build_binary(b, "arith.divf", x, a[1]), ct);
+        if (f) return float_floor_div(b, x, a[1]);
         return int_floor_div(b, x, a[1]);
     case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f);
     case PT2_OP_FMOD: /* C's fmod and %: the remainder takes the dividend's sign */

@@ -131,6 +131,18 @@ def test_activation_wide_range(name, attrs, ref, dtype):
     assert_close(run(lambda g, v: g.op(name, v, **attrs), [x]), ref(x), name)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_floor_div_float_as_aten(dtype):
+    """Float floor division is ATen's (from fmod), not floor(x / y): 1 // 0.1 is 9 (x / y rounds up to
+    10), an infinite x gives NaN, a zero divisor the IEEE quotient, a zero quotient x / y's sign."""
+    x = torch.tensor([1.0, 2.0, -1.0, 0.3, 5.0, float("inf"), -float("inf"), -7.0, 0.0, -0.0, 0.7, 4.5, float("nan")])
+    for divisor in (0.1, -1.5, 0.0, 3.0, -0.0):
+        xs, ys = x.to(dtype), torch.full_like(x, divisor).to(dtype)
+        assert_close(run(lambda g, a, b: g.op("floor_div", a, b), [xs, ys]), torch.floor_divide(xs, ys), f"x // {divisor}")
+    y = torch.tensor([0.1, -0.3, 0.25, 7.0, -2.0, 1.0, 1.0, -0.5, 3.0, 3.0, -0.1, 1.5, 1.0]).to(dtype)
+    assert_close(run(lambda g, a, b: g.op("floor_div", a, b), [x.to(dtype), y]), torch.floor_divide(x.to(dtype), y))
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
 def test_pow_int_negative_exponents(dtype):
     """ATen's integer pow: to a negative power 1 stays 1, -1 alternates, everything else is 0, zero
