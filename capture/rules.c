@@ -86,12 +86,22 @@ static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     const char *m = mode->kind == V_CONST && PyUnicode_Check(mode->obj) ? PyUnicode_AsUTF8(mode->obj) : "";
     if (strcmp(m, "floor") == 0) return op2(t, "floor_div", x, y, "%s", "");
     if (strcmp(m, "trunc") == 0) {
+        Var *fd = op2(t, "floor_div", x, y, "%s", ""); /* in the promoted dtype, which rounding_mode keeps */
+        if (!fd) return NULL;
+        if (pt2_dtype_is_int(fd->dtype)) {
+            /* exact, as C's integer division: floor's quotient, one more where the remainder is
+             * nonzero and the signs differ (a float quotient loses digits past 2^24) */
+            Var *zero = scalar_tensor(t, 0, fd->dtype);
+            Var *rem = op2(t, "remainder", x, y, "%s", "");
+            Var *signs = op2(t, "ne", op2(t, "lt", x, zero, "%s", ""), op2(t, "lt", y, zero, "%s", ""), "%s", "");
+            Var *fix = rem && signs ? op2(t, "logical_and", op2(t, "ne", rem, zero, "%s", ""), signs, "%s", "") : NULL;
+            return fix ? op2(t, "add", fd, convert_to(t, fix, fd->dtype), "%s", "") : NULL;
+        }
+        /* toward zero: ceil below zero, else floor (which keeps -0.0, as C's trunc) */
         Var *q = op2(t, "div", x, y, "%s", "");
-        if (!q) return NULL;
-        /* trunc = sign(q) * floor(|q|), then back to the integer type if both were ints */
-        Var *r = op2(t, "mul", op1(t, "sign", q, "%s", ""), op1(t, "floor", op1(t, "abs", q, "%s", ""), "%s", ""), "%s", "");
-        Var *probe = op2(t, "floor_div", x, y, "%s", ""); /* the dtype rounding_mode keeps */
-        return r && probe ? convert_to(t, r, probe->dtype) : NULL;
+        Var *zero = q ? scalar_tensor(t, 0, q->dtype) : NULL;
+        return zero ? op3(t, "where", op2(t, "lt", q, zero, "%s", ""), op1(t, "ceil", q, "%s", ""), op1(t, "floor", q, "%s", ""), "%s", "")
+                    : NULL;
     }
     return trace_break(t, "div(): unknown rounding_mode");
 }

@@ -190,6 +190,21 @@ def test_bitwise_operators(dtype):
     check(lambda b: (b ^ 1, b | 2, b & 3, 1 ^ b, b << 1, (b >> 1) + 1), b, exact=True)
 
 
+def test_div_trunc_as_eager():
+    """div(rounding_mode="trunc"): integers exactly (C's division, past 2^24 too: a float quotient lost
+    digits), floats toward zero keeping the sign of a zero quotient (0 / -1 is -0.0)."""
+    xi = torch.tensor([0, 7, -7, 123456789123, -123456789123, 5, -1, 1])
+    yi = torch.tensor([-3, 2, 2, 7, 7, -5, 3, -1])
+    xf = torch.tensor([0.0, -0.0, 7.5, -7.5, 1.0, float("inf"), float("nan"), 5.0])
+    yf = torch.tensor([-1.0, 2.0, -2.0, 0.3, -0.3, 2.0, 1.0, 0.0])
+    for x, y in ((xi, yi), (xi.to(torch.int32).clamp(-1000, 1000), yi.to(torch.int32)), (xf, yf), (xf.double(), yf.double())):
+        fn = lambda x, y: (torch.div(x, y, rounding_mode="trunc"), x.div(3, rounding_mode="trunc"), torch.div(x, -2, rounding_mode="trunc"))  # noqa: E731
+        for got, want in zip(pt2.compile(fn)(x, y), fn(x, y)):
+            assert got.dtype == want.dtype and torch.equal(got.nan_to_num(9.5), want.nan_to_num(9.5)), (got, want)
+            if want.dtype.is_floating_point:
+                assert torch.equal(got.signbit(), want.signbit()), (got, want)
+
+
 def test_bool_powers_are_int64():
     """A bool tensor to an int power is an int64 tensor in eager (True ** 2 is 1): `b ** 2` was
     traced as b * b, a bool; to a float power a float."""
