@@ -26,26 +26,9 @@ Var *h_size(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     return shape;
 }
 
-/* c10's is_contiguous for the strides the builder knows (dialects/strides.c):
- * the dims that are not size 1 strided as a contiguous tensor's, or (rank 4)
- * as a channels-last one's; an empty tensor is contiguous. */
-static bool contiguous_as(const Var *x, const int64_t *strides, bool channels_last) {
-    static const int nchw[] = {1, 3, 2, 0}; /* channels last: C fastest, then W, H, N */
-    int64_t expected = 1;
-    for (int i = 0; i < x->rank; ++i) {
-        if (x->sizes[i] == 0) return true;
-    }
-    for (int k = 0; k < x->rank; ++k) {
-        int d = channels_last ? nchw[k] : x->rank - 1 - k;
-        if (x->sizes[d] == 1) continue;
-        if (strides[d] != expected) return false;
-        expected *= x->sizes[d];
-    }
-    return true;
-}
-
-/* x.is_contiguous(memory_format=...): exact where the builder knows x's
- * strides; True where it does not (pt2 gives such values contiguous
+/* x.is_contiguous(memory_format=...): c10's answer (pt2StridesAreFormat)
+ * where the builder knows x's strides (dialects/strides.c); True where it
+ * does not (pt2 gives such values contiguous
  * strides when they leave a graph). */
 static Var *is_contiguous(Trace *t, Var *x, Var *memory_format) {
     bool channels_last = false;
@@ -57,7 +40,7 @@ static Var *is_contiguous(Trace *t, Var *x, Var *memory_format) {
     }
     int64_t strides[PT2_MAX_RANK];
     if (!var_strides(t, x, strides)) return var_const(t, Py_True);
-    return var_const(t, contiguous_as(x, strides, channels_last) ? Py_True : Py_False);
+    return var_const(t, pt2StridesAreFormat(x->rank, x->sizes, strides, channels_last) ? Py_True : Py_False);
 }
 
 Var *h_is_contiguous(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -544,6 +544,12 @@ static int lt_fastest(const Pt2Gemm *e, const LtPlan *lt, const Product *p, cons
 static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], LtPlan *lt, void *workspace_memory, void *stream) {
     *lt = (LtPlan){.made = true};
     memcpy(lt->key, key, sizeof lt->key);
+    const char *benchmark = getenv("PT2_GEMM_BENCHMARK");
+    bool benchmark_off = benchmark && strcmp(benchmark, "0") == 0;
+    if (benchmark_off && !has_epilogue(e)) { /* nothing to time a plain product's cuBLAS call against */
+        lt->cublas = true;
+        return;
+    }
     int32_t trans_a = p->op_b, trans_b = p->op_a;
     uint32_t epilogue = e->epilogue;
     uint64_t workspace = key[1];
@@ -582,12 +588,7 @@ static void lt_make(const Pt2Gemm *e, const Product *p, const uint32_t key[7], L
     }
     LtHeuristicResult found[LT_CANDIDATES];
     int n_found = 0;
-    const char *benchmark = getenv("PT2_GEMM_BENCHMARK");
-    int wanted = benchmark && strcmp(benchmark, "0") == 0 ? 1 : LT_CANDIDATES;
-    if (wanted == 1 && !has_epilogue(e)) { /* nothing to time a plain product's cuBLAS call against */
-        lt->cublas = true;
-        return;
-    }
+    int wanted = benchmark_off ? 1 : LT_CANDIDATES;
     if (p_cublasLtMatmulAlgoGetHeuristic(lt_handle, lt->desc, lt->layouts[0], lt->layouts[1], lt->layouts[2], lt->layouts[3],
                                          lt->preference, wanted, found, &n_found) != 0) {
         n_found = 0;
