@@ -74,7 +74,10 @@ bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor) {
 /* A tensor on device `code` (named `name`) joins the graph: the first one
  * fixes the graph's device, another device ends the trace. */
 bool pt2_trace_accept_device(Trace *t, int code, const char *name) {
-    if (trace_device == PT2_DEVICE_UNSET) trace_device = code;
+    if (trace_device == PT2_DEVICE_UNSET) {
+        trace_device = code;
+        if (t->graph) pt2GraphSetEagerDevice(t->graph, code != PT2_DEVICE_CPU);
+    }
     if (code != trace_device) {
         char first[64];
         if (trace_device == PT2_DEVICE_CPU) {

@@ -67,6 +67,20 @@ static Var *sequence_items(Trace *t, Var *v) {
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
     if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
+        /* a number on the left is the tensor's reflected method: x.__radd__(n)
+         * and x.__rmul__(n) are add(x, n) and mul(x, n), x.__rtruediv__(n) is
+         * x.reciprocal() * n (the side matters to half types' rounding:
+         * dialects/builder.c's opmath_scalar) */
+        if (a->kind == V_CONST && b->kind == V_TENSOR && !op[1] && (PyFloat_Check(a->obj) || PyLong_Check(a->obj))) {
+            if (op[0] == '+' || op[0] == '*') {
+                Var *n = a;
+                a = b;
+                b = n;
+            } else if (op[0] == '/') {
+                Var *r = op1(t, "reciprocal", b, "%s", "");
+                return r ? op2(t, "mul", r, a, "%s", "") : NULL;
+            }
+        }
         for (size_t i = 0; i < sizeof tensor_binops / sizeof tensor_binops[0]; ++i) {
             if (strcmp(op, tensor_binops[i].py) == 0) return op2(t, tensor_binops[i].op, a, b, "%s", "");
         }

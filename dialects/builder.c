@@ -35,6 +35,7 @@ struct Pt2Graph {
     int n_values, cap_values;
     int n_inputs;
     bool *frozen; /* per input (pt2GraphSetInputFrozen) */
+    bool cuda;    /* CUDA's eager kernels, not the CPU's (pt2GraphSetEagerDevice) */
     bool finished;
 };
 
@@ -86,6 +87,8 @@ void pt2GraphSetLocation(Pt2Graph *g, const char *file, int line, int col) {
     g->loc = file ? mlirLocationFileLineColGet(g->mlir, str(file), (unsigned)line, (unsigned)col)
                   : mlirLocationUnknownGet(g->mlir);
 }
+
+void pt2GraphSetEagerDevice(Pt2Graph *g, int cuda) { g->cuda = cuda != 0; }
 
 static bool valid_value(Pt2Graph *g, int v) { return v >= 0 && v < g->n_values; }
 
@@ -251,7 +254,46 @@ static MlirValue convert_value(Pt2Graph *g, int v, Pt2DType to) {
     return mlirOperationGetResult(op, 0);
 }
 
-int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *operands, const char *attrs,
+/* Whether `value` is the same number in `dt` (what rounding it there keeps). */
+static bool exact_in(Pt2Graph *g, double value, Pt2DType dt) {
+    if (value != value) return true;
+    MlirAttribute a = mlirFloatAttrDoubleGet(g->mlir, pt2_dtype_to_mlir(g->mlir, dt), value);
+    return mlirFloatAttrGetValueDouble(a) == value;
+}
+
+/* Eager's f16/bf16 kernels read some scalar operands in f32 (their opmath
+ * type) instead of rounding them to the tensors' type first:
+ *  - the CPU's mul, div and floor_divide read a second operand of one element
+ *    and another type, a Python number or a 0-d tensor, as f32
+ *    (TensorIterator's original_scalar_value); add, sub and the others round it;
+ *  - CUDA's add, sub and mul read a Python number on either side as f32, div
+ *    and floor_divide one on the right (a CPU scalar, read through
+ *    gpu_kernel_with_scalars's opmath argument); the others round it.
+ * Returns that operand, whose op then computes in f32 and rounds once, or -1.
+ * A number the half type holds exactly gives the same either way: -1. */
+static int opmath_scalar(Pt2Graph *g, const Pt2OpInfo *info, const int *operands, const Pt2TensorType *types,
+                         Pt2DType common) {
+    if (common != PT2_F16 && common != PT2_BF16) return -1;
+    bool either_side;
+    switch (info->id) {
+    case PT2_OP_ADD: case PT2_OP_SUB:
+        if (!g->cuda) return -1;
+        either_side = true;
+        break;
+    case PT2_OP_MUL: either_side = g->cuda; break;
+    case PT2_OP_DIV: case PT2_OP_FLOOR_DIV: either_side = false; break;
+    default: return -1;
+    }
+    for (int i = either_side ? 0 : 1; i < 2; ++i) {
+        const GraphValue *v = &g->values[operands[i]];
+        if (types[i].rank != 0 || types[i].dtype == common || (g->cuda && !v->weak)) continue;
+        if (v->is_scalar && exact_in(g, v->scalar, common)) continue;
+        return i;
+    }
+    return -1;
+}
+
+int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *operands_in, const char *attrs,
                   int *out_results, int max_results) {
     const Pt2OpInfo *info = pt2_op_lookup(name, strlen(name));
     char err[512];
@@ -263,14 +305,29 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
         pt2_set_error("'%s': more than 64 operands", info->full_name);
         return -1;
     }
+    int operands[64];
+    for (int i = 0; i < n_operands; ++i) {
+        if (!valid_value(g, operands_in[i])) {
+            pt2_set_error("'%s': operand %d is not a value of this graph", info->full_name, i);
+            return -1;
+        }
+        operands[i] = operands_in[i];
+    }
+    /* CUDA's division by a Python number multiplies by its reciprocal, taken
+     * in the opmath type (div_true_kernel_cuda): so does the graph */
+    if (g->cuda && info->id == PT2_OP_DIV && n_operands == 2 && g->values[operands[1]].weak) {
+        Pt2TensorType x;
+        value_type(g, operands[0], &x);
+        double s = g->values[operands[1]].scalar;
+        bool f64 = x.dtype == PT2_F64;
+        double inv = f64 ? 1.0 / s : (double)(1.0f / (float)s);
+        operands[1] = add_value(g, scalar_constant(g, inv, f64 ? PT2_F64 : PT2_F32), true, true, inv);
+        info = pt2_op_info(PT2_OP_MUL); /* an integer x meets a float: promoted to f32 as before */
+    }
     MlirValue vals[64];
     Pt2TensorType types[64];
     Pt2Strides strides[64]; /* as the op reads its operands: after promotion's `.to()` */
     for (int i = 0; i < n_operands; ++i) {
-        if (!valid_value(g, operands[i])) {
-            pt2_set_error("'%s': operand %d is not a value of this graph", info->full_name, i);
-            return -1;
-        }
         vals[i] = g->values[operands[i]].value;
         value_type(g, operands[i], &types[i]);
         strides[i] = g->values[operands[i]].strides;
@@ -284,8 +341,13 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
         Pt2DType *slot = g->values[operands[i]].weak ? &wrapped : types[i].rank > 0 ? &dim_result : &zero_result;
         *slot = pt2_promote_types(*slot, types[i].dtype);
     }
+    Pt2DType half = PT2_DTYPE_INVALID; /* computed in f32 and rounded to this once (opmath_scalar) */
     if (n_promoting > 1) {
         Pt2DType common = combine_categories(dim_result, combine_categories(zero_result, wrapped));
+        if (n_operands == 2 && opmath_scalar(g, info, operands, types, common) >= 0) {
+            half = common;
+            common = PT2_F32;
+        }
         for (int i = 0; i < n_operands; ++i) {
             if (promotes(info, i) && types[i].dtype != common) {
                 vals[i] = convert_value(g, operands[i], common);
@@ -340,6 +402,11 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     for (int i = 0; i < n; ++i) {
         out_results[i] = add_value(g, mlirOperationGetResult(op, i), false, false, 0);
         g->values[out_results[i]].strides = result_strides[i];
+        if (half != PT2_DTYPE_INVALID) {
+            MlirValue rounded = convert_value(g, out_results[i], half);
+            out_results[i] = add_value(g, rounded, false, false, 0);
+            g->values[out_results[i]].strides = result_strides[i];
+        }
     }
     return n;
 }

@@ -113,6 +113,10 @@ PT2_EXPORT int pt2GraphSetOutputs(Pt2Graph *g, int n, const int *values);
  * the text, the argument attribute `pt2.frozen`.  See "Frozen inputs"
  * below.  Returns 0, or -1 if value is not an input of g. */
 PT2_EXPORT int pt2GraphSetInputFrozen(Pt2Graph *g, int value);
+/* Whose eager kernels the graph follows where the devices' differ (a Python
+ * number meeting an f16/bf16 tensor: docs/dialect.md, "Scalars of f16/bf16
+ * ops"): 0 (the default) the CPU's, 1 CUDA's.  Set before adding ops. */
+PT2_EXPORT void pt2GraphSetEagerDevice(Pt2Graph *g, int cuda);
 /* Type of a value: returns its rank (or -1), writes dtype and sizes. */
 PT2_EXPORT int pt2GraphValueType(Pt2Graph *g, int value, Pt2DType *out_dtype, int64_t *out_sizes);
 /* The strides eager PyTorch's CPU kernels would give value's tensor

@@ -32,6 +32,26 @@ Composite ops are rewritten into primitives by `pt2-decompose`; primitives are l
 An operand count `n+` means n or more: the operands from the n-th on are one variadic group, which
 IRDL binds to one type (`pt2.index`'s index tensors, which capture broadcasts to one shape).
 
+## Scalars of f16/bf16 ops
+
+The graph builder (`dialects/builder.c`) promotes operands as PyTorch's `result_type`: a Python number
+(a *weak* scalar) takes the tensor's type.  Eager's f16/bf16 kernels then read some of these scalars in
+f32, their opmath type, and the rule differs per kernel and per device, so the builder follows the
+device whose eager results the graph must reproduce (`pt2GraphSetEagerDevice`; capture sets it from
+the graph's tensors):
+
+- on the CPU, `mul`, `div` and `floor_div` read a second operand of one element and another type (a
+  number or a 0-d tensor) as f32 (TensorIterator's `original_scalar_value`); `add`, `sub`, comparisons
+  and the rest round it to the half type;
+- on CUDA, `add`, `sub` and `mul` read a Python number on either side as f32, `div` and `floor_div` one on
+  the right; comparisons and the rest round it.  A division by a number is a product with its
+  reciprocal taken in f32 (f64 for f64 tensors), as CUDA's `div_true_kernel`, for every float type.
+
+Where a scalar is read in f32, the op computes in f32 and rounds once:
+`x_bf16 * 0.3` is `convert(mul(convert(x, f32), 0.3 : f32), bf16)`, not a product with 0.30078125.
+A number the half type holds exactly changes nothing.  Capture traces `n / x` as eager's
+`x.reciprocal() * n` and `n * x`, `n + x` as `x * n`, `x + n` (the reflected methods).
+
 | op | kind | operands → results | attributes | summary | PyTorch callables |
 |---|---|---|---|---|---|
 """

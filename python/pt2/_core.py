@@ -67,6 +67,7 @@ _sig("pt2GraphAddConstant", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.
 _sig("pt2GraphAddOp", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, _IP, ctypes.c_char_p, _IP, ctypes.c_int)
 _sig("pt2GraphSetOutputs", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, _IP)
 _sig("pt2GraphSetInputFrozen", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+_sig("pt2GraphSetEagerDevice", None, ctypes.c_void_p, ctypes.c_int)
 _sig("pt2GraphSetLocation", None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
 _sig("pt2GraphValueType", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, _IP, _I64P)
 _sig("pt2GraphToText", ctypes.c_void_p, ctypes.c_void_p)
@@ -241,6 +242,10 @@ class Graph:
         if v < 0:
             raise _error("graph constant")
         return v
+
+    def set_eager_device(self, device):
+        """Whose eager kernels the graph follows where the devices differ: "cpu" (the default) or "cuda"."""
+        _lib.pt2GraphSetEagerDevice(self.handle, int(torch.device(device).type == "cuda"))
 
     def set_location(self, file, line, col=0):
         _lib.pt2GraphSetLocation(self.handle, file.encode() if file else None, line, col)

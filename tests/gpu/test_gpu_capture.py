@@ -120,6 +120,30 @@ def test_module_matches_eager(name, dtype):
 
 
 @needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_scalar_operands_as_eager_cuda(dtype):
+    """A Python number meeting a CUDA tensor, bit for bit against eager CUDA: add, sub and mul read
+    it as f32 on either side, division multiplies by its f32 reciprocal, comparisons and remainder
+    round it to the half type (dialects/builder.c's opmath_scalar; the CPU's rules are
+    tests/capture/test_capture_half_scalars.py's, whose forms these are)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "capture"))
+    from test_capture_half_scalars import FORMS, _differences
+
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(2 * 1501, generator=g, dtype=torch.float64) * 10).to(dtype).cuda()[::2]
+    for s in (0.3, 1 / 3, 7.1, 1000003):
+        t = torch.tensor(float(s), device="cuda")
+        bad = {}
+        for name, form in FORMS.items():
+            pt2.reset()
+            got = pt2.compile(lambda x, t, form=form: form(x, s, t))(x, t)
+            n = _differences(got, form(x, s, t))
+            if n:
+                bad[name] = n
+        assert not bad, f"s = {s}: elements unlike eager's: {bad}"
+
+
+@needs_cuda
 def test_outputs_follow_current_stream():
     def f(x):
         return torch.softmax(x * 3, dim=-1)
