@@ -183,6 +183,26 @@ static MlirValue rewrite_silu(Builder *b, MlirOperation op) {
  * GELU spelled out
  *===----------------------------------------------------------------------===*/
 
+/* v = convert(op(convert(x, f32), c), x's type) with c a splat constant (on
+ * either side of a mul, on the right of a div) and one use of each value
+ * between: how the graph builder writes an f16/bf16 op whose scalar eager
+ * reads in f32 (dialects/builder.c's opmath_scalar).  It stands for op(x, c)
+ * where a pattern needs the scale; writes x and c. */
+static bool opmath_scalar_op(MlirValue v, Pt2OpId id, MlirValue *x, double *c) {
+    MlirOperation narrow = pt2_producer(v, PT2_OP_CONVERT);
+    if (mlirOperationIsNull(narrow)) return false;
+    MlirValue wide = operand(narrow, 0);
+    MlirOperation op = pt2_producer(wide, id);
+    if (mlirOperationIsNull(op) || !has_one_use(wide)) return false;
+    for (int i = id == PT2_OP_MUL ? 0 : 1; i < 2; ++i) {
+        MlirOperation widen = pt2_producer(operand(op, 1 - i), PT2_OP_CONVERT);
+        if (!splat_value(operand(op, i), c) || mlirOperationIsNull(widen) || !has_one_use(operand(op, 1 - i))) continue;
+        *x = operand(widen, 0);
+        if (same_type(*x, v)) return true;
+    }
+    return false;
+}
+
 /* A value as a product: non-constant factors times a constant scale,
  * following mul and division by a constant through values of the root's
  * type that have no other use. */
@@ -209,6 +229,15 @@ static bool product_of(MlirValue v, bool root, MlirType type, Product *p) {
     if (inner && !mlirOperationIsNull(div) && splat_value(operand(div, 1), &c) && c != 0) {
         p->scale /= c;
         return product_of(operand(div, 0), false, type, p);
+    }
+    MlirValue x;
+    if (inner && opmath_scalar_op(v, PT2_OP_MUL, &x, &c)) {
+        p->scale *= c;
+        return product_of(x, false, type, p);
+    }
+    if (inner && opmath_scalar_op(v, PT2_OP_DIV, &x, &c) && c != 0) {
+        p->scale /= c;
+        return product_of(x, false, type, p);
     }
     if (p->n == 4) return false;
     p->factors[p->n++] = v;
@@ -491,6 +520,14 @@ static bool scaled_scores(MlirValue s, MlirValue *q, MlirValue *kt, double *scal
     if (!mlirOperationIsNull(div) && splat_value(operand(div, 1), &c) && c != 0 && same_type(operand(div, 0), s)) {
         *scale = 1 / c;
         s = operand(div, 0);
+    }
+    MlirValue x;
+    if (has_one_use(s) && opmath_scalar_op(s, PT2_OP_MUL, &x, &c)) {
+        *scale = c;
+        s = x;
+    } else if (has_one_use(s) && opmath_scalar_op(s, PT2_OP_DIV, &x, &c) && c != 0) {
+        *scale = 1 / c;
+        s = x;
     }
     MlirOperation mm = sole_producer(s, PT2_OP_MATMUL);
     if (mlirOperationIsNull(mm)) return false;

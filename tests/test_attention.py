@@ -184,6 +184,21 @@ def test_hand_written_chain(tmp_path):
     check(attn, randn(2, 4, 33, 17), randn(2, 4, 7, 17), randn(2, 4, 7, 3), randn(2, 1, 1, 7), fused=True, tmp_path=tmp_path)
 
 
+def test_hand_written_bf16_scale_read_in_f32():
+    """bf16 scores divided by sqrt(96): the graph builder reads the number in f32 and rounds once
+    (dialects/builder.c's opmath_scalar), a form pt2-patterns sees through
+    (test/lit/Passes/patterns-attention.mlir); eager's results either way."""
+    torch.manual_seed(11)
+
+    def attn(q, k, v, mask):
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        return torch.matmul(torch.softmax(s + mask, dim=-1), v)
+
+    bf = torch.bfloat16
+    check(attn, randn(2, 3, 9, 96, dtype=bf), randn(2, 3, 13, 96, dtype=bf), randn(2, 3, 13, 5, dtype=bf),
+          randn(2, 1, 1, 13, dtype=bf), dtype=bf)
+
+
 def test_hand_written_masked_fill():
     """masked_fill(~keep, -inf) is not matched (the probabilities are computed as written)."""
     torch.manual_seed(9)

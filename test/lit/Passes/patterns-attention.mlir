@@ -38,6 +38,26 @@ func.func @div_additive_mask(%q: tensor<2x4x6x16xf64>, %k: tensor<2x4x6x16xf64>,
 
 // -----
 
+// bf16 scores divided by sqrt(96) in the graph builder's opmath form (the
+// number read in f32: widen, multiply by its f32 reciprocal as CUDA does,
+// round once): the scale is that product's
+// CHECK-LABEL: func.func @bf16_opmath_scale
+// CHECK: "pt2.attention"(%arg0, %arg1, %arg2, %{{.*}}) {causal = false, scale = 0.10206207{{[0-9]*}} : f64, zero_masked_rows = false} : (tensor<2x5x96xbf16>, tensor<2x7x96xbf16>, tensor<2x7x8xbf16>, tensor<bf16>) -> tensor<2x5x8xbf16>
+// CHECK-NOT: pt2.softmax
+func.func @bf16_opmath_scale(%q: tensor<2x5x96xbf16>, %k: tensor<2x7x96xbf16>, %v: tensor<2x7x8xbf16>) -> tensor<2x5x8xbf16> {
+  %s = "pt2.constant"() {value = dense<0.102062076> : tensor<f32>} : () -> tensor<f32>
+  %kt = "pt2.permute"(%k) {perm = array<i64: 0, 2, 1>} : (tensor<2x7x96xbf16>) -> tensor<2x96x7xbf16>
+  %0 = "pt2.matmul"(%q, %kt) : (tensor<2x5x96xbf16>, tensor<2x96x7xbf16>) -> tensor<2x5x7xbf16>
+  %w = "pt2.convert"(%0) {dtype = f32} : (tensor<2x5x7xbf16>) -> tensor<2x5x7xf32>
+  %m = "pt2.mul"(%w, %s) : (tensor<2x5x7xf32>, tensor<f32>) -> tensor<2x5x7xf32>
+  %1 = "pt2.convert"(%m) {dtype = bf16} : (tensor<2x5x7xf32>) -> tensor<2x5x7xbf16>
+  %2 = "pt2.softmax"(%1) {dim = -1 : i64} : (tensor<2x5x7xbf16>) -> tensor<2x5x7xbf16>
+  %3 = "pt2.matmul"(%2, %v) : (tensor<2x5x7xbf16>, tensor<2x7x8xbf16>) -> tensor<2x5x8xbf16>
+  return %3 : tensor<2x5x8xbf16>
+}
+
+// -----
+
 // a boolean mask: where(mask, s, -inf); k given as kᵀ itself (a transpose is emitted)
 // CHECK-LABEL: func.func @bool_mask
 // CHECK: %[[K:.*]] = "pt2.permute"(%arg1) {perm = array<i64: 1, 0>} : (tensor<8x5xf32>) -> tensor<5x8xf32>

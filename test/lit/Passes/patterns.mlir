@@ -176,6 +176,28 @@ func.func @gelu_erf(%x: tensor<3x8xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
 
 // -----
 
+// bf16 GELU as capture writes it: x / sqrt(2) reads its number in f32 (the
+// graph builder's opmath form: widen, divide, round once)
+// CHECK-LABEL: func.func @gelu_erf_bf16_opmath
+// CHECK: %[[A:.*]] = "pt2.gelu"(%arg0) {approximate = "none"} : (tensor<3x8xbf16>) -> tensor<3x8xbf16>
+// CHECK-NOT: pt2.erf
+// CHECK: return %[[A]]
+func.func @gelu_erf_bf16_opmath(%x: tensor<3x8xbf16>) -> tensor<3x8xbf16> {
+  %half = "pt2.constant"() {value = dense<0.5> : tensor<bf16>} : () -> tensor<bf16>
+  %one = "pt2.constant"() {value = dense<1.0> : tensor<bf16>} : () -> tensor<bf16>
+  %r2 = "pt2.constant"() {value = dense<1.41421354> : tensor<f32>} : () -> tensor<f32>
+  %0 = "pt2.mul"(%x, %half) : (tensor<3x8xbf16>, tensor<bf16>) -> tensor<3x8xbf16>
+  %w = "pt2.convert"(%x) {dtype = f32} : (tensor<3x8xbf16>) -> tensor<3x8xf32>
+  %q = "pt2.div"(%w, %r2) : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %1 = "pt2.convert"(%q) {dtype = bf16} : (tensor<3x8xf32>) -> tensor<3x8xbf16>
+  %2 = "pt2.erf"(%1) : (tensor<3x8xbf16>) -> tensor<3x8xbf16>
+  %3 = "pt2.add"(%2, %one) : (tensor<3x8xbf16>, tensor<bf16>) -> tensor<3x8xbf16>
+  %4 = "pt2.mul"(%0, %3) : (tensor<3x8xbf16>, tensor<3x8xbf16>) -> tensor<3x8xbf16>
+  return %4 : tensor<3x8xbf16>
+}
+
+// -----
+
 // GPT-2's NewGELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the cube as pow
 // CHECK-LABEL: func.func @gelu_tanh
 // CHECK: %[[G:.*]] = "pt2.gelu"(%arg0) {approximate = "tanh"}
