@@ -26,13 +26,10 @@ def _differences(got, want):
     return int(((g != w) & ~(g.isnan() & w.isnan())).sum())
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
-@pytest.mark.parametrize("s", [0.3, 1 / 3, 7.1, 2.0, 1000003])
-def test_scalar_operands_as_eager(dtype, s):
-    """Bit for bit against eager on the CPU, every form, a non-contiguous odd-sized input."""
-    g = torch.Generator().manual_seed(7)
-    x = (torch.randn(2 * 1501, generator=g, dtype=torch.float64) * 10).to(dtype)[::2]
-    t = torch.tensor(float(s))
+def unlike_eager(x, s):
+    """{form: elements unlike eager's} for x meeting the number s (and a 0-d tensor of it on x's
+    device) in every form, each compiled afresh."""
+    t = torch.tensor(float(s), device=x.device)
     bad = {}
     for name, form in FORMS.items():
         pt2.reset()
@@ -40,6 +37,16 @@ def test_scalar_operands_as_eager(dtype, s):
         n = _differences(got, form(x, s, t))
         if n:
             bad[name] = n
+    return bad
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("s", [0.3, 1 / 3, 7.1, 2.0, 1000003])
+def test_scalar_operands_as_eager(dtype, s):
+    """Bit for bit against eager on the CPU, every form, a non-contiguous odd-sized input."""
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(2 * 1501, generator=g, dtype=torch.float64) * 10).to(dtype)[::2]
+    bad = unlike_eager(x, s)
     assert not bad, f"elements unlike eager's: {bad}"
 
 

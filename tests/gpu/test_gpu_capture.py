@@ -127,19 +127,12 @@ def test_scalar_operands_as_eager_cuda(dtype):
     round it to the half type (dialects/builder.c's opmath_scalar; the CPU's rules are
     tests/capture/test_capture_half_scalars.py's, whose forms these are)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "capture"))
-    from test_capture_half_scalars import FORMS, _differences
+    from test_capture_half_scalars import unlike_eager
 
     g = torch.Generator().manual_seed(7)
     x = (torch.randn(2 * 1501, generator=g, dtype=torch.float64) * 10).to(dtype).cuda()[::2]
     for s in (0.3, 1 / 3, 7.1, 1000003):
-        t = torch.tensor(float(s), device="cuda")
-        bad = {}
-        for name, form in FORMS.items():
-            pt2.reset()
-            got = pt2.compile(lambda x, t, form=form: form(x, s, t))(x, t)
-            n = _differences(got, form(x, s, t))
-            if n:
-                bad[name] = n
+        bad = unlike_eager(x, s)
         assert not bad, f"s = {s}: elements unlike eager's: {bad}"
 
 
