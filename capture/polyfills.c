@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "rules_util.h"
 
 /* Whether a call is one the Python form covers (NULL: every call). */
 typedef bool (*PolyfillAccepts)(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
@@ -556,6 +557,30 @@ static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
     return r;
 }
 
+/* The strides of a form's result (docs/capture.md, "Calling compiled graphs"), as eager gives them:
+ * index_fill and index_put are input.clone().<op>_() and keep the input's layout (empty_like's
+ * rule); index_add, index_copy and the scatters are structured kernels writing a new contiguous
+ * tensor; broadcast_tensors' expand views are eager's own; the tensors any other form made (its
+ * ops are not eager's) get unknown strides, returned contiguous. */
+static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *input, int first_new) {
+    static const char *keep_layout[] = {"index_fill", "index_put"};
+    static const char *contiguous[] = {"index_add", "index_copy", "scatter", "scatter_add", "scatter_reduce"};
+    if (!r || strcmp(py_name, "broadcast_tensors") == 0) return r;
+    int kind = 0;
+    for (size_t i = 0; i < sizeof keep_layout / sizeof keep_layout[0]; ++i) kind = strcmp(py_name, keep_layout[i]) == 0 ? 1 : kind;
+    for (size_t i = 0; i < sizeof contiguous / sizeof contiguous[0]; ++i) kind = strcmp(py_name, contiguous[i]) == 0 ? 2 : kind;
+    int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
+    if (kind && r->kind == V_TENSOR && r->value >= first_new && input && input->kind == V_TENSOR && input->rank == r->rank &&
+        memcmp(input->sizes, r->sizes, sizeof(int64_t) * (size_t)r->rank) == 0 &&
+        (kind == 2 ? pt2StridesOfFormat(r->rank, r->sizes, 0, want) == 0
+                   : var_strides(t, input, have) && pt2StridesPreserved(r->rank, r->sizes, have, want) == 0)) {
+        pt2GraphSetValueStrides(t->graph, r->value, want);
+        return r;
+    }
+    forget_strides(t, r, first_new);
+    return r;
+}
+
 static Polyfill polyfills[] = {
     {"torch._transformer_encoder_layer_fwd", "transformer_encoder_layer_fwd", NULL, NULL, NULL},
     {"torch._native_multi_head_attention", "native_multi_head_attention", NULL, NULL, NULL},
@@ -751,9 +776,11 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
         if (polyfills[i].accepts && !polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
         if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
+        int first_new = pt2GraphValueCount(t->graph);
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
         Var *r = fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
-        return as_view_of(t, polyfills[i].py_name, r, arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input"));
+        Var *input = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input");
+        return as_view_of(t, polyfills[i].py_name, form_strides(t, polyfills[i].py_name, r, input, first_new), input);
     }
     return NULL;
 }
@@ -775,9 +802,10 @@ Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObjec
         if (method_polyfills[i].accepts && !method_polyfills[i].accepts(args, n_args, kw_names, kw_values, n_kw)) return NULL;
         if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
+        int first_new = pt2GraphValueCount(t->graph);
         Var *v = trace_wrap(t, method_polyfills[i].py_fn, NULL);
         Var *r = v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
-        return as_view_of(t, method_polyfills[i].py_name, r, args[0]);
+        return as_view_of(t, method_polyfills[i].py_name, form_strides(t, method_polyfills[i].py_name, r, args[0], first_new), args[0]);
     }
     return NULL;
 }

@@ -10,6 +10,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
+#include "capture.h"
 #include "rules_util.h"
 
 static Var *tensor_arg(Trace *t, const Bound *b, const char *name) {
@@ -41,9 +42,21 @@ static Var *h_unary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
 
 static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, other, *, alpha=None");
-    Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other");
+    Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other"), *alpha = arg(&b, "alpha");
     if (!x || !y) return NULL;
-    if (arg_present(&b, "alpha")) y = op2(t, "mul", y, arg(&b, "alpha"), "%s", "");
+    Var *both[2] = {x, y};
+    Pt2DType dt = result_type(both, 2);
+    double a;
+    if (alpha && x->kind == V_TENSOR && y->kind == V_TENSOR && (dt == PT2_F16 || dt == PT2_BF16) && var_is_number(alpha) &&
+        number_value(t, alpha->obj, &a)) {
+        /* f16/bf16 x + alpha y: one kernel in f32, rounded once; the CPU's reads alpha in the half
+         * type, CUDA's in f32 */
+        Var *scale = scalar_tensor(t, a, pt2_trace_device() >= 0 ? PT2_F32 : dt);
+        Var *ys = scale ? op2(t, "mul", convert_to(t, y, PT2_F32), scale, "%s", "") : NULL;
+        Var *r = ys ? op2(t, e->op, convert_to(t, x, PT2_F32), ys, "%s", "") : NULL;
+        return convert_to(t, r, dt);
+    }
+    if (alpha) y = op2(t, "mul", y, alpha, "%s", "");
     if (x->kind != V_TENSOR && y->kind != V_TENSOR) return trace_break(t, "%s of two numbers via torch", e->op);
     return op2(t, e->op, x, y, "%s", "");
 }
@@ -106,7 +119,9 @@ static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     return trace_break(t, "div(): unknown rounding_mode");
 }
 
-/* addcmul / addcdiv: input + value * (tensor1 op tensor2). */
+/* addcmul / addcdiv: input + value * tensor1 op tensor2, as one kernel of the three operands' type
+ * (f16/bf16 computing in f32 and rounding once), its products in the device's order: the CPU's
+ * (value * tensor1) op tensor2, CUDA's value * (tensor1 op tensor2). */
 static Var *h_addcmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, tensor1, tensor2, *, value=1");
     Var *x = tensor_arg(t, &b, "input"), *t1 = tensor_arg(t, &b, "tensor1"), *t2 = tensor_arg(t, &b, "tensor2");
@@ -118,14 +133,25 @@ static Var *h_addcmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     if (div && pt2_dtype_is_int(t1->dtype) && pt2_dtype_is_int(t2->dtype)) {
         return trace_break(t, "addcdiv() of integer tensors (eager raises)");
     }
-    Var *prod = op2(t, div ? "div" : "mul", t1, t2, "%s", "");
-    if (!prod) return NULL;
-    if (value && PyFloat_Check(value->obj) && pt2_dtype_is_int(prod->dtype)) {
+    Var *operands[3] = {x, t1, t2};
+    Pt2DType dt = result_type(operands, 3), ct = dt == PT2_F16 || dt == PT2_BF16 ? PT2_F32 : dt;
+    if (value && PyFloat_Check(value->obj) && pt2_dtype_is_int(dt) && !div) {
         return trace_break(t, "%s() of integer tensors with a float value (eager raises)", e->op);
     }
-    bool one = PyLong_Check(value ? value->obj : Py_None) && PyLong_AsLong(value->obj) == 1;
-    if (value && !one) prod = op2(t, "mul", prod, value, "%s", "");
-    return prod ? op2(t, "add", x, prod, "%s", "") : NULL;
+    x = convert_to(t, x, ct);
+    t1 = convert_to(t, t1, ct);
+    t2 = convert_to(t, t2, ct);
+    bool one = !value || (PyLong_Check(value->obj) && PyLong_AsLong(value->obj) == 1);
+    Var *prod;
+    if (one || pt2_trace_device() >= 0) {
+        prod = op2(t, div ? "div" : "mul", t1, t2, "%s", "");
+        if (!one && prod) prod = op2(t, "mul", prod, value, "%s", "");
+    } else {
+        Var *scaled = op2(t, "mul", t1, value, "%s", "");
+        prod = scaled ? op2(t, div ? "div" : "mul", scaled, t2, "%s", "") : NULL;
+    }
+    Var *r = prod ? op2(t, "add", x, prod, "%s", "") : NULL;
+    return r && r->dtype != dt && !(div && pt2_dtype_is_int(dt)) ? convert_to(t, r, dt) : r;
 }
 
 static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -138,6 +164,12 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     BIND("input, mask, value");
     Var *x = arg(&b, "input"), *mask = arg(&b, "mask"), *v = tensor_arg(t, &b, "value");
     if (!x || !mask || !v) return NULL;
+    if (v->kind == V_TENSOR && v->rank != 0) {
+        return trace_break(t, "masked_fill() with a %d-d value tensor (eager raises: it must be 0-d)", v->rank);
+    }
+    if (mask->kind == V_TENSOR && mask->dtype != PT2_BOOL) {
+        return trace_break(t, "masked_fill() with a %s mask (eager raises: the mask must be bool)", pt2DTypeName(mask->dtype));
+    }
     if (v->kind == V_CONST) {
         v = const_scalar(t, v, x->dtype);
     } else {
@@ -253,9 +285,13 @@ static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
         return op1(t, "clamp", x, "{min = %s, max = %s}", f64_attr(l), f64_attr(h));
     }
     if ((lo && lo->kind == V_TENSOR) || (hi && hi->kind == V_TENSOR)) {
-        Var *r = x;
-        if (lo) r = op2(t, "maximum", r, lo, "%s", "");
-        if (hi && r) r = op2(t, "minimum", r, hi, "%s", "");
+        /* in the type of the three together (clamp.Tensor's TensorIterator), not pairwise: a bool
+         * x between f16 and f32 0-d bounds is f32, where maximum then minimum gave f16 */
+        Var *all[3] = {x, lo, hi};
+        Pt2DType dt = result_type(all, 3);
+        Var *r = convert_to(t, x, dt);
+        if (lo && r) r = op2(t, "maximum", r, lo->kind == V_TENSOR ? convert_to(t, lo, dt) : lo, "%s", "");
+        if (hi && r) r = op2(t, "minimum", r, hi->kind == V_TENSOR ? convert_to(t, hi, dt) : hi, "%s", "");
         return r;
     }
     char attrs[128] = "";
@@ -368,7 +404,19 @@ static Var *h_reduce(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     if (strcmp(e->op, "mean") == 0 && pt2_dtype_is_int(x->dtype)) {
         return trace_break(t, "mean() of an integer tensor (PyTorch raises here)");
     }
-    return op1(t, e->op, x, "{%skeepdim = %s}", dims, keep ? "true" : "false");
+    if (strcmp(e->op, "amax") == 0 || strcmp(e->op, "amin") == 0) {
+        /* no identity: eager raises for an empty reduction (all dims, or one of those named) */
+        int64_t ds[PT2_MAX_RANK];
+        int nd;
+        if (!arg_ints(t, &b, "dim", ds, PT2_MAX_RANK, &nd)) return NULL;
+        for (int i = 0; i < (nd < 0 || nd == 0 ? x->rank : nd); ++i) {
+            int d = nd <= 0 ? i : pt2_norm_dim(ds[i], x->rank);
+            if (d >= 0 && x->sizes[d] == 0) return trace_break(t, "%s() over an empty dim (eager raises)", e->op);
+        }
+    }
+    Var *r = op1(t, e->op, x, "{%skeepdim = %s}", dims, keep ? "true" : "false");
+    /* dtype= is the result's too (a sum of int8 is an int64 without it; wrapping the same) */
+    return dt != PT2_DTYPE_INVALID ? convert_to(t, r, dt) : r;
 }
 
 static Var *h_argreduce(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -486,6 +534,9 @@ static Var *softmax_of(Trace *t, const RuleEntry *e, Var **args, int n, PyObject
         return NULL;
     }
     if (dt != PT2_DTYPE_INVALID) x = convert_to(t, x, dt);
+    if (x->kind == V_TENSOR && !pt2DTypeIsFloating(x->dtype)) {
+        return trace_break(t, "%s() of a %s tensor (eager raises: not implemented for integers)", e->op, pt2DTypeName(x->dtype));
+    }
     return op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim);
 }
 
@@ -503,8 +554,10 @@ static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     int64_t dim;
     Pt2DType dt;
     if (!x || !arg_int(t, &b, "dim", 0, &dim) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
+    if (dt == PT2_BOOL) return trace_break(t, "%s(dtype=torch.bool) (eager raises: not implemented for bool)", e->op);
     if (dt != PT2_DTYPE_INVALID) x = convert_to(t, x, dt);
-    return op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim); /* cumsum, cumprod */
+    Var *r = op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim); /* cumsum, cumprod */
+    return dt != PT2_DTYPE_INVALID ? convert_to(t, r, dt) : r;
 }
 
 /* pt2's sort and topk rank each element by comparing it with every other of its row (lower_nn.c): past
@@ -554,8 +607,31 @@ bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n) {
     return var_ints(t, v, shape, PT2_MAX_RANK, n);
 }
 
+/* shape with its -1 taken from x's element count; false if it does not fit x */
+static bool infer_shape(const Var *x, const int64_t *shape, int r, int64_t *out) {
+    int64_t numel = 1, known = 1;
+    int free_dim = -1;
+    for (int i = 0; i < x->rank; ++i) numel *= x->sizes[i];
+    for (int i = 0; i < r; ++i) {
+        out[i] = shape[i];
+        if (shape[i] == -1 && free_dim < 0) {
+            free_dim = i;
+        } else if (shape[i] < 0) {
+            return false;
+        } else {
+            known *= shape[i];
+        }
+    }
+    if (free_dim >= 0) {
+        if (known == 0) return false;
+        out[free_dim] = numel / known;
+        known *= out[free_dim];
+    }
+    return known == numel;
+}
+
 static Var *h_reshape(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    bool as = strcmp(e->op, "reshape_as") == 0;
+    bool as = strcmp(e->op, "reshape_as") == 0 || strcmp(e->op, "view_as") == 0;
     BIND(as ? "input, other" : strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : "input, *shape");
     Var *x = arg(&b, "input");
     int64_t shape[PT2_MAX_RANK];
@@ -570,6 +646,11 @@ static Var *h_reshape(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
         return NULL;
     }
     if (x->kind != V_TENSOR) return trace_break(t, "reshape of a non-tensor");
+    int64_t have[PT2_MAX_RANK], view[PT2_MAX_RANK], full[PT2_MAX_RANK];
+    if (e->op[0] == 'v' && var_strides(t, x, have) && infer_shape(x, shape, r, full) &&
+        pt2StridesOfView(x->rank, x->sizes, have, r, full, view) == 0) {
+        return trace_break(t, "%s(): these strides have no view of that shape (eager raises; .reshape() copies)", e->op);
+    }
     char s[256];
     ints_text(s, sizeof s, shape, r);
     return op1(t, "reshape", x, "{shape = %s}", s);
@@ -583,6 +664,7 @@ static Var *h_flatten(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     if (x->rank == 0) return reshape_to(t, x, (int64_t[]){1}, 1);
     int s = norm_dim(t, s0, x->rank), en = norm_dim(t, e0, x->rank);
     if (s < 0 || en < 0) return NULL;
+    if (s > en) return trace_break(t, "flatten(): start_dim %d after end_dim %d (eager raises)", s, en);
     int64_t shape[PT2_MAX_RANK];
     int r = 0;
     for (int i = 0; i < s; ++i) shape[r++] = x->sizes[i];
@@ -753,7 +835,12 @@ static Var *h_narrow(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     if (!x || !arg_int(t, &b, "dim", 0, &d) || !arg_int(t, &b, "start", 0, &s) || !arg_int(t, &b, "length", 0, &len)) return NULL;
     int dim = norm_dim(t, d, x->rank);
     if (dim < 0) return NULL;
-    if (s < 0) s += x->sizes[dim];
+    int64_t size = x->sizes[dim];
+    if (s < -size || s > size || len < 0 || (s < 0 ? s + size : s) + len > size) {
+        return trace_break(t, "narrow(): start %lld, length %lld out of a dim of %lld (eager raises)", (long long)s, (long long)len,
+                           (long long)size);
+    }
+    if (s < 0) s += size;
     return slice_dim(t, x, dim, s, s + len, 1);
 }
 
@@ -809,13 +896,31 @@ static Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
         }
         return cat_list(t, items, l->n_items, d);
     }
-    /* PyTorch skips 1-d empty tensors in cat */
+    /* PyTorch skips 1-d empty tensors in cat, after they took part in its type promotion */
     Var **items = trace_alloc(t, sizeof(Var *) * (size_t)(l->n_items + 1));
+    Pt2DType dt = PT2_DTYPE_INVALID;
     int k = 0;
     for (int i = 0; i < l->n_items; ++i) {
         Var *x = l->items[i];
-        if (x->kind == V_TENSOR && x->rank == 1 && x->sizes[0] == 0 && l->n_items > 1) continue;
+        if (x->kind != V_TENSOR) return trace_break(t, "%s() of a list holding a non-tensor", e->op);
+        dt = pt2DTypePromote(dt, x->dtype);
+        if (x->rank == 1 && x->sizes[0] == 0 && l->n_items > 1) continue;
         items[k++] = x;
+    }
+    if (k == 0) items[k++] = l->items[0];
+    if (k == 1) {
+        /* the one tensor left: cat's result is still new memory, in the memory format its
+         * strides suggest */
+        Var *x = items[0], *r;
+        int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
+        int channels_last = var_strides(t, x, have) && pt2StridesSuggestChannelsLast(x->rank, x->sizes, have) == 1;
+        if (pt2StridesOfFormat(x->rank, x->sizes, channels_last, want) != 0) return trace_break(t, "internal: memory format strides");
+        if (x->dtype == dt) return copy_with_strides(t, x, want);
+        if ((r = convert_to(t, x, dt))) pt2GraphSetValueStrides(t->graph, r->value, want);
+        return r;
+    }
+    for (int i = 0; i < k; ++i) {
+        if (!(items[i] = convert_to(t, items[i], dt))) return NULL;
     }
     return cat_list(t, items, k, dim);
 }
@@ -846,7 +951,14 @@ static Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
         int cnt;
         int64_t secs[PT2_MAX_RANK * 8];
         if (!var_ints(t, spec, secs, PT2_MAX_RANK * 8, &cnt)) return NULL;
-        for (int i = 0; i < cnt; ++i) sizes[ns++] = secs[i];
+        int64_t total = 0;
+        for (int i = 0; i < cnt; ++i) {
+            if (secs[i] < 0) return trace_break(t, "split(): a negative section size (eager raises)");
+            total += sizes[ns++] = secs[i];
+        }
+        if (total != size) {
+            return trace_break(t, "split(): sections summing to %lld along a dim of %lld (eager raises)", (long long)total, (long long)size);
+        }
     }
     Var *out = var_new(t, V_TUPLE);
     int64_t at = 0;

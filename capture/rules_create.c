@@ -88,7 +88,23 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     }
     char s[128];
     ints_text(s, sizeof s, shape, r);
-    return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
+    Var *v = op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
+    if (!v || !like) return v; /* contiguous, as the builder has it */
+    /* *_like: memory_format, preserve_format by default (empty_like's: x's strides where x is dense,
+     * else the format they suggest) */
+    Var *format = arg(&b, "memory_format");
+    int mf = format && !(format->kind == V_CONST && format->obj == Py_None) ? memory_format_kind(format) : 3;
+    int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
+    if (mf < 0) return trace_break(t, "%s(): memory_format other than a torch.memory_format", op);
+    if (mf == 3) {
+        bool known = var_strides(t, x, have) && pt2StridesPreserved(r, shape, have, want) == 0;
+        pt2GraphSetValueStrides(t->graph, v->value, known ? want : NULL);
+    } else if (pt2StridesOfFormat(r, shape, mf != 0, want) == 0 && (mf != 2 || r == 5)) {
+        pt2GraphSetValueStrides(t->graph, v->value, want);
+    } else {
+        return trace_break(t, "%s(): memory_format channels_last%s of a rank-%d tensor (eager raises)", op, mf == 2 ? "_3d" : "", r);
+    }
+    return v;
 }
 
 Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -12,8 +12,18 @@
 #include "rules_util.h"
 
 Var *h_matmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, other");
-    return op2(t, "matmul", arg(&b, "input"), arg(&b, "other"), "%s", "");
+    bool mm = strcmp(e->op, "mm") == 0, bmm = strcmp(e->op, "bmm") == 0;
+    BIND(mm || bmm ? "input, mat2" : "input, other");
+    Var *x = arg(&b, "input"), *y = b.v[1];
+    /* mm takes matrices, bmm batches of them (matmul broadcasts and takes vectors): eager raises */
+    if ((mm || bmm) && x && y && x->kind == V_TENSOR && y->kind == V_TENSOR) {
+        int want = mm ? 2 : 3;
+        if (x->rank != want || y->rank != want || (bmm && x->sizes[0] != y->sizes[0])) {
+            return trace_break(t, "%s() of %d-d and %d-d tensors (eager raises: %s)", e->op, x->rank, y->rank,
+                               mm ? "both must be matrices" : "both must be 3-d with the same batch");
+        }
+    }
+    return op2(t, "matmul", x, y, "%s", "");
 }
 
 Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -403,6 +403,29 @@ Var *tensor_alias(Trace *t, Var *x) {
 
 Var *view_of(Trace *t, Var *x, Var *r) { return r && r == x && x->kind == V_TENSOR ? tensor_alias(t, x) : r; }
 
+/* PyTorch's combine_categories: a float of the higher-priority group wins,
+ * else a float (or anything over a bool) of the lower one promotes it. */
+static Pt2DType combine_categories(Pt2DType higher, Pt2DType lower) {
+    if (higher == PT2_DTYPE_INVALID) return lower;
+    if (pt2DTypeIsFloating(higher) || lower == PT2_DTYPE_INVALID) return higher;
+    return higher == PT2_BOOL || pt2DTypeIsFloating(lower) ? pt2DTypePromote(higher, lower) : higher;
+}
+
+Pt2DType result_type(Var *const *xs, int n) {
+    Pt2DType dim = PT2_DTYPE_INVALID, zero = PT2_DTYPE_INVALID, number = PT2_DTYPE_INVALID;
+    for (int i = 0; i < n; ++i) {
+        Var *x = xs[i];
+        if (!x) continue;
+        if (x->kind == V_TENSOR) {
+            Pt2DType *group = x->rank > 0 ? &dim : &zero;
+            *group = pt2DTypePromote(*group, x->dtype);
+        } else if (x->kind == V_CONST && (PyBool_Check(x->obj) || PyLong_Check(x->obj) || PyFloat_Check(x->obj))) {
+            number = pt2DTypePromote(number, PyBool_Check(x->obj) ? PT2_BOOL : PyLong_Check(x->obj) ? PT2_I64 : PT2_F32);
+        }
+    }
+    return combine_categories(dim, combine_categories(zero, number));
+}
+
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
     if (!x) return NULL;
     if (x->kind == V_TENSOR && x->dtype == dt) return x;
@@ -484,18 +507,16 @@ void set_contiguous_strides(Trace *t, Var *r) {
     if (r && r->kind == V_TENSOR && pt2StridesOfFormat(r->rank, r->sizes, 0, s) == 0) pt2GraphSetValueStrides(t->graph, r->value, s);
 }
 
-void forget_strides(Trace *t, Var *r, Var *const *args, int n_args) {
+void forget_strides(Trace *t, Var *r, int first_new) {
     if (!r) return;
     if (r->kind == V_TUPLE || r->kind == V_LIST) {
         for (int i = 0; i < r->n_items; ++i) {
-            if (r->items[i]->kind == V_TENSOR) forget_strides(t, r->items[i], args, n_args);
+            if (r->items[i]->kind == V_TENSOR) forget_strides(t, r->items[i], first_new);
         }
         return;
     }
-    if (r->kind != V_TENSOR || r->value < 0) return;
-    for (int i = 0; i < n_args; ++i) {
-        if (args[i] && args[i]->kind == V_TENSOR && args[i]->value == r->value) return;
-    }
+    /* a tensor made before the rule ran (passed through: tuple(xs), zip, max of a list) keeps its strides */
+    if (r->kind != V_TENSOR || r->value < first_new) return;
     pt2GraphSetValueStrides(t->graph, r->value, NULL);
 }
 

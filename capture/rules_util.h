@@ -79,6 +79,9 @@ Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 /* The same for a broadcast (expand) to shape. */
 Var *expand_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
+/* torch.result_type over tensors and Python numbers (NULL entries skipped): dim > 0 tensors first,
+ * then 0-d ones, then numbers (a float number as the default dtype, f32). */
+Pt2DType result_type(Var *const *xs, int n);
 /* A new tensor object over x's memory (x.detach(), x.data): the same graph
  * value and storage, another identity; x's storage counts as viewed, so an
  * in-place op on either is a clean break. */
@@ -109,8 +112,9 @@ void set_strides_like(Trace *t, Var *r, const Var *like);
 void set_contiguous_strides(Trace *t, Var *r);
 /* Marks the result of a rule whose eager strides the builder does not model
  * (its ops differ from eager's): every tensor of `r` (or of a tuple/list r)
- * made by the rule, i.e. not one of `args`, gets unknown strides. */
-void forget_strides(Trace *t, Var *r, Var *const *args, int n_args);
+ * made by the rule, i.e. a graph value numbered first_new or above (the
+ * graph's pt2GraphValueCount before the rule ran), gets unknown strides. */
+void forget_strides(Trace *t, Var *r, int first_new);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 /* A Python number constant as a double; false (trace broken) for an int
  * that a double would round (past 2^53), which pt2's float64 scalars and

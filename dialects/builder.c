@@ -90,6 +90,8 @@ void pt2GraphSetLocation(Pt2Graph *g, const char *file, int line, int col) {
 
 void pt2GraphSetEagerDevice(Pt2Graph *g, int cuda) { g->cuda = cuda != 0; }
 
+int pt2GraphValueCount(Pt2Graph *g) { return g->n_values; }
+
 static bool valid_value(Pt2Graph *g, int v) { return v >= 0 && v < g->n_values; }
 
 static int value_type(Pt2Graph *g, int v, Pt2TensorType *out) {
@@ -160,6 +162,11 @@ static MlirOperation create_op(Pt2Graph *g, const char *name, int n_operands, co
     return op;
 }
 
+/* `value` as dtype dt (a float type) holds it. */
+static double held_in(Pt2Graph *g, double value, Pt2DType dt) {
+    return mlirFloatAttrGetValueDouble(mlirFloatAttrDoubleGet(g->mlir, pt2_dtype_to_mlir(g->mlir, dt), value));
+}
+
 static MlirValue scalar_constant(Pt2Graph *g, double value, Pt2DType dt) {
     Pt2TensorType t = {dt, 0, {0}};
     MlirType tt = pt2_tensor_type_to_mlir(g->mlir, &t);
@@ -184,7 +191,10 @@ int pt2GraphAddScalar(Pt2Graph *g, double value, Pt2DType dt, int weak) {
         pt2_set_error("pt2GraphAddScalar: unsupported dtype %d", dt);
         return -1;
     }
-    return add_value(g, scalar_constant(g, value, dt), weak != 0, true, value);
+    /* a Python number keeps its double (promotion may take it to f64, or read it in f32); a 0-d
+     * tensor is the number its dtype holds, which a later conversion starts from */
+    double held = weak || !pt2_dtype_is_float(dt) ? value : held_in(g, value, dt);
+    return add_value(g, scalar_constant(g, value, dt), weak != 0, true, held);
 }
 
 int pt2GraphAddConstant(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes, const void *data) {
@@ -255,11 +265,7 @@ static MlirValue convert_value(Pt2Graph *g, int v, Pt2DType to) {
 }
 
 /* Whether `value` is the same number in `dt` (what rounding it there keeps). */
-static bool exact_in(Pt2Graph *g, double value, Pt2DType dt) {
-    if (value != value) return true;
-    MlirAttribute a = mlirFloatAttrDoubleGet(g->mlir, pt2_dtype_to_mlir(g->mlir, dt), value);
-    return mlirFloatAttrGetValueDouble(a) == value;
-}
+static bool exact_in(Pt2Graph *g, double value, Pt2DType dt) { return value != value || held_in(g, value, dt) == value; }
 
 /* Eager's f16/bf16 kernels read some scalar operands in f32 (their opmath
  * type) instead of rounding them to the tensors' type first:

@@ -214,6 +214,8 @@ Pt2DType pt2_promote_types(Pt2DType a, Pt2DType b) {
     return rank_of[a] >= rank_of[b] ? a : b;
 }
 
+Pt2DType pt2DTypePromote(Pt2DType a, Pt2DType b) { return pt2_promote_types(a, b); }
+
 int pt2_norm_dim(int64_t dim, int rank) {
     int r = rank > 0 ? rank : 1;
     if (dim < -r || dim >= r) return -1;

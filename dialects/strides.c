@@ -11,8 +11,9 @@
  *     the fast paths for inputs that are all contiguous, all channels last or
  *     all of one dense layout;
  *   - views (permute, expand, slice, select, reshape where a view exists);
- *   - `.to()` / `empty_like` (preserve_format): a dense tensor's strides
- *     kept, else the suggested memory format;
+ *   - `.to()` / `empty_like` / `clone` (preserve_format): a dense tensor's
+ *     strides kept, else dense ones in the order of its strides
+ *     (at::infer_dense_strides);
  *   - convolution: channels last when the input or the weight suggests it;
  *     pooling, batch norm and pad: the input's suggested memory format;
  *   - reductions, softmax, cumsum, layer norm, matmul (but 2-d @ batched),
@@ -153,6 +154,44 @@ int pt2StridesSuggestChannelsLast(int rank, const int64_t *sizes, const int64_t 
     if (rank < 0 || rank > PT2_MAX_RANK) return 0;
     Pt2TensorType t = shape_of(rank, sizes);
     return suggest_format(&t, strides) == FORMAT_CHANNELS_LAST;
+}
+
+/* at::infer_dense_strides: dense strides in the order of x's (insertion-sorted
+ * from the last dim inwards, a 0 stride ambiguous, equal strides putting the
+ * smaller size inside). */
+static void infer_dense_strides(const Pt2TensorType *t, const int64_t *s, int64_t *out) {
+    int rank = t->rank, perm[PT2_MAX_RANK];
+    for (int k = 0; k < rank; ++k) perm[k] = rank - 1 - k;
+    for (int i = 1; i < rank; ++i) {
+        int dim1 = i;
+        for (int dim0 = i - 1; dim0 >= 0; --dim0) {
+            int a = perm[dim0], b = perm[dim1], cmp = 0;
+            if (s[a] != 0 && s[b] != 0) cmp = s[a] < s[b] ? -1 : s[a] > s[b] ? 1 : t->sizes[a] > t->sizes[b] ? 1 : 0;
+            if (cmp > 0) {
+                perm[dim0] = b;
+                perm[dim1] = a;
+                dim1 = dim0;
+            } else if (cmp < 0) {
+                break;
+            }
+        }
+    }
+    int64_t stride = 1;
+    for (int k = 0; k < rank; ++k) {
+        out[perm[k]] = stride;
+        if (t->sizes[perm[k]] > 1) stride *= t->sizes[perm[k]];
+    }
+}
+
+int pt2StridesPreserved(int rank, const int64_t *sizes, const int64_t *strides, int64_t *out_strides) {
+    if (rank < 0 || rank > PT2_MAX_RANK) return -1;
+    Pt2TensorType t = shape_of(rank, sizes);
+    if (is_dense(&t, strides)) {
+        memcpy(out_strides, strides, sizeof(int64_t) * (size_t)rank);
+    } else {
+        infer_dense_strides(&t, strides, out_strides);
+    }
+    return 0;
 }
 
 int pt2StridesAreFormat(int rank, const int64_t *sizes, const int64_t *strides, int channels_last) {
@@ -335,12 +374,7 @@ static int view_rule(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorType 
 
 void pt2_preserve_strides(const Pt2TensorType *t, const Pt2Strides *x, Pt2Strides *res) {
     res->known = x->known;
-    if (!x->known) return;
-    if (is_dense(t, x->s)) {
-        memcpy(res->s, x->s, sizeof(int64_t) * (size_t)t->rank);
-    } else {
-        format_strides(suggest_format(t, x->s), t, res->s);
-    }
+    if (x->known) pt2StridesPreserved(t->rank, t->sizes, x->s, res->s);
 }
 
 void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorType *in, const Pt2Strides *st, int n,
@@ -380,8 +414,14 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
         int64_t pads[2 * PT2_MAX_RANK];
         int np = 0;
         if (info->meta == META_PAD && pt2_attr_i64s(attrs, "pads", pads, 2 * PT2_MAX_RANK, &np) > 0) {
+            bool none = true;
             for (int i = 0; i < np; ++i) {
                 if (pads[i] < 0) return;
+                none = none && pads[i] == 0;
+            }
+            if (none) { /* no padding at all: self.clone() */
+                pt2_preserve_strides(&in[0], &st[0], &res[0]);
+                return;
             }
         }
         res[0].known = true;

@@ -44,6 +44,8 @@ PT2_EXPORT const char *pt2DTypeMlirName(Pt2DType dt);  /* "f32", ... */
 PT2_EXPORT size_t pt2DTypeSize(Pt2DType dt);           /* bytes in memory */
 PT2_EXPORT Pt2DType pt2DTypeFromName(const char *name); /* either spelling */
 PT2_EXPORT int pt2DTypeIsFloating(Pt2DType dt);        /* f32, f16, bf16, f64 */
+/* torch.promote_types (PT2_DTYPE_INVALID on one side gives the other). */
+PT2_EXPORT Pt2DType pt2DTypePromote(Pt2DType a, Pt2DType b);
 
 /*--- Errors ----------------------------------------------------------------*/
 
@@ -117,6 +119,8 @@ PT2_EXPORT int pt2GraphSetInputFrozen(Pt2Graph *g, int value);
  * number meeting an f16/bf16 tensor: docs/dialect.md, "Scalars of f16/bf16
  * ops"): 0 (the default) the CPU's, 1 CUDA's.  Set before adding ops. */
 PT2_EXPORT void pt2GraphSetEagerDevice(Pt2Graph *g, int cuda);
+/* How many values the graph has: ids below it exist, the next is this one. */
+PT2_EXPORT int pt2GraphValueCount(Pt2Graph *g);
 /* Type of a value: returns its rank (or -1), writes dtype and sizes. */
 PT2_EXPORT int pt2GraphValueType(Pt2Graph *g, int value, Pt2DType *out_dtype, int64_t *out_sizes);
 /* The strides eager PyTorch's CPU kernels would give value's tensor
@@ -136,6 +140,10 @@ PT2_EXPORT int pt2GraphSetValueStrides(Pt2Graph *g, int value, const int64_t *st
  * is_contiguous(memory_format) holds. */
 PT2_EXPORT int pt2StridesOfFormat(int rank, const int64_t *sizes, int channels_last, int64_t *out_strides);
 PT2_EXPORT int pt2StridesSuggestChannelsLast(int rank, const int64_t *sizes, const int64_t *strides);
+/* The strides empty_like(x) and x.clone() give (memory_format=torch.preserve_format): x's own
+ * where x is non-overlapping and dense, else dense ones in the order of x's
+ * (at::infer_dense_strides).  0, or -1 for a bad rank. */
+PT2_EXPORT int pt2StridesPreserved(int rank, const int64_t *sizes, const int64_t *strides, int64_t *out_strides);
 PT2_EXPORT int pt2StridesAreFormat(int rank, const int64_t *sizes, const int64_t *strides, int channels_last);
 /* Whether reshaping a tensor of these sizes and strides to out_sizes is a
  * view in eager (at::detail::computeStride): 1 and the view's strides, 0 when

@@ -273,10 +273,13 @@ static bool lower_stats(const VarMean *v, bool log) {
     StatsBody s = {NULL, ct, elem_type(mlirOperationGetResult(v->op, 0)), 1, 1, (double)v->count, var_divisor(v)};
     LanePlan lanes, single;
     if (!lane_plan_single(&v->xt, v->reduced, &single)) return false;
-    bool one_pass = lane_plan(&v->xt, v->reduced, mlirTypeIsAF64(ct) ? 8 : 4, &lanes) &&
+    /* one element a result: pt2-lower's two passes give eager's mean of an infinity (itself; the
+     * shift by K and the correction C are inf - inf) and its NaN variance */
+    bool many = v->count > 1;
+    bool one_pass = many && lane_plan(&v->xt, v->reduced, mlirTypeIsAF64(ct) ? 8 : 4, &lanes) &&
                     !lane_rows_stay_cached(&lanes, &v->xt, "PT2_WELFORD_BYTES");
-    bool two_pass =
-        !one_pass && (lane_results_are_rows(&single) || lane_rows_stay_cached(&single, &v->xt, "PT2_WELFORD_BYTES"));
+    bool two_pass = many && !one_pass &&
+                    (lane_results_are_rows(&single) || lane_rows_stay_cached(&single, &v->xt, "PT2_WELFORD_BYTES"));
     const LanePlan *plan = one_pass ? &lanes : &single;
     char text[256] = "";
     if (one_pass) lane_plan_text(plan, text, sizeof text);

@@ -218,13 +218,18 @@ def heaviside(input, values):
 
 
 def threshold(input, threshold, value):
-    """torch.threshold (F.threshold): value where x <= threshold, else x."""
-    return torch.where(input <= threshold, value, input)
+    """torch.threshold (F.threshold): value where x <= threshold, else x.  The CPU's kernel compares
+    an f16/bf16 x with the threshold in f32; CUDA's rounds the threshold to x's type."""
+    x = input
+    if input.dtype in (torch.float16, torch.bfloat16) and input.device.type == "cpu":
+        x = input.float()
+    return torch.where(x <= threshold, value, input)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    """torch.rrelu outside training: leaky_relu with the slope (lower + upper) / 2."""
-    return F.leaky_relu(input, (lower + upper) / 2)
+    """torch.rrelu outside training: leaky_relu with the slope (lower + upper) / 2, contiguous as
+    eager's (rrelu_with_noise writes a new contiguous tensor whatever the input's layout)."""
+    return F.leaky_relu(input, (lower + upper) / 2).contiguous()
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -448,6 +453,8 @@ def prelu(input, weight):
 
 
 def outer(input, vec2):
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError("outer: expected 1-D tensors")  # eager's error (the trace breaks here)
     return input.reshape(-1, 1) * vec2.reshape(1, -1)
 
 
