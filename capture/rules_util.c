@@ -426,6 +426,12 @@ Pt2DType result_type(Var *const *xs, int n) {
     return combine_categories(dim, combine_categories(zero, number));
 }
 
+int norm_dim(Trace *t, int64_t d, int rank) {
+    int r = pt2_norm_dim(d, rank);
+    if (r < 0) trace_break(t, "dimension %lld out of range for a rank-%d tensor", (long long)d, rank);
+    return r;
+}
+
 Var *convert_to(Trace *t, Var *x, Pt2DType dt) {
     if (!x) return NULL;
     if (x->kind == V_TENSOR && x->dtype == dt) return x;

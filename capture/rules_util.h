@@ -79,6 +79,8 @@ Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 /* The same for a broadcast (expand) to shape. */
 Var *expand_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
+/* dim d of a rank-`rank` tensor counted from 0, or -1 (and a break naming it) out of range. */
+int norm_dim(Trace *t, int64_t d, int rank);
 /* torch.result_type over tensors and Python numbers (NULL entries skipped): dim > 0 tensors first,
  * then 0-d ones, then numbers (a float number as the default dtype, f32). */
 Pt2DType result_type(Var *const *xs, int n);

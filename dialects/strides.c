@@ -156,17 +156,27 @@ int pt2StridesSuggestChannelsLast(int rank, const int64_t *sizes, const int64_t 
     return suggest_format(&t, strides) == FORMAT_CHANNELS_LAST;
 }
 
-/* at::infer_dense_strides: dense strides in the order of x's (insertion-sorted
- * from the last dim inwards, a 0 stride ambiguous, equal strides putting the
- * smaller size inside). */
-static void infer_dense_strides(const Pt2TensorType *t, const int64_t *s, int64_t *out) {
-    int rank = t->rank, perm[PT2_MAX_RANK];
+/* Dense strides for t in the order n operands' strides give its dims
+ * (TensorIterator's reorder_dimensions, at::infer_dense_strides): an insertion
+ * sort from the last dim inwards, each pair decided by the first operand
+ * whose strides for both are nonzero and differ, equal strides putting the
+ * smaller size inside. */
+static void dense_strides_in_order(const Pt2TensorType *t, int n, const int64_t (*s)[PT2_MAX_RANK], int64_t *out) {
+    int rank = t->rank, perm[PT2_MAX_RANK]; /* perm[0] is the innermost dim */
     for (int k = 0; k < rank; ++k) perm[k] = rank - 1 - k;
     for (int i = 1; i < rank; ++i) {
         int dim1 = i;
         for (int dim0 = i - 1; dim0 >= 0; --dim0) {
             int a = perm[dim0], b = perm[dim1], cmp = 0;
-            if (s[a] != 0 && s[b] != 0) cmp = s[a] < s[b] ? -1 : s[a] > s[b] ? 1 : t->sizes[a] > t->sizes[b] ? 1 : 0;
+            for (int o = 0; o < n && cmp == 0; ++o) {
+                int64_t s0 = s[o][a], s1 = s[o][b];
+                if (s0 == 0 || s1 == 0) continue;
+                if (s0 != s1) {
+                    cmp = s0 < s1 ? -1 : 1;
+                } else if (t->sizes[a] > t->sizes[b]) {
+                    cmp = 1;
+                }
+            }
             if (cmp > 0) {
                 perm[dim0] = b;
                 perm[dim1] = a;
@@ -186,10 +196,12 @@ static void infer_dense_strides(const Pt2TensorType *t, const int64_t *s, int64_
 int pt2StridesPreserved(int rank, const int64_t *sizes, const int64_t *strides, int64_t *out_strides) {
     if (rank < 0 || rank > PT2_MAX_RANK) return -1;
     Pt2TensorType t = shape_of(rank, sizes);
+    int64_t row[1][PT2_MAX_RANK];
+    memcpy(row[0], strides, sizeof(int64_t) * (size_t)rank);
     if (is_dense(&t, strides)) {
         memcpy(out_strides, strides, sizeof(int64_t) * (size_t)rank);
     } else {
-        infer_dense_strides(&t, strides, out_strides);
+        dense_strides_in_order(&t, 1, (const int64_t (*)[PT2_MAX_RANK])row, out_strides);
     }
     return 0;
 }
@@ -247,36 +259,7 @@ static int tensor_iterator(const Pt2TensorType *in, const Pt2Strides *st, int n,
             bs[i][d] = di < 0 || (in[i].sizes[di] == 1 && out->sizes[d] != 1) ? 0 : st[i].s[di];
         }
     }
-    /* perm[0] is the innermost dim; starts from the last dim inwards */
-    int perm[PT2_MAX_RANK];
-    for (int k = 0; k < rank; ++k) perm[k] = rank - 1 - k;
-    for (int i = 1; i < rank; ++i) {
-        int dim1 = i;
-        for (int dim0 = i - 1; dim0 >= 0; --dim0) {
-            int a = perm[dim0], b = perm[dim1], cmp = 0;
-            for (int o = 0; o < n && cmp == 0; ++o) {
-                int64_t s0 = bs[o][a], s1 = bs[o][b];
-                if (s0 == 0 || s1 == 0) continue;
-                if (s0 != s1) {
-                    cmp = s0 < s1 ? -1 : 1;
-                } else if (out->sizes[a] > out->sizes[b]) {
-                    cmp = 1;
-                }
-            }
-            if (cmp > 0) {
-                perm[dim0] = b;
-                perm[dim1] = a;
-                dim1 = dim0;
-            } else if (cmp < 0) {
-                break;
-            }
-        }
-    }
-    int64_t stride = 1;
-    for (int k = 0; k < rank; ++k) {
-        res->s[perm[k]] = stride;
-        stride *= out->sizes[perm[k]];
-    }
+    dense_strides_in_order(out, n, (const int64_t (*)[PT2_MAX_RANK])bs, res->s);
     res->known = true;
     return 1;
 }

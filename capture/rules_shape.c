@@ -1,0 +1,403 @@
+/*===- rules_shape.c - capture rules: shapes, views, cat and split ---------===*
+ *
+ * reshape/view, flatten, squeeze, permute, expand, repeat, flip, narrow,
+ * select, index_select, cat/stack, split/chunk, unbind: each checks what
+ * eager checks (a break where eager raises) and emits pt2's view and
+ * copy ops.  Split from rules.c, whose header says where the others are.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+#include "rules_util.h"
+
+/*===----------------------------------------------------------------------===*
+ * Shapes
+ *===----------------------------------------------------------------------===*/
+
+/* A shape given as varargs (x.view(2, 3)) or one sequence (x.view((2, 3))). */
+bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n) {
+    if (!v) return trace_break(t, "missing shape"), false;
+    if (v->kind == V_TUPLE && v->n_items == 1 && v->items[0]->kind != V_CONST) v = v->items[0];
+    if (v->kind == V_TUPLE && v->n_items == 1 && v->items[0]->kind == V_CONST && PyTuple_Check(v->items[0]->obj)) v = v->items[0];
+    return var_ints(t, v, shape, PT2_MAX_RANK, n);
+}
+
+/* shape with its -1 taken from x's element count; false if it does not fit x */
+static bool infer_shape(const Var *x, const int64_t *shape, int r, int64_t *out) {
+    int64_t numel = 1, known = 1;
+    int free_dim = -1;
+    for (int i = 0; i < x->rank; ++i) numel *= x->sizes[i];
+    for (int i = 0; i < r; ++i) {
+        out[i] = shape[i];
+        if (shape[i] == -1 && free_dim < 0) {
+            free_dim = i;
+        } else if (shape[i] < 0) {
+            return false;
+        } else {
+            known *= shape[i];
+        }
+    }
+    if (free_dim >= 0) {
+        if (known == 0) return false;
+        out[free_dim] = numel / known;
+        known *= out[free_dim];
+    }
+    return known == numel;
+}
+
+Var *h_reshape(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool as = strcmp(e->op, "reshape_as") == 0 || strcmp(e->op, "view_as") == 0;
+    BIND(as ? "input, other" : strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : "input, *shape");
+    Var *x = arg(&b, "input");
+    int64_t shape[PT2_MAX_RANK];
+    int r;
+    if (as) {
+        Var *o = arg(&b, "other");
+        if (!x || !o) return NULL;
+        if (o->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
+        r = o->rank;
+        memcpy(shape, o->sizes, sizeof(int64_t) * (size_t)r);
+    } else if (!x || !shape_arg(t, b.v[1], shape, &r)) {
+        return NULL;
+    }
+    if (x->kind != V_TENSOR) return trace_break(t, "reshape of a non-tensor");
+    int64_t have[PT2_MAX_RANK], view[PT2_MAX_RANK], full[PT2_MAX_RANK];
+    if (e->op[0] == 'v' && var_strides(t, x, have) && infer_shape(x, shape, r, full) &&
+        pt2StridesOfView(x->rank, x->sizes, have, r, full, view) == 0) {
+        return trace_break(t, "%s(): these strides have no view of that shape (eager raises; .reshape() copies)", e->op);
+    }
+    char s[256];
+    ints_text(s, sizeof s, shape, r);
+    return op1(t, "reshape", x, "{shape = %s}", s);
+}
+
+Var *h_flatten(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, start_dim=0, end_dim=-1");
+    Var *x = arg(&b, "input");
+    int64_t s0, e0;
+    if (!x || !arg_int(t, &b, "start_dim", 0, &s0) || !arg_int(t, &b, "end_dim", -1, &e0)) return NULL;
+    if (x->rank == 0) return reshape_to(t, x, (int64_t[]){1}, 1);
+    int s = norm_dim(t, s0, x->rank), en = norm_dim(t, e0, x->rank);
+    if (s < 0 || en < 0) return NULL;
+    if (s > en) return trace_break(t, "flatten(): start_dim %d after end_dim %d (eager raises)", s, en);
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < s; ++i) shape[r++] = x->sizes[i];
+    int64_t m = 1;
+    for (int i = s; i <= en; ++i) m *= x->sizes[i];
+    shape[r++] = m;
+    for (int i = en + 1; i < x->rank; ++i) shape[r++] = x->sizes[i];
+    return reshape_to(t, x, shape, r);
+}
+
+/* x.unflatten(dim, sizes): dim split into sizes (one of them may be -1). */
+Var *h_unflatten(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim, sizes");
+    Var *x = arg(&b, "input");
+    int64_t d, sizes[PT2_MAX_RANK];
+    int ns;
+    if (!x || !arg_int(t, &b, "dim", 0, &d) || !shape_arg(t, b.v[2], sizes, &ns)) return NULL;
+    int dim = norm_dim(t, d, x->rank);
+    if (dim < 0) return NULL;
+    if (x->rank - 1 + ns > PT2_MAX_RANK) return trace_break(t, "unflatten beyond rank %d", PT2_MAX_RANK);
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < dim; ++i) shape[r++] = x->sizes[i];
+    for (int i = 0; i < ns; ++i) shape[r++] = sizes[i]; /* a -1 is resolved by the reshape rule */
+    for (int i = dim + 1; i < x->rank; ++i) shape[r++] = x->sizes[i];
+    return view_of(t, x, reshape_to(t, x, shape, r));
+}
+
+Var *h_squeeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim=None");
+    Var *x = arg(&b, "input");
+    if (!x) return NULL;
+    int64_t dims[PT2_MAX_RANK];
+    int nd;
+    if (!arg_ints(t, &b, "dim", dims, PT2_MAX_RANK, &nd)) return NULL;
+    bool drop[PT2_MAX_RANK] = {0};
+    for (int i = 0; i < x->rank; ++i) drop[i] = nd < 0 && x->sizes[i] == 1;
+    for (int i = 0; i < nd; ++i) {
+        int d = x->rank ? norm_dim(t, dims[i], x->rank) : 0;
+        if (d < 0) return NULL;
+        if (x->rank && x->sizes[d] == 1) drop[d] = true;
+    }
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < x->rank; ++i) {
+        if (!drop[i]) shape[r++] = x->sizes[i];
+    }
+    return view_of(t, x, reshape_to(t, x, shape, r));
+}
+
+Var *h_unsqueeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim");
+    Var *x = arg(&b, "input");
+    int64_t d;
+    if (!x || !arg_int(t, &b, "dim", 0, &d)) return NULL;
+    if (x->rank + 1 > PT2_MAX_RANK) return trace_break(t, "unsqueeze beyond rank %d", PT2_MAX_RANK);
+    int dim = norm_dim(t, d, x->rank + 1);
+    if (dim < 0) return NULL;
+    int64_t shape[PT2_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i <= x->rank; ++i) {
+        if (i == dim) shape[r++] = 1;
+        if (i < x->rank) shape[r++] = x->sizes[i];
+    }
+    return reshape_to(t, x, shape, r);
+}
+
+Var *h_permute(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND(strcmp(e->op, "permute_fn") == 0 ? "input, dims" : "input, *dims");
+    Var *x = arg(&b, "input");
+    int64_t perm[PT2_MAX_RANK];
+    int r;
+    if (!x || !shape_arg(t, b.v[1], perm, &r)) return NULL;
+    for (int i = 0; i < r; ++i) {
+        int d = norm_dim(t, perm[i], x->rank);
+        if (d < 0) return NULL;
+        perm[i] = d;
+    }
+    char s[128];
+    ints_text(s, sizeof s, perm, r);
+    return op1(t, "permute", x, "{perm = %s}", s);
+}
+
+Var *h_transpose(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool is_t = strcmp(e->op, "t") == 0;
+    BIND(is_t ? "input" : "input, dim0, dim1");
+    Var *x = arg(&b, "input");
+    if (!x) return NULL;
+    int64_t d0 = 0, d1 = 1;
+    if (is_t) {
+        if (x->rank < 2) return tensor_alias(t, x); /* a view, another object */
+    } else if (!arg_int(t, &b, "dim0", 0, &d0) || !arg_int(t, &b, "dim1", 0, &d1)) {
+        return NULL;
+    }
+    if (x->rank == 0) return tensor_alias(t, x);
+    int a = norm_dim(t, d0, x->rank), c = norm_dim(t, d1, x->rank);
+    if (a < 0 || c < 0) return NULL;
+    int64_t perm[PT2_MAX_RANK];
+    for (int i = 0; i < x->rank; ++i) perm[i] = i;
+    perm[a] = c;
+    perm[c] = a;
+    return view_of(t, x, permute_to(t, x, perm, x->rank));
+}
+
+Var *h_identity(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, *, memory_format=None");
+    Var *x = arg(&b, "input");
+    if (x && x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
+    /* detach() is a new tensor object over the same memory */
+    if (x && strcmp(e->op, "identity") == 0) return tensor_alias(t, x);
+    /* clone() is new memory, and so is contiguous() of a tensor eager does
+     * not hold contiguous: a distinct graph value (with eager's strides), so
+     * that an in-place op on it leaves x alone */
+    return in_memory_format(t, x, arg(&b, "memory_format"), strcmp(e->op, "clone") == 0 ? LAYOUT_CLONE : LAYOUT_CONTIGUOUS);
+}
+
+Var *h_expand(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool as = strcmp(e->op, "expand_as") == 0;
+    BIND(as ? "input, other" : "input, *size");
+    Var *x = arg(&b, "input");
+    int64_t shape[PT2_MAX_RANK];
+    int r;
+    if (!x) return NULL;
+    if (as) {
+        Var *o = arg(&b, "other");
+        if (!o || o->kind != V_TENSOR) return trace_break(t, "expand_as() needs a tensor");
+        r = o->rank;
+        memcpy(shape, o->sizes, sizeof(int64_t) * (size_t)r);
+    } else if (!shape_arg(t, b.v[1], shape, &r)) {
+        return NULL;
+    }
+    char s[256];
+    ints_text(s, sizeof s, shape, r);
+    return op1(t, "expand", x, "{shape = %s}", s);
+}
+
+Var *h_repeat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, *repeats");
+    Var *x = arg(&b, "input");
+    int64_t reps[PT2_MAX_RANK];
+    int r;
+    if (!x || !shape_arg(t, b.v[1], reps, &r)) return NULL;
+    char s[256];
+    ints_text(s, sizeof s, reps, r);
+    return op1(t, "repeat", x, "{repeats = %s}", s);
+}
+
+Var *h_flip(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND(strcmp(e->op, "flip_method") == 0 ? "input, *dims" : "input, dims");
+    Var *x = arg(&b, "input");
+    int64_t dims[PT2_MAX_RANK];
+    int nd;
+    if (!x || !shape_arg(t, b.v[1], dims, &nd)) return NULL;
+    char s[128];
+    ints_text(s, sizeof s, dims, nd);
+    return op1(t, "flip", x, "{dims = %s}", s);
+}
+
+static Var *slice_dim(Trace *t, Var *x, int dim, int64_t start, int64_t end, int64_t step) {
+    return op1(t, "slice", x, "{dim = %d : i64, start = %lld : i64, end = %lld : i64, step = %lld : i64}", dim, (long long)start,
+               (long long)end, (long long)step);
+}
+
+Var *h_narrow(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim, start, length");
+    Var *x = arg(&b, "input");
+    int64_t d, s, len;
+    if (!x || !arg_int(t, &b, "dim", 0, &d) || !arg_int(t, &b, "start", 0, &s) || !arg_int(t, &b, "length", 0, &len)) return NULL;
+    int dim = norm_dim(t, d, x->rank);
+    if (dim < 0) return NULL;
+    int64_t size = x->sizes[dim];
+    if (s < -size || s > size || len < 0 || (s < 0 ? s + size : s) + len > size) {
+        return trace_break(t, "narrow(): start %lld, length %lld out of a dim of %lld (eager raises)", (long long)s, (long long)len,
+                           (long long)size);
+    }
+    if (s < 0) s += size;
+    return slice_dim(t, x, dim, s, s + len, 1);
+}
+
+Var *h_select(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim, index");
+    Var *x = arg(&b, "input");
+    int64_t d, i;
+    if (!x || !arg_int(t, &b, "dim", 0, &d) || !arg_int(t, &b, "index", 0, &i)) return NULL;
+    return op1(t, "select", x, "{dim = %lld : i64, index = %lld : i64}", (long long)d, (long long)i);
+}
+
+Var *h_index_select(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim, index");
+    Var *x = arg(&b, "input"), *idx = arg(&b, "index");
+    int64_t d;
+    if (!x || !idx || !arg_int(t, &b, "dim", 0, &d)) return NULL;
+    return op2(t, strcmp(e->op, "gather") == 0 ? "gather" : "index_select", x, idx, "{dim = %lld : i64}", (long long)d);
+}
+
+/* pt2.cat takes two tensors: a list is a balanced tree of them (a chain copied everything before
+ * each item again, n²/2 items' worth and n kernels of growing size for an unrolled RNN's stack of
+ * n steps; the tree copies each item log2(n) times) */
+static Var *cat_list(Trace *t, Var **items, int n_items, int64_t dim) {
+    if (n_items == 0) return trace_break(t, "cat() of an empty list");
+    if (n_items == 1) return items[0];
+    Var *a = cat_list(t, items, n_items / 2, dim);
+    Var *b = a ? cat_list(t, items + n_items / 2, n_items - n_items / 2, dim) : NULL;
+    return b ? op2(t, "cat", a, b, "{dim = %lld : i64}", (long long)dim) : NULL;
+}
+
+Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("tensors, dim=0");
+    Var *l = arg(&b, "tensors");
+    int64_t dim;
+    if (!l || !arg_int(t, &b, "dim", 0, &dim)) return NULL;
+    if (l->kind != V_TUPLE && l->kind != V_LIST) return trace_break(t, "%s() needs a list of tensors", e->op);
+    if (strcmp(e->op, "stack") == 0) {
+        if (l->n_items == 0) return trace_break(t, "stack() of an empty list");
+        Var **items = trace_alloc(t, sizeof(Var *) * (size_t)l->n_items);
+        int rank = l->items[0]->rank;
+        int d = pt2_norm_dim(dim, rank + 1);
+        if (d < 0) return trace_break(t, "stack(): dim out of range");
+        for (int i = 0; i < l->n_items; ++i) {
+            Var *x = l->items[i];
+            int64_t shape[PT2_MAX_RANK];
+            int r = 0;
+            for (int k = 0; k <= x->rank; ++k) {
+                if (k == d) shape[r++] = 1;
+                if (k < x->rank) shape[r++] = x->sizes[k];
+            }
+            items[i] = reshape_to(t, x, shape, r);
+            if (!items[i]) return NULL;
+        }
+        return cat_list(t, items, l->n_items, d);
+    }
+    /* PyTorch skips 1-d empty tensors in cat, after they took part in its type promotion */
+    Var **items = trace_alloc(t, sizeof(Var *) * (size_t)(l->n_items + 1));
+    Pt2DType dt = PT2_DTYPE_INVALID;
+    int k = 0;
+    for (int i = 0; i < l->n_items; ++i) {
+        Var *x = l->items[i];
+        if (x->kind != V_TENSOR) return trace_break(t, "%s() of a list holding a non-tensor", e->op);
+        dt = pt2DTypePromote(dt, x->dtype);
+        if (x->rank == 1 && x->sizes[0] == 0 && l->n_items > 1) continue;
+        items[k++] = x;
+    }
+    if (k == 0) items[k++] = l->items[0];
+    if (k == 1) {
+        /* the one tensor left: cat's result is still new memory, in the memory format its
+         * strides suggest */
+        Var *x = items[0], *r;
+        int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
+        int channels_last = var_strides(t, x, have) && pt2StridesSuggestChannelsLast(x->rank, x->sizes, have) == 1;
+        if (pt2StridesOfFormat(x->rank, x->sizes, channels_last, want) != 0) return trace_break(t, "internal: memory format strides");
+        if (x->dtype == dt) return copy_with_strides(t, x, want);
+        if ((r = convert_to(t, x, dt))) pt2GraphSetValueStrides(t->graph, r->value, want);
+        return r;
+    }
+    for (int i = 0; i < k; ++i) {
+        if (!(items[i] = convert_to(t, items[i], dt))) return NULL;
+    }
+    return cat_list(t, items, k, dim);
+}
+
+Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    bool chunk = strcmp(e->op, "chunk") == 0;
+    BIND(chunk ? "input, chunks, dim=0" : "input, split_size_or_sections, dim=0");
+    Var *x = arg(&b, "input");
+    int64_t d;
+    if (!x || !arg_int(t, &b, "dim", 0, &d)) return NULL;
+    int dim = norm_dim(t, d, x->rank);
+    if (dim < 0) return NULL;
+    int64_t size = x->sizes[dim], sizes[1024];
+    int ns = 0;
+    Var *spec = b.v[1];
+    if (chunk) {
+        int64_t chunks;
+        if (!var_int(t, spec, &chunks) || chunks <= 0) return trace_break(t, "chunk(): chunks must be a positive int");
+        int64_t each = (size + chunks - 1) / chunks;
+        for (int64_t s = 0; s < size && ns < 1024; s += each) sizes[ns++] = each < size - s ? each : size - s;
+        if (size == 0) sizes[ns++] = 0;
+    } else if (spec->kind == V_CONST && PyLong_Check(spec->obj)) {
+        int64_t each = PyLong_AsLongLong(spec->obj);
+        if (each <= 0) return trace_break(t, "split(): split_size must be positive");
+        for (int64_t s = 0; s < size && ns < 1024; s += each) sizes[ns++] = each < size - s ? each : size - s;
+        if (size == 0) sizes[ns++] = 0;
+    } else {
+        int cnt;
+        int64_t secs[PT2_MAX_RANK * 8];
+        if (!var_ints(t, spec, secs, PT2_MAX_RANK * 8, &cnt)) return NULL;
+        int64_t total = 0;
+        for (int i = 0; i < cnt; ++i) {
+            if (secs[i] < 0) return trace_break(t, "split(): a negative section size (eager raises)");
+            total += sizes[ns++] = secs[i];
+        }
+        if (total != size) {
+            return trace_break(t, "split(): sections summing to %lld along a dim of %lld (eager raises)", (long long)total, (long long)size);
+        }
+    }
+    Var *out = var_new(t, V_TUPLE);
+    int64_t at = 0;
+    for (int i = 0; i < ns; ++i) {
+        Var *piece = slice_dim(t, x, dim, at, at + sizes[i], 1);
+        if (!piece) return NULL;
+        var_push_item(t, out, piece);
+        at += sizes[i];
+    }
+    return out;
+}
+
+Var *h_unbind(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim=0");
+    Var *x = arg(&b, "input");
+    int64_t d;
+    if (!x || !arg_int(t, &b, "dim", 0, &d)) return NULL;
+    int dim = norm_dim(t, d, x->rank);
+    if (dim < 0) return NULL;
+    Var *out = var_new(t, V_TUPLE);
+    for (int64_t i = 0; i < x->sizes[dim]; ++i) {
+        Var *s = op1(t, "select", x, "{dim = %d : i64, index = %lld : i64}", dim, (long long)i);
+        if (!s) return NULL;
+        var_push_item(t, out, s);
+    }
+    return out;
+}
