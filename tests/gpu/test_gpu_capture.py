@@ -140,12 +140,14 @@ def test_scalar_operands_as_eager_cuda(dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_addcmul_and_alpha_round_once_cuda(dtype):
     """f16/bf16 addcmul/addcdiv and add(alpha=) compute in f32 and round once on CUDA too, alpha
-    read in f32 there (capture/rules.c's h_addcmul, h_binary): within one rounding of eager CUDA
-    (the product before was rounded to the half type: 26 ulps off on the CPU's fuzzer case)."""
+    read in f32 there (capture/rules.c's h_addcmul, h_binary): within one ulp of eager CUDA, whose
+    f32 arithmetic may fuse differently (H200, a12e161: 1 element of 4096 one f16 ulp apart at 5.45,
+    where the test's first bound, half an ulp, was too tight); the product before was rounded to
+    the half type, 26 ulps off on the CPU's fuzzer case."""
     g = torch.Generator().manual_seed(5)
     x, y, z = ((torch.randn(4096, generator=g) * 3).to(dtype).cuda() for _ in range(3))
     z = z.abs() + 0.5
-    ulp = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+    ulp = 2.0 ** -7 if dtype == torch.bfloat16 else 2.0 ** -10  # one unit in the last place, relative
     for fn in (lambda x, y, z: torch.addcmul(x, y, z, value=0.5), lambda x, y, z: torch.addcdiv(x, y, z, value=-1.5),
                lambda x, y, z: torch.add(x, y, alpha=1.7), lambda x, y, z: torch.sub(x, z, alpha=0.3)):
         pt2.reset()
