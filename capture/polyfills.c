@@ -347,7 +347,8 @@ static bool index_write_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_
     Var *x = ARG(0, "input"), *idx = ARG(2, "index");
     int64_t dim;
     if (n_args > 4 || !only_keywords(kw_names, n_kw, names) || !is_tensor(x) || !const_int(ARG(1, "dim"), &dim) || !is_tensor(idx) ||
-        idx->rank > 1 || (idx->rank == 1 && idx->sizes[0] > MAX_WRITE_INDICES) || other_dtype(x, ARG(3, "source"))) {
+        idx->rank > 1 || (idx->rank == 1 && idx->sizes[0] > MAX_WRITE_INDICES) || other_dtype(x, ARG(3, "source")) ||
+        idx->dtype != PT2_I64) { /* eager's index_fill/index_copy raise for an int32 index: the C op runs and does */
         return false;
     }
     int rank = x->rank ? x->rank : 1;

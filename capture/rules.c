@@ -151,7 +151,11 @@ static Var *h_addcmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
 static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("condition, input=None, other=None");
     if (!arg_present(&b, "input")) return trace_break(t, "torch.where(condition) (nonzero) has a data-dependent shape");
-    return op3(t, "where", arg(&b, "condition"), tensor_arg(t, &b, "input"), tensor_arg(t, &b, "other"), "%s", "");
+    Var *cond = arg(&b, "condition");
+    if (cond && cond->kind == V_TENSOR && cond->dtype != PT2_BOOL) {
+        return trace_break(t, "where() with a %s condition (eager raises: it must be bool)", pt2DTypeName(cond->dtype));
+    }
+    return op3(t, "where", cond, tensor_arg(t, &b, "input"), tensor_arg(t, &b, "other"), "%s", "");
 }
 
 static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -99,7 +99,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (mf == 3) {
         bool known = var_strides(t, x, have) && pt2StridesPreserved(r, shape, have, want) == 0;
         pt2GraphSetValueStrides(t->graph, v->value, known ? want : NULL);
-    } else if (pt2StridesOfFormat(r, shape, mf != 0, want) == 0 && (mf != 2 || r == 5)) {
+    } else if ((mf == 0 || r == (mf == 1 ? 4 : 5)) && pt2StridesOfFormat(r, shape, mf != 0, want) == 0) {
         pt2GraphSetValueStrides(t->graph, v->value, want);
     } else {
         return trace_break(t, "%s(): memory_format channels_last%s of a rank-%d tensor (eager raises)", op, mf == 2 ? "_3d" : "", r);

@@ -23,12 +23,20 @@ Var *h_matmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
                                mm ? "both must be matrices" : "both must be 3-d with the same batch");
         }
     }
+    if (x && y && x->kind == V_TENSOR && y->kind == V_TENSOR && x->dtype != y->dtype) {
+        return trace_break(t, "%s() of %s and %s tensors (eager raises: both must have the same dtype)", e->op, pt2DTypeName(x->dtype),
+                           pt2DTypeName(y->dtype));
+    }
     return op2(t, "matmul", x, y, "%s", "");
 }
 
 Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, weight, bias=None");
-    Var *y = op2(t, "linear", arg(&b, "input"), arg(&b, "weight"), "%s", "");
+    Var *x = arg(&b, "input"), *w = arg(&b, "weight");
+    if (x && w && x->kind == V_TENSOR && w->kind == V_TENSOR && x->dtype != w->dtype) {
+        return trace_break(t, "linear() of %s input and %s weight (eager raises: the same dtype)", pt2DTypeName(x->dtype), pt2DTypeName(w->dtype));
+    }
+    Var *y = op2(t, "linear", x, w, "%s", "");
     if (y && arg_present(&b, "bias")) y = op2(t, "add", y, arg(&b, "bias"), "%s", "");
     return y;
 }
@@ -38,7 +46,11 @@ Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var
     BIND(batched ? "input, batch1, batch2, *, beta=1, alpha=1" : "input, mat1, mat2, *, beta=1, alpha=1");
     double beta, alpha;
     if (!arg_float(t, &b, "beta", 1, &beta) || !arg_float(t, &b, "alpha", 1, &alpha)) return NULL;
-    return op3(t, "addmm", arg(&b, "input"), b.v[1], b.v[2], "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
+    Var *m1 = b.v[1], *m2 = b.v[2];
+    if (m1 && m2 && m1->kind == V_TENSOR && m2->kind == V_TENSOR && m1->dtype != m2->dtype) {
+        return trace_break(t, "%s() of %s and %s matrices (eager raises: the same dtype)", e->op, pt2DTypeName(m1->dtype), pt2DTypeName(m2->dtype));
+    }
+    return op3(t, "addmm", arg(&b, "input"), m1, m2, "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
 }
 
 Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -55,6 +67,10 @@ Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     if (ops->n_items != 2) return trace_break(t, "einsum() with %d operands (pt2 supports two)", ops->n_items);
     if (!strstr(text, "->")) return trace_break(t, "einsum() without an explicit output ('->')");
     if (strstr(text, "...")) return trace_break(t, "einsum() with '...'");
+    if (ops->items[0]->kind == V_TENSOR && ops->items[1]->kind == V_TENSOR && ops->items[0]->dtype != ops->items[1]->dtype) {
+        return trace_break(t, "einsum() of %s and %s tensors (eager raises: the same dtype)", pt2DTypeName(ops->items[0]->dtype),
+                           pt2DTypeName(ops->items[1]->dtype));
+    }
     return op2(t, "einsum", ops->items[0], ops->items[1], "{equation = \"%s\"}", text);
 }
 
@@ -106,6 +122,10 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     BIND("input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1");
     int nsp = strcmp(e->op, "conv1d") == 0 ? 1 : 2;
     Var *x = arg(&b, "input"), *w = arg(&b, "weight");
+    if (x && w && x->kind == V_TENSOR && w->kind == V_TENSOR && x->dtype != w->dtype) {
+        return trace_break(t, "%s() of %s input and %s weight (eager raises: the same dtype)", e->op, pt2DTypeName(x->dtype),
+                           pt2DTypeName(w->dtype));
+    }
     int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, lo[2] = {0, 0}, hi[2] = {0, 0}, groups;
     if (!x || !w || !spatial_arg(t, &b, "stride", 1, nsp, stride + 2 - nsp) || !spatial_arg(t, &b, "dilation", 1, nsp, dil + 2 - nsp) ||
         !arg_int(t, &b, "groups", 1, &groups)) {

@@ -311,6 +311,7 @@ Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
         }
         return cat_list(t, items, l->n_items, d);
     }
+    if (l->n_items == 0) return trace_break(t, "%s() of an empty list (eager raises)", e->op);
     /* PyTorch skips 1-d empty tensors in cat, after they took part in its type promotion */
     Var **items = trace_alloc(t, sizeof(Var *) * (size_t)(l->n_items + 1));
     Pt2DType dt = PT2_DTYPE_INVALID;

@@ -138,7 +138,9 @@ def test_output_strides_through_factories_norms_and_polyfills():
 
 @pytest.mark.parametrize("name", ["narrow past the end", "narrow before the start", "split sizes", "flatten order", "view",
                                   "amax of empty", "mm of a vector", "bmm of matrices", "outer of a matrix",
-                                  "masked_fill float mask", "softmax of int"])
+                                  "masked_fill float mask", "softmax of int", "cat of nothing", "channels_last like of 5-d",
+                                  "mm of two dtypes", "@ of two dtypes", "linear of two dtypes", "addmm of two dtypes",
+                                  "conv of two dtypes", "where of a float condition", "index_fill with int32 index"])
 def test_eager_errors_are_raised(name):
     """Programs eager refuses: pt2 returned a value; now the trace breaks there and eager raises."""
     fn = {
@@ -147,6 +149,13 @@ def test_eager_errors_are_raised(name):
         "amax of empty": lambda x: x[:0].amax(), "mm of a vector": lambda x: torch.mm(x, x[0]),
         "bmm of matrices": lambda x: torch.bmm(x, x.t()), "outer of a matrix": lambda x: torch.outer(x[0], x),
         "masked_fill float mask": lambda x: x.masked_fill(torch.ones(3, 4), 0.0), "softmax of int": lambda x: x.long().softmax(0),
+        "cat of nothing": lambda x: torch.cat([]),  # crashed the process (a second fuzz run)
+        "channels_last like of 5-d": lambda x: torch.zeros_like(x.reshape(1, 1, 1, 3, 4), memory_format=torch.channels_last),
+        "mm of two dtypes": lambda x: x.mm(x.t().double()), "@ of two dtypes": lambda x: x[0] @ x[0].double(),
+        "linear of two dtypes": lambda x: F.linear(x, x.double()), "addmm of two dtypes": lambda x: torch.addmm(x[:, :3], x, x.t().double()[:, :3]),
+        "conv of two dtypes": lambda x: F.conv1d(x[None], x[:, :, None].double().expand(3, 3, 2)),
+        "where of a float condition": lambda x: torch.where(x, x, x),
+        "index_fill with int32 index": lambda x: x.index_fill(0, torch.tensor([0], dtype=torch.int32), 1.0),
     }[name]
     x = torch.arange(12.0).reshape(3, 4)
     with pytest.raises(Exception) as want:
