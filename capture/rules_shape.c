@@ -45,21 +45,24 @@ static bool infer_shape(const Var *x, const int64_t *shape, int r, int64_t *out)
     return known == numel;
 }
 
+/* The target shape of reshape/view/expand: `other`'s sizes for the *_as forms, else the shape
+ * argument (bound second). */
+static bool target_shape(Trace *t, const RuleEntry *e, const Bound *b, bool as, int64_t *shape, int *r) {
+    if (!as) return shape_arg(t, b->v[1], shape, r);
+    Var *o = arg(b, "other");
+    if (!o || o->kind != V_TENSOR) return trace_break(t, "%s() needs a tensor", e->op), false;
+    *r = o->rank;
+    memcpy(shape, o->sizes, sizeof(int64_t) * (size_t)*r);
+    return true;
+}
+
 Var *h_reshape(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool as = strcmp(e->op, "reshape_as") == 0 || strcmp(e->op, "view_as") == 0;
     BIND(as ? "input, other" : strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : "input, *shape");
     Var *x = arg(&b, "input");
     int64_t shape[PT2_MAX_RANK];
     int r;
-    if (as) {
-        Var *o = arg(&b, "other");
-        if (!x || !o) return NULL;
-        if (o->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
-        r = o->rank;
-        memcpy(shape, o->sizes, sizeof(int64_t) * (size_t)r);
-    } else if (!x || !shape_arg(t, b.v[1], shape, &r)) {
-        return NULL;
-    }
+    if (!x || !target_shape(t, e, &b, as, shape, &r)) return NULL;
     if (x->kind != V_TENSOR) return trace_break(t, "reshape of a non-tensor");
     int64_t have[PT2_MAX_RANK], view[PT2_MAX_RANK], full[PT2_MAX_RANK];
     if (e->op[0] == 'v' && var_strides(t, x, have) && infer_shape(x, shape, r, full) &&
@@ -202,15 +205,7 @@ Var *h_expand(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     Var *x = arg(&b, "input");
     int64_t shape[PT2_MAX_RANK];
     int r;
-    if (!x) return NULL;
-    if (as) {
-        Var *o = arg(&b, "other");
-        if (!o || o->kind != V_TENSOR) return trace_break(t, "expand_as() needs a tensor");
-        r = o->rank;
-        memcpy(shape, o->sizes, sizeof(int64_t) * (size_t)r);
-    } else if (!shape_arg(t, b.v[1], shape, &r)) {
-        return NULL;
-    }
+    if (!x || !target_shape(t, e, &b, as, shape, &r)) return NULL;
     char s[256];
     ints_text(s, sizeof s, shape, r);
     return op1(t, "expand", x, "{shape = %s}", s);
