@@ -564,12 +564,13 @@ static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
  * tensor; broadcast_tensors' expand views are eager's own; the tensors any other form made (its
  * ops are not eager's) get unknown strides, returned contiguous. */
 static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *input, int first_new) {
-    static const char *keep_layout[] = {"index_fill", "index_put"};
-    static const char *contiguous[] = {"index_add", "index_copy", "scatter", "scatter_add", "scatter_reduce"};
+    /* 1: the input's layout kept; 2: contiguous */
+    static const struct { const char *name; int kind; } writes[] = {
+        {"index_fill", 1}, {"index_put", 1}, {"index_add", 2}, {"index_copy", 2}, {"scatter", 2}, {"scatter_add", 2}, {"scatter_reduce", 2},
+    };
     if (!r || strcmp(py_name, "broadcast_tensors") == 0) return r;
     int kind = 0;
-    for (size_t i = 0; i < sizeof keep_layout / sizeof keep_layout[0]; ++i) kind = strcmp(py_name, keep_layout[i]) == 0 ? 1 : kind;
-    for (size_t i = 0; i < sizeof contiguous / sizeof contiguous[0]; ++i) kind = strcmp(py_name, contiguous[i]) == 0 ? 2 : kind;
+    for (size_t i = 0; i < sizeof writes / sizeof writes[0] && !kind; ++i) kind = strcmp(py_name, writes[i].name) == 0 ? writes[i].kind : 0;
     int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
     if (kind && r->kind == V_TENSOR && r->value >= first_new && input && input->kind == V_TENSOR && input->rank == r->rank &&
         memcmp(input->sizes, r->sizes, sizeof(int64_t) * (size_t)r->rank) == 0 &&

@@ -91,7 +91,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     Var *v = op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));
     if (!v || !like) return v; /* contiguous, as the builder has it */
     /* *_like: memory_format, preserve_format by default (empty_like's: x's strides where x is dense,
-     * else the format they suggest) */
+     * else dense ones in their order, pt2StridesPreserved) */
     Var *format = arg(&b, "memory_format");
     int mf = format && !(format->kind == V_CONST && format->obj == Py_None) ? memory_format_kind(format) : 3;
     int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];

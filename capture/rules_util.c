@@ -403,27 +403,23 @@ Var *tensor_alias(Trace *t, Var *x) {
 
 Var *view_of(Trace *t, Var *x, Var *r) { return r && r == x && x->kind == V_TENSOR ? tensor_alias(t, x) : r; }
 
-/* PyTorch's combine_categories: a float of the higher-priority group wins,
- * else a float (or anything over a bool) of the lower one promotes it. */
-static Pt2DType combine_categories(Pt2DType higher, Pt2DType lower) {
-    if (higher == PT2_DTYPE_INVALID) return lower;
-    if (pt2DTypeIsFloating(higher) || lower == PT2_DTYPE_INVALID) return higher;
-    return higher == PT2_BOOL || pt2DTypeIsFloating(lower) ? pt2DTypePromote(higher, lower) : higher;
-}
-
 Pt2DType result_type(Var *const *xs, int n) {
-    Pt2DType dim = PT2_DTYPE_INVALID, zero = PT2_DTYPE_INVALID, number = PT2_DTYPE_INVALID;
-    for (int i = 0; i < n; ++i) {
+    Pt2DType dtypes[8];
+    int ranks[8], weak[8], k = 0;
+    for (int i = 0; i < n && k < 8; ++i) {
         Var *x = xs[i];
         if (!x) continue;
         if (x->kind == V_TENSOR) {
-            Pt2DType *group = x->rank > 0 ? &dim : &zero;
-            *group = pt2DTypePromote(*group, x->dtype);
+            dtypes[k] = x->dtype;
+            ranks[k] = x->rank;
+            weak[k++] = 0;
         } else if (x->kind == V_CONST && (PyBool_Check(x->obj) || PyLong_Check(x->obj) || PyFloat_Check(x->obj))) {
-            number = pt2DTypePromote(number, PyBool_Check(x->obj) ? PT2_BOOL : PyLong_Check(x->obj) ? PT2_I64 : PT2_F32);
+            dtypes[k] = PyBool_Check(x->obj) ? PT2_BOOL : PyLong_Check(x->obj) ? PT2_I64 : PT2_F32;
+            ranks[k] = 0;
+            weak[k++] = 1;
         }
     }
-    return combine_categories(dim, combine_categories(zero, number));
+    return pt2DTypeResultType(k, dtypes, ranks, weak);
 }
 
 int norm_dim(Trace *t, int64_t d, int rank) {

@@ -81,8 +81,8 @@ Var *expand_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
 /* dim d of a rank-`rank` tensor counted from 0, or -1 (and a break naming it) out of range. */
 int norm_dim(Trace *t, int64_t d, int rank);
-/* torch.result_type over tensors and Python numbers (NULL entries skipped): dim > 0 tensors first,
- * then 0-d ones, then numbers (a float number as the default dtype, f32). */
+/* torch.result_type over tensors and Python numbers (at most 8; NULL entries skipped), through
+ * libpt2's pt2DTypeResultType (a float number as the default dtype, f32). */
 Pt2DType result_type(Var *const *xs, int n);
 /* A new tensor object over x's memory (x.detach(), x.data): the same graph
  * value and storage, another identity; x's storage counts as viewed, so an

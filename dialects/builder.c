@@ -230,15 +230,6 @@ int pt2GraphAddConstant(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes
 
 /*--- promotion ---------------------------------------------------------------*/
 
-/* PyTorch's combine_categories. */
-static Pt2DType combine_categories(Pt2DType higher, Pt2DType lower) {
-    if (higher == PT2_DTYPE_INVALID) return lower;
-    if (pt2_dtype_is_float(higher)) return higher;
-    if (lower == PT2_DTYPE_INVALID) return higher;
-    if (higher == PT2_BOOL || pt2_dtype_is_float(lower)) return pt2_promote_types(higher, lower);
-    return higher;
-}
-
 /* Operands that take part in promotion (not conditions, masks or indices). */
 static bool promotes(const Pt2OpInfo *info, int i) {
     switch (info->id) {
@@ -339,17 +330,17 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
         strides[i] = g->values[operands[i]].strides;
     }
     /* PyTorch's result_type over the promoting operands */
-    Pt2DType dim_result = PT2_DTYPE_INVALID, zero_result = PT2_DTYPE_INVALID, wrapped = PT2_DTYPE_INVALID;
-    int n_promoting = 0;
+    Pt2DType dtypes[64];
+    int ranks[64], weak[64], n_promoting = 0;
     for (int i = 0; i < n_operands; ++i) {
         if (!promotes(info, i)) continue;
-        ++n_promoting;
-        Pt2DType *slot = g->values[operands[i]].weak ? &wrapped : types[i].rank > 0 ? &dim_result : &zero_result;
-        *slot = pt2_promote_types(*slot, types[i].dtype);
+        dtypes[n_promoting] = types[i].dtype;
+        ranks[n_promoting] = types[i].rank;
+        weak[n_promoting++] = g->values[operands[i]].weak;
     }
     Pt2DType half = PT2_DTYPE_INVALID; /* computed in f32 and rounded to this once (opmath_scalar) */
     if (n_promoting > 1) {
-        Pt2DType common = combine_categories(dim_result, combine_categories(zero_result, wrapped));
+        Pt2DType common = pt2DTypeResultType(n_promoting, dtypes, ranks, weak);
         if (n_operands == 2 && opmath_scalar(g, info, operands, types, common) >= 0) {
             half = common;
             common = PT2_F32;

@@ -216,6 +216,23 @@ Pt2DType pt2_promote_types(Pt2DType a, Pt2DType b) {
 
 Pt2DType pt2DTypePromote(Pt2DType a, Pt2DType b) { return pt2_promote_types(a, b); }
 
+/* PyTorch's combine_categories: a float of the higher-priority group wins,
+ * else a float (or anything over a bool) of the lower one promotes it. */
+static Pt2DType combine_categories(Pt2DType higher, Pt2DType lower) {
+    if (higher == PT2_DTYPE_INVALID) return lower;
+    if (pt2_dtype_is_float(higher) || lower == PT2_DTYPE_INVALID) return higher;
+    return higher == PT2_BOOL || pt2_dtype_is_float(lower) ? pt2_promote_types(higher, lower) : higher;
+}
+
+Pt2DType pt2DTypeResultType(int n, const Pt2DType *dtypes, const int *ranks, const int *weak) {
+    Pt2DType dim = PT2_DTYPE_INVALID, zero = PT2_DTYPE_INVALID, number = PT2_DTYPE_INVALID;
+    for (int i = 0; i < n; ++i) {
+        Pt2DType *group = weak[i] ? &number : ranks[i] > 0 ? &dim : &zero;
+        *group = pt2_promote_types(*group, dtypes[i]);
+    }
+    return combine_categories(dim, combine_categories(zero, number));
+}
+
 int pt2_norm_dim(int64_t dim, int rank) {
     int r = rank > 0 ? rank : 1;
     if (dim < -r || dim >= r) return -1;

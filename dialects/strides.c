@@ -196,11 +196,11 @@ static void dense_strides_in_order(const Pt2TensorType *t, int n, const int64_t 
 int pt2StridesPreserved(int rank, const int64_t *sizes, const int64_t *strides, int64_t *out_strides) {
     if (rank < 0 || rank > PT2_MAX_RANK) return -1;
     Pt2TensorType t = shape_of(rank, sizes);
-    int64_t row[1][PT2_MAX_RANK];
-    memcpy(row[0], strides, sizeof(int64_t) * (size_t)rank);
     if (is_dense(&t, strides)) {
         memcpy(out_strides, strides, sizeof(int64_t) * (size_t)rank);
     } else {
+        int64_t row[1][PT2_MAX_RANK]; /* one operand's strides, as TensorIterator's rows */
+        memcpy(row[0], strides, sizeof(int64_t) * (size_t)rank);
         dense_strides_in_order(&t, 1, (const int64_t (*)[PT2_MAX_RANK])row, out_strides);
     }
     return 0;

@@ -46,6 +46,10 @@ PT2_EXPORT Pt2DType pt2DTypeFromName(const char *name); /* either spelling */
 PT2_EXPORT int pt2DTypeIsFloating(Pt2DType dt);        /* f32, f16, bf16, f64 */
 /* torch.promote_types (PT2_DTYPE_INVALID on one side gives the other). */
 PT2_EXPORT Pt2DType pt2DTypePromote(Pt2DType a, Pt2DType b);
+/* torch.result_type over n operands, each a dtype, a rank and whether it is a
+ * Python number (weak): dim > 0 tensors first, then 0-d ones, then numbers,
+ * by category (bool < int < float).  The graph builder's promotion. */
+PT2_EXPORT Pt2DType pt2DTypeResultType(int n, const Pt2DType *dtypes, const int *ranks, const int *weak);
 
 /*--- Errors ----------------------------------------------------------------*/
 

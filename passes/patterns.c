@@ -183,21 +183,25 @@ static MlirValue rewrite_silu(Builder *b, MlirOperation op) {
  * GELU spelled out
  *===----------------------------------------------------------------------===*/
 
-/* v = convert(op(convert(x, f32), c), x's type) with c a splat constant (on
- * either side of a mul, on the right of a div) and one use of each value
- * between: how the graph builder writes an f16/bf16 op whose scalar eager
- * reads in f32 (dialects/builder.c's opmath_scalar).  It stands for op(x, c)
- * where a pattern needs the scale; writes x and c. */
-static bool opmath_scalar_op(MlirValue v, Pt2OpId id, MlirValue *x, double *c) {
+/* v = convert(op(convert(x, f32), c), x's type) with op a mul (c on either
+ * side) or a div (c on the right) by a nonzero splat constant, and one use of
+ * each value between: how the graph builder writes an f16/bf16 op whose
+ * scalar eager reads in f32 (dialects/builder.c's opmath_scalar).  It stands
+ * for x times a scale where a pattern needs one; writes x and the scale (c,
+ * or 1 / c for the div). */
+static bool opmath_scaled(MlirValue v, MlirValue *x, double *scale) {
     MlirOperation narrow = pt2_producer(v, PT2_OP_CONVERT);
     if (mlirOperationIsNull(narrow)) return false;
     MlirValue wide = operand(narrow, 0);
-    MlirOperation op = pt2_producer(wide, id);
+    MlirOperation mul = pt2_producer(wide, PT2_OP_MUL), div = pt2_producer(wide, PT2_OP_DIV);
+    MlirOperation op = mlirOperationIsNull(mul) ? div : mul;
     if (mlirOperationIsNull(op) || !has_one_use(wide)) return false;
-    for (int i = id == PT2_OP_MUL ? 0 : 1; i < 2; ++i) {
+    double c;
+    for (int i = mlirOperationIsNull(mul) ? 1 : 0; i < 2; ++i) {
         MlirOperation widen = pt2_producer(operand(op, 1 - i), PT2_OP_CONVERT);
-        if (!splat_value(operand(op, i), c) || mlirOperationIsNull(widen) || !has_one_use(operand(op, 1 - i))) continue;
+        if (!splat_value(operand(op, i), &c) || c == 0 || mlirOperationIsNull(widen) || !has_one_use(operand(op, 1 - i))) continue;
         *x = operand(widen, 0);
+        *scale = mlirOperationIsNull(mul) ? 1 / c : c;
         if (same_type(*x, v)) return true;
     }
     return false;
@@ -231,12 +235,8 @@ static bool product_of(MlirValue v, bool root, MlirType type, Product *p) {
         return product_of(operand(div, 0), false, type, p);
     }
     MlirValue x;
-    if (inner && opmath_scalar_op(v, PT2_OP_MUL, &x, &c)) {
+    if (inner && opmath_scaled(v, &x, &c)) {
         p->scale *= c;
-        return product_of(x, false, type, p);
-    }
-    if (inner && opmath_scalar_op(v, PT2_OP_DIV, &x, &c) && c != 0) {
-        p->scale /= c;
         return product_of(x, false, type, p);
     }
     if (p->n == 4) return false;
@@ -522,11 +522,8 @@ static bool scaled_scores(MlirValue s, MlirValue *q, MlirValue *kt, double *scal
         s = operand(div, 0);
     }
     MlirValue x;
-    if (has_one_use(s) && opmath_scalar_op(s, PT2_OP_MUL, &x, &c)) {
+    if (has_one_use(s) && opmath_scaled(s, &x, &c)) {
         *scale = c;
-        s = x;
-    } else if (has_one_use(s) && opmath_scalar_op(s, PT2_OP_DIV, &x, &c) && c != 0) {
-        *scale = 1 / c;
         s = x;
     }
     MlirOperation mm = sole_producer(s, PT2_OP_MATMUL);
