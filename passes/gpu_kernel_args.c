@@ -29,6 +29,11 @@
  *     inputs kept in shared memory, passes/gpu_rows_staged.c): the end of
  *     its last memref.view, which convert-parallel-loops-to-gpu does not
  *     know (its gpu.launch has none);
+ *   - `nvvm.cluster_dim` = [N, 1, 1] where the kernel's cluster barriers
+ *     name a cluster of N blocks (`pt2.cluster_blocks`: a row kernel whose
+ *     rows are clusters of blocks, passes/gpu_rows_cluster.c), which
+ *     convert-gpu-to-nvvm and NVPTX write as PTX's .reqnctapercluster: the
+ *     driver then launches the grid as clusters through cuLaunchKernel;
  *   - `known_grid_size`, where every launch of the kernel has the same
  *     constant grid: the block ids' ranges, from which LLVM does the index
  *     math of most kernels in 32 bits or fewer where sizes allow (on
@@ -260,15 +265,41 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
  * SM's loads idle).  SM_SHARED_BYTES less the driver's 1 KB a block and the
  * reductions' static scratch. */
 #define BLOCK_RESERVED_BYTES (2 * 1024)
+#define SM_THREADS 2048
 static void mark_two_blocks(MlirOperation kernel, int64_t dynamic_bytes) {
     if (mlirOperationIsNull(kernel) || 2 * (dynamic_bytes + BLOCK_RESERVED_BYTES) > SM_SHARED_BYTES) return;
     MlirAttribute size = mlirOperationGetAttributeByName(kernel, sref("known_block_size"));
     if (mlirAttributeIsNull(size)) return;
     int64_t threads = 1;
     for (int i = 0; i < 3; ++i) threads *= mlirDenseI32ArrayGetElement(size, i);
-    if (2 * threads > 2048) return;
+    if (2 * threads > SM_THREADS) return;
+    /* a row in a cluster of blocks (gpu_rows_cluster.c): as many blocks an SM as its shared memory
+     * lets in, within the SM's threads (four of 256 threads for an f32 row of 50257) */
+    int64_t blocks = 2;
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(kernel, sref("nvvm.cluster_dim")))) {
+        blocks = SM_SHARED_BYTES / (dynamic_bytes + BLOCK_RESERVED_BYTES);
+        if (blocks > SM_THREADS / threads) blocks = SM_THREADS / threads;
+    }
     MlirContext ctx = mlirOperationGetContext(kernel);
-    mlirOperationSetAttributeByName(kernel, sref("nvvm.minctasm"), mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 32), 2));
+    mlirOperationSetAttributeByName(kernel, sref("nvvm.minctasm"), mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 32), blocks));
+}
+
+/* A row kernel whose rows are clusters of blocks (gpu_rows_cluster.c: its
+ * cluster barriers name the cluster's blocks): `nvvm.cluster_dim`, PTX's
+ * .reqnctapercluster, with which the driver launches the grid as clusters. */
+static MlirWalkResult find_cluster(MlirOperation op, void *user) {
+    MlirAttribute n = mlirOperationGetAttributeByName(op, sref("pt2.cluster_blocks"));
+    if (mlirAttributeIsNull(n)) return MlirWalkResultAdvance;
+    *(int64_t *)user = mlirIntegerAttrGetValueInt(n);
+    return MlirWalkResultInterrupt;
+}
+
+static void mark_cluster(MlirOperation kernel) {
+    int64_t n = 0;
+    mlirOperationWalk(kernel, find_cluster, &n, MlirWalkPreOrder);
+    if (n <= 1) return;
+    int32_t dims[3] = {(int32_t)n, 1, 1};
+    mlirOperationSetAttributeByName(kernel, sref("nvvm.cluster_dim"), mlirDenseI32ArrayGet(mlirOperationGetContext(kernel), 3, dims));
 }
 
 /* The launch with `bytes` of dynamic shared memory (segment 10 of
@@ -300,6 +331,7 @@ static void mark_launch(MlirOperation kernel, MlirOperation launch) {
     MlirAttribute segments = mlirOperationGetAttributeByName(launch, sref("operandSegmentSizes"));
     if (mlirOperationIsNull(kernel) || mlirAttributeIsNull(segments) || mlirDenseArrayGetNumElements(segments) != 13) return;
     mark_block_size(kernel, launch, segments);
+    mark_cluster(kernel);
     int start = 0; /* the kernel operands are segment 11 */
     for (int i = 0; i < 11; ++i) start += mlirDenseI32ArrayGetElement(segments, i);
     int n = mlirDenseI32ArrayGetElement(segments, 11);

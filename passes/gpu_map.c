@@ -726,4 +726,10 @@ MAP_VARIANT(gpu_map_loops_untiled_transposes, "pt2-gpu-map-loops-untiled-transpo
  * of inputs in shared memory a block, not sm_90's 220 KB. */
 MAP_VARIANT(gpu_map_loops_sm80, "pt2-gpu-map-loops-sm80",
             "pt2-gpu-map-loops keeping at most 160 KB of a row kernel's inputs in shared memory (sm_80; PT2_DISABLE=gpu-sm90-shared)",
-            .vector_rows = true, .sm80_shared = true)
+            .vector_rows = true, .sm80_shared = true, .unclustered = true)
+/* PT2_DISABLE=gpu-cluster-rows: a row kept in shared memory by one block, not
+ * by a cluster of blocks exchanging partials through distributed shared
+ * memory (gpu_rows_cluster.c). */
+MAP_VARIANT(gpu_map_loops_unclustered, "pt2-gpu-map-loops-unclustered",
+            "pt2-gpu-map-loops with rows kept in shared memory in one block, not a cluster (PT2_DISABLE=gpu-cluster-rows)",
+            .vector_rows = true, .unclustered = true)

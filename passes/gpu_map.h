@@ -77,6 +77,10 @@ typedef struct GpuMapOptions {
     /* pt2-gpu-map-loops-untiled-transposes (PT2_DISABLE=gpu-tiled-transposes):
      * transposes one thread an element, not tiled (gpu_transpose.c), for A/B */
     bool untiled_transposes;
+    /* pt2-gpu-map-loops-unclustered (PT2_DISABLE=gpu-cluster-rows; implied by
+     * sm80_shared): a row kept in shared memory stays in one block, not a
+     * cluster of CLUSTER_BLOCKS (gpu_rows_cluster.c), for A/B measurements */
+    bool unclustered;
 } GpuMapOptions;
 
 /* lb, trip count and step of every one of the n dimensions of an

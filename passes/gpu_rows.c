@@ -542,6 +542,8 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     p.columns = 1;
     p.loop_unroll = opts->narrow_loops ? LOOP_UNROLL_NARROW : LOOP_UNROLL;
     p.staged_bytes = opts->sm80_shared ? STAGED_BYTES_SM80 : STAGED_BYTES_SM90;
+    p.cluster = 1;
+    p.clusters_allowed = !opts->unclustered && !opts->sm80_shared;
     for (int i = 0; i < n; ++i) {
         if (ix[i].columns > p.columns) p.columns = ix[i].columns;
     }

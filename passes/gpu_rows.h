@@ -27,6 +27,8 @@
 #define MAX_STAGED 4         /* inputs a row kernel keeps in shared memory (rows_plan_staged) */
 #define STAGED_BYTES_SM90 (220 * 1024) /* their shared memory a block at most: within sm_90's 227 KB (an f32 row of 50257 whole) */
 #define STAGED_BYTES_SM80 (160 * 1024) /* the same for chips before sm_90: within sm_80's 163 KB */
+#define CLUSTER_BLOCKS 4     /* rows kept in shared memory (sm_90): a row's lanes in a cluster of this many blocks */
+#define CLUSTER_MIN_THREADS 128 /* ... each of at least this many threads */
 
 /* A stage's indices in a group: rows, columns, dimensions of one iteration. */
 typedef struct Ix {
@@ -101,6 +103,11 @@ typedef struct Plan {
     bool staged_partial; /* staged_slots < the slots of a row: the rest read from memory again */
     int64_t loop_unroll;  /* loops of slots (rows past the registers): about this many slots an iteration */
     int64_t staged_bytes; /* the shared memory staged inputs may take a block (STAGED_BYTES_SM90 or _SM80) */
+    /* rows_plan_staged (sm_90): a row's t lanes in a cluster of `cluster` blocks of t / cluster
+     * threads each, which exchange their reductions' partials through distributed shared memory
+     * (gpu_rows_cluster.c); 1: a row's lanes in one block */
+    int64_t cluster;
+    bool clusters_allowed; /* GpuMapOptions: sm_90 and not PT2_DISABLE=gpu-cluster-rows */
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }

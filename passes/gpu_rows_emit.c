@@ -32,7 +32,7 @@
  * slot's vector as scalar accesses). */
 Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
                         int64_t rows_per_block, bool two_d) {
-    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1, .head_slot = -1};
+    Kernel k = {.module = module, .t = t, .interleave = interleave, .vec = 1, .cvec = 1, .head_slot = -1, .cluster = 1, .bt = t};
     int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
     two_d = two_d && interleave == 1 && t > 1 && rows_per_block > 1;
     Builder hb = builder_before(before);
@@ -74,6 +74,7 @@ Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows
         MlirValue in_block = build_binary(in, "arith.addi", build_binary(in, "arith.muli", g, const_index(in, interleave)), r);
         k.row = build_binary(in, "arith.addi", first_row, in_block);
     }
+    k.blane = k.lane;
     /* a ragged last block: its extra rows compute on the last row (in bounds)
      * and store nothing, so that every lane reaches the shuffles and barriers */
     if (blocks * rows_per_block != rows) {
@@ -714,13 +715,14 @@ void rows_finish_reduction(Emit *e, const Stage *s, const ValueMap *rows, MlirVa
         if (s->pair) {
             /* the lanes' partials started from the accumulators' values (rows_lane_partials) */
             MlirValue *pv = &p[v * 2 + s->pair_value], *pi = &p[v * 2 + 1 - s->pair_value];
-            red_reduce_pair(b, e->k.module, s, pv, pi, e->k.lane, e->k.tid, e->k.t, e->k.interleave);
+            red_reduce_pair(b, e->k.module, s, pv, pi, e->k.blane, e->k.tid, e->k.bt, e->k.interleave); /* no cluster */
             for (int a = 0; a < 2; ++a) vmap_set(&m[v], mlirOperationGetResult(s->acc[a].combiner, 0), p[v * 2 + a]);
             continue;
         }
         for (int a = 0; a < s->n_acc; ++a) {
             int64_t i = v * s->n_acc + a;
-            MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[i], e->k.lane, e->k.tid, e->k.t, e->k.interleave);
+            MlirValue total = red_reduce_lanes(b, e->k.module, s->acc[a].combiner, p[i], e->k.blane, e->k.tid, e->k.bt, e->k.interleave);
+            total = rows_cluster_total(&e->k, b, s->acc[a].combiner, total);
             vmap_set(&m[v], mlirOperationGetResult(s->acc[a].combiner, 0), red_combine(b, s->acc[a].combiner, init[i], total));
         }
     }
@@ -768,7 +770,11 @@ static bool only_recomputed(const Emit *e, int stage) {
 void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, Accesses *w, const Plan *p, const Rows *rows) {
     Emit e = {.p = p, .w = w, .stages = stages};
     int64_t vec = p->vec > 1 ? p->vec : 1;
-    e.k = rows_open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
+    if (p->cluster > 1) {
+        e.k = rows_open_cluster_kernel(module, stages[n - 1].par, rows->count, p->t, p->cluster);
+    } else {
+        e.k = rows_open_kernel(module, stages[n - 1].par, rows->count / vec, p->t, p->interleave, p->rows_per_block, p->cvec > 1);
+    }
     e.k.vec = vec;
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
     if (p->n_staged > 0) rows_staged_views(&e);
@@ -802,6 +808,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
         /* shared lanes: the next stage reads what this one wrote, in other lanes */
         if (!p->private_lanes && i + 1 < n) red_barrier(&e.k.in);
     }
+    rows_close_cluster_kernel(&e.k);
     for (int i = 0; i < n; ++i) {
         for (int64_t v = 0; v < vec; ++v) vmap_free(&rm[i][v]);
         vmap_free(&then[i]);

@@ -17,6 +17,11 @@ typedef struct Kernel {
     Builder in;
     MlirValue tid, lane, row, valid; /* row clamped to the last; valid: null when no block is ragged */
     int64_t t, interleave, vec;      /* vec > 1: `row` is the index of a vector of vec rows */
+    /* a row's t lanes in a cluster of `cluster` blocks (gpu_rows_cluster.c; 1: one block): bt lanes
+     * a block, blane the lane's index in its block (lane = rank * bt + blane); exchanges: the
+     * reductions' totals exchanged so far (each takes the next of two slots) */
+    int64_t cluster, bt, exchanges;
+    MlirValue blane;
     int64_t cvec;                    /* column vectors: cvec consecutive columns a lane a slot */
     /* aligned column vectors (Plan.aligned): the row's first aligned column (the columns before
      * it, which the head slot takes), its whole vectors from there, the columns past them (the tail
@@ -91,6 +96,16 @@ typedef struct Fused {
  * with (lane, row in block) as (thread_x, thread_y). */
 Kernel rows_open_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t interleave,
                         int64_t rows_per_block, bool two_d);
+/* gpu_rows_cluster.c: the same, one row a cluster of `cluster` blocks of t / cluster lanes each (rows
+ * lane-major, one a block); the kernel's blocks are its clusters' (rank = block id % cluster). */
+Kernel rows_open_cluster_kernel(MlirOperation module, MlirOperation before, int64_t rows, int64_t t, int64_t cluster);
+/* The combination of a block's total v over the cluster's blocks (in rank order, so that every
+ * block gets the same value): thread 0 of each block stores it into shared memory, a cluster
+ * barrier, every thread reads every block's through distributed shared memory.  v itself where
+ * the kernel has no cluster. */
+MlirValue rows_cluster_total(Kernel *k, Builder *b, MlirOperation comb, MlirValue v);
+/* A cluster barrier where some block may still read another's shared memory (the kernel's end). */
+void rows_close_cluster_kernel(Kernel *k);
 /* x && y, either of them null meaning true. */
 MlirValue rows_and_of(Builder *b, MlirValue x, MlirValue y);
 /* Column index of slot j (a value, or the constant j_const) of `slots` slots

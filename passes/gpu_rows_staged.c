@@ -106,10 +106,18 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
      * 160 KB), not where it holds two (bf16: 100 KB; on the H200 201 us with 8 slots an
      * iteration, 209 with 16) */
     if (n_keep > 0 && 2 * bytes * p->t * slots <= SM_SHARED_BYTES) p->loop_unroll = LOOP_UNROLL_NARROW;
+    /* sm_90: a row's lanes in a cluster of blocks (gpu_rows_cluster.c), so that several blocks of
+     * other rows share an SM and one's reductions run under another's loads (a CUDA probe on the
+     * H200, bench/probes/long_rows.cu: a softmax of 2048 x 50260 f32 311 -> 262 us with 4) */
+    bool pair = false;
+    for (int s = 0; s < n; ++s) pair |= stages[s].pair;
+    p->cluster = 1;
+    if (n_keep > 0 && p->clusters_allowed && !pair && p->t / CLUSTER_BLOCKS >= CLUSTER_MIN_THREADS) p->cluster = CLUSTER_BLOCKS;
     /* the loops' slots (gpu_rows_emit.c runs those past the last whole iteration after the loop) */
     int64_t cvec = p->cvec > 1 ? p->cvec : 1;
-    int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * p->t) / cvec * cvec : 0; /* whole vectors */
+    int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * (p->t / p->cluster)) / cvec * cvec : 0; /* whole vectors */
     if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
+    if (n_keep == 0) p->cluster = 1;
     for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
     p->n_staged = n_keep;
     p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
@@ -127,7 +135,7 @@ void rows_staged_views(Emit *e) {
     Builder *b = &e->k.in;
     MlirAttribute space = parse_attr(ctx, "#gpu.address_space<workgroup>");
     MlirValue dynamic = build_value(b, "gpu.dynamic_shared_memory", 0, NULL, parse_type(ctx, "memref<?xi8, #gpu.address_space<workgroup>>"));
-    int64_t offset = 0, n = e->p->staged_slots * e->k.t;
+    int64_t offset = 0, n = e->p->staged_slots * e->k.bt;
     for (int c = 0; c < e->p->n_staged; ++c) {
         MlirType t = {NULL};
         for (int i = 0; i < e->w->n && mlirTypeIsNull(t); ++i) {
@@ -176,7 +184,7 @@ void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, Va
         }
         kept = e->kept;
     }
-    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.t)), e->k.lane);
+    MlirValue at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", slot, const_index(b, e->k.bt)), e->k.blane);
     if (w > 1) at = build_binary(b, "arith.addi", build_binary(b, "arith.muli", at, const_index(b, w)), const_index(b, e->sub));
     if (e->staged_by[c] < 0 || e->staged_by[c] == e->loop_at) {
         e->staged_by[c] = e->loop_at;

@@ -301,6 +301,14 @@ UNARY_MATH = {
 }
 
 
+class SharedPointer:
+    """A pointer into a block's shared array (memref.extract_aligned_pointer_as_index): its byte offset,
+    and after nvvm.mapa the rank of the cluster's block whose array it addresses."""
+
+    def __init__(self, memref, offset, rank):
+        self.memref, self.offset, self.rank = memref, offset, rank
+
+
 class Kernel:
     def __init__(self, blocks, threads):
         self.blocks, self.threads = blocks, threads
@@ -418,14 +426,23 @@ class Simulator:
         threads = math.prod(dims)
         self.kernels.append(Kernel(blocks, threads))
         body = thr.regions[0][0]
-        segments, cur = [], []
+        # a cluster barrier (gpu_rows_cluster.c: nvvm.cluster.arrive, then nvvm.cluster.wait naming the
+        # cluster's blocks) ends a segment as a block's barrier does: all blocks run each segment at once
+        segments, cur, cluster, ends_cluster = [], [], 1, []
         for o in body.ops:
-            if o.name == "gpu.barrier":
+            if o.name in ("gpu.barrier", "nvvm.cluster.wait"):
                 segments.append(cur)
+                ends_cluster.append(o.name == "nvvm.cluster.wait")
                 cur = []
-            elif o.name != "scf.reduce":
+                m = re.search(r"pt2.cluster_blocks = (\d+)", o.attrs)
+                if m:
+                    cluster = int(m.group(1))
+            elif o.name not in ("scf.reduce", "nvvm.cluster.arrive"):
                 cur.append(o)
         segments.append(cur)
+        ends_cluster.append(True)
+        if blocks % cluster:
+            raise SimError(f"{blocks} blocks are not clusters of {cluster}")
         warps = (threads + WARP - 1) // WARP
         bidx = np.arange(lb, ub, st, dtype=np.int64)[:, None] * np.ones((1, WARP), dtype=np.int64)
         shared = {}
@@ -443,16 +460,39 @@ class Simulator:
             wenv.append((e, mask))
         self.kernel_log = []  # (buffer id, addresses, thread ids, block ids, is_write)
         order = list(range(warps)) if self.warp_order == "forward" else list(reversed(range(warps)))
-        for seg in segments:
+        # a cluster's blocks only wait for each other at cluster barriers: what one block's thread writes
+        # into shared memory that another block reads (distributed shared memory) between two of them
+        # is a race, however many barriers of its own each block passed between (remote: those reads)
+        epoch, self.remote = [], []
+        for seg, cluster_end in zip(segments, ends_cluster):
             self.seg_log = []
             for w in order:
                 e, mask = wenv[w]
                 tid = (np.arange(WARP)[None, :] + w * WARP) * np.ones((blocks, 1), dtype=np.int64)
-                self.cur = dict(shared=shared, blocks=blocks, tid=tid, bidx=bidx, warp=w)
+                self.cur = dict(shared=shared, blocks=blocks, tid=tid, bidx=bidx, warp=w, cluster=cluster)
                 self.run_ops(seg, e, mask)
             self.check_races(self.seg_log, within_block=True)
             self.kernel_log += self.seg_log
+            epoch += self.seg_log
+            if cluster_end:
+                self.check_cluster_races(epoch)
+                epoch, self.remote = [], []
         self.check_races(self.kernel_log, within_block=False)
+
+    def check_cluster_races(self, epoch):
+        """Between two cluster barriers: an address of a block's shared memory that another block read
+        through distributed shared memory and some other thread wrote."""
+        for buf, addr, who in self.remote:
+            writes = [r for r in epoch if r[0] == buf and r[4]]
+            if not writes:
+                continue
+            w_addr = np.concatenate([r[1] for r in writes])
+            w_who = np.concatenate([r[3] * 4096 + r[2] for r in writes])
+            hit = np.isin(addr, w_addr)
+            for a, h in zip(addr[hit], who[hit]):
+                if (w_who[w_addr == a] != h).any():
+                    self.races.append(f"blocks of a cluster race on shared buffer {buf} at address {int(a)}")
+                    return
 
     def check_races(self, log, within_block):
         by_buf = {}
@@ -490,7 +530,12 @@ class Simulator:
 
     def kernel_op(self, op, env, mask):
         n = op.name
-        if n == "arith.constant":
+        if n in ("arith.addi", "arith.index_cast", "llvm.inttoptr") and isinstance(env[op.operands[0]], SharedPointer):
+            ptr = env[op.operands[0]]
+            if n == "arith.addi":
+                ptr = SharedPointer(ptr.memref, ptr.offset + int(env[op.operands[1]]), ptr.rank)
+            env[op.results[0]] = ptr
+        elif n == "arith.constant":
             env[op.results[0]] = self.constant(op)
         elif n.startswith("arith.") or n.startswith("math."):
             env[op.results[0]] = self.arith(op, [env[o] for o in op.operands])
@@ -582,6 +627,18 @@ class Simulator:
                     self.access(dst, [np.int64(i) for i in idx], one, v)
         elif n == "affine.apply":
             env[op.results[0]] = _affine_apply(op.attrs, [env[o] for o in op.operands])
+        elif n == "memref.extract_aligned_pointer_as_index":
+            # the start of a block's shared array: a pointer into it (byte offset), for nvvm.mapa
+            m = env[op.operands[0]]
+            if not m.t.shared:
+                raise SimError("a pointer to memory other than shared memory")
+            env[op.results[0]] = SharedPointer(m, 0, None)
+        elif n == "nvvm.mapa":
+            # the same address in the shared memory of the cluster's block of rank r (distributed shared memory)
+            ptr, rank = env[op.operands[0]], env[op.operands[1]]
+            env[op.results[0]] = SharedPointer(ptr.memref, ptr.offset, np.broadcast_to(np.asarray(rank, dtype=np.int64), mask.shape))
+        elif n == "llvm.load":
+            env[op.results[0]] = self.cluster_load(env[op.operands[0]], mask)
         elif n == "cf.assert":
             ok = np.broadcast_to(np.asarray(env[op.operands[0]], dtype=bool), mask.shape)
             if (mask & ~ok).any():
@@ -593,6 +650,23 @@ class Simulator:
             raise SimError("gpu.barrier inside control flow")
         else:
             raise SimError(f"kernel op {n} is not simulated")
+
+    def cluster_load(self, ptr, mask):
+        """A load through distributed shared memory: the element at the pointer's byte offset in the shared
+        array of the block of rank `ptr.rank` in the reading block's cluster."""
+        if ptr.rank is None:
+            raise SimError("llvm.load of a pointer nvvm.mapa did not map")
+        m, n = ptr.memref, self.cur["cluster"]
+        size = np.dtype(m.buf.data.dtype).itemsize if m.buf.elem != "bf16" else 2
+        if ptr.offset % size or not 0 <= ptr.offset // size < m.t.size:
+            raise SimError(f"a load of byte {ptr.offset} of a shared array of {m.t.size} elements")
+        if ((ptr.rank < 0) | (ptr.rank >= n))[mask].any():
+            raise SimError(f"nvvm.mapa to a rank outside the cluster of {n}")
+        blk = np.broadcast_to(np.arange(mask.shape[0])[:, None], mask.shape)
+        peer = blk // n * n + ptr.rank
+        addr = m.t.offset + ptr.offset // size + peer * m.t.size
+        self.remote.append((m.buf.id, addr[mask], (blk * 4096 + self.cur["tid"])[mask]))
+        return m.buf.data[np.where(mask, addr, 0)]
 
     def access(self, m, idx, mask, value):
         t = m.t

@@ -109,23 +109,33 @@ def test_row_ptx_selections_keep_columns():
     assert not re.findall(r"\.v4\.b32", ptx) and re.findall(r"ld\.global\.nc\.b32", ptx)
 
 
-@pytest.mark.parametrize("dtype,two_blocks", [(torch.bfloat16, True), (torch.float32, False)])
-def test_row_ptx_staged_vectors(dtype, two_blocks):
+@pytest.mark.parametrize("dtype,two_blocks,blocks", [(torch.bfloat16, True, 7), (torch.float32, False, 4)])
+def test_row_ptx_staged_vectors(dtype, two_blocks, blocks):
     """An LM head's rows kept in shared memory (gpu_rows_staged.c) move a lane's column vector there as
     16 bytes: st.shared.v4 where the first loop keeps it, ld.shared.v4 where later loops read it, no
-    scalar access of the staged row left (the reductions' scratch aside).  The bf16 row (112 KB) lets two
-    blocks share an SM: .minnctapersm 2, and ptxas keeps the 1024 threads within 32 registers; the f32
-    row (213 KB) does not, and under PT2_DISABLE=gpu-two-blocks neither asks."""
-    shape = (300, 50257)
-    ptx = column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, "")
-    assert re.findall(r"st\.shared\.v4\.b32", ptx) and re.findall(r"ld\.shared\.v4\.b32", ptx)
-    assert not re.findall(r"(?:ld|st)\.shared\.b16", ptx), "a staged bf16 element moved alone"
-    assert bool(re.search(r"\.minnctapersm 2", ptx)) == two_blocks
-    assert not re.search(r"\.minnctapersm", column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, "gpu-two-blocks"))
-    ptxas = gpusim.find_ptxas()
-    if ptxas and two_blocks:
-        import subprocess
+    scalar access of the staged row left (the reductions' scratch aside).  On sm_90 a row runs in a
+    cluster of 4 blocks of 256 threads (gpu_rows_cluster.c) with as many blocks an SM as their shared
+    memory lets in (.minnctapersm: 7 of 26 KB for bf16, 4 of 52 KB for f32), ptxas keeping the
+    registers within the SM's.  In one block a row (PT2_DISABLE=gpu-cluster-rows) the bf16 row (112 KB)
+    lets two blocks share an SM: .minnctapersm 2, 32 registers at 1024 threads; the f32 row (213 KB)
+    does not, and under PT2_DISABLE=gpu-two-blocks neither asks."""
+    import subprocess
 
-        p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
-        regs = [int(r) for r in re.findall(r"Used (\d+) registers", p.stderr)]
-        assert regs and max(regs) <= 32, p.stderr[-2000:]
+    shape = (300, 50257)
+    ptxas = gpusim.find_ptxas()
+    for disable in ["", "gpu-cluster-rows"]:
+        ptx = column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, disable)
+        assert re.findall(r"st\.shared\.v4\.b32", ptx) and re.findall(r"ld\.shared\.v4\.b32", ptx)
+        assert not re.findall(r"(?:ld|st)\.shared\.b16", ptx), "a staged bf16 element moved alone"
+        clustered = not disable
+        assert bool(re.search(r"\.reqnctapercluster 4, 1, 1", ptx)) == clustered
+        want = blocks if clustered else 2 if two_blocks else None
+        got = re.search(r"\.minnctapersm (\d+)", ptx)
+        assert (int(got.group(1)) if got else None) == want
+        if ptxas and want:
+            p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+            regs = [int(r) for r in re.findall(r"Used (\d+) registers", p.stderr)]
+            threads = 256 if clustered else 1024
+            assert regs and max(regs) * threads * want <= 65536, p.stderr[-2000:]
+    assert not re.search(r"\.minnctapersm", column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype,
+                                                        "gpu-two-blocks,gpu-cluster-rows"))

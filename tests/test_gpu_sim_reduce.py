@@ -126,7 +126,7 @@ def test_long_rows_recomputed(op):
         (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x])
         want = getattr(torch, op)(x.double(), -1)
     close(y, want)
-    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264 * 4, 256)]  # a row a cluster of 4 blocks
     # nothing goes through memory: the output (the function's last argument, which the decomposed forms
     # use for exp(x - max) or x - mean) is only written, and nothing else is stored but the block's scratch
     only_output_stored(sim, f"%arg{3 if op == 'layer_norm' else 1}")
@@ -157,7 +157,7 @@ def test_long_rows_corner_values(op, dtype):
     want = getattr(torch, op)(x.double(), -1)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=8e-3, atol=1e-5)
     torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
-    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264 * 4, 256)]
     only_output_stored(sim, "%arg1")
 
 
@@ -167,7 +167,7 @@ def test_long_rows_corner_values(op, dtype):
 # chips before it, or under PT2_DISABLE=gpu-sm90-shared) the last slots come from memory again.  The rows
 # take column vectors of 4 f32 (aligned ones from each row's first aligned column where 4 does not divide
 # the row: 33001), in loops of whole vectors
-@pytest.mark.parametrize("columns,disable", [(33001, ""), (45000, ""), (45000, "gpu-sm90-shared")])
+@pytest.mark.parametrize("columns,disable", [(33001, ""), (45000, ""), (45000, "gpu-sm90-shared"), (45000, "gpu-cluster-rows")])
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_staged_rows(op, columns, disable):
     x = rand(264, columns) * 3
@@ -178,14 +178,21 @@ def test_staged_rows(op, columns, disable):
     else:
         (y,), sim = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x], disable)
         close(y, torch.softmax(x.double(), -1))
-    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
+    # a row's 1024 lanes in a cluster of 4 blocks of 256 (sm_90: gpu_rows_cluster.c), or one block
+    cluster = 1 if disable else 4
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264 * cluster, 1024 // cluster)]
     # one view of x, slots of 1024 lanes: 33001 columns 8250 whole vectors, 9 a lane in 3 iterations of 3,
-    # all 36 slots kept; 45000 columns 11 vectors a lane in 3 iterations of 4, all 44 slots kept (176 KB;
-    # the last iteration's vector past the row kept nowhere, read at the last one's place), or under the
-    # sm_80 budget 40 of them, the last 4 read from memory again under an scf.if
-    slots = 36 if columns == 33001 else 40 if disable else 44
+    # all 36 slots kept; 45000 columns 11 vectors a lane in 3 iterations of 4, all 44 slots kept (176 KB
+    # a row, 44 KB a block of a cluster; the last iteration's vector past the row kept nowhere, read at
+    # the last one's place), or under the sm_80 budget 40 of them, the last 4 read from memory again
+    # under an scf.if
+    slots = 36 if columns == 33001 else 40 if disable == "gpu-sm90-shared" else 44
     assert sim.mapped.count('"gpu.dynamic_shared_memory"') == 1 and sim.mapped.count('"memref.view"') == 1
-    assert f"memref<{slots * 1024}xf32, #gpu.address_space<workgroup>>" in sim.mapped
+    assert f"memref<{slots * 1024 // cluster}xf32, #gpu.address_space<workgroup>>" in sim.mapped
+    # each reduction's total exchanged through distributed shared memory, a cluster barrier before the
+    # reads and one at the end: softmax's max and sum, LayerNorm's mean and variance
+    assert sim.mapped.count('"nvvm.cluster.wait"') == (3 if cluster > 1 else 0)
+    assert sim.mapped.count('"nvvm.mapa"') == 2 * cluster * (cluster > 1)
 
 
 # argmax / argmin rows (passes/gpu_reduce_pair.c): each lane's first best, lanes combined by the

@@ -83,6 +83,27 @@ def test_softmax_long_rows(op, dtype):
     torch.testing.assert_close(got, want, **tol, equal_nan=True)
 
 
+# rows kept in shared memory run a row a cluster of 4 blocks on sm_90 (passes/gpu_rows_cluster.c: the
+# reductions' totals exchanged through distributed shared memory), one block a row under
+# PT2_DISABLE=gpu-cluster-rows; both against eager, with LayerNorm's two reductions and an odd row count
+@pytest.mark.parametrize("disable", ["", "gpu-cluster-rows"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
+def test_cluster_rows(op, dtype, disable, monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", disable)
+    n = 50257
+    x, w, b = rand((301, n), dtype, 12) * 2, rand((n,), dtype, 13), rand((n,), dtype, 14)
+    if op == "layer_norm":
+        (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
+        want = F.layer_norm(x.double(), (n,), w.double(), b.double()).to(dtype)
+    else:
+        (got,), k = run(lambda g, x: g.op(op, x, dim=-1), [x])
+        want = getattr(torch, op)(x.double(), -1).to(dtype)
+    assert k.num_launches == 1, k.plan[:400]
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-4)
+    torch.testing.assert_close(got, want, **tol)
+
+
 def test_log_softmax_and_softmax_dim0():
     x = rand((45, 67), torch.float32, 4)
     (a, b), _ = run(lambda g, x: (g.op("log_softmax", x, dim=-1), g.op("softmax", x, dim=0)), [x])
