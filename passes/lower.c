@@ -158,6 +158,7 @@ typedef struct PointwiseBody {
     int n_inputs;
     MlirType ct;       /* compute type */
     MlirType out_elem; /* result element type */
+    IndexChecks checks;
 } PointwiseBody;
 
 static void pointwise_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
@@ -168,11 +169,11 @@ static void pointwise_body(Builder *b, const MlirValue *args, int n_args, MlirVa
         bool is_condition = p->info->id == PT2_OP_WHERE && i == 0;
         conv[i] = is_condition ? args[i] : convert_scalar(b, args[i], p->ct);
     }
-    MlirValue r = lower_pointwise_scalar(b, p->op, p->info, conv, p->ct);
+    MlirValue r = lower_pointwise_scalar(b, p->op, p->info, conv, p->ct, p->checks);
     yields[0] = convert_scalar(b, r, p->out_elem);
 }
 
-static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info) {
+static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks) {
     Builder b = builder_before(op);
     MlirValue result = mlirOperationGetResult(op, 0);
     Pt2TensorType out = value_tensor_type(result);
@@ -193,7 +194,7 @@ static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info) {
     MlirType data_elem = elem_type(inputs[info->id == PT2_OP_WHERE ? 1 : 0]);
     MlirType ct = compute_type_for(b.ctx, info->dtype_rule == BOOL || info->id == PT2_OP_CONVERT ? data_elem : out_elem);
     if (info->id == PT2_OP_CONVERT) ct = data_elem; /* convert straight from the source type */
-    PointwiseBody body = {op, info, n_in, ct, out_elem};
+    PointwiseBody body = {op, info, n_in, ct, out_elem, checks};
     MlirValue init = build_empty(&b, mlirValueGetType(result));
     MlirOperation g = build_generic(&b, n_in, inputs, 1, &init, maps, iterators_parallel(out.rank), pointwise_body, &body);
     MlirValue r = mlirOperationGetResult(g, 0);
@@ -572,7 +573,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
         }
     }
     switch (info->meta) {
-    case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info);
+    case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info, mode->checks);
     case META_REDUCE: return info->id == PT2_OP_VAR_MEAN ? lower_var_mean(op, mode) : lower_reduce(op, info);
     case META_ARGREDUCE: return lower_argreduce(op, info);
     case META_MATMUL: return lower_matmul(op);

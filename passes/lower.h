@@ -4,11 +4,6 @@
 
 #include "ir.h"
 
-/* The scalar body of a pointwise op (lower_pointwise.c).  Operands are in
- * the compute type ct; returns the value in ct (i1 for predicates; nextafter
- * in the result's own element type, which ct cannot hold), or a null value
- * if the op is not pointwise. */
-MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *args, MlirType ct);
 
 /* The element type arithmetic happens in: f16/bf16 widen to f32. */
 MlirType compute_type_for(MlirContext ctx, MlirType elem);
@@ -56,6 +51,19 @@ MlirValue build_map_copy(Builder *b, MlirValue x, const char *in_map, MlirType o
 
 /* index_select, gather and index (lower_index.c). */
 int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks);
+/* pt2rt_index_error(value, size, dim, error) where `failed` (lower_index.c): the run then fails with
+ * eager's error for `error` (enum Pt2rtIndexError); the function declared in op's module (none: the
+ * caller declared it). */
+void lower_report_if(Builder *b, MlirOperation op, MlirValue failed, MlirValue value, int64_t size, int64_t dim, int error);
+
+/* The scalar body of a pointwise op (lower_pointwise.c).  Operands are in
+ * the compute type ct; returns the value in ct (i1 for predicates; nextafter
+ * in the result's own element type, which ct cannot hold), or a null value
+ * if the op is not pointwise.  checks: an integer division by zero reported
+ * as eager's ZeroDivisionError (INDEX_CHECKS_RUNTIME: CPU kernels; eager's
+ * CUDA kernels do not raise). */
+MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *args, MlirType ct,
+                                 IndexChecks checks);
 
 /* Lowerings of the remaining primitives (lower_nn.c: convolution, pooling,
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one

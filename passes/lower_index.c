@@ -49,21 +49,26 @@ static void declare_index_error(MlirOperation module) {
                      "passthrough = [\"cold\", \"noinline\", \"no_caller_saved_registers\"]}");
 }
 
+void lower_report_if(Builder *b, MlirOperation op, MlirValue failed, MlirValue value, int64_t size, int64_t dim, int error) {
+    if (!mlirOperationIsNull(op)) declare_index_error(enclosing_module(op));
+    Builder then_b = builder_before(mlirBlockGetTerminator(build_scf_if(b, failed)));
+    MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
+    MlirValue args[4] = {
+        convert_scalar(&then_b, value, i64),
+        const_int(&then_b, i64, size),
+        const_int(&then_b, i64, dim),
+        const_int(&then_b, mlirIntegerTypeGet(b->ctx, 32), error),
+    };
+    MlirNamedAttribute callee = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(PT2RT_INDEX_ERROR)));
+    build_op(&then_b, "func.call", 4, args, 0, NULL, 1, &callee);
+}
+
 /* if idx is outside [0, size): pt2rt_index_error(value, size, dim, error).  One
  * unsigned compare covers both ends. */
 static void check_index(Builder *b, const IndexBody *ib, int j, MlirValue idx, MlirValue value) {
     int64_t size = ib->sizes[ib->index_dim[j]];
     MlirValue outside = build_cmp(b, false, "uge", idx, const_index(b, size));
-    Builder then_b = builder_before(mlirBlockGetTerminator(build_scf_if(b, outside)));
-    MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
-    MlirValue args[4] = {
-        convert_scalar(&then_b, value, i64),
-        const_int(&then_b, i64, size),
-        const_int(&then_b, i64, ib->error_dim[j]),
-        const_int(&then_b, mlirIntegerTypeGet(b->ctx, 32), ib->error),
-    };
-    MlirNamedAttribute callee = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(PT2RT_INDEX_ERROR)));
-    build_op(&then_b, "func.call", 4, args, 0, NULL, 1, &callee);
+    lower_report_if(b, (MlirOperation){NULL}, outside, value, size, ib->error_dim[j], ib->error); /* declared by lower_index */
 }
 
 /* cf.assert idx in [0, size), idx already wrapped: on the GPU a device-side

@@ -15,6 +15,8 @@
 
 #include "lower.h"
 
+#include "../runtime/rt/pt2rt.h"
+
 static MlirValue fconst(Builder *b, MlirType t, double v) { return const_float(b, t, v); }
 
 /* 1 / (1 + exp(-x)) */
@@ -31,27 +33,36 @@ static MlirValue nonzero(Builder *b, MlirValue x) {
     return build_cmp(b, false, "ne", x, const_int(b, t, 0));
 }
 
-/* Integer divisor made safe: 0 and -1 become 1, so a division never traps.
- * PyTorch raises for integer division by zero (compiled code must not crash
- * the process), and x86's idiv traps on INT_MIN / -1 as on a zero divisor.
- * x % -1 is 0 as x % 1 is; a quotient by -1 needs the caller's fix-up. */
-static MlirValue safe_divisor(Builder *b, MlirValue y) {
+/* Where an integer division is lowered: the op, and whether a zero divisor is reported. */
+typedef struct Division {
+    MlirOperation op;
+    IndexChecks checks;
+} Division;
+
+/* Integer divisor made safe: 0 and -1 become 1, so a division never traps
+ * (compiled code must not crash the process; x86's idiv traps on INT_MIN /
+ * -1 as on a zero divisor).  x % -1 is 0 as x % 1 is; a quotient by -1
+ * needs the caller's fix-up.  A zero divisor is reported in CPU kernels
+ * (the run then fails with eager's RuntimeError "ZeroDivisionError"; eager's
+ * CUDA kernels compute on without a word, as the GPU's do). */
+static MlirValue safe_divisor(Builder *b, MlirValue y, const Division *d) {
     MlirType t = mlirValueGetType(y);
     MlirValue zero = build_cmp(b, false, "eq", y, const_int(b, t, 0));
+    if (d->checks == INDEX_CHECKS_RUNTIME) lower_report_if(b, d->op, zero, y, 0, 0, PT2RT_ZERO_DIVISION);
     MlirValue minus_one = build_cmp(b, false, "eq", y, const_int(b, t, -1));
     return build_select(b, build_binary(b, "arith.ori", zero, minus_one), const_int(b, t, 1), y);
 }
 
 /* Integer floor division; x // -1 is -x, wrapping at INT_MIN as eager's. */
-static MlirValue int_floor_div(Builder *b, MlirValue x, MlirValue y) {
+static MlirValue int_floor_div(Builder *b, MlirValue x, MlirValue y, const Division *d) {
     MlirType t = mlirValueGetType(x);
-    MlirValue q = build_binary(b, "arith.floordivsi", x, safe_divisor(b, y));
+    MlirValue q = build_binary(b, "arith.floordivsi", x, safe_divisor(b, y, d));
     MlirValue neg = build_binary(b, "arith.subi", const_int(b, t, 0), x);
     return build_select(b, build_cmp(b, false, "eq", y, const_int(b, t, -1)), neg, q);
 }
 
 /* Python's modulo: the remainder takes the divisor's sign. */
-static MlirValue python_remainder(Builder *b, MlirValue x, MlirValue y, bool is_float) {
+static MlirValue python_remainder(Builder *b, MlirValue x, MlirValue y, bool is_float, const Division *d) {
     MlirValue r, zero, r_neg, y_neg, fix;
     MlirType t = mlirValueGetType(x);
     if (is_float) {
@@ -62,7 +73,7 @@ static MlirValue python_remainder(Builder *b, MlirValue x, MlirValue y, bool is_
         fix = build_binary(b, "arith.andi", build_cmp(b, true, "une", r, zero), build_binary(b, "arith.xori", r_neg, y_neg));
         return build_select(b, fix, build_binary(b, "arith.addf", r, y), r);
     }
-    y = safe_divisor(b, y);
+    y = safe_divisor(b, y, d);
     r = build_binary(b, "arith.remsi", x, y);
     zero = const_int(b, t, 0);
     r_neg = build_cmp(b, false, "slt", r, zero);
@@ -191,8 +202,10 @@ static const char *cmp_predicate(Pt2OpId id, bool is_float, bool is_bool) {
     }
 }
 
-MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *a, MlirType ct) {
+MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *a, MlirType ct,
+                                 IndexChecks checks) {
     bool f = type_is_float(ct), is_bool = type_is_bool(ct);
+    Division d = {op, checks};
     MlirValue x = a[0];
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     switch (info->id) {
@@ -261,10 +274,10 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_DIV: return build_binary(b, "arith.divf", x, a[1]);
     case PT2_OP_FLOOR_DIV:
         if (f) return float_floor_div(b, x, a[1]);
-        return int_floor_div(b, x, a[1]);
-    case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f);
+        return int_floor_div(b, x, a[1], &d);
+    case PT2_OP_REMAINDER: return python_remainder(b, x, a[1], f, &d);
     case PT2_OP_FMOD: /* C's fmod and %: the remainder takes the dividend's sign */
-        return f ? build_binary(b, "arith.remf", x, a[1]) : build_binary(b, "arith.remsi", x, safe_divisor(b, a[1]));
+        return f ? build_binary(b, "arith.remf", x, a[1]) : build_binary(b, "arith.remsi", x, safe_divisor(b, a[1], &d));
     case PT2_OP_POW: {
         MlirValue r = build_binary(b, f ? "math.powf" : "math.ipowi", x, a[1]);
         if (f || mlirIntegerTypeGetWidth(ct) == 1) return r;

@@ -67,6 +67,7 @@ static void set_run_error(const Pt2rtRunStatus *status) {
     case PT2RT_INDEX_OUT_OF_DATA_BOUNDS:
         pt2_set_error("INDICES element is out of DATA bounds, id=%lld axis_dim=%lld", value, size);
         break;
+    case PT2RT_ZERO_DIVISION: pt2_set_error("ZeroDivisionError"); break;
     default: pt2_set_error_of_kind(PT2_ERROR_INDEX, OUT_OF_BOUNDS, value, dim, size); break;
     }
 }

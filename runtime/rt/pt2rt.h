@@ -165,7 +165,7 @@ PT2RT_EXPORT void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, co
 
 /*--- Runs and the errors they report ------------------------------------------*/
 
-/* An index tensor's value outside its op's range: pt2-lower's checks
+/* An index tensor's value outside its op's range (or an integer divisor of zero): pt2-lower's checks
  * (passes/lower.c) clamp the value, so that the loops never read outside
  * the tensor, and on that branch (almost never taken) call
  * pt2rt_index_error; the caller of the run raises the error afterwards
@@ -182,6 +182,9 @@ enum Pt2rtIndexError {
      * index_select along dim 1 of a tensor of rank 2 or more (eager's CPU
      * kernel for that dim, index_select_out_cpu_dim1_) */
     PT2RT_INDEX_OUT_OF_DATA_BOUNDS = 3,
+    /* RuntimeError "ZeroDivisionError": an integer division or remainder by zero (floor_div,
+     * remainder, fmod; passes/lower_pointwise.c) */
+    PT2RT_ZERO_DIVISION = 4,
 };
 
 /* A kernel's cache of what libpt2rt derives from its constant operands
