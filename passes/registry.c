@@ -57,6 +57,7 @@ MlirPass pt2_create_gpu_merge_modules_pass(void);
 MlirPass pt2_create_gpu_merge_modules_parts_pass(void);
 MlirPass pt2_create_gpu_module_to_binary_pass(void);
 MlirPass pt2_create_math_to_libm_pass(void);
+MlirPass pt2_create_bf16_round_pass(void);
 MlirPass pt2_create_math_approx_pass(void);
 MlirPass pt2_create_fuse_parallel_loops_pass(void);
 MlirPass pt2_create_split_reductions_pass(void);
@@ -146,6 +147,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_math_approx_pass},
     {"pt2-math-to-libm", "Transcendental math ops on f32/f64 → readnone libm calls (vectorized through libmvec)",
      pt2_create_math_to_libm_pass},
+    {"pt2-bf16-round", "f32 -> bf16 truncations as integer round-to-nearest-even, as eager rounds them (subnormals kept; "
+     "passes/bf16_round.c)", pt2_create_bf16_round_pass},
     {"pt2-fuse-parallel-loops", "Fuse adjacent loop nests over the same rows (a reduction and its epilogue in one pass)",
      pt2_create_fuse_parallel_loops_pass},
     {"pt2-split-reductions", "Run a whole-tensor reduction loop as parallel chunks with partial results, then combine them",
@@ -317,7 +320,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
-             "pt2-defer-index-checks,%spt2-math-to-libm,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+             "pt2-defer-index-checks,%spt2-math-to-libm,pt2-bf16-round,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",

@@ -482,3 +482,23 @@ def test_convert(src, dst):
         x = x.clamp(-128, 127)
     got = run(lambda g, v: g.op("convert", v, dtype=dst), [x])
     assert_close(got, x.to(dst), f"{src}->{dst}")
+
+
+# f32 -> bf16 rounds as eager's (c10's round-to-nearest-even in integer arithmetic): subnormal f32
+# values keep their bf16 value (AVX512-BF16's vcvtneps2bf16, which LLVM would use, flushes them),
+# ties go to even, the largest floats round to inf, NaN stays NaN (passes/bf16_round.c)
+@pytest.mark.parametrize("n", [1, 37, 1037])
+def test_f32_to_bf16_rounds_as_eager(n):
+    tiny = torch.finfo(torch.float32).tiny
+    special = [1e-39, -3e-39, 5e-40, 1e-38, 2e-41, -1e-45, tiny, -tiny, 0.0, -0.0, 1.0, 3.4e38, -3.4e38,
+               float("inf"), float("-inf"), float("nan"), 1.00390625, 1.01171875, 1.0 + 2 ** -8 + 2 ** -20, 65504.0]
+    bits = torch.tensor([0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x00008000, 0x00018000, 0x80007FFF], dtype=torch.int64).to(torch.int32)
+    vals = torch.cat([torch.tensor(special, dtype=torch.float32), bits.view(torch.float32)])
+    g = torch.Generator().manual_seed(n)
+    rnd = torch.randn(n, generator=g) * torch.logspace(-45, 38, n).float() * (torch.rand(n, generator=g) - 0.5).sign()
+    x = torch.cat([vals, rnd])[: max(n, len(vals))].repeat(2)[::2]  # non-contiguous
+    got = run(lambda g, x: g.op("convert", g.op("mul", x, g.scalar(1.0)), dtype=torch.bfloat16), [x])
+    want = x.to(torch.bfloat16)
+    nan = want.isnan()
+    assert torch.equal(got.isnan(), nan)
+    assert torch.equal(got[~nan].view(torch.int16), want[~nan].view(torch.int16)), (got, want)
