@@ -176,6 +176,20 @@ def _down(y, like):
     return y.to(like.dtype) if like.dtype in (torch.float16, torch.bfloat16) else y
 
 
+# dtypes as eager's messages name them: TypeMeta's (a dtype check) and ScalarType's (a kernel's dispatch)
+_TYPE_META = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
+              torch.int64: "long int", torch.int32: "int", torch.int16: "short int", torch.int8: "signed char",
+              torch.uint8: "unsigned char", torch.bool: "bool"}
+_SCALAR_TYPE = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+                torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+                torch.bool: "Bool"}
+
+
+def _not_implemented(kernel, x):
+    """What eager's dispatch raises for a dtype its kernel does not take."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_TYPE.get(x.dtype, str(x.dtype))}\'')
+
+
 def square(input):
     """torch.square: pow(x, 2) (bool to int64, as pow's)."""
     return torch.pow(input, 2)
@@ -472,7 +486,15 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 
 def lerp(input, end, weight):
-    """start + w·(end − start) for w < 0.5, else end − (end − start)·(1 − w) (ATen's two forms)."""
+    """start + w·(end − start) for w < 0.5, else end − (end − start)·(1 − w) (ATen's two forms);
+    eager's checks: end and a tensor weight of the input's dtype, a floating dtype."""
+    tensor_weight = isinstance(weight, torch.Tensor)
+    for name, other in (("end", end), ("weight", weight if tensor_weight else None)):
+        if other is not None and other.dtype != input.dtype:
+            raise RuntimeError(f"expected dtype {_TYPE_META.get(input.dtype, input.dtype)} for `{name}` but got dtype "
+                               f"{_TYPE_META.get(other.dtype, other.dtype)}")
+    if not input.is_floating_point():
+        raise _not_implemented("lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar", input)
     x, e = _up(input), _up(end)
     d = e - x
     if isinstance(weight, torch.Tensor):
@@ -547,12 +569,16 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
 
 
 def trunc(input):
+    if input.dtype == torch.bool:
+        raise _not_implemented("trunc_vml_cpu" if input.device.type == "cpu" else "trunc_cuda", input)
     if not input.is_floating_point():
         return input.clone()
     return torch.where(input >= 0, torch.floor(input), torch.ceil(input))
 
 
 def frac(input):
+    if not input.is_floating_point():
+        raise _not_implemented("frac_cpu" if input.device.type == "cpu" else "frac_cuda", input)
     return input - trunc(input)
 
 

@@ -110,6 +110,14 @@ def pad_indexed(input, pad, mode="constant", value=None):
     both ends without repeating the edge, replicate i clamped, circular i mod size; eager's checks."""
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    n = len(pad) // 2
+    if len(pad) % 2 == 0 and len(pad) <= 2 * input.dim() and not (1 <= n <= 3 and input.dim() in (n + 1, n + 2)):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     x = input
     for i in range(len(pad) // 2):
         dim = x.dim() - 1 - i

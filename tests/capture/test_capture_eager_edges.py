@@ -139,7 +139,10 @@ def test_output_strides_through_factories_norms_and_polyfills():
                                   "amax of empty", "mm of a vector", "bmm of matrices", "outer of a matrix",
                                   "masked_fill float mask", "softmax of int", "cat of nothing", "channels_last like of 5-d",
                                   "mm of two dtypes", "@ of two dtypes", "linear of two dtypes", "addmm of two dtypes",
-                                  "conv of two dtypes", "where of a float condition", "index_fill with int32 index"])
+                                  "conv of two dtypes", "where of a float condition", "index_fill with int32 index",
+                                  "lerp of two dtypes", "lerp of a weight of another dtype", "lerp of ints", "frac of ints",
+                                  "trunc of bools", "reflect pad of a vector", "circular pad of a matrix by 4",
+                                  "replicate pad of 6-d", "reflect pad of 3-d by 6"])
 def test_eager_errors_are_raised(name):
     """Programs eager refuses: pt2 returned a value; now the trace breaks there and eager raises."""
     fn = {
@@ -155,6 +158,13 @@ def test_eager_errors_are_raised(name):
         "conv of two dtypes": lambda x: F.conv1d(x[None], x[:, :, None].double().expand(3, 3, 2)),
         "where of a float condition": lambda x: torch.where(x, x, x),
         "index_fill with int32 index": lambda x: x.index_fill(0, torch.tensor([0], dtype=torch.int32), 1.0),
+        "lerp of two dtypes": lambda x: torch.lerp(x, x.double(), 0.5),
+        "lerp of a weight of another dtype": lambda x: torch.lerp(x, x + 1, x.double()),
+        "lerp of ints": lambda x: torch.lerp(x.long(), x.long(), 0.5), "frac of ints": lambda x: torch.frac(x.long()) + 1,
+        "trunc of bools": lambda x: torch.trunc(x > 2), "reflect pad of a vector": lambda x: F.pad(x[0], (1, 1), mode="reflect"),
+        "circular pad of a matrix by 4": lambda x: F.pad(x, (1, 1, 1, 1), mode="circular"),
+        "replicate pad of 6-d": lambda x: F.pad(x.reshape(1, 1, 1, 1, 3, 4), (1, 1), mode="replicate"),
+        "reflect pad of 3-d by 6": lambda x: F.pad(x[None], (1, 1, 1, 1, 0, 0), mode="reflect"),
     }[name]
     x = torch.arange(12.0).reshape(3, 4)
     with pytest.raises(Exception) as want:
