@@ -353,7 +353,7 @@ static MlirValue shared_scratch(Builder *b, MlirOperation module, MlirType t, in
 }
 
 MlirValue gpu_shared_array(Builder *b, MlirOperation module, const char *prefix, MlirType t, int64_t entries, int64_t usual) {
-    char type_text[64], name[96], text[256];
+    char type_text[64], name[96], text[320];
     print_type(t, type_text, sizeof type_text);
     if (entries == usual) {
         snprintf(name, sizeof name, "%s_%s", prefix, type_text);
@@ -369,7 +369,10 @@ MlirValue gpu_shared_array(Builder *b, MlirOperation module, const char *prefix,
         if (gpu_is_op(op, "memref.global") && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref(name))) exists = true;
     }
     if (!exists) {
-        snprintf(text, sizeof text, "memref.global \"private\" @%s : %s", name, memref_text);
+        /* 16-byte aligned: LLVM's load/store vectorizer reads a block's partials four at a time
+         * (ld.shared.v4), which an array at another 4-byte offset of the static shared memory (a second
+         * array: gpu_rows_cluster.c's totals) fails with a misaligned address */
+        snprintf(text, sizeof text, "memref.global \"private\" @%s : %s {alignment = 16}", name, memref_text);
         MlirOperation global = mlirOperationCreateParse(b->ctx, sref(text), sref("pt2-gpu-map-loops"));
         mlirBlockInsertOwnedOperation(top, 0, global);
     }

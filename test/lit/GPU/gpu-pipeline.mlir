@@ -22,7 +22,7 @@
 // PTX-NOT: .extern .func
 // PTX: .target sm_90
 // PTX: .visible .entry pt2_red_add_maximum_sub_exp_0(
-// PTX: .shared .align 4 .b8 __pt2_reduce_scratch_f32[128];
+// PTX: .shared .align 16 .b8 __pt2_reduce_scratch_f32[128];
 // PTX-COUNT-4: ld.global.nc.v4.b32
 // PTX-NOT: ld.global.nc.b32
 // PTX: shfl.sync.bfly.b32

@@ -8,7 +8,10 @@
 // (a store, a cluster barrier, a mapa and ld.shared::cluster of every
 // rank's), a last cluster barrier before the blocks leave; four blocks an SM
 // (.minnctapersm 4), the cluster as PTX's .reqnctapercluster; ptxas accepts
-// it.  Under pt2-gpu-map-loops-unclustered (PT2_DISABLE=gpu-cluster-rows) a
+// it.  The static shared arrays are 16-byte aligned: LLVM reads the block's
+// partials four at a time (ld.shared.v4), and with two arrays one of them
+// sat at a 4-byte offset (CUDA's "misaligned address" on the H200).  Under
+// pt2-gpu-map-loops-unclustered (PT2_DISABLE=gpu-cluster-rows) a
 // row is one block of 1024 threads and no cluster op is left.
 // CHECK-LABEL: func.func @main
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_red_{{.*}} blocks in (%c1200, %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c53248_i32
@@ -18,6 +21,8 @@
 // PTX-NEXT: .minnctapersm 4
 // PTX-NEXT: .explicitcluster
 // PTX-NEXT: .reqnctapercluster 4, 1, 1
+// PTX: .shared .align 16 .b8 __pt2_reduce_scratch_f32[128];
+// PTX: .shared .align 16 .b8 __pt2_cluster_totals_f32[8];
 // PTX: barrier.cluster.arrive.aligned;
 // PTX-NEXT: barrier.cluster.wait.aligned;
 // PTX-COUNT-4: ld.shared::cluster.b32

@@ -15,7 +15,7 @@
 // CHECK-LABEL: func.func @short
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_poi_add_0 blocks in
 // PTX: .entry pt2_tr_add_0
-// PTX: .shared .align 4 .b8 __pt2_transpose_tile0_f32[4224]
+// PTX: .shared .align 16 .b8 __pt2_transpose_tile0_f32[4224]
 // PTX-COUNT-8: st.shared.b32
 // PTX: bar.sync 0
 // PTX: ld.shared.b32
