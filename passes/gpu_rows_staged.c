@@ -6,7 +6,9 @@
  * rows of 201 KB in flight do not fit).  A row's own input elements (a load
  * with a row digit and column digits, of a buffer the group does not write)
  * that two loops or more read are kept in shared memory by the first loop
- * that reads them, at [slot * t + lane]: each lane reads back only what it
+ * that reads them, at [slot * bt + lane] (bt the block's lanes: t, or t /
+ * cluster where a row spans a cluster of blocks, gpu_rows_cluster.c; lane the
+ * lane's index in its block): each lane reads back only what it
  * kept (the lanes are private), so no barrier; with column vectors a lane's
  * vector is 16 contiguous bytes there, one ld/st.shared.v4.  The shared memory is the
  * kernel's dynamic shared memory (Plan.staged_bytes a block at most: 220 KB
@@ -165,11 +167,11 @@ void rows_flush_staged(Emit *e, Builder *b) {
 }
 
 /* A row's input element kept in shared memory (rows_plan_staged): the first
- * loop that reads it loads it and keeps it at [slot * t + lane] (slots below
+ * loop that reads it loads it and keeps it at [slot * bt + lane] (slots below
  * staged_slots); later loops read it there, each lane what it kept itself
  * (no barrier), and slots past staged_slots from memory again.  With column
  * vectors of cvec elements, element sub of a lane's vector `slot` is at
- * [(slot * t + lane) * cvec + sub]: a lane's vector is 16 contiguous bytes,
+ * [(slot * bt + lane) * cvec + sub]: a lane's vector is 16 contiguous bytes,
  * one ld/st.shared.v4 (pt2-gpu-vector-access), and a warp's 512 bytes are
  * four conflict-free 128-byte phases. */
 void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m) {
