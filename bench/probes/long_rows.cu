@@ -7,6 +7,7 @@
 //         exchanging its partial max and sum through distributed shared memory (sm_90)
 //   pipe  persistent blocks (one an SM): the output loop of row r loads row r + grid into the
 //         shared memory it frees, so that row r's stores overlap row r+grid's loads
+//   async clN with the row's part copied into shared memory by cp.async, all at once in G groups
 //
 // (cols a multiple of 4: 50260 stands for 50257)
 // nvcc -O3 -arch=sm_90 -o long_rows long_rows.cu && ./long_rows [rows cols]
@@ -120,6 +121,71 @@ __global__ void __launch_bounds__(1024 / N) softmax_rows(const float *__restrict
         }
     }
     if (N > 1) cg::this_cluster().sync();  // no block leaves while a peer may still read its xch
+}
+
+// -------------------------------------------------------------------------------------------------
+// clN async: as clN, but the row's part comes into shared memory by cp.async (16 bytes a lane a
+// slot, no registers held): every slot's copy in flight at once, in G groups, the max's loop taking
+// each group as soon as it has landed (cp.async.wait_group), so that no load waits on a register
+// -------------------------------------------------------------------------------------------------
+__device__ inline void cp_async16(void *smem, const void *gmem) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int K>
+__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(K)); }
+
+template <int N, int G>
+__global__ void __launch_bounds__(1024 / N) softmax_rows_async(const float *__restrict__ x, float *__restrict__ y, int cols) {
+    extern __shared__ float4 s4[];
+    __shared__ float scratch[32];
+    __shared__ float xch[2];
+    const int T = blockDim.x, tid = threadIdx.x;
+    const int rank = N == 1 ? 0 : (int)cg::this_cluster().block_rank(), TT = T * N, lane = rank * T + tid;
+    const size_t row = blockIdx.x / N;
+    const float4 *xr = (const float4 *)(x + row * cols);
+    float4 *yr = (float4 *)(y + row * cols);
+    const int vecs = cols / 4, slots = (vecs + TT - 1) / TT, per = (slots + G - 1) / G;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        for (int j = g * per; j < (g + 1) * per && j < slots; ++j) {
+            int c = lane + j * TT;
+            if (c < vecs) cp_async16(&s4[j * T + tid], &xr[c]);
+        }
+        cp_async_commit();
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        if (g == 0) cp_async_wait<G - 1>();
+        if (g == 1) cp_async_wait<(G > 1 ? G - 2 : 0)>();
+        if (g == 2) cp_async_wait<(G > 2 ? G - 3 : 0)>();
+        if (g == 3) cp_async_wait<(G > 3 ? G - 4 : 0)>();
+        for (int j = g * per; j < (g + 1) * per && j < slots; ++j) {
+            int c = lane + j * TT;
+            if (c < vecs) m = max4(m, s4[j * T + tid]);
+        }
+    }
+    m = row_reduce<N, true>(m, scratch, &xch[0]);
+    float sum = 0.f;
+    for (int j = 0; j < slots; ++j) {
+        int c = lane + j * TT;
+        if (c < vecs) {
+            float4 v = s4[j * T + tid];
+            sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
+        }
+    }
+    sum = row_reduce<N, false>(sum, scratch, &xch[1]);
+    float r = 1.f / sum;
+    for (int j = 0; j < slots; ++j) {
+        int c = lane + j * TT;
+        if (c < vecs) {
+            float4 v = s4[j * T + tid];
+            yr[c] = make_float4(expf(v.x - m) * r, expf(v.y - m) * r, expf(v.z - m) * r, expf(v.w - m) * r);
+        }
+    }
+    if (N > 1) cg::this_cluster().sync();
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -250,6 +316,25 @@ static float run_rows(const float *x, float *y, int rows, int cols) {
     return us;
 }
 
+template <int N, int G>
+static float run_async(const float *x, float *y, int rows, int cols) {
+    const int T = 1024 / N;
+    size_t smem = (size_t)((cols / 4 + T * N - 1) / (T * N)) * T * 16;
+    CHECK(cudaFuncSetAttribute(softmax_rows_async<N, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(rows * N);
+    cfg.blockDim = dim3(T);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = N;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return time_us([&] { CHECK(cudaLaunchKernelEx(&cfg, softmax_rows_async<N, G>, (const float *)x, y, cols)); });
+}
+
 int main(int argc, char **argv) {
     int rows = argc > 2 ? atoi(argv[1]) : 2048, cols = argc > 2 ? atoi(argv[2]) : 50260; /* a multiple of 4 */
     size_t n = (size_t)rows * cols, bytes = n * sizeof(float);
@@ -302,6 +387,13 @@ int main(int argc, char **argv) {
     report("cl4", run_rows<4, 4>(x, y, rows, cols));
     report("cl4 UV=2", run_rows<4, 2>(x, y, rows, cols));
     report("cl8", run_rows<8, 4>(x, y, rows, cols));
+    report("cl4 async G=1", run_async<4, 1>(x, y, rows, cols));
+    report("cl4 async G=2", run_async<4, 2>(x, y, rows, cols));
+    report("cl4 async G=4", run_async<4, 4>(x, y, rows, cols));
+    report("cl2 async G=2", run_async<2, 2>(x, y, rows, cols));
+    report("cl8 async G=2", run_async<8, 2>(x, y, rows, cols));
+    report("one async G=4", run_async<1, 4>(x, y, rows, cols));
+    report("cl4 again", run_rows<4, 4>(x, y, rows, cols));
     int grid = std::min(rows, prop.multiProcessorCount);
     report("pipe4", time_us([&] { softmax_pipe<4><<<grid, 1024, smem1>>>(x, y, rows, cols); }));
     report("pipe2", time_us([&] { softmax_pipe<2><<<grid, 1024, smem1>>>(x, y, rows, cols); }));
