@@ -723,13 +723,22 @@ MAP_VARIANT(gpu_map_loops_untiled_transposes, "pt2-gpu-map-loops-untiled-transpo
             .vector_rows = true, .untiled_transposes = true)
 /* For chips before sm_90 (sm_80: 163 KB of shared memory a block), and on
  * sm_90 under PT2_DISABLE=gpu-sm90-shared: row kernels keep at most 160 KB
- * of inputs in shared memory a block, not sm_90's 220 KB. */
+ * of inputs in shared memory a block, not sm_90's 220 KB, stored there by
+ * their first loop (not copied by cp.async, not measured there). */
 MAP_VARIANT(gpu_map_loops_sm80, "pt2-gpu-map-loops-sm80",
             "pt2-gpu-map-loops keeping at most 160 KB of a row kernel's inputs in shared memory (sm_80; PT2_DISABLE=gpu-sm90-shared)",
-            .vector_rows = true, .sm80_shared = true, .unclustered = true)
+            .vector_rows = true, .sm80_shared = true, .unclustered = true, .no_async_copy = true)
 /* PT2_DISABLE=gpu-cluster-rows: a row kept in shared memory by one block, not
  * by a cluster of blocks exchanging partials through distributed shared
- * memory (gpu_rows_cluster.c). */
+ * memory (gpu_rows_cluster.c), stored there by its first loop (as before
+ * both, not copied by cp.async). */
 MAP_VARIANT(gpu_map_loops_unclustered, "pt2-gpu-map-loops-unclustered",
             "pt2-gpu-map-loops with rows kept in shared memory in one block, not a cluster (PT2_DISABLE=gpu-cluster-rows)",
-            .vector_rows = true, .unclustered = true)
+            .vector_rows = true, .unclustered = true, .no_async_copy = true)
+/* PT2_DISABLE=gpu-async-copy: a row kept in shared memory is stored there
+ * from registers by the first loop that reads it (by a cluster of blocks on
+ * sm_90), not copied in by cp.async before the loops (gpu_rows_staged.c). */
+MAP_VARIANT(gpu_map_loops_no_async_copy, "pt2-gpu-map-loops-no-async-copy",
+            "pt2-gpu-map-loops with rows kept in shared memory stored there by their first loop, not copied in by "
+            "cp.async (PT2_DISABLE=gpu-async-copy)",
+            .vector_rows = true, .no_async_copy = true)

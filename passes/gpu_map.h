@@ -81,6 +81,11 @@ typedef struct GpuMapOptions {
      * sm80_shared): a row kept in shared memory stays in one block, not a
      * cluster of CLUSTER_BLOCKS (gpu_rows_cluster.c), for A/B measurements */
     bool unclustered;
+    /* pt2-gpu-map-loops-no-async-copy (PT2_DISABLE=gpu-async-copy): rows kept
+     * in shared memory are stored there by their first loop from registers
+     * (in a cluster of blocks on sm_90), not copied in by cp.async before it
+     * (gpu_rows_staged.c), for A/B measurements */
+    bool no_async_copy;
 } GpuMapOptions;
 
 /* lb, trip count and step of every one of the n dimensions of an

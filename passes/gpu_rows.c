@@ -544,6 +544,7 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     p.staged_bytes = opts->sm80_shared ? STAGED_BYTES_SM80 : STAGED_BYTES_SM90;
     p.cluster = 1;
     p.clusters_allowed = !opts->unclustered && !opts->sm80_shared;
+    p.async_allowed = !opts->no_async_copy;
     for (int i = 0; i < n; ++i) {
         if (ix[i].columns > p.columns) p.columns = ix[i].columns;
     }

@@ -108,6 +108,10 @@ typedef struct Plan {
      * (gpu_rows_cluster.c); 1: a row's lanes in one block */
     int64_t cluster;
     bool clusters_allowed; /* GpuMapOptions: sm_90 and not PT2_DISABLE=gpu-cluster-rows */
+    /* rows_plan_staged: the inputs kept in shared memory are copied in by cp.async before the loops,
+     * every copy of the block in flight at once (gpu_rows_staged.c), one block a row; async_allowed:
+     * GpuMapOptions, not PT2_DISABLE=gpu-async-copy (nor gpu-cluster-rows, sm_80) */
+    bool async_copy, async_allowed;
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }

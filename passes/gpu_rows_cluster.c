@@ -34,6 +34,10 @@
  * On the H200 (bench/probes/long_rows.cu, a CUDA probe of the same kernel
  * by hand): a softmax of 2048 x 50260 f32 311 us with one block a row, 281
  * with clusters of 2, 262 of 4, 258 of 8 (memcpy of the same bytes 198).
+ * Since rows whose inputs cp.async can copy into shared memory take one
+ * block a row again (gpu_rows_staged.c, faster still: 235 us in the probe),
+ * clusters keep the rows it cannot copy, and every row under
+ * PT2_DISABLE=gpu-async-copy.
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
 

@@ -591,11 +591,19 @@ static void iteration_partials(Emit *e, Builder *b, const Stage *s, const Ix *ix
 }
 
 /* Drops the values held for unrolled slots (those of a loop's body, which
- * nothing after the loop may read); accumulators' stay. */
+ * nothing after the loop may read); accumulators' stay, and so do the loads
+ * of an aligned row's head and tail slots made in the kernel's own block
+ * (before and after every loop: the later stages' head and tail slots read
+ * them in registers, not from memory again; with one block an SM, as rows
+ * copied in by cp.async run, each such load's latency went unhidden). */
 static void drop_slot_values(Emit *e) {
     int kept = 0;
     for (int i = 0; i < e->n_held; ++i) {
-        if (e->held[i].slot < 0) e->held[kept++] = e->held[i];
+        const Held *h = &e->held[i];
+        bool edge = e->k.head_slot >= 0 && (h->slot == e->k.head_slot || h->slot == e->k.head_slot + 1) && h->read &&
+                    mlirValueIsAOpResult(h->value) &&
+                    mlirBlockEqual(mlirOperationGetBlock(mlirOpResultGetOwner(h->value)), e->k.in.block);
+        if (h->slot < 0 || edge) e->held[kept++] = *h;
     }
     e->n_held = kept;
 }
@@ -779,6 +787,7 @@ void rows_emit_group(MlirOperation module, Stage *stages, int n, const Ix *ix, A
     e.k.cvec = p->cvec > 1 ? p->cvec : 1;
     if (p->n_staged > 0) rows_staged_views(&e);
     if (p->cvec > 1 && p->aligned) rows_aligned_row(&e.k, p, w, ix, rows);
+    if (p->async_copy) rows_staged_copy(&e, ix, rows);
     /* a loop of unrolled slots runs the pointwise stages of many columns from p->loop_first on
      * in its iterations, before the reduction's slot (gpu_rows.c, slot_loop_run) */
     int in_loop[n], n_in_loop = 0;

@@ -61,6 +61,7 @@ typedef struct Emit {
     MlirValue kept_slot, kept;
     MlirBlock kept_block;
     int staged_by[MAX_STAGED];
+    MlirBlock copy_waited; /* Plan.async_copy: the last block given a cp.async.wait_group (rows_staged_load) */
     int loop_at;
     MlirValue slot;
     int64_t sub; /* with column vectors: the slot's element of the vector `slot` */
@@ -80,6 +81,9 @@ MlirValue rows_if_value(Builder *b, MlirValue cond, MlirType t, MlirBlock then, 
 void rows_staged_views(Emit *e);
 void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, ValueMap *m);
 void rows_flush_staged(Emit *e, Builder *b);
+/* Plan.async_copy: every kept input's vectors of the block's lanes copied into shared memory by
+ * cp.async and waited for, before the group's first stage; every loop then reads them there. */
+void rows_staged_copy(Emit *e, const Ix *ix, const Rows *rows);
 
 /* The pointwise stages a loop of unrolled slots runs before the reduction's
  * slot (rows_emit_group): stages[which[0..n)], with their indices and row maps. */

@@ -16,11 +16,28 @@
  * what fits are read from memory again), whose size pt2-gpu-kernel-args puts
  * on the launch.
  *
- * rows_plan_staged chooses them (Access.staged, Plan.n_staged, Plan.staged_slots);
- * gpu_rows_emit.c calls rows_staged_views for the kernel's views of the
- * dynamic shared memory, rows_staged_load where a loop reads such an input
- * (the first loop keeps it, the later ones read it back) and
- * rows_flush_staged to emit the held-back stores.
+ * *Copied in by cp.async* (Plan.async_copy, sm_90 unless
+ * PT2_DISABLE=gpu-async-copy): where every kept input is a contiguous row of
+ * one column dimension whose 16-byte column vectors are all 16-byte aligned,
+ * each lane copies its kept vectors into shared memory by cp.async.cg before
+ * the first stage (rows_staged_copy), every copy of the block in flight at
+ * once and no register held for them, waits for them (one commit group), and
+ * every loop, the first too, reads them there.  A row is then one block, so
+ * only where two such blocks share an SM (16-bit rows: the bf16 LM-head
+ * softmax, 2048 x 50257, 140.7 -> 132.5 us on the H200, 74 % of memcpy): with
+ * one block an SM its phases go unoverlapped (the f32 row: 245.4 us in a
+ * cluster of 4 blocks, 295.4 copied in one block), although a CUDA probe by
+ * hand (bench/probes/long_rows.cu) had the f32 row copied so at 234.6 us
+ * against 263.2 for its cluster.  Otherwise the first loop that reads an
+ * input stores what it loads there (on sm_90 by a cluster of blocks,
+ * gpu_rows_cluster.c).
+ *
+ * rows_plan_staged chooses them (Access.staged, Plan.n_staged, Plan.staged_slots,
+ * Plan.async_copy); gpu_rows_emit.c calls rows_staged_views for the kernel's
+ * views of the dynamic shared memory, rows_staged_copy for the copies,
+ * rows_staged_load where a loop reads such an input (the first loop keeps
+ * it, unless copied, the later ones read it back) and rows_flush_staged to
+ * emit the held-back stores.
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
 #include <string.h>
@@ -55,7 +72,32 @@ static void loops_reading(const Accesses *w, int s, int at, int *first, bool *mo
     }
 }
 
+/* Whether cp.async can copy every kept input's vectors (keep[c] > 0 for the
+ * input of representative access rep): 16-byte column vectors of a row of
+ * one column dimension with stride 1, a contiguous view of its buffer,
+ * each vector's address 16-byte aligned: with aligned column vectors the
+ * reference access's row start and element (the head is its), without them
+ * the column vectors' own condition (every row stride and offset a multiple
+ * of cvec). */
+static bool copyable(const Ix *ix, const Accesses *w, const Plan *p, const int *keep) {
+    if (p->cvec <= 1) return false;
+    const Sig *ref = p->aligned ? &w->a[p->aligned_ref].sig : NULL;
+    for (int i = 0; i < w->n; ++i) {
+        const Access *a = &w->a[i];
+        if (a->staged == 0 || keep[a->staged - 1] == 0) continue;
+        const Ix *x = &ix[a->stage];
+        const Sig *g = &a->sig;
+        if (!g->linear || x->n_cols != 1 || g->cs[0] != 1 || (g->bytes * p->cvec) % VECTOR_BYTES != 0) return false;
+        if (ref && (g->bytes != ref->bytes || g->k != ref->k || memcmp(g->rs, ref->rs, sizeof(int64_t) * (size_t)x->n_rows) != 0 ||
+                    ix[w->a[p->aligned_ref].stage].n_rows != x->n_rows)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) {
+    p->async_copy = false;
     p->n_staged = 0;
     p->staged_slots = 0;
     for (int i = 0; i < w->n; ++i) w->a[i].staged = 0;
@@ -113,13 +155,19 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
      * H200, bench/probes/long_rows.cu: a softmax of 2048 x 50260 f32 311 -> 262 us with 4) */
     bool pair = false;
     for (int s = 0; s < n; ++s) pair |= stages[s].pair;
+    /* copied in by cp.async (the file comment): one block a row, every copy in flight at once, where
+     * two such blocks share an SM (a bf16 row of 50257: 112 KB; an f32 one, one block an SM, measured
+     * slower than a cluster's four blocks of a quarter row each) */
+    p->async_copy = n_keep > 0 && p->async_allowed && 2 * bytes * p->t * slots <= SM_SHARED_BYTES && copyable(ix, w, p, keep);
     p->cluster = 1;
-    if (n_keep > 0 && p->clusters_allowed && !pair && p->t / CLUSTER_BLOCKS >= CLUSTER_MIN_THREADS) p->cluster = CLUSTER_BLOCKS;
+    if (n_keep > 0 && !p->async_copy && p->clusters_allowed && !pair && p->t / CLUSTER_BLOCKS >= CLUSTER_MIN_THREADS) {
+        p->cluster = CLUSTER_BLOCKS;
+    }
     /* the loops' slots (gpu_rows_emit.c runs those past the last whole iteration after the loop) */
     int64_t cvec = p->cvec > 1 ? p->cvec : 1;
     int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * (p->t / p->cluster)) / cvec * cvec : 0; /* whole vectors */
     if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
-    if (n_keep == 0) p->cluster = 1;
+    if (n_keep == 0) p->cluster = 1, p->async_copy = false;
     for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
     p->n_staged = n_keep;
     p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
@@ -196,6 +244,13 @@ void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, Va
         e->pending[e->n_pending].at = at, e->pending[e->n_pending++].kept = kept;
         return;
     }
+    if (e->p->async_copy && !mlirBlockEqual(e->copy_waited, b->block)) {
+        /* the copies waited for where a block first reads them (once done, a no-op): loads the
+         * kernel issues before, an aligned row's head slot, overlap them */
+        MlirNamedAttribute none = named_attr(b->ctx, "n", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 32), 0));
+        build_op(b, "nvvm.cp.async.wait.group", 0, NULL, 0, NULL, 1, &none);
+        e->copy_waited = b->block;
+    }
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
     MlirValue ld[2] = {mem, at};
     if (mlirValueIsNull(kept)) {
@@ -210,4 +265,64 @@ void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, Va
     MlirValue loaded = mlirOperationGetResult(clone_mapped(&eb, op, m), 0);
     build_op(&eb, "scf.yield", 1, &loaded, 0, NULL, 0, NULL);
     vmap_set(m, mlirOperationGetResult(op, 0), rows_if_value(b, kept, t, then_block, else_block));
+}
+
+/* Plan.async_copy (the file comment): before the group's first stage each
+ * lane copies its kept vectors of every kept input, vector i of input c into
+ * [(i * bt + lane) * cvec] of its view, by cp.async.cg (16 bytes each, from
+ * the input's row start plus the vector's column, rows_slot_column's,
+ * clamped as the loops clamp it); one commit group, waited for where a loop
+ * first reads it (cp.async.wait_group 0 before the loop body's first read
+ * from shared memory: a thread then sees its own copies; a no-op once
+ * done), and every loop reads the input there (staged_by: no loop stores
+ * it). */
+void rows_staged_copy(Emit *e, const Ix *ix, const Rows *rows) {
+    Builder *b = &e->k.in;
+    MlirContext ctx = b->ctx;
+    MlirType index = mlirIndexTypeGet(ctx), i64 = mlirIntegerTypeGet(ctx, 64);
+    MlirType global = parse_type(ctx, "!llvm.ptr<1>"), shared = parse_type(ctx, "!llvm.ptr<3>");
+    int64_t v = e->k.cvec, vectors = e->p->staged_slots / v;
+    for (int c = 0; c < e->p->n_staged; ++c) {
+        const Access *a = NULL;
+        for (int i = 0; i < e->w->n && !a; ++i) {
+            if (e->w->a[i].staged == c + 1) a = &e->w->a[i];
+        }
+        const Ix *x = &ix[a->stage];
+        int64_t bytes = a->sig.bytes, slots = rows_plan_slots(e->p, x->columns);
+        ValueMap m = rows_row_map(b, x, e->k.row, rows);
+        MlirValue start = const_index(b, a->sig.k);
+        for (int q = 0; q < x->n_rows; ++q) {
+            if (a->sig.rs[q] == 0) continue;
+            MlirValue term = build_binary(b, "arith.muli", vmap_get(&m, x->row_iv[q]), const_index(b, a->sig.rs[q]));
+            start = build_binary(b, "arith.addi", start, term);
+        }
+        vmap_free(&m);
+        MlirValue base = a->sig.base;
+        MlirValue from = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &base, index);
+        MlirValue to = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &e->staged_mem[c], index);
+        MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, vectors), const_index(b, 1), 0, NULL);
+        Builder in = builder_at_end(gpu_body_of(f), b->loc);
+        MlirValue i = mlirBlockGetArgument(gpu_body_of(f), 0), in_range;
+        int64_t sub;
+        MlirValue col = rows_slot_column(&in, &e->k, i, -1, slots, x->columns, (MlirValue){NULL}, x->columns, &in_range, &sub);
+        MlirValue src = build_binary(&in, "arith.addi", start, col);
+        src = build_binary(&in, "arith.addi", from, build_binary(&in, "arith.muli", src, const_index(&in, bytes)));
+        MlirValue dst = build_binary(&in, "arith.addi", build_binary(&in, "arith.muli", i, const_index(&in, e->k.bt)), e->k.blane);
+        dst = build_binary(&in, "arith.addi", to, build_binary(&in, "arith.muli", dst, const_index(&in, v * bytes)));
+        for (int64_t piece = 0; piece < v * bytes; piece += VECTOR_BYTES) {
+            MlirValue s = piece ? build_binary(&in, "arith.addi", src, const_index(&in, piece)) : src;
+            MlirValue d = piece ? build_binary(&in, "arith.addi", dst, const_index(&in, piece)) : dst;
+            s = build_value(&in, "arith.index_cast", 1, &s, i64);
+            d = build_value(&in, "arith.index_cast", 1, &d, i64);
+            MlirValue ops[2] = {build_value(&in, "llvm.inttoptr", 1, &d, shared), build_value(&in, "llvm.inttoptr", 1, &s, global)};
+            MlirNamedAttribute attrs[2] = {
+                named_attr(ctx, "size", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 32), VECTOR_BYTES)),
+                named_attr(ctx, "modifier", parse_attr(ctx, "#nvvm<load_cache_modifier cg>")),
+            };
+            build_op(&in, "nvvm.cp.async.shared.global", 2, ops, 0, NULL, 2, attrs);
+        }
+        build_op(&in, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
+        e->staged_by[c] = INT32_MAX; /* no loop stores it */
+    }
+    build_op(b, "nvvm.cp.async.commit.group", 0, NULL, 0, NULL, 0, NULL);
 }

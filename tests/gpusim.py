@@ -302,8 +302,9 @@ UNARY_MATH = {
 
 
 class SharedPointer:
-    """A pointer into a block's shared array (memref.extract_aligned_pointer_as_index): its byte offset,
-    and after nvvm.mapa the rank of the cluster's block whose array it addresses."""
+    """A pointer into a block's shared array or a global buffer (memref.extract_aligned_pointer_as_index):
+    its byte offset (a scalar, or an array over the lanes once lane-dependent offsets are added), and after
+    nvvm.mapa the rank of the cluster's block whose shared array it addresses."""
 
     def __init__(self, memref, offset, rank):
         self.memref, self.offset, self.rank = memref, offset, rank
@@ -533,7 +534,7 @@ class Simulator:
         if n in ("arith.addi", "arith.index_cast", "llvm.inttoptr") and isinstance(env[op.operands[0]], SharedPointer):
             ptr = env[op.operands[0]]
             if n == "arith.addi":
-                ptr = SharedPointer(ptr.memref, ptr.offset + int(env[op.operands[1]]), ptr.rank)
+                ptr = SharedPointer(ptr.memref, ptr.offset + np.asarray(env[op.operands[1]], dtype=np.int64), ptr.rank)
             env[op.results[0]] = ptr
         elif n == "arith.constant":
             env[op.results[0]] = self.constant(op)
@@ -628,11 +629,13 @@ class Simulator:
         elif n == "affine.apply":
             env[op.results[0]] = _affine_apply(op.attrs, [env[o] for o in op.operands])
         elif n == "memref.extract_aligned_pointer_as_index":
-            # the start of a block's shared array: a pointer into it (byte offset), for nvvm.mapa
-            m = env[op.operands[0]]
-            if not m.t.shared:
-                raise SimError("a pointer to memory other than shared memory")
-            env[op.results[0]] = SharedPointer(m, 0, None)
+            # the start of a block's shared array (for nvvm.mapa, cp.async) or of a global buffer (cp.async's
+            # source): a pointer into it, a byte offset
+            env[op.results[0]] = SharedPointer(env[op.operands[0]], 0, None)
+        elif n == "nvvm.cp.async.shared.global":
+            self.async_copy(env[op.operands[0]], env[op.operands[1]], int(re.search(r"size = (\d+)", op.attrs).group(1)), mask)
+        elif n in ("nvvm.cp.async.commit.group", "nvvm.cp.async.wait.group"):
+            pass  # the copies ran at once: every thread sees its own (what wait_group guarantees)
         elif n == "nvvm.mapa":
             # the same address in the shared memory of the cluster's block of rank r (distributed shared memory)
             ptr, rank = env[op.operands[0]], env[op.operands[1]]
@@ -650,6 +653,31 @@ class Simulator:
             raise SimError("gpu.barrier inside control flow")
         else:
             raise SimError(f"kernel op {n} is not simulated")
+
+    def async_copy(self, dst, src, size, mask):
+        """cp.async: `size` bytes from a global buffer into the block's shared array, each lane its own,
+        both addresses aligned to the size, every element within its memref."""
+        if not dst.memref.t.shared or src.memref.t.shared or dst.rank is not None:
+            raise SimError("cp.async from other than global memory into the block's shared memory")
+        esize = np.dtype(src.memref.buf.data.dtype).itemsize if src.memref.buf.elem != "bf16" else 2
+        for ptr in (dst, src):
+            off = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), mask.shape)
+            if (off % size != 0)[mask].any():
+                raise SimError("cp.async of a misaligned address")
+        for e in range(size // esize):
+            v = self.flat_access(src.memref, np.asarray(src.offset, dtype=np.int64) // esize + e, mask, None)
+            self.flat_access(dst.memref, np.asarray(dst.offset, dtype=np.int64) // esize + e, mask, v)
+
+    def flat_access(self, m, flat, mask, value):
+        """Element `flat` (per lane) of memref m, counted from its first element in its layout's order."""
+        flat = np.broadcast_to(flat, mask.shape)
+        if ((flat < 0) | (flat >= m.t.size))[mask].any():
+            raise SimError(f"cp.async past the end of a memref of {m.t.size} elements")
+        idx, rest = [], flat
+        for d in reversed(m.t.shape):
+            idx.insert(0, rest % d)
+            rest = rest // d
+        return self.access(m, idx, mask, value)
 
     def cluster_load(self, ptr, mask):
         """A load through distributed shared memory: the element at the pointer's byte offset in the shared

@@ -142,9 +142,10 @@ def only_output_stored(sim, out):
 # rows past the registers with corner values: -inf longer than a lane's first slots (a causal mask), every
 # other element -inf, an all -inf row, NaN, +inf, a large value last; bf16 rows' f32 copy of x, which
 # exp(x - max) overwrites in place, recomputed in turn (never stored)
+@pytest.mark.parametrize("disable", ["", "gpu-async-copy"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-def test_long_rows_corner_values(op, dtype):
+def test_long_rows_corner_values(op, dtype, disable):
     x = (rand(264, 33001) * 3).to(dtype).float()
     x[1, :20000] = float("-inf")
     x[2, ::2] = float("-inf")
@@ -153,11 +154,15 @@ def test_long_rows_corner_values(op, dtype):
     x[5, 30000] = float("inf")
     x[6, 32999] = 90.0
     x[7, :] = 0.5
-    (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x], dtype=dtype)
+    (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x], disable, dtype=dtype)
     want = getattr(torch, op)(x.double(), -1)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=8e-3, atol=1e-5)
     torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
-    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264 * 4, 256)]
+    # bf16 rows (66 KB) are copied in by cp.async, one block a row, two an SM; f32 ones (132 KB) are stored
+    # by the first loop in a cluster of 4 blocks (as every row under PT2_DISABLE=gpu-async-copy)
+    copied = dtype == torch.bfloat16 and not disable
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024) if copied else (264 * 4, 256)]
+    assert ('"nvvm.cp.async.shared.global"' in sim.mapped) == copied
     only_output_stored(sim, "%arg1")
 
 
@@ -178,9 +183,11 @@ def test_staged_rows(op, columns, disable):
     else:
         (y,), sim = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x], disable)
         close(y, torch.softmax(x.double(), -1))
-    # a row's 1024 lanes in a cluster of 4 blocks of 256 (sm_90: gpu_rows_cluster.c), or one block
+    # a row's 1024 lanes in a cluster of 4 blocks of 256 (sm_90: gpu_rows_cluster.c), or one block; an f32
+    # row takes an SM's shared memory alone, so it is not copied in by cp.async (one block a row)
     cluster = 1 if disable else 4
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(264 * cluster, 1024 // cluster)]
+    assert '"nvvm.cp.async.shared.global"' not in sim.mapped
     # one view of x, slots of 1024 lanes: 33001 columns 8250 whole vectors, 9 a lane in 3 iterations of 3,
     # all 36 slots kept; 45000 columns 11 vectors a lane in 3 iterations of 4, all 44 slots kept (176 KB
     # a row, 44 KB a block of a cluster; the last iteration's vector past the row kept nowhere, read at
@@ -873,3 +880,26 @@ def test_split_rows_stages_recomputed(case, dtype):
     # reductions and stages of whole rows (chained, centred) never take more
     fewer = len(sim.kernels) < len(sim_unfused.kernels) if case in ("softmax", "log_softmax") else len(sim.kernels) <= len(sim_unfused.kernels)
     assert fewer, ([(k.blocks, k.threads) for k in sim.kernels], [(k.blocks, k.threads) for k in sim_unfused.kernels])
+
+
+# two inputs of a row kept in shared memory (softmax(x + y)), in bf16 and f32: two f32 rows take a cluster
+# of 4 blocks, the bf16 ones (their two rows 132 KB: not two blocks an SM) too; with a second input at odd
+# offsets of a wider buffer the sum is a kernel of its own before the row kernel
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["contiguous", "offset"])
+def test_staged_two_inputs(layout, dtype):
+    n = 33001
+    x = (rand(264, n) * 3).to(dtype).float()
+    y = rand(264, n if layout == "contiguous" else n + 3, seed=3).to(dtype).float()
+
+    def build(g, x, y):
+        if layout == "offset":
+            y = g.op("slice", y, dim=1, start=3, end=n + 3)
+        return g.op("softmax", g.op("add", x, y), dim=-1)
+
+    (out,), sim = simulate(build, [x, y], dtype=dtype)
+    yv = y[:, 3:] if layout == "offset" else y
+    want = torch.softmax((x.double() + yv.double()).to(dtype).double() if dtype != torch.float32 else x.double() + yv.double(), -1)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=8e-3, atol=1e-5)
+    torch.testing.assert_close(out.double(), want, **tol)
+    assert len(sim.kernels) == (1 if layout == "contiguous" else 2)

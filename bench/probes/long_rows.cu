@@ -162,6 +162,10 @@ __global__ void __launch_bounds__(1024 / N) softmax_rows_async(const float *__re
         if (g == 1) cp_async_wait<(G > 1 ? G - 2 : 0)>();
         if (g == 2) cp_async_wait<(G > 2 ? G - 3 : 0)>();
         if (g == 3) cp_async_wait<(G > 3 ? G - 4 : 0)>();
+        if (g == 4) cp_async_wait<(G > 4 ? G - 5 : 0)>();
+        if (g == 5) cp_async_wait<(G > 5 ? G - 6 : 0)>();
+        if (g == 6) cp_async_wait<(G > 6 ? G - 7 : 0)>();
+        if (g == 7) cp_async_wait<(G > 7 ? G - 8 : 0)>();
         for (int j = g * per; j < (g + 1) * per && j < slots; ++j) {
             int c = lane + j * TT;
             if (c < vecs) m = max4(m, s4[j * T + tid]);
@@ -392,7 +396,11 @@ int main(int argc, char **argv) {
     report("cl4 async G=4", run_async<4, 4>(x, y, rows, cols));
     report("cl2 async G=2", run_async<2, 2>(x, y, rows, cols));
     report("cl8 async G=2", run_async<8, 2>(x, y, rows, cols));
+    report("one async G=1", run_async<1, 1>(x, y, rows, cols));
+    report("one async G=2", run_async<1, 2>(x, y, rows, cols));
     report("one async G=4", run_async<1, 4>(x, y, rows, cols));
+    report("one async G=8", run_async<1, 8>(x, y, rows, cols));
+    report("cl2 async G=4", run_async<2, 4>(x, y, rows, cols));
     report("cl4 again", run_rows<4, 4>(x, y, rows, cols));
     int grid = std::min(rows, prop.multiProcessorCount);
     report("pipe4", time_us([&] { softmax_pipe<4><<<grid, 1024, smem1>>>(x, y, rows, cols); }));

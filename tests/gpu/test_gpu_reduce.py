@@ -83,15 +83,17 @@ def test_softmax_long_rows(op, dtype):
     torch.testing.assert_close(got, want, **tol, equal_nan=True)
 
 
-# rows kept in shared memory run a row a cluster of 4 blocks on sm_90 (passes/gpu_rows_cluster.c: the
-# reductions' totals exchanged through distributed shared memory), one block a row under
-# PT2_DISABLE=gpu-cluster-rows; both against eager, with LayerNorm's two reductions and an odd row count
-@pytest.mark.parametrize("disable", ["", "gpu-cluster-rows"])
+# rows kept in shared memory on sm_90: bf16 rows of 50257 one block a row whose input cp.async copies into
+# shared memory before the loops (passes/gpu_rows_staged.c: two such blocks share an SM); f32 rows, the
+# bf16 ones of 60000 (too large for two blocks an SM), and every row under PT2_DISABLE=gpu-async-copy a
+# cluster of 4 blocks whose first loop stores it (passes/gpu_rows_cluster.c: the reductions' totals
+# exchanged through distributed shared memory); one block storing it under PT2_DISABLE=gpu-cluster-rows;
+# all against eager, with LayerNorm's two reductions and an odd row count
+@pytest.mark.parametrize("n,disable", [(50257, ""), (60000, ""), (50257, "gpu-async-copy"), (50257, "gpu-cluster-rows")])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
-def test_cluster_rows(op, dtype, disable, monkeypatch):
+def test_cluster_rows(op, dtype, n, disable, monkeypatch):
     monkeypatch.setenv("PT2_DISABLE", disable)
-    n = 50257
     x, w, b = rand((301, n), dtype, 12) * 2, rand((n,), dtype, 13), rand((n,), dtype, 14)
     if op == "layer_norm":
         (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
@@ -102,6 +104,27 @@ def test_cluster_rows(op, dtype, disable, monkeypatch):
     assert k.num_launches == 1, k.plan[:400]
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-4)
     torch.testing.assert_close(got, want, **tol)
+
+
+# two inputs of a row kept in shared memory (softmax(x + y)), contiguous, at odd offsets of a wider
+# buffer, transposed in memory: against eager
+@pytest.mark.parametrize("layout", ["contiguous", "offset", "transposed"])
+def test_staged_two_inputs(layout):
+    n = 50257
+    x = rand((301, n), torch.float32, 15)
+    y = {"contiguous": rand((301, n), torch.float32, 16), "offset": rand((301, n + 3), torch.float32, 16),
+         "transposed": rand((n, 301), torch.float32, 16)}[layout]
+
+    def build(g, x, y):
+        if layout == "offset":
+            y = g.op("slice", y, dim=1, start=3, end=n + 3)  # rows at offset 3 of a wider buffer
+        elif layout == "transposed":
+            y = g.op("permute", y, perm=[1, 0])
+        return g.op("softmax", g.op("add", x, y), dim=-1)
+
+    (got,), k = run(build, [x, y])
+    yv = y[:, 3:] if layout == "offset" else y.t() if layout == "transposed" else y
+    torch.testing.assert_close(got, torch.softmax((x + yv).double(), -1).float(), rtol=1e-5, atol=1e-6)
 
 
 def test_log_softmax_and_softmax_dim0():

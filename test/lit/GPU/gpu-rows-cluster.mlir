@@ -2,7 +2,9 @@
 // RUN: pt2-opt %s --pt2-gpu-pipeline | python3 %S/../Inputs/extract_ptx.py %t | FileCheck %s --check-prefix=PTX
 // RUN: pt2-opt %s --pass-pipeline="builtin.module(pt2-decompose,pt2-lower-non-contractions-unchecked,canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},canonicalize,func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops-unclustered)" | FileCheck %s --check-prefix=ONE
 // An LM head's softmax (300 rows of 50257 f32 logits) keeps each row in
-// shared memory (gpu_rows_staged.c) in a cluster of 4 blocks of 256 threads
+// shared memory (gpu_rows_staged.c), stored there by its first loop (an f32
+// row fills an SM: not copied in by cp.async, gpu-rows-async-copy.mlir), in
+// a cluster of 4 blocks of 256 threads
 // (gpu_rows_cluster.c): 1200 blocks, 52 KB of shared memory each, the max's
 // and the sum's block totals exchanged through distributed shared memory
 // (a store, a cluster barrier, a mapa and ld.shared::cluster of every
