@@ -128,6 +128,9 @@ void rows_aligned_row(Kernel *k, const Plan *p, const Accesses *w, const Ix *ix,
 /* Stage ix's row indices for each row of a thread's vector of vec rows. */
 void rows_row_maps(Builder *b, const Ix *ix, MlirValue row, const Rows *rows, int64_t vec, ValueMap *out);
 ValueMap rows_row_map(Builder *b, const Ix *ix, MlirValue row, const Rows *rows);
+/* Σ rs[q] · row index q + k of signature g at the kernel's row (stage x's row indices): the
+ * element of its buffer where the row starts. */
+MlirValue rows_row_start(Builder *b, const Kernel *k, const Ix *x, const Sig *g, const Rows *rows);
 /* An accumulator's value in the row `row` maps: held in a register, or loaded. */
 MlirValue rows_acc_value(Emit *e, Builder *b, const Accumulator *acc, const ValueMap *row);
 /* Each lane's partials of reduction s over its slots: p[v * n_acc + a]. */

@@ -96,19 +96,23 @@ int64_t rows_slot_at(const Kernel *k, int64_t at, int64_t slots) {
  * vectors from there and the columns past them (the tail slot's).
  * pt2-gpu-vector-access sees s cancel out of each vector's address, leaving
  * align_up(s) + a multiple of cvec. */
-void rows_aligned_row(Kernel *k, const Plan *p, const Accesses *w, const Ix *ix, const Rows *rows) {
-    const Access *r = &w->a[p->aligned_ref];
-    const Ix *x = &ix[r->stage];
-    Builder *b = &k->in;
-    int64_t v = k->cvec;
+MlirValue rows_row_start(Builder *b, const Kernel *k, const Ix *x, const Sig *g, const Rows *rows) {
     ValueMap m = rows_row_map(b, x, k->row, rows);
-    MlirValue start = const_index(b, r->sig.k);
+    MlirValue start = const_index(b, g->k);
     for (int q = 0; q < x->n_rows; ++q) {
-        if (r->sig.rs[q] == 0) continue;
-        MlirValue term = build_binary(b, "arith.muli", vmap_get(&m, x->row_iv[q]), const_index(b, r->sig.rs[q]));
+        if (g->rs[q] == 0) continue;
+        MlirValue term = build_binary(b, "arith.muli", vmap_get(&m, x->row_iv[q]), const_index(b, g->rs[q]));
         start = build_binary(b, "arith.addi", start, term);
     }
     vmap_free(&m);
+    return start;
+}
+
+void rows_aligned_row(Kernel *k, const Plan *p, const Accesses *w, const Ix *ix, const Rows *rows) {
+    const Access *r = &w->a[p->aligned_ref];
+    Builder *b = &k->in;
+    int64_t v = k->cvec;
+    MlirValue start = rows_row_start(b, k, &ix[r->stage], &r->sig, rows);
     MlirValue up = build_binary(b, "arith.andi", build_binary(b, "arith.addi", start, const_index(b, v - 1)), const_index(b, -v));
     k->head = build_binary(b, "arith.subi", up, start);
     MlirValue n = const_index(b, p->columns);

@@ -289,14 +289,7 @@ void rows_staged_copy(Emit *e, const Ix *ix, const Rows *rows) {
         }
         const Ix *x = &ix[a->stage];
         int64_t bytes = a->sig.bytes, slots = rows_plan_slots(e->p, x->columns);
-        ValueMap m = rows_row_map(b, x, e->k.row, rows);
-        MlirValue start = const_index(b, a->sig.k);
-        for (int q = 0; q < x->n_rows; ++q) {
-            if (a->sig.rs[q] == 0) continue;
-            MlirValue term = build_binary(b, "arith.muli", vmap_get(&m, x->row_iv[q]), const_index(b, a->sig.rs[q]));
-            start = build_binary(b, "arith.addi", start, term);
-        }
-        vmap_free(&m);
+        MlirValue start = rows_row_start(b, &e->k, x, &a->sig, rows);
         MlirValue base = a->sig.base;
         MlirValue from = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &base, index);
         MlirValue to = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &e->staged_mem[c], index);

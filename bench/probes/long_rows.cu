@@ -77,6 +77,32 @@ __device__ float row_reduce(float v, float *scratch, float *xch) {
 __device__ inline float4 ninf4() { return make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY); }
 __device__ inline float max4(float m, float4 v) { return fmaxf(fmaxf(m, fmaxf(v.x, v.y)), fmaxf(v.z, v.w)); }
 
+// the row's max m (this block's part of it), the sum of exp(x - m) over shared memory, the output:
+// what every clN and async variant does once its part of the row is in shared memory
+template <int N>
+__device__ void softmax_tail(const float4 *s4, float *scratch, float *xch, float m, int lane, int slots, int vecs, float4 *yr) {
+    const int T = blockDim.x, tid = threadIdx.x, TT = T * N;
+    m = row_reduce<N, true>(m, scratch, &xch[0]);
+    float sum = 0.f;
+    for (int j = 0; j < slots; ++j) {
+        int c = lane + j * TT;
+        if (c < vecs) {
+            float4 v = s4[j * T + tid];
+            sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
+        }
+    }
+    sum = row_reduce<N, false>(sum, scratch, &xch[1]);
+    float r = 1.f / sum;
+    for (int j = 0; j < slots; ++j) {
+        int c = lane + j * TT;
+        if (c < vecs) {
+            float4 v = s4[j * T + tid];
+            yr[c] = make_float4(expf(v.x - m) * r, expf(v.y - m) * r, expf(v.z - m) * r, expf(v.w - m) * r);
+        }
+    }
+    if (N > 1) cg::this_cluster().sync();  // no block leaves while a peer may still read its xch
+}
+
 template <int N, int UV>
 __global__ void __launch_bounds__(1024 / N) softmax_rows(const float *__restrict__ x, float *__restrict__ y, int cols) {
     extern __shared__ float4 s4[];
@@ -102,25 +128,7 @@ __global__ void __launch_bounds__(1024 / N) softmax_rows(const float *__restrict
             m = max4(m, v[u]);
         }
     }
-    m = row_reduce<N, true>(m, scratch, &xch[0]);
-    float sum = 0.f;
-    for (int j = 0; j < slots; ++j) {
-        int c = lane + j * TT;
-        if (c < vecs) {
-            float4 v = s4[j * T + tid];
-            sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
-        }
-    }
-    sum = row_reduce<N, false>(sum, scratch, &xch[1]);
-    float r = 1.f / sum;
-    for (int j = 0; j < slots; ++j) {
-        int c = lane + j * TT;
-        if (c < vecs) {
-            float4 v = s4[j * T + tid];
-            yr[c] = make_float4(expf(v.x - m) * r, expf(v.y - m) * r, expf(v.z - m) * r, expf(v.w - m) * r);
-        }
-    }
-    if (N > 1) cg::this_cluster().sync();  // no block leaves while a peer may still read its xch
+    softmax_tail<N>(s4, scratch, xch, m, lane, slots, vecs, yr);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -171,25 +179,7 @@ __global__ void __launch_bounds__(1024 / N) softmax_rows_async(const float *__re
             if (c < vecs) m = max4(m, s4[j * T + tid]);
         }
     }
-    m = row_reduce<N, true>(m, scratch, &xch[0]);
-    float sum = 0.f;
-    for (int j = 0; j < slots; ++j) {
-        int c = lane + j * TT;
-        if (c < vecs) {
-            float4 v = s4[j * T + tid];
-            sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
-        }
-    }
-    sum = row_reduce<N, false>(sum, scratch, &xch[1]);
-    float r = 1.f / sum;
-    for (int j = 0; j < slots; ++j) {
-        int c = lane + j * TT;
-        if (c < vecs) {
-            float4 v = s4[j * T + tid];
-            yr[c] = make_float4(expf(v.x - m) * r, expf(v.y - m) * r, expf(v.z - m) * r, expf(v.w - m) * r);
-        }
-    }
-    if (N > 1) cg::this_cluster().sync();
+    softmax_tail<N>(s4, scratch, xch, m, lane, slots, vecs, yr);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -297,11 +287,12 @@ static double max_diff(const std::vector<float> &a, const std::vector<float> &b)
     return d;
 }
 
-template <int N, int UV>
-static float run_rows(const float *x, float *y, int rows, int cols) {
+// a kernel of `kernel`'s form (one row a cluster of N blocks of 1024 / N threads), timed
+template <int N, typename K>
+static float run_cluster(K kernel, const float *x, float *y, int rows, int cols, const char *what) {
     const int T = 1024 / N;
     size_t smem = (size_t)((cols / 4 + T * N - 1) / (T * N)) * T * 16;
-    CHECK(cudaFuncSetAttribute(softmax_rows<N, UV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(rows * N);
     cfg.blockDim = dim3(T);
@@ -314,29 +305,22 @@ static float run_rows(const float *x, float *y, int rows, int cols) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     int active = 0;
-    cudaOccupancyMaxActiveClusters(&active, softmax_rows<N, UV>, &cfg);
-    float us = time_us([&] { CHECK(cudaLaunchKernelEx(&cfg, softmax_rows<N, UV>, (const float *)x, y, cols)); });
-    printf("  (N=%d UV=%d: %zu bytes of shared memory a block, %d clusters active at once)\n", N, UV, smem, active);
+    cudaOccupancyMaxActiveClusters(&active, kernel, &cfg);
+    float us = time_us([&] { CHECK(cudaLaunchKernelEx(&cfg, kernel, (const float *)x, y, cols)); });
+    if (what) printf("  (%s: %zu bytes of shared memory a block, %d clusters active at once)\n", what, smem, active);
     return us;
+}
+
+template <int N, int UV>
+static float run_rows(const float *x, float *y, int rows, int cols) {
+    char what[32];
+    snprintf(what, sizeof what, "N=%d UV=%d", N, UV);
+    return run_cluster<N>(softmax_rows<N, UV>, x, y, rows, cols, what);
 }
 
 template <int N, int G>
 static float run_async(const float *x, float *y, int rows, int cols) {
-    const int T = 1024 / N;
-    size_t smem = (size_t)((cols / 4 + T * N - 1) / (T * N)) * T * 16;
-    CHECK(cudaFuncSetAttribute(softmax_rows_async<N, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(rows * N);
-    cfg.blockDim = dim3(T);
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = N;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return time_us([&] { CHECK(cudaLaunchKernelEx(&cfg, softmax_rows_async<N, G>, (const float *)x, y, cols)); });
+    return run_cluster<N>(softmax_rows_async<N, G>, x, y, rows, cols, nullptr);
 }
 
 int main(int argc, char **argv) {
