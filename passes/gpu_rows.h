@@ -109,7 +109,8 @@ typedef struct Plan {
     int64_t cluster;
     bool clusters_allowed; /* GpuMapOptions: sm_90 and not PT2_DISABLE=gpu-cluster-rows */
     /* rows_plan_staged: the inputs kept in shared memory are copied in by cp.async before the loops,
-     * every copy of the block in flight at once (gpu_rows_staged.c), one block a row; async_allowed:
+     * every copy of the block in flight at once (gpu_rows_staged.c), one block a row, where two such
+     * blocks share an SM; async_allowed:
      * GpuMapOptions, not PT2_DISABLE=gpu-async-copy (nor gpu-cluster-rows, sm_80) */
     bool async_copy, async_allowed;
 } Plan;

@@ -34,10 +34,10 @@
  * On the H200 (bench/probes/long_rows.cu, a CUDA probe of the same kernel
  * by hand): a softmax of 2048 x 50260 f32 311 us with one block a row, 281
  * with clusters of 2, 262 of 4, 258 of 8 (memcpy of the same bytes 198).
- * Since rows whose inputs cp.async can copy into shared memory take one
- * block a row again (gpu_rows_staged.c, faster still: 235 us in the probe),
- * clusters keep the rows it cannot copy, and every row under
- * PT2_DISABLE=gpu-async-copy.
+ * Since 16-bit rows, whose two blocks share an SM, take one block a row
+ * again, copied into shared memory by cp.async (gpu_rows_staged.c), clusters
+ * keep the f32 rows (one block of those fills an SM), the rows cp.async
+ * cannot copy, and every row under PT2_DISABLE=gpu-async-copy.
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
 

@@ -72,8 +72,8 @@ static void loops_reading(const Accesses *w, int s, int at, int *first, bool *mo
     }
 }
 
-/* Whether cp.async can copy every kept input's vectors (keep[c] > 0 for the
- * input of representative access rep): 16-byte column vectors of a row of
+/* Whether cp.async can copy the vectors of every kept input (the accesses
+ * of input c, keep[c - 1] > 0): 16-byte column vectors of a row of
  * one column dimension with stride 1, a contiguous view of its buffer,
  * each vector's address 16-byte aligned: with aligned column vectors the
  * reference access's row start and element (the head is its), without them
