@@ -881,25 +881,3 @@ def test_split_rows_stages_recomputed(case, dtype):
     fewer = len(sim.kernels) < len(sim_unfused.kernels) if case in ("softmax", "log_softmax") else len(sim.kernels) <= len(sim_unfused.kernels)
     assert fewer, ([(k.blocks, k.threads) for k in sim.kernels], [(k.blocks, k.threads) for k in sim_unfused.kernels])
 
-
-# two inputs of a row kept in shared memory (softmax(x + y)), in bf16 and f32: two f32 rows take a cluster
-# of 4 blocks, the bf16 ones (their two rows 132 KB: not two blocks an SM) too; with a second input at odd
-# offsets of a wider buffer the sum is a kernel of its own before the row kernel
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("layout", ["contiguous", "offset"])
-def test_staged_two_inputs(layout, dtype):
-    n = 33001
-    x = (rand(264, n) * 3).to(dtype).float()
-    y = rand(264, n if layout == "contiguous" else n + 3, seed=3).to(dtype).float()
-
-    def build(g, x, y):
-        if layout == "offset":
-            y = g.op("slice", y, dim=1, start=3, end=n + 3)
-        return g.op("softmax", g.op("add", x, y), dim=-1)
-
-    (out,), sim = simulate(build, [x, y], dtype=dtype)
-    yv = y[:, 3:] if layout == "offset" else y
-    want = torch.softmax((x.double() + yv.double()).to(dtype).double() if dtype != torch.float32 else x.double() + yv.double(), -1)
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=8e-3, atol=1e-5)
-    torch.testing.assert_close(out.double(), want, **tol)
-    assert len(sim.kernels) == (1 if layout == "contiguous" else 2)
