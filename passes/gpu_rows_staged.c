@@ -24,11 +24,11 @@
  * once and no register held for them, waits for them (one commit group), and
  * every loop, the first too, reads them there.  A row is then one block, so
  * only where two such blocks share an SM (16-bit rows: the bf16 LM-head
- * softmax, 2048 x 50257, 140.7 -> 132.5 us on the H200, 74 % of memcpy): with
- * one block an SM its phases go unoverlapped (the f32 row: 245.4 us in a
- * cluster of 4 blocks, 295.4 copied in one block), although a CUDA probe by
- * hand (bench/probes/long_rows.cu) had the f32 row copied so at 234.6 us
- * against 263.2 for its cluster.  Otherwise the first loop that reads an
+ * softmax, 2048 x 50257, 140.7 -> 132.5 us on the H200, 74 % of memcpy): one
+ * block an SM measured slower (the f32 row: 245.4 us in a cluster of 4
+ * blocks, 295.4 copied in one block), although a CUDA probe by hand
+ * (bench/probes/long_rows.cu) had the f32 row copied so at 234.6 us against
+ * 263.2 for its cluster (why is not known yet).  Otherwise the first loop that reads an
  * input stores what it loads there (on sm_90 by a cluster of blocks,
  * gpu_rows_cluster.c).
  *
