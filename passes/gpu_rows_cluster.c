@@ -70,6 +70,15 @@ static void cluster_barrier(Builder *b, int64_t cluster) {
     build_op(b, "nvvm.cluster.wait", 0, NULL, 0, NULL, 2, wait);
 }
 
+MlirValue rows_memref_address(Builder *b, MlirValue memref) {
+    return build_value(b, "memref.extract_aligned_pointer_as_index", 1, &memref, mlirIndexTypeGet(b->ctx));
+}
+
+MlirValue rows_address_pointer(Builder *b, MlirValue address, const char *ptr_type) {
+    MlirValue i64 = build_value(b, "arith.index_cast", 1, &address, mlirIntegerTypeGet(b->ctx, 64));
+    return build_value(b, "llvm.inttoptr", 1, &i64, parse_type(b->ctx, ptr_type));
+}
+
 MlirValue rows_cluster_total(Kernel *k, Builder *b, MlirOperation comb, MlirValue v) {
     if (k->cluster <= 1) return v;
     MlirContext ctx = b->ctx;
@@ -80,10 +89,9 @@ MlirValue rows_cluster_total(Kernel *k, Builder *b, MlirOperation comb, MlirValu
     MlirValue store[3] = {v, slots, const_index(&first, slot)};
     build_op(&first, "memref.store", 3, store, 0, NULL, 0, NULL);
     cluster_barrier(b, k->cluster);
-    MlirValue at = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &slots, mlirIndexTypeGet(ctx));
+    MlirValue at = rows_memref_address(b, slots);
     if (slot > 0) at = build_binary(b, "arith.addi", at, const_index(b, slot * gpu_element_bytes(t)));
-    MlirValue address = build_value(b, "arith.index_cast", 1, &at, mlirIntegerTypeGet(ctx, 64));
-    MlirValue local = build_value(b, "llvm.inttoptr", 1, &address, parse_type(ctx, "!llvm.ptr<3>"));
+    MlirValue local = rows_address_pointer(b, at, "!llvm.ptr<3>");
     MlirValue total = {NULL};
     for (int64_t r = 0; r < k->cluster; ++r) {
         MlirValue mapa[2] = {local, const_int(b, mlirIntegerTypeGet(ctx, 32), r)};

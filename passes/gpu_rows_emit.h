@@ -108,6 +108,11 @@ Kernel rows_open_cluster_kernel(MlirOperation module, MlirOperation before, int6
  * barrier, every thread reads every block's through distributed shared memory.  v itself where
  * the kernel has no cluster. */
 MlirValue rows_cluster_total(Kernel *k, Builder *b, MlirOperation comb, MlirValue v);
+/* The start of a memref's elements as an index (its aligned pointer), and an index address as an
+ * LLVM pointer of type ptr_type ("!llvm.ptr<3>": shared memory; "<1>": global): what the cluster's
+ * exchanges (gpu_rows_cluster.c) and the copies by cp.async (gpu_rows_staged.c) address. */
+MlirValue rows_memref_address(Builder *b, MlirValue memref);
+MlirValue rows_address_pointer(Builder *b, MlirValue address, const char *ptr_type);
 /* A cluster barrier where some block may still read another's shared memory (the kernel's end). */
 void rows_close_cluster_kernel(Kernel *k);
 /* x && y, either of them null meaning true. */

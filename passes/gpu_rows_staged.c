@@ -167,7 +167,10 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
     int64_t cvec = p->cvec > 1 ? p->cvec : 1;
     int64_t fit = n_keep > 0 ? p->staged_bytes / (bytes * (p->t / p->cluster)) / cvec * cvec : 0; /* whole vectors */
     if (fit < slots / 2) n_keep = 0; /* most of the row from memory again: not worth the shared memory */
-    if (n_keep == 0) p->cluster = 1, p->async_copy = false;
+    if (n_keep == 0) {
+        p->cluster = 1;
+        p->async_copy = false;
+    }
     for (int i = 0; i < w->n; ++i) w->a[i].staged = n_keep > 0 && w->a[i].staged > 0 ? keep[w->a[i].staged - 1] : 0;
     p->n_staged = n_keep;
     p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
@@ -279,8 +282,6 @@ void rows_staged_load(Emit *e, Builder *b, MlirOperation op, const Access *a, Va
 void rows_staged_copy(Emit *e, const Ix *ix, const Rows *rows) {
     Builder *b = &e->k.in;
     MlirContext ctx = b->ctx;
-    MlirType index = mlirIndexTypeGet(ctx), i64 = mlirIntegerTypeGet(ctx, 64);
-    MlirType global = parse_type(ctx, "!llvm.ptr<1>"), shared = parse_type(ctx, "!llvm.ptr<3>");
     int64_t v = e->k.cvec, vectors = e->p->staged_slots / v;
     for (int c = 0; c < e->p->n_staged; ++c) {
         const Access *a = NULL;
@@ -290,9 +291,7 @@ void rows_staged_copy(Emit *e, const Ix *ix, const Rows *rows) {
         const Ix *x = &ix[a->stage];
         int64_t bytes = a->sig.bytes, slots = rows_plan_slots(e->p, x->columns);
         MlirValue start = rows_row_start(b, &e->k, x, &a->sig, rows);
-        MlirValue base = a->sig.base;
-        MlirValue from = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &base, index);
-        MlirValue to = build_value(b, "memref.extract_aligned_pointer_as_index", 1, &e->staged_mem[c], index);
+        MlirValue from = rows_memref_address(b, a->sig.base), to = rows_memref_address(b, e->staged_mem[c]);
         MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, vectors), const_index(b, 1), 0, NULL);
         Builder in = builder_at_end(gpu_body_of(f), b->loc);
         MlirValue i = mlirBlockGetArgument(gpu_body_of(f), 0), in_range;
@@ -305,9 +304,7 @@ void rows_staged_copy(Emit *e, const Ix *ix, const Rows *rows) {
         for (int64_t piece = 0; piece < v * bytes; piece += VECTOR_BYTES) {
             MlirValue s = piece ? build_binary(&in, "arith.addi", src, const_index(&in, piece)) : src;
             MlirValue d = piece ? build_binary(&in, "arith.addi", dst, const_index(&in, piece)) : dst;
-            s = build_value(&in, "arith.index_cast", 1, &s, i64);
-            d = build_value(&in, "arith.index_cast", 1, &d, i64);
-            MlirValue ops[2] = {build_value(&in, "llvm.inttoptr", 1, &d, shared), build_value(&in, "llvm.inttoptr", 1, &s, global)};
+            MlirValue ops[2] = {rows_address_pointer(&in, d, "!llvm.ptr<3>"), rows_address_pointer(&in, s, "!llvm.ptr<1>")};
             MlirNamedAttribute attrs[2] = {
                 named_attr(ctx, "size", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 32), VECTOR_BYTES)),
                 named_attr(ctx, "modifier", parse_attr(ctx, "#nvvm<load_cache_modifier cg>")),

@@ -301,7 +301,7 @@ UNARY_MATH = {
 }
 
 
-class SharedPointer:
+class Pointer:
     """A pointer into a block's shared array or a global buffer (memref.extract_aligned_pointer_as_index):
     its byte offset (a scalar, or an array over the lanes once lane-dependent offsets are added), and after
     nvvm.mapa the rank of the cluster's block whose shared array it addresses."""
@@ -531,10 +531,10 @@ class Simulator:
 
     def kernel_op(self, op, env, mask):
         n = op.name
-        if n in ("arith.addi", "arith.index_cast", "llvm.inttoptr") and isinstance(env[op.operands[0]], SharedPointer):
+        if n in ("arith.addi", "arith.index_cast", "llvm.inttoptr") and isinstance(env[op.operands[0]], Pointer):
             ptr = env[op.operands[0]]
             if n == "arith.addi":
-                ptr = SharedPointer(ptr.memref, ptr.offset + np.asarray(env[op.operands[1]], dtype=np.int64), ptr.rank)
+                ptr = Pointer(ptr.memref, ptr.offset + np.asarray(env[op.operands[1]], dtype=np.int64), ptr.rank)
             env[op.results[0]] = ptr
         elif n == "arith.constant":
             env[op.results[0]] = self.constant(op)
@@ -631,7 +631,7 @@ class Simulator:
         elif n == "memref.extract_aligned_pointer_as_index":
             # the start of a block's shared array (for nvvm.mapa, cp.async) or of a global buffer (cp.async's
             # source): a pointer into it, a byte offset
-            env[op.results[0]] = SharedPointer(env[op.operands[0]], 0, None)
+            env[op.results[0]] = Pointer(env[op.operands[0]], 0, None)
         elif n == "nvvm.cp.async.shared.global":
             self.async_copy(env[op.operands[0]], env[op.operands[1]], int(re.search(r"size = (\d+)", op.attrs).group(1)), mask)
         elif n in ("nvvm.cp.async.commit.group", "nvvm.cp.async.wait.group"):
@@ -639,7 +639,7 @@ class Simulator:
         elif n == "nvvm.mapa":
             # the same address in the shared memory of the cluster's block of rank r (distributed shared memory)
             ptr, rank = env[op.operands[0]], env[op.operands[1]]
-            env[op.results[0]] = SharedPointer(ptr.memref, ptr.offset, np.broadcast_to(np.asarray(rank, dtype=np.int64), mask.shape))
+            env[op.results[0]] = Pointer(ptr.memref, ptr.offset, np.broadcast_to(np.asarray(rank, dtype=np.int64), mask.shape))
         elif n == "llvm.load":
             env[op.results[0]] = self.cluster_load(env[op.operands[0]], mask)
         elif n == "cf.assert":

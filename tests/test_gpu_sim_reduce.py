@@ -880,4 +880,3 @@ def test_split_rows_stages_recomputed(case, dtype):
     # reductions and stages of whole rows (chained, centred) never take more
     fewer = len(sim.kernels) < len(sim_unfused.kernels) if case in ("softmax", "log_softmax") else len(sim.kernels) <= len(sim_unfused.kernels)
     assert fewer, ([(k.blocks, k.threads) for k in sim.kernels], [(k.blocks, k.threads) for k in sim_unfused.kernels])
-
