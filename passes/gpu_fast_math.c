@@ -25,15 +25,18 @@
  *
  *   arith.mulf / addf / subf   fastmath<contract>: NVPTX fuses them into FMA
  *                              (as nvcc does for eager's own kernels)
- *   math.exp                   fastmath<afn>: __nv_fast_expf, a multiply and
- *                              ex2.approx.f32 (2 ulp, subnormal results kept)
+ *   math.exp (f32)             ex2.approx.ftz.f32 of x * log2(e) / 2, squared:
+ *                              a multiply, one MUFU.EX2 and a multiply (about
+ *                              4 ulp, subnormal results kept: fast_exp);
+ *                              vectors of f32 take fastmath<afn> (libdevice's
+ *                              __nv_fast_expf, ex2.approx.f32)
  *   arith.divf (scalar)        llvm.nvvm.div.full: div.full.f32, 2 ulp over
  *                              the whole range (div.approx, the afn lowering,
  *                              returns 0 for divisors past 2^126)
  *
  * The division is within 2 f32 ulp of the exact one, the exp within about
  * |x| * 2^-23 relative (the product by log2(e): 1e-5 at 88, where bf16's
- * range ends), far below half a bf16 ulp (2^-9) or an f16 one (2^-12): a
+ * range ends) and the squared ex2's 2^-21, far below half a bf16 ulp (2^-9) or an f16 one (2^-12): a
  * result differs from eager's only where the exact f32 value lies that close
  * to a 16-bit rounding boundary.  f32 and f64 outputs keep exact IEEE
  * operations.  PT2_DISABLE=gpu-fast-math
@@ -367,6 +370,31 @@ static void full_range_division(MlirOperation div) {
     replace_op(div, 1, &r);
 }
 
+/* exp(x) = ex2(x * log2(e) / 2)^2, the ex2 by ex2.approx.ftz.f32 (one MUFU.EX2 on sm_90).  The
+ * halved exponent keeps every result of f32's range: ex2 flushes below 2^-126, where x * log2(e)
+ * is below -252 and the square below 2^-252, 0 in f32 too, and the square (a multiply, which keeps
+ * subnormal results) reaches the subnormals down to 2^-149; exp of 88.7 overflows as before.
+ * ex2.approx.f32 without ftz (libdevice's __nv_fast_expf) costs three more instructions an exp for
+ * the same results: a comparison with -126 and two predicated multiplies.  The square contracts
+ * with an add (a sum of exps: one FMA). */
+static void fast_exp(MlirOperation exp) {
+    MlirContext ctx = mlirOperationGetContext(exp);
+    Builder b = builder_before(exp);
+    MlirValue x = mlirOperationGetOperand(exp, 0);
+    MlirType f32 = mlirValueGetType(x);
+    MlirValue half = build_binary(&b, "arith.mulf", x, const_float(&b, f32, 0.72134752044448170368)); /* log2(e) / 2 */
+    MlirNamedAttribute attrs[] = {
+        named_attr(ctx, "intrin", mlirStringAttrGet(ctx, sref("llvm.nvvm.ex2.approx.ftz"))),
+        named_attr(ctx, "fastmathFlags", parse_attr(ctx, "#llvm.fastmath<none>")),
+        named_attr(ctx, "op_bundle_sizes", parse_attr(ctx, "array<i32>")),
+        named_attr(ctx, "operandSegmentSizes", parse_attr(ctx, "array<i32: 1, 0>")),
+    };
+    MlirValue e = mlirOperationGetResult(build_op(&b, "llvm.call_intrinsic", 1, &half, 1, &f32, 4, attrs), 0);
+    MlirValue r = build_binary(&b, "arith.mulf", e, e);
+    set_fastmath(mlirOpResultGetOwner(r), "contract"); /* hidden as the exp was: a sum's add takes it as an FMA */
+    replace_op(exp, 1, &r);
+}
+
 static MlirWalkResult find_rounding(MlirOperation op, void *user) {
     if (!is_16bit_rounding(op)) return MlirWalkResultAdvance;
     *(bool *)user = true;
@@ -384,7 +412,11 @@ static void fast_math_kernel(MlirOperation func) {
         MlirOperation op = f.candidates.ops[i];
         if (!results_hidden(&f, op)) continue;
         if (op_is(op, "math.exp")) {
-            set_fastmath(op, "afn");
+            if (mlirTypeIsAF32(mlirValueGetType(mlirOperationGetResult(op, 0)))) {
+                fast_exp(op);
+            } else {
+                set_fastmath(op, "afn");
+            }
         } else if (op_is(op, "arith.divf")) {
             if (mlirTypeIsAF32(mlirValueGetType(mlirOperationGetResult(op, 0)))) full_range_division(op);
         } else {

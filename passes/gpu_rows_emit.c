@@ -389,11 +389,14 @@ static void emit_pointwise(Emit *e, const Stage *s, const Ix *ix, const ValueMap
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
     rows_iteration_slots(&fb, &e->k, mlirBlockGetArgument(gpu_body_of(f), 0), unroll, j, dynamic);
+    e->k.loop_reach = iterations * unroll;
     pointwise_slots(e, &fb, s, ix, rows, j, dynamic, (int)unroll, body);
     if (rest > 0) {
         rows_iteration_slots(b, &e->k, const_index(b, iterations), unroll, j, dynamic);
+        e->k.loop_reach = body;
         pointwise_slots(e, b, s, ix, rows, j, dynamic, (int)rest, body);
     }
+    e->k.loop_reach = 0;
     if (body < slots) pointwise_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots);
 }
 
@@ -695,14 +698,17 @@ void rows_lane_partials(Emit *e, const Stage *s, const Ix *ix, const ValueMap *r
     MlirValue j[MAX_SLOTS];
     int64_t dynamic[MAX_SLOTS];
     rows_iteration_slots(&in, &e->k, mlirBlockGetArgument(fb, 0), unroll, j, dynamic);
+    e->k.loop_reach = iterations * unroll;
     iteration_partials(e, &in, s, ix, rows, j, dynamic, (int)unroll, covered, first, pre, q);
     drop_slot_values(e);
     build_op(&in, "scf.yield", n, q, 0, NULL, 0, NULL);
     for (int i = 0; i < n; ++i) p[i] = mlirOperationGetResult(f, i);
     if (rest > 0) {
         rows_iteration_slots(b, &e->k, const_index(b, iterations), unroll, j, dynamic);
+        e->k.loop_reach = iterations * unroll + rest;
         iteration_partials(e, b, s, ix, rows, j, dynamic, (int)rest, covered, first, pre, p);
     }
+    e->k.loop_reach = 0;
     if (body < slots) reduction_slot(e, b, s, ix, rows, (MlirValue){NULL}, body + 1, slots, first, p);
 }
 

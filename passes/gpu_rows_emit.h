@@ -28,6 +28,10 @@ typedef struct Kernel {
      * slot's); head_slot: the head slot's index, the tail slot's the next (-1: none) */
     MlirValue head, nvec, tail;
     int64_t head_slot;
+    /* in a loop of slots (or the slots after it), the slots it reaches: its slots' vectors are
+     * below loop_reach / cvec, which lets rows_slot_column drop the range checks where every lane's
+     * are in every row (0: not in one) */
+    int64_t loop_reach;
 } Kernel;
 
 /* Values in registers: an element a store left (buffer, offset, slot), an

@@ -48,8 +48,11 @@ MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_c
             MlirValue it = j_const > 0 ? const_index(b, j_const * k->t) : build_binary(b, "arith.muli", j, const_index(b, k->t));
             x = build_binary(b, "arith.addi", x, it);
         }
-        /* vectors past the row's last whole one are out of range (nvec differs by one between rows) */
-        if (j_const < 0 || (j_const + 1) * k->t > (columns - w + 1) / w) {
+        /* vectors past the row's last whole one are out of range (nvec differs by one between rows,
+         * never below (columns - w + 1) / w); a loop's slots are in range where the vectors it
+         * reaches all are */
+        int64_t reach = j_const >= 0 ? j_const + 1 : k->loop_reach / w;
+        if (reach == 0 || reach * k->t > (columns - w + 1) / w) {
             *in_range = build_cmp(b, false, "ult", x, k->nvec);
             x = build_binary(b, "arith.minui", x, build_binary(b, "arith.subi", k->nvec, const_index(b, 1)));
         }
@@ -63,7 +66,8 @@ MlirValue rows_slot_column(Builder *b, const Kernel *k, MlirValue j, int64_t j_c
         col = build_binary(b, "arith.addi", lane, jt);
     }
     if (!mlirValueIsNull(first)) col = build_binary(b, "arith.addi", first, col);
-    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : slots * k->t > columns);
+    int64_t reach = k->loop_reach > 0 && k->loop_reach < slots ? k->loop_reach : slots;
+    bool ragged = !mlirValueIsNull(first) || (j_const >= 0 ? (j_const + 1) * k->t * w > columns : reach * k->t > columns);
     if (!ragged) return col;
     *in_range = build_cmp(b, false, "ult", col, const_index(b, limit));
     return build_binary(b, "arith.minui", col, const_index(b, limit - w));

@@ -543,6 +543,85 @@ static void unroll(MlirOperation loop) {
     mlirOperationDestroy(loop);
 }
 
+/*===----------------------------------------------------------------------===*
+ * bf16 lanes widened as integers
+ *
+ * A bf16 value widens to f32 exactly by moving its 16 bits to the top of a
+ * word.  NVPTX extracts a lane of a vector of bf16 pairs with a PRMT and
+ * widens it with a shift: two instructions for each odd lane.  Read as
+ * 32-bit words, pair i's even lane is word << 16 and its odd lane word &
+ * 0xffff0000, one instruction each:
+ *
+ *   %e = vector.extract %v[5] : bf16 from vector<8xbf16>
+ *   %f = arith.extf %e : bf16 to f32
+ *     ->  %w = vector.bitcast %v : vector<8xbf16> to vector<4xi32>  (once a vector)
+ *         %f = arith.bitcast (arith.andi (vector.extract %w[2]), 0xffff0000) : i32 to f32
+ *===----------------------------------------------------------------------===*/
+
+typedef struct Widen {
+    OpList ext;
+    ValueMap words; /* a bf16 vector -> its words */
+} Widen;
+
+static bool bf16_lane(MlirOperation ext, MlirValue *vec, int64_t *lane) {
+    if (!op_is(ext, "arith.extf") || !mlirTypeIsAF32(mlirValueGetType(mlirOperationGetResult(ext, 0)))) return false;
+    MlirValue e = mlirOperationGetOperand(ext, 0);
+    if (!mlirTypeIsABF16(mlirValueGetType(e)) || !mlirValueIsAOpResult(e)) return false;
+    MlirOperation x = mlirOpResultGetOwner(e);
+    if (!op_is(x, "vector.extract") || mlirOperationGetNumOperands(x) != 1) return false;
+    MlirAttribute pos = mlirOperationGetAttributeByName(x, sref("static_position"));
+    *vec = mlirOperationGetOperand(x, 0);
+    MlirType vt = mlirValueGetType(*vec);
+    if (mlirAttributeIsNull(pos) || mlirDenseArrayGetNumElements(pos) != 1 || mlirShapedTypeGetRank(vt) != 1 ||
+        mlirShapedTypeGetDimSize(vt, 0) % 2 != 0) {
+        return false;
+    }
+    *lane = mlirDenseI64ArrayGetElement(pos, 0);
+    return true;
+}
+
+static MlirWalkResult collect_bf16_lane(MlirOperation op, void *user) {
+    MlirValue v;
+    int64_t lane;
+    if (bf16_lane(op, &v, &lane)) oplist_push(&((Widen *)user)->ext, op);
+    return MlirWalkResultAdvance;
+}
+
+/* The vector's words, built right after it. */
+static MlirValue words_of(Widen *w, MlirValue vec) {
+    MlirValue got = vmap_get(&w->words, vec);
+    if (!mlirValueEqual(got, vec)) return got;
+    Builder b = mlirValueIsAOpResult(vec) ? builder_before(mlirOperationGetNextInBlock(mlirOpResultGetOwner(vec)))
+                                          : builder_before(mlirBlockGetFirstOperation(mlirBlockArgumentGetOwner(vec)));
+    MlirType wt = vector_type(mlirIntegerTypeGet(b.ctx, 32), (int)(mlirShapedTypeGetDimSize(mlirValueGetType(vec), 0) / 2));
+    MlirValue words = mlirOperationGetResult(build_op(&b, "vector.bitcast", 1, &vec, 1, &wt, 0, NULL), 0);
+    vmap_set(&w->words, vec, words);
+    return words;
+}
+
+static void widen_bf16_lanes(MlirOperation f) {
+    Widen w = {0};
+    mlirOperationWalk(f, collect_bf16_lane, &w, MlirWalkPreOrder);
+    for (int i = 0; i < w.ext.n; ++i) {
+        MlirOperation ext = w.ext.ops[i];
+        MlirValue vec;
+        int64_t lane;
+        bf16_lane(ext, &vec, &lane);
+        MlirValue words = words_of(&w, vec);
+        Builder b = builder_before(ext);
+        MlirType i32 = mlirIntegerTypeGet(b.ctx, 32), f32 = mlirF32TypeGet(b.ctx);
+        int64_t at[1] = {lane / 2};
+        MlirNamedAttribute pos = named_attr(b.ctx, "static_position", mlirDenseI64ArrayGet(b.ctx, 1, at));
+        MlirValue word = mlirOperationGetResult(build_op(&b, "vector.extract", 1, &words, 1, &i32, 1, &pos), 0);
+        MlirValue bits = lane % 2 == 0 ? build_binary(&b, "arith.shli", word, const_int(&b, i32, 16))
+                                       : build_binary(&b, "arith.andi", word, const_int(&b, i32, (int32_t)0xffff0000u));
+        MlirValue r = mlirOperationGetResult(build_op(&b, "arith.bitcast", 1, &bits, 1, &f32, 0, NULL), 0);
+        replace_op(ext, 1, &r);
+    }
+    oplist_free(&w.ext);
+    vmap_free(&w.words);
+}
+
 static void vector_access_kernel(MlirOperation f) {
     OpList loops = {0}; /* innermost first (post-order): an outer one is left if it holds a loop */
     mlirOperationWalk(f, collect_lane_loop, &loops, MlirWalkPostOrder);
@@ -550,6 +629,7 @@ static void vector_access_kernel(MlirOperation f) {
     oplist_free(&loops);
     MlirRegion region = mlirOperationGetRegion(f, 0);
     for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) vectorize_block(f, b);
+    widen_bf16_lanes(f);
 }
 
 static int run_vector_access(MlirOperation top, void *user) {

@@ -279,3 +279,22 @@ def test_int_fmod(dtype):
     a[0, :3] = torch.iinfo(dtype).min
     b[:3] = torch.tensor([-1, 1, 7], dtype=dtype)
     check(lambda g, x, y: g.op("fmod", x, y), torch.fmod, [a, b], f"fmod {dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_exp_16bit_whole_range(dtype):
+    """An exp seen only through a 16-bit rounding is a squared ex2.approx.ftz of x * log2(e) / 2
+    (passes/gpu_fast_math.c): over the type's whole range, subnormal results and the overflow to inf
+    included, and through sigmoid and softmax (the exps summed by FMAs), within an ulp of eager's
+    (the smallest subnormal absolute)."""
+    lo, hi = (-95.0, 89.5) if dtype == torch.bfloat16 else (-18.5, 11.5)
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")], device="cuda")
+    x = torch.cat([torch.linspace(lo, hi, 40000, device="cuda"), special]).to(dtype).reshape(5, 8001)
+    ulp = (torch.finfo(dtype).eps * 1.01, torch.finfo(dtype).smallest_normal * torch.finfo(dtype).eps)
+    check(lambda g, x: g.op("exp", x), torch.exp, [x], f"exp {dtype}", tol=ulp)
+    check(lambda g, x: g.op("sigmoid", x), torch.sigmoid, [x], f"sigmoid {dtype}", tol=ulp)
+    # rows spanning 100 below their max: results down to bf16's subnormals (e^-87 on), LM-head rows too
+    for shape in [(6, 1531), (6, 50257)]:
+        z = rand(shape, dtype, 31, -100.0 if dtype == torch.bfloat16 else -16.0, 0.0)
+        check(lambda g, z: g.op("softmax", z, dim=-1), lambda z: torch.softmax(z, -1), [z], f"softmax {shape} {dtype}",
+              tol=(2 * torch.finfo(dtype).eps, ulp[1]))

@@ -13,7 +13,10 @@
 // copies); no loop stores the row into shared memory (no st.shared.v4),
 // every loop reads it there.  The head and tail slots (the columns around
 // the aligned vectors) load from global memory once, in the first loop's
-// stage: the later stages take them in registers.  ptxas accepts it.
+// stage: the later stages take them in registers.  The loops' iterations
+// reach the lanes' first 6 vectors, in every row (6 * 1024 <= 6281, the
+// fewest whole vectors a row has): no range check; the 7th slot, after the
+// loop, checks.  ptxas accepts it.
 // MAP: %[[VIEW:.*]] = memref.view %{{.*}} to memref<57344xbf16, #gpu.address_space<workgroup>>
 // MAP: %[[FROM:.*]] = memref.extract_aligned_pointer_as_index %arg0 : memref<300x50257xbf16> -> index
 // MAP: %[[TO:.*]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
@@ -24,9 +27,14 @@
 // MAP: nvvm.cp.async.commit.group
 // MAP-NOT: nvvm.cluster
 // MAP-NOT: memref.store %{{.*}}, %[[VIEW]]
-// MAP: scf.for
+// MAP: scf.for %{{.*}} = %{{.*}} to %c3{{(_[0-9]+)?}} step %{{.*}} iter_args
+// MAP-NOT: arith.cmpi
 // MAP: nvvm.cp.async.wait.group 0
 // MAP-NEXT: memref.load %[[VIEW]]
+// MAP-NOT: arith.cmpi
+// MAP-NOT: memref.store %{{.*}}, %[[VIEW]]
+// MAP: scf.yield
+// MAP: arith.cmpi ult
 // MAP-NOT: memref.store %{{.*}}, %[[VIEW]]
 // CHECK-LABEL: func.func @main
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_red_{{.*}} blocks in (%c300, %c1, %c1) threads in (%c1024, %c1, %c1) dynamic_shared_memory_size %c114688_i32

@@ -301,3 +301,52 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// bf16 lanes widened to f32 as 32-bit words: the vector's words once, an even
+// lane shifted up 16 bits, an odd one masked to its high half (NVPTX's own
+// extraction takes a PRMT and a shift for an odd lane).  A lane used as bf16
+// (here stored) keeps its extract.
+// CHECK-LABEL: gpu.func @bf16_lanes
+// CHECK: %[[V:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x256xbf16>, vector<8xbf16>
+// CHECK: %[[W:.*]] = vector.bitcast %[[V]] : vector<8xbf16> to vector<4xi32>
+// CHECK-NOT: vector.bitcast
+// CHECK: %[[B:.*]] = vector.extract %[[V]][2] : bf16 from vector<8xbf16>
+// CHECK: %[[W0:.*]] = vector.extract %[[W]][0] : i32 from vector<4xi32>
+// CHECK: %[[L0:.*]] = arith.shli %[[W0]], %{{.*}} : i32
+// CHECK: arith.bitcast %[[L0]] : i32 to f32
+// CHECK: %[[W1:.*]] = vector.extract %[[W]][0] : i32 from vector<4xi32>
+// CHECK: %[[L1:.*]] = arith.andi %[[W1]], %{{.*}} : i32
+// CHECK: arith.bitcast %[[L1]] : i32 to f32
+// CHECK: %[[W7:.*]] = vector.extract %[[W]][3] : i32 from vector<4xi32>
+// CHECK: arith.andi %[[W7]], %{{.*}} : i32
+// CHECK-NOT: arith.extf
+// CHECK: memref.store %[[B]]
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @bf16_lanes(%x: memref<64x256xbf16> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<64x4xf32> {llvm.align = 16 : i64, llvm.noalias},
+                         %z: memref<64xbf16> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %row = gpu.block_id x
+      %t = gpu.thread_id x
+      %col = arith.muli %t, %c8 : index
+      %v = vector.load %x[%row, %col] {alignment = 16 : i64} : memref<64x256xbf16>, vector<8xbf16>
+      %e0 = vector.extract %v[0] : bf16 from vector<8xbf16>
+      %e1 = vector.extract %v[1] : bf16 from vector<8xbf16>
+      %e7 = vector.extract %v[7] : bf16 from vector<8xbf16>
+      %e2 = vector.extract %v[2] : bf16 from vector<8xbf16>
+      %f0 = arith.extf %e0 : bf16 to f32
+      %f1 = arith.extf %e1 : bf16 to f32
+      %f7 = arith.extf %e7 : bf16 to f32
+      memref.store %f0, %y[%row, %c0] : memref<64x4xf32>
+      memref.store %f1, %y[%row, %c1] : memref<64x4xf32>
+      memref.store %f7, %y[%row, %c2] : memref<64x4xf32>
+      memref.store %e2, %z[%row] : memref<64xbf16>
+      gpu.return
+    }
+  }
+}
