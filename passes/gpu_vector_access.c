@@ -556,6 +556,9 @@ static void unroll(MlirOperation loop) {
  *   %f = arith.extf %e : bf16 to f32
  *     ->  %w = vector.bitcast %v : vector<8xbf16> to vector<4xi32>  (once a vector)
  *         %f = arith.bitcast (arith.andi (vector.extract %w[2]), 0xffff0000) : i32 to f32
+ *
+ * Not where the f32 value is added, subtracted, multiplied or divided and the
+ * result rounded back to bf16 (narrowed_by_llvm).
  *===----------------------------------------------------------------------===*/
 
 typedef struct Widen {
@@ -580,10 +583,28 @@ static bool bf16_lane(MlirOperation ext, MlirValue *vec, int64_t *lane) {
     return true;
 }
 
+/* Whether some use of the widened value is arithmetic rounded back to bf16: LLVM narrows
+ * fptrunc(fadd(fpext a, fpext b)) to one add.bf16 (exact: f32 holds twice bf16's bits), which it
+ * cannot see through the words (a bias add before a GELU: 304 -> 344 SASS instructions). */
+static bool narrowed_by_llvm(MlirValue widened) {
+    static const char *const narrowable[] = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf"};
+    for (MlirOpOperand u = mlirValueGetFirstUse(widened); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        bool arith = false;
+        for (size_t i = 0; i < sizeof narrowable / sizeof *narrowable; ++i) arith |= op_is(user, narrowable[i]);
+        if (!arith) continue;
+        MlirValue r = mlirOperationGetResult(user, 0);
+        for (MlirOpOperand v = mlirValueGetFirstUse(r); !mlirOpOperandIsNull(v); v = mlirOpOperandGetNextUse(v)) {
+            if (op_is(mlirOpOperandGetOwner(v), "arith.truncf")) return true;
+        }
+    }
+    return false;
+}
+
 static MlirWalkResult collect_bf16_lane(MlirOperation op, void *user) {
     MlirValue v;
     int64_t lane;
-    if (bf16_lane(op, &v, &lane)) oplist_push(&((Widen *)user)->ext, op);
+    if (bf16_lane(op, &v, &lane) && !narrowed_by_llvm(mlirOperationGetResult(op, 0))) oplist_push(&((Widen *)user)->ext, op);
     return MlirWalkResultAdvance;
 }
 

@@ -350,3 +350,33 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A bf16 lane widened, added and rounded back to bf16 keeps its extf: LLVM
+// narrows the add to one add.bf16, which it cannot see through the words.
+// CHECK-LABEL: gpu.func @bf16_narrowed
+// CHECK-NOT: vector.bitcast
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.addf
+// CHECK: arith.truncf
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @bf16_narrowed(%x: memref<64x256xbf16> {llvm.align = 16 : i64, llvm.noalias}, %b: memref<64xbf16> {llvm.align = 16 : i64, llvm.noalias},
+                            %z: memref<64xbf16> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c8 = arith.constant 8 : index
+      %row = gpu.block_id x
+      %t = gpu.thread_id x
+      %col = arith.muli %t, %c8 : index
+      %v = vector.load %x[%row, %col] {alignment = 16 : i64} : memref<64x256xbf16>, vector<8xbf16>
+      %e3 = vector.extract %v[3] : bf16 from vector<8xbf16>
+      %f3 = arith.extf %e3 : bf16 to f32
+      %u = memref.load %b[%row] : memref<64xbf16>
+      %w = arith.extf %u : bf16 to f32
+      %s = arith.addf %f3, %w : f32
+      %r = arith.truncf %s : f32 to bf16
+      memref.store %r, %z[%row] : memref<64xbf16>
+      gpu.return
+    }
+  }
+}
