@@ -247,6 +247,13 @@ def main():
         s = torch.randn(r, c, device="cuda")
         case(f"softmax {r}x{c}", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s],
              2 * s.numel() * 4, rows)
+    # rows of 16-32K columns, which 1024 lanes would hold at more than 16 values a lane (one block an SM)
+    s = torch.randn(4096, 16411, device="cuda")
+    case("softmax 4096x16411", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [s], 2 * s.numel() * 4, rows)
+    sb = s.to(torch.bfloat16)
+    case("softmax 4096x16411 bf16", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [sb],
+         2 * sb.numel() * 2, rows)
+    del s, sb
     # an LM head's logits (GPT-2's vocabulary; BERT's, 8 x 512 tokens): 1024-thread blocks; and a few long
     # rows (split)
     for r, c in [(2048, 50257), (4096, 30522), (4, 1 << 20)]:

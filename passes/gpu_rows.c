@@ -536,10 +536,12 @@ static bool slot_loop_run(const Stage *stages, int n, const Ix *ix, const Access
     return true;
 }
 
-static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts) {
+static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts,
+                 int64_t max_slots) {
     bool vector_rows = opts->vector_rows;
     Plan p = {0};
     p.columns = 1;
+    p.max_slots = max_slots;
     p.loop_unroll = opts->narrow_loops ? LOOP_UNROLL_NARROW : LOOP_UNROLL;
     p.staged_bytes = opts->sm80_shared ? STAGED_BYTES_SM80 : STAGED_BYTES_SM90;
     p.cluster = 1;
@@ -644,11 +646,31 @@ static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses 
     }
 }
 
+/* A row of column vectors held in registers by 1024 lanes, more than
+ * MAX_SLOTS / 2 values a lane: ptxas gives its threads 53-64 registers, one
+ * block fills an SM, and
+ * its reductions leave the SM's loads idle (BERT's bf16 logits, 4096 x
+ * 30522, at 68 % of memcpy on the H200, where the f32 ones, twice the bytes
+ * under the same code, reach 91 %).  Planned again with loops over fewer
+ * slots, which rows_plan_staged keeps in shared memory, copied in by cp.async
+ * where two such blocks share an SM (16-bit rows: 32 registers a thread,
+ * gpu_rows_staged.c): that plan is taken where it copies, else the first
+ * one again (plan() leaves nothing behind but its accesses' marks, which
+ * it sets anew). */
+static Plan copied_plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts) {
+    Plan p = plan(stages, n, ix, w, rows, opts, MAX_SLOTS);
+    bool filled = p.cvec > 1 && p.t == ROW_MAX_THREADS && p.n_staged == 0 && !p.split && p.vec == 1 && p.unroll == 0 &&
+                  p.async_allowed && rows_plan_slots(&p, p.columns) - 2 * p.aligned > MAX_SLOTS / 2;
+    if (!filled) return p;
+    Plan q = plan(stages, n, ix, w, rows, opts, MAX_SLOTS / 2);
+    return q.async_copy ? q : plan(stages, n, ix, w, rows, opts, MAX_SLOTS);
+}
+
 static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, const GpuMapOptions *opts) {
     Ix ix[n];
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
-    Plan p = plan(stages, n, ix, &w, rows, opts);
+    Plan p = copied_plan(stages, n, ix, &w, rows, opts);
     if (p.split) {
         /* stages of whole rows recomputed where later stages read them (gpu_rows_fuse.c); each
          * reduction in kernels of its own; the stages of one column a row in its second kernel

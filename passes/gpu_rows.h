@@ -84,6 +84,9 @@ typedef struct Accesses {
  * rows (vectors of `vec` rows each with vector rows). */
 typedef struct Plan {
     int64_t t, interleave, rows_per_block, blocks, columns;
+    /* a stage of more slots a lane runs as a loop: MAX_SLOTS, or fewer where a 16-bit row that
+     * would fill the registers is copied into shared memory instead (gpu_rows.c, copied_plan) */
+    int64_t max_slots;
     int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
     int64_t cvec;     /* column vectors: consecutive columns a lane takes at once (0 or 1: one) */
@@ -158,10 +161,10 @@ bool rows_choose_vector(Plan *p, const Rows *rows, bool slot_loop);
  * where p interleaves rows and the innermost row dimension holds whole
  * vectors; 0 where not. */
 int64_t rows_vector_width(const Plan *p, const Rows *rows);
-/* Past MAX_SLOTS slots a lane (the vectors', not aligned column vectors'
+/* Past p->max_slots slots a lane (the vectors', not aligned column vectors'
  * head and tail slots) a stage's slots run as a loop. */
 static inline bool rows_slots_looped(const Plan *p, int64_t slots) {
-    return slots - 2 * (p->cvec > 1 && p->aligned) > MAX_SLOTS;
+    return slots - 2 * (p->cvec > 1 && p->aligned) > p->max_slots;
 }
 
 /* Slots an iteration of a loop over `slots` slots, about `target`: a divisor

@@ -222,7 +222,7 @@ bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int
      * H200, with one column a lane a slot 100.0 (a092bff, GPU time); it keeps vectors only unrolled
      * and aligned, as before */
     bool looped = false;
-    for (int i = 0; i < n; ++i) looped |= ix[i].columns > 1 && rows_lane_slots(ix[i].columns, t, v) > MAX_SLOTS;
+    for (int i = 0; i < n; ++i) looped |= ix[i].columns > 1 && rows_lane_slots(ix[i].columns, t, v) > p->max_slots;
     if (selection && (aligned || looped)) return false;
     p->cvec = v;
     p->t = t;

@@ -74,9 +74,9 @@ enum {
     X(cuGraphExecDestroy, CUgraphExec)                                                                                 \
     X(cuGraphDestroy, CUgraph)
 
-/* Past 48 KB of dynamic shared memory a launch (row kernels' staged inputs,
+/* Past 48 KB of shared memory a launch (row kernels' staged inputs,
  * passes/gpu_rows_remat.c): resolved if present, needed only by such kernels. */
-#define CUDA_ATTRIBUTE_FUNCTIONS(X) X(cuFuncSetAttribute, CUfunction, int, int)
+#define CUDA_ATTRIBUTE_FUNCTIONS(X) X(cuFuncSetAttribute, CUfunction, int, int) X(cuFuncGetAttribute, int *, int, CUfunction)
 
 /* Events, to time alternatives at a first call (runtime/cudnn_graph.c). */
 #define CUDA_EVENT_FUNCTIONS(X)                                                                                        \
@@ -207,14 +207,19 @@ int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name,
 }
 
 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a kernel launched with
- * more than 48 KB of dynamic shared memory must be allowed it first.  And
+ * more than 48 KB of shared memory, its static (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+ * the reductions' scratch) and dynamic together, must be allowed it first (a
+ * bf16 row of 16411 copied into 48 KB beside 128 bytes of scratch failed
+ * with "invalid argument"; without cuFuncGetAttribute, past 44 KB).  And
  * CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 100 (a hint: all of
  * the SM's L1 as shared memory): otherwise the driver configured 132 KB for
  * a block of 113 KB (a bf16 LM-head row kept in shared memory), one block an
  * SM where two fit in 228 KB; these kernels read their rows once, through
  * ld.global.nc, and keep them in shared memory, not L1. */
 int pt2_cuda_function_shared(Pt2CuFunction *f, unsigned bytes) {
-    if (bytes <= 48 * 1024) return 0;
+    int static_bytes = 4 * 1024;
+    if (p_cuFuncGetAttribute && p_cuFuncGetAttribute(&static_bytes, 1, (CUfunction)f) != 0) static_bytes = 4 * 1024;
+    if (bytes == 0 || bytes + (unsigned)static_bytes <= 48 * 1024) return 0;
     if (!p_cuFuncSetAttribute) {
         pt2_set_error("the CUDA driver has no cuFuncSetAttribute: a kernel with %u bytes of shared memory cannot launch", bytes);
         return -1;

@@ -88,8 +88,12 @@ def test_softmax_long_rows(op, dtype):
 # bf16 ones of 60000 (too large for two blocks an SM), and every row under PT2_DISABLE=gpu-async-copy a
 # cluster of 4 blocks whose first loop stores it (passes/gpu_rows_cluster.c: the reductions' totals
 # exchanged through distributed shared memory); one block storing it under PT2_DISABLE=gpu-cluster-rows;
-# all against eager, with LayerNorm's two reductions and an odd row count
-@pytest.mark.parametrize("n,disable", [(50257, ""), (60000, ""), (50257, "gpu-async-copy"), (50257, "gpu-cluster-rows")])
+# all against eager, with LayerNorm's two reductions and an odd row count.  bf16 rows of 16411 and 30522,
+# which 1024 lanes would hold in registers at more than 16 values a lane, are copied in by cp.async too
+# (gpu_rows.c, copied_plan), as are f32 rows of 16411, held in registers under PT2_DISABLE=gpu-async-copy;
+# f32 rows of 30522 keep registers
+@pytest.mark.parametrize("n,disable", [(50257, ""), (60000, ""), (50257, "gpu-async-copy"), (50257, "gpu-cluster-rows"),
+                                       (30522, ""), (16411, ""), (30522, "gpu-async-copy")])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
 def test_cluster_rows(op, dtype, n, disable, monkeypatch):
