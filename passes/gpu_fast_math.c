@@ -36,9 +36,9 @@
  *
  * The division is within 2 f32 ulp of the exact one, the exp within about
  * |x| * 2^-23 relative (the product by log2(e): 1e-5 at 88, where bf16's
- * range ends) and the squared ex2's 2^-21, far below half a bf16 ulp (2^-9) or an f16 one (2^-12): a
- * result differs from eager's only where the exact f32 value lies that close
- * to a 16-bit rounding boundary.  f32 and f64 outputs keep exact IEEE
+ * range ends) and the squared ex2's 2^-21, far below half a bf16 ulp (2^-9)
+ * or an f16 one (2^-12): a result differs from eager's only where the exact
+ * f32 value lies that close to a 16-bit rounding boundary.  f32 and f64 outputs keep exact IEEE
  * operations.  PT2_DISABLE=gpu-fast-math
  * drops the pass.
  *===----------------------------------------------------------------------===*/

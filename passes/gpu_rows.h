@@ -84,8 +84,8 @@ typedef struct Accesses {
  * rows (vectors of `vec` rows each with vector rows). */
 typedef struct Plan {
     int64_t t, interleave, rows_per_block, blocks, columns;
-    /* a stage of more slots a lane runs as a loop: MAX_SLOTS, or fewer where a 16-bit row that
-     * would fill the registers is copied into shared memory instead (gpu_rows.c, copied_plan) */
+    /* a stage of more slots a lane runs as a loop: MAX_SLOTS, or fewer where a row that would
+     * fill the registers is copied into shared memory instead (gpu_rows.c, copied_plan) */
     int64_t max_slots;
     int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
