@@ -355,18 +355,25 @@ static void set_fastmath(MlirOperation op, const char *flag) {
     mlirOperationSetAttributeByName(op, sref("fastmath"), parse_attr(mlirOperationGetContext(op), text));
 }
 
-static void full_range_division(MlirOperation div) {
-    MlirContext ctx = mlirOperationGetContext(div);
-    Builder b = builder_before(div);
-    MlirValue ops[2] = {mlirOperationGetOperand(div, 0), mlirOperationGetOperand(div, 1)};
-    MlirType f32 = mlirValueGetType(ops[0]);
+/* llvm.call_intrinsic `name` of n f32 operands, an f32 result, at b. */
+static MlirValue call_f32_intrinsic(Builder *b, const char *name, intptr_t n, MlirValue *operands) {
+    MlirContext ctx = b->ctx;
+    MlirType f32 = mlirF32TypeGet(ctx);
+    char segments[48];
+    snprintf(segments, sizeof segments, "array<i32: %d, 0>", (int)n);
     MlirNamedAttribute attrs[] = {
-        named_attr(ctx, "intrin", mlirStringAttrGet(ctx, sref("llvm.nvvm.div.full"))),
+        named_attr(ctx, "intrin", mlirStringAttrGet(ctx, sref(name))),
         named_attr(ctx, "fastmathFlags", parse_attr(ctx, "#llvm.fastmath<none>")),
         named_attr(ctx, "op_bundle_sizes", parse_attr(ctx, "array<i32>")),
-        named_attr(ctx, "operandSegmentSizes", parse_attr(ctx, "array<i32: 2, 0>")),
+        named_attr(ctx, "operandSegmentSizes", parse_attr(ctx, segments)),
     };
-    MlirValue r = mlirOperationGetResult(build_op(&b, "llvm.call_intrinsic", 2, ops, 1, &f32, 4, attrs), 0);
+    return mlirOperationGetResult(build_op(b, "llvm.call_intrinsic", n, operands, 1, &f32, 4, attrs), 0);
+}
+
+static void full_range_division(MlirOperation div) {
+    Builder b = builder_before(div);
+    MlirValue ops[2] = {mlirOperationGetOperand(div, 0), mlirOperationGetOperand(div, 1)};
+    MlirValue r = call_f32_intrinsic(&b, "llvm.nvvm.div.full", 2, ops);
     replace_op(div, 1, &r);
 }
 
@@ -378,18 +385,10 @@ static void full_range_division(MlirOperation div) {
  * the same results: a comparison with -126 and two predicated multiplies.  The square contracts
  * with an add (a sum of exps: one FMA). */
 static void fast_exp(MlirOperation exp) {
-    MlirContext ctx = mlirOperationGetContext(exp);
     Builder b = builder_before(exp);
     MlirValue x = mlirOperationGetOperand(exp, 0);
-    MlirType f32 = mlirValueGetType(x);
-    MlirValue half = build_binary(&b, "arith.mulf", x, const_float(&b, f32, 0.72134752044448170368)); /* log2(e) / 2 */
-    MlirNamedAttribute attrs[] = {
-        named_attr(ctx, "intrin", mlirStringAttrGet(ctx, sref("llvm.nvvm.ex2.approx.ftz"))),
-        named_attr(ctx, "fastmathFlags", parse_attr(ctx, "#llvm.fastmath<none>")),
-        named_attr(ctx, "op_bundle_sizes", parse_attr(ctx, "array<i32>")),
-        named_attr(ctx, "operandSegmentSizes", parse_attr(ctx, "array<i32: 1, 0>")),
-    };
-    MlirValue e = mlirOperationGetResult(build_op(&b, "llvm.call_intrinsic", 1, &half, 1, &f32, 4, attrs), 0);
+    MlirValue half = build_binary(&b, "arith.mulf", x, const_float(&b, mlirValueGetType(x), 0.72134752044448170368)); /* log2(e) / 2 */
+    MlirValue e = call_f32_intrinsic(&b, "llvm.nvvm.ex2.approx.ftz", 1, &half);
     MlirValue r = build_binary(&b, "arith.mulf", e, e);
     set_fastmath(mlirOpResultGetOwner(r), "contract"); /* hidden as the exp was: a sum's add takes it as an FMA */
     replace_op(exp, 1, &r);

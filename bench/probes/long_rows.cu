@@ -77,21 +77,27 @@ __device__ float row_reduce(float v, float *scratch, float *xch) {
 __device__ inline float4 ninf4() { return make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY); }
 __device__ inline float max4(float m, float4 v) { return fmaxf(fmaxf(m, fmaxf(v.x, v.y)), fmaxf(v.z, v.w)); }
 
+// the sum of exp(x - m) over this thread's vectors in shared memory: slot j holds the row's vector
+// lane + j * stride (those past vecs out of the row)
+__device__ float exp_sum(const float4 *s4, float m, int lane, int stride, int slots, int vecs) {
+    const int T = blockDim.x, tid = threadIdx.x;
+    float sum = 0.f;
+    for (int j = 0; j < slots; ++j) {
+        if (lane + j * stride < vecs) {
+            float4 v = s4[j * T + tid];
+            sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
+        }
+    }
+    return sum;
+}
+
 // the row's max m (this block's part of it), the sum of exp(x - m) over shared memory, the output:
 // what every clN and async variant does once its part of the row is in shared memory
 template <int N>
 __device__ void softmax_tail(const float4 *s4, float *scratch, float *xch, float m, int lane, int slots, int vecs, float4 *yr) {
     const int T = blockDim.x, tid = threadIdx.x, TT = T * N;
     m = row_reduce<N, true>(m, scratch, &xch[0]);
-    float sum = 0.f;
-    for (int j = 0; j < slots; ++j) {
-        int c = lane + j * TT;
-        if (c < vecs) {
-            float4 v = s4[j * T + tid];
-            sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
-        }
-    }
-    sum = row_reduce<N, false>(sum, scratch, &xch[1]);
+    float sum = row_reduce<N, false>(exp_sum(s4, m, lane, TT, slots, vecs), scratch, &xch[1]);
     float r = 1.f / sum;
     for (int j = 0; j < slots; ++j) {
         int c = lane + j * TT;
@@ -212,15 +218,7 @@ __global__ void __launch_bounds__(1024) softmax_pipe(const float *__restrict__ x
     }
     for (;;) {
         m = block_reduce<true>(m, scratch);
-        float sum = 0.f;
-        for (int j = 0; j < slots; ++j) {
-            int c = tid + j * T;
-            if (c < vecs) {
-                float4 v = s4[j * T + tid];
-                sum += expf(v.x - m) + expf(v.y - m) + expf(v.z - m) + expf(v.w - m);
-            }
-        }
-        sum = block_reduce<false>(sum, scratch);
+        float sum = block_reduce<false>(exp_sum(s4, m, tid, T, slots, vecs), scratch);
         float r = 1.f / sum;
         int next = row + gridDim.x;
         float4 *yr = (float4 *)(y + (size_t)row * cols);
