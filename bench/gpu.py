@@ -253,7 +253,10 @@ def main():
     sb = s.to(torch.bfloat16)
     case("softmax 4096x16411 bf16", lambda g, s: g.op("softmax", s, dim=-1), lambda s: torch.softmax(s, -1), [sb],
          2 * sb.numel() * 2, rows)
-    del s, sb
+    wl, bl = torch.randn(16411, device="cuda", dtype=torch.bfloat16), torch.randn(16411, device="cuda", dtype=torch.bfloat16)
+    case("layer_norm 4096x16411 bf16", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
+         lambda s, w, b: torch.nn.functional.layer_norm(s, (16411,), w, b), [sb, wl, bl], 2 * sb.numel() * 2, rows)
+    del s, sb, wl, bl
     # an LM head's logits (GPT-2's vocabulary; BERT's, 8 x 512 tokens): 1024-thread blocks; and a few long
     # rows (split)
     for r, c in [(2048, 50257), (4096, 30522), (4, 1 << 20)]:

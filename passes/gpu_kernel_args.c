@@ -264,8 +264,12 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
  * SM, and a block's reductions and loops over shared memory then leave the
  * SM's loads idle).  SM_SHARED_BYTES less the driver's 1 KB a block and the
  * reductions' static scratch. */
-#define BLOCK_RESERVED_BYTES (2 * 1024)
-#define SM_THREADS 2048
+static MlirWalkResult find_async_copy(MlirOperation op, void *user) {
+    if (!op_is(op, "nvvm.cp.async.commit.group")) return MlirWalkResultAdvance;
+    *(bool *)user = true;
+    return MlirWalkResultInterrupt;
+}
+
 static void mark_two_blocks(MlirOperation kernel, int64_t dynamic_bytes) {
     if (mlirOperationIsNull(kernel) || 2 * (dynamic_bytes + BLOCK_RESERVED_BYTES) > SM_SHARED_BYTES) return;
     MlirAttribute size = mlirOperationGetAttributeByName(kernel, sref("known_block_size"));
@@ -273,10 +277,14 @@ static void mark_two_blocks(MlirOperation kernel, int64_t dynamic_bytes) {
     int64_t threads = 1;
     for (int i = 0; i < 3; ++i) threads *= mlirDenseI32ArrayGetElement(size, i);
     if (2 * threads > SM_THREADS) return;
-    /* a row in a cluster of blocks (gpu_rows_cluster.c): as many blocks an SM as its shared memory
-     * lets in, within the SM's threads (four of 256 threads for an f32 row of 50257) */
+    /* a row in a cluster of blocks (gpu_rows_cluster.c), or copied in by cp.async (gpu_rows_staged.c,
+     * its loads holding no registers): as many blocks an SM as its shared memory lets in, within the
+     * SM's threads (four of 256 threads for an f32 row of 50257 in a cluster; six of 256 for a copied
+     * bf16 row of 16411) */
     int64_t blocks = 2;
-    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(kernel, sref("nvvm.cluster_dim")))) {
+    bool copied = false;
+    mlirOperationWalk(kernel, find_async_copy, &copied, MlirWalkPreOrder);
+    if (copied || !mlirAttributeIsNull(mlirOperationGetAttributeByName(kernel, sref("nvvm.cluster_dim")))) {
         blocks = SM_SHARED_BYTES / (dynamic_bytes + BLOCK_RESERVED_BYTES);
         if (blocks > SM_THREADS / threads) blocks = SM_THREADS / threads;
     }

@@ -742,3 +742,10 @@ MAP_VARIANT(gpu_map_loops_no_async_copy, "pt2-gpu-map-loops-no-async-copy",
             "pt2-gpu-map-loops with rows kept in shared memory stored there by their first loop, not copied in by "
             "cp.async (PT2_DISABLE=gpu-async-copy)",
             .vector_rows = true, .no_async_copy = true)
+/* PT2_DISABLE=gpu-copied-lanes: a row copied into shared memory by cp.async
+ * keeps its first plan's lanes (1024 for a long row), one or two blocks an
+ * SM, not fewer lanes for more blocks (gpu_rows.c, fewer_lanes). */
+MAP_VARIANT(gpu_map_loops_full_copied_lanes, "pt2-gpu-map-loops-full-copied-lanes",
+            "pt2-gpu-map-loops with rows copied into shared memory keeping their first plan's lanes, not fewer for more "
+            "blocks an SM (PT2_DISABLE=gpu-copied-lanes)",
+            .vector_rows = true, .full_copied_lanes = true)

@@ -50,6 +50,10 @@ MlirOperation gpu_interchange(MlirOperation for_op);
 int64_t gpu_element_bytes(MlirType t);
 
 #define SM_SHARED_BYTES (228 * 1024) /* an sm_90 SM's shared memory (what two blocks of a kernel share) */
+#define SM_THREADS 2048               /* threads an SM holds at most (sm_80, sm_90) */
+#define SM_COUNT 132                  /* an H100's or H200's SMs */
+/* shared memory a block takes beyond its dynamic size: the driver's 1 KB, the reductions' static scratch */
+#define BLOCK_RESERVED_BYTES (2 * 1024)
 
 typedef struct GpuMapOptions {
     /* pt2-gpu-map-loops-v1 (PT2_DISABLE=gpu-reduce): reductions as before
@@ -86,6 +90,10 @@ typedef struct GpuMapOptions {
      * (in a cluster of blocks on sm_90), not copied in by cp.async before it
      * (gpu_rows_staged.c), for A/B measurements */
     bool no_async_copy;
+    /* pt2-gpu-map-loops-full-copied-lanes (PT2_DISABLE=gpu-copied-lanes): a
+     * row copied in by cp.async keeps the lanes of its first plan, not fewer
+     * for more blocks an SM (gpu_rows.c, fewer_lanes), for A/B measurements */
+    bool full_copied_lanes;
 } GpuMapOptions;
 
 /* lb, trip count and step of every one of the n dimensions of an

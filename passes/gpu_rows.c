@@ -537,11 +537,12 @@ static bool slot_loop_run(const Stage *stages, int n, const Ix *ix, const Access
 }
 
 static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts,
-                 int64_t max_slots) {
+                 int64_t max_slots, int64_t max_t) {
     bool vector_rows = opts->vector_rows;
     Plan p = {0};
     p.columns = 1;
     p.max_slots = max_slots;
+    p.max_t = max_t;
     p.loop_unroll = opts->narrow_loops ? LOOP_UNROLL_NARROW : LOOP_UNROLL;
     p.staged_bytes = opts->sm80_shared ? STAGED_BYTES_SM80 : STAGED_BYTES_SM90;
     p.cluster = 1;
@@ -658,19 +659,51 @@ static void split_row_stages(Stage *stages, int n, const Ix *ix, const Accesses 
  * logits 177.4 -> 137.5 us, 86 %), else the first one again (plan() leaves
  * nothing behind but its accesses' marks, which it sets anew). */
 static Plan copied_plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts) {
-    Plan p = plan(stages, n, ix, w, rows, opts, MAX_SLOTS);
+    Plan p = plan(stages, n, ix, w, rows, opts, MAX_SLOTS, ROW_MAX_THREADS);
     bool filled = p.cvec > 1 && p.t == ROW_MAX_THREADS && p.n_staged == 0 && !p.split && p.vec == 1 && p.unroll == 0 &&
                   p.async_allowed && rows_plan_slots(&p, p.columns) - 2 * p.aligned > MAX_SLOTS / 2;
     if (!filled) return p;
-    Plan q = plan(stages, n, ix, w, rows, opts, MAX_SLOTS / 2);
-    return q.async_copy ? q : plan(stages, n, ix, w, rows, opts, MAX_SLOTS);
+    Plan q = plan(stages, n, ix, w, rows, opts, MAX_SLOTS / 2, ROW_MAX_THREADS);
+    return q.async_copy ? q : plan(stages, n, ix, w, rows, opts, MAX_SLOTS, ROW_MAX_THREADS);
+}
+
+/* Blocks of plan p an SM: as many as the SM's threads and shared memory hold. */
+static int64_t blocks_per_sm(const Plan *p) {
+    int64_t threads = p->t * p->rows_per_block, by_threads = SM_THREADS / threads;
+    int64_t by_shared = SM_SHARED_BYTES / (p->shared_bytes + BLOCK_RESERVED_BYTES);
+    return by_threads < by_shared ? by_threads : by_shared;
+}
+
+/* A row copied into shared memory by cp.async holds no registers for its
+ * loads, so its lanes need not be many: with fewer a row, more rows (blocks)
+ * share an SM, their copies, reductions and loops over shared memory
+ * overlapping, and a lane's last vector slot is less often nearly empty (a
+ * bf16 row of 16411 columns is 2051 vectors: 1024 lanes take three slots each,
+ * the third for 3 lanes, in two blocks an SM; 256 lanes take nine, six blocks
+ * an SM).  The lanes (halved down to BLOCK_THREADS) of the most blocks an
+ * SM, the more lanes among equals (an LM head's bf16 row of 50257, 100 KB:
+ * two blocks an SM of 1024 lanes, as before), while the rows still fill
+ * every SM's blocks; each plan that still copies.  Not under
+ * PT2_DISABLE=gpu-copied-lanes. */
+static Plan fewer_lanes(Plan p, Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *rows, const GpuMapOptions *opts) {
+    if (!p.async_copy || opts->full_copied_lanes) return p;
+    Plan best = p;
+    bool planned = false;
+    for (int64_t t = p.t / 2; t >= BLOCK_THREADS; t /= 2) {
+        Plan q = plan(stages, n, ix, w, rows, opts, p.max_slots, t);
+        planned = true;
+        if (!q.async_copy || q.t != t || rows->count < SM_COUNT * blocks_per_sm(&q)) break;
+        if (blocks_per_sm(&q) > blocks_per_sm(&best)) best = q;
+    }
+    /* planned again: the accesses' marks of the plan taken */
+    return planned ? plan(stages, n, ix, w, rows, opts, best.max_slots, best.max_t) : p;
 }
 
 static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, const GpuMapOptions *opts) {
     Ix ix[n];
     for (int i = 0; i < n; ++i) ix[i] = index_space(&stages[i]);
     Accesses w = rows_collect(stages, n, ix);
-    Plan p = copied_plan(stages, n, ix, &w, rows, opts);
+    Plan p = fewer_lanes(copied_plan(stages, n, ix, &w, rows, opts), stages, n, ix, &w, rows, opts);
     if (p.split) {
         /* stages of whole rows recomputed where later stages read them (gpu_rows_fuse.c); each
          * reduction in kernels of its own; the stages of one column a row in its second kernel

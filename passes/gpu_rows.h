@@ -87,6 +87,9 @@ typedef struct Plan {
     /* a stage of more slots a lane runs as a loop: MAX_SLOTS, or fewer where a row that would
      * fill the registers is copied into shared memory instead (gpu_rows.c, copied_plan) */
     int64_t max_slots;
+    /* lanes a row at most: ROW_MAX_THREADS, or fewer where a row copied into shared memory takes
+     * fewer lanes so that more blocks share an SM (gpu_rows.c, fewer_lanes) */
+    int64_t max_t;
     int64_t row_elem; /* the smallest element of the accesses contiguous along the rows */
     int64_t vec;      /* vector rows: consecutive rows a thread (1: one row) */
     int64_t cvec;     /* column vectors: consecutive columns a lane takes at once (0 or 1: one) */
@@ -116,6 +119,7 @@ typedef struct Plan {
      * blocks share an SM; async_allowed:
      * GpuMapOptions, not PT2_DISABLE=gpu-async-copy (nor gpu-cluster-rows, sm_80) */
     bool async_copy, async_allowed;
+    int64_t shared_bytes; /* rows_plan_staged: the dynamic shared memory the kept inputs take a block */
 } Plan;
 
 static inline int64_t rows_slots_of(int64_t columns, int64_t t) { return (columns + t - 1) / t; }

@@ -72,7 +72,8 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
     int64_t t = red_pow2_at_least((p->columns + SLOT_TARGET - 1) / SLOT_TARGET);
     if (t < min_t) t = min_t;
     if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
-    if (t > ROW_MAX_THREADS / p->interleave) t = ROW_MAX_THREADS / p->interleave;
+    if (t > p->max_t / p->interleave) t = p->max_t / p->interleave;
+    if (t < 1) t = 1;
     p->t = t;
     block_rows(p, rows->count);
 }
@@ -187,7 +188,7 @@ bool rows_choose_column_vector(Plan *out, const Stage *stages, const Ix *ix, int
     int64_t t = red_pow2_at_least((p->columns + target - 1) / target);
     if (t < SECTOR_BYTES / VECTOR_BYTES) t = SECTOR_BYTES / VECTOR_BYTES;
     if (t > red_pow2_at_least((p->columns + v - 1) / v)) t = red_pow2_at_least((p->columns + v - 1) / v);
-    if (t > ROW_MAX_THREADS) t = ROW_MAX_THREADS;
+    if (t > p->max_t) t = p->max_t;
     bool aligned = false, one_dim = true;
     for (int i = 0; i < n; ++i) {
         const Ix *x = &ix[i];

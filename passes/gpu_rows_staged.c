@@ -100,6 +100,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
     p->async_copy = false;
     p->n_staged = 0;
     p->staged_slots = 0;
+    p->shared_bytes = 0;
     for (int i = 0; i < w->n; ++i) w->a[i].staged = 0;
     if (!p->private_lanes || p->vec > 1 || p->unroll > 0 || p->split || p->interleave != 1 ||
         p->rows_per_block != 1) {
@@ -175,6 +176,7 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
     p->n_staged = n_keep;
     p->staged_slots = n_keep > 0 ? (fit < slots ? fit : slots) : 0;
     p->staged_partial = p->staged_slots < slots;
+    p->shared_bytes = n_keep > 0 ? bytes * (p->t / p->cluster) * p->staged_slots : 0; /* 16-byte multiples each */
 }
 
 /*===----------------------------------------------------------------------===*

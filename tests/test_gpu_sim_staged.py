@@ -64,3 +64,36 @@ def test_register_rows_copied(op, dtype, n):
     copied = 2 * n * dtype.itemsize <= 228 * 1024
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
     assert ('"nvvm.cp.async.shared.global"' in sim.mapped) == copied
+
+
+# rows copied in by cp.async take fewer lanes where that lets more blocks share an SM and the rows still
+# fill every SM's blocks (gpu_rows.c, fewer_lanes): a bf16 row of 16411 (32 KB) 256 lanes, six blocks an
+# SM, from 792 rows (132 SMs x 6); 512 lanes (four an SM) from 528; an f32 one (64 KB) 512 lanes, three
+# an SM, from 396 (1024 lanes below those: test_register_rows_copied; under PT2_DISABLE=gpu-copied-lanes:
+# test/lit/GPU/gpu-rows-copied-lanes.mlir).  Corner values as above
+@pytest.mark.parametrize("op,dtype,rows,threads", [
+    ("softmax", torch.bfloat16, 792, 256),
+    ("layer_norm", torch.bfloat16, 792, 256),
+    ("softmax", torch.bfloat16, 791, 512),
+    ("log_softmax", torch.float32, 397, 512),
+])
+def test_copied_rows_fewer_lanes(op, dtype, rows, threads):
+    n = 16411
+    x = (rand(rows, n, seed=7) * 3).to(dtype).float()
+    if op != "layer_norm":
+        x[1, : n // 2] = float("-inf")
+        x[rows - 1, :] = float("-inf")
+        x[6, n - 2] = 90.0
+        x[7, 3] = 90.0
+    x[4, n - 1] = float("nan")
+    if op == "layer_norm":
+        w, b = rand(n, seed=8).to(dtype).float(), rand(n, seed=9).to(dtype).float()
+        (y,), sim = simulate(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b], dtype=dtype)
+        want = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), b.double())
+    else:
+        (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x], dtype=dtype)
+        want = getattr(torch, op)(x.double(), -1)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=8e-3, atol=2e-2 if op == "log_softmax" else 1e-5)
+    torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(rows, threads)]
+    assert '"nvvm.cp.async.shared.global"' in sim.mapped

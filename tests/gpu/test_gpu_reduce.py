@@ -110,6 +110,29 @@ def test_cluster_rows(op, dtype, n, disable, monkeypatch):
     torch.testing.assert_close(got, want, **tol)
 
 
+# rows copied in by cp.async with fewer lanes where the rows fill every SM's blocks (gpu_rows.c,
+# fewer_lanes): bf16 rows of 16411 256 lanes a row (801 rows) or 512 (600), f32 ones 512 (801), bf16 rows
+# of 30522 512; as before under PT2_DISABLE=gpu-copied-lanes; against eager
+@pytest.mark.parametrize("rows,n,disable", [(801, 16411, ""), (600, 16411, ""), (1001, 30522, ""),
+                                            (801, 16411, "gpu-copied-lanes")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
+def test_copied_rows_fewer_lanes(op, dtype, rows, n, disable, monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", disable)
+    x, w, b = rand((rows, n), dtype, 21) * 3, rand((n,), dtype, 22), rand((n,), dtype, 23)
+    x[1, : n // 2] = float("-inf") if op != "layer_norm" else 0.0
+    x[5, n - 2] = 60.0
+    if op == "layer_norm":
+        (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
+        want = F.layer_norm(x.double(), (n,), w.double(), b.double()).to(dtype)
+    else:
+        (got,), k = run(lambda g, x: g.op(op, x, dim=-1), [x])
+        want = getattr(torch, op)(x.double(), -1).to(dtype)
+    assert k.num_launches == 1, k.plan[:400]
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-4)
+    torch.testing.assert_close(got, want, **tol)
+
+
 # two inputs of a row kept in shared memory (softmax(x + y)), contiguous, at odd offsets of a wider
 # buffer, transposed in memory: against eager
 @pytest.mark.parametrize("layout", ["contiguous", "offset", "transposed"])
