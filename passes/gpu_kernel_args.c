@@ -257,6 +257,13 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
+/* A kernel that copies rows into shared memory by cp.async (gpu_rows_staged.c). */
+static MlirWalkResult find_async_copy(MlirOperation op, void *user) {
+    if (!op_is(op, "nvvm.cp.async.commit.group")) return MlirWalkResultAdvance;
+    *(bool *)user = true;
+    return MlirWalkResultInterrupt;
+}
+
 /* Two blocks an SM where their dynamic shared memory lets them (a bf16 row of
  * an LM head's 50257 logits kept in shared memory: 112 KB): `nvvm.minctasm =
  * 2` (PTX's .minnctapersm), so that ptxas keeps two blocks' threads within
@@ -264,12 +271,6 @@ static MlirWalkResult dynamic_view_end(MlirOperation op, void *user) {
  * SM, and a block's reductions and loops over shared memory then leave the
  * SM's loads idle).  SM_SHARED_BYTES less the driver's 1 KB a block and the
  * reductions' static scratch. */
-static MlirWalkResult find_async_copy(MlirOperation op, void *user) {
-    if (!op_is(op, "nvvm.cp.async.commit.group")) return MlirWalkResultAdvance;
-    *(bool *)user = true;
-    return MlirWalkResultInterrupt;
-}
-
 static void mark_two_blocks(MlirOperation kernel, int64_t dynamic_bytes) {
     if (mlirOperationIsNull(kernel) || 2 * (dynamic_bytes + BLOCK_RESERVED_BYTES) > SM_SHARED_BYTES) return;
     MlirAttribute size = mlirOperationGetAttributeByName(kernel, sref("known_block_size"));
