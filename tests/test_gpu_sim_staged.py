@@ -37,6 +37,22 @@ def test_staged_two_inputs(layout, dtype):
     assert len(sim.kernels) == (1 if layout == "contiguous" else 2)
 
 
+def simulate_row_op(op, x, dtype, seed):
+    """op (softmax, log_softmax, layer_norm with a weight and a bias) over x's rows on the simulator,
+    against eager in float64; the simulator back."""
+    n = x.shape[-1]
+    if op == "layer_norm":
+        w, b = rand(n, seed=seed).to(dtype).float(), rand(n, seed=seed + 1).to(dtype).float()
+        (y,), sim = simulate(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b], dtype=dtype)
+        want = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), b.double())
+    else:
+        (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x], dtype=dtype)
+        want = getattr(torch, op)(x.double(), -1)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=8e-3, atol=2e-2 if op == "log_softmax" else 1e-5)
+    torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
+    return sim
+
+
 # rows of 16411-30522 columns, which 1024 lanes would hold in registers at more than 16 values a lane
 # (one block an SM: ptxas's 53-64 registers), are copied into shared memory by cp.async instead where two
 # such blocks share an SM (gpu_rows.c, copied_plan): bf16 ones, and f32 ones of 16411 (two f32 rows of
@@ -52,15 +68,7 @@ def test_register_rows_copied(op, dtype, n):
         x[3, :] = float("-inf")
         x[6, n - 2] = 90.0
     x[4, 17] = float("nan")
-    if op == "layer_norm":
-        w, b = rand(n, seed=5).to(dtype).float(), rand(n, seed=6).to(dtype).float()
-        (y,), sim = simulate(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b], dtype=dtype)
-        want = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), b.double())
-    else:
-        (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x], dtype=dtype)
-        want = getattr(torch, op)(x.double(), -1)
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=8e-3, atol=2e-2 if op == "log_softmax" else 1e-5)
-    torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
+    sim = simulate_row_op(op, x, dtype, seed=5)
     copied = 2 * n * dtype.itemsize <= 228 * 1024
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024)]
     assert ('"nvvm.cp.async.shared.global"' in sim.mapped) == copied
@@ -86,14 +94,6 @@ def test_copied_rows_fewer_lanes(op, dtype, rows, threads):
         x[6, n - 2] = 90.0
         x[7, 3] = 90.0
     x[4, n - 1] = float("nan")
-    if op == "layer_norm":
-        w, b = rand(n, seed=8).to(dtype).float(), rand(n, seed=9).to(dtype).float()
-        (y,), sim = simulate(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b], dtype=dtype)
-        want = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), b.double())
-    else:
-        (y,), sim = simulate(lambda g, x: g.op(op, x, dim=-1), [x], dtype=dtype)
-        want = getattr(torch, op)(x.double(), -1)
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=8e-3, atol=2e-2 if op == "log_softmax" else 1e-5)
-    torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
+    sim = simulate_row_op(op, x, dtype, seed=8)
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(rows, threads)]
     assert '"nvvm.cp.async.shared.global"' in sim.mapped

@@ -83,6 +83,21 @@ def test_softmax_long_rows(op, dtype):
     torch.testing.assert_close(got, want, **tol, equal_nan=True)
 
 
+def check_row_op(op, x, w, b):
+    """op (softmax, log_softmax, or layer_norm with w and b) over x's rows, one launch, against eager in
+    float64 rounded to x's dtype."""
+    n, dtype = x.shape[-1], x.dtype
+    if op == "layer_norm":
+        (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
+        want = F.layer_norm(x.double(), (n,), w.double(), b.double()).to(dtype)
+    else:
+        (got,), k = run(lambda g, x: g.op(op, x, dim=-1), [x])
+        want = getattr(torch, op)(x.double(), -1).to(dtype)
+    assert k.num_launches == 1, k.plan[:400]
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-4)
+    torch.testing.assert_close(got, want, **tol)
+
+
 # rows kept in shared memory on sm_90: bf16 rows of 50257 one block a row whose input cp.async copies into
 # shared memory before the loops (passes/gpu_rows_staged.c: two such blocks share an SM); f32 rows, the
 # bf16 ones of 60000 (too large for two blocks an SM), and every row under PT2_DISABLE=gpu-async-copy a
@@ -99,15 +114,7 @@ def test_softmax_long_rows(op, dtype):
 def test_cluster_rows(op, dtype, n, disable, monkeypatch):
     monkeypatch.setenv("PT2_DISABLE", disable)
     x, w, b = rand((301, n), dtype, 12) * 2, rand((n,), dtype, 13), rand((n,), dtype, 14)
-    if op == "layer_norm":
-        (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
-        want = F.layer_norm(x.double(), (n,), w.double(), b.double()).to(dtype)
-    else:
-        (got,), k = run(lambda g, x: g.op(op, x, dim=-1), [x])
-        want = getattr(torch, op)(x.double(), -1).to(dtype)
-    assert k.num_launches == 1, k.plan[:400]
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-4)
-    torch.testing.assert_close(got, want, **tol)
+    check_row_op(op, x, w, b)
 
 
 # rows copied in by cp.async with fewer lanes where the rows fill every SM's blocks (gpu_rows.c,
@@ -122,15 +129,7 @@ def test_copied_rows_fewer_lanes(op, dtype, rows, n, disable, monkeypatch):
     x, w, b = rand((rows, n), dtype, 21) * 3, rand((n,), dtype, 22), rand((n,), dtype, 23)
     x[1, : n // 2] = float("-inf") if op != "layer_norm" else 0.0
     x[5, n - 2] = 60.0
-    if op == "layer_norm":
-        (got,), k = run(lambda g, x, w, b: g.op("layer_norm", x, w, b, normalized_ndim=1), [x, w, b])
-        want = F.layer_norm(x.double(), (n,), w.double(), b.double()).to(dtype)
-    else:
-        (got,), k = run(lambda g, x: g.op(op, x, dim=-1), [x])
-        want = getattr(torch, op)(x.double(), -1).to(dtype)
-    assert k.num_launches == 1, k.plan[:400]
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-4)
-    torch.testing.assert_close(got, want, **tol)
+    check_row_op(op, x, w, b)
 
 
 # two inputs of a row kept in shared memory (softmax(x + y)), contiguous, at odd offsets of a wider
