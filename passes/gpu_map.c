@@ -749,10 +749,3 @@ MAP_VARIANT(gpu_map_loops_full_copied_lanes, "pt2-gpu-map-loops-full-copied-lane
             "pt2-gpu-map-loops with rows copied into shared memory keeping their first plan's lanes, not fewer for more "
             "blocks an SM (PT2_DISABLE=gpu-copied-lanes)",
             .vector_rows = true, .full_copied_lanes = true)
-/* PT2_DISABLE=gpu-cluster-copy: a row in a cluster of blocks is stored into
- * shared memory by the first loop that reads it, not copied in by cp.async
- * before the loops (gpu_rows_staged.c). */
-MAP_VARIANT(gpu_map_loops_no_cluster_copy, "pt2-gpu-map-loops-no-cluster-copy",
-            "pt2-gpu-map-loops with rows in clusters of blocks stored into shared memory by their first loop, not copied "
-            "in by cp.async (PT2_DISABLE=gpu-cluster-copy)",
-            .vector_rows = true, .no_cluster_copy = true)

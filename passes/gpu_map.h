@@ -94,10 +94,6 @@ typedef struct GpuMapOptions {
      * row copied in by cp.async keeps the lanes of its first plan, not fewer
      * for more blocks an SM (gpu_rows.c, fewer_lanes), for A/B measurements */
     bool full_copied_lanes;
-    /* pt2-gpu-map-loops-no-cluster-copy (PT2_DISABLE=gpu-cluster-copy): a row
-     * in a cluster of blocks is stored into shared memory by its first loop,
-     * not copied in by cp.async (gpu_rows_staged.c), for A/B measurements */
-    bool no_cluster_copy;
 } GpuMapOptions;
 
 /* lb, trip count and step of every one of the n dimensions of an

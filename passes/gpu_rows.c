@@ -548,7 +548,6 @@ static Plan plan(Stage *stages, int n, const Ix *ix, Accesses *w, const Rows *ro
     p.cluster = 1;
     p.clusters_allowed = !opts->unclustered && !opts->sm80_shared;
     p.async_allowed = !opts->no_async_copy;
-    p.cluster_copy_allowed = !opts->no_cluster_copy;
     for (int i = 0; i < n; ++i) {
         if (ix[i].columns > p.columns) p.columns = ix[i].columns;
     }
@@ -665,12 +664,12 @@ static Plan copied_plan(Stage *stages, int n, const Ix *ix, Accesses *w, const R
                   p.async_allowed && rows_plan_slots(&p, p.columns) - 2 * p.aligned > MAX_SLOTS / 2;
     if (!filled) return p;
     Plan q = plan(stages, n, ix, w, rows, opts, MAX_SLOTS / 2, ROW_MAX_THREADS);
-    return q.async_copy && q.cluster == 1 ? q : plan(stages, n, ix, w, rows, opts, MAX_SLOTS, ROW_MAX_THREADS);
+    return q.async_copy ? q : plan(stages, n, ix, w, rows, opts, MAX_SLOTS, ROW_MAX_THREADS);
 }
 
 /* Blocks of plan p an SM: as many as the SM's threads and shared memory hold. */
 static int64_t blocks_per_sm(const Plan *p) {
-    int64_t threads = p->t / p->cluster * p->rows_per_block, by_threads = SM_THREADS / threads;
+    int64_t threads = p->t * p->rows_per_block, by_threads = SM_THREADS / threads;
     int64_t by_shared = SM_SHARED_BYTES / (p->shared_bytes + BLOCK_RESERVED_BYTES);
     return by_threads < by_shared ? by_threads : by_shared;
 }

@@ -119,7 +119,6 @@ typedef struct Plan {
      * blocks share an SM; async_allowed:
      * GpuMapOptions, not PT2_DISABLE=gpu-async-copy (nor gpu-cluster-rows, sm_80) */
     bool async_copy, async_allowed;
-    bool cluster_copy_allowed; /* GpuMapOptions: a cluster's blocks copy too (not PT2_DISABLE=gpu-cluster-copy) */
     int64_t shared_bytes; /* rows_plan_staged: the dynamic shared memory the kept inputs take a block */
 } Plan;
 

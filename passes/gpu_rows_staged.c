@@ -163,8 +163,6 @@ void rows_plan_staged(Stage *stages, int n, const Ix *ix, Accesses *w, Plan *p) 
     p->cluster = 1;
     if (n_keep > 0 && !p->async_copy && p->clusters_allowed && !pair && p->t / CLUSTER_BLOCKS >= CLUSTER_MIN_THREADS) {
         p->cluster = CLUSTER_BLOCKS;
-        /* each block of the cluster copies its lanes' part of the row by cp.async too (the file comment) */
-        p->async_copy = p->async_allowed && p->cluster_copy_allowed && copyable(ix, w, p, keep);
     }
     /* the loops' slots (gpu_rows_emit.c runs those past the last whole iteration after the loop) */
     int64_t cvec = p->cvec > 1 ? p->cvec : 1;

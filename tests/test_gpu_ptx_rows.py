@@ -112,12 +112,11 @@ def test_row_ptx_selections_keep_columns():
 @pytest.mark.parametrize("dtype,two_blocks,blocks", [(torch.bfloat16, True, 7), (torch.float32, False, 4)])
 def test_row_ptx_staged_vectors(dtype, two_blocks, blocks):
     """An LM head's rows kept in shared memory (gpu_rows_staged.c) move a lane's column vector there as
-    16 bytes: by cp.async.cg before the loops (sm_90's default: the bf16 row in one block, where two
-    blocks of a row share an SM; the f32 row by each block of its cluster), or st.shared.v4 where the
-    first loop keeps it (every row under PT2_DISABLE=gpu-async-copy, the f32 row under
-    PT2_DISABLE=gpu-cluster-copy); ld.shared.v4 where the loops read it, no scalar access of the
-    staged row left (the reductions' scratch aside).  Where one block's row would fill an SM, on sm_90, a
-    row runs in a cluster of 4 blocks of 256 threads (gpu_rows_cluster.c) with as many
+    16 bytes: by cp.async.cg before the loops (sm_90's default where two blocks of a row share an SM: the
+    bf16 row, one block a row), or st.shared.v4 where the first loop keeps it (the f32 row, and every
+    row under PT2_DISABLE=gpu-async-copy); ld.shared.v4 where the loops read it, no scalar access of the
+    staged row left (the reductions' scratch aside).  Stored by the first loop on sm_90, a row runs in a
+    cluster of 4 blocks of 256 threads (gpu_rows_cluster.c) with as many
     blocks an SM as their shared memory lets in (.minnctapersm: 7 of 26 KB for bf16, 4 of 52 KB for f32),
     ptxas keeping the registers within the SM's.  In one block a row (the default, and
     PT2_DISABLE=gpu-cluster-rows) the bf16 row (112 KB) lets two blocks share an SM: .minnctapersm 2, 32
@@ -127,14 +126,13 @@ def test_row_ptx_staged_vectors(dtype, two_blocks, blocks):
 
     shape = (300, 50257)
     ptxas = gpusim.find_ptxas()
-    for disable in ["", "gpu-async-copy", "gpu-cluster-rows", "gpu-cluster-copy"]:
+    for disable in ["", "gpu-async-copy", "gpu-cluster-rows"]:
         ptx = column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype, disable)
-        # f32 rows (213 KB: one block an SM) in clusters, copied by each block but under gpu-cluster-copy
-        copied = not disable or (disable == "gpu-cluster-copy" and dtype == torch.bfloat16)
+        copied = not disable and dtype == torch.bfloat16  # f32 rows (213 KB) are one block an SM: not copied
         assert bool(re.findall(r"cp\.async\.cg\.shared\.global", ptx)) == copied
         assert bool(re.findall(r"st\.shared\.v4\.b32", ptx)) != copied and re.findall(r"ld\.shared\.v4\.b32", ptx)
         assert not re.findall(r"(?:ld|st)\.shared\.b16", ptx), "a staged bf16 element moved alone"
-        clustered = disable == "gpu-async-copy" or (disable in ("", "gpu-cluster-copy") and dtype == torch.float32)
+        clustered = disable == "gpu-async-copy" or (not disable and not copied)
         assert bool(re.search(r"\.reqnctapercluster 4, 1, 1", ptx)) == clustered
         want = blocks if clustered else 2 if two_blocks else None
         got = re.search(r"\.minnctapersm (\d+)", ptx)

@@ -158,12 +158,11 @@ def test_long_rows_corner_values(op, dtype, disable):
     want = getattr(torch, op)(x.double(), -1)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=8e-3, atol=1e-5)
     torch.testing.assert_close(y.double(), want, **tol, equal_nan=True)
-    # bf16 rows (66 KB) are copied in by cp.async, one block a row, two an SM; f32 ones (132 KB) are copied
-    # by each block of a cluster of 4; under PT2_DISABLE=gpu-async-copy every row is stored by the first
-    # loop in a cluster of 4 blocks
-    one_block = dtype == torch.bfloat16 and not disable
-    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024) if one_block else (264 * 4, 256)]
-    assert ('"nvvm.cp.async.shared.global"' in sim.mapped) == (not disable)
+    # bf16 rows (66 KB) are copied in by cp.async, one block a row, two an SM; f32 ones (132 KB) are stored
+    # by the first loop in a cluster of 4 blocks (as every row under PT2_DISABLE=gpu-async-copy)
+    copied = dtype == torch.bfloat16 and not disable
+    assert [(k.blocks, k.threads) for k in sim.kernels] == [(264, 1024) if copied else (264 * 4, 256)]
+    assert ('"nvvm.cp.async.shared.global"' in sim.mapped) == copied
     only_output_stored(sim, "%arg1")
 
 
@@ -173,8 +172,7 @@ def test_long_rows_corner_values(op, dtype, disable):
 # chips before it, or under PT2_DISABLE=gpu-sm90-shared) the last slots come from memory again.  The rows
 # take column vectors of 4 f32 (aligned ones from each row's first aligned column where 4 does not divide
 # the row: 33001), in loops of whole vectors
-@pytest.mark.parametrize("columns,disable", [(33001, ""), (45000, ""), (45000, "gpu-sm90-shared"), (45000, "gpu-cluster-rows"),
-                                             (45000, "gpu-cluster-copy")])
+@pytest.mark.parametrize("columns,disable", [(33001, ""), (45000, ""), (45000, "gpu-sm90-shared"), (45000, "gpu-cluster-rows")])
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_staged_rows(op, columns, disable):
     x = rand(264, columns) * 3
@@ -185,12 +183,11 @@ def test_staged_rows(op, columns, disable):
     else:
         (y,), sim = simulate(lambda g, x: g.op("softmax", x, dim=-1), [x], disable)
         close(y, torch.softmax(x.double(), -1))
-    # a row's 1024 lanes in a cluster of 4 blocks of 256 (sm_90: gpu_rows_cluster.c), each block copying
-    # its lanes' part in by cp.async (stored by the first loop under PT2_DISABLE=gpu-cluster-copy), or one
-    # block storing it (an f32 row takes an SM's shared memory alone: one block a row is not copied)
-    cluster = 1 if disable in ("gpu-sm90-shared", "gpu-cluster-rows") else 4
+    # a row's 1024 lanes in a cluster of 4 blocks of 256 (sm_90: gpu_rows_cluster.c), or one block; an f32
+    # row takes an SM's shared memory alone, so it is not copied in by cp.async (one block a row)
+    cluster = 1 if disable else 4
     assert [(k.blocks, k.threads) for k in sim.kernels] == [(264 * cluster, 1024 // cluster)]
-    assert ('"nvvm.cp.async.shared.global"' in sim.mapped) == (not disable)
+    assert '"nvvm.cp.async.shared.global"' not in sim.mapped
     # one view of x, slots of 1024 lanes: 33001 columns 8250 whole vectors, 9 a lane in 3 iterations of 3,
     # all 36 slots kept; 45000 columns 11 vectors a lane in 3 iterations of 4, all 44 slots kept (176 KB
     # a row, 44 KB a block of a cluster; the last iteration's vector past the row kept nowhere, read at
