@@ -28,9 +28,12 @@
  * block an SM measured slower (the f32 row: 245.4 us in a cluster of 4
  * blocks, 295.4 copied in one block), although a CUDA probe by hand
  * (bench/probes/long_rows.cu) had the f32 row copied so at 234.6 us against
- * 263.2 for its cluster (why is not known yet).  Otherwise the first loop that reads an
- * input stores what it loads there (on sm_90 by a cluster of blocks,
- * gpu_rows_cluster.c).
+ * 263.2 for its cluster (why is not known yet).  Such a row may take fewer
+ * lanes, for more blocks an SM (gpu_rows.c, fewer_lanes; Plan.shared_bytes).
+ * Otherwise the first loop that reads an input stores what it loads there
+ * (on sm_90 by a cluster of blocks, gpu_rows_cluster.c; a cluster's blocks
+ * copying their parts by cp.async instead measured slower, 246.5 -> 251.4 us
+ * for the f32 LM-head softmax: docs/gpu.md).
  *
  * rows_plan_staged chooses them (Access.staged, Plan.n_staged, Plan.staged_slots,
  * Plan.async_copy); gpu_rows_emit.c calls rows_staged_views for the kernel's
