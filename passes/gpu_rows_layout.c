@@ -73,7 +73,6 @@ void rows_choose_layout(Plan *p, const Accesses *w, const Ix *ix, const Rows *ro
     if (t < min_t) t = min_t;
     if (t > red_pow2_at_least(p->columns)) t = red_pow2_at_least(p->columns);
     if (t > p->max_t / p->interleave) t = p->max_t / p->interleave;
-    if (t < 1) t = 1;
     p->t = t;
     block_rows(p, rows->count);
 }

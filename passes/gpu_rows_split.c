@@ -30,7 +30,7 @@ static void emit_row_stage(Kernel *k, const Stage *s, const Ix *ix, const Rows *
 void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows) {
     MlirOperation at = x && !mlirOperationIsNull(x->at) ? x->at : s->par;
     Accesses w = rows_collect(s, 1, ix);
-    Plan lay = {.columns = ix->columns};
+    Plan lay = {.columns = ix->columns, .max_t = ROW_MAX_THREADS};
     rows_choose_layout(&lay, &w, ix, rows);
     free(w.a);
     /* vector rows (rows_choose_vector) where the rows are contiguous: vec rows a thread,
