@@ -15,7 +15,6 @@ subnormal handling, bf16 lane extraction) before measuring on the H200.
 """
 import argparse
 import collections
-import ctypes
 import os
 import re
 import shutil
@@ -25,11 +24,12 @@ import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import torch  # noqa: E402
 
 import pt2  # noqa: E402
-from pt2 import _core  # noqa: E402
+from gpusim import SimError, pipeline_ptx  # noqa: E402  (the PTX of each gpu.module, as the PTX tests take it)
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 
@@ -56,17 +56,6 @@ def graph_text(op, shape, dtype):
     return g.text()
 
 
-def modules_ptx(text, disable):
-    _core._lib.pt2GpuPipelineText.restype = ctypes.c_char_p
-    pipeline = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
-    r = subprocess.run([os.path.join(ROOT, "build", "bin", "pt2-opt"), "-", f"--pass-pipeline=builtin.module({pipeline})"],
-                       input=text, capture_output=True, text=True, env=dict(os.environ, PT2_GPU_PARTS="1"))
-    if r.returncode != 0:
-        sys.exit(r.stderr[-3000:])
-    return [re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), m.group(1)).replace('\\"', '"').rstrip("\0")
-            for m in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"', r.stdout)]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("op")
@@ -79,7 +68,11 @@ def main():
     if not ptxas:
         sys.exit("needs CUDA's ptxas (PATH, /usr/local/cuda/bin or $PTXAS)")
     shape = tuple(int(v) for v in args.shape.split("x"))
-    mods = modules_ptx(graph_text(args.op, shape, DTYPES[args.dtype]), args.disable)
+    try:
+        mods = pipeline_ptx(os.path.join(ROOT, "build", "bin", "pt2-opt"), graph_text(args.op, shape, DTYPES[args.dtype]),
+                            args.disable)
+    except SimError as e:
+        sys.exit(str(e))
     with tempfile.TemporaryDirectory() as tmp:
         for i, ptx in enumerate(mods):
             src, cubin = os.path.join(tmp, f"{i}.ptx"), os.path.join(tmp, f"{i}.cubin")

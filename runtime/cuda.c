@@ -218,8 +218,9 @@ int pt2_cuda_function_find(Pt2CuModule *const *modules, int n, const char *name,
  * ld.global.nc, and keep them in shared memory, not L1. */
 int pt2_cuda_function_shared(Pt2CuFunction *f, unsigned bytes) {
     if (bytes == 0) return 0;
-    int static_bytes = 4 * 1024; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES where the driver tells it */
-    if (p_cuFuncGetAttribute && p_cuFuncGetAttribute(&static_bytes, 1, (CUfunction)f) != 0) static_bytes = 4 * 1024;
+    /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES where the driver tells it, else 4 KB assumed */
+    int static_bytes;
+    if (!p_cuFuncGetAttribute || p_cuFuncGetAttribute(&static_bytes, 1, (CUfunction)f) != 0) static_bytes = 4 * 1024;
     if (bytes + (unsigned)static_bytes <= 48 * 1024) return 0;
     if (!p_cuFuncSetAttribute) {
         pt2_set_error("the CUDA driver has no cuFuncSetAttribute: a kernel with %u bytes of shared memory cannot launch", bytes);
