@@ -256,7 +256,17 @@ def main():
     wl, bl = torch.randn(16411, device="cuda", dtype=torch.bfloat16), torch.randn(16411, device="cuda", dtype=torch.bfloat16)
     case("layer_norm 4096x16411 bf16", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
          lambda s, w, b: torch.nn.functional.layer_norm(s, (16411,), w, b), [sb, wl, bl], 2 * sb.numel() * 2, rows)
-    del s, sb, wl, bl
+    wf, bf = wl.float(), bl.float()
+    case("layer_norm 4096x16411", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
+         lambda s, w, b: torch.nn.functional.layer_norm(s, (16411,), w, b), [s, wf, bf], 2 * s.numel() * 4, rows)
+    del s, sb, wl, bl, wf, bf
+    # rows of an odd width that registers hold: the weight's vectors start where each row's do
+    for dt, tag in [(torch.bfloat16, " bf16"), (torch.float32, "")]:
+        s = torch.randn(8192, 1001, device="cuda", dtype=dt)
+        w, bb = torch.randn(1001, device="cuda", dtype=dt), torch.randn(1001, device="cuda", dtype=dt)
+        case(f"layer_norm 8192x1001{tag}", lambda g, s, w, b: g.op("layer_norm", s, w, b, normalized_ndim=1),
+             lambda s, w, b: torch.nn.functional.layer_norm(s, (1001,), w, b), [s, w, bb], 2 * s.numel() * s.element_size(), rows)
+        del s, w, bb
     # an LM head's logits (GPT-2's vocabulary; BERT's, 8 x 512 tokens): 1024-thread blocks; and a few long
     # rows (split)
     for r, c in [(2048, 50257), (4096, 30522), (4, 1 << 20)]:

@@ -269,22 +269,32 @@ static bool may_alias(MlirOperation func, MlirValue x, MlirValue y) {
  * Groups
  *===----------------------------------------------------------------------===*/
 
-/* Bytes the element at `first` (the group's lowest k) is aligned to. */
-static int64_t group_alignment(MlirOperation func, const Access *first, int64_t elem_bytes) {
+/* The element offset of `first` (the group's lowest k) in its buffer as a
+ * linear form, offset + Σ index · stride with the last index base + k, and
+ * the buffer's root; false where the layout is not static with a unit last
+ * stride or the buffer is neither a kernel argument nor shared memory. */
+static bool group_form(MlirOperation func, const Access *first, Linear *f, Root *r) {
     MlirType t = mlirValueGetType(first->memref);
     int rank = (int)mlirShapedTypeGetRank(t);
     int64_t strides[MAX_RANK], offset;
-    Root r = root_of(func, first->memref);
-    if ((r.arg < 0 && !r.shared) || rank < 1 || rank > MAX_RANK) return 1;
-    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return 1;
-    if (mlirShapedTypeIsDynamicStrideOrOffset(offset) || strides[rank - 1] != 1) return 1;
-    /* offset + Σ index · stride, the last index base + k */
-    Linear f = {.ok = true, .k = offset + first->k};
+    *r = root_of(func, first->memref);
+    if ((r->arg < 0 && !r->shared) || rank < 1 || rank > MAX_RANK) return false;
+    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return false;
+    if (mlirShapedTypeIsDynamicStrideOrOffset(offset) || strides[rank - 1] != 1) return false;
+    *f = (Linear){.ok = true, .k = offset + first->k};
     for (int d = 0; d + 1 < rank; ++d) {
-        if (mlirShapedTypeIsDynamicStrideOrOffset(strides[d])) return 1;
-        linear_add(&f, index_at(first, d), strides[d], 0);
+        if (mlirShapedTypeIsDynamicStrideOrOffset(strides[d])) return false;
+        linear_add(f, index_at(first, d), strides[d], 0);
     }
-    linear_add(&f, first->base, 1, 0);
+    linear_add(f, first->base, 1, 0);
+    return true;
+}
+
+/* Bytes the element at `first` (the group's lowest k) is aligned to. */
+static int64_t group_alignment(MlirOperation func, const Access *first, int64_t elem_bytes) {
+    Linear f;
+    Root r;
+    if (!group_form(func, first, &f, &r)) return 1;
     return min64(linear_multiple(&f) * elem_bytes, r.align);
 }
 
@@ -353,6 +363,135 @@ static void emit_load_group(Access **g, int lanes, int64_t align) {
     for (int i = 0; i < lanes; ++i) replace_op(g[i]->op, 1, &lane[i]);
 }
 
+/*===----------------------------------------------------------------------===*
+ * Funnel loads: a run of 16 bytes whose alignment only the running kernel
+ * knows
+ *
+ * A row's aligned column vectors start at a column that depends on the row
+ * (gpu_rows_slots.c: rows of an odd width), so an operand of one row for
+ * all, a LayerNorm's weight, is read at head + 8 i + 0 ... 7: 16-byte
+ * aligned in one row of eight, eight 2-byte loads that the L1 serves one by
+ * one.  Such a run becomes the two aligned 16-byte chunks holding its first
+ * and its last element and its words taken out of the pair (m the run's
+ * first element modulo the lanes, from the kernel's index math):
+ *
+ *   lo = vector.load [.., base + k - m]    hi = vector.load [.., base + k - m + (m ? lanes : 0)]
+ *   w = words of lo ++ hi, q = m · e / 4 and s = 8 · (m · e mod 4) (e the element's bytes)
+ *   word i = (w[q + i + 1] : w[q + i]) >> s     (selects on q's bits; a funnel shift for s)
+ *
+ * Every byte read lies in a 16-byte aligned chunk holding an element the
+ * run reads (allocations and pages are aligned to more: nothing faults).
+ * Only for elements narrower than a word (f32 rows of 1001 held in
+ * registers ran 6 % slower with the funnel's 14 more registers, where their
+ * four word loads are no sub-word waste), of a kernel argument the kernel
+ * never writes (none of its other bytes change under the loads), aligned to
+ * 16 bytes, where the misalignment varies (a constant offset from an
+ * aligned start keeps the exact split above: a scalar, an 8-byte vector, a
+ * scalar) and no 8 bytes are proven.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct Written {
+    MlirOperation func;
+    int arg;
+    bool written;
+} Written;
+
+/* Whether op may write through a memref operand rooted at the argument: any use but a load or a
+ * view (an op with a memref result) counts as a write. */
+static MlirWalkResult find_write(MlirOperation op, void *user) {
+    Written *w = user;
+    if (op_is(op, "memref.load") || op_is(op, "vector.load")) return MlirWalkResultAdvance;
+    if (mlirOperationGetNumResults(op) == 1 && mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetResult(op, 0)))) {
+        return MlirWalkResultAdvance;
+    }
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (mlirTypeIsAMemRef(mlirValueGetType(v)) && root_of(w->func, v).arg == w->arg) {
+            w->written = true;
+            return MlirWalkResultInterrupt;
+        }
+    }
+    return MlirWalkResultAdvance;
+}
+
+/* Whether the run starting at `first` (16 bytes) is one to funnel. */
+static bool funnels(MlirOperation func, const Access *first, int64_t elem_bytes) {
+    Linear f;
+    Root r;
+    if (first->store || elem_bytes >= 4 || !group_form(func, first, &f, &r) || r.arg < 0 || r.align < 16) return false;
+    if (min64(linear_multiple(&f) * elem_bytes, 16) >= 8) return false; /* 8-byte vectors do without selects */
+    Linear terms = f;
+    terms.k = 0;
+    if (linear_multiple(&terms) * elem_bytes >= 16) return false; /* a constant misalignment: the exact split */
+    Written w = {func, r.arg, false};
+    mlirOperationWalk(func, find_write, &w, MlirWalkPreOrder);
+    return !w.written;
+}
+
+static MlirValue extract_at(Builder *b, MlirValue v, int64_t i, MlirType t) {
+    MlirNamedAttribute pos = named_attr(b->ctx, "static_position", mlirDenseI64ArrayGet(b->ctx, 1, &i));
+    return mlirOperationGetResult(build_op(b, "vector.extract", 1, &v, 1, &t, 1, &pos), 0);
+}
+
+/* At the first load: the run's two chunks, its words out of them, its lanes (which replace the
+ * loads). */
+static void emit_funnel_group(Access **g, int lanes, int64_t elem_bytes) {
+    Access *first = g[0];
+    for (int i = 1; i < lanes; ++i) {
+        if (g[i]->pos < first->pos) first = g[i];
+    }
+    Builder b = builder_before(first->op);
+    MlirType mt = mlirValueGetType(g[0]->memref), elem = mlirShapedTypeGetElementType(mt);
+    MlirType i32 = mlirIntegerTypeGet(b.ctx, 32), i64 = mlirIntegerTypeGet(b.ctx, 64);
+    int rank = (int)mlirShapedTypeGetRank(mt);
+    int64_t strides[MAX_RANK], offset;
+    mlirMemRefTypeGetStridesAndOffset(mt, strides, &offset);
+    /* the run's first element: its offset in the buffer, modulo the lanes */
+    MlirValue operands[MAX_RANK + 1];
+    operands[0] = g[0]->memref;
+    int n = group_operands(&b, g, operands, 1);
+    MlirValue at = operands[n - 1], lin = build_binary(&b, "arith.addi", at, const_index(&b, offset));
+    for (int d = 0; d + 1 < rank; ++d) {
+        lin = build_binary(&b, "arith.addi", lin, build_binary(&b, "arith.muli", operands[1 + d], const_index(&b, strides[d])));
+    }
+    MlirValue m = build_binary(&b, "arith.andi", lin, const_index(&b, lanes - 1));
+    MlirValue lo_at = build_binary(&b, "arith.subi", at, m);
+    MlirValue skew = build_select(&b, build_cmp(&b, false, "ne", m, const_index(&b, 0)), const_index(&b, lanes), const_index(&b, 0));
+    MlirType vt = vector_type(elem, lanes), wt = vector_type(i32, 4);
+    MlirNamedAttribute align = alignment_attr(b.ctx, 16);
+    MlirValue words[8];
+    for (int h = 0; h < 2; ++h) {
+        operands[n - 1] = h == 0 ? lo_at : build_binary(&b, "arith.addi", lo_at, skew);
+        MlirValue chunk = mlirOperationGetResult(build_op(&b, "vector.load", n, operands, 1, &vt, 1, &align), 0);
+        MlirValue w = mlirOperationGetResult(build_op(&b, "vector.bitcast", 1, &chunk, 1, &wt, 0, NULL), 0);
+        for (int i = 0; i < 4; ++i) words[4 * h + i] = extract_at(&b, w, i, i32);
+    }
+    /* the run's words: w[q + i] by q's bits, high to low, then the funnel by s bits */
+    MlirValue bytes = build_binary(&b, "arith.muli", m, const_index(&b, elem_bytes));
+    MlirValue q = build_binary(&b, "arith.shrui", bytes, const_index(&b, 2));
+    int len = 8;
+    for (int step = 2; step >= 1; step /= 2) {
+        MlirValue bit = build_binary(&b, "arith.andi", q, const_index(&b, step));
+        MlirValue on = build_cmp(&b, false, "ne", bit, const_index(&b, 0));
+        for (int j = 0; j + step < len; ++j) words[j] = build_select(&b, on, words[j + step], words[j]);
+        len -= step;
+    }
+    if (elem_bytes < 4) {
+        MlirValue s = build_binary(&b, "arith.muli", build_binary(&b, "arith.andi", bytes, const_index(&b, 3)), const_index(&b, 8));
+        s = build_unary(&b, "arith.index_cast", s, i64);
+        for (int i = 0; i < 4; ++i) {
+            MlirValue pair = build_binary(&b, "arith.ori", build_binary(&b, "arith.shli", build_unary(&b, "arith.extui", words[i + 1], i64), const_int(&b, i64, 32)),
+                                          build_unary(&b, "arith.extui", words[i], i64));
+            words[i] = build_unary(&b, "arith.trunci", build_binary(&b, "arith.shrui", pair, s), i32);
+        }
+    }
+    MlirValue run = build_value(&b, "vector.from_elements", 4, words, wt);
+    run = mlirOperationGetResult(build_op(&b, "vector.bitcast", 1, &run, 1, &vt, 0, NULL), 0);
+    MlirValue lane[MAX_GROUP];
+    for (int i = 0; i < lanes; ++i) lane[i] = extract_at(&b, run, i, elem);
+    for (int i = 0; i < lanes; ++i) replace_op(g[i]->op, 1, &lane[i]);
+}
+
 /* At the last store: the stored values as one vector, one vector store. */
 static void emit_store_group(Access **g, int lanes, int64_t align) {
     Access *last = g[0];
@@ -385,7 +524,7 @@ static int64_t element_bytes(MlirType elem) {
 /* The first group of one stretch (no op between its accesses touches memory
  * but they), emitted; false if there is none.  One at a time: the next is
  * chosen on the block as this one left it. */
-static bool emit_first_group(MlirOperation func, Access *acc, int n) {
+static bool emit_first_group(MlirOperation func, Access *acc, int n, bool funnel_loads) {
     Access **row = malloc(sizeof *row * (size_t)(n + 1));
     bool emitted = false;
     for (int i = 0; row && i < n && !emitted; ++i) {
@@ -404,14 +543,17 @@ static bool emit_first_group(MlirOperation func, Access *acc, int n) {
                 bool run = s == 0 || row[s - 1]->k != row[s]->k; /* k, k + 1, ..., one access each */
                 for (int l = 1; l < lanes && run; ++l) run = row[s + l]->k == row[s]->k + l;
                 if (!run || (s + lanes < m && row[s + lanes]->k == row[s + lanes - 1]->k)) continue;
-                if (group_alignment(func, row[s], elem_bytes) < bytes) continue;
+                bool funnel = bytes == 16 && funnel_loads && funnels(func, row[s], elem_bytes);
+                if (!funnel && group_alignment(func, row[s], elem_bytes) < bytes) continue;
                 int lo = row[s]->pos, hi = row[s]->pos;
                 for (int l = 1; l < lanes; ++l) {
                     lo = row[s + l]->pos < lo ? row[s + l]->pos : lo;
                     hi = row[s + l]->pos > hi ? row[s + l]->pos : hi;
                 }
                 if (hazard(func, acc, n, row + s, lanes, lo, hi)) continue;
-                if (row[s]->store) {
+                if (funnel) {
+                    emit_funnel_group(row + s, lanes, elem_bytes);
+                } else if (row[s]->store) {
                     emit_store_group(row + s, lanes, bytes);
                 } else {
                     emit_load_group(row + s, lanes, bytes);
@@ -466,7 +608,7 @@ static MlirOperation stretch(MlirOperation start, Access **acc, int *n, int *cap
 
 /* Each stretch of the block grouped until no group is left in it, then the
  * blocks of the op that ends it. */
-static void vectorize_block(MlirOperation func, MlirBlock block) {
+static void vectorize_block(MlirOperation func, MlirBlock block, bool funnel_loads) {
     int cap = 64, n = 0;
     Access *acc = malloc(sizeof *acc * (size_t)cap);
     if (!acc) return;
@@ -477,12 +619,12 @@ static void vectorize_block(MlirOperation func, MlirBlock block) {
         MlirOperation start = mlirOperationIsNull(before) ? mlirBlockGetFirstOperation(block) : mlirOperationGetNextInBlock(before);
         if (mlirOperationIsNull(start)) break;
         MlirOperation end = stretch(start, &acc, &n, &cap);
-        if (n >= 2 && emit_first_group(func, acc, n)) continue;
+        if (n >= 2 && emit_first_group(func, acc, n, funnel_loads)) continue;
         if (mlirOperationIsNull(end)) break;
         for (intptr_t r = 0; r < mlirOperationGetNumRegions(end); ++r) {
             MlirRegion region = mlirOperationGetRegion(end, r);
             for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
-                vectorize_block(func, b);
+                vectorize_block(func, b, funnel_loads);
             }
         }
         before = end;
@@ -643,15 +785,20 @@ static void widen_bf16_lanes(MlirOperation f) {
     vmap_free(&w.words);
 }
 
-static void vector_access_kernel(MlirOperation f) {
+static void vector_access_kernel_with(MlirOperation f, bool funnel_loads) {
     OpList loops = {0}; /* innermost first (post-order): an outer one is left if it holds a loop */
     mlirOperationWalk(f, collect_lane_loop, &loops, MlirWalkPostOrder);
     for (int i = 0; i < loops.n; ++i) unroll(loops.ops[i]);
     oplist_free(&loops);
     MlirRegion region = mlirOperationGetRegion(f, 0);
-    for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) vectorize_block(f, b);
+    for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+        vectorize_block(f, b, funnel_loads);
+    }
     widen_bf16_lanes(f);
 }
+
+static void vector_access_kernel(MlirOperation f) { vector_access_kernel_with(f, true); }
+static void vector_access_kernel_aligned(MlirOperation f) { vector_access_kernel_with(f, false); }
 
 static int run_vector_access(MlirOperation top, void *user) {
     (void)user;
@@ -659,11 +806,26 @@ static int run_vector_access(MlirOperation top, void *user) {
     return 0;
 }
 
-static _Alignas(8) const char vector_access_type_id;
+static int run_vector_access_aligned(MlirOperation top, void *user) {
+    (void)user;
+    gpu_each_kernel(top, vector_access_kernel_aligned);
+    return 0;
+}
+
+static _Alignas(8) const char vector_access_type_id, vector_access_aligned_type_id;
 
 MlirPass pt2_create_gpu_vector_access_pass(void) {
     return make_external_pass("pt2-gpu-vector-access",
                               "In GPU kernels, consecutive scalar loads and stores of 16 (or 8) aligned bytes become one "
-                              "vector.load / vector.store (passes/gpu_vector_access.c)",
+                              "vector.load / vector.store, and 16 bytes of loads whose alignment varies two aligned "
+                              "ones and a funnel (passes/gpu_vector_access.c)",
                               "builtin.module", run_vector_access, &vector_access_type_id);
+}
+
+/* PT2_DISABLE=gpu-funnel-loads: runs whose alignment varies stay scalar loads. */
+MlirPass pt2_create_gpu_vector_access_aligned_pass(void) {
+    return make_external_pass("pt2-gpu-vector-access-aligned",
+                              "pt2-gpu-vector-access without funnel loads: 16 bytes of loads whose alignment varies stay "
+                              "scalar (PT2_DISABLE=gpu-funnel-loads, for A/B measurements)",
+                              "builtin.module", run_vector_access_aligned, &vector_access_aligned_type_id);
 }

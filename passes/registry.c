@@ -52,6 +52,7 @@ MlirPass pt2_create_gpu_kernel_args_pass(void);
 MlirPass pt2_create_gpu_kernel_args_one_block_pass(void);
 MlirPass pt2_create_gpu_name_kernels_pass(void);
 MlirPass pt2_create_gpu_vector_access_pass(void);
+MlirPass pt2_create_gpu_vector_access_aligned_pass(void);
 MlirPass pt2_create_gpu_reciprocal_pass(void);
 MlirPass pt2_create_gpu_fast_math_pass(void);
 MlirPass pt2_create_gpu_dedupe_kernels_pass(void);
@@ -228,7 +229,10 @@ static const PassEntry pt2_passes[] = {
      "else the CPUs this process may use), for pt2-gpu-module-to-binary's threads (passes/gpu_merge_modules.c)",
      pt2_create_gpu_merge_modules_parts_pass},
     {"pt2-gpu-vector-access", "In GPU kernels, consecutive scalar loads and stores of 16 (or 8) aligned bytes become one "
-     "vector.load / vector.store (passes/gpu_vector_access.c)", pt2_create_gpu_vector_access_pass},
+     "vector.load / vector.store, and 16 bytes of loads whose alignment varies two aligned ones and a funnel "
+     "(passes/gpu_vector_access.c)", pt2_create_gpu_vector_access_pass},
+    {"pt2-gpu-vector-access-aligned", "pt2-gpu-vector-access without funnel loads (PT2_DISABLE=gpu-funnel-loads, for A/B "
+     "measurements)", pt2_create_gpu_vector_access_aligned_pass},
     {"pt2-gpu-reciprocal", "In GPU kernels, divisions of several values by one divisor: its reciprocal once, then "
      "products (passes/gpu_reciprocal.c)", pt2_create_gpu_reciprocal_pass},
     {"pt2-gpu-fast-math", "In GPU kernels, f32 math whose results are seen only through f16/bf16 roundings: FMA contraction, "
@@ -429,7 +433,9 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "",
              sm80_shared || pt2_disabled(disable, "gpu-two-blocks") ? "pt2-gpu-kernel-args-one-block" : "pt2-gpu-kernel-args",
              chip, chip, link,
-             pt2_disabled(disable, "gpu-vector-access") ? "" : "pt2-gpu-vector-access,",
+             pt2_disabled(disable, "gpu-vector-access")  ? ""
+             : pt2_disabled(disable, "gpu-funnel-loads") ? "pt2-gpu-vector-access-aligned,"
+                                                         : "pt2-gpu-vector-access,",
              pt2_disabled(disable, "gpu-reciprocal") ? "" : "pt2-gpu-reciprocal,",
              pt2_disabled(disable, "gpu-fast-math") ? "" : "pt2-gpu-fast-math,");
     return text;

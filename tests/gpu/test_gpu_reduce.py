@@ -132,6 +132,23 @@ def test_copied_rows_fewer_lanes(op, dtype, rows, n, disable, monkeypatch):
     check_row_op(op, x, w, b)
 
 
+# a LayerNorm over rows of an odd width: each row's aligned column vectors start at a column of its own,
+# so the weight's and bias's 16 bytes there are read as two aligned vectors and a funnel
+# (pt2-gpu-vector-access, passes/gpu_vector_access.c), rows in registers (777, 1001) and copied into shared
+# memory (16411); weight and bias contiguous, or slices at an element's offset (not 16-byte aligned: their
+# loads stay scalar); f32 keeps its word loads; also under PT2_DISABLE=gpu-funnel-loads; against eager
+@pytest.mark.parametrize("n", [777, 1001, 16411])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("weights,disable", [("contiguous", ""), ("offset", ""), ("contiguous", "gpu-funnel-loads")])
+def test_funnel_loads_layer_norm(n, dtype, weights, disable, monkeypatch):
+    monkeypatch.setenv("PT2_DISABLE", disable)
+    x = rand((203 if n < 16411 else 1001, n), dtype, 31) * 3  # rows enough for one launch a row (not split)
+    w, b = rand((n + 1,), dtype, 32), rand((n + 1,), dtype, 33)
+    w, b = (w[1:], b[1:]) if weights == "offset" else (w[:n], b[:n])
+    x[7, n - 1] = 40.0
+    check_row_op("layer_norm", x, w, b)
+
+
 # two inputs of a row kept in shared memory (softmax(x + y)), contiguous, at odd offsets of a wider
 # buffer, transposed in memory: against eager
 @pytest.mark.parametrize("layout", ["contiguous", "offset", "transposed"])

@@ -178,7 +178,8 @@ module attributes {gpu.container_module} {
 // not aligned, so each row's vectors start at its first aligned column,
 // align_up(s) - s; s cancels out of the address (row * 50257 + that column),
 // leaving align_up(s) + t * 4: 16-byte vectors.  The same column over a
-// one-row weight (no row part to cancel) stays scalar.
+// one-row weight (no row part to cancel) stays scalar: whole words (16-bit
+// elements funnel, gpu-vector-funnel.mlir).
 // CHECK-LABEL: gpu.func @aligned_rows
 // CHECK: vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<2048x50257xf32>, vector<4xf32>
 // CHECK-COUNT-4: memref.load %arg1
