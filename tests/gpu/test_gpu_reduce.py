@@ -136,7 +136,8 @@ def test_copied_rows_fewer_lanes(op, dtype, rows, n, disable, monkeypatch):
 # so the weight's and bias's 16 bytes there are read as two aligned vectors and a funnel
 # (pt2-gpu-vector-access, passes/gpu_vector_access.c), rows in registers (777, 1001) and copied into shared
 # memory (16411); weight and bias contiguous, or slices at an element's offset (not 16-byte aligned: their
-# loads stay scalar); f32 keeps its word loads; also under PT2_DISABLE=gpu-funnel-loads; against eager
+# loads stay scalar); f32 words funnel only in copied rows (blocks an SM fixed by shared memory); also under
+# PT2_DISABLE=gpu-funnel-loads; against eager
 @pytest.mark.parametrize("n", [777, 1001, 16411])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("weights,disable", [("contiguous", ""), ("offset", ""), ("contiguous", "gpu-funnel-loads")])

@@ -77,14 +77,34 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// Whole words (f32) keep their four loads: a funnel's selects and its
-// eight words held cost more than two loads save.
+// Whole words (f32) keep their four loads, where the funnel's selects and
+// eight words held cost more registers than two loads save; they funnel
+// where the kernel's blocks an SM are fixed by its shared memory
+// (nvvm.minctasm, pt2-gpu-kernel-args), ptxas fitting the registers to them.
 // CHECK-LABEL: gpu.func @words
 // CHECK-COUNT-4: memref.load %arg0
 // CHECK-NOT: vector.load %arg0
+// CHECK-LABEL: gpu.func @occupied_words
+// CHECK-COUNT-2: vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<9x37xf32>, vector<4xf32>
+// CHECK: arith.select
+// CHECK-NOT: memref.load %arg0
 module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @words(%x: memref<9x37xf32> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<9x32xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %r = gpu.block_id x
+      %t = gpu.thread_id x
+      %c = arith.muli %t, %c4 : index
+      scf.for %l = %c0 to %c4 step %c1 {
+        %a = arith.addi %c, %l : index
+        %v = memref.load %x[%r, %a] : memref<9x37xf32>
+        memref.store %v, %y[%r, %a] : memref<9x32xf32>
+      }
+      gpu.return
+    }
+    gpu.func @occupied_words(%x: memref<9x37xf32> {llvm.align = 16 : i64, llvm.noalias}, %y: memref<9x32xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel attributes {nvvm.minctasm = 3 : i32} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c4 = arith.constant 4 : index
