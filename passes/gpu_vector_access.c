@@ -459,7 +459,8 @@ static void emit_funnel_group(Access **g, int lanes, int64_t elem_bytes) {
     }
     MlirValue m = build_binary(&b, "arith.andi", lin, const_index(&b, lanes - 1));
     MlirValue lo_at = build_binary(&b, "arith.subi", at, m);
-    MlirValue skew = build_select(&b, build_cmp(&b, false, "ne", m, const_index(&b, 0)), const_index(&b, lanes), const_index(&b, 0));
+    MlirValue skewed = build_cmp(&b, false, "ne", m, const_index(&b, 0));
+    MlirValue skew = build_select(&b, skewed, const_index(&b, lanes), const_index(&b, 0));
     MlirType vt = vector_type(elem, lanes), wt = vector_type(i32, 4);
     MlirNamedAttribute align = alignment_attr(b.ctx, 16);
     MlirValue words[8];
@@ -480,11 +481,11 @@ static void emit_funnel_group(Access **g, int lanes, int64_t elem_bytes) {
         len -= step;
     }
     if (elem_bytes < 4) {
-        MlirValue s = build_binary(&b, "arith.muli", build_binary(&b, "arith.andi", bytes, const_index(&b, 3)), const_index(&b, 8));
-        s = build_unary(&b, "arith.index_cast", s, i64);
+        MlirValue s = build_binary(&b, "arith.andi", bytes, const_index(&b, 3));
+        s = build_unary(&b, "arith.index_cast", build_binary(&b, "arith.muli", s, const_index(&b, 8)), i64);
         for (int i = 0; i < 4; ++i) {
-            MlirValue pair = build_binary(&b, "arith.ori", build_binary(&b, "arith.shli", build_unary(&b, "arith.extui", words[i + 1], i64), const_int(&b, i64, 32)),
-                                          build_unary(&b, "arith.extui", words[i], i64));
+            MlirValue high = build_unary(&b, "arith.extui", words[i + 1], i64), low = build_unary(&b, "arith.extui", words[i], i64);
+            MlirValue pair = build_binary(&b, "arith.ori", build_binary(&b, "arith.shli", high, const_int(&b, i64, 32)), low);
             words[i] = build_unary(&b, "arith.trunci", build_binary(&b, "arith.shrui", pair, s), i32);
         }
     }

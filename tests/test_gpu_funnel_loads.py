@@ -1,9 +1,9 @@
 """pt2-gpu-vector-access's funnel loads, run: kernels whose 16-byte runs of loads start at an offset
 known only at run time (a weight read from a row's first aligned column, rows of an odd width), after
 the pass, executed thread by thread by a small interpreter of the ops the pass emits, against numpy's
-copy of the same elements, for every offset modulo the run, elements of 1 and 2 bytes, and words where the kernel's blocks an SM are
-fixed (else they keep their loads), 1-D and 2-D buffers;
-and every byte the kernel reads within the 16-byte chunks of its buffer.  No GPU needed."""
+copy of the same elements, for every offset modulo the run; elements of 1 and 2 bytes, and words where
+the kernel's blocks an SM are fixed (else they keep their loads); 1-D and 2-D buffers; and every byte the
+kernel reads within the 16-byte chunks of its buffer.  No GPU needed."""
 import os
 import re
 import subprocess
@@ -108,16 +108,16 @@ def kernel_text(kind, elem, lanes, minctasm=False):
     """A kernel copying each thread's run of `lanes` elements: `weight` from w[h + lanes t] (h the block
     index), `rows` from row r (the block) of rows of 37 elements; minctasm: blocks an SM fixed by the
     kernel's shared memory, as pt2-gpu-kernel-args marks copied rows."""
+    attrs = "{llvm.align = 16 : i64, llvm.noalias}"
     if kind == "weight":
-        args = f"%w: memref<301x{elem}> {{llvm.align = 16 : i64, llvm.noalias}}, %y: memref<33x320x{elem}> {{llvm.align = 16 : i64, llvm.noalias}}"
+        types = f"memref<301x{elem}>", f"memref<33x320x{elem}>"
         start = "%i = arith.addi %b, %c : index"
         load, store = "memref.load %w[%a]", "memref.store %v, %y[%b, %o]"
-        types = f"memref<301x{elem}>", f"memref<33x320x{elem}>"
     else:
-        args = f"%w: memref<9x37x{elem}> {{llvm.align = 16 : i64, llvm.noalias}}, %y: memref<9x32x{elem}> {{llvm.align = 16 : i64, llvm.noalias}}"
+        types = f"memref<9x37x{elem}>", f"memref<9x32x{elem}>"
         start = "%i = arith.addi %c, %c0 : index"
         load, store = "memref.load %w[%b, %a]", "memref.store %v, %y[%b, %o]"
-        types = f"memref<9x37x{elem}>", f"memref<9x32x{elem}>"
+    args = f"%w: {types[0]} {attrs}, %y: {types[1]} {attrs}"
     return f"""module attributes {{gpu.container_module}} {{
   gpu.module @k {{
     gpu.func @copy({args}) kernel{" attributes {nvvm.minctasm = 3 : i32}" if minctasm else ""} {{
