@@ -561,13 +561,14 @@ static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
 /* The strides of a form's result (docs/capture.md, "Calling compiled graphs"), as eager gives them:
  * index_fill and index_put are input.clone().<op>_() and keep the input's layout (empty_like's
  * rule), as lerp does where its input has the result's shape (a TensorIterator op whose first operand
- * orders the dims); index_add, index_copy and the scatters are structured kernels writing a new contiguous
+ * orders the dims) and argsort (sort's indices: self's strides where dense); index_add, index_copy and the scatters are structured kernels writing a new contiguous
  * tensor; broadcast_tensors' expand views are eager's own; the tensors any other form made (its
  * ops are not eager's) get unknown strides, returned contiguous. */
 static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *input, int first_new) {
     /* 1: the input's layout kept; 2: contiguous */
     static const struct { const char *name; int kind; } writes[] = {
-        {"index_fill", 1}, {"index_put", 1}, {"lerp", 1}, {"index_add", 2}, {"index_copy", 2}, {"scatter", 2}, {"scatter_add", 2}, {"scatter_reduce", 2},
+        {"index_fill", 1}, {"index_put", 1}, {"lerp", 1}, {"argsort", 1},
+        {"index_add", 2}, {"index_copy", 2}, {"scatter", 2}, {"scatter_add", 2}, {"scatter_reduce", 2},
     };
     if (!r || strcmp(py_name, "broadcast_tensors") == 0) return r;
     int kind = 0;

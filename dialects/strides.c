@@ -420,15 +420,18 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
             pt2_contiguous_strides(o, res[0].s);
         }
         return;
+    case META_SORT: /* sort's meta: values and indices take self's strides where dense, else the dense ones they order */
+        for (int r = 0; r < n_out; ++r) pt2_preserve_strides(&in[0], &st[0], &res[r]);
+        return;
     case META_MATMUL:
         /* matmul(2-d or 1-d, batched) is a transposed view of a product */
         if (in[0].rank <= 2 && in[1].rank >= 3) return;
         break;
     case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION:
     case META_INDEX_SELECT: case META_GATHER: case META_REPEAT: case META_CONSTANT: case META_FULL:
-    case META_ARANGE: case META_EYE:
+    case META_ARANGE: case META_EYE: case META_TOPK:
         break;
-    default: /* einsum, index, cat, sort, topk, group/rms norm: not modelled */
+    default: /* einsum, index, cat, group/rms norm: not modelled */
         return;
     }
     for (int r = 0; r < n_out; ++r) {

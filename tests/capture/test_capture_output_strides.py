@@ -292,6 +292,20 @@ def test_contiguous_results():
     check(lambda a: torch.softmax(a, 0), t)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_sort_keeps_layout(dtype):
+    """sort's values and indices (argsort's too) take the input's strides where it is dense (ATen's sort
+    meta), else the dense strides in its order; topk's are contiguous.  Distinct values: topk's order
+    among ties is not eager's."""
+    x = rand(5, 7, 6) if dtype.is_floating_point else torch.randperm(210, generator=torch.Generator().manual_seed(3)).reshape(5, 7, 6)
+    for a in (x, x.transpose(0, 2), x.permute(1, 2, 0), x[:, 1:6], x.to(memory_format=torch.contiguous_format)[::2]):
+        for dim in (0, 1, -1):
+            check(lambda a: torch.sort(a, dim=dim, stable=True), a)
+            check(lambda a: torch.argsort(a, dim=dim, stable=True) + 1, a)
+            check(lambda a: torch.sort(a * 2, dim=dim, descending=True, stable=True)[0], a)
+        check(lambda a: torch.topk(a, 2, dim=1), a)
+
+
 def test_unmodelled_ops_fall_back_to_contiguous_values():
     """Ops whose eager layout pt2 does not model: values right (strides contiguous, as before)."""
     x = rand(2, 3, 5, 7).to(memory_format=CL)
