@@ -560,24 +560,40 @@ static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
 
 /* The strides of a form's result (docs/capture.md, "Calling compiled graphs"), as eager gives them:
  * index_fill and index_put are input.clone().<op>_() and keep the input's layout (empty_like's
- * rule), as lerp does where its input has the result's shape (a TensorIterator op whose first operand
- * orders the dims) and argsort (sort's indices: self's strides where dense); index_add, index_copy and the scatters are structured kernels writing a new contiguous
- * tensor; broadcast_tensors' expand views are eager's own; the tensors any other form made (its
- * ops are not eager's) get unknown strides, returned contiguous. */
-static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *input, int first_new) {
-    /* 1: the input's layout kept; 2: contiguous */
+ * rule), as argsort does (sort's indices: self's strides where dense); lerp is a TensorIterator op
+ * over input, end and a tensor weight (their order decides the dims'); index_add, index_copy and the
+ * scatters are structured kernels writing a new contiguous tensor; broadcast_tensors' expand views
+ * are eager's own; the tensors any other form made (its ops are not eager's) get unknown strides,
+ * returned contiguous.  ops: the form's operands, input first. */
+static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *const *ops, int n_ops, int first_new) {
+    /* 1: the input's layout kept; 2: contiguous; 3: TensorIterator's over the tensor operands */
     static const struct { const char *name; int kind; } writes[] = {
-        {"index_fill", 1}, {"index_put", 1}, {"lerp", 1}, {"argsort", 1},
+        {"index_fill", 1}, {"index_put", 1}, {"argsort", 1}, {"lerp", 3},
         {"index_add", 2}, {"index_copy", 2}, {"scatter", 2}, {"scatter_add", 2}, {"scatter_reduce", 2},
     };
     if (!r || strcmp(py_name, "broadcast_tensors") == 0) return r;
     int kind = 0;
     for (size_t i = 0; i < sizeof writes / sizeof writes[0] && !kind; ++i) kind = strcmp(py_name, writes[i].name) == 0 ? writes[i].kind : 0;
-    int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
-    if (kind && r->kind == V_TENSOR && r->value >= first_new && input && input->kind == V_TENSOR && input->rank == r->rank &&
-        memcmp(input->sizes, r->sizes, sizeof(int64_t) * (size_t)r->rank) == 0 &&
-        (kind == 2 ? pt2StridesOfFormat(r->rank, r->sizes, 0, want) == 0
-                   : var_strides(t, input, have) && pt2StridesPreserved(r->rank, r->sizes, have, want) == 0)) {
+    Var *input = n_ops > 0 ? ops[0] : NULL;
+    int64_t have[4][PT2_MAX_RANK], want[PT2_MAX_RANK];
+    bool fresh = kind && r->kind == V_TENSOR && r->value >= first_new && input && input->kind == V_TENSOR;
+    if (fresh && kind == 3) {
+        int ranks[4], n = 0;
+        const int64_t *sizes[4], *strides[4];
+        bool known = true;
+        for (int i = 0; i < n_ops && i < 4 && known; ++i) {
+            if (!ops[i] || ops[i]->kind != V_TENSOR) continue;
+            known = var_strides(t, ops[i], have[n]);
+            ranks[n] = ops[i]->rank, sizes[n] = ops[i]->sizes, strides[n] = have[n];
+            ++n;
+        }
+        if (known && pt2StridesOfTensorIterator(n, ranks, sizes, strides, r->rank, r->sizes, want) == 1) {
+            pt2GraphSetValueStrides(t->graph, r->value, want);
+            return r;
+        }
+    } else if (fresh && input->rank == r->rank && memcmp(input->sizes, r->sizes, sizeof(int64_t) * (size_t)r->rank) == 0 &&
+               (kind == 2 ? pt2StridesOfFormat(r->rank, r->sizes, 0, want) == 0
+                          : var_strides(t, input, have[0]) && pt2StridesPreserved(r->rank, r->sizes, have[0], want) == 0)) {
         pt2GraphSetValueStrides(t->graph, r->value, want);
         return r;
     }
@@ -783,8 +799,8 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
         int first_new = pt2GraphValueCount(t->graph);
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
         Var *r = fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
-        Var *input = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input");
-        return as_view_of(t, polyfills[i].py_name, form_strides(t, polyfills[i].py_name, r, input, first_new), input);
+        Var *ops[3] = {ARG(0, "input"), ARG(1, "end"), ARG(2, "weight")};
+        return as_view_of(t, polyfills[i].py_name, form_strides(t, polyfills[i].py_name, r, ops, 3, first_new), ops[0]);
     }
     return NULL;
 }
@@ -809,7 +825,8 @@ Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObjec
         int first_new = pt2GraphValueCount(t->graph);
         Var *v = trace_wrap(t, method_polyfills[i].py_fn, NULL);
         Var *r = v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
-        return as_view_of(t, method_polyfills[i].py_name, form_strides(t, method_polyfills[i].py_name, r, args[0], first_new), args[0]);
+        Var *ops[3] = {args[0], ARG(1, "end"), ARG(2, "weight")};
+        return as_view_of(t, method_polyfills[i].py_name, form_strides(t, method_polyfills[i].py_name, r, ops, 3, first_new), args[0]);
     }
     return NULL;
 }

@@ -264,6 +264,23 @@ static int tensor_iterator(const Pt2TensorType *in, const Pt2Strides *st, int n,
     return 1;
 }
 
+int pt2StridesOfTensorIterator(int n, const int *ranks, const int64_t *const *sizes, const int64_t *const *strides,
+                               int out_rank, const int64_t *out_sizes, int64_t *out_strides) {
+    Pt2TensorType in[8];
+    Pt2Strides st[8], res;
+    if (n < 1 || n > 8 || out_rank < 0 || out_rank > PT2_MAX_RANK) return -1;
+    for (int i = 0; i < n; ++i) {
+        if (ranks[i] < 0 || ranks[i] > out_rank) return -1;
+        in[i] = shape_of(ranks[i], sizes[i]);
+        st[i].known = true;
+        memcpy(st[i].s, strides[i], sizeof(int64_t) * (size_t)ranks[i]);
+    }
+    Pt2TensorType out = shape_of(out_rank, out_sizes);
+    if (!tensor_iterator(in, st, n, &out, &res)) return 0;
+    memcpy(out_strides, res.s, sizeof(int64_t) * (size_t)out_rank);
+    return 1;
+}
+
 /*===----------------------------------------------------------------------===*
  * Views
  *===----------------------------------------------------------------------===*/

@@ -154,6 +154,12 @@ PT2_EXPORT int pt2StridesAreFormat(int rank, const int64_t *sizes, const int64_t
  * reshape copies, -1 for bad ranks. */
 PT2_EXPORT int pt2StridesOfView(int rank, const int64_t *sizes, const int64_t *strides, int out_rank, const int64_t *out_sizes,
                                 int64_t *out_strides);
+/* The strides TensorIterator gives the result of out_sizes of n operands (ranks[i], sizes[i],
+ * strides[i]; broadcast ones too): its fast paths (all contiguous, all channels last, equal dense),
+ * else dense strides with the dims ordered by the operands, the first deciding.  1 and the strides,
+ * 0 where they are not known (an empty result), -1 for bad ranks. */
+PT2_EXPORT int pt2StridesOfTensorIterator(int n, const int *ranks, const int64_t *const *sizes, const int64_t *const *strides,
+                                          int out_rank, const int64_t *out_sizes, int64_t *out_strides);
 /* The module as MLIR text (malloc'ed; free with pt2Free). */
 PT2_EXPORT char *pt2GraphToText(Pt2Graph *g);
 PT2_EXPORT void pt2Free(void *p);

@@ -114,20 +114,22 @@ def test_sliced_input():
 # addcmul, addcdiv (TensorIterator over input, tensor1, tensor2: pt2 adds input to their product, in
 # that operand order) and lerp (where the input has the result's shape) keep eager's layout: every mix of
 # contiguous, transposed, broadcast and strided-slice operands; bf16 computes in f32, rounding once
-@pytest.mark.parametrize("op", ["addcmul", "addcdiv", "lerp"])
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv", "lerp", "lerp_tensor", "lerp_method"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_ternary_pointwise_layouts(op, dtype):
+    """Every mix of layouts, broadcast inputs included (lerp: TensorIterator's order over input, end and
+    a tensor weight, the first deciding)."""
     layouts = {"contiguous": rand(5, 7, dtype=dtype), "transposed": rand(7, 5, seed=1, dtype=dtype).t(),
                "broadcast": rand(7, seed=2, dtype=dtype), "sliced": rand(10, 7, seed=3, dtype=dtype)[::2]}
     fns = {"addcmul": lambda x, y, z: torch.addcmul(x, y, z, value=0.5),
            "addcdiv": lambda x, y, z: torch.addcdiv(x, y, z.abs() + 1, value=-2),
-           "lerp": lambda x, y, z: torch.lerp(x, y, 0.25)}
+           "lerp": lambda x, y, z: torch.lerp(x, y, 0.25),
+           "lerp_tensor": lambda x, y, z: torch.lerp(x, y, z),
+           "lerp_method": lambda x, y, z: x.lerp(y, weight=z)}
     tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
     for x in layouts.values():
         for y in layouts.values():
             for z in layouts.values():
-                if op == "lerp" and x.dim() < 2 and y.dim() == 2:
-                    continue  # a broadcast input: the end's layout (eager's), pt2's unknown (contiguous)
                 check(fns[op], x, y, z, **tol)
 
 
