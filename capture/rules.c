@@ -104,11 +104,29 @@ static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
             Var *fix = rem && signs ? op2(t, "logical_and", op2(t, "ne", rem, zero, "%s", ""), signs, "%s", "") : NULL;
             return fix ? op2(t, "add", fd, convert_to(t, fix, fd->dtype), "%s", "") : NULL;
         }
-        /* toward zero: ceil below zero, else floor (which keeps -0.0, as C's trunc) */
+        /* toward zero: ceil below zero, else floor (which keeps -0.0, as C's trunc).  An f16 or bf16 tensor
+         * over a Python number divides by the number in f32 and truncates there, rounding once (ATen's
+         * CPU kernel takes the scalar as its opmath type: bf16 -227 / -2.5 = -90.8 -> 90, where the
+         * quotient rounded first is 91); two tensors' quotient is rounded to their type first, as there */
+        Var *other = arg(&b, "other");
+        Pt2DType dt = fd->dtype;
+        bool half_by_number = (dt == PT2_F16 || dt == PT2_BF16) && other && other->kind == V_CONST && other->obj &&
+                              (PyFloat_Check(other->obj) || (PyLong_Check(other->obj) && !PyBool_Check(other->obj)));
+        if (half_by_number) {
+            double d = PyFloat_AsDouble(other->obj);
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                return trace_break(t, "div(): a divisor beyond a double's range");
+            }
+            x = convert_to(t, convert_to(t, x, dt), PT2_F32);
+            y = scalar_tensor(t, (double)(float)d, PT2_F32);
+            if (!x || !y) return NULL;
+        }
         Var *q = op2(t, "div", x, y, "%s", "");
         Var *zero = q ? scalar_tensor(t, 0, q->dtype) : NULL;
-        return zero ? op3(t, "where", op2(t, "lt", q, zero, "%s", ""), op1(t, "ceil", q, "%s", ""), op1(t, "floor", q, "%s", ""), "%s", "")
-                    : NULL;
+        Var *r = zero ? op3(t, "where", op2(t, "lt", q, zero, "%s", ""), op1(t, "ceil", q, "%s", ""), op1(t, "floor", q, "%s", ""), "%s", "")
+                      : NULL;
+        return r && half_by_number ? convert_to(t, r, dt) : r;
     }
     return trace_break(t, "div(): unknown rounding_mode");
 }

@@ -205,6 +205,26 @@ def test_div_trunc_as_eager():
                 assert torch.equal(got.signbit(), want.signbit()), (got, want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_div_trunc_half_as_eager(dtype):
+    """div(rounding_mode="trunc") of f16/bf16: over a Python number eager divides by the number in f32
+    and truncates there, rounding once (bf16 -227 / -2.5 = 90.8 truncates to 90, where the quotient
+    rounded to bf16 first is 91); two tensors' quotient is rounded to their type before truncating."""
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(1001, generator=g) * 300).to(dtype)
+    y = (torch.randn(1001, generator=g) * 3).to(dtype)
+    x[:4] = torch.tensor([-227.0, 0.0, -0.0, 230.25])
+    for d in (-2.5, 0.7, 3, -7, 1e-3, 1e4):
+        fn = lambda x, d=d: torch.div(x, d, rounding_mode="trunc")  # noqa: E731
+        pt2.reset()
+        got, want = pt2.compile(fn)(x), fn(x)
+        assert got.dtype == want.dtype and torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), d
+    fn = lambda x, y: x.div(y, rounding_mode="trunc")  # noqa: E731
+    pt2.reset()
+    got, want = pt2.compile(fn)(x, y), fn(x, y)
+    assert got.dtype == want.dtype and torch.equal(got.nan_to_num(9.5), want.nan_to_num(9.5))
+
+
 def test_bool_powers_are_int64():
     """A bool tensor to an int power is an int64 tensor in eager (True ** 2 is 1): `b ** 2` was
     traced as b * b, a bool; to a float power a float."""
