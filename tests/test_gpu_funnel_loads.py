@@ -106,11 +106,13 @@ def run_thread(func, mems, block, thread):
 
 def kernel_text(kind, elem, lanes, minctasm=False):
     """A kernel copying each thread's run of `lanes` elements: `weight` from w[h + lanes t] (h the block
-    index), `rows` from row r (the block) of rows of 37 elements; minctasm: blocks an SM fixed by the
+    index; `offset`: of a view 5 elements into its buffer), `rows` from row r (the block) of rows of 37
+    elements; minctasm: blocks an SM fixed by the
     kernel's shared memory, as pt2-gpu-kernel-args marks copied rows."""
     attrs = "{llvm.align = 16 : i64, llvm.noalias}"
-    if kind == "weight":
-        types = f"memref<301x{elem}>", f"memref<33x320x{elem}>"
+    if kind in ("weight", "offset"):
+        view = f"memref<301x{elem}, strided<[1], offset: 5>>" if kind == "offset" else f"memref<301x{elem}>"
+        types = view, f"memref<33x320x{elem}>"
         start = "%i = arith.addi %b, %c : index"
         load, store = "memref.load %w[%a]", "memref.store %v, %y[%b, %o]"
     else:
@@ -154,7 +156,7 @@ NP = {"i8": np.uint8, "bf16": np.uint16, "f16": np.uint16, "f32": np.uint32, "f6
 
 
 @pytest.mark.parametrize("elem,minctasm", [("i8", False), ("bf16", False), ("f16", False), ("f32", False), ("f32", True)])
-@pytest.mark.parametrize("kind", ["weight", "rows"])
+@pytest.mark.parametrize("kind", ["weight", "offset", "rows"])
 def test_funnel_loads_run(elem, minctasm, kind):
     lanes = 16 // (BITS[elem] // 8)
     func = funnelled(kernel_text(kind, elem, lanes, minctasm))
@@ -166,13 +168,16 @@ def test_funnel_loads_run(elem, minctasm, kind):
         assert "memref.load" not in names and names.count("vector.load") == 2, names  # the run funnelled
         assert "arith.select" in names
     rng = np.random.default_rng(BITS[elem] + len(kind))
-    w_shape, y_shape = ((301,), (33, 320)) if kind == "weight" else ((9, 37), (9, 32))
+    one_row = kind != "rows"
+    w_shape, y_shape = ((301,), (33, 320)) if one_row else ((9, 37), (9, 32))
     info = np.iinfo(NP[elem])
-    w = rng.integers(0, info.max, size=w_shape, dtype=NP[elem], endpoint=True)
-    blocks = 2 * lanes + 1 if kind == "weight" else 9  # every offset modulo the run, and past it
-    threads = (w_shape[-1] - blocks) // lanes if kind == "weight" else 32 // lanes
+    shift = 5 if kind == "offset" else 0  # the view's first element in its buffer
+    buf = rng.integers(0, info.max, size=(w_shape[0] + shift,) + w_shape[1:], dtype=NP[elem], endpoint=True)
+    w = buf[shift:]
+    blocks = 2 * lanes + 1 if one_row else 9  # every offset modulo the run, and past it
+    threads = (w_shape[-1] - blocks) // lanes if one_row else 32 // lanes
     y = np.zeros(y_shape, dtype=NP[elem])
-    mw = Memory(f"memref<{'x'.join(map(str, w_shape))}x{elem}>", w)
+    mw = Memory(kernel_text(kind, elem, lanes).split("%w: ")[1].split(" {llvm")[0], buf)
     my = Memory(f"memref<{'x'.join(map(str, y_shape))}x{elem}>", y)
     for b in range(blocks):
         for t in range(threads):
@@ -181,7 +186,7 @@ def test_funnel_loads_run(elem, minctasm, kind):
     expect = np.zeros_like(y)
     for b in range(blocks):
         for t in range(threads):
-            src = w[b + t * lanes: b + t * lanes + lanes] if kind == "weight" else w[b, t * lanes: t * lanes + lanes]
+            src = w[b + t * lanes: b + t * lanes + lanes] if one_row else w[b, t * lanes: t * lanes + lanes]
             expect[b, t * lanes: t * lanes + lanes] = src
     np.testing.assert_array_equal(out, expect)
     # every load within a 16-byte aligned chunk of the buffer, past its end by less than a chunk
