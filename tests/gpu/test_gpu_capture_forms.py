@@ -247,3 +247,23 @@ def test_multihead_attention_fast_path_cuda(need_weights):
     _same(got[0], want[0], 1e-4)
     if need_weights:
         _same(got[1], want[1], 1e-4)
+
+
+@needs_cuda
+def test_layouts_of_sort_and_lerp_cuda():
+    """sort's values and indices (argsort's) take a dense input's strides, lerp TensorIterator's over its
+    operands (a broadcast input: the end's layout), on CUDA tensors as eager's.  Values and strides
+    against eager CUDA (distinct values: topk's order among ties differs)."""
+    x = torch.randperm(5 * 7 * 6, generator=torch.Generator().manual_seed(4)).reshape(5, 7, 6).float().cuda()
+    end, row = rand(6, 7, seed=5, device="cuda").t(), rand(7, seed=6, device="cuda")
+    cases = [(lambda a: torch.sort(a, dim=1, stable=True), x.transpose(0, 2)),
+             (lambda a: torch.argsort(a, dim=-1, stable=True) + 1, x.permute(1, 2, 0)),
+             (lambda a: torch.topk(a, 3, dim=0), x[:, 1:6]),
+             (lambda a: torch.lerp(row, a, 0.25), end)]
+    for fn, a in cases:
+        pt2.reset()
+        want, got = fn(a), pt2.compile(fn)(a)
+        for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            assert [s for s, n in zip(g.stride(), g.shape) if n > 1] == [s for s, n in zip(w.stride(), w.shape) if n > 1]
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
