@@ -153,9 +153,16 @@ static MlirWalkResult note_access(MlirOperation op, void *user) {
         MlirValue root = buffer_root(v);
         if (!mlirValueIsABlockArgument(root) || !mlirBlockEqual(mlirBlockArgumentGetOwner(root), a->body)) continue;
         intptr_t k = mlirBlockArgumentGetArgNumber(root);
-        if (k < a->n) a->access[k] |= load ? 1 : store ? 2 : 3;
+        if (k < a->n) a->access[k] |= load ? GPU_ARG_READ : store ? GPU_ARG_WRITTEN : GPU_ARG_READ | GPU_ARG_WRITTEN;
     }
     return MlirWalkResultAdvance;
+}
+
+void gpu_kernel_arg_access(MlirOperation kernel, int n, unsigned char *access) {
+    if (n <= 0) return;
+    memset(access, 0, (size_t)n);
+    ArgAccess seen = {mlirRegionGetFirstBlock(mlirOperationGetRegion(kernel, 0)), n, access};
+    mlirOperationWalk(kernel, note_access, &seen, MlirWalkPreOrder);
 }
 
 /* An index constant, or an affine.apply of constants (the launch bounds
@@ -351,9 +358,8 @@ static void mark_launch(MlirOperation kernel, MlirOperation launch) {
         MlirValue v = mlirOperationGetOperand(launch, start + i);
         roots[i] = mlirTypeIsAMemRef(mlirValueGetType(v)) ? buffer_root(v) : (MlirValue){NULL};
     }
-    unsigned char access[256] = {0};
-    ArgAccess seen = {body, n, access};
-    mlirOperationWalk(kernel, note_access, &seen, MlirWalkPreOrder);
+    unsigned char access[256];
+    gpu_kernel_arg_access(kernel, n, access);
     MlirContext ctx = mlirOperationGetContext(kernel);
     MlirAttribute old = mlirOperationGetAttributeByName(kernel, sref("arg_attrs"));
     MlirAttribute attrs[256];
@@ -363,7 +369,7 @@ static void mark_launch(MlirOperation kernel, MlirOperation launch) {
         /* a buffer both read and written in the kernel may be written by one thread and read by another
          * across a barrier (a row reduction's workspace): noalias would let LLVM keep a value loaded
          * before the barrier, so only read-only or write-only buffers get it */
-        bool unique = access[i] != 3;
+        bool unique = access[i] != (GPU_ARG_READ | GPU_ARG_WRITTEN);
         for (int j = 0; j < n && unique; ++j) unique = j == i || mlirValueIsNull(roots[j]) || !mlirValueEqual(roots[i], roots[j]);
         attrs[i] = buffer_attrs(ctx, attrs[i], unique);
     }

@@ -96,6 +96,12 @@ typedef struct GpuMapOptions {
     bool full_copied_lanes;
 } GpuMapOptions;
 
+/* How a kernel's ops use its first n arguments (gpu_kernel_args.c), through views: access[i] has
+ * GPU_ARG_READ for a load, GPU_ARG_WRITTEN for a store, both for any other op that takes it. */
+#define GPU_ARG_READ 1
+#define GPU_ARG_WRITTEN 2
+void gpu_kernel_arg_access(MlirOperation kernel, int n, unsigned char *access);
+
 /* lb, trip count and step of every one of the n dimensions of an
  * scf.parallel or scf.for; false unless all are constants (gpu_reduce.c). */
 bool gpu_constant_bounds(MlirOperation loop, int n, int64_t *lb, int64_t *trip, int64_t *step);

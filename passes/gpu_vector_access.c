@@ -391,44 +391,25 @@ static void emit_load_group(Access **g, int lanes, int64_t align) {
  * 8-byte vector, a scalar) and no 8 bytes are proven.
  *===----------------------------------------------------------------------===*/
 
-typedef struct Written {
-    MlirOperation func;
-    int arg;
-    bool written;
-} Written;
-
-/* Whether op may write through a memref operand rooted at the argument: any use but a load or a
- * view (an op with a memref result) counts as a write. */
-static MlirWalkResult find_write(MlirOperation op, void *user) {
-    Written *w = user;
-    if (op_is(op, "memref.load") || op_is(op, "vector.load")) return MlirWalkResultAdvance;
-    if (mlirOperationGetNumResults(op) == 1 && mlirTypeIsAMemRef(mlirValueGetType(mlirOperationGetResult(op, 0)))) {
-        return MlirWalkResultAdvance;
-    }
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-        MlirValue v = mlirOperationGetOperand(op, i);
-        if (mlirTypeIsAMemRef(mlirValueGetType(v)) && root_of(w->func, v).arg == w->arg) {
-            w->written = true;
-            return MlirWalkResultInterrupt;
-        }
-    }
-    return MlirWalkResultAdvance;
-}
+/* A kernel's arguments as its ops use them (gpu_kernel_arg_access), taken once a kernel where funnel
+ * loads are on. */
+typedef struct ArgUse {
+    int n;
+    unsigned char *access;
+} ArgUse;
 
 /* Whether the run starting at `first` (16 bytes) is one to funnel. */
-static bool funnels(MlirOperation func, const Access *first, int64_t elem_bytes) {
+static bool funnels(MlirOperation func, const Access *first, int64_t elem_bytes, const ArgUse *use) {
     Linear f;
     Root r;
-    if (first->store || elem_bytes > 4 || !group_form(func, first, &f, &r) || r.arg < 0 || r.align < 16) return false;
+    if (first->store || elem_bytes > 4 || !group_form(func, first, &f, &r) || r.arg < 0 || r.arg >= use->n || r.align < 16) return false;
+    if (use->access[r.arg] & GPU_ARG_WRITTEN) return false;
     /* words only where ptxas must fit the registers to the blocks an SM that shared memory allows */
     if (elem_bytes == 4 && mlirAttributeIsNull(mlirOperationGetAttributeByName(func, sref("nvvm.minctasm")))) return false;
     if (min64(linear_multiple(&f) * elem_bytes, 16) >= 8) return false; /* 8-byte vectors do without selects */
     Linear terms = f;
     terms.k = 0;
-    if (linear_multiple(&terms) * elem_bytes >= 16) return false; /* a constant misalignment: the exact split */
-    Written w = {func, r.arg, false};
-    mlirOperationWalk(func, find_write, &w, MlirWalkPreOrder);
-    return !w.written;
+    return linear_multiple(&terms) * elem_bytes < 16; /* else a constant misalignment: the exact split */
 }
 
 static MlirValue extract_at(Builder *b, MlirValue v, int64_t i, MlirType t) {
@@ -528,7 +509,7 @@ static int64_t element_bytes(MlirType elem) {
 /* The first group of one stretch (no op between its accesses touches memory
  * but they), emitted; false if there is none.  One at a time: the next is
  * chosen on the block as this one left it. */
-static bool emit_first_group(MlirOperation func, Access *acc, int n, bool funnel_loads) {
+static bool emit_first_group(MlirOperation func, Access *acc, int n, const ArgUse *use) {
     Access **row = malloc(sizeof *row * (size_t)(n + 1));
     bool emitted = false;
     for (int i = 0; row && i < n && !emitted; ++i) {
@@ -547,7 +528,7 @@ static bool emit_first_group(MlirOperation func, Access *acc, int n, bool funnel
                 bool run = s == 0 || row[s - 1]->k != row[s]->k; /* k, k + 1, ..., one access each */
                 for (int l = 1; l < lanes && run; ++l) run = row[s + l]->k == row[s]->k + l;
                 if (!run || (s + lanes < m && row[s + lanes]->k == row[s + lanes - 1]->k)) continue;
-                bool funnel = bytes == 16 && funnel_loads && funnels(func, row[s], elem_bytes);
+                bool funnel = bytes == 16 && use && funnels(func, row[s], elem_bytes, use);
                 if (!funnel && group_alignment(func, row[s], elem_bytes) < bytes) continue;
                 int lo = row[s]->pos, hi = row[s]->pos;
                 for (int l = 1; l < lanes; ++l) {
@@ -612,7 +593,7 @@ static MlirOperation stretch(MlirOperation start, Access **acc, int *n, int *cap
 
 /* Each stretch of the block grouped until no group is left in it, then the
  * blocks of the op that ends it. */
-static void vectorize_block(MlirOperation func, MlirBlock block, bool funnel_loads) {
+static void vectorize_block(MlirOperation func, MlirBlock block, const ArgUse *use) {
     int cap = 64, n = 0;
     Access *acc = malloc(sizeof *acc * (size_t)cap);
     if (!acc) return;
@@ -623,12 +604,12 @@ static void vectorize_block(MlirOperation func, MlirBlock block, bool funnel_loa
         MlirOperation start = mlirOperationIsNull(before) ? mlirBlockGetFirstOperation(block) : mlirOperationGetNextInBlock(before);
         if (mlirOperationIsNull(start)) break;
         MlirOperation end = stretch(start, &acc, &n, &cap);
-        if (n >= 2 && emit_first_group(func, acc, n, funnel_loads)) continue;
+        if (n >= 2 && emit_first_group(func, acc, n, use)) continue;
         if (mlirOperationIsNull(end)) break;
         for (intptr_t r = 0; r < mlirOperationGetNumRegions(end); ++r) {
             MlirRegion region = mlirOperationGetRegion(end, r);
             for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
-                vectorize_block(func, b, funnel_loads);
+                vectorize_block(func, b, use);
             }
         }
         before = end;
@@ -795,9 +776,16 @@ static void vector_access_kernel_with(MlirOperation f, bool funnel_loads) {
     for (int i = 0; i < loops.n; ++i) unroll(loops.ops[i]);
     oplist_free(&loops);
     MlirRegion region = mlirOperationGetRegion(f, 0);
-    for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
-        vectorize_block(f, b, funnel_loads);
+    ArgUse use = {0};
+    if (funnel_loads) {
+        use.n = (int)mlirBlockGetNumArguments(mlirRegionGetFirstBlock(region));
+        use.access = malloc((size_t)use.n + 1);
+        if (use.access) gpu_kernel_arg_access(f, use.n, use.access);
     }
+    for (MlirBlock b = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+        vectorize_block(f, b, use.access ? &use : NULL);
+    }
+    free(use.access);
     widen_bf16_lanes(f);
 }
 
