@@ -405,6 +405,18 @@ static bool emit_value(Emit *e, Var *v, int depth) {
                 PyErr_Clear();
                 return fail(e, "a method without a name");
             }
+            PyObject *fn = PyMethod_GET_FUNCTION(v->obj);
+            if (_PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(v->obj)), fname) != fn) {
+                /* not what self.<name> finds (super().f, a base class's f bound to self): the
+                 * function itself, bound again, never self's own override */
+                Py_DECREF(fname);
+                pt2_asm_push_null(e->a);
+                pt2_asm_load_const(e->a, (PyObject *)&PyMethod_Type);
+                pt2_asm_load_const(e->a, fn);
+                if (!emit_var(e, v->self, depth + 1)) return false;
+                pt2_asm_call(e->a, 2);
+                return true;
+            }
             bool ok = emit_var(e, v->self, depth + 1);
             if (ok) pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(fname));
             Py_DECREF(fname);

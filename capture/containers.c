@@ -466,9 +466,8 @@ Var *container_method(Trace *t, Var *self, const char *name, Var **args, int n_a
         int count = 0;
         for (int i = 0; i < self->n_items; ++i) {
             Var *k = self->items[i];
-            int eq = k == args[0] ? 1 : (k->kind == V_CONST && args[0]->kind == V_CONST) ? PyObject_RichCompareBool(k->obj, args[0]->obj, Py_EQ)
-                                                                                          : var_same_object(k, args[0]);
-            PyErr_Clear();
+            int eq = trace_equal(t, k, args[0]);
+            if (eq == -2) return NULL;
             if (eq < 0) return trace_break(t, "%s.%s() of values only known at run time", self->kind == V_LIST ? "list" : "tuple", name);
             if (eq == 1 && name[0] == 'i') return int_const(t, i);
             count += eq == 1;

@@ -292,10 +292,181 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
     return x;
 }
 
+/*--- Operands over the memory an in-place op writes ------------------------------*/
+
+/* Where a tensor's elements lie in its storage's base, counted in the base's
+ * own (logical, contiguous) element order: an offset and a stride per dim. */
+typedef struct Footprint {
+    int rank;
+    int64_t offset, sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+} Footprint;
+
+/* The strides of `sizes` viewing a tensor of (osizes, ostrides), as a view
+ * (ATen's computeStride); false where no view has them (eager copies). */
+static bool reshape_strides(int orank, const int64_t *osizes, const int64_t *ostrides, int rank, const int64_t *sizes,
+                            int64_t *strides) {
+    int64_t numel = 1;
+    for (int d = 0; d < orank; ++d) numel *= osizes[d];
+    if (numel == 0 || orank == 0) {
+        int64_t st = 1;
+        for (int d = rank - 1; d >= 0; --d) strides[d] = st, st *= sizes[d] > 1 ? sizes[d] : 1;
+        return true;
+    }
+    int view_d = rank - 1;
+    int64_t chunk = ostrides[orank - 1], tensor_numel = 1, view_numel = 1;
+    for (int td = orank - 1; td >= 0; --td) {
+        tensor_numel *= osizes[td];
+        if (td == 0 || (osizes[td - 1] != 1 && ostrides[td - 1] != tensor_numel * chunk)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
+                strides[view_d] = view_numel * chunk;
+                view_numel *= sizes[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel) return false;
+            if (td > 0) chunk = ostrides[td - 1], tensor_numel = 1, view_numel = 1;
+        }
+    }
+    return view_d == -1;
+}
+
+/* v's footprint through its chain of views (write_back's five kinds); false
+ * where a view's placement is not known. */
+static bool footprint(const Var *v, Footprint *f, int depth) {
+    if (!v->view_parent) {
+        f->rank = v->rank;
+        f->offset = 0;
+        int64_t st = 1;
+        for (int d = v->rank - 1; d >= 0; --d) f->sizes[d] = v->sizes[d], f->strides[d] = st, st *= v->sizes[d];
+        return true;
+    }
+    Footprint p;
+    if (!v->view_op || depth > 64 || !footprint(v->view_parent, &p, depth + 1)) return false;
+    const char *op = v->view_op;
+    if (strcmp(op, "alias") == 0) {
+        *f = p;
+        return true;
+    }
+    f->rank = v->rank;
+    f->offset = p.offset;
+    memcpy(f->sizes, v->sizes, sizeof(int64_t) * (size_t)v->rank);
+    if (strcmp(op, "permute") == 0) {
+        int64_t perm[PT2_MAX_RANK];
+        view_perm(v, perm);
+        for (int d = 0; d < v->rank; ++d) f->strides[d] = p.strides[perm[d]];
+        return true;
+    }
+    if (strcmp(op, "reshape") == 0) return reshape_strides(p.rank, p.sizes, p.strides, v->rank, v->sizes, f->strides);
+    int dim = (int)view_attr(v, "dim");
+    if (dim < 0) dim += p.rank;
+    if (dim < 0 || dim >= p.rank) return false;
+    int64_t size = p.sizes[dim];
+    if (strcmp(op, "select") == 0) {
+        int64_t index = view_attr(v, "index");
+        if (index < 0) index += size;
+        f->offset += index * p.strides[dim];
+        for (int d = 0, k = 0; d < p.rank; ++d) {
+            if (d != dim) f->strides[k++] = p.strides[d];
+        }
+        return true;
+    }
+    if (strcmp(op, "slice") != 0) return false;
+    int64_t a = view_attr(v, "start"), c = strstr(v->view_attrs, "step = ") ? view_attr(v, "step") : 1;
+    if (a < 0) a += size;
+    a = a < 0 ? 0 : a > size ? size : a;
+    f->offset += a * p.strides[dim];
+    memcpy(f->strides, p.strides, sizeof(int64_t) * (size_t)p.rank);
+    f->strides[dim] = p.strides[dim] * c;
+    return true;
+}
+
+static int64_t footprint_numel(const Footprint *f) {
+    int64_t n = 1;
+    for (int d = 0; d < f->rank; ++d) n *= f->sizes[d];
+    return n;
+}
+
+static bool same_footprint(const Footprint *a, const Footprint *b) {
+    if (a->rank != b->rank || a->offset != b->offset) return false;
+    for (int d = 0; d < a->rank; ++d) {
+        if (a->sizes[d] != b->sizes[d] || (a->sizes[d] > 1 && a->strides[d] != b->strides[d])) return false;
+    }
+    return true;
+}
+
+/* Marks (or, test: finds) f's elements in a bitmap of the base's elements. */
+static bool visit(const Footprint *f, uint8_t *bits, bool test) {
+    int64_t idx[PT2_MAX_RANK] = {0}, n = footprint_numel(f);
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t at = f->offset;
+        for (int d = 0; d < f->rank; ++d) at += idx[d] * f->strides[d];
+        if (test && (bits[at >> 3] >> (at & 7) & 1)) return true;
+        if (!test) bits[at >> 3] |= (uint8_t)(1u << (at & 7));
+        for (int d = f->rank - 1; d >= 0 && ++idx[d] == f->sizes[d]; --d) idx[d] = 0;
+    }
+    return false;
+}
+
+static int64_t base_numel(const Var *x) {
+    while (x->view_parent) x = x->view_parent;
+    int64_t numel = 1;
+    for (int d = 0; d < x->rank; ++d) numel *= x->sizes[d];
+    return numel;
+}
+
+/* Whether footprints fa and fb of one storage (base_numel elements) share
+ * an element without being the same elements in the same order: ATen's
+ * partial overlap, unknown counted as one. */
+static bool footprints_overlap(Footprint fa, Footprint fb, int64_t base_numel) {
+    if (same_footprint(&fa, &fb)) return false;
+    int64_t na = footprint_numel(&fa), nb = footprint_numel(&fb);
+    if (na == 0 || nb == 0) return false;
+    int64_t lo[2], hi[2];
+    const Footprint *fs[2] = {&fa, &fb};
+    for (int k = 0; k < 2; ++k) {
+        lo[k] = hi[k] = fs[k]->offset;
+        for (int d = 0; d < fs[k]->rank; ++d) {
+            int64_t span = (fs[k]->sizes[d] - 1) * fs[k]->strides[d];
+            if (span < 0) lo[k] += span; else hi[k] += span;
+        }
+    }
+    if (hi[0] < lo[1] || hi[1] < lo[0]) return false;
+    if (lo[0] < 0 || lo[1] < 0 || hi[0] >= base_numel || hi[1] >= base_numel || base_numel > ((int64_t)1 << 26) ||
+        na + nb > ((int64_t)1 << 24)) {
+        return true;
+    }
+    uint8_t *bits = PyMem_Calloc((size_t)(base_numel + 7) / 8, 1);
+    if (!bits) return true;
+    visit(&fa, bits, false);
+    bool shared = visit(&fb, bits, true);
+    PyMem_Free(bits);
+    return shared;
+}
+
+/* Whether an operand of an in-place op on x partially overlaps x's memory
+ * (x[1:] = x[:-1], x += x.t()): eager raises there (a break lets it); an
+ * operand over other elements of the storage (x.diagonal(1).sub_(x[0, 0]))
+ * or over the same ones in the same order (x[0] += x[0]) is read as it was
+ * before the op, as eager reads it. */
+bool reads_own_memory(Trace *t, Var *x, Var *const *ops, int n, const char *what) {
+    for (int i = 0; i < n; ++i) {
+        Var *o = ops[i];
+        if (!o || o->kind != V_TENSOR || o == x || o->storage != x->storage) continue;
+        Footprint fx, fo;
+        if (!footprint(x, &fx, 0) || !footprint(o, &fo, 0) || footprints_overlap(fx, fo, base_numel(x))) {
+            trace_break(t, "in-place %s reading memory it writes in another order (eager raises: its operands partially overlap)", what);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* x.<name>_(...) for a method whose out-of-place form has a rule. */
 Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = args[0];
     size_t len = strlen(name);
+    if (x->kind == V_TENSOR && (reads_own_memory(t, x, args + 1, n_args - 1, name) || reads_own_memory(t, x, kw_values, n_kw, name))) {
+        return NULL;
+    }
     if (strcmp(name, "copy_") == 0 && n_args == 2 && n_kw == 0) {
         Var *src = args[1];
         if (src->kind == V_TENSOR && src->dtype != x->dtype) src = convert_to(t, src, x->dtype); /* copy_ casts freely */
@@ -331,7 +502,50 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
     return r ? trace_assign_inplace(t, x, r, name) : NULL;
 }
 
+/* Whether v partially overlaps the box of x that x[index] = v writes. */
+static bool box_overlaps(const Var *x, const int64_t *start, const int64_t *stop, const int64_t *step, const bool *is_int,
+                         const Var *v) {
+    Footprint fx, fv, box;
+    if (!footprint(x, &fx, 0) || !footprint(v, &fv, 0)) return true;
+    box.rank = 0;
+    box.offset = fx.offset;
+    for (int d = 0; d < fx.rank; ++d) {
+        box.offset += start[d] * fx.strides[d];
+        if (is_int[d]) continue;
+        box.sizes[box.rank] = stop[d] > start[d] ? (stop[d] - start[d] + step[d] - 1) / step[d] : 0;
+        box.strides[box.rank++] = fx.strides[d] * step[d];
+    }
+    /* v broadcast over the box: its leading dims are the box's outer ones */
+    if (fv.rank > box.rank) return true;
+    Footprint wide = {box.rank, fv.offset, {0}, {0}};
+    for (int d = 0; d < box.rank; ++d) {
+        int k = d - (box.rank - fv.rank);
+        wide.sizes[d] = box.sizes[d];
+        wide.strides[d] = k < 0 || fv.sizes[k] == 1 ? 0 : fv.strides[k];
+    }
+    return footprints_overlap(box, wide, base_numel(x));
+}
+
 /*--- x[index] = value ------------------------------------------------------------*/
+
+/* Two index Vars that select the same elements: the same Var (an augmented
+ * assignment's copy on the stack), or slices, tuples and constants made of
+ * the same parts. */
+static bool same_index(const Var *a, const Var *b) {
+    if (a == b) return true;
+    if (!a || !b || a->kind != b->kind) return false;
+    if (a->kind == V_CONST) {
+        int eq = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
+        PyErr_Clear();
+        return eq == 1;
+    }
+    if (a->kind != V_SLICE && a->kind != V_TUPLE) return false;
+    if (a->n_items != b->n_items) return false;
+    for (int i = 0; i < a->n_items; ++i) {
+        if (!same_index(a->items[i], b->items[i])) return false;
+    }
+    return true;
+}
 
 /* x[:, ..., index] = value with one 1-d integer tensor index and full slices (or an ellipsis) for the
  * other dimensions: index_put along that dimension (the last value where indices repeat, negative ones
@@ -390,6 +604,15 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     }
     if (value->kind == V_CONST && !var_is_number(value)) return trace_break(t, "tensor item assignment of a non-number"), false;
     if (value->kind != V_TENSOR && value->kind != V_CONST) return trace_break(t, "tensor item assignment of this value"), false;
+    /* v over x's own memory (x[i] = x[j]): x[i] op= v stores the view it read, the same elements;
+     * otherwise the region written is compared with v's below (a box), or the write breaks */
+    bool own = value->kind == V_TENSOR && value->storage == x->storage && value != x &&
+               !(value->subscript_base == x && same_index(value->subscript_index, index));
+    bool box = true;
+    for (int i = 0; i < n; ++i) box &= items[i]->kind == V_SLICE || (items[i]->kind == V_CONST && (items[i]->obj == Py_Ellipsis || PyLong_Check(items[i]->obj)));
+    if (own && !box) {
+        return trace_break(t, "x[index] = v with v over x's own memory and an advanced index (eager decides the overlap)"), false;
+    }
     if (n == 1 && items[0]->kind == V_TENSOR && items[0]->dtype == PT2_BOOL) return setitem_mask(t, x, items[0], value);
     Var *along = setitem_along(t, x, items, n, value);
     if (along || t->broke) return along && trace_assign_inplace(t, x, along, "x[..., index, ...] = v");
@@ -435,6 +658,9 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
         } else {
             return trace_break(t, "tensor item assignment with a %s index (advanced indexing)", it->kind == V_TENSOR ? "tensor" : "non-constant"), false;
         }
+    }
+    if (own && box_overlaps(x, start, stop, step, is_int, value)) {
+        return trace_break(t, "x[...] = v with v over the elements written in another order (eager raises: they partially overlap)"), false;
     }
     Var *v = value->kind == V_CONST ? const_scalar(t, value, x->dtype) : convert_to(t, value, x->dtype);
     Var *r = v ? scatter_box(t, x, start, stop, step, is_int, v) : NULL;

@@ -439,6 +439,7 @@ static bool run_instructions(SymFrame *f) {
                 i = next;
                 continue; /* nothing to check after a list grows in place */
             }
+            if (arg >= 13 && a->kind == V_TENSOR && reads_own_memory(t, a, &b, 1, binary_op_names[k])) goto failed;
             Var *r = k < 13 ? trace_binary_op(t, binary_op_names[k], a, b) : NULL;
             if (r && arg >= 13 && a->kind == V_TENSOR) {
                 /* x += y on a tensor mutates x: every alias sees the new value */
@@ -768,8 +769,17 @@ static bool run_instructions(SymFrame *f) {
                 trace_break(t, "with-statement on a context manager pt2 does not know");
                 goto failed;
             }
+            bool grad_on = strcmp(PyUnicode_AsUTF8(mgr->obj), "ctx:grad_on") == 0;
+            for (int g = 0; grad_on && !t->grad_enabled && g < t->n_guards; ++g) {
+                /* torch.enable_grad() under no_grad over a tensor already read that requires grad:
+                 * the block's results need autograd (as such a tensor read in grad mode does) */
+                if (t->guards[g].kind == G_TENSOR && t->guards[g].requires_grad) {
+                    trace_break(t, "torch.enable_grad() over a tensor that requires grad (training is not supported yet)");
+                    goto failed;
+                }
+            }
             PyObject *restore = PyUnicode_FromString(t->grad_enabled ? "exit:grad_on" : "exit:grad_off");
-            t->grad_enabled = strcmp(PyUnicode_AsUTF8(mgr->obj), "ctx:grad_on") == 0;
+            t->grad_enabled = grad_on;
             Var *exit = var_new(t, V_CALLABLE);
             exit->obj = trace_keep(t, restore);
             exit->start = t->grad_enabled; /* the mode the block runs in (a graph break re-enters it) */

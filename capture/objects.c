@@ -484,6 +484,27 @@ static Var *missing_attribute(Trace *t, Var *base, PyObject *name) {
     return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
 }
 
+/* A class attribute the trace used as it found it on base's class (a method's
+ * function, a property): guarded to stay that object, so that patching the
+ * class or a base class it inherits from (A.f = g, A.p = property(...))
+ * recompiles, and, for a method, to stay unshadowed by the instance's own
+ * dict (a.f = g; modules' forward too).  The guards read the class and the
+ * instance dict, which the version tags (guard_tags.c) let later calls skip. */
+void guard_class_attr(Trace *t, Var *base, PyObject *name, PyObject *found, bool method) {
+    if (!base->source || base->fresh || !base->obj) return;
+    PyTypeObject *ty = Py_TYPE(base->obj);
+    if (_PyType_Lookup(ty, name) != found) return; /* a classmethod, a C descriptor: as before */
+    const char *n = PyUnicode_AsUTF8(name);
+    trace_guard(t, G_ID, source_derived(t, SRC_ATTR, source_const(t, (PyObject *)ty), 0, n), found, 0);
+    if (!method) return; /* a property comes before the instance dict */
+    PyObject *dict = pt2_safe_getattr(base->obj, s_dict, NULL);
+    if (dict && PyDict_Check(dict) && PyDict_Contains(dict, name) == 0) {
+        trace_guard(t, G_HAS_KEY, source_derived(t, SRC_ATTR, base->source, 0, "__dict__"), name, 0);
+    }
+    Py_XDECREF(dict);
+    PyErr_Clear();
+}
+
 /* Lookup of `name` on base's type and instance without its type's Python
  * __getattribute__ (the generic algorithm); NULL if the trace broke. */
 Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
@@ -494,7 +515,10 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     PyTypeObject *ty = Py_TYPE(base->obj);
     if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
-    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) return property_get(t, base, descr, name);
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
+        guard_class_attr(t, base, name, descr, false);
+        return property_get(t, base, descr, name);
+    }
     if (PyUnicode_Compare(name, s_dict) == 0) {
         /* the instance dict: read key by key (each read guarded), not wrapped whole */
         PyObject *d = pt2_safe_getattr(base->obj, name, NULL);
@@ -536,6 +560,7 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     if (is_method) {
         r = method_var(t, base, PyMethod_GET_FUNCTION(v), v);
         if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
+        guard_class_attr(t, base, name, PyMethod_GET_FUNCTION(v), true);
     } else {
         Source *s = base->source ? source_derived(t, SRC_ATTR, base->source, 0, n) : NULL;
         r = trace_wrap(t, v, s);

@@ -27,6 +27,7 @@ Var *inline_function(Trace *t, PyObject *fn, Var **args, int n);
 /* The generic lookup (object.__getattribute__) and the full one (a type's
  * Python __getattribute__ inlined first). */
 Var *generic_getattr(Trace *t, Var *base, PyObject *name);
+void guard_class_attr(Trace *t, Var *base, PyObject *name, PyObject *found, bool method);
 Var *object_getattr(Trace *t, Var *base, PyObject *name);
 Var *super_getattr(Trace *t, Var *sup, PyObject *name);
 /* A V_METHOD whose obj is a tag string ("get", "generic:__setattr__", ...)

@@ -376,6 +376,9 @@ static Var *h_pow(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (!x || !y) return NULL;
     if (y->kind == V_CONST && PyFloat_Check(y->obj) == 0 && PyLong_Check(y->obj)) {
         long k = PyLong_AsLong(y->obj);
+        if (k < 0 && x->kind == V_TENSOR && (pt2_dtype_is_int(x->dtype) || x->dtype == PT2_BOOL)) {
+            return trace_raise(t, PyExc_RuntimeError, "Integers to negative integer powers are not allowed.");
+        }
         /* a bool tensor to an int power is an int64 one (eager's promotion): True ** 2 is 1 */
         if (x->kind == V_TENSOR && x->dtype == PT2_BOOL && !PyBool_Check(y->obj) && !(x = convert_to(t, x, PT2_I64))) return NULL;
         if (k == 2 && x->kind == V_TENSOR) return op2(t, "mul", x, x, "%s", "");
@@ -435,6 +438,24 @@ static Var *h_reduce(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return dt != PT2_DTYPE_INVALID ? convert_to(t, r, dt) : r;
 }
 
+/* Whether a max/min/argmax-like reduction of x over dim (all of x: dim < -rank) has no element
+ * to take, where eager raises (IndexError or RuntimeError, by op): a break, so that it does. */
+static bool reduces_nothing(Trace *t, Var *x, int64_t dim, const char *op) {
+    if (x->kind != V_TENSOR) return false;
+    int64_t count = 1;
+    if (dim >= -x->rank && x->rank > 0) {
+        int d = pt2_norm_dim(dim, x->rank);
+        count = d >= 0 ? x->sizes[d] : 1;
+    } else {
+        for (int i = 0; i < x->rank; ++i) count *= x->sizes[i];
+    }
+    if (count != 0) return false;
+    trace_break(t, "%s() of an empty tensor or dim (eager raises)", op);
+    return true;
+}
+
+#define ALL_DIMS INT64_MIN
+
 static Var *h_argreduce(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, dim=None, keepdim=False");
     Var *x = arg(&b, "input");
@@ -443,8 +464,10 @@ static Var *h_argreduce(Trace *t, const RuleEntry *e, Var **args, int n, PyObjec
     if (!x || !arg_bool(t, &b, "keepdim", false, &keep)) return NULL;
     if (arg_present(&b, "dim")) {
         if (!arg_int(t, &b, "dim", 0, &dim)) return NULL;
+        if (reduces_nothing(t, x, dim, e->op)) return NULL;
         return op1(t, e->op, x, "{dim = %lld : i64, keepdim = %s}", (long long)dim, keep ? "true" : "false");
     }
+    if (reduces_nothing(t, x, ALL_DIMS, e->op)) return NULL;
     return op1(t, e->op, x, "{keepdim = %s}", keep ? "true" : "false");
 }
 
@@ -459,9 +482,9 @@ static Var *h_minmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     if (other) return op2(t, is_max ? "maximum" : "minimum", x, other, "%s", "");
     bool keep;
     if (!arg_bool(t, &b, "keepdim", false, &keep)) return NULL;
-    if (!d) return op1(t, is_max ? "amax" : "amin", x, "{keepdim = false}");
+    if (!d) return reduces_nothing(t, x, ALL_DIMS, e->op) ? NULL : op1(t, is_max ? "amax" : "amin", x, "{keepdim = false}");
     int64_t dim;
-    if (!var_int(t, d, &dim)) return NULL;
+    if (!var_int(t, d, &dim) || reduces_nothing(t, x, dim, e->op)) return NULL;
     Var *vals = op1(t, is_max ? "amax" : "amin", x, "{dims = array<i64: %lld>, keepdim = %s}", (long long)dim, keep ? "true" : "false");
     Var *idx = op1(t, is_max ? "argmax" : "argmin", x, "{dim = %lld : i64, keepdim = %s}", (long long)dim, keep ? "true" : "false");
     if (!vals || !idx) return NULL;
@@ -478,10 +501,12 @@ static Var *h_aminmax(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     char attrs[96] = "{keepdim = false}";
     if (d && !(d->kind == V_CONST && d->obj == Py_None)) {
         int64_t dim;
-        if (!var_int(t, d, &dim)) return NULL;
+        if (!var_int(t, d, &dim) || reduces_nothing(t, x, dim, e->op)) return NULL;
         snprintf(attrs, sizeof attrs, "{dims = array<i64: %lld>, keepdim = %s}", (long long)dim, keep ? "true" : "false");
     } else if (keep) {
         return trace_break(t, "aminmax(keepdim=True) without a dim");
+    } else if (reduces_nothing(t, x, ALL_DIMS, e->op)) {
+        return NULL;
     }
     Var *items[2] = {op1(t, "amin", x, "%s", attrs), op1(t, "amax", x, "%s", attrs)};
     return items[0] && items[1] ? make_return_type(t, e->op, items, 2) : NULL;

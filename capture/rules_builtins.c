@@ -424,8 +424,18 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         return const_result(t, op[0] == 's' ? PyObject_Str(args[0]->obj) : PyObject_Repr(args[0]->obj), op);
     }
     if (n == 1 && strcmp(op, "callable") == 0) {
-        VarKind k = args[0]->kind;
-        return var_const(t, k == V_FUNCTION || k == V_METHOD || k == V_CALLABLE || k == V_MODULE ? Py_True : Py_False);
+        Var *v = args[0];
+        VarKind k = v->kind;
+        if (k == V_FUNCTION || k == V_METHOD || k == V_CALLABLE || k == V_PARTIAL) return var_const(t, Py_True);
+        if ((k == V_OBJECT || k == V_MODULE) && v->obj) {
+            /* its class decides (a class, an object with __call__, a made object's shell of its class) */
+            trace_guard(t, G_TYPE, v->source, (PyObject *)Py_TYPE(v->obj), 0);
+            return var_const(t, PyCallable_Check(v->obj) ? Py_True : Py_False);
+        }
+        if (k == V_TENSOR || k == V_TUPLE || k == V_LIST || k == V_DICT || k == V_SET || k == V_SLICE || k == V_RANGE) {
+            return var_const(t, Py_False);
+        }
+        return trace_break(t, "callable() of this value");
     }
     return trace_break(t, "builtin %s() with these arguments is not supported", op);
 }

@@ -89,6 +89,10 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
             if (strcmp(op, tensor_binops[i].py) == 0) return op2(t, tensor_binops[i].op, a, b, "%s", "");
         }
         if (strcmp(op, "**") == 0) {
+            if (a->kind == V_TENSOR && (pt2_dtype_is_int(a->dtype) || a->dtype == PT2_BOOL) && b->kind == V_CONST && PyLong_Check(b->obj) &&
+                !PyBool_Check(b->obj) && PyLong_AsLong(b->obj) < 0) {
+                return trace_raise(t, PyExc_RuntimeError, "Integers to negative integer powers are not allowed.");
+            }
             /* x * x, but a bool's square is an int64 (eager promotes bool ** int) */
             if (b->kind == V_CONST && PyLong_Check(b->obj) && PyLong_AsLong(b->obj) == 2 && a->kind == V_TENSOR && a->dtype != PT2_BOOL) {
                 return op2(t, "mul", a, a, "%s", "");
@@ -283,6 +287,10 @@ int trace_contains(Trace *t, Var *container, Var *item) {
             continue;
         } else if (hashed && (k->kind == V_TENSOR) != (item->kind == V_TENSOR)) {
             continue; /* a tensor's hash is its identity: never equal to a non-tensor key */
+        } else if (k->kind != V_TENSOR && item->kind != V_TENSOR) {
+            int eq = trace_equal(t, k, item); /* identity first, then == (a class's __eq__) */
+            if (eq != 0) return eq;
+            continue;
         }
         int same = var_same_object_guarded(t, k, item);
         if (same == 1) {
@@ -296,6 +304,107 @@ int trace_contains(Trace *t, Var *container, Var *item) {
     }
     return 0;
 }
+
+/* An object whose class may define == in Python: a user object or module. */
+static PyObject *python_eq_hook(Var *v, const char *dunder) {
+    if (!v->obj || (v->kind != V_OBJECT && v->kind != V_MODULE)) return NULL;
+    PyObject *name = PyUnicode_InternFromString(dunder);
+    PyObject *hook = name ? python_hook(Py_TYPE(v->obj), name) : NULL;
+    Py_XDECREF(name);
+    return hook;
+}
+
+/* Python's `a == b` (ne: `a != b`) where neither is a tensor nor a sequence.
+ * A Python __eq__ / __ne__ of either side's class is inlined as CPython calls
+ * it: the right side's first where its class is a proper subclass of the
+ * left's with one of its own, a NotImplemented passing to the other side,
+ * `!=` without a __ne__ of its own being `not __eq__`.  Else the answer is
+ * decided now: by identity where both classes compare by identity (object's
+ * default, an Enum's), else by the objects' own (C) comparison (an IntEnum
+ * and an int, two builtin functions); the identities of the objects from
+ * outside are guarded, so that another object (Mode.B for Mode.A) recompiles.
+ * NULL: the trace broke. */
+static Var *equal_objects(Trace *t, Var *a, Var *b, bool ne) {
+    Var *sides[2] = {a, b};
+    if (a->obj && b->obj && Py_TYPE(a->obj) != Py_TYPE(b->obj) && PyType_IsSubtype(Py_TYPE(b->obj), Py_TYPE(a->obj)) &&
+        (python_eq_hook(b, "__eq__") || python_eq_hook(b, "__ne__"))) {
+        sides[0] = b, sides[1] = a;
+    }
+    bool asked = false; /* a Python __eq__ answered NotImplemented: identity decides */
+    for (int pass = 0; pass < 2; ++pass) {
+        Var *self = sides[pass], *other = sides[1 - pass];
+        bool own_ne = ne && python_eq_hook(self, "__ne__");
+        const char *dunder = own_ne ? "__ne__" : "__eq__";
+        if (!python_eq_hook(self, dunder)) continue;
+        bool handled;
+        Var *r = object_protocol(t, self, dunder, other, &handled);
+        if (!r) return t->broke ? NULL : trace_break(t, "%s of a %s", dunder, Py_TYPE(self->obj)->tp_name);
+        if (r->obj == Py_NotImplemented && r->kind != V_TENSOR) {
+            asked = true;
+            continue;
+        }
+        return ne && !own_ne ? trace_unary_op(t, "not", r) : r;
+    }
+    if (!a->obj || !b->obj || a->kind == V_EXC || b->kind == V_EXC) {
+        int same = var_same_object(a, b);
+        if (same < 0) return trace_break(t, "comparison %s of these values", ne ? "!=" : "==");
+        return var_const(t, (same != 0) != ne ? Py_True : Py_False);
+    }
+    richcmpfunc identity = PyBaseObject_Type.tp_richcompare;
+    if (asked || (Py_TYPE(a->obj)->tp_richcompare == identity && Py_TYPE(b->obj)->tp_richcompare == identity)) {
+        int same = var_same_object_guarded(t, a, b);
+        if (same < 0) return trace_break(t, "comparison %s of these values", ne ? "!=" : "==");
+        return var_const(t, (same != 0) != ne ? Py_True : Py_False);
+    }
+    for (int k = 0; k < 2; ++k) {
+        Var *v = sides[k];
+        if (v->kind == V_CONST) continue;
+        if (v->fresh || !v->source) {
+            return trace_break(t, "comparison %s of a %s made in the traced code", ne ? "!=" : "==", Py_TYPE(v->obj)->tp_name);
+        }
+    }
+    PyObject *r = PyObject_RichCompare(a->obj, b->obj, ne ? Py_NE : Py_EQ);
+    if (!r || !PyBool_Check(r)) {
+        Py_XDECREF(r);
+        PyErr_Clear();
+        return trace_break(t, "comparison %s of a %s and a %s", ne ? "!=" : "==", Py_TYPE(a->obj)->tp_name, Py_TYPE(b->obj)->tp_name);
+    }
+    for (int k = 0; k < 2; ++k) {
+        if (sides[k]->kind != V_CONST) trace_guard(t, G_ID, sides[k]->source, sides[k]->obj, 0);
+    }
+    Var *v = var_const(t, r);
+    Py_DECREF(r);
+    return v;
+}
+
+/* Python's `a == b` as a truth value (`in`, list.count/index, set members):
+ * 1/0, -1 when it depends on tensor values, -2 when the trace broke. */
+int trace_equal(Trace *t, Var *a, Var *b) {
+    if (a == b) return 1; /* CPython's containers test identity first */
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        int r = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
+        if (r < 0) {
+            PyErr_Clear();
+            trace_break(t, "comparing %s and %s failed", Py_TYPE(a->obj)->tp_name, Py_TYPE(b->obj)->tp_name);
+            return -2;
+        }
+        return r;
+    }
+    if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
+        int same = var_same_object_guarded(t, a, b);
+        return same == 1 ? 1 : -1; /* a tensor's == compares values */
+    }
+    Var *r = trace_compare(t, "==", a, b);
+    if (!r) return -2;
+    int truth = trace_truth(t, r);
+    return truth < 0 ? -2 : truth;
+}
+
+static bool is_sequence_var(const Var *v) {
+    return v->kind == V_TUPLE || v->kind == V_LIST || (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyList_Check(v->obj)));
+}
+
+static bool is_list_var(const Var *v) { return v->kind == V_LIST || (v->kind == V_CONST && PyList_Check(v->obj)); }
 
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
@@ -324,8 +433,16 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
             return trace_break(t, "comparison of a tensor with a non-number");
         }
         if (a->kind == V_CONST && b->kind == V_CONST) return const_result(t, PyObject_RichCompare(a->obj, b->obj, cmps[i].py_op), op);
-        if ((a->kind == V_TUPLE || a->kind == V_LIST) && (b->kind == V_TUPLE || b->kind == V_LIST || b->kind == V_CONST) &&
-            (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE)) {
+        bool eq_ne = cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE;
+        if (eq_ne && a->kind == V_CONST && (b->kind == V_TUPLE || b->kind == V_LIST)) {
+            Var *swap = a; /* (2, 3) == x.shape: == and != are symmetric here */
+            a = b, b = swap;
+        }
+        if (eq_ne && (a->kind == V_TUPLE || a->kind == V_LIST) && is_sequence_var(b) && is_list_var(a) != is_list_var(b)) {
+            /* a list never equals a tuple (torch.Size is one) */
+            return var_const(t, cmps[i].py_op == Py_NE ? Py_True : Py_False);
+        }
+        if ((a->kind == V_TUPLE || a->kind == V_LIST) && (b->kind == V_TUPLE || b->kind == V_LIST || b->kind == V_CONST) && eq_ne) {
             /* shapes: x.shape == (2, 3) */
             PyObject *tup = PyTuple_New(a->n_items);
             for (int k = 0; k < a->n_items; ++k) {
@@ -354,10 +471,7 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
             Py_DECREF(other);
             return const_result(t, r, op);
         }
-        if (cmps[i].py_op == Py_EQ || cmps[i].py_op == Py_NE) {
-            int same = var_same_object(a, b);
-            if (same >= 0) return var_const(t, (same != 0) == (cmps[i].py_op == Py_EQ) ? Py_True : Py_False);
-        }
+        if (eq_ne) return equal_objects(t, a, b, cmps[i].py_op == Py_NE);
         return trace_break(t, "comparison %s of these values", op);
     }
     return trace_break(t, "unknown comparison %s", op);
@@ -635,7 +749,11 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (alias) return alias;
     }
     switch (base->kind) {
-    case V_TENSOR: return view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
+    case V_TENSOR: {
+        Var *v = view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
+        if (v && v->kind == V_TENSOR) v->subscript_base = base, v->subscript_index = index;
+        return v;
+    }
     case V_TUPLE: case V_LIST: {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);
@@ -855,13 +973,15 @@ Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_nam
     PyObject *fname = PyUnicode_FromString("forward");
     bool is_method = false;
     PyObject *fwd = pt2_safe_getattr(m, fname, &is_method);
-    Py_DECREF(fname);
     if (!fwd || !is_method) {
         Py_XDECREF(fwd);
+        Py_DECREF(fname);
         PyErr_Clear();
         return trace_break(t, "module %s has no plain forward method", Py_TYPE(m)->tp_name);
     }
     PyObject *fn = PyMethod_GET_FUNCTION(fwd);
+    guard_class_attr(t, module, fname, fn, true);
+    Py_DECREF(fname);
     const RuleEntry *rule = rule_for(fn);
     Var *fv = var_new(t, rule ? V_CALLABLE : V_FUNCTION);
     fv->obj = trace_keep(t, fn);

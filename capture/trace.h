@@ -93,6 +93,10 @@ typedef struct Var {
      * which eager may have copied; a select at an index tensor) */
     struct Var *view_parent;
     const char *view_op, *view_attrs;
+    /* a view made by x[index] (trace_subscript): x and the index, so that
+     * `x[index] op= v`'s store of that view into x[index] is known to write
+     * the memory it read (inplace.c) */
+    struct Var *subscript_base, *subscript_index;
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
     /* an input whose strides are a permutation of a dense layout (channels
      * last, a transpose): the graph takes its memory in that physical order
@@ -438,6 +442,7 @@ Var *object_protocol(Trace *t, Var *obj, const char *dunder, Var *arg, bool *han
  * `value`; breaks if a view could observe the change or the dtype/shape
  * would not fit.  Returns x or NULL. */
 Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what);
+bool reads_own_memory(Trace *t, Var *x, Var *const *ops, int n, const char *what);
 /* A view of x's storage was taken (rules_util.c: view ops). */
 void trace_add_view(Trace *t, Var *view, Var *base, const char *op, const char *attrs);
 bool trace_storage_viewed(Trace *t, Var *x);
@@ -503,6 +508,7 @@ Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObjec
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);
 Var *trace_unary_op(Trace *t, const char *op, Var *a);
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b);
+int trace_equal(Trace *t, Var *a, Var *b);
 Var *trace_subscript(Trace *t, Var *base, Var *index);
 
 /* Whether the trace broke at a `raise` of `type` (or a subclass) that no

@@ -153,3 +153,21 @@ def test_refused_dtypes_raise_as_in_eager(call, dtype):
     pt2.reset()
     with pytest.raises(RuntimeError):
         pt2.compile(call)(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.bool])
+def test_integer_to_a_negative_int_power_raises(dtype):
+    """An integer (or bool) tensor to a negative Python int power raises as eager does
+    ("Integers to negative integer powers are not allowed."); 0 and positive powers compute."""
+    x = torch.tensor([2, -1, 0, 3]).to(dtype)
+    for fn in (lambda a: a ** -1, lambda a: torch.pow(a, -2), lambda a: a.pow(-1), lambda a: a ** 0, lambda a: a ** 3):
+        try:
+            want = fn(x)
+        except RuntimeError as e:
+            pt2.reset()
+            with pytest.raises(RuntimeError, match=str(e)[:20]):
+                pt2.compile(fn)(x)
+            continue
+        pt2.reset()
+        got = pt2.compile(fn)(x)
+        assert got.dtype == want.dtype and torch.equal(got, want)

@@ -195,3 +195,48 @@ def inplace_on_base_of_select_at_index_tensor(x, i):
 @pytest.mark.parametrize("fn", [inplace_on_select_at_index_tensor, inplace_on_base_of_select_at_index_tensor])
 def test_select_at_an_index_tensor_is_a_view(fn):
     run_both(fn, lambda: (r(3, 5), torch.tensor(1)))
+
+
+def _outcome(fn, x):
+    try:
+        return fn(x)
+    except RuntimeError as e:
+        return type(e)
+
+
+def test_inplace_reading_another_view_of_its_memory():
+    """An in-place op whose operand is another view of the memory it writes: eager raises where the
+    two partially overlap (x[1:] = x[:-1], x += x.t()) and reads the old values where they do not
+    (x[:2] = x[2:]); pt2 leaves each to eager (a break), never an answer eager would not give."""
+    def shift(x):
+        x[1:] = x[:-1]
+        return x
+
+    def shift_add(x):
+        x[1:] += x[:-1]
+        return x
+
+    def add_transpose(x):
+        x += x.t()
+        return x
+
+    def disjoint(x):
+        x[:2] = x[2:]
+        return x * 2
+
+    def same(x):
+        x.add_(x)
+        return x
+
+    def flipped(x):
+        x.copy_(x.flip(0))
+        return x
+
+    for fn in (shift, shift_add, add_transpose, disjoint, same, flipped):
+        base = r(4, 4)
+        pt2.reset()
+        want, got = _outcome(fn, base.clone()), _outcome(pt2.compile(fn), base.clone())
+        if isinstance(want, type):
+            assert got is want, fn.__name__
+        else:
+            torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -1,0 +1,189 @@
+"""Python semantics that compiled code must keep, against eager:
+- super().f(x) whose f breaks the graph runs the base class's f after the break, never self's
+  override (the method value is rebuilt as the function bound to self, not as `self.f`);
+- callable() of classes, objects with __call__, modules, functools.partial, torch.Tensor;
+- torch.enable_grad() under no_grad over a tensor that requires grad gives results with autograd
+  (the block runs eagerly);
+- max/min/argmax/argmin/aminmax over an empty tensor or dim raise as eager does."""
+import functools
+
+import pytest
+import torch
+
+import pt2
+from test_capture import compare
+
+
+class Base:
+    def f(self, x):
+        print("a graph break")  # noqa: T201
+        return x * 2
+
+
+class Child(Base):
+    def f(self, x):
+        return super().f(x) + 100
+
+    def g(self, x):
+        return super().f(x) + 1
+
+
+class Grand(Child):
+    def g(self, x):
+        return super(Child, self).f(x) + 3
+
+
+def test_super_method_across_a_break(capsys):
+    x = torch.ones(2)
+    for obj, name in [(Child(), "g"), (Child(), "f"), (Grand(), "g")]:
+        pt2.reset()
+        fn = getattr(obj, name)
+        compare(pt2.compile(fn)(x), fn(x), 0)
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        print("a graph break")  # noqa: T201
+        return x.relu()
+
+
+class Wide(Block):
+    def forward(self, x):
+        return super().forward(x * 2) - 1
+
+
+def test_super_forward_across_a_break():
+    m = Wide()
+    x = torch.randn(3, 4)
+    pt2.reset()
+    compare(pt2.compile(m)(x), m(x), 0)
+
+
+class WithCall:
+    def __call__(self, x):
+        return x
+
+
+class NoCall:
+    pass
+
+
+@pytest.mark.parametrize("obj", [NoCall, NoCall(), WithCall(), WithCall, torch.nn.Linear(2, 2), functools.partial(max, 1),
+                                 torch.Tensor, len, 3, "s", (1,), [1]])
+def test_callable(obj):
+    def f(x, o):
+        return x + 1 if callable(o) else x - 1
+
+    pt2.reset()
+    x = torch.zeros(2)
+    compare(pt2.compile(f)(x, obj), f(x, obj), 0)
+
+
+def test_callable_of_a_tensor_and_a_made_object():
+    def f(x):
+        return x + 1 if callable(x) or not callable(WithCall()) else x - 1
+
+    pt2.reset()
+    x = torch.zeros(2)
+    compare(pt2.compile(f)(x), f(x), 0)
+
+
+def test_enable_grad_under_no_grad():
+    def f(x):
+        y = x + 1
+        with torch.enable_grad():
+            return y * x
+
+    x = torch.ones(3, requires_grad=True)
+    pt2.reset()
+    with torch.no_grad():
+        want, got = f(x), pt2.compile(f)(x)
+    assert got.requires_grad == want.requires_grad
+    compare(got.detach(), want.detach(), 0)
+
+    w = torch.nn.Linear(3, 2)
+
+    def g(x):
+        with torch.enable_grad():
+            return w(x)
+
+    pt2.reset()
+    with torch.no_grad():
+        want, got = g(torch.ones(3)), pt2.compile(g)(torch.ones(3))
+    assert got.requires_grad and want.requires_grad
+    compare(got.detach(), want.detach(), 1e-6)
+
+
+def outcome(fn, x):
+    try:
+        return fn(x)
+    except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
+        return type(e)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 3)])
+def test_empty_reductions_raise_as_eager(shape):
+    x = torch.zeros(shape)
+    fns = [lambda x: x.max(), lambda x: torch.min(x), lambda x: x.argmax(), lambda x: torch.aminmax(x),
+           lambda x: x.argmin(0), lambda x: x.max(0), lambda x: torch.min(x, -1), lambda x: x.amax(), lambda x: x.sum()]
+    for fn in fns:
+        pt2.reset()
+        want, got = outcome(fn, x), outcome(pt2.compile(fn), x)
+        if isinstance(want, type):
+            assert got is want, (shape, want, got)
+        else:
+            compare(got, want, 0)
+
+
+class Scaler:
+    def scale(self, x):
+        return x * 2
+
+    @property
+    def k(self):
+        return 2
+
+
+class Doubler(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Outer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub = Doubler()
+
+    def forward(self, x):
+        return self.sub(x) + 1
+
+
+def test_patched_methods_recompile(monkeypatch):
+    """A method or property the trace inlined stays what it was only while its class (or a base
+    class) and the instance's dict leave it so: patching either runs the new code."""
+    a = Scaler()
+    x = torch.ones(2)
+
+    def f(x):
+        return a.scale(x) + a.k
+
+    pt2.reset()
+    compiled = pt2.compile(f)
+    compare(compiled(x), f(x), 0)
+    monkeypatch.setattr(Scaler, "scale", lambda self, x: x * 5)
+    compare(compiled(x), f(x), 0)
+    monkeypatch.setattr(a, "scale", lambda x: x * 7, raising=False)
+    compare(compiled(x), f(x), 0)
+    monkeypatch.setattr(Scaler, "k", property(lambda self: 9))
+    compare(compiled(x), f(x), 0)
+
+    m = Outer()
+    pt2.reset()
+    compiled = pt2.compile(m)
+    compare(compiled(x), m(x), 0)
+    monkeypatch.setattr(m.sub, "forward", lambda x: x * 7, raising=False)
+    compare(compiled(x), m(x), 0)
+    monkeypatch.setattr(Doubler, "forward", lambda self, x: x * 3)
+    m2 = Outer()
+    compare(compiled(x), m(x), 0)
+    compare(pt2.compile(m2)(x), m2(x), 0)
