@@ -232,6 +232,8 @@ static void reduce_body(Builder *b, const MlirValue *args, int n_args, MlirValue
     }
 }
 
+static MlirValue build_cast(Builder *b, MlirValue x, MlirType to_elem);
+
 /* Builds the reduction of x over `reduced` dims (a mask) into an accumulator
  * tensor of element type acc, shaped as x without the reduced dims. */
 static MlirValue build_reduction(Builder *b, MlirValue x, const bool *reduced, Pt2OpId id, MlirType acc) {
@@ -249,6 +251,12 @@ static MlirValue build_reduction(Builder *b, MlirValue x, const bool *reduced, P
     }
     snprintf(out_map + n, sizeof out_map - n, ")");
     iters[t.rank] = 0;
+    if (t.rank == 0) {
+        /* nothing to reduce: x itself, converted (the identity combined with x is x).  Not a
+         * generic reading its init: fused into a broadcasting consumer, that init became one
+         * accumulator across the consumer's elements (s.sum() + x summed s once per element) */
+        return build_cast(b, x, acc);
+    }
     MlirValue init;
     switch (id) {
     case PT2_OP_SUM: case PT2_OP_ANY: init = const_scalar(b, acc, 0); break;
@@ -259,9 +267,6 @@ static MlirValue build_reduction(Builder *b, MlirValue x, const bool *reduced, P
     MlirValue filled = build_filled(b, tensor_type(b->ctx, &kept, acc), init);
     const char *maps[2] = {in_map, out_map};
     ReduceBody body = {id, acc};
-    if (t.rank == 0) { /* nothing to reduce: a pointwise copy into the accumulator */
-        return mlirOperationGetResult(build_generic(b, 1, &x, 1, &filled, maps, "", reduce_body, &body), 0);
-    }
     return mlirOperationGetResult(build_generic(b, 1, &x, 1, &filled, maps, iters, reduce_body, &body), 0);
 }
 

@@ -7,7 +7,7 @@
  *
  *   one pass (Welford) on x shifted by K, each result's first element, per
  *   state of a LanePlan (lanes.h):
- *     n += 1;  y = x - K;  d = y - mean;  mean += d / n;  m2 += d^2 (n - 1) / n
+ *     n += 1;  y = x - K;  d = y - mean;  mean += d / n;  m2 += d (y - mean)
  *   then the L states of each result, which all saw q = N / L elements, are
  *   combined (Chan et al.'s formula for equal counts):
  *     mean = sum(mean_l) / L;   m2 = sum(m2_l + q (mean_l - mean)^2)
@@ -138,11 +138,13 @@ static void update_body(Builder *b, const MlirValue *args, int n_args, MlirValue
     MlirValue y = shifted(b, s, args[0], args[1]), mean = args[2], m2 = args[3];
     MlirValue one = const_float(b, s->ct, 1.0);
     MlirValue inv_n = build_binary(b, "arith.divf", one, lane_count(b, s->plan, s->ct));
-    MlirValue weight = build_binary(b, "arith.subf", one, inv_n); /* (n - 1) / n */
     MlirValue d = build_binary(b, "arith.subf", y, mean);
-    MlirValue step = build_binary(b, "arith.mulf", d, inv_n), spread = build_binary(b, "arith.mulf", d, weight);
-    MlirValue squares = build_binary(b, "arith.mulf", spread, d);
+    MlirValue step = build_binary(b, "arith.mulf", d, inv_n);
     yields[0] = build_binary(b, "arith.addf", mean, step);
+    /* m2 += d (y - mean'), as ATen's Welford: d^2 (n - 1) / n in exact arithmetic, but an inf
+     * element gives inf - inf = nan here (eager's variance of data holding an inf) where
+     * d^2 (n - 1) / n gave inf */
+    MlirValue squares = build_binary(b, "arith.mulf", d, build_binary(b, "arith.subf", y, yields[0]));
     yields[1] = build_binary(b, "arith.addf", m2, squares);
     MlirValue fused[4] = {step, yields[0], squares, yields[1]}; /* fused multiply-adds */
     for (int i = 0; i < 4; ++i) set_fastmath(fused[i], "contract");

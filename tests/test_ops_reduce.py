@@ -441,3 +441,50 @@ def test_online_log_softmax_by_default():
     x = make((2048, 16), torch.float32, -6, 6, seed=5)
     check([x], [("log_softmax dim=0", lambda g, v: g.op("log_softmax", v, dim=0), lambda t: torch.log_softmax(t, 0)),
                 ("softmax dim=0", lambda g, v: g.op("softmax", v, dim=0), lambda t: torch.softmax(t, 0))])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.bfloat16], ids=_dtype_id)
+def test_reductions_of_0d_broadcast_into_larger_tensors(dtype):
+    """A reduction of a 0-d tensor is the tensor itself (converted), also when its consumer
+    broadcasts it over many elements: lowered as a generic that read its init, it was fused into
+    the consumer as one accumulator across the consumer's elements (s.sum() + x gave s, 2s, 3s ...)."""
+    s = torch.tensor(True) if dtype == torch.bool else torch.tensor(3, dtype=dtype)
+    x = torch.zeros(2, 5)
+    ops = [lambda s: s.sum(), lambda s: s.prod(), lambda s: s.amax(), lambda s: s.amin(), lambda s: s.argmax(),
+           lambda s: s.any(), lambda s: s.all(), lambda s: s.sum(0), lambda s: s.cumsum(0), lambda s: torch.count_nonzero(s),
+           lambda s: s.float().mean(), lambda s: s.float().std(correction=0), lambda s: s.float().var(),
+           lambda s: s.float().logsumexp(0), lambda s: s.float().norm()]
+    for op in ops:
+        def f(s, x):
+            return op(s) + x, x * op(s)
+
+        try:
+            want = f(s, x)
+        except RuntimeError:  # argmax of bool: eager refuses it
+            continue
+        pt2.reset()
+        got = pt2.compile(f)(s, x)
+        for w, g in zip(want, got):
+            assert g.dtype == w.dtype
+            torch.testing.assert_close(g, w, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape,dim", [((7, 17, 64), 1), ((16, 17, 16), 1), ((7, 100, 64), 1), ((2, 17, 64), 1), ((3, 1001), 0),
+                                       ((257, 9), 0), ((5, 33), -1)])
+def test_var_std_of_data_holding_inf_is_nan(shape, dim):
+    """var/std over data holding an inf are nan, wherever in the reduced dim the inf sits (the one-pass
+    Welford form included: its update m2 += d (y - mean') gives inf - inf there, as eager's does; the
+    equal d^2 (n - 1) / n gave inf when the inf was not a lane's first element)."""
+    n = shape[dim]
+    for pos in (0, 1, n // 2, n - 2, n - 1):
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(pos))
+        idx = [0] * len(shape)
+        idx[dim] = pos
+        x[tuple(idx)] = float("inf") if pos % 2 else float("-inf")
+
+        def f(x):
+            return torch.var(x, dim), torch.std(x, dim, correction=0), torch.var_mean(x, dim)[0]
+
+        pt2.reset()
+        for w, g in zip(f(x), pt2.compile(f)(x)):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-4, atol=1e-5)
