@@ -210,6 +210,15 @@ static int workspace_ptr(PyObject *ws, void **out) {
 /* Runs the GPU plan on the inputs (ptrs: their data pointers, n_inputs of
  * them, then room for the outputs); fills outputs[*got_out..].  0, or -1
  * with an exception set. */
+/* Output j as eager's strides where they are a permuted dense layout: the
+ * kernel wrote its memory in dim order (eager_layout_outputs). */
+static int eager_view(Pt2CompiledFn *self, PyObject **outputs, int j) {
+    PyObject *view = self->output_views ? self->output_views[j] : NULL;
+    if (!view) return 0;
+    Py_SETREF(outputs[j], pt2_call_method_unseen(outputs[j], str_as_strided, PyTuple_GET_ITEM(view, 0), PyTuple_GET_ITEM(view, 1)));
+    return outputs[j] ? 0 : -1;
+}
+
 static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, PyObject **outputs, int *got_out) {
     PyObject *stack_contig[32];
     PyObject **contig = self->n_inputs <= 32 ? stack_contig : PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
@@ -407,17 +416,15 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     }
     if (self->gpu) {
         if (gpu_call(self, inputs, ptrs, outputs, &got_out) != 0) goto done;
+        for (int j = 0; j < self->n_outputs; ++j) {
+            if (eager_view(self, outputs, j) != 0) goto done;
+        }
     }
     for (; !self->gpu && got_out < self->n_outputs; ++got_out) {
         outputs[got_out] = pt2_pool_empty(self->output_shapes[got_out], self->output_dtypes[got_out]);
         if (!outputs[got_out]) goto done;
         if (pt2_tensor_data(outputs[got_out], &ptrs[self->n_inputs + got_out]) != 0) goto done;
-        PyObject *view = self->output_views ? self->output_views[got_out] : NULL;
-        if (view) { /* the kernel writes the memory in dim order; the caller sees eager's strides */
-            Py_SETREF(outputs[got_out], pt2_call_method_unseen(outputs[got_out], str_as_strided, PyTuple_GET_ITEM(view, 0),
-                                                               PyTuple_GET_ITEM(view, 1)));
-            if (!outputs[got_out]) goto done;
-        }
+        if (eager_view(self, outputs, got_out) != 0) goto done;
     }
     if (self->kernel) {
         if (all_contiguous) {
@@ -589,7 +596,7 @@ static PyObject *ints_tuple(const int64_t *v, int n) {
     return t;
 }
 
-/* Each CPU graph output whose eager strides (the builder's, dialects/
+/* Each graph output whose eager strides (the builder's, dialects/
  * strides.c) are a permuted dense layout becomes a pt2.permute of it into
  * memory order, which the kernel writes as a contiguous buffer (the lowering
  * folds the permute into the producer's loops: no transpose copy); the call
@@ -644,9 +651,8 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     *out_compile_s = 0;
     *out_cached = false;
     if (n_graph > 0) {
-        /* GPU plans allocate their outputs contiguous (not verified otherwise) */
         self->output_views = PyMem_Calloc((size_t)n_graph + 1, sizeof(PyObject *));
-        if (!self->output_views || (pt2_trace_device() < 0 && eager_layout_outputs(t, n_graph, graph_values, self->output_views) != 0)) {
+        if (!self->output_views || eager_layout_outputs(t, n_graph, graph_values, self->output_views) != 0) {
             if (!PyErr_Occurred()) PyErr_NoMemory();
             Py_DECREF(self);
             goto fail;

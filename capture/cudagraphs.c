@@ -45,6 +45,8 @@ struct Pt2CudaGraphs {
     PyObject *const *output_shapes, *const *output_dtypes;
     PyObject **inputs;   /* per input: the tensor the graphs read */
     unsigned char *mode; /* per input: GRAPH_* */
+    bool *in_order;      /* per input: dense in the order the graph reads its memory (its own strides: a
+                          * channels-last input's), else made contiguous for the graph */
     void **ptrs;         /* inputs, then the outputs of the set being recorded */
     PyObject *workspace;
     OutputSet sets[N_SETS];
@@ -68,12 +70,16 @@ Pt2CudaGraphs *pt2_cuda_graphs_new(Pt2GpuKernel *gpu, PyObject *name, int n_inpu
     g->workspace = workspace;
     g->inputs = PyMem_Calloc((size_t)n_inputs + 1, sizeof(PyObject *));
     g->mode = PyMem_Calloc((size_t)n_inputs + 1, 1);
+    g->in_order = PyMem_Calloc((size_t)n_inputs + 1, sizeof(bool));
     g->ptrs = PyMem_Calloc((size_t)(n_inputs + n_outputs) + 1, sizeof(void *));
-    if (!g->inputs || !g->mode || !g->ptrs) {
+    if (!g->inputs || !g->mode || !g->in_order || !g->ptrs) {
         pt2_cuda_graphs_free(g);
         return (Pt2CudaGraphs *)PyErr_NoMemory();
     }
-    for (int i = 0; i < n_inputs; ++i) g->mode[i] = input_contiguous[i] ? GRAPH_IN_PLACE : GRAPH_NEEDS_BUFFER;
+    for (int i = 0; i < n_inputs; ++i) {
+        g->mode[i] = input_contiguous[i] ? GRAPH_IN_PLACE : GRAPH_NEEDS_BUFFER;
+        g->in_order[i] = input_contiguous[i];
+    }
     return g;
 }
 
@@ -92,6 +98,7 @@ void pt2_cuda_graphs_free(Pt2CudaGraphs *g) {
     for (int i = 0; g->inputs && i < g->n_inputs; ++i) Py_XDECREF(g->inputs[i]);
     PyMem_Free(g->inputs);
     PyMem_Free(g->mode);
+    PyMem_Free(g->in_order);
     PyMem_Free(g->ptrs);
     Py_XDECREF(g->workspace);
     Py_XDECREF(g->name);
@@ -137,11 +144,18 @@ static int bind_inputs(Pt2CudaGraphs *g, PyObject *const *inputs, void *const *p
             Py_XSETREF(g->inputs[i], Py_NewRef(inputs[i]));
             g->ptrs[i] = ptrs[i];
         } else if (g->mode[i] == GRAPH_NEEDS_BUFFER) {
-            PyObject *shape = PyObject_GetAttrString(inputs[i], "shape");
-            PyObject *dtype = shape ? PyObject_GetAttrString(inputs[i], "dtype") : NULL;
-            PyObject *buf = dtype ? pt2_tensor_empty(shape, dtype, g->device) : NULL;
-            Py_XDECREF(shape);
-            Py_XDECREF(dtype);
+            PyObject *buf;
+            if (g->in_order[i]) {
+                /* the input's own strides (a channels-last input's memory is what the graph reads) */
+                buf = PyObject_CallMethod(inputs[i], "new_empty_strided", "(NN)", PyObject_CallMethod(inputs[i], "size", NULL),
+                                          PyObject_CallMethod(inputs[i], "stride", NULL));
+            } else {
+                PyObject *shape = PyObject_GetAttrString(inputs[i], "shape");
+                PyObject *dtype = shape ? PyObject_GetAttrString(inputs[i], "dtype") : NULL;
+                buf = dtype ? pt2_tensor_empty(shape, dtype, g->device) : NULL;
+                Py_XDECREF(shape);
+                Py_XDECREF(dtype);
+            }
             if (!buf) return -1;
             Py_XSETREF(g->inputs[i], buf);
             PyObject *r = PyObject_CallMethodOneArg(buf, str_copy_, inputs[i]);

@@ -255,7 +255,7 @@ def test_layouts_of_sort_and_lerp_cuda():
     operands (a broadcast input: the end's layout), on CUDA tensors as eager's.  Values and strides
     against eager CUDA (distinct values: topk's order among ties differs)."""
     x = torch.randperm(5 * 7 * 6, generator=torch.Generator().manual_seed(4)).reshape(5, 7, 6).float().cuda()
-    end, row = rand(6, 7, seed=5, device="cuda").t(), rand(7, seed=6, device="cuda")
+    end, row = rand(6, 7, seed=5, device="cuda").t(), rand(6, seed=6, device="cuda")
     cases = [(lambda a: torch.sort(a, dim=1, stable=True), x.transpose(0, 2)),
              (lambda a: torch.argsort(a, dim=-1, stable=True) + 1, x.permute(1, 2, 0)),
              (lambda a: torch.topk(a, 3, dim=0), x[:, 1:6]),
@@ -267,3 +267,32 @@ def test_layouts_of_sort_and_lerp_cuda():
             assert g.dtype == w.dtype and g.shape == w.shape
             assert [s for s, n in zip(g.stride(), g.shape) if n > 1] == [s for s, n in zip(w.stride(), w.shape) if n > 1]
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def _dense_strides(t):
+    return [s for s, n in zip(t.stride(), t.shape) if n > 1]
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_outputs_take_eager_layouts_cuda(mode):
+    """A CUDA graph's outputs come back with eager's strides where those are a permuted dense layout
+    (channels last, a transpose): the kernel writes the memory in dim order and the call returns it
+    as_strided.  In reduce-overhead mode too, over several calls whose earlier results are still
+    held (the views keep the CUDA graph's outputs in use).  Values and strides against eager CUDA."""
+    x = rand(2, 5, 7, 3, seed=1, device="cuda").to(memory_format=torch.channels_last)
+    m = rand(9, 13, seed=2, device="cuda")
+    conv = torch.nn.Sequential(torch.nn.Conv2d(5, 6, 3, padding=1), torch.nn.BatchNorm2d(6), torch.nn.ReLU())
+    conv = conv.cuda().eval()
+    cases = [(lambda a: (a * 2).relu(), x), (lambda a: a.t() * 2 + 1, m), (lambda a: conv(a), x)]
+    for fn, a in cases:
+        pt2.reset()
+        compiled = pt2.compile(fn, mode=mode)
+        with torch.no_grad():
+            assert not fn(a).is_contiguous()  # eager's layout is not the default one
+            held = [compiled(a * (k + 1)) for k in range(4)]
+            torch.cuda.synchronize()
+            for k, got in enumerate(held):
+                w = fn(a * (k + 1))
+                assert got.shape == w.shape and _dense_strides(got) == _dense_strides(w)
+                torch.testing.assert_close(got, w, rtol=1e-4, atol=1e-4)
