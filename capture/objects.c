@@ -8,10 +8,8 @@
  *     Python property's fget is inlined;
  *   - a Python __getattr__ (other than nn.Module's, whose parameter/buffer/
  *     submodule dicts are read directly) is inlined when that finds nothing.
- * super() objects resolve along type(self).__mro__ after the class.  Imports
- * of modules already in sys.modules are values (ID-guarded through
- * SRC_MODULE); an import that would run a module's code ends the trace.
- * Attribute assignments on objects from outside the trace are recorded,
+ * super() objects resolve along type(self).__mro__ after the class (imports
+ * are imports.c's).  Attribute assignments on objects from outside the trace are recorded,
  * seen by later reads, and replayed after the graph runs (compiled.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
@@ -20,7 +18,7 @@
 #include "rules_util.h"
 
 
-static PyObject *s_getattribute, *s_getattr, *s_setattr, *s_dict, *s_fget, *s_fset, *s_package, *s_nn_module_getattr,
+static PyObject *s_getattribute, *s_getattr, *s_setattr, *s_dict, *s_fget, *s_fset, *s_nn_module_getattr,
     *s_nn_module_setattr, *s_init, *s_new, *s_class, *s_setitem, *s_len, *s_bool, *s_iter, *s_get;
 static PyTypeObject *ordered_dict_type;
 
@@ -31,7 +29,6 @@ int objects_init(void) {
     s_dict = PyUnicode_InternFromString("__dict__");
     s_fget = PyUnicode_InternFromString("fget");
     s_fset = PyUnicode_InternFromString("fset");
-    s_package = PyUnicode_InternFromString("__package__");
     s_init = PyUnicode_InternFromString("__init__");
     s_new = PyUnicode_InternFromString("__new__");
     s_class = PyUnicode_InternFromString("__class__");
@@ -802,75 +799,6 @@ static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
     trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);
     *trace_new_store(t) = (struct AttrStore){base, trace_keep(t, name), value, NULL};
     return true;
-}
-
-/*--- imports ------------------------------------------------------------------------*/
-
-/* sys.modules[name] if loaded (new reference), else NULL (no error). */
-static PyObject *loaded_module(PyObject *name) {
-    PyObject *m = PyImport_GetModule(name);
-    if (!m) PyErr_Clear();
-    return m;
-}
-
-Var *trace_import(Trace *t, PyObject *globals, PyObject *name, Var *fromlist, Var *level) {
-    if (level->kind != V_CONST || !PyLong_Check(level->obj)) return trace_break(t, "import with a run-time level");
-    long lvl = PyLong_AsLong(level->obj);
-    PyObject *absname = NULL;
-    if (lvl > 0) {
-        PyObject *pkg = globals ? PyDict_GetItemWithError(globals, s_package) : NULL;
-        if (!pkg || !PyUnicode_Check(pkg)) {
-            PyErr_Clear();
-            return trace_break(t, "relative import without __package__");
-        }
-        PyObject *base = Py_NewRef(pkg);
-        for (long k = 1; k < lvl; ++k) {
-            Py_ssize_t dot = PyUnicode_FindChar(base, '.', 0, PyUnicode_GET_LENGTH(base), -1);
-            if (dot < 0) {
-                Py_DECREF(base);
-                return trace_break(t, "relative import beyond the top-level package");
-            }
-            Py_SETREF(base, PyUnicode_Substring(base, 0, dot));
-        }
-        absname = PyUnicode_GET_LENGTH(name) ? PyUnicode_FromFormat("%U.%U", base, name) : Py_NewRef(base);
-        Py_DECREF(base);
-    } else {
-        absname = Py_NewRef(name);
-    }
-    if (!absname) return trace_break(t, "import name");
-    bool has_fromlist = !(fromlist->kind == V_CONST && (fromlist->obj == Py_None || (PyTuple_Check(fromlist->obj) && PyTuple_GET_SIZE(fromlist->obj) == 0)));
-    /* every package on the way must be loaded already: importing runs code */
-    Py_ssize_t len = PyUnicode_GET_LENGTH(absname), first_end = -1;
-    for (Py_ssize_t at = 0; at <= len;) {
-        Py_ssize_t dot = PyUnicode_FindChar(absname, '.', at, len, 1);
-        Py_ssize_t end = dot < 0 ? len : dot;
-        if (first_end < 0) first_end = end;
-        PyObject *prefix = PyUnicode_Substring(absname, 0, end);
-        PyObject *m = prefix ? loaded_module(prefix) : NULL;
-        if (!m) {
-            Var *r = trace_break(t, "import of %s, which is not loaded yet (importing runs its code)", PyUnicode_AsUTF8(prefix ? prefix : absname));
-            Py_XDECREF(prefix);
-            Py_DECREF(absname);
-            return r;
-        }
-        Py_DECREF(m);
-        Py_DECREF(prefix);
-        if (dot < 0) break;
-        at = dot + 1;
-    }
-    /* `import a.b` binds a; `from a.b import c` and relative imports give a.b */
-    PyObject *bound = has_fromlist || lvl > 0 ? Py_NewRef(absname) : PyUnicode_Substring(absname, 0, first_end);
-    Py_DECREF(absname);
-    PyObject *m = bound ? loaded_module(bound) : NULL;
-    if (!m) {
-        Py_XDECREF(bound);
-        return trace_break(t, "import: module vanished");
-    }
-    Source *s = source_derived(t, SRC_MODULE, NULL, 0, PyUnicode_AsUTF8(bound));
-    Var *v = trace_wrap(t, m, s);
-    Py_DECREF(m);
-    Py_DECREF(bound);
-    return v;
 }
 
 /*--- global assignments ---------------------------------------------------------------*/
