@@ -377,7 +377,18 @@ static bool run_instructions(SymFrame *f) {
         } else if (op == OP.STORE_DEREF) {
             Var *v = pop(f), *cell = f->locals[arg];
             trace_mutated(t, cell);
-            if (cell && cell->kind == V_CELL) {
+            if (cell && cell->kind == V_CELL && cell->obj) {
+                /* a cell from outside (`nonlocal n; n += 1` in a closure made before the call):
+                 * replayed after the graph as cell.cell_contents = v, where the cell has a source */
+                if (!cell->source) {
+                    trace_break(t, "assignment to free variable '%s' of the compiled function", PyUnicode_AsUTF8(local_name(f, arg)));
+                    goto failed;
+                }
+                static PyObject *s_cell_contents;
+                if (!s_cell_contents) s_cell_contents = PyUnicode_InternFromString("cell_contents");
+                *trace_new_store(t) = (struct AttrStore){cell, trace_keep(t, s_cell_contents), v, NULL};
+                cell->items[0] = v;
+            } else if (cell && cell->kind == V_CELL) {
                 cell->items[0] = v;
             } else {
                 Var *c = var_new(t, V_CELL);

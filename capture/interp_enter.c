@@ -10,6 +10,26 @@
 #include "interp.h"
 #include "objects.h"
 
+/* The V_CELL Var of a closure cell from outside the trace, if a function the
+ * trace entered closed over it already: every call reads and writes one Var,
+ * so a `nonlocal` write is seen by the next call (and replayed, interp.c). */
+Var *trace_cell_lookup(Trace *t, PyObject *cell) {
+    for (int i = 0; i < t->n_cells; ++i) {
+        if (t->cells[i]->obj == cell) return t->cells[i];
+    }
+    return NULL;
+}
+
+void trace_cell_remember(Trace *t, Var *cell) {
+    if (t->n_cells == t->cap_cells) {
+        t->cap_cells = t->cap_cells ? 2 * t->cap_cells : 8;
+        Var **cells = trace_alloc(t, sizeof(Var *) * (size_t)t->cap_cells);
+        if (t->n_cells) memcpy(cells, t->cells, sizeof(Var *) * (size_t)t->n_cells);
+        t->cells = cells;
+    }
+    t->cells[t->n_cells++] = cell;
+}
+
 static int frame_setup(SymFrame *f, Trace *t, PyCodeObject *code) {
     memset(f, 0, sizeof *f);
     f->t = t;
@@ -59,9 +79,16 @@ Var *interp_run_root(Trace *t, const Pt2FrameInputs *in) {
         if (kind & KIND_FREE) {
             PyObject *cell = in->func->func_closure ? PyTuple_GET_ITEM(in->func->func_closure, i - first_free) : NULL;
             PyObject *contents = cell ? PyCell_GET(cell) : NULL;
-            Var *c = var_new(t, V_CELL);
-            var_push_item(t, c, contents ? trace_wrap(t, contents, source_derived(t, SRC_CLOSURE, NULL, free_index, NULL)) : NULL);
-            if (contents && !c->items[0]) goto done;
+            Var *c = cell ? trace_cell_lookup(t, cell) : NULL;
+            if (!c) {
+                c = var_new(t, V_CELL);
+                var_push_item(t, c, contents ? trace_wrap(t, contents, source_derived(t, SRC_CLOSURE, NULL, free_index, NULL)) : NULL);
+                if (contents && !c->items[0]) goto done;
+                if (cell) {
+                    c->obj = trace_keep(t, cell); /* no source: a write to it breaks (interp.c) */
+                    trace_cell_remember(t, c);
+                }
+            }
             v = c;
             free_index++;
         } else if (kind & KIND_CELL) {
@@ -223,14 +250,22 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
             } else {
                 PyObject *cell = closure ? PyTuple_GET_ITEM(closure, k) : NULL;
                 PyObject *contents = cell ? PyCell_GET(cell) : NULL;
-                c = var_new(t, V_CELL);
-                Source *src = NULL;
-                if (fn_var->source) {
-                    src = source_derived(t, SRC_ATTR, source_derived(t, SRC_ITEM, source_derived(t, SRC_ATTR, fn_var->source, 0, "__closure__"), k, NULL),
-                                         0, "cell_contents");
+                c = cell ? trace_cell_lookup(t, cell) : NULL; /* the cell another call of the trace read */
+                if (!c) {
+                    c = var_new(t, V_CELL);
+                    Source *cell_src = NULL, *src = NULL;
+                    if (fn_var->source) {
+                        cell_src = source_derived(t, SRC_ITEM, source_derived(t, SRC_ATTR, fn_var->source, 0, "__closure__"), k, NULL);
+                        src = source_derived(t, SRC_ATTR, cell_src, 0, "cell_contents");
+                    }
+                    var_push_item(t, c, contents ? trace_wrap(t, contents, src) : NULL);
+                    if (contents && !c->items[0]) goto done;
+                    if (cell) {
+                        c->obj = trace_keep(t, cell);
+                        c->source = cell_src; /* a write to it is replayed there (interp.c) */
+                        trace_cell_remember(t, c);
+                    }
                 }
-                var_push_item(t, c, contents ? trace_wrap(t, contents, src) : NULL);
-                if (contents && !c->items[0]) goto done;
             }
             f->locals[i] = c;
         } else if (kind & KIND_CELL) {

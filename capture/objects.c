@@ -67,10 +67,30 @@ static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value);
 
 /*--- attribute stores seen by later reads ---------------------------------------*/
 
-static Var *stored_attr(Trace *t, Var *base, PyObject *name) {
+static Var *stored_on(Trace *t, PyObject *obj, PyObject *name) {
     for (int i = t->n_stores - 1; i >= 0; --i) {
         struct AttrStore *s = &t->stores[i];
-        if (s->target && !s->key && s->target->obj == base->obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
+        if (s->target && !s->key && s->target->obj == obj && PyUnicode_Compare(s->name, name) == 0) return s->value;
+    }
+    return NULL;
+}
+
+static Var *stored_attr(Trace *t, Var *base, PyObject *name) { return stored_on(t, base->obj, name); }
+
+/* A class attribute the trace assigned (K.n += 1, self.__class__.v = ...),
+ * as an instance of the class reads it: where the instance's own dict does
+ * not hold the name, the store of the first class along its MRO that has
+ * one.  NULL: none (the real lookup answers). */
+static Var *stored_class_attr(Trace *t, Var *base, PyObject *name) {
+    PyObject *mro = Py_TYPE(base->obj)->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); ++i) {
+        Var *v = stored_on(t, PyTuple_GET_ITEM(mro, i), name);
+        if (!v) continue;
+        PyObject *d = pt2_safe_getattr(base->obj, s_dict, NULL);
+        int own = d && PyDict_Check(d) ? PyDict_Contains(d, name) : 0;
+        Py_XDECREF(d);
+        PyErr_Clear();
+        return own ? NULL : v;
     }
     return NULL;
 }
@@ -508,6 +528,7 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
     const char *n = PyUnicode_AsUTF8(name);
     if (base->fresh) return fresh_getattr(t, base, name);
     Var *stored = stored_attr(t, base, name);
+    if (!stored && t->n_stores) stored = stored_class_attr(t, base, name);
     if (stored) return stored;
     PyTypeObject *ty = Py_TYPE(base->obj);
     if (base->kind == V_OBJECT) trace_guard(t, G_TYPE, base->source, (PyObject *)ty, 0);

@@ -271,7 +271,13 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
             n->slot = var_slot(c, v, NULL);
             return collect_object(c, v, n, depth);
         }
-        if (v->source && !(v->kind == V_FUNCTION && PyCode_Check(v->obj))) {
+        if (v->kind == V_FUNCTION && PyCode_Check(v->obj)) {
+            /* a def or lambda made in the trace (its Var holds the code): a function object
+             * would need its closure's cells as real values after the graph; not built yet */
+            trace_break(t, "returning or storing a function defined in the compiled code");
+            return -1;
+        }
+        if (v->source) {
             /* guarded by type (or identity): the caller's object of this call */
             n->kind = OUT_SOURCE;
             n->slot = var_slot(c, v, v->source);
@@ -519,7 +525,12 @@ PyObject *results_replay(const ResultPlan *p, PyObject *const *inputs, PyObject 
             rc = r ? 0 : -1;
             Py_XDECREF(r);
         } else if (value) {
-            rc = target ? PyObject_GenericSetAttr(target, p->store_names[k], value) : PyDict_SetItem(p->store_globals[k], p->store_names[k], value);
+            /* object's generic store: the type's own Python __setattr__ ran in the trace; a class's
+             * store goes through type.__setattr__, which also invalidates the attribute cache of
+             * the class and its subclasses (a generic store into its dict left K.n reading 0) */
+            rc = !target                 ? PyDict_SetItem(p->store_globals[k], p->store_names[k], value)
+                 : PyType_Check(target) ? PyType_Type.tp_setattro(target, p->store_names[k], value)
+                                        : PyObject_GenericSetAttr(target, p->store_names[k], value);
         }
         Py_XDECREF(value);
         if (rc != 0) {

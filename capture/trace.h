@@ -235,6 +235,10 @@ typedef struct Trace {
         PyObject *setitem;
     } *stores;
     int n_stores, cap_stores;
+    /* closure cells from outside, one V_CELL Var each (its obj the real cell):
+     * every function inlined that closes over a cell reads and writes one Var */
+    Var **cells;
+    int n_cells, cap_cells;
     /* Lists and dicts from outside (one Var per real object, memo by
      * identity), and those the trace changed: their final contents are
      * replayed after the graph (results.c). */
@@ -509,6 +513,8 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b);
 Var *trace_unary_op(Trace *t, const char *op, Var *a);
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b);
 int trace_equal(Trace *t, Var *a, Var *b);
+Var *trace_cell_lookup(Trace *t, PyObject *cell);
+void trace_cell_remember(Trace *t, Var *cell);
 Var *trace_subscript(Trace *t, Var *base, Var *index);
 
 /* Whether the trace broke at a `raise` of `type` (or a subclass) that no

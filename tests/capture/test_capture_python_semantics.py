@@ -187,3 +187,83 @@ def test_patched_methods_recompile(monkeypatch):
     m2 = Outer()
     compare(compiled(x), m(x), 0)
     compare(pt2.compile(m2)(x), m2(x), 0)
+
+
+def make_counter():
+    c = 0
+
+    def inc(x):
+        nonlocal c
+        c += 1
+        return x * c
+
+    return inc
+
+
+def test_nonlocal_writes_to_a_closure_from_outside():
+    """`nonlocal c; c += 1` in a closure made before the compiled call: every call of it in the trace
+    reads and writes one cell, and the cell holds eager's value after the graph (replayed)."""
+    def f(x, inc):
+        return inc(x) + inc(x)
+
+    inc_e, inc_c = make_counter(), make_counter()
+    compiled = pt2.compile(f)
+    pt2.reset()
+    for _ in range(3):
+        compare(compiled(torch.ones(2), inc_c), f(torch.ones(2), inc_e), 0)
+        assert inc_c.__closure__[0].cell_contents == inc_e.__closure__[0].cell_contents
+    direct_e, direct_c = make_counter(), make_counter()
+    compiled = pt2.compile(direct_c)
+    for _ in range(3):
+        compare(compiled(torch.ones(2)), direct_e(torch.ones(2)), 0)
+    assert direct_c.__closure__[0].cell_contents == direct_e.__closure__[0].cell_contents == 3
+
+
+class Counted:
+    n = 0
+
+    def __init__(self):
+        Counted.n += 1
+
+    def bump(self):
+        self.__class__.n += 1
+        return self.n
+
+
+def test_class_attribute_writes():
+    """K.n += 1 and self.__class__.n += 1 in compiled code: later reads in the trace, an instance's
+    read of the class attribute included, and the class after the call are eager's."""
+    def f(x):
+        Counted()
+        o = Counted()
+        return x * o.bump() + Counted.n
+
+    for _ in range(3):
+        Counted.n = 0
+        want = f(torch.ones(2))
+        n_eager = Counted.n
+        Counted.n = 0
+        pt2.reset()
+        got = pt2.compile(f)(torch.ones(2))
+        compare(got, want, 0)
+        assert Counted.n == n_eager == 3
+
+
+def test_functions_defined_in_compiled_code_come_back_as_functions():
+    """A def or lambda made in the compiled code and returned (or stored in a global) is a function
+    the caller can call, as eager's (those frames run eagerly: a function with the trace's values in
+    its closure is not built from a graph yet)."""
+    def f(x):
+        w = x * 2
+
+        def g(y):
+            return y + w
+
+        return g, lambda y: y * w
+
+    pt2.reset()
+    compiled = pt2.compile(f)
+    for _ in range(2):
+        g, h = compiled(torch.ones(2))
+        compare(g(torch.ones(2)), torch.full((2,), 3.0), 0)
+        compare(h(torch.ones(2)), torch.full((2,), 2.0), 0)
