@@ -480,7 +480,7 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
         } else if (!var_is_number(v)) {
             return trace_break(t, "%s with a non-number", name);
         } else {
-            v = const_scalar(t, v, x->dtype);
+            v = scalar_fits(t, v, x->dtype) ? const_scalar(t, v, x->dtype) : NULL;
         }
         return v ? trace_assign_inplace(t, x, v, name) : NULL;
     }

@@ -37,7 +37,7 @@ static Var *h_unary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
 static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, other, *, alpha=None");
     Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other"), *alpha = arg(&b, "alpha");
-    if (!x || !y) return NULL;
+    if (!x || !y || (strcmp(e->op, "sub") == 0 && bool_subtraction(t, x, y))) return NULL;
     Var *both[2] = {x, y};
     Pt2DType dt = result_type(both, 2);
     double a;
@@ -173,7 +173,11 @@ static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     if (cond && cond->kind == V_TENSOR && cond->dtype != PT2_BOOL) {
         return trace_break(t, "where() with a %s condition (eager raises: it must be bool)", pt2DTypeName(cond->dtype));
     }
-    return op3(t, "where", cond, tensor_arg(t, &b, "input"), tensor_arg(t, &b, "other"), "%s", "");
+    Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other");
+    if (x && y && ((x->kind == V_TENSOR && !scalar_fits(t, y, x->dtype)) || (y->kind == V_TENSOR && !scalar_fits(t, x, y->dtype)))) {
+        return NULL;
+    }
+    return op3(t, "where", cond, x, y, "%s", "");
 }
 
 static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -187,7 +191,7 @@ static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
         return trace_break(t, "masked_fill() with a %s mask (eager raises: the mask must be bool)", pt2DTypeName(mask->dtype));
     }
     if (v->kind == V_CONST) {
-        v = const_scalar(t, v, x->dtype);
+        v = x->kind == V_TENSOR && !scalar_fits(t, v, x->dtype) ? NULL : const_scalar(t, v, x->dtype);
     } else {
         v = convert_to(t, v, x->dtype);
     }
@@ -312,6 +316,7 @@ static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     }
     char attrs[128] = "";
     double l, h;
+    if (x->kind == V_TENSOR && (!scalar_fits(t, lo, x->dtype) || !scalar_fits(t, hi, x->dtype))) return NULL;
     if (lo && hi) {
         if (!arg_float(t, &b, lo_name, 0, &l) || !arg_float(t, &b, hi_name, 0, &h)) return NULL;
         snprintf(attrs, sizeof attrs, "{min = %s, max = %s}", f64_attr(l), f64_attr(h));

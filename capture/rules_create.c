@@ -86,6 +86,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         if (!arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
         if (rg) return trace_break(t, "%s(requires_grad=True)", op);
     }
+    if (full && fill && !scalar_fits(t, fill, dt)) return NULL;
     char s[128];
     ints_text(s, sizeof s, shape, r);
     Var *v = op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(value), pt2DTypeMlirName(dt));

@@ -85,6 +85,7 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
             return trace_break(t, "@ of %s and %s tensors (eager raises: both must have the same dtype)", pt2DTypeName(a->dtype),
                                pt2DTypeName(b->dtype));
         }
+        if (strcmp(op, "-") == 0 && bool_subtraction(t, a, b)) return NULL;
         for (size_t i = 0; i < sizeof tensor_binops / sizeof tensor_binops[0]; ++i) {
             if (strcmp(op, tensor_binops[i].py) == 0) return op2(t, tensor_binops[i].op, a, b, "%s", "");
         }

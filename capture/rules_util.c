@@ -175,6 +175,31 @@ bool number_value(Trace *t, PyObject *o, double *out) {
     return true;
 }
 
+bool bool_subtraction(Trace *t, const Var *a, const Var *b) {
+    bool ba = a->kind == V_TENSOR ? a->dtype == PT2_BOOL : a->kind == V_CONST && PyBool_Check(a->obj);
+    bool bb = b->kind == V_TENSOR ? b->dtype == PT2_BOOL : b->kind == V_CONST && PyBool_Check(b->obj);
+    if (!((a->kind == V_TENSOR && ba) || (b->kind == V_TENSOR && bb))) return false;
+    if (ba && bb) {
+        trace_raise(t, PyExc_RuntimeError, "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                    "Use the `^` or `logical_xor()` operator instead.");
+    } else {
+        trace_raise(t, PyExc_RuntimeError, "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    }
+    return true;
+}
+
+bool scalar_fits(Trace *t, const Var *v, Pt2DType dt) {
+    if (!v || v->kind != V_CONST || PyBool_Check(v->obj) || (dt != PT2_I8 && dt != PT2_I32)) return true;
+    if (!PyLong_Check(v->obj)) return true; /* a float with an int tensor promotes (where, clamp) */
+    int overflow = 0;
+    long long k = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
+    long long lo = dt == PT2_I8 ? -128 : -2147483648LL, hi = dt == PT2_I8 ? 127 : 2147483647LL;
+    if (!overflow && k >= lo && k <= hi) return true;
+    trace_raise(t, PyExc_RuntimeError, "value cannot be converted to type %s without overflow", dt == PT2_I8 ? "int8_t" : "int");
+    return false;
+}
+
 Var *const_scalar(Trace *t, Var *number, Pt2DType dt) {
     double d;
     return number_value(t, number->obj, &d) ? scalar_tensor(t, d, dt) : NULL;

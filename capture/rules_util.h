@@ -124,6 +124,12 @@ Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 bool number_value(Trace *t, PyObject *o, double *out);
 /* scalar_tensor of a number constant Var (number_value's rule). */
 Var *const_scalar(Trace *t, Var *number, Pt2DType dt);
+/* Whether a Python int converts to dt as eager's checked conversions of fill values, clamp
+ * bounds and where's scalar operand do (c10::checked_convert); false after raising eager's
+ * RuntimeError where it overflows an int8 or int32.  Arithmetic wraps instead: not for it. */
+bool scalar_fits(Trace *t, const Var *v, Pt2DType dt);
+/* a - b with a bool tensor (eager refuses it): true after raising eager's RuntimeError. */
+bool bool_subtraction(Trace *t, const Var *a, const Var *b);
 /* "array<i64: 1, 2>" */
 void ints_text(char *buf, size_t cap, const int64_t *v, int n);
 /* A tuple Var of tensors. */

@@ -171,3 +171,30 @@ def test_integer_to_a_negative_int_power_raises(dtype):
         pt2.reset()
         got = pt2.compile(fn)(x)
         assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_checked_scalar_conversions_and_bool_subtraction_raise_as_eager():
+    """Fill values, clamp bounds and where's scalar are converted to the tensor's dtype with eager's
+    overflow check (masked_fill of an int8 with 300 raises; arithmetic wraps and stays in the
+    graph), and `-` with a bool tensor raises eager's RuntimeError."""
+    i8 = torch.tensor([1, -2, 3], dtype=torch.int8)
+    i32 = torch.tensor([1, -2, 3], dtype=torch.int32)
+    b = torch.tensor([True, False, True])
+    cases = [lambda: i8.masked_fill(i8 > 0, 300), lambda: torch.clamp(i8, min=-1000, max=1000),
+             lambda: torch.where(i8 > 0, i8, 1000), lambda: torch.where(i8 > 0, -129, i8), lambda: i8.clone().fill_(128),
+             lambda: torch.full((2,), 300, dtype=torch.int8), lambda: i32.masked_fill(i32 > 0, 2 ** 31),
+             lambda: b - 1, lambda: 1 - b, lambda: b - b, lambda: torch.sub(b, 1), lambda: b - True,
+             # these compute
+             lambda: i8.masked_fill(i8 > 0, 100), lambda: torch.clamp(i8, max=100.5), lambda: torch.where(i8 > 0, i8, 1000.0),
+             lambda: i8 + 300, lambda: i8 * 1000, lambda: b + 1, lambda: torch.full((2,), 127, dtype=torch.int8)]
+    for fn in cases:
+        try:
+            want = fn()
+        except RuntimeError as e:
+            pt2.reset()
+            with pytest.raises(RuntimeError, match=str(e)[:30].replace("(", r"\(").replace(")", r"\)")):
+                pt2.compile(fn)()
+            continue
+        pt2.reset()
+        got = pt2.compile(fn)()
+        assert got.dtype == want.dtype and torch.equal(got, want)
