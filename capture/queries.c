@@ -246,6 +246,71 @@ static void guard_query(Trace *t, PyObject *probe, PyObject *args, PyObject *ans
     Py_DECREF(spec);
 }
 
+/* Whether the warnings filters turn warnings.warn(message, category) at
+ * module:lineno into an error, as warnings.warn_explicit reads them (the
+ * first filter whose message, category, module and line match decides, else
+ * the default action): eager's call raises there, before the rest of the
+ * function, where a warning replayed after the graph (warns.c) comes late. */
+static bool filter_matches(PyObject *pattern, PyObject *text) {
+    if (pattern == Py_None) return true;
+    PyObject *m = PyObject_CallMethod(pattern, "match", "O", text);
+    bool ok = m && m != Py_None;
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return ok;
+}
+
+static PyObject *warnings_error_probe(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *message, *category, *module;
+    long lineno;
+    if (!PyArg_ParseTuple(args, "OOOl", &message, &category, &module, &lineno)) return NULL;
+    static PyObject *name;
+    if (!name) name = PyUnicode_InternFromString("warnings");
+    PyObject *w = name ? PyImport_GetModule(name) : NULL;
+    if (!w) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    PyObject *filters = PyObject_GetAttrString(w, "filters"), *action = NULL;
+    PyErr_Clear();
+    for (Py_ssize_t i = 0; !action && filters && PyList_Check(filters) && i < PyList_GET_SIZE(filters); ++i) {
+        PyObject *f = PyList_GET_ITEM(filters, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 5) continue;
+        PyObject *cat = PyTuple_GET_ITEM(f, 2), *ln = PyTuple_GET_ITEM(f, 4);
+        int sub = PyType_Check(cat) && PyType_Check(category) ? PyObject_IsSubclass(category, cat) : 0;
+        PyErr_Clear();
+        long want = PyLong_Check(ln) ? PyLong_AsLong(ln) : 0;
+        if (sub == 1 && (want == 0 || want == lineno) && filter_matches(PyTuple_GET_ITEM(f, 1), message) &&
+            filter_matches(PyTuple_GET_ITEM(f, 3), module)) {
+            action = Py_NewRef(PyTuple_GET_ITEM(f, 0));
+        }
+    }
+    if (!action) action = PyObject_GetAttrString(w, "defaultaction");
+    PyErr_Clear();
+    bool error = action && PyUnicode_Check(action) && PyUnicode_CompareWithASCIIString(action, "error") == 0;
+    Py_XDECREF(action);
+    Py_XDECREF(filters);
+    Py_DECREF(w);
+    return Py_NewRef(error ? Py_True : Py_False);
+}
+
+static PyMethodDef warnings_error_def = {"warnings_error_filter", warnings_error_probe, METH_VARARGS,
+                                         "Whether the warnings filters make this warning an error."};
+
+bool query_warnings_may_raise(Trace *t, PyObject *message, PyObject *category, PyObject *module, long lineno) {
+    static PyObject *probe;
+    if (!probe) probe = PyCFunction_New(&warnings_error_def, NULL);
+    PyObject *args = Py_BuildValue("(OOOl)", message, category, module, lineno);
+    PyObject *r = probe && args ? PyObject_Call(probe, args, NULL) : NULL;
+    bool raise = r == Py_True;
+    if (r) guard_query(t, probe, args, r, "the warnings filters' action for this warning is \"error\"");
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    PyErr_Clear();
+    return raise;
+}
+
 static void callable_name(PyObject *o, char *buf, size_t cap) {
     PyObject *mod = PyObject_GetAttrString(o, "__module__");
     /* a C function's __qualname__ names its self (pybind's function record) */

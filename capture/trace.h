@@ -479,6 +479,9 @@ int queries_init(void);
 void queries_refresh(void); /* at each trace's start: the table's paths resolved again */
 Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, bool *handled);
 PyObject *query_call_probe(PyObject *probe, PyObject *args);
+/* Whether the warnings filters make this warning an error now (guarded as a QUERY): then
+ * warnings.warn breaks, so that it raises at the call. */
+bool query_warnings_may_raise(Trace *t, PyObject *message, PyObject *category, PyObject *module, long lineno);
 bool queries_autocast_on(void);            /* torch._C._is_any_autocast_enabled() */
 void queries_guard_trace_state(Trace *t);  /* the guards every entry has: autocast off */
 int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the current device, guarded; -1 if not */

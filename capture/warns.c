@@ -10,9 +10,10 @@
  * program order as warnings.warn_explicit(message, category, filename,
  * lineno, module, registry = those globals' __warningregistry__) through
  * PyErr_WarnExplicitObject (results.c), which the filters take as eager's:
- * once per place under "default", every call under "always".  Under "error"
- * the exception comes after the graph ran, where eager's came before the rest
- * of the function.  Any other call (a message built from tensors, a
+ * once per place under "default", every call under "always".  Where a filter
+ * (or the default action) is "error", the call breaks instead, so that it
+ * raises where eager's does, before the rest of the function, inside any
+ * `try` around it (a QUERY guard: another filter recompiles).  Any other call (a message built from tensors, a
  * stacklevel past the compiled function, `source=` or `skip_file_prefixes=`)
  * stays a break.
  *===----------------------------------------------------------------------===*/
@@ -70,6 +71,11 @@ bool warns_record(Trace *t, PyObject *message, PyObject *category, long stacklev
         return false;
     }
     PyObject *module = PyDict_GetItemString(f->globals, "__name__"); /* borrowed */
+    if (query_warnings_may_raise(t, message, category, module && PyUnicode_Check(module) ? module : f->code.code->co_filename,
+                                 f->code.insns[f->pc].line)) {
+        trace_break(t, "warnings.warn under an \"error\" warnings filter (eager raises at the call, before what follows)");
+        return false;
+    }
     if (t->n_warns == t->cap_warns) {
         int cap = t->cap_warns ? 2 * t->cap_warns : 4;
         struct WarnCall *w = trace_alloc(t, sizeof *w * (size_t)cap);

@@ -149,3 +149,42 @@ def test_softmax_without_dim_that_stays_a_break():
     got, compiled = _record(pt2.compile(m), x)
     assert [w[:2] for w in compiled] == [w[:2] for w in eager] and len(eager) == 1
     torch.testing.assert_close(got[0], want[0])
+
+
+def test_warning_turned_into_an_error_raises_at_the_call():
+    """Under an "error" filter warnings.warn raises where eager's does: before the function's later
+    side effects (an in-place add, a list append), and inside a `try` around it that catches it.
+    The filters are a guard: the same function compiled under the default filters replays the
+    warning after the graph, and under "error" breaks at the call."""
+    import warnings
+
+    def side_effects(x, log):
+        warnings.warn("careful")
+        x.add_(1)
+        log.append(1)
+        return x * 2
+
+    def caught(x):
+        try:
+            warnings.warn("boom")
+        except UserWarning:
+            return x * 3
+        return x * 2
+
+    pt2.reset()
+    compiled = pt2.compile(side_effects)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(torch.ones(2), [])  # compiled under a filter that does not raise
+    for fn in (side_effects, compiled):
+        x, log = torch.ones(2), []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserWarning, match="careful"):
+                fn(x, log)
+        assert torch.equal(x, torch.ones(2)) and log == []
+    compiled = pt2.compile(caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            assert torch.equal(compiled(torch.ones(2)), torch.full((2,), 3.0))
