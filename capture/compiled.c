@@ -207,9 +207,6 @@ static int workspace_ptr(PyObject *ws, void **out) {
     return ws == Py_None ? 0 : pt2_tensor_data(ws, out);
 }
 
-/* Runs the GPU plan on the inputs (ptrs: their data pointers, n_inputs of
- * them, then room for the outputs); fills outputs[*got_out..].  0, or -1
- * with an exception set. */
 /* Output j as eager's strides where they are a permuted dense layout: the
  * kernel wrote its memory in dim order (eager_layout_outputs). */
 static int eager_view(Pt2CompiledFn *self, PyObject **outputs, int j) {
@@ -219,6 +216,9 @@ static int eager_view(Pt2CompiledFn *self, PyObject **outputs, int j) {
     return outputs[j] ? 0 : -1;
 }
 
+/* Runs the GPU plan on the inputs (ptrs: their data pointers, n_inputs of
+ * them, then room for the outputs); fills outputs[*got_out..].  0, or -1
+ * with an exception set. */
 static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, PyObject **outputs, int *got_out) {
     PyObject *stack_contig[32];
     PyObject **contig = self->n_inputs <= 32 ? stack_contig : PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
