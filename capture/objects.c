@@ -9,8 +9,9 @@
  *   - a Python __getattr__ (other than nn.Module's, whose parameter/buffer/
  *     submodule dicts are read directly) is inlined when that finds nothing.
  * super() objects resolve along type(self).__mro__ after the class (imports
- * are imports.c's).  Attribute assignments on objects from outside the trace are recorded,
- * seen by later reads, and replayed after the graph runs (compiled.c).
+ * are imports.c's).  Attribute assignments on objects from outside the trace
+ * are recorded, seen by later reads, and replayed after the graph runs
+ * (compiled.c).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
