@@ -528,25 +528,6 @@ static bool box_overlaps(const Var *x, const int64_t *start, const int64_t *stop
 
 /*--- x[index] = value ------------------------------------------------------------*/
 
-/* Two index Vars that select the same elements: the same Var (an augmented
- * assignment's copy on the stack), or slices, tuples and constants made of
- * the same parts. */
-static bool same_index(const Var *a, const Var *b) {
-    if (a == b) return true;
-    if (!a || !b || a->kind != b->kind) return false;
-    if (a->kind == V_CONST) {
-        int eq = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
-        PyErr_Clear();
-        return eq == 1;
-    }
-    if (a->kind != V_SLICE && a->kind != V_TUPLE) return false;
-    if (a->n_items != b->n_items) return false;
-    for (int i = 0; i < a->n_items; ++i) {
-        if (!same_index(a->items[i], b->items[i])) return false;
-    }
-    return true;
-}
-
 /* x[:, ..., index] = value with one 1-d integer tensor index and full slices (or an ellipsis) for the
  * other dimensions: index_put along that dimension (the last value where indices repeat, negative ones
  * from the end), through python/pt2/_polyfills_scatter.py's index_put_along.  NULL (nothing traced,
@@ -604,10 +585,10 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     }
     if (value->kind == V_CONST && !var_is_number(value)) return trace_break(t, "tensor item assignment of a non-number"), false;
     if (value->kind != V_TENSOR && value->kind != V_CONST) return trace_break(t, "tensor item assignment of this value"), false;
-    /* v over x's own memory (x[i] = x[j]): x[i] op= v stores the view it read, the same elements;
-     * otherwise the region written is compared with v's below (a box), or the write breaks */
-    bool own = value->kind == V_TENSOR && value->storage == x->storage && value != x &&
-               !(value->subscript_base == x && same_index(value->subscript_index, index));
+    /* v over x's own memory (x[i] = x[j]; x[i] op= v stores the view it read): the region written
+     * is compared with v's below (a box: the same elements in the same order are no overlap), or
+     * the write breaks */
+    bool own = value->kind == V_TENSOR && value->storage == x->storage && value != x;
     bool box = true;
     for (int i = 0; i < n; ++i) box &= items[i]->kind == V_SLICE || (items[i]->kind == V_CONST && (items[i]->obj == Py_Ellipsis || PyLong_Check(items[i]->obj)));
     if (own && !box) {

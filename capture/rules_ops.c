@@ -453,11 +453,7 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (alias) return alias;
     }
     switch (base->kind) {
-    case V_TENSOR: {
-        Var *v = view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
-        if (v && v->kind == V_TENSOR) v->subscript_base = base, v->subscript_index = index;
-        return v;
-    }
+    case V_TENSOR: return view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
     case V_TUPLE: case V_LIST: {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);

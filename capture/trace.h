@@ -93,10 +93,6 @@ typedef struct Var {
      * which eager may have copied; a select at an index tensor) */
     struct Var *view_parent;
     const char *view_op, *view_attrs;
-    /* a view made by x[index] (trace_subscript): x and the index, so that
-     * `x[index] op= v`'s store of that view into x[index] is known to write
-     * the memory it read (inplace.c) */
-    struct Var *subscript_base, *subscript_index;
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
     /* an input whose strides are a permutation of a dense layout (channels
      * last, a transpose): the graph takes its memory in that physical order
