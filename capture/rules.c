@@ -613,10 +613,16 @@ static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
 
 static Var *h_sort(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool topk = strcmp(e->op, "topk") == 0;
-    BIND(topk ? "input, k, dim=-1, largest=True, sorted=True" : "input, dim=-1, descending=False, stable=False");
+    BIND(topk ? "input, k, dim=-1, largest=True, sorted=True" : "input, dim=-1, descending=False, *, stable=None");
     Var *x = arg(&b, "input");
     int64_t dim, k;
     bool flag;
+    /* torch's sort(*, stable, dim, descending) overload takes its other arguments by keyword only */
+    bool stable_given = false;
+    for (int i = 0; !topk && kwn && i < nkw; ++i) stable_given |= PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwn, i), "stable") == 0;
+    if (stable_given && n > 1) {
+        return trace_break(t, "sort() with stable= and a positional dim or descending (eager raises TypeError)");
+    }
     if (!x || !arg_int(t, &b, "dim", -1, &dim)) return NULL;
     if (x->kind == V_TENSOR && x->rank > 0 && dim >= -x->rank && dim < x->rank) {
         int64_t len = x->sizes[dim < 0 ? dim + x->rank : dim], numel = 1;

@@ -422,6 +422,10 @@ def broadcast_tensors(tensors):
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x - m))) + m with m the max along dim, an infinite max taken as 0 (as ATen)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0 and not keepdim and input.dim() > 0 and input.numel() > 0:
+        # ATen reduces over every dim into a 0-d result, then adds the kept max of shape [1, ...]
+        shape = ", ".join(["1"] * input.dim())
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape [{shape}]")
     x = input if input.is_floating_point() else input.to(torch.float32)
     m = torch.amax(x, dim, keepdim=True)
     m = torch.where(m.abs() == float("inf"), torch.zeros_like(m), m)

@@ -129,3 +129,20 @@ def test_long_rows_are_left_to_torchs_sort():
         assert torch.equal(got, want)
     check(lambda x: torch.topk(x[:, :1024], 5).values * 3, x)  # 1024 a row: compiled
     check(lambda x: torch.sort(x.reshape(-1, 3), 1).values + 1, x, tol=0)  # many short rows
+
+
+def test_argument_errors_like_eager():
+    """sort's stable= overload takes dim and descending by keyword only; logsumexp over dim=() without
+    keepdim fails in ATen for a non-empty tensor of rank > 0 (a 0-d one, or keepdim, runs)."""
+    x = torch.randn(3, 5)
+    for fn, exc in [(lambda x: x.sort(1, stable=True), TypeError), (lambda x: torch.sort(x, 0, stable=False), TypeError),
+                    (lambda x: x.sort(0, stable=None), TypeError), (lambda x: x.logsumexp(()), RuntimeError),
+                    (lambda x: torch.logsumexp(x[0], []), RuntimeError)]:
+        with pytest.raises(exc) as eager:
+            fn(x)
+        pt2.reset()
+        with pytest.raises(exc, match=re.escape(str(eager.value)[:30])):
+            pt2.compile(fn)(x)
+    for fn in [lambda x: x.sort(stable=True, dim=1, descending=True).values, lambda x: x.sort(1, True).values,
+               lambda x: x.logsumexp((), keepdim=True), lambda x: x[0, 0].logsumexp(())]:
+        check(fn, x)
