@@ -236,13 +236,25 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_CLAMP: {
         double lo, hi;
         MlirValue r = x;
+        /* ATen's clamp keeps x unless it is beyond a bound: x < lo ? lo : x, so that -0.0 stays -0.0
+         * under min=0 and a NaN x stays NaN (maximumf would order the zeros) */
         if (pt2_attr_f64(attrs, "min", &lo) > 0) {
-            r = f ? build_binary(b, "arith.maximumf", r, fconst(b, ct, lo))
-                  : build_binary(b, "arith.maxsi", r, const_int(b, ct, (int64_t)ceil(lo)));
+            if (f && !isnan(lo)) {
+                MlirValue c = fconst(b, ct, lo);
+                r = build_select(b, build_cmp(b, true, "olt", r, c), c, r);
+            } else {
+                r = f ? build_binary(b, "arith.maximumf", r, fconst(b, ct, lo))
+                      : build_binary(b, "arith.maxsi", r, const_int(b, ct, (int64_t)ceil(lo)));
+            }
         }
         if (pt2_attr_f64(attrs, "max", &hi) > 0) {
-            r = f ? build_binary(b, "arith.minimumf", r, fconst(b, ct, hi))
-                  : build_binary(b, "arith.minsi", r, const_int(b, ct, (int64_t)floor(hi)));
+            if (f && !isnan(hi)) {
+                MlirValue c = fconst(b, ct, hi);
+                r = build_select(b, build_cmp(b, true, "ogt", r, c), c, r);
+            } else {
+                r = f ? build_binary(b, "arith.minimumf", r, fconst(b, ct, hi))
+                      : build_binary(b, "arith.minsi", r, const_int(b, ct, (int64_t)floor(hi)));
+            }
         }
         return r;
     }

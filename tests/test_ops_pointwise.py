@@ -502,3 +502,17 @@ def test_f32_to_bf16_rounds_as_eager(n):
     nan = want.isnan()
     assert torch.equal(got.isnan(), nan)
     assert torch.equal(got[~nan].view(torch.int16), want[~nan].view(torch.int16)), (got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_clamp_keeps_signed_zeros_and_nans(dtype):
+    """clamp keeps x unless it is beyond a bound, as ATen: clamp(-0.0, min=0) is -0.0, clamp(0.0,
+    max=-0.0) is 0.0, a NaN stays NaN; relu, relu6 and hardtanh alike (odd length: vector body and tail)."""
+    x = torch.tensor([-0.0, 0.0, -1.5, 2.5, float("nan"), float("inf"), -float("inf")] * 5, dtype=dtype)
+    for fn in [lambda x: x.clamp(min=0), lambda x: x.clamp(max=-0.0), lambda x: x.clamp(-0.0, 0.0), lambda x: x.clamp(2, 1),
+               torch.relu, F.relu6, F.hardtanh]:
+        want = fn(x)
+        got = pt2.compile(fn)(x)
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+        keep = ~want.isnan()  # a NaN's sign is not specified (eager's bf16 clamp flips it)
+        assert torch.equal(torch.signbit(got)[keep], torch.signbit(want)[keep]), (got, want)
