@@ -319,7 +319,9 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
             goto done;
         }
         /* a graph break: compile what was captured, run the rest in CPython
-         * through resume_at continuations (breaks.c) */
+         * through resume_at continuations (breaks.c); not for a later
+         * fullgraph=True call of this code, which must raise */
+        trace_guard(&t, G_FULLGRAPH, NULL, NULL, 0);
         Pt2Guards *bguards = NULL;
         char why[200];
         PyObject *brep = compiled ? NULL : break_replacement(&t, in, &bguards, &compile_s, &cached, why, sizeof why);

@@ -6,6 +6,7 @@
  * source programs fetch the graph's inputs on every call of a compiled
  * graph (compiled.c).
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <string.h>
 
 #include "guards.h"
@@ -212,6 +213,7 @@ static void describe(const CGuard *g, const char *src, const char *other, char *
     case G_DEFAULT_DTYPE: snprintf(buf, cap, "DEFAULT_DTYPE torch.get_default_dtype() == torch.float32"); break;
     case G_FROZEN: snprintf(buf, cap, "FROZEN %s: the same tensor, data pointer and version (%lld)", src, (long long)g->n); break;
     case G_FREEZE_MODE: snprintf(buf, cap, "FREEZE_MODE pt2.compile(freeze=%s)", g->n ? "True" : "False"); break;
+    case G_FULLGRAPH: snprintf(buf, cap, "FULLGRAPH pt2.compile(fullgraph=%s)", g->n ? "True" : "False"); break;
     case G_QUERY: {
         PyObject *args = PyObject_Repr(PyTuple_GET_ITEM(g->obj, 1)), *r = PyObject_Repr(PyTuple_GET_ITEM(g->obj, 2));
         const char *a = args ? PyUnicode_AsUTF8(args) : "(?)";
@@ -405,6 +407,50 @@ static bool check_frozen(const CGuard *g, PyObject *v) {
     return ok;
 }
 
+/* v is a constant the trace may use in place of `want`: of the same type all
+ * the way down (1, 1.0 and True are equal, but a trace that read one is not
+ * the other's: promotion, x[True]), floats by sign as well (0.0 and -0.0
+ * differ under copysign and division; any NaN stands for a NaN), tuples and
+ * frozensets element by element in iteration order (the trace unrolled that
+ * order: two equal frozensets may iterate differently). */
+static bool same_constant(PyObject *v, PyObject *want, int depth) {
+    if (v == want) return true;
+    if (Py_TYPE(v) != Py_TYPE(want) || depth > 8) return false;
+    if (PyFloat_CheckExact(v)) {
+        double a = PyFloat_AS_DOUBLE(v), b = PyFloat_AS_DOUBLE(want);
+        return isnan(a) ? isnan(b) : a == b && signbit(a) == signbit(b);
+    }
+    if (PyTuple_CheckExact(v)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(v);
+        if (PyTuple_GET_SIZE(want) != n) return false;
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            if (!same_constant(PyTuple_GET_ITEM(v, i), PyTuple_GET_ITEM(want, i), depth + 1)) return false;
+        }
+        return true;
+    }
+    if (PyFrozenSet_CheckExact(v)) {
+        if (PySet_GET_SIZE(v) != PySet_GET_SIZE(want)) return false;
+        PyObject *a = PyObject_GetIter(v), *b = PyObject_GetIter(want), *x = NULL, *y = NULL;
+        bool ok = a && b;
+        while (ok) {
+            x = PyIter_Next(a), y = PyIter_Next(b);
+            if (!x || !y) {
+                ok = !x && !y;
+                break;
+            }
+            ok = same_constant(x, y, depth + 1);
+            Py_CLEAR(x);
+            Py_CLEAR(y);
+        }
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return ok && !PyErr_Occurred();
+    }
+    return PyObject_RichCompareBool(v, want, Py_EQ) == 1;
+}
+
 /* The dict's type, then its keys in iteration order (the type is a dict or
  * a dict subclass without a Python __iter__: C code only). */
 static bool check_dict_keys(const CGuard *g, PyObject *v) {
@@ -420,7 +466,7 @@ static bool check_dict_keys(const CGuard *g, PyObject *v) {
             break;
         }
         PyObject *want = i < n ? PyTuple_GET_ITEM(keys, i) : NULL;
-        ok = want && (k == want || PyObject_RichCompareBool(k, want, Py_EQ) == 1);
+        ok = want && same_constant(k, want, 0);
         Py_DECREF(k);
     }
     Py_XDECREF(it);
@@ -447,6 +493,7 @@ static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceE
         return ok;
     }
     if (g->kind == G_FREEZE_MODE) return (pt2_capture_options && pt2_capture_options->freeze) == (g->n != 0);
+    if (g->kind == G_FULLGRAPH) return (pt2_capture_options && pt2_capture_options->fullgraph) == (g->n != 0);
     if (g->kind == G_DEFAULT_DTYPE) {
         PyObject *r = PyObject_CallNoArgs(default_dtype_fn);
         bool ok = r == g->obj;
@@ -472,7 +519,7 @@ static bool check_one(Pt2Guards *gs, const CGuard *g, bool nested, const SourceE
     case G_FROZEN: ok = check_frozen(g, v); break;
     case G_DICT_KEYS: ok = check_dict_keys(g, v); break;
     case G_EQUALS:
-        ok = v == g->obj || (Py_TYPE(v) == Py_TYPE(g->obj) && PyObject_RichCompareBool(v, g->obj, Py_EQ) == 1);
+        ok = same_constant(v, g->obj, 0);
         break;
     case G_LEN:
         ok = (PyObject *)Py_TYPE(v) == g->obj && PyObject_Length(v) == g->n;

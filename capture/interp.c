@@ -92,6 +92,8 @@ static Var *load_global(SymFrame *f, PyObject *name) {
         v = PyDict_GetItemWithError(f->builtins, name);
         if (!v) return trace_break(t, "name '%s' is not defined", PyUnicode_AsUTF8(name));
         src = source_derived(t, SRC_BUILTIN, NULL, 0, PyUnicode_AsUTF8(name));
+        /* and stays a builtin: a global of that name defined later shadows it */
+        trace_guard(t, G_HAS_KEY, f->globals_source_base ? f->globals_source_base : source_const(t, f->globals), name, 0);
     }
     return trace_wrap(t, v, src);
 }

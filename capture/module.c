@@ -11,7 +11,7 @@ PyObject *pt2_unsupported_error(void);
 
 /*--- global state pt2 does not trace under --------------------------------------*/
 
-static PyObject *default_dtype_fn, *float32_dtype, *mode_stack_len_fn;
+static PyObject *default_dtype_fn, *float32_dtype, *mode_stack_len_fn, *dispatch_stack_len_fn;
 
 static int eager_state_init(void) {
     PyObject *torch = PyImport_ImportModule("torch");
@@ -19,6 +19,7 @@ static int eager_state_init(void) {
     default_dtype_fn = torch ? PyObject_GetAttrString(torch, "get_default_dtype") : NULL;
     float32_dtype = torch ? PyObject_GetAttrString(torch, "float32") : NULL;
     mode_stack_len_fn = tc ? PyObject_GetAttrString(tc, "_len_torch_function_stack") : NULL;
+    dispatch_stack_len_fn = tc ? PyObject_GetAttrString(tc, "_len_torch_dispatch_stack") : NULL;
     Py_XDECREF(tc);
     Py_XDECREF(torch);
     PyErr_Clear();
@@ -55,7 +56,8 @@ static bool modes_allow_compile(void) {
 /* A reason why this call must run eagerly (a global setting the traces do not
  * follow), or NULL.  Graphs are traced under torch's defaults: float32 as the
  * default dtype (factories, Python floats with integer tensors) and no
- * TorchFunctionMode (torch.set_default_device to a non-CPU device is one). */
+ * TorchFunctionMode (torch.set_default_device to a non-CPU device is one) nor
+ * TorchDispatchMode. */
 static const char *eager_reason(void) {
     PyObject *dt = PyObject_CallNoArgs(default_dtype_fn);
     bool f32 = dt == float32_dtype;
@@ -71,6 +73,13 @@ static const char *eager_reason(void) {
         Py_XDECREF(n);
         PyErr_Clear();
         if (len > 0 && !modes_allow_compile()) return "a TorchFunctionMode (e.g. torch.set_default_device) is active";
+    }
+    if (dispatch_stack_len_fn) { /* a TorchDispatchMode sees every ATen op, which a graph's kernel would bypass */
+        PyObject *n = PyObject_CallNoArgs(dispatch_stack_len_fn);
+        long len = n && PyLong_Check(n) ? PyLong_AsLong(n) : 0;
+        Py_XDECREF(n);
+        PyErr_Clear();
+        if (len > 0) return "a TorchDispatchMode is active";
     }
     return NULL;
 }

@@ -499,6 +499,7 @@ static Var *missing_attribute(Trace *t, Var *base, PyObject *name) {
     Py_XDECREF(dict);
     PyErr_Clear();
     if (!sure) return trace_break(t, "attribute '%s' of %s needs Python code to read (a descriptor or __getattr__)", n, ty->tp_name);
+    query_guard_mro(t, ty, NULL, name, NULL); /* no class gets it later (C.a = 1) */
     return trace_raise(t, PyExc_AttributeError, "'%s' object has no attribute '%s'", ty->tp_name, n);
 }
 
@@ -639,7 +640,7 @@ Var *tagged_method(Trace *t, Var *self, const char *tag) {
 /* k's own class-dict entry `name`, borrowed; NULL (no error) if absent.  CPython 3.12
  * keeps the dicts of static builtin types (object, dict) out of tp_dict, which is NULL
  * for them there: PyType_GetDict reads either kind. */
-static PyObject *type_own_attr(PyTypeObject *k, PyObject *name) {
+PyObject *type_own_attr(PyTypeObject *k, PyObject *name) {
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject *dict = PyType_GetDict(k);
     PyObject *d = dict ? PyDict_GetItemWithError(dict, name) : NULL;
@@ -663,6 +664,7 @@ Var *super_getattr(Trace *t, Var *sup, PyObject *name) {
             if (PyErr_Occurred()) return trace_break(t, "super().%s lookup failed", n);
             continue;
         }
+        query_guard_mro(t, Py_TYPE(self->obj), sup->obj, name, d); /* a base patched, a method added between */
         if (self->fresh && is_base_c_method(d)) return base_method(t, self, n);
         if (is_lazy_dict(self) && is_base_c_method(d) && lazy_dict_reads(n)) {
             /* dict's or OrderedDict's own method on a dict subclass from outside */

@@ -30,6 +30,8 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name);
 void guard_class_attr(Trace *t, Var *base, PyObject *name, PyObject *found, bool method);
 Var *object_getattr(Trace *t, Var *base, PyObject *name);
 Var *super_getattr(Trace *t, Var *sup, PyObject *name);
+/* k's own class-dict entry `name` (borrowed; NULL, no error, if absent). */
+PyObject *type_own_attr(PyTypeObject *k, PyObject *name);
 /* A V_METHOD whose obj is a tag string ("get", "generic:__setattr__", ...)
  * run by tagged_method_call; *handled is false when the tag is not one. */
 Var *tagged_method(Trace *t, Var *self, const char *tag);

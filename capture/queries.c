@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "objects.h"
 #include "rules_util.h"
 
 typedef enum QueryHow { Q_TRUE, Q_FALSE, Q_GRAD_MODE, Q_DEFAULT_DTYPE, Q_CONSTANT, Q_CUDA_CONSTANT, Q_GUARDED } QueryHow;
@@ -311,6 +312,51 @@ bool query_warnings_may_raise(Trace *t, PyObject *message, PyObject *category, P
     return raise;
 }
 
+/* mro_finds(type, after, name, expected): whether the first class of
+ * type.__mro__ past `after` (None: from the start) whose own dict holds
+ * `name` holds `expected`, the probe's own sentinel standing for "no class
+ * holds it".  Guards what the trace found along a class's MRO: an attribute
+ * missing there (getattr(o, "a", default)) and super().f (a base patched, a
+ * method added to a class between). */
+static PyObject *mro_missing;
+
+static PyObject *mro_finds_probe(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *type, *after, *name, *expected;
+    if (!PyArg_ParseTuple(args, "O!OUO", &PyType_Type, &type, &after, &name, &expected)) return NULL;
+    PyObject *mro = ((PyTypeObject *)type)->tp_mro;
+    Py_ssize_t i = 0, n = mro ? PyTuple_GET_SIZE(mro) : 0;
+    if (after != Py_None) {
+        while (i < n && PyTuple_GET_ITEM(mro, i) != after) ++i;
+        ++i;
+    }
+    for (; i < n; ++i) {
+        PyObject *d = type_own_attr((PyTypeObject *)PyTuple_GET_ITEM(mro, i), name); /* borrowed */
+        if (d) return Py_NewRef(d == expected ? Py_True : Py_False);
+        if (PyErr_Occurred()) return NULL;
+    }
+    return Py_NewRef(expected == mro_missing ? Py_True : Py_False);
+}
+
+static PyMethodDef mro_finds_def = {"mro_finds", mro_finds_probe, METH_VARARGS,
+                                    "Whether the first class along type's MRO past `after` holding name holds expected."};
+
+void query_guard_mro(Trace *t, PyTypeObject *type, PyObject *after, PyObject *name, PyObject *found) {
+    static PyObject *probe;
+    if (!probe) probe = PyCFunction_New(&mro_finds_def, NULL);
+    if (!mro_missing) mro_missing = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type); /* a sentinel none holds */
+    if (!probe || !mro_missing) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *args = Py_BuildValue("(OOOO)", (PyObject *)type, after ? after : Py_None, name, found ? found : mro_missing);
+    PyObject *r = args ? PyObject_Call(probe, args, NULL) : NULL;
+    if (r == Py_True) guard_query(t, probe, args, r, "pt2.mro_finds");
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    PyErr_Clear();
+}
+
 static void callable_name(PyObject *o, char *buf, size_t cap) {
     PyObject *mod = PyObject_GetAttrString(o, "__module__");
     /* a C function's __qualname__ names its self (pybind's function record) */
@@ -454,6 +500,28 @@ int queries_current_cuda_device(Trace *t) {
     Py_XDECREF(fn);
     PyErr_Clear();
     return index;
+}
+
+/*--- deterministic mode: torch.empty's fill ----------------------------------------*/
+
+/* Whether torch.empty fills its memory now (torch.use_deterministic_algorithms(True) with
+ * torch.utils.deterministic.fill_uninitialized_memory: NaN, or an integer type's largest
+ * value), both answers guarded, so that switching the mode recompiles. */
+bool query_empty_fills(Trace *t) {
+    static const char *const paths[2] = {"torch._C._get_deterministic_algorithms",
+                                         "torch._C._get_deterministic_fill_uninitialized_memory"};
+    bool all = true;
+    for (int i = 0; i < 2 && all; ++i) {
+        PyObject *fn = resolve_loaded(paths[i]), *args = PyTuple_New(0);
+        PyObject *r = fn && args ? PyObject_Call(fn, args, NULL) : NULL;
+        all = r == Py_True;
+        if (r && PyBool_Check(r)) guard_query(t, fn, args, r, paths[i]);
+        Py_XDECREF(r);
+        Py_XDECREF(args);
+        Py_XDECREF(fn);
+        PyErr_Clear();
+    }
+    return all;
 }
 
 /*--- autocast: a state the graphs do not follow ---------------------------------*/

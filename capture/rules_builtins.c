@@ -151,9 +151,14 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         Var *v = args[0], *cls = args[1];
         PyObject *real = NULL;
         if (v->kind == V_TENSOR) {
-            PyObject *torch = PyImport_ImportModule("torch");
-            real = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL; /* an instance stand-in below */
-            Py_XDECREF(torch);
+            /* an input's class is guarded (a Parameter stays one); a tensor of the graph is a Tensor */
+            if (v->is_input && v->real) {
+                real = Py_NewRef((PyObject *)Py_TYPE(v->real));
+            } else {
+                PyObject *torch = PyImport_ImportModule("torch");
+                real = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL; /* an instance stand-in below */
+                Py_XDECREF(torch);
+            }
             if (!real) return trace_break(t, "isinstance failed");
             if (cls->kind != V_CONST && cls->kind != V_OBJECT && cls->kind != V_CALLABLE && cls->kind != V_TUPLE) {
                 Py_DECREF(real);

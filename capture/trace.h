@@ -152,6 +152,7 @@ typedef enum GuardKind {
     G_ALIAS,        /* (x is other) == n: two sources reach one tensor (a tied weight), or two distinct ones */
     G_DICT_KEYS,    /* type(x) is the guarded type (a dict or a C dict subclass) and its keys, in iteration order, are obj (a tuple) */
     G_QUERY,        /* obj = (probe, args, answer, name): probe(*args) is still the answer (queries.c) */
+    G_FULLGRAPH,    /* the run's pt2.compile(fullgraph=...) == flag: an entry with a graph break serves no fullgraph=True call */
 } GuardKind;
 
 typedef struct GuardSpec {
@@ -478,6 +479,12 @@ PyObject *query_call_probe(PyObject *probe, PyObject *args);
 /* Whether the warnings filters make this warning an error now (guarded as a QUERY): then
  * warnings.warn breaks, so that it raises at the call. */
 bool query_warnings_may_raise(Trace *t, PyObject *message, PyObject *category, PyObject *module, long lineno);
+/* A QUERY guard that the first class of type.__mro__ past `after` (NULL:
+ * from the start) whose dict holds `name` holds `found` (NULL: none holds
+ * it), when that is so now (queries.c). */
+void query_guard_mro(Trace *t, PyTypeObject *type, PyObject *after, PyObject *name, PyObject *found);
+/* Whether torch.empty fills its memory now (deterministic mode), guarded. */
+bool query_empty_fills(Trace *t);
 bool queries_autocast_on(void);            /* torch._C._is_any_autocast_enabled() */
 void queries_guard_trace_state(Trace *t);  /* the guards every entry has: autocast off */
 int queries_current_cuda_device(Trace *t); /* "cuda" without an index: the current device, guarded; -1 if not */

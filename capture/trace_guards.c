@@ -45,7 +45,7 @@ static bool source_equal(const Source *a, const Source *b) {
 }
 
 void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n) {
-    if (!source && kind != G_GRAD_MODE && kind != G_DEFAULT_DTYPE && kind != G_FREEZE_MODE && kind != G_QUERY) return; /* made while tracing: nothing to check */
+    if (!source && kind != G_GRAD_MODE && kind != G_DEFAULT_DTYPE && kind != G_FREEZE_MODE && kind != G_FULLGRAPH && kind != G_QUERY) return; /* made while tracing: nothing to check */
     for (int i = 0; i < t->n_guards; ++i) { /* one guard per (kind, source[, key]) */
         GuardSpec *g = &t->guards[i];
         if (g->kind == kind && g->n == n && source_equal(g->source, source) && ((kind != G_HAS_KEY && kind != G_QUERY) || g->obj == obj)) {

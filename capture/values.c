@@ -421,7 +421,7 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         trace_guard(t, G_EQUALS, source, value, 0);
         if (PyObject_TypeCheck(value, (PyTypeObject *)torch_size_type)) {
             Var *v = var_new(t, V_TUPLE);
-            v->obj = trace_keep(t, value);
+            v->obj = trace_keep(t, torch_size_type); /* a tuple of this type, as the traced shapes are */
             v->source = source;
             for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i) var_push_item(t, v, var_const(t, PyTuple_GET_ITEM(value, i)));
             return v;
@@ -453,7 +453,14 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         return v;
     }
     if (PyDict_CheckExact(value)) {
-        trace_guard(t, G_LEN, source, (PyObject *)Py_TYPE(value), PyDict_GET_SIZE(value));
+        /* its keys in iteration order, of the same types (iteration, ** and the ModuleDict of
+         * _modules follow that order; {1: v} is not {1.0: v} to torch.full(next(iter(d)))) */
+        PyObject *keys = PySequence_Tuple(value);
+        PyObject *spec = keys ? Py_BuildValue("(OO)", (PyObject *)Py_TYPE(value), keys) : NULL;
+        Py_XDECREF(keys);
+        if (!spec) return trace_break(t, "internal: reading a dict's keys failed");
+        trace_guard(t, G_DICT_KEYS, source, spec, 0);
+        Py_DECREF(spec);
         v = var_new(t, V_DICT);
         v->source = source;
         PyObject *k, *item;

@@ -165,7 +165,8 @@ bool type_is_bool(MlirType t) { return mlirTypeIsAInteger(t) && mlirIntegerTypeG
 MlirValue const_scalar(Builder *b, MlirType t, double v) {
     if (type_is_float(t)) return const_float(b, t, v);
     if (type_is_bool(t)) return const_int(b, t, v != 0);
-    return const_int(b, t, (int64_t)v);
+    /* 2^63 stands for INT64_MAX (the nearest double), out of (int64_t)'s range */
+    return const_int(b, t, v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v);
 }
 
 static int64_t int_limit(MlirType t, bool highest) {
