@@ -129,6 +129,12 @@ MlirValue clamp_index(Builder *b, MlirValue i, int64_t hi) {
 
 /* tensor.extract of x at `coords` (index values, one per dim of x). */
 MlirValue extract_at(Builder *b, MlirValue x, const MlirValue *coords, int rank) {
+    /* an empty x holds nothing to read, whatever the clamped coords (an index the
+     * checks reported, or a select's side that is not taken): a zero instead */
+    MlirType xt = mlirValueGetType(x);
+    for (int i = 0; i < rank; ++i) {
+        if (mlirShapedTypeGetDimSize(xt, i) == 0) return const_scalar(b, mlirShapedTypeGetElementType(xt), 0.0);
+    }
     MlirValue operands[PT2_MAX_RANK + 1];
     operands[0] = x;
     for (int i = 0; i < rank; ++i) operands[1 + i] = coords[i];

@@ -28,6 +28,8 @@ def _median(input, dim, keepdim, ignore_nan, name):
     x = input.reshape(1) if input.dim() == 0 else input
     d = dim % x.dim()
     n = x.shape[d]
+    if n == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     s = torch.sort(x, dim=d, stable=True)
     pos = _median_position(n, _nan_count(x, d), ignore_nan)
     values, indices = s.values.gather(d, pos), s.indices.gather(d, pos)

@@ -146,3 +146,19 @@ def test_argument_errors_like_eager():
     for fn in [lambda x: x.sort(stable=True, dim=1, descending=True).values, lambda x: x.sort(1, True).values,
                lambda x: x.logsumexp((), keepdim=True), lambda x: x[0, 0].logsumexp(())]:
         check(fn, x)
+
+
+def test_median_over_an_empty_dim_raises_as_eager():
+    """median/nanmedian along a dim of size 0 raise eager's IndexError; a gather from a sort of such a dim
+    (a value of the graph with no elements: nothing to read whatever the clamped index) reports its index
+    error instead of reading outside the empty tensor (it crashed the process)."""
+    for fn, shape in [(lambda x: x.median(0), (0,)), (lambda x: x.nanmedian(-1), (3, 0)), (lambda x: x.median(0), (0, 3))]:
+        x = torch.randn(shape)
+        with pytest.raises(IndexError) as eager:
+            fn(x)
+        pt2.reset()
+        with pytest.raises(IndexError, match=re.escape(str(eager.value))):
+            pt2.compile(fn)(x)
+    fn = lambda x: torch.sort(x, dim=1).indices.gather(1, torch.zeros(3, 1, dtype=torch.int64))
+    with pytest.raises(RuntimeError, match="index 0 is out of bounds for dimension 1 with size 0"):
+        pt2.compile(fn)(torch.randn(3, 0))
