@@ -153,6 +153,9 @@ static Var *scatter_box(Trace *t, Var *x, const int64_t *start, const int64_t *s
         if (s != 1 && s != view[k - 1]) return trace_break(t, "x[...] = v: shape mismatch");
         vshape[d] = s;
     }
+    for (int k = 0; k < view_rank; ++k) {
+        if (view[k] == 0) return x; /* an empty selection: nothing is written (the value broadcast to it, checked above) */
+    }
     v = reshape_to(t, v, vshape, x->rank);
     Var *mask = NULL;
     for (int d = 0; d < x->rank && v; ++d) {
@@ -593,6 +596,14 @@ bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     for (int i = 0; i < n; ++i) box &= items[i]->kind == V_SLICE || (items[i]->kind == V_CONST && (items[i]->obj == Py_Ellipsis || PyLong_Check(items[i]->obj)));
     if (own && !box) {
         return trace_break(t, "x[index] = v with v over x's own memory and an advanced index (eager decides the overlap)"), false;
+    }
+    bool advanced = false;
+    for (int i = 0; i < n; ++i) advanced |= items[i]->kind == V_TENSOR;
+    bool mask_fill = n == 1 && items[0]->kind == V_TENSOR && items[0]->dtype == PT2_BOOL && value->kind == V_TENSOR && value->rank == 0;
+    if (advanced && value->kind == V_TENSOR && value->dtype != x->dtype && !mask_fill) {
+        /* index_put takes the value's dtype as it is (a 0-d value under a bool mask is masked_fill's) */
+        return trace_break(t, "x[index] = v of a %s v into a %s x (eager raises: index_put requires the source and "
+                              "destination dtypes match)", pt2DTypeName(value->dtype), pt2DTypeName(x->dtype)), false;
     }
     if (n == 1 && items[0]->kind == V_TENSOR && items[0]->dtype == PT2_BOOL) return setitem_mask(t, x, items[0], value);
     Var *along = setitem_along(t, x, items, n, value);

@@ -351,8 +351,17 @@ static bool index_write_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_
         idx->dtype != PT2_I64) { /* eager's index_fill/index_copy raise for an int32 index: the C op runs and does */
         return false;
     }
-    int rank = x->rank ? x->rank : 1;
-    return dim >= -rank && dim < rank;
+    /* a 0-d input (ATen's checks of its index differ op by op) and an empty one (no index checked)
+     * run the C op */
+    bool empty = false;
+    for (int i = 0; i < x->rank; ++i) empty |= x->sizes[i] == 0;
+    return x->rank > 0 && !empty && dim >= -x->rank && dim < x->rank;
+}
+
+/* index_fill: as the other index writes, with a number or a 0-d value (eager raises for another) */
+static bool index_fill_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *value = ARG(3, "value");
+    return index_write_ok(args, n_args, kw_names, kw_values, n_kw) && !(is_tensor(value) && value->rank > 0);
 }
 
 /* scatter's reduce=: None, or "add" / "multiply" (scatter_reduce's sum / prod with the input's own
@@ -713,7 +722,7 @@ static Polyfill polyfills[] = {
     /* index and scatter writes (python/pt2/_polyfills_scatter.py; in place through capture/inplace.c) */
     {"torch.index_add", "index_add", index_write_ok, NULL, NULL},
     {"torch.index_copy", "index_copy", index_write_ok, NULL, NULL},
-    {"torch.index_fill", "index_fill", index_write_ok, NULL, NULL},
+    {"torch.index_fill", "index_fill", index_fill_ok, NULL, NULL},
     {"torch.scatter", "scatter", scatter_ok, NULL, NULL},
     {"torch.scatter_add", "scatter_add", scatter_ok, NULL, NULL},
     {"torch.scatter_reduce", "scatter_reduce", scatter_reduce_ok, NULL, NULL},
@@ -741,7 +750,7 @@ static struct {
     {"median", "median", NULL, NULL}, {"nanmedian", "nanmedian", NULL, NULL},
     {"quantile", "quantile", number_q, NULL}, {"nanquantile", "nanquantile", number_q, NULL},
     {"index_add", "index_add", index_write_ok, NULL}, {"index_copy", "index_copy", index_write_ok, NULL},
-    {"index_fill", "index_fill", index_write_ok, NULL}, {"scatter", "scatter", scatter_ok, NULL},
+    {"index_fill", "index_fill", index_fill_ok, NULL}, {"scatter", "scatter", scatter_ok, NULL},
     {"scatter_add", "scatter_add", scatter_ok, NULL}, {"scatter_reduce", "scatter_reduce", scatter_reduce_ok, NULL},
     {"index_put", "index_put", index_put_ok, NULL},
     {"lgamma", "lgamma", float_tensor, NULL}, {"digamma", "digamma", float_tensor, NULL},

@@ -424,6 +424,10 @@ static Var *h_reduce(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
         return NULL;
     }
     if (x->kind != V_TENSOR) return trace_break(t, "%s() of a non-tensor", e->op);
+    Var *dim_arg = arg(&b, "dim");
+    if (strcmp(e->op, "prod") == 0 && dim_arg && dim_arg->kind != V_CONST) {
+        return trace_break(t, "prod() over a list of dims (eager raises TypeError: it takes one int)");
+    }
     if (dt != PT2_DTYPE_INVALID) x = convert_to(t, x, dt);
     if (strcmp(e->op, "mean") == 0 && pt2_dtype_is_int(x->dtype)) {
         return trace_break(t, "mean() of an integer tensor (PyTorch raises here)");

@@ -597,6 +597,13 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     size_t len = strlen(name);
     char base[64] = "";
     if (len > 1 && len < sizeof base && name[len - 1] == '_' && name[len - 2] != '_') snprintf(base, sizeof base, "%.*s", (int)(len - 1), name);
+    /* in-place ops that change x's sizes or strides, not its data: the generic form (x's data
+     * overwritten by the op's result) would write a transpose into x's memory and leave its shape */
+    static const char *const metadata_inplace[] = {"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_",
+                                                   "as_strided_", "resize_", "resize_as_", "set_", NULL};
+    for (int i = 0; metadata_inplace[i]; ++i) {
+        if (strcmp(name, metadata_inplace[i]) == 0) return trace_break(t, "Tensor.%s changes the tensor's shape in place", name);
+    }
     bool inplace = base[0] && (tensor_method_rule(base) || polyfill_has_method(base) || strcmp(name, "copy_") == 0 ||
                                strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
     if (tensor_method_rule(name) || inplace || polyfill_has_method(name)) {

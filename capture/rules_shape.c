@@ -153,6 +153,7 @@ Var *h_unsqueeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
 Var *h_permute(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND(strcmp(e->op, "permute_fn") == 0 ? "input, dims" : "input, *dims");
     Var *x = arg(&b, "input");
+    if (strcmp(e->op, "permute_fn") != 0 && n <= 1 && nkw == 0) return trace_break(t, "permute() without dims (eager raises TypeError)");
     int64_t perm[PT2_MAX_RANK];
     int r;
     if (!x || !shape_arg(t, b.v[1], perm, &r)) return NULL;
@@ -225,6 +226,7 @@ Var *h_repeat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
 Var *h_flip(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND(strcmp(e->op, "flip_method") == 0 ? "input, *dims" : "input, dims");
     Var *x = arg(&b, "input");
+    if (strcmp(e->op, "flip_method") == 0 && n <= 1 && nkw == 0) return trace_break(t, "flip() without dims (eager raises TypeError)");
     int64_t dims[PT2_MAX_RANK];
     int nd;
     if (!x || !shape_arg(t, b.v[1], dims, &nd)) return NULL;
@@ -267,6 +269,13 @@ Var *h_index_select(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     Var *x = arg(&b, "input"), *idx = arg(&b, "index");
     int64_t d;
     if (!x || !idx || !arg_int(t, &b, "dim", 0, &d)) return NULL;
+    if (strcmp(e->op, "index_select") == 0 && x->kind == V_TENSOR) {
+        bool empty = false;
+        for (int i = 0; i < x->rank; ++i) empty |= x->sizes[i] == 0;
+        /* ATen's checks of a 0-d input's index (one value, in range) and of an empty input's (its values against
+         * the dim, though nothing is read) are not the graph's */
+        if (x->rank == 0 || empty) return trace_break(t, "index_select of a %s tensor", x->rank == 0 ? "0-d" : "empty");
+    }
     return op2(t, strcmp(e->op, "gather") == 0 ? "gather" : "index_select", x, idx, "{dim = %lld : i64}", (long long)d);
 }
 

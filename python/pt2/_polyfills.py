@@ -246,9 +246,18 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     return F.leaky_relu(input, (lower + upper) / 2).contiguous()
 
 
-def argsort(input, dim=-1, descending=False, stable=False):
-    """torch.argsort: the indices of torch.sort."""
-    return torch.sort(input, dim=dim, descending=descending, stable=stable).indices
+_UNSET = object()
+
+
+def argsort(input, *args, stable=_UNSET, **kwargs):
+    """torch.argsort: the indices of torch.sort.  Its stable= overload takes dim and descending by
+    keyword only, as sort's (a positional one with stable= raises TypeError there)."""
+    if stable is _UNSET:
+        return torch.sort(input, *args, **kwargs).indices
+    if args:
+        raise TypeError("argsort() received an invalid combination of arguments: with stable=, dim and descending are "
+                        "keyword-only")
+    return torch.sort(input, stable=bool(stable), **kwargs).indices
 
 
 def count_nonzero(input, dim=None):
@@ -264,6 +273,14 @@ def nansum(input, dim=None, keepdim=False, dtype=None):
 
 def nanmean(input, dim=None, keepdim=False, dtype=None):
     """torch.nanmean: nansum over the count of the values that are not NaN (ATen's formula)."""
+    names = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+             torch.bool: "Bool"}
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{names.get(input.dtype, str(input.dtype))}")
+    if dtype is not None and not dtype.is_floating_point:
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point or "
+                           f"complex dtype. Got: {names.get(dtype, str(dtype))}")
     present = ~torch.isnan(input)
     if dim is None:
         return nansum(input, dtype=dtype) / present.sum()
