@@ -10,19 +10,24 @@ as eager raises (an IndexError, where eager's scatter raises a RuntimeError).  N
 import torch
 
 
-def _checked(index, n, runtime_error=False):
+def _checked(index, n, error_dim=None):
     """index, whose values pass through an index_select of a size-n tensor: pt2's range check [0, n), an
-    IndexError (runtime_error: through a gather, eager's RuntimeError of index_add and scatter)."""
+    IndexError; with error_dim, through a gather along that dim, eager's RuntimeError of index_add (of
+    more than one dim) and scatter, which names it."""
     flat = index.reshape(-1)
-    zeros = torch.zeros(n, dtype=flat.dtype, device=flat.device)
-    return (flat + (zeros.gather(0, flat) if runtime_error else zeros.index_select(0, flat))).reshape(index.shape)
+    if error_dim is None:
+        read = torch.zeros(n, dtype=flat.dtype, device=flat.device).index_select(0, flat)
+    else:
+        lead = (1,) * error_dim
+        read = torch.zeros(lead + (n,), dtype=flat.dtype, device=flat.device).gather(error_dim, flat.reshape(lead + (-1,)))
+    return (flat + read.reshape(-1)).reshape(index.shape)
 
 
-def _hits(index, n, wrap=False, runtime_error=False):
+def _hits(index, n, wrap=False, error_dim=None):
     """[n, L]: hits[p, j] = index[j] == p, for a 1-d (or 0-d) index of L values (wrap: a negative one
     counts from the end, as index_fill's do)."""
     idx = index.reshape(-1)
-    idx = _checked(torch.where(idx < 0, idx + n, idx) if wrap else idx, n, runtime_error)
+    idx = _checked(torch.where(idx < 0, idx + n, idx) if wrap else idx, n, error_dim)
     return torch.arange(n, device=idx.device).unsqueeze(1) == idx.unsqueeze(0)
 
 
@@ -42,9 +47,9 @@ def _last_hit(hits):
     return torch.where(hits, j, -1).amax(-1)
 
 
-def _add_rows(x, s, index, wrap=False, alpha=1, runtime_error=False):
+def _add_rows(x, s, index, wrap=False, alpha=1, error_dim=None):
     """x [n, ..] with the rows s [L, ..] added at rows index[j]."""
-    added = _sum_hits(_spread(_hits(index, x.shape[0], wrap, runtime_error), x.dim()), s.unsqueeze(0), 1)
+    added = _sum_hits(_spread(_hits(index, x.shape[0], wrap, error_dim), x.dim()), s.unsqueeze(0), 1)
     return x + (added if alpha == 1 else alpha * added)
 
 
@@ -71,7 +76,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     if input.dim() == 0:
         return input + alpha * source.reshape(()) * index.numel() if index.numel() else input
     d = dim % input.dim()
-    return _add_rows(input.movedim(d, 0), source.movedim(d, 0), index, alpha=alpha, runtime_error=True).to(input.dtype).movedim(0, d)
+    return _add_rows(input.movedim(d, 0), source.movedim(d, 0), index, alpha=alpha,
+                     error_dim=d if input.dim() > 1 else None).to(input.dtype).movedim(0, d)
 
 
 def index_copy(input, dim, index, source):
@@ -113,7 +119,7 @@ def _scatter_hits(input, dim, index):
     if input.dim() == 0:
         return input.reshape(1), None, 0
     x = input.movedim(d, -1)
-    idx = _checked(index.movedim(d, -1), x.shape[-1])
+    idx = _checked(index.movedim(d, -1), x.shape[-1], d)
     hits = idx.unsqueeze(-2) == torch.arange(x.shape[-1], device=idx.device).unsqueeze(1)
     return x, hits, d
 

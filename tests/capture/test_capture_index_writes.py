@@ -114,17 +114,20 @@ def test_kv_cache_update():
 
 @pytest.mark.parametrize("bad", [[6], [-1], [2, 9]])
 def test_out_of_range_raises_like_eager(bad):
-    # eager raises IndexError or RuntimeError by op and shape (index_add of a 2-d tensor: RuntimeError,
-    # of a 3-d one: IndexError); pt2's index check raises IndexError
+    # eager raises IndexError or RuntimeError by op and rank (index_add of a 1-d tensor: IndexError, of
+    # more dims: RuntimeError naming the dim; index_copy: IndexError; scatter: RuntimeError naming the dim)
     x, i, s = rand(3, 6, seed=11), torch.tensor(bad), rand(3, len(bad), seed=12)
     idx = torch.tensor(bad).expand(3, len(bad))
-    for fn, index in ((lambda x, i, s: x.index_add(1, i, s), i), (lambda x, i, s: x.index_copy(1, i, s), i),
-                      (lambda x, i, s: x.scatter_add(1, i, s), idx)):
-        with pytest.raises((IndexError, RuntimeError)):
-            fn(x, index, s)
+    for fn, args in ((lambda x, i, s: x.index_add(1, i, s), (x, i, s)), (lambda x, i, s: x.index_copy(1, i, s), (x, i, s)),
+                     (lambda x, i, s: x.scatter_add(1, i, s), (x, idx, s)),
+                     (lambda x, i, s: x.index_add(0, i, s), (x[0], i, s[0]))):
+        with pytest.raises((IndexError, RuntimeError)) as eager:
+            fn(*args)
         pt2.reset()
-        with pytest.raises(IndexError):
-            pt2.compile(fn)(x, index, s)
+        with pytest.raises(eager.type) as got:
+            pt2.compile(fn)(*args)
+        if eager.type is RuntimeError:
+            assert str(got.value).startswith(str(eager.value)), (got.value, eager.value)
 
 
 def test_declined_stay_torch():
