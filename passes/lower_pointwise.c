@@ -20,6 +20,18 @@
 static MlirValue fconst(Builder *b, MlirType t, double v) { return const_float(b, t, v); }
 
 /* 1 / (1 + exp(-x)) */
+/* One bound of clamp: ATen's clamp keeps x unless it is beyond the bound (x < lo ? lo : x), so that
+ * -0.0 stays -0.0 under min=0 and a NaN x stays NaN (maximumf would order the zeros); integers (the
+ * bound rounded inward) and a NaN bound take max/min. */
+static MlirValue clamp_bound(Builder *b, MlirValue x, MlirType ct, bool f, double bound, bool upper) {
+    if (f && !isnan(bound)) {
+        MlirValue c = fconst(b, ct, bound);
+        return build_select(b, build_cmp(b, true, upper ? "ogt" : "olt", x, c), c, x);
+    }
+    if (f) return build_binary(b, upper ? "arith.minimumf" : "arith.maximumf", x, fconst(b, ct, bound));
+    return build_binary(b, upper ? "arith.minsi" : "arith.maxsi", x, const_int(b, ct, (int64_t)(upper ? floor(bound) : ceil(bound))));
+}
+
 static MlirValue sigmoid(Builder *b, MlirValue x) {
     MlirType t = mlirValueGetType(x);
     MlirValue e = build_unary(b, "math.exp", build_unary(b, "arith.negf", x, t), t);
@@ -236,26 +248,8 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_CLAMP: {
         double lo, hi;
         MlirValue r = x;
-        /* ATen's clamp keeps x unless it is beyond a bound: x < lo ? lo : x, so that -0.0 stays -0.0
-         * under min=0 and a NaN x stays NaN (maximumf would order the zeros) */
-        if (pt2_attr_f64(attrs, "min", &lo) > 0) {
-            if (f && !isnan(lo)) {
-                MlirValue c = fconst(b, ct, lo);
-                r = build_select(b, build_cmp(b, true, "olt", r, c), c, r);
-            } else {
-                r = f ? build_binary(b, "arith.maximumf", r, fconst(b, ct, lo))
-                      : build_binary(b, "arith.maxsi", r, const_int(b, ct, (int64_t)ceil(lo)));
-            }
-        }
-        if (pt2_attr_f64(attrs, "max", &hi) > 0) {
-            if (f && !isnan(hi)) {
-                MlirValue c = fconst(b, ct, hi);
-                r = build_select(b, build_cmp(b, true, "ogt", r, c), c, r);
-            } else {
-                r = f ? build_binary(b, "arith.minimumf", r, fconst(b, ct, hi))
-                      : build_binary(b, "arith.minsi", r, const_int(b, ct, (int64_t)floor(hi)));
-            }
-        }
+        if (pt2_attr_f64(attrs, "min", &lo) > 0) r = clamp_bound(b, r, ct, f, lo, false);
+        if (pt2_attr_f64(attrs, "max", &hi) > 0) r = clamp_bound(b, r, ct, f, hi, true);
         return r;
     }
     case PT2_OP_FLOOR: return f ? build_unary(b, "math.floor", x, ct) : x;
