@@ -302,6 +302,7 @@ static Var *h_clamp_plain(Trace *t, const RuleEntry *e, Var **args, int n, PyObj
     if (strcmp(e->op, "hardtanh") == 0) {
         double l = -1, h = 1;
         if (!arg_float(t, &b, lo_name, -1.0, &l) || !arg_float(t, &b, hi_name, 1.0, &h)) return NULL;
+        if (l > h) return trace_break(t, "hardtanh() with min_val > max_val (eager raises ValueError)");
         return op1(t, "clamp", x, "{min = %s, max = %s}", f64_attr(l), f64_attr(h));
     }
     if ((lo && lo->kind == V_TENSOR) || (hi && hi->kind == V_TENSOR)) {

@@ -36,6 +36,10 @@ Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     if (x && w && x->kind == V_TENSOR && w->kind == V_TENSOR && x->dtype != w->dtype) {
         return trace_break(t, "linear() of %s input and %s weight (eager raises: the same dtype)", pt2DTypeName(x->dtype), pt2DTypeName(w->dtype));
     }
+    Var *bias = arg(&b, "bias");
+    if (x && bias && x->kind == V_TENSOR && bias->kind == V_TENSOR && bias->dtype != x->dtype) {
+        return trace_break(t, "linear() of a %s bias (eager raises: the input's dtype)", pt2DTypeName(bias->dtype));
+    }
     Var *y = op2(t, "linear", x, w, "%s", "");
     if (y && arg_present(&b, "bias")) y = op2(t, "add", y, arg(&b, "bias"), "%s", "");
     return y;
@@ -125,6 +129,10 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (x && w && x->kind == V_TENSOR && w->kind == V_TENSOR && x->dtype != w->dtype) {
         return trace_break(t, "%s() of %s input and %s weight (eager raises: the same dtype)", e->op, pt2DTypeName(x->dtype),
                            pt2DTypeName(w->dtype));
+    }
+    Var *bias_arg = arg(&b, "bias");
+    if (x && bias_arg && x->kind == V_TENSOR && bias_arg->kind == V_TENSOR && bias_arg->dtype != x->dtype) {
+        return trace_break(t, "%s() of a %s bias (eager raises: the input's dtype)", e->op, pt2DTypeName(bias_arg->dtype));
     }
     int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, lo[2] = {0, 0}, hi[2] = {0, 0}, groups;
     if (!x || !w || !spatial_arg(t, &b, "stride", 1, nsp, stride + 2 - nsp) || !spatial_arg(t, &b, "dilation", 1, nsp, dil + 2 - nsp) ||
@@ -323,6 +331,24 @@ static Var *ones_or_zeros(Trace *t, Var *x, const int64_t *shape, int rank, doub
     return op0(t, "full", "{shape = %s, value = %s, dtype = %s}", s, f64_attr(v), pt2DTypeMlirName(x->dtype));
 }
 
+/* A norm's affine parameters against x's dtype, as ATen takes them: the same dtype, or float32 ones
+ * for a float16/bfloat16 x (the "mixed" kernels: computed in float32, the result in x's dtype, *mixed
+ * set); anything else raises in eager (a break). */
+static bool norm_params_ok(Trace *t, const Var *x, Var *const *params, int n, const char *op, bool *mixed) {
+    *mixed = false;
+    for (int i = 0; i < n; ++i) {
+        const Var *p = params[i];
+        if (!p || p->kind != V_TENSOR || p->dtype == x->dtype) continue;
+        if ((x->dtype == PT2_BF16 || x->dtype == PT2_F16) && p->dtype == PT2_F32) {
+            *mixed = true;
+            continue;
+        }
+        trace_break(t, "%s of a %s input with %s parameters (eager raises)", op, pt2DTypeName(x->dtype), pt2DTypeName(p->dtype));
+        return false;
+    }
+    return true;
+}
+
 Var *h_layer_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool rms = strcmp(e->op, "rms_norm") == 0;
     BIND(rms ? "input, normalized_shape, weight=None, eps=None" : "input, normalized_shape, weight=None, bias=None, eps=1e-05");
@@ -332,17 +358,30 @@ Var *h_layer_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     double eps;
     if (!x || !var_ints(t, arg(&b, "normalized_shape"), shape, PT2_MAX_RANK, &nn)) return NULL;
     Var *w = arg(&b, "weight"), *bias = rms ? NULL : arg(&b, "bias");
-    if (!w) w = ones_or_zeros(t, x, shape, nn, 1.0);
     if (rms) {
+        /* a weight of another dtype: ATen's composite form, x in its math type (float32 for 16-bit
+         * types; eps by default that type's), times the weight, rounded once to x's dtype */
+        bool mixed = w && w->kind == V_TENSOR && w->dtype != x->dtype;
+        Var *xc = mixed ? convert_to(t, x, x->dtype == PT2_BF16 || x->dtype == PT2_F16 ? PT2_F32 : x->dtype) : x;
+        if (!w) w = ones_or_zeros(t, x, shape, nn, 1.0);
+        Var *r;
+        if (!xc || !w) return NULL;
         if (arg_present(&b, "eps")) {
             if (!arg_float(t, &b, "eps", 0, &eps)) return NULL;
-            return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+            r = op2(t, "rms_norm", xc, w, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+        } else {
+            r = op2(t, "rms_norm", xc, w, "{normalized_ndim = %d : i64}", nn);
         }
-        return op2(t, "rms_norm", x, w, "{normalized_ndim = %d : i64}", nn);
+        return r && mixed ? convert_to(t, r, x->dtype) : r;
     }
+    Var *params[2] = {w, bias};
+    bool mixed;
+    if (!norm_params_ok(t, x, params, 2, "layer_norm", &mixed)) return NULL;
+    if (!w) w = ones_or_zeros(t, x, shape, nn, 1.0);
     if (!bias) bias = ones_or_zeros(t, x, shape, nn, 0.0);
     if (!w || !bias || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
-    return op3(t, "layer_norm", x, w, bias, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+    Var *r = op3(t, "layer_norm", x, w, bias, "{normalized_ndim = %d : i64, eps = %s}", nn, f64_attr(eps));
+    return r && mixed ? convert_to(t, r, x->dtype) : r;
 }
 
 Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -357,9 +396,13 @@ Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     /* F.group_norm's own checks: "more than 1 value per channel", channels the groups divide */
     if (values == 1 || groups <= 0 || c % groups != 0) return trace_break(t, "group_norm of these sizes (eager raises)");
     Var *w = arg(&b, "weight"), *bias = arg(&b, "bias");
+    Var *params[2] = {w, bias};
+    bool mixed;
+    if (!norm_params_ok(t, x, params, 2, "group_norm", &mixed)) return NULL;
     if (!w) w = ones_or_zeros(t, x, &c, 1, 1.0);
     if (!bias) bias = ones_or_zeros(t, x, &c, 1, 0.0);
-    return op3(t, "group_norm", x, w, bias, "{groups = %lld : i64, eps = %s}", (long long)groups, f64_attr(eps));
+    Var *r = op3(t, "group_norm", x, w, bias, "{groups = %lld : i64, eps = %s}", (long long)groups, f64_attr(eps));
+    return r && mixed ? convert_to(t, r, x->dtype) : r;
 }
 
 /* batch_norm over the batch's own statistics with no running statistics to
@@ -531,6 +574,10 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (dropout > 0) return trace_break(t, "scaled_dot_product_attention with dropout");
     if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
     if (q->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
+    if (mask && mask->kind == V_TENSOR && mask->dtype != PT2_BOOL && mask->dtype != q->dtype) {
+        return trace_break(t, "scaled_dot_product_attention with a %s mask for %s queries (eager raises)", pt2DTypeName(mask->dtype),
+                           pt2DTypeName(q->dtype));
+    }
     if (!arg_float(t, &b, "scale", 1.0 / sqrt((double)q->sizes[q->rank - 1]), &scale)) return NULL;
     if (sdpa_fits_attention(q, k, v, mask, causal)) return sdpa_attention(t, q, k, v, mask, causal, scale);
     int64_t perm[PT2_MAX_RANK];

@@ -144,20 +144,26 @@ def bilinear(input1, input2, weight, bias=None):
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
     """torch.instance_norm without a running-statistics update (polyfills.c takes only those calls: no
     running statistics, or use_input_stats False): each (sample, channel) normalized over the spatial
-    dims by its own mean and biased variance, or by the running ones."""
+    dims by its own mean and biased variance, or by the running ones.  A half-type input is computed
+    in float32 and rounded once to its type, as ATen's batch_norm kernel does, its statistics (mean and
+    1/std) kept in the parameters' type (rounded for half-type parameters, not for float32 ones)."""
     shape = (1, -1) + (1,) * (input.dim() - 2)
+    x = _up(input)
     if use_input_stats:
         dims = tuple(range(2, input.dim()))
-        mean = input.mean(dims, keepdim=True)
-        var = torch.var(input, dims, correction=0, keepdim=True)
+        mean = x.mean(dims, keepdim=True)
+        inv = torch.rsqrt(torch.var(x, dims, correction=0, keepdim=True) + eps)
+        kept = (weight if weight is not None else input).dtype
+        if kept in (torch.float16, torch.bfloat16):
+            mean, inv = mean.to(kept).float(), inv.to(kept).float()
     else:
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    y = (input - mean) * torch.rsqrt(var + eps)
+        mean, inv = running_mean.reshape(shape), torch.rsqrt(running_var.reshape(shape) + eps)
+    y = (x - mean) * inv
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:
         y = y + bias.reshape(shape)
-    return y
+    return _down(y, input)
 
 
 # --- more of ATen's small ops: their formulas in ops the trace knows --------------------------------
@@ -237,6 +243,10 @@ def threshold(input, threshold, value):
     x = input
     if input.dtype in (torch.float16, torch.bfloat16) and input.device.type == "cpu":
         x = input.float()
+    if input.dtype == torch.bool:
+        raise NotImplementedError('"threshold_cpu" not implemented for \'Bool\'')
+    if not input.dtype.is_floating_point:  # the kernel takes both numbers in x's integer type (truncated)
+        threshold, value = int(threshold), int(value)
     return torch.where(x <= threshold, value, input)
 
 
@@ -460,6 +470,8 @@ def selu(input):
 
 
 def celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     x = _up(input)
     return _down(torch.where(x > 0, x, alpha * torch.expm1(x / alpha)), input)
 
@@ -478,6 +490,9 @@ def glu(input, dim=-1):
 
 def prelu(input, weight):
     """x where x > 0, else weight · x, one weight or one a channel (dim 1)."""
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_SCALAR_TYPE.get(input.dtype, input.dtype)} and "
+                           f"{_SCALAR_TYPE.get(weight.dtype, weight.dtype)}")
     if weight.numel() == 1:
         w = weight.reshape(())
     elif input.dim() >= 2:
@@ -574,6 +589,9 @@ def huber_loss(input, target, reduction=1, delta=1.0):
 def binary_cross_entropy(input, target, weight=None, reduction=1):
     """torch._C._nn.binary_cross_entropy: -(t log x + (1 - t) log(1 - x)), each log clamped below at
     -100 as ATen's, times the weight."""
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {_SCALAR_TYPE.get(target.dtype, target.dtype)} but expected "
+                           f"{_SCALAR_TYPE.get(input.dtype, input.dtype)}")
     loss = -(target * torch.log(input).clamp_min(-100.0) + (1 - target) * torch.log(1 - input).clamp_min(-100.0))
     return _reduce(loss if weight is None else loss * weight, reduction)
 

@@ -163,6 +163,10 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         return tuple(v) * (nsp // len(v)) if isinstance(v, (tuple, list)) else (v,) * nsp
 
     stride, padding, output_padding, dilation = tup(stride), tup(padding), tup(output_padding), tup(dilation)
+    for i in range(nsp):
+        if output_padding[i] >= stride[i] and output_padding[i] >= dilation[i]:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got output_padding_"
+                               f"{'hwd'[i] if nsp > 1 else 'w'}: {output_padding[i]} stride: {stride[i]} dilation: {dilation[i]}")
     unbatched = input.dim() == nsp + 1
     x = input.unsqueeze(0) if unbatched else input
     c_in, c_out_g = weight.shape[0], weight.shape[1]
