@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "capture.h"
 #include "rules_util.h"
 
 Var *h_matmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -562,6 +563,8 @@ static Var *sdpa_attention(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool cau
 }
 
 /* softmax(q kᵀ · scale + mask) v */
+static Var *sdpa_scores(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool causal, double scale);
+
 Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False");
     Var *q = arg(&b, "query"), *k = arg(&b, "key"), *v = arg(&b, "value"), *mask = arg(&b, "attn_mask");
@@ -579,6 +582,23 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
                            pt2DTypeName(q->dtype));
     }
     if (!arg_float(t, &b, "scale", 1.0 / sqrt((double)q->sizes[q->rank - 1]), &scale)) return NULL;
+    /* eager's CPU kernels (flash and math alike) take half-type scores, softmax and sums in float32 and
+     * round the output once: so does the graph (scores rounded to bf16 before the softmax were 6x
+     * further from float64 than eager's); CUDA graphs keep the half types for the tensor cores */
+    Pt2DType half = q->dtype;
+    bool widen = pt2_trace_device() < 0 && (half == PT2_BF16 || half == PT2_F16) && k->kind == V_TENSOR && v->kind == V_TENSOR &&
+                 k->dtype == half && v->dtype == half;
+    if (widen) {
+        q = convert_to(t, q, PT2_F32), k = convert_to(t, k, PT2_F32), v = convert_to(t, v, PT2_F32);
+        if (mask && mask->kind == V_TENSOR && mask->dtype != PT2_BOOL) mask = convert_to(t, mask, PT2_F32);
+        if (!q || !k || !v || (arg(&b, "attn_mask") && !mask)) return NULL;
+    }
+    Var *r = sdpa_scores(t, q, k, v, mask, causal, scale);
+    return r && widen ? convert_to(t, r, half) : r;
+}
+
+/* softmax(q k^T · scale, masked) v, through the fused attention op where it fits */
+static Var *sdpa_scores(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool causal, double scale) {
     if (sdpa_fits_attention(q, k, v, mask, causal)) return sdpa_attention(t, q, k, v, mask, causal, scale);
     int64_t perm[PT2_MAX_RANK];
     for (int i = 0; i < k->rank; ++i) perm[i] = i;

@@ -84,3 +84,18 @@ def test_invalid_arguments_raise_as_eager():
     # and the valid neighbours compile as before
     for fn in (lambda x: F.hardtanh(x, -0.5, 0.5), lambda x: F.celu(x, 0.5), lambda x: F.prelu(x, torch.tensor([0.25]))):
         torch.testing.assert_close(pt2.compile(fn)(x), fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("masked", [False, True])
+def test_half_sdpa_accumulates_in_float32(dtype, masked):
+    """scaled_dot_product_attention of half types on the CPU: scores, softmax and sums in float32, the
+    output rounded once, as eager's kernels (the graph's bf16 scores were 6x further from float64)."""
+    q, k, v = (rand(2, 4, 17, 32, seed=s).mul(2).to(dtype) for s in (10, 11, 12))
+    mask = (rand(17, 17, seed=13) > 0).to(dtype) * -3.0 if masked else None
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
+    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=None if mask is None else mask.double())
+    want, got = fn(q, k, v), pt2.compile(fn)(q, k, v)
+    assert got.dtype == want.dtype == dtype
+    err_eager, err_pt2 = (want.double() - ref).abs().max().item(), (got.double() - ref).abs().max().item()
+    assert err_pt2 <= 1.5 * err_eager + 1e-3, (err_pt2, err_eager)
