@@ -353,9 +353,7 @@ static bool index_write_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_
     }
     /* a 0-d input (ATen's checks of its index differ op by op) and an empty one (no index checked)
      * run the C op */
-    bool empty = false;
-    for (int i = 0; i < x->rank; ++i) empty |= x->sizes[i] == 0;
-    return x->rank > 0 && !empty && dim >= -x->rank && dim < x->rank;
+    return x->rank > 0 && var_numel(x) > 0 && dim >= -x->rank && dim < x->rank;
 }
 
 /* index_fill: as the other index writes, with a number or a 0-d value (eager raises for another) */
@@ -446,9 +444,7 @@ bool polyfill_index_count(Var *const *indices, int n, int64_t *count) {
 bool polyfill_mask_put_ok(const Var *x, const Var *mask, const Var *v) {
     int k = mask->rank;
     if (k > x->rank || memcmp(mask->sizes, x->sizes, sizeof(int64_t) * (size_t)k) != 0) return false;
-    int64_t numel = 1;
-    for (int i = 0; i < v->rank; ++i) numel *= v->sizes[i];
-    if (numel == 1) return true;
+    if (var_numel(v) == 1) return true;
     int lead = v->rank - (x->rank - k);
     for (int i = 0; i < lead; ++i) {
         if (v->sizes[i] != 1) return false;

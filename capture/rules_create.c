@@ -89,7 +89,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (full && fill && !scalar_fits(t, fill, dt)) return NULL;
     if (strncmp(kind, "empty", 5) == 0 && query_empty_fills(t)) {
         /* ATen's fill_empty_deterministic_: NaN, or the type's largest value (true) */
-        value = pt2DTypeIsFloating(dt) ? NAN : dt == PT2_BOOL ? 1.0 : dt == PT2_I8 ? 127.0 : dt == PT2_I32 ? 2147483647.0 : 9223372036854775807.0;
+        value = pt2DTypeIsFloating(dt) ? NAN : dt == PT2_BOOL ? 1.0 : dt == PT2_I8 ? INT8_MAX : dt == PT2_I32 ? INT32_MAX : (double)INT64_MAX;
     }
     char s[128];
     ints_text(s, sizeof s, shape, r);

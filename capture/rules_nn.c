@@ -42,7 +42,7 @@ Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         return trace_break(t, "linear() of a %s bias (eager raises: the input's dtype)", pt2DTypeName(bias->dtype));
     }
     Var *y = op2(t, "linear", x, w, "%s", "");
-    if (y && arg_present(&b, "bias")) y = op2(t, "add", y, arg(&b, "bias"), "%s", "");
+    if (y && bias) y = op2(t, "add", y, bias, "%s", "");
     return y;
 }
 
@@ -131,9 +131,9 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         return trace_break(t, "%s() of %s input and %s weight (eager raises: the same dtype)", e->op, pt2DTypeName(x->dtype),
                            pt2DTypeName(w->dtype));
     }
-    Var *bias_arg = arg(&b, "bias");
-    if (x && bias_arg && x->kind == V_TENSOR && bias_arg->kind == V_TENSOR && bias_arg->dtype != x->dtype) {
-        return trace_break(t, "%s() of a %s bias (eager raises: the input's dtype)", e->op, pt2DTypeName(bias_arg->dtype));
+    Var *bias = arg(&b, "bias");
+    if (x && bias && x->kind == V_TENSOR && bias->kind == V_TENSOR && bias->dtype != x->dtype) {
+        return trace_break(t, "%s() of a %s bias (eager raises: the input's dtype)", e->op, pt2DTypeName(bias->dtype));
     }
     int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, lo[2] = {0, 0}, hi[2] = {0, 0}, groups;
     if (!x || !w || !spatial_arg(t, &b, "stride", 1, nsp, stride + 2 - nsp) || !spatial_arg(t, &b, "dilation", 1, nsp, dil + 2 - nsp) ||
@@ -184,8 +184,7 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
                           (long long)dil[1], (long long)groups)
                     : NULL;
     Var *conv = y;
-    if (y && arg_present(&b, "bias")) {
-        Var *bias = arg(&b, "bias");
+    if (y && bias) {
         if (bias->kind != V_TENSOR || bias->rank != 1) return trace_break(t, "%s(): bias must be a 1-d tensor", e->op);
         y = op2(t, "add", y, reshape_internal(t, bias, (int64_t[]){bias->sizes[0], 1, 1}, 3), "%s", "");
         set_strides_like(t, y, conv); /* eager adds the bias inside the convolution */

@@ -269,12 +269,10 @@ Var *h_index_select(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     Var *x = arg(&b, "input"), *idx = arg(&b, "index");
     int64_t d;
     if (!x || !idx || !arg_int(t, &b, "dim", 0, &d)) return NULL;
-    if (strcmp(e->op, "index_select") == 0 && x->kind == V_TENSOR) {
-        bool empty = false;
-        for (int i = 0; i < x->rank; ++i) empty |= x->sizes[i] == 0;
-        /* ATen's checks of a 0-d input's index (one value, in range) and of an empty input's (its values against
-         * the dim, though nothing is read) are not the graph's */
-        if (x->rank == 0 || empty) return trace_break(t, "index_select of a %s tensor", x->rank == 0 ? "0-d" : "empty");
+    /* ATen's checks of a 0-d input's index (one value, in range) and of an empty input's (its values against
+     * the dim, though nothing is read) are not the graph's */
+    if (strcmp(e->op, "index_select") == 0 && x->kind == V_TENSOR && (x->rank == 0 || var_numel(x) == 0)) {
+        return trace_break(t, "index_select of a %s tensor", x->rank == 0 ? "0-d" : "empty");
     }
     return op2(t, strcmp(e->op, "gather") == 0 ? "gather" : "index_select", x, idx, "{dim = %lld : i64}", (long long)d);
 }

@@ -601,6 +601,12 @@ Var *int_const(Trace *t, int64_t v) {
     return r;
 }
 
+int64_t var_numel(const Var *v) {
+    int64_t numel = 1;
+    for (int i = 0; i < v->rank; ++i) numel *= v->sizes[i];
+    return numel;
+}
+
 const char *f64_attr(double v) {
     static _Thread_local char ring[16][48];
     static _Thread_local int next;

@@ -54,6 +54,8 @@ bool arg_ints(Trace *t, const Bound *b, const char *name, int64_t *out, int max,
 bool arg_dtype(Trace *t, const Bound *b, const char *name, Pt2DType *out);
 
 bool var_int(Trace *t, Var *v, int64_t *out);
+/* The number of elements of a tensor Var (1 for a 0-d one). */
+int64_t var_numel(const Var *v);
 /* A shape given as varargs (x.view(2, 3)) or one sequence (x.view((2, 3))). */
 bool shape_arg(Trace *t, Var *v, int64_t *shape, int *n);
 bool var_ints(Trace *t, Var *v, int64_t *out, int max, int *n);

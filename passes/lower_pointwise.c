@@ -19,7 +19,6 @@
 
 static MlirValue fconst(Builder *b, MlirType t, double v) { return const_float(b, t, v); }
 
-/* 1 / (1 + exp(-x)) */
 /* One bound of clamp: ATen's clamp keeps x unless it is beyond the bound (x < lo ? lo : x), so that
  * -0.0 stays -0.0 under min=0 and a NaN x stays NaN (maximumf would order the zeros); integers (the
  * bound rounded inward) and a NaN bound take max/min. */
@@ -32,6 +31,7 @@ static MlirValue clamp_bound(Builder *b, MlirValue x, MlirType ct, bool f, doubl
     return build_binary(b, upper ? "arith.minsi" : "arith.maxsi", x, const_int(b, ct, (int64_t)(upper ? floor(bound) : ceil(bound))));
 }
 
+/* 1 / (1 + exp(-x)) */
 static MlirValue sigmoid(Builder *b, MlirValue x) {
     MlirType t = mlirValueGetType(x);
     MlirValue e = build_unary(b, "math.exp", build_unary(b, "arith.negf", x, t), t);

@@ -283,14 +283,12 @@ def nansum(input, dim=None, keepdim=False, dtype=None):
 
 def nanmean(input, dim=None, keepdim=False, dtype=None):
     """torch.nanmean: nansum over the count of the values that are not NaN (ATen's formula)."""
-    names = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
-             torch.bool: "Bool"}
     if not input.dtype.is_floating_point:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{names.get(input.dtype, str(input.dtype))}")
+                           f"{_SCALAR_TYPE.get(input.dtype, input.dtype)}")
     if dtype is not None and not dtype.is_floating_point:
         raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point or "
-                           f"complex dtype. Got: {names.get(dtype, str(dtype))}")
+                           f"complex dtype. Got: {_SCALAR_TYPE.get(dtype, dtype)}")
     present = ~torch.isnan(input)
     if dim is None:
         return nansum(input, dtype=dtype) / present.sum()

@@ -5,7 +5,7 @@ tensor (index_put_along).  Each is a gather, not a write at run-time positions: 
 reduction over j that pt2 fuses; O(positions · indices) work), so that the result is the same on every
 backend and duplicate indices add up (index_add, scatter_add) or leave the last one (index_copy, scatter),
 as eager's CPU loops do.  An index outside [0, size) ([-size, size) for index_fill) fails pt2's index check,
-as eager raises (an IndexError, where eager's scatter raises a RuntimeError).  Nothing here runs in eager.
+as eager raises (an IndexError; index_add of more than one dim and scatter raise eager's RuntimeError naming the dim).  Nothing here runs in eager.
 """
 import torch
 
