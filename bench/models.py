@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 import torch
 import torch._dynamo
@@ -277,9 +278,13 @@ def run_model(suite, name, args):
                 os.environ["PT2_CACHE_DIR"] = fresh
             compiled = pt2.compile(model, freeze=args.freeze, **({"mode": args.mode} if args.mode else {}))
             t0 = time.perf_counter()
-            out = compiled(*xs, **kw)
-            _sync()
+            with warnings.catch_warnings(record=True) as caught:
+                # pt2's fallbacks to eager warn: a model that matches only by falling back is recorded so
+                warnings.simplefilter("always")
+                out = compiled(*xs, **kw)
+                _sync()
             rec["compile_s"] = time.perf_counter() - t0
+            rec["warnings"] = sorted({str(w.message)[:400] for w in caught if "pt2" in str(w.message)})
             rec["compile_cache"] = "warm" if args.warm_cache else "cold"
             rec["ok"] = accuracy_ok(out, ref, ref64, detail=rec)
             info = pt2.explain(model)(*xs, **kw)  # kernels from the cache just filled
@@ -387,7 +392,8 @@ def main():
               f"{rec.get('ops_captured_pct') or float('nan'):>5.1f} {rec.get('compile_s', float('nan')):>9.2f} {rec.get('eager_ms', float('nan')):>9.2f} {rec.get('pt2_ms', float('nan')):>9.2f} {sp:>7.2f}x"
               + "".join(f"  {k} {rec['eager_ms'] / rec[k + '_ms']:.2f}x" + ("" if rec.get(k + "_ok", True) else " (n)")
                         for k in ("inductor", "pt2_dynamo") if rec.get(k + "_ms"))
-              + (f"  [{rec['error'][:80]}]" if "error" in rec else ""), flush=True)
+              + (f"  [{rec['error'][:80]}]" if "error" in rec else "")
+              + "".join(f"\n    warning: {w[:200]}" for w in rec.get("warnings", ())), flush=True)
     ok = [r for r in records if r["ok"]]
 
     def geomean(key, rows):

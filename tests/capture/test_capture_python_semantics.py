@@ -4,7 +4,9 @@
 - callable() of classes, objects with __call__, modules, functools.partial, torch.Tensor;
 - torch.enable_grad() under no_grad over a tensor that requires grad gives results with autograd
   (the block runs eagerly);
-- max/min/argmax/argmin/aminmax over an empty tensor or dim raise as eager does."""
+- max/min/argmax/argmin/aminmax over an empty tensor or dim raise as eager does;
+- a torch.jit.script function is followed through its Python original (one graph), as HF's DeBERTa
+  calls its scripted helpers."""
 import functools
 
 import pytest
@@ -267,3 +269,27 @@ def test_functions_defined_in_compiled_code_come_back_as_functions():
         g, h = compiled(torch.ones(2))
         compare(g(torch.ones(2)), torch.full((2,), 3.0), 0)
         compare(h(torch.ones(2)), torch.full((2,), 2.0), 0)
+
+
+@torch.jit.script
+def _scripted_scale(q: torch.Tensor, factor: int):
+    return torch.sqrt(torch.tensor(q.size(-1), dtype=torch.float) * factor)
+
+
+@torch.jit.script
+def _scripted_bucket(pos: torch.Tensor, bucket: int):
+    sign = torch.sign(pos)
+    mid = bucket // 2
+    return torch.where(pos.abs() < mid, pos, sign * mid)
+
+
+def test_script_function_inlined():
+    def f(q, pos):
+        return q / _scripted_scale(q, 3) + _scripted_bucket(pos, 5).to(q.dtype)
+
+    q, pos = torch.randn(3, 7, 8), torch.arange(-4, 4)
+    pt2.reset()
+    info = pt2.explain(f)(q, pos)
+    assert info.graph_count == 1 and info.graph_break_count == 0, info.break_reasons
+    compare(pt2.compile(f)(q, pos), f(q, pos), 1e-6)
+    compare(pt2.compile(f)(q[:, :5], pos * 2), f(q[:, :5], pos * 2), 1e-6)
