@@ -391,7 +391,7 @@ static bool check_tensor(const CGuard *g, PyObject *v) {
     if (Py_TYPE(v) != (PyTypeObject *)g->obj) return false;
     Pt2TensorMeta m;
     if (pt2_tensor_meta(v, &m) != 0) return false; /* the caller clears the error */
-    return m.dtype == g->dtype && m.device == g->n && m.requires_grad == g->requires_grad && !m.neg_view &&
+    return m.dtype == g->dtype && m.device == g->n && m.requires_grad == g->requires_grad && !m.neg_view && !m.wrapped &&
            m.rank == g->rank && same_ints(m.sizes, g->sizes, m.rank) && same_ints(m.strides, g->strides, m.rank);
 }
 
@@ -627,7 +627,11 @@ int guards_find_tensor(const Pt2Guards *g, const Source *s) {
         const Source *a = s;
         for (; a && c; a = a->base, c = c->base) {
             if (a->kind != c->kind || a->index != c->index || (a->name == NULL) != (c->name == NULL)) break;
-            if (a->name && PyUnicode_Compare(a->name, c->name) != 0) break;
+            /* names are strings, or objects compared by identity (the globals of an inlined function) */
+            if (a->name && a->name != c->name &&
+                (!PyUnicode_Check(a->name) || !PyUnicode_Check(c->name) || PyUnicode_Compare(a->name, c->name) != 0)) {
+                break;
+            }
         }
         if (!a && !c) return i;
     }

@@ -791,6 +791,7 @@ static bool run_instructions(SymFrame *f) {
                     goto failed;
                 }
             }
+            if (t->grad_enabled && !grad_on) t->grad_restores++;
             PyObject *restore = PyUnicode_FromString(t->grad_enabled ? "exit:grad_on" : "exit:grad_off");
             t->grad_enabled = grad_on;
             Var *exit = var_new(t, V_CALLABLE);

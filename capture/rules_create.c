@@ -37,6 +37,14 @@ static bool device_ok(Trace *t, Var *dev, const char *op, bool like) {
 
 static bool factory_device(Trace *t, Bound *b, const char *op, bool like) { return device_ok(t, arg(b, "device"), op, like); }
 
+/* requires_grad=True makes a leaf autograd follows (and raises for integer types): eager makes it */
+static bool factory_no_grad(Trace *t, Bound *b, const char *op) {
+    bool rg = false;
+    if (arg_present(b, "requires_grad") && !arg_bool(t, b, "requires_grad", false, &rg)) return false;
+    if (rg) trace_break(t, "%s(requires_grad=True)", op);
+    return !rg;
+}
+
 Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *op = e->op;
     /* x.new_<kind>(size): the size given, x's dtype and device by default */
@@ -81,11 +89,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
                : full && fill && PyLong_Check(fill->obj) ? PT2_I64
                                                          : PT2_F32;
     }
-    if (arg_present(&b, "requires_grad")) {
-        bool rg;
-        if (!arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;
-        if (rg) return trace_break(t, "%s(requires_grad=True)", op);
-    }
+    if (!factory_no_grad(t, &b, op)) return NULL;
     if (full && fill && !scalar_fits(t, fill, dt)) return NULL;
     if (strncmp(kind, "empty", 5) == 0 && query_empty_fills(t)) {
         /* ATen's fill_empty_deterministic_: NaN, or the type's largest value (true) */
@@ -114,7 +118,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
 
 Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None");
-    if (!factory_device(t, &b, "arange", false)) return NULL;
+    if (!factory_device(t, &b, "arange", false) || !factory_no_grad(t, &b, "arange")) return NULL;
     double start, end, step;
     Pt2DType dt;
     if (!arg_float(t, &b, "start", 0, &start) || !arg_float(t, &b, "step", 1, &step) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;
@@ -139,7 +143,7 @@ Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
 
 Var *h_eye(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False");
-    if (!factory_device(t, &b, "eye", false)) return NULL;
+    if (!factory_device(t, &b, "eye", false) || !factory_no_grad(t, &b, "eye")) return NULL;
     int64_t rows, cols;
     Pt2DType dt;
     if (!arg_int(t, &b, "n", 0, &rows) || !arg_int(t, &b, "m", rows, &cols) || !arg_dtype(t, &b, "dtype", &dt)) return NULL;

@@ -156,6 +156,9 @@ Var *h_grad_ctx(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, 
     (void)kwn;
     (void)kwv;
     if (n || nkw) return trace_break(t, "torch.%s() with arguments", e->op);
+    /* inference_mode is more than no_grad: is_inference_mode_enabled() answers True within and
+     * the tensors made there are inference tensors (in-place updates outside raise); eager runs it */
+    if (strcmp(e->op, "inference_mode") == 0) return trace_break(t, "torch.inference_mode() inside compiled code");
     PyObject *tag = PyUnicode_FromFormat("ctx:%s", strcmp(e->op, "enable_grad") == 0 ? "grad_on" : "grad_off");
     Var *r = var_new(t, V_CALLABLE);
     r->obj = trace_keep(t, tag);

@@ -67,6 +67,9 @@ extern "C" int pt2_tensor_abi_meta(PyObject *obj, Pt2TensorMeta *out) {
         out->device = device.is_cpu() ? static_cast<int>(PT2_DEVICE_CPU) : device.index();
         out->requires_grad = impl->requires_grad();
         out->neg_view = impl->is_neg();
+        out->wrapped = impl->key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::FuncTorchBatched,
+                                                                    c10::DispatchKey::FuncTorchGradWrapper,
+                                                                    c10::DispatchKey::BatchedNestedTensor}));
         c10::IntArrayRef sizes = impl->sizes(), strides = impl->strides();
         out->rank = sizes.size() <= PT2_MAX_RANK ? static_cast<int>(sizes.size()) : -1;
         for (int i = 0; i < out->rank; ++i) {

@@ -39,6 +39,9 @@ typedef struct Pt2TensorMeta {
      * so pt2 never reads it as an input.  (The conjugate bit exists only on
      * complex tensors, which pt2 does not compile.) */
     bool neg_view;
+    /* a functorch wrapper (torch.vmap's batched tensor, torch.func.grad/jvp's wrapper): no storage
+     * of its own, its ops dispatched through the transform; pt2 never reads it as an input */
+    bool wrapped;
     int rank; /* -1: more than PT2_MAX_RANK dimensions (sizes/strides unset) */
     int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
 } Pt2TensorMeta;

@@ -88,6 +88,7 @@ static int meta_from_attributes(PyObject *tensor, Pt2TensorMeta *out) {
     if (neg < 0 || device_from_attributes(tensor, &out->device) != 0) return -1;
     out->requires_grad = grad;
     out->neg_view = neg;
+    out->wrapped = false; /* without torch's headers: its data_ptr() raises at the kernel's launch */
     return geometry_from_attributes(tensor, out);
 }
 

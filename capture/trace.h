@@ -205,6 +205,8 @@ typedef struct Trace {
     int depth;           /* inlining depth */
     int n_ops;           /* pt2 ops added */
     bool grad_enabled;
+    int grad_restores;   /* with-blocks entered in grad mode that turned it off (no_grad): their
+                            exits turn it on again */
     bool global_hooks_guarded; /* module_call: torch's global module hooks checked and guarded empty */
     int mutations;       /* changes to state the Vars hold (a container's items, an iterator's
                             position, a tensor in place) so far: a snapshot is stale after one;

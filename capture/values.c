@@ -348,8 +348,15 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     }
     if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint8, ...)");
     if (m.neg_view) return trace_break(t, "a negative view (z.conj().imag; resolve_neg() makes a plain tensor)");
+    if (m.wrapped) return trace_break(t, "a tensor of a torch.func transform (vmap, grad, jvp): the transform runs it");
     if (m.requires_grad && t->grad_enabled) {
         return trace_break(t, "a tensor requires grad while grad mode is on (training is not supported yet)");
+    }
+    /* read inside a no_grad block of this trace that grad mode follows: what it computes after
+     * the block needs autograd, and an in-place update within is made under no_grad (an EMA of
+     * parameters, a weight clip); eager runs it */
+    if (m.requires_grad && t->grad_restores > 0) {
+        return trace_break(t, "a tensor that requires grad read in a no_grad block that grad mode follows (training is not supported yet)");
     }
     if (m.rank < 0) return trace_break(t, "tensor of rank > %d", PT2_MAX_RANK);
     trace_guard(t, G_TENSOR, source, (PyObject *)ty, 0);
@@ -697,7 +704,9 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         if (PyUnicode_Check(callable->obj)) { /* a grad-mode manager's __exit__ (interp.c BEFORE_WITH) */
             const char *tag = PyUnicode_AsUTF8(callable->obj);
             if (strncmp(tag, "exit:", 5) == 0) {
-                t->grad_enabled = strcmp(tag, "exit:grad_on") == 0;
+                bool on = strcmp(tag, "exit:grad_on") == 0;
+                if (on && !t->grad_enabled && t->grad_restores > 0) t->grad_restores--;
+                t->grad_enabled = on;
                 return var_none(t);
             }
             return trace_break(t, "calling a context manager object");
