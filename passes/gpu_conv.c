@@ -504,6 +504,33 @@ static bool conv_types(MlirOperation op, MlirType *out_elem) {
     return mlirTypeEqual(acc, x) || (mlirTypeIsAF32(acc) && (mlirTypeIsAF16(x) || mlirTypeIsABF16(x)));
 }
 
+/* The conv's weight [O, C/G, KH, KW] from its grouped form [G, O/G, C/G, KH, KW]:
+ * the buffer the grouping expanded, or, where a reshape before the conv was
+ * composed with that expand (an NF-ResNet's standardized weight [1, O, C·KH·KW]
+ * expanded straight to [1, O, C, KH, KW]), the grouped buffer with its first
+ * two dims collapsed, right after its definition (an identity layout only). */
+static MlirValue conv_weight(MlirValue grouped) {
+    MlirValue w = conv_ungrouped(grouped, 0);
+    if (!mlirValueIsNull(w)) return w;
+    MlirType t = mlirValueGetType(grouped);
+    MlirOperation def = defining_op(grouped);
+    if (mlirOperationIsNull(def) || !mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) != 5 || !mlirShapedTypeHasStaticShape(t)) {
+        return (MlirValue){NULL};
+    }
+    MlirAttribute layout = mlirMemRefTypeGetLayout(t);
+    if (!mlirAttributeIsNull(layout) && !(mlirAttributeIsAAffineMap(layout) && mlirAffineMapIsIdentity(mlirAffineMapAttrGetValue(layout)))) {
+        return (MlirValue){NULL};
+    }
+    MlirOperation next = mlirOperationGetNextInBlock(def);
+    if (mlirOperationIsNull(next)) return (MlirValue){NULL};
+    Builder b = builder_before(next);
+    int64_t sizes[4] = {mlirShapedTypeGetDimSize(t, 0) * mlirShapedTypeGetDimSize(t, 1), mlirShapedTypeGetDimSize(t, 2),
+                        mlirShapedTypeGetDimSize(t, 3), mlirShapedTypeGetDimSize(t, 4)};
+    MlirType rt = mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), 4, sizes, mlirAttributeGetNull(), mlirMemRefTypeGetMemorySpace(t));
+    MlirNamedAttribute attr = named_attr(b.ctx, "reassociation", parse_attr(b.ctx, "[[0, 1], [2], [3], [4]]"));
+    return mlirOperationGetResult(build_op(&b, "memref.collapse_shape", 1, &grouped, 1, &rt, 1, &attr), 0);
+}
+
 /* Rewrites one marked conv generic if it qualifies (a 1x1 one as a gemm
  * where `gemms` allows); returns whether it did. */
 static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scratch, bool gemms, int index) {
@@ -514,7 +541,7 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scrat
         !conv_result_view(op, &c.y)) {
         return false;
     }
-    c.w = conv_ungrouped(mlirOperationGetOperand(op, 1), 0);
+    c.w = conv_weight(mlirOperationGetOperand(op, 1));
     c.fill = zero_fill_before(op, mlirOperationGetOperand(op, 2));
     int64_t geometry_max = 0;
     for (int i = 0; i < 2; ++i) {
