@@ -186,6 +186,31 @@ def test_noncontiguous_and_sliced_inputs(dtype):
     check(c, F.conv2d(x[:, 2:5].double(), w2.double()), F.conv2d(x[:, 2:5], w2), dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("kernel,padding", [((7, 1), (3, 0)), ((1, 7), (0, 3)), ((3, 1), (1, 0)), ((1, 3), (0, 1)), ((5, 2), (2, 1))])
+def test_non_square_kernels_channels_last(kernel, padding, dtype):
+    """Inception's 1x7 / 7x1 (and 1x3 / 3x1) convs on a channels-last input, their weights NCHW:
+    the weight's size-1 dim took its stride from the input's layout (cuDNN's graph API read
+    [K, C, 7, 1] with S's stride that of K, and computed another convolution: inception_v3's
+    InceptionC blocks 97 % off on the H200)."""
+    x = rand((2, 12, 17, 15), dtype, 61).to(memory_format=torch.channels_last)
+    w = rand((10, 12) + kernel, dtype, 62)
+
+    def f(x, w):
+        return F.conv2d(x, w, padding=padding)
+
+    y = pt2.compile(f)(x, w)
+    check(y, f(x.double(), w.double()), f(x, w), dtype)
+    # and after another conv whose output the GPU pipeline keeps channels-last
+    w1 = rand((12, 12, 1, 1), dtype, 63)
+
+    def g(x, w1, w):
+        return F.conv2d(torch.relu(F.conv2d(x, w1)), w, padding=padding)
+
+    xc = x.contiguous()
+    check(pt2.compile(g)(xc, w1, w), g(xc.double(), w1.double(), w.double()), g(xc, w1, w), dtype, layers=2)
+
+
 def test_chained_convs_and_fresh_inputs():
     """Two convs in a row (the second reads the first's fused relu output), called twice with new values."""
     w1, b1, w2, b2 = rand((8, 3, 3, 3), F16, 51), rand((1, 8, 1, 1), F16, 52), rand((4, 8, 1, 1), F16, 53), rand((1, 4, 1, 1), F16, 54)
