@@ -531,13 +531,27 @@ static MlirValue conv_weight(MlirValue grouped) {
     return mlirOperationGetResult(build_op(&b, "memref.collapse_shape", 1, &grouped, 1, &rt, 1, &attr), 0);
 }
 
+/* x as the call reads it: before its zero padding, which cuDNN then makes;
+ * or, where the padding generic is not found (it ran in another function:
+ * an outlined repeat that ends with the padding of the next block's conv,
+ * nfnet_l0's grouped 3x3 convs), the padded buffer itself with no padding
+ * of the call's own, as the CPU's call reads it (extern.c). */
+static bool conv_input(MlirOperation op, Conv *c) {
+    if (conv_unpadded_input_view(op, &c->geo, &c->x, &c->pad)) return true;
+    c->pad = (MlirOperation){NULL};
+    if (!conv_ungrouped_view(mlirOperationGetOperand(op, 0), c->geo.channels_last ? 3 : 1, &c->x)) return false;
+    conv_view_to_nchw(&c->geo, &c->x);
+    c->geo.padding[0] = c->geo.padding[1] = 0;
+    return true;
+}
+
 /* Rewrites one marked conv generic if it qualifies (a 1x1 one as a gemm
  * where `gemms` allows); returns whether it did. */
 static bool rewrite_conv(MlirOperation module, MlirOperation op, MlirValue scratch, bool gemms, int index) {
     Conv c = {.op = op, .at = op};
     View w;
     if (!conv_geometry(op, &c.geo) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
-        !conv_body_accumulates(op) || !conv_types(op, &c.elem) || !conv_unpadded_input_view(op, &c.geo, &c.x, &c.pad) ||
+        !conv_body_accumulates(op) || !conv_types(op, &c.elem) || !conv_input(op, &c) ||
         !conv_result_view(op, &c.y)) {
         return false;
     }

@@ -211,6 +211,21 @@ def test_non_square_kernels_channels_last(kernel, padding, dtype):
     check(pt2.compile(g)(xc, w1, w), g(xc.double(), w1.double(), w.double()), g(xc, w1, w), dtype, layers=2)
 
 
+def test_weight_standardized_blocks():
+    """NF-ResNet blocks (tests/test_std_conv.py's): standardized weights computed every call (their
+    grouped weight an expand of the statistics' [1, O, C*KH*KW] buffer) and grouped 3x3 convs whose
+    padding may run in another function (repeated blocks): both reach cuDNN now, and match eager."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from test_std_conv import Block
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Block() for _ in range(4)]).eval().cuda()
+    x = torch.randn(2, 32, 9, 11, device="cuda")
+    with torch.no_grad():
+        got = pt2.compile(model)(x)
+        check(got, model.double()(x.double()), model.float()(x), F32, layers=4)
+
+
 def test_chained_convs_and_fresh_inputs():
     """Two convs in a row (the second reads the first's fused relu output), called twice with new values."""
     w1, b1, w2, b2 = rand((8, 3, 3, 3), F16, 51), rand((1, 8, 1, 1), F16, 52), rand((4, 8, 1, 1), F16, 53), rand((1, 4, 1, 1), F16, 54)

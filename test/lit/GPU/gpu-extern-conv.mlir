@@ -759,3 +759,32 @@ func.func @bias_into_reduction(%arg0: memref<1x3x8x8xf32>, %arg1: memref<4x3x3x3
   }
   return
 }
+
+// -----
+
+// The padding ran in another function (pt2-outline-repeats cut nfnet_l0's
+// blocks so that a repeat ends with the padding of the next block's grouped
+// 3x3 conv): the conv reads an already padded argument.  The call reads
+// that buffer with no padding of its own, as the CPU's call does; such convs
+// kept their loops (nfnet_l0 on the H200: 18 ms of a 24 ms call).
+// CHECK-LABEL: func.func @padded_elsewhere
+// CHECK: call @pt2_gpu_conv_f32_s1x1_p0x0_d1x1_g2_0(%arg0, %arg1, %{{.*}}, %{{.*}}) : (memref<2x4x11x11xf32>, memref<6x2x3x3xf32>, memref<2x6x9x9xf32>, memref<4194304xi8>) -> ()
+#pmap1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#pmap2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#pmap3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func @padded_elsewhere(%arg0: memref<2x4x11x11xf32>, %arg1: memref<6x2x3x3xf32>, %arg2: memref<2x6x9x9xf32>) {
+  %cst = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 11, 11] : memref<2x4x11x11xf32> into memref<2x2x2x11x11xf32>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [2, 3, 2, 3, 3] : memref<6x2x3x3xf32> into memref<2x3x2x3x3xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<2x2x3x9x9xf32>
+  linalg.fill ins(%cst : f32) outs(%alloc_1 : memref<2x2x3x9x9xf32>)
+  linalg.generic {indexing_maps = [#pmap1, #pmap2, #pmap3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<2x2x2x11x11xf32>, memref<2x3x2x3x3xf32>) outs(%alloc_1 : memref<2x2x3x9x9xf32>) attrs =  {pt2.conv2d = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>}} {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.mulf %in, %in_2 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1, 2], [3], [4]] : memref<2x2x3x9x9xf32> into memref<2x6x9x9xf32>
+  memref.copy %collapse_shape, %arg2 : memref<2x6x9x9xf32> to memref<2x6x9x9xf32>
+  return
+}
