@@ -50,6 +50,15 @@ static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
         Var *r = ys ? op2(t, e->op, convert_to(t, x, PT2_F32), ys, "%s", "") : NULL;
         return convert_to(t, r, dt);
     }
+    if (alpha && y->kind == V_TENSOR) {
+        /* alpha * other in the result's type, as ATen's kernel computes it (an int8 other times 3 does
+         * not wrap beside a float input; a bf16 one is not rounded beside an f32 input) */
+        if (alpha->kind == V_CONST && PyFloat_Check(alpha->obj) && !pt2_dtype_is_float(dt)) {
+            return trace_break(t, "%s(): a float alpha with integral tensors (eager raises)", e->op);
+        }
+        if (dt == PT2_BOOL) return trace_break(t, "%s() of bool tensors with alpha", e->op);
+        if (y->dtype != dt && !(y = convert_to(t, y, dt))) return NULL;
+    }
     if (alpha) y = op2(t, "mul", y, alpha, "%s", "");
     if (x->kind != V_TENSOR && y->kind != V_TENSOR) return trace_break(t, "%s of two numbers via torch", e->op);
     return op2(t, e->op, x, y, "%s", "");

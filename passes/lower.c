@@ -230,9 +230,11 @@ static void reduce_body(Builder *b, const MlirValue *args, int n_args, MlirValue
     case PT2_OP_ANY: yields[0] = build_binary(b, "arith.ori", acc, x); break;
     default: yields[0] = build_binary(b, "arith.andi", acc, x); break; /* ALL */
     }
-    if (f && (r->id == PT2_OP_SUM || r->id == PT2_OP_PROD || r->id == PT2_OP_AMAX || r->id == PT2_OP_AMIN)) {
+    if (f && (r->id == PT2_OP_SUM || r->id == PT2_OP_AMAX || r->id == PT2_OP_AMIN)) {
         /* reassociation lets LLVM vectorize the reduction (partial sums per
-         * lane), as PyTorch's own vectorized reductions do */
+         * lane), as PyTorch's own vectorized reductions do.  Not a product's:
+         * with it LLVM gathers a fused producer's constant factors,
+         * prod(t * 1e10) over 4 elements becoming prod(t) * 1e40 = inf */
         mlirOperationSetAttributeByName(mlirOpResultGetOwner(yields[0]), sref("fastmath"),
                                         parse_attr(b->ctx, "#arith.fastmath<reassoc>"));
     }
