@@ -167,6 +167,24 @@ typedef struct PointwiseBody {
     IndexChecks checks;
 } PointwiseBody;
 
+/* A float to a (non-bool) integer as x86's truncating conversion makes it
+ * (cvttss2si / cvttsd2si, which eager's CPU kernels compile to): in range
+ * the truncation, NaN and out of range the "integer indefinite" INT_MIN of
+ * 32 or 64 bits; narrower types through int32, wrapping (300.0 to int8 is
+ * 44).  A plain fptosi is poison out of range, which LLVM folds to garbage
+ * where it sees the value (torch.full_like(x, inf).int()).  GPU kernels keep
+ * fptosi: PTX's cvt saturates, as eager's CUDA kernels do. */
+static MlirValue float_to_int_x86(Builder *b, MlirValue v, MlirType to) {
+    unsigned wt = mlirIntegerTypeGetWidth(to);
+    MlirType from = mlirValueGetType(v), mid = mlirIntegerTypeGet(b->ctx, wt == 64 ? 64 : 32);
+    double limit = wt == 64 ? 0x1p63 : 0x1p31;
+    MlirValue in = build_binary(b, "arith.andi", build_cmp(b, true, "oge", v, const_float(b, from, -limit)),
+                                build_cmp(b, true, "olt", v, const_float(b, from, limit)));
+    MlirValue t = build_unary(b, "arith.fptosi", build_select(b, in, v, const_float(b, from, 0.0)), mid);
+    MlirValue r = build_select(b, in, t, const_int(b, mid, wt == 64 ? INT64_MIN : INT32_MIN));
+    return wt < mlirIntegerTypeGetWidth(mid) ? build_unary(b, "arith.trunci", r, to) : r;
+}
+
 static void pointwise_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)n_args;
     PointwiseBody *p = user;
@@ -176,7 +194,9 @@ static void pointwise_body(Builder *b, const MlirValue *args, int n_args, MlirVa
         conv[i] = is_condition ? args[i] : convert_scalar(b, args[i], p->ct);
     }
     MlirValue r = lower_pointwise_scalar(b, p->op, p->info, conv, p->ct, p->checks);
-    yields[0] = convert_scalar(b, r, p->out_elem);
+    bool x86 = p->checks == INDEX_CHECKS_RUNTIME && type_is_float(mlirValueGetType(r)) && !type_is_float(p->out_elem) &&
+               !type_is_bool(p->out_elem);
+    yields[0] = x86 ? float_to_int_x86(b, r, p->out_elem) : convert_scalar(b, r, p->out_elem);
 }
 
 static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks) {

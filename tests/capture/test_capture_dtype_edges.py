@@ -1,10 +1,14 @@
-"""add/sub/rsub with alpha and products of scaled tensors, against eager:
+"""add/sub/rsub with alpha, products of scaled tensors and float-to-int casts, against eager:
 - alpha * other is computed in the result's type, as ATen's kernels compute it: an int8 or int32
   `other` beside a float or wider input does not wrap, a bf16 one beside f32 is not rounded, a bool
   one beside int8 keeps int8 (it wrapped, rounded and became int64);
 - a float alpha with integral tensors raises as eager;
 - prod of a tensor scaled by a constant keeps each factor (LLVM's reassociation gathered the
-  constants: prod(t * 1e10) over four 1e-10 was inf)."""
+  constants: prod(t * 1e10) over four 1e-10 was inf);
+- float to int casts on the CPU as x86's truncating conversion, which eager's kernels compile to: NaN
+  and out of range give INT_MIN (32 or 64 bits), narrower types wrap through int32 (300.0 to int8 is
+  44), values LLVM sees at compile time included (they were poison: garbage that changed between
+  runs), and vector bodies agree with their tails (they saturated int8 where tails wrapped)."""
 import pytest
 import torch
 
@@ -61,3 +65,26 @@ def test_prod_of_scaled_tensor(dtype, scale):
     for f in (lambda t: (t * scale).prod(), lambda t: (t * scale).prod(0), lambda t: (scale * t).prod(1, keepdim=True)):
         pt2.reset()
         torch.testing.assert_close(pt2.compile(f)(x), f(x))
+
+
+CASTS = [
+    (lambda x: torch.full_like(x, float("inf")).int() + x.int(), torch.zeros(4)),
+    (lambda x: torch.tensor(300.0).to(torch.int8) + x, torch.zeros(3)),
+    (lambda x: (x / 0).int(), torch.tensor([1.0, -1.0, 0.0])),
+    (lambda x: x.float().to(torch.int8), torch.tensor([16777217, 2**30 + 3, 300, -129], dtype=I32)),
+    (lambda x: x.to(I64), torch.tensor([1e30, -1e30, float("nan"), -2.7, 2.7, 2.0**62])),
+    (lambda x: x.to(I32), torch.linspace(-6e9, 6e9, 1001)),
+    (lambda x: x.to(I8), torch.linspace(-700, 700, 1001)),
+    (lambda x: x.to(I8), torch.linspace(-6e9, 6e9, 1003)),
+    (lambda x: x.to(I32), torch.linspace(-3e4, 3e4, 1001).to(BF16)),
+    (lambda x: x.t().to(I32), torch.linspace(-5e9, 5e9, 77 * 13).reshape(77, 13).double()),
+]
+
+
+@pytest.mark.parametrize("i", range(len(CASTS)))
+def test_float_to_int_casts(i):
+    f, x = CASTS[i]
+    pt2.reset()
+    got, want = pt2.compile(f)(x), f(x)
+    assert got.dtype == want.dtype
+    assert torch.equal(got, want), (got != want).sum()
