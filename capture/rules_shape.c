@@ -151,7 +151,7 @@ Var *h_unsqueeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
 }
 
 Var *h_permute(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND(strcmp(e->op, "permute_fn") == 0 ? "input, dims" : "input, *dims");
+    BIND(strcmp(e->op, "permute_fn") == 0 || nkw > 0 ? "input, dims" : "input, *dims"); /* x.permute(dims=...) too */
     Var *x = arg(&b, "input");
     if (strcmp(e->op, "permute_fn") != 0 && n <= 1 && nkw == 0) return trace_break(t, "permute() without dims (eager raises TypeError)");
     int64_t perm[PT2_MAX_RANK];
@@ -224,7 +224,8 @@ Var *h_repeat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
 }
 
 Var *h_flip(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND(strcmp(e->op, "flip_method") == 0 ? "input, *dims" : "input, dims");
+    /* x.flip(0, 1) or x.flip(dims=[0, 1]) */
+    BIND(strcmp(e->op, "flip_method") == 0 && nkw == 0 ? "input, *dims" : "input, dims");
     Var *x = arg(&b, "input");
     if (strcmp(e->op, "flip_method") == 0 && n <= 1 && nkw == 0) return trace_break(t, "flip() without dims (eager raises TypeError)");
     int64_t dims[PT2_MAX_RANK];

@@ -112,3 +112,14 @@ def test_malformed_calls_raise_as_eager():
                                    (lambda x: x.nanmean(0, dtype=torch.float64), T([1.0, float("nan"), 2.5]))])
 def test_nanmean_dtypes(fn, x):
     same_outcome(fn, lambda: x.clone())
+
+
+def test_flip_and_permute_dims_keyword():
+    """x.flip(dims=...) and x.permute(dims=...) (Longformer's) are one graph with eager's values (the
+    method forms took only positional dims: a break)."""
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    for f in (lambda a: a.flip(dims=[0]) + torch.flip(a, dims=(1,)), lambda a: a.permute(dims=(2, 0, 1)) * 2):
+        pt2.reset()
+        info = pt2.explain(f)(x)
+        assert info.graph_break_count == 0, info.break_reasons
+        assert torch.equal(pt2.compile(f)(x), f(x))
