@@ -26,6 +26,27 @@ Var *h_size(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     return shape;
 }
 
+/* x.stride() / x.stride(dim): eager's strides where the builder knows them
+ * (dialects/strides.c derives them from the inputs'); else a break, since a
+ * value inside a graph has no strides of its own that eager would agree on. */
+Var *h_stride(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim=None");
+    Var *x = arg(&b, "input");
+    int64_t strides[PT2_MAX_RANK];
+    if (!x || x->kind != V_TENSOR) return trace_break(t, "stride() of a non-tensor");
+    if (!var_strides(t, x, strides)) return trace_break(t, "stride() of a value whose eager strides pt2 does not know");
+    if (arg_present(&b, "dim")) {
+        int64_t d;
+        if (!arg_int(t, &b, "dim", 0, &d)) return NULL;
+        int dim = pt2_norm_dim(d, x->rank);
+        if (dim < 0) return trace_break(t, "dimension %lld out of range for a rank-%d tensor", (long long)d, x->rank);
+        return int_const(t, strides[dim]);
+    }
+    Var *r = var_new(t, V_TUPLE);
+    for (int i = 0; i < x->rank; ++i) var_push_item(t, r, int_const(t, strides[i]));
+    return r;
+}
+
 /* x.is_contiguous(memory_format=...): c10's answer (pt2StridesAreFormat)
  * where the builder knows x's strides (dialects/strides.c); True where it
  * does not (pt2 gives such values contiguous

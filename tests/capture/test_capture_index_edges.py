@@ -123,3 +123,18 @@ def test_flip_and_permute_dims_keyword():
         info = pt2.explain(f)(x)
         assert info.graph_break_count == 0, info.break_reasons
         assert torch.equal(pt2.compile(f)(x), f(x))
+
+
+def test_tensor_stride():
+    """x.stride() and x.stride(dim) where pt2 knows eager's strides (inputs, views, permuted
+    results): one graph with eager's answers, for contiguous and transposed inputs."""
+    fs = (lambda a: (a * 2, a.stride(), a.transpose(0, 2).stride(1)),
+          lambda a: (a + 1).permute(2, 0, 1).stride(),
+          lambda a: a[:, 1:].stride(-1) * a + a.stride(0))
+    for x in (torch.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(4, 3, 2).permute(2, 1, 0)):
+        for f in fs:
+            pt2.reset()
+            info = pt2.explain(f)(x)
+            assert info.graph_break_count == 0, info.break_reasons
+            got, want = pt2.compile(f)(x), f(x)
+            assert str(got) == str(want)
