@@ -111,7 +111,9 @@ static MlirValue rewrite_pow(Builder *b, MlirOperation op) {
     double c;
     if (!splat_value(operand(op, 1), &c) || !same_type(x, result(op))) return none;
     Pt2TensorType t = value_tensor_type(x);
-    bool exact_float = t.dtype == PT2_F32 || t.dtype == PT2_F64, integer = pt2_dtype_is_int(t.dtype);
+    /* ATen's pow by these scalars is these ops for f32, f64 and bf16 (not f16): bf16 x ** 0.5 of
+     * -inf is sqrt's NaN, not pow's inf, and x ** 3 rounds x * x first */
+    bool exact_float = t.dtype == PT2_F32 || t.dtype == PT2_F64 || t.dtype == PT2_BF16, integer = pt2_dtype_is_int(t.dtype);
     if (!exact_float && !integer) return none;
     if (c == 1) return x;
     if (c == 0) {

@@ -8,7 +8,8 @@
 - float to int casts on the CPU as x86's truncating conversion, which eager's kernels compile to: NaN
   and out of range give INT_MIN (32 or 64 bits), narrower types wrap through int32 (300.0 to int8 is
   44), values LLVM sees at compile time included (they were poison: garbage that changed between
-  runs), and vector bodies agree with their tails (they saturated int8 where tails wrapped)."""
+  runs), and vector bodies agree with their tails (they saturated int8 where tails wrapped);
+- bf16 pow by 0.5, 2, 3, -1, -2 as ATen's special cases for bf16 compute it."""
 import pytest
 import torch
 
@@ -88,3 +89,19 @@ def test_float_to_int_casts(i):
     got, want = pt2.compile(f)(x), f(x)
     assert got.dtype == want.dtype
     assert torch.equal(got, want), (got != want).sum()
+
+
+@pytest.mark.parametrize("e", [0.5, 3, -2, 2, -1])
+def test_bf16_pow_by_scalars(e):
+    """bf16 x ** 0.5 / 3 / -2 are sqrt, x*x*x and 1/(x*x) as ATen computes them for bf16 (sqrt of
+    -inf is NaN where pow gives inf; x*x rounded before the third factor)."""
+    x = torch.cat([torch.tensor([-0.0, float("-inf"), float("inf"), 4.0, 0.3, 1e20]), torch.randn(1000) * 3]).to(BF16)
+
+    def f(t):
+        return t ** e
+
+    pt2.reset()
+    got, want = pt2.compile(f)(x), f(x)
+    assert torch.equal(got.isnan(), want.isnan())
+    keep = ~want.isnan()
+    assert torch.equal(got[keep], want[keep]) and torch.equal(got[keep].signbit(), want[keep].signbit())
