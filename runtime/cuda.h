@@ -23,6 +23,18 @@ typedef struct Pt2GpuOperand {
     int rank;
     int64_t sizes[PT2_GPU_OPERAND_MAX_RANK], strides[PT2_GPU_OPERAND_MAX_RANK];
 } Pt2GpuOperand;
+
+/* Whether a rank-4 operand's dims other than those of size 1 are packed in
+ * `order` (outermost first): NCHW {0, 1, 2, 3} or NHWC {0, 2, 3, 1}. */
+static inline bool pt2_gpu_operand_packed_in(const Pt2GpuOperand *t, const int *order) {
+    int64_t expect = 1;
+    for (int i = 3; i >= 0; --i) {
+        int d = order[i];
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
+        expect *= t->sizes[d];
+    }
+    return true;
+}
 typedef struct Pt2CuModule Pt2CuModule; /* CUmodule */
 typedef struct Pt2CuFunction Pt2CuFunction; /* CUfunction */
 

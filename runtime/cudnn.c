@@ -335,20 +335,9 @@ static bool tensor_desc(void **desc, int type, const Pt2GpuOperand *t) {
                                           (int)strides[1], (int)strides[2], (int)strides[3]) == 0;
 }
 
-/* Dims of w dense in `order` (outermost first), size-1 dims aside. */
-static bool dense_in_order(const Pt2GpuOperand *w, const int *order) {
-    int64_t expect = 1;
-    for (int i = 3; i >= 0; --i) {
-        int d = order[i];
-        if (w->sizes[d] != 1 && w->strides[d] != expect) return false;
-        expect *= w->sizes[d];
-    }
-    return true;
-}
-
 static bool filter_desc(void **desc, int type, const Pt2GpuOperand *w) {
     static const int nchw[4] = {0, 1, 2, 3}, nhwc[4] = {0, 2, 3, 1};
-    int format = dense_in_order(w, nchw) ? CUDNN_TENSOR_NCHW : dense_in_order(w, nhwc) ? CUDNN_TENSOR_NHWC : -1;
+    int format = pt2_gpu_operand_packed_in(w, nchw) ? CUDNN_TENSOR_NCHW : pt2_gpu_operand_packed_in(w, nhwc) ? CUDNN_TENSOR_NHWC : -1;
     for (int d = 0; d < 4; ++d) {
         if (w->sizes[d] > INT_MAX) return false;
     }

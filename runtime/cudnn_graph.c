@@ -160,18 +160,6 @@ static Desc make_desc(Plan *g, int type) {
     return g->owned[g->n_owned++] = d;
 }
 
-/* Whether t's dims other than those of size 1 are packed in `order`
- * (outermost first). */
-static bool packed_in(const Pt2GpuOperand *t, const int *order) {
-    int64_t expect = 1;
-    for (int i = 3; i >= 0; --i) {
-        int d = order[i];
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
-        expect *= t->sizes[d];
-    }
-    return true;
-}
-
 /* A finalized tensor descriptor with t's sizes and strides.  A size-1 dim
  * gets the stride it would have if t were packed in the convolution's
  * layout (NCHW, or NHWC when x is), from the next inner dim of that order:
@@ -184,7 +172,7 @@ static bool packed_in(const Pt2GpuOperand *t, const int *order) {
 static Desc tensor(Plan *g, int data_type, int64_t uid, const Pt2GpuOperand *t, bool nhwc) {
     static const int nchw_order[4] = {0, 1, 2, 3}, nhwc_order[4] = {0, 2, 3, 1};
     const int *order = nhwc ? nhwc_order : nchw_order, *other = nhwc ? nchw_order : nhwc_order;
-    if (!packed_in(t, order) && packed_in(t, other)) order = other;
+    if (!pt2_gpu_operand_packed_in(t, order) && pt2_gpu_operand_packed_in(t, other)) order = other;
     int64_t sizes[4], strides[4], alignment = 16;
     for (int i = 3; i >= 0; --i) {
         int d = order[i], inner = i == 3 ? -1 : order[i + 1];
