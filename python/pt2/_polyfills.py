@@ -211,11 +211,9 @@ def rad2deg(input):
 
 def rsub(input, other, alpha=1):
     """torch.rsub: other - alpha * input, alpha * input in the result's type (torch.sub's alpha)."""
-    if alpha == 1:
-        return other - input
-    if not isinstance(other, torch.Tensor):
+    if alpha != 1 and not isinstance(other, torch.Tensor):
         other = torch.tensor(other, device=input.device)  # a 0-d tensor promotes as the number does
-    return torch.sub(other, input, alpha=alpha)
+    return other - input if alpha == 1 else torch.sub(other, input, alpha=alpha)
 
 
 def float_power(input, exponent):
