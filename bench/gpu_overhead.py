@@ -19,6 +19,8 @@ host time in the compiled graph and in libpt2's launch by kind (kernels, cuBLAS,
 decisions; runtime/gpu_kernel.c).  A benchmark, never a test; docs/gpu.md has its results.
 """
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import statistics
@@ -88,6 +90,22 @@ def each_model(args, run, report=lambda rec: print(json.dumps(rec), flush=True))
     return rows
 
 
+@contextlib.contextmanager
+def gpu_turn():
+    """The GPU to this process alone while bench/gpu_suite.py --jobs runs others beside it
+    (PT2_BENCH_GPU_LOCK names the lock file); nothing to wait for otherwise."""
+    path = os.environ.get("PT2_BENCH_GPU_LOCK")
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def run(suite, name, args):
     model, xs, kw, batch = cuda_model(suite, name, args)
     rec = {"suite": suite, "name": name, "batch": batch}
@@ -105,12 +123,12 @@ def run(suite, name, args):
             pt2_gpu.wait_background()
             rec[f"{key}_background_s"] = round(time.perf_counter() - t0, 4)
 
-    with torch.no_grad():
+    with torch.no_grad(), gpu_turn():
         # one eager call first: CUDA's, cuBLAS's and cuDNN's libraries loaded for every contender
         # (else the first compiled one pays their loading in its compile time)
         model(*xs, **kw)
         torch.cuda.synchronize()
-        for mode in ("default", "reduce-overhead"):
+        for mode in args.modes.split(","):
             extra = {} if mode == "default" else {"mode": mode}
             suffix = "" if mode == "default" else "_ro"
             if mode == "default":
@@ -136,6 +154,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     model_args(p, "timm:mobilenetv2_100,timm:resnet50,hf:BertForMaskedLM", 20)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--modes", default="default,reduce-overhead")
     p.add_argument("--no-inductor", action="store_true")
     each_model(p.parse_args(), run)
 

@@ -1,7 +1,8 @@
 """The TIMM and HF suites on the GPU, each model cold: eager, pt2 and torch.compile in both modes.
 
-    python bench/gpu_suite.py [--models timm:mobilenetv2_100,...,hf:T5Small] [--rounds 3]
-                              [--disable SWITCHES] [--no-inductor] [--json FILE]
+    python bench/gpu_suite.py [--models timm:mobilenetv2_100,...,hf:T5Small | --all] [--rounds 3]
+                              [--modes default,reduce-overhead] [--jobs 1] [--disable SWITCHES]
+                              [--no-inductor] [--json FILE]
 
 Runs bench/gpu_overhead.py once per model, each in a process of its own with empty caches (a fresh
 PT2_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_DISABLE=1), so that every compile_s is a cold
@@ -9,6 +10,10 @@ first call, and gathers the rows.  Prints per model the medians of bench/gpu_ove
 end, per suite and mode, the geometric mean of the speedups over eager (throughput_ms: a burst of
 calls synchronized at its end; latency_ms: one call between two synchronizations) and the median cold
 first call of pt2 and Inductor.  --disable sets PT2_DISABLE for pt2 (an A/B on one switch).
+--all takes the whole TIMM and HF lists of bench/models.py (../shared/BENCHMARKS.md).  --jobs N runs N
+model processes at once: their imports and model builds overlap, while the GPU part of each (the
+first calls, that is the compiles, and every timed call) holds a lock file, one model at a time, so
+neither the timings nor the cold compiles share the machine with another model's GPU part.
 A benchmark, never a test; docs/benchmarks.md and docs/gpu.md hold its results.
 """
 import argparse
@@ -19,21 +24,23 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMM = ["mobilenetv2_100", "resnet50", "repvgg_a2", "convnextv2_nano", "visformer_small"]
 HF = ["BertForMaskedLM", "DistilBertForMaskedLM", "DistillGPT2", "T5Small"]
 
 
-def run_one(spec, args):
+def run_one(spec, args, lock):
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PT2_CACHE_DIR=os.path.join(tmp, "pt2"),
-                   TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"), CUDA_CACHE_DISABLE="1")
+                   TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"), CUDA_CACHE_DISABLE="1",
+                   PT2_BENCH_GPU_LOCK=lock)
         if args.disable:
             env["PT2_DISABLE"] = args.disable
         out = os.path.join(tmp, "row.json")
         cmd = [sys.executable, os.path.join(HERE, "gpu_overhead.py"), "--models", spec,
-               "--rounds", str(args.rounds), "--json", out]
+               "--rounds", str(args.rounds), "--modes", args.modes, "--json", out]
         if args.no_inductor:
             cmd.append("--no-inductor")
         try:
@@ -82,15 +89,25 @@ def summary(rows):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=",".join([f"timm:{m}" for m in TIMM] + [f"hf:{m}" for m in HF]))
+    p.add_argument("--all", action="store_true", help="the whole lists of bench/models.py")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--modes", default="default,reduce-overhead")
+    p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--disable", default="")
     p.add_argument("--no-inductor", action="store_true")
     p.add_argument("--timeout", type=int, default=240, help="seconds a model")
     p.add_argument("--json")
     args = p.parse_args()
+    if args.all:
+        sys.path.insert(0, HERE)
+        import models as bench_models  # noqa: E402 - imports torch: only when asked
+        args.models = ",".join([f"timm:{m}" for m in bench_models.TIMM] + [f"hf:{m}" for m in bench_models.HF])
     rows = []
-    for spec in args.models.split(","):
-        rec = run_one(spec, args)
+    lock = tempfile.NamedTemporaryFile(prefix="pt2-gpu-suite-", suffix=".lock")
+    pool = ThreadPoolExecutor(max(1, args.jobs))
+    pending = [pool.submit(run_one, spec, args, lock.name) for spec in args.models.split(",")]
+    for spec, fut in zip(args.models.split(","), pending):
+        rec = fut.result()
         rows.append(rec)
         keys = ("pt2_throughput_ms", "inductor_throughput_ms", "eager_throughput_ms", "pt2_latency_ms",
                 "inductor_latency_ms", "pt2_ro_throughput_ms", "inductor_ro_throughput_ms",
