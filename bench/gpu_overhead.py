@@ -92,8 +92,8 @@ def each_model(args, run, report=lambda rec: print(json.dumps(rec), flush=True))
 
 @contextlib.contextmanager
 def gpu_turn():
-    """The GPU to this process alone while bench/gpu_suite.py --jobs runs others beside it
-    (PT2_BENCH_GPU_LOCK names the lock file); nothing to wait for otherwise."""
+    """The timed calls of this process alone while bench/gpu_suite.py --jobs runs other models beside
+    it (PT2_BENCH_GPU_LOCK names the lock file); nothing to wait for otherwise."""
     path = os.environ.get("PT2_BENCH_GPU_LOCK")
     if not path:
         yield
@@ -123,7 +123,7 @@ def run(suite, name, args):
             pt2_gpu.wait_background()
             rec[f"{key}_background_s"] = round(time.perf_counter() - t0, 4)
 
-    with torch.no_grad(), gpu_turn():
+    with torch.no_grad():
         # one eager call first: CUDA's, cuBLAS's and cuDNN's libraries loaded for every contender
         # (else the first compiled one pays their loading in its compile time)
         model(*xs, **kw)
@@ -137,13 +137,14 @@ def run(suite, name, args):
             if not args.no_inductor:
                 torch._dynamo.reset()
                 first_call("inductor" + suffix, torch.compile(model, **extra))
-        for fn in contenders.values():
-            for _ in range(3):
-                fn(*xs, **kw)
-        samples = {k: [] for k in contenders}
-        for _ in range(args.rounds):
-            for k, fn in contenders.items():
-                samples[k].append(measure(lambda: fn(*xs, **kw), args.calls))
+        with gpu_turn():
+            for fn in contenders.values():
+                for _ in range(3):
+                    fn(*xs, **kw)
+            samples = {k: [] for k in contenders}
+            for _ in range(args.rounds):
+                for k, fn in contenders.items():
+                    samples[k].append(measure(lambda: fn(*xs, **kw), args.calls))
         for k, v in samples.items():
             for i, what in enumerate(("latency_ms", "enqueue_us", "throughput_ms")):
                 rec[f"{k}_{what}"] = round(statistics.median(s[i] for s in v), 4)

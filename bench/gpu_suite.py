@@ -11,9 +11,10 @@ end, per suite and mode, the geometric mean of the speedups over eager (throughp
 calls synchronized at its end; latency_ms: one call between two synchronizations) and the median cold
 first call of pt2 and Inductor.  --disable sets PT2_DISABLE for pt2 (an A/B on one switch).
 --all takes the whole TIMM and HF lists of bench/models.py (../shared/BENCHMARKS.md).  --jobs N runs N
-model processes at once: their imports and model builds overlap, while the GPU part of each (the
-first calls, that is the compiles, and every timed call) holds a lock file, one model at a time, so
-neither the timings nor the cold compiles share the machine with another model's GPU part.
+model processes at once: their imports, builds and first calls (the cold compiles) overlap, while
+each one's timed calls hold a lock file, one model at a time.  So the speedups are measured alone,
+but the cold first calls share the host's CPUs with up to N - 1 other models' compiles (and the GPU
+with their first calls): --jobs 1 for compile times measured alone.
 A benchmark, never a test; docs/benchmarks.md and docs/gpu.md hold its results.
 """
 import argparse

@@ -485,3 +485,54 @@ def test_column_gelu_sum_sqrt(shape, dtype, vector_rows):
     # 2112 rows of f16/bf16 (16 a block, 132 blocks) are split: the GELU a kernel of its own
     split = dtype.itemsize == 2 and shape[0] * shape[3] == 2112
     assert k.num_launches == 1 or split, k.plan[:400]
+
+
+@pytest.mark.parametrize("disable,launches", [("", 6), ("gpu-split-one-kernel", 11)])
+def test_split_rows_one_kernel(disable, launches, monkeypatch):
+    """Split rows whose partials the first kernel's last block of a group combines (passes/gpu_rows_split.c,
+    block counters in the module's globals): a sum over dim 0 (32 groups of rows), a softmax of four rows of
+    1Mi (its max and its sum of exp one launch each), an argmax of three long rows and a whole-tensor mean
+    (its division in the last block).  Right on every call (the counters are zero again after each), on
+    two streams in turn (runtime/gpu_kernel.c orders them) and replayed as a CUDA graph; under
+    PT2_DISABLE=gpu-split-one-kernel, second kernels."""
+    monkeypatch.setenv("PT2_DISABLE", disable)
+    x, y, z = rand((8192, 1024), torch.float32, 41), rand((4, 1 << 20), torch.float32, 42), rand((3, 70001), torch.float32, 43)
+    z[1, 12345] = 9.0
+
+    def build(g, x, y, z):
+        return (g.op("sum", x, dims=[0]), g.op("softmax", y, dim=-1), g.op("argmax", z, dim=1),
+                g.op("mean", z, dims=[0, 1]))
+
+    def check(outs, x, y, z):
+        close(outs[0], x.double().sum(0).float(), 1e-5)
+        close(outs[1], torch.softmax(y.double(), -1).float(), 1e-5)
+        assert torch.equal(outs[2], z.argmax(1))
+        close(outs[3], z.double().mean().float(), 1e-5)
+
+    outs, k = run(build, [x, y, z])
+    assert k.num_launches == launches, k.plan[:2000]
+    check(outs, x, y, z)
+    for i in range(3):  # fresh inputs each call
+        xi, yi, zi = x * (i + 2), y - i, z.flip(1).contiguous()
+        outs = k(xi, yi, zi)
+        torch.cuda.synchronize()
+        check(outs, xi, yi, zi)
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    results = []
+    for i in range(6):
+        with torch.cuda.stream(streams[i % 2]):
+            results.append(k(x, y, z))
+    torch.cuda.synchronize()
+    for outs in results:
+        check(outs, x, y, z)
+
+    def fn(x, z):
+        return x.sum(0), z.float().amax(), z.argmax(1)
+
+    c = pt2.compile(fn, mode="reduce-overhead")
+    for i in range(4):
+        xi, zi = x + i, z * (i + 1)
+        s, m, a = c(xi, zi)
+        torch.cuda.synchronize()
+        close(s, xi.double().sum(0).float(), 1e-5)
+        assert torch.equal(m, zi.amax()) and torch.equal(a, zi.argmax(1))
