@@ -715,11 +715,6 @@ MAP_VARIANT(gpu_map_loops_narrow_loops, "pt2-gpu-map-loops-narrow-loops",
 MAP_VARIANT(gpu_map_loops_split_unfused, "pt2-gpu-map-loops-split-unfused",
             "pt2-gpu-map-loops with split rows' stages of whole rows stored, not recomputed (PT2_DISABLE=gpu-split-fuse)",
             .vector_rows = true, .split_unfused = true)
-/* PT2_DISABLE=gpu-split-one-kernel: split rows' partials combined by a
- * second kernel, never by the first kernel's last block (gpu_rows_split.c). */
-MAP_VARIANT(gpu_map_loops_split_two_kernels, "pt2-gpu-map-loops-split-two-kernels",
-            "pt2-gpu-map-loops with split rows' partials combined by a kernel of their own (PT2_DISABLE=gpu-split-one-kernel)",
-            .vector_rows = true, .split_two_kernels = true)
 /* PT2_DISABLE=gpu-tiled-transposes: a pointwise nest that reads an input
  * across the rows it writes runs one thread an element as any other, not
  * as tiles through shared memory (gpu_transpose.c). */

@@ -74,10 +74,6 @@ typedef struct GpuMapOptions {
      * rows' pointwise stages of whole rows stay kernels that store what later
      * stages read (gpu_rows_fuse.c recomputes it), for A/B measurements */
     bool split_unfused;
-    /* pt2-gpu-map-loops-split-two-kernels (PT2_DISABLE=gpu-split-one-kernel):
-     * split rows' partials always combined by a kernel of its own, not by the
-     * first kernel's last block of a group (gpu_rows_split.c), for A/B */
-    bool split_two_kernels;
     /* pt2-gpu-map-loops-sm80 (a chip before sm_90, or PT2_DISABLE=gpu-sm90-shared):
      * row kernels keep at most STAGED_BYTES_SM80 of inputs in shared memory
      * a block, not STAGED_BYTES_SM90 */

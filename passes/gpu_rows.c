@@ -717,7 +717,7 @@ static void emit(MlirOperation module, Stage *stages, int n, const Rows *rows, c
         split_row_stages(stages, n, ix, &w, x);
         free(w.a);
         for (int i = 0; i < n; ++i) {
-            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], opts->vector_rows, !opts->split_two_kernels);
+            if (stages[i].kind == STAGE_REDUCTION) rows_emit_split(module, &stages[i], &ix[i], rows, &x[i], opts->vector_rows);
         }
         return;
     }

@@ -223,9 +223,7 @@ typedef struct SplitRowStages {
 
 /* The reduction stage s as split rows: partial[row, chunk], then a row kernel
  * over them that also runs x's stages (NULL: none); those stages are erased.
- * vector_rows: the first kernel may take vector rows; one_kernel: the row
- * kernel over the partials may be the first kernel's last block of a group. */
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows,
-                     bool one_kernel);
+ * vector_rows: the first kernel may take vector rows. */
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows);
 
 #endif /* PT2_PASSES_GPU_ROWS_H */

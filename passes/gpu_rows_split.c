@@ -1,4 +1,4 @@
-/*===- gpu_rows_split.c - row kernels: split rows ---------------------------===*
+/*===- gpu_rows_split.c - row kernels: split rows, two kernels ------------===*
  *
  * Rows too few for the GPU and too long for one block's lanes (a full
  * reduction, a sum over dim 0 with few outputs, a softmax of a few long
@@ -6,25 +6,10 @@
  * their own, then a row kernel over the partials into the accumulator that
  * also runs the stages of one column a row next to the reduction
  * (gpu_rows.c, split_row_stages).
- *
- * Where the partials of a group of rows are few (ONE_KERNEL_MAX_PARTIALS),
- * the second kernel is no launch of its own: the last block of the first
- * kernel to finish a group (an atomic count of its blocks, a global of the
- * module zeroed again by that block) combines the group's rows.  A launch
- * costs the GPU about as much as a small kernel's whole time (a sum over
- * dim 0 of 8192 x 1024 took 6.7 us in two).  The counters are the
- * module's, that is the compiled graph's: runtime/gpu_kernel.c keeps two
- * streams from running one compiled graph's kernels at once
- * (PT2_DISABLE=gpu-split-one-kernel: two kernels, for A/B measurements).
  *===----------------------------------------------------------------------===*/
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "../runtime/ptx_jit.h"
 #include "gpu_rows_emit.h"
-
-#define ONE_KERNEL_MAX_PARTIALS 8192 /* a group's partials one block combines (32 a thread) */
 
 /* A stage of one column a row, run by lane 0 of each valid row of kernel k
  * (a thread of its own: nothing of the stage is shared with another lane). */
@@ -42,148 +27,7 @@ static void emit_row_stage(Kernel *k, const Stage *s, const Ix *ix, const Rows *
     vmap_free(&m);
 }
 
-/* The row kernel over the partials, in kernel k2's rows and lanes:
- * acc[row] = acc[row] <op> partial[row, 0] <op> ... <op> partial[row, chunks - 1],
- * with x's stages of one column a row before and after the total. */
-static void emit_combine(Kernel *k2, const Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x,
-                         const MlirValue *partial, int64_t chunks) {
-    Plan p2 = {.columns = chunks, .interleave = 1, .loop_unroll = LOOP_UNROLL, .t = k2->t};
-    Accesses none = {0};
-    Emit e2 = {.p = &p2, .w = &none, .k = *k2};
-    Builder *b = &e2.k.in;
-    /* the stages before the total (lane 0 of a row), seen by every lane after a barrier */
-    for (int i = 0; x && i < x->n_pre; ++i) emit_row_stage(&e2.k, x->pre[i], x->pre_ix[i], rows);
-    if (x && x->n_pre > 0) red_barrier(b);
-    ValueMap rm2 = rows_row_map(b, ix, e2.k.row, rows);
-    int64_t slots2 = rows_slots_of(chunks, e2.k.t);
-    MlirValue part[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) {
-        if (s->pair) { /* the accumulators' values, as rows_lane_partials starts a selection */
-            part[a] = rows_acc_value(&e2, b, &s->acc[a], &rm2);
-            continue;
-        }
-        part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
-    }
-    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots2), const_index(b, 1), s->n_acc, part);
-    MlirBlock fb = gpu_body_of(f);
-    Builder in = builder_at_end(fb, b->loc);
-    MlirValue in_range;
-    int64_t sub;
-    MlirValue col = rows_slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, slots2, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
-    MlirValue y[MAX_ACCUMULATORS], xs[MAX_ACCUMULATORS];
-    for (int a = 0; a < s->n_acc; ++a) {
-        MlirValue ld[3] = {partial[a], e2.k.row, col};
-        xs[a] = build_value(&in, "memref.load", 3, ld, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
-        y[a] = s->pair ? mlirBlockGetArgument(fb, 1 + a) : red_combine(&in, s->acc[a].combiner, mlirBlockGetArgument(fb, 1 + a), xs[a]);
-    }
-    if (s->pair) {
-        MlirValue take = red_pair_take(&in, s, y[s->pair_value], y[1 - s->pair_value], xs[s->pair_value], xs[1 - s->pair_value]);
-        for (int a = 0; a < 2; ++a) y[a] = build_select(&in, take, xs[a], y[a]);
-    }
-    for (int a = 0; a < s->n_acc; ++a) {
-        if (!mlirValueIsNull(in_range)) y[a] = build_select(&in, in_range, y[a], mlirBlockGetArgument(fb, 1 + a));
-    }
-    build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
-    for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
-    rows_finish_reduction(&e2, s, &rm2, part);
-    vmap_free(&rm2);
-    /* the stages after it, by lane 0 of the row, which stored the total */
-    for (int i = 0; x && i < x->n_post; ++i) emit_row_stage(&e2.k, x->post[i], x->post_ix[i], rows);
-}
-
-/* The loops the split's kernels replaced, erased. */
-static void finish_split(const SplitRowStages *x, Stage *s) {
-    for (int i = 0; x && i < x->n_pre; ++i) mlirOperationDestroy(x->pre[i]->par);
-    for (int i = 0; x && i < x->n_post; ++i) mlirOperationDestroy(x->post[i]->par);
-    mlirOperationDestroy(s->par);
-}
-
-static void build_fence(Builder *b) {
-    MlirNamedAttribute attrs[2] = {named_attr(b->ctx, "ordering", parse_attr(b->ctx, "6 : i64")), /* acq_rel */
-                                   named_attr(b->ctx, "syncscope", mlirStringAttrGet(b->ctx, sref("device")))};
-    build_op(b, "llvm.fence", 0, NULL, 0, NULL, 2, attrs);
-}
-
-/* `groups` counters of the first kernel's finished blocks, zero when a
- * launch starts and when it ends: a global of the kernel's module (one for
- * each split, its name free in the module), zero when the module loads. */
-static MlirValue block_counters(Builder *b, MlirOperation module, int64_t groups) {
-    MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    char name[64], text[256], type_text[64];
-    int n = 0;
-    for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        MlirAttribute sym = mlirOperationGetAttributeByName(op, sref("sym_name"));
-        if (gpu_is_op(op, "memref.global") && strncmp(mlirStringAttrGetValue(sym).data, SPLIT_COUNTERS, strlen(SPLIT_COUNTERS)) == 0) ++n;
-    }
-    snprintf(name, sizeof name, "%s%d", SPLIT_COUNTERS, n);
-    snprintf(type_text, sizeof type_text, "memref<%lldxi32>", (long long)groups);
-    snprintf(text, sizeof text, "memref.global \"private\" @%s : %s = dense<0> {alignment = 16}", name, type_text);
-    mlirBlockInsertOwnedOperation(top, 0, mlirOperationCreateParse(b->ctx, sref(text), sref("pt2-gpu-map-loops")));
-    MlirType mt = parse_type(b->ctx, type_text);
-    MlirNamedAttribute attr = named_attr(b->ctx, "name", mlirFlatSymbolRefAttrGet(b->ctx, sref(name)));
-    return mlirOperationGetResult(build_op(b, "memref.get_global", 0, NULL, 1, &mt, 1, &attr), 0);
-}
-
-/* After the block's partials are stored: a builder in the block that is the
- * last of its group (`expected` blocks) to finish, where every lane sees the
- * group's partials.  As cooperative groups' grid barrier does it: the block's
- * stores before a barrier, thread 0's fence and atomic count, the last block
- * zeroes the counter for the next launch, fences, and tells the others
- * through shared memory; the condition is uniform over the block. */
-static Builder last_block(Builder *b, MlirOperation module, MlirValue tid, MlirValue group, int64_t groups, int64_t expected) {
-    MlirType i32 = mlirIntegerTypeGet(b->ctx, 32);
-    red_barrier(b);
-    MlirValue counters = block_counters(b, module, groups);
-    MlirValue flag = gpu_shared_array(b, module, "__pt2_split_last", i32, 1, 1);
-    MlirValue zero = const_index(b, 0);
-    Builder tb = builder_before(mlirBlockGetTerminator(build_scf_if(b, build_cmp(b, false, "eq", tid, zero))));
-    build_fence(&tb);
-    MlirValue add[3] = {const_int(&tb, i32, 1), counters, group};
-    MlirNamedAttribute kind = named_attr(b->ctx, "kind", parse_attr(b->ctx, "1 : i64")); /* addi */
-    MlirValue old = mlirOperationGetResult(build_op(&tb, "memref.atomic_rmw", 3, add, 1, &i32, 1, &kind), 0);
-    MlirValue last = build_cmp(&tb, false, "eq", old, const_int(&tb, i32, expected - 1));
-    Builder zb = builder_before(mlirBlockGetTerminator(build_scf_if(&tb, last)));
-    MlirValue reset[3] = {const_int(&zb, i32, 0), counters, group};
-    build_op(&zb, "memref.store", 3, reset, 0, NULL, 0, NULL);
-    build_fence(&zb);
-    MlirValue st[3] = {build_unary(&tb, "arith.extui", last, i32), flag, zero};
-    build_op(&tb, "memref.store", 3, st, 0, NULL, 0, NULL);
-    red_barrier(b);
-    MlirValue ld[2] = {flag, zero};
-    MlirValue is_last = build_cmp(b, false, "ne", build_value(b, "memref.load", 2, ld, i32), const_int(b, i32, 0));
-    return builder_before(mlirBlockGetTerminator(build_scf_if(b, is_last)));
-}
-
-/* The combination of rows first .. first + n_rows (those below the row
- * count) by the block's BLOCK_THREADS threads, t2 lanes a row, in rounds of
- * BLOCK_THREADS / t2 rows, a barrier after each (the lanes' exchanges reuse
- * shared memory). */
-static void combine_rows(Builder *b, MlirValue tid, MlirValue first, int64_t n_rows, int64_t t2, MlirOperation module,
-                         const Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, const MlirValue *partial,
-                         int64_t chunks) {
-    int64_t per_round = BLOCK_THREADS / t2, rounds = (n_rows + per_round - 1) / per_round;
-    MlirOperation loop = red_for_carrying(b, const_index(b, 0), const_index(b, rounds), const_index(b, 1), 0, NULL);
-    MlirBlock lb = gpu_body_of(loop);
-    Builder in = builder_at_end(lb, b->loc);
-    MlirValue in_round = build_binary(&in, "arith.divui", tid, const_index(&in, t2));
-    MlirValue offset = build_binary(&in, "arith.addi", build_binary(&in, "arith.muli", mlirBlockGetArgument(lb, 0), const_index(&in, per_round)), in_round);
-    MlirValue row = build_binary(&in, "arith.addi", first, offset);
-    Kernel k2 = {.module = module, .in = in, .tid = tid, .t = t2, .interleave = 1, .vec = 1, .cvec = 1, .head_slot = -1,
-                 .cluster = 1, .bt = t2};
-    k2.lane = t2 == 1 ? const_index(&in, 0) : build_binary(&in, "arith.remui", tid, const_index(&in, t2));
-    k2.blane = k2.lane;
-    k2.valid = build_cmp(&in, false, "ult", offset, const_index(&in, n_rows));
-    if (n_rows % per_round == 0) k2.valid = (MlirValue){NULL};
-    if (rows->count % n_rows != 0) k2.valid = rows_and_of(&in, k2.valid, build_cmp(&in, false, "ult", row, const_index(&in, rows->count)));
-    /* a lane past the group's rows computes on its first (this block's own, in bounds), storing nothing */
-    k2.row = mlirValueIsNull(k2.valid) ? row : build_select(&in, k2.valid, row, first);
-    emit_combine(&k2, s, ix, rows, x, partial, chunks);
-    red_barrier(&in);
-    build_op(&in, "scf.yield", 0, NULL, 0, NULL, 0, NULL);
-}
-
-void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows,
-                     bool one_kernel) {
+void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *rows, const SplitRowStages *x, bool vector_rows) {
     MlirOperation at = x && !mlirOperationIsNull(x->at) ? x->at : s->par;
     Accesses w = rows_collect(s, 1, ix);
     Plan lay = {.columns = ix->columns, .max_t = ROW_MAX_THREADS};
@@ -259,27 +103,54 @@ void rows_emit_split(MlirOperation module, Stage *s, const Ix *ix, const Rows *r
             build_op(&sb, "memref.store", 4, st, 0, NULL, 0, NULL);
         }
     }
-    /* 2: acc[row] = acc[row] <op> partial[row, 0] <op> ... (rows of `chunks` contiguous partials):
-     * by the group's last block of the first kernel, or a kernel of its own */
+    /* 2: acc[row] = acc[row] <op> partial[row, 0] <op> ... (rows of `chunks` contiguous partials) */
+    Plan p2 = {.columns = chunks, .interleave = 1, .loop_unroll = LOOP_UNROLL};
     int64_t t2 = red_pow2_at_least((chunks + SLOT_TARGET - 1) / SLOT_TARGET);
     if (t2 < SECTOR_BYTES / 4) t2 = SECTOR_BYTES / 4;
     if (t2 > red_pow2_at_least(chunks)) t2 = red_pow2_at_least(chunks);
     if (t2 > ROW_MAX_THREADS) t2 = ROW_MAX_THREADS;
-    if (one_kernel && t * rows_per_block == BLOCK_THREADS) {
-        int64_t blocks = (threads_rows * chunks + rows_per_block - 1) / rows_per_block;
-        bool grouped = threads_rows % rows_per_block == 0 && threads_rows * vec == count && threads_rows > rows_per_block;
-        int64_t group_rows = grouped ? rows_per_block * vec : count;
-        if (t2 > BLOCK_THREADS) t2 = BLOCK_THREADS;
-        if (group_rows * chunks <= ONE_KERNEL_MAX_PARTIALS) {
-            MlirValue group = grouped ? build_binary(b, "arith.divui", row, const_index(b, rows_per_block)) : const_index(b, 0);
-            Builder lb = last_block(b, module, e.k.tid, group, grouped ? threads_rows / rows_per_block : 1, grouped ? chunks : blocks);
-            combine_rows(&lb, e.k.tid, build_binary(&lb, "arith.muli", group, const_index(&lb, group_rows)), group_rows, t2,
-                         module, s, ix, rows, x, partial, chunks);
-            finish_split(x, s);
-            return;
+    p2.t = t2;
+    Emit e2 = {.p = &p2, .w = &none};
+    e2.k = rows_open_kernel(module, at, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2, false);
+    b = &e2.k.in;
+    /* the stages before the total (lane 0 of a row), seen by every lane after a barrier */
+    for (int i = 0; x && i < x->n_pre; ++i) emit_row_stage(&e2.k, x->pre[i], x->pre_ix[i], rows);
+    if (x && x->n_pre > 0) red_barrier(b);
+    ValueMap rm2 = rows_row_map(b, ix, e2.k.row, rows);
+    int64_t slots2 = rows_slots_of(chunks, t2);
+    for (int a = 0; a < s->n_acc; ++a) {
+        if (s->pair) { /* the accumulators' values, as rows_lane_partials starts a selection */
+            part[a] = rows_acc_value(&e2, b, &s->acc[a], &rm2);
+            continue;
         }
+        part[a] = red_identity(b, s->acc[a].combiner, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
     }
-    Kernel k2 = rows_open_kernel(module, at, count, t2, 1, t2 >= BLOCK_THREADS ? 1 : BLOCK_THREADS / t2, false);
-    emit_combine(&k2, s, ix, rows, x, partial, chunks);
-    finish_split(x, s);
+    MlirOperation f = red_for_carrying(b, const_index(b, 0), const_index(b, slots2), const_index(b, 1), s->n_acc, part);
+    MlirBlock fb = gpu_body_of(f);
+    Builder in = builder_at_end(fb, b->loc);
+    MlirValue in_range;
+    int64_t sub;
+    MlirValue col = rows_slot_column(&in, &e2.k, mlirBlockGetArgument(fb, 0), -1, slots2, chunks, (MlirValue){NULL}, chunks, &in_range, &sub);
+    MlirValue y[MAX_ACCUMULATORS], xs[MAX_ACCUMULATORS];
+    for (int a = 0; a < s->n_acc; ++a) {
+        MlirValue ld[3] = {partial[a], e2.k.row, col};
+        xs[a] = build_value(&in, "memref.load", 3, ld, mlirValueGetType(mlirOperationGetResult(s->acc[a].load, 0)));
+        y[a] = s->pair ? mlirBlockGetArgument(fb, 1 + a) : red_combine(&in, s->acc[a].combiner, mlirBlockGetArgument(fb, 1 + a), xs[a]);
+    }
+    if (s->pair) {
+        MlirValue take = red_pair_take(&in, s, y[s->pair_value], y[1 - s->pair_value], xs[s->pair_value], xs[1 - s->pair_value]);
+        for (int a = 0; a < 2; ++a) y[a] = build_select(&in, take, xs[a], y[a]);
+    }
+    for (int a = 0; a < s->n_acc; ++a) {
+        if (!mlirValueIsNull(in_range)) y[a] = build_select(&in, in_range, y[a], mlirBlockGetArgument(fb, 1 + a));
+    }
+    build_op(&in, "scf.yield", s->n_acc, y, 0, NULL, 0, NULL);
+    for (int a = 0; a < s->n_acc; ++a) part[a] = mlirOperationGetResult(f, a);
+    rows_finish_reduction(&e2, s, &rm2, part);
+    vmap_free(&rm2);
+    /* the stages after it, by lane 0 of the row, which stored the total */
+    for (int i = 0; x && i < x->n_post; ++i) emit_row_stage(&e2.k, x->post[i], x->post_ix[i], rows);
+    for (int i = 0; x && i < x->n_pre; ++i) mlirOperationDestroy(x->pre[i]->par);
+    for (int i = 0; x && i < x->n_post; ++i) mlirOperationDestroy(x->post[i]->par);
+    mlirOperationDestroy(s->par);
 }

@@ -44,7 +44,6 @@ MlirPass pt2_create_gpu_map_loops_unclustered_pass(void);
 MlirPass pt2_create_gpu_map_loops_no_async_copy_pass(void);
 MlirPass pt2_create_gpu_map_loops_full_copied_lanes_pass(void);
 MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
-MlirPass pt2_create_gpu_map_loops_split_two_kernels_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
@@ -194,9 +193,6 @@ static const PassEntry pt2_passes[] = {
     {"pt2-gpu-map-loops-split-unfused", "pt2-gpu-map-loops with split rows' pointwise stages of whole rows stored by kernels of "
      "their own, not recomputed where later stages read them (PT2_DISABLE=gpu-split-fuse, for A/B measurements)",
      pt2_create_gpu_map_loops_split_unfused_pass},
-    {"pt2-gpu-map-loops-split-two-kernels", "pt2-gpu-map-loops with split rows' partials combined by a kernel of their own, "
-     "not by the first kernel's last block of a group of rows (PT2_DISABLE=gpu-split-one-kernel, for A/B measurements)",
-     pt2_create_gpu_map_loops_split_two_kernels_pass},
     {"pt2-gpu-map-loops-sm80", "pt2-gpu-map-loops keeping at most 160 KB of a row kernel's inputs in shared memory a block, "
      "within sm_80's 163 KB (chips before sm_90; PT2_DISABLE=gpu-sm90-shared on sm_90)", pt2_create_gpu_map_loops_sm80_pass},
     {"pt2-gpu-map-loops-untiled-transposes", "pt2-gpu-map-loops with a pointwise nest that reads an input across the rows it "
@@ -429,7 +425,6 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              : sm80_shared                              ? "pt2-gpu-map-loops-sm80"
              : pt2_disabled(disable, "gpu-wide-loops")  ? "pt2-gpu-map-loops-narrow-loops"
              : pt2_disabled(disable, "gpu-split-fuse")  ? "pt2-gpu-map-loops-split-unfused"
-             : pt2_disabled(disable, "gpu-split-one-kernel") ? "pt2-gpu-map-loops-split-two-kernels"
              : pt2_disabled(disable, "gpu-tiled-transposes") ? "pt2-gpu-map-loops-untiled-transposes"
              : pt2_disabled(disable, "gpu-cluster-rows") ? "pt2-gpu-map-loops-unclustered"
              : pt2_disabled(disable, "gpu-async-copy") ? "pt2-gpu-map-loops-no-async-copy"

@@ -84,8 +84,7 @@ enum {
     X(cuEventRecord, CUevent, CUstream)                                                                                \
     X(cuEventSynchronize, CUevent)                                                                                     \
     X(cuEventElapsedTime, float *, CUevent, CUevent)                                                                   \
-    X(cuEventDestroy_v2, CUevent)                                                                                      \
-    X(cuStreamWaitEvent, CUstream, CUevent, unsigned)
+    X(cuEventDestroy_v2, CUevent)
 
 #define DECLARE(name, ...) static CUresult (*p_##name)(__VA_ARGS__);
 CUDA_FUNCTIONS(DECLARE)
@@ -252,20 +251,6 @@ int pt2_cuda_stream_capturing(void *stream, bool *out_capturing) {
     if (CHECK(p_cuStreamIsCapturing((CUstream)stream, &status))) return -1;
     *out_capturing = status != 0;
     return 0;
-}
-
-int pt2_cuda_stream_wait(void *stream, void *after, void **event) {
-    if (!p_cuEventCreate || !p_cuEventRecord || !p_cuStreamWaitEvent) {
-        pt2_set_error("the CUDA driver lacks events (cuEventCreate, cuStreamWaitEvent)");
-        return -1;
-    }
-    if (!*event && CHECK(p_cuEventCreate((CUevent *)event, 2 /* CU_EVENT_DISABLE_TIMING */))) return -1;
-    if (CHECK(p_cuEventRecord((CUevent)*event, (CUstream)after))) return -1;
-    return CHECK(p_cuStreamWaitEvent((CUstream)stream, (CUevent)*event, 0));
-}
-
-void pt2_cuda_event_destroy(void *event) {
-    if (event && p_cuEventDestroy_v2) p_cuEventDestroy_v2((CUevent)event);
 }
 
 int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, float *out_ms) {

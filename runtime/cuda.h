@@ -67,10 +67,6 @@ int pt2_cuda_stream_sync(void *stream);
 /* The mean milliseconds of `repeats` calls of work(arg) (each enqueueing
  * on `stream`, 0 when it succeeded), between two events; waits for them. */
 int pt2_cuda_time(void *stream, int (*work)(void *), void *arg, int repeats, float *out_ms);
-/* `stream` waits for the work enqueued on `after` so far, through *event
- * (created at the first call; pt2_cuda_event_destroy frees it). */
-int pt2_cuda_stream_wait(void *stream, void *after, void **event);
-void pt2_cuda_event_destroy(void *event);
 /* Whether `stream` is being captured into a CUDA graph (where it may not wait). */
 int pt2_cuda_stream_capturing(void *stream, bool *out_capturing);
 /* CUDA graphs: begin capturing on pt2's own non-blocking capture stream

@@ -67,13 +67,6 @@ struct Pt2GpuKernel {
     pthread_mutex_t lazy_lock;
     double compile_seconds;
     HostProfile profile; /* PT2_LOGS=gpu-host */
-    /* split rows' kernels count their blocks in their module's globals
-     * (passes/gpu_rows_split.c), so two streams must not run this graph's
-     * kernels at once: a launch on another stream than the last one's
-     * first waits for that stream's work (an event) */
-    bool counters, streamed;
-    void *last_stream, *stream_event;
-    pthread_mutex_t stream_lock;
 };
 
 /* PT2_LOGS=compile: the phases of a cold compile to stderr. */
@@ -151,7 +144,6 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     Pt2GpuKernel *k = calloc(1, sizeof *k);
     pthread_mutex_init(&k->prologue_lock, NULL);
     pthread_mutex_init(&k->lazy_lock, NULL);
-    pthread_mutex_init(&k->stream_lock, NULL);
     if (pt2VerifyOp(module) != 0) goto error;
     MlirOperation func = pt2_kernel_find_func(module, func_name);
     if (mlirOperationIsNull(func)) {
@@ -272,8 +264,6 @@ void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     pt2GpuKernelDestroy(k->prologue);
     pthread_mutex_destroy(&k->prologue_lock);
     pthread_mutex_destroy(&k->lazy_lock);
-    pthread_mutex_destroy(&k->stream_lock);
-    pt2_cuda_event_destroy(k->stream_event);
     free(k->lazy_modules);
     /* loaded modules and uploaded constants stay with the CUDA context */
     for (int i = 0; k->plan.launches && i < k->plan.n_launches; ++i) {
@@ -562,7 +552,6 @@ static int load(Pt2GpuKernel *k) {
     free(mods);
     free(paths);
     if (prefetching) pthread_join(prefetch, NULL);
-    for (int i = 0; i < n; ++i) k->counters |= k->plan.module_ptx[i] && strstr(k->plan.module_ptx[i], SPLIT_COUNTERS);
     k->loaded = rc == 0;
     return rc;
 }
@@ -773,27 +762,8 @@ int pt2GpuKernelLaunch(Pt2GpuKernel *k, void *const *device_pointers, void *work
     return rc;
 }
 
-/* A launch of a graph with block counters on another stream than its last
- * launch's: that stream's work first (not while capturing into a CUDA graph,
- * which cannot wait for work outside it). */
-static int order_streams(Pt2GpuKernel *k, void *stream) {
-    pthread_mutex_lock(&k->stream_lock);
-    int rc = 0;
-    if (!k->streamed || k->last_stream != stream) {
-        bool capturing = false;
-        if (k->streamed && pt2_cuda_stream_capturing(stream, &capturing) == 0 && !capturing) {
-            rc = pt2_cuda_stream_wait(stream, k->last_stream, &k->stream_event);
-        }
-        k->last_stream = stream;
-        k->streamed = true;
-    }
-    pthread_mutex_unlock(&k->stream_lock);
-    return rc;
-}
-
 static int launch(Pt2GpuKernel *k, void *const *device_pointers, void *workspace, void *stream) {
     if ((!k->loaded && load(k) != 0) || check_aligned(k, device_pointers, workspace) != 0) return -1;
-    if (k->counters && order_streams(k, stream) != 0) return -1;
     if (!k->prologue) return launch_plan(k, device_pointers, workspace, stream);
     if (compute_prologue(k, device_pointers, workspace, stream) != 0) return -1;
     int n = k->n_inputs + k->n_hoisted + k->n_outputs;

@@ -17,10 +17,8 @@
  * module-scope `.global` variable (state two kernels could share) keeps the
  * text whole; pt2's kernels have none but the strings of their index checks'
  * device asserts (MLIR's cf.assert lowering: assert_message_N, assert_file_N,
- * assert_func_N, passed to __assertfail), constants no kernel writes, and the
- * block counters of split rows' kernels (passes/gpu_rows_split.c:
- * __pt2_split_blocks_N, each used by one kernel only), which every part gets
- * a copy of like the declarations.
+ * assert_func_N, passed to __assertfail), constants no kernel writes, which
+ * every part gets a copy of like the declarations.
  *===----------------------------------------------------------------------===*/
 #include "ptx_jit.h"
 
@@ -65,16 +63,14 @@ static int brace_delta(const char *line, const char *end) {
 
 /* Whether a module-scope `.global` line (the internal linkage MLIR gives
  * them) is one of __assertfail's constant strings: `.global .align 1 .b8
- * assert_message_0[92] = {...};`, or a split kernel's block counters (one
- * kernel's own): `.global .align 16 .b8 __pt2_split_blocks_0[128];`. */
-static bool is_copied_global(const char *line, const char *end) {
+ * assert_message_0[92] = {...};`. */
+static bool is_assert_string(const char *line, const char *end) {
     const char *c = line + strlen(".global");
     for (;;) { /* past the state space's qualifiers: .align 1 .b8 */
         while (c < end && (*c == ' ' || *c == '\t')) ++c;
         if (c == end || !(*c == '.' || (*c >= '0' && *c <= '9'))) break;
         while (c < end && *c != ' ' && *c != '\t') ++c;
     }
-    if ((size_t)(end - c) > strlen(SPLIT_COUNTERS) && starts_with(c, SPLIT_COUNTERS)) return true;
     return (size_t)(end - c) > strlen("assert_") && starts_with(c, "assert_") && memchr(c, '=', (size_t)(end - c));
 }
 
@@ -93,7 +89,7 @@ static bool find_entries(const char *ptx, Span **out, int *out_n) {
                 in_entry = true;
                 opened = false;
                 start = (size_t)(line - ptx);
-            } else if ((starts_with(line, ".global") && !is_copied_global(line, end)) ||
+            } else if ((starts_with(line, ".global") && !is_assert_string(line, end)) ||
                        starts_with(line, ".visible .global") || starts_with(line, ".weak .global")) {
                 ok = false; /* module-scope device memory */
             }

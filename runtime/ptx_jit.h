@@ -11,12 +11,6 @@
 
 #include <stddef.h>
 
-/* The prefix of split rows' kernels' block counters, module-scope globals
- * each one kernel uses (passes/gpu_rows_split.c): pt2_ptx_split copies them
- * into every part, and runtime/gpu_kernel.c serializes the streams that
- * launch a module holding them. */
-#define SPLIT_COUNTERS "__pt2_split_blocks_"
-
 typedef struct Pt2Cubin {
     void *data; /* malloc'ed */
     size_t size;

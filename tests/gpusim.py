@@ -310,15 +310,6 @@ class Pointer:
         self.memref, self.offset, self.rank = memref, offset, rank
 
 
-def _all_attrs(ops):
-    """The attribute texts of ops and every op nested in them."""
-    for op in ops:
-        yield op.attrs or ""
-        for region in op.regions or []:
-            for block in region:
-                yield from _all_attrs(block.ops)
-
-
 class Kernel:
     def __init__(self, blocks, threads):
         self.blocks, self.threads = blocks, threads
@@ -328,14 +319,12 @@ class Simulator:
     def __init__(self, text, warp_order="forward"):
         mod = Parser(text).parse_op()
         funcs = [op for op in mod.regions[0][0].ops if op.name == "func.func"]
-        self.globals, self.zero_globals, self.device_globals = {}, set(), {}
+        self.globals = {}
         for op in mod.regions[0][0].ops:
             if op.name == "memref.global":
                 name = re.search(r'sym_name = "([^"]+)"', op.attrs).group(1)
                 ty = re.search(r"type = (memref<.*?>)(?:,\s*\w+\s*=|$)", op.attrs + ",x=").group(1)
                 self.globals[name] = MemRefType(ty)
-                if re.search(r"initial_value = dense<0>", op.attrs):
-                    self.zero_globals.add(name)
         funcs = [f for f in funcs if f.regions and f.regions[0] and f.regions[0][0].ops]  # not declarations
         if not funcs:
             raise SimError("no function")
@@ -440,9 +429,19 @@ class Simulator:
         body = thr.regions[0][0]
         # a cluster barrier (gpu_rows_cluster.c: nvvm.cluster.arrive, then nvvm.cluster.wait naming the
         # cluster's blocks) ends a segment as a block's barrier does: all blocks run each segment at once
-        cluster = 1
-        for m in re.finditer(r"pt2.cluster_blocks = (\d+)", "".join(_all_attrs(body.ops))):
-            cluster = int(m.group(1))
+        segments, cur, cluster, ends_cluster = [], [], 1, []
+        for o in body.ops:
+            if o.name in ("gpu.barrier", "nvvm.cluster.wait"):
+                segments.append(cur)
+                ends_cluster.append(o.name == "nvvm.cluster.wait")
+                cur = []
+                m = re.search(r"pt2.cluster_blocks = (\d+)", o.attrs)
+                if m:
+                    cluster = int(m.group(1))
+            elif o.name not in ("scf.reduce", "nvvm.cluster.arrive"):
+                cur.append(o)
+        segments.append(cur)
+        ends_cluster.append(True)
         if blocks % cluster:
             raise SimError(f"{blocks} blocks are not clusters of {cluster}")
         warps = (threads + WARP - 1) // WARP
@@ -460,33 +459,25 @@ class Simulator:
                 ids = ids // dims[d]
             mask = (lane < threads) * np.ones((blocks, 1), dtype=bool)
             wenv.append((e, mask))
-        self.kernel_log = []  # (buffer id, addresses, thread ids, block ids, is_write, shared, fence epochs)
-        self.epochs = np.zeros(blocks, dtype=np.int64)  # llvm.fence ops each block's threads ran
+        self.kernel_log = []  # (buffer id, addresses, thread ids, block ids, is_write)
         order = list(range(warps)) if self.warp_order == "forward" else list(reversed(range(warps)))
         # a cluster's blocks only wait for each other at cluster barriers: what one block's thread writes
         # into shared memory that another block reads (distributed shared memory) between two of them
-        # is a race, however many barriers of its own each block passed between (remote: those reads).
-        # Each warp runs as a generator up to its next barrier (gpu.barrier or nvvm.cluster.wait, also
-        # inside scf.if and scf.for), the warps one after another; every warp must reach the same one.
-        gens = [self.run_ops(body.ops, *wenv[w]) for w in range(warps)]
+        # is a race, however many barriers of its own each block passed between (remote: those reads)
         epoch, self.remote = [], []
-        while True:
+        for seg, cluster_end in zip(segments, ends_cluster):
             self.seg_log = []
-            stops = []
             for w in order:
+                e, mask = wenv[w]
                 tid = (np.arange(WARP)[None, :] + w * WARP) * np.ones((blocks, 1), dtype=np.int64)
                 self.cur = dict(shared=shared, blocks=blocks, tid=tid, bidx=bidx, warp=w, cluster=cluster)
-                stops.append(next(gens[w], "end"))
-            if len(set(stops)) != 1:
-                raise SimError(f"warps of a block reach different barriers: {sorted(set(stops))}")
+                self.run_ops(seg, e, mask)
             self.check_races(self.seg_log, within_block=True)
             self.kernel_log += self.seg_log
             epoch += self.seg_log
-            if stops[0] != "barrier":
+            if cluster_end:
                 self.check_cluster_races(epoch)
                 epoch, self.remote = [], []
-            if stops[0] == "end":
-                break
         self.check_races(self.kernel_log, within_block=False)
 
     def check_cluster_races(self, epoch):
@@ -521,11 +512,7 @@ class Simulator:
                 blk = np.concatenate([r[3] for r in recs])
                 key = addr * 65536 + blk  # addresses of one block only
             else:
-                # a block that ran two fences (the last block of a split's group, gpu_rows_split.c: its
-                # release, the count that told it the others are done, its acquire) is ordered after the
-                # others' accesses before their first: those conflicts are checked apart
-                after = np.concatenate([r[6] for r in recs]) >= 2
-                key = addr * 2 + after
+                key = addr
             uniq, inv = np.unique(key, return_inverse=True)
             lo = np.full(len(uniq), np.iinfo(np.int64).max)
             hi = np.full(len(uniq), np.iinfo(np.int64).min)
@@ -540,17 +527,10 @@ class Simulator:
 
     def run_ops(self, ops, env, mask):
         for op in ops:
-            yield from self.kernel_op(op, env, mask)
+            self.kernel_op(op, env, mask)
 
     def kernel_op(self, op, env, mask):
-        """Runs op for one warp (a generator: yields "barrier" or "cluster" at each barrier)."""
         n = op.name
-        if n == "gpu.barrier":
-            yield "barrier"
-            return
-        if n == "nvvm.cluster.wait":
-            yield "cluster"
-            return
         if n in ("arith.addi", "arith.index_cast", "llvm.inttoptr") and isinstance(env[op.operands[0]], Pointer):
             ptr = env[op.operands[0]]
             if n == "arith.addi":
@@ -569,11 +549,7 @@ class Simulator:
         elif n == "memref.get_global":
             name = re.search(r"name = @([\w.]+)", op.attrs).group(1)
             t = self.globals[name]
-            sh = self.cur["shared"] if t.shared else self.device_globals
-            if not t.shared and name not in sh:  # a module's global, zero when it loads, kept across launches
-                if name not in self.zero_globals:
-                    raise SimError(f"global {name} is not zero-initialized")
-                sh[name] = MemRef(Buffer(t.size, t.elem), t)
+            sh = self.cur["shared"]
             if name not in sh:
                 sh[name] = MemRef(Buffer(t.size * self.cur["blocks"], t.elem, fill=np.nan if t.elem[0] in "fb" else None), t)
             env[op.results[0]] = sh[name]
@@ -595,7 +571,7 @@ class Simulator:
                     if o.name == "scf.yield":
                         vals = [env[x] for x in o.operands]
                     else:
-                        yield from self.kernel_op(o, env, m)
+                        self.kernel_op(o, env, m)
                 outs.append(vals)
             for i, r in enumerate(op.results):  # each lane takes the value of the branch it ran
                 env[r] = np.where(c, np.broadcast_to(outs[0][i], mask.shape), np.broadcast_to(outs[1][i], mask.shape))
@@ -618,10 +594,10 @@ class Simulator:
                     if o.name == "scf.yield":
                         new = [env[x] for x in o.operands]
                         carried = new if uniform else [np.where(m, a, b) for a, b in zip(new, carried)]
-                    elif o.name == "gpu.barrier" and not uniform:
-                        raise SimError("gpu.barrier inside an scf.for whose bounds differ between lanes")
+                    elif o.name == "gpu.barrier":
+                        raise SimError("gpu.barrier inside scf.for")
                     else:
-                        yield from self.kernel_op(o, env, m)
+                        self.kernel_op(o, env, m)
             for r, v in zip(op.results, carried):
                 env[r] = v
         elif n == "gpu.shuffle":
@@ -671,25 +647,10 @@ class Simulator:
             if (mask & ~ok).any():
                 text = re.search(r'msg = "((?:[^"\\]|\\.)*)"', op.attrs).group(1)
                 raise DeviceAssert(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text))
-        elif n == "llvm.fence":
-            self.epochs[mask.any(axis=1)] += 1
-        elif n == "memref.atomic_rmw":
-            # one lane after another, blocks in order (any order is one the GPU may take)
-            if not re.search(r"kind = 1 : i64", op.attrs):
-                raise SimError("memref.atomic_rmw other than addi")
-            v, m = env[op.operands[0]], env[op.operands[1]]
-            idx = [np.broadcast_to(np.asarray(env[o], dtype=np.int64), mask.shape) for o in op.operands[2:]]
-            vals = np.broadcast_to(np.asarray(v), mask.shape)
-            old = np.zeros(mask.shape, dtype=m.buf.data.dtype)
-            for b, l in zip(*np.nonzero(mask)):
-                addr = m.t.offset + sum(int(i[b, l]) * s_ for i, s_ in zip(idx, m.t.strides))
-                if not 0 <= addr < m.t.size:
-                    raise SimError("memref.atomic_rmw out of bounds")
-                old[b, l] = m.buf.data[addr]
-                m.buf.data[addr] += vals[b, l]
-            env[op.results[0]] = old
-        elif n in ("scf.yield", "scf.reduce", "nvvm.cluster.arrive"):
+        elif n in ("scf.yield", "scf.reduce"):
             pass
+        elif n == "gpu.barrier":
+            raise SimError("gpu.barrier inside control flow")
         else:
             raise SimError(f"kernel op {n} is not simulated")
 
@@ -749,7 +710,7 @@ class Simulator:
         data = m.buf.data
         a = addr[mask]
         tid, blk = self.cur["tid"][mask], np.broadcast_to(np.arange(shape[0])[:, None], shape)[mask]
-        self.seg_log.append((m.buf.id, a, tid, blk, value is not None, t.shared, self.epochs[blk]))
+        self.seg_log.append((m.buf.id, a, tid, blk, value is not None, t.shared))
         if value is None:
             safe = np.where(mask, addr, 0)
             return data[safe]

@@ -63,15 +63,16 @@ func.func @main(%arg0: tensor<32x56x56x320xf32>, %arg1: tensor<320xf32>, %arg2: 
 // torch.var over the whole tensor (a 0-d result; this failed in
 // pt2-gpu-map-loops before): the mean and the centred squares are each split
 // over 980 blocks of 8192 elements (two iterations of 4096 a block) into
-// partials, which the last block to finish combines (a block counter in a
-// global of the module: passes/gpu_rows_split.c); the accumulators' initial
-// values and the final division run there too (lane 0 of the row), not as
-// one-thread kernels of their own: two launches (four with two kernels a
-// split, six before the stages of one column a row joined them).
+// partials, then one block combines
+// them; the accumulators' initial values and the final division run in the
+// combining kernels (lane 0 of the row), not as one-thread kernels of their
+// own: four launches.
 // CHECK-LABEL: func.func @main(%{{.*}}: memref<32x80x56x56xf32>, %{{.*}}: memref<f32>)
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x980xf32>
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_{{[0-9]+}} blocks in (%c980, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_{{[0-9]+}} blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK: gpu.launch_func @pt2_kernels::@pt2_red_div_sub_mul_add_{{[0-9]+}} blocks in (%c980, %c1, %c1)
+// CHECK: gpu.launch_func @pt2_kernels::@pt2_red_add_div_{{[0-9]+}} blocks in (%c1, %c1, %c1)
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 func.func @main(%arg0: tensor<32x80x56x56xf32>) -> tensor<f32> {
@@ -84,10 +85,5 @@ func.func @main(%arg0: tensor<32x80x56x56xf32>) -> tensor<f32> {
 // PTX-NOT: .local
 // PTX: shfl.sync.bfly.b32
 // PTX: .visible .entry pt2_red_add_mul_erf_sqrt_0(
-// PTX: .global .align 16 .b8 __pt2_split_blocks_{{[0-9]+}}[4];
-// PTX: .visible .entry pt2_red_add_{{[0-9]+}}(
-// PTX: fence.acq_rel.gpu;
-// PTX: atom.global.add.u32
-// PTX: .visible .entry pt2_red_div_sub_mul_add_{{[0-9]+}}(
-// PTX: atom.global.add.u32
+// PTX: .visible .entry pt2_red_add_div_{{[0-9]+}}(
 // PTX: ptxas: {{ok|not installed}}

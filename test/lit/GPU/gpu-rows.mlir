@@ -1,6 +1,5 @@
 // RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops)" | FileCheck %s
 // RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops-scalar-rows)" | FileCheck %s --check-prefix=SCALAR
-// RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops),pt2-gpu-map-loops-split-two-kernels)" | FileCheck %s --check-prefix=TWO
 // Row kernels of passes/gpu_rows.c (gpu-reduce.mlir has the same inputs under
 // the mapping before them): lanes of a row touch only their own columns, so a
 // row's values stay in registers across stages, no barrier separates the
@@ -128,13 +127,9 @@ func.func @short_rows(%x: memref<37x5x24xf16>, %out: memref<37x5xf16>) {
 // position), 32 lanes of 8 slots, run twice (a loop: the kernel keeps 264
 // blocks and more): chunks of 512 columns into partial[1024, 16] (256 vectors
 // x 16 chunks / 8 a block: 512 blocks), each row of a vector combined across
-// the lanes.  A block's 8 vectors are a group of 32 rows (32 groups); the
-// group's 16th block to finish (thread 0's atomic count in a module global,
-// between fences) combines its rows' partials, 8 lanes a row: one kernel
-// (pt2-gpu-map-loops-split-two-kernels: a row kernel of its own).  One row a
-// thread (pt2-gpu-map-loops-scalar-rows): 32 lanes of 16 slots, twice, chunks
-// of 1024 into partial[1024, 8], 1024 blocks, groups of one row.
-// CHECK: memref.global "private" @__pt2_split_blocks_0 : memref<32xi32> = dense<0>
+// the lanes; then a row kernel over the partials.  One row a thread
+// (pt2-gpu-map-loops-scalar-rows): 32 lanes of 16 slots, twice, chunks of
+// 1024 into partial[1024, 8], 1024 blocks.
 // CHECK: memref.global "private" @__pt2_reduce_scratch_f32_256 : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @sum_dim0(
 // CHECK: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x16xf32>
@@ -147,30 +142,10 @@ func.func @short_rows(%x: memref<37x5x24xf16>, %out: memref<37x5xf16>) {
 // CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c16_i32
 // CHECK: memref.store %{{.*}}, %[[PARTIAL]]
 // CHECK-COUNT-3: memref.store %{{.*}}, %[[PARTIAL]]
-// CHECK: gpu.barrier
-// CHECK: %[[COUNTERS:.*]] = memref.get_global @__pt2_split_blocks_0 : memref<32xi32>
-// CHECK: llvm.fence syncscope("device") acq_rel
-// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %{{.*}}, %[[COUNTERS]][%{{.*}}] : (i32, memref<32xi32>) -> i32
-// CHECK: arith.cmpi eq, %[[OLD]], %c15_i32
-// CHECK: memref.store %{{.*}}, %[[COUNTERS]]
-// CHECK: llvm.fence syncscope("device") acq_rel
-// CHECK: gpu.barrier
-// CHECK: scf.if
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}}) step
 // CHECK: scf.for
 // CHECK: memref.load %[[PARTIAL]]
 // CHECK: memref.store %{{.*}}, %arg1
-// CHECK-NOT: scf.parallel
-// CHECK: return
-// TWO-LABEL: func.func @sum_dim0(
-// TWO: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x16xf32>
-// TWO: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c512{{.*}}) step
-// TWO: memref.store %{{.*}}, %[[PARTIAL]]
-// TWO-NOT: memref.atomic_rmw
-// TWO: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}}) step
-// TWO: scf.for
-// TWO: memref.load %[[PARTIAL]]
-// TWO: memref.store %{{.*}}, %arg1
-// SCALAR: memref.global "private" @__pt2_split_blocks_0 : memref<128xi32> = dense<0>
 // SCALAR-LABEL: func.func @sum_dim0(
 // SCALAR: %[[PARTIAL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x8xf32>
 // SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1024{{.*}}) step
@@ -184,9 +159,7 @@ func.func @short_rows(%x: memref<37x5x24xf16>, %out: memref<37x5xf16>) {
 // SCALAR: memref.get_global @__pt2_reduce_scratch_f32_256
 // SCALAR: gpu.barrier
 // SCALAR: memref.store %{{.*}}, %[[PARTIAL]]
-// SCALAR: memref.atomic_rmw addi
-// SCALAR-NOT: scf.parallel
-// SCALAR: return
+// SCALAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}}) step
 func.func @sum_dim0(%x: memref<8192x1024xf32>, %out: memref<1024xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
                   iterator_types = ["reduction", "parallel"]}
