@@ -25,7 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMM = ["mobilenetv2_100", "resnet50", "repvgg_a2", "convnextv2_nano", "visformer_small"]
@@ -106,10 +106,12 @@ def main():
     rows = []
     lock = tempfile.NamedTemporaryFile(prefix="pt2-gpu-suite-", suffix=".lock")
     pool = ThreadPoolExecutor(max(1, args.jobs))
-    pending = [pool.submit(run_one, spec, args, lock.name) for spec in args.models.split(",")]
-    for spec, fut in zip(args.models.split(","), pending):
-        rec = fut.result()
+    specs = args.models.split(",")
+    pending = {pool.submit(run_one, spec, args, lock.name): spec for spec in specs}
+    for fut in as_completed(pending):  # rows as models finish: a run cut short keeps all it finished
+        spec, rec = pending[fut], fut.result()
         rows.append(rec)
+        rows.sort(key=lambda r: specs.index(f"{r['suite']}:{r['name']}"))
         keys = ("pt2_throughput_ms", "inductor_throughput_ms", "eager_throughput_ms", "pt2_latency_ms",
                 "inductor_latency_ms", "pt2_ro_throughput_ms", "inductor_ro_throughput_ms",
                 "pt2_compile_s", "inductor_compile_s", "pt2_background_s")
