@@ -81,7 +81,10 @@ def each_model(args, run, report=lambda rec: print(json.dumps(rec), flush=True))
         try:
             rec = run(suite, name, args)
         except Exception as e:  # noqa: BLE001 - a model that fails is recorded, the others still run
-            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}"}
+            import traceback
+
+            rec = {"suite": suite, "name": name, "error": f"{type(e).__name__}: {e}",
+                   "traceback": traceback.format_exc()[-3000:]}
         rows.append(rec)
         report(rec)
     if args.json:

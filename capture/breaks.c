@@ -84,7 +84,9 @@ static void collect(Emit *e, Var *v, int depth) {
         e->outputs[e->n_outputs++] = v;
         return;
     }
-    if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_ITER) {
+    if (v->kind == V_ITER && v->over) {
+        collect(e, v->over, depth + 1); /* rebuilt as the container's own iterator */
+    } else if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT || v->kind == V_ITER) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
     }
     if (v->kind == V_METHOD && v->self) collect(e, v->self, depth + 1);
@@ -123,6 +125,7 @@ static void collect_shared(Emit *e, Var *v, int depth) {
         collect_shared(e, v->attrs, depth + 1);
         if (v->content) collect_shared(e, v->content, depth + 1);
     }
+    if (v->kind == V_ITER && v->over) collect_shared(e, v->over, depth + 1);
 }
 
 /* The frame's free-variable cells, loaded for a MAKE_FUNCTION or a call
@@ -216,6 +219,44 @@ static bool emit_fresh_object(Emit *e, Var *v, int depth) {
 }
 
 static bool emit_value(Emit *e, Var *v, int depth);
+
+/* A list's or dict's iteration in progress (iter.c, Var.over): the container's own iterator
+ * past the `pos` items taken, itertools.islice(iter(c), pos, None) (of c.values() or c.items()
+ * for those views), which reads the container as it goes, as the loop's iterator did.  A dict
+ * whose size changed since its iteration began (its next step raises) runs eagerly. */
+static bool emit_live_iter(Emit *e, Var *v, int depth) {
+    static PyObject *islice, *iter_fn, *values, *items;
+    if (!islice) {
+        islice = pt2_import_attr("itertools", "islice");
+        iter_fn = pt2_import_attr("builtins", "iter");
+        values = PyObject_GetAttrString((PyObject *)&PyDict_Type, "values");
+        items = PyObject_GetAttrString((PyObject *)&PyDict_Type, "items");
+        if (!islice || !iter_fn || !values || !items) {
+            PyErr_Clear();
+            return fail(e, "itertools.islice is missing");
+        }
+    }
+    Var *c = v->over;
+    if (c->kind == V_DICT && c->n_items != v->over_size) return fail(e, "a dict changed size during its iteration");
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, islice);
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, iter_fn);
+    bool view = c->kind == V_DICT && v->over_view != 'k';
+    if (view) {
+        pt2_asm_push_null(e->a);
+        pt2_asm_load_const(e->a, v->over_view == 'v' ? values : items);
+    }
+    if (!emit_var(e, c, depth + 1)) return false;
+    if (view) pt2_asm_call(e->a, 1);
+    pt2_asm_call(e->a, 1);
+    PyObject *pos = PyLong_FromLong(v->pos);
+    pt2_asm_load_const(e->a, pos);
+    Py_DECREF(pos);
+    pt2_asm_load_const(e->a, Py_None);
+    pt2_asm_call(e->a, 3);
+    return true;
+}
 
 /* A grad-mode context manager's __exit__ live on the stack (a break inside
  * `with torch.no_grad():`): the block is entered again for CPython,
@@ -363,6 +404,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         return true;
     case V_ITER: {
         if (v->source && v->real) return emit_source(e, v->source); /* the real one, moved on by the graph's replay */
+        if (v->over) return emit_live_iter(e, v, depth);
         /* the rest of an iteration in progress */
         for (int i = v->pos; i < v->n_items; ++i) {
             if (!emit_var(e, v->items[i], depth + 1)) return false;
@@ -547,6 +589,18 @@ static PyObject *make_resume_fn(PyCodeObject *code, int offset, int depth, PyObj
 
 /* Builds the replacement for a trace that broke; NULL (no exception) if this
  * break cannot be resumed, with the reason in `why`. */
+/* Whether instruction i of a resume_at continuation lies in a loop: between
+ * a backward jump's target and the jump. */
+static bool in_loop_of_continuation(PyCodeObject *code, const Pt2Code *dec, int i) {
+    const char *name = PyUnicode_AsUTF8(code->co_name);
+    if (!name || (strncmp(name, "resume_at_", 10) != 0 && strncmp(name, "resume_raise_at_", 16) != 0)) return false;
+    for (int j = i; j < dec->n_insns; ++j) {
+        const Pt2Insn *b = &dec->insns[j];
+        if (b->jump_target >= 0 && b->jump_target <= i && strstr(pt2_bc_opname(b->opcode), "BACKWARD")) return true;
+    }
+    return false;
+}
+
 PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_guards, double *out_compile_s, bool *out_cached,
                             char *why, size_t why_cap) {
     PyCodeObject *code = in->code;
@@ -585,6 +639,13 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         goto done;
     }
     const Pt2Insn *insn = &dec.insns[t->snapshot.insn];
+    if (in_loop_of_continuation(code, &dec, t->snapshot.insn)) {
+        /* each iteration would call the next continuation from the last (the stack one frame
+         * deeper an iteration: a RecursionError past ~1000): as TorchDynamo does with a break in
+         * a loop, the rest of the loop runs in CPython, its calls still compiled on their own */
+        fail(&e, "a break inside a loop of a continuation: the rest of the loop runs in CPython");
+        goto done;
+    }
     /* Inside a try/with block the instruction runs under a handler of the
      * replacement that hands the exception to resume_raise_at_<offset>,
      * which raises it again inside the original block (bytecode_resume.c). */

@@ -363,9 +363,11 @@ static Var *dict_method(Trace *t, Var *self, const char *name, Var **args, int n
         return r;
     }
     if ((strcmp(name, "items") == 0 || strcmp(name, "keys") == 0 || strcmp(name, "values") == 0) && n_args == 0) {
-        /* a snapshot (a view would follow later changes; iterating one while
-         * changing the dict raises in eager) */
+        /* a snapshot, which a loop over it iterates as the dict's view (iter.c: later changes
+         * followed, a change of size raising as in eager) */
         Var *r = var_new(t, V_LIST);
+        r->over = self;
+        r->over_view = name[0] == 'k' ? 'k' : name[0] == 'v' ? 'v' : 'i';
         for (int i = 0; i < self->n_items; ++i) {
             if (name[0] == 'k') {
                 var_push_item(t, r, self->keys[i]);

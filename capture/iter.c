@@ -8,6 +8,43 @@
 
 #include "capture.h"
 #include "objects.h"
+#include "rules_util.h"
+
+/* An item of a dict's iteration of view 'k', 'v' or 'i' (a (key, value) tuple). */
+static Var *dict_view_item(Trace *t, Var *d, char view, int i) {
+    if (view == 'v') return d->items[i];
+    if (view == 'i') {
+        Var *pair[2] = {d->keys[i], d->items[i]};
+        return make_tuple(t, pair, 2);
+    }
+    return d->keys[i];
+}
+
+bool iter_refresh(Trace *t, Var *it) {
+    if (it->kind != V_ITER || !it->over) return true;
+    Var *c = it->over;
+    if (c->kind == V_DICT && c->n_items != it->over_size) {
+        it->over = NULL;
+        it->n_items = it->pos;
+        trace_raise(t, PyExc_RuntimeError, "dictionary changed size during iteration");
+        return false;
+    }
+    it->n_items = it->pos < c->n_items ? it->pos : c->n_items;
+    for (int i = it->n_items; i < c->n_items; ++i) {
+        var_push_item(t, it, c->kind == V_DICT ? dict_view_item(t, c, it->over_view, i) : c->items[i]);
+    }
+    if (it->pos >= c->n_items) it->over = NULL; /* exhausted: it stays so, as Python's does */
+    return true;
+}
+
+/* An iterator over list or dict c (view 'k', 'v', 'i'), following it. */
+static Var *live_iter(Trace *t, Var *c, char view) {
+    Var *it = var_new(t, V_ITER);
+    it->over = c;
+    it->over_size = c->n_items;
+    it->over_view = view;
+    return iter_refresh(t, it) ? it : NULL;
+}
 
 /* Iteration: the next item of an iterator Var, or NULL when exhausted. */
 Var *trace_iter_next(Trace *t, Var *it) {
@@ -24,7 +61,7 @@ Var *trace_iter_next(Trace *t, Var *it) {
         trace_break(t, "iterating over a Python iterator object from outside the traced code");
         return NULL;
     }
-    if (it->pos >= it->n_items) return NULL;
+    if (!iter_refresh(t, it) || it->pos >= it->n_items) return NULL;
     return it->items[it->pos++];
 }
 
@@ -67,12 +104,15 @@ Var *trace_sequence_iter(Trace *t, Var *v) {
 Var *trace_get_iter(Trace *t, Var *v) {
     Var *it = var_new(t, V_ITER);
     switch (v->kind) {
-    case V_TUPLE: case V_LIST:
+    case V_LIST:
+        /* a view of a dict (keys(), values(), items()) iterates the dict; a list, itself */
+        if (v->over && v->over->kind == V_DICT) return live_iter(t, v->over, v->over_view);
+        return live_iter(t, v, 0);
+    case V_TUPLE:
         for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->items[i]);
         return it;
     case V_DICT:
-        for (int i = 0; i < v->n_items; ++i) var_push_item(t, it, v->keys[i]);
-        return it;
+        return live_iter(t, v, 'k');
     case V_ITER: return v;
     case V_SET: case V_OBJECT: {
         /* a set's items in Python's order; a dict subclass made in the trace: its keys */

@@ -20,12 +20,14 @@ Var *iterable_items(Trace *t, Var *v) {
     Var *r = var_new(t, V_LIST);
     if (v->kind == V_SET) return set_items_in_order(t, v);
     if (fresh_object_items(t, v)) v = fresh_object_items(t, v); /* a dict subclass made in the trace: its keys */
+    if (v->kind == V_ITER && !iter_refresh(t, v)) return NULL;
     if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_ITER) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) var_push_item(t, r, v->items[i]);
         if (v->kind == V_ITER && v->pos < v->n_items) { /* an iterator is used up, as list(gen) leaves it */
             trace_mutated(t, v);
             v->pos = v->n_items;
         }
+        if (v->kind == V_ITER) v->over = NULL; /* and stays so */
     } else if (v->kind == V_DICT) {
         for (int i = 0; i < v->n_items; ++i) var_push_item(t, r, v->keys[i]);
     } else if (v->kind == V_RANGE) {
@@ -285,6 +287,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     }
     if (strcmp(op, "iter") == 0 && n == 1) {
         if (args[0]->kind == V_ITER) return args[0]; /* iter(it) is it */
+        if (args[0]->kind == V_LIST || args[0]->kind == V_DICT) return trace_get_iter(t, args[0]); /* following it */
         Var *items = iterable_items(t, args[0]);
         if (!items) return NULL;
         items->kind = V_ITER;

@@ -284,9 +284,29 @@ Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         s[0] = k[0];
         s[1] = k[1];
     }
+    if (is_max && !pair_arg(t, &b, "dilation", 1, d)) return NULL;
+    /* ATen's argument checks (pool2d_shape_check): a zero stride would divide by zero here */
+    if (k[0] <= 0 || k[1] <= 0) {
+        return trace_raise(t, PyExc_RuntimeError, "kernel size should be greater than zero, but got kH: %lld kW: %lld", (long long)k[0],
+                           (long long)k[1]);
+    }
+    if (s[0] <= 0 || s[1] <= 0) return trace_raise(t, PyExc_RuntimeError, "stride should not be zero");
+    if (d[0] <= 0 || d[1] <= 0) {
+        return trace_raise(t, PyExc_RuntimeError, "dilation should be greater than zero, but got dilationH: %lld dilationW: %lld",
+                           (long long)d[0], (long long)d[1]);
+    }
+    if (p[0] < 0 || p[1] < 0) return trace_raise(t, PyExc_RuntimeError, "pad must be non-negative, but got pad: %lld", (long long)(p[0] < 0 ? p[0] : p[1]));
+    if (p[0] > k[0] / 2 || p[1] > k[1] / 2) {
+        return trace_raise(t, PyExc_RuntimeError, "pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld",
+                           (long long)(p[0] > k[0] / 2 ? p[0] : p[1]), (long long)(p[0] > k[0] / 2 ? k[0] : k[1]));
+    }
+    if (x->kind == V_TENSOR && (x->rank < 3 || x->rank > 4 || x->sizes[x->rank - 3] == 0 || x->sizes[x->rank - 2] == 0 ||
+                                x->sizes[x->rank - 1] == 0)) {
+        return trace_raise(t, PyExc_RuntimeError, "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input");
+    }
     if (is_max) {
         bool ri;
-        if (!pair_arg(t, &b, "dilation", 1, d) || !arg_bool(t, &b, "return_indices", false, &ri)) return NULL;
+        if (!arg_bool(t, &b, "return_indices", false, &ri)) return NULL;
         if (ri) return trace_break(t, "max_pool2d(return_indices=True)");
         return op1(t, "max_pool2d", x,
                    "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
@@ -320,6 +340,15 @@ Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
         }
     } else if (!pair_arg(t, &b, "output_size", 1, o)) {
         return NULL;
+    }
+    if (x->kind == V_TENSOR && x->rank >= 3) {
+        for (int i = 1; i < x->rank; ++i) {
+            if (x->sizes[i] == 0 && (i >= x->rank - 2 || x->rank == 3)) {
+                return trace_raise(t, PyExc_RuntimeError, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                                   "dimensions, but input has sizes [%lld, ...] with dimension %d being empty",
+                                   (long long)x->sizes[0], i);
+            }
+        }
     }
     return op1(t, "adaptive_avg_pool2d", x, "{output_size = array<i64: %lld, %lld>}", (long long)o[0], (long long)o[1]);
 }
@@ -756,7 +785,9 @@ Var *h_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (vector && b.v[1] && !ord) return trace_break(t, "linalg.vector_norm(ord=None) (eager raises)");
     if (!norm_dims(t, dim, x->rank, dims, &nd)) return NULL;
     int reduced = nd < 0 ? x->rank : nd;
-    bool fro = ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && strcmp(PyUnicode_AsUTF8(ord->obj), "fro") == 0;
+    /* torch.norm's p defaults to 'fro' (over more than two dims eager raises) */
+    bool fro = (!ord && !vector && !linalg) ||
+               (ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && strcmp(PyUnicode_AsUTF8(ord->obj), "fro") == 0);
     if (ord && ord->kind == V_CONST && PyUnicode_Check(ord->obj) && !fro) {
         return trace_break(t, "%s(ord='%s') (a matrix norm that needs an SVD, or an error in eager)", fname,
                            PyUnicode_AsUTF8(ord->obj));

@@ -106,6 +106,13 @@ typedef struct Var {
     struct Var **keys;  /* V_DICT */
     int n_items, cap_items;
     int pos;            /* V_ITER */
+    /* V_ITER over a list or dict of the trace, or a V_LIST snapshot of a dict's keys(), values() or
+     * items() (view 'k', 'v', 'i'): the container, read at each step as Python's iterators read it
+     * (a list by index, so appends and replacements in the loop are seen; a dict whose size
+     * changed raises); `over_size`: the dict's size when its iteration started (iter.c) */
+    struct Var *over;
+    int over_size;
+    char over_view;
     /* V_METHOD; V_ITER of an inlined generator: what it returned (the value of `yield from` it) */
     struct Var *self;
     /* V_METHOD tagged with a method name (objects.c): the C method of a base
@@ -574,6 +581,9 @@ Var *trace_sequence_iter(Trace *t, Var *v);
  * (or when the trace broke). */
 Var *trace_get_iter(Trace *t, Var *v);
 Var *trace_iter_next(Trace *t, Var *it);
+/* A V_ITER over a list or dict (`over`): its items brought up to the container's (what it has
+ * left from `pos` on); false when the trace broke (a dict changed size: RuntimeError raised). */
+bool iter_refresh(Trace *t, Var *it);
 
 /* Python truthiness of a Var known at trace time: 1/0, or -1 if it depends on
  * a tensor's value (a data-dependent branch: a graph break). */

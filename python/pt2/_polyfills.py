@@ -28,7 +28,7 @@ from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LST
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce,
     setitem_indices)
-from ._polyfills_sort import median, nanmedian, nanquantile, quantile  # noqa: F401  (order statistics)
+from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquantile, nansum, quantile, trace  # noqa: F401
 from ._polyfills_special import digamma, erfinv, i0, lgamma  # noqa: F401  (special functions)
 
 
@@ -186,10 +186,6 @@ def _down(y, like):
 _TYPE_META = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
               torch.int64: "long int", torch.int32: "int", torch.int16: "short int", torch.int8: "signed char",
               torch.uint8: "unsigned char", torch.bool: "bool"}
-_SCALAR_TYPE = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
-                torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
-                torch.bool: "Bool"}
-
 
 def _not_implemented(kernel, x):
     """What eager's dispatch raises for a dtype its kernel does not take."""
@@ -277,26 +273,6 @@ def count_nonzero(input, dim=None):
     return nonzero.sum() if dim is None else nonzero.sum(dim)
 
 
-def nansum(input, dim=None, keepdim=False, dtype=None):
-    """torch.nansum: the sum with NaNs as zeros."""
-    x = torch.where(torch.isnan(input), 0, input) if input.dtype.is_floating_point else input
-    return x.sum(dtype=dtype) if dim is None else x.sum(dim, keepdim=keepdim, dtype=dtype)
-
-
-def nanmean(input, dim=None, keepdim=False, dtype=None):
-    """torch.nanmean: nansum over the count of the values that are not NaN (ATen's formula)."""
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{_SCALAR_TYPE.get(input.dtype, input.dtype)}")
-    if dtype is not None and not dtype.is_floating_point:
-        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point or "
-                           f"complex dtype. Got: {_SCALAR_TYPE.get(dtype, dtype)}")
-    present = ~torch.isnan(input)
-    if dim is None:
-        return nansum(input, dtype=dtype) / present.sum()
-    return nansum(input, dim, keepdim, dtype) / present.sum(dim, keepdim=keepdim)
-
-
 def movedim(input, source, destination):
     """torch.movedim: the permutation that puts each source dim at its destination, the others in order."""
     n = input.dim()
@@ -368,11 +344,6 @@ def cartesian_prod(tensors):
     if len(tensors) == 1:
         return tensors[0]
     return torch.stack([g.reshape(-1) for g in meshgrid(tensors, "ij")], 1)
-
-
-def trace(input):
-    """torch.trace: the diagonal's sum (ints into int64)."""
-    return input.diagonal().sum()
 
 
 def kl_div(input, target, reduction=1, log_target=False):

@@ -6,6 +6,8 @@ spread out by the stride.  Nothing here runs in eager.
 """
 import torch
 
+from ._polyfills_sort import _SCALAR_TYPE
+
 # --- interpolate's kernels (nearest, nearest-exact, linear, bilinear, trilinear, bicubic): each spatial
 # dimension in turn, the last len(output size) dimensions -------------------------------------------
 
@@ -25,14 +27,32 @@ def _spatial_dims(input, output_size, scale_factors):
     return range(input.dim() - k, input.dim())
 
 
+def _check_dtype(input, kind):
+    """ATen's upsample kernels take floating types and uint8 (others: NotImplementedError, as eager)."""
+    if not input.dtype.is_floating_point and input.dtype != torch.uint8:
+        n = input.dim() - 2
+        raise NotImplementedError(f'"upsample_{kind}{n}d_out_frame" not implemented for '
+                                  f"'{_SCALAR_TYPE.get(input.dtype, input.dtype)}'")
+
+
 def _nearest(input, output_size, scale_factors, offset):
     """The source of output index i is min(floor((i + offset) * scale), in - 1), in float32 as ATen
-    computes it (offset 0: nearest, 0.5: nearest-exact)."""
+    computes it (offset 0: nearest, 0.5: nearest-exact).  ATen's CPU kernels of nearest (nearest_idx)
+    take i itself where a dimension keeps its size and i >> 1 where it doubles, whatever the scale
+    factor given (2.2 for 4 -> 8); its CUDA kernels do not."""
+    _check_dtype(input, "nearest")
     x = input
+    cpu = input.device.type == "cpu"
     for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
         size = x.shape[dim]
         out = _output_size(size, output_size, scale_factors, i)
-        src = ((torch.arange(out, dtype=torch.float32, device=x.device) + offset) * _scale(size, out, scale_factors, i)).floor()
+        dst = torch.arange(out, device=x.device)
+        if cpu and offset == 0.0 and out == size:
+            continue
+        if cpu and offset == 0.0 and out == 2 * size:
+            x = x.index_select(dim, dst // 2)
+            continue
+        src = ((dst.to(torch.float32) + offset) * _scale(size, out, scale_factors, i)).floor()
         x = x.index_select(dim, src.clamp_max(size - 1).long())
     return x
 
@@ -67,11 +87,20 @@ def _taps(input, output_size, align_corners, scale_factors, cubic, weights):
     below 0), and the sum over taps k of x[clamp(floor(s) + offset_k)] · w_k(s - floor(s)), for the
     (offset, weight) pairs weights(t) gives; in float32 (float64 for float64 inputs), as ATen's
     opmath."""
+    _check_dtype(input, "bicubic" if cubic else "linear")
     dt = torch.float64 if input.dtype == torch.float64 else torch.float32
+    dims = _spatial_dims(input, output_size, scale_factors)
+    outs = [_output_size(input.shape[dim], output_size, scale_factors, i) for i, dim in enumerate(dims)]
+    if not cubic and input.device.type != "cpu" and all(o == input.shape[d] for o, d in zip(outs, dims)):
+        return input.clone()  # ATen's CUDA linear kernels: no dimension resized, a copy
     x = input.to(dt)
-    for i, dim in enumerate(_spatial_dims(input, output_size, scale_factors)):
-        size = x.shape[dim]
-        out = _output_size(size, output_size, scale_factors, i)
+    for i, dim in enumerate(dims):
+        size, out = x.shape[dim], outs[i]
+        if not cubic and input.device.type == "cpu" and out == size:
+            # ATen's CPU linear kernels (compute_source_index_and_lambda): a dimension that keeps its
+            # size reads x[i] with weight 1 and again with weight 0, whatever the scale (inf * 0: NaN)
+            x = x * 1.0 + x * 0.0
+            continue
         src = _source_index(x, dim, size, out, align_corners, scale_factors, i, cubic)
         i0 = src.floor()
         t = src - i0

@@ -68,6 +68,11 @@ def _check_index(name, input, dim, index, source=None):
     if source is not None and source.dim() > 0 and source.shape[dim] != index.numel():
         raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
                            f"({source.shape[dim]})")
+    if source is not None and source.dim() > 0 and input.dim() > 0 and (
+            source.dim() != input.dim() or any(a != b for i, (a, b) in enumerate(zip(source.shape, input.shape)) if i != dim % input.dim())):
+        # no broadcasting: every dimension but dim as the input's (ATen's index_add / index_copy checks)
+        raise RuntimeError(f"{name}(): source tensor shape must match self tensor shape, excluding the specified "
+                           f"dimension. Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
 
 
 def index_add(input, dim, index, source, *, alpha=1):

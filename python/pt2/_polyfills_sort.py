@@ -1,8 +1,13 @@
 """Python forms of torch's order statistics, which pt2's capture traces in their place (capture/polyfills.c):
 median, nanmedian, quantile and nanquantile, each a stable sort (NaN last, as torch sorts) and a gather at
-the positions ATen picks.  Nothing here runs in eager.
+the positions ATen picks; and the sums that skip NaN (nansum, nanmean) and torch.trace.  Nothing here runs
+in eager.
 """
 import torch
+
+_SCALAR_TYPE = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+                torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+                torch.bool: "Bool"}
 
 
 def _nan_count(x, dim):
@@ -86,7 +91,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if keepdim:
         if dim is None:
             return result.reshape((1,) * input.dim())
-        return result.unsqueeze(dim % max(input.dim(), 1))
+        return result if input.dim() == 0 else result.unsqueeze(dim % input.dim())  # a 0-d input stays 0-d
     return result
 
 
@@ -98,3 +103,33 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """torch.nanquantile with a float q."""
     return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+def nansum(input, dim=None, keepdim=False, dtype=None):
+    """torch.nansum: the sum with NaNs as zeros."""
+    x = torch.where(torch.isnan(input), 0, input) if input.dtype.is_floating_point else input
+    if dim is None:
+        return x.sum(dtype=dtype).reshape((1,) * input.dim()) if keepdim else x.sum(dtype=dtype)
+    return x.sum(dim, keepdim=keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, dtype=None):
+    """torch.nanmean: nansum over the count of the values that are not NaN (ATen's formula)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{_SCALAR_TYPE.get(input.dtype, input.dtype)}")
+    if dtype is not None and not dtype.is_floating_point:
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point or "
+                           f"complex dtype. Got: {_SCALAR_TYPE.get(dtype, dtype)}")
+    present = ~torch.isnan(input)
+    if dim is None:
+        return nansum(input, None, keepdim, dtype) / present.sum()
+    return nansum(input, dim, keepdim, dtype) / present.sum(dim, keepdim=keepdim)
+
+
+def trace(input):
+    """torch.trace: the diagonal's sum (ints into int64) of a matrix (not of bools, as ATen)."""
+    if input.dim() != 2 or input.dtype == torch.bool:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(input.dim())) if input.dim() != 2 \
+            else NotImplementedError('"trace" not implemented for \'Bool\'')
+    return input.diagonal().sum()

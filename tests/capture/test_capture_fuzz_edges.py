@@ -1,0 +1,228 @@
+"""Edges two fuzzing rounds found (Python iteration and loops; reductions, pooling and resampling),
+each against eager:
+- a loop over a list or a dict reads it at each step as Python's iterators do (a list by index: items
+  appended or replaced in the loop are seen; a dict whose size changed raises RuntimeError; a view of
+  one, d.items(), sees values changed in the loop); iter(l) follows later appends.  They were read
+  all at once when the loop began, silently;
+- a graph break inside a loop of a resume_at continuation leaves the rest of the loop to CPython (each
+  iteration nested another continuation: RecursionError past ~1000 iterations);
+- interpolate by a scale factor whose output keeps a size (or doubles it, nearest) as ATen's CPU
+  kernels (a copy, i >> 1; weights 1 and 0 for linear), integer inputs raise as eager;
+- nansum / nanmean(dim=None, keepdim=True) keep the dims, quantile(dim=, keepdim=True) of a 0-d input
+  stays 0-d;
+- pooling with a zero stride or kernel (a SIGFPE that killed the process), zero dilation, negative or
+  too large padding, or an empty spatial size raises as eager; index_add / index_copy of a source of
+  another shape, torch.trace of a non-matrix or of bools, torch.norm over three dims ('fro') raise."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt2
+
+INF = float("inf")
+
+
+def outcome(f, *args):
+    try:
+        return "ok", f(*args)
+    except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
+        return "raise", type(e)
+
+
+def same(f, *args):
+    pt2.reset()  # one lambda's code compiled for many cases: no recompile limit reached
+    e, c = outcome(f, *args), outcome(pt2.compile(f), *args)
+    assert e[0] == c[0], (e, c)
+    if e[0] == "raise":
+        assert e[1] == c[1], (e, c)
+        return
+    for a, b in zip(e[1] if isinstance(e[1], (list, tuple)) else [e[1]], c[1] if isinstance(c[1], (list, tuple)) else [c[1]]):
+        if isinstance(a, torch.Tensor):
+            assert a.shape == b.shape and a.dtype == b.dtype, (a, b)
+            assert torch.allclose(a, b, equal_nan=True, atol=1e-6), (a, b)
+        else:
+            assert a == b, (a, b)
+
+
+# --- iteration -----------------------------------------------------------------------------------
+
+def worklist(x):
+    todo, out = [1], []
+    for v in todo:
+        out.append(x * v)
+        if v < 3:
+            todo.append(v + 1)
+    return out
+
+
+def replaced(x):
+    l, out = [1, 2, 3], []
+    for v in l:
+        l[-1] = 100
+        out.append(x * v)
+    return out
+
+
+def dict_items_changed(x):
+    d, out = {"a": 1, "b": 1}, []
+    for k, v in d.items():
+        d["b"] = 100
+        out.append(x * v)
+    return out
+
+
+def dict_values_changed(x):
+    d, out = {"a": 1, "b": 1}, []
+    for v in d.values():
+        d["b"] = 7
+        out.append(x * v)
+    return out
+
+
+def iter_then_append(x):
+    l = [1]
+    it = iter(l)
+    l.append(2)
+    return [x * v for v in it]
+
+
+def removed_in_loop(x):
+    l, out = [1, 2, 3, 4], []
+    for v in l:
+        if v % 2:
+            l.remove(v)
+        out.append(x * v)
+    return out
+
+
+def dict_grows(x):
+    d = {"a": 1}
+    try:
+        for k in d:
+            d["b"] = 2
+            x = x + 1
+    except RuntimeError:
+        return x * 0
+    return x
+
+
+def dict_grows_after_break(x):
+    d = {"a": 1}
+    try:
+        for k in d:
+            if x.sum() > 0:
+                x = x + 1
+            d["b"] = 2
+    except RuntimeError:
+        return x - 100
+    return x
+
+
+def worklist_with_break(x):
+    todo, out = [1], []
+    for v in todo:
+        if x.sum() > 0:
+            x = x + 1
+        out.append(x * v)
+        if v < 3:
+            todo.append(v + 1)
+    return out
+
+
+def exhausted_stays_exhausted(x):
+    l = [1, 2]
+    it = iter(l)
+    first = [x * v for v in it]
+    l.append(3)
+    return first + [x * v for v in it]
+
+
+@pytest.mark.parametrize("f", [worklist, replaced, dict_items_changed, dict_values_changed, iter_then_append,
+                               removed_in_loop, dict_grows, dict_grows_after_break, worklist_with_break,
+                               exhausted_stays_exhausted])
+def test_iteration_follows_the_container(f):
+    same(f, torch.ones(2))
+    same(f, -torch.ones(2))
+
+
+def test_break_in_a_long_loop_of_a_continuation():
+    def f(x, n):
+        for i in range(n):
+            if x.sum() > 0:
+                x = x - 1
+            else:
+                x = x + 2
+        return x * 3
+
+    def g(x, n):
+        i = 0
+        while i < n:
+            if x.sum() > 0:
+                x = x - 1
+            else:
+                x = x + 2
+            i += 1
+        return x
+
+    for fn in (f, g):
+        c = pt2.compile(fn)
+        for n in (3, 2500):
+            assert torch.equal(c(torch.zeros(2), n), fn(torch.zeros(2), n))
+
+
+# --- reductions, pooling, resampling --------------------------------------------------------------
+
+X4 = torch.arange(16.0).reshape(1, 1, 4, 4)
+
+
+@pytest.mark.parametrize("kw", [dict(scale_factor=1.1), dict(scale_factor=2.2), dict(scale_factor=2.0),
+                                dict(scale_factor=(1.1, 2.2)), dict(scale_factor=1.1, mode="nearest-exact"),
+                                dict(scale_factor=1.1, mode="bilinear"), dict(scale_factor=(1.1, 1.7), mode="bilinear"),
+                                dict(scale_factor=1.1, mode="bilinear", align_corners=True),
+                                dict(scale_factor=1.1, mode="bicubic"), dict(scale_factor=2, mode="bilinear")])
+def test_interpolate_sizes_kept_or_doubled(kw):
+    x = X4.clone()
+    x[0, 0, 1, 2] = INF
+    same(lambda x: F.interpolate(x, **kw), x)
+
+
+def test_interpolate_linear_infinities_and_integers():
+    same(lambda x: F.interpolate(x, size=3, mode="linear"), torch.tensor([[[1.0, INF, 2.0]]]))
+    same(lambda x: F.interpolate(x, scale_factor=1.1, mode="linear"), torch.arange(4.0).reshape(1, 1, 4))
+    same(lambda x: F.interpolate(x, scale_factor=1.1, mode="trilinear"), torch.randn(1, 1, 3, 4, 5))
+    for dt in (torch.int64, torch.int32, torch.uint8):
+        same(lambda x: F.interpolate(x, scale_factor=2), torch.ones(1, 1, 2, 2, dtype=dt))
+        same(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), torch.ones(1, 1, 2, 2, dtype=dt))
+
+
+def test_nan_reductions_and_quantile_keepdim():
+    same(lambda x: torch.nanmean(x, None, keepdim=True), torch.ones(2, 3))
+    same(lambda x: torch.nansum(x, None, keepdim=True), torch.tensor([[1.0, float("nan")]]))
+    same(lambda x: torch.quantile(x, 0.5, dim=0, keepdim=True), torch.tensor(1.0))
+    same(lambda x: torch.nanquantile(x, 0.3, dim=-1, keepdim=True), torch.tensor(2.0))
+    same(lambda x: torch.quantile(x, 0.5, dim=1, keepdim=True), torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("f", [lambda x: F.max_pool2d(x, 2, stride=0), lambda x: F.avg_pool2d(x, 0),
+                               lambda x: F.avg_pool1d(x[0], 2, stride=0), lambda x: F.lp_pool2d(x, 2, 2, stride=0),
+                               lambda x: F.max_pool2d(x, 2, 2, 0, dilation=0), lambda x: F.max_pool2d(x, 2, 2, padding=-1),
+                               lambda x: F.avg_pool2d(x, 2, 2, padding=-1), lambda x: F.max_pool2d(x, 2, 2, 2),
+                               lambda x: F.max_pool2d(torch.ones(1, 0, 4, 4), 2), lambda x: F.max_pool2d(x, 3, 1, 1),
+                               lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True), lambda x: F.max_pool2d(torch.ones(0, 1, 4, 4), 2),
+                               lambda x: F.adaptive_avg_pool2d(torch.ones(1, 1, 0, 4), 2),
+                               lambda x: F.interpolate(torch.ones(1, 1, 0, 4), size=(2, 2), mode="area")])
+def test_pooling_argument_checks(f):
+    same(f, torch.ones(1, 1, 4, 4))
+
+
+def test_index_writes_trace_and_norm_checks():
+    same(lambda x: x.index_add(0, torch.tensor([1]), torch.ones(1, 1)), torch.zeros(3, 4))
+    same(lambda x: x.index_copy(0, torch.tensor([1]), torch.ones(1, 1)), torch.zeros(3, 4))
+    same(lambda x: x.index_add(1, torch.tensor([1, 2]), torch.ones(3, 2)), torch.zeros(3, 4))
+    same(lambda x: x.index_copy(-1, torch.tensor([0]), torch.ones(3, 1)), torch.zeros(3, 4))
+    same(lambda x: torch.trace(x), torch.ones(2, 3, 3))
+    same(lambda x: torch.trace(x), torch.ones(3, 3, dtype=torch.bool))
+    same(lambda x: torch.trace(x), torch.arange(12).reshape(3, 4))
+    for f in (lambda x: x.norm(dim=(0, 1, 2)), lambda x: torch.norm(x, dim=(0, 1, 2)), lambda x: x.norm(dim=(0, 1)),
+              lambda x: x.norm(p=3, dim=(0, 1, 2)), lambda x: x.norm()):
+        same(f, torch.ones(2, 2, 2))
