@@ -196,6 +196,25 @@ static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args
 /* Inlines a user function: `fn_var` is a V_FUNCTION made from a real function
  * (obj = function) or by MAKE_FUNCTION (obj = code, self = closure tuple,
  * keys = defaults tuple Var). */
+/* Whether code is contextlib's _GeneratorContextManagerBase.__init__, which
+ * calls the decorated generator function. */
+static bool is_contextmanager_init(PyCodeObject *code) {
+    static PyObject *init_code;
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        PyObject *contextlib = PyImport_ImportModule("contextlib");
+        PyObject *base = contextlib ? PyObject_GetAttrString(contextlib, "_GeneratorContextManagerBase") : NULL;
+        PyObject *init = base ? PyObject_GetAttrString(base, "__init__") : NULL;
+        init_code = init && PyFunction_Check(init) ? Py_NewRef(PyFunction_GET_CODE(init)) : NULL;
+        Py_XDECREF(init);
+        Py_XDECREF(base);
+        Py_XDECREF(contextlib);
+        PyErr_Clear();
+    }
+    return init_code && (PyObject *)code == init_code;
+}
+
 Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     if (t->depth >= MAX_INLINE_DEPTH) return trace_break(t, "inlining too deep (recursion?)");
     PyObject *obj = fn_var->obj;
@@ -222,6 +241,11 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
     }
     if (pt2_hook_code_is_disabled(code)) {
         return trace_break(t, "call to %s, which pt2.disable keeps out of capture", PyUnicode_AsUTF8(code->co_qualname));
+    }
+    if (is_contextmanager_init(code)) {
+        /* its generator would run to its end here, the code after its `yield` before the block it
+         * guards (entered by hand, or through contextlib.ExitStack): CPython's to run */
+        return trace_break(t, "a @contextlib.contextmanager context manager (pt2 runs generators to their end when called)");
     }
     SymFrame *f = PyMem_Calloc(1, sizeof *f);
     Var *result = NULL;

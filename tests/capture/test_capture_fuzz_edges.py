@@ -6,6 +6,8 @@ each against eager:
   all at once when the loop began, silently;
 - a graph break inside a loop of a resume_at continuation leaves the rest of the loop to CPython (each
   iteration nested another continuation: RecursionError past ~1000 iterations);
+- a @contextlib.contextmanager entered by hand or through ExitStack is CPython's (its generator ran to
+  its end when made: the cleanup before the block);
 - interpolate by a scale factor whose output keeps a size (or doubles it, nearest) as ATen's CPU
   kernels (a copy, i >> 1; weights 1 and 0 for linear), integer inputs raise as eager;
 - nansum / nanmean(dim=None, keepdim=True) keep the dims, quantile(dim=, keepdim=True) of a 0-d input
@@ -226,3 +228,39 @@ def test_index_writes_trace_and_norm_checks():
     for f in (lambda x: x.norm(dim=(0, 1, 2)), lambda x: torch.norm(x, dim=(0, 1, 2)), lambda x: x.norm(dim=(0, 1)),
               lambda x: x.norm(p=3, dim=(0, 1, 2)), lambda x: x.norm()):
         same(f, torch.ones(2, 2, 2))
+
+
+# --- @contextlib.contextmanager entered by hand or through ExitStack -------------------------------
+
+def test_contextmanager_cleanup_after_the_block():
+    import contextlib
+
+    log = []
+
+    @contextlib.contextmanager
+    def cm(i):
+        log.append(("in", i))
+        yield i
+        log.append(("out", i))
+
+    def stacked(x):
+        with contextlib.ExitStack() as st:
+            vs = [st.enter_context(cm(i)) for i in range(3)]
+            log.append("body")
+            return x + sum(vs)
+
+    def by_hand(x):
+        c = cm(5)
+        v = c.__enter__()
+        log.append("body")
+        c.__exit__(None, None, None)
+        return x + v
+
+    for f in (stacked, by_hand):
+        log.clear()
+        want = f(torch.ones(2))
+        eager_log = list(log)
+        log.clear()
+        pt2.reset()
+        assert torch.equal(pt2.compile(f)(torch.ones(2)), want)
+        assert log == eager_log, (log, eager_log)
