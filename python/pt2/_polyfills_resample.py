@@ -37,9 +37,9 @@ def _check_dtype(input, kind):
 
 def _nearest(input, output_size, scale_factors, offset):
     """The source of output index i is min(floor((i + offset) * scale), in - 1), in float32 as ATen
-    computes it (offset 0: nearest, 0.5: nearest-exact).  ATen's CPU kernels of nearest (nearest_idx)
-    take i itself where a dimension keeps its size and i >> 1 where it doubles, whatever the scale
-    factor given (2.2 for 4 -> 8); its CUDA kernels do not."""
+    computes it (offset 0: nearest, 0.5: nearest-exact).  ATen's kernels of nearest take i itself
+    where a dimension keeps its size, whatever the scale factor given (1.1 for 4 -> 4), and on the
+    CPU (nearest_idx) i >> 1 where it doubles (2.2 for 4 -> 8; CUDA applies the scale)."""
     _check_dtype(input, "nearest")
     x = input
     cpu = input.device.type == "cpu"
@@ -47,7 +47,7 @@ def _nearest(input, output_size, scale_factors, offset):
         size = x.shape[dim]
         out = _output_size(size, output_size, scale_factors, i)
         dst = torch.arange(out, device=x.device)
-        if cpu and offset == 0.0 and out == size:
+        if offset == 0.0 and out == size:
             continue
         if cpu and offset == 0.0 and out == 2 * size:
             x = x.index_select(dim, dst // 2)

@@ -555,8 +555,10 @@ def test_set_device_recompiles_index_less_cuda():
 @pytest.mark.parametrize("mode,scale", [("nearest", 1.1), ("nearest", 2.2), ("nearest", 2.0), ("nearest", (1.1, 2.2)),
                                         ("bilinear", 1.1), ("bilinear", (1.1, 1.7)), ("bilinear", 2.0)])
 def test_interpolate_scale_factors_as_eager_cuda(mode, scale):
-    """interpolate by a scale factor whose output keeps or doubles a size: ATen's CUDA kernels apply the
-    scale (its CPU kernels copy, or take i >> 1: python/pt2/_polyfills_resample.py follows each)."""
+    """interpolate by a scale factor whose output keeps or doubles a size: ATen's CUDA kernels of
+    nearest take i where a size is kept and apply the scale where it doubles (its CPU kernels take
+    i >> 1), linear copies where no size changes: python/pt2/_polyfills_resample.py follows each
+    device (on the H200 at 26b0422 nearest applied the scale to a kept size: fixed)."""
     x = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32, device="cuda").reshape(2, 3, 4, 5)
     x[0, 0, 1, 2] = float("inf")
     f = lambda x: F.interpolate(x, scale_factor=scale, mode=mode)  # noqa: E731
