@@ -221,27 +221,25 @@ static bool emit_fresh_object(Emit *e, Var *v, int depth) {
 static bool emit_value(Emit *e, Var *v, int depth);
 
 /* A list's or dict's iteration in progress (iter.c, Var.over): the container's own iterator
- * past the `pos` items taken, itertools.islice(iter(c), pos, None) (of c.values() or c.items()
- * for those views), which reads the container as it goes, as the loop's iterator did.  A dict
- * whose size changed since its iteration began (its next step raises) runs eagerly. */
+ * past the `pos` items taken, `pt2._C.iter_from(c, pos)` (of c.values() or c.items() for those
+ * views), which reads the container as it goes, as the loop's iterator did; a list's is a list
+ * iterator, which the continuation traces (trace_wrap_iterator) following the list.  A dict whose
+ * size changed since its iteration began (its next step raises) runs eagerly. */
 static bool emit_live_iter(Emit *e, Var *v, int depth) {
-    static PyObject *islice, *iter_fn, *values, *items;
-    if (!islice) {
-        islice = pt2_import_attr("itertools", "islice");
-        iter_fn = pt2_import_attr("builtins", "iter");
+    static PyObject *iter_from, *values, *items;
+    if (!iter_from) {
+        iter_from = pt2_import_attr("pt2._C", "iter_from");
         values = PyObject_GetAttrString((PyObject *)&PyDict_Type, "values");
         items = PyObject_GetAttrString((PyObject *)&PyDict_Type, "items");
-        if (!islice || !iter_fn || !values || !items) {
+        if (!iter_from || !values || !items) {
             PyErr_Clear();
-            return fail(e, "itertools.islice is missing");
+            return fail(e, "pt2._C.iter_from is missing");
         }
     }
     Var *c = v->over;
     if (c->kind == V_DICT && c->n_items != v->over_size) return fail(e, "a dict changed size during its iteration");
     pt2_asm_push_null(e->a);
-    pt2_asm_load_const(e->a, islice);
-    pt2_asm_push_null(e->a);
-    pt2_asm_load_const(e->a, iter_fn);
+    pt2_asm_load_const(e->a, iter_from);
     bool view = c->kind == V_DICT && v->over_view != 'k';
     if (view) {
         pt2_asm_push_null(e->a);
@@ -249,12 +247,10 @@ static bool emit_live_iter(Emit *e, Var *v, int depth) {
     }
     if (!emit_var(e, c, depth + 1)) return false;
     if (view) pt2_asm_call(e->a, 1);
-    pt2_asm_call(e->a, 1);
-    PyObject *pos = PyLong_FromLong(v->pos);
+    PyObject *pos = PyLong_FromLong(c->kind == V_LIST ? v->over_base + v->pos : v->pos);
     pt2_asm_load_const(e->a, pos);
     Py_DECREF(pos);
-    pt2_asm_load_const(e->a, Py_None);
-    pt2_asm_call(e->a, 3);
+    pt2_asm_call(e->a, 2);
     return true;
 }
 

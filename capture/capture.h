@@ -58,6 +58,8 @@ void csource_free(CSource *c);
 /* What a list/tuple/range/str iterator has left, as a tuple (new
  * reference), without moving it; NULL (no exception) for other objects. */
 PyObject *pt2_iterator_rest(PyObject *it);
+/* A list iterator's list (borrowed: the iterator holds it) and *pos, its index; NULL for others. */
+PyObject *pt2_iterator_list(PyObject *it, Py_ssize_t *pos);
 bool pt2_is_sequence_iterator(PyObject *o);
 /* New reference, or NULL (no exception) if the value cannot be fetched. */
 PyObject *csource_eval(const CSource *s, const SourceEnv *env);

@@ -71,6 +71,20 @@ PyObject *pt2_iterator_rest(PyObject *it) {
     return rest;
 }
 
+PyObject *pt2_iterator_list(PyObject *it, Py_ssize_t *pos) {
+    if (!pt2_is_sequence_iterator(it)) return NULL;
+    PyObject *red = PyObject_CallMethod(it, "__reduce__", NULL), *list = NULL;
+    if (red && PyTuple_Check(red) && PyTuple_GET_SIZE(red) > 2 && PyTuple_Check(PyTuple_GET_ITEM(red, 1)) &&
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(red, 1)) == 1 && PyList_CheckExact(PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0)) &&
+        PyLong_Check(PyTuple_GET_ITEM(red, 2))) {
+        list = PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0); /* the iterator holds it */
+        *pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(red, 2));
+    }
+    Py_XDECREF(red);
+    PyErr_Clear();
+    return list;
+}
+
 static bool is_root_kind(SourceKind kind) {
     return kind == SRC_LOCAL || kind == SRC_CLOSURE || kind == SRC_GLOBAL || kind == SRC_BUILTIN || kind == SRC_CONST ||
            kind == SRC_MODULE;

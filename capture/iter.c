@@ -21,6 +21,17 @@ static Var *dict_view_item(Trace *t, Var *d, char view, int i) {
 }
 
 bool iter_refresh(Trace *t, Var *it) {
+    if (it->kind == V_ITER && !it->over && it->seq) {
+        /* a list iterator from outside whose list the trace has read since (the loop's body
+         * appending to it, say): followed from now on */
+        for (int i = t->n_containers - 1; i >= 0; --i) {
+            if (t->containers[i]->real == it->seq && t->containers[i]->kind == V_LIST) {
+                it->over = t->containers[i];
+                it->seq = NULL;
+                break;
+            }
+        }
+    }
     if (it->kind != V_ITER || !it->over) return true;
     Var *c = it->over;
     if (c->kind == V_DICT && c->n_items != it->over_size) {
@@ -29,11 +40,12 @@ bool iter_refresh(Trace *t, Var *it) {
         trace_raise(t, PyExc_RuntimeError, "dictionary changed size during iteration");
         return false;
     }
-    it->n_items = it->pos < c->n_items ? it->pos : c->n_items;
-    for (int i = it->n_items; i < c->n_items; ++i) {
-        var_push_item(t, it, c->kind == V_DICT ? dict_view_item(t, c, it->over_view, i) : c->items[i]);
+    int n = c->n_items - (c->kind == V_LIST ? it->over_base : 0);
+    it->n_items = it->pos < n ? it->pos : n < 0 ? 0 : n;
+    for (int i = it->n_items; i < n; ++i) {
+        var_push_item(t, it, c->kind == V_DICT ? dict_view_item(t, c, it->over_view, i) : c->items[it->over_base + i]);
     }
-    if (it->pos >= c->n_items) it->over = NULL; /* exhausted: it stays so, as Python's does */
+    if (it->pos >= n) it->over = NULL; /* exhausted: it stays so, as Python's does */
     return true;
 }
 
@@ -191,6 +203,9 @@ Var *trace_wrap_iterator(Trace *t, PyObject *value, Source *source) {
     Var *v = var_new(t, V_ITER);
     v->source = source;
     v->real = trace_keep(t, value);
+    Py_ssize_t at = 0;
+    v->seq = pt2_iterator_list(value, &at); /* a list's: followed once the trace reads the list */
+    v->over_base = (int)at;
     if (items->kind == V_CONST) { /* all constants: guarded as one tuple */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items->obj); ++i) var_push_item(t, v, var_const(t, PyTuple_GET_ITEM(items->obj, i)));
     } else {

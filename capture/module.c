@@ -156,6 +156,25 @@ static PyObject *py_call_without_hook(PyObject *mod, PyObject *args) {
     return pt2_hook_run_disabled(fn, fargs, fkwargs == Py_None ? NULL : fkwargs);
 }
 
+/* iter(container) moved on by `taken` items: a loop's iterator over a list or
+ * dict rebuilt at a graph break (breaks.c, emit_live_iter), CPython's own. */
+static PyObject *py_iter_from(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *container;
+    Py_ssize_t taken;
+    if (!PyArg_ParseTuple(args, "On:iter_from", &container, &taken)) return NULL;
+    PyObject *it = PyObject_GetIter(container);
+    for (Py_ssize_t i = 0; it && i < taken; ++i) {
+        PyObject *item = PyIter_Next(it);
+        if (!item) {
+            if (PyErr_Occurred()) Py_CLEAR(it);
+            break;
+        }
+        Py_DECREF(item);
+    }
+    return it;
+}
+
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
      "run(fn, args, kwargs=None, fullgraph=False, explain=None, force_code=None, cudagraphs=False, freeze=False): call fn with pt2's "
@@ -165,6 +184,7 @@ static PyMethodDef methods[] = {
     {"set_recompile_limit", py_set_recompile_limit, METH_O, "cache entries per code object before falling back to eager"},
     {"cache_size", py_cache_size, METH_O, "number of compiled entries for a code object"},
     {"disable_code", py_disable_code, METH_O, "never intercept or inline this code object (pt2.disable)"},
+    {"iter_from", py_iter_from, METH_VARARGS, "iter_from(container, taken): iter(container) moved on by `taken` items"},
     {"call_without_hook", py_call_without_hook, METH_VARARGS,
      "call_without_hook(fn, args, kwargs=None): call fn with no frame of it or its callees intercepted on this thread"},
     {NULL, NULL, 0, NULL},

@@ -109,10 +109,13 @@ typedef struct Var {
     /* V_ITER over a list or dict of the trace, or a V_LIST snapshot of a dict's keys(), values() or
      * items() (view 'k', 'v', 'i'): the container, read at each step as Python's iterators read it
      * (a list by index, so appends and replacements in the loop are seen; a dict whose size
-     * changed raises); `over_size`: the dict's size when its iteration started (iter.c) */
+     * changed raises); `over_size`: the dict's size when its iteration started; `over_base`: the
+     * list's index of the iterator's first item (a list iterator from outside, moved on); `seq`:
+     * that iterator's list, until a Var of it turns up to follow (iter.c) */
     struct Var *over;
-    int over_size;
+    int over_size, over_base;
     char over_view;
+    PyObject *seq;
     /* V_METHOD; V_ITER of an inlined generator: what it returned (the value of `yield from` it) */
     struct Var *self;
     /* V_METHOD tagged with a method name (objects.c): the C method of a base
