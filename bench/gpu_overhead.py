@@ -129,7 +129,13 @@ def run(suite, name, args):
     with torch.no_grad():
         # one eager call first: CUDA's, cuBLAS's and cuDNN's libraries loaded for every contender
         # (else the first compiled one pays their loading in its compile time)
-        model(*xs, **kw)
+        try:
+            model(*xs, **kw)
+        except Exception:  # noqa: BLE001 - some default configs fail in eager with a KV cache (as bench/models.py)
+            if "use_cache" in kw:
+                raise
+            kw["use_cache"] = rec["use_cache"] = False  # BlenderbotForCausalLM: 2 cache layers, 24 decoder layers
+            model(*xs, **kw)
         torch.cuda.synchronize()
         for mode in args.modes.split(","):
             extra = {} if mode == "default" else {"mode": mode}
