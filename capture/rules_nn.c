@@ -604,7 +604,24 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     }
     if (dropout > 0) return trace_break(t, "scaled_dot_product_attention with dropout");
     if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
-    if (q->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
+    if (q->kind != V_TENSOR || k->kind != V_TENSOR || v->kind != V_TENSOR) return trace_break(t, "scaled_dot_product_attention of non-tensors");
+    if (q->rank < 2 || k->rank < 2 || v->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
+    if (k->dtype != q->dtype || v->dtype != q->dtype) {
+        return trace_raise(t, PyExc_RuntimeError, "Expected query, key, and value to have the same dtype, but got query.dtype: %s "
+                           "key.dtype: %s and value.dtype: %s instead.", pt2DTypeName(q->dtype), pt2DTypeName(k->dtype),
+                           pt2DTypeName(v->dtype));
+    }
+    if (!pt2_dtype_is_float(q->dtype)) {
+        return trace_raise(t, PyExc_RuntimeError, "scaled_dot_product_attention: expected query, key and value of a floating type, "
+                           "got %s", pt2DTypeName(q->dtype));
+    }
+    if (k->sizes[k->rank - 2] == 0) {
+        /* no keys: eager's result is zeros (the fused kernel never wrote its output) */
+        int64_t shape[PT2_MAX_RANK];
+        memcpy(shape, q->sizes, sizeof(int64_t) * (size_t)q->rank);
+        shape[q->rank - 1] = v->sizes[v->rank - 1];
+        return ones_or_zeros(t, q, shape, q->rank, 0.0);
+    }
     if (mask && mask->kind == V_TENSOR && mask->dtype != PT2_BOOL && mask->dtype != q->dtype) {
         return trace_break(t, "scaled_dot_product_attention with a %s mask for %s queries (eager raises)", pt2DTypeName(mask->dtype),
                            pt2DTypeName(q->dtype));

@@ -149,6 +149,9 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     1/std) kept in the parameters' type (rounded for half-type parameters, not for float32 ones)."""
     shape = (1, -1) + (1,) * (input.dim() - 2)
     x = _up(input)
+    for p in (weight, bias):  # ATen's CPU kernel: the parameters of the input's type (float32 beside a half type)
+        if p is not None and input.device.type == "cpu" and p.dtype != input.dtype and p.dtype != x.dtype:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     if use_input_stats:
         dims = tuple(range(2, input.dim()))
         mean = x.mean(dims, keepdim=True)
@@ -157,7 +160,8 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
         if kept in (torch.float16, torch.bfloat16):
             mean, inv = mean.to(kept).float(), inv.to(kept).float()
     else:
-        mean, inv = running_mean.reshape(shape), torch.rsqrt(running_var.reshape(shape) + eps)
+        # the running statistics in the compute type (float64 ones beside a float32 input do not widen it)
+        mean, inv = running_mean.reshape(shape).to(x.dtype), torch.rsqrt(running_var.reshape(shape).to(x.dtype) + eps)
     y = (x - mean) * inv
     if weight is not None:
         y = y * weight.reshape(shape)
@@ -440,7 +444,14 @@ def selu(input):
     return _down(1.0507009873554805 * F.elu(_up(input), 1.6732632423543772), input)
 
 
+def _floats_only(name, input):
+    """ATen's kernels of these take floating types only (eager's NotImplementedError)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{name}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
+
+
 def celu(input, alpha=1.0):
+    _floats_only("elu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     x = _up(input)
@@ -448,11 +459,13 @@ def celu(input, alpha=1.0):
 
 
 def log_sigmoid(input):
+    _floats_only("log_sigmoid_cpu", input)
     x = _up(input)
     return _down(torch.minimum(x, torch.zeros_like(x)) - torch.log1p(torch.exp(-x.abs())), input)
 
 
 def glu(input, dim=-1):
+    _floats_only("glu", input)
     if input.shape[dim] % 2 != 0:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {input.shape[dim]}")
     a, b = input.chunk(2, dim)
@@ -464,6 +477,13 @@ def prelu(input, weight):
     if weight.dtype != input.dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got {_SCALAR_TYPE.get(input.dtype, input.dtype)} and "
                            f"{_SCALAR_TYPE.get(weight.dtype, weight.dtype)}")
+    _floats_only("prelu_cpu", input)
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {channels}.")
     if weight.numel() == 1:
         w = weight.reshape(())
     elif input.dim() >= 2:

@@ -14,7 +14,11 @@ each against eager:
   stays 0-d;
 - pooling with a zero stride or kernel (a SIGFPE that killed the process), zero dilation, negative or
   too large padding, or an empty spatial size raises as eager; index_add / index_copy of a source of
-  another shape, torch.trace of a non-matrix or of bools, torch.norm over three dims ('fro') raise."""
+  another shape, torch.trace of a non-matrix or of bools, torch.norm over three dims ('fro') raise;
+- scaled_dot_product_attention without keys gives zeros (its output was memory the kernel never wrote),
+  of q, k, v of different or integer types raises; instance_norm's running statistics and parameters of
+  another type than the input as eager (computed in the input's type; mismatched parameters raise);
+  prelu's weight checks, integer inputs of glu, logsigmoid, celu raise."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -264,3 +268,39 @@ def test_contextmanager_cleanup_after_the_block():
         pt2.reset()
         assert torch.equal(pt2.compile(f)(torch.ones(2)), want)
         assert log == eager_log, (log, eager_log)
+
+
+# --- attention and normalization edges (a third fuzzing round) ------------------------------------
+
+def test_sdpa_without_keys_and_dtype_checks():
+    sd = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    q, k, v = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 0, 4), torch.randn(1, 1, 0, 4)
+    for _ in range(3):  # zeros, not memory the kernel never wrote
+        same(sd, q, k, v)
+    same(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
+    same(sd, q.bfloat16(), k.bfloat16(), v.bfloat16())
+    same(sd, q, q.double(), q)
+    same(sd, q.long(), q.long(), q.long())
+    same(sd, q, torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 5))
+
+
+def test_instance_norm_statistics_and_parameter_dtypes():
+    x = torch.randn(1, 2, 3)
+    rm, rv = torch.tensor([0.3, -0.2]), torch.tensor([0.7, 1.3])
+    f = lambda x, rm, rv: F.instance_norm(x, rm, rv, use_input_stats=False)  # noqa: E731
+    for dt in (torch.float64, torch.bfloat16, torch.float16, torch.float32):
+        same(f, x, rm.to(dt), rv.to(dt))
+    same(f, x.double(), rm, rv)
+    g = lambda x, w: F.instance_norm(x, weight=w)  # noqa: E731
+    same(g, x, torch.ones(2).double())
+    same(g, x.half(), torch.ones(2))
+    same(g, x, torch.ones(2))
+
+
+def test_prelu_and_float_only_activations_raise_as_eager():
+    for x, w in ((torch.randn(2, 3), torch.randn(1, 3)), (torch.randn(3), torch.randn(3)), (torch.tensor([-2, 3]), torch.tensor([1])),
+                 (torch.randn(2, 3, 4), torch.randn(3)), (torch.randn(2, 3, 4), torch.randn(1)), (torch.randn(5), torch.tensor(0.25))):
+        same(F.prelu, x, w)
+    for fn in (F.glu, F.logsigmoid, F.celu):
+        same(fn, torch.tensor([1, 2]))
+        same(fn, torch.randn(4, 6))
