@@ -471,8 +471,17 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     double eps;
     if (!x || !arg_bool(t, &b, "training", false, &training) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
     if (!mean != !var) return trace_break(t, "batch_norm with only one of running_mean/running_var");
+    /* eager's checks (F.batch_norm's and the op's) */
+    if (training && eps <= 0) return trace_raise(t, PyExc_ValueError, "batch_norm eps must be positive during training, but got %g", eps);
+    if (!training && !mean) return trace_raise(t, PyExc_RuntimeError, "running_mean must be defined in evaluation mode");
     if (training && mean) return trace_break(t, "batch_norm in training mode updates running statistics in place (not supported yet)");
     if (x->rank < 2) return trace_break(t, "batch_norm of a rank-%d tensor (eager raises)", x->rank);
+    int64_t per_channel = x->sizes[0];
+    for (int i = 2; i < x->rank; ++i) per_channel *= x->sizes[i];
+    if (training && per_channel == 1) {
+        return trace_raise(t, PyExc_ValueError, "Expected more than 1 value per channel when training, got input size %s",
+                           "of one value a channel");
+    }
     /* parameters of the input's dtype, or float32 ones for a half input (eager's mixed type); any
      * other mix eager refuses ("all inputs must share same datatype"): the C op raises it */
     Var *params[4] = {mean, var, arg(&b, "weight"), arg(&b, "bias")};

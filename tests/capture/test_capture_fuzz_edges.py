@@ -304,3 +304,13 @@ def test_prelu_and_float_only_activations_raise_as_eager():
     for fn in (F.glu, F.logsigmoid, F.celu):
         same(fn, torch.tensor([1, 2]))
         same(fn, torch.randn(4, 6))
+
+
+def test_batch_norm_checks():
+    x = torch.randn(4, 3)
+    same(lambda x: F.batch_norm(x, None, None, training=True, eps=0.0), x)
+    same(lambda x: F.batch_norm(x, None, None), x)
+    same(lambda x: F.batch_norm(x, None, None, training=True), x)
+    same(lambda x: F.batch_norm(x, torch.zeros(3), torch.ones(3)), x)
+    same(lambda x: F.batch_norm(x, None, None, training=True), torch.randn(1, 3))
+    same(lambda x: F.batch_norm(x, None, None, training=True), torch.randn(1, 3, 1))
