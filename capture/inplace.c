@@ -483,6 +483,14 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
         } else if (!var_is_number(v)) {
             return trace_break(t, "%s with a non-number", name);
         } else {
+            if (x->kind == V_TENSOR && x->dtype == PT2_BOOL && v->kind == V_CONST && !PyBool_Check(v->obj)) {
+                int truth = PyObject_IsTrue(v->obj); /* a bool tensor holds the number's truth (3, 0.1: True) */
+                if (truth < 0) {
+                    PyErr_Clear();
+                    return trace_break(t, "%s of a bool tensor with this number", name);
+                }
+                v = var_const(t, truth ? Py_True : Py_False);
+            }
             v = scalar_fits(t, v, x->dtype) ? const_scalar(t, v, x->dtype) : NULL;
         }
         return v ? trace_assign_inplace(t, x, v, name) : NULL;

@@ -267,6 +267,7 @@ static Var *h_roll(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
         nd = 1;
     }
     if (ns != nd) return trace_break(t, "roll(): shifts and dims of different lengths (eager raises)");
+    bool moved = false;
     for (int k = 0; k < nd && y; ++k) {
         int64_t d = dm[k] < 0 ? dm[k] + y->rank : dm[k];
         if (d < 0 || d >= y->rank) return trace_break(t, "roll(): dim %lld out of range (eager raises)", (long long)dm[k]);
@@ -279,9 +280,11 @@ static Var *h_roll(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kw
         Var *head = op1(t, "slice", y, "{dim = %lld : i64, start = 0 : i64, end = %lld : i64, step = 1 : i64}", (long long)d,
                         (long long)(size - s));
         y = tail && head ? op2(t, "cat", tail, head, "{dim = %lld : i64}", (long long)d) : NULL;
+        moved = true;
     }
     if (y && flat) y = reshape_to(t, y, x->sizes, x->rank);
-    if (y == x) y = op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype)); /* a new tensor, as eager's */
+    /* nothing moved (shifts of whole sizes): a new tensor all the same, as eager's, not a view of x */
+    if (y && !moved) y = op1(t, "convert", x, "{dtype = %s}", pt2DTypeMlirName(x->dtype));
     return y;
 }
 

@@ -101,8 +101,11 @@ Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **
     if (!x) return NULL;
     Pt2DType dt = PT2_DTYPE_INVALID;
     Var *rest = b.v[1];
+    bool copy = false;
+    int bools = 0;
     for (int i = 0; rest && i < rest->n_items; ++i) {
         Var *a = rest->items[i];
+        if (a->kind == V_CONST && PyBool_Check(a->obj) && bools++ == 1) copy = a->obj == Py_True; /* (non_blocking, copy) */
         if (a->kind == V_TENSOR) {
             dt = a->dtype;
         } else if (a->kind == V_CONST && dtype_of_torch(a->obj) != PT2_DTYPE_INVALID) {
@@ -121,6 +124,11 @@ Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **
     Var *dev = arg(&b, "device");
     if (dev) {
         if (!dev->obj || !pt2_trace_device_matches(t, dev->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
+    }
+    bool kw_copy;
+    if (!arg_bool(t, &b, "copy", copy, &kw_copy)) return NULL;
+    if (kw_copy && x->kind == V_TENSOR && (dt == PT2_DTYPE_INVALID || dt == x->dtype)) {
+        return in_memory_format(t, x, arg(&b, "memory_format"), LAYOUT_CLONE); /* copy=True: new memory, as clone() */
     }
     return cast_in_memory_format(t, x, dt, arg(&b, "memory_format"));
 }

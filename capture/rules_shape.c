@@ -312,6 +312,10 @@ Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
             items[i] = reshape_to(t, x, shape, r);
             if (!items[i]) return NULL;
         }
+        if (l->n_items == 1) { /* one tensor: new memory all the same, not a view of it */
+            Var *one = items[0];
+            return op1(t, "convert", one, "{dtype = %s}", pt2DTypeMlirName(one->dtype));
+        }
         return cat_list(t, items, l->n_items, d);
     }
     if (l->n_items == 0) return trace_break(t, "%s() of an empty list (eager raises)", e->op);
@@ -360,7 +364,7 @@ Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var
         if (!var_int(t, spec, &chunks) || chunks <= 0) return trace_break(t, "chunk(): chunks must be a positive int");
         int64_t each = (size + chunks - 1) / chunks;
         for (int64_t s = 0; s < size && ns < 1024; s += each) sizes[ns++] = each < size - s ? each : size - s;
-        if (size == 0) sizes[ns++] = 0;
+        for (int64_t c = 0; size == 0 && c < chunks && ns < 1024; ++c) sizes[ns++] = 0; /* eager: `chunks` empty ones */
     } else if (spec->kind == V_CONST && PyLong_Check(spec->obj)) {
         int64_t each = PyLong_AsLongLong(spec->obj);
         if (each <= 0) return trace_break(t, "split(): split_size must be positive");

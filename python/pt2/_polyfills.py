@@ -620,7 +620,7 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):
     shape = list(x.shape)
     y = x.unsqueeze(d + 1).expand(*shape[: d + 1], repeats, *shape[d + 1:])
     shape[d] = shape[d] * repeats
-    return y.reshape(shape)
+    return y.reshape(shape).clone()  # eager's is new memory, where the reshape could be a view (repeats 1)
 
 
 # --- class indices, distances and losses over classes -----------------------------------------

@@ -18,7 +18,10 @@ each against eager:
 - scaled_dot_product_attention without keys gives zeros (its output was memory the kernel never wrote),
   of q, k, v of different or integer types raises; instance_norm's running statistics and parameters of
   another type than the input as eager (computed in the input's type; mismatched parameters raise);
-  prelu's weight checks, integer inputs of glu, logsigmoid, celu raise."""
+  prelu's weight checks, integer inputs of glu, logsigmoid, celu raise;
+- results eager makes as new memory that were views of the input: x.to(copy=True), repeat_interleave
+  by 1, roll by whole sizes, stack of one tensor (writes went through to the input); fill_ of a 0-d
+  bool tensor stores the number's truth; chunk of an empty dim gives `chunks` empty tensors."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -314,3 +317,64 @@ def test_batch_norm_checks():
     same(lambda x: F.batch_norm(x, torch.zeros(3), torch.ones(3)), x)
     same(lambda x: F.batch_norm(x, None, None, training=True), torch.randn(1, 3))
     same(lambda x: F.batch_norm(x, None, None, training=True), torch.randn(1, 3, 1))
+
+
+# --- copies that were views, and small shape edges (a fourth fuzzing round) -----------------------
+
+def check_copy(f, mk):
+    pt2.reset()
+    a = mk()
+    want = f(a)
+    b = mk()
+    got = pt2.compile(f)(b)
+    assert torch.equal(got, want) and got.dtype == want.dtype, (got, want)
+    assert torch.equal(a, b), (a, b)  # the input as eager leaves it
+
+
+def test_results_that_must_be_new_memory():
+    def to_copy(x):
+        y = x.to(torch.float32, copy=True)
+        y.add_(1)
+        return x + 0
+
+    def to_copy_positional(x):
+        y = x.to(torch.float32, False, True)
+        y.add_(1)
+        return x + 0
+
+    def repeat_once(x):
+        y = x.repeat_interleave(1)
+        x.fill_(9)
+        return y + 0
+
+    def roll_whole(x):
+        y = x.roll(4)
+        y.fill_(9)
+        return x + 0
+
+    def stack_one(x):
+        y = torch.stack([x], 1)
+        y.fill_(9)
+        return x + 0
+
+    check_copy(to_copy, lambda: torch.zeros(3))
+    check_copy(to_copy_positional, lambda: torch.zeros(3))
+    check_copy(repeat_once, lambda: torch.tensor([1.0, 2.0, 3.0]))
+    check_copy(roll_whole, lambda: torch.eye(2))
+    check_copy(stack_one, lambda: torch.ones(3))
+
+
+@pytest.mark.parametrize("v", [3, 0.1, -2.7, 0, True])
+def test_fill_of_a_bool_scalar_tensor(v):
+    def f(x):
+        x.fill_(v)
+        return x * 1
+
+    check_copy(f, lambda: torch.tensor(True))
+
+
+def test_chunk_of_an_empty_dim():
+    for x, args in ((torch.zeros(2, 0), (3, 1)), (torch.zeros(0), (2,))):
+        pt2.reset()
+        want, got = x.chunk(*args), pt2.compile(lambda x: x.chunk(*args))(x)
+        assert len(got) == len(want) and all(a.shape == b.shape for a, b in zip(got, want))
