@@ -4,6 +4,7 @@
  * torch.tensor of data known at trace time (a graph constant), and linspace, logspace,
  * tril/triu_indices and the window functions of constant arguments (made by torch at trace time).
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <string.h>
 
 #include "rules_util.h"
@@ -136,6 +137,13 @@ Var *h_arange(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
             if (v && v->kind == V_CONST && PyFloat_Check(v->obj)) any_float = true;
         }
         dt = any_float ? PT2_F32 : PT2_I64;
+    }
+    if (step == 0) return trace_raise(t, PyExc_RuntimeError, "step must be nonzero");
+    if (dt == PT2_I64) {
+        /* ATen's int64 arange takes its bounds and step as int64 first (2.6 is 2; a step of 0.1, 0: the
+         * Python binding's ValueError) */
+        start = trunc(start), end = trunc(end), step = trunc(step);
+        if (step == 0) return trace_raise(t, PyExc_ValueError, "step must be nonzero");
     }
     return op0(t, "arange", "{start = %s, end = %s, step = %s, dtype = %s}", f64_attr(start), f64_attr(end), f64_attr(step),
                pt2DTypeMlirName(dt));

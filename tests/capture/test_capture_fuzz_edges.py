@@ -21,7 +21,8 @@ each against eager:
   prelu's weight checks, integer inputs of glu, logsigmoid, celu raise;
 - results eager makes as new memory that were views of the input: x.to(copy=True), repeat_interleave
   by 1, roll by whole sizes, stack of one tensor (writes went through to the input); fill_ of a 0-d
-  bool tensor stores the number's truth; chunk of an empty dim gives `chunks` empty tensors."""
+  bool tensor stores the number's truth; chunk of an empty dim gives `chunks` empty tensors; int64
+  arange of fractional bounds truncates them first, as ATen does."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -378,3 +379,10 @@ def test_chunk_of_an_empty_dim():
         pt2.reset()
         want, got = x.chunk(*args), pt2.compile(lambda x: x.chunk(*args))(x)
         assert len(got) == len(want) and all(a.shape == b.shape for a, b in zip(got, want))
+
+
+@pytest.mark.parametrize("args", [(2.6,), (10, -10, -2.5), (-2.5, 3), (0, 1, 0.1), (0.5, 7.9, 1.5), (0, 5, 0), (1, 10, 3)])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, None])
+def test_arange_of_fractional_bounds(args, dtype):
+    """ATen's int64 arange truncates its bounds and step to int64 first (0.1 as a step: ValueError)."""
+    same(lambda x: torch.arange(*args, dtype=dtype) + x, torch.zeros((), dtype=dtype or torch.float32))
