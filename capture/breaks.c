@@ -583,8 +583,6 @@ static PyObject *make_resume_fn(PyCodeObject *code, int offset, int depth, PyObj
     return fn;
 }
 
-/* Builds the replacement for a trace that broke; NULL (no exception) if this
- * break cannot be resumed, with the reason in `why`. */
 /* Whether instruction i of a resume_at continuation lies in a loop: between
  * a backward jump's target and the jump. */
 static bool in_loop_of_continuation(PyCodeObject *code, const Pt2Code *dec, int i) {
@@ -597,6 +595,8 @@ static bool in_loop_of_continuation(PyCodeObject *code, const Pt2Code *dec, int 
     return false;
 }
 
+/* Builds the replacement for a trace that broke; NULL (no exception) if this
+ * break cannot be resumed, with the reason in `why`. */
 PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_guards, double *out_compile_s, bool *out_cached,
                             char *why, size_t why_cap) {
     PyCodeObject *code = in->code;
