@@ -584,6 +584,10 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
         return const_result(t, pt2_trace_device_object(), "torch.device");
     }
     if (strcmp(name, "T") == 0 || strcmp(name, "mT") == 0) {
+        if (strcmp(name, "mT") == 0 && x->rank < 2) {
+            return trace_raise(t, PyExc_RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.",
+                               x->rank);
+        }
         int64_t perm[PT2_MAX_RANK];
         for (int i = 0; i < x->rank; ++i) perm[i] = strcmp(name, "T") == 0 ? x->rank - 1 - i : i;
         if (strcmp(name, "mT") == 0 && x->rank >= 2) {

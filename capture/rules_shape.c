@@ -120,9 +120,12 @@ Var *h_squeeze(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     if (!arg_ints(t, &b, "dim", dims, PT2_MAX_RANK, &nd)) return NULL;
     bool drop[PT2_MAX_RANK] = {0};
     for (int i = 0; i < x->rank; ++i) drop[i] = nd < 0 && x->sizes[i] == 1;
+    bool named[PT2_MAX_RANK] = {0};
     for (int i = 0; i < nd; ++i) {
         int d = x->rank ? norm_dim(t, dims[i], x->rank) : 0;
         if (d < 0) return NULL;
+        if (x->rank && named[d]) return trace_raise(t, PyExc_RuntimeError, "dim %d appears multiple times in the list of dims", d);
+        named[d] = true;
         if (x->rank && x->sizes[d] == 1) drop[d] = true;
     }
     int64_t shape[PT2_MAX_RANK];
@@ -174,6 +177,7 @@ Var *h_transpose(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     if (!x) return NULL;
     int64_t d0 = 0, d1 = 1;
     if (is_t) {
+        if (x->rank > 2) return trace_raise(t, PyExc_RuntimeError, "t() expects a tensor with <= 2 dimensions, but self is %dD", x->rank);
         if (x->rank < 2) return tensor_alias(t, x); /* a view, another object */
     } else if (!arg_int(t, &b, "dim0", 0, &d0) || !arg_int(t, &b, "dim1", 0, &d1)) {
         return NULL;

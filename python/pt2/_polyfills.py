@@ -280,6 +280,8 @@ def count_nonzero(input, dim=None):
 def movedim(input, source, destination):
     """torch.movedim: the permutation that puts each source dim at its destination, the others in order."""
     n = input.dim()
+    if any(not -max(n, 1) <= d < max(n, 1) for d in ([source, destination] if isinstance(source, int) else [*source, *destination])):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(n, 1)}, {max(n, 1) - 1}])")
     src = [source % n] if isinstance(source, int) else [s % n for s in source]
     dst = [destination % n] if isinstance(destination, int) else [d % n for d in destination]
     rest = [i for i in range(n) if i not in src]
@@ -444,8 +446,7 @@ def selu(input):
     return _down(1.0507009873554805 * F.elu(_up(input), 1.6732632423543772), input)
 
 
-def _floats_only(name, input):
-    """ATen's kernels of these take floating types only (eager's NotImplementedError)."""
+def _floats_only(name, input):  # ATen's kernels of these take floating types only (eager's NotImplementedError)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"{name}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
 

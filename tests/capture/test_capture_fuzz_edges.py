@@ -22,7 +22,8 @@ each against eager:
 - results eager makes as new memory that were views of the input: x.to(copy=True), repeat_interleave
   by 1, roll by whole sizes, stack of one tensor (writes went through to the input); fill_ of a 0-d
   bool tensor stores the number's truth; chunk of an empty dim gives `chunks` empty tensors; int64
-  arange of fractional bounds truncates them first, as ATen does."""
+  arange of fractional bounds truncates them first, as ATen does; mT of a vector, t() of a 3-d tensor,
+  movedim out of range and squeeze naming a dim twice raise as eager."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -386,3 +387,12 @@ def test_chunk_of_an_empty_dim():
 def test_arange_of_fractional_bounds(args, dtype):
     """ATen's int64 arange truncates its bounds and step to int64 first (0.1 as a step: ValueError)."""
     same(lambda x: torch.arange(*args, dtype=dtype) + x, torch.zeros((), dtype=dtype or torch.float32))
+
+
+def test_shape_checks_raise_as_eager():
+    for f, x in ((lambda x: x.mT + 0, torch.randn(3)), (lambda x: x.mT + 0, torch.randn(4, 2, 3)),
+                 (lambda x: x.t() + 0, torch.randn(2, 3, 4)), (lambda x: x.t() + 0, torch.randn(3)),
+                 (lambda x: x.movedim(2, 0) + 0, torch.randn(2, 3)), (lambda x: x.movedim((0, 1), (1, 0)) + 0, torch.randn(2, 3)),
+                 (lambda x: torch.movedim(x, 0, -3) + 0, torch.randn(2, 3)), (lambda x: x.squeeze((0, 0)) + 0, torch.randn(1, 3)),
+                 (lambda x: x.squeeze((0, -2)) + 0, torch.randn(1, 3)), (lambda x: x.squeeze((0, 2)) + 0, torch.randn(1, 3, 1))):
+        same(f, x)
