@@ -54,35 +54,39 @@ bool pt2_is_sequence_iterator(PyObject *o) {
     return false;
 }
 
-PyObject *pt2_iterator_rest(PyObject *it) {
+/* The sequence a list/tuple/range/str iterator walks (new reference) and
+ * *pos, its index; NULL (no exception) for other objects.  (iter,
+ * (sequence,)[, position]) is what C code of these iterator types reduces
+ * to; an exhausted one's sequence is (). */
+static PyObject *iterator_sequence(PyObject *it, Py_ssize_t *pos) {
     if (!pt2_is_sequence_iterator(it)) return NULL;
-    /* (iter, (sequence,)[, position]): C code of these iterator types */
-    PyObject *red = PyObject_CallMethod(it, "__reduce__", NULL), *rest = NULL;
+    PyObject *red = PyObject_CallMethod(it, "__reduce__", NULL), *seq = NULL;
     if (red && PyTuple_Check(red) && PyTuple_GET_SIZE(red) >= 2 && PyTuple_Check(PyTuple_GET_ITEM(red, 1)) &&
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(red, 1)) == 1) {
-        PyObject *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0);
-        Py_ssize_t pos = PyTuple_GET_SIZE(red) > 2 && PyLong_Check(PyTuple_GET_ITEM(red, 2)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(red, 2)) : 0;
-        PyObject *slice = pos >= 0 ? PySequence_GetSlice(seq, pos, PY_SSIZE_T_MAX) : NULL;
-        rest = slice ? PySequence_Tuple(slice) : NULL;
-        Py_XDECREF(slice);
+        seq = Py_NewRef(PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0));
+        *pos = PyTuple_GET_SIZE(red) > 2 && PyLong_Check(PyTuple_GET_ITEM(red, 2)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(red, 2)) : 0;
     }
     Py_XDECREF(red);
+    if (!seq) PyErr_Clear();
+    return seq;
+}
+
+PyObject *pt2_iterator_rest(PyObject *it) {
+    Py_ssize_t pos = 0;
+    PyObject *seq = iterator_sequence(it, &pos), *rest = NULL;
+    PyObject *slice = seq && pos >= 0 ? PySequence_GetSlice(seq, pos, PY_SSIZE_T_MAX) : NULL;
+    rest = slice ? PySequence_Tuple(slice) : NULL;
+    Py_XDECREF(slice);
+    Py_XDECREF(seq);
     if (!rest) PyErr_Clear();
     return rest;
 }
 
 PyObject *pt2_iterator_list(PyObject *it, Py_ssize_t *pos) {
-    if (!pt2_is_sequence_iterator(it)) return NULL;
-    PyObject *red = PyObject_CallMethod(it, "__reduce__", NULL), *list = NULL;
-    if (red && PyTuple_Check(red) && PyTuple_GET_SIZE(red) > 2 && PyTuple_Check(PyTuple_GET_ITEM(red, 1)) &&
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(red, 1)) == 1 && PyList_CheckExact(PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0)) &&
-        PyLong_Check(PyTuple_GET_ITEM(red, 2))) {
-        list = PyTuple_GET_ITEM(PyTuple_GET_ITEM(red, 1), 0); /* the iterator holds it */
-        *pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(red, 2));
-    }
-    Py_XDECREF(red);
-    PyErr_Clear();
-    return list;
+    PyObject *seq = iterator_sequence(it, pos);
+    bool list = seq && PyList_CheckExact(seq);
+    Py_XDECREF(seq); /* the iterator holds its list */
+    return list ? seq : NULL;
 }
 
 static bool is_root_kind(SourceKind kind) {

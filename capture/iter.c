@@ -20,10 +20,12 @@ static Var *dict_view_item(Trace *t, Var *d, char view, int i) {
     return d->keys[i];
 }
 
-bool iter_refresh(Trace *t, Var *it) {
-    if (it->kind == V_ITER && !it->over && it->seq) {
-        /* a list iterator from outside whose list the trace has read since (the loop's body
-         * appending to it, say): followed from now on */
+/* A list iterator from outside (Var.seq) follows its list once the trace has
+ * a Var of it (the loop's body appending to it, say); a followed dict whose
+ * size changed raises RuntimeError, as CPython's next step does: false. */
+static bool iter_follow(Trace *t, Var *it) {
+    if (it->kind != V_ITER) return true;
+    if (!it->over && it->seq) {
         for (int i = t->n_containers - 1; i >= 0; --i) {
             if (t->containers[i]->real == it->seq && t->containers[i]->kind == V_LIST) {
                 it->over = t->containers[i];
@@ -32,19 +34,29 @@ bool iter_refresh(Trace *t, Var *it) {
             }
         }
     }
-    if (it->kind != V_ITER || !it->over) return true;
-    Var *c = it->over;
-    if (c->kind == V_DICT && c->n_items != it->over_size) {
+    if (it->over && it->over->kind == V_DICT && it->over->n_items != it->over_size) {
         it->over = NULL;
         it->n_items = it->pos;
         trace_raise(t, PyExc_RuntimeError, "dictionary changed size during iteration");
         return false;
     }
-    int n = c->n_items - (c->kind == V_LIST ? it->over_base : 0);
+    return true;
+}
+
+/* The items a followed container holds for its iteration (from over_base), and item i of them. */
+static int live_count(const Var *it) { return it->over->n_items - (it->over->kind == V_LIST ? it->over_base : 0); }
+
+static Var *live_item(Trace *t, const Var *it, int i) {
+    Var *c = it->over;
+    return c->kind == V_DICT ? dict_view_item(t, c, it->over_view, i) : c->items[it->over_base + i];
+}
+
+bool iter_refresh(Trace *t, Var *it) {
+    if (!iter_follow(t, it)) return false;
+    if (it->kind != V_ITER || !it->over) return true;
+    int n = live_count(it);
     it->n_items = it->pos < n ? it->pos : n < 0 ? 0 : n;
-    for (int i = it->n_items; i < n; ++i) {
-        var_push_item(t, it, c->kind == V_DICT ? dict_view_item(t, c, it->over_view, i) : c->items[it->over_base + i]);
-    }
+    for (int i = it->n_items; i < n; ++i) var_push_item(t, it, live_item(t, it, i));
     if (it->pos >= n) it->over = NULL; /* exhausted: it stays so, as Python's does */
     return true;
 }
@@ -73,7 +85,23 @@ Var *trace_iter_next(Trace *t, Var *it) {
         trace_break(t, "iterating over a Python iterator object from outside the traced code");
         return NULL;
     }
-    if (!iter_refresh(t, it) || it->pos >= it->n_items) return NULL;
+    if (!iter_follow(t, it)) return NULL;
+    if (it->over) { /* the next item read where it is now (the items after it: iter_refresh, for whoever reads them) */
+        if (it->pos >= live_count(it)) {
+            it->over = NULL; /* exhausted: it stays so, as Python's does */
+            it->n_items = it->pos;
+            return NULL;
+        }
+        Var *item = live_item(t, it, it->pos);
+        if (it->pos < it->n_items) {
+            it->items[it->pos] = item;
+        } else {
+            var_push_item(t, it, item);
+        }
+        it->pos++;
+        return item;
+    }
+    if (it->pos >= it->n_items) return NULL;
     return it->items[it->pos++];
 }
 
