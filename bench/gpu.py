@@ -201,6 +201,24 @@ def models(rows):
             case(f"transformer block {B}x{T}x{C} {tag}", block_g, block_t, P, 0, rows, flops=flops)
         except Exception as e:  # keep the rest of the table
             print(f"transformer block {tag}: {type(e).__name__}: {str(e)[:400]}", flush=True)
+    # F.scaled_dot_product_attention (pt2.attention: PyTorch's fused kernel, passes/gpu_attention.c; under
+    # --ab gpu-attention the chain): a ViT-B's 197 tokens, DINOv2's 1370, GPT-2's causal 1024
+    for B, H, L, D, causal in [(32, 12, 197, 64, False), (8, 12, 1370, 64, False), (8, 12, 1024, 64, True)]:
+        for dt, tag in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
+            q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=dt) for _ in range(3))
+
+            def sdpa_g(g, q, k, v, dt=dt, causal=causal, D=D):
+                return g.op("attention", q, k, v, g.scalar(-0.0, dtype=dt), scale=D**-0.5, causal=causal, zero_masked_rows=True)
+
+            def sdpa_t(q, k, v, causal=causal):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            try:
+                case(f"sdpa {B}x{H}x{L}x{D}{' causal' if causal else ''} {tag}", sdpa_g, sdpa_t, [q, k, v], 0, rows,
+                     flops=4 * B * H * L * L * D // (2 if causal else 1))
+            except Exception as e:
+                print(f"sdpa {B}x{H}x{L}x{D} {tag}: {type(e).__name__}: {str(e)[:400]}", flush=True)
+            del q, k, v
 
 
 def columns(rows):

@@ -21,6 +21,13 @@
  * An input that moved is given its buffer and the graph about to replay is
  * recorded again; the other set's graph, which reads the old address, is
  * dropped and recorded again when next needed.
+ *
+ * A plan with attention entries calls PyTorch's kernel, which allocates
+ * its result (and scratch) from PyTorch's caching allocator while the graph
+ * is recorded: those allocations go to a memory pool of the graphs' own
+ * (torch.cuda.graph_pool_handle(), this thread's allocations routed to it
+ * around each capture, as torch.cuda.graph does), so that a replay writes
+ * memory no one else is given; the pool is released with the graphs.
  *===----------------------------------------------------------------------===*/
 #include "cudagraphs.h"
 
@@ -49,6 +56,7 @@ struct Pt2CudaGraphs {
                           * channels-last input's), else made contiguous for the graph */
     void **ptrs;         /* inputs, then the outputs of the set being recorded */
     PyObject *workspace;
+    PyObject *pool; /* PyTorch's memory pool for the attention entries' allocations, or NULL */
     OutputSet sets[N_SETS];
     bool held_logged;
 };
@@ -92,9 +100,38 @@ static void set_free(OutputSet *s, int n_outputs) {
     memset(s, 0, sizeof *s);
 }
 
+/* torch._C.<name>(device, pool); 0 or -1 with the exception set. */
+static int pool_call(Pt2CudaGraphs *g, const char *name) {
+    PyObject *C = PyImport_ImportModule("torch._C");
+    PyObject *fn = C ? PyObject_GetAttrString(C, name) : NULL;
+    Py_XDECREF(C);
+    PyObject *r = fn ? PyObject_CallFunction(fn, "iO", g->device, g->pool) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* This thread's allocations into the graphs' pool (made the first time). */
+static int pool_begin(Pt2CudaGraphs *g) {
+    if (!g->pool) {
+        PyObject *cuda = PyImport_ImportModule("torch.cuda");
+        g->pool = cuda ? PyObject_CallMethod(cuda, "graph_pool_handle", NULL) : NULL;
+        Py_XDECREF(cuda);
+        if (!g->pool) return -1;
+    }
+    return pool_call(g, "_cuda_beginAllocateCurrentThreadToPool");
+}
+
 void pt2_cuda_graphs_free(Pt2CudaGraphs *g) {
     if (!g) return;
     for (int k = 0; k < N_SETS; ++k) set_free(&g->sets[k], g->n_outputs);
+    if (g->pool) { /* the graphs that replayed its memory are gone */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (pool_call(g, "_cuda_releasePool") != 0) PyErr_WriteUnraisable(g->name);
+        PyErr_Restore(et, ev, tb);
+        Py_DECREF(g->pool);
+    }
     for (int i = 0; g->inputs && i < g->n_inputs; ++i) Py_XDECREF(g->inputs[i]);
     PyMem_Free(g->inputs);
     PyMem_Free(g->mode);
@@ -178,9 +215,15 @@ static int record(Pt2CudaGraphs *g, int k, int buffered) {
     pt2GpuGraphDestroy(s->graph);
     s->graph = NULL;
     Pt2GpuGraph *graph;
+    bool pooled = pt2GpuKernelHasAttention(g->gpu);
+    if (pooled && pool_begin(g) != 0) return -1;
     Py_BEGIN_ALLOW_THREADS
     graph = pt2GpuGraphCapture(g->gpu, g->ptrs, ws);
     Py_END_ALLOW_THREADS
+    if (pooled && pool_call(g, "_cuda_endAllocateToPool") != 0) {
+        pt2GpuGraphDestroy(graph);
+        return -1;
+    }
     if (!graph) {
         PyErr_Format(PyExc_RuntimeError, "%s", pt2GetLastError());
         return -1;

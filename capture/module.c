@@ -206,5 +206,8 @@ PyMODINIT_FUNC PyInit__C(void) {
         Py_DECREF(m);
         return NULL;
     }
+#ifdef PT2_HAVE_TENSOR_ABI
+    pt2_aten_attention_register(); /* the GPU plans' attention entries run PyTorch's kernel */
+#endif
     return m;
 }

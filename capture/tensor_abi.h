@@ -72,6 +72,9 @@ int pt2_tensor_abi_storage_uses(PyObject *obj, long *out);
  * or NULL with no exception set (a dtype that is not pt2's, an allocation
  * that threw): torch.empty instead. */
 PyObject *pt2_tensor_abi_empty(int rank, const int64_t *sizes, Pt2DType dtype, int device);
+/* Registers aten_attention.cpp's at::scaled_dot_product_attention with
+ * libpt2 (pt2GpuSetAttentionKernel): the GPU plans' attention entries. */
+void pt2_aten_attention_register(void);
 
 #ifdef __cplusplus
 }

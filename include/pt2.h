@@ -295,6 +295,33 @@ PT2_EXPORT void pt2GpuKernelResetFrozen(Pt2GpuKernel *k);
 /* Matrix products (cuBLAS) on f32 operands may use TF32 tensor cores, as
  * torch.backends.cuda.matmul.allow_tf32; off by default. */
 PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
+/* Attention on the GPU: a pt2.attention kept by the GPU pipeline
+ * (passes/gpu_attention.c) is an entry of the launch plan that runs
+ * PyTorch's at::scaled_dot_product_attention (FlashAttention or the
+ * memory-efficient kernel, as eager's F.scaled_dot_product_attention
+ * picks), which libpt2 cannot call itself: pt2._C registers the function
+ * that does (capture/aten_attention.cpp).  It gets the entry's parameters,
+ * its operands as device pointers (their element offsets applied) with
+ * their static layouts [batch..., rows, cols], the stream, and whether
+ * that stream is being captured into a CUDA graph; it returns 0, or -1
+ * with a message in err.  While none is registered, GPU kernels compile
+ * without such entries (the attention decomposed), and a cached plan
+ * that has them fails its launch with that error. */
+typedef struct Pt2GpuAttention {
+    Pt2DType dtype;         /* of q, k, v and out: PT2_F32, PT2_F16 or PT2_BF16 */
+    int mask;               /* 0 none, 1 added to the scores (of dtype), 2 bool (true keeps) */
+    int causal;             /* key j <= query i only, as is_causal */
+    int zero_masked_rows;   /* a row whose scores are all -inf is 0 (sdpa's), not NaN */
+    double scale;
+    int rank;               /* 2 to 4 */
+    void *data[5];          /* q [.., L, D], k [.., S, D], v [.., S, E], mask [.., L, S] (NULL: none), out [.., L, E] */
+    int64_t sizes[5][4], strides[5][4]; /* in elements; a mask's are 0 where it broadcasts */
+} Pt2GpuAttention;
+typedef int (*Pt2GpuAttentionFn)(const Pt2GpuAttention *a, void *stream, int capturing, char *err, size_t err_cap);
+PT2_EXPORT void pt2GpuSetAttentionKernel(Pt2GpuAttentionFn fn);
+/* Whether the plan has attention entries (a CUDA graph's capture must then
+ * let PyTorch's allocator serve them from a pool of the graph's). */
+PT2_EXPORT int pt2GpuKernelHasAttention(const Pt2GpuKernel *k);
 /* Convolutions (cuDNN) on f32 operands may use TF32 tensor cores, as
  * torch.backends.cudnn.allow_tf32 (whose default is on); off until set
  * (pt2's Python layers set it from torch's flag before each launch). */

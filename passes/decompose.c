@@ -519,7 +519,39 @@ static bool attention_runs_fused(MlirOperation op) {
     return value_tensor_type(mlirOperationGetOperand(op, 0)).dtype == PT2_F32;
 }
 
-static int decompose_all(MlirOperation root, bool keep_attention) {
+/* pt2-decompose-keep-attention-gpu keeps the attention PyTorch's own fused
+ * kernels compute as eager's F.scaled_dot_product_attention does
+ * (pt2-gpu-extern-attention, runtime/gpu_kernel.c): f32, f16 or bf16 at
+ * ranks 2-4 (a launch plan's operands), and only where their result is the
+ * op's on every row: no mask, or an op with zero_masked_rows (from
+ * F.scaled_dot_product_attention itself); a chain pt2-patterns matched
+ * with a mask gives NaN on a fully masked row, as eager's softmax does.
+ * Heads of 8 to 256 elements in multiples of 8, which the fused kernels
+ * take; others would run PyTorch's math fallback, the chain again.  f32
+ * only from 65536 scores a head up (L·S): its kernel (the memory-efficient
+ * one; FlashAttention takes 16-bit types only) measured 6 % behind the chain
+ * at a ViT-B's 197 x 197 on the H200, ahead from 512 x 512 (docs/gpu.md). */
+static bool attention_runs_fused_gpu(MlirOperation op) {
+    Pt2TensorType q = value_tensor_type(mlirOperationGetOperand(op, 0)), v = value_tensor_type(mlirOperationGetOperand(op, 2));
+    if (!(q.dtype == PT2_F32 || q.dtype == PT2_F16 || q.dtype == PT2_BF16) || q.rank < 2 || q.rank > 4) return false;
+    for (int i = 1; i < 4; ++i) {
+        if (value_tensor_type(mlirOperationGetOperand(op, i)).rank > 4) return false;
+    }
+    int64_t d = q.sizes[q.rank - 1], e = v.sizes[v.rank - 1], l = q.sizes[q.rank - 2], s = v.sizes[v.rank - 2];
+    if (d % 8 || e % 8 || d < 8 || e < 8 || d > 256 || e > 256) return false;
+    if (q.dtype == PT2_F32 && l * s < 65536) return false;
+    bool zero_masked_rows = false;
+    pt2_attr_bool(pt2_attrs_of_op(op), "zero_masked_rows", &zero_masked_rows);
+    return zero_masked_rows || mask_is_zero(mlirOperationGetOperand(op, 3));
+}
+
+typedef enum KeepAttention { KEEP_NONE, KEEP_CPU, KEEP_GPU } KeepAttention;
+
+static bool keeps(KeepAttention keep, MlirOperation op) {
+    return keep == KEEP_CPU ? attention_runs_fused(op) : keep == KEEP_GPU && attention_runs_fused_gpu(op);
+}
+
+static int decompose_all(MlirOperation root, KeepAttention keep_attention) {
     if (pt2VerifyOp(root) != 0) return -1;
     /* Decompositions may produce composites (e.g. mean inside var); iterate. */
     for (int round = 0; round < 8; ++round) {
@@ -528,7 +560,7 @@ static int decompose_all(MlirOperation root, bool keep_attention) {
         for (int i = 0; i < ops.n && !failed; ++i) {
             const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
             if (!info || !info->composite) continue;
-            if (keep_attention && info->id == PT2_OP_ATTENTION && attention_runs_fused(ops.ops[i])) continue;
+            if (info->id == PT2_OP_ATTENTION && keeps(keep_attention, ops.ops[i])) continue;
             Dec d = {builder_before(ops.ops[i]), ops.ops[i], 0};
             MlirValue r = decompose(&d, info);
             if (d.failed) {
@@ -547,15 +579,20 @@ static int decompose_all(MlirOperation root, bool keep_attention) {
 
 static int run_decompose(MlirOperation root, void *user) {
     (void)user;
-    return decompose_all(root, false);
+    return decompose_all(root, KEEP_NONE);
 }
 
 static int run_decompose_keep_attention(MlirOperation root, void *user) {
     (void)user;
-    return decompose_all(root, true);
+    return decompose_all(root, KEEP_CPU);
 }
 
-static _Alignas(8) const char decompose_type_id, decompose_keep_attention_type_id;
+static int run_decompose_keep_attention_gpu(MlirOperation root, void *user) {
+    (void)user;
+    return decompose_all(root, KEEP_GPU);
+}
+
+static _Alignas(8) const char decompose_type_id, decompose_keep_attention_type_id, decompose_keep_attention_gpu_type_id;
 
 MlirPass pt2_create_decompose_pass(void) {
     return make_external_pass("pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives",
@@ -568,4 +605,13 @@ MlirPass pt2_create_decompose_keep_attention_pass(void) {
     return make_external_pass("pt2-decompose-keep-attention",
                               "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel runs (CPU)",
                               "builtin.module", run_decompose_keep_attention, &decompose_keep_attention_type_id);
+}
+
+/* The GPU pipeline's: pt2.attention that PyTorch's fused kernels compute
+ * stays for pt2-lower, whose marked generic pt2-gpu-extern-attention makes
+ * a library call of the launch plan. */
+MlirPass pt2_create_decompose_keep_attention_gpu_pass(void) {
+    return make_external_pass("pt2-decompose-keep-attention-gpu",
+                              "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention runs as eager does (GPU)",
+                              "builtin.module", run_decompose_keep_attention_gpu, &decompose_keep_attention_gpu_type_id);
 }

@@ -514,21 +514,11 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
  * Attention
  *===----------------------------------------------------------------------===*/
 
-static bool attention_is_marked(MlirOperation op) {
+bool attention_is_marked(MlirOperation op) {
     return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.attention")));
 }
 
-/* Rewrites the generic pt2-lower made of a pt2.attention (lower_nn.c:
- * loops (batch..., i, e, j, d), operands q, k, v, mask, out) into
- *     call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
- * (pt2rt_attention_bool_mask_f32 for an i1 mask), each operand a strided
- * view [batch..., rows, cols] in the loops' terms: q (i, d), k (j, d),
- * v (j, e), mask (i, j) with 0 strides where it broadcasts, out (i, e).  A
- * q, k or v that is a fresh copy of a permuted view (heads split from a
- * projection) is read from the copy's source, and the copy goes.  The
- * generic's body is a placeholder, so this must not fail on a marked op
- * that pt2-lower made: it returns false only on IR it did not make. */
-static bool rewrite_attention(MlirOperation module, MlirOperation op) {
+bool attention_call_of(MlirOperation op, AttentionCall *a) {
     if (mlirOperationGetNumOperands(op) != 5 || mlirOperationGetNumResults(op) != 0) return false;
     MlirValue operands[5];
     View views[5];
@@ -536,37 +526,55 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
         operands[i] = mlirOperationGetOperand(op, i);
         if (!view_of_type(operands[i], &views[i])) return false;
     }
-    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[4]));
-    MlirType mask_elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[3]));
-    bool bool_mask = mlirTypeIsAInteger(mask_elem);
-    if (!mlirTypeIsAF32(elem) || !(bool_mask || mlirTypeIsAF32(mask_elem))) return false;
+    *a = (AttentionCall){.elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[4])),
+                         .mask_elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[3]))};
     Contraction c = {.n_loops = (int)mlirAffineMapGetNumDims(indexing_map(op, 4))};
     int r = c.n_loops - 2, i_ = r - 2, e_ = r - 1, j_ = r, d_ = r + 1;
     if (r < 2 || r > PT2_MAX_RANK) return false;
     for (int d = 0; d < r; ++d) c.loop_size[d] = views[4].sizes[d];
     c.loop_size[j_] = views[1].sizes[r - 2];
     c.loop_size[d_] = views[1].sizes[r - 1];
-    OpList dead = {0};
     View loop_views[5];
-    if (!operand_loop_views(op, operands, 3, 5, c.n_loops, views, loop_views, &dead)) return false;
+    if (!operand_loop_views(op, operands, 3, 5, c.n_loops, views, loop_views, &a->dead)) return false;
     const int roles[5][2] = {{i_, d_}, {j_, d_}, {j_, e_}, {i_, j_}, {i_, e_}};
-    int dims[PT2_MAX_RANK];
-    for (int d = 0; d < r - 2; ++d) dims[d] = d;
+    for (int i = 0; i < 5; ++i) {
+        View *v = &a->operands[i];
+        *v = (View){loop_views[i].base, r, {0}, {0}, loop_views[i].offset};
+        for (int d = 0; d < r; ++d) {
+            int loop = d < r - 2 ? d : roles[i][d - (r - 2)];
+            v->sizes[d] = c.loop_size[loop];
+            v->strides[d] = loop_views[i].strides[loop];
+        }
+    }
+    a->rank = r;
+    MlirAttribute mark = mlirOperationGetAttributeByName(op, sref("pt2.attention"));
+    MlirAttribute scale = mlirDictionaryAttrGetElementByName(mark, sref("scale"));
+    a->scale = !mlirAttributeIsNull(scale) && mlirAttributeIsAFloat(scale) ? mlirFloatAttrGetValueDouble(scale) : 1;
+    a->causal = !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("causal")));
+    a->zero_masked_rows = !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("zero_masked_rows")));
+    a->no_mask = !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("no_mask")));
+    return true;
+}
+
+/* Rewrites the generic pt2-lower made of a pt2.attention into
+ *     call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
+ * (pt2rt_attention_bool_mask_f32 for an i1 mask), each operand as
+ * attention_call_of views it.  The generic's body is a placeholder, so
+ * this must not fail on a marked op that pt2-lower made: it returns false
+ * only on IR it did not make. */
+static bool rewrite_attention(MlirOperation module, MlirOperation op) {
+    AttentionCall a;
+    if (!attention_call_of(op, &a)) return false;
+    bool bool_mask = mlirTypeIsAInteger(a.mask_elem);
+    if (!mlirTypeIsAF32(a.elem) || !(bool_mask || mlirTypeIsAF32(a.mask_elem))) {
+        oplist_free(&a.dead);
+        return false;
+    }
     Builder b = builder_before(op);
     MlirValue args[7];
-    for (int i = 0; i < 5; ++i) {
-        dims[r - 2] = roles[i][0];
-        dims[r - 1] = roles[i][1];
-        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, r, i == 3 ? mask_elem : elem);
-    }
-    double scale = 1;
-    MlirAttribute mark = mlirOperationGetAttributeByName(op, sref("pt2.attention"));
-    MlirAttribute scale_attr = mlirDictionaryAttrGetElementByName(mark, sref("scale"));
-    if (!mlirAttributeIsNull(scale_attr) && mlirAttributeIsAFloat(scale_attr)) scale = mlirFloatAttrGetValueDouble(scale_attr);
-    args[5] = const_scalar(&b, mlirF64TypeGet(b.ctx), scale);
-    int32_t flags = 0;
-    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("zero_masked_rows")))) flags |= 1; /* PT2RT_ATTENTION_ZERO_MASKED_ROWS */
-    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(mark, sref("causal")))) flags |= 2;           /* PT2RT_ATTENTION_CAUSAL */
+    for (int i = 0; i < 5; ++i) args[i] = build_unranked_view(&b, &a.operands[i], i == 3 ? a.mask_elem : a.elem);
+    args[5] = const_scalar(&b, mlirF64TypeGet(b.ctx), a.scale);
+    int32_t flags = (a.zero_masked_rows ? 1 /* PT2RT_ATTENTION_ZERO_MASKED_ROWS */ : 0) | (a.causal ? 2 /* PT2RT_ATTENTION_CAUSAL */ : 0);
     args[6] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), flags);
     const char *callee = bool_mask ? "pt2rt_attention_bool_mask_f32" : "pt2rt_attention_f32";
     declare_runtime_function(module, callee,
@@ -574,8 +582,8 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
                                        : "memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, f64, i32");
     build_call(&b, callee, 7, args);
     mlirOperationDestroy(op);
-    erase_ops(&dead);
-    oplist_free(&dead);
+    erase_ops(&a.dead);
+    oplist_free(&a.dead);
     return true;
 }
 

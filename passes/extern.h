@@ -56,4 +56,25 @@ int64_t epilogue_program(const Epilogue *e);
  * place on its output, without the steps the call took; R goes. */
 void commit_epilogue(Epilogue *e);
 
+/*--- attention (extern.c; passes/gpu_attention.c) ---------------------------*/
+
+/* The generic pt2-lower makes of a kept pt2.attention (lower_nn.c: loops
+ * (batch..., i, e, j, d), operands q, k, v, mask, out, a placeholder body)
+ * as a library call's operands: strided views [batch..., rows, cols] of
+ * q (i, d), k (j, d), v (j, e), mask (i, j) with 0 strides where it
+ * broadcasts, out (i, e), a q, k or v that is a fresh copy of a permuted
+ * view (heads split from a projection) read from the copy's source. */
+typedef struct AttentionCall {
+    View operands[5];
+    int rank;
+    MlirType elem, mask_elem;
+    double scale;
+    bool causal, zero_masked_rows, no_mask; /* no_mask: the mask is a constant 0 */
+    OpList dead; /* the copies read through: erased once the call replaces the generic */
+} AttentionCall;
+
+bool attention_is_marked(MlirOperation op);
+/* false (nothing to free) on IR pt2-lower did not make. */
+bool attention_call_of(MlirOperation op, AttentionCall *a);
+
 #endif /* PT2_PASSES_EXTERN_H */

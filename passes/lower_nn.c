@@ -701,12 +701,23 @@ static void attention_placeholder_body(Builder *b, const MlirValue *args, int n_
     yields[0] = build_binary(b, "arith.addf", args[4], prod);
 }
 
+/* The mask adds nothing: the splat constant 0 (or -0.0) sdpa without a
+ * mask and pt2-patterns pass, lowered. */
+static bool mask_is_zero_constant(MlirValue mask) {
+    MlirOperation c = mlirOpResultGetOwner(mask);
+    if (!mlirValueIsAOpResult(mask) || !op_is(c, "arith.constant")) return false;
+    MlirAttribute dense = mlirOperationGetAttributeByName(c, sref("value"));
+    if (!mlirAttributeIsADenseElements(dense) || !mlirDenseElementsAttrIsSplat(dense)) return false;
+    MlirAttribute e = mlirDenseElementsAttrGetSplatValue(dense);
+    return mlirAttributeIsAFloat(e) && mlirFloatAttrGetValueDouble(e) == 0;
+}
+
 /* pt2.attention kept by pt2-decompose-keep-attention (f32, big enough to
  * pay), as a linalg.generic over loops (batch..., i, e, j, d) with maps
  *     q (batch, i, d), k (batch, j, d), v (batch, j, e),
  *     mask (its dims of (batch, i, j), 0 where it broadcasts), out (batch, i, e)
- * marked `pt2.attention = {scale = s : f64[, causal][, zero_masked_rows]}` (the op's
- * attributes): the maps tell pt2-extern-blas
+ * marked `pt2.attention = {scale = s : f64[, causal][, zero_masked_rows][, no_mask]}` (the op's
+ * attributes; no_mask where the mask is a constant 0): the maps tell pt2-extern-blas
  * how to view each buffer, the mark that the body is a placeholder.  It is
  * lowered with the contractions, after elementwise fusion, so nothing is
  * fused into it. */
@@ -749,8 +760,9 @@ static int lower_attention(MlirOperation op) {
     pt2_attr_f64(pt2_attrs_of_op(op), "scale", &scale);
     pt2_attr_bool(pt2_attrs_of_op(op), "causal", &causal);
     pt2_attr_bool(pt2_attrs_of_op(op), "zero_masked_rows", &zero_masked_rows);
-    char text[128];
-    snprintf(text, sizeof text, "{scale = %.17e : f64%s%s}", scale, causal ? ", causal" : "", zero_masked_rows ? ", zero_masked_rows" : "");
+    char text[160];
+    snprintf(text, sizeof text, "{scale = %.17e : f64%s%s%s}", scale, causal ? ", causal" : "", zero_masked_rows ? ", zero_masked_rows" : "",
+             mask_is_zero_constant(in[3]) ? ", no_mask" : "");
     mlirOperationSetAttributeByName(generic, sref("pt2.attention"), parse_attr(b.ctx, text));
     MlirValue out = mlirOperationGetResult(generic, 0);
     replace_op(op, 1, &out);

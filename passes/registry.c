@@ -17,6 +17,7 @@
 
 MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_decompose_keep_attention_pass(void);
+MlirPass pt2_create_decompose_keep_attention_gpu_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
 MlirPass pt2_create_lower_non_contractions_device_checks_pass(void);
@@ -45,6 +46,7 @@ MlirPass pt2_create_gpu_map_loops_no_async_copy_pass(void);
 MlirPass pt2_create_gpu_map_loops_full_copied_lanes_pass(void);
 MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
+MlirPass pt2_create_gpu_extern_attention_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
@@ -100,6 +102,10 @@ static const PassEntry pt2_passes[] = {
      "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel takes and that pay (passes/decompose.c; "
      "CPU, not under PT2_DISABLE=attention or blas)",
      pt2_create_decompose_keep_attention_pass},
+    {"pt2-decompose-keep-attention-gpu",
+     "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention kernels compute as eager does "
+     "(passes/decompose.c; GPU, not under PT2_DISABLE=gpu-attention or blas)",
+     pt2_create_decompose_keep_attention_gpu_pass},
     {"pt2-welford", "pt2.var_mean as linalg: one pass (Welford, in vector lanes) or two corrected ones (CPU)",
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
@@ -209,6 +215,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_map_loops_full_copied_lanes_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
+    {"pt2-gpu-extern-attention", "Kept attention to PyTorch's fused attention kernel, a library call of the GPU launch plan "
+     "(passes/gpu_attention.c)", pt2_create_gpu_extern_attention_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
      "launch plan, their loops kept behind as the fallback (passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
     {"pt2-gpu-extern-conv-cudnn", "pt2-gpu-extern-conv with every convolution through cuDNN, 1x1 ones too (PT2_DISABLE=conv-gemm, "
@@ -394,11 +402,14 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     /* a network's repeated blocks go through the pipeline once (pt2-outline-repeats), their calls
      * inlined back once the kernels are outlined: the launch plan reads one host function */
     bool repeats = !pt2_disabled(disable, "repeats");
+    /* attention through PyTorch's kernel: a library call, as the products (runtime/gpu_kernel.c turns
+     * it off where no kernel is registered: pt2-opt, a process without pt2._C) */
+    bool attention = !pt2_disabled(disable, "blas") && !pt2_disabled(disable, "gpu-attention");
     const char *libdevice = libdevice_path();
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "pt2-decompose,pt2-lower-non-contractions-%s,canonicalize,%s%spt2-lower-contractions,canonicalize,%s"
+             "%s,pt2-lower-non-contractions-%s,canonicalize,%s%spt2-lower-contractions,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%s%s%sfunc.func(convert-linalg-to-parallel-loops),%s,%s"
@@ -412,10 +423,10 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "gpu.module(canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
              "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
-             checks ? "device-checks" : "unchecked",
+             attention ? "pt2-decompose-keep-attention-gpu" : "pt2-decompose", checks ? "device-checks" : "unchecked",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "", repeats ? "pt2-outline-repeats-gpu," : "",
-             repeats ? "pt2-elide-output-copies," : "", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
+             repeats ? "pt2-elide-output-copies," : "", pt2_disabled(disable, "blas") ? "" : attention ? "pt2-gpu-extern-gemm,pt2-gpu-extern-attention," : "pt2-gpu-extern-gemm,",
              pt2_disabled(disable, "blas")        ? ""
              : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
                                                   : "pt2-gpu-extern-conv,",

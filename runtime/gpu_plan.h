@@ -40,7 +40,7 @@ typedef struct GpuArg {
 typedef enum Done { DONE_NOTHING = 0, DONE_RESULT = 1, DONE_EPILOGUE = 2 } Done;
 
 typedef struct GpuLaunch {
-    int module;      /* -1: a library call (function gemm_* or conv_*) */
+    int module;      /* -1: a library call (function gemm_*, conv_* or attn_*) */
     char function[128];
     unsigned grid[3], block[3], shared_bytes;
     int n_args;
@@ -80,5 +80,8 @@ int pt2_gpu_plan_from_text(GpuPlan *plan, const char *text);
 void pt2_gpu_plan_free(GpuPlan *plan);
 
 static inline bool pt2_gpu_plan_is_gemm(const GpuLaunch *l) { return !strncmp(l->function, "gemm_", 5); }
+static inline bool pt2_gpu_plan_is_attention(const GpuLaunch *l) { return !strncmp(l->function, "attn_", 5); }
+/* cuDNN's (or a 1x1 conv's loops where it has no gemm entry): neither of the above */
+static inline bool pt2_gpu_plan_is_conv(const GpuLaunch *l) { return !pt2_gpu_plan_is_gemm(l) && !pt2_gpu_plan_is_attention(l); }
 
 #endif
