@@ -34,8 +34,30 @@ static Var *h_unary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     return inplace ? trace_assign_inplace(t, arg(&b, "input"), r, e->op) : r;
 }
 
+/* The Python function computing binary op `op` on a known 0-d tensor and a
+ * number (borrowed, or NULL): the operator's, which takes the number on
+ * either side, for arithmetic; torch's otherwise. */
+static PyObject *fold_function(const char *op) {
+    static const char *const arith[][2] = {{"add", "add"}, {"sub", "sub"}, {"mul", "mul"}, {"floor_div", "floordiv"}, {"remainder", "mod"}};
+    static PyObject *operator_mod, *torch_mod;
+    const char *name = op, *module = "torch";
+    for (size_t i = 0; i < sizeof arith / sizeof arith[0]; ++i) {
+        if (!strcmp(op, arith[i][0])) name = arith[i][1], module = "operator";
+    }
+    PyObject **mod = !strcmp(module, "operator") ? &operator_mod : &torch_mod;
+    if (!*mod) *mod = PyImport_ImportModule(module);
+    PyObject *fn = *mod ? PyObject_GetAttrString(*mod, name) : NULL;
+    PyErr_Clear();
+    Py_XDECREF(fn); /* the module holds it */
+    return fn;
+}
+
 static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, other, *, alpha=None");
+    Var *pair[2] = {arg(&b, "input"), arg(&b, "other")}, *folded;
+    bool known = (pair[0] && pair[0]->kind == V_TENSOR && pair[0]->known) || (pair[1] && pair[1]->kind == V_TENSOR && pair[1]->known);
+    PyObject *fn = known && !arg_present(&b, "alpha") ? fold_function(e->op) : NULL;
+    if (fn && fold_numbers(t, fn, pair, 2, NULL, &folded)) return folded; /* tensor(4) - 1, known when traced */
     Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other"), *alpha = arg(&b, "alpha");
     if (!x || !y || (strcmp(e->op, "sub") == 0 && bool_subtraction(t, x, y))) return NULL;
     Var *both[2] = {x, y};
@@ -96,7 +118,22 @@ static Var *h_binary_number_either(Trace *t, const RuleEntry *e, Var **args, int
 
 static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, other, *, rounding_mode=None");
-    Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other"), *mode = arg(&b, "rounding_mode");
+    Var *pair[2] = {arg(&b, "input"), arg(&b, "other")}, *folded, *mode = arg(&b, "rounding_mode");
+    /* of numbers (torch.div(seq_len, w, rounding_mode="trunc") of sizes): a 0-d tensor known now, which
+     * a view's size can read (Var.known) */
+    static PyObject *torch_div;
+    if (!torch_div) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        torch_div = torch ? PyObject_GetAttrString(torch, "div") : NULL;
+        Py_XDECREF(torch);
+        PyErr_Clear();
+    }
+    PyObject *kw = mode ? Py_BuildValue("{sO}", "rounding_mode", mode->kind == V_CONST && mode->obj ? mode->obj : Py_None) : NULL;
+    bool done = torch_div && (!mode || (kw && mode->kind == V_CONST)) && fold_numbers(t, torch_div, pair, 2, kw, &folded);
+    Py_XDECREF(kw);
+    PyErr_Clear();
+    if (done) return folded;
+    Var *x = tensor_arg(t, &b, "input"), *y = tensor_arg(t, &b, "other");
     if (!x || !y) return NULL;
     if (!mode) return op2(t, "div", x, y, "%s", "");
     const char *m = mode->kind == V_CONST && PyUnicode_Check(mode->obj) ? PyUnicode_AsUTF8(mode->obj) : "";
@@ -175,9 +212,9 @@ static Var *h_addcmul(Trace *t, const RuleEntry *e, Var **args, int n, PyObject 
     return r && r->dtype != dt && !(div && pt2_dtype_is_int(dt)) ? convert_to(t, r, dt) : r;
 }
 
-static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("condition, input=None, other=None");
-    if (!arg_present(&b, "input")) return trace_break(t, "torch.where(condition) (nonzero) has a data-dependent shape");
+/* where(condition, input, other) as one op; `b` binds condition, input and other. */
+static Var *where_of(Trace *t, const Bound *bp) {
+    const Bound b = *bp;
     Var *cond = arg(&b, "condition");
     if (cond && cond->kind == V_TENSOR && cond->dtype != PT2_BOOL) {
         return trace_break(t, "where() with a %s condition (eager raises: it must be bool)", pt2DTypeName(cond->dtype));
@@ -187,6 +224,18 @@ static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
         return NULL;
     }
     return op3(t, "where", cond, x, y, "%s", "");
+}
+
+static Var *h_where(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("condition, input=None, other=None");
+    if (!arg_present(&b, "input")) return trace_break(t, "torch.where(condition) (nonzero) has a data-dependent shape");
+    return where_of(t, &b);
+}
+
+/* x.where(condition, y): the tensor is the input, not the condition (torch.where(condition, x, y)). */
+static Var *h_where_method(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, condition, other");
+    return where_of(t, &b);
 }
 
 static Var *h_masked_fill(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -52,12 +52,17 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     bool method = strncmp(op, "new_", 4) == 0;
     const char *kind = method ? op + 4 : op;
     bool like = strstr(op, "_like") != NULL, full = strncmp(kind, "full", 4) == 0;
+    /* `*size` also comes as a keyword: x.new_ones(size=x.size()), torch.zeros(size=(2, 3)) */
+    bool size_keyword = false;
+    for (int i = 0; kwn && i < nkw; ++i) size_keyword = size_keyword || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwn, i), "size") == 0;
     const char *schema = like ? (full ? "input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None"
                                       : "input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None")
-                         : method ? (full ? "input, size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
-                                          : "input, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False")
-                                  : (full ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
-                                          : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
+                         : method ? (full           ? "input, size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
+                                     : size_keyword ? "input, *, size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
+                                                    : "input, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False")
+                                  : (full           ? "size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False"
+                                     : size_keyword ? "*, size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None"
+                                                    : "*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None");
     BIND(schema);
     if (!factory_device(t, &b, op, like || method)) return NULL;
     int64_t shape[PT2_MAX_RANK];

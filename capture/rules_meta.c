@@ -29,6 +29,22 @@ Var *h_size(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
 /* x.stride() / x.stride(dim): eager's strides where the builder knows them
  * (dialects/strides.c derives them from the inputs'); else a break, since a
  * value inside a graph has no strides of its own that eager would agree on. */
+/* x.item(): a number only of a 0-d tensor the trace computed of numbers
+ * (Var.known); any other reads data the graph has not computed yet. */
+Var *h_item(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input");
+    Var *x = arg(&b, "input");
+    if (!x || x->kind != V_TENSOR || !x->known) return trace_break(t, "Tensor.item is not supported by pt2 yet");
+    PyObject *r = PyObject_CallMethod(x->known, "item", NULL);
+    if (!r) {
+        PyErr_Clear();
+        return trace_break(t, "Tensor.item of a known 0-d tensor failed");
+    }
+    Var *v = var_const(t, r);
+    Py_DECREF(r);
+    return v;
+}
+
 Var *h_stride(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, dim=None");
     Var *x = arg(&b, "input");

@@ -64,8 +64,31 @@ static Var *sequence_items(Trace *t, Var *v) {
     return r;
 }
 
+/* Python's operator function for binary operator `op` (borrowed), or NULL. */
+static PyObject *operator_function(const char *op) {
+    static const char *const names[][2] = {{"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "truediv"}, {"//", "floordiv"},
+                                           {"%", "mod"}, {"**", "pow"}, {"&", "and_"}, {"|", "or_"}, {"^", "xor"},
+                                           {"<<", "lshift"}, {">>", "rshift"}};
+    static PyObject *module;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        if (strcmp(op, names[i][0]) != 0) continue;
+        if (!module) module = PyImport_ImportModule("operator");
+        PyObject *fn = module ? PyObject_GetAttrString(module, names[i][1]) : NULL;
+        PyErr_Clear();
+        Py_XDECREF(fn); /* the module holds it */
+        return fn;
+    }
+    return NULL;
+}
+
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
+    if ((a->kind == V_TENSOR && a->known) || (b->kind == V_TENSOR && b->known)) {
+        /* a 0-d tensor known at trace time (torch.div of sizes) with a number: known too */
+        PyObject *fn = operator_function(op);
+        Var *pair[2] = {a, b}, *folded;
+        if (fn && fold_numbers(t, fn, pair, 2, NULL, &folded)) return folded;
+    }
     if (a->kind == V_TENSOR || b->kind == V_TENSOR) {
         /* a number on the left is the tensor's reflected method: x.__radd__(n)
          * and x.__rmul__(n) are add(x, n) and mul(x, n), x.__rtruediv__(n) is

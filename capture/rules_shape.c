@@ -269,6 +269,82 @@ Var *h_select(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     return op1(t, "select", x, "{dim = %lld : i64, index = %lld : i64}", (long long)d, (long long)i);
 }
 
+/* x.as_strided(size, stride) of a tensor dense in eager (its strides known,
+ * a permutation of a row-major layout: a transpose, a head split of one):
+ * x's elements fill its storage from x's offset on, so element i of the
+ * result is element Σ i_k · stride_k of x in memory order (x permuted to
+ * its strides' order, flattened), read as a gather (pt2.index_select at an
+ * index summed from aranges, which fuses into the reader) where every such
+ * index falls within x's own elements, which eager reads at the same
+ * places (its default storage_offset is x's own); overlapping windows
+ * (Longformer's chunks: a stride of half a chunk) included.  In eager the
+ * result is a view of x: it is marked one pt2 cannot write through, so an
+ * in-place op on either breaks.  An explicit storage_offset (x's offset in
+ * its storage is not known here), another layout, a negative stride or an
+ * index past x's elements: a break. */
+Var *h_as_strided(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, size, stride, storage_offset=None");
+    Var *x = arg(&b, "input"), *offset = arg(&b, "storage_offset");
+    int64_t size[PT2_MAX_RANK], stride[PT2_MAX_RANK], xs[PT2_MAX_RANK];
+    int ns, nt;
+    if (!x) return NULL;
+    if (x->kind != V_TENSOR) return trace_break(t, "as_strided() of a non-tensor");
+    if (!var_ints(t, arg(&b, "size"), size, PT2_MAX_RANK, &ns) || !var_ints(t, arg(&b, "stride"), stride, PT2_MAX_RANK, &nt)) return NULL;
+    if (ns != nt) return trace_break(t, "as_strided(): %d sizes and %d strides (eager raises)", ns, nt);
+    if (offset && !(offset->kind == V_CONST && offset->obj == Py_None)) {
+        return trace_break(t, "as_strided() with a storage_offset (the tensor's own offset in its storage is not known to pt2)");
+    }
+    if (!var_strides(t, x, xs)) return trace_break(t, "as_strided() of a tensor whose eager strides pt2 does not know");
+    /* memory order: dims by decreasing stride (a size-1 dim's stride says nothing: it goes last) */
+    int64_t order[PT2_MAX_RANK], numel = 1;
+    for (int i = 0; i < x->rank; ++i) order[i] = i;
+    for (int i = 1; i < x->rank; ++i) {
+        for (int j = i; j > 0; --j) {
+            int64_t a = order[j - 1], c = order[j];
+            int64_t sa = x->sizes[a] == 1 ? -1 : xs[a], sc = x->sizes[c] == 1 ? -1 : xs[c];
+            if (sa >= sc) break;
+            order[j - 1] = c;
+            order[j] = a;
+        }
+    }
+    for (int i = x->rank - 1; i >= 0; --i) {
+        int64_t d = order[i];
+        if (x->sizes[d] != 1 && xs[d] != numel) return trace_break(t, "as_strided() of a tensor not dense in eager (a slice, a broadcast)");
+        numel *= x->sizes[d];
+    }
+    int64_t out_numel = 1, last = 0;
+    for (int k = 0; k < ns; ++k) {
+        if (size[k] < 0 || stride[k] < 0) return trace_break(t, "as_strided() with a negative size or stride (eager raises)");
+        out_numel *= size[k];
+        last += (size[k] - 1) * stride[k];
+    }
+    Var *r;
+    if (out_numel == 0) {
+        r = expand_internal(t, scalar_tensor(t, 0, x->dtype), size, ns);
+    } else if (last >= numel) {
+        return trace_break(t, "as_strided() reading past the tensor's own %lld elements (at %lld)", (long long)numel, (long long)last);
+    } else {
+        Var *idx = scalar_tensor(t, 0, PT2_I64);
+        for (int k = 0; k < ns && idx; ++k) {
+            if (size[k] == 1 || stride[k] == 0) continue;
+            int64_t shape[PT2_MAX_RANK];
+            for (int j = 0; j < ns; ++j) shape[j] = j == k ? size[k] : 1;
+            Var *a = op0(t, "arange", "{end = %lld.0 : f64, dtype = i64}", (long long)size[k]);
+            a = a ? op2(t, "mul", a, scalar_tensor(t, (double)stride[k], PT2_I64), "%s", "") : NULL;
+            a = a ? reshape_internal(t, a, shape, ns) : NULL;
+            idx = a ? op2(t, "add", idx, a, "%s", "") : NULL;
+        }
+        idx = idx ? reshape_internal(t, expand_internal(t, idx, size, ns), &out_numel, 1) : NULL;
+        Var *in_order = idx ? permute_to(t, x, order, x->rank) : NULL;
+        Var *flat = in_order ? reshape_internal(t, in_order, &numel, 1) : NULL;
+        r = flat ? op2(t, "index_select", flat, idx, "{dim = 0 : i64}") : NULL;
+        r = r ? reshape_internal(t, r, size, ns) : NULL;
+    }
+    if (!r) return NULL;
+    trace_add_view(t, r, x, NULL, NULL); /* eager's is a view: neither may be written in place */
+    return r;
+}
+
 Var *h_index_select(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, dim, index");
     Var *x = arg(&b, "input"), *idx = arg(&b, "index");

@@ -99,6 +99,15 @@ bool var_int(Trace *t, Var *v, int64_t *out) {
         *out = PyLong_AsLongLong(v->obj);
         return true;
     }
+    if (v && v->kind == V_TENSOR && v->known && pt2_dtype_is_int(v->dtype)) { /* a 0-d integer tensor's __index__ */
+        PyObject *i = PyNumber_Index(v->known);
+        if (i) {
+            *out = PyLong_AsLongLong(i);
+            Py_DECREF(i);
+            if (!PyErr_Occurred()) return true;
+        }
+        PyErr_Clear();
+    }
     trace_break(t, "expected an integer known at trace time");
     return false;
 }
@@ -545,6 +554,65 @@ void forget_strides(Trace *t, Var *r, int first_new) {
     /* a tensor made before the rule ran (passed through: tuple(xs), zip, max of a list) keeps its strides */
     if (r->kind != V_TENSOR || r->value < first_new) return;
     pt2GraphSetValueStrides(t->graph, r->value, NULL);
+}
+
+static Var *fold_call(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs);
+
+/* Whether v is a number known at trace time or a known 0-d tensor. */
+static bool foldable(const Var *v) {
+    return v && ((v->kind == V_CONST && v->obj && (PyLong_Check(v->obj) || PyFloat_Check(v->obj))) ||
+                 (v->kind == V_TENSOR && v->known));
+}
+
+bool fold_numbers(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs, Var **out) {
+    for (int i = 0; i < n; ++i) {
+        if (!foldable(args[i])) return false;
+    }
+    *out = fold_call(t, fn, args, n, kwargs);
+    return true;
+}
+
+static Var *fold_call(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs) {
+    PyObject *tuple = PyTuple_New(n);
+    if (!tuple) return trace_break(t, "out of memory");
+    for (int i = 0; i < n; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]->kind == V_TENSOR ? args[i]->known : args[i]->obj));
+    PyObject *r = PyObject_Call(fn, tuple, kwargs);
+    Py_DECREF(tuple);
+    if (!r) { /* eager raises it (a division by zero): the break lets it */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+        PyErr_Clear();
+        Var *b = trace_break(t, "an operation on numbers known at trace time raises (%s)",
+                             msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "an exception");
+        Py_XDECREF(msg);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        return b;
+    }
+    Var *v = known_tensor(t, r);
+    Py_DECREF(r);
+    return v;
+}
+
+Var *known_tensor(Trace *t, PyObject *tensor) {
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(tensor, &m) != 0 || m.rank != 0 || m.dtype == PT2_DTYPE_INVALID) {
+        PyErr_Clear();
+        return trace_break(t, "an operation on numbers that gives no 0-d tensor pt2 holds");
+    }
+    PyObject *f = PyNumber_Float(tensor);
+    double value = f ? PyFloat_AsDouble(f) : 0;
+    Py_XDECREF(f);
+    if (!f || PyErr_Occurred()) {
+        PyErr_Clear();
+        return trace_break(t, "a 0-d tensor of numbers whose value pt2 cannot read");
+    }
+    if (pt2_dtype_is_int(m.dtype) && fabs(value) > 0x1p53) return trace_break(t, "a 0-d integer tensor beyond 2^53");
+    Var *v = scalar_tensor(t, value, m.dtype);
+    if (v) v->known = trace_keep(t, tensor);
+    return v;
 }
 
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt) {

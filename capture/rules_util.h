@@ -120,6 +120,15 @@ void set_contiguous_strides(Trace *t, Var *r);
  * graph's pt2GraphValueCount before the rule ran), gets unknown strides. */
 void forget_strides(Trace *t, Var *r, int first_new);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
+/* A 0-d tensor whose value is known at trace time (Var.known): `tensor`,
+ * a real 0-d torch tensor, as a graph constant of its dtype. */
+Var *known_tensor(Trace *t, PyObject *tensor);
+/* fn(*args, **kwargs) evaluated now when every arg is a number known at
+ * trace time or a known 0-d tensor: a known 0-d tensor (fn returns one:
+ * torch.div(512, 256, rounding_mode="trunc")), or a break where fn raises
+ * (eager does), into *out (NULL: broken); false, *out untouched, when an
+ * arg is neither. */
+bool fold_numbers(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs, Var **out);
 /* A Python number constant as a double; false (trace broken) for an int
  * that a double would round (past 2^53), which pt2's float64 scalars and
  * attributes cannot hold. */

@@ -94,6 +94,11 @@ typedef struct Var {
     struct Var *view_parent;
     const char *view_op, *view_attrs;
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
+    /* a 0-d tensor the trace computed of numbers only (torch.div(seq_len, 256,
+     * rounding_mode="trunc"), arithmetic on such): the real tensor, its value
+     * known at trace time, so that a size or .item() can read it (rules_util.c,
+     * fold_numbers); its graph value is that constant */
+    PyObject *known;
     /* an input whose strides are a permutation of a dense layout (channels
      * last, a transpose): the graph takes its memory in that physical order
      * (dim order[j] of the tensor is the graph input's dim j) and permutes

@@ -20,8 +20,9 @@
  *     index_select, gather, repeat, masked_fill: contiguous.
  *
  * Anything else is "unknown" (`known = false`), and so is every result of
- * an unknown operand: a caller then uses contiguous strides, as pt2 always
- * did.  A known answer must be exact, size-1 dims included, because a later
+ * an unknown operand, but for the contiguous ones above, which eager
+ * allocates so whatever its operands are: a caller then uses contiguous
+ * strides, as pt2 always did.  A known answer must be exact, size-1 dims included, because a later
  * op's rule reads them (TensorIterator's order, suggest_memory_format).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
@@ -382,7 +383,15 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
     for (int r = 0; r < n_out; ++r) res[r].known = false;
     bool all_known = true;
     for (int i = 0; i < n; ++i) all_known = all_known && st[i].known;
-    if (n_out < 1 || !all_known) return;
+    if (n_out < 1) return;
+    /* the ops whose results eager allocates contiguous whatever their operands' strides (a layer norm's,
+     * a linear's, a reduction's) are known even of operands whose strides are not (an einsum's) */
+    bool fresh = info->id == PT2_OP_MASKED_FILL || (info->meta == META_NORM && info->id == PT2_OP_LAYER_NORM) ||
+                 info->meta == META_REDUCE || info->meta == META_ARGREDUCE || info->meta == META_DIM_SAME || info->meta == META_LINEAR ||
+                 info->meta == META_ADDMM || info->meta == META_ATTENTION || info->meta == META_INDEX_SELECT || info->meta == META_GATHER ||
+                 info->meta == META_REPEAT || info->meta == META_CONSTANT || info->meta == META_FULL || info->meta == META_ARANGE ||
+                 info->meta == META_EYE || info->meta == META_TOPK || (info->meta == META_MATMUL && !(in[0].rank <= 2 && in[1].rank >= 3));
+    if (!all_known && !fresh) return;
     const Pt2TensorType *o = &out[0];
     switch (info->meta) {
     case META_UNARY: case META_BROADCAST:

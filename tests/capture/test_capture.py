@@ -690,7 +690,9 @@ def breaks_keep_locals_and_stack(x):
     return outs[0] + 1, outs[1], scale
 
 
-@case(A(4), A(4), graphs=0, breaks=1)
+# .item() of data: the break is at the call (Tensor.item has a rule, for 0-d tensors known at trace
+# time), so x.sum() is a graph before it and x * v one after, as Dynamo splits it
+@case(A(4), A(4), graphs=2, breaks=1)
 def breaks_on_item(x):
     return x * x.sum().item()
 
