@@ -26,6 +26,7 @@
 #include "cublas.h"
 #include "cuda.h"
 #include "cudnn.h"
+#include "gpu_attention.h"
 #include "gpu_cache.h"
 #include "gpu_plan.h"
 #include "ptx_jit.h"
@@ -87,9 +88,6 @@ static double now_seconds(void) {
 /*===----------------------------------------------------------------------===*
  * Compiling
  *===----------------------------------------------------------------------===*/
-
-/* PyTorch's attention kernel, as pt2._C registers it (pt2GpuSetAttentionKernel) */
-static _Atomic(Pt2GpuAttentionFn) attention_fn;
 
 static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const char *func_name, const Pt2CompileOptions *opts);
 
@@ -172,10 +170,10 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
     if (compile_prologue(ctx, module, func, k, opts, disable, dumping ? dump : NULL) != 0) goto error;
     /* attention entries only where PyTorch's kernel is registered to run them */
     char no_attention[1024];
-    if (!atomic_load(&attention_fn)) {
+    if (!pt2_gpu_attention_registered()) {
         snprintf(no_attention, sizeof no_attention, "%s%sgpu-attention", disable ? disable : "", disable && disable[0] ? "," : "");
     }
-    const char *pipeline = pt2GpuPipelineText(atomic_load(&attention_fn) ? disable : no_attention, getenv("PT2_GPU_ARCH"));
+    const char *pipeline = pt2GpuPipelineText(pt2_gpu_attention_registered() ? disable : no_attention, getenv("PT2_GPU_ARCH"));
     char *text = pt2_operation_to_text(module, false);
     Sha256 s;
     sha256_init(&s);
@@ -595,64 +593,6 @@ static int library_operands(const Pt2GpuKernel *k, const GpuLaunch *l, void *con
     return 0;
 }
 
-/*--- attention entries: PyTorch's kernel, through the registered function ---*/
-
-void pt2GpuSetAttentionKernel(Pt2GpuAttentionFn fn) { atomic_store(&attention_fn, fn); }
-
-/* "attn_<t>_<none|add|bool>[_causal][_zero]_s<f64 bits in hex>" (passes/gpu_attention.c). */
-static bool parse_attention(const char *entry, Pt2GpuAttention *a) {
-    char t[8], mask[8];
-    int n = 0;
-    if (sscanf(entry, "attn_%7[a-z0-9]_%7[a-z]%n", t, mask, &n) != 2) return false;
-    a->dtype = !strcmp(t, "f32") ? PT2_F32 : !strcmp(t, "f16") ? PT2_F16 : !strcmp(t, "bf16") ? PT2_BF16 : PT2_DTYPE_INVALID;
-    a->mask = !strcmp(mask, "none") ? 0 : !strcmp(mask, "add") ? 1 : !strcmp(mask, "bool") ? 2 : -1;
-    const char *p = entry + n;
-    a->causal = !strncmp(p, "_causal", 7);
-    if (a->causal) p += 7;
-    a->zero_masked_rows = !strncmp(p, "_zero", 5);
-    if (a->zero_masked_rows) p += 5;
-    unsigned long long bits;
-    if (a->dtype == PT2_DTYPE_INVALID || a->mask < 0 || sscanf(p, "_s%16llx", &bits) != 1) return false;
-    uint64_t b64 = bits;
-    memcpy(&a->scale, &b64, sizeof a->scale);
-    return true;
-}
-
-static int launch_attention(const GpuLaunch *l, const Pt2GpuOperand *ops, void *stream) {
-    Pt2GpuAttentionFn fn = atomic_load(&attention_fn);
-    Pt2GpuAttention a = {0};
-    if (!parse_attention(l->function, &a) || l->n_args != (a.mask ? 5 : 4)) {
-        pt2_set_error("internal: a malformed attention entry %s with %d operands", l->function, l->n_args);
-        return -1;
-    }
-    if (!fn) {
-        pt2_set_error("the launch plan's attention entry %s runs PyTorch's attention kernel, which only pt2._C registers "
-                      "(a plan made in a process with PyTorch, run without it)", l->function);
-        return -1;
-    }
-    int64_t elem = a.dtype == PT2_F32 ? 4 : 2;
-    a.rank = ops[0].rank;
-    for (int i = 0, j = 0; i < 5; ++i) {
-        if (i == 3 && !a.mask) continue;
-        const Pt2GpuOperand *o = &ops[j++];
-        if (o->rank != a.rank) {
-            pt2_set_error("internal: attention entry %s with operands of ranks %d and %d", l->function, a.rank, o->rank);
-            return -1;
-        }
-        a.data[i] = (char *)o->data + o->offset * (i == 3 && a.mask == 2 ? 1 : elem);
-        memcpy(a.sizes[i], o->sizes, sizeof(int64_t) * (size_t)o->rank);
-        memcpy(a.strides[i], o->strides, sizeof(int64_t) * (size_t)o->rank);
-    }
-    bool capturing = false;
-    if (pt2_cuda_stream_capturing(stream, &capturing) != 0) return -1;
-    char err[512] = "";
-    if (fn(&a, stream, capturing, err, sizeof err) != 0) {
-        pt2_set_error("PyTorch's attention kernel (entry %s): %s", l->function, err[0] ? err : "failed");
-        return -1;
-    }
-    return 0;
-}
-
 /* A library call: its operands, then cuBLAS or cuDNN; *out_done says how
  * much of its fallback the plan may skip.  `folded`: the launches marked
  * "fold" for it ran in this launch of the plan (or it has none). */
@@ -662,7 +602,7 @@ static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const 
     if (library_operands(k, l, device_pointers, workspace, ops) != 0) return -1;
     if (pt2_gpu_plan_is_attention(l)) {
         *out_done = DONE_RESULT;
-        return launch_attention(l, ops, stream);
+        return pt2_gpu_launch_attention(l, ops, stream);
     }
     if (pt2_gpu_plan_is_gemm(l)) {
         bool epilogue_done;
