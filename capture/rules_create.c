@@ -82,6 +82,9 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         memcpy(shape, x->sizes, sizeof(int64_t) * (size_t)r);
     } else {
         Var *size = arg(&b, "size");
+        if (!full && !size_keyword && (!size || ((size->kind == V_TUPLE || size->kind == V_LIST) && size->n_items == 0))) {
+            return trace_break(t, "%s() without a size (eager raises TypeError)", op);
+        }
         if (!size) {
             r = 0;
         } else if (!shape_arg(t, size, shape, &r)) {

@@ -653,6 +653,9 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
 
 /* softmax(q k^T · scale, masked) v, through the fused attention op where it fits */
 static Var *sdpa_scores(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool causal, double scale) {
+    if (mask && mask->kind == V_TENSOR && mask->rank < 2) { /* ATen's sdpa reads the mask's size(-2) */
+        return trace_break(t, "scaled_dot_product_attention with a mask of rank %d (eager raises)", mask->rank);
+    }
     if (sdpa_fits_attention(q, k, v, mask, causal)) return sdpa_attention(t, q, k, v, mask, causal, scale);
     int64_t perm[PT2_MAX_RANK];
     for (int i = 0; i < k->rank; ++i) perm[i] = i;

@@ -130,15 +130,13 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 def bilinear(input1, input2, weight, bias=None):
     """torch.bilinear: y[..., o] = Σ_ij x1[..., i] W[o, i, j] x2[..., j] (+ b[o])."""
+    if not (input1.dtype == input2.dtype == weight.dtype and (bias is None or bias.dtype == weight.dtype)):
+        raise RuntimeError("bilinear(): expected input1, input2, weight and bias of one dtype (eager raises)")
     o, i, j = weight.shape
     lead = input1.shape[:-1]
-    a = input1.reshape(-1, i)
-    b = input2.reshape(-1, j)
-    t = torch.matmul(a, weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
-    y = (t * b.unsqueeze(1)).sum(-1)
-    if bias is not None:
-        y = y + bias
-    return y.reshape(*lead, o)
+    t = torch.matmul(input1.reshape(-1, i), weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
+    y = (t * input2.reshape(-1, j).unsqueeze(1)).sum(-1)
+    return (y if bias is None else y + bias).reshape(*lead, o)
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):

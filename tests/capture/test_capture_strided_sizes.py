@@ -11,7 +11,9 @@ each against eager:
   a wrong result);
 - x.new_ones(size=...) and torch.zeros(size=...) take the size as a keyword;
 - a layer norm's, a linear's, a reduction's strides are known (contiguous, as eager allocates them)
-  even of an operand whose strides pt2 does not model (an einsum's), so .stride() further on works."""
+  even of an operand whose strides pt2 does not model (an einsum's), so .stride() further on works;
+- bad inputs eager rejects: sdpa with a 1-d mask, bilinear of mixed dtypes, torch.ones() and
+  x.new_zeros() without a size (pt2 had returned a result)."""
 import pytest
 import torch
 from eager_check import same as same_result
@@ -157,3 +159,20 @@ def test_strides_known_after_an_unmodelled_op():
 
     with torch.no_grad():
         same(f, torch.randn(2, 6, 4), torch.randn(2, 6, 4), breaks=0)
+
+
+# --- bad inputs that eager rejects (pt2 had returned a result) -----------------------------------
+
+def test_rejected_inputs_raise_as_eager():
+    import torch.nn.functional as F
+
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    w = torch.randn(4, 3, 5)
+    same(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(6, dtype=torch.bool)), q, k, v)
+    same(lambda a, b: F.bilinear(a, b, w), torch.randn(2, 3), torch.randn(2, 5).double())
+    same(lambda x: torch.ones() + x, torch.randn(2))
+    same(lambda x: x.new_zeros() + x, torch.randn(2))
+    # and what they reject is all they reject
+    same(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(5, 6, dtype=torch.bool)), q, k, v, breaks=0)
+    same(lambda a, b: F.bilinear(a, b, w), torch.randn(2, 7, 3), torch.randn(2, 7, 5), breaks=0)
+    same(lambda x: torch.zeros(()) + x, torch.randn(2), breaks=0)
