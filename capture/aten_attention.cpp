@@ -70,8 +70,7 @@ int run(const Pt2GpuAttention *a, void *stream) {
     return 0;
 }
 
-int attention(const Pt2GpuAttention *a, void *stream, int capturing, char *err, size_t err_cap) {
-    (void)capturing; /* the caller routed this thread's allocations into the graph's pool */
+int attention(const Pt2GpuAttention *a, void *stream, char *err, size_t err_cap) {
     try {
         return run(a, stream);
     } catch (const std::exception &e) {

@@ -39,17 +39,10 @@ static Var *h_unary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
  * either side, for arithmetic; torch's otherwise. */
 static PyObject *fold_function(const char *op) {
     static const char *const arith[][2] = {{"add", "add"}, {"sub", "sub"}, {"mul", "mul"}, {"floor_div", "floordiv"}, {"remainder", "mod"}};
-    static PyObject *operator_mod, *torch_mod;
-    const char *name = op, *module = "torch";
     for (size_t i = 0; i < sizeof arith / sizeof arith[0]; ++i) {
-        if (!strcmp(op, arith[i][0])) name = arith[i][1], module = "operator";
+        if (!strcmp(op, arith[i][0])) return python_function("operator", arith[i][1]);
     }
-    PyObject **mod = !strcmp(module, "operator") ? &operator_mod : &torch_mod;
-    if (!*mod) *mod = PyImport_ImportModule(module);
-    PyObject *fn = *mod ? PyObject_GetAttrString(*mod, name) : NULL;
-    PyErr_Clear();
-    Py_XDECREF(fn); /* the module holds it */
-    return fn;
+    return python_function("torch", op);
 }
 
 static Var *h_binary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -121,13 +114,7 @@ static Var *h_div(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     Var *pair[2] = {arg(&b, "input"), arg(&b, "other")}, *folded, *mode = arg(&b, "rounding_mode");
     /* of numbers (torch.div(seq_len, w, rounding_mode="trunc") of sizes): a 0-d tensor known now, which
      * a view's size can read (Var.known) */
-    static PyObject *torch_div;
-    if (!torch_div) {
-        PyObject *torch = PyImport_ImportModule("torch");
-        torch_div = torch ? PyObject_GetAttrString(torch, "div") : NULL;
-        Py_XDECREF(torch);
-        PyErr_Clear();
-    }
+    PyObject *torch_div = python_function("torch", "div");
     PyObject *kw = mode ? Py_BuildValue("{sO}", "rounding_mode", mode->kind == V_CONST && mode->obj ? mode->obj : Py_None) : NULL;
     bool done = torch_div && (!mode || (kw && mode->kind == V_CONST)) && fold_numbers(t, torch_div, pair, 2, kw, &folded);
     Py_XDECREF(kw);

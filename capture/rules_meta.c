@@ -26,9 +26,6 @@ Var *h_size(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     return shape;
 }
 
-/* x.stride() / x.stride(dim): eager's strides where the builder knows them
- * (dialects/strides.c derives them from the inputs'); else a break, since a
- * value inside a graph has no strides of its own that eager would agree on. */
 /* x.item(): a number only of a 0-d tensor the trace computed of numbers
  * (Var.known); any other reads data the graph has not computed yet. */
 Var *h_item(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -45,6 +42,9 @@ Var *h_item(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     return v;
 }
 
+/* x.stride() / x.stride(dim): eager's strides where the builder knows them
+ * (dialects/strides.c derives them from the inputs'); else a break, since a
+ * value inside a graph has no strides of its own that eager would agree on. */
 Var *h_stride(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, dim=None");
     Var *x = arg(&b, "input");

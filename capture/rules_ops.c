@@ -69,14 +69,8 @@ static PyObject *operator_function(const char *op) {
     static const char *const names[][2] = {{"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "truediv"}, {"//", "floordiv"},
                                            {"%", "mod"}, {"**", "pow"}, {"&", "and_"}, {"|", "or_"}, {"^", "xor"},
                                            {"<<", "lshift"}, {">>", "rshift"}};
-    static PyObject *module;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
-        if (strcmp(op, names[i][0]) != 0) continue;
-        if (!module) module = PyImport_ImportModule("operator");
-        PyObject *fn = module ? PyObject_GetAttrString(module, names[i][1]) : NULL;
-        PyErr_Clear();
-        Py_XDECREF(fn); /* the module holds it */
-        return fn;
+        if (!strcmp(op, names[i][0])) return python_function("operator", names[i][1]);
     }
     return NULL;
 }

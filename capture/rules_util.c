@@ -556,6 +556,15 @@ void forget_strides(Trace *t, Var *r, int first_new) {
     pt2GraphSetValueStrides(t->graph, r->value, NULL);
 }
 
+PyObject *python_function(const char *module, const char *name) {
+    PyObject *m = PyImport_ImportModule(module);
+    PyObject *fn = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    Py_XDECREF(fn); /* the module, which sys.modules keeps, holds it */
+    PyErr_Clear();
+    return fn;
+}
+
 static Var *fold_call(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs);
 
 /* Whether v is a number known at trace time or a known 0-d tensor. */

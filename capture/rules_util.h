@@ -129,6 +129,8 @@ Var *known_tensor(Trace *t, PyObject *tensor);
  * (eager does), into *out (NULL: broken); false, *out untouched, when an
  * arg is neither. */
 bool fold_numbers(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs, Var **out);
+/* module.name (borrowed: the module, imported once, holds it), or NULL. */
+PyObject *python_function(const char *module, const char *name);
 /* A Python number constant as a double; false (trace broken) for an int
  * that a double would round (past 2^53), which pt2's float64 scalars and
  * attributes cannot hold. */

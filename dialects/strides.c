@@ -378,28 +378,43 @@ void pt2_preserve_strides(const Pt2TensorType *t, const Pt2Strides *x, Pt2Stride
     if (x->known) pt2StridesPreserved(t->rank, t->sizes, x->s, res->s);
 }
 
+/* Ops whose result eager allocates contiguous: reductions, softmax, cumsum,
+ * layer norm, products (but matmul(2-d or 1-d, batched): a transposed view
+ * of one), index_select, gather, repeat, masked_fill (self.clone(
+ * contiguous_format).masked_fill_()), factories. */
+static bool contiguous_result(const Pt2OpInfo *info, const Pt2TensorType *in) {
+    switch (info->meta) {
+    case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION:
+    case META_INDEX_SELECT: case META_GATHER: case META_REPEAT: case META_CONSTANT: case META_FULL:
+    case META_ARANGE: case META_EYE: case META_TOPK:
+        return true;
+    case META_MATMUL: return !(in[0].rank <= 2 && in[1].rank >= 3);
+    case META_NORM: return info->id == PT2_OP_LAYER_NORM;
+    default: return info->id == PT2_OP_MASKED_FILL;
+    }
+}
+
 void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorType *in, const Pt2Strides *st, int n,
                        const Pt2TensorType *out, int n_out, Pt2Strides *res) {
     for (int r = 0; r < n_out; ++r) res[r].known = false;
     bool all_known = true;
     for (int i = 0; i < n; ++i) all_known = all_known && st[i].known;
     if (n_out < 1) return;
-    /* the ops whose results eager allocates contiguous whatever their operands' strides (a layer norm's,
-     * a linear's, a reduction's) are known even of operands whose strides are not (an einsum's) */
-    bool fresh = info->id == PT2_OP_MASKED_FILL || (info->meta == META_NORM && info->id == PT2_OP_LAYER_NORM) ||
-                 info->meta == META_REDUCE || info->meta == META_ARGREDUCE || info->meta == META_DIM_SAME || info->meta == META_LINEAR ||
-                 info->meta == META_ADDMM || info->meta == META_ATTENTION || info->meta == META_INDEX_SELECT || info->meta == META_GATHER ||
-                 info->meta == META_REPEAT || info->meta == META_CONSTANT || info->meta == META_FULL || info->meta == META_ARANGE ||
-                 info->meta == META_EYE || info->meta == META_TOPK || (info->meta == META_MATMUL && !(in[0].rank <= 2 && in[1].rank >= 3));
-    if (!all_known && !fresh) return;
+    /* results eager allocates contiguous whatever their operands' strides: known even of operands whose
+     * strides are not (an einsum's) */
+    if (contiguous_result(info, in)) {
+        for (int r = 0; r < n_out; ++r) {
+            res[r].known = true;
+            pt2_contiguous_strides(&out[r], res[r].s);
+        }
+        return;
+    }
+    if (!all_known) return;
     const Pt2TensorType *o = &out[0];
     switch (info->meta) {
     case META_UNARY: case META_BROADCAST:
         if (info->id == PT2_OP_CONVERT) {
             pt2_preserve_strides(&in[0], &st[0], &res[0]);
-        } else if (info->id == PT2_OP_MASKED_FILL) { /* self.clone(contiguous_format).masked_fill_() */
-            res[0].known = true;
-            pt2_contiguous_strides(o, res[0].s);
         } else {
             tensor_iterator(in, st, n, o, &res[0]);
         }
@@ -441,27 +456,12 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
         if (info->id == PT2_OP_BATCH_NORM) { /* empty_like(input, input.suggest_memory_format()) */
             res[0].known = true;
             format_strides(suggest_format(&in[0], st[0].s), o, res[0].s);
-        } else if (info->id == PT2_OP_LAYER_NORM) {
-            res[0].known = true;
-            pt2_contiguous_strides(o, res[0].s);
         }
         return;
     case META_SORT: /* sort's meta: values and indices take self's strides where dense, else the dense ones they order */
         for (int r = 0; r < n_out; ++r) pt2_preserve_strides(&in[0], &st[0], &res[r]);
         return;
-    case META_MATMUL:
-        /* matmul(2-d or 1-d, batched) is a transposed view of a product */
-        if (in[0].rank <= 2 && in[1].rank >= 3) return;
-        break;
-    case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION:
-    case META_INDEX_SELECT: case META_GATHER: case META_REPEAT: case META_CONSTANT: case META_FULL:
-    case META_ARANGE: case META_EYE: case META_TOPK:
-        break;
-    default: /* einsum, index, cat, group/rms norm: not modelled */
+    default: /* einsum, index, cat, group/rms norm, matmul(2-d or 1-d, batched): not modelled */
         return;
-    }
-    for (int r = 0; r < n_out; ++r) {
-        res[r].known = true;
-        pt2_contiguous_strides(&out[r], res[r].s);
     }
 }

@@ -302,9 +302,10 @@ PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
  * picks), which libpt2 cannot call itself: pt2._C registers the function
  * that does (capture/aten_attention.cpp).  It gets the entry's parameters,
  * its operands as device pointers (their element offsets applied) with
- * their static layouts [batch..., rows, cols], the stream, and whether
- * that stream is being captured into a CUDA graph; it returns 0, or -1
- * with a message in err.  While none is registered, GPU kernels compile
+ * their static layouts [batch..., rows, cols], and the stream (while a
+ * CUDA graph is captured, pt2's capture stream: capture/cudagraphs.c routes
+ * the caller thread's allocations into the graph's pool); it returns 0, or
+ * -1 with a message in err.  While none is registered, GPU kernels compile
  * without such entries (the attention decomposed), and a cached plan
  * that has them fails its launch with that error. */
 typedef struct Pt2GpuAttention {
@@ -317,7 +318,7 @@ typedef struct Pt2GpuAttention {
     void *data[5];          /* q [.., L, D], k [.., S, D], v [.., S, E], mask [.., L, S] (NULL: none), out [.., L, E] */
     int64_t sizes[5][4], strides[5][4]; /* in elements; a mask's are 0 where it broadcasts */
 } Pt2GpuAttention;
-typedef int (*Pt2GpuAttentionFn)(const Pt2GpuAttention *a, void *stream, int capturing, char *err, size_t err_cap);
+typedef int (*Pt2GpuAttentionFn)(const Pt2GpuAttention *a, void *stream, char *err, size_t err_cap);
 PT2_EXPORT void pt2GpuSetAttentionKernel(Pt2GpuAttentionFn fn);
 /* Whether the plan has attention entries (a CUDA graph's capture must then
  * let PyTorch's allocator serve them from a pool of the graph's). */

@@ -4,12 +4,14 @@
  * (passes/gpu_attention.c) runs PyTorch's at::scaled_dot_product_attention,
  * which libpt2 cannot call itself: pt2._C registers the function that does
  * (pt2GpuSetAttentionKernel; capture/aten_attention.cpp).  Here the entry is
- * read back into a Pt2GpuAttention (include/pt2.h), its operands' element
- * offsets applied, and handed over with the stream and whether that stream
- * is being captured into a CUDA graph.  docs/gpu.md, "Attention".
+ * read back into a Pt2GpuAttention (include/pt2.h) at its first launch, with
+ * its operands' static layouts; each launch sets the data pointers (element
+ * offsets applied) and hands it over with the stream.  docs/gpu.md,
+ * "Attention".
  *===----------------------------------------------------------------------===*/
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../dialects/catalog.h"
@@ -41,35 +43,48 @@ static bool parse_attention(const char *entry, Pt2GpuAttention *a) {
     return true;
 }
 
-int pt2_gpu_launch_attention(const GpuLaunch *l, const Pt2GpuOperand *ops, void *stream) {
-    Pt2GpuAttentionFn fn = atomic_load(&attention_fn);
-    Pt2GpuAttention a = {0};
-    if (!parse_attention(l->function, &a) || l->n_args != (a.mask ? 5 : 4)) {
-        pt2_set_error("internal: a malformed attention entry %s with %d operands", l->function, l->n_args);
-        return -1;
+/* The entry's parameters and its operands' static layouts, read from the
+ * plan once (NULL, with the error set, for a malformed entry). */
+static Pt2GpuAttention *make_entry(const GpuLaunch *l, const Pt2GpuOperand *ops) {
+    Pt2GpuAttention *a = calloc(1, sizeof *a);
+    if (!a) {
+        pt2_set_error("out of memory");
+        return NULL;
     }
+    bool ok = parse_attention(l->function, a) && l->n_args == (a->mask ? 5 : 4);
+    a->rank = ops[0].rank;
+    for (int i = 0, j = 0; i < 5 && ok; ++i) {
+        if (i == 3 && !a->mask) continue;
+        const Pt2GpuOperand *o = &ops[j++];
+        ok = o->rank == a->rank;
+        memcpy(a->sizes[i], o->sizes, sizeof(int64_t) * (size_t)o->rank);
+        memcpy(a->strides[i], o->strides, sizeof(int64_t) * (size_t)o->rank);
+    }
+    if (!ok) {
+        pt2_set_error("internal: a malformed attention entry %s with %d operands", l->function, l->n_args);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+int pt2_gpu_launch_attention(GpuLaunch *l, const Pt2GpuOperand *ops, void *stream) {
+    Pt2GpuAttentionFn fn = atomic_load(&attention_fn);
     if (!fn) {
         pt2_set_error("the launch plan's attention entry %s runs PyTorch's attention kernel, which only pt2._C registers "
                       "(a plan made in a process with PyTorch, run without it)", l->function);
         return -1;
     }
-    int64_t elem = a.dtype == PT2_F32 ? 4 : 2;
-    a.rank = ops[0].rank;
+    if (!l->attention && !(l->attention = make_entry(l, ops))) return -1;
+    Pt2GpuAttention *a = l->attention;
+    int64_t elem = a->dtype == PT2_F32 ? 4 : 2;
     for (int i = 0, j = 0; i < 5; ++i) {
-        if (i == 3 && !a.mask) continue;
+        if (i == 3 && !a->mask) continue;
         const Pt2GpuOperand *o = &ops[j++];
-        if (o->rank != a.rank) {
-            pt2_set_error("internal: attention entry %s with operands of ranks %d and %d", l->function, a.rank, o->rank);
-            return -1;
-        }
-        a.data[i] = (char *)o->data + o->offset * (i == 3 && a.mask == 2 ? 1 : elem);
-        memcpy(a.sizes[i], o->sizes, sizeof(int64_t) * (size_t)o->rank);
-        memcpy(a.strides[i], o->strides, sizeof(int64_t) * (size_t)o->rank);
+        a->data[i] = (char *)o->data + o->offset * (i == 3 && a->mask == 2 ? 1 : elem);
     }
-    bool capturing = false;
-    if (pt2_cuda_stream_capturing(stream, &capturing) != 0) return -1;
     char err[512] = "";
-    if (fn(&a, stream, capturing, err, sizeof err) != 0) {
+    if (fn(a, stream, err, sizeof err) != 0) {
         pt2_set_error("PyTorch's attention kernel (entry %s): %s", l->function, err[0] ? err : "failed");
         return -1;
     }

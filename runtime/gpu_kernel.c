@@ -275,6 +275,7 @@ void pt2GpuKernelDestroy(Pt2GpuKernel *k) {
     for (int i = 0; k->plan.launches && i < k->plan.n_launches; ++i) {
         pt2_cublas_gemm_free(k->plan.launches[i].gemm);
         pt2_cudnn_conv_free(k->plan.launches[i].conv);
+        free(k->plan.launches[i].attention);
     }
     pt2_gpu_plan_free(&k->plan);
     free(k->plan_text);

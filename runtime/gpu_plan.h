@@ -51,6 +51,7 @@ typedef struct GpuLaunch {
     Pt2CuFunction *loaded;
     Pt2Gemm *gemm;   /* a cuBLAS entry's state (runtime/cublas.c) */
     Pt2Conv *conv;   /* a cuDNN entry's state (runtime/cudnn.c) */
+    Pt2GpuAttention *attention; /* an attention entry's parameters (runtime/gpu_attention.c) */
 } GpuLaunch;
 
 typedef struct GpuConstant {
