@@ -70,6 +70,7 @@ MlirPass pt2_create_reorder_loops_pass(void);
 MlirPass pt2_create_plan_memory_pass(void);
 MlirPass pt2_create_elide_output_copies_pass(void);
 MlirPass pt2_create_fuse_pass(void);
+MlirPass pt2_create_inline_loads_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
 MlirPass pt2_create_channels_last_pass(void);
@@ -165,6 +166,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-reorder-loops", "Permute each linalg.generic's loops by stride votes: contiguous innermost, parallel outermost",
      pt2_create_reorder_loops_pass},
     {"pt2-fuse", "Inductor's scored fusion scheduler on linalg: vertical and horizontal fusion, greedy by score", pt2_create_fuse_pass},
+    {"pt2-inline-loads", "Cheap producers read through tensor.extract (pads, slices, gathers, through reshapes) evaluated where "
+     "they are read", pt2_create_inline_loads_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
     {"pt2-elide-output-copies", "A temporary copied into an out-parameter at its last use becomes that out-parameter",
@@ -313,6 +316,8 @@ const char *pt2CpuPipelineText(const char *disable) {
      * reductions (the paper's fusion) */
     bool inline_ = !pt2_disabled(disable, "inline");
     bool scheduler = inline_ && !pt2_disabled(disable, "scheduler");
+    /* producers read through tensor.extract evaluated where they are read (passes/inline_loads.c) */
+    bool loads = inline_ && !pt2_disabled(disable, "inline-loads");
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
@@ -333,7 +338,7 @@ const char *pt2CpuPipelineText(const char *disable) {
     /* the fused attention is a libpt2rt call: without the calls it decomposes */
     const char *decompose = blas && !pt2_disabled(disable, "attention") ? "pt2-decompose-keep-attention" : "pt2-decompose";
     snprintf(text, sizeof text,
-             "pt2-mark-entry,%s%s,%spt2-lower-non-contractions,canonicalize,%s%s%s"
+             "pt2-mark-entry,%s%s,%spt2-lower-non-contractions,canonicalize,%s%s%s%s"
              "pt2-lower-contractions,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
@@ -344,7 +349,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
-             online, decompose, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
+             online, decompose, welford, loads ? "pt2-inline-loads," : "", scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
@@ -409,7 +414,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
     snprintf(text, sizeof text,
-             "%s,pt2-lower-non-contractions-%s,canonicalize,%s%spt2-lower-contractions,canonicalize,%s"
+             "%s,pt2-lower-non-contractions-%s,canonicalize,%s%s%spt2-lower-contractions,canonicalize,%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
              "convert-bufferization-to-memref,%s%s%sfunc.func(convert-linalg-to-parallel-loops),%s,%s"
@@ -424,6 +429,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
              attention ? "pt2-decompose-keep-attention-gpu" : "pt2-decompose", checks ? "device-checks" : "unchecked",
+             inline_ && !pt2_disabled(disable, "inline-loads") ? "pt2-inline-loads," : "",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "", repeats ? "pt2-outline-repeats-gpu," : "",
              repeats ? "pt2-elide-output-copies," : "", pt2_disabled(disable, "blas") ? "" : attention ? "pt2-gpu-extern-gemm,pt2-gpu-extern-attention," : "pt2-gpu-extern-gemm,",

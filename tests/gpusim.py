@@ -320,11 +320,15 @@ class Simulator:
         mod = Parser(text).parse_op()
         funcs = [op for op in mod.regions[0][0].ops if op.name == "func.func"]
         self.globals = {}
+        self.constants = {}
         for op in mod.regions[0][0].ops:
             if op.name == "memref.global":
                 name = re.search(r'sym_name = "([^"]+)"', op.attrs).group(1)
                 ty = re.search(r"type = (memref<.*?>)(?:,\s*\w+\s*=|$)", op.attrs + ",x=").group(1)
                 self.globals[name] = MemRefType(ty)
+                init = re.search(r"initial_value = dense<([^>]*)>", op.attrs)
+                if init and "constant" in op.attrs:  # the host's read-only constants (index tables)
+                    self.constants[name] = init.group(1)
         funcs = [f for f in funcs if f.regions and f.regions[0] and f.regions[0][0].ops]  # not declarations
         if not funcs:
             raise SimError("no function")
@@ -378,6 +382,20 @@ class Simulator:
             pass
         elif n == "memref.dealloc":
             pass
+        elif n == "memref.get_global":
+            name = re.search(r"name = @([\w.]+)", op.attrs).group(1)
+            if name not in self.constants:
+                raise SimError(f"host global @{name} has no constant value")
+            t = self.globals[name]
+            text = self.constants[name]
+            if text.startswith('"'):
+                raise SimError(f"host global @{name}: hex constants are not simulated")
+            vals = [v for v in re.sub(r"[\[\]]", " ", text).replace(",", " ").split()]
+            conv = float if t.elem[0] in "fb" else int
+            a = np.array([conv(v) if v not in ("true", "false") else v == "true" for v in vals])
+            buf = Buffer(t.size, t.elem)
+            buf.data[:] = _cast(a if a.size == t.size else np.full(t.size, a[0]), t.elem)
+            env[op.results[0]] = MemRef(buf, t)
         else:
             raise SimError(f"host op {n} is not simulated")
 

@@ -1,0 +1,116 @@
+// RUN: pt2-opt %s --split-input-file --pass-pipeline="builtin.module(pt2-lower-non-contractions,canonicalize,pt2-inline-loads,canonicalize,cse)" | FileCheck %s
+// pt2-inline-loads (passes/inline_loads.c): a cheap producer read through
+// tensor.extract is evaluated where it is read, through reshapes.
+
+// Longformer's pattern: a pad viewed across the padded dim (no elementwise
+// map), sliced, and gathered by constant positions (the form of a slice
+// assignment).  One generic is left: it reads x itself, the reshape's
+// regrouped dims [4, 4] -> [2, 8] as a flat index split by 4 (d0 kept), the
+// pad's bounds checked on the split index; the constant positions need no
+// index check.
+// CHECK-LABEL: func.func @pad_viewed_across
+// CHECK-COUNT-1: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: %[[D0:.*]] = linalg.index 0 : index
+// CHECK: %[[D1:.*]] = linalg.index 1 : index
+// CHECK: %[[M:.*]] = arith.muli %[[D1]], %c8
+// CHECK: %[[F:.*]] = arith.addi %[[M]], %{{.*}}
+// CHECK: %[[C:.*]] = arith.remui %[[F]], %c4
+// CHECK: %[[R:.*]] = arith.divui %[[F]], %c4
+// CHECK: arith.cmpi slt, %[[R]], %c3
+// CHECK: tensor.extract %arg0[%[[D0]], %{{.*}}, %[[C]]] : tensor<2x3x4xf32>
+// CHECK-NOT: scf.if
+// CHECK: arith.select
+// CHECK: tensor.collapse_shape
+func.func @pad_viewed_across(%x: tensor<2x3x4xf32>) -> tensor<4x4xf32> {
+  %p = "pt2.pad"(%x) {pads = array<i64: 0, 0, 0, 1>, value = 0.0 : f64} : (tensor<2x3x4xf32>) -> tensor<2x4x4xf32>
+  %r = "pt2.reshape"(%p) {shape = array<i64: 2, 2, 8>} : (tensor<2x4x4xf32>) -> tensor<2x2x8xf32>
+  %s = "pt2.slice"(%r) {dim = 2 : i64, start = 0 : i64, end = 5 : i64, step = 1 : i64} : (tensor<2x2x8xf32>) -> tensor<2x2x5xf32>
+  %i = "pt2.constant"() {value = dense<[0, 1, 1, 4]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %g = "pt2.index_select"(%s, %i) {dim = 2 : i64} : (tensor<2x2x5xf32>, tensor<4xi64>) -> tensor<2x2x4xf32>
+  %o = "pt2.reshape"(%g) {shape = array<i64: 4, 4>} : (tensor<2x2x4xf32>) -> tensor<4x4xf32>
+  return %o : tensor<4x4xf32>
+}
+
+// -----
+
+// A gather by a run-time index keeps its check (scf.if): it is not inlined
+// into the pad that reads it, so that eager's index error does not depend on
+// which elements the pad reads.
+// CHECK-LABEL: func.func @checked_gather_stays
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: scf.if
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[G]]
+func.func @checked_gather_stays(%x: tensor<5x6xf32>, %i: tensor<3xi64>) -> tensor<5x8xf32> {
+  %g = "pt2.index_select"(%x, %i) {dim = 1 : i64} : (tensor<5x6xf32>, tensor<3xi64>) -> tensor<5x3xf32>
+  %p = "pt2.pad"(%g) {pads = array<i64: 2, 3>, value = 1.0 : f64} : (tensor<5x3xf32>) -> tensor<5x8xf32>
+  return %p : tensor<5x8xf32>
+}
+
+// -----
+
+// A producer that computes (exp) is evaluated in an all-parallel reader, its
+// input read at the coordinates the reader asks for...
+// CHECK-LABEL: func.func @computing_into_parallel
+// CHECK-COUNT-1: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: %[[J:.*]] = arith.subi %c7, %{{.*}} : index
+// CHECK: %[[V:.*]] = tensor.extract %arg0[%{{.*}}, %[[J]]] : tensor<8x8xf32>
+// CHECK: math.exp %[[V]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @computing_into_parallel(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %p = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = math.exp %i : f32
+    linalg.yield %m : f32
+  } -> tensor<8x8xf32>
+  %r = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<8x8xf32>) {
+  ^bb0(%o: f32):
+    %i0 = linalg.index 0 : index
+    %i1 = linalg.index 1 : index
+    %c7 = arith.constant 7 : index
+    %j = arith.subi %c7, %i1 : index
+    %v = tensor.extract %p[%i0, %j] : tensor<8x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+// ... but not in a reduction, which may read an element many times (a
+// pooling window).
+// CHECK-LABEL: func.func @computing_into_reduction
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: math.exp
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[P]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+func.func @computing_into_reduction(%x: tensor<8x8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %p = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = math.exp %i : f32
+    linalg.yield %m : f32
+  } -> tensor<8x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e1 : tensor<8xf32>) -> tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x8xf32>) outs(%f : tensor<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %i0 = linalg.index 0 : index
+    %i1 = linalg.index 1 : index
+    %c7 = arith.constant 7 : index
+    %j = arith.subi %c7, %i1 : index
+    %v = tensor.extract %p[%i0, %j] : tensor<8x8xf32>
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
