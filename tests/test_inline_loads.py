@@ -1,6 +1,7 @@
-"""pt2-inline-loads (passes/inline_loads.c): producers read through tensor.extract (pads, slices, gathers,
-reshapes across them) evaluated where they are read.  Each case compiles a function on the CPU against
-eager, with odd sizes, every dtype the ops take and non-contiguous inputs; then the captured graph runs
+"""pt2-inline-loads (passes/inline_loads.c, the GPU pipeline's): producers read through tensor.extract
+(pads, slices, gathers, reshapes across them) evaluated where they are read.  Each case is a chain of
+such views: compiled on the CPU against eager (the capture and the CPU pipeline, which leaves the pass
+out), with odd sizes, every dtype the ops take and non-contiguous inputs; then the captured graph
 through the GPU pipeline on tests/gpusim.py's simulated GPU (with and without the pass) against eager,
 the chain one kernel with it."""
 import os
