@@ -21,14 +21,15 @@
  *
  * What is recomputed is bounded: a producer holds at most CHEAP_OPS
  * computing ops (index math, compares and selects of data movement are
- * free); one that computes anything (not only moves data) is not inlined
- * into a reduction, which may read an element many times (a pooling
- * window); a body does not grow past MAX_READS reads of memory (Inductor's
+ * free); only an all-parallel reader takes producers (a reduction may read
+ * an element many times: a pooling window, each pass of a row kernel); a
+ * body does not grow past MAX_READS reads of memory (Inductor's
  * realize_acc_reads_threshold: without it the slice of a network's output
  * inlined twelve layers of residual adds, 145 reads an element) nor past
- * MAX_BODY_OPS ops.  Producers with side
- * effects (index checks) stay: an index error eager raises must not depend
- * on which elements a reader happens to read.
+ * MAX_BODY_OPS ops.  Producers with side effects (index checks) stay: an
+ * index error eager raises must not depend on which elements a reader
+ * happens to read.  The GPU pipeline runs this pass; on the CPU it measured
+ * slower on models (docs/passes.md).
  *===----------------------------------------------------------------------===*/
 #include "ir.h"
 
@@ -67,29 +68,33 @@ static bool moves_data(MlirOperation op) {
     return mlirTypeIsAIndex(t) || (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 1);
 }
 
-/* Whether every coordinate an affine expression divides is non-negative
- * (the coordinates are): then floordiv and mod are unsigned divisions. */
-static bool divides_non_negative(MlirAffineExpr e) {
+/* Whether an affine expression of coordinates (which are non-negative) is
+ * non-negative: sums and products of such terms, and their quotients and
+ * remainders by positive constants. */
+static bool non_negative(MlirAffineExpr e) {
     if (mlirAffineExprIsAConstant(e)) return mlirAffineConstantExprGetValue(e) >= 0;
     if (mlirAffineExprIsADim(e)) return true;
     if (!mlirAffineExprIsABinary(e)) return false;
     MlirAffineExpr l = mlirAffineBinaryOpExprGetLHS(e), r = mlirAffineBinaryOpExprGetRHS(e);
-    if (mlirAffineExprIsAAdd(e) || mlirAffineExprIsAMul(e)) {
-        return divides_non_negative(l) && divides_non_negative(r);
-    }
-    return mlirAffineExprIsAConstant(r) && mlirAffineConstantExprGetValue(r) > 0 && divides_non_negative(l);
+    if (mlirAffineExprIsAAdd(e) || mlirAffineExprIsAMul(e)) return non_negative(l) && non_negative(r);
+    return mlirAffineExprIsAConstant(r) && mlirAffineConstantExprGetValue(r) > 0 && non_negative(l);
 }
 
-/* Whether an affine map's results can be built from coordinates: sums and
- * products of dims and constants, and divisions of non-negative terms. */
+/* Whether build_affine can build e: dims and constants, sums and products,
+ * and divisions (floordiv, mod, ceildiv) of non-negative terms by positive
+ * constants, which are then unsigned divisions. */
+static bool affine_buildable(MlirAffineExpr e) {
+    if (mlirAffineExprIsAConstant(e) || mlirAffineExprIsADim(e)) return true;
+    if (!mlirAffineExprIsABinary(e)) return false; /* a symbol */
+    MlirAffineExpr l = mlirAffineBinaryOpExprGetLHS(e), r = mlirAffineBinaryOpExprGetRHS(e);
+    if (mlirAffineExprIsAAdd(e) || mlirAffineExprIsAMul(e)) return affine_buildable(l) && affine_buildable(r);
+    return mlirAffineExprIsAConstant(r) && mlirAffineConstantExprGetValue(r) > 0 && non_negative(l) && affine_buildable(l);
+}
+
 static bool map_buildable(MlirAffineMap map) {
     if (mlirAffineMapGetNumSymbols(map) != 0) return false;
     for (intptr_t k = 0; k < mlirAffineMapGetNumResults(map); ++k) {
-        MlirAffineExpr e = mlirAffineMapGetResult(map, k);
-        if (mlirAffineExprIsASymbol(e)) return false;
-        if (mlirAffineExprIsAFloorDiv(e) || mlirAffineExprIsAMod(e) || mlirAffineExprIsACeilDiv(e)) {
-            if (!divides_non_negative(e)) return false;
-        }
+        if (!affine_buildable(mlirAffineMapGetResult(map, k))) return false;
     }
     return true;
 }

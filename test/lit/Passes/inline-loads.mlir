@@ -114,3 +114,46 @@ func.func @computing_into_reduction(%x: tensor<8x8xf32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+// A producer whose input map divides: inlined as an unsigned division where
+// the divided term is non-negative (d1 + 3, read at d1 = 7 - j: 10 - j once
+// folded), kept where it may be negative (d1 - 1, whose floor division is no
+// unsigned one).
+// CHECK-LABEL: func.func @divided_maps
+// CHECK: %[[KEPT:.*]] = linalg.generic
+// CHECK-NOT: arith.divui
+// CHECK: linalg.generic
+// CHECK: %[[S:.*]] = arith.subi %c10, %{{.*}} : index
+// CHECK: %[[Q:.*]] = arith.divui %[[S]], %c2
+// CHECK: tensor.extract %arg0[%{{.*}}, %[[Q]]] : tensor<4x6xf32>
+// CHECK: tensor.extract %[[KEPT]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#up = affine_map<(d0, d1) -> (d0, (d1 + 3) floordiv 2)>
+#down = affine_map<(d0, d1) -> (d0, (d1 - 1) floordiv 2 + 1)>
+func.func @divided_maps(%x: tensor<4x6xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %kept = linalg.generic {indexing_maps = [#down, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x6xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    linalg.yield %i : f32
+  } -> tensor<4x8xf32>
+  %inl = linalg.generic {indexing_maps = [#up, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x6xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    linalg.yield %i : f32
+  } -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<4x8xf32>) {
+  ^bb0(%o: f32):
+    %i0 = linalg.index 0 : index
+    %i1 = linalg.index 1 : index
+    %c7 = arith.constant 7 : index
+    %j = arith.subi %c7, %i1 : index
+    %a = tensor.extract %inl[%i0, %j] : tensor<4x8xf32>
+    %b = tensor.extract %kept[%i0, %j] : tensor<4x8xf32>
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
