@@ -317,7 +317,8 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool inline_ = !pt2_disabled(disable, "inline");
     bool scheduler = inline_ && !pt2_disabled(disable, "scheduler");
     /* pt2-inline-loads is the GPU pipeline's: on the CPU it made HF Longformer 1.10x -> 0.56x of eager
-     * and resnet50 1.36x -> 1.26x (2 threads, docs/passes.md) */
+     * and resnet50 1.36x -> 1.26x (2 threads): nests reading through computed indices are ones
+     * affine-parallelize cannot prove parallel, and run on one thread (docs/passes.md) */
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
