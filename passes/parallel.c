@@ -219,8 +219,98 @@ static bool marked_for(MlirOperation op) {
            !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref(PARALLEL_MARK)));
 }
 
-static int run_mark_parallel(MlirOperation root, void *user) {
-    (void)user;
+/*--- Nests that read through computed indices ---------------------------------*
+ * affine-parallelize proves nothing about a nest holding a memref.load at
+ * computed indices (a gather, a pad, a slice's prefix, cat: tensor.extract
+ * after bufferization), so such nests ran on one thread.  Their outermost
+ * loop is parallel when every store in the nest writes at an index that is
+ * the loop's induction variable (iterations write distinct elements: the
+ * views between a store and its buffer are reshapes and windows, injective)
+ * and no load reads a buffer the nest writes; the other ops are arithmetic,
+ * loops, branches, views and the index checks' calls, which may run on any
+ * thread (runtime/rt/run.c). */
+
+enum { MAX_NEST_BUFFERS = 64 };
+
+static MlirBlock body_of(MlirOperation loop);
+
+typedef struct NestScan {
+    MlirValue iv;
+    bool ok;
+    int n_stored, n_loaded;
+    MlirValue stored[MAX_NEST_BUFFERS], loaded[MAX_NEST_BUFFERS];
+} NestScan;
+
+static bool injective_view(MlirValue v, MlirValue *base) {
+    while (mlirValueIsAOpResult(v)) {
+        MlirOperation def = mlirOpResultGetOwner(v);
+        if (op_is(def, "memref.alloc") || op_is(def, "memref.alloca")) break;
+        if (!op_is(def, "memref.subview") && !op_is(def, "memref.collapse_shape") && !op_is(def, "memref.expand_shape") &&
+            !op_is(def, "memref.cast")) {
+            return false; /* a reinterpret_cast may overlap elements (as_strided) */
+        }
+        v = mlirOperationGetOperand(def, 0);
+    }
+    *base = v;
+    return true;
+}
+
+static bool allowed_in_nest(MlirOperation op) {
+    static const char *prefixes[] = {"arith.", "math.", "scf.", "index.", "ub."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; ++i) {
+        if (op_name_starts(op, prefixes[i])) return true;
+    }
+    return op_is(op, "cf.assert") || op_is(op, "memref.subview") || op_is(op, "memref.collapse_shape") ||
+           op_is(op, "memref.expand_shape") || op_is(op, "memref.cast") || op_is(op, "memref.get_global") ||
+           op_is(op, "memref.reinterpret_cast") || op_is(op, "memref.extract_strided_metadata");
+}
+
+static MlirWalkResult scan_nest(MlirOperation op, void *user) {
+    NestScan *n = user;
+    if (op_is(op, "memref.store")) {
+        bool at_iv = false;
+        for (intptr_t k = 2; k < mlirOperationGetNumOperands(op); ++k) at_iv |= mlirValueEqual(mlirOperationGetOperand(op, k), n->iv);
+        MlirValue base;
+        if (!at_iv || !injective_view(mlirOperationGetOperand(op, 1), &base) || n->n_stored == MAX_NEST_BUFFERS) {
+            n->ok = false;
+        } else {
+            n->stored[n->n_stored++] = base;
+        }
+    } else if (op_is(op, "memref.load")) {
+        if (n->n_loaded == MAX_NEST_BUFFERS) {
+            n->ok = false;
+        } else {
+            n->loaded[n->n_loaded++] = memref_base(mlirOperationGetOperand(op, 0));
+        }
+    } else if (!(op_is(op, "func.call") && is_index_error_call(op)) && !allowed_in_nest(op)) {
+        n->ok = false;
+    }
+    return n->ok ? MlirWalkResultAdvance : MlirWalkResultInterrupt;
+}
+
+static bool nest_parallel(MlirOperation loop) {
+    if (!op_is(loop, "scf.for") || mlirOperationGetNumResults(loop) != 0) return false;
+    NestScan n = {.iv = mlirBlockGetArgument(body_of(loop), 0), .ok = true};
+    for (MlirOperation op = mlirBlockGetFirstOperation(body_of(loop)); !mlirOperationIsNull(op) && n.ok;
+         op = mlirOperationGetNextInBlock(op)) {
+        mlirOperationWalk(op, scan_nest, &n, MlirWalkPreOrder);
+    }
+    for (int i = 0; n.ok && i < n.n_loaded; ++i) {
+        for (int j = 0; n.ok && j < n.n_stored; ++j) n.ok = !mlirValueEqual(n.loaded[i], n.stored[j]);
+    }
+    return n.ok && n.n_stored > 0;
+}
+
+static MlirOperation parallelize(MlirOperation for_op);
+
+static int mark_parallel(MlirOperation root, bool gathers) {
+    /* the top-level nests left sequential, first */
+    OpList fors = collect_ops_with_prefix(root, "scf.for");
+    for (int i = 0; gathers && i < fors.n; ++i) {
+        MlirOperation parent = mlirOperationGetParentOperation(fors.ops[i]);
+        if (op_is(parent, "func.func") && nest_parallel(fors.ops[i])) parallelize(fors.ops[i]);
+    }
+    oplist_free(&fors);
     OpList loops = collect_ops_with_prefix(root, "scf.parallel");
     for (int i = 0; i < loops.n; ++i) {
         if (!plain_parallel(loops.ops[i]) || !inside_parallel(loops.ops[i])) continue;
@@ -229,6 +319,16 @@ static int run_mark_parallel(MlirOperation root, void *user) {
     }
     oplist_free(&loops);
     return 0;
+}
+
+static int run_mark_parallel(MlirOperation root, void *user) {
+    (void)user;
+    return mark_parallel(root, true);
+}
+
+static int run_mark_parallel_affine(MlirOperation root, void *user) {
+    (void)user;
+    return mark_parallel(root, false);
 }
 
 static MlirWalkResult find_for(MlirOperation op, void *user) {
@@ -510,12 +610,20 @@ static int run_widen_parallel(MlirOperation root, void *user) {
 }
 
 static _Alignas(8) const char mark_parallel_type_id;
+static _Alignas(8) const char mark_parallel_affine_type_id;
 static _Alignas(8) const char widen_parallel_type_id;
 
 MlirPass pt2_create_mark_parallel_loops_pass(void) {
     return make_external_pass("pt2-mark-parallel-loops",
+                              "Top-level nests that read through computed indices made parallel where provably so; "
                               "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
                               "builtin.module", run_mark_parallel, &mark_parallel_type_id);
+}
+
+MlirPass pt2_create_mark_parallel_loops_affine_pass(void) {
+    return make_external_pass("pt2-mark-parallel-loops-affine",
+                              "pt2-mark-parallel-loops with only affine-parallelize's loops (PT2_DISABLE=parallel-gathers)",
+                              "builtin.module", run_mark_parallel_affine, &mark_parallel_affine_type_id);
 }
 
 MlirPass pt2_create_widen_parallel_loops_pass(void) {

@@ -29,6 +29,7 @@ MlirPass pt2_create_verify_pass(void);
 MlirPass pt2_create_mark_entry_pass(void);
 MlirPass pt2_create_serialize_small_loops_pass(void);
 MlirPass pt2_create_mark_parallel_loops_pass(void);
+MlirPass pt2_create_mark_parallel_loops_affine_pass(void);
 MlirPass pt2_create_widen_parallel_loops_pass(void);
 MlirPass pt2_create_flatten_inner_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
@@ -175,6 +176,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-mark-parallel-loops",
      "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
      pt2_create_mark_parallel_loops_pass},
+    {"pt2-mark-parallel-loops-affine", "pt2-mark-parallel-loops with only affine-parallelize's loops (PT2_DISABLE=parallel-gathers)",
+     pt2_create_mark_parallel_loops_affine_pass},
     {"pt2-widen-parallel-loops", "Merge a small top-level scf.parallel with the marked parallel loop it holds",
      pt2_create_widen_parallel_loops_pass},
     {"pt2-flatten-inner-loops", "Merge the two innermost loops of a nest over buffers contiguous across both",
@@ -352,7 +355,7 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
              online, decompose, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
-             parallel ? ",affine-parallelize" : "", parallel ? "pt2-mark-parallel-loops," : "",
+             parallel ? ",affine-parallelize" : "", !parallel ? "" : pt2_disabled(disable, "parallel-gathers") ? "pt2-mark-parallel-loops-affine," : "pt2-mark-parallel-loops,",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"
                                 : "pt2-split-reductions,pt2-widen-parallel-loops,")
                       : "",

@@ -40,9 +40,60 @@ func.func @nested(%x: memref<2x3x5xf32>, %y: memref<2x3x5xf32>) {
   scf.for %n = %c0 to %c2 step %c1 {
     scf.parallel (%c) = (%c0) to (%c3) step (%c1) {
       %v = memref.load %x[%n, %c, %c0] : memref<2x3x5xf32>
-      memref.store %v, %y[%n, %c, %c0] : memref<2x3x5xf32>
+      memref.store %v, %y[%c0, %c, %c0] : memref<2x3x5xf32>
       scf.reduce
     }
+  }
+  return
+}
+
+// -----
+
+// A nest affine-parallelize left sequential because it reads through
+// computed indices (a gather): every store writes at the loop's induction
+// variable and no load reads what the nest writes, so its outermost loop
+// becomes parallel.  A nest that stores where it does not index by the
+// loop, or reads the buffer it writes, stays.
+// MARK-LABEL: func.func @gathers
+// MARK: scf.parallel (%[[I:.*]]) = (%c0) to (%c8) step (%c1) {
+// MARK: %[[J:.*]] = arith.index_cast
+// MARK: scf.for %[[K:.*]] = %c0 to %c5 step %c1 {
+// MARK: memref.load %arg1[%[[J]], %[[K]]]
+// MARK: memref.store %{{.*}}, %arg2[%[[I]], %[[K]]]
+// MARK: scf.reduce
+// MARK: scf.for %{{.*}} = %c0 to %c8
+// MARK-NOT: scf.parallel
+// MARK: scf.for %{{.*}} = %c0 to %c8
+// MARK-NOT: scf.parallel
+// MARK: return
+func.func @gathers(%idx: memref<8xi64>, %w: memref<10x5xf32>, %out: memref<8x5xf32>, %acc: memref<5xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %t = memref.load %idx[%i] : memref<8xi64>
+    %j = arith.index_cast %t : i64 to index
+    scf.for %k = %c0 to %c5 step %c1 {
+      %v = memref.load %w[%j, %k] : memref<10x5xf32>
+      memref.store %v, %out[%i, %k] : memref<8x5xf32>
+    }
+  }
+  // a sum over i: every iteration writes acc[k]
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %k = %c0 to %c5 step %c1 {
+      %v = memref.load %out[%i, %k] : memref<8x5xf32>
+      %a = memref.load %acc[%k] : memref<5xf32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %acc[%k] : memref<5xf32>
+    }
+  }
+  // a shift in place: reads what another iteration writes
+  scf.for %i = %c0 to %c8 step %c1 {
+    %t = memref.load %idx[%i] : memref<8xi64>
+    %j = arith.index_cast %t : i64 to index
+    %v = memref.load %out[%j, %c0] : memref<8x5xf32>
+    memref.store %v, %out[%i, %c0] : memref<8x5xf32>
   }
   return
 }
