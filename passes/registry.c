@@ -174,7 +174,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-elide-output-copies", "A temporary copied into an out-parameter at its last use becomes that out-parameter",
      pt2_create_elide_output_copies_pass},
     {"pt2-mark-parallel-loops",
-     "scf.parallel loops inside another become scf.for marked pt2.parallel (one OpenMP level)",
+     "Top-level nests that read through computed indices made parallel where provably so; scf.parallel loops inside "
+     "another become scf.for marked pt2.parallel (one OpenMP level)",
      pt2_create_mark_parallel_loops_pass},
     {"pt2-mark-parallel-loops-affine", "pt2-mark-parallel-loops with only affine-parallelize's loops (PT2_DISABLE=parallel-gathers)",
      pt2_create_mark_parallel_loops_affine_pass},
@@ -320,8 +321,8 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool inline_ = !pt2_disabled(disable, "inline");
     bool scheduler = inline_ && !pt2_disabled(disable, "scheduler");
     /* pt2-inline-loads is the GPU pipeline's: on the CPU it made HF Longformer 1.10x -> 0.56x of eager
-     * and resnet50 1.36x -> 1.26x (2 threads): nests reading through computed indices are ones
-     * affine-parallelize cannot prove parallel, and run on one thread (docs/passes.md) */
+     * (2 threads), its inlined nests reading through computed indices, which ran on one thread then;
+     * not measured again since pt2-mark-parallel-loops runs such nests in parallel (docs/passes.md) */
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
