@@ -321,8 +321,8 @@ const char *pt2CpuPipelineText(const char *disable) {
     bool inline_ = !pt2_disabled(disable, "inline");
     bool scheduler = inline_ && !pt2_disabled(disable, "scheduler");
     /* pt2-inline-loads is the GPU pipeline's: on the CPU it made HF Longformer 1.10x -> 0.56x of eager
-     * (2 threads), its inlined nests reading through computed indices, which ran on one thread then;
-     * not measured again since pt2-mark-parallel-loops runs such nests in parallel (docs/passes.md) */
+     * (2 threads), its inlined nests reading through computed indices running on one thread; with
+     * those nests parallel (pt2-mark-parallel-loops) still 1.1x -> 0.81x (docs/passes.md) */
     bool fusion = !pt2_disabled(disable, "fusion");
     bool parallel = !pt2_disabled(disable, "parallel");
     bool blas = !pt2_disabled(disable, "blas");
