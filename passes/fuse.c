@@ -95,19 +95,9 @@ static bool is_fill(MlirOperation op) {
            mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetResult(op, 0)));
 }
 
-static int num_inputs(MlirOperation generic) {
-    return mlirDenseI32ArrayGetElement(mlirOperationGetAttributeByName(generic, sref("operandSegmentSizes")), 0);
-}
-
-static MlirAffineMap operand_map(MlirOperation generic, int i) {
-    return mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(mlirOperationGetAttributeByName(generic, sref("indexing_maps")), i));
-}
-
 static int num_loops(MlirOperation generic) {
     return (int)mlirArrayAttrGetNumElements(mlirOperationGetAttributeByName(generic, sref("iterator_types")));
 }
-
-static MlirBlock body_of(MlirOperation generic) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(generic, 0)); }
 
 /* A generic this pass may fuse: tensors only, a bounded size, no mark of a
  * later pass (the convolution pt2-extern-blas matches). */
@@ -128,7 +118,7 @@ static bool loop_extents(MlirOperation generic, int64_t *extent) {
     for (int d = 0; d < n; ++d) extent[d] = -1;
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(generic); ++i) {
         MlirType t = mlirValueGetType(mlirOperationGetOperand(generic, i));
-        MlirAffineMap map = operand_map(generic, (int)i);
+        MlirAffineMap map = generic_map(generic, (int)i);
         if (!mlirShapedTypeHasStaticShape(t)) continue;
         for (intptr_t k = 0; k < mlirAffineMapGetNumResults(map); ++k) {
             MlirAffineExpr e = mlirAffineMapGetResult(map, k);
@@ -146,7 +136,7 @@ static bool loop_extents(MlirOperation generic, int64_t *extent) {
 static bool is_cheap(MlirOperation producer) {
     if (is_fill(producer)) return true;
     int n = 0;
-    MlirBlock body = body_of(producer);
+    MlirBlock body = generic_body(producer);
     MlirOperation term = mlirBlockGetTerminator(body);
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
         if (mlirOperationGetNumRegions(op) != 0) return false;
@@ -220,7 +210,7 @@ static int distance_between(MlirOperation first, MlirOperation second) {
 
 /* Does consumer read v as an input? */
 static bool reads_input(MlirOperation consumer, MlirValue v) {
-    for (int i = 0; i < num_inputs(consumer); ++i) {
+    for (int i = 0; i < generic_num_inputs(consumer); ++i) {
         if (mlirValueEqual(mlirOperationGetOperand(consumer, i), v)) return true;
     }
     return false;
@@ -237,8 +227,8 @@ static bool loops_known_after_fusion(MlirOperation producer, MlirOperation consu
     if (n > MAX_LOOPS) return false;
     bool known[MAX_LOOPS] = {false};
     for (int i = 0; i < (int)mlirOperationGetNumOperands(consumer); ++i) {
-        if (i < num_inputs(consumer) && mlirValueEqual(mlirOperationGetOperand(consumer, i), t)) continue;
-        MlirAffineMap map = operand_map(consumer, i);
+        if (i < generic_num_inputs(consumer) && mlirValueEqual(mlirOperationGetOperand(consumer, i), t)) continue;
+        MlirAffineMap map = generic_map(consumer, i);
         for (intptr_t r = 0; r < mlirAffineMapGetNumResults(map); ++r) {
             MlirAffineExpr e = mlirAffineMapGetResult(map, r);
             if (mlirAffineExprIsADim(e)) known[mlirAffineDimExprGetPosition(e)] = true;
@@ -246,9 +236,9 @@ static bool loops_known_after_fusion(MlirOperation producer, MlirOperation consu
     }
     if (!fill) {
         /* P's loop p is t's dim i where P writes t; C reads t's dim i in its loop c */
-        MlirAffineMap written = operand_map(producer, num_inputs(producer)), read = operand_map(consumer, occurrence);
-        for (int j = 0; j < num_inputs(producer); ++j) {
-            MlirAffineMap map = operand_map(producer, j);
+        MlirAffineMap written = generic_map(producer, generic_num_inputs(producer)), read = generic_map(consumer, occurrence);
+        for (int j = 0; j < generic_num_inputs(producer); ++j) {
+            MlirAffineMap map = generic_map(producer, j);
             for (intptr_t r = 0; r < mlirAffineMapGetNumResults(map); ++r) {
                 MlirAffineExpr e = mlirAffineMapGetResult(map, r);
                 if (!mlirAffineExprIsADim(e)) continue;
@@ -277,18 +267,18 @@ static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer)
     MlirValue t = mlirOperationGetResult(producer, 0);
     int n_loops = num_loops(consumer);
     if (!fill) {
-        MlirAffineMap out = operand_map(producer, num_inputs(producer));
+        MlirAffineMap out = generic_map(producer, generic_num_inputs(producer));
         if (!mlirAffineMapIsPermutation(out)) return reject("producer's output map is not a permutation");
-        MlirValue out_arg = mlirBlockGetArgument(body_of(producer), num_inputs(producer));
+        MlirValue out_arg = mlirBlockGetArgument(generic_body(producer), generic_num_inputs(producer));
         if (!mlirOpOperandIsNull(mlirValueGetFirstUse(out_arg))) return reject("producer's body reads its output");
     }
     /* C's inputs that read t: all through the same permutation */
     int occurrence = -1, fused_uses = 0, uses = 0;
-    for (int i = 0; i < num_inputs(consumer); ++i) {
+    for (int i = 0; i < generic_num_inputs(consumer); ++i) {
         if (!mlirValueEqual(mlirOperationGetOperand(consumer, i), t)) continue;
-        MlirAffineMap map = operand_map(consumer, i);
+        MlirAffineMap map = generic_map(consumer, i);
         if (!mlirAffineMapIsPermutation(map)) return reject("consumer reads the producer through a broadcast or an offset");
-        if (occurrence >= 0 && !mlirAffineMapEqual(map, operand_map(consumer, occurrence))) {
+        if (occurrence >= 0 && !mlirAffineMapEqual(map, generic_map(consumer, occurrence))) {
             return reject("consumer reads the producer through two different maps");
         }
         occurrence = i;
@@ -296,7 +286,7 @@ static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer)
     }
     if (occurrence < 0) return reject("consumer does not read the producer as an input");
     if (!fill && num_loops(producer) != n_loops) return reject("different loop counts");
-    if (!fill && mlirOperationGetNumOperands(consumer) + num_inputs(producer) > MAX_OPERANDS) {
+    if (!fill && mlirOperationGetNumOperands(consumer) + generic_num_inputs(producer) > MAX_OPERANDS) {
         return reject("the fused op would have too many operands");
     }
     if (!loops_known_after_fusion(producer, consumer, t, occurrence, fill)) {
@@ -305,7 +295,7 @@ static Verdict can_fuse_vertical(MlirOperation producer, MlirOperation consumer)
     for (MlirOpOperand u = mlirValueGetFirstUse(t); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) ++uses;
     Verdict v = {.legal = true, .occurrence = occurrence, .keep_producer = uses > fused_uses};
     int64_t t_bytes = value_bytes(t), shared = 0, extra = 0;
-    for (int j = 0; !fill && j < num_inputs(producer); ++j) {
+    for (int j = 0; !fill && j < generic_num_inputs(producer); ++j) {
         MlirValue in = mlirOperationGetOperand(producer, j);
         bool seen = false; /* count each distinct input once */
         for (int k = 0; k < j; ++k) seen |= mlirValueEqual(mlirOperationGetOperand(producer, k), in);
@@ -397,7 +387,7 @@ static MlirWalkResult check_defined_before(MlirOperation nested, void *user) {
  * orders each its own way, a fused kernel could only compromise. */
 static bool contiguous_along(MlirOperation generic, int *inner) {
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(generic); ++i) {
-        MlirAffineMap map = operand_map(generic, (int)i);
+        MlirAffineMap map = generic_map(generic, (int)i);
         intptr_t rank = mlirAffineMapGetNumResults(map);
         if (rank == 0 || !mlirAffineMapIsPermutation(map)) continue;
         int d = (int)mlirAffineDimExprGetPosition(mlirAffineMapGetResult(map, rank - 1));
@@ -427,15 +417,15 @@ static Verdict can_fuse_horizontal(MlirOperation first, MlirOperation second) {
     }
     /* bytes of inputs both read with the same map (each distinct one once); a scalar is no shared data */
     int64_t shared = 0;
-    for (int i = 0; i < num_inputs(first); ++i) {
+    for (int i = 0; i < generic_num_inputs(first); ++i) {
         MlirValue v = mlirOperationGetOperand(first, i);
-        MlirAffineMap m = operand_map(first, i);
+        MlirAffineMap m = generic_map(first, i);
         bool seen = value_bytes(v) <= MAX_SCALAR_BYTES;
         for (int k = 0; k < i; ++k) {
-            seen |= mlirValueEqual(mlirOperationGetOperand(first, k), v) && mlirAffineMapEqual(operand_map(first, k), m);
+            seen |= mlirValueEqual(mlirOperationGetOperand(first, k), v) && mlirAffineMapEqual(generic_map(first, k), m);
         }
-        for (int j = 0; j < num_inputs(second) && !seen; ++j) {
-            if (mlirValueEqual(mlirOperationGetOperand(second, j), v) && mlirAffineMapEqual(operand_map(second, j), m)) {
+        for (int j = 0; j < generic_num_inputs(second) && !seen; ++j) {
+            if (mlirValueEqual(mlirOperationGetOperand(second, j), v) && mlirAffineMapEqual(generic_map(second, j), m)) {
                 shared += value_bytes(v);
                 break;
             }
@@ -573,13 +563,13 @@ static MlirOperation fuse_vertical(MlirOperation producer, MlirOperation consume
     MlirLocation loc = mlirOperationGetLocation(consumer);
     MlirValue t = mlirOperationGetResult(producer, 0);
     bool fill = is_fill(producer);
-    int n_loops = num_loops(consumer), c_in = num_inputs(consumer);
+    int n_loops = num_loops(consumer), c_in = generic_num_inputs(consumer);
     /* producer loop k is consumer loop loop_of[k]: P's output map r-th
      * result d_k is read by C at its r-th index, which is C's loop dim */
     int loop_of[MAX_LOOPS];
     MlirAffineExpr rename[MAX_LOOPS];
     if (!fill) {
-        MlirAffineMap p_out = operand_map(producer, num_inputs(producer)), c_map = operand_map(consumer, v->occurrence);
+        MlirAffineMap p_out = generic_map(producer, generic_num_inputs(producer)), c_map = generic_map(consumer, v->occurrence);
         for (intptr_t r = 0; r < mlirAffineMapGetNumResults(p_out); ++r) {
             int k = (int)mlirAffineDimExprGetPosition(mlirAffineMapGetResult(p_out, r));
             loop_of[k] = (int)mlirAffineDimExprGetPosition(mlirAffineMapGetResult(c_map, r));
@@ -594,8 +584,8 @@ static MlirOperation fuse_vertical(MlirOperation producer, MlirOperation consume
     }
     if (!fill) {
         MlirAffineMap substitution = mlirAffineMapGet(ctx, n_loops, 0, n_loops, rename);
-        for (int j = 0; j < num_inputs(producer); ++j) {
-            MlirAffineMap m = operand_map(producer, j);
+        for (int j = 0; j < generic_num_inputs(producer); ++j) {
+            MlirAffineMap m = generic_map(producer, j);
             MlirAffineExpr results[2 * MAX_LOOPS];
             intptr_t nr = mlirAffineMapGetNumResults(m);
             for (intptr_t k = 0; k < nr; ++k) results[k] = mlirAffineExprCompose(mlirAffineMapGetResult(m, k), substitution);
@@ -613,12 +603,12 @@ static MlirOperation fuse_vertical(MlirOperation producer, MlirOperation consume
     if (fill) {
         value_of_t = mlirOperationGetOperand(producer, 0);
     } else {
-        MlirBlock pb = body_of(producer);
-        for (int j = 0; j < num_inputs(producer); ++j) vmap_set(map, mlirBlockGetArgument(pb, j), mlirBlockGetArgument(block, p_index[j]));
+        MlirBlock pb = generic_body(producer);
+        for (int j = 0; j < generic_num_inputs(producer); ++j) vmap_set(map, mlirBlockGetArgument(pb, j), mlirBlockGetArgument(block, p_index[j]));
         clone_body(pb, block, map, loop_of, yields);
         value_of_t = yields[0];
     }
-    MlirBlock cb = body_of(consumer);
+    MlirBlock cb = generic_body(consumer);
     for (int i = 0; i < c_in; ++i) {
         vmap_set(map, mlirBlockGetArgument(cb, i), c_index[i] < 0 ? value_of_t : mlirBlockGetArgument(block, c_index[i]));
     }
@@ -642,11 +632,11 @@ static MlirOperation fuse_horizontal(MlirOperation first, MlirOperation second, 
     int index[2][MAX_OPERANDS];
     for (int p = 0; p < 2; ++p) {
         MlirAttribute maps = mlirOperationGetAttributeByName(parts[p], sref("indexing_maps"));
-        for (int i = 0; i < num_inputs(parts[p]); ++i) index[p][i] = add_input(&f, mlirOperationGetOperand(parts[p], i), mlirArrayAttrGetElement(maps, i));
+        for (int i = 0; i < generic_num_inputs(parts[p]); ++i) index[p][i] = add_input(&f, mlirOperationGetOperand(parts[p], i), mlirArrayAttrGetElement(maps, i));
     }
     for (int p = 0; p < 2; ++p) {
         MlirAttribute maps = mlirOperationGetAttributeByName(parts[p], sref("indexing_maps"));
-        int in = num_inputs(parts[p]);
+        int in = generic_num_inputs(parts[p]);
         for (intptr_t r = 0; r < mlirOperationGetNumResults(parts[p]); ++r) {
             index[p][in + r] = add_output(&f, mlirOperationGetOperand(parts[p], in + r), mlirArrayAttrGetElement(maps, in + r));
         }
@@ -656,7 +646,7 @@ static MlirOperation fuse_horizontal(MlirOperation first, MlirOperation second, 
     MlirValue yields[2 * MAX_RESULTS];
     int n_yields = 0;
     for (int p = 0; p < 2; ++p) {
-        MlirBlock body = body_of(parts[p]);
+        MlirBlock body = generic_body(parts[p]);
         for (intptr_t a = 0; a < mlirBlockGetNumArguments(body); ++a) {
             vmap_set(map, mlirBlockGetArgument(body, a), mlirBlockGetArgument(block, index[p][a]));
         }
@@ -748,13 +738,13 @@ static void consider_neighbours(Scheduler *s, MlirOperation node) {
         for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(node, r)); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
             MlirOperation user = mlirOpOperandGetOwner(u);
             if (is_generic(user) && mlirBlockEqual(mlirOperationGetBlock(user), block) &&
-                (int)mlirOpOperandGetOperandNumber(u) < num_inputs(user)) {
+                (int)mlirOpOperandGetOperandNumber(u) < generic_num_inputs(user)) {
                 consider(s, node, user, false);
             }
         }
     }
     if (!generic) return;
-    for (int i = 0; i < num_inputs(node); ++i) {
+    for (int i = 0; i < generic_num_inputs(node); ++i) {
         MlirValue in = mlirOperationGetOperand(node, i);
         if (mlirValueIsAOpResult(in)) {
             MlirOperation def = mlirOpResultGetOwner(in);
@@ -764,7 +754,7 @@ static void consider_neighbours(Scheduler *s, MlirOperation node) {
         for (MlirOpOperand u = mlirValueGetFirstUse(in); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
             MlirOperation user = mlirOpOperandGetOwner(u);
             if (is_generic(user) && !mlirOperationEqual(user, node) && mlirBlockEqual(mlirOperationGetBlock(user), block) &&
-                (int)mlirOpOperandGetOperandNumber(u) < num_inputs(user)) {
+                (int)mlirOpOperandGetOperandNumber(u) < generic_num_inputs(user)) {
                 consider(s, node, user, true);
             }
         }

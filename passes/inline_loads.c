@@ -38,16 +38,6 @@
 
 enum { CHEAP_OPS = 8, MAX_READS = 8, MAX_BODY_OPS = 256 };
 
-static MlirBlock body_of(MlirOperation generic) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(generic, 0)); }
-
-static int num_inputs(MlirOperation generic) {
-    return mlirDenseI32ArrayGetElement(mlirOperationGetAttributeByName(generic, sref("operandSegmentSizes")), 0);
-}
-
-static MlirAffineMap operand_map(MlirOperation generic, int i) {
-    return mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(mlirOperationGetAttributeByName(generic, sref("indexing_maps")), i));
-}
-
 static bool has_uses(MlirValue v) { return !mlirOpOperandIsNull(mlirValueGetFirstUse(v)); }
 
 static bool is_reshape(MlirOperation op) { return op_is(op, "tensor.expand_shape") || op_is(op, "tensor.collapse_shape"); }
@@ -105,14 +95,14 @@ static MlirOperation inlinable_producer(MlirOperation generic) {
     if (mlirOperationIsNull(generic) || !op_is(generic, "linalg.generic")) return (MlirOperation){NULL};
     if (mlirOperationGetNumResults(generic) != 1 || !all_parallel(generic)) return (MlirOperation){NULL};
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(generic, sref("pt2.conv2d")))) return (MlirOperation){NULL};
-    int n_in = num_inputs(generic);
+    int n_in = generic_num_inputs(generic);
     if ((int)mlirOperationGetNumOperands(generic) != n_in + 1) return (MlirOperation){NULL};
-    if (!mlirAffineMapIsIdentity(operand_map(generic, n_in))) return (MlirOperation){NULL};
-    MlirBlock body = body_of(generic);
+    if (!mlirAffineMapIsIdentity(generic_map(generic, n_in))) return (MlirOperation){NULL};
+    MlirBlock body = generic_body(generic);
     if (has_uses(mlirBlockGetArgument(body, n_in))) return (MlirOperation){NULL}; /* reads its init */
     for (int i = 0; i < n_in; ++i) {
         if (!mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetOperand(generic, i)))) return (MlirOperation){NULL};
-        if (!map_buildable(operand_map(generic, i))) return (MlirOperation){NULL};
+        if (!map_buildable(generic_map(generic, i))) return (MlirOperation){NULL};
     }
     int computing = 0;
     MlirOperation term = mlirBlockGetTerminator(body);
@@ -146,12 +136,12 @@ static bool is_constant(MlirValue v) {
 /* The reads of memory a generic's body makes: its tensor inputs and its
  * tensor.extracts, constants (index tables) aside. */
 static int body_reads(MlirOperation generic) {
-    int n = 0, n_in = num_inputs(generic);
+    int n = 0, n_in = generic_num_inputs(generic);
     for (int i = 0; i < n_in; ++i) {
         MlirValue in = mlirOperationGetOperand(generic, i);
         n += mlirTypeIsARankedTensor(mlirValueGetType(in)) && !is_constant(in);
     }
-    MlirBlock body = body_of(generic);
+    MlirBlock body = generic_body(generic);
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         n += op_is(op, "tensor.extract") && !is_constant(mlirOperationGetOperand(op, 0));
     }
@@ -259,11 +249,11 @@ static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *wor
         rank = to_rank;
         memcpy(at, next, sizeof(MlirValue) * (size_t)rank);
     }
-    MlirBlock body = body_of(producer);
+    MlirBlock body = generic_body(producer);
     ValueMap map = {0};
-    int n_in = num_inputs(producer);
+    int n_in = generic_num_inputs(producer);
     for (int i = 0; i < n_in; ++i) {
-        MlirAffineMap m = operand_map(producer, i);
+        MlirAffineMap m = generic_map(producer, i);
         int r = (int)mlirAffineMapGetNumResults(m);
         MlirValue coords[PT2_MAX_RANK];
         for (int k = 0; k < r; ++k) coords[k] = build_affine(&b, mlirAffineMapGetResult(m, k), at);
@@ -342,7 +332,7 @@ static int run_inline_loads(MlirOperation root, void *user) {
         MlirOperation producer = producer_through_reshapes(mlirOperationGetOperand(ex, 0));
         if (mlirOperationIsNull(producer) || mlirOperationEqual(producer, consumer)) continue;
         if (!all_parallel(consumer)) continue; /* a window may read an element many times, a row pass once a pass */
-        if (count_body_ops(body_of(consumer)) + count_body_ops(body_of(producer)) + 4 * PT2_MAX_RANK > MAX_BODY_OPS) continue;
+        if (count_body_ops(generic_body(consumer)) + count_body_ops(generic_body(producer)) + 4 * PT2_MAX_RANK > MAX_BODY_OPS) continue;
         if (body_reads(consumer) - 1 + body_reads(producer) > MAX_READS) continue;
         MlirOperation top = defining_op(mlirOperationGetOperand(ex, 0));
         inline_extract(ex, producer, &work);

@@ -428,6 +428,16 @@ bool constant_int_value(MlirValue v, int64_t *out) {
     return true;
 }
 
+int generic_num_inputs(MlirOperation generic) {
+    return mlirDenseI32ArrayGetElement(mlirOperationGetAttributeByName(generic, sref("operandSegmentSizes")), 0);
+}
+
+MlirAffineMap generic_map(MlirOperation generic, int i) {
+    return mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(mlirOperationGetAttributeByName(generic, sref("indexing_maps")), i));
+}
+
+MlirBlock generic_body(MlirOperation generic) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(generic, 0)); }
+
 bool all_parallel(MlirOperation generic) {
     MlirAttribute iters = mlirOperationGetAttributeByName(generic, sref("iterator_types"));
     if (mlirAttributeIsNull(iters)) return false;

@@ -151,6 +151,10 @@ void generic_permute_loops(MlirOperation generic, const int *order);
 
 /* Whether every loop of a linalg.generic is parallel (no reduction). */
 bool all_parallel(MlirOperation generic);
+/* A linalg.generic's inputs (ins), the indexing map of its operand i, and its body. */
+int generic_num_inputs(MlirOperation generic);
+MlirAffineMap generic_map(MlirOperation generic, int i);
+MlirBlock generic_body(MlirOperation generic);
 
 /* The buffer a memref view was made from: follows operand 0 through view
  * ops (casts, reshapes, subviews) to a function argument or an allocation. */

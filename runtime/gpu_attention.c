@@ -76,15 +76,16 @@ int pt2_gpu_launch_attention(GpuLaunch *l, const Pt2GpuOperand *ops, void *strea
         return -1;
     }
     if (!l->attention && !(l->attention = make_entry(l, ops))) return -1;
-    Pt2GpuAttention *a = l->attention;
-    int64_t elem = a->dtype == PT2_F32 ? 4 : 2;
+    /* this launch's operands in a copy: two threads may launch one plan at once (the GIL is released) */
+    Pt2GpuAttention a = *l->attention;
+    int64_t elem = a.dtype == PT2_F32 ? 4 : 2;
     for (int i = 0, j = 0; i < 5; ++i) {
-        if (i == 3 && !a->mask) continue;
+        if (i == 3 && !a.mask) continue;
         const Pt2GpuOperand *o = &ops[j++];
-        a->data[i] = (char *)o->data + o->offset * (i == 3 && a->mask == 2 ? 1 : elem);
+        a.data[i] = (char *)o->data + o->offset * (i == 3 && a.mask == 2 ? 1 : elem);
     }
     char err[512] = "";
-    if (fn(a, stream, err, sizeof err) != 0) {
+    if (fn(&a, stream, err, sizeof err) != 0) {
         pt2_set_error("PyTorch's attention kernel (entry %s): %s", l->function, err[0] ? err : "failed");
         return -1;
     }
