@@ -129,6 +129,31 @@ static Var *index_constant(Trace *t, const int64_t *data, int64_t n) {
     return var_tensor(t, id);
 }
 
+/* x with the box start:stop (steps of 1) replaced by v (x's rank, vshape: 1 or the box's size per
+ * dim): where(box, pad(v), x), the box itself pad(true), so that the region is index arithmetic
+ * which folds into the kernels reading the result rather than tables of positions in memory. */
+static Var *pad_into_box(Trace *t, Var *x, const int64_t *start, const int64_t *stop, const int64_t *vshape, Var *v) {
+    int64_t vbox[PT2_MAX_RANK], mshape[PT2_MAX_RANK], pads[2 * PT2_MAX_RANK];
+    bool whole_box = true;
+    for (int d = 0; d < x->rank; ++d) {
+        bool whole = start[d] == 0 && stop[d] == x->sizes[d];
+        whole_box &= whole;
+        vbox[d] = whole ? vshape[d] : stop[d] - start[d];
+        mshape[d] = whole ? 1 : stop[d] - start[d];
+        pads[2 * (x->rank - 1 - d)] = whole ? 0 : start[d]; /* F.pad's order: the last dim first */
+        pads[2 * (x->rank - 1 - d) + 1] = whole ? 0 : x->sizes[d] - stop[d];
+    }
+    if (whole_box) return v;
+    char s[256], p[256];
+    ints_text(p, sizeof p, pads, 2 * x->rank);
+    v = expand_internal(t, v, vbox, x->rank);
+    Var *padded = v ? op1(t, "pad", v, "{pads = %s, value = 0.0 : f64}", p) : NULL;
+    ints_text(s, sizeof s, mshape, x->rank);
+    Var *ones = padded ? op0(t, "full", "{shape = %s, value = 1.0 : f64, dtype = %s}", s, pt2DTypeMlirName(PT2_BOOL)) : NULL;
+    Var *mask = ones ? op1(t, "pad", ones, "{pads = %s, value = 0.0 : f64}", p) : NULL;
+    return mask ? op3(t, "where", mask, padded, x, "%s", "") : NULL;
+}
+
 /* x with the box start:stop:step of each dim (an int where is_int: the dim
  * dropped from the value's shape) replaced by v, broadcast to the box, as
  * where(region mask, v spread over the region, x); v is already x's dtype. */
@@ -157,6 +182,9 @@ static Var *scatter_box(Trace *t, Var *x, const int64_t *start, const int64_t *s
         if (view[k] == 0) return x; /* an empty selection: nothing is written (the value broadcast to it, checked above) */
     }
     v = reshape_to(t, v, vshape, x->rank);
+    bool unit_steps = true;
+    for (int d = 0; d < x->rank; ++d) unit_steps &= step[d] == 1;
+    if (unit_steps) return pad_into_box(t, x, start, stop, vshape, v);
     Var *mask = NULL;
     for (int d = 0; d < x->rank && v; ++d) {
         int64_t len = x->sizes[d], k = vshape[d];

@@ -14,29 +14,41 @@
  * where %p is a cheap all-parallel generic (its body pure arithmetic and
  * reads) becomes %p's body evaluated at i: its linalg.index are the
  * coordinates i, its inputs are read by tensor.extract at their indexing
- * maps applied to i (those reads are inlined in turn).  A
+ * maps applied to i (those reads are inlined in turn; a reader of %p
+ * through an indexing map reads it by such an extract first).  A
  * tensor.expand_shape or collapse_shape between the two (a reshape, which
  * lower.c makes a collapse of all dims and an expand) is index math: the
  * flat index, then its quotients and remainders by the source's sizes.
  *
- * What is recomputed is bounded: a producer holds at most CHEAP_OPS
- * computing ops (index math, compares and selects of data movement are
- * free); only an all-parallel reader takes producers (a reduction may read
- * an element many times: a pooling window, each pass of a row kernel); a
- * body does not grow past MAX_READS reads of memory (Inductor's
+ * Each producer is decided once, in program order, as Inductor decides
+ * whether a pointwise node is realized: it is evaluated in every reader or
+ * in none.  Stopping part way (inlining a producer into the extract that
+ * reads it, but not the producers it reads through indexing maps) gave the
+ * reader a second read of an inner producer, whose single use elementwise
+ * fusion would have fused: Longformer's slice assignments into one buffer,
+ * partly inlined into the slice of it the next assignment reads, stayed
+ * three kernels.  A producer is inlined when every reader is an all-parallel
+ * generic (a reduction may read an element many times: a pooling window,
+ * each pass of a row kernel), it holds at most CHEAP_OPS computing ops
+ * (index math, compares and selects of data movement are free), and, with
+ * what it inlines, it reads at most MAX_READS tensors (Inductor's
  * realize_acc_reads_threshold: without it the slice of a network's output
- * inlined twelve layers of residual adds, 145 reads an element) nor past
- * MAX_BODY_OPS ops.  Producers with side effects (index checks) stay: an
- * index error eager raises must not depend on which elements a reader
- * happens to read.  The GPU pipeline runs this pass; on the CPU it measured
- * slower on models (docs/passes.md).
+ * inlined twelve layers of residual adds, 145 reads an element), or
+ * REUSE_READS where more than one reader recomputes it; no reader grows past
+ * twice MAX_READS reads or MAX_BODY_OPS ops.  Constants, fills and index
+ * arithmetic read nothing.  A producer whose readers all read it through
+ * indexing maps (no regrouping reshape between) is left to elementwise
+ * fusion, which merges its readers first.  Producers with side effects
+ * (index checks) stay: an index error eager raises must not depend on which
+ * elements a reader happens to read.  The GPU pipeline runs this pass; on
+ * the CPU it measured slower on models (docs/passes.md).
  *===----------------------------------------------------------------------===*/
 #include "ir.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { CHEAP_OPS = 8, MAX_READS = 8, MAX_BODY_OPS = 256 };
+enum { CHEAP_OPS = 8, MAX_READS = 8, MAX_BODY_OPS = 1024, REUSE_READS = 2 };
 
 static bool has_uses(MlirValue v) { return !mlirOpOperandIsNull(mlirValueGetFirstUse(v)); }
 
@@ -116,44 +128,47 @@ static MlirOperation inlinable_producer(MlirOperation generic) {
     return generic;
 }
 
-/* The reshape chain from an extract's tensor to the generic it reads. */
-static MlirOperation producer_through_reshapes(MlirValue v) {
-    MlirType t = mlirValueGetType(v);
-    if (!mlirShapedTypeHasStaticShape(t)) return (MlirOperation){NULL};
-    for (intptr_t k = 0; k < mlirShapedTypeGetRank(t); ++k) {
-        if (mlirShapedTypeGetDimSize(t, k) == 0) return (MlirOperation){NULL}; /* nothing to read */
-    }
-    MlirOperation def = defining_op(v);
-    while (!mlirOperationIsNull(def) && is_reshape(def)) def = defining_op(mlirOperationGetOperand(def, 0));
-    return inlinable_producer(def);
-}
-
 static bool is_constant(MlirValue v) {
     MlirOperation def = defining_op(v);
     return !mlirOperationIsNull(def) && op_is(def, "arith.constant");
 }
 
-/* The reads of memory a generic's body makes: its tensor inputs and its
- * tensor.extracts, constants (index tables) aside. */
-static int body_reads(MlirOperation generic) {
-    int n = 0, n_in = generic_num_inputs(generic);
-    for (int i = 0; i < n_in; ++i) {
-        MlirValue in = mlirOperationGetOperand(generic, i);
-        n += mlirTypeIsARankedTensor(mlirValueGetType(in)) && !is_constant(in);
-    }
-    MlirBlock body = generic_body(generic);
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        n += op_is(op, "tensor.extract") && !is_constant(mlirOperationGetOperand(op, 0));
-    }
-    return n;
+/* The linalg.fill a tensor is (through reshapes), or null: its elements are
+ * the fill's scalar, no read of memory. */
+static MlirOperation producer_of(MlirValue v);
+
+static MlirOperation fill_of(MlirValue v) {
+    MlirOperation def = producer_of(v);
+    return !mlirOperationIsNull(def) && op_is(def, "linalg.fill") ? def : (MlirOperation){NULL};
 }
 
+/* The op a tensor is made by, through reshapes (null for an argument). */
+static MlirOperation producer_of(MlirValue v) {
+    MlirOperation def = defining_op(v);
+    while (!mlirOperationIsNull(def) && is_reshape(def)) def = defining_op(mlirOperationGetOperand(def, 0));
+    return def;
+}
+
+/* A body's ops, its constants aside (they fold and unify). */
 static int count_body_ops(MlirBlock body) {
     int n = 0;
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) ++n;
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        n += !op_is(op, "arith.constant");
+    }
     return n;
 }
 
+/*===----------------------------------------------------------------------===*
+ * What inlining a producer costs
+ *===----------------------------------------------------------------------===*/
+
+/* A producer is inlined with its closure: the inlinable producers it reads,
+ * and theirs, down to leaves that are in memory anyway.  Stopping part way
+ * would give the reader a new read of an inner producer, whose single use
+ * linalg's elementwise fusion would otherwise have fused into its consumer:
+ * one kernel more, not fewer (Longformer's four slice assignments into one
+ * tensor, inlined in part into the slice of it the next assignment reads,
+ * were three kernels). */
 /*===----------------------------------------------------------------------===*
  * Index math
  *===----------------------------------------------------------------------===*/
@@ -230,8 +245,9 @@ static MlirOperation build_extract(Builder *b, MlirValue t, const MlirValue *at,
 }
 
 /* Replaces `ex` (tensor.extract of a reshape chain ending at `producer`) by
- * the producer's body at ex's coordinates; new reads go onto work. */
-static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *work) {
+ * the producer's body at ex's coordinates; the reads that brings go onto
+ * fresh. */
+static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *fresh) {
     Builder b = builder_before(ex);
     MlirValue t = mlirOperationGetOperand(ex, 0);
     int rank = (int)mlirOperationGetNumOperands(ex) - 1;
@@ -258,7 +274,7 @@ static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *wor
         MlirValue coords[PT2_MAX_RANK];
         for (int k = 0; k < r; ++k) coords[k] = build_affine(&b, mlirAffineMapGetResult(m, k), at);
         MlirOperation read = build_extract(&b, mlirOperationGetOperand(producer, i), coords, r);
-        oplist_push(work, read);
+        oplist_push(fresh, read);
         vmap_set(&map, mlirBlockGetArgument(body, i), mlirOperationGetResult(read, 0));
     }
     MlirOperation term = mlirBlockGetTerminator(body);
@@ -269,7 +285,7 @@ static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *wor
             continue;
         }
         MlirOperation copy = clone_mapped(&b, op, &map);
-        if (op_is(copy, "tensor.extract")) oplist_push(work, copy);
+        if (op_is(copy, "tensor.extract")) oplist_push(fresh, copy);
     }
     MlirValue v = vmap_get(&map, mlirOperationGetOperand(term, 0));
     vmap_free(&map);
@@ -280,11 +296,6 @@ static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *wor
 static MlirOperation enclosing_generic(MlirOperation ex) {
     MlirOperation parent = mlirOperationGetParentOperation(ex);
     return !mlirOperationIsNull(parent) && op_is(parent, "linalg.generic") ? parent : (MlirOperation){NULL};
-}
-
-static MlirWalkResult collect_extracts(MlirOperation op, void *user) {
-    if (op_is(op, "tensor.extract") && !mlirOperationIsNull(enclosing_generic(op))) oplist_push(user, op);
-    return MlirWalkResultAdvance;
 }
 
 /* Erases the producers (and reshapes of them) that no longer have users,
@@ -321,26 +332,202 @@ static void erase_dead(MlirOperation root, OpSet *candidates) {
     }
 }
 
+/*===----------------------------------------------------------------------===*
+ * Which producers go where
+ *===----------------------------------------------------------------------===*/
+
+/* One read of a producer's result (through reshapes): a tensor.extract
+ * (operand -1), or input `operand` of a generic, read through its map. */
+typedef struct Use {
+    MlirOperation op;
+    int operand;
+    int reshaped; /* the reshapes between: 1 a collapse_shape, 2 an expand_shape (both: a regrouping) */
+} Use;
+
+enum { MAX_USES = 32 };
+
+typedef struct Uses {
+    int n;
+    bool other; /* a use that is neither (a library call, a result, a reduction) */
+    Use at[MAX_USES];
+} Uses;
+
+static MlirOperation reader(Use x) { return x.operand < 0 ? enclosing_generic(x.op) : x.op; }
+
+static void collect_uses(MlirValue v, int reshaped, Uses *u) {
+    for (MlirOpOperand use = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+        MlirOperation owner = mlirOpOperandGetOwner(use);
+        int k = (int)mlirOpOperandGetOperandNumber(use);
+        if (is_reshape(owner)) {
+            collect_uses(mlirOperationGetResult(owner, 0), reshaped | (op_is(owner, "tensor.collapse_shape") ? 1 : 2), u);
+            continue;
+        }
+        Use x = {owner, -1, reshaped};
+        if (op_is(owner, "linalg.generic") && k < generic_num_inputs(owner)) {
+            x.operand = k;
+            MlirValue in = mlirOperationGetOperand(owner, k);
+            if (!mlirShapedTypeHasStaticShape(mlirValueGetType(in)) || !map_buildable(generic_map(owner, k))) u->other = true;
+        } else if (!op_is(owner, "tensor.extract") || mlirOperationIsNull(enclosing_generic(owner))) {
+            u->other = true;
+            continue;
+        }
+        /* a window may read an element many times (a reduction's reads stay) */
+        if (u->n == MAX_USES || !all_parallel(reader(x))) {
+            u->other = true;
+            continue;
+        }
+        u->at[u->n++] = x;
+    }
+}
+
+/* What a body reads from memory and how many ops it has once the producers
+ * in `inlined` that it reads are evaluated in it (Inductor's read count of
+ * a pointwise node, through the nodes inlined into it). */
+typedef struct Cost {
+    int reads, ops;
+} Cost;
+
+/* The producers inlined: those decided, and one being decided. */
+typedef struct Inlined {
+    const OpSet *decided;
+    MlirOperation also;
+} Inlined;
+
+static void cost_of(MlirOperation g, Inlined in, Cost *c);
+
+static void cost_read(MlirValue t, Inlined in, Cost *c) {
+    if (!mlirTypeIsARankedTensor(mlirValueGetType(t)) || is_constant(t) || !mlirOperationIsNull(fill_of(t))) return;
+    MlirOperation q = producer_of(t);
+    if (!mlirOperationIsNull(q) && (ptrset_has(in.decided, q.ptr) || mlirOperationEqual(q, in.also))) {
+        cost_of(q, in, c);
+        return;
+    }
+    c->reads++;
+}
+
+static void cost_of(MlirOperation g, Inlined in, Cost *c) {
+    MlirBlock body = generic_body(g);
+    c->ops += count_body_ops(body) + 4 * PT2_MAX_RANK;
+    if (c->ops > MAX_BODY_OPS || c->reads > MAX_READS) return; /* over already: no need to count on */
+    int n_in = generic_num_inputs(g);
+    for (int i = 0; i < n_in; ++i) {
+        if (has_uses(mlirBlockGetArgument(body, i))) cost_read(mlirOperationGetOperand(g, i), in, c);
+    }
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+        if (op_is(op, "tensor.extract")) cost_read(mlirOperationGetOperand(op, 0), in, c);
+    }
+}
+
+static bool within(Cost c, int reads) { return c.reads <= reads && c.ops <= MAX_BODY_OPS; }
+
+/* Whether producer p (program order: the producers it reads decided) is
+ * inlined into its readers, all of them: each reader is an all-parallel
+ * generic; p with what it inlines reads at most MAX_READS tensors, or
+ * REUSE_READS where more than one reader recomputes it; no reader grows
+ * past twice MAX_READS reads or MAX_BODY_OPS ops. */
+static bool decide(MlirOperation p, OpSet *inlined) {
+    Uses u = {0};
+    collect_uses(mlirOperationGetResult(p, 0), 0, &u);
+    if (u.other || u.n == 0) return false;
+    Cost c = {0, 0};
+    cost_of(p, (Inlined){inlined, {NULL}}, &c);
+    if (!within(c, u.n == 1 ? MAX_READS : REUSE_READS)) return false;
+    for (int i = 0; i < u.n; ++i) {
+        Cost r = {0, 0};
+        cost_of(reader(u.at[i]), (Inlined){inlined, p}, &r);
+        if (!within(r, 2 * MAX_READS)) return false;
+    }
+    opset_insert(inlined, p);
+    return true;
+}
+
+/* Input k of generic g, read through its indexing map, as a tensor.extract
+ * at the start of g's body; the operand becomes an empty tensor of its type
+ * (unread), so that the producer loses this use. */
+static MlirOperation map_read_to_extract(MlirOperation g, int k, OpSet *dead) {
+    MlirBlock body = generic_body(g);
+    MlirValue in = mlirOperationGetOperand(g, k);
+    Builder b = builder_before(mlirBlockGetFirstOperation(body));
+    MlirAffineMap m = generic_map(g, k);
+    MlirValue dims[PT2_MAX_RANK], at[PT2_MAX_RANK];
+    for (intptr_t d = 0; d < mlirAffineMapGetNumDims(m); ++d) dims[d] = build_linalg_index(&b, (int)d);
+    int r = (int)mlirAffineMapGetNumResults(m);
+    for (int i = 0; i < r; ++i) at[i] = build_affine(&b, mlirAffineMapGetResult(m, i), dims);
+    MlirOperation ex = build_extract(&b, in, at, r);
+    mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(body, k), mlirOperationGetResult(ex, 0));
+    Builder outer = builder_before(g);
+    mlirOperationSetOperand(g, k, build_empty(&outer, mlirValueGetType(in)));
+    opset_insert(dead, defining_op(in));
+    return ex;
+}
+
+/* Evaluates the extract's producer in place if it is inlined (a fill's
+ * scalar for a fill), and at once the inlined producers that brings. */
+static void expand(MlirOperation ex, const OpSet *inlined, OpSet *dead) {
+    MlirValue t = mlirOperationGetOperand(ex, 0);
+    MlirOperation fill = fill_of(t), p = producer_of(t);
+    if (!mlirOperationIsNull(fill)) {
+        opset_insert(dead, defining_op(t));
+        MlirValue scalar = mlirOperationGetOperand(fill, 0);
+        replace_op(ex, 1, &scalar);
+        return;
+    }
+    if (mlirOperationIsNull(p) || !ptrset_has(inlined, p.ptr)) return;
+    opset_insert(dead, defining_op(t));
+    OpList fresh = {0};
+    inline_extract(ex, p, &fresh);
+    for (int i = 0; i < fresh.n; ++i) expand(fresh.ops[i], inlined, dead);
+    oplist_free(&fresh);
+}
+
+/* Inlines p into its readers, unless they read it only through indexing
+ * maps with no regrouping reshape between: linalg's elementwise fusion
+ * fuses those (into the readers as they merge), and reads them again as
+ * affine maps where later passes look for them (cuBLASLt's epilogues). */
+static void apply(MlirOperation p, const OpSet *inlined, OpSet *dead) {
+    Uses u = {0};
+    collect_uses(mlirOperationGetResult(p, 0), 0, &u);
+    bool ours = false;
+    for (int i = 0; i < u.n; ++i) ours |= u.at[i].operand < 0 || u.at[i].reshaped == 3;
+    if (!ours) return;
+    for (int i = 0; i < u.n; ++i) {
+        MlirOperation ex = u.at[i].operand < 0 ? u.at[i].op : map_read_to_extract(u.at[i].op, u.at[i].operand, dead);
+        expand(ex, inlined, dead);
+    }
+}
+
+static MlirWalkResult collect_producers(MlirOperation op, void *user) {
+    if (mlirOperationIsNull(inlinable_producer(op))) return MlirWalkResultAdvance;
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+    if (!mlirShapedTypeHasStaticShape(t)) return MlirWalkResultAdvance;
+    for (intptr_t k = 0; k < mlirShapedTypeGetRank(t); ++k) {
+        if (mlirShapedTypeGetDimSize(t, k) == 0) return MlirWalkResultAdvance; /* nothing to read */
+    }
+    oplist_push(user, op);
+    return MlirWalkResultAdvance;
+}
+
+static MlirWalkResult collect_fill_reads(MlirOperation op, void *user) {
+    if (op_is(op, "tensor.extract") && !mlirOperationIsNull(fill_of(mlirOperationGetOperand(op, 0)))) oplist_push(user, op);
+    return MlirWalkResultAdvance;
+}
+
 static int run_inline_loads(MlirOperation root, void *user) {
     (void)user;
-    OpList work = {0};
-    mlirOperationWalk(root, collect_extracts, &work, MlirWalkPostOrder);
-    OpSet dead = {0};
-    for (int i = 0; i < work.n; ++i) {
-        MlirOperation ex = work.ops[i];
-        MlirOperation consumer = enclosing_generic(ex);
-        MlirOperation producer = producer_through_reshapes(mlirOperationGetOperand(ex, 0));
-        if (mlirOperationIsNull(producer) || mlirOperationEqual(producer, consumer)) continue;
-        if (!all_parallel(consumer)) continue; /* a window may read an element many times, a row pass once a pass */
-        if (count_body_ops(generic_body(consumer)) + count_body_ops(generic_body(producer)) + 4 * PT2_MAX_RANK > MAX_BODY_OPS) continue;
-        if (body_reads(consumer) - 1 + body_reads(producer) > MAX_READS) continue;
-        MlirOperation top = defining_op(mlirOperationGetOperand(ex, 0));
-        inline_extract(ex, producer, &work);
-        opset_insert(&dead, top);
+    OpList producers = {0}, fills = {0};
+    mlirOperationWalk(root, collect_producers, &producers, MlirWalkPostOrder);
+    OpSet inlined = {0}, dead = {0};
+    for (int i = 0; i < producers.n; ++i) decide(producers.ops[i], &inlined);
+    for (int i = 0; i < producers.n; ++i) {
+        if (ptrset_has(&inlined, producers.ops[i].ptr)) apply(producers.ops[i], &inlined, &dead);
     }
+    mlirOperationWalk(root, collect_fill_reads, &fills, MlirWalkPostOrder);
+    for (int i = 0; i < fills.n; ++i) expand(fills.ops[i], &inlined, &dead);
     erase_dead(root, &dead);
+    opset_free(&inlined);
     opset_free(&dead);
-    oplist_free(&work);
+    oplist_free(&producers);
+    oplist_free(&fills);
     return 0;
 }
 

@@ -157,3 +157,106 @@ func.func @divided_maps(%x: tensor<4x6xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// A producer with one read of memory, read by one generic through an
+// extract (a flip) and by another through its indexing map, is evaluated in
+// both (recomputing it reads no more than reading it) and leaves memory:
+// inlining it only into the extract would make it two readers' input, which
+// elementwise fusion no longer fuses into the second.
+// CHECK-LABEL: func.func @read_both_ways
+// CHECK-COUNT-2: math.exp
+// CHECK-NOT: math.exp
+#id1 = affine_map<(d0) -> (d0)>
+func.func @read_both_ways(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = math.exp %i : f32
+    linalg.yield %m : f32
+  } -> tensor<8xf32>
+  %flip = linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%e : tensor<8xf32>) {
+  ^bb0(%o: f32):
+    %i0 = linalg.index 0 : index
+    %c7 = arith.constant 7 : index
+    %j = arith.subi %c7, %i0 : index
+    %v = tensor.extract %p[%j] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %twice = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%p : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = arith.addf %i, %i : f32
+    linalg.yield %m : f32
+  } -> tensor<8xf32>
+  return %flip, %twice : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// ...but one that reads three tensors stays in memory for its two readers
+// (recomputed, it would read three where it is read once: Inductor's
+// realize_reads_threshold); both read it.
+// CHECK-LABEL: func.func @heavy_stays
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: tensor.extract %[[P]]
+// CHECK: ins(%[[P]] : tensor<8xf32>)
+#id1 = affine_map<(d0) -> (d0)>
+func.func @heavy_stays(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#id1, #id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%x, %y, %z : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %t = arith.addf %s, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  %flip = linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%e : tensor<8xf32>) {
+  ^bb0(%o: f32):
+    %i0 = linalg.index 0 : index
+    %c7 = arith.constant 7 : index
+    %j = arith.subi %c7, %i0 : index
+    %v = tensor.extract %p[%j] : tensor<8xf32>
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %twice = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%p : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = arith.addf %i, %i : f32
+    linalg.yield %m : f32
+  } -> tensor<8xf32>
+  return %flip, %twice : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A producer read once through a regrouping reshape (a collapse of every dim,
+// then an expand to other dims: the view of Longformer's chunks as
+// (batch, heads, seq, window)), which elementwise fusion does not see
+// through, is evaluated in its reader: one generic.
+// CHECK-LABEL: func.func @read_across_regrouping
+// CHECK-COUNT-1: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: math.exp
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id2t = affine_map<(d0, d1) -> (d1, d0)>
+func.func @read_across_regrouping(%x: tensor<6x4xf32>) -> tensor<3x8xf32> {
+  %e = tensor.empty() : tensor<6x4xf32>
+  %p = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<6x4xf32>) outs(%e : tensor<6x4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = math.exp %i : f32
+    linalg.yield %m : f32
+  } -> tensor<6x4xf32>
+  %f = tensor.collapse_shape %p [[0, 1]] : tensor<6x4xf32> into tensor<24xf32>
+  %v = tensor.expand_shape %f [[0, 1]] output_shape [8, 3] : tensor<24xf32> into tensor<8x3xf32>
+  %e2 = tensor.empty() : tensor<3x8xf32>
+  %t = linalg.generic {indexing_maps = [#id2t, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%v : tensor<8x3xf32>) outs(%e2 : tensor<3x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    linalg.yield %i : f32
+  } -> tensor<3x8xf32>
+  return %t : tensor<3x8xf32>
+}
