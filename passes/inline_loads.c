@@ -133,20 +133,22 @@ static bool is_constant(MlirValue v) {
     return !mlirOperationIsNull(def) && op_is(def, "arith.constant");
 }
 
-/* The linalg.fill a tensor is (through reshapes), or null: its elements are
- * the fill's scalar, no read of memory. */
-static MlirOperation producer_of(MlirValue v);
-
-static MlirOperation fill_of(MlirValue v) {
-    MlirOperation def = producer_of(v);
-    return !mlirOperationIsNull(def) && op_is(def, "linalg.fill") ? def : (MlirOperation){NULL};
+/* The tensor a chain of reshapes starts from (v itself if it is none). */
+static MlirValue reshape_source(MlirValue v) {
+    for (MlirOperation def = defining_op(v); !mlirOperationIsNull(def) && is_reshape(def); def = defining_op(v)) {
+        v = mlirOperationGetOperand(def, 0);
+    }
+    return v;
 }
 
 /* The op a tensor is made by, through reshapes (null for an argument). */
-static MlirOperation producer_of(MlirValue v) {
-    MlirOperation def = defining_op(v);
-    while (!mlirOperationIsNull(def) && is_reshape(def)) def = defining_op(mlirOperationGetOperand(def, 0));
-    return def;
+static MlirOperation producer_of(MlirValue v) { return defining_op(reshape_source(v)); }
+
+/* The linalg.fill a tensor is (through reshapes), or null: its elements are
+ * the fill's scalar, no read of memory. */
+static MlirOperation fill_of(MlirValue v) {
+    MlirOperation def = producer_of(v);
+    return !mlirOperationIsNull(def) && op_is(def, "linalg.fill") ? def : (MlirOperation){NULL};
 }
 
 /* A body's ops, its constants aside (they fold and unify). */
@@ -158,17 +160,6 @@ static int count_body_ops(MlirBlock body) {
     return n;
 }
 
-/*===----------------------------------------------------------------------===*
- * What inlining a producer costs
- *===----------------------------------------------------------------------===*/
-
-/* A producer is inlined with its closure: the inlinable producers it reads,
- * and theirs, down to leaves that are in memory anyway.  Stopping part way
- * would give the reader a new read of an inner producer, whose single use
- * linalg's elementwise fusion would otherwise have fused into its consumer:
- * one kernel more, not fewer (Longformer's four slice assignments into one
- * tensor, inlined in part into the slice of it the next assignment reads,
- * were three kernels). */
 /*===----------------------------------------------------------------------===*
  * Index math
  *===----------------------------------------------------------------------===*/
@@ -253,8 +244,7 @@ static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *fre
     int rank = (int)mlirOperationGetNumOperands(ex) - 1;
     MlirValue at[PT2_MAX_RANK], next[PT2_MAX_RANK];
     for (int i = 0; i < rank; ++i) at[i] = mlirOperationGetOperand(ex, 1 + i);
-    MlirValue src = t;
-    while (is_reshape(defining_op(src))) src = mlirOperationGetOperand(defining_op(src), 0);
+    MlirValue src = reshape_source(t);
     if (!mlirValueEqual(src, t)) { /* a reshape of the producer's result */
         MlirType from = mlirValueGetType(t), to = mlirValueGetType(src);
         int64_t from_sizes[PT2_MAX_RANK], to_sizes[PT2_MAX_RANK];
@@ -269,6 +259,7 @@ static void inline_extract(MlirOperation ex, MlirOperation producer, OpList *fre
     ValueMap map = {0};
     int n_in = generic_num_inputs(producer);
     for (int i = 0; i < n_in; ++i) {
+        if (!has_uses(mlirBlockGetArgument(body, i))) continue; /* unread (a map read already made an extract) */
         MlirAffineMap m = generic_map(producer, i);
         int r = (int)mlirAffineMapGetNumResults(m);
         MlirValue coords[PT2_MAX_RANK];
