@@ -163,11 +163,24 @@ static bool emit_source(Emit *e, const Source *s) {
         pt2_asm_load_attr(e->a, PyUnicode_AsUTF8(s->name));
         return true;
     case SRC_ITEM: {
+        static PyObject *dict_getitem; /* dict.__getitem__, for s->dict_lookup */
+        if (s->dict_lookup) {
+            if (!dict_getitem && !(dict_getitem = PyObject_GetAttrString((PyObject *)&PyDict_Type, "__getitem__"))) {
+                PyErr_Clear();
+                return fail(e, "internal: dict.__getitem__ not found");
+            }
+            pt2_asm_push_null(e->a);
+            pt2_asm_load_const(e->a, dict_getitem);
+        }
         if (!emit_source(e, s->base)) return false;
         PyObject *key = s->name ? Py_NewRef(s->name) : PyLong_FromSsize_t(s->index);
         pt2_asm_load_const(e->a, key);
         Py_DECREF(key);
-        pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
+        if (s->dict_lookup) {
+            pt2_asm_call(e->a, 2);
+        } else {
+            pt2_asm_emit(e->a, pt2_bc_opcode("BINARY_SUBSCR"), 0);
+        }
         return true;
     }
     case SRC_CONST: pt2_asm_load_const(e->a, s->name); return true;

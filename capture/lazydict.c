@@ -56,6 +56,9 @@ Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found) {
     }
     *found = true;
     Source *s = dict->source ? source_derived(t, SRC_ITEM, dict->source, -1, PyUnicode_AsUTF8(key->obj)) : NULL;
+    /* a subclass's own __getitem__ (transformers' ClassInstantier makes an instance of the class
+     * the item holds) is not what was read: dict's lookup fetches the item again */
+    if (s) s->dict_lookup = Py_TYPE(dict->obj)->tp_as_mapping->mp_subscript != PyDict_Type.tp_as_mapping->mp_subscript;
     return trace_wrap(t, v, s);
 }
 

@@ -45,6 +45,8 @@ typedef struct Source {
     struct Source *base;
     Py_ssize_t index;
     PyObject *name; /* str (strong reference, owned by the trace arena) */
+    bool dict_lookup; /* SRC_ITEM of a dict whose class defines its own __getitem__: fetched again by
+                         dict.__getitem__ (what the trace and the guards read), not base[key] */
 } Source;
 
 /*===----------------------------------------------------------------------===*

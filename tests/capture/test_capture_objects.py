@@ -462,3 +462,29 @@ def test_batch_norm_updating_running_statistics_breaks():
     make = lambda: (r(4, 3, 5), torch.zeros(3), torch.ones(3))  # noqa: E731
     run_both(f, make)  # the running statistics are updated in place in both
     assert counts(f, *make())[1] >= 1
+
+
+class _Instantiator(__import__("collections").OrderedDict):
+    """transformers' ClassInstantier (ACT2FN): its own __getitem__ makes an instance of the class the
+    item holds, through super().__getitem__."""
+
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+_ACTIVATIONS = _Instantiator({"relu": nn.ReLU, "leaky": (nn.LeakyReLU, {"negative_slope": 0.25})})
+
+
+@pytest.mark.parametrize("key", ["relu", "leaky"])
+def test_item_of_a_dict_with_its_own_getitem_fetched_by_dicts_lookup(key):
+    """A break inside such a __getitem__ (nn.Module's constructor) resumes with the item read again
+    by dict.__getitem__, as the trace read it: base[key] would run the subclass's __getitem__ again,
+    which broke again, down to a RecursionError (Mamba in transformers 5)."""
+    def fn(x):
+        act = _ACTIVATIONS[key]
+        return act(x * 2) + 1
+
+    run_both(fn, lambda: (r(5, 7),))
+
