@@ -391,6 +391,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         return fail(e, "internal: a tensor missing from the graph outputs");
     case V_TUPLE: case V_LIST: {
         if (v->source && v->kind == V_LIST) return emit_source(e, v->source); /* the caller's own list */
+        if (v->kind == V_LIST && v->obj) return fail(e, "a slice of a module list (followed as a list) is live at the break");
         /* a tuple of a type (torch.Size, torch.return_types.max): the type called on the items */
         bool size = v->kind == V_TUPLE && v->obj && PyType_Check(v->obj);
         if (size) {

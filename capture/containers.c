@@ -202,7 +202,10 @@ bool trace_mutate_container(Trace *t, Var *c) {
  * tensor (hashed by identity, as Python does). */
 static bool dict_key_ok(Trace *t, Var *key) {
     if (key->kind == V_TENSOR) return true;
-    if (key->kind != V_CONST) return trace_break(t, "a dict key of this kind (only constants and tensors are followed)"), false;
+    if (key->kind != V_CONST) {
+        return trace_break(t, "a dict key that is %s%s (only constants and tensors are followed)", key->obj ? "a " : "a value made in the trace",
+                           key->obj ? Py_TYPE(key->obj)->tp_name : ""), false;
+    }
     if (PyObject_Hash(key->obj) == -1) {
         PyErr_Clear();
         return trace_raise(t, PyExc_TypeError, "unhashable type: '%s'", Py_TYPE(key->obj)->tp_name), false;

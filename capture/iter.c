@@ -186,14 +186,8 @@ Var *trace_get_iter(Trace *t, Var *v) {
         r->pos = 0;
         return r;
     }
-    case V_MODULE: {
-        /* iterating nn.Sequential / ModuleList: their children in order */
-        Var *children = trace_getattr(t, v, PyUnicode_FromString("_modules"));
-        if (!children) return NULL;
-        if (children->kind != V_DICT) return trace_break(t, "cannot iterate over module %s", Py_TYPE(v->obj)->tp_name);
-        for (int i = 0; i < children->n_items; ++i) var_push_item(t, it, children->items[i]);
-        return it;
-    }
+    case V_MODULE: /* nn.Sequential / ModuleList: their children in order; nn.ModuleDict: its keys */
+        return module_iter_into(t, v, it) ? it : NULL;
     case V_TENSOR: {
         if (v->rank == 0) return trace_break(t, "iteration over a 0-d tensor");
         for (int64_t i = 0; i < v->sizes[0]; ++i) {

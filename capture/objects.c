@@ -605,6 +605,40 @@ Var *object_getattr(Trace *t, Var *base, PyObject *name) {
     return generic_getattr(t, base, name);
 }
 
+/*--- nn's containers ------------------------------------------------------------------*/
+
+ModuleProtocol module_protocol(Trace *t, Var *module, const char *name) {
+    static PyObject *types[3]; /* nn.ModuleList, nn.Sequential, nn.ModuleDict */
+    static const char *const names[3] = {"ModuleList", "Sequential", "ModuleDict"};
+    if (!module->obj) return MODULE_OWN;
+    PyObject *key = PyUnicode_InternFromString(name);
+    PyObject *own = key ? _PyType_Lookup(Py_TYPE(module->obj), key) : NULL; /* borrowed */
+    ModuleProtocol r = MODULE_OWN;
+    for (int i = 0; i < 3 && own && r == MODULE_OWN; ++i) {
+        if (!types[i]) types[i] = pt2_import_attr("torch.nn", names[i]);
+        if (types[i] && PyType_Check(types[i]) && _PyType_Lookup((PyTypeObject *)types[i], key) == own) {
+            r = i == 2 ? MODULE_DICT : MODULE_LIST;
+        }
+    }
+    Py_XDECREF(key);
+    if (module->source) trace_guard(t, G_TYPE, module->source, (PyObject *)Py_TYPE(module->obj), 0);
+    return r;
+}
+
+bool module_iter_into(Trace *t, Var *module, Var *into) {
+    ModuleProtocol how = module_protocol(t, module, "__iter__");
+    if (how == MODULE_OWN) {
+        return trace_break(t, "iteration over module %s (its class's own __iter__, or none)", Py_TYPE(module->obj)->tp_name), false;
+    }
+    PyObject *name = PyUnicode_FromString("_modules");
+    Var *children = name ? trace_getattr(t, module, name) : NULL;
+    Py_XDECREF(name);
+    if (!children) return false;
+    if (children->kind != V_DICT) return trace_break(t, "iteration over module %s", Py_TYPE(module->obj)->tp_name), false;
+    for (int i = 0; i < children->n_items; ++i) var_push_item(t, into, how == MODULE_DICT ? children->keys[i] : children->items[i]);
+    return true;
+}
+
 /*--- super() ------------------------------------------------------------------------*/
 
 Var *trace_super(Trace *t, Var *cls, Var *self) {

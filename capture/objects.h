@@ -19,6 +19,17 @@ PyObject *pt2_nn_module_type(void); /* borrowed: torch.nn.Module */
 PyObject *pt2_parameter_type(void); /* borrowed: torch.nn.Parameter */
 PyObject *pt2_tensor_type(void);    /* borrowed: torch.Tensor */
 
+/* nn's containers: which stock protocol type(module) uses for `name`
+ * (__iter__, __len__, __getitem__): MODULE_LIST (nn.ModuleList's or
+ * nn.Sequential's: the children in order), MODULE_DICT (nn.ModuleDict's:
+ * keys for __iter__, the child of a key for __getitem__), or MODULE_OWN
+ * (a method of its own class, or none: not followed as a container). */
+typedef enum ModuleProtocol { MODULE_OWN, MODULE_LIST, MODULE_DICT } ModuleProtocol;
+ModuleProtocol module_protocol(Trace *t, Var *module, const char *name);
+/* Appends to `into` what `for x in module` yields (children, or a
+ * ModuleDict's keys); false (a break) where the module's class iterates its own way. */
+bool module_iter_into(Trace *t, Var *module, Var *into);
+
 /* A Python function defined for `name` on ty (looked up along the MRO), or
  * NULL: object's own slots and C methods are not "Python".  Borrowed. */
 PyObject *python_hook(PyTypeObject *ty, PyObject *name);

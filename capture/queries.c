@@ -12,6 +12,9 @@
  *                    under Dynamo
  *   Q_FALSE          False, as under torch.compile (pt2 neither scripts nor
  *                    exports); not called, nothing to guard
+ *   Q_USAGE_LOG      None: torch's API-usage logging (nn.Module's constructor
+ *                    calls it), which has no effect on what is computed; not
+ *                    called, nothing to guard
  *   Q_GRAD_MODE      the trace's own grad mode (no_grad blocks in the trace
  *                    change it); the GRAD_MODE guard every entry has
  *   Q_DEFAULT_DTYPE  float32 (other default dtypes run eagerly, module.c);
@@ -45,7 +48,7 @@
 #include "objects.h"
 #include "rules_util.h"
 
-typedef enum QueryHow { Q_TRUE, Q_FALSE, Q_GRAD_MODE, Q_DEFAULT_DTYPE, Q_CONSTANT, Q_CUDA_CONSTANT, Q_GUARDED } QueryHow;
+typedef enum QueryHow { Q_TRUE, Q_FALSE, Q_USAGE_LOG, Q_GRAD_MODE, Q_DEFAULT_DTYPE, Q_CONSTANT, Q_CUDA_CONSTANT, Q_GUARDED } QueryHow;
 
 typedef struct QueryEntry {
     const char *paths; /* comma-separated; a path missing in this torch is skipped */
@@ -59,6 +62,8 @@ static const QueryEntry query_table[] = {
     {"torch.compiler.is_compiling,torch.compiler.is_dynamo_compiling,torch._dynamo.is_compiling,torch._utils.is_compiling",
      Q_TRUE, NULL},
     {"torch.jit.is_scripting,torch.compiler.is_exporting", Q_FALSE, NULL},
+    /* modules made in the traced code (transformers' ACT2FN[name] in a forward) */
+    {"torch._C._log_api_usage_once", Q_USAGE_LOG, NULL},
     /* modes the trace follows itself */
     {"torch.is_grad_enabled", Q_GRAD_MODE, NULL},
     {"torch.get_default_dtype", Q_DEFAULT_DTYPE, NULL},
@@ -88,6 +93,8 @@ static const QueryEntry query_table[] = {
     {"torch.jit.is_tracing", Q_GUARDED, "torch._C._is_tracing"},
     {"torch._C._is_tracing", Q_GUARDED, NULL},
     {"torch._C._get_tracing_state", Q_GUARDED, NULL},
+    /* torch.autograd.Function.apply asks before running forward (Bloom's GeLUFunction) */
+    {"torch._C._are_functorch_transforms_active", Q_GUARDED, NULL},
     /* how many torch-dispatch modes are active (nn.MultiheadAttention's fast path asks, through
      * torch.utils._python_dispatch._get_current_dispatch_mode_stack); pt2 never traces under one */
     {"torch._C._len_torch_dispatch_stack", Q_GUARDED, NULL},
@@ -429,6 +436,7 @@ Var *query_call(Trace *t, PyObject *callable, Var **args, int n_args, int n_kw, 
         if (n_args) break; /* they take none: called with some, traced (and raises) as eager does */
         result = var_const(t, q->how == Q_TRUE ? Py_True : Py_False);
         break;
+    case Q_USAGE_LOG: result = var_none(t); break;
     case Q_GRAD_MODE:
         if (n_args) break;
         trace_guard(t, G_GRAD_MODE, NULL, NULL, t->grad_enabled);

@@ -292,6 +292,10 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
         n->slot = var_slot(c, v, v->source);
         return 0;
     case V_TUPLE: case V_LIST: case V_DICT: case V_SET: {
+        if (v->kind == V_LIST && v->obj && !v->source) {
+            trace_break(t, "returning a slice of a module list (pt2 follows it as a list of the modules)");
+            return -1;
+        }
         if (v->source && v->kind != V_SET) {
             /* a container passed in: the caller's own object (a list or
              * dict changed by the trace gets its contents replayed) */

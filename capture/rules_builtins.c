@@ -8,6 +8,7 @@
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
+#include "objects.h"
 #include "rules_util.h"
 
 const char *rule_op(const RuleEntry *e);
@@ -48,11 +49,7 @@ Var *iterable_items(Trace *t, Var *v) {
             var_push_item(t, r, item);
         }
     } else if (v->kind == V_MODULE) {
-        PyObject *name = PyUnicode_FromString("_modules");
-        Var *children = trace_getattr(t, v, name);
-        Py_DECREF(name);
-        if (!children || children->kind != V_DICT) return trace_break(t, "iteration over module %s", Py_TYPE(v->obj)->tp_name);
-        for (int i = 0; i < children->n_items; ++i) var_push_item(t, r, children->items[i]);
+        if (!module_iter_into(t, v, r)) return NULL;
     } else if (v->kind == V_OBJECT) {
         Var *it = trace_sequence_iter(t, v);
         if (!it) return NULL;
@@ -135,6 +132,9 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
             return const_result(t, n_const < 0 ? NULL : PyLong_FromSsize_t(n_const), "len");
         }
         if (v->kind == V_MODULE) {
+            if (module_protocol(t, v, "__len__") == MODULE_OWN) {
+                return trace_break(t, "len() of module %s (its class's own __len__, or none)", Py_TYPE(v->obj)->tp_name);
+            }
             Var *items = iterable_items(t, v);
             return items ? int_const(t, items->n_items) : NULL;
         }
@@ -174,7 +174,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         }
         PyObject *obj = v->obj;
         if (v->kind == V_TUPLE && !obj) obj = (PyObject *)&PyTuple_Type;
-        if (v->kind == V_LIST) obj = (PyObject *)&PyList_Type;
+        if (v->kind == V_LIST) obj = v->obj && PyType_Check(v->obj) ? v->obj : (PyObject *)&PyList_Type;
         if (v->kind == V_DICT) obj = (PyObject *)&PyDict_Type;
         if (v->kind == V_SET) obj = (PyObject *)&PySet_Type;
         if (v->kind == V_EXC) obj = v->exc_type; /* an exception of the trace: its class is known */
@@ -414,7 +414,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         switch (v->kind) {
         case V_TENSOR: ty = v->is_input && v->real ? (PyObject *)Py_TYPE(v->real) : (PyObject *)Py_TYPE(tensor_type_instance()); break;
         case V_TUPLE: ty = v->obj && PyType_Check(v->obj) ? v->obj : (PyObject *)&PyTuple_Type; break;
-        case V_LIST: ty = (PyObject *)&PyList_Type; break;
+        case V_LIST: ty = v->obj && PyType_Check(v->obj) ? v->obj : (PyObject *)&PyList_Type; break; /* a module list's slice */
         case V_DICT: ty = (PyObject *)&PyDict_Type; break;
         case V_SET: ty = (PyObject *)&PySet_Type; break;
         case V_CONST: case V_MODULE: case V_OBJECT: case V_FUNCTION: case V_CALLABLE:
@@ -430,6 +430,11 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         (PyType_Check(args[0]->obj) || PyModule_Check(args[0]->obj))) {
         /* classes and modules are identity-guarded: their text is fixed */
         return const_result(t, op[0] == 's' ? PyObject_Str(args[0]->obj) : PyObject_Repr(args[0]->obj), op);
+    }
+    if (n == 1 && strcmp(op, "bool") == 0 && args[0]->kind != V_TENSOR) {
+        /* what `if x:` decides: containers by their length (nn.Module's constructor's bool(kwargs)) */
+        int truth = trace_truth(t, args[0]);
+        return truth < 0 ? NULL : var_const(t, truth ? Py_True : Py_False);
     }
     if (n == 1 && strcmp(op, "callable") == 0) {
         Var *v = args[0];

@@ -599,6 +599,33 @@ static Var *sdpa_attention(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool cau
                causal ? "true" : "false");
 }
 
+/* enable_gqa=True: key or value with fewer heads (dim -3) than the query, each
+ * head shared by Hq / Hkv query heads in a row, as ATen repeats them
+ * (repeat_interleave): [..., H, S, D] -> [..., H, r, S, D] (a broadcast) ->
+ * [..., H·r, S, D].  Heads that do not divide the query's: eager's error. */
+static Var *gqa_heads(Trace *t, Var *q, Var *kv) {
+    if (q->rank < 3 || kv->rank < 3) return kv;
+    int64_t hq = q->sizes[q->rank - 3], h = kv->sizes[kv->rank - 3];
+    if (h == hq) return kv;
+    if (h == 0 || hq % h != 0) {
+        return trace_raise(t, PyExc_RuntimeError, "scaled_dot_product_attention(enable_gqa=True): the number of heads in key/value "
+                           "(%lld) must divide the query's (%lld)", (long long)h, (long long)hq);
+    }
+    int64_t shape[PT2_MAX_RANK + 1];
+    int r = kv->rank;
+    if (r + 1 > PT2_MAX_RANK) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True) of rank %d", r);
+    memcpy(shape, kv->sizes, sizeof(int64_t) * (size_t)(r - 2));
+    shape[r - 2] = 1;
+    shape[r - 1] = kv->sizes[r - 2];
+    shape[r] = kv->sizes[r - 1];
+    Var *x = reshape_to(t, kv, shape, r + 1);
+    shape[r - 2] = hq / h;
+    x = x ? expand_internal(t, x, shape, r + 1) : NULL;
+    memcpy(shape, kv->sizes, sizeof(int64_t) * (size_t)r);
+    shape[r - 3] = hq;
+    return x ? reshape_to(t, x, shape, r) : NULL;
+}
+
 /* softmax(q kᵀ · scale + mask) v */
 static Var *sdpa_scores(Trace *t, Var *q, Var *k, Var *v, Var *mask, bool causal, double scale);
 
@@ -612,9 +639,10 @@ Var *h_sdpa(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         return NULL;
     }
     if (dropout > 0) return trace_break(t, "scaled_dot_product_attention with dropout");
-    if (gqa) return trace_break(t, "scaled_dot_product_attention(enable_gqa=True)");
     if (q->kind != V_TENSOR || k->kind != V_TENSOR || v->kind != V_TENSOR) return trace_break(t, "scaled_dot_product_attention of non-tensors");
     if (q->rank < 2 || k->rank < 2 || v->rank < 2) return trace_break(t, "scaled_dot_product_attention of rank < 2");
+    if (gqa && !(k = gqa_heads(t, q, k)) ) return NULL;
+    if (gqa && !(v = gqa_heads(t, q, v))) return NULL;
     if (k->dtype != q->dtype || v->dtype != q->dtype) {
         return trace_raise(t, PyExc_RuntimeError, "Expected query, key, and value to have the same dtype, but got query.dtype: %s "
                            "key.dtype: %s and value.dtype: %s instead.", pt2DTypeName(q->dtype), pt2DTypeName(k->dtype),

@@ -509,8 +509,9 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
             }
             Py_DECREF(sl);
             Var *r = var_new(t, base->kind);
-            /* a slice of a torch.Size is one; of a struct sequence (torch.return_types.max), a tuple */
-            r->obj = base->obj && PyType_Check(base->obj) && base->obj != torch_size_type_obj() ? NULL : base->obj;
+            /* a slice of a torch.Size is one; of a struct sequence (torch.return_types.max), a tuple;
+             * of a module list's slice, a slice of that class again */
+            r->obj = base->kind == V_TUPLE && base->obj && PyType_Check(base->obj) && base->obj != torch_size_type_obj() ? NULL : base->obj;
             for (Py_ssize_t i = 0; i < length; ++i) var_push_item(t, r, base->items[start + i * step]);
             return r;
         }
@@ -528,18 +529,31 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         return const_result(t, PyObject_GetItem(base->obj, index->obj), "subscript");
     }
     case V_MODULE: {
-        /* nn.Sequential / nn.ModuleList / nn.ModuleDict children */
+        /* nn.Sequential / nn.ModuleList children by position, nn.ModuleDict's by key; a class with
+         * a __getitem__ of its own is not followed */
+        ModuleProtocol how = module_protocol(t, base, "__getitem__");
+        if (how == MODULE_OWN) return trace_break(t, "subscript of module %s (its class's own __getitem__, or none)", Py_TYPE(base->obj)->tp_name);
         PyObject *name = PyUnicode_FromString("_modules");
         Var *children = trace_getattr(t, base, name);
         Py_DECREF(name);
         if (!children || children->kind != V_DICT) return trace_break(t, "subscript of module %s", Py_TYPE(base->obj)->tp_name);
+        if (how == MODULE_DICT) return trace_subscript(t, children, index);
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);
             if (k < 0) k += children->n_items;
             if (k < 0 || k >= children->n_items) return trace_break(t, "module index out of range");
             return children->items[k];
         }
-        return trace_subscript(t, children, index);
+        if (index->kind != V_SLICE) return trace_break(t, "module index must be an int or a slice");
+        /* a slice (`for layer in self.layers[:n]`): the children it takes, followed as a list that
+         * type() and isinstance() see as the module's class (ModuleList, Sequential); what else a
+         * module would do with it (a call, its attributes) is a break, and so is handing it on past
+         * the trace (breaks.c, results.c) */
+        Var *all = var_new(t, V_LIST);
+        for (int i = 0; i < children->n_items; ++i) var_push_item(t, all, children->items[i]);
+        Var *r = trace_subscript(t, all, index);
+        if (r && r->kind == V_LIST) r->obj = trace_keep(t, (PyObject *)Py_TYPE(base->obj));
+        return r;
     }
     case V_OBJECT: {
         bool handled;

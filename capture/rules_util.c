@@ -63,6 +63,18 @@ bool bind_args(Trace *t, const char *fname, const char *schema, Var **args, int 
             if (i != varargs && strcmp(out->names[i], name) == 0) slot = i;
         }
         if (slot < 0) {
+            /* NumPy's names, which torch's argument parser takes for these parameters (cat(axis=1),
+             * sum(keepdims=True)) */
+            static const char *const numpy_names[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"}, {"x", "input"},
+                                                        {"a", "input"}, {"x1", "input"}, {"x2", "other"}};
+            for (size_t a = 0; a < sizeof numpy_names / sizeof numpy_names[0] && slot < 0; ++a) {
+                if (strcmp(name, numpy_names[a][0]) != 0) continue;
+                for (int i = 0; i < out->n; ++i) {
+                    if (i != varargs && strcmp(out->names[i], numpy_names[a][1]) == 0) slot = i;
+                }
+            }
+        }
+        if (slot < 0) {
             trace_break(t, "%s() got an unexpected keyword argument '%s' (not supported by pt2 yet)", fname, name);
             return false;
         }

@@ -288,7 +288,7 @@ PyObject *pt2_import_attr(const char *module, const char *name) {
  * (torch.finfo/iinfo objects too: read-only, compared by value). */
 static bool is_constant_value(PyObject *o) {
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-        PyUnicode_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
+        PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
         PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type) || Py_IS_TYPE(o, (PyTypeObject *)torch_finfo_type) ||
         Py_IS_TYPE(o, (PyTypeObject *)torch_iinfo_type)) {
         return true;
@@ -592,6 +592,10 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
     switch (base->kind) {
     case V_TENSOR: return tensor_attr(t, base, n);
     case V_TUPLE: case V_LIST: case V_DICT: case V_SET: case V_CONST: {
+        if (base->kind == V_LIST && base->obj) {
+            return trace_break(t, "attribute '%s' of a slice of an nn.%s (followed as a list of its modules)", n,
+                               ((PyTypeObject *)base->obj)->tp_name);
+        }
         /* methods of containers and constants: bound for the call rules */
         Var *m = var_new(t, V_METHOD);
         m->self = base;
@@ -693,12 +697,36 @@ static bool is_script_function(PyObject *o) {
     return type && Py_IS_TYPE(o, (PyTypeObject *)type);
 }
 
+/* A slice of an nn.Sequential (rules_ops.c: followed as the list of its
+ * modules) called on one input: each module on the last one's result, as
+ * Sequential.forward does, where its class keeps that forward. */
+static Var *module_slice_call(Trace *t, Var *slice, Var **args, int n_args, int n_kw) {
+    static PyObject *sequential_forward;
+    PyTypeObject *ty = (PyTypeObject *)slice->obj;
+    if (!sequential_forward) {
+        PyObject *seq = pt2_import_attr("torch.nn", "Sequential");
+        sequential_forward = seq ? PyObject_GetAttrString(seq, "forward") : NULL;
+        Py_XDECREF(seq);
+        if (!sequential_forward) PyErr_Clear();
+    }
+    PyObject *name = PyUnicode_InternFromString("forward");
+    PyObject *forward = name ? _PyType_Lookup(ty, name) : NULL;
+    Py_XDECREF(name);
+    if (!forward || forward != sequential_forward || n_args != 1 || n_kw != 0) {
+        return trace_break(t, "call of a slice of an nn.%s (followed as a list of its modules)", ty->tp_name);
+    }
+    Var *x = args[0];
+    for (int i = 0; i < slice->n_items && x; ++i) x = trace_call(t, slice->items[i], &x, 1, NULL, NULL, 0);
+    return x;
+}
+
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     if (callable->obj && !callable->fresh && (callable->kind == V_OBJECT || callable->kind == V_FUNCTION || callable->kind == V_CALLABLE)) {
         bool handled;
         Var *r = query_call(t, callable->obj, args, n_args, n_kw, &handled);
         if (handled || t->broke) return r;
     }
+    if (callable->kind == V_LIST && callable->obj) return module_slice_call(t, callable, args, n_args, n_kw);
     switch (callable->kind) {
     case V_CALLABLE: {
         if (PyUnicode_Check(callable->obj)) { /* a grad-mode manager's __exit__ (interp.c BEFORE_WITH) */

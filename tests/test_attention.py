@@ -108,6 +108,36 @@ def test_sdpa_causal(L, S, tmp_path):
     check(sdpa_causal, randn(2, 3, L, 17), randn(2, 3, S, 17), randn(2, 3, S, 5), fused=True, tmp_path=tmp_path)
 
 
+def sdpa_gqa(q, k, v, mask=None, causal=False):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("hq,hk,hv", [(6, 2, 2), (6, 3, 1), (4, 4, 4), (5, 1, 5)])
+@pytest.mark.parametrize("kind", ["plain", "mask", "causal"])
+def test_sdpa_grouped_query_heads(hq, hk, hv, kind, dtype, tmp_path):
+    """enable_gqa=True (Llama, Mistral, Qwen2's attention through transformers' sdpa): key and value
+    heads shared by Hq / Hkv query heads each, as ATen repeats them; odd sizes, a mask or causal."""
+    torch.manual_seed(hq * 100 + hk * 10 + hv)
+    q, k, v = randn(2, hq, 9, 17, dtype=dtype), randn(2, hk, 13, 17, dtype=dtype), randn(2, hv, 13, 5, dtype=dtype)
+    if kind == "mask":
+        mask = torch.rand(2, 1, 9, 13) > 0.3
+        mask[..., 0] = True
+        check(sdpa_gqa, q, k, v, mask, dtype=dtype)
+    else:
+        check(lambda q, k, v: sdpa_gqa(q, k, v, causal=kind == "causal"), q, k, v, dtype=dtype)
+
+
+def test_sdpa_grouped_query_heads_that_do_not_divide():
+    """Key heads that do not divide the query's: eager's RuntimeError, from the compiled function too."""
+    q, k, v = randn(1, 6, 4, 8), randn(1, 4, 4, 8), randn(1, 4, 4, 8)
+    with pytest.raises(RuntimeError):
+        sdpa_gqa(q, k, v)
+    pt2.reset()
+    with pytest.raises(RuntimeError):
+        pt2.compile(sdpa_gqa)(q, k, v)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_sdpa_causal_decomposed(dtype):
     torch.manual_seed(4)

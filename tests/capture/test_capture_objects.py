@@ -488,3 +488,115 @@ def test_item_of_a_dict_with_its_own_getitem_fetched_by_dicts_lookup(key):
 
     run_both(fn, lambda: (r(5, 7),))
 
+
+class _Containers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"a": nn.Linear(5, 5), "bb": nn.Linear(5, 3)})
+        self.layers = nn.ModuleList([nn.Linear(5, 5) for _ in range(4)])
+        self.seq = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 5), nn.Tanh())
+
+
+def test_module_dict_iterates_its_keys():
+    """`for k in module_dict` yields the keys (nn.ModuleDict.__iter__), not the modules: a loop
+    that used its keys got the children (len(child) == 0) and gave zeros."""
+    m = _Containers()
+
+    def fn(x):
+        n, out = 0, []
+        for k in m.heads:
+            n += len(k)
+            out.append(m.heads[k](x))
+        return x * n, out, len(m.heads), list(m.heads)
+
+    run_both(fn, lambda: (r(3, 5),))
+
+
+def test_module_list_slices():
+    """`for layer in self.layers[:n]` (Llama's decoder loop), negative and stepped slices, a slice of
+    a slice, len, and isinstance/type of the slice (a ModuleList, as eager's)."""
+    m = _Containers()
+
+    def fn(x):
+        for layer in m.layers[: len(m.layers) - 1]:
+            x = torch.relu(layer(x))
+        for layer in m.layers[::-2][:1]:
+            x = layer(x)
+        part = m.layers[1:3]
+        return x, len(part), isinstance(part, nn.ModuleList), type(part) is nn.ModuleList, isinstance(part, list)
+
+    run_both(fn, lambda: (r(3, 5),))
+
+
+def test_sequential_slice_called():
+    """`self.seq[:k](x)`: each module of the slice on the last one's result, as Sequential.forward."""
+    m = _Containers()
+    run_both(lambda x: m.seq[:3](x) + m.seq[-1:](x) + m.seq[1](x), lambda: (r(3, 5),))
+
+
+class _OwnItems(nn.Module):
+    """A module whose class subscripts and iterates its own way."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 5))
+        self.lin = nn.Linear(5, 5)
+
+    def __getitem__(self, i):
+        return self.w[i]
+
+    def __iter__(self):
+        return iter(self.w)
+
+
+def test_module_with_its_own_getitem_and_iter_keeps_eagers_results():
+    """Not read as a container of children (its _modules): eager's values (after a break)."""
+    m = _OwnItems()
+
+    def fn(x):
+        return x * m[1] + sum(row for row in m)
+
+    run_both(fn, lambda: (r(3, 5),))
+
+
+def test_bool_of_containers_and_environment_reads():
+    """bool(dict), bool(list) as `if` decides them, and os.environ.get (transformers reads flags in
+    its forwards: a dict keyed by bytes underneath) without a break."""
+    import os
+
+    def fn(x, d, xs):
+        flag = os.environ.get("PT2_TEST_FLAG_UNSET", "0") == "1"
+        return x * (2 if bool(d) else 3) + (1 if bool(xs) else -1) + (5 if flag else 0)
+
+    run_both(fn, lambda: (r(3, 5), {"k": 1}, []))
+    run_both(fn, lambda: (r(3, 5), {}, [1]))
+    pt2.reset()
+    info = pt2.explain(fn)(r(3, 5), {"k": 1}, [])
+    assert info.graph_break_count == 0, info.break_reasons
+    # the variable set, changed, removed between calls: each call reads it as eager does
+    compiled, x = pt2.compile(fn), r(3, 5)
+    try:
+        for value in ["1", "0", "1", None]:
+            if value is None:
+                del os.environ["PT2_TEST_FLAG_UNSET"]
+            else:
+                os.environ["PT2_TEST_FLAG_UNSET"] = value
+            torch.testing.assert_close(compiled(x, {}, []), fn(x, {}, []))
+    finally:
+        os.environ.pop("PT2_TEST_FLAG_UNSET", None)
+
+
+def test_module_containers_follow_without_breaks():
+    m = _Containers()
+
+    def fn(x):
+        for layer in m.layers[:3]:
+            x = layer(x)
+        for k in m.heads:
+            x = x + m.heads[k](x).sum()
+        return m.seq[:2](x)
+
+    pt2.reset()
+    with torch.no_grad():
+        info = pt2.explain(fn)(r(3, 5))
+    assert info.graph_break_count == 0, info.break_reasons

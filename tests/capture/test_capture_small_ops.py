@@ -249,3 +249,17 @@ def test_constant_factories():
                      torch.hann_window(8, periodic=False) * 2, torch.kaiser_window(9, True, 8.0) * 2), x, exact=True)
     check(lambda x: torch.linspace(x[0], 1.0, 8) + 1, x, graphs=0, breaks=1)
     check(lambda x: torch.linspace(0, 1, (1 << 20) + 1).sum() + x, x, graphs=1, breaks=1, tol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_numpy_argument_names(dtype):
+    """NumPy's names that torch's argument parser takes: axis for dim, keepdims for keepdim, x / a /
+    x1 for input, x2 for other (transformers' Funnel says torch.cat(..., axis=...))."""
+    x, y = rand(3, 5, dtype=dtype), rand(3, 5, seed=1, dtype=dtype)
+
+    def fn(x, y):
+        c = torch.cat([x, y], axis=1)
+        s = c.sum(axis=-1, keepdims=True) + torch.amax(a=x, axis=0)
+        return s + torch.add(x=x, other=y) + torch.maximum(x, x2=y), torch.flip(x, dims=(1,)).argmax(axis=1)
+
+    check(fn, x, y)
