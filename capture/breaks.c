@@ -272,7 +272,22 @@ static bool emit_live_iter(Emit *e, Var *v, int depth) {
  * `torch.set_grad_enabled(mode)` (which switches now and remembers the mode
  * it replaced), and its __exit__ takes the place of the original's. */
 static bool is_grad_exit(const Var *v) {
-    return v->kind == V_CALLABLE && v->obj && PyUnicode_Check(v->obj) && strncmp(PyUnicode_AsUTF8(v->obj), "exit:", 5) == 0;
+    return v->kind == V_CALLABLE && v->obj && PyUnicode_Check(v->obj) && strncmp(PyUnicode_AsUTF8(v->obj), "exit:grad_", 10) == 0;
+}
+
+/* A disabled autocast's block (interp.c: nothing to enter again): a nullcontext's __exit__ in its place. */
+static bool is_noop_exit(const Var *v) {
+    return v->kind == V_CALLABLE && v->obj && PyUnicode_Check(v->obj) && strcmp(PyUnicode_AsUTF8(v->obj), "exit:noop") == 0;
+}
+
+static bool emit_noop_exit(Emit *e) {
+    static PyObject *nullcontext;
+    if (!nullcontext && !(nullcontext = pt2_import_attr("contextlib", "nullcontext"))) return fail(e, "contextlib.nullcontext is missing");
+    pt2_asm_push_null(e->a);
+    pt2_asm_load_const(e->a, nullcontext);
+    pt2_asm_call(e->a, 0);
+    pt2_asm_load_attr(e->a, "__exit__");
+    return true;
 }
 
 static bool emit_grad_exit(Emit *e, Var *v) {
@@ -535,6 +550,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
     }
     case V_MODULE: case V_OBJECT: case V_CALLABLE: case V_FUNCTION:
         if (is_grad_exit(v)) return emit_grad_exit(e, v);
+        if (is_noop_exit(v)) return emit_noop_exit(e);
         if (v->fresh) return emit_fresh_object(e, v, depth);
         if (v->source) return emit_source(e, v->source);
         if (v->obj && (v->kind != V_FUNCTION || PyFunction_Check(v->obj)) && !PyUnicode_Check(v->obj)) {

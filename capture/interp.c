@@ -69,6 +69,53 @@ int interp_init(void) {
 
 #define push interp_push
 #define pop interp_pop
+
+static PyObject *s_exit_name(void) {
+    static PyObject *s;
+    if (!s) s = PyUnicode_InternFromString("__exit__");
+    return s;
+}
+
+static PyObject *s_enter_name(void) {
+    static PyObject *s;
+    if (!s) s = PyUnicode_InternFromString("__enter__");
+    return s;
+}
+
+/* 1 where mgr is a torch.autocast (its class's __enter__ torch's own) made
+ * with enabled=False while autocast is off for its device (a guarded
+ * query): its block changes nothing (timm's EfficientViT computes its
+ * attention in such a block), 0 otherwise, -1 after a break. */
+static int disabled_autocast(Trace *t, Var *mgr) {
+    static PyObject *autocast_enter, *is_enabled;
+    if (mgr->kind != V_OBJECT || !mgr->obj || PyType_Check(mgr->obj)) return 0;
+    if (!autocast_enter) {
+        PyObject *cls = pt2_import_attr("torch.amp.autocast_mode", "autocast");
+        autocast_enter = cls ? PyObject_GetAttr(cls, s_enter_name()) : NULL;
+        Py_XDECREF(cls);
+        is_enabled = pt2_import_attr("torch", "is_autocast_enabled");
+        PyErr_Clear();
+        if (!autocast_enter || !is_enabled) return 0;
+    }
+    if (python_hook(Py_TYPE(mgr->obj), s_enter_name()) != autocast_enter) return 0;
+    PyObject *n_enabled = PyUnicode_InternFromString("_enabled"), *n_device = PyUnicode_InternFromString("device");
+    Var *enabled = trace_getattr(t, mgr, n_enabled);
+    Var *device = enabled ? trace_getattr(t, mgr, n_device) : NULL;
+    Py_XDECREF(n_enabled);
+    Py_XDECREF(n_device);
+    if (!device) return -1;
+    if (enabled->kind != V_CONST || enabled->obj != Py_False || device->kind != V_CONST) return 0;
+    Var *query = trace_wrap(t, is_enabled, NULL);
+    Var *on = query ? trace_call(t, query, &device, 1, NULL, NULL, 0) : NULL;
+    if (!on) return -1;
+    return on->kind == V_CONST && on->obj == Py_False;
+}
+
+/* An object whose class defines __enter__ and __exit__ in Python. */
+static bool python_context_manager(const Var *mgr) {
+    if ((mgr->kind != V_OBJECT && mgr->kind != V_MODULE) || !mgr->obj || PyType_Check(mgr->obj)) return false;
+    return python_hook(Py_TYPE(mgr->obj), s_enter_name()) && python_hook(Py_TYPE(mgr->obj), s_exit_name());
+}
 #define peek interp_peek
 
 static PyObject *co_const(SymFrame *f, int i) { return PyTuple_GET_ITEM(f->code.code->co_consts, i); }
@@ -776,30 +823,51 @@ static bool run_instructions(SymFrame *f) {
             }
         } else if (op == OP.BEFORE_WITH) {
             /* grad-mode managers (torch.no_grad() ...): enter now; __exit__
-             * restores the mode on the normal exit path */
+             * restores the mode on the normal exit path.  A Python context
+             * manager (contextlib.nullcontext, a class of the user's): its
+             * __enter__ inlined now, its bound __exit__ called by the block's
+             * normal exit (an exception in the block, or a break inside it,
+             * is a break: exceptions.c, breaks.c) */
             Var *mgr = pop(f);
-            if (mgr->kind != V_CALLABLE || !PyUnicode_Check(mgr->obj) || strncmp(PyUnicode_AsUTF8(mgr->obj), "ctx:", 4) != 0) {
+            int disabled = disabled_autocast(t, mgr);
+            if (disabled < 0) goto failed;
+            if (disabled) {
+                Var *exit = var_new(t, V_CALLABLE);
+                PyObject *tag = PyUnicode_FromString("exit:noop");
+                exit->obj = trace_keep(t, tag);
+                Py_XDECREF(tag);
+                push(f, exit);
+                push(f, mgr); /* autocast.__enter__ returns the manager */
+            } else if (python_context_manager(mgr)) {
+                Var *exit = trace_getattr(t, mgr, s_exit_name());
+                Var *enter = exit ? trace_getattr(t, mgr, s_enter_name()) : NULL;
+                Var *entered = enter ? trace_call(t, enter, NULL, 0, NULL, NULL, 0) : NULL;
+                if (!entered) goto failed;
+                push(f, exit);
+                push(f, entered);
+            } else if (mgr->kind != V_CALLABLE || !PyUnicode_Check(mgr->obj) || strncmp(PyUnicode_AsUTF8(mgr->obj), "ctx:", 4) != 0) {
                 trace_break(t, "with-statement on a context manager pt2 does not know");
                 goto failed;
-            }
-            bool grad_on = strcmp(PyUnicode_AsUTF8(mgr->obj), "ctx:grad_on") == 0;
-            for (int g = 0; grad_on && !t->grad_enabled && g < t->n_guards; ++g) {
-                /* torch.enable_grad() under no_grad over a tensor already read that requires grad:
-                 * the block's results need autograd (as such a tensor read in grad mode does) */
-                if (t->guards[g].kind == G_TENSOR && t->guards[g].requires_grad) {
-                    trace_break(t, "torch.enable_grad() over a tensor that requires grad (training is not supported yet)");
-                    goto failed;
+            } else {
+                bool grad_on = strcmp(PyUnicode_AsUTF8(mgr->obj), "ctx:grad_on") == 0;
+                for (int g = 0; grad_on && !t->grad_enabled && g < t->n_guards; ++g) {
+                    /* torch.enable_grad() under no_grad over a tensor already read that requires grad:
+                     * the block's results need autograd (as such a tensor read in grad mode does) */
+                    if (t->guards[g].kind == G_TENSOR && t->guards[g].requires_grad) {
+                        trace_break(t, "torch.enable_grad() over a tensor that requires grad (training is not supported yet)");
+                        goto failed;
+                    }
                 }
+                if (t->grad_enabled && !grad_on) t->grad_restores++;
+                PyObject *restore = PyUnicode_FromString(t->grad_enabled ? "exit:grad_on" : "exit:grad_off");
+                t->grad_enabled = grad_on;
+                Var *exit = var_new(t, V_CALLABLE);
+                exit->obj = trace_keep(t, restore);
+                exit->start = t->grad_enabled; /* the mode the block runs in (a graph break re-enters it) */
+                Py_XDECREF(restore);
+                push(f, exit);
+                push(f, var_none(t));
             }
-            if (t->grad_enabled && !grad_on) t->grad_restores++;
-            PyObject *restore = PyUnicode_FromString(t->grad_enabled ? "exit:grad_on" : "exit:grad_off");
-            t->grad_enabled = grad_on;
-            Var *exit = var_new(t, V_CALLABLE);
-            exit->obj = trace_keep(t, restore);
-            exit->start = t->grad_enabled; /* the mode the block runs in (a graph break re-enters it) */
-            Py_XDECREF(restore);
-            push(f, exit);
-            push(f, var_none(t));
         } else {
             trace_break(t, "unsupported bytecode %s", pt2_bc_opname(op));
             goto failed;

@@ -366,6 +366,26 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         bool ok = op[0] == 's' ? trace_setattr(t, args[0], args[1]->obj, args[2]) : trace_delattr(t, args[0], args[1]->obj);
         return ok ? var_none(t) : NULL;
     }
+    if (strcmp(op, "sum") == 0 && (n == 1 || n == 2) && (nkw == 0 || (nkw == 1 && n == 1 && strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, 0)), "start") == 0))) {
+        /* sum(iterable, start=0): the second argument is where the sum starts, not an item */
+        Var *start = n == 2 ? args[1] : nkw ? kwv[0] : NULL;
+        Var *items = iterable_items(t, args[0]);
+        if (!items) return NULL;
+        bool constants = !start || start->kind == V_CONST;
+        for (int i = 0; i < items->n_items && constants; ++i) constants = items->items[i]->kind == V_CONST;
+        if (constants) { /* Python's own sum (3.12 sums floats with compensation) */
+            PyObject *tup = const_tuple_of(t, items->items, items->n_items);
+            if (!tup) return NULL;
+            PyObject *fn = PyDict_GetItemString(PyEval_GetBuiltins(), "sum");
+            PyObject *r = fn ? PyObject_CallFunctionObjArgs(fn, tup, start ? start->obj : NULL, NULL) : NULL;
+            Py_DECREF(tup);
+            return const_result(t, r, op);
+        }
+        /* tensors (sum([x]) is a new tensor, not x: 0 + x), lists and tuples (concatenated) */
+        Var *acc = start ? start : int_const(t, 0);
+        for (int i = 0; i < items->n_items && acc; ++i) acc = trace_binary_op(t, "+", acc, items->items[i]);
+        return acc;
+    }
     if ((strcmp(op, "min") == 0 || strcmp(op, "max") == 0 || strcmp(op, "sum") == 0) && n >= 1 && nkw == 0) {
         Var *items = n == 1 ? iterable_items(t, args[0]) : make_tuple(t, args, n);
         if (!items) return NULL;

@@ -731,6 +731,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     case V_CALLABLE: {
         if (PyUnicode_Check(callable->obj)) { /* a grad-mode manager's __exit__ (interp.c BEFORE_WITH) */
             const char *tag = PyUnicode_AsUTF8(callable->obj);
+            if (strcmp(tag, "exit:noop") == 0) return var_none(t); /* a disabled autocast's block (interp.c) */
             if (strncmp(tag, "exit:", 5) == 0) {
                 bool on = strcmp(tag, "exit:grad_on") == 0;
                 if (on && !t->grad_enabled && t->grad_restores > 0) t->grad_restores--;

@@ -293,3 +293,17 @@ def test_script_function_inlined():
     assert info.graph_count == 1 and info.graph_break_count == 0, info.break_reasons
     compare(pt2.compile(f)(q, pos), f(q, pos), 1e-6)
     compare(pt2.compile(f)(q[:, :5], pos * 2), f(q[:, :5], pos * 2), 1e-6)
+
+
+def test_sum_with_a_start():
+    """sum(iterable, start): lists and tuples concatenated (timm's Hiera builds a shape with
+    sum([[i, s] ...], [])), numbers from the start (start= too), tensors from a tensor start."""
+    from eager_check import check
+
+    def fn(x, sizes):
+        shape = [x.shape[0]] + sum([[i, 1] for i in sizes], []) + [x.shape[-1]]
+        t = sum([(1,), (2, 3)], ())
+        a = sum([1, 2], 10) + sum([0.1, 0.2, 0.3]) + sum([1, 2], start=5)
+        return x.reshape(shape) * len(t) + a, sum([x, x], x), sum([x.sum(), x.amax()], 1.5)
+
+    check(fn, torch.randn(2, 3, 4, 5), [3, 4])
