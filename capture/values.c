@@ -697,6 +697,21 @@ static bool is_script_function(PyObject *o) {
     return type && Py_IS_TYPE(o, (PyTypeObject *)type);
 }
 
+/* torch.autograd.Function.apply's function (a classmethod's, bound to the subclass called). */
+static bool is_autograd_function_apply(PyObject *fn) {
+    static PyObject *apply;
+    if (!apply) {
+        PyObject *cls = pt2_import_attr("torch.autograd", "Function");
+        PyObject *bound = cls ? PyObject_GetAttrString(cls, "apply") : NULL;
+        apply = bound && PyMethod_Check(bound) ? Py_NewRef(PyMethod_GET_FUNCTION(bound)) : NULL;
+        Py_XDECREF(bound);
+        Py_XDECREF(cls);
+        PyErr_Clear();
+        if (!apply) return false;
+    }
+    return fn == apply;
+}
+
 /* A slice of an nn.Sequential (rules_ops.c: followed as the list of its
  * modules) called on one input: each module on the last one's result, as
  * Sequential.forward does, where its class keeps that forward. */
@@ -744,7 +759,12 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         if (rule) return rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
         break;
     }
-    case V_FUNCTION: return interp_inline(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    case V_FUNCTION:
+        if (is_autograd_function_apply(callable->obj)) {
+            /* Function.apply(cls, *args): its forward (nothing in a trace needs a gradient) */
+            return polyfill_form(t, "autograd_function_apply", args, n_args, kw_names, kw_values, n_kw);
+        }
+        return interp_inline(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_PARTIAL: return partial_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_MODULE: return module_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_METHOD: {

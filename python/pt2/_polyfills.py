@@ -897,3 +897,38 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     """torch.searchsorted of a tensor, without a sorter, in a 1-d sequence or one row per leading index
     (polyfills.c checks the shapes as eager); side "right" as right=True; see _binary_search."""
     return _binary_search(sorted_sequence, input, right or side == "right", out_int32)
+
+
+class _InferenceFunctionCtx:
+    """The ctx of a torch.autograd.Function run inside a compiled graph, where nothing needs a
+    gradient (capture breaks on a tensor that requires one under grad mode): what forward records for
+    backward is kept and unused."""
+
+    def __init__(self, n_inputs):
+        self.needs_input_grad = (False,) * n_inputs
+        self.saved_tensors = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    def save_for_forward(self, *tensors):
+        pass
+
+    def mark_dirty(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = value
+
+
+def autograd_function_apply(cls, *args, **kwargs):
+    """cls.apply(*args) of a torch.autograd.Function subclass (Bloom's GeLU, memory-efficient
+    activations): its forward, with a ctx (or, for a Function with its own setup_context, without
+    one: setup_context only prepares backward)."""
+    if cls.setup_context is not torch.autograd.function._SingleLevelFunction.setup_context:
+        return cls.forward(*args, **kwargs)
+    return cls.forward(_InferenceFunctionCtx(len(args)), *args, **kwargs)

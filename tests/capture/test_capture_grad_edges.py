@@ -159,3 +159,57 @@ def test_torch_func_transforms():
     torch.testing.assert_close(p, p_ref)
     torch.testing.assert_close(tangent, tangent_ref)
     torch.testing.assert_close(torch.func.grad(lambda t: pt2.compile(f)(t).sum())(x[0]), 2 * x[0].cos())
+
+
+class _TanhGelu(torch.autograd.Function):
+    """Bloom's GeLUFunction form: a ctx-taking forward that saves its input."""
+
+    @staticmethod
+    def forward(ctx, x, scale=1.0):
+        ctx.save_for_backward(x)
+        ctx.mark_non_differentiable()
+        return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))) * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.sigmoid(1.702 * x), None
+
+
+class _Square(torch.autograd.Function):
+    """The setup_context form: forward without a ctx."""
+
+    @staticmethod
+    def forward(x):
+        return x * x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        return 2 * g * ctx.saved_tensors[0]
+
+
+def test_autograd_function_apply_runs_its_forward():
+    """Function.apply inside compiled code is its forward (nothing there needs a gradient): one graph,
+    eager's values; with a weight that requires grad under grad mode the frame runs eagerly and the
+    gradient is eager's."""
+    from eager_check import check
+
+    def fn(x):
+        return _TanhGelu.apply(x, 2.0) + _Square.apply(x - 1)
+
+    check(fn, torch.randn(4, 7))
+    w = torch.randn(7, requires_grad=True)
+
+    def loss(x):
+        return _TanhGelu.apply(x * w).sum()
+
+    x = torch.randn(4, 7)
+    loss(x).backward()
+    want, w.grad = w.grad.clone(), None
+    pt2.reset()
+    pt2.compile(loss)(x).backward()
+    torch.testing.assert_close(w.grad, want)
