@@ -60,6 +60,24 @@ Var *iterable_items(Trace *t, Var *v) {
     return r;
 }
 
+/* A class (or a tuple of classes, for issubclass's second argument) known at trace time: a new
+ * reference, or NULL (no error). */
+static PyObject *type_or_types(const Var *v) {
+    if ((v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE) && v->obj && PyType_Check(v->obj)) return Py_NewRef(v->obj);
+    if (v->kind == V_CONST && v->obj && PyTuple_Check(v->obj)) return Py_NewRef(v->obj);
+    if (v->kind != V_TUPLE || v->obj) return NULL;
+    PyObject *tup = PyTuple_New(v->n_items);
+    for (int i = 0; tup && i < v->n_items; ++i) {
+        PyObject *item = type_or_types(v->items[i]);
+        if (!item) {
+            Py_CLEAR(tup);
+            break;
+        }
+        PyTuple_SET_ITEM(tup, i, item);
+    }
+    return tup;
+}
+
 Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     const char *op = rule_op(e);
     if (strcmp(op, "print") == 0) return trace_break(t, "print() (a side effect outside the graph)");
@@ -148,6 +166,15 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
             if (handled) return r;
         }
         return trace_break(t, "len() of this value");
+    }
+    if (strcmp(op, "issubclass") == 0 && n == 2 && nkw == 0) {
+        /* of classes known at trace time (guarded where they were read) */
+        PyObject *cls = type_or_types(args[0]), *info = type_or_types(args[1]);
+        int r = cls && info && PyType_Check(cls) ? PyObject_IsSubclass(cls, info) : -2;
+        Py_XDECREF(cls);
+        Py_XDECREF(info);
+        if (r == -2) return trace_break(t, "issubclass() of values known only at run time");
+        return const_result(t, r < 0 ? NULL : Py_NewRef(r ? Py_True : Py_False), op);
     }
     if (strcmp(op, "isinstance") == 0 && n == 2) {
         Var *v = args[0], *cls = args[1];

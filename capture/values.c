@@ -697,6 +697,16 @@ static bool is_script_function(PyObject *o) {
     return type && Py_IS_TYPE(o, (PyTypeObject *)type);
 }
 
+/* A functools.lru_cache wrapper (functools._lru_cache_wrapper, C or Python). */
+static bool is_lru_cache_wrapper(PyObject *o) {
+    static PyObject *type;
+    if (!type) {
+        type = pt2_import_attr("functools", "_lru_cache_wrapper");
+        if (!type) return false;
+    }
+    return PyType_Check(type) && PyObject_TypeCheck(o, (PyTypeObject *)type);
+}
+
 /* torch.autograd.Function.apply's function (a classmethod's, bound to the subclass called). */
 static bool is_autograd_function_apply(PyObject *fn) {
     static PyObject *apply;
@@ -838,10 +848,28 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     }
     if (o && PyCFunction_Check(o)) {
         if (warns_is_warn(o)) return warns_call(t, args, n_args, kw_names, kw_values, n_kw);
+        if (PyCFunction_GET_SELF(o) == (PyObject *)&PyDict_Type && strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, "fromkeys") == 0) {
+            return polyfill_form(t, "dict_fromkeys", args, n_args, kw_names, kw_values, n_kw); /* dict.fromkeys(keys, value) */
+        }
         bool handled;
         Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
         if (handled) return r;
         return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
+    }
+    if (o && is_lru_cache_wrapper(o)) {
+        /* functools.lru_cache / cache: the wrapped function inlined, without the cache (as TorchDynamo
+         * does): the same values for the pure functions it is meant for (the wrapper is guarded by
+         * identity where it was read) */
+        PyObject *fn = PyObject_GetAttrString(o, "__wrapped__");
+        if (!fn || !PyFunction_Check(fn)) {
+            Py_XDECREF(fn);
+            PyErr_Clear();
+            return trace_break(t, "call to an lru_cache wrapper of a function without Python code");
+        }
+        Var *fv = var_new(t, V_FUNCTION);
+        fv->obj = trace_keep(t, fn);
+        Py_DECREF(fn);
+        return interp_inline(t, fv, args, n_args, kw_names, kw_values, n_kw);
     }
     if (o && PyExceptionClass_Check(o)) return exc_construct(t, o, args, n_args, n_kw);
     if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);

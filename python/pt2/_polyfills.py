@@ -932,3 +932,11 @@ def autograd_function_apply(cls, *args, **kwargs):
     if cls.setup_context is not torch.autograd.function._SingleLevelFunction.setup_context:
         return cls.forward(*args, **kwargs)
     return cls.forward(_InferenceFunctionCtx(len(args)), *args, **kwargs)
+
+
+def dict_fromkeys(iterable, value=None):
+    """dict.fromkeys (a C classmethod): one entry a key, each the same value."""
+    d = {}
+    for k in iterable:
+        d[k] = value
+    return d

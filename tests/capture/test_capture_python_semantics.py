@@ -307,3 +307,50 @@ def test_sum_with_a_start():
         return x.reshape(shape) * len(t) + a, sum([x, x], x), sum([x.sum(), x.amax()], 1.5)
 
     check(fn, torch.randn(2, 3, 4, 5), [3, 4])
+
+
+def test_lru_cache_wrappers_and_typing_subscripts():
+    """A functools.lru_cache / functools.cache wrapper called in the trace is its function inlined
+    (as TorchDynamo does), and typing's List[...] / Optional[...] are evaluated at trace time
+    (`torch.jit.annotate(List[torch.Tensor], [])` in timm's CrossViT): one graph, eager's values."""
+    import typing
+
+    from eager_check import check
+
+    @functools.lru_cache(maxsize=None)
+    def squares(n):
+        return [i * i for i in range(n)]
+
+    @functools.cache
+    def scale(k):
+        return 2.0 ** k
+
+    def fn(x):
+        outs = torch.jit.annotate(typing.List[torch.Tensor], [])
+        outs.append(x * sum(squares(4)) * scale(3))
+        kind = typing.Optional[typing.Dict[str, int]]
+        return outs[0] + (1 if kind is not None else 0)
+
+    check(fn, torch.randn(3, 4))
+
+
+def test_dict_fromkeys_and_issubclass():
+    """dict.fromkeys (transformers' linear-attention caches) and issubclass of classes known at
+    trace time (torch's pytree asks whether a class is a namedtuple's)."""
+    import collections
+
+    from eager_check import check
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def fn(x):
+        d = dict.fromkeys(range(3), False)
+        e = dict.fromkeys(["a", "b"])
+        d[1] = True
+        k = issubclass(Pair, tuple) + 2 * issubclass(bool, (int, str)) + 4 * issubclass(torch.Tensor, (Pair, dict))
+        return x * sum(1 for v in d.values() if v) * k + len(e), list(e), d
+
+    check(fn, torch.randn(3, 4))
+    pt2.reset()
+    with pytest.raises(TypeError):
+        pt2.compile(lambda x: x * issubclass(3, int))(torch.ones(2))
