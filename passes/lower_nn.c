@@ -326,6 +326,8 @@ typedef struct Window {
     bool adaptive;
     int64_t in[2], out[2], kernel[2], stride[2], pad[2], dilation[2];
     int64_t padded[2]; /* input size after padding, covering every window */
+    int64_t op_kernel[2]; /* the op's kernel (PyTorch's avg_pool2d counts); `kernel`, the window loops', is
+                             at most the padded input (a larger one reaches only positions past it) */
 } Window;
 
 /* Window of max/avg_pool2d from the op's attributes and result shape. */
@@ -341,6 +343,12 @@ static Window window_of_pool(MlirOperation op) {
     for (int i = 0; i < 2; ++i) {
         w.in[i] = x.sizes[w.batch + i];
         w.out[i] = o.sizes[w.batch + i];
+        w.op_kernel[i] = w.kernel[i];
+        /* every window starts at -pad or later, so offsets k with k * dilation >= in + 2 pad only read
+         * past the padded input, where nothing counts (HF EfficientNet pools 2 x 2 maps with a kernel
+         * of 2560 and ceil_mode: 2560^2 window positions an output) */
+        int64_t reach = w.dilation[i] > 0 ? (w.in[i] + 2 * w.pad[i] + w.dilation[i] - 1) / w.dilation[i] : w.kernel[i];
+        if (reach >= 1 && w.kernel[i] > reach) w.kernel[i] = reach;
         w.padded[i] = covering_size(w.in[i], w.pad[i], w.out[i], w.kernel[i], w.stride[i], w.dilation[i]);
     }
     return w;
@@ -453,7 +461,7 @@ static void adaptive_sum_body(Builder *b, const MlirValue *args, int n_args, Mli
  * (returned). */
 static int64_t avg_axis_count(const Window *w, int axis, int64_t o, int64_t *out_with_pad) {
     int64_t start = o * w->stride[axis] - w->pad[axis];
-    int64_t end = start + w->kernel[axis];
+    int64_t end = start + w->op_kernel[axis];
     int64_t limit = w->in[axis] + w->pad[axis];
     if (end > limit) end = limit;
     *out_with_pad = end - start;

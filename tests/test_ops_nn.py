@@ -371,3 +371,30 @@ def test_pool_ceil_mode_windows_past_the_input():
         assert_close(got, F.max_pool2d(x, k, s, ceil_mode=True), f"max_pool2d{shape}")
         got = run(lambda g, v: g.op("avg_pool2d", v, kernel=[k, k], stride=[s, s], ceil_mode=True), [x])
         assert_close(got, F.avg_pool2d(x, k, s, ceil_mode=True), f"avg_pool2d{shape}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=_dtype_id)
+def test_pool_kernel_larger_than_the_input(dtype):
+    """A kernel larger than the padded input (HF EfficientNet's AvgPool2d(2560, ceil_mode=True) over
+    2 x 2 maps): the window loops stop at the padded input, PyTorch's counts keep the op's kernel;
+    padding, dilation, count_include_pad both ways, odd sizes."""
+    import torch.nn.functional as F
+
+    x = make((2, 3, 5, 3), dtype)
+    cases = [
+        (dict(kernel_size=64, ceil_mode=True), {}),
+        (dict(kernel_size=(9, 40), padding=(2, 1), ceil_mode=True), dict(count_include_pad=False)),
+        (dict(kernel_size=(9, 40), padding=(2, 1), ceil_mode=True), dict(count_include_pad=True)),
+        (dict(kernel_size=8, stride=6, ceil_mode=True), {}),
+        (dict(kernel_size=7, stride=1, padding=3), dict(count_include_pad=False)),
+    ]
+    for common, avg_only in cases:
+        want = F.avg_pool2d(x, **common, **avg_only)
+        got = pt2.compile(lambda v: F.avg_pool2d(v, **common, **avg_only))(x)
+        assert_close(got, want, f"avg_pool2d {common} {avg_only}")
+        want = F.max_pool2d(x, **common)
+        got = pt2.compile(lambda v: F.max_pool2d(v, **common))(x)
+        assert_close(got, want, f"max_pool2d {common}")
+    want = F.max_pool2d(x, kernel_size=9, stride=30, padding=2, dilation=3, ceil_mode=True)
+    got = pt2.compile(lambda v: F.max_pool2d(v, kernel_size=9, stride=30, padding=2, dilation=3, ceil_mode=True))(x)
+    assert_close(got, want, "dilated max_pool2d")

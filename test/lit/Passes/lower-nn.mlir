@@ -57,6 +57,20 @@ func.func @avg_pool_exclude_pad(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> 
 
 // -----
 
+// A kernel larger than the input (HF EfficientNet's AvgPool2d(2560, ceil_mode=True) over 2 x 2
+// maps): the window loops stop at the input (a 2 x 2 window, not 2560 x 2560), the divisor is
+// PyTorch's count, the 4 elements the window holds.
+// CHECK-LABEL: func.func @avg_pool_kernel_past_the_input
+// CHECK: tensor.empty() : tensor<2x2xf32>
+// CHECK: linalg.generic
+// CHECK: arith.constant dense<4.000000e+00>
+func.func @avg_pool_kernel_past_the_input(%x: tensor<1x8x2x2xf32>) -> tensor<1x8x1x1xf32> {
+  %0 = "pt2.avg_pool2d"(%x) {kernel = array<i64: 2560, 2560>, stride = array<i64: 2560, 2560>, padding = array<i64: 0, 0>, ceil_mode = true, count_include_pad = true} : (tensor<1x8x2x2xf32>) -> tensor<1x8x1x1xf32>
+  return %0 : tensor<1x8x1x1xf32>
+}
+
+// -----
+
 // Unequal windows (8 columns into 5: lengths 2, 3, 2, 3, 2 from starts 0, 1, 3, 4, 6):
 // the window loops run to the largest length and mask the rest.
 // CHECK: affine_map<(d0, d1, d2, d3, d4) -> (d0, (d1 * 9) floordiv 4 + d3, (d2 * 8) floordiv 5 + d4)>
