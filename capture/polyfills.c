@@ -632,6 +632,7 @@ static Polyfill polyfills[] = {
     /* pointwise ops and small reductions (ATen's formulas) */
     {"torch._C._VariableFunctions.broadcast_tensors", "broadcast_tensors", NULL, NULL, NULL},
     {"torch.logsumexp", "logsumexp", NULL, NULL, NULL},
+    {"torch._weight_norm", "weight_norm", NULL, NULL, NULL},
     {"torch._C._nn.mish", "mish", NULL, NULL, NULL},
     {"torch.selu", "selu", NULL, NULL, NULL},
     {"torch.celu", "celu", NULL, NULL, NULL},

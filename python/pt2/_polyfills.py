@@ -940,3 +940,13 @@ def dict_fromkeys(iterable, value=None):
     for k in iterable:
         d[k] = value
     return d
+
+
+def weight_norm(v, g, dim=0):
+    """torch._weight_norm (nn.utils.parametrizations.weight_norm's C op): v * (g / ||v||), the norm
+    over every dim but `dim` (ATen's norm_except_dim), over all of v for dim -1."""
+    if dim == -1:
+        norm = torch.linalg.vector_norm(v)
+    else:
+        norm = torch.linalg.vector_norm(v, 2, dim=[d for d in range(v.dim()) if d != dim], keepdim=True)
+    return v * (g / norm)

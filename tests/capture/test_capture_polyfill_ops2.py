@@ -535,3 +535,20 @@ def test_block_diag_of_mixed_dtypes_stays_the_c_op():
     """Blocks of different dtypes (eager promotes): declined, a break, eager's result."""
     a, b = torch.randn(2, 2), torch.arange(3)
     check(lambda a, b: torch.block_diag(a, b) + 1, a, b, graphs=1, breaks=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_weight_norm_parametrization(dtype):
+    """nn.utils.parametrizations.weight_norm (Wav2Vec2's positional conv): torch._weight_norm traced
+    as v * (g / ||v||) over every dim but `dim` (dim 0, a middle dim of a grouped conv, None)."""
+    from torch.nn.utils import parametrizations
+
+    torch.manual_seed(0)
+    conv = parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3, groups=2), name="weight", dim=2).to(dtype).eval()
+    lin = parametrizations.weight_norm(torch.nn.Linear(5, 7)).to(dtype).eval()
+    whole = parametrizations.weight_norm(torch.nn.Linear(5, 7), dim=None).to(dtype).eval()
+
+    def fn(x, y):
+        return conv(x), lin(y), whole(y)
+
+    check(fn, rand(2, 4, 9, dtype=dtype), rand(3, 5, seed=1, dtype=dtype))

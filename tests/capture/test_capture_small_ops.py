@@ -263,3 +263,18 @@ def test_numpy_argument_names(dtype):
         return s + torch.add(x=x, other=y) + torch.maximum(x, x2=y), torch.flip(x, dims=(1,)).argmax(axis=1)
 
     check(fn, x, y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_einsum_with_an_ellipsis(dtype):
+    """'...' in a two-operand einsum (LongT5's local attention): its dims get letters of their own,
+    right-aligned, summed where the output has none, a 1 broadcast."""
+    a, b = rand(2, 3, 4, 5, dtype=dtype), rand(5, 6, seed=1, dtype=dtype)
+    c, d = rand(2, 3, 5, 6, seed=2, dtype=dtype), rand(1, 3, 5, 6, seed=3, dtype=dtype)
+
+    def fn(a, b, c, d):
+        return (torch.einsum("...ij,jk->...ik", a, b), torch.einsum("...ij,jk->ik", a, b),
+                torch.einsum("...ij,...jk->...ik", a, c), torch.einsum("b...,b...->b", a, a),
+                torch.einsum("...ij,...jk->...ik", a, d), torch.einsum("bh...d,bhd->bh...", a, a[:, :, 0]))
+
+    check(fn, a, b, c, d, tol=1e-4)
