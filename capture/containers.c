@@ -200,8 +200,12 @@ bool trace_mutate_container(Trace *t, Var *c) {
 
 /* Whether `key` can be a dict key pt2 follows: a hashable constant, or a
  * tensor (hashed by identity, as Python does). */
+static bool is_fixed_key_var(const Var *v) {
+    return (v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE) && v->obj && fixed_key(v->obj);
+}
+
 static bool dict_key_ok(Trace *t, Var *key) {
-    if (key->kind == V_TENSOR) return true;
+    if (key->kind == V_TENSOR || is_fixed_key_var(key)) return true; /* classes: identity-guarded where read */
     if (key->kind != V_CONST) {
         return trace_break(t, "a dict key that is %s%s (only constants and tensors are followed)", key->obj ? "a " : "a value made in the trace",
                            key->obj ? Py_TYPE(key->obj)->tp_name : ""), false;
@@ -217,7 +221,7 @@ int trace_dict_find(Trace *t, Var *d, Var *key) {
     for (int i = 0; i < d->n_items; ++i) {
         Var *k = d->keys[i];
         if (k == key) return i;
-        if (k->kind == V_CONST && key->kind == V_CONST) {
+        if ((k->kind == V_CONST || is_fixed_key_var(k)) && (key->kind == V_CONST || is_fixed_key_var(key))) {
             int eq = PyObject_RichCompareBool(k->obj, key->obj, Py_EQ);
             if (eq < 0) return trace_break(t, "comparing dict keys failed"), -2;
             if (eq == 1) return i;

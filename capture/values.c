@@ -286,6 +286,17 @@ PyObject *pt2_import_attr(const char *module, const char *name) {
 
 /* Python scalars and immutable containers of them are trace-time constants
  * (torch.finfo/iinfo objects too: read-only, compared by value). */
+/* A dict key compared by identity that stays what it is: a class, or one of typing's forms
+ * (huggingface_hub's validators keyed by Union, Literal, list, dict); the dict's keys are guarded. */
+bool fixed_key(PyObject *o) {
+    if (PyType_Check(o)) return true;
+    PyObject *module = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+    bool typing = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "typing") == 0;
+    Py_XDECREF(module);
+    PyErr_Clear();
+    return typing;
+}
+
 static bool is_constant_value(PyObject *o) {
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
@@ -474,7 +485,7 @@ Var *trace_wrap(Trace *t, PyObject *value, Source *source) {
         Py_ssize_t pos = 0;
         while (PyDict_Next(value, &pos, &k, &item)) {
             /* constant keys (strings, ints, tuples of them ...): compared by value, hashed as Python does */
-            if (!PyUnicode_CheckExact(k) && !is_constant_value(k)) return trace_break(t, "dict with a key of type %s", Py_TYPE(k)->tp_name);
+            if (!PyUnicode_CheckExact(k) && !is_constant_value(k) && !fixed_key(k)) return trace_break(t, "dict with a key of type %s", Py_TYPE(k)->tp_name);
             Source *s = source ? source_key(t, source, k) : NULL;
             Var *iv = trace_wrap(t, item, s);
             if (!iv) return NULL;

@@ -354,3 +354,24 @@ def test_dict_fromkeys_and_issubclass():
     pt2.reset()
     with pytest.raises(TypeError):
         pt2.compile(lambda x: x * issubclass(3, int))(torch.ones(2))
+
+
+def test_dict_keyed_by_classes_and_typing_forms():
+    """A dict from outside keyed by classes and typing's forms (huggingface_hub's validators, keyed by
+    Union, Literal, list, dict, read by Marian's config checks in its forward): read in the trace, its
+    keys guarded, a change seen on the next call."""
+    import typing
+
+    from eager_check import check
+
+    registry = {torch.nn.ReLU: 2.0, typing.Union: 3.0, list: 5.0}
+
+    def fn(x):
+        return x * registry.get(torch.nn.ReLU, 0.0) + registry.get(typing.Union, 0.0) + registry[list] + len(registry)
+
+    check(fn, torch.randn(3, 4))
+    compiled = pt2.compile(fn)
+    x = torch.randn(3, 4)
+    registry[dict] = 7.0
+    registry[list] = 11.0
+    torch.testing.assert_close(compiled(x), fn(x))
