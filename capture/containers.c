@@ -201,7 +201,7 @@ bool trace_mutate_container(Trace *t, Var *c) {
 /* Whether `key` can be a dict key pt2 follows: a hashable constant, or a
  * tensor (hashed by identity, as Python does). */
 static bool is_fixed_key_var(const Var *v) {
-    return (v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE) && v->obj && fixed_key(v->obj);
+    return (v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE || v->kind == V_FUNCTION) && v->obj && fixed_key(v->obj);
 }
 
 static bool dict_key_ok(Trace *t, Var *key) {

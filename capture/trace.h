@@ -335,7 +335,7 @@ PyObject *torch_size_type_obj(void); /* borrowed: torch.Size */
 /* Attribute `name` of module `module`, imported (a new reference), or NULL
  * with the error cleared. */
 PyObject *pt2_import_attr(const char *module, const char *name);
-/* A dict key compared by identity that stays what it is: a class, or one of typing's forms (values.c). */
+/* A dict key compared by identity that stays what it is: a class, a function, one of typing's forms (values.c). */
 bool fixed_key(PyObject *o);
 
 /* Allocation in the trace arena (zeroed; freed with the trace). */

@@ -286,10 +286,11 @@ PyObject *pt2_import_attr(const char *module, const char *name) {
 
 /* Python scalars and immutable containers of them are trace-time constants
  * (torch.finfo/iinfo objects too: read-only, compared by value). */
-/* A dict key compared by identity that stays what it is: a class, or one of typing's forms
- * (huggingface_hub's validators keyed by Union, Literal, list, dict); the dict's keys are guarded. */
+/* A dict key compared by identity that stays what it is: a class, a function, or one of typing's
+ * forms (huggingface_hub's validators keyed by Union, Literal, list, dict; torch's pytree registry
+ * keyed by functions); the dict's keys are guarded. */
 bool fixed_key(PyObject *o) {
-    if (PyType_Check(o)) return true;
+    if (PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o)) return true;
     PyObject *module = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
     bool typing = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "typing") == 0;
     Py_XDECREF(module);
@@ -868,9 +869,26 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
     }
     if (o && is_lru_cache_wrapper(o)) {
-        /* functools.lru_cache / cache: the wrapped function inlined, without the cache (as TorchDynamo
-         * does): the same values for the pure functions it is meant for (the wrapper is guarded by
-         * identity where it was read) */
+        /* functools.lru_cache / cache of constant arguments with a constant answer (transformers'
+         * is_*_available(), version checks): the answer, as the cache itself would give it on every
+         * call.  Otherwise the wrapped function inlined, without the cache (as TorchDynamo does): the
+         * same values for the pure functions it is meant for.  The wrapper is guarded by identity
+         * where it was read. */
+        bool constant = n_kw == 0;
+        for (int i = 0; i < n_args && constant; ++i) constant = args[i]->kind == V_CONST;
+        if (constant) {
+            PyObject *targs = PyTuple_New(n_args);
+            for (int i = 0; targs && i < n_args; ++i) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]->obj));
+            PyObject *r = targs ? PyObject_Call(o, targs, NULL) : NULL; /* trace time: the hook is off */
+            Py_XDECREF(targs);
+            if (r && is_constant_value(r)) {
+                Var *c = var_const(t, r);
+                Py_DECREF(r);
+                return c;
+            }
+            Py_XDECREF(r);
+            PyErr_Clear(); /* raised, or not a constant: traced, as eager would run it */
+        }
         PyObject *fn = PyObject_GetAttrString(o, "__wrapped__");
         if (!fn || !PyFunction_Check(fn)) {
             Py_XDECREF(fn);

@@ -357,17 +357,18 @@ def test_dict_fromkeys_and_issubclass():
 
 
 def test_dict_keyed_by_classes_and_typing_forms():
-    """A dict from outside keyed by classes and typing's forms (huggingface_hub's validators, keyed by
-    Union, Literal, list, dict, read by Marian's config checks in its forward): read in the trace, its
-    keys guarded, a change seen on the next call."""
+    """A dict from outside keyed by classes, functions and typing's forms (huggingface_hub's validators,
+    keyed by Union, Literal, list, dict, read by Marian's config checks in its forward; torch's pytree
+    registry): read in the trace, its keys guarded, a change seen on the next call."""
     import typing
 
     from eager_check import check
 
-    registry = {torch.nn.ReLU: 2.0, typing.Union: 3.0, list: 5.0}
+    registry = {torch.nn.ReLU: 2.0, typing.Union: 3.0, list: 5.0, torch.sigmoid: 13.0, test_sum_with_a_start: 17.0}
 
     def fn(x):
-        return x * registry.get(torch.nn.ReLU, 0.0) + registry.get(typing.Union, 0.0) + registry[list] + len(registry)
+        return (x * registry.get(torch.nn.ReLU, 0.0) + registry.get(typing.Union, 0.0) + registry[list] + len(registry) +
+                registry[torch.sigmoid] + registry.get(test_sum_with_a_start, 0.0))
 
     check(fn, torch.randn(3, 4))
     compiled = pt2.compile(fn)
