@@ -925,13 +925,9 @@ int trace_truth(Trace *t, Var *v) {
             bool custom = python_hook(ty, nb) || python_hook(ty, nl);
             Py_XDECREF(nb);
             Py_XDECREF(nl);
-            if (custom) {
-                trace_break(t, "truth value of a %s (its __bool__/__len__ is Python code)", ty->tp_name);
-                return -1;
-            }
-            return v->content ? v->content->n_items > 0 : 1;
+            if (!custom) return v->content ? v->content->n_items > 0 : 1;
         }
-        if (v->obj && !v->fresh && !PyType_Check(v->obj)) {
+        if (v->obj && !PyType_Check(v->obj)) {
             /* a Python __bool__ / __len__ (transformers' _PerLayerConfigView) */
             static const char *const hooks[] = {"__bool__", "__len__"};
             for (int k = 0; k < 2; ++k) {

@@ -376,3 +376,30 @@ def test_dict_keyed_by_classes_and_typing_forms():
     registry[dict] = 7.0
     registry[list] = 11.0
     torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_truth_of_objects_made_in_the_trace_with_python_len_or_bool():
+    """`if cache:` of an object made in the trace whose class defines __len__ or __bool__ in Python
+    (Whisper's DynamicCache): the method inlined, as for objects from outside."""
+    from eager_check import check
+
+    class Bag:
+        def __init__(self, items):
+            self.items = list(items)
+
+        def __len__(self):
+            return len(self.items)
+
+    class Flag:
+        def __init__(self, on):
+            self.on = on
+
+        def __bool__(self):
+            return self.on
+
+    def fn(x, n):
+        full, empty, flag = Bag(range(n)), Bag([]), Flag(n > 2)
+        return x * (1 if full else 0) + (2 if empty else 0) + (4 if flag else 0) + (8 if Flag(False) else 0)
+
+    for n in (0, 3):
+        check(fn, torch.randn(2, 3), n)

@@ -1,0 +1,202 @@
+"""Models outside the benchmark lists (../shared/BENCHMARKS.md), to find what capture does not follow yet:
+transformers' architectures at tiny configs (2 layers, width 64, a batch of 2), each compiled with
+pt2.compile on the CPU and compared with eager (the largest difference over the largest value of each
+output, two calls: the capture and the cache hit), with pt2.explain's graphs and breaks and the most
+frequent break reasons.  Not a speed benchmark: correctness and coverage.  Writes JSON.
+
+    python bench/hf_coverage.py [--json out.json] [Name ...]
+"""
+import argparse
+import collections
+import json
+import time
+import warnings
+
+import torch
+import transformers as T
+
+import pt2
+
+SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=1000)
+VISION = {k: v for k, v in SMALL.items() if k != "vocab_size"}
+
+
+def causal(cfg, cls, **kw):
+    def make():
+        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval()
+        return model, {"input_ids": torch.randint(3, 1000, (2, 24))}
+    return make
+
+
+def seq2seq(cfg, cls, **kw):
+    def make():
+        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval()
+        ids = torch.randint(3, 1000, (2, 24))
+        return model, {"input_ids": ids, "decoder_input_ids": ids[:, :16]}
+    return make
+
+
+def tensor_input(cfg, cls, key, shape, extra=None, **kw):
+    def make():
+        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval()
+        return model, {key: torch.randn(*shape), **(extra() if extra else {})}
+    return make
+
+
+def image(cfg, cls, size=64, **kw):
+    return tensor_input(cfg, cls, "pixel_values", (2, 3, size, size), **kw)
+
+
+MODELS = {
+    "Llama": causal("LlamaConfig", "LlamaForCausalLM", **SMALL, num_key_value_heads=2),
+    "Mistral": causal("MistralConfig", "MistralForCausalLM", **SMALL, num_key_value_heads=2, sliding_window=16),
+    "Qwen2": causal("Qwen2Config", "Qwen2ForCausalLM", **SMALL, num_key_value_heads=2),
+    "Gemma": causal("GemmaConfig", "GemmaForCausalLM", **SMALL, num_key_value_heads=2, head_dim=16),
+    "Phi": causal("PhiConfig", "PhiForCausalLM", **SMALL),
+    "OLMo": causal("OlmoConfig", "OlmoForCausalLM", **SMALL),
+    "Starcoder2": causal("Starcoder2Config", "Starcoder2ForCausalLM", **SMALL, num_key_value_heads=2),
+    "Mixtral": causal("MixtralConfig", "MixtralForCausalLM", **SMALL, num_key_value_heads=2, num_local_experts=4,
+                      num_experts_per_tok=2),
+    "Qwen2Moe": causal("Qwen2MoeConfig", "Qwen2MoeForCausalLM", **SMALL, num_key_value_heads=2, num_experts=4,
+                       num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=64),
+    "GPTNeoX": causal("GPTNeoXConfig", "GPTNeoXForCausalLM", **SMALL),
+    "GPTNeo": causal("GPTNeoConfig", "GPTNeoForCausalLM", hidden_size=64, num_layers=2, num_heads=4, vocab_size=1000,
+                     attention_types=[[["global", "local"], 1]], window_size=8),
+    "Bloom": causal("BloomConfig", "BloomForCausalLM", hidden_size=64, n_layer=2, n_head=4, vocab_size=1000),
+    "Falcon": causal("FalconConfig", "FalconForCausalLM", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     vocab_size=1000),
+    "GPTJ": causal("GPTJConfig", "GPTJForCausalLM", n_embd=64, n_layer=2, n_head=4, vocab_size=1000, rotary_dim=8),
+    "CodeGen": causal("CodeGenConfig", "CodeGenForCausalLM", n_embd=64, n_layer=2, n_head=4, vocab_size=1000, rotary_dim=8),
+    "GPTBigCode": causal("GPTBigCodeConfig", "GPTBigCodeForCausalLM", n_embd=64, n_layer=2, n_head=4, vocab_size=1000),
+    "Mamba": causal("MambaConfig", "MambaForCausalLM", hidden_size=64, num_hidden_layers=2, vocab_size=1000, state_size=8),
+    "MPNet": causal("MPNetConfig", "MPNetForMaskedLM", **SMALL),
+    "SqueezeBert": causal("SqueezeBertConfig", "SqueezeBertForMaskedLM", hidden_size=64, embedding_size=64,
+                          num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=1000, q_groups=2,
+                          k_groups=2, v_groups=2, post_attention_groups=2, intermediate_groups=2, output_groups=2),
+    "Funnel": causal("FunnelConfig", "FunnelForMaskedLM", d_model=64, n_head=4, d_head=16, d_inner=128, block_sizes=[1, 1],
+                     vocab_size=1000),
+    "RoFormer": causal("RoFormerConfig", "RoFormerForMaskedLM", **SMALL, embedding_size=64),
+    "XLMRoberta": causal("XLMRobertaConfig", "XLMRobertaForMaskedLM", **SMALL),
+    "DebertaV1": causal("DebertaConfig", "DebertaForMaskedLM", **SMALL),
+    "ESM": causal("EsmConfig", "EsmForMaskedLM", **SMALL, pad_token_id=1),
+    "CLIPText": causal("CLIPTextConfig", "CLIPTextModel", **SMALL),
+    "Nystromformer": causal("NystromformerConfig", "NystromformerForMaskedLM", **SMALL, num_landmarks=8,
+                            segment_means_seq_len=24),
+    "Marian": seq2seq("MarianConfig", "MarianMTModel", d_model=64, encoder_layers=2, decoder_layers=2,
+                      encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                      vocab_size=1000, pad_token_id=0, decoder_start_token_id=0, eos_token_id=1, bos_token_id=2,
+                      forced_eos_token_id=1),
+    "LongT5": seq2seq("LongT5Config", "LongT5ForConditionalGeneration", d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                      num_heads=4, vocab_size=1000, decoder_start_token_id=0),
+    "Whisper": tensor_input("WhisperConfig", "WhisperForConditionalGeneration", "input_features", (2, 80, 3000),
+                            extra=lambda: {"decoder_input_ids": torch.randint(3, 100, (2, 8))}, d_model=64,
+                            encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+                            encoder_ffn_dim=128, decoder_ffn_dim=128, vocab_size=100, max_source_positions=1500,
+                            pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1),
+    "Wav2Vec2": tensor_input("Wav2Vec2Config", "Wav2Vec2Model", "input_values", (2, 4000), hidden_size=64,
+                             num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, conv_dim=(32, 32),
+                             conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                             num_conv_pos_embedding_groups=4),
+    "ViT": image("ViTConfig", "ViTForImageClassification", **VISION, image_size=64, patch_size=16),
+    "DeiT": image("DeiTConfig", "DeiTForImageClassification", **VISION, image_size=64, patch_size=16),
+    "BEiT": image("BeitConfig", "BeitForImageClassification", **VISION, image_size=64, patch_size=16,
+                  use_relative_position_bias=True),
+    "Dinov2": image("Dinov2Config", "Dinov2Model", **VISION, image_size=64, patch_size=16),
+    "Data2VecVision": image("Data2VecVisionConfig", "Data2VecVisionModel", **VISION, image_size=64, patch_size=16),
+    "CLIPVision": image("CLIPVisionConfig", "CLIPVisionModel", **VISION, image_size=64, patch_size=16),
+    "Swin": image("SwinConfig", "SwinForImageClassification", image_size=64, patch_size=4, embed_dim=32, depths=[1, 1],
+                  num_heads=[2, 4], window_size=4),
+    "Swinv2": image("Swinv2Config", "Swinv2ForImageClassification", image_size=64, patch_size=4, embed_dim=32,
+                    depths=[1, 1], num_heads=[2, 4], window_size=4),
+    "ConvNext": image("ConvNextConfig", "ConvNextForImageClassification", hidden_sizes=[16, 32], depths=[1, 1],
+                      num_stages=2),
+    "ConvNextV2": image("ConvNextV2Config", "ConvNextV2ForImageClassification", hidden_sizes=[16, 32], depths=[1, 1],
+                        num_stages=2),
+    "ResNet": image("ResNetConfig", "ResNetForImageClassification", hidden_sizes=[16, 32], depths=[1, 1],
+                    embedding_size=16),
+    "RegNet": image("RegNetConfig", "RegNetForImageClassification", hidden_sizes=[16, 32], depths=[1, 1],
+                    embedding_size=16, groups_width=8),
+    "EfficientNet": image("EfficientNetConfig", "EfficientNetForImageClassification", image_size=64),
+    "MobileNetV2": image("MobileNetV2Config", "MobileNetV2ForImageClassification", image_size=64, depth_multiplier=0.35),
+    "MobileViT": image("MobileViTConfig", "MobileViTForImageClassification", image_size=64, hidden_sizes=[32, 48, 64],
+                       neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64]),
+    "PoolFormer": image("PoolFormerConfig", "PoolFormerForImageClassification", depths=[1, 1, 1, 1],
+                        hidden_sizes=[16, 16, 32, 32]),
+    "LeViT": image("LevitConfig", "LevitForImageClassification", image_size=64, hidden_sizes=[32, 48, 64],
+                   num_attention_heads=[1, 2, 2], depths=[1, 1, 1], key_dim=[8, 8, 8]),
+    "Segformer": image("SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2, depths=[1, 1],
+                       sr_ratios=[2, 1], hidden_sizes=[16, 32], num_attention_heads=[1, 2], decoder_hidden_size=32,
+                       strides=[4, 2], patch_sizes=[7, 3], mlp_ratios=[2, 2]),
+}
+
+
+def flat(o):
+    if isinstance(o, torch.Tensor):
+        return [o]
+    if isinstance(o, (list, tuple)):
+        return [t for x in o for t in flat(x)]
+    if isinstance(o, dict):
+        return [t for x in o.values() for t in flat(x)]
+    if hasattr(o, "to_tuple"):
+        return flat(o.to_tuple())
+    return []
+
+
+def difference(got, want):
+    if len(got) != len(want):
+        return float("inf")
+    return max([((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-6)).item()
+                for a, b in zip(got, want) if b.numel()] or [0.0])
+
+
+def run(name):
+    rec = {"model": name}
+    t0 = time.perf_counter()
+    torch.manual_seed(0)
+    model, kwargs = MODELS[name]()
+    with torch.no_grad():
+        try:
+            want = flat(model(**kwargs))
+        except Exception as e:  # noqa: BLE001 - a config this transformers rejects: eager's own failure
+            rec["eager_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            return rec
+        pt2.reset()
+        compiled = pt2.compile(model)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                got = [flat(compiled(**kwargs)) for _ in range(2)]
+        except Exception as e:  # noqa: BLE001 - recorded: eager ran, pt2 did not
+            rec["pt2_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            return rec
+        info = pt2.explain(model)(**kwargs)
+    rec["difference"] = max(difference(g, want) for g in got)
+    rec["ok"] = rec["difference"] < 1e-3
+    rec["graphs"], rec["breaks"] = info.graph_count, info.graph_break_count
+    rec["break_reasons"] = [f"{n}x {b}" for b, n in collections.Counter(str(b)[:200] for b in info.break_reasons).most_common(4)]
+    rec["warnings"] = sorted({str(w.message)[:200] for w in caught if "pt2" in str(w.message)})
+    rec["seconds"] = time.perf_counter() - t0
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--json", default=None)
+    opts = ap.parse_args()
+    rows = []
+    for name in opts.models or list(MODELS):
+        rec = run(name)
+        rows.append(rec)
+        if "ok" in rec:
+            print(f"{name:15s} {'match' if rec['ok'] else 'DIFFER'} {rec['difference']:.1e}  graphs {rec['graphs']}  "
+                  f"breaks {rec['breaks']}" + "".join(f"\n    {b}" for b in rec["break_reasons"]), flush=True)
+        else:
+            print(f"{name:15s} {rec.get('pt2_error') or 'eager fails: ' + rec['eager_error']}", flush=True)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
