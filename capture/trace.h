@@ -517,6 +517,9 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 /* A call of pt2._polyfills.<py_name> (a rule's fallback for what its op does not cover: F.pad's
  * other modes). */
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* A call of a wrapper capture follows its own way (lru_cache, autograd.Function.apply, dict.fromkeys, a
+ * Sequential's slice: wrappers.c); *handled false for any other callable. */
+Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);
 /* Index writes through the forms gather over their indices (O(positions · indices)): at most this many. */
 #define PT2_MAX_WRITE_INDICES 1024
 /* The shape n tensors broadcast to (aligned at the right, as PyTorch broadcasts index tensors);

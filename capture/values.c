@@ -298,7 +298,7 @@ bool fixed_key(PyObject *o) {
     return typing;
 }
 
-static bool is_constant_value(PyObject *o) {
+bool is_constant_value(PyObject *o) {
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
         PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type) || Py_IS_TYPE(o, (PyTypeObject *)torch_finfo_type) ||
@@ -709,61 +709,15 @@ static bool is_script_function(PyObject *o) {
     return type && Py_IS_TYPE(o, (PyTypeObject *)type);
 }
 
-/* A functools.lru_cache wrapper (functools._lru_cache_wrapper, C or Python). */
-static bool is_lru_cache_wrapper(PyObject *o) {
-    static PyObject *type;
-    if (!type) {
-        type = pt2_import_attr("functools", "_lru_cache_wrapper");
-        if (!type) return false;
-    }
-    return PyType_Check(type) && PyObject_TypeCheck(o, (PyTypeObject *)type);
-}
-
-/* torch.autograd.Function.apply's function (a classmethod's, bound to the subclass called). */
-static bool is_autograd_function_apply(PyObject *fn) {
-    static PyObject *apply;
-    if (!apply) {
-        PyObject *cls = pt2_import_attr("torch.autograd", "Function");
-        PyObject *bound = cls ? PyObject_GetAttrString(cls, "apply") : NULL;
-        apply = bound && PyMethod_Check(bound) ? Py_NewRef(PyMethod_GET_FUNCTION(bound)) : NULL;
-        Py_XDECREF(bound);
-        Py_XDECREF(cls);
-        PyErr_Clear();
-        if (!apply) return false;
-    }
-    return fn == apply;
-}
-
-/* A slice of an nn.Sequential (rules_ops.c: followed as the list of its
- * modules) called on one input: each module on the last one's result, as
- * Sequential.forward does, where its class keeps that forward. */
-static Var *module_slice_call(Trace *t, Var *slice, Var **args, int n_args, int n_kw) {
-    static PyObject *sequential_forward;
-    PyTypeObject *ty = (PyTypeObject *)slice->obj;
-    if (!sequential_forward) {
-        PyObject *seq = pt2_import_attr("torch.nn", "Sequential");
-        sequential_forward = seq ? PyObject_GetAttrString(seq, "forward") : NULL;
-        Py_XDECREF(seq);
-        if (!sequential_forward) PyErr_Clear();
-    }
-    PyObject *name = PyUnicode_InternFromString("forward");
-    PyObject *forward = name ? _PyType_Lookup(ty, name) : NULL;
-    Py_XDECREF(name);
-    if (!forward || forward != sequential_forward || n_args != 1 || n_kw != 0) {
-        return trace_break(t, "call of a slice of an nn.%s (followed as a list of its modules)", ty->tp_name);
-    }
-    Var *x = args[0];
-    for (int i = 0; i < slice->n_items && x; ++i) x = trace_call(t, slice->items[i], &x, 1, NULL, NULL, 0);
-    return x;
-}
-
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     if (callable->obj && !callable->fresh && (callable->kind == V_OBJECT || callable->kind == V_FUNCTION || callable->kind == V_CALLABLE)) {
         bool handled;
         Var *r = query_call(t, callable->obj, args, n_args, n_kw, &handled);
         if (handled || t->broke) return r;
     }
-    if (callable->kind == V_LIST && callable->obj) return module_slice_call(t, callable, args, n_args, n_kw);
+    bool by_wrapper;
+    Var *wrapped = wrapper_call(t, callable, args, n_args, kw_names, kw_values, n_kw, &by_wrapper); /* wrappers.c */
+    if (by_wrapper) return wrapped;
     switch (callable->kind) {
     case V_CALLABLE: {
         if (PyUnicode_Check(callable->obj)) { /* a grad-mode manager's __exit__ (interp.c BEFORE_WITH) */
@@ -781,12 +735,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         if (rule) return rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
         break;
     }
-    case V_FUNCTION:
-        if (is_autograd_function_apply(callable->obj)) {
-            /* Function.apply(cls, *args): its forward (nothing in a trace needs a gradient) */
-            return polyfill_form(t, "autograd_function_apply", args, n_args, kw_names, kw_values, n_kw);
-        }
-        return interp_inline(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    case V_FUNCTION: return interp_inline(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_PARTIAL: return partial_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_MODULE: return module_call(t, callable, args, n_args, kw_names, kw_values, n_kw);
     case V_METHOD: {
@@ -860,45 +809,10 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
     }
     if (o && PyCFunction_Check(o)) {
         if (warns_is_warn(o)) return warns_call(t, args, n_args, kw_names, kw_values, n_kw);
-        if (PyCFunction_GET_SELF(o) == (PyObject *)&PyDict_Type && strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, "fromkeys") == 0) {
-            return polyfill_form(t, "dict_fromkeys", args, n_args, kw_names, kw_values, n_kw); /* dict.fromkeys(keys, value) */
-        }
         bool handled;
         Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
         if (handled) return r;
         return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
-    }
-    if (o && is_lru_cache_wrapper(o)) {
-        /* functools.lru_cache / cache of constant arguments with a constant answer (transformers'
-         * is_*_available(), version checks): the answer, as the cache itself would give it on every
-         * call.  Otherwise the wrapped function inlined, without the cache (as TorchDynamo does): the
-         * same values for the pure functions it is meant for.  The wrapper is guarded by identity
-         * where it was read. */
-        bool constant = n_kw == 0;
-        for (int i = 0; i < n_args && constant; ++i) constant = args[i]->kind == V_CONST;
-        if (constant) {
-            PyObject *targs = PyTuple_New(n_args);
-            for (int i = 0; targs && i < n_args; ++i) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]->obj));
-            PyObject *r = targs ? PyObject_Call(o, targs, NULL) : NULL; /* trace time: the hook is off */
-            Py_XDECREF(targs);
-            if (r && is_constant_value(r)) {
-                Var *c = var_const(t, r);
-                Py_DECREF(r);
-                return c;
-            }
-            Py_XDECREF(r);
-            PyErr_Clear(); /* raised, or not a constant: traced, as eager would run it */
-        }
-        PyObject *fn = PyObject_GetAttrString(o, "__wrapped__");
-        if (!fn || !PyFunction_Check(fn)) {
-            Py_XDECREF(fn);
-            PyErr_Clear();
-            return trace_break(t, "call to an lru_cache wrapper of a function without Python code");
-        }
-        Var *fv = var_new(t, V_FUNCTION);
-        fv->obj = trace_keep(t, fn);
-        Py_DECREF(fn);
-        return interp_inline(t, fv, args, n_args, kw_names, kw_values, n_kw);
     }
     if (o && PyExceptionClass_Check(o)) return exc_construct(t, o, args, n_args, n_kw);
     if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);

@@ -1,0 +1,97 @@
+/*===- rules_einsum.c - torch.einsum -----------------------------------------===*
+ *
+ * A two-operand einsum with an explicit output is one pt2.einsum op; '...'
+ * is written out with letters of its own first (einsum_ellipsis).  Other
+ * forms (one operand, three, an implicit output) are breaks naming them.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+#include "rules_util.h"
+
+/* An equation of two operands with '...' written with letters of its own for the dims the ellipsis
+ * covers (unused ones, from 'A'): right-aligned across the operands, as einsum broadcasts them, and
+ * summed where the output has no '...' (as torch.einsum does); a dim of 1 broadcasts, as pt2.einsum
+ * does for a letter. */
+static bool einsum_ellipsis(Trace *t, char *text, size_t cap, Var **ops) {
+    char *arrow = strstr(text, "->"), *comma = strchr(text, ',');
+    if (!arrow || !comma || comma > arrow || strchr(comma + 1, ',') ) {
+        trace_break(t, "einsum() with '...' in this form");
+        return false;
+    }
+    const char *term[2] = {text, comma + 1};
+    size_t len[2] = {(size_t)(comma - text), (size_t)(arrow - comma - 1)};
+    bool used[128] = {0};
+    for (const char *p = text; *p; ++p) used[(unsigned char)*p & 127] = true;
+    int n_ell[2] = {-1, -1}, most = 0;
+    for (int i = 0; i < 2; ++i) {
+        if (ops[i]->kind != V_TENSOR) return trace_break(t, "einsum() of a non-tensor"), false;
+        int letters = 0;
+        bool ell = false;
+        for (size_t k = 0; k < len[i]; ++k) {
+            if (term[i][k] == '.') ell = true;
+            else ++letters;
+        }
+        if (!ell) continue;
+        n_ell[i] = ops[i]->rank - letters;
+        if (n_ell[i] < 0) return trace_break(t, "einsum(): operand %d has fewer dims than its subscripts (eager raises)", i), false;
+        if (n_ell[i] > most) most = n_ell[i];
+    }
+    char fresh[PT2_MAX_RANK];
+    int nf = 0;
+    for (int c = 'A'; c <= 'z' && nf < most; ++c) {
+        if ((c <= 'Z' || c >= 'a') && !used[c]) fresh[nf++] = (char)c;
+    }
+    if (nf < most) return trace_break(t, "einsum(): no letters left for '...'"), false;
+    int64_t size_at[PT2_MAX_RANK];
+    for (int k = 0; k < most; ++k) size_at[k] = -1;
+    for (int i = 0; i < 2; ++i) {
+        int first = 0;
+        for (size_t k = 0; k < len[i] && term[i][k] != '.'; ++k) ++first; /* letters before the ellipsis */
+        for (int k = 0; k < n_ell[i]; ++k) {
+            int64_t sz = ops[i]->sizes[first + k];
+            int slot = most - n_ell[i] + k;
+            if (size_at[slot] >= 0 && size_at[slot] != sz && size_at[slot] != 1 && sz != 1) {
+                return trace_break(t, "einsum(): '...' dims of sizes %lld and %lld (eager raises)", (long long)size_at[slot], (long long)sz), false;
+            }
+            if (size_at[slot] < 0 || size_at[slot] == 1) size_at[slot] = sz; /* a 1 broadcasts, as for a letter */
+        }
+    }
+    char out[128];
+    size_t o = 0;
+    for (const char *p = text; *p && o + PT2_MAX_RANK + 2 < sizeof out; ++p) {
+        if (strncmp(p, "...", 3) != 0) {
+            out[o++] = *p;
+            continue;
+        }
+        int which = p < comma ? 0 : p < arrow ? 1 : 2; /* 2: the output's, every ellipsis dim */
+        int count = which == 2 ? most : n_ell[which];
+        for (int k = most - count; k < most; ++k) out[o++] = fresh[k];
+        p += 2;
+    }
+    out[o] = 0;
+    snprintf(text, cap, "%s", out);
+    return true;
+}
+
+Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("equation, *operands");
+    Var *eq = arg(&b, "equation"), *ops = b.v[1];
+    if (!eq || eq->kind != V_CONST || !PyUnicode_Check(eq->obj)) return trace_break(t, "einsum(): equation must be a string");
+    if (ops->n_items == 1 && (ops->items[0]->kind == V_TUPLE || ops->items[0]->kind == V_LIST)) ops = ops->items[0];
+    char text[128];
+    int k = 0;
+    for (const char *p = PyUnicode_AsUTF8(eq->obj); *p && k < 127; ++p) {
+        if (*p != ' ') text[k++] = *p;
+    }
+    text[k] = 0;
+    if (ops->n_items != 2) return trace_break(t, "einsum() with %d operands (pt2 supports two)", ops->n_items);
+    if (!strstr(text, "->")) return trace_break(t, "einsum() without an explicit output ('->')");
+    if (strstr(text, "...") && !einsum_ellipsis(t, text, sizeof text, ops->items)) return NULL;
+    if (ops->items[0]->kind == V_TENSOR && ops->items[1]->kind == V_TENSOR && ops->items[0]->dtype != ops->items[1]->dtype) {
+        return trace_break(t, "einsum() of %s and %s tensors (eager raises: the same dtype)", pt2DTypeName(ops->items[0]->dtype),
+                           pt2DTypeName(ops->items[1]->dtype));
+    }
+    return op2(t, "einsum", ops->items[0], ops->items[1], "{equation = \"%s\"}", text);
+}
+
