@@ -16,6 +16,7 @@ import torch
 import transformers as T
 
 import pt2
+from models import flatten  # noqa: E402  (bench/ is the script's own directory)
 
 SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=1000)
 VISION = {k: v for k, v in SMALL.items() if k != "vocab_size"}
@@ -130,18 +131,6 @@ MODELS = {
 }
 
 
-def flat(o):
-    if isinstance(o, torch.Tensor):
-        return [o]
-    if isinstance(o, (list, tuple)):
-        return [t for x in o for t in flat(x)]
-    if isinstance(o, dict):
-        return [t for x in o.values() for t in flat(x)]
-    if hasattr(o, "to_tuple"):
-        return flat(o.to_tuple())
-    return []
-
-
 def difference(got, want):
     if len(got) != len(want):
         return float("inf")
@@ -156,7 +145,7 @@ def run(name):
     model, kwargs = MODELS[name]()
     with torch.no_grad():
         try:
-            want = flat(model(**kwargs))
+            want = flatten(model(**kwargs))
         except Exception as e:  # noqa: BLE001 - a config this transformers rejects: eager's own failure
             rec["eager_error"] = f"{type(e).__name__}: {str(e)[:200]}"
             return rec
@@ -165,7 +154,7 @@ def run(name):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                got = [flat(compiled(**kwargs)) for _ in range(2)]
+                got = [flatten(compiled(**kwargs)) for _ in range(2)]
         except Exception as e:  # noqa: BLE001 - recorded: eager ran, pt2 did not
             rec["pt2_error"] = f"{type(e).__name__}: {str(e)[:200]}"
             return rec

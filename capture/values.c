@@ -702,13 +702,6 @@ static Var *weakref_call(Trace *t, Var *ref) {
     return trace_wrap(t, PyWeakref_GetObject(ref->obj), source_derived(t, SRC_WEAKREF, ref->source, 0, NULL));
 }
 
-/* A torch.jit.ScriptFunction (torch._C's type, looked up once). */
-static bool is_script_function(PyObject *o) {
-    static PyObject *type;
-    if (!type) type = pt2_import_attr("torch._C", "ScriptFunction");
-    return type && Py_IS_TYPE(o, (PyTypeObject *)type);
-}
-
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     if (callable->obj && !callable->fresh && (callable->kind == V_OBJECT || callable->kind == V_FUNCTION || callable->kind == V_CALLABLE)) {
         bool handled;
@@ -793,20 +786,6 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         return r;
     }
     if (o && PyWeakref_CheckRefExact(o) && n_args == 0 && n_kw == 0) return weakref_call(t, callable);
-    if (o && is_script_function(o)) {
-        /* torch.jit.script(f) keeps f as _torchdynamo_inline: its Python code is what the trace
-         * follows (TorchScript runs the same semantics); the ScriptFunction is guarded by identity */
-        PyObject *fn = PyObject_GetAttrString(o, "_torchdynamo_inline");
-        if (!fn || !PyFunction_Check(fn)) {
-            Py_XDECREF(fn);
-            PyErr_Clear();
-            return trace_break(t, "call to a TorchScript function without its Python source");
-        }
-        Var *fv = var_new(t, V_FUNCTION);
-        fv->obj = trace_keep(t, fn);
-        Py_DECREF(fn);
-        return interp_inline(t, fv, args, n_args, kw_names, kw_values, n_kw);
-    }
     if (o && PyCFunction_Check(o)) {
         if (warns_is_warn(o)) return warns_call(t, args, n_args, kw_names, kw_values, n_kw);
         bool handled;

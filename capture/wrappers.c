@@ -12,6 +12,7 @@
  *     trace needs a gradient: a tensor that requires one under grad mode is
  *     a break);
  *   - dict.fromkeys, a C classmethod, through its Python form;
+ *   - a torch.jit.script function: the Python function it keeps;
  *   - a slice of an nn.Sequential (followed as the list of its modules,
  *     rules_ops.c) called on one input: Sequential.forward's loop.
  *===----------------------------------------------------------------------===*/
@@ -70,6 +71,28 @@ static Var *module_slice_call(Trace *t, Var *slice, Var **args, int n_args, int 
     return x;
 }
 
+/* A torch.jit.ScriptFunction (torch._C's type, looked up once). */
+static bool is_script_function(PyObject *o) {
+    static PyObject *type;
+    if (!type) type = pt2_import_attr("torch._C", "ScriptFunction");
+    return type && Py_IS_TYPE(o, (PyTypeObject *)type);
+}
+
+/* The Python function o holds in `attr`, inlined; a break (`missing`) where it holds none. */
+static Var *inline_held(Trace *t, PyObject *o, const char *attr, const char *missing, Var **args, int n_args, PyObject *kw_names,
+                        Var **kw_values, int n_kw) {
+    PyObject *fn = PyObject_GetAttrString(o, attr);
+    if (!fn || !PyFunction_Check(fn)) {
+        Py_XDECREF(fn);
+        PyErr_Clear();
+        return trace_break(t, "%s", missing);
+    }
+    Var *fv = var_new(t, V_FUNCTION);
+    fv->obj = trace_keep(t, fn);
+    Py_DECREF(fn);
+    return interp_inline(t, fv, args, n_args, kw_names, kw_values, n_kw);
+}
+
 /* functools.lru_cache / cache (see the file comment). */
 static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     /* constant arguments, a constant answer: the cache's own; the wrapper is guarded by identity
@@ -89,16 +112,8 @@ static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObje
         Py_XDECREF(r);
         PyErr_Clear(); /* raised, or not a constant: traced, as eager would run it */
     }
-    PyObject *fn = PyObject_GetAttrString(o, "__wrapped__");
-    if (!fn || !PyFunction_Check(fn)) {
-        Py_XDECREF(fn);
-        PyErr_Clear();
-        return trace_break(t, "call to an lru_cache wrapper of a function without Python code");
-    }
-    Var *fv = var_new(t, V_FUNCTION);
-    fv->obj = trace_keep(t, fn);
-    Py_DECREF(fn);
-    return interp_inline(t, fv, args, n_args, kw_names, kw_values, n_kw);
+    return inline_held(t, o, "__wrapped__", "call to an lru_cache wrapper of a function without Python code", args, n_args,
+                       kw_names, kw_values, n_kw);
 }
 
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled) {
@@ -114,6 +129,12 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
             return polyfill_form(t, "dict_fromkeys", args, n_args, kw_names, kw_values, n_kw);
         }
         if (is_lru_cache_wrapper(o)) return lru_cache_call(t, o, args, n_args, kw_names, kw_values, n_kw);
+        if (is_script_function(o)) {
+            /* torch.jit.script(f) keeps f as _torchdynamo_inline: its Python code is what the trace
+             * follows (TorchScript runs the same semantics); the ScriptFunction is guarded by identity */
+            return inline_held(t, o, "_torchdynamo_inline", "call to a TorchScript function without its Python source", args, n_args,
+                               kw_names, kw_values, n_kw);
+        }
     }
     *handled = false;
     return NULL;
