@@ -26,7 +26,7 @@ bool is_lazy_dict(const Var *v) { return v && v->kind == V_OBJECT && !v->fresh &
 static Var *stored_item(Trace *t, Var *dict, PyObject *key) {
     for (int i = t->n_stores - 1; i >= 0; --i) {
         struct AttrStore *s = &t->stores[i];
-        if (s->key && s->target->obj == dict->obj && PyUnicode_Compare(s->key->obj, key) == 0) return s->value;
+        if (s->key && s->target->obj == dict->obj && PyUnicode_CheckExact(key) && PyUnicode_Compare(s->key->obj, key) == 0) return s->value;
     }
     return NULL;
 }
@@ -38,9 +38,12 @@ static bool has_stored_items(Trace *t, Var *dict) {
     return false;
 }
 
+/* Keys read lazily: strings, and ints (nn.Module's hook dicts are keyed by handle ids). */
+static bool lazy_key(PyObject *k) { return PyUnicode_CheckExact(k) || PyLong_CheckExact(k); }
+
 Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found) {
     *found = false;
-    if (key->kind != V_CONST || !PyUnicode_CheckExact(key->obj)) return trace_break(t, "reading a dict with a non-string key");
+    if (key->kind != V_CONST || !lazy_key(key->obj)) return trace_break(t, "reading a dict with a key that is not a string or an int");
     Var *stored = stored_item(t, dict, key->obj);
     if (stored) {
         *found = true;
@@ -55,7 +58,7 @@ Var *lazy_dict_item(Trace *t, Var *dict, Var *key, Var *dflt, bool *found) {
         return dflt ? dflt : var_none(t);
     }
     *found = true;
-    Source *s = dict->source ? source_derived(t, SRC_ITEM, dict->source, -1, PyUnicode_AsUTF8(key->obj)) : NULL;
+    Source *s = dict->source ? source_key(t, dict->source, key->obj) : NULL;
     /* a subclass's own __getitem__ (transformers' ClassInstantier makes an instance of the class
      * the item holds) is not what was read: dict's lookup fetches the item again */
     if (s) s->dict_lookup = Py_TYPE(dict->obj)->tp_as_mapping->mp_subscript != PyDict_Type.tp_as_mapping->mp_subscript;
@@ -83,7 +86,7 @@ Var *lazy_dict_snapshot(Trace *t, Var *dict) {
     Var *r = var_new(t, V_DICT);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); ++i) {
         PyObject *k = PyTuple_GET_ITEM(keys, i);
-        if (!PyUnicode_CheckExact(k)) return trace_break(t, "a %s with a non-string key", ty->tp_name);
+        if (!lazy_key(k)) return trace_break(t, "a %s with a key that is not a string or an int", ty->tp_name);
         bool found;
         Var *key = var_const(t, k);
         Var *v = lazy_dict_item(t, dict, key, NULL, &found);
@@ -124,8 +127,13 @@ Var *lazy_dict_method(Trace *t, Var *dict, const char *name, PyObject *setitem, 
             PyObject *missing_hook = PyUnicode_InternFromString("__missing__");
             bool has_missing = missing_hook && _PyType_Lookup(Py_TYPE(dict->obj), missing_hook);
             Py_XDECREF(missing_hook);
-            if (!dict->source || has_missing) return trace_break(t, "%s[%s] of a missing key", Py_TYPE(dict->obj)->tp_name, PyUnicode_AsUTF8(args[0]->obj));
-            return trace_raise(t, PyExc_KeyError, "KeyError: %s", PyUnicode_AsUTF8(args[0]->obj));
+            PyObject *shown = PyUnicode_Check(args[0]->obj) ? Py_NewRef(args[0]->obj) : PyObject_Repr(args[0]->obj);
+            const char *text = shown ? PyUnicode_AsUTF8(shown) : "?";
+            Var *r2 = !dict->source || has_missing ? trace_break(t, "%s[%s] of a missing key", Py_TYPE(dict->obj)->tp_name, text)
+                                                   : trace_raise(t, PyExc_KeyError, "KeyError: %s", text);
+            Py_XDECREF(shown);
+            PyErr_Clear();
+            return r2;
         }
         return r;
     }

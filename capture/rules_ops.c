@@ -705,17 +705,46 @@ static bool no_global_hooks(Trace *t) {
     return true;
 }
 
+/* A module with forward hooks or forward pre-hooks of its own: nn.Module._call_impl inlined, which
+ * runs them around forward as eager does (their functions inlined, what they store replayed; the
+ * hook dicts read through their sources, so their keys are guarded). */
+static Var *call_with_hooks(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static PyObject *call_impl;
+    if (!call_impl) {
+        PyObject *cls = pt2_nn_module_type();
+        call_impl = cls ? PyObject_GetAttrString(cls, "_call_impl") : NULL;
+        if (!call_impl || !PyFunction_Check(call_impl)) {
+            Py_CLEAR(call_impl);
+            PyErr_Clear();
+            return trace_break(t, "module %s has forward hooks (nn.Module._call_impl not found)", Py_TYPE(module->obj)->tp_name);
+        }
+    }
+    if (!module->source) return trace_break(t, "forward hooks of a module made in the trace");
+    Var *fv = var_new(t, V_FUNCTION);
+    fv->obj = trace_keep(t, call_impl);
+    Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+    with_self[0] = module;
+    memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+    return interp_inline(t, fv, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+}
+
 Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyObject *m = module->obj;
     if (!no_global_hooks(t)) return NULL;
-    /* hooks would run user code around forward: not captured yet */
+    /* forward (pre-)hooks: torch's own _call_impl runs them; backward hooks: not captured (they
+     * matter to autograd only, which no trace has) */
     static const char *const hook_dicts[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
+    bool forward_hooks = false;
     for (int i = 0; i < 4; ++i) {
         PyObject *name = PyUnicode_FromString(hook_dicts[i]);
         PyObject *d = pt2_safe_getattr(m, name, NULL);
         Py_DECREF(name);
         if (d && PyDict_Check(d) && PyDict_GET_SIZE(d) > 0) {
             Py_DECREF(d);
+            if (i < 2) {
+                forward_hooks = true;
+                continue;
+            }
             return trace_break(t, "module %s has %s registered", Py_TYPE(m)->tp_name, hook_dicts[i]);
         }
         if (d && module->source) {
@@ -724,6 +753,7 @@ Var *module_call(Trace *t, Var *module, Var **args, int n_args, PyObject *kw_nam
         Py_XDECREF(d);
         PyErr_Clear();
     }
+    if (forward_hooks) return call_with_hooks(t, module, args, n_args, kw_names, kw_values, n_kw);
     PyObject *fname = PyUnicode_FromString("forward");
     bool is_method = false;
     PyObject *fwd = pt2_safe_getattr(m, fname, &is_method);

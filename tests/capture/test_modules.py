@@ -388,3 +388,29 @@ def test_new_object_per_call_does_not_recompile():
     o, p = _Cache(), _Cache()
     for a, b in [(o, o), (o, p), (p, p), (p, o)]:
         torch.testing.assert_close(cg(a, b, x), g(a, b, x))
+
+
+def test_forward_hooks_run_in_the_graph():
+    """Forward hooks and pre-hooks of the modules called (feature extraction into a list, a pre-hook
+    replacing the input, hooks changing the output, with_kwargs): nn.Module._call_impl inlined, one
+    graph, eager's values and the same features collected; removing a hook recompiles."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).eval()
+    feats = []
+    net[0].register_forward_hook(lambda m, i, o: feats.append(o.detach()))
+    net[2].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    plus_one = net[1].register_forward_hook(lambda m, i, o: o + 1)
+    net[2].register_forward_hook(lambda m, args, kwargs, out: out * 3, with_kwargs=True)
+    x = torch.randn(2, 4)
+    pt2.reset()
+    with torch.no_grad():
+        want = net(x)
+        want_feats, feats[:] = list(feats), []
+        c = pt2.compile(net)
+        torch.testing.assert_close(c(x), want)
+        assert len(feats) == 1
+        torch.testing.assert_close(feats[0], want_feats[0])
+        info = pt2.explain(net)(x)
+        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+        plus_one.remove()
+        torch.testing.assert_close(c(x), net(x))
