@@ -6,6 +6,8 @@
  * class attributes and C descriptors), with what decided the answer for the
  * guards' version tags.  Used while tracing (values.c) and by the guards.
  *===----------------------------------------------------------------------===*/
+#include <string.h>
+
 #include "capture.h"
 #include "objects.h"
 
@@ -59,7 +61,9 @@ PyObject *pt2_safe_getattr_deps(PyObject *obj, PyObject *name, bool *out_is_meth
     PyObject *descr = _PyType_Lookup(ty, name); /* borrowed */
     /* a data descriptor on the type wins over the instance dict */
     if (descr && Py_TYPE(descr)->tp_descr_set) {
-        bool c_descriptor = PyObject_TypeCheck(descr, &PyMemberDescr_Type) || PyObject_TypeCheck(descr, &PyGetSetDescr_Type);
+        /* a namedtuple's field (collections' C _tuplegetter: the tuple's item) reads no Python code either */
+        bool c_descriptor = PyObject_TypeCheck(descr, &PyMemberDescr_Type) || PyObject_TypeCheck(descr, &PyGetSetDescr_Type) ||
+                            strcmp(Py_TYPE(descr)->tp_name, "_collections._tuplegetter") == 0;
         if (!c_descriptor) return NULL; /* property or Python descriptor */
         PyObject *r = Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)ty);
         if (!r) PyErr_Clear();

@@ -13,6 +13,8 @@
  *     a break);
  *   - dict.fromkeys, a C classmethod, through its Python form;
  *   - a torch.jit.script function: the Python function it keeps;
+ *   - a module whose constructor is torch.nn's, made from constants, with
+ *     no parameter or buffer: made at trace time (stateless_torch_module);
  *   - a slice of an nn.Sequential (followed as the list of its modules,
  *     rules_ops.c) called on one input: Sequential.forward's loop.
  *===----------------------------------------------------------------------===*/
@@ -116,6 +118,65 @@ static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObje
                        kw_names, kw_values, n_kw);
 }
 
+/* A module made in the trace from constant arguments by a constructor of torch.nn's own (the class's
+ * __init__, through its MRO, defined in torch.nn.modules.*: nn.Softmax(dim=-1)(x), nn.Upsample(...),
+ * transformers' ACT2FN[name], whose activation classes keep nn.Module's), when it holds no parameter or
+ * buffer: made now, at trace time, and followed as a module whose attributes are constants.  Eager
+ * makes an equal module on every call; with no state of its own, every call computes the same.  NULL
+ * (no error) where that does not hold. */
+static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyObject *nn_module = pt2_nn_module_type();
+    if (!nn_module || !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)nn_module)) return NULL;
+    /* the class along the MRO that defines __init__ (a wrapper put on nn.Module.__init__ later, as
+     * torch._dynamo's generation tagging, still belongs to nn.Module) */
+    PyObject *name = PyUnicode_InternFromString("__init__"), *mro = ((PyTypeObject *)cls)->tp_mro, *owner = NULL;
+    for (Py_ssize_t i = 0; name && mro && i < PyTuple_GET_SIZE(mro) && !owner; ++i) {
+        if (type_own_attr((PyTypeObject *)PyTuple_GET_ITEM(mro, i), name)) owner = PyTuple_GET_ITEM(mro, i);
+    }
+    Py_XDECREF(name);
+    PyObject *where = owner ? PyObject_GetAttrString(owner, "__module__") : NULL;
+    bool torch_nn = where && PyUnicode_Check(where) && strncmp(PyUnicode_AsUTF8(where), "torch.nn.modules.", 17) == 0;
+    Py_XDECREF(where);
+    PyErr_Clear();
+    if (!torch_nn) return NULL;
+    for (int i = 0; i < n_args + n_kw; ++i) {
+        if (args[i]->kind != V_CONST && args[i]->kind != V_NULL) return NULL;
+    }
+    for (int i = 0; i < n_kw; ++i) { /* parameters made on a device: that device's generator */
+        if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, i)), "device") == 0) return NULL;
+    }
+    /* a module with parameters draws their initial values from the CPU generator: its state is put
+     * back, so that the call that runs eagerly draws what eager would */
+    static PyObject *get_rng, *set_rng;
+    if (!get_rng) get_rng = pt2_import_attr("torch", "get_rng_state");
+    if (!set_rng) set_rng = pt2_import_attr("torch", "set_rng_state");
+    PyObject *rng = get_rng && set_rng ? PyObject_CallNoArgs(get_rng) : NULL;
+    if (!rng) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *pos = PyTuple_New(n_args), *kw = n_kw ? PyDict_New() : NULL;
+    for (int i = 0; pos && i < n_args; ++i) PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]->obj));
+    for (int i = 0; kw && i < n_kw; ++i) PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), kw_values[i]->obj);
+    PyObject *m = pos && (kw || !n_kw) ? PyObject_Call(cls, pos, kw) : NULL; /* trace time: the hook is off */
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    PyErr_Clear();
+    Py_XDECREF(PyObject_CallOneArg(set_rng, rng));
+    Py_DECREF(rng);
+    PyObject *state = m ? PyObject_CallMethod(m, "state_dict", NULL) : NULL;
+    bool stateless = state && PyDict_Check(state) && PyDict_GET_SIZE(state) == 0;
+    Py_XDECREF(state);
+    PyErr_Clear();
+    if (!stateless) {
+        Py_XDECREF(m);
+        return NULL; /* raised (eager raises the same, traced below), or it has state: traced as any class */
+    }
+    Var *r = trace_wrap(t, m, NULL);
+    Py_DECREF(m);
+    return r;
+}
+
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled) {
     *handled = true;
     PyObject *o = callable->obj;
@@ -129,6 +190,10 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
             return polyfill_form(t, "dict_fromkeys", args, n_args, kw_names, kw_values, n_kw);
         }
         if (is_lru_cache_wrapper(o)) return lru_cache_call(t, o, args, n_args, kw_names, kw_values, n_kw);
+        if (PyType_Check(o)) {
+            Var *m = stateless_torch_module(t, o, args, n_args, kw_names, kw_values, n_kw);
+            if (m || t->broke) return m;
+        }
         if (is_script_function(o)) {
             /* torch.jit.script(f) keeps f as _torchdynamo_inline: its Python code is what the trace
              * follows (TorchScript runs the same semantics); the ScriptFunction is guarded by identity */

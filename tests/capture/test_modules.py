@@ -414,3 +414,55 @@ def test_forward_hooks_run_in_the_graph():
         assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
         plus_one.remove()
         torch.testing.assert_close(c(x), net(x))
+
+
+def test_modules_made_in_the_forward():
+    """Modules made inside the compiled code from constants whose constructor is torch.nn's and which
+    hold no parameter or buffer (nn.Softmax(dim=-1)(x), nn.Upsample(...), an activation class of
+    one's own without __init__, as transformers' ACT2FN makes them): made at trace time, one graph.
+    One with parameters (nn.Linear made in a forward: new random weights every call) keeps eager's
+    behaviour."""
+    class Swish(nn.Module):
+        def forward(self, x):
+            return x * torch.sigmoid(x)
+
+    def fn(x):
+        y = nn.Softmax(dim=-1)(x)
+        z = nn.Upsample(scale_factor=2, mode="nearest")(y[None])
+        return nn.ReLU()(z) + Swish()(x).sum() + nn.Identity()(x).mean()
+
+    x = torch.randn(3, 4, 5)
+    with torch.no_grad():
+        pt2.reset()
+        torch.testing.assert_close(pt2.compile(fn)(x), fn(x))
+        info = pt2.explain(fn)(x)
+        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+
+        def fresh_linear(x):
+            return nn.Linear(5, 2)(x)
+
+        c = pt2.compile(fresh_linear)
+        torch.manual_seed(1)
+        want = fresh_linear(x)
+        torch.manual_seed(1)
+        torch.testing.assert_close(c(x), want)
+        assert not torch.equal(c(x), c(x))  # new weights every call, as in eager
+
+
+def test_namedtuple_fields_of_objects_from_outside():
+    """A namedtuple held by a dict from outside (torch's pytree registry holds NodeDefs): its fields read
+    through collections' C _tuplegetter, without a break."""
+    import collections
+
+    Pair = collections.namedtuple("Pair", "scale shift")
+    table = {"k": Pair(2.0, 3.0)}
+
+    def fn(x):
+        entry = table["k"]
+        return x * entry.scale + entry.shift
+
+    x = torch.randn(3)
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(fn)(x), fn(x))
+    info = pt2.explain(fn)(x)
+    assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
