@@ -58,7 +58,7 @@ Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var
     return op3(t, "addmm", arg(&b, "input"), m1, m2, "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
 }
 
-static bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]) {
+bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]) {
     int64_t v[PT2_MAX_RANK];
     int nv;
     Var *a = arg(b, name);
@@ -183,58 +183,6 @@ Var *h_conv(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
         }
     }
     return y;
-}
-
-/* A slice of an operand made for an op (not a view any Python code sees). */
-static Var *slice_internal(Trace *t, Var *x, int dim, int64_t start, int64_t end, int64_t step) {
-    char attrs[160];
-    snprintf(attrs, sizeof attrs, "{dim = %d : i64, start = %lld : i64, end = %lld : i64, step = %lld : i64}", dim, (long long)start,
-             (long long)end, (long long)step);
-    int id = trace_value(t, x);
-    int r = id < 0 ? -1 : trace_op(t, "slice", 1, &id, attrs, NULL, 0);
-    return r < 0 ? NULL : var_tensor(t, r);
-}
-
-/* F.unfold(input, kernel_size, dilation=1, padding=0, stride=1) (im2col):
- * (N, C, H, W) → (N, C·kh·kw, L), one strided slice of the padded input per
- * kernel offset, concatenated in (c, i, j) order. */
-Var *h_unfold(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, kernel_size, dilation=1, padding=0, stride=1");
-    Var *x = arg(&b, "input");
-    int64_t k[2], d[2], p[2], s[2];
-    if (!x || !pair_arg(t, &b, "kernel_size", 1, k) || !pair_arg(t, &b, "dilation", 1, d) || !pair_arg(t, &b, "padding", 0, p) ||
-        !pair_arg(t, &b, "stride", 1, s)) {
-        return NULL;
-    }
-    if (x->kind != V_TENSOR || (x->rank != 3 && x->rank != 4)) {
-        return trace_break(t, "unfold() of a tensor that is not 3-d or 4-d (eager raises)");
-    }
-    bool unbatched = x->rank == 3;
-    if (unbatched) x = reshape_internal(t, x, (int64_t[]){1, x->sizes[0], x->sizes[1], x->sizes[2]}, 4);
-    int64_t out[2], nc = x->sizes[0], c = x->sizes[1];
-    for (int i = 0; i < 2; ++i) {
-        int64_t span = x->sizes[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1;
-        if (k[i] <= 0 || d[i] <= 0 || s[i] <= 0 || p[i] < 0 || span < 0) return trace_break(t, "unfold(): these sizes (eager raises)");
-        out[i] = span / s[i] + 1;
-    }
-    if (x && (p[0] || p[1])) {
-        x = op1(t, "pad", x, "{pads = array<i64: %lld, %lld, %lld, %lld>, value = 0.0 : f64}", (long long)p[1], (long long)p[1],
-                (long long)p[0], (long long)p[0]);
-    }
-    Var *acc = NULL;
-    for (int64_t i = 0; i < k[0] && x; ++i) {
-        for (int64_t j = 0; j < k[1]; ++j) {
-            Var *rows = slice_internal(t, x, 2, i * d[0], i * d[0] + s[0] * (out[0] - 1) + 1, s[0]);
-            Var *patch = rows ? slice_internal(t, rows, 3, j * d[1], j * d[1] + s[1] * (out[1] - 1) + 1, s[1]) : NULL;
-            patch = patch ? reshape_internal(t, patch, (int64_t[]){nc, c, 1, out[0] * out[1]}, 4) : NULL;
-            if (!patch) return NULL;
-            acc = acc ? op2(t, "cat", acc, patch, "{dim = 2 : i64}") : patch;
-            if (!acc) return NULL;
-        }
-    }
-    if (!acc) return NULL;
-    if (unbatched) return reshape_internal(t, acc, (int64_t[]){c * k[0] * k[1], out[0] * out[1]}, 2);
-    return reshape_internal(t, acc, (int64_t[]){nc, c * k[0] * k[1], out[0] * out[1]}, 3);
 }
 
 Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

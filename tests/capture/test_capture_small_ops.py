@@ -278,3 +278,22 @@ def test_einsum_with_an_ellipsis(dtype):
                 torch.einsum("...ij,...jk->...ik", a, d), torch.einsum("bh...d,bhd->bh...", a, a[:, :, 0]))
 
     check(fn, a, b, c, d, tol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("kernel,dilation,padding,stride,size", [
+    (3, 1, 1, 2, (9, 7)), ((2, 3), 1, 0, 1, (5, 6)), (3, 2, (2, 1), (2, 3), (11, 10)), (4, 1, 0, 4, (8, 12)),
+    ((1, 5), (1, 2), (0, 3), 3, (4, 13))])
+def test_fold_is_unfolds_adjoint(kernel, dilation, padding, stride, size, dtype):
+    """F.fold (col2im: VOLO's outlook attention): overlapping patches summed, odd sizes, strides wider
+    and narrower than the kernel, dilation, padding; unbatched too; and fold(unfold(x))."""
+    import torch.nn.functional as F
+
+    opts = dict(kernel_size=kernel, dilation=dilation, padding=padding, stride=stride)
+    x = rand(2, 3, *size, dtype=dtype)
+    cols = F.unfold(x, **opts)
+
+    def fn(cols, x):
+        return F.fold(cols, size, **opts), F.fold(cols[0], size, **opts), F.fold(F.unfold(x, **opts), size, **opts)
+
+    check(fn, cols, x, tol=1e-2 if dtype == torch.bfloat16 else 1e-5)
