@@ -13,6 +13,8 @@
  *     a break);
  *   - dict.fromkeys, a C classmethod, through its Python form;
  *   - a torch.jit.script function: the Python function it keeps;
+ *   - object.__setattr__ / object.__getattribute__ called as functions: the
+ *     generic store and read (objects.c);
  *   - a module whose constructor is torch.nn's, made from constants, with
  *     no parameter or buffer: made at trace time (stateless_torch_module);
  *   - a slice of an nn.Sequential (followed as the list of its modules,
@@ -177,6 +179,22 @@ static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_ar
     return r;
 }
 
+/* object.__setattr__(obj, name, value) / object.__getattribute__(obj, name) called as functions (a
+ * frozen dataclass's __init__, torch's pytree TreeSpec): the generic store and read, as
+ * super().__setattr__ is followed (objects.c).  NULL (no error) for other calls. */
+static Var *object_slot_call(Trace *t, PyObject *o, Var **args, int n_args, int n_kw) {
+    static PyObject *setattr_slot, *getattribute_slot;
+    if (!setattr_slot) {
+        setattr_slot = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__setattr__");
+        getattribute_slot = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__getattribute__");
+        PyErr_Clear();
+    }
+    const char *tag = o == setattr_slot && n_args == 3 ? "generic:__setattr__" : o == getattribute_slot && n_args == 2 ? "generic:__getattribute__" : NULL;
+    if (!tag || n_kw) return NULL;
+    bool handled;
+    return tagged_method_call(t, tagged_method(t, args[0], tag), args + 1, n_args - 1, NULL, NULL, 0, &handled);
+}
+
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled) {
     *handled = true;
     PyObject *o = callable->obj;
@@ -190,6 +208,8 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
             return polyfill_form(t, "dict_fromkeys", args, n_args, kw_names, kw_values, n_kw);
         }
         if (is_lru_cache_wrapper(o)) return lru_cache_call(t, o, args, n_args, kw_names, kw_values, n_kw);
+        Var *slot = object_slot_call(t, o, args, n_args, n_kw);
+        if (slot || t->broke) return slot;
         if (PyType_Check(o)) {
             Var *m = stateless_torch_module(t, o, args, n_args, kw_names, kw_values, n_kw);
             if (m || t->broke) return m;

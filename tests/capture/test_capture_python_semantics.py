@@ -403,3 +403,29 @@ def test_truth_of_objects_made_in_the_trace_with_python_len_or_bool():
 
     for n in (0, 3):
         check(fn, torch.randn(2, 3), n)
+
+
+def test_frozen_dataclass_and_object_setattr_called_as_a_function():
+    """object.__setattr__(obj, name, value) and object.__getattribute__(obj, name) called as functions
+    (a frozen dataclass's generated __init__ stores that way): the generic store and read, no break."""
+    import dataclasses
+
+    from eager_check import check
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        scale: float
+        shift: float = 1.0
+
+    class Holder:
+        def __init__(self, v):
+            object.__setattr__(self, "v", v)
+
+        def get(self):
+            return object.__getattribute__(self, "v")
+
+    def fn(x):
+        c, h = Cfg(2.0), Holder(3.0)
+        return x * c.scale + c.shift + h.get()
+
+    check(fn, torch.randn(3, 4))
