@@ -1,0 +1,78 @@
+"""Decoder-only language models outside the benchmark lists (Llama, Qwen2, Mistral, Phi of transformers, small
+configs: 4 layers, width 512, batch 2 x 128 tokens, random weights) on the CPU: eager, pt2.compile and
+torch.compile (Inductor) side by side in one process, a forward pass without a cache, medians of interleaved
+rounds, and each one's first call.  Writes JSON.
+
+    python bench/llm_speed.py [--json out.json] [--no-inductor] [llama qwen2 mistral phi]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import transformers as T
+
+import pt2
+
+COMMON = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=32000)
+MODELS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376)),
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376)),
+    "phi": ("PhiConfig", "PhiForCausalLM", dict(COMMON, intermediate_size=2048)),
+}
+
+
+def timed(f):
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--rounds", type=int, default=15)
+    opts = ap.parse_args()
+    rows = []
+    for name in opts.models or list(MODELS):
+        cfg, cls, kw = MODELS[name]
+        torch.manual_seed(0)
+        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval()
+        ids = torch.randint(0, 32000, (2, 128))
+        runs = {"eager": lambda: model(input_ids=ids, use_cache=False).logits}
+        row = {"model": name}
+        with torch.no_grad():
+            want = runs["eager"]()
+            compiled = pt2.compile(model)
+            row["pt2 first_s"] = timed(lambda: compiled(input_ids=ids, use_cache=False))
+            runs["pt2"] = lambda: compiled(input_ids=ids, use_cache=False).logits
+            if not opts.no_inductor:
+                torch._dynamo.reset()
+                ind = torch.compile(model)
+                row["inductor first_s"] = timed(lambda: ind(input_ids=ids, use_cache=False))
+                runs["inductor"] = lambda: ind(input_ids=ids, use_cache=False).logits
+            for label, f in runs.items():
+                row[f"{label} max_diff"] = (f() - want).abs().max().item()
+            times = {label: [] for label in runs}
+            for _ in range(opts.rounds):
+                for label, f in runs.items():
+                    times[label].append(timed(f))
+        for label, ts in times.items():
+            row[f"{label} ms"] = statistics.median(ts) * 1e3
+        rows.append(row)
+        print(f"{name:8s} " + "  ".join(f"{label} {row[label + ' ms']:.1f} ms" for label in runs) +
+              f"  pt2/eager {row['eager ms'] / row['pt2 ms']:.2f}x" +
+              (f"  inductor/eager {row['eager ms'] / row['inductor ms']:.2f}x" if "inductor" in runs else "") +
+              f"  first call pt2 {row['pt2 first_s']:.2f} s" + (f" inductor {row['inductor first_s']:.1f} s" if "inductor" in runs else ""),
+              flush=True)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
