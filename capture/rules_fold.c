@@ -12,8 +12,6 @@
 #include "capture.h"
 #include "rules_util.h"
 
-bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]); /* rules_nn.c */
-
 /* A slice of an operand made for an op (not a view any Python code sees). */
 static Var *slice_internal(Trace *t, Var *x, int dim, int64_t start, int64_t end, int64_t step) {
     char attrs[160];

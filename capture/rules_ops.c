@@ -445,23 +445,14 @@ static PyObject *type_expr_arg(Trace *t, Var *v) {
     return tup;
 }
 
-/* typing's List, Dict, Optional, Tuple ... (objects of typing's own classes, not classes): their
- * subscripts make typing aliases, pure functions of the arguments (crossvit's
- * `torch.jit.annotate(List[torch.Tensor], [])`). */
-static bool typing_form(PyObject *o) {
-    if (PyType_Check(o)) return false;
-    PyObject *module = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
-    bool typing = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "typing") == 0;
-    Py_XDECREF(module);
-    PyErr_Clear();
-    return typing;
-}
-
 /* list[int], dict[str, int], tuple[int, ...]: a builtin class subscripted by
  * types, a types.GenericAlias made at trace time (a constant).  Only classes
  * of the interpreter (static types, metaclass type), whose __class_getitem__
  * is types.GenericAlias, with nothing else to run; torch.nn.functional's
- * pools say `torch.jit.annotate(list[int], [])`. */
+ * pools say `torch.jit.annotate(list[int], [])`.
+ * typing's List, Dict, Optional, Tuple ... (objects of typing's own classes:
+ * typing_form) likewise: their subscripts are pure functions of the arguments
+ * (CrossViT's `torch.jit.annotate(List[torch.Tensor], [])`). */
 static Var *builtin_generic_alias(Trace *t, Var *base, Var *index) {
     PyObject *cls = base->obj;
     if (!cls || ((!PyType_Check(cls) || Py_TYPE(cls) != &PyType_Type || (((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) &&

@@ -71,6 +71,8 @@ Var *op3(Trace *t, const char *op, Var *x, Var *y, Var *z, const char *attrs_fmt
 /* An op of n operands (at most MAX_OP_OPERANDS): pt2.index, x and its index tensors. */
 #define MAX_OP_OPERANDS (PT2_MAX_RANK + 1)
 Var *opv(Trace *t, const char *op, int n, Var **xs, const char *attrs_fmt, ...) __attribute__((format(printf, 5, 6)));
+/* An int or a pair of ints argument (kernel_size=3 or (3, 5)), dflt where absent (rules_nn.c). */
+bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]);
 Var *reshape_to(Trace *t, Var *x, const int64_t *shape, int rank);
 /* op(x) with its own storage, whatever the op (a view no Python code sees). */
 Var *op1_internal(Trace *t, const char *op, Var *x, const char *attrs);

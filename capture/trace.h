@@ -337,6 +337,10 @@ PyObject *torch_size_type_obj(void); /* borrowed: torch.Size */
 PyObject *pt2_import_attr(const char *module, const char *name);
 /* A dict key compared by identity that stays what it is: a class, a function, one of typing's forms (values.c). */
 bool fixed_key(PyObject *o);
+/* An object of typing's own classes (List, Optional[int], Union ...), not a class (values.c). */
+bool typing_form(PyObject *o);
+/* A value pt2 treats as an immutable constant: numbers, strings, bytes, dtypes, devices, tuples of them (values.c). */
+bool is_constant_value(PyObject *o);
 
 /* Allocation in the trace arena (zeroed; freed with the trace). */
 void *trace_alloc(Trace *t, size_t n);

@@ -289,14 +289,16 @@ PyObject *pt2_import_attr(const char *module, const char *name) {
 /* A dict key compared by identity that stays what it is: a class, a function, or one of typing's
  * forms (huggingface_hub's validators keyed by Union, Literal, list, dict; torch's pytree registry
  * keyed by functions); the dict's keys are guarded. */
-bool fixed_key(PyObject *o) {
-    if (PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o)) return true;
+bool typing_form(PyObject *o) {
+    if (PyType_Check(o)) return false;
     PyObject *module = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
     bool typing = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "typing") == 0;
     Py_XDECREF(module);
     PyErr_Clear();
     return typing;
 }
+
+bool fixed_key(PyObject *o) { return PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o) || typing_form(o); }
 
 bool is_constant_value(PyObject *o) {
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||

@@ -25,8 +25,6 @@
 #include "capture.h"
 #include "objects.h"
 
-bool is_constant_value(PyObject *o); /* values.c */
-
 /* A functools.lru_cache wrapper (functools._lru_cache_wrapper, C or Python). */
 static bool is_lru_cache_wrapper(PyObject *o) {
     static PyObject *type;

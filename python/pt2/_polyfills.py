@@ -898,4 +898,3 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     """torch.searchsorted of a tensor, without a sorter, in a 1-d sequence or one row per leading index
     (polyfills.c checks the shapes as eager); side "right" as right=True; see _binary_search."""
     return _binary_search(sorted_sequence, input, right or side == "right", out_int32)
-
