@@ -567,16 +567,16 @@ static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
  * index_fill and index_put are input.clone().<op>_() and keep the input's layout (empty_like's
  * rule), as argsort does (sort's indices: self's strides where dense); lerp is a TensorIterator op
  * over input, end and a tensor weight (their order decides the dims'); index_add, index_copy and the
- * scatters are structured kernels writing a new contiguous tensor; broadcast_tensors' expand views
- * are eager's own; the tensors any other form made (its ops are not eager's) get unknown strides,
+ * scatters are structured kernels writing a new contiguous tensor; broadcast_tensors' and
+ * meshgrid's views (a reshape, then an expand) are eager's own; the tensors any other form made (its ops are not eager's) get unknown strides,
  * returned contiguous.  ops: the form's operands, input first. */
-static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *const *ops, int n_ops, int first_new) {
+static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *const *ops, int n_ops, int first_new, MetaCall *meta) {
     /* 1: the input's layout kept; 2: contiguous; 3: TensorIterator's over the tensor operands */
     static const struct { const char *name; int kind; } writes[] = {
         {"index_fill", 1}, {"index_put", 1}, {"argsort", 1}, {"lerp", 3},
         {"index_add", 2}, {"index_copy", 2}, {"scatter", 2}, {"scatter_add", 2}, {"scatter_reduce", 2},
     };
-    if (!r || strcmp(py_name, "broadcast_tensors") == 0) return r;
+    if (!r || strcmp(py_name, "broadcast_tensors") == 0 || strcmp(py_name, "meshgrid") == 0) return r;
     int kind = 0;
     for (size_t i = 0; i < sizeof writes / sizeof writes[0] && !kind; ++i) kind = strcmp(py_name, writes[i].name) == 0 ? writes[i].kind : 0;
     Var *input = n_ops > 0 ? ops[0] : NULL;
@@ -602,7 +602,7 @@ static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *const *ops,
         pt2GraphSetValueStrides(t->graph, r->value, want);
         return r;
     }
-    forget_strides(t, r, first_new);
+    meta_call_end(t, meta, r, first_new);
     return r;
 }
 
@@ -803,10 +803,11 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
         if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
         int first_new = pt2GraphValueCount(t->graph);
+        MetaCall *meta = meta_call_begin(t, polyfills[i].py_name, callable, args, n_args, kw_names, kw_values, n_kw);
         Var *fn = trace_wrap(t, polyfills[i].py_fn, NULL);
         Var *r = fn ? trace_call(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
         Var *ops[3] = {ARG(0, "input"), ARG(1, "end"), ARG(2, "weight")};
-        return as_view_of(t, polyfills[i].py_name, form_strides(t, polyfills[i].py_name, r, ops, 3, first_new), ops[0]);
+        return as_view_of(t, polyfills[i].py_name, form_strides(t, polyfills[i].py_name, r, ops, 3, first_new, meta), ops[0]);
     }
     return NULL;
 }
@@ -829,10 +830,11 @@ Var *polyfill_method(Trace *t, const char *name, Var **args, int n_args, PyObjec
         if (has_out(kw_names, n_kw)) return NULL;
         *handled = true;
         int first_new = pt2GraphValueCount(t->graph);
+        MetaCall *meta = meta_call_method(t, method_polyfills[i].py_name, name, args, n_args, kw_names, kw_values, n_kw);
         Var *v = trace_wrap(t, method_polyfills[i].py_fn, NULL);
         Var *r = v ? trace_call(t, v, args, n_args, kw_names, kw_values, n_kw) : NULL;
         Var *ops[3] = {args[0], ARG(1, "end"), ARG(2, "weight")};
-        return as_view_of(t, method_polyfills[i].py_name, form_strides(t, method_polyfills[i].py_name, r, ops, 3, first_new), args[0]);
+        return as_view_of(t, method_polyfills[i].py_name, form_strides(t, method_polyfills[i].py_name, r, ops, 3, first_new, meta), args[0]);
     }
     return NULL;
 }

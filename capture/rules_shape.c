@@ -369,6 +369,43 @@ static Var *cat_list(Trace *t, Var **items, int n_items, int64_t dim) {
     return b ? op2(t, "cat", a, b, "{dim = %lld : i64}", (long long)dim) : NULL;
 }
 
+/* The memory format eager's cat gives a list of tensors (its meta's cat_compute_output_memory_format):
+ * 0 contiguous where any suggests it (every tensor of a rank without a channels-last format does), 1
+ * the channels-last format all suggest, -1 unknown where that rests on a tensor of unknown strides.
+ * `unsqueezed`: of each tensor with a size-1 dim appended (stack along a new last dim). */
+static int cat_format(Trace *t, Var **xs, int n, bool unsqueezed) {
+    bool unknown = false;
+    for (int i = 0; i < n; ++i) {
+        int64_t sizes[PT2_MAX_RANK], strides[PT2_MAX_RANK];
+        int rank = xs[i]->rank + unsqueezed;
+        if (rank != 4 && rank != 5) return 0;
+        if (!var_strides(t, xs[i], strides)) {
+            unknown = true;
+            continue;
+        }
+        memcpy(sizes, xs[i]->sizes, sizeof(int64_t) * (size_t)xs[i]->rank);
+        if (unsqueezed) sizes[rank - 1] = strides[rank - 1] = 1;
+        if (!pt2StridesSuggestChannelsLast(rank, sizes, strides)) return 0;
+    }
+    return unknown ? -1 : 1;
+}
+
+/* r, eager's cat (or stack) of a list, takes the strides of `format` (cat_format) over `shape`, then
+ * those of a view of that to r's own shape (stack along an existing dim: the cat split there). */
+static Var *cat_strides(Trace *t, Var *r, int format, const int64_t *shape, int rank) {
+    int64_t fs[PT2_MAX_RANK], vs[PT2_MAX_RANK];
+    if (!r) return NULL;
+    if (format < 0 || pt2StridesOfFormat(rank, shape, format, fs) != 0) {
+        pt2GraphSetValueStrides(t->graph, r->value, NULL);
+    } else if (rank == r->rank) {
+        pt2GraphSetValueStrides(t->graph, r->value, fs);
+    } else {
+        bool view = pt2StridesOfView(rank, shape, fs, r->rank, r->sizes, vs) == 1;
+        pt2GraphSetValueStrides(t->graph, r->value, view ? vs : NULL);
+    }
+    return r;
+}
+
 Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("tensors, dim=0");
     Var *l = arg(&b, "tensors");
@@ -392,11 +429,20 @@ Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
             items[i] = reshape_to(t, x, shape, r);
             if (!items[i]) return NULL;
         }
+        Var *r;
         if (l->n_items == 1) { /* one tensor: new memory all the same, not a view of it */
-            Var *one = items[0];
-            return op1(t, "convert", one, "{dtype = %s}", pt2DTypeMlirName(one->dtype));
+            r = op1(t, "convert", items[0], "{dtype = %s}", pt2DTypeMlirName(items[0]->dtype));
+        } else {
+            r = cat_list(t, items, l->n_items, d);
         }
-        return cat_list(t, items, l->n_items, d);
+        /* eager: cat(tensors, d).view(...) for d < rank, else cat of the tensors unsqueezed at the end */
+        int64_t shape[PT2_MAX_RANK];
+        memcpy(shape, l->items[0]->sizes, sizeof(int64_t) * (size_t)rank);
+        if (d < rank) {
+            shape[d] *= l->n_items;
+            return cat_strides(t, r, cat_format(t, l->items, l->n_items, false), shape, rank);
+        }
+        return r ? cat_strides(t, r, cat_format(t, l->items, l->n_items, true), r->sizes, r->rank) : NULL;
     }
     if (l->n_items == 0) return trace_break(t, "%s() of an empty list (eager raises)", e->op);
     /* PyTorch skips 1-d empty tensors in cat, after they took part in its type promotion */
@@ -425,7 +471,9 @@ Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
     for (int i = 0; i < k; ++i) {
         if (!(items[i] = convert_to(t, items[i], dt))) return NULL;
     }
-    return cat_list(t, items, k, dim);
+    /* the format of the whole list (a skipped 1-d tensor suggests contiguous), not of the tree's pairs */
+    Var *r = cat_list(t, items, k, dim);
+    return r ? cat_strides(t, r, k < l->n_items ? 0 : cat_format(t, items, k, false), r->sizes, r->rank) : NULL;
 }
 
 Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -555,19 +555,6 @@ void set_contiguous_strides(Trace *t, Var *r) {
     if (r && r->kind == V_TENSOR && pt2StridesOfFormat(r->rank, r->sizes, 0, s) == 0) pt2GraphSetValueStrides(t->graph, r->value, s);
 }
 
-void forget_strides(Trace *t, Var *r, int first_new) {
-    if (!r) return;
-    if (r->kind == V_TUPLE || r->kind == V_LIST) {
-        for (int i = 0; i < r->n_items; ++i) {
-            if (r->items[i]->kind == V_TENSOR) forget_strides(t, r->items[i], first_new);
-        }
-        return;
-    }
-    /* a tensor made before the rule ran (passed through: tuple(xs), zip, max of a list) keeps its strides */
-    if (r->kind != V_TENSOR || r->value < first_new) return;
-    pt2GraphSetValueStrides(t->graph, r->value, NULL);
-}
-
 PyObject *python_function(const char *module, const char *name) {
     PyObject *m = PyImport_ImportModule(module);
     PyObject *fn = m ? PyObject_GetAttrString(m, name) : NULL;

@@ -116,11 +116,22 @@ Var *in_memory_format(Trace *t, Var *x, Var *memory_format, LayoutCall call);
  * eager strides of `like` (NULL or unknown: unknown), or contiguous ones. */
 void set_strides_like(Trace *t, Var *r, const Var *like);
 void set_contiguous_strides(Trace *t, Var *r);
-/* Marks the result of a rule whose eager strides the builder does not model
- * (its ops differ from eager's): every tensor of `r` (or of a tuple/list r)
- * made by the rule, i.e. a graph value numbered first_new or above (the
- * graph's pt2GraphValueCount before the rule ran), gets unknown strides. */
-void forget_strides(Trace *t, Var *r, int first_new);
+/* Eager's strides of a rule's or form's result from the op run on meta tensors (meta_strides.c):
+ * meta_call_begin, before the rule runs, takes its arguments (NULL where they cannot be, fn is NULL
+ * or the op `name` is not one whose meta kernels are eager's, pt2._meta_strides.EXACT); meta_call_end gives the result's new tensors (graph values numbered first_new or above)
+ * the strides of the op's results, where it ran and they match, else unknown strides (c NULL too). */
+typedef struct MetaCall {
+    PyObject *fn, *args, *kwargs, *tensors; /* kept by the trace */
+    struct MetaArgs *m;
+} MetaCall;
+MetaCall *meta_call_begin(Trace *t, const char *name, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
+                          int n_kw);
+/* ... of the function a rule's entry names (a Tensor method called with self first, or its first path) */
+MetaCall *meta_call_rule(Trace *t, const RuleEntry *e, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* ... of Tensor.<method> (a form of a method, `name` its form's name) */
+MetaCall *meta_call_method(Trace *t, const char *name, const char *method, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
+                           int n_kw);
+void meta_call_end(Trace *t, MetaCall *c, Var *r, int first_new);
 Var *scalar_tensor(Trace *t, double value, Pt2DType dt);
 /* A 0-d tensor whose value is known at trace time (Var.known): `tensor`,
  * a real 0-d torch tensor, as a graph constant of its dtype. */

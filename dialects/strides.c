@@ -394,6 +394,23 @@ static bool contiguous_result(const Pt2OpInfo *info, const Pt2TensorType *in) {
     }
 }
 
+/* cat's meta (cat_compute_output_memory_format): contiguous where any operand's strides suggest it
+ * (every operand of a rank without a channels-last format does), else the channels-last format all
+ * of them suggest; unknown where that rests on an operand of unknown strides. */
+static void cat_rule(const Pt2TensorType *in, const Pt2Strides *st, int n, const Pt2TensorType *o, Pt2Strides *res) {
+    bool unknown = false;
+    Format f = channels_last_order(o->rank) ? FORMAT_CHANNELS_LAST : FORMAT_CONTIGUOUS;
+    for (int i = 0; i < n && f == FORMAT_CHANNELS_LAST; ++i) {
+        if (!st[i].known) {
+            unknown = true;
+        } else if (suggest_format(&in[i], st[i].s) == FORMAT_CONTIGUOUS) {
+            f = FORMAT_CONTIGUOUS;
+        }
+    }
+    res->known = f == FORMAT_CONTIGUOUS || !unknown;
+    if (res->known) format_strides(f, o, res->s);
+}
+
 void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorType *in, const Pt2Strides *st, int n,
                        const Pt2TensorType *out, int n_out, Pt2Strides *res) {
     for (int r = 0; r < n_out; ++r) res[r].known = false;
@@ -407,6 +424,10 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
             res[r].known = true;
             pt2_contiguous_strides(&out[r], res[r].s);
         }
+        return;
+    }
+    if (info->meta == META_CAT) {
+        cat_rule(in, st, n, &out[0], &res[0]);
         return;
     }
     if (!all_known) return;
@@ -461,7 +482,7 @@ void pt2_eager_strides(const Pt2OpInfo *info, Pt2Attrs attrs, const Pt2TensorTyp
     case META_SORT: /* sort's meta: values and indices take self's strides where dense, else the dense ones they order */
         for (int r = 0; r < n_out; ++r) pt2_preserve_strides(&in[0], &st[0], &res[r]);
         return;
-    default: /* einsum, index, cat, group/rms norm, matmul(2-d or 1-d, batched): not modelled */
+    default: /* einsum, index, group/rms norm, matmul(2-d or 1-d, batched): not modelled */
         return;
     }
 }

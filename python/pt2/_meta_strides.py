@@ -1,0 +1,61 @@
+"""Eager's strides of an op's results, from the op run on meta tensors (capture/meta_strides.c).
+
+Called at trace time, with the capture hook off, for a rule or Python form that composes the op out
+of other pt2 ops: `fn(*args, **kwargs)` with every tensor argument a meta tensor of the traced
+tensor's sizes, strides and dtype (`tensors`, in order).  Meta kernels allocate nothing and consume no
+random numbers; warnings the op gives (already given by the traced call's own checks, or by eager when
+it runs the same call) are not shown twice.
+"""
+import warnings
+
+import torch
+
+# The ops (a rule's op, a Python form's name: capture/rules_table.inc, capture/polyfills.c) whose meta
+# kernels give the strides eager's CPU kernels give: TensorIterator and structured kernels (whose meta
+# function is the CPU kernel's own), and composites of them (einsum, tensordot, the losses).  Each is
+# checked against eager over a set of layouts by tests/capture/test_meta_strides.py; those that are not
+# (meta kernels of their own: roll, group_norm, pixel_shuffle, log_sigmoid, max_pool1d, isin,
+# conv_transpose2d, scaled_dot_product_attention on a transposed layout) keep unknown strides.
+EXACT = frozenset({
+    # rules
+    "fmod", "atan2", "hypot", "copysign", "logaddexp", "xlogy", "nextafter", "tril", "triu", "hardsigmoid",
+    "max", "min", "aminmax", "var", "std", "var_mean", "std_mean", "einsum", "unfold", "fold", "normalize",
+    # Python forms of C ops
+    "pixel_unshuffle", "cosine_similarity", "instance_norm", "upsample_nearest", "upsample_nearest_exact",
+    "upsample_linear", "upsample_bicubic2d", "logsumexp", "mish", "selu", "celu", "glu", "outer", "nan_to_num",
+    "avg_pool1d", "adaptive_avg_pool1d", "pairwise_distance", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "frac", "trunc",
+    "repeat_interleave", "square", "deg2rad", "rad2deg", "rsub", "float_power", "logit", "sinc", "heaviside",
+    "threshold", "count_nonzero", "nansum", "nanmean", "movedim", "tile", "diff", "tensordot", "linalg_cross",
+    "cartesian_prod", "trace", "kron", "vander", "cdist", "kl_div", "block_diag", "diag", "diagonal",
+    "bucketize", "searchsorted", "median", "nanmedian", "quantile", "nanquantile", "lgamma", "digamma",
+    "erfinv", "i0", "conv_transpose1d", "bilinear",
+})
+
+
+def _flatten(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
+        return list(out)
+    return None
+
+
+def run(fn, args, kwargs, tensors):
+    """[(shape, strides, dtype, operand)] per tensor of fn's result, operand the index in `tensors` of
+    the one it is a view of (or is), else -1; None where the op does not run on meta tensors or
+    returns other than tensors."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outs = _flatten(fn(*args, **kwargs))
+    except Exception:  # noqa: BLE001 - no meta kernel, a data-dependent op: strides stay unknown
+        return None
+    if outs is None:
+        return None
+    rows = []
+    for o in outs:
+        base = o._base if o._base is not None else o
+        operand = next((i for i, x in enumerate(tensors) if x is o or x is base), -1)
+        rows.append((tuple(o.shape), o.stride(), o.dtype, operand))
+    return rows
