@@ -796,7 +796,10 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
     }
     if (o && PyExceptionClass_Check(o)) return exc_construct(t, o, args, n_args, n_kw);
-    if (o && PyType_Check(o) && callable->kind == V_OBJECT) return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    /* a class read from the code (guarded), or the class of a value (type(x): fixed by what x is) */
+    if (o && PyType_Check(o) && (callable->kind == V_OBJECT || callable->kind == V_CONST)) {
+        return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
+    }
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
     return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
 }

@@ -117,6 +117,28 @@ def test_ordered_dict_subclass_returned():
     assert counts(make_record, r(4))[:2] == (1, 0)
 
 
+def remake_record(x):
+    """transformers' backbone wrapper: an output rebuilt by calling its own class, type(output)(**fields)."""
+    rec = make_record(x)
+    rec = type(rec)(**{k: v for k, v in rec.items() if k != "second"})
+    p = type(Pair(x, x))(x, rec.first)
+    return rec, p.total()
+
+
+def test_object_made_by_calling_its_type():
+    pt2.reset()
+    f = pt2.compile(remake_record)
+    for _ in range(2):
+        x = r(4)
+        with torch.no_grad():
+            (out, total), (ref, ref_total) = f(x), remake_record(x)
+        assert type(out) is Record and list(out.keys()) == list(ref.keys()) == ["first", "third"]
+        for k in ref:
+            torch.testing.assert_close(out[k], ref[k])
+        torch.testing.assert_close(total, ref_total)
+    assert counts(remake_record, r(4))[:2] == (1, 0)
+
+
 def object_across_break(x):
     p = Pair(x, x + 1)
     print("side effect")  # a graph break: p is rebuilt for CPython, then the rest resumes
