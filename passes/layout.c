@@ -264,8 +264,9 @@ static void collect_nodes(Graph *g, MlirBlock entry) {
  * extent other than 1) reads the node itself: the input's map keeps, per
  * group, the result of that dim (a unit group's index is the constant 0).
  * The generic's loops stay as they are (a unit loop still gets its extent
- * from the other operands); views of other values (a bias [C] as [1, C, 1,
- * 1]) are left alone.
+ * from the other operands; one that no other operand indexes, a reduction
+ * over one element, keeps the view); views of other values (a bias [C] as
+ * [1, C, 1, 1]) are left alone.
  *===----------------------------------------------------------------------===*/
 
 /* Per source dim of the expand_shape `expand`, the result dim it holds
@@ -307,6 +308,21 @@ static bool fold_input(MlirOperation generic, int i, MlirOperation view) {
     MlirAffineExpr results[PT2_MAX_RANK];
     for (int g = 0; g < rank; ++g) {
         results[g] = result_dim[g] < 0 ? mlirAffineConstantExprGet(ctx, 0) : mlirAffineMapGetResult(map, result_dim[g]);
+    }
+    /* a loop only the view's unit dims indexed (a reduction over one element: a softmax over a
+     * single patch) would be left without an operand to give its extent: not folded */
+    intptr_t n_maps = mlirArrayAttrGetNumElements(mlirOperationGetAttributeByName(generic, sref("indexing_maps")));
+    for (intptr_t d = 0; d < mlirAffineMapGetNumDims(map); ++d) {
+        bool kept = false;
+        for (int g = 0; g < rank && !kept; ++g) kept = mlirAffineExprIsFunctionOfDim(results[g], d);
+        for (intptr_t k = 0; k < n_maps && !kept; ++k) {
+            if (k == i) continue;
+            MlirAffineMap other = map_of(generic, (int)k);
+            for (intptr_t r = 0; r < mlirAffineMapGetNumResults(other) && !kept; ++r) {
+                kept = mlirAffineExprIsFunctionOfDim(mlirAffineMapGetResult(other, r), d);
+            }
+        }
+        if (!kept) return false;
     }
     mlirOperationSetOperand(generic, i, src);
     set_map(generic, i, mlirAffineMapGet(ctx, mlirAffineMapGetNumDims(map), mlirAffineMapGetNumSymbols(map), rank, results));

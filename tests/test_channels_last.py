@@ -307,3 +307,34 @@ def test_grn_sum_reads_channels_last(tmp_path, monkeypatch):
     assert ir.count("channels_last = true") == 2
     assert _copies(ir) == 2, "a transpose between the convolutions"
     assert "tensor<3x17x1x1x9x11xf32>" not in ir, "the sum still reads a view"
+
+
+class _LinearAttention(torch.nn.Module):
+    """MobileViTV2's linear self-attention: a 1x1 conv's query channel softmaxed over the patches,
+    which at the last stage of a small image is one patch (a reduction over one element)."""
+
+    def __init__(self, e):
+        super().__init__()
+        self.e = e
+        self.qkv = torch.nn.Conv2d(e, 1 + 2 * e, 1)
+        self.out = torch.nn.Conv2d(e, e, 1)
+
+    def forward(self, h):
+        q, k, v = torch.split(self.qkv(h), [1, self.e, self.e], dim=1)
+        context = (k * torch.softmax(q, dim=-1)).sum(-1, keepdim=True)
+        return self.out(torch.relu(v) * context.expand_as(v))
+
+
+@pytest.mark.parametrize("patches", [1, 5])
+def test_reduction_over_one_element_keeps_its_view(patches):
+    """A keepdim reduction over a dim of extent 1 of a conv's result: its loop is indexed only by the
+    unit-dim view pt2-channels-last folds away elsewhere, so here the view stays (folding it left a
+    linalg.generic with no operand giving that loop's extent: the graph failed to compile and ran
+    eagerly, with a warning)."""
+    import warnings
+
+    model = _LinearAttention(8)
+    x = make((2, 8, 4, patches), torch.float32, -1, 1, seed=3)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.testing.assert_close(pt2.compile(model)(x), model(x), **TOL[torch.float32])

@@ -253,3 +253,29 @@ func.func @keepdim_sum_of_conv(%x: tensor<2x4x5x7xf32>, %w: tensor<6x4x3x3xf32>,
   %6 = "pt2.conv2d"(%c, %w2) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x6x5x7xf32>, tensor<6x6x1x1xf32>) -> tensor<2x6x5x7xf32>
   return %2, %6 : tensor<2x6x1x1xf32>, tensor<2x6x5x7xf32>
 }
+
+// -----
+
+// A keepdim max over a dim of extent 1 (MobileViTV2's softmax over one
+// patch): its reduction loop d4 is indexed by the view's unit dim alone, so
+// folding the view would leave no operand to give that loop its extent (an
+// invalid linalg.generic).  The view stays; the max reads it.
+// CHECK-LABEL: func.func @max_over_one_element
+// CHECK: %[[V:.*]] = tensor.expand_shape %{{.*}} output_shape [2, 6, 5, 1, 1]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[V]] : tensor<2x6x5x1x1xf32>)
+#in5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#out4 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+func.func @max_over_one_element(%x: tensor<2x4x5x1xf32>, %w: tensor<6x4x1x1xf32>, %w2: tensor<6x6x1x1xf32>) -> (tensor<2x6x5x1xf32>, tensor<2x6x5x1xf32>) {
+  %cst = arith.constant 0xFF800000 : f32
+  %c = "pt2.conv2d"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x4x5x1xf32>, tensor<6x4x1x1xf32>) -> tensor<2x6x5x1xf32>
+  %0 = tensor.empty() : tensor<2x6x5x1xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x6x5x1xf32>) -> tensor<2x6x5x1xf32>
+  %e = tensor.expand_shape %c [[0], [1], [2, 3], [4]] output_shape [2, 6, 5, 1, 1] : tensor<2x6x5x1xf32> into tensor<2x6x5x1x1xf32>
+  %2 = linalg.generic {indexing_maps = [#in5, #out4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x6x5x1x1xf32>) outs(%1 : tensor<2x6x5x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %3 = arith.maximumf %out, %in fastmath<reassoc> : f32
+    linalg.yield %3 : f32
+  } -> tensor<2x6x5x1xf32>
+  %6 = "pt2.conv2d"(%c, %w2) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x6x5x1xf32>, tensor<6x6x1x1xf32>) -> tensor<2x6x5x1xf32>
+  return %2, %6 : tensor<2x6x5x1xf32>, tensor<2x6x5x1xf32>
+}
