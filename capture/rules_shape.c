@@ -58,7 +58,8 @@ static bool target_shape(Trace *t, const RuleEntry *e, const Bound *b, bool as, 
 
 Var *h_reshape(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool as = strcmp(e->op, "reshape_as") == 0 || strcmp(e->op, "view_as") == 0;
-    BIND(as ? "input, other" : strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : "input, *shape");
+    /* Tensor.view(*size) and Tensor.reshape(*shape): their int lists taken by those names too */
+    BIND(as ? "input, other" : strcmp(e->op, "reshape_fn") == 0 ? "input, shape" : strcmp(e->op, "view") == 0 ? "input, *size" : "input, *shape");
     Var *x = arg(&b, "input");
     int64_t shape[PT2_MAX_RANK];
     int r;

@@ -62,6 +62,13 @@ bool bind_args(Trace *t, const char *fname, const char *schema, Var **args, int 
         for (int i = 0; i < out->n; ++i) {
             if (i != varargs && strcmp(out->names[i], name) == 0) slot = i;
         }
+        /* torch's `*size` is an int list its parser also takes by name (x.expand(size=[3, 5])), where
+         * no positional went to it */
+        if (slot < 0 && varargs >= 0 && strcmp(out->names[varargs], name) == 0 && out->v[varargs]->kind == V_TUPLE &&
+            out->v[varargs]->n_items == 0 && !out->v[varargs]->obj) {
+            out->v[varargs] = kw_values[k];
+            continue;
+        }
         if (slot < 0) {
             /* NumPy's names, which torch's argument parser takes for these parameters (cat(axis=1),
              * sum(keepdims=True)) */
