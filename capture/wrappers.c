@@ -124,6 +124,27 @@ static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObje
  * buffer: made now, at trace time, and followed as a module whose attributes are constants.  Eager
  * makes an equal module on every call; with no state of its own, every call computes the same.  NULL
  * (no error) where that does not hold. */
+/* The Python value of v where it is made of constants alone (a constant, or a tuple or list made in
+ * the trace of such: nn.ConstantPad1d((left, right), 0)), a new reference; NULL (no error) else. */
+static PyObject *plain_constant(Var *v) {
+    if (v->kind == V_CONST) return Py_XNewRef(v->obj);
+    if (v->kind != V_TUPLE && v->kind != V_LIST) return NULL;
+    if (v->kind == V_TUPLE && v->obj && v->obj != (PyObject *)&PyTuple_Type) return NULL; /* torch.Size, a namedtuple */
+    PyObject *items = PyList_New(v->n_items);
+    for (int i = 0; items && i < v->n_items; ++i) {
+        PyObject *x = plain_constant(v->items[i]);
+        if (!x) {
+            Py_CLEAR(items);
+            break;
+        }
+        PyList_SET_ITEM(items, i, x);
+    }
+    if (!items || v->kind == V_LIST) return items;
+    PyObject *tup = PyList_AsTuple(items);
+    Py_DECREF(items);
+    return tup;
+}
+
 static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyObject *nn_module = pt2_nn_module_type();
     if (!nn_module || !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)nn_module)) return NULL;
@@ -139,11 +160,26 @@ static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_ar
     Py_XDECREF(where);
     PyErr_Clear();
     if (!torch_nn) return NULL;
-    for (int i = 0; i < n_args + n_kw; ++i) {
-        if (args[i]->kind != V_CONST && args[i]->kind != V_NULL) return NULL;
-    }
     for (int i = 0; i < n_kw; ++i) { /* parameters made on a device: that device's generator */
         if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, i)), "device") == 0) return NULL;
+    }
+    PyObject *pos = PyTuple_New(n_args), *kw = n_kw ? PyDict_New() : NULL;
+    bool constant = pos && (kw || !n_kw);
+    for (int i = 0; constant && i < n_args; ++i) {
+        PyObject *x = plain_constant(args[i]);
+        if (x) PyTuple_SET_ITEM(pos, i, x);
+        constant = x != NULL;
+    }
+    for (int i = 0; constant && i < n_kw; ++i) {
+        PyObject *x = plain_constant(kw_values[i]);
+        constant = x && PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), x) == 0;
+        Py_XDECREF(x);
+    }
+    if (!constant) {
+        Py_XDECREF(pos);
+        Py_XDECREF(kw);
+        PyErr_Clear();
+        return NULL;
     }
     /* a module with parameters draws their initial values from the CPU generator: its state is put
      * back, so that the call that runs eagerly draws what eager would */
@@ -152,13 +188,12 @@ static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_ar
     if (!set_rng) set_rng = pt2_import_attr("torch", "set_rng_state");
     PyObject *rng = get_rng && set_rng ? PyObject_CallNoArgs(get_rng) : NULL;
     if (!rng) {
+        Py_DECREF(pos);
+        Py_XDECREF(kw);
         PyErr_Clear();
         return NULL;
     }
-    PyObject *pos = PyTuple_New(n_args), *kw = n_kw ? PyDict_New() : NULL;
-    for (int i = 0; pos && i < n_args; ++i) PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]->obj));
-    for (int i = 0; kw && i < n_kw; ++i) PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), kw_values[i]->obj);
-    PyObject *m = pos && (kw || !n_kw) ? PyObject_Call(cls, pos, kw) : NULL; /* trace time: the hook is off */
+    PyObject *m = PyObject_Call(cls, pos, kw); /* trace time: the hook is off */
     Py_XDECREF(pos);
     Py_XDECREF(kw);
     PyErr_Clear();

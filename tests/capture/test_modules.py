@@ -429,7 +429,9 @@ def test_modules_made_in_the_forward():
     def fn(x):
         y = nn.Softmax(dim=-1)(x)
         z = nn.Upsample(scale_factor=2, mode="nearest")(y[None])
-        return nn.ReLU()(z) + Swish()(x).sum() + nn.Identity()(x).mean()
+        k = x.shape[-1] // 2
+        padded = nn.ConstantPad1d((k - 1, k), 0.5)(x)  # arguments a tuple made in the trace (Canine)
+        return nn.ReLU()(z) + Swish()(x).sum() + nn.Identity()(x).mean() + padded.sum()
 
     x = torch.randn(3, 4, 5)
     with torch.no_grad():
