@@ -841,10 +841,14 @@ static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
             PyObject *hn = PyUnicode_FromString(holders[i]);
             PyObject *h = pt2_safe_getattr(base->obj, hn, NULL);
             Py_DECREF(hn);
-            bool held = h && PyDict_Check(h) && PyDict_GetItemWithError(h, name);
+            PyObject *item = h && PyDict_Check(h) ? PyDict_GetItemWithError(h, name) : NULL; /* borrowed */
+            /* the object it holds, stored again (self.buf = self.buf.to(dtype) of its own dtype: .to()
+             * returns it): nn.Module.__setattr__ changes nothing */
+            bool same = item && value->kind == V_TENSOR && trace_input_var(t, item) == value;
             Py_XDECREF(h);
             PyErr_Clear();
-            if (held) {
+            if (same) return true;
+            if (item) {
                 trace_break(t, "assignment to parameter/buffer/submodule '%s' of %s", n, ty->tp_name);
                 return false;
             }

@@ -371,6 +371,8 @@ bool trace_mutate_container(Trace *t, Var *c);
 /* A list or dict from outside read again (containers.c): its Var, or NULL;
  * and a new one's Var remembered (the real object kept in v->real). */
 Var *trace_container_memo(Trace *t, PyObject *value, Source *source);
+/* The Var of a tensor from outside the trace already wrapped (the real object), or NULL. */
+Var *trace_input_var(Trace *t, PyObject *tensor);
 void trace_container_remember(Trace *t, Var *v, PyObject *value);
 /* A list/tuple/range/str iterator from outside (iter.c). */
 Var *trace_wrap_iterator(Trace *t, PyObject *value, Source *source);

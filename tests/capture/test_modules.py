@@ -468,3 +468,61 @@ def test_namedtuple_fields_of_objects_from_outside():
     torch.testing.assert_close(pt2.compile(fn)(x), fn(x))
     info = pt2.explain(fn)(x)
     assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+
+
+def test_buffer_stored_again_as_itself():
+    """`self.buf = self.buf.to(device=..., dtype=x.dtype)` of the buffer's own device and dtype (CTRL's
+    positional encoding): .to() returns the buffer itself and nn.Module.__setattr__ changes nothing, so
+    it is no break; storing another tensor there still breaks (eager replaces the buffer)."""
+    class Pos(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(6, 4), persistent=False)
+
+        def forward(self, x):
+            self.table = self.table.to(device=x.device, dtype=x.dtype)
+            return x + self.table[: x.shape[0]]
+
+    class Replace(Pos):
+        def forward(self, x):
+            self.table = self.table * 1
+            return x + self.table[: x.shape[0]]
+
+    x = torch.randn(5, 4)
+    for cls, breaks in ((Pos, 0), (Replace, 1)):
+        torch.manual_seed(0)
+        m, ref = cls(), cls()
+        ref.load_state_dict(m.state_dict())
+        ref.table = m.table.clone()
+        pt2.reset()
+        c = pt2.compile(m)
+        for _ in range(2):
+            torch.testing.assert_close(c(x), ref(x))
+        assert pt2.explain(cls())(x).graph_break_count == breaks
+
+
+def test_numpy_ufunc_of_constants_and_numpy_float64():
+    """A numpy ufunc of Python numbers is computed at trace time (CTRL's `x *= np.sqrt(d_model)`), and a
+    numpy.float64 (a float subclass) from outside is a constant guarded by type and value."""
+    import numpy as np
+
+    class Scale(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.d = d
+            self.gain = np.float64(1.5)
+
+        def forward(self, x):
+            x = x * np.sqrt(self.d)
+            x *= np.exp(0.25)
+            return x * self.gain + np.float64(2.0)
+
+    m = Scale(16)
+    x = torch.randn(3, 4)
+    pt2.reset()
+    c = pt2.compile(m)
+    torch.testing.assert_close(c(x), m(x))
+    m.gain = np.float64(-0.5)  # the guard sees the new value
+    torch.testing.assert_close(c(x), m(x))
+    info = pt2.explain(m)(x)
+    assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
