@@ -565,16 +565,19 @@ static Var *as_view_of(Trace *t, const char *py_name, Var *r, Var *base) {
 
 /* The strides of a form's result (docs/capture.md, "Calling compiled graphs"), as eager gives them:
  * index_fill and index_put are input.clone().<op>_() and keep the input's layout (empty_like's
- * rule), as argsort does (sort's indices: self's strides where dense); lerp is a TensorIterator op
+ * rule), as argsort does; upsampling takes the format its input suggests (sort's indices: self's strides where dense); lerp is a TensorIterator op
  * over input, end and a tensor weight (their order decides the dims'); index_add, index_copy and the
  * scatters are structured kernels writing a new contiguous tensor; broadcast_tensors' and
  * meshgrid's views (a reshape, then an expand) are eager's own; the tensors any other form made (its ops are not eager's) get unknown strides,
  * returned contiguous.  ops: the form's operands, input first. */
 static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *const *ops, int n_ops, int first_new, MetaCall *meta) {
-    /* 1: the input's layout kept; 2: contiguous; 3: TensorIterator's over the tensor operands */
+    /* 1: the input's layout kept; 2: contiguous; 3: TensorIterator's over the tensor operands; 4: the
+     * memory format the input suggests (the upsampling kernels: their meta decompositions take
+     * milliseconds a call, so the rule is written here rather than run on meta tensors) */
     static const struct { const char *name; int kind; } writes[] = {
         {"index_fill", 1}, {"index_put", 1}, {"argsort", 1}, {"lerp", 3},
         {"index_add", 2}, {"index_copy", 2}, {"scatter", 2}, {"scatter_add", 2}, {"scatter_reduce", 2},
+        {"upsample_nearest", 4}, {"upsample_nearest_exact", 4}, {"upsample_linear", 4}, {"upsample_bicubic2d", 4},
     };
     if (!r || strcmp(py_name, "broadcast_tensors") == 0 || strcmp(py_name, "meshgrid") == 0) return r;
     int kind = 0;
@@ -593,6 +596,13 @@ static Var *form_strides(Trace *t, const char *py_name, Var *r, Var *const *ops,
             ++n;
         }
         if (known && pt2StridesOfTensorIterator(n, ranks, sizes, strides, r->rank, r->sizes, want) == 1) {
+            pt2GraphSetValueStrides(t->graph, r->value, want);
+            return r;
+        }
+    } else if (fresh && kind == 4) {
+        if (input->rank == r->rank && var_strides(t, input, have[0]) &&
+            pt2StridesOfFormat(r->rank, r->sizes, (r->rank == 4 || r->rank == 5) && pt2StridesSuggestChannelsLast(input->rank, input->sizes, have[0]),
+                               want) == 0) {
             pt2GraphSetValueStrides(t->graph, r->value, want);
             return r;
         }

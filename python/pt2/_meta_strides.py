@@ -15,14 +15,17 @@ import torch
 # function is the CPU kernel's own), and composites of them (einsum, tensordot, the losses).  Each is
 # checked against eager over a set of layouts by tests/capture/test_meta_strides.py; those that are not
 # (meta kernels of their own: roll, group_norm, pixel_shuffle, log_sigmoid, max_pool1d, isin,
-# conv_transpose2d, scaled_dot_product_attention on a transposed layout) keep unknown strides.
+# conv_transpose2d, scaled_dot_product_attention on a transposed layout) keep unknown strides.  The
+# upsampling forms are not here: their strides are the format the input suggests (capture/polyfills.c,
+# form_strides), while their meta decompositions take 5-30 ms a call.  Results are cached by the call's
+# signature (sizes, strides, dtypes and other arguments): a model's repeated blocks run each op once.
 EXACT = frozenset({
     # rules
     "fmod", "atan2", "hypot", "copysign", "logaddexp", "xlogy", "nextafter", "tril", "triu", "hardsigmoid",
     "max", "min", "aminmax", "var", "std", "var_mean", "std_mean", "einsum", "unfold", "fold", "normalize",
     # Python forms of C ops
-    "pixel_unshuffle", "cosine_similarity", "instance_norm", "upsample_nearest", "upsample_nearest_exact",
-    "upsample_linear", "upsample_bicubic2d", "logsumexp", "mish", "selu", "celu", "glu", "outer", "nan_to_num",
+    "pixel_unshuffle", "cosine_similarity", "instance_norm", "logsumexp", "mish", "selu", "celu", "glu", "outer",
+    "nan_to_num",
     "avg_pool1d", "adaptive_avg_pool1d", "pairwise_distance", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "frac", "trunc",
     "repeat_interleave", "square", "deg2rad", "rad2deg", "rsub", "float_power", "logit", "sinc", "heaviside",
@@ -41,10 +44,40 @@ def _flatten(out):
     return None
 
 
+_cache = {}
+
+
+def _key(v):
+    """A hashable signature of an argument (a meta tensor by its sizes, strides and dtype)."""
+    if isinstance(v, torch.Tensor):
+        return ("T", tuple(v.shape), v.stride(), v.dtype)
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_key(x) for x in v)
+    if isinstance(v, dict):
+        return ("dict",) + tuple((k, _key(x)) for k, x in v.items())
+    hash(v)
+    return (type(v).__name__, v)
+
+
 def run(fn, args, kwargs, tensors):
     """[(shape, strides, dtype, operand)] per tensor of fn's result, operand the index in `tensors` of
     the one it is a view of (or is), else -1; None where the op does not run on meta tensors or
     returns other than tensors."""
+    try:
+        key = (fn, _key(args), _key(kwargs))
+    except TypeError:  # an unhashable argument: not cached
+        key = None
+    if key is not None and key in _cache:
+        return _cache[key]
+    rows = _run(fn, args, kwargs, tensors)
+    if key is not None:
+        if len(_cache) > 4096:
+            _cache.clear()
+        _cache[key] = rows
+    return rows
+
+
+def _run(fn, args, kwargs, tensors):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -60,10 +60,6 @@ CASES = {
     "pixel_unshuffle": (4, lambda x: F.pixel_unshuffle(x[:, :, :4, :6], 2)),
     "cosine_similarity": (4, lambda x: F.cosine_similarity(x, x * 2, 1)),
     "instance_norm": (4, lambda x: F.instance_norm(x)),
-    "upsample_nearest": (4, lambda x: F.interpolate(x, scale_factor=2)),
-    "upsample_nearest_exact": (4, lambda x: F.interpolate(x, size=(7, 9), mode="nearest-exact")),
-    "upsample_linear": (4, lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")),
-    "upsample_bicubic2d": (4, lambda x: F.interpolate(x, size=(6, 9), mode="bicubic")),
     "logsumexp": (4, lambda x: torch.logsumexp(x, 1)),
     "mish": (4, lambda x: F.mish(x)),
     "selu": (4, lambda x: torch.selu(x)),
@@ -158,7 +154,7 @@ def strides_of(t):
     return tuple(s for s, n in zip(t.stride(), t.shape) if n != 1)
 
 
-@pytest.mark.parametrize("name", ["einsum", "normalize", "upsample_linear", "var_mean", "instance_norm", "fmod",
+@pytest.mark.parametrize("name", ["einsum", "normalize", "var_mean", "instance_norm", "fmod",
                                   "tensordot", "diff", "kron"])
 def test_compiled_results_in_eager_layout(name):
     rank, fn = CASES[name]
@@ -225,3 +221,40 @@ def test_ops_meta_kernels_disagree_on_stay_unknown():
     got = pt2.compile(fn)(x)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic"])
+def test_upsampling_takes_the_format_its_input_suggests(mode):
+    """The upsampling forms' results (the format the input suggests: their rule is written in
+    form_strides, not run on meta tensors) in eager's layout."""
+    fn = lambda x: F.interpolate(x, size=(7, 9), mode=mode)  # noqa: E731
+    for layout, x in layouts(4):
+        want = fn(x)
+        pt2.reset()
+        got = pt2.compile(fn)(x)
+        assert strides_of(got) == strides_of(want), (layout, got.stride(), want.stride())
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_results_are_cached_by_signature():
+    """One meta run per signature: the same op on the same sizes, strides and arguments is answered from
+    the cache; another stride is run again."""
+    from pt2 import _meta_strides
+
+    calls = []
+    run = _meta_strides._run
+
+    def counting(*a):
+        calls.append(a[0])
+        return run(*a)
+
+    x = torch.empty_strided((3, 4), (1, 3), device="meta")
+    _meta_strides._run = counting
+    try:
+        _meta_strides._cache.clear()
+        rows = [_meta_strides.run(torch.Tensor.tril, (x,), {}, [x]) for _ in range(3)]
+        other = torch.empty(3, 4, device="meta")
+        _meta_strides.run(torch.Tensor.tril, (other,), {}, [other])
+    finally:
+        _meta_strides._run = run
+    assert len(calls) == 2 and rows[0] == rows[2] and rows[0][0][1] == torch.tril(x).stride()
