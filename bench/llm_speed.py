@@ -1,9 +1,10 @@
-"""Decoder-only language models outside the benchmark lists (Llama, Qwen2, Mistral, Phi of transformers, small
+"""Decoder-only language models outside the benchmark lists (Llama, Qwen2, Mistral, Phi, Gemma2, Qwen3, Phi3,
+OLMo2, GPT-NeoX, OPT of transformers, small
 configs: 4 layers, width 512, batch 2 x 128 tokens, random weights) on the CPU: eager, pt2.compile and
 torch.compile (Inductor) side by side in one process, a forward pass without a cache, medians of interleaved
 rounds, and each one's first call.  Writes JSON.
 
-    python bench/llm_speed.py [--json out.json] [--no-inductor] [llama qwen2 mistral phi]
+    python bench/llm_speed.py [--json out.json] [--no-inductor] [llama qwen2 mistral phi gemma2 ...]
 """
 import argparse
 import json
@@ -21,6 +22,14 @@ MODELS = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376)),
     "mistral": ("MistralConfig", "MistralForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376)),
     "phi": ("PhiConfig", "PhiForCausalLM", dict(COMMON, intermediate_size=2048)),
+    # added 2026-12-05
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376, head_dim=64)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376, head_dim=64)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376, pad_token_id=0)),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376)),
+    "gptneox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(COMMON, intermediate_size=2048)),
+    "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=32000,
+                                               ffn_dim=2048, word_embed_proj_dim=512)),
 }
 
 
