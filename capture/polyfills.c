@@ -154,6 +154,16 @@ static bool lstm_input(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
     return rnn_input_overload(args, n_args, n_kw, true);
 }
 
+static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, int pos, const char *name);
+
+/* feature_dropout / alpha_dropout / feature_alpha_dropout (input, p, train) where eager returns its
+ * input: not training, or p 0 (training draws random numbers: the C op's, a break) */
+static bool dropout_identity(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *p = arg_of(args, n_args, kw_names, kw_values, n_kw, 1, "p"), *train = arg_of(args, n_args, kw_names, kw_values, n_kw, 2, "train");
+    if (!p || !train || p->kind != V_CONST || train->kind != V_CONST) return false;
+    return train->obj == Py_False || ((PyFloat_Check(p->obj) || PyLong_Check(p->obj)) && PyFloat_AsDouble(p->obj) == 0.0);
+}
+
 /* The argument at position pos, or passed by keyword as name; NULL when absent. */
 static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, int pos, const char *name) {
     if (pos >= 0 && pos < n_args) return args[pos];
@@ -695,6 +705,16 @@ static Polyfill polyfills[] = {
     {"torch.vander", "vander", NULL, NULL, NULL},
     /* nn.LSTM / GRU / RNN's recurrences (torch._VF.*), unrolled (pt2/_polyfills_rnn.py) */
     {"torch._C._VariableFunctions.lstm", "lstm", lstm_input, NULL, NULL},
+    {"torch._C._VariableFunctions.lstm_cell", "lstm_cell", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.gru_cell", "gru_cell", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.rnn_tanh_cell", "rnn_tanh_cell", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.rnn_relu_cell", "rnn_relu_cell", NULL, NULL, NULL},
+    {"torch._C._VariableFunctions.feature_dropout", "dropout_identity", dropout_identity, NULL, NULL},
+    {"torch._C._VariableFunctions.alpha_dropout", "dropout_identity", dropout_identity, NULL, NULL},
+    {"torch._C._VariableFunctions.feature_alpha_dropout", "dropout_identity", dropout_identity, NULL, NULL},
+    {"torch._C._nn.softshrink", "softshrink", NULL, NULL, NULL},
+    {"torch.hardshrink", "hardshrink", NULL, NULL, NULL},
+    {"torch.channel_shuffle", "channel_shuffle", NULL, NULL, NULL},
     {"torch._C._VariableFunctions.gru", "gru", rnn_input, NULL, NULL},
     {"torch._C._VariableFunctions.rnn_tanh", "rnn_tanh", rnn_input, NULL, NULL},
     {"torch._C._VariableFunctions.rnn_relu", "rnn_relu", rnn_input, NULL, NULL},
