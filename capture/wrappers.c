@@ -12,6 +12,8 @@
  *     trace needs a gradient: a tensor that requires one under grad mode is
  *     a break);
  *   - dict.fromkeys, a C classmethod, through its Python form;
+ *   - torch.nn.functional.embedding_bag through its Python form (the bags as
+ *     segment reductions);
  *   - a torch.jit.script function: the Python function it keeps;
  *   - object.__setattr__ / object.__getattribute__ called as functions: the
  *     generic store and read (objects.c);
@@ -48,6 +50,18 @@ static bool is_autograd_function_apply(PyObject *fn) {
         if (!apply) return false;
     }
     return fn == apply;
+}
+
+/* torch.nn.functional.embedding_bag, whose C op returns three more tensors F discards (their values
+ * are the kernel's bookkeeping): followed as pt2/_polyfills_nn.py's embedding_bag, which computes the
+ * one F returns. */
+static bool is_functional_embedding_bag(PyObject *fn) {
+    static PyObject *f;
+    if (!f && !(f = pt2_import_attr("torch.nn.functional", "embedding_bag"))) {
+        PyErr_Clear();
+        return false;
+    }
+    return fn == f;
 }
 
 /* A slice of an nn.Sequential (rules_ops.c: followed as the list of its
@@ -234,6 +248,9 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
     if (callable->kind == V_LIST && o) return module_slice_call(t, callable, args, n_args, n_kw);
     if (callable->kind == V_FUNCTION && o && is_autograd_function_apply(o)) {
         return polyfill_form(t, "autograd_function_apply", args, n_args, kw_names, kw_values, n_kw);
+    }
+    if (callable->kind == V_FUNCTION && o && is_functional_embedding_bag(o)) {
+        return polyfill_form(t, "embedding_bag", args, n_args, kw_names, kw_values, n_kw);
     }
     if ((callable->kind == V_OBJECT || callable->kind == V_CALLABLE) && o && !callable->fresh) {
         if (PyCFunction_Check(o) && PyCFunction_GET_SELF(o) == (PyObject *)&PyDict_Type &&

@@ -25,7 +25,8 @@ from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad'
     conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, pad_indexed, upsample_bicubic2d, upsample_linear,
     upsample_nearest, upsample_nearest_exact)
 from ._polyfills_nn import (  # noqa: F401  (shrinks, channel shuffle, dropouts as identities, recurrent cells)
-    channel_shuffle, dropout_identity, gru_cell, hardshrink, lstm_cell, rnn_relu_cell, rnn_tanh_cell, softshrink)
+    channel_shuffle, dropout_identity, embedding_bag, gru_cell, hardshrink, lstm_cell, rnn_relu_cell, rnn_tanh_cell,
+    softshrink)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce,

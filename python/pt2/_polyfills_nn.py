@@ -83,3 +83,88 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     _check_cell(input, (hx,), w_ih, w_hh)
     return torch.relu(F.linear(hx, w_hh, b_hh) + F.linear(input, w_ih, b_ih))
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """F.embedding_bag (capture/wrappers.c follows this in its place): F's own argument handling and checks,
+    then each bag's rows reduced as a segment: every position's bag found among the offsets
+    (searchsorted), the rows summed into their bags by index_add (mean: divided by the bag's count, an
+    empty bag 0), or their largest taken by scatter_reduce (an empty bag 0), as ATen's kernel.  Entries
+    equal to padding_idx go to a bag beyond the last that is dropped.  Eager's checks of the offsets (the first 0, the last at most the input's
+    length) are index checks of the graph (an error, as eager's).  include_last_offset with 1-d offsets
+    stays eager's call (a break): its kernel's mean of the last bag counts to the input's end."""
+    if weight.dtype == torch.long and input.is_floating_point():
+        import warnings
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, ...)` "
+                      "is deprecated, and should now be `embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must "
+                         f"have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed "
+                             f"length sequences. However, found offsets of type {type(offsets)}")
+        offsets = torch.arange(0, input.numel(), input.size(1), dtype=input.dtype, device=input.device)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        torch.embedding_renorm_(weight, input, max_norm, norm_type)  # in place on the weight: the C op (a break)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only supported "
+                                  f"for mode='sum' (got mode='{mode}'). Please open a feature request on GitHub.")
+    if include_last_offset:
+        # eager's kernel takes the last bag's count to the input's end whatever offsets[-1] says (a mean
+        # over [offsets[-2], offsets[-1]) divided by n - offsets[-2]): its own call (a break), not a guess
+        return torch.embedding_bag(weight, input, offsets, scale_grad_by_freq, ("sum", "mean", "max").index(mode), sparse,
+                                   per_sample_weights, include_last_offset, padding_idx)[0]
+    return _bags(input, weight, offsets, mode, per_sample_weights, padding_idx)
+
+
+def _bags(input, weight, offsets, mode, per_sample_weights, padding_idx):
+    n, rows = input.shape[0], weight.shape[0]
+    num_bags = offsets.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise RuntimeError("padding_idx must be within the number of embeddings, -" + str(rows) + " through "
+                               + str(rows - 1) + ", but got " + str(padding_idx))
+        padding_idx = padding_idx % rows
+    pos = torch.arange(n, dtype=offsets.dtype, device=input.device)
+    bag = torch.searchsorted(offsets, pos, right=True) - 1
+    if padding_idx is not None:
+        bag = torch.where(input == padding_idx, num_bags, bag)
+    if num_bags > 0:  # eager's checks, offsets[0] == 0 and offsets[-1] <= n: every bag -1, an index error of the graph
+        bag = torch.where((offsets[:1] != 0) | (offsets[-1:] > n), -1, bag)
+    vals = weight.index_select(0, input)
+    if per_sample_weights is not None:
+        vals = vals * per_sample_weights.unsqueeze(1)
+    width = weight.shape[1]
+    if mode == "max":
+        out = torch.zeros(num_bags + 1, width, dtype=weight.dtype, device=weight.device).scatter_reduce(
+            0, bag.unsqueeze(1).expand(n, width), vals, "amax", include_self=False)
+    else:
+        out = torch.zeros(num_bags + 1, width, dtype=weight.dtype, device=weight.device).index_add(0, bag, vals)
+        if mode == "mean":
+            count = torch.zeros(num_bags + 1, dtype=weight.dtype, device=weight.device).index_add(
+                0, bag, torch.ones(n, dtype=weight.dtype, device=weight.device))
+            out = out / count.clamp_min(1).unsqueeze(1)
+    out = out[:num_bags]
+    return out

@@ -102,3 +102,72 @@ def test_recurrent_cells(cell, bias):
         pt2.reset()
         with pytest.raises(RuntimeError):  # a batch of one hidden state for three inputs: eager's error
             pt2.compile(lambda x, hx: m(x, hx))(x, (h[:1], h[:1]) if cell == "lstm" else h[:1])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_embedding_bag(mode, dtype):
+    """F.embedding_bag / nn.EmbeddingBag as segment reductions (capture/wrappers.c, _polyfills_nn.py):
+    fixed-length bags (2-d input), bags by offsets with empty ones, padding_idx (positive and negative),
+    per-sample weights (sum), int32 indices and offsets; one graph each, eager's values."""
+    torch.manual_seed(0)
+    w = torch.randn(11, 5, dtype=dtype)
+    g = torch.Generator().manual_seed(1)
+    idx2 = torch.randint(0, 11, (4, 6), generator=g)
+    idx1 = torch.randint(0, 11, (13,), generator=g)
+    offsets = torch.tensor([0, 3, 3, 8, 12])  # an empty bag, a last bag of one
+    check(lambda i: F.embedding_bag(i, w, mode=mode), idx2)
+    check(lambda i, o: F.embedding_bag(i, w, o, mode=mode), idx1, offsets)
+    check(lambda i, o: F.embedding_bag(i.int(), w, o.int(), mode=mode), idx1, offsets)
+    padded = idx1.clone()
+    padded[[0, 4, 5, 6, 7]] = 3  # the bag [3, 8) all padding
+    check(lambda i, o: F.embedding_bag(i, w, o, mode=mode, padding_idx=3), padded, offsets)
+    check(lambda i, o: F.embedding_bag(i, w, o, mode=mode, padding_idx=-8), padded, offsets)
+    bag = nn.EmbeddingBag.from_pretrained(w, mode=mode, padding_idx=3)
+    check(lambda i: bag(i) * 2, idx2)
+    if mode == "sum":
+        psw = torch.rand(13, dtype=dtype, generator=g)
+        check(lambda i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p), idx1, offsets, psw)
+
+
+def test_embedding_bag_errors_and_declined_forms():
+    """Offsets eager refuses (the first not 0, the last past the input) raise in the graph too;
+    include_last_offset with 1-d offsets and max_norm stay eager's calls (a break), eager's values."""
+    w = torch.randn(11, 5)
+    idx = torch.randint(0, 11, (9,), generator=torch.Generator().manual_seed(2))
+    f = lambda i, o: F.embedding_bag(i, w, o, mode="sum")  # noqa: E731
+    for bad in (torch.tensor([1, 4]), torch.tensor([0, 4, 12])):
+        with pytest.raises(RuntimeError):
+            f(idx, bad)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(f)(idx, bad)
+    last = lambda i, o: F.embedding_bag(i, w, o, mode="mean", include_last_offset=True)  # noqa: E731
+    o = torch.tensor([0, 2, 2, 7])  # offsets[-1] short of the input: eager's own count for the last bag
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(last)(idx, o), last(idx, o))
+    assert graphs(last, idx, o)[1] >= 1
+
+
+def test_dlrm_like_model():
+    """Embedding bags of sparse features beside a dense MLP, concatenated (a recommendation model's shape)."""
+    torch.manual_seed(0)
+
+    class Rec(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bags = nn.ModuleList([nn.EmbeddingBag(50, 8, mode="sum") for _ in range(3)])
+            self.bottom = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+            self.top = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 1))
+
+        def forward(self, dense, indices, offsets):
+            feats = [self.bottom(dense)] + [b(i, o) for b, i, o in zip(self.bags, indices, offsets)]
+            return torch.sigmoid(self.top(torch.cat(feats, 1)))
+
+    m = Rec().eval()
+    g = torch.Generator().manual_seed(3)
+    dense = torch.randn(6, 4, generator=g)
+    indices = [torch.randint(0, 50, (n,), generator=g) for n in (10, 17, 6)]
+    offsets = [torch.tensor([0, 2, 2, 5, 7, 9]), torch.tensor([0, 3, 6, 9, 12, 15]), torch.tensor([0, 1, 2, 3, 4, 5])]
+    with torch.no_grad():
+        check(lambda d, i, o: m(d, i, o), dense, indices, offsets)
