@@ -339,6 +339,10 @@ PyObject *pt2_import_attr(const char *module, const char *name);
 bool fixed_key(PyObject *o);
 /* An object of typing's own classes (List, Optional[int], Union ...), not a class (values.c). */
 bool typing_form(PyObject *o);
+/* numpy.float64 where numpy is loaded, else NULL; a numpy ufunc (or numpy.float64) called on Python
+ * numbers, computed at trace time (wrappers.c). */
+PyTypeObject *numpy_float64_type(void);
+Var *numpy_ufunc_call(Trace *t, PyObject *ufunc, Var **args, int n_args, int n_kw);
 /* A value pt2 treats as an immutable constant: numbers, strings, bytes, dtypes, devices, tuples of them (values.c). */
 bool is_constant_value(PyObject *o);
 

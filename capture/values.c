@@ -300,24 +300,8 @@ bool typing_form(PyObject *o) {
 
 bool fixed_key(PyObject *o) { return PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o) || typing_form(o); }
 
-/* numpy.float64, a float subclass whose arithmetic is the float's (np.sqrt(d) of a config int), where
- * numpy is loaded (never imported for this); NULL otherwise. */
-static PyTypeObject *numpy_float64_type(void) {
-    static PyObject *type;
-    if (!type) {
-        PyObject *name = PyUnicode_FromString("numpy");
-        PyObject *mod = name ? PyImport_GetModule(name) : NULL;
-        Py_XDECREF(name);
-        type = mod ? PyObject_GetAttrString(mod, "float64") : NULL;
-        Py_XDECREF(mod);
-        PyErr_Clear();
-        if (type && !PyType_Check(type)) Py_CLEAR(type);
-    }
-    return (PyTypeObject *)type;
-}
-
 bool is_constant_value(PyObject *o) {
-    if (PyFloat_Check(o) && !PyFloat_CheckExact(o) && Py_TYPE(o) == numpy_float64_type()) return true;
+    if (PyFloat_Check(o) && !PyFloat_CheckExact(o) && Py_TYPE(o) == numpy_float64_type()) return true; /* wrappers.c */
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type) ||
         PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type) || Py_IS_TYPE(o, (PyTypeObject *)torch_finfo_type) ||
@@ -721,31 +705,6 @@ bool trace_take_back_raise(Trace *t, PyObject *type) {
 static Var *weakref_call(Trace *t, Var *ref) {
     if (!ref->source || ref->fresh) return trace_break(t, "call of a weakref.ref with no source to guard it");
     return trace_wrap(t, PyWeakref_GetObject(ref->obj), source_derived(t, SRC_WEAKREF, ref->source, 0, NULL));
-}
-
-/* A numpy ufunc (pure: no state, no `out=`) of Python numbers, or numpy.float64(number), computed at
- * trace time (CTRL's `np.sqrt(d_model)`): its result a constant where it is one pt2 keeps (a float,
- * numpy.float64). */
-static Var *numpy_ufunc_call(Trace *t, PyObject *ufunc, Var **args, int n_args, int n_kw) {
-    PyObject *targs = n_kw == 0 ? PyTuple_New(n_args) : NULL;
-    for (int i = 0; targs && i < n_args; ++i) {
-        Var *a = args[i];
-        if (a->kind != V_CONST || !(PyLong_Check(a->obj) || PyFloat_Check(a->obj))) {
-            Py_CLEAR(targs);
-            break;
-        }
-        PyTuple_SET_ITEM(targs, i, Py_NewRef(a->obj));
-    }
-    if (!targs) return trace_break(t, "a numpy ufunc of other than numbers (numpy runs outside the graph)");
-    PyObject *r = PyObject_Call(ufunc, targs, NULL); /* trace time: the hook is off */
-    Py_DECREF(targs);
-    if (!r) {
-        PyErr_Clear();
-        return trace_break(t, "a numpy ufunc that raised at trace time");
-    }
-    Var *v = is_constant_value(r) ? var_const(t, r) : trace_break(t, "a numpy ufunc whose result is a %s", Py_TYPE(r)->tp_name);
-    Py_DECREF(r);
-    return v;
 }
 
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

@@ -19,6 +19,8 @@
  *     generic store and read (objects.c);
  *   - a module whose constructor is torch.nn's, made from constants, with
  *     no parameter or buffer: made at trace time (stateless_torch_module);
+ *   - a numpy ufunc of Python numbers (and numpy.float64(n)), computed at
+ *     trace time; numpy.float64 values are constants (values.c);
  *   - a slice of an nn.Sequential (followed as the list of its modules,
  *     rules_ops.c) called on one input: Sequential.forward's loop.
  *===----------------------------------------------------------------------===*/
@@ -273,4 +275,45 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
     }
     *handled = false;
     return NULL;
+}
+
+/* numpy.float64, a float subclass whose arithmetic is the float's (np.sqrt(d) of a config int), where
+ * numpy is loaded (never imported for this); NULL otherwise. */
+PyTypeObject *numpy_float64_type(void) {
+    static PyObject *type;
+    if (!type) {
+        PyObject *name = PyUnicode_FromString("numpy");
+        PyObject *mod = name ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        type = mod ? PyObject_GetAttrString(mod, "float64") : NULL;
+        Py_XDECREF(mod);
+        PyErr_Clear();
+        if (type && !PyType_Check(type)) Py_CLEAR(type);
+    }
+    return (PyTypeObject *)type;
+}
+
+/* A numpy ufunc (pure: no state, no `out=`) of Python numbers, or numpy.float64(number), computed at
+ * trace time (CTRL's `np.sqrt(d_model)`): its result a constant where it is one pt2 keeps (a float,
+ * numpy.float64). */
+Var *numpy_ufunc_call(Trace *t, PyObject *ufunc, Var **args, int n_args, int n_kw) {
+    PyObject *targs = n_kw == 0 ? PyTuple_New(n_args) : NULL;
+    for (int i = 0; targs && i < n_args; ++i) {
+        Var *a = args[i];
+        if (a->kind != V_CONST || !(PyLong_Check(a->obj) || PyFloat_Check(a->obj))) {
+            Py_CLEAR(targs);
+            break;
+        }
+        PyTuple_SET_ITEM(targs, i, Py_NewRef(a->obj));
+    }
+    if (!targs) return trace_break(t, "a numpy ufunc of other than numbers (numpy runs outside the graph)");
+    PyObject *r = PyObject_Call(ufunc, targs, NULL); /* trace time: the hook is off */
+    Py_DECREF(targs);
+    if (!r) {
+        PyErr_Clear();
+        return trace_break(t, "a numpy ufunc that raised at trace time");
+    }
+    Var *v = is_constant_value(r) ? var_const(t, r) : trace_break(t, "a numpy ufunc whose result is a %s", Py_TYPE(r)->tp_name);
+    Py_DECREF(r);
+    return v;
 }

@@ -10,11 +10,9 @@ mask is read as bool (nonzero: masked out; the modules pass canonical 0/-inf mas
 the additive meaning), the FFN's GELU is the exact one whatever the module's `approximate`, and masks
 arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0: [L, S], 1: key
 padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
-(a nested-tensor input) falls back to the C op as any break does.  The resampling forms (interpolate,
-F.pad's index modes, transposed and 3-d convolutions) are in _polyfills_resample.py, the recurrences in _polyfills_rnn.py, the
-order statistics in _polyfills_sort.py, the index writes in _polyfills_scatter.py and the special functions
-(lgamma, digamma, erfinv, i0) in _polyfills_special.py, imported here
-so that every form is an attribute of this module, where polyfills.c looks them up.
+(a nested-tensor input) falls back to the C op as any break does.  Other forms live in _polyfills_<topic>.py
+(resample, rnn, nn, sort, scatter, special, wrappers), imported here so that every form is an attribute of
+this module, where polyfills.c looks them up.
 """
 import math
 
@@ -24,9 +22,7 @@ import torch.nn.functional as F
 from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad's index modes, convolutions)
     conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, pad_indexed, upsample_bicubic2d, upsample_linear,
     upsample_nearest, upsample_nearest_exact)
-from ._polyfills_nn import (  # noqa: F401  (shrinks, channel shuffle, dropouts as identities, recurrent cells)
-    channel_shuffle, dropout_identity, embedding_bag, gru_cell, hardshrink, lstm_cell, rnn_relu_cell, rnn_tanh_cell,
-    softshrink)
+from ._polyfills_nn import *  # noqa: F401,F403  (shrinks, channel shuffle, dropouts, recurrent cells, embedding_bag)
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce,

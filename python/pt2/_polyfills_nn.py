@@ -8,6 +8,9 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
+__all__ = ["channel_shuffle", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "lstm_cell", "rnn_relu_cell",
+           "rnn_tanh_cell", "softshrink"]
+
 
 def _floats_only(name, input):
     if not input.dtype.is_floating_point:
