@@ -24,12 +24,13 @@
 #include "rules_util.h"
 
 typedef struct MetaArgs {
+    Trace *t;
     PyObject *tensors; /* list: the meta tensors made, in order */
     Var *vars[64];     /* the Var each stands for */
     int n;
 } MetaArgs;
 
-static PyObject *empty_strided, *meta_device, *meta_run, *meta_exact, *size_type;
+static PyObject *empty_strided, *meta_device, *meta_run, *meta_exact;
 static PyTypeObject *dtype_type, *memory_format_type, *layout_type;
 
 static bool resolve(void) {
@@ -39,7 +40,6 @@ static bool resolve(void) {
     PyObject *torch = PyImport_ImportModule("torch");
     if (torch) {
         empty_strided = PyObject_GetAttrString(torch, "empty_strided");
-        size_type = PyObject_GetAttrString(torch, "Size");
         dtype_type = (PyTypeObject *)PyObject_GetAttrString(torch, "dtype");
         memory_format_type = (PyTypeObject *)PyObject_GetAttrString(torch, "memory_format");
         layout_type = (PyTypeObject *)PyObject_GetAttrString(torch, "layout");
@@ -47,7 +47,7 @@ static bool resolve(void) {
     }
     meta_run = pt2_import_attr("pt2._meta_strides", "run");
     meta_exact = pt2_import_attr("pt2._meta_strides", "EXACT");
-    ok = torch && empty_strided && size_type && dtype_type && memory_format_type && layout_type && meta_device && meta_run &&
+    ok = torch && empty_strided && dtype_type && memory_format_type && layout_type && meta_device && meta_run &&
          meta_exact && PyAnySet_Check(meta_exact);
     Py_XDECREF(torch);
     PyErr_Clear();
@@ -83,10 +83,11 @@ static PyObject *meta_tensor(Trace *t, Var *v, MetaArgs *m) {
 
 /* The Python value standing for v in the meta run (new reference), or NULL
  * (no error set) where none can: a tensor of unknown strides, a device, a
- * generator, an object of the trace. */
-static PyObject *meta_value(Trace *t, Var *v, MetaArgs *m) {
+ * generator, an object of the trace; tuples and lists item by item. */
+static PyObject *meta_leaf(Var *v, void *user) {
+    MetaArgs *m = user;
     switch (v->kind) {
-    case V_TENSOR: return meta_tensor(t, v, m);
+    case V_TENSOR: return meta_tensor(m->t, v, m);
     case V_CONST:
         if (!v->obj || PyObject_TypeCheck(v->obj, dtype_type) || PyUnicode_Check(v->obj) || PyNumber_Check(v->obj) || v->obj == Py_None ||
             PyBool_Check(v->obj) || PyBytes_Check(v->obj) || PyTuple_Check(v->obj)) {
@@ -99,27 +100,12 @@ static PyObject *meta_value(Trace *t, Var *v, MetaArgs *m) {
             return Py_NewRef(v->obj);
         }
         break;
-    case V_TUPLE: case V_LIST: {
-        PyObject *items = PyList_New(v->n_items);
-        for (int i = 0; items && i < v->n_items; ++i) {
-            PyObject *x = meta_value(t, v->items[i], m);
-            if (!x) {
-                Py_CLEAR(items);
-                break;
-            }
-            PyList_SET_ITEM(items, i, x);
-        }
-        if (!items || v->kind == V_LIST) return items;
-        PyObject *tup = PyList_AsTuple(items);
-        Py_DECREF(items);
-        if (tup && v->obj == size_type) Py_SETREF(tup, PyObject_CallOneArg(size_type, tup));
-        PyErr_Clear();
-        return tup;
-    }
     default: break;
     }
     return NULL;
 }
+
+static PyObject *meta_value(Var *v, MetaArgs *m) { return var_python_value(v, meta_leaf, m); }
 
 /* The function the rule's entry names: torch.Tensor.<its first method>
  * (called with self first) where it has one, else its first path. */
@@ -182,11 +168,12 @@ MetaCall *meta_call_begin(Trace *t, const char *name, PyObject *fn, Var **args, 
     if (!fn || !resolve() || !exact_on_meta(name)) return NULL;
     MetaCall *c = trace_alloc(t, sizeof *c);
     MetaArgs *m = trace_alloc(t, sizeof *m);
+    m->t = t;
     m->tensors = PyList_New(0);
     PyObject *pos = m->tensors ? PyTuple_New(n_args) : NULL, *kw = pos ? PyDict_New() : NULL;
     bool ok = kw != NULL;
     for (int i = 0; ok && i < n_args; ++i) {
-        PyObject *x = meta_value(t, args[i], m);
+        PyObject *x = meta_value(args[i], m);
         if (x) PyTuple_SET_ITEM(pos, i, x);
         ok = x != NULL;
     }
@@ -197,7 +184,7 @@ MetaCall *meta_call_begin(Trace *t, const char *name, PyObject *fn, Var **args, 
             ok = false;
             break;
         }
-        PyObject *x = meta_value(t, kw_values[i], m);
+        PyObject *x = meta_value(kw_values[i], m);
         ok = x && PyDict_SetItem(kw, name, x) == 0;
         Py_XDECREF(x);
     }

@@ -737,3 +737,24 @@ bool dense_permuted_order(int rank, const int64_t *sizes, const int64_t *strides
     }
     return true;
 }
+
+PyObject *var_python_value(Var *v, PyObject *(*leaf)(Var *v, void *user), void *user) {
+    if (v->kind != V_TUPLE && v->kind != V_LIST) return leaf(v, user);
+    PyObject *size = torch_size_type_obj();
+    if (v->kind == V_TUPLE && v->obj && v->obj != (PyObject *)&PyTuple_Type && v->obj != size) return NULL; /* a namedtuple */
+    PyObject *items = PyList_New(v->n_items);
+    for (int i = 0; items && i < v->n_items; ++i) {
+        PyObject *x = var_python_value(v->items[i], leaf, user);
+        if (!x) {
+            Py_CLEAR(items);
+            break;
+        }
+        PyList_SET_ITEM(items, i, x);
+    }
+    if (!items || v->kind == V_LIST) return items;
+    PyObject *tup = PyList_AsTuple(items);
+    Py_DECREF(items);
+    if (tup && v->obj == size) Py_SETREF(tup, PyObject_CallOneArg(size, tup));
+    PyErr_Clear();
+    return tup;
+}

@@ -120,6 +120,10 @@ void set_contiguous_strides(Trace *t, Var *r);
  * meta_call_begin, before the rule runs, takes its arguments (NULL where they cannot be, fn is NULL
  * or the op `name` is not one whose meta kernels are eager's, pt2._meta_strides.EXACT); meta_call_end gives the result's new tensors (graph values numbered first_new or above)
  * the strides of the op's results, where it ran and they match, else unknown strides (c NULL too). */
+/* The Python value of v (a new reference): a tuple or list made in the trace (torch.Size too) as one
+ * of the values of its items, any other Var as leaf(v, user) gives it; NULL (no error) where an item
+ * has none (leaf returned NULL, a namedtuple). */
+PyObject *var_python_value(Var *v, PyObject *(*leaf)(Var *v, void *user), void *user);
 typedef struct MetaCall {
     PyObject *fn, *args, *kwargs, *tensors; /* kept by the trace */
     struct MetaArgs *m;

@@ -28,6 +28,7 @@
 
 #include "capture.h"
 #include "objects.h"
+#include "rules_util.h"
 
 /* A functools.lru_cache wrapper (functools._lru_cache_wrapper, C or Python). */
 static bool is_lru_cache_wrapper(PyObject *o) {
@@ -134,33 +135,21 @@ static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObje
                        kw_names, kw_values, n_kw);
 }
 
+/* The Python value of v where it is made of constants alone (a constant, or a tuple or list made in
+ * the trace of such: nn.ConstantPad1d((left, right), 0)), a new reference; NULL (no error) else. */
+static PyObject *constant_leaf(Var *v, void *user) {
+    (void)user;
+    return v->kind == V_CONST ? Py_XNewRef(v->obj) : NULL;
+}
+
+static PyObject *plain_constant(Var *v) { return var_python_value(v, constant_leaf, NULL); }
+
 /* A module made in the trace from constant arguments by a constructor of torch.nn's own (the class's
  * __init__, through its MRO, defined in torch.nn.modules.*: nn.Softmax(dim=-1)(x), nn.Upsample(...),
  * transformers' ACT2FN[name], whose activation classes keep nn.Module's), when it holds no parameter or
  * buffer: made now, at trace time, and followed as a module whose attributes are constants.  Eager
  * makes an equal module on every call; with no state of its own, every call computes the same.  NULL
  * (no error) where that does not hold. */
-/* The Python value of v where it is made of constants alone (a constant, or a tuple or list made in
- * the trace of such: nn.ConstantPad1d((left, right), 0)), a new reference; NULL (no error) else. */
-static PyObject *plain_constant(Var *v) {
-    if (v->kind == V_CONST) return Py_XNewRef(v->obj);
-    if (v->kind != V_TUPLE && v->kind != V_LIST) return NULL;
-    if (v->kind == V_TUPLE && v->obj && v->obj != (PyObject *)&PyTuple_Type) return NULL; /* torch.Size, a namedtuple */
-    PyObject *items = PyList_New(v->n_items);
-    for (int i = 0; items && i < v->n_items; ++i) {
-        PyObject *x = plain_constant(v->items[i]);
-        if (!x) {
-            Py_CLEAR(items);
-            break;
-        }
-        PyList_SET_ITEM(items, i, x);
-    }
-    if (!items || v->kind == V_LIST) return items;
-    PyObject *tup = PyList_AsTuple(items);
-    Py_DECREF(items);
-    return tup;
-}
-
 static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyObject *nn_module = pt2_nn_module_type();
     if (!nn_module || !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)nn_module)) return NULL;
