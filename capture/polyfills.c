@@ -164,6 +164,25 @@ static bool dropout_identity(Var **args, int n_args, PyObject *kw_names, Var **k
     return train->obj == Py_False || ((PyFloat_Check(p->obj) || PyLong_Check(p->obj)) && PyFloat_AsDouble(p->obj) == 0.0);
 }
 
+/* 3-d average pooling of float32/float64 without a divisor override (16-bit types: eager's error; integers:
+ * its integer division, which two pools would truncate twice); adaptive, of floating types (integers: eager's
+ * error) */
+static bool avg_pool3d_float(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input"), *over = arg_of(args, n_args, kw_names, kw_values, n_kw, 6, "divisor_override");
+    return x && x->kind == V_TENSOR && (x->dtype == PT2_F32 || x->dtype == PT2_F64) && (!over || is_const(over, Py_None));
+}
+
+static bool adaptive_pool3d_float(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input");
+    return x && x->kind == V_TENSOR && pt2_dtype_is_float(x->dtype);
+}
+
+/* max over a box: any type but bool (eager's error) */
+static bool max_pool3d_typed(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input");
+    return x && x->kind == V_TENSOR && x->dtype != PT2_BOOL;
+}
+
 /* The argument at position pos, or passed by keyword as name; NULL when absent. */
 static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, int pos, const char *name) {
     if (pos >= 0 && pos < n_args) return args[pos];
@@ -715,6 +734,9 @@ static Polyfill polyfills[] = {
     {"torch._C._nn.softshrink", "softshrink", NULL, NULL, NULL},
     {"torch.hardshrink", "hardshrink", NULL, NULL, NULL},
     {"torch.channel_shuffle", "channel_shuffle", NULL, NULL, NULL},
+    {"torch.max_pool3d", "max_pool3d", max_pool3d_typed, NULL, NULL},
+    {"torch._C._nn.avg_pool3d", "avg_pool3d", avg_pool3d_float, NULL, NULL},
+    {"torch._C._nn.adaptive_avg_pool3d", "adaptive_avg_pool3d", adaptive_pool3d_float, NULL, NULL},
     {"torch._C._VariableFunctions.gru", "gru", rnn_input, NULL, NULL},
     {"torch._C._VariableFunctions.rnn_tanh", "rnn_tanh", rnn_input, NULL, NULL},
     {"torch._C._VariableFunctions.rnn_relu", "rnn_relu", rnn_input, NULL, NULL},

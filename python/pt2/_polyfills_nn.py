@@ -1,6 +1,6 @@
 """Python forms of small torch.nn C ops (capture/polyfills.c): the shrink activations, channel shuffle,
-the recurrent cells of nn.LSTMCell / GRUCell / RNNCell, and the feature and alpha dropouts where eager
-returns their input.  Each follows ATen's kernel (its dtypes, errors and order of operations); nothing
+the recurrent cells of nn.LSTMCell / GRUCell / RNNCell, the feature and alpha dropouts where eager
+returns their input, 3-d pooling (separable into 2-d pools), and F.embedding_bag (capture/wrappers.c).  Each follows ATen's kernel (its dtypes, errors and order of operations); nothing
 here runs in eager."""
 import torch
 import torch.nn.functional as F
@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
-__all__ = ["channel_shuffle", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "lstm_cell", "rnn_relu_cell",
-           "rnn_tanh_cell", "softshrink"]
+__all__ = ["adaptive_avg_pool3d", "avg_pool3d", "channel_shuffle", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink",
+           "lstm_cell", "max_pool3d", "rnn_relu_cell", "rnn_tanh_cell", "softshrink"]
 
 
 def _floats_only(name, input):
@@ -171,3 +171,63 @@ def _bags(input, weight, offsets, mode, per_sample_weights, padding_idx):
             out = out / count.clamp_min(1).unsqueeze(1)
     out = out[:num_bags]
     return out
+
+
+def _triple(v, name):
+    if isinstance(v, int):
+        return (v, v, v)
+    v = tuple(v)
+    if len(v) == 1:
+        return v * 3
+    if len(v) != 3:
+        raise RuntimeError(f"{name} must either be a single int, or a tuple of three ints")
+    return v
+
+
+def _batched5(input, name):
+    if input.dim() not in (4, 5) or input.numel() == 0:
+        raise RuntimeError(f"non-empty 4D or 5D (batch mode) tensor expected for input{name}")
+    return input.unsqueeze(0) if input.dim() == 4 else input
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """torch.max_pool3d, separable as a box's max is: max_pool2d over (h, w) of every depth slice, then
+    max_pool2d of a (d, 1) window over the depths; each dim's output size is its own, ceil_mode's too."""
+    k = _triple(kernel_size, "max_pool3d: kernel_size")
+    s = _triple(stride, "max_pool3d: stride") if (isinstance(stride, int) or len(stride)) else k
+    p, d = _triple(padding, "max_pool3d: padding"), _triple(dilation, "max_pool3d: dilation")
+    x = _batched5(input, "")
+    n, c, depth, h, w = x.shape
+    y = F.max_pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], d[1:], ceil_mode)
+    h2, w2 = y.shape[-2:]
+    y = F.max_pool2d(y.reshape(n, c, depth, h2 * w2), (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode)
+    y = y.reshape(n, c, y.shape[2], h2, w2)
+    return y if input.dim() == 5 else y.squeeze(0)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """torch._C._nn.avg_pool3d of float32/float64 without a divisor override (polyfills.c declines the
+    rest): a box's mean is the mean over d of the means over (h, w), each dim's window count (clipped to
+    the padded input, or to the input without count_include_pad) its own."""
+    k = _triple(kernel_size, "avg_pool3d: kernel_size")
+    s = _triple(stride, "avg_pool3d: stride") if stride is not None and (isinstance(stride, int) or len(stride)) else k
+    p = _triple(padding, "avg_pool3d: padding")
+    x = _batched5(input, "")
+    n, c, depth, h, w = x.shape
+    y = F.avg_pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], ceil_mode, count_include_pad)
+    h2, w2 = y.shape[-2:]
+    y = F.avg_pool2d(y.reshape(n, c, depth, h2 * w2), (k[0], 1), (s[0], 1), (p[0], 0), ceil_mode, count_include_pad)
+    y = y.reshape(n, c, y.shape[2], h2, w2)
+    return y if input.dim() == 5 else y.squeeze(0)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """torch._C._nn.adaptive_avg_pool3d of floating types (polyfills.c declines the rest): the adaptive
+    mean over (h, w) of every depth slice, then over the depths; 16-bit types in float32, rounded once."""
+    od, oh, ow = _triple(output_size, "adaptive_avg_pool3d: output_size")
+    x = _batched5(input, "")
+    n, c, depth, h, w = x.shape
+    up = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    y = F.adaptive_avg_pool2d(up.reshape(n, c * depth, h, w), (oh, ow))
+    y = F.adaptive_avg_pool2d(y.reshape(n, c, depth, oh * ow), (od, oh * ow)).reshape(n, c, od, oh, ow).to(x.dtype)
+    return y if input.dim() == 5 else y.squeeze(0)

@@ -171,3 +171,64 @@ def test_dlrm_like_model():
     offsets = [torch.tensor([0, 2, 2, 5, 7, 9]), torch.tensor([0, 3, 6, 9, 12, 15]), torch.tensor([0, 1, 2, 3, 4, 5])]
     with torch.no_grad():
         check(lambda d, i, o: m(d, i, o), dense, indices, offsets)
+
+
+POOL3D = [dict(kernel_size=2), dict(kernel_size=(3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1)),
+          dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), dict(kernel_size=(2, 3, 2), stride=1, padding=(1, 1, 0))]
+
+
+@pytest.mark.parametrize("kw", POOL3D)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_max_pool3d(kw, dtype):
+    """max_pool3d as two 2-d pools (a box's max is separable): odd sizes, padding, stride, ceil_mode,
+    dilation, a 4-d (unbatched) input, NaN propagated."""
+    x = (torch.randn(2, 3, 7, 9, 8) * 5).to(dtype)
+    if dtype.is_floating_point:
+        x[0, 1, 3, 4, 5] = float("nan")
+    check(lambda x: F.max_pool3d(x, **kw), x)
+    check(lambda x: F.max_pool3d(x[0], **kw) * 2, x)
+    check(lambda x: F.max_pool3d(x, 2, dilation=(2, 1, 2)), x)
+
+
+@pytest.mark.parametrize("kw", POOL3D)
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_avg_pool3d(kw, count_include_pad, dtype):
+    x = torch.randn(2, 3, 7, 9, 8, dtype=dtype)
+    check(lambda x: F.avg_pool3d(x, count_include_pad=count_include_pad, **kw), x)
+    check(lambda x: nn.AvgPool3d(count_include_pad=count_include_pad, **kw)(x.transpose(2, 4)), x)
+
+
+def test_pool3d_declined_and_errors():
+    """A divisor override, integer and 16-bit averages stay the C op's (eager's integer division, eager's
+    error); eager's shape errors are raised."""
+    x = torch.randn(1, 2, 4, 4, 4)
+    over = lambda x: F.avg_pool3d(x, 2, divisor_override=3)  # noqa: E731
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(over)(x), over(x))
+    assert graphs(over, x)[1] == 1
+    ints = lambda x: F.avg_pool3d(x, 2)  # noqa: E731
+    xi = torch.randint(0, 9, (1, 2, 4, 4, 4))
+    pt2.reset()
+    assert torch.equal(pt2.compile(ints)(xi), ints(xi))
+    pt2.reset()
+    with pytest.raises(NotImplementedError):
+        pt2.compile(ints)(x.bfloat16())
+    pt2.reset()
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda x: F.max_pool3d(x, 2))(torch.randn(2, 4, 4))
+
+
+@pytest.mark.parametrize("size", [1, 2, (3, None, 2), (2, 5, 3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_adaptive_avg_pool3d(size, dtype):
+    x = torch.randn(2, 3, 7, 5, 6, dtype=dtype)
+    check(lambda x: F.adaptive_avg_pool3d(x, size), x, tol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+    check(lambda x: nn.AdaptiveAvgPool3d(size)(x[1]), x, tol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+def test_local_response_norm():
+    """nn.LocalResponseNorm, whose 4-d path is an avg_pool3d of the squares."""
+    x = torch.randn(2, 7, 5, 6)
+    check(lambda x: nn.LocalResponseNorm(3)(x), x)
+    check(lambda x: F.local_response_norm(x, 4, alpha=1e-3, beta=0.6, k=2.0), x)
