@@ -12,8 +12,8 @@
  *     trace needs a gradient: a tensor that requires one under grad mode is
  *     a break);
  *   - dict.fromkeys, a C classmethod, through its Python form;
- *   - torch.nn.functional.embedding_bag through its Python form (the bags as
- *     segment reductions);
+ *   - torch.nn.functional.embedding_bag and F's adaptive max pooling without
+ *     indices through Python forms of what F returns;
  *   - a torch.jit.script function: the Python function it keeps;
  *   - object.__setattr__ / object.__getattribute__ called as functions: the
  *     generic store and read (objects.c);
@@ -55,16 +55,22 @@ static bool is_autograd_function_apply(PyObject *fn) {
     return fn == apply;
 }
 
-/* torch.nn.functional.embedding_bag, whose C op returns three more tensors F discards (their values
- * are the kernel's bookkeeping): followed as pt2/_polyfills_nn.py's embedding_bag, which computes the
- * one F returns. */
-static bool is_functional_embedding_bag(PyObject *fn) {
-    static PyObject *f;
-    if (!f && !(f = pt2_import_attr("torch.nn.functional", "embedding_bag"))) {
+/* Functions of torch.nn.functional whose C op returns more than F keeps (embedding_bag's three tensors
+ * of the kernel's bookkeeping, adaptive max pooling's indices): followed as the form in
+ * pt2/_polyfills_nn.py that computes what F returns; NULL for any other function. */
+static const char *functional_form(PyObject *fn) {
+    static const char *const names[][2] = {{"embedding_bag", "embedding_bag"}, {"_adaptive_max_pool2d", "adaptive_max_pool2d"}};
+    static PyObject *fns[2];
+    static bool resolved;
+    if (!resolved) {
+        resolved = true;
+        for (int i = 0; i < 2; ++i) fns[i] = pt2_import_attr("torch.nn.functional", names[i][0]);
         PyErr_Clear();
-        return false;
     }
-    return fn == f;
+    for (int i = 0; i < 2; ++i) {
+        if (fns[i] && fn == fns[i]) return names[i][1];
+    }
+    return NULL;
 }
 
 /* A slice of an nn.Sequential (rules_ops.c: followed as the list of its
@@ -240,9 +246,8 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
     if (callable->kind == V_FUNCTION && o && is_autograd_function_apply(o)) {
         return polyfill_form(t, "autograd_function_apply", args, n_args, kw_names, kw_values, n_kw);
     }
-    if (callable->kind == V_FUNCTION && o && is_functional_embedding_bag(o)) {
-        return polyfill_form(t, "embedding_bag", args, n_args, kw_names, kw_values, n_kw);
-    }
+    const char *form = callable->kind == V_FUNCTION && o ? functional_form(o) : NULL;
+    if (form) return polyfill_form(t, form, args, n_args, kw_names, kw_values, n_kw);
     if ((callable->kind == V_OBJECT || callable->kind == V_CALLABLE) && o && !callable->fresh) {
         if (PyCFunction_Check(o) && PyCFunction_GET_SELF(o) == (PyObject *)&PyDict_Type &&
             strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, "fromkeys") == 0) {

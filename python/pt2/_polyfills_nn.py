@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
-__all__ = ["adaptive_avg_pool3d", "avg_pool3d", "channel_shuffle", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink",
+__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_shuffle", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink",
            "lstm_cell", "max_pool3d", "rnn_relu_cell", "rnn_tanh_cell", "softshrink"]
 
 
@@ -231,3 +231,42 @@ def adaptive_avg_pool3d(input, output_size):
     y = F.adaptive_avg_pool2d(up.reshape(n, c * depth, h, w), (oh, ow))
     y = F.adaptive_avg_pool2d(y.reshape(n, c, depth, oh * ow), (od, oh * ow)).reshape(n, c, od, oh, ow).to(x.dtype)
     return y if input.dim() == 5 else y.squeeze(0)
+
+
+def _suggests_channels_last(x):
+    """c10's is_channels_last_strides_2d (TensorImpl::suggest_memory_format of a 4-d tensor)."""
+    if x.dim() != 4:
+        return False
+    sizes, strides = x.shape, x.stride()
+    if strides[1] == 0:
+        return False
+    low = 0
+    for d in (1, 3, 2, 0):
+        if sizes[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
+    return True
+
+
+def _adaptive_max(x, out, dim):
+    """The max over PyTorch's adaptive windows [floor(i·n/out), ceil((i+1)·n/out)) along dim (< 0)."""
+    n, d = x.shape[dim], dim % x.dim()
+    if n % out == 0:
+        return x.reshape(tuple(x.shape[:d]) + (out, n // out) + tuple(x.shape[d + 1:])).amax(d + 1)
+    parts = [x.narrow(dim, i * n // out, -(-(i + 1) * n // out) - i * n // out).amax(dim, keepdim=True) for i in range(out)]
+    return torch.cat(parts, dim)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """F._adaptive_max_pool2d, F's path without indices (capture/wrappers.c follows this in its place; the
+    C op also computes the indices): a box's max is separable, so the rows' windows then the columns'
+    (NaN propagated as the kernel's), in the memory format the input suggests as eager's."""
+    _floats_only("adaptive_max_pool2d", input)
+    if input.dim() not in (3, 4) or any(s == 0 for s in input.shape[-2:]):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    oh, ow = (input.shape[-2] if size[0] is None else size[0]), (input.shape[-1] if size[-1] is None else size[-1])
+    out = _adaptive_max(_adaptive_max(input, oh, -2), ow, -1)
+    if _suggests_channels_last(input):  # allocated in that format, as the kernel's output (size-1 dims' strides too)
+        out = torch.empty_like(out, memory_format=torch.channels_last).copy_(out)
+    return out

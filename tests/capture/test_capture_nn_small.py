@@ -232,3 +232,31 @@ def test_local_response_norm():
     x = torch.randn(2, 7, 5, 6)
     check(lambda x: nn.LocalResponseNorm(3)(x), x)
     check(lambda x: F.local_response_norm(x, 4, alpha=1e-3, beta=0.6, k=2.0), x)
+
+
+@pytest.mark.parametrize("size", [1, (3, 4), (7, None), (2, 3), 5])
+def test_adaptive_max_pool2d(size):
+    """F.adaptive_max_pool2d / nn.AdaptiveMaxPool2d without indices (capture/wrappers.c: F's path that
+    discards them): rows' then columns' adaptive windows, uniform and not, NaN propagated, in the memory
+    format the input suggests (channels last, a sliced channels-last view); with indices, the C op."""
+    CL = torch.channels_last
+    for x in (torch.randn(2, 6, 7, 9), torch.randn(2, 6, 7, 9).to(memory_format=CL),
+              torch.randn(2, 6, 7, 11).to(memory_format=CL)[..., 1:10], torch.randn(6, 7, 9), torch.randn(1, 2, 8, 8).bfloat16()):
+        if x.is_contiguous():
+            x = x.clone()
+            x.view(-1)[3] = float("nan")
+        check(lambda x: F.adaptive_max_pool2d(x, size), x)
+        w = F.adaptive_max_pool2d(x, size)
+        pt2.reset()
+        g = pt2.compile(lambda x: F.adaptive_max_pool2d(x, size))(x)
+        assert [s for s, n in zip(g.stride(), g.shape) if n > 1] == [s for s, n in zip(w.stride(), w.shape) if n > 1]
+    m = nn.AdaptiveMaxPool2d(size)
+    check(lambda x: m(x) + 1, torch.randn(2, 3, 9, 10))
+    with_indices = lambda x: F.adaptive_max_pool2d(x, size, return_indices=True)  # noqa: E731
+    x = torch.randn(2, 3, 9, 10)
+    pt2.reset()
+    for g, w in zip(pt2.compile(with_indices)(x), with_indices(x)):
+        assert torch.equal(g, w)
+    pt2.reset()
+    with pytest.raises(NotImplementedError):
+        pt2.compile(lambda x: F.adaptive_max_pool2d(x, 2))(torch.arange(16).reshape(1, 1, 4, 4))
