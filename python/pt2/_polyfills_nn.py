@@ -1,6 +1,8 @@
 """Python forms of small torch.nn C ops (capture/polyfills.c): the shrink activations, channel shuffle,
 the recurrent cells of nn.LSTMCell / GRUCell / RNNCell, the feature and alpha dropouts where eager
-returns their input, 3-d pooling (separable into 2-d pools), and F.embedding_bag (capture/wrappers.c).  Each follows ATen's kernel (its dtypes, errors and order of operations); nothing
+returns their input, 3-d pooling (separable into 2-d pools), ATen's composite losses (margin ranking,
+hinge embedding, soft margin, cosine embedding, Poisson NLL, triplet margin), and F.embedding_bag and
+F's adaptive max pooling without indices (capture/wrappers.c).  Each follows ATen's kernel (its dtypes, errors and order of operations); nothing
 here runs in eager."""
 import torch
 import torch.nn.functional as F
@@ -8,8 +10,10 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
-__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_shuffle", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink",
-           "lstm_cell", "max_pool3d", "rnn_relu_cell", "rnn_tanh_cell", "softshrink"]
+__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
+           "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
+           "margin_ranking_loss", "max_pool3d", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
+           "softshrink", "triplet_margin_loss"]
 
 
 def _floats_only(name, input):
@@ -270,3 +274,68 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if _suggests_channels_last(input):  # allocated in that format, as the kernel's output (size-1 dims' strides too)
         out = torch.empty_like(out, memory_format=torch.channels_last).copy_(out)
     return out
+
+
+def _reduce(loss, reduction):
+    """reduction as torch._Reduction's enum: 0 none, 1 mean, 2 sum (ATen's apply_loss_reduction)."""
+    return loss if reduction == 0 else loss.mean() if reduction == 1 else loss.sum()
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+    """ATen's composite: max(0, −y·(x1 − x2) + margin)."""
+    if not input1.dim() == input2.dim() == target.dim():
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: "
+                           f"{list(input1.shape)}, input2: {list(input2.shape)}, target: {list(target.shape)} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
+    """ATen's composite: max(0, margin − x) where y ≠ 1, plus x where y ≠ −1."""
+    zeros = torch.zeros_like(input)
+    loss = torch.where(target != 1, (margin - input).clamp_min(0), zeros) + torch.where(target != -1, input, zeros)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, reduction=1):
+    """torch._C._nn.soft_margin_loss: log(1 + exp(−x·y))."""
+    return _reduce(torch.log1p(torch.exp(-input * target)), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+    """ATen's composite: the cosine with 1e-12 added to each squared magnitude; 1 − cos where y = 1,
+    max(0, cos − margin) where y = −1."""
+    d = target.dim()
+    if d > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != d + 1 or input2.dim() != d + 1:
+        raise RuntimeError(f"{d + 1}D target tensor expects {d + 1}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    prod = (input1 * input2).sum(d)
+    denom = (((input1 * input1).sum(d) + 1e-12) * ((input2 * input2).sum(d) + 1e-12)).sqrt()
+    cos = prod / denom
+    zeros = torch.zeros_like(cos)
+    loss = torch.where(target == 1, 1 - cos, zeros) + torch.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction=1):
+    """ATen's composite, with the Stirling term where full (0 where the target is at most 1)."""
+    loss = torch.exp(input) - target * input if log_input else input - target * torch.log(input + eps)
+    if full:
+        stirling = target * torch.log(target) - target + 0.5 * torch.log(2 * 3.141592653589793 * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction=1):
+    """ATen's composite: max(0, margin + d(a, p) − d(a, n)), d the pairwise distance (swap: the smaller of
+    d(a, n) and d(p, n))."""
+    a, po, ne = anchor.dim(), positive.dim(), negative.dim()
+    if not a == po == ne:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of dimensions, "
+                           f"but got: anchor {a}D, positive {po}D, and negative {ne}D inputs")
+    dist_pos = torch.pairwise_distance(anchor, positive, p, eps)
+    dist_neg = torch.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = torch.min(dist_neg, torch.pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)

@@ -260,3 +260,30 @@ def test_adaptive_max_pool2d(size):
     pt2.reset()
     with pytest.raises(NotImplementedError):
         pt2.compile(lambda x: F.adaptive_max_pool2d(x, 2))(torch.arange(16).reshape(1, 1, 4, 4))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_composite_losses(reduction, dtype):
+    """ATen's composite losses as forms: margin ranking, hinge embedding, soft margin, cosine embedding
+    (1-d and 0-d targets), Poisson NLL (log input or not, the Stirling term), triplet margin (p, swap),
+    against eager for each reduction."""
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(6, 5, generator=g, dtype=dtype), torch.randn(6, 5, generator=g, dtype=dtype)
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0, 1.0], dtype=dtype)
+    ys = torch.sign(torch.randn(6, 5, generator=g, dtype=dtype))
+    counts = torch.randint(0, 6, (6, 5), generator=g).to(dtype)
+    check(lambda a, b: F.margin_ranking_loss(a[:, 0], b[:, 0], y, margin=0.3, reduction=reduction), a, b)
+    check(lambda a: F.hinge_embedding_loss(a, ys, margin=0.5, reduction=reduction), a)
+    check(lambda a: F.soft_margin_loss(a, ys, reduction=reduction), a)
+    check(lambda a, b: F.cosine_embedding_loss(a, b, y, margin=0.2, reduction=reduction), a, b)
+    check(lambda a, b: F.cosine_embedding_loss(a[0], b[0], y[0], reduction=reduction), a, b)
+    check(lambda a: F.poisson_nll_loss(a, counts, reduction=reduction), a)
+    check(lambda a: F.poisson_nll_loss(a.exp(), counts, log_input=False, full=True, reduction=reduction), a)
+    for p, swap in ((2.0, False), (1.0, True)):
+        check(lambda a, b: F.triplet_margin_loss(a, b, a.flip(0), margin=0.5, p=p, swap=swap, reduction=reduction), a, b)
+    loss = nn.TripletMarginLoss(reduction=reduction)
+    check(lambda a, b: loss(a, b, b * 2), a, b)
+    pt2.reset()
+    with pytest.raises(RuntimeError):  # eager's check of the dims
+        pt2.compile(lambda a, b: F.margin_ranking_loss(a, b[:, 0], y))(a, b)
