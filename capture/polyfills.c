@@ -154,35 +154,6 @@ static bool lstm_input(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
     return rnn_input_overload(args, n_args, n_kw, true);
 }
 
-static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, int pos, const char *name);
-
-/* feature_dropout / alpha_dropout / feature_alpha_dropout (input, p, train) where eager returns its
- * input: not training, or p 0 (training draws random numbers: the C op's, a break) */
-static bool dropout_identity(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    Var *p = arg_of(args, n_args, kw_names, kw_values, n_kw, 1, "p"), *train = arg_of(args, n_args, kw_names, kw_values, n_kw, 2, "train");
-    if (!p || !train || p->kind != V_CONST || train->kind != V_CONST) return false;
-    return train->obj == Py_False || ((PyFloat_Check(p->obj) || PyLong_Check(p->obj)) && PyFloat_AsDouble(p->obj) == 0.0);
-}
-
-/* 3-d average pooling of float32/float64 without a divisor override (16-bit types: eager's error; integers:
- * its integer division, which two pools would truncate twice); adaptive, of floating types (integers: eager's
- * error) */
-static bool avg_pool3d_float(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    Var *x = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input"), *over = arg_of(args, n_args, kw_names, kw_values, n_kw, 6, "divisor_override");
-    return x && x->kind == V_TENSOR && (x->dtype == PT2_F32 || x->dtype == PT2_F64) && (!over || is_const(over, Py_None));
-}
-
-static bool adaptive_pool3d_float(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    Var *x = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input");
-    return x && x->kind == V_TENSOR && pt2_dtype_is_float(x->dtype);
-}
-
-/* max over a box: any type but bool (eager's error) */
-static bool max_pool3d_typed(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    Var *x = arg_of(args, n_args, kw_names, kw_values, n_kw, 0, "input");
-    return x && x->kind == V_TENSOR && x->dtype != PT2_BOOL;
-}
-
 /* The argument at position pos, or passed by keyword as name; NULL when absent. */
 static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, int pos, const char *name) {
     if (pos >= 0 && pos < n_args) return args[pos];
@@ -193,6 +164,30 @@ static Var *arg_of(Var **args, int n_args, PyObject *kw_names, Var **kw_values, 
 }
 
 #define ARG(pos, name) arg_of(args, n_args, kw_names, kw_values, n_kw, pos, name)
+
+/* feature_dropout / alpha_dropout / feature_alpha_dropout (input, p, train) where eager returns its
+ * input: not training, or p 0 (training draws random numbers: the C op's, a break) */
+static bool dropout_identity(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *p = ARG(1, "p"), *train = ARG(2, "train");
+    if (!p || !train || p->kind != V_CONST || train->kind != V_CONST) return false;
+    return train->obj == Py_False || ((PyFloat_Check(p->obj) || PyLong_Check(p->obj)) && PyFloat_AsDouble(p->obj) == 0.0);
+}
+
+/* 3-d pooling: average of float32/float64 without a divisor override (16-bit types: eager's error;
+ * integers: its integer division, which two pools would truncate twice), adaptive of floating types
+ * (integers: eager's error), max of any type but bool (eager's error) */
+static bool avg_pool3d_float(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input"), *over = ARG(6, "divisor_override");
+    return x && x->kind == V_TENSOR && (x->dtype == PT2_F32 || x->dtype == PT2_F64) && (!over || is_const(over, Py_None));
+}
+static bool adaptive_pool3d_float(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input");
+    return x && x->kind == V_TENSOR && pt2_dtype_is_float(x->dtype);
+}
+static bool max_pool3d_typed(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input");
+    return x && x->kind == V_TENSOR && x->dtype != PT2_BOOL;
+}
 
 /* Only these keywords (a keyword the form lacks, or an overload of dimension names: the C op's). */
 static bool only_keywords(PyObject *kw_names, int n_kw, const char *const *names) {
