@@ -2,13 +2,16 @@
  *
  * The graph builder derives eager's strides of an op from PyTorch's own
  * rules where pt2's op is eager's (dialects/strides.c).  A rule that
- * composes other ops (einsum as permutes and a matmul, group_norm as
- * reductions, a Python form of index_add) cannot: its result's strides are
- * eager's only by chance.  Where every tensor operand's strides are known,
- * they come from the op itself run on meta tensors of those sizes, strides
- * and dtypes (pt2._meta_strides): PyTorch's meta kernels and decompositions
- * give the strides its CPU and CUDA kernels give, as TorchDynamo's fake
- * tensors rely on.  Known strides keep views of the result writable in place
+ * composes other ops (einsum as permutes and a matmul, var as reductions, a
+ * Python form of a loss) cannot: its result's strides are eager's only by
+ * chance.  Where every tensor operand's strides are known, they come from
+ * the op itself run on meta tensors of those sizes, strides and dtypes
+ * (pt2._meta_strides), for the ops whose meta kernels give the strides
+ * eager's kernels give (pt2._meta_strides.EXACT: structured and
+ * TensorIterator kernels and composites of them, each checked against
+ * eager by tests/capture/test_meta_strides.py; some meta kernels of their
+ * own disagree, group_norm's on channels last among them, and are not
+ * listed).  Known strides keep views of the result writable in place
  * (an in-place op through a reshape of them), and outputs come back in
  * eager's layout.  A meta result that is a view of an operand marks pt2's
  * result a view of that operand pt2 cannot write through, so an in-place op
