@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 import pt2
+from models import flatten as flat  # noqa: E402  (bench/ is the script's own directory)
 
 warnings.simplefilter("ignore")
 torch.manual_seed(0)
@@ -78,10 +79,6 @@ def special(name):
               "CTC": (nn.CTCLoss(), (torch.randn(6, 3, 5).log_softmax(2), torch.randint(1, 5, (3, 3)), torch.full((3,), 6), torch.full((3,), 3)))}
     m, args = losses[name]
     return (lambda: m(*args)), m
-def flat(r):
-    if isinstance(r, torch.Tensor): return [r]
-    if isinstance(r, (tuple, list)): return [t for o in r for t in flat(o)]
-    return []
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
@@ -117,7 +114,7 @@ def main():
         print(f"{name:24s} {'match' if rec['ok'] else 'DIFFER'}  graphs {rec['graphs']}  breaks {rec['breaks']}"
               + "".join(f"\n    {b}" for b in rec["break_reasons"][:2]), flush=True)
     one = sum(1 for r in rows if r.get("ok") and r["breaks"] == 0)
-    print(f"{sum(1 for r in rows if r.get('ok'))} of {len(rows)} match eager, {one} one graph without a break")
+    print(f"{sum(1 for r in rows if r.get('ok'))} of {len(rows)} match eager, {one} without a break (one graph, or none where nothing is computed)")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(rows, f, indent=1)

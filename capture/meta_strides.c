@@ -110,6 +110,15 @@ static PyObject *meta_leaf(Var *v, void *user) {
 
 static PyObject *meta_value(Var *v, MetaArgs *m) { return var_python_value(v, meta_leaf, m); }
 
+/* torch.Tensor.<name> (a new reference), or NULL */
+static PyObject *tensor_method(const char *name) {
+    PyObject *tensor_type = pt2_import_attr("torch", "Tensor");
+    PyObject *fn = tensor_type ? PyObject_GetAttrString(tensor_type, name) : NULL;
+    Py_XDECREF(tensor_type);
+    PyErr_Clear();
+    return fn;
+}
+
 /* The function the rule's entry names: torch.Tensor.<its first method>
  * (called with self first) where it has one, else its first path. */
 static PyObject *entry_function(const RuleEntry *e) {
@@ -123,8 +132,7 @@ static PyObject *entry_function(const RuleEntry *e) {
         snprintf(name, sizeof name, "%.*s", list ? (int)strcspn(list, ",") : 0, list ? list : "");
         char *dot = strrchr(name, '.');
         if (e->methods) {
-            fn = pt2_import_attr("torch", "Tensor");
-            if (fn) Py_SETREF(fn, PyObject_GetAttrString(fn, name));
+            fn = tensor_method(name);
         } else if (dot) {
             *dot = '\0';
             fn = pt2_import_attr(name, dot + 1);
@@ -166,9 +174,9 @@ static bool exact_on_meta(const char *name) {
     return in == 1;
 }
 
-MetaCall *meta_call_begin(Trace *t, const char *name, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
-                          int n_kw) {
-    if (!fn || !resolve() || !exact_on_meta(name)) return NULL;
+/* meta_call_begin once `name` is known to be in EXACT */
+static MetaCall *begin_exact(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    if (!fn) return NULL;
     MetaCall *c = trace_alloc(t, sizeof *c);
     MetaArgs *m = trace_alloc(t, sizeof *m);
     m->t = t;
@@ -210,19 +218,20 @@ MetaCall *meta_call_begin(Trace *t, const char *name, PyObject *fn, Var **args, 
     return c;
 }
 
+MetaCall *meta_call_begin(Trace *t, const char *name, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
+                          int n_kw) {
+    return resolve() && exact_on_meta(name) ? begin_exact(t, fn, args, n_args, kw_names, kw_values, n_kw) : NULL;
+}
+
 MetaCall *meta_call_rule(Trace *t, const RuleEntry *e, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    if (!resolve() || !exact_on_meta(e->op)) return NULL;
-    return meta_call_begin(t, e->op, entry_function(e), args, n_args, kw_names, kw_values, n_kw);
+    return resolve() && exact_on_meta(e->op) ? begin_exact(t, entry_function(e), args, n_args, kw_names, kw_values, n_kw) : NULL;
 }
 
 MetaCall *meta_call_method(Trace *t, const char *name, const char *method, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
                            int n_kw) {
     if (!resolve() || !exact_on_meta(name)) return NULL;
-    PyObject *tensor_type = pt2_import_attr("torch", "Tensor");
-    PyObject *fn = tensor_type ? PyObject_GetAttrString(tensor_type, method) : NULL;
-    PyErr_Clear();
-    MetaCall *c = meta_call_begin(t, name, fn, args, n_args, kw_names, kw_values, n_kw);
-    Py_XDECREF(tensor_type);
+    PyObject *fn = tensor_method(method);
+    MetaCall *c = begin_exact(t, fn, args, n_args, kw_names, kw_values, n_kw);
     Py_XDECREF(fn);
     return c;
 }

@@ -60,14 +60,15 @@ static bool is_autograd_function_apply(PyObject *fn) {
  * pt2/_polyfills_nn.py that computes what F returns; NULL for any other function. */
 static const char *functional_form(PyObject *fn) {
     static const char *const names[][2] = {{"embedding_bag", "embedding_bag"}, {"_adaptive_max_pool2d", "adaptive_max_pool2d"}};
-    static PyObject *fns[2];
+    enum { N = sizeof names / sizeof names[0] };
+    static PyObject *fns[N];
     static bool resolved;
     if (!resolved) {
         resolved = true;
-        for (int i = 0; i < 2; ++i) fns[i] = pt2_import_attr("torch.nn.functional", names[i][0]);
+        for (int i = 0; i < N; ++i) fns[i] = pt2_import_attr("torch.nn.functional", names[i][0]);
         PyErr_Clear();
     }
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < N; ++i) {
         if (fns[i] && fn == fns[i]) return names[i][1];
     }
     return NULL;

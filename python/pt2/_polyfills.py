@@ -23,6 +23,7 @@ from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad'
     conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, pad_indexed, upsample_bicubic2d, upsample_linear,
     upsample_nearest, upsample_nearest_exact)
 from ._polyfills_nn import *  # noqa: F401,F403  (shrinks, channel shuffle, dropouts, recurrent cells, embedding_bag)
+from ._polyfills_nn import _floats_only, _reduce
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, scatter, scatter_add, scatter_reduce,
@@ -444,11 +445,6 @@ def selu(input):
     return _down(1.0507009873554805 * F.elu(_up(input), 1.6732632423543772), input)
 
 
-def _floats_only(name, input):  # ATen's kernels of these take floating types only (eager's NotImplementedError)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"{name}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
-
-
 def celu(input, alpha=1.0):
     _floats_only("elu", input)
     if alpha == 0:
@@ -549,13 +545,6 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 # --- elementwise losses (the inputs already broadcast by torch.nn.functional) --------------------
-
-def _reduce(loss, reduction):
-    """reduction as torch._Reduction's enum: 0 none, 1 mean, 2 sum."""
-    if reduction == 0:
-        return loss
-    return loss.mean() if reduction == 1 else loss.sum()
-
 
 def mse_loss(input, target, reduction=1):
     d = input - target

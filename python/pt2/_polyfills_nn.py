@@ -16,7 +16,7 @@ __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_
            "softshrink", "triplet_margin_loss"]
 
 
-def _floats_only(name, input):
+def _floats_only(name, input):  # ATen's kernels of these take floating types only (eager's NotImplementedError)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"{name}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
 
