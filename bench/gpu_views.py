@@ -4,7 +4,7 @@ roll and flip read through a reshape.  pt2.compile with its defaults beside pt2 
 switch of --ab (default: without pt2-inline-loads), eager and torch.compile, one process; GPU time a
 call (CUPTI) and launches.  Writes JSON.
 
-    python bench/gpu_views.py --json out.json [--ab inline-loads,gpu-scalar-gathers]
+    python bench/gpu_views.py --json out.json [--ab inline-loads,gpu-two-blocks]
 """
 import argparse
 import json

@@ -44,7 +44,6 @@
 #define GPU_MANY_ELEMENTS (1 << 20)
 #define GPU_VECTOR_BYTES 16 /* ld.global.v4.b32: kernel buffers are 16-byte aligned (pt2-gpu-kernel-args) */
 #define GPU_MAX_VECTOR_WIDTH 8
-#define GPU_SCALAR_CHUNK_BYTES 4 /* a thread's chunk of an access that no vector takes: 32 of them one 128-byte line */
 
 bool gpu_is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), sref(name));
@@ -458,85 +457,27 @@ int64_t gpu_element_bytes(MlirType t) {
     return 8; /* f64, index */
 }
 
-typedef enum Along { ALONG_NONE, ALONG_CONTIGUOUS, ALONG_OTHER } Along;
-
-/* How an access's address moves along the innermost loop variable `iv`
- * (`along`: the body's values computed from it): not at all (a broadcast),
- * one element at a time (its last index iv, or iv plus what does not move,
- * the others not moving, a unit innermost stride), or otherwise (computed
- * indices: a reshape's div/rem, a pad's clamp, a gather, a stride). */
-static Along access_along(MlirOperation op, bool load, MlirValue iv, const OpSet *along) {
-    intptr_t first = load ? 1 : 2, k = mlirOperationGetNumOperands(op);
-#define MOVES(v) (mlirValueEqual((v), iv) || (mlirValueIsAOpResult(v) && ptrset_has(along, mlirOpResultGetOwner(v).ptr)))
-    bool moves = false;
-    for (intptr_t i = first; i < k; ++i) moves |= MOVES(mlirOperationGetOperand(op, i));
-    if (!moves) return ALONG_NONE;
-    for (intptr_t i = first; i + 1 < k; ++i) {
-        if (MOVES(mlirOperationGetOperand(op, i))) return ALONG_OTHER;
-    }
-    MlirValue last = mlirOperationGetOperand(op, k - 1);
-    if (!mlirValueEqual(last, iv)) {
-        MlirOperation def = mlirOpResultGetOwner(last); /* moves: an op's result */
-        if (!gpu_is_op(def, "arith.addi")) return ALONG_OTHER;
-        MlirValue a = mlirOperationGetOperand(def, 0), b = mlirOperationGetOperand(def, 1);
-        if (!((mlirValueEqual(a, iv) && !MOVES(b)) || (mlirValueEqual(b, iv) && !MOVES(a)))) return ALONG_OTHER;
-    }
-#undef MOVES
-    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, load ? 0 : 1));
-    int64_t strides[PT2_MAX_RANK * 2], offset, rank = mlirShapedTypeGetRank(t);
-    if (rank > PT2_MAX_RANK * 2 || mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset))) return ALONG_OTHER;
-    return strides[rank - 1] == 1 ? ALONG_CONTIGUOUS : ALONG_OTHER;
-}
-
 /* How many consecutive elements of the innermost dimension a thread takes
- * (3b): 16 bytes of the narrowest element the body loads or stores one
- * element after the next along the innermost loop (LLVM merges a chunk's
- * accesses of it into one vector access), at most 4 bytes of the widest
- * element it accesses otherwise along that loop (an index through a
- * reshape's div/rem, a pad's clamp, a gather: scalar loads `width` elements
- * apart, whose every load instruction of a warp then touches width x bytes /
- * 4 lines of 128 bytes, where 32 consecutive f32 take one: Longformer's
- * softmax written into its diagonalized chunks read its rows 8 f32 apart, a
- * thread storing 8 outputs for its i1 mask), halved until it divides the
- * innermost trip count.  Accesses that stay where they are along the loop
- * (broadcasts) do not count.  1 for a body that is not pointwise (nested
- * loops: reductions, scans) or with no access of the first kind.
- * `vector_gathers` (PT2_DISABLE=gpu-scalar-gathers): the rule before, 16
- * bytes of the narrowest element of any access. */
-static int64_t vector_width(MlirOperation par, int n, int64_t inner_trip, bool vector_gathers) {
-    int64_t narrowest = 0, widest_other = 0;
+ * (3b): 16 bytes of the narrowest element the body loads or stores, halved
+ * until it divides the innermost trip count; 1 for a body that is not
+ * pointwise (nested loops: reductions, scans). */
+static int64_t vector_width(MlirOperation par, int64_t inner_trip) {
+    int64_t narrowest = GPU_VECTOR_BYTES;
     MlirBlock body = gpu_body_of(par);
-    MlirValue iv = mlirBlockGetArgument(body, n - 1);
-    OpSet along = {0};
-    int64_t width = 1;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-        if (mlirOperationGetNumRegions(op) != 0 && !gpu_is_op(op, "scf.reduce")) goto done;
-        for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-            MlirValue v = mlirOperationGetOperand(op, i);
-            if (mlirValueEqual(v, iv) || (mlirValueIsAOpResult(v) && ptrset_has(&along, mlirOpResultGetOwner(v).ptr))) {
-                opset_insert(&along, op);
-                break;
-            }
-        }
+        if (mlirOperationGetNumRegions(op) != 0 && !gpu_is_op(op, "scf.reduce")) return 1;
         bool load = gpu_is_op(op, "memref.load"), store = gpu_is_op(op, "memref.store");
         if (!load && !store) continue;
         int64_t bytes = gpu_element_bytes(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, load ? 0 : 1))));
-        Along a = vector_gathers ? ALONG_CONTIGUOUS : access_along(op, load, iv, &along);
-        if (a == ALONG_OTHER && bytes > widest_other) widest_other = bytes;
-        if (a == ALONG_CONTIGUOUS && (narrowest == 0 || bytes < narrowest)) narrowest = bytes;
+        if (bytes < narrowest) narrowest = bytes;
     }
-    if (narrowest == 0) goto done;
-    width = GPU_VECTOR_BYTES / narrowest;
+    int64_t width = GPU_VECTOR_BYTES / narrowest;
     if (width > GPU_MAX_VECTOR_WIDTH) width = GPU_MAX_VECTOR_WIDTH;
-    if (widest_other != 0 && width > GPU_SCALAR_CHUNK_BYTES / widest_other) width = GPU_SCALAR_CHUNK_BYTES / widest_other;
-    if (width < 1) width = 1;
     while (width > 1 && inner_trip % width != 0) width /= 2;
-done:
-    opset_free(&along);
     return width;
 }
 
-static int map_parallel(MlirOperation par, const GpuMapOptions *opts) {
+static int map_parallel(MlirOperation par) {
     int n = (int)mlirOperationGetNumOperands(par) / 3;
     int64_t lb[PT2_MAX_RANK * 2], trip[PT2_MAX_RANK * 2], step[PT2_MAX_RANK * 2], total = 1;
     if (!gpu_constant_bounds(par, n, lb, trip, step)) {
@@ -552,7 +493,7 @@ static int map_parallel(MlirOperation par, const GpuMapOptions *opts) {
     Builder b = builder_before(par);
     MlirValue linear, iteration[PT2_MAX_RANK * 2];
     const char *env = getenv("PT2_GPU_ELEMENTS_PER_THREAD"); /* for measurements; not in the cache key */
-    int64_t width = env ? 1 : vector_width(par, n, trip[n - 1], opts->vector_gathers);
+    int64_t width = env ? 1 : vector_width(par, trip[n - 1]);
     MlirBlock work;
     Builder in;
     if (width > 1) {
@@ -711,7 +652,7 @@ static int map_function(MlirOperation func, const GpuMapOptions *opts) {
         if (already_mapped(op)) continue;
         if (gpu_is_op(op, "scf.parallel") && mlirOperationGetNumResults(op) == 0) {
             if (!opts->untiled_transposes && gpu_map_transpose(op, mlirOperationGetParentOperation(func))) continue;
-            rc = map_parallel(op, opts);
+            rc = map_parallel(op);
         } else if (is_host_op(op)) {
             continue;
         } else if (results_unused(op)) {
@@ -808,10 +749,3 @@ MAP_VARIANT(gpu_map_loops_full_copied_lanes, "pt2-gpu-map-loops-full-copied-lane
             "pt2-gpu-map-loops with rows copied into shared memory keeping their first plan's lanes, not fewer for more "
             "blocks an SM (PT2_DISABLE=gpu-copied-lanes)",
             .vector_rows = true, .full_copied_lanes = true)
-/* PT2_DISABLE=gpu-scalar-gathers: a pointwise nest reading through computed
- * indices takes 16 bytes of its narrowest element a thread, as before
- * (vector_width), not one element a thread. */
-MAP_VARIANT(gpu_map_loops_vector_gathers, "pt2-gpu-map-loops-vector-gathers",
-            "pt2-gpu-map-loops with pointwise nests that read through computed indices taking 16 bytes a thread "
-            "(PT2_DISABLE=gpu-scalar-gathers)",
-            .vector_rows = true, .vector_gathers = true)

@@ -94,11 +94,6 @@ typedef struct GpuMapOptions {
      * row copied in by cp.async keeps the lanes of its first plan, not fewer
      * for more blocks an SM (gpu_rows.c, fewer_lanes), for A/B measurements */
     bool full_copied_lanes;
-    /* pt2-gpu-map-loops-vector-gathers (PT2_DISABLE=gpu-scalar-gathers): a
-     * pointwise nest that reads through computed indices takes 16 bytes of
-     * its narrowest element a thread all the same, not one element a thread
-     * (gpu_map.c, vector_width), for A/B measurements */
-    bool vector_gathers;
 } GpuMapOptions;
 
 /* How a kernel's ops use its first n arguments (gpu_kernel_args.c), through views: access[i] has

@@ -45,7 +45,6 @@ MlirPass pt2_create_gpu_map_loops_untiled_transposes_pass(void);
 MlirPass pt2_create_gpu_map_loops_unclustered_pass(void);
 MlirPass pt2_create_gpu_map_loops_no_async_copy_pass(void);
 MlirPass pt2_create_gpu_map_loops_full_copied_lanes_pass(void);
-MlirPass pt2_create_gpu_map_loops_vector_gathers_pass(void);
 MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_attention_pass(void);
@@ -221,9 +220,6 @@ static const PassEntry pt2_passes[] = {
     {"pt2-gpu-map-loops-full-copied-lanes", "pt2-gpu-map-loops with a row copied into shared memory by cp.async keeping its "
      "first plan's lanes, not fewer for more blocks an SM (PT2_DISABLE=gpu-copied-lanes, for A/B measurements)",
      pt2_create_gpu_map_loops_full_copied_lanes_pass},
-    {"pt2-gpu-map-loops-vector-gathers", "pt2-gpu-map-loops with a pointwise nest that reads through computed indices "
-     "taking 16 bytes of its narrowest element a thread, not one element (PT2_DISABLE=gpu-scalar-gathers, for A/B "
-     "measurements)", pt2_create_gpu_map_loops_vector_gathers_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-attention", "Kept attention to PyTorch's fused attention kernel, a library call of the GPU launch plan "
@@ -455,7 +451,6 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              : pt2_disabled(disable, "gpu-cluster-rows") ? "pt2-gpu-map-loops-unclustered"
              : pt2_disabled(disable, "gpu-async-copy") ? "pt2-gpu-map-loops-no-async-copy"
              : pt2_disabled(disable, "gpu-copied-lanes") ? "pt2-gpu-map-loops-full-copied-lanes"
-             : pt2_disabled(disable, "gpu-scalar-gathers") ? "pt2-gpu-map-loops-vector-gathers"
                                                         : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "",
              sm80_shared || pt2_disabled(disable, "gpu-two-blocks") ? "pt2-gpu-kernel-args-one-block" : "pt2-gpu-kernel-args",

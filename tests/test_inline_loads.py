@@ -68,7 +68,7 @@ def rolled_and_flipped(x):
 def softmax_diagonalized(scores, masked):
     """Longformer's attention probabilities: a softmax over the window, rows masked to 0, written into
     the diagonalized chunks that its product with the values reads (_pad_and_diagonalize): the
-    normalization reads the rows through the pad's reshape, one element a thread on the GPU."""
+    normalization reads the rows through the pad's reshape."""
     p = torch.softmax(scores, -1, dtype=torch.float32)
     p = torch.masked_fill(p, masked[:, :, None, None], 0.0)
     if scores.is_floating_point():
@@ -157,7 +157,7 @@ def _captured(fn, args, tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not os.path.exists(PT2_OPT), reason="needs build/bin/pt2-opt")
-@pytest.mark.parametrize("disable", ["", "inline-loads", "gpu-scalar-gathers"])
+@pytest.mark.parametrize("disable", ["", "inline-loads"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_gpu_simulated(case, disable, tmp_path, monkeypatch):
     fn, args = _inputs(case, torch.float32)

@@ -22,8 +22,7 @@
 // PTX: st.global.b32
 // PTX: ptxas: {{ok|not installed}}
 // UNTILED-LABEL: func.func @kt
-// (untiled, the transposed load moves across rows along the innermost loop: one element a thread)
-// UNTILED: gpu.launch_func @pt2_kernels::@pt2_poi_add_0 blocks in (%c3072, %c1, %c1) threads in (%c256, %c1, %c1)
+// UNTILED: gpu.launch_func @pt2_kernels::@pt2_poi_add_0 blocks in (%c768, %c1, %c1) threads in (%c256, %c1, %c1)
 func.func @kt(%x: tensor<8x128x12x64xf32>, %b: tensor<12x64xf32>) -> tensor<8x12x64x128xf32> {
   %0 = "pt2.add"(%x, %b) : (tensor<8x128x12x64xf32>, tensor<12x64xf32>) -> tensor<8x128x12x64xf32>
   %1 = "pt2.permute"(%0) {perm = array<i64: 0, 2, 3, 1>} : (tensor<8x128x12x64xf32>) -> tensor<8x12x64x128xf32>
