@@ -33,7 +33,7 @@ typedef struct MetaArgs {
     int n;
 } MetaArgs;
 
-static PyObject *empty_strided, *meta_device, *meta_run, *meta_exact;
+static PyObject *empty_strided, *meta_device, *meta_run, *meta_exact, *meta_exact_cuda;
 static PyTypeObject *dtype_type, *memory_format_type, *layout_type;
 
 static bool resolve(void) {
@@ -50,8 +50,9 @@ static bool resolve(void) {
     }
     meta_run = pt2_import_attr("pt2._meta_strides", "run");
     meta_exact = pt2_import_attr("pt2._meta_strides", "EXACT");
+    meta_exact_cuda = pt2_import_attr("pt2._meta_strides", "EXACT_CUDA");
     ok = torch && empty_strided && dtype_type && memory_format_type && layout_type && meta_device && meta_run &&
-         meta_exact && PyAnySet_Check(meta_exact);
+         meta_exact && PyAnySet_Check(meta_exact) && meta_exact_cuda && PyAnySet_Check(meta_exact_cuda);
     Py_XDECREF(torch);
     PyErr_Clear();
     return ok;
@@ -164,11 +165,12 @@ static int fresh_tensors(Var *r, int first_new, Var **out, int max) {
 }
 
 /* Whether the op `name` (a rule's op, a form's name) is one whose meta kernels give eager's strides
- * (pt2._meta_strides.EXACT, each checked against eager's CPU kernels by tests/capture/test_meta_strides.py). */
+ * on the graph's device (pt2._meta_strides.EXACT, each checked against eager's CPU kernels by
+ * tests/capture/test_meta_strides.py; EXACT_CUDA against its CUDA kernels by tests/gpu). */
 static bool exact_on_meta(const char *name) {
     if (pt2_env_list_has(getenv("PT2_DISABLE"), "meta-strides")) return false; /* the A/B: unknown strides, as before */
     PyObject *key = name ? PyUnicode_FromString(name) : NULL;
-    int in = key ? PySet_Contains(meta_exact, key) : 0;
+    int in = key ? PySet_Contains(pt2_trace_device() >= 0 ? meta_exact_cuda : meta_exact, key) : 0;
     Py_XDECREF(key);
     PyErr_Clear();
     return in == 1;

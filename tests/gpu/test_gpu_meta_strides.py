@@ -1,4 +1,4 @@
-"""pt2._meta_strides.EXACT on CUDA: the ops whose results take the strides of the op run on meta
+"""pt2._meta_strides.EXACT_CUDA on CUDA: the ops whose results take the strides of the op run on meta
 tensors (capture/meta_strides.c) were checked against eager's CPU kernels (tests/capture/
 test_meta_strides.py); here against eager's CUDA kernels over the same layouts, with the torch of the
 GPU machine, and compiled results on CUDA come back in eager's layout."""
@@ -10,7 +10,7 @@ import torch
 
 import pt2
 from pt2 import _gpu
-from pt2._meta_strides import EXACT
+from pt2._meta_strides import EXACT_CUDA
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "capture"))
 import test_meta_strides as cpu  # noqa: E402  (the cases and layouts of the CPU test)
@@ -19,12 +19,18 @@ HAS_CUDA = torch.cuda.is_available() and _gpu.cuda_available()
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 
 
-@pytest.mark.parametrize("name", sorted(EXACT))
+def on_cuda(x):
+    """x on CUDA with its sizes, strides and storage offset (a broadcast layout too)."""
+    flat = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage())
+    return flat.cuda().as_strided(x.shape, x.stride(), x.storage_offset())
+
+
+@pytest.mark.parametrize("name", sorted(EXACT_CUDA))
 def test_meta_strides_are_eager_cuda_strides(name):
     rank, fn = cpu.CASES[name]
     ran = 0
     for layout, x in cpu.layouts(rank):
-        x = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cuda").copy_(x)
+        x = on_cuda(x)
         try:
             want = cpu.flat(fn(x))
         except (RuntimeError, NotImplementedError):  # a shape the op refuses, or no CUDA kernel for the dtype
@@ -36,11 +42,11 @@ def test_meta_strides_are_eager_cuda_strides(name):
     assert ran >= 1
 
 
-@pytest.mark.parametrize("name", ["einsum", "normalize", "var_mean", "tensordot", "diff"])
+@pytest.mark.parametrize("name", ["einsum", "normalize", "var_mean", "tensordot", "diff", "pixel_unshuffle"])
 def test_compiled_results_in_eager_cuda_layout(name):
     rank, fn = cpu.CASES[name]
     for layout, x in cpu.layouts(rank):
-        x = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cuda").copy_(x)
+        x = on_cuda(x)
         want = cpu.flat(fn(x))
         pt2.reset()
         got = cpu.flat(pt2.compile(fn)(x))
