@@ -87,9 +87,15 @@ PyObject *pt2_hook_run_forced(Pt2FrameCompiler compiler, PyObject *fn, PyObject 
 /* Calls fn(*args, **kwargs) with interception off (inside a run). */
 PyObject *pt2_hook_run_disabled(PyObject *fn, PyObject *args, PyObject *kwargs);
 
-/* The cache-miss limit per code object (default 8, env PT2_RECOMPILE_LIMIT).
- * Past it, the code runs eagerly and one warning names the failed guard. */
+/* The cache-miss limit per code object (default 8, env PT2_RECOMPILE_LIMIT),
+ * counted for each object of the owner type apart where a frame has one as
+ * an argument (its entries compiled for that object), 256 in all.  Past it,
+ * the code runs eagerly (for that object) and one warning names the failed
+ * guard. */
 void pt2_hook_set_recompile_limit(int limit);
+/* The type whose instances own a recompile limit each (torch.nn.Module;
+ * borrowed, kept alive by its module). */
+void pt2_hook_set_owner_type(PyTypeObject *type);
 
 /* Drops every cache entry of every code object (pt2.reset()). */
 void pt2_hook_reset(void);

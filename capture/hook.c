@@ -38,6 +38,7 @@ typedef struct CacheEntry {
     bool swap_ok;        /* same argument structure and free variables as the original */
     PyObject *call_code; /* strong, made on first use: the all-positional variant (call mode) */
     PyObject *call_fn;   /* strong, made on first use: call_code's function for one globals/closure */
+    const void *owner;   /* address only: the module object the frame was compiled for (frame_owner), or NULL */
 } CacheEntry;
 
 typedef struct CodeCache {
@@ -49,6 +50,7 @@ typedef struct CodeCache {
     bool skip_code;    /* the compiler said PT2_COMPILE_SKIP_CODE */
     bool disabled;     /* pt2.disable: never intercepted or inlined, kept across resets */
     bool eager_misses; /* limit reached or compile error: a miss runs the original */
+    bool limit_warned; /* the recompile-limit warning was given */
 } CodeCache;
 
 /* Its address in co_extra marks code that is never intercepted. */
@@ -67,7 +69,10 @@ static _PyFrameEvalFunction prev_eval; /* the eval function found at install */
 static long active_runs;               /* pt2_hook_run calls in progress, all threads (GIL) */
 static int recompile_limit = 8;
 static bool swap_mode = true;
-static CodeCache all_caches = {&all_caches, &all_caches, NULL, NULL, 0, 0, false, false, false};
+static CodeCache all_caches = {&all_caches, &all_caches, NULL, NULL, 0, 0, false, false, false, false};
+static PyTypeObject *owner_type; /* torch.nn.Module (pt2_hook_set_owner_type), or NULL */
+/* Compiles a code object gets in all, whatever their owners: past it every miss runs eagerly */
+#define ACCUMULATED_RECOMPILE_LIMIT 256
 static Pt2HookStats stats;
 
 /* Filename prefixes (str, ending in a separator) deciding the skip rule. */
@@ -282,6 +287,7 @@ void pt2_hook_reset(void) {
         c->n_compiles = 0;
         c->skip_code = c->disabled;
         c->eager_misses = false;
+        c->limit_warned = false;
     }
     /* Freeing entries may run finalizers that free code objects and so
      * unlink records: restart from the head after each record. */
@@ -344,7 +350,7 @@ static int replacement_fit(PyCodeObject *orig, PyObject *rep_obj) {
 }
 
 /* Adds {guards, code} in front.  Takes both from `out` (freed on failure). */
-static CacheEntry *cache_add(PyCodeObject *orig, CodeCache *cache, Pt2CompiledFrame *out) {
+static CacheEntry *cache_add(PyCodeObject *orig, CodeCache *cache, Pt2CompiledFrame *out, const void *owner) {
     CacheEntry *e = NULL;
     int fit = replacement_fit(orig, out->code);
     if (fit < 0) {
@@ -362,6 +368,7 @@ static CacheEntry *cache_add(PyCodeObject *orig, CodeCache *cache, Pt2CompiledFr
     e->guards = out->guards;
     e->code = (PyCodeObject *)out->code; /* reference moves from out */
     e->swap_ok = fit == 1;
+    e->owner = owner;
     e->next = cache->head;
     cache->head = e;
     cache->newest = e;
@@ -485,14 +492,14 @@ static int warn_uninterceptable(PyObject *message) {
     return rc;
 }
 
-static int warn_recompile_limit(PyCodeObject *code, CodeCache *cache) {
+static int warn_recompile_limit(PyCodeObject *code, CodeCache *cache, int compiles, PyObject *owner) {
     const char *failed = cache->newest != NULL ? pt2_guards_last_failure(cache->newest->guards) : "";
     PyObject *message = PyUnicode_FromFormat(
-        "pt2: %U (%U:%d) was compiled %d times, the recompile limit; running it eagerly when no compiled "
+        "pt2: %U (%U:%d) was compiled %d times%s%s%s, the recompile limit; running it eagerly when no compiled "
         "version fits. Last guard that failed: %s. Raise the limit with PT2_RECOMPILE_LIMIT if the inputs "
         "really vary this much.",
-        code->co_qualname, code->co_filename, code->co_firstlineno, cache->n_compiles,
-        failed[0] != '\0' ? failed : "(none recorded)");
+        code->co_qualname, code->co_filename, code->co_firstlineno, compiles, owner ? " for one " : "",
+        owner ? Py_TYPE(owner)->tp_name : "", owner ? " object" : "", failed[0] != '\0' ? failed : "(none recorded)");
     if (message == NULL) {
         return -1;
     }
@@ -536,16 +543,49 @@ static int report_compile_error(PyCodeObject *code) {
     return rc;
 }
 
+/* The module object a frame runs for: its first argument that is an
+ * nn.Module (`self` of a forward, or of its continuation after a break), or
+ * NULL.  Each module object has a recompile limit of its own, as Dynamo
+ * counts only the entries whose identity-matched objects are the frame's: a
+ * frame compiled once per layer of a model, each layer's constants (an index,
+ * a flag) in its graph, is not one layer recompiling. */
+static PyObject *frame_owner(const Pt2FrameInputs *in) {
+    if (owner_type == NULL) {
+        return NULL;
+    }
+    int n = in->code->co_argcount + in->code->co_kwonlyargcount;
+    for (int i = 0; i < n; i++) {
+        PyObject *v = in->fast[i];
+        if (v != NULL && PyObject_TypeCheck(v, owner_type)) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
 static PyObject *handle_miss(PyThreadState *ts, Pt2Frame *f, int throwflag, CodeCache *cache,
                              const Pt2FrameInputs *in) {
     PyCodeObject *code = in->code;
     if (cache->eager_misses || tls.compiler == NULL) {
         return prev_eval(ts, f, throwflag);
     }
-    if (cache->n_compiles >= recompile_limit) {
-        cache->eager_misses = true; /* before warning: one warning per code object */
-        if (warn_recompile_limit(code, cache) < 0) {
-            goto abandon;
+    PyObject *owner = frame_owner(in);
+    int compiles = cache->n_compiles; /* without an owner: every compile counts */
+    if (owner != NULL) {
+        compiles = 0;
+        for (CacheEntry *e = cache->head; e != NULL; e = e->next) {
+            compiles += e->owner == owner;
+        }
+    }
+    bool all = cache->n_compiles >= (recompile_limit > ACCUMULATED_RECOMPILE_LIMIT ? recompile_limit : ACCUMULATED_RECOMPILE_LIMIT);
+    if (compiles >= recompile_limit || all) {
+        /* for good when no other owner could still compile it */
+        cache->eager_misses = owner == NULL || all;
+        if (!cache->limit_warned) {
+            cache->limit_warned = true; /* before warning: one warning per code object */
+            if (warn_recompile_limit(code, cache, all ? cache->n_compiles : compiles, all ? NULL : owner) < 0) {
+                goto abandon;
+            }
         }
         return prev_eval(ts, f, throwflag);
     }
@@ -560,7 +600,7 @@ static PyObject *handle_miss(PyThreadState *ts, Pt2Frame *f, int throwflag, Code
     switch (outcome) {
     case PT2_COMPILE_OK:
         cache->n_compiles++;
-        e = cache_add(code, cache, &out);
+        e = cache_add(code, cache, &out, owner);
         if (e == NULL) {
             break; /* reported below as a compile error */
         }
@@ -698,6 +738,8 @@ PyObject *pt2_hook_run_disabled(PyObject *fn, PyObject *args, PyObject *kwargs) 
 }
 
 void pt2_hook_set_recompile_limit(int limit) { recompile_limit = limit < 0 ? 0 : limit; }
+
+void pt2_hook_set_owner_type(PyTypeObject *type) { owner_type = type; }
 
 void pt2_hook_set_swap_mode(bool on) { swap_mode = on; }
 

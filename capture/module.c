@@ -5,6 +5,7 @@
  * frame hook on and the frame compiler of compiler.c.
  *===----------------------------------------------------------------------===*/
 #include "capture.h"
+#include "objects.h"
 
 int compiled_init(void);
 PyObject *pt2_unsupported_error(void);
@@ -201,6 +202,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         Py_DECREF(m);
         return NULL;
     }
+    pt2_hook_set_owner_type((PyTypeObject *)pt2_nn_module_type());
     PyObject *err = pt2_unsupported_error();
     if (!err || PyModule_AddObjectRef(m, "Unsupported", err) != 0) {
         Py_DECREF(m);

@@ -213,6 +213,71 @@ def test_recompile_limit_warns_once():
         pt2._C.set_recompile_limit(8)
 
 
+class _Layer(nn.Module):
+    """A layer whose forward breaks the graph (print) and folds its index into its graph."""
+
+    def __init__(self, i):
+        super().__init__()
+        self.i = i
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, k=1):
+        x = self.lin(x)
+        if self.i % 2 == 0:
+            x = x * 2
+        print("", end="")
+        return x + self.i * k
+
+
+class _Stack(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = nn.ModuleList([_Layer(i) for i in range(n)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_recompile_limit_counts_each_module_apart():
+    """A forward compiled once per layer (each layer's index a constant of its graph, the loop over the
+    layers running in CPython after a break) is not one layer recompiling: each module object has a
+    recompile limit of its own, as Dynamo's ID-matched entries do.  12 layers, no warning, eager's values."""
+    m = _Stack(12).eval()
+    x = torch.randn(3, 8)
+    pt2.reset()
+    with torch.no_grad(), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        c = pt2.compile(m)
+        for _ in range(2):
+            torch.testing.assert_close(c(x), m(x))
+    assert not [str(x.message) for x in w if "recompile limit" in str(x.message)]
+    assert pt2._C.cache_size(_Layer.forward.__code__) >= 12
+
+
+def test_recompile_limit_of_one_module_object():
+    """One module object called with more constants than the limit still reaches it, once, named in the
+    warning, while another layer object still compiles."""
+    layers = [_Layer(i).eval() for i in range(2)]
+    x = torch.randn(3, 8)
+    pt2.reset()
+    pt2._C.set_recompile_limit(3)
+    try:
+        with torch.no_grad(), warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c = pt2.compile(lambda x, layer, k: layer(x, k))
+            for k in range(6):
+                torch.testing.assert_close(c(x, layers[0], k), layers[0](x, k))
+            size = pt2._C.cache_size(_Layer.forward.__code__)
+            torch.testing.assert_close(c(x, layers[1], 1), layers[1](x, 1))
+            assert pt2._C.cache_size(_Layer.forward.__code__) == size + 1
+        msgs = [str(x.message) for x in w if "recompile limit" in str(x.message) and "_Layer.forward" in str(x.message)]
+        assert len(msgs) == 1 and "for one _Layer object" in msgs[0], msgs
+    finally:
+        pt2._C.set_recompile_limit(8)
+
+
 def test_fullgraph_error_names_construct_and_line():
     def f(x):
         y = x + 1
