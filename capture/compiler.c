@@ -286,7 +286,10 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     trace_guard(&t, G_FREEZE_MODE, NULL, NULL, pt2_capture_options && pt2_capture_options->freeze);
     queries_guard_trace_state(&t);
     Pt2CompileOutcome outcome = PT2_COMPILE_ERROR;
+    bool timed = pt2_log_enabled("compile");
+    double t_start = timed ? pt2_monotonic_seconds() : 0;
     Var *result = interp_run_root(&t, in);
+    double t_traced = timed ? pt2_monotonic_seconds() : 0;
     PyObject *compiled = NULL;
     char *graph_text = NULL;
     /* Nothing for the compiler (no tensor op): from now on CPython runs this
@@ -362,6 +365,12 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     out->code = replacement;
     outcome = PT2_COMPILE_OK;
 done:
+    if (timed && outcome == PT2_COMPILE_OK) {
+        /* PT2_LOGS=compile: where a first call's time goes (runtime/kernel.c breaks the compile down) */
+        fprintf(stderr, "[pt2] frame %s: trace %.3f s (%d ops%s), compile %.3f s%s, total %.3f s\n", PyUnicode_AsUTF8(code->co_qualname),
+                t_traced - t_start, t.n_ops, t.broke ? ", up to a break" : "", compile_s, cached ? " (disk cache)" : "",
+                pt2_monotonic_seconds() - t_start);
+    }
     Py_XDECREF(compiled);
     pt2Free(graph_text);
     trace_free(&t);
