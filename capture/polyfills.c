@@ -736,6 +736,8 @@ static Polyfill polyfills[] = {
     {"torch.cosine_embedding_loss", "cosine_embedding_loss", NULL, NULL, NULL},
     {"torch.poisson_nll_loss", "poisson_nll_loss", NULL, NULL, NULL},
     {"torch.triplet_margin_loss", "triplet_margin_loss", NULL, NULL, NULL},
+    {"torch._C._nn.multi_margin_loss", "multi_margin_loss", NULL, NULL, NULL},
+    {"torch._C._nn.multilabel_margin_loss", "multilabel_margin_loss", NULL, NULL, NULL},
     {"torch._C._nn.avg_pool3d", "avg_pool3d", avg_pool3d_float, NULL, NULL},
     {"torch._C._nn.adaptive_avg_pool3d", "adaptive_avg_pool3d", adaptive_pool3d_float, NULL, NULL},
     {"torch._C._VariableFunctions.gru", "gru", rnn_input, NULL, NULL},

@@ -1,7 +1,8 @@
 """Python forms of small torch.nn C ops (capture/polyfills.c): the shrink activations, channel shuffle,
 the recurrent cells of nn.LSTMCell / GRUCell / RNNCell, the feature and alpha dropouts where eager
 returns their input, 3-d pooling (separable into 2-d pools), ATen's composite losses (margin ranking,
-hinge embedding, soft margin, cosine embedding, Poisson NLL, triplet margin), and F.embedding_bag and
+hinge embedding, soft margin, cosine embedding, Poisson NLL, triplet margin), the multi-class and
+multi-label margin losses, and F.embedding_bag and
 F's adaptive max pooling without indices (capture/wrappers.c).  Each follows ATen's kernel (its dtypes, errors and order of operations); nothing
 here runs in eager."""
 import torch
@@ -12,7 +13,7 @@ from ._polyfills_sort import _SCALAR_TYPE
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
            "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
-           "margin_ranking_loss", "max_pool3d", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
+           "margin_ranking_loss", "max_pool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
            "softshrink", "triplet_margin_loss"]
 
 
@@ -339,3 +340,52 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         dist_neg = torch.min(dist_neg, torch.pairwise_distance(positive, negative, p, eps))
     return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+
+
+def _cpu_floats(kernel, input):
+    """The CPU kernels of the margin losses take float32 and float64 only (CUDA's take 16-bit floats too)."""
+    if not input.is_cuda and input.dtype not in (torch.float32, torch.float64):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction=1):
+    """torch._C._nn.multi_margin_loss: per sample, the sum over classes i other than its target y of
+    max(0, margin − x[y] + x[i])^p (times weight[y]), over the number of classes.  A 1-d input is one
+    sample; the unreduced loss has the target's shape."""
+    _cpu_floats("multi_margin_loss_cpu_kernel", input)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if input.dim() > 2:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: {list(input.shape)}")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    if target.dim() > 1 or target.numel() != x.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got {list(target.shape)}")
+    t = target.reshape(-1, 1)
+    z = (margin - x.gather(1, t) + x).clamp_min(0)
+    h = z if p == 1 else z * z
+    if weight is not None:
+        h = h * weight.gather(0, t.reshape(-1)).reshape(-1, 1)
+    h = h.masked_fill(torch.arange(x.shape[1], device=x.device) == t, 0)
+    return _reduce((h.sum(1) / x.shape[1]).reshape(target.shape), reduction)
+
+
+def multilabel_margin_loss(input, target, reduction=1):
+    """torch._C._nn.multilabel_margin_loss: per sample, its target classes y_j are the target's entries
+    before the first −1; the sum over them and over the classes i not among them of
+    max(0, 1 − (x[y_j] − x[i])), over the number of classes.  Every target entry is checked in range
+    (as eager's), a 1-d input is one sample."""
+    _cpu_floats("multilabel_margin_loss_forward_out_frame", input)
+    if input.dim() > 2 or target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    t = target.reshape(x.shape)
+    c = x.shape[1]
+    listed = (t != -1).long().cumprod(1).bool()  # before the first -1
+    idx = torch.where(t == -1, 0, t)  # the others are gathered too: an index out of range fails, as in eager
+    picked = x.gather(1, idx)
+    classes = torch.arange(c, device=x.device)
+    is_target = ((idx.unsqueeze(2) == classes) & listed.unsqueeze(2)).any(1)  # [n, c]
+    z = (1 - picked.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # [n, j, i]
+    z = z * (listed.unsqueeze(2) & ~is_target.unsqueeze(1))
+    loss = z.sum((1, 2)) / c
+    return _reduce(loss.reshape(input.shape[:-1]) if input.dim() == 2 else loss.reshape(()), reduction)

@@ -287,3 +287,51 @@ def test_composite_losses(reduction, dtype):
     pt2.reset()
     with pytest.raises(RuntimeError):  # eager's check of the dims
         pt2.compile(lambda a, b: F.margin_ranking_loss(a, b[:, 0], y))(a, b)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_margin_losses_over_classes(reduction, dtype):
+    """F.multi_margin_loss (p 1 and 2, margin, class weights, a 1-d input with a 0-d or 1-element target,
+    a transposed input) and F.multilabel_margin_loss (targets ending at the first -1, repeated classes,
+    entries after the -1, none listed, a 1-d input) against eager for each reduction, and eager's errors."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 5, generator=g, dtype=dtype)
+    xt = torch.randn(5, 7, generator=g, dtype=dtype).t()
+    y = torch.tensor([1, 0, 4, 2, 2, 3, 0])
+    w = torch.rand(5, generator=g, dtype=dtype)
+    for p, margin, weight in ((1, 1.0, None), (2, 0.4, w), (1, 2.5, w)):
+        check(lambda x: F.multi_margin_loss(x, y, p=p, margin=margin, weight=weight, reduction=reduction), x)
+    check(lambda x: F.multi_margin_loss(x, y, reduction=reduction), xt)
+    check(lambda x: F.multi_margin_loss(x[0], y[0], reduction=reduction), x)
+    check(lambda x: F.multi_margin_loss(x[0], y[:1], p=2, reduction=reduction), x)
+    check(lambda x: nn.MultiMarginLoss(reduction=reduction)(x, y), x)
+    labels = torch.tensor([[1, 2, -1, 0, 0], [0, -1, 3, 4, 1], [4, 3, 2, 1, 0], [-1, 1, 2, 3, 4], [2, 2, -1, 0, 0],
+                           [3, 0, 1, -1, -1], [0, 0, 0, 0, 0]])
+    check(lambda x: F.multilabel_margin_loss(x, labels, reduction=reduction), x)
+    check(lambda x: F.multilabel_margin_loss(x, labels, reduction=reduction), xt)
+    check(lambda x: F.multilabel_margin_loss(x[1], labels[1], reduction=reduction), x)
+    check(lambda x: nn.MultiLabelMarginLoss(reduction=reduction)(x, labels), x)
+    for fn, exc in ((lambda x: F.multi_margin_loss(x.half(), y), NotImplementedError),
+                    (lambda x: F.multi_margin_loss(x, y[:3]), RuntimeError),
+                    (lambda x: F.multilabel_margin_loss(x, labels[:, :3]), RuntimeError),
+                    (lambda x: F.multilabel_margin_loss(x.bfloat16(), labels), NotImplementedError)):
+        with pytest.raises(exc):
+            fn(x)
+        pt2.reset()
+        with pytest.raises(exc):
+            pt2.compile(fn)(x)
+
+
+def test_margin_losses_over_classes_index_errors():
+    """A class index out of range (multi-margin), or any multi-label target entry out of range, even after
+    the -1 that ends the list, fails in eager and in pt2 (its checked gather)."""
+    x = torch.randn(3, 5)
+    for fn in (lambda x: F.multi_margin_loss(x, torch.tensor([1, 5, 0])),
+               lambda x: F.multilabel_margin_loss(x, torch.tensor([[1, -1, 7, 0, 0]] * 3)),
+               lambda x: F.multilabel_margin_loss(x, torch.tensor([[1, -2, 0, 0, 0]] * 3))):
+        with pytest.raises(RuntimeError):
+            fn(x)
+        pt2.reset()
+        with pytest.raises((RuntimeError, IndexError)):
+            pt2.compile(fn)(x)
