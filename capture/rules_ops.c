@@ -617,14 +617,25 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     if (strcmp(name, "device") == 0) {
         return const_result(t, pt2_trace_device_object(), "torch.device");
     }
-    if (strcmp(name, "T") == 0 || strcmp(name, "mT") == 0) {
-        if (strcmp(name, "mT") == 0 && x->rank < 2) {
-            return trace_raise(t, PyExc_RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.",
-                               x->rank);
+    if (strcmp(name, "layout") == 0) { /* graph tensors are dense (sparse ones never enter a trace) */
+        PyObject *strided = pt2_import_attr("torch", "strided");
+        Var *r = strided ? var_const(t, strided) : NULL;
+        Py_XDECREF(strided);
+        return r ? r : trace_break(t, "torch.strided not found");
+    }
+    /* the conjugate transposes of a real tensor (pt2's tensors are never complex) are its transposes */
+    bool matrix_t = strcmp(name, "mT") == 0 || strcmp(name, "mH") == 0;
+    if (strcmp(name, "T") == 0 || strcmp(name, "H") == 0 || matrix_t) {
+        if (matrix_t && x->rank < 2) {
+            return trace_raise(t, PyExc_RuntimeError, "tensor.%s is only supported on matrices or batches of matrices. Got %d-D tensor.",
+                               name, x->rank);
+        }
+        if (strcmp(name, "H") == 0 && x->rank > 2) {
+            return trace_raise(t, PyExc_RuntimeError, "tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor.", x->rank);
         }
         int64_t perm[PT2_MAX_RANK];
-        for (int i = 0; i < x->rank; ++i) perm[i] = strcmp(name, "T") == 0 ? x->rank - 1 - i : i;
-        if (strcmp(name, "mT") == 0 && x->rank >= 2) {
+        for (int i = 0; i < x->rank; ++i) perm[i] = !matrix_t ? x->rank - 1 - i : i;
+        if (matrix_t && x->rank >= 2) {
             perm[x->rank - 2] = x->rank - 1;
             perm[x->rank - 1] = x->rank - 2;
         }

@@ -238,6 +238,15 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
     case PT2_OP_RECIPROCAL: return build_binary(b, "arith.divf", fconst(b, ct, 1.0), x);
     case PT2_OP_SIN: return build_unary(b, "math.sin", x, ct);
     case PT2_OP_COS: return build_unary(b, "math.cos", x, ct);
+    case PT2_OP_TAN: return build_unary(b, "math.tan", x, ct);
+    case PT2_OP_ASIN: return build_unary(b, "math.asin", x, ct);
+    case PT2_OP_ACOS: return build_unary(b, "math.acos", x, ct);
+    case PT2_OP_ATAN: return build_unary(b, "math.atan", x, ct);
+    case PT2_OP_SINH: return build_unary(b, "math.sinh", x, ct);
+    case PT2_OP_COSH: return build_unary(b, "math.cosh", x, ct);
+    case PT2_OP_ASINH: return build_unary(b, "math.asinh", x, ct);
+    case PT2_OP_ACOSH: return build_unary(b, "math.acosh", x, ct);
+    case PT2_OP_ATANH: return build_unary(b, "math.atanh", x, ct);
     case PT2_OP_TANH: return build_unary(b, "math.tanh", x, ct);
     case PT2_OP_ERF: return build_unary(b, "math.erf", x, ct);
     case PT2_OP_ERFC: return build_unary(b, "math.erfc", x, ct);

@@ -297,7 +297,9 @@ UNARY_MATH = {
     "math.exp": np.exp, "math.exp2": np.exp2, "math.log": np.log, "math.log2": np.log2, "math.log1p": np.log1p,
     "math.expm1": np.expm1, "math.sqrt": np.sqrt, "math.absf": np.abs, "math.tanh": np.tanh, "math.sin": np.sin,
     "math.cos": np.cos, "math.floor": np.floor, "math.ceil": np.ceil, "math.round": np.round, "math.roundeven": np.round,
-    "math.trunc": np.trunc,
+    "math.trunc": np.trunc, "math.tan": np.tan, "math.asin": np.arcsin, "math.acos": np.arccos, "math.atan": np.arctan,
+    "math.sinh": np.sinh, "math.cosh": np.cosh, "math.asinh": np.arcsinh, "math.acosh": np.arccosh,
+    "math.atanh": np.arctanh,
 }
 
 

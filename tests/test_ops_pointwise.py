@@ -25,6 +25,15 @@ UNARY = {
     "reciprocal": (torch.reciprocal, (0.5, 5), FLOATS),
     "sin": (torch.sin, (-3, 3), ALL),
     "cos": (torch.cos, (-3, 3), ALL),
+    "tan": (torch.tan, (-1.5, 1.5), ALL),
+    "asin": (torch.asin, (-1, 1), ALL),
+    "acos": (torch.acos, (-1, 1), ALL),
+    "atan": (torch.atan, (-5, 5), ALL),
+    "sinh": (torch.sinh, (-3, 3), ALL),
+    "cosh": (torch.cosh, (-3, 3), ALL),
+    "asinh": (torch.asinh, (-5, 5), ALL),
+    "acosh": (torch.acosh, (1, 6), ALL),
+    "atanh": (torch.atanh, (-0.999, 1.0), ALL),
     "tanh": (torch.tanh, (-3, 3), ALL),
     "erf": (torch.erf, (-3, 3), ALL),
     "erfc": (torch.erfc, (-3, 6), ALL),
@@ -60,13 +69,13 @@ def test_unary(name, dtype):
 def test_unary_special_values():
     x = torch.tensor([0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e-30, -2.5, 2.5])
     for name in ["exp", "expm1", "log1p", "tanh", "erf", "erfc", "sigmoid", "relu", "sign", "isnan", "abs", "neg", "floor",
-                 "round"]:
+                 "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]:
         ref = UNARY[name][0]
         assert_close(run(lambda g, v: g.op(name, v), [x]), ref(x), name)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("name", ["expm1", "log1p", "tanh", "erf", "sin", "exp"])
+@pytest.mark.parametrize("name", ["expm1", "log1p", "tanh", "erf", "sin", "exp", "tan", "asin", "atan", "sinh", "asinh", "atanh"])
 def test_unary_tiny_relative(name, dtype):
     """Small arguments checked by relative error alone: expm1/log1p must not
     become exp(x) - 1 / log(1 + x), which keep no correct digit there."""
@@ -85,7 +94,7 @@ def test_unary_special_values_vectorized(dtype):
     special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 100.0, -100.0, 1e-30], dtype=dtype)
     x = torch.linspace(-20, 20, 1021, dtype=dtype)
     x[::7] = special.repeat(19)[: len(x[::7])]
-    for name in ["exp", "expm1", "tanh", "erf", "sigmoid", "sin", "cos"]:
+    for name in ["exp", "expm1", "tanh", "erf", "sigmoid", "sin", "cos", "tan", "atan", "sinh", "cosh", "asinh"]:
         assert_close(run(lambda g, v: g.op(name, v), [x]), UNARY[name][0](x), name)
     pos = x.abs()
     for name in ["log", "log1p"]:

@@ -32,7 +32,8 @@ EXACT = frozenset({
     "threshold", "count_nonzero", "nansum", "nanmean", "movedim", "tile", "diff", "tensordot", "linalg_cross",
     "cartesian_prod", "trace", "kron", "vander", "cdist", "kl_div", "block_diag", "diag", "diagonal",
     "bucketize", "searchsorted", "median", "nanmedian", "quantile", "nanquantile", "lgamma", "digamma",
-    "erfinv", "i0", "conv_transpose1d", "bilinear",
+    "erfinv", "i0", "conv_transpose1d", "bilinear", "isinf", "isposinf", "isneginf", "isfinite", "logaddexp2", "fliplr",
+    "flipud", "take_along_dim", "dot", "vdot", "inner", "addmv", "addr", "hstack", "vstack", "dstack", "column_stack",
 })
 
 # On CUDA (tests/gpu/test_gpu_meta_strides.py, against eager's CUDA kernels): pixel_unshuffle's CUDA

@@ -11,7 +11,7 @@ the additive meaning), the FFN's GELU is the exact one whatever the module's `ap
 arrive merged the way `MultiheadAttention.merge_masks` leaves them (mask_type 0: [L, S], 1: key
 padding [B, S], 2: [B, H or 1, L, S]).  Nothing here runs in eager: the trace reads the code, and a break inside it
 (a nested-tensor input) falls back to the C op as any break does.  Other forms live in _polyfills_<topic>.py
-(resample, rnn, nn, sort, scatter, special, wrappers), imported here so that every form is an attribute of
+(resample, rnn, nn, sort, scatter, special, tensor, wrappers), imported here so that every form is an attribute of
 this module, where polyfills.c looks them up.
 """
 import math
@@ -30,6 +30,7 @@ from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     setitem_indices)
 from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquantile, nansum, quantile, trace  # noqa: F401
 from ._polyfills_special import digamma, erfinv, i0, lgamma  # noqa: F401  (special functions)
+from ._polyfills_tensor import *  # noqa: F401,F403  (float predicates, numpy's stacks and flips, vector products)
 from ._polyfills_wrappers import autograd_function_apply, dict_fromkeys, weight_norm  # noqa: F401  (capture/wrappers.c)
 
 

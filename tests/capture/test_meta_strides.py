@@ -117,6 +117,23 @@ CASES = {
     "i0": (4, lambda x: torch.i0(x)),
     "conv_transpose1d": (3, lambda x: F.conv_transpose1d(x, x[0, :, :3].reshape(6, 1, 3).expand(6, 2, 3).contiguous())),
     "bilinear": (2, lambda x: F.bilinear(x, x, x[:3, :1, None].expand(3, x.shape[1], x.shape[1]).contiguous())),
+    "isinf": (4, lambda x: (torch.isinf(x), torch.isinf((x * 4).long()))),
+    "isposinf": (4, lambda x: torch.isposinf(x)),
+    "isneginf": (4, lambda x: torch.isneginf(x)),
+    "isfinite": (4, lambda x: (torch.isfinite(x), torch.isfinite((x * 4).long()))),
+    "logaddexp2": (4, lambda x: torch.logaddexp2(x, x[0])),
+    "fliplr": (3, lambda x: torch.fliplr(x)),
+    "flipud": (3, lambda x: torch.flipud(x)),
+    "take_along_dim": (3, lambda x: (torch.take_along_dim(x, x.argsort(2)[:1, :, :2], 2), torch.take_along_dim(x.contiguous(), x.flatten().argsort()[:3]))),
+    "dot": (2, lambda x: torch.dot(x[0], x[-1])),
+    "vdot": (2, lambda x: torch.vdot(x[0], x[-1])),
+    "inner": (3, lambda x: torch.inner(x, x[0])),
+    "addmv": (2, lambda x: (torch.addmv(x[:, 0], x, x[0]), torch.addmv(x[:1, 0], x, x[0], beta=0))),
+    "addr": (2, lambda x: torch.addr(x, x[:, 0], x[0], alpha=2)),
+    "hstack": (3, lambda x: torch.hstack([x, x])),
+    "vstack": (3, lambda x: (torch.vstack([x, x]), torch.vstack([x[0, 0], x[0]]))),
+    "dstack": (3, lambda x: torch.dstack([x, x])),
+    "column_stack": (2, lambda x: torch.column_stack([x, x[:, 0]])),
 }
 
 

@@ -298,3 +298,23 @@ def test_exp_16bit_whole_range(dtype):
         z = rand(shape, dtype, 31, -100.0 if dtype == torch.bfloat16 else -16.0, 0.0)
         check(lambda g, z: g.op("softmax", z, dim=-1), lambda z: torch.softmax(z, -1), [z], f"softmax {shape} {dtype}",
               tol=(2 * torch.finfo(dtype).eps, ulp[1]))
+
+
+# the trigonometric and hyperbolic functions and their inverses: name -> (reference, input range)
+TRIG = {"tan": (torch.tan, (-1.5, 1.5)), "asin": (torch.asin, (-1.0, 1.0)), "acos": (torch.acos, (-1.0, 1.0)),
+        "atan": (torch.atan, (-5.0, 5.0)), "sinh": (torch.sinh, (-3.0, 3.0)), "cosh": (torch.cosh, (-3.0, 3.0)),
+        "asinh": (torch.asinh, (-5.0, 5.0)), "acosh": (torch.acosh, (1.0, 6.0)), "atanh": (torch.atanh, (-0.999, 0.999))}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("name", sorted(TRIG))
+def test_trig_functions(name, dtype):
+    """libdevice's functions through NVVM against eager CUDA, odd sizes, a transposed input, and the
+    values outside their domains (NaN) and at infinities."""
+    ref, (lo, hi) = TRIG[name]
+    x = rand((37, 129), dtype, 11, lo, hi)
+    check(lambda g, x: g.op(name, x), ref, [x], name)
+    xt = rand((129, 37), dtype, 12, lo, hi).t()
+    check(lambda g, x: g.op(name, x), ref, [xt], f"{name} transposed")
+    special = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, float("inf"), float("-inf"), float("nan"), 1e-30], device="cuda").to(dtype)
+    check(lambda g, x: g.op(name, x), ref, [special], f"{name} special values")

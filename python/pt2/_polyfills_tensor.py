@@ -1,0 +1,190 @@
+"""Python forms of torch's small C functions over whole tensors (capture/polyfills.c): the float
+predicates (isinf, isposinf, isneginf, isfinite), logaddexp2, the flips and stacks of numpy's names
+(fliplr, flipud, atleast_1d/2d/3d, hstack, vstack, dstack, column_stack), take_along_dim, and the
+products of vectors and matrices (dot, vdot, inner, addmv, addr).  Each follows ATen's composite or
+kernel (its dtypes, errors and result layout); nothing here runs in eager."""
+import math
+
+import torch
+
+__all__ = ["addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
+           "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "logaddexp2", "take_along_dim", "vdot", "vstack"]
+
+
+def _false_like(input):
+    return torch.zeros_like(input, dtype=torch.bool)
+
+
+def isinf(input):
+    """torch.isinf: |x| == inf for floats; integers and bools are never infinite."""
+    return input.abs() == math.inf if input.is_floating_point() else _false_like(input)
+
+
+def isposinf(input):
+    return input == math.inf if input.is_floating_point() else _false_like(input)
+
+
+def isneginf(input):
+    return input == -math.inf if input.is_floating_point() else _false_like(input)
+
+
+def isfinite(input):
+    """torch.isfinite: neither NaN nor infinite (ATen's (x == x) * (|x| != inf)); integers always."""
+    if not input.is_floating_point():
+        return torch.ones_like(input, dtype=torch.bool)
+    return (input == input) & (input.abs() != math.inf)
+
+
+def logaddexp2(input, other):
+    """torch.logaddexp2: log2(2^a + 2^b) as the CPU kernel computes it: max(a, b) + log1p(2^-|a - b|) / ln 2,
+    and a itself where both are the same infinity."""
+    if not (input.is_floating_point() and other.is_floating_point()):
+        raise RuntimeError("logaddexp2 only supports floating-point dtypes")
+    a, b = torch.broadcast_tensors(input, other)
+    if a.dtype != b.dtype:
+        dt = torch.promote_types(a.dtype, b.dtype)
+        a, b = a.to(dt), b.to(dt)
+    half = a.dtype in (torch.float16, torch.bfloat16)  # computed in float32, rounded once, as the CPU kernel
+    x, y = (a.float(), b.float()) if half else (a, b)
+    r = torch.maximum(x, y) + torch.log1p(torch.exp2(-(x - y).abs())) * (1 / math.log(2))
+    r = torch.where(torch.isinf(x) & (x == y), x, r)
+    return r.to(a.dtype) if half else r
+
+
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return input.flip(1)
+
+
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return input.flip(0)
+
+
+def _tensors(args):
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+
+
+def _atleast(tensors, one, shape_of):
+    out = [t if t.dim() >= one else t.reshape(shape_of(t)) for t in tensors]
+    return out
+
+
+def atleast_1d(*tensors):
+    """torch.atleast_1d: a 0-d tensor as shape [1] (a view), others as they are; a tuple for several."""
+    ts = _tensors(tensors)
+    out = _atleast(ts, 1, lambda t: (1,))
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor) else tuple(out)
+
+
+def atleast_2d(*tensors):
+    ts = _tensors(tensors)
+    out = _atleast(ts, 2, lambda t: (1, 1) if t.dim() == 0 else (1, t.shape[0]))
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor) else tuple(out)
+
+
+def atleast_3d(*tensors):
+    ts = _tensors(tensors)
+    out = _atleast(ts, 3, lambda t: (1, 1, 1) if t.dim() == 0 else (1, t.shape[0], 1) if t.dim() == 1 else (*t.shape, 1))
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor) else tuple(out)
+
+
+def _check_nonempty(tensors, name):
+    if len(tensors) == 0:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+
+
+def hstack(tensors):
+    """torch.hstack: cat along dim 0 where every tensor is 1-d (after atleast_1d), else along dim 1."""
+    _check_nonempty(tensors, "hstack")
+    ts = atleast_1d(list(tensors))
+    return torch.cat(ts, 0 if ts[0].dim() == 1 else 1)
+
+
+def vstack(tensors):
+    _check_nonempty(tensors, "vstack")
+    return torch.cat(atleast_2d(list(tensors)), 0)
+
+
+def dstack(tensors):
+    _check_nonempty(tensors, "dstack")
+    return torch.cat(atleast_3d(list(tensors)), 2)
+
+
+def column_stack(tensors):
+    """torch.column_stack: 0-d and 1-d tensors as columns (n x 1), then hstack."""
+    _check_nonempty(tensors, "column_stack")
+    return hstack([t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in tensors])
+
+
+def take_along_dim(input, indices, dim=None):
+    """torch.take_along_dim: the input viewed flat gathered at the indices viewed flat, or, along dim,
+    input and indices broadcast against each other in every other dim, then gathered."""
+    if indices.dtype != torch.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be int64 but got {indices.dtype}")
+    if dim is None:
+        return input.view(-1).gather(0, indices.view(-1))  # a view, as ATen's: non-contiguous inputs raise
+    if input.dim() != indices.dim():
+        raise RuntimeError("torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for indices")
+    d = dim % input.dim() if input.dim() else 0
+    shape = []
+    for i, (a, b) in enumerate(zip(input.shape, indices.shape)):
+        if i != d and a != b and a != 1 and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {i}")
+        shape.append(max(a, b))
+    x = input.expand(shape[:d] + [input.shape[d]] + shape[d + 1:])
+    i = indices.expand(shape[:d] + [indices.shape[d]] + shape[d + 1:])
+    return x.gather(d, i)
+
+
+def dot(input, tensor):
+    """torch.dot of two 1-d tensors of one size and dtype: the sum of their products (a 0-d tensor)."""
+    if input.dim() != 1 or tensor.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors")
+    if input.dtype != tensor.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input.dtype} and {tensor.dtype}")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the same number of elements, "
+                           "but got %d and %d elements respectively" % (input.shape[0], tensor.shape[0], input.shape[0], tensor.shape[0]))
+    return (input * tensor).sum()
+
+
+def vdot(input, other):
+    """torch.vdot of real vectors: dot (the conjugate of a real vector is itself)."""
+    return dot(input, other)
+
+
+def inner(input, other):
+    """torch.inner: products summed over the last dim of both (a scalar operand: the product)."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes {list(input.shape)} "
+                           f"and {list(other.shape)}")
+    return torch.tensordot(input, other, dims=([-1], [-1]))
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """beta * input + alpha * product as ATen's addmv/addr: input ignored where beta is 0 (its NaN too)."""
+    p = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return torch.zeros_like(input) + p
+    return (input if beta == 1 else input * beta) + p
+
+
+def addmv(input, mat, vec, beta=1, alpha=1):
+    """torch.addmv: beta * input + alpha * (mat @ vec)."""
+    if mat.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
+    return _scaled_sum(input, mat @ vec, beta, alpha)
+
+
+def addr(input, vec1, vec2, beta=1, alpha=1):
+    """torch.addr: beta * input + alpha * outer(vec1, vec2) (bool: or and and)."""
+    if vec1.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"addr: Expected 1-d argument vec1, but got {vec1.dim()}-d" if vec1.dim() != 1
+                           else f"addr: Expected 1-d argument vec2, but got {vec2.dim()}-d")
+    return _scaled_sum(input, torch.outer(vec1, vec2), beta, alpha)

@@ -1,0 +1,140 @@
+"""torch's small C functions traced through Python forms (python/pt2/_polyfills_tensor.py) and the
+trigonometric catalog ops, each against eager on odd sizes, non-contiguous inputs and their dtypes:
+results, dtypes, strides, one graph without a break, and eager's errors."""
+import pytest
+import torch
+
+import pt2
+
+
+def run(fn, *args):
+    pt2.reset()
+    got = pt2.compile(fn)(*args)
+    info = pt2.explain(fn)(*args)
+    return got, (info.graph_count, info.graph_break_count, info.break_reasons)
+
+
+def check(fn, *args, tol=1e-5):
+    want = fn(*args)
+    got, (graphs, breaks, why) = run(lambda *a: fn(*a), *args)  # a frame to capture, where fn is torch's C function
+    wants, gots = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    assert len(wants) == len(gots)
+    for g, w in zip(gots, wants):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        if w.numel() > 1:
+            assert g.stride() == w.stride(), (g.stride(), w.stride())
+        torch.testing.assert_close(g, w, atol=tol, rtol=tol, equal_nan=True)
+    assert (graphs, breaks) == (1, 0), why
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 1e30, -1e30, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+                                   torch.bool])
+def test_float_predicates(dtype):
+    x = torch.tensor(SPECIAL * 3).reshape(3, 11).t() if dtype.is_floating_point else torch.randint(-3, 4, (11, 3)).t()
+    x = x.to(dtype)
+    for f in (torch.isinf, torch.isposinf, torch.isneginf, torch.isfinite, lambda x: x.isinf() | x.isfinite()):
+        check(f, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_logaddexp2(dtype):
+    a = torch.tensor(SPECIAL, dtype=dtype)
+    b = torch.tensor(SPECIAL[::-1], dtype=dtype)
+    check(torch.logaddexp2, a, b, tol=1e-2 if dtype == torch.bfloat16 else 1e-6)
+    check(lambda a, b: a.logaddexp2(b[None, :]), a[:, None] * 3, b)
+    check(lambda a, b: torch.logaddexp2(a, b), a.expand(4, 11), torch.full((4, 11), float("inf"), dtype=dtype))
+    with pytest.raises(RuntimeError):
+        pt2.compile(torch.logaddexp2)(torch.arange(3), torch.arange(3))
+
+
+def test_flips_and_atleast():
+    x = torch.randn(5, 7, 3)
+    check(torch.fliplr, x)
+    check(torch.flipud, x.transpose(0, 2))
+    check(lambda x: x.fliplr() + x.flipud(), x[:, :, 0])
+    check(lambda x: torch.atleast_1d(x[0, 0, 0]) * 2, x)
+    check(lambda x: tuple(t * 2 for t in torch.atleast_2d(x[0, 0, 0], x[0, 0], x)), x)
+    check(lambda x: tuple(t + 1 for t in torch.atleast_3d((x[0, 0, 0], x[0, 0], x[0], x))), x)
+    for f in (torch.fliplr, torch.flipud):
+        with pytest.raises(RuntimeError):
+            f(torch.tensor(1.0))
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(f)(torch.tensor(1.0))
+
+
+def test_stacks():
+    a, b = torch.randn(4, 3), torch.randn(5, 3).t()
+    v, w = torch.randn(4), torch.randn(4)
+    check(lambda a, b: torch.hstack([a, b.t()[:4]]), a, b)
+    check(lambda v, w: torch.hstack((v, w, v[:1])), v, w)
+    check(lambda a, v: torch.vstack([a, v[:3]]), a, v)
+    check(lambda a, v: torch.row_stack([a, a]), a, v)
+    check(lambda a, v: torch.dstack([a, a * 2, v[0]]) if False else torch.dstack([a, a * 2]), a, v)
+    check(lambda a, v: torch.column_stack([a, v, v[:, None]]), a, v)
+    check(lambda a: torch.column_stack([a[0, 0], a[1, 1]]), a)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda a: torch.hstack([]))(a)
+
+
+def test_take_along_dim():
+    x = torch.randn(4, 6, 5)
+    i = torch.tensor([[[4, 0]], [[1, 1]], [[2, 3]], [[0, 4]]])
+    check(lambda x, i: torch.take_along_dim(x, i, 2), x, i)
+    check(lambda x, i: torch.take_along_dim(x, i, -1), x.transpose(1, 2).contiguous().transpose(1, 2), i)
+    check(lambda x, i: x.take_along_dim(i.transpose(1, 2), 1), x, i)
+    check(lambda x: torch.take_along_dim(x, x.argsort(1)[:, :2], 1), x)
+    check(lambda x, i: torch.take_along_dim(x, i.flatten()), x, i)
+    for bad in (lambda x, i: torch.take_along_dim(x, i.int(), 2), lambda x, i: torch.take_along_dim(x, i[0], 2),
+                lambda x, i: torch.take_along_dim(x.transpose(0, 1), i.flatten())):
+        with pytest.raises(RuntimeError):
+            bad(x, i)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(bad)(x, i)
+    pt2.reset()
+    with pytest.raises((RuntimeError, IndexError)):  # an index out of range: pt2's checked gather
+        pt2.compile(lambda x: torch.take_along_dim(x, torch.full((1, 1, 1), 5), 2))(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_vector_products(dtype):
+    def r(*s):
+        return (torch.randn(*s) * 3).to(dtype)
+    a, b, m, v4 = r(7), r(7), r(4, 7), r(4)
+    check(torch.dot, a, b)
+    check(lambda a, b: a.dot(b) + torch.vdot(a, b), a, b)
+    check(torch.inner, m, a)
+    check(torch.inner, m, m.t().contiguous().t())
+    check(lambda m: torch.inner(m, m[0, 0]), m)
+    check(lambda v, m, a: torch.addmv(v, m, a), v4, m, a)
+    check(lambda v, m, a: torch.addmv(v[:1], m.t().contiguous().t(), a, beta=2, alpha=3), v4, m, a)
+    check(lambda v, m, a: v.addr(v, a, beta=0, alpha=2) if False else torch.addr(m, v, a, beta=0, alpha=2), v4, m, a)
+    check(lambda v, m, a: torch.addr(m, v, a, alpha=-1), v4, m, a)
+    if dtype.is_floating_point:
+        nan = torch.full((4,), float("nan"), dtype=dtype)
+        check(lambda n, m, a: torch.addmv(n, m, a, beta=0), nan, m, a)  # beta 0: the input's NaN ignored
+    for bad in (lambda a, b: torch.dot(a, b[:3]), lambda a, b: torch.dot(a[None], b), lambda a, b: torch.dot(a, b.to(torch.float32 if a.dtype == torch.float64 else torch.float64)),
+                lambda a, b: torch.inner(a[:3], b)):
+        with pytest.raises(RuntimeError):
+            bad(a, b)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(bad)(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_trig_functions(dtype):
+    """tan, the inverse and hyperbolic functions (catalog ops): in their domains, outside (NaN), at
+    the special values, integers promoted to the default float, the arc* aliases and Tensor methods."""
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    x = (torch.linspace(-0.99, 0.99, 35).reshape(5, 7).t() if dtype.is_floating_point else torch.arange(-3, 4).reshape(7, 1)).to(dtype)
+    s = torch.tensor(SPECIAL).to(dtype) if dtype.is_floating_point else torch.arange(-2, 3)
+    for f in (torch.tan, torch.asin, torch.acos, torch.atan, torch.sinh, torch.cosh, torch.asinh, torch.acosh, torch.atanh,
+              torch.arcsin, torch.arccos, torch.arctan, torch.arcsinh, torch.arccosh, torch.arctanh,
+              lambda x: x.tan() + x.arcsinh() * x.atan(), lambda x: torch.acosh(x.abs() + 1) - torch.cosh(x)):
+        check(f, x, tol=tol)
+        check(f, s, tol=tol)
