@@ -477,18 +477,66 @@ Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
     return r ? cat_strides(t, r, k < l->n_items ? 0 : cat_format(t, items, k, false), r->sizes, r->rank) : NULL;
 }
 
+/* tensor_split(x, sections or indices, dim) and hsplit / vsplit / dsplit (tensor_split along dim 1
+ * (0 for a 1-d x) / 0 / 2, whose section count must divide the dim): the sizes of the pieces, eager's
+ * rule (n sections: the first size % n one longer; indices: the pieces between them, clamped to the
+ * dim), or NULL after a break or raise. */
+static bool tensor_split_sizes(Trace *t, const char *op, Var *x, Var *spec, int dim, int64_t *sizes, int *ns) {
+    int64_t size = x->sizes[dim];
+    bool numpy_split = op[0] != 't'; /* hsplit, vsplit, dsplit */
+    if (spec->kind == V_CONST && PyLong_Check(spec->obj)) {
+        int64_t n = PyLong_AsLongLong(spec->obj);
+        if (n <= 0) return trace_raise(t, PyExc_RuntimeError, "number of sections must be larger than 0, got %lld", (long long)n), false;
+        if (numpy_split && size % n != 0) {
+            return trace_raise(t, PyExc_RuntimeError,
+                               "torch.%s attempted to split along dimension %d, but the size of the dimension %lld is not divisible "
+                               "by the split_size %lld!", op, dim, (long long)size, (long long)n), false;
+        }
+        if (n > 1024) return trace_break(t, "%s(): more than 1024 sections", op), false;
+        for (int64_t i = 0; i < n; ++i) sizes[(*ns)++] = size / n + (i < size % n);
+        return true;
+    }
+    int cnt;
+    int64_t idx[PT2_MAX_RANK * 8];
+    if (!var_ints(t, spec, idx, PT2_MAX_RANK * 8, &cnt)) return false;
+    int64_t at = 0;
+    for (int i = 0; i <= cnt; ++i) {
+        int64_t end = i < cnt ? idx[i] : size;
+        if (end < 0) end += size; /* a negative index counts from the end, as a slice's */
+        if (end < at) end = at;
+        if (end > size) end = size;
+        sizes[(*ns)++] = end - at;
+        at = end;
+    }
+    return true;
+}
+
 Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    bool chunk = strcmp(e->op, "chunk") == 0;
-    BIND(chunk ? "input, chunks, dim=0" : "input, split_size_or_sections, dim=0");
+    bool chunk = strcmp(e->op, "chunk") == 0, tsplit = strcmp(e->op, "tensor_split") == 0;
+    bool numpy_split = e->op[1] == 's' && strcmp(e->op, "split_with_sizes") != 0; /* hsplit, vsplit, dsplit */
+    BIND(chunk ? "input, chunks, dim=0"
+         : tsplit ? "input, indices_or_sections, dim=0"
+         : numpy_split ? "input, indices_or_sections"
+         : strcmp(e->op, "split_with_sizes") == 0 ? "input, split_sizes, dim=0" : "input, split_size_or_sections, dim=0");
     Var *x = arg(&b, "input");
-    int64_t d;
-    if (!x || !arg_int(t, &b, "dim", 0, &d)) return NULL;
+    int64_t d = 0;
+    if (!x || (!numpy_split && !arg_int(t, &b, "dim", 0, &d))) return NULL;
+    if (numpy_split) {
+        int need = e->op[0] == 'h' ? 1 : e->op[0] == 'v' ? 2 : 3;
+        if (x->rank < need) {
+            return trace_raise(t, PyExc_RuntimeError, "torch.%s requires a tensor with at least %d dimension%s, but got a tensor with %d "
+                               "dimensions!", e->op, need, need > 1 ? "s" : "", x->rank);
+        }
+        d = e->op[0] == 'h' ? (x->rank == 1 ? 0 : 1) : e->op[0] == 'v' ? 0 : 2;
+    }
     int dim = norm_dim(t, d, x->rank);
     if (dim < 0) return NULL;
     int64_t size = x->sizes[dim], sizes[1024];
     int ns = 0;
     Var *spec = b.v[1];
-    if (chunk) {
+    if (tsplit || numpy_split) {
+        if (!tensor_split_sizes(t, e->op, x, spec, dim, sizes, &ns)) return NULL;
+    } else if (chunk) {
         int64_t chunks;
         if (!var_int(t, spec, &chunks) || chunks <= 0) return trace_break(t, "chunk(): chunks must be a positive int");
         int64_t each = (size + chunks - 1) / chunks;
