@@ -138,3 +138,26 @@ def test_trig_functions(dtype):
               lambda x: x.tan() + x.arcsinh() * x.atan(), lambda x: torch.acosh(x.abs() + 1) - torch.cosh(x)):
         check(f, x, tol=tol)
         check(f, s, tol=tol)
+
+
+def test_splits():
+    """split_with_sizes, tensor_split (a section count whose remainder goes to the first pieces, or split
+    indices, negative and past the end), hsplit/vsplit/dsplit (numpy's dims, their divisibility error)
+    as views like split's, each piece against eager; Tensor.char."""
+    x = torch.randn(7, 6, 4)
+
+    def pieces(f):
+        return lambda x: tuple(p * 1 for p in f(x))
+    for f in (lambda x: torch.split_with_sizes(x, [2, 5]), lambda x: x.split_with_sizes(split_sizes=[1, 3], dim=2),
+              lambda x: torch.tensor_split(x, 3), lambda x: torch.tensor_split(x, [1, 5, -1, 9], 1),
+              lambda x: x.tensor_split(4, dim=-1), lambda x: torch.tensor_split(x, 10), lambda x: torch.hsplit(x, 2),
+              lambda x: torch.vsplit(x, [3]), lambda x: torch.dsplit(x, 2), lambda x: torch.hsplit(x[0, 0], [1, 3])):
+        check(pieces(f), x)
+    check(lambda x: x.char() + 1, (x * 10).int())
+    for bad in (lambda x: torch.hsplit(x, 4), lambda x: torch.dsplit(x[0], 2), lambda x: torch.tensor_split(x, 0),
+                lambda x: torch.split_with_sizes(x, [2, 2])):
+        with pytest.raises(RuntimeError):
+            bad(x)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(bad)(x)
