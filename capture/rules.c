@@ -8,6 +8,7 @@
  * rules_meta.c (metadata, conversion, grad mode), rules_nn.c,
  * rules_create.c and rules_builtins.c hold the rest, and rules_table.inc maps the callables to them all.
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <string.h>
 
 #include "capture.h"
@@ -32,6 +33,26 @@ static Var *h_unary(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *k
     if (!arg_bool(t, &b, "inplace", false, &inplace)) return NULL;
     Var *r = op1(t, e->op, tensor_arg(t, &b, "input"), "%s", "");
     return inplace ? trace_assign_inplace(t, arg(&b, "input"), r, e->op) : r;
+}
+
+/* torch.round(x, decimals=d): ATen's round_decimals, x * 10^d rounded half to even then divided by
+ * 10^d (d < 0: x / 10^-d rounded, times 10^-d), in the op math type (16-bit floats in f32, rounded
+ * once); integers with decimals are eager's error. */
+static Var *h_round(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, *, decimals=0");
+    int64_t dec;
+    Var *x = tensor_arg(t, &b, "input");
+    if (!x || !arg_int(t, &b, "decimals", 0, &dec)) return NULL;
+    if (dec == 0) return op1(t, "round", x, "%s", "");
+    if (x->kind != V_TENSOR || !pt2_dtype_is_float(x->dtype)) return trace_break(t, "round(decimals=...) of an integer tensor (eager raises)");
+    if (dec > 300 || dec < -300) return trace_break(t, "round(decimals=%lld)", (long long)dec);
+    Pt2DType dt = x->dtype, math_dt = dt == PT2_F16 || dt == PT2_BF16 ? PT2_F32 : dt;
+    Var *xm = convert_to(t, x, math_dt), *p = scalar_tensor(t, pow(10.0, (double)(dec > 0 ? dec : -dec)), math_dt);
+    if (!xm || !p) return NULL;
+    Var *scaled = op2(t, dec > 0 ? "mul" : "div", xm, p, "%s", "");
+    Var *rounded = scaled ? op1(t, "round", scaled, "%s", "") : NULL;
+    Var *r = rounded ? op2(t, dec > 0 ? "div" : "mul", rounded, p, "%s", "") : NULL;
+    return convert_to(t, r, dt);
 }
 
 /* The Python function computing binary op `op` on a known 0-d tensor and a

@@ -34,6 +34,7 @@ EXACT = frozenset({
     "bucketize", "searchsorted", "median", "nanmedian", "quantile", "nanquantile", "lgamma", "digamma",
     "erfinv", "i0", "conv_transpose1d", "bilinear", "isinf", "isposinf", "isneginf", "isfinite", "logaddexp2", "fliplr",
     "flipud", "take_along_dim", "dot", "vdot", "inner", "addmv", "addr", "hstack", "vstack", "dstack", "column_stack",
+    "rot90", "mv", "msort", "ldexp", "signbit",
 })
 
 # On CUDA (tests/gpu/test_gpu_meta_strides.py, against eager's CUDA kernels): pixel_unshuffle's CUDA

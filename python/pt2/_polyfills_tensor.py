@@ -1,14 +1,16 @@
 """Python forms of torch's small C functions over whole tensors (capture/polyfills.c): the float
 predicates (isinf, isposinf, isneginf, isfinite), logaddexp2, the flips and stacks of numpy's names
 (fliplr, flipud, atleast_1d/2d/3d, hstack, vstack, dstack, column_stack), take_along_dim, and the
-products of vectors and matrices (dot, vdot, inner, addmv, addr).  Each follows ATen's composite or
+products of vectors and matrices (dot, vdot, inner, mv, addmv, addr), and small ones (ravel, rot90, msort,
+ldexp, sgn, positive, signbit, scalar_tensor, Tensor.sum_to_size, Tensor.unfold).  Each follows ATen's composite or
 kernel (its dtypes, errors and result layout); nothing here runs in eager."""
 import math
 
 import torch
 
 __all__ = ["addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
-           "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "logaddexp2", "take_along_dim", "vdot", "vstack"]
+           "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "ldexp", "logaddexp2", "msort", "mv", "positive",
+           "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim", "unfold", "vdot", "vstack"]
 
 
 def _false_like(input):
@@ -188,3 +190,106 @@ def addr(input, vec1, vec2, beta=1, alpha=1):
         raise RuntimeError(f"addr: Expected 1-d argument vec1, but got {vec1.dim()}-d" if vec1.dim() != 1
                            else f"addr: Expected 1-d argument vec2, but got {vec2.dim()}-d")
     return _scaled_sum(input, torch.outer(vec1, vec2), beta, alpha)
+
+
+def mv(input, vec):
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.dim()}, {vec.dim()}")
+    return input @ vec
+
+
+def ravel(input):
+    """torch.ravel: contiguous().view(-1), a view of a contiguous input (reshape's rule)."""
+    return input.reshape(-1)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """torch.rot90 as ATen's: a flip of one of the two dims then their transpose (k = 1 or 3), a flip of
+    both (k = 2), or a contiguous copy (k = 0)."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    n = input.dim()
+    if n < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {n}")
+    d0, d1 = dims[0], dims[1]
+    if d0 == d1 or (d0 - d1) % n == 0:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    if not (-n <= d0 < n and -n <= d1 < n):
+        raise RuntimeError(f"Rotation dim0 out of range, dim0 = {d0}" if not -n <= d0 < n else f"Rotation dim1 out of range, dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip((d0, d1))
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone(memory_format=torch.contiguous_format)
+
+
+def msort(input):
+    return torch.sort(input, 0).values
+
+
+def ldexp(input, other):
+    """torch.ldexp: input * 2^other (ATen's composite)."""
+    return input * torch.pow(2.0, other)
+
+
+def sgn(input):
+    """torch.sgn of a real tensor: its sign."""
+    return torch.sign(input)
+
+
+def positive(input):
+    """torch.positive: the input itself (a bool tensor: eager's error)."""
+    if input.dtype == torch.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def signbit(input):
+    """torch.signbit: the sign bit (-0.0 and a negative NaN too) of floats; x < 0 of integers."""
+    if input.dtype == torch.bool:
+        return torch.zeros_like(input)
+    if not input.is_floating_point():
+        return input < 0
+    return torch.copysign(torch.ones_like(input), input) < 0
+
+
+def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
+    """torch.scalar_tensor: a 0-d tensor of the default float type unless dtype says otherwise."""
+    return torch.full((), s, dtype=dtype if dtype is not None else torch.get_default_dtype(), device=device)
+
+
+def sum_to_size(input, *size):
+    """Tensor.sum_to_size: summed over the leading dims and the dims where size is 1 (kept), so that the
+    result has `size`; the input itself where it has that size already."""
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    lead = input.dim() - len(size)
+    if lead < 0 or any(s != 1 and s != input.shape[lead + i] for i, s in enumerate(size)):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(input.shape)}}}.")
+    if tuple(input.shape) == size:
+        return input
+    r = input.sum(tuple(range(lead))) if lead > 0 else input
+    dims = tuple(i for i, s in enumerate(size) if s == 1 and r.shape[i] != 1)
+    return r.sum(dims, keepdim=True) if dims else r
+
+
+def unfold(input, dimension, size, step):
+    """Tensor.unfold: the windows of `size` elements `step` apart along `dimension`, a new last dim of
+    each window's elements.  Eager's result is a view of the input (as_strided); this one is a gather
+    (a copy: a write through it does not reach the input, docs/capture.md)."""
+    n = input.dim()
+    d = dimension % n if n else 0
+    length = input.shape[d] if n else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if n == 0:
+        return input.reshape(1)
+    windows = (length - size) // step + 1
+    idx = (torch.arange(windows, device=input.device) * step).unsqueeze(1) + torch.arange(size, device=input.device)
+    y = input.index_select(d, idx.reshape(-1))
+    y = y.reshape(input.shape[:d] + (windows, size) + input.shape[d + 1:])
+    return y.movedim(d + 1, -1)

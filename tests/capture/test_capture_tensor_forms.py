@@ -161,3 +161,44 @@ def test_splits():
         pt2.reset()
         with pytest.raises(RuntimeError):
             pt2.compile(bad)(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_round_decimals(dtype):
+    """torch.round(x, decimals=d) as ATen's: x * 10^d rounded half to even, over 10^d (d < 0: the other
+    way round), in float32 for 16-bit types: bit for bit against eager."""
+    x = torch.tensor([1.2345, -2.5, 1234.5678, 0.125, -0.005, float("nan"), float("inf"), 2.675, 1e20, -0.0]).to(dtype)
+    for d in (0, 1, 2, 3, -1, -2, 5):
+        want = torch.round(x, decimals=d)
+        got, (graphs, breaks, _) = run(lambda x: torch.round(x, decimals=d), x)
+        assert torch.equal(got.nan_to_num(), want.nan_to_num()) and (graphs, breaks) == (1, 0), d
+        got, _ = run(lambda x: x.round(decimals=d) * 1, x.flip(0))
+        assert torch.equal(got.nan_to_num(), (x.flip(0).round(decimals=d) * 1).nan_to_num())
+
+
+def test_small_forms():
+    """mv, ravel, rot90 (every k, negative dims: eager's strides), msort, ldexp, sgn, positive (the input
+    itself), signbit (-0.0 and negative NaN), scalar_tensor, sum_to_size, Tensor.unfold (values; eager's
+    is a view with overlapping strides, pt2's a copy)."""
+    x, v = torch.randn(5, 6, 7), torch.randn(7)
+    for f in (lambda x: torch.mv(x[0], v), lambda x: x[0].mv(v), lambda x: torch.ravel(x.transpose(0, 1)), lambda x: x.ravel() + 1,
+              lambda x: torch.rot90(x), lambda x: torch.rot90(x, -1, (2, 0)), lambda x: torch.rot90(x, 2, [1, 2]),
+              lambda x: torch.rot90(x, 4), lambda x: torch.msort(x), lambda x: torch.ldexp(x, torch.tensor(3)),
+              lambda x: torch.sgn(x), lambda x: torch.positive(x) * 2, lambda x: torch.signbit(x),
+              lambda x: x + torch.scalar_tensor(3), lambda x: x.sum_to_size(1, 6, 1), lambda x: x.sum_to_size((6, 7))):
+        check(f, x)
+    s = torch.tensor([-0.0, 0.0, float("nan"), -float("nan"), -1.0, 2.0])
+    check(torch.signbit, s)
+    check(torch.signbit, torch.tensor([-3, 0, 4]))
+    for f in (lambda x: x.unfold(2, 3, 2), lambda x: x.unfold(0, 5, 1), lambda x: x.transpose(1, 2).unfold(-1, 2, 3) + 0):
+        got, (graphs, breaks, _) = run(f, x)
+        torch.testing.assert_close(got, f(x))
+        assert (graphs, breaks) == (1, 0)
+    assert pt2.compile(lambda x: torch.positive(x))(x) is x
+    for bad in (lambda x: torch.positive(x > 0), lambda x: x.sum_to_size(2, 7), lambda x: torch.rot90(x, 1, (1, 1)),
+                lambda x: x.unfold(1, 9, 1), lambda x: torch.mv(x, v)):
+        with pytest.raises(RuntimeError):
+            bad(x)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(bad)(x)

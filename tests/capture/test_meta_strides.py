@@ -134,6 +134,11 @@ CASES = {
     "vstack": (3, lambda x: (torch.vstack([x, x]), torch.vstack([x[0, 0], x[0]]))),
     "dstack": (3, lambda x: torch.dstack([x, x])),
     "column_stack": (2, lambda x: torch.column_stack([x, x[:, 0]])),
+    "rot90": (3, lambda x: (torch.rot90(x), torch.rot90(x, -1, (2, 0)), torch.rot90(x, 2, (1, 2)), torch.rot90(x, 4))),
+    "mv": (2, lambda x: torch.mv(x, x[0])),
+    "msort": (3, lambda x: torch.msort(x)),
+    "ldexp": (4, lambda x: torch.ldexp(x, x[0].int())),
+    "signbit": (4, lambda x: torch.signbit(x)),
 }
 
 
