@@ -94,7 +94,7 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         nkw = 0;
     }
     if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0 &&
-        strcmp(op, "dict") != 0) {
+        strcmp(op, "dict") != 0 && strcmp(op, "sorted") != 0) {
         return trace_break(t, "%s() with keyword arguments", op);
     }
     if ((strcmp(op, "set") == 0 || strcmp(op, "frozenset") == 0) && n <= 1) {
@@ -304,6 +304,34 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
             acc = trace_call(t, args[0], pair, 2, NULL, NULL, 0);
         }
         return acc;
+    }
+    if (strcmp(op, "sorted") == 0 && n == 1) {
+        /* sorted(iterable, reverse=...) of constants (dims, names): sorted at trace time by Python itself
+         * (its stable order and its errors for mixed types); a key function is a break */
+        bool reverse = false;
+        for (int i = 0; i < nkw; ++i) {
+            const char *kw = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, i));
+            if (strcmp(kw, "reverse") == 0 && kwv[i]->kind == V_CONST && PyBool_Check(kwv[i]->obj)) {
+                reverse = kwv[i]->obj == Py_True;
+            } else if (!(strcmp(kw, "key") == 0 && kwv[i]->kind == V_CONST && kwv[i]->obj == Py_None)) {
+                return trace_break(t, "sorted() with %s=%s", kw, strcmp(kw, "key") == 0 ? "a key function" : "a value not known at trace time");
+            }
+        }
+        Var *items = iterable_items(t, args[0]);
+        if (!items) return NULL;
+        PyObject *tup = const_tuple_of(t, items->items, items->n_items);
+        if (!tup) return NULL;
+        PyObject *sorted = PySequence_List(tup);
+        Py_DECREF(tup);
+        if (!sorted) return NULL;
+        if (PyList_Sort(sorted) != 0 || (reverse && PyList_Reverse(sorted) != 0)) {
+            Py_DECREF(sorted);
+            return exc_raise_pending(t, "sorted"); /* Python's TypeError for items that do not compare */
+        }
+        Var *out = var_new(t, V_LIST);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted); ++i) var_push_item(t, out, var_const(t, PyList_GET_ITEM(sorted, i)));
+        Py_DECREF(sorted);
+        return out;
     }
     if (strcmp(op, "reversed") == 0 && n == 1) {
         Var *items = iterable_items(t, args[0]);

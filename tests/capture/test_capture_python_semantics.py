@@ -429,3 +429,22 @@ def test_frozen_dataclass_and_object_setattr_called_as_a_function():
         return x * c.scale + c.shift + h.get()
 
     check(fn, torch.randn(3, 4))
+
+
+def test_sorted_of_constants():
+    """sorted() of constants (dims, dict keys), reverse=, key=None: computed at trace time, one graph;
+    items that do not compare raise Python's TypeError; a key function is a break with eager's result."""
+    x = torch.randn(3, 4, 5)
+    for f in (lambda x: x.sum(tuple(sorted([2, 0]))), lambda x: x.permute(*sorted((2, 0, 1), reverse=True)),
+              lambda x: x * len(sorted({"b": 1, "a": 2}, key=None)), lambda x: x.amax(sorted([-1, 0])),
+              lambda x: x * sorted([3.5, 1, 2])[0]):
+        pt2.reset()
+        torch.testing.assert_close(pt2.compile(f)(x), f(x))
+        info = pt2.explain(f)(x)
+        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+    pt2.reset()
+    with pytest.raises(TypeError):
+        pt2.compile(lambda x: x + len(sorted([1, "a"])))(x)
+    f = lambda x: x.sum(sorted([2, 0], key=lambda d: -d)[0])  # noqa: E731
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(f)(x), f(x))

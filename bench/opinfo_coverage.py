@@ -1,0 +1,125 @@
+"""PyTorch's own operator database (torch.testing._internal's OpInfo op_db, which needs the `expecttest`
+package) run through pt2 on the CPU: for each op that takes the dtype, its first sample inputs, each
+compiled alone (`lambda *a: op(*a, **kwargs)`) and compared with eager: values (NaN equal), dtypes, shapes,
+strides, and whether it was one graph without a break.  Counts per outcome and the break reasons, most
+frequent first.  Not a speed benchmark: correctness and coverage of single ops.  Writes JSON.
+
+    python bench/opinfo_coverage.py [--dtype float32] [--samples 4] [--json out.json] [op ...]
+
+Outcomes: match (one graph, eager's values, dtype, shape and strides), strides (values right, strides
+not: returned views of inputs come back as copies, docs/capture.md), break (eager's values through a
+graph break), mismatch (a wrong value, dtype or shape), error (pt2 raised where eager did not), and
+skipped: ops with uninitialized results (empty*) and random ones (their samples run under a
+generator-state context manager, which pt2 runs eagerly).
+"""
+import argparse
+import collections
+import json
+import math
+import re
+import warnings
+
+import torch
+
+import pt2
+
+UNINITIALIZED = re.compile(r"^(empty|new_empty|empty_like|empty_strided|new_empty_strided|empty_permuted)")
+
+
+def flat(o):
+    if isinstance(o, (tuple, list)):
+        return [y for x in o for y in flat(x)]
+    return [o]
+
+
+def compare(want, got, dtype):
+    ws, gs = flat(want), flat(got)
+    if len(ws) != len(gs):
+        return "mismatch", "structure"
+    tol = 1e-4 if dtype in (torch.float32, torch.float64) else 1e-2
+    strides = None
+    for a, b in zip(ws, gs):
+        if isinstance(a, torch.Tensor):
+            if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+                return "mismatch", f"{getattr(b, 'shape', type(b).__name__)} {getattr(b, 'dtype', '')} for {a.shape} {a.dtype}"
+            try:
+                torch.testing.assert_close(b, a, equal_nan=True, atol=tol, rtol=tol)
+            except AssertionError as e:
+                return "mismatch", " ".join(str(e).split("\n")[1:3])
+            if a.numel() > 1 and a.stride() != b.stride():
+                strides = f"{b.stride()} for {a.stride()}"
+        elif a != b and not (isinstance(a, float) and math.isnan(a)):
+            return "mismatch", f"{b!r} for {a!r}"
+    return ("strides", strides) if strides else ("match", "")
+
+
+def main():
+    from torch.testing._internal.common_methods_invocations import op_db  # needs expecttest
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("ops", nargs="*")
+    opts = ap.parse_args()
+    dtype = getattr(torch, opts.dtype)
+    warnings.filterwarnings("ignore")
+    rows = []
+    for op in op_db:
+        name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+        if (opts.ops and name not in opts.ops) or dtype not in op.supported_dtypes("cpu"):
+            continue
+        try:
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:opts.samples]
+        except Exception:  # noqa: BLE001 - the database's own sample generator failed
+            continue
+        for i, s in enumerate(samples):
+            args, kw = (s.input,) + tuple(s.args), s.kwargs
+
+            def fn(*a, _op=op.op, _kw=kw):
+                return _op(*a, **_kw)
+
+            def copies():
+                return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+            try:
+                want = fn(*copies())
+            except Exception:  # noqa: BLE001 - a sample eager refuses
+                continue
+            if UNINITIALIZED.match(op.name):
+                rows.append((name, i, "skipped", "uninitialized"))
+                continue
+            pt2.reset()
+            try:
+                got = pt2.compile(fn)(*copies())
+                status, detail = compare(want, got, dtype)
+                if status in ("match", "strides"):
+                    info = pt2.explain(fn)(*copies())
+                    if info.graph_break_count:
+                        status, detail = "break", re.sub(r" \([^()]*:\d+\)$", "", str(info.break_reasons[0]))
+                        if "contextmanager" in detail:
+                            status, detail = "skipped", "random"
+            except Exception as e:  # noqa: BLE001
+                status, detail = "error", f"{type(e).__name__}: {str(e)[:160]}"
+            rows.append((name, i, status, detail))
+    counts = collections.Counter(r[2] for r in rows)
+    ops = {}
+    for name, _, status, _ in rows:  # an op's outcome: its worst sample's
+        order = ["match", "strides", "skipped", "break", "error", "mismatch"]
+        ops[name] = max(ops.get(name, "match"), status, key=order.index)
+    print(f"{len(rows)} samples of {len(ops)} ops ({opts.dtype}): " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+    print("ops by their worst sample: " + ", ".join(f"{k} {v}" for k, v in collections.Counter(ops.values()).most_common()))
+    for status in ("mismatch", "error"):
+        for r in rows:
+            if r[2] == status:
+                print(f"  {status}: {r[0]} sample {r[1]}: {r[3]}")
+    reasons = collections.Counter(re.sub(r"\b\d+\b", "N", r[3])[:100] for r in rows if r[2] == "break")
+    print("break reasons, most frequent first:")
+    for reason, n in reasons.most_common(40):
+        print(f"  {n:4d}  {reason}")
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"dtype": opts.dtype, "counts": dict(counts), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
