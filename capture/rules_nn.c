@@ -265,6 +265,17 @@ Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
                 return NULL;
             }
         }
+    } else if (os->kind == V_CONST && PyTuple_Check(os->obj) && PyTuple_GET_SIZE(os->obj) == 2) { /* a constant pair, None in it */
+        for (int i = 0; i < 2; ++i) {
+            PyObject *it = PyTuple_GET_ITEM(os->obj, i);
+            if (it == Py_None) {
+                o[i] = x->sizes[x->rank - 2 + i];
+            } else if (PyLong_Check(it) && !PyBool_Check(it)) {
+                o[i] = PyLong_AsLongLong(it);
+            } else {
+                return trace_break(t, "adaptive_avg_pool2d(): output_size %s", "of other than ints and None");
+            }
+        }
     } else if (!pair_arg(t, &b, "output_size", 1, o)) {
         return NULL;
     }
