@@ -178,17 +178,25 @@ def _scaled_sum(input, product, beta, alpha):
 
 
 def addmv(input, mat, vec, beta=1, alpha=1):
-    """torch.addmv: beta * input + alpha * (mat @ vec)."""
+    """torch.addmv: beta * input + alpha * (mat @ vec); integer tensors take beta and alpha truncated to
+    their type, as ATen's kernel."""
     if mat.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
+    if not (input.is_floating_point() or input.dtype == torch.bool):
+        beta, alpha = int(beta), int(alpha)
     return _scaled_sum(input, mat @ vec, beta, alpha)
 
 
 def addr(input, vec1, vec2, beta=1, alpha=1):
-    """torch.addr: beta * input + alpha * outer(vec1, vec2) (bool: or and and)."""
+    """torch.addr: beta * input + alpha * outer(vec1, vec2); a float beta or alpha with integer tensors is
+    eager's error."""
     if vec1.dim() != 1 or vec2.dim() != 1:
         raise RuntimeError(f"addr: Expected 1-d argument vec1, but got {vec1.dim()}-d" if vec1.dim() != 1
                            else f"addr: Expected 1-d argument vec2, but got {vec2.dim()}-d")
+    if not (input.is_floating_point() or input.dtype == torch.bool):
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float):
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
     return _scaled_sum(input, torch.outer(vec1, vec2), beta, alpha)
 
 

@@ -114,6 +114,11 @@ def test_vector_products(dtype):
     check(lambda v, m, a: torch.addmv(v[:1], m.t().contiguous().t(), a, beta=2, alpha=3), v4, m, a)
     check(lambda v, m, a: v.addr(v, a, beta=0, alpha=2) if False else torch.addr(m, v, a, beta=0, alpha=2), v4, m, a)
     check(lambda v, m, a: torch.addr(m, v, a, alpha=-1), v4, m, a)
+    check(lambda v, m, a: torch.addmv(v, m, a, beta=1.7, alpha=2.9), v4, m, a)  # integers: truncated to 1 and 2
+    check(lambda v, m, a: torch.addmv(v, m, a, beta=0.2, alpha=0.6), v4, m, a)
+    if not dtype.is_floating_point:
+        with pytest.raises(RuntimeError):
+            pt2.compile(lambda v, m, a: torch.addr(m, v, a, beta=0.5))(v4, m, a)
     if dtype.is_floating_point:
         nan = torch.full((4,), float("nan"), dtype=dtype)
         check(lambda n, m, a: torch.addmv(n, m, a, beta=0), nan, m, a)  # beta 0: the input's NaN ignored
