@@ -297,3 +297,29 @@ def test_outputs_take_eager_layouts_cuda(mode):
                 w = fn(a * (k + 1))
                 assert got.shape == w.shape and _dense_strides(got) == _dense_strides(w)
                 torch.testing.assert_close(got, w, rtol=1e-4, atol=1e-4)
+
+
+@needs_cuda
+def test_tensor_forms_on_cuda():
+    """python/pt2/_polyfills_tensor.py's forms and the trigonometric ops on CUDA tensors against eager CUDA,
+    one graph each, results on the GPU with eager's strides."""
+    x = rand(5, 6, 7, device="cuda")
+    v, m = rand(7, seed=1, device="cuda"), rand(4, 7, seed=2, device="cuda")
+    s = torch.tensor([0.0, -0.0, 1.0, float("inf"), float("-inf"), float("nan")], device="cuda")
+    cases = [(lambda s: (torch.isinf(s), torch.isfinite(s), torch.isposinf(s), torch.isneginf(s), torch.signbit(s)), s),
+             (lambda x: torch.logaddexp2(x, x.flip(0)), x), (lambda x: (torch.fliplr(x), torch.flipud(x), torch.rot90(x)), x),
+             (lambda x: (torch.hstack([x, x]), torch.vstack([x, x]), torch.dstack([x, x])), x),
+             (lambda x: torch.take_along_dim(x, x.argsort(2)[:, :, :3], 2), x),
+             (lambda m: (torch.dot(v, v), torch.inner(m, v), torch.addmv(m[:, 0], m, v, beta=0.5), torch.mv(m, v),
+                         torch.addr(m, m[:, 0], v, alpha=2)), m),
+             (lambda x: (torch.round(x, decimals=2), x.unfold(2, 3, 2), x.sum_to_size(1, 6, 1)), x),
+             (lambda x: (torch.tan(x), torch.asin(x.tanh()), torch.acosh(x.abs() + 1), torch.atanh(x.tanh() * 0.9),
+                         torch.sinh(x), torch.cosh(x), torch.atan(x)), x)]
+    for fn, a in cases:
+        pt2.reset()
+        got, want = pt2.compile(fn)(a), fn(a)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.is_cuda and g.dtype == w.dtype and g.shape == w.shape
+            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5, equal_nan=True)
+        info = pt2.explain(fn)(a)
+        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
