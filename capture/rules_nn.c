@@ -234,12 +234,25 @@ Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     if (is_max) {
         bool ri;
         if (!arg_bool(t, &b, "return_indices", false, &ri)) return NULL;
-        if (ri) return trace_break(t, "max_pool2d(return_indices=True)");
-        return op1(t, "max_pool2d", x,
-                   "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
-                   "dilation = array<i64: %lld, %lld>, ceil_mode = %s}",
-                   (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-                   (long long)d[0], (long long)d[1], ceil_mode ? "true" : "false");
+        Var *values = op1(t, "max_pool2d", x,
+                          "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
+                          "dilation = array<i64: %lld, %lld>, ceil_mode = %s}",
+                          (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+                          (long long)d[0], (long long)d[1], ceil_mode ? "true" : "false");
+        if (!ri || !values) return values;
+        /* return_indices=True: the indices by a Python form that finds each window's max among its
+         * elements (pt2._polyfills.max_pool2d_indices) */
+        PyObject *params = Py_BuildValue("((LL)(LL)(LL)(LL))", (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1],
+                                         (long long)p[0], (long long)p[1], (long long)d[0], (long long)d[1]);
+        Var *call[6] = {x, values, NULL, NULL, NULL, NULL};
+        for (int i = 0; params && i < 4; ++i) call[2 + i] = var_const(t, PyTuple_GET_ITEM(params, i));
+        Var *idx = params ? polyfill_form(t, "max_pool2d_indices", call, 6, NULL, NULL, 0) : NULL;
+        Py_XDECREF(params);
+        if (!idx) return t->broke ? NULL : trace_break(t, "max_pool2d(return_indices=True): its indices' form");
+        Var *pair = var_new(t, V_TUPLE);
+        var_push_item(t, pair, values);
+        var_push_item(t, pair, idx);
+        return pair;
     }
     bool cip;
     if (!arg_bool(t, &b, "count_include_pad", true, &cip)) return NULL;

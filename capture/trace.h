@@ -401,9 +401,6 @@ int trace_op(Trace *t, const char *op, int n, const int *operands, const char *a
 /* The graph value of a tensor Var, or of a Python number as a weak scalar. */
 int trace_value(Trace *t, Var *v);
 
-/* Runs the symbolic evaluation of `fn` called with args (inlining).  Returns
- * the result Var or NULL (trace broken). */
-Var *trace_call_function(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 
 /* Evaluates a callable Var on args; returns the result or NULL. */
 Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);

@@ -13,7 +13,7 @@ from ._polyfills_sort import _SCALAR_TYPE
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
            "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
-           "margin_ranking_loss", "max_pool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
+           "margin_ranking_loss", "max_pool2d_indices", "max_pool3d", "max_unpool2d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
            "softshrink", "triplet_margin_loss"]
 
 
@@ -389,3 +389,39 @@ def multilabel_margin_loss(input, target, reduction=1):
     z = z * (listed.unsqueeze(2) & ~is_target.unsqueeze(1))
     loss = z.sum((1, 2)) / c
     return _reduce(loss.reshape(input.shape[:-1]) if input.dim() == 2 else loss.reshape(()), reduction)
+
+
+def max_pool2d_indices(input, values, kernel, stride, padding, dilation):
+    """The indices F.max_pool2d(return_indices=True) returns beside `values` (pt2's max_pool2d of input):
+    each window's position of its max in the flattened H x W plane, as ATen's kernels choose it: the
+    first in scan order (the first valid one for a window of -inf), the last NaN where the max is NaN."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    h, w = input.shape[-2], input.shape[-1]
+    oh, ow = values.shape[-2], values.shape[-1]
+    dev = input.device
+    rows = (torch.arange(oh, device=dev) * sh - ph).unsqueeze(1) + torch.arange(kh, device=dev) * dh  # [oh, kh]
+    cols = (torch.arange(ow, device=dev) * sw - pw).unsqueeze(1) + torch.arange(kw, device=dev) * dw  # [ow, kw]
+    win = input.index_select(-2, rows.clamp(0, h - 1).reshape(-1)).index_select(-1, cols.clamp(0, w - 1).reshape(-1))
+    win = win.reshape(input.shape[:-2] + (oh, kh, ow, kw)).movedim(-3, -2)  # [..., oh, ow, kh, kw]
+    valid = ((rows >= 0) & (rows < h))[:, None, :, None] & ((cols >= 0) & (cols < w))[None, :, None, :]
+    v = values.unsqueeze(-1).unsqueeze(-1)
+    hit = (valid & ((win == v) | (win.isnan() & v.isnan()))).flatten(-2).to(torch.int32)
+    first = hit.argmax(-1)
+    last = hit.shape[-1] - 1 - hit.flip(-1).argmax(-1)
+    k = torch.where(values.isnan(), last, first)
+    pos = (rows[:, None, :, None] * w + cols[None, :, None, :]).flatten(-2)  # [oh, ow, kh * kw]
+    return pos.expand(k.shape + (pos.shape[-1],)).gather(-1, k.unsqueeze(-1)).squeeze(-1)
+
+
+def max_unpool2d(input, indices, output_size):
+    """torch._C._nn.max_unpool2d: zeros of output_size with each value written at its index of the
+    flattened plane (F.max_unpool2d computed output_size); an index out of range is an index error."""
+    if indices.dtype != torch.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
+    if input.shape != indices.shape:
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) but got indices "
+                           f"tensor with shape: {list(indices.shape)}")
+    oh, ow = output_size
+    flat = torch.zeros(input.shape[:-2] + (oh * ow,), dtype=input.dtype, device=input.device)
+    out = flat.scatter(-1, indices.flatten(-2), input.flatten(-2))
+    return out.reshape(input.shape[:-2] + (oh, ow))

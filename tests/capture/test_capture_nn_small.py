@@ -335,3 +335,36 @@ def test_margin_losses_over_classes_index_errors():
         pt2.reset()
         with pytest.raises((RuntimeError, IndexError)):
             pt2.compile(fn)(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1), dilation=(2, 1)),
+                                dict(kernel_size=3, stride=2, ceil_mode=True), dict(kernel_size=3, stride=1, padding=1)])
+def test_max_pool2d_indices_and_unpool(kw, dtype):
+    """F.max_pool2d(return_indices=True): pt2's max pool, then each window's position of its max as
+    ATen's kernel picks it (the first in scan order, the first valid one of an all -inf window, the last
+    NaN), bit for bit against eager; nn.MaxUnpool2d writes the values back at them (one graph)."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 3, 9, 11, generator=g).to(dtype)
+    x[0, 0, 0, :3] = float("nan")
+    x[0, 0, 1, 1] = float("nan")
+    x[1, 1, :3, :3] = -float("inf")
+    x[1, 2, 4, 4:8] = 5.0  # ties
+    f = lambda x: F.max_pool2d(x, return_indices=True, **kw)  # noqa: E731
+    pt2.reset()
+    got, want = pt2.compile(f)(x), f(x)
+    assert torch.equal(got[0].nan_to_num(), want[0].nan_to_num()) and torch.equal(got[1], want[1])
+    assert graphs(f, x) == (1, 0)
+    pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+
+    def autoencoder(x):
+        y, i = pool(x)
+        return unpool(y * 2, i, output_size=x.shape)
+    pt2.reset()
+    assert torch.equal(pt2.compile(autoencoder)(x).nan_to_num(), autoencoder(x).nan_to_num())
+    assert graphs(autoencoder, x) == (1, 0)
+    check(lambda x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2), x[0, :, :8, :10].contiguous())
+    pt2.reset()
+    with pytest.raises((RuntimeError, IndexError)):  # an index past the output: eager's error, pt2's checked scatter
+        pt2.compile(lambda x: F.max_unpool2d(x, torch.full(x.shape, 99), 2))(x[:, :, :4, :4])
