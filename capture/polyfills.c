@@ -234,6 +234,19 @@ static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
+/* torch.histc(input, bins, min, max) with the range given (min and max numbers, not both 0: the
+ * data's own range, whose non-finite ends eager refuses, stays the C op's) and bins a positive int */
+static bool histc_range(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input"), *lo = ARG(2, "min"), *hi = ARG(3, "max");
+    int64_t bins = 100;
+    if (!is_tensor(x) || !is_number(lo) || !is_number(hi) || (ARG(1, "bins") && !const_int(ARG(1, "bins"), &bins)) || bins <= 0) {
+        return false;
+    }
+    double a = PyFloat_AsDouble(lo->obj), b = PyFloat_AsDouble(hi->obj);
+    PyErr_Clear();
+    return !(a == 0 && b == 0) && isfinite(a) && isfinite(b);
+}
+
 /* F.one_hot(x, num_classes) of an int64 x with num_classes >= 1 (-1 sizes the result by the data; 0
  * raises in eager, for an empty x too) */
 static bool one_hot_explicit(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

@@ -9,7 +9,7 @@ import math
 import torch
 
 __all__ = ["addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
-           "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "ldexp", "logaddexp2", "msort", "mv", "positive",
+           "histc", "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "ldexp", "logaddexp2", "msort", "mv", "positive",
            "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim", "unfold", "vdot", "vstack"]
 
 
@@ -301,3 +301,22 @@ def unfold(input, dimension, size, step):
     y = input.index_select(d, idx.reshape(-1))
     y = y.reshape(input.shape[:d] + (windows, size) + input.shape[d + 1:])
     return y.movedim(d + 1, -1)
+
+
+def histc(input, bins=100, min=0, max=0):
+    """torch.histc over a given range (polyfills.c takes only those): each element's bin
+    (x - min) * bins / (max - min) truncated, max itself in the last bin, elements outside the range (NaN
+    too) not counted; counts of the input's type, as ATen's CPU kernel."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{str(input.dtype).split(".")[1].capitalize()}\'')
+    if min > max:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    x = input.reshape(-1)
+    # the range's ends in the input's type, each step rounded to it, as the kernel's arithmetic in input_t
+    lo = torch.full((), min, dtype=input.dtype, device=input.device)
+    hi = torch.full((), max, dtype=input.dtype, device=input.device)
+    pos = ((x - lo) * bins / (hi - lo)).to(torch.int64)
+    pos = torch.where(pos >= bins, bins - 1, pos)
+    inside = (x >= lo) & (x <= hi)
+    pos = torch.where(inside, pos, 0)
+    return torch.zeros(bins, dtype=input.dtype, device=input.device).scatter_add(0, pos, inside.to(input.dtype))

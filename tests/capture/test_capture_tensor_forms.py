@@ -207,3 +207,24 @@ def test_small_forms():
         pt2.reset()
         with pytest.raises(RuntimeError):
             pt2.compile(bad)(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_histc(dtype):
+    """torch.histc over a given range as ATen's CPU kernel counts: bin (x - min) * bins / (max - min)
+    truncated in the input's type, max in the last bin, NaN, infinities and elements outside not counted:
+    bit for bit; the data's own range (min = max = 0) and integer inputs stay eager's."""
+    x = torch.tensor([0.0, 1.0, 2.0, 2.9999, 3.0, 3.5, -0.1, float("nan"), 1.5, float("inf"), -float("inf")])
+    for seed in range(6):
+        r = torch.rand(7, 9, generator=torch.Generator().manual_seed(seed))
+        for bins, lo, hi in ((7, 0.1, 0.9), (10, 0, 1), (3, 0.33, 0.77)):
+            check(lambda r: torch.histc(r.to(dtype), bins=bins, min=lo, max=hi), r.t())
+    check(lambda x: torch.histc(x.to(dtype), bins=3, min=0, max=3), x)
+    check(lambda x: x.to(dtype).histc(5, -1, 1.5), x)
+    check(lambda x: torch.histc(x.to(dtype) * 2, bins=4, min=-2, max=6) + 1, x)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda x: torch.histc(x.to(dtype), 3, 3, 0))(x)
+    info = pt2.explain(lambda x: torch.histc(x, 3) * 1)(x[:4])  # the data's range: the C op, eager's values
+    assert info.graph_break_count == 1
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(lambda x: torch.histc(x, 3) * 1)(x[:4]), torch.histc(x[:4], 3))
