@@ -8,7 +8,7 @@ import math
 
 import torch
 
-__all__ = ["addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
+__all__ = ["addmv", "addr", "atleast_1d", "cumulative_trapezoid", "diag_embed", "diagflat", "kthvalue", "trapezoid", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
            "histc", "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "ldexp", "logaddexp2", "msort", "mv", "positive",
            "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim", "unfold", "vdot", "vstack"]
 
@@ -320,3 +320,82 @@ def histc(input, bins=100, min=0, max=0):
     inside = (x >= lo) & (x <= hi)
     pos = torch.where(inside, pos, 0)
     return torch.zeros(bins, dtype=input.dtype, device=input.device).scatter_add(0, pos, inside.to(input.dtype))
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """torch.diag_embed: the last dim of input on the offset diagonal of a new plane of dims (dim1, dim2),
+    zeros elsewhere (a select of each plane position's element, never a product, so a NaN stays on its
+    diagonal)."""
+    n = input.shape[-1]
+    m = n + abs(offset)
+    rank = input.dim() + 1
+    d1, d2 = dim1 % rank, dim2 % rank
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    i = torch.arange(m, device=input.device)
+    on = (i.unsqueeze(0) - i.unsqueeze(1)) == offset  # [row, col]: col - row == offset
+    k = (i - max(-offset, 0)).clamp(0, max(n - 1, 0))  # the element each row takes
+    vals = input.index_select(-1, k) if n else input.new_zeros(input.shape[:-1] + (m,))
+    out = torch.where(on, vals.unsqueeze(-1), torch.zeros((), dtype=input.dtype, device=input.device))
+    return out.movedim((-2, -1), (d1, d2))
+
+
+def diagflat(input, offset=0):
+    """torch.diagflat: the flattened input on the offset diagonal of a square matrix."""
+    return diag_embed(input.reshape(-1), offset)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """torch.kthvalue: the k-th smallest along dim (NaN the largest) and its index, from a stable sort (among
+    equal values the first; eager's selection may pick another of them, as topk's order of ties)."""
+    n = input.shape[dim] if input.dim() else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim % max(input.dim(), 1)}")
+    x = input if input.dim() else input.reshape(1)
+    d = dim % x.dim()
+    s = torch.sort(x, dim=d, stable=True)
+    values, indices = s.values.narrow(d, k - 1, 1), s.indices.narrow(d, k - 1, 1)
+    if not keepdim or input.dim() == 0:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    if input.dim() == 0:
+        values, indices = values.reshape(()), indices.reshape(())
+    return torch.return_types.kthvalue((values, indices))
+
+
+def _trapezoid_dx(y, dx, d):
+    n = y.shape[d]
+    if n == 0:
+        return torch.zeros_like(y.sum(d))
+    return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """torch.trapezoid (trapz): ATen's composites, (sum - (first + last) / 2) * dx for a spacing, the sum of
+    the differences of x times the mean of neighbours over 2 for sample points x."""
+    d = dim % y.dim()
+    if x is None or not isinstance(x, torch.Tensor):
+        return _trapezoid_dx(y, 1 if dx is None and x is None else (dx if dx is not None else x), d)
+    n = y.shape[d]
+    if n == 0:
+        return torch.zeros_like(y.sum(d))
+    if x.dim() == 1:
+        if x.shape[0] != n:
+            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+        dxs = x.diff().reshape([n - 1 if i == d else 1 for i in range(y.dim())])
+    else:
+        dxs = x.diff(dim=dim)
+    return (dxs * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """torch.cumulative_trapezoid: the running sums of the trapezoids (ATen's composite)."""
+    d = dim % y.dim()
+    n = y.shape[d]
+    if n == 0:
+        return y.narrow(d, 0, 0)
+    pairs = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    if x is None or not isinstance(x, torch.Tensor):
+        step = 1 if dx is None and x is None else (dx if dx is not None else x)
+        return (pairs * (step / 2.0)).cumsum(d) if not isinstance(step, torch.Tensor) else (pairs * step / 2.0).cumsum(d)
+    dxs = x.diff().reshape([n - 1 if i == d else 1 for i in range(y.dim())]) if x.dim() == 1 else x.diff(dim=dim)
+    return (dxs * pairs / 2.0).cumsum(d)

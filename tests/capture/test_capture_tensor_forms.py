@@ -228,3 +228,26 @@ def test_histc(dtype):
     assert info.graph_break_count == 1
     pt2.reset()
     torch.testing.assert_close(pt2.compile(lambda x: torch.histc(x, 3) * 1)(x[:4]), torch.histc(x[:4], 3))
+
+
+def test_diag_embed_kthvalue_trapezoid():
+    """diag_embed / diagflat (offsets, other dims, a NaN kept on its diagonal), kthvalue (values; indices
+    where the k-th value is not tied), trapezoid / trapz / cumulative_trapezoid (a spacing, sample points
+    1-d and full) against eager, one graph each."""
+    x = torch.randn(2, 3)
+    x[0, 1] = float("nan")
+    y, xs = torch.randn(4, 5), torch.arange(5.0) ** 2
+    for f in (lambda x: torch.diag_embed(x), lambda x: torch.diag_embed(x, 1), lambda x: torch.diag_embed(x, -1, 0, 2),
+              lambda x: torch.diag_embed(x, 0, -1, -2), lambda x: x.diag_embed(2, 2, 0), lambda x: torch.diagflat(x),
+              lambda x: torch.diagflat(x, -2)):
+        check(f, x)
+    for f in (lambda y: torch.kthvalue(y, 3, 0, True), lambda y: y.kthvalue(1), lambda y: torch.kthvalue(y[0], 5)):
+        check(f, y)
+    check(lambda v: torch.kthvalue(v, 5), torch.tensor([3.0, 1.0, 2.0, 1.0, float("nan")]))
+    for f in (lambda y: torch.trapezoid(y), lambda y: torch.trapezoid(y, dx=0.5, dim=0), lambda y: torch.trapezoid(y, xs),
+              lambda y: torch.trapz(y, xs), lambda y: torch.trapz(y, dim=0), lambda y: torch.trapezoid(y, y.cumsum(1)),
+              lambda y: torch.cumulative_trapezoid(y), lambda y: torch.cumulative_trapezoid(y, xs),
+              lambda y: torch.cumulative_trapezoid(y, dx=2.0, dim=0)):
+        check(f, y, tol=1e-5)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda y: torch.kthvalue(y, 9))(y)
