@@ -234,6 +234,14 @@ static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
+/* torch.cross(input, other, dim) with the dim given (without it eager takes the first dim of size 3,
+ * with a deprecation warning: the C op's) */
+static bool cross_dim_given(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *dim = ARG(2, "dim");
+    int64_t d;
+    return dim && const_int(dim, &d);
+}
+
 /* torch.histc(input, bins, min, max) with the range given (min and max numbers, not both 0: the
  * data's own range, whose non-finite ends eager refuses, stays the C op's) and bins a positive int */
 static bool histc_range(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

@@ -251,3 +251,6 @@ def test_diag_embed_kthvalue_trapezoid():
         check(f, y, tol=1e-5)
     with pytest.raises(RuntimeError):
         pt2.compile(lambda y: torch.kthvalue(y, 9))(y)
+    a, b = torch.randn(4, 3), torch.randn(1, 3)
+    for f in (lambda a: torch.cross(a, b, dim=1), lambda a: a.cross(b, dim=-1), lambda a: a.t().cross(b.t().expand(3, 4), 0)):
+        check(f, a)  # torch.cross with a dim: linalg.cross's form
