@@ -8,7 +8,7 @@ import math
 
 import torch
 
-__all__ = ["addmv", "addr", "atleast_1d", "cumulative_trapezoid", "diag_embed", "diagflat", "kthvalue", "trapezoid", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
+__all__ = ["addbmm", "addmv", "addr", "atleast_1d", "cumulative_trapezoid", "diag_embed", "diagflat", "kthvalue", "trapezoid", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
            "histc", "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "ldexp", "logaddexp2", "msort", "mv", "positive",
            "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim", "unfold", "vdot", "vstack"]
 
@@ -185,6 +185,16 @@ def addmv(input, mat, vec, beta=1, alpha=1):
     if not (input.is_floating_point() or input.dtype == torch.bool):
         beta, alpha = int(beta), int(alpha)
     return _scaled_sum(input, mat @ vec, beta, alpha)
+
+
+def addbmm(input, batch1, batch2, beta=1, alpha=1):
+    """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1 @ batch2); integer tensors take
+    beta and alpha truncated, as addmv."""
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
+    if not (input.is_floating_point() or input.dtype == torch.bool):
+        beta, alpha = int(beta), int(alpha)
+    return _scaled_sum(input, torch.bmm(batch1, batch2).sum(0), beta, alpha)
 
 
 def addr(input, vec1, vec2, beta=1, alpha=1):

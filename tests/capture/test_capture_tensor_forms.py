@@ -114,6 +114,9 @@ def test_vector_products(dtype):
     check(lambda v, m, a: torch.addmv(v[:1], m.t().contiguous().t(), a, beta=2, alpha=3), v4, m, a)
     check(lambda v, m, a: v.addr(v, a, beta=0, alpha=2) if False else torch.addr(m, v, a, beta=0, alpha=2), v4, m, a)
     check(lambda v, m, a: torch.addr(m, v, a, alpha=-1), v4, m, a)
+    b1, b2 = r(3, 4, 5), r(3, 5, 7)
+    check(lambda m, b1, b2: torch.addbmm(m[:, :1], b1, b2), r(4, 7), b1, b2)
+    check(lambda m, b1, b2: m.addbmm(b1, b2, beta=2, alpha=3), r(4, 7), b1, b2)
     check(lambda v, m, a: torch.addmv(v, m, a, beta=1.7, alpha=2.9), v4, m, a)  # integers: truncated to 1 and 2
     check(lambda v, m, a: torch.addmv(v, m, a, beta=0.2, alpha=0.6), v4, m, a)
     if not dtype.is_floating_point:
