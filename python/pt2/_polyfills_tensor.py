@@ -1,16 +1,19 @@
 """Python forms of torch's small C functions over whole tensors (capture/polyfills.c): the float
 predicates (isinf, isposinf, isneginf, isfinite), logaddexp2, the flips and stacks of numpy's names
-(fliplr, flipud, atleast_1d/2d/3d, hstack, vstack, dstack, column_stack), take_along_dim, and the
-products of vectors and matrices (dot, vdot, inner, mv, addmv, addr), and small ones (ravel, rot90, msort,
-ldexp, sgn, positive, signbit, scalar_tensor, Tensor.sum_to_size, Tensor.unfold).  Each follows ATen's composite or
+(fliplr, flipud, atleast_1d/2d/3d, hstack, vstack, dstack, column_stack), take_along_dim, the products
+of vectors and matrices (dot, vdot, inner, mv, addmv, addr, addbmm), histc over a given range,
+diag_embed, diagflat, kthvalue, the trapezoid rules, and small ones (ravel, rot90, msort, ldexp, sgn,
+positive, signbit, scalar_tensor, Tensor.sum_to_size, Tensor.unfold).  Each follows ATen's composite or
 kernel (its dtypes, errors and result layout); nothing here runs in eager."""
 import math
 
 import torch
 
-__all__ = ["addbmm", "addmv", "addr", "atleast_1d", "cumulative_trapezoid", "diag_embed", "diagflat", "kthvalue", "trapezoid", "atleast_2d", "atleast_3d", "column_stack", "dot", "dstack", "fliplr", "flipud",
-           "histc", "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "ldexp", "logaddexp2", "msort", "mv", "positive",
-           "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim", "unfold", "vdot", "vstack"]
+__all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
+           "cumulative_trapezoid", "diag_embed", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
+           "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
+           "positive", "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
+           "trapezoid", "unfold", "vdot", "vstack"]
 
 
 def _false_like(input):
