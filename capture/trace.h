@@ -527,6 +527,9 @@ Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObje
 /* A call of a wrapper capture follows its own way (lru_cache, autograd.Function.apply, dict.fromkeys, a
  * Sequential's slice: wrappers.c); *handled false for any other callable. */
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);
+/* torch.ops.aten.<op> or .<op>.<overload> of a public op called as torch.<op> (wrappers.c); NULL,
+ * without a break, for other callables. */
+Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 /* Index writes through the forms gather over their indices (O(positions · indices)): at most this many. */
 #define PT2_MAX_WRITE_INDICES 1024
 /* The shape n tensors broadcast to (aligned at the right, as PyTorch broadcasts index tensors);

@@ -807,6 +807,8 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         return trace_new_object(t, callable, args, n_args, kw_names, kw_values, n_kw);
     }
     if (o && PyType_Check(o)) return trace_break(t, "constructing %s objects is not supported yet", ((PyTypeObject *)o)->tp_name);
+    Var *aten = o ? aten_op_call(t, o, args, n_args, kw_names, kw_values, n_kw) : NULL;
+    if (aten || t->broke) return aten;
     return trace_break(t, "call to %s is not supported", o ? Py_TYPE(o)->tp_name : "this value");
 }
 

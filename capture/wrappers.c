@@ -22,7 +22,10 @@
  *   - a numpy ufunc of Python numbers (and numpy.float64(n)), computed at
  *     trace time; numpy.float64 values are constants (values.c);
  *   - a slice of an nn.Sequential (followed as the list of its modules,
- *     rules_ops.c) called on one input: Sequential.forward's loop.
+ *     rules_ops.c) called on one input: Sequential.forward's loop;
+ *   - torch.ops.aten.<op>[.<overload>] of a public op: torch.<op> (or the
+ *     Tensor method), whose binding picks the same overload (aten_op_call,
+ *     asked by values.c's trace_call last).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -311,4 +314,41 @@ Var *numpy_ufunc_call(Trace *t, PyObject *ufunc, Var **args, int n_args, int n_k
     Var *v = is_constant_value(r) ? var_const(t, r) : trace_break(t, "a numpy ufunc whose result is a %s", Py_TYPE(r)->tp_name);
     Py_DECREF(r);
     return v;
+}
+
+/* torch.ops.aten.<name> (an OpOverloadPacket) or torch.ops.aten.<name>.<overload> (an OpOverload) of a
+ * public op: the call torch.<name>(...) makes (its Python binding picks the same overload), or the
+ * Tensor method <name> where torch has no such function (aten::view); NULL without a trace break
+ * for anything else (other namespaces, private ops: their own semantics). */
+Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    static PyObject *packet_type, *overload_type;
+    if (!packet_type) {
+        packet_type = pt2_import_attr("torch._ops", "OpOverloadPacket");
+        overload_type = pt2_import_attr("torch._ops", "OpOverload");
+        PyErr_Clear();
+        if (!packet_type || !overload_type) return NULL;
+    }
+    bool packet = PyObject_TypeCheck(o, (PyTypeObject *)packet_type), overload = PyObject_TypeCheck(o, (PyTypeObject *)overload_type);
+    if (!packet && !overload) return NULL;
+    PyObject *schema = overload ? PyObject_GetAttrString(o, "_schema") : NULL;
+    PyObject *qual = packet ? PyObject_GetAttrString(o, "_qualified_op_name") : schema ? PyObject_GetAttrString(schema, "name") : NULL;
+    Py_XDECREF(schema);
+    const char *q = qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : NULL;
+    char name[96] = "";
+    if (q && strncmp(q, "aten::", 6) == 0 && q[6] != '_' && strlen(q + 6) < sizeof name) snprintf(name, sizeof name, "%s", q + 6);
+    Py_XDECREF(qual);
+    PyErr_Clear();
+    if (!name[0]) return NULL;
+    PyObject *fn = pt2_import_attr("torch", name);
+    if (!fn && n_args >= 1 && args[0]->kind == V_TENSOR) {
+        PyErr_Clear();
+        PyObject *tensor = pt2_import_attr("torch", "Tensor");
+        fn = tensor ? PyObject_GetAttrString(tensor, name) : NULL;
+        Py_XDECREF(tensor);
+    }
+    PyErr_Clear();
+    if (!fn) return NULL;
+    Var *f = trace_wrap(t, fn, NULL);
+    Py_DECREF(fn);
+    return f ? trace_call(t, f, args, n_args, kw_names, kw_values, n_kw) : NULL;
 }

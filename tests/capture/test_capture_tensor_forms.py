@@ -257,3 +257,18 @@ def test_diag_embed_kthvalue_trapezoid():
     a, b = torch.randn(4, 3), torch.randn(1, 3)
     for f in (lambda a: torch.cross(a, b, dim=1), lambda a: a.cross(b, dim=-1), lambda a: a.t().cross(b.t().expand(3, 4), 0)):
         check(f, a)  # torch.cross with a dim: linalg.cross's form
+
+
+def test_aten_overloads():
+    """torch.ops.aten.<op>[.<overload>] of public ops is torch.<op> (or the Tensor method where torch has no
+    function): one graph, eager's values; private ops (_softmax) and other namespaces stay eager's call."""
+    x = torch.randn(3, 4)
+    for f in (lambda x: torch.ops.aten.add.Tensor(x, x), lambda x: torch.ops.aten.add(x, 2, alpha=3),
+              lambda x: torch.ops.aten.mul.Tensor(x, x) + torch.ops.aten.relu.default(x),
+              lambda x: torch.ops.aten.view.default(x, [4, 3]) * 1, lambda x: torch.ops.aten.sum.dim_IntList(x, [1], True),
+              lambda x: torch.ops.aten.softmax.int(x, -1), lambda x: torch.ops.aten.permute.default(x, [1, 0]) + 0):
+        check(f, x)
+    f = lambda x: torch.ops.aten._softmax.default(x, -1, False)  # noqa: E731
+    got, (_, breaks, _) = run(f, x)
+    torch.testing.assert_close(got, f(x))
+    assert breaks == 1
