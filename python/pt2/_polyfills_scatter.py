@@ -250,3 +250,24 @@ def index_put(input, indices, values, accumulate=False):
 def setitem_indices(input, values, *indices):
     """x[i, j, ..] = values with integer index tensors for x's leading dims (capture/inplace.c)."""
     return index_put(input, indices, values)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """torch.index_reduce: source's slices along dim combined into input's slices at index by prod, mean,
+    amax or amin (with input's own values when include_self): scatter_reduce with the index broadcast
+    over source's other dims."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype not in (torch.int64, torch.int32):
+        raise IndexError("index_reduce_(): Expected dtype int32/int64 for index")
+    n = source.dim()
+    d = dim % n if n else 0
+    if n and source.shape[d] != index.numel():
+        raise IndexError("index_reduce_(): Number of indices should be equal to source.size(dim)")
+    shape = [1] * n
+    if n:
+        shape[d] = index.numel()
+    idx = index.to(torch.int64).reshape(shape).expand(source.shape)
+    return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)

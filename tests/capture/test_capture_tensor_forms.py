@@ -272,3 +272,23 @@ def test_aten_overloads():
     got, (_, breaks, _) = run(f, x)
     torch.testing.assert_close(got, f(x))
     assert breaks == 1
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(reduce, include_self):
+    """torch.index_reduce / Tensor.index_reduce(_) as scatter_reduce with the index broadcast: repeated and
+    missing indices, a NaN in the source, along dim 0 and 1, in place; eager's values, one graph."""
+    x, x2 = torch.randn(5, 4), torch.randn(4, 5)
+    src = torch.randn(6, 4)
+    src[1, 1] = float("nan")
+    idx = torch.tensor([0, 2, 2, 4, 0, 1])
+    check(lambda x: torch.index_reduce(x, 0, idx, src, reduce, include_self=include_self), x)
+    check(lambda x: x.index_reduce(1, torch.tensor([3, 0, 3, 1, 2, 0]), src.t(), reduce, include_self=include_self), x2)
+    f = lambda x: x.index_reduce_(0, idx, src, reduce, include_self=include_self) * 1  # noqa: E731
+    a, b = x.clone(), x.clone()
+    pt2.reset()
+    torch.testing.assert_close(pt2.compile(f)(a), f(b), equal_nan=True)
+    torch.testing.assert_close(a, b, equal_nan=True)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda x: torch.index_reduce(x, 0, idx, src, "sum"))(x)
