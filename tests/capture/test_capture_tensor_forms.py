@@ -27,6 +27,16 @@ def check(fn, *args, tol=1e-5):
     assert (graphs, breaks) == (1, 0), why
 
 
+def raises_like_eager(fns, *args, exc=RuntimeError):
+    """Each fn raises exc in eager and compiled."""
+    for fn in fns:
+        with pytest.raises(exc):
+            fn(*args)
+        pt2.reset()
+        with pytest.raises(exc):
+            pt2.compile(fn)(*args)
+
+
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 1e30, -1e30, float("inf"), float("-inf"), float("nan")]
 
 
@@ -88,13 +98,8 @@ def test_take_along_dim():
     check(lambda x, i: x.take_along_dim(i.transpose(1, 2), 1), x, i)
     check(lambda x: torch.take_along_dim(x, x.argsort(1)[:, :2], 1), x)
     check(lambda x, i: torch.take_along_dim(x, i.flatten()), x, i)
-    for bad in (lambda x, i: torch.take_along_dim(x, i.int(), 2), lambda x, i: torch.take_along_dim(x, i[0], 2),
-                lambda x, i: torch.take_along_dim(x.transpose(0, 1), i.flatten())):
-        with pytest.raises(RuntimeError):
-            bad(x, i)
-        pt2.reset()
-        with pytest.raises(RuntimeError):
-            pt2.compile(bad)(x, i)
+    raises_like_eager((lambda x, i: torch.take_along_dim(x, i.int(), 2), lambda x, i: torch.take_along_dim(x, i[0], 2),
+                lambda x, i: torch.take_along_dim(x.transpose(0, 1), i.flatten())), x, i)
     pt2.reset()
     with pytest.raises((RuntimeError, IndexError)):  # an index out of range: pt2's checked gather
         pt2.compile(lambda x: torch.take_along_dim(x, torch.full((1, 1, 1), 5), 2))(x)
@@ -125,13 +130,8 @@ def test_vector_products(dtype):
     if dtype.is_floating_point:
         nan = torch.full((4,), float("nan"), dtype=dtype)
         check(lambda n, m, a: torch.addmv(n, m, a, beta=0), nan, m, a)  # beta 0: the input's NaN ignored
-    for bad in (lambda a, b: torch.dot(a, b[:3]), lambda a, b: torch.dot(a[None], b), lambda a, b: torch.dot(a, b.to(torch.float32 if a.dtype == torch.float64 else torch.float64)),
-                lambda a, b: torch.inner(a[:3], b)):
-        with pytest.raises(RuntimeError):
-            bad(a, b)
-        pt2.reset()
-        with pytest.raises(RuntimeError):
-            pt2.compile(bad)(a, b)
+    raises_like_eager((lambda a, b: torch.dot(a, b[:3]), lambda a, b: torch.dot(a[None], b), lambda a, b: torch.dot(a, b.to(torch.float32 if a.dtype == torch.float64 else torch.float64)),
+                lambda a, b: torch.inner(a[:3], b)), a, b)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
@@ -162,13 +162,8 @@ def test_splits():
               lambda x: torch.vsplit(x, [3]), lambda x: torch.dsplit(x, 2), lambda x: torch.hsplit(x[0, 0], [1, 3])):
         check(pieces(f), x)
     check(lambda x: x.char() + 1, (x * 10).int())
-    for bad in (lambda x: torch.hsplit(x, 4), lambda x: torch.dsplit(x[0], 2), lambda x: torch.tensor_split(x, 0),
-                lambda x: torch.split_with_sizes(x, [2, 2])):
-        with pytest.raises(RuntimeError):
-            bad(x)
-        pt2.reset()
-        with pytest.raises(RuntimeError):
-            pt2.compile(bad)(x)
+    raises_like_eager((lambda x: torch.hsplit(x, 4), lambda x: torch.dsplit(x[0], 2), lambda x: torch.tensor_split(x, 0),
+                lambda x: torch.split_with_sizes(x, [2, 2])), x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
@@ -203,13 +198,8 @@ def test_small_forms():
         torch.testing.assert_close(got, f(x))
         assert (graphs, breaks) == (1, 0)
     assert pt2.compile(lambda x: torch.positive(x))(x) is x
-    for bad in (lambda x: torch.positive(x > 0), lambda x: x.sum_to_size(2, 7), lambda x: torch.rot90(x, 1, (1, 1)),
-                lambda x: x.unfold(1, 9, 1), lambda x: torch.mv(x, v)):
-        with pytest.raises(RuntimeError):
-            bad(x)
-        pt2.reset()
-        with pytest.raises(RuntimeError):
-            pt2.compile(bad)(x)
+    raises_like_eager((lambda x: torch.positive(x > 0), lambda x: x.sum_to_size(2, 7), lambda x: torch.rot90(x, 1, (1, 1)),
+                lambda x: x.unfold(1, 9, 1), lambda x: torch.mv(x, v)), x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
