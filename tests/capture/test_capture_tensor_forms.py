@@ -130,7 +130,8 @@ def test_vector_products(dtype):
     if dtype.is_floating_point:
         nan = torch.full((4,), float("nan"), dtype=dtype)
         check(lambda n, m, a: torch.addmv(n, m, a, beta=0), nan, m, a)  # beta 0: the input's NaN ignored
-    raises_like_eager((lambda a, b: torch.dot(a, b[:3]), lambda a, b: torch.dot(a[None], b), lambda a, b: torch.dot(a, b.to(torch.float32 if a.dtype == torch.float64 else torch.float64)),
+    other = torch.float32 if dtype == torch.float64 else torch.float64
+    raises_like_eager((lambda a, b: torch.dot(a, b[:3]), lambda a, b: torch.dot(a[None], b), lambda a, b: torch.dot(a, b.to(other)),
                 lambda a, b: torch.inner(a[:3], b)), a, b)
 
 
