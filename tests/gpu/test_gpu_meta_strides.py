@@ -47,7 +47,10 @@ def test_compiled_results_in_eager_cuda_layout(name):
     rank, fn = cpu.CASES[name]
     for layout, x in cpu.layouts(rank):
         x = on_cuda(x)
-        want = cpu.flat(fn(x))
+        try:
+            want = cpu.flat(fn(x))
+        except RuntimeError:  # a shape the op refuses (pixel_unshuffle of a height of 1)
+            continue
         pt2.reset()
         got = cpu.flat(pt2.compile(fn)(x))
         for g, w in zip(got, want):
