@@ -111,15 +111,6 @@ static PyObject *meta_leaf(Var *v, void *user) {
 
 static PyObject *meta_value(Var *v, MetaArgs *m) { return var_python_value(v, meta_leaf, m); }
 
-/* torch.Tensor.<name> (a new reference), or NULL */
-static PyObject *tensor_method(const char *name) {
-    PyObject *tensor_type = pt2_import_attr("torch", "Tensor");
-    PyObject *fn = tensor_type ? PyObject_GetAttrString(tensor_type, name) : NULL;
-    Py_XDECREF(tensor_type);
-    PyErr_Clear();
-    return fn;
-}
-
 /* The function the rule's entry names: torch.Tensor.<its first method>
  * (called with self first) where it has one, else its first path. */
 static PyObject *entry_function(const RuleEntry *e) {
@@ -133,7 +124,7 @@ static PyObject *entry_function(const RuleEntry *e) {
         snprintf(name, sizeof name, "%.*s", list ? (int)strcspn(list, ",") : 0, list ? list : "");
         char *dot = strrchr(name, '.');
         if (e->methods) {
-            fn = tensor_method(name);
+            fn = torch_tensor_method(name);
         } else if (dot) {
             *dot = '\0';
             fn = pt2_import_attr(name, dot + 1);
@@ -232,7 +223,7 @@ MetaCall *meta_call_rule(Trace *t, const RuleEntry *e, Var **args, int n_args, P
 MetaCall *meta_call_method(Trace *t, const char *name, const char *method, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
                            int n_kw) {
     if (!resolve() || !exact_on_meta(name)) return NULL;
-    PyObject *fn = tensor_method(method);
+    PyObject *fn = torch_tensor_method(method);
     MetaCall *c = begin_exact(t, fn, args, n_args, kw_names, kw_values, n_kw);
     Py_XDECREF(fn);
     return c;

@@ -321,13 +321,13 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         if (!items) return NULL;
         PyObject *tup = const_tuple_of(t, items->items, items->n_items);
         if (!tup) return NULL;
-        PyObject *sorted = PySequence_List(tup);
+        PyObject *fn = PyDict_GetItemString(PyEval_GetBuiltins(), "sorted"); /* borrowed */
+        PyObject *args1 = fn ? PyTuple_Pack(1, tup) : NULL, *kw = args1 ? Py_BuildValue("{s:O}", "reverse", reverse ? Py_True : Py_False) : NULL;
+        PyObject *sorted = kw ? PyObject_Call(fn, args1, kw) : NULL;
         Py_DECREF(tup);
-        if (!sorted) return NULL;
-        if (PyList_Sort(sorted) != 0 || (reverse && PyList_Reverse(sorted) != 0)) {
-            Py_DECREF(sorted);
-            return exc_raise_pending(t, "sorted"); /* Python's TypeError for items that do not compare */
-        }
+        Py_XDECREF(args1);
+        Py_XDECREF(kw);
+        if (!sorted) return exc_raise_pending(t, "sorted"); /* Python's TypeError for items that do not compare */
         Var *out = var_new(t, V_LIST);
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted); ++i) var_push_item(t, out, var_const(t, PyList_GET_ITEM(sorted, i)));
         Py_DECREF(sorted);

@@ -269,24 +269,19 @@ Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     Var *x = arg(&b, "input"), *os = arg(&b, "output_size");
     if (!x || !os) return NULL;
     int64_t o[2];
-    if (os->kind == V_TUPLE || os->kind == V_LIST) { /* None in a pair keeps the input size */
-        for (int i = 0; i < 2 && i < os->n_items; ++i) {
-            Var *it = os->items[i];
-            if (it->kind == V_CONST && it->obj == Py_None) {
+    /* a pair (a tuple or list of the trace, or a constant tuple): None in it keeps the input size */
+    Var *pair[2] = {NULL, NULL};
+    if (os->kind == V_TUPLE || os->kind == V_LIST) {
+        for (int i = 0; i < 2 && i < os->n_items; ++i) pair[i] = os->items[i];
+    } else if (os->kind == V_CONST && PyTuple_Check(os->obj) && PyTuple_GET_SIZE(os->obj) == 2) {
+        for (int i = 0; i < 2; ++i) pair[i] = var_const(t, PyTuple_GET_ITEM(os->obj, i));
+    }
+    if (pair[0]) {
+        for (int i = 0; i < 2 && pair[i]; ++i) {
+            if (pair[i]->kind == V_CONST && pair[i]->obj == Py_None) {
                 o[i] = x->sizes[x->rank - 2 + i];
-            } else if (!var_int(t, it, &o[i])) {
+            } else if (!var_int(t, pair[i], &o[i])) {
                 return NULL;
-            }
-        }
-    } else if (os->kind == V_CONST && PyTuple_Check(os->obj) && PyTuple_GET_SIZE(os->obj) == 2) { /* a constant pair, None in it */
-        for (int i = 0; i < 2; ++i) {
-            PyObject *it = PyTuple_GET_ITEM(os->obj, i);
-            if (it == Py_None) {
-                o[i] = x->sizes[x->rank - 2 + i];
-            } else if (PyLong_Check(it) && !PyBool_Check(it)) {
-                o[i] = PyLong_AsLongLong(it);
-            } else {
-                return trace_break(t, "adaptive_avg_pool2d(): output_size %s", "of other than ints and None");
             }
         }
     } else if (!pair_arg(t, &b, "output_size", 1, o)) {

@@ -481,9 +481,8 @@ Var *h_cat(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var *
  * (0 for a 1-d x) / 0 / 2, whose section count must divide the dim): the sizes of the pieces, eager's
  * rule (n sections: the first size % n one longer; indices: the pieces between them, clamped to the
  * dim), or NULL after a break or raise. */
-static bool tensor_split_sizes(Trace *t, const char *op, Var *x, Var *spec, int dim, int64_t *sizes, int *ns) {
+static bool tensor_split_sizes(Trace *t, const char *op, bool numpy_split, Var *x, Var *spec, int dim, int64_t *sizes, int *ns) {
     int64_t size = x->sizes[dim];
-    bool numpy_split = op[0] != 't'; /* hsplit, vsplit, dsplit */
     if (spec->kind == V_CONST && PyLong_Check(spec->obj)) {
         int64_t n = PyLong_AsLongLong(spec->obj);
         if (n <= 0) return trace_raise(t, PyExc_RuntimeError, "number of sections must be larger than 0, got %lld", (long long)n), false;
@@ -513,7 +512,7 @@ static bool tensor_split_sizes(Trace *t, const char *op, Var *x, Var *spec, int 
 
 Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool chunk = strcmp(e->op, "chunk") == 0, tsplit = strcmp(e->op, "tensor_split") == 0;
-    bool numpy_split = e->op[1] == 's' && strcmp(e->op, "split_with_sizes") != 0; /* hsplit, vsplit, dsplit */
+    bool numpy_split = e->op[1] == 's'; /* hsplit, vsplit, dsplit */
     BIND(chunk ? "input, chunks, dim=0"
          : tsplit ? "input, indices_or_sections, dim=0"
          : numpy_split ? "input, indices_or_sections"
@@ -535,7 +534,7 @@ Var *h_split(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var
     int ns = 0;
     Var *spec = b.v[1];
     if (tsplit || numpy_split) {
-        if (!tensor_split_sizes(t, e->op, x, spec, dim, sizes, &ns)) return NULL;
+        if (!tensor_split_sizes(t, e->op, numpy_split, x, spec, dim, sizes, &ns)) return NULL;
     } else if (chunk) {
         int64_t chunks;
         if (!var_int(t, spec, &chunks) || chunks <= 0) return trace_break(t, "chunk(): chunks must be a positive int");

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "objects.h"
+
 /*===----------------------------------------------------------------------===*
  * Binding
  *===----------------------------------------------------------------------===*/
@@ -757,4 +759,11 @@ PyObject *var_python_value(Var *v, PyObject *(*leaf)(Var *v, void *user), void *
     if (tup && v->obj == size) Py_SETREF(tup, PyObject_CallOneArg(size, tup));
     PyErr_Clear();
     return tup;
+}
+
+PyObject *torch_tensor_method(const char *name) {
+    PyObject *tensor_type = pt2_tensor_type(); /* borrowed */
+    PyObject *fn = tensor_type ? PyObject_GetAttrString(tensor_type, name) : NULL;
+    PyErr_Clear();
+    return fn;
 }

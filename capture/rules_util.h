@@ -124,6 +124,8 @@ void set_contiguous_strides(Trace *t, Var *r);
  * of the values of its items, any other Var as leaf(v, user) gives it; NULL (no error) where an item
  * has none (leaf returned NULL, a namedtuple). */
 PyObject *var_python_value(Var *v, PyObject *(*leaf)(Var *v, void *user), void *user);
+/* torch.Tensor.<name> (a new reference), or NULL (no error). */
+PyObject *torch_tensor_method(const char *name);
 typedef struct MetaCall {
     PyObject *fn, *args, *kwargs, *tensors; /* kept by the trace */
     struct MetaArgs *m;

@@ -322,9 +322,9 @@ Var *numpy_ufunc_call(Trace *t, PyObject *ufunc, Var **args, int n_args, int n_k
  * for anything else (other namespaces, private ops: their own semantics). */
 Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static PyObject *packet_type, *overload_type;
-    if (!packet_type) {
-        packet_type = pt2_import_attr("torch._ops", "OpOverloadPacket");
-        overload_type = pt2_import_attr("torch._ops", "OpOverload");
+    if (!packet_type || !overload_type) {
+        if (!packet_type) packet_type = pt2_import_attr("torch._ops", "OpOverloadPacket");
+        if (!overload_type) overload_type = pt2_import_attr("torch._ops", "OpOverload");
         PyErr_Clear();
         if (!packet_type || !overload_type) return NULL;
     }
@@ -340,13 +340,8 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
     PyErr_Clear();
     if (!name[0]) return NULL;
     PyObject *fn = pt2_import_attr("torch", name);
-    if (!fn && n_args >= 1 && args[0]->kind == V_TENSOR) {
-        PyErr_Clear();
-        PyObject *tensor = pt2_import_attr("torch", "Tensor");
-        fn = tensor ? PyObject_GetAttrString(tensor, name) : NULL;
-        Py_XDECREF(tensor);
-    }
     PyErr_Clear();
+    if (!fn && n_args >= 1 && args[0]->kind == V_TENSOR) fn = torch_tensor_method(name);
     if (!fn) return NULL;
     Var *f = trace_wrap(t, fn, NULL);
     Py_DECREF(fn);

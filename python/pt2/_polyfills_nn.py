@@ -17,9 +17,14 @@ __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_
            "softshrink", "triplet_margin_loss"]
 
 
+def _not_implemented_for(name, input):
+    """Eager's error for a dtype kernel `name` does not dispatch."""
+    return NotImplementedError(f'"{name}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
+
+
 def _floats_only(name, input):  # ATen's kernels of these take floating types only (eager's NotImplementedError)
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"{name}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
+        raise _not_implemented_for(name, input)
 
 
 def softshrink(input, lambd=0.5):
@@ -345,7 +350,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def _cpu_floats(kernel, input):
     """The CPU kernels of the margin losses take float32 and float64 only (CUDA's take 16-bit floats too)."""
     if not input.is_cuda and input.dtype not in (torch.float32, torch.float64):
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_TYPE.get(input.dtype, input.dtype)}\'')
+        raise _not_implemented_for(kernel, input)
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction=1):

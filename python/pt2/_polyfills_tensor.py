@@ -9,6 +9,8 @@ import math
 
 import torch
 
+from ._polyfills_nn import _floats_only
+
 __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
            "cumulative_trapezoid", "diag_embed", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
            "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
@@ -173,7 +175,10 @@ def inner(input, other):
 
 
 def _scaled_sum(input, product, beta, alpha):
-    """beta * input + alpha * product as ATen's addmv/addr: input ignored where beta is 0 (its NaN too)."""
+    """beta * input + alpha * product as ATen's addmv/addr/addbmm: input ignored where beta is 0 (its NaN
+    too); integer tensors take beta and alpha truncated to their type, as ATen's kernels."""
+    if not (input.is_floating_point() or input.dtype == torch.bool):
+        beta, alpha = int(beta), int(alpha)
     p = product if alpha == 1 else product * alpha
     if beta == 0:
         return torch.zeros_like(input) + p
@@ -181,22 +186,16 @@ def _scaled_sum(input, product, beta, alpha):
 
 
 def addmv(input, mat, vec, beta=1, alpha=1):
-    """torch.addmv: beta * input + alpha * (mat @ vec); integer tensors take beta and alpha truncated to
-    their type, as ATen's kernel."""
+    """torch.addmv: beta * input + alpha * (mat @ vec)."""
     if mat.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
-    if not (input.is_floating_point() or input.dtype == torch.bool):
-        beta, alpha = int(beta), int(alpha)
     return _scaled_sum(input, mat @ vec, beta, alpha)
 
 
 def addbmm(input, batch1, batch2, beta=1, alpha=1):
-    """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1 @ batch2); integer tensors take
-    beta and alpha truncated, as addmv."""
+    """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1 @ batch2)."""
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
-    if not (input.is_floating_point() or input.dtype == torch.bool):
-        beta, alpha = int(beta), int(alpha)
     return _scaled_sum(input, torch.bmm(batch1, batch2).sum(0), beta, alpha)
 
 
@@ -320,8 +319,7 @@ def histc(input, bins=100, min=0, max=0):
     """torch.histc over a given range (polyfills.c takes only those): each element's bin
     (x - min) * bins / (max - min) truncated, max itself in the last bin, elements outside the range (NaN
     too) not counted; counts of the input's type, as ATen's CPU kernel."""
-    if not input.is_floating_point():
-        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{str(input.dtype).split(".")[1].capitalize()}\'')
+    _floats_only("histogram_cpu", input)
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
     x = input.reshape(-1)
@@ -382,22 +380,26 @@ def _trapezoid_dx(y, dx, d):
     return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx
 
 
+def _spacings(y, x, d, dim):
+    """The differences of sample points x along y's dim d (a 1-d x: one point a sample, shaped to broadcast)."""
+    n = y.shape[d]
+    if x.dim() != 1:
+        return x.diff(dim=dim)
+    if x.shape[0] != n:
+        raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+    return x.diff().reshape([n - 1 if i == d else 1 for i in range(y.dim())])
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """torch.trapezoid (trapz): ATen's composites, (sum - (first + last) / 2) * dx for a spacing, the sum of
     the differences of x times the mean of neighbours over 2 for sample points x."""
     d = dim % y.dim()
-    if x is None or not isinstance(x, torch.Tensor):
-        return _trapezoid_dx(y, 1 if dx is None and x is None else (dx if dx is not None else x), d)
+    if not isinstance(x, torch.Tensor):
+        return _trapezoid_dx(y, dx if dx is not None else (x if x is not None else 1), d)
     n = y.shape[d]
     if n == 0:
         return torch.zeros_like(y.sum(d))
-    if x.dim() == 1:
-        if x.shape[0] != n:
-            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
-        dxs = x.diff().reshape([n - 1 if i == d else 1 for i in range(y.dim())])
-    else:
-        dxs = x.diff(dim=dim)
-    return (dxs * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
+    return (_spacings(y, x, d, dim) * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -407,8 +409,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if n == 0:
         return y.narrow(d, 0, 0)
     pairs = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
-    if x is None or not isinstance(x, torch.Tensor):
-        step = 1 if dx is None and x is None else (dx if dx is not None else x)
-        return (pairs * (step / 2.0)).cumsum(d) if not isinstance(step, torch.Tensor) else (pairs * step / 2.0).cumsum(d)
-    dxs = x.diff().reshape([n - 1 if i == d else 1 for i in range(y.dim())]) if x.dim() == 1 else x.diff(dim=dim)
-    return (dxs * pairs / 2.0).cumsum(d)
+    if not isinstance(x, torch.Tensor):
+        return (pairs * ((dx if dx is not None else (x if x is not None else 1)) / 2.0)).cumsum(d)
+    return (_spacings(y, x, d, dim) * pairs / 2.0).cumsum(d)
