@@ -124,7 +124,7 @@ PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype);
 /* obj.name(a[, b]) with torch function handling off (torch._C.DisableTorchFunction):
  * the views pt2 makes of its own outputs, which no TorchFunctionMode of the
  * caller (one that counts or rewrites the model's ops) sees as an op. */
-PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyObject *b);
+PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c);
 int pt2_pool_init(PyObject *module);
 
 int pt2_tensor_meta_init(PyObject *module); /* tensor_meta.c */

@@ -212,7 +212,7 @@ static int workspace_ptr(PyObject *ws, void **out) {
 static int eager_view(Pt2CompiledFn *self, PyObject **outputs, int j) {
     PyObject *view = self->output_views ? self->output_views[j] : NULL;
     if (!view) return 0;
-    Py_SETREF(outputs[j], pt2_call_method_unseen(outputs[j], str_as_strided, PyTuple_GET_ITEM(view, 0), PyTuple_GET_ITEM(view, 1)));
+    Py_SETREF(outputs[j], pt2_call_method_unseen(outputs[j], str_as_strided, PyTuple_GET_ITEM(view, 0), PyTuple_GET_ITEM(view, 1), NULL));
     return outputs[j] ? 0 : -1;
 }
 

@@ -410,6 +410,38 @@ static bool footprint(const Var *v, Footprint *f, int depth) {
     return true;
 }
 
+/* Where view v sits in the memory of the tensor its chain of views starts
+ * from: that tensor (*root) and v's element offset from the root's first
+ * element, with every tensor of the chain's eager strides known; false
+ * where a view's placement is not (a reshape of unknown strides, a select
+ * at an index tensor). */
+bool view_offset(Trace *t, const Var *v, Var **root, int64_t *offset) {
+    *offset = 0;
+    for (int depth = 0; v->view_parent; v = v->view_parent) {
+        const Var *p = v->view_parent;
+        int64_t strides[PT2_MAX_RANK];
+        if (!v->view_op && v->view_placed && ++depth <= 64) {
+            *offset += v->view_offset;
+            continue;
+        }
+        if (!v->view_op || ++depth > 64 || !var_strides(t, p, strides)) return false;
+        const char *op = v->view_op;
+        if (strcmp(op, "alias") == 0 || strcmp(op, "permute") == 0 || strcmp(op, "reshape") == 0 || strcmp(op, "expand") == 0) {
+            continue;
+        }
+        int dim = (int)view_attr(v, "dim");
+        if (dim < 0) dim += p->rank;
+        if (dim < 0 || dim >= p->rank) return false;
+        int64_t size = p->sizes[dim], at = strcmp(op, "select") == 0 ? view_attr(v, "index") : view_attr(v, "start");
+        if (strcmp(op, "select") != 0 && strcmp(op, "slice") != 0) return false;
+        if (at < 0) at += size;
+        at = at < 0 ? 0 : at > size ? size : at;
+        *offset += at * strides[dim];
+    }
+    *root = (Var *)v;
+    return true;
+}
+
 static int64_t footprint_numel(const Footprint *f) {
     int64_t n = 1;
     for (int d = 0; d < f->rank; ++d) n *= f->sizes[d];

@@ -237,7 +237,7 @@ void meta_call_end(Trace *t, MetaCall *c, Var *r, int first_new) {
         rows = PyObject_CallFunctionObjArgs(meta_run, c->fn, c->args, c->kwargs, c->tensors, NULL);
         PyErr_Clear();
     }
-    /* rows: one (shape, strides, dtype, operand) per tensor of the result, or None */
+    /* rows: one (shape, strides, dtype, operand, offset) per tensor of the result, or None */
     bool whole = rows && PyList_Check(rows) && PyList_GET_SIZE(rows) == (Py_ssize_t)(r->kind == V_TENSOR ? 1 : r->n_items);
     for (int i = 0; whole && r->kind != V_TENSOR && i < r->n_items; ++i) whole = r->items[i]->kind == V_TENSOR;
     for (int i = 0; whole && i < n; ++i) {
@@ -263,6 +263,9 @@ void meta_call_end(Trace *t, MetaCall *c, Var *r, int first_new) {
         if (operand >= 0 && operand < c->m->n && v->storage != c->m->vars[operand]->storage) {
             trace_add_view(t, v, c->m->vars[operand], NULL, NULL);
             v->view_op = v->view_attrs = NULL; /* not the view of pt2's own ops it may have been */
+            /* where it starts in the operand's memory: placed, so that a returned view of an input is one */
+            v->view_placed = PyTuple_GET_SIZE(row) > 4;
+            v->view_offset = v->view_placed ? PyLong_AsLongLong(PyTuple_GET_ITEM(row, 4)) : 0;
         }
     }
     PyErr_Clear();

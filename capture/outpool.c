@@ -110,12 +110,13 @@ static size_t itemsize_of(PyObject *dtype) {
     return size;
 }
 
-PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyObject *b) {
+/* obj.name(a, b[, c]) (c NULL: two arguments), hidden from torch function modes. */
+PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c) {
     /* no torch function mode active (the usual call): nothing to hide it from */
     PyObject *on = PyObject_CallNoArgs(mode_enabled);
     if (!on) return NULL;
     Py_DECREF(on);
-    if (on == Py_False) return PyObject_CallMethodObjArgs(obj, name, a, b, NULL);
+    if (on == Py_False) return PyObject_CallMethodObjArgs(obj, name, a, b, c, NULL);
     PyObject *guard = disable_torch_function ? PyObject_CallNoArgs(disable_torch_function) : NULL;
     PyObject *entered = guard ? PyObject_CallMethodNoArgs(guard, str_enter) : NULL;
     if (!entered) {
@@ -123,7 +124,7 @@ PyObject *pt2_call_method_unseen(PyObject *obj, PyObject *name, PyObject *a, PyO
         return NULL;
     }
     Py_DECREF(entered);
-    PyObject *r = PyObject_CallMethodObjArgs(obj, name, a, b, NULL);
+    PyObject *r = PyObject_CallMethodObjArgs(obj, name, a, b, c, NULL);
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb); /* r's error, if any, outlives __exit__ */
     PyObject *exited = PyObject_CallMethodObjArgs(guard, str_exit, Py_None, Py_None, Py_None, NULL);
@@ -159,7 +160,7 @@ PyObject *pt2_pool_empty(PyObject *shape, PyObject *dtype) {
     Py_XDECREF(count);
     Py_DECREF(b); /* the tensor holds it now */
     if (!flat) return NULL;
-    PyObject *t = pt2_call_method_unseen(flat, str_view, shape, NULL);
+    PyObject *t = pt2_call_method_unseen(flat, str_view, shape, NULL, NULL);
     Py_DECREF(flat);
     return t;
 }

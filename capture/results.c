@@ -18,12 +18,15 @@
 #include <string.h>
 
 #include "results.h"
+#include "rules_util.h"
 
 typedef enum OutKind {
     OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_TYPED, OUT_SOURCE, OUT_SET, OUT_OBJECT,
     OUT_ALIAS, /* children[0].detach(): another tensor object over the same memory (x.detach(), x.data) */
     OUT_CLONE, /* children[0].clone(): a distinct tensor of the same values (y after x.copy_(y)) */
     OUT_REPLAYED, /* what a replayed side effect made, in its slot (a ContextVar Token) */
+    OUT_VIEW, /* children[0].as_strided(sizes, strides, its storage offset + offset), obj the three:
+                 a view of an input returned (x[0], x.t(), x.view(...)), as eager's is */
 } OutKind;
 
 struct OutNode {
@@ -39,13 +42,15 @@ struct OutNode {
     int n;
 };
 
-static PyObject *str_copy_, *str_detach, *str_clone;
+static PyObject *str_copy_, *str_detach, *str_clone, *str_as_strided, *str_storage_offset;
 
 int results_init(void) {
     str_copy_ = PyUnicode_InternFromString("copy_");
     str_detach = PyUnicode_InternFromString("detach");
     str_clone = PyUnicode_InternFromString("clone");
-    return str_copy_ && str_detach && str_clone ? 0 : -1;
+    str_as_strided = PyUnicode_InternFromString("as_strided");
+    str_storage_offset = PyUnicode_InternFromString("storage_offset");
+    return str_copy_ && str_detach && str_clone && str_as_strided && str_storage_offset ? 0 : -1;
 }
 
 static int n_children(const OutNode *n) { return n->kind == OUT_DICT && !n->obj ? 2 * n->n : n->n; }
@@ -159,6 +164,34 @@ static int input_index(Trace *t, Var *v) {
 
 static int collect(Collect *c, Var *v, OutNode *n, int depth);
 
+static PyObject *ints_tuple(const int64_t *xs, int n) {
+    PyObject *r = PyTuple_New(n);
+    for (int i = 0; r && i < n; ++i) {
+        PyObject *x = PyLong_FromLongLong(xs[i]);
+        if (!x) Py_CLEAR(r); else PyTuple_SET_ITEM(r, i, x);
+    }
+    return r;
+}
+
+/* v as a view of the graph input its views start from (OUT_VIEW), where
+ * their placement is known: 1 if so, 0 if not (v is then a kernel output,
+ * a copy), -1 on an error. */
+static int input_view(Collect *c, Var *v, OutNode *n) {
+    Var *root;
+    int64_t offset, strides[PT2_MAX_RANK];
+    if (!v->view_parent || pt2_env_list_has(getenv("PT2_DISABLE"), "input-views") ||
+        !view_offset(c->t, v, &root, &offset) || !var_strides(c->t, v, strides)) {
+        return 0;
+    }
+    int k = -1;
+    for (int i = 0; i < c->t->n_inputs; ++i) {
+        if (c->t->inputs[i] == root) k = i;
+    }
+    if (k < 0 || derived_tensor(c, v, n, OUT_VIEW, OUT_INPUT, k) != 0) return k < 0 ? 0 : -1;
+    n->obj = Py_BuildValue("(NNL)", ints_tuple(v->sizes, v->rank), ints_tuple(strides, v->rank), (long long)offset);
+    return n->obj ? 1 : -1;
+}
+
 static int collect_children(Collect *c, Var **items, int n_items, OutNode *n, int depth) {
     n->n = n_items;
     n->children = PyMem_Calloc((size_t)(n_items + 1), sizeof(OutNode));
@@ -247,6 +280,7 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
             Var *in = t->inputs[k];
             if (in->storage == v->storage && in->value == v->value) return derived_tensor(c, v, n, OUT_ALIAS, OUT_INPUT, k);
         }
+        if (input_view(c, v, n) != 0) return n->kind == OUT_VIEW ? 0 : -1;
         int i = graph_output(c, v);
         Var *owner = c->graph_owners[i];
         if (owner == v) {
@@ -425,6 +459,15 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
         PyObject *base = build_value(&n->children[0], b);
         PyObject *r = base ? PyObject_CallMethodNoArgs(base, n->kind == OUT_ALIAS ? str_detach : str_clone) : NULL;
         Py_XDECREF(base);
+        return r;
+    }
+    case OUT_VIEW: {
+        PyObject *base = build_value(&n->children[0], b);
+        PyObject *at = base ? PyObject_CallMethodNoArgs(base, str_storage_offset) : NULL;
+        PyObject *offset = at ? PyNumber_Add(at, PyTuple_GET_ITEM(n->obj, 2)) : NULL;
+        PyObject *r = offset ? pt2_call_method_unseen(base, str_as_strided, PyTuple_GET_ITEM(n->obj, 0), PyTuple_GET_ITEM(n->obj, 1), offset)
+                             : NULL;
+        Py_XDECREF(base), Py_XDECREF(at), Py_XDECREF(offset);
         return r;
     }
     case OUT_TUPLE: case OUT_LIST: case OUT_TYPED: case OUT_SET: case OUT_OBJECT: {

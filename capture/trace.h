@@ -95,6 +95,10 @@ typedef struct Var {
      * which eager may have copied; a select at an index tensor) */
     struct Var *view_parent;
     const char *view_op, *view_attrs;
+    /* a view of unknown op (view_op NULL) whose placement a meta run gave: it starts
+     * view_offset elements into its parent's memory, in its own (known) strides */
+    bool view_placed;
+    int64_t view_offset;
     PyObject *real;     /* an input's real tensor at trace time (for constants of size data) */
     /* a 0-d tensor the trace computed of numbers only (torch.div(seq_len, 256,
      * rounding_mode="trunc"), arithmetic on such): the real tensor, its value
@@ -475,6 +479,9 @@ bool reads_own_memory(Trace *t, Var *x, Var *const *ops, int n, const char *what
 /* A view of x's storage was taken (rules_util.c: view ops). */
 void trace_add_view(Trace *t, Var *view, Var *base, const char *op, const char *attrs);
 bool trace_storage_viewed(Trace *t, Var *x);
+/* View v's chain root and its element offset in the root's memory (inplace.c);
+ * false where a view's placement is not known. */
+bool view_offset(Trace *t, const Var *v, Var **root, int64_t *offset);
 /* Dicts and lists (containers.c): d[key] lookup (KeyError raised as an
  * exception the traced code could take back), d[key] = value, del d[key];
  * trace_dict_find is key's index, -1 if absent, -2 if the trace broke. */

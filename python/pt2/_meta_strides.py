@@ -67,8 +67,8 @@ def _key(v):
 
 
 def run(fn, args, kwargs, tensors):
-    """[(shape, strides, dtype, operand)] per tensor of fn's result, operand the index in `tensors` of
-    the one it is a view of (or is), else -1; None where the op does not run on meta tensors or
+    """[(shape, strides, dtype, operand, offset)] per tensor of fn's result, operand the index in `tensors`
+    of the one it is a view of (or is), else -1, and offset where in that operand's memory it starts; None where the op does not run on meta tensors or
     returns other than tensors."""
     try:
         key = (fn, _key(args), _key(kwargs))
@@ -97,5 +97,6 @@ def _run(fn, args, kwargs, tensors):
     for o in outs:
         base = o._base if o._base is not None else o
         operand = next((i for i, x in enumerate(tensors) if x is o or x is base), -1)
-        rows.append((tuple(o.shape), o.stride(), o.dtype, operand))
+        offset = o.storage_offset() - tensors[operand].storage_offset() if operand >= 0 else 0
+        rows.append((tuple(o.shape), o.stride(), o.dtype, operand, offset))
     return rows

@@ -441,7 +441,8 @@ def test_sorted_of_constants():
         pt2.reset()
         torch.testing.assert_close(pt2.compile(f)(x), f(x))
         info = pt2.explain(f)(x)
-        assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+        graphs = 0 if f(x)._base is x else 1  # a permute of x comes back as that view, no kernel
+        assert (info.graph_count, info.graph_break_count) == (graphs, 0), info.break_reasons
     pt2.reset()
     with pytest.raises(TypeError):
         pt2.compile(lambda x: x + len(sorted([1, "a"])))(x)

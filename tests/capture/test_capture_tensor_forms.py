@@ -182,8 +182,8 @@ def test_round_decimals(dtype):
 
 def test_small_forms():
     """mv, ravel, rot90 (every k, negative dims: eager's strides), msort, ldexp, sgn, positive (the input
-    itself), signbit (-0.0 and negative NaN), scalar_tensor, sum_to_size, Tensor.unfold (values; eager's
-    is a view with overlapping strides, pt2's a copy)."""
+    itself), signbit (-0.0 and negative NaN), scalar_tensor, sum_to_size, Tensor.unfold (of an input: eager's
+    view with overlapping strides; computed in the graph: a copy)."""
     x, v = torch.randn(5, 6, 7), torch.randn(7)
     for f in (lambda x: torch.mv(x[0], v), lambda x: x[0].mv(v), lambda x: torch.ravel(x.transpose(0, 1)), lambda x: x.ravel() + 1,
               lambda x: torch.rot90(x), lambda x: torch.rot90(x, -1, (2, 0)), lambda x: torch.rot90(x, 2, [1, 2]),
@@ -196,8 +196,11 @@ def test_small_forms():
     check(torch.signbit, torch.tensor([-3, 0, 4]))
     for f in (lambda x: x.unfold(2, 3, 2), lambda x: x.unfold(0, 5, 1), lambda x: x.transpose(1, 2).unfold(-1, 2, 3) + 0):
         got, (graphs, breaks, _) = run(f, x)
-        torch.testing.assert_close(got, f(x))
-        assert (graphs, breaks) == (1, 0)
+        want = f(x)
+        torch.testing.assert_close(got, want)
+        # a returned window view of the input is that view (no kernel), as eager's
+        assert (got._base is x, graphs, breaks) == ((want._base is x), 0 if want._base is x else 1, 0)
+        assert got.stride() == want.stride()
     assert pt2.compile(lambda x: torch.positive(x))(x) is x
     raises_like_eager((lambda x: torch.positive(x > 0), lambda x: x.sum_to_size(2, 7), lambda x: torch.rot90(x, 1, (1, 1)),
                 lambda x: x.unfold(1, 9, 1), lambda x: torch.mv(x, v)), x)

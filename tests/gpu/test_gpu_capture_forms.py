@@ -323,3 +323,22 @@ def test_tensor_forms_on_cuda():
             torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5, equal_nan=True)
         info = pt2.explain(fn)(a)
         assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_views_of_inputs_cuda(mode):
+    """Returned views of CUDA inputs are views of the caller's tensor (capture/results.c, OUT_VIEW), beside
+    a computed output, in reduce-overhead mode too (where the graph reads inputs that moved from static
+    buffers of its own: the views must be of the caller's tensor, not of those)."""
+    f = lambda x: (x[1:3, ::2], x.t()[2], x.diagonal(), x * 2)
+    compiled = pt2.compile(f, mode=mode)
+    for k in range(4):
+        x = rand(5, 7, seed=k, device="cuda")[:, 1:]
+        got, want = compiled(x), f(x)
+        for g, w in zip(got[:3], want[:3]):
+            assert g._base is x._base and (g.stride(), g.storage_offset()) == (w.stride(), w.storage_offset())
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+        torch.testing.assert_close(got[3], want[3])
+        got[0].fill_(5)
+        assert (x[1:3, ::2] == 5).all()
