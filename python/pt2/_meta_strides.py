@@ -35,6 +35,9 @@ EXACT = frozenset({
     "erfinv", "i0", "conv_transpose1d", "bilinear", "isinf", "isposinf", "isneginf", "isfinite", "logaddexp2", "fliplr",
     "flipud", "take_along_dim", "dot", "vdot", "inner", "addmv", "addr", "hstack", "vstack", "dstack", "column_stack",
     "rot90", "mv", "msort", "ldexp", "signbit",
+    "alias_copy", "detach_copy", "permute_copy", "t_copy", "transpose_copy", "expand_copy", "view_copy", "unsqueeze_copy",
+    "squeeze_copy", "select_copy", "slice_copy", "narrow_copy", "diagonal_copy", "unfold_copy", "split_copy",
+    "split_with_sizes_copy", "unbind_copy", "slice_scatter", "select_scatter", "isclose", "dist",
 })
 
 # On CUDA (tests/gpu/test_gpu_meta_strides.py, against eager's CUDA kernels): pixel_unshuffle's CUDA

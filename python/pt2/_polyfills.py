@@ -25,6 +25,7 @@ from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad'
 from ._polyfills_nn import *  # noqa: F401,F403  (shrinks, channel shuffle, dropouts, recurrent cells, embedding_bag)
 from ._polyfills_nn import _floats_only, _reduce
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
+from ._polyfills_functional import *  # noqa: F401,F403  (the *_copy ops, slice/select_scatter, isclose, cov)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, index_reduce, scatter, scatter_add, scatter_reduce,
     setitem_indices)

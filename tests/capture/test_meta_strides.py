@@ -139,6 +139,28 @@ CASES = {
     "msort": (3, lambda x: torch.msort(x)),
     "ldexp": (4, lambda x: torch.ldexp(x, x[0].int())),
     "signbit": (4, lambda x: torch.signbit(x)),
+    # ATen's functional variants (python/pt2/_polyfills_functional.py)
+    "alias_copy": (4, lambda x: torch.alias_copy(x)),
+    "detach_copy": (4, lambda x: torch.detach_copy(x)),
+    "permute_copy": (4, lambda x: torch.permute_copy(x, (2, 0, 3, 1))),
+    "t_copy": (2, lambda x: torch.t_copy(x)),
+    "transpose_copy": (4, lambda x: torch.transpose_copy(x, 1, 3)),
+    "expand_copy": (4, lambda x: torch.expand_copy(x[:, :1], (x.shape[0], 3, *x.shape[2:]))),
+    "view_copy": (4, lambda x: torch.view_copy(x.contiguous(), (-1, x.shape[-1]))),
+    "unsqueeze_copy": (4, lambda x: torch.unsqueeze_copy(x, 2)),
+    "squeeze_copy": (4, lambda x: torch.squeeze_copy(x[:, :1], 1)),
+    "select_copy": (4, lambda x: torch.select_copy(x, 1, -1)),
+    "slice_copy": (4, lambda x: torch.slice_copy(x, 1, 1, None, 2)),
+    "narrow_copy": (4, lambda x: torch.narrow_copy(x, 3, 1, 2)),
+    "diagonal_copy": (3, lambda x: torch.diagonal_copy(x, 1, 1, 2)),
+    "unfold_copy": (3, lambda x: torch.unfold_copy(x, 2, 2, 1)),
+    "split_copy": (4, lambda x: torch.split_copy(x, 2, 1)),
+    "split_with_sizes_copy": (4, lambda x: torch.split_with_sizes_copy(x, [1, x.shape[1] - 1], 1)),
+    "unbind_copy": (4, lambda x: torch.unbind_copy(x, 0)),
+    "slice_scatter": (4, lambda x: torch.slice_scatter(x, x[:, ::2] * 2, 1, None, None, 2)),
+    "select_scatter": (4, lambda x: torch.select_scatter(x, x[:, 0] + 1, 1, 0)),
+    "isclose": (4, lambda x: torch.isclose(x, x * 1.0001)),
+    "dist": (4, lambda x: torch.dist(x, x[0])),
 }
 
 
