@@ -680,6 +680,22 @@ static Var *h_cumsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return dt != PT2_DTYPE_INVALID ? convert_to(t, r, dt) : r;
 }
 
+/* torch.logcumsumexp(input, dim), torch.cummax/cummin(input, dim): a scan op; cummax/cummin as
+ * torch.return_types.cummax(values, indices) */
+static Var *h_scan(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("input, dim");
+    Var *x = arg(&b, "input");
+    int64_t dim;
+    if (!x || !arg_int(t, &b, "dim", 0, &dim)) return NULL;
+    if (strcmp(e->op, "logcumsumexp") == 0) return op1(t, e->op, x, "{dim = %lld : i64}", (long long)dim);
+    int out[4], id = trace_value(t, x);
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "{dim = %lld : i64}", (long long)dim);
+    if (id < 0 || trace_op(t, e->op, 1, &id, attrs, out, 4) < 0) return NULL;
+    Var *items[2] = {var_tensor(t, out[0]), var_tensor(t, out[1])};
+    return make_return_type(t, e->op, items, 2); /* .values, .indices */
+}
+
 /* pt2's sort and topk rank each element by comparing it with every other of its row (lower_nn.c): past
  * these sizes that costs more than a graph break and torch's own kernel. */
 #define SORT_MAX_LENGTH 1024

@@ -378,7 +378,7 @@ void pt2_preserve_strides(const Pt2TensorType *t, const Pt2Strides *x, Pt2Stride
     if (x->known) pt2StridesPreserved(t->rank, t->sizes, x->s, res->s);
 }
 
-/* Ops whose result eager allocates contiguous: reductions, softmax, cumsum,
+/* Ops whose result eager allocates contiguous: reductions, softmax, the scans,
  * layer norm, products (but matmul(2-d or 1-d, batched): a transposed view
  * of one), index_select, gather, repeat, masked_fill (self.clone(
  * contiguous_format).masked_fill_()), factories. */
@@ -390,7 +390,7 @@ static bool contiguous_result(const Pt2OpInfo *info, const Pt2TensorType *in) {
         return true;
     case META_MATMUL: return !(in[0].rank <= 2 && in[1].rank >= 3);
     case META_NORM: return info->id == PT2_OP_LAYER_NORM;
-    default: return info->id == PT2_OP_MASKED_FILL;
+    default: return info->id == PT2_OP_MASKED_FILL || info->id == PT2_OP_CUMMAX || info->id == PT2_OP_CUMMIN;
     }
 }
 

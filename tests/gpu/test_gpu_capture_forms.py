@@ -61,6 +61,12 @@ def _index_put_several(x, i, j, v):
     return x.index_put((i[:3], j[:3]), v[:3]), x.index_put((i, j), v, accumulate=True)
 
 
+def _scans(x):
+    """the scan ops (scalar loops over the scanned dim): running max/min with the last index, logcumsumexp"""
+    return (*torch.cummax(x, 1), *x.t().cummin(1), torch.logcumsumexp(x, 1), torch.logcumsumexp(x * 30, 0),
+            torch.cumsum(x, 0))
+
+
 def _medians(x):
     return torch.median(x), x.median(1).values, x.median(1).indices, torch.nanmedian(x, 0, keepdim=True).values
 
@@ -105,6 +111,7 @@ CASES = {
     "index_put_several": (_index_put_several, lambda d: (rand(5, 7, 3, device=d, seed=23), torch.tensor([4, 0, -1, 4], device=d),
                                                          torch.tensor([6, 2, 3, 6], device=d), rand(4, 3, device=d, seed=24)),
                           1e-5),
+    "scans": (_scans, lambda d: (rand(7, 33, device=d, seed=25),), 1e-5),
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
     "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),

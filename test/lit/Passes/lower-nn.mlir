@@ -105,6 +105,41 @@ func.func @cumsum_i8(%x: tensor<3x7x2xi8>) -> tensor<3x7x2xi64> {
 
 // -----
 
+// cummax carries the running value (from the first element) and its index
+// beside the two results; x takes over where it is NaN or >= a running value
+// that is not NaN (the last index of equal values).
+// CHECK-LABEL: func.func @cummax
+// CHECK: scf.for {{.*}} -> (tensor<1x5x4xf32>, tensor<1x5x4xi64>)
+// CHECK: scf.for {{.*}} -> (tensor<1x5x4xf32>, tensor<1x5x4xi64>)
+// CHECK: %[[FIRST:.*]] = tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[ACC:.*]] = %[[FIRST]], %[[IDX:.*]] = %{{.*}}) -> (tensor<1x5x4xf32>, tensor<1x5x4xi64>, f32, i64)
+// CHECK: arith.cmpf ord, %[[ACC]], %[[ACC]]
+// CHECK: arith.cmpf oge
+// CHECK: arith.select
+// CHECK: arith.index_cast
+// CHECK: tensor.insert
+// CHECK: tensor.insert
+func.func @cummax(%x: tensor<5x4xf32>) -> (tensor<5x4xf32>, tensor<5x4xi64>) {
+  %0, %1 = "pt2.cummax"(%x) {dim = 0 : i64} : (tensor<5x4xf32>) -> (tensor<5x4xf32>, tensor<5x4xi64>)
+  return %0, %1 : tensor<5x4xf32>, tensor<5x4xi64>
+}
+
+// -----
+
+// logcumsumexp: the running log-sum in f64 for f32 (ATen's CPU accumulation
+// type), from -inf, each step log1p(exp(min - max)) + max.
+// CHECK-LABEL: func.func @logcumsumexp
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %cst{{.*}}) -> (tensor<1x6x3xf32>, f64)
+// CHECK: math.exp
+// CHECK: math.log1p
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+func.func @logcumsumexp(%x: tensor<6x3xf32>) -> tensor<6x3xf32> {
+  %0 = "pt2.logcumsumexp"(%x) {dim = 0 : i64} : (tensor<6x3xf32>) -> tensor<6x3xf32>
+  return %0 : tensor<6x3xf32>
+}
+
+// -----
+
 // Rank of each element (a reduction over the other elements j), then the
 // inverse permutation restricted to the first k positions.
 // CHECK: #[[I:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
