@@ -415,8 +415,9 @@ static bool scatter_reduce_kw_ok(const Var *red) {
            (PyUnicode_CompareWithASCIIString(red->obj, "add") == 0 || PyUnicode_CompareWithASCIIString(red->obj, "multiply") == 0);
 }
 
-/* scatter / scatter_add (input, dim, index, src or value, reduce=): the index as big as the input
- * but along dim (eager's smaller indices update a corner: the C op), the source at least its size */
+/* scatter / scatter_add (input, dim, index, src or value, reduce=): the index at most as big as the
+ * input but along dim (a smaller one updates a corner, which the forms compute on that slice), the
+ * source at least its size */
 static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static const char *const names[] = {"input", "dim", "index", "src", "value", "reduce", NULL};
     Var *x = ARG(0, "input"), *idx = ARG(2, "index"), *src = ARG(3, "src"), *red = ARG(-1, "reduce");
@@ -429,7 +430,7 @@ static bool scatter_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_valu
     int d = (int)(dim < 0 ? dim + x->rank : dim);
     if (idx->sizes[d] > MAX_WRITE_INDICES) return false;
     for (int k = 0; k < x->rank; ++k) {
-        if (k != d && idx->sizes[k] != x->sizes[k]) return false;
+        if (k != d && idx->sizes[k] > x->sizes[k]) return false;
         if (is_tensor(src) && (src->rank != x->rank || src->sizes[k] < idx->sizes[k])) return false;
     }
     if (other_dtype(x, src)) return false;

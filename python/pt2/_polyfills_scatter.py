@@ -137,6 +137,26 @@ def _scatter_src(src, index, d):
     return src.movedim(d, -1)
 
 
+def _corner(write):
+    """write(input, dim, index, ...) where index may be smaller than the input in dims other than dim:
+    eager's scatters then update only the corner of those extents, which write computes on that slice
+    of the input, written back into a copy of the input (its other elements unchanged)."""
+    def on_corner(input, dim, index, *args, **kwargs):
+        n = input.dim()
+        d = dim % n if n else 0
+        sizes = [index.shape[k] if k != d and n == index.dim() and index.shape[k] < input.shape[k] else None for k in range(n)]
+        if all(size is None for size in sizes):
+            return write(input, dim, index, *args, **kwargs)
+        corner = tuple(slice(None) if size is None else slice(0, size) for size in sizes)
+        out = input.clone()
+        out[corner] = write(input[corner], dim, index, *args, **kwargs)
+        return out
+    on_corner.__name__ = on_corner.__qualname__ = write.__name__
+    on_corner.__doc__ = write.__doc__
+    return on_corner
+
+
+@_corner
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """Tensor.scatter with a tensor src or a number value; reduce="add" / "multiply" is scatter_reduce's
     sum / prod with the input's own values (capture admits no other reduce)."""
@@ -158,6 +178,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     return out.movedim(-1, d)
 
 
+@_corner
 def scatter_add(input, dim, index, src):
     """Tensor.scatter_add: input[.., index[i..], ..] += src[i..] along dim."""
     x, hits, d = _scatter_hits(input, dim, index)
@@ -175,6 +196,7 @@ def _highest(dtype):
     return float("inf") if dtype.is_floating_point else torch.iinfo(dtype).max
 
 
+@_corner
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """Tensor.scatter_reduce: each position's hits combined by sum, prod, mean, amax or amin (with the
     input's own value when include_self); a position without hits keeps the input's."""
@@ -266,6 +288,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     d = dim % n if n else 0
     if n and source.shape[d] != index.numel():
         raise IndexError("index_reduce_(): Number of indices should be equal to source.size(dim)")
+    if input.dim() == 0:  # one element: as a 1-d input of it
+        return index_reduce(input.reshape(1), 0, index, source.reshape(-1), reduce, include_self=include_self).reshape(())
     shape = [1] * n
     if n:
         shape[d] = index.numel()

@@ -131,11 +131,10 @@ def test_out_of_range_raises_like_eager(bad):
 
 
 def test_declined_stay_torch():
-    """A scatter whose index is smaller than the input off the dim, more than 1024 indices, a reduce=
-    eager does not know: torch's C op (a break), eager's result or eager's error."""
+    """More than 1024 indices, an index larger than the input off the dim: torch's C op (a break), eager's
+    result or eager's error."""
     x = rand(4, 5, seed=13)
     cases = [
-        (lambda x, i, s: x.scatter_add(1, i, s), torch.tensor([[0, 1], [2, 3]]), rand(2, 2, seed=14)),
         (lambda x, i, s: x.index_add(0, i, s), torch.zeros(1500, dtype=torch.int64), rand(1500, 5, seed=15)),
     ]
     for fn, i, s in cases:
@@ -144,6 +143,26 @@ def test_declined_stay_torch():
             pt2.reset()
             assert pt2.explain(fn)(x, i, s).graph_break_count >= 1
             same(pt2.compile(fn)(x, i, s), want, tol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_of_a_smaller_index_updates_a_corner(reduce):
+    """An index smaller than the input in dims other than dim: eager updates that corner only (the forms
+    compute it on that slice and write it into a copy), scatter, scatter_add and scatter_reduce, functional
+    and in place, along either dim."""
+    x = rand(4, 6, 5, seed=13)
+    G.manual_seed(14)
+    index = torch.randint(0, 4, (3, 2, 5), generator=G)
+    src = rand(3, 4, 5, seed=15)
+    check(lambda x, i, s: (x.scatter_add(0, i, s), x.scatter(0, i, s), torch.scatter(x, 0, i, 2.5),
+                           x.scatter_reduce(0, i, s, reduce), x.scatter_reduce(0, i, s, reduce, include_self=False),
+                           x.scatter_reduce(1, i % 2, s, reduce)), x, index, src, tol=1e-5)
+
+    def in_place(x, i, s):
+        x.scatter_reduce_(2, i, s, reduce)
+        return x
+
+    check(in_place, x.clone(), index[:2, :, :3] % 5, src, tol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])

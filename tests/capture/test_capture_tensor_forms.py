@@ -286,3 +286,7 @@ def test_index_reduce(reduce, include_self):
     torch.testing.assert_close(a, b, equal_nan=True)
     with pytest.raises(RuntimeError):
         pt2.compile(lambda x: torch.index_reduce(x, 0, idx, src, "sum"))(x)
+    # a 0-d input (one element at index 0) and source
+    z = torch.tensor(1.5)
+    check(lambda z: (torch.index_reduce(z, 0, torch.tensor([0]), torch.tensor(-2.0), reduce, include_self=include_self),
+                     z.index_reduce(0, torch.tensor(0), torch.tensor(3.0), reduce, include_self=include_self)), z)
