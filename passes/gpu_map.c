@@ -360,6 +360,38 @@ static MlirOperation merge_nested_parallel(MlirOperation outer) {
     return merged;
 }
 
+static bool scan_rows_loop(MlirOperation op) {
+    return gpu_is_op(op, "scf.for") && mlirOperationGetNumResults(op) == 0 &&
+           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.scan_rows")));
+}
+
+/* A scan's (before, after) loops (passes/lower_nn.c, lower_scan: marked
+ * `pt2.scan_rows`, each position a row of its own; one of them folded away
+ * where its trip count is 1) as one scf.parallel: a thread a row, the scan
+ * along the row sequential in it (a single thread ran every row before). */
+static MlirOperation parallel_scan_rows(MlirOperation outer) {
+    if (!scan_rows_loop(outer)) return outer;
+    MlirOperation inner = single_op(gpu_body_of(outer));
+    MlirOperation loops[2] = {outer, inner};
+    int n = !mlirOperationIsNull(inner) && scan_rows_loop(inner) ? 2 : 1;
+    MlirValue lbs[2], ubs[2], steps[2];
+    for (int k = 0; k < n; ++k) {
+        for (int i = 0; i < 3; ++i) {
+            if (!defined_outside(mlirOperationGetOperand(loops[k], i), outer)) return outer;
+        }
+        lbs[k] = mlirOperationGetOperand(loops[k], 0);
+        ubs[k] = mlirOperationGetOperand(loops[k], 1);
+        steps[k] = mlirOperationGetOperand(loops[k], 2);
+    }
+    Builder b = builder_before(outer);
+    MlirOperation par = gpu_build_parallel(&b, n, lbs, ubs, steps, NULL);
+    MlirBlock body = gpu_body_of(par);
+    for (int k = 0; k < n; ++k) mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(gpu_body_of(loops[k]), 0), mlirBlockGetArgument(body, k));
+    move_body(gpu_body_of(loops[n - 1]), mlirBlockGetTerminator(body));
+    mlirOperationDestroy(outer);
+    return par;
+}
+
 /*===----------------------------------------------------------------------===*
  * 3. Nested scf.parallel → scf.for; top-level loops onto blocks × threads
  *===----------------------------------------------------------------------===*/
@@ -626,6 +658,7 @@ static int map_function(MlirOperation func, const GpuMapOptions *opts) {
     for (int i = 0; i < top.n; ++i) {
         MlirOperation op = top.ops[i];
         if (gpu_is_op(op, "memref.copy")) op = copy_to_loops(op, opts);
+        if (!opts->serial_scans && scan_rows_loop(op) && gpu_is_op(op = parallel_scan_rows(op), "scf.parallel")) continue;
         if (gpu_is_op(op, "scf.for")) {
             op = gpu_interchange(op);
             if (gpu_is_op(op, "scf.parallel")) {
@@ -749,3 +782,8 @@ MAP_VARIANT(gpu_map_loops_full_copied_lanes, "pt2-gpu-map-loops-full-copied-lane
             "pt2-gpu-map-loops with rows copied into shared memory keeping their first plan's lanes, not fewer for more "
             "blocks an SM (PT2_DISABLE=gpu-copied-lanes)",
             .vector_rows = true, .full_copied_lanes = true)
+/* PT2_DISABLE=gpu-parallel-scans: a scan's rows all in one thread, as before
+ * parallel_scan_rows. */
+MAP_VARIANT(gpu_map_loops_serial_scans, "pt2-gpu-map-loops-serial-scans",
+            "pt2-gpu-map-loops with a scan's rows all in one thread, not a thread a row (PT2_DISABLE=gpu-parallel-scans)",
+            .vector_rows = true, .serial_scans = true)

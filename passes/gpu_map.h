@@ -94,6 +94,10 @@ typedef struct GpuMapOptions {
      * row copied in by cp.async keeps the lanes of its first plan, not fewer
      * for more blocks an SM (gpu_rows.c, fewer_lanes), for A/B measurements */
     bool full_copied_lanes;
+    /* pt2-gpu-map-loops-serial-scans (PT2_DISABLE=gpu-parallel-scans): a scan's
+     * rows all run in one thread, as before (parallel_scan_rows), for A/B
+     * measurements */
+    bool serial_scans;
 } GpuMapOptions;
 
 /* How a kernel's ops use its first n arguments (gpu_kernel_args.c), through views: access[i] has

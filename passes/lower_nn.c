@@ -651,7 +651,16 @@ static int lower_scan(MlirOperation op, ScanKind kind) {
         inits[1] = build_empty(&b, tensor_of(b.ctx, 3, view.sizes, mlirIntegerTypeGet(b.ctx, 64)));
     }
     MlirOperation loop = {NULL};
-    if (s.len > 0) loop = build_scf_for(&b, 0, s.outer, n, inits, scan_outer, &s);
+    if (s.len > 0) {
+        loop = build_scf_for(&b, 0, s.outer, n, inits, scan_outer, &s);
+        /* the (before, after) loops run independent rows: the GPU mapping runs them a thread each
+         * (passes/gpu_map.c, parallel_scan_rows) */
+        mlirOperationSetAttributeByName(loop, sref("pt2.scan_rows"), mlirUnitAttrGet(b.ctx));
+        for (MlirOperation op = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0)));
+             !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+            if (op_is(op, "scf.for")) mlirOperationSetAttributeByName(op, sref("pt2.scan_rows"), mlirUnitAttrGet(b.ctx));
+        }
+    }
     MlirValue r[2];
     for (int k = 0; k < n; ++k) {
         Pt2TensorType ok = out;
