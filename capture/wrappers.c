@@ -62,7 +62,8 @@ static bool is_autograd_function_apply(PyObject *fn) {
  * of the kernel's bookkeeping, adaptive max pooling's indices): followed as the form in
  * pt2/_polyfills_nn.py that computes what F returns; NULL for any other function. */
 static const char *functional_form(PyObject *fn) {
-    static const char *const names[][2] = {{"embedding_bag", "embedding_bag"}, {"_adaptive_max_pool2d", "adaptive_max_pool2d"}};
+    static const char *const names[][2] = {{"embedding_bag", "embedding_bag"}, {"_adaptive_max_pool1d", "adaptive_max_pool1d"},
+                                           {"_adaptive_max_pool2d", "adaptive_max_pool2d"}, {"_adaptive_max_pool3d", "adaptive_max_pool3d"}};
     enum { N = sizeof names / sizeof names[0] };
     static PyObject *fns[N];
     static bool resolved;

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
-__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
+__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
            "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
            "margin_ranking_loss", "max_pool2d_indices", "max_pool3d", "max_unpool2d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
            "softshrink", "triplet_margin_loss"]
@@ -280,6 +280,36 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     if _suggests_channels_last(input):  # allocated in that format, as the kernel's output (size-1 dims' strides too)
         out = torch.empty_like(out, memory_format=torch.channels_last).copy_(out)
     return out
+
+
+def _sizes(output_size, n, input):
+    """An adaptive pool's output_size as n ints (None: the input's size there)."""
+    size = (output_size,) * n if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != n:
+        raise RuntimeError(f"adaptive_max_pool{n}d(): internal error: output_size.size() must be {n}")
+    return tuple(input.shape[input.dim() - n + i] if s is None else s for i, s in enumerate(size))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """F._adaptive_max_pool1d (the C op's values, through adaptive_max_pool2d's kernel in eager): the max
+    over each adaptive window of the last dim, NaN propagated; contiguous."""
+    _floats_only("adaptive_max_pool2d", input)
+    if input.dim() not in (2, 3) or input.shape[-1] == 0:
+        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {list(input.shape)}")
+    (ol,) = _sizes(output_size, 1, input)
+    if not isinstance(output_size, int) and output_size[0] is None:  # eager's argument parser refuses it
+        raise TypeError("adaptive_max_pool1d(): argument 'output_size' must be tuple of ints")
+    return _adaptive_max(input, ol, -1).contiguous()
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """F._adaptive_max_pool3d: separable as the 2-d one, the depths' windows, the rows', the columns';
+    contiguous (the CPU kernel's layout, channels-last-3d inputs too)."""
+    _floats_only("adaptive_max_pool3d_cpu", input)
+    if input.dim() not in (4, 5) or any(s == 0 for s in input.shape[-3:]):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
+    od, oh, ow = _sizes(output_size, 3, input)
+    return _adaptive_max(_adaptive_max(_adaptive_max(input, od, -3), oh, -2), ow, -1).contiguous()
 
 
 def _reduce(loss, reduction):

@@ -234,6 +234,37 @@ def test_local_response_norm():
     check(lambda x: F.local_response_norm(x, 4, alpha=1e-3, beta=0.6, k=2.0), x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_adaptive_max_pool1d_and_3d(dtype):
+    """F.adaptive_max_pool1d / 3d and their modules without indices (capture/wrappers.c, F's path that
+    discards them): adaptive windows uniform and not, NaN propagated, a transposed and a channels-last-3d
+    input (results contiguous, as eager's); integers and return_indices stay the C op."""
+    x = torch.randn(2, 5, 13, dtype=dtype)
+    x.view(-1)[7] = float("nan")
+    for size in (1, 4, 13, 5, (3,)):
+        check(lambda x: F.adaptive_max_pool1d(x, size), x)
+    check(lambda x: (nn.AdaptiveMaxPool1d(3)(x.transpose(1, 2)), nn.AdaptiveMaxPool1d(2)(x[0])), x)
+    y = torch.randn(2, 3, 7, 6, 9, dtype=dtype)
+    y.view(-1)[11] = float("nan")
+    for size in (1, 2, (3, 4, 5), (None, 2, 4), (7, 6, 9)):
+        check(lambda y: F.adaptive_max_pool3d(y, size), y)
+    check(lambda y: (nn.AdaptiveMaxPool3d((2, 3, 4))(y.to(memory_format=torch.channels_last_3d)), nn.AdaptiveMaxPool3d(2)(y[1])), y)
+    for f, a in ((lambda v: F.adaptive_max_pool1d(v, 3), torch.arange(20).view(2, 10)),
+                 (lambda v: F.adaptive_max_pool1d(v, (None,)), x.float()),
+                 (lambda v: F.adaptive_max_pool1d(v, 3, return_indices=True), x.float()),
+                 (lambda v: F.adaptive_max_pool3d(v, 2, return_indices=True), y.float())):
+        pt2.reset()
+        try:
+            want = f(a)
+        except (RuntimeError, TypeError, NotImplementedError) as e:
+            with pytest.raises(type(e)):
+                pt2.compile(f)(a)
+            continue
+        assert graphs(f, a)[1] == 1
+        for g, w in zip(pt2.compile(f)(a), want):
+            torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("size", [1, (3, 4), (7, None), (2, 3), 5])
 def test_adaptive_max_pool2d(size):
     """F.adaptive_max_pool2d / nn.AdaptiveMaxPool2d without indices (capture/wrappers.c: F's path that
