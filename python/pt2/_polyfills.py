@@ -27,8 +27,8 @@ from ._polyfills_nn import _floats_only, _reduce
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
 from ._polyfills_functional import *  # noqa: F401,F403  (the *_copy ops, slice/select_scatter, isclose, cov)
 from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
-    index_add, index_copy, index_fill, index_put, index_put_along, index_reduce, scatter, scatter_add, scatter_reduce,
-    setitem_indices)
+    index_add, index_copy, index_fill, index_put, index_put_along, index_reduce, masked_scatter, scatter, scatter_add,
+    scatter_reduce, setitem_indices)
 from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquantile, nansum, quantile, trace  # noqa: F401
 from ._polyfills_special import digamma, erfinv, i0, lgamma  # noqa: F401  (special functions)
 from ._polyfills_tensor import *  # noqa: F401,F403  (float predicates, numpy's stacks and flips, vector products)

@@ -9,6 +9,8 @@ as eager raises (an IndexError; index_add of more than one dim and scatter raise
 """
 import torch
 
+from ._polyfills_sort import _SCALAR_TYPE
+
 
 def _checked(index, n, error_dim=None):
     """index, whose values pass through an index_select of a size-n tensor: pt2's range check [0, n), an
@@ -295,3 +297,41 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         shape[d] = index.numel()
     idx = index.to(torch.int64).reshape(shape).expand(source.shape)
     return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+def _prefix_count(flags):
+    """The running count of true flags along a 1-d bool tensor (an int64 inclusive cumsum), in two levels
+    past 4096 elements: cumsums of rows of 1024, then the rows' totals carried over, so that each scan is
+    short (a row a thread on the GPU, where one long scan would run in a single thread).  Exact: integers."""
+    counts = flags.to(torch.int64)
+    n = counts.numel()
+    if n <= 4096:
+        return counts.cumsum(0)
+    cols = 1024
+    rows = -(-n // cols)
+    if rows * cols != n:
+        counts = torch.cat([counts, counts.new_zeros(rows * cols - n)])
+    within = counts.reshape(rows, cols).cumsum(1)
+    totals = within[:, -1]
+    before = totals.cumsum(0) - totals
+    return (within + before.unsqueeze(1)).reshape(-1)[:n]
+
+
+def masked_scatter(input, mask, source):
+    """torch.masked_scatter / Tensor.masked_scatter(_): the elements of input (broadcast with mask) where mask
+    is true, in row-major order, take source's elements in its row-major order (multimodal models put image
+    features into text embeddings so); the others keep input's.  Contiguous, as ATen's clone.  A source with
+    fewer elements than the mask's trues fails pt2's index check, a RuntimeError as eager's; an empty
+    source is the C op's."""
+    if mask.dtype != torch.bool:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {_SCALAR_TYPE.get(mask.dtype, mask.dtype)}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_SCALAR_TYPE.get(input.dtype, input.dtype)} and {_SCALAR_TYPE.get(source.dtype, source.dtype)}")
+    if source.numel() == 0:
+        raise NotImplementedError("masked_scatter of an empty source")
+    shape = torch.broadcast_shapes(input.shape, mask.shape)
+    flags = mask.expand(shape).reshape(-1)
+    position = (_prefix_count(flags) - 1).clamp(min=0)
+    picked = source.reshape(-1).gather(0, position)  # a gather's index check raises RuntimeError, as eager
+    return torch.where(flags, picked, input.expand(shape).reshape(-1)).reshape(shape)

@@ -19,6 +19,8 @@ def rand(*shape, dtype=torch.float32, seed=0):
     G.manual_seed(seed)
     if dtype.is_floating_point:
         return torch.randn(*shape, generator=G, dtype=dtype)
+    if dtype == torch.bool:
+        return torch.rand(*shape, generator=G) > 0.5
     return torch.randint(-50, 50, shape, generator=G, dtype=dtype)
 
 
@@ -332,3 +334,49 @@ def test_index_put_boolean_mask(accumulate):
     # values of the selected rows (3): a count only the data knows, torch's own op
     check(lambda x, m, v: torch.index_put(x, (m,), v, accumulate=accumulate), x, rows, rand(3, 5, 3, seed=25),
           tol=1e-6, graphs=0, breaks=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_masked_scatter(dtype):
+    """torch.masked_scatter / Tensor.masked_scatter(_): source's elements in row-major order into the mask's
+    true positions (a mask broadcast to the input, or both broadcast for the function), non-contiguous
+    input, mask and source, in place on an input and on a view of it; one graph, eager's values."""
+    x = rand(3, 4, 5, dtype=dtype, seed=30)
+    G.manual_seed(31)
+    mask = torch.rand(3, 4, 5, generator=G) > 0.5
+    src = rand(7, 9, dtype=dtype, seed=32)
+    check(lambda x, m, s: (x.masked_scatter(m, s), torch.masked_scatter(x, m[:, :1], s), x.masked_scatter(m[0], s.t()),
+                           torch.masked_scatter(x[0, 0], m[:, :, :1].transpose(0, 1), s), x.transpose(0, 2).masked_scatter(m.transpose(0, 2), s)),
+          x, mask, src, exact=True)
+
+    def in_place(x, m, s):
+        x.masked_scatter_(m, s)
+        x[1].masked_scatter_(m[2], s[3:])
+        return x
+
+    check(in_place, x.clone(), mask, src, exact=True)
+
+
+def test_masked_scatter_long_mask():
+    """A mask of more than 4096 elements: the running count in two levels (rows of 1024, their totals
+    carried over), exact; image features into text embeddings as multimodal models put them."""
+    emb = rand(2, 700, 16, seed=33)
+    G.manual_seed(34)
+    image = (torch.rand(2, 700, 1, generator=G) > 0.6).expand(2, 700, 16)
+    feats = rand(int(image.sum()) // 16, 16, seed=35)
+    check(lambda e, m, f: e.masked_scatter(m, f.to(e.dtype)), emb, image, feats, exact=True)
+
+
+def test_masked_scatter_errors_as_eager():
+    x = rand(2, 3)
+    for f, args in ((lambda x, m, s: x.masked_scatter(m, s), (x, torch.ones(2, 3, dtype=torch.bool), rand(5))),  # too few
+                    (lambda x, m, s: x.masked_scatter(m, s), (x, torch.ones(2, 3, dtype=torch.int64), rand(6))),
+                    (lambda x, m, s: x.masked_scatter(m, s), (x, torch.ones(2, 3, dtype=torch.bool), rand(6).double()))):
+        with pytest.raises(RuntimeError):
+            f(*args)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(f)(*args)
+    # an empty source with no true in the mask: the C op (a break), eager's result
+    f = lambda x, m, s: x.masked_scatter(m, s) + 1  # noqa: E731
+    check(f, x, torch.zeros(2, 3, dtype=torch.bool), rand(0), graphs=1, breaks=1)

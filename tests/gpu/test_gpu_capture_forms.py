@@ -67,6 +67,11 @@ def _scans(x):
             torch.cumsum(x, 0))
 
 
+def _masked_scatter(x, m, s):
+    """image features into text embeddings (a running count of the mask in two levels past 4096 elements)"""
+    return x.masked_scatter(m, s), x[0].masked_scatter(m[0, :, :1], s)
+
+
 def _medians(x):
     return torch.median(x), x.median(1).values, x.median(1).indices, torch.nanmedian(x, 0, keepdim=True).values
 
@@ -111,6 +116,9 @@ CASES = {
     "index_put_several": (_index_put_several, lambda d: (rand(5, 7, 3, device=d, seed=23), torch.tensor([4, 0, -1, 4], device=d),
                                                          torch.tensor([6, 2, 3, 6], device=d), rand(4, 3, device=d, seed=24)),
                           1e-5),
+    "masked_scatter": (_masked_scatter, lambda d: (rand(2, 300, 16, device=d, seed=26),
+                                                   (rand(2, 300, 1, seed=27) > 0.3).expand(2, 300, 16).to(d),
+                                                   rand(9600, device=d, seed=28)), 0),
     "scans": (_scans, lambda d: (rand(7, 33, device=d, seed=25),), 1e-5),
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
