@@ -13,7 +13,7 @@ from ._polyfills_sort import _SCALAR_TYPE
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
            "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
-           "margin_ranking_loss", "max_pool2d_indices", "max_pool3d", "max_unpool2d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
+           "margin_ranking_loss", "max_pool2d_indices", "max_pool3d", "max_unpool2d", "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
            "softshrink", "triplet_margin_loss"]
 
 
@@ -448,15 +448,30 @@ def max_pool2d_indices(input, values, kernel, stride, padding, dilation):
     return pos.expand(k.shape + (pos.shape[-1],)).gather(-1, k.unsqueeze(-1)).squeeze(-1)
 
 
-def max_unpool2d(input, indices, output_size):
-    """torch._C._nn.max_unpool2d: zeros of output_size with each value written at its index of the
-    flattened plane (F.max_unpool2d computed output_size); an index out of range is an index error."""
+def _max_unpool(input, indices, output_size, n):
+    """Zeros of output_size (the last n dims) with each value written at its index of the flattened
+    n-d plane; an index out of range is an index error."""
     if indices.dtype != torch.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
     if input.shape != indices.shape:
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) but got indices "
                            f"tensor with shape: {list(indices.shape)}")
-    oh, ow = output_size
-    flat = torch.zeros(input.shape[:-2] + (oh * ow,), dtype=input.dtype, device=input.device)
-    out = flat.scatter(-1, indices.flatten(-2), input.flatten(-2))
-    return out.reshape(input.shape[:-2] + (oh, ow))
+    plane = 1
+    for s in output_size:
+        plane *= s
+    lead = tuple(input.shape[:input.dim() - n])
+    flat = torch.zeros(lead + (plane,), dtype=input.dtype, device=input.device)
+    out = flat.scatter(-1, indices.flatten(-n), input.flatten(-n))
+    return out.reshape(lead + tuple(output_size))
+
+
+def max_unpool2d(input, indices, output_size):
+    """torch._C._nn.max_unpool2d: zeros of output_size with each value written at its index of the
+    flattened plane (F.max_unpool2d computed output_size); an index out of range is an index error."""
+    return _max_unpool(input, indices, tuple(output_size), 2)
+
+
+def max_unpool3d(input, indices, output_size, stride, padding):
+    """torch._C._nn.max_unpool3d: as max_unpool2d over the flattened volume (stride and padding only
+    checked by ATen)."""
+    return _max_unpool(input, indices, tuple(output_size), 3)

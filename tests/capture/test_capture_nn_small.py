@@ -399,3 +399,21 @@ def test_max_pool2d_indices_and_unpool(kw, dtype):
     pt2.reset()
     with pytest.raises((RuntimeError, IndexError)):  # an index past the output: eager's error, pt2's checked scatter
         pt2.compile(lambda x: F.max_unpool2d(x, torch.full(x.shape, 99), 2))(x[:, :, :4, :4])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_max_unpool1d_and_3d(dtype):
+    """F.max_unpool3d (nn.MaxUnpool3d) as max_unpool2d's form over the flattened volume, given and default
+    output sizes, and max_unpool1d (through the 2-d C op in F); an index past the output: eager's
+    RuntimeError."""
+    x = torch.randn(2, 3, 6, 4, 6, generator=torch.Generator().manual_seed(5)).to(dtype)
+    y, i = F.max_pool3d(x, 2, stride=2, return_indices=True)
+    z, j = F.max_pool1d(x[0, :, 0], 2, return_indices=True)
+    check(lambda y, i: (F.max_unpool3d(y, i, 2), F.max_unpool3d(y * 2, i, 2, output_size=(6, 4, 6)), nn.MaxUnpool3d(2)(y, i),
+                        F.max_unpool1d(z, j, 2), nn.MaxUnpool1d(2, 2)(z, j, output_size=(7,))), y, i, tol=0)
+    f = lambda y, i: F.max_unpool3d(y, i, 2, output_size=(5, 4, 6))  # noqa: E731
+    with pytest.raises(RuntimeError):
+        f(y, i)
+    pt2.reset()
+    with pytest.raises(RuntimeError):
+        pt2.compile(f)(y, i)
