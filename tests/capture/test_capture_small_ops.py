@@ -297,3 +297,14 @@ def test_fold_is_unfolds_adjoint(kernel, dilation, padding, stride, size, dtype)
         return F.fold(cols, size, **opts), F.fold(cols[0], size, **opts), F.fold(F.unfold(x, **opts), size, **opts)
 
     check(fn, cols, x, tol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+def test_reflected_operator_methods():
+    """torch.Tensor.__radd__ / __rmul__ / __rand__ / __ror__ / __rxor__ (and __and__ / __or__ / __xor__) called
+    as methods: ATen binds each to self.add(other), self.mul(other), self.bitwise_and(other), ... (the
+    tensor first, whose strides lead), one graph."""
+    x, b, i = rand(3, 4), rand(3, 4, seed=1) > 0, torch.arange(12).view(3, 4)
+    check(lambda x: (torch.Tensor.__radd__(x, 1.5), torch.Tensor.__rmul__(x.t(), 2), x.__radd__(x[0]), x.__rmul__(x[:, :1])), x)
+    check(lambda b: (torch.Tensor.__rand__(b, b.t().t()), torch.Tensor.__ror__(b, True), torch.Tensor.__rxor__(b, b[0]),
+                     torch.Tensor.__and__(b, False), b.__or__(b[1]), b.__xor__(True)), b, exact=True)
+    check(lambda i: (torch.Tensor.__rand__(i, 5), torch.Tensor.__ror__(i, i[:, :1]), torch.Tensor.__rxor__(i, 3)), i, exact=True)
