@@ -126,8 +126,8 @@ static Var *default_var(Trace *t, PyObject *dv, Source *fn_source, const char *h
 
 /* Binds call arguments to a code object's parameters (CPython's rules). */
 static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args, int n_args, PyObject *kw_names,
-                          Var **kw_values, int n_kw, Var *defaults, PyObject *real_defaults, PyObject *real_kwdefaults,
-                          Source *fn_source) {
+                          Var **kw_values, int n_kw, Var *defaults, Var *kwdefaults, PyObject *real_defaults,
+                          PyObject *real_kwdefaults, Source *fn_source) {
     int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
     bool has_varargs = code->co_flags & CO_VARARGS, has_varkw = code->co_flags & CO_VARKEYWORDS;
     int varargs_slot = argc + kwonly, varkw_slot = varargs_slot + (has_varargs ? 1 : 0);
@@ -182,6 +182,15 @@ static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args
     for (int i = argc; i < argc + kwonly; ++i) {
         if (locals[i]) continue;
         PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
+        if (kwdefaults) { /* a function made in the trace: its dict of defaults (constant names) */
+            for (int k = 0; k < kwdefaults->n_items && !locals[i]; ++k) {
+                Var *key = kwdefaults->keys[k];
+                if (key->kind == V_CONST && PyUnicode_Check(key->obj) && PyUnicode_Compare(key->obj, name) == 0) {
+                    locals[i] = kwdefaults->items[k];
+                }
+            }
+            if (locals[i]) continue;
+        }
         PyObject *dv = real_kwdefaults ? PyDict_GetItemWithError(real_kwdefaults, name) : NULL;
         if (!dv) {
             trace_break(t, "%s() missing keyword-only argument '%s'", PyUnicode_AsUTF8(code->co_name), PyUnicode_AsUTF8(name));
@@ -220,7 +229,7 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
     PyObject *obj = fn_var->obj;
     PyCodeObject *code;
     PyObject *globals, *real_defaults = NULL, *real_kwdefaults = NULL, *closure = NULL;
-    Var *closure_var = NULL, *defaults = NULL;
+    Var *closure_var = NULL, *defaults = NULL, *kwdefaults = NULL;
     if (PyFunction_Check(obj)) {
         PyFunctionObject *fn = (PyFunctionObject *)obj;
         code = (PyCodeObject *)fn->func_code;
@@ -233,6 +242,7 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
         globals = fn_var->globals;
         closure_var = fn_var->closure;
         defaults = fn_var->defaults;
+        kwdefaults = fn_var->kwdefaults;
     } else {
         return trace_break(t, "internal: inlining a non-function");
     }
@@ -260,7 +270,8 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
      * is, for a method), one made in the trace has its code's globals */
     f->globals_source_base = source_const(t, f->globals);
     Source *fn_source = fn_var->source ? fn_var->source : PyFunction_Check(obj) ? source_const(t, obj) : NULL;
-    if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, real_defaults, real_kwdefaults, fn_source) != 0) {
+    if (bind_arguments(t, code, f->locals, args, n_args, kw_names, kw_values, n_kw, defaults, kwdefaults, real_defaults, real_kwdefaults,
+                       fn_source) != 0) {
         goto done;
     }
     int first_free = code->co_nlocalsplus - code->co_nfreevars;

@@ -137,6 +137,7 @@ typedef struct Var {
     /* V_FUNCTION made by MAKE_FUNCTION (obj is then a code object) */
     PyObject *globals;      /* the defining frame's globals (borrowed) */
     struct Var *defaults;   /* tuple Var of positional defaults, or NULL */
+    struct Var *kwdefaults; /* dict Var of keyword-only defaults (constant names), or NULL */
     struct Var *closure;    /* tuple Var of V_CELLs, or NULL */
     /* V_OBJECT made in the traced code (an instance of a user class, objects.c):
      * obj is an empty shell of its class, standing for its type and identity

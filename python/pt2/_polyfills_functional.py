@@ -1,10 +1,12 @@
 """Python forms of ATen's functional variants and small composites (capture/polyfills.c): the `*_copy` ops
-(a view op's values in a tensor of their own, contiguous), `slice_scatter` and `select_scatter` (a copy of the
-input with one view of it replaced), `isclose`, `dist`, `cov` and `corrcoef`.  Each follows ATen's composite
+(a view op's values in a tensor of their own, contiguous), `slice_scatter` and `select_scatter` and `diagonal_scatter`
+(a copy of the input with one view of it replaced), `isclose`, `dist`, `cov`, `corrcoef`, `combinations` and
+`gradient`.  Each follows ATen's composite
 (its dtypes, checks and result layout); nothing here runs in eager."""
 import torch
 
-__all__ = ["alias_copy", "corrcoef", "cov", "detach_copy", "diagonal_copy", "dist", "expand_copy", "isclose",
+__all__ = ["alias_copy", "combinations", "corrcoef", "cov", "detach_copy", "diagonal_copy", "diagonal_scatter", "dist",
+           "expand_copy", "gradient", "isclose",
            "narrow_copy", "permute_copy", "select_copy", "select_scatter", "slice_copy", "slice_scatter", "split_copy",
            "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
            "unsqueeze_copy", "view_copy"]
@@ -181,3 +183,96 @@ def corrcoef(input):
     c = c / stddev.view(-1, 1)
     c = c / stddev.view(1, -1)
     return torch.clip(c, -1, 1)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """torch.diagonal_scatter: input with its offset diagonal of the (dim1, dim2) planes replaced by src
+    (whose shape must be the diagonal's): each plane position on the diagonal takes src at its place along
+    it (a gather), the others input's."""
+    diag = input.diagonal(offset, dim1, dim2)
+    if tuple(src.shape) != tuple(diag.shape):
+        raise RuntimeError(f"diagonal_scatter: expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(diag.shape)}")
+    n = input.dim()
+    d1, d2 = dim1 % n, dim2 % n
+    a, b, length = input.shape[d1], input.shape[d2], diag.shape[-1]
+    if length == 0:
+        return input.clone()
+    i = torch.arange(a, device=input.device).unsqueeze(1)
+    j = torch.arange(b, device=input.device).unsqueeze(0)
+    on = (j - i) == offset
+    k = (i - max(-offset, 0)).clamp(0, length - 1).expand(a, b).reshape(-1)
+    x = input.movedim((d1, d2), (-2, -1))
+    picked = src.index_select(-1, k).reshape(tuple(src.shape[:-1]) + (a, b)).to(input.dtype)
+    return torch.where(on, picked, x).movedim((-2, -1), (d1, d2))
+
+
+def _combination_positions(n, r, repeat):
+    """itertools.combinations(range(n), r) (or combinations_with_replacement), flattened: lexicographic
+    order, plain Python the trace runs at trace time (past 2^16 positions: the C op)."""
+    out = []
+    idx = [0] * r if repeat else list(range(r))
+    if not repeat and r > n:
+        return out
+    while True:
+        out.extend(idx)
+        if len(out) > 1 << 16:
+            raise NotImplementedError("combinations of more than 2^16 positions")
+        k = r - 1
+        while k >= 0 and idx[k] == (n - 1 if repeat else n - r + k):
+            k -= 1
+        if k < 0:
+            return out
+        idx[k] += 1
+        for m in range(k + 1, r):
+            idx[m] = idx[k] if repeat else idx[m - 1] + 1
+
+
+def combinations(input, r=2, with_replacement=False):
+    """torch.combinations of a 1-d tensor: its elements at every r-combination of positions in lexicographic
+    order (ATen's masked meshgrid gives that order), the positions made at trace time; r = 0: empty."""
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_empty(0)
+    positions = _combination_positions(input.shape[0], r, with_replacement)
+    index = torch.tensor(positions, dtype=torch.int64, device=input.device)
+    return input.index_select(0, index).reshape(-1, r)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """torch.gradient with uniform spacing (a number, or one a dim): ATen's central differences
+    ((f[i+1] - f[i-1]) / h) / 2 inside and one-sided ones at the edges (edge_order 1 or 2), one tensor a
+    dim.  Coordinates given as tensors are the C op's."""
+    dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if isinstance(spacing, (list, tuple)):
+        if any(isinstance(h, torch.Tensor) for h in spacing):
+            raise NotImplementedError("gradient with coordinates")
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments "
+                               f"to have the same length, but got a spacing argument of length {len(spacing)} and a dim argument "
+                               f"of length {len(dims)}.")
+        steps = list(spacing)
+    elif isinstance(spacing, torch.Tensor):
+        raise NotImplementedError("gradient with a tensor spacing")
+    else:
+        steps = [spacing] * len(dims)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    out = []
+    for d, h in zip(dims, steps):
+        d = d % input.dim()
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+        f = lambda a, b=None: input.narrow(d, a % input.shape[d], (b if b is not None else input.shape[d]) - a % input.shape[d])  # noqa: E731
+        center = (f(2) - f(0, input.shape[d] - 2)) / h
+        if edge_order == 1:
+            first = (f(1, 2) - f(0, 1)) / h
+            last = (f(-1) - f(-2, input.shape[d] - 1)) / h
+        else:
+            first = (f(0, 1) * -1.5 + f(1, 2) * 2 - f(2, 3) * 0.5) / h
+            last = (f(-3, input.shape[d] - 2) * 0.5 + f(-2, input.shape[d] - 1) * -2 + f(-1) * 1.5) / h
+        out.append(torch.cat([first, center / 2, last], d))
+    return tuple(out)

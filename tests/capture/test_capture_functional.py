@@ -128,3 +128,38 @@ def test_cov_edges_as_eager():
     check(lambda x: torch.cov(x, fweights=w), rand(2, 4), graphs=0, breaks=1)
     with pytest.raises(RuntimeError):
         pt2.compile(lambda x: torch.cov(x))(rand(2, 3, 4))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_diagonal_scatter(dtype):
+    for x in layouts(dtype):
+        src = rand(*x.shape, dtype=dtype, seed=2)
+        check(lambda x, s: (torch.diagonal_scatter(x, s.diagonal(0, 0, 1), 0, 0, 1), torch.diagonal_scatter(x, s.diagonal(1, 1, 2), 1, 1, 2),
+                            x.diagonal_scatter(s.diagonal(-2, 2, 0), -2, 2, 0), torch.diagonal_scatter(x, s.diagonal(9, 0, 1), 9)),
+              x, src, exact=True)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda x: torch.diagonal_scatter(x, x[0, 0], 0))(layouts(dtype)[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_combinations(dtype):
+    x = rand(6, dtype=dtype)
+    check(lambda x: (torch.combinations(x), torch.combinations(x, 3), torch.combinations(x[:4], 3, with_replacement=True),
+                     torch.combinations(x, 1), torch.combinations(x[:2], 3), torch.combinations(x, 0)), x, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_gradient(dtype):
+    tol = 1e-5
+    for x in layouts(dtype):
+        check(lambda x: (torch.gradient(x), torch.gradient(x, spacing=2.0, edge_order=2), torch.gradient(x, spacing=[0.5, 3], dim=[2, 0]),
+                         torch.gradient(x, dim=1, edge_order=2), torch.gradient(x, spacing=(0.25,), dim=-1)), x, tol=tol)
+    x = rand(5, 4, dtype=dtype)
+    coords = torch.tensor([0.0, 1.0, 3.0, 3.5, 6.0]).to(x.dtype if dtype.is_floating_point else torch.float32)
+    check(lambda x: torch.gradient(x, spacing=(coords,), dim=0), x, graphs=0, breaks=1, tol=tol)  # coordinates: the C op
+    for f in (lambda x: torch.gradient(x, edge_order=3), lambda x: torch.gradient(x[:2], edge_order=2)):
+        with pytest.raises(RuntimeError):
+            f(x)
+        pt2.reset()
+        with pytest.raises(RuntimeError):
+            pt2.compile(f)(x)

@@ -449,3 +449,22 @@ def test_sorted_of_constants():
     f = lambda x: x.sum(sorted([2, 0], key=lambda d: -d)[0])  # noqa: E731
     pt2.reset()
     torch.testing.assert_close(pt2.compile(f)(x), f(x))
+
+
+def test_defaults_of_functions_defined_in_compiled_code():
+    """A def or lambda made in the traced code with positional defaults (constant or computed) and
+    keyword-only defaults, called with and without them: one graph (the constant defaults tuple used to
+    read as no defaults, a break saying an argument was missing; keyword-only defaults were a break)."""
+    def f(x, n=3):
+        g = lambda a, b=2: a * b  # noqa: E731
+
+        def h(a, b=n, *, c=1, d=x):
+            return a * b + c + d
+
+        def k(a, *, scale=0.5, shift=None):
+            return a * scale if shift is None else a * scale + shift
+
+        return g(x), g(x, 4), h(x), h(x, 1), h(x, c=5), h(x, d=2), k(x), k(x, shift=x), k(x, scale=3)
+
+    from eager_check import check
+    check(f, torch.randn(3, 4))

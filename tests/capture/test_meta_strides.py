@@ -161,6 +161,8 @@ CASES = {
     "select_scatter": (4, lambda x: torch.select_scatter(x, x[:, 0] + 1, 1, 0)),
     "isclose": (4, lambda x: torch.isclose(x, x * 1.0001)),
     "dist": (4, lambda x: torch.dist(x, x[0])),
+    "diagonal_scatter": (3, lambda x: torch.diagonal_scatter(x, x.diagonal(1, 1, 2) * 2, 1, 1, 2)),
+    "gradient": (3, lambda x: torch.gradient(x, dim=(0, 2))),
 }
 
 
