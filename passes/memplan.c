@@ -177,23 +177,84 @@ static int collect_buffers(const Function *f, Buffer **out) {
 
 /*--- copy elision -------------------------------------------------------------*/
 
+static bool identity_layout(MlirType t) {
+    MlirAttribute layout = mlirMemRefTypeGetLayout(t);
+    return mlirAttributeIsNull(layout) || (mlirAttributeIsAAffineMap(layout) && mlirAffineMapIsIdentity(mlirAffineMapAttrGetValue(layout)));
+}
+
+/* A contiguous memref of `shape` over m (contiguous, as many elements): m
+ * collapsed to one dim and expanded to the shape, before `at`. */
+static MlirValue reshaped_view(MlirValue m, MlirType shape, MlirOperation at) {
+    Builder b = builder_before(at);
+    MlirType t = mlirValueGetType(m);
+    int rank = (int)mlirShapedTypeGetRank(t), out_rank = (int)mlirShapedTypeGetRank(shape);
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= mlirShapedTypeGetDimSize(t, d);
+    char groups[512], sizes[512];
+    int len = snprintf(groups, sizeof groups, "[[");
+    for (int d = 0; d < rank; ++d) len += snprintf(groups + len, sizeof groups - (size_t)len, "%s%d", d ? ", " : "", d);
+    snprintf(groups + len, sizeof groups - (size_t)len, "]]");
+    MlirType flat_type = mlirMemRefTypeContiguousGet(mlirShapedTypeGetElementType(t), 1, &n, mlirMemRefTypeGetMemorySpace(t));
+    MlirNamedAttribute attr = named_attr(b.ctx, "reassociation", parse_attr(b.ctx, groups));
+    MlirValue flat = rank == 1 ? m : mlirOperationGetResult(build_op(&b, "memref.collapse_shape", 1, &m, 1, &flat_type, 1, &attr), 0);
+    if (out_rank == 1) return flat;
+    len = snprintf(groups, sizeof groups, "[[");
+    int slen = snprintf(sizes, sizeof sizes, "array<i64: ");
+    for (int d = 0; d < out_rank; ++d) {
+        len += snprintf(groups + len, sizeof groups - (size_t)len, "%s%d", d ? ", " : "", d);
+        slen += snprintf(sizes + slen, sizeof sizes - (size_t)slen, "%s%" PRId64, d ? ", " : "", mlirShapedTypeGetDimSize(shape, d));
+    }
+    snprintf(groups + len, sizeof groups - (size_t)len, "]]");
+    snprintf(sizes + slen, sizeof sizes - (size_t)slen, ">");
+    MlirNamedAttribute attrs[2] = {named_attr(b.ctx, "reassociation", parse_attr(b.ctx, groups)),
+                                   named_attr(b.ctx, "static_output_shape", parse_attr(b.ctx, sizes))};
+    return mlirOperationGetResult(build_op(&b, "memref.expand_shape", 1, &flat, 1, &shape, 2, attrs), 0);
+}
+
 /* `memref.copy %alloc, %out` where %out is a function argument used by
  * nothing else (an out-parameter) and the copy is the last use of %alloc:
  * the alloc's users write %out directly and the copy goes.  This is what a
  * result returned through a view (a collapse_shape of a tiled kernel's
- * output, a reshape) leaves after buffer-results-to-out-params. */
+ * output, a reshape) leaves after buffer-results-to-out-params.  The copy
+ * may read %alloc through reshapes (collapse_shape / expand_shape of
+ * contiguous memrefs: a scan's [rows, len, 1] buffer as the result's shape):
+ * the alloc's users then write %out reshaped to the alloc's shape. */
 static bool elide_copy_into_output(const Function *f, Buffer *b) {
     if (b->last < 0 || b->last >= f->n_ops) return false;
     MlirOperation copy = f->ops[b->last];
     MlirValue root = mlirOperationGetResult(b->alloc, 0);
-    if (!op_is(copy, "memref.copy") || !mlirValueEqual(mlirOperationGetOperand(copy, 0), root)) return false;
-    MlirValue out = mlirOperationGetOperand(copy, 1);
-    if (!mlirValueIsABlockArgument(out) || !mlirBlockEqual(mlirBlockArgumentGetOwner(out), f->body)) return false;
-    if (!mlirTypeEqual(mlirValueGetType(out), mlirValueGetType(root))) return false;
-    MlirOpOperand use = mlirValueGetFirstUse(out);
-    if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return false;
+    if (!op_is(copy, "memref.copy")) return false;
+    MlirValue src = mlirOperationGetOperand(copy, 0), out = mlirOperationGetOperand(copy, 1);
+    OpList chain = {0};
+    while (!mlirValueEqual(src, root)) {
+        if (mlirValueIsABlockArgument(src)) break;
+        MlirOperation view = mlirOpResultGetOwner(src);
+        MlirOpOperand use = mlirValueGetFirstUse(src);
+        if (!(op_is(view, "memref.collapse_shape") || op_is(view, "memref.expand_shape")) || !identity_layout(mlirValueGetType(src)) ||
+            mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)) || mlirOperationGetNumOperands(view) != 1) {
+            break;
+        }
+        oplist_push(&chain, view);
+        src = mlirOperationGetOperand(view, 0);
+    }
+    bool ok = mlirValueEqual(src, root) && mlirValueIsABlockArgument(out) && mlirBlockEqual(mlirBlockArgumentGetOwner(out), f->body);
+    MlirType root_type = mlirValueGetType(root), out_type = mlirValueGetType(out);
+    if (ok && chain.n == 0) ok = mlirTypeEqual(out_type, root_type);
+    if (ok && chain.n > 0) {
+        ok = identity_layout(out_type) && identity_layout(root_type) && mlirShapedTypeGetRank(out_type) > 0 &&
+             mlirShapedTypeGetRank(root_type) > 0 &&
+             mlirTypeEqual(mlirShapedTypeGetElementType(out_type), mlirShapedTypeGetElementType(root_type));
+    }
+    MlirOpOperand use = ok ? mlirValueGetFirstUse(out) : (MlirOpOperand){NULL};
+    if (!ok || mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) {
+        oplist_free(&chain);
+        return false;
+    }
     mlirOperationDestroy(copy);
-    mlirValueReplaceAllUsesOfWith(root, out);
+    for (int i = 0; i < chain.n; ++i) mlirOperationDestroy(chain.ops[i]); /* the copy's source first, then what it viewed */
+    oplist_free(&chain);
+    MlirValue target = mlirTypeEqual(out_type, root_type) ? out : reshaped_view(out, root_type, b->alloc);
+    mlirValueReplaceAllUsesOfWith(root, target);
     if (!mlirOperationIsNull(b->dealloc)) mlirOperationDestroy(b->dealloc);
     mlirOperationDestroy(b->alloc);
     return true;
