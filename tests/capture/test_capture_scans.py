@@ -74,3 +74,11 @@ def test_logcumsumexp_of_integers_raises_as_eager():
     pt2.reset()
     with pytest.raises(NotImplementedError, match="Long"):
         pt2.compile(lambda x: torch.logcumsumexp(x, 0))(x)
+
+
+def test_scans_of_many_rows_in_parallel():
+    """Enough rows that the CPU runs them on OpenMP's threads (pt2.parallel on the row loops,
+    pt2-widen-parallel-loops): along the last dim and along the first, every scan kind."""
+    x = rand(64, 2048, seed=3)
+    check(lambda x: (torch.cumsum(x, 1), torch.cummax(x, 1), torch.logcumsumexp(x, 1), torch.cumprod(x[:, :40], 1)), x, tol=1e-5)
+    check(lambda x: (torch.cumsum(x, 0), torch.cummin(x, 0), torch.logcumsumexp(x, 0)), x.t().contiguous(), tol=1e-5)
