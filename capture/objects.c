@@ -174,6 +174,24 @@ static void dict_set(Trace *t, Var *d, Var *key, Var *value) {
 
 static Var *missing_attribute(Trace *t, Var *base, PyObject *name);
 
+/* torch.ops' lazy namespaces: torch._ops._Ops (torch.ops), _OpNamespace (torch.ops.aten) and
+ * OpOverloadPacket (torch.ops.aten.softmax), whose Python __getattr__ looks the namespace, packet or
+ * overload up in torch's operator registry on first use and caches it on the object. */
+static bool is_op_overload_packet(PyTypeObject *ty) {
+    static const char *const names[] = {"OpOverloadPacket", "_OpNamespace", "_Ops"};
+    static PyObject *types[3];
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        for (int i = 0; i < 3; ++i) types[i] = pt2_import_attr("torch._ops", names[i]);
+        PyErr_Clear();
+    }
+    for (int i = 0; i < 3; ++i) {
+        if (types[i] && PyType_Check(types[i]) && PyType_IsSubtype(ty, (PyTypeObject *)types[i])) return true;
+    }
+    return false;
+}
+
 /* The generic lookup of base.name raised AttributeError (a property's
  * getter, or a Python __getattribute__): CPython's slot then calls the
  * type's __getattr__.  A Python one is inlined; nn.Module's looks in the
@@ -251,11 +269,14 @@ static Var *fresh_getattr(Trace *t, Var *base, PyObject *name) {
 static bool fresh_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
     PyTypeObject *ty = Py_TYPE(base->obj);
     PyObject *descr = _PyType_Lookup(ty, name);
-    if (descr && Py_TYPE(descr)->tp_descr_set) {
+    /* a __slots__ member (a frozen, slotted dataclass's field, set through object.__setattr__): tracked
+     * as any attribute, which reads find first; a rebuilt object gets it through its slot */
+    bool slot = descr && PyObject_TypeCheck(descr, &PyMemberDescr_Type);
+    if (descr && Py_TYPE(descr)->tp_descr_set && !slot) {
         trace_break(t, "assignment to descriptor '%s' of %s", PyUnicode_AsUTF8(name), ty->tp_name);
         return false;
     }
-    if (!(ty->tp_dictoffset || (ty->tp_flags & Py_TPFLAGS_MANAGED_DICT))) {
+    if (!slot && !(ty->tp_dictoffset || (ty->tp_flags & Py_TPFLAGS_MANAGED_DICT))) {
         trace_break(t, "%s objects have no __dict__", ty->tp_name);
         return false;
     }
@@ -570,6 +591,19 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
         /* a descriptor pt2_safe_getattr would not run (Python code, or one that raised) */
         if (descr) return trace_break(t, "attribute '%s' of %s is a %s, which needs Python code to read", n, ty->tp_name, Py_TYPE(descr)->tp_name);
         PyObject *getattr_hook = python_hook(ty, s_getattr);
+        if (getattr_hook && is_op_overload_packet(ty)) {
+            /* torch.ops.aten.<op>.<overload>: the namespace's or packet's __getattr__ looks it up in
+             * torch's registry and caches it, nothing else: looked up as eager does, the result guarded
+             * by identity like any attribute */
+            PyObject *found = PyObject_GetAttr(base->obj, name);
+            if (!found) {
+                PyErr_Clear();
+                return trace_break(t, "torch.ops has no '%s' (as eager raises)", n);
+            }
+            Var *r = trace_wrap(t, found, base->source ? source_derived(t, SRC_ATTR, base->source, 0, n) : NULL);
+            Py_DECREF(found);
+            return r;
+        }
         if (getattr_hook && getattr_hook != s_nn_module_getattr) {
             Var *args[2] = {base, str_const(t, name)};
             return inline_function(t, getattr_hook, args, 2);

@@ -411,12 +411,17 @@ static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double ep
 }
 
 Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05");
+    /* F.batch_norm, or torch.batch_norm (ATen's signature: what F calls, and what exported programs'
+     * torch.ops.aten.batch_norm calls), which lacks F's own checks */
+    bool aten = strcmp(e->op, "batch_norm_aten") == 0;
+    BIND(aten ? "input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled"
+              : "input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05");
     Var *x = arg(&b, "input"), *mean = arg(&b, "running_mean"), *var = arg(&b, "running_var");
     bool training;
     double eps;
     if (!x || !arg_bool(t, &b, "training", false, &training) || !arg_float(t, &b, "eps", 1e-5, &eps)) return NULL;
     if (!mean != !var) return trace_break(t, "batch_norm with only one of running_mean/running_var");
+    if (aten && training && (eps <= 0 || x->rank < 2)) return trace_break(t, "torch.batch_norm in training mode with eps <= 0 or of rank < 2");
     /* eager's checks (F.batch_norm's and the op's) */
     if (training && eps <= 0) return trace_raise(t, PyExc_ValueError, "batch_norm eps must be positive during training, but got %g", eps);
     if (!training && !mean) return trace_raise(t, PyExc_RuntimeError, "running_mean must be defined in evaluation mode");
@@ -424,7 +429,7 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (x->rank < 2) return trace_break(t, "batch_norm of a rank-%d tensor (eager raises)", x->rank);
     int64_t per_channel = x->sizes[0];
     for (int i = 2; i < x->rank; ++i) per_channel *= x->sizes[i];
-    if (training && per_channel == 1) {
+    if (training && per_channel == 1 && !aten) {
         return trace_raise(t, PyExc_ValueError, "Expected more than 1 value per channel when training, got input size %s",
                            "of one value a channel");
     }

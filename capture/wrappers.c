@@ -342,6 +342,10 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
     if (!name[0]) return NULL;
     PyObject *fn = pt2_import_attr("torch", name);
     PyErr_Clear();
+    if (!fn) { /* nn ops: torch._C._nn's (aten::linear, aten::adaptive_avg_pool2d), which torch.nn.functional calls */
+        fn = pt2_import_attr("torch._C._nn", name);
+        PyErr_Clear();
+    }
     if (!fn && n_args >= 1 && args[0]->kind == V_TENSOR) fn = torch_tensor_method(name);
     if (!fn) return NULL;
     Var *f = trace_wrap(t, fn, NULL);

@@ -468,3 +468,31 @@ def test_defaults_of_functions_defined_in_compiled_code():
 
     from eager_check import check
     check(f, torch.randn(3, 4))
+
+
+def test_torch_ops_overloads_and_slotted_dataclasses():
+    """torch.ops.aten.<op>.<overload> of an op or overload not looked up before (the namespace's and packet's
+    Python __getattr__ resolve it from torch's registry: looked up as eager does, not traced), nn ops of
+    torch._C._nn (aten::linear, aten::adaptive_avg_pool2d), torch.batch_norm in ATen's signature (what exported
+    programs call), and a frozen slotted dataclass made in the compiled code (torch.utils._pytree's keys):
+    one graph each."""
+    from eager_check import check
+    import dataclasses
+    x, w, b = torch.randn(2, 3, 4, 4), torch.randn(5, 4), torch.randn(5)
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+    check(lambda x: (torch.ops.aten.softmax.int(x, -1), torch.ops.aten.log_softmax.int(x, 1), torch.ops.aten.mean.dim(x, [1], True),
+                     torch.ops.aten.add.Tensor(x, x, alpha=2), torch.ops.aten.linear.default(x, w, b),
+                     torch.ops.aten.adaptive_avg_pool2d.default(x, [1, 1]), torch.ops.aten.avg_pool2d.default(x, [2, 2])), x)
+    check(lambda x: (torch.batch_norm(x, b[:3], w[0, :3], rm, rv, False, 0.1, 1e-5, True),
+                     torch.ops.aten.batch_norm.default(x, None, None, rm, rv, False, 0.1, 1e-3, False)), x)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Key:
+        idx: int
+        scale: float = 2.0
+
+    def f(x):
+        k, j = Key(1), Key(0, 0.5)
+        return x[k.idx] * k.scale + x[j.idx] * j.scale
+
+    check(f, x)
