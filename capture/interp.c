@@ -779,33 +779,7 @@ static bool run_instructions(SymFrame *f) {
             if (arg & 0x04) pop(f);               /* annotations */
             if (arg & 0x02) fn->kwdefaults = pop(f); /* keyword-only defaults (a dict) */
             if (arg & 0x01) fn->defaults = pop(f);   /* positional defaults (a tuple) */
-            /* constants (LOAD_CONST of a tuple or dict) as containers of constants, which binding reads */
-            for (int k = 0; k < 2; ++k) {
-                Var **d = k == 0 ? &fn->defaults : &fn->kwdefaults;
-                if (!*d || (*d)->kind != V_CONST) continue;
-                PyObject *c = (*d)->obj;
-                if (k == 0 && PyTuple_Check(c)) {
-                    Var *tv = var_new(t, V_TUPLE);
-                    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c); ++i) var_push_item(t, tv, var_const(t, PyTuple_GET_ITEM(c, i)));
-                    *d = tv;
-                } else if (k == 1 && PyDict_Check(c)) {
-                    Var *dv = var_new(t, V_DICT);
-                    PyObject *key, *value;
-                    Py_ssize_t pos = 0;
-                    while (PyDict_Next(c, &pos, &key, &value)) {
-                        var_push_item(t, dv, var_const(t, value));
-                        dv->keys[dv->n_items - 1] = var_const(t, key);
-                    }
-                    *d = dv;
-                } else {
-                    trace_break(t, "defaults of a nested function that are not a tuple and a dict");
-                    goto failed;
-                }
-            }
-            if (fn->kwdefaults && fn->kwdefaults->kind != V_DICT) {
-                trace_break(t, "keyword-only defaults of a nested function that are not a dict");
-                goto failed;
-            }
+            if (!function_defaults(t, fn)) goto failed;
             push(f, fn);
         } else if (op == OP.GET_ITER) {
             Var *it = trace_get_iter(t, pop(f));

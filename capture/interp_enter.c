@@ -124,6 +124,38 @@ static Var *default_var(Trace *t, PyObject *dv, Source *fn_source, const char *h
     return trace_wrap(t, dv, s);
 }
 
+/* A function made by MAKE_FUNCTION: constant defaults (LOAD_CONST of a tuple, or a dict of keyword-only
+ * ones) as containers of constants, which binding reads; false (the trace broken) on other kinds. */
+bool function_defaults(Trace *t, Var *fn) {
+    for (int k = 0; k < 2; ++k) {
+        Var **d = k == 0 ? &fn->defaults : &fn->kwdefaults;
+        if (!*d || (*d)->kind != V_CONST) continue;
+        PyObject *c = (*d)->obj;
+        if (k == 0 && PyTuple_Check(c)) {
+            Var *tv = var_new(t, V_TUPLE);
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c); ++i) var_push_item(t, tv, var_const(t, PyTuple_GET_ITEM(c, i)));
+            *d = tv;
+        } else if (k == 1 && PyDict_Check(c)) {
+            Var *dv = var_new(t, V_DICT);
+            PyObject *key, *value;
+            Py_ssize_t pos = 0;
+            while (PyDict_Next(c, &pos, &key, &value)) {
+                var_push_item(t, dv, var_const(t, value));
+                dv->keys[dv->n_items - 1] = var_const(t, key);
+            }
+            *d = dv;
+        } else {
+            trace_break(t, "defaults of a nested function that are not a tuple and a dict");
+            return false;
+        }
+    }
+    if (fn->kwdefaults && fn->kwdefaults->kind != V_DICT) {
+        trace_break(t, "keyword-only defaults of a nested function that are not a dict");
+        return false;
+    }
+    return true;
+}
+
 /* Binds call arguments to a code object's parameters (CPython's rules). */
 static int bind_arguments(Trace *t, PyCodeObject *code, Var **locals, Var **args, int n_args, PyObject *kw_names,
                           Var **kw_values, int n_kw, Var *defaults, Var *kwdefaults, PyObject *real_defaults,

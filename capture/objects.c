@@ -174,23 +174,6 @@ static void dict_set(Trace *t, Var *d, Var *key, Var *value) {
 
 static Var *missing_attribute(Trace *t, Var *base, PyObject *name);
 
-/* torch.ops' lazy namespaces: torch._ops._Ops (torch.ops), _OpNamespace (torch.ops.aten) and
- * OpOverloadPacket (torch.ops.aten.softmax), whose Python __getattr__ looks the namespace, packet or
- * overload up in torch's operator registry on first use and caches it on the object. */
-static bool is_op_overload_packet(PyTypeObject *ty) {
-    static const char *const names[] = {"OpOverloadPacket", "_OpNamespace", "_Ops"};
-    static PyObject *types[3];
-    static bool looked;
-    if (!looked) {
-        looked = true;
-        for (int i = 0; i < 3; ++i) types[i] = pt2_import_attr("torch._ops", names[i]);
-        PyErr_Clear();
-    }
-    for (int i = 0; i < 3; ++i) {
-        if (types[i] && PyType_Check(types[i]) && PyType_IsSubtype(ty, (PyTypeObject *)types[i])) return true;
-    }
-    return false;
-}
 
 /* The generic lookup of base.name raised AttributeError (a property's
  * getter, or a Python __getattribute__): CPython's slot then calls the
@@ -591,19 +574,7 @@ Var *generic_getattr(Trace *t, Var *base, PyObject *name) {
         /* a descriptor pt2_safe_getattr would not run (Python code, or one that raised) */
         if (descr) return trace_break(t, "attribute '%s' of %s is a %s, which needs Python code to read", n, ty->tp_name, Py_TYPE(descr)->tp_name);
         PyObject *getattr_hook = python_hook(ty, s_getattr);
-        if (getattr_hook && is_op_overload_packet(ty)) {
-            /* torch.ops.aten.<op>.<overload>: the namespace's or packet's __getattr__ looks it up in
-             * torch's registry and caches it, nothing else: looked up as eager does, the result guarded
-             * by identity like any attribute */
-            PyObject *found = PyObject_GetAttr(base->obj, name);
-            if (!found) {
-                PyErr_Clear();
-                return trace_break(t, "torch.ops has no '%s' (as eager raises)", n);
-            }
-            Var *r = trace_wrap(t, found, base->source ? source_derived(t, SRC_ATTR, base->source, 0, n) : NULL);
-            Py_DECREF(found);
-            return r;
-        }
+        if (getattr_hook && is_torch_ops_namespace(ty)) return torch_ops_getattr(t, base, name);
         if (getattr_hook && getattr_hook != s_nn_module_getattr) {
             Var *args[2] = {base, str_const(t, name)};
             return inline_function(t, getattr_hook, args, 2);

@@ -13,6 +13,8 @@ int objects_init(void);
 
 /* values.c */
 Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* MAKE_FUNCTION's constant defaults as containers binding reads (interp_enter.c); false: broke. */
+bool function_defaults(Trace *t, Var *fn);
 PyObject *pt2_safe_getattr(PyObject *obj, PyObject *name, bool *out_is_method);
 bool is_nn_module(PyObject *o);
 PyObject *pt2_nn_module_type(void); /* borrowed: torch.nn.Module */

@@ -538,6 +538,10 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
 /* torch.ops.aten.<op> or .<op>.<overload> of a public op called as torch.<op> (wrappers.c); NULL,
  * without a break, for other callables. */
 Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* torch.ops' lazy namespaces (torch.ops, torch.ops.aten, an op's packet: wrappers.c) and base.name of
+ * one, looked up for real as eager does. */
+bool is_torch_ops_namespace(PyTypeObject *ty);
+Var *torch_ops_getattr(Trace *t, Var *base, PyObject *name);
 /* Index writes through the forms gather over their indices (O(positions · indices)): at most this many. */
 #define PT2_MAX_WRITE_INDICES 1024
 /* The shape n tensors broadcast to (aligned at the right, as PyTorch broadcasts index tensors);

@@ -321,6 +321,38 @@ Var *numpy_ufunc_call(Trace *t, PyObject *ufunc, Var **args, int n_args, int n_k
  * public op: the call torch.<name>(...) makes (its Python binding picks the same overload), or the
  * Tensor method <name> where torch has no such function (aten::view); NULL without a trace break
  * for anything else (other namespaces, private ops: their own semantics). */
+/* torch.ops' lazy namespaces: torch._ops._Ops (torch.ops), _OpNamespace (torch.ops.aten) and
+ * OpOverloadPacket (torch.ops.aten.softmax), whose Python __getattr__ looks the namespace, packet or
+ * overload up in torch's operator registry on first use and caches it on the object. */
+bool is_torch_ops_namespace(PyTypeObject *ty) {
+    static const char *const names[] = {"OpOverloadPacket", "_OpNamespace", "_Ops"};
+    static PyObject *types[3];
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        for (int i = 0; i < 3; ++i) types[i] = pt2_import_attr("torch._ops", names[i]);
+        PyErr_Clear();
+    }
+    for (int i = 0; i < 3; ++i) {
+        if (types[i] && PyType_Check(types[i]) && PyType_IsSubtype(ty, (PyTypeObject *)types[i])) return true;
+    }
+    return false;
+}
+
+/* base.name of such a namespace: the namespace's or packet's __getattr__ looks it up in torch's registry
+ * and caches it, nothing else, so it is looked up as eager does, the result guarded by identity like
+ * any attribute. */
+Var *torch_ops_getattr(Trace *t, Var *base, PyObject *name) {
+    PyObject *found = PyObject_GetAttr(base->obj, name);
+    if (!found) {
+        PyErr_Clear();
+        return trace_break(t, "torch.ops has no '%s' (as eager raises)", PyUnicode_AsUTF8(name));
+    }
+    Var *r = trace_wrap(t, found, base->source ? source_derived(t, SRC_ATTR, base->source, 0, PyUnicode_AsUTF8(name)) : NULL);
+    Py_DECREF(found);
+    return r;
+}
+
 Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     static PyObject *packet_type, *overload_type;
     if (!packet_type || !overload_type) {
