@@ -11,10 +11,11 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
-__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d", "channel_shuffle", "cosine_embedding_loss",
-           "dropout_identity", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
-           "margin_ranking_loss", "max_pool2d_indices", "max_pool3d", "max_unpool2d", "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss",
-           "softshrink", "triplet_margin_loss"]
+__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d",
+           "channel_shuffle", "cosine_embedding_loss", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink",
+           "hinge_embedding_loss", "lstm_cell", "margin_ranking_loss", "max_pool2d_indices", "max_pool3d",
+           "max_unpool2d", "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss",
+           "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss", "softshrink", "triplet_margin_loss"]
 
 
 def _not_implemented_for(name, input):
