@@ -583,19 +583,6 @@ void compiled_use_guards(PyObject *compiled, Pt2Guards *guards, Trace *t) {
  * Outputs in eager's strides (docs/capture.md, "Calling compiled graphs")
  *===----------------------------------------------------------------------===*/
 
-static PyObject *ints_tuple(const int64_t *v, int n) {
-    PyObject *t = PyTuple_New(n);
-    for (int i = 0; t && i < n; ++i) {
-        PyObject *x = PyLong_FromLongLong(v[i]);
-        if (!x) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
-
 /* Each graph output whose eager strides (the builder's, dialects/
  * strides.c) are a permuted dense layout becomes a pt2.permute of it into
  * memory order, which the kernel writes as a contiguous buffer (the lowering
@@ -620,7 +607,7 @@ static int eager_layout_outputs(Trace *t, int n, int *values, PyObject **views) 
             PyErr_Format(PyExc_RuntimeError, "pt2 internal error: %s", pt2GetLastError());
             return -1;
         }
-        views[j] = Py_BuildValue("(NN)", ints_tuple(sizes, rank), ints_tuple(strides, rank));
+        views[j] = Py_BuildValue("(NN)", pt2_ints_tuple(sizes, rank), pt2_ints_tuple(strides, rank));
         if (!views[j]) return -1;
         values[j] = physical;
     }

@@ -58,18 +58,12 @@ static bool resolve(void) {
     return ok;
 }
 
-static PyObject *ints_tuple(const int64_t *v, int n) {
-    PyObject *tup = PyTuple_New(n);
-    for (int i = 0; tup && i < n; ++i) PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(v[i]));
-    return tup;
-}
-
 /* A meta tensor with v's sizes, strides and dtype, or NULL (no error set). */
 static PyObject *meta_tensor(Trace *t, Var *v, MetaArgs *m) {
     int64_t strides[PT2_MAX_RANK];
     PyObject *dt = torch_dtype_of(v->dtype);
     if (!dt || m->n == (int)(sizeof m->vars / sizeof m->vars[0]) || !var_strides(t, v, strides)) return NULL;
-    PyObject *sizes = ints_tuple(v->sizes, v->rank), *st = ints_tuple(strides, v->rank);
+    PyObject *sizes = pt2_ints_tuple(v->sizes, v->rank), *st = pt2_ints_tuple(strides, v->rank);
     PyObject *args = sizes && st ? PyTuple_Pack(2, sizes, st) : NULL, *kw = args ? PyDict_New() : NULL;
     PyObject *r = NULL;
     if (kw && PyDict_SetItemString(kw, "dtype", dt) == 0 && PyDict_SetItemString(kw, "device", meta_device) == 0) {

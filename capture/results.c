@@ -164,15 +164,6 @@ static int input_index(Trace *t, Var *v) {
 
 static int collect(Collect *c, Var *v, OutNode *n, int depth);
 
-static PyObject *ints_tuple(const int64_t *xs, int n) {
-    PyObject *r = PyTuple_New(n);
-    for (int i = 0; r && i < n; ++i) {
-        PyObject *x = PyLong_FromLongLong(xs[i]);
-        if (!x) Py_CLEAR(r); else PyTuple_SET_ITEM(r, i, x);
-    }
-    return r;
-}
-
 /* v as a view of the graph input its views start from (OUT_VIEW), where
  * their placement is known: 1 if so, 0 if not (v is then a kernel output,
  * a copy), -1 on an error. */
@@ -188,7 +179,7 @@ static int input_view(Collect *c, Var *v, OutNode *n) {
         if (c->t->inputs[i] == root) k = i;
     }
     if (k < 0 || derived_tensor(c, v, n, OUT_VIEW, OUT_INPUT, k) != 0) return k < 0 ? 0 : -1;
-    n->obj = Py_BuildValue("(NNL)", ints_tuple(v->sizes, v->rank), ints_tuple(strides, v->rank), (long long)offset);
+    n->obj = Py_BuildValue("(NNL)", pt2_ints_tuple(v->sizes, v->rank), pt2_ints_tuple(strides, v->rank), (long long)offset);
     return n->obj ? 1 : -1;
 }
 

@@ -498,6 +498,19 @@ Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank) {
     return op1(t, "permute", x, "{perm = %s}", s);
 }
 
+PyObject *pt2_ints_tuple(const int64_t *v, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; ++i) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (!x) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
 bool var_strides(Trace *t, const Var *v, int64_t *out) {
     return v && v->kind == V_TENSOR && v->value >= 0 && pt2GraphValueStrides(t->graph, v->value, out) == 1;
 }

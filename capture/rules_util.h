@@ -100,6 +100,8 @@ Var *permute_to(Trace *t, Var *x, const int64_t *perm, int rank);
 /* Eager strides (the graph builder's, dialects/strides.c): v's, written to
  * out when known. */
 bool var_strides(Trace *t, const Var *v, int64_t *out);
+/* A tuple of n Python ints (sizes, strides), or NULL with an error set. */
+PyObject *pt2_ints_tuple(const int64_t *v, int n);
 /* A copy of x (its own graph value and storage: a pt2.convert to its own
  * dtype, which fuses away) whose eager strides are `strides` (NULL: unknown). */
 Var *copy_with_strides(Trace *t, Var *x, const int64_t *strides);

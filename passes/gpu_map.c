@@ -362,11 +362,11 @@ static MlirOperation merge_nested_parallel(MlirOperation outer) {
 
 static bool scan_rows_loop(MlirOperation op) {
     return gpu_is_op(op, "scf.for") && mlirOperationGetNumResults(op) == 0 &&
-           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.scan_rows")));
+           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.parallel")));
 }
 
 /* A scan's (before, after) loops (passes/lower_nn.c, lower_scan: marked
- * `pt2.scan_rows`, each position a row of its own; one of them folded away
+ * `pt2.parallel`, each position a row of its own; one of them folded away
  * where its trip count is 1) as one scf.parallel: a thread a row, the scan
  * along the row sequential in it (a single thread ran every row before). */
 static MlirOperation parallel_scan_rows(MlirOperation outer) {

@@ -653,16 +653,15 @@ static int lower_scan(MlirOperation op, ScanKind kind) {
     MlirOperation loop = {NULL};
     if (s.len > 0) {
         loop = build_scf_for(&b, 0, s.outer, n, inits, scan_outer, &s);
-        /* the (before, after) loops run independent rows: the GPU mapping runs them a thread each
-         * (passes/gpu_map.c, parallel_scan_rows); on the CPU they are loops proven parallel
-         * (pt2.parallel: pt2-widen-parallel-loops makes them OpenMP's where the rows are work enough) */
+        /* the (before, after) loops run independent rows: marked proven parallel (pt2.parallel), which
+         * pt2-widen-parallel-loops makes OpenMP's on the CPU where the rows are work enough, and the GPU
+         * mapping runs a thread a row (passes/gpu_map.c, parallel_scan_rows) */
         MlirOperation rows[2] = {loop, {NULL}};
         for (MlirOperation op = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0)));
              !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
             if (op_is(op, "scf.for")) rows[1] = op;
         }
         for (int k = 0; k < 2 && !mlirOperationIsNull(rows[k]); ++k) {
-            mlirOperationSetAttributeByName(rows[k], sref("pt2.scan_rows"), mlirUnitAttrGet(b.ctx));
             mlirOperationSetAttributeByName(rows[k], sref("pt2.parallel"), mlirUnitAttrGet(b.ctx));
         }
     }
