@@ -551,6 +551,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
     case V_MODULE: case V_OBJECT: case V_CALLABLE: case V_FUNCTION:
         if (is_grad_exit(v)) return emit_grad_exit(e, v);
         if (is_noop_exit(v)) return emit_noop_exit(e);
+        if (class_is_fresh(v)) return fail(e, "a class defined in the compiled code");
         if (v->fresh) return emit_fresh_object(e, v, depth);
         if (v->source) return emit_source(e, v->source);
         if (v->obj && (v->kind != V_FUNCTION || PyFunction_Check(v->obj)) && !PyUnicode_Check(v->obj)) {

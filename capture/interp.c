@@ -60,7 +60,7 @@ int interp_init(void) {
     LOOKUP(IMPORT_NAME) LOOKUP(IMPORT_FROM) LOOKUP(LOAD_SUPER_ATTR)
     LOOKUP(BUILD_SET) LOOKUP(SET_ADD) LOOKUP(SET_UPDATE) LOOKUP(STORE_GLOBAL)
 #undef LOOKUP
-    return interp_exc_init();
+    return classes_init() != 0 ? -1 : interp_exc_init();
 }
 
 /*===----------------------------------------------------------------------===*
@@ -123,7 +123,7 @@ static PyObject *co_name(SymFrame *f, int i) { return PyTuple_GET_ITEM(f->code.c
 static PyObject *local_name(SymFrame *f, int i) { return PyTuple_GET_ITEM(f->code.code->co_localsplusnames, i); }
 
 /* LOAD_GLOBAL: globals, then builtins; guarded by identity or value. */
-static Var *load_global(SymFrame *f, PyObject *name) {
+Var *interp_load_global(SymFrame *f, PyObject *name) {
     Trace *t = f->t;
     Var *stored = trace_stored_global(t, f->globals, name);
     if (stored) return stored;
@@ -324,10 +324,10 @@ static bool run_instructions(SymFrame *f) {
         note_line(f, in);
         if (f->is_root) take_snapshot(f, i, op);
         sp_before = f->sp;
-        int exc_step = interp_exc_step(f, in, &next);
-        if (exc_step == 0) goto failed;
-        if (exc_step > 0) {
-            /* raising and handling exceptions (exceptions.c) */
+        int exc_step = interp_exc_step(f, in, &next), class_step = exc_step < 0 ? interp_class_step(f, in) : -1;
+        if (exc_step == 0 || class_step == 0) goto failed;
+        if (exc_step > 0 || class_step > 0) {
+            /* raising and handling exceptions (exceptions.c), class statements (classes.c) */
         } else if (op == OP.NOP || op == OP.RESUME || op == OP.CACHE || op == OP.PRECALL || op == OP.MAKE_CELL ||
             op == OP.COPY_FREE_VARS) {
             /* cells and free variables were set up when the frame was made */
@@ -445,7 +445,7 @@ static bool run_instructions(SymFrame *f) {
                 f->locals[arg] = c;
             }
         } else if (op == OP.LOAD_GLOBAL) {
-            Var *v = load_global(f, co_name(f, arg >> 1));
+            Var *v = interp_load_global(f, co_name(f, arg >> 1));
             if (!v) goto failed;
             if (arg & 1) push(f, var_new(t, V_NULL));
             push(f, v);

@@ -31,6 +31,7 @@ typedef struct SymFrame {
     struct SymFrame *parent;
     int depth;          /* 0: the captured frame */
     int pc;             /* index of the instruction being evaluated */
+    Var *ns;            /* a class body's namespace (classes.c), else NULL */
 } SymFrame;
 
 /* Runs f's bytecode from its first instruction; false if the trace broke,
@@ -57,5 +58,12 @@ bool interp_exc_unwind(SymFrame *f, int i, int sp_before, int *next);
  * stack): a graph break there resumes at the instruction that raised. */
 bool interp_exc_handling(const SymFrame *f);
 int interp_exc_init(void);
+
+/* Class statements (classes.c): LOAD_BUILD_CLASS and a class body's
+ * namespace opcodes; -1 if `in` is not one, 0 if the trace broke, 1 if done. */
+int interp_class_step(SymFrame *f, const Pt2Insn *in);
+int classes_init(void);
+/* LOAD_GLOBAL's lookup: f's globals (a guarded read), then its builtins. */
+Var *interp_load_global(SymFrame *f, PyObject *name);
 
 #endif /* PT2_CAPTURE_INTERP_H */

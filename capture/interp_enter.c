@@ -295,6 +295,8 @@ Var *interp_inline(Trace *t, Var *fn_var, Var **args, int n_args, PyObject *kw_n
     /* a generator (a generator expression, say) runs eagerly to its end; the
      * call returns an iterator over what it yielded */
     if (code->co_flags & CO_GENERATOR) f->yielded = var_new(t, V_ITER);
+    f->ns = t->class_ns; /* a class body (classes.c) */
+    t->class_ns = NULL;
     f->globals = globals ? globals : t->root->func->func_globals;
     f->builtins = PyEval_GetBuiltins();
     /* globals read by the function are guarded through its globals dict, a

@@ -375,6 +375,7 @@ Var *trace_fresh_object(Trace *t, PyTypeObject *ty) {
 
 Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     PyTypeObject *ty = (PyTypeObject *)cls->obj;
+    if (class_is_fresh(cls)) return trace_break(t, "making an instance of class %s, defined in the compiled code", ty->tp_name);
     PyTypeObject *base = solid_base(ty);
     long fields = torch_return_type_fields(ty);
     if (fields >= 0) return new_return_type(t, ty, fields, args, n_args, n_kw); /* rules_util.c */

@@ -87,10 +87,12 @@ static bool upsample_vec(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     (void)kw_names, (void)kw_values;
     return n_kw == 0 && n_args == 3 && is_list_or_none(args[2]) && upsample_sizes_positive(args[0], args[1], args[2]);
 }
+/* linear and cubic: not of uint8, which ATen resamples in fixed point (int16 weights), rounding after
+ * each dimension: the float form differs by one here and there */
 static bool upsample_vec_aligned(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     (void)kw_names, (void)kw_values;
     return n_kw == 0 && n_args == 4 && is_list_or_none(args[3]) && args[2]->kind == V_CONST && PyBool_Check(args[2]->obj) &&
-           upsample_sizes_positive(args[0], args[1], args[3]);
+           upsample_sizes_positive(args[0], args[1], args[3]) && !(args[0]->kind == V_TENSOR && args[0]->dtype == PT2_U8);
 }
 
 /* repeat_interleave(x, n, ...) with an int count (a tensor of counts sizes the output by its values) */
@@ -225,7 +227,7 @@ static bool opt_bool(const Var *v, bool dflt, bool *out) {
 }
 
 static bool is_tensor(const Var *v) { return v && v->kind == V_TENSOR; }
-static bool is_int_dtype(Pt2DType dt) { return dt == PT2_I64 || dt == PT2_I32 || dt == PT2_I8; }
+static bool is_int_dtype(Pt2DType dt) { return pt2_dtype_is_int(dt) && dt != PT2_BOOL; }
 
 /* A special function of one floating-point tensor (an integer one's result dtype is the default
  * float's: the C op) */

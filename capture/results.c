@@ -292,6 +292,10 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
             n->slot = var_slot(c, v, NULL);
             return 0;
         }
+        if (class_is_fresh(v)) {
+            trace_break(t, "returning or storing a class defined in the compiled code");
+            return -1;
+        }
         if (v->fresh) {
             n->slot = var_slot(c, v, NULL);
             return collect_object(c, v, n, depth);

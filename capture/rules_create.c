@@ -102,7 +102,7 @@ Var *h_full(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (full && fill && !scalar_fits(t, fill, dt)) return NULL;
     if (strncmp(kind, "empty", 5) == 0 && query_empty_fills(t)) {
         /* ATen's fill_empty_deterministic_: NaN, or the type's largest value (true) */
-        value = pt2DTypeIsFloating(dt) ? NAN : dt == PT2_BOOL ? 1.0 : dt == PT2_I8 ? INT8_MAX : dt == PT2_I32 ? INT32_MAX : (double)INT64_MAX;
+        value = pt2DTypeIsFloating(dt) ? NAN : dt == PT2_BOOL ? 1.0 : dt == PT2_I8 ? INT8_MAX : dt == PT2_U8 ? UINT8_MAX : dt == PT2_I16 ? INT16_MAX : dt == PT2_I32 ? INT32_MAX : (double)INT64_MAX;
     }
     char s[128];
     ints_text(s, sizeof s, shape, r);
@@ -243,6 +243,12 @@ static Var *embed_constant(Trace *t, PyObject *real, const char *op) {
 
 Var *h_const_factory(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     Var *device = NULL;
+    bool spaced = strcmp(e->op, "linspace") == 0 || strcmp(e->op, "logspace") == 0;
+    for (int i = 0; spaced && i < n + nkw; ++i) {
+        /* a tensor start or end: the values computed in the graph, as ATen's kernel does */
+        if ((i < n ? args[i] : kwv[i - n])->kind != V_TENSOR) continue;
+        return polyfill_form(t, strcmp(e->op, "linspace") == 0 ? "linspace_tensors" : "logspace_tensors", args, n, kwn, kwv, nkw);
+    }
     PyObject *pos = PyTuple_New(n), *kw = PyDict_New();
     bool ok = pos && kw;
     for (int i = 0; ok && i < n; ++i) {

@@ -41,9 +41,23 @@ Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     if (x && bias && x->kind == V_TENSOR && bias->kind == V_TENSOR && bias->dtype != x->dtype) {
         return trace_break(t, "linear() of a %s bias (eager raises: the input's dtype)", pt2DTypeName(bias->dtype));
     }
-    Var *y = op2(t, "linear", x, w, "%s", "");
+    Var *y;
+    if (x && w && x->kind == V_TENSOR && w->kind == V_TENSOR && !pt2_dtype_is_float(x->dtype) && w->rank <= 2) {
+        /* integers (pt2.linear computes floats): x @ w^T, which ATen's CPU addmm computes exactly too */
+        static const int64_t swap[2] = {1, 0};
+        y = op2(t, "matmul", x, w->rank == 2 ? permute_to(t, w, swap, 2) : w, "%s", "");
+    } else {
+        y = op2(t, "linear", x, w, "%s", "");
+    }
     if (y && bias) y = op2(t, "add", y, bias, "%s", "");
     return y;
+}
+
+static Var *int_number(Trace *t, int64_t v) {
+    PyObject *o = PyLong_FromLongLong(v);
+    Var *r = o ? var_const(t, o) : trace_break(t, "out of memory");
+    Py_XDECREF(o);
+    return r;
 }
 
 Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -55,7 +69,16 @@ Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var
     if (m1 && m2 && m1->kind == V_TENSOR && m2->kind == V_TENSOR && m1->dtype != m2->dtype) {
         return trace_break(t, "%s() of %s and %s matrices (eager raises: the same dtype)", e->op, pt2DTypeName(m1->dtype), pt2DTypeName(m2->dtype));
     }
-    return op3(t, "addmm", arg(&b, "input"), m1, m2, "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
+    Var *c = arg(&b, "input");
+    if (m1 && m1->kind == V_TENSOR && !pt2_dtype_is_float(m1->dtype)) {
+        /* integers (pt2.addmm computes floats): beta c + alpha (m1 @ m2), exact and wrapping as ATen's */
+        if (beta != floor(beta) || alpha != floor(alpha)) return trace_break(t, "%s() of integer tensors with a float beta or alpha", e->op);
+        Var *p = op2(t, "matmul", m1, m2, "%s", "");
+        if (p && alpha != 1) p = op2(t, "mul", p, int_number(t, (int64_t)alpha), "%s", "");
+        Var *bc = beta == 1 ? c : op2(t, "mul", c, int_number(t, (int64_t)beta), "%s", "");
+        return p && bc ? op2(t, "add", bc, p, "%s", "") : NULL;
+    }
+    return op3(t, "addmm", c, m1, m2, "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));
 }
 
 bool pair_arg(Trace *t, const Bound *b, const char *name, int64_t dflt, int64_t out[2]) {

@@ -220,14 +220,22 @@ bool bool_subtraction(Trace *t, const Var *a, const Var *b) {
 }
 
 bool scalar_fits(Trace *t, const Var *v, Pt2DType dt) {
-    if (!v || v->kind != V_CONST || PyBool_Check(v->obj) || (dt != PT2_I8 && dt != PT2_I32)) return true;
+    /* c10::overflows: a negative value for uint8 wraps where its magnitude fits (-255 is 1) */
+    static const struct { Pt2DType dt; long long lo, hi; const char *name; } ranges[] = {
+        {PT2_I8, -128, 127, "int8_t"},       {PT2_U8, -255, 255, "uint8_t"},
+        {PT2_I16, -32768, 32767, "int16_t"}, {PT2_I32, -2147483648LL, 2147483647LL, "int"},
+    };
+    if (!v || v->kind != V_CONST || PyBool_Check(v->obj)) return true;
     if (!PyLong_Check(v->obj)) return true; /* a float with an int tensor promotes (where, clamp) */
-    int overflow = 0;
-    long long k = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
-    long long lo = dt == PT2_I8 ? -128 : -2147483648LL, hi = dt == PT2_I8 ? 127 : 2147483647LL;
-    if (!overflow && k >= lo && k <= hi) return true;
-    trace_raise(t, PyExc_RuntimeError, "value cannot be converted to type %s without overflow", dt == PT2_I8 ? "int8_t" : "int");
-    return false;
+    for (size_t i = 0; i < sizeof ranges / sizeof *ranges; ++i) {
+        if (ranges[i].dt != dt) continue;
+        int overflow = 0;
+        long long k = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
+        if (!overflow && k >= ranges[i].lo && k <= ranges[i].hi) return true;
+        trace_raise(t, PyExc_RuntimeError, "value cannot be converted to type %s without overflow", ranges[i].name);
+        return false;
+    }
+    return true;
 }
 
 Var *const_scalar(Trace *t, Var *number, Pt2DType dt) {

@@ -29,6 +29,7 @@ namespace {
 constexpr c10::ScalarType scalar_types[PT2_NUM_DTYPES] = {
     c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Double,
     c10::ScalarType::Long,  c10::ScalarType::Int,  c10::ScalarType::Char,     c10::ScalarType::Bool,
+    c10::ScalarType::Short, c10::ScalarType::Byte,
 };
 
 Pt2DType pt2_dtype(c10::ScalarType s) {

@@ -308,6 +308,7 @@ typedef struct Trace {
      * exc_outside stands for the one outside the trace. */
     struct Var *exc_current, *exc_outside;
     struct SymFrame *frame; /* the innermost frame being evaluated (interp.c) */
+    struct Var *class_ns;   /* the namespace of the class body about to be inlined (classes.c) */
     /* The root frame's state before the instruction it is executing, when
      * that instruction is one a graph break can resume after (a call, a
      * conditional jump): see breaks.c. */
@@ -389,6 +390,9 @@ Var *trace_wrap_iterator(Trace *t, PyObject *value, Source *source);
 /* Wraps a real Python value that came from `source` as a Var, adding the
  * guards that its use will need (tensors become graph inputs lazily). */
 Var *trace_wrap(Trace *t, PyObject *value, Source *source);
+/* A class made by a class statement in the trace (classes.c), and C.name of one. */
+bool class_is_fresh(const Var *v);
+Var *class_getattr(Trace *t, Var *cls, PyObject *name);
 
 void trace_guard(Trace *t, GuardKind kind, Source *source, PyObject *obj, int64_t n);
 /* A G_ALIAS guard: the objects `a` and `b` fetch are (same) or are not

@@ -361,7 +361,7 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
         PyErr_Clear();
         return trace_break(t, "cannot read the tensor's dtype, shape and strides");
     }
-    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint8, ...)");
+    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint16, float8, ...)");
     if (m.neg_view) return trace_break(t, "a negative view (z.conj().imag; resolve_neg() makes a plain tensor)");
     if (m.wrapped) return trace_break(t, "a tensor of a torch.func transform (vmap, grad, jvp): the transform runs it");
     if (m.requires_grad && t->grad_enabled) {
@@ -647,6 +647,7 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
             return tagged_method(t, base, tag);
         }
         if (ctxvar_is_token(t, base)) return trace_break(t, "attribute '%s' of a ContextVar Token made in the trace", n);
+        if (class_is_fresh(base)) return class_getattr(t, base, name);
         if (is_lazy_dict(base) && lazy_dict_reads(n) && !python_hook(Py_TYPE(base->obj), name)) {
             /* dict's own method, not a subclass's Python override */
             return tagged_method(t, base, n);

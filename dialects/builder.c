@@ -215,6 +215,8 @@ int pt2GraphAddConstant(Pt2Graph *g, Pt2DType dt, int rank, const int64_t *sizes
     case PT2_I64: dense = mlirDenseElementsAttrInt64Get(tt, (intptr_t)numel, data); break;
     case PT2_I32: dense = mlirDenseElementsAttrInt32Get(tt, (intptr_t)numel, data); break;
     case PT2_I8: dense = mlirDenseElementsAttrInt8Get(tt, (intptr_t)numel, data); break;
+    case PT2_I16: dense = mlirDenseElementsAttrInt16Get(tt, (intptr_t)numel, data); break;
+    case PT2_U8: dense = mlirDenseElementsAttrUInt8Get(tt, (intptr_t)numel, data); break;
     default: { /* bool: one byte per element in memory */
         int *bits = malloc(sizeof(int) * (numel ? numel : 1));
         for (size_t i = 0; i < numel; ++i) bits[i] = ((const unsigned char *)data)[i] != 0;
@@ -338,7 +340,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
         ranks[n_promoting] = types[i].rank;
         weak[n_promoting++] = g->values[operands[i]].weak;
     }
-    Pt2DType half = PT2_DTYPE_INVALID; /* computed in f32 and rounded to this once (opmath_scalar) */
+    Pt2DType half = PT2_DTYPE_INVALID; /* computed in f32 and rounded to this once (opmath_scalar); any/all's uint8 */
     if (n_promoting > 1) {
         Pt2DType common = pt2DTypeResultType(n_promoting, dtypes, ranks, weak);
         if (n_operands == 2 && opmath_scalar(g, info, operands, types, common) >= 0) {
@@ -396,6 +398,8 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     MlirOperation op = create_op(g, info->full_name, n_operands, vals, n, rtypes, complete.dict);
     Pt2Strides result_strides[4];
     pt2_eager_strides(info, complete, types, strides, n_operands, results, n, result_strides);
+    /* eager's any/all of uint8 are uint8 (0 or 1) */
+    if ((info->id == PT2_OP_ANY || info->id == PT2_OP_ALL) && types[0].dtype == PT2_U8) half = PT2_U8;
     for (int i = 0; i < n; ++i) {
         out_results[i] = add_value(g, mlirOperationGetResult(op, i), false, false, 0);
         g->values[out_results[i]].strides = result_strides[i];

@@ -104,6 +104,7 @@ static const struct {
     [PT2_BF16] = {"bfloat16", "bf16", 2}, [PT2_F64] = {"float64", "f64", 8},
     [PT2_I64] = {"int64", "i64", 8},     [PT2_I32] = {"int32", "i32", 4},
     [PT2_I8] = {"int8", "i8", 1},        [PT2_BOOL] = {"bool", "i1", 1},
+    [PT2_I16] = {"int16", "i16", 2},     [PT2_U8] = {"uint8", "ui8", 1},
 };
 
 const char *pt2DTypeName(Pt2DType dt) {
@@ -129,7 +130,7 @@ bool pt2_dtype_is_float(Pt2DType dt) {
     return dt == PT2_F32 || dt == PT2_F16 || dt == PT2_BF16 || dt == PT2_F64;
 }
 bool pt2_dtype_is_int(Pt2DType dt) {
-    return dt == PT2_I64 || dt == PT2_I32 || dt == PT2_I8 || dt == PT2_BOOL;
+    return dt == PT2_I64 || dt == PT2_I32 || dt == PT2_I16 || dt == PT2_I8 || dt == PT2_U8 || dt == PT2_BOOL;
 }
 
 MlirType pt2_dtype_to_mlir(MlirContext ctx, Pt2DType dt) {
@@ -140,7 +141,9 @@ MlirType pt2_dtype_to_mlir(MlirContext ctx, Pt2DType dt) {
     case PT2_F64: return mlirF64TypeGet(ctx);
     case PT2_I64: return mlirIntegerTypeGet(ctx, 64);
     case PT2_I32: return mlirIntegerTypeGet(ctx, 32);
+    case PT2_I16: return mlirIntegerTypeGet(ctx, 16);
     case PT2_I8: return mlirIntegerTypeGet(ctx, 8);
+    case PT2_U8: return mlirIntegerTypeUnsignedGet(ctx, 8);
     case PT2_BOOL: return mlirIntegerTypeGet(ctx, 1);
     default: return (MlirType){NULL};
     }
@@ -155,11 +158,13 @@ Pt2DType pt2_dtype_from_mlir(MlirType t) {
         switch (mlirIntegerTypeGetWidth(t)) {
         case 64: return PT2_I64;
         case 32: return PT2_I32;
+        case 16: return PT2_I16;
         case 8: return PT2_I8;
         case 1: return PT2_BOOL;
         default: break;
         }
     }
+    if (mlirTypeIsAInteger(t) && mlirIntegerTypeIsUnsigned(t) && mlirIntegerTypeGetWidth(t) == 8) return PT2_U8;
     return PT2_DTYPE_INVALID;
 }
 
@@ -209,8 +214,10 @@ Pt2DType pt2_promote_types(Pt2DType a, Pt2DType b) {
         if (a == PT2_F64 || b == PT2_F64) return PT2_F64;
         return PT2_F32; /* f32 with f16/bf16, or f16 with bf16 */
     }
-    /* both ints (bool counts as the narrowest int) */
-    static const int rank_of[PT2_NUM_DTYPES] = {[PT2_BOOL] = 0, [PT2_I8] = 1, [PT2_I32] = 2, [PT2_I64] = 3};
+    /* both ints (bool counts as the narrowest int); uint8 with int8 is
+     * int16, the narrowest type holding both */
+    if ((a == PT2_U8 && b == PT2_I8) || (a == PT2_I8 && b == PT2_U8)) return PT2_I16;
+    static const int rank_of[PT2_NUM_DTYPES] = {[PT2_BOOL] = 0, [PT2_U8] = 1, [PT2_I8] = 1, [PT2_I16] = 2, [PT2_I32] = 3, [PT2_I64] = 4};
     return rank_of[a] >= rank_of[b] ? a : b;
 }
 
@@ -406,7 +413,7 @@ static const char *type_words(const char *type) {
     if (strcmp(type, "bool") == 0) return "a bool (true/false)";
     if (strcmp(type, "i64[]") == 0) return "an i64 array (e.g. array<i64: 0, 1>)";
     if (strcmp(type, "str") == 0) return "a string";
-    if (strcmp(type, "dtype") == 0) return "an element type (f32, f16, bf16, f64, i64, i32, i8, i1)";
+    if (strcmp(type, "dtype") == 0) return "an element type (f32, f16, bf16, f64, i64, i32, i16, i8, ui8, i1)";
     if (strcmp(type, "dense") == 0) return "a dense elements attribute";
     return type;
 }

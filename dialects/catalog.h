@@ -62,7 +62,9 @@ typedef enum Pt2DTypeRule { SAME, FLOAT, BOOL, I64, ATTR, FIRST, VALUES_I64 } Pt
 /* Operand element types an op accepts, as a bit set over Pt2DType. */
 #define PT2_DT_BIT(dt) (1u << (dt))
 #define ACCEPT_FLT (PT2_DT_BIT(PT2_F32) | PT2_DT_BIT(PT2_F16) | PT2_DT_BIT(PT2_BF16) | PT2_DT_BIT(PT2_F64))
-#define ACCEPT_INT (PT2_DT_BIT(PT2_I64) | PT2_DT_BIT(PT2_I32) | PT2_DT_BIT(PT2_I8) | PT2_DT_BIT(PT2_BOOL))
+#define ACCEPT_INT                                                                                                    \
+    (PT2_DT_BIT(PT2_I64) | PT2_DT_BIT(PT2_I32) | PT2_DT_BIT(PT2_I16) | PT2_DT_BIT(PT2_I8) | PT2_DT_BIT(PT2_U8) |             \
+     PT2_DT_BIT(PT2_BOOL))
 #define ACCEPT_NUM (ACCEPT_FLT | (ACCEPT_INT & ~PT2_DT_BIT(PT2_BOOL)))
 #define ACCEPT_ANY (ACCEPT_FLT | ACCEPT_INT)
 #define ACCEPT_SINT (ACCEPT_INT & ~PT2_DT_BIT(PT2_BOOL)) /* integers, not bool (shifts) */

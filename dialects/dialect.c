@@ -194,8 +194,8 @@ static int verify_one(MlirOperation op, const Pt2OpInfo *info) {
             char tt[256];
             type_text(t, tt, sizeof tt);
             snprintf(err, sizeof err,
-                     "'%s' operand %d has type %s; pt2 needs a static-shaped tensor of f32, f16, bf16, f64, i64, i32, "
-                     "i8 or i1 (rank <= %d, under 2^60 elements)",
+                     "'%s' operand %d has type %s; pt2 needs a static-shaped tensor of f32, f16, bf16, f64, i64, i32, i16, "
+                     "i8, ui8 or i1 (rank <= %d, under 2^60 elements)",
                      info->full_name, (int)i, tt, PT2_MAX_RANK);
             goto error;
         }

@@ -35,6 +35,8 @@ typedef enum Pt2DType {
     PT2_I32,
     PT2_I8,
     PT2_BOOL, /* i1 in MLIR, one byte in memory (as torch.bool) */
+    PT2_I16,
+    PT2_U8, /* ui8 in pt2's tensors; pt2-lower computes it in i8 with unsigned operations */
     PT2_NUM_DTYPES,
     PT2_DTYPE_INVALID = -1
 } Pt2DType;

@@ -156,7 +156,33 @@ static MlirValue build_constant_attr(Builder *b, MlirAttribute value) {
 }
 
 MlirValue const_float(Builder *b, MlirType t, double v) { return build_constant_attr(b, mlirFloatAttrDoubleGet(b->ctx, t, v)); }
-MlirValue const_int(Builder *b, MlirType t, int64_t v) { return build_constant_attr(b, mlirIntegerAttrGet(t, v)); }
+MlirValue const_int(Builder *b, MlirType t, int64_t v) {
+    /* the value's low bits as the type's signed value (255 in i8 is uint8's 255: -1) */
+    unsigned w = mlirTypeIsAInteger(t) ? mlirIntegerTypeGetWidth(t) : 64;
+    if (w > 1 && w < 64) v = (int64_t)((uint64_t)v << (64 - w)) >> (64 - w);
+    return build_constant_attr(b, mlirIntegerAttrGet(t, v));
+}
+
+static _Thread_local unsigned u8_mode;
+void ir_set_u8_mode(unsigned mode) { u8_mode = mode; }
+unsigned ir_u8_mode(void) { return u8_mode; }
+
+static bool u8_scalar(MlirType t) {
+    return (u8_mode & IR_U8_READS) && mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 8;
+}
+
+const char *int_op_for(MlirType t, const char *name) {
+    static const char *const unsigned_of[][2] = {
+        {"arith.maxsi", "arith.maxui"}, {"arith.minsi", "arith.minui"}, {"arith.divsi", "arith.divui"},
+        {"arith.remsi", "arith.remui"}, {"arith.shrsi", "arith.shrui"}, {"sgt", "ugt"},
+        {"sge", "uge"},                 {"slt", "ult"},                 {"sle", "ule"},
+    };
+    if (!u8_scalar(t)) return name;
+    for (size_t i = 0; i < sizeof unsigned_of / sizeof *unsigned_of; ++i) {
+        if (strcmp(name, unsigned_of[i][0]) == 0) return unsigned_of[i][1];
+    }
+    return name;
+}
 MlirValue const_index(Builder *b, int64_t v) { return const_int(b, mlirIndexTypeGet(b->ctx), v); }
 
 bool type_is_float(MlirType t) { return mlirTypeIsAFloat(t); }
@@ -171,6 +197,7 @@ MlirValue const_scalar(Builder *b, MlirType t, double v) {
 
 static int64_t int_limit(MlirType t, bool highest) {
     unsigned w = mlirIntegerTypeGetWidth(t);
+    if (u8_scalar(t)) return highest ? 255 : 0;
     if (w == 1) return highest ? 1 : 0; /* as a 0/1 value; i1 constants take -1 for true */
     if (w >= 64) return highest ? INT64_MAX : INT64_MIN;
     int64_t hi = ((int64_t)1 << (w - 1)) - 1;
@@ -205,15 +232,20 @@ MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to) {
         }
         return build_unary(b, wf < wt ? "arith.extf" : "arith.truncf", v, to);
     }
-    if (!ff && ft) return build_unary(b, type_is_bool(from) ? "arith.uitofp" : "arith.sitofp", v, to);
+    bool from_u8 = (u8_mode & IR_U8_READS) && !ff && mlirIntegerTypeGetWidth(from) == 8;
+    if (!ff && ft) return build_unary(b, type_is_bool(from) || from_u8 ? "arith.uitofp" : "arith.sitofp", v, to);
     if (ff && !ft) {
         if (type_is_bool(to)) return build_cmp(b, true, "une", v, const_float(b, from, 0.0));
+        if ((u8_mode & IR_U8_MAKES) && mlirIntegerTypeGetWidth(to) == 8) {
+            /* to uint8 through int64, wrapping, as ATen's casts (c10's static_cast_with_inter_type) */
+            return build_unary(b, "arith.trunci", build_unary(b, "arith.fptosi", v, mlirIntegerTypeGet(b->ctx, 64)), to);
+        }
         return build_unary(b, "arith.fptosi", v, to);
     }
     /* int -> int */
     unsigned wf = mlirIntegerTypeGetWidth(from), wt = mlirIntegerTypeGetWidth(to);
     if (wt == 1) return build_cmp(b, false, "ne", v, const_int(b, from, 0));
-    if (wf == 1) return build_unary(b, "arith.extui", v, to);
+    if (wf == 1 || from_u8) return build_unary(b, wf < wt ? "arith.extui" : "arith.trunci", v, to);
     return build_unary(b, wf < wt ? "arith.extsi" : "arith.trunci", v, to);
 }
 

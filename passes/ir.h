@@ -79,6 +79,17 @@ MlirValue const_highest(Builder *b, MlirType t);
  * bool is x != 0, float to int truncates). */
 MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to);
 
+/* uint8 in pt2-lower: pt2's ui8 tensors become i8 there, and while it lowers
+ * an op reading (IR_U8_READS) or making (IR_U8_MAKES) them, convert_scalar
+ * takes i8 values as unsigned (zero-extended, uitofp) and floats to them
+ * through int64, and compute_type_for computes them in i16. */
+enum { IR_U8_READS = 1, IR_U8_MAKES = 2 };
+void ir_set_u8_mode(unsigned mode);
+unsigned ir_u8_mode(void);
+/* The integer op or cmpi predicate ("arith.maxsi", "slt") for values of type
+ * t: its unsigned twin where t holds uint8 (i8 under IR_U8_READS). */
+const char *int_op_for(MlirType t, const char *name);
+
 bool type_is_float(MlirType t);
 bool type_is_bool(MlirType t);
 

@@ -27,6 +27,11 @@
 
 MlirType compute_type_for(MlirContext ctx, MlirType elem) {
     if (mlirTypeIsAF16(elem) || mlirTypeIsABF16(elem)) return mlirF32TypeGet(ctx);
+    /* uint8's values in i16, where signed compares, divisions, min/max and
+     * right shifts are theirs; arithmetic wraps the same in the low 8 bits */
+    if ((ir_u8_mode() & IR_U8_READS) && mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 8) {
+        return mlirIntegerTypeGet(ctx, 16);
+    }
     return elem;
 }
 
@@ -173,15 +178,17 @@ typedef struct PointwiseBody {
  * 32 or 64 bits; narrower types through int32, wrapping (300.0 to int8 is
  * 44).  A plain fptosi is poison out of range, which LLVM folds to garbage
  * where it sees the value (torch.full_like(x, inf).int()).  GPU kernels keep
- * fptosi: PTX's cvt saturates, as eager's CUDA kernels do. */
+ * fptosi: PTX's cvt saturates, as eager's CUDA kernels do.  uint8 is made
+ * from int64 (ATen's casts to it go through int64). */
 static MlirValue float_to_int_x86(Builder *b, MlirValue v, MlirType to) {
     unsigned wt = mlirIntegerTypeGetWidth(to);
-    MlirType from = mlirValueGetType(v), mid = mlirIntegerTypeGet(b->ctx, wt == 64 ? 64 : 32);
-    double limit = wt == 64 ? 0x1p63 : 0x1p31;
+    bool wide = wt == 64 || (wt == 8 && (ir_u8_mode() & IR_U8_MAKES));
+    MlirType from = mlirValueGetType(v), mid = mlirIntegerTypeGet(b->ctx, wide ? 64 : 32);
+    double limit = wide ? 0x1p63 : 0x1p31;
     MlirValue in = build_binary(b, "arith.andi", build_cmp(b, true, "oge", v, const_float(b, from, -limit)),
                                 build_cmp(b, true, "olt", v, const_float(b, from, limit)));
     MlirValue t = build_unary(b, "arith.fptosi", build_select(b, in, v, const_float(b, from, 0.0)), mid);
-    MlirValue r = build_select(b, in, t, const_int(b, mid, wt == 64 ? INT64_MIN : INT32_MIN));
+    MlirValue r = build_select(b, in, t, const_int(b, mid, wide ? INT64_MIN : INT32_MIN));
     return wt < mlirIntegerTypeGetWidth(mid) ? build_unary(b, "arith.trunci", r, to) : r;
 }
 
@@ -660,15 +667,94 @@ static bool operand_transpose(MlirOperation op, const Pt2OpInfo *info) {
     return any;
 }
 
+/*--- uint8 ---------------------------------------------------------------*/
+
+/* pt2's uint8 tensors are tensor<...xui8>; arith, linalg and LLVM compute
+ * in signless integers.  Before lowering, each pt2 op's use of ui8 is noted
+ * (ir_u8_mode's flags) and every ui8 in the function becomes i8 (the same
+ * bytes): the op's lowering then takes i8 as unsigned where it matters. */
+static bool is_u8(MlirType t) {
+    if (mlirTypeIsAShaped(t)) t = mlirShapedTypeGetElementType(t);
+    return mlirTypeIsAInteger(t) && mlirIntegerTypeIsUnsigned(t) && mlirIntegerTypeGetWidth(t) == 8;
+}
+
+static MlirType signless_u8(MlirType t) {
+    if (!is_u8(t)) return t;
+    MlirType i8 = mlirIntegerTypeGet(mlirTypeGetContext(t), 8);
+    if (!mlirTypeIsARankedTensor(t)) return i8;
+    intptr_t rank = mlirShapedTypeGetRank(t);
+    int64_t sizes[PT2_MAX_RANK];
+    for (intptr_t i = 0; i < rank && i < PT2_MAX_RANK; ++i) sizes[i] = mlirShapedTypeGetDimSize(t, i);
+    return mlirRankedTensorTypeGet(rank, sizes, i8, mlirAttributeGetNull());
+}
+
+static unsigned u8_mode_of(MlirOperation op) {
+    unsigned m = 0;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        if (is_u8(mlirValueGetType(mlirOperationGetOperand(op, i)))) m |= IR_U8_READS;
+    }
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+        if (is_u8(mlirValueGetType(mlirOperationGetResult(op, i)))) m |= IR_U8_MAKES;
+    }
+    return m;
+}
+
+static MlirWalkResult strip_u8(MlirOperation op, void *user) {
+    (void)user;
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+        MlirValue r = mlirOperationGetResult(op, i);
+        mlirValueSetType(r, signless_u8(mlirValueGetType(r)));
+    }
+    for (intptr_t i = 0; i < mlirOperationGetNumRegions(op); ++i) {
+        MlirRegion region = mlirOperationGetRegion(op, i);
+        for (MlirBlock blk = mlirRegionGetFirstBlock(region); !mlirBlockIsNull(blk); blk = mlirBlockGetNextInRegion(blk)) {
+            for (intptr_t a = 0; a < mlirBlockGetNumArguments(blk); ++a) {
+                MlirValue arg = mlirBlockGetArgument(blk, a);
+                mlirValueSetType(arg, signless_u8(mlirValueGetType(arg)));
+            }
+        }
+    }
+    MlirAttribute fty = mlirOperationGetAttributeByName(op, sref("function_type"));
+    if (!mlirAttributeIsNull(fty) && mlirAttributeIsAType(fty) && mlirTypeIsAFunction(mlirTypeAttrGetValue(fty))) {
+        MlirType f = mlirTypeAttrGetValue(fty);
+        intptr_t ni = mlirFunctionTypeGetNumInputs(f), nr = mlirFunctionTypeGetNumResults(f);
+        MlirType *types = malloc(sizeof(MlirType) * (size_t)(ni + nr + 1));
+        for (intptr_t i = 0; i < ni; ++i) types[i] = signless_u8(mlirFunctionTypeGetInput(f, i));
+        for (intptr_t i = 0; i < nr; ++i) types[ni + i] = signless_u8(mlirFunctionTypeGetResult(f, i));
+        MlirType g = mlirFunctionTypeGet(mlirTypeGetContext(f), ni, types, nr, types + ni);
+        mlirOperationSetAttributeByName(op, sref("function_type"), mlirTypeAttrGet(g));
+        free(types);
+    }
+    MlirAttribute value = mlirOperationGetAttributeByName(op, sref("value"));
+    if (!mlirAttributeIsNull(value) && mlirAttributeIsADenseElements(value) && is_u8(mlirAttributeGetType(value))) {
+        MlirType t = signless_u8(mlirAttributeGetType(value));
+        MlirAttribute v = mlirDenseElementsAttrIsSplat(value)
+                              ? mlirDenseElementsAttrSplatGet(
+                                    t, mlirIntegerAttrGet(mlirShapedTypeGetElementType(t),
+                                                          (int8_t)mlirDenseElementsAttrGetUInt8SplatValue(value)))
+                              : mlirDenseElementsAttrRawBufferGet(t, (size_t)mlirElementsAttrGetNumElements(value),
+                                                                  mlirDenseElementsAttrGetRawData(value));
+        mlirOperationSetAttributeByName(op, sref("value"), v);
+    }
+    return MlirWalkResultAdvance;
+}
+
 static int lower_ops(MlirOperation root, const LowerMode *mode) {
     if (pt2VerifyOp(root) != 0) return -1;
     OpList ops = collect_ops_with_prefix(root, "pt2.");
+    unsigned *u8 = calloc((size_t)ops.n + 1, sizeof *u8);
+    bool any_u8 = false;
+    for (int i = 0; i < ops.n; ++i) any_u8 |= (u8[i] = u8_mode_of(ops.ops[i])) != 0;
+    if (any_u8) mlirOperationWalk(root, strip_u8, NULL, MlirWalkPreOrder);
     int rc = 0;
     for (int i = 0; i < ops.n && rc == 0; ++i) {
         const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
         bool c = info && (is_contraction(info) || operand_transpose(ops.ops[i], info));
+        ir_set_u8_mode(u8[i]);
         if ((c && mode->contractions) || (!c && mode->others)) rc = lower_one(ops.ops[i], info, mode);
     }
+    ir_set_u8_mode(0);
+    free(u8);
     oplist_free(&ops);
     return rc;
 }

@@ -5,7 +5,8 @@
 #include "ir.h"
 
 
-/* The element type arithmetic happens in: f16/bf16 widen to f32. */
+/* The element type arithmetic happens in: f16/bf16 widen to f32, uint8 (i8
+ * while ir_u8_mode() reads it) to i16. */
 MlirType compute_type_for(MlirContext ctx, MlirType elem);
 
 /* Affine map text helpers: "(d0, d1) -> (d0, 0)" style.  map_dims writes

@@ -422,7 +422,7 @@ static void max_pool_body(Builder *b, const MlirValue *args, int n_args, MlirVal
         MlirValue m = build_binary(b, "arith.maximumf", convert_scalar(b, acc, p->ct), convert_scalar(b, x, p->ct));
         yields[0] = convert_scalar(b, m, elem);
     } else {
-        yields[0] = build_binary(b, "arith.maxsi", acc, x);
+        yields[0] = build_binary(b, int_op_for(elem, "arith.maxsi"), acc, x);
     }
 }
 
@@ -573,7 +573,7 @@ static void scan_step(Builder *b, MlirValue k, const MlirValue *carried, int n, 
                                   build_binary(b, "arith.andi", acc_ok, build_cmp(b, true, max ? "oge" : "ole", v, acc)));
         } else {
             bool is_bool = mlirTypeIsAInteger(s->ct) && mlirIntegerTypeGetWidth(s->ct) == 1;
-            better = build_cmp(b, false, max ? (is_bool ? "uge" : "sge") : (is_bool ? "ule" : "sle"), v, acc);
+            better = build_cmp(b, false, int_op_for(s->ct, max ? (is_bool ? "uge" : "sge") : (is_bool ? "ule" : "sle")), v, acc);
         }
         MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
         MlirValue new_acc = build_select(b, better, v, acc);
@@ -698,7 +698,7 @@ static MlirValue ordered_before(Builder *b, const RankBody *r, MlirValue xj, Mli
         strictly = build_binary(b, "arith.ori", build_cmp(b, true, r->descending ? "ogt" : "olt", xj, xi), nan_order);
         equal = build_binary(b, "arith.ori", build_cmp(b, true, "oeq", xj, xi), build_binary(b, "arith.andi", nan_j, nan_i));
     } else {
-        strictly = build_cmp(b, false, r->descending ? "sgt" : "slt", xj, xi);
+        strictly = build_cmp(b, false, int_op_for(r->ct, r->descending ? "sgt" : "slt"), xj, xi);
         equal = build_cmp(b, false, "eq", xj, xi);
     }
     return build_binary(b, "arith.ori", strictly, build_binary(b, "arith.andi", equal, j_earlier));

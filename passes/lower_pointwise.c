@@ -28,7 +28,9 @@ static MlirValue clamp_bound(Builder *b, MlirValue x, MlirType ct, bool f, doubl
         return build_select(b, build_cmp(b, true, upper ? "ogt" : "olt", x, c), c, x);
     }
     if (f) return build_binary(b, upper ? "arith.minimumf" : "arith.maximumf", x, fconst(b, ct, bound));
-    return build_binary(b, upper ? "arith.minsi" : "arith.maxsi", x, const_int(b, ct, (int64_t)(upper ? floor(bound) : ceil(bound))));
+    int64_t k = (int64_t)(upper ? floor(bound) : ceil(bound));
+    if (ir_u8_mode() & IR_U8_READS) k &= 0xff; /* uint8 (computed in i16): the bound as uint8 holds it (-3 is 253), as ATen's */
+    return build_binary(b, upper ? "arith.minsi" : "arith.maxsi", x, const_int(b, ct, k));
 }
 
 /* 1 / (1 + exp(-x)) */

@@ -159,7 +159,7 @@ static int read_signature(MlirOperation func, Pt2Kernel *k) {
             mlirTypePrint(t, pt2_textbuf_append, &type);
             located_error(func,
                           "@%.*s: %s %d has type %s; a compiled function takes and returns static-shaped tensors of f32, "
-                          "f16, bf16, f64, i64, i32, i8 or i1 (rank <= %d)",
+                          "f16, bf16, f64, i64, i32, i16, i8, ui8 or i1 (rank <= %d)",
                           (int)name.length, name.data, i < k->n_inputs ? "argument" : "result",
                           i < k->n_inputs ? i : i - k->n_inputs, type_text, PT2_MAX_RANK);
             return -1;

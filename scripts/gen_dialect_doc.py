@@ -23,7 +23,8 @@ rules (`dialects/meta.c`).  Ops print in MLIR's generic form:
 %0 = "pt2.softmax"(%x) {dim = -1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
 ```
 
-Element types: `f32`, `f16`, `bf16`, `f64`, `i64`, `i32`, `i8`, `i1` (bool); static shapes, rank <= 8.
+Element types: `f32`, `f16`, `bf16`, `f64`, `i64`, `i32`, `i16`, `i8`, `ui8` (uint8), `i1` (bool); static shapes,
+rank <= 8.  `ui8` is the one unsigned type: pt2-lower computes it in `i8` with unsigned operations (docs/passes.md).
 Attribute types: `i64` (`1 : i64`), `i64[]` (`array<i64: 0, 1>`), `f64` (`1.0 : f64`), `bool`,
 `dtype` (a type: `f16`), `str` (`"tanh"`), `dense` (a dense elements attribute).  `?` marks an
 optional attribute, `=v` a default that the verifier and builder fill in.

@@ -264,6 +264,12 @@ def _torch_unary(fn, x):
     return fn(torch.from_numpy(np.ascontiguousarray(arr.astype(np.float64)))).numpy().astype(arr.dtype)
 
 
+def _unsigned(x):
+    """x's bits as an unsigned integer of its width (the operand of extui, uitofp, divui, maxui, ...)."""
+    x = np.asarray(x)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+
+
 def _cast(x, elem):
     if elem == "bf16":
         return _bf16_round(x)
@@ -745,6 +751,8 @@ class Simulator:
         res = rt[0] if rt else None
         f = np.errstate(all="ignore")
         with f:
+            if n in ("extui", "uitofp", "index_castui", "divui", "remui", "maxui", "minui"):
+                v = [_unsigned(x) for x in v]
             if n in ("addf", "addi"):
                 r = v[0] + v[1]
             elif n in ("subf", "subi"):

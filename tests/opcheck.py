@@ -4,7 +4,7 @@ import torch
 import pt2
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
-INTS = [torch.int64, torch.int32, torch.int8]
+INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
 ALL = FLOATS + INTS + [torch.bool]
 NUMERIC = FLOATS + INTS
 

@@ -144,3 +144,15 @@ def test_row_ptx_staged_vectors(dtype, two_blocks, blocks):
             assert regs and max(regs) * threads * want <= 65536, p.stderr[-2000:]
     assert not re.search(r"\.minnctapersm", column_ptx(lambda g, x: g.op("softmax", x, dim=-1), [shape], dtype,
                                                         "gpu-two-blocks,gpu-cluster-rows"))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
+def test_small_int_ptx(dtype):
+    """uint8 (i8 buffers, unsigned operations) and int16 kernels through the whole GPU pipeline: pointwise
+    chains, a row max and argmax, a sum widened to int64, a conversion from float; ptxas accepts them."""
+    def build(g, x, y):
+        m = g.op("maximum", g.op("add", x, y), g.op("mul", x, y))
+        f = g.op("convert", g.op("mul", g.op("convert", x, dtype=torch.float32), g.scalar(1.5)), dtype=dtype)
+        return m, g.op("amax", x, dims=[1]), g.op("argmax", y, dim=1), g.op("sum", g.op("convert", x, dtype=torch.int64), dims=[1]), f
+    text = column_ptx(build, [(33, 517), (33, 517)], dtype)
+    assert ".entry" in text

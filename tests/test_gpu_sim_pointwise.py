@@ -115,3 +115,21 @@ def test_scan_of_one_element_then_pointwise(n):
     (c, e), _ = simulate(build, [x.contiguous()])
     close(c, torch.cumsum(x.double(), 0), tol=1e-6)
     close(e, torch.erf(torch.cumsum(x.double(), 0)), tol=1e-6)
+
+
+def test_uint8_and_int16_kernels():
+    """uint8 computed as i8 with unsigned operations (extui, uitofp, unsigned compares and max) and int16:
+    values past 127 order, widen and convert as uint8's; a row max and argmax of them too."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(0, 256, (37, 133), generator=g, dtype=torch.uint8)
+    y = torch.randint(0, 256, (133,), generator=g, dtype=torch.uint8)
+    s = torch.randint(-300, 300, (37, 133), generator=g, dtype=torch.int16)
+    outs, _ = simulate(lambda g_, a, b, c: (g_.op("maximum", a, b), g_.op("lt", a, b), g_.op("convert", a, dtype=torch.float32),
+                                            g_.op("add", g_.op("convert", a, dtype=torch.int16), c),
+                                            g_.op("floor_div", a, g_.op("bitwise_or", b, g_.scalar(1, torch.uint8)))), [x, y, s])
+    want = (torch.maximum(x, y), x < y, x.float(), x.short() + s, x // (y | 1))
+    for got, w in zip(outs, want):
+        got = got.view(torch.uint8) if w.dtype == torch.uint8 else got  # the kernel's i8 buffers hold uint8's bytes
+        assert got.dtype == w.dtype and torch.equal(got, w), (got, w)
+    (m, i), _ = simulate(lambda g_, a: (g_.op("amax", a, dims=[1]), g_.op("argmax", a, dim=1)), [x])
+    assert torch.equal(m.view(torch.uint8), x.amax(1)) and torch.equal(i, x.argmax(1))

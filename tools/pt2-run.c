@@ -81,6 +81,8 @@ static double get_elem(const void *p, Pt2DType dt, int64_t i) {
     case PT2_I64: return (double)((const int64_t *)p)[i];
     case PT2_I32: return ((const int32_t *)p)[i];
     case PT2_I8: return ((const int8_t *)p)[i];
+    case PT2_I16: return ((const int16_t *)p)[i];
+    case PT2_U8: return ((const uint8_t *)p)[i];
     default: return ((const uint8_t *)p)[i] != 0;
     }
 }
@@ -100,6 +102,8 @@ static void set_elem(void *p, Pt2DType dt, int64_t i, double v) {
     case PT2_I64: ((int64_t *)p)[i] = (int64_t)v; break;
     case PT2_I32: ((int32_t *)p)[i] = (int32_t)v; break;
     case PT2_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case PT2_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case PT2_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
     default: ((uint8_t *)p)[i] = v != 0; break;
     }
 }
@@ -116,6 +120,8 @@ static const char *npy_descr(Pt2DType dt) {
     case PT2_I64: return "<i8";
     case PT2_I32: return "<i4";
     case PT2_I8: return "|i1";
+    case PT2_I16: return "<i2";
+    case PT2_U8: return "|u1";
     case PT2_BOOL: return "|b1";
     case PT2_BF16: return "<f4";
     default: return NULL;
@@ -268,7 +274,7 @@ static double rng_uniform(void) {
 }
 
 static void fill_random(void *p, Pt2DType dt, int64_t numel) {
-    bool is_int = dt == PT2_I64 || dt == PT2_I32 || dt == PT2_I8;
+    bool is_int = pt2DTypeIsFloating(dt) == 0 && dt != PT2_BOOL;
     for (int64_t e = 0; e < numel; ++e) {
         double u = rng_uniform();
         set_elem(p, dt, e, dt == PT2_BOOL ? (u < 0.5) : is_int ? floor(u * 10) : 2 * u - 1);

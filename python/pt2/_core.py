@@ -125,9 +125,9 @@ def _run_error():
 
 
 # Pt2DType order (include/pt2.h)
-DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int8, torch.bool]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int8, torch.bool, torch.int16, torch.uint8]
 _DT_INDEX = {dt: i for i, dt in enumerate(DTYPES)}
-_MLIR_NAMES = ["f32", "f16", "bf16", "f64", "i64", "i32", "i8", "i1"]
+_MLIR_NAMES = ["f32", "f16", "bf16", "f64", "i64", "i32", "i8", "i1", "i16", "ui8"]
 
 
 def dtype_code(dt):

@@ -138,7 +138,7 @@ def bilinear(input1, input2, weight, bias=None):
     o, i, j = weight.shape
     lead = input1.shape[:-1]
     t = torch.matmul(input1.reshape(-1, i), weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
-    y = (t * input2.reshape(-1, j).unsqueeze(1)).sum(-1)
+    y = (t * input2.reshape(-1, j).unsqueeze(1)).sum(-1, dtype=t.dtype)  # integers keep their dtype
     return (y if bias is None else y + bias).reshape(*lead, o)
 
 

@@ -12,14 +12,20 @@ import torch
 from ._polyfills_nn import _floats_only
 
 __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
-           "cumulative_trapezoid", "diag_embed", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
+           "cumulative_trapezoid", "diag_embed", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
            "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
-           "positive", "ravel", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
+           "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
            "trapezoid", "unfold", "vdot", "vstack"]
 
 
 def _false_like(input):
     return torch.zeros_like(input, dtype=torch.bool)
+
+
+def real_identity(input):
+    """conj, conj_physical, resolve_conj, resolve_neg of a real tensor (pt2 has no complex ones): the
+    tensor itself, as eager returns it."""
+    return input
 
 
 def isinf(input):
@@ -156,7 +162,7 @@ def dot(input, tensor):
     if input.shape[0] != tensor.shape[0]:
         raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the same number of elements, "
                            "but got %d and %d elements respectively" % (input.shape[0], tensor.shape[0], input.shape[0], tensor.shape[0]))
-    return (input * tensor).sum()
+    return (input * tensor).sum(dtype=input.dtype)  # an integer dot keeps its dtype (a sum would be int64)
 
 
 def vdot(input, other):
@@ -196,7 +202,8 @@ def addbmm(input, batch1, batch2, beta=1, alpha=1):
     """torch.addbmm: beta * input + alpha * (the sum over the batch of batch1 @ batch2)."""
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
-    return _scaled_sum(input, torch.bmm(batch1, batch2).sum(0), beta, alpha)
+    products = torch.bmm(batch1, batch2)
+    return _scaled_sum(input, products.sum(0, dtype=products.dtype), beta, alpha)
 
 
 def addr(input, vec1, vec2, beta=1, alpha=1):
@@ -412,3 +419,38 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if not isinstance(x, torch.Tensor):
         return (pairs * ((dx if dx is not None else (x if x is not None else 1)) / 2.0)).cumsum(d)
     return (_spacings(y, x, d, dim) * pairs / 2.0).cumsum(d)
+
+
+def _spaced(start, end, steps, dtype, device):
+    """ATen's linspace kernel over 0-d tensor endpoints: start and end in the result dtype, the step
+    (end - start) / (steps - 1) in it (float64 for integers), start + step * i up to the middle and
+    end - step * (steps - 1 - i) after it, as the kernel computes them."""
+    ends = [e if isinstance(e, torch.Tensor) else torch.tensor(e) for e in (start, end)]
+    for what, e in zip(("start", "end"), ends):
+        if e.dim() != 0:
+            raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got start with "
+                               f"{ends[0].dim()} dimension(s) and end with {ends[1].dim()} dimension(s).")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = dtype if dtype is not None else torch.get_default_dtype()
+    st = dt if dt.is_floating_point else torch.float64
+    s, e = (x.to(dt).to(st).to(device if device is not None else x.device) for x in ends)
+    if steps <= 1:
+        return s.reshape(1)[:steps], dt, st
+    i = torch.arange(steps, dtype=st, device=s.device)
+    step = (e - s) / (steps - 1)
+    return torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i)), dt, st
+
+
+def linspace_tensors(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """torch.linspace with a tensor start or end (0-d): ATen's kernel's values (`_spaced`)."""
+    v, dt, _ = _spaced(start, end, steps, dtype, device)
+    return v.to(dt)
+
+
+def logspace_tensors(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=False,
+                     requires_grad=False):
+    """torch.logspace with a tensor start or end: base ** (the linspace exponents), the power in float64
+    (the kernel's std::pow of a double base)."""
+    v, dt, _ = _spaced(start, end, steps, dtype, device)
+    return torch.pow(float(base), v.to(torch.float64)).to(dt)

@@ -552,3 +552,22 @@ def test_weight_norm_parametrization(dtype):
         return conv(x), lin(y), whole(y)
 
     check(fn, rand(2, 4, 9, dtype=dtype), rand(3, 5, seed=1, dtype=dtype))
+
+
+# --- linspace / logspace of tensor endpoints -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float64, torch.int64, torch.bfloat16, torch.uint8])
+def test_linspace_logspace_of_tensors(dtype):
+    """0-d tensor endpoints (OpInfo's samples; a break before: the values are not known at trace time):
+    ATen's kernel's values, from both ends to the middle, the endpoints in the result dtype first."""
+    s, e = torch.tensor(-1.5), torch.tensor(4.25)
+    if dtype == torch.uint8:
+        s = torch.tensor(1.5)
+    check(lambda a, b: (torch.linspace(a, b, 7, dtype=dtype), torch.linspace(a, 3, 50, dtype=dtype), torch.linspace(a, b, 1, dtype=dtype),
+                        torch.linspace(a, b, 0, dtype=dtype)), s, e, tol=1e-6)
+    if dtype is None or dtype == torch.float64:
+        check(lambda a, b: (torch.logspace(a, b, 6, base=2, dtype=dtype), torch.logspace(a, b, 5, dtype=dtype)), s, e, tol=1e-5)
+    pt2.reset()
+    with pytest.raises(RuntimeError, match="0-dimensional start and end"):
+        pt2.compile(lambda a, b: torch.linspace(a, b, 3))(torch.zeros(2), e)

@@ -57,10 +57,10 @@ func.func @bad_dtype(%x: tensor<4xi32>) -> tensor<4xi32> {
 
 // -----
 
-func.func @unsupported_element(%x: tensor<4xui8>) -> tensor<4xui8> {
-  // expected-error@+1 {{'pt2.neg' operand 0 has type tensor<4xui8>; pt2 needs a static-shaped tensor}}
-  %0 = "pt2.neg"(%x) : (tensor<4xui8>) -> tensor<4xui8>
-  return %0 : tensor<4xui8>
+func.func @unsupported_element(%x: tensor<4xui16>) -> tensor<4xui16> {
+  // expected-error@+1 {{'pt2.neg' operand 0 has type tensor<4xui16>; pt2 needs a static-shaped tensor}}
+  %0 = "pt2.neg"(%x) : (tensor<4xui16>) -> tensor<4xui16>
+  return %0 : tensor<4xui16>
 }
 
 // -----
@@ -121,10 +121,10 @@ func.func @mistyped_attr(%x: tensor<4x8xf32>) -> tensor<4xi64> {
 
 // -----
 
-func.func @dtype_attr(%x: tensor<4xf32>) -> tensor<4xui8> {
-  // expected-error@+1 {{'pt2.convert' attribute 'dtype' must be an element type (f32, f16, bf16, f64, i64, i32, i8, i1)}}
-  %0 = "pt2.convert"(%x) {dtype = ui8} : (tensor<4xf32>) -> tensor<4xui8>
-  return %0 : tensor<4xui8>
+func.func @dtype_attr(%x: tensor<4xf32>) -> tensor<4xui16> {
+  // expected-error@+1 {{'pt2.convert' attribute 'dtype' must be an element type (f32, f16, bf16, f64, i64, i32, i16, i8, ui8, i1)}}
+  %0 = "pt2.convert"(%x) {dtype = ui16} : (tensor<4xf32>) -> tensor<4xui16>
+  return %0 : tensor<4xui16>
 }
 
 // -----
