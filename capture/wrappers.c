@@ -372,6 +372,8 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
     Py_XDECREF(qual);
     PyErr_Clear();
     if (!name[0]) return NULL;
+    /* aten::slice has no torch.slice: its Python form (pt2/_polyfills_functional.py) */
+    if (strcmp(name, "slice") == 0) return polyfill_form(t, "aten_slice", args, n_args, kw_names, kw_values, n_kw);
     PyObject *fn = pt2_import_attr("torch", name);
     PyErr_Clear();
     if (!fn) { /* nn ops: torch._C._nn's (aten::linear, aten::adaptive_avg_pool2d), which torch.nn.functional calls */

@@ -4,8 +4,10 @@
 `gradient`.  Each follows ATen's composite
 (its dtypes, checks and result layout); nothing here runs in eager."""
 import torch
+import torch.nn.functional as F
 
-__all__ = ["alias_copy", "combinations", "corrcoef", "cov", "detach_copy", "diagonal_copy", "diagonal_scatter", "dist",
+__all__ = ["alias_copy", "aten_slice", "combinations", "constant_pad_nd", "native_batch_norm", "native_group_norm",
+           "native_layer_norm", "corrcoef", "cov", "detach_copy", "diagonal_copy", "diagonal_scatter", "dist",
            "expand_copy", "gradient", "isclose",
            "narrow_copy", "permute_copy", "select_copy", "select_scatter", "slice_copy", "slice_scatter", "split_copy",
            "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
@@ -62,6 +64,12 @@ def squeeze_copy(input, dim=None):
 
 def select_copy(input, dim, index):
     return _copy(input.select(dim, index))
+
+
+def aten_slice(input, dim=0, start=None, end=None, step=1):
+    """torch.ops.aten.slice (no torch.slice to map it to: associative_scan's eager form calls it): the view
+    input[..., start:end:step, ...] along dim."""
+    return _slice(input, dim, start, end, step)
 
 
 def slice_copy(input, dim=0, start=None, end=None, step=1):
@@ -276,3 +284,48 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
             last = (f(-3, input.shape[d] - 2) * 0.5 + f(-2, input.shape[d] - 1) * -2 + f(-1) * 1.5) / h
         out.append(torch.cat([first, center / 2, last], d))
     return tuple(out)
+
+
+# --- ATen's native normalizations: the output and the statistics they save ---------------------------------
+
+
+def _stats(x, dims, eps):
+    """Mean and 1 / sqrt(biased variance + eps) over dims (kept), in float32 for 16-bit inputs (ATen's opmath)."""
+    xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    mean = xf.mean(dims, keepdim=True)
+    var = ((xf - mean) * (xf - mean)).mean(dims, keepdim=True)
+    return mean, torch.rsqrt(var + eps)
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """torch.native_layer_norm: (F.layer_norm's output, mean, rstd), the statistics shaped as input with
+    the normalized dims kept as 1, in the input's dtype (ATen's CPU kernel)."""
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    mean, rstd = _stats(input, dims, eps)
+    out = F.layer_norm(input, list(normalized_shape), weight, bias, eps)
+    return out, mean.to(input.dtype), rstd.to(input.dtype)
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """torch.native_group_norm: (F.group_norm's output, mean [N, group], rstd [N, group]) in the input's dtype."""
+    mean, rstd = _stats(input.reshape(N, group, -1), [2], eps)
+    out = F.group_norm(input, group, weight, bias, eps)
+    return out, mean.reshape(N, group).to(input.dtype), rstd.reshape(N, group).to(input.dtype)
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """torch.native_batch_norm and torch._native_batch_norm_legit: (F.batch_norm's output, save_mean,
+    save_invstd): the batch's statistics over every dim but 1 when training (the running ones updated as
+    F.batch_norm updates them), empty in eval; in the running statistics' dtype (the input's without them)."""
+    out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    stat_dtype = running_mean.dtype if running_mean is not None else input.dtype
+    if not training:
+        empty = torch.zeros(0, dtype=stat_dtype, device=input.device)
+        return out, empty, empty
+    mean, invstd = _stats(input, [d for d in range(input.dim()) if d != 1], eps)
+    return out, mean.reshape(-1).to(stat_dtype), invstd.reshape(-1).to(stat_dtype)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """torch.constant_pad_nd: F.pad's constant mode."""
+    return F.pad(input, list(pad), mode="constant", value=value)

@@ -571,3 +571,33 @@ def test_linspace_logspace_of_tensors(dtype):
     pt2.reset()
     with pytest.raises(RuntimeError, match="0-dimensional start and end"):
         pt2.compile(lambda a, b: torch.linspace(a, b, 3))(torch.zeros(2), e)
+
+
+# --- ATen's native normalizations and constant_pad_nd ------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_native_norms(dtype):
+    """native_layer_norm / native_group_norm / native_batch_norm / _native_batch_norm_legit (what exported
+    programs and decompositions call): the output and the saved statistics, their shapes and dtypes as
+    eager's (bf16 batch-norm statistics in float32); training with running statistics stays eager's."""
+    x = rand(3, 6, 7, dtype=dtype)
+    w, b, wc, bc = rand(7, seed=1, dtype=dtype), rand(7, seed=2, dtype=dtype), rand(6, seed=3, dtype=dtype), rand(6, seed=4, dtype=dtype)
+    rm, rv = rand(6, seed=5), rand(6, seed=6).abs() + 0.5
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    check(lambda t: (torch.native_layer_norm(t, [7], w, b, 1e-5), torch.native_layer_norm(t, [6, 7], None, None, 1e-3)), x, tol=tol)
+    check(lambda t: torch.native_group_norm(t, wc, bc, 3, 6, 7, 2, 1e-5), x, tol=tol)
+    if dtype != torch.bfloat16:
+        check(lambda t: (torch.native_batch_norm(t, wc, bc, rm.to(dtype), rv.to(dtype), False, 0.1, 1e-5),
+                         torch._native_batch_norm_legit(t, None, None, rm.to(dtype), rv.to(dtype), False, 0.1, 1e-5)), x, tol=tol)
+    check(lambda t: torch.native_batch_norm(t, wc, bc, None, None, True, 0.1, 1e-5), x, tol=tol)
+    check(lambda t: (torch.constant_pad_nd(t, [1, 2], 3.5), torch.constant_pad_nd(t, [0, 0, 2, 1])), x)
+    m, v = rm.to(dtype), rv.to(dtype)
+    m2, v2 = m.clone(), v.clone()
+    want = torch.native_batch_norm(x, None, None, m, v, True, 0.1, 1e-5)
+    pt2.reset()
+    got = pt2.compile(lambda t, a, c: torch.native_batch_norm(t, None, None, a, c, True, 0.1, 1e-5))(x, m2, v2)
+    for g_, w_ in zip(got, want):
+        torch.testing.assert_close(g_, w_, rtol=tol, atol=tol)
+    torch.testing.assert_close(m2, m)
+    torch.testing.assert_close(v2, v)

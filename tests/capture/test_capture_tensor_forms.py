@@ -260,7 +260,10 @@ def test_aten_overloads():
     for f in (lambda x: torch.ops.aten.add.Tensor(x, x), lambda x: torch.ops.aten.add(x, 2, alpha=3),
               lambda x: torch.ops.aten.mul.Tensor(x, x) + torch.ops.aten.relu.default(x),
               lambda x: torch.ops.aten.view.default(x, [4, 3]) * 1, lambda x: torch.ops.aten.sum.dim_IntList(x, [1], True),
-              lambda x: torch.ops.aten.softmax.int(x, -1), lambda x: torch.ops.aten.permute.default(x, [1, 0]) + 0):
+              lambda x: torch.ops.aten.softmax.int(x, -1), lambda x: torch.ops.aten.permute.default(x, [1, 0]) + 0,
+              # aten::slice, which has no torch function (associative_scan's eager form calls it): a view
+              lambda x: (torch.ops.aten.slice(x, 1, 0, -1, 2), torch.ops.aten.slice.Tensor(x, 0, 1) * 2,
+                         torch.ops.aten.slice(x, -1, 1, None, 3), torch.ops.aten.slice(x, 0, -9, 99))):
         check(f, x)
     f = lambda x: torch.ops.aten._softmax.default(x, -1, False)  # noqa: E731
     got, (_, breaks, _) = run(f, x)
