@@ -103,6 +103,18 @@ def _setitem_in_place(x, i, v):
     return x * 2
 
 
+def _small_ints(x, y, s):
+    """uint8 (i8 bytes with unsigned operations) and int16 kernels: compares, max, division, a row max and
+    argmax, conversions both ways (floats to uint8 through int64, as ATen's casts on the GPU too)."""
+    f = x.float() * 1.5 - 100
+    return (torch.maximum(x, y), x < y, x // (y | 1), x.amax(1), y.argmax(1), x.sum(1), f.to(torch.uint8),
+            x.short() * s, (s >> 3).clamp(-20, 20), x.to(torch.int8).short() + s)
+
+
+def _u8(*shape, seed, device):
+    return torch.randint(0, 256, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.uint8).to(device)
+
+
 # (function, make its inputs on `device`, tolerance)
 CASES = {
     "conv_transpose2d": (_conv_t2d, lambda d: (rand(2, 6, 9, 7, device=d, seed=1), rand(6, 4, 3, 3, device=d, seed=2),
@@ -120,6 +132,8 @@ CASES = {
                                                    (rand(2, 300, 1, seed=27) > 0.3).expand(2, 300, 16).to(d),
                                                    rand(9600, device=d, seed=28)), 0),
     "scans": (_scans, lambda d: (rand(7, 33, device=d, seed=25),), 1e-5),
+    "small_ints": (_small_ints, lambda d: (_u8(9, 131, seed=29, device=d), _u8(9, 131, seed=30, device=d),
+                                           rand(9, 131, dtype=torch.int16, device=d, seed=31)), 0),
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
     "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),
