@@ -186,6 +186,12 @@ static bool adaptive_pool3d_float(Var **args, int n_args, PyObject *kw_names, Va
     Var *x = ARG(0, "input");
     return x && x->kind == V_TENSOR && pt2_dtype_is_float(x->dtype);
 }
+/* gcd/lcm of two integer tensors (other dtypes: eager's error) */
+static bool two_int_tensors(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input"), *y = ARG(1, "other");
+    return x && y && x->kind == V_TENSOR && y->kind == V_TENSOR && pt2_dtype_is_int(x->dtype) && x->dtype != PT2_BOOL &&
+           pt2_dtype_is_int(y->dtype) && y->dtype != PT2_BOOL && n_args + n_kw == 2;
+}
 static bool max_pool3d_typed(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input");
     return x && x->kind == V_TENSOR && x->dtype != PT2_BOOL;

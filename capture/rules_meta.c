@@ -87,6 +87,20 @@ Var *h_is_contiguous(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
     return is_contiguous(t, x, arg(&b, "memory_format"));
 }
 
+/* torch.result_type(tensor or number, tensor or number): the dtype, known at trace time */
+Var *h_result_type(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("tensor, other");
+    Var *xs[2] = {arg(&b, "tensor"), arg(&b, "other")};
+    for (int i = 0; i < 2; ++i) {
+        bool number = xs[i] && xs[i]->kind == V_CONST && (PyLong_Check(xs[i]->obj) || PyFloat_Check(xs[i]->obj));
+        if (!xs[i] || (xs[i]->kind != V_TENSOR && !number)) return trace_break(t, "torch.result_type() of other than tensors and numbers");
+    }
+    if (xs[0]->kind != V_TENSOR && xs[1]->kind != V_TENSOR) return trace_break(t, "torch.result_type() of two numbers");
+    Pt2DType dt = result_type(xs, 2);
+    PyObject *o = torch_dtype_of(dt);
+    return o ? var_const(t, o) : trace_break(t, "torch.result_type(): a dtype pt2 does not have");
+}
+
 Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input");
     Var *x = arg(&b, "input");
@@ -97,6 +111,7 @@ Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, 
         return int_const(t, m);
     }
     if (strcmp(e->op, "is_floating_point") == 0) return var_const(t, pt2_dtype_is_float(x->dtype) ? Py_True : Py_False);
+    if (strcmp(e->op, "is_signed") == 0) return var_const(t, x->dtype != PT2_U8 && x->dtype != PT2_BOOL ? Py_True : Py_False);
     return int_const(t, x->rank); /* dim / ndimension */
 }
 

@@ -124,7 +124,8 @@ static bool hoist_check(MlirOperation loop, MlirOperation check) {
 
 /* `loop` rebuilt with n_flags more carried values, i1s starting at `init`,
  * flag f combining (`combine`: arith.ori, arith.andi) the conditions of the
- * checks flag_of maps to f; the old loop's results are the new one's first,
+ * checks flag_of maps to f (NULL: all of them to flag 0, however many); the
+ * old loop's results are the new one's first,
  * the flags after them.  The checks stay in the body for the caller. */
 static MlirOperation carry_flags(MlirOperation loop, const OpList *checks, const int *flag_of, int n_flags, bool init,
                                  const char *combine) {
@@ -154,7 +155,8 @@ static MlirOperation carry_flags(MlirOperation loop, const OpList *checks, const
     for (int f = 0; f < n_flags; ++f) flags[f] = mlirBlockAddArgument(body, i1, mlirOperationGetLocation(loop));
     for (int k = 0; k < checks->n; ++k) {
         Builder at = builder_before(checks->ops[k]);
-        flags[flag_of[k]] = build_binary(&at, combine, flags[flag_of[k]], mlirOperationGetOperand(checks->ops[k], 0));
+        int f = flag_of ? flag_of[k] : 0;
+        flags[f] = build_binary(&at, combine, flags[f], mlirOperationGetOperand(checks->ops[k], 0));
     }
     MlirOperation yield = mlirBlockGetTerminator(body);
     MlirValue yields[MAX_CARRIED + MAX_FLAGS];
@@ -194,7 +196,8 @@ static void take_out_checks(MlirOperation loop, bool device) {
     int n_results = (int)mlirOperationGetNumResults(loop), flag_of[MAX_FLAGS] = {0};
     if (deferred.n > 0 && n_results <= MAX_CARRIED && !device) {
         MlirOperation rerun = mlirOperationClone(loop); /* with its checks, for the run that fails */
-        MlirOperation flagged = carry_flags(loop, &deferred, flag_of, 1, false, "arith.ori");
+        /* one flag for any number of checks (flag_of holds MAX_FLAGS: a loop of more checks read past it) */
+        MlirOperation flagged = carry_flags(loop, &deferred, NULL, 1, false, "arith.ori");
         for (int k = 0; k < deferred.n; ++k) mlirOperationDestroy(deferred.ops[k]);
         Builder after = builder_before(mlirOperationGetNextInBlock(flagged));
         MlirValue any = mlirOperationGetResult(flagged, n_results);

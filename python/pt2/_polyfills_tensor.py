@@ -12,7 +12,7 @@ import torch
 from ._polyfills_nn import _floats_only
 
 __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
-           "cumulative_trapezoid", "diag_embed", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
+           "cumulative_trapezoid", "diag_embed", "gcd", "lcm", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
            "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
            "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
            "trapezoid", "unfold", "vdot", "vstack"]
@@ -454,3 +454,29 @@ def logspace_tensors(start, end, steps, base=10.0, *, dtype=None, layout=None, d
     (the kernel's std::pow of a double base)."""
     v, dt, _ = _spaced(start, end, steps, dtype, device)
     return torch.pow(float(base), v.to(torch.float64)).to(dt)
+
+
+# Euclid's steps for integers below 2^bits (the Fibonacci bound), with a margin for abs(INT_MIN)'s wrap
+_EUCLID_STEPS = {torch.uint8: 16, torch.int8: 16, torch.int16: 28, torch.int32: 50, torch.int64: 96}
+
+
+def gcd(input, other):
+    """torch.gcd as ATen's calc_gcd: |a|, |b| (wrapping at INT_MIN), then while a != 0: a, b = b % a, a
+    (C's remainder), unrolled to the most steps Euclid's algorithm takes in the dtype."""
+    dt = torch.result_type(input, other)
+    a, b = input.to(dt).abs(), other.to(dt).abs()
+    for _ in range(_EUCLID_STEPS[dt]):
+        nz = a != 0
+        a, b = torch.where(nz, torch.fmod(b, torch.where(nz, a, torch.ones_like(a))), a), torch.where(nz, a, b)
+    return b
+
+
+def lcm(input, other):
+    """torch.lcm as ATen's calc_lcm: 0 where the gcd is 0, else |a / g * b|, in int32 for 8- and 16-bit
+    types (C's promotion), wrapping."""
+    dt = torch.result_type(input, other)
+    g = gcd(input, other)
+    wide = torch.int32 if dt in (torch.uint8, torch.int8, torch.int16) else dt
+    a, b, gw = input.to(wide), other.to(wide), g.to(wide)
+    q = torch.div(a, torch.where(gw == 0, torch.ones_like(gw), gw), rounding_mode="trunc")
+    return torch.where(gw == 0, torch.zeros_like(gw), (q * b).abs()).to(dt)

@@ -156,3 +156,26 @@ def test_integer_matmuls(dtype):
     check(lambda m, n, v: (torch.addmm(v, m, n), torch.addmm(v, m, n, beta=2, alpha=3), torch.addmm(v, m, n, beta=0)), a, b, c, exact=True)
     check(lambda t, m, v: (torch.nn.functional.linear(t, m, v), torch.nn.functional.linear(t, m)), x3, w, c, exact=True)
     check(lambda t, n, v: torch.baddbmm(v, t, n.expand(2, 7, 5), alpha=2), x3, b, c, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [U8, I16, I8, torch.bool, torch.float32], ids=str)
+def test_is_signed(dtype):
+    """Tensor.is_signed / torch.is_signed: known from the dtype at trace time (uint8 and bool are not)."""
+    x = torch.ones(4, dtype=dtype)
+    check(lambda t: (t.is_signed(), torch.is_signed(t), t.int() + 1 if t.is_signed() else t.int() * 2), x, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [U8, I8, I16, torch.int32, torch.int64], ids=str)
+def test_gcd_lcm(dtype):
+    """torch.gcd/lcm as ATen's calc_gcd/calc_lcm (Euclid's steps unrolled to the dtype's bound; C's
+    remainder; lcm's product in int for 8- and 16-bit types, wrapping): zeros, INT_MIN, a 0-d operand,
+    torch.result_type of the operands."""
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(5)
+    a = torch.randint(info.min, info.max, (300,), generator=g, dtype=torch.int64).to(dtype)
+    b = torch.randint(info.min, info.max, (300,), generator=g, dtype=torch.int64).to(dtype)
+    a[:8] = torch.tensor([0, 0, 12, info.min, info.min, 1, info.max, 7]).to(dtype)
+    b[:8] = torch.tensor([0, 5, 18, 6, info.min, info.min, info.max, 0]).to(dtype)
+    check(lambda x, y: (torch.gcd(x, y), torch.lcm(x, y), x.gcd(y[:1]), torch.result_type(x, 2.5),
+                        torch.result_type(x, y.long())), a, b, exact=True)
+    check(lambda x: torch.gcd(x, torch.tensor(6)), a, exact=True)

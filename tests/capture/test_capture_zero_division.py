@@ -95,3 +95,29 @@ def test_float_division_by_zero_is_not_an_error():
     for fn in OPS:
         got, want = pt2.compile(fn)(a, b), fn(a, b)
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_many_checks_in_one_loop():
+    """More integer divisions fused into one loop than pt2-defer-index-checks' per-check flags (8): one
+    flag for them all on the CPU (the checks' table was read past its end: a crash), eager's values, and
+    eager's error where a divisor in the middle of the chain is 0."""
+    def euclid(x, y):  # gcd's steps, a 0-d operand broadcast: 16 remainders in one loop
+        a, b = x.abs(), y.abs()
+        for _ in range(16):
+            nz = a != 0
+            a, b = torch.where(nz, torch.fmod(b, torch.where(nz, a, torch.ones_like(a))), a), torch.where(nz, a, b)
+        return b
+
+    a, b = torch.arange(1, 41, dtype=torch.int64), torch.arange(40, 0, -1, dtype=torch.int64) * 7
+    pt2.reset()
+    assert torch.equal(pt2.compile(euclid)(a, torch.tensor(6)), euclid(a, torch.tensor(6)))
+
+    def divs(a, b):
+        for _ in range(10):
+            a = a // b + a
+        return a
+
+    pt2.reset()
+    assert torch.equal(pt2.compile(divs)(a, b), divs(a, b))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        pt2.compile(divs)(a, b * (torch.arange(40) != 17))
