@@ -204,7 +204,34 @@ static bool is_fixed_key_var(const Var *v) {
     return (v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE || v->kind == V_FUNCTION) && v->obj && fixed_key(v->obj);
 }
 
+/* A tuple (or torch.Size) made in the trace of constants only, `d[(i, j)]`, `d[x.shape]`: as the
+ * constant tuple it equals (NULL where it is not one). */
+static PyObject *constant_tuple(const Var *v, int depth) {
+    if (v->kind != V_TUPLE || depth > 8) return NULL;
+    PyObject *items = PyTuple_New(v->n_items);
+    for (int i = 0; items && i < v->n_items; ++i) {
+        Var *it = v->items[i];
+        PyObject *o = it->kind == V_CONST ? Py_NewRef(it->obj) : constant_tuple(it, depth + 1);
+        if (!o) Py_CLEAR(items);
+        else PyTuple_SET_ITEM(items, i, o);
+    }
+    if (items && v->obj && PyType_Check(v->obj) && (PyTypeObject *)v->obj != &PyTuple_Type) {
+        Py_SETREF(items, PyObject_CallOneArg(v->obj, items)); /* torch.Size */
+        if (!items) PyErr_Clear();
+    }
+    return items;
+}
+
+static Var *key_of(Trace *t, Var *key) {
+    PyObject *c = key->kind == V_TUPLE ? constant_tuple(key, 0) : NULL;
+    if (!c) return key;
+    Var *k = var_const(t, c);
+    Py_DECREF(c);
+    return k;
+}
+
 static bool dict_key_ok(Trace *t, Var *key) {
+    key = key_of(t, key);
     if (key->kind == V_TENSOR || is_fixed_key_var(key)) return true; /* classes: identity-guarded where read */
     if (key->kind != V_CONST) {
         return trace_break(t, "a dict key that is %s%s (only constants and tensors are followed)", key->obj ? "a " : "a value made in the trace",
@@ -218,6 +245,7 @@ static bool dict_key_ok(Trace *t, Var *key) {
 }
 
 int trace_dict_find(Trace *t, Var *d, Var *key) {
+    key = key_of(t, key);
     for (int i = 0; i < d->n_items; ++i) {
         Var *k = d->keys[i];
         if (k == key) return i;
@@ -267,6 +295,7 @@ static bool will_change(Trace *t, Var *c, Var *incoming) {
 }
 
 bool trace_dict_set(Trace *t, Var *d, Var *key, Var *value) {
+    key = key_of(t, key);
     if (!dict_key_ok(t, key)) return false;
     if (d->source && key->kind != V_CONST) return trace_break(t, "a non-constant key into a dict passed in"), false;
     int i = trace_dict_find(t, d, key);

@@ -601,10 +601,10 @@ static bool run_instructions(SymFrame *f) {
         } else if (op == OP.STORE_GLOBAL) {
             trace_store_global(t, f->globals, co_name(f, arg), pop(f));
         } else if (op == OP.BUILD_MAP) {
+            /* a later pair of an equal key replaces the value and keeps the key's place, as Python's */
             Var *d = var_new(t, V_DICT);
             for (int k = arg; k > 0; --k) {
-                var_push_item(t, d, peek(f, 2 * k - 1));
-                d->keys[d->n_items - 1] = peek(f, 2 * k);
+                if (!trace_dict_set(t, d, peek(f, 2 * k), peek(f, 2 * k - 1))) goto failed;
             }
             f->sp -= 2 * arg;
             push(f, d);

@@ -396,3 +396,25 @@ def test_iterator_passed_in_is_moved_on():
         with torch.no_grad():
             compare(compiled(xp, itp), fn(xe, ite), 1e-6)
         assert list(itp) == list(ite) == [3, 4]
+
+
+def test_tuple_and_size_keys_made_in_the_trace():
+    """Keys that are tuples (or a torch.Size) of constants made in the trace, `d[(i, j)]`, `d[x.shape]`,
+    are the constant tuple they equal (a break before), into a dict passed in too; a dict display with
+    equal keys keeps the first key's place and the last value, as Python's."""
+    def f(x, n, out):
+        d = {}
+        for i in range(n):
+            d[(i, i + 1)] = x * i
+        shapes = {x.shape: "s", x.dtype: "t", 1: "a", 1.0: "b", True: "c"}
+        out[(x.shape[0], "k")] = x + 1
+        return d[(1, 2)] + d.get((0, 1), 0), (2, 3) in d, list(d), shapes, shapes[x.shape], out[(3, "k")]
+
+    x = r(3)
+    out, ref_out = {}, {}
+    pt2.reset()
+    got, want = pt2.compile(f)(x, 3, out), f(x, 3, ref_out)
+    same(got, want)
+    same(out, ref_out)
+    info = pt2.explain(f)(x, 3, {})
+    assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
