@@ -21,6 +21,7 @@
 #include "capture.h"
 #include "objects.h"
 #include "partials.h"
+#include "rules_util.h"
 
 PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObject *globals, double *out_compile_s, bool *out_cached);
 Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals);
@@ -410,8 +411,10 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         /* a tuple of a type (torch.Size, torch.return_types.max): the type called on the items */
         bool size = v->kind == V_TUPLE && v->obj && PyType_Check(v->obj);
         if (size) {
+            PyObject *maker = typed_tuple_maker(v->obj); /* a namedtuple's _make */
             pt2_asm_push_null(e->a);
-            pt2_asm_load_const(e->a, v->obj);
+            pt2_asm_load_const(e->a, maker);
+            Py_DECREF(maker);
         }
         for (int i = 0; i < v->n_items; ++i) {
             if (!emit_var(e, v->items[i], depth + 1)) return false;

@@ -379,6 +379,7 @@ Var *trace_new_object(Trace *t, Var *cls, Var **args, int n_args, PyObject *kw_n
     PyTypeObject *base = solid_base(ty);
     long fields = torch_return_type_fields(ty);
     if (fields >= 0) return new_return_type(t, ty, fields, args, n_args, n_kw); /* rules_util.c */
+    if (namedtuple_type(ty)) return new_namedtuple(t, ty, args, n_args, kw_names, kw_values, n_kw);
     if (!(ty->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(ty)->tp_call != PyType_Type.tp_call) {
         return trace_break(t, "constructing %s objects is not supported yet", ty->tp_name);
     }

@@ -334,7 +334,7 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
         }
         n->kind = v->kind == V_LIST ? OUT_LIST : v->kind == V_DICT ? OUT_DICT : v->kind == V_SET ? OUT_SET
                 : (v->obj && PyType_Check(v->obj) ? OUT_TYPED : OUT_TUPLE);
-        if (n->kind == OUT_TYPED) n->obj = Py_NewRef(v->obj);
+        if (n->kind == OUT_TYPED) n->obj = typed_tuple_maker(v->obj); /* a namedtuple's _make */
         if (v->kind != V_TUPLE) n->slot = var_slot(c, v, NULL); /* mutable: one object per call */
         if (v->kind == V_DICT) return collect_dict(c, v, n, depth);
         return collect_children(c, v->items, v->n_items, n, depth);

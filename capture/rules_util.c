@@ -700,6 +700,78 @@ Var *new_return_type(Trace *t, PyTypeObject *ty, long n, Var **args, int n_args,
     return v;
 }
 
+/* The class collections.namedtuple made along ty's MRO (its own _fields, _make and __new__), or NULL. */
+static PyTypeObject *namedtuple_base(PyTypeObject *ty) {
+    if (!PyType_IsSubtype(ty, &PyTuple_Type) || ty == &PyTuple_Type) return NULL;
+    PyObject *mro = ty->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); ++i) {
+        PyTypeObject *c = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        PyObject *d = c->tp_dict;
+        if (d && PyDict_GetItemString(d, "_fields") && PyDict_GetItemString(d, "_make") && PyDict_GetItemString(d, "__new__")) return c;
+    }
+    return NULL;
+}
+
+bool namedtuple_type(PyTypeObject *ty) {
+    PyTypeObject *nt = namedtuple_base(ty);
+    if (!nt) return false;
+    PyObject *s_new = PyUnicode_InternFromString("__new__"), *s_init = PyUnicode_InternFromString("__init__");
+    /* its own __new__, and no __init__ of a subclass's */
+    bool ok = s_new && s_init && _PyType_Lookup(ty, s_new) == PyDict_GetItem(nt->tp_dict, s_new) &&
+              _PyType_Lookup(ty, s_init) == _PyType_Lookup(&PyTuple_Type, s_init);
+    Py_XDECREF(s_new);
+    Py_XDECREF(s_init);
+    return ok;
+}
+
+Var *new_namedtuple(Trace *t, PyTypeObject *ty, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    PyObject *fields = PyObject_GetAttrString((PyObject *)ty, "_fields");
+    PyObject *defaults = PyObject_GetAttrString((PyObject *)ty, "_field_defaults");
+    Py_ssize_t n = fields && PyTuple_Check(fields) ? PyTuple_GET_SIZE(fields) : -1;
+    Var *r = NULL;
+    if (n < 0 || !defaults || !PyDict_Check(defaults) || n_args > n) {
+        PyErr_Clear();
+        r = n_args > n && n >= 0 ? trace_raise(t, PyExc_TypeError, "%s() takes %zd positional arguments but %d were given", ty->tp_name, n + 1, n_args + 1)
+                                 : trace_break(t, "constructing %s objects", ty->tp_name);
+        goto done;
+    }
+    Var **items = trace_alloc(t, sizeof(Var *) * (size_t)(n + 1));
+    for (int i = 0; i < n_args; ++i) items[i] = args[i];
+    for (int k = 0; k < n_kw; ++k) {
+        Py_ssize_t at = -1;
+        for (Py_ssize_t i = 0; i < n && at < 0; ++i) {
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(fields, i), PyTuple_GET_ITEM(kw_names, k)) == 0) at = i;
+        }
+        if (at < 0 || items[at]) {
+            r = trace_raise(t, PyExc_TypeError, "%s() got an unexpected or repeated keyword argument '%s'", ty->tp_name,
+                            PyUnicode_AsUTF8(PyTuple_GET_ITEM(kw_names, k)));
+            goto done;
+        }
+        items[at] = kw_values[k];
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *dflt = items[i] ? NULL : PyDict_GetItem(defaults, PyTuple_GET_ITEM(fields, i)); /* borrowed */
+        if (!items[i] && !dflt) {
+            r = trace_raise(t, PyExc_TypeError, "%s() missing a required argument: '%s'", ty->tp_name, PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields, i)));
+            goto done;
+        }
+        if (!items[i]) items[i] = trace_wrap(t, dflt, NULL);
+    }
+    r = make_tuple(t, items, (int)n);
+    r->obj = trace_keep(t, (PyObject *)ty);
+done:
+    Py_XDECREF(fields);
+    Py_XDECREF(defaults);
+    return r;
+}
+
+PyObject *typed_tuple_maker(PyObject *ty) {
+    if (!PyType_Check(ty) || !namedtuple_base((PyTypeObject *)ty)) return Py_NewRef(ty);
+    PyObject *make = PyObject_GetAttrString(ty, "_make");
+    if (!make) PyErr_Clear();
+    return make ? make : Py_NewRef(ty);
+}
+
 Var *int_const(Trace *t, int64_t v) {
     PyObject *o = PyLong_FromLongLong(v);
     Var *r = var_const(t, o);

@@ -175,6 +175,13 @@ Var *make_return_type(Trace *t, const char *name, Var **items, int n);
 long torch_return_type_fields(PyTypeObject *ty);
 /* ty(fields) for such a type: a typed tuple of the sequence's items (trace_new_object). */
 Var *new_return_type(Trace *t, PyTypeObject *ty, long n, Var **args, int n_args, int n_kw);
+/* collections.namedtuple's classes (and subclasses keeping its __new__): ty(*fields) made in the trace is
+ * a tuple Var of the type, fields by attribute (__match_args__); NULL where ty is not one (a break
+ * otherwise said).  typed_tuple_maker: what builds such a tuple type from a tuple of its items where it
+ * leaves the trace (ty._make for a namedtuple, ty itself for torch.Size and struct sequences); new ref. */
+bool namedtuple_type(PyTypeObject *ty);
+Var *new_namedtuple(Trace *t, PyTypeObject *ty, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+PyObject *typed_tuple_maker(PyObject *ty);
 Var *int_const(Trace *t, int64_t v);
 /* A double as an MLIR f64 attribute ("1.0 : f64", NaN/inf in hex); the
  * buffer rotates, so up to 16 may appear in one printf. */

@@ -5,6 +5,7 @@ where the construct no longer breaks."""
 import collections
 import dataclasses
 import inspect
+import typing
 
 import torch
 
@@ -335,3 +336,34 @@ def test_set_membership_guard_holds_on_cache_hits():
         for _ in range(4):
             torch.testing.assert_close(f(x), x + 1)
     assert pt2._C.cache_size(real_set_membership.__code__) == 1
+
+
+# ---------------------------------------------------------------- namedtuples made in the trace
+
+Point = collections.namedtuple("Point", "x y", defaults=[3])
+
+
+class Typed(typing.NamedTuple):
+    a: torch.Tensor
+    k: int = 2
+
+
+def test_namedtuples_made_in_the_trace():
+    """collections.namedtuple / typing.NamedTuple built in the trace (a break before: "constructing Point
+    objects (a subclass of tuple)"): fields by position, keyword and default, read by name and index,
+    unpacked, returned as the namedtuple type, and live across a graph break."""
+    def f(t):
+        p, q = Point(t, t + 1), Point(y=t * 2, x=t)
+        a, b = p
+        return Point(t * 4), Typed(t, 5), p.x + q.y + a * b + p[1] + Typed(t).k * Point(t).y
+
+    check(f, lambda: (r(3, 4),))
+
+    def g(t):
+        p = Point(t, t * 2)
+        print("", end="")  # a break with p live
+        return p.x + p.y, p
+
+    check(g, lambda: (r(3),), graphs=2, breaks=1)
+    out = pt2.compile(g)(r(3))[1]
+    assert type(out) is Point
