@@ -16,15 +16,37 @@
  * Methods of containers and constants
  *===----------------------------------------------------------------------===*/
 
+/* The real value of a constant, or of a tuple (a torch.Size) or list made in the trace of constants
+ * only (a new reference; a list is a fresh copy); NULL where v is none of them. */
+static PyObject *constant_value(const Var *v, int depth) {
+    if (v->kind == V_CONST) return Py_NewRef(v->obj);
+    if ((v->kind != V_TUPLE && v->kind != V_LIST) || (v->kind == V_LIST && v->obj) || depth > 8) return NULL;
+    PyObject *items = v->kind == V_TUPLE ? PyTuple_New(v->n_items) : PyList_New(v->n_items);
+    for (int i = 0; items && i < v->n_items; ++i) {
+        PyObject *o = constant_value(v->items[i], depth + 1);
+        if (!o) Py_CLEAR(items);
+        else if (v->kind == V_TUPLE) PyTuple_SET_ITEM(items, i, o);
+        else PyList_SET_ITEM(items, i, o);
+    }
+    if (items && v->kind == V_TUPLE && v->obj && PyType_Check(v->obj)) { /* torch.Size, a namedtuple */
+        PyObject *make = typed_tuple_maker(v->obj);
+        Py_SETREF(items, PyObject_CallOneArg(make, items));
+        Py_DECREF(make);
+        if (!items) PyErr_Clear();
+    }
+    return items;
+}
+
 PyObject *const_tuple_of(Trace *t, Var **items, int n) {
     PyObject *tup = PyTuple_New(n);
     for (int i = 0; i < n; ++i) {
-        if (items[i]->kind != V_CONST) {
+        PyObject *o = constant_value(items[i], 0); /* "".join([...]) of a list of constants made in the trace */
+        if (!o) {
             Py_DECREF(tup);
             trace_break(t, "argument only known at run time");
             return NULL;
         }
-        PyTuple_SET_ITEM(tup, i, Py_NewRef(items[i]->obj));
+        PyTuple_SET_ITEM(tup, i, o);
     }
     return tup;
 }
@@ -204,26 +226,8 @@ static bool is_fixed_key_var(const Var *v) {
     return (v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE || v->kind == V_FUNCTION) && v->obj && fixed_key(v->obj);
 }
 
-/* A tuple (or torch.Size) made in the trace of constants only, `d[(i, j)]`, `d[x.shape]`: as the
- * constant tuple it equals (NULL where it is not one). */
-static PyObject *constant_tuple(const Var *v, int depth) {
-    if (v->kind != V_TUPLE || depth > 8) return NULL;
-    PyObject *items = PyTuple_New(v->n_items);
-    for (int i = 0; items && i < v->n_items; ++i) {
-        Var *it = v->items[i];
-        PyObject *o = it->kind == V_CONST ? Py_NewRef(it->obj) : constant_tuple(it, depth + 1);
-        if (!o) Py_CLEAR(items);
-        else PyTuple_SET_ITEM(items, i, o);
-    }
-    if (items && v->obj && PyType_Check(v->obj) && (PyTypeObject *)v->obj != &PyTuple_Type) {
-        Py_SETREF(items, PyObject_CallOneArg(v->obj, items)); /* torch.Size */
-        if (!items) PyErr_Clear();
-    }
-    return items;
-}
-
 static Var *key_of(Trace *t, Var *key) {
-    PyObject *c = key->kind == V_TUPLE ? constant_tuple(key, 0) : NULL;
+    PyObject *c = key->kind == V_TUPLE ? constant_value(key, 0) : NULL;
     if (!c) return key;
     Var *k = var_const(t, c);
     Py_DECREF(c);

@@ -85,7 +85,24 @@ Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         if (*p != ' ') text[k++] = *p;
     }
     text[k] = 0;
-    if (ops->n_items != 2) return trace_break(t, "einsum() with %d operands (pt2 supports two)", ops->n_items);
+    if (ops->n_items != 2) {
+        /* one operand, or three and more (contracted left to right in pairs, as eager without opt_einsum):
+         * pt2/_polyfills_tensor.py's einsum_chain, for equations without an ellipsis or a label repeated
+         * within an operand */
+        bool plain = ops->n_items >= 1 && !strchr(text, '.');
+        bool seen[128] = {false};
+        for (const char *p = text; plain && *p && *p != '-'; ++p) {
+            if (*p == ',') memset(seen, 0, sizeof seen);
+            else if (seen[(unsigned char)*p & 127]) plain = false;
+            else seen[(unsigned char)*p & 127] = true;
+        }
+        if (!plain) return trace_break(t, "einsum() with %d operands (pt2 supports two; one or more without '...' or a repeated label)", ops->n_items);
+        Var **all = trace_alloc(t, sizeof(Var *) * (size_t)(ops->n_items + 1));
+        all[0] = var_const(t, PyUnicode_FromString(text));
+        Py_DECREF(all[0]->obj); /* the Var holds its own reference */
+        memcpy(all + 1, ops->items, sizeof(Var *) * (size_t)ops->n_items);
+        return polyfill_form(t, "einsum_chain", all, ops->n_items + 1, NULL, NULL, 0);
+    }
     if (!strstr(text, "->")) return trace_break(t, "einsum() without an explicit output ('->')");
     if (strstr(text, "...") && !einsum_ellipsis(t, text, sizeof text, ops->items)) return NULL;
     if (ops->items[0]->kind == V_TENSOR && ops->items[1]->kind == V_TENSOR && ops->items[0]->dtype != ops->items[1]->dtype) {

@@ -12,7 +12,7 @@ import torch
 from ._polyfills_nn import _floats_only
 
 __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
-           "cumulative_trapezoid", "diag_embed", "gcd", "lcm", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
+           "cumulative_trapezoid", "diag_embed", "einsum_chain", "gcd", "lcm", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
            "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
            "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
            "trapezoid", "unfold", "vdot", "vstack"]
@@ -480,3 +480,30 @@ def lcm(input, other):
     a, b, gw = input.to(wide), other.to(wide), g.to(wide)
     q = torch.div(a, torch.where(gw == 0, torch.ones_like(gw), gw), rounding_mode="trunc")
     return torch.where(gw == 0, torch.zeros_like(gw), (q * b).abs()).to(dt)
+
+
+def einsum_chain(equation, *operands):
+    """torch.einsum of one operand, or of three and more contracted left to right in pairs (each pair
+    keeping the labels a later operand or the output needs), as eager does without opt_einsum; an
+    implicit output is the labels seen once, in alphabetical order."""
+    lhs, arrow, out = equation.partition("->")
+    ins = lhs.split(",")
+    if not arrow:
+        seen = {}
+        for c in "".join(ins):
+            seen[c] = seen.get(c, 0) + 1
+        out = "".join(sorted([c for c in seen if seen[c] == 1]))
+    labels, cur = ins[0], operands[0]
+    for k in range(1, len(ins)):
+        later = "".join(ins[k + 1:]) + out
+        res = ""
+        for c in labels + ins[k]:
+            if c in later and c not in res:
+                res += c
+        cur = torch.einsum(labels + "," + ins[k] + "->" + res, cur, operands[k])
+        labels = res
+    gone = [i for i in range(len(labels)) if labels[i] not in out]
+    if gone:
+        cur = cur.sum(tuple(gone))
+        labels = "".join([c for c in labels if c in out])
+    return cur.permute([labels.index(c) for c in out]) if labels != out else cur

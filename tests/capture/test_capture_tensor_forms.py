@@ -293,3 +293,23 @@ def test_index_reduce(reduce, include_self):
     z = torch.tensor(1.5)
     check(lambda z: (torch.index_reduce(z, 0, torch.tensor([0]), torch.tensor(-2.0), reduce, include_self=include_self),
                      z.index_reduce(0, torch.tensor(0), torch.tensor(3.0), reduce, include_self=include_self)), z)
+
+
+@pytest.mark.parametrize("eq,shapes", [("ij,jk,kl->il", [(4, 6), (6, 5), (5, 3)]), ("ij,jk,kl", [(4, 6), (6, 5), (5, 3)]),
+                                       ("ij,jk,kl,l->i", [(4, 6), (6, 5), (5, 3), (3,)]), ("bi,bj,bk->bijk", [(2, 3), (2, 4), (2, 5)]),
+                                       ("ij->ji", [(4, 6)]), ("ij->j", [(4, 6)]), ("ij", [(4, 6)]), ("ij->", [(4, 6)]), ("ji", [(4, 6)])])
+def test_einsum_of_one_or_many_operands(eq, shapes):
+    """einsum of one operand, or three and more contracted left to right in pairs as eager does without
+    opt_einsum (einsum_chain), implicit outputs in alphabetical order; one graph (a break before)."""
+    from eager_check import check as check_views  # a single operand's einsum may be a view of it, as eager's
+
+    ops = [torch.randn(*s, generator=torch.Generator().manual_seed(i)) for i, s in enumerate(shapes)]
+    check_views(lambda *a: torch.einsum(eq, *a), *ops)
+    check_views(lambda *a: torch.einsum(eq, list(a)), *ops)
+
+
+def test_str_methods_of_lists_made_in_the_trace():
+    """A constant's method with a list or tuple of constants made in the trace ("".join(sorted(...))):
+    their real values at trace time (a break before: "argument only known at run time")."""
+    x = torch.randn(3)
+    check(lambda t: t * len("".join(sorted(["b", "a"]))) * len("-".join([str(i) for i in range(3)])) * "ab".count("b"), x)
