@@ -186,6 +186,22 @@ static bool adaptive_pool3d_float(Var **args, int n_args, PyObject *kw_names, Va
     Var *x = ARG(0, "input");
     return x && x->kind == V_TENSOR && pt2_dtype_is_float(x->dtype);
 }
+/* matrix_norm(A, ord): the orders that are sums and maxima ('fro', 1, -1, inf, -inf); 'nuc' and 2/-2 need
+ * singular values (the C op's) */
+static bool matrix_norm_elementary(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *ord = ARG(1, "ord");
+    if (!ord) return true;
+    if (ord->kind != V_CONST) return false;
+    if (PyUnicode_Check(ord->obj)) return PyUnicode_CompareWithASCIIString(ord->obj, "fro") == 0;
+    double v = PyFloat_Check(ord->obj) ? PyFloat_AsDouble(ord->obj) : PyLong_Check(ord->obj) ? (double)PyLong_AsLong(ord->obj) : 0;
+    PyErr_Clear();
+    return v == 1 || v == -1 || isinf(v);
+}
+/* requires_grad_(False): nothing to change in a trace (requires_grad_(True) changes its tensor: the C method's) */
+static bool requires_grad_off(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *flag = ARG(1, "requires_grad");
+    return flag && flag->kind == V_CONST && flag->obj == Py_False;
+}
 /* gcd/lcm of two integer tensors (other dtypes: eager's error) */
 static bool two_int_tensors(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input"), *y = ARG(1, "other");
@@ -691,8 +707,10 @@ static void resolve(void) {
     PyObject *torch = PyImport_ImportModule("torch");
     PyObject *mod = PyImport_ImportModule("pt2._polyfills");
     for (int i = 0; i < N_POLYFILLS && torch && mod; ++i) {
-        /* torch, then each attribute of the path after it */
-        PyObject *obj = Py_NewRef(torch);
+        /* its module (torch, itertools), then each attribute of the path after it */
+        char first[32];
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(polyfills[i].c_path, "."), polyfills[i].c_path);
+        PyObject *obj = strcmp(first, "torch") == 0 ? Py_NewRef(torch) : PyImport_ImportModule(first);
         for (const char *p = strchr(polyfills[i].c_path, '.'); obj && p; p = strchr(p + 1, '.')) {
             char attr[64];
             size_t n = strcspn(p + 1, ".");
@@ -715,7 +733,7 @@ static void resolve(void) {
 Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                    bool *handled) {
     *handled = false;
-    if (!callable || !PyCFunction_Check(callable)) return NULL;
+    if (!callable || !(PyCFunction_Check(callable) || PyType_Check(callable))) return NULL; /* C functions, C types */
     if (!resolved) resolve();
     for (int i = 0; i < N_POLYFILLS; ++i) {
         if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;

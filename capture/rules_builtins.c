@@ -17,6 +17,49 @@ const char *rule_op(const RuleEntry *e);
  * Builtins
  *===----------------------------------------------------------------------===*/
 
+/* sorted/min/max with key= or default=: the key function traced on each item (its values known at trace
+ * time), the items then ordered by Python's own sorted (stable) or min/max (the first of equal keys) over
+ * their positions; the items themselves (tensors too) come out. */
+static Var *keyed_order(Trace *t, const char *op, Var *items, Var *key, Var *reverse, Var *dflt) {
+    if (!items) return NULL;
+    if (reverse && !(reverse->kind == V_CONST && PyBool_Check(reverse->obj))) return trace_break(t, "sorted(reverse=...) not known at trace time");
+    if (op[0] == 'm' && items->n_items == 0 && dflt) return dflt; /* without one: Python's own ValueError below */
+    PyObject *keys = PyList_New(items->n_items), *positions = PyList_New(items->n_items);
+    for (int i = 0; keys && positions && i < items->n_items; ++i) {
+        Var *k = items->items[i];
+        if (key && !(k = trace_call(t, key, &items->items[i], 1, NULL, NULL, 0))) break;
+        PyObject *kt = const_tuple_of(t, &k, 1); /* its real value, or a break */
+        if (!kt) break;
+        PyList_SET_ITEM(keys, i, Py_NewRef(PyTuple_GET_ITEM(kt, 0)));
+        PyList_SET_ITEM(positions, i, PyLong_FromLong(i));
+        Py_DECREF(kt);
+    }
+    Var *out = NULL;
+    if (!t->broke && keys && positions) {
+        PyObject *getitem = PyObject_GetAttrString(keys, "__getitem__");
+        PyObject *fn = PyDict_GetItemString(PyEval_GetBuiltins(), op); /* borrowed */
+        PyObject *pos = PyTuple_Pack(1, positions);
+        PyObject *kw = Py_BuildValue("{s:O}", "key", getitem);
+        if (kw && reverse) PyDict_SetItemString(kw, "reverse", reverse->obj);
+        PyObject *r = fn && pos && kw ? PyObject_Call(fn, pos, kw) : NULL;
+        Py_XDECREF(getitem);
+        Py_XDECREF(pos);
+        Py_XDECREF(kw);
+        if (!r) {
+            out = exc_raise_pending(t, op); /* Python's TypeError for keys that do not compare */
+        } else if (PyList_Check(r)) {
+            out = var_new(t, V_LIST);
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) var_push_item(t, out, items->items[PyLong_AsLong(PyList_GET_ITEM(r, i))]);
+        } else {
+            out = items->items[PyLong_AsLong(r)];
+        }
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(keys);
+    Py_XDECREF(positions);
+    return out ? out : t->broke ? NULL : trace_break(t, "%s() with a key", op);
+}
+
 Var *iterable_items(Trace *t, Var *v) {
     Var *r = var_new(t, V_LIST);
     if (v->kind == V_SET) return set_items_in_order(t, v);
@@ -96,6 +139,18 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     if (nkw && strcmp(op, "getattr") != 0 && strcmp(op, "min") != 0 && strcmp(op, "max") != 0 && strcmp(op, "sum") != 0 &&
         strcmp(op, "dict") != 0 && strcmp(op, "sorted") != 0) {
         return trace_break(t, "%s() with keyword arguments", op);
+    }
+    if ((strcmp(op, "sorted") == 0 || strcmp(op, "min") == 0 || strcmp(op, "max") == 0) && nkw && n >= 1) {
+        Var *key = NULL, *dflt = NULL, *reverse = NULL;
+        for (int i = 0; i < nkw; ++i) {
+            const char *kw = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, i));
+            Var **slot = strcmp(kw, "key") == 0 ? &key : strcmp(kw, "default") == 0 && op[0] == 'm' && n == 1 ? &dflt
+                         : strcmp(kw, "reverse") == 0 && op[0] == 's' ? &reverse : NULL;
+            if (!slot) return trace_raise(t, PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, kw);
+            *slot = kwv[i];
+        }
+        if (key && key->kind == V_CONST && key->obj == Py_None) key = NULL;
+        if (key || dflt) return keyed_order(t, op, n == 1 ? iterable_items(t, args[0]) : make_tuple(t, args, n), key, reverse, dflt);
     }
     if ((strcmp(op, "set") == 0 || strcmp(op, "frozenset") == 0) && n <= 1) {
         Var *items = n ? iterable_items(t, args[0]) : var_new(t, V_LIST);

@@ -792,6 +792,12 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         return r;
     }
     if (o && PyWeakref_CheckRefExact(o) && n_args == 0 && n_kw == 0) return weakref_call(t, callable);
+    if (o && PyType_Check(o) && !(((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        /* a C type with a Python form (itertools.product, itertools.chain) */
+        bool handled;
+        Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
+        if (handled) return r;
+    }
     if (o && PyCFunction_Check(o)) {
         if (warns_is_warn(o)) return warns_call(t, args, n_args, kw_names, kw_values, n_kw);
         bool handled;

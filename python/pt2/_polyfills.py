@@ -32,7 +32,8 @@ from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
 from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquantile, nansum, quantile, trace  # noqa: F401
 from ._polyfills_special import digamma, erfinv, i0, lgamma  # noqa: F401  (special functions)
 from ._polyfills_tensor import *  # noqa: F401,F403  (float predicates, numpy's stacks and flips, vector products)
-from ._polyfills_wrappers import autograd_function_apply, dict_fromkeys, weight_norm  # noqa: F401  (capture/wrappers.c)
+from ._polyfills_wrappers import (  # noqa: F401  (capture/wrappers.c; itertools)
+    autograd_function_apply, dict_fromkeys, itertools_chain, itertools_product, weight_norm)
 
 
 def _attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type):

@@ -12,7 +12,7 @@ import torch
 from ._polyfills_nn import _floats_only
 
 __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
-           "cumulative_trapezoid", "diag_embed", "einsum_chain", "gcd", "lcm", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
+           "cumulative_trapezoid", "diag_embed", "matrix_norm", "multi_dot", "new_tensor", "einsum_chain", "gcd", "lcm", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
            "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
            "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
            "trapezoid", "unfold", "vdot", "vstack"]
@@ -22,9 +22,9 @@ def _false_like(input):
     return torch.zeros_like(input, dtype=torch.bool)
 
 
-def real_identity(input):
-    """conj, conj_physical, resolve_conj, resolve_neg of a real tensor (pt2 has no complex ones): the
-    tensor itself, as eager returns it."""
+def real_identity(input, *ignored):
+    """conj, conj_physical, resolve_conj, resolve_neg of a real tensor (pt2 has no complex ones), and
+    requires_grad_(False) in a trace (nothing requires grad there): the tensor itself, as eager returns it."""
     return input
 
 
@@ -507,3 +507,65 @@ def einsum_chain(equation, *operands):
         cur = cur.sum(tuple(gone))
         labels = "".join([c for c in labels if c in out])
     return cur.permute([labels.index(c) for c in out]) if labels != out else cur
+
+
+def multi_dot(tensors):
+    """torch.linalg.multi_dot: a 1-d first operand is a row, a 1-d last one a column (squeezed after);
+    three matrices in ATen's cheaper order, more by its matrix-chain order (the first cheapest split)."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError("multi_dot(): expected at least 2 tensors but got " + str(len(ts)))
+    first, last = ts[0].dim() == 1, ts[-1].dim() == 1
+    if first:
+        ts[0] = ts[0].unsqueeze(0)
+    if last:
+        ts[-1] = ts[-1].unsqueeze(1)
+    if len(ts) == 2:
+        r = ts[0].mm(ts[1])
+    elif len(ts) == 3:
+        a, b, c, d = ts[0].shape[0], ts[1].shape[0], ts[2].shape[0], ts[2].shape[1]
+        r = ts[0].mm(ts[1].mm(ts[2])) if (a * c) * (b + d) > (b * d) * (a + c) else ts[0].mm(ts[1]).mm(ts[2])
+    else:
+        r = _chain(ts)
+    if first and last:
+        return r.reshape(())
+    return r.squeeze(0) if first else r.squeeze(1) if last else r
+
+
+def _chain(ts):
+    n = len(ts)
+    p = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+
+    def product(i, j):
+        return ts[i] if i == j else product(i, split[i][j]).mm(product(split[i][j] + 1, j))
+    return product(0, n - 1)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.linalg.matrix_norm of the elementary orders: 'fro' (the vector 2-norm over both dims), 1 / -1
+    (the largest / smallest column sum of |A|), inf / -inf (row sums)."""
+    if dtype is not None:
+        A = A.to(dtype)
+    d0, d1 = dim[0] % A.dim(), dim[1] % A.dim()
+    if ord == "fro":
+        return torch.linalg.vector_norm(A, 2, dim=(d0, d1), keepdim=keepdim)
+    col = ord in (1, -1)
+    sums = A.abs().sum(d0 if col else d1, keepdim=True)
+    r = sums.amax(d1 if col else d0, keepdim=True) if ord > 0 else sums.amin(d1 if col else d0, keepdim=True)
+    return r if keepdim else r.squeeze((d0, d1))
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """Tensor.new_tensor: torch.tensor(data) in self's dtype and device unless given."""
+    return torch.tensor(data, dtype=dtype if dtype is not None else self.dtype,
+                        device=device if device is not None else self.device)

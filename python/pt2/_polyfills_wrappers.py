@@ -55,3 +55,22 @@ def weight_norm(v, g, dim=0):
     else:
         norm = torch.linalg.vector_norm(v, 2, dim=[d for d in range(v.dim()) if d != dim], keepdim=True)
     return v * (g / norm)
+
+
+def itertools_product(*iterables, repeat=1):
+    """itertools.product: the tuples in its order, made at once (its iterables are read first, as it
+    reads them), as an iterator."""
+    pools = [list(p) for p in iterables] * repeat
+    result = [()]
+    for pool in pools:
+        result = [r + (y,) for r in result for y in pool]
+    return iter(result)
+
+
+def itertools_chain(*iterables):
+    """itertools.chain: the items of each iterable in turn, as an iterator."""
+    out = []
+    for it in iterables:
+        for v in it:
+            out.append(v)
+    return iter(out)

@@ -496,3 +496,24 @@ def test_torch_ops_overloads_and_slotted_dataclasses():
         return x[k.idx] * k.scale + x[j.idx] * j.scale
 
     check(f, x)
+
+
+def test_keyed_sorting_and_itertools():
+    """sorted/min/max with key= (the key traced on each item, its values known at trace time; Python's
+    stable order, the first of equal keys) and default=, itertools.product/chain (their forms, as
+    iterators): one graph, eager's values (a break each before)."""
+    import itertools
+
+    from eager_check import check
+
+    x = torch.randn(4, 6)
+    check(lambda t: (sorted([t, t[:2], t[:3]], key=lambda a: a.shape[0])[0], t * sorted([3, 1, 2], key=lambda v: -v, reverse=True)[0],
+                     min([(2, t), (1, t * 3), (1, t * 5)], key=lambda p: p[0])[1], max(t, t * 2, key=lambda a: 0),
+                     t * max([], default=4), t * min([5, 2], default=9),
+                     t * sorted({"b": 1, "a": 2}.items(), key=lambda kv: kv[1])[0][1]), x)
+    check(lambda t: (sum(t * i * j for i, j in itertools.product(range(2), range(3))),
+                     t * len(list(itertools.product([0, 1], repeat=3))), sum(itertools.chain([t], [t * 2])),
+                     t * next(itertools.product([3], [4]))[1], sum(a * b for a, b in itertools.product([t, t * 2], [t]))), x)
+    pt2.reset()
+    with pytest.raises(ValueError, match="empty"):
+        pt2.compile(lambda t: min([], key=len))(x)

@@ -313,3 +313,24 @@ def test_str_methods_of_lists_made_in_the_trace():
     their real values at trace time (a break before: "argument only known at run time")."""
     x = torch.randn(3)
     check(lambda t: t * len("".join(sorted(["b", "a"]))) * len("-".join([str(i) for i in range(3)])) * "ab".count("b"), x)
+
+
+def test_multi_dot_matrix_norm_new_tensor():
+    """linalg.multi_dot (1-d ends; three matrices in ATen's cheaper order, more by its chain order),
+    linalg.matrix_norm of the elementary orders ('fro', 1, -1, inf, -inf; 'nuc' and 2 stay the C op's),
+    Tensor.new_tensor, requires_grad_(False): one graph each, eager's values."""
+    import math
+
+    from eager_check import check as check_views
+
+    g = torch.Generator().manual_seed(3)
+    x, y, z, w = (torch.randn(*s, generator=g) for s in [(4, 6), (6, 5), (5, 3), (3, 7)])
+    check_views(lambda a, b, c, d: (torch.linalg.multi_dot([a, b]), torch.linalg.multi_dot([a, b, c]), torch.linalg.multi_dot([a, b, c, d]),
+                                    torch.linalg.multi_dot([a[0], b, c[:, 0]]), torch.linalg.multi_dot([a[0], b, c])), x, y, z, w)
+    check_views(lambda t: (torch.linalg.matrix_norm(t), torch.linalg.matrix_norm(t, 1), torch.linalg.matrix_norm(t, -1),
+                           torch.linalg.matrix_norm(t, math.inf), torch.linalg.matrix_norm(t, -math.inf, keepdim=True),
+                           torch.linalg.matrix_norm(t.reshape(2, 2, 6), "fro", dim=(0, 2))), x)
+    check_views(lambda t: (t[0] + t.new_tensor([1.0] * 6), t.new_tensor([1, 2], dtype=torch.int64) * 2, t.clone().requires_grad_(False) * 2), x)
+    got, (graphs, breaks, _) = run(lambda t: torch.linalg.matrix_norm(t, "nuc"), x)
+    torch.testing.assert_close(got, torch.linalg.matrix_norm(x, "nuc"))
+    assert breaks == 1
