@@ -535,6 +535,14 @@ Var *h_builtin(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
         return const_result(t, r, op);
     }
     if (n == 1 && args[0]->kind == V_TENSOR && strcmp(op, "abs") == 0) return op1(t, "abs", args[0], "%s", "");
+    if (n == 2 && nkw == 0 && (strcmp(op, "pow") == 0 || (strcmp(op, "divmod") == 0 && args[0]->kind == V_CONST && args[1]->kind == V_CONST))) {
+        /* pow(a, b) is a ** b (numbers at trace time, tensors in the graph); divmod(a, b) of numbers
+         * (a // b, a % b; a tensor has no __divmod__: eager's TypeError through the C function) */
+        if (op[0] == 'p') return trace_binary_op(t, "**", args[0], args[1]);
+        Var *q = trace_binary_op(t, "//", args[0], args[1]), *r = q ? trace_binary_op(t, "%", args[0], args[1]) : NULL;
+        Var *pair[2] = {q, r};
+        return r ? make_tuple(t, pair, 2) : NULL;
+    }
     if (n == 1 && args[0]->kind == V_TENSOR && (strcmp(op, "int") == 0 || strcmp(op, "float") == 0 || strcmp(op, "bool") == 0)) {
         return trace_break(t, "%s() of a tensor reads its value (like .item())", op);
     }

@@ -75,6 +75,41 @@ static PyObject *operator_function(const char *op) {
     return NULL;
 }
 
+/* s | t, s & t, s - t, s ^ t of sets of constants made in the trace (or a frozenset constant): Python's
+ * own at trace time, a set of the trace of its items (in Python's order) */
+static Var *set_operator(Trace *t, const char *op, Var *a, Var *b) {
+    PyObject *sets[2] = {NULL, NULL};
+    Var *vs[2] = {a, b};
+    for (int k = 0; k < 2; ++k) {
+        if (vs[k]->kind == V_CONST && PyAnySet_Check(vs[k]->obj)) {
+            sets[k] = Py_NewRef(vs[k]->obj);
+        } else if (vs[k]->kind == V_SET) {
+            PyObject *items = const_tuple_of(t, vs[k]->items, vs[k]->n_items);
+            sets[k] = items ? PySet_New(items) : NULL;
+            Py_XDECREF(items);
+        }
+    }
+    PyObject *r = NULL;
+    if (sets[0] && sets[1]) {
+        r = op[0] == '|' ? PyNumber_Or(sets[0], sets[1]) : op[0] == '&' ? PyNumber_And(sets[0], sets[1])
+            : op[0] == '-' ? PyNumber_Subtract(sets[0], sets[1]) : PyNumber_Xor(sets[0], sets[1]);
+    }
+    Py_XDECREF(sets[0]);
+    Py_XDECREF(sets[1]);
+    if (!r) return t->broke ? NULL : PyErr_Occurred() ? exc_raise_pending(t, op) : trace_break(t, "operator %s on a set of values known only at run time", op);
+    if (!PyAnySet_Check(r)) return const_result(t, r, op);
+    Var *s = var_new(t, V_SET);
+    PyObject *it = PyObject_GetIter(r), *item;
+    while (it && (item = PyIter_Next(it))) {
+        trace_set_add(t, s, var_const(t, item));
+        Py_DECREF(item);
+    }
+    Py_XDECREF(it);
+    Py_DECREF(r);
+    PyErr_Clear();
+    return s;
+}
+
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
     if ((a->kind == V_TENSOR && a->known) || (b->kind == V_TENSOR && b->known)) {
@@ -175,6 +210,7 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
         }
         return r;
     }
+    if ((a->kind == V_SET || b->kind == V_SET) && !op[1] && strchr("|&-^", op[0])) return set_operator(t, op, a, b);
     return trace_break(t, "operator %s on these values is not supported", op);
 }
 

@@ -517,3 +517,17 @@ def test_keyed_sorting_and_itertools():
     pt2.reset()
     with pytest.raises(ValueError, match="empty"):
         pt2.compile(lambda t: min([], key=len))(x)
+
+
+def test_set_operators_divmod_pow():
+    """|, &, -, ^ of sets of constants made in the trace (Python's at trace time), divmod of numbers,
+    pow of numbers and tensors; divmod of a tensor raises eager's TypeError."""
+    from eager_check import check
+
+    x = torch.randn(4, 6)
+    check(lambda t: (t * len({1, 2} | {3}), t * len({1, 2, 3} & {2, 3, 4}), t * len({1, 2} - {2}), t * len({1, 2} ^ {2, 5}),
+                     sorted({3, 1} | {2}), t * (3 in ({1} | {3})), t * divmod(7, 2)[1] + divmod(-7.5, 2)[0],
+                     t * pow(2, 3) + pow(t, 2) + pow(2, t)), x)
+    pt2.reset()
+    with pytest.raises(TypeError, match="divmod"):
+        pt2.compile(lambda t: divmod(t, 0.7))(x)
