@@ -851,7 +851,8 @@ static bool generic_setattr(Trace *t, Var *base, PyObject *name, Var *value) {
             PyObject *item = h && PyDict_Check(h) ? PyDict_GetItemWithError(h, name) : NULL; /* borrowed */
             /* the object it holds, stored again (self.buf = self.buf.to(dtype) of its own dtype: .to()
              * returns it): nn.Module.__setattr__ changes nothing */
-            bool same = item && value->kind == V_TENSOR && trace_input_var(t, item) == value;
+            bool same = item && ((value->kind == V_TENSOR && trace_input_var(t, item) == value) ||
+                                 (value->kind == V_MODULE && !value->fresh && value->obj == item)); /* self.l = self.l.to(dtype) */
             Py_XDECREF(h);
             PyErr_Clear();
             if (same) return true;

@@ -58,6 +58,72 @@ static bool is_autograd_function_apply(PyObject *fn) {
     return fn == apply;
 }
 
+/* nn.Module.to's function. */
+static bool is_module_to(PyObject *fn) {
+    static PyObject *to;
+    if (!to) {
+        PyObject *module = pt2_import_attr("torch.nn", "Module");
+        to = module ? PyObject_GetAttrString(module, "to") : NULL;
+        Py_XDECREF(module);
+        PyErr_Clear();
+        if (!to) return false;
+    }
+    return fn == to;
+}
+
+/* Whether each tensor of the iterable `it` (a module's parameters() or buffers()) already has the
+ * device and (floating and complex ones) the dtype Module.to's convert would give it. */
+static bool tensors_already(PyObject *it, PyObject *device, PyObject *dtype) {
+    PyObject *iter = it ? PyObject_GetIter(it) : NULL, *p;
+    bool same = iter != NULL;
+    while (same && (p = PyIter_Next(iter))) {
+        PyObject *pd = device != Py_None ? PyObject_GetAttrString(p, "device") : NULL;
+        PyObject *pt = dtype != Py_None ? PyObject_GetAttrString(p, "dtype") : NULL;
+        if (pd) same = PyObject_RichCompareBool(pd, device, Py_EQ) == 1;
+        if (pt && same && pt != dtype) {
+            PyObject *fl = PyObject_GetAttrString(pt, "is_floating_point"), *cx = PyObject_GetAttrString(pt, "is_complex");
+            same = fl != Py_True && cx != Py_True; /* an integer tensor keeps its dtype */
+            Py_XDECREF(fl);
+            Py_XDECREF(cx);
+        }
+        Py_XDECREF(pd);
+        Py_XDECREF(pt);
+        Py_DECREF(p);
+    }
+    Py_XDECREF(iter);
+    PyErr_Clear();
+    return same;
+}
+
+/* module.to(dtype / device) of a module from outside whose parameters and buffers already have them:
+ * the module itself, which eager's returns (its _apply converts nothing); NULL (Module.to's own code,
+ * a break at its torch._C._nn._parse_to) otherwise. */
+static Var *module_to_unchanged(Trace *t, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *m = n_args >= 1 ? args[0] : NULL;
+    if (!m || m->kind != V_MODULE || !m->obj || m->fresh) return NULL;
+    for (int i = 1; i < n_args + n_kw; ++i) {
+        if ((i < n_args ? args[i] : kw_values[i - n_args])->kind != V_CONST) return NULL; /* Module.to's own code decides */
+    }
+    PyObject *pos = const_tuple_of(t, args + 1, n_args - 1), *kw = n_kw ? PyDict_New() : NULL;
+    for (int i = 0; pos && i < n_kw; ++i) PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), kw_values[i]->obj);
+    PyObject *parse = pos ? pt2_import_attr("torch._C._nn", "_parse_to") : NULL;
+    PyObject *parsed = parse ? PyObject_Call(parse, pos, kw) : NULL;
+    Py_XDECREF(parse);
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    Var *r = NULL;
+    if (parsed && PyTuple_Check(parsed) && PyTuple_GET_SIZE(parsed) == 4 && PyTuple_GET_ITEM(parsed, 3) == Py_None) {
+        PyObject *device = PyTuple_GET_ITEM(parsed, 0), *dtype = PyTuple_GET_ITEM(parsed, 1);
+        PyObject *params = PyObject_CallMethod(m->obj, "parameters", NULL), *bufs = PyObject_CallMethod(m->obj, "buffers", NULL);
+        if (tensors_already(params, device, dtype) && tensors_already(bufs, device, dtype)) r = m;
+        Py_XDECREF(params);
+        Py_XDECREF(bufs);
+    }
+    Py_XDECREF(parsed);
+    PyErr_Clear();
+    return r;
+}
+
 /* Functions of torch.nn.functional whose C op returns more than F keeps (embedding_bag's three tensors
  * of the kernel's bookkeeping, adaptive max pooling's indices): followed as the form in
  * pt2/_polyfills_nn.py that computes what F returns; NULL for any other function. */
@@ -248,6 +314,10 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
     *handled = true;
     PyObject *o = callable->obj;
     if (callable->kind == V_LIST && o) return module_slice_call(t, callable, args, n_args, n_kw);
+    if (callable->kind == V_FUNCTION && o && is_module_to(o)) {
+        Var *m = module_to_unchanged(t, args, n_args, kw_names, kw_values, n_kw);
+        if (m) return m;
+    }
     if (callable->kind == V_FUNCTION && o && is_autograd_function_apply(o)) {
         return polyfill_form(t, "autograd_function_apply", args, n_args, kw_names, kw_values, n_kw);
     }

@@ -591,3 +591,34 @@ def test_numpy_ufunc_of_constants_and_numpy_float64():
     torch.testing.assert_close(c(x), m(x))
     info = pt2.explain(m)(x)
     assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+
+
+class _Router(nn.Module):
+    """SwitchTransformers' router: `self.classifier = self.classifier.to(self.dtype)` in forward."""
+
+    def __init__(self, dtype=torch.float32):
+        super().__init__()
+        self.classifier = nn.Linear(6, 4)
+        self.register_buffer("steps", torch.zeros(2, dtype=torch.long))
+        self.dtype = dtype
+
+    def forward(self, x):
+        self.classifier = self.classifier.to(self.dtype)
+        return self.classifier.to("cpu")(x.to(self.dtype)) + self.to(dtype=torch.float32, device="cpu").classifier(x)
+
+
+def test_module_to_that_changes_nothing():
+    """module.to(dtype / device) of a module whose parameters and buffers already have them (integer
+    buffers keep theirs) is the module itself, and assigning it back changes nothing: one graph (a break
+    at torch._C._nn._parse_to before).  A .to() that converts stays Module.to's own code."""
+    check(_Router().eval(), torch.randn(3, 6), graphs=1, breaks=0)
+    x = torch.randn(3, 6)
+    torch.manual_seed(0)
+    m = _Router(torch.float64).eval()
+    torch.manual_seed(0)
+    ref = _Router(torch.float64).eval()
+    pt2.reset()
+    with torch.no_grad():
+        got, want = pt2.compile(m)(x), ref(x)
+    torch.testing.assert_close(got, want)
+    assert m.classifier.weight.dtype == ref.classifier.weight.dtype
