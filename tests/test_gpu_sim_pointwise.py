@@ -133,3 +133,11 @@ def test_uint8_and_int16_kernels():
         assert got.dtype == w.dtype and torch.equal(got, w), (got, w)
     (m, i), _ = simulate(lambda g_, a: (g_.op("amax", a, dims=[1]), g_.op("argmax", a, dim=1)), [x])
     assert torch.equal(m.view(torch.uint8), x.amax(1)) and torch.equal(i, x.argmax(1))
+    # max pooling, a stable descending sort and cummax compare the bytes as unsigned too
+    img = x[:18, :99].reshape(2, 3, 9, 33)
+    (p,), _ = simulate(lambda g_, a: g_.op("max_pool2d", a, kernel=[3, 3], stride=[2, 2], padding=[1, 1]), [img])
+    assert torch.equal(p.view(torch.uint8), torch.nn.functional.max_pool2d(img.float(), 3, 2, 1).to(torch.uint8))
+    (sv, si, cv, ci), _ = simulate(lambda g_, a: g_.op("sort", a, dim=1, descending=True) + g_.op("cummax", a, dim=1), [x[:5]])
+    ws, wc = torch.sort(x[:5], dim=1, descending=True, stable=True), torch.cummax(x[:5], 1)
+    assert torch.equal(sv.view(torch.uint8), ws.values) and torch.equal(si, ws.indices)
+    assert torch.equal(cv.view(torch.uint8), wc.values) and torch.equal(ci, wc.indices)
