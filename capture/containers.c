@@ -477,8 +477,39 @@ static Var *list_method(Trace *t, Var *self, const char *name, Var **args, int n
     return trace_break(t, "list.%s is not supported", name);
 }
 
+/* l[a:b:c] = values / del l[a:b:c] (values NULL): Python's own slice assignment done on the positions
+ * 0..n-1 (its lengths, extended slices' size check and errors), the items then placed as it placed them */
+static bool list_slice_store(Trace *t, Var *l, Var *slice, Var *values) {
+    PyObject *bounds = const_tuple_of(t, slice->items, 3);
+    if (!bounds) return false;
+    PyObject *sl = PySlice_New(PyTuple_GET_ITEM(bounds, 0), PyTuple_GET_ITEM(bounds, 1), PyTuple_GET_ITEM(bounds, 2));
+    Py_DECREF(bounds);
+    Var *items = values ? iterable_items(t, values) : NULL;
+    PyObject *positions = PyList_New(l->n_items), *marks = items ? PyList_New(items->n_items) : NULL;
+    for (int i = 0; positions && i < l->n_items; ++i) PyList_SET_ITEM(positions, i, PyLong_FromLong(i));
+    for (int i = 0; marks && i < items->n_items; ++i) PyList_SET_ITEM(marks, i, PyLong_FromLong(-1 - i));
+    bool ok = sl && positions && (!values || marks) && !t->broke &&
+              (values ? PyObject_SetItem(positions, sl, marks) : PyObject_DelItem(positions, sl)) == 0;
+    if (!ok && PyErr_Occurred()) exc_raise_pending(t, "list slice assignment"); /* Python's ValueError, TypeError */
+    if (ok) ok = will_change(t, l, NULL);
+    if (ok) {
+        Var **old = trace_alloc(t, sizeof(Var *) * (size_t)(l->n_items + 1));
+        memcpy(old, l->items, sizeof(Var *) * (size_t)l->n_items);
+        l->n_items = 0;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(positions); ++i) {
+            long p = PyLong_AsLong(PyList_GET_ITEM(positions, i));
+            var_push_item(t, l, p >= 0 ? old[p] : items->items[-1 - p]);
+        }
+    }
+    Py_XDECREF(sl);
+    Py_XDECREF(positions);
+    Py_XDECREF(marks);
+    return ok;
+}
+
 bool trace_list_set(Trace *t, Var *l, Var *index, Var *value) {
     int64_t k;
+    if (index->kind == V_SLICE) return list_slice_store(t, l, index, value);
     if (index->kind != V_CONST || !PyLong_Check(index->obj) || !var_int(t, index, &k)) {
         return trace_break(t, "list item assignment with a %s index", index->kind == V_SLICE ? "slice" : "non-integer"), false;
     }
@@ -491,6 +522,7 @@ bool trace_list_set(Trace *t, Var *l, Var *index, Var *value) {
 
 bool trace_list_delete(Trace *t, Var *l, Var *index) {
     int64_t k;
+    if (index->kind == V_SLICE) return list_slice_store(t, l, index, NULL);
     if (index->kind != V_CONST || !PyLong_Check(index->obj) || !var_int(t, index, &k)) {
         return trace_break(t, "del of a list item with a %s index", index->kind == V_SLICE ? "slice" : "non-integer"), false;
     }

@@ -531,3 +531,27 @@ def test_set_operators_divmod_pow():
     pt2.reset()
     with pytest.raises(TypeError, match="divmod"):
         pt2.compile(lambda t: divmod(t, 0.7))(x)
+
+
+def test_list_slice_assignment_and_deletion():
+    """l[a:b] = values, extended slices, del l[a:b:c] on lists made in the trace and passed in (replayed):
+    Python's own slice semantics and errors (a break each before)."""
+    from eager_check import check
+
+    x = torch.randn(3)
+
+    def f(t, outside):
+        l = [t, t * 2, t * 3, t * 4]
+        l[0:2] = [t * 5]
+        l[::2] = [t, t + 1]
+        del l[0:1]
+        l[1:] = (t * 7, t * 8, t * 9)
+        del l[::-2]
+        l[len(l):] = [t]
+        outside[0:1] = [t * 3, t]
+        return l, outside[0] + 1
+
+    check(f, x, [x, x])
+    pt2.reset()
+    with pytest.raises(ValueError, match="extended slice"):
+        pt2.compile(lambda t: [t, t].__setitem__(slice(None, None, 2), [t, t]))(x)
