@@ -242,12 +242,13 @@ def test_bitwise_on_floats_and_bool_shifts_as_eager():
 
 def test_constant_factories():
     """linspace, logspace, tril/triu_indices and the windows of constant arguments: made by torch at trace
-    time, graph constants of eager's own values; with a tensor argument, or past 2^20 elements, a break."""
+    time, graph constants of eager's own values; past 2^20 elements a break; linspace of a tensor endpoint
+    computed in the graph (linspace_tensors; test_capture_polyfill_ops2.py)."""
     x = rand(8, dtype=torch.float64)
     check(lambda x: (x * torch.linspace(0, 1, 8, dtype=torch.float64), torch.logspace(-3, 2, steps=8) + 1,
                      x[torch.triu_indices(8, 8, 1)[1]], torch.tril_indices(5, 4, -1, device="cpu"),
                      torch.hann_window(8, periodic=False) * 2, torch.kaiser_window(9, True, 8.0) * 2), x, exact=True)
-    check(lambda x: torch.linspace(x[0], 1.0, 8) + 1, x, graphs=0, breaks=1)
+    check(lambda x: torch.linspace(x[0], 1.0, 8) + 1, x)
     check(lambda x: torch.linspace(0, 1, (1 << 20) + 1).sum() + x, x, graphs=1, breaks=1, tol=1e-6)
 
 
