@@ -279,12 +279,17 @@ Var *h_pool2d(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     }
     bool cip;
     if (!arg_bool(t, &b, "count_include_pad", true, &cip)) return NULL;
-    if (arg_present(&b, "divisor_override")) return trace_break(t, "avg_pool2d(divisor_override=...)");
+    Var *over = arg(&b, "divisor_override");
+    int64_t divisor = 0;
+    if (over && !(over->kind == V_CONST && over->obj == Py_None)) {
+        if (!var_int(t, over, &divisor)) return NULL;
+        if (divisor == 0) return trace_raise(t, PyExc_RuntimeError, "divisor must be not zero");
+    }
     return op1(t, "avg_pool2d", x,
                "{kernel = array<i64: %lld, %lld>, stride = array<i64: %lld, %lld>, padding = array<i64: %lld, %lld>, "
-               "ceil_mode = %s, count_include_pad = %s}",
+               "ceil_mode = %s, count_include_pad = %s, divisor_override = %lld : i64}",
                (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-               ceil_mode ? "true" : "false", cip ? "true" : "false");
+               ceil_mode ? "true" : "false", cip ? "true" : "false", (long long)divisor);
 }
 
 Var *h_adaptive_pool(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

@@ -510,8 +510,11 @@ static int lower_pool(MlirOperation op, const Pt2OpInfo *info) {
         bool adaptive = info->id == PT2_OP_ADAPTIVE_AVG_POOL2D;
         MlirValue sum = build_window_reduce(&b, xp, &w, init, adaptive ? adaptive_sum_body : sum_pool_body, &body);
         bool count_include_pad = true;
+        int64_t divisor_override = 0;
         pt2_attr_bool(pt2_attrs_of_op(op), "count_include_pad", &count_include_pad);
+        pt2_attr_i64(pt2_attrs_of_op(op), "divisor_override", &divisor_override);
         double *divisors = pool_divisors(&w, count_include_pad);
+        for (int64_t i = 0; divisor_override && i < w.out[0] * w.out[1]; ++i) divisors[i] = (double)divisor_override;
         r = build_epilogue(&b, sum, divisors, mlirValueGetType(result));
         free(divisors);
     }

@@ -417,3 +417,17 @@ def test_max_unpool1d_and_3d(dtype):
     pt2.reset()
     with pytest.raises(RuntimeError):
         pt2.compile(f)(y, i)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_avg_pool2d_divisor_override(dtype):
+    """avg_pool2d's divisor_override divides every window's sum (windows past the edge, ceil_mode, a
+    negative divisor; None is none), a break before; 0 raises eager's error."""
+    x = torch.randn(2, 3, 9, 11, generator=torch.Generator().manual_seed(7)).to(dtype)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-6
+    check(lambda t: (F.avg_pool2d(t, 3, 2, 1, divisor_override=4), F.avg_pool2d(t, 3, 2, 1, ceil_mode=True, divisor_override=-2),
+                     F.avg_pool2d(t, 2, divisor_override=None), nn.AvgPool2d(3, 1, 1, count_include_pad=False, divisor_override=7)(t)),
+          x, tol=tol)
+    pt2.reset()
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        pt2.compile(lambda t: F.avg_pool2d(t, 3, divisor_override=0))(x)
