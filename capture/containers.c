@@ -226,6 +226,8 @@ static bool is_fixed_key_var(const Var *v) {
     return (v->kind == V_CONST || v->kind == V_OBJECT || v->kind == V_CALLABLE || v->kind == V_FUNCTION) && v->obj && fixed_key(v->obj);
 }
 
+/* The key a dict compares: a tuple of constants made in the trace as the constant it equals (idempotent:
+ * the entry points convert once, the helpers they call find a constant). */
 static Var *key_of(Trace *t, Var *key) {
     PyObject *c = key->kind == V_TUPLE ? constant_value(key, 0) : NULL;
     if (!c) return key;
@@ -331,6 +333,7 @@ static Var *key_error(Trace *t, Var *key) {
 }
 
 Var *trace_dict_get(Trace *t, Var *d, Var *key) {
+    key = key_of(t, key); /* once: dict_key_ok and trace_dict_find take it as it is then */
     if (!dict_key_ok(t, key)) return NULL;
     int i = trace_dict_find(t, d, key);
     if (i == -2) return NULL;
@@ -338,6 +341,7 @@ Var *trace_dict_get(Trace *t, Var *d, Var *key) {
 }
 
 bool trace_dict_delete(Trace *t, Var *d, Var *key) {
+    key = key_of(t, key);
     if (!dict_key_ok(t, key)) return false;
     int i = trace_dict_find(t, d, key);
     if (i == -2) return false;
@@ -374,15 +378,16 @@ static Var *dict_method(Trace *t, Var *self, const char *name, Var **args, int n
         return in == -2 ? NULL : in < 0 ? trace_break(t, "`in` on a dict by a run-time value") : var_const(t, in ? Py_True : Py_False);
     }
     if ((strcmp(name, "get") == 0 || strcmp(name, "pop") == 0 || strcmp(name, "setdefault") == 0) && (n_args == 1 || n_args == 2)) {
-        if (!dict_key_ok(t, args[0])) return NULL;
-        int i = trace_dict_find(t, self, args[0]);
+        Var *key = key_of(t, args[0]);
+        if (!dict_key_ok(t, key)) return NULL;
+        int i = trace_dict_find(t, self, key);
         if (i == -2) return NULL;
         Var *dflt = n_args == 2 ? args[1] : NULL;
         if (name[0] == 'g') return i >= 0 ? self->items[i] : dflt ? dflt : var_none(t);
-        if (name[0] == 'p') return i >= 0 ? dict_remove_at(t, self, i) : dflt ? dflt : key_error(t, args[0]);
+        if (name[0] == 'p') return i >= 0 ? dict_remove_at(t, self, i) : dflt ? dflt : key_error(t, key);
         if (i >= 0) return self->items[i];
         if (!dflt) dflt = var_none(t);
-        return trace_dict_set(t, self, args[0], dflt) ? dflt : NULL;
+        return trace_dict_set(t, self, key, dflt) ? dflt : NULL;
     }
     if (strcmp(name, "popitem") == 0 && n_args == 0) {
         if (!self->n_items) return trace_raise(t, PyExc_KeyError, "popitem(): dictionary is empty");

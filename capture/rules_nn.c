@@ -53,13 +53,6 @@ Var *h_linear(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     return y;
 }
 
-static Var *int_number(Trace *t, int64_t v) {
-    PyObject *o = PyLong_FromLongLong(v);
-    Var *r = o ? var_const(t, o) : trace_break(t, "out of memory");
-    Py_XDECREF(o);
-    return r;
-}
-
 Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool batched = strcmp(e->op, "baddbmm") == 0;
     BIND(batched ? "input, batch1, batch2, *, beta=1, alpha=1" : "input, mat1, mat2, *, beta=1, alpha=1");
@@ -74,8 +67,8 @@ Var *h_addmm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var
         /* integers (pt2.addmm computes floats): beta c + alpha (m1 @ m2), exact and wrapping as ATen's */
         if (beta != floor(beta) || alpha != floor(alpha)) return trace_break(t, "%s() of integer tensors with a float beta or alpha", e->op);
         Var *p = op2(t, "matmul", m1, m2, "%s", "");
-        if (p && alpha != 1) p = op2(t, "mul", p, int_number(t, (int64_t)alpha), "%s", "");
-        Var *bc = beta == 1 ? c : op2(t, "mul", c, int_number(t, (int64_t)beta), "%s", "");
+        if (p && alpha != 1) p = op2(t, "mul", p, int_const(t, (int64_t)alpha), "%s", "");
+        Var *bc = beta == 1 ? c : op2(t, "mul", c, int_const(t, (int64_t)beta), "%s", "");
         return p && bc ? op2(t, "add", bc, p, "%s", "") : NULL;
     }
     return op3(t, "addmm", c, m1, m2, "{beta = %s, alpha = %s}", f64_attr(beta), f64_attr(alpha));

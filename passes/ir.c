@@ -167,7 +167,7 @@ static _Thread_local unsigned u8_mode;
 void ir_set_u8_mode(unsigned mode) { u8_mode = mode; }
 unsigned ir_u8_mode(void) { return u8_mode; }
 
-static bool u8_scalar(MlirType t) {
+bool ir_is_u8(MlirType t) {
     return (u8_mode & IR_U8_READS) && mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 8;
 }
 
@@ -177,7 +177,7 @@ const char *int_op_for(MlirType t, const char *name) {
         {"arith.remsi", "arith.remui"}, {"arith.shrsi", "arith.shrui"}, {"sgt", "ugt"},
         {"sge", "uge"},                 {"slt", "ult"},                 {"sle", "ule"},
     };
-    if (!u8_scalar(t)) return name;
+    if (!ir_is_u8(t)) return name;
     for (size_t i = 0; i < sizeof unsigned_of / sizeof *unsigned_of; ++i) {
         if (strcmp(name, unsigned_of[i][0]) == 0) return unsigned_of[i][1];
     }
@@ -197,7 +197,7 @@ MlirValue const_scalar(Builder *b, MlirType t, double v) {
 
 static int64_t int_limit(MlirType t, bool highest) {
     unsigned w = mlirIntegerTypeGetWidth(t);
-    if (u8_scalar(t)) return highest ? 255 : 0;
+    if (ir_is_u8(t)) return highest ? 255 : 0;
     if (w == 1) return highest ? 1 : 0; /* as a 0/1 value; i1 constants take -1 for true */
     if (w >= 64) return highest ? INT64_MAX : INT64_MIN;
     int64_t hi = ((int64_t)1 << (w - 1)) - 1;
@@ -232,7 +232,7 @@ MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to) {
         }
         return build_unary(b, wf < wt ? "arith.extf" : "arith.truncf", v, to);
     }
-    bool from_u8 = (u8_mode & IR_U8_READS) && !ff && mlirIntegerTypeGetWidth(from) == 8;
+    bool from_u8 = ir_is_u8(from);
     if (!ff && ft) return build_unary(b, type_is_bool(from) || from_u8 ? "arith.uitofp" : "arith.sitofp", v, to);
     if (ff && !ft) {
         if (type_is_bool(to)) return build_cmp(b, true, "une", v, const_float(b, from, 0.0));

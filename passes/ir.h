@@ -86,6 +86,8 @@ MlirValue convert_scalar(Builder *b, MlirValue v, MlirType to);
 enum { IR_U8_READS = 1, IR_U8_MAKES = 2 };
 void ir_set_u8_mode(unsigned mode);
 unsigned ir_u8_mode(void);
+/* Whether t holds uint8's values: i8 while ir_u8_mode() reads uint8. */
+bool ir_is_u8(MlirType t);
 /* The integer op or cmpi predicate ("arith.maxsi", "slt") for values of type
  * t: its unsigned twin where t holds uint8 (i8 under IR_U8_READS). */
 const char *int_op_for(MlirType t, const char *name);

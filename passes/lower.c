@@ -29,10 +29,7 @@ MlirType compute_type_for(MlirContext ctx, MlirType elem) {
     if (mlirTypeIsAF16(elem) || mlirTypeIsABF16(elem)) return mlirF32TypeGet(ctx);
     /* uint8's values in i16, where signed compares, divisions, min/max and
      * right shifts are theirs; arithmetic wraps the same in the low 8 bits */
-    if ((ir_u8_mode() & IR_U8_READS) && mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 8) {
-        return mlirIntegerTypeGet(ctx, 16);
-    }
-    return elem;
+    return ir_is_u8(elem) ? mlirIntegerTypeGet(ctx, 16) : elem;
 }
 
 size_t map_dims(char *buf, size_t cap, int rank) {
