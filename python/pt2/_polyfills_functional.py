@@ -6,12 +6,11 @@
 import torch
 import torch.nn.functional as F
 
-__all__ = ["alias_copy", "aten_slice", "combinations", "constant_pad_nd", "native_batch_norm", "native_group_norm",
-           "native_layer_norm", "corrcoef", "cov", "detach_copy", "diagonal_copy", "diagonal_scatter", "dist",
-           "expand_copy", "gradient", "isclose",
-           "narrow_copy", "permute_copy", "select_copy", "select_scatter", "slice_copy", "slice_scatter", "split_copy",
-           "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
-           "unsqueeze_copy", "view_copy"]
+__all__ = ["alias_copy", "aten_slice", "combinations", "constant_pad_nd", "corrcoef", "cov", "detach_copy",
+           "diagonal_copy", "diagonal_scatter", "dist", "expand_copy", "gradient", "isclose", "narrow_copy",
+           "native_batch_norm", "native_group_norm", "native_layer_norm", "permute_copy", "select_copy",
+           "select_scatter", "slice_copy", "slice_scatter", "split_copy", "split_with_sizes_copy", "squeeze_copy",
+           "t_copy", "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy"]
 
 
 def _copy(t):

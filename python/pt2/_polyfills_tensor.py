@@ -12,10 +12,11 @@ import torch
 from ._polyfills_nn import _floats_only
 
 __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
-           "cumulative_trapezoid", "diag_embed", "matrix_norm", "multi_dot", "new_tensor", "einsum_chain", "gcd", "lcm", "linspace_tensors", "logspace_tensors", "diagflat", "dot", "dstack", "fliplr", "flipud", "histc", "hstack",
-           "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "ldexp", "logaddexp2", "msort", "mv",
-           "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit", "sum_to_size", "take_along_dim",
-           "trapezoid", "unfold", "vdot", "vstack"]
+           "cumulative_trapezoid", "diag_embed", "diagflat", "dot", "dstack", "einsum_chain", "fliplr", "flipud",
+           "gcd", "histc", "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "lcm",
+           "ldexp", "linspace_tensors", "logaddexp2", "logspace_tensors", "matrix_norm", "msort", "multi_dot", "mv",
+           "new_tensor", "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit",
+           "sum_to_size", "take_along_dim", "trapezoid", "unfold", "vdot", "vstack"]
 
 
 def _false_like(input):
@@ -426,7 +427,7 @@ def _spaced(start, end, steps, dtype, device):
     (end - start) / (steps - 1) in it (float64 for integers), start + step * i up to the middle and
     end - step * (steps - 1 - i) after it, as the kernel computes them."""
     ends = [e if isinstance(e, torch.Tensor) else torch.tensor(e) for e in (start, end)]
-    for what, e in zip(("start", "end"), ends):
+    for e in ends:
         if e.dim() != 0:
             raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, but got start with "
                                f"{ends[0].dim()} dimension(s) and end with {ends[1].dim()} dimension(s).")
@@ -436,15 +437,15 @@ def _spaced(start, end, steps, dtype, device):
     st = dt if dt.is_floating_point else torch.float64
     s, e = (x.to(dt).to(st).to(device if device is not None else x.device) for x in ends)
     if steps <= 1:
-        return s.reshape(1)[:steps], dt, st
+        return s.reshape(1)[:steps], dt
     i = torch.arange(steps, dtype=st, device=s.device)
     step = (e - s) / (steps - 1)
-    return torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i)), dt, st
+    return torch.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i)), dt
 
 
 def linspace_tensors(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     """torch.linspace with a tensor start or end (0-d): ATen's kernel's values (`_spaced`)."""
-    v, dt, _ = _spaced(start, end, steps, dtype, device)
+    v, dt = _spaced(start, end, steps, dtype, device)
     return v.to(dt)
 
 
@@ -452,7 +453,7 @@ def logspace_tensors(start, end, steps, base=10.0, *, dtype=None, layout=None, d
                      requires_grad=False):
     """torch.logspace with a tensor start or end: base ** (the linspace exponents), the power in float64
     (the kernel's std::pow of a double base)."""
-    v, dt, _ = _spaced(start, end, steps, dtype, device)
+    v, dt = _spaced(start, end, steps, dtype, device)
     return torch.pow(float(base), v.to(torch.float64)).to(dt)
 
 
