@@ -1,8 +1,9 @@
-/*===- rules_einsum.c - torch.einsum -----------------------------------------===*
+/*===- rules_einsum.c - torch.einsum, torch._grouped_mm --------------------===*
  *
  * A two-operand einsum with an explicit output is one pt2.einsum op; '...'
- * is written out with letters of its own first (einsum_ellipsis).  Other
- * forms (one operand, three, an implicit output) are breaks naming them.
+ * is written out with letters of its own first (einsum_ellipsis); one
+ * operand, or three and more, go through einsum_chain's pairs.  A grouped
+ * matmul of rows in groups (mixtures of experts) is one pt2.grouped_mm.
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -112,3 +113,60 @@ Var *h_einsum(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     return op2(t, "einsum", ops->items[0], ops->items[1], "{equation = \"%s\"}", text);
 }
 
+
+/* torch._grouped_mm's layout check (ATen's check_valid_strides_and_return_transposed): each matrix row-
+ * or column-major, its other stride a multiple of 16 bytes.  Unknown strides (a gather's result, which
+ * eager allocates anew) are taken as contiguous. */
+static bool grouped_mm_layout(Trace *t, const Var *v) {
+    int last = v->rank - 1;
+    int64_t align = 16 / (int64_t)pt2DTypeSize(v->dtype), rows = v->sizes[last - 1], cols = v->sizes[last];
+    int64_t st[PT2_MAX_RANK];
+    if (!var_strides(t, v, st)) return cols % align == 0;
+    if (st[last] == 1 && st[last - 1] >= (cols > 1 ? cols : 1)) return st[last - 1] % align == 0;
+    if (st[last - 1] == 1 && st[last] >= (rows > 1 ? rows : 1)) return st[last] % align == 0;
+    return false;
+}
+
+/* torch._grouped_mm (F.grouped_mm calls it): a [S, K] times b [G, K, N] with the rows in groups that end
+ * at offs (int32) is one pt2.grouped_mm; two 3-d operands without offs are a batched matmul.  What eager
+ * refuses (dtypes other than float32/bfloat16/float16, int64 offsets, a layout of strides off 16 bytes,
+ * a bias, another out_dtype) is a break where eager raises; so are the weight-gradient forms (a 2-d b,
+ * K in groups), which pt2 does not have. */
+Var *h_grouped_mm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    BIND("mat_a, mat_b, *, offs=None, bias=None, out_dtype=None");
+    Var *a = arg(&b, "mat_a"), *w = arg(&b, "mat_b"), *offs = arg(&b, "offs");
+    Pt2DType out_dtype;
+    if (!arg_dtype(t, &b, "out_dtype", &out_dtype)) return NULL;
+    if (!a || !w || a->kind != V_TENSOR || w->kind != V_TENSOR) return trace_break(t, "grouped_mm() of non-tensors");
+    if ((a->dtype != PT2_F32 && a->dtype != PT2_BF16 && a->dtype != PT2_F16) || w->dtype != a->dtype) {
+        return trace_break(t, "grouped_mm() of %s and %s (eager raises: float32, bfloat16 or float16, one for both)",
+                           pt2DTypeName(a->dtype), pt2DTypeName(w->dtype));
+    }
+    if (arg_present(&b, "bias")) return trace_break(t, "grouped_mm() with a bias (eager raises: not supported yet)");
+    if (out_dtype != PT2_DTYPE_INVALID && out_dtype != a->dtype) {
+        return trace_break(t, "grouped_mm() with out_dtype %s (eager raises: mat_a's dtype)", pt2DTypeName(out_dtype));
+    }
+    if (a->rank < 2 || a->rank > 3 || w->rank < 2 || w->rank > 3) {
+        return trace_break(t, "grouped_mm() of %d-d and %d-d tensors (eager raises: 2-d or 3-d)", a->rank, w->rank);
+    }
+    if (!grouped_mm_layout(t, a) || !grouped_mm_layout(t, w)) {
+        return trace_break(t, "grouped_mm() of operands whose strides are not a multiple of 16 bytes (eager raises)");
+    }
+    if (a->sizes[a->rank - 1] != w->sizes[w->rank - 2]) {
+        return trace_break(t, "grouped_mm() of a %lld-column and a %lld-row operand (eager raises)", (long long)a->sizes[a->rank - 1],
+                           (long long)w->sizes[w->rank - 2]);
+    }
+    if (a->rank == 3 && w->rank == 3) {
+        if (offs || a->sizes[0] != w->sizes[0]) return trace_break(t, "grouped_mm() of 3-d operands with offsets or unequal batches (eager raises)");
+        return op2(t, "matmul", a, w, "%s", "");
+    }
+    if (a->rank != 2 || w->rank != 3) {
+        return trace_break(t, "grouped_mm() of %d-d and %d-d operands (K in groups, the weight gradient) is not supported by pt2 yet",
+                           a->rank, w->rank);
+    }
+    if (!offs || offs->kind != V_TENSOR || offs->rank != 1 || offs->dtype != PT2_I32 || offs->sizes[0] != w->sizes[0] ||
+        w->sizes[0] == 0) {
+        return trace_break(t, "grouped_mm() of a 2-d and a 3-d operand without one int32 offset per group (eager raises)");
+    }
+    return op3(t, "grouped_mm", a, w, offs, "%s", "");
+}

@@ -193,13 +193,17 @@ static Var *inline_held(Trace *t, PyObject *o, const char *attr, const char *mis
 static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     /* constant arguments, a constant answer: the cache's own; the wrapper is guarded by identity
      * where it was read */
-    bool constant = n_kw == 0;
+    bool constant = true;
     for (int i = 0; i < n_args && constant; ++i) constant = args[i]->kind == V_CONST;
+    for (int k = 0; k < n_kw && constant; ++k) constant = kw_values[k]->kind == V_CONST;
     if (constant) {
-        PyObject *targs = PyTuple_New(n_args);
+        PyObject *targs = PyTuple_New(n_args), *kwargs = n_kw ? PyDict_New() : NULL;
         for (int i = 0; targs && i < n_args; ++i) PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]->obj));
-        PyObject *r = targs ? PyObject_Call(o, targs, NULL) : NULL; /* trace time: the hook is off */
+        for (int k = 0; kwargs && k < n_kw; ++k) PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kw_names, k), kw_values[k]->obj);
+        /* trace time: the hook is off */
+        PyObject *r = targs && (kwargs || !n_kw) ? PyObject_Call(o, targs, kwargs) : NULL;
         Py_XDECREF(targs);
+        Py_XDECREF(kwargs);
         if (r && is_constant_value(r)) {
             Var *c = var_const(t, r);
             Py_DECREF(r);

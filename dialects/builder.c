@@ -238,6 +238,7 @@ static bool promotes(const Pt2OpInfo *info, int i) {
     case PT2_OP_WHERE: return i != 0;
     case PT2_OP_MASKED_FILL: return i != 1;
     case PT2_OP_ATTENTION: return i != 3; /* an i1 mask stays i1 */
+    case PT2_OP_GROUPED_MM: return i != 2; /* the offsets */
     case PT2_OP_INDEX_SELECT: case PT2_OP_GATHER: case PT2_OP_INDEX: return i == 0;
     default: return info->n_operands != 1;
     }

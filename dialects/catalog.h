@@ -34,6 +34,7 @@ typedef enum Pt2MetaKind {
     META_ADDMM,
     META_EINSUM,
     META_ATTENTION,
+    META_GROUPED_MM,
     META_CONV2D,
     META_POOL2D,
     META_ADAPTIVE_POOL2D,

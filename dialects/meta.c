@@ -265,6 +265,22 @@ static int meta_matmul(Meta *m) {
     return 1;
 }
 
+/* a [S, K], b [G, K, N] of a's type, offs [G] of int32 or int64: [S, N]. */
+static int meta_grouped_mm(Meta *m) {
+    const Pt2TensorType *a = &m->in[0], *b = &m->in[1], *offs = &m->in[2];
+    if (a->rank != 2 || b->rank != 3 || offs->rank != 1) FAIL("'%s' needs a [S, K], b [G, K, N] and offs [G]", m->info->full_name);
+    if (b->sizes[1] != a->sizes[1] || offs->sizes[0] != b->sizes[0]) {
+        FAIL("'%s' needs a [S, K], b [G, K, N] and offs [G] (got K %lld and %lld, G %lld and %lld)", m->info->full_name,
+             (long long)a->sizes[1], (long long)b->sizes[1], (long long)b->sizes[0], (long long)offs->sizes[0]);
+    }
+    if (b->dtype != a->dtype) FAIL("'%s' a and b must have one element type", m->info->full_name);
+    if (offs->dtype != PT2_I32 && offs->dtype != PT2_I64) FAIL("'%s' offs must be i32 or i64", m->info->full_name);
+    Pt2TensorType *o = &m->out[0];
+    *o = *a;
+    o->sizes[1] = b->sizes[2];
+    return 1;
+}
+
 static int meta_linear(Meta *m) {
     const Pt2TensorType *x = &m->in[0], *w = &m->in[1];
     if (w->rank != 2 || x->rank < 1 || x->sizes[x->rank - 1] != w->sizes[1]) {
@@ -772,7 +788,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
         bool indexing = info->meta == META_INDEX_SELECT || info->meta == META_GATHER || info->meta == META_INDEX;
         bool is_index_operand = (info->dtype_rule == FIRST && i > 0 && indexing) ||
                                 (info->id == PT2_OP_WHERE && i == 0) || (info->id == PT2_OP_MASKED_FILL && i == 1) ||
-                                (info->id == PT2_OP_ATTENTION && i == 3);
+                                (info->id == PT2_OP_ATTENTION && i == 3) || (info->id == PT2_OP_GROUPED_MM && i == 2);
         if (!is_index_operand && !(info->accepts & PT2_DT_BIT(operands[i].dtype))) {
             FAIL_TOP("'%s' does not accept element type %s (operand %d)", info->full_name,
                  pt2DTypeMlirName(operands[i].dtype), i);
@@ -792,6 +808,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
     case META_ADDMM: n = meta_addmm(&m); break;
     case META_EINSUM: n = meta_einsum(&m); break;
     case META_ATTENTION: n = meta_attention(&m); break;
+    case META_GROUPED_MM: n = meta_grouped_mm(&m); break;
     case META_CONV2D: n = meta_conv2d(&m); break;
     case META_POOL2D: n = meta_pool2d(&m); break;
     case META_ADAPTIVE_POOL2D: n = meta_adaptive_pool2d(&m); break;

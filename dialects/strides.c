@@ -384,7 +384,7 @@ void pt2_preserve_strides(const Pt2TensorType *t, const Pt2Strides *x, Pt2Stride
  * contiguous_format).masked_fill_()), factories. */
 static bool contiguous_result(const Pt2OpInfo *info, const Pt2TensorType *in) {
     switch (info->meta) {
-    case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION:
+    case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION: case META_GROUPED_MM:
     case META_INDEX_SELECT: case META_GATHER: case META_REPEAT: case META_CONSTANT: case META_FULL:
     case META_ARANGE: case META_EYE: case META_TOPK:
         return true;

@@ -178,6 +178,32 @@ static MlirValue tile(Dec *d, MlirValue x, const int64_t *sizes, const int64_t *
 
 static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *eq);
 
+/* grouped_mm(a [S, K], b [G, K, N], offs [G]) as a gathered contraction:
+ * the group of row s is g(s) = #{g : offs[g] <= s} (offs nondecreasing),
+ * and row s is sum over k of a[s, k] * b[g(s), k, n], 0 where g(s) = G
+ * (rows past the last group).  Fusion makes the product and its sum one
+ * loop nest that reads b[g(s)] in place: nothing of [S, K, N] is stored.
+ * Half precision accumulates in f32 and rounds once. */
+static MlirValue decompose_grouped_mm(Dec *d, const MlirValue *in, Pt2DType out_dt) {
+    Pt2TensorType at = value_tensor_type(in[0]), bt = value_tensor_type(in[1]), ot = value_tensor_type(in[2]);
+    int64_t S = at.sizes[0], K = at.sizes[1], G = bt.sizes[0];
+    int64_t column[2] = {S, 1}, row[2] = {1, G}, expanded[3] = {S, K, 1}, one = 1;
+    /* one statement per op: the IR's order does not rest on the order C evaluates arguments in */
+    MlirValue rows = emit(d, PT2_OP_ARANGE, 0, in, "{end = %lld.0 : f64, dtype = %s}", (long long)S, pt2DTypeMlirName(ot.dtype));
+    MlirValue ends = reshape(d, in[2], row, 2);
+    MlirValue started = emit2(d, PT2_OP_LE, ends, reshape(d, rows, column, 2));
+    MlirValue group = reduce(d, PT2_OP_SUM, started, &one, 1, false); /* i1 sums to i64 */
+    MlirValue valid = emit2(d, PT2_OP_LT, group, scalar_like(d, group, (double)G));
+    MlirValue gather[2] = {upcast(d, in[1])};
+    gather[1] = emit(d, PT2_OP_CLAMP, 1, &group, "{max = %lld.0 : f64}", (long long)(G - 1));
+    MlirValue weights = emit(d, PT2_OP_INDEX, 2, gather, "%s", "{dims = array<i64: 0>}");
+    MlirValue rows_of_a = reshape(d, upcast(d, in[0]), expanded, 3);
+    MlirValue sums = reduce(d, PT2_OP_SUM, emit2(d, PT2_OP_MUL, rows_of_a, weights), &one, 1, false);
+    MlirValue keep[3] = {reshape(d, valid, column, 2), sums};
+    keep[2] = scalar_like(d, sums, 0);
+    return convert_to(d, emit(d, PT2_OP_WHERE, 3, keep, "%s", ""), out_dt);
+}
+
 /* Whether a mask operand adds nothing: the constant -0.0 (or 0.0, which
  * softmax cannot tell apart) pt2-patterns passes when there is no mask. */
 static bool mask_is_zero(MlirValue mask) {
@@ -399,6 +425,7 @@ static MlirValue decompose(Dec *d, const Pt2OpInfo *info) {
         return emit2(d, PT2_OP_ADD, c, prod);
     }
     case PT2_OP_ATTENTION: return decompose_attention(d, in);
+    case PT2_OP_GROUPED_MM: return decompose_grouped_mm(d, in, out_dt);
     case PT2_OP_EINSUM: {
         char eq[64];
         pt2_attr_str(attrs, "equation", eq, sizeof eq);

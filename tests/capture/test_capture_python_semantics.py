@@ -334,6 +334,24 @@ def test_lru_cache_wrappers_and_typing_subscripts():
     check(fn, torch.randn(3, 4))
 
 
+def test_lru_cache_constant_answer_with_keywords():
+    """A cached function of constants, keywords among them (transformers'
+    `is_torch_less_or_equal("2.10.0", accept_dev=True)`, whose body parses versions with re), is
+    called at trace time: its answer is a constant, and nothing in its body breaks the graph."""
+    import re
+
+    from eager_check import check
+
+    @functools.lru_cache
+    def at_most(version, accept_dev=False):
+        return re.fullmatch(r"(\d+)\.(\d+).*", version).group(1) <= "2" or accept_dev
+
+    def fn(x):
+        return x * 2 if at_most("2.10.0", accept_dev=True) else x
+
+    check(fn, torch.randn(3, 4))
+
+
 def test_dict_fromkeys_and_issubclass():
     """dict.fromkeys (transformers' linear-attention caches) and issubclass of classes known at
     trace time (torch's pytree asks whether a class is a namedtuple's)."""

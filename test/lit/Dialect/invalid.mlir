@@ -210,3 +210,19 @@ func.func @index_no_indices(%x: tensor<5x4xf32>) -> tensor<5x4xf32> {
   %0 = "pt2.index"(%x) {dims = array<i64: 0>} : (tensor<5x4xf32>) -> tensor<5x4xf32>
   return %0 : tensor<5x4xf32>
 }
+
+// -----
+
+func.func @grouped_mm_k_mismatch(%a: tensor<10x8xf32>, %b: tensor<3x6x4xf32>, %o: tensor<3xi32>) -> tensor<10x4xf32> {
+  // expected-error@+1 {{'pt2.grouped_mm' needs a [S, K], b [G, K, N] and offs [G] (got K 8 and 6, G 3 and 3)}}
+  %0 = "pt2.grouped_mm"(%a, %b, %o) : (tensor<10x8xf32>, tensor<3x6x4xf32>, tensor<3xi32>) -> tensor<10x4xf32>
+  return %0 : tensor<10x4xf32>
+}
+
+// -----
+
+func.func @grouped_mm_float_offsets(%a: tensor<10x8xf32>, %b: tensor<3x8x4xf32>, %o: tensor<3xf32>) -> tensor<10x4xf32> {
+  // expected-error@+1 {{'pt2.grouped_mm' offs must be i32 or i64}}
+  %0 = "pt2.grouped_mm"(%a, %b, %o) : (tensor<10x8xf32>, tensor<3x8x4xf32>, tensor<3xf32>) -> tensor<10x4xf32>
+  return %0 : tensor<10x4xf32>
+}
