@@ -1,6 +1,6 @@
 """Capture's Python forms on CUDA tensors against eager CUDA: torch.nn's fused fast paths (the encoder
 layer's, multi-head attention's), transposed and 3-d convolutions, special
-functions (lgamma, digamma, erfinv in f32 and f64, i0; erfc, an op), kl_div, block_diag, order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
+functions (lgamma, digamma, erfinv in f32 and f64, i0; erfc, an op), grouped_mm, kl_div, block_diag, order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
 (index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put with one or several index tensors,
 x[:, idx] = v, in place on inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
 The graphs these forms make compile for sm_90 without a GPU (the first test, which CI runs)."""
@@ -111,6 +111,12 @@ def _small_ints(x, y, s):
             x.short() * s, (s >> 3).clamp(-20, 20), x.to(torch.int8).short() + s)
 
 
+def _grouped_mm(a, w, offs):
+    """a mixture of experts' product (pt2.grouped_mm: a gathered contraction, one loop nest), the weight
+    [G, N, K] transposed as transformers' experts pass it"""
+    return F.grouped_mm(a, w.transpose(-2, -1), offs=offs) * 2
+
+
 def _u8(*shape, seed, device):
     return torch.randint(0, 256, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.uint8).to(device)
 
@@ -134,6 +140,9 @@ CASES = {
     "scans": (_scans, lambda d: (rand(7, 33, device=d, seed=25),), 1e-5),
     "small_ints": (_small_ints, lambda d: (_u8(9, 131, seed=29, device=d), _u8(9, 131, seed=30, device=d),
                                            rand(9, 131, dtype=torch.int16, device=d, seed=31)), 0),
+    "grouped_mm": (_grouped_mm, lambda d: (rand(72, 64, dtype=torch.bfloat16, device=d, seed=32),
+                                           rand(5, 48, 64, dtype=torch.bfloat16, device=d, seed=33),
+                                           torch.tensor([9, 9, 30, 71, 72], dtype=torch.int32, device=d)), 1e-2),
     "median": (_medians, lambda d: (rand(7, 33, device=d, seed=6),), 0),
     "quantile": (_quantiles, lambda d: (rand(9, 17, device=d, seed=7),), 1e-6),
     "index_writes": (_index_writes, lambda d: (rand(5, 7, 3, device=d, seed=8), torch.tensor([6, 0, 2, 0], device=d),
