@@ -118,8 +118,8 @@ def _conv2d_bias_relu_graph(g, x, w, b):
     return g.op("relu", g.op("add", g.op("conv2d", x, w, padding=[1, 1]), g.op("reshape", b, shape=[-1, 1, 1])))
 
 
-def _randn(*shape):
-    return lambda: torch.randn(*shape)
+def _randn(*shape, dtype=torch.float32):
+    return lambda: torch.randn(*shape).to(dtype)
 
 
 # name, input makers, eager function, pt2 graph builder, bytes moved (None:
@@ -135,6 +135,14 @@ CASES = [
     ("sum_16M", [_randn(N16M)], lambda x: x.sum(), lambda g, x: g.op("sum", x), 4 * N16M, None, (1e-3, 0.5)),
     ("matmul_1024", [_randn(1024, 1024), _randn(1024, 1024)], torch.matmul, lambda g, a, b: g.op("matmul", a, b), None,
      2 * 1024**3, (1e-4, 1e-3)),
+    # half precision: libpt2rt's pt2rt_matmul_bf16/f16 (oneDNN's matmul; f16 widened to f32)
+    ("matmul_bf16_1024", [_randn(1024, 1024, dtype=torch.bfloat16), _randn(1024, 1024, dtype=torch.bfloat16)], torch.matmul,
+     lambda g, a, b: g.op("matmul", a, b), None, 2 * 1024**3, (2e-2, 0.5)),
+    ("matmul_f16_1024", [_randn(1024, 1024, dtype=torch.float16), _randn(1024, 1024, dtype=torch.float16)], torch.matmul,
+     lambda g, a, b: g.op("matmul", a, b), None, 2 * 1024**3, (1e-2, 0.1)),
+    ("linear_gelu_bf16_256x768x3072", [_randn(256, 768, dtype=torch.bfloat16), _randn(3072, 768, dtype=torch.bfloat16),
+                                       _randn(3072, dtype=torch.bfloat16)], _linear_gelu, _linear_gelu_graph,
+     None, 2 * 256 * 768 * 3072, (2e-2, 0.1)),
     ("conv2d_3x3_64ch_8x56x56", [_randn(8, 64, 56, 56), _randn(64, 64, 3, 3)], _conv2d,
      lambda g, x, w: g.op("conv2d", x, w, padding=[1, 1]), None, 2 * 8 * 64 * 56 * 56 * 64 * 9, (1e-4, 1e-3)),
     ("linear_gelu_256x768x3072", [_randn(256, 768), _randn(3072, 768), _randn(3072)], _linear_gelu, _linear_gelu_graph,

@@ -63,12 +63,21 @@ static bool block_arg_is(MlirValue v, MlirBlock block, int i) {
            mlirBlockArgumentGetArgNumber(v) == i;
 }
 
-/* The body is exactly yield(addf(out, mulf(a, b))), operands in any order:
- * no casts, no scaling fused in (those keep the generated loops). */
-static bool body_is_multiply_accumulate(MlirOperation op) {
+/* v is block argument i, or (widened) arith.extf of it. */
+static bool arg_or_widened(MlirValue v, MlirBlock block, int i, bool widened) {
+    if (!widened) return block_arg_is(v, block, i);
+    MlirOperation ext = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
+    return !mlirOperationIsNull(ext) && op_is(ext, "arith.extf") && block_arg_is(mlirOperationGetOperand(ext, 0), block, i);
+}
+
+/* The body is exactly yield(addf(out, mulf(a, b))), operands in any order,
+ * or (widened: bf16/f16 operands, an f32 accumulator) mulf(extf(a), extf(b)):
+ * no other casts, no scaling fused in (those keep the generated loops). */
+static bool body_is_multiply_accumulate(MlirOperation op, bool widened) {
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
     if (mlirBlockIsNull(body) || mlirBlockGetNumArguments(body) != 3) return false;
     MlirOperation mul = mlirBlockGetFirstOperation(body);
+    for (int i = 0; widened && i < 2 && !mlirOperationIsNull(mul); ++i) mul = mlirOperationGetNextInBlock(mul); /* the extfs */
     MlirOperation add = mlirOperationIsNull(mul) ? mul : mlirOperationGetNextInBlock(mul);
     MlirOperation yield = mlirOperationIsNull(add) ? add : mlirOperationGetNextInBlock(add);
     if (mlirOperationIsNull(yield) || !op_is(mul, "arith.mulf") || !op_is(add, "arith.addf") || !op_is(yield, "linalg.yield")) {
@@ -77,7 +86,8 @@ static bool body_is_multiply_accumulate(MlirOperation op) {
     MlirValue m0 = mlirOperationGetOperand(mul, 0), m1 = mlirOperationGetOperand(mul, 1);
     MlirValue a0 = mlirOperationGetOperand(add, 0), a1 = mlirOperationGetOperand(add, 1);
     MlirValue product = mlirOperationGetResult(mul, 0);
-    bool mul_ok = (block_arg_is(m0, body, 0) && block_arg_is(m1, body, 1)) || (block_arg_is(m0, body, 1) && block_arg_is(m1, body, 0));
+    bool mul_ok = (arg_or_widened(m0, body, 0, widened) && arg_or_widened(m1, body, 1, widened)) ||
+                  (arg_or_widened(m0, body, 1, widened) && arg_or_widened(m1, body, 0, widened));
     bool add_ok = (block_arg_is(a0, body, 2) && mlirValueEqual(a1, product)) || (block_arg_is(a1, body, 2) && mlirValueEqual(a0, product));
     return mul_ok && add_ok && mlirOperationGetNumOperands(yield) == 1 &&
            mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirOperationGetResult(add, 0));
@@ -144,7 +154,9 @@ static bool classify_dims(MlirOperation op, const View views[3], Contraction *c)
  * Rewriting
  *===----------------------------------------------------------------------===*/
 
-static const char *elem_name(MlirType t) { return mlirTypeIsAF32(t) ? "f32" : "f64"; }
+static const char *elem_name(MlirType t) {
+    return mlirTypeIsAF32(t) ? "f32" : mlirTypeIsABF16(t) ? "bf16" : mlirTypeIsAF16(t) ? "f16" : "f64";
+}
 
 /* v as an unranked memref (the runtime reads the ranked descriptor). */
 static MlirValue build_unranked_view(Builder *b, const View *v, MlirType elem) {
@@ -211,21 +223,21 @@ static bool operand_loop_views(MlirOperation op, const MlirValue *operands, int 
 
 /* Rewrites one contraction if it qualifies; returns whether it did. */
 static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epilogues) {
-    if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !mlirLinalgIsAContractionOp(op) ||
-        !body_is_multiply_accumulate(op)) {
-        return false;
-    }
+    if (mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 || !mlirLinalgIsAContractionOp(op)) return false;
     MlirValue operands[3];
     View views[3];
     for (int i = 0; i < 3; ++i) {
         operands[i] = mlirOperationGetOperand(op, i);
         if (!view_of_type(operands[i], &views[i])) return false;
     }
+    /* f32 or f64 throughout, or bf16/f16 operands into an f32 accumulator (pt2rt_matmul_bf16/f16) */
     MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[2]));
+    MlirType in_elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[0]));
+    bool widened = (mlirTypeIsABF16(in_elem) || mlirTypeIsAF16(in_elem)) && mlirTypeIsAF32(elem);
     if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
-    for (int i = 0; i < 2; ++i) {
-        if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(operands[i])), elem)) return false;
-    }
+    if (!widened && !mlirTypeEqual(in_elem, elem)) return false;
+    if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(operands[1])), in_elem)) return false;
+    if (!body_is_multiply_accumulate(op, widened)) return false;
     Contraction c;
     if (!classify_dims(op, views, &c)) return false;
     /* a batch of dot products (no m, no n: `(x * y).sum(-1)`) is memory-bound:
@@ -241,8 +253,9 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
     Epilogue ep;
     const EpilogueRules rules = {.max_addends = 1};
     MlirValue reads[2] = {buffer_root(views[0].base), buffer_root(views[1].base)};
-    bool fused =
-        epilogues && !mlirOperationIsNull(fill) && find_epilogue(op, fill, &views[2], elem, reads, 2, &rules, &ep);
+    /* bf16/f16: the call writes the f32 accumulator, which the kernel after it rounds */
+    bool fused = epilogues && !widened && !mlirOperationIsNull(fill) &&
+                 find_epilogue(op, fill, &views[2], elem, reads, 2, &rules, &ep);
     View addend = {.rank = c.n_loops};
     if (fused) { /* through the map that took R's view: cannot fail */
         loop_views[2].base = ep.out.base;
@@ -260,10 +273,10 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
     for (int i = 0; i < 3; ++i) {
         dims[c.n_batch] = roles[i][0];
         dims[c.n_batch + 1] = roles[i][1];
-        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, elem);
+        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, i < 2 ? in_elem : elem);
     }
     char callee[64], params[128];
-    const char *e = elem_name(elem);
+    const char *e = elem_name(in_elem);
     if (fused && ep.n_addends == 1) {
         args[3] = build_loop_view(&b, &addend, &c, dims, n_dims, elem);
         snprintf(callee, sizeof callee, "pt2rt_matmul_add_%s", e);
@@ -271,7 +284,7 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
     } else {
         args[3] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), mlirOperationIsNull(fill) ? 1 : 0);
         snprintf(callee, sizeof callee, "pt2rt_matmul_%s", e);
-        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i32", e, e, e);
+        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i32", e, e, elem_name(elem));
     }
     declare_runtime_function(module, callee, params);
     build_call(&b, callee, 4, args);

@@ -454,10 +454,11 @@ static void tile_transposed(Generic *g, int a) {
     g->op = tiled;
 }
 
-/* A copy whose every use (through reshapes) is a matmul or conv2d operand on f32/f64 is neither
- * reordered nor tiled: pt2-extern-blas reads such a copy's source through strides and deletes the copy
- * (the materialized weight.t() of a linear) only while it writes its output in order.  With the BLAS
- * disabled, or for other element types, the copy is an ordinary kernel. */
+/* A copy whose every use (through reshapes) is a matmul or conv2d operand on f32/f64 (a matmul one on
+ * bf16/f16, which pt2-extern-blas also calls libpt2rt for) is neither reordered nor tiled:
+ * pt2-extern-blas reads such a copy's source through strides and deletes the copy (the materialized
+ * weight.t() of a linear) only while it writes its output in order.  With the BLAS disabled, or for
+ * other element types, the copy is an ordinary kernel. */
 static bool copy_feeds_blas(MlirOperation op) {
     if (mlirOperationGetNumResults(op) != 1) return false;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
@@ -466,7 +467,8 @@ static bool copy_feeds_blas(MlirOperation op) {
         mlirOperationGetNumOperands(yield) != 1 || !mlirValueEqual(mlirOperationGetOperand(yield, 0), mlirBlockGetArgument(body, 0)))
         return false;
     MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetResult(op, 0)));
-    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
+    bool half = mlirTypeIsABF16(elem) || mlirTypeIsAF16(elem);
+    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem) && !half) return false;
     if (pt2_disabled(getenv("PT2_DISABLE"), "blas")) return false;
     MlirValue work[MAX_OPERANDS];
     int n = 0;
@@ -479,7 +481,7 @@ static bool copy_feeds_blas(MlirOperation op) {
             if (op_is(user, "tensor.collapse_shape") || op_is(user, "tensor.expand_shape")) {
                 if (n == MAX_OPERANDS) return false;
                 work[n++] = mlirOperationGetResult(user, 0);
-            } else if (op_is(user, "pt2.matmul") || op_is(user, "pt2.conv2d")) {
+            } else if (op_is(user, "pt2.matmul") || (!half && op_is(user, "pt2.conv2d"))) {
                 any = true;
             } else {
                 return false;

@@ -2,7 +2,7 @@
 
 Compiled graphs: odd shapes, batches with broadcasting, permuted operands
 inside the graph (read through strides, not copied), non-contiguous inputs;
-f16 keeps the generated loops.  Then libpt2rt itself on hand-made strided
+bf16/f16 call libpt2rt into an f32 accumulator.  Then libpt2rt itself on hand-made strided
 views, for the layouts the compiler rarely produces (column-major or
 gappy outputs, broadcast rows, accumulation, k = 0)."""
 import ctypes
@@ -155,9 +155,12 @@ def test_pass_calls_blas_for_f32(tmp_path, monkeypatch):
     assert "linalg.fill" not in ir, "the zero fill of the output should become BLAS beta = 0"
 
 
-def test_pass_leaves_f16_alone(tmp_path, monkeypatch):
-    ir = _stage_after_blas(tmp_path, monkeypatch, torch.float16, "f16")
-    assert "linalg.matmul" in ir and "pt2rt_matmul" not in ir
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=_ids)
+def test_pass_calls_half_library_into_f32(tmp_path, monkeypatch, dt):
+    """half operands: pt2rt_matmul_f16/bf16 into the f32 accumulator, rounded by the kernel after it"""
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]
+    ir = _stage_after_blas(tmp_path, monkeypatch, dt, name)
+    assert f"call @pt2rt_matmul_{name}" in ir and "linalg.matmul" not in ir and "arith.truncf" in ir
 
 
 def test_disable_blas_keeps_loops(monkeypatch):
@@ -171,7 +174,8 @@ def test_disable_blas_keeps_loops(monkeypatch):
 
 def _rt_matmul(a, b, c, accumulate):
     lib = ctypes.CDLL(rt_library())
-    fn = getattr(lib, "_mlir_ciface_pt2rt_matmul_" + {torch.float32: "f32", torch.float64: "f64"}[c.dtype])
+    fn = getattr(lib, "_mlir_ciface_pt2rt_matmul_" + {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+                                                       torch.bfloat16: "bf16"}[a.dtype])
     keep = [descriptor(t) for t in (a, b, c)]
     fn(*[ctypes.byref(u) for _, u in keep], ctypes.c_int32(accumulate))
 
@@ -223,6 +227,31 @@ def test_runtime_output_not_read(shape, dt, library):
     with gemm_library(library):
         _rt_matmul(a, b, c, 0)
     torch.testing.assert_close(c, a @ b, **TOL[dt])
+
+
+@pytest.mark.parametrize("accumulate", [0, 1])
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
+@pytest.mark.parametrize("name,sa,sb,sc", RT_CASES, ids=[c[0] for c in RT_CASES])
+def test_runtime_strided_half(name, sa, sb, sc, dt, accumulate):
+    """pt2rt_matmul_bf16/f16: half a and b, an f32 c (oneDNN's matmul, or widened to f32); the
+    products of half values are exact in f32, so only the order of the sums differs from eager's"""
+    a, b, c = _strided(*sa, dt, 1), _strided(*sb, dt, 2), _strided(*sc, torch.float32, 3)
+    expected = torch.matmul(a.float(), b.float()) + (c if accumulate else 0)
+    _rt_matmul(a, b, c, accumulate)
+    torch.testing.assert_close(c, expected, **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
+@pytest.mark.parametrize("accumulate", [0, 1])
+def test_runtime_half_output_and_empty_k(dt, accumulate):
+    """Without accumulate the f32 output's old NaNs never reach the product; k = 0 gives 0 (or keeps c)."""
+    a, b = make((3, 67, 33), dt, seed=1), make((3, 131, 33), dt, seed=2).transpose(1, 2)
+    c = torch.full((3, 67, 131), float("nan") if not accumulate else 1.5)
+    _rt_matmul(a, b, c, accumulate)
+    torch.testing.assert_close(c, a.float() @ b.float() + (1.5 if accumulate else 0), **TOL[torch.float32])
+    c = torch.full((4, 3), 7.0)
+    _rt_matmul(torch.empty(4, 0, dtype=dt), torch.empty(0, 3, dtype=dt), c, accumulate)
+    assert torch.equal(c, torch.full((4, 3), 7.0 if accumulate else 0.0))
 
 
 def test_set_gemm_library_rejects_unknown_names():

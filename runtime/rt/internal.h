@@ -37,6 +37,11 @@ Pt2rtGemmLibrary pt2rt_sgemm_library(int64_t m, int64_t n, int64_t k);
 void pt2rt_sgemm(Pt2rtGemmLibrary library, bool trans_a, bool trans_b, int m, int n, int k, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
 
+/* Row-major c [m, n] (row stride ldc) = or += a [m, k] b [k, n], both
+ * packed row-major, split over the OpenMP team as pt2rt_matmul_f32 is
+ * (pt2rt.c; gemm_half.c's widened operands). */
+void pt2rt_sgemm_team(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c, int64_t ldc, bool accumulate);
+
 /* PT2_LOGS=blas (profile.c): one matmul as the GEMM library sees it.  All
  * fields are 8 bytes (no padding), so that rows compare with memcmp. */
 typedef struct Pt2rtGemmShape {

@@ -2,6 +2,7 @@
  *
  *   pt2rt_matmul_f32/f64(a, b, c, accumulate)      (from pt2-extern-blas)
  *   pt2rt_matmul_add_f32/f64(a, b, c, addend)      (c = addend + a b)
+ *   pt2rt_sgemm_team(...)                          (gemm_half.c's widened half products)
  *     descriptors ─▶ Gemm {batch dims, a m×k, b k×n, c m×n, addend, strides}
  *       ─▶ fold a batch dim into m where b does not move along it
  *       ─▶ pick BLAS transposes/leading dims from the strides; copy an
@@ -537,5 +538,13 @@ void pt2rt_matmul_add_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRe
                           const Pt2rtUnrankedMemRef *addend) {
     Gemm g;
     read_gemm(a, b, c, addend, sizeof(double), 0, &g);
+    matmul(&g);
+}
+
+void pt2rt_sgemm_team(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c, int64_t ldc, bool accumulate) {
+    Gemm g = {.elem_size = sizeof(float), .accumulate = accumulate};
+    g.a = (Matrix){(char *)a, m, k, k, 1, {0}};
+    g.b = (Matrix){(char *)b, k, n, n, 1, {0}};
+    g.c = (Matrix){(char *)c, m, n, ldc, 1, {0}};
     matmul(&g);
 }

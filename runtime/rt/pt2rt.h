@@ -55,6 +55,14 @@ PT2RT_EXPORT void pt2rt_matmul_f32(const Pt2rtUnrankedMemRef *a, const Pt2rtUnra
 PT2RT_EXPORT void pt2rt_matmul_f64(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                                    int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f64");
 
+/* The same for bfloat16 (float16) a and b into a float32 c (gemm_half.c:
+ * oneDNN's matmul primitive, else widened to f32), c the accumulator the
+ * kernel after the call rounds. */
+PT2RT_EXPORT void pt2rt_matmul_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                                    int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_bf16");
+PT2RT_EXPORT void pt2rt_matmul_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                                   int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f16");
+
 /* c = addend + a x b: the same, with c first set to `addend`, a view of c's
  * shape (0 strides where it is broadcast: a bias [n] is strides [..., 0, 1])
  * that must not overlap c; the BLAS then accumulates (beta = 1).  This is

@@ -1,7 +1,8 @@
 // RUN: pt2-opt %s --split-input-file --pt2-extern-blas | FileCheck %s
 // f32/f64 contractions on buffers become calls into libpt2rt, each operand a
 // strided view in loop order ([batch..., m, k] / [k, n] / [m, n]) cast to an
-// unranked memref; other element types keep their linalg ops.
+// unranked memref, and so do bf16/f16 ones into an f32 accumulator; other
+// element types keep their linalg ops.
 
 // A zero fill right before the matmul becomes BLAS beta = 0 (accumulate 0).
 // CHECK: func.func private @pt2rt_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i32) attributes {llvm.emit_c_interface}
@@ -224,15 +225,53 @@ func.func @scaled_contraction(%a: memref<4x5xf32>, %b: memref<5x6xf32>, %c: memr
 
 // -----
 
-// f16 operands (accumulating in f32) keep the generated loops.
+// f16 and bf16 operands accumulating in f32 (pt2-lower's half matmuls, their
+// bodies widening each operand with arith.extf) call pt2rt_matmul_f16/bf16
+// with the f32 accumulator, which the kernel after them rounds; no epilogue.
+// CHECK: func.func private @pt2rt_matmul_f16(memref<*xf16>, memref<*xf16>, memref<*xf32>, i32) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @mm_f16
-// CHECK: linalg.fill
-// CHECK: linalg.matmul
-// CHECK-NOT: pt2rt
+// CHECK-NOT: linalg.fill
+// CHECK: call @pt2rt_matmul_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<*xf16>, memref<*xf16>, memref<*xf32>, i32) -> ()
+// CHECK-NOT: linalg.matmul
 func.func @mm_f16(%a: memref<4x8xf16>, %b: memref<8x3xf16>, %c: memref<4x3xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<4x3xf32>)
   linalg.matmul ins(%a, %b : memref<4x8xf16>, memref<8x3xf16>) outs(%c : memref<4x3xf32>)
+  return
+}
+
+// -----
+
+// CHECK: func.func private @pt2rt_matmul_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xf32>, i32) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @bmm_bf16_rounded
+// CHECK: %[[ACC:.*]] = memref.alloc() : memref<2x4x3xf32>
+// CHECK: call @pt2rt_matmul_bf16
+// CHECK: linalg.generic
+// CHECK: arith.truncf
+func.func @bmm_bf16_rounded(%a: memref<2x4x8xbf16>, %b: memref<2x8x3xbf16>, %out: memref<2x4x3xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<2x4x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<2x4x3xf32>)
+  linalg.batch_matmul ins(%a, %b : memref<2x4x8xbf16>, memref<2x8x3xbf16>) outs(%acc : memref<2x4x3xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%acc : memref<2x4x3xf32>) outs(%out : memref<2x4x3xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %acc : memref<2x4x3xf32>
+  return
+}
+
+// -----
+
+// A bf16 accumulator (not what pt2-lower makes) keeps the generated loops.
+// CHECK-LABEL: func.func @bf16_into_bf16
+// CHECK: linalg.matmul
+// CHECK-NOT: pt2rt
+func.func @bf16_into_bf16(%a: memref<4x8xbf16>, %b: memref<8x3xbf16>, %c: memref<4x3xbf16>) {
+  linalg.matmul ins(%a, %b : memref<4x8xbf16>, memref<8x3xbf16>) outs(%c : memref<4x3xbf16>)
   return
 }
 

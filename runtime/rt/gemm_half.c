@@ -1,0 +1,313 @@
+/*===- gemm_half.c - libpt2rt: bfloat16 and float16 matmuls ---------------===*
+ *
+ *   pt2rt_matmul_bf16/f16(a, b, c, accumulate)      (from pt2-extern-blas)
+ *     a [batch..., m, k], b [batch..., k, n]: bfloat16 (float16)
+ *     c [batch..., m, n]: float32, the accumulator of pt2-lower's half
+ *       contraction (the kernel after the call rounds it once, as eager's
+ *       half-precision GEMMs accumulate in f32 and round once)
+ *   ─▶ a oneDNN matmul primitive per (type, m, n, k, layouts, accumulate,
+ *      team size), created once and cached, run for each batch entry; an
+ *      operand with no unit stride (a broadcast row, a strided slice) is
+ *      packed first; where oneDNN makes no primitive (2.6 has no f16
+ *      matmul on the CPU), both operands widened to f32 (exactly) and one
+ *      f32 GEMM over the team (pt2rt.c).
+ *
+ * Why oneDNN: the generated loops of a bf16 contraction are scalar (each
+ * product widened, no tiling): a 2048 x 512 x 1024 product took 413 ms on
+ * the development machine (2 cores, AMX), eager 0.84 ms.  Debian's OpenBLAS
+ * has no sbgemm (built without BFLOAT16); oneDNN 2.6's matmul picks its
+ * AMX brgemm kernel there (`brg:avx512_core_amx_bf16`): 1.7 ms, and
+ * AVX512-BF16 or AVX-512 kernels on older CPUs.  float16, widened: a
+ * 512^3 product 63 ms in the generated loops, eager 0.9 ms.  It runs on the calling
+ * thread's OpenMP team (Debian's libdnnl is built on libgomp, as libpt2rt's
+ * threads are: pt2rt.c).
+ *===----------------------------------------------------------------------===*/
+#include "pt2rt.h"
+
+#include <dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MAX_BATCH (PT2RT_MAX_RANK - 2)
+#define MAX_CACHED 128
+
+/* One operand of one batch entry: element (i, j) at data + (i * rs + j * cs) elements. */
+typedef struct Mat {
+    char *data;
+    int64_t rows, cols, rs, cs;
+    int64_t batch_stride[MAX_BATCH];
+} Mat;
+
+typedef struct Key {
+    int64_t type, m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, accumulate, threads;
+} Key;
+
+typedef struct Cached {
+    Key key;
+    dnnl_primitive_t matmul; /* NULL: oneDNN made none for this key */
+    struct Cached *next;
+} Cached;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static Cached *cache_head; /* guarded by lock */
+static int cache_count;    /* guarded by lock */
+static dnnl_engine_t engine;
+static bool engine_failed;
+
+static void read_mat(const Pt2rtUnrankedMemRef *d, int rank, size_t elem_size, Mat *m, int64_t *batch_sizes) {
+    int64_t sizes[PT2RT_MAX_RANK], strides[PT2RT_MAX_RANK];
+    pt2rt_read_descriptor(d, elem_size, &m->data, sizes, strides);
+    int nb = rank - 2;
+    m->rows = sizes[nb];
+    m->cols = sizes[nb + 1];
+    m->rs = strides[nb];
+    m->cs = strides[nb + 1];
+    for (int i = 0; i < nb; ++i) {
+        m->batch_stride[i] = strides[i];
+        batch_sizes[i] = sizes[i];
+    }
+}
+
+/* Row- or column-major with a leading dim oneDNN takes (a dim of size 1
+ * never moves, so its stride is free): the strides rewritten to say which. */
+static bool plain(Mat *x) {
+    if (x->cs == 1 || x->cols == 1) {
+        int64_t ld = x->rows == 1 ? x->cols : x->rs;
+        if (ld >= x->cols) {
+            x->rs = ld;
+            x->cs = 1;
+            return true;
+        }
+    }
+    if (x->rs == 1 || x->rows == 1) {
+        int64_t ld = x->cols == 1 ? x->rows : x->cs;
+        if (ld >= x->rows) {
+            x->cs = ld;
+            x->rs = 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* x's elements (elem_size bytes each) into dst, row-major; or back (to_x). */
+static void copy_mat(const Mat *x, char *dst, size_t elem_size, bool to_x) {
+    for (int64_t i = 0; i < x->rows; ++i) {
+        for (int64_t j = 0; j < x->cols; ++j) {
+            char *p = x->data + (i * x->rs + j * x->cs) * (int64_t)elem_size, *q = dst + (i * x->cols + j) * (int64_t)elem_size;
+            memcpy(to_x ? p : q, to_x ? q : p, elem_size);
+        }
+    }
+}
+
+static void md(dnnl_memory_desc_t *out, int64_t rows, int64_t cols, int64_t rs, int64_t cs, dnnl_data_type_t type) {
+    dnnl_dims_t dims = {rows, cols}, strides = {rs, cs};
+    dnnl_memory_desc_init_by_strides(out, 2, dims, type, strides);
+}
+
+static dnnl_primitive_t create(const Key *k) {
+    if (!engine && !engine_failed) engine_failed = dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success;
+    if (engine_failed) return NULL;
+    dnnl_memory_desc_t a, b, c;
+    md(&a, k->m, k->k, k->a_rs, k->a_cs, (dnnl_data_type_t)k->type);
+    md(&b, k->k, k->n, k->b_rs, k->b_cs, (dnnl_data_type_t)k->type);
+    md(&c, k->m, k->n, k->c_rs, k->c_cs, dnnl_f32);
+    dnnl_matmul_desc_t desc;
+    if (dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) != dnnl_success) return NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success;
+    if (ok && k->accumulate) { /* c += a b: the sum post-op */
+        ok = dnnl_post_ops_create(&po) == dnnl_success && dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success &&
+             dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t p = NULL;
+    if (ok && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success) {
+        if (dnnl_primitive_create(&p, pd) != dnnl_success) p = NULL;
+        dnnl_primitive_desc_destroy(pd);
+    }
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return p;
+}
+
+/* The primitive for k (NULL where oneDNN has none); *owned: the caller destroys it (the cache is full). */
+static dnnl_primitive_t primitive_for(const Key *k, bool *owned) {
+    *owned = false;
+    pthread_mutex_lock(&lock);
+    for (Cached *c = cache_head; c; c = c->next) {
+        if (memcmp(&c->key, k, sizeof *k) == 0) {
+            pthread_mutex_unlock(&lock);
+            return c->matmul;
+        }
+    }
+    dnnl_primitive_t p = create(k);
+    Cached *c = cache_count < MAX_CACHED ? malloc(sizeof *c) : NULL;
+    if (c) {
+        *c = (Cached){*k, p, cache_head};
+        cache_head = c;
+        ++cache_count;
+    } else {
+        *owned = p != NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+/* Every float16 as a float: _Float16's conversion is a libgcc call per
+ * element without F16C in the compile flags (a 512 x 512 operand took
+ * 5 ms), the table one load. */
+static float f16_table[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+
+static void fill_f16_table(void) {
+    for (uint32_t i = 0; i < 65536; ++i) {
+        uint16_t bits = (uint16_t)i;
+        _Float16 h;
+        memcpy(&h, &bits, sizeof h);
+        f16_table[i] = (float)h;
+    }
+}
+
+static float widen(const char *p, dnnl_data_type_t type) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    if (type == dnnl_f16) return f16_table[h];
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static float *widened(const Mat *x, dnnl_data_type_t type) {
+    if (type == dnnl_f16) pthread_once(&f16_once, fill_f16_table);
+    float *w = malloc(sizeof(float) * (size_t)(x->rows * x->cols > 0 ? x->rows * x->cols : 1));
+    if (!w) pt2rt_fatal("out of memory widening a half-precision matmul operand");
+    for (int64_t i = 0; i < x->rows; ++i) {
+        for (int64_t j = 0; j < x->cols; ++j) w[i * x->cols + j] = widen(x->data + (i * x->rs + j * x->cs) * 2, type);
+    }
+    return w;
+}
+
+/* Without a primitive: the operands widened to f32 (exactly), one f32 GEMM over the team. */
+static void widened_gemm(const Mat *a, const Mat *b, const Mat *c, bool accumulate, dnnl_data_type_t type) {
+    float *wa = widened(a, type), *wb = widened(b, type);
+    pt2rt_sgemm_team(c->rows, c->cols, a->cols, wa, wb, (float *)c->data, c->rs, accumulate);
+    free(wa);
+    free(wb);
+}
+
+/* One batch entry: c (= or +=) a b, c row-major f32. */
+static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, dnnl_data_type_t type) {
+    Mat a = *a0, b = *b0;
+    char *pa = NULL, *pb = NULL;
+    if (!plain(&a)) {
+        pa = malloc(2 * (size_t)(a.rows * a.cols));
+        if (!pa) pt2rt_fatal("out of memory packing a half-precision matmul operand");
+        copy_mat(&a, pa, 2, false);
+        a = (Mat){pa, a.rows, a.cols, a.cols, 1, {0}};
+    }
+    if (!plain(&b)) {
+        pb = malloc(2 * (size_t)(b.rows * b.cols));
+        if (!pb) pt2rt_fatal("out of memory packing a half-precision matmul operand");
+        copy_mat(&b, pb, 2, false);
+        b = (Mat){pb, b.rows, b.cols, b.cols, 1, {0}};
+    }
+    Key k = {type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads()};
+    bool owned;
+    dnnl_primitive_t p = primitive_for(&k, &owned);
+    dnnl_memory_desc_t da, db, dc;
+    md(&da, k.m, k.k, k.a_rs, k.a_cs, type);
+    md(&db, k.k, k.n, k.b_rs, k.b_cs, type);
+    md(&dc, k.m, k.n, k.c_rs, k.c_cs, dnnl_f32);
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    dnnl_stream_t stream = NULL;
+    bool ran = p && dnnl_memory_create(&ma, &da, engine, a.data) == dnnl_success &&
+               dnnl_memory_create(&mb, &db, engine, b.data) == dnnl_success &&
+               dnnl_memory_create(&mc, &dc, engine, c->data) == dnnl_success &&
+               dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    if (ran) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+        ran = dnnl_primitive_execute(p, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+    }
+    if (stream) dnnl_stream_destroy(stream);
+    dnnl_memory_t ms[3] = {ma, mb, mc};
+    for (int i = 0; i < 3; ++i) {
+        if (ms[i]) dnnl_memory_destroy(ms[i]);
+    }
+    if (owned) dnnl_primitive_destroy(p);
+    if (!ran) widened_gemm(&a, &b, c, accumulate, type);
+    free(pa);
+    free(pb);
+}
+
+static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                        int32_t accumulate, dnnl_data_type_t type) {
+    int rank = (int)c->rank, nb = rank - 2;
+    if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("half-precision matmul operands of unexpected ranks");
+    int64_t batch[MAX_BATCH], batch_a[MAX_BATCH], batch_b[MAX_BATCH];
+    Mat ma, mb, mc;
+    read_mat(a, rank, 2, &ma, batch_a);
+    read_mat(b, rank, 2, &mb, batch_b);
+    read_mat(c, rank, 4, &mc, batch);
+    size_t bytes = sizeof(int64_t) * (size_t)nb;
+    if (ma.rows != mc.rows || mb.cols != mc.cols || ma.cols != mb.rows || memcmp(batch_a, batch, bytes) != 0 ||
+        memcmp(batch_b, batch, bytes) != 0) {
+        pt2rt_fatal("half-precision matmul operand shapes disagree (a compiler bug: see passes/extern.c)");
+    }
+    if (mc.rows == 0 || mc.cols == 0) return;
+    int64_t count = 1;
+    for (int i = 0; i < nb; ++i) count *= batch[i];
+    /* c not row-major with a leading dim oneDNN takes: computed into a packed copy */
+    bool packed_c = !((mc.cs == 1 || mc.cols == 1) && (mc.rows == 1 || mc.rs >= mc.cols));
+    float *pc = packed_c ? malloc(sizeof(float) * (size_t)(mc.rows * mc.cols)) : NULL;
+    if (packed_c && !pc) pt2rt_fatal("out of memory packing a half-precision matmul result");
+    for (int64_t t = 0; t < count; ++t) {
+        int64_t rest = t, oa = 0, ob = 0, oc = 0;
+        for (int i = nb - 1; i >= 0; --i) {
+            int64_t idx = rest % batch[i];
+            rest /= batch[i];
+            oa += idx * ma.batch_stride[i];
+            ob += idx * mb.batch_stride[i];
+            oc += idx * mc.batch_stride[i];
+        }
+        Mat ea = ma, eb = mb, ec = mc;
+        ea.data += oa * 2;
+        eb.data += ob * 2;
+        ec.data += oc * 4;
+        if (ma.cols == 0) { /* an empty sum: 0, or c kept */
+            for (int64_t i = 0; i < ec.rows && !accumulate; ++i) {
+                for (int64_t j = 0; j < ec.cols; ++j) ((float *)ec.data)[i * ec.rs + j * ec.cs] = 0;
+            }
+            continue;
+        }
+        if (!packed_c) { /* a dim of size 1 never moves: its stride is free */
+            ec.cs = 1;
+            if (ec.rows == 1) ec.rs = ec.cols;
+            entry(&ea, &eb, &ec, accumulate != 0, type);
+            continue;
+        }
+        Mat cp = {(char *)pc, ec.rows, ec.cols, ec.cols, 1, {0}};
+        if (accumulate) copy_mat(&ec, (char *)pc, 4, false);
+        entry(&ea, &eb, &cp, accumulate != 0, type);
+        copy_mat(&ec, (char *)pc, 4, true);
+    }
+    free(pc);
+}
+
+void pt2rt_matmul_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                       int32_t accumulate) {
+    matmul_half(a, b, c, accumulate, dnnl_bf16);
+}
+
+void pt2rt_matmul_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                      int32_t accumulate) {
+    matmul_half(a, b, c, accumulate, dnnl_f16);
+}
