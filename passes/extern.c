@@ -456,7 +456,9 @@ static bool buffer_is_frozen(MlirOperation module, MlirValue v, int depth) {
 /* Rewrites one marked conv2d generic on f32/f64 buffers into
  *     call @pt2rt_conv2d_f32(%x, %w, %y, sh, sw, ph, pw, dh, dw, groups)
  * or, with an epilogue that has steps, pt2rt_conv2d_epilogue_f32 if it
- * qualifies; returns whether it did. */
+ * qualifies; bf16/f16 x and w into an f32 accumulator into
+ * pt2rt_conv2d_bf16/f16 (no epilogue: the kernel after it rounds the
+ * accumulator); returns whether it did. */
 static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues) {
     ConvGeometry g;
     if (!conv_geometry(op, &g) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
@@ -464,9 +466,12 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
         return false;
     }
     MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 2)));
+    MlirType in_elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 0)));
+    bool widened = (mlirTypeIsABF16(in_elem) || mlirTypeIsAF16(in_elem)) && mlirTypeIsAF32(elem);
     if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
-    for (int i = 0; i < 2; ++i) {
-        if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, i))), elem)) return false;
+    if ((!widened && !mlirTypeEqual(in_elem, elem)) ||
+        !mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 1))), in_elem)) {
+        return false;
     }
     ConvCall call;
     if (!conv_ungrouped_view(mlirOperationGetOperand(op, 1), 0, &call.w) || !conv_input(op, &g, &call) ||
@@ -479,17 +484,17 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     bool f32 = mlirTypeIsAF32(elem);
     const EpilogueRules rules = {.max_addends = EPILOGUE_MAX_ADDENDS, .activations = f32, .onednn = f32};
     MlirValue reads[2] = {buffer_root(call.x.base), buffer_root(call.w.base)};
-    bool fused = epilogues && mlirOperationIsNull(call.out_copy) &&
+    bool fused = epilogues && !widened && mlirOperationIsNull(call.out_copy) &&
                  find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
     if (fused) call.y = ep.out;
     bool with_steps = fused && ep.n_steps > 0;
     /* a frozen f32 weight: oneDNN's reorder of it made once (constants.c) */
-    bool frozen = f32 && buffer_is_frozen(module, call.w.base, 0);
+    bool frozen = f32 && !widened && buffer_is_frozen(module, call.w.base, 0);
     Builder b = builder_before(op);
     MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
     MlirValue args[13] = {
-        build_operand_view(&b, &call.x, elem),
-        build_operand_view(&b, &call.w, elem),
+        build_operand_view(&b, &call.x, in_elem),
+        build_operand_view(&b, &call.w, in_elem),
         build_unranked_view(&b, &call.y, elem),
     };
     int n_args = 3;
@@ -501,7 +506,11 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     for (int i = 0; i < 7; ++i) args[n_args++] = const_int(&b, i64, scalars[i]);
     char callee[64], params[256];
     const char *e = elem_name(elem);
-    if (with_steps || frozen) {
+    if (widened) {
+        const char *h = elem_name(in_elem);
+        snprintf(callee, sizeof callee, "pt2rt_conv2d_%s", h);
+        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*xf32>, i64, i64, i64, i64, i64, i64, i64", h, h);
+    } else if (with_steps || frozen) {
         args[n_args++] = const_int(&b, i64, with_steps ? epilogue_program(&ep) : 0);
         snprintf(callee, sizeof callee, frozen ? "pt2rt_conv2d_frozen_%s" : "pt2rt_conv2d_epilogue_%s", e);
         snprintf(params, sizeof params,

@@ -176,10 +176,13 @@ static void fill_f16_table(void) {
     }
 }
 
-static float widen(const char *p, dnnl_data_type_t type) {
+float pt2rt_half_to_float(const void *p, bool f16) {
     uint16_t h;
     memcpy(&h, p, sizeof h);
-    if (type == dnnl_f16) return f16_table[h];
+    if (f16) {
+        pthread_once(&f16_once, fill_f16_table);
+        return f16_table[h];
+    }
     uint32_t bits = (uint32_t)h << 16;
     float f;
     memcpy(&f, &bits, sizeof f);
@@ -187,11 +190,10 @@ static float widen(const char *p, dnnl_data_type_t type) {
 }
 
 static float *widened(const Mat *x, dnnl_data_type_t type) {
-    if (type == dnnl_f16) pthread_once(&f16_once, fill_f16_table);
     float *w = malloc(sizeof(float) * (size_t)(x->rows * x->cols > 0 ? x->rows * x->cols : 1));
     if (!w) pt2rt_fatal("out of memory widening a half-precision matmul operand");
     for (int64_t i = 0; i < x->rows; ++i) {
-        for (int64_t j = 0; j < x->cols; ++j) w[i * x->cols + j] = widen(x->data + (i * x->rs + j * x->cs) * 2, type);
+        for (int64_t j = 0; j < x->cols; ++j) w[i * x->cols + j] = pt2rt_half_to_float(x->data + (i * x->rs + j * x->cs) * 2, type == dnnl_f16);
     }
     return w;
 }

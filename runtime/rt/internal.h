@@ -42,6 +42,9 @@ void pt2rt_sgemm(Pt2rtGemmLibrary library, bool trans_a, bool trans_b, int m, in
  * (pt2rt.c; gemm_half.c's widened operands). */
 void pt2rt_sgemm_team(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c, int64_t ldc, bool accumulate);
 
+/* The float value of the bfloat16 (f16: float16) at p (gemm_half.c). */
+float pt2rt_half_to_float(const void *p, bool f16);
+
 /* PT2_LOGS=blas (profile.c): one matmul as the GEMM library sees it.  All
  * fields are 8 bytes (no padding), so that rows compare with memcmp. */
 typedef struct Pt2rtGemmShape {

@@ -97,6 +97,17 @@ PT2RT_EXPORT void pt2rt_conv2d_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnra
                                    const Pt2rtUnrankedMemRef *y, int64_t stride_h, int64_t stride_w, int64_t pad_h,
                                    int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups)
     __asm__("_mlir_ciface_pt2rt_conv2d_f64");
+/* bfloat16 (float16) x and w into a float32 y, the accumulator the kernel
+ * after the call rounds: both widened to f32, then pt2rt_conv2d_f32
+ * (conv_half.c). */
+PT2RT_EXPORT void pt2rt_conv2d_bf16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                    const Pt2rtUnrankedMemRef *y, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                    int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups)
+    __asm__("_mlir_ciface_pt2rt_conv2d_bf16");
+PT2RT_EXPORT void pt2rt_conv2d_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                   const Pt2rtUnrankedMemRef *y, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                   int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups)
+    __asm__("_mlir_ciface_pt2rt_conv2d_f16");
 
 /* The steps of a convolution's epilogue, applied in order to each element v
  * of conv(x, w): a program of 4-bit codes in an int64, the first step in

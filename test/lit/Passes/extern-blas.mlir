@@ -480,10 +480,13 @@ func.func @conv_padded_by_caller(%padded: memref<2x6x6x4xf32>, %w: memref<4x2x3x
 
 // -----
 
-// f16 convolutions keep their loops (no library route).
+// f16 (bf16) convolutions into an f32 accumulator call pt2rt_conv2d_f16
+// (_bf16), which widens x and w for the f32 primitive; the accumulator is
+// the call's output (here the function's own buffer).
+// CHECK: func.func private @pt2rt_conv2d_f16(memref<*xf16>, memref<*xf16>, memref<*xf32>, i64, i64, i64, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @conv_f16
-// CHECK-NOT: call @pt2rt_conv2d
-// CHECK: linalg.generic {{.*}}pt2.conv2d
+// CHECK: call @pt2rt_conv2d_f16(
+// CHECK-NOT: linalg.generic
 #hx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
 #hw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
 #hy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>

@@ -220,10 +220,10 @@ func.func @tiled_transpose(%x: tensor<192x128xf32>, %y: tensor<128x192xf32>) -> 
 
 // -----
 
-// w.t() materialized for a matmul (linear's weight) is not tiled on f32/f64:
-// pt2-extern-blas reads its source through strides and deletes the copy, which
-// a tiled copy would hide from it.  The same copy on f16 (generated matmul
-// loops) is tiled.
+// w.t() materialized for a matmul (linear's weight) is not tiled on f32/f64
+// (nor bf16/f16): pt2-extern-blas reads its source through strides and deletes
+// the copy, which a tiled copy would hide from it.  The same copy on i32
+// (generated matmul loops) is tiled.
 // CHECK-LABEL: func.func @copy_for_matmul
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<256x192xf32>) outs(%{{.*}} : tensor<192x256xf32>)
 // CHECK: pt2.matmul
@@ -231,7 +231,7 @@ func.func @tiled_transpose(%x: tensor<192x128xf32>, %y: tensor<128x192xf32>) -> 
 // CHECK: pt2.matmul
 #tm = affine_map<(d0, d1) -> (d1, d0)>
 #im = affine_map<(d0, d1) -> (d0, d1)>
-func.func @copy_for_matmul(%x: tensor<4x192xf32>, %w: tensor<256x192xf32>, %h: tensor<256x192xf16>, %xh: tensor<4x192xf16>) -> (tensor<4x256xf32>, tensor<4x256xf16>) {
+func.func @copy_for_matmul(%x: tensor<4x192xf32>, %w: tensor<256x192xf32>, %h: tensor<256x192xi32>, %xh: tensor<4x192xi32>) -> (tensor<4x256xf32>, tensor<4x256xi32>) {
   %e = tensor.empty() : tensor<192x256xf32>
   %wt = linalg.generic {indexing_maps = [#tm, #im], iterator_types = ["parallel", "parallel"]}
       ins(%w : tensor<256x192xf32>) outs(%e : tensor<192x256xf32>) {
@@ -239,14 +239,14 @@ func.func @copy_for_matmul(%x: tensor<4x192xf32>, %w: tensor<256x192xf32>, %h: t
     linalg.yield %a : f32
   } -> tensor<192x256xf32>
   %y = "pt2.matmul"(%x, %wt) : (tensor<4x192xf32>, tensor<192x256xf32>) -> tensor<4x256xf32>
-  %eh = tensor.empty() : tensor<192x256xf16>
+  %eh = tensor.empty() : tensor<192x256xi32>
   %ht = linalg.generic {indexing_maps = [#tm, #im], iterator_types = ["parallel", "parallel"]}
-      ins(%h : tensor<256x192xf16>) outs(%eh : tensor<192x256xf16>) {
-  ^bb0(%a: f16, %o: f16):
-    linalg.yield %a : f16
-  } -> tensor<192x256xf16>
-  %yh = "pt2.matmul"(%xh, %ht) : (tensor<4x192xf16>, tensor<192x256xf16>) -> tensor<4x256xf16>
-  return %y, %yh : tensor<4x256xf32>, tensor<4x256xf16>
+      ins(%h : tensor<256x192xi32>) outs(%eh : tensor<192x256xi32>) {
+  ^bb0(%a: i32, %o: i32):
+    linalg.yield %a : i32
+  } -> tensor<192x256xi32>
+  %yh = "pt2.matmul"(%xh, %ht) : (tensor<4x192xi32>, tensor<192x256xi32>) -> tensor<4x256xi32>
+  return %y, %yh : tensor<4x256xf32>, tensor<4x256xi32>
 }
 
 // -----
