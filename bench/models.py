@@ -1,11 +1,12 @@
 """Model capture and speed: the TIMM and HuggingFace lists of ../shared/BENCHMARKS.md.
 
-    python bench/models.py --suite timm|hf|nn [--models a,b] [--batch N] [--device cuda] [--inductor] [--json FILE]
+    python bench/models.py --suite timm|hf|nn [--models a,b] [--batch N] [--device cuda] [--dtype bfloat16] [--inductor] [--json FILE]
 
 (nn: torch.nn's own transformer modules, batch_first, [batch, seq, 768]: their inference fast paths.)
 
 For each model (random weights, eval mode, no_grad) this records whether pt2 matches eager by
-PyTorch's harness rule (allclose at tol=1e-3, else rmse(pt2, fp64) <= 2 * rmse(eager, fp64) + tol/10),
+PyTorch's harness rule (allclose at tol=1e-3, 1e-2 with --dtype bfloat16/float16, else
+rmse(pt2, fp64) <= 2 * rmse(eager, fp64) + tol/10),
 the graphs and graph breaks pt2.explain reports, the share of operators captured (ops_captured_pct: the
 tensor ops eager runs, less those CPython still runs around the graphs), the compile time,
 and median eager / pt2 (and with --inductor, torch.compile) times, interleaved.  A benchmark script,
@@ -243,6 +244,13 @@ def run_model(suite, name, args):
         model = model.to(args.device)
         xs = tuple(x.to(args.device) for x in xs)
         kw = {k: v.to(args.device) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    dtype = getattr(torch, args.dtype)
+    if dtype != torch.float32:  # the model's weights and float inputs in that dtype; the f64 oracle from those
+        model = model.to(dtype)
+        xs = tuple(x.to(dtype) if x.is_floating_point() else x for x in xs)
+        kw = {k: v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in kw.items()}
+        rec["dtype"] = args.dtype
+    tol = 1e-3 if dtype == torch.float32 else 1e-2  # PyTorch's harness: 1e-2 for half precision
     rec["device"] = args.device
     with torch.no_grad():
         try:
@@ -286,7 +294,7 @@ def run_model(suite, name, args):
             rec["compile_s"] = time.perf_counter() - t0
             rec["warnings"] = sorted({str(w.message)[:400] for w in caught if "pt2" in str(w.message)})
             rec["compile_cache"] = "warm" if args.warm_cache else "cold"
-            rec["ok"] = accuracy_ok(out, ref, ref64, detail=rec)
+            rec["ok"] = accuracy_ok(out, ref, ref64, tol=tol, detail=rec)
             info = pt2.explain(model)(*xs, **kw)  # kernels from the cache just filled
             rec["graphs"] = info.graph_count
             rec["breaks"] = info.graph_break_count
@@ -319,7 +327,7 @@ def run_model(suite, name, args):
                 rec["inductor_compile_s"] = time.perf_counter() - t0
                 # the same accuracy rule for Inductor (an ill-conditioned model fails it for both)
                 detail = {}
-                rec["inductor_ok"] = accuracy_ok(out_i, ref, ref64, detail=detail)
+                rec["inductor_ok"] = accuracy_ok(out_i, ref, ref64, tol=tol, detail=detail)
                 if "rmse_vs_f64" in detail:
                     rec["inductor_rmse_vs_f64"] = detail["rmse_vs_f64"]
                 contenders["inductor"] = ind
@@ -330,7 +338,7 @@ def run_model(suite, name, args):
                 t0 = time.perf_counter()
                 out_d = dyn(*xs, **kw)
                 rec["pt2_dynamo_compile_s"] = time.perf_counter() - t0
-                rec["pt2_dynamo_ok"] = accuracy_ok(out_d, ref, ref64)
+                rec["pt2_dynamo_ok"] = accuracy_ok(out_d, ref, ref64, tol=tol)
                 contenders["pt2_dynamo"] = dyn
             for _ in range(args.warmup):
                 model(*xs, **kw)
@@ -376,6 +384,8 @@ def main():
     p.add_argument("--frontend", choices=["pt2", "dynamo"], default="pt2",
                    help="dynamo: also pt2 behind torch.compile(backend='pt2'), pt2's code on Dynamo's graphs")
     p.add_argument("--device", default="cpu", help="cpu or cuda (the models and inputs are moved there)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="the models' weights and float inputs (accuracy against the f64 oracle of those, tolerance 1e-2 for half)")
     p.add_argument("--json")
     args = p.parse_args()
     names = args.models.split(",") if args.models else {"timm": TIMM, "hf": HF, "nn": NN}[args.suite]

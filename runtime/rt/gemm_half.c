@@ -6,9 +6,11 @@
  *       contraction (the kernel after the call rounds it once, as eager's
  *       half-precision GEMMs accumulate in f32 and round once)
  *   ─▶ a oneDNN matmul primitive per (type, m, n, k, layouts, accumulate,
- *      team size), created once and cached, run for each batch entry; an
- *      operand with no unit stride (a broadcast row, a strided slice) is
- *      packed first; where oneDNN makes no primitive (2.6 has no f16
+ *      team size, inner batch), created once and cached: the innermost batch
+ *      dim in one call where every operand is plain (attention's products:
+ *      a call per head cost more than the products), else a call per batch
+ *      entry, an operand with no unit stride (a broadcast row, a strided
+ *      slice) packed first; where oneDNN makes no primitive (2.6 has no f16
  *      matmul on the CPU), both operands widened to f32 (exactly) and one
  *      f32 GEMM over the team (pt2rt.c).
  *
@@ -44,8 +46,11 @@ typedef struct Mat {
     int64_t batch_stride[MAX_BATCH];
 } Mat;
 
+/* batch > 1: [batch, m, k] x [batch, k, n] in one primitive, batch strides
+ * a_bs, b_bs (0: that operand shared by every entry) and c_bs. */
 typedef struct Key {
     int64_t type, m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, accumulate, threads;
+    int64_t batch, a_bs, b_bs, c_bs;
 } Key;
 
 typedef struct Cached {
@@ -106,18 +111,29 @@ static void copy_mat(const Mat *x, char *dst, size_t elem_size, bool to_x) {
     }
 }
 
-static void md(dnnl_memory_desc_t *out, int64_t rows, int64_t cols, int64_t rs, int64_t cs, dnnl_data_type_t type) {
+/* [rows, cols], or [batch, rows, cols] where batch > 1 (batch stride bs; 0: one entry, broadcast). */
+static void md(dnnl_memory_desc_t *out, int64_t batch, int64_t bs, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+               dnnl_data_type_t type) {
+    if (batch > 1) {
+        dnnl_dims_t dims = {bs ? batch : 1, rows, cols}, strides = {bs ? bs : rows * cols, rs, cs};
+        dnnl_memory_desc_init_by_strides(out, 3, dims, type, strides);
+        return;
+    }
     dnnl_dims_t dims = {rows, cols}, strides = {rs, cs};
     dnnl_memory_desc_init_by_strides(out, 2, dims, type, strides);
+}
+
+static void key_mds(const Key *k, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b, dnnl_memory_desc_t *c) {
+    md(a, k->batch, k->a_bs, k->m, k->k, k->a_rs, k->a_cs, (dnnl_data_type_t)k->type);
+    md(b, k->batch, k->b_bs, k->k, k->n, k->b_rs, k->b_cs, (dnnl_data_type_t)k->type);
+    md(c, k->batch, k->c_bs, k->m, k->n, k->c_rs, k->c_cs, dnnl_f32);
 }
 
 static dnnl_primitive_t create(const Key *k) {
     if (!engine && !engine_failed) engine_failed = dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success;
     if (engine_failed) return NULL;
     dnnl_memory_desc_t a, b, c;
-    md(&a, k->m, k->k, k->a_rs, k->a_cs, (dnnl_data_type_t)k->type);
-    md(&b, k->k, k->n, k->b_rs, k->b_cs, (dnnl_data_type_t)k->type);
-    md(&c, k->m, k->n, k->c_rs, k->c_cs, dnnl_f32);
+    key_mds(k, &a, &b, &c);
     dnnl_matmul_desc_t desc;
     if (dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) != dnnl_success) return NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -206,8 +222,10 @@ static void widened_gemm(const Mat *a, const Mat *b, const Mat *c, bool accumula
     free(wb);
 }
 
-/* One batch entry: c (= or +=) a b, c row-major f32. */
-static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, dnnl_data_type_t type) {
+/* One batch entry (or, batch > 1, that many entries batch strides apart in
+ * one call: a and b plain then): c (= or +=) a b, c row-major f32. */
+static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, dnnl_data_type_t type, int64_t batch,
+                  const int64_t bs[3]) {
     Mat a = *a0, b = *b0;
     char *pa = NULL, *pb = NULL;
     if (!plain(&a)) {
@@ -222,13 +240,12 @@ static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, d
         copy_mat(&b, pb, 2, false);
         b = (Mat){pb, b.rows, b.cols, b.cols, 1, {0}};
     }
-    Key k = {type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads()};
+    Key k = {type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(),
+             batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0, batch > 1 ? bs[2] : 0};
     bool owned;
     dnnl_primitive_t p = primitive_for(&k, &owned);
     dnnl_memory_desc_t da, db, dc;
-    md(&da, k.m, k.k, k.a_rs, k.a_cs, type);
-    md(&db, k.k, k.n, k.b_rs, k.b_cs, type);
-    md(&dc, k.m, k.n, k.c_rs, k.c_cs, dnnl_f32);
+    key_mds(&k, &da, &db, &dc);
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
     dnnl_stream_t stream = NULL;
     bool ran = p && dnnl_memory_create(&ma, &da, engine, a.data) == dnnl_success &&
@@ -245,7 +262,13 @@ static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, d
         if (ms[i]) dnnl_memory_destroy(ms[i]);
     }
     if (owned) dnnl_primitive_destroy(p);
-    if (!ran) widened_gemm(&a, &b, c, accumulate, type);
+    for (int64_t t = 0; !ran && t < batch; ++t) { /* no primitive: widened, an entry at a time */
+        Mat ea = a, eb = b, ec = *c;
+        ea.data += t * k.a_bs * 2;
+        eb.data += t * k.b_bs * 2;
+        ec.data += t * k.c_bs * 4;
+        widened_gemm(&ea, &eb, &ec, accumulate, type);
+    }
     free(pa);
     free(pb);
 }
@@ -267,6 +290,30 @@ static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef 
     if (mc.rows == 0 || mc.cols == 0) return;
     int64_t count = 1;
     for (int i = 0; i < nb; ++i) count *= batch[i];
+    /* the innermost batch dim in one call where a, b and c are plain (attention's batched products:
+     * a call per head cost more than the product) */
+    Mat pa = ma, pb = mb, pc_ = mc;
+    int64_t inner = nb > 0 ? batch[nb - 1] : 1;
+    bool batched = inner > 1 && mc.rows > 0 && ma.cols > 0 && plain(&pa) && plain(&pb) && plain(&pc_) && pc_.cs == 1;
+    if (batched) {
+        const int64_t bs[3] = {ma.batch_stride[nb - 1], mb.batch_stride[nb - 1], mc.batch_stride[nb - 1]};
+        for (int64_t t = 0; t < count / inner; ++t) {
+            int64_t rest = t, oa = 0, ob = 0, oc = 0;
+            for (int i = nb - 2; i >= 0; --i) {
+                int64_t idx = rest % batch[i];
+                rest /= batch[i];
+                oa += idx * ma.batch_stride[i];
+                ob += idx * mb.batch_stride[i];
+                oc += idx * mc.batch_stride[i];
+            }
+            Mat ea = pa, eb = pb, ec = pc_;
+            ea.data += oa * 2;
+            eb.data += ob * 2;
+            ec.data += oc * 4;
+            entry(&ea, &eb, &ec, accumulate != 0, type, inner, bs);
+        }
+        return;
+    }
     /* c not row-major with a leading dim oneDNN takes: computed into a packed copy */
     bool packed_c = !((mc.cs == 1 || mc.cols == 1) && (mc.rows == 1 || mc.rs >= mc.cols));
     float *pc = packed_c ? malloc(sizeof(float) * (size_t)(mc.rows * mc.cols)) : NULL;
@@ -293,12 +340,12 @@ static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef 
         if (!packed_c) { /* a dim of size 1 never moves: its stride is free */
             ec.cs = 1;
             if (ec.rows == 1) ec.rs = ec.cols;
-            entry(&ea, &eb, &ec, accumulate != 0, type);
+            entry(&ea, &eb, &ec, accumulate != 0, type, 1, NULL);
             continue;
         }
         Mat cp = {(char *)pc, ec.rows, ec.cols, ec.cols, 1, {0}};
         if (accumulate) copy_mat(&ec, (char *)pc, 4, false);
-        entry(&ea, &eb, &cp, accumulate != 0, type);
+        entry(&ea, &eb, &cp, accumulate != 0, type, 1, NULL);
         copy_mat(&ec, (char *)pc, 4, true);
     }
     free(pc);
