@@ -143,6 +143,8 @@ CASES = [
     ("linear_gelu_bf16_256x768x3072", [_randn(256, 768, dtype=torch.bfloat16), _randn(3072, 768, dtype=torch.bfloat16),
                                        _randn(3072, dtype=torch.bfloat16)], _linear_gelu, _linear_gelu_graph,
      None, 2 * 256 * 768 * 3072, (2e-2, 0.1)),
+    ("conv2d_bf16_3x3_64ch_8x56x56", [_randn(8, 64, 56, 56, dtype=torch.bfloat16), _randn(64, 64, 3, 3, dtype=torch.bfloat16)],
+     _conv2d, lambda g, x, w: g.op("conv2d", x, w, padding=[1, 1]), None, 2 * 8 * 64 * 56 * 56 * 64 * 9, (2e-2, 0.5)),
     ("conv2d_3x3_64ch_8x56x56", [_randn(8, 64, 56, 56), _randn(64, 64, 3, 3)], _conv2d,
      lambda g, x, w: g.op("conv2d", x, w, padding=[1, 1]), None, 2 * 8 * 64 * 56 * 56 * 64 * 9, (1e-4, 1e-3)),
     ("linear_gelu_256x768x3072", [_randn(256, 768), _randn(3072, 768), _randn(3072)], _linear_gelu, _linear_gelu_graph,

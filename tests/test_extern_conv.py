@@ -133,9 +133,12 @@ def test_pass_calls_library(tmp_path, monkeypatch, dt):
     assert "linalg.generic" not in ir, "the padding copy should be gone (the library pads)"
 
 
-def test_pass_leaves_f16_alone(tmp_path, monkeypatch):
-    ir = _stage_after_extern(tmp_path, monkeypatch, torch.float16, "f16")
-    assert "pt2.conv2d" in ir and "pt2rt_conv2d" not in ir
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_pass_calls_half_conv_into_f32(tmp_path, monkeypatch, dt):
+    """half x and w: pt2rt_conv2d_f16/bf16 into the f32 accumulator (conv_half.c), rounded by the kernel after it"""
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]
+    ir = _stage_after_extern(tmp_path, monkeypatch, dt, name)
+    assert f"call @pt2rt_conv2d_{name}" in ir and "pt2.conv2d" not in ir and "arith.truncf" in ir
 
 
 # Convolutions of a reshaped input, (label, input shape, permute or None,

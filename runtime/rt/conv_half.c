@@ -1,24 +1,28 @@
-/*===- conv_half.c - libpt2rt: bfloat16 and float16 conv2d, widened ------===*
+/*===- conv_half.c - libpt2rt: bfloat16 and float16 conv2d -----------------===*
  *
  *   pt2rt_conv2d_bf16/f16(x, w, y, stride, padding, dilation, groups)
  *     x [N, C, H, W], w [O, C/G, KH, KW]: bfloat16 (float16)
  *     y [N, O, OH, OW]: float32, the accumulator of pt2-lower's half conv
  *       (the kernel after the call rounds it once)
- *   ─▶ x and w widened to f32 (exactly: every half value is a float), each
- *      in its own dims' memory order (a channels-last x stays channels-last),
- *      then pt2rt_conv2d_f32: oneDNN's f32 primitive (conv.c).
+ *   ─▶ bf16: oneDNN's primitive on bf16 x and w into the f32 y (conv.c's
+ *      cached primitives and reorders, nhwc first: 2.6's AMX kernels);
+ *   ─▶ f16 (2.6 has no f16 convolution on the CPU), or bf16 where oneDNN
+ *      makes no primitive: x and w widened to f32 (exactly: every half value
+ *      is a float), each in its own dims' memory order (a channels-last x
+ *      stays channels-last), then pt2rt_conv2d_f32.
  *
- * Why widened rather than oneDNN's bf16 primitive: the f32 path, its layouts,
- * caches and fallbacks, is the one measured and tested (conv.c); widening
- * costs one pass over x and w.  Before, a half conv was generated loops
- * widening every product: a 3x3 conv of 32 channels on 2x32x28x28 took
- * 26 ms on the development machine, eager's bf16 0.12 ms.
+ * Before, a half conv was generated loops widening every product: a 3x3
+ * conv of 32 channels on 2x32x28x28 took 26 ms on the development machine
+ * (AMX, 2 cores), eager's bf16 0.12 ms; bench/micro.py's 8x64x56x56 one now
+ * 2.4 ms against eager's 2.3-4.6 and Inductor's 1.9 (docs/benchmarks.md).
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_internal.h"
 #include "internal.h"
 
 typedef struct Desc4 {
@@ -48,6 +52,8 @@ static float *widened_4d(const Pt2rtUnrankedMemRef *t, bool f16, Desc4 *d) {
     }
     float *dst = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!dst) pt2rt_fatal("out of memory widening a half-precision conv2d operand");
+    int threads = omp_in_parallel() || n < ((int64_t)1 << 16) ? 1 : omp_get_max_threads();
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
     for (int64_t a = 0; a < sizes[0]; ++a) {
         for (int64_t b = 0; b < sizes[1]; ++b) {
             for (int64_t c = 0; c < sizes[2]; ++c) {
@@ -76,7 +82,7 @@ void pt2rt_conv2d_bf16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *
                        int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
                        int64_t dilation_w, int64_t groups) {
     const int64_t g[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
-    conv2d_widened(x, w, y, g, false);
+    if (!pt2rt_conv2d_bf16_onednn(x, w, y, g)) conv2d_widened(x, w, y, g, false);
 }
 
 void pt2rt_conv2d_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,

@@ -1,10 +1,12 @@
-/*===- conv_internal.h - libpt2rt's conv2d: what conv.c and conv_im2col.c share ===*/
+/*===- conv_internal.h - libpt2rt's conv2d: what conv.c, conv_im2col.c and conv_half.c share ===*/
 #ifndef PT2RT_CONV_INTERNAL_H
 #define PT2RT_CONV_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "pt2rt.h"
 
 /* Below this many multiply-adds the im2col route runs on the calling thread. */
 #define PARALLEL_MIN_WORK ((int64_t)1 << 21)
@@ -13,7 +15,8 @@
 
 /* The problem, all in elements; w's dims are [O, C/G, KH, KW]. */
 typedef struct Conv {
-    size_t elem_size; /* 4: f32, 8: f64 */
+    size_t elem_size; /* 4: f32, 8: f64 (y's; x's and w's too unless bf16_in) */
+    bool bf16_in;     /* x and w bfloat16 into an f32 y (oneDNN only: conv_half.c) */
     char *x, *w, *y;
     int64_t x_sizes[4], x_strides[4], w_sizes[4], w_strides[4], y_sizes[4], y_strides[4];
     int64_t stride[2], padding[2], dilation[2], groups;
@@ -29,6 +32,10 @@ static inline int64_t pt2rt_conv_numel(const int64_t sizes[4]) { return sizes[0]
 void pt2rt_conv_epilogue_block(const Conv *c, int64_t n, int64_t o0, int64_t o1, int64_t p0, int64_t p1);
 /* The epilogue over all of y, on the OpenMP team (conv.c). */
 void pt2rt_conv_epilogue_all(const Conv *c);
+/* y (f32) = conv2d(x, w) of bfloat16 x and w through oneDNN's primitive, no
+ * epilogue; false (y untouched) where oneDNN has none (conv.c). */
+bool pt2rt_conv2d_bf16_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                              const int64_t geometry[7]);
 /* y = conv2d(x, w) and its epilogue through im2col + GEMM (conv_im2col.c). */
 void pt2rt_conv_im2col(const Conv *c);
 

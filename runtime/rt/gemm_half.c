@@ -205,11 +205,23 @@ float pt2rt_half_to_float(const void *p, bool f16) {
     return f;
 }
 
+/* x widened into a packed row-major f32 copy, its rows over the team. */
 static float *widened(const Mat *x, dnnl_data_type_t type) {
     float *w = malloc(sizeof(float) * (size_t)(x->rows * x->cols > 0 ? x->rows * x->cols : 1));
     if (!w) pt2rt_fatal("out of memory widening a half-precision matmul operand");
+    bool f16 = type == dnnl_f16;
+    if (f16) pthread_once(&f16_once, fill_f16_table);
+    int threads = omp_in_parallel() || x->rows * x->cols < ((int64_t)1 << 16) ? 1 : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < x->rows; ++i) {
-        for (int64_t j = 0; j < x->cols; ++j) w[i * x->cols + j] = pt2rt_half_to_float(x->data + (i * x->rs + j * x->cs) * 2, type == dnnl_f16);
+        for (int64_t j = 0; j < x->cols; ++j) {
+            uint16_t h;
+            memcpy(&h, x->data + (i * x->rs + j * x->cs) * 2, sizeof h);
+            uint32_t bits = (uint32_t)h << 16;
+            float bf;
+            memcpy(&bf, &bits, sizeof bf);
+            w[i * x->cols + j] = f16 ? f16_table[h] : bf;
+        }
     }
     return w;
 }
