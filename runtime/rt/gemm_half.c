@@ -285,6 +285,17 @@ static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, d
     free(pb);
 }
 
+/* a, b and c moved to entry t of their first `dims` batch dims (sizes `batch`, row-major order). */
+static void batch_entry(const int64_t *batch, int dims, int64_t t, Mat *a, Mat *b, Mat *c) {
+    for (int i = dims - 1; i >= 0; --i) {
+        int64_t idx = t % batch[i];
+        t /= batch[i];
+        a->data += idx * a->batch_stride[i] * 2;
+        b->data += idx * b->batch_stride[i] * 2;
+        c->data += idx * c->batch_stride[i] * 4;
+    }
+}
+
 static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                         int32_t accumulate, dnnl_data_type_t type) {
     int rank = (int)c->rank, nb = rank - 2;
@@ -310,18 +321,8 @@ static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef 
     if (batched) {
         const int64_t bs[3] = {ma.batch_stride[nb - 1], mb.batch_stride[nb - 1], mc.batch_stride[nb - 1]};
         for (int64_t t = 0; t < count / inner; ++t) {
-            int64_t rest = t, oa = 0, ob = 0, oc = 0;
-            for (int i = nb - 2; i >= 0; --i) {
-                int64_t idx = rest % batch[i];
-                rest /= batch[i];
-                oa += idx * ma.batch_stride[i];
-                ob += idx * mb.batch_stride[i];
-                oc += idx * mc.batch_stride[i];
-            }
             Mat ea = pa, eb = pb, ec = pc_;
-            ea.data += oa * 2;
-            eb.data += ob * 2;
-            ec.data += oc * 4;
+            batch_entry(batch, nb - 1, t, &ea, &eb, &ec);
             entry(&ea, &eb, &ec, accumulate != 0, type, inner, bs);
         }
         return;
@@ -331,18 +332,8 @@ static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef 
     float *pc = packed_c ? malloc(sizeof(float) * (size_t)(mc.rows * mc.cols)) : NULL;
     if (packed_c && !pc) pt2rt_fatal("out of memory packing a half-precision matmul result");
     for (int64_t t = 0; t < count; ++t) {
-        int64_t rest = t, oa = 0, ob = 0, oc = 0;
-        for (int i = nb - 1; i >= 0; --i) {
-            int64_t idx = rest % batch[i];
-            rest /= batch[i];
-            oa += idx * ma.batch_stride[i];
-            ob += idx * mb.batch_stride[i];
-            oc += idx * mc.batch_stride[i];
-        }
         Mat ea = ma, eb = mb, ec = mc;
-        ea.data += oa * 2;
-        eb.data += ob * 2;
-        ec.data += oc * 4;
+        batch_entry(batch, nb, t, &ea, &eb, &ec);
         if (ma.cols == 0) { /* an empty sum: 0, or c kept */
             for (int64_t i = 0; i < ec.rows && !accumulate; ++i) {
                 for (int64_t j = 0; j < ec.cols; ++j) ((float *)ec.data)[i * ec.rs + j * ec.cs] = 0;
