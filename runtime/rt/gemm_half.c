@@ -296,8 +296,33 @@ static void batch_entry(const int64_t *batch, int dims, int64_t t, Mat *a, Mat *
     }
 }
 
+static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                     int32_t accumulate, dnnl_data_type_t type);
+
+/* PT2_LOGS=blas: each call timed and listed with the f32 GEMMs (profile.c), its batch the product of c's batch dims. */
 static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                         int32_t accumulate, dnnl_data_type_t type) {
+    if (!pt2rt_profiling()) {
+        run_half(a, b, c, accumulate, type);
+        return;
+    }
+    double start = pt2rt_now();
+    run_half(a, b, c, accumulate, type);
+    double seconds = pt2rt_now() - start;
+    int64_t sizes[PT2RT_MAX_RANK], strides[PT2RT_MAX_RANK], k_sizes[PT2RT_MAX_RANK];
+    char *data;
+    pt2rt_read_descriptor(c, 4, &data, sizes, strides);
+    pt2rt_read_descriptor(a, 2, &data, k_sizes, strides);
+    int r = (int)c->rank;
+    int64_t batch = 1;
+    for (int i = 0; i < r - 2; ++i) batch *= sizes[i];
+    Pt2rtGemmShape s = {batch, sizes[r - 2], sizes[r - 1], k_sizes[r - 1], 0, 0, accumulate != 0, 0, omp_get_max_threads(),
+                        type == dnnl_bf16 ? PT2RT_GEMM_HALF_BF16 : PT2RT_GEMM_HALF_F16};
+    pt2rt_profile_gemm(&s, seconds);
+}
+
+static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                     int32_t accumulate, dnnl_data_type_t type) {
     int rank = (int)c->rank, nb = rank - 2;
     if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("half-precision matmul operands of unexpected ranks");
     int64_t batch[MAX_BATCH], batch_a[MAX_BATCH], batch_b[MAX_BATCH];

@@ -25,7 +25,7 @@ extern int pt2rt_have_xsave;
 void pt2rt_keep_blas_serial(void);
 
 /* Which library an f32 GEMM goes to (pt2rt.c). */
-typedef enum Pt2rtGemmLibrary { PT2RT_GEMM_OPENBLAS, PT2RT_GEMM_ONEDNN } Pt2rtGemmLibrary;
+typedef enum Pt2rtGemmLibrary { PT2RT_GEMM_OPENBLAS, PT2RT_GEMM_ONEDNN, PT2RT_GEMM_HALF_BF16, PT2RT_GEMM_HALF_F16 } Pt2rtGemmLibrary;
 
 /* The library for an m x n x k f32 GEMM: oneDNN's sgemm where it is chosen
  * (PT2_GEMM, the CPU) and the problem is not tiny, else OpenBLAS. */

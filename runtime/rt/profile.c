@@ -61,7 +61,8 @@ static void print_rows(void) {
         fprintf(stderr, "pt2rt blas: %9.2f %7lld %8.1f %8.1f %6lld %6lld %6lld %6lld %2d %2d %7lld %s%s%s\n", r->seconds * 1e3,
                 (long long)r->calls, r->seconds * 1e6 / (double)r->calls, flops / r->seconds * 1e-9,
                 (long long)s->batch, (long long)s->m, (long long)s->n, (long long)s->k, (int)s->trans_a, (int)s->trans_b, (long long)s->threads,
-                s->library == PT2RT_GEMM_ONEDNN ? "onednn" : "openblas",
+                s->library == PT2RT_GEMM_ONEDNN ? "onednn" : s->library == PT2RT_GEMM_HALF_BF16 ? "bf16 (gemm_half.c)"
+                : s->library == PT2RT_GEMM_HALF_F16 ? "f16 (gemm_half.c)" : "openblas",
                 s->f64 ? " f64" : "", s->addend ? " +addend" : "");
     }
     if (dropped_calls) fprintf(stderr, "pt2rt blas: %lld calls of further shapes not listed\n", (long long)dropped_calls);
