@@ -158,6 +158,18 @@ static const char *elem_name(MlirType t) {
     return mlirTypeIsAF32(t) ? "f32" : mlirTypeIsABF16(t) ? "bf16" : mlirTypeIsAF16(t) ? "f16" : "f64";
 }
 
+/* The element types of a library call's operands 0 and 1 (*in_elem) and 2
+ * (*elem): f32 or f64 throughout, or (*widened) bf16/f16 inputs into an
+ * f32 accumulator, as pt2-lower makes half matmuls and convolutions; false
+ * for anything else. */
+static bool call_types(MlirOperation op, MlirType *in_elem, MlirType *elem, bool *widened) {
+    *elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 2)));
+    *in_elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 0)));
+    *widened = (mlirTypeIsABF16(*in_elem) || mlirTypeIsAF16(*in_elem)) && mlirTypeIsAF32(*elem);
+    return (mlirTypeIsAF32(*elem) || mlirTypeIsAF64(*elem)) && (*widened || mlirTypeEqual(*in_elem, *elem)) &&
+           mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 1))), *in_elem);
+}
+
 /* v as an unranked memref (the runtime reads the ranked descriptor). */
 static MlirValue build_unranked_view(Builder *b, const View *v, MlirType elem) {
     return build_unary(b, "memref.cast", build_view(b, v), mlirUnrankedMemRefTypeGet(elem, mlirAttributeGetNull()));
@@ -231,13 +243,9 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
         if (!view_of_type(operands[i], &views[i])) return false;
     }
     /* f32 or f64 throughout, or bf16/f16 operands into an f32 accumulator (pt2rt_matmul_bf16/f16) */
-    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[2]));
-    MlirType in_elem = mlirShapedTypeGetElementType(mlirValueGetType(operands[0]));
-    bool widened = (mlirTypeIsABF16(in_elem) || mlirTypeIsAF16(in_elem)) && mlirTypeIsAF32(elem);
-    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
-    if (!widened && !mlirTypeEqual(in_elem, elem)) return false;
-    if (!mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(operands[1])), in_elem)) return false;
-    if (!body_is_multiply_accumulate(op, widened)) return false;
+    MlirType elem, in_elem;
+    bool widened;
+    if (!call_types(op, &in_elem, &elem, &widened) || !body_is_multiply_accumulate(op, widened)) return false;
     Contraction c;
     if (!classify_dims(op, views, &c)) return false;
     /* a batch of dot products (no m, no n: `(x * y).sum(-1)`) is memory-bound:
@@ -465,14 +473,9 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
         !conv_body_accumulates(op)) {
         return false;
     }
-    MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 2)));
-    MlirType in_elem = mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 0)));
-    bool widened = (mlirTypeIsABF16(in_elem) || mlirTypeIsAF16(in_elem)) && mlirTypeIsAF32(elem);
-    if (!mlirTypeIsAF32(elem) && !mlirTypeIsAF64(elem)) return false;
-    if ((!widened && !mlirTypeEqual(in_elem, elem)) ||
-        !mlirTypeEqual(mlirShapedTypeGetElementType(mlirValueGetType(mlirOperationGetOperand(op, 1))), in_elem)) {
-        return false;
-    }
+    MlirType elem, in_elem;
+    bool widened;
+    if (!call_types(op, &in_elem, &elem, &widened)) return false;
     ConvCall call;
     if (!conv_ungrouped_view(mlirOperationGetOperand(op, 1), 0, &call.w) || !conv_input(op, &g, &call) ||
         !conv_output(op, &call)) {

@@ -50,6 +50,7 @@ static float *widened_4d(const Pt2rtUnrankedMemRef *t, bool f16, Desc4 *d) {
         dense[order[i]] = n;
         n *= sizes[order[i]];
     }
+    const float *f16_floats = f16 ? pt2rt_f16_floats() : NULL;
     float *dst = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!dst) pt2rt_fatal("out of memory widening a half-precision conv2d operand");
     int threads = omp_in_parallel() || n < ((int64_t)1 << 16) ? 1 : omp_get_max_threads();
@@ -59,7 +60,7 @@ static float *widened_4d(const Pt2rtUnrankedMemRef *t, bool f16, Desc4 *d) {
             for (int64_t c = 0; c < sizes[2]; ++c) {
                 for (int64_t e = 0; e < sizes[3]; ++e) {
                     const char *p = src + (a * strides[0] + b * strides[1] + c * strides[2] + e * strides[3]) * 2;
-                    dst[a * dense[0] + b * dense[1] + c * dense[2] + e * dense[3]] = pt2rt_half_to_float(p, f16);
+                    dst[a * dense[0] + b * dense[1] + c * dense[2] + e * dense[3]] = pt2rt_half_to_float(p, f16_floats);
                 }
             }
         }

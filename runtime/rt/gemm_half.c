@@ -177,9 +177,8 @@ static dnnl_primitive_t primitive_for(const Key *k, bool *owned) {
     return p;
 }
 
-/* Every float16 as a float: _Float16's conversion is a libgcc call per
- * element without F16C in the compile flags (a 512 x 512 operand took
- * 5 ms), the table one load. */
+/* Every float16 as a float (a 512 x 512 operand took 5 ms through
+ * _Float16's libgcc conversion), the table one load. */
 static float f16_table[65536];
 static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
 
@@ -192,36 +191,20 @@ static void fill_f16_table(void) {
     }
 }
 
-float pt2rt_half_to_float(const void *p, bool f16) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    if (f16) {
-        pthread_once(&f16_once, fill_f16_table);
-        return f16_table[h];
-    }
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+const float *pt2rt_f16_floats(void) {
+    pthread_once(&f16_once, fill_f16_table);
+    return f16_table;
 }
 
 /* x widened into a packed row-major f32 copy, its rows over the team. */
 static float *widened(const Mat *x, dnnl_data_type_t type) {
     float *w = malloc(sizeof(float) * (size_t)(x->rows * x->cols > 0 ? x->rows * x->cols : 1));
     if (!w) pt2rt_fatal("out of memory widening a half-precision matmul operand");
-    bool f16 = type == dnnl_f16;
-    if (f16) pthread_once(&f16_once, fill_f16_table);
+    const float *f16 = type == dnnl_f16 ? pt2rt_f16_floats() : NULL;
     int threads = omp_in_parallel() || x->rows * x->cols < ((int64_t)1 << 16) ? 1 : omp_get_max_threads();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < x->rows; ++i) {
-        for (int64_t j = 0; j < x->cols; ++j) {
-            uint16_t h;
-            memcpy(&h, x->data + (i * x->rs + j * x->cs) * 2, sizeof h);
-            uint32_t bits = (uint32_t)h << 16;
-            float bf;
-            memcpy(&bf, &bits, sizeof bf);
-            w[i * x->cols + j] = f16 ? f16_table[h] : bf;
-        }
+        for (int64_t j = 0; j < x->cols; ++j) w[i * x->cols + j] = pt2rt_half_to_float(x->data + (i * x->rs + j * x->cs) * 2, f16);
     }
     return w;
 }
@@ -234,24 +217,24 @@ static void widened_gemm(const Mat *a, const Mat *b, const Mat *c, bool accumula
     free(wb);
 }
 
+/* x made plain: its strides rewritten (plain), or its elements copied into
+ * a packed row-major buffer that x then views; returns that buffer (the
+ * caller frees it) or NULL. */
+static char *make_plain(Mat *x) {
+    if (plain(x)) return NULL;
+    char *packed = malloc(2 * (size_t)(x->rows * x->cols));
+    if (!packed) pt2rt_fatal("out of memory packing a half-precision matmul operand");
+    copy_mat(x, packed, 2, false);
+    *x = (Mat){packed, x->rows, x->cols, x->cols, 1, {0}};
+    return packed;
+}
+
 /* One batch entry (or, batch > 1, that many entries batch strides apart in
  * one call: a and b plain then): c (= or +=) a b, c row-major f32. */
 static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, dnnl_data_type_t type, int64_t batch,
                   const int64_t bs[3]) {
     Mat a = *a0, b = *b0;
-    char *pa = NULL, *pb = NULL;
-    if (!plain(&a)) {
-        pa = malloc(2 * (size_t)(a.rows * a.cols));
-        if (!pa) pt2rt_fatal("out of memory packing a half-precision matmul operand");
-        copy_mat(&a, pa, 2, false);
-        a = (Mat){pa, a.rows, a.cols, a.cols, 1, {0}};
-    }
-    if (!plain(&b)) {
-        pb = malloc(2 * (size_t)(b.rows * b.cols));
-        if (!pb) pt2rt_fatal("out of memory packing a half-precision matmul operand");
-        copy_mat(&b, pb, 2, false);
-        b = (Mat){pb, b.rows, b.cols, b.cols, 1, {0}};
-    }
+    char *pa = make_plain(&a), *pb = make_plain(&b);
     Key k = {type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(),
              batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0, batch > 1 ? bs[2] : 0};
     bool owned;
@@ -340,24 +323,24 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
     for (int i = 0; i < nb; ++i) count *= batch[i];
     /* the innermost batch dim in one call where a, b and c are plain (attention's batched products:
      * a call per head cost more than the product) */
-    Mat pa = ma, pb = mb, pc_ = mc;
+    Mat pa = ma, pb = mb, rc = mc; /* rc: c's strides as oneDNN's row-major c, where it is one */
+    bool c_row_major = plain(&rc) && rc.cs == 1;
     int64_t inner = nb > 0 ? batch[nb - 1] : 1;
-    bool batched = inner > 1 && mc.rows > 0 && ma.cols > 0 && plain(&pa) && plain(&pb) && plain(&pc_) && pc_.cs == 1;
+    bool batched = inner > 1 && ma.cols > 0 && c_row_major && plain(&pa) && plain(&pb);
     if (batched) {
         const int64_t bs[3] = {ma.batch_stride[nb - 1], mb.batch_stride[nb - 1], mc.batch_stride[nb - 1]};
         for (int64_t t = 0; t < count / inner; ++t) {
-            Mat ea = pa, eb = pb, ec = pc_;
+            Mat ea = pa, eb = pb, ec = rc;
             batch_entry(batch, nb - 1, t, &ea, &eb, &ec);
             entry(&ea, &eb, &ec, accumulate != 0, type, inner, bs);
         }
         return;
     }
     /* c not row-major with a leading dim oneDNN takes: computed into a packed copy */
-    bool packed_c = !((mc.cs == 1 || mc.cols == 1) && (mc.rows == 1 || mc.rs >= mc.cols));
-    float *pc = packed_c ? malloc(sizeof(float) * (size_t)(mc.rows * mc.cols)) : NULL;
-    if (packed_c && !pc) pt2rt_fatal("out of memory packing a half-precision matmul result");
+    float *pc = c_row_major ? NULL : malloc(sizeof(float) * (size_t)(mc.rows * mc.cols));
+    if (!c_row_major && !pc) pt2rt_fatal("out of memory packing a half-precision matmul result");
     for (int64_t t = 0; t < count; ++t) {
-        Mat ea = ma, eb = mb, ec = mc;
+        Mat ea = ma, eb = mb, ec = c_row_major ? rc : mc;
         batch_entry(batch, nb, t, &ea, &eb, &ec);
         if (ma.cols == 0) { /* an empty sum: 0, or c kept */
             for (int64_t i = 0; i < ec.rows && !accumulate; ++i) {
@@ -365,9 +348,7 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
             }
             continue;
         }
-        if (!packed_c) { /* a dim of size 1 never moves: its stride is free */
-            ec.cs = 1;
-            if (ec.rows == 1) ec.rs = ec.cols;
+        if (c_row_major) {
             entry(&ea, &eb, &ec, accumulate != 0, type, 1, NULL);
             continue;
         }

@@ -42,8 +42,21 @@ void pt2rt_sgemm(Pt2rtGemmLibrary library, bool trans_a, bool trans_b, int m, in
  * (pt2rt.c; gemm_half.c's widened operands). */
 void pt2rt_sgemm_team(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c, int64_t ldc, bool accumulate);
 
-/* The float value of the bfloat16 (f16: float16) at p (gemm_half.c). */
-float pt2rt_half_to_float(const void *p, bool f16);
+/* The float values of all 65536 float16s, filled on the first call (gemm_half.c): _Float16's
+ * conversion is a libgcc call per element without F16C in the compile flags. */
+const float *pt2rt_f16_floats(void);
+
+/* The float value of the half at p: a float16 through f16_floats (pt2rt_f16_floats()), a bfloat16
+ * where f16_floats is null. */
+static inline float pt2rt_half_to_float(const void *p, const float *f16_floats) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    if (f16_floats) return f16_floats[h];
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 /* PT2_LOGS=blas (profile.c): one matmul as the GEMM library sees it.  All
  * fields are 8 bytes (no padding), so that rows compare with memcmp. */
