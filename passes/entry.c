@@ -410,6 +410,84 @@ MlirPass pt2_create_distinct_results_pass(void) {
                               "builtin.module", run_distinct_results, &distinct_results_type_id);
 }
 
+/*--- pt2-distinct-empties ---------------------------------------------------------*/
+
+/* cse merges equal tensor.empty ops, so two kernels of one shape (a block's
+ * two layer norms) wrote into one tensor.empty, and one-shot-bufferize gave
+ * them one buffer: a temporary of two loops, which pt2-privatize-buffers
+ * (a buffer one loop alone uses) then left in memory, its accumulators
+ * scalar.  Before bufferization a user of a tensor.empty that reads no
+ * result of an earlier user gets its own (their contents are undefined
+ * either way); one that reads one (softmax's division reading the exps)
+ * keeps the earlier user's, which bufferization may then update in place.
+ * pt2-plan-memory shares the bytes of buffers whose lifetimes do not
+ * overlap, so the peak stays. */
+#define MAX_EMPTY_USERS 64
+
+static bool reads_result_of(MlirOperation op, MlirOperation producer) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        MlirValue v = mlirOperationGetOperand(op, i);
+        if (mlirValueIsAOpResult(v) && mlirOperationEqual(mlirOpResultGetOwner(v), producer)) return true;
+    }
+    return false;
+}
+
+static void split_empty(MlirOperation empty) {
+    MlirValue v = mlirOperationGetResult(empty, 0);
+    MlirOperation users[MAX_EMPTY_USERS];
+    int n = 0;
+    MlirBlock block = {NULL};
+    for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+        MlirOperation user = mlirOpOperandGetOwner(u);
+        if (mlirBlockIsNull(block)) block = mlirOperationGetBlock(user);
+        if (n == MAX_EMPTY_USERS || !mlirBlockEqual(mlirOperationGetBlock(user), block)) return; /* left as it is */
+        bool seen = false;
+        for (int k = 0; k < n && !seen; ++k) seen = mlirOperationEqual(users[k], user);
+        if (!seen) users[n++] = user;
+    }
+    for (int i = 1; i < n; ++i) { /* program order */
+        for (int k = i; k > 0 && mlirOperationIsBeforeInBlock(users[k], users[k - 1]); --k) {
+            MlirOperation t = users[k];
+            users[k] = users[k - 1];
+            users[k - 1] = t;
+        }
+    }
+    MlirValue own[MAX_EMPTY_USERS];
+    for (int i = 0; i < n; ++i) {
+        own[i] = (MlirValue){NULL};
+        for (int k = i - 1; k >= 0 && mlirValueIsNull(own[i]); --k) {
+            if (reads_result_of(users[i], users[k])) own[i] = own[k];
+        }
+        if (mlirValueIsNull(own[i])) {
+            if (i == 0) {
+                own[i] = v;
+            } else {
+                MlirOperation copy = mlirOperationClone(empty);
+                mlirBlockInsertOwnedOperationBefore(block, users[i], copy);
+                own[i] = mlirOperationGetResult(copy, 0);
+            }
+        }
+        for (intptr_t j = 0; j < mlirOperationGetNumOperands(users[i]); ++j) {
+            if (mlirValueEqual(mlirOperationGetOperand(users[i], j), v)) mlirOperationSetOperand(users[i], j, own[i]);
+        }
+    }
+}
+
+static int run_distinct_empties(MlirOperation module, void *user) {
+    (void)user;
+    OpList empties = collect_ops_with_prefix(module, "tensor.empty");
+    for (int e = 0; e < empties.n; ++e) split_empty(empties.ops[e]);
+    oplist_free(&empties);
+    return 0;
+}
+
+static _Alignas(8) const char distinct_empties_type_id;
+
+MlirPass pt2_create_distinct_empties_pass(void) {
+    return make_external_pass("pt2-distinct-empties", "Give every use of a tensor.empty its own (before one-shot-bufferize: one buffer per kernel output)",
+                              "builtin.module", run_distinct_empties, &distinct_empties_type_id);
+}
+
 /*--- pt2-static-descriptors -----------------------------------------------------*/
 
 /* The memref arguments of static shape, offset and strides of every defined function are used

@@ -43,16 +43,28 @@
 
 #define MAX_PRIVATE_BYTES 16384
 #define MAX_USES 256
+#define MAX_ROW_DIMS 8
+
+/* Row positions of a buffer or view: where, in its index list, the dims of
+ * Private.row_sizes are (the allocation's 0 .. rows_rank-1; a reshape
+ * moves them). */
+typedef struct RowPos {
+    int at[MAX_ROW_DIMS];
+} RowPos;
 
 typedef struct Private {
     MlirOperation alloc;
     MlirOperation views[MAX_USES]; /* in def-before-use order */
     int n_views;
+    RowPos view_rows[MAX_USES]; /* each view's row positions */
     MlirOperation accesses[MAX_USES];
+    RowPos access_rows[MAX_USES];
     int n_accesses;
     MlirOperation deallocs[4];
     int n_deallocs;
     bool write_back; /* also used outside the loop: the row is copied in and out each iteration */
+    int rows_rank;    /* the leading dims iteration iv owns: 1 (dim 0 = iv), or more (iv delinearized over them) */
+    int64_t row_sizes[MAX_ROW_DIMS];
 } Private;
 
 static bool nested_in(MlirOperation op, MlirOperation ancestor) {
@@ -62,24 +74,75 @@ static bool nested_in(MlirOperation op, MlirOperation ancestor) {
     return false;
 }
 
-/* Reassociation group 0 of a reshape: how many dims it holds (0 on error). */
-static int first_group_size(MlirOperation view) {
-    MlirAttribute r = mlirOperationGetAttributeByName(view, sref("reassociation"));
-    if (mlirAttributeIsNull(r) || !mlirAttributeIsAArray(r) || mlirArrayAttrGetNumElements(r) < 1) return 0;
-    return (int)mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(r, 0));
-}
-
-/* Whether a reshape keeps dim 0 whole: its first group is dim 0 and unit
- * dims (on the expanded side). */
-static bool keeps_dim0(MlirOperation view) {
+/* Where a reshape puts the row dims of its source (at `from`, rows_rank of
+ * them) into *to: each must sit in a reassociation group whose other dims
+ * are units, so that the row index lands in one dim of the other side. */
+static bool view_rows(MlirOperation view, int rows_rank, const RowPos *from, RowPos *to) {
     bool expand = op_is(view, "memref.expand_shape");
     if (!expand && !op_is(view, "memref.collapse_shape")) return false;
+    MlirAttribute r = mlirOperationGetAttributeByName(view, sref("reassociation"));
     MlirValue wide_value = expand ? mlirOperationGetResult(view, 0) : mlirOperationGetOperand(view, 0);
     MlirType wide = mlirValueGetType(wide_value);
-    int k = first_group_size(view);
-    if (k < 1 || !mlirShapedTypeHasStaticShape(wide)) return false;
-    for (int i = 1; i < k; ++i) {
-        if (mlirShapedTypeGetDimSize(wide, i) != 1) return false;
+    if (mlirAttributeIsNull(r) || !mlirAttributeIsAArray(r) || !mlirShapedTypeHasStaticShape(wide)) return false;
+    for (int k = 0; k < rows_rank; ++k) {
+        int found = -1;
+        for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(r) && found < 0; ++g) {
+            MlirAttribute group = mlirArrayAttrGetElement(r, g);
+            int non_unit = -1, has = -1;
+            intptr_t n = mlirArrayAttrGetNumElements(group);
+            for (intptr_t e = 0; e < n; ++e) {
+                int dim = (int)mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, e));
+                if (mlirShapedTypeGetDimSize(wide, dim) != 1) non_unit = non_unit < 0 ? dim : -2;
+                if (!expand && dim == from->at[k]) has = dim;
+            }
+            if (non_unit == -2) continue; /* two dims of size > 1: rows split or merged */
+            if (expand && g == from->at[k]) { /* the narrow dim g: its one non-unit wide dim (or its first) */
+                found = non_unit >= 0 ? non_unit : (int)mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, 0));
+            } else if (!expand && has >= 0 && (non_unit < 0 || non_unit == has)) {
+                found = (int)g;
+            }
+        }
+        if (found < 0) return false;
+        to->at[k] = found;
+    }
+    return true;
+}
+
+/* v as (iv / *div) % *mod (*mod 0: no remainder) through arith.divui and
+ * arith.remui by constants, as pt2-widen-parallel-loops delinearizes a
+ * merged loop's index. */
+static bool iv_form(MlirValue v, MlirValue iv, int64_t *div, int64_t *mod) {
+    if (mlirValueEqual(v, iv)) {
+        *div = 1;
+        *mod = 0;
+        return true;
+    }
+    if (!mlirValueIsAOpResult(v)) return false;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    bool is_div = op_is(def, "arith.divui"), is_rem = op_is(def, "arith.remui");
+    int64_t c;
+    if ((!is_div && !is_rem) || !constant_int_value(mlirOperationGetOperand(def, 1), &c) || c < 1 ||
+        !iv_form(mlirOperationGetOperand(def, 0), iv, div, mod) || *mod != 0) {
+        return false;
+    }
+    if (is_div) *div *= c;
+    else *mod = c;
+    return true;
+}
+
+/* Whether indices (at the positions `pos`) name row iv of p's rows: iv
+ * itself for one row dim, else its delinearization over row_sizes (the
+ * outermost without its remainder). */
+static bool indexes_row(const Private *p, MlirOperation access, unsigned first_index, const RowPos *pos, MlirValue iv) {
+    intptr_t n = mlirOperationGetNumOperands(access);
+    int64_t stride = 1;
+    for (int k = p->rows_rank - 1; k >= 0; --k) {
+        if ((intptr_t)first_index + pos->at[k] >= n) return false;
+        MlirValue v = mlirOperationGetOperand(access, (intptr_t)first_index + pos->at[k]);
+        int64_t div, mod;
+        if (p->rows_rank == 1) return mlirValueEqual(v, iv);
+        if (!iv_form(v, iv, &div, &mod) || div != stride || !(mod == p->row_sizes[k] || (k == 0 && mod == 0))) return false;
+        stride *= p->row_sizes[k];
     }
     return true;
 }
@@ -96,10 +159,11 @@ static bool unused_in(MlirValue v, MlirOperation loop) {
     return true;
 }
 
-/* Collects the uses of buf (the allocation or a view of it).  A use of the
- * allocation outside the loop that leads nowhere into it (a later kernel
- * reading the result, the fill before) makes it a write-back buffer. */
-static bool collect_uses(Private *p, MlirValue buf, MlirOperation loop, MlirValue iv, bool is_alloc) {
+/* Collects the uses of buf (the allocation or a view of it, its row dims
+ * at `rows`).  A use of the allocation outside the loop that leads nowhere
+ * into it (a later kernel reading the result, the fill before) makes it a
+ * write-back buffer. */
+static bool collect_uses(Private *p, MlirValue buf, const RowPos *rows, MlirOperation loop, MlirValue iv, bool is_alloc) {
     for (MlirOpOperand u = mlirValueGetFirstUse(buf); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         unsigned pos = mlirOpOperandGetOperandNumber(u);
@@ -108,21 +172,24 @@ static bool collect_uses(Private *p, MlirValue buf, MlirOperation loop, MlirValu
         for (intptr_t i = 0; outside && i < mlirOperationGetNumResults(user); ++i) {
             outside = unused_in(mlirOperationGetResult(user, i), loop);
         }
+        RowPos view_rows_at;
         if (outside) {
             if (!is_alloc) return false;
             p->write_back = true;
         } else if (load || store) {
             unsigned mem = store ? 1 : 0;
-            if (pos != mem || mlirOperationGetNumOperands(user) < mem + 2 || !nested_in(user, loop) ||
-                !mlirValueEqual(mlirOperationGetOperand(user, mem + 1), iv) || p->n_accesses == MAX_USES) {
+            if (pos != mem || !nested_in(user, loop) || !indexes_row(p, user, mem + 1, rows, iv) ||
+                p->n_accesses == MAX_USES) {
                 return false;
             }
+            p->access_rows[p->n_accesses] = *rows;
             p->accesses[p->n_accesses++] = user;
         } else if (is_alloc && op_is(user, "memref.dealloc") && p->n_deallocs < 4) {
             p->deallocs[p->n_deallocs++] = user;
-        } else if (keeps_dim0(user) && p->n_views < MAX_USES) {
+        } else if (view_rows(user, p->rows_rank, rows, &view_rows_at) && p->n_views < MAX_USES) {
+            p->view_rows[p->n_views] = view_rows_at;
             p->views[p->n_views++] = user;
-            if (!collect_uses(p, mlirOperationGetResult(user, 0), loop, iv, false)) return false;
+            if (!collect_uses(p, mlirOperationGetResult(user, 0), &view_rows_at, loop, iv, false)) return false;
         } else {
             return false;
         }
@@ -130,17 +197,19 @@ static bool collect_uses(Private *p, MlirValue buf, MlirOperation loop, MlirValu
     return true;
 }
 
-/* Whether the top-level op `alloc` can become loop's own. */
-static bool analyze(MlirOperation alloc, MlirOperation loop, Private *p) {
+/* Whether the top-level op `alloc` can become loop's own with its leading
+ * rows_rank dims (of product `rows`) the rows. */
+static bool analyze_rows(MlirOperation alloc, MlirOperation loop, int rows_rank, Private *p) {
     memset(p, 0, sizeof *p);
     p->alloc = alloc;
+    p->rows_rank = rows_rank;
     MlirType t = mlirValueGetType(mlirOperationGetResult(alloc, 0));
-    if (mlirOperationGetNumOperands(alloc) != 0 || !mlirShapedTypeHasStaticShape(t) || mlirShapedTypeGetRank(t) < 1 ||
-        !mlirAffineMapIsIdentity(mlirMemRefTypeGetAffineMap(t))) {
-        return false;
+    int64_t rows = 1, elems = 1;
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) {
+        int64_t size = mlirShapedTypeGetDimSize(t, i);
+        elems *= size;
+        if (i < rows_rank) rows *= p->row_sizes[i] = size;
     }
-    int64_t rows = mlirShapedTypeGetDimSize(t, 0), elems = 1;
-    for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) elems *= mlirShapedTypeGetDimSize(t, i);
     MlirType elem = mlirShapedTypeGetElementType(t);
     int64_t bits = mlirTypeIsAIndex(elem)     ? 64
                    : mlirTypeIsAInteger(elem) ? mlirIntegerTypeGetWidth(elem)
@@ -150,18 +219,51 @@ static bool analyze(MlirOperation alloc, MlirOperation loop, Private *p) {
     if (rows < 2 || bytes > MAX_PRIVATE_BYTES) return false;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
     MlirValue iv = mlirBlockGetArgument(body, 0);
-    if (!collect_uses(p, mlirOperationGetResult(alloc, 0), loop, iv, true) || p->n_accesses == 0) return false;
+    RowPos at;
+    for (int k = 0; k < rows_rank; ++k) at.at[k] = k;
+    if (!collect_uses(p, mlirOperationGetResult(alloc, 0), &at, loop, iv, true) || p->n_accesses == 0) return false;
     /* write-back copies a row of one element, accessed directly */
     return !p->write_back || (elems == rows && p->n_views == 0);
 }
 
+/* Whether alloc can become loop's own: its dim 0 indexed by the loop's
+ * induction variable, or (a loop pt2-widen-parallel-loops merged over
+ * several dims: [2, 128, 768] rows run as 256 iterations) its leading dims
+ * that hold exactly the loop's iterations, indexed by their delinearization. */
+static bool analyze(MlirOperation alloc, MlirOperation loop, Private *p) {
+    MlirType t = mlirValueGetType(mlirOperationGetResult(alloc, 0));
+    if (mlirOperationGetNumOperands(alloc) != 0 || !mlirShapedTypeHasStaticShape(t) || mlirShapedTypeGetRank(t) < 1 ||
+        !mlirAffineMapIsIdentity(mlirMemRefTypeGetAffineMap(t))) {
+        return false;
+    }
+    if (analyze_rows(alloc, loop, 1, p)) return true;
+    int64_t lb, ub, step, rows = mlirShapedTypeGetDimSize(t, 0);
+    if (mlirOperationGetNumOperands(loop) != 3 || !constant_int_value(mlirOperationGetOperand(loop, 0), &lb) ||
+        !constant_int_value(mlirOperationGetOperand(loop, 1), &ub) ||
+        !constant_int_value(mlirOperationGetOperand(loop, 2), &step) || lb != 0 || step != 1) {
+        return false;
+    }
+    for (int k = 1; k < mlirShapedTypeGetRank(t) && k < MAX_ROW_DIMS && rows < ub; ++k) {
+        rows *= mlirShapedTypeGetDimSize(t, k);
+        if (rows == ub) return analyze_rows(alloc, loop, k + 1, p);
+    }
+    return false;
+}
+
 /*--- rewriting ----------------------------------------------------------------*/
 
-/* t with dim 0 of size 1. */
-static MlirType one_row(MlirType t) {
+static bool is_row_dim(intptr_t dim, const RowPos *rows, int rows_rank) {
+    for (int k = 0; k < rows_rank; ++k) {
+        if (rows->at[k] == dim) return true;
+    }
+    return false;
+}
+
+/* t with its row dims (at `rows`) of size 1. */
+static MlirType one_row(MlirType t, const RowPos *rows, int rows_rank) {
     int64_t shape[16];
     intptr_t rank = mlirShapedTypeGetRank(t);
-    for (intptr_t i = 0; i < rank && i < 16; ++i) shape[i] = i ? mlirShapedTypeGetDimSize(t, i) : 1;
+    for (intptr_t i = 0; i < rank && i < 16; ++i) shape[i] = is_row_dim(i, rows, rows_rank) ? 1 : mlirShapedTypeGetDimSize(t, i);
     return mlirMemRefTypeContiguousGet(mlirShapedTypeGetElementType(t), rank, shape, mlirMemRefTypeGetMemorySpace(t));
 }
 
@@ -178,9 +280,9 @@ static Builder private_point(MlirOperation loop, MlirLocation loc) {
     return b;
 }
 
-/* A copy of the reshape `view` reading `source` (one row). */
-static MlirValue rebuild_view(Builder *b, MlirOperation view, MlirValue source) {
-    MlirType t = one_row(mlirValueGetType(mlirOperationGetResult(view, 0)));
+/* A copy of the reshape `view` (its row dims at `rows`) reading `source` (one row). */
+static MlirValue rebuild_view(Builder *b, MlirOperation view, const RowPos *rows, int rows_rank, MlirValue source) {
+    MlirType t = one_row(mlirValueGetType(mlirOperationGetResult(view, 0)), rows, rows_rank);
     MlirNamedAttribute attrs[8];
     int n = 0;
     for (intptr_t i = 0; i < mlirOperationGetNumAttributes(view) && n < 8; ++i) {
@@ -190,7 +292,7 @@ static MlirValue rebuild_view(Builder *b, MlirOperation view, MlirValue source) 
             int64_t shape[16];
             intptr_t rank = mlirDenseArrayGetNumElements(a.attribute);
             for (intptr_t k = 0; k < rank && k < 16; ++k) {
-                shape[k] = k ? mlirDenseI64ArrayGetElement(a.attribute, k) : 1;
+                shape[k] = is_row_dim(k, rows, rows_rank) ? 1 : mlirDenseI64ArrayGetElement(a.attribute, k);
             }
             a.attribute = mlirDenseI64ArrayGet(b->ctx, rank, shape);
         }
@@ -209,13 +311,22 @@ static void privatize_with_write_back(Private *p, MlirOperation loop) {
     MlirType t = mlirValueGetType(shared), elem = mlirShapedTypeGetElementType(t);
     Builder b = private_point(loop, mlirOperationGetLocation(p->alloc));
     MlirNamedAttribute align = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), 64));
-    MlirType row = one_row(t);
+    RowPos leading;
+    for (int k = 0; k < p->rows_rank; ++k) leading.at[k] = k;
+    MlirType row = one_row(t, &leading, p->rows_rank);
     MlirValue mine = mlirOperationGetResult(build_op(&b, "memref.alloca", 0, NULL, 1, &row, 1, &align), 0);
     MlirValue zero = const_index(&b, 0);
     intptr_t rank = mlirShapedTypeGetRank(t);
-    MlirValue at_row[17] = {shared, iv}, at_mine[17] = {mine, zero}; /* memref, then indices */
-    for (intptr_t i = 1; i < rank && i < 16; ++i) at_row[i + 1] = at_mine[i + 1] = zero;
+    MlirValue at_row[17] = {shared}, at_mine[17] = {mine}; /* memref, then indices */
+    for (intptr_t i = 0; i < rank && i < 16; ++i) at_row[i + 1] = at_mine[i + 1] = zero;
     Builder in = builder_before(first);
+    /* row iv: iv, or its delinearization over the row dims (iv / stride % size; the outermost without %) */
+    int64_t stride = 1;
+    for (int k = p->rows_rank - 1; k >= 0; --k) {
+        MlirValue x = stride == 1 ? iv : build_binary(&in, "arith.divui", iv, const_index(&in, stride));
+        at_row[k + 1] = k == 0 ? x : build_binary(&in, "arith.remui", x, const_index(&in, p->row_sizes[k]));
+        stride *= p->row_sizes[k];
+    }
     MlirValue v = mlirOperationGetResult(build_op(&in, "memref.load", (int)rank + 1, at_row, 1, &elem, 0, NULL), 0);
     MlirValue store_in[18] = {v};
     memcpy(store_in + 1, at_mine, sizeof(MlirValue) * (size_t)(rank + 1));
@@ -229,7 +340,7 @@ static void privatize_with_write_back(Private *p, MlirOperation loop) {
         MlirOperation a = p->accesses[i];
         unsigned mem = op_is(a, "memref.store") ? 1 : 0;
         mlirOperationSetOperand(a, mem, mine);
-        mlirOperationSetOperand(a, (intptr_t)mem + 1, zero);
+        for (int k = 0; k < p->rows_rank; ++k) mlirOperationSetOperand(a, (intptr_t)mem + 1 + k, zero);
     }
 }
 
@@ -239,18 +350,23 @@ static void privatize(Private *p, MlirOperation loop) {
         return;
     }
     Builder b = private_point(loop, mlirOperationGetLocation(p->alloc));
-    MlirType t = one_row(mlirValueGetType(mlirOperationGetResult(p->alloc, 0)));
+    RowPos leading;
+    for (int k = 0; k < p->rows_rank; ++k) leading.at[k] = k;
+    MlirType t = one_row(mlirValueGetType(mlirOperationGetResult(p->alloc, 0)), &leading, p->rows_rank);
     MlirNamedAttribute align = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), 64));
     MlirValue mine = mlirOperationGetResult(build_op(&b, "memref.alloca", 0, NULL, 1, &t, 1, &align), 0);
     MlirValue zero = const_index(&b, 0);
     mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(p->alloc, 0), mine);
     for (int i = 0; i < p->n_views; ++i) { /* parents first: each reads its rebuilt source */
         MlirValue old = mlirOperationGetResult(p->views[i], 0);
-        mlirValueReplaceAllUsesOfWith(old, rebuild_view(&b, p->views[i], mlirOperationGetOperand(p->views[i], 0)));
+        mlirValueReplaceAllUsesOfWith(old, rebuild_view(&b, p->views[i], &p->view_rows[i], p->rows_rank,
+                                                               mlirOperationGetOperand(p->views[i], 0)));
     }
     for (int i = 0; i < p->n_accesses; ++i) {
         unsigned mem = op_is(p->accesses[i], "memref.store") ? 1 : 0;
-        mlirOperationSetOperand(p->accesses[i], (intptr_t)mem + 1, zero);
+        for (int k = 0; k < p->rows_rank; ++k) {
+            mlirOperationSetOperand(p->accesses[i], (intptr_t)mem + 1 + p->access_rows[i].at[k], zero);
+        }
     }
     for (int i = p->n_views - 1; i >= 0; --i) mlirOperationDestroy(p->views[i]);
     for (int i = 0; i < p->n_deallocs; ++i) mlirOperationDestroy(p->deallocs[i]);
@@ -301,8 +417,9 @@ static bool shares_a_loop(const Private *c, const Private *all, int n) {
  * corrected second pass's two sums), are the ones that need it. */
 static bool worth_privatizing(const Private *c, const Private *all, int n) {
     MlirType t = mlirValueGetType(mlirOperationGetResult(c->alloc, 0));
-    int64_t rows = mlirShapedTypeGetDimSize(t, 0), elems = 1;
+    int64_t rows = 1, elems = 1;
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i) elems *= mlirShapedTypeGetDimSize(t, i);
+    for (int k = 0; k < c->rows_rank; ++k) rows *= c->row_sizes[k];
     return elems / rows > 1 || shares_a_loop(c, all, n);
 }
 

@@ -81,6 +81,7 @@ MlirPass pt2_create_privatize_buffers_pass(void);
 MlirPass pt2_create_online_softmax_pass(void);
 MlirPass pt2_create_outline_repeats_gpu_pass(void);
 MlirPass pt2_create_outline_repeats_pass(void);
+MlirPass pt2_create_distinct_empties_pass(void);
 MlirPass pt2_create_loop_hints_pass(void);
 MlirPass pt2_create_defer_index_checks_pass(void);
 MlirPass pt2_create_gpu_defer_index_checks_pass(void);
@@ -188,6 +189,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_privatize_buffers_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
+    {"pt2-distinct-empties", "Give every use of a tensor.empty its own (before one-shot-bufferize: one buffer per kernel output)",
+     pt2_create_distinct_empties_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
      pt2_create_distinct_results_pass},
     {"pt2-static-descriptors", "Every function's static memref arguments through a reinterpret_cast to their own type: "
@@ -347,17 +350,18 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *decompose = blas && !pt2_disabled(disable, "attention") ? "pt2-decompose-keep-attention" : "pt2-decompose";
     snprintf(text, sizeof text,
              "pt2-mark-entry,%s%s,%spt2-lower-non-contractions,canonicalize,%s%s%s"
-             "pt2-lower-contractions,canonicalize,%s"
+             "pt2-lower-contractions,canonicalize,%s%s"
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              "pt2-distinct-results,buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,%s"
              "func.func(buffer-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,"
              "func.func(convert-linalg-to-affine-loops%s),"
              "lower-affine,%scanonicalize,%s%s%s%s"
              "pt2-defer-index-checks,%spt2-math-to-libm,pt2-bf16-round,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
-             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm,%s"
+             "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm{use-generic-functions},%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
              online, decompose, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
+             pt2_disabled(disable, "distinct-empties") ? "" : "pt2-distinct-empties,",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", !parallel ? "" : pt2_disabled(disable, "parallel-gathers") ? "pt2-mark-parallel-loops-affine," : "pt2-mark-parallel-loops,",
              parallel ? (fusion ? "pt2-split-reductions,pt2-fuse-parallel-loops,pt2-widen-parallel-loops,"

@@ -69,6 +69,9 @@ typedef struct Pt2rtGemmShape {
 
 /* Whether PT2_LOGS names `blas` (read once). */
 bool pt2rt_profiling(void);
+
+/* Whether `what` is an entry of the comma-separated `list` (PT2_LOGS, PT2_DISABLE; NULL: none). */
+bool pt2rt_in_list(const char *list, const char *what);
 /* A monotonic clock in seconds. */
 double pt2rt_now(void);
 /* Adds one call of `seconds` to shape's row, printed at exit. */

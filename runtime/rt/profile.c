@@ -31,7 +31,7 @@ static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool enabled;
 
-static bool in_list(const char *list, const char *what) {
+bool pt2rt_in_list(const char *list, const char *what) {
     size_t n = strlen(what);
     for (const char *p = list; p && (p = strstr(p, what)); p += n) {
         if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
@@ -70,7 +70,7 @@ static void print_rows(void) {
 }
 
 static void read_env(void) {
-    enabled = in_list(getenv("PT2_LOGS"), "blas");
+    enabled = pt2rt_in_list(getenv("PT2_LOGS"), "blas");
     if (enabled) atexit(print_rows);
 }
 

@@ -21,6 +21,7 @@
 #ifndef PT2RT_H
 #define PT2RT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -240,6 +241,14 @@ PT2RT_EXPORT void pt2rt_run(void (*entry)(void **), void **argv, Pt2rtRunStatus 
  * so that the checked loops still vectorize around the branch. */
 PT2RT_EXPORT void pt2rt_index_error(int64_t value, int64_t size, int64_t dim, int32_t error);
 #define PT2RT_INDEX_ERROR "pt2rt_index_error" /* its name, for the passes that call it */
+
+/* The kernels' heap: finalize-memref-to-llvm{use-generic-functions} lowers
+ * memref.alloc/dealloc to these (alloc.c): blocks of 1 MiB and more (a
+ * kernel's arena) are kept when freed and handed out again, so that a
+ * kernel called again finds its arena's pages mapped. */
+PT2RT_EXPORT void *_mlir_memref_to_llvm_alloc(size_t size);
+PT2RT_EXPORT void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+PT2RT_EXPORT void _mlir_memref_to_llvm_free(void *p);
 
 #ifdef __cplusplus
 }

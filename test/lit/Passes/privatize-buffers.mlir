@@ -223,3 +223,86 @@ func.func @write_back(%x: memref<64x8xf32>, %y: memref<64xf32>, %q: memref<64xf3
   memref.dealloc %sum : memref<64xf32>
   return
 }
+
+// -----
+
+// Rows over two dims: pt2-widen-parallel-loops merged a [2, 3] nest into one
+// loop of 6 iterations and indexes each buffer by (i / 3, i % 3).  A row of
+// the [2, 3, 8] buffer and an accumulator of the [2, 3] one (through a
+// keepdim view) become the iteration's own.
+// CHECK-LABEL: func.func @delinearized
+// CHECK-NOT: memref.alloc()
+// CHECK: scf.parallel
+// CHECK-DAG: %[[ROW:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x1x8xf32>
+// CHECK-DAG: %[[ACC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x1xf32>
+// CHECK-DAG: %[[VIEW:.*]] = memref.expand_shape %[[ACC]] {{\[\[}}0], [1, 2]] output_shape [1, 1, 1] : memref<1x1xf32> into memref<1x1x1xf32>
+// CHECK: memref.store %{{.*}}, %[[ROW]][%[[Z:.*]], %[[Z]], %{{.*}}] : memref<1x1x8xf32>
+// CHECK: memref.load %[[VIEW]][%[[Z2:.*]], %[[Z2]], %{{.*}}] : memref<1x1x1xf32>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x3x8xf32>
+// CHECK-NOT: memref.dealloc
+func.func @delinearized(%x: memref<2x3x8xf32>, %y: memref<2x3x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %row = memref.alloc() {alignment = 64 : i64} : memref<2x3x8xf32>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
+  %acc3 = memref.expand_shape %acc [[0], [1, 2]] output_shape [2, 3, 1] : memref<2x3xf32> into memref<2x3x1xf32>
+  scf.parallel (%k) = (%c0) to (%c6) step (%c1) {
+    %i = arith.divui %k, %c3 : index
+    %j = arith.remui %k, %c3 : index
+    memref.store %zero, %acc[%i, %j] : memref<2x3xf32>
+    scf.for %l = %c0 to %c8 step %c1 {
+      %v = memref.load %x[%i, %j, %l] : memref<2x3x8xf32>
+      %e = math.exp %v : f32
+      memref.store %e, %row[%i, %j, %l] : memref<2x3x8xf32>
+      %s = memref.load %acc[%i, %j] : memref<2x3xf32>
+      %t = arith.addf %s, %e : f32
+      memref.store %t, %acc[%i, %j] : memref<2x3xf32>
+    }
+    scf.for %l = %c0 to %c8 step %c1 {
+      %e = memref.load %row[%i, %j, %l] : memref<2x3x8xf32>
+      %s = memref.load %acc3[%i, %j, %c0] : memref<2x3x1xf32>
+      %d = arith.divf %e, %s : f32
+      memref.store %d, %y[%i, %j, %l] : memref<2x3x8xf32>
+    }
+    scf.reduce
+  }
+  memref.dealloc %row : memref<2x3x8xf32>
+  memref.dealloc %acc : memref<2x3xf32>
+  return
+}
+
+// -----
+
+// Not the delinearization of 6 iterations over [2, 3] (k % 2 where the dim
+// has 3: iterations 0 and 2 both use row (0, 0)): the buffer stays shared.
+// CHECK-LABEL: func.func @not_delinearized
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x3x8xf32>
+// CHECK-NOT: memref.alloca
+func.func @not_delinearized(%x: memref<2x3x8xf32>, %y: memref<2x3x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %row = memref.alloc() {alignment = 64 : i64} : memref<2x3x8xf32>
+  scf.parallel (%k) = (%c0) to (%c6) step (%c1) {
+    %i = arith.divui %k, %c3 : index
+    %j = arith.remui %k, %c2 : index
+    scf.for %l = %c0 to %c8 step %c1 {
+      %v = memref.load %x[%i, %j, %l] : memref<2x3x8xf32>
+      memref.store %v, %row[%i, %j, %l] : memref<2x3x8xf32>
+    }
+    scf.for %l = %c0 to %c8 step %c1 {
+      %e = memref.load %row[%i, %j, %l] : memref<2x3x8xf32>
+      memref.store %e, %y[%i, %j, %l] : memref<2x3x8xf32>
+    }
+    scf.reduce
+  }
+  memref.dealloc %row : memref<2x3x8xf32>
+  return
+}
