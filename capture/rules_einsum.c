@@ -164,9 +164,9 @@ Var *h_grouped_mm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
         return trace_break(t, "grouped_mm() of %d-d and %d-d operands (K in groups, the weight gradient) is not supported by pt2 yet",
                            a->rank, w->rank);
     }
-    if (!offs || offs->kind != V_TENSOR || offs->rank != 1 || offs->dtype != PT2_I32 || offs->sizes[0] != w->sizes[0] ||
-        w->sizes[0] == 0) {
+    if (!offs || offs->kind != V_TENSOR || offs->rank != 1 || offs->dtype != PT2_I32 || offs->sizes[0] != w->sizes[0]) {
         return trace_break(t, "grouped_mm() of a 2-d and a 3-d operand without one int32 offset per group (eager raises)");
     }
+    if (w->sizes[0] == 0) return trace_break(t, "grouped_mm() with no groups (pt2.grouped_mm needs one; left to eager)");
     return op3(t, "grouped_mm", a, w, offs, "%s", "");
 }

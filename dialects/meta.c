@@ -273,6 +273,7 @@ static int meta_grouped_mm(Meta *m) {
         FAIL("'%s' needs a [S, K], b [G, K, N] and offs [G] (got K %lld and %lld, G %lld and %lld)", m->info->full_name,
              (long long)a->sizes[1], (long long)b->sizes[1], (long long)b->sizes[0], (long long)offs->sizes[0]);
     }
+    if (b->sizes[0] < 1) FAIL("'%s' needs at least one group (b is [0, K, N])", m->info->full_name);
     if (b->dtype != a->dtype) FAIL("'%s' a and b must have one element type", m->info->full_name);
     if (offs->dtype != PT2_I32 && offs->dtype != PT2_I64) FAIL("'%s' offs must be i32 or i64", m->info->full_name);
     Pt2TensorType *o = &m->out[0];

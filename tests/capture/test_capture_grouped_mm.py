@@ -104,3 +104,13 @@ def test_eager_raises_or_not_supported(case):
         info = pt2.explain(fn)(*args)
         assert info.graph_break_count == 1 and "grouped_mm" in str(info.break_reasons[0]), info.break_reasons
         torch.testing.assert_close(pt2.compile(fn)(*args), want)
+
+
+def test_no_groups_left_to_eager():
+    """b of 0 groups: eager returns [S, N] (no row in a group, none written); pt2.grouped_mm needs a
+    group (its verifier says so), so capture leaves the call to eager: a break, eager's result."""
+    fn = lambda a, b, o: torch._grouped_mm(a, b, offs=o)  # noqa: E731
+    args = (randn(16, 16), torch.empty(0, 16, 16), torch.zeros(0, dtype=torch.int32))
+    info = pt2.explain(fn)(*args)
+    assert info.graph_break_count == 1 and "no groups" in str(info.break_reasons[0]), info.break_reasons
+    assert pt2.compile(fn)(*args).shape == (16, 16)

@@ -221,6 +221,14 @@ func.func @grouped_mm_k_mismatch(%a: tensor<10x8xf32>, %b: tensor<3x6x4xf32>, %o
 
 // -----
 
+func.func @grouped_mm_no_groups(%a: tensor<10x8xf32>, %b: tensor<0x8x4xf32>, %o: tensor<0xi32>) -> tensor<10x4xf32> {
+  // expected-error@+1 {{'pt2.grouped_mm' needs at least one group (b is [0, K, N])}}
+  %0 = "pt2.grouped_mm"(%a, %b, %o) : (tensor<10x8xf32>, tensor<0x8x4xf32>, tensor<0xi32>) -> tensor<10x4xf32>
+  return %0 : tensor<10x4xf32>
+}
+
+// -----
+
 func.func @grouped_mm_float_offsets(%a: tensor<10x8xf32>, %b: tensor<3x8x4xf32>, %o: tensor<3xf32>) -> tensor<10x4xf32> {
   // expected-error@+1 {{'pt2.grouped_mm' offs must be i32 or i64}}
   %0 = "pt2.grouped_mm"(%a, %b, %o) : (tensor<10x8xf32>, tensor<3x8x4xf32>, tensor<3xf32>) -> tensor<10x4xf32>
