@@ -22,6 +22,24 @@ from rt_ctypes import rt_library
 MIB = 1 << 20
 
 
+def on_threads(work, n=4):
+    """work(i) on n threads at once; the exceptions they raised."""
+    errors = []
+
+    def run(i):
+        try:
+            work(i)
+        except Exception as e:  # pragma: no cover - reported by the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 @pytest.fixture(scope="module")
 def rt():
     lib = ctypes.CDLL(rt_library())
@@ -86,26 +104,15 @@ def test_many_large_blocks_evicted(rt):
 
 
 def test_threads(rt):
-    errors = []
-
     def work(seed):
-        try:
-            for i in range(200):
-                size = (seed * 7919 + i * 104729) % (4 * MIB) + 1
-                p = rt._mlir_memref_to_llvm_alloc(size)
-                ctypes.memset(p, seed & 0xFF, size)
-                if ctypes.string_at(p + size - 1, 1) != bytes([seed & 0xFF]):
-                    errors.append((seed, i))
-                rt._mlir_memref_to_llvm_free(p)
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for i in range(200):
+            size = (seed * 7919 + i * 104729) % (4 * MIB) + 1
+            p = rt._mlir_memref_to_llvm_alloc(size)
+            ctypes.memset(p, seed & 0xFF, size)
+            assert ctypes.string_at(p + size - 1, 1) == bytes([seed & 0xFF]), (seed, i)
+            rt._mlir_memref_to_llvm_free(p)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not on_threads(work)
 
 
 # --- kernels -------------------------------------------------------------------
@@ -168,20 +175,11 @@ def test_large_arena_across_calls_and_threads():
         for x, e in zip(inputs, expected):
             torch.testing.assert_close(g(x, w), e, rtol=1e-4, atol=1e-4)
         results = [None] * 4
-        errors = []
 
         def run(i):
-            try:
-                for _ in range(5):
-                    results[i] = g(inputs[i], w)
-            except Exception as e:  # pragma: no cover - reported below
-                errors.append(e)
+            for _ in range(5):
+                results[i] = g(inputs[i], w)
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    assert not errors
+        assert not on_threads(run)
     for r, e in zip(results, expected):
         torch.testing.assert_close(r, e, rtol=1e-4, atol=1e-4)
