@@ -77,6 +77,20 @@ static void mark_unnamed_addr(LLVMModuleRef mod) {
     }
 }
 
+/* The kernels' heap functions (libpt2rt's alloc.c: finalize-memref-to-llvm{use-generic-functions}
+ * lowers memref.alloc to them) return fresh memory as malloc does; LLVM knows that of malloc by name,
+ * not of these, so their declarations say it (noalias results): two temporaries of a kernel are then
+ * known apart, as they were when they were malloc's. */
+static void mark_allocators(LLVMModuleRef mod) {
+    static const char *names[] = {"_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_aligned_alloc"};
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        LLVMValueRef fn = LLVMGetNamedFunction(mod, names[i]);
+        if (fn) LLVMAddAttributeAtIndex(fn, LLVMAttributeReturnIndex, LLVMCreateEnumAttribute(ctx, noalias, 0));
+    }
+}
+
 /*===----------------------------------------------------------------------===*
  * The split
  *
@@ -435,6 +449,7 @@ int pt2_codegen_objects(MlirOperation module, int opt_level, bool vectorize, con
     LLVMDisposeTargetData(dl);
     if (vectorize) pt2_attach_vector_variants(mod, features);
     mark_unnamed_addr(mod);
+    mark_allocators(mod);
     dump_llvm(mod, dump_dir, "90-llvm.ll");
     /* identical loop nests (a network's repeated blocks) are optimized and emitted once, in one part */
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
