@@ -484,7 +484,7 @@ static int run_distinct_empties(MlirOperation module, void *user) {
 static _Alignas(8) const char distinct_empties_type_id;
 
 MlirPass pt2_create_distinct_empties_pass(void) {
-    return make_external_pass("pt2-distinct-empties", "Give every use of a tensor.empty its own (before one-shot-bufferize: one buffer per kernel output)",
+    return make_external_pass("pt2-distinct-empties", "A user of a tensor.empty that reads no earlier user's result gets its own (before one-shot-bufferize)",
                               "builtin.module", run_distinct_empties, &distinct_empties_type_id);
 }
 

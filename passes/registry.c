@@ -189,7 +189,7 @@ static const PassEntry pt2_passes[] = {
      pt2_create_privatize_buffers_pass},
     {"pt2-serialize-small-loops", "Run 1-d scf.parallel loops with little work as scf.for (OpenMP only where it pays)",
      pt2_create_serialize_small_loops_pass},
-    {"pt2-distinct-empties", "Give every use of a tensor.empty its own (before one-shot-bufferize: one buffer per kernel output)",
+    {"pt2-distinct-empties", "A user of a tensor.empty that reads no earlier user's result gets its own (before one-shot-bufferize)",
      pt2_create_distinct_empties_pass},
     {"pt2-distinct-results", "Give every returned buffer its own allocation (before buffer-results-to-out-params)",
      pt2_create_distinct_results_pass},

@@ -8,7 +8,7 @@
  * and freed on every call.  glibc serves blocks past its mmap threshold
  * (at most 32 MiB) with a fresh mmap each time, whose pages the kernel
  * faults in and zeroes on first touch: BERT's 47 MB arena in bf16 (its
- * decoder's f32 accumulator) cost about 14 ms of its 77 ms a call in page
+ * decoder's f32 accumulator) spent 11-12 % of a 77 ms call in page
  * faults.  Blocks of 1 MiB or more are therefore kept when freed, a few of
  * them, and handed out again to a request they fit (at most twice its
  * size): a kernel called again gets its arena back, its pages already
