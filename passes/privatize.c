@@ -139,8 +139,8 @@ static bool indexes_row(const Private *p, MlirOperation access, unsigned first_i
     for (int k = p->rows_rank - 1; k >= 0; --k) {
         if ((intptr_t)first_index + pos->at[k] >= n) return false;
         MlirValue v = mlirOperationGetOperand(access, (intptr_t)first_index + pos->at[k]);
+        if (p->rows_rank == 1) return mlirValueEqual(v, iv); /* dim 0 = iv itself */
         int64_t div, mod;
-        if (p->rows_rank == 1) return mlirValueEqual(v, iv);
         if (!iv_form(v, iv, &div, &mod) || div != stride || !(mod == p->row_sizes[k] || (k == 0 && mod == 0))) return false;
         stride *= p->row_sizes[k];
     }
@@ -252,6 +252,13 @@ static bool analyze(MlirOperation alloc, MlirOperation loop, Private *p) {
 
 /*--- rewriting ----------------------------------------------------------------*/
 
+/* The allocation's row positions: its leading rows_rank dims. */
+static RowPos leading_rows(int rows_rank) {
+    RowPos r;
+    for (int k = 0; k < rows_rank; ++k) r.at[k] = k;
+    return r;
+}
+
 static bool is_row_dim(intptr_t dim, const RowPos *rows, int rows_rank) {
     for (int k = 0; k < rows_rank; ++k) {
         if (rows->at[k] == dim) return true;
@@ -311,8 +318,7 @@ static void privatize_with_write_back(Private *p, MlirOperation loop) {
     MlirType t = mlirValueGetType(shared), elem = mlirShapedTypeGetElementType(t);
     Builder b = private_point(loop, mlirOperationGetLocation(p->alloc));
     MlirNamedAttribute align = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), 64));
-    RowPos leading;
-    for (int k = 0; k < p->rows_rank; ++k) leading.at[k] = k;
+    RowPos leading = leading_rows(p->rows_rank);
     MlirType row = one_row(t, &leading, p->rows_rank);
     MlirValue mine = mlirOperationGetResult(build_op(&b, "memref.alloca", 0, NULL, 1, &row, 1, &align), 0);
     MlirValue zero = const_index(&b, 0);
@@ -350,8 +356,7 @@ static void privatize(Private *p, MlirOperation loop) {
         return;
     }
     Builder b = private_point(loop, mlirOperationGetLocation(p->alloc));
-    RowPos leading;
-    for (int k = 0; k < p->rows_rank; ++k) leading.at[k] = k;
+    RowPos leading = leading_rows(p->rows_rank);
     MlirType t = one_row(mlirValueGetType(mlirOperationGetResult(p->alloc, 0)), &leading, p->rows_rank);
     MlirNamedAttribute align = named_attr(b.ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(b.ctx, 64), 64));
     MlirValue mine = mlirOperationGetResult(build_op(&b, "memref.alloca", 0, NULL, 1, &t, 1, &align), 0);

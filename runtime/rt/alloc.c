@@ -41,6 +41,13 @@ static Kept kept[MAX_KEPT]; /* guarded by lock; oldest first */
 static int n_kept;          /* guarded by lock */
 static size_t kept_bytes;   /* guarded by lock */
 
+/* Kept block i leaves the list (lock held). */
+static void drop_kept(int i) {
+    kept_bytes -= kept[i].bytes;
+    for (; i + 1 < n_kept; ++i) kept[i] = kept[i + 1];
+    --n_kept;
+}
+
 /* A kept block of at least `bytes` and at most twice that (the smallest), or NULL. */
 static void *take_kept(size_t bytes, size_t *got) {
     pthread_mutex_lock(&lock);
@@ -52,9 +59,7 @@ static void *take_kept(size_t bytes, size_t *got) {
     if (best >= 0) {
         base = kept[best].base;
         *got = kept[best].bytes;
-        kept_bytes -= kept[best].bytes;
-        for (int i = best; i + 1 < n_kept; ++i) kept[i] = kept[i + 1];
-        --n_kept;
+        drop_kept(best);
     }
     pthread_mutex_unlock(&lock);
     return base;
@@ -70,9 +75,7 @@ static void keep(void *base, size_t bytes) {
     } else {
         while (n_kept > 0 && (n_kept == MAX_KEPT || kept_bytes + bytes > MAX_KEPT_BYTES)) {
             evicted[n_evicted++] = kept[0].base;
-            kept_bytes -= kept[0].bytes;
-            for (int i = 0; i + 1 < n_kept; ++i) kept[i] = kept[i + 1];
-            --n_kept;
+            drop_kept(0);
         }
         kept[n_kept++] = (Kept){base, bytes};
         kept_bytes += bytes;
