@@ -214,7 +214,8 @@ static bool consumer_qualifies(Scan *s, MlirValue root, MlirType elem, const Mli
         return false;
     }
     MlirValue out = mlirOperationGetOperand(c, s->n_inputs), out_root = buffer_root(out);
-    if (!mlirTypeEqual(elem_type(out), elem) || mlirValueEqual(out_root, root)) return false;
+    MlirType out_elem = mlirTypeIsNull(s->rules->round_to) ? elem : s->rules->round_to;
+    if (!mlirTypeEqual(elem_type(out), out_elem) || mlirValueEqual(out_root, root)) return false;
     for (int i = 0; i < n_reads; ++i) {
         if (mlirValueEqual(out_root, read_roots[i])) return false;
     }
@@ -255,16 +256,40 @@ static bool onednn_takes(const Epilogue *e, const View *a) {
     return bias_only && full_shape(a);
 }
 
-/* Folds `cur + a` if cur has no other use. */
+/* The one user of v, if it is a `name` op of the consumer's body. */
+static MlirOperation sole_user(const Scan *s, MlirValue v, const char *name) {
+    MlirOpOperand use = mlirValueGetFirstUse(v);
+    if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return (MlirOperation){NULL};
+    MlirOperation user = mlirOpOperandGetOwner(use);
+    bool ok = op_is(user, name) && mlirBlockEqual(mlirOperationGetBlock(user), s->body);
+    return ok ? user : (MlirOperation){NULL};
+}
+
+static bool is_half(MlirType t) { return mlirTypeIsABF16(t) || mlirTypeIsAF16(t); }
+
+/* Folds `cur + a` if cur has no other use; a half cur as
+ * `truncf(extf(cur) + extf(a))`, a of cur's type (the sum then in f32). */
 static bool fold_add(const Scan *s, Epilogue *e, MlirValue *cur) {
-    MlirOpOperand use = mlirValueGetFirstUse(*cur);
-    if (e->n_addends >= s->rules->max_addends || mlirOpOperandIsNull(use) ||
-        !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) {
-        return false;
+    if (e->n_addends >= s->rules->max_addends) return false;
+    MlirType type = mlirValueGetType(*cur);
+    bool half = is_half(type);
+    MlirOperation widen = half ? sole_user(s, *cur, "arith.extf") : (MlirOperation){NULL};
+    if (half && mlirOperationIsNull(widen)) return false;
+    MlirValue x = half ? mlirOperationGetResult(widen, 0) : *cur;
+    MlirOperation add = sole_user(s, x, "arith.addf");
+    if (mlirOperationIsNull(add)) return false;
+    MlirValue other = mlirOperationGetOperand(add, mlirValueEqual(mlirOperationGetOperand(add, 0), x) ? 1 : 0);
+    MlirOperation widen_other = (MlirOperation){NULL}, round = (MlirOperation){NULL};
+    if (half) {
+        widen_other = defining_op(other);
+        round = sole_user(s, mlirOperationGetResult(add, 0), "arith.truncf");
+        if (mlirOperationIsNull(widen_other) || !op_is(widen_other, "arith.extf") || mlirOperationIsNull(round) ||
+            !mlirTypeEqual(mlirValueGetType(mlirOperationGetResult(round, 0)), type)) {
+            return false;
+        }
+        other = mlirOperationGetOperand(widen_other, 0);
+        if (!mlirTypeEqual(mlirValueGetType(other), type)) return false;
     }
-    MlirOperation add = mlirOpOperandGetOwner(use);
-    if (!op_is(add, "arith.addf") || !mlirBlockEqual(mlirOperationGetBlock(add), s->body)) return false;
-    MlirValue other = mlirOperationGetOperand(add, 1 - mlirOpOperandGetOperandNumber(use));
     if (!mlirValueIsABlockArgument(other) || !mlirBlockEqual(mlirBlockArgumentGetOwner(other), s->body)) return false;
     int j = (int)mlirBlockArgumentGetArgNumber(other);
     if (j >= s->n_inputs || j == s->read_index) return false;
@@ -279,7 +304,28 @@ static bool fold_add(const Scan *s, Epilogue *e, MlirValue *cur) {
     e->addends[e->n_addends] = a;
     e->steps[e->n_steps++] = PT2RT_STEP_ADD0 + e->n_addends++;
     oplist_push_unique(&e->folded, add);
-    *cur = mlirOperationGetResult(add, 0);
+    if (half) {
+        oplist_push_unique(&e->folded, widen);
+        oplist_push_unique(&e->folded, round);
+        MlirValue widened = mlirOperationGetResult(widen_other, 0);
+        if (!mlirOpOperandIsNull(mlirValueGetFirstUse(widened)) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(mlirValueGetFirstUse(widened)))) {
+            oplist_push_unique(&e->folded, widen_other); /* the addend's extf, when only the add read it */
+        }
+    }
+    *cur = mlirOperationGetResult(half ? round : add, 0);
+    return true;
+}
+
+/* Folds the rounding of a half product's accumulator, `truncf(cur)` to
+ * rules->round_to, if cur has no other use: the call writes the rounded
+ * result. */
+static bool fold_round(const Scan *s, Epilogue *e, MlirValue *cur) {
+    MlirOperation round = sole_user(s, *cur, "arith.truncf");
+    if (mlirOperationIsNull(round) || !mlirTypeEqual(mlirValueGetType(mlirOperationGetResult(round, 0)), s->rules->round_to)) {
+        return false;
+    }
+    oplist_push_unique(&e->folded, round);
+    *cur = mlirOperationGetResult(round, 0);
     return true;
 }
 
@@ -452,6 +498,7 @@ bool find_epilogue(MlirOperation op, MlirOperation fill, const View *result, Mli
         return false;
     }
     MlirValue cur = mlirBlockGetArgument(s.body, s.read_index);
+    if (!mlirTypeIsNull(rules->round_to) && !fold_round(&s, e, &cur)) return false;
     while (e->n_steps < PT2RT_MAX_STEPS &&
            (fold_add(&s, e, &cur) || (rules->activations && fold_activation(&s, e, &cur)))) {
     }

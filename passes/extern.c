@@ -205,9 +205,9 @@ static void declare_runtime_function(MlirOperation module, const char *name, con
 }
 
 /* Calls @callee(args) before the builder's point. */
-static void build_call(Builder *b, const char *callee, int n_args, const MlirValue *args) {
+static MlirOperation build_call(Builder *b, const char *callee, int n_args, const MlirValue *args) {
     MlirNamedAttribute attr = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(callee)));
-    build_op(b, "func.call", n_args, args, 0, NULL, 1, &attr);
+    return build_op(b, "func.call", n_args, args, 0, NULL, 1, &attr);
 }
 
 /* Each operand's strides per loop dim of the generic `op` (views: per
@@ -231,6 +231,54 @@ static bool operand_loop_views(MlirOperation op, const MlirValue *operands, int 
         }
     }
     return true;
+}
+
+/* The call of a product whose epilogue took an addend or (rounded) the
+ * rounding of a half product, args[0..2] its operands' views: the addend's
+ * view is built here.  pt2rt_matmul[_round][_add]_<type>. */
+static MlirOperation build_epilogue_call(MlirOperation module, Builder *b, const Contraction *c, int *dims, int n_dims,
+                                         MlirAffineMap out_map, MlirValue *args, const Epilogue *ep, MlirType elem,
+                                         bool rounded) {
+    int n = 3;
+    if (ep->n_addends == 1) {
+        View addend = {.base = ep->addends[0].base, .rank = c->n_loops};
+        view_through_map(&ep->addends[0], out_map, c->n_loops, addend.strides, &addend.offset);
+        dims[c->n_batch] = c->m;
+        dims[c->n_batch + 1] = c->n;
+        args[n++] = build_loop_view(b, &addend, c, dims, n_dims, elem);
+    }
+    const char *e = elem_name(elem);
+    char callee[64], params[160] = "";
+    snprintf(callee, sizeof callee, "pt2rt_matmul%s%s_%s", rounded ? "_round" : "", n == 4 ? "_add" : "", e);
+    for (int i = 0; i < n; ++i) {
+        size_t len = strlen(params);
+        snprintf(params + len, sizeof params - len, "%smemref<*x%s>", i ? ", " : "", e);
+    }
+    declare_runtime_function(module, callee, params);
+    return build_call(b, callee, n, args);
+}
+
+/* After a half product's rounding went into its call (pt2rt_matmul_round_*),
+ * `out` (over R's index space) the half result it writes: the kernel that
+ * reads that result (contractions lower after elementwise fusion, so
+ * linear's bias add is a kernel of its own) may take it as its epilogue as
+ * well, an addend then added in f32 before the one rounding, as eager's
+ * addmm and linear do; the call is rebuilt to write that kernel's output. */
+static void epilogue_after_rounding(MlirOperation module, MlirOperation call, const Contraction *c, int *dims, int n_dims,
+                                    MlirAffineMap out_map, const View *out, MlirType elem, const MlirValue *reads) {
+    Epilogue ep;
+    const EpilogueRules rules = {.max_addends = 1};
+    if (!find_epilogue(call, (MlirOperation){NULL}, out, elem, reads, 2, &rules, &ep)) return;
+    Builder b = builder_before(call);
+    MlirValue args[4] = {mlirOperationGetOperand(call, 0), mlirOperationGetOperand(call, 1)};
+    View loop_out = {.base = ep.out.base, .rank = c->n_loops};
+    view_through_map(&ep.out, out_map, c->n_loops, loop_out.strides, &loop_out.offset);
+    dims[c->n_batch] = c->m;
+    dims[c->n_batch + 1] = c->n;
+    args[2] = build_loop_view(&b, &loop_out, c, dims, n_dims, elem);
+    build_epilogue_call(module, &b, c, dims, n_dims, out_map, args, &ep, elem, true);
+    mlirOperationDestroy(call);
+    commit_epilogue(&ep);
 }
 
 /* Rewrites one contraction if it qualifies; returns whether it did. */
@@ -257,21 +305,20 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
     if (!operand_loop_views(op, operands, 2, 3, c.n_loops, views, loop_views, &dead)) return false;
     MlirOperation fill = zero_fill_before(op, operands[2]);
     /* the kernel after it: the call writes its output, with one addend
-     * (linear's bias, addmm's c) set before the BLAS accumulates */
+     * (linear's bias, addmm's c) set before the BLAS accumulates; bf16/f16:
+     * the call writes the f32 accumulator, which the kernel after it rounds,
+     * or, where that kernel's first step is the rounding, the half result
+     * (the addend in f32 before it: rounded once, as eager's addmm) */
     Epilogue ep;
-    const EpilogueRules rules = {.max_addends = 1};
+    const EpilogueRules rules = {.max_addends = 1, .round_to = widened ? in_elem : (MlirType){NULL}};
     MlirValue reads[2] = {buffer_root(views[0].base), buffer_root(views[1].base)};
-    /* bf16/f16: the call writes the f32 accumulator, which the kernel after it rounds */
-    bool fused = epilogues && !widened && !mlirOperationIsNull(fill) &&
+    bool fused = epilogues && !mlirOperationIsNull(fill) &&
                  find_epilogue(op, fill, &views[2], elem, reads, 2, &rules, &ep);
-    View addend = {.rank = c.n_loops};
+    MlirType out_elem = fused && widened ? in_elem : elem;
+    MlirAffineMap out_map = indexing_map(op, 2);
     if (fused) { /* through the map that took R's view: cannot fail */
         loop_views[2].base = ep.out.base;
-        view_through_map(&ep.out, indexing_map(op, 2), c.n_loops, loop_views[2].strides, &loop_views[2].offset);
-    }
-    if (fused && ep.n_addends == 1) {
-        addend.base = ep.addends[0].base;
-        view_through_map(&ep.addends[0], indexing_map(op, 2), c.n_loops, addend.strides, &addend.offset);
+        view_through_map(&ep.out, out_map, c.n_loops, loop_views[2].strides, &loop_views[2].offset);
     }
     Builder b = builder_before(op);
     int dims[PT2_MAX_RANK], n_dims = c.n_batch + 2;
@@ -281,26 +328,26 @@ static bool rewrite_contraction(MlirOperation module, MlirOperation op, bool epi
     for (int i = 0; i < 3; ++i) {
         dims[c.n_batch] = roles[i][0];
         dims[c.n_batch + 1] = roles[i][1];
-        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, i < 2 ? in_elem : elem);
+        args[i] = build_loop_view(&b, &loop_views[i], &c, dims, n_dims, i < 2 ? in_elem : out_elem);
     }
-    char callee[64], params[128];
-    const char *e = elem_name(in_elem);
-    if (fused && ep.n_addends == 1) {
-        args[3] = build_loop_view(&b, &addend, &c, dims, n_dims, elem);
-        snprintf(callee, sizeof callee, "pt2rt_matmul_add_%s", e);
-        snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>", e, e, e, e);
+    MlirOperation call;
+    if (fused && (widened || ep.n_addends == 1)) {
+        call = build_epilogue_call(module, &b, &c, dims, n_dims, out_map, args, &ep, in_elem, widened);
     } else {
+        char callee[64], params[128];
+        const char *e = elem_name(in_elem);
         args[3] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), mlirOperationIsNull(fill) ? 1 : 0);
         snprintf(callee, sizeof callee, "pt2rt_matmul_%s", e);
         snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, i32", e, e, elem_name(elem));
+        declare_runtime_function(module, callee, params);
+        call = build_call(&b, callee, 4, args);
     }
-    declare_runtime_function(module, callee, params);
-    build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
     if (!mlirOperationIsNull(fill)) mlirOperationDestroy(fill);
     erase_ops(&dead);
     oplist_free(&dead);
     if (fused) commit_epilogue(&ep);
+    if (fused && widened && ep.n_addends == 0) epilogue_after_rounding(module, call, &c, dims, n_dims, out_map, &ep.out, in_elem, reads);
     return true;
 }
 

@@ -21,6 +21,11 @@ typedef struct EpilogueRules {
      * per-channel one as the first step (its bias), one of the whole shape
      * anywhere (its sum post-op); else an addend of any broadcast first */
     bool onednn;
+    /* non-null: R is a half product's f32 accumulator and the consumer's
+     * first step must round it to this type (its output's), which the call
+     * then writes; the steps after it are on half values (an addend added as
+     * truncf(extf(v) + extf(a)), taken in f32 before the one rounding) */
+    MlirType round_to;
 } EpilogueRules;
 
 #define EPILOGUE_MAX_ADDENDS 2

@@ -145,7 +145,7 @@ def _stage_after_blas(tmp_path, monkeypatch, dt, tag):
     x, y = g.input(dt, (5, 4)), g.input(dt, (4, 3))
     g.outputs(g.op("matmul", x, y))
     g.compile()
-    (stage,) = glob.glob(str(tmp_path / "*" / "*-pt2-extern-blas.mlir"))
+    (stage,) = glob.glob(str(tmp_path / "*" / "*-pt2-extern-blas*.mlir"))
     return open(stage).read()
 
 
@@ -156,11 +156,22 @@ def test_pass_calls_blas_for_f32(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=_ids)
-def test_pass_calls_half_library_into_f32(tmp_path, monkeypatch, dt):
-    """half operands: pt2rt_matmul_f16/bf16 into the f32 accumulator, rounded by the kernel after it"""
+def test_pass_calls_half_library_rounded(tmp_path, monkeypatch, dt):
+    """half operands whose kernel after the product only rounds it: pt2rt_matmul_round_f16/bf16
+    writes the half result (no f32 accumulator, no rounding kernel)"""
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]
     ir = _stage_after_blas(tmp_path, monkeypatch, dt, name)
-    assert f"call @pt2rt_matmul_{name}" in ir and "linalg.matmul" not in ir and "arith.truncf" in ir
+    assert f"call @pt2rt_matmul_round_{name}" in ir and "linalg.matmul" not in ir and "arith.truncf" not in ir
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=_ids)
+def test_pass_calls_half_library_into_f32(tmp_path, monkeypatch, dt):
+    """without epilogues (PT2_DISABLE=epilogue): pt2rt_matmul_f16/bf16 into the f32 accumulator,
+    rounded by the kernel after it"""
+    monkeypatch.setenv("PT2_DISABLE", "epilogue")
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]
+    ir = _stage_after_blas(tmp_path, monkeypatch, dt, name)
+    assert f"call @pt2rt_matmul_{name}(" in ir and "linalg.matmul" not in ir and "arith.truncf" in ir
 
 
 def test_disable_blas_keeps_loops(monkeypatch):
@@ -252,6 +263,103 @@ def test_runtime_half_output_and_empty_k(dt, accumulate):
     c = torch.full((4, 3), 7.0)
     _rt_matmul(torch.empty(4, 0, dtype=dt), torch.empty(0, 3, dtype=dt), c, accumulate)
     assert torch.equal(c, torch.full((4, 3), 7.0 if accumulate else 0.0))
+
+
+# (name, addend's shape and strides over c's [..., m, n]: None for none)
+ADDENDS = [("none", None), ("bias over n", "n"), ("over m", "m"), ("whole", "full"), ("scalar", "scalar")]
+
+
+def _addend(kind, shape, dt):
+    """An addend of c's shape through 0 strides where it broadcasts."""
+    if kind is None:
+        return None
+    sizes = {"n": [1] * (len(shape) - 1) + [shape[-1]], "m": [1] * (len(shape) - 2) + [shape[-2], 1],
+             "full": list(shape), "scalar": [1] * len(shape)}[kind]
+    return make(tuple(max(n, 1) for n in sizes), dt, seed=9).expand(shape)
+
+
+def _rt_matmul_round(a, b, c, addend):
+    lib = ctypes.CDLL(rt_library())
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[a.dtype]
+    fn = getattr(lib, f"_mlir_ciface_pt2rt_matmul_round{'_add' if addend is not None else ''}_{name}")
+    keep = [descriptor(t) for t in ((a, b, c) if addend is None else (a, b, c, addend))]
+    fn(*[ctypes.byref(u) for _, u in keep])
+
+
+# one rounding from f32: within one unit in the last place of the type's
+ROUNDED_TOL = {torch.bfloat16: dict(rtol=2**-7, atol=1e-5), torch.float16: dict(rtol=2**-10, atol=1e-5)}
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
+@pytest.mark.parametrize("add_name,add_kind", ADDENDS, ids=[a[0] for a in ADDENDS])
+@pytest.mark.parametrize("name,sa,sb,sc", RT_CASES, ids=[c[0] for c in RT_CASES])
+def test_runtime_rounded_half(name, sa, sb, sc, add_name, add_kind, dt):
+    """pt2rt_matmul_round[_add]_bf16/f16: c of a's type = round(a b + addend), the sum in f32 and
+    rounded once (oneDNN's matmul with a binary-add post-op, or through an f32 scratch where it has
+    none: an addend over m, a c it cannot address); c's storage between its elements untouched"""
+    a, b, c = _strided(*sa, dt, 1), _strided(*sb, dt, 2), _strided(*sc, dt, 3)
+    addend = _addend(add_kind, c.shape, dt)
+    storage = c.as_strided((c.untyped_storage().nbytes() // 2,), (1,), 0)
+    before = storage.clone()
+    expected = torch.matmul(a.float(), b.float()) + (addend.float() if addend is not None else 0)
+    _rt_matmul_round(a, b, c, addend)
+    torch.testing.assert_close(c.float(), expected, **ROUNDED_TOL[dt])
+    written = torch.zeros(storage.shape, dtype=torch.bool)
+    written.as_strided(c.shape, c.stride(), c.storage_offset()).fill_(True)
+    assert torch.equal(storage[~written], before[~written])
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
+@pytest.mark.parametrize("with_addend", [False, True])
+def test_runtime_rounded_half_nan_and_empty_k(dt, with_addend):
+    """c's old NaNs never reach the rounded product; k = 0 gives round(addend) (or 0); a NaN in
+    the addend stays a NaN"""
+    a, b = make((3, 67, 33), dt, seed=1), make((3, 131, 33), dt, seed=2).transpose(1, 2)
+    addend = make((131,), dt, seed=3).expand(3, 67, 131) if with_addend else None
+    c = torch.full((3, 67, 131), float("nan"), dtype=dt)
+    _rt_matmul_round(a, b, c, addend)
+    torch.testing.assert_close(c.float(), a.float() @ b.float() + (addend.float() if with_addend else 0), **ROUNDED_TOL[dt])
+    c = torch.full((4, 3), 7.0, dtype=dt)
+    addend = torch.tensor([1.5, float("nan"), -2.0], dtype=dt).expand(4, 3) if with_addend else None
+    _rt_matmul_round(torch.empty(4, 0, dtype=dt), torch.empty(0, 3, dtype=dt), c, addend)
+    torch.testing.assert_close(c, addend.clone() if with_addend else torch.zeros(4, 3, dtype=dt), equal_nan=True, rtol=0, atol=0)
+
+
+# (name, function of x [.., k], w [n, k], b [n], r (the output's shape), col [.., 1]); eager's linear
+# and addmm round once, the others (a product, then an add) twice
+HALF_LINEARS = [
+    ("linear", lambda x, w, b, r, col: torch.nn.functional.linear(x, w, b)),
+    ("addmm", lambda x, w, b, r, col: torch.addmm(b, x.reshape(-1, x.shape[-1]), w.t())),
+    ("product", lambda x, w, b, r, col: x @ w.t()),
+    ("residual", lambda x, w, b, r, col: x @ w.t() + r),
+    ("column addend", lambda x, w, b, r, col: x @ w.t() + col),
+    ("gelu of linear", lambda x, w, b, r, col: torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b))),
+    ("linear of a transposed x", lambda x, w, b, r, col: torch.nn.functional.linear(x.transpose(-1, -2).contiguous().transpose(-1, -2), w, b)),
+]
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
+@pytest.mark.parametrize("shape", [(33, 17, 65), (2, 9, 40, 7), (1, 1, 1)], ids=str)
+@pytest.mark.parametrize("name,fn", HALF_LINEARS, ids=[h[0] for h in HALF_LINEARS])
+def test_compiled_half_linears_round_once(name, fn, shape, dt):
+    """pt2.compile of half linears against a float64 reference: the product and its addend in f32,
+    rounded once (within an ulp of it; eager's linear and addmm do the same, its product + add
+    rounds twice); and against eager with the half tolerance"""
+    *lead, k, n = shape
+    if name == "addmm" and len(lead) > 1:
+        pytest.skip("addmm takes 2-d operands")
+    x = make((*lead, k), dt, seed=1)
+    w, b = make((n, k), dt, seed=2), make((n,), dt, seed=3)
+    r, col = make((*lead, n), dt, seed=4), make((*lead, 1), dt, seed=5)
+    args = (x, w, b, r, col)
+    with torch.no_grad():
+        got, eager = pt2.compile(fn)(*args), fn(*args)
+        ref = fn(*(t.double() for t in args))
+    if name.startswith("addmm"):
+        ref = ref.reshape(got.shape)
+    tol = ROUNDED_TOL[dt] if "gelu" not in name else dict(rtol=2 * ROUNDED_TOL[dt]["rtol"], atol=1e-3)
+    torch.testing.assert_close(got.double(), ref, **tol)
+    torch.testing.assert_close(got, eager, rtol=1.6e-2 if dt == torch.bfloat16 else 1e-3, atol=1e-2)
 
 
 def test_set_gemm_library_rejects_unknown_names():

@@ -5,14 +5,22 @@
  *     c [batch..., m, n]: float32, the accumulator of pt2-lower's half
  *       contraction (the kernel after the call rounds it once, as eager's
  *       half-precision GEMMs accumulate in f32 and round once)
+ *   pt2rt_matmul_round_bf16/f16(a, b, c)            (pt2-extern-blas's epilogue)
+ *   pt2rt_matmul_round_add_bf16/f16(a, b, c, addend)
+ *     c [batch..., m, n] of a's type = round(a b [+ addend]): the sum in
+ *       f32, rounded once (as eager's addmm and linear), the addend a half
+ *       view of c's shape (0 strides where it broadcasts)
  *   ─▶ a oneDNN matmul primitive per (type, m, n, k, layouts, accumulate,
- *      team size, inner batch), created once and cached: the innermost batch
+ *      c's type, addend's layout, team size, inner batch), created once and
+ *      cached: the innermost batch
  *      dim in one call where every operand is plain (attention's products:
  *      a call per head cost more than the products), else a call per batch
  *      entry, an operand with no unit stride (a broadcast row, a strided
- *      slice) packed first; where oneDNN makes no primitive (2.6 has no f16
- *      matmul on the CPU), both operands widened to f32 (exactly) and one
- *      f32 GEMM over the team (pt2rt.c).
+ *      slice) packed first; the addend as a binary-add post-op; where oneDNN
+ *      makes no primitive (2.6 has no f16 matmul on the CPU) or only its
+ *      reference one, both operands widened to f32 (exactly) and one f32
+ *      GEMM over the team (pt2rt.c), into an f32 scratch the half result is
+ *      rounded from.
  *
  * Why oneDNN: the generated loops of a bf16 contraction are scalar (each
  * product widened, no tiling): a 2048 x 512 x 1024 product took 413 ms on
@@ -23,6 +31,12 @@
  * 512^3 product 63 ms in the generated loops, eager 0.9 ms.  It runs on the calling
  * thread's OpenMP team (Debian's libdnnl is built on libgomp, as libpt2rt's
  * threads are: pt2rt.c).
+ *
+ * Why the rounded forms: an f32 c is twice a half one's bytes, written by
+ * the GEMM and read back by the rounding kernel (with a bias, the bias
+ * written into c first and read by the GEMM's sum as well).  BERT's bf16
+ * LM head (256 x 768 x 30522) took 9.5 ms a call that way on the
+ * development machine, its bf16 result with the bias as a post-op 4.1 ms.
  *===----------------------------------------------------------------------===*/
 #include "pt2rt.h"
 
@@ -47,10 +61,13 @@ typedef struct Mat {
 } Mat;
 
 /* batch > 1: [batch, m, k] x [batch, k, n] in one primitive, batch strides
- * a_bs, b_bs (0: that operand shared by every entry) and c_bs. */
+ * a_bs, b_bs and c_bs (0: that operand shared by every entry).  add: an
+ * addend (a binary-add post-op) of c's shape with dims of 1 where it
+ * broadcasts, strides add_rs, add_cs (add_bs along the batch; 0: shared). */
 typedef struct Key {
-    int64_t type, m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, accumulate, threads;
+    int64_t type, c_type, m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, accumulate, threads;
     int64_t batch, a_bs, b_bs, c_bs;
+    int64_t add, add_rows, add_cols, add_rs, add_cs, add_bs;
 } Key;
 
 typedef struct Cached {
@@ -123,30 +140,36 @@ static void md(dnnl_memory_desc_t *out, int64_t batch, int64_t bs, int64_t rows,
     dnnl_memory_desc_init_by_strides(out, 2, dims, type, strides);
 }
 
-static void key_mds(const Key *k, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b, dnnl_memory_desc_t *c) {
+static void key_mds(const Key *k, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b, dnnl_memory_desc_t *c, dnnl_memory_desc_t *add) {
     md(a, k->batch, k->a_bs, k->m, k->k, k->a_rs, k->a_cs, (dnnl_data_type_t)k->type);
     md(b, k->batch, k->b_bs, k->k, k->n, k->b_rs, k->b_cs, (dnnl_data_type_t)k->type);
-    md(c, k->batch, k->c_bs, k->m, k->n, k->c_rs, k->c_cs, dnnl_f32);
+    md(c, k->batch, k->c_bs, k->m, k->n, k->c_rs, k->c_cs, (dnnl_data_type_t)k->c_type);
+    if (k->add) md(add, k->batch, k->add_bs, k->add_rows, k->add_cols, k->add_rs, k->add_cs, (dnnl_data_type_t)k->type);
 }
 
+/* oneDNN's primitive for k, NULL where it has none or only its reference
+ * one (`ref:any`: scalar loops, far slower than the widened f32 GEMM; 2.6
+ * takes it for an addend broadcast along n, [m, 1]). */
 static dnnl_primitive_t create(const Key *k) {
     if (!engine && !engine_failed) engine_failed = dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success;
     if (engine_failed) return NULL;
-    dnnl_memory_desc_t a, b, c;
-    key_mds(k, &a, &b, &c);
+    dnnl_memory_desc_t a, b, c, add;
+    key_mds(k, &a, &b, &c, &add);
     dnnl_matmul_desc_t desc;
     if (dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c) != dnnl_success) return NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
-    bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success;
-    if (ok && k->accumulate) { /* c += a b: the sum post-op */
-        ok = dnnl_post_ops_create(&po) == dnnl_success && dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success &&
-             dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
-    }
+    bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_post_ops_create(&po) == dnnl_success;
+    if (ok && k->accumulate) ok = dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success; /* c += a b */
+    if (ok && k->add) ok = dnnl_post_ops_append_binary(po, dnnl_binary_add, &add) == dnnl_success;
+    ok = ok && dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t p = NULL;
     if (ok && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success) {
-        if (dnnl_primitive_create(&p, pd) != dnnl_success) p = NULL;
+        const char *impl = NULL;
+        bool reference = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+                         strncmp(impl, "ref", 3) == 0;
+        if (reference || dnnl_primitive_create(&p, pd) != dnnl_success) p = NULL;
         dnnl_primitive_desc_destroy(pd);
     }
     if (po) dnnl_post_ops_destroy(po);
@@ -229,93 +252,175 @@ static char *make_plain(Mat *x) {
     return packed;
 }
 
-/* One batch entry (or, batch > 1, that many entries batch strides apart in
- * one call: a and b plain then): c (= or +=) a b, c row-major f32. */
-static void entry(const Mat *a0, const Mat *b0, const Mat *c, bool accumulate, dnnl_data_type_t type, int64_t batch,
-                  const int64_t bs[3]) {
+/* The addend's layout in k: dims of 1 where it broadcasts (a 0 stride or a
+ * size of 1), each such dim's stride what a dense one would have. */
+static void key_addend(Key *k, const Mat *add, int64_t add_bs) {
+    k->add = 1;
+    k->add_rows = add->rows == 1 || add->rs == 0 ? 1 : add->rows;
+    k->add_cols = add->cols == 1 || add->cs == 0 ? 1 : add->cols;
+    k->add_cs = k->add_cols == 1 ? 1 : add->cs;
+    k->add_rs = k->add_rows == 1 ? k->add_cols : add->rs;
+    k->add_bs = add_bs;
+}
+
+/* One batch entry (or, batch > 1, that many entries batch strides bs[0..3]
+ * apart in one call: a and b plain then) through oneDNN: c (= or +=) a b
+ * [+ add], c row-major of c_type.  False where oneDNN has no primitive for
+ * it (c untouched). */
+static bool onednn_entry(const Mat *a0, const Mat *b0, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
+                         dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
     Mat a = *a0, b = *b0;
     char *pa = make_plain(&a), *pb = make_plain(&b);
-    Key k = {type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(),
-             batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0, batch > 1 ? bs[2] : 0};
+    Key k = {type, c_type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(),
+             batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0, batch > 1 ? bs[2] : 0, 0, 0, 0, 0, 0, 0};
+    if (add) key_addend(&k, add, batch > 1 ? bs[3] : 0);
     bool owned;
     dnnl_primitive_t p = primitive_for(&k, &owned);
-    dnnl_memory_desc_t da, db, dc;
-    key_mds(&k, &da, &db, &dc);
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    dnnl_memory_desc_t da, db, dc, dadd;
+    key_mds(&k, &da, &db, &dc, &dadd);
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, madd = NULL;
     dnnl_stream_t stream = NULL;
     bool ran = p && dnnl_memory_create(&ma, &da, engine, a.data) == dnnl_success &&
                dnnl_memory_create(&mb, &db, engine, b.data) == dnnl_success &&
                dnnl_memory_create(&mc, &dc, engine, c->data) == dnnl_success &&
+               (!add || dnnl_memory_create(&madd, &dadd, engine, add->data) == dnnl_success) &&
                dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ran) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        ran = dnnl_primitive_execute(p, stream, 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
+                                   {DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1, madd}};
+        ran = dnnl_primitive_execute(p, stream, add ? 4 : 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
     }
     if (stream) dnnl_stream_destroy(stream);
-    dnnl_memory_t ms[3] = {ma, mb, mc};
-    for (int i = 0; i < 3; ++i) {
+    dnnl_memory_t ms[4] = {ma, mb, mc, madd};
+    for (int i = 0; i < 4; ++i) {
         if (ms[i]) dnnl_memory_destroy(ms[i]);
     }
     if (owned) dnnl_primitive_destroy(p);
-    for (int64_t t = 0; !ran && t < batch; ++t) { /* no primitive: widened, an entry at a time */
-        Mat ea = a, eb = b, ec = *c;
-        ea.data += t * k.a_bs * 2;
-        eb.data += t * k.b_bs * 2;
-        ec.data += t * k.c_bs * 4;
-        widened_gemm(&ea, &eb, &ec, accumulate, type);
-    }
     free(pa);
     free(pb);
+    return ran;
 }
 
-/* a, b and c moved to entry t of their first `dims` batch dims (sizes `batch`, row-major order). */
-static void batch_entry(const int64_t *batch, int dims, int64_t t, Mat *a, Mat *b, Mat *c) {
+/* Mats moved to entry t of a batch of entries bs[i] elements apart. */
+static Mat nth(const Mat *x, int64_t t, int64_t bs, size_t elem_size) {
+    Mat e = *x;
+    e.data += t * bs * (int64_t)elem_size;
+    return e;
+}
+
+/* c (= or +=) a b, c row-major f32: through oneDNN, else widened, an entry at a time. */
+static void entry_f32(const Mat *a, const Mat *b, const Mat *c, bool accumulate, dnnl_data_type_t type, int64_t batch,
+                      const int64_t bs[4]) {
+    if (onednn_entry(a, b, c, NULL, accumulate, type, dnnl_f32, batch, bs)) return;
+    for (int64_t t = 0; t < batch; ++t) {
+        Mat ea = nth(a, t, batch > 1 ? bs[0] : 0, 2), eb = nth(b, t, batch > 1 ? bs[1] : 0, 2), ec = nth(c, t, batch > 1 ? bs[2] : 0, 4);
+        widened_gemm(&ea, &eb, &ec, accumulate, type);
+    }
+}
+
+/* The half nearest x (ties to even; a NaN stays one, quiet). */
+static uint16_t round_half(float x, dnnl_data_type_t type) {
+    uint16_t h;
+    if (type == dnnl_f16) {
+        _Float16 v = (_Float16)x;
+        memcpy(&h, &v, sizeof h);
+        return h;
+    }
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40);
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/* One entry, c (any strides, of a's type) = round(a b [+ add]) through an
+ * f32 scratch: what oneDNN's rounded primitive does where there is none. */
+static void round_via_f32(const Mat *a, const Mat *b, const Mat *c, const Mat *add, dnnl_data_type_t type) {
+    int64_t rows = c->rows, cols = c->cols;
+    float *s = calloc((size_t)(rows * cols), sizeof(float));
+    if (!s) pt2rt_fatal("out of memory rounding a half-precision matmul");
+    const float *f16 = type == dnnl_f16 ? pt2rt_f16_floats() : NULL;
+    for (int64_t i = 0; add && i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) s[i * cols + j] = pt2rt_half_to_float(add->data + (i * add->rs + j * add->cs) * 2, f16);
+    }
+    Mat sc = {(char *)s, rows, cols, cols, 1, {0}};
+    if (a->cols > 0) entry_f32(a, b, &sc, add != NULL, type, 1, NULL);
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+            uint16_t h = round_half(s[i * cols + j], type);
+            memcpy(c->data + (i * c->rs + j * c->cs) * 2, &h, sizeof h);
+        }
+    }
+    free(s);
+}
+
+/* c (row-major, of a's type) = round(a b [+ add]): oneDNN's bf16 result, else through f32. */
+static void entry_round(const Mat *a, const Mat *b, const Mat *c, const Mat *add, dnnl_data_type_t type, int64_t batch,
+                        const int64_t bs[4]) {
+    if (onednn_entry(a, b, c, add, false, type, type, batch, bs)) return;
+    for (int64_t t = 0; t < batch; ++t) {
+        int64_t one[4] = {0};
+        const int64_t *s = batch > 1 ? bs : one;
+        Mat ea = nth(a, t, s[0], 2), eb = nth(b, t, s[1], 2), ec = nth(c, t, s[2], 2), eadd = add ? nth(add, t, s[3], 2) : ea;
+        round_via_f32(&ea, &eb, &ec, add ? &eadd : NULL, type);
+    }
+}
+
+/* a, b, c and add (if any) moved to entry t of their first `dims` batch dims
+ * (sizes `batch`, row-major order); c's elements c_size bytes. */
+static void batch_entry(const int64_t *batch, int dims, int64_t t, Mat *a, Mat *b, Mat *c, Mat *add, size_t c_size) {
     for (int i = dims - 1; i >= 0; --i) {
         int64_t idx = t % batch[i];
         t /= batch[i];
         a->data += idx * a->batch_stride[i] * 2;
         b->data += idx * b->batch_stride[i] * 2;
-        c->data += idx * c->batch_stride[i] * 4;
+        c->data += idx * c->batch_stride[i] * (int64_t)c_size;
+        if (add) add->data += idx * add->batch_stride[i] * 2;
     }
 }
 
 static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
-                     int32_t accumulate, dnnl_data_type_t type);
+                     const Pt2rtUnrankedMemRef *add, int32_t accumulate, dnnl_data_type_t type, dnnl_data_type_t c_type);
 
 /* PT2_LOGS=blas: each call timed and listed with the f32 GEMMs (profile.c), its batch the product of c's batch dims. */
 static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
-                        int32_t accumulate, dnnl_data_type_t type) {
+                        const Pt2rtUnrankedMemRef *add, int32_t accumulate, dnnl_data_type_t type, dnnl_data_type_t c_type) {
     if (!pt2rt_profiling()) {
-        run_half(a, b, c, accumulate, type);
+        run_half(a, b, c, add, accumulate, type, c_type);
         return;
     }
     double start = pt2rt_now();
-    run_half(a, b, c, accumulate, type);
+    run_half(a, b, c, add, accumulate, type, c_type);
     double seconds = pt2rt_now() - start;
     int64_t sizes[PT2RT_MAX_RANK], strides[PT2RT_MAX_RANK], k_sizes[PT2RT_MAX_RANK];
     char *data;
-    pt2rt_read_descriptor(c, 4, &data, sizes, strides);
+    pt2rt_read_descriptor(c, c_type == dnnl_f32 ? 4 : 2, &data, sizes, strides);
     pt2rt_read_descriptor(a, 2, &data, k_sizes, strides);
     int r = (int)c->rank;
     int64_t batch = 1;
     for (int i = 0; i < r - 2; ++i) batch *= sizes[i];
-    Pt2rtGemmShape s = {batch, sizes[r - 2], sizes[r - 1], k_sizes[r - 1], 0, 0, accumulate != 0, 0, omp_get_max_threads(),
+    Pt2rtGemmShape s = {batch, sizes[r - 2], sizes[r - 1], k_sizes[r - 1], 0, 0, accumulate != 0 || add, 0, omp_get_max_threads(),
                         type == dnnl_bf16 ? PT2RT_GEMM_HALF_BF16 : PT2RT_GEMM_HALF_F16};
     pt2rt_profile_gemm(&s, seconds);
 }
 
 static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
-                     int32_t accumulate, dnnl_data_type_t type) {
+                     const Pt2rtUnrankedMemRef *add, int32_t accumulate, dnnl_data_type_t type, dnnl_data_type_t c_type) {
     int rank = (int)c->rank, nb = rank - 2;
-    if (a->rank != rank || b->rank != rank || rank < 2 || rank > PT2RT_MAX_RANK) pt2rt_fatal("half-precision matmul operands of unexpected ranks");
-    int64_t batch[MAX_BATCH], batch_a[MAX_BATCH], batch_b[MAX_BATCH];
-    Mat ma, mb, mc;
+    bool rounded = c_type != dnnl_f32;
+    size_t c_size = rounded ? 2 : 4;
+    if (a->rank != rank || b->rank != rank || (add && add->rank != rank) || rank < 2 || rank > PT2RT_MAX_RANK) {
+        pt2rt_fatal("half-precision matmul operands of unexpected ranks");
+    }
+    int64_t batch[MAX_BATCH], batch_a[MAX_BATCH], batch_b[MAX_BATCH], batch_add[MAX_BATCH];
+    Mat ma, mb, mc, madd = {0};
     read_mat(a, rank, 2, &ma, batch_a);
     read_mat(b, rank, 2, &mb, batch_b);
-    read_mat(c, rank, 4, &mc, batch);
+    read_mat(c, rank, c_size, &mc, batch);
+    if (add) read_mat(add, rank, 2, &madd, batch_add);
     size_t bytes = sizeof(int64_t) * (size_t)nb;
     if (ma.rows != mc.rows || mb.cols != mc.cols || ma.cols != mb.rows || memcmp(batch_a, batch, bytes) != 0 ||
-        memcmp(batch_b, batch, bytes) != 0) {
+        memcmp(batch_b, batch, bytes) != 0 ||
+        (add && (madd.rows != mc.rows || madd.cols != mc.cols || memcmp(batch_add, batch, bytes) != 0))) {
         pt2rt_fatal("half-precision matmul operand shapes disagree (a compiler bug: see passes/extern.c)");
     }
     if (mc.rows == 0 || mc.cols == 0) return;
@@ -327,12 +432,32 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
     bool c_row_major = plain(&rc) && rc.cs == 1;
     int64_t inner = nb > 0 ? batch[nb - 1] : 1;
     bool batched = inner > 1 && ma.cols > 0 && c_row_major && plain(&pa) && plain(&pb);
+    /* oneDNN 2.6's post-op add crashed on a batch of c's rows interleaved with
+     * another's (c [3, 160, 90] strides [90, 270, 1]): entries stacked only */
+    batched = batched && (!add || mc.batch_stride[nb - 1] >= rc.rows * rc.rs);
     if (batched) {
-        const int64_t bs[3] = {ma.batch_stride[nb - 1], mb.batch_stride[nb - 1], mc.batch_stride[nb - 1]};
+        const int64_t bs[4] = {ma.batch_stride[nb - 1], mb.batch_stride[nb - 1], mc.batch_stride[nb - 1],
+                               add ? madd.batch_stride[nb - 1] : 0};
         for (int64_t t = 0; t < count / inner; ++t) {
-            Mat ea = pa, eb = pb, ec = rc;
-            batch_entry(batch, nb - 1, t, &ea, &eb, &ec);
-            entry(&ea, &eb, &ec, accumulate != 0, type, inner, bs);
+            Mat ea = pa, eb = pb, ec = rc, eadd = madd;
+            batch_entry(batch, nb - 1, t, &ea, &eb, &ec, add ? &eadd : NULL, c_size);
+            if (rounded) {
+                entry_round(&ea, &eb, &ec, add ? &eadd : NULL, type, inner, bs);
+            } else {
+                entry_f32(&ea, &eb, &ec, accumulate != 0, type, inner, bs);
+            }
+        }
+        return;
+    }
+    if (rounded) { /* an entry at a time; a c oneDNN cannot address, or an empty sum, through f32 */
+        for (int64_t t = 0; t < count; ++t) {
+            Mat ea = ma, eb = mb, ec = c_row_major ? rc : mc, eadd = madd;
+            batch_entry(batch, nb, t, &ea, &eb, &ec, add ? &eadd : NULL, c_size);
+            if (c_row_major && ma.cols > 0) {
+                entry_round(&ea, &eb, &ec, add ? &eadd : NULL, type, 1, NULL);
+            } else {
+                round_via_f32(&ea, &eb, &ec, add ? &eadd : NULL, type);
+            }
         }
         return;
     }
@@ -341,7 +466,7 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
     if (!c_row_major && !pc) pt2rt_fatal("out of memory packing a half-precision matmul result");
     for (int64_t t = 0; t < count; ++t) {
         Mat ea = ma, eb = mb, ec = c_row_major ? rc : mc;
-        batch_entry(batch, nb, t, &ea, &eb, &ec);
+        batch_entry(batch, nb, t, &ea, &eb, &ec, NULL, c_size);
         if (ma.cols == 0) { /* an empty sum: 0, or c kept */
             for (int64_t i = 0; i < ec.rows && !accumulate; ++i) {
                 for (int64_t j = 0; j < ec.cols; ++j) ((float *)ec.data)[i * ec.rs + j * ec.cs] = 0;
@@ -349,12 +474,12 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
             continue;
         }
         if (c_row_major) {
-            entry(&ea, &eb, &ec, accumulate != 0, type, 1, NULL);
+            entry_f32(&ea, &eb, &ec, accumulate != 0, type, 1, NULL);
             continue;
         }
         Mat cp = {(char *)pc, ec.rows, ec.cols, ec.cols, 1, {0}};
         if (accumulate) copy_mat(&ec, (char *)pc, 4, false);
-        entry(&ea, &eb, &cp, accumulate != 0, type, 1, NULL);
+        entry_f32(&ea, &eb, &cp, accumulate != 0, type, 1, NULL);
         copy_mat(&ec, (char *)pc, 4, true);
     }
     free(pc);
@@ -362,10 +487,28 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
 
 void pt2rt_matmul_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                        int32_t accumulate) {
-    matmul_half(a, b, c, accumulate, dnnl_bf16);
+    matmul_half(a, b, c, NULL, accumulate, dnnl_bf16, dnnl_f32);
 }
 
 void pt2rt_matmul_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                       int32_t accumulate) {
-    matmul_half(a, b, c, accumulate, dnnl_f16);
+    matmul_half(a, b, c, NULL, accumulate, dnnl_f16, dnnl_f32);
+}
+
+void pt2rt_matmul_round_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c) {
+    matmul_half(a, b, c, NULL, 0, dnnl_bf16, dnnl_bf16);
+}
+
+void pt2rt_matmul_round_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c) {
+    matmul_half(a, b, c, NULL, 0, dnnl_f16, dnnl_f16);
+}
+
+void pt2rt_matmul_round_add_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                                 const Pt2rtUnrankedMemRef *addend) {
+    matmul_half(a, b, c, addend, 0, dnnl_bf16, dnnl_bf16);
+}
+
+void pt2rt_matmul_round_add_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                                const Pt2rtUnrankedMemRef *addend) {
+    matmul_half(a, b, c, addend, 0, dnnl_f16, dnnl_f16);
 }

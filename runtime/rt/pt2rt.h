@@ -64,6 +64,24 @@ PT2RT_EXPORT void pt2rt_matmul_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnr
 PT2RT_EXPORT void pt2rt_matmul_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                                    int32_t accumulate) __asm__("_mlir_ciface_pt2rt_matmul_f16");
 
+/* c = round(a x b) and c = round(a x b + addend) for bfloat16 (float16)
+ * a, b, c and addend: the product and the sum in f32, rounded once to c's
+ * type (as eager's half addmm and linear); the addend a view of c's shape
+ * (0 strides where it broadcasts) that must not overlap c (gemm_half.c:
+ * oneDNN's matmul writing c with the addend as a post-op, else through an
+ * f32 scratch).  pt2-extern-blas calls these where the kernel after the
+ * product only rounded it (and added the addend). */
+PT2RT_EXPORT void pt2rt_matmul_round_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
+                                          const Pt2rtUnrankedMemRef *c) __asm__("_mlir_ciface_pt2rt_matmul_round_bf16");
+PT2RT_EXPORT void pt2rt_matmul_round_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
+                                         const Pt2rtUnrankedMemRef *c) __asm__("_mlir_ciface_pt2rt_matmul_round_f16");
+PT2RT_EXPORT void pt2rt_matmul_round_add_bf16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
+                                              const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
+    __asm__("_mlir_ciface_pt2rt_matmul_round_add_bf16");
+PT2RT_EXPORT void pt2rt_matmul_round_add_f16(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
+                                             const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
+    __asm__("_mlir_ciface_pt2rt_matmul_round_add_f16");
+
 /* c = addend + a x b: the same, with c first set to `addend`, a view of c's
  * shape (0 strides where it is broadcast: a bias [n] is strides [..., 0, 1])
  * that must not overlap c; the BLAS then accumulates (beta = 1).  This is

@@ -474,3 +474,128 @@ func.func @conv_residual(%x: memref<1x3x5x5xf32>, %w: memref<4x3x3x3xf32>, %b: m
   }
   return
 }
+
+// -----
+
+// A bf16 linear as the pipeline has it after bufferization (contractions
+// lower after elementwise fusion): the f32 accumulator, a kernel rounding it
+// into a buffer of its own, and the bias add's kernel.  The call writes the
+// bf16 output with the bias added in f32 before the one rounding (eager's
+// addmm): neither kernel nor either buffer is left.
+// CHECK: func.func private @pt2rt_matmul_round_add_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @linear_bf16
+// CHECK-NOT: memref.alloc
+// CHECK: %[[O:.*]] = memref.reinterpret_cast %arg3 to offset: [0], sizes: [4, 3], strides: [3, 1]
+// CHECK: %[[OU:.*]] = memref.cast %[[O]]
+// CHECK: %[[B:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [4, 3], strides: [0, 1]
+// CHECK: %[[BU:.*]] = memref.cast %[[B]]
+// CHECK: call @pt2rt_matmul_round_add_bf16(%{{.*}}, %{{.*}}, %[[OU]], %[[BU]])
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// NOEPI-LABEL: func.func @linear_bf16
+// NOEPI: call @pt2rt_matmul_bf16
+// NOEPI: arith.truncf
+// NOEPI: arith.addf
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @linear_bf16(%x: memref<4x8xbf16>, %w: memref<8x3xbf16>, %b: memref<3xbf16>, %out: memref<4x3xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<4x3xf32>)
+  linalg.matmul ins(%x, %w : memref<4x8xbf16>, memref<8x3xbf16>) outs(%acc : memref<4x3xf32>)
+  %h = memref.alloc() {alignment = 64 : i64} : memref<4x3xbf16>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : memref<4x3xf32>) outs(%h : memref<4x3xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %b : memref<4x3xbf16>, memref<3xbf16>) outs(%out : memref<4x3xbf16>) {
+  ^bb0(%in: bf16, %bias: bf16, %o: bf16):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %bias : bf16 to f32
+    %2 = arith.addf %0, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  return
+}
+
+// -----
+
+// An f16 batched product whose rounding writes a function output, and one
+// whose kernel rounds, adds a residual and applies a GELU: the first call
+// writes the output (no kernel left), the second takes the residual and the
+// GELU stays a kernel, in place on the output, reading half values.
+// CHECK-DAG: func.func private @pt2rt_matmul_round_f16(memref<*xf16>, memref<*xf16>, memref<*xf16>) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @pt2rt_matmul_round_add_f16(memref<*xf16>, memref<*xf16>, memref<*xf16>, memref<*xf16>) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @bmm_f16_rounds
+// CHECK: call @pt2rt_matmul_round_f16(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<*xf16>, memref<*xf16>, memref<*xf16>) -> ()
+// CHECK: call @pt2rt_matmul_round_add_f16
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg4 : memref<2x4x3xf16>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f16):
+// CHECK-NEXT: arith.extf %[[V]] : f16 to f32
+// CHECK: math.erf
+// CHECK-NOT: linalg.generic
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @bmm_f16_rounds(%a: memref<2x4x8xf16>, %b: memref<2x8x3xf16>, %res: memref<2x4x3xf16>, %out: memref<2x4x3xf16>,
+                          %out2: memref<2x4x3xf16>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %acc = memref.alloc() : memref<2x4x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<2x4x3xf32>)
+  linalg.batch_matmul ins(%a, %b : memref<2x4x8xf16>, memref<2x8x3xf16>) outs(%acc : memref<2x4x3xf32>)
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%acc : memref<2x4x3xf32>) outs(%out : memref<2x4x3xf16>) {
+  ^bb0(%in: f32, %o: f16):
+    %r = arith.truncf %in : f32 to f16
+    linalg.yield %r : f16
+  }
+  %acc2 = memref.alloc() : memref<2x4x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc2 : memref<2x4x3xf32>)
+  linalg.batch_matmul ins(%a, %b : memref<2x4x8xf16>, memref<2x8x3xf16>) outs(%acc2 : memref<2x4x3xf32>)
+  linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%acc2, %res : memref<2x4x3xf32>, memref<2x4x3xf16>) outs(%out2 : memref<2x4x3xf16>) {
+  ^bb0(%in: f32, %r: f16, %o: f16):
+    %0 = arith.truncf %in : f32 to f16
+    %1 = arith.extf %0 : f16 to f32
+    %2 = arith.extf %r : f16 to f32
+    %3 = arith.addf %1, %2 : f32
+    %4 = arith.truncf %3 : f32 to f16
+    %5 = arith.extf %4 : f16 to f32
+    %6 = arith.mulf %5, %half : f32
+    %7 = math.erf %5 : f32
+    %8 = arith.addf %7, %one : f32
+    %9 = arith.mulf %6, %8 : f32
+    %10 = arith.truncf %9 : f32 to f16
+    linalg.yield %10 : f16
+  }
+  return
+}
+
+// -----
+
+// The accumulator read as f32 beyond its rounding (here also scaled in f32)
+// keeps the f32 call and the kernel.
+// CHECK-LABEL: func.func @bf16_read_unrounded
+// CHECK: call @pt2rt_matmul_bf16
+// CHECK: linalg.generic
+// CHECK: arith.truncf
+#id2b = affine_map<(d0, d1) -> (d0, d1)>
+func.func @bf16_read_unrounded(%x: memref<4x8xbf16>, %w: memref<8x3xbf16>, %out: memref<4x3xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<4x3xf32>)
+  linalg.matmul ins(%x, %w : memref<4x8xbf16>, memref<8x3xbf16>) outs(%acc : memref<4x3xf32>)
+  linalg.generic {indexing_maps = [#id2b, #id2b], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : memref<4x3xf32>) outs(%out : memref<4x3xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %s = arith.mulf %in, %in : f32
+    %r = arith.truncf %s : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
