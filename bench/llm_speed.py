@@ -1,10 +1,10 @@
 """Decoder-only language models outside the benchmark lists (Llama, Qwen2, Mistral, Phi, Gemma2, Qwen3, Phi3,
-OLMo2, GPT-NeoX, OPT of transformers, small
+OLMo2, GPT-NeoX, OPT, and the mixtures of experts Mixtral and Qwen2-MoE of transformers, small
 configs: 4 layers, width 512, batch 2 x 128 tokens, random weights) on the CPU: eager, pt2.compile and
 torch.compile (Inductor) side by side in one process, a forward pass without a cache, medians of interleaved
 rounds, and each one's first call.  Writes JSON.
 
-    python bench/llm_speed.py [--json out.json] [--no-inductor] [llama qwen2 mistral phi gemma2 ...]
+    python bench/llm_speed.py [--json out.json] [--no-inductor] [--dtype bfloat16] [llama qwen2 mistral phi gemma2 ... mixtral qwen2moe]
 """
 import argparse
 import json
@@ -30,6 +30,12 @@ MODELS = {
     "gptneox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(COMMON, intermediate_size=2048)),
     "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=32000,
                                                ffn_dim=2048, word_embed_proj_dim=512)),
+    # mixtures of experts (torch._grouped_mm in their experts), added 2026-12-05
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376,
+                                                          num_local_experts=8, num_experts_per_tok=2)),
+    "qwen2moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(COMMON, num_key_value_heads=4, intermediate_size=1376, num_experts=8,
+                                                            num_experts_per_tok=2, moe_intermediate_size=688,
+                                                            shared_expert_intermediate_size=1376)),
 }
 
 
@@ -45,15 +51,16 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the weights' type")
     opts = ap.parse_args()
     rows = []
     for name in opts.models or list(MODELS):
         cfg, cls, kw = MODELS[name]
         torch.manual_seed(0)
-        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval()
+        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval().to(getattr(torch, opts.dtype))
         ids = torch.randint(0, 32000, (2, 128))
         runs = {"eager": lambda: model(input_ids=ids, use_cache=False).logits}
-        row = {"model": name}
+        row = {"model": name, "dtype": opts.dtype}
         with torch.no_grad():
             want = runs["eager"]()
             compiled = pt2.compile(model)

@@ -572,10 +572,16 @@ static bool attention_runs_fused_gpu(MlirOperation op) {
     return zero_masked_rows || mask_is_zero(mlirOperationGetOperand(op, 3));
 }
 
-typedef enum KeepAttention { KEEP_NONE, KEEP_CPU, KEEP_GPU } KeepAttention;
+/* What a decomposition pass keeps for library calls (bits). */
+typedef enum KeepAttention { KEEP_NONE = 0, KEEP_CPU = 1, KEEP_GPU = 2, KEEP_GROUPED_MM = 4 } KeepAttention;
 
-static bool keeps(KeepAttention keep, MlirOperation op) {
-    return keep == KEEP_CPU ? attention_runs_fused(op) : keep == KEEP_GPU && attention_runs_fused_gpu(op);
+/* Whether op stays for a library call: attention as above; on the CPU
+ * grouped_mm too (a GEMM per group of rows: runtime/rt/grouped_mm.c; the
+ * gathered contraction below is generated loops, 4x eager's time). */
+static bool keeps(KeepAttention keep, MlirOperation op, Pt2OpId id) {
+    if (id == PT2_OP_GROUPED_MM) return keep & KEEP_GROUPED_MM;
+    if (id != PT2_OP_ATTENTION) return false;
+    return ((keep & KEEP_CPU) && attention_runs_fused(op)) || ((keep & KEEP_GPU) && attention_runs_fused_gpu(op));
 }
 
 static int decompose_all(MlirOperation root, KeepAttention keep_attention) {
@@ -587,7 +593,7 @@ static int decompose_all(MlirOperation root, KeepAttention keep_attention) {
         for (int i = 0; i < ops.n && !failed; ++i) {
             const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
             if (!info || !info->composite) continue;
-            if (info->id == PT2_OP_ATTENTION && keeps(keep_attention, ops.ops[i])) continue;
+            if (keeps(keep_attention, ops.ops[i], info->id)) continue;
             Dec d = {builder_before(ops.ops[i]), ops.ops[i], 0};
             MlirValue r = decompose(&d, info);
             if (d.failed) {
@@ -611,7 +617,12 @@ static int run_decompose(MlirOperation root, void *user) {
 
 static int run_decompose_keep_attention(MlirOperation root, void *user) {
     (void)user;
-    return decompose_all(root, KEEP_CPU);
+    return decompose_all(root, KEEP_CPU | KEEP_GROUPED_MM);
+}
+
+static int run_decompose_keep_grouped_mm(MlirOperation root, void *user) {
+    (void)user;
+    return decompose_all(root, KEEP_GROUPED_MM);
 }
 
 static int run_decompose_keep_attention_gpu(MlirOperation root, void *user) {
@@ -619,19 +630,27 @@ static int run_decompose_keep_attention_gpu(MlirOperation root, void *user) {
     return decompose_all(root, KEEP_GPU);
 }
 
-static _Alignas(8) const char decompose_type_id, decompose_keep_attention_type_id, decompose_keep_attention_gpu_type_id;
+static _Alignas(8) const char decompose_type_id, decompose_keep_attention_type_id, decompose_keep_attention_gpu_type_id,
+    decompose_keep_grouped_mm_type_id;
 
 MlirPass pt2_create_decompose_pass(void) {
     return make_external_pass("pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives",
                               "builtin.module", run_decompose, &decompose_type_id);
 }
 
-/* The CPU pipeline's: pt2.attention that libpt2rt's kernel runs stays for
- * pt2-lower, which marks it for pt2-extern-blas's call. */
+/* The CPU pipeline's: pt2.attention that libpt2rt's kernel runs, and every
+ * pt2.grouped_mm, stay for pt2-lower, which marks them for pt2-extern-blas's
+ * calls. */
 MlirPass pt2_create_decompose_keep_attention_pass(void) {
     return make_external_pass("pt2-decompose-keep-attention",
-                              "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel runs (CPU)",
+                              "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel runs and pt2.grouped_mm (CPU)",
                               "builtin.module", run_decompose_keep_attention, &decompose_keep_attention_type_id);
+}
+
+/* The CPU pipeline's under PT2_DISABLE=attention: pt2.grouped_mm alone stays. */
+MlirPass pt2_create_decompose_keep_grouped_mm_pass(void) {
+    return make_external_pass("pt2-decompose-keep-grouped-mm", "pt2-decompose, keeping pt2.grouped_mm for libpt2rt (CPU)",
+                              "builtin.module", run_decompose_keep_grouped_mm, &decompose_keep_grouped_mm_type_id);
 }
 
 /* The GPU pipeline's: pt2.attention that PyTorch's fused kernels compute

@@ -44,7 +44,16 @@
  * into libpt2rt's fused kernel (runtime/rt/attention.c), q, k and v read
  * through the copies that materialized their permutes.
  *
- * Other element types (f16, bf16, integers) keep their generated loops.
+ * Grouped products: the generic pt2-lower marks `pt2.grouped_mm`
+ * (lower_grouped_mm.c) becomes
+ *     func.call @pt2rt_grouped_mm_<type>_<offs type>(%a, %b, %offs, %out)
+ * (runtime/rt/grouped_mm.c: a GEMM per group of rows), a and b read
+ * through the copies that materialized their views.
+ *
+ * bf16/f16 contractions go to pt2rt_matmul_bf16/f16 with their f32
+ * accumulator, or, where the kernel after them rounds it first, to
+ * pt2rt_matmul_round[_add]_* writing the half result (epilogue.c).  Other
+ * element types (integers) keep their generated loops.
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,18 +668,74 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
     return true;
 }
 
+/*===----------------------------------------------------------------------===*
+ * Grouped products
+ *===----------------------------------------------------------------------===*/
+
+static bool grouped_mm_is_marked(MlirOperation op) {
+    return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.grouped_mm")));
+}
+
+/* Rewrites the generic pt2-lower made of a pt2.grouped_mm
+ * (lower_grouped_mm.c: operands a [S, K], b [G, K, N], offs [G], out [S, N])
+ * into
+ *     call @pt2rt_grouped_mm_<type>_<offs type>(%a, %b, %offs, %out)
+ * each buffer as its own strided view.  The body is a placeholder: false
+ * only on IR pt2-lower did not make. */
+static bool rewrite_grouped_mm(MlirOperation module, MlirOperation op) {
+    if (mlirOperationGetNumOperands(op) != 4 || mlirOperationGetNumResults(op) != 0) return false;
+    enum { S, N, G, K, LOOPS };
+    const int ranks[4] = {2, 3, 1, 2}, roles[4][3] = {{S, K}, {G, K, N}, {G}, {S, N}};
+    MlirValue operands[4];
+    View views[4], loop_views[4];
+    MlirType types[4];
+    for (int i = 0; i < 4; ++i) {
+        operands[i] = mlirOperationGetOperand(op, i);
+        if (!view_of_type(operands[i], &views[i]) || views[i].rank != ranks[i]) return false;
+        types[i] = elem_type(operands[i]);
+    }
+    MlirType t = types[0];
+    bool float_ok = mlirTypeIsAF32(t) || mlirTypeIsABF16(t) || mlirTypeIsAF16(t);
+    bool offs_ok = mlirTypeIsAInteger(types[2]) && (mlirIntegerTypeGetWidth(types[2]) == 32 || mlirIntegerTypeGetWidth(types[2]) == 64);
+    if (!float_ok || !offs_ok || !mlirTypeEqual(types[1], t) || !mlirTypeEqual(types[3], t)) return false;
+    const int64_t loop_size[LOOPS] = {views[0].sizes[0], views[3].sizes[1], views[1].sizes[0], views[0].sizes[1]};
+    OpList dead = {0}; /* a and b read through the copies that made them (b transposed) */
+    if (!operand_loop_views(op, operands, 2, 4, LOOPS, views, loop_views, &dead)) return false;
+    Builder b = builder_before(op);
+    MlirValue args[4];
+    for (int i = 0; i < 4; ++i) {
+        View v = {loop_views[i].base, ranks[i], {0}, {0}, loop_views[i].offset};
+        for (int d = 0; d < ranks[i]; ++d) {
+            v.sizes[d] = loop_size[roles[i][d]];
+            v.strides[d] = loop_views[i].strides[roles[i][d]];
+        }
+        args[i] = build_unranked_view(&b, &v, types[i]);
+    }
+    const char *e = elem_name(t), *o = mlirIntegerTypeGetWidth(types[2]) == 32 ? "i32" : "i64";
+    char callee[64], params[128];
+    snprintf(callee, sizeof callee, "pt2rt_grouped_mm_%s_%s", e, o);
+    snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>", e, e, o, e);
+    declare_runtime_function(module, callee, params);
+    build_call(&b, callee, 4, args);
+    mlirOperationDestroy(op);
+    erase_ops(&dead);
+    oplist_free(&dead);
+    return true;
+}
+
 /* Contractions and marked convolutions only: a rewrite destroys the op with
  * its body (and a conv its padding generic, which is neither), so nothing
  * nested may sit later in the list. */
 static MlirWalkResult collect_candidate(MlirOperation op, void *user) {
-    if (conv_is_marked(op) || attention_is_marked(op) || (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) {
+    if (conv_is_marked(op) || attention_is_marked(op) || grouped_mm_is_marked(op) ||
+        (op_name_starts(op, "linalg.") && mlirLinalgIsAContractionOp(op))) {
         oplist_push(user, op);
     }
     return MlirWalkResultAdvance;
 }
 
-/* -1 if a marked attention could not become a call: its body computes
- * something else, so it must not run. */
+/* -1 if a marked attention or grouped_mm could not become a call: its body
+ * computes something else, so it must not run. */
 static int rewrite_all(MlirOperation module, bool epilogues) {
     OpList ops = {0};
     int rc = 0;
@@ -679,6 +744,11 @@ static int rewrite_all(MlirOperation module, bool epilogues) {
         if (attention_is_marked(ops.ops[i])) {
             if (!rewrite_attention(module, ops.ops[i])) {
                 op_error(ops.ops[i], "pt2-extern-blas: a pt2.attention generic that is not as pt2-lower makes it");
+                rc = -1;
+            }
+        } else if (grouped_mm_is_marked(ops.ops[i])) {
+            if (!rewrite_grouped_mm(module, ops.ops[i])) {
+                op_error(ops.ops[i], "pt2-extern-blas: a pt2.grouped_mm generic that is not as pt2-lower makes it");
                 rc = -1;
             }
         } else if (conv_is_marked(ops.ops[i])) {

@@ -593,7 +593,7 @@ static int lower_var_mean(MlirOperation op, const LowerMode *mode) {
 }
 
 static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode) {
-    if (info->composite && info->id != PT2_OP_ATTENTION) { /* attention: kept for libpt2rt (lower_nn.c) */
+    if (info->composite && info->id != PT2_OP_ATTENTION && info->id != PT2_OP_GROUPED_MM) { /* kept for libpt2rt */
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
     }
@@ -630,10 +630,11 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
 
 /* Contractions (matmul, convolution) whose loops multiply-accumulate over k:
  * a pointwise producer fused into them would be recomputed for every k.
- * Attention's generic joins them: it is a placeholder for a libpt2rt call
- * (lower_nn.c), into which nothing may be fused. */
+ * Attention's and grouped_mm's generics join them: placeholders for
+ * libpt2rt calls (lower_nn.c, lower_grouped_mm.c), into which nothing may
+ * be fused. */
 static bool is_contraction(const Pt2OpInfo *info) {
-    return info->meta == META_MATMUL || info->meta == META_CONV2D || info->id == PT2_OP_ATTENTION;
+    return info->meta == META_MATMUL || info->meta == META_CONV2D || info->id == PT2_OP_ATTENTION || info->id == PT2_OP_GROUPED_MM;
 }
 
 /* A matrix transpose (a permute of the last two dimensions) that only

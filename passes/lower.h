@@ -70,6 +70,8 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one
  * of them. */
 int lower_extra(MlirOperation op, const Pt2OpInfo *info);
+/* pt2.grouped_mm as the marked generic pt2-extern-blas calls libpt2rt for (lower_grouped_mm.c). */
+int lower_grouped_mm(MlirOperation op);
 
 /* The pt2.conv2d `op` lowered on x_nhwc, its input [N, H, W, C] (the op's
  * own input transposed), as a generic marked channels_last (lower_nn.c,

@@ -877,6 +877,7 @@ int lower_extra(MlirOperation op, const Pt2OpInfo *info) {
     switch (info->id) {
     case PT2_OP_CONV2D: return lower_conv2d(op);
     case PT2_OP_ATTENTION: return lower_attention(op);
+    case PT2_OP_GROUPED_MM: return lower_grouped_mm(op);
     case PT2_OP_MAX_POOL2D:
     case PT2_OP_AVG_POOL2D:
     case PT2_OP_ADAPTIVE_AVG_POOL2D: return lower_pool(op, info);

@@ -35,6 +35,7 @@ MlirPass pt2_create_flatten_inner_loops_pass(void);
 MlirPass pt2_create_distinct_results_pass(void);
 MlirPass pt2_create_extern_blas_pass(void);
 MlirPass pt2_create_extern_blas_no_epilogue_pass(void);
+MlirPass pt2_create_decompose_keep_grouped_mm_pass(void);
 MlirPass pt2_create_gpu_map_loops_pass(void);
 MlirPass pt2_create_gpu_map_loops_v1_pass(void);
 MlirPass pt2_create_gpu_map_loops_scalar_rows_pass(void);
@@ -103,9 +104,12 @@ static const PassEntry pt2_passes[] = {
      pt2_create_online_softmax_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-decompose-keep-attention",
-     "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel takes and that pay (passes/decompose.c; "
-     "CPU, not under PT2_DISABLE=attention or blas)",
+     "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel takes and that pay, and pt2.grouped_mm "
+     "(passes/decompose.c; CPU, not under PT2_DISABLE=attention or blas)",
      pt2_create_decompose_keep_attention_pass},
+    {"pt2-decompose-keep-grouped-mm",
+     "pt2-decompose, keeping pt2.grouped_mm for libpt2rt's GEMM per group (passes/decompose.c; CPU under PT2_DISABLE=attention)",
+     pt2_create_decompose_keep_grouped_mm_pass},
     {"pt2-decompose-keep-attention-gpu",
      "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention kernels compute as eager does "
      "(passes/decompose.c; GPU, not under PT2_DISABLE=gpu-attention or blas)",
@@ -347,7 +351,9 @@ const char *pt2CpuPipelineText(const char *disable) {
     const char *captures = pt2_disabled(disable, "omp-captures") ? "" : "pt2-omp-captures,";
     const char *approx = pt2_disabled(disable, "mathapprox") ? "" : "pt2-math-approx,";
     /* the fused attention is a libpt2rt call: without the calls it decomposes */
-    const char *decompose = blas && !pt2_disabled(disable, "attention") ? "pt2-decompose-keep-attention" : "pt2-decompose";
+    const char *decompose = !blas                                 ? "pt2-decompose"
+                            : pt2_disabled(disable, "attention") ? "pt2-decompose-keep-grouped-mm"
+                                                                 : "pt2-decompose-keep-attention";
     snprintf(text, sizeof text,
              "pt2-mark-entry,%s%s,%spt2-lower-non-contractions,canonicalize,%s%s%s"
              "pt2-lower-contractions,canonicalize,%s%s"

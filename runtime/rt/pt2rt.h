@@ -82,6 +82,23 @@ PT2RT_EXPORT void pt2rt_matmul_round_add_f16(const Pt2rtUnrankedMemRef *a, const
                                              const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
     __asm__("_mlir_ciface_pt2rt_matmul_round_add_f16");
 
+/* pt2.grouped_mm (grouped_mm.c): a [S, K], b [G, K, N], offs [G] (i32 or
+ * i64), out [S, N] of one type (f32, bf16 or f16), any strides: row s of
+ * out = a[s] @ b[g], g the number of offsets at most s (the group whose rows
+ * are offs[g-1] <= s < offs[g]), 0 where g = G; each group's rows one
+ * product through the entries above (half results rounded once). */
+#define PT2RT_GROUPED_MM(t, o)                                                                                        \
+    PT2RT_EXPORT void pt2rt_grouped_mm_##t##_##o(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,         \
+                                                 const Pt2rtUnrankedMemRef *offs, const Pt2rtUnrankedMemRef *out)     \
+        __asm__("_mlir_ciface_pt2rt_grouped_mm_" #t "_" #o);
+PT2RT_GROUPED_MM(f32, i32)
+PT2RT_GROUPED_MM(f32, i64)
+PT2RT_GROUPED_MM(bf16, i32)
+PT2RT_GROUPED_MM(bf16, i64)
+PT2RT_GROUPED_MM(f16, i32)
+PT2RT_GROUPED_MM(f16, i64)
+#undef PT2RT_GROUPED_MM
+
 /* c = addend + a x b: the same, with c first set to `addend`, a view of c's
  * shape (0 strides where it is broadcast: a bias [n] is strides [..., 0, 1])
  * that must not overlap c; the BLAS then accumulates (beta = 1).  This is
