@@ -27,7 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SWITCHES = ["inline", "scheduler", "fusion", "reorder", "flatten", "memplan", "vectorize", "parallel", "blas", "epilogue", "layout", "patterns",
-            "freezing", "welford", "online-softmax", "privatize", "distinct-empties", "keep-blocks", "mathapprox", "attention"]
+            "freezing", "welford", "online-softmax", "privatize", "distinct-empties", "keep-blocks", "row-blocks", "mathapprox", "attention"]
 DEFAULT_MODELS = "BertForMaskedLM,DistilBertForMaskedLM,RobertaForCausalLM,DistillGPT2"
 DEFAULT_MICRO = "pointwise6,softmax,layer_norm,gelu,sum"
 

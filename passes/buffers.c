@@ -129,6 +129,14 @@ bool op_may_access(MlirOperation op, MlirValue root, bool reads) {
         }
         return a.found;
     }
+    if ((op_name_starts(op, "scf.") || op_name_starts(op, "affine.")) && mlirOperationGetNumRegions(op) > 0) {
+        /* loops and branches (a scan's scf.for): what their operands and
+         * the ops inside them hold a view of (buffers of other roots do not
+         * alias: see buffers.h) */
+        BodyAccess a = {root, reads, false};
+        mlirOperationWalk(op, find_body_access, &a, MlirWalkPreOrder);
+        return a.found;
+    }
     return true;
 }
 

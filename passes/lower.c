@@ -638,7 +638,8 @@ static bool is_contraction(const Pt2OpInfo *info) {
 }
 
 /* A matrix transpose (a permute of the last two dimensions) that only
- * matrix products read (attention's K^T, linear's weight): lowered with the
+ * matrix products read (attention's K^T, linear's weight, a grouped_mm's
+ * weights that the CPU keeps for libpt2rt): lowered with the
  * contractions, after elementwise fusion, so that it stays a copy of its
  * own, which the library call reads through with strides instead
  * (buffers.c, view_through_copy: cuBLAS's and BLAS's transposed operand),
@@ -659,7 +660,9 @@ static bool operand_transpose(MlirOperation op, const Pt2OpInfo *info) {
     bool any = false;
     for (MlirOpOperand u = mlirValueGetFirstUse(r); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         const Pt2OpInfo *user = pt2_op_of(mlirOpOperandGetOwner(u));
-        if (!user || user->meta != META_MATMUL) return false;
+        /* a kept grouped_mm's b (transformers' experts pass [G, N, K] transposed) */
+        bool grouped_b = user && user->id == PT2_OP_GROUPED_MM && mlirOpOperandGetOperandNumber(u) == 1;
+        if (!user || (user->meta != META_MATMUL && !grouped_b)) return false;
         any = true;
     }
     return any;

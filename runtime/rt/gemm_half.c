@@ -51,7 +51,7 @@
 #include "internal.h"
 
 #define MAX_BATCH (PT2RT_MAX_RANK - 2)
-#define MAX_CACHED 128
+#define MAX_CACHED 1024
 
 /* One operand of one batch entry: element (i, j) at data + (i * rs + j * cs) elements. */
 typedef struct Mat {
@@ -263,12 +263,9 @@ static void key_addend(Key *k, const Mat *add, int64_t add_bs) {
     k->add_bs = add_bs;
 }
 
-/* One batch entry (or, batch > 1, that many entries batch strides bs[0..3]
- * apart in one call: a and b plain then) through oneDNN: c (= or +=) a b
- * [+ add], c row-major of c_type.  False where oneDNN has no primitive for
- * it (c untouched). */
-static bool onednn_entry(const Mat *a0, const Mat *b0, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
-                         dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
+/* onednn_entry's one call (below), all the rows at once. */
+static bool onednn_rows(const Mat *a0, const Mat *b0, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
+                        dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
     Mat a = *a0, b = *b0;
     char *pa = make_plain(&a), *pb = make_plain(&b);
     Key k = {type, c_type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(),
@@ -299,6 +296,42 @@ static bool onednn_entry(const Mat *a0, const Mat *b0, const Mat *c, const Mat *
     free(pa);
     free(pb);
     return ran;
+}
+
+/* Rows in blocks of ROW_BLOCK: oneDNN 2.6's AMX matmul splits m over the
+ * team by a heuristic that some row counts defeat (2 threads, [m, 512] x
+ * [512, 2752] bf16: 122 rows 0.96 ms, 128 rows 0.15, 96 rows 0.13, 26 rows
+ * 0.07; 212 rows 1.6 ms, 224 rows 0.22); and a mixture of experts' groups
+ * come in every size, a primitive (a JIT compile) each, where the blocks
+ * and tails of 1 to 31 rows bound them.  PT2_DISABLE=row-blocks: all rows
+ * in one call (for A/B measurements). */
+#define ROW_BLOCK 32
+
+static bool row_blocks;
+static pthread_once_t row_blocks_once = PTHREAD_ONCE_INIT;
+static void read_row_blocks(void) { row_blocks = !pt2rt_in_list(getenv("PT2_DISABLE"), "row-blocks"); }
+
+/* One batch entry (or, batch > 1, that many entries batch strides bs[0..3]
+ * apart in one call: a and b plain then) through oneDNN: c (= or +=) a b
+ * [+ add], c row-major of c_type; past ROW_BLOCK rows, the rows that fill
+ * whole blocks in one call and the rest in another.  False where oneDNN has
+ * no primitive for it (c untouched, or, without accumulate, written in part:
+ * the caller then writes all of it). */
+static bool onednn_entry(const Mat *a, const Mat *b, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
+                         dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
+    pthread_once(&row_blocks_once, read_row_blocks);
+    int64_t m = c->rows, tail = m % ROW_BLOCK;
+    if (!row_blocks || batch > 1 || accumulate || m <= ROW_BLOCK || tail == 0) return onednn_rows(a, b, c, add, accumulate, type, c_type, batch, bs);
+    size_t c_size = c_type == dnnl_f32 ? 4 : 2;
+    Mat a1 = *a, c1 = *c, add1 = add ? *add : *a;
+    a1.rows = c1.rows = add1.rows = m - tail;
+    Mat a2 = a1, c2 = c1, add2 = add1;
+    a2.rows = c2.rows = add2.rows = tail;
+    a2.data += (m - tail) * a->rs * 2;
+    c2.data += (m - tail) * c->rs * (int64_t)c_size;
+    add2.data += add ? (m - tail) * add->rs * 2 : 0;
+    return onednn_rows(&a1, b, &c1, add ? &add1 : NULL, false, type, c_type, 1, bs) &&
+           onednn_rows(&a2, b, &c2, add ? &add2 : NULL, false, type, c_type, 1, bs);
 }
 
 /* Mats moved to entry t of a batch of entries bs[i] elements apart. */

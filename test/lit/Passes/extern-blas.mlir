@@ -121,6 +121,60 @@ func.func @copy_read_again(%x: memref<4x4xf32>, %w: memref<4x4xf32>, %c: memref<
 
 // -----
 
+// Loops after the matmul (a scan's scf.for) are looked into: one that only
+// touches other buffers leaves the copy foldable; one that reads the copy's
+// buffer keeps it.
+// CHECK-LABEL: func.func @loops_after
+// CHECK-NOT: linalg.generic
+// CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [4, 4], strides: [1, 4]
+// CHECK: call @pt2rt_matmul_f32
+// CHECK: scf.for
+// CHECK: %[[WT:.*]] = memref.alloc
+// CHECK: linalg.generic
+// CHECK: memref.reinterpret_cast %[[WT]] to offset: [0], sizes: [4, 4], strides: [4, 1]
+// CHECK: call @pt2rt_matmul_f32
+// CHECK: scf.for
+// CHECK: memref.load %[[WT]]
+#tl = affine_map<(d0, d1) -> (d1, d0)>
+#idl = affine_map<(d0, d1) -> (d0, d1)>
+func.func @loops_after(%x: memref<4x4xf32>, %w: memref<4x4xf32>, %c: memref<4x4xf32>, %s: memref<4xf32>, %c2: memref<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %i4 = arith.constant 4 : index
+  %wt = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#tl, #idl], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<4x4xf32>) outs(%wt : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x4xf32>)
+  linalg.matmul ins(%x, %wt : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  %sum = scf.for %i = %i0 to %i4 step %i1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %s[%i] : memref<4xf32>
+    %a = arith.addf %acc, %v : f32
+    memref.store %a, %s[%i] : memref<4xf32>
+    scf.yield %a : f32
+  }
+  %wt2 = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#tl, #idl], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<4x4xf32>) outs(%wt2 : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<4x4xf32>)
+  linalg.matmul ins(%x, %wt2 : memref<4x4xf32>, memref<4x4xf32>) outs(%c2 : memref<4x4xf32>)
+  %sum2 = scf.for %i = %i0 to %i4 step %i1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %wt2[%i, %i] : memref<4x4xf32>
+    %a = arith.addf %acc, %v : f32
+    memref.store %a, %s[%i] : memref<4xf32>
+    scf.yield %a : f32
+  }
+  return
+}
+
+// -----
+
 // The copy stays when its source changes before the matmul reads it.
 // CHECK-LABEL: func.func @copy_source_overwritten
 // CHECK: memref.alloc
