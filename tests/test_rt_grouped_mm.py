@@ -87,3 +87,20 @@ def test_empty_sum_and_no_columns(dt):
     call(a, b, torch.tensor([4, 6], dtype=torch.int32), out)
     assert torch.equal(out, torch.zeros(9, 5, dtype=dt))
     call(rand((9, 3), dt, 1), torch.empty(2, 3, 0, dtype=dt), torch.tensor([4, 6], dtype=torch.int32), torch.empty(9, 0, dtype=dt))
+
+
+@pytest.mark.parametrize("disable", ["", "attention", "blas"], ids=["default", "no-attention", "no-blas"])
+@pytest.mark.parametrize("dt", list(NAMES), ids=list(NAMES.values()))
+def test_compiled_under_each_pipeline(dt, disable, monkeypatch):
+    """pt2.compile of torch._grouped_mm through each CPU pipeline that decides its form: the library call
+    (pt2-decompose-keep-attention, or -keep-grouped-mm under PT2_DISABLE=attention) and the gathered
+    contraction (PT2_DISABLE=blas), against the float64 definition"""
+    import pt2
+
+    if disable:
+        monkeypatch.setenv("PT2_DISABLE", disable)
+    S, K, N = 45, 24, 40
+    a, bt = rand((S, K), dt, 1), rand((3, N, K), dt, 2)
+    offs = torch.tensor([7, 7, 39], dtype=torch.int32)
+    got = pt2.compile(lambda a, bt, o: torch._grouped_mm(a, bt.transpose(1, 2), offs=o))(a, bt, offs)
+    torch.testing.assert_close(got.double(), reference(a, bt.transpose(1, 2), offs), **TOL[dt])
