@@ -258,9 +258,8 @@ static bool onednn_takes(const Epilogue *e, const View *a) {
 
 /* The one user of v, if it is a `name` op of the consumer's body. */
 static MlirOperation sole_user(const Scan *s, MlirValue v, const char *name) {
-    MlirOpOperand use = mlirValueGetFirstUse(v);
-    if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return (MlirOperation){NULL};
-    MlirOperation user = mlirOpOperandGetOwner(use);
+    if (!has_one_use(v)) return (MlirOperation){NULL};
+    MlirOperation user = mlirOpOperandGetOwner(mlirValueGetFirstUse(v));
     bool ok = op_is(user, name) && mlirBlockEqual(mlirOperationGetBlock(user), s->body);
     return ok ? user : (MlirOperation){NULL};
 }
@@ -307,8 +306,7 @@ static bool fold_add(const Scan *s, Epilogue *e, MlirValue *cur) {
     if (half) {
         oplist_push_unique(&e->folded, widen);
         oplist_push_unique(&e->folded, round);
-        MlirValue widened = mlirOperationGetResult(widen_other, 0);
-        if (!mlirOpOperandIsNull(mlirValueGetFirstUse(widened)) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(mlirValueGetFirstUse(widened)))) {
+        if (has_one_use(mlirOperationGetResult(widen_other, 0))) {
             oplist_push_unique(&e->folded, widen_other); /* the addend's extf, when only the add read it */
         }
     }

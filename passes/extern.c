@@ -242,6 +242,17 @@ static bool operand_loop_views(MlirOperation op, const MlirValue *operands, int 
     return true;
 }
 
+/* A view over R's index space (an epilogue's output or addend) as the
+ * call's [batch..., m, n] argument, through R's map in the contraction. */
+static MlirValue result_space_arg(Builder *b, const Contraction *c, int *dims, int n_dims, MlirAffineMap out_map, const View *v,
+                                  MlirType elem) {
+    View loop = {.base = v->base, .rank = c->n_loops};
+    view_through_map(v, out_map, c->n_loops, loop.strides, &loop.offset);
+    dims[c->n_batch] = c->m;
+    dims[c->n_batch + 1] = c->n;
+    return build_loop_view(b, &loop, c, dims, n_dims, elem);
+}
+
 /* The call of a product whose epilogue took an addend or (rounded) the
  * rounding of a half product, args[0..2] its operands' views: the addend's
  * view is built here.  pt2rt_matmul[_round][_add]_<type>. */
@@ -249,13 +260,7 @@ static MlirOperation build_epilogue_call(MlirOperation module, Builder *b, const
                                          MlirAffineMap out_map, MlirValue *args, const Epilogue *ep, MlirType elem,
                                          bool rounded) {
     int n = 3;
-    if (ep->n_addends == 1) {
-        View addend = {.base = ep->addends[0].base, .rank = c->n_loops};
-        view_through_map(&ep->addends[0], out_map, c->n_loops, addend.strides, &addend.offset);
-        dims[c->n_batch] = c->m;
-        dims[c->n_batch + 1] = c->n;
-        args[n++] = build_loop_view(b, &addend, c, dims, n_dims, elem);
-    }
+    if (ep->n_addends == 1) args[n++] = result_space_arg(b, c, dims, n_dims, out_map, &ep->addends[0], elem);
     const char *e = elem_name(elem);
     char callee[64], params[160] = "";
     snprintf(callee, sizeof callee, "pt2rt_matmul%s%s_%s", rounded ? "_round" : "", n == 4 ? "_add" : "", e);
@@ -279,12 +284,8 @@ static void epilogue_after_rounding(MlirOperation module, MlirOperation call, co
     const EpilogueRules rules = {.max_addends = 1};
     if (!find_epilogue(call, (MlirOperation){NULL}, out, elem, reads, 2, &rules, &ep)) return;
     Builder b = builder_before(call);
-    MlirValue args[4] = {mlirOperationGetOperand(call, 0), mlirOperationGetOperand(call, 1)};
-    View loop_out = {.base = ep.out.base, .rank = c->n_loops};
-    view_through_map(&ep.out, out_map, c->n_loops, loop_out.strides, &loop_out.offset);
-    dims[c->n_batch] = c->m;
-    dims[c->n_batch + 1] = c->n;
-    args[2] = build_loop_view(&b, &loop_out, c, dims, n_dims, elem);
+    MlirValue args[4] = {mlirOperationGetOperand(call, 0), mlirOperationGetOperand(call, 1),
+                         result_space_arg(&b, c, dims, n_dims, out_map, &ep.out, elem)};
     build_epilogue_call(module, &b, c, dims, n_dims, out_map, args, &ep, elem, true);
     mlirOperationDestroy(call);
     commit_epilogue(&ep);

@@ -592,8 +592,12 @@ static int lower_var_mean(MlirOperation op, const LowerMode *mode) {
     return rc;
 }
 
+/* Composites a decomposition keeps for a library call, lowered to marked
+ * placeholder generics (lower_nn.c, lower_grouped_mm.c). */
+static bool kept_for_library(const Pt2OpInfo *info) { return info->id == PT2_OP_ATTENTION || info->id == PT2_OP_GROUPED_MM; }
+
 static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode) {
-    if (info->composite && info->id != PT2_OP_ATTENTION && info->id != PT2_OP_GROUPED_MM) { /* kept for libpt2rt */
+    if (info->composite && !kept_for_library(info)) {
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
     }
@@ -634,7 +638,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
  * libpt2rt calls (lower_nn.c, lower_grouped_mm.c), into which nothing may
  * be fused. */
 static bool is_contraction(const Pt2OpInfo *info) {
-    return info->meta == META_MATMUL || info->meta == META_CONV2D || info->id == PT2_OP_ATTENTION || info->id == PT2_OP_GROUPED_MM;
+    return info->meta == META_MATMUL || info->meta == META_CONV2D || kept_for_library(info);
 }
 
 /* A matrix transpose (a permute of the last two dimensions) that only

@@ -341,12 +341,19 @@ static Mat nth(const Mat *x, int64_t t, int64_t bs, size_t elem_size) {
     return e;
 }
 
+/* The batch strides of a batch of `batch` entries (a, b, c, addend): bs, or none for one entry. */
+static const int64_t *batch_strides(int64_t batch, const int64_t bs[4]) {
+    static const int64_t none[4] = {0};
+    return batch > 1 ? bs : none;
+}
+
 /* c (= or +=) a b, c row-major f32: through oneDNN, else widened, an entry at a time. */
 static void entry_f32(const Mat *a, const Mat *b, const Mat *c, bool accumulate, dnnl_data_type_t type, int64_t batch,
                       const int64_t bs[4]) {
     if (onednn_entry(a, b, c, NULL, accumulate, type, dnnl_f32, batch, bs)) return;
+    const int64_t *s = batch_strides(batch, bs);
     for (int64_t t = 0; t < batch; ++t) {
-        Mat ea = nth(a, t, batch > 1 ? bs[0] : 0, 2), eb = nth(b, t, batch > 1 ? bs[1] : 0, 2), ec = nth(c, t, batch > 1 ? bs[2] : 0, 4);
+        Mat ea = nth(a, t, s[0], 2), eb = nth(b, t, s[1], 2), ec = nth(c, t, s[2], 4);
         widened_gemm(&ea, &eb, &ec, accumulate, type);
     }
 }
@@ -390,9 +397,8 @@ static void round_via_f32(const Mat *a, const Mat *b, const Mat *c, const Mat *a
 static void entry_round(const Mat *a, const Mat *b, const Mat *c, const Mat *add, dnnl_data_type_t type, int64_t batch,
                         const int64_t bs[4]) {
     if (onednn_entry(a, b, c, add, false, type, type, batch, bs)) return;
+    const int64_t *s = batch_strides(batch, bs);
     for (int64_t t = 0; t < batch; ++t) {
-        int64_t one[4] = {0};
-        const int64_t *s = batch > 1 ? bs : one;
         Mat ea = nth(a, t, s[0], 2), eb = nth(b, t, s[1], 2), ec = nth(c, t, s[2], 2), eadd = add ? nth(add, t, s[3], 2) : ea;
         round_via_f32(&ea, &eb, &ec, add ? &eadd : NULL, type);
     }
