@@ -221,6 +221,23 @@ def models(rows):
             del q, k, v
 
 
+def grouped(rows):
+    """torch._grouped_mm in bf16 (a mixture of experts' product: rows sorted by expert, uneven groups, expert
+    weights [G, N, K] passed transposed): PyTorch's grouped GEMM through the launch plan (passes/gpu_grouped_mm.c;
+    under --ab gpu-grouped-mm the gathered contraction)."""
+    for S, K, N, G in [(8192, 2048, 1408, 8), (1024, 512, 1024, 8)]:
+        a = torch.randn(S, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16) * K**-0.5
+        cuts = torch.linspace(0, 1, G + 1)[1:] ** 1.5  # uneven: the first experts take fewer rows
+        offs = (cuts * S).round().to(torch.int32).cuda()
+        try:
+            case(f"grouped_mm {S}x{K}x{N} g{G} bf16", lambda g, a, w, o: g.op("grouped_mm", a, g.op("permute", w, perm=[0, 2, 1]), o),
+                 lambda a, w, o: torch._grouped_mm(a, w.transpose(1, 2), offs=o), [a, w, offs], 0, rows, flops=2 * S * K * N)
+        except Exception as e:
+            print(f"grouped_mm {S}x{K}x{N}: {type(e).__name__}: {str(e)[:400]}", flush=True)
+        del a, w
+
+
 def columns(rows):
     """GRN-like column reductions over channels-last activations (convnextv2_nano's, batch 32): rows (n, c)
     contiguous, columns H*W; and the fused GELU + sum of squares + sqrt, which also writes the GELU output."""
@@ -339,6 +356,7 @@ def main():
          lambda k, b: (k + b).permute(0, 2, 3, 1).contiguous(), [kq, kb], 2 * kq.numel() * 4, rows)
     del t, a, kq
     models(rows)
+    grouped(rows)
     columns(rows)  # last: scripts/gpu-check's time limit cuts these first
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, date=time.strftime("%Y-%m-%d"), results=rows)
     if args.json:

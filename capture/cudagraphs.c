@@ -215,7 +215,7 @@ static int record(Pt2CudaGraphs *g, int k, int buffered) {
     pt2GpuGraphDestroy(s->graph);
     s->graph = NULL;
     Pt2GpuGraph *graph;
-    bool pooled = pt2GpuKernelHasAttention(g->gpu);
+    bool pooled = pt2GpuKernelCallsPyTorch(g->gpu);
     if (pooled && pool_begin(g) != 0) return -1;
     Py_BEGIN_ALLOW_THREADS
     graph = pt2GpuGraphCapture(g->gpu, g->ptrs, ws);

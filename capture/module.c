@@ -209,7 +209,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         return NULL;
     }
 #ifdef PT2_HAVE_TENSOR_ABI
-    pt2_aten_attention_register(); /* the GPU plans' attention entries run PyTorch's kernel */
+    pt2_aten_kernels_register(); /* the GPU plans' attention and grouped_mm entries run PyTorch's kernels */
 #endif
     return m;
 }

@@ -72,9 +72,10 @@ int pt2_tensor_abi_storage_uses(PyObject *obj, long *out);
  * or NULL with no exception set (a dtype that is not pt2's, an allocation
  * that threw): torch.empty instead. */
 PyObject *pt2_tensor_abi_empty(int rank, const int64_t *sizes, Pt2DType dtype, int device);
-/* Registers aten_attention.cpp's at::scaled_dot_product_attention with
- * libpt2 (pt2GpuSetAttentionKernel): the GPU plans' attention entries. */
-void pt2_aten_attention_register(void);
+/* Registers aten_kernels.cpp's calls of at::scaled_dot_product_attention
+ * and at::_grouped_mm with libpt2 (pt2GpuSetAttentionKernel,
+ * pt2GpuSetGroupedMmKernel): the GPU plans' attention and grouped_mm entries. */
+void pt2_aten_kernels_register(void);
 
 #ifdef __cplusplus
 }

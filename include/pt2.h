@@ -302,7 +302,7 @@ PT2_EXPORT void pt2GpuSetMatmulAllowTF32(int allow);
  * PyTorch's at::scaled_dot_product_attention (FlashAttention or the
  * memory-efficient kernel, as eager's F.scaled_dot_product_attention
  * picks), which libpt2 cannot call itself: pt2._C registers the function
- * that does (capture/aten_attention.cpp).  It gets the entry's parameters,
+ * that does (capture/aten_kernels.cpp).  It gets the entry's parameters,
  * its operands as device pointers (their element offsets applied) with
  * their static layouts [batch..., rows, cols], and the stream (while a
  * CUDA graph is captured, pt2's capture stream: capture/cudagraphs.c routes
@@ -322,9 +322,24 @@ typedef struct Pt2GpuAttention {
 } Pt2GpuAttention;
 typedef int (*Pt2GpuAttentionFn)(const Pt2GpuAttention *a, void *stream, char *err, size_t err_cap);
 PT2_EXPORT void pt2GpuSetAttentionKernel(Pt2GpuAttentionFn fn);
-/* Whether the plan has attention entries (a CUDA graph's capture must then
- * let PyTorch's allocator serve them from a pool of the graph's). */
-PT2_EXPORT int pt2GpuKernelHasAttention(const Pt2GpuKernel *k);
+/* Grouped products on the GPU: a pt2.grouped_mm kept by the GPU pipeline
+ * (passes/gpu_grouped_mm.c: bf16, int32 offsets, sm_90 or sm_100) is an
+ * entry of the launch plan that runs PyTorch's at::_grouped_mm (the CUTLASS
+ * grouped GEMM of eager's torch._grouped_mm), registered by pt2._C as the
+ * attention kernel is, with the same contract: the entry's operands as
+ * device pointers (element offsets applied) with their static layouts, the
+ * stream, 0 or -1 with a message in err. */
+typedef struct Pt2GpuGroupedMm {
+    Pt2DType dtype;       /* of a, b and out: PT2_BF16 (offs is int32) */
+    void *data[4];        /* a [S, K], b [G, K, N], offs [G], out [S, N] */
+    int64_t sizes[4][3], strides[4][3]; /* in elements; ranks 2, 3, 1, 2 */
+} Pt2GpuGroupedMm;
+typedef int (*Pt2GpuGroupedMmFn)(const Pt2GpuGroupedMm *g, void *stream, char *err, size_t err_cap);
+PT2_EXPORT void pt2GpuSetGroupedMmKernel(Pt2GpuGroupedMmFn fn);
+/* Whether the plan has entries PyTorch runs, attention or grouped_mm (a CUDA
+ * graph's capture must then let PyTorch's allocator serve them from a pool
+ * of the graph's). */
+PT2_EXPORT int pt2GpuKernelCallsPyTorch(const Pt2GpuKernel *k);
 /* Convolutions (cuDNN) on f32 operands may use TF32 tensor cores, as
  * torch.backends.cudnn.allow_tf32 (whose default is on); off until set
  * (pt2's Python layers set it from torch's flag before each launch). */

@@ -572,14 +572,34 @@ static bool attention_runs_fused_gpu(MlirOperation op) {
     return zero_masked_rows || mask_is_zero(mlirOperationGetOperand(op, 3));
 }
 
+/* Whether PyTorch's grouped GEMM (CUTLASS's, which eager's
+ * torch._grouped_mm runs on sm_90 and sm_100; the pipeline keeps it only
+ * for those) computes op in one launch: bf16 operands, int32 offsets and
+ * rows of a multiple of 16 bytes (its layout check).  For other types
+ * eager copies the offsets to the host and loops over the groups, which a
+ * CUDA graph cannot hold: the gathered contraction instead. */
+static bool grouped_mm_runs_fused_gpu(MlirOperation op) {
+    Pt2TensorType a = value_tensor_type(mlirOperationGetOperand(op, 0)), b = value_tensor_type(mlirOperationGetOperand(op, 1));
+    Pt2TensorType offs = value_tensor_type(mlirOperationGetOperand(op, 2));
+    return a.dtype == PT2_BF16 && b.dtype == PT2_BF16 && offs.dtype == PT2_I32 && a.rank == 2 && b.rank == 3 &&
+           a.sizes[1] % 8 == 0 && b.sizes[2] % 8 == 0;
+}
+
 /* What a decomposition pass keeps for library calls (bits). */
-typedef enum KeepAttention { KEEP_NONE = 0, KEEP_CPU = 1, KEEP_GPU = 2, KEEP_GROUPED_MM = 4 } KeepAttention;
+typedef enum KeepAttention {
+    KEEP_NONE = 0,
+    KEEP_CPU = 1,
+    KEEP_GPU = 2,
+    KEEP_GROUPED_MM = 4,
+    KEEP_GROUPED_MM_GPU = 8
+} KeepAttention;
 
 /* Whether op stays for a library call: attention as above; on the CPU
  * grouped_mm too (a GEMM per group of rows: runtime/rt/grouped_mm.c; the
- * gathered contraction below is generated loops, 4x eager's time). */
+ * gathered contraction below is generated loops, 4x eager's time), on the
+ * GPU where PyTorch's grouped GEMM takes it. */
 static bool keeps(KeepAttention keep, MlirOperation op, Pt2OpId id) {
-    if (id == PT2_OP_GROUPED_MM) return keep & KEEP_GROUPED_MM;
+    if (id == PT2_OP_GROUPED_MM) return (keep & KEEP_GROUPED_MM) || ((keep & KEEP_GROUPED_MM_GPU) && grouped_mm_runs_fused_gpu(op));
     if (id != PT2_OP_ATTENTION) return false;
     return ((keep & KEEP_CPU) && attention_runs_fused(op)) || ((keep & KEEP_GPU) && attention_runs_fused_gpu(op));
 }
@@ -627,11 +647,21 @@ static int run_decompose_keep_grouped_mm(MlirOperation root, void *user) {
 
 static int run_decompose_keep_attention_gpu(MlirOperation root, void *user) {
     (void)user;
+    return decompose_all(root, KEEP_GPU | KEEP_GROUPED_MM_GPU);
+}
+
+static int run_decompose_keep_attention_only_gpu(MlirOperation root, void *user) {
+    (void)user;
     return decompose_all(root, KEEP_GPU);
 }
 
+static int run_decompose_keep_grouped_mm_gpu(MlirOperation root, void *user) {
+    (void)user;
+    return decompose_all(root, KEEP_GROUPED_MM_GPU);
+}
+
 static _Alignas(8) const char decompose_type_id, decompose_keep_attention_type_id, decompose_keep_attention_gpu_type_id,
-    decompose_keep_grouped_mm_type_id;
+    decompose_keep_grouped_mm_type_id, decompose_keep_attention_only_gpu_type_id, decompose_keep_grouped_mm_gpu_type_id;
 
 MlirPass pt2_create_decompose_pass(void) {
     return make_external_pass("pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives",
@@ -653,11 +683,28 @@ MlirPass pt2_create_decompose_keep_grouped_mm_pass(void) {
                               "builtin.module", run_decompose_keep_grouped_mm, &decompose_keep_grouped_mm_type_id);
 }
 
-/* The GPU pipeline's: pt2.attention that PyTorch's fused kernels compute
- * stays for pt2-lower, whose marked generic pt2-gpu-extern-attention makes
- * a library call of the launch plan. */
+/* The GPU pipeline's: pt2.attention that PyTorch's fused kernels compute,
+ * and pt2.grouped_mm that its grouped GEMM does, stay for pt2-lower, whose
+ * marked generics pt2-gpu-extern-attention and -grouped-mm make library
+ * calls of the launch plan. */
 MlirPass pt2_create_decompose_keep_attention_gpu_pass(void) {
     return make_external_pass("pt2-decompose-keep-attention-gpu",
-                              "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention runs as eager does (GPU)",
+                              "pt2-decompose, keeping the pt2.attention and pt2.grouped_mm ops that PyTorch's fused kernels run as "
+                              "eager does (GPU)",
                               "builtin.module", run_decompose_keep_attention_gpu, &decompose_keep_attention_gpu_type_id);
+}
+
+/* The GPU pipeline's before sm_90 (no grouped GEMM there) or under
+ * PT2_DISABLE=gpu-grouped-mm: attention alone stays. */
+MlirPass pt2_create_decompose_keep_attention_only_gpu_pass(void) {
+    return make_external_pass("pt2-decompose-keep-attention-only-gpu",
+                              "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention runs as eager does (GPU)",
+                              "builtin.module", run_decompose_keep_attention_only_gpu, &decompose_keep_attention_only_gpu_type_id);
+}
+
+/* The GPU pipeline's under PT2_DISABLE=gpu-attention: grouped_mm alone stays. */
+MlirPass pt2_create_decompose_keep_grouped_mm_gpu_pass(void) {
+    return make_external_pass("pt2-decompose-keep-grouped-mm-gpu",
+                              "pt2-decompose, keeping the pt2.grouped_mm ops that PyTorch's grouped GEMM runs as eager does (GPU)",
+                              "builtin.module", run_decompose_keep_grouped_mm_gpu, &decompose_keep_grouped_mm_gpu_type_id);
 }

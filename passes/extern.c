@@ -673,54 +673,61 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
  * Grouped products
  *===----------------------------------------------------------------------===*/
 
-static bool grouped_mm_is_marked(MlirOperation op) {
+bool grouped_mm_is_marked(MlirOperation op) {
     return op_is(op, "linalg.generic") && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.grouped_mm")));
 }
 
-/* Rewrites the generic pt2-lower made of a pt2.grouped_mm
- * (lower_grouped_mm.c: operands a [S, K], b [G, K, N], offs [G], out [S, N])
- * into
- *     call @pt2rt_grouped_mm_<type>_<offs type>(%a, %b, %offs, %out)
- * each buffer as its own strided view.  The body is a placeholder: false
- * only on IR pt2-lower did not make. */
-static bool rewrite_grouped_mm(MlirOperation module, MlirOperation op) {
+bool grouped_mm_call_of(MlirOperation op, GroupedMmCall *call) {
     if (mlirOperationGetNumOperands(op) != 4 || mlirOperationGetNumResults(op) != 0) return false;
     enum { S, N, G, K, LOOPS };
     const int ranks[4] = {2, 3, 1, 2}, roles[4][3] = {{S, K}, {G, K, N}, {G}, {S, N}};
     MlirValue operands[4];
     View views[4], loop_views[4];
-    MlirType types[4];
     for (int i = 0; i < 4; ++i) {
         operands[i] = mlirOperationGetOperand(op, i);
         if (!view_of_type(operands[i], &views[i]) || views[i].rank != ranks[i]) return false;
-        types[i] = elem_type(operands[i]);
     }
-    MlirType t = types[0];
+    call->elem = elem_type(operands[0]);
+    call->offs_elem = elem_type(operands[2]);
+    MlirType t = call->elem, o = call->offs_elem;
     bool float_ok = mlirTypeIsAF32(t) || mlirTypeIsABF16(t) || mlirTypeIsAF16(t);
-    bool offs_ok = mlirTypeIsAInteger(types[2]) && (mlirIntegerTypeGetWidth(types[2]) == 32 || mlirIntegerTypeGetWidth(types[2]) == 64);
-    if (!float_ok || !offs_ok || !mlirTypeEqual(types[1], t) || !mlirTypeEqual(types[3], t)) return false;
+    bool offs_ok = mlirTypeIsAInteger(o) && (mlirIntegerTypeGetWidth(o) == 32 || mlirIntegerTypeGetWidth(o) == 64);
+    if (!float_ok || !offs_ok || !mlirTypeEqual(elem_type(operands[1]), t) || !mlirTypeEqual(elem_type(operands[3]), t)) return false;
     const int64_t loop_size[LOOPS] = {views[0].sizes[0], views[3].sizes[1], views[1].sizes[0], views[0].sizes[1]};
-    OpList dead = {0}; /* a and b read through the copies that made them (b transposed) */
-    if (!operand_loop_views(op, operands, 2, 4, LOOPS, views, loop_views, &dead)) return false;
+    call->dead = (OpList){0}; /* a and b read through the copies that made them (b transposed) */
+    if (!operand_loop_views(op, operands, 2, 4, LOOPS, views, loop_views, &call->dead)) {
+        oplist_free(&call->dead);
+        return false;
+    }
+    for (int i = 0; i < 4; ++i) {
+        call->operands[i] = (View){loop_views[i].base, ranks[i], {0}, {0}, loop_views[i].offset};
+        for (int d = 0; d < ranks[i]; ++d) {
+            call->operands[i].sizes[d] = loop_size[roles[i][d]];
+            call->operands[i].strides[d] = loop_views[i].strides[roles[i][d]];
+        }
+    }
+    return true;
+}
+
+/* Rewrites the generic pt2-lower made of a pt2.grouped_mm into
+ *     call @pt2rt_grouped_mm_<type>_<offs type>(%a, %b, %offs, %out)
+ * each operand as grouped_mm_call_of views it.  The body is a placeholder:
+ * false only on IR pt2-lower did not make. */
+static bool rewrite_grouped_mm(MlirOperation module, MlirOperation op) {
+    GroupedMmCall call;
+    if (!grouped_mm_call_of(op, &call)) return false;
     Builder b = builder_before(op);
     MlirValue args[4];
-    for (int i = 0; i < 4; ++i) {
-        View v = {loop_views[i].base, ranks[i], {0}, {0}, loop_views[i].offset};
-        for (int d = 0; d < ranks[i]; ++d) {
-            v.sizes[d] = loop_size[roles[i][d]];
-            v.strides[d] = loop_views[i].strides[roles[i][d]];
-        }
-        args[i] = build_unranked_view(&b, &v, types[i]);
-    }
-    const char *e = elem_name(t), *o = mlirIntegerTypeGetWidth(types[2]) == 32 ? "i32" : "i64";
+    for (int i = 0; i < 4; ++i) args[i] = build_unranked_view(&b, &call.operands[i], i == 2 ? call.offs_elem : call.elem);
+    const char *e = elem_name(call.elem), *o = mlirIntegerTypeGetWidth(call.offs_elem) == 32 ? "i32" : "i64";
     char callee[64], params[128];
     snprintf(callee, sizeof callee, "pt2rt_grouped_mm_%s_%s", e, o);
     snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>", e, e, o, e);
     declare_runtime_function(module, callee, params);
     build_call(&b, callee, 4, args);
     mlirOperationDestroy(op);
-    erase_ops(&dead);
-    oplist_free(&dead);
+    erase_ops(&call.dead);
+    oplist_free(&call.dead);
     return true;
 }
 

@@ -82,4 +82,21 @@ bool attention_is_marked(MlirOperation op);
 /* false (nothing to free) on IR pt2-lower did not make. */
 bool attention_call_of(MlirOperation op, AttentionCall *a);
 
+/*--- grouped products (extern.c; passes/gpu_grouped_mm.c) -------------------*/
+
+/* The generic pt2-lower makes of a kept pt2.grouped_mm (lower_grouped_mm.c:
+ * loops (s, n, g, k), operands a, b, offs, out, a placeholder body) as a
+ * library call's operands: strided views a [S, K], b [G, K, N], offs [G],
+ * out [S, N], an a or b that is a fresh copy of a view (transformers' experts
+ * pass b as [G, N, K] transposed) read from the copy's source. */
+typedef struct GroupedMmCall {
+    View operands[4];
+    MlirType elem, offs_elem; /* f32, bf16 or f16; i32 or i64 */
+    OpList dead;              /* the copies read through: erased once the call replaces the generic */
+} GroupedMmCall;
+
+bool grouped_mm_is_marked(MlirOperation op);
+/* false (nothing to free) on IR pt2-lower did not make. */
+bool grouped_mm_call_of(MlirOperation op, GroupedMmCall *call);
+
 #endif /* PT2_PASSES_EXTERN_H */

@@ -7,7 +7,7 @@
  *   func.call @pt2_gpu_attn_<t>_<mask>[_causal][_zero]_s<scale>_<n>(%q, %k, %v[, %mask], %out)
  *
  * a library call of the launch plan that runtime/gpu_kernel.c hands to
- * PyTorch's at::scaled_dot_product_attention (capture/aten_attention.cpp):
+ * PyTorch's at::scaled_dot_product_attention (capture/aten_kernels.cpp):
  * the FlashAttention or memory-efficient kernels eager's sdpa picks, where
  * the decomposition is two batched products and a softmax whose scores
  * make a round trip through memory ([B, H, L, S] of them: 1370 tokens of

@@ -1,15 +1,19 @@
-/*===- lower_grouped_mm.c - pt2-lower: grouped_mm kept for libpt2rt --------===*
+/*===- lower_grouped_mm.c - pt2-lower: grouped_mm kept for a library -------===*
  *
- * pt2.grouped_mm(a [S, K], b [G, K, N], offs [G]) that the CPU pipeline's
- * pt2-decompose-keep-attention kept becomes a linalg.generic over loops
- * (s, n, g, k) with maps
+ * pt2.grouped_mm(a [S, K], b [G, K, N], offs [G]) that a decomposition
+ * kept (the CPU pipeline's pt2-decompose-keep-attention, the GPU's
+ * -keep-attention-gpu) becomes a linalg.generic over loops (s, n, g, k)
+ * with maps
  *     a (s, k), b (g, k, n), offs (g), out (s, n)
- * marked `pt2.grouped_mm`: the maps tell pt2-extern-blas each buffer's role,
- * the mark that the body is a placeholder, which pt2-extern-blas replaces by
- * a call of pt2rt_grouped_mm_* (runtime/rt/grouped_mm.c: a GEMM per group of
- * rows) or fails the pipeline.  It is lowered with the contractions, after
- * elementwise fusion, so nothing is fused into it.  Elsewhere (the GPU, or
- * PT2_DISABLE=blas) pt2-decompose makes it a gathered contraction.
+ * marked `pt2.grouped_mm`: the maps tell the rewrite each buffer's role,
+ * the mark that the body is a placeholder, which pt2-extern-blas replaces
+ * by a call of pt2rt_grouped_mm_* (runtime/rt/grouped_mm.c: a GEMM per
+ * group of rows) and pt2-gpu-extern-grouped-mm by the launch plan's call
+ * of PyTorch's grouped GEMM (passes/gpu_grouped_mm.c), or fails the
+ * pipeline.  It is lowered with the contractions, after elementwise
+ * fusion, so nothing is fused into it.  Elsewhere (PT2_DISABLE=blas, GPU
+ * types PyTorch's kernel does not take) pt2-decompose makes it a gathered
+ * contraction.
  *===----------------------------------------------------------------------===*/
 #include "lower.h"
 

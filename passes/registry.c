@@ -18,6 +18,8 @@
 MlirPass pt2_create_decompose_pass(void);
 MlirPass pt2_create_decompose_keep_attention_pass(void);
 MlirPass pt2_create_decompose_keep_attention_gpu_pass(void);
+MlirPass pt2_create_decompose_keep_attention_only_gpu_pass(void);
+MlirPass pt2_create_decompose_keep_grouped_mm_gpu_pass(void);
 MlirPass pt2_create_lower_pass(void);
 MlirPass pt2_create_lower_non_contractions_pass(void);
 MlirPass pt2_create_lower_non_contractions_device_checks_pass(void);
@@ -50,6 +52,7 @@ MlirPass pt2_create_gpu_map_loops_full_copied_lanes_pass(void);
 MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_attention_pass(void);
+MlirPass pt2_create_gpu_extern_grouped_mm_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
@@ -111,9 +114,18 @@ static const PassEntry pt2_passes[] = {
      "pt2-decompose, keeping pt2.grouped_mm for libpt2rt's GEMM per group (passes/decompose.c; CPU under PT2_DISABLE=attention)",
      pt2_create_decompose_keep_grouped_mm_pass},
     {"pt2-decompose-keep-attention-gpu",
-     "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention kernels compute as eager does "
-     "(passes/decompose.c; GPU, not under PT2_DISABLE=gpu-attention or blas)",
+     "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention kernels compute as eager does, and the "
+     "pt2.grouped_mm ops its grouped GEMM does (passes/decompose.c; GPU from sm_90, not under PT2_DISABLE=gpu-attention, "
+     "gpu-grouped-mm or blas)",
      pt2_create_decompose_keep_attention_gpu_pass},
+    {"pt2-decompose-keep-attention-only-gpu",
+     "pt2-decompose, keeping the pt2.attention ops that PyTorch's fused attention kernels compute as eager does "
+     "(passes/decompose.c; GPU before sm_90 or under PT2_DISABLE=gpu-grouped-mm)",
+     pt2_create_decompose_keep_attention_only_gpu_pass},
+    {"pt2-decompose-keep-grouped-mm-gpu",
+     "pt2-decompose, keeping the pt2.grouped_mm ops that PyTorch's grouped GEMM computes as eager does "
+     "(passes/decompose.c; GPU from sm_90 under PT2_DISABLE=gpu-attention)",
+     pt2_create_decompose_keep_grouped_mm_gpu_pass},
     {"pt2-welford", "pt2.var_mean as linalg: one pass (Welford, in vector lanes) or two corrected ones (CPU)",
      pt2_create_welford_pass},
     {"pt2-lower", "Lower pt2 primitives to linalg/tensor/arith/math (loop-level IR)", pt2_create_lower_pass},
@@ -234,6 +246,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-attention", "Kept attention to PyTorch's fused attention kernel, a library call of the GPU launch plan "
      "(passes/gpu_attention.c)", pt2_create_gpu_extern_attention_pass},
+    {"pt2-gpu-extern-grouped-mm", "Kept grouped_mm to PyTorch's grouped GEMM, a library call of the GPU launch plan "
+     "(passes/gpu_grouped_mm.c)", pt2_create_gpu_extern_grouped_mm_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
      "launch plan, their loops kept behind as the fallback (passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
     {"pt2-gpu-extern-conv-cudnn", "pt2-gpu-extern-conv with every convolution through cuDNN, 1x1 ones too (PT2_DISABLE=conv-gemm, "
@@ -428,6 +442,12 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     /* attention through PyTorch's kernel: a library call, as the products (runtime/gpu_kernel.c turns
      * it off where no kernel is registered: pt2-opt, a process without pt2._C) */
     bool attention = !pt2_disabled(disable, "blas") && !pt2_disabled(disable, "gpu-attention");
+    /* grouped_mm through PyTorch's grouped GEMM (CUTLASS's on sm_90 and sm_100 only), as attention */
+    int sm = !strncmp(chip, "sm_", 3) ? atoi(chip + 3) : 0;
+    bool grouped_mm = !pt2_disabled(disable, "blas") && !pt2_disabled(disable, "gpu-grouped-mm") && sm >= 90 && sm < 110;
+    char library[96];
+    snprintf(library, sizeof library, "%s%s%s", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
+             attention ? "pt2-gpu-extern-attention," : "", grouped_mm ? "pt2-gpu-extern-grouped-mm," : "");
     const char *libdevice = libdevice_path();
     char link[1100] = "";
     if (libdevice[0]) snprintf(link, sizeof link, " l=%s", libdevice);
@@ -446,11 +466,14 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              "gpu.module(canonicalize,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
              "canonicalize,reconcile-unrealized-casts),"
              "pt2-gpu-module-to-binary",
-             attention ? "pt2-decompose-keep-attention-gpu" : "pt2-decompose", checks ? "device-checks" : "unchecked",
+             attention ? (grouped_mm ? "pt2-decompose-keep-attention-gpu" : "pt2-decompose-keep-attention-only-gpu")
+             : grouped_mm ? "pt2-decompose-keep-grouped-mm-gpu"
+                          : "pt2-decompose",
+             checks ? "device-checks" : "unchecked",
              inline_ && !pt2_disabled(disable, "inline-loads") ? "pt2-inline-loads," : "",
              inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
              gpu_channels_last(disable) ? "pt2-channels-last," : "", repeats ? "pt2-outline-repeats-gpu," : "",
-             repeats ? "pt2-elide-output-copies," : "", pt2_disabled(disable, "blas") ? "" : attention ? "pt2-gpu-extern-gemm,pt2-gpu-extern-attention," : "pt2-gpu-extern-gemm,",
+             repeats ? "pt2-elide-output-copies," : "", library,
              pt2_disabled(disable, "blas")        ? ""
              : pt2_disabled(disable, "conv-gemm") ? "pt2-gpu-extern-conv-cudnn,"
                                                   : "pt2-gpu-extern-conv,",

@@ -3,7 +3,7 @@
  * An entry "attn_<t>_<none|add|bool>[_causal][_zero]_s<scale's f64 bits>"
  * (passes/gpu_attention.c) runs PyTorch's at::scaled_dot_product_attention,
  * which libpt2 cannot call itself: pt2._C registers the function that does
- * (pt2GpuSetAttentionKernel; capture/aten_attention.cpp).  Here the entry is
+ * (pt2GpuSetAttentionKernel; capture/aten_kernels.cpp).  Here the entry is
  * read back into a Pt2GpuAttention (include/pt2.h) at its first launch, with
  * its operands' static layouts; each launch sets the data pointers (element
  * offsets applied) and hands it over with the stream.  docs/gpu.md,

@@ -27,6 +27,7 @@
 #include "cuda.h"
 #include "cudnn.h"
 #include "gpu_attention.h"
+#include "gpu_grouped_mm.h"
 #include "gpu_cache.h"
 #include "gpu_plan.h"
 #include "ptx_jit.h"
@@ -168,12 +169,12 @@ static Pt2GpuKernel *compile_module(MlirContext ctx, MlirOperation module, const
         }
     }
     if (compile_prologue(ctx, module, func, k, opts, disable, dumping ? dump : NULL) != 0) goto error;
-    /* attention entries only where PyTorch's kernel is registered to run them */
-    char no_attention[1024];
-    if (!pt2_gpu_attention_registered()) {
-        snprintf(no_attention, sizeof no_attention, "%s%sgpu-attention", disable ? disable : "", disable && disable[0] ? "," : "");
-    }
-    const char *pipeline = pt2GpuPipelineText(pt2_gpu_attention_registered() ? disable : no_attention, getenv("PT2_GPU_ARCH"));
+    /* attention and grouped_mm entries only where PyTorch's kernels are registered to run them */
+    char unregistered[1100];
+    snprintf(unregistered, sizeof unregistered, "%s%s%s", disable ? disable : "",
+             pt2_gpu_attention_registered() ? "" : ",gpu-attention", pt2_gpu_grouped_mm_registered() ? "" : ",gpu-grouped-mm");
+    bool all_registered = pt2_gpu_attention_registered() && pt2_gpu_grouped_mm_registered();
+    const char *pipeline = pt2GpuPipelineText(all_registered ? disable : unregistered, getenv("PT2_GPU_ARCH"));
     char *text = pt2_operation_to_text(module, false);
     Sha256 s;
     sha256_init(&s);
@@ -303,9 +304,14 @@ int pt2GpuKernelUpgrading(const Pt2GpuKernel *k) {
     return 0;
 }
 
-int pt2GpuKernelHasAttention(const Pt2GpuKernel *k) {
+/* attention or grouped_mm: the entries PyTorch's own kernels run */
+static bool calls_pytorch(const GpuLaunch *l) {
+    return l->module < 0 && (pt2_gpu_plan_is_attention(l) || pt2_gpu_plan_is_grouped_mm(l));
+}
+
+int pt2GpuKernelCallsPyTorch(const Pt2GpuKernel *k) {
     for (int i = 0; i < k->plan.n_launches; ++i) {
-        if (k->plan.launches[i].module < 0 && pt2_gpu_plan_is_attention(&k->plan.launches[i])) return 1;
+        if (calls_pytorch(&k->plan.launches[i])) return 1;
     }
     return 0;
 }
@@ -605,6 +611,10 @@ static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const 
         *out_done = DONE_RESULT;
         return pt2_gpu_launch_attention(l, ops, stream);
     }
+    if (pt2_gpu_plan_is_grouped_mm(l)) {
+        *out_done = DONE_RESULT;
+        return pt2_gpu_launch_grouped_mm(l, ops, stream);
+    }
     if (pt2_gpu_plan_is_gemm(l)) {
         bool epilogue_done;
         int rc = pt2_cublas_gemm(&l->gemm, l->function, ops, l->n_args, folded, stream, &epilogue_done);
@@ -691,7 +701,7 @@ static int launch_plan(Pt2GpuKernel *k, void *const *device_pointers, void *work
             if (launch_library_call(k, l, device_pointers, workspace, stream, folded, &done) != 0) return -1;
             call = i;
             if (prof) {
-                bool conv = pt2_gpu_plan_is_conv(l); /* attention counts with the products */
+                bool conv = pt2_gpu_plan_is_conv(l); /* attention and grouped_mm count with the products */
                 profile_step(&t, conv ? &prof->convs : &prof->gemms, conv ? &prof->n_convs : &prof->n_gemms);
             }
             continue;
@@ -813,7 +823,7 @@ Pt2GpuGraph *pt2GpuGraphCapture(Pt2GpuKernel *k, void *const *device_pointers, v
     for (int i = 0; i < k->plan.n_launches; ++i) {
         if (k->plan.launches[i].module >= 0) continue;
         const GpuLaunch *l = &k->plan.launches[i];
-        if (pt2_gpu_plan_is_attention(l)) continue; /* PyTorch's: its allocations go to the caller's pool */
+        if (calls_pytorch(l)) continue; /* PyTorch's: its allocations go to the caller's pool */
         /* a conv's gemm entry without cuBLAS runs its loops, as a conv entry without cuDNN */
         bool gemm = pt2_gpu_plan_is_gemm(l), loops = gpu_entry_is_conv(l->function);
         if (gemm ? pt2_cublas_prepare_stream(stream) != 0 && !loops : pt2_cudnn_init() != 0) return NULL;

@@ -299,8 +299,9 @@ static bool is_call_to(MlirOperation op, const char *prefix) {
 
 /* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu][_conv[_scaled]]_<n>(A, B, D[, bias][, residual][, B unscaled])
  * (passes/gpu_extern.c, a 1x1 conv's passes/gpu_conv.c) or @pt2_gpu_conv_<t>_..._<n>(x, w, y[, bias[, residual]], scratch)
- * (passes/gpu_conv.c) or @pt2_gpu_attn_<t>_<mask>..._<n>(q, k, v[, mask], out) (passes/gpu_attention.c): a
- * library call in the plan, module -1, function "gemm_...", "conv_..." or "attn_...". */
+ * (passes/gpu_conv.c) or @pt2_gpu_attn_<t>_<mask>..._<n>(q, k, v[, mask], out) (passes/gpu_attention.c) or
+ * @pt2_gpu_gmm_<t>_i32_<n>(a, b, offs, out) (passes/gpu_grouped_mm.c): a library call in the plan, module -1,
+ * function "gemm_...", "conv_...", "attn_..." or "gmm_...". */
 static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
     GpuPlan *plan = pb->plan;
     GpuLaunch *l = &plan->launches[plan->n_launches];
@@ -370,7 +371,8 @@ static int build_plan(PlanBuilder *pb) {
             }
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
-        } else if (is_call_to(op, "pt2_gpu_gemm_") || is_call_to(op, "pt2_gpu_conv_") || is_call_to(op, "pt2_gpu_attn_")) {
+        } else if (is_call_to(op, "pt2_gpu_gemm_") || is_call_to(op, "pt2_gpu_conv_") || is_call_to(op, "pt2_gpu_attn_") ||
+                   is_call_to(op, "pt2_gpu_gmm_")) {
             if (plan_library_call(pb, op) != 0) return -1;
         } else if (is_call_to(op, "pt2_gpu_fallback_epilogue_")) {
             pb->fallback_unless = DONE_EPILOGUE;

@@ -40,7 +40,7 @@ typedef struct GpuArg {
 typedef enum Done { DONE_NOTHING = 0, DONE_RESULT = 1, DONE_EPILOGUE = 2 } Done;
 
 typedef struct GpuLaunch {
-    int module;      /* -1: a library call (function gemm_*, conv_* or attn_*) */
+    int module;      /* -1: a library call (function gemm_*, conv_*, attn_* or gmm_*) */
     char function[128];
     unsigned grid[3], block[3], shared_bytes;
     int n_args;
@@ -82,7 +82,10 @@ void pt2_gpu_plan_free(GpuPlan *plan);
 
 static inline bool pt2_gpu_plan_is_gemm(const GpuLaunch *l) { return !strncmp(l->function, "gemm_", 5); }
 static inline bool pt2_gpu_plan_is_attention(const GpuLaunch *l) { return !strncmp(l->function, "attn_", 5); }
-/* cuDNN's (or a 1x1 conv's loops where it has no gemm entry): neither of the above */
-static inline bool pt2_gpu_plan_is_conv(const GpuLaunch *l) { return !pt2_gpu_plan_is_gemm(l) && !pt2_gpu_plan_is_attention(l); }
+static inline bool pt2_gpu_plan_is_grouped_mm(const GpuLaunch *l) { return !strncmp(l->function, "gmm_", 4); }
+/* cuDNN's (or a 1x1 conv's loops where it has no gemm entry): none of the above */
+static inline bool pt2_gpu_plan_is_conv(const GpuLaunch *l) {
+    return !pt2_gpu_plan_is_gemm(l) && !pt2_gpu_plan_is_attention(l) && !pt2_gpu_plan_is_grouped_mm(l);
+}
 
 #endif

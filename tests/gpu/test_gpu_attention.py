@@ -1,5 +1,5 @@
 """Attention on the GPU through PyTorch's fused kernel (passes/gpu_attention.c,
-capture/aten_attention.cpp, docs/gpu.md "Attention"): F.scaled_dot_product_attention
+capture/aten_kernels.cpp, docs/gpu.md "Attention"): F.scaled_dot_product_attention
 and the chains pt2-patterns matches, against eager CUDA (the same kernel, for sdpa)
 and a float64 oracle, in f32, f16 and bf16, with masks (bool, additive, broadcast,
 rows masked whole), is_causal with more keys than queries and fewer, 3-d and 4-d

@@ -64,7 +64,7 @@ def test_attention_entry_hands_the_graph_to_the_kernel(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     if not out["entries"] or not out["entries"][0].startswith("attn_"):
-        pytest.skip("pt2._C without aten_attention.cpp: the attention is decomposed")
+        pytest.skip("pt2._C without aten_kernels.cpp: the attention is decomposed")
     assert out["entries"] == ["attn_bf16_bool_zero_s3fd3333333333333"], out["entries"]
     assert len(out["seen"]) == 2
     for base, a in zip((0x10000000, 0x40000000), out["seen"]):
