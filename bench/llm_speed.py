@@ -1,10 +1,10 @@
 """Decoder-only language models outside the benchmark lists (Llama, Qwen2, Mistral, Phi, Gemma2, Qwen3, Phi3,
 OLMo2, GPT-NeoX, OPT, and the mixtures of experts Mixtral and Qwen2-MoE of transformers, small
-configs: 4 layers, width 512, batch 2 x 128 tokens, random weights) on the CPU: eager, pt2.compile and
-torch.compile (Inductor) side by side in one process, a forward pass without a cache, medians of interleaved
-rounds, and each one's first call.  Writes JSON.
+configs: 4 layers, width 512, batch 2 x 128 tokens, random weights) on the CPU (or --device cuda): eager,
+pt2.compile and torch.compile (Inductor) side by side in one process, a forward pass without a cache, medians
+of interleaved rounds, and each one's first call.  Writes JSON.
 
-    python bench/llm_speed.py [--json out.json] [--no-inductor] [--dtype bfloat16] [llama qwen2 mistral phi gemma2 ... mixtral qwen2moe]
+    python bench/llm_speed.py [--json out.json] [--no-inductor] [--dtype bfloat16] [--device cuda] [llama qwen2 ... mixtral qwen2moe]
 """
 import argparse
 import json
@@ -42,6 +42,8 @@ MODELS = {
 def timed(f):
     t0 = time.perf_counter()
     f()
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
     return time.perf_counter() - t0
 
 
@@ -52,15 +54,16 @@ def main():
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the weights' type")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     opts = ap.parse_args()
     rows = []
     for name in opts.models or list(MODELS):
         cfg, cls, kw = MODELS[name]
         torch.manual_seed(0)
-        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval().to(getattr(torch, opts.dtype))
-        ids = torch.randint(0, 32000, (2, 128))
+        model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval().to(getattr(torch, opts.dtype)).to(opts.device)
+        ids = torch.randint(0, 32000, (2, 128)).to(opts.device)
         runs = {"eager": lambda: model(input_ids=ids, use_cache=False).logits}
-        row = {"model": name, "dtype": opts.dtype}
+        row = {"model": name, "dtype": opts.dtype, "device": opts.device}
         with torch.no_grad():
             want = runs["eager"]()
             compiled = pt2.compile(model)
