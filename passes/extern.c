@@ -518,12 +518,60 @@ static bool buffer_is_frozen(MlirOperation module, MlirValue v, int depth) {
     return a.constant && a.calls > 0;
 }
 
+/* call @pt2rt_conv2d_round_<h>(%x, %w, %y, %addend0, %addend1, sh, sw, ph,
+ * pw, dh, dw, groups, steps): y (over ep's addends, or y where a program
+ * does not use one) of the half type h; geometry the seven i64 values. */
+static MlirOperation build_round_call(MlirOperation module, Builder *b, MlirValue x, MlirValue w, const View *y,
+                                      const Epilogue *ep, const MlirValue geometry[7], MlirType half) {
+    MlirValue args[13] = {x, w, build_unranked_view(b, y, half)};
+    int n = 3;
+    for (int k = 0; k < EPILOGUE_MAX_ADDENDS; ++k) args[n++] = k < ep->n_addends ? build_unranked_view(b, &ep->addends[k], half) : args[2];
+    for (int i = 0; i < 7; ++i) args[n++] = geometry[i];
+    args[n++] = const_int(b, mlirIntegerTypeGet(b->ctx, 64), epilogue_program(ep));
+    const char *h = elem_name(half);
+    char callee[64], params[256];
+    snprintf(callee, sizeof callee, "pt2rt_conv2d_round_%s", h);
+    snprintf(params, sizeof params,
+             "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, i64, i64, i64, i64, i64, i64, i64, i64",
+             h, h, h, h, h);
+    declare_runtime_function(module, callee, params);
+    return build_call(b, callee, n, args);
+}
+
+/* The addends a rounded half conv may take: as bf16 oneDNN's bias and sum
+ * post-op (else its call goes through f32 loops), any for f16 (always
+ * through them); added in f32 before the one rounding. */
+static EpilogueRules half_conv_rules(MlirType half, bool rounds) {
+    return (EpilogueRules){.max_addends = EPILOGUE_MAX_ADDENDS, .onednn = mlirTypeIsABF16(half), .round_to = rounds ? half : (MlirType){NULL}};
+}
+
+/* After the kernel that rounded a half conv's accumulator went into its
+ * call (pt2rt_conv2d_round_*, writing the half result `out`): the kernel
+ * that reads that result (contractions lower after elementwise fusion, so
+ * a bias add, a residual or a batch norm is a kernel of its own) may take
+ * it as its epilogue as well, its adds then made in f32 before the one
+ * rounding; the call is rebuilt to write that kernel's output, which the
+ * kernel then reads in place. */
+static void conv_epilogue_after_rounding(MlirOperation module, MlirOperation call, const View *out, MlirType half,
+                                         const MlirValue *reads) {
+    Epilogue ep;
+    const EpilogueRules rules = half_conv_rules(half, false);
+    if (!find_epilogue(call, (MlirOperation){NULL}, out, half, reads, 2, &rules, &ep)) return;
+    Builder b = builder_before(call);
+    MlirValue geometry[7];
+    for (int i = 0; i < 7; ++i) geometry[i] = mlirOperationGetOperand(call, 5 + i);
+    build_round_call(module, &b, mlirOperationGetOperand(call, 0), mlirOperationGetOperand(call, 1), &ep.out, &ep, geometry, half);
+    mlirOperationDestroy(call);
+    commit_epilogue(&ep);
+}
+
 /* Rewrites one marked conv2d generic on f32/f64 buffers into
  *     call @pt2rt_conv2d_f32(%x, %w, %y, sh, sw, ph, pw, dh, dw, groups)
  * or, with an epilogue that has steps, pt2rt_conv2d_epilogue_f32 if it
  * qualifies; bf16/f16 x and w into an f32 accumulator into
- * pt2rt_conv2d_bf16/f16 (no epilogue: the kernel after it rounds the
- * accumulator); returns whether it did. */
+ * pt2rt_conv2d_bf16/f16, or, where the kernel after it rounds the
+ * accumulator first, pt2rt_conv2d_round_bf16/f16 writing the half result
+ * (with the adds that follow the rounding); returns whether it did. */
 static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues) {
     ConvGeometry g;
     if (!conv_geometry(op, &g) || mlirOperationGetNumOperands(op) != 3 || mlirOperationGetNumResults(op) != 0 ||
@@ -542,9 +590,10 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
      * bias, a residual) and, on oneDNN (f32), activations as post-ops */
     Epilogue ep;
     bool f32 = mlirTypeIsAF32(elem);
-    const EpilogueRules rules = {.max_addends = EPILOGUE_MAX_ADDENDS, .activations = f32, .onednn = f32};
+    const EpilogueRules rules =
+        widened ? half_conv_rules(in_elem, true) : (EpilogueRules){.max_addends = EPILOGUE_MAX_ADDENDS, .activations = f32, .onednn = f32};
     MlirValue reads[2] = {buffer_root(call.x.base), buffer_root(call.w.base)};
-    bool fused = epilogues && !widened && mlirOperationIsNull(call.out_copy) &&
+    bool fused = epilogues && mlirOperationIsNull(call.out_copy) &&
                  find_epilogue(op, call.fill, &call.y, elem, reads, 2, &rules, &ep);
     if (fused) call.y = ep.out;
     bool with_steps = fused && ep.n_steps > 0;
@@ -552,17 +601,27 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     bool frozen = f32 && !widened && buffer_is_frozen(module, call.w.base, 0);
     Builder b = builder_before(op);
     MlirType i64 = mlirIntegerTypeGet(b.ctx, 64);
-    MlirValue args[13] = {
-        build_operand_view(&b, &call.x, in_elem),
-        build_operand_view(&b, &call.w, in_elem),
-        build_unranked_view(&b, &call.y, elem),
-    };
+    const int64_t scalars[7] = {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups};
+    MlirValue x = build_operand_view(&b, &call.x, in_elem), w = build_operand_view(&b, &call.w, in_elem);
+    MlirOperation x_grouped = defining_op(mlirOperationGetOperand(op, 0));
+    MlirOperation w_grouped = defining_op(mlirOperationGetOperand(op, 1));
+    MlirValue acc = mlirOperationGetOperand(op, 2);
+    if (fused && widened) { /* the half result, rounded once after the adds */
+        MlirValue geometry[7];
+        for (int i = 0; i < 7; ++i) geometry[i] = const_int(&b, i64, scalars[i]);
+        MlirOperation rounded = build_round_call(module, &b, x, w, &call.y, &ep, geometry, in_elem);
+        mlirOperationDestroy(op);
+        erase_conv_leftovers(&call, x_grouped, w_grouped, acc);
+        commit_epilogue(&ep);
+        if (ep.n_addends == 0) conv_epilogue_after_rounding(module, rounded, &call.y, in_elem, reads);
+        return true;
+    }
+    MlirValue args[13] = {x, w, build_unranked_view(&b, &call.y, elem)};
     int n_args = 3;
     for (int k = 0; (with_steps || frozen) && k < EPILOGUE_MAX_ADDENDS; ++k) { /* y stands in for an addend not used */
         const View *a = with_steps && k < ep.n_addends ? &ep.addends[k] : &call.y;
         args[n_args++] = build_unranked_view(&b, a, elem);
     }
-    const int64_t scalars[7] = {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups};
     for (int i = 0; i < 7; ++i) args[n_args++] = const_int(&b, i64, scalars[i]);
     char callee[64], params[256];
     const char *e = elem_name(elem);
@@ -583,9 +642,6 @@ static bool rewrite_conv(MlirOperation module, MlirOperation op, bool epilogues)
     }
     declare_runtime_function(module, callee, params);
     build_call(&b, callee, n_args, args);
-    MlirOperation x_grouped = defining_op(mlirOperationGetOperand(op, 0));
-    MlirOperation w_grouped = defining_op(mlirOperationGetOperand(op, 1));
-    MlirValue acc = mlirOperationGetOperand(op, 2);
     mlirOperationDestroy(op);
     erase_conv_leftovers(&call, x_grouped, w_grouped, acc);
     if (fused) commit_epilogue(&ep);

@@ -121,7 +121,7 @@ def _stage_after_extern(tmp_path, monkeypatch, dt, tag):
     x, w = g.input(dt, (1, 4, 6, 6)), g.input(dt, (4, 2, 3, 3))
     g.outputs(g.op("conv2d", x, w, padding=[1, 1], groups=2))
     g.compile()
-    (stage,) = glob.glob(str(tmp_path / "*" / "*-pt2-extern-blas.mlir"))
+    (stage,) = glob.glob(str(tmp_path / "*" / "*-pt2-extern-blas*.mlir"))
     return open(stage).read()
 
 
@@ -134,11 +134,21 @@ def test_pass_calls_library(tmp_path, monkeypatch, dt):
 
 
 @pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
-def test_pass_calls_half_conv_into_f32(tmp_path, monkeypatch, dt):
-    """half x and w: pt2rt_conv2d_f16/bf16 into the f32 accumulator (conv_half.c), rounded by the kernel after it"""
+def test_pass_calls_half_conv_rounded(tmp_path, monkeypatch, dt):
+    """half x and w: pt2rt_conv2d_round_f16/bf16 writing the half result (conv_half.c), the kernel that rounded
+    the f32 accumulator folded into the call (test_extern_conv_half.py has the values)"""
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]
     ir = _stage_after_extern(tmp_path, monkeypatch, dt, name)
-    assert f"call @pt2rt_conv2d_{name}" in ir and "pt2.conv2d" not in ir and "arith.truncf" in ir
+    assert f"call @pt2rt_conv2d_round_{name}" in ir and "pt2.conv2d" not in ir and "arith.truncf" not in ir
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_pass_calls_half_conv_into_f32_without_epilogues(tmp_path, monkeypatch, dt):
+    """PT2_DISABLE=epilogue: pt2rt_conv2d_f16/bf16 into the f32 accumulator, rounded by the kernel after it"""
+    monkeypatch.setenv("PT2_DISABLE", "epilogue")
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]
+    ir = _stage_after_extern(tmp_path, monkeypatch, dt, name + "_no_epilogue")
+    assert f"call @pt2rt_conv2d_{name}(" in ir and "pt2.conv2d" not in ir and "arith.truncf" in ir
 
 
 # Convolutions of a reshaped input, (label, input shape, permute or None,

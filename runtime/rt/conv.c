@@ -82,7 +82,7 @@ static void read_epilogue(const Pt2rtUnrankedMemRef *const addends[2], int64_t s
 static void read_conv(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                       size_t elem_size, const int64_t geometry[7], Conv *c) {
     c->elem_size = elem_size;
-    c->bf16_in = false;
+    c->bf16_in = c->bf16_out = false;
     c->w_frozen = false;
     c->steps = 0; /* no epilogue: nothing in the primitive's key either */
     c->addend[0] = c->addend[1] = NULL;
@@ -193,7 +193,7 @@ void pt2rt_conv_epilogue_all(const Conv *c) {
 
 /* Everything a primitive depends on: dtype, shapes, strides, geometry, the
  * team size and the epilogue (steps, the addends' strides), as one flat key. */
-#define KEY_WORDS 43
+#define KEY_WORDS 44
 typedef struct ConvKey {
     int64_t words[KEY_WORDS];
 } ConvKey;
@@ -227,6 +227,7 @@ static ConvKey key_of(const Conv *c) {
     int64_t *w = k.words;
     *w++ = (int64_t)c->elem_size;
     *w++ = c->bf16_in;
+    *w++ = c->bf16_out;
     *w++ = omp_get_max_threads();
     const int64_t *parts[6] = {c->x_sizes, c->x_strides, c->w_sizes, c->w_strides, c->y_sizes, c->y_strides};
     for (int p = 0; p < 6; ++p) {
@@ -330,7 +331,7 @@ static dnnl_primitive_desc_t conv_pd(const Conv *c, DnnlConv *d, dnnl_format_tag
     dnnl_dims_t strides = {c->stride[0], c->stride[1]}, dilates = {c->dilation[0] - 1, c->dilation[1] - 1};
     dnnl_dims_t pad_l = {c->padding[0], c->padding[1]}, pad_r = {c->padding[0], c->padding[1]};
     if (dnnl_memory_desc_init_by_tag(&x_any, 4, x_dims, c->bf16_in ? dnnl_bf16 : dnnl_f32, x_tag) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&y_any, 4, y_dims, dnnl_f32, y_tag) != dnnl_success) {
+        dnnl_memory_desc_init_by_tag(&y_any, 4, y_dims, c->bf16_out ? dnnl_bf16 : dnnl_f32, y_tag) != dnnl_success) {
         return NULL;
     }
     w_any = d->w_user;
@@ -341,7 +342,7 @@ static dnnl_primitive_desc_t conv_pd(const Conv *c, DnnlConv *d, dnnl_format_tag
     const dnnl_memory_desc_t *bias = NULL;
     if (planned && fuse && d->bias >= 0) {
         dnnl_dims_t o = {ys[1]}, o_stride = {ys[1] == 1 ? 1 : c->addend_strides[d->bias][1]};
-        planned = dnnl_memory_desc_init_by_strides(&d->bias_md, 1, o, dnnl_f32, o_stride) == dnnl_success;
+        planned = dnnl_memory_desc_init_by_strides(&d->bias_md, 1, o, c->bf16_out ? dnnl_bf16 : dnnl_f32, o_stride) == dnnl_success;
         bias = &d->bias_md;
     }
     dnnl_convolution_desc_t cd;
@@ -411,9 +412,9 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
     DnnlConv *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->key = *key;
-    dnnl_data_type_t in = c->bf16_in ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t in = c->bf16_in ? dnnl_bf16 : dnnl_f32, out = c->bf16_out ? dnnl_bf16 : dnnl_f32;
     if (!user_md(&d->x_user, c->x_sizes, c->x_strides, 1, in) || !user_md(&d->w_user, c->w_sizes, c->w_strides, c->groups, in) ||
-        !user_md(&d->y_user, c->y_sizes, c->y_strides, 1, dnnl_f32)) {
+        !user_md(&d->y_user, c->y_sizes, c->y_strides, 1, out)) {
         goto fail;
     }
     /* x and y channels last (pt2-channels-last): nhwc kernels, which read
@@ -430,14 +431,19 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
     /* bf16: nhwc first whatever the layouts, as eager's: 2.6's AMX kernels (brgconv) take nhwc only, its
      * blocked bf16 kernel was 3.4x slower (8x64x56x56, 3x3, 64 channels: 7.8 ms against 2.3) */
     size_t first = c->bf16_in || (dense_nhwc(c->x_sizes, c->x_strides) && dense_nhwc(c->y_sizes, c->y_strides)) ? 0 : 1;
+    /* a rounded bf16 y takes its epilogue inside the primitive or not at all: no loop adds to a rounded value */
+    bool must_fuse = c->bf16_out && c->steps != 0;
     dnnl_primitive_desc_t pd = NULL;
-    for (int fuse = c->steps != 0; !pd && fuse >= 0; --fuse) {
+    for (int fuse = c->steps != 0; !pd && fuse >= (must_fuse ? 1 : 0); --fuse) {
         d->fused = fuse;
         for (size_t i = first; !pd && i < sizeof layouts / sizeof layouts[0]; ++i) {
             pd = conv_pd(c, d, layouts[i][0], layouts[i][1], true, fuse);
         }
     }
-    if (!pd) pd = conv_pd(c, d, dnnl_format_tag_any, dnnl_format_tag_any, false, false);
+    if (!pd) {
+        d->fused = must_fuse;
+        pd = conv_pd(c, d, dnnl_format_tag_any, dnnl_format_tag_any, false, must_fuse);
+    }
     if (!pd) goto fail;
     d->x_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     d->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -453,7 +459,7 @@ static DnnlConv *create_dnnl_conv(const Conv *c, const ConvKey *key) {
     if (d->fused && d->sum >= 0) {
         /* a copy even where the layouts agree: the addend is another buffer */
         dnnl_primitive_desc_t rpd;
-        if (!user_md(&d->sum_user, c->y_sizes, c->addend_strides[d->sum], 1, dnnl_f32) ||
+        if (!user_md(&d->sum_user, c->y_sizes, c->addend_strides[d->sum], 1, out) ||
             dnnl_reorder_primitive_desc_create(&rpd, &d->sum_user, engine, &d->y_md, engine, NULL) != dnnl_success) {
             goto fail;
         }
@@ -685,6 +691,17 @@ bool pt2rt_conv2d_bf16_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedM
         zero_output(&c);
         return true;
     }
+    return conv_dnnl(&c);
+}
+
+bool pt2rt_conv2d_bf16_rounded_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                                      const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t geometry[7]) {
+    Conv c;
+    read_conv(x, w, y, 2, geometry, &c); /* x, w, y and the addends bfloat16 */
+    read_epilogue(addends, steps, &c);
+    c.bf16_in = c.bf16_out = true;
+    if (pt2rt_conv_numel(c.y_sizes) == 0) return true;
+    if (c.w_sizes[1] == 0 || c.w_sizes[2] == 0 || c.w_sizes[3] == 0) return false; /* empty sums: conv_half.c's loop */
     return conv_dnnl(&c);
 }
 

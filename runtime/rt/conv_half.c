@@ -11,6 +11,15 @@
  *      is a float), each in its own dims' memory order (a channels-last x
  *      stays channels-last), then pt2rt_conv2d_f32.
  *
+ *   pt2rt_conv2d_round_bf16/f16(x, w, y, addend0, addend1, ..., steps)
+ *     y and the addends of x's type: y = round(conv(x, w) + the addends),
+ *     the sum in f32 and rounded once (pt2-extern-blas folds the kernel
+ *     that rounded the accumulator, and an add after it, into the call)
+ *   ─▶ bf16: oneDNN's primitive writing bf16, a per-channel addend its bias
+ *      and one of y's shape its sum post-op (conv.c);
+ *   ─▶ else (f16, or no primitive takes it): the f32 accumulator in a
+ *      scratch buffer as above, then the addends and the rounding in a loop.
+ *
  * Before, a half conv was generated loops widening every product: a 3x3
  * conv of 32 channels on 2x32x28x28 took 26 ms on the development machine
  * (AMX, 2 cores), eager's bf16 0.12 ms; bench/micro.py's 8x64x56x56 one now
@@ -91,4 +100,74 @@ void pt2rt_conv2d_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w
                       int64_t dilation_w, int64_t groups) {
     const int64_t g[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
     conv2d_widened(x, w, y, g, true);
+}
+
+/* y = round(conv(x, w) + the addends of `steps`) through a dense f32 scratch
+ * accumulator: the product as pt2rt_conv2d_bf16/f16 computes it, then each
+ * element's addends in f32 and one rounding. */
+static void round_via_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                          const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t g[7], bool f16) {
+    char *yd, *ad[2] = {NULL, NULL};
+    int64_t ys[4], yst[4], as[2][4], sizes[4];
+    if (y->rank != 4) pt2rt_fatal("conv2d operand of rank other than 4 (a compiler bug: see passes/extern.c)");
+    pt2rt_read_descriptor(y, 2, &yd, ys, yst);
+    bool used[2] = {false, false};
+    for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
+        int step = (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf);
+        if (step == PT2RT_STEP_END) break;
+        if (step != PT2RT_STEP_ADD0 && step != PT2RT_STEP_ADD1) pt2rt_fatal("a rounded conv2d epilogue step other than an add (a compiler bug: see passes/extern.c)");
+        used[step - PT2RT_STEP_ADD0] = true;
+    }
+    for (int k = 0; k < 2; ++k) {
+        if (!used[k]) continue;
+        if (!addends[k] || addends[k]->rank != 4) pt2rt_fatal("conv2d epilogue adds a missing tensor (a compiler bug: see passes/extern.c)");
+        pt2rt_read_descriptor(addends[k], 2, &ad[k], sizes, as[k]);
+        if (memcmp(sizes, ys, sizeof sizes) != 0) pt2rt_fatal("conv2d epilogue addend of another shape than y (a compiler bug: see epilogue.c)");
+    }
+    int64_t n = ys[0] * ys[1] * ys[2] * ys[3];
+    float *acc = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!acc) pt2rt_fatal("out of memory rounding a half-precision conv2d");
+    Desc4 dacc = {acc, acc, 0, {ys[0], ys[1], ys[2], ys[3]}, {ys[1] * ys[2] * ys[3], ys[2] * ys[3], ys[3], 1}};
+    Pt2rtUnrankedMemRef uacc = {4, &dacc};
+    if (f16 || !pt2rt_conv2d_bf16_onednn(x, w, &uacc, g)) conv2d_widened(x, w, &uacc, g, f16);
+    const float *f16_floats = f16 ? pt2rt_f16_floats() : NULL;
+    int threads = omp_in_parallel() || n < ((int64_t)1 << 16) ? 1 : omp_get_max_threads();
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+    for (int64_t a = 0; a < ys[0]; ++a) {
+        for (int64_t b = 0; b < ys[1]; ++b) {
+            for (int64_t c = 0; c < ys[2]; ++c) {
+                for (int64_t e = 0; e < ys[3]; ++e) {
+                    float v = acc[((a * ys[1] + b) * ys[2] + c) * ys[3] + e];
+                    for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
+                        int step = (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf), k = step - PT2RT_STEP_ADD0;
+                        if (step == PT2RT_STEP_END) break;
+                        const int64_t *s = as[k];
+                        v += pt2rt_half_to_float(ad[k] + (a * s[0] + b * s[1] + c * s[2] + e * s[3]) * 2, f16_floats);
+                    }
+                    uint16_t h = pt2rt_float_to_half(v, f16);
+                    memcpy(yd + (a * yst[0] + b * yst[1] + c * yst[2] + e * yst[3]) * 2, &h, sizeof h);
+                }
+            }
+        }
+    }
+    free(acc);
+}
+
+void pt2rt_conv2d_round_bf16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                             const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
+                             int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                             int64_t groups, int64_t steps) {
+    const int64_t g[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    if (pt2rt_conv2d_bf16_rounded_onednn(x, w, y, addends, steps, g)) return;
+    round_via_f32(x, w, y, addends, steps, g, false);
+}
+
+void pt2rt_conv2d_round_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                            const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
+                            int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                            int64_t groups, int64_t steps) {
+    const int64_t g[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    round_via_f32(x, w, y, addends, steps, g, true);
 }

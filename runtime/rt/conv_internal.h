@@ -17,6 +17,8 @@
 typedef struct Conv {
     size_t elem_size; /* 4: f32, 8: f64 (y's; x's and w's too unless bf16_in) */
     bool bf16_in;     /* x and w bfloat16 into an f32 y (oneDNN only: conv_half.c) */
+    bool bf16_out;    /* with bf16_in: y and the addends bfloat16 too, y rounded once after the epilogue
+                       * (elem_size 2; oneDNN only, the epilogue fused: conv_half.c's rounded entries) */
     char *x, *w, *y;
     int64_t x_sizes[4], x_strides[4], w_sizes[4], w_strides[4], y_sizes[4], y_strides[4];
     int64_t stride[2], padding[2], dilation[2], groups;
@@ -36,6 +38,12 @@ void pt2rt_conv_epilogue_all(const Conv *c);
  * epilogue; false (y untouched) where oneDNN has none (conv.c). */
 bool pt2rt_conv2d_bf16_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                               const int64_t geometry[7]);
+/* y (bfloat16) = round(conv2d(x, w) + the addends of `steps`) of bfloat16
+ * x, w and addends through oneDNN's primitive, the addends its bias and sum
+ * post-op; false (y untouched) where oneDNN has none that takes them all
+ * (conv.c). */
+bool pt2rt_conv2d_bf16_rounded_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                                      const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t geometry[7]);
 /* y = conv2d(x, w) and its epilogue through im2col + GEMM (conv_im2col.c). */
 void pt2rt_conv_im2col(const Conv *c);
 

@@ -358,20 +358,6 @@ static void entry_f32(const Mat *a, const Mat *b, const Mat *c, bool accumulate,
     }
 }
 
-/* The half nearest x (ties to even; a NaN stays one, quiet). */
-static uint16_t round_half(float x, dnnl_data_type_t type) {
-    uint16_t h;
-    if (type == dnnl_f16) {
-        _Float16 v = (_Float16)x;
-        memcpy(&h, &v, sizeof h);
-        return h;
-    }
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40);
-    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
 /* One entry, c (any strides, of a's type) = round(a b [+ add]) through an
  * f32 scratch: what oneDNN's rounded primitive does where there is none. */
 static void round_via_f32(const Mat *a, const Mat *b, const Mat *c, const Mat *add, dnnl_data_type_t type) {
@@ -386,7 +372,7 @@ static void round_via_f32(const Mat *a, const Mat *b, const Mat *c, const Mat *a
     if (a->cols > 0) entry_f32(a, b, &sc, add != NULL, type, 1, NULL);
     for (int64_t i = 0; i < rows; ++i) {
         for (int64_t j = 0; j < cols; ++j) {
-            uint16_t h = round_half(s[i * cols + j], type);
+            uint16_t h = pt2rt_float_to_half(s[i * cols + j], type == dnnl_f16);
             memcpy(c->data + (i * c->rs + j * c->cs) * 2, &h, sizeof h);
         }
     }

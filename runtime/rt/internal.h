@@ -58,6 +58,21 @@ static inline float pt2rt_half_to_float(const void *p, const float *f16_floats) 
     return f;
 }
 
+/* The half nearest x (ties to even; a NaN stays one, quiet): a float16's
+ * bits where f16, else a bfloat16's. */
+static inline uint16_t pt2rt_float_to_half(float x, bool f16) {
+    uint16_t h;
+    if (f16) {
+        _Float16 v = (_Float16)x;
+        memcpy(&h, &v, sizeof h);
+        return h;
+    }
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40);
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
 /* PT2_LOGS=blas (profile.c): one matmul as the GEMM library sees it.  All
  * fields are 8 bytes (no padding), so that rows compare with memcmp. */
 typedef struct Pt2rtGemmShape {

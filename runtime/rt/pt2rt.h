@@ -183,6 +183,24 @@ PT2RT_EXPORT void pt2rt_conv2d_epilogue_f64(const Pt2rtUnrankedMemRef *x, const 
                                             int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                                             int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_epilogue_f64");
 
+/* y = round(conv(x, w) + the addends of `steps`) for bfloat16 (float16) x,
+ * w, y and addends: the sum in f32, rounded once into y (conv_half.c;
+ * pt2-extern-blas folds the kernel that rounded the f32 accumulator of
+ * pt2rt_conv2d_bf16/f16, and the adds after it, into this call).  steps
+ * holds adds only.  bf16 on oneDNN: a per-channel first addend its bias,
+ * one of y's shape its sum post-op; anything else, and f16, through an f32
+ * accumulator. */
+PT2RT_EXPORT void pt2rt_conv2d_round_bf16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                          const Pt2rtUnrankedMemRef *y, const Pt2rtUnrankedMemRef *addend0,
+                                          const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
+                                          int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                          int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_round_bf16");
+PT2RT_EXPORT void pt2rt_conv2d_round_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w,
+                                         const Pt2rtUnrankedMemRef *y, const Pt2rtUnrankedMemRef *addend0,
+                                         const Pt2rtUnrankedMemRef *addend1, int64_t stride_h, int64_t stride_w,
+                                         int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                         int64_t groups, int64_t steps) __asm__("_mlir_ciface_pt2rt_conv2d_round_f16");
+
 /* pt2rt_conv2d_epilogue_f32 for a weight that stays the same for the life
  * of the run's constants cache (Pt2rtRunStatus.constants): a frozen input of
  * the kernel or a result of its prologue (pt2-freeze), which pt2-extern-blas
