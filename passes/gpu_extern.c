@@ -497,6 +497,24 @@ static bool rewrite_product(MlirOperation module, MlirOperation op, int index) {
     return ok;
 }
 
+int gpu_rewrite_marked(MlirOperation module, bool (*is_marked)(MlirOperation), bool (*rewrite)(MlirOperation, MlirOperation, int),
+                       const char *what) {
+    OpList linalg = collect_ops_with_prefix(module, "linalg."), marked = {0};
+    for (int i = 0; i < linalg.n; ++i) {
+        if (is_marked(linalg.ops[i])) oplist_push(&marked, linalg.ops[i]);
+    }
+    oplist_free(&linalg);
+    int rc = 0;
+    for (int i = 0; i < marked.n && rc == 0; ++i) {
+        if (!rewrite(module, marked.ops[i], i)) {
+            op_error(marked.ops[i], what);
+            rc = -1;
+        }
+    }
+    oplist_free(&marked);
+    return rc;
+}
+
 static int run_extern_gemm(MlirOperation module, void *user) {
     (void)user;
     /* only products: a rewrite erases other linalg ops (copies, readers) */

@@ -76,4 +76,10 @@ MlirValue gpu_view_value(Builder *b, MlirValue value, const View *view);
 /* Declares @name (once per module) and calls it at the builder's point. */
 void gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n);
 
+/* The linalg generics of module that is_marked picks (placeholders whose
+ * body must not run), each replaced by rewrite(module, op, its index): 0,
+ * or -1 with `what` reported at the first one rewrite declines. */
+int gpu_rewrite_marked(MlirOperation module, bool (*is_marked)(MlirOperation), bool (*rewrite)(MlirOperation, MlirOperation, int),
+                       const char *what);
+
 #endif /* PT2_PASSES_GPU_EXTERN_H */

@@ -45,20 +45,8 @@ static bool rewrite(MlirOperation module, MlirOperation op, int index) {
 
 static int run_extern_grouped_mm(MlirOperation module, void *user) {
     (void)user;
-    OpList linalg = collect_ops_with_prefix(module, "linalg."), marked = {0};
-    for (int i = 0; i < linalg.n; ++i) {
-        if (grouped_mm_is_marked(linalg.ops[i])) oplist_push(&marked, linalg.ops[i]);
-    }
-    oplist_free(&linalg);
-    int rc = 0;
-    for (int i = 0; i < marked.n && rc == 0; ++i) {
-        if (!rewrite(module, marked.ops[i], i)) {
-            op_error(marked.ops[i], "pt2-gpu-extern-grouped-mm: a pt2.grouped_mm generic that is not as pt2-lower makes it");
-            rc = -1;
-        }
-    }
-    oplist_free(&marked);
-    return rc;
+    return gpu_rewrite_marked(module, grouped_mm_is_marked, rewrite,
+                              "pt2-gpu-extern-grouped-mm: a pt2.grouped_mm generic that is not as pt2-lower makes it");
 }
 
 static _Alignas(8) const char extern_grouped_mm_type_id;
