@@ -212,8 +212,10 @@ RT_CASES = [
     ("two batch dims", ((2, 3, 4, 5), (15, 5, 0, 1)), ((2, 3, 5, 6), (0, 30, 6, 1)), ((2, 3, 4, 6), (72, 24, 6, 1))),
     ("threads, uneven batch", ((3, 160, 70), (11200, 70, 1)), ((3, 70, 90), (0, 90, 1)), ((3, 160, 90), (90, 270, 1))),
     ("threads, wide", ((64, 300), (300, 1)), ((300, 1000), (1, 300)), ((64, 1000), (1000, 1))),
-    # gemm_half.c: 64 rows in one call, the 11 after them in another (ROW_BLOCK); c's rows 40 apart
-    ("rows in blocks and a tail", ((75, 40), (40, 1)), ((40, 33), (1, 40)), ((75, 33), (40, 1))),
+    # gemm_half.c: 75 rows padded to 96 in one call (PAD_ROWS_BELOW; an addend of c's shape: blocks instead);
+    # 150 rows as 128 in one call, the 22 after them in another (ROW_BLOCK); c's rows 40 apart
+    ("rows padded", ((75, 40), (40, 1)), ((40, 33), (1, 40)), ((75, 33), (40, 1))),
+    ("rows in blocks and a tail", ((150, 40), (40, 1)), ((40, 33), (1, 40)), ((150, 33), (40, 1))),
 ]
 
 

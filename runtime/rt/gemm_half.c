@@ -16,7 +16,10 @@
  *      dim in one call where every operand is plain (attention's products:
  *      a call per head cost more than the products), else a call per batch
  *      entry, an operand with no unit stride (a broadcast row, a strided
- *      slice) packed first; the addend as a binary-add post-op; where oneDNN
+ *      slice) packed first; the addend as a binary-add post-op; past 32
+ *      rows, rows padded to a multiple of 32 (below 128) or in blocks of
+ *      32 and a tail (oneDNN 2.6's AMX split of other row counts is slow:
+ *      onednn_entry); where oneDNN
  *      makes no primitive (2.6 has no f16 matmul on the CPU) or only its
  *      reference one, both operands widened to f32 (exactly) and one f32
  *      GEMM over the team (pt2rt.c), into an f32 scratch the half result is
@@ -120,6 +123,14 @@ static bool plain(Mat *x) {
 
 /* x's elements (elem_size bytes each) into dst, row-major; or back (to_x). */
 static void copy_mat(const Mat *x, char *dst, size_t elem_size, bool to_x) {
+    if (x->cs == 1 || x->cols == 1) { /* rows: one copy each */
+        size_t row = (size_t)x->cols * elem_size;
+        for (int64_t i = 0; i < x->rows; ++i) {
+            char *p = x->data + i * x->rs * (int64_t)elem_size, *q = dst + i * (int64_t)row;
+            memcpy(to_x ? p : q, to_x ? q : p, row);
+        }
+        return;
+    }
     for (int64_t i = 0; i < x->rows; ++i) {
         for (int64_t j = 0; j < x->cols; ++j) {
             char *p = x->data + (i * x->rs + j * x->cs) * (int64_t)elem_size, *q = dst + (i * x->cols + j) * (int64_t)elem_size;
@@ -306,22 +317,55 @@ static bool onednn_rows(const Mat *a0, const Mat *b0, const Mat *c, const Mat *a
  * and tails of 1 to 31 rows bound them.  PT2_DISABLE=row-blocks: all rows
  * in one call (for A/B measurements). */
 #define ROW_BLOCK 32
+/* Below this many rows, the rows padded to a multiple of ROW_BLOCK in one
+ * call (onednn_padded) rather than in blocks: each block's primitive copies
+ * b into its own layout again, which at [m, 512] x [512, 2752] bf16 costs
+ * more than the padding rows and the result's copy below 128 rows (m = 54,
+ * 68, 82, 106: blocks 268, 298, 332, 354 us, padded 210, 244, 278, 319; at
+ * 212 and 236 rows 483 and 527 against 578 and 618). */
+#define PAD_ROWS_BELOW 128
 
 static bool row_blocks;
 static pthread_once_t row_blocks_once = PTHREAD_ONCE_INIT;
 static void read_row_blocks(void) { row_blocks = !pt2rt_in_list(getenv("PT2_DISABLE"), "row-blocks"); }
 
+/* The rows padded with zero rows to a multiple of ROW_BLOCK, in one call:
+ * a copied into a scratch [m', k], the result written to a scratch
+ * [m', n] and its first m rows copied into c (an addend that broadcasts
+ * over the rows only; false, nothing written, for others or where oneDNN
+ * has no primitive). */
+static bool onednn_padded(const Mat *a, const Mat *b, const Mat *c, const Mat *add, dnnl_data_type_t type, dnnl_data_type_t c_type) {
+    if (add && !(add->rows == 1 || add->rs == 0)) return false;
+    int64_t m = c->rows, padded = (m + ROW_BLOCK - 1) / ROW_BLOCK * ROW_BLOCK, k = a->cols, n = c->cols;
+    size_t c_size = c_type == dnnl_f32 ? 4 : 2;
+    char *pa = calloc((size_t)(padded * k), 2), *pc = malloc((size_t)(padded * n) * c_size);
+    if (!pa || !pc) pt2rt_fatal("out of memory padding a half-precision matmul's rows");
+    copy_mat(a, pa, 2, false);
+    Mat ea = {pa, padded, k, k, 1, {0}}, ec = {pc, padded, n, n, 1, {0}}, eadd = add ? *add : *a;
+    const int64_t no_bs[4] = {0, 0, 0, 0};
+    bool ran = onednn_rows(&ea, b, &ec, add ? &eadd : NULL, false, type, c_type, 1, no_bs);
+    if (ran) {
+        ec.rows = m;
+        copy_mat(c, pc, c_size, true);
+    }
+    free(pa);
+    free(pc);
+    return ran;
+}
+
 /* One batch entry (or, batch > 1, that many entries batch strides bs[0..3]
  * apart in one call: a and b plain then) through oneDNN: c (= or +=) a b
- * [+ add], c row-major of c_type; past ROW_BLOCK rows, the rows that fill
- * whole blocks in one call and the rest in another.  False where oneDNN has
- * no primitive for it (c untouched, or, without accumulate, written in part:
- * the caller then writes all of it). */
+ * [+ add], c row-major of c_type; past ROW_BLOCK rows, the rows padded to
+ * a multiple of it, or else the rows that fill whole blocks in one call and
+ * the rest in another.  False where oneDNN has no primitive for it (c
+ * untouched, or, without accumulate, written in part: the caller then
+ * writes all of it). */
 static bool onednn_entry(const Mat *a, const Mat *b, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
                          dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
     pthread_once(&row_blocks_once, read_row_blocks);
     int64_t m = c->rows, tail = m % ROW_BLOCK;
     if (!row_blocks || batch > 1 || accumulate || m <= ROW_BLOCK || tail == 0) return onednn_rows(a, b, c, add, accumulate, type, c_type, batch, bs);
+    if (m < PAD_ROWS_BELOW && onednn_padded(a, b, c, add, type, c_type)) return true;
     size_t c_size = c_type == dnnl_f32 ? 4 : 2;
     Mat a1 = *a, c1 = *c, add1 = add ? *add : *a;
     a1.rows = c1.rows = add1.rows = m - tail;
