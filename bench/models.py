@@ -275,6 +275,14 @@ def run_model(suite, name, args):
         except Exception as e:  # noqa: BLE001 - some models do not run in float64 (XGLM's finfo mask)
             rec["f64_oracle"] = f"{type(e).__name__}: {e}"
             ref64 = ref  # the accuracy rule then compares with eager alone
+            if dtype != torch.float32:  # a half-precision model's float32 copy still has 16 more bits
+                m32 = copy.deepcopy(model).float()
+                try:
+                    ref64 = m32(*(x.float() if x.is_floating_point() else x for x in xs), **kw)
+                    rec["oracle"] = "float32 (float64 failed)"
+                except Exception as e32:  # noqa: BLE001
+                    rec["f32_oracle"] = f"{type(e32).__name__}: {e32}"
+                del m32
         del m64
         try:
             pt2.reset()
