@@ -642,8 +642,8 @@ static bool is_contraction(const Pt2OpInfo *info) {
 }
 
 /* A matrix transpose (a permute of the last two dimensions) that only
- * matrix products read (attention's K^T, linear's weight, a grouped_mm's
- * weights that the CPU keeps for libpt2rt): lowered with the
+ * matrix products read (attention's K^T, linear's weight, a kept
+ * grouped_mm's weights): lowered with the
  * contractions, after elementwise fusion, so that it stays a copy of its
  * own, which the library call reads through with strides instead
  * (buffers.c, view_through_copy: cuBLAS's and BLAS's transposed operand),

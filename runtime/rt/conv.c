@@ -47,7 +47,6 @@
 #define MAX_CACHED 128
 
 
-static int step_at(int64_t steps, int i) { return (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf); }
 
 static void read_tensor(const Pt2rtUnrankedMemRef *m, size_t elem_size, char **out_data, int64_t *sizes,
                         int64_t *strides) {
@@ -61,7 +60,7 @@ static void read_epilogue(const Pt2rtUnrankedMemRef *const addends[2], int64_t s
     c->steps = steps;
     bool ended = false;
     for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
-        int step = step_at(steps, i);
+        int step = pt2rt_conv_step(steps, i);
         ended = ended || step == PT2RT_STEP_END;
         if (ended) {
             if (step != PT2RT_STEP_END) pt2rt_fatal("conv2d epilogue step after its end (a compiler bug: see epilogue.c)");
@@ -146,7 +145,7 @@ static void zero_output(const Conv *c) {
         const int64_t *ys = c->y_strides;                                                                              \
         T *y = (T *)c->y + n * ys[0] + o * ys[1] + i * ys[2];                                                          \
         for (int s = 0; s < PT2RT_MAX_STEPS; ++s) {                                                                    \
-            int step = step_at(c->steps, s), k = step - PT2RT_STEP_ADD0;                                               \
+            int step = pt2rt_conv_step(c->steps, s), k = step - PT2RT_STEP_ADD0;                                               \
             if (step == PT2RT_STEP_END) return;                                                                        \
             if (k == 0 || k == 1) {                                                                                    \
                 const int64_t *as = c->addend_strides[k];                                                              \
@@ -294,7 +293,7 @@ static bool full_shape(const Conv *c, int k) {
 static bool plan_post_ops(const Conv *c, DnnlConv *d, dnnl_post_ops_t po) {
     d->bias = d->sum = -1;
     for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
-        int step = step_at(c->steps, i), k = step - PT2RT_STEP_ADD0;
+        int step = pt2rt_conv_step(c->steps, i), k = step - PT2RT_STEP_ADD0;
         if (step == PT2RT_STEP_END) return true;
         if (k == 0 || k == 1) {
             bool first_post_op = dnnl_post_ops_len(po) == 0;
@@ -694,15 +693,22 @@ bool pt2rt_conv2d_bf16_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedM
     return conv_dnnl(&c);
 }
 
-bool pt2rt_conv2d_bf16_rounded_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
-                                      const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t geometry[7]) {
-    Conv c;
-    read_conv(x, w, y, 2, geometry, &c); /* x, w, y and the addends bfloat16 */
-    read_epilogue(addends, steps, &c);
-    c.bf16_in = c.bf16_out = true;
-    if (pt2rt_conv_numel(c.y_sizes) == 0) return true;
-    if (c.w_sizes[1] == 0 || c.w_sizes[2] == 0 || c.w_sizes[3] == 0) return false; /* empty sums: conv_half.c's loop */
-    return conv_dnnl(&c);
+void pt2rt_conv_read_rounded(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                             const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t geometry[7], Conv *c) {
+    read_conv(x, w, y, 2, geometry, c); /* x, w, y and the addends of one half type */
+    read_epilogue(addends, steps, c);
+    for (int i = 0; i < PT2RT_MAX_STEPS && pt2rt_conv_step(steps, i) != PT2RT_STEP_END; ++i) {
+        int step = pt2rt_conv_step(steps, i);
+        if (step != PT2RT_STEP_ADD0 && step != PT2RT_STEP_ADD1) {
+            pt2rt_fatal("a rounded conv2d epilogue step other than an add (a compiler bug: see passes/extern.c)");
+        }
+    }
+    c->bf16_in = c->bf16_out = true;
+}
+
+bool pt2rt_conv_rounded_onednn(const Conv *c) {
+    if (c->w_sizes[1] == 0 || c->w_sizes[2] == 0 || c->w_sizes[3] == 0) return false; /* empty sums: conv_half.c's loop */
+    return conv_dnnl(c);
 }
 
 void pt2rt_conv2d_f64(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,

@@ -102,29 +102,17 @@ void pt2rt_conv2d_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w
     conv2d_widened(x, w, y, g, true);
 }
 
-/* y = round(conv(x, w) + the addends of `steps`) through a dense f32 scratch
+/* c's y = round(conv(x, w) + its addends) through a dense f32 scratch
  * accumulator: the product as pt2rt_conv2d_bf16/f16 computes it, then each
  * element's addends in f32 and one rounding. */
-static void round_via_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
-                          const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t g[7], bool f16) {
-    char *yd, *ad[2] = {NULL, NULL};
-    int64_t ys[4], yst[4], as[2][4], sizes[4];
-    if (y->rank != 4) pt2rt_fatal("conv2d operand of rank other than 4 (a compiler bug: see passes/extern.c)");
-    pt2rt_read_descriptor(y, 2, &yd, ys, yst);
-    bool used[2] = {false, false};
-    for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
-        int step = (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf);
-        if (step == PT2RT_STEP_END) break;
-        if (step != PT2RT_STEP_ADD0 && step != PT2RT_STEP_ADD1) pt2rt_fatal("a rounded conv2d epilogue step other than an add (a compiler bug: see passes/extern.c)");
-        used[step - PT2RT_STEP_ADD0] = true;
+static void round_via_f32(const Conv *c, const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const int64_t g[7], bool f16) {
+    const int64_t *ys = c->y_sizes, *yst = c->y_strides;
+    int adds[PT2RT_MAX_STEPS], n_adds = 0; /* the addends, in the program's order */
+    while (n_adds < PT2RT_MAX_STEPS && pt2rt_conv_step(c->steps, n_adds) != PT2RT_STEP_END) {
+        adds[n_adds] = pt2rt_conv_step(c->steps, n_adds) - PT2RT_STEP_ADD0;
+        ++n_adds;
     }
-    for (int k = 0; k < 2; ++k) {
-        if (!used[k]) continue;
-        if (!addends[k] || addends[k]->rank != 4) pt2rt_fatal("conv2d epilogue adds a missing tensor (a compiler bug: see passes/extern.c)");
-        pt2rt_read_descriptor(addends[k], 2, &ad[k], sizes, as[k]);
-        if (memcmp(sizes, ys, sizeof sizes) != 0) pt2rt_fatal("conv2d epilogue addend of another shape than y (a compiler bug: see epilogue.c)");
-    }
-    int64_t n = ys[0] * ys[1] * ys[2] * ys[3];
+    int64_t n = pt2rt_conv_numel(ys);
     float *acc = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!acc) pt2rt_fatal("out of memory rounding a half-precision conv2d");
     Desc4 dacc = {acc, acc, 0, {ys[0], ys[1], ys[2], ys[3]}, {ys[1] * ys[2] * ys[3], ys[2] * ys[3], ys[3], 1}};
@@ -135,17 +123,15 @@ static void round_via_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRe
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
     for (int64_t a = 0; a < ys[0]; ++a) {
         for (int64_t b = 0; b < ys[1]; ++b) {
-            for (int64_t c = 0; c < ys[2]; ++c) {
-                for (int64_t e = 0; e < ys[3]; ++e) {
-                    float v = acc[((a * ys[1] + b) * ys[2] + c) * ys[3] + e];
-                    for (int i = 0; i < PT2RT_MAX_STEPS; ++i) {
-                        int step = (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf), k = step - PT2RT_STEP_ADD0;
-                        if (step == PT2RT_STEP_END) break;
-                        const int64_t *s = as[k];
-                        v += pt2rt_half_to_float(ad[k] + (a * s[0] + b * s[1] + c * s[2] + e * s[3]) * 2, f16_floats);
+            for (int64_t i = 0; i < ys[2]; ++i) {
+                for (int64_t j = 0; j < ys[3]; ++j) {
+                    float v = acc[((a * ys[1] + b) * ys[2] + i) * ys[3] + j];
+                    for (int s = 0; s < n_adds; ++s) {
+                        const int64_t *as = c->addend_strides[adds[s]];
+                        v += pt2rt_half_to_float(c->addend[adds[s]] + (a * as[0] + b * as[1] + i * as[2] + j * as[3]) * 2, f16_floats);
                     }
                     uint16_t h = pt2rt_float_to_half(v, f16);
-                    memcpy(yd + (a * yst[0] + b * yst[1] + c * yst[2] + e * yst[3]) * 2, &h, sizeof h);
+                    memcpy(c->y + (a * yst[0] + b * yst[1] + i * yst[2] + j * yst[3]) * 2, &h, sizeof h);
                 }
             }
         }
@@ -153,14 +139,24 @@ static void round_via_f32(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRe
     free(acc);
 }
 
+/* The rounded entries: bf16 on oneDNN where it takes the program, else
+ * (and f16) through f32. */
+static void conv2d_round(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                         const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, const int64_t g[7], int64_t steps,
+                         bool f16) {
+    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
+    Conv c;
+    pt2rt_conv_read_rounded(x, w, y, addends, steps, g, &c);
+    if (pt2rt_conv_numel(c.y_sizes) == 0 || (!f16 && pt2rt_conv_rounded_onednn(&c))) return;
+    round_via_f32(&c, x, w, g, f16);
+}
+
 void pt2rt_conv2d_round_bf16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                              const Pt2rtUnrankedMemRef *addend0, const Pt2rtUnrankedMemRef *addend1, int64_t stride_h,
                              int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                              int64_t groups, int64_t steps) {
     const int64_t g[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
-    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
-    if (pt2rt_conv2d_bf16_rounded_onednn(x, w, y, addends, steps, g)) return;
-    round_via_f32(x, w, y, addends, steps, g, false);
+    conv2d_round(x, w, y, addend0, addend1, g, steps, false);
 }
 
 void pt2rt_conv2d_round_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
@@ -168,6 +164,5 @@ void pt2rt_conv2d_round_f16(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMem
                             int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
                             int64_t groups, int64_t steps) {
     const int64_t g[7] = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
-    const Pt2rtUnrankedMemRef *addends[2] = {addend0, addend1};
-    round_via_f32(x, w, y, addends, steps, g, true);
+    conv2d_round(x, w, y, addend0, addend1, g, steps, true);
 }

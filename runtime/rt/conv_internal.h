@@ -38,12 +38,18 @@ void pt2rt_conv_epilogue_all(const Conv *c);
  * epilogue; false (y untouched) where oneDNN has none (conv.c). */
 bool pt2rt_conv2d_bf16_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
                               const int64_t geometry[7]);
-/* y (bfloat16) = round(conv2d(x, w) + the addends of `steps`) of bfloat16
- * x, w and addends through oneDNN's primitive, the addends its bias and sum
- * post-op; false (y untouched) where oneDNN has none that takes them all
- * (conv.c). */
-bool pt2rt_conv2d_bf16_rounded_onednn(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
-                                      const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t geometry[7]);
+/* Step i of an epilogue program (pt2rt.h, enum Pt2rtEpilogueStep). */
+static inline int pt2rt_conv_step(int64_t steps, int i) { return (int)(((uint64_t)steps >> (PT2RT_STEP_BITS * i)) & 0xf); }
+/* A rounded half conv's operands (conv_half.c's pt2rt_conv2d_round_*): x,
+ * w, y and the addends its program adds (adds only) all of one half type
+ * (elem_size 2, bf16_in and bf16_out set), the shapes checked (conv.c). */
+void pt2rt_conv_read_rounded(const Pt2rtUnrankedMemRef *x, const Pt2rtUnrankedMemRef *w, const Pt2rtUnrankedMemRef *y,
+                             const Pt2rtUnrankedMemRef *const addends[2], int64_t steps, const int64_t geometry[7], Conv *c);
+/* y (bfloat16) = round(conv2d(x, w) + the addends) of such a c through
+ * oneDNN's primitive, the addends its bias and sum post-op; false (y
+ * untouched) where oneDNN has none that takes them all, or no input
+ * channels (conv.c). */
+bool pt2rt_conv_rounded_onednn(const Conv *c);
 /* y = conv2d(x, w) and its epilogue through im2col + GEMM (conv_im2col.c). */
 void pt2rt_conv_im2col(const Conv *c);
 
