@@ -10,7 +10,9 @@ rmse(pt2, fp64) <= 2 * rmse(eager, fp64) + tol/10),
 the graphs and graph breaks pt2.explain reports, the share of operators captured (ops_captured_pct: the
 tensor ops eager runs, less those CPython still runs around the graphs), the compile time,
 and median eager / pt2 (and with --inductor, torch.compile) times, interleaved.  A benchmark script,
-never a test.  Needs `pip install timm transformers`.
+never a test.  Needs transformers (bootstrap installs it) and, for --suite timm, `pip install --no-deps timm
+pillow` (timm's own dependencies would replace the CPU torch with a CUDA build; torchvision is stubbed where
+it does not load: bench/torchvision_stub.py).
 """
 import argparse
 import collections
