@@ -534,16 +534,85 @@ static MlirValue decompose_einsum(Dec *d, MlirValue a, MlirValue b, const char *
     return no ? permute(d, prod, po, no) : prod;
 }
 
+/* x's bfloat16 source where x is pt2.convert of one to f32; else null. */
+static MlirValue widened_from_bf16(MlirValue x) {
+    MlirOperation c = pt2_producer(x, PT2_OP_CONVERT);
+    if (mlirOperationIsNull(c) || value_tensor_type(x).dtype != PT2_F32) return (MlirValue){NULL};
+    MlirValue src = mlirOperationGetOperand(c, 0);
+    return value_tensor_type(src).dtype == PT2_BF16 ? src : (MlirValue){NULL};
+}
+
+/* The mask of a widened attention as a bf16 one: the bf16 tensor it was
+ * widened from, a zero constant (no mask) made again in bf16, an i1 mask as
+ * it is; null for any other. */
+static MlirValue narrowed_mask(Dec *d, MlirValue mask) {
+    Pt2TensorType t = value_tensor_type(mask);
+    if (t.dtype == PT2_BOOL) return mask;
+    MlirValue from = widened_from_bf16(mask);
+    if (!mlirValueIsNull(from) || !mask_is_zero(mask)) return from;
+    t.dtype = PT2_BF16;
+    MlirType tt = pt2_tensor_type_to_mlir(d->b.ctx, &t);
+    MlirAttribute zero = mlirFloatAttrDoubleGet(d->b.ctx, pt2_dtype_to_mlir(d->b.ctx, PT2_BF16), -0.0);
+    MlirNamedAttribute na = named_attr(d->b.ctx, "value", mlirDenseElementsAttrGet(tt, 1, &zero));
+    return mlirOperationGetResult(build_op(&d->b, "pt2.constant", 0, NULL, 1, &tt, 1, &na), 0);
+}
+
+static void erase_if_unused(MlirValue v) {
+    if (mlirValueIsAOpResult(v) && mlirOpOperandIsNull(mlirValueGetFirstUse(v))) mlirOperationDestroy(mlirOpResultGetOwner(v));
+}
+
+/* Capture builds a bf16 F.scaled_dot_product_attention on the CPU as
+ * eager's kernels compute it (capture/rules_nn.c): q, k, v and an additive
+ * mask widened to f32, an f32 attention, its result rounded to bf16.
+ * libpt2rt's bf16 kernel computes that from the bf16 operands, with bf16
+ * products (AMX) into f32 scores, the softmax and sums in f32 and p
+ * rounded to bf16 for the second product, as eager's flash kernel does
+ * (runtime/rt/attention.c): the chain becomes one bf16 pt2.attention,
+ * which the CPU pipeline keeps.  The f32 one was 2.3x eager's time at a
+ * ViT-B's 2 x 12 x 197 x 64 (docs/passes.md). */
+static int narrow_widened_attention(MlirOperation root) {
+    OpList ops = collect_ops_with_prefix(root, "pt2.attention");
+    int failed = 0;
+    for (int i = 0; i < ops.n && !failed; ++i) {
+        MlirOperation op = ops.ops[i], round = {NULL};
+        MlirValue result = mlirOperationGetResult(op, 0), in[4];
+        if (has_one_use(result)) round = mlirOpOperandGetOwner(mlirValueGetFirstUse(result));
+        const Pt2OpInfo *info = mlirOperationIsNull(round) ? NULL : pt2_op_of(round);
+        if (!info || info->id != PT2_OP_CONVERT || value_tensor_type(mlirOperationGetResult(round, 0)).dtype != PT2_BF16) continue;
+        bool widened = true;
+        for (int k = 0; k < 3 && widened; ++k) widened = !mlirValueIsNull(in[k] = widened_from_bf16(mlirOperationGetOperand(op, k)));
+        Dec d = {builder_before(op), op, 0};
+        if (!widened || mlirValueIsNull(in[3] = narrowed_mask(&d, mlirOperationGetOperand(op, 3)))) continue;
+        double scale = 1;
+        bool causal = false, zero_masked_rows = false;
+        pt2_attr_f64(pt2_attrs_of_op(op), "scale", &scale);
+        pt2_attr_bool(pt2_attrs_of_op(op), "causal", &causal);
+        pt2_attr_bool(pt2_attrs_of_op(op), "zero_masked_rows", &zero_masked_rows);
+        MlirValue narrow = emit(&d, PT2_OP_ATTENTION, 4, in, "{scale = %.17e : f64, causal = %s, zero_masked_rows = %s}", scale,
+                                causal ? "true" : "false", zero_masked_rows ? "true" : "false");
+        failed = d.failed;
+        if (failed) break;
+        MlirValue widened_in[4];
+        for (int k = 0; k < 4; ++k) widened_in[k] = mlirOperationGetOperand(op, k);
+        replace_op(round, 1, &narrow);
+        mlirOperationDestroy(op);
+        for (int k = 0; k < 4; ++k) erase_if_unused(widened_in[k]);
+    }
+    oplist_free(&ops);
+    return failed ? -1 : 0;
+}
+
 /* pt2-decompose-keep-attention keeps every f32 attention: libpt2rt's
  * kernel takes any shape, and measured it was 2.6-3.6x faster than the
  * chain once the scores leave the cache (8 x 12 heads from 256 x 256 up),
  * 2.6x on decoding, 1.1-2.8x at 32 x 32 scores, 4-8 % at BERT's 128 x 128, and
  * at most 9 % (40 us) behind at 8 x 12 x 64 x 64: no size threshold
  * separates the few losses from the wins (docs/passes.md, "Attention as one
- * kernel", has the numbers).  Other dtypes take the chain: the kernel is
- * f32. */
+ * kernel", has the numbers).  bf16 too (the kernel's bf16 form: see
+ * narrow_widened_attention); f16 and f64 take the chain. */
 static bool attention_runs_fused(MlirOperation op) {
-    return value_tensor_type(mlirOperationGetOperand(op, 0)).dtype == PT2_F32;
+    Pt2DType t = value_tensor_type(mlirOperationGetOperand(op, 0)).dtype;
+    return t == PT2_F32 || t == PT2_BF16;
 }
 
 /* pt2-decompose-keep-attention-gpu keeps the attention PyTorch's own fused
@@ -606,6 +675,7 @@ static bool keeps(KeepAttention keep, MlirOperation op, Pt2OpId id) {
 
 static int decompose_all(MlirOperation root, KeepAttention keep_attention) {
     if (pt2VerifyOp(root) != 0) return -1;
+    if ((keep_attention & KEEP_CPU) && narrow_widened_attention(root) != 0) return -1;
     /* Decompositions may produce composites (e.g. mean inside var); iterate. */
     for (int round = 0; round < 8; ++round) {
         OpList ops = collect_ops_with_prefix(root, "pt2.");
@@ -673,7 +743,8 @@ MlirPass pt2_create_decompose_pass(void) {
  * calls. */
 MlirPass pt2_create_decompose_keep_attention_pass(void) {
     return make_external_pass("pt2-decompose-keep-attention",
-                              "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel runs and pt2.grouped_mm (CPU)",
+                              "pt2-decompose, keeping the f32 and bf16 pt2.attention ops that libpt2rt's fused kernel runs (a widened bf16 "
+                              "one narrowed) and pt2.grouped_mm (CPU)",
                               "builtin.module", run_decompose_keep_attention, &decompose_keep_attention_type_id);
 }
 

@@ -696,15 +696,15 @@ bool attention_call_of(MlirOperation op, AttentionCall *a) {
 
 /* Rewrites the generic pt2-lower made of a pt2.attention into
  *     call @pt2rt_attention_f32(%q, %k, %v, %mask, %out, %scale, %flags)
- * (pt2rt_attention_bool_mask_f32 for an i1 mask), each operand as
+ * (pt2rt_attention_bool_mask_f32 for an i1 mask; _bf16 for bf16), each operand as
  * attention_call_of views it.  The generic's body is a placeholder, so
  * this must not fail on a marked op that pt2-lower made: it returns false
  * only on IR it did not make. */
 static bool rewrite_attention(MlirOperation module, MlirOperation op) {
     AttentionCall a;
     if (!attention_call_of(op, &a)) return false;
-    bool bool_mask = mlirTypeIsAInteger(a.mask_elem);
-    if (!mlirTypeIsAF32(a.elem) || !(bool_mask || mlirTypeIsAF32(a.mask_elem))) {
+    bool bool_mask = mlirTypeIsAInteger(a.mask_elem), f32 = mlirTypeIsAF32(a.elem);
+    if (!(f32 || mlirTypeIsABF16(a.elem)) || !(bool_mask || mlirTypeEqual(a.mask_elem, a.elem))) {
         oplist_free(&a.dead);
         return false;
     }
@@ -714,10 +714,11 @@ static bool rewrite_attention(MlirOperation module, MlirOperation op) {
     args[5] = const_scalar(&b, mlirF64TypeGet(b.ctx), a.scale);
     int32_t flags = (a.zero_masked_rows ? 1 /* PT2RT_ATTENTION_ZERO_MASKED_ROWS */ : 0) | (a.causal ? 2 /* PT2RT_ATTENTION_CAUSAL */ : 0);
     args[6] = const_int(&b, mlirIntegerTypeGet(b.ctx, 32), flags);
-    const char *callee = bool_mask ? "pt2rt_attention_bool_mask_f32" : "pt2rt_attention_f32";
-    declare_runtime_function(module, callee,
-                             bool_mask ? "memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xi1>, memref<*xf32>, f64, i32"
-                                       : "memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, f64, i32");
+    const char *e = f32 ? "f32" : "bf16", *m = bool_mask ? "i1" : e;
+    char callee[64], params[160];
+    snprintf(callee, sizeof callee, "pt2rt_attention_%s%s", bool_mask ? "bool_mask_" : "", e);
+    snprintf(params, sizeof params, "memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, memref<*x%s>, f64, i32", e, e, e, m, e);
+    declare_runtime_function(module, callee, params);
     build_call(&b, callee, 7, args);
     mlirOperationDestroy(op);
     erase_ops(&a.dead);

@@ -107,7 +107,8 @@ static const PassEntry pt2_passes[] = {
      pt2_create_online_softmax_pass},
     {"pt2-decompose", "Rewrite composite pt2 ops (softmax, norms, gelu, linear, ...) into primitives", pt2_create_decompose_pass},
     {"pt2-decompose-keep-attention",
-     "pt2-decompose, keeping the f32 pt2.attention ops that libpt2rt's fused kernel takes and that pay, and pt2.grouped_mm "
+     "pt2-decompose, keeping the f32 and bf16 pt2.attention ops that libpt2rt's fused kernel takes (a bf16 one "
+     "widened to f32 narrowed back), and pt2.grouped_mm "
      "(passes/decompose.c; CPU, not under PT2_DISABLE=attention or blas)",
      pt2_create_decompose_keep_attention_pass},
     {"pt2-decompose-keep-grouped-mm",

@@ -197,7 +197,8 @@ def test_permuted_heads(tmp_path):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_other_dtypes_decompose(dtype, tmp_path):
     """f64 attention decomposes; bf16 is widened to f32 as eager's CPU kernels compute it (scores,
-    softmax and sums in f32, the output rounded once), which takes the fused f32 kernel."""
+    softmax and sums in f32, the output rounded once), which pt2-decompose-keep-attention narrows
+    back into the kernel's bf16 form (test_bf16_kernel below)."""
     torch.manual_seed(7)
     q, k, v = randn(2, 3, 33, 16, dtype=dtype), randn(2, 3, 40, 16, dtype=dtype), randn(2, 3, 40, 16, dtype=dtype)
     check(sdpa, q, k, v, randn(2, 1, 1, 40, dtype=dtype), dtype=dtype, fused=dtype == torch.bfloat16, tmp_path=tmp_path)
@@ -296,3 +297,91 @@ def test_transformer_encoder_layer(L, no_fastpath, tmp_path):
 def _clean():
     yield
     pt2.reset()
+
+
+# --- bf16: the kernel's bf16 form ----------------------------------------------------------------
+
+
+def f64_error(out, q, k, v, mask=None, causal=False):
+    """rmse of out against sdpa computed in float64 from the same bf16 operands."""
+    d = lambda t: None if t is None else (t.double() if t.is_floating_point() else t)  # noqa: E731
+    ref = F.scaled_dot_product_attention(d(q), d(k), d(v), attn_mask=d(mask), is_causal=causal)
+    return (out.double() - ref).pow(2).mean().sqrt().item()
+
+
+def bf16_kernel_calls(dump):
+    calls = set()
+    for path in glob.glob(os.path.join(str(dump), "**", "*extern-blas*.mlir"), recursive=True):
+        with open(path) as f:
+            text = f.read()
+        calls |= {c for c in ("pt2rt_attention_bf16", "pt2rt_attention_bool_mask_bf16", "pt2rt_attention_f32") if c in text}
+    return calls
+
+
+BF = torch.bfloat16
+
+
+@pytest.mark.parametrize("case", ["plain", "sizes", "long", "mask", "mask_rows", "bool", "causal", "causal_long", "rank3",
+                                  "heads", "masked_rows"])
+def test_bf16_kernel(case, tmp_path):
+    """A bf16 F.scaled_dot_product_attention runs libpt2rt's bf16 kernel (pt2rt_attention_bf16:
+    oneDNN's bf16 products, p rounded to bf16 for the second, as eager's flash kernel), on odd sizes,
+    key blocks and row blocks that split (256 keys, 128 rows), additive bf16 and boolean masks that
+    broadcast, causal, rank 3, heads split from a projection (strided views) and fully masked rows;
+    against eager, and no further than eager from float64; the same with the products' blocks
+    widened to f32 (PT2_DISABLE=attention-onednn, the path of a CPU without oneDNN's bf16 kernels).  Rounding p
+    to bf16 costs up to 1.3x eager's float64 distance on tiny problems (eager's math path keeps p in f32)."""
+    torch.manual_seed(hash(case) % 1000)
+    mask, causal, fn = None, False, sdpa
+    shape = {"plain": (2, 3, 33, 40, 16, 16), "sizes": (1, 2, 7, 13, 17, 5), "long": (1, 2, 300, 600, 64, 64),
+             "mask": (2, 3, 33, 300, 16, 8), "mask_rows": (2, 3, 33, 40, 16, 16), "bool": (2, 3, 129, 300, 32, 32),
+             "causal": (2, 3, 129, 129, 17, 5), "causal_long": (1, 2, 600, 257, 64, 64), "rank3": (1, 6, 9, 13, 8, 8),
+             "heads": (2, 4, 129, 129, 16, 16), "masked_rows": (2, 2, 300, 300, 8, 8)}[case]
+    B, H, L, S, D, E = shape
+    q, k, v = randn(B, H, L, D, dtype=BF), randn(B, H, S, D, dtype=BF), randn(B, H, S, E, dtype=BF)
+    if case == "rank3":
+        q, k, v = q[0], k[0], v[0]
+    if case == "mask":
+        mask = randn(2, 1, 1, S, dtype=BF)
+    elif case == "mask_rows":
+        mask = randn(L, S, dtype=BF)
+    elif case == "bool":
+        mask = torch.rand(2, 1, L, S) > 0.4
+        mask[..., 0] = True
+    elif case == "masked_rows":
+        mask = torch.rand(L, S) > 0.5
+        mask[3] = False
+    elif case.startswith("causal"):
+        causal, fn = True, sdpa_causal
+    if case == "heads":
+        x = randn(3, B, L, H * D, dtype=BF)
+
+        def fn(x):
+            q, k, v = (t.view(B, L, H, D).transpose(1, 2) for t in x)
+            return sdpa(q, k, v).transpose(1, 2).reshape(B, L, H * D)
+
+        args = (x,)
+    else:
+        args = (q, k, v) if mask is None else (q, k, v, mask)
+    ref = fn(*args)
+    for disable in ("", "attention-onednn"):
+        dump = tmp_path / ("dump" + disable)
+        out = compiled(fn, args, disable, dump)
+        torch.testing.assert_close(out, ref, **tol(BF))
+        assert bf16_kernel_calls(dump) == {"pt2rt_attention_bool_mask_bf16" if mask is not None and mask.dtype == torch.bool
+                                           else "pt2rt_attention_bf16"}
+        if case != "heads":
+            assert f64_error(out, q, k, v, mask, causal) <= 1.5 * f64_error(ref, q, k, v, mask, causal) + 1e-6
+    if case == "masked_rows":
+        assert (out[:, :, 3] == 0).all()
+
+
+def test_f16_stays_widened(tmp_path):
+    """f16 keeps the f32 kernel of its widened operands (oneDNN 2.6 has no f16 matmul on the CPU)."""
+    torch.manual_seed(12)
+    h = torch.float16
+    q, k, v = randn(2, 3, 33, 16, dtype=h), randn(2, 3, 40, 16, dtype=h), randn(2, 3, 40, 16, dtype=h)
+    ref = sdpa(q, k, v)
+    out = compiled(sdpa, (q, k, v), "", tmp_path)
+    torch.testing.assert_close(out, ref, rtol=2e-3, atol=2e-3)
+    assert bf16_kernel_calls(tmp_path) == {"pt2rt_attention_f32"}

@@ -500,9 +500,10 @@ static DnnlConv *dnnl_conv_for(const Conv *c, bool *out_owned) {
     return d;
 }
 
-/* The calling thread's workspace for the reordered operands and the
- * scratchpad: grown to the largest convolution the thread has run and kept,
- * so that a call neither maps fresh pages (12.8 MB, 3200 page faults, for
+/* The calling thread's workspace (internal.h) for a convolution's reordered
+ * operands and its scratchpad, or a serial matmul's scratchpad
+ * (gemm_half.c): grown to the largest the thread has needed and kept, so
+ * that a call neither maps fresh pages (12.8 MB, 3200 page faults, for
  * micro.py's case) nor takes a lock.  Freed when the thread exits. */
 typedef struct Workspace {
     size_t size;
@@ -524,18 +525,18 @@ static void create_workspace_key(void) {
 
 static size_t aligned_size(const dnnl_memory_desc_t *md) { return (dnnl_memory_desc_get_size(md) + 63) / 64 * 64; }
 
-static char *thread_workspace(size_t bytes) {
+char *pt2rt_thread_workspace(size_t bytes) {
     if (bytes == 0) bytes = 64; /* a real pointer even when nothing is reordered */
     pthread_once(&workspace_once, create_workspace_key);
     Workspace *w = pthread_getspecific(workspace_key);
     if (!w) {
         w = calloc(1, sizeof *w);
-        if (!w || pthread_setspecific(workspace_key, w) != 0) pt2rt_fatal("out of memory for a conv2d workspace");
+        if (!w || pthread_setspecific(workspace_key, w) != 0) pt2rt_fatal("out of memory for a thread's oneDNN workspace");
     }
     if (w->size < bytes) {
         free(w->data);
         w->data = aligned_alloc(64, bytes);
-        if (!w->data) pt2rt_fatal("out of memory for a conv2d workspace");
+        if (!w->data) pt2rt_fatal("out of memory for a thread's oneDNN workspace");
         w->size = bytes;
     }
     return w->data;
@@ -587,7 +588,7 @@ static bool run_dnnl_conv(const DnnlConv *d, const Conv *c) {
     bool w_reorder = d->w_in && !w_kept;
     size_t x_size = d->x_in ? aligned_size(&d->x_md) : 0, w_size = w_reorder ? aligned_size(&d->w_md) : 0;
     size_t y_size = d->y_out ? aligned_size(&d->y_md) : 0, scratch_size = aligned_size(&d->scratch_md);
-    char *x_buf = thread_workspace(x_size + w_size + y_size + scratch_size);
+    char *x_buf = pt2rt_thread_workspace(x_size + w_size + y_size + scratch_size);
     char *w_buf = x_buf + x_size, *y_buf = w_buf + w_size, *scratch_buf = scratch_size ? y_buf + y_size : NULL;
     if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success ||
         dnnl_memory_create(&x_user, &d->x_user, engine, c->x) != dnnl_success ||

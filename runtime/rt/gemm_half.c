@@ -68,7 +68,8 @@ typedef struct Mat {
  * addend (a binary-add post-op) of c's shape with dims of 1 where it
  * broadcasts, strides add_rs, add_cs (add_bs along the batch; 0: shared). */
 typedef struct Key {
-    int64_t type, c_type, m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, accumulate, threads;
+    /* serial: a primitive for one thread with its scratchpad passed in (pt2rt_gemm_bf16_serial) */
+    int64_t type, c_type, m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, accumulate, threads, serial;
     int64_t batch, a_bs, b_bs, c_bs;
     int64_t add, add_rows, add_cols, add_rs, add_cs, add_bs;
 } Key;
@@ -174,6 +175,7 @@ static dnnl_primitive_t create(const Key *k) {
     if (ok && k->accumulate) ok = dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success; /* c += a b */
     if (ok && k->add) ok = dnnl_post_ops_append_binary(po, dnnl_binary_add, &add) == dnnl_success;
     ok = ok && dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    if (ok && k->serial) ok = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t p = NULL;
     if (ok && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success) {
@@ -274,38 +276,69 @@ static void key_addend(Key *k, const Mat *add, int64_t add_bs) {
     k->add_bs = add_bs;
 }
 
-/* onednn_entry's one call (below), all the rows at once. */
+/* The scratchpad memory of serial primitive p, in the calling thread's
+ * workspace (tasks running p at once each have their own); NULL on failure. */
+static dnnl_memory_t serial_scratchpad(dnnl_primitive_t p) {
+    const_dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_get_primitive_desc(p, &pd) != dnnl_success) return NULL;
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    dnnl_memory_t m = NULL;
+    if (!md || dnnl_memory_create(&m, md, engine, pt2rt_thread_workspace(dnnl_memory_desc_get_size(md))) != dnnl_success) return NULL;
+    return m;
+}
+
+/* onednn_entry's one call (below), all the rows at once; serial: on the
+ * calling thread alone (pt2rt_gemm_bf16_serial). */
 static bool onednn_rows(const Mat *a0, const Mat *b0, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
-                        dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
+                        dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4], bool serial) {
     Mat a = *a0, b = *b0;
     char *pa = make_plain(&a), *pb = make_plain(&b);
-    Key k = {type, c_type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(),
-             batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0, batch > 1 ? bs[2] : 0, 0, 0, 0, 0, 0, 0};
+    Key k = {type, c_type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate,
+             serial ? 1 : omp_get_max_threads(), serial, batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0,
+             batch > 1 ? bs[2] : 0, 0, 0, 0, 0, 0, 0};
     if (add) key_addend(&k, add, batch > 1 ? bs[3] : 0);
     bool owned;
     dnnl_primitive_t p = primitive_for(&k, &owned);
     dnnl_memory_desc_t da, db, dc, dadd;
     key_mds(&k, &da, &db, &dc, &dadd);
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, madd = NULL;
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, madd = NULL, mscratch = NULL;
     dnnl_stream_t stream = NULL;
     bool ran = p && dnnl_memory_create(&ma, &da, engine, a.data) == dnnl_success &&
                dnnl_memory_create(&mb, &db, engine, b.data) == dnnl_success &&
                dnnl_memory_create(&mc, &dc, engine, c->data) == dnnl_success &&
                (!add || dnnl_memory_create(&madd, &dadd, engine, add->data) == dnnl_success) &&
+               (!serial || (mscratch = serial_scratchpad(p)) != NULL) &&
                dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ran) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
-                                   {DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1, madd}};
-        ran = dnnl_primitive_execute(p, stream, add ? 4 : 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+        dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+        int n = 3;
+        if (add) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1, madd};
+        if (serial) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mscratch};
+        ran = dnnl_primitive_execute(p, stream, n, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
     }
     if (stream) dnnl_stream_destroy(stream);
-    dnnl_memory_t ms[4] = {ma, mb, mc, madd};
-    for (int i = 0; i < 4; ++i) {
+    dnnl_memory_t ms[5] = {ma, mb, mc, madd, mscratch};
+    for (int i = 0; i < 5; ++i) {
         if (ms[i]) dnnl_memory_destroy(ms[i]);
     }
     if (owned) dnnl_primitive_destroy(p);
     free(pa);
     free(pb);
+    return ran;
+}
+
+/* Inside a parallel region the team size (the nthreads ICV) still says the
+ * team's: oneDNN would make a primitive for it, so it is 1 around the call,
+ * and the scratchpad the thread's own (internal.h). */
+bool pt2rt_gemm_bf16_serial(int64_t m, int64_t n, int64_t k, const void *a, int64_t a_rs, int64_t a_cs, const void *b,
+                            int64_t b_rs, int64_t b_cs, float *c, int64_t ldc, bool accumulate) {
+    Mat ma = {(char *)a, m, k, a_rs, a_cs, {0}}, mb = {(char *)b, k, n, b_rs, b_cs, {0}}, mc = {(char *)c, m, n, ldc, 1, {0}};
+    if (!plain(&ma) || !plain(&mb) || m == 0 || n == 0 || k == 0) return false;
+    int team = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const int64_t no_bs[4] = {0};
+    bool ran = onednn_rows(&ma, &mb, &mc, NULL, accumulate, dnnl_bf16, dnnl_f32, 1, no_bs, true);
+    omp_set_num_threads(team);
     return ran;
 }
 
@@ -343,7 +376,7 @@ static bool onednn_padded(const Mat *a, const Mat *b, const Mat *c, const Mat *a
     copy_mat(a, pa, 2, false);
     Mat ea = {pa, padded, k, k, 1, {0}}, ec = {pc, padded, n, n, 1, {0}}, eadd = add ? *add : *a;
     const int64_t no_bs[4] = {0, 0, 0, 0};
-    bool ran = onednn_rows(&ea, b, &ec, add ? &eadd : NULL, false, type, c_type, 1, no_bs);
+    bool ran = onednn_rows(&ea, b, &ec, add ? &eadd : NULL, false, type, c_type, 1, no_bs, false);
     if (ran) {
         ec.rows = m;
         copy_mat(c, pc, c_size, true);
@@ -364,7 +397,9 @@ static bool onednn_entry(const Mat *a, const Mat *b, const Mat *c, const Mat *ad
                          dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
     pthread_once(&row_blocks_once, read_row_blocks);
     int64_t m = c->rows, tail = m % ROW_BLOCK;
-    if (!row_blocks || batch > 1 || accumulate || m <= ROW_BLOCK || tail == 0) return onednn_rows(a, b, c, add, accumulate, type, c_type, batch, bs);
+    if (!row_blocks || batch > 1 || accumulate || m <= ROW_BLOCK || tail == 0) {
+        return onednn_rows(a, b, c, add, accumulate, type, c_type, batch, bs, false);
+    }
     if (m < PAD_ROWS_BELOW && onednn_padded(a, b, c, add, type, c_type)) return true;
     size_t c_size = c_type == dnnl_f32 ? 4 : 2;
     Mat a1 = *a, c1 = *c, add1 = add ? *add : *a;
@@ -374,8 +409,8 @@ static bool onednn_entry(const Mat *a, const Mat *b, const Mat *c, const Mat *ad
     a2.data += (m - tail) * a->rs * 2;
     c2.data += (m - tail) * c->rs * (int64_t)c_size;
     add2.data += add ? (m - tail) * add->rs * 2 : 0;
-    return onednn_rows(&a1, b, &c1, add ? &add1 : NULL, false, type, c_type, 1, bs) &&
-           onednn_rows(&a2, b, &c2, add ? &add2 : NULL, false, type, c_type, 1, bs);
+    return onednn_rows(&a1, b, &c1, add ? &add1 : NULL, false, type, c_type, 1, bs, false) &&
+           onednn_rows(&a2, b, &c2, add ? &add2 : NULL, false, type, c_type, 1, bs, false);
 }
 
 /* Mats moved to entry t of a batch of entries bs[i] elements apart. */

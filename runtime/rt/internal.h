@@ -42,6 +42,19 @@ void pt2rt_sgemm(Pt2rtGemmLibrary library, bool trans_a, bool trans_b, int m, in
  * (pt2rt.c; gemm_half.c's widened operands). */
 void pt2rt_sgemm_team(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c, int64_t ldc, bool accumulate);
 
+/* The calling thread's workspace of at least `bytes` bytes (64-byte
+ * aligned), kept for its next call (conv.c): one user at a time, within a
+ * call. */
+char *pt2rt_thread_workspace(size_t bytes);
+
+/* c [m, n] (f32, row stride ldc) = a b, or += a b with accumulate: a [m, k]
+ * and b [k, n] bfloat16 views, each with a unit stride (strides in
+ * elements), on the calling thread alone (gemm_half.c: attention.c's tasks
+ * inside the team's region).  False where oneDNN has no kernel for it (c
+ * untouched). */
+bool pt2rt_gemm_bf16_serial(int64_t m, int64_t n, int64_t k, const void *a, int64_t a_rs, int64_t a_cs, const void *b,
+                            int64_t b_rs, int64_t b_cs, float *c, int64_t ldc, bool accumulate);
+
 /* The float values of all 65536 float16s, filled on the first call (gemm_half.c): _Float16's
  * conversion is a libgcc call per element without F16C in the compile flags. */
 const float *pt2rt_f16_floats(void);

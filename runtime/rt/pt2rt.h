@@ -235,6 +235,17 @@ PT2RT_EXPORT void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, co
                                                 const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
                                                 const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
     __asm__("_mlir_ciface_pt2rt_attention_bool_mask_f32");
+/* The same of bfloat16 q, k, v, out (and an additive mask): the scores and
+ * the softmax in f32, p rounded to bf16 for the second product, out rounded
+ * once, as eager's CPU kernel for a bf16 F.scaled_dot_product_attention. */
+PT2RT_EXPORT void pt2rt_attention_bf16(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
+                                       const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
+                                       const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
+    __asm__("_mlir_ciface_pt2rt_attention_bf16");
+PT2RT_EXPORT void pt2rt_attention_bool_mask_bf16(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
+                                                 const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
+                                                 const Pt2rtUnrankedMemRef *out, double scale, int32_t flags)
+    __asm__("_mlir_ciface_pt2rt_attention_bool_mask_bf16");
 
 /*--- Runs and the errors they report ------------------------------------------*/
 

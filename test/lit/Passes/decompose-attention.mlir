@@ -85,3 +85,63 @@ func.func @causal(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x2
   %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 0.5 : f64, causal = true} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>, tensor<2x5x2xf32>, tensor<2x1x5xf32>) -> tensor<2x3x2xf32>
   return %0 : tensor<2x3x2xf32>
 }
+
+// -----
+
+// The CPU's widened bf16 attention (capture computes a bf16 sdpa in f32, as eager's kernels do)
+// narrowed back into one bf16 attention for the kernel's bf16 form: operands and result unwidened,
+// a zero mask made again in bf16; the converts go.
+// KEEP-LABEL: func.func @widened_bf16
+// KEEP: %[[Z:.*]] = "pt2.constant"() {value = dense<-0.000000e+00> : tensor<bf16>}
+// KEEP: %[[A:.*]] = "pt2.attention"(%arg0, %arg1, %arg2, %[[Z]]) {causal = true, scale = 1.250000e-01 : f64, zero_masked_rows = true} : (tensor<2x5x8xbf16>, tensor<2x7x8xbf16>, tensor<2x7x3xbf16>, tensor<bf16>) -> tensor<2x5x3xbf16>
+// KEEP-NOT: pt2.convert
+// KEEP: return %[[A]]
+func.func @widened_bf16(%q: tensor<2x5x8xbf16>, %k: tensor<2x7x8xbf16>, %v: tensor<2x7x3xbf16>) -> tensor<2x5x3xbf16> {
+  %q32 = "pt2.convert"(%q) {dtype = f32} : (tensor<2x5x8xbf16>) -> tensor<2x5x8xf32>
+  %k32 = "pt2.convert"(%k) {dtype = f32} : (tensor<2x7x8xbf16>) -> tensor<2x7x8xf32>
+  %v32 = "pt2.convert"(%v) {dtype = f32} : (tensor<2x7x3xbf16>) -> tensor<2x7x3xf32>
+  %z = "pt2.constant"() {value = dense<-0.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = "pt2.attention"(%q32, %k32, %v32, %z) {scale = 0.125 : f64, causal = true, zero_masked_rows = true} : (tensor<2x5x8xf32>, tensor<2x7x8xf32>, tensor<2x7x3xf32>, tensor<f32>) -> tensor<2x5x3xf32>
+  %1 = "pt2.convert"(%0) {dtype = bf16} : (tensor<2x5x3xf32>) -> tensor<2x5x3xbf16>
+  return %1 : tensor<2x5x3xbf16>
+}
+
+// -----
+
+// A widened bf16 mask is read as the bf16 it was; an i1 one as it is.
+// KEEP-LABEL: func.func @widened_masks
+// KEEP: "pt2.attention"(%arg0, %arg1, %arg2, %arg3) {{.*}} -> tensor<5x3xbf16>
+// KEEP: "pt2.attention"(%arg0, %arg1, %arg2, %arg4) {{.*}} -> tensor<5x3xbf16>
+// KEEP-NOT: pt2.convert
+func.func @widened_masks(%q: tensor<5x8xbf16>, %k: tensor<7x8xbf16>, %v: tensor<7x3xbf16>, %m: tensor<1x7xbf16>, %b: tensor<5x7xi1>) -> (tensor<5x3xbf16>, tensor<5x3xbf16>) {
+  %q32 = "pt2.convert"(%q) {dtype = f32} : (tensor<5x8xbf16>) -> tensor<5x8xf32>
+  %k32 = "pt2.convert"(%k) {dtype = f32} : (tensor<7x8xbf16>) -> tensor<7x8xf32>
+  %v32 = "pt2.convert"(%v) {dtype = f32} : (tensor<7x3xbf16>) -> tensor<7x3xf32>
+  %m32 = "pt2.convert"(%m) {dtype = f32} : (tensor<1x7xbf16>) -> tensor<1x7xf32>
+  %0 = "pt2.attention"(%q32, %k32, %v32, %m32) {scale = 0.5 : f64} : (tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32>, tensor<1x7xf32>) -> tensor<5x3xf32>
+  %1 = "pt2.convert"(%0) {dtype = bf16} : (tensor<5x3xf32>) -> tensor<5x3xbf16>
+  %2 = "pt2.attention"(%q32, %k32, %v32, %b) {scale = 0.5 : f64} : (tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32>, tensor<5x7xi1>) -> tensor<5x3xf32>
+  %3 = "pt2.convert"(%2) {dtype = bf16} : (tensor<5x3xf32>) -> tensor<5x3xbf16>
+  return %1, %3 : tensor<5x3xbf16>, tensor<5x3xbf16>
+}
+
+// -----
+
+// Not narrowed: an f32 mask of its own, an f32 result used as f32, f16 operands (the kernel's
+// half form is bf16: oneDNN 2.6 has no f16 matmul on the CPU).
+// KEEP-LABEL: func.func @stays_f32
+// KEEP-COUNT-3: "pt2.attention"({{.*}} -> tensor<5x3xf32>
+// KEEP-NOT: xbf16>) -> tensor<5x3xbf16>
+func.func @stays_f32(%q: tensor<5x8xbf16>, %k: tensor<7x8xbf16>, %v: tensor<7x3xbf16>, %m: tensor<5x7xf32>, %h: tensor<5x8xf16>) -> (tensor<5x3xbf16>, tensor<5x3xf32>, tensor<5x3xf16>) {
+  %q32 = "pt2.convert"(%q) {dtype = f32} : (tensor<5x8xbf16>) -> tensor<5x8xf32>
+  %k32 = "pt2.convert"(%k) {dtype = f32} : (tensor<7x8xbf16>) -> tensor<7x8xf32>
+  %v32 = "pt2.convert"(%v) {dtype = f32} : (tensor<7x3xbf16>) -> tensor<7x3xf32>
+  %h32 = "pt2.convert"(%h) {dtype = f32} : (tensor<5x8xf16>) -> tensor<5x8xf32>
+  %z = "pt2.constant"() {value = dense<-0.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = "pt2.attention"(%q32, %k32, %v32, %m) {scale = 0.5 : f64} : (tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32>, tensor<5x7xf32>) -> tensor<5x3xf32>
+  %1 = "pt2.convert"(%0) {dtype = bf16} : (tensor<5x3xf32>) -> tensor<5x3xbf16>
+  %2 = "pt2.attention"(%q32, %k32, %v32, %z) {scale = 0.5 : f64} : (tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32>, tensor<f32>) -> tensor<5x3xf32>
+  %3 = "pt2.attention"(%h32, %k32, %v32, %z) {scale = 0.5 : f64} : (tensor<5x8xf32>, tensor<7x8xf32>, tensor<7x3xf32>, tensor<f32>) -> tensor<5x3xf32>
+  %4 = "pt2.convert"(%3) {dtype = f16} : (tensor<5x3xf32>) -> tensor<5x3xf16>
+  return %1, %2, %4 : tensor<5x3xbf16>, tensor<5x3xf32>, tensor<5x3xf16>
+}

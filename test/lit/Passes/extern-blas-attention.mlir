@@ -48,3 +48,14 @@ func.func @bool_mask(%q: tensor<3x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x2xf3
   %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 1.0 : f64, causal = true, zero_masked_rows = true} : (tensor<3x8xf32>, tensor<6x8xf32>, tensor<6x2xf32>, tensor<3x6xi1>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
+
+// -----
+
+// bf16 calls the kernel's bf16 form, the mask of q's type (an i1 one: pt2rt_attention_bool_mask_bf16).
+// CHECK: func.func private @pt2rt_attention_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, f64, i32)
+// CHECK-LABEL: func.func @bf16
+// CHECK: call @pt2rt_attention_bf16(
+func.func @bf16(%q: tensor<2x3x8xbf16>, %k: tensor<2x6x8xbf16>, %v: tensor<2x6x4xbf16>, %m: tensor<1x6xbf16>) -> tensor<2x3x4xbf16> {
+  %0 = "pt2.attention"(%q, %k, %v, %m) {scale = 0.5 : f64} : (tensor<2x3x8xbf16>, tensor<2x6x8xbf16>, tensor<2x6x4xbf16>, tensor<1x6xbf16>) -> tensor<2x3x4xbf16>
+  return %0 : tensor<2x3x4xbf16>
+}
