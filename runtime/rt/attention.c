@@ -319,7 +319,8 @@ __attribute__((target("avx512f,avx512bf16"))) static void round_bf16_native(cons
  * multiple of LANES. */
 static inline __attribute__((always_inline)) float exp_and_sum(int keys, float *s, float max, uint16_t *p16, bool native) {
     float lane_sum[LANES] = {0};
-    for (int j = 0; j < keys; j += LANES) {
+    int j = 0;
+    for (; j < keys; j += LANES) {
 #pragma omp simd
         for (int l = 0; l < LANES; ++l) {
             s[j + l] = exp_nonpositive(s[j + l] - max);
@@ -343,7 +344,8 @@ static inline __attribute__((always_inline)) float exp_and_sum(int keys, float *
  * sum and accumulator row are rescaled by e^(m - m').  Row i keeps its first
  * diag + i + 1 keys only (causal: diag = the block's first row - its first
  * key; else keys), the others get p = 0.  p16 (unless null, row stride ld):
- * p rounded to bf16 as well, for a half problem's second product. */
+ * p rounded to bf16 as well, for a half problem's second product, 0 past
+ * the keys up to ld. */
 static inline __attribute__((always_inline)) void
 softmax_rows(RowState st, MaskBlock mask, float scale, int64_t diag, int rows, int keys, float *scores, int ld, float *acc,
              int e_cols, uint16_t *p16, bool native_bf16) {
@@ -356,16 +358,14 @@ softmax_rows(RowState st, MaskBlock mask, float scale, int64_t diag, int rows, i
         float old = st.max[i], now = block_max > old ? block_max : old;
         if (now == -INFINITY) { /* every score so far masked: p = 0, nothing to rescale */
             memset(s, 0, sizeof(float) * (size_t)keys);
-            if (h) memset(h, 0, sizeof(uint16_t) * (size_t)keys);
+            if (h) memset(h, 0, sizeof(uint16_t) * (size_t)ld);
             continue;
         }
         int padded = (valid + LANES - 1) / LANES * LANES;
         for (int j = valid; j < padded; ++j) s[j] = -INFINITY;
         float sum = exp_and_sum(padded, s, now, h, native_bf16);
-        if (keys > padded) {
-            memset(s + padded, 0, sizeof(float) * (size_t)(keys - padded));
-            if (h) memset(h + padded, 0, sizeof(uint16_t) * (size_t)(keys - padded));
-        }
+        if (keys > padded) memset(s + padded, 0, sizeof(float) * (size_t)(keys - padded));
+        if (h && ld > padded) memset(h + padded, 0, sizeof(uint16_t) * (size_t)(ld - padded));
         if (now != old) {
             float alpha = exp_nonpositive(old - now); /* 0 for old = -inf */
             float *a = acc + (int64_t)i * e_cols;
@@ -446,20 +446,49 @@ static float *scratch_floats(int64_t n);
 
 /* The two products of one key block of a half problem: scores = q kᵀ, and
  * (after the softmax step has rounded p to bf16) acc += p v. */
-static void half_scores(const Problem *p, Scratch *w, int rows, int keys, BlasMatrix q, BlasMatrix k) {
-    int d = (int)p->q.cols;
-    if (!w->wide_a) {
-        int64_t e = p->v.cols, wide = d > BLOCK_KEYS ? d : BLOCK_KEYS;
-        w->wide_a_size = BLOCK_ROWS * wide, w->wide_b_size = BLOCK_KEYS * (d > e ? d : e);
-        w->wide_a = scratch_floats(w->wide_a_size), w->wide_b = scratch_floats(w->wide_b_size);
+/* Rows [r0, r0 + rows) of batch entry t of a half operand x copied dense
+ * into dst [padded, cols], the rows past `rows` zero: oneDNN 2.6's matmul
+ * takes its AMX kernels only on dense operands (128 x 197 x 64 scores from
+ * q and k in a [.., 2304] projection's heads: 10.8 µs in its AVX-512
+ * kernel, 8.0 dense), and the zero keys make the scores' padded columns
+ * 0 and their products with p nothing. */
+static BlasMatrix dense_rows(const Problem *p, const Operand *x, int64_t t, int64_t r0, int rows, int padded, uint16_t *dst) {
+    const uint16_t *base = (const uint16_t *)x->data + batch_offset(p, x, t) + r0 * x->row_stride;
+    int64_t cols = x->cols;
+    if (rows == padded && (x->col_stride == 1 || cols == 1) && (x->row_stride == cols || rows == 1)) {
+        return (BlasMatrix){base, (int)(cols > 0 ? cols : 1), false}; /* dense as stored */
     }
-    gemm_bf16(true, rows, keys, d, q, k, 0.0f, w->scores, w->ld, w->wide_a, w->wide_b);
+    for (int i = 0; i < rows; ++i) {
+        const uint16_t *from = base + i * x->row_stride;
+        if (x->col_stride == 1) {
+            memcpy(dst + i * cols, from, sizeof(uint16_t) * (size_t)cols);
+        } else {
+            for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = from[j * x->col_stride];
+        }
+    }
+    memset(dst + (int64_t)rows * cols, 0, sizeof(uint16_t) * (size_t)((padded - rows) * cols));
+    return (BlasMatrix){dst, (int)(cols > 0 ? cols : 1), false};
 }
 
-static void half_accumulate(const Problem *p, Scratch *w, int rows, int keys, BlasMatrix v) {
-    BlasMatrix pm = {w->p, w->ld, false};
+/* scores [rows, ld] = q kᵀ for the keys [j0, j0 + keys) of a half problem,
+ * keys padded to ld with zero ones. */
+static void half_scores(const Problem *p, Scratch *w, int64_t t, int64_t r0, int rows, int64_t j0, int keys, int ld) {
+    int d = (int)p->q.cols;
+    if (!w->wide_a) {
+        int64_t e = p->v.cols, wide = d > w->ld ? d : w->ld;
+        w->wide_a_size = BLOCK_ROWS * wide, w->wide_b_size = (int64_t)w->ld * (d > e ? d : e);
+        w->wide_a = scratch_floats(w->wide_a_size), w->wide_b = scratch_floats(w->wide_b_size);
+    }
+    BlasMatrix q = dense_rows(p, &p->q, t, r0, rows, rows, (uint16_t *)w->pack_q);
+    BlasMatrix k = dense_rows(p, &p->k, t, j0, keys, ld, (uint16_t *)w->pack_k);
+    gemm_bf16(true, rows, ld, d, q, k, 0.0f, w->scores, ld, w->wide_a, w->wide_b);
+}
+
+/* acc += p v over the same keys (p rounded by the softmax step, 0 past them). */
+static void half_accumulate(const Problem *p, Scratch *w, int64_t t, int rows, int64_t j0, int keys, int ld) {
+    BlasMatrix pm = {w->p, ld, false}, v = dense_rows(p, &p->v, t, j0, keys, ld, (uint16_t *)w->pack_v);
     int e = (int)p->v.cols;
-    gemm_bf16(false, rows, e, keys, pm, v, 1.0f, w->acc, e, w->wide_a, w->wide_b);
+    gemm_bf16(false, rows, e, ld, pm, v, 1.0f, w->acc, e, w->wide_a, w->wide_b);
 }
 
 /* 1 / l of a row (see attention_block's end). */
@@ -492,7 +521,7 @@ static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, S
         st.sum[i] = 0;
     }
     memset(w->acc, 0, sizeof(float) * (size_t)rows * (size_t)(e > 0 ? e : 1));
-    BlasMatrix q = blas_matrix(p, &p->q, t, r0, rows, w->pack_q);
+    BlasMatrix q = p->half ? (BlasMatrix){0} : blas_matrix(p, &p->q, t, r0, rows, w->pack_q);
     const Operand *m = &p->mask;
     MaskBlock mask = {m->data + (batch_offset(p, m, t) + r0 * m->row_stride) * (int64_t)m->elem_size, m->row_stride,
                       m->col_stride, !p->has_mask ? MASK_NONE : p->bool_mask ? MASK_KEEP : p->half ? MASK_ADD_BF16 : MASK_ADD};
@@ -500,19 +529,22 @@ static void attention_block(const Problem *p, int64_t t, int64_t r0, int rows, S
     int64_t last_key = p->causal && r0 + rows < n_keys ? r0 + rows : n_keys;
     for (int64_t j0 = 0; j0 < last_key; j0 += BLOCK_KEYS) {
         int keys = (int)(last_key - j0 < BLOCK_KEYS ? last_key - j0 : BLOCK_KEYS);
+        /* a half problem's blocks dense, the keys padded to a whole vector (oneDNN's AMX kernel took
+         * 128 x 256 x 64 scores in 9.7 µs into dense rows, and 197 keys padded to 208 in 5.2, 7.5 unpadded) */
+        int ld = p->half ? (keys + LANES - 1) / LANES * LANES : w->ld;
         if (d > 0 && p->half) {
-            half_scores(p, w, rows, keys, q, blas_matrix(p, &p->k, t, j0, keys, w->pack_k));
+            half_scores(p, w, t, r0, rows, j0, keys, ld);
         } else if (d > 0) {
-            gemm(true, rows, keys, d, q, blas_matrix(p, &p->k, t, j0, keys, w->pack_k), 0.0f, w->scores, w->ld);
+            gemm(true, rows, keys, d, q, blas_matrix(p, &p->k, t, j0, keys, w->pack_k), 0.0f, w->scores, ld);
         } else {
-            for (int i = 0; i < rows; ++i) memset(w->scores + (int64_t)i * w->ld, 0, sizeof(float) * (size_t)keys);
+            for (int i = 0; i < rows; ++i) memset(w->scores + (int64_t)i * ld, 0, sizeof(float) * (size_t)keys);
         }
-        softmax_step(st, mask, p->scale, p->causal ? r0 - j0 : keys, rows, keys, w->scores, w->ld, w->acc, e, w->p);
+        softmax_step(st, mask, p->scale, p->causal ? r0 - j0 : keys, rows, keys, w->scores, ld, w->acc, e, w->p);
         mask.data += BLOCK_KEYS * m->col_stride * (int64_t)m->elem_size;
         if (e > 0 && p->half) {
-            half_accumulate(p, w, rows, keys, blas_matrix(p, &p->v, t, j0, keys, w->pack_v));
+            half_accumulate(p, w, t, rows, j0, keys, ld);
         } else if (e > 0) {
-            BlasMatrix scores = {w->scores, w->ld, false};
+            BlasMatrix scores = {w->scores, ld, false};
             gemm(false, rows, e, keys, scores, blas_matrix(p, &p->v, t, j0, keys, w->pack_v), 1.0f, w->acc, e);
         }
     }

@@ -276,49 +276,33 @@ static void key_addend(Key *k, const Mat *add, int64_t add_bs) {
     k->add_bs = add_bs;
 }
 
-/* The scratchpad memory of serial primitive p, in the calling thread's
- * workspace (tasks running p at once each have their own); NULL on failure. */
-static dnnl_memory_t serial_scratchpad(dnnl_primitive_t p) {
-    const_dnnl_primitive_desc_t pd;
-    if (dnnl_primitive_get_primitive_desc(p, &pd) != dnnl_success) return NULL;
-    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    dnnl_memory_t m = NULL;
-    if (!md || dnnl_memory_create(&m, md, engine, pt2rt_thread_workspace(dnnl_memory_desc_get_size(md))) != dnnl_success) return NULL;
-    return m;
-}
-
-/* onednn_entry's one call (below), all the rows at once; serial: on the
- * calling thread alone (pt2rt_gemm_bf16_serial). */
+/* onednn_entry's one call (below), all the rows at once. */
 static bool onednn_rows(const Mat *a0, const Mat *b0, const Mat *c, const Mat *add, bool accumulate, dnnl_data_type_t type,
-                        dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4], bool serial) {
+                        dnnl_data_type_t c_type, int64_t batch, const int64_t bs[4]) {
     Mat a = *a0, b = *b0;
     char *pa = make_plain(&a), *pb = make_plain(&b);
-    Key k = {type, c_type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate,
-             serial ? 1 : omp_get_max_threads(), serial, batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0,
-             batch > 1 ? bs[2] : 0, 0, 0, 0, 0, 0, 0};
+    Key k = {type, c_type, c->rows, c->cols, a.cols, a.rs, a.cs, b.rs, b.cs, c->rs, c->cs, accumulate, omp_get_max_threads(), 0,
+             batch, batch > 1 ? bs[0] : 0, batch > 1 ? bs[1] : 0, batch > 1 ? bs[2] : 0, 0, 0, 0, 0, 0, 0};
     if (add) key_addend(&k, add, batch > 1 ? bs[3] : 0);
     bool owned;
     dnnl_primitive_t p = primitive_for(&k, &owned);
     dnnl_memory_desc_t da, db, dc, dadd;
     key_mds(&k, &da, &db, &dc, &dadd);
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, madd = NULL, mscratch = NULL;
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, madd = NULL;
     dnnl_stream_t stream = NULL;
     bool ran = p && dnnl_memory_create(&ma, &da, engine, a.data) == dnnl_success &&
                dnnl_memory_create(&mb, &db, engine, b.data) == dnnl_success &&
                dnnl_memory_create(&mc, &dc, engine, c->data) == dnnl_success &&
                (!add || dnnl_memory_create(&madd, &dadd, engine, add->data) == dnnl_success) &&
-               (!serial || (mscratch = serial_scratchpad(p)) != NULL) &&
                dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ran) {
-        dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        int n = 3;
-        if (add) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1, madd};
-        if (serial) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mscratch};
-        ran = dnnl_primitive_execute(p, stream, n, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
+                                   {DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1, madd}};
+        ran = dnnl_primitive_execute(p, stream, add ? 4 : 3, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
     }
     if (stream) dnnl_stream_destroy(stream);
-    dnnl_memory_t ms[5] = {ma, mb, mc, madd, mscratch};
-    for (int i = 0; i < 5; ++i) {
+    dnnl_memory_t ms[4] = {ma, mb, mc, madd};
+    for (int i = 0; i < 4; ++i) {
         if (ms[i]) dnnl_memory_destroy(ms[i]);
     }
     if (owned) dnnl_primitive_destroy(p);
@@ -327,17 +311,103 @@ static bool onednn_rows(const Mat *a0, const Mat *b0, const Mat *c, const Mat *a
     return ran;
 }
 
+/* A thread's memory objects and stream for a serial primitive, kept for
+ * its next call (attention's tasks run the same few products block after
+ * block: making them each call cost 1-2 µs of a 128 x 128 x 64 pair's
+ * 8); SERIAL_SLOTS per thread, the oldest replaced.  Freed when the
+ * thread exits. */
+#define SERIAL_SLOTS 8
+typedef struct SerialSlot {
+    dnnl_primitive_t p; /* a cached primitive (never destroyed): the slot's key */
+    dnnl_memory_t a, b, c, scratch;
+    dnnl_stream_t stream;
+} SerialSlot;
+typedef struct SerialSlots {
+    SerialSlot slot[SERIAL_SLOTS];
+    int next;
+} SerialSlots;
+
+static pthread_key_t serial_key;
+static pthread_once_t serial_once = PTHREAD_ONCE_INIT;
+
+static void clear_slot(SerialSlot *s) {
+    dnnl_memory_t ms[4] = {s->a, s->b, s->c, s->scratch};
+    for (int i = 0; i < 4; ++i) {
+        if (ms[i]) dnnl_memory_destroy(ms[i]);
+    }
+    if (s->stream) dnnl_stream_destroy(s->stream);
+    *s = (SerialSlot){0};
+}
+
+static void free_slots(void *x) {
+    SerialSlots *slots = x;
+    for (int i = 0; i < SERIAL_SLOTS; ++i) clear_slot(&slots->slot[i]);
+    free(slots);
+}
+
+static void create_serial_key(void) {
+    if (pthread_key_create(&serial_key, free_slots) != 0) pt2rt_fatal("cannot create a thread-local key");
+}
+
+/* The calling thread's slot for p (made, with memory objects of k's layouts and no data yet, where it has none); NULL on failure. */
+static SerialSlot *serial_slot(dnnl_primitive_t p, const Key *k) {
+    pthread_once(&serial_once, create_serial_key);
+    SerialSlots *slots = pthread_getspecific(serial_key);
+    if (!slots) {
+        slots = calloc(1, sizeof *slots);
+        if (!slots || pthread_setspecific(serial_key, slots) != 0) pt2rt_fatal("out of memory for a thread's matmul slots");
+    }
+    for (int i = 0; i < SERIAL_SLOTS; ++i) {
+        if (slots->slot[i].p == p) return &slots->slot[i];
+    }
+    SerialSlot *s = &slots->slot[slots->next];
+    slots->next = (slots->next + 1) % SERIAL_SLOTS;
+    clear_slot(s);
+    dnnl_memory_desc_t da, db, dc, dadd;
+    key_mds(k, &da, &db, &dc, &dadd);
+    const_dnnl_primitive_desc_t pd;
+    const dnnl_memory_desc_t *scratch = dnnl_primitive_get_primitive_desc(p, &pd) == dnnl_success
+                                            ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
+                                            : NULL;
+    bool made = scratch && dnnl_memory_create(&s->a, &da, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+                dnnl_memory_create(&s->b, &db, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+                dnnl_memory_create(&s->c, &dc, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+                dnnl_memory_create(&s->scratch, scratch, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+                dnnl_stream_create(&s->stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    if (!made) {
+        clear_slot(s);
+        return NULL;
+    }
+    s->p = p;
+    return s;
+}
+
 /* Inside a parallel region the team size (the nthreads ICV) still says the
  * team's: oneDNN would make a primitive for it, so it is 1 around the call,
- * and the scratchpad the thread's own (internal.h). */
+ * and the scratchpad the thread's own (internal.h).  A primitive the full
+ * cache does not keep is declined (false: the caller's widened f32 path). */
 bool pt2rt_gemm_bf16_serial(int64_t m, int64_t n, int64_t k, const void *a, int64_t a_rs, int64_t a_cs, const void *b,
                             int64_t b_rs, int64_t b_cs, float *c, int64_t ldc, bool accumulate) {
-    Mat ma = {(char *)a, m, k, a_rs, a_cs, {0}}, mb = {(char *)b, k, n, b_rs, b_cs, {0}}, mc = {(char *)c, m, n, ldc, 1, {0}};
+    Mat ma = {(char *)a, m, k, a_rs, a_cs, {0}}, mb = {(char *)b, k, n, b_rs, b_cs, {0}};
     if (!plain(&ma) || !plain(&mb) || m == 0 || n == 0 || k == 0) return false;
     int team = omp_get_max_threads();
     omp_set_num_threads(1);
-    const int64_t no_bs[4] = {0};
-    bool ran = onednn_rows(&ma, &mb, &mc, NULL, accumulate, dnnl_bf16, dnnl_f32, 1, no_bs, true);
+    Key key = {dnnl_bf16, dnnl_f32, m, n, k, ma.rs, ma.cs, mb.rs, mb.cs, ldc, 1, accumulate, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    bool owned;
+    dnnl_primitive_t p = primitive_for(&key, &owned);
+    if (owned) dnnl_primitive_destroy(p);
+    SerialSlot *s = p && !owned ? serial_slot(p, &key) : NULL;
+    bool ran = false;
+    if (s) {
+        const_dnnl_primitive_desc_t pd;
+        dnnl_primitive_get_primitive_desc(p, &pd);
+        size_t scratch = dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->a}, {DNNL_ARG_WEIGHTS, s->b}, {DNNL_ARG_DST, s->c}, {DNNL_ARG_SCRATCHPAD, s->scratch}};
+        ran = dnnl_memory_set_data_handle(s->a, ma.data) == dnnl_success && dnnl_memory_set_data_handle(s->b, mb.data) == dnnl_success &&
+              dnnl_memory_set_data_handle(s->c, c) == dnnl_success &&
+              dnnl_memory_set_data_handle(s->scratch, pt2rt_thread_workspace(scratch)) == dnnl_success &&
+              dnnl_primitive_execute(p, s->stream, 4, args) == dnnl_success && dnnl_stream_wait(s->stream) == dnnl_success;
+    }
     omp_set_num_threads(team);
     return ran;
 }
@@ -376,7 +446,7 @@ static bool onednn_padded(const Mat *a, const Mat *b, const Mat *c, const Mat *a
     copy_mat(a, pa, 2, false);
     Mat ea = {pa, padded, k, k, 1, {0}}, ec = {pc, padded, n, n, 1, {0}}, eadd = add ? *add : *a;
     const int64_t no_bs[4] = {0, 0, 0, 0};
-    bool ran = onednn_rows(&ea, b, &ec, add ? &eadd : NULL, false, type, c_type, 1, no_bs, false);
+    bool ran = onednn_rows(&ea, b, &ec, add ? &eadd : NULL, false, type, c_type, 1, no_bs);
     if (ran) {
         ec.rows = m;
         copy_mat(c, pc, c_size, true);
@@ -398,7 +468,7 @@ static bool onednn_entry(const Mat *a, const Mat *b, const Mat *c, const Mat *ad
     pthread_once(&row_blocks_once, read_row_blocks);
     int64_t m = c->rows, tail = m % ROW_BLOCK;
     if (!row_blocks || batch > 1 || accumulate || m <= ROW_BLOCK || tail == 0) {
-        return onednn_rows(a, b, c, add, accumulate, type, c_type, batch, bs, false);
+        return onednn_rows(a, b, c, add, accumulate, type, c_type, batch, bs);
     }
     if (m < PAD_ROWS_BELOW && onednn_padded(a, b, c, add, type, c_type)) return true;
     size_t c_size = c_type == dnnl_f32 ? 4 : 2;
@@ -409,8 +479,8 @@ static bool onednn_entry(const Mat *a, const Mat *b, const Mat *c, const Mat *ad
     a2.data += (m - tail) * a->rs * 2;
     c2.data += (m - tail) * c->rs * (int64_t)c_size;
     add2.data += add ? (m - tail) * add->rs * 2 : 0;
-    return onednn_rows(&a1, b, &c1, add ? &add1 : NULL, false, type, c_type, 1, bs, false) &&
-           onednn_rows(&a2, b, &c2, add ? &add2 : NULL, false, type, c_type, 1, bs, false);
+    return onednn_rows(&a1, b, &c1, add ? &add1 : NULL, false, type, c_type, 1, bs) &&
+           onednn_rows(&a2, b, &c2, add ? &add2 : NULL, false, type, c_type, 1, bs);
 }
 
 /* Mats moved to entry t of a batch of entries bs[i] elements apart. */
