@@ -1,4 +1,4 @@
-/*===- aten_kernels.cpp - the GPU plan's entries that PyTorch runs ----------===*
+/*===- aten_kernels.cpp - what PyTorch's own kernels run for pt2 -----------===*
  *
  * Two kinds of launch-plan entries run PyTorch's own kernels, which
  * libpt2 cannot link; pt2._C registers the functions here with it
@@ -28,9 +28,22 @@
  * reach Python: the Python dispatch keys are excluded (a TorchDispatchMode
  * of the caller's does not see the call), as autograd (the operands never
  * require grad).  No C++ exception leaves this file.
+ *
+ * On the CPU, libpt2rt's bf16 matmuls whose result is rounded
+ * (pt2rt_matmul_round[_add]_bf16, runtime/rt/gemm_half.c) run
+ * at::mm_out / addmm_out (bmm_out / baddbmm_out with batch dims) into the
+ * kernel's own buffer (pt2SetCpuHalfMatmulKernel): the oneDNN build
+ * eager's linear runs, faster than Debian's oneDNN 2.6 (docs/passes.md,
+ * pt2-extern-blas).  A call that fails (a result that is not a view of its
+ * batch dims flattened, say) returns nonzero, and gemm_half.c's own path
+ * runs.
  *===----------------------------------------------------------------------===*/
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_grouped_mm.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <c10/core/DispatchKeySet.h>
@@ -42,10 +55,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 extern "C" {
 #include "pt2.h"
+#include "../runtime/rt/pt2rt.h"
 }
 
 namespace {
@@ -142,9 +157,46 @@ int grouped_mm(const Pt2GpuGroupedMm *g, void *stream, char *err, size_t err_cap
     return guarded([&] { return run_grouped_mm(g, stream); }, err, err_cap);
 }
 
+/* A CPU bf16 view, its batch dims (all but the last two) flattened into
+ * one: a view where its strides allow (out's must), else a copy. */
+at::Tensor cpu_view(const Pt2rtHalfView &v, int rank, bool out) {
+    c10::IntArrayRef sizes(v.sizes, static_cast<size_t>(rank)), strides(v.strides, static_cast<size_t>(rank));
+    at::Tensor t = at::from_blob(v.data, sizes, strides, at::TensorOptions().dtype(c10::ScalarType::BFloat16));
+    if (rank == 2) return t;
+    if (rank > 3) t = out ? t.view({-1, sizes[rank - 2], sizes[rank - 1]}) : t.flatten(0, rank - 3);
+    return t;
+}
+
+int run_half_matmul(const Pt2rtHalfMatmul *m) {
+    c10::impl::ExcludeDispatchKeyGuard no_python(
+        c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot, c10::DispatchKey::PreDispatch}));
+    at::AutoDispatchBelowADInplaceOrView no_autograd;
+    int r = m->rank;
+    at::Tensor a = cpu_view(m->a, r, false), b = cpu_view(m->b, r, false), c = cpu_view(m->c, r, true);
+    if (!m->has_addend) {
+        r == 2 ? at::mm_out(c, a, b) : at::bmm_out(c, a, b);
+        return 0;
+    }
+    at::Tensor add = cpu_view(m->addend, r, false);
+    /* a bias broadcast over the rows as linear's 1-d one (addmm's fast path) */
+    if (r == 2 && m->addend.strides[0] == 0) add = add.select(0, 0);
+    r == 2 ? at::addmm_out(c, add, a, b) : at::baddbmm_out(c, add, a, b);
+    return 0;
+}
+
+int half_matmul(const Pt2rtHalfMatmul *m) {
+    char err[256];
+    return guarded([&] { return run_half_matmul(m); }, err, sizeof err);
+}
+
 } // namespace
 
 extern "C" void pt2_aten_kernels_register(void) {
     pt2GpuSetAttentionKernel(attention);
     pt2GpuSetGroupedMmKernel(grouped_mm);
+    Pt2rtHalfMatmulFn cpu = half_matmul;
+    void *fn;
+    static_assert(sizeof fn == sizeof cpu, "a function pointer held as a void pointer");
+    std::memcpy(&fn, &cpu, sizeof fn);
+    pt2SetCpuHalfMatmulKernel(fn);
 }

@@ -336,6 +336,12 @@ typedef struct Pt2GpuGroupedMm {
 } Pt2GpuGroupedMm;
 typedef int (*Pt2GpuGroupedMmFn)(const Pt2GpuGroupedMm *g, void *stream, char *err, size_t err_cap);
 PT2_EXPORT void pt2GpuSetGroupedMmKernel(Pt2GpuGroupedMmFn fn);
+/* The CPU's bf16 matmuls whose result is rounded (libpt2rt's
+ * pt2rt_matmul_round[_add]_bf16) through PyTorch's own GEMM: fn is a
+ * Pt2rtHalfMatmulFn (runtime/rt/pt2rt.h), registered by pt2._C
+ * (capture/aten_kernels.cpp) and handed to the libpt2rt each compiled
+ * kernel loads; NULL takes it back. */
+PT2_EXPORT void pt2SetCpuHalfMatmulKernel(void *fn);
 /* Whether the plan has entries PyTorch runs, attention or grouped_mm (a CUDA
  * graph's capture must then let PyTorch's allocator serve them from a pool
  * of the graph's). */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../dialects/catalog.h"
+#include "rt/pt2rt.h"
 #include "llvm-c/Core.h"
 #include "llvm-c/Target.h"
 #include "llvm-c/TargetMachine.h"
@@ -496,6 +497,22 @@ static int count_frozen(const Pt2Kernel *k) {
     return n;
 }
 
+/* pt2SetCpuHalfMatmulKernel's function, given to each libpt2rt a kernel
+ * loads (one, in practice: every kernel links the same libpt2rt.so). */
+static _Atomic(void *) half_matmul_kernel;
+
+void pt2SetCpuHalfMatmulKernel(void *fn) { half_matmul_kernel = fn; }
+
+static void hand_half_matmul(void *handle) {
+    void *fn = half_matmul_kernel, *set = dlsym(handle, "pt2rtSetHalfMatmulKernel");
+    if (!set) return; /* a kernel that calls nothing in libpt2rt, or an older libpt2rt */
+    void (*set_fn)(Pt2rtHalfMatmulFn);
+    Pt2rtHalfMatmulFn kernel;
+    memcpy(&set_fn, &set, sizeof set_fn);
+    memcpy(&kernel, &fn, sizeof kernel);
+    set_fn(kernel);
+}
+
 /* The constants cache of a kernel with frozen inputs that calls libpt2rt. */
 static int load_constants(Pt2Kernel *k) {
     if (!k->run || count_frozen(k) == 0) return 0;
@@ -531,6 +548,7 @@ static int load(Pt2Kernel *k, const char *so_path) {
      * kernel that calls nothing there (the linker dropped it) reports nothing */
     sym = dlsym(k->handle, "pt2rt_run");
     if (sym) memcpy(&k->run, &sym, sizeof k->run);
+    hand_half_matmul(k->handle);
     return load_constants(k);
 }
 

@@ -294,13 +294,29 @@ def _rt_matmul_round(a, b, c, addend):
 ROUNDED_TOL = {torch.bfloat16: dict(rtol=2**-7, atol=1e-5), torch.float16: dict(rtol=2**-10, atol=1e-5)}
 
 
+@pytest.fixture
+def half_library(request, monkeypatch):
+    """"aten": PyTorch's GEMM, registered by pt2._C with the libpt2rt a compiled kernel loads (one
+    compiled and run here first); "onednn": gemm_half.c's own path (PT2_DISABLE=aten-matmul)."""
+    if request.param == "aten":
+        x = torch.ones(2, 3, dtype=torch.bfloat16)
+        pt2.compile(lambda x: x @ x.t())(x)
+        assert ctypes.CDLL(rt_library()).pt2rtHasHalfMatmulKernel() == 1
+    else:
+        monkeypatch.setenv("PT2_DISABLE", "aten-matmul")
+    return request.param
+
+
+@pytest.mark.parametrize("half_library", ["aten", "onednn"], indirect=True)
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
 @pytest.mark.parametrize("add_name,add_kind", ADDENDS, ids=[a[0] for a in ADDENDS])
 @pytest.mark.parametrize("name,sa,sb,sc", RT_CASES, ids=[c[0] for c in RT_CASES])
-def test_runtime_rounded_half(name, sa, sb, sc, add_name, add_kind, dt):
+def test_runtime_rounded_half(name, sa, sb, sc, add_name, add_kind, dt, half_library):
     """pt2rt_matmul_round[_add]_bf16/f16: c of a's type = round(a b + addend), the sum in f32 and
-    rounded once (oneDNN's matmul with a binary-add post-op, or through an f32 scratch where it has
-    none: an addend over m, a c it cannot address); c's storage between its elements untouched"""
+    rounded once (bf16: PyTorch's GEMM, at::mm_out / addmm_out / bmm_out / baddbmm_out, where pt2._C
+    registered it and c is a view of its batch dims flattened; else, and for f16, oneDNN's matmul
+    with a binary-add post-op, or through an f32 scratch where it has none: an addend over m, a c it
+    cannot address); c's storage between its elements untouched"""
     a, b, c = _strided(*sa, dt, 1), _strided(*sb, dt, 2), _strided(*sc, dt, 3)
     addend = _addend(add_kind, c.shape, dt)
     storage = c.as_strided((c.untyped_storage().nbytes() // 2,), (1,), 0)
@@ -313,9 +329,10 @@ def test_runtime_rounded_half(name, sa, sb, sc, add_name, add_kind, dt):
     assert torch.equal(storage[~written], before[~written])
 
 
+@pytest.mark.parametrize("half_library", ["aten", "onednn"], indirect=True)
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16], ids=_ids)
 @pytest.mark.parametrize("with_addend", [False, True])
-def test_runtime_rounded_half_nan_and_empty_k(dt, with_addend):
+def test_runtime_rounded_half_nan_and_empty_k(dt, with_addend, half_library):
     """c's old NaNs never reach the rounded product; k = 0 gives round(addend) (or 0); a NaN in
     the addend stays a NaN"""
     a, b = make((3, 67, 33), dt, seed=1), make((3, 131, 33), dt, seed=2).transpose(1, 2)
@@ -394,3 +411,23 @@ def test_runtime_keeps_openblas_serial():
     _rt_matmul(a, b, c, 0)
     assert blas.openblas_get_num_threads() == 1
     torch.testing.assert_close(c, a @ b, **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("shape", [(33, 17, 65), (394, 768, 300), (2, 3, 9, 40, 7)], ids=str)
+def test_aten_matmul_is_eagers_linear(shape):
+    """A bf16 linear of 2-d x through PyTorch's GEMM is eager's own result, bit for bit (the same
+    at::addmm); with PT2_DISABLE=aten-matmul (oneDNN 2.6) within the rounding tolerance."""
+    *lead, k, n = shape
+    x, w, b = make((*lead, k), torch.bfloat16, seed=1), make((n, k), torch.bfloat16, seed=2), make((n,), torch.bfloat16, seed=3)
+    fn = lambda x, w, b: torch.nn.functional.linear(x, w, b)  # noqa: E731
+    eager = fn(x, w, b)
+    with torch.no_grad():
+        got = pt2.compile(fn)(x, w, b)
+    if len(lead) == 1:
+        assert torch.equal(got, eager)
+    torch.testing.assert_close(got, eager, rtol=1.6e-2, atol=1e-2)
+    pt2.reset()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PT2_DISABLE", "aten-matmul")
+        with torch.no_grad():
+            torch.testing.assert_close(pt2.compile(fn)(x, w, b), eager, rtol=1.6e-2, atol=1e-2)

@@ -73,7 +73,8 @@ typedef struct Problem {
     int n_batch;
     int64_t batch[MAX_BATCH];
     Operand q, k, v, mask, out; /* q [L, D], k [S, D], v [S, E], mask [L, S], out [L, E] */
-    bool half; /* q, k, v, out and an additive mask bfloat16, else f32 */
+    bool half;   /* q, k, v, out and an additive mask bfloat16, else f32 */
+    bool onednn; /* a half problem's products by oneDNN (not PT2_DISABLE=attention-onednn) */
     bool bool_mask, has_mask, zero_masked_rows, causal;
     float scale;
 } Problem;
@@ -115,6 +116,7 @@ static void read_problem(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef
     p->n_batch = rank - 2;
     p->bool_mask = bool_mask;
     p->half = half;
+    p->onednn = !pt2rt_in_list(getenv("PT2_DISABLE"), "attention-onednn");
     p->zero_masked_rows = (flags & PT2RT_ATTENTION_ZERO_MASKED_ROWS) != 0;
     p->causal = (flags & PT2RT_ATTENTION_CAUSAL) != 0;
     p->scale = (float)scale;
@@ -196,17 +198,12 @@ static void widen_block(Strided x, int rows, int cols, float *dst) {
     }
 }
 
-static bool attention_onednn = true;
-static pthread_once_t attention_onednn_once = PTHREAD_ONCE_INIT;
-static void read_attention_onednn(void) { attention_onednn = !pt2rt_in_list(getenv("PT2_DISABLE"), "attention-onednn"); }
-
 /* gemm of a half problem: a and b bf16, c f32.  Where oneDNN has no bf16
  * kernel, both widened into wide_a and wide_b (m x k and k x n floats). */
-static void gemm_bf16(bool b_is_transposed, int m, int n, int k, BlasMatrix a, BlasMatrix b, float beta, float *c, int ldc,
-                      float *wide_a, float *wide_b) {
+static void gemm_bf16(bool onednn, bool b_is_transposed, int m, int n, int k, BlasMatrix a, BlasMatrix b, float beta, float *c,
+                      int ldc, float *wide_a, float *wide_b) {
     Strided sa = strided(a, false), sb = strided(b, b_is_transposed);
-    pthread_once(&attention_onednn_once, read_attention_onednn);
-    if (attention_onednn && pt2rt_gemm_bf16_serial(m, n, k, sa.data, sa.rs, sa.cs, sb.data, sb.rs, sb.cs, c, ldc, beta != 0)) return;
+    if (onednn && pt2rt_gemm_bf16_serial(m, n, k, sa.data, sa.rs, sa.cs, sb.data, sb.rs, sb.cs, c, ldc, beta != 0)) return;
     widen_block(sa, m, k, wide_a);
     widen_block(sb, k, n, wide_b);
     pt2rt_sgemm(pt2rt_sgemm_library(m, n, k), false, false, m, n, k, wide_a, k, wide_b, n, beta, c, ldc);
@@ -481,14 +478,14 @@ static void half_scores(const Problem *p, Scratch *w, int64_t t, int64_t r0, int
     }
     BlasMatrix q = dense_rows(p, &p->q, t, r0, rows, rows, (uint16_t *)w->pack_q);
     BlasMatrix k = dense_rows(p, &p->k, t, j0, keys, ld, (uint16_t *)w->pack_k);
-    gemm_bf16(true, rows, ld, d, q, k, 0.0f, w->scores, ld, w->wide_a, w->wide_b);
+    gemm_bf16(p->onednn, true, rows, ld, d, q, k, 0.0f, w->scores, ld, w->wide_a, w->wide_b);
 }
 
 /* acc += p v over the same keys (p rounded by the softmax step, 0 past them). */
 static void half_accumulate(const Problem *p, Scratch *w, int64_t t, int rows, int64_t j0, int keys, int ld) {
     BlasMatrix pm = {w->p, ld, false}, v = dense_rows(p, &p->v, t, j0, keys, ld, (uint16_t *)w->pack_v);
     int e = (int)p->v.cols;
-    gemm_bf16(false, rows, e, ld, pm, v, 1.0f, w->acc, e, w->wide_a, w->wide_b);
+    gemm_bf16(p->onednn, false, rows, e, ld, pm, v, 1.0f, w->acc, e, w->wide_a, w->wide_b);
 }
 
 /* 1 / l of a row (see attention_block's end). */

@@ -555,6 +555,34 @@ static void batch_entry(const int64_t *batch, int dims, int64_t t, Mat *a, Mat *
 static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                      const Pt2rtUnrankedMemRef *add, int32_t accumulate, dnnl_data_type_t type, dnnl_data_type_t c_type);
 
+/* PyTorch's bf16 GEMM (pt2rt.h), registered or not; PT2_DISABLE=aten-matmul (read each call, for
+ * the tests' A/B runs in one process) turns it off. */
+static _Atomic(Pt2rtHalfMatmulFn) aten_matmul;
+
+void pt2rtSetHalfMatmulKernel(Pt2rtHalfMatmulFn fn) { aten_matmul = fn; }
+
+int pt2rtHasHalfMatmulKernel(void) { return aten_matmul != NULL; }
+
+/* round(a b [+ add]) by PyTorch's kernel where one is registered: true when it wrote c. */
+static bool aten_round(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
+                       const Pt2rtUnrankedMemRef *add) {
+    Pt2rtHalfMatmulFn fn = aten_matmul;
+    int rank = (int)c->rank;
+    if (!fn || pt2rt_in_list(getenv("PT2_DISABLE"), "aten-matmul") || omp_in_parallel() || rank < 2 || rank > PT2RT_MAX_RANK || a->rank != rank || b->rank != rank ||
+        (add && add->rank != rank)) {
+        return false;
+    }
+    Pt2rtHalfMatmul m = {.rank = rank, .has_addend = add != NULL};
+    const Pt2rtUnrankedMemRef *from[4] = {a, b, c, add};
+    Pt2rtHalfView *to[4] = {&m.a, &m.b, &m.c, &m.addend};
+    for (int i = 0; i < (add ? 4 : 3); ++i) {
+        char *data;
+        pt2rt_read_descriptor(from[i], 2, &data, to[i]->sizes, to[i]->strides);
+        to[i]->data = data;
+    }
+    return fn(&m) == 0;
+}
+
 /* PT2_LOGS=blas: each call timed and listed with the f32 GEMMs (profile.c), its batch the product of c's batch dims. */
 static void matmul_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b, const Pt2rtUnrankedMemRef *c,
                         const Pt2rtUnrankedMemRef *add, int32_t accumulate, dnnl_data_type_t type, dnnl_data_type_t c_type) {
@@ -581,6 +609,7 @@ static void run_half(const Pt2rtUnrankedMemRef *a, const Pt2rtUnrankedMemRef *b,
                      const Pt2rtUnrankedMemRef *add, int32_t accumulate, dnnl_data_type_t type, dnnl_data_type_t c_type) {
     int rank = (int)c->rank, nb = rank - 2;
     bool rounded = c_type != dnnl_f32;
+    if (rounded && type == dnnl_bf16 && aten_round(a, b, c, add)) return;
     size_t c_size = rounded ? 2 : 4;
     if (a->rank != rank || b->rank != rank || (add && add->rank != rank) || rank < 2 || rank > PT2RT_MAX_RANK) {
         pt2rt_fatal("half-precision matmul operands of unexpected ranks");

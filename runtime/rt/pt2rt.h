@@ -82,6 +82,29 @@ PT2RT_EXPORT void pt2rt_matmul_round_add_f16(const Pt2rtUnrankedMemRef *a, const
                                              const Pt2rtUnrankedMemRef *c, const Pt2rtUnrankedMemRef *addend)
     __asm__("_mlir_ciface_pt2rt_matmul_round_add_f16");
 
+/* PyTorch's own bf16 GEMM for the rounded forms above (pt2rt_matmul_round
+ * [_add]_bf16): a function pt2._C registers (capture/aten_kernels.cpp:
+ * at::mm_out / addmm_out / bmm_out / baddbmm_out, the oneDNN build eager's
+ * linear runs, 1.2-1.4x faster than Debian's oneDNN 2.6 at a ViT-B's MLP)
+ * through libpt2 (runtime/kernel.c hands it to each libpt2rt a kernel
+ * loads).  Views of one rank r in 2..PT2RT_MAX_RANK, strides in elements,
+ * c = round(a b [+ addend]); it returns 0 when it wrote c, nonzero (c
+ * untouched) for gemm_half.c's own path.  PT2_DISABLE=aten-matmul: never
+ * called. */
+typedef struct Pt2rtHalfView {
+    void *data;
+    int64_t sizes[PT2RT_MAX_RANK], strides[PT2RT_MAX_RANK];
+} Pt2rtHalfView;
+typedef struct Pt2rtHalfMatmul {
+    int rank;
+    int has_addend;
+    Pt2rtHalfView a, b, c, addend;
+} Pt2rtHalfMatmul;
+typedef int (*Pt2rtHalfMatmulFn)(const Pt2rtHalfMatmul *m);
+PT2RT_EXPORT void pt2rtSetHalfMatmulKernel(Pt2rtHalfMatmulFn fn);
+/* Whether one is registered (tests/test_blas.py). */
+PT2RT_EXPORT int pt2rtHasHalfMatmulKernel(void);
+
 /* pt2.grouped_mm (grouped_mm.c): a [S, K], b [G, K, N], offs [G] (i32 or
  * i64), out [S, N] of one type (f32, bf16 or f16), any strides: row s of
  * out = a[s] @ b[g], g the number of offsets at most s (the group whose rows
