@@ -622,32 +622,15 @@ static void attention(const Problem *p) {
     }
 }
 
-void pt2rt_attention_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,
-                         const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
-    Problem p;
-    read_problem(q, k, v, mask, out, scale, false, false, flags, &p);
-    attention(&p);
-}
-
-void pt2rt_attention_bool_mask_f32(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
-                                   const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
-                                   const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
-    Problem p;
-    read_problem(q, k, v, mask, out, scale, true, false, flags, &p);
-    attention(&p);
-}
-
-void pt2rt_attention_bf16(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,
-                          const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
-    Problem p;
-    read_problem(q, k, v, mask, out, scale, false, true, flags, &p);
-    attention(&p);
-}
-
-void pt2rt_attention_bool_mask_bf16(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k,
-                                    const Pt2rtUnrankedMemRef *v, const Pt2rtUnrankedMemRef *mask,
-                                    const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {
-    Problem p;
-    read_problem(q, k, v, mask, out, scale, true, true, flags, &p);
-    attention(&p);
-}
+/* The entries: which mask (bool_mask) and which type (half) they were called for. */
+#define ATTENTION_ENTRY(name, bool_mask, half)                                                                                \
+    void name(const Pt2rtUnrankedMemRef *q, const Pt2rtUnrankedMemRef *k, const Pt2rtUnrankedMemRef *v,                        \
+              const Pt2rtUnrankedMemRef *mask, const Pt2rtUnrankedMemRef *out, double scale, int32_t flags) {                  \
+        Problem p;                                                                                                            \
+        read_problem(q, k, v, mask, out, scale, bool_mask, half, flags, &p);                                                  \
+        attention(&p);                                                                                                        \
+    }
+ATTENTION_ENTRY(pt2rt_attention_f32, false, false)
+ATTENTION_ENTRY(pt2rt_attention_bool_mask_f32, true, false)
+ATTENTION_ENTRY(pt2rt_attention_bf16, false, true)
+ATTENTION_ENTRY(pt2rt_attention_bool_mask_bf16, true, true)
