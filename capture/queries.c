@@ -72,6 +72,9 @@ static const QueryEntry query_table[] = {
      "torch.backends.mps.is_built,torch.backends.mkldnn.is_available,torch.backends.openmp.is_available",
      Q_CONSTANT, NULL},
     {"torch.cuda.device_count,torch._C._cuda_getDeviceCount", Q_CUDA_CONSTANT, NULL},
+    /* a device's properties (torch.cuda.get_device_properties, get_device_capability: transformers'
+     * experts pick torch._grouped_mm by the capability), an object whose fields fold as constants */
+    {"torch.cuda._get_device_properties", Q_CUDA_CONSTANT, NULL},
     /* state that may change between calls: guarded, each probe a C function */
     {"torch._C._cuda_isCurrentStreamCapturing", Q_GUARDED, NULL},
     {"torch._C._xpu_isCurrentStreamCapturing", Q_GUARDED, NULL}, /* transformers asks XPU's too */
@@ -237,7 +240,7 @@ PyObject *query_call_probe(PyObject *probe, PyObject *args) {
 
 static bool answer_ok(PyObject *r) {
     if (r == Py_None || PyBool_Check(r) || PyLong_CheckExact(r) || PyUnicode_CheckExact(r)) return true;
-    return strcmp(Py_TYPE(r)->tp_name, "torch.dtype") == 0;
+    return strcmp(Py_TYPE(r)->tp_name, "torch.dtype") == 0 || strcmp(Py_TYPE(r)->tp_name, "torch._C._CudaDeviceProperties") == 0;
 }
 
 /* One QUERY guard per (probe, arguments): obj is (probe, args, answer, name). */

@@ -326,8 +326,10 @@ def unfold(input, dimension, size, step):
 def histc(input, bins=100, min=0, max=0):
     """torch.histc over a given range (polyfills.c takes only those): each element's bin
     (x - min) * bins / (max - min) truncated, max itself in the last bin, elements outside the range (NaN
-    too) not counted; counts of the input's type, as ATen's CPU kernel."""
-    _floats_only("histogram_cpu", input)
+    too) not counted; counts of the input's type, as ATen's kernels.  Integer inputs raise on the CPU, as
+    its kernel does, and count on CUDA (transformers' experts count their tokens with an int histc)."""
+    if input.device.type == "cpu":
+        _floats_only("histogram_cpu", input)
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
     x = input.reshape(-1)

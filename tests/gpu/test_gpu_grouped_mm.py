@@ -179,3 +179,44 @@ def test_reduce_overhead_records_the_kernel():
                 got = c(a, bt, offs)
                 ref = reference(a, bt.transpose(1, 2), offs).relu()
                 assert rel_err(got, ref) < TOL[BF16], (i, cuts)
+
+
+def test_routing_with_int_histc_and_capability_in_one_graph():
+    """transformers' experts (5.x, experts_implementation="grouped_mm"): tokens sorted by expert, counted
+    with torch.histc of int32 ids (CUDA's kernel counts integers; the CPU's raises), the offsets a cumsum
+    of the counts, the product picked by torch.cuda.get_device_capability(): one graph, no break, and
+    eager's result."""
+    T, H, N, E = 70, 32, 48, 4
+    x = rand((T, H), BF16, 11)
+    w = rand((E, N, H), BF16, 12) * 0.3
+    ids = torch.randint(0, E, (T,), device="cuda", generator=torch.Generator(device="cuda").manual_seed(13))
+
+    def experts(x, w, ids):
+        order = torch.argsort(ids)
+        counts = torch.histc(ids.int(), bins=E, min=0, max=E - 1)
+        offs = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        if torch.cuda.get_device_capability(x.device)[0] >= 9:
+            y = torch._grouped_mm(x[order], w.transpose(1, 2), offs=offs)
+        else:
+            y = torch.cat([x[order][s:e] @ w[g].t() for g, (s, e) in enumerate(zip([0] + offs[:-1].tolist(), offs.tolist()))])
+        return torch.empty_like(y).index_copy_(0, order, y)
+
+    with torch.no_grad():
+        exp = experts(x, w, ids)
+        e = pt2.explain(experts)(x, w, ids)
+        assert e.graph_break_count == 0, e.break_reasons
+        pt2.reset()
+        got = pt2.compile(experts)(x, w, ids)
+    assert rel_err(got, exp) < TOL[BF16]
+
+
+def test_int_histc_matches_eager_on_cuda():
+    """torch.histc of integers on CUDA (the polyfill's bins, integer counts) against eager's."""
+    v = torch.randint(-3, 12, (333,), device="cuda", generator=torch.Generator(device="cuda").manual_seed(3))
+    for dtype in (torch.int32, torch.int64):
+        x = v.to(dtype)
+        for bins, lo, hi in ((9, 0, 8), (4, 1, 10), (1, 2, 5)):
+            pt2.reset()
+            got = pt2.compile(lambda x: torch.histc(x, bins=bins, min=lo, max=hi))(x)
+            exp = torch.histc(x, bins=bins, min=lo, max=hi)
+            assert got.dtype == exp.dtype and torch.equal(got, exp), (dtype, bins, lo, hi)
