@@ -447,3 +447,41 @@ func.func @unit_parent_folded(%y: memref<1x192x56xf32>, %acc: memref<192xf32>) {
   }
   return
 }
+
+// -----
+
+// An elementwise kernel in place (a bias added to a library call's output,
+// with a gather-like select in it): each store writes the very element its
+// load reads, so the nest is parallel; one that reads a neighbour stays.
+// MARK-LABEL: func.func @in_place
+// MARK: scf.parallel (%[[I:.*]]) = (%c0) to (%c8) step (%c1) {
+// MARK: memref.load %arg0[%[[I]], %[[K:.*]]]
+// MARK: memref.store %{{.*}}, %arg0[%[[I]], %[[K]]]
+// MARK: scf.reduce
+// MARK: scf.for %{{.*}} = %c0 to %c7
+// MARK-NOT: scf.parallel
+// MARK: return
+func.func @in_place(%y: memref<8x5xf32>, %bias: memref<5xf32>, %idx: memref<5xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %k = %c0 to %c5 step %c1 {
+      %t = memref.load %idx[%k] : memref<5xi64>
+      %j = arith.index_cast %t : i64 to index
+      %b = memref.load %bias[%j] : memref<5xf32>
+      %v = memref.load %y[%i, %k] : memref<8x5xf32>
+      %s = arith.addf %v, %b : f32
+      memref.store %s, %y[%i, %k] : memref<8x5xf32>
+    }
+  }
+  // reads row i + 1, which another iteration writes
+  scf.for %i = %c0 to %c7 step %c1 {
+    %n = arith.addi %i, %c1 : index
+    %v = memref.load %y[%n, %c0] : memref<8x5xf32>
+    memref.store %v, %y[%i, %c0] : memref<8x5xf32>
+  }
+  return
+}
