@@ -320,6 +320,7 @@ static bool onednn_rows(const Mat *a0, const Mat *b0, const Mat *c, const Mat *a
 typedef struct SerialSlot {
     dnnl_primitive_t p; /* a cached primitive (never destroyed): the slot's key */
     dnnl_memory_t a, b, c, scratch;
+    size_t scratch_size; /* the primitive's scratchpad, in bytes */
     dnnl_stream_t stream;
 } SerialSlot;
 typedef struct SerialSlots {
@@ -379,6 +380,7 @@ static SerialSlot *serial_slot(dnnl_primitive_t p, const Key *k) {
         return NULL;
     }
     s->p = p;
+    s->scratch_size = dnnl_memory_desc_get_size(scratch);
     return s;
 }
 
@@ -399,13 +401,10 @@ bool pt2rt_gemm_bf16_serial(int64_t m, int64_t n, int64_t k, const void *a, int6
     SerialSlot *s = p && !owned ? serial_slot(p, &key) : NULL;
     bool ran = false;
     if (s) {
-        const_dnnl_primitive_desc_t pd;
-        dnnl_primitive_get_primitive_desc(p, &pd);
-        size_t scratch = dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
         dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->a}, {DNNL_ARG_WEIGHTS, s->b}, {DNNL_ARG_DST, s->c}, {DNNL_ARG_SCRATCHPAD, s->scratch}};
         ran = dnnl_memory_set_data_handle(s->a, ma.data) == dnnl_success && dnnl_memory_set_data_handle(s->b, mb.data) == dnnl_success &&
               dnnl_memory_set_data_handle(s->c, c) == dnnl_success &&
-              dnnl_memory_set_data_handle(s->scratch, pt2rt_thread_workspace(scratch)) == dnnl_success &&
+              dnnl_memory_set_data_handle(s->scratch, pt2rt_thread_workspace(s->scratch_size)) == dnnl_success &&
               dnnl_primitive_execute(p, s->stream, 4, args) == dnnl_success && dnnl_stream_wait(s->stream) == dnnl_success;
     }
     omp_set_num_threads(team);
