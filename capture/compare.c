@@ -239,6 +239,26 @@ static bool is_sequence_var(const Var *v) {
 
 static bool is_list_var(const Var *v) { return v->kind == V_LIST || (v->kind == V_CONST && PyList_Check(v->obj)); }
 
+/* A constant, or a tuple or list Var whose items are all constants as a new
+ * Python tuple or list (a list stays a list, so that Python's own comparison
+ * decides); NULL where an item is not a constant. */
+static PyObject *constant_sequence(const Var *v) {
+    if (v->kind == V_CONST) return Py_NewRef(v->obj);
+    PyObject *seq = v->kind == V_LIST ? PyList_New(v->n_items) : PyTuple_New(v->n_items);
+    for (int k = 0; k < v->n_items; ++k) {
+        if (v->items[k]->kind != V_CONST) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (v->kind == V_LIST) {
+            PyList_SET_ITEM(seq, k, Py_NewRef(v->items[k]->obj));
+        } else {
+            PyTuple_SET_ITEM(seq, k, Py_NewRef(v->items[k]->obj));
+        }
+    }
+    return seq;
+}
+
 Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
     if (strcmp(op, "is") == 0 || strcmp(op, "is not") == 0) {
         int r = var_same_object_guarded(t, a, b);
@@ -275,33 +295,17 @@ Var *trace_compare(Trace *t, const char *op, Var *a, Var *b) {
             /* a list never equals a tuple (torch.Size is one) */
             return var_const(t, cmps[i].py_op == Py_NE ? Py_True : Py_False);
         }
-        if ((a->kind == V_TUPLE || a->kind == V_LIST) && (b->kind == V_TUPLE || b->kind == V_LIST || b->kind == V_CONST) && eq_ne) {
-            /* shapes: x.shape == (2, 3) */
-            PyObject *tup = PyTuple_New(a->n_items);
-            for (int k = 0; k < a->n_items; ++k) {
-                if (a->items[k]->kind != V_CONST) {
-                    Py_DECREF(tup);
-                    return trace_break(t, "comparison of sequences holding tensors");
-                }
-                PyTuple_SET_ITEM(tup, k, Py_NewRef(a->items[k]->obj));
+        bool a_seq = a->kind == V_TUPLE || a->kind == V_LIST, b_seq = b->kind == V_TUPLE || b->kind == V_LIST;
+        if ((a_seq && (b_seq || b->kind == V_CONST)) || (b_seq && a->kind == V_CONST)) {
+            /* shapes and versions: x.shape == (2, 3), get_device_capability() >= (8, 0) */
+            PyObject *left = constant_sequence(a), *right = left ? constant_sequence(b) : NULL;
+            if (!right) {
+                Py_XDECREF(left);
+                return trace_break(t, "comparison %s of sequences holding tensors or symbolic sizes", op);
             }
-            PyObject *other = b->kind == V_CONST ? Py_NewRef(b->obj) : NULL;
-            if (!other) {
-                other = PyTuple_New(b->n_items);
-                for (int k = 0; k < b->n_items; ++k) {
-                    if (b->items[k]->kind != V_CONST) {
-                        Py_DECREF(tup);
-                        Py_DECREF(other);
-                        return trace_break(t, "comparison of sequences holding tensors");
-                    }
-                    PyTuple_SET_ITEM(other, k, Py_NewRef(b->items[k]->obj));
-                }
-            } else if (PyList_Check(other)) {
-                Py_SETREF(other, PyList_AsTuple(other));
-            }
-            PyObject *r = PyObject_RichCompare(tup, other, cmps[i].py_op);
-            Py_DECREF(tup);
-            Py_DECREF(other);
+            PyObject *r = PyObject_RichCompare(left, right, cmps[i].py_op);
+            Py_DECREF(left);
+            Py_DECREF(right);
             return const_result(t, r, op);
         }
         if (eq_ne) return equal_objects(t, a, b, cmps[i].py_op == Py_NE);

@@ -118,3 +118,40 @@ def test_list_never_equals_tuple():
                 seq == (1, 2), seq != (1, 2), [1, 2] == seq)
 
     same_calls(f, ([1, 2],), ((1, 2),))
+
+
+def test_sequence_ordering_is_decided_at_trace_time():
+    """`<`, `<=`, `>`, `>=` between tuples and lists of constants (a device capability against (8, 0),
+    a shape against a bound) are Python's lexicographic answers, with no graph break; a list against
+    a tuple raises eager's TypeError."""
+
+    def f(x, bound):
+        cap = (x.shape[0] // 2, 0)
+        r = x
+        if cap >= (8, 0):
+            r = r + 1
+        if (2, 1) < tuple(x.shape):
+            r = r * 2
+        if list(x.shape) <= bound:
+            r = r - 3
+        if x.shape > (9,):
+            r = r * 5
+        return r, x.shape == None, cap <= cap  # noqa: E711
+
+    for shape, bound in (((16, 3), [9, 3]), ((9, 3), [9, 3]), ((9, 4), [9, 3]), ((2, 1), [2])):
+        x = torch.randn(shape)
+        explained = pt2.explain(f)(x, bound)
+        assert explained.graph_break_count == 0, explained.break_reasons
+    same_calls(lambda x, bound: f(x.expand(16, 2), bound), ([9, 3],), ([16, 2],), ([16, 1, 0],))
+
+    def mixed(x, seq):
+        return x + 1 if seq < (1, 2) else x
+
+    compiled = pt2.compile(mixed)
+    for fn in (mixed, compiled):
+        try:
+            fn(torch.zeros(2), [1, 2])
+        except TypeError as e:
+            assert "'<' not supported" in str(e)
+        else:
+            raise AssertionError("a list < a tuple must raise TypeError")
