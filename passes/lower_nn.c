@@ -718,7 +718,11 @@ static void rank_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
     yields[0] = build_binary(b, "arith.addi", args[2], build_unary(b, "arith.extui", before, i64));
 }
 
-/* Output position p takes the element i whose rank is p: (index, value). */
+/* Output position p takes the element i whose rank is p: (index, value).
+ * The ranks are a permutation, so exactly one i matches each p, and the pick
+ * is an integer sum over i of the matching term and zeros (a float's bits),
+ * so that the loop over i is a reduction (on the GPU a parallel one, not a
+ * serial select chain) whose sum is the element itself, bit for bit. */
 static void pick_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
     (void)n_args;
     RankBody *r = user;
@@ -726,8 +730,16 @@ static void pick_body(Builder *b, const MlirValue *args, int n_args, MlirValue *
     MlirValue p = build_unary(b, "arith.index_cast", build_linalg_index(b, r->dim), i64);
     MlirValue i = build_unary(b, "arith.index_cast", build_linalg_index(b, r->rank), i64);
     MlirValue match = build_cmp(b, false, "eq", args[0], p);
-    yields[0] = build_select(b, match, i, args[2]);
-    yields[1] = build_select(b, match, args[1], args[3]);
+    yields[0] = build_binary(b, "arith.addi", args[2], build_select(b, match, i, const_int(b, i64, 0)));
+    MlirType bits = mlirValueGetType(args[3]);
+    MlirValue x = mlirTypeEqual(mlirValueGetType(args[1]), bits) ? args[1] : build_unary(b, "arith.bitcast", args[1], bits);
+    bool flag = mlirIntegerTypeGetWidth(bits) == 1;
+    yields[1] = build_binary(b, flag ? "arith.ori" : "arith.addi", args[3], build_select(b, match, x, const_int(b, bits, 0)));
+}
+
+static void bitcast_body(Builder *b, const MlirValue *args, int n_args, MlirValue *yields, void *user) {
+    (void)n_args;
+    yields[0] = build_unary(b, "arith.bitcast", args[0], *(MlirType *)user);
 }
 
 static int lower_sort(MlirOperation op, const Pt2OpInfo *info) {
@@ -767,14 +779,24 @@ static int lower_sort(MlirOperation op, const Pt2OpInfo *info) {
     /* inverse permutation: loops (output dims..., i) */
     const char *pick_maps[4] = {mj.text, mj.text, mi.text, mi.text};
     MlirValue pick_in[2] = {ranks, x};
+    MlirType bits = type_is_float(elem) ? mlirIntegerTypeGet(b.ctx, mlirFloatTypeGetWidth(elem)) : elem;
     MlirValue pick_out[2] = {
         build_filled(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, i64), const_int(&b, i64, 0)),
-        build_filled(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, elem), const_scalar(&b, elem, 0)),
+        build_filled(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, bits), const_int(&b, bits, 0)),
     };
     MlirOperation pick = build_generic(&b, 2, pick_in, 2, pick_out, pick_maps, iters, pick_body, &body);
+    MlirValue picked = mlirOperationGetResult(pick, 1);
+    if (!mlirTypeEqual(bits, elem)) { /* the floats' bits back as floats */
+        char m[256];
+        map_identity(m, sizeof m, flat_out.rank);
+        const char *maps[2] = {m, m};
+        MlirValue init = build_empty(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, elem));
+        picked = mlirOperationGetResult(
+            build_generic(&b, 1, &picked, 1, &init, maps, iterators_parallel(flat_out.rank), bitcast_body, &elem), 0);
+    }
     Pt2TensorType idx_t = value_tensor_type(indices);
     MlirValue r[2] = {
-        lower_reshape_value(&b, mlirOperationGetResult(pick, 1), &out),
+        lower_reshape_value(&b, picked, &out),
         lower_reshape_value(&b, mlirOperationGetResult(pick, 0), &idx_t),
     };
     replace_op(op, 2, r);

@@ -162,3 +162,25 @@ def test_median_over_an_empty_dim_raises_as_eager():
     fn = lambda x: torch.sort(x, dim=1).indices.gather(1, torch.zeros(3, 1, dtype=torch.int64))
     with pytest.raises(RuntimeError, match="index 0 is out of bounds for dimension 1 with size 0"):
         pt2.compile(fn)(torch.randn(3, 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_sort_keeps_signed_zeros_infinities_and_nans(dtype):
+    """pt2's sort picks each output element as an integer sum of its bits and zeros over the row (the ranks are
+    a permutation): the element itself, bit for bit, for -0.0 and +0.0 (ties kept in input order), the
+    infinities and NaN, ascending and descending.  topk orders ties as it likes (eager's too): its values
+    are its indices' elements bit for bit, equal in value to eager's."""
+    x = torch.tensor([[0.0, -0.0, 1.5, -float("inf"), NAN, -0.0, float("inf"), 0.0, -2.0],
+                      [-0.0, 0.0, 0.0, -0.0, 3.0, -3.0, NAN, NAN, 1e-30]], dtype=dtype)
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}.get(dtype, torch.int16)
+    for fn, stable in ((lambda x: torch.sort(x, 1), True), (lambda x: torch.sort(x, 1, descending=True), True),
+                       (lambda x: torch.topk(x, 5, 1), False), (lambda x: torch.topk(x, 4, 1, largest=False), False)):
+        got, want = pt2.compile(fn)(x), fn(x)
+        pt2.reset()
+        picked = x.gather(1, got.indices)
+        assert torch.equal(got.values.isnan(), picked.isnan())
+        numbers = ~picked.isnan()  # the sign bit of every zero too (a bf16 NaN's payload is not kept)
+        assert torch.equal(got.values.view(bits)[numbers], picked.view(bits)[numbers])
+        assert torch.equal(got.values, want.values) or torch.allclose(got.values, want.values, equal_nan=True)
+        if stable:  # sort's ties in input order, as eager's
+            assert torch.equal(got.indices, want.indices)

@@ -141,15 +141,26 @@ func.func @logcumsumexp(%x: tensor<6x3xf32>) -> tensor<6x3xf32> {
 // -----
 
 // Rank of each element (a reduction over the other elements j), then the
-// inverse permutation restricted to the first k positions.
+// inverse permutation restricted to the first k positions: an integer sum
+// over i of the index and the value's bits where rank == position, zeros
+// elsewhere (a reduction), the bits cast back to floats after it.
 // CHECK: #[[I:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK: #[[J:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-LABEL: func.func @topk
 // CHECK: %[[RANK:.*]] = linalg.generic {indexing_maps = [#[[I]], #[[J]], #[[I]]], iterator_types = ["parallel", "parallel", "reduction"]}
 // CHECK-SAME: outs(%{{.*}} : tensor<4x7xi64>)
 // CHECK: arith.cmpf ogt
-// CHECK: linalg.generic {indexing_maps = [#[[J]], #[[J]], #[[I]], #[[I]]], iterator_types = ["parallel", "parallel", "reduction"]}
-// CHECK-SAME: ins(%[[RANK]], %arg0 : tensor<4x7xi64>, tensor<4x7xf32>) outs(%{{.*}}, %{{.*}} : tensor<4x3xi64>, tensor<4x3xf32>)
+// CHECK: %[[PICK:.*]]:2 = linalg.generic {indexing_maps = [#[[J]], #[[J]], #[[I]], #[[I]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME: ins(%[[RANK]], %arg0 : tensor<4x7xi64>, tensor<4x7xf32>) outs(%{{.*}}, %{{.*}} : tensor<4x3xi64>, tensor<4x3xi32>)
+// CHECK: arith.select
+// CHECK: arith.addi
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.select
+// CHECK: arith.addi
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[PICK]]#1 : tensor<4x3xi32>)
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: return %{{.*}}, %[[PICK]]#0
 func.func @topk(%x: tensor<4x7xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>) {
   %0, %1 = "pt2.topk"(%x) {k = 3 : i64, dim = 1 : i64, largest = true} : (tensor<4x7xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>)
   return %0, %1 : tensor<4x3xf32>, tensor<4x3xi64>
