@@ -260,3 +260,22 @@ func.func @read_across_regrouping(%x: tensor<6x4xf32>) -> tensor<3x8xf32> {
   } -> tensor<3x8xf32>
   return %t : tensor<3x8xf32>
 }
+
+// -----
+
+// A sort's pick is one generic of two results (the indices, the values'
+// bits); a gather of the values alone inlines the bits' cast back to floats
+// and reads the pick's second result, which stays, though its first result
+// has no reader (a producer is erased only when none of its results is read).
+// CHECK-LABEL: func.func @sorted_values_gathered
+// CHECK: %[[PICK:.*]]:2 = linalg.generic
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<6xi64>, tensor<6xi32>)
+// CHECK: linalg.generic
+// CHECK: %[[BITS:.*]] = tensor.extract %[[PICK]]#1[%{{.*}}] : tensor<6xi32>
+// CHECK: arith.bitcast %[[BITS]] : i32 to f32
+func.func @sorted_values_gathered(%x: tensor<6xf32>) -> tensor<2xf32> {
+  %v, %i = "pt2.sort"(%x) {descending = false, dim = 0 : i64} : (tensor<6xf32>) -> (tensor<6xf32>, tensor<6xi64>)
+  %k = "pt2.constant"() {value = dense<[5, 0]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %g = "pt2.index_select"(%v, %k) {dim = 0 : i64} : (tensor<6xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return %g : tensor<2xf32>
+}
