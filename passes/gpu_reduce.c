@@ -47,12 +47,16 @@ bool red_name_starts(MlirOperation op, const char *prefix) {
     return n.length >= k && memcmp(n.data, prefix, k) == 0;
 }
 
+/* Index checks (cf.assert of a gathered index: a sum of gathered rows,
+ * scatter_add's compare-and-sum form) are cloned with the rest of the body
+ * into each slot that computes it; a slot past a ragged row's end reads
+ * zeros, an index in range. */
 static bool simple_body(MlirBlock block, bool apply) {
     MlirOperation term = mlirBlockGetTerminator(block);
     for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         if (mlirOperationEqual(op, term)) break;
         if (!(gpu_is_op(op, "memref.load") || gpu_is_op(op, "memref.store") || red_name_starts(op, "arith.") ||
-              red_name_starts(op, "math.") || (apply && gpu_is_op(op, "affine.apply")))) {
+              red_name_starts(op, "math.") || gpu_is_op(op, "cf.assert") || (apply && gpu_is_op(op, "affine.apply")))) {
             return false;
         }
     }

@@ -136,6 +136,31 @@ def test_gather_summed_along_its_dim(disable):
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=_id)
+def test_gathered_rows_reduced_in_parallel_keep_their_checks(disable, index_dtype):
+    """A reduction over gathered columns (the index check's cf.assert in its body: a row kernel of lanes
+    since the checks may be there: warp shuffles), odd sizes with a ragged last pass, repeated indices:
+    amax and sum against eager; one index out of range fails the device assert."""
+    x = rand(7, 45)
+    i = torch.randint(0, 45, (37,), generator=torch.Generator().manual_seed(5)).to(index_dtype)
+
+    def build(g, x, i):
+        picked = g.op("index_select", x, i, dim=1)
+        return g.op("amax", picked, dims=[1], keepdim=False), g.op("sum", picked, dims=[1], keepdim=True)
+
+    if not disable:
+        g = pt2.Graph()
+        g.outputs(*build(g, g.input(x.dtype, tuple(x.shape)), g.input(i.dtype, tuple(i.shape))))
+        assert "gpu.shuffle" in gpusim.mapped_text(PT2_OPT, g.text(), disable)
+    hi, total = simulate(build, [x, i], disable)
+    want = x.index_select(1, i)
+    same(hi, want.amax(1))
+    same(total, want.sum(1, keepdim=True), 1e-5)
+    i[36] = 45
+    fails_device_assert(build, [x, i], "pt2.index_select", "size 45", disable=disable)
+
+
+@pytest.mark.parametrize("disable", MAPPINGS)
 def test_embedding_layer_norm_rows(disable):
     """An embedding read by a row kernel (LayerNorm over its rows)."""
     w, i = rand(30, 96), idx([3, 29, 0, 17, 17])
