@@ -77,6 +77,7 @@ MlirPass pt2_create_plan_memory_pass(void);
 MlirPass pt2_create_elide_output_copies_pass(void);
 MlirPass pt2_create_fuse_pass(void);
 MlirPass pt2_create_inline_loads_pass(void);
+MlirPass pt2_create_keep_checks_only_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
 MlirPass pt2_create_channels_last_pass(void);
@@ -188,6 +189,8 @@ static const PassEntry pt2_passes[] = {
     {"pt2-fuse", "Inductor's scored fusion scheduler on linalg: vertical and horizontal fusion, greedy by score", pt2_create_fuse_pass},
     {"pt2-inline-loads", "Cheap producers read through tensor.extract (pads, slices, gathers, through reshapes) evaluated where "
      "they are read", pt2_create_inline_loads_pass},
+    {"pt2-keep-checks-only", "A generic nobody reads that holds index checks runs only its checks, over the loops they depend on",
+     pt2_create_keep_checks_only_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
     {"pt2-elide-output-copies", "A temporary copied into an out-parameter at its last use becomes that out-parameter",
@@ -472,7 +475,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
                           : "pt2-decompose",
              checks ? "device-checks" : "unchecked",
              inline_ && !pt2_disabled(disable, "inline-loads") ? "pt2-inline-loads," : "",
-             inline_ ? "linalg-fuse-elementwise-ops,cse," : "",
+             inline_ ? "linalg-fuse-elementwise-ops,cse,pt2-keep-checks-only," : "pt2-keep-checks-only,",
              gpu_channels_last(disable) ? "pt2-channels-last," : "", repeats ? "pt2-outline-repeats-gpu," : "",
              repeats ? "pt2-elide-output-copies," : "", library,
              pt2_disabled(disable, "blas")        ? ""

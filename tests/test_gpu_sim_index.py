@@ -161,6 +161,28 @@ def test_gathered_rows_reduced_in_parallel_keep_their_checks(disable, index_dtyp
 
 
 @pytest.mark.parametrize("disable", MAPPINGS)
+def test_embedding_fused_into_position_add_keeps_only_its_checks(disable):
+    """An embedding gather fused into the position add that reads it (every HF model's first op): the
+    gather's own kernel, which MLIR kept for its index check, runs only the check over the indices
+    (pt2-keep-checks-only), no [tokens, hidden] rows read and written for it; in range the sum matches eager,
+    an index out of range still fails the device assert."""
+    w, i, pos = rand(30, 24), idx([[3, 29, 0], [17, 17, 5]]), rand(3, 24, seed=1)
+
+    def build(g, w, i, pos):
+        e = g.op("index_select", w, g.op("reshape", i, shape=[-1]), dim=0)
+        return g.op("add", g.op("reshape", e, shape=[2, 3, 24]), pos)
+
+    g = pt2.Graph()
+    g.outputs(build(g, *(g.input(t.dtype, tuple(t.shape)) for t in (w, i, pos))))
+    text = gpusim.mapped_text(PT2_OPT, g.text(), disable)
+    # one store (the sum's) and one read of the table: the gather's kernel writes nothing, reads no row
+    assert text.count('"memref.store"') == 1 and text.count('"memref.load"(%arg0') == 1, text
+    (y,) = simulate(build, [w, i, pos], disable)
+    same(y, F.embedding(i, w) + pos)
+    fails_device_assert(build, [w, idx([[3, 29, 0], [30, 1, 2]]), pos], "pt2.index_select", "size 30", disable=disable)
+
+
+@pytest.mark.parametrize("disable", MAPPINGS)
 def test_embedding_layer_norm_rows(disable):
     """An embedding read by a row kernel (LayerNorm over its rows)."""
     w, i = rand(30, 96), idx([3, 29, 0, 17, 17])
