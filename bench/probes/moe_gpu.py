@@ -1,5 +1,6 @@
 """The MoE decoders on the GPU: pt2's graph breaks, default and reduce-overhead times beside Inductor's,
-and the top kernels of each (a probe for scripts/gpu-check's PT2_GPU_CHECK_SCRIPT; writes $OUT/moe_gpu.json)."""
+and the top kernels of each (a probe for scripts/gpu-check's PT2_GPU_CHECK_SCRIPT; writes $OUT/moe_gpu.json).
+The models: the arguments, else $MOE_MODELS, else both."""
 import json
 import os
 import statistics
@@ -32,7 +33,7 @@ def median_ms(f, n=30):
 
 def main():
     rows = []
-    for name in sys.argv[1:] or ["mixtral", "qwen2moe"]:
+    for name in sys.argv[1:] or os.environ.get("MOE_MODELS", "mixtral qwen2moe").split():
         cfg, cls, kw = llm_speed.MODELS[name]
         torch.manual_seed(0)
         model = getattr(T, cls)(getattr(T, cfg)(**kw)).eval().to(torch.bfloat16).cuda()
