@@ -10,7 +10,9 @@
  * kind: `red` when the kernel reduces across threads (a barrier or a warp
  * shuffle), `tr` when it transposes through shared-memory tiles
  * (gpu_transpose.c), else `poi` (pointwise), or `copy` when it computes
- * nothing in floating point (plain transposes, gathers, fills, casts); ops: the first four
+ * nothing in floating point (plain transposes, gathers, fills, casts), or
+ * `check` when it writes nothing (index checks only: pt2-keep-checks-only,
+ * passes/checks_only.c); ops: the first four
  * distinct floating-point arith/math ops of its body (casts and comparisons
  * aside), dialect and type suffix dropped (arith.maximumf -> maximum,
  * math.exp -> exp); n: the kernel's position in the module, which keeps
@@ -28,7 +30,7 @@
 #define NAME_MAX_CHARS 96
 
 typedef struct KernelSummary {
-    bool reduces, transposes, barrier;
+    bool reduces, transposes, barrier, writes;
     int n_ops;
     char ops[NAME_OPS][24];
 } KernelSummary;
@@ -61,6 +63,10 @@ static MlirWalkResult summarize(MlirOperation op, void *user) {
     MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
     if (gpu_is_op(op, "gpu.shuffle")) s->reduces = true;
     if (gpu_is_op(op, "gpu.barrier")) s->barrier = true;
+    if (gpu_is_op(op, "memref.store") || gpu_is_op(op, "vector.store") || gpu_is_op(op, "memref.atomic_rmw") ||
+        gpu_is_op(op, "vector.transfer_write")) {
+        s->writes = true;
+    }
     if (gpu_is_op(op, "memref.get_global")) {
         MlirAttribute g = mlirOperationGetAttributeByName(op, sref("name"));
         MlirStringRef global = mlirSymbolRefAttrGetRootReference(g);
@@ -80,7 +86,7 @@ static MlirWalkResult summarize(MlirOperation op, void *user) {
 static void kernel_name(MlirOperation func, int index, char *out, size_t cap) {
     KernelSummary s = {0};
     mlirOperationWalk(func, summarize, &s, MlirWalkPreOrder);
-    int at = snprintf(out, cap, "pt2_%s", s.reduces ? "red" : s.transposes ? "tr" : s.barrier ? "red" : s.n_ops ? "poi" : "copy");
+    int at = snprintf(out, cap, "pt2_%s", s.reduces ? "red" : s.transposes ? "tr" : s.barrier ? "red" : s.n_ops ? "poi" : s.writes ? "copy" : "check");
     for (int i = 0; i < s.n_ops && at < (int)cap; ++i) at += snprintf(out + at, cap - (size_t)at, "_%s", s.ops[i]);
     if (at < (int)cap) snprintf(out + at, cap - (size_t)at, "_%d", index);
 }
