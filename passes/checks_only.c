@@ -29,13 +29,6 @@
 
 static bool has_effects(MlirOperation op) { return op_is(op, "cf.assert") || op_is(op, "func.call"); }
 
-static bool results_unused(MlirOperation op) {
-    for (intptr_t k = 0; k < mlirOperationGetNumResults(op); ++k) {
-        if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, k)))) return false;
-    }
-    return true;
-}
-
 typedef struct Slice {
     OpSet ops;                   /* body ops the side effects need */
     bool input_used[64];         /* per input */

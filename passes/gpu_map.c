@@ -559,13 +559,6 @@ static int map_parallel(MlirOperation par) {
     return 0;
 }
 
-static bool results_unused(MlirOperation op) {
-    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
-        if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i)))) return false;
-    }
-    return true;
-}
-
 /* 4. One thread runs `op`. */
 static void map_single_thread(MlirOperation op) {
     Builder b = builder_before(op);

@@ -297,18 +297,11 @@ typedef struct Dead {
     OpList found;
 } Dead;
 
-/* Whether no result of op is used (a generic of several results, such as a
- * sort's pick, may have its first one unused and its second one read). */
-static bool unused(MlirOperation op) {
-    for (intptr_t k = 0; k < mlirOperationGetNumResults(op); ++k) {
-        if (has_uses(mlirOperationGetResult(op, k))) return false;
-    }
-    return true;
-}
-
 static MlirWalkResult find_dead(MlirOperation op, void *user) {
     Dead *d = user;
-    if (ptrset_has(d->candidates, op.ptr) && unused(op)) oplist_push(&d->found, op);
+    /* every result unused: a generic of several results, such as a sort's pick, may have its
+     * first one unused and its second one read */
+    if (ptrset_has(d->candidates, op.ptr) && results_unused(op)) oplist_push(&d->found, op);
     return MlirWalkResultAdvance;
 }
 

@@ -470,6 +470,13 @@ MlirAffineMap generic_map(MlirOperation generic, int i) {
 
 MlirBlock generic_body(MlirOperation generic) { return mlirRegionGetFirstBlock(mlirOperationGetRegion(generic, 0)); }
 
+bool results_unused(MlirOperation op) {
+    for (intptr_t k = 0; k < mlirOperationGetNumResults(op); ++k) {
+        if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, k)))) return false;
+    }
+    return true;
+}
+
 bool all_parallel(MlirOperation generic) {
     MlirAttribute iters = mlirOperationGetAttributeByName(generic, sref("iterator_types"));
     if (mlirAttributeIsNull(iters)) return false;

@@ -164,6 +164,8 @@ void generic_permute_loops(MlirOperation generic, const int *order);
 
 /* Whether every loop of a linalg.generic is parallel (no reduction). */
 bool all_parallel(MlirOperation generic);
+/* Whether no result of op has a use (true for an op without results). */
+bool results_unused(MlirOperation op);
 /* A linalg.generic's inputs (ins), the indexing map of its operand i, and its body. */
 int generic_num_inputs(MlirOperation generic);
 MlirAffineMap generic_map(MlirOperation generic, int i);
