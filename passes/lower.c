@@ -14,6 +14,7 @@
  * been decomposed (pt2-decompose) first.
  *===----------------------------------------------------------------------===*/
 #include "lower.h"
+#include "value_range.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,7 @@ typedef struct PointwiseBody {
     MlirType ct;       /* compute type */
     MlirType out_elem; /* result element type */
     IndexChecks checks;
+    bool divisor_nonzero; /* an integer division's divisor is never 0 (value_range.h): no check */
 } PointwiseBody;
 
 /* A float to a (non-bool) integer as x86's truncating conversion makes it
@@ -197,13 +199,13 @@ static void pointwise_body(Builder *b, const MlirValue *args, int n_args, MlirVa
         bool is_condition = p->info->id == PT2_OP_WHERE && i == 0;
         conv[i] = is_condition ? args[i] : convert_scalar(b, args[i], p->ct);
     }
-    MlirValue r = lower_pointwise_scalar(b, p->op, p->info, conv, p->ct, p->checks);
+    MlirValue r = lower_pointwise_scalar(b, p->op, p->info, conv, p->ct, p->checks, p->divisor_nonzero);
     bool x86 = p->checks == INDEX_CHECKS_RUNTIME && type_is_float(mlirValueGetType(r)) && !type_is_float(p->out_elem) &&
                !type_is_bool(p->out_elem);
     yields[0] = x86 ? float_to_int_x86(b, r, p->out_elem) : convert_scalar(b, r, p->out_elem);
 }
 
-static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks) {
+static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks, const OperandBounds *bounds) {
     Builder b = builder_before(op);
     MlirValue result = mlirOperationGetResult(op, 0);
     Pt2TensorType out = value_tensor_type(result);
@@ -224,7 +226,9 @@ static int lower_pointwise(MlirOperation op, const Pt2OpInfo *info, IndexChecks 
     MlirType data_elem = elem_type(inputs[info->id == PT2_OP_WHERE ? 1 : 0]);
     MlirType ct = compute_type_for(b.ctx, info->dtype_rule == BOOL || info->id == PT2_OP_CONVERT ? data_elem : out_elem);
     if (info->id == PT2_OP_CONVERT) ct = data_elem; /* convert straight from the source type */
-    PointwiseBody body = {op, info, n_in, ct, out_elem, checks};
+    /* a divisor kept from zero (a constant, a count plus one) is not checked for it */
+    bool nonzero = bounds && n_in == 2 && bounds->known[1] && (bounds->lo[1] > 0 || bounds->hi[1] < 0);
+    PointwiseBody body = {op, info, n_in, ct, out_elem, checks, nonzero};
     MlirValue init = build_empty(&b, mlirValueGetType(result));
     MlirOperation g = build_generic(&b, n_in, inputs, 1, &init, maps, iterators_parallel(out.rank), pointwise_body, &body);
     MlirValue r = mlirOperationGetResult(g, 0);
@@ -577,6 +581,7 @@ static int lower_creation(MlirOperation op, const Pt2OpInfo *info) {
 typedef struct LowerMode {
     bool contractions, others; /* matmul and conv2d; every other op */
     IndexChecks checks;        /* of index tensors' values (lower.h) */
+    const OperandBounds *bounds; /* of the index op being lowered, its operands' (value_range.h) */
 } LowerMode;
 
 static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *mode);
@@ -614,13 +619,13 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
         }
     }
     switch (info->meta) {
-    case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info, mode->checks);
+    case META_UNARY: case META_BROADCAST: return lower_pointwise(op, info, mode->checks, mode->bounds);
     case META_REDUCE: return info->id == PT2_OP_VAR_MEAN ? lower_var_mean(op, mode) : lower_reduce(op, info);
     case META_ARGREDUCE: return lower_argreduce(op, info);
     case META_MATMUL: return lower_matmul(op);
     case META_RESHAPE: case META_PERMUTE: case META_EXPAND: case META_FLIP: case META_SLICE: case META_SELECT: case META_CAT:
     case META_PAD: return lower_data_movement(op, info);
-    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info, mode->checks);
+    case META_INDEX_SELECT: case META_GATHER: case META_INDEX: return lower_index(op, info, mode->checks, mode->bounds);
     case META_CONSTANT: case META_FULL: case META_ARANGE: case META_EYE: return lower_creation(op, info);
     default: break;
     }
@@ -744,9 +749,33 @@ static MlirWalkResult strip_u8(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
-static int lower_ops(MlirOperation root, const LowerMode *mode) {
+/* The bounds of the index and division ops' operands (per op of `ops`), taken
+ * before any op is lowered: by such an op's turn its operands' producers are linalg. */
+static OperandBounds *index_bounds(const OpList *ops, const LowerMode *mode) {
+    if (!mode->others || mode->checks == INDEX_CHECKS_NONE) return NULL;
+    Pt2Ranges *ranges = pt2_ranges_compute(ops);
+    OperandBounds *bounds = calloc((size_t)ops->n + 1, sizeof *bounds);
+    for (int i = 0; i < ops->n; ++i) {
+        const Pt2OpInfo *info = pt2_op_of(ops->ops[i]);
+        bool division = info && (info->id == PT2_OP_FLOOR_DIV || info->id == PT2_OP_REMAINDER || info->id == PT2_OP_FMOD);
+        if (!info || (!division && info->meta != META_INDEX && info->meta != META_INDEX_SELECT && info->meta != META_GATHER)) {
+            continue;
+        }
+        intptr_t n = mlirOperationGetNumOperands(ops->ops[i]);
+        for (intptr_t k = 0; k < n && k <= PT2_MAX_RANK; ++k) {
+            OperandBounds *b = &bounds[i];
+            b->known[k] = pt2_range_of(ranges, mlirOperationGetOperand(ops->ops[i], k), &b->lo[k], &b->hi[k]);
+        }
+    }
+    pt2_ranges_free(ranges);
+    return bounds;
+}
+
+static int lower_ops(MlirOperation root, const LowerMode *given) {
     if (pt2VerifyOp(root) != 0) return -1;
     OpList ops = collect_ops_with_prefix(root, "pt2.");
+    LowerMode m = *given, *mode = &m;
+    OperandBounds *bounds = index_bounds(&ops, mode);
     unsigned *u8 = calloc((size_t)ops.n + 1, sizeof *u8);
     bool any_u8 = false;
     for (int i = 0; i < ops.n; ++i) any_u8 |= (u8[i] = u8_mode_of(ops.ops[i])) != 0;
@@ -756,11 +785,13 @@ static int lower_ops(MlirOperation root, const LowerMode *mode) {
         const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
         bool c = info && (is_contraction(info) || operand_transpose(ops.ops[i], info));
         ir_set_u8_mode(u8[i]);
+        m.bounds = bounds ? &bounds[i] : NULL;
         if ((c && mode->contractions) || (!c && mode->others)) rc = lower_one(ops.ops[i], info, mode);
     }
     ir_set_u8_mode(0);
     free(u8);
     oplist_free(&ops);
+    free(bounds);
     return rc;
 }
 

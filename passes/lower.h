@@ -50,8 +50,16 @@ int lower_data_movement(MlirOperation op, const Pt2OpInfo *info);
  * (lower_views.c). */
 MlirValue build_map_copy(Builder *b, MlirValue x, const char *in_map, MlirType out_type);
 
-/* index_select, gather and index (lower_index.c). */
-int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks);
+/* Bounds of an index or integer division op's operands, read before pt2-lower replaced their
+ * producers (value_range.h). */
+typedef struct OperandBounds {
+    bool known[PT2_MAX_RANK + 1];
+    double lo[PT2_MAX_RANK + 1], hi[PT2_MAX_RANK + 1];
+} OperandBounds;
+
+/* index_select, gather and index (lower_index.c); no check on an index
+ * operand that `bounds` (may be null) keeps within its op's range. */
+int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks, const OperandBounds *bounds);
 /* pt2rt_index_error(value, size, dim, error) where `failed` (lower_index.c): the run then fails with
  * eager's error for `error` (enum Pt2rtIndexError); the function declared in op's module (none: the
  * caller declared it). */
@@ -62,9 +70,10 @@ void lower_report_if(Builder *b, MlirOperation op, MlirValue failed, MlirValue v
  * in the result's own element type, which ct cannot hold), or a null value
  * if the op is not pointwise.  checks: an integer division by zero reported
  * as eager's ZeroDivisionError (INDEX_CHECKS_RUNTIME: CPU kernels; eager's
- * CUDA kernels do not raise). */
+ * CUDA kernels do not raise), unless divisor_nonzero: the divisor's bounds
+ * (value_range.h) exclude 0. */
 MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *args, MlirType ct,
-                                 IndexChecks checks);
+                                 IndexChecks checks, bool divisor_nonzero);
 
 /* Lowerings of the remaining primitives (lower_nn.c: convolution, pooling,
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one

@@ -30,7 +30,7 @@ typedef struct IndexBody {
     int64_t sizes[PT2_MAX_RANK];  /* x's */
     bool wraps;                   /* x[idx]: a negative value counts from the end */
     IndexChecks checks;           /* what a value out of range does besides being clamped */
-    bool in_range[PT2_MAX_RANK];  /* per index operand: a constant whose every value is in range (no check) */
+    bool in_range[PT2_MAX_RANK];  /* per index operand: every value in range (value_range.c): no check */
     const char *op_name;          /* pt2.gather, ...: for the device assert's message */
     int error;                    /* enum Pt2rtIndexError: eager's for the op */
     int64_t error_dim[PT2_MAX_RANK]; /* per index operand: the dim eager's error names */
@@ -109,28 +109,7 @@ static void index_body(Builder *b, const MlirValue *args, int n_args, MlirValue 
     yields[0] = extract_at(b, ib->x, coords, ib->rank);
 }
 
-/* Whether index operand v is a constant (the slice assignments capture
- * makes: x[a:b] = y reads y through constant positions) whose every value
- * lies in [lo, size): such an index needs no check, and a producer without
- * checks can be evaluated where it is read (passes/inline_loads.c). */
-static bool constant_in_range(MlirValue v, int64_t lo, int64_t size) {
-    if (!mlirValueIsAOpResult(v)) return false;
-    MlirOperation def = mlirOpResultGetOwner(v);
-    if (!op_is(def, "pt2.constant") && !op_is(def, "arith.constant")) return false;
-    MlirAttribute value = mlirOperationGetAttributeByName(def, sref("value"));
-    if (mlirAttributeIsNull(value) || !mlirAttributeIsADenseIntElements(value)) return false;
-    MlirType elem = mlirShapedTypeGetElementType(mlirAttributeGetType(value));
-    int width = mlirIntegerTypeGetWidth(elem);
-    if (width != 64 && width != 32) return false;
-    intptr_t n = mlirDenseElementsAttrIsSplat(value) ? 1 : mlirElementsAttrGetNumElements(value);
-    for (intptr_t i = 0; i < n; ++i) {
-        int64_t x = width == 64 ? mlirDenseElementsAttrGetInt64Value(value, i) : mlirDenseElementsAttrGetInt32Value(value, i);
-        if (x < lo || x >= size) return false;
-    }
-    return true;
-}
-
-int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks) {
+int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks, const OperandBounds *bounds) {
     Builder b = builder_before(op);
     MlirValue x = mlirOperationGetOperand(op, 0), result = mlirOperationGetResult(op, 0);
     int n_index = (int)mlirOperationGetNumOperands(op) - 1;
@@ -173,7 +152,9 @@ int lower_index(MlirOperation op, const Pt2OpInfo *info, IndexChecks checks) {
     bool any_check = false;
     for (int j = 0; j < n_index; ++j) {
         int64_t size = body.sizes[body.index_dim[j]];
-        body.in_range[j] = constant_in_range(mlirOperationGetOperand(op, 1 + j), body.wraps ? -size : 0, size);
+        int64_t lo = body.wraps ? -size : 0;
+        /* every value in range (passes/value_range.c: an arange, sort indices, a clamp, a constant): no check */
+        body.in_range[j] = bounds && bounds->known[1 + j] && bounds->lo[1 + j] >= (double)lo && bounds->hi[1 + j] < (double)size;
         any_check = any_check || !body.in_range[j];
     }
     if (checks == INDEX_CHECKS_RUNTIME && any_check) declare_index_error(enclosing_module(op));

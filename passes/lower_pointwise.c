@@ -217,9 +217,9 @@ static const char *cmp_predicate(Pt2OpId id, bool is_float, bool is_bool) {
 }
 
 MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *info, const MlirValue *a, MlirType ct,
-                                 IndexChecks checks) {
+                                 IndexChecks checks, bool divisor_nonzero) {
     bool f = type_is_float(ct), is_bool = type_is_bool(ct);
-    Division d = {op, checks};
+    Division d = {op, divisor_nonzero ? INDEX_CHECKS_NONE : checks};
     MlirValue x = a[0];
     Pt2Attrs attrs = pt2_attrs_of_op(op);
     switch (info->id) {
