@@ -126,6 +126,21 @@ static Range fit_rounded(Range r, Pt2DType dt, double rounds) {
 
 static Range fit(Range r, Pt2DType dt) { return fit_rounded(r, dt, dt_float(dt) ? 1 : 0); }
 
+/* A transcendental function's bounds: its approximations (libm's, passes/mathapprox.c's, the GPU's
+ * fast-math) err by a few units in f32's last place; 2^-16 of the value covers them, then the rounding
+ * to the result's type. */
+static Range fit_math(Range r, Pt2DType dt) {
+    if (!r.known || !isfinite(r.lo) || !isfinite(r.hi)) return UNKNOWN;
+    double w = fmax(fabs(r.lo), fabs(r.hi)) * 0x1p-16 + 0x1p-126;
+    return fit((Range){r.lo - w, r.hi + w, true}, dt);
+}
+
+/* f over x's bounds for a function increasing on its domain [domain_lo, inf). */
+static Range monotone(Range x, double domain_lo, bool open, double (*f)(double), Pt2DType dt) {
+    if (!x.known || x.lo < domain_lo || (open && x.lo == domain_lo)) return fit(UNKNOWN, dt);
+    return fit_math((Range){f(x.lo), f(x.hi), true}, dt);
+}
+
 /* Exact bounds of values of dtype dt (a fill, an attribute): no widening. */
 static Range exact(double lo, double hi, Pt2DType dt) {
     if (!dt_float(dt)) return fit_rounded((Range){lo, hi, true}, dt, 0);
@@ -313,6 +328,14 @@ static Range elementwise(MlirOperation op, Pt2OpId id, const Range *in, int n_in
     case PT2_OP_ROUND: return x.known ? fit((Range){floor(x.lo), ceil(x.hi), true}, dt) : fit(x, dt); /* half to even */
     case PT2_OP_SIGMOID: return x.known ? fit((Range){0, 1, true}, dt) : UNKNOWN;
     case PT2_OP_TANH: return x.known ? fit((Range){-1, 1, true}, dt) : UNKNOWN;
+    case PT2_OP_LOG: return monotone(x, 0, true, log, dt);
+    case PT2_OP_LOG2: return monotone(x, 0, true, log2, dt);
+    case PT2_OP_LOG10: return monotone(x, 0, true, log10, dt);
+    case PT2_OP_LOG1P: return monotone(x, -1, true, log1p, dt);
+    case PT2_OP_SQRT: return monotone(x, 0, false, sqrt, dt);
+    case PT2_OP_EXP: return monotone(x, -INFINITY, false, exp, dt);
+    case PT2_OP_EXP2: return monotone(x, -INFINITY, false, exp2, dt);
+    case PT2_OP_EXPM1: return monotone(x, -INFINITY, false, expm1, dt);
     case PT2_OP_BITWISE_NOT:
         return dt == PT2_BOOL ? dt_all(dt) : fit((Range){-x.hi - 1, -x.lo - 1, true}, dt);
     case PT2_OP_ADD: return both ? fit(corners(x, y, f_add), dt) : fit(UNKNOWN, dt);

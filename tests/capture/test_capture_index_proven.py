@@ -110,6 +110,21 @@ def test_histogram_bins(dtype):
     assert not checked(bins, experts, torch.arange(8) * 10)
 
 
+def test_t5_relative_position_buckets():
+    """T5's buckets through a log: small distances as they are, large ones logarithmic, capped."""
+
+    def buckets(q, table):
+        i = torch.arange(q.shape[0])[:, None]
+        rel = torch.arange(q.shape[0])[None, :] - i
+        half = (rel > 0).long() * 16
+        n = rel.abs()
+        large = 8 + (torch.log(n.float() / 8) / torch.log(torch.tensor(16.0)) * 8).long()
+        large = torch.min(large, torch.full_like(large, 15))
+        return table[half + torch.where(n < 8, n, large)] + q[:, None, :1]
+
+    assert not checked(buckets, data(100, 8), data(32, 8))
+
+
 def test_unbounded_indices_keep_their_checks():
     x = data(7, 4)
     assert checked(lambda k, x: x[k], torch.tensor([0, 6, -7]), x)  # an argument
@@ -140,7 +155,9 @@ def _expression(rng, depth):
     forms = ["(%s + %d)", "(%s - %d)", "(%s * %d)", "(%s // %d)", "(%s %% %d)", "(%s).clamp(%d, 11)",
              "(%s).clamp(-%d, 6)", "torch.where(%s < 0, %s + 12, %s)", "((%s).float() * %d / 7).long()",
              "(%s).abs()", "(-%s)", "(%s).flip(0)", "((%s) & %d)", "torch.maximum(%s, torch.tensor(-%d))",
-             "torch.where((%s).float() > %d, 0, %s)", "((%s).to(torch.bfloat16) / %d).round().long()"]
+             "torch.where((%s).float() > %d, 0, %s)", "((%s).to(torch.bfloat16) / %d).round().long()",
+             "(torch.log((%s).abs().float() + 1) * %d).long()", "torch.sqrt((%s).abs().float()).long()",
+             "(torch.exp(-(%s).abs().float()) * %d).long()"]
     f = rng.choice(forms)
     return f % tuple(e if s == "%s" else c for s in __import__("re").findall(r"%s|%d", f))
 

@@ -147,3 +147,42 @@ func.func @unbounded(%e: tensor<512x512xi1>, %x: tensor<512xf32>, %k: tensor<512
   %r3 = "pt2.index_select"(%x, %i) {dim = 0 : i64} : (tensor<512xf32>, tensor<512xi64>) -> tensor<512xf32>
   return %r, %r2, %r3 : tensor<512xf32>, tensor<512xf32>, tensor<512xf32>
 }
+
+// -----
+
+// T5's relative position buckets: |i - j| below 8 as it is, else 8 + the
+// log of it scaled to [0, 8) and capped at 15, plus 16 when j > i: every
+// bucket in [0, 32) (log's bounds widened for its approximations).
+// CHECK-LABEL: func.func @t5_buckets
+// CHECK-NOT: cf.assert
+// CHECK: return
+func.func @t5_buckets(%table: tensor<32x8xf32>) -> tensor<16384x8xf32> {
+  %a = "pt2.arange"() {dtype = i64, end = 128.0 : f64, start = 0.0 : f64, step = 1.0 : f64} : () -> tensor<128xi64>
+  %i = "pt2.reshape"(%a) {shape = array<i64: 128, 1>} : (tensor<128xi64>) -> tensor<128x1xi64>
+  %j = "pt2.reshape"(%a) {shape = array<i64: 1, 128>} : (tensor<128xi64>) -> tensor<1x128xi64>
+  %rel = "pt2.sub"(%j, %i) : (tensor<1x128xi64>, tensor<128x1xi64>) -> tensor<128x128xi64>
+  %z = "pt2.constant"() {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %pos = "pt2.gt"(%rel, %z) : (tensor<128x128xi64>, tensor<i64>) -> tensor<128x128xi1>
+  %posi = "pt2.convert"(%pos) {dtype = i64} : (tensor<128x128xi1>) -> tensor<128x128xi64>
+  %c16 = "pt2.constant"() {value = dense<16> : tensor<i64>} : () -> tensor<i64>
+  %half = "pt2.mul"(%posi, %c16) : (tensor<128x128xi64>, tensor<i64>) -> tensor<128x128xi64>
+  %abs = "pt2.abs"(%rel) : (tensor<128x128xi64>) -> tensor<128x128xi64>
+  %c8 = "pt2.constant"() {value = dense<8> : tensor<i64>} : () -> tensor<i64>
+  %small = "pt2.lt"(%abs, %c8) : (tensor<128x128xi64>, tensor<i64>) -> tensor<128x128xi1>
+  %f = "pt2.convert"(%abs) {dtype = f32} : (tensor<128x128xi64>) -> tensor<128x128xf32>
+  %f8 = "pt2.constant"() {value = dense<8.0> : tensor<f32>} : () -> tensor<f32>
+  %q = "pt2.div"(%f, %f8) : (tensor<128x128xf32>, tensor<f32>) -> tensor<128x128xf32>
+  %l = "pt2.log"(%q) : (tensor<128x128xf32>) -> tensor<128x128xf32>
+  %ln16 = "pt2.constant"() {value = dense<2.77258873> : tensor<f32>} : () -> tensor<f32>
+  %s = "pt2.div"(%l, %ln16) : (tensor<128x128xf32>, tensor<f32>) -> tensor<128x128xf32>
+  %s8 = "pt2.mul"(%s, %f8) : (tensor<128x128xf32>, tensor<f32>) -> tensor<128x128xf32>
+  %si = "pt2.convert"(%s8) {dtype = i64} : (tensor<128x128xf32>) -> tensor<128x128xi64>
+  %large = "pt2.add"(%si, %c8) : (tensor<128x128xi64>, tensor<i64>) -> tensor<128x128xi64>
+  %c15 = "pt2.full"() {dtype = i64, shape = array<i64: 128, 128>, value = 15.0 : f64} : () -> tensor<128x128xi64>
+  %capped = "pt2.minimum"(%large, %c15) : (tensor<128x128xi64>, tensor<128x128xi64>) -> tensor<128x128xi64>
+  %b = "pt2.where"(%small, %abs, %capped) : (tensor<128x128xi1>, tensor<128x128xi64>, tensor<128x128xi64>) -> tensor<128x128xi64>
+  %bucket = "pt2.add"(%half, %b) : (tensor<128x128xi64>, tensor<128x128xi64>) -> tensor<128x128xi64>
+  %flat = "pt2.reshape"(%bucket) {shape = array<i64: 16384>} : (tensor<128x128xi64>) -> tensor<16384xi64>
+  %r = "pt2.index_select"(%table, %flat) {dim = 0 : i64} : (tensor<32x8xf32>, tensor<16384xi64>) -> tensor<16384x8xf32>
+  return %r : tensor<16384x8xf32>
+}
