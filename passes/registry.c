@@ -78,6 +78,7 @@ MlirPass pt2_create_elide_output_copies_pass(void);
 MlirPass pt2_create_fuse_pass(void);
 MlirPass pt2_create_inline_loads_pass(void);
 MlirPass pt2_create_keep_checks_only_pass(void);
+MlirPass pt2_create_hoist_broadcast_values_pass(void);
 MlirPass pt2_create_patterns_pass(void);
 MlirPass pt2_create_freeze_pass(void);
 MlirPass pt2_create_channels_last_pass(void);
@@ -191,6 +192,8 @@ static const PassEntry pt2_passes[] = {
      "they are read", pt2_create_inline_loads_pass},
     {"pt2-keep-checks-only", "A generic nobody reads that holds index checks runs only its checks, over the loops they depend on",
      pt2_create_keep_checks_only_pass},
+    {"pt2-hoist-broadcast-values", "A value a generic computes from fewer of its loops (a producer fused through a broadcast) "
+     "computed once, in a generic of its own", pt2_create_hoist_broadcast_values_pass},
     {"pt2-plan-memory", "Give bufferized temporaries offsets in one arena by liveness (disjoint lifetimes share bytes)",
      pt2_create_plan_memory_pass},
     {"pt2-elide-output-copies", "A temporary copied into an out-parameter at its last use becomes that out-parameter",
@@ -366,6 +369,7 @@ const char *pt2CpuPipelineText(const char *disable) {
                           : pt2_disabled(disable, "repeat-duplicates") ? "pt2-outline-repeats-gpu," /* the GPU's rule */
                                                                        : "pt2-outline-repeats,";
     const char *hints = pt2_disabled(disable, "loop-hints") ? "" : "pt2-loop-hints,";
+    bool hoist = !pt2_disabled(disable, "hoist-broadcast"); /* passes/hoist_broadcast.c */
     const char *captures = pt2_disabled(disable, "omp-captures") ? "" : "pt2-omp-captures,";
     const char *approx = pt2_disabled(disable, "mathapprox") ? "" : "pt2-math-approx,";
     /* the fused attention is a libpt2rt call: without the calls it decomposes */
@@ -384,7 +388,12 @@ const char *pt2CpuPipelineText(const char *disable) {
              "convert-vector-to-scf,convert-vector-to-llvm,expand-strided-metadata,pt2-static-descriptors,finalize-memref-to-llvm{use-generic-functions},%s"
              "convert-scf-to-cf,convert-arith-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
              "convert-openmp-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts,%s%spt2-entry",
-             online, decompose, welford, scheduler ? "pt2-fuse,linalg-fuse-elementwise-ops,cse," : inline_ ? "linalg-fuse-elementwise-ops,cse," : "", layout, reorder ? "pt2-reorder-loops," : "", repeats,
+             online, decompose, welford,
+             scheduler ? (hoist ? "pt2-fuse,linalg-fuse-elementwise-ops,cse,pt2-hoist-broadcast-values,"
+                                : "pt2-fuse,linalg-fuse-elementwise-ops,cse,")
+             : inline_ ? (hoist ? "linalg-fuse-elementwise-ops,cse,pt2-hoist-broadcast-values," : "linalg-fuse-elementwise-ops,cse,")
+                       : "",
+             layout, reorder ? "pt2-reorder-loops," : "", repeats,
              pt2_disabled(disable, "distinct-empties") ? "" : "pt2-distinct-empties,",
              blas ? (epilogue ? "pt2-extern-blas," : "pt2-extern-blas-no-epilogue,") : "",
              parallel ? ",affine-parallelize" : "", !parallel ? "" : pt2_disabled(disable, "parallel-gathers") ? "pt2-mark-parallel-loops-affine," : "pt2-mark-parallel-loops,",
