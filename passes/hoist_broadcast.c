@@ -234,6 +234,36 @@ static void map_text(char *out, size_t cap, int n_dims, const int *dims, int n) 
     snprintf(out + at, cap - at, ")");
 }
 
+/* Where the hoisted generics go: right after the last op of g's block that defines a value they read (an
+ * input, a tensor a load reads), not right before g: a library call's epilogue takes an addend only if
+ * nothing writes it between the call and its consumer (passes/epilogue.c). */
+static Builder hoist_point(const Body *b, const Hoist *hoists, int n_hoists) {
+    MlirBlock block = mlirOperationGetBlock(b->g);
+    OpSet defs = {0};
+    for (int h = 0; h < n_hoists; ++h) {
+        bool in_slice[MAX_BODY] = {0}, input_used[64 + MAX_LOOPS] = {0};
+        for (int r = 0; r < hoists[h].n_roots; ++r) mark_slice(b, hoists[h].roots[r], in_slice, input_used);
+        for (int i = 0; i < b->n_in; ++i) {
+            MlirValue v = mlirOperationGetOperand(b->g, i);
+            if (input_used[i] && mlirValueIsAOpResult(v)) opset_insert(&defs, mlirOpResultGetOwner(v));
+        }
+        for (int i = 0; i < b->n; ++i) {
+            if (!in_slice[i]) continue;
+            for (intptr_t k = 0; k < mlirOperationGetNumOperands(b->ops[i]); ++k) {
+                MlirValue v = mlirOperationGetOperand(b->ops[i], k);
+                if (mlirValueIsAOpResult(v)) opset_insert(&defs, mlirOpResultGetOwner(v));
+            }
+        }
+    }
+    MlirOperation after = {NULL};
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationEqual(op, b->g); op = mlirOperationGetNextInBlock(op)) {
+        if (ptrset_has(&defs, op.ptr)) after = op;
+    }
+    opset_free(&defs);
+    MlirOperation at = mlirOperationIsNull(after) ? mlirBlockGetFirstOperation(block) : mlirOperationGetNextInBlock(after);
+    return builder_before(at);
+}
+
 static bool named(MlirStringRef s, const char *name) { return s.length == strlen(name) && !memcmp(s.data, name, s.length); }
 
 /* Whether g carries only a generic's own attributes (a marked library call stays). */
@@ -322,7 +352,7 @@ static bool hoist_from(MlirOperation g) {
     for (int i = 0; i < b.n_in + n_out; ++i) {
         if (!map_over(g, i, b.n_loops, NULL, texts[i < b.n_in ? i : i + 4 * MAX_ROOTS], sizeof texts[0])) return false;
     }
-    Builder bb = builder_before(g);
+    Builder bb = builder_before(g), early = hoist_point(&b, hoists, n_hoists);
     for (int h = 0; h < n_hoists; ++h) {
         Hoist *ho = &hoists[h];
         int dims[MAX_LOOPS], n_dims = 0;
@@ -344,11 +374,11 @@ static bool hoist_from(MlirOperation g) {
         for (int d = 0; d < n_dims; ++d) identity[d] = d, shape[d] = b.extent[dims[d]];
         for (int r = 0; r < ho->n_roots; ++r) {
             MlirType elem = mlirValueGetType(mlirOperationGetResult(b.ops[ho->roots[r]], 0));
-            houts[r] = build_empty(&bb, mlirRankedTensorTypeGet(n_dims, shape, elem, mlirAttributeGetNull()));
+            houts[r] = build_empty(&early, mlirRankedTensorTypeGet(n_dims, shape, elem, mlirAttributeGetNull()));
             map_text(htexts[ho->n_inputs + r], sizeof htexts[0], n_dims, identity, n_dims);
             hmaps[ho->n_inputs + r] = htexts[ho->n_inputs + r];
         }
-        MlirOperation made = build_generic(&bb, ho->n_inputs, hins, ho->n_roots, houts, hmaps, iterators_parallel(n_dims),
+        MlirOperation made = build_generic(&early, ho->n_inputs, hins, ho->n_roots, houts, hmaps, iterators_parallel(n_dims),
                                            hoisted_body, ho);
         for (int r = 0; r < ho->n_roots; ++r) ho->hoisted[r] = mlirOperationGetResult(made, r);
     }
