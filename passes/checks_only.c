@@ -62,29 +62,6 @@ static void add_to_slice(Slice *s, MlirOperation op, MlirBlock body, int n_in) {
     }
 }
 
-/* The map's results as text over the kept loops ("(d0) -> (d0, 0)"), false
- * where a result is neither a loop nor a constant. */
-static bool projected_map(MlirAffineMap m, const int *new_dim, int n_kept, char *out, size_t cap) {
-    size_t at = 0;
-    at += (size_t)snprintf(out + at, cap - at, "(");
-    for (int d = 0; d < n_kept; ++d) at += (size_t)snprintf(out + at, cap - at, "%sd%d", d ? ", " : "", d);
-    at += (size_t)snprintf(out + at, cap - at, ") -> (");
-    for (intptr_t k = 0; k < mlirAffineMapGetNumResults(m); ++k) {
-        MlirAffineExpr e = mlirAffineMapGetResult(m, k);
-        const char *sep = k ? ", " : "";
-        if (mlirAffineExprIsADim(e)) {
-            at += (size_t)snprintf(out + at, cap - at, "%sd%d", sep, new_dim[mlirAffineDimExprGetPosition(e)]);
-        } else if (mlirAffineExprIsAConstant(e)) {
-            at += (size_t)snprintf(out + at, cap - at, "%s%lld", sep, (long long)mlirAffineConstantExprGetValue(e));
-        } else {
-            return false;
-        }
-        if (at >= cap) return false;
-    }
-    snprintf(out + at, cap - at, ")");
-    return true;
-}
-
 typedef struct Rebuild {
     MlirOperation old;
     Slice *slice;
@@ -152,7 +129,7 @@ static bool keep_checks_only(MlirOperation g) {
     const char *maps[64];
     MlirValue ins[64];
     for (int i = 0; i < n_used; ++i) {
-        if (!projected_map(generic_map(g, used[i]), new_dim, n_kept, texts[i], sizeof texts[i])) goto keep;
+        if (!affine_map_text(generic_map(g, used[i]), n_kept, new_dim, texts[i], sizeof texts[i])) goto keep;
         maps[i] = texts[i];
         ins[i] = mlirOperationGetOperand(g, used[i]);
     }

@@ -275,30 +275,6 @@ static bool plain_attributes(MlirOperation g) {
     return true;
 }
 
-/* g's map i as text, its dims renumbered by new_dim (NULL: as they are); false where a result is
- * neither a dim nor a constant. */
-static bool map_over(MlirOperation g, int i, int n_dims, const int *new_dim, char *out, size_t cap) {
-    MlirAffineMap m = generic_map(g, i);
-    size_t at = (size_t)snprintf(out, cap, "(");
-    for (int d = 0; d < n_dims; ++d) at += (size_t)snprintf(out + at, cap - at, "%sd%d", d ? ", " : "", d);
-    at += (size_t)snprintf(out + at, cap - at, ") -> (");
-    for (intptr_t k = 0; k < mlirAffineMapGetNumResults(m); ++k) {
-        MlirAffineExpr e = mlirAffineMapGetResult(m, k);
-        const char *sep = k ? ", " : "";
-        if (mlirAffineExprIsADim(e)) {
-            int d = (int)mlirAffineDimExprGetPosition(e);
-            at += (size_t)snprintf(out + at, cap - at, "%sd%d", sep, new_dim ? new_dim[d] : d);
-        } else if (mlirAffineExprIsAConstant(e)) {
-            at += (size_t)snprintf(out + at, cap - at, "%s%lld", sep, (long long)mlirAffineConstantExprGetValue(e));
-        } else {
-            return false;
-        }
-        if (at >= cap) return false;
-    }
-    snprintf(out + at, cap - at, ")");
-    return true;
-}
-
 static bool hoist_from(MlirOperation g) {
     if (!all_parallel(g) || mlirOperationGetNumResults(g) == 0 || !plain_attributes(g)) return false;
     Body b = {.g = g, .block = generic_body(g), .n_in = generic_num_inputs(g)};
@@ -350,7 +326,9 @@ static bool hoist_from(MlirOperation g) {
     char texts[64 + 4 * MAX_ROOTS + 8][200];
     const char *maps[64 + 4 * MAX_ROOTS + 8];
     for (int i = 0; i < b.n_in + n_out; ++i) {
-        if (!map_over(g, i, b.n_loops, NULL, texts[i < b.n_in ? i : i + 4 * MAX_ROOTS], sizeof texts[0])) return false;
+        if (!affine_map_text(generic_map(g, i), b.n_loops, NULL, texts[i < b.n_in ? i : i + 4 * MAX_ROOTS], sizeof texts[0])) {
+            return false;
+        }
     }
     Builder bb = builder_before(g), early = hoist_point(&b, hoists, n_hoists);
     for (int h = 0; h < n_hoists; ++h) {
@@ -364,7 +342,7 @@ static bool hoist_from(MlirOperation g) {
         MlirValue hins[64], houts[MAX_ROOTS];
         for (int i = 0; i < b.n_in; ++i) {
             if (!input_used[i]) continue;
-            map_over(g, i, n_dims, ho->new_dim, htexts[ho->n_inputs], sizeof htexts[0]); /* checked above */
+            affine_map_text(generic_map(g, i), n_dims, ho->new_dim, htexts[ho->n_inputs], sizeof htexts[0]); /* checked above */
             hmaps[ho->n_inputs] = htexts[ho->n_inputs];
             hins[ho->n_inputs] = mlirOperationGetOperand(g, i);
             ho->inputs[ho->n_inputs++] = i;
@@ -411,15 +389,9 @@ static bool hoist_from(MlirOperation g) {
     return true;
 }
 
-static MlirWalkResult collect(MlirOperation op, void *user) {
-    if (op_is(op, "linalg.generic")) oplist_push(user, op);
-    return MlirWalkResultAdvance;
-}
-
 static int run_hoist_broadcast_values(MlirOperation root, void *user) {
     (void)user;
-    OpList found = {0};
-    mlirOperationWalk(root, collect, &found, MlirWalkPostOrder);
+    OpList found = collect_ops_with_prefix(root, "linalg.generic");
     for (int i = 0; i < found.n; ++i) hoist_from(found.ops[i]);
     oplist_free(&found);
     return 0;

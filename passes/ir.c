@@ -422,6 +422,26 @@ static MlirWalkResult prefix_walk(MlirOperation op, void *user) {
     return MlirWalkResultAdvance;
 }
 
+bool affine_map_text(MlirAffineMap m, int n_dims, const int *new_dim, char *out, size_t cap) {
+    size_t at = (size_t)snprintf(out, cap, "(");
+    for (int d = 0; d < n_dims && at < cap; ++d) at += (size_t)snprintf(out + at, cap - at, "%sd%d", d ? ", " : "", d);
+    if (at < cap) at += (size_t)snprintf(out + at, cap - at, ") -> (");
+    for (intptr_t k = 0; k < mlirAffineMapGetNumResults(m) && at < cap; ++k) {
+        MlirAffineExpr e = mlirAffineMapGetResult(m, k);
+        const char *sep = k ? ", " : "";
+        if (mlirAffineExprIsADim(e)) {
+            int d = (int)mlirAffineDimExprGetPosition(e);
+            at += (size_t)snprintf(out + at, cap - at, "%sd%d", sep, new_dim ? new_dim[d] : d);
+        } else if (mlirAffineExprIsAConstant(e)) {
+            at += (size_t)snprintf(out + at, cap - at, "%s%lld", sep, (long long)mlirAffineConstantExprGetValue(e));
+        } else {
+            return false;
+        }
+    }
+    if (at >= cap) return false;
+    return (size_t)snprintf(out + at, cap - at, ")") < cap - at;
+}
+
 OpList collect_ops_with_prefix(MlirOperation root, const char *prefix) {
     PrefixWalk w = {{0}, prefix, strlen(prefix)};
     mlirOperationWalk(root, prefix_walk, &w, MlirWalkPreOrder);

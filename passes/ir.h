@@ -169,6 +169,9 @@ bool results_unused(MlirOperation op);
 /* A linalg.generic's inputs (ins), the indexing map of its operand i, and its body. */
 int generic_num_inputs(MlirOperation generic);
 MlirAffineMap generic_map(MlirOperation generic, int i);
+/* A map's text over n_dims dims ("(d0, d1) -> (d1, 0)"), its dim results renumbered by new_dim (NULL:
+ * as they are); false where a result is neither a dim nor a constant, or the text does not fit. */
+bool affine_map_text(MlirAffineMap m, int n_dims, const int *new_dim, char *out, size_t cap);
 MlirBlock generic_body(MlirOperation generic);
 
 /* The buffer a memref view was made from: follows operand 0 through view
