@@ -196,8 +196,8 @@ static void rebuilt_body(Builder *bb, const MlirValue *args, int n_args, MlirVal
     for (int h = 0; h < rb->n_hoists; ++h) arg += rb->hoists[h].n_roots;
     for (int i = 0; i < rb->n_outputs; ++i) vmap_set(&map, mlirBlockGetArgument(b->block, b->n_in + i), args[arg++]);
     bool replaced[MAX_BODY] = {0};
-    for (int h = 0, a = first_new; h < rb->n_hoists; ++h) {
-        for (int r = 0; r < rb->hoists[h].n_roots; ++r, ++a) replaced[rb->hoists[h].roots[r]] = true;
+    for (int h = 0; h < rb->n_hoists; ++h) {
+        for (int r = 0; r < rb->hoists[h].n_roots; ++r) replaced[rb->hoists[h].roots[r]] = true;
     }
     MlirOperation made[MAX_BODY];
     int n_made = 0;
