@@ -138,6 +138,8 @@ typedef struct Hoist {
     int roots[MAX_ROOTS], n_roots;
     int inputs[64], n_inputs; /* old input positions the roots read */
     MlirValue hoisted[MAX_ROOTS];   /* the new generic's results */
+    bool in_slice[MAX_BODY];        /* the body ops the roots depend on (mark_slice) */
+    bool input_used[64 + MAX_LOOPS];
 } Hoist;
 
 /* Marks the body ops root r depends on (all of S or fewer loops). */
@@ -160,12 +162,10 @@ static void hoisted_body(Builder *bb, const MlirValue *args, int n_args, MlirVal
     (void)n_args;
     Hoist *h = user;
     const Body *b = h->body;
-    bool in_slice[MAX_BODY] = {0}, input_used[64 + MAX_LOOPS] = {0};
-    for (int r = 0; r < h->n_roots; ++r) mark_slice(b, h->roots[r], in_slice, input_used);
     ValueMap map = {0};
     for (int i = 0; i < h->n_inputs; ++i) vmap_set(&map, mlirBlockGetArgument(b->block, h->inputs[i]), args[i]);
     for (int i = 0; i < b->n; ++i) {
-        if (!in_slice[i]) continue;
+        if (!h->in_slice[i]) continue;
         if (op_is(b->ops[i], "linalg.index")) {
             int64_t d = mlirIntegerAttrGetValueInt(mlirOperationGetAttributeByName(b->ops[i], sref("dim")));
             vmap_set(&map, mlirOperationGetResult(b->ops[i], 0), build_linalg_index(bb, h->new_dim[d]));
@@ -241,14 +241,12 @@ static Builder hoist_point(const Body *b, const Hoist *hoists, int n_hoists) {
     MlirBlock block = mlirOperationGetBlock(b->g);
     OpSet defs = {0};
     for (int h = 0; h < n_hoists; ++h) {
-        bool in_slice[MAX_BODY] = {0}, input_used[64 + MAX_LOOPS] = {0};
-        for (int r = 0; r < hoists[h].n_roots; ++r) mark_slice(b, hoists[h].roots[r], in_slice, input_used);
         for (int i = 0; i < b->n_in; ++i) {
             MlirValue v = mlirOperationGetOperand(b->g, i);
-            if (input_used[i] && mlirValueIsAOpResult(v)) opset_insert(&defs, mlirOpResultGetOwner(v));
+            if (hoists[h].input_used[i] && mlirValueIsAOpResult(v)) opset_insert(&defs, mlirOpResultGetOwner(v));
         }
         for (int i = 0; i < b->n; ++i) {
-            if (!in_slice[i]) continue;
+            if (!hoists[h].in_slice[i]) continue;
             for (intptr_t k = 0; k < mlirOperationGetNumOperands(b->ops[i]); ++k) {
                 MlirValue v = mlirOperationGetOperand(b->ops[i], k);
                 if (mlirValueIsAOpResult(v)) opset_insert(&defs, mlirOpResultGetOwner(v));
@@ -330,18 +328,19 @@ static bool hoist_from(MlirOperation g) {
             return false;
         }
     }
+    for (int h = 0; h < n_hoists; ++h) {
+        for (int r = 0; r < hoists[h].n_roots; ++r) mark_slice(&b, hoists[h].roots[r], hoists[h].in_slice, hoists[h].input_used);
+    }
     Builder bb = builder_before(g), early = hoist_point(&b, hoists, n_hoists);
     for (int h = 0; h < n_hoists; ++h) {
         Hoist *ho = &hoists[h];
         int dims[MAX_LOOPS], n_dims = 0;
         for (int d = 0; d < b.n_loops; ++d) ho->new_dim[d] = ho->s & ((Mask)1 << d) ? (dims[n_dims] = d, n_dims++) : -1;
-        bool in_slice[MAX_BODY] = {0}, input_used[64 + MAX_LOOPS] = {0};
-        for (int r = 0; r < ho->n_roots; ++r) mark_slice(&b, ho->roots[r], in_slice, input_used);
         char htexts[64 + MAX_ROOTS][200];
         const char *hmaps[64 + MAX_ROOTS];
         MlirValue hins[64], houts[MAX_ROOTS];
         for (int i = 0; i < b.n_in; ++i) {
-            if (!input_used[i]) continue;
+            if (!ho->input_used[i]) continue;
             affine_map_text(generic_map(g, i), n_dims, ho->new_dim, htexts[ho->n_inputs], sizeof htexts[0]); /* checked above */
             hmaps[ho->n_inputs] = htexts[ho->n_inputs];
             hins[ho->n_inputs] = mlirOperationGetOperand(g, i);

@@ -751,16 +751,20 @@ static MlirWalkResult strip_u8(MlirOperation op, void *user) {
 
 /* The bounds of the index and division ops' operands (per op of `ops`), taken
  * before any op is lowered: by such an op's turn its operands' producers are linalg. */
+static bool reads_bounds(const Pt2OpInfo *info) {
+    return info && (info->id == PT2_OP_FLOOR_DIV || info->id == PT2_OP_REMAINDER || info->id == PT2_OP_FMOD ||
+                    info->meta == META_INDEX || info->meta == META_INDEX_SELECT || info->meta == META_GATHER);
+}
+
 static OperandBounds *index_bounds(const OpList *ops, const LowerMode *mode) {
     if (!mode->others || mode->checks == INDEX_CHECKS_NONE) return NULL;
+    int readers = 0;
+    for (int i = 0; i < ops->n; ++i) readers += reads_bounds(pt2_op_of(ops->ops[i]));
+    if (readers == 0) return NULL; /* no op checks anything: no analysis */
     Pt2Ranges *ranges = pt2_ranges_compute(ops);
     OperandBounds *bounds = calloc((size_t)ops->n + 1, sizeof *bounds);
     for (int i = 0; i < ops->n; ++i) {
-        const Pt2OpInfo *info = pt2_op_of(ops->ops[i]);
-        bool division = info && (info->id == PT2_OP_FLOOR_DIV || info->id == PT2_OP_REMAINDER || info->id == PT2_OP_FMOD);
-        if (!info || (!division && info->meta != META_INDEX && info->meta != META_INDEX_SELECT && info->meta != META_GATHER)) {
-            continue;
-        }
+        if (!reads_bounds(pt2_op_of(ops->ops[i]))) continue;
         intptr_t n = mlirOperationGetNumOperands(ops->ops[i]);
         for (intptr_t k = 0; k < n && k <= PT2_MAX_RANK; ++k) {
             OperandBounds *b = &bounds[i];

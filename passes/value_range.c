@@ -394,6 +394,16 @@ static bool is_elementwise(const Pt2OpInfo *info) {
 }
 
 static Range range_given(const Narrowing *nw, MlirValue v, int depth);
+static void assume_condition(Narrowing *nw, MlirValue cond, bool holds, int depth);
+
+/* The bounds of where(cond, x, y)'s x and y, each under what cond's value says there (and nw's assumptions). */
+static void where_branches(const Narrowing *nw, MlirOperation op, int depth, Range *out) {
+    for (int k = 0; k < 2; ++k) {
+        Narrowing branch = *nw;
+        assume_condition(&branch, mlirOperationGetOperand(op, 0), k == 0, 4);
+        out[k] = range_given(&branch, mlirOperationGetOperand(op, 1 + k), depth);
+    }
+}
 
 /* What x `pred` y's holding (or failing) says of x, given y's bounds. */
 static Range implied(Pt2OpId pred, bool holds, Range y, bool x_int) {
@@ -472,11 +482,7 @@ static Range range_given(const Narrowing *nw, MlirValue v, int depth) {
         --*nw->budget;
         Range in[3];
         if (info->id == PT2_OP_WHERE) {
-            for (int k = 0; k < 2; ++k) {
-                Narrowing branch = *nw;
-                assume_condition(&branch, mlirOperationGetOperand(op, 0), k == 0, 4);
-                in[1 + k] = range_given(&branch, mlirOperationGetOperand(op, 1 + k), depth - 1);
-            }
+            where_branches(nw, op, depth - 1, in + 1);
             in[0] = dt_all(PT2_BOOL);
         } else {
             for (int i = 0; i < n; ++i) in[i] = range_given(nw, mlirOperationGetOperand(op, i), depth - 1);
@@ -502,11 +508,7 @@ static Range range_given(const Narrowing *nw, MlirValue v, int depth) {
 static Range where_range(const Pt2Ranges *r, MlirOperation op, Pt2DType dt) {
     Range branch[2];
     int budget = NARROW_BUDGET;
-    for (int k = 0; k < 2; ++k) {
-        Narrowing nw = {.r = r, .budget = &budget};
-        assume_condition(&nw, mlirOperationGetOperand(op, 0), k == 0, 4);
-        branch[k] = range_given(&nw, mlirOperationGetOperand(op, 1 + k), NARROW_DEPTH);
-    }
+    where_branches(&(Narrowing){.r = r, .budget = &budget}, op, NARROW_DEPTH, branch);
     return fit_rounded(join(branch[0], branch[1]), dt, 0);
 }
 
