@@ -1,10 +1,14 @@
 """PyTorch's own operator database (torch.testing._internal's OpInfo op_db, which needs the `expecttest`
-package) run through pt2 on the CPU: for each op that takes the dtype, its first sample inputs, each
+package) run through pt2 on the CPU or a CUDA device: for each op that takes the dtype, its first sample inputs, each
 compiled alone (`lambda *a: op(*a, **kwargs)`) and compared with eager: values (NaN equal), dtypes, shapes,
 strides, and whether it was one graph without a break.  Counts per outcome and the break reasons, most
 frequent first.  Not a speed benchmark: correctness and coverage of single ops.  Writes JSON.
 
-    python bench/opinfo_coverage.py [--dtype float32] [--samples 4] [--json out.json] [op ...]
+    python bench/opinfo_coverage.py [--dtype float32] [--device cpu|cuda] [--samples 4] [--jobs N]
+                                    [--json out.json] [op ...]
+
+--jobs N runs the op list in N processes (op i in process i mod N), each its own pt2 and caches, and
+reports their rows together.
 
 Outcomes: match (one graph, eager's values, dtype, shape and strides), strides (values right, strides
 not: returned views of inputs come back as copies, docs/capture.md), break (eager's values through a
@@ -54,24 +58,21 @@ def compare(want, got, dtype):
     return ("strides", strides) if strides else ("match", "")
 
 
-def main():
+def run_ops(opts):
+    """The rows (op name, sample index, outcome, detail) of this process's share of the op list."""
     from torch.testing._internal.common_methods_invocations import op_db  # needs expecttest
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--samples", type=int, default=4)
-    ap.add_argument("--json", default=None)
-    ap.add_argument("ops", nargs="*")
-    opts = ap.parse_args()
-    dtype = getattr(torch, opts.dtype)
-    warnings.filterwarnings("ignore")
+    dtype, device = getattr(torch, opts.dtype), opts.device
+    shard, shards = (int(x) for x in opts.shard.split("/"))
     rows = []
-    for op in op_db:
+    for k, op in enumerate(op_db):
         name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
-        if (opts.ops and name not in opts.ops) or dtype not in op.supported_dtypes("cpu"):
+        if (opts.ops and name not in opts.ops) or k % shards != shard:
             continue
         try:
-            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:opts.samples]
+            if dtype not in op.supported_dtypes(device):
+                continue
+            samples = list(op.sample_inputs(device, dtype, requires_grad=False))[:opts.samples]
         except Exception:  # noqa: BLE001 - the database's own sample generator failed
             continue
         for i, s in enumerate(samples):
@@ -84,6 +85,8 @@ def main():
                 return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
             try:
                 want = fn(*copies())
+                if device != "cpu":
+                    torch.cuda.synchronize()
             except Exception:  # noqa: BLE001 - a sample eager refuses
                 continue
             if UNINITIALIZED.match(op.name):
@@ -92,6 +95,8 @@ def main():
             pt2.reset()
             try:
                 got = pt2.compile(fn)(*copies())
+                if device != "cpu":
+                    torch.cuda.synchronize()
                 status, detail = compare(want, got, dtype)
                 if status in ("match", "strides"):
                     info = pt2.explain(fn)(*copies())
@@ -102,12 +107,56 @@ def main():
             except Exception as e:  # noqa: BLE001
                 status, detail = "error", f"{type(e).__name__}: {str(e)[:160]}"
             rows.append((name, i, status, detail))
+    return rows
+
+
+def run_jobs(opts):
+    """Every share of the op list, each in a process of its own; their rows, in op order within a share."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for j in range(opts.jobs):
+            cmd = [sys.executable, os.path.abspath(__file__), "--dtype", opts.dtype, "--device", opts.device,
+                   "--samples", str(opts.samples), "--shard", f"{j}/{opts.jobs}", "--rows", f"{tmp}/{j}.json",
+                   *opts.ops]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
+        rows = []
+        for j, p in enumerate(procs):
+            if p.wait() != 0:  # a share that crashed: its ops are named, not silently dropped
+                rows.append((f"share {j}/{opts.jobs}", 0, "error", f"process exited with {p.returncode}"))
+                continue
+            with open(f"{tmp}/{j}.json") as f:
+                rows += [tuple(r) for r in json.load(f)]
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--shard", default="0/1", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("ops", nargs="*")
+    opts = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    if opts.rows:  # one share of --jobs: its rows only
+        with open(opts.rows, "w") as f:
+            json.dump(run_ops(opts), f)
+        return
+    rows = run_jobs(opts) if opts.jobs > 1 else run_ops(opts)
     counts = collections.Counter(r[2] for r in rows)
     ops = {}
     for name, _, status, _ in rows:  # an op's outcome: its worst sample's
         order = ["match", "strides", "skipped", "break", "error", "mismatch"]
         ops[name] = max(ops.get(name, "match"), status, key=order.index)
-    print(f"{len(rows)} samples of {len(ops)} ops ({opts.dtype}): " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+    print(f"{len(rows)} samples of {len(ops)} ops ({opts.dtype} on {opts.device}): "
+          + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     print("ops by their worst sample: " + ", ".join(f"{k} {v}" for k, v in collections.Counter(ops.values()).most_common()))
     for status in ("mismatch", "error"):
         for r in rows:
@@ -119,7 +168,7 @@ def main():
         print(f"  {n:4d}  {reason}")
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"dtype": opts.dtype, "counts": dict(counts), "rows": rows}, f, indent=1)
+            json.dump({"dtype": opts.dtype, "device": opts.device, "counts": dict(counts), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
