@@ -401,11 +401,12 @@ Var *h_group_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     return r && mixed ? convert_to(t, r, x->dtype) : r;
 }
 
-/* batch_norm over the batch's own statistics with no running statistics to
- * update (F.batch_norm(x, None, None, training=True): nfnet's weight
- * standardization): per channel (dim 1), mean and biased variance over
- * every other dim, computed in float32 for half types as eager does. */
-static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double eps) {
+/* batch_norm over the batch's own statistics (training mode; F.batch_norm(x,
+ * None, None, training=True) too: nfnet's weight standardization): per
+ * channel (dim 1), mean and biased variance over every other dim, computed
+ * in float32 for half types as eager does.  *stats_out, where given, gets
+ * the two statistics (variance, mean), shaped [1, C, 1, ...]. */
+static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double eps, Var **stats_out) {
     int64_t dims[PT2_MAX_RANK], shape[PT2_MAX_RANK];
     int nd = 0;
     for (int i = 0; i < x->rank; ++i) {
@@ -422,6 +423,7 @@ static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double ep
     int id = xc ? trace_value(t, xc) : -1, stats[4];
     if (id < 0 || trace_op(t, "var_mean", 1, &id, attrs, stats, 4) < 0) return NULL;
     Var *var = var_tensor(t, stats[0]), *mean = var_tensor(t, stats[1]);
+    if (stats_out) stats_out[0] = var, stats_out[1] = mean;
     Var *centered = mean ? op2(t, "sub", xc, mean, "%s", "") : NULL;
     Var *var_eps = var && centered ? op2(t, "add", var, scalar_tensor(t, eps, compute), "%s", "") : NULL;
     Var *inv = var_eps ? op1(t, "rsqrt", var_eps, "%s", "") : NULL;
@@ -429,6 +431,29 @@ static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double ep
     if (y && w) y = op2(t, "mul", y, reshape_to(t, convert_to(t, w, compute), shape, x->rank), "%s", "");
     if (y && bias) y = op2(t, "add", y, reshape_to(t, convert_to(t, bias, compute), shape, x->rank), "%s", "");
     return y ? convert_to(t, y, out_dt) : NULL;
+}
+
+/* Training mode's update of the running statistics, in place as ATen's
+ * kernels make it: running_mean = momentum * mean + (1 - momentum) *
+ * running_mean, running_var likewise with the batch's unbiased variance
+ * (biased * n / (n - 1), n the values a channel), computed in float32 (or
+ * the statistics' float64) and stored in the running statistics' dtype.
+ * stats: the batch's biased variance and mean, shaped [1, C, 1, ...]. */
+static bool update_running_stats(Trace *t, Var *running_mean, Var *running_var, Var **stats, int64_t n, double momentum) {
+    Var *targets[2] = {running_var, running_mean};
+    for (int i = 0; i < 2; ++i) {
+        Var *run = targets[i];
+        if (!stats[i] || run->kind != V_TENSOR || run->rank != 1) return trace_break(t, "batch_norm's running statistics are not vectors"), false;
+        Pt2DType compute = run->dtype == PT2_F64 ? PT2_F64 : PT2_F32;
+        Var *batch = convert_to(t, reshape_to(t, stats[i], &run->sizes[0], 1), compute);
+        if (batch && i == 0) batch = op2(t, "mul", batch, scalar_tensor(t, (double)n / (double)(n - 1), compute), "%s", "");
+        Var *old = convert_to(t, run, compute);
+        Var *a = batch ? op2(t, "mul", batch, scalar_tensor(t, momentum, compute), "%s", "") : NULL;
+        Var *c = old ? op2(t, "mul", old, scalar_tensor(t, 1.0 - momentum, compute), "%s", "") : NULL;
+        Var *updated = a && c ? op2(t, "add", a, c, "%s", "") : NULL;
+        if (!updated || !trace_assign_inplace(t, run, updated, "batch_norm's running statistics update")) return false;
+    }
+    return true;
 }
 
 Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
@@ -446,13 +471,19 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     /* eager's checks (F.batch_norm's and the op's) */
     if (training && eps <= 0) return trace_raise(t, PyExc_ValueError, "batch_norm eps must be positive during training, but got %g", eps);
     if (!training && !mean) return trace_raise(t, PyExc_RuntimeError, "running_mean must be defined in evaluation mode");
-    if (training && mean) return trace_break(t, "batch_norm in training mode updates running statistics in place (not supported yet)");
     if (x->rank < 2) return trace_break(t, "batch_norm of a rank-%d tensor (eager raises)", x->rank);
     int64_t per_channel = x->sizes[0];
     for (int i = 2; i < x->rank; ++i) per_channel *= x->sizes[i];
     if (training && per_channel == 1 && !aten) {
         return trace_raise(t, PyExc_ValueError, "Expected more than 1 value per channel when training, got input size %s",
                            "of one value a channel");
+    }
+    double momentum = 0.1;
+    if (training && mean) { /* the running statistics get updated: a momentum number, counts the unbiased variance divides */
+        Var *m = arg(&b, "momentum");
+        if (m && (m->kind != V_CONST || !var_is_number(m))) return trace_break(t, "batch_norm in training mode with a momentum that is not a number");
+        if (!arg_float(t, &b, "momentum", 0.1, &momentum)) return NULL;
+        if (per_channel < 2) return trace_break(t, "batch_norm in training mode of one value a channel (eager's unbiased variance divides by 0)");
     }
     /* parameters of the input's dtype, or float32 ones for a half input (eager's mixed type); any
      * other mix eager refuses ("all inputs must share same datatype"): the C op raises it */
@@ -465,8 +496,10 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     }
     if (!same && !f32) return trace_break(t, "batch_norm of parameters of another dtype than its input's (eager raises)");
     if (training || !mean) {
-        Var *r = batch_statistics_norm(t, x, arg(&b, "weight"), arg(&b, "bias"), eps);
+        Var *stats[2] = {NULL, NULL};
+        Var *r = batch_statistics_norm(t, x, arg(&b, "weight"), arg(&b, "bias"), eps, stats);
         set_strides_like(t, r, NULL); /* eager's batch statistics path: not modelled */
+        if (r && training && mean && !update_running_stats(t, mean, var, stats, per_channel, momentum)) return NULL;
         return r;
     }
     int64_t c = x->sizes[1];

@@ -296,13 +296,21 @@ def _stats(x, dims, eps):
     return mean, torch.rsqrt(var + eps)
 
 
+def _cuda_acc_dtype(x):
+    """ATen's accumulate type on CUDA (toAccumulateType(..., is_cuda=true)) of a floating tensor: float32
+    for the 16-bit types, else its own."""
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+
+
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """torch.native_layer_norm: (F.layer_norm's output, mean, rstd), the statistics shaped as input with
-    the normalized dims kept as 1, in the input's dtype (ATen's CPU kernel)."""
+    the normalized dims kept as 1, in the input's dtype on the CPU (ATen's CPU kernel), in the accumulate
+    type on CUDA (float32 for a 16-bit input: layer_norm_cuda's)."""
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     mean, rstd = _stats(input, dims, eps)
     out = F.layer_norm(input, list(normalized_shape), weight, bias, eps)
-    return out, mean.to(input.dtype), rstd.to(input.dtype)
+    stat_dtype = _cuda_acc_dtype(input) if input.device.type == "cuda" else input.dtype
+    return out, mean.to(stat_dtype), rstd.to(stat_dtype)
 
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
@@ -315,11 +323,14 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """torch.native_batch_norm and torch._native_batch_norm_legit: (F.batch_norm's output, save_mean,
     save_invstd): the batch's statistics over every dim but 1 when training (the running ones updated as
-    F.batch_norm updates them), empty in eval; in the running statistics' dtype (the input's without them)."""
+    F.batch_norm updates them).  On the CPU in the running statistics' dtype (the input's without them)
+    and empty in eval; on CUDA in the accumulate type and, in eval, one per channel whose values eager
+    leaves unset (batch_norm_cuda allocates them and writes them only when training): zeros here."""
     out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
-    stat_dtype = running_mean.dtype if running_mean is not None else input.dtype
+    cuda = input.device.type == "cuda"
+    stat_dtype = _cuda_acc_dtype(input) if cuda else running_mean.dtype if running_mean is not None else input.dtype
     if not training:
-        empty = torch.zeros(0, dtype=stat_dtype, device=input.device)
+        empty = torch.zeros(input.shape[1] if cuda else 0, dtype=stat_dtype, device=input.device)
         return out, empty, empty
     mean, invstd = _stats(input, [d for d in range(input.dim()) if d != 1], eps)
     return out, mean.reshape(-1).to(stat_dtype), invstd.reshape(-1).to(stat_dtype)

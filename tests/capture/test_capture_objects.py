@@ -455,13 +455,50 @@ def test_batch_norm_over_batch_statistics(dtype):
     check(per_channel, lambda: (r(4, 3, 5, 2, dtype=dtype),), tol=_tol(dtype))
 
 
-def test_batch_norm_updating_running_statistics_breaks():
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm_updates_running_statistics(dtype):
+    """Training mode with running statistics: the batch's statistics normalize, and the running mean and
+    variance (unbiased) move by the momentum, in place as eager moves them, in one graph; the stats of the
+    input's dtype, float32 ones for a 16-bit input, and a strided view of a larger buffer."""
     def f(x, m, v):
-        return F.batch_norm(x, m, v, training=True) * 2
+        return F.batch_norm(x, m, v, training=True, momentum=0.3) * 2
 
-    make = lambda: (r(4, 3, 5), torch.zeros(3), torch.ones(3))  # noqa: E731
-    run_both(f, make)  # the running statistics are updated in place in both
-    assert counts(f, *make())[1] >= 1
+    def aten(x, m, v, w, b):  # torch.batch_norm's signature (exported programs), the default momentum
+        return torch.batch_norm(x, w, b, m, v, True, 0.1, 1e-3, False)
+
+    def strided(x, buf):  # the statistics as views of one buffer (every other element)
+        return F.batch_norm(x, buf[0::2], buf[1::2], training=True)
+
+    tol = _tol(dtype)
+    check(f, lambda: (r(4, 3, 5, 2, dtype=dtype), r(3, dtype=dtype), r(3, dtype=dtype, lo=0.5, hi=2)), tol=tol)
+    check(f, lambda: (r(6, 5, 7, dtype=dtype).transpose(0, 2).contiguous().transpose(0, 2), r(5, dtype=dtype),
+                      r(5, dtype=dtype, lo=0.5, hi=2)), tol=tol)  # non-contiguous input, rank 3
+    if dtype in (torch.bfloat16, torch.float16):
+        check(f, lambda: (r(4, 3, 5, dtype=dtype), r(3), r(3, lo=0.5, hi=2)), tol=tol)  # float32 statistics
+    check(aten, lambda: (r(5, 4, 3, 3, dtype=dtype), r(4, dtype=dtype), r(4, dtype=dtype, lo=0.5, hi=2), r(4, dtype=dtype),
+                         r(4, dtype=dtype)), tol=tol)
+    check(strided, lambda: (r(8, 3, dtype=dtype), r(6, dtype=dtype, lo=0.5, hi=2)), tol=tol)
+
+
+def test_batch_norm_modules_in_training_mode():
+    """BatchNorm modules left in training mode (a model called without .eval(), under no_grad): one graph
+    updating each module's running statistics and num_batches_tracked as eager does, call after call;
+    momentum=None's cumulative average reads num_batches_tracked's value (a break, eager's values)."""
+    def make(momentum):
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, momentum=momentum), nn.ReLU(), nn.Flatten(2),
+                             nn.BatchNorm1d(4)).train()
+
+    for momentum, graphs in ((0.1, 1), (None, None)):
+        m, ref = make(momentum), make(momentum)
+        c = pt2.compile(m)
+        with torch.no_grad():
+            for i in range(3):  # the statistics move on each call
+                x = r(2, 3, 7, 6, seed=i)
+                compare(c(x), ref(x), 1e-5)
+        compare(list(m.state_dict().values()), list(ref.state_dict().values()), 1e-5, "the modules' buffers")
+        if graphs:
+            assert counts(make(momentum), r(2, 3, 7, 6))[:2] == (graphs, 0)
 
 
 class _Instantiator(__import__("collections").OrderedDict):

@@ -580,7 +580,7 @@ def test_linspace_logspace_of_tensors(dtype):
 def test_native_norms(dtype):
     """native_layer_norm / native_group_norm / native_batch_norm / _native_batch_norm_legit (what exported
     programs and decompositions call): the output and the saved statistics, their shapes and dtypes as
-    eager's (bf16 batch-norm statistics in float32); training with running statistics stays eager's."""
+    eager's (bf16 batch-norm statistics in float32); training with running statistics updates them as eager."""
     x = rand(3, 6, 7, dtype=dtype)
     w, b, wc, bc = rand(7, seed=1, dtype=dtype), rand(7, seed=2, dtype=dtype), rand(6, seed=3, dtype=dtype), rand(6, seed=4, dtype=dtype)
     rm, rv = rand(6, seed=5), rand(6, seed=6).abs() + 0.5

@@ -564,3 +564,49 @@ def test_interpolate_scale_factors_as_eager_cuda(mode, scale):
     f = lambda x: F.interpolate(x, scale_factor=scale, mode=mode)  # noqa: E731
     got, want = pt2.compile(f)(x), f(x)
     assert got.shape == want.shape and torch.allclose(got, want, equal_nan=True), (got[0, 0], want[0, 0])
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_native_norm_statistics_as_eager_cuda(dtype):
+    """ATen's CUDA kernels save their statistics in the accumulate type (float32 for a 16-bit input)
+    and batch norm's one a channel in eval too (values eager leaves unset: compared by shape and
+    dtype), where its CPU kernels use the input's or the running statistics' dtype (the OpInfo run on
+    the H100 at 49e38e6 found both)."""
+    x = torch.randn(3, 6, 7, device="cuda", dtype=dtype)
+    w, b = torch.randn(7, device="cuda", dtype=dtype), torch.randn(7, device="cuda", dtype=dtype)
+    rm, rv = torch.randn(6, device="cuda", dtype=dtype), torch.rand(6, device="cuda", dtype=dtype) + 0.5
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    ln = lambda t: torch.native_layer_norm(t, [7], w, b, 1e-5)  # noqa: E731
+    for got, want in zip(pt2.compile(ln)(x), ln(x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+    for training in (False, True):
+        bn = lambda t, m, v: torch.native_batch_norm(t, None, None, m, v, training, 0.1, 1e-5)  # noqa: E731
+        m2, v2 = rm.clone(), rv.clone()
+        got, want = pt2.compile(bn)(x, m2, v2), bn(x, rm, rv)
+        for i, (g, e) in enumerate(zip(got, want)):
+            assert g.dtype == e.dtype and g.shape == e.shape, (training, i, g.dtype, e.dtype, g.shape, e.shape)
+            if training or i == 0:
+                torch.testing.assert_close(g, e, rtol=tol, atol=tol)
+        torch.testing.assert_close(m2, rm, rtol=tol, atol=tol)
+        torch.testing.assert_close(v2, rv, rtol=tol, atol=tol)
+
+
+@needs_cuda
+def test_batch_norm_modules_in_training_mode_cuda():
+    """A model left in training mode under no_grad: one graph updating the running statistics and
+    num_batches_tracked in place, call after call, as eager CUDA."""
+    import copy
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                            torch.nn.BatchNorm2d(8, momentum=0.3)).cuda().train()
+    ref = copy.deepcopy(m)
+    c = pt2.compile(m)
+    with torch.no_grad():
+        for i in range(3):
+            x = torch.randn(4, 3, 11, 9, device="cuda")
+            close(c(x), ref(x))
+        assert pt2.explain(copy.deepcopy(m))(x).graph_break_count == 0
+    for (k, a), (_, e) in zip(m.state_dict().items(), ref.state_dict().items()):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5, msg=k)
