@@ -324,13 +324,15 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     """torch.native_batch_norm and torch._native_batch_norm_legit: (F.batch_norm's output, save_mean,
     save_invstd): the batch's statistics over every dim but 1 when training (the running ones updated as
     F.batch_norm updates them).  On the CPU in the running statistics' dtype (the input's without them)
-    and empty in eval; on CUDA in the accumulate type and, in eval, one per channel whose values eager
-    leaves unset (batch_norm_cuda allocates them and writes them only when training): zeros here."""
+    and empty in eval; on CUDA in the accumulate type and, in eval, the running mean and 1 / sqrt(running
+    var + eps) (batch_norm_cuda_out's, which normalize there)."""
     out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     cuda = input.device.type == "cuda"
     stat_dtype = _cuda_acc_dtype(input) if cuda else running_mean.dtype if running_mean is not None else input.dtype
+    if not training and cuda:
+        return out, running_mean.to(stat_dtype), torch.rsqrt(running_var.to(stat_dtype) + eps)
     if not training:
-        empty = torch.zeros(input.shape[1] if cuda else 0, dtype=stat_dtype, device=input.device)
+        empty = torch.zeros(0, dtype=stat_dtype, device=input.device)
         return out, empty, empty
     mean, invstd = _stats(input, [d for d in range(input.dim()) if d != 1], eps)
     return out, mean.reshape(-1).to(stat_dtype), invstd.reshape(-1).to(stat_dtype)
