@@ -4,7 +4,10 @@ pt2.compile on the CPU and compared with eager (the largest difference over the 
 output, two calls: the capture and the cache hit), with pt2.explain's graphs and breaks and the most
 frequent break reasons.  Not a speed benchmark: correctness and coverage.  Writes JSON.
 
-    python bench/hf_coverage.py [--json out.json] [Name ...]
+    python bench/hf_coverage.py [--device cpu|cuda] [--jobs N] [--json out.json] [Name ...]
+
+--device cuda moves each model and its inputs to the GPU (eager CUDA the oracle); --jobs N runs the list in
+N processes (model i in process i mod N), their rows reported together.
 """
 import argparse
 import collections
@@ -236,11 +239,23 @@ def difference(got, want):
                 for a, b in zip(got, want) if b.numel()] or [0.0])
 
 
-def run(name):
+def to_device(x, device):
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, dict):
+        return {k: to_device(v, device) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_device(v, device) for v in x)
+    return x
+
+
+def run(name, device="cpu"):
     rec = {"model": name}
     t0 = time.perf_counter()
     torch.manual_seed(0)
     model, kwargs = MODELS[name]()
+    if device != "cpu":
+        model, kwargs = model.to(device), to_device(kwargs, device)
     with torch.no_grad():
         try:
             torch.manual_seed(1)  # every call from one generator state: models that draw (ViTMAE's masks) compare
@@ -270,14 +285,42 @@ def run(name):
     return rec
 
 
+def run_jobs(opts, names):
+    """The models in opts.jobs processes of their own (model i in process i mod jobs); their rows, in
+    list order.  A process that dies leaves its models' rows as errors."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for j in range(opts.jobs):
+            share = names[j::opts.jobs]
+            if share:
+                cmd = [sys.executable, os.path.abspath(__file__), "--device", opts.device, "--json", f"{tmp}/{j}.json", *share]
+                procs.append((share, subprocess.Popen(cmd, stdout=subprocess.DEVNULL)))
+        rows = {}
+        for share, p in procs:
+            if p.wait() == 0:
+                with open(f"{tmp}/{procs.index((share, p))}.json") as f:
+                    rows.update({r["model"]: r for r in json.load(f)})
+            for name in share:
+                rows.setdefault(name, {"model": name, "pt2_error": f"the process running it exited with {p.returncode}"})
+    return [rows[name] for name in names]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="*")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", default=None)
     opts = ap.parse_args()
+    names = opts.models or list(MODELS)
     rows = []
-    for name in opts.models or list(MODELS):
-        rec = run(name)
+    done = run_jobs(opts, names) if opts.jobs > 1 else None
+    for k, name in enumerate(names):
+        rec = done[k] if done else run(name, opts.device)
         rows.append(rec)
         if "ok" in rec:
             print(f"{name:15s} {'match' if rec['ok'] else 'DIFFER'} {rec['difference']:.1e}  graphs {rec['graphs']}  "
