@@ -26,11 +26,24 @@ if len(sys.argv) > 1:  # the child: one model, one variant
     model, kw = make()
     dev = os.environ.get("PROBE_DEVICE", "cuda")
     model, kw = model.to(dev), h.to_device(kw, dev)
+    mode = os.environ.get("PROBE_MODE", "")
     with torch.no_grad():
         torch.manual_seed(1)
         want = model(**kw)
         torch.manual_seed(1)
-        got = pt2.compile(model)(**kw)
+        if mode == "inductor":  # torch.compile beside eager: does it differ as pt2 does?
+            got = torch.compile(model)(**kw)
+        elif mode == "eager-compiling":  # eager taking the paths libraries take under a compiler
+            import torch.compiler
+            torch.compiler.is_compiling = lambda: True
+            got = model(**kw)
+        elif mode == "pt2-vs-eager-compiling":
+            got = pt2.compile(model)(**kw)
+            torch.compiler.is_compiling = lambda: True
+            torch.manual_seed(1)
+            want = model(**kw)
+        else:
+            got = pt2.compile(model)(**kw)
     for key in want.keys():
         a, b = got[key], want[key]
         if isinstance(b, torch.Tensor):
@@ -39,14 +52,21 @@ if len(sys.argv) > 1:  # the child: one model, one variant
             print(f"  {key:28s} {tuple(b.shape)} diff {d:.2e} at flat {where}", flush=True)
     sys.exit(0)
 
-for name, variants in (("UMT5", ["", "gpu-attention", "gpu-fast-math", "gpu-reduce", "gpu-index-checks", "epilogue",
-                                 "gpu-vector-access", "gpu-reciprocal", "gpu-staged-rows", "gpu-tiled-transposes"]),
-                       ("T5same", [""]), ("Data2VecAudio", ["", "no-tf32"])):
+PLAN = os.environ.get("PROBE_PLAN", "variants")
+if PLAN == "variants":
+    plan = (("UMT5", ["", "gpu-attention", "gpu-fast-math", "gpu-reduce", "gpu-index-checks", "epilogue",
+                      "gpu-vector-access", "gpu-reciprocal", "gpu-staged-rows", "gpu-tiled-transposes"]),
+            ("T5same", [""]), ("Data2VecAudio", ["", "no-tf32"]))
+else:  # who differs from whom: Inductor and eager under is_compiling() against eager
+    plan = (("UMT5", ["mode:inductor", "mode:eager-compiling", "mode:pt2-vs-eager-compiling"]),)
+for name, variants in plan:
     for v in variants:
         print(f"{name} PT2_DISABLE={v!r}", flush=True)
         env = dict(os.environ, PT2_DISABLE=v, PT2_CACHE_DIR=f"/tmp/pt2-umt5-cache-{v or 'none'}")
-        if name == "UMT5" and not v:  # the graphs and the GPU pipeline's passes, for reading here
+        if name == "UMT5" and not v and PLAN == "variants":  # the graphs and the GPU pipeline's passes, for reading here
             env["PT2_DUMP"] = os.path.join(os.environ.get("OUT", "/tmp"), "umt5-dump")
+        if v.startswith("mode:"):
+            env.update(PT2_DISABLE="", PROBE_MODE=v[5:])
         if v == "no-tf32":
             env.update(PT2_DISABLE="", PROBE_NO_TF32="1")
         subprocess.call([sys.executable, os.path.abspath(__file__), name], env=env, cwd=os.path.join(HERE, ".."))
