@@ -5,7 +5,7 @@
  * nn.MultiheadAttention's fast paths (eval mode, no autograd) call
  * torch._transformer_encoder_layer_fwd and torch._native_multi_head_attention;
  * others are a few such ops (pixel_shuffle, cosine_similarity, bilinear,
- * instance_norm where it updates nothing in place, interpolate's nearest,
+ * instance_norm (its running statistics updated in place), interpolate's nearest,
  * nearest-exact, linear, bilinear, trilinear and bicubic kernels, one_hot,
  * cdist, nll_loss / cross_entropy, diag / diagonal, max_pool1d, isin,
  * bucketize / searchsorted).
@@ -35,11 +35,13 @@ typedef struct Polyfill {
 
 static bool is_const(const Var *v, PyObject *value) { return v->kind == V_CONST && v->obj == value; }
 
-/* instance_norm as F.instance_norm calls it (positional), with nothing to update in place: no
- * running statistics, or use_input_stats False (else the C op updates them: a break) */
-static bool instance_norm_pure(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+/* instance_norm as F.instance_norm calls it (positional); where it updates running statistics, a
+ * momentum that is a number */
+static bool instance_norm_positional(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     (void)kw_names, (void)kw_values;
-    return n_kw == 0 && n_args == 9 && (is_const(args[3], Py_None) || is_const(args[5], Py_False));
+    if (n_kw != 0 || n_args != 9) return false;
+    bool updates = !is_const(args[3], Py_None) && !is_const(args[5], Py_False);
+    return !updates || (args[6]->kind == V_CONST && var_is_number(args[6]));
 }
 
 static bool is_list_or_none(const Var *v) {

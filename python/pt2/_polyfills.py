@@ -144,11 +144,13 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
-    """torch.instance_norm without a running-statistics update (polyfills.c takes only those calls: no
-    running statistics, or use_input_stats False): each (sample, channel) normalized over the spatial
-    dims by its own mean and biased variance, or by the running ones.  A half-type input is computed
-    in float32 and rounded once to its type, as ATen's batch_norm kernel does, its statistics (mean and
-    1/std) kept in the parameters' type (rounded for half-type parameters, not for float32 ones)."""
+    """torch.instance_norm: each (sample, channel) normalized over the spatial dims by its own mean and
+    biased variance, or by the running ones.  A half-type input is computed in float32 and rounded once
+    to its type, as ATen's batch_norm kernel does, its statistics (mean and 1/std) kept in the parameters'
+    type (rounded for half-type parameters, not for float32 ones).  With its own statistics and running
+    ones, those move in place as ATen moves them (a batch norm over the samples' channels, each from the
+    running value, averaged over the samples): momentum * (the samples' mean of each statistic, the
+    variance unbiased over the spatial size) + (1 - momentum) * running."""
     shape = (1, -1) + (1,) * (input.dim() - 2)
     x = _up(input)
     for p in (weight, bias):  # ATen's CPU kernel: the parameters of the input's type (float32 beside a half type)
@@ -159,6 +161,13 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
         mean = x.mean(dims, keepdim=True)
         inv = torch.rsqrt(torch.var(x, dims, correction=0, keepdim=True) + eps)
         kept = (weight if weight is not None else input).dtype
+        if running_mean is not None:
+            n = x[0, 0].numel()
+            stat = torch.float64 if running_mean.dtype == torch.float64 else torch.float32
+            batch_mean = mean.reshape(mean.shape[0], -1).to(stat).mean(0)
+            batch_var = torch.var(x, dims, correction=0).to(stat).mean(0) * (n / (n - 1))
+            running_mean.copy_(momentum * batch_mean + (1 - momentum) * running_mean.to(stat))
+            running_var.copy_(momentum * batch_var + (1 - momentum) * running_var.to(stat))
         if kept in (torch.float16, torch.bfloat16):
             mean, inv = mean.to(kept).float(), inv.to(kept).float()
     else:

@@ -148,23 +148,28 @@ def test_instance_norm(shape, affine):
     check(m, rand(*shape) * 3 + 1, tol=1e-4)
 
 
-def test_instance_norm_with_running_stats():
-    """Tracked statistics: in eval mode they are read (traced); in training mode the C op updates
-    them in place (a break, eager's update)."""
-    m = torch.nn.InstanceNorm2d(3, track_running_stats=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_instance_norm_with_running_stats(dtype):
+    """Tracked statistics: in eval mode they are read; in training mode each sample's statistics
+    normalize it and the running ones move in place as ATen moves them (the samples' mean of each,
+    the variance unbiased), in one graph, call after call."""
+    import copy
+    m = torch.nn.InstanceNorm2d(3, track_running_stats=True, affine=True, momentum=0.3).to(dtype)
     m.running_mean.uniform_(-1, 1)
     m.running_var.uniform_(0.5, 2)
-    x = rand(2, 3, 4, 5)
-    check(m.eval(), x, tol=1e-4)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    check(m.eval(), rand(2, 3, 4, 5).to(dtype), tol=tol)
     m.train()
-    before = m.running_mean.clone()
+    ref = copy.deepcopy(m)
+    c = pt2.compile(m)
     with torch.no_grad():
-        want = m(x)
-        mean_after_eager = m.running_mean.clone()
-        m.running_mean.copy_(before)
-        got = pt2.compile(m)(x)
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(m.running_mean, mean_after_eager)
+        for i in range(3):
+            x = rand(2, 3, 4, 5, seed=i).to(dtype) * 2 + i
+            torch.testing.assert_close(c(x), ref(x), rtol=tol, atol=tol)
+        info = pt2.explain(copy.deepcopy(m))(x)
+    assert (info.graph_count, info.graph_break_count) == (1, 0), info.break_reasons
+    torch.testing.assert_close(m.running_mean, ref.running_mean, rtol=tol, atol=tol)
+    torch.testing.assert_close(m.running_var, ref.running_var, rtol=tol, atol=tol)
 
 
 # --- interpolate: nearest and bilinear in 2-d ----------------------------------------------------------
