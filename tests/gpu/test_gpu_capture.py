@@ -594,12 +594,13 @@ def test_native_norm_statistics_as_eager_cuda(dtype):
 
 @needs_cuda
 def test_batch_norm_modules_in_training_mode_cuda():
-    """A model left in training mode under no_grad: one graph updating the running statistics and
-    num_batches_tracked in place, call after call, as eager CUDA."""
+    """A model left in training mode under no_grad: one graph updating the running statistics (batch
+    and instance norms) and num_batches_tracked in place, call after call, as eager CUDA."""
     import copy
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-                            torch.nn.BatchNorm2d(8, momentum=0.3)).cuda().train()
+                            torch.nn.BatchNorm2d(8, momentum=0.3),
+                            torch.nn.InstanceNorm2d(8, track_running_stats=True, affine=True)).cuda().train()
     ref = copy.deepcopy(m)
     c = pt2.compile(m)
     with torch.no_grad():
