@@ -260,6 +260,23 @@ static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
+/* torch.polygamma(n, input) / Tensor.polygamma(n) of a float tensor and a constant n >= 0 (a negative n
+ * is eager's error: the C op's) */
+static bool polygamma_args(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool method) {
+    Var *n = method ? ARG(1, "n") : ARG(0, "n"), *x = method ? ARG(0, "input") : ARG(1, "input");
+    if (n_args + n_kw != 2 || !n || !is_tensor(x) || !pt2_dtype_is_float(x->dtype)) return false;
+    if (n->kind != V_CONST || !PyLong_Check(n->obj) || PyBool_Check(n->obj)) return false;
+    long v = PyLong_AsLong(n->obj);
+    PyErr_Clear();
+    return v >= 0 && v <= 64;
+}
+static bool polygamma_call(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    return polygamma_args(args, n_args, kw_names, kw_values, n_kw, false);
+}
+static bool polygamma_method(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    return polygamma_args(args, n_args, kw_names, kw_values, n_kw, true);
+}
+
 /* torch.cross(input, other, dim) with the dim given (without it eager takes the first dim of size 3,
  * with a deprecation warning: the C op's) */
 static bool cross_dim_given(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

@@ -1,5 +1,5 @@
 """Special functions pt2's capture traces in place of torch's C kernels (capture/polyfills.c): torch.lgamma,
-digamma, erfinv and i0 (and their torch.special names), written with the pointwise ops pt2 compiles, so
+digamma, polygamma, erfinv and i0 (and their torch.special names), written with the pointwise ops pt2 compiles, so
 that a graph holding one is not cut there.  Each is computed in float64 whatever the input's floating
 dtype and rounded once to it, with eager's values at the edges (poles, +-1, infinities, NaN).
 
@@ -9,6 +9,12 @@ dtype and rounded once to it, with eager's values at the edges (poles, +-1, infi
 - digamma: the recurrence psi(y) = psi(y + 10) - sum 1/(y + k), then the asymptotic series to y^-14;
   psi(x) = psi(1 - x) - pi / tan(pi x) for x < 1/2; -inf at +0 (+inf at -0) and NaN at the negative
   integers, as ATen's calc_digamma.
+- polygamma(n, x): digamma for n = 0; for n = 1 ATen's trigamma (six steps of the recurrence and its
+  asymptotic series, the reflection pi^2 / sin^2(pi x) - psi'(1 - x) below 1/2); for n >= 2
+  (-1)^(n+1) n! zeta(n + 1, x) with Cephes' Hurwitz zeta (ATen's) for x >= 1/2 and the reflection
+  psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x)) below, P_n the derivative polynomial of cot
+  made at trace time; +-inf at the poles as ATen's zeta.  Trigamma's sin(pi x) is ATen's, unreduced in
+  its type (float32 for float32 and the halves), whose rounding makes the value near the poles.
 - erfinv: M. Giles' single-precision approximation as the start of Newton steps in float64.  Of
   float32, float16 and bfloat16 tensors, three steps on erf(z) = |y|, where the nearest float32 to 1
   (1 - 6e-8) still leaves erf(z) - |y| well above its rounding noise.  Of float64 ones (|y| within
@@ -135,3 +141,105 @@ def i0(input):
     if input.dtype != torch.float64:  # eager's float32 arithmetic overflows in e^|x| first
         y = torch.where((x > _LOG_FLOAT32_MAX) & (x < math.inf), math.inf, y)  # i0(inf) is eager's NaN
     return y.to(input.dtype)
+
+
+def _trigamma(x, sin_pi_x):
+    """psi'(x) of a float64 tensor: ATen's calc_trigamma (six steps of the recurrence, then the asymptotic
+    series), with the reflection psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x) below 1/2; sin_pi_x is
+    sin(pi x) as ATen computes it (its rounding sets the value near the poles)."""
+    left = x < 0.5
+    s = sin_pi_x
+    reflected = torch.where(left, (math.pi * math.pi) / (s * s), 0.0)
+    y = torch.where(left, 1.0 - x, x)
+    series = 0.0
+    for _ in range(6):
+        series = series + 1.0 / (y * y)
+        y = y + 1.0
+    ixx = 1.0 / (y * y)
+    series = series + (1.0 + 1.0 / (2.0 * y) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / y
+    return torch.where(left, reflected - series, series)
+
+
+# Cephes' zeta: the Euler-Maclaurin tail's denominators (2k)! / B_2k
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15, 1.8152105401943546773e17,
+           -7.1661652561756670113e18)
+
+
+def _hurwitz_zeta(s, q):
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for a number s > 1 and a float64 tensor q >= 1/2:
+    Cephes' algorithm (ATen's zeta) with its ten terms summed, then its twelve Euler-Maclaurin terms."""
+    total = torch.pow(q, -s)
+    a = q
+    b = total
+    for _ in range(9):
+        a = a + 1.0
+        b = torch.pow(a, -s)
+        total = total + b
+    total = total + b * a / (s - 1.0) - 0.5 * b
+    fac, k = 1.0, 0.0
+    for c in _ZETA_A:
+        fac *= s + k
+        b = b / a
+        total = total + fac * b / c
+        k += 1.0
+        fac *= s + k
+        b = b / a
+        k += 1.0
+    return total
+
+
+def _cot_derivative(n):
+    """The coefficients (lowest power first) of P_n with d^n/dx^n cot(pi x) = pi^n P_n(cot(pi x)):
+    P_0(c) = c, P_(k+1)(c) = -(1 + c^2) P_k'(c)."""
+    p = [0, 1]
+    for _ in range(n):
+        d = [i * p[i] for i in range(1, len(p))] or [0]
+        q = [0] * (len(d) + 2)
+        for i, v in enumerate(d):
+            q[i] -= v
+            q[i + 2] -= v
+        p = q
+    return p
+
+
+def polygamma(n, input):
+    """torch.polygamma(n, x) for n >= 0 (polyfills.c takes only those): digamma for n = 0, ATen's
+    trigamma for n = 1, and for n >= 2 (-1)^(n+1) n! zeta(n + 1, x), Cephes' Hurwitz zeta for x >= 1/2
+    and below it the reflection psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x)).  In float64,
+    rounded once to the input's type.  At the poles (0, -1, -2, ...) +inf for odd n and -inf for even
+    n >= 2 (ATen's zeta is +inf there); trigamma takes sin(pi x) unreduced in ATen's type (float64, else
+    float32) as ATen does, so that near the poles (where that rounding is the value: a large finite one at
+    a negative integer) it gives eager's.  polygamma(n >= 2, +inf) is NaN as ATen's zeta makes it,
+    trigamma(+inf) 0."""
+    if n == 0:
+        return digamma(input)
+    x = input.to(torch.float64)
+    pole = (x <= 0) & (x == torch.floor(x))
+    if n == 1:
+        # ATen's sin(pi * x), unreduced, in the kernel's type: float64, or float32 (halves compute in it)
+        if input.dtype == torch.float64:
+            sin_pi_x = torch.sin(math.pi * x)
+        else:
+            sin_pi_x = torch.sin(input.float() * torch.tensor(math.pi, dtype=torch.float32)).to(torch.float64)
+        return _trigamma(x, sin_pi_x).to(input.dtype)
+    sign = 1.0 if n % 2 else -1.0
+    left = x < 0.5
+    q = torch.where(left, 1.0 - x, x)
+    right = (sign * math.factorial(n)) * _hurwitz_zeta(float(n + 1), q)
+    r = x - torch.round(x)  # cot(pi x) from the argument reduced to [-1/2, 1/2]
+    c = torch.cos(math.pi * r) / torch.sin(math.pi * r)
+    p = _cot_derivative(n)
+    poly = p[-1]
+    for coefficient in reversed(p[:-1]):
+        poly = poly * c + coefficient
+    reflected = (-1.0 if n % 2 else 1.0) * right - math.pi ** (n + 1) * poly
+    y = torch.where(left, reflected, right)
+    y = torch.where(pole, sign * math.inf, y)
+    y = torch.where(x == math.inf, math.nan, y)
+    return y.to(input.dtype)
+
+
+def polygamma_method(input, n):
+    """Tensor.polygamma(n)."""
+    return polygamma(n, input)

@@ -1,4 +1,4 @@
-"""Special functions (torch.lgamma, digamma, erfinv, i0, their torch.special names and Tensor methods)
+"""Special functions (torch.lgamma, digamma, polygamma, erfinv, i0, their torch.special names and Tensor methods)
 through pt2.compile against eager: one graph, no break.  pt2 traces python/pt2/_polyfills_special.py's
 float64 forms.  Wide grids (poles, negative non-integers, roots, tails, 1e300, +-inf, NaN, signed
 zeros), float64 within 1e-10 relative, float32 within its rounding, bfloat16 and float16; what the forms
@@ -39,6 +39,34 @@ def test_special_function_against_eager(name, dtype):
     x = grid(name).to(torch.float64).to(dtype)
     fn = getattr(torch, name)
     check(lambda t: fn(t), x, tol=TOL[dtype])
+
+
+def polygamma_grid(n):
+    """Steps of 0.01, the tails, the poles (+-inf from ATen's zeta for n >= 2; for trigamma a large finite
+    value made by sin(pi x)'s rounding, an ulp from a pole too, and +inf at 0), infinities and NaN."""
+    special = [0.5, 1.0, 2.0, 1e-8, 1e-3, -1e-3, 1e4, 1e8, -0.5, -2.5, -100.7, 0.0, -0.0, NAN, -1.0, -3.0, -INF, INF]
+    if n == 0:  # digamma's grid (float32 steps: the negative integers exact)
+        return torch.cat([torch.linspace(-30, 30, 6001).double(), torch.tensor(special, dtype=torch.float64)])
+    return torch.cat([torch.linspace(-30, 30, 6001, dtype=torch.float64), torch.logspace(-6, 10, 100, dtype=torch.float64),
+                      torch.tensor(special + [-8.000000000000002], dtype=torch.float64)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5])
+def test_polygamma_against_eager(n, dtype):
+    """polygamma(n, x): digamma, ATen's trigamma, and (-1)^(n+1) n! zeta(n + 1, x) with the reflection
+    below 1/2, through torch.polygamma, torch.special.polygamma and Tensor.polygamma."""
+    x = polygamma_grid(n).to(dtype)
+    tol = 1e-9 if dtype == torch.float64 else TOL[dtype]
+    check(lambda t: torch.polygamma(n, t), x, tol=tol)
+    check(lambda t: (torch.special.polygamma(n, t), t.polygamma(n)), x[::7].reshape(-1, 1)[:800].reshape(40, 20).t(), tol=tol)
+
+
+def test_polygamma_left_to_the_c_op():
+    """Integer inputs and a negative n stay the C op's (eager's result, or its error)."""
+    check(lambda t: torch.polygamma(2, t) * 2, torch.arange(1, 6), tol=1e-6, graphs=1, breaks=1)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda t: torch.polygamma(-1, t))(torch.rand(3))
 
 
 def test_erfinv_float64_tails():

@@ -1,6 +1,6 @@
 """Capture's Python forms on CUDA tensors against eager CUDA: torch.nn's fused fast paths (the encoder
 layer's, multi-head attention's), transposed and 3-d convolutions, special
-functions (lgamma, digamma, erfinv in f32 and f64, i0; erfc, an op), grouped_mm, kl_div, block_diag, order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
+functions (lgamma, digamma, polygamma, erfinv in f32 and f64, i0; erfc, an op), grouped_mm, kl_div, block_diag, order statistics (median, nanmedian, quantile; a sort and a gather), and index and scatter writes
 (index_add/copy/fill, scatter, scatter_add, scatter_reduce, index_put with one or several index tensors,
 x[:, idx] = v, in place on inputs).  Each function is one graph with no break (pt2.explain) and its CUDA results match eager's.
 The graphs these forms make compile for sm_90 without a GPU (the first test, which CI runs)."""
@@ -45,7 +45,8 @@ def _conv3d(x, w, b):
 
 
 def _special(x):
-    return torch.lgamma(x * 3), torch.digamma(x * 2 + 0.1), torch.erfinv(torch.tanh(x)), torch.i0(x * 5), torch.erfc(x * 3)
+    return (torch.lgamma(x * 3), torch.digamma(x * 2 + 0.1), torch.erfinv(torch.tanh(x)), torch.i0(x * 5), torch.erfc(x * 3),
+            torch.polygamma(1, x * 4 + 0.05), torch.polygamma(3, x * 4 + 0.05))
 
 
 def _special64(x):
