@@ -277,6 +277,14 @@ static bool polygamma_method(Var **args, int n_args, PyObject *kw_names, Var **k
     return polygamma_args(args, n_args, kw_names, kw_values, n_kw, true);
 }
 
+/* torch.special.xlog1py(input, other): two operands, a tensor and a tensor or number (two numbers are
+ * eager's error: the C op's) */
+static bool xlog1py_args(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input"), *y = ARG(1, "other");
+    if (n_args + n_kw != 2 || !x || !y || (!is_tensor(x) && !is_tensor(y))) return false;
+    return (is_tensor(x) || is_number(x)) && (is_tensor(y) || is_number(y));
+}
+
 /* torch.cross(input, other, dim) with the dim given (without it eager takes the first dim of size 3,
  * with a deprecation warning: the C op's) */
 static bool cross_dim_given(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

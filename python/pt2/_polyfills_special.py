@@ -243,3 +243,19 @@ def polygamma(n, input):
 def polygamma_method(input, n):
     """Tensor.polygamma(n)."""
     return polygamma(n, input)
+
+
+def xlog1py(input, other):
+    """torch.special.xlog1py(x, y): x * log1p(y), 0 where x is 0 (y not NaN), NaN where y is NaN, as ATen's
+    kernel; in the operands' promoted type (the default float for integers), a 16-bit type computed in
+    float32 and rounded once.  Either operand may be a number (polyfills.c takes a tensor and a tensor or
+    number)."""
+    dtype = torch.result_type(input, other)
+    if not dtype.is_floating_point:
+        dtype = torch.get_default_dtype()
+    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    device = input.device if isinstance(input, torch.Tensor) else other.device
+    x = input.to(compute) if isinstance(input, torch.Tensor) else torch.full((), input, dtype=compute, device=device)
+    y = other.to(compute) if isinstance(other, torch.Tensor) else torch.full((), other, dtype=compute, device=device)
+    r = torch.where(x == 0, 0.0, x * torch.log1p(y))
+    return torch.where(torch.isnan(y), math.nan, r).to(dtype)

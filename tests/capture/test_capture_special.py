@@ -1,4 +1,5 @@
-"""Special functions (torch.lgamma, digamma, polygamma, erfinv, i0, their torch.special names and Tensor methods)
+"""Special functions (torch.lgamma, digamma, polygamma, erfinv, i0, their torch.special names and Tensor methods;
+torch.special.xlog1py)
 through pt2.compile against eager: one graph, no break.  pt2 traces python/pt2/_polyfills_special.py's
 float64 forms.  Wide grids (poles, negative non-integers, roots, tails, 1e300, +-inf, NaN, signed
 zeros), float64 within 1e-10 relative, float32 within its rounding, bfloat16 and float16; what the forms
@@ -67,6 +68,23 @@ def test_polygamma_left_to_the_c_op():
     check(lambda t: torch.polygamma(2, t) * 2, torch.arange(1, 6), tol=1e-6, graphs=1, breaks=1)
     with pytest.raises(RuntimeError):
         pt2.compile(lambda t: torch.polygamma(-1, t))(torch.rand(3))
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float64, torch.float64), (torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
+                                    (torch.float16, torch.float32), (torch.int64, torch.float32), (torch.int32, torch.int64)])
+def test_xlog1py_against_eager(dtypes):
+    """torch.special.xlog1py: x log1p(y), 0 where x is 0 unless y is NaN, in the promoted type (the default
+    float for integers), broadcast, with a number on either side."""
+    xs = torch.tensor([0.0, -0.0, 1.0, -2.5, 3.0, 1e30, INF, -INF, NAN, 0.0, 2.0, 0.0]).reshape(-1, 1)
+    ys = torch.tensor([0.0, -1.0, -0.5, 1e-8, 3.0, INF, -2.0, NAN, 1e30, -INF, 5.0])
+    if not dtypes[0].is_floating_point:
+        xs = torch.arange(-5, 7).reshape(-1, 1)
+    if not dtypes[1].is_floating_point:
+        ys = torch.arange(-1, 10)
+    x, y = xs.to(dtypes[0]), ys.to(dtypes[1])
+    tol = 1e-12 if torch.float64 in dtypes else 1e-2 if torch.bfloat16 in dtypes else 2e-6
+    check(lambda a, b: torch.special.xlog1py(a, b), x, y, tol=tol)
+    check(lambda a: (torch.special.xlog1py(a, 0.5), torch.special.xlog1py(2, a.t() if a.dim() else a)), x, tol=tol)
 
 
 def test_erfinv_float64_tails():
