@@ -79,6 +79,10 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
  * scans, sorting).  Returns 0 on success, -1 on error, 1 if `op` is not one
  * of them. */
 int lower_extra(MlirOperation op, const Pt2OpInfo *info);
+
+/* The scans (lower_scan.c), which lower_extra calls. */
+typedef enum ScanKind { SCAN_SUM, SCAN_PROD, SCAN_LOGSUMEXP, SCAN_MAX, SCAN_MIN } ScanKind;
+int lower_scan(MlirOperation op, ScanKind kind);
 /* pt2.grouped_mm as the marked generic pt2-extern-blas calls libpt2rt for (lower_grouped_mm.c). */
 int lower_grouped_mm(MlirOperation op);
 

@@ -73,3 +73,43 @@ def test_a_thread_a_row(disable):
     # 1850 rows (the outer loop alone: the inner one, of one position, folded away); a copy into the
     # output after it (the scan's [rows, len, 1] buffer reshaped)
     assert kernels[0] == ((1, 32) if disable else (8, 256)), kernels
+
+
+@pytest.mark.parametrize("case", ["i32_counts", "f32_to_bf16", "prod_to_i64", "two_readers"])
+def test_a_conversion_read_in_the_scan(case):
+    """A pt2.convert that is a sum/product scan's only reader is stored converted by the scan's own loop
+    (lower_nn.c, scan_epilogue: MoE's expert offsets, int32 counts summed to int64 and converted back):
+    one kernel where two were, eager's values; a scan with another reader keeps its own output."""
+    g = pt2.Graph()
+    if case == "i32_counts":
+        x = torch.tensor([3, 0, 7, 1, 0, 0, 12, 5], dtype=torch.int32)
+        s = g.op("cumsum", g.input(x.dtype, tuple(x.shape)), dim=0)
+        outs = [g.op("convert", s, dtype=torch.int32)]
+        want = [torch.cumsum(x, 0).to(torch.int32)]
+    elif case == "f32_to_bf16":
+        x = torch.randn(6, 37, generator=torch.Generator().manual_seed(2)) * 100
+        s = g.op("cumsum", g.input(x.dtype, tuple(x.shape)), dim=1)
+        outs = [g.op("convert", s, dtype=torch.bfloat16)]
+        want = [torch.cumsum(x, 1).to(torch.bfloat16)]
+    elif case == "prod_to_i64":
+        x = torch.rand(9, 4, generator=torch.Generator().manual_seed(3)) * 3
+        s = g.op("cumprod", g.input(x.dtype, tuple(x.shape)), dim=0)
+        outs = [g.op("convert", s, dtype=torch.int64)]
+        want = [torch.cumprod(x, 0).to(torch.int64)]
+    else:
+        x = torch.arange(24, dtype=torch.int64).reshape(4, 6) - 7
+        s = g.op("cumsum", g.input(x.dtype, tuple(x.shape)), dim=1)
+        outs = [g.op("convert", s, dtype=torch.int32), g.op("mul", s, s)]
+        c = torch.cumsum(x, 1)
+        want = [c.to(torch.int32), c * c]
+    g.outputs(*outs)
+    sim = gpusim.Simulator(gpusim.mapped_text(PT2_OPT, g.text(), ""), warp_order="reverse")
+    got = [torch.from_numpy(np.array(o)) for o in sim.run([x.numpy()])]
+    assert not sim.races, sim.races
+    for a, b in zip(got, want):
+        if b.dtype == torch.bfloat16:  # the simulator holds bf16 values in float32 arrays
+            assert torch.equal(a.to(torch.bfloat16).float(), a), (case, a)
+            a = a.to(torch.bfloat16)
+        assert a.dtype == b.dtype and torch.equal(a, b), (case, a, b)
+    if case != "two_readers":
+        assert len(sim.kernels) == 1, [(k.blocks, k.threads) for k in sim.kernels]

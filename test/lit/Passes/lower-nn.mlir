@@ -105,6 +105,24 @@ func.func @cumsum_i8(%x: tensor<3x7x2xi8>) -> tensor<3x7x2xi64> {
 
 // -----
 
+// A pt2.convert that is the scan's only reader is stored converted by the
+// scan's own loop (lower_scan.c: MoE's expert offsets); the convert is left
+// reading int32 values, an identity.
+// CHECK-LABEL: func.func @cumsum_converted
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %[[ACC:.*]] = %{{.*}}) -> (tensor<1x8x1xi32>, i64)
+// CHECK: %[[SUM:.*]] = arith.addi %[[ACC]]
+// CHECK: %[[NARROW:.*]] = arith.trunci %[[SUM]] : i64 to i32
+// CHECK: tensor.insert %[[NARROW]]
+// CHECK-NOT: arith.trunci
+// CHECK: return
+func.func @cumsum_converted(%x: tensor<8xi32>) -> tensor<8xi32> {
+  %0 = "pt2.cumsum"(%x) {dim = 0 : i64} : (tensor<8xi32>) -> tensor<8xi64>
+  %1 = "pt2.convert"(%0) {dtype = i32} : (tensor<8xi64>) -> tensor<8xi32>
+  return %1 : tensor<8xi32>
+}
+
+// -----
+
 // cummax carries the running value (from the first element) and its index
 // beside the two results; x takes over where it is NaN or >= a running value
 // that is not NaN (the last index of equal values).
