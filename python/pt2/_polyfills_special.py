@@ -227,8 +227,11 @@ def polygamma(n, input):
     left = x < 0.5
     q = torch.where(left, 1.0 - x, x)
     right = (sign * math.factorial(n)) * _hurwitz_zeta(float(n + 1), q)
-    r = x - torch.round(x)  # cot(pi x) from the argument reduced to [-1/2, 1/2]
-    c = torch.cos(math.pi * r) / torch.sin(math.pi * r)
+    # cot(pi x) from the argument reduced to [-1/2, 1/2], its cosine as the sine of the distance to 1/2:
+    # exactly 0 at the half-integers, where a rounded cos(pi / 2) times P_n's large odd coefficients
+    # would swamp the (small) value for even n
+    r = x - torch.round(x)
+    c = torch.sin(math.pi * (0.5 - torch.abs(r))) / torch.sin(math.pi * r)
     p = _cot_derivative(n)
     poly = p[-1]
     for coefficient in reversed(p[:-1]):
