@@ -691,7 +691,9 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     }
     bool inplace = base[0] && (tensor_method_rule(base) || polyfill_has_method(base) || strcmp(name, "copy_") == 0 ||
                                strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
-    if (tensor_method_rule(name) || inplace || polyfill_has_method(name)) {
+    /* x.__getitem__ / x.__setitem__: the subscript and the item assignment (values.c, tensor_method_call) */
+    bool subscript = strcmp(name, "__getitem__") == 0 || strcmp(name, "__setitem__") == 0;
+    if (tensor_method_rule(name) || inplace || subscript || polyfill_has_method(name)) {
         Var *m = var_new(t, V_METHOD);
         m->self = x;
         PyObject *s = PyUnicode_FromString(name);

@@ -573,3 +573,30 @@ def test_list_slice_assignment_and_deletion():
     pt2.reset()
     with pytest.raises(ValueError, match="extended slice"):
         pt2.compile(lambda t: [t, t].__setitem__(slice(None, None, 2), [t, t]))(x)
+
+
+def test_tensor_dunder_item_methods_and_unbound_tensor_methods():
+    """x.__getitem__(i) / x.__setitem__(i, v) and torch.Tensor.__getitem__(x, i) (OpInfo's __getitem__,
+    libraries that call the base class's methods unbound) are the subscript and the item assignment:
+    one graph, eager's values, an input written in place as eager writes it."""
+    def get(x):
+        return torch.Tensor.__getitem__(x, (slice(None), 2)) * 2 + x.__getitem__((slice(1, 3), 0)).sum()
+
+    def put(x, z):
+        y = x.clone()
+        y.__setitem__((slice(None), 1), 7.0)
+        torch.Tensor.__setitem__(z, 1, x[0, :5])
+        return y + torch.Tensor.add(z.sum(), 1)
+
+    x = torch.arange(24.0).reshape(4, 6)
+    for f, args in ((get, (x,)), (put, (x, torch.zeros(3, 5)))):
+        pt2.reset()
+        want_args = [a.clone() for a in args]
+        want = f(*want_args)
+        got_args = [a.clone() for a in args]
+        got = pt2.compile(f)(*got_args)
+        torch.testing.assert_close(got, want)
+        for a, b in zip(got_args, want_args):
+            torch.testing.assert_close(a, b)
+        e = pt2.explain(f)(*[a.clone() for a in args])
+        assert (e.graph_count, e.graph_break_count) == (1, 0), e.break_reasons
