@@ -536,6 +536,8 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 /* A call of pt2._polyfills.<py_name> (a rule's fallback for what its op does not cover: F.pad's
  * other modes). */
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+Var *python_function_form(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                          bool *handled);
 /* A call of a wrapper capture follows its own way (lru_cache, autograd.Function.apply, dict.fromkeys, a
  * Sequential's slice: wrappers.c); *handled false for any other callable. */
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);

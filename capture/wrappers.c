@@ -327,6 +327,11 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
     }
     const char *form = callable->kind == V_FUNCTION && o ? functional_form(o) : NULL;
     if (form) return polyfill_form(t, form, args, n_args, kw_names, kw_values, n_kw);
+    if (callable->kind == V_FUNCTION && o) {
+        bool by_form;
+        Var *r = python_function_form(t, o, args, n_args, kw_names, kw_values, n_kw, &by_form); /* polyfills.c */
+        if (by_form) return r;
+    }
     if ((callable->kind == V_OBJECT || callable->kind == V_CALLABLE) && o && !callable->fresh) {
         if (PyCFunction_Check(o) && PyCFunction_GET_SELF(o) == (PyObject *)&PyDict_Type &&
             strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, "fromkeys") == 0) {

@@ -33,7 +33,7 @@ from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquanti
 from ._polyfills_special import digamma, erfinv, i0, lgamma, polygamma, polygamma_method, xlog1py  # noqa: F401  (special functions)
 from ._polyfills_tensor import *  # noqa: F401,F403  (float predicates, numpy's stacks and flips, vector products)
 from ._polyfills_wrappers import (  # noqa: F401  (capture/wrappers.c; itertools)
-    autograd_function_apply, dict_fromkeys, itertools_chain, itertools_product, weight_norm)
+    associative_scan, autograd_function_apply, dict_fromkeys, itertools_chain, itertools_product, weight_norm)
 
 
 def _attention(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type):

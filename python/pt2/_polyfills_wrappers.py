@@ -74,3 +74,37 @@ def itertools_chain(*iterables):
         for v in it:
             out.append(v)
     return iter(out)
+
+
+def associative_scan(combine_fn, xs, dim, reverse=False, combine_mode="pointwise"):
+    """torch._higher_order_ops.associative_scan (Mamba's selective scan under a compiler): eager's argument
+    checks, then combine_fn on one element pair after another along dim, each element without the
+    scanned dim as torch's vmap hands it (so any combine_fn means what it means to eager), the results
+    stacked; reverse scans from the end.  The order in which an associative combine_fn is applied is
+    eager's choice (a tree), so floats may differ by roundings.  capture/polyfills.c takes only a tensor
+    or a tuple/list of tensors of one length of at most 64 along dim."""
+    single = isinstance(xs, torch.Tensor)
+    leaves = [xs] if single else list(xs)
+    if combine_mode not in ("pointwise", "generic"):
+        raise ValueError(f"Combine_mode must either 'pointwise' or 'generic', but got {combine_mode}")
+    if combine_mode == "pointwise" and not all(x.device.type in ("cuda", "xpu") for x in leaves):
+        raise ValueError("For combine_mode='pointwise', all input tensors need to be on CUDA or XPU")
+    d = dim if dim >= 0 else dim + leaves[0].dim()
+    moved = [torch.movedim(x, d, 0) for x in leaves]
+    if reverse:
+        moved = [torch.flip(x, [0]) for x in moved]
+
+    def pack(items):
+        return items[0] if single else tuple(items) if isinstance(xs, tuple) else list(items)
+
+    acc = [x[0] for x in moved]
+    outs = [[a] for a in acc]
+    for i in range(1, moved[0].shape[0]):
+        r = combine_fn(pack(acc), pack([x[i] for x in moved]))
+        acc = [r] if single else list(r)
+        for o, a in zip(outs, acc):
+            o.append(a)
+    results = [torch.stack(o, 0) for o in outs]
+    if reverse:
+        results = [torch.flip(r, [0]) for r in results]
+    return pack([torch.movedim(r, 0, d) for r in results])
