@@ -170,3 +170,27 @@ Var *h_grouped_mm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
     if (w->sizes[0] == 0) return trace_break(t, "grouped_mm() with no groups (pt2.grouped_mm needs one; left to eager)");
     return op3(t, "grouped_mm", a, w, offs, "%s", "");
 }
+
+/* transformers' custom op `transformers::grouped_mm_fallback(input, weight, offs)` (its MoE experts in
+ * float32, where it does not call torch._grouped_mm): zeros, then for each group i with rows
+ * offs[i-1] <= s < offs[i], input[rows] @ weight[i] (a torch.mm a group) — pt2.grouped_mm's meaning,
+ * rows past the last group 0 as the zeros it starts from.  Offsets as transformers makes them (a cumsum
+ * of counts: nondecreasing, as torch._grouped_mm requires too), int32 or int64 (converted); operands of
+ * one float type.  Anything else is the custom op's (a break). */
+Var *grouped_mm_fallback_call(Trace *t, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    static const RuleEntry entry = {"transformers.grouped_mm_fallback", NULL, NULL, "grouped_mm_fallback", "input, weight, offs"};
+    const RuleEntry *e = &entry;
+    BIND(NULL);
+    Var *a = arg(&b, "input"), *w = arg(&b, "weight"), *offs = arg(&b, "offs");
+    if (!a || !w || !offs || a->kind != V_TENSOR || w->kind != V_TENSOR || offs->kind != V_TENSOR) {
+        return trace_break(t, "transformers.grouped_mm_fallback of non-tensors");
+    }
+    bool floats = (a->dtype == PT2_F32 || a->dtype == PT2_BF16 || a->dtype == PT2_F16) && w->dtype == a->dtype;
+    bool shapes = a->rank == 2 && w->rank == 3 && a->sizes[1] == w->sizes[1] && offs->rank == 1 && offs->sizes[0] == w->sizes[0] &&
+                  w->sizes[0] > 0;
+    if (!floats || !shapes || (offs->dtype != PT2_I32 && offs->dtype != PT2_I64)) {
+        return trace_break(t, "transformers.grouped_mm_fallback of these types or shapes (the custom op's)");
+    }
+    Var *o = offs->dtype == PT2_I32 ? offs : convert_to(t, offs, PT2_I32);
+    return o ? op3(t, "grouped_mm", a, w, o, "%s", "") : NULL;
+}

@@ -538,6 +538,7 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 Var *python_function_form(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                           bool *handled);
+Var *grouped_mm_fallback_call(Trace *t, Var **args, int n, PyObject *kwn, Var **kwv, int nkw); /* rules_einsum.c */
 /* A call of a wrapper capture follows its own way (lru_cache, autograd.Function.apply, dict.fromkeys, a
  * Sequential's slice: wrappers.c); *handled false for any other callable. */
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);

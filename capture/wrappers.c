@@ -446,6 +446,10 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
     PyObject *qual = packet ? PyObject_GetAttrString(o, "_qualified_op_name") : schema ? PyObject_GetAttrString(schema, "name") : NULL;
     Py_XDECREF(schema);
     const char *q = qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : NULL;
+    if (q && strcmp(q, "transformers::grouped_mm_fallback") == 0) { /* rules_einsum.c */
+        Py_XDECREF(qual);
+        return grouped_mm_fallback_call(t, args, n_args, kw_names, kw_values, n_kw);
+    }
     char name[96] = "";
     if (q && strncmp(q, "aten::", 6) == 0 && q[6] != '_' && strlen(q + 6) < sizeof name) snprintf(name, sizeof name, "%s", q + 6);
     Py_XDECREF(qual);

@@ -114,3 +114,18 @@ def test_no_groups_left_to_eager():
     info = pt2.explain(fn)(*args)
     assert info.graph_break_count == 1 and "no groups" in str(info.break_reasons[0]), info.break_reasons
     assert pt2.compile(fn)(*args).shape == (16, 16)
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("offs_dtype", [torch.int32, torch.int64])
+def test_transformers_grouped_mm_fallback(dtype, offs_dtype):
+    """transformers' custom op transformers::grouped_mm_fallback (its MoE experts where it does not call
+    torch._grouped_mm: float32) is one pt2.grouped_mm: groups of odd sizes, an empty one, rows past the
+    last group (zeros, as the op's own), int32 and int64 offsets."""
+    pytest.importorskip("transformers.integrations.moe")  # registers the op
+    dt, tol = DTYPES[dtype]
+    a, w = randn(40, 24, dtype=dt, seed=1), randn(4, 24, 9, dtype=dt, seed=2)
+    offs = offsets([7, 0, 20, 9]).to(offs_dtype)  # rows 36..39 past the last group
+    check(lambda a, w, o: torch.ops.transformers.grouped_mm_fallback(a, w, offs=o) * 2, a, w, offs, tol=tol)
+    check(lambda a, w, o: torch.ops.transformers.grouped_mm_fallback(a, w.transpose(1, 2).contiguous().transpose(1, 2), o),
+          a, w, offs, tol=tol)
