@@ -295,7 +295,8 @@ static bool associative_scan_ok(Var **args, int n_args, PyObject *kw_names, Var 
     if (!fn || !xs || !dim || n_args + n_kw > 5 || !const_int(dim, &d)) return false;
     if (rev && !(rev->kind == V_CONST && PyBool_Check(rev->obj))) return false;
     Var *one[1] = {xs};
-    Var **leaves = xs->kind == V_TENSOR ? one : (xs->kind == V_TUPLE || xs->kind == V_LIST) && !xs->obj ? xs->items : NULL;
+    bool sequence = (xs->kind == V_TUPLE || xs->kind == V_LIST) && !xs->obj;
+    Var **leaves = xs->kind == V_TENSOR ? one : sequence ? xs->items : NULL;
     int n = xs->kind == V_TENSOR ? 1 : leaves ? xs->n_items : 0;
     int64_t len = -1;
     for (int i = 0; i < n; ++i) {

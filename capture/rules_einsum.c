@@ -178,7 +178,8 @@ Var *h_grouped_mm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
  * of counts: nondecreasing, as torch._grouped_mm requires too), int32 or int64 (converted); operands of
  * one float type.  Anything else is the custom op's (a break). */
 Var *grouped_mm_fallback_call(Trace *t, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    static const RuleEntry entry = {"transformers.grouped_mm_fallback", NULL, NULL, "grouped_mm_fallback", "input, weight, offs"};
+    static const RuleEntry entry = {"transformers.grouped_mm_fallback", NULL, NULL, "grouped_mm_fallback",
+                                    "input, weight, offs"};
     const RuleEntry *e = &entry;
     BIND(NULL);
     Var *a = arg(&b, "input"), *w = arg(&b, "weight"), *offs = arg(&b, "offs");
@@ -186,8 +187,8 @@ Var *grouped_mm_fallback_call(Trace *t, Var **args, int n, PyObject *kwn, Var **
         return trace_break(t, "transformers.grouped_mm_fallback of non-tensors");
     }
     bool floats = (a->dtype == PT2_F32 || a->dtype == PT2_BF16 || a->dtype == PT2_F16) && w->dtype == a->dtype;
-    bool shapes = a->rank == 2 && w->rank == 3 && a->sizes[1] == w->sizes[1] && offs->rank == 1 && offs->sizes[0] == w->sizes[0] &&
-                  w->sizes[0] > 0;
+    bool shapes = a->rank == 2 && w->rank == 3 && a->sizes[1] == w->sizes[1] && offs->rank == 1 &&
+                  offs->sizes[0] == w->sizes[0] && w->sizes[0] > 0;
     if (!floats || !shapes || (offs->dtype != PT2_I32 && offs->dtype != PT2_I64)) {
         return trace_break(t, "transformers.grouped_mm_fallback of these types or shapes (the custom op's)");
     }

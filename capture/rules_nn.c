@@ -439,14 +439,19 @@ static Var *batch_statistics_norm(Trace *t, Var *x, Var *w, Var *bias, double ep
  * (biased * n / (n - 1), n the values a channel), computed in float32 (or
  * the statistics' float64) and stored in the running statistics' dtype.
  * stats: the batch's biased variance and mean, shaped [1, C, 1, ...]. */
-static bool update_running_stats(Trace *t, Var *running_mean, Var *running_var, Var **stats, int64_t n, double momentum) {
+static bool update_running_stats(Trace *t, Var *running_mean, Var *running_var, Var **stats, int64_t n,
+                                 double momentum) {
     Var *targets[2] = {running_var, running_mean};
     for (int i = 0; i < 2; ++i) {
         Var *run = targets[i];
-        if (!stats[i] || run->kind != V_TENSOR || run->rank != 1) return trace_break(t, "batch_norm's running statistics are not vectors"), false;
+        if (!stats[i] || run->kind != V_TENSOR || run->rank != 1) {
+            return trace_break(t, "batch_norm's running statistics are not vectors"), false;
+        }
         Pt2DType compute = run->dtype == PT2_F64 ? PT2_F64 : PT2_F32;
         Var *batch = convert_to(t, reshape_to(t, stats[i], &run->sizes[0], 1), compute);
-        if (batch && i == 0) batch = op2(t, "mul", batch, scalar_tensor(t, (double)n / (double)(n - 1), compute), "%s", "");
+        if (batch && i == 0) { /* the unbiased variance */
+            batch = op2(t, "mul", batch, scalar_tensor(t, (double)n / (double)(n - 1), compute), "%s", "");
+        }
         Var *old = convert_to(t, run, compute);
         Var *a = batch ? op2(t, "mul", batch, scalar_tensor(t, momentum, compute), "%s", "") : NULL;
         Var *c = old ? op2(t, "mul", old, scalar_tensor(t, 1.0 - momentum, compute), "%s", "") : NULL;
@@ -479,11 +484,15 @@ Var *h_batch_norm(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn
                            "of one value a channel");
     }
     double momentum = 0.1;
-    if (training && mean) { /* the running statistics get updated: a momentum number, counts the unbiased variance divides */
+    if (training && mean) { /* the running statistics get updated: a momentum number, counts the variance divides */
         Var *m = arg(&b, "momentum");
-        if (m && (m->kind != V_CONST || !var_is_number(m))) return trace_break(t, "batch_norm in training mode with a momentum that is not a number");
+        if (m && (m->kind != V_CONST || !var_is_number(m))) {
+            return trace_break(t, "batch_norm in training mode with a momentum that is not a number");
+        }
         if (!arg_float(t, &b, "momentum", 0.1, &momentum)) return NULL;
-        if (per_channel < 2) return trace_break(t, "batch_norm in training mode of one value a channel (eager's unbiased variance divides by 0)");
+        if (per_channel < 2) {
+            return trace_break(t, "batch_norm in training mode of one value a channel (eager's unbiased variance divides by 0)");
+        }
     }
     /* parameters of the input's dtype, or float32 ones for a half input (eager's mixed type); any
      * other mix eager refuses ("all inputs must share same datatype"): the C op raises it */

@@ -710,8 +710,8 @@ static Var *weakref_call(Trace *t, Var *ref) {
 
 /* self.name(*args) of a tensor: its rule, its Python form, or an in-place op; `__getitem__` and
  * `__setitem__` called by name are the subscript and the item assignment the bytecode makes. */
-static Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
-                               int n_kw) {
+static Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names,
+                               Var **kw_values, int n_kw) {
     if (strcmp(name, "__getitem__") == 0 && n_args == 1 && n_kw == 0) return trace_subscript(t, self, args[0]);
     if (strcmp(name, "__setitem__") == 0 && n_args == 2 && n_kw == 0) {
         trace_mutated(t, self);
@@ -794,7 +794,9 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
             Var *r = tagged_method_call(t, callable, args, n_args, kw_names, kw_values, n_kw, &handled);
             if (handled) return r;
         }
-        if (callable->self->kind == V_TENSOR) return tensor_method_call(t, name, callable->self, args, n_args, kw_names, kw_values, n_kw);
+        if (callable->self->kind == V_TENSOR) {
+            return tensor_method_call(t, name, callable->self, args, n_args, kw_names, kw_values, n_kw);
+        }
         return container_method(t, callable->self, name, args, n_args, kw_names, kw_values, n_kw);
     }
     default: break;
