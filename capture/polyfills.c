@@ -288,8 +288,8 @@ static bool xlog1py_args(Var **args, int n_args, PyObject *kw_names, Var **kw_va
 /* torch's associative_scan(combine_fn, xs, dim, reverse, combine_mode) over a tensor or a tuple/list
  * of tensors, each with the scanned dim, of one length of at most 64 there: its form calls combine_fn
  * on one element pair after another (vmap's semantics, unbatched), so its graph grows with the length
- * (a longer scan stays torch's function: a break at its vmap) */
-static bool associative_scan_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+ * (a longer scan stays torch's function: a break at its vmap); wrappers.c's python_form asks */
+bool associative_scan_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *fn = ARG(0, "combine_fn"), *xs = ARG(1, "xs"), *dim = ARG(2, "dim"), *rev = ARG(3, "reverse");
     int64_t d;
     if (!fn || !xs || !dim || n_args + n_kw > 5 || !const_int(dim, &d)) return false;
@@ -779,23 +779,6 @@ static void resolve(void) {
     PyErr_Clear();
     Py_XDECREF(torch);
     Py_XDECREF(mod);
-}
-
-/* Python functions of torch followed as a form of pt2's instead of their own code (wrappers.c asks):
- * the form's Var, with *handled, or NULL without it. */
-Var *python_function_form(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
-                          bool *handled) {
-    static PyObject *scan;
-    static bool looked;
-    *handled = false;
-    if (!looked) {
-        looked = true;
-        scan = pt2_import_attr("torch._higher_order_ops.associative_scan", "associative_scan");
-        PyErr_Clear();
-    }
-    if (!scan || fn != scan || !associative_scan_ok(args, n_args, kw_names, kw_values, n_kw)) return NULL;
-    *handled = true;
-    return polyfill_form(t, "associative_scan", args, n_args, kw_names, kw_values, n_kw);
 }
 
 Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,

@@ -606,8 +606,52 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
 }
 
 /*===----------------------------------------------------------------------===*
- * Tensor attributes
+ * Tensor methods and attributes
  *===----------------------------------------------------------------------===*/
+
+/* self.name(*args) of a tensor: its rule, its Python form, or an in-place op; `__getitem__` and
+ * `__setitem__` called by name are the subscript and the item assignment the bytecode makes. */
+Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names,
+                        Var **kw_values, int n_kw) {
+    if (strcmp(name, "__getitem__") == 0 && n_args == 1 && n_kw == 0) return trace_subscript(t, self, args[0]);
+    if (strcmp(name, "__setitem__") == 0 && n_args == 2 && n_kw == 0) {
+        trace_mutated(t, self);
+        return trace_setitem_tensor(t, self, args[0], args[1]) ? var_none(t) : NULL;
+    }
+    const RuleEntry *rule = tensor_method_rule(name);
+    Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
+    with_self[0] = self;
+    memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
+    if (!rule) {
+        bool handled;
+        Var *r = polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
+        if (handled) return r;
+        return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+    }
+    return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
+}
+
+/* A slot wrapper or method descriptor of torch's tensor base class called unbound on a tensor
+ * (`torch.Tensor.__getitem__(x, i)`): the method of that name on x (pt2 traces plain tensors only,
+ * whose methods are the base class's); NULL where it is not one. */
+const char *tensor_descriptor_name(PyObject *o, Var **args, int n_args) {
+    static PyTypeObject *base;
+    if (!base) {
+        PyObject *b = pt2_import_attr("torch._C", "TensorBase");
+        PyErr_Clear();
+        if (!b || !PyType_Check(b)) {
+            Py_XDECREF(b);
+            return NULL;
+        }
+        base = (PyTypeObject *)b;
+    }
+    PyTypeObject *owner = NULL;
+    if (PyObject_TypeCheck(o, &PyWrapperDescr_Type)) owner = ((PyWrapperDescrObject *)o)->d_common.d_type;
+    if (PyObject_TypeCheck(o, &PyMethodDescr_Type)) owner = ((PyMethodDescrObject *)o)->d_common.d_type;
+    if (!owner || owner != base || n_args < 1 || args[0]->kind != V_TENSOR) return NULL;
+    PyObject *name = ((PyDescrObject *)o)->d_name;
+    return name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+}
 
 Var *tensor_attr(Trace *t, Var *x, const char *name) {
     /* a name torch.Tensor does not define (x.norm_ for a method that has no
@@ -691,7 +735,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     }
     bool inplace = base[0] && (tensor_method_rule(base) || polyfill_has_method(base) || strcmp(name, "copy_") == 0 ||
                                strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
-    /* x.__getitem__ / x.__setitem__: the subscript and the item assignment (values.c, tensor_method_call) */
+    /* x.__getitem__ / x.__setitem__: the subscript and the item assignment (tensor_method_call above) */
     bool subscript = strcmp(name, "__getitem__") == 0 || strcmp(name, "__setitem__") == 0;
     if (tensor_method_rule(name) || inplace || subscript || polyfill_has_method(name)) {
         Var *m = var_new(t, V_METHOD);

@@ -83,6 +83,8 @@ Var *reshape_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 /* The same for a broadcast (expand) to shape. */
 Var *expand_internal(Trace *t, Var *x, const int64_t *shape, int rank);
 Var *convert_to(Trace *t, Var *x, Pt2DType dt);
+/* ones or zeros of x's dtype shaped like a missing affine parameter (rules_nn.c) */
+Var *ones_or_zeros(Trace *t, Var *x, const int64_t *shape, int rank, double v);
 /* dim d of a rank-`rank` tensor counted from 0, or -1 (and a break naming it) out of range. */
 int norm_dim(Trace *t, int64_t d, int rank);
 /* torch.result_type over tensors and Python numbers (at most 8; NULL entries skipped), through

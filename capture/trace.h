@@ -536,9 +536,13 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
 /* A call of pt2._polyfills.<py_name> (a rule's fallback for what its op does not cover: F.pad's
  * other modes). */
 Var *polyfill_form(Trace *t, const char *py_name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
-Var *python_function_form(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
-                          bool *handled);
+bool associative_scan_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw); /* polyfills.c */
 Var *grouped_mm_fallback_call(Trace *t, Var **args, int n, PyObject *kwn, Var **kwv, int nkw); /* rules_einsum.c */
+/* self.name(*args) of a tensor, and the name of a torch.Tensor method called unbound on a tensor (NULL
+ * for any other callable) (rules_ops.c) */
+Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names,
+                        Var **kw_values, int n_kw);
+const char *tensor_descriptor_name(PyObject *o, Var **args, int n_args);
 /* A call of a wrapper capture follows its own way (lru_cache, autograd.Function.apply, dict.fromkeys, a
  * Sequential's slice: wrappers.c); *handled false for any other callable. */
 Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool *handled);

@@ -124,22 +124,33 @@ static Var *module_to_unchanged(Trace *t, Var **args, int n_args, PyObject *kw_n
     return r;
 }
 
-/* Functions of torch.nn.functional whose C op returns more than F keeps (embedding_bag's three tensors
- * of the kernel's bookkeeping, adaptive max pooling's indices): followed as the form in
- * pt2/_polyfills_nn.py that computes what F returns; NULL for any other function. */
-static const char *functional_form(PyObject *fn) {
-    static const char *const names[][2] = {{"embedding_bag", "embedding_bag"}, {"_adaptive_max_pool1d", "adaptive_max_pool1d"},
-                                           {"_adaptive_max_pool2d", "adaptive_max_pool2d"}, {"_adaptive_max_pool3d", "adaptive_max_pool3d"}};
-    enum { N = sizeof names / sizeof names[0] };
+/* Python functions of torch followed as a form of pt2's (pt2/_polyfills*.py) instead of their own code:
+ * functions of torch.nn.functional whose C op returns more than F keeps (embedding_bag's three tensors of
+ * the kernel's bookkeeping, adaptive max pooling's indices: the form computes what F returns), and
+ * torch's associative_scan (its vmap; the form calls the combine one element pair at a time) where
+ * polyfills.c's check takes the call.  The form's name, or NULL for any other function or call. */
+static const char *python_form(PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    typedef bool (*Accepts)(Var **, int, PyObject *, Var **, int);
+    static const struct {
+        const char *module, *name, *form;
+        Accepts accepts;
+    } rows[] = {{"torch.nn.functional", "embedding_bag", "embedding_bag", NULL},
+                {"torch.nn.functional", "_adaptive_max_pool1d", "adaptive_max_pool1d", NULL},
+                {"torch.nn.functional", "_adaptive_max_pool2d", "adaptive_max_pool2d", NULL},
+                {"torch.nn.functional", "_adaptive_max_pool3d", "adaptive_max_pool3d", NULL},
+                {"torch._higher_order_ops.associative_scan", "associative_scan", "associative_scan", associative_scan_ok}};
+    enum { N = sizeof rows / sizeof rows[0] };
     static PyObject *fns[N];
     static bool resolved;
     if (!resolved) {
         resolved = true;
-        for (int i = 0; i < N; ++i) fns[i] = pt2_import_attr("torch.nn.functional", names[i][0]);
+        for (int i = 0; i < N; ++i) fns[i] = pt2_import_attr(rows[i].module, rows[i].name);
         PyErr_Clear();
     }
     for (int i = 0; i < N; ++i) {
-        if (fns[i] && fn == fns[i]) return names[i][1];
+        if (fns[i] && fn == fns[i]) {
+            return !rows[i].accepts || rows[i].accepts(args, n_args, kw_names, kw_values, n_kw) ? rows[i].form : NULL;
+        }
     }
     return NULL;
 }
@@ -325,13 +336,8 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
     if (callable->kind == V_FUNCTION && o && is_autograd_function_apply(o)) {
         return polyfill_form(t, "autograd_function_apply", args, n_args, kw_names, kw_values, n_kw);
     }
-    const char *form = callable->kind == V_FUNCTION && o ? functional_form(o) : NULL;
+    const char *form = callable->kind == V_FUNCTION && o ? python_form(o, args, n_args, kw_names, kw_values, n_kw) : NULL;
     if (form) return polyfill_form(t, form, args, n_args, kw_names, kw_values, n_kw);
-    if (callable->kind == V_FUNCTION && o) {
-        bool by_form;
-        Var *r = python_function_form(t, o, args, n_args, kw_names, kw_values, n_kw, &by_form); /* polyfills.c */
-        if (by_form) return r;
-    }
     if ((callable->kind == V_OBJECT || callable->kind == V_CALLABLE) && o && !callable->fresh) {
         if (PyCFunction_Check(o) && PyCFunction_GET_SELF(o) == (PyObject *)&PyDict_Type &&
             strcmp(((PyCFunctionObject *)o)->m_ml->ml_name, "fromkeys") == 0) {

@@ -80,6 +80,11 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
  * of them. */
 int lower_extra(MlirOperation op, const Pt2OpInfo *info);
 
+/* A ranked tensor type of `rank` sizes and element type `elem` (lower_nn.c, lower_scan.c). */
+static inline MlirType ranked_tensor(MlirContext ctx, int rank, const int64_t *sizes, MlirType elem) {
+    return mlirRankedTensorTypeGet(rank, sizes, elem, mlirAttributeGetNull());
+}
+
 /* The scans (lower_scan.c), which lower_extra calls. */
 typedef enum ScanKind { SCAN_SUM, SCAN_PROD, SCAN_LOGSUMEXP, SCAN_MAX, SCAN_MIN } ScanKind;
 int lower_scan(MlirOperation op, ScanKind kind);

@@ -31,10 +31,6 @@
  * Helpers
  *===----------------------------------------------------------------------===*/
 
-static MlirType tensor_of(MlirContext ctx, int rank, const int64_t *sizes, MlirType elem) {
-    return mlirRankedTensorTypeGet(rank, sizes, elem, mlirAttributeGetNull());
-}
-
 static const char *parallel_iterators(int n) {
     static const char p[] = "pppppppppppppppp";
     return p + (sizeof p - 1 - (size_t)n);
@@ -128,7 +124,7 @@ static MlirValue pad_dims(Builder *b, MlirValue x, int h, const int64_t lo[2], c
     PadBody body = {x, value, t.rank, h, {lo[0], lo[1]}, {t.sizes[h], t.sizes[h + 1]}};
     MapText m;
     const char *maps[1] = {map_loops(&m, t.rank, t.rank, -1, -1)};
-    MlirValue init = build_empty(b, tensor_of(b->ctx, t.rank, padded, elem_type(x)));
+    MlirValue init = build_empty(b, ranked_tensor(b->ctx, t.rank, padded, elem_type(x)));
     return mlirOperationGetResult(build_generic(b, 0, NULL, 1, &init, maps, parallel_iterators(t.rank), pad_body, &body), 0);
 }
 
@@ -138,7 +134,7 @@ static MlirValue pad_spatial(Builder *b, MlirValue x, const int64_t lo[2], const
 
 /* A dense constant tensor of float type ct (f32 or f64) from doubles. */
 static MlirValue const_float_tensor(Builder *b, MlirType ct, int rank, const int64_t *sizes, const double *values) {
-    MlirType tt = tensor_of(b->ctx, rank, sizes, ct);
+    MlirType tt = ranked_tensor(b->ctx, rank, sizes, ct);
     int64_t n = 1;
     for (int i = 0; i < rank; ++i) n *= sizes[i];
     MlirAttribute dense;
@@ -282,7 +278,7 @@ static MlirValue build_conv2d(Builder *b, MlirOperation op, MlirValue x, bool ch
         c_ = 7;
     }
     MlirValue inputs[2] = {lower_reshape_value(b, xp, &xg), lower_reshape_value(b, w, &wg)};
-    MlirValue init = build_filled(b, tensor_of(b->ctx, 5, acc_sizes, ct), const_scalar(b, ct, 0));
+    MlirValue init = build_filled(b, ranked_tensor(b->ctx, 5, acc_sizes, ct), const_scalar(b, ct, 0));
     MapText mx, mw, mo;
     map_begin(&mx, 8);
     map_result(&mx, "d%d", n_);
@@ -303,7 +299,7 @@ static MlirValue build_conv2d(Builder *b, MlirOperation op, MlirValue x, bool ch
     MlirOperation conv = build_generic(b, 2, inputs, 1, &init, maps, "ppppprrr", conv_body, &ct);
     mark_conv(conv, s.stride, s.pad, s.dil, s.groups, channels_last);
     MlirValue acc = lower_reshape_value(b, mlirOperationGetResult(conv, 0), &out);
-    return build_epilogue(b, acc, NULL, tensor_of(b->ctx, 4, out.sizes, elem));
+    return build_epilogue(b, acc, NULL, ranked_tensor(b->ctx, 4, out.sizes, elem));
 }
 
 static int lower_conv2d(MlirOperation op) {
@@ -400,7 +396,7 @@ static MlirValue build_window_reduce(Builder *b, MlirValue xp, const Window *w, 
     map_result(&mk, "d%d", nb + 2);
     map_result(&mk, "d%d", nb + 3);
     const char *maps[3] = {map_end(&mx), map_end(&mk), map_loops(&mo, n_loops, nb + 2, -1, -1)};
-    MlirValue inputs[2] = {xp, build_empty(b, tensor_of(b->ctx, 2, w->kernel, elem_type(init)))};
+    MlirValue inputs[2] = {xp, build_empty(b, ranked_tensor(b->ctx, 2, w->kernel, elem_type(init)))};
     char iters[PT2_MAX_RANK + 5];
     snprintf(iters, sizeof iters, "%srr", parallel_iterators(nb + 2));
     return mlirOperationGetResult(build_generic(b, 2, inputs, 1, &init, maps, iters, body, user), 0);
@@ -506,7 +502,7 @@ static int lower_pool(MlirOperation op, const Pt2OpInfo *info) {
         r = build_window_reduce(&b, xp, &w, init, max_pool_body, &body);
     } else {
         MlirValue xp = pad_spatial(&b, x, w.pad, w.padded, const_scalar(&b, elem, 0));
-        MlirValue init = build_filled(&b, tensor_of(b.ctx, out.rank, out.sizes, ct), const_scalar(&b, ct, 0));
+        MlirValue init = build_filled(&b, ranked_tensor(b.ctx, out.rank, out.sizes, ct), const_scalar(&b, ct, 0));
         bool adaptive = info->id == PT2_OP_ADAPTIVE_AVG_POOL2D;
         MlirValue sum = build_window_reduce(&b, xp, &w, init, adaptive ? adaptive_sum_body : sum_pool_body, &body);
         bool count_include_pad = true;
@@ -618,15 +614,15 @@ static int lower_sort(MlirOperation op, const Pt2OpInfo *info) {
     MapText mi, mj;
     const char *rank_maps[3] = {map_loops(&mi, n_loops, t.rank, -1, -1), map_loops(&mj, n_loops, t.rank, dim, t.rank), mi.text};
     MlirValue pair[2] = {x, x};
-    MlirValue rank0 = build_filled(&b, tensor_of(b.ctx, t.rank, t.sizes, i64), const_int(&b, i64, 0));
+    MlirValue rank0 = build_filled(&b, ranked_tensor(b.ctx, t.rank, t.sizes, i64), const_int(&b, i64, 0));
     MlirValue ranks = mlirOperationGetResult(build_generic(&b, 2, pair, 1, &rank0, rank_maps, iters, rank_body, &body), 0);
     /* inverse permutation: loops (output dims..., i) */
     const char *pick_maps[4] = {mj.text, mj.text, mi.text, mi.text};
     MlirValue pick_in[2] = {ranks, x};
     MlirType bits = type_is_float(elem) ? mlirIntegerTypeGet(b.ctx, mlirFloatTypeGetWidth(elem)) : elem;
     MlirValue pick_out[2] = {
-        build_filled(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, i64), const_int(&b, i64, 0)),
-        build_filled(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, bits), const_int(&b, bits, 0)),
+        build_filled(&b, ranked_tensor(b.ctx, flat_out.rank, flat_out.sizes, i64), const_int(&b, i64, 0)),
+        build_filled(&b, ranked_tensor(b.ctx, flat_out.rank, flat_out.sizes, bits), const_int(&b, bits, 0)),
     };
     MlirOperation pick = build_generic(&b, 2, pick_in, 2, pick_out, pick_maps, iters, pick_body, &body);
     MlirValue picked = mlirOperationGetResult(pick, 1);
@@ -634,7 +630,7 @@ static int lower_sort(MlirOperation op, const Pt2OpInfo *info) {
         char m[256];
         map_identity(m, sizeof m, flat_out.rank);
         const char *maps[2] = {m, m};
-        MlirValue init = build_empty(&b, tensor_of(b.ctx, flat_out.rank, flat_out.sizes, elem));
+        MlirValue init = build_empty(&b, ranked_tensor(b.ctx, flat_out.rank, flat_out.sizes, elem));
         picked = mlirOperationGetResult(
             build_generic(&b, 1, &picked, 1, &init, maps, iterators_parallel(flat_out.rank), bitcast_body, &elem), 0);
     }

@@ -9,10 +9,6 @@
 
 #include "lower.h"
 
-static MlirType tensor_of(MlirContext ctx, int rank, const int64_t *sizes, MlirType elem) {
-    return mlirRankedTensorTypeGet(rank, sizes, elem, mlirAttributeGetNull());
-}
-
 /*===----------------------------------------------------------------------===*
  * Cumulative sum and product
  *===----------------------------------------------------------------------===*/
@@ -157,9 +153,9 @@ int lower_scan(MlirOperation op, ScanKind kind) {
         s.ct = mlirTypeIsAF32(s.out_elem) ? mlirF64TypeGet(b.ctx) : compute_type_for(b.ctx, s.out_elem);
     }
     int n = scan_has_index(&s) ? 2 : 1;
-    MlirValue inits[2] = {build_empty(&b, tensor_of(b.ctx, 3, view.sizes, s.store_elem))};
+    MlirValue inits[2] = {build_empty(&b, ranked_tensor(b.ctx, 3, view.sizes, s.store_elem))};
     if (n == 2) {
-        inits[1] = build_empty(&b, tensor_of(b.ctx, 3, view.sizes, mlirIntegerTypeGet(b.ctx, 64)));
+        inits[1] = build_empty(&b, ranked_tensor(b.ctx, 3, view.sizes, mlirIntegerTypeGet(b.ctx, 64)));
     }
     MlirOperation loop = {NULL};
     if (s.len > 0) {

@@ -159,13 +159,14 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     if use_input_stats:
         dims = tuple(range(2, input.dim()))
         mean = x.mean(dims, keepdim=True)
-        inv = torch.rsqrt(torch.var(x, dims, correction=0, keepdim=True) + eps)
+        var = torch.var(x, dims, correction=0, keepdim=True)
+        inv = torch.rsqrt(var + eps)
         kept = (weight if weight is not None else input).dtype
         if running_mean is not None:
-            n = x[0, 0].numel()
+            n = math.prod(x.shape[2:])
             stat = torch.float64 if running_mean.dtype == torch.float64 else torch.float32
             batch_mean = mean.reshape(mean.shape[0], -1).to(stat).mean(0)
-            batch_var = torch.var(x, dims, correction=0).to(stat).mean(0) * (n / (n - 1))
+            batch_var = var.reshape(var.shape[0], -1).to(stat).mean(0) * (n / (n - 1))
             running_mean.copy_(momentum * batch_mean + (1 - momentum) * running_mean.to(stat))
             running_var.copy_(momentum * batch_var + (1 - momentum) * running_var.to(stat))
         if kept in (torch.float16, torch.bfloat16):
