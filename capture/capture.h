@@ -108,8 +108,6 @@ bool pt2_trace_accept_device(Trace *t, int code, const char *name);
 int pt2_tensor_device(PyObject *tensor, char *name, size_t cap);
 /* torch.device of the graph (tensor.device in the trace); new reference. */
 PyObject *pt2_trace_device_object(void);
-/* Whether a device string ("cpu", "cuda", "cuda:0") is the graph's device. */
-bool pt2_trace_device_matches(Trace *t, PyObject *device);
 /* The device code (PT2_DEVICE_CPU, a CUDA index or PT2_DEVICE_UNSET) of a
  * device argument as torch.device() takes it; *name its printable name.
  * "cuda" without an index: the current device, guarded in `t` (a graph on

@@ -51,6 +51,9 @@ typedef struct Pt2CompiledFn {
     Pt2CudaGraphs *graphs;
     bool cuda_graph_failed;
     bool graph_deferred; /* a capture was put off (logged once) */
+    /* CPU scalars passed to a CUDA graph (places.c): copied to the device at each call */
+    bool *input_host;
+    int n_host_inputs;
     /* PT2_LOGS=gpu-host: calls, their host time in compiled_call, and in libpt2's launch */
     uint64_t host_skipped, host_calls;
     double host_seconds, host_launch_seconds;
@@ -108,6 +111,7 @@ static void compiled_dealloc(Pt2CompiledFn *self) {
     PyMem_Free(self->output_dtypes);
     results_free(&self->results);
     PyMem_Free(self->input_itemsize);
+    PyMem_Free(self->input_host);
     PyMem_Free(self->input_guard);
     Py_XDECREF(self->globals);
     Py_XDECREF(self->name);
@@ -357,6 +361,23 @@ static void raise_run_error(Pt2CompiledFn *self) {
     PyErr_Format(type, "%s (pt2: in the compiled graph of %U)", pt2GetLastError(), self->name);
 }
 
+/* The inputs of a call with its CPU scalars copied to the graph's device
+ * (x.cuda(device): eager's kernels read a CPU scalar as a number, the graph
+ * reads device memory), their pointers in ptrs; NULL with an exception set. */
+static PyObject **host_inputs_to_device(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs) {
+    PyObject **r = PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
+    if (!r) return (PyObject **)PyErr_NoMemory();
+    for (int i = 0; i < self->n_inputs; ++i) {
+        r[i] = self->input_host[i] ? PyObject_CallMethod(inputs[i], "cuda", "i", self->device) : Py_NewRef(inputs[i]);
+        if (!r[i] || (self->input_host[i] && pt2_tensor_data(r[i], &ptrs[i]) != 0)) {
+            for (int k = 0; k <= i; ++k) Py_XDECREF(r[k]);
+            PyMem_Free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
 static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Pt2CompiledFn *self = (Pt2CompiledFn *)callable;
     (void)kwnames;
@@ -373,6 +394,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     PyObject *result = NULL;
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
+    PyObject **on_device = NULL; /* the inputs with CPU scalars copied to the device, if any */
     if (self->gpu && gpu_host_logging < 0) gpu_host_logging = pt2_log_enabled("gpu-host");
     double t_call = self->gpu && gpu_host_logging ? pt2_monotonic_seconds() : 0;
     PyObject **fetched = self->input_guard ? guards_fetched(self->guards, args, n_slots) : NULL;
@@ -402,6 +424,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         all_contiguous = all_contiguous && self->input_contiguous[got_in];
     }
     if (self->input_guard) guards_done_fetching(self->guards);
+    if (self->n_host_inputs && !(on_device = host_inputs_to_device(self, inputs, ptrs))) goto done;
     if (self->results.n_writeback && inputs_alias_mutated(self, ptrs)) {
         /* eager semantics for aliased arguments (f(x, x) mutating one): run eagerly */
         PyObject *tuple = PyTuple_New(n_slots);
@@ -415,7 +438,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
         goto done;
     }
     if (self->gpu) {
-        if (gpu_call(self, inputs, ptrs, outputs, &got_out) != 0) goto done;
+        if (gpu_call(self, on_device ? on_device : inputs, ptrs, outputs, &got_out) != 0) goto done;
         for (int j = 0; j < self->n_outputs; ++j) {
             if (eager_view(self, outputs, j) != 0) goto done;
         }
@@ -472,6 +495,8 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     /* inputs written back, attribute assignments, containers passed in, the return value */
     result = results_replay(&self->results, inputs, outputs, &env, self->name);
 done:
+    for (int i = 0; on_device && i < self->n_inputs; ++i) Py_XDECREF(on_device[i]);
+    PyMem_Free(on_device);
     for (int i = 0; i < got_in; ++i) Py_XDECREF(inputs[i]);
     for (int i = 0; i < got_out; ++i) Py_XDECREF(outputs[i]);
     if (inputs != stack_in) PyMem_Free(inputs);
@@ -695,8 +720,11 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->input_sizes = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof *self->input_sizes);
     self->input_ranks = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(int));
     self->input_itemsize = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(size_t));
+    self->input_host = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(bool));
     for (int i = 0; i < self->n_inputs; ++i) {
         Var *in = t->inputs[i];
+        self->input_host[i] = self->gpu && trace_place(t, in->graph_input) == PLACE_HOST_SCALAR;
+        self->n_host_inputs += self->input_host[i];
         self->inputs[i] = csource_copy(in->source);
         self->input_ranks[i] = in->rank;
         self->input_itemsize[i] = pt2DTypeSize(in->dtype);

@@ -135,13 +135,6 @@ int pt2_device_code(Trace *t, PyObject *device_like, char *name, size_t cap) {
     return code;
 }
 
-/* Whether a device argument names the device of the graph being traced (the
- * CPU while no tensor has fixed it). */
-bool pt2_trace_device_matches(Trace *t, PyObject *device) {
-    int code = pt2_device_code(t, device, NULL, 0);
-    return trace_device < 0 ? code == PT2_DEVICE_CPU : code == trace_device;
-}
-
 bool pt2_env_list_has(const char *list, const char *item) {
     if (!list) return false;
     size_t n = strlen(item);
@@ -166,6 +159,7 @@ static void trace_free(Trace *t) {
     PyMem_Free(t->containers);
     PyMem_Free(t->synced);
     PyMem_Free(t->iters);
+    PyMem_Free(t->places);
     Py_XDECREF(t->refs);
     if (t->graph) pt2GraphDestroy(t->graph);
 }
@@ -267,6 +261,7 @@ Pt2CompileOutcome pt2_compile_frame(const Pt2FrameInputs *in, Pt2CompiledFrame *
     queries_refresh();
     Trace t;
     memset(&t, 0, sizeof t);
+    t.factory_place = -1;
     t.ctx = pt2_capture_context();
     if (!t.ctx) {
         PyErr_Format(PyExc_RuntimeError, "pt2: cannot create the compiler context: %s", pt2GetLastError());

@@ -273,6 +273,8 @@ Var *trace_assign_inplace(Trace *t, Var *x, Var *value, const char *what) {
         if (!value) return NULL;
     }
     if (value->kind != V_TENSOR) return trace_break(t, "in-place %s with a non-tensor result", what);
+    value = places_move(t, value, var_on_host(t, x)); /* x stays on its device (places.c) */
+    if (!value) return NULL;
     /* the views from x up to the storage's base must each be written through,
      * and every view of the storage taken again: checked before anything changes */
     Var *path[64];

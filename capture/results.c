@@ -24,6 +24,7 @@ typedef enum OutKind {
     OUT_GRAPH, OUT_INPUT, OUT_CONST, OUT_TUPLE, OUT_LIST, OUT_DICT, OUT_TYPED, OUT_SOURCE, OUT_SET, OUT_OBJECT,
     OUT_ALIAS, /* children[0].detach(): another tensor object over the same memory (x.detach(), x.data) */
     OUT_CLONE, /* children[0].clone(): a distinct tensor of the same values (y after x.copy_(y)) */
+    OUT_HOST,  /* children[0].cpu(): a CPU tensor of a CUDA graph (places.c) */
     OUT_REPLAYED, /* what a replayed side effect made, in its slot (a ContextVar Token) */
     OUT_VIEW, /* children[0].as_strided(sizes, strides, its storage offset + offset), obj the three:
                  a view of an input returned (x[0], x.t(), x.view(...)), as eager's is */
@@ -42,15 +43,16 @@ struct OutNode {
     int n;
 };
 
-static PyObject *str_copy_, *str_detach, *str_clone, *str_as_strided, *str_storage_offset;
+static PyObject *str_copy_, *str_detach, *str_clone, *str_cpu, *str_as_strided, *str_storage_offset;
 
 int results_init(void) {
     str_copy_ = PyUnicode_InternFromString("copy_");
     str_detach = PyUnicode_InternFromString("detach");
     str_clone = PyUnicode_InternFromString("clone");
+    str_cpu = PyUnicode_InternFromString("cpu");
     str_as_strided = PyUnicode_InternFromString("as_strided");
     str_storage_offset = PyUnicode_InternFromString("storage_offset");
-    return str_copy_ && str_detach && str_clone && str_as_strided && str_storage_offset ? 0 : -1;
+    return str_copy_ && str_detach && str_clone && str_cpu && str_as_strided && str_storage_offset ? 0 : -1;
 }
 
 static int n_children(const OutNode *n) { return n->kind == OUT_DICT && !n->obj ? 2 * n->n : n->n; }
@@ -273,6 +275,7 @@ static int collect(Collect *c, Var *v, OutNode *n, int depth) {
         }
         if (input_view(c, v, n) != 0) return n->kind == OUT_VIEW ? 0 : -1;
         int i = graph_output(c, v);
+        if (var_host_in_device_graph(t, v)) return derived_tensor(c, v, n, OUT_HOST, OUT_GRAPH, i);
         Var *owner = c->graph_owners[i];
         if (owner == v) {
             n->kind = OUT_GRAPH;
@@ -453,6 +456,12 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
     case OUT_ALIAS: case OUT_CLONE: {
         PyObject *base = build_value(&n->children[0], b);
         PyObject *r = base ? PyObject_CallMethodNoArgs(base, n->kind == OUT_ALIAS ? str_detach : str_clone) : NULL;
+        Py_XDECREF(base);
+        return r;
+    }
+    case OUT_HOST: {
+        PyObject *base = build_value(&n->children[0], b);
+        PyObject *r = base ? PyObject_CallMethodNoArgs(base, str_cpu) : NULL;
         Py_XDECREF(base);
         return r;
     }

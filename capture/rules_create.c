@@ -10,19 +10,19 @@
 #include "rules_util.h"
 
 /* The device a factory (torch.zeros, arange, eye, tensor, *_like) makes its
- * tensor on must be the graph's: its device= argument, else the input's for
- * *_like, else torch's default device (the CPU: pt2.compile runs code under
- * a TorchFunctionMode such as torch.set_default_device eagerly).  The first
- * factory of a graph with no tensor yet fixes the graph's device; a factory
- * for another device ends the graph (eager would make a tensor there, and
- * a graph runs on one device).  device="cuda" is the current CUDA device,
- * guarded (pt2_device_code). */
+ * tensor on: its device= argument, else the input's for *_like and new_*,
+ * else torch's default device (the CPU: pt2.compile runs code under a
+ * TorchFunctionMode such as torch.set_default_device eagerly).  A CUDA
+ * device fixes a graph with no device yet (another one ends the graph:
+ * a graph runs on one device); the CPU makes a host value (places.c) in a
+ * graph on a CUDA device or none yet, a plain one in a CPU graph.
+ * device="cuda" is the current CUDA device, guarded (pt2_device_code). */
 bool pt2_trace_accept_device(Trace *t, int code, const char *name); /* compiler.c */
 int pt2_device_code(Trace *t, PyObject *device_like, char *name, size_t cap);
 static bool device_ok(Trace *t, Var *dev, const char *op, bool like) {
     if (!dev || (dev->kind == V_CONST && dev->obj == Py_None)) {
-        if (like) return true; /* the input's device, the graph's */
-        return pt2_trace_accept_device(t, PT2_DEVICE_CPU, "cpu");
+        places_factory(t, like ? PLACE_LIKE : PLACE_HOST);
+        return true;
     }
     if (dev->kind != V_CONST) return trace_break(t, "%s(device=...) not known at trace time", op), false;
     char name[64];
@@ -33,7 +33,13 @@ static bool device_ok(Trace *t, Var *dev, const char *op, bool like) {
         return false;
     }
     if (code == PT2_DEVICE_UNSET) return trace_break(t, "%s(device=%s): a device pt2 does not compile for", op, name), false;
-    return pt2_trace_accept_device(t, code, name);
+    if (code == PT2_DEVICE_CPU) {
+        places_factory(t, PLACE_HOST);
+        return true;
+    }
+    if (!pt2_trace_accept_device(t, code, name)) return false;
+    places_factory(t, PLACE_DEVICE);
+    return true;
 }
 
 static bool factory_device(Trace *t, Bound *b, const char *op, bool like) { return device_ok(t, arg(b, "device"), op, like); }

@@ -115,7 +115,6 @@ Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, 
     return int_const(t, x->rank); /* dim / ndimension */
 }
 
-bool pt2_trace_device_matches(Trace *t, PyObject *device); /* compiler.c */
 
 /* x.to(dtype, memory_format=...) (dtype PT2_DTYPE_INVALID: x's own): x
  * itself where eager returns it, else a copy with eager's strides. */
@@ -133,35 +132,42 @@ Var *h_to(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **
     Pt2DType dt = PT2_DTYPE_INVALID;
     Var *rest = b.v[1];
     bool copy = false;
-    int bools = 0;
+    int bools = 0, target = -2; /* places_target's: 1 the host, 0 the graph's device; -2 none given */
     for (int i = 0; rest && i < rest->n_items; ++i) {
         Var *a = rest->items[i];
         if (a->kind == V_CONST && PyBool_Check(a->obj) && bools++ == 1) copy = a->obj == Py_True; /* (non_blocking, copy) */
-        if (a->kind == V_TENSOR) {
+        if (a->kind == V_TENSOR) { /* x.to(other): other's dtype and device */
             dt = a->dtype;
+            target = var_on_host(t, a) ? 1 : 0;
         } else if (a->kind == V_CONST && dtype_of_torch(a->obj) != PT2_DTYPE_INVALID) {
             dt = dtype_of_torch(a->obj);
         } else if (a->kind == V_CONST && (PyUnicode_Check(a->obj) || strcmp(Py_TYPE(a->obj)->tp_name, "torch.device") == 0)) {
-            if (!pt2_trace_device_matches(t, a->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
+            target = places_target(t, a->obj, "to()");
         } else if (a->kind == V_CONST && PyBool_Check(a->obj)) {
             /* non_blocking/copy positionally */
         } else {
             return trace_break(t, "to(): unsupported argument");
         }
+        if (target == -1) return NULL;
     }
     Pt2DType kw_dt;
     if (!arg_dtype(t, &b, "dtype", &kw_dt)) return NULL;
     if (kw_dt != PT2_DTYPE_INVALID) dt = kw_dt;
     Var *dev = arg(&b, "device");
-    if (dev) {
-        if (!dev->obj || !pt2_trace_device_matches(t, dev->obj)) return trace_break(t, "to(): moving to a device other than the graph's");
+    if (dev && !(dev->kind == V_CONST && dev->obj == Py_None)) {
+        if (!dev->obj) return trace_break(t, "to(device=...) not known at trace time");
+        if ((target = places_target(t, dev->obj, "to()")) < 0) return NULL;
     }
+    /* another device than x's: a copy on it (places.c), which then needs no other */
+    Var *moved = target >= 0 ? places_move(t, x, target == 1) : x;
+    if (!moved) return NULL;
     bool kw_copy;
     if (!arg_bool(t, &b, "copy", copy, &kw_copy)) return NULL;
+    if (moved != x) kw_copy = false;
     if (kw_copy && x->kind == V_TENSOR && (dt == PT2_DTYPE_INVALID || dt == x->dtype)) {
         return in_memory_format(t, x, arg(&b, "memory_format"), LAYOUT_CLONE); /* copy=True: new memory, as clone() */
     }
-    return cast_in_memory_format(t, x, dt, arg(&b, "memory_format"));
+    return cast_in_memory_format(t, moved, dt, arg(&b, "memory_format"));
 }
 
 /* x.type(dtype) casts; x.type() is the legacy type name ('torch.FloatTensor'). */
@@ -200,7 +206,8 @@ Var *h_cast(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (!x) return NULL;
     if (strcmp(e->op, "type_as") == 0) {
         Var *o = arg(&b, "other");
-        return o && o->kind == V_TENSOR ? convert_to(t, x, o->dtype) : trace_break(t, "type_as() needs a tensor");
+        if (!o || o->kind != V_TENSOR) return trace_break(t, "type_as() needs a tensor");
+        return convert_to(t, places_move(t, x, var_on_host(t, o)), o->dtype); /* other's type: its device too */
     }
     return cast_in_memory_format(t, x, pt2DTypeFromName(e->op), arg(&b, "memory_format"));
 }

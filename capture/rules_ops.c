@@ -681,8 +681,9 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     if (strcmp(name, "ndim") == 0) return int_const(t, x->rank);
     int pt2_trace_device(void);             /* compiler.c: the graph's device, a CUDA index or < 0 */
     PyObject *pt2_trace_device_object(void);
-    if (strcmp(name, "is_cuda") == 0) return var_const(t, pt2_trace_device() >= 0 ? Py_True : Py_False);
-    if (strcmp(name, "is_cpu") == 0) return var_const(t, pt2_trace_device() >= 0 ? Py_False : Py_True);
+    bool on_device = pt2_trace_device() >= 0 && !var_on_host(t, x); /* a CPU tensor of a CUDA graph: places.c */
+    if (strcmp(name, "is_cuda") == 0) return var_const(t, on_device ? Py_True : Py_False);
+    if (strcmp(name, "is_cpu") == 0) return var_const(t, on_device ? Py_False : Py_True);
     if (strcmp(name, "is_sparse") == 0 || strcmp(name, "is_quantized") == 0 || strcmp(name, "is_meta") == 0 ||
         strcmp(name, "is_nested") == 0) { /* nested tensors never become graph inputs (no shape) */
         return var_const(t, Py_False);
@@ -695,7 +696,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
                                 : Py_False);
     }
     if (strcmp(name, "device") == 0) {
-        return const_result(t, pt2_trace_device_object(), "torch.device");
+        return const_result(t, places_device_object(t, x), "torch.device");
     }
     if (strcmp(name, "layout") == 0) { /* graph tensors are dense (sparse ones never enter a trace) */
         PyObject *strided = pt2_import_attr("torch", "strided");

@@ -606,7 +606,7 @@ bool fold_numbers(Trace *t, PyObject *fn, Var **args, int n, PyObject *kwargs, V
     for (int i = 0; i < n; ++i) {
         if (!foldable(args[i])) return false;
     }
-    *out = fold_call(t, fn, args, n, kwargs);
+    *out = places_fold_result(t, fold_call(t, fn, args, n, kwargs), args, n);
     return true;
 }
 

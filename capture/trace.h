@@ -291,6 +291,11 @@ typedef struct Trace {
     } *warns;
     int n_warns, cap_warns;
     bool partial;        /* compiling the graph before a break (breaks.c) */
+    /* Where each graph value lives (places.c): PLACE_* by value id, and the
+     * place a factory's device argument gave (-1: none), for rule_apply */
+    uint8_t *places;
+    int cap_places;
+    int factory_place;
     /* The exception type a `raise` in the traced code ended the trace with
      * (borrowed: a built-in type), or NULL: iteration through __getitem__
      * ends on IndexError instead of breaking. */
@@ -503,6 +508,24 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
 /* Capture rules (rules.c): how a torch function, Tensor method, builtin or
  * nn.Module call becomes graph ops.  rule_for returns NULL if the callable
  * has no rule. */
+/* Where a graph value lives (places.c): the graph's device, the host (a CPU
+ * tensor of a CUDA graph; HOST_SCALAR: a 0-d one, which mixes with CUDA
+ * tensors as eager's CPU scalars do), or any (constants: where they are used).
+ * PLACE_LIKE: a factory's result on its tensor argument's device. */
+enum { PLACE_ANY, PLACE_DEVICE, PLACE_HOST, PLACE_HOST_SCALAR, PLACE_LIKE };
+int trace_place(Trace *t, int value);
+void trace_set_place(Trace *t, int value, int place);
+bool var_on_host(Trace *t, const Var *x);              /* a CPU tensor (in any graph) */
+bool var_host_in_device_graph(Trace *t, const Var *x); /* a CPU tensor of a CUDA graph */
+PyObject *places_device_object(Trace *t, const struct Var *x); /* x.device (new reference) */
+int places_of_op(Trace *t, const char *op, int n, const int *operands); /* -1: broken (devices mixed) */
+void places_set_results(Trace *t, int place, int n, const int *results);
+void places_factory(Trace *t, int place);
+struct Var *places_mark_factory(Trace *t, struct Var *r, int saved, int first_new, struct Var **args, int n_args);
+struct Var *places_fold_result(Trace *t, struct Var *r, struct Var **args, int n);
+struct Var *places_move(Trace *t, struct Var *x, bool to_host);
+int places_target(Trace *t, PyObject *device, const char *what); /* 1 host, 0 the graph's device, -1 broken */
+
 typedef struct RuleEntry RuleEntry;
 const RuleEntry *rule_for(PyObject *callable);
 const RuleEntry *tensor_method_rule(const char *name);

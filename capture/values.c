@@ -231,6 +231,8 @@ void *trace_break(Trace *t, const char *fmt, ...) {
 
 int trace_op(Trace *t, const char *op, int n, const int *operands, const char *attrs, int *out_results, int max_results) {
     int results[4];
+    int place = places_of_op(t, op, n, operands); /* places.c: host, device or any */
+    if (place < 0) return -1;
     int r = pt2GraphAddOp(t->graph, op, n, operands, attrs ? attrs : "", out_results ? out_results : results,
                           out_results ? max_results : 4);
     if (r < 0) {
@@ -238,6 +240,7 @@ int trace_op(Trace *t, const char *op, int n, const int *operands, const char *a
         return -1;
     }
     t->n_ops++;
+    places_set_results(t, place, r, out_results ? out_results : results);
     return out_results ? out_results[0] : results[0];
 }
 
@@ -346,8 +349,17 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     if (ty != (PyTypeObject *)tensor_type && ty != (PyTypeObject *)parameter_type) {
         return trace_break(t, "tensor subclass %s is not supported", ty->tp_name);
     }
-    bool pt2_trace_accept_tensor(Trace *t, PyObject *tensor); /* compiler.c: one device per graph (CPU or one GPU) */
-    if (!pt2_trace_accept_tensor(t, value)) return NULL;
+    /* read as its guard will read it on every call (tensor_meta.c) */
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(value, &m) != 0) {
+        PyErr_Clear();
+        return trace_break(t, "cannot read the tensor's dtype, shape and strides");
+    }
+    /* one device per graph (compiler.c), but for CPU scalars: a 0-d CPU tensor
+     * passed to a graph on a CUDA device (or none yet) is copied there at each
+     * call (places.c, compiled.c) */
+    bool host = m.device == PT2_DEVICE_CPU && m.rank == 0 && pt2_trace_device() != PT2_DEVICE_CPU;
+    if (!host && !pt2_trace_accept_tensor(t, value)) return NULL;
     PyObject *sparse = PyObject_GetAttrString(value, "layout");
     PyObject *strided = PyObject_GetAttrString(torch_module, "strided");
     bool dense = sparse && sparse == strided;
@@ -355,12 +367,6 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     Py_XDECREF(strided);
     PyErr_Clear();
     if (!dense) return trace_break(t, "sparse or non-strided tensor");
-    /* read as its guard will read it on every call (tensor_meta.c) */
-    Pt2TensorMeta m;
-    if (pt2_tensor_meta(value, &m) != 0) {
-        PyErr_Clear();
-        return trace_break(t, "cannot read the tensor's dtype, shape and strides");
-    }
     if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint16, float8, ...)");
     if (m.neg_view) return trace_break(t, "a negative view (z.conj().imag; resolve_neg() makes a plain tensor)");
     if (m.wrapped) return trace_break(t, "a tensor of a torch.func transform (vmap, grad, jvp): the transform runs it");
@@ -376,6 +382,7 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     if (m.rank < 0) return trace_break(t, "tensor of rank > %d", PT2_MAX_RANK);
     trace_guard(t, G_TENSOR, source, (PyObject *)ty, 0);
     GuardSpec *g = &t->guards[t->n_guards - 1];
+    g->n = host; /* guards.c: a CPU tensor, whatever the graph's device */
     g->dtype = m.dtype;
     g->requires_grad = m.requires_grad;
     g->rank = m.rank;
@@ -387,6 +394,7 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     for (int j = 0; j < m.rank; ++j) physical[j] = m.sizes[permuted ? order[j] : j];
     int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, physical);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    trace_set_place(t, id, host ? PLACE_HOST_SCALAR : PLACE_DEVICE);
     /* the tensor's own strides, in the input's dim order: the builder
      * derives eager's strides of everything computed from them */
     int64_t physical_strides[PT2_MAX_RANK];

@@ -1,7 +1,8 @@
 """transformers' architectures of bench/hf_coverage.py on the CUDA device, against eager CUDA (a probe for
 scripts/gpu-check's PT2_GPU_CHECK_SCRIPT): $HF_COVERAGE_JOBS processes (default 8), the rows into
 $OUT/hf-coverage-cuda.json and the report into $OUT/hf-coverage-cuda.log; then, where $OPINFO_DTYPES is set,
-bench/probes/opinfo_gpu.py for those dtypes."""
+bench/probes/opinfo_gpu.py for those dtypes, and where $MOE_MODELS is set, bench/probes/moe_gpu.py for those
+models (into $OUT/moe-gpu.log)."""
 import os
 import subprocess
 import sys
@@ -19,3 +20,7 @@ print(f"hf_coverage on cuda: exit {rc}; {sum('match' in r for r in rows)} match,
       f"{sum('DIFFER' in r for r in rows)} differ, {len(rows)} lines", flush=True)
 if os.environ.get("OPINFO_DTYPES"):
     subprocess.call([sys.executable, os.path.join(HERE, "opinfo_gpu.py")])
+if os.environ.get("MOE_MODELS"):
+    with open(os.path.join(out, "moe-gpu.log"), "w") as f:
+        rc = subprocess.call([sys.executable, os.path.join(HERE, "moe_gpu.py")], stdout=f, stderr=subprocess.STDOUT)
+    print(f"moe_gpu: exit {rc}", flush=True)
