@@ -199,6 +199,7 @@ static bool emit_source(Emit *e, const Source *s) {
     case SRC_CLOSURE: /* the replacement runs in the frame: its free cells are there */
         pt2_asm_emit(e->a, pt2_bc_opcode("LOAD_DEREF"), (int)(e->code->co_nlocalsplus - e->code->co_nfreevars + s->index));
         return true;
+    case SRC_DRAW: return fail(e, "a random draw live at the break (fetching it again would draw again)");
     default: return fail(e, "a value from an unknown source");
     }
 }
@@ -650,6 +651,12 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
     if (t->mutations != t->snapshot.mutations) {
         fail(&e, "containers were mutated inside the call that broke");
         goto done;
+    }
+    for (int k = 0; k < t->n_inputs; ++k) { /* the graph draws them before it runs (draws.c), and CPython again */
+        if (t->inputs[k]->source && t->inputs[k]->source->kind == SRC_DRAW && t->inputs[k]->serial >= t->snapshot.n_vars) {
+            fail(&e, "a random draw inside the call that broke");
+            goto done;
+        }
     }
     /* the assignments and ContextVar ops of the call that broke are CPython's to make */
     t->n_stores = t->snapshot.n_stores;

@@ -723,7 +723,8 @@ PyObject *compiled_from_trace(Trace *t, Var *result, PyCodeObject *code, PyObjec
     self->input_host = PyMem_Calloc((size_t)(self->n_inputs + 1), sizeof(bool));
     for (int i = 0; i < self->n_inputs; ++i) {
         Var *in = t->inputs[i];
-        self->input_host[i] = self->gpu && trace_place(t, in->graph_input) == PLACE_HOST_SCALAR;
+        int place = trace_place(t, in->graph_input);
+        self->input_host[i] = self->gpu && (place == PLACE_HOST || place == PLACE_HOST_SCALAR);
         self->n_host_inputs += self->input_host[i];
         self->inputs[i] = csource_copy(in->source);
         self->input_ranks[i] = in->rank;

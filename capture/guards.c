@@ -91,7 +91,7 @@ PyObject *pt2_iterator_list(PyObject *it, Py_ssize_t *pos) {
 
 static bool is_root_kind(SourceKind kind) {
     return kind == SRC_LOCAL || kind == SRC_CLOSURE || kind == SRC_GLOBAL || kind == SRC_BUILTIN || kind == SRC_CONST ||
-           kind == SRC_MODULE;
+           kind == SRC_MODULE || kind == SRC_DRAW;
 }
 
 PyObject *guards_source_root(SourceKind kind, Py_ssize_t index, PyObject *name, const SourceEnv *env) {
@@ -111,6 +111,8 @@ PyObject *guards_source_root(SourceKind kind, Py_ssize_t index, PyObject *name, 
         return Py_XNewRef(v);
     }
     case SRC_CONST: return Py_NewRef(name);
+    case SRC_DRAW: /* a random draw (draws.c): made at each fetch, never guarded */
+        return PyObject_Call(PyTuple_GET_ITEM(name, 0), PyTuple_GET_ITEM(name, 1), PyTuple_GET_ITEM(name, 2));
     case SRC_MODULE: {
         PyObject *m = PyImport_GetModule(name); /* a dict lookup: never imports */
         if (!m) PyErr_Clear();

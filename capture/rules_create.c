@@ -43,6 +43,7 @@ static bool device_ok(Trace *t, Var *dev, const char *op, bool like) {
 }
 
 static bool factory_device(Trace *t, Bound *b, const char *op, bool like) { return device_ok(t, arg(b, "device"), op, like); }
+bool pt2_factory_device(Trace *t, Var *dev, const char *op, bool like) { return device_ok(t, dev, op, like); } /* draws.c */
 
 /* requires_grad=True makes a leaf autograd follows (and raises for integer types): eager makes it */
 static bool factory_no_grad(Trace *t, Bound *b, const char *op) {

@@ -38,6 +38,7 @@ typedef enum SourceKind {
     SRC_CONST,    /* a fixed object, held in `name`: the globals dict of an inlined function
                      (fixed by the guards on the function's identity or its class) */
     SRC_WEAKREF,  /* base(), base an exact weakref.ref: its referent, or None once it died */
+    SRC_DRAW,     /* name = (fn, args, kwargs): fn(*args, **kwargs), a random draw made at each fetch (draws.c) */
 } SourceKind;
 
 typedef struct Source {
@@ -530,6 +531,7 @@ typedef struct RuleEntry RuleEntry;
 const RuleEntry *rule_for(PyObject *callable);
 const RuleEntry *tensor_method_rule(const char *name);
 Var *rule_apply(Trace *t, const RuleEntry *rule, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+void trace_push_input(Trace *t, Var *v); /* a graph input, in argument order (values.c) */
 int rules_init(void);
 
 /* torch's global-state queries (queries.c): a call of one of them answered

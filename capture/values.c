@@ -90,6 +90,13 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_CTXVAR: snprintf(buf, cap, "%s.get()", base); break;
     case SRC_ITER_REST: snprintf(buf, cap, "rest(%s)", base); break;
     case SRC_WEAKREF: snprintf(buf, cap, "%s()", base); break;
+    case SRC_DRAW: {
+        PyObject *fn = PyTuple_GET_ITEM(s->name, 0), *qual = PyObject_GetAttrString(fn, "__name__");
+        snprintf(buf, cap, "draw torch.%s(...)", qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "?");
+        Py_XDECREF(qual);
+        PyErr_Clear();
+        break;
+    }
     case SRC_CONST: {
         PyObject *module = PyDict_Check(s->name) ? PyDict_GetItemString(s->name, "__name__") : NULL; /* borrowed */
         snprintf(buf, cap, "globals(%s)", module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : Py_TYPE(s->name)->tp_name);
@@ -355,10 +362,10 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
         PyErr_Clear();
         return trace_break(t, "cannot read the tensor's dtype, shape and strides");
     }
-    /* one device per graph (compiler.c), but for CPU scalars: a 0-d CPU tensor
-     * passed to a graph on a CUDA device (or none yet) is copied there at each
-     * call (places.c, compiled.c) */
-    bool host = m.device == PT2_DEVICE_CPU && m.rank == 0 && pt2_trace_device() != PT2_DEVICE_CPU;
+    /* one device per graph (compiler.c), but for CPU tensors passed to a graph on
+     * a CUDA device (0-d ones also to a graph with no device yet): host values,
+     * copied to the device at each call (places.c, compiled.c) */
+    bool host = m.device == PT2_DEVICE_CPU && pt2_trace_device() != PT2_DEVICE_CPU && (m.rank == 0 || pt2_trace_device() >= 0);
     if (!host && !pt2_trace_accept_tensor(t, value)) return NULL;
     PyObject *sparse = PyObject_GetAttrString(value, "layout");
     PyObject *strided = PyObject_GetAttrString(torch_module, "strided");
@@ -394,7 +401,7 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     for (int j = 0; j < m.rank; ++j) physical[j] = m.sizes[permuted ? order[j] : j];
     int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, physical);
     if (id < 0) return trace_break(t, "%s", pt2GetLastError());
-    trace_set_place(t, id, host ? PLACE_HOST_SCALAR : PLACE_DEVICE);
+    trace_set_place(t, id, !host ? PLACE_DEVICE : m.rank == 0 ? PLACE_HOST_SCALAR : PLACE_HOST);
     /* the tensor's own strides, in the input's dim order: the builder
      * derives eager's strides of everything computed from them */
     int64_t physical_strides[PT2_MAX_RANK];
@@ -419,12 +426,16 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     v->source = source;
     v->is_input = true;
     v->real = trace_keep(t, value);
+    trace_push_input(t, v);
+    return v;
+}
+
+void trace_push_input(Trace *t, Var *v) {
     if (t->n_inputs == t->cap_inputs) {
         t->cap_inputs = t->cap_inputs ? 2 * t->cap_inputs : 16;
         t->inputs = PyMem_Realloc(t->inputs, sizeof(Var *) * (size_t)t->cap_inputs);
     }
     t->inputs[t->n_inputs++] = v;
-    return v;
 }
 
 /* Memo of wrapped objects: the same real object reached twice (e.g. a

@@ -171,3 +171,35 @@ def test_what_eager_refuses_still_raises():
         f(x)
     with pytest.raises(RuntimeError):
         pt2.compile(f)(x)
+
+
+def cpu_vector_passed_in(x, idx):
+    return x[:, idx.to(x.device)], idx * 2
+
+
+def test_cpu_vector_passed_in_and_moved():
+    x, idx = torch.randn(4, 9, device="cuda"), torch.tensor([0, 3, 8, 3])
+    check(cpu_vector_passed_in, x, idx)
+
+
+def draws(x):
+    noise = torch.rand(x.shape[0], x.shape[1], device=x.device)
+    ids = torch.argsort(noise, dim=1)
+    cpu = torch.randn(x.shape[1])  # drawn on the CPU, moved
+    return torch.gather(x, 1, ids), x * torch.rand_like(x) + cpu.to(x.device), torch.randint(0, 5, (3,), device=x.device)
+
+
+def test_random_draws_are_eagers_on_cuda():
+    """capture/draws.c: the draws are graph inputs made by the same calls, so under one seed the compiled
+    function gives eager's numbers and leaves both generators where eager does."""
+    x = torch.randn(3, 7, device="cuda")
+
+    def seeded(fn):
+        torch.manual_seed(0)
+        outs = [fn(x) for _ in range(3)]
+        return outs, torch.rand(2), torch.rand(2, device="cuda")
+
+    got, exp = seeded(pt2.compile(draws)), seeded(draws)
+    same(got, exp, tol=1e-6)
+    pt2.reset()
+    one_graph(draws, x)

@@ -1,0 +1,171 @@
+/*===- draws.c - random draws as graph inputs -----------------------------===*
+ *
+ * torch.rand, randn, randint, randperm and their _like forms draw from
+ * torch's generator.  A compiled graph that drew its own numbers would give
+ * other values than eager and leave the generator elsewhere for the code
+ * after it.  Here each draw is a graph input instead, fetched by calling the
+ * same function with the same arguments just before the graph runs (a
+ * SRC_DRAW source: guards.c evaluates it, compiled.c fetches it with the
+ * other inputs, in the order the trace made them).  Nothing else in a graph
+ * draws, so the generator gives each call the numbers eager's would, in
+ * eager's order, and is left where eager leaves it: the values are eager's,
+ * bit for bit, on the CPU and on CUDA (the draw runs on its device: a CPU
+ * draw in a CUDA graph is a host value, places.c).  Layerdrop's
+ * `torch.rand([])` in the audio encoders and ViTMAE's random masking were
+ * graph breaks ("a C function rand that pt2 does not know").
+ *
+ * What stays eager's: a generator= argument, out=, requires_grad=True, a
+ * _like of a tensor not laid out contiguously (its draw fills memory in
+ * another order), and a break whose resumed code would need a draw again
+ * (breaks.c: a draw live at the break, or made inside the breaking call,
+ * runs the frame eagerly rather than draw twice).
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+#include "rules_util.h"
+
+bool pt2_factory_device(Trace *t, Var *dev, const char *op, bool like); /* rules_create.c */
+
+/* The Python value of a constant argument (a tuple or list of constants as a tuple), or NULL. */
+static PyObject *constant_of(Var *v) {
+    if (v->kind == V_CONST) return Py_NewRef(v->obj);
+    if (v->kind != V_TUPLE && v->kind != V_LIST) return NULL;
+    PyObject *r = PyTuple_New(v->n_items);
+    for (int i = 0; r && i < v->n_items; ++i) {
+        PyObject *item = constant_of(v->items[i]);
+        if (!item) {
+            Py_CLEAR(r);
+            break;
+        }
+        PyTuple_SET_ITEM(r, i, item);
+    }
+    return r;
+}
+
+/* x's sizes as a tuple, where x is laid out contiguously (a _like draw then fills it as the plain draw
+ * of its shape does), else NULL. */
+static PyObject *contiguous_shape(Trace *t, Var *x) {
+    int64_t have[PT2_MAX_RANK], want[PT2_MAX_RANK];
+    if (!var_strides(t, x, have) || pt2StridesOfFormat(x->rank, x->sizes, 0, want) != 0) return NULL;
+    for (int d = 0; d < x->rank; ++d) {
+        if (x->sizes[d] != 1 && have[d] != want[d]) return NULL;
+    }
+    return pt2_ints_tuple(x->sizes, x->rank);
+}
+
+/* The graph input a draw is: fn(*args, **kwargs) at each call, of the meta result's type. */
+static Var *draw_input(Trace *t, PyObject *fn, PyObject *args, PyObject *kwargs, PyObject *meta, bool host) {
+    Pt2TensorMeta m;
+    if (pt2_tensor_meta(meta, &m) != 0 || m.dtype == PT2_DTYPE_INVALID || m.rank < 0) {
+        PyErr_Clear();
+        return trace_break(t, "a random draw of a dtype or rank pt2 does not hold");
+    }
+    int id = pt2GraphAddInput(t->graph, m.dtype, m.rank, m.sizes);
+    if (id < 0) return trace_break(t, "%s", pt2GetLastError());
+    int64_t strides[PT2_MAX_RANK];
+    pt2StridesOfFormat(m.rank, m.sizes, 0, strides);
+    pt2GraphSetValueStrides(t->graph, id, strides);
+    trace_set_place(t, id, host ? (m.rank == 0 ? PLACE_HOST_SCALAR : PLACE_HOST) : PLACE_DEVICE);
+    Source *s = trace_alloc(t, sizeof *s);
+    s->kind = SRC_DRAW;
+    PyObject *call = PyTuple_Pack(3, fn, args, kwargs);
+    if (!call) return trace_break(t, "out of memory");
+    s->name = trace_keep(t, call);
+    Py_DECREF(call);
+    Var *v = var_tensor(t, id);
+    v->source = s;
+    v->is_input = true;
+    v->graph_input = id;
+    trace_push_input(t, v);
+    return v;
+}
+
+Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    const char *op = e->op;
+    size_t len = strlen(op);
+    bool like = len > 5 && strcmp(op + len - 5, "_like") == 0;
+    PyObject *kwargs = PyDict_New(), *pos = PyTuple_New(like && n > 0 ? n - 1 : n);
+    Var *device = NULL, *x = like && n > 0 ? args[0] : NULL;
+    Var *r = NULL;
+    if (!kwargs || !pos) goto done;
+    if (like && (!x || x->kind != V_TENSOR)) {
+        r = trace_break(t, "torch.%s() of a non-tensor", op);
+        goto done;
+    }
+    for (int i = 0; i < nkw; ++i) {
+        PyObject *name = PyTuple_GET_ITEM(kwn, i);
+        const char *s = PyUnicode_AsUTF8(name);
+        if (strcmp(s, "device") == 0) {
+            device = kwv[i];
+            continue;
+        }
+        PyObject *value = constant_of(kwv[i]);
+        bool plain = value && (value == Py_None || (strcmp(s, "generator") != 0 && strcmp(s, "out") != 0 &&
+                                                    (strcmp(s, "requires_grad") != 0 || value == Py_False) &&
+                                                    strcmp(s, "memory_format") != 0 && strcmp(s, "pin_memory") != 0));
+        if (!plain || PyDict_SetItem(kwargs, name, value) != 0) {
+            Py_XDECREF(value);
+            r = trace_break(t, "torch.%s(%s=...): a draw pt2 leaves to eager", op, s);
+            goto done;
+        }
+        Py_DECREF(value);
+    }
+    /* a _like draw is the plain one of its tensor's shape, dtype and device */
+    PyObject *shape = NULL;
+    if (like) {
+        shape = contiguous_shape(t, x);
+        if (!shape) {
+            r = trace_break(t, "torch.%s() of a tensor not laid out contiguously", op);
+            goto done;
+        }
+        PyObject *dt = PyDict_GetItemString(kwargs, "dtype"); /* borrowed */
+        if ((!dt || dt == Py_None) && PyDict_SetItemString(kwargs, "dtype", torch_dtype_of(x->dtype)) != 0) {
+            Py_DECREF(shape);
+            goto done;
+        }
+    }
+    for (int i = like ? 1 : 0; i < n; ++i) {
+        PyObject *value = constant_of(args[i]);
+        if (!value) {
+            Py_XDECREF(shape);
+            r = trace_break(t, "torch.%s() of arguments not known at trace time", op);
+            goto done;
+        }
+        PyTuple_SET_ITEM(pos, i - (like ? 1 : 0), value);
+    }
+    if (like) {
+        /* rand_like(x) / randn_like(x): rand(shape); randint_like(x, [low,] high): randint([low,] high, shape) */
+        PyObject *tail = Py_BuildValue("(N)", shape);
+        Py_SETREF(pos, tail ? PySequence_Concat(pos, tail) : NULL);
+        Py_XDECREF(tail);
+        if (!pos) goto done;
+    }
+    /* the device as a factory's: the graph's (fixing one with none yet), or the host */
+    int saved = t->factory_place;
+    bool device_ok = like && !device ? true : pt2_factory_device(t, device, op, false);
+    int place = like && !device ? (var_on_host(t, x) ? PLACE_HOST : PLACE_DEVICE) : t->factory_place;
+    t->factory_place = saved; /* the result is marked here, not by rule_apply */
+    if (!device_ok) goto done;
+    bool host = place == PLACE_HOST || pt2_trace_device() < 0;
+    PyObject *dev = host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
+    PyObject *plain = pt2_import_attr("torch", like ? (strncmp(op, "randint", 7) == 0 ? "randint" : strncmp(op, "randn", 5) == 0 ? "randn" : "rand") : op);
+    PyObject *meta_kw = plain && dev ? PyDict_Copy(kwargs) : NULL, *meta_dev = PyUnicode_FromString("meta");
+    PyObject *meta = NULL; /* the draw's shape and dtype, without drawing */
+    if (meta_kw && meta_dev && PyDict_SetItemString(meta_kw, "device", meta_dev) == 0) meta = PyObject_Call(plain, pos, meta_kw);
+    Py_XDECREF(meta_dev);
+    PyErr_Clear();
+    if (meta && PyDict_SetItemString(kwargs, "device", dev) == 0) {
+        r = draw_input(t, plain, pos, kwargs, meta, host);
+    } else {
+        r = trace_break(t, "torch.%s() of these arguments raises", op);
+    }
+    Py_XDECREF(dev);
+    Py_XDECREF(plain);
+    Py_XDECREF(meta_kw);
+    Py_XDECREF(meta);
+done:
+    Py_XDECREF(kwargs);
+    Py_XDECREF(pos);
+    return r;
+}

@@ -1,0 +1,160 @@
+"""Random draws as graph inputs (capture/draws.c, docs/capture.md "Random
+draws"): torch.rand, randn, randint, randperm and their _like forms inside a
+compiled function give eager's numbers bit for bit, in eager's order, and leave
+torch's generator where eager leaves it: the same seed, the same values from
+the compiled call and from the draws after it.  One graph where they were
+breaks; what pt2 leaves to eager (a generator, a draw live at a break) still
+gives eager's numbers."""
+import pytest
+import torch
+
+import pt2
+from pt2 import _C
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    pt2.reset()
+    yield
+    pt2.reset()
+
+
+def seeded(fn, *args, calls=3):
+    """fn's results on `calls` calls after manual_seed(0), then the generator's next draw."""
+    torch.manual_seed(0)
+    outs = [fn(*args) for _ in range(calls)]
+    return outs, torch.rand(4)
+
+
+def assert_same(got, exp, exact=True):
+    if isinstance(exp, (tuple, list)):
+        assert len(got) == len(exp)
+        for g, e in zip(got, exp):
+            assert_same(g, e, exact)
+    elif isinstance(exp, torch.Tensor):
+        assert got.dtype == exp.dtype and got.shape == exp.shape and got.device == exp.device
+        assert torch.equal(got, exp) if exact else torch.allclose(got, exp, rtol=1e-5, atol=1e-6), (got, exp)
+    else:
+        assert got == exp
+
+
+def check(fn, *args, breaks=0, exact=True):
+    """Draws bit for bit (exact); a computation of them (products) within float rounding."""
+    exp = seeded(fn, *args)
+    got = seeded(pt2.compile(fn), *args)
+    assert_same(got[0], exp[0], exact)
+    assert_same(got[1], exp[1])  # the generator left where eager leaves it
+    pt2.reset()
+    torch.manual_seed(0)
+    records = []
+    _C.run(fn, args, None, False, records, fn.__code__, False, False)
+    assert sum("break" in r for r in records) == breaks, records
+    return records
+
+
+def plain_draws(x):
+    return (x + torch.rand(3), torch.randn(2, 3, dtype=torch.float64), torch.randint(0, 10, (5,)), torch.randint(7, (2, 2)),
+            torch.randperm(6), torch.rand([]), torch.randn(4, dtype=torch.bfloat16) * x[0])
+
+
+def test_plain_draws_are_eagers():
+    check(plain_draws, torch.randn(3))
+
+
+def like_draws(x):
+    return (torch.rand_like(x), torch.randn_like(x, dtype=torch.float64), torch.randint_like(x, 5), torch.randint_like(x, 2, 9),
+            x * torch.rand_like(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_like_draws_are_eagers(dtype):
+    check(like_draws, torch.randn(3, 5).to(dtype))
+
+
+class LayerDrop(torch.nn.Module):
+    """The audio encoders' layerdrop: a draw every layer, used only in training."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            p = torch.rand([])
+            skip = self.training and p < 0.1
+            if not skip:
+                x = layer(x).relu()
+        return x
+
+
+def test_layerdrop_in_eval_is_one_graph():
+    m = LayerDrop().eval()
+    with torch.no_grad():
+        check(m.forward, torch.randn(2, 8), exact=False)
+
+
+def random_masking(x, ratio):
+    """ViTMAE's random_masking: noise, argsort, gather."""
+    b, n, d = x.shape
+    keep = int(n * (1 - ratio))
+    noise = torch.rand(b, n, device=x.device)
+    ids_shuffle = torch.argsort(noise, dim=1)
+    ids_restore = torch.argsort(ids_shuffle, dim=1)
+    ids_keep = ids_shuffle[:, :keep]
+    kept = torch.gather(x, 1, ids_keep.unsqueeze(-1).repeat(1, 1, d))
+    mask = torch.ones(b, n, device=x.device)
+    mask[:, :keep] = 0
+    return kept, torch.gather(mask, 1, ids_restore), ids_restore
+
+
+def test_random_masking_is_one_graph():
+    check(random_masking, torch.randn(2, 9, 4), 0.5)
+
+
+def draw_then_break(x):
+    y = x + torch.rand(3)  # drawn by the graph before the break
+    if y.sum().item() > 100:  # a value read on the host: a graph break
+        y = y * 2
+    return y + torch.rand(3)  # drawn by the continuation's graph
+
+
+def draw_live_at_a_break(x):
+    r = torch.rand(3)
+    if x.sum().item() > 100:
+        x = x * 2
+    return x + r + torch.rand(3)
+
+
+def helper_that_breaks(x):
+    r = torch.rand(2)
+    if x.sum().item() > 100:
+        r = r * 2
+    return r + x.sum()
+
+
+def caller(x):
+    a = torch.randn(2)
+    b = helper_that_breaks(x)
+    return a, b, torch.rand(2)
+
+
+@pytest.mark.parametrize("fn", [draw_then_break, draw_live_at_a_break, caller], ids=lambda f: f.__name__)
+def test_draws_around_breaks_keep_eagers_order(fn):
+    x = torch.randn(3)
+    assert_same(seeded(pt2.compile(fn), x), seeded(fn, x))
+
+
+def with_generator(x):
+    g = torch.Generator().manual_seed(3)
+    return x + torch.rand(3, generator=g), torch.rand(3)
+
+
+def test_a_generator_argument_stays_eagers():
+    x = torch.randn(3)
+    assert_same(seeded(pt2.compile(with_generator), x), seeded(with_generator, x))
+
+
+def test_each_call_draws_anew():
+    f = pt2.compile(lambda x: x + torch.rand(4))
+    a, b = f(torch.zeros(4)), f(torch.zeros(4))
+    assert not torch.equal(a, b)
