@@ -393,6 +393,7 @@ static bool emit_value(Emit *e, Var *v, int depth) {
     case V_NULL: pt2_asm_push_null(e->a); return true;
     case V_CONST: pt2_asm_load_const(e->a, v->obj); return true;
     case V_TENSOR:
+        if (v->requires_grad) return fail(e, "a tensor set requiring grad live at the break");
         if (v->is_input) return v->source ? emit_source(e, v->source) : fail(e, "an input without a source");
         if (is_derived_tensor(e, v)) return emit_derived_tensor(e, v);
         for (int i = 0; i < e->n_outputs; ++i) {

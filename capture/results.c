@@ -25,6 +25,7 @@ typedef enum OutKind {
     OUT_ALIAS, /* children[0].detach(): another tensor object over the same memory (x.detach(), x.data) */
     OUT_CLONE, /* children[0].clone(): a distinct tensor of the same values (y after x.copy_(y)) */
     OUT_HOST,  /* children[0].cpu(): a CPU tensor of a CUDA graph (places.c) */
+    OUT_GRAD,  /* children[0].requires_grad_(): a tensor the trace set requiring grad under no_grad */
     OUT_REPLAYED, /* what a replayed side effect made, in its slot (a ContextVar Token) */
     OUT_VIEW, /* children[0].as_strided(sizes, strides, its storage offset + offset), obj the three:
                  a view of an input returned (x[0], x.t(), x.view(...)), as eager's is */
@@ -43,16 +44,17 @@ struct OutNode {
     int n;
 };
 
-static PyObject *str_copy_, *str_detach, *str_clone, *str_cpu, *str_as_strided, *str_storage_offset;
+static PyObject *str_copy_, *str_detach, *str_clone, *str_cpu, *str_requires_grad_, *str_as_strided, *str_storage_offset;
 
 int results_init(void) {
     str_copy_ = PyUnicode_InternFromString("copy_");
     str_detach = PyUnicode_InternFromString("detach");
     str_clone = PyUnicode_InternFromString("clone");
     str_cpu = PyUnicode_InternFromString("cpu");
+    str_requires_grad_ = PyUnicode_InternFromString("requires_grad_");
     str_as_strided = PyUnicode_InternFromString("as_strided");
     str_storage_offset = PyUnicode_InternFromString("storage_offset");
-    return str_copy_ && str_detach && str_clone && str_cpu && str_as_strided && str_storage_offset ? 0 : -1;
+    return str_copy_ && str_detach && str_clone && str_cpu && str_requires_grad_ && str_as_strided && str_storage_offset ? 0 : -1;
 }
 
 static int n_children(const OutNode *n) { return n->kind == OUT_DICT && !n->obj ? 2 * n->n : n->n; }
@@ -255,8 +257,21 @@ static int collect_contents(Collect *c, Var *v, OutNode *n, int depth) {
     return collect_children(c, v->items, v->n_items, n, depth);
 }
 
-/* The node that rebuilds v; -1 (trace broken) on a value pt2 cannot hand back. */
+static int collect_value(Collect *c, Var *v, OutNode *n, int depth);
+
+/* The node that rebuilds v; -1 (trace broken) on a value pt2 cannot hand back.  A tensor set
+ * requiring grad (rules_ops.c) is built, then requires_grad_() (which returns it). */
 static int collect(Collect *c, Var *v, OutNode *n, int depth) {
+    if (collect_value(c, v, n, depth) != 0) return -1;
+    if (v->kind != V_TENSOR || !v->requires_grad) return 0;
+    OutNode *inner = PyMem_Calloc(1, sizeof(OutNode));
+    if (!inner) return -1;
+    *inner = *n;
+    *n = (OutNode){.kind = OUT_GRAD, .slot = -1, .children = inner, .n = 1};
+    return 0;
+}
+
+static int collect_value(Collect *c, Var *v, OutNode *n, int depth) {
     Trace *t = c->t;
     memset(n, 0, sizeof *n);
     n->slot = -1;
@@ -459,9 +474,9 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
         Py_XDECREF(base);
         return r;
     }
-    case OUT_HOST: {
+    case OUT_HOST: case OUT_GRAD: {
         PyObject *base = build_value(&n->children[0], b);
-        PyObject *r = base ? PyObject_CallMethodNoArgs(base, str_cpu) : NULL;
+        PyObject *r = base ? PyObject_CallMethodNoArgs(base, n->kind == OUT_HOST ? str_cpu : str_requires_grad_) : NULL;
         Py_XDECREF(base);
         return r;
     }

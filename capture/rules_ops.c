@@ -611,6 +611,18 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
 
 /* self.name(*args) of a tensor: its rule, its Python form, or an in-place op; `__getitem__` and
  * `__setitem__` called by name are the subscript and the item assignment the bytecode makes. */
+/* x.requires_grad_() under no_grad on a tensor the trace made (MRA's `zeros_like(q).requires_grad_()`):
+ * a leaf requiring grad, which no op under no_grad follows; x.requires_grad says so and the caller gets it
+ * requiring grad (results.c).  In grad mode, or on a tensor from outside, it is eager's to do. */
+static Var *requires_grad_method(Trace *t, Var *x) {
+    if (x->kind != V_TENSOR) return trace_break(t, "requires_grad_() of a non-tensor");
+    if (t->grad_enabled) return trace_break(t, "Tensor.requires_grad_ in grad mode (training is not supported yet)");
+    if (x->is_input || x->source) return trace_break(t, "Tensor.requires_grad_ on a tensor from outside the compiled code");
+    if (!pt2DTypeIsFloating(x->dtype)) return trace_break(t, "requires_grad_() of a %s tensor (eager raises)", pt2DTypeName(x->dtype));
+    x->requires_grad = true;
+    return x;
+}
+
 Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names,
                         Var **kw_values, int n_kw) {
     if (strcmp(name, "__getitem__") == 0 && n_args == 1 && n_kw == 0) return trace_subscript(t, self, args[0]);
@@ -618,6 +630,8 @@ Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n
         trace_mutated(t, self);
         return trace_setitem_tensor(t, self, args[0], args[1]) ? var_none(t) : NULL;
     }
+    bool grad_on = n_args + n_kw == 0 || (n_args + n_kw == 1 && args[0]->kind == V_CONST && args[0]->obj == Py_True);
+    if (strcmp(name, "requires_grad_") == 0 && grad_on) return requires_grad_method(t, self); /* (False): a Python form */
     const RuleEntry *rule = tensor_method_rule(name);
     Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
     with_self[0] = self;
@@ -690,6 +704,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     }
     if (strcmp(name, "requires_grad") == 0) {
         /* inputs requiring grad under grad mode ended the trace already */
+        if (x->requires_grad) return var_const(t, Py_True);
         return var_const(t, x->is_input && x->real && PyObject_HasAttrString(x->real, "requires_grad") &&
                                     PyObject_IsTrue(PyObject_GetAttrString(x->real, "requires_grad")) == 1
                                 ? Py_True

@@ -87,6 +87,7 @@ typedef struct Var {
     int rank;
     int64_t sizes[PT2_MAX_RANK];
     bool is_input;      /* a graph input (its Source fetches it) */
+    bool requires_grad; /* made in the trace and set requiring grad under no_grad (rules_ops.c) */
     bool mutated;       /* an input changed in place: written back after the graph runs */
     int storage;        /* which memory it lives in (views share their base's) */
     /* a view taken in the trace (trace_add_view): the tensor it views and

@@ -213,3 +213,24 @@ def test_autograd_function_apply_runs_its_forward():
     pt2.reset()
     pt2.compile(loss)(x).backward()
     torch.testing.assert_close(w.grad, want)
+
+
+def zeros_requiring_grad(q):
+    """MRA's fallback attention: torch.zeros_like(query).requires_grad_() under no_grad."""
+    z = torch.zeros_like(q).requires_grad_()
+    return z, z.requires_grad, (z + q).requires_grad, q * 2 + z, torch.ones(2).requires_grad_(False).requires_grad
+
+
+def test_requires_grad_set_under_no_grad():
+    q = torch.randn(3, 4)
+    with torch.no_grad():
+        exp = zeros_requiring_grad(q)
+        got = pt2.compile(zeros_requiring_grad)(q)
+        e = pt2.explain(zeros_requiring_grad)(q)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    assert got[0].requires_grad and got[0].is_leaf and torch.equal(got[0], exp[0])
+    assert got[1:3] == exp[1:3] and got[4] == exp[4] and not got[3].requires_grad and torch.equal(got[3], exp[3])
+    # in grad mode, or on an integer tensor (eager raises), eager does it
+    assert pt2.compile(zeros_requiring_grad)(q)[0].requires_grad
+    with torch.no_grad(), pytest.raises(RuntimeError, match="floating point"):
+        pt2.compile(lambda x: torch.zeros(3, dtype=torch.long).requires_grad_())(q)
