@@ -17,7 +17,8 @@
  * its device; the place is what the traced code and the caller see:
  *   - x.device, x.is_cuda, x.is_cpu of a host value say CPU (rules_ops.c);
  *   - an op mixing the graph's device with a host tensor that is not a CPU
- *     scalar ends the graph there (eager raises: cuda + cpu of shape [3]);
+ *     scalar ends the graph there (eager raises: cuda + cpu of shape [3]),
+ *     but for the CPU index tensors of x[idx] (aten.index takes them);
  *   - x.to(device), x.cuda(), x.cpu(), type_as move a value between the two
  *     (a copy in the graph: a new value of the other place);
  *   - an in-place op keeps its tensor's place (the value written moved to it);
@@ -78,11 +79,13 @@ static int host_of_rank(int rank) { return rank == 0 ? PLACE_HOST_SCALAR : PLACE
 int places_of_op(Trace *t, const char *op, int n, const int *operands) {
     int host = -1;
     bool device = false, any_host = false;
+    /* x[idx] of a CUDA x takes CPU index tensors of any shape (aten.index moves them) */
+    bool cpu_indices = strcmp(op, "index") == 0 && n > 0 && !host_place(trace_place(t, operands[0]));
     for (int i = 0; i < n; ++i) {
         int p = trace_place(t, operands[i]);
-        device = device || p == PLACE_DEVICE;
-        any_host = any_host || host_place(p);
-        if (p == PLACE_HOST && host < 0) host = operands[i];
+        device = device || p == PLACE_DEVICE || (cpu_indices && i == 0);
+        any_host = any_host || (host_place(p) && !(cpu_indices && i > 0));
+        if (p == PLACE_HOST && host < 0 && !(cpu_indices && i > 0)) host = operands[i];
     }
     if (device && host >= 0 && pt2_trace_device() >= 0) {
         int64_t sizes[PT2_MAX_RANK];

@@ -142,6 +142,18 @@ def test_in_place_ops_keep_their_tensors_device():
     assert one_graph(in_place, 4) == (on(CUDA, torch.float32, (4,)), on(CPU, torch.float32, (4,)))
 
 
+def cpu_indices(n):
+    """BEiT's relative position bias: a CUDA table indexed by a CPU index tensor (aten.index moves it)."""
+    table = torch.ones(2 * n, 3, device="cuda")
+    idx = torch.arange(n)[:, None] + torch.arange(n)[None, :]
+    return meta(table[idx.view(-1)]), meta(table[:, torch.tensor([0, 2])]), meta(table[idx])
+
+
+def test_cpu_index_tensors_of_a_cuda_tensor():
+    f32 = torch.float32
+    assert one_graph(cpu_indices, 3) == (on(CUDA, f32, (9, 3)), on(CUDA, f32, (6, 2)), on(CUDA, f32, (3, 3, 3)))
+
+
 # ---------------------------------------------------------------- what eager refuses stays eager's
 
 

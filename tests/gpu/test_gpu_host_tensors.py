@@ -174,7 +174,7 @@ def test_what_eager_refuses_still_raises():
 
 
 def cpu_vector_passed_in(x, idx):
-    return x[:, idx.to(x.device)], idx * 2
+    return x[:, idx.to(x.device)], idx * 2, x[idx[:2]], x[:, idx]  # CPU indices of a CUDA tensor: aten.index takes them
 
 
 def test_cpu_vector_passed_in_and_moved():
