@@ -17,8 +17,9 @@
  * its device; the place is what the traced code and the caller see:
  *   - x.device, x.is_cuda, x.is_cpu of a host value say CPU (rules_ops.c);
  *   - an op mixing the graph's device with a host tensor that is not a CPU
- *     scalar ends the graph there (eager raises: cuda + cpu of shape [3]),
- *     but for the CPU index tensors of x[idx] (aten.index takes them);
+ *     scalar ends the graph there (eager raises: cuda + cpu of shape [3]);
+ *     the CPU index tensors of x[idx] and x[idx] = v move to x's device first,
+ *     as aten.index and index_put_ move them;
  *   - x.to(device), x.cuda(), x.cpu(), type_as move a value between the two
  *     (a copy in the graph: a new value of the other place);
  *   - an in-place op keeps its tensor's place (the value written moved to it);
@@ -79,13 +80,11 @@ static int host_of_rank(int rank) { return rank == 0 ? PLACE_HOST_SCALAR : PLACE
 int places_of_op(Trace *t, const char *op, int n, const int *operands) {
     int host = -1;
     bool device = false, any_host = false;
-    /* x[idx] of a CUDA x takes CPU index tensors of any shape (aten.index moves them) */
-    bool cpu_indices = strcmp(op, "index") == 0 && n > 0 && !host_place(trace_place(t, operands[0]));
     for (int i = 0; i < n; ++i) {
         int p = trace_place(t, operands[i]);
-        device = device || p == PLACE_DEVICE || (cpu_indices && i == 0);
-        any_host = any_host || (host_place(p) && !(cpu_indices && i > 0));
-        if (p == PLACE_HOST && host < 0 && !(cpu_indices && i > 0)) host = operands[i];
+        device = device || p == PLACE_DEVICE;
+        any_host = any_host || host_place(p);
+        if (p == PLACE_HOST && host < 0) host = operands[i];
     }
     if (device && host >= 0 && pt2_trace_device() >= 0) {
         int64_t sizes[PT2_MAX_RANK];
@@ -170,6 +169,24 @@ Var *places_move(Trace *t, Var *x, bool to_host) {
     copy->known = x->known;
     trace_set_place(t, copy->value, to_host ? host_of_rank(copy->rank) : PLACE_DEVICE);
     return copy;
+}
+
+/* The index of x[index] (a tensor, or a tuple of items) with its CPU index tensors moved to the
+ * device where x is there; NULL with the trace broken. */
+Var *places_indices_for(Trace *t, Var *x, Var *index) {
+    if (!index || var_on_host(t, x) || pt2_trace_device() < 0) return index;
+    if (index->kind == V_TENSOR) return places_move(t, index, false);
+    if (index->kind != V_TUPLE) return index;
+    bool any = false;
+    for (int i = 0; i < index->n_items; ++i) any = any || var_on_host(t, index->items[i]);
+    if (!any) return index;
+    Var *moved = var_new(t, V_TUPLE);
+    for (int i = 0; i < index->n_items; ++i) {
+        Var *item = places_move(t, index->items[i], false);
+        if (!item) return NULL;
+        var_push_item(t, moved, item);
+    }
+    return moved;
 }
 
 /* The target of a device argument (x.to(d), x.cuda(d)): 1 the host, 0 the

@@ -509,7 +509,8 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (alias) return alias;
     }
     switch (base->kind) {
-    case V_TENSOR: return view_of(t, base, index_tensor(t, base, index)); /* x[...] is a view, not x */
+    case V_TENSOR: /* x[...] is a view, not x; CPU index tensors of a CUDA x move to its device, as aten.index moves them */
+        return view_of(t, base, index_tensor(t, base, places_indices_for(t, base, index)));
     case V_TUPLE: case V_LIST: {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);

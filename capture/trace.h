@@ -526,6 +526,7 @@ void places_factory(Trace *t, int place);
 struct Var *places_mark_factory(Trace *t, struct Var *r, int saved, int first_new, struct Var **args, int n_args);
 struct Var *places_fold_result(Trace *t, struct Var *r, struct Var **args, int n);
 struct Var *places_move(Trace *t, struct Var *x, bool to_host);
+struct Var *places_indices_for(Trace *t, struct Var *x, struct Var *index); /* x[index]'s CPU indices moved */
 int places_target(Trace *t, PyObject *device, const char *what); /* 1 host, 0 the graph's device, -1 broken */
 
 typedef struct RuleEntry RuleEntry;

@@ -146,12 +146,13 @@ def cpu_indices(n):
     """BEiT's relative position bias: a CUDA table indexed by a CPU index tensor (aten.index moves it)."""
     table = torch.ones(2 * n, 3, device="cuda")
     idx = torch.arange(n)[:, None] + torch.arange(n)[None, :]
-    return meta(table[idx.view(-1)]), meta(table[:, torch.tensor([0, 2])]), meta(table[idx])
+    table[torch.tensor([0, 2])] = 5.0  # index_put_ moves CPU indices too
+    return meta(table[idx.view(-1)]), meta(table[:, torch.tensor([0, 2])]), meta(table[idx]), meta(table)
 
 
 def test_cpu_index_tensors_of_a_cuda_tensor():
     f32 = torch.float32
-    assert one_graph(cpu_indices, 3) == (on(CUDA, f32, (9, 3)), on(CUDA, f32, (6, 2)), on(CUDA, f32, (3, 3, 3)))
+    assert one_graph(cpu_indices, 3) == (on(CUDA, f32, (9, 3)), on(CUDA, f32, (6, 2)), on(CUDA, f32, (3, 3, 3)), on(CUDA, f32, (6, 3)))
 
 
 # ---------------------------------------------------------------- what eager refuses stays eager's

@@ -174,7 +174,9 @@ def test_what_eager_refuses_still_raises():
 
 
 def cpu_vector_passed_in(x, idx):
-    return x[:, idx.to(x.device)], idx * 2, x[idx[:2]], x[:, idx]  # CPU indices of a CUDA tensor: aten.index takes them
+    y = x.clone()
+    y[idx[:2]] = -1.0  # CPU indices of a CUDA tensor: aten.index and index_put_ move them
+    return x[:, idx.to(x.device)], idx * 2, x[idx[:2]], x[:, idx], y
 
 
 def test_cpu_vector_passed_in_and_moved():
