@@ -1,5 +1,6 @@
 """transformers' architectures of bench/hf_coverage.py on the CUDA device, against eager CUDA (a probe for
-scripts/gpu-check's PT2_GPU_CHECK_SCRIPT): $HF_COVERAGE_JOBS processes (default 8), the rows into
+scripts/gpu-check's PT2_GPU_CHECK_SCRIPT): $HF_COVERAGE_JOBS processes (default 8), the models of
+$HF_COVERAGE_MODELS (names split at spaces; default all), the rows into
 $OUT/hf-coverage-cuda.json and the report into $OUT/hf-coverage-cuda.log; then, where $OPINFO_DTYPES is set,
 bench/probes/opinfo_gpu.py for those dtypes, and where $MOE_MODELS is set, bench/probes/moe_gpu.py for those
 models (into $OUT/moe-gpu.log)."""
@@ -12,6 +13,7 @@ out = os.environ.get("OUT", ".")
 log = os.path.join(out, "hf-coverage-cuda.log")
 cmd = [sys.executable, os.path.join(HERE, "..", "hf_coverage.py"), "--device", "cuda", "--jobs",
        os.environ.get("HF_COVERAGE_JOBS", "8"), "--json", os.path.join(out, "hf-coverage-cuda.json")]
+cmd += os.environ.get("HF_COVERAGE_MODELS", "").split()  # a few of them (names), else all
 with open(log, "w") as f:
     rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=os.path.join(HERE, ".."))
 with open(log) as f:
