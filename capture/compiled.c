@@ -51,7 +51,7 @@ typedef struct Pt2CompiledFn {
     Pt2CudaGraphs *graphs;
     bool cuda_graph_failed;
     bool graph_deferred; /* a capture was put off (logged once) */
-    /* CPU scalars passed to a CUDA graph (places.c): copied to the device at each call */
+    /* CPU tensors passed to a CUDA graph and CPU draws (places.c, draws.c): copied to the device at each call */
     bool *input_host;
     int n_host_inputs;
     /* PT2_LOGS=gpu-host: calls, their host time in compiled_call, and in libpt2's launch */
@@ -361,9 +361,10 @@ static void raise_run_error(Pt2CompiledFn *self) {
     PyErr_Format(type, "%s (pt2: in the compiled graph of %U)", pt2GetLastError(), self->name);
 }
 
-/* The inputs of a call with its CPU scalars copied to the graph's device
- * (x.cuda(device): eager's kernels read a CPU scalar as a number, the graph
- * reads device memory), their pointers in ptrs; NULL with an exception set. */
+/* The inputs of a call with its CPU tensors copied to the graph's device
+ * (x.cuda(device): eager's kernels read a CPU scalar as a number, or the
+ * traced code moved the tensor; the graph reads device memory), their
+ * pointers in ptrs; NULL with an exception set. */
 static PyObject **host_inputs_to_device(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs) {
     PyObject **r = PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
     if (!r) return (PyObject **)PyErr_NoMemory();
@@ -394,7 +395,7 @@ static PyObject *compiled_call(PyObject *callable, PyObject *const *args, size_t
     PyObject *result = NULL;
     int got_in = 0, got_out = 0;
     bool all_contiguous = true;
-    PyObject **on_device = NULL; /* the inputs with CPU scalars copied to the device, if any */
+    PyObject **on_device = NULL; /* the inputs with CPU tensors copied to the device, if any */
     if (self->gpu && gpu_host_logging < 0) gpu_host_logging = pt2_log_enabled("gpu-host");
     double t_call = self->gpu && gpu_host_logging ? pt2_monotonic_seconds() : 0;
     PyObject **fetched = self->input_guard ? guards_fetched(self->guards, args, n_slots) : NULL;

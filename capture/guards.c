@@ -349,7 +349,7 @@ Pt2Guards *guards_build(Trace *t, PyCodeObject *code, PyObject *globals) {
         c->obj = Py_XNewRef(s->obj);
         c->n = s->n;
         /* a trace's tensors are all on its device (compiler.c); CPU when it has none, and for the
-         * CPU scalars a CUDA graph copies in (n set: places.c) */
+         * CPU tensors a CUDA graph copies in (n set: places.c) */
         if (s->kind == G_TENSOR) c->n = pt2_trace_device() >= 0 && !s->n ? pt2_trace_device() : PT2_DEVICE_CPU;
         c->dtype = s->dtype;
         c->rank = s->rank;

@@ -115,7 +115,6 @@ Var *h_meta_int(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, 
     return int_const(t, x->rank); /* dim / ndimension */
 }
 
-
 /* x.to(dtype, memory_format=...) (dtype PT2_DTYPE_INVALID: x's own): x
  * itself where eager returns it, else a copy with eager's strides. */
 static Var *cast_in_memory_format(Trace *t, Var *x, Pt2DType dt, Var *memory_format) {
@@ -207,7 +206,8 @@ Var *h_cast(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var 
     if (strcmp(e->op, "type_as") == 0) {
         Var *o = arg(&b, "other");
         if (!o || o->kind != V_TENSOR) return trace_break(t, "type_as() needs a tensor");
-        return convert_to(t, places_move(t, x, var_on_host(t, o)), o->dtype); /* other's type: its device too */
+        Var *moved = places_move(t, x, var_on_host(t, o)); /* other's type: its device too */
+        return moved ? convert_to(t, moved, o->dtype) : NULL;
     }
     return cast_in_memory_format(t, x, pt2DTypeFromName(e->op), arg(&b, "memory_format"));
 }

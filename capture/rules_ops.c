@@ -509,8 +509,10 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (alias) return alias;
     }
     switch (base->kind) {
-    case V_TENSOR: /* x[...] is a view, not x; CPU index tensors of a CUDA x move to its device, as aten.index moves them */
-        return view_of(t, base, index_tensor(t, base, places_indices_for(t, base, index)));
+    case V_TENSOR: { /* x[...] is a view, not x; CPU index tensors of a CUDA x move to its device, as aten.index moves them */
+        Var *moved = places_indices_for(t, base, index);
+        return moved ? view_of(t, base, index_tensor(t, base, moved)) : NULL;
+    }
     case V_TUPLE: case V_LIST: {
         if (index->kind == V_CONST && PyLong_Check(index->obj)) {
             long k = PyLong_AsLong(index->obj);
@@ -610,8 +612,6 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
  * Tensor methods and attributes
  *===----------------------------------------------------------------------===*/
 
-/* self.name(*args) of a tensor: its rule, its Python form, or an in-place op; `__getitem__` and
- * `__setitem__` called by name are the subscript and the item assignment the bytecode makes. */
 /* x.requires_grad_() under no_grad on a tensor the trace made (MRA's `zeros_like(q).requires_grad_()`):
  * a leaf requiring grad, which no op under no_grad follows; x.requires_grad says so and the caller gets it
  * requiring grad (results.c).  In grad mode, or on a tensor from outside, it is eager's to do. */
@@ -624,6 +624,8 @@ static Var *requires_grad_method(Trace *t, Var *x) {
     return x;
 }
 
+/* self.name(*args) of a tensor: its rule, its Python form, or an in-place op; `__getitem__` and
+ * `__setitem__` called by name are the subscript and the item assignment the bytecode makes. */
 Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names,
                         Var **kw_values, int n_kw) {
     if (strcmp(name, "__getitem__") == 0 && n_args == 1 && n_kw == 0) return trace_subscript(t, self, args[0]);
