@@ -178,9 +178,19 @@ static Var *embed_constant(Trace *t, PyObject *real, const char *op);
 
 /* torch.tensor(data): data known at trace time becomes a graph constant. */
 Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
-    BIND("data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
-    if (!factory_device(t, &b, "tensor", false)) return NULL;
+    bool as_tensor = strcmp(e->op, "as_tensor") == 0;
+    BIND(as_tensor ? "data, dtype=None, device=None" : "data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
     Var *data = arg(&b, "data");
+    if (as_tensor && data && data->kind == V_TENSOR) { /* torch.as_tensor(x, dtype, device): x itself, or x.to(dtype, device) */
+        Var *dev = arg(&b, "device");
+        int target = dev && !(dev->kind == V_CONST && dev->obj == Py_None) ? (dev->kind == V_CONST ? places_target(t, dev->obj, "as_tensor()") : -1)
+                                                                          : var_on_host(t, data);
+        Pt2DType dt;
+        if (target < 0 || !arg_dtype(t, &b, "dtype", &dt)) return t->broke ? NULL : trace_break(t, "as_tensor(device=...) not known at trace time");
+        Var *moved = places_move(t, data, target == 1);
+        return moved && dt != PT2_DTYPE_INVALID ? convert_to(t, moved, dt) : moved;
+    }
+    if (!factory_device(t, &b, "tensor", false)) return NULL;
     Pt2DType dt;
     bool rg;
     if (!data || !arg_dtype(t, &b, "dtype", &dt) || !arg_bool(t, &b, "requires_grad", false, &rg)) return NULL;

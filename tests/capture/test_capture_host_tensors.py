@@ -107,7 +107,8 @@ def moves(n):
     c = x.cpu()
     return (meta(c), meta(c + 1), meta(x.to("cpu") * 2), meta((x * 2).to(torch.device("cpu"))), meta(c.to(x)),
             meta(x.type_as(c)), meta(c.type_as(x)), meta(torch.zeros_like(c)), meta(c.new_ones(3)), meta(torch.ones_like(c, device="cuda")),
-            meta(torch.zeros(2, device="cpu")), meta(torch.full((2,), 1.5)), x.cuda() is x, c.cpu() is c)
+            meta(torch.zeros(2, device="cpu")), meta(torch.full((2,), 1.5)), x.cuda() is x, c.cpu() is c,
+            meta(torch.as_tensor(c, device="cuda")), meta(torch.as_tensor(x, torch.float64, "cpu")), torch.as_tensor(x) is x)
 
 
 def test_moves_between_the_host_and_the_device():
@@ -115,7 +116,7 @@ def test_moves_between_the_host_and_the_device():
     got = one_graph(moves, 3)
     assert got == (on(CPU, f32, (3, 2)), on(CPU, f32, (3, 2)), on(CPU, f32, (3, 2)), on(CPU, f32, (3, 2)), on(CUDA, f32, (3, 2)),
                    on(CPU, f32, (3, 2)), on(CUDA, f32, (3, 2)), on(CPU, f32, (3, 2)), on(CPU, f32, (3,)), on(CUDA, f32, (3, 2)),
-                   on(CPU, f32, (2,)), on(CPU, f32, (2,)), True, True)
+                   on(CPU, f32, (2,)), on(CPU, f32, (2,)), True, True, on(CUDA, f32, (3, 2)), on(CPU, torch.float64, (3, 2)), True)
 
 
 def known_numbers(n):
@@ -203,3 +204,15 @@ def test_factories_alone_make_a_cpu_graph():
 
     got, is_cpu = pt2.compile(f)(6)
     assert torch.equal(got, torch.arange(6, dtype=torch.float32) * 2 + 1) and is_cpu
+
+
+def test_as_tensor_of_tensors_on_the_cpu():
+    def f(x):
+        return torch.as_tensor(x) is x, torch.as_tensor(x, dtype=torch.float64) * 2, torch.as_tensor([1, 2, 3]) + x[:3].long()
+
+    x = torch.randn(5)
+    got, exp = pt2.compile(f)(x), f(x)
+    assert got[0] and torch.equal(got[1], exp[1]) and torch.equal(got[2], exp[2]) and got[1].dtype == torch.float64
+    pt2.reset()
+    _, records = run_recorded(f, x)
+    assert len(records) == 1 and "break" not in records[0], records
