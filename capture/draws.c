@@ -14,8 +14,11 @@
  * `torch.rand([])` in the audio encoders and ViTMAE's random masking were
  * graph breaks ("a C function rand that pt2 does not know").
  *
+ * x.uniform_() and the other in-place fills of a contiguous x draw the same
+ * fill into a new tensor (pt2._draws.fill) that the graph writes into x.
+ *
  * What stays eager's: a generator= argument, out=, requires_grad=True, a
- * _like of a tensor not laid out contiguously (its draw fills memory in
+ * _like or a fill of a tensor not laid out contiguously (its draw fills memory in
  * another order), and a break whose resumed code would need a draw again
  * (breaks.c: a draw live at the break, or made inside the breaking call,
  * runs the frame eagerly rather than draw twice).
@@ -79,6 +82,55 @@ static Var *draw_input(Trace *t, PyObject *fn, PyObject *args, PyObject *kwargs,
     v->graph_input = id;
     trace_push_input(t, v);
     return v;
+}
+
+/* x.uniform_(a, b), normal_, random_, bernoulli_(p), exponential_, geometric_, log_normal_, cauchy_ of a
+ * contiguous x (one the trace made, or an input): the same fill of a new tensor of x's shape, dtype and
+ * device, drawn before the graph runs (pt2._draws.fill), written into x.  NULL with the trace broken, or
+ * *handled false for another method. */
+bool draw_fill_method(const char *name) {
+    static const char *const fills[] = {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_", "cauchy_"};
+    for (size_t i = 0; i < sizeof fills / sizeof fills[0]; ++i) {
+        if (strcmp(name, fills[i]) == 0) return true;
+    }
+    return false;
+}
+
+Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var **kwv, int nkw, bool *handled) {
+    if (!(*handled = draw_fill_method(name))) return NULL;
+    Var *x = args[0];
+    if (x->kind != V_TENSOR) return trace_break(t, "Tensor.%s of a non-tensor", name);
+    PyObject *shape = contiguous_shape(t, x);
+    if (!shape) return trace_break(t, "Tensor.%s of a tensor not laid out contiguously", name);
+    PyObject *pos = PyTuple_New(n - 1), *kwargs = PyDict_New(), *fill = pt2_import_attr("pt2._draws", "fill");
+    Var *r = NULL;
+    bool ok = pos && kwargs && fill;
+    for (int i = 1; ok && i < n; ++i) {
+        PyObject *value = constant_of(args[i]);
+        if (!(ok = value != NULL)) break;
+        PyTuple_SET_ITEM(pos, i - 1, value);
+    }
+    for (int i = 0; ok && i < nkw; ++i) {
+        PyObject *value = constant_of(kwv[i]);
+        ok = value && (value == Py_None || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwn, i), "generator") != 0) &&
+             PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwn, i), value) == 0;
+        Py_XDECREF(value);
+    }
+    if (!ok) {
+        r = trace_break(t, "Tensor.%s of arguments not known at trace time, or a generator", name);
+    } else {
+        bool host = var_on_host(t, x) || pt2_trace_device() < 0;
+        PyObject *dev = host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
+        PyObject *meta_args = dev ? Py_BuildValue("(sOOsOO)", name, shape, torch_dtype_of(x->dtype), "meta", pos, kwargs) : NULL;
+        PyObject *meta = meta_args ? PyObject_Call(fill, meta_args, NULL) : NULL; /* checks the arguments, draws nothing */
+        PyObject *call = meta ? Py_BuildValue("(sOOOOO)", name, shape, torch_dtype_of(x->dtype), dev, pos, kwargs) : NULL;
+        PyObject *no_kw = call ? PyDict_New() : NULL;
+        Var *drawn = no_kw ? draw_input(t, fill, call, no_kw, meta, host) : NULL;
+        r = drawn ? trace_assign_inplace(t, x, drawn, name) : t->broke ? NULL : trace_break(t, "Tensor.%s of these arguments raises", name);
+        Py_XDECREF(dev), Py_XDECREF(meta_args), Py_XDECREF(meta), Py_XDECREF(call), Py_XDECREF(no_kw);
+    }
+    Py_XDECREF(shape), Py_XDECREF(pos), Py_XDECREF(kwargs), Py_XDECREF(fill);
+    return r;
 }
 
 Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

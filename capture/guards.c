@@ -111,8 +111,8 @@ PyObject *guards_source_root(SourceKind kind, Py_ssize_t index, PyObject *name, 
         return Py_XNewRef(v);
     }
     case SRC_CONST: return Py_NewRef(name);
-    case SRC_DRAW: /* a random draw (draws.c): made at each fetch, never guarded */
-        return PyObject_Call(PyTuple_GET_ITEM(name, 0), PyTuple_GET_ITEM(name, 1), PyTuple_GET_ITEM(name, 2));
+    case SRC_DRAW: /* a random draw (draws.c): made at each fetch, never guarded; pt2._draws.fill not compiled */
+        return pt2_hook_run_disabled(PyTuple_GET_ITEM(name, 0), PyTuple_GET_ITEM(name, 1), PyTuple_GET_ITEM(name, 2));
     case SRC_MODULE: {
         PyObject *m = PyImport_GetModule(name); /* a dict lookup: never imports */
         if (!m) PyErr_Clear();

@@ -532,6 +532,9 @@ Var *tensor_inplace_method(Trace *t, const char *name, Var **args, int n_args, P
     if (x->kind == V_TENSOR && (reads_own_memory(t, x, args + 1, n_args - 1, name) || reads_own_memory(t, x, kw_values, n_kw, name))) {
         return NULL;
     }
+    bool fill;
+    Var *drawn = draw_fill(t, name, args, n_args, kw_names, kw_values, n_kw, &fill); /* x.uniform_() ...: draws.c */
+    if (fill) return drawn;
     if (strcmp(name, "copy_") == 0 && n_args == 2 && n_kw == 0) {
         Var *src = args[1];
         if (src->kind == V_TENSOR && src->dtype != x->dtype) src = convert_to(t, src, x->dtype); /* copy_ casts freely */

@@ -753,7 +753,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
         if (strcmp(name, metadata_inplace[i]) == 0) return trace_break(t, "Tensor.%s changes the tensor's shape in place", name);
     }
     bool inplace = base[0] && (tensor_method_rule(base) || polyfill_has_method(base) || strcmp(name, "copy_") == 0 ||
-                               strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0);
+                               strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0 || draw_fill_method(name));
     /* x.__getitem__ / x.__setitem__: the subscript and the item assignment (tensor_method_call above) */
     bool subscript = strcmp(name, "__getitem__") == 0 || strcmp(name, "__setitem__") == 0;
     if (tensor_method_rule(name) || inplace || subscript || polyfill_has_method(name)) {

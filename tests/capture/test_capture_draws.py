@@ -158,3 +158,39 @@ def test_each_call_draws_anew():
     f = pt2.compile(lambda x: x + torch.rand(4))
     a, b = f(torch.zeros(4)), f(torch.zeros(4))
     assert not torch.equal(a, b)
+
+
+def fills(x):
+    y = torch.empty(2, 5).uniform_(-1, 1)
+    z = torch.empty_like(x).normal_(0.5, 2.0)
+    g = torch.empty_like(x).exponential_()  # Gumbel noise is -g.log()
+    m = torch.empty(3, 4).bernoulli_(0.3)
+    r = torch.empty(6, dtype=torch.long).random_(0, 10)
+    x.add_(1).cauchy_()  # an input filled in place: written back
+    return y, z, g, m, r, torch.empty(4).log_normal_(), torch.empty(4).geometric_(0.4)
+
+
+def test_in_place_fills_are_eagers():
+    x = torch.randn(3, 5)
+    x_e = x.clone()
+    torch.manual_seed(0)
+    exp = fills(x_e), torch.rand(3)
+    torch.manual_seed(0)
+    got = pt2.compile(fills)(x), torch.rand(3)
+    assert_same(got, exp)
+    assert torch.equal(x, x_e)
+    pt2.reset()
+    e = pt2.explain(fills)(x.clone())
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+
+
+def test_fill_of_a_non_contiguous_tensor_stays_eagers():
+    def f(x):
+        return x.t().uniform_()
+
+    x, x_e = torch.zeros(3, 4), torch.zeros(3, 4)
+    torch.manual_seed(1)
+    exp = f(x_e)
+    torch.manual_seed(1)
+    got = pt2.compile(f)(x)
+    assert torch.equal(got, exp) and torch.equal(x, x_e)

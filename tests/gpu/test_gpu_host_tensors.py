@@ -188,7 +188,8 @@ def draws(x):
     noise = torch.rand(x.shape[0], x.shape[1], device=x.device)
     ids = torch.argsort(noise, dim=1)
     cpu = torch.randn(x.shape[1])  # drawn on the CPU, moved
-    return torch.gather(x, 1, ids), x * torch.rand_like(x) + cpu.to(x.device), torch.randint(0, 5, (3,), device=x.device)
+    return (torch.gather(x, 1, ids), x * torch.rand_like(x) + cpu.to(x.device), torch.randint(0, 5, (3,), device=x.device),
+            torch.empty_like(x).normal_(), torch.empty(5, device=x.device).bernoulli_(0.5))
 
 
 def test_random_draws_are_eagers_on_cuda():
