@@ -654,7 +654,8 @@ PyObject *break_replacement(Trace *t, const Pt2FrameInputs *in, Pt2Guards **out_
         goto done;
     }
     for (int k = 0; k < t->n_inputs; ++k) { /* the graph draws them before it runs (draws.c), and CPython again */
-        if (t->inputs[k]->source && t->inputs[k]->source->kind == SRC_DRAW && t->inputs[k]->serial >= t->snapshot.n_vars) {
+        const Var *in = t->inputs[k];
+        if (in->source && in->source->kind == SRC_DRAW && in->serial >= t->snapshot.n_vars) {
             fail(&e, "a random draw inside the call that broke");
             goto done;
         }

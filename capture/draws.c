@@ -89,7 +89,8 @@ static Var *draw_input(Trace *t, PyObject *fn, PyObject *args, PyObject *kwargs,
  * device, drawn before the graph runs (pt2._draws.fill), written into x.  NULL with the trace broken, or
  * *handled false for another method. */
 bool draw_fill_method(const char *name) {
-    static const char *const fills[] = {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_", "cauchy_"};
+    static const char *const fills[] = {"uniform_",     "normal_",    "random_",     "bernoulli_",
+                                        "exponential_", "geometric_", "log_normal_", "cauchy_"};
     for (size_t i = 0; i < sizeof fills / sizeof fills[0]; ++i) {
         if (strcmp(name, fills[i]) == 0) return true;
     }
@@ -112,8 +113,9 @@ Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var
     }
     for (int i = 0; ok && i < nkw; ++i) {
         PyObject *value = constant_of(kwv[i]);
-        ok = value && (value == Py_None || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwn, i), "generator") != 0) &&
-             PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwn, i), value) == 0;
+        PyObject *key = PyTuple_GET_ITEM(kwn, i);
+        ok = value && (value == Py_None || PyUnicode_CompareWithASCIIString(key, "generator") != 0) &&
+             PyDict_SetItem(kwargs, key, value) == 0;
         Py_XDECREF(value);
     }
     if (!ok) {
@@ -121,12 +123,15 @@ Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var
     } else {
         bool host = var_on_host(t, x) || pt2_trace_device() < 0;
         PyObject *dev = host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
-        PyObject *meta_args = dev ? Py_BuildValue("(sOOsOO)", name, shape, torch_dtype_of(x->dtype), "meta", pos, kwargs) : NULL;
-        PyObject *meta = meta_args ? PyObject_Call(fill, meta_args, NULL) : NULL; /* checks the arguments, draws nothing */
-        PyObject *call = meta ? Py_BuildValue("(sOOOOO)", name, shape, torch_dtype_of(x->dtype), dev, pos, kwargs) : NULL;
+        PyObject *dt = torch_dtype_of(x->dtype);
+        PyObject *meta_args = dev ? Py_BuildValue("(sOOsOO)", name, shape, dt, "meta", pos, kwargs) : NULL;
+        PyObject *meta = meta_args ? PyObject_Call(fill, meta_args, NULL) : NULL; /* checks the arguments; no draw */
+        PyObject *call = meta ? Py_BuildValue("(sOOOOO)", name, shape, dt, dev, pos, kwargs) : NULL;
         PyObject *no_kw = call ? PyDict_New() : NULL;
         Var *drawn = no_kw ? draw_input(t, fill, call, no_kw, meta, host) : NULL;
-        r = drawn ? trace_assign_inplace(t, x, drawn, name) : t->broke ? NULL : trace_break(t, "Tensor.%s of these arguments raises", name);
+        r = drawn      ? trace_assign_inplace(t, x, drawn, name)
+            : t->broke ? NULL
+                       : trace_break(t, "Tensor.%s of these arguments raises", name);
         Py_XDECREF(dev), Py_XDECREF(meta_args), Py_XDECREF(meta), Py_XDECREF(call), Py_XDECREF(no_kw);
     }
     Py_XDECREF(shape), Py_XDECREF(pos), Py_XDECREF(kwargs), Py_XDECREF(fill);
@@ -201,10 +206,16 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     if (!device_ok) goto done;
     bool host = place == PLACE_HOST || pt2_trace_device() < 0;
     PyObject *dev = host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
-    PyObject *plain = pt2_import_attr("torch", like ? (strncmp(op, "randint", 7) == 0 ? "randint" : strncmp(op, "randn", 5) == 0 ? "randn" : "rand") : op);
+    const char *plain_name = !like                            ? op
+                             : strncmp(op, "randint", 7) == 0 ? "randint"
+                             : strncmp(op, "randn", 5) == 0   ? "randn"
+                                                              : "rand";
+    PyObject *plain = pt2_import_attr("torch", plain_name);
     PyObject *meta_kw = plain && dev ? PyDict_Copy(kwargs) : NULL, *meta_dev = PyUnicode_FromString("meta");
     PyObject *meta = NULL; /* the draw's shape and dtype, without drawing */
-    if (meta_kw && meta_dev && PyDict_SetItemString(meta_kw, "device", meta_dev) == 0) meta = PyObject_Call(plain, pos, meta_kw);
+    if (meta_kw && meta_dev && PyDict_SetItemString(meta_kw, "device", meta_dev) == 0) {
+        meta = PyObject_Call(plain, pos, meta_kw);
+    }
     Py_XDECREF(meta_dev);
     PyErr_Clear();
     if (meta && PyDict_SetItemString(kwargs, "device", dev) == 0) {

@@ -652,7 +652,8 @@ static bool setitem_mask(Trace *t, Var *x, Var *mask, Var *value) {
 bool trace_setitem_tensor(Trace *t, Var *x, Var *index, Var *value) {
     Var *items[PT2_MAX_RANK * 2];
     int n = 0;
-    if (!(index = places_indices_for(t, x, index))) return false; /* CPU indices of a CUDA x (aten.index_put_ moves them) */
+    /* CPU index tensors of a CUDA x move to its device, as aten.index_put_ moves them */
+    if (!(index = places_indices_for(t, x, index))) return false;
     if (index->kind == V_TUPLE) {
         for (int i = 0; i < index->n_items && n < PT2_MAX_RANK * 2; ++i) items[n++] = index->items[i];
     } else if (index->kind == V_CONST && PyTuple_Check(index->obj)) {

@@ -94,8 +94,8 @@ int places_of_op(Trace *t, const char *op, int n, const int *operands) {
             size_t len = strlen(shape);
             snprintf(shape + len, sizeof shape - len, "%s%lld", d ? ", " : "", (long long)sizes[d]);
         }
-        trace_break(t, "a CPU tensor of shape %s] beside cuda:%d tensors in pt2.%s (eager raises: only 0-d CPU tensors mix with CUDA ones)",
-                    shape, pt2_trace_device(), op);
+        trace_break(t, "a CPU tensor of shape %s] beside cuda:%d tensors in pt2.%s (eager raises: only 0-d CPU tensors "
+                    "mix with CUDA ones)", shape, pt2_trace_device(), op);
         return -1;
     }
     return device ? PLACE_DEVICE : any_host ? PLACE_HOST : PLACE_ANY;
@@ -103,7 +103,9 @@ int places_of_op(Trace *t, const char *op, int n, const int *operands) {
 
 void places_set_results(Trace *t, int place, int n, const int *results) {
     if (place == PLACE_ANY) return;
-    for (int i = 0; i < n; ++i) trace_set_place(t, results[i], place == PLACE_HOST ? host_of_rank(value_rank(t, results[i])) : place);
+    for (int i = 0; i < n; ++i) {
+        trace_set_place(t, results[i], place == PLACE_HOST ? host_of_rank(value_rank(t, results[i])) : place);
+    }
 }
 
 /*--- factories ---------------------------------------------------------------*/
@@ -129,7 +131,8 @@ static bool mark(Trace *t, Var *r, int place, int first_new) {
         trace_set_place(t, r->value, want);
         return true;
     }
-    if (host_place(trace_place(t, r->value)) == host_place(want)) return true; /* "any" is reported as the graph's device */
+    /* "any" is reported as the graph's device */
+    if (host_place(trace_place(t, r->value)) == host_place(want)) return true;
     return trace_break(t, "internal: a factory's result is a value made before it, on another device"), false;
 }
 

@@ -44,7 +44,8 @@ struct OutNode {
     int n;
 };
 
-static PyObject *str_copy_, *str_detach, *str_clone, *str_cpu, *str_requires_grad_, *str_as_strided, *str_storage_offset;
+static PyObject *str_copy_, *str_detach, *str_clone, *str_cpu, *str_requires_grad_, *str_as_strided,
+    *str_storage_offset;
 
 int results_init(void) {
     str_copy_ = PyUnicode_InternFromString("copy_");
@@ -54,7 +55,9 @@ int results_init(void) {
     str_requires_grad_ = PyUnicode_InternFromString("requires_grad_");
     str_as_strided = PyUnicode_InternFromString("as_strided");
     str_storage_offset = PyUnicode_InternFromString("storage_offset");
-    return str_copy_ && str_detach && str_clone && str_cpu && str_requires_grad_ && str_as_strided && str_storage_offset ? 0 : -1;
+    bool ok = str_copy_ && str_detach && str_clone && str_cpu && str_requires_grad_ && str_as_strided &&
+              str_storage_offset;
+    return ok ? 0 : -1;
 }
 
 static int n_children(const OutNode *n) { return n->kind == OUT_DICT && !n->obj ? 2 * n->n : n->n; }

@@ -43,7 +43,8 @@ static bool device_ok(Trace *t, Var *dev, const char *op, bool like) {
 }
 
 static bool factory_device(Trace *t, Bound *b, const char *op, bool like) { return device_ok(t, arg(b, "device"), op, like); }
-bool pt2_factory_device(Trace *t, Var *dev, const char *op, bool like) { return device_ok(t, dev, op, like); } /* draws.c */
+/* draws.c's */
+bool pt2_factory_device(Trace *t, Var *dev, const char *op, bool like) { return device_ok(t, dev, op, like); }
 
 /* requires_grad=True makes a leaf autograd follows (and raises for integer types): eager makes it */
 static bool factory_no_grad(Trace *t, Bound *b, const char *op) {
@@ -179,14 +180,19 @@ static Var *embed_constant(Trace *t, PyObject *real, const char *op);
 /* torch.tensor(data): data known at trace time becomes a graph constant. */
 Var *h_tensor(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     bool as_tensor = strcmp(e->op, "as_tensor") == 0;
-    BIND(as_tensor ? "data, dtype=None, device=None" : "data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
+    BIND(as_tensor ? "data, dtype=None, device=None"
+                   : "data, *, dtype=None, device=None, requires_grad=False, pin_memory=False");
     Var *data = arg(&b, "data");
-    if (as_tensor && data && data->kind == V_TENSOR) { /* torch.as_tensor(x, dtype, device): x itself, or x.to(dtype, device) */
+    if (as_tensor && data && data->kind == V_TENSOR) { /* as_tensor(x, dtype, device): x, or x.to(dtype, device) */
         Var *dev = arg(&b, "device");
-        int target = dev && !(dev->kind == V_CONST && dev->obj == Py_None) ? (dev->kind == V_CONST ? places_target(t, dev->obj, "as_tensor()") : -1)
-                                                                          : var_on_host(t, data);
+        bool given = dev && !(dev->kind == V_CONST && dev->obj == Py_None);
+        int target = !given                  ? var_on_host(t, data)
+                     : dev->kind == V_CONST ? places_target(t, dev->obj, "as_tensor()")
+                                            : -1;
         Pt2DType dt;
-        if (target < 0 || !arg_dtype(t, &b, "dtype", &dt)) return t->broke ? NULL : trace_break(t, "as_tensor(device=...) not known at trace time");
+        if (target < 0 || !arg_dtype(t, &b, "dtype", &dt)) {
+            return t->broke ? NULL : trace_break(t, "as_tensor(device=...) not known at trace time");
+        }
         Var *moved = places_move(t, data, target == 1);
         return moved && dt != PT2_DTYPE_INVALID ? convert_to(t, moved, dt) : moved;
     }

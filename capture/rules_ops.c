@@ -509,7 +509,7 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (alias) return alias;
     }
     switch (base->kind) {
-    case V_TENSOR: { /* x[...] is a view, not x; CPU index tensors of a CUDA x move to its device, as aten.index moves them */
+    case V_TENSOR: { /* x[...] is a view, not x; CPU index tensors of a CUDA x move to its device (aten.index) */
         Var *moved = places_indices_for(t, base, index);
         return moved ? view_of(t, base, index_tensor(t, base, moved)) : NULL;
     }
@@ -618,8 +618,10 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
 static Var *requires_grad_method(Trace *t, Var *x) {
     if (x->kind != V_TENSOR) return trace_break(t, "requires_grad_() of a non-tensor");
     if (t->grad_enabled) return trace_break(t, "Tensor.requires_grad_ in grad mode (training is not supported yet)");
-    if (x->is_input || x->source) return trace_break(t, "Tensor.requires_grad_ on a tensor from outside the compiled code");
-    if (!pt2DTypeIsFloating(x->dtype)) return trace_break(t, "requires_grad_() of a %s tensor (eager raises)", pt2DTypeName(x->dtype));
+    if (x->is_input || x->source) return trace_break(t, "Tensor.requires_grad_ of a tensor from outside the trace");
+    if (!pt2DTypeIsFloating(x->dtype)) {
+        return trace_break(t, "requires_grad_() of a %s tensor (eager raises)", pt2DTypeName(x->dtype));
+    }
     x->requires_grad = true;
     return x;
 }
@@ -634,7 +636,7 @@ Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n
         return trace_setitem_tensor(t, self, args[0], args[1]) ? var_none(t) : NULL;
     }
     bool grad_on = n_args + n_kw == 0 || (n_args + n_kw == 1 && args[0]->kind == V_CONST && args[0]->obj == Py_True);
-    if (strcmp(name, "requires_grad_") == 0 && grad_on) return requires_grad_method(t, self); /* (False): a Python form */
+    if (strcmp(name, "requires_grad_") == 0 && grad_on) return requires_grad_method(t, self); /* (False): a form's */
     const RuleEntry *rule = tensor_method_rule(name);
     Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
     with_self[0] = self;

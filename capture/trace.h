@@ -534,7 +534,8 @@ const RuleEntry *rule_for(PyObject *callable);
 const RuleEntry *tensor_method_rule(const char *name);
 Var *rule_apply(Trace *t, const RuleEntry *rule, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
 void trace_push_input(Trace *t, Var *v); /* a graph input, in argument order (values.c) */
-Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var **kwv, int nkw, bool *handled); /* draws.c */
+/* draws.c: x.uniform_() and the other in-place random fills (*handled false for another method) */
+Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var **kwv, int nkw, bool *handled);
 bool draw_fill_method(const char *name); /* x.uniform_ and the other in-place random fills */
 int rules_init(void);
 

@@ -365,7 +365,8 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     /* one device per graph (compiler.c), but for CPU tensors passed to a graph on
      * a CUDA device (0-d ones also to a graph with no device yet): host values,
      * copied to the device at each call (places.c, compiled.c) */
-    bool host = m.device == PT2_DEVICE_CPU && pt2_trace_device() != PT2_DEVICE_CPU && (m.rank == 0 || pt2_trace_device() >= 0);
+    int device = pt2_trace_device();
+    bool host = m.device == PT2_DEVICE_CPU && device != PT2_DEVICE_CPU && (m.rank == 0 || device >= 0);
     if (!host && !pt2_trace_accept_tensor(t, value)) return NULL;
     PyObject *sparse = PyObject_GetAttrString(value, "layout");
     PyObject *strided = PyObject_GetAttrString(torch_module, "strided");
