@@ -237,7 +237,9 @@ def index_put(input, indices, values, accumulate=False):
     row-major combination, each checked against its own dim's size first (x[i, j] with j past its dim
     fails the check, as eager raises, rather than landing in the next row).  One boolean mask of the
     leading dims (capture/polyfills.c, mask_put_ok): a where over the selected rows, values broadcast
-    to one row (added to it with accumulate)."""
+    to one row (added to it with accumulate).  CPU index tensors of a CUDA input move to its device, as
+    aten.index_put_ moves them."""
+    indices = tuple(i.to(input.device) for i in indices)
     if len(indices) == 1 and indices[0].dtype == torch.bool:
         (mask,) = indices
         m = mask.reshape(tuple(mask.shape) + (1,) * (input.dim() - mask.dim()))

@@ -148,12 +148,14 @@ def cpu_indices(n):
     table = torch.ones(2 * n, 3, device="cuda")
     idx = torch.arange(n)[:, None] + torch.arange(n)[None, :]
     table[torch.tensor([0, 2])] = 5.0  # index_put_ moves CPU indices too
-    return meta(table[idx.view(-1)]), meta(table[:, torch.tensor([0, 2])]), meta(table[idx]), meta(table)
+    put = table.index_put((torch.arange(2 * n) > 2,), torch.ones(3, device="cuda"))  # a CPU mask
+    return meta(table[idx.view(-1)]), meta(table[:, torch.tensor([0, 2])]), meta(table[idx]), meta(table), meta(put)
 
 
 def test_cpu_index_tensors_of_a_cuda_tensor():
     f32 = torch.float32
-    assert one_graph(cpu_indices, 3) == (on(CUDA, f32, (9, 3)), on(CUDA, f32, (6, 2)), on(CUDA, f32, (3, 3, 3)), on(CUDA, f32, (6, 3)))
+    assert one_graph(cpu_indices, 3) == (on(CUDA, f32, (9, 3)), on(CUDA, f32, (6, 2)), on(CUDA, f32, (3, 3, 3)), on(CUDA, f32, (6, 3)),
+                                          on(CUDA, f32, (6, 3)))
 
 
 # ---------------------------------------------------------------- what eager refuses stays eager's
