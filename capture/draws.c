@@ -154,7 +154,7 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         PyObject *name = PyTuple_GET_ITEM(kwn, i);
         const char *s = PyUnicode_AsUTF8(name);
         if (strcmp(s, "device") == 0) {
-            device = kwv[i];
+            device = kwv[i]->kind == V_CONST && kwv[i]->obj == Py_None ? NULL : kwv[i]; /* None: the default */
             continue;
         }
         PyObject *value = constant_of(kwv[i]);

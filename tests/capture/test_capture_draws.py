@@ -63,7 +63,7 @@ def test_plain_draws_are_eagers():
 
 def like_draws(x):
     return (torch.rand_like(x), torch.randn_like(x, dtype=torch.float64), torch.randint_like(x, 5), torch.randint_like(x, 2, 9),
-            x * torch.rand_like(x))
+            x * torch.rand_like(x), torch.rand_like(x, device=None), torch.rand(2, device=None))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

@@ -218,3 +218,17 @@ def test_as_tensor_of_tensors_on_the_cpu():
     pt2.reset()
     _, records = run_recorded(f, x)
     assert len(records) == 1 and "break" not in records[0], records
+
+
+def draws_on_devices(n):
+    x = torch.ones(n, device="cuda")
+    return meta(torch.rand_like(x)), meta(torch.rand_like(x, device=None)), meta(torch.randn(n)), meta(torch.randn(n, device="cuda"))
+
+
+def test_draws_follow_their_device():
+    """capture/draws.c: a draw is a graph input made on the device eager's would be, so on this CPU build the
+    compiled call fails where eager's would, drawing on CUDA (tests/gpu/test_gpu_host_tensors.py checks the
+    devices and numbers on a GPU)."""
+    out, records = run_recorded(draws_on_devices, 3)
+    assert len(records) == 1 and "break" not in records[0], records
+    assert isinstance(out, AssertionError) and "CUDA" in str(out), out
