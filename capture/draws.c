@@ -30,20 +30,10 @@
 
 bool pt2_factory_device(Trace *t, Var *dev, const char *op, bool like); /* rules_create.c */
 
-/* The Python value of a constant argument (a tuple or list of constants as a tuple), or NULL. */
-static PyObject *constant_of(Var *v) {
-    if (v->kind == V_CONST) return Py_NewRef(v->obj);
-    if (v->kind != V_TUPLE && v->kind != V_LIST) return NULL;
-    PyObject *r = PyTuple_New(v->n_items);
-    for (int i = 0; r && i < v->n_items; ++i) {
-        PyObject *item = constant_of(v->items[i]);
-        if (!item) {
-            Py_CLEAR(r);
-            break;
-        }
-        PyTuple_SET_ITEM(r, i, item);
-    }
-    return r;
+/* Where a draw is made: the CPU for a host value (or in a graph with no CUDA device), else the graph's
+ * CUDA device; a new reference, or NULL. */
+static PyObject *draw_device(bool host) {
+    return host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
 }
 
 /* x's sizes as a tuple, where x is laid out contiguously (a _like draw then fills it as the plain draw
@@ -107,12 +97,12 @@ Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var
     Var *r = NULL;
     bool ok = pos && kwargs && fill;
     for (int i = 1; ok && i < n; ++i) {
-        PyObject *value = constant_of(args[i]);
+        PyObject *value = var_constant_value(args[i]);
         if (!(ok = value != NULL)) break;
         PyTuple_SET_ITEM(pos, i - 1, value);
     }
     for (int i = 0; ok && i < nkw; ++i) {
-        PyObject *value = constant_of(kwv[i]);
+        PyObject *value = var_constant_value(kwv[i]);
         PyObject *key = PyTuple_GET_ITEM(kwn, i);
         ok = value && (value == Py_None || PyUnicode_CompareWithASCIIString(key, "generator") != 0) &&
              PyDict_SetItem(kwargs, key, value) == 0;
@@ -122,7 +112,7 @@ Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var
         r = trace_break(t, "Tensor.%s of arguments not known at trace time, or a generator", name);
     } else {
         bool host = var_on_host(t, x) || pt2_trace_device() < 0;
-        PyObject *dev = host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
+        PyObject *dev = draw_device(host);
         PyObject *dt = torch_dtype_of(x->dtype);
         PyObject *meta_args = dev ? Py_BuildValue("(sOOsOO)", name, shape, dt, "meta", pos, kwargs) : NULL;
         PyObject *meta = meta_args ? PyObject_Call(fill, meta_args, NULL) : NULL; /* checks the arguments; no draw */
@@ -157,7 +147,7 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
             device = kwv[i]->kind == V_CONST && kwv[i]->obj == Py_None ? NULL : kwv[i]; /* None: the default */
             continue;
         }
-        PyObject *value = constant_of(kwv[i]);
+        PyObject *value = var_constant_value(kwv[i]);
         bool plain = value && (value == Py_None || (strcmp(s, "generator") != 0 && strcmp(s, "out") != 0 &&
                                                     (strcmp(s, "requires_grad") != 0 || value == Py_False) &&
                                                     strcmp(s, "memory_format") != 0 && strcmp(s, "pin_memory") != 0));
@@ -183,7 +173,7 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         }
     }
     for (int i = like ? 1 : 0; i < n; ++i) {
-        PyObject *value = constant_of(args[i]);
+        PyObject *value = var_constant_value(args[i]);
         if (!value) {
             Py_XDECREF(shape);
             r = trace_break(t, "torch.%s() of arguments not known at trace time", op);
@@ -198,14 +188,14 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         Py_XDECREF(tail);
         if (!pos) goto done;
     }
-    /* the device as a factory's: the graph's (fixing one with none yet), or the host */
+    /* the device as a factory's: the graph's (fixing one with none yet), the host, or a _like's tensor's */
     int saved = t->factory_place;
-    bool device_ok = like && !device ? true : pt2_factory_device(t, device, op, false);
-    int place = like && !device ? (var_on_host(t, x) ? PLACE_HOST : PLACE_DEVICE) : t->factory_place;
+    bool device_ok = pt2_factory_device(t, device, op, like);
+    int place = t->factory_place == PLACE_LIKE ? (var_on_host(t, x) ? PLACE_HOST : PLACE_DEVICE) : t->factory_place;
     t->factory_place = saved; /* the result is marked here, not by rule_apply */
     if (!device_ok) goto done;
     bool host = place == PLACE_HOST || pt2_trace_device() < 0;
-    PyObject *dev = host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
+    PyObject *dev = draw_device(host);
     const char *plain_name = !like                            ? op
                              : strncmp(op, "randint", 7) == 0 ? "randint"
                              : strncmp(op, "randn", 5) == 0   ? "randn"

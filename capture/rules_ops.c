@@ -635,8 +635,10 @@ Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n
         trace_mutated(t, self);
         return trace_setitem_tensor(t, self, args[0], args[1]) ? var_none(t) : NULL;
     }
-    bool grad_on = n_args + n_kw == 0 || (n_args + n_kw == 1 && args[0]->kind == V_CONST && args[0]->obj == Py_True);
-    if (strcmp(name, "requires_grad_") == 0 && grad_on) return requires_grad_method(t, self); /* (False): a form's */
+    if (strcmp(name, "requires_grad_") == 0 &&
+        (n_args + n_kw == 0 || (n_args + n_kw == 1 && args[0]->kind == V_CONST && args[0]->obj == Py_True))) {
+        return requires_grad_method(t, self); /* requires_grad_(False): a Python form's */
+    }
     const RuleEntry *rule = tensor_method_rule(name);
     Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
     with_self[0] = self;

@@ -833,6 +833,13 @@ bool dense_permuted_order(int rank, const int64_t *sizes, const int64_t *strides
     return true;
 }
 
+static PyObject *constant_leaf(Var *v, void *user) {
+    (void)user;
+    return v->kind == V_CONST ? Py_XNewRef(v->obj) : NULL;
+}
+
+PyObject *var_constant_value(Var *v) { return var_python_value(v, constant_leaf, NULL); }
+
 PyObject *var_python_value(Var *v, PyObject *(*leaf)(Var *v, void *user), void *user) {
     if (v->kind != V_TUPLE && v->kind != V_LIST) return leaf(v, user);
     PyObject *size = torch_size_type_obj();

@@ -128,6 +128,9 @@ void set_contiguous_strides(Trace *t, Var *r);
  * of the values of its items, any other Var as leaf(v, user) gives it; NULL (no error) where an item
  * has none (leaf returned NULL, a namedtuple). */
 PyObject *var_python_value(Var *v, PyObject *(*leaf)(Var *v, void *user), void *user);
+/* The Python value of v where it is made of constants alone (a constant, or a tuple or list made in
+ * the trace of such: nn.ConstantPad1d((left, right), 0)), a new reference; NULL (no error) else. */
+PyObject *var_constant_value(Var *v);
 /* torch.Tensor.<name> (a new reference), or NULL (no error). */
 PyObject *torch_tensor_method(const char *name);
 typedef struct MetaCall {

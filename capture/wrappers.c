@@ -227,15 +227,6 @@ static Var *lru_cache_call(Trace *t, PyObject *o, Var **args, int n_args, PyObje
                        kw_names, kw_values, n_kw);
 }
 
-/* The Python value of v where it is made of constants alone (a constant, or a tuple or list made in
- * the trace of such: nn.ConstantPad1d((left, right), 0)), a new reference; NULL (no error) else. */
-static PyObject *constant_leaf(Var *v, void *user) {
-    (void)user;
-    return v->kind == V_CONST ? Py_XNewRef(v->obj) : NULL;
-}
-
-static PyObject *plain_constant(Var *v) { return var_python_value(v, constant_leaf, NULL); }
-
 /* A module made in the trace from constant arguments by a constructor of torch.nn's own (the class's
  * __init__, through its MRO, defined in torch.nn.modules.*: nn.Softmax(dim=-1)(x), nn.Upsample(...),
  * transformers' ACT2FN[name], whose activation classes keep nn.Module's), when it holds no parameter or
@@ -263,12 +254,12 @@ static Var *stateless_torch_module(Trace *t, PyObject *cls, Var **args, int n_ar
     PyObject *pos = PyTuple_New(n_args), *kw = n_kw ? PyDict_New() : NULL;
     bool constant = pos && (kw || !n_kw);
     for (int i = 0; constant && i < n_args; ++i) {
-        PyObject *x = plain_constant(args[i]);
+        PyObject *x = var_constant_value(args[i]);
         if (x) PyTuple_SET_ITEM(pos, i, x);
         constant = x != NULL;
     }
     for (int i = 0; constant && i < n_kw; ++i) {
-        PyObject *x = plain_constant(kw_values[i]);
+        PyObject *x = var_constant_value(kw_values[i]);
         constant = x && PyDict_SetItem(kw, PyTuple_GET_ITEM(kw_names, i), x) == 0;
         Py_XDECREF(x);
     }
