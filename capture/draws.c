@@ -17,11 +17,19 @@
  * x.uniform_() and the other in-place fills of a contiguous x draw the same
  * fill into a new tensor (pt2._draws.fill) that the graph writes into x.
  *
- * What stays eager's: a generator= argument, out=, requires_grad=True, a
- * _like or a fill of a tensor not laid out contiguously (its draw fills memory in
- * another order), and a break whose resumed code would need a draw again
- * (breaks.c: a draw live at the break, or made inside the breaking call,
- * runs the frame eagerly rather than draw twice).
+ * A generator= argument that the traced code read from somewhere (an
+ * argument, a global, a module's attribute) is the draw's own: the call
+ * draws from that generator object, whose identity is guarded (another
+ * generator is another graph), and the meta call that gives the draw's type
+ * runs without it.  A generator on another device than the draw's stays
+ * eager's (eager raises).
+ *
+ * What stays eager's: a generator the traced code made itself, out=,
+ * requires_grad=True, a _like or a fill of a tensor not laid out
+ * contiguously (its draw fills memory in another order), and a break whose
+ * resumed code would need a draw again (breaks.c: a draw live at the break,
+ * or made inside the breaking call, runs the frame eagerly rather than draw
+ * twice).
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -34,6 +42,37 @@ bool pt2_factory_device(Trace *t, Var *dev, const char *op, bool like); /* rules
  * CUDA device; a new reference, or NULL. */
 static PyObject *draw_device(bool host) {
     return host ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", pt2_trace_device());
+}
+
+/* A generator= argument's value for a draw on the CPU (host) or the graph's CUDA device: a new
+ * reference to the generator object, its identity guarded; Py_None (new) for None; NULL with the trace
+ * broken for a generator the trace has no source of, or one of another device. */
+static PyObject *draw_generator(Trace *t, Var *g, bool host, const char *op) {
+    if (g->kind == V_CONST && g->obj == Py_None) return Py_NewRef(Py_None);
+    PyObject *gen_type = pt2_import_attr("torch", "Generator");
+    int is_gen = gen_type && g->obj ? PyObject_IsInstance(g->obj, gen_type) : 0;
+    Py_XDECREF(gen_type);
+    PyErr_Clear();
+    if (is_gen != 1 || !g->source) {
+        trace_break(t, "%s(generator=...) of a generator made in the traced code, or not a torch.Generator", op);
+        return NULL;
+    }
+    PyObject *dev = PyObject_GetAttrString(g->obj, "device");
+    PyObject *type = dev ? PyObject_GetAttrString(dev, "type") : NULL;
+    PyObject *index = dev ? PyObject_GetAttrString(dev, "index") : NULL;
+    PyErr_Clear();
+    bool same = type && index && PyUnicode_Check(type) &&
+                (host ? PyUnicode_CompareWithASCIIString(type, "cpu") == 0
+                      : PyUnicode_CompareWithASCIIString(type, "cuda") == 0 &&
+                            (index == Py_None ? pt2_trace_device() == 0 : PyLong_AsLong(index) == pt2_trace_device()));
+    PyErr_Clear();
+    Py_XDECREF(dev), Py_XDECREF(type), Py_XDECREF(index);
+    if (!same) {
+        trace_break(t, "%s(generator=...) of a generator on another device than the draw's (eager raises)", op);
+        return NULL;
+    }
+    trace_guard(t, G_ID, g->source, g->obj, 0);
+    return Py_NewRef(g->obj);
 }
 
 /* x's sizes as a tuple, where x is laid out contiguously (a _like draw then fills it as the plain draw
@@ -101,21 +140,30 @@ Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var
         if (!(ok = value != NULL)) break;
         PyTuple_SET_ITEM(pos, i - 1, value);
     }
+    bool host = var_on_host(t, x) || pt2_trace_device() < 0;
+    Var *gen = NULL;
     for (int i = 0; ok && i < nkw; ++i) {
-        PyObject *value = var_constant_value(kwv[i]);
         PyObject *key = PyTuple_GET_ITEM(kwn, i);
-        ok = value && (value == Py_None || PyUnicode_CompareWithASCIIString(key, "generator") != 0) &&
-             PyDict_SetItem(kwargs, key, value) == 0;
+        if (PyUnicode_CompareWithASCIIString(key, "generator") == 0) {
+            gen = kwv[i];
+            continue;
+        }
+        PyObject *value = var_constant_value(kwv[i]);
+        ok = value && PyDict_SetItem(kwargs, key, value) == 0;
         Py_XDECREF(value);
     }
-    if (!ok) {
-        r = trace_break(t, "Tensor.%s of arguments not known at trace time, or a generator", name);
+    PyObject *generator = ok && gen ? draw_generator(t, gen, host, name) : NULL;
+    if (t->broke) {
+        r = NULL;
+    } else if (!ok) {
+        r = trace_break(t, "Tensor.%s of arguments not known at trace time", name);
     } else {
-        bool host = var_on_host(t, x) || pt2_trace_device() < 0;
         PyObject *dev = draw_device(host);
         PyObject *dt = torch_dtype_of(x->dtype);
         PyObject *meta_args = dev ? Py_BuildValue("(sOOsOO)", name, shape, dt, "meta", pos, kwargs) : NULL;
         PyObject *meta = meta_args ? PyObject_Call(fill, meta_args, NULL) : NULL; /* checks the arguments; no draw */
+        /* the generator is the real call's only (the meta call takes none of another device) */
+        if (meta && generator && PyDict_SetItemString(kwargs, "generator", generator) != 0) Py_CLEAR(meta);
         PyObject *call = meta ? Py_BuildValue("(sOOOOO)", name, shape, dt, dev, pos, kwargs) : NULL;
         PyObject *no_kw = call ? PyDict_New() : NULL;
         Var *drawn = no_kw ? draw_input(t, fill, call, no_kw, meta, host) : NULL;
@@ -124,7 +172,7 @@ Var *draw_fill(Trace *t, const char *name, Var **args, int n, PyObject *kwn, Var
                        : trace_break(t, "Tensor.%s of these arguments raises", name);
         Py_XDECREF(dev), Py_XDECREF(meta_args), Py_XDECREF(meta), Py_XDECREF(call), Py_XDECREF(no_kw);
     }
-    Py_XDECREF(shape), Py_XDECREF(pos), Py_XDECREF(kwargs), Py_XDECREF(fill);
+    Py_XDECREF(shape), Py_XDECREF(pos), Py_XDECREF(kwargs), Py_XDECREF(fill), Py_XDECREF(generator);
     return r;
 }
 
@@ -133,7 +181,7 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     size_t len = strlen(op);
     bool like = len > 5 && strcmp(op + len - 5, "_like") == 0;
     PyObject *kwargs = PyDict_New(), *pos = PyTuple_New(like && n > 0 ? n - 1 : n);
-    Var *device = NULL, *x = like && n > 0 ? args[0] : NULL;
+    Var *device = NULL, *gen = NULL, *x = like && n > 0 ? args[0] : NULL;
     Var *r = NULL;
     if (!kwargs || !pos) goto done;
     if (like && (!x || x->kind != V_TENSOR)) {
@@ -147,8 +195,12 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
             device = kwv[i]->kind == V_CONST && kwv[i]->obj == Py_None ? NULL : kwv[i]; /* None: the default */
             continue;
         }
+        if (strcmp(s, "generator") == 0) {
+            gen = kwv[i];
+            continue;
+        }
         PyObject *value = var_constant_value(kwv[i]);
-        bool plain = value && (value == Py_None || (strcmp(s, "generator") != 0 && strcmp(s, "out") != 0 &&
+        bool plain = value && (value == Py_None || (strcmp(s, "out") != 0 &&
                                                     (strcmp(s, "requires_grad") != 0 || value == Py_False) &&
                                                     strcmp(s, "memory_format") != 0 && strcmp(s, "pin_memory") != 0));
         if (!plain || PyDict_SetItem(kwargs, name, value) != 0) {
@@ -208,11 +260,17 @@ Var *h_random(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
     }
     Py_XDECREF(meta_dev);
     PyErr_Clear();
-    if (meta && PyDict_SetItemString(kwargs, "device", dev) == 0) {
+    /* the generator is the real call's only (the meta call takes none of another device) */
+    PyObject *generator = meta && gen ? draw_generator(t, gen, host, op) : NULL;
+    if (t->broke) {
+        r = NULL;
+    } else if (meta && PyDict_SetItemString(kwargs, "device", dev) == 0 &&
+               (!generator || PyDict_SetItemString(kwargs, "generator", generator) == 0)) {
         r = draw_input(t, plain, pos, kwargs, meta, host);
     } else {
         r = trace_break(t, "torch.%s() of these arguments raises", op);
     }
+    Py_XDECREF(generator);
     Py_XDECREF(dev);
     Py_XDECREF(plain);
     Py_XDECREF(meta_kw);

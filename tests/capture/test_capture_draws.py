@@ -154,6 +154,77 @@ def test_a_generator_argument_stays_eagers():
     assert_same(seeded(pt2.compile(with_generator), x), seeded(with_generator, x))
 
 
+GEN = torch.Generator().manual_seed(11)
+
+
+def with_passed_generator(x, g):
+    return x + torch.rand(3, generator=g), torch.randn(2, 2, generator=g, dtype=torch.float64), torch.rand(2)
+
+
+def with_global_generator(x):
+    return x * torch.randint(0, 9, (3,), generator=GEN), torch.randperm(5, generator=GEN), torch.empty(4).uniform_(generator=GEN)
+
+
+class Noisy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gen = torch.Generator().manual_seed(5)
+
+    def forward(self, x):
+        return x + torch.randn_like(x, generator=self.gen)
+
+
+def generator_states(*gens):
+    return [g.get_state() for g in gens]
+
+
+def test_a_generator_from_outside_draws_in_the_graph():
+    """A generator passed in, a global's, a module's: one graph, eager's numbers from each generator, each
+    generator (and the default one) left where eager leaves it."""
+    x = torch.randn(3)
+    for fn, args, gens in ((with_passed_generator, lambda: (x, torch.Generator().manual_seed(2)), None),
+                           (with_global_generator, lambda: (x,), [GEN])):
+        for compiled in (False, True):
+            pt2.reset()
+            f = pt2.compile(fn) if compiled else fn
+            GEN.manual_seed(11)
+            torch.manual_seed(0)
+            outs = []
+            g = torch.Generator().manual_seed(2)
+            for _ in range(3):
+                a = args()
+                if fn is with_passed_generator:
+                    a = (x, g)
+                outs.append(f(*a))
+            got = (outs, torch.rand(3), generator_states(GEN, g))
+            if not compiled:
+                exp = got
+        assert_same(got[0], exp[0])
+        assert_same(got[1], exp[1])
+        assert all(torch.equal(a, b) for a, b in zip(got[2], exp[2]))
+        pt2.reset()
+        e = pt2.explain(fn)(*args())
+        assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+
+
+def test_a_module_generator_and_another_generator_recompile():
+    m = Noisy().eval()
+    x = torch.randn(2, 3)
+    m_e = Noisy().eval()
+    f = pt2.compile(m)
+    assert_same([f(x) for _ in range(2)], [m_e(x) for _ in range(2)])
+    pt2.reset()
+    e = pt2.explain(Noisy().eval())(x)
+    assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
+    # another generator object: its own numbers, not the first one's (the identity is guarded)
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    h = pt2.compile(with_passed_generator)
+    first = h(x[0], g1)
+    again = h(x[0], g2)
+    assert_same(again[:2], first[:2])  # same seed, a fresh generator: the same numbers
+    assert torch.equal(g1.get_state(), g2.get_state())
+
+
 def test_each_call_draws_anew():
     f = pt2.compile(lambda x: x + torch.rand(4))
     a, b = f(torch.zeros(4)), f(torch.zeros(4))

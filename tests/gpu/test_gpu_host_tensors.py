@@ -206,3 +206,42 @@ def test_random_draws_are_eagers_on_cuda():
     same(got, exp, tol=1e-6)
     pt2.reset()
     one_graph(draws, x)
+
+
+
+def generator_draws(x, g):
+    return (x + torch.rand(x.shape, device=x.device, generator=g), torch.empty_like(x).normal_(generator=g),
+            torch.randn(3, generator=CPU_GEN).to(x.device))
+
+
+CPU_GEN = torch.Generator().manual_seed(4)
+
+
+def test_generator_draws_on_cuda():
+    """A CUDA generator passed in and a CPU one of a global: the draws are the graph's inputs, each from its
+    generator, eager's numbers, both generators left where eager leaves them; one graph."""
+    x = torch.randn(3, 7, device="cuda")
+
+    def seeded(fn):
+        g = torch.Generator(device="cuda").manual_seed(9)
+        CPU_GEN.manual_seed(4)
+        outs = [fn(x, g) for _ in range(3)]
+        return outs, torch.rand(2, device="cuda", generator=g), torch.rand(2, generator=CPU_GEN)
+
+    got, exp = seeded(pt2.compile(generator_draws)), seeded(generator_draws)
+    same(got, exp, tol=1e-6)
+    pt2.reset()
+    one_graph(generator_draws, x, torch.Generator(device="cuda"))
+
+
+def test_a_generator_of_another_device_raises_as_eager():
+    def f(x, g):
+        return x + torch.rand(x.shape, device=x.device, generator=g)
+
+    x, g = torch.randn(3, device="cuda"), torch.Generator()
+    with pytest.raises(RuntimeError):
+        f(x, g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError):
+            pt2.compile(f)(x, g)
