@@ -284,9 +284,10 @@ def signbit(input):
     return torch.copysign(torch.ones_like(input), input) < 0
 
 
-def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
+def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     """torch.scalar_tensor: a 0-d tensor of the default float type unless dtype says otherwise."""
-    return torch.full((), s, dtype=dtype if dtype is not None else torch.get_default_dtype(), device=device)
+    return torch.full((), s, dtype=dtype if dtype is not None else torch.get_default_dtype(), device=device,
+                      requires_grad=requires_grad)
 
 
 def sum_to_size(input, *size):

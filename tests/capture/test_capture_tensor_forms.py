@@ -189,7 +189,8 @@ def test_small_forms():
               lambda x: torch.rot90(x), lambda x: torch.rot90(x, -1, (2, 0)), lambda x: torch.rot90(x, 2, [1, 2]),
               lambda x: torch.rot90(x, 4), lambda x: torch.msort(x), lambda x: torch.ldexp(x, torch.tensor(3)),
               lambda x: torch.sgn(x), lambda x: torch.positive(x) * 2, lambda x: torch.signbit(x),
-              lambda x: x + torch.scalar_tensor(3), lambda x: x.sum_to_size(1, 6, 1), lambda x: x.sum_to_size((6, 7))):
+              lambda x: x + torch.scalar_tensor(3), lambda x: x * torch.scalar_tensor(-5, dtype=torch.float64, requires_grad=False),
+              lambda x: x.sum_to_size(1, 6, 1), lambda x: x.sum_to_size((6, 7))):
         check(f, x)
     s = torch.tensor([-0.0, 0.0, float("nan"), -float("nan"), -1.0, 2.0])
     check(torch.signbit, s)
