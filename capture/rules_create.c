@@ -284,6 +284,14 @@ Var *h_const_factory(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *
             device = kwv[k];
             continue;
         }
+        if (strcmp(name, "layout") == 0 && kwv[k]->kind != V_CONST) {
+            /* torch.strided, the default (the window functions pass theirs on): identity guarded */
+            PyObject *strided = pt2_import_attr("torch", "strided");
+            ok = strided && kwv[k]->obj == strided;
+            Py_XDECREF(strided);
+            if (ok && kwv[k]->source) trace_guard(t, G_ID, kwv[k]->source, kwv[k]->obj, 0);
+            continue;
+        }
         ok = kwv[k]->kind == V_CONST && strcmp(name, "out") != 0 && !(strcmp(name, "requires_grad") == 0 && kwv[k]->obj == Py_True);
         if (ok) ok = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwn, k), kwv[k]->obj) == 0;
     }

@@ -335,3 +335,27 @@ def test_multi_dot_matrix_norm_new_tensor():
     got, (graphs, breaks, _) = run(lambda t: torch.linalg.matrix_norm(t, "nuc"), x)
     torch.testing.assert_close(got, torch.linalg.matrix_norm(x, "nuc"))
     assert breaks == 1
+
+
+@pytest.mark.parametrize("sym", [True, False])
+@pytest.mark.parametrize("window", ["cosine", "gaussian", "exponential", "hann", "hamming", "kaiser", "bartlett",
+                                    "blackman", "general_hamming", "nuttall", "general_cosine"])
+def test_window_functions(window, sym):
+    """torch.signal.windows pass their layout=torch.strided on to linspace (a break before): the window is a
+    graph constant, eager's values, added to an input."""
+    fn = getattr(torch.signal.windows, window)
+    kw = {"a": [0.46, 0.54]} if window == "general_cosine" else {}
+    for m in (1, 2, 7):
+        check(lambda x: x + fn(m, sym=sym, **kw), torch.randn(m))
+
+
+def test_linspace_of_another_layout_is_not_strided():
+    def f(x, layout):
+        return x + torch.linspace(0.0, 1.0, 5, layout=layout)
+
+    got, (graphs, breaks, why) = run(f, torch.randn(5), torch.strided)
+    assert (graphs, breaks) == (1, 0), why
+    compiled = pt2.compile(f)
+    compiled(torch.randn(5), torch.strided)
+    with pytest.raises(NotImplementedError):  # layout's identity is guarded: not that graph, eager's error
+        compiled(torch.randn(5), torch.sparse_coo)
