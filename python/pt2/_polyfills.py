@@ -328,10 +328,19 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def tensordot(a, b, dims_a, dims_b):
     """torch._VF.tensordot (torch.tensordot's kernel): the free dims of a, then b's, one matrix product
-    over the contracted ones."""
+    over the contracted ones; a contracted dim of size 1 on one side only broadcasts, as ATen's: the
+    other side is summed over it first."""
     na, nb = a.dim(), b.dim()
     da, db = [d % na for d in dims_a], [d % nb for d in dims_b]
     fa, fb = [d for d in range(na) if d not in da], [d for d in range(nb) if d not in db]
+    for i, j in zip(da, db):
+        if b.shape[j] == 1:
+            a = a.sum(i, keepdim=True)
+        elif a.shape[i] == 1:
+            b = b.sum(j, keepdim=True)
+        elif a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
+                               f"and second has size {b.shape[j]} in dim {j}")
     k = 1
     for d in da:
         k *= a.shape[d]

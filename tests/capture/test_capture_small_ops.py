@@ -309,3 +309,11 @@ def test_reflected_operator_methods():
     check(lambda b: (torch.Tensor.__rand__(b, b.t().t()), torch.Tensor.__ror__(b, True), torch.Tensor.__rxor__(b, b[0]),
                      torch.Tensor.__and__(b, False), b.__or__(b[1]), b.__xor__(True)), b, exact=True)
     check(lambda i: (torch.Tensor.__rand__(i, 5), torch.Tensor.__ror__(i, i[:, :1]), torch.Tensor.__rxor__(i, 3)), i, exact=True)
+
+
+@pytest.mark.parametrize("sa,sb,dims", [((1, 1, 1), (2, 1, 2), ([0, 1], [2, 0])), ((3, 1, 4), (4, 5, 3), ([0, 1, 2], [2, 1, 0])),
+                                        ((2, 3, 1), (1, 3, 5), ([1, 2], [1, 0])), ((1,), (7,), ([0], [0]))])
+def test_tensordot_broadcasts_size_one_dims(sa, sb, dims):
+    """A contracted dim of size 1 on one side only: the other side summed over it, as ATen's tensordot (the
+    reshape to one matrix product failed: a break)."""
+    check(lambda a, b: torch.tensordot(a, b, dims=dims), rand(*sa), rand(*sb, seed=1), tol=1e-4)
