@@ -260,6 +260,14 @@ static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
+/* a float32 or float64 tensor alone: torch.special's functions that eager's kernels have for those
+ * types only (modified_bessel_i0/i1, log_ndtr, erfcx, spherical_bessel_j0: a 16-bit input raises
+ * there, and so stays the C function's) */
+static bool wide_float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input");
+    return n_args + n_kw == 1 && is_tensor(x) && (x->dtype == PT2_F32 || x->dtype == PT2_F64);
+}
+
 /* torch.polygamma(n, input) / Tensor.polygamma(n) of a float tensor and a constant n >= 0 (a negative n
  * is eager's error: the C op's) */
 static bool polygamma_args(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool method) {

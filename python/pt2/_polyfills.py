@@ -30,7 +30,8 @@ from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, index_reduce, masked_scatter, scatter, scatter_add,
     scatter_reduce, setitem_indices)
 from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquantile, nansum, quantile, trace  # noqa: F401
-from ._polyfills_special import digamma, erfinv, i0, lgamma, polygamma, polygamma_method, xlog1py  # noqa: F401  (special functions)
+from ._polyfills_special import (digamma, entr, erfcx, erfinv, i0, i0e, i1, i1e, lgamma, log_ndtr,  # noqa: F401  (special
+                                 modified_bessel_i0, ndtr, polygamma, polygamma_method, spherical_bessel_j0, xlog1py)  # functions)
 from ._polyfills_tensor import *  # noqa: F401,F403  (float predicates, numpy's stacks and flips, vector products)
 from ._polyfills_wrappers import (  # noqa: F401  (capture/wrappers.c; itertools)
     associative_scan, autograd_function_apply, dict_fromkeys, itertools_chain, itertools_product, weight_norm)

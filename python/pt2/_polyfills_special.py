@@ -25,6 +25,21 @@ dtype and rounded once to it, with eager's values at the edges (poles, +-1, infi
 - i0: the power series sum ((x/2)^k / k!)^2 for |x| <= 15, the asymptotic series of e^|x| / sqrt(2 pi |x|)
   beyond; +inf where eager's float32 arithmetic (that of float32, float16 and bfloat16 inputs)
   overflows in e^|x|, though the value would fit.
+- i1 (torch.special.i1, modified_bessel_i1), i0e and i1e (e^-|x| i0(x), e^-|x| i1(x)): the same two
+  series for the order 1 (x/2 sum (x^2/4)^k / (k! (k + 1)!), and the asymptotic one with 4 - (2k - 1)^2),
+  scaled ones without the exponential where it would cancel; i1 odd, NaN at +-inf as eager's, +-inf
+  where eager's float32 e^|x| overflows.
+- ndtr (the standard normal CDF): ATen's calc_ndtr, 1/2 + erf(t)/2 near 0 and erfc(|t|)/2 (its
+  complement above 0) beyond, t = x / sqrt(2); log_ndtr: ATen's, log(erfcx(-t) / 2) - t^2 below -1 and
+  log1p(-erfc(t) / 2) above.
+- erfcx (e^(x^2) erfc(x)): that product below 25, where neither factor overflows or underflows in
+  float64 (+inf below -26.6, as eager's), and the asymptotic series 1 / (x sqrt(pi)) sum (-1)^k
+  (2k - 1)!! / (2 x^2)^k from 25.
+- entr (-x log x): 0 at 0, -inf below 0, NaN of NaN.
+- spherical_bessel_j0 (sin(x) / x): ATen's Taylor polynomial below 1/2, 0 at +-inf.
+Eager computes float32 (and 16-bit) inputs in float32; these forms compute them in float64, so where
+eager's float32 arithmetic loses digits (ndtr's lower tail, 1 + erf(t), in its vector kernel) pt2's
+value is the closer one, within float32's absolute rounding of eager's.
 """
 import math
 
@@ -262,3 +277,97 @@ def xlog1py(input, other):
     y = other.to(compute) if isinstance(other, torch.Tensor) else torch.full((), other, dtype=compute, device=device)
     r = torch.where(x == 0, 0.0, x * torch.log1p(y))
     return torch.where(torch.isnan(y), math.nan, r).to(dtype)
+
+
+def _bessel_i_series(x, order):
+    """I_order(x) / e^x for x >= 0 (order 0 or 1), in float64: the power series times e^-x up to 15, the
+    asymptotic series beyond (no exponential: the scaled value, finite at +inf)."""
+    q = 0.25 * x * x
+    term = 1.0 if order == 0 else 0.5 * x
+    series = term
+    for k in range(1, 31):
+        term = term * q / (k * (k + order))
+        series = series + term
+    big = torch.where(x > 15.0, x, 15.0)
+    r = 1.0 / (8.0 * big)
+    mu = 4.0 * order * order
+    term, asymptotic = 1.0, 1.0
+    for k in range(1, 21):
+        term = term * ((2 * k - 1) ** 2 - mu) / k * r
+        asymptotic = asymptotic + term
+    asymptotic = asymptotic / torch.sqrt(2.0 * math.pi * big)
+    return torch.where(x > 15.0, asymptotic, series * torch.exp(-torch.where(x > 15.0, 0.0, x)))
+
+
+def i0e(input):
+    x = torch.abs(input.to(torch.float64))
+    return _bessel_i_series(x, 0).to(input.dtype)
+
+
+def i1e(input):
+    v = input.to(torch.float64)
+    y = _bessel_i_series(torch.abs(v), 1)
+    return torch.where(v < 0, -y, y).to(input.dtype)
+
+
+def i1(input):
+    v = input.to(torch.float64)
+    x = torch.abs(v)
+    y = _bessel_i_series(x, 1) * torch.exp(x)  # +-inf: 0 * inf, NaN, as eager's
+    if input.dtype != torch.float64:  # eager's float32 arithmetic overflows in e^|x| first
+        y = torch.where((x > _LOG_FLOAT32_MAX) & (x < math.inf), math.inf, y)
+    return torch.where(v < 0, -y, y).to(input.dtype)
+
+
+def modified_bessel_i0(input):
+    """torch.special.modified_bessel_i0: i0's values (NaN at +-inf too)."""
+    return i0(input)
+
+
+def _erfcx(x):
+    """e^(x^2) erfc(x) of a float64 tensor."""
+    small = torch.where(x < 25.0, x, 0.0)
+    direct = torch.exp(small * small) * torch.erfc(small)
+    big = torch.where(x < 25.0, 25.0, x)
+    w = 1.0 / (2.0 * big * big)
+    term, series = 1.0, 1.0
+    for k in range(1, 9):
+        term = term * -(2 * k - 1) * w
+        series = series + term
+    return torch.where(x < 25.0, direct, series / (big * math.sqrt(math.pi)))
+
+
+def erfcx(input):
+    return _erfcx(input.to(torch.float64)).to(input.dtype)
+
+
+def ndtr(input):
+    t = input.to(torch.float64) * math.sqrt(0.5)
+    z = torch.abs(t)
+    tail = 0.5 * torch.erfc(z)
+    y = torch.where(z < math.sqrt(0.5), 0.5 + 0.5 * torch.erf(t), torch.where(t > 0, 1.0 - tail, tail))
+    return y.to(input.dtype)
+
+
+def log_ndtr(input):
+    x = input.to(torch.float64)
+    t = x * math.sqrt(0.5)
+    lower = torch.log(_erfcx(-t) / 2.0) - t * t
+    upper = torch.log1p(-torch.erfc(t) / 2.0)
+    return torch.where(x < -1.0, lower, upper).to(input.dtype)
+
+
+def entr(input):
+    x = input.to(torch.float64)
+    y = torch.where(x > 0, -x * torch.log(torch.where(x > 0, x, 1.0)), torch.where(x == 0, 0.0, -math.inf))
+    return torch.where(torch.isnan(x), math.nan, y).to(input.dtype)
+
+
+_J0_TAYLOR = (1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0, 1.0)
+
+
+def spherical_bessel_j0(input):
+    x = input.to(torch.float64)
+    near = _horner(_J0_TAYLOR, x * x)
+    y = torch.where(torch.abs(x) < 0.5, near, torch.sin(x) / torch.where(x == 0, 1.0, x))
+    return torch.where(torch.isinf(x), 0.0, y).to(input.dtype)
