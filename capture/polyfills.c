@@ -268,6 +268,12 @@ static bool wide_float_tensor(Var **args, int n_args, PyObject *kw_names, Var **
     return n_args + n_kw == 1 && is_tensor(x) && (x->dtype == PT2_F32 || x->dtype == PT2_F64);
 }
 
+/* a float32 or float64 tensor first (pdist: eager's kernel has no other) */
+static bool wide_float_input(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input");
+    return x && is_tensor(x) && (x->dtype == PT2_F32 || x->dtype == PT2_F64);
+}
+
 /* torch.polygamma(n, input) / Tensor.polygamma(n) of a float tensor and a constant n >= 0 (a negative n
  * is eager's error: the C op's) */
 static bool polygamma_args(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw, bool method) {

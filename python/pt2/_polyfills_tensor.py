@@ -16,7 +16,8 @@ __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", 
            "gcd", "histc", "hstack", "inner", "isfinite", "isinf", "isneginf", "isposinf", "kthvalue", "lcm",
            "ldexp", "linspace_tensors", "logaddexp2", "logspace_tensors", "matrix_norm", "msort", "multi_dot", "mv",
            "new_tensor", "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit",
-           "sum_to_size", "take_along_dim", "trapezoid", "unfold", "vdot", "vstack"]
+           "sum_to_size", "take_along_dim", "trapezoid", "unfold", "vdot", "vstack", "isreal", "angle", "fill", "take",
+           "put", "renorm", "pdist"]
 
 
 def _false_like(input):
@@ -573,3 +574,63 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=
     """Tensor.new_tensor: torch.tensor(data) in self's dtype and device unless given."""
     return torch.tensor(data, dtype=dtype if dtype is not None else self.dtype,
                         device=device if device is not None else self.device)
+
+
+def isreal(input):
+    """torch.isreal of a real tensor (pt2 holds no complex ones): True everywhere."""
+    return torch.ones_like(input, dtype=torch.bool)
+
+
+def angle(input):
+    """torch.angle of a real float tensor: pi below 0, 0 from there (-0.0 too), NaN kept."""
+    return torch.where(torch.isnan(input), input, torch.where(input < 0, math.pi, 0.0).to(input.dtype))
+
+
+def fill(input, value):
+    """torch.fill: a new tensor of input's shape, dtype and layout holding value (a number or a 0-d tensor)."""
+    if isinstance(value, torch.Tensor) and value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
+    return torch.empty_like(input).fill_(value)
+
+
+def take(input, index):
+    """torch.take: input's elements in row-major order at index (negative ones from the end; out of range
+    raises as eager's), in index's shape."""
+    return input.reshape(-1)[index]
+
+
+def put(input, index, source, accumulate=False):
+    """torch.put: input with its row-major elements at index replaced by (or, accumulate, added) source's."""
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    flat = input.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(input.dtype), accumulate=accumulate)
+    return flat.reshape(input.shape)
+
+
+def renorm(input, p, dim, maxnorm):
+    """torch.renorm: each slice along dim whose p-norm (over the other dims, in the accumulation type) is
+    above maxnorm scaled by maxnorm / (norm + 1e-7), as ATen's renorm kernel."""
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = dim % input.dim()
+    acc = torch.float32 if input.dtype in (torch.float16, torch.bfloat16) else input.dtype
+    norm = torch.linalg.vector_norm(input, p, [i for i in range(input.dim()) if i != d], keepdim=True, dtype=acc)
+    factor = torch.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return input * factor.to(input.dtype)
+
+
+def pdist(input, p=2.0):
+    """torch.pdist: the p-norm distances between the rows i < j of a 2-d input, in row-major pair order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    i, j = torch.triu_indices(n, n, 1, device=input.device)
+    return torch.linalg.vector_norm(input[i] - input[j], p, dim=-1)
+

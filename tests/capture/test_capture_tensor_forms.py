@@ -359,3 +359,52 @@ def test_linspace_of_another_layout_is_not_strided():
     compiled(torch.randn(5), torch.strided)
     with pytest.raises(NotImplementedError):  # layout's identity is guarded: not that graph, eager's error
         compiled(torch.randn(5), torch.sparse_coo)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_small_c_functions(dtype):
+    """unsafe_chunk / unsafe_split (chunk's and split's views), real and isreal of real tensors, fill,
+    take (negative indices), put (and accumulate), renorm: each one graph, eager's values; non-contiguous
+    inputs and odd sizes."""
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(7, 5, generator=g) * 4).to(dtype)
+    xt = x.t()
+    idx = torch.tensor([[0, -1, 12], [34, 3, -35]])
+    check(lambda x: tuple(c * 2 for c in torch.unsafe_chunk(x, 3, 1)), x)
+    check(lambda x: tuple(c + 1 for c in torch.unsafe_split(x, 2) + x.unsafe_chunk(2, -1)), x)
+    check(lambda x: (torch.real(x) * 3, torch.isreal(x)), xt)
+    check(lambda x: torch.fill(x, 2.5) + torch.fill(x, torch.tensor(-1)), xt)
+    check(lambda x: torch.take(x, idx) * 2, xt)
+    src = torch.arange(6).reshape(2, 3).to(dtype)
+    check(lambda x: torch.put(x, idx, src), x)
+    check(lambda x: torch.put(x, torch.tensor([1, 1, -2]), src[0], accumulate=True), xt)
+    if dtype.is_floating_point:
+        tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+        check(lambda x: (torch.angle(x), torch.renorm(x, 2, 0, 5.0), torch.renorm(x, 1.5, 1, 3.0), x.renorm(float("inf"), 1, 2.0)),
+              xt, tol=tol)
+
+
+def test_pdist():
+    """torch.pdist / F.pdist: the row pairs i < j in eager's order, p = 2, 1, 0, inf and 3.5; float32 and
+    float64; a bfloat16 input (no eager kernel) still raises eager's error."""
+    g = torch.Generator().manual_seed(5)
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(9, 6, generator=g).to(dtype)
+        for p in (2.0, 1.0, 0.0, float("inf"), 3.5):
+            check(lambda x: torch.nn.functional.pdist(x, p) + 0, x, tol=1e-5)
+        check(lambda x: torch.pdist(x.t()), x, tol=1e-5)
+        check(lambda x: torch.pdist(x[:1]), x)  # one row: no pair
+    with pytest.raises(NotImplementedError):
+        pt2.compile(lambda x: torch.pdist(x))(torch.randn(4, 3, dtype=torch.bfloat16))
+
+
+def test_small_c_functions_raise_as_eager():
+    x = torch.randn(4, 3)
+    for f, err in ((lambda x: torch.take(x, torch.tensor([12])), IndexError), (lambda x: torch.renorm(x[0], 2, 0, 1.0), RuntimeError),
+                   (lambda x: torch.fill(x, torch.ones(2)), RuntimeError),
+                   (lambda x: torch.put(x, torch.tensor([0, 1]), torch.ones(3)), RuntimeError)):
+        with pytest.raises(Exception) as eager:
+            f(x)
+        pt2.reset()
+        with pytest.raises(type(eager.value)):
+            pt2.compile(f)(x)
