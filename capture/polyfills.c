@@ -331,6 +331,49 @@ static bool cross_dim_given(Var **args, int n_args, PyObject *kw_names, Var **kw
     return dim && const_int(dim, &d);
 }
 
+/* torch.grid_sampler / grid_sampler_2d / _3d (input, grid, interpolation_mode, padding_mode, align_corners),
+ * positional as F.grid_sample calls them: a float32 or float64 input [N, C, (D,) H, W] of no empty dim and
+ * a grid [N, (Do,) Ho, Wo, 2 or 3] of its dtype, modes known at trace time (bicubic 2-d only).  Anything
+ * else, eager's errors among it, runs the C op; so do 16-bit types, which eager's CPU kernel computes in
+ * their own precision (its bf16 coordinates off by up to half a pixel from the float32 ones). */
+static bool grid_sampler_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
+    int64_t mode, padding;
+    if (n_kw != 0 || n_args != 5 || !is_tensor(args[0]) || !is_tensor(args[1]) || !const_int(args[2], &mode) ||
+        !const_int(args[3], &padding) || args[4]->kind != V_CONST || !PyBool_Check(args[4]->obj)) {
+        return false;
+    }
+    Var *x = args[0], *g = args[1];
+    int k = x->rank - 2;
+    if ((k != 2 && k != 3) || g->rank != x->rank || g->sizes[g->rank - 1] != k || g->sizes[0] != x->sizes[0] ||
+        (x->dtype != PT2_F32 && x->dtype != PT2_F64) || g->dtype != x->dtype || mode < 0 || mode > 2 || (mode == 2 && k != 2) ||
+        padding < 0 || padding > 2) {
+        return false;
+    }
+    for (int d = 0; d < x->rank; ++d) {
+        if (x->sizes[d] <= 0) return false;
+    }
+    return true;
+}
+
+/* torch.affine_grid_generator(theta, size, align_corners), as F.affine_grid calls it: a float theta
+ * [N, 2, 3] with a size of N and 4 ints, or [N, 3, 4] with 5 (F.affine_grid checks them first) */
+static bool affine_grid_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    (void)kw_names, (void)kw_values;
+    if (n_kw != 0 || n_args != 3 || !is_tensor(args[0]) || args[0]->rank != 3 || !pt2_dtype_is_float(args[0]->dtype) ||
+        args[2]->kind != V_CONST || !PyBool_Check(args[2]->obj)) {
+        return false;
+    }
+    Var *theta = args[0], *size = args[1];
+    int k = size->kind == V_LIST || size->kind == V_TUPLE ? size->n_items : 0;
+    if ((k != 4 && k != 5) || theta->sizes[1] != k - 2 || theta->sizes[2] != k - 1) return false;
+    for (int i = 0; i < k; ++i) {
+        int64_t v;
+        if (!const_int(size->items[i], &v) || v < 0 || (i == 0 && v != theta->sizes[0])) return false;
+    }
+    return true;
+}
+
 /* torch.histc(input, bins, min, max) with the range given (min and max numbers, not both 0: the
  * data's own range, whose non-finite ends eager refuses, stays the C op's) and bins a positive int */
 static bool histc_range(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

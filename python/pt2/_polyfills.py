@@ -20,8 +20,9 @@ import torch
 import torch.nn.functional as F
 
 from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad's index modes, convolutions)
-    conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, pad_indexed, upsample_bicubic2d, upsample_linear,
-    upsample_nearest, upsample_nearest_exact)
+    affine_grid_generator, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, grid_sampler, pad_indexed,
+    upsample_bicubic2d,
+    upsample_linear, upsample_nearest, upsample_nearest_exact)
 from ._polyfills_nn import *  # noqa: F401,F403  (shrinks, channel shuffle, dropouts, recurrent cells, embedding_bag)
 from ._polyfills_nn import _floats_only, _reduce
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)

@@ -268,3 +268,131 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if half:
         y = y.to(input.dtype)
     return y.squeeze(0) if unbatched else y
+
+
+# --- grid_sample's kernels (torch.grid_sampler, grid_sampler_2d / _3d): ATen's GridSampler.h, each
+# output point's taps gathered from the input flattened over its spatial dims ---------------------------
+
+_BICUBIC_A = -0.75
+
+
+def _grid_unnormalize(coord, size, align_corners):
+    """grid_sampler_unnormalize: [-1, 1] to pixel coordinates (corner pixels' centers, or their edges)."""
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _grid_reflect(coord, twice_low, twice_high):
+    """reflect_coordinates: coord reflected about the bounds until it lies within them."""
+    if twice_low == twice_high:
+        return torch.zeros_like(coord)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    coord = torch.abs(coord - low)
+    extra = torch.fmod(coord, span)
+    flips = torch.floor(coord / span)
+    return torch.where(torch.fmod(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def _grid_pad(coord, size, padding_mode, align_corners):
+    """compute_coordinates: border clips to the image, reflection reflects then clips; zeros leaves it."""
+    if padding_mode == 1:
+        return torch.clamp(coord, 0, size - 1)
+    if padding_mode == 2:
+        coord = _grid_reflect(coord, 0, 2 * (size - 1)) if align_corners else _grid_reflect(coord, -1, 2 * size - 1)
+        return torch.clamp(coord, 0, size - 1)
+    return coord
+
+
+def _cubic_weights(t):
+    """get_cubic_upsample_coefficients (A = -0.75) of the fraction t, for the taps at -1, 0, 1, 2."""
+    a = _BICUBIC_A
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler (F.grid_sample), grid_sampler_2d and _3d: input [N, C, (D,) H, W] sampled at grid
+    [N, (Do,) Ho, Wo, k] (x, y(, z) in [-1, 1]); modes 0 bilinear (trilinear), 1 nearest (half to even),
+    2 bicubic (2-d); padding 0 zeros (taps outside read 0), 1 border, 2 reflection; float32 and float64
+    (capture/polyfills.c, grid_sampler_ok)."""
+    k = grid.shape[-1]
+    sizes = list(reversed(input.shape[2:]))  # W, H(, D): grid's coordinate order
+    n, c = input.shape[0], input.shape[1]
+    out_shape = grid.shape[1:-1]
+    flat = input.reshape(n, c, -1)
+    steps = [1]
+    for s in sizes[:-1]:
+        steps.append(steps[-1] * s)
+    coords = [_grid_unnormalize(grid[..., d], sizes[d], align_corners) for d in range(k)]
+
+    def tap(points):
+        """input at integer-valued coordinates (one tensor a dim), 0 outside the image: [N, C, *out]."""
+        inside, lin = None, 0
+        for d, p in enumerate(points):
+            ok = (p >= 0) & (p <= sizes[d] - 1)
+            inside = ok if inside is None else inside & ok
+        for d, p in enumerate(points):
+            lin = lin + torch.where(inside, p, 0).to(torch.int64) * steps[d]
+        v = torch.gather(flat, 2, lin.reshape(n, 1, -1).expand(n, c, -1)).reshape(n, c, *out_shape)
+        return torch.where(inside.unsqueeze(1), v, 0)
+
+    if interpolation_mode == 2:  # bicubic: the padding applies to each tap's own coordinates
+        x, y = coords
+        x0, y0 = torch.floor(x), torch.floor(y)
+        wx, wy = _cubic_weights(x - x0), _cubic_weights(y - y0)
+        out = 0
+        for j in range(4):
+            yj = _grid_pad(y0 + (j - 1), sizes[1], padding_mode, align_corners)
+            row = 0
+            for i in range(4):
+                xi = _grid_pad(x0 + (i - 1), sizes[0], padding_mode, align_corners)
+                row = row + tap([xi, yj]) * wx[i].unsqueeze(1)
+            out = out + row * wy[j].unsqueeze(1)
+        return out
+    coords = [_grid_pad(coords[d], sizes[d], padding_mode, align_corners) for d in range(k)]
+    if interpolation_mode == 1:
+        return tap([torch.round(p) for p in coords])
+    lows = [torch.floor(p) for p in coords]
+    fracs = [p - lo for p, lo in zip(coords, lows)]
+    out = 0
+    for corner in range(1 << k):
+        points, weight = [], None
+        for d in range(k):
+            high = corner >> d & 1
+            points.append(lows[d] + high)
+            w = fracs[d] if high else 1 - fracs[d]
+            weight = w if weight is None else weight * w
+        out = out + tap(points) * weight.unsqueeze(1)
+    return out
+
+
+def _affine_steps(n, align_corners, like):
+    """linspace_from_neg_one: n points over [-1, 1], pulled in to the pixel centers without align_corners."""
+    if n <= 1:
+        return torch.zeros(1, dtype=like.dtype, device=like.device)
+    r = torch.linspace(-1, 1, n, dtype=like.dtype, device=like.device)
+    return r if align_corners else r * (n - 1) / n
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """torch.affine_grid_generator (F.affine_grid): the base grid (x, y(, z), 1) of every output pixel,
+    multiplied by theta^T ([N, 2, 3] for 4-d sizes, [N, 3, 4] for 5-d) as ATen's bmm of the flattened grid."""
+    if len(size) == 4:
+        n, _, h, w = size
+        xs, ys = _affine_steps(w, align_corners, theta), _affine_steps(h, align_corners, theta)
+        base = torch.stack([xs.view(1, -1).expand(h, w), ys.view(-1, 1).expand(h, w), torch.ones(h, w, dtype=theta.dtype,
+                                                                                                   device=theta.device)], -1)
+        return torch.matmul(base.reshape(1, h * w, 3), theta.transpose(1, 2)).reshape(n, h, w, 2)
+    n, _, d, h, w = size
+    xs, ys, zs = (_affine_steps(k, align_corners, theta) for k in (w, h, d))
+    ones = torch.ones(d, h, w, dtype=theta.dtype, device=theta.device)
+    base = torch.stack([xs.view(1, 1, -1).expand(d, h, w), ys.view(1, -1, 1).expand(d, h, w), zs.view(-1, 1, 1).expand(d, h, w),
+                        ones], -1)
+    return torch.matmul(base.reshape(1, d * h * w, 4), theta.transpose(1, 2)).reshape(n, d, h, w, 3)
