@@ -374,6 +374,13 @@ static bool affine_grid_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_
     return true;
 }
 
+/* matrix_power(input, n) of a float tensor and a constant n >= 0 (a negative one inverts: the C op's) */
+static bool matrix_power_ok(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    Var *x = ARG(0, "input"), *n = ARG(1, "n");
+    int64_t k;
+    return n_args + n_kw == 2 && x && is_tensor(x) && pt2_dtype_is_float(x->dtype) && n && const_int(n, &k) && k >= 0;
+}
+
 /* torch.histc(input, bins, min, max) with the range given (min and max numbers, not both 0: the
  * data's own range, whose non-finite ends eager refuses, stays the C op's) and bins a positive int */
 static bool histc_range(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {

@@ -39,7 +39,7 @@ EXACT = frozenset({
     "squeeze_copy", "select_copy", "slice_copy", "narrow_copy", "diagonal_copy", "unfold_copy", "split_copy",
     "split_with_sizes_copy", "unbind_copy", "slice_scatter", "select_scatter", "isclose", "dist", "diagonal_scatter", "gradient",
     "i0e", "i1", "i1e", "modified_bessel_i0", "ndtr", "log_ndtr", "erfcx", "entr", "spherical_bessel_j0", "isreal", "angle",
-    "fill", "take", "put", "renorm", "pdist",
+    "fill", "take", "put", "renorm", "pdist", "linalg_vander", "linalg_vecdot", "linalg_diagonal", "matrix_power",
 })
 
 # On CUDA (tests/gpu/test_gpu_meta_strides.py, against eager's CUDA kernels): pixel_unshuffle's CUDA

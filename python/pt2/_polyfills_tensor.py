@@ -17,7 +17,7 @@ __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", 
            "ldexp", "linspace_tensors", "logaddexp2", "logspace_tensors", "matrix_norm", "msort", "multi_dot", "mv",
            "new_tensor", "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit",
            "sum_to_size", "take_along_dim", "trapezoid", "unfold", "vdot", "vstack", "isreal", "angle", "fill", "take",
-           "put", "renorm", "pdist"]
+           "put", "renorm", "pdist", "linalg_vander", "linalg_vecdot", "linalg_diagonal", "matrix_power"]
 
 
 def _false_like(input):
@@ -634,3 +634,58 @@ def pdist(input, p=2.0):
     i, j = torch.triu_indices(n, n, 1, device=input.device)
     return torch.linalg.vector_norm(input[i] - input[j], p, dim=-1)
 
+
+
+def linalg_vander(x, N=None):
+    """torch.linalg.vander: x^0 .. x^(N - 1) along a new last dim, ATen's composite (a column of ones, then
+    the cumprod of x repeated; integers in int64)."""
+    t = x.dtype
+    if t.is_complex or t == torch.bool or (t.is_floating_point and t not in (torch.float32, torch.float64)):
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got {t}")
+    x_ = x.unsqueeze(-1) if x.dim() == 0 else x
+    shape = list(x_.shape)
+    n = shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    result = torch.cumprod(x_.unsqueeze(-1).expand(shape + [n - 1]), -1)
+    return torch.cat([torch.ones(shape + [1], dtype=result.dtype, device=x.device), result], -1)
+
+
+def linalg_vecdot(x, y, *, dim=-1):
+    """torch.linalg.vecdot of real tensors: sum(x * y) over dim, the two broadcast."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got {x.dtype}")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type {x.dtype} "
+                           f"and y of type {y.dtype} instead")
+    return (x * y).sum(dim)
+
+
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.linalg.diagonal: torch.diagonal's view with the last two dims as default."""
+    return torch.diagonal(A, offset, dim1, dim2)
+
+
+def matrix_power(input, n):
+    """torch.linalg.matrix_power / torch.matrix_power for n >= 0, ATen's order of products: the identity for 0,
+    a copy for 1, then n's bits from the lowest, squaring as it goes (capture/polyfills.c: a negative n, which
+    needs an inverse, stays the C op)."""
+    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2]} by {input.shape[-1]} matrices")
+    if n == 0:
+        eye = torch.eye(input.shape[-1], dtype=input.dtype, device=input.device)
+        return eye.expand(input.shape).contiguous()
+    if n == 1:
+        return input.clone(memory_format=torch.contiguous_format)
+    if n == 2:
+        return torch.matmul(input, input)
+    if n == 3:
+        return torch.matmul(torch.matmul(input, input), input)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = input if z is None else torch.matmul(z, z)
+        if bit:
+            result = z if result is None else torch.matmul(result, z)
+    return result

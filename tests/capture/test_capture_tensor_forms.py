@@ -408,3 +408,22 @@ def test_small_c_functions_raise_as_eager():
         pt2.reset()
         with pytest.raises(type(eager.value)):
             pt2.compile(f)(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_linalg_small_forms(dtype):
+    """torch.linalg.vander (integers in int64), vecdot (floats; broadcast), diagonal (a view), matrix_power for
+    n = 0 .. 6 in ATen's order of products (float; a negative n stays the C op, eager's inverse)."""
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(3, 5, generator=g) * 2).to(dtype)
+    check(lambda x: torch.linalg.vander(x) + 0, x, tol=1e-5)
+    check(lambda x: torch.linalg.vander(x[0], N=6) * 1, x, tol=1e-5)
+    a = torch.randn(2, 4, 4, generator=g).to(dtype)
+    check(lambda a: torch.linalg.diagonal(a, offset=-1) * 2, a)
+    if dtype.is_floating_point:
+        check(lambda x: torch.linalg.vecdot(x, x.t()[:1].t().expand(3, 5).contiguous() * 0 + x[:1], dim=-1), x, tol=1e-5)
+        for n in range(7):
+            check(lambda a: torch.linalg.matrix_power(a, n) + 0, a, tol=1e-5)
+        check(lambda a: a.matrix_power(5) - torch.matrix_power(a, 2), a.transpose(1, 2), tol=1e-5)
+        got, (graphs, breaks, why) = run(lambda a: torch.linalg.matrix_power(a, -2), a + 3 * torch.eye(4, dtype=dtype))
+        assert breaks == 1
