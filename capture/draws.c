@@ -16,6 +16,10 @@
  *
  * x.uniform_() and the other in-place fills of a contiguous x draw the same
  * fill into a new tensor (pt2._draws.fill) that the graph writes into x.
+ * torch.normal(mean, std, size) is a plain draw; torch.normal(mean tensor, std
+ * number) ATen's normal_out_impl (pt2._polyfills.normal_tensor_mean: a
+ * normal_(0, std) fill, then mean added), and F.dropout while training on the
+ * CPU ATen's _dropout_impl (capture/rules_nn.c): their fills are draws.
  *
  * A generator= argument that the traced code read from somewhere (an
  * argument, a global, a module's attribute) is the draw's own: the call
@@ -279,4 +283,22 @@ done:
     Py_XDECREF(kwargs);
     Py_XDECREF(pos);
     return r;
+}
+
+/* torch.normal: (mean, std, size) numbers, a plain draw (h_random); (mean tensor[, std number]) a fill of
+ * a tensor like mean, then mean added (pt2._polyfills.normal_tensor_mean).  A tensor std, whose values
+ * eager checks (>= 0) before it draws, stays eager's. */
+Var *h_normal(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
+    Var *mean = n > 0 ? args[0] : NULL, *std = n > 1 ? args[1] : NULL;
+    for (int i = 0; i < nkw; ++i) {
+        const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwn, i));
+        if (strcmp(s, "mean") == 0) mean = kwv[i];
+        if (strcmp(s, "std") == 0) std = kwv[i];
+    }
+    if (!mean || mean->kind != V_TENSOR) {
+        if ((std && std->kind == V_TENSOR)) return trace_break(t, "torch.normal(mean, std tensor): a draw pt2 leaves to eager");
+        return h_random(t, e, args, n, kwn, kwv, nkw);
+    }
+    if (std && std->kind == V_TENSOR) return trace_break(t, "torch.normal(mean, std tensor): a draw pt2 leaves to eager");
+    return polyfill_form(t, "normal_tensor_mean", args, n, kwn, kwv, nkw);
 }

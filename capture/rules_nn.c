@@ -344,13 +344,24 @@ Var *h_embedding(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn,
     return reshape_to(t, rows, shape, r);
 }
 
+/* Dropout: the input itself where it drops nothing (not training, p = 0).  Training, on the CPU, F.dropout
+ * and torch.dropout are ATen's _dropout_impl (pt2._polyfills.dropout_train): a bernoulli_(1 - p) fill of
+ * a tensor like the input, drawn as a graph input (draws.c) from torch's generator as eager draws it,
+ * divided by 1 - p and multiplied in: eager's numbers and generator state.  On CUDA eager runs a fused
+ * kernel whose numbers are its own (a break), as do the feature dropouts while training. */
 Var *h_dropout(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {
     BIND("input, p=0.5, training=True, inplace=False");
     bool training;
     double p;
-    if (!arg_bool(t, &b, "training", true, &training) || !arg_float(t, &b, "p", 0.5, &p)) return NULL;
-    if (training && p > 0) return trace_break(t, "dropout in training mode (random numbers) is not supported yet");
-    return arg(&b, "input");
+    Var *x = arg(&b, "input");
+    if (!x || !arg_bool(t, &b, "training", true, &training) || !arg_float(t, &b, "p", 0.5, &p)) return NULL;
+    if (!(p >= 0 && p <= 1)) return trace_break(t, "dropout probability %g outside [0, 1] (eager raises)", p);
+    if (!training || p == 0) return x;
+    if (strcmp(e->op, "dropout") != 0) return trace_break(t, "feature dropout in training mode (random numbers) is not supported yet");
+    if (x->kind == V_TENSOR && !var_on_host(t, x) && pt2_trace_device() >= 0) {
+        return trace_break(t, "dropout in training mode on CUDA (eager's fused kernel draws its own numbers) is not supported yet");
+    }
+    return polyfill_form(t, "dropout_train", args, n, kwn, kwv, nkw);
 }
 
 Var *h_pad(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Var **kwv, int nkw) {

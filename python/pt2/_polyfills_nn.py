@@ -12,7 +12,7 @@ from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d",
-           "channel_shuffle", "cosine_embedding_loss", "dropout_identity", "embedding_bag", "gru_cell", "hardshrink",
+           "channel_shuffle", "cosine_embedding_loss", "dropout_identity", "dropout_train", "normal_tensor_mean", "embedding_bag", "gru_cell", "hardshrink",
            "hinge_embedding_loss", "lstm_cell", "margin_ranking_loss", "max_pool2d_indices", "max_pool3d",
            "max_unpool2d", "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss",
            "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss", "softshrink", "triplet_margin_loss"]
@@ -63,6 +63,32 @@ def dropout_identity(input, p, train):
     if not 0 <= p <= 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     return input
+
+
+def dropout_train(input, p=0.5, training=True, inplace=False, train=None):
+    """F.dropout / torch.dropout while training on the CPU (capture/rules_nn.c, h_dropout): ATen's
+    _dropout_impl, whose bernoulli_ fill pt2 draws as a graph input (capture/draws.c): eager's numbers."""
+    if p == 1:  # ATen multiplies by a 0-d zero (NaN stays NaN, signs kept)
+        zero = torch.zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(zero) if inplace else input * zero
+    if input.numel() == 0:
+        return input
+    noise = torch.empty_like(input)
+    noise.bernoulli_(1 - p)
+    noise.div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def normal_tensor_mean(mean, std=1.0, *, generator=None):
+    """torch.normal(mean tensor, std number) (capture/draws.c, h_normal): ATen's normal_out_impl, a
+    contiguous tensor like mean filled by normal_(0, std) (a draw), then mean added."""
+    if not mean.dtype.is_floating_point:
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for {mean.dtype}')
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    noise = torch.empty_like(mean, memory_format=torch.contiguous_format)
+    noise.normal_(0, std, generator=generator)
+    return noise.add_(mean)
 
 
 def _check_cell(input, hidden, w_ih, w_hh):

@@ -265,3 +265,62 @@ def test_fill_of_a_non_contiguous_tensor_stays_eagers():
     torch.manual_seed(1)
     got = pt2.compile(f)(x)
     assert torch.equal(got, exp) and torch.equal(x, x_e)
+
+
+def dropouts(x):
+    y = torch.nn.functional.dropout(x, 0.3, training=True) * 2
+    z = torch.dropout(x + 1, 0.5, True)
+    w = torch.nn.functional.dropout(x, 1.0, training=True)  # ATen multiplies by a 0-d zero: no draw
+    v = torch.nn.functional.dropout(x, 0.0, training=True)  # the input itself
+    return y, z, w, v
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_dropout_while_training_is_eagers(dtype):
+    """F.dropout / torch.dropout while training on the CPU: ATen's _dropout_impl with its bernoulli_ fill a draw,
+    eager's numbers and generator state, one graph; in place too."""
+    check(dropouts, torch.randn(13, 17).to(dtype))
+
+    def in_place(x):
+        torch.nn.functional.dropout(x, 0.25, training=True, inplace=True)
+        return x * 1
+
+    x, x_e = torch.randn(5, 9), None
+    x_e = x.clone()
+    torch.manual_seed(0)
+    exp = in_place(x_e), torch.rand(3)
+    torch.manual_seed(0)
+    got = pt2.compile(in_place)(x), torch.rand(3)
+    assert_same(got, exp)
+    assert torch.equal(x, x_e)
+
+
+def test_a_training_module_under_no_grad_is_one_graph():
+    """MC dropout: a module left in training mode, run under no_grad: every nn.Dropout a draw, one graph."""
+    torch.manual_seed(2)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(0.2), torch.nn.GELU(), torch.nn.Dropout(0.1),
+                            torch.nn.Linear(32, 4)).train()
+    x = torch.randn(6, 16)
+    with torch.no_grad():
+        check(lambda x: m(x), x, exact=False)
+
+
+def test_dropout_left_to_eager():
+    """A feature dropout while training and a non-contiguous input (its fill's memory order) stay eager's."""
+    x = torch.randn(2, 3, 5, 4)
+    check(lambda x: torch.nn.functional.dropout2d(x, 0.5, training=True), x, breaks=1)
+    check(lambda x: torch.nn.functional.dropout(x.transpose(1, 2), 0.5, training=True), x, breaks=1)
+
+
+def normals(m):
+    return (torch.normal(m, 2.5) * 2, torch.normal(2.0, 3.0, (4, 5)), torch.normal(m), torch.normal(mean=m.t(), std=0.1),
+            torch.normal(0.5, 1.0, size=(3,), dtype=torch.float64))
+
+
+def test_normal_is_eagers():
+    """torch.normal of numbers and a size (a plain draw) and of a mean tensor with a std number (a normal_(0, std)
+    fill, then the mean added: ATen's normal_out_impl); a std tensor (whose values eager checks) stays eager's."""
+    check(normals, torch.randn(5, 7))
+    check(lambda m: torch.normal(m, m.abs()), torch.randn(3), breaks=1)
+    with pytest.raises(RuntimeError):
+        pt2.compile(lambda m: torch.normal(m, -1.0))(torch.randn(3))

@@ -245,3 +245,21 @@ def test_a_generator_of_another_device_raises_as_eager():
         warnings.simplefilter("ignore")
         with pytest.raises(RuntimeError):
             pt2.compile(f)(x, g)
+
+
+def normal_and_dropout(x):
+    return torch.normal(x, 0.5) * 2, torch.normal(1.0, 2.0, (3, 4), device=x.device), torch.nn.functional.dropout(x, 0.3, True)
+
+
+def test_normal_on_cuda_and_dropout_left_to_eager():
+    """torch.normal's CUDA draws are eager's (a normal_ fill, then the mean added); dropout while training on
+    CUDA, whose fused kernel draws its own numbers, stays eager's (a break) with eager's values."""
+    x = torch.randn(5, 7, device="cuda")
+
+    def seeded(fn):
+        torch.manual_seed(0)
+        outs = [fn(x) for _ in range(2)]
+        return outs, torch.rand(2, device="cuda")
+
+    got, exp = seeded(pt2.compile(normal_and_dropout)), seeded(normal_and_dropout)
+    same(got, exp, tol=1e-6)
