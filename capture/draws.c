@@ -295,10 +295,7 @@ Var *h_normal(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, Va
         if (strcmp(s, "mean") == 0) mean = kwv[i];
         if (strcmp(s, "std") == 0) std = kwv[i];
     }
-    if (!mean || mean->kind != V_TENSOR) {
-        if ((std && std->kind == V_TENSOR)) return trace_break(t, "torch.normal(mean, std tensor): a draw pt2 leaves to eager");
-        return h_random(t, e, args, n, kwn, kwv, nkw);
-    }
-    if (std && std->kind == V_TENSOR) return trace_break(t, "torch.normal(mean, std tensor): a draw pt2 leaves to eager");
+    if (std && std->kind == V_TENSOR) return trace_break(t, "torch.normal(mean, std tensor): left to eager");
+    if (!mean || mean->kind != V_TENSOR) return h_random(t, e, args, n, kwn, kwv, nkw);
     return polyfill_form(t, "normal_tensor_mean", args, n, kwn, kwv, nkw);
 }

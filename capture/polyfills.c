@@ -260,18 +260,15 @@ static bool float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_va
     return n_args + n_kw == 1 && is_tensor(x) && pt2_dtype_is_float(x->dtype);
 }
 
-/* a float32 or float64 tensor alone: torch.special's functions that eager's kernels have for those
- * types only (modified_bessel_i0/i1, log_ndtr, erfcx, spherical_bessel_j0: a 16-bit input raises
- * there, and so stays the C function's) */
-static bool wide_float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
-    Var *x = ARG(0, "input");
-    return n_args + n_kw == 1 && is_tensor(x) && (x->dtype == PT2_F32 || x->dtype == PT2_F64);
-}
-
-/* a float32 or float64 tensor first (pdist: eager's kernel has no other) */
+/* a float32 or float64 tensor first (pdist: eager's kernel has no other); alone, torch.special's
+ * functions that eager has for those types only (modified_bessel_i0/i1, log_ndtr, erfcx,
+ * spherical_bessel_j0: a 16-bit input raises there, and so stays the C function's) */
 static bool wide_float_input(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
     Var *x = ARG(0, "input");
     return x && is_tensor(x) && (x->dtype == PT2_F32 || x->dtype == PT2_F64);
+}
+static bool wide_float_tensor(Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw) {
+    return n_args + n_kw == 1 && wide_float_input(args, n_args, kw_names, kw_values, n_kw);
 }
 
 /* torch.polygamma(n, input) / Tensor.polygamma(n) of a float tensor and a constant n >= 0 (a negative n
@@ -346,8 +343,8 @@ static bool grid_sampler_ok(Var **args, int n_args, PyObject *kw_names, Var **kw
     Var *x = args[0], *g = args[1];
     int k = x->rank - 2;
     if ((k != 2 && k != 3) || g->rank != x->rank || g->sizes[g->rank - 1] != k || g->sizes[0] != x->sizes[0] ||
-        (x->dtype != PT2_F32 && x->dtype != PT2_F64) || g->dtype != x->dtype || mode < 0 || mode > 2 || (mode == 2 && k != 2) ||
-        padding < 0 || padding > 2) {
+        (x->dtype != PT2_F32 && x->dtype != PT2_F64) || g->dtype != x->dtype || mode < 0 || mode > 2 ||
+        (mode == 2 && k != 2) || padding < 0 || padding > 2) {
         return false;
     }
     for (int d = 0; d < x->rank; ++d) {

@@ -357,9 +357,9 @@ Var *h_dropout(Trace *t, const RuleEntry *e, Var **args, int n, PyObject *kwn, V
     if (!x || !arg_bool(t, &b, "training", true, &training) || !arg_float(t, &b, "p", 0.5, &p)) return NULL;
     if (!(p >= 0 && p <= 1)) return trace_break(t, "dropout probability %g outside [0, 1] (eager raises)", p);
     if (!training || p == 0) return x;
-    if (strcmp(e->op, "dropout") != 0) return trace_break(t, "feature dropout in training mode (random numbers) is not supported yet");
+    if (strcmp(e->op, "dropout") != 0) return trace_break(t, "feature dropout while training: not supported yet");
     if (x->kind == V_TENSOR && !var_on_host(t, x) && pt2_trace_device() >= 0) {
-        return trace_break(t, "dropout in training mode on CUDA (eager's fused kernel draws its own numbers) is not supported yet");
+        return trace_break(t, "dropout while training on CUDA (eager's fused kernel's own numbers): not supported yet");
     }
     return polyfill_form(t, "dropout_train", args, n, kwn, kwv, nkw);
 }

@@ -21,8 +21,7 @@ import torch.nn.functional as F
 
 from ._polyfills_resample import (  # noqa: F401  (interpolate's kernels, F.pad's index modes, convolutions)
     affine_grid_generator, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, grid_sampler, pad_indexed,
-    upsample_bicubic2d,
-    upsample_linear, upsample_nearest, upsample_nearest_exact)
+    upsample_bicubic2d, upsample_linear, upsample_nearest, upsample_nearest_exact)
 from ._polyfills_nn import *  # noqa: F401,F403  (shrinks, channel shuffle, dropouts, recurrent cells, embedding_bag)
 from ._polyfills_nn import _floats_only, _reduce
 from ._polyfills_rnn import gru, lstm, rnn_relu, rnn_tanh  # noqa: F401  (nn.LSTM/GRU/RNN's torch._VF ops)
@@ -31,8 +30,7 @@ from ._polyfills_scatter import (  # noqa: F401  (index and scatter writes)
     index_add, index_copy, index_fill, index_put, index_put_along, index_reduce, masked_scatter, scatter, scatter_add,
     scatter_reduce, setitem_indices)
 from ._polyfills_sort import _SCALAR_TYPE, median, nanmean, nanmedian, nanquantile, nansum, quantile, trace  # noqa: F401
-from ._polyfills_special import (digamma, entr, erfcx, erfinv, i0, i0e, i1, i1e, lgamma, log_ndtr,  # noqa: F401  (special
-                                 modified_bessel_i0, ndtr, polygamma, polygamma_method, spherical_bessel_j0, xlog1py)  # functions)
+from ._polyfills_special import *  # noqa: F401,F403  (special functions)
 from ._polyfills_tensor import *  # noqa: F401,F403  (float predicates, numpy's stacks and flips, vector products)
 from ._polyfills_wrappers import (  # noqa: F401  (capture/wrappers.c; itertools)
     associative_scan, autograd_function_apply, dict_fromkeys, itertools_chain, itertools_product, weight_norm)

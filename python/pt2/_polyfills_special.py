@@ -45,6 +45,9 @@ import math
 
 import torch
 
+__all__ = ["digamma", "entr", "erfcx", "erfinv", "i0", "i0e", "i1", "i1e", "lgamma", "log_ndtr", "modified_bessel_i0",
+           "ndtr", "polygamma", "polygamma_method", "spherical_bessel_j0", "xlog1py"]
+
 _LOG_FLOAT32_MAX = math.log(torch.finfo(torch.float32).max)
 _LANCZOS_G = 7.0
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
