@@ -326,28 +326,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-def tensordot(a, b, dims_a, dims_b):
-    """torch._VF.tensordot (torch.tensordot's kernel): the free dims of a, then b's, one matrix product
-    over the contracted ones; a contracted dim of size 1 on one side only broadcasts, as ATen's: the
-    other side is summed over it first."""
-    na, nb = a.dim(), b.dim()
-    da, db = [d % na for d in dims_a], [d % nb for d in dims_b]
-    fa, fb = [d for d in range(na) if d not in da], [d for d in range(nb) if d not in db]
-    for i, j in zip(da, db):
-        if b.shape[j] == 1:
-            a = a.sum(i, keepdim=True)
-        elif a.shape[i] == 1:
-            b = b.sum(j, keepdim=True)
-        elif a.shape[i] != b.shape[j]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
-                               f"and second has size {b.shape[j]} in dim {j}")
-    k = 1
-    for d in da:
-        k *= a.shape[d]
-    product = a.permute(fa + da).reshape(-1, k) @ b.permute(db + fb).reshape(k, -1)
-    return product.reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
-
-
 def meshgrid(tensors, indexing=None):
     """torch._VF.meshgrid: each (0-d or 1-d) tensor viewed along its own dim and expanded; "xy" swaps
     the first two dims as ATen does (grids of the swapped inputs, then the first two swapped back)."""
@@ -409,19 +387,6 @@ def kron(input, other):
         b_shape += [1, b.shape[d]]
         out.append(a.shape[d] * b.shape[d])
     return (a.reshape(a_shape) * b.reshape(b_shape)).reshape(out)
-
-
-def vander(x, N=None, increasing=False):
-    """torch.vander as ATen builds it: a column of ones, then the running products of x (cumprod, in x's
-    type promoted with int64), flipped unless increasing."""
-    n = x.shape[0] if N is None else N
-    dt = x.dtype if x.dtype.is_floating_point else torch.int64
-    ones = torch.ones((x.shape[0], 1), dtype=dt, device=x.device)
-    if n <= 1:
-        r = ones[:, :n]
-    else:
-        r = torch.cat([ones, torch.cumprod(x.to(dt).unsqueeze(1).expand(x.shape[0], n - 1), 1)], 1)
-    return r if increasing else torch.flip(r, [1])
 
 
 def linalg_cross(input, other, dim=-1):

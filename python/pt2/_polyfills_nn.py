@@ -11,11 +11,12 @@ import torch.nn.functional as F
 from ._polyfills_rnn import _gru_cell, _lstm_cell
 from ._polyfills_sort import _SCALAR_TYPE
 
-__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d",
-           "channel_shuffle", "cosine_embedding_loss", "dropout_identity", "dropout_train", "normal_tensor_mean", "embedding_bag", "gru_cell", "hardshrink",
-           "hinge_embedding_loss", "lstm_cell", "margin_ranking_loss", "max_pool2d_indices", "max_pool3d",
-           "max_unpool2d", "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss",
-           "rnn_relu_cell", "rnn_tanh_cell", "soft_margin_loss", "softshrink", "triplet_margin_loss"]
+__all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "avg_pool3d", "channel_shuffle", "cosine_embedding_loss", "dropout_identity", "dropout_train",
+           "normal_tensor_mean", "embedding_bag", "gru_cell", "hardshrink", "hinge_embedding_loss", "lstm_cell",
+           "margin_ranking_loss", "max_pool2d_indices", "max_pool3d", "max_unpool2d", "max_unpool3d",
+           "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "rnn_relu_cell", "rnn_tanh_cell",
+           "soft_margin_loss", "softshrink", "triplet_margin_loss"]
 
 
 def _not_implemented_for(name, input):
@@ -65,9 +66,10 @@ def dropout_identity(input, p, train):
     return input
 
 
-def dropout_train(input, p=0.5, training=True, inplace=False, train=None):
-    """F.dropout / torch.dropout while training on the CPU (capture/rules_nn.c, h_dropout): ATen's
-    _dropout_impl, whose bernoulli_ fill pt2 draws as a graph input (capture/draws.c): eager's numbers."""
+def dropout_train(input, p=0.5, training=True, inplace=False):
+    """F.dropout / torch.dropout while training on the CPU (capture/rules_nn.c, h_dropout, which calls this
+    only while training, p in (0, 1]): ATen's _dropout_impl, whose bernoulli_ fill pt2 draws as a graph
+    input (capture/draws.c): eager's numbers."""
     if p == 1:  # ATen multiplies by a 0-d zero (NaN stays NaN, signs kept)
         zero = torch.zeros((), dtype=input.dtype, device=input.device)
         return input.mul_(zero) if inplace else input * zero

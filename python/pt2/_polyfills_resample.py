@@ -387,12 +387,12 @@ def affine_grid_generator(theta, size, align_corners):
     if len(size) == 4:
         n, _, h, w = size
         xs, ys = _affine_steps(w, align_corners, theta), _affine_steps(h, align_corners, theta)
-        base = torch.stack([xs.view(1, -1).expand(h, w), ys.view(-1, 1).expand(h, w), torch.ones(h, w, dtype=theta.dtype,
-                                                                                                   device=theta.device)], -1)
+        ones = torch.ones(h, w, dtype=theta.dtype, device=theta.device)
+        base = torch.stack([xs.view(1, -1).expand(h, w), ys.view(-1, 1).expand(h, w), ones], -1)
         return torch.matmul(base.reshape(1, h * w, 3), theta.transpose(1, 2)).reshape(n, h, w, 2)
     n, _, d, h, w = size
     xs, ys, zs = (_affine_steps(k, align_corners, theta) for k in (w, h, d))
     ones = torch.ones(d, h, w, dtype=theta.dtype, device=theta.device)
-    base = torch.stack([xs.view(1, 1, -1).expand(d, h, w), ys.view(1, -1, 1).expand(d, h, w), zs.view(-1, 1, 1).expand(d, h, w),
-                        ones], -1)
+    base = torch.stack([xs.view(1, 1, -1).expand(d, h, w), ys.view(1, -1, 1).expand(d, h, w),
+                        zs.view(-1, 1, 1).expand(d, h, w), ones], -1)
     return torch.matmul(base.reshape(1, d * h * w, 4), theta.transpose(1, 2)).reshape(n, d, h, w, 3)

@@ -45,8 +45,8 @@ import math
 
 import torch
 
-__all__ = ["digamma", "entr", "erfcx", "erfinv", "i0", "i0e", "i1", "i1e", "lgamma", "log_ndtr", "modified_bessel_i0",
-           "ndtr", "polygamma", "polygamma_method", "spherical_bessel_j0", "xlog1py"]
+__all__ = ["digamma", "entr", "erfcx", "erfinv", "i0", "i0e", "i1", "i1e", "lgamma", "log_ndtr", "ndtr", "polygamma",
+           "polygamma_method", "spherical_bessel_j0", "xlog1py"]
 
 _LOG_FLOAT32_MAX = math.log(torch.finfo(torch.float32).max)
 _LANCZOS_G = 7.0
@@ -141,24 +141,43 @@ def erfinv(input):
     return torch.where(y < 0, -z, z).to(input.dtype)
 
 
-def i0(input):
-    x = torch.abs(input.to(torch.float64))
+def _bessel_i(x, order, scaled):
+    """I_order(x) of a float64 tensor x >= 0 (order 0 or 1; scaled: times e^-x): the power series
+    (x/2)^order sum (x^2/4)^k / (k! (k + order)!) up to 15, the asymptotic series
+    e^x / sqrt(2 pi x) sum_k prod_j ((2j - 1)^2 - 4 order^2) / (j 8x) beyond (scaled, without the
+    exponential: finite at +inf)."""
     q = 0.25 * x * x
-    term, series = 1.0, 1.0
+    term = 1.0 if order == 0 else 0.5 * x
+    series = term
     for k in range(1, 31):
-        term = term * q / (k * k)
+        term = term * q / (k * (k + order))
         series = series + term
     big = torch.where(x > 15.0, x, 15.0)
     r = 1.0 / (8.0 * big)
+    mu = 4 * order * order
     term, asymptotic = 1.0, 1.0
     for k in range(1, 21):
-        term = term * ((2 * k - 1) ** 2 / k) * r
+        term = term * (((2 * k - 1) ** 2 - mu) / k) * r
         asymptotic = asymptotic + term
-    asymptotic = torch.exp(big) / torch.sqrt(2.0 * math.pi * big) * asymptotic
-    y = torch.where(x > 15.0, asymptotic, series)
-    if input.dtype != torch.float64:  # eager's float32 arithmetic overflows in e^|x| first
-        y = torch.where((x > _LOG_FLOAT32_MAX) & (x < math.inf), math.inf, y)  # i0(inf) is eager's NaN
-    return y.to(input.dtype)
+    if scaled:
+        series = series * torch.exp(-torch.where(x > 15.0, 0.0, x))
+        asymptotic = asymptotic / torch.sqrt(2.0 * math.pi * big)
+    else:
+        asymptotic = torch.exp(big) / torch.sqrt(2.0 * math.pi * big) * asymptotic
+    return torch.where(x > 15.0, asymptotic, series)
+
+
+def _float32_overflow(input, x, y):
+    """+inf where eager's float32 arithmetic (that of float32, float16 and bfloat16 inputs) overflows in
+    e^|x| first, though the value would fit (at +-inf the value stays eager's NaN)."""
+    if input.dtype == torch.float64:
+        return y
+    return torch.where((x > _LOG_FLOAT32_MAX) & (x < math.inf), math.inf, y)
+
+
+def i0(input):
+    x = torch.abs(input.to(torch.float64))
+    return _float32_overflow(input, x, _bessel_i(x, 0, False)).to(input.dtype)
 
 
 def _trigamma(x, sin_pi_x):
@@ -282,49 +301,21 @@ def xlog1py(input, other):
     return torch.where(torch.isnan(y), math.nan, r).to(dtype)
 
 
-def _bessel_i_series(x, order):
-    """I_order(x) / e^x for x >= 0 (order 0 or 1), in float64: the power series times e^-x up to 15, the
-    asymptotic series beyond (no exponential: the scaled value, finite at +inf)."""
-    q = 0.25 * x * x
-    term = 1.0 if order == 0 else 0.5 * x
-    series = term
-    for k in range(1, 31):
-        term = term * q / (k * (k + order))
-        series = series + term
-    big = torch.where(x > 15.0, x, 15.0)
-    r = 1.0 / (8.0 * big)
-    mu = 4.0 * order * order
-    term, asymptotic = 1.0, 1.0
-    for k in range(1, 21):
-        term = term * ((2 * k - 1) ** 2 - mu) / k * r
-        asymptotic = asymptotic + term
-    asymptotic = asymptotic / torch.sqrt(2.0 * math.pi * big)
-    return torch.where(x > 15.0, asymptotic, series * torch.exp(-torch.where(x > 15.0, 0.0, x)))
-
-
 def i0e(input):
-    x = torch.abs(input.to(torch.float64))
-    return _bessel_i_series(x, 0).to(input.dtype)
+    return _bessel_i(torch.abs(input.to(torch.float64)), 0, True).to(input.dtype)
 
 
 def i1e(input):
     v = input.to(torch.float64)
-    y = _bessel_i_series(torch.abs(v), 1)
+    y = _bessel_i(torch.abs(v), 1, True)
     return torch.where(v < 0, -y, y).to(input.dtype)
 
 
 def i1(input):
     v = input.to(torch.float64)
     x = torch.abs(v)
-    y = _bessel_i_series(x, 1) * torch.exp(x)  # +-inf: 0 * inf, NaN, as eager's
-    if input.dtype != torch.float64:  # eager's float32 arithmetic overflows in e^|x| first
-        y = torch.where((x > _LOG_FLOAT32_MAX) & (x < math.inf), math.inf, y)
+    y = _float32_overflow(input, x, _bessel_i(x, 1, False))
     return torch.where(v < 0, -y, y).to(input.dtype)
-
-
-def modified_bessel_i0(input):
-    """torch.special.modified_bessel_i0: i0's values (NaN at +-inf too)."""
-    return i0(input)
 
 
 def _erfcx(x):

@@ -1,9 +1,11 @@
 """Python forms of torch's small C functions over whole tensors (capture/polyfills.c): the float
 predicates (isinf, isposinf, isneginf, isfinite), logaddexp2, the flips and stacks of numpy's names
 (fliplr, flipud, atleast_1d/2d/3d, hstack, vstack, dstack, column_stack), take_along_dim, the products
-of vectors and matrices (dot, vdot, inner, mv, addmv, addr, addbmm), histc over a given range,
-diag_embed, diagflat, kthvalue, the trapezoid rules, and small ones (ravel, rot90, msort, ldexp, sgn,
-positive, signbit, scalar_tensor, Tensor.sum_to_size, Tensor.unfold).  Each follows ATen's composite or
+of vectors and matrices (dot, vdot, inner, mv, addmv, addr, addbmm, tensordot, linalg.vecdot,
+matrix_power), vander and linalg.vander, histc over a given range, diag_embed, diagflat, kthvalue, the
+trapezoid rules, the flat-index reads and writes (take, put), renorm, pdist, and small ones (ravel,
+rot90, msort, ldexp, sgn, positive, signbit, scalar_tensor, fill, angle, isreal, Tensor.sum_to_size,
+Tensor.unfold).  Each follows ATen's composite or
 kernel (its dtypes, errors and result layout); nothing here runs in eager."""
 import math
 
@@ -17,7 +19,8 @@ __all__ = ["addbmm", "addmv", "addr", "atleast_1d", "atleast_2d", "atleast_3d", 
            "ldexp", "linspace_tensors", "logaddexp2", "logspace_tensors", "matrix_norm", "msort", "multi_dot", "mv",
            "new_tensor", "positive", "ravel", "real_identity", "rot90", "scalar_tensor", "sgn", "signbit",
            "sum_to_size", "take_along_dim", "trapezoid", "unfold", "vdot", "vstack", "isreal", "angle", "fill", "take",
-           "put", "renorm", "pdist", "linalg_vander", "linalg_vecdot", "linalg_diagonal", "matrix_power"]
+           "put", "renorm", "pdist", "tensordot", "vander", "linalg_vander", "linalg_vecdot", "linalg_diagonal",
+           "matrix_power"]
 
 
 def _false_like(input):
@@ -589,7 +592,8 @@ def angle(input):
 def fill(input, value):
     """torch.fill: a new tensor of input's shape, dtype and layout holding value (a number or a 0-d tensor)."""
     if isinstance(value, torch.Tensor) and value.dim() != 0:
-        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
+        raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value.dim()} dimensions.")
     return torch.empty_like(input).fill_(value)
 
 
@@ -689,3 +693,38 @@ def matrix_power(input, n):
         if bit:
             result = z if result is None else torch.matmul(result, z)
     return result
+
+
+def tensordot(a, b, dims_a, dims_b):
+    """torch._VF.tensordot (torch.tensordot's kernel): the free dims of a, then b's, one matrix product
+    over the contracted ones; a contracted dim of size 1 on one side only broadcasts, as ATen's: the
+    other side is summed over it first."""
+    na, nb = a.dim(), b.dim()
+    da, db = [d % na for d in dims_a], [d % nb for d in dims_b]
+    fa, fb = [d for d in range(na) if d not in da], [d for d in range(nb) if d not in db]
+    for i, j in zip(da, db):
+        if b.shape[j] == 1:
+            a = a.sum(i, keepdim=True)
+        elif a.shape[i] == 1:
+            b = b.sum(j, keepdim=True)
+        elif a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
+                               f"and second has size {b.shape[j]} in dim {j}")
+    k = 1
+    for d in da:
+        k *= a.shape[d]
+    product = a.permute(fa + da).reshape(-1, k) @ b.permute(db + fb).reshape(k, -1)
+    return product.reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+
+
+def vander(x, N=None, increasing=False):
+    """torch.vander as ATen builds it: a column of ones, then the running products of x (cumprod, in x's
+    type promoted with int64), flipped unless increasing."""
+    n = x.shape[0] if N is None else N
+    dt = x.dtype if x.dtype.is_floating_point else torch.int64
+    ones = torch.ones((x.shape[0], 1), dtype=dt, device=x.device)
+    if n <= 1:
+        r = ones[:, :n]
+    else:
+        r = torch.cat([ones, torch.cumprod(x.to(dt).unsqueeze(1).expand(x.shape[0], n - 1), 1)], 1)
+    return r if increasing else torch.flip(r, [1])

@@ -174,36 +174,29 @@ class Noisy(torch.nn.Module):
         return x + torch.randn_like(x, generator=self.gen)
 
 
-def generator_states(*gens):
-    return [g.get_state() for g in gens]
+def draws_from(f, x, passed):
+    """f's results on three calls under fixed seeds (GEN's, the default generator's and a generator passed in
+    where `passed`), then the default generator's next draw and GEN's and the passed one's states."""
+    GEN.manual_seed(11)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(2)
+    outs = [f(x, g) if passed else f(x) for _ in range(3)]
+    return outs, torch.rand(3), [GEN.get_state(), g.get_state()]
 
 
 def test_a_generator_from_outside_draws_in_the_graph():
     """A generator passed in, a global's, a module's: one graph, eager's numbers from each generator, each
     generator (and the default one) left where eager leaves it."""
     x = torch.randn(3)
-    for fn, args, gens in ((with_passed_generator, lambda: (x, torch.Generator().manual_seed(2)), None),
-                           (with_global_generator, lambda: (x,), [GEN])):
-        for compiled in (False, True):
-            pt2.reset()
-            f = pt2.compile(fn) if compiled else fn
-            GEN.manual_seed(11)
-            torch.manual_seed(0)
-            outs = []
-            g = torch.Generator().manual_seed(2)
-            for _ in range(3):
-                a = args()
-                if fn is with_passed_generator:
-                    a = (x, g)
-                outs.append(f(*a))
-            got = (outs, torch.rand(3), generator_states(GEN, g))
-            if not compiled:
-                exp = got
+    for fn, passed in ((with_passed_generator, True), (with_global_generator, False)):
+        exp = draws_from(fn, x, passed)
+        pt2.reset()
+        got = draws_from(pt2.compile(fn), x, passed)
         assert_same(got[0], exp[0])
         assert_same(got[1], exp[1])
         assert all(torch.equal(a, b) for a, b in zip(got[2], exp[2]))
         pt2.reset()
-        e = pt2.explain(fn)(*args())
+        e = pt2.explain(fn)(*((x, torch.Generator()) if passed else (x,)))
         assert e.graph_count == 1 and e.graph_break_count == 0, str(e)
 
 

@@ -209,12 +209,12 @@ def test_random_draws_are_eagers_on_cuda():
 
 
 
+CPU_GEN = torch.Generator().manual_seed(4)
+
+
 def generator_draws(x, g):
     return (x + torch.rand(x.shape, device=x.device, generator=g), torch.empty_like(x).normal_(generator=g),
             torch.randn(3, generator=CPU_GEN).to(x.device))
-
-
-CPU_GEN = torch.Generator().manual_seed(4)
 
 
 def test_generator_draws_on_cuda():
