@@ -353,11 +353,26 @@ done:
 }
 
 /* A failed kernel run as the error eager PyTorch raises there: IndexError
- * for an index out of range in x[idx], index_select or embedding, else
- * RuntimeError (gather's index out of range among them).  No output is
- * returned and nothing is written back, as eager returns none. */
+ * for an index out of range in x[idx], index_select or embedding, the
+ * exception a pt2.aten's call raised (torch.linalg.LinAlgError for a
+ * singular matrix), else RuntimeError (gather's index out of range among
+ * them).  No output is returned and nothing is written back, as eager
+ * returns none. */
 static void raise_run_error(Pt2CompiledFn *self) {
-    PyObject *type = pt2GetLastErrorKind() == PT2_ERROR_INDEX ? PyExc_IndexError : PyExc_RuntimeError;
+    static PyObject *linalg_error;
+    PyObject *type = PyExc_RuntimeError;
+    switch (pt2GetLastErrorKind()) {
+    case PT2_ERROR_INDEX: type = PyExc_IndexError; break;
+    case PT2_ERROR_VALUE: type = PyExc_ValueError; break;
+    case PT2_ERROR_TYPE: type = PyExc_TypeError; break;
+    case PT2_ERROR_NOT_IMPLEMENTED: type = PyExc_NotImplementedError; break;
+    case PT2_ERROR_LINALG:
+        if (!linalg_error) linalg_error = pt2_import_attr("torch.linalg", "LinAlgError");
+        PyErr_Clear();
+        if (linalg_error) type = linalg_error;
+        break;
+    default: break;
+    }
     PyErr_Format(type, "%s (pt2: in the compiled graph of %U)", pt2GetLastError(), self->name);
 }
 

@@ -210,6 +210,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     }
 #ifdef PT2_HAVE_TENSOR_ABI
     pt2_aten_kernels_register(); /* the GPU plans' attention and grouped_mm entries run PyTorch's kernels */
+    pt2_aten_calls_register();   /* and so do the CPU kernels' pt2.aten ops */
 #endif
     return m;
 }

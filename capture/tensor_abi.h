@@ -76,6 +76,8 @@ PyObject *pt2_tensor_abi_empty(int rank, const int64_t *sizes, Pt2DType dtype, i
  * and at::_grouped_mm with libpt2 (pt2GpuSetAttentionKernel,
  * pt2GpuSetGroupedMmKernel): the GPU plans' attention and grouped_mm entries. */
 void pt2_aten_kernels_register(void);
+/* Registers aten_calls.cpp's runner of pt2.aten programs with libpt2 (pt2SetCpuAtenKernel). */
+void pt2_aten_calls_register(void);
 
 #ifdef __cplusplus
 }

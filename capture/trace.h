@@ -579,6 +579,9 @@ Var *wrapper_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_
 /* torch.ops.aten.<op> or .<op>.<overload> of a public op called as torch.<op> (wrappers.c); NULL,
  * without a break, for other callables. */
 Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw);
+/* A torch C function pt2 has no form for as one pt2.aten op (aten_calls.c); *handled false: not such a call. */
+Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                      bool *handled);
 /* torch.ops' lazy namespaces (torch.ops, torch.ops.aten, an op's packet: wrappers.c) and base.name of
  * one, looked up for real as eager does. */
 bool is_torch_ops_namespace(PyTypeObject *ty);

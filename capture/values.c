@@ -813,6 +813,8 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
         bool handled;
         Var *r = polyfill_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
         if (handled) return r;
+        r = aten_record_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled); /* as a pt2.aten (aten_calls.c) */
+        if (handled) return r;
         return trace_break(t, "call to a C function %s that pt2 does not know", ((PyCFunctionObject *)o)->m_ml->ml_name);
     }
     if (o && PyExceptionClass_Check(o)) return exc_construct(t, o, args, n_args, n_kw);

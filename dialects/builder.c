@@ -240,6 +240,7 @@ static bool promotes(const Pt2OpInfo *info, int i) {
     case PT2_OP_ATTENTION: return i != 3; /* an i1 mask stays i1 */
     case PT2_OP_GROUPED_MM: return i != 2; /* the offsets */
     case PT2_OP_INDEX_SELECT: case PT2_OP_GATHER: case PT2_OP_INDEX: return i == 0;
+    case PT2_OP_ATEN: return false; /* the calls take their operands as they are */
     default: return info->n_operands != 1;
     }
 }
@@ -396,6 +397,7 @@ int pt2GraphAddOp(Pt2Graph *g, const char *name, int n_operands, const int *oper
     }
     MlirType rtypes[4];
     for (int i = 0; i < n; ++i) rtypes[i] = pt2_tensor_type_to_mlir(g->mlir, &results[i]);
+    if (info->meta == META_ATEN) complete.dict = pt2_aten_with_segments(g->mlir, complete.dict, n_operands, n);
     MlirOperation op = create_op(g, info->full_name, n_operands, vals, n, rtypes, complete.dict);
     Pt2Strides result_strides[4];
     pt2_eager_strides(info, complete, types, strides, n_operands, results, n, result_strides);

@@ -461,7 +461,8 @@ int pt2_attrs_complete(const Pt2OpInfo *info, MlirContext ctx, Pt2Attrs given, P
             for (int k = 0; k < n && !known; ++k) {
                 known = strlen(specs[k].name) == nm.length && strncmp(specs[k].name, nm.data, nm.length) == 0;
             }
-            if (!known && nm.length > 4 && strncmp(nm.data, "pt2.", 4) == 0) {
+            if (!known && ((nm.length > 4 && strncmp(nm.data, "pt2.", 4) == 0) ||
+                           (info->meta == META_ATEN && pt2_aten_is_segment_attr(nm)))) {
                 if (ne < 24) elts[ne++] = na;
                 known = true;
             }

@@ -61,6 +61,16 @@ static void irdl_values(StrBuf *b, const char *what, const char *prefix, int n) 
     sb_printf(b, ")\n");
 }
 
+/* pt2.aten's operands and results: each an optional group with a
+ * constraint of its own, so that they may have different types (the op
+ * carries operandSegmentSizes and resultSegmentSizes). */
+static void irdl_optional_values(StrBuf *b, const char *what, const char *prefix, int count) {
+    for (int i = 0; i < count; ++i) sb_printf(b, "    %%%s%d = irdl.base \"!builtin.tensor\"\n", prefix, i);
+    sb_printf(b, "    irdl.%s(", what);
+    for (int i = 0; i < count; ++i) sb_printf(b, "%s%s%d: optional %%%s%d", i ? ", " : "", prefix, i, prefix, i);
+    sb_printf(b, ")\n");
+}
+
 static char *irdl_text;
 
 const char *pt2DialectIrdlText(void) {
@@ -71,8 +81,13 @@ const char *pt2DialectIrdlText(void) {
     for (int i = 0; i < PT2_OP_COUNT; ++i) {
         const Pt2OpInfo *op = pt2_op_info((Pt2OpId)i);
         sb_printf(&b, "  irdl.operation @%s {\n", op->name);
-        irdl_values(&b, "operands", "in", op->n_operands);
-        irdl_values(&b, "results", "out", op->n_results);
+        if (op->meta == META_ATEN) {
+            irdl_optional_values(&b, "operands", "in", PT2_ATEN_MAX_OPERANDS);
+            irdl_optional_values(&b, "results", "out", PT2_ATEN_MAX_RESULTS);
+        } else {
+            irdl_values(&b, "operands", "in", op->n_operands);
+            irdl_values(&b, "results", "out", op->n_results);
+        }
         sb_printf(&b, "  }\n");
     }
     sb_printf(&b, "}\n");

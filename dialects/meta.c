@@ -784,6 +784,7 @@ int pt2_meta_infer(const Pt2OpInfo *info, const Pt2TensorType *operands, int n_o
         FAIL_TOP("'%s' expects at least %d operands, got %d", info->full_name, -info->n_operands, n_operands);
     }
     if (max_out < 2) FAIL_TOP("'%s': result buffer too small", info->full_name);
+    if (info->meta == META_ATEN) return pt2_aten_meta(n_operands, attrs, out, max_out, err, errlen);
     /* The element types an op computes in: operand 0 for most ops. */
     for (int i = 0; i < n_operands; ++i) {
         bool indexing = info->meta == META_INDEX_SELECT || info->meta == META_GATHER || info->meta == META_INDEX;

@@ -386,7 +386,7 @@ static bool contiguous_result(const Pt2OpInfo *info, const Pt2TensorType *in) {
     switch (info->meta) {
     case META_REDUCE: case META_ARGREDUCE: case META_DIM_SAME: case META_LINEAR: case META_ADDMM: case META_ATTENTION: case META_GROUPED_MM:
     case META_INDEX_SELECT: case META_GATHER: case META_REPEAT: case META_CONSTANT: case META_FULL:
-    case META_ARANGE: case META_EYE: case META_TOPK:
+    case META_ARANGE: case META_EYE: case META_TOPK: case META_ATEN:
         return true;
     case META_MATMUL: return !(in[0].rank <= 2 && in[1].rank >= 3);
     case META_NORM: return info->id == PT2_OP_LAYER_NORM;

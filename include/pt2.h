@@ -63,7 +63,15 @@ PT2_EXPORT const char *pt2GetLastError(void);
  * index out of range where eager PyTorch raises IndexError (x[idx],
  * index_select, embedding); everything else is PT2_ERROR_OTHER, gather's index
  * out of range included (eager raises RuntimeError there). */
-typedef enum Pt2ErrorKind { PT2_ERROR_OTHER = 0, PT2_ERROR_INDEX = 1 } Pt2ErrorKind;
+typedef enum Pt2ErrorKind {
+    PT2_ERROR_OTHER = 0,
+    PT2_ERROR_INDEX = 1,
+    /* a pt2.aten's call raised c10's LinAlgError, ValueError, TypeError, NotImplementedError (RuntimeError: OTHER) */
+    PT2_ERROR_LINALG = 2,
+    PT2_ERROR_VALUE = 3,
+    PT2_ERROR_TYPE = 4,
+    PT2_ERROR_NOT_IMPLEMENTED = 5,
+} Pt2ErrorKind;
 PT2_EXPORT Pt2ErrorKind pt2GetLastErrorKind(void);
 
 /*--- Context ---------------------------------------------------------------*/
@@ -336,6 +344,61 @@ typedef struct Pt2GpuGroupedMm {
 } Pt2GpuGroupedMm;
 typedef int (*Pt2GpuGroupedMmFn)(const Pt2GpuGroupedMm *g, void *stream, char *err, size_t err_cap);
 PT2_EXPORT void pt2GpuSetGroupedMmKernel(Pt2GpuGroupedMmFn fn);
+/*--- Calls into PyTorch (pt2.aten) ------------------------------------------*/
+
+/* pt2.aten's `program` (dialects/aten.c; docs/dialect.md): the aten calls a
+ * torch function made, recorded on meta tensors by capture, each argument a
+ * constant, an operand (%k), or a result of an earlier call ($c.r, element
+ * e of a list result $c.r.e); then the references the op returns.  Parsed by
+ * the verifier and by the CPU kernel that runs it (capture/aten_kernels.cpp,
+ * registered with pt2SetCpuAtenKernel). */
+typedef enum Pt2AtenArgKind {
+    PT2_ATEN_OPERAND,  /* %k: operand k */
+    PT2_ATEN_RESULT,   /* $c.r[.e]: result r of call c (element e of a list) */
+    PT2_ATEN_INT,      /* i<int> */
+    PT2_ATEN_FLOAT,    /* f<float> */
+    PT2_ATEN_BOOL,     /* b0, b1 */
+    PT2_ATEN_NONE,     /* n */
+    PT2_ATEN_STR,      /* s<length>:<bytes> */
+    PT2_ATEN_DTYPE,    /* d<torch name>: dfloat32 */
+    PT2_ATEN_DEVICE,   /* D: the kernel's device */
+    PT2_ATEN_LAYOUT,   /* l<int>: c10::Layout (0 strided) */
+    PT2_ATEN_FORMAT,   /* m<int>: c10::MemoryFormat */
+    PT2_ATEN_INTS,     /* I[1,2] */
+    PT2_ATEN_FLOATS,   /* F[0.5,1] */
+    PT2_ATEN_BOOLS,    /* B[0,1] */
+    PT2_ATEN_TENSORS,  /* T[%0,$1.0]: Tensor[] */
+    PT2_ATEN_OPTIONAL_TENSORS, /* O[%0,n]: Tensor?[] */
+} Pt2AtenArgKind;
+typedef struct Pt2AtenArg {
+    Pt2AtenArgKind kind;
+    int64_t i;              /* INT, BOOL, LAYOUT, FORMAT; OPERAND's k; RESULT's call */
+    int result, element;    /* RESULT: r, e (-1: the result itself) */
+    double f;               /* FLOAT */
+    const char *s;          /* STR's bytes, DTYPE's name (not terminated) */
+    int len;                /* their length */
+    int n;                  /* list entries */
+    struct Pt2AtenArg *items;
+} Pt2AtenArg;
+typedef struct Pt2AtenCall {
+    char name[96];     /* aten::_linalg_solve_ex */
+    char overload[48]; /* "" for the default */
+    int n_args;
+    Pt2AtenArg *args;
+} Pt2AtenCall;
+typedef struct Pt2AtenProgram {
+    int n_calls, n_outputs;
+    Pt2AtenCall *calls;
+    Pt2AtenArg *outputs; /* OPERAND or RESULT references */
+    int n_operands_read; /* the highest %k read, plus one */
+} Pt2AtenProgram;
+/* NULL, with a message naming the position in err, if the text is not a program. */
+PT2_EXPORT Pt2AtenProgram *pt2AtenProgramParse(const char *text, size_t len, char *err, size_t err_cap);
+PT2_EXPORT void pt2AtenProgramFree(Pt2AtenProgram *p);
+/* The function the CPU kernels call for a pt2.aten (libpt2rt's pt2rt_aten_call): fn is a
+ * Pt2rtAtenFn (runtime/rt/pt2rt.h), registered by pt2._C and handed to the libpt2rt each
+ * compiled kernel loads, as pt2SetCpuHalfMatmulKernel's; NULL takes it back. */
+PT2_EXPORT void pt2SetCpuAtenKernel(void *fn);
 /* The CPU's bf16 matmuls whose result is rounded (libpt2rt's
  * pt2rt_matmul_round[_add]_bf16) through PyTorch's own GEMM: fn is a
  * Pt2rtHalfMatmulFn (runtime/rt/pt2rt.h), registered by pt2._C

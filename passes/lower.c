@@ -606,6 +606,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
         op_error(op, "'%s' is a composite op: run pt2-decompose before pt2-lower", info->full_name);
         return -1;
     }
+    if (info->meta == META_ATEN) return lower_aten(op); /* its calls run even where a result is empty */
     if (mlirOperationGetNumResults(op) == 1) {
         /* a result without elements needs no loops (and a slice or pad
          * producing one would index outside its source) */
@@ -643,7 +644,7 @@ static int lower_one(MlirOperation op, const Pt2OpInfo *info, const LowerMode *m
  * libpt2rt calls (lower_nn.c, lower_grouped_mm.c), into which nothing may
  * be fused. */
 static bool is_contraction(const Pt2OpInfo *info) {
-    return info->meta == META_MATMUL || info->meta == META_CONV2D || kept_for_library(info);
+    return info->meta == META_MATMUL || info->meta == META_CONV2D || info->meta == META_ATEN || kept_for_library(info);
 }
 
 /* A matrix transpose (a permute of the last two dimensions) that only
@@ -782,7 +783,11 @@ static int lower_ops(MlirOperation root, const LowerMode *given) {
     OperandBounds *bounds = index_bounds(&ops, mode);
     unsigned *u8 = calloc((size_t)ops.n + 1, sizeof *u8);
     bool any_u8 = false;
-    for (int i = 0; i < ops.n; ++i) any_u8 |= (u8[i] = u8_mode_of(ops.ops[i])) != 0;
+    for (int i = 0; i < ops.n; ++i) {
+        any_u8 |= (u8[i] = u8_mode_of(ops.ops[i])) != 0;
+        const Pt2OpInfo *info = pt2_op_of(ops.ops[i]);
+        if (info && info->meta == META_ATEN) pt2_aten_note_operand_types(ops.ops[i]);
+    }
     if (any_u8) mlirOperationWalk(root, strip_u8, NULL, MlirWalkPreOrder);
     int rc = 0;
     for (int i = 0; i < ops.n && rc == 0; ++i) {

@@ -80,6 +80,11 @@ MlirValue lower_pointwise_scalar(Builder *b, MlirOperation op, const Pt2OpInfo *
  * of them. */
 int lower_extra(MlirOperation op, const Pt2OpInfo *info);
 
+/* pt2.aten (lower_aten.c): a call into libpt2rt on its buffers; its operands' own types
+ * noted on it first (before unsigned types become signless). */
+int lower_aten(MlirOperation op);
+void pt2_aten_note_operand_types(MlirOperation op);
+
 /* A ranked tensor type of `rank` sizes and element type `elem` (lower_nn.c, lower_scan.c). */
 static inline MlirType ranked_tensor(MlirContext ctx, int rank, const int64_t *sizes, MlirType elem) {
     return mlirRankedTensorTypeGet(rank, sizes, elem, mlirAttributeGetNull());

@@ -503,14 +503,18 @@ static _Atomic(void *) half_matmul_kernel;
 
 void pt2SetCpuHalfMatmulKernel(void *fn) { half_matmul_kernel = fn; }
 
-static void hand_half_matmul(void *handle) {
-    void *fn = half_matmul_kernel, *set = dlsym(handle, "pt2rtSetHalfMatmulKernel");
+/* pt2SetCpuAtenKernel's, likewise. */
+static _Atomic(void *) aten_kernel;
+
+void pt2SetCpuAtenKernel(void *fn) { aten_kernel = fn; }
+
+/* Calls libpt2rt's setter `name` with fn (a function pointer held as a void pointer). */
+static void hand_kernel(void *handle, const char *name, void *fn) {
+    void *set = dlsym(handle, name);
     if (!set) return; /* a kernel that calls nothing in libpt2rt, or an older libpt2rt */
-    void (*set_fn)(Pt2rtHalfMatmulFn);
-    Pt2rtHalfMatmulFn kernel;
+    void (*set_fn)(void *);
     memcpy(&set_fn, &set, sizeof set_fn);
-    memcpy(&kernel, &fn, sizeof kernel);
-    set_fn(kernel);
+    set_fn(fn);
 }
 
 /* The constants cache of a kernel with frozen inputs that calls libpt2rt. */
@@ -548,7 +552,8 @@ static int load(Pt2Kernel *k, const char *so_path) {
      * kernel that calls nothing there (the linker dropped it) reports nothing */
     sym = dlsym(k->handle, "pt2rt_run");
     if (sym) memcpy(&k->run, &sym, sizeof k->run);
-    hand_half_matmul(k->handle);
+    hand_kernel(k->handle, "pt2rtSetHalfMatmulKernel", half_matmul_kernel);
+    hand_kernel(k->handle, "pt2rtSetAtenKernel", aten_kernel);
     return load_constants(k);
 }
 

@@ -292,6 +292,9 @@ enum Pt2rtIndexError {
     /* RuntimeError "ZeroDivisionError": an integer division or remainder by zero (floor_div,
      * remainder, fmod; passes/lower_pointwise.c) */
     PT2RT_ZERO_DIVISION = 4,
+    /* a pt2.aten's call raised (aten.c): the message in `message`, the kind of
+     * exception (enum Pt2rtAtenErrorKind) in `value` */
+    PT2RT_ATEN_ERROR = 5,
 };
 
 /* A kernel's cache of what libpt2rt derives from its constant operands
@@ -314,6 +317,7 @@ typedef struct Pt2rtRunStatus {
     int64_t size;   /* of the dim it indexes */
     int64_t dim;    /* the dim eager's message names */
     Pt2rtConstants *constants;
+    char message[512]; /* PT2RT_ATEN_ERROR's */
 } Pt2rtRunStatus;
 
 /* Calls entry(argv), a kernel's pt2_entry, with *status (zeroed by the
@@ -328,6 +332,31 @@ PT2RT_EXPORT void pt2rt_run(void (*entry)(void **), void **argv, Pt2rtRunStatus 
  * so that the checked loops still vectorize around the branch. */
 PT2RT_EXPORT void pt2rt_index_error(int64_t value, int64_t size, int64_t dim, int32_t error);
 #define PT2RT_INDEX_ERROR "pt2rt_index_error" /* its name, for the passes that call it */
+
+/*--- pt2.aten: PyTorch's own kernels (aten.c) ---------------------------------*/
+
+/* The exception a pt2.aten's call raised, as c10 names it. */
+enum Pt2rtAtenErrorKind {
+    PT2RT_ATEN_RUNTIME = 1,          /* c10::Error and the rest: RuntimeError */
+    PT2RT_ATEN_LINALG = 2,           /* c10::LinAlgError: torch.linalg.LinAlgError */
+    PT2RT_ATEN_INDEX = 3,            /* c10::IndexError */
+    PT2RT_ATEN_VALUE = 4,            /* c10::ValueError */
+    PT2RT_ATEN_TYPE = 5,             /* c10::TypeError */
+    PT2RT_ATEN_NOT_IMPLEMENTED = 6,  /* c10::NotImplementedError */
+};
+/* Runs a pt2.aten: desc[0..len) is "<operand types>|<result types>|<program>"
+ * (types as pt2.aten's `results` attribute, the program as its `program`:
+ * dialects/aten.c), table holds, for each operand then each result, its
+ * data pointer, element offset, sizes and strides (in elements).  Returns 0,
+ * or an enum Pt2rtAtenErrorKind with a message in err. */
+typedef int (*Pt2rtAtenFn)(const char *desc, size_t len, const int64_t *table, char *err, size_t err_cap);
+PT2RT_EXPORT void pt2rtSetAtenKernel(Pt2rtAtenFn fn);
+/* What the lowered pt2.aten calls (passes/lower_aten.c): desc an i8 memref of
+ * the text, table an index memref.  The registered kernel runs it; an error
+ * (or none registered) is reported to the run as PT2RT_ATEN_ERROR, and the
+ * results are left as they were. */
+PT2RT_EXPORT void pt2rt_aten_call(const Pt2rtUnrankedMemRef *desc, const Pt2rtUnrankedMemRef *table)
+    __asm__("_mlir_ciface_pt2rt_aten_call");
 
 /* The kernels' heap: finalize-memref-to-llvm{use-generic-functions} lowers
  * memref.alloc/dealloc to these (alloc.c): blocks of 1 MiB and more (a

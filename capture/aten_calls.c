@@ -1,0 +1,229 @@
+/*===- aten_calls.c - a torch C function pt2 has no form for, as pt2.aten ---===*
+ *
+ * A call of one of torch's C functions that neither the rules nor the
+ * Python forms know (torch.linalg.solve, torch.linalg.eigh, torch.fft's on
+ * real results, torch.cholesky_solve, ...) used to end the graph.  Where the
+ * function is torch's (torch.*, torch.linalg, torch.fft, torch.special,
+ * torch._C._nn), its arguments are traced CPU tensors and constants, and
+ * pt2._C runs PyTorch's kernels (capture/aten_calls.cpp), the call becomes
+ * one pt2.aten op instead (dialects/aten.c): python/pt2/_aten_calls.py runs
+ * the function on meta tensors of the traced tensors' dtypes, sizes and
+ * strides, records the aten ops it dispatches, and gives the op's program,
+ * its results' types and strides (eager's, as the meta run gave them) and
+ * how the returned value is made of them (a tensor, a tuple, a
+ * torch.return_types struct sequence).  What that refuses (a random op, a
+ * write into an input, a complex result, a meta run that raises: a
+ * data-dependent shape) breaks the graph as before, with the reason.
+ *
+ * Opt-in (PT2_ATEN_CALLS=1) for now: a meta run that accepts what the
+ * real kernel rejects (F.interpolate to an empty size, embedding_bag's
+ * offsets, one_hot's classes) moves eager's error from trace time into the
+ * run, where it comes with pt2's suffix (or, for checks eager's Python code
+ * makes after the call, not at all), and tests/capture's break
+ * expectations for those C functions were written for the break.  CUDA
+ * graphs do not take it yet.
+ *===----------------------------------------------------------------------===*/
+#include <string.h>
+
+#include "capture.h"
+#include "rules_util.h"
+#include "trace.h"
+
+#define PT2_ATEN_OPERANDS_MAX 16 /* pt2.aten's (dialects/catalog.h) */
+int pt2_trace_device(void); /* compiler.c: the graph's device, a CUDA index or < 0 */
+
+/* Whether f is one of torch's bound C functions: torch.<name>
+ * (_VariableFunctions), torch.linalg's, torch.fft's, torch.special's, torch._C._nn's. */
+static bool torch_function(PyObject *f) {
+    PyObject *self = PyCFunction_GET_SELF(f);
+    if (!self) { /* torch.<name>: a static method of torch._C._VariableFunctions */
+        static PyObject *functions;
+        if (!functions) functions = pt2_import_attr("torch._C", "_VariableFunctions");
+        PyObject *same = functions ? PyObject_GetAttrString(functions, ((PyCFunctionObject *)f)->m_ml->ml_name) : NULL;
+        PyErr_Clear();
+        Py_XDECREF(same);
+        return same == f;
+    }
+    if (!PyModule_Check(self)) return false;
+    const char *name = PyModule_GetName(self);
+    if (!name) {
+        PyErr_Clear();
+        return false;
+    }
+    static const char *const modules[] = {"torch._C._linalg", "torch._C._fft", "torch._C._special", "torch._C._nn"};
+    for (size_t i = 0; i < sizeof modules / sizeof modules[0]; ++i) {
+        if (strcmp(name, modules[i]) == 0) return true;
+    }
+    return false;
+}
+
+typedef struct Operands {
+    Var *vars[PT2_ATEN_OPERANDS_MAX];
+    int n;
+    PyObject *input_type; /* pt2._aten_calls.Input */
+} Operands;
+
+static bool plain_constant(PyObject *o) {
+    static PyObject *dtype, *layout, *format, *device;
+    if (!dtype) {
+        dtype = pt2_import_attr("torch", "dtype");
+        layout = pt2_import_attr("torch", "layout");
+        format = pt2_import_attr("torch", "memory_format");
+        device = pt2_import_attr("torch", "device");
+        PyErr_Clear();
+    }
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o)) return true;
+    PyObject *types[] = {dtype, layout, format, device};
+    for (int i = 0; i < 4; ++i) {
+        if (types[i] && PyObject_TypeCheck(o, (PyTypeObject *)types[i])) return true;
+    }
+    return false;
+}
+
+/* v as the recorder takes it (new reference): a traced tensor as Input(k), constants as they are,
+ * tuples and lists item by item; NULL (no exception) for anything else. */
+static PyObject *to_python(Trace *t, Var *v, Operands *ops) {
+    if (v->kind == V_TENSOR) {
+        /* a CPU graph's (aten_record_call takes no CUDA graph) */
+        int k = 0;
+        while (k < ops->n && ops->vars[k]->value != v->value) ++k;
+        if (k == ops->n) {
+            if (ops->n == PT2_ATEN_OPERANDS_MAX) return NULL;
+            ops->vars[ops->n++] = v;
+        }
+        return PyObject_CallFunction(ops->input_type, "i", k);
+    }
+    if (v->kind == V_CONST && v->obj && plain_constant(v->obj)) return Py_NewRef(v->obj);
+    if (v->kind == V_CONST && v->obj && PyTuple_Check(v->obj)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(v->obj);
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            if (!plain_constant(PyTuple_GET_ITEM(v->obj, i))) return NULL;
+        }
+        return PySequence_Tuple(v->obj);
+    }
+    if (v->kind != V_TUPLE && v->kind != V_LIST) return NULL;
+    PyObject *items = v->kind == V_TUPLE ? PyTuple_New(v->n_items) : PyList_New(v->n_items);
+    for (int i = 0; items && i < v->n_items; ++i) {
+        PyObject *item = to_python(t, v->items[i], ops);
+        if (!item) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        if (v->kind == V_TUPLE) PyTuple_SET_ITEM(items, i, item);
+        else PyList_SET_ITEM(items, i, item);
+    }
+    return items;
+}
+
+/* The traced tensors' (dtype name, sizes, strides), eager's strides or contiguous ones where unknown. */
+static PyObject *metas_of(Trace *t, const Operands *ops) {
+    PyObject *metas = PyList_New(ops->n);
+    for (int k = 0; metas && k < ops->n; ++k) {
+        const Var *v = ops->vars[k];
+        int64_t strides[PT2_MAX_RANK];
+        if (!var_strides(t, v, strides)) pt2StridesOfFormat(v->rank, v->sizes, 0, strides);
+        PyObject *sizes = PyTuple_New(v->rank), *st = PyTuple_New(v->rank);
+        for (int d = 0; d < v->rank; ++d) {
+            PyTuple_SET_ITEM(sizes, d, PyLong_FromLongLong(v->sizes[d]));
+            PyTuple_SET_ITEM(st, d, PyLong_FromLongLong(strides[d]));
+        }
+        PyList_SET_ITEM(metas, k, Py_BuildValue("(sNN)", pt2DTypeName(v->dtype), sizes, st));
+    }
+    return metas;
+}
+
+/* s as an MLIR string literal's body: '"', '\' and bytes outside printable ASCII as \XX. */
+static void escape(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    for (; *s && n + 4 < cap; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') n += (size_t)snprintf(out + n, cap - n, "\\%02X", c);
+        else out[n++] = (char)c;
+    }
+    out[n] = 0;
+}
+
+/* The returned value from the recorder's structure: ("t", j), ("c", value), ("s", type, items). */
+static Var *rebuild(Trace *t, PyObject *s, const int *results) {
+    const char *kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(s, 0));
+    if (kind[0] == 't') return var_tensor(t, results[PyLong_AsLong(PyTuple_GET_ITEM(s, 1))]);
+    if (kind[0] == 'c') return var_const(t, PyTuple_GET_ITEM(s, 1));
+    PyObject *type = PyTuple_GET_ITEM(s, 1), *items = PyTuple_GET_ITEM(s, 2);
+    Var *v = var_new(t, type == (PyObject *)&PyList_Type ? V_LIST : V_TUPLE);
+    if (type != (PyObject *)&PyList_Type && type != (PyObject *)&PyTuple_Type) v->obj = trace_keep(t, type);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); ++i) var_push_item(t, v, rebuild(t, PyTuple_GET_ITEM(items, i), results));
+    return v;
+}
+
+Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                      bool *handled) {
+    *handled = false;
+#ifndef PT2_HAVE_TENSOR_ABI
+    return NULL; /* pt2._C has no PyTorch kernels to run it */
+#endif
+    const char *on = getenv("PT2_ATEN_CALLS"); /* opt-in while the cases below are open */
+    if (!on || strcmp(on, "1") != 0 || pt2_trace_device() >= 0 || !torch_function(fn)) return NULL;
+    static PyObject *record, *input_type;
+    if (!record) {
+        record = pt2_import_attr("pt2._aten_calls", "record");
+        input_type = pt2_import_attr("pt2._aten_calls", "Input");
+        if (!record || !input_type) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    Operands ops = {.n = 0, .input_type = input_type};
+    PyObject *pargs = PyTuple_New(n_args), *kwargs = PyDict_New();
+    bool ok = pargs && kwargs;
+    for (int i = 0; ok && i < n_args; ++i) {
+        PyObject *a = to_python(t, args[i], &ops);
+        if (a) PyTuple_SET_ITEM(pargs, i, a);
+        ok = a != NULL;
+    }
+    for (int i = 0; ok && i < n_kw; ++i) {
+        PyObject *a = to_python(t, kw_values[i], &ops);
+        ok = a && PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kw_names, i), a) == 0;
+        Py_XDECREF(a);
+    }
+    PyObject *metas = ok && ops.n ? metas_of(t, &ops) : NULL;
+    PyObject *r = metas ? PyObject_CallFunctionObjArgs(record, fn, pargs, kwargs, metas, NULL) : NULL;
+    Py_XDECREF(pargs);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(metas);
+    if (!r) {
+        PyErr_Clear();
+        return NULL;
+    }
+    *handled = true;
+    const char *name = ((PyCFunctionObject *)fn)->m_ml->ml_name;
+    if (PyUnicode_Check(r)) {
+        Var *b = trace_break(t, "call to a C function %s that pt2 does not know and cannot call in the graph: %s", name,
+                             PyUnicode_AsUTF8(r));
+        Py_DECREF(r);
+        return b;
+    }
+    /* (program, result types, result strides, structure) */
+    const char *program = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 0)), *types = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 1));
+    size_t cap = 4 * strlen(program) + 256;
+    char *escaped = PyMem_Malloc(cap), *attrs = PyMem_Malloc(cap + strlen(types) + 128);
+    escape(program, escaped, cap);
+    snprintf(attrs, cap + strlen(types) + 128, "{op = \"%s\", program = \"%s\", results = \"%s\"}", name, escaped, types);
+    int operands[PT2_ATEN_OPERANDS_MAX], results[4] = {-1, -1, -1, -1};
+    for (int k = 0; k < ops.n; ++k) operands[k] = ops.vars[k]->value;
+    int first = trace_op(t, "aten", ops.n, operands, attrs, results, 4);
+    PyMem_Free(escaped);
+    PyMem_Free(attrs);
+    Var *v = NULL;
+    if (first >= 0) {
+        PyObject *strides = PyTuple_GET_ITEM(r, 2);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(strides) && j < 4; ++j) {
+            PyObject *s = PyTuple_GET_ITEM(strides, j);
+            int64_t st[PT2_MAX_RANK];
+            for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(s) && d < PT2_MAX_RANK; ++d) st[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(s, d));
+            pt2GraphSetValueStrides(t->graph, results[j], st);
+        }
+        v = rebuild(t, PyTuple_GET_ITEM(r, 3), results);
+    }
+    Py_DECREF(r);
+    return v;
+}

@@ -1,0 +1,238 @@
+/*===- lower_aten.c - pt2-lower: pt2.aten becomes a call into libpt2rt -----===*
+ *
+ * A pt2.aten (dialects/aten.c) runs PyTorch's kernels on the kernel's
+ * buffers, so it is lowered with the contractions (after elementwise fusion,
+ * which must not fuse into it) to
+ *
+ *   %b0 = bufferization.to_buffer %x0 read_only : tensor<5x5xf32> to memref<5x5xf32, strided<[?, ?], offset: ?>>
+ *   %r0 = memref.alloc() : memref<5x3xf32>
+ *   func.call @pt2_aten_0(%b0, ..., %r0, ...)
+ *   %y0 = bufferization.to_tensor %r0 restrict writable : memref<5x3xf32> to tensor<5x3xf32>
+ *
+ * and a private function per op that writes each buffer's pointer, offset,
+ * sizes and strides into a table and calls libpt2rt with it and the op's
+ * description, a constant global "<operand types>|<result types>|<program>":
+ *
+ *   func.func private @pt2_aten_0(%a0: memref<...>, %r0: memref<5x3xf32>) {
+ *     <extract_strided_metadata, extract_aligned_pointer_as_index, stores into %table>
+ *     call @pt2rt_aten_call(%desc, %table) : (memref<*xi8>, memref<*xindex>) -> ()
+ *   }
+ *
+ * The buffers are the call's operands, so that the passes after
+ * bufferization (memory planning, deallocation) see them used there.
+ * Operand types are the op's own: pt2-lower records them in the op's
+ * `pt2.operand_types` before it makes unsigned types signless
+ * (pt2_aten_note_operand_types).
+ *===----------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "lower.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+
+typedef struct Text {
+    char *data;
+    size_t len, cap;
+} Text;
+
+static void put(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(Text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (t->data && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->data = realloc(t->data, t->cap);
+    }
+}
+
+static void put_type(Text *t, const Pt2TensorType *ty) {
+    put(t, "%s[", pt2DTypeMlirName(ty->dtype));
+    for (int i = 0; i < ty->rank; ++i) put(t, "%s%lld", i ? "," : "", (long long)ty->sizes[i]);
+    put(t, "]");
+}
+
+void pt2_aten_note_operand_types(MlirOperation op) {
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.operand_types")))) return;
+    Text t = {0};
+    put(&t, "%s", "");
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+        Pt2TensorType ty = value_tensor_type(mlirOperationGetOperand(op, i));
+        if (i) put(&t, ";");
+        put_type(&t, &ty);
+    }
+    MlirContext ctx = mlirOperationGetContext(op);
+    mlirOperationSetAttributeByName(op, sref("pt2.operand_types"), mlirStringAttrGet(ctx, mlirStringRefCreate(t.data, t.len)));
+    free(t.data);
+}
+
+/* "memref<5x5xf32" for tensor<5x5xf32> (the layout and '>' left to the caller). */
+static void put_memref_head(Text *t, MlirType tensor) {
+    put(t, "memref<");
+    intptr_t rank = mlirShapedTypeGetRank(tensor);
+    for (intptr_t i = 0; i < rank; ++i) put(t, "%lldx", (long long)mlirShapedTypeGetDimSize(tensor, i));
+    char elem[32];
+    Pt2TextBuf b = {elem, sizeof elem, 0};
+    elem[0] = 0;
+    mlirTypePrint(mlirShapedTypeGetElementType(tensor), pt2_textbuf_append, &b);
+    put(t, "%s", elem);
+}
+
+/* An operand's buffer type: any strides and offset (the tensor's buffer as bufferization left it). */
+static void put_operand_memref(Text *t, MlirType tensor) {
+    put_memref_head(t, tensor);
+    intptr_t rank = mlirShapedTypeGetRank(tensor);
+    put(t, ", strided<[");
+    for (intptr_t i = 0; i < rank; ++i) put(t, "%s?", i ? ", " : "");
+    put(t, "], offset: ?>>");
+}
+
+static const char *string_attr(MlirOperation op, const char *name, size_t *len) {
+    MlirAttribute a = mlirOperationGetAttributeByName(op, sref(name));
+    if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) return NULL;
+    MlirStringRef s = mlirStringAttrGetValue(a);
+    *len = s.length;
+    return s.data;
+}
+
+/* The module-level global holding the description and the function that calls libpt2rt with it. */
+static void emit_callee(MlirOperation module, const char *name, const char *desc, size_t desc_len, int n_in, int n_out,
+                        MlirType *types) {
+    Text t = {0};
+    put(&t, "module {\nfunc.func private @pt2rt_aten_call(memref<*xi8>, memref<*xindex>) attributes {llvm.emit_c_interface}\n");
+    put(&t, "memref.global \"private\" constant @%s_desc : memref<%zuxi8> = dense<\"0x", name, desc_len);
+    for (size_t i = 0; i < desc_len; ++i) put(&t, "%02X", (unsigned char)desc[i]);
+    put(&t, "\">\nfunc.func private @%s(", name);
+    int table = 0;
+    for (int i = 0; i < n_in + n_out; ++i) {
+        put(&t, "%s%%b%d: ", i ? ", " : "", i);
+        if (i < n_in) {
+            put_operand_memref(&t, types[i]);
+        } else {
+            put_memref_head(&t, types[i]);
+            put(&t, ">");
+        }
+        table += 2 + 2 * (int)mlirShapedTypeGetRank(types[i]);
+    }
+    put(&t, ") {\n  %%desc = memref.get_global @%s_desc : memref<%zuxi8>\n", name, desc_len);
+    put(&t, "  %%table = memref.alloca() : memref<%dxindex>\n", table ? table : 1);
+    int slot = 0;
+    for (int i = 0; i < n_in + n_out; ++i) {
+        int rank = (int)mlirShapedTypeGetRank(types[i]);
+        Text ty = {0};
+        if (i < n_in) {
+            put_operand_memref(&ty, types[i]);
+        } else {
+            put_memref_head(&ty, types[i]);
+            put(&ty, ">");
+        }
+        char elem[32];
+        Pt2TextBuf eb = {elem, sizeof elem, 0};
+        elem[0] = 0;
+        mlirTypePrint(mlirShapedTypeGetElementType(types[i]), pt2_textbuf_append, &eb);
+        put(&t, "  %%base%d, %%offset%d", i, i);
+        for (int d = 0; d < rank; ++d) put(&t, ", %%size%d_%d", i, d);
+        for (int d = 0; d < rank; ++d) put(&t, ", %%stride%d_%d", i, d);
+        put(&t, " = memref.extract_strided_metadata %%b%d : %s -> memref<%s>, index", i, ty.data, elem);
+        for (int d = 0; d < 2 * rank; ++d) put(&t, ", index");
+        put(&t, "\n  %%pointer%d = memref.extract_aligned_pointer_as_index %%b%d : %s -> index\n", i, i, ty.data);
+        free(ty.data);
+        const char *fields[2] = {"pointer", "offset"};
+        for (int f = 0; f < 2; ++f) {
+            put(&t, "  %%c%d = arith.constant %d : index\n  memref.store %%%s%d, %%table[%%c%d] : memref<%dxindex>\n", slot, slot,
+                fields[f], i, slot, table);
+            slot++;
+        }
+        for (int f = 0; f < 2; ++f) {
+            for (int d = 0; d < rank; ++d) {
+                put(&t, "  %%c%d = arith.constant %d : index\n  memref.store %%%s%d_%d, %%table[%%c%d] : memref<%dxindex>\n", slot,
+                    slot, f ? "stride" : "size", i, d, slot, table);
+                slot++;
+            }
+        }
+    }
+    put(&t, "  %%d = memref.cast %%desc : memref<%zuxi8> to memref<*xi8>\n", desc_len);
+    put(&t, "  %%t = memref.cast %%table : memref<%dxindex> to memref<*xindex>\n", table ? table : 1);
+    put(&t, "  func.call @pt2rt_aten_call(%%d, %%t) : (memref<*xi8>, memref<*xindex>) -> ()\n  return\n}\n}\n");
+    MlirContext ctx = mlirOperationGetContext(module);
+    MlirModule snippet = mlirModuleCreateParse(ctx, mlirStringRefCreate(t.data, t.len));
+    if (mlirModuleIsNull(snippet)) {
+        fprintf(stderr, "pt2 internal error: cannot parse pt2.aten's callee:\n%s\n", t.data);
+        abort();
+    }
+    free(t.data);
+    MlirBlock from = mlirModuleGetBody(snippet), to = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    bool declared = module_has_symbol(module, "pt2rt_aten_call");
+    for (MlirOperation o = mlirBlockGetFirstOperation(from), next; !mlirOperationIsNull(o); o = next) {
+        next = mlirOperationGetNextInBlock(o);
+        MlirAttribute sym = mlirOperationGetAttributeByName(o, sref("sym_name"));
+        if (declared && mlirStringRefEqual(mlirStringAttrGetValue(sym), sref("pt2rt_aten_call"))) continue; /* declared before */
+        mlirOperationRemoveFromParent(o);
+        mlirBlockInsertOwnedOperation(to, 0, o);
+    }
+    mlirModuleDestroy(snippet);
+}
+
+int lower_aten(MlirOperation op) {
+    MlirOperation module = enclosing_module(op);
+    size_t types_len, program_len, results_len;
+    const char *types = string_attr(op, "pt2.operand_types", &types_len), *program = string_attr(op, "program", &program_len),
+               *results = string_attr(op, "results", &results_len);
+    if (mlirOperationIsNull(module) || !types || !program || !results) {
+        op_error(op, "pt2-lower: 'pt2.aten' needs 'program', 'results' and its pt2.operand_types");
+        return -1;
+    }
+    char name[32];
+    for (int k = 0;; ++k) {
+        snprintf(name, sizeof name, "pt2_aten_%d", k);
+        if (!module_has_symbol(module, name)) break;
+    }
+    int n_in = (int)mlirOperationGetNumOperands(op), n_out = (int)mlirOperationGetNumResults(op);
+    MlirType tys[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS];
+    for (int i = 0; i < n_in; ++i) tys[i] = mlirValueGetType(mlirOperationGetOperand(op, i));
+    for (int i = 0; i < n_out; ++i) tys[n_in + i] = mlirValueGetType(mlirOperationGetResult(op, i));
+    Text desc = {0};
+    put(&desc, "%.*s|%.*s|%.*s", (int)types_len, types, (int)results_len, results, (int)program_len, program);
+    emit_callee(module, name, desc.data, desc.len, n_in, n_out, tys);
+    free(desc.data);
+
+    Builder b = builder_before(op);
+    MlirValue args[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS], results_v[PT2_ATEN_MAX_RESULTS];
+    MlirType arg_types[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS];
+    for (int i = 0; i < n_in + n_out; ++i) {
+        Text ty = {0};
+        if (i < n_in) {
+            put_operand_memref(&ty, tys[i]);
+        } else {
+            put_memref_head(&ty, tys[i]);
+            put(&ty, ">");
+        }
+        arg_types[i] = parse_type(b.ctx, ty.data);
+        free(ty.data);
+        if (i < n_in) {
+            MlirNamedAttribute ro = named_attr(b.ctx, "read_only", mlirUnitAttrGet(b.ctx));
+            MlirValue x = mlirOperationGetOperand(op, i);
+            args[i] = mlirOperationGetResult(build_op(&b, "bufferization.to_buffer", 1, &x, 1, &arg_types[i], 1, &ro), 0);
+        } else {
+            MlirNamedAttribute align = named_attr(b.ctx, "alignment", parse_attr(b.ctx, "64 : i64"));
+            args[i] = mlirOperationGetResult(build_op(&b, "memref.alloc", 0, NULL, 1, &arg_types[i], 1, &align), 0);
+        }
+    }
+    MlirNamedAttribute callee = named_attr(b.ctx, "callee", mlirFlatSymbolRefAttrGet(b.ctx, sref(name)));
+    build_op(&b, "func.call", n_in + n_out, args, 0, NULL, 1, &callee);
+    for (int i = 0; i < n_out; ++i) {
+        MlirNamedAttribute flags[2] = {named_attr(b.ctx, "restrict", mlirUnitAttrGet(b.ctx)),
+                                       named_attr(b.ctx, "writable", mlirUnitAttrGet(b.ctx))};
+        results_v[i] = mlirOperationGetResult(build_op(&b, "bufferization.to_tensor", 1, &args[n_in + i], 1, &tys[n_in + i], 2, flags), 0);
+    }
+    replace_op(op, n_out, results_v);
+    return 0;
+}

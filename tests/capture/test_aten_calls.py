@@ -1,0 +1,116 @@
+"""torch functions pt2 has no form for, called inside the graph as pt2.aten (dialects/aten.c,
+capture/aten_calls.c, python/pt2/_aten_calls.py): LAPACK's linear algebra on odd sizes, batches,
+f32/f64 and non-contiguous inputs against eager, one graph with the ops around them; eager's
+exception for a singular matrix; and the calls that stay breaks, with their reasons."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import pt2
+from eager_check import check
+
+torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def aten_calls_on(monkeypatch):
+    monkeypatch.setenv("PT2_ATEN_CALLS", "1")  # opt-in for now (capture/aten_calls.c)
+
+
+def spd(n, *batch, dtype=torch.float32):
+    """A symmetric positive-definite [*batch, n, n]."""
+    a = torch.randn(*batch, n, n, dtype=dtype)
+    return a @ a.mT + n * torch.eye(n, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_solve_between_ops(dtype):
+    a, b = torch.randn(7, 7, dtype=dtype) + 3 * torch.eye(7, dtype=dtype), torch.randn(7, 3, dtype=dtype)
+    out = check(lambda a, b: torch.linalg.solve(a * 2 + 1, b.relu()).sin() + 1, a, b, tol=1e-4)
+    assert out.dtype == dtype
+
+
+def test_batched_broadcast_and_transposed_inputs():
+    a = torch.randn(3, 5, 5) + 2 * torch.eye(5)
+    b = torch.randn(6, 5).t()  # [5, 6], not contiguous
+    check(lambda a, b: torch.linalg.solve(a, b), a, b, tol=1e-4)
+    check(lambda a: torch.linalg.inv(a.mT) * 2, a, tol=1e-4)
+
+
+def test_multiple_results_and_struct_sequences():
+    a = spd(6, 2)
+
+    def f(a):
+        w, v = torch.linalg.eigh(a)
+        q, r = torch.linalg.qr(a + 1)
+        s = torch.linalg.slogdet(a)
+        return w.exp(), v.abs(), q.abs(), r.abs(), s, torch.linalg.cholesky(a)
+
+    check(f, a, tol=1e-4)
+    got = pt2.compile(lambda a: torch.linalg.svd(a))(torch.randn(5, 3))
+    assert type(got).__name__ == "linalg_svd" and [t.shape for t in got] == [(5, 5), (3,), (3, 3)]
+
+
+def test_result_strides_are_eager_s():
+    a, b = torch.randn(5, 5) + 2 * torch.eye(5), torch.randn(5, 3)
+    want = torch.linalg.solve(a, b)
+    got = pt2.compile(lambda a, b: torch.linalg.solve(a, b))(a, b)
+    assert got.stride() == want.stride() == (1, 5)
+
+
+def test_det_and_others_of_odd_sizes():
+    a = torch.randn(4, 9, 9, dtype=torch.float64)
+    check(lambda a: torch.linalg.det(a) + torch.linalg.matrix_norm(a, ord=2), a, tol=1e-6)
+    check(lambda a: torch.linalg.pinv(a[0, :, :4]), a, tol=1e-6)
+    c = spd(4, dtype=torch.float64)
+    check(lambda c, b: torch.cholesky_solve(b, torch.linalg.cholesky(c)), c, torch.randn(4, 2, dtype=torch.float64), tol=1e-6)
+
+
+def test_singular_matrix_raises_eager_s_error():
+    f = pt2.compile(lambda a, b: torch.linalg.solve(a, b) + 1)
+    f(torch.eye(3), torch.ones(3, 2))
+    with pytest.raises(torch.linalg.LinAlgError, match="The solver failed because the input matrix is singular"):
+        f(torch.zeros(3, 3), torch.ones(3, 2))
+    with pytest.raises(torch.linalg.LinAlgError, match="not positive-definite"):
+        pt2.compile(lambda a: torch.linalg.cholesky(a))(-torch.eye(3))
+
+
+@pytest.mark.parametrize(
+    "fn, why",
+    [
+        (lambda x: torch.bernoulli(x.sigmoid()), "draws random numbers"),
+        (lambda x: torch.fft.rfft(x), "a result of dtype torch.complex64"),
+        (lambda x: torch.linalg.lstsq(x, x).solution, "raised NotImplementedError"),
+        (lambda x: torch.nonzero(x > 0), "raised"),
+    ],
+)
+def test_refused_calls_break_with_the_reason(fn, why):
+    x = torch.randn(4, 4)
+    info = pt2.explain(fn)(x)
+    assert info.graph_break_count >= 1 and any(why in r.reason for r in info.break_reasons), info.break_reasons
+    torch.manual_seed(1)
+    want = fn(x)
+    torch.manual_seed(1)
+    got = pt2.compile(fn)(x)
+    torch.testing.assert_close(got.solution if hasattr(got, "solution") else got, want)
+
+
+def test_off_without_pt2_aten_calls():
+    code = (
+        "import torch, pt2\n"
+        "info = pt2.explain(lambda a: torch.linalg.inv(a) + 1)(torch.eye(3) * 2)\n"
+        "print(info.graph_break_count, info.break_reasons[0].reason)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PT2_ATEN_CALLS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.startswith("1 call to a C function linalg_inv that pt2 does not know"), out
+
+
+def test_list_results():
+    """An op returning Tensor[] (unbind inside a function's meta run): its elements, $c.0.e."""
+    x = torch.randn(3, 4)
+    check(lambda x: torch.linalg.svdvals(x.t()) * 1, x, tol=1e-4)
+    check(lambda x: torch.linalg.eigvalsh(x @ x.t()) + 1, x, tol=1e-4)
