@@ -15,13 +15,8 @@
  * write into an input, a complex result, a meta run that raises: a
  * data-dependent shape) breaks the graph as before, with the reason.
  *
- * Opt-in (PT2_ATEN_CALLS=1) for now: a meta run that accepts what the
- * real kernel rejects (F.interpolate to an empty size, embedding_bag's
- * offsets, one_hot's classes) moves eager's error from trace time into the
- * run, where it comes with pt2's suffix (or, for checks eager's Python code
- * makes after the call, not at all), and tests/capture's break
- * expectations for those C functions were written for the break.  CUDA
- * graphs do not take it yet.
+ * PT2_DISABLE=aten-calls turns it off.  CUDA graphs do not take it yet
+ * (docs/capture.md, "torch functions pt2 has no form for").
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -32,9 +27,27 @@
 #define PT2_ATEN_OPERANDS_MAX 16 /* pt2.aten's (dialects/catalog.h) */
 int pt2_trace_device(void); /* compiler.c: the graph's device, a CUDA index or < 0 */
 
+/* Tensor's C method `name` (a method descriptor of torch._C.TensorBase), borrowed; NULL if none or in place. */
+static PyObject *tensor_c_method(const char *name) {
+    static PyObject *base;
+    size_t len = strlen(name);
+    if (!base) base = pt2_import_attr("torch._C", "TensorBase");
+    if (!base || len == 0 || name[len - 1] == '_') {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *m = PyDict_GetItemString(((PyTypeObject *)base)->tp_dict, name);
+    return m && PyObject_TypeCheck(m, &PyMethodDescr_Type) ? m : NULL;
+}
+
+bool aten_method_known(const char *name) { return tensor_c_method(name) != NULL; }
+
 /* Whether f is one of torch's bound C functions: torch.<name>
- * (_VariableFunctions), torch.linalg's, torch.fft's, torch.special's, torch._C._nn's. */
+ * (_VariableFunctions), torch.linalg's, torch.fft's, torch.special's, torch._C._nn's;
+ * or a C method of torch's tensors. */
 static bool torch_function(PyObject *f) {
+    if (PyObject_TypeCheck(f, &PyMethodDescr_Type)) return tensor_c_method(((PyMethodDescrObject *)f)->d_method->ml_name) == f;
+    if (!PyCFunction_Check(f)) return false;
     PyObject *self = PyCFunction_GET_SELF(f);
     if (!self) { /* torch.<name>: a static method of torch._C._VariableFunctions */
         static PyObject *functions;
@@ -115,17 +128,22 @@ static PyObject *to_python(Trace *t, Var *v, Operands *ops) {
     return items;
 }
 
-/* The traced tensors' (dtype name, sizes, strides), eager's strides or contiguous ones where unknown. */
-static PyObject *metas_of(Trace *t, const Operands *ops) {
+/* The traced tensors' (dtype name, sizes, strides), eager's strides or contiguous ones where unknown;
+ * the strides as text too, "5,1;1,5" (pt2.aten's operand_strides). */
+static PyObject *metas_of(Trace *t, const Operands *ops, char *text, size_t cap) {
     PyObject *metas = PyList_New(ops->n);
+    size_t len = 0;
+    text[0] = 0;
     for (int k = 0; metas && k < ops->n; ++k) {
         const Var *v = ops->vars[k];
         int64_t strides[PT2_MAX_RANK];
         if (!var_strides(t, v, strides)) pt2StridesOfFormat(v->rank, v->sizes, 0, strides);
         PyObject *sizes = PyTuple_New(v->rank), *st = PyTuple_New(v->rank);
+        if (k && len + 1 < cap) text[len++] = ';', text[len] = 0;
         for (int d = 0; d < v->rank; ++d) {
             PyTuple_SET_ITEM(sizes, d, PyLong_FromLongLong(v->sizes[d]));
             PyTuple_SET_ITEM(st, d, PyLong_FromLongLong(strides[d]));
+            if (len + 24 < cap) len += (size_t)snprintf(text + len, cap - len, "%s%lld", d ? "," : "", (long long)strides[d]);
         }
         PyList_SET_ITEM(metas, k, Py_BuildValue("(sNN)", pt2DTypeName(v->dtype), sizes, st));
     }
@@ -155,14 +173,20 @@ static Var *rebuild(Trace *t, PyObject *s, const int *results) {
     return v;
 }
 
+Var *aten_record_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                        bool *handled) {
+    PyObject *m = tensor_c_method(name);
+    *handled = false;
+    return m ? aten_record_call(t, m, args, n_args, kw_names, kw_values, n_kw, handled) : NULL;
+}
+
 Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                       bool *handled) {
     *handled = false;
 #ifndef PT2_HAVE_TENSOR_ABI
     return NULL; /* pt2._C has no PyTorch kernels to run it */
 #endif
-    const char *on = getenv("PT2_ATEN_CALLS"); /* opt-in while the cases below are open */
-    if (!on || strcmp(on, "1") != 0 || pt2_trace_device() >= 0 || !torch_function(fn)) return NULL;
+    if (pt2_trace_device() >= 0 || pt2_env_list_has(getenv("PT2_DISABLE"), "aten-calls") || !torch_function(fn)) return NULL;
     static PyObject *record, *input_type;
     if (!record) {
         record = pt2_import_attr("pt2._aten_calls", "record");
@@ -185,7 +209,8 @@ Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *
         ok = a && PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kw_names, i), a) == 0;
         Py_XDECREF(a);
     }
-    PyObject *metas = ok && ops.n ? metas_of(t, &ops) : NULL;
+    char strides[PT2_ATEN_OPERANDS_MAX * PT2_MAX_RANK * 24];
+    PyObject *metas = ok && ops.n ? metas_of(t, &ops, strides, sizeof strides) : NULL;
     PyObject *r = metas ? PyObject_CallFunctionObjArgs(record, fn, pargs, kwargs, metas, NULL) : NULL;
     Py_XDECREF(pargs);
     Py_XDECREF(kwargs);
@@ -195,19 +220,22 @@ Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *
         return NULL;
     }
     *handled = true;
-    const char *name = ((PyCFunctionObject *)fn)->m_ml->ml_name;
+    bool method = PyObject_TypeCheck(fn, &PyMethodDescr_Type);
+    const char *name = method ? ((PyMethodDescrObject *)fn)->d_method->ml_name : ((PyCFunctionObject *)fn)->m_ml->ml_name;
     if (PyUnicode_Check(r)) {
-        Var *b = trace_break(t, "call to a C function %s that pt2 does not know and cannot call in the graph: %s", name,
-                             PyUnicode_AsUTF8(r));
+        Var *b = trace_break(t, "call to a C %s%s that pt2 does not know and cannot call in the graph: %s",
+                             method ? "method Tensor." : "function ", name, PyUnicode_AsUTF8(r));
         Py_DECREF(r);
         return b;
     }
     /* (program, result types, result strides, structure) */
     const char *program = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 0)), *types = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 1));
     size_t cap = 4 * strlen(program) + 256;
-    char *escaped = PyMem_Malloc(cap), *attrs = PyMem_Malloc(cap + strlen(types) + 128);
+    size_t attrs_cap = cap + strlen(types) + strlen(strides) + 160;
+    char *escaped = PyMem_Malloc(cap), *attrs = PyMem_Malloc(attrs_cap);
     escape(program, escaped, cap);
-    snprintf(attrs, cap + strlen(types) + 128, "{op = \"%s\", program = \"%s\", results = \"%s\"}", name, escaped, types);
+    snprintf(attrs, attrs_cap, "{op = \"%s\", program = \"%s\", results = \"%s\", operand_strides = \"%s\"}", name, escaped,
+             types, strides);
     int operands[PT2_ATEN_OPERANDS_MAX], results[4] = {-1, -1, -1, -1};
     for (int k = 0; k < ops.n; ++k) operands[k] = ops.vars[k]->value;
     int first = trace_op(t, "aten", ops.n, operands, attrs, results, 4);

@@ -22,6 +22,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
@@ -73,21 +74,40 @@ c10::ScalarType scalar_type_named(const std::string &name) {
 struct TensorType {
     c10::ScalarType dtype;
     int rank;
+    bool skipped;                 /* "_": a result nothing reads, which has no buffer */
+    std::vector<int64_t> strides; /* "{5,1}": an operand's layout in the recorded calls (empty: any) */
 };
 
+/* "f32[5,5]{5,1};_;i64[]" */
 std::vector<TensorType> parse_types(const std::string &text) {
     std::vector<TensorType> types;
     size_t p = 0;
     while (p < text.size()) {
-        size_t open = text.find('[', p), close = text.find(']', p);
-        if (open == std::string::npos || close == std::string::npos || close < open) throw std::runtime_error("pt2.aten: bad types " + text);
-        Pt2DType dt = pt2DTypeFromName(text.substr(p, open - p).c_str());
-        int rank = 0;
-        for (size_t i = open + 1; i < close; ++i) rank += text[i] == ',';
-        if (close > open + 1) rank++;
-        types.push_back({scalar_type_of(dt), rank});
-        p = close + 1;
-        if (p < text.size() && text[p] == ';') p++;
+        if (text[p] == '_') {
+            types.push_back({c10::ScalarType::Float, 0, true, {}});
+        } else {
+            size_t open = text.find('[', p), close = text.find(']', p);
+            if (open == std::string::npos || close == std::string::npos || close < open) throw std::runtime_error("pt2.aten: bad types " + text);
+            Pt2DType dt = pt2DTypeFromName(text.substr(p, open - p).c_str());
+            int rank = 0;
+            for (size_t i = open + 1; i < close; ++i) rank += text[i] == ',';
+            if (close > open + 1) rank++;
+            TensorType t{scalar_type_of(dt), rank, false, {}};
+            p = close;
+            if (p + 1 < text.size() && text[p + 1] == '{') {
+                size_t end = text.find('}', p);
+                for (size_t i = p + 2; i < end;) {
+                    size_t stop = i;
+                    t.strides.push_back(std::stoll(text.substr(i), &stop));
+                    i += stop + 1;
+                }
+                p = end;
+            }
+            types.push_back(t);
+        }
+        p = text.find(';', p);
+        if (p == std::string::npos) break;
+        p++;
     }
     return types;
 }
@@ -193,15 +213,31 @@ at::Tensor wrap(const int64_t *&table, const TensorType &t) {
                          at::TensorOptions().dtype(t.dtype));
 }
 
+/* Whether x is laid out with these strides (a dim of one element may have any). */
+bool same_layout(const at::Tensor &x, const std::vector<int64_t> &strides) {
+    for (int64_t d = 0; d < x.dim(); ++d) {
+        if (x.size(d) > 1 && x.stride(d) != strides[static_cast<size_t>(d)]) return false;
+    }
+    return true;
+}
+
 void run(const char *desc, size_t len, const int64_t *table) {
     std::shared_ptr<Program> prog = program_of(desc, len);
     c10::impl::ExcludeDispatchKeyGuard no_python(
         c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot, c10::DispatchKey::PreDispatch}));
     at::AutoDispatchBelowADInplaceOrView no_autograd;
     Run r{*prog, {}, {}};
-    for (const TensorType &t : prog->operands) r.operands.push_back(wrap(table, t));
+    for (const TensorType &t : prog->operands) {
+        at::Tensor x = wrap(table, t);
+        if (!t.strides.empty() && static_cast<int>(t.strides.size()) == t.rank && !same_layout(x, t.strides)) {
+            /* the layout the calls were recorded with, which eager's had: kernels whose results depend on it
+             * (vectorized and scalar paths rounding apart) compute what eager's computed */
+            x = at::empty_strided(x.sizes(), t.strides, x.options()).copy_(x);
+        }
+        r.operands.push_back(x);
+    }
     std::vector<at::Tensor> outs;
-    for (const TensorType &t : prog->results) outs.push_back(wrap(table, t));
+    for (const TensorType &t : prog->results) outs.push_back(t.skipped ? at::Tensor() : wrap(table, t));
     const Pt2AtenProgram &p = *prog->parsed;
     for (int c = 0; c < p.n_calls; ++c) {
         std::vector<c10::IValue> stack;
@@ -209,7 +245,9 @@ void run(const char *desc, size_t len, const int64_t *table) {
         prog->ops[static_cast<size_t>(c)].callBoxed(stack);
         r.results.push_back(std::move(stack));
     }
-    for (int j = 0; j < p.n_outputs && j < static_cast<int>(outs.size()); ++j) outs[static_cast<size_t>(j)].copy_(r.tensor(p.outputs[j]));
+    for (int j = 0; j < p.n_outputs && j < static_cast<int>(outs.size()); ++j) {
+        if (outs[static_cast<size_t>(j)].defined()) outs[static_cast<size_t>(j)].copy_(r.tensor(p.outputs[j]));
+    }
 }
 
 int report(char *err, size_t cap, const char *what, int kind) {

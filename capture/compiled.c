@@ -353,16 +353,17 @@ done:
 }
 
 /* A failed kernel run as the error eager PyTorch raises there: IndexError
- * for an index out of range in x[idx], index_select or embedding, the
- * exception a pt2.aten's call raised (torch.linalg.LinAlgError for a
- * singular matrix), else RuntimeError (gather's index out of range among
- * them).  No output is returned and nothing is written back, as eager
- * returns none. */
+ * for an index out of range in x[idx], index_select or embedding, else
+ * RuntimeError (gather's index out of range among them), each with pt2's
+ * note on its message; the exception a pt2.aten's call raised as eager's
+ * binding raises it, type and message (torch.linalg.LinAlgError for a
+ * singular matrix).  No output is returned and nothing is written back, as
+ * eager returns none. */
 static void raise_run_error(Pt2CompiledFn *self) {
     static PyObject *linalg_error;
     PyObject *type = PyExc_RuntimeError;
     switch (pt2GetLastErrorKind()) {
-    case PT2_ERROR_INDEX: type = PyExc_IndexError; break;
+    case PT2_ERROR_INDEX: case PT2_ERROR_ATEN_INDEX: type = PyExc_IndexError; break;
     case PT2_ERROR_VALUE: type = PyExc_ValueError; break;
     case PT2_ERROR_TYPE: type = PyExc_TypeError; break;
     case PT2_ERROR_NOT_IMPLEMENTED: type = PyExc_NotImplementedError; break;
@@ -372,6 +373,10 @@ static void raise_run_error(Pt2CompiledFn *self) {
         if (linalg_error) type = linalg_error;
         break;
     default: break;
+    }
+    if (pt2GetLastErrorKind() >= PT2_ERROR_LINALG) {
+        PyErr_SetString(type, pt2GetLastError());
+        return;
     }
     PyErr_Format(type, "%s (pt2: in the compiled graph of %U)", pt2GetLastError(), self->name);
 }
@@ -638,7 +643,19 @@ static int eager_layout_outputs(Trace *t, int n, int *values, PyObject **views) 
         int order[PT2_MAX_RANK];
         int rank = pt2GraphValueType(t->graph, values[j], NULL, sizes);
         if (rank < 0 || pt2GraphValueStrides(t->graph, values[j], strides) != 1) continue;
-        if (!dense_permuted_order(rank, sizes, strides, order)) continue;
+        if (!dense_permuted_order(rank, sizes, strides, order)) {
+            /* contiguous memory whose size-1 dims have other strides than contiguous ones (a column of
+             * LAPACK's column-major result: [5, 1] at (1, 5)): the buffer as it is, as_strided to them */
+            int64_t contiguous[PT2_MAX_RANK];
+            pt2StridesOfFormat(rank, sizes, 0, contiguous);
+            bool other = false;
+            for (int d = 0; d < rank; ++d) other = other || strides[d] != contiguous[d];
+            if (other && pt2StridesAreFormat(rank, sizes, strides, 0)) {
+                views[j] = Py_BuildValue("(NN)", pt2_ints_tuple(sizes, rank), pt2_ints_tuple(strides, rank));
+                if (!views[j]) return -1;
+            }
+            continue;
+        }
         for (int k = 0; k < rank; ++k) perm[k] = order[k];
         char text[256], attrs[300];
         ints_text(text, sizeof text, perm, rank);

@@ -646,7 +646,8 @@ Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n
     if (!rule) {
         bool handled;
         Var *r = polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
-        if (handled) return r;
+        if (!handled) r = aten_record_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
+        if (handled) return r; /* (the C method's kernel in the graph: aten_calls.c) */
         return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
     }
     return rule_apply(t, rule, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);
@@ -760,7 +761,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
                                strcmp(name, "zero_") == 0 || strcmp(name, "fill_") == 0 || draw_fill_method(name));
     /* x.__getitem__ / x.__setitem__: the subscript and the item assignment (tensor_method_call above) */
     bool subscript = strcmp(name, "__getitem__") == 0 || strcmp(name, "__setitem__") == 0;
-    if (tensor_method_rule(name) || inplace || subscript || polyfill_has_method(name)) {
+    if (tensor_method_rule(name) || inplace || subscript || polyfill_has_method(name) || aten_method_known(name)) {
         Var *m = var_new(t, V_METHOD);
         m->self = x;
         PyObject *s = PyUnicode_FromString(name);

@@ -582,6 +582,10 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
 /* A torch C function pt2 has no form for as one pt2.aten op (aten_calls.c); *handled false: not such a call. */
 Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                       bool *handled);
+/* The same for Tensor's C method `name` (args[0] the tensor); whether there is one (not in place). */
+Var *aten_record_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
+                        bool *handled);
+bool aten_method_known(const char *name);
 /* torch.ops' lazy namespaces (torch.ops, torch.ops.aten, an op's packet: wrappers.c) and base.name of
  * one, looked up for real as eager does. */
 bool is_torch_ops_namespace(PyTypeObject *ty);

@@ -62,6 +62,25 @@ int pt2CatalogOpArity(int i, int *out_operands, int *out_results) {
 int pt2CatalogOpIsComposite(int i) { return i >= 0 && i < PT2_OP_COUNT ? op_table[i].composite : 0; }
 
 /*===----------------------------------------------------------------------===*
+ * Growing text
+ *===----------------------------------------------------------------------===*/
+
+void pt2_text_printf(Pt2Text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (t->data && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->data = realloc(t->data, t->cap);
+    }
+}
+
+/*===----------------------------------------------------------------------===*
  * Errors
  *===----------------------------------------------------------------------===*/
 

@@ -205,6 +205,15 @@ MlirAttribute pt2_aten_with_segments(MlirContext ctx, MlirAttribute dict, int n_
 bool pt2_aten_is_segment_attr(MlirStringRef name);
 int pt2_aten_parse_types(const char *text, Pt2TensorType *out, int max, char *err, size_t errlen);
 
+/*--- Growing text (shared by libpt2) ----------------------------------------------*/
+
+typedef struct Pt2Text {
+    char *data; /* NUL-terminated once anything is written; the caller frees it */
+    size_t len, cap;
+} Pt2Text;
+/* Appends printf's output to t, growing it. */
+void pt2_text_printf(Pt2Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /*--- Errors (shared by libpt2) ----------------------------------------------------*/
 
 /* The calling thread's last error (pt2GetLastError), of kind PT2_ERROR_OTHER

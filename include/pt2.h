@@ -61,16 +61,21 @@ PT2_EXPORT const char *pt2GetLastError(void);
 /* What the last error was, for clients that map errors onto their own
  * (Python's exception types, in capture/): PT2_ERROR_INDEX is a kernel run's
  * index out of range where eager PyTorch raises IndexError (x[idx],
- * index_select, embedding); everything else is PT2_ERROR_OTHER, gather's index
- * out of range included (eager raises RuntimeError there). */
+ * index_select, embedding); a pt2.aten's call that raised is the exception
+ * eager's binding raises (the kinds from PT2_ERROR_LINALG on, whose message is
+ * eager's own); everything else is PT2_ERROR_OTHER, gather's index out of
+ * range included (eager raises RuntimeError there). */
 typedef enum Pt2ErrorKind {
     PT2_ERROR_OTHER = 0,
     PT2_ERROR_INDEX = 1,
-    /* a pt2.aten's call raised c10's LinAlgError, ValueError, TypeError, NotImplementedError (RuntimeError: OTHER) */
+    /* a pt2.aten's call raised c10's LinAlgError, ValueError, TypeError, NotImplementedError, IndexError,
+     * Error (RuntimeError): eager's own exception and message */
     PT2_ERROR_LINALG = 2,
     PT2_ERROR_VALUE = 3,
     PT2_ERROR_TYPE = 4,
     PT2_ERROR_NOT_IMPLEMENTED = 5,
+    PT2_ERROR_ATEN_INDEX = 6,
+    PT2_ERROR_ATEN_RUNTIME = 7,
 } Pt2ErrorKind;
 PT2_EXPORT Pt2ErrorKind pt2GetLastErrorKind(void);
 

@@ -33,26 +33,8 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 
-typedef struct Text {
-    char *data;
-    size_t len, cap;
-} Text;
-
-static void put(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(Text *t, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (t->data && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->data = realloc(t->data, t->cap);
-    }
-}
+#define put pt2_text_printf
+typedef Pt2Text Text;
 
 static void put_type(Text *t, const Pt2TensorType *ty) {
     put(t, "%s[", pt2DTypeMlirName(ty->dtype));
@@ -60,14 +42,25 @@ static void put_type(Text *t, const Pt2TensorType *ty) {
     put(t, "]");
 }
 
+static const char *string_attr(MlirOperation op, const char *name, size_t *len);
+
+/* "f32[5,5]{5,1};..." : each operand's type, and the strides the calls were recorded with (operand_strides). */
 void pt2_aten_note_operand_types(MlirOperation op) {
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, sref("pt2.operand_types")))) return;
+    size_t n_strides = 0;
+    const char *strides = string_attr(op, "operand_strides", &n_strides), *end = strides ? strides + n_strides : NULL;
     Text t = {0};
     put(&t, "%s", "");
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
         Pt2TensorType ty = value_tensor_type(mlirOperationGetOperand(op, i));
         if (i) put(&t, ";");
         put_type(&t, &ty);
+        if (strides && strides < end) { /* this operand's "5,1" of "5,1;1,5" */
+            const char *semi = memchr(strides, ';', (size_t)(end - strides));
+            size_t n = semi ? (size_t)(semi - strides) : (size_t)(end - strides);
+            put(&t, "{%.*s}", (int)n, strides);
+            strides += n + (semi ? 1 : 0);
+        }
     }
     MlirContext ctx = mlirOperationGetContext(op);
     mlirOperationSetAttributeByName(op, sref("pt2.operand_types"), mlirStringAttrGet(ctx, mlirStringRefCreate(t.data, t.len)));
@@ -195,14 +188,30 @@ int lower_aten(MlirOperation op) {
         snprintf(name, sizeof name, "pt2_aten_%d", k);
         if (!module_has_symbol(module, name)) break;
     }
-    int n_in = (int)mlirOperationGetNumOperands(op), n_out = (int)mlirOperationGetNumResults(op);
+    /* results nothing reads get no buffer: "_" in the description (a call's auxiliary results, which a
+     * meta kernel may size otherwise than the CPU's) */
+    int n_in = (int)mlirOperationGetNumOperands(op), n_results = (int)mlirOperationGetNumResults(op), n_out = 0;
     MlirType tys[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS];
+    int buffer_of[PT2_ATEN_MAX_RESULTS];
     for (int i = 0; i < n_in; ++i) tys[i] = mlirValueGetType(mlirOperationGetOperand(op, i));
-    for (int i = 0; i < n_out; ++i) tys[n_in + i] = mlirValueGetType(mlirOperationGetResult(op, i));
+    Text used = {0};
+    put(&used, "%s", "");
+    const char *rt = results, *rt_end = results + results_len;
+    for (int j = 0; j < n_results; ++j) {
+        MlirValue r = mlirOperationGetResult(op, j);
+        const char *semi = memchr(rt, ';', (size_t)(rt_end - rt));
+        size_t n = semi ? (size_t)(semi - rt) : (size_t)(rt_end - rt);
+        bool read = !mlirOpOperandIsNull(mlirValueGetFirstUse(r));
+        put(&used, "%s%.*s", j ? ";" : "", read ? (int)n : 1, read ? rt : "_");
+        rt += n + (semi ? 1 : 0);
+        buffer_of[j] = read ? n_out : -1;
+        if (read) tys[n_in + n_out++] = mlirValueGetType(r);
+    }
     Text desc = {0};
-    put(&desc, "%.*s|%.*s|%.*s", (int)types_len, types, (int)results_len, results, (int)program_len, program);
+    put(&desc, "%.*s|%s|%.*s", (int)types_len, types, used.data, (int)program_len, program);
     emit_callee(module, name, desc.data, desc.len, n_in, n_out, tys);
     free(desc.data);
+    free(used.data);
 
     Builder b = builder_before(op);
     MlirValue args[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS], results_v[PT2_ATEN_MAX_RESULTS];
@@ -228,11 +237,14 @@ int lower_aten(MlirOperation op) {
     }
     MlirNamedAttribute callee = named_attr(b.ctx, "callee", mlirFlatSymbolRefAttrGet(b.ctx, sref(name)));
     build_op(&b, "func.call", n_in + n_out, args, 0, NULL, 1, &callee);
-    for (int i = 0; i < n_out; ++i) {
+    for (int j = 0; j < n_results; ++j) {
         MlirNamedAttribute flags[2] = {named_attr(b.ctx, "restrict", mlirUnitAttrGet(b.ctx)),
                                        named_attr(b.ctx, "writable", mlirUnitAttrGet(b.ctx))};
-        results_v[i] = mlirOperationGetResult(build_op(&b, "bufferization.to_tensor", 1, &args[n_in + i], 1, &tys[n_in + i], 2, flags), 0);
+        MlirType ty = mlirValueGetType(mlirOperationGetResult(op, j));
+        int k = buffer_of[j];
+        results_v[j] = k < 0 ? build_empty(&b, ty)
+                             : mlirOperationGetResult(build_op(&b, "bufferization.to_tensor", 1, &args[n_in + k], 1, &ty, 2, flags), 0);
     }
-    replace_op(op, n_out, results_v);
+    replace_op(op, n_results, results_v);
     return 0;
 }

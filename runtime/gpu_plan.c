@@ -476,58 +476,38 @@ int pt2_gpu_plan_build(GpuPlan *plan, MlirOperation module, MlirOperation func) 
  * The plan as text (the cache file) and back
  *===----------------------------------------------------------------------===*/
 
-typedef struct Text {
-    char *data;
-    size_t len, cap;
-} Text;
-
-static void text_printf(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_printf(Text *t, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (t->data && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->data = realloc(t->data, t->cap);
-    }
-}
 
 char *pt2_gpu_plan_to_text(const GpuPlan *plan) {
-    Text t = {0};
-    text_printf(&t, "%s\nworkspace %zu\nmodules %d\nconstants %d\nlaunches %d\n", PLAN_MAGIC, plan->workspace_bytes, plan->n_modules,
+    Pt2Text t = {0};
+    pt2_text_printf(&t, "%s\nworkspace %zu\nmodules %d\nconstants %d\nlaunches %d\n", PLAN_MAGIC, plan->workspace_bytes, plan->n_modules,
                 plan->n_constants, plan->n_launches);
     for (int i = 0; i < plan->n_launches; ++i) {
         const GpuLaunch *l = &plan->launches[i];
-        text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d", l->module, l->function, l->grid[0],
+        pt2_text_printf(&t, "launch %d %s grid %u %u %u block %u %u %u shared %u args %d", l->module, l->function, l->grid[0],
                     l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared_bytes, l->n_args);
-        if (l->unless >= 0) text_printf(&t, " unless %d%s", l->unless, l->unless_done == DONE_RESULT ? " result" : "");
-        if (l->fold_of >= 0) text_printf(&t, " fold %d", l->fold_of);
-        text_printf(&t, "\n");
+        if (l->unless >= 0) pt2_text_printf(&t, " unless %d%s", l->unless, l->unless_done == DONE_RESULT ? " result" : "");
+        if (l->fold_of >= 0) pt2_text_printf(&t, " fold %d", l->fold_of);
+        pt2_text_printf(&t, "\n");
         for (int j = 0; j < l->n_args; ++j) {
             const GpuArg *a = &l->args[j];
             if (a->kind == ARG_SCALAR) {
-                text_printf(&t, "  scalar %d %llu\n", a->scalar_bytes, (unsigned long long)a->scalar_bits);
+                pt2_text_printf(&t, "  scalar %d %llu\n", a->scalar_bytes, (unsigned long long)a->scalar_bits);
                 continue;
             }
-            text_printf(&t, "  memref %c %lld rank %d offset %lld sizes", a->kind, (long long)a->root, a->rank, (long long)a->offset);
-            for (int d = 0; d < a->rank; ++d) text_printf(&t, " %lld", (long long)a->sizes[d]);
-            text_printf(&t, " strides");
-            for (int d = 0; d < a->rank; ++d) text_printf(&t, " %lld", (long long)a->strides[d]);
-            text_printf(&t, "\n");
+            pt2_text_printf(&t, "  memref %c %lld rank %d offset %lld sizes", a->kind, (long long)a->root, a->rank, (long long)a->offset);
+            for (int d = 0; d < a->rank; ++d) pt2_text_printf(&t, " %lld", (long long)a->sizes[d]);
+            pt2_text_printf(&t, " strides");
+            for (int d = 0; d < a->rank; ++d) pt2_text_printf(&t, " %lld", (long long)a->strides[d]);
+            pt2_text_printf(&t, "\n");
         }
     }
     for (int i = 0; i < plan->n_constants; ++i) {
-        text_printf(&t, "constant %zu ", plan->constants[i].bytes);
-        for (size_t b = 0; b < plan->constants[i].bytes; ++b) text_printf(&t, "%02x", plan->constants[i].data[b]);
-        text_printf(&t, "\n");
+        pt2_text_printf(&t, "constant %zu ", plan->constants[i].bytes);
+        for (size_t b = 0; b < plan->constants[i].bytes; ++b) pt2_text_printf(&t, "%02x", plan->constants[i].data[b]);
+        pt2_text_printf(&t, "\n");
     }
-    for (int i = 0; i < plan->n_modules; ++i) text_printf(&t, "ptx %zu\n%s\n", strlen(plan->module_ptx[i]), plan->module_ptx[i]);
-    text_printf(&t, "end\n");
+    for (int i = 0; i < plan->n_modules; ++i) pt2_text_printf(&t, "ptx %zu\n%s\n", strlen(plan->module_ptx[i]), plan->module_ptx[i]);
+    pt2_text_printf(&t, "end\n");
     return t.data;
 }
 

@@ -69,7 +69,8 @@ static void set_run_error(const Pt2rtRunStatus *status) {
         break;
     case PT2RT_ZERO_DIVISION: pt2_set_error("ZeroDivisionError"); break;
     case PT2RT_ATEN_ERROR: {
-        static const Pt2ErrorKind kinds[] = {[PT2RT_ATEN_LINALG] = PT2_ERROR_LINALG, [PT2RT_ATEN_INDEX] = PT2_ERROR_INDEX,
+        static const Pt2ErrorKind kinds[] = {[0] = PT2_ERROR_ATEN_RUNTIME, [PT2RT_ATEN_RUNTIME] = PT2_ERROR_ATEN_RUNTIME,
+                                             [PT2RT_ATEN_LINALG] = PT2_ERROR_LINALG, [PT2RT_ATEN_INDEX] = PT2_ERROR_ATEN_INDEX,
                                              [PT2RT_ATEN_VALUE] = PT2_ERROR_VALUE, [PT2RT_ATEN_TYPE] = PT2_ERROR_TYPE,
                                              [PT2RT_ATEN_NOT_IMPLEMENTED] = PT2_ERROR_NOT_IMPLEMENTED};
         int kind = status->value >= 0 && status->value <= PT2RT_ATEN_NOT_IMPLEMENTED ? (int)status->value : 0;

@@ -53,6 +53,28 @@ Where a scalar is read in f32, the op computes in f32 and rounds once:
 A number the half type holds exactly changes nothing.  Capture traces `n / x` as eager's
 `x.reciprocal() * n` and `n * x`, `n + x` as `x * n`, `x + n` (the reflected methods).
 
+## pt2.aten: PyTorch's own kernels
+
+`pt2.aten` is a torch function pt2 has no form for, kept in the graph (capture records it on meta
+tensors: docs/capture.md): its `program` is the aten calls to make, its `results` the result types.
+Its operands and results may have any types, so each is an optional group of its own in IRDL (up to
+16 operands and 4 results) and the op carries `operandSegmentSizes`/`resultSegmentSizes`:
+
+```mlir
+%x = "pt2.aten"(%a, %b) {op = "linalg_solve", program = "aten::linalg_solve(%0, %1, b1) -> $0.0",
+    results = "f32[5,3]", operand_strides = "5,1;3,1",
+    operandSegmentSizes = array<i32: 1, 1, 0, ...>, resultSegmentSizes = array<i32: 1, 0, 0, 0>}
+    : (tensor<5x5xf32>, tensor<5x3xf32>) -> tensor<5x3xf32>
+```
+
+A program is calls separated by ` ; `, then ` -> ` and the references the op returns.  Each call is
+`aten::<name>[.<overload>](args)`, its arguments in the schema's order: `%k` operand k, `$c.r` result r of
+call c (`$c.r.e`: element e of a list result), `i<int>`, `f<float>`, `b0`/`b1`, `n` (None),
+`s<length>:<bytes>`, `d<dtype>` (`dfloat32`), `D` (the kernel's device), `l<layout>`, `m<memory format>`,
+`I[..]`/`F[..]`/`B[..]` (int, float, bool lists), `T[..]` (Tensor[]) and `O[..]` (Tensor?[], `n` for None).
+The verifier parses it (dialects/aten.c) and checks that it reads no more operands than the op has and
+returns as many values as the op has results; pt2-lower makes it a call into libpt2rt (docs/passes.md).
+
 | op | kind | operands → results | attributes | summary | PyTorch callables |
 |---|---|---|---|---|---|
 """

@@ -2,9 +2,11 @@
 
 Capture (capture/aten_calls.c) calls `record` with the function, its arguments (the traced tensors
 replaced by `Input(k)`) and the tensors' dtypes, sizes and strides.  The function runs on meta
-tensors under a TorchDispatchMode that records each aten op it dispatches; the calls, with every
-argument in its schema's order, become the op's `program`, and the tensors the function returns
-its results.  What cannot be one such op is refused with the reason (capture then breaks the graph
+tensors under a TorchDispatchMode that records each aten op it dispatches, and the tensors the
+function returns become the op's results.  Its `program` is the one aten op the function's binding
+calls (`aten::<its name>`, the overload the arguments pick), every argument in the schema's order:
+what eager runs on the CPU, where a composite's C++ branches on the device (meta tensors take
+another branch); the recorded calls where there is no such op.  What cannot be one such op is refused with the reason (capture then breaks the graph
 as before): a random op (its numbers are eager's generator's), an op that writes into an input or
 returns a view of one (the graph's values are fresh tensors), a result whose dtype pt2 has no
 tensors of (complex), an argument of a kind the program cannot say (a Generator, a Dimname), a
@@ -46,6 +48,10 @@ _FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels
 
 class Refused(Exception):
     pass
+
+
+class Unsafe(Refused):
+    """A recorded call that no program may make: a random draw, a write into an input."""
 
 
 class _Recorder(TorchDispatchMode):
@@ -139,11 +145,12 @@ class _Encoder:
                 return "O[" + ",".join("n" if x is None else self.ref(x) for x in v) + "]"
         raise Refused(f"an argument of type {ty} ({type(v).__name__})")
 
-    def call(self, index, func, args, kwargs, out):
+    def call(self, index, func, args, kwargs, out, top=False):
         if func.namespace != "aten":
             raise Refused(f"{func} is not an aten op")
-        if torch.Tag.nondeterministic_seeded in func.tags:
-            raise Refused(f"{func} draws random numbers")
+        # (the binding's own op may take a dropout; the calls it made, checked first, drew nothing)
+        if torch.Tag.nondeterministic_seeded in func.tags and not top:
+            raise Unsafe(f"{func} draws random numbers")
         schema = func._schema
         encoded = []
         for i, a in enumerate(schema.arguments):
@@ -157,7 +164,9 @@ class _Encoder:
                 raise Refused(f"{func}: no value for {a.name}")
             written = a.alias_info is not None and a.alias_info.is_write
             if written and isinstance(v, torch.Tensor) and _storage(v) in self.input_storages:
-                raise Refused(f"{func} writes into an input")
+                raise Unsafe(f"{func} writes into an input")
+            if a.N and isinstance(v, (int, float)) and type(a.type).__name__ == "ListType":
+                v = [v] * a.N  # int[3] given one int, as the binding broadcasts it
             encoded.append(self.arg(a.type, v))
         for t, r, e in _tensors_of(out, len(schema.returns)):
             if id(t) not in self.refs:
@@ -199,28 +208,75 @@ def _structure(v, enc, results):
     raise Refused(f"it returns a {type(v).__name__}")
 
 
+def _flat_tensors(v):
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (tuple, list)):
+        return [t for x in v for t in _flat_tensors(x)]
+    return []
+
+
+def _top_level(fn, args, kwargs, out, enc):
+    """The one aten op fn's binding calls (aten::<its name>, the overload its arguments pick), encoded, its
+    results mapped onto the tensors fn returned; None where there is no such op or the results do not
+    line up.  It runs on the CPU what eager's binding runs: a composite's C++ that branches on the device
+    or on tensor subclasses (max_pool1d's CPU kernel, which meta tensors never reach) takes eager's branch."""
+    name = getattr(fn, "__name__", "")
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None:
+        return None
+    try:
+        op = getattr(packet, torch._C._jit_resolve_packet(f"aten::{name}", *args, **kwargs))
+        op_out = op(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no overload takes these arguments: the recorded calls instead
+        return None
+    mine, theirs = _flat_tensors(out), _tensors_of(op_out, len(op._schema.returns))
+    if len(mine) != len(theirs) or any(a.shape != b.shape or a.dtype != b.dtype for a, (b, _, _) in zip(mine, theirs)):
+        return None
+    try:
+        call = enc.call(0, op, args, kwargs, op_out, top=True)
+    except (Refused, KeyError, TypeError, ValueError):
+        return None
+    for t, (other, _, _) in zip(mine, theirs):
+        enc.refs[id(t)] = enc.refs[id(other)]
+    return call, enc
+
+
 def record(fn, args, kwargs, metas):
     """(program, result types, result strides, structure), or a str: why fn cannot be one pt2.aten."""
     inputs = [torch.empty_strided(sizes, strides, dtype=_BY_NAME[dt], device="meta") for dt, sizes, strides in metas]
+    args, kwargs = _replace(args, inputs), {k: _replace(v, inputs) for k, v in kwargs.items()}
     rec = _Recorder()
     try:
         with rec:
-            out = fn(*_replace(args, inputs), **{k: _replace(v, inputs) for k, v in kwargs.items()})
+            out = fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - any failure of the meta run refuses
         return f"its run on meta tensors raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     try:
         if not rec.calls:
             raise Refused("it dispatches no aten op")
-        enc = _Encoder(inputs)
-        calls = [enc.call(i, f, a, k, o) for i, (f, a, k, o) in enumerate(rec.calls)]
+        enc, why = _Encoder(inputs), None
+        try:  # every call checked; their program, where the binding's own op cannot be one
+            calls = [enc.call(i, f, a, k, o) for i, (f, a, k, o) in enumerate(rec.calls)]
+        except Unsafe:
+            raise
+        except Refused as e:
+            why = e
+        top = _top_level(fn, args, kwargs, out, _Encoder(inputs))
+        if top is not None:
+            calls, enc = [top[0]], top[1]
+        elif why is not None:
+            raise why
         results = []
         structure = _structure(out, enc, results)
         if not results:
             raise Refused("it returns no tensor")
+        if all(t.numel() == 0 for t, _ in results):
+            raise Refused("it returns only empty tensors (a graph of them runs no kernel, so no check of the call's)")
         if len(results) > 4:
             raise Refused("it returns more than 4 tensors")
-    except (Refused, KeyError) as e:
-        return str(e) if isinstance(e, Refused) else f"an argument of no known encoding ({e})"
+    except (Refused, KeyError, TypeError, ValueError) as e:
+        return str(e) if isinstance(e, Refused) else f"an argument of no known encoding ({type(e).__name__}: {e})"
     program = " ; ".join(calls) + " -> " + ", ".join(ref for _, ref in results)
     types = ";".join(f"{_DTYPES[t.dtype][1]}[{','.join(str(s) for s in t.shape)}]" for t, _ in results)
     strides = tuple(tuple(t.stride()) for t, _ in results)

@@ -15,11 +15,6 @@ from eager_check import check
 torch.manual_seed(0)
 
 
-@pytest.fixture(autouse=True)
-def aten_calls_on(monkeypatch):
-    monkeypatch.setenv("PT2_ATEN_CALLS", "1")  # opt-in for now (capture/aten_calls.c)
-
-
 def spd(n, *batch, dtype=torch.float32):
     """A symmetric positive-definite [*batch, n, n]."""
     a = torch.randn(*batch, n, n, dtype=dtype)
@@ -98,15 +93,31 @@ def test_refused_calls_break_with_the_reason(fn, why):
     torch.testing.assert_close(got.solution if hasattr(got, "solution") else got, want)
 
 
-def test_off_without_pt2_aten_calls():
+def test_off_under_pt2_disable():
     code = (
         "import torch, pt2\n"
         "info = pt2.explain(lambda a: torch.linalg.inv(a) + 1)(torch.eye(3) * 2)\n"
         "print(info.graph_break_count, info.break_reasons[0].reason)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PT2_ATEN_CALLS"}
+    env = dict(os.environ, PT2_DISABLE="aten-calls")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.startswith("1 call to a C function linalg_inv that pt2 does not know"), out
+
+
+def test_unread_results_and_recorded_layouts():
+    """embedding_bag's auxiliary results (which the meta kernel sizes otherwise than the CPU's) get no
+    buffer; an operand in another layout than the recorded one is copied to it (grid_sample's bf16 kernel
+    rounds by layout): eager's values bit for bit."""
+    w, idx = torch.randn(11, 5), torch.randint(0, 11, (9,), generator=torch.Generator().manual_seed(2))
+    check(lambda i, o: torch.nn.functional.embedding_bag(i, w, o, mode="mean", include_last_offset=True) * 2, idx,
+          torch.tensor([0, 2, 2, 7]))
+    img, grid = torch.randn(2, 3, 7, 9).bfloat16(), (torch.rand(2, 9, 5, 2) * 2 - 1).bfloat16()
+    check(lambda x, g: torch.nn.functional.grid_sample(x, g.transpose(1, 2) + 0, align_corners=False) * 2, img, grid, exact=True)
+
+
+def test_only_empty_results_stay_a_break():
+    info = pt2.explain(lambda a: torch.linalg.inv(a) * 2)(torch.randn(0, 3, 3))
+    assert info.graph_break_count == 1 and "only empty tensors" in info.break_reasons[0].reason, info.break_reasons
 
 
 def test_list_results():
@@ -114,3 +125,16 @@ def test_list_results():
     x = torch.randn(3, 4)
     check(lambda x: torch.linalg.svdvals(x.t()) * 1, x, tol=1e-4)
     check(lambda x: torch.linalg.eigvalsh(x @ x.t()) + 1, x, tol=1e-4)
+
+
+def test_tensor_c_methods():
+    """Tensor's C methods pt2 has no form for: the same ops, called as methods."""
+    c = spd(5, dtype=torch.float64)
+    u = torch.linalg.cholesky(c)
+    check(lambda c, u: (c.cholesky_inverse() * 2, u.cholesky_solve(torch.eye(5, dtype=torch.float64) + u) + 1), u, u,
+          tol=1e-8)
+    x = torch.randn(4, 7)
+    check(lambda x: x.histc(4) * 1, x)
+    check(lambda c: c.logdet().exp() - 1, c, tol=1e-6)
+    info = pt2.explain(lambda x: x.tolist())(x)  # no tensor from the meta run: a break, as before
+    assert info.graph_break_count == 1 and "Tensor.tolist" in info.break_reasons[0].reason, info.break_reasons

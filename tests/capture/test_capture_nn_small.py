@@ -146,7 +146,7 @@ def test_embedding_bag_errors_and_declined_forms():
     o = torch.tensor([0, 2, 2, 7])  # offsets[-1] short of the input: eager's own count for the last bag
     pt2.reset()
     torch.testing.assert_close(pt2.compile(last)(idx, o), last(idx, o))
-    assert graphs(last, idx, o)[1] >= 1
+    assert graphs(last, idx, o)[1] == 0  # eager's kernel in the graph (pt2.aten)
 
 
 def test_dlrm_like_model():
@@ -206,7 +206,7 @@ def test_pool3d_declined_and_errors():
     over = lambda x: F.avg_pool3d(x, 2, divisor_override=3)  # noqa: E731
     pt2.reset()
     torch.testing.assert_close(pt2.compile(over)(x), over(x))
-    assert graphs(over, x)[1] == 1
+    assert graphs(over, x)[1] == 0  # eager's kernel in the graph (pt2.aten)
     ints = lambda x: F.avg_pool3d(x, 2)  # noqa: E731
     xi = torch.randint(0, 9, (1, 2, 4, 4, 4))
     pt2.reset()
@@ -260,7 +260,7 @@ def test_adaptive_max_pool1d_and_3d(dtype):
             with pytest.raises(type(e)):
                 pt2.compile(f)(a)
             continue
-        assert graphs(f, a)[1] == 1
+        assert graphs(f, a)[1] == 0  # eager's kernel in the graph (pt2.aten)
         for g, w in zip(pt2.compile(f)(a), want):
             torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
 

@@ -28,8 +28,8 @@ def ints(*shape, high, low=0, seed=0):
 
 
 def breaks(fn, *args):
-    """A call the forms leave to the C op: a graph break and eager's result, or, where eager raises,
-    eager's error (from the C op run eagerly)."""
+    """A call the forms leave to the C op: eager's result (the C op's kernel in the graph as pt2.aten, or a
+    break where it cannot be one), or, where eager raises, eager's error."""
     try:
         want = fn(*args)
     except Exception as e:  # noqa: BLE001
@@ -38,8 +38,7 @@ def breaks(fn, *args):
             pt2.compile(fn)(*args)
         return
     pt2.reset()
-    info = pt2.explain(fn)(*args)
-    assert info.graph_break_count >= 1
+    pt2.explain(fn)(*args)
     torch.testing.assert_close(pt2.compile(fn)(*args), want, equal_nan=True)
 
 
@@ -532,9 +531,9 @@ def test_block_diag(dtype):
 
 
 def test_block_diag_of_mixed_dtypes_stays_the_c_op():
-    """Blocks of different dtypes (eager promotes): declined, a break, eager's result."""
+    """Blocks of different dtypes (eager promotes): declined, the C op's kernel in the graph (pt2.aten)."""
     a, b = torch.randn(2, 2), torch.arange(3)
-    check(lambda a, b: torch.block_diag(a, b) + 1, a, b, graphs=1, breaks=1)
+    check(lambda a, b: torch.block_diag(a, b) + 1, a, b)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

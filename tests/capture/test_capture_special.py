@@ -112,8 +112,9 @@ def test_polygamma_against_eager(n, dtype):
 
 
 def test_polygamma_left_to_the_c_op():
-    """Integer inputs and a negative n stay the C op's (eager's result, or its error)."""
-    check(lambda t: torch.polygamma(2, t) * 2, torch.arange(1, 6), tol=1e-6, graphs=1, breaks=1)
+    """Integer inputs and a negative n stay the C op's (its kernel in the graph, pt2.aten: eager's result, or
+    its error)."""
+    check(lambda t: torch.polygamma(2, t) * 2, torch.arange(1, 6), tol=1e-6)
     with pytest.raises(RuntimeError):
         pt2.compile(lambda t: torch.polygamma(-1, t))(torch.rand(3))
 
@@ -194,8 +195,9 @@ def test_in_a_model():
 
 
 def test_left_to_the_c_op():
+    """Integer lgamma and i0: the C op's kernel in the graph (pt2.aten)."""
     for fn, x in [(torch.lgamma, torch.arange(-3, 5)), (torch.i0, torch.arange(4))]:
-        check(lambda t: fn(t) * 2, x, tol=1e-12, graphs=1, breaks=1)
+        check(lambda t: fn(t) * 2, x, tol=1e-12)
 
 
 def test_fusion_stops_at_its_operand_limit():

@@ -222,8 +222,8 @@ def test_histc(dtype):
     check(lambda x: torch.histc(x.to(dtype) * 2, bins=4, min=-2, max=6) + 1, x)
     with pytest.raises(RuntimeError):
         pt2.compile(lambda x: torch.histc(x.to(dtype), 3, 3, 0))(x)
-    info = pt2.explain(lambda x: torch.histc(x, 3) * 1)(x[:4])  # the data's range: the C op, eager's values
-    assert info.graph_break_count == 1
+    info = pt2.explain(lambda x: torch.histc(x, 3) * 1)(x[:4])  # the data's range: the C op in the graph (pt2.aten)
+    assert info.graph_break_count == 0
     pt2.reset()
     torch.testing.assert_close(pt2.compile(lambda x: torch.histc(x, 3) * 1)(x[:4]), torch.histc(x[:4], 3))
 
@@ -334,7 +334,7 @@ def test_multi_dot_matrix_norm_new_tensor():
     check_views(lambda t: (t[0] + t.new_tensor([1.0] * 6), t.new_tensor([1, 2], dtype=torch.int64) * 2, t.clone().requires_grad_(False) * 2), x)
     got, (graphs, breaks, _) = run(lambda t: torch.linalg.matrix_norm(t, "nuc"), x)
     torch.testing.assert_close(got, torch.linalg.matrix_norm(x, "nuc"))
-    assert breaks == 1
+    assert breaks == 0  # LAPACK's SVD in the graph (pt2.aten)
 
 
 @pytest.mark.parametrize("sym", [True, False])
@@ -426,4 +426,4 @@ def test_linalg_small_forms(dtype):
             check(lambda a: torch.linalg.matrix_power(a, n) + 0, a, tol=1e-5)
         check(lambda a: a.matrix_power(5) - torch.matrix_power(a, 2), a.transpose(1, 2), tol=1e-5)
         got, (graphs, breaks, why) = run(lambda a: torch.linalg.matrix_power(a, -2), a + 3 * torch.eye(4, dtype=dtype))
-        assert breaks == 1
+        assert breaks == 0  # eager's inverse in the graph (pt2.aten)
