@@ -79,13 +79,17 @@ static void put_memref_head(Text *t, MlirType tensor) {
     put(t, "%s", elem);
 }
 
-/* An operand's buffer type: any strides and offset (the tensor's buffer as bufferization left it). */
-static void put_operand_memref(Text *t, MlirType tensor) {
+/* A buffer's type: an operand's with any strides and offset (the tensor's buffer as bufferization left
+ * it), a result's the identity layout (its own alloc). */
+static void put_buffer_type(Text *t, MlirType tensor, bool operand) {
     put_memref_head(t, tensor);
     intptr_t rank = mlirShapedTypeGetRank(tensor);
-    put(t, ", strided<[");
-    for (intptr_t i = 0; i < rank; ++i) put(t, "%s?", i ? ", " : "");
-    put(t, "], offset: ?>>");
+    if (operand) {
+        put(t, ", strided<[");
+        for (intptr_t i = 0; i < rank; ++i) put(t, "%s?", i ? ", " : "");
+        put(t, "], offset: ?>");
+    }
+    put(t, ">");
 }
 
 static const char *string_attr(MlirOperation op, const char *name, size_t *len) {
@@ -107,12 +111,7 @@ static void emit_callee(MlirOperation module, const char *name, const char *desc
     int table = 0;
     for (int i = 0; i < n_in + n_out; ++i) {
         put(&t, "%s%%b%d: ", i ? ", " : "", i);
-        if (i < n_in) {
-            put_operand_memref(&t, types[i]);
-        } else {
-            put_memref_head(&t, types[i]);
-            put(&t, ">");
-        }
+        put_buffer_type(&t, types[i], i < n_in);
         table += 2 + 2 * (int)mlirShapedTypeGetRank(types[i]);
     }
     put(&t, ") {\n  %%desc = memref.get_global @%s_desc : memref<%zuxi8>\n", name, desc_len);
@@ -121,12 +120,7 @@ static void emit_callee(MlirOperation module, const char *name, const char *desc
     for (int i = 0; i < n_in + n_out; ++i) {
         int rank = (int)mlirShapedTypeGetRank(types[i]);
         Text ty = {0};
-        if (i < n_in) {
-            put_operand_memref(&ty, types[i]);
-        } else {
-            put_memref_head(&ty, types[i]);
-            put(&ty, ">");
-        }
+        put_buffer_type(&ty, types[i], i < n_in);
         char elem[32];
         Pt2TextBuf eb = {elem, sizeof elem, 0};
         elem[0] = 0;
@@ -218,12 +212,7 @@ int lower_aten(MlirOperation op) {
     MlirType arg_types[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS];
     for (int i = 0; i < n_in + n_out; ++i) {
         Text ty = {0};
-        if (i < n_in) {
-            put_operand_memref(&ty, tys[i]);
-        } else {
-            put_memref_head(&ty, tys[i]);
-            put(&ty, ">");
-        }
+        put_buffer_type(&ty, tys[i], i < n_in);
         arg_types[i] = parse_type(b.ctx, ty.data);
         free(ty.data);
         if (i < n_in) {

@@ -21,10 +21,8 @@ typedef struct Pt2rtMemRef1 {
 } Pt2rtMemRef1;
 
 static void report(int kind, const char *message) {
-    Pt2rtRunStatus *status = pt2rt_current_run;
+    Pt2rtRunStatus *status = pt2rt_claim_status();
     if (!status) return;
-    int32_t unclaimed = 0;
-    if (!__atomic_compare_exchange_n(&status->failed, &unclaimed, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
     status->error = PT2RT_ATEN_ERROR;
     status->value = kind;
     snprintf(status->message, sizeof status->message, "%s", message);

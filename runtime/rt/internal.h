@@ -19,6 +19,8 @@ extern _Thread_local Pt2rtRunStatus *pt2rt_current_run;
 /* What pt2rt_index_error records (run.c; on x86-64 an assembly trampoline
  * saves every register first), and whether that trampoline may use xsave. */
 void pt2rt_index_error_record(int64_t value, int64_t size, int64_t dim, int32_t error);
+/* The running kernel's status if this report is its first (which claims it), else NULL (run.c). */
+Pt2rtRunStatus *pt2rt_claim_status(void);
 extern int pt2rt_have_xsave;
 
 /* Runs OpenBLAS single-threaded: the threads are the OpenMP team's (pt2rt.c). */

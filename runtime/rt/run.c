@@ -30,14 +30,19 @@ PT2RT_EXPORT void pt2rt_run(void (*entry)(void **), void **argv, Pt2rtRunStatus 
     pt2rt_current_run = outer;
 }
 
-/* What pt2rt_index_error does, called with the caller's registers saved. */
-void pt2rt_index_error_record(int64_t value, int64_t size, int64_t dim, int32_t error) {
+Pt2rtRunStatus *pt2rt_claim_status(void) {
     Pt2rtRunStatus *status = pt2rt_current_run;
-    if (!status) return;
+    if (!status) return NULL;
     /* the first reporter claims the status; the team's join orders its
      * writes before the caller reads them */
     int32_t unclaimed = 0;
-    if (!__atomic_compare_exchange_n(&status->failed, &unclaimed, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    return __atomic_compare_exchange_n(&status->failed, &unclaimed, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED) ? status : NULL;
+}
+
+/* What pt2rt_index_error does, called with the caller's registers saved. */
+void pt2rt_index_error_record(int64_t value, int64_t size, int64_t dim, int32_t error) {
+    Pt2rtRunStatus *status = pt2rt_claim_status();
+    if (!status) return;
     status->error = error;
     status->value = value;
     status->size = size;
