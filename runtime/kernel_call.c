@@ -74,7 +74,7 @@ static void set_run_error(const Pt2rtRunStatus *status) {
                                              [PT2RT_ATEN_VALUE] = PT2_ERROR_VALUE, [PT2RT_ATEN_TYPE] = PT2_ERROR_TYPE,
                                              [PT2RT_ATEN_NOT_IMPLEMENTED] = PT2_ERROR_NOT_IMPLEMENTED};
         int kind = status->value >= 0 && status->value <= PT2RT_ATEN_NOT_IMPLEMENTED ? (int)status->value : 0;
-        pt2_set_error_of_kind(kinds[kind], "%s", status->message);
+        pt2_set_error_of_kind(kinds[kind], "%s", status->message ? status->message : "pt2.aten: a call failed");
         break;
     }
     default: pt2_set_error_of_kind(PT2_ERROR_INDEX, OUT_OF_BOUNDS, value, dim, size); break;

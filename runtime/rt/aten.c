@@ -23,9 +23,13 @@ typedef struct Pt2rtMemRef1 {
 static void report(int kind, const char *message) {
     Pt2rtRunStatus *status = pt2rt_claim_status();
     if (!status) return;
+    /* the run's reader is this thread, after the run (the calls run on the kernel's calling thread); kept out of
+     * the status, which every call of every kernel zeroes */
+    static _Thread_local char text[512];
+    snprintf(text, sizeof text, "%s", message);
     status->error = PT2RT_ATEN_ERROR;
     status->value = kind;
-    snprintf(status->message, sizeof status->message, "%s", message);
+    status->message = text;
 }
 
 void pt2rt_aten_call(const Pt2rtUnrankedMemRef *desc, const Pt2rtUnrankedMemRef *table) {

@@ -317,7 +317,7 @@ typedef struct Pt2rtRunStatus {
     int64_t size;   /* of the dim it indexes */
     int64_t dim;    /* the dim eager's message names */
     Pt2rtConstants *constants;
-    char message[512]; /* PT2RT_ATEN_ERROR's */
+    const char *message; /* PT2RT_ATEN_ERROR's, in a thread-local buffer of libpt2rt (aten.c) */
 } Pt2rtRunStatus;
 
 /* Calls entry(argv), a kernel's pt2_entry, with *status (zeroed by the

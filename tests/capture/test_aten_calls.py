@@ -120,8 +120,9 @@ def test_only_empty_results_stay_a_break():
     assert info.graph_break_count == 1 and "only empty tensors" in info.break_reasons[0].reason, info.break_reasons
 
 
-def test_list_results():
-    """An op returning Tensor[] (unbind inside a function's meta run): its elements, $c.0.e."""
+def test_composites_called_as_one_op():
+    """Composites the binding calls as one op (linalg_svdvals, linalg_eigvalsh) whose meta runs record
+    several calls."""
     x = torch.randn(3, 4)
     check(lambda x: torch.linalg.svdvals(x.t()) * 1, x, tol=1e-4)
     check(lambda x: torch.linalg.eigvalsh(x @ x.t()) + 1, x, tol=1e-4)
