@@ -4,7 +4,7 @@
  * Python forms know (torch.linalg.solve, torch.linalg.eigh, torch.fft's on
  * real results, torch.cholesky_solve, ...) used to end the graph.  Where the
  * function is torch's (torch.*, torch.linalg, torch.fft, torch.special,
- * torch._C._nn), its arguments are traced CPU tensors and constants, and
+ * torch._C._nn), its arguments are traced tensors and constants, and
  * pt2._C runs PyTorch's kernels (capture/aten_calls.cpp), the call becomes
  * one pt2.aten op instead (dialects/aten.c): python/pt2/_aten_calls.py runs
  * the function on meta tensors of the traced tensors' dtypes, sizes and
@@ -15,8 +15,11 @@
  * write into an input, a complex result, a meta run that raises: a
  * data-dependent shape) breaks the graph as before, with the reason.
  *
- * PT2_DISABLE=aten-calls turns it off.  CUDA graphs do not take it yet
- * (docs/capture.md, "torch functions pt2 has no form for").
+ * In a CUDA graph the op is an entry of the launch plan that runs the same
+ * program on the device (passes/gpu_aten.c, runtime/gpu_aten.c); a CPU
+ * tensor among its operands there breaks the graph as before.
+ * PT2_DISABLE=aten-calls turns it off (docs/capture.md, "torch functions pt2
+ * has no form for").
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
@@ -25,7 +28,6 @@
 #include "trace.h"
 
 #define PT2_ATEN_OPERANDS_MAX 16 /* pt2.aten's (dialects/catalog.h) */
-int pt2_trace_device(void); /* compiler.c: the graph's device, a CUDA index or < 0 */
 
 /* Tensor's C method `name` (a method descriptor of torch._C.TensorBase), borrowed; NULL if none or in place. */
 static PyObject *tensor_c_method(const char *name) {
@@ -97,7 +99,8 @@ static bool plain_constant(PyObject *o) {
  * tuples and lists item by item; NULL (no exception) for anything else. */
 static PyObject *to_python(Trace *t, Var *v, Operands *ops) {
     if (v->kind == V_TENSOR) {
-        /* a CPU graph's (aten_record_call takes no CUDA graph) */
+        /* a CUDA graph's CPU tensor (a scalar eager's CUDA kernels read as a number) is not the program's */
+        if (var_host_in_device_graph(t, v)) return NULL;
         int k = 0;
         while (k < ops->n && ops->vars[k]->value != v->value) ++k;
         if (k == ops->n) {
@@ -186,7 +189,7 @@ Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *
 #ifndef PT2_HAVE_TENSOR_ABI
     return NULL; /* pt2._C has no PyTorch kernels to run it */
 #endif
-    if (pt2_trace_device() >= 0 || pt2_env_list_has(getenv("PT2_DISABLE"), "aten-calls") || !torch_function(fn)) return NULL;
+    if (pt2_env_list_has(getenv("PT2_DISABLE"), "aten-calls") || !torch_function(fn)) return NULL;
     static PyObject *record, *input_type;
     if (!record) {
         record = pt2_import_attr("pt2._aten_calls", "record");

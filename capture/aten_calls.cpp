@@ -1,7 +1,10 @@
 /*===- aten_calls.cpp - a pt2.aten's program, run by PyTorch's dispatcher --===*
  *
  * libpt2rt's pt2rt_aten_call (runtime/rt/aten.c) calls the function here,
- * which pt2._C registers (pt2SetCpuAtenKernel) when it loads.  It gets the
+ * which pt2._C registers (pt2SetCpuAtenKernel) when it loads; a GPU launch
+ * plan's aten entry (runtime/gpu_aten.c) calls its twin
+ * (pt2GpuSetAtenKernel), which runs the program on the current CUDA device
+ * with the plan's stream as the current one.  Each gets the
  * op's description, "<operand types>|<result types>|<program>" (the program
  * as dialects/aten.c gives its syntax), and a table of the kernel's buffers:
  * for each operand, then each result, its data pointer, element offset,
@@ -11,7 +14,8 @@
  * Python binding would; the tensors the program returns are copied into the
  * result buffers (Tensor.copy_: any strides, one dtype).
  *
- * The description lives in the kernel's constant data; what its parse
+ * The description lives in the kernel's constant data (in the launch plan
+ * on the GPU); what its parse
  * gives (the operator handles, the types) is kept per description, so a
  * call after the first costs the dispatch alone.  Called without the GIL:
  * the Python dispatch keys are excluded (a TorchDispatchMode of the caller's
@@ -24,6 +28,8 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
@@ -152,6 +158,7 @@ std::shared_ptr<Program> program_of(const char *desc, size_t len) {
 
 struct Run {
     const Program &prog;
+    c10::Device device;
     std::vector<at::Tensor> operands;
     std::vector<std::vector<c10::IValue>> results;
 
@@ -170,7 +177,7 @@ struct Run {
         case PT2_ATEN_NONE: return c10::IValue();
         case PT2_ATEN_STR: return c10::IValue(std::string(a.s, static_cast<size_t>(a.len)));
         case PT2_ATEN_DTYPE: return c10::IValue(static_cast<int64_t>(scalar_type_named(std::string(a.s, static_cast<size_t>(a.len)))));
-        case PT2_ATEN_DEVICE: return c10::IValue(c10::Device(c10::DeviceType::CPU));
+        case PT2_ATEN_DEVICE: return c10::IValue(device);
         case PT2_ATEN_INTS: {
             std::vector<int64_t> v;
             for (int i = 0; i < a.n; ++i) v.push_back(a.items[i].i);
@@ -203,14 +210,14 @@ struct Run {
     }
 };
 
-/* The table's next tensor of type t: pointer, offset, sizes, strides. */
-at::Tensor wrap(const int64_t *&table, const TensorType &t) {
+/* The table's next tensor of type t on device: pointer, offset, sizes, strides. */
+at::Tensor wrap(const int64_t *&table, const TensorType &t, c10::Device device) {
     char *data = reinterpret_cast<char *>(static_cast<intptr_t>(table[0]));
     int64_t offset = table[1];
     c10::IntArrayRef sizes(table + 2, static_cast<size_t>(t.rank)), strides(table + 2 + t.rank, static_cast<size_t>(t.rank));
     table += 2 + 2 * t.rank;
     return at::from_blob(data + offset * static_cast<int64_t>(c10::elementSize(t.dtype)), sizes, strides,
-                         at::TensorOptions().dtype(t.dtype));
+                         at::TensorOptions().dtype(t.dtype).device(device));
 }
 
 /* Whether x is laid out with these strides (a dim of one element may have any). */
@@ -221,14 +228,14 @@ bool same_layout(const at::Tensor &x, const std::vector<int64_t> &strides) {
     return true;
 }
 
-void run(const char *desc, size_t len, const int64_t *table) {
+void run(const char *desc, size_t len, const int64_t *table, c10::Device device) {
     std::shared_ptr<Program> prog = program_of(desc, len);
     c10::impl::ExcludeDispatchKeyGuard no_python(
         c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot, c10::DispatchKey::PreDispatch}));
     at::AutoDispatchBelowADInplaceOrView no_autograd;
-    Run r{*prog, {}, {}};
+    Run r{*prog, device, {}, {}};
     for (const TensorType &t : prog->operands) {
-        at::Tensor x = wrap(table, t);
+        at::Tensor x = wrap(table, t, device);
         if (!t.strides.empty() && static_cast<int>(t.strides.size()) == t.rank && !same_layout(x, t.strides)) {
             /* the layout the calls were recorded with, which eager's had: kernels whose results depend on it
              * (vectorized and scalar paths rounding apart) compute what eager's computed */
@@ -237,7 +244,7 @@ void run(const char *desc, size_t len, const int64_t *table) {
         r.operands.push_back(x);
     }
     std::vector<at::Tensor> outs;
-    for (const TensorType &t : prog->results) outs.push_back(t.skipped ? at::Tensor() : wrap(table, t));
+    for (const TensorType &t : prog->results) outs.push_back(t.skipped ? at::Tensor() : wrap(table, t, device));
     const Pt2AtenProgram &p = *prog->parsed;
     for (int c = 0; c < p.n_calls; ++c) {
         std::vector<c10::IValue> stack;
@@ -257,9 +264,11 @@ int report(char *err, size_t cap, const char *what, int kind) {
     return kind;
 }
 
-int aten_call(const char *desc, size_t len, const int64_t *table, char *err, size_t cap) {
+/* f's exceptions as the kind eager's binding raises (Pt2rtAtenErrorKind) with the message in err; 0 if none. */
+template <typename F>
+int guarded(F f, char *err, size_t cap) {
     try {
-        run(desc, len, table);
+        f();
         return 0;
     } catch (const c10::LinAlgError &e) {
         return report(err, cap, e.what_without_backtrace(), PT2RT_ATEN_LINALG);
@@ -280,9 +289,29 @@ int aten_call(const char *desc, size_t len, const int64_t *table, char *err, siz
     }
 }
 
+int aten_call(const char *desc, size_t len, const int64_t *table, char *err, size_t cap) {
+    return guarded([&] { run(desc, len, table, c10::Device(c10::DeviceType::CPU)); }, err, cap);
+}
+
+/* On the GPU: the current CUDA device, the plan's stream as its current stream (c10's id of a stream made
+ * outside PyTorch is its CUstream; 0 the default stream), so that the kernels and the caching allocator's
+ * blocks go with the plan's launches. */
+int gpu_aten_call(const char *desc, size_t len, const int64_t *table, void *stream, char *err, size_t cap) {
+    return guarded(
+        [&] {
+            c10::DeviceIndex index = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice().index();
+            c10::Device device(c10::DeviceType::CUDA, index);
+            c10::StreamGuard on_stream(
+                c10::Stream(c10::Stream::UNSAFE, device, static_cast<c10::StreamId>(reinterpret_cast<intptr_t>(stream))));
+            run(desc, len, table, device);
+        },
+        err, cap);
+}
+
 } // namespace
 
 extern "C" void pt2_aten_calls_register(void) {
+    pt2GpuSetAtenKernel(gpu_aten_call);
     Pt2rtAtenFn fn = aten_call;
     void *p;
     static_assert(sizeof p == sizeof fn, "a function pointer held as a void pointer");

@@ -223,6 +223,8 @@ static int eager_view(Pt2CompiledFn *self, PyObject **outputs, int j) {
 /* Runs the GPU plan on the inputs (ptrs: their data pointers, n_inputs of
  * them, then room for the outputs); fills outputs[*got_out..].  0, or -1
  * with an exception set. */
+static void raise_run_error(Pt2CompiledFn *self);
+
 static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, PyObject **outputs, int *got_out) {
     PyObject *stack_contig[32];
     PyObject **contig = self->n_inputs <= 32 ? stack_contig : PyMem_Calloc((size_t)self->n_inputs, sizeof(PyObject *));
@@ -294,7 +296,9 @@ static int gpu_call(Pt2CompiledFn *self, PyObject *const *inputs, void **ptrs, P
     if (gpu_host_logging) self->host_launch_seconds += pt2_monotonic_seconds() - t0;
     Py_END_ALLOW_THREADS
     if (launched != 0) {
-        PyErr_Format(PyExc_RuntimeError, "pt2: launching %U on cuda:%d: %s", self->name, self->device, pt2GetLastError());
+        /* what a pt2.aten's call raised is eager's exception; anything else, the launch's failure */
+        if (pt2GetLastErrorKind() >= PT2_ERROR_LINALG) raise_run_error(self);
+        else PyErr_Format(PyExc_RuntimeError, "pt2: launching %U on cuda:%d: %s", self->name, self->device, pt2GetLastError());
         goto done;
     }
     /* the workspace goes back to torch's caching allocator: reused only by

@@ -80,6 +80,8 @@ void pt2_text_printf(Pt2Text *t, const char *fmt, ...) {
     }
 }
 
+void pt2_text_append(MlirStringRef s, void *user) { pt2_text_printf(user, "%.*s", (int)s.length, s.data); }
+
 /*===----------------------------------------------------------------------===*
  * Errors
  *===----------------------------------------------------------------------===*/

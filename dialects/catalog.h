@@ -213,6 +213,8 @@ typedef struct Pt2Text {
 } Pt2Text;
 /* Appends printf's output to t, growing it. */
 void pt2_text_printf(Pt2Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An MLIR print callback appending to the Pt2Text `user` (mlirTypePrint(t, pt2_text_append, &text)). */
+void pt2_text_append(MlirStringRef s, void *user);
 
 /*--- Errors (shared by libpt2) ----------------------------------------------------*/
 

@@ -349,6 +349,16 @@ typedef struct Pt2GpuGroupedMm {
 } Pt2GpuGroupedMm;
 typedef int (*Pt2GpuGroupedMmFn)(const Pt2GpuGroupedMm *g, void *stream, char *err, size_t err_cap);
 PT2_EXPORT void pt2GpuSetGroupedMmKernel(Pt2GpuGroupedMmFn fn);
+/* pt2.aten on the GPU: the op's call is an entry of the launch plan
+ * (passes/gpu_aten.c) that runs its program through PyTorch's dispatcher,
+ * registered by pt2._C as the attention kernel is.  It gets the op's
+ * description ("<operand types>|<result types>|<program>", as libpt2rt's
+ * Pt2rtAtenFn on the CPU), a table holding, for each operand then each
+ * result buffer, its device pointer, element offset, sizes and strides, and
+ * the stream; it returns 0, or the kind of c10 exception the program raised
+ * (runtime/rt/pt2rt.h's enum Pt2rtAtenErrorKind) with its message in err. */
+typedef int (*Pt2GpuAtenFn)(const char *desc, size_t len, const int64_t *table, void *stream, char *err, size_t err_cap);
+PT2_EXPORT void pt2GpuSetAtenKernel(Pt2GpuAtenFn fn);
 /*--- Calls into PyTorch (pt2.aten) ------------------------------------------*/
 
 /* pt2.aten's `program` (dialects/aten.c; docs/dialect.md): the aten calls a

@@ -36,6 +36,7 @@
  *===----------------------------------------------------------------------===*/
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_extern.h"
@@ -412,22 +413,23 @@ static MlirValue operand_value(Builder *b, const Operand *x) { return gpu_view_v
 static void declare(MlirOperation module, const char *name, const MlirValue *args, int n) {
     if (module_has_symbol(module, name)) return;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    char text[2600];
-    size_t len = (size_t)snprintf(text, sizeof text, "func.func private @%s(", name);
+    Pt2Text text = {0};
+    pt2_text_printf(&text, "func.func private @%s(", name);
     for (int i = 0; i < n; ++i) {
-        TypeText t = {{0}, 0};
-        mlirTypePrint(mlirValueGetType(args[i]), append, &t);
-        len += (size_t)snprintf(text + len, sizeof text - len, "%s%s", i ? ", " : "", t.data);
+        if (i) pt2_text_printf(&text, ", ");
+        mlirTypePrint(mlirValueGetType(args[i]), pt2_text_append, &text);
     }
-    snprintf(text + len, sizeof text - len, ")");
-    MlirOperation decl = mlirOperationCreateParse(mlirOperationGetContext(module), sref(text), sref("pt2-gpu-extern-gemm"));
+    pt2_text_printf(&text, ")");
+    MlirOperation decl = mlirOperationCreateParse(mlirOperationGetContext(module), mlirStringRefCreate(text.data, text.len),
+                                                  sref("pt2-gpu-extern-gemm"));
+    free(text.data);
     mlirBlockAppendOwnedOperation(body, decl);
 }
 
-void gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n) {
+MlirOperation gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n) {
     declare(module, name, args, n);
     MlirNamedAttribute callee = named_attr(b->ctx, "callee", mlirFlatSymbolRefAttrGet(b->ctx, sref(name)));
-    build_op(b, "func.call", n, args, 0, NULL, 1, &callee);
+    return build_op(b, "func.call", n, args, 0, NULL, 1, &callee);
 }
 
 static void emit(MlirOperation module, Gemm *g, int index) {

@@ -73,8 +73,8 @@ bool gpu_matrix_ok(const View *v, bool output);
  * its base's own layout (strides of size-1 dims aside), else a
  * memref.reinterpret_cast. */
 MlirValue gpu_view_value(Builder *b, MlirValue value, const View *view);
-/* Declares @name (once per module) and calls it at the builder's point. */
-void gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n);
+/* Declares @name (once per module) and calls it at the builder's point: the call. */
+MlirOperation gpu_build_call(Builder *b, MlirOperation module, const char *name, const MlirValue *args, int n);
 
 /* The linalg generics of module that is_marked picks (placeholders whose
  * body must not run), each replaced by rewrite(module, op, its index): 0,

@@ -53,6 +53,7 @@ MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
 MlirPass pt2_create_gpu_extern_gemm_pass(void);
 MlirPass pt2_create_gpu_extern_attention_pass(void);
 MlirPass pt2_create_gpu_extern_grouped_mm_pass(void);
+MlirPass pt2_create_gpu_extern_aten_pass(void);
 MlirPass pt2_create_gpu_extern_conv_pass(void);
 MlirPass pt2_create_gpu_extern_conv_cudnn_pass(void);
 MlirPass pt2_create_gpu_fold_residual_bn_pass(void);
@@ -255,6 +256,8 @@ static const PassEntry pt2_passes[] = {
      "(passes/gpu_attention.c)", pt2_create_gpu_extern_attention_pass},
     {"pt2-gpu-extern-grouped-mm", "Kept grouped_mm to PyTorch's grouped GEMM, a library call of the GPU launch plan "
      "(passes/gpu_grouped_mm.c)", pt2_create_gpu_extern_grouped_mm_pass},
+    {"pt2-gpu-extern-aten", "pt2.aten's calls to PyTorch's kernels as library calls of the GPU launch plan "
+     "(passes/gpu_aten.c)", pt2_create_gpu_extern_aten_pass},
     {"pt2-gpu-extern-conv", "2-d convolutions to cuDNN calls (1x1 ones over channels-last activations to cuBLAS) in the GPU "
      "launch plan, their loops kept behind as the fallback (passes/gpu_conv.c)", pt2_create_gpu_extern_conv_pass},
     {"pt2-gpu-extern-conv-cudnn", "pt2-gpu-extern-conv with every convolution through cuDNN, 1x1 ones too (PT2_DISABLE=conv-gemm, "
@@ -458,8 +461,9 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
     /* grouped_mm through PyTorch's grouped GEMM (CUTLASS's on sm_90 and sm_100 only), as attention */
     int sm = !strncmp(chip, "sm_", 3) ? atoi(chip + 3) : 0;
     bool grouped_mm = !pt2_disabled(disable, "blas") && !pt2_disabled(disable, "gpu-grouped-mm") && sm >= 90 && sm < 110;
-    char library[96];
-    snprintf(library, sizeof library, "%s%s%s", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
+    char library[160];
+    /* pt2.aten's calls: always (the plan runs no host code) */
+    snprintf(library, sizeof library, "pt2-gpu-extern-aten,%s%s%s", pt2_disabled(disable, "blas") ? "" : "pt2-gpu-extern-gemm,",
              attention ? "pt2-gpu-extern-attention," : "", grouped_mm ? "pt2-gpu-extern-grouped-mm," : "");
     const char *libdevice = libdevice_path();
     char link[1100] = "";

@@ -26,6 +26,7 @@
 #include "cublas.h"
 #include "cuda.h"
 #include "cudnn.h"
+#include "gpu_aten.h"
 #include "gpu_attention.h"
 #include "gpu_grouped_mm.h"
 #include "gpu_cache.h"
@@ -304,9 +305,9 @@ int pt2GpuKernelUpgrading(const Pt2GpuKernel *k) {
     return 0;
 }
 
-/* attention or grouped_mm: the entries PyTorch's own kernels run */
+/* attention, grouped_mm or aten: the entries PyTorch's own kernels run */
 static bool calls_pytorch(const GpuLaunch *l) {
-    return l->module < 0 && (pt2_gpu_plan_is_attention(l) || pt2_gpu_plan_is_grouped_mm(l));
+    return l->module < 0 && (pt2_gpu_plan_is_attention(l) || pt2_gpu_plan_is_grouped_mm(l) || pt2_gpu_plan_is_aten(l));
 }
 
 int pt2GpuKernelCallsPyTorch(const Pt2GpuKernel *k) {
@@ -605,6 +606,14 @@ static int library_operands(const Pt2GpuKernel *k, const GpuLaunch *l, void *con
  * "fold" for it ran in this launch of the plan (or it has none). */
 static int launch_library_call(const Pt2GpuKernel *k, GpuLaunch *l, void *const *device_pointers, void *workspace, void *stream,
                                bool folded, Done *out_done) {
+    if (pt2_gpu_plan_is_aten(l)) {
+        void *data[PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS];
+        for (int i = 0; i < l->n_args && i < PT2_ATEN_MAX_OPERANDS + PT2_ATEN_MAX_RESULTS; ++i) {
+            data[i] = (void *)(uintptr_t)arg_base(k, &l->args[i], device_pointers, workspace);
+        }
+        *out_done = DONE_RESULT;
+        return pt2_gpu_launch_aten(l, data, stream);
+    }
     Pt2GpuOperand ops[8];
     if (library_operands(k, l, device_pointers, workspace, ops) != 0) return -1;
     if (pt2_gpu_plan_is_attention(l)) {

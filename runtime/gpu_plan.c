@@ -36,7 +36,7 @@
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Dialect/GPU.h"
 
-#define PLAN_MAGIC "pt2-gpu-plan-v4"
+#define PLAN_MAGIC "pt2-gpu-plan-v5"
 
 static bool is_op(MlirOperation op, const char *name) {
     return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)), mlirStringRefCreateFromCString(name));
@@ -300,8 +300,9 @@ static bool is_call_to(MlirOperation op, const char *prefix) {
 /* @pt2_gpu_gemm_<ab>_<d>_b<beta>[_bias][_res][_relu|_gelu][_conv[_scaled]]_<n>(A, B, D[, bias][, residual][, B unscaled])
  * (passes/gpu_extern.c, a 1x1 conv's passes/gpu_conv.c) or @pt2_gpu_conv_<t>_..._<n>(x, w, y[, bias[, residual]], scratch)
  * (passes/gpu_conv.c) or @pt2_gpu_attn_<t>_<mask>..._<n>(q, k, v[, mask], out) (passes/gpu_attention.c) or
- * @pt2_gpu_gmm_<t>_i32_<n>(a, b, offs, out) (passes/gpu_grouped_mm.c): a library call in the plan, module -1,
- * function "gemm_...", "conv_...", "attn_..." or "gmm_...". */
+ * @pt2_gpu_gmm_<t>_i32_<n>(a, b, offs, out) (passes/gpu_grouped_mm.c) or @pt2_gpu_aten_<n>(operands..., results...)
+ * {pt2.aten = "<description>"} (passes/gpu_aten.c): a library call in the plan, module -1, function "gemm_...",
+ * "conv_...", "attn_...", "gmm_..." or "aten" (with the description as its text). */
 static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
     GpuPlan *plan = pb->plan;
     GpuLaunch *l = &plan->launches[plan->n_launches];
@@ -314,6 +315,16 @@ static int plan_library_call(PlanBuilder *pb, MlirOperation op) {
     l->args = calloc((size_t)l->n_args, sizeof *l->args);
     for (int i = 0; i < l->n_args; ++i) {
         if (plan_memref(pb, op, mlirOperationGetOperand(op, i), &l->args[i]) != 0) return -1;
+    }
+    if (pt2_gpu_plan_is_aten(l)) { /* its description (passes/gpu_aten.c) */
+        MlirAttribute desc = attr(op, "pt2.aten");
+        if (mlirAttributeIsNull(desc) || !mlirAttributeIsAString(desc)) {
+            plan_error(op, "internal: a pt2.aten's call without its description");
+            return -1;
+        }
+        MlirStringRef d = mlirStringAttrGetValue(desc);
+        l->text = strndup(d.data, d.length);
+        l->text_len = d.length;
     }
     /* the launches up to @pt2_gpu_fallback_end_<n> are its fallback: a
      * gemm's epilogue (when cuBLASLt cannot), a conv's loops (when cuDNN
@@ -372,7 +383,7 @@ static int build_plan(PlanBuilder *pb) {
         } else if (is_op(op, "gpu.launch_func")) {
             if (plan_launch(pb, op) != 0) return -1;
         } else if (is_call_to(op, "pt2_gpu_gemm_") || is_call_to(op, "pt2_gpu_conv_") || is_call_to(op, "pt2_gpu_attn_") ||
-                   is_call_to(op, "pt2_gpu_gmm_")) {
+                   is_call_to(op, "pt2_gpu_gmm_") || is_call_to(op, "pt2_gpu_aten_")) {
             if (plan_library_call(pb, op) != 0) return -1;
         } else if (is_call_to(op, "pt2_gpu_fallback_epilogue_")) {
             pb->fallback_unless = DONE_EPILOGUE;
@@ -500,6 +511,10 @@ char *pt2_gpu_plan_to_text(const GpuPlan *plan) {
             for (int d = 0; d < a->rank; ++d) pt2_text_printf(&t, " %lld", (long long)a->strides[d]);
             pt2_text_printf(&t, "\n");
         }
+        if (l->text) {
+            pt2_text_printf(&t, "  text %zu\n", l->text_len);
+            pt2_text_printf(&t, "%.*s\n", (int)l->text_len, l->text);
+        }
     }
     for (int i = 0; i < plan->n_constants; ++i) {
         pt2_text_printf(&t, "constant %zu ", plan->constants[i].bytes);
@@ -573,6 +588,14 @@ int pt2_gpu_plan_from_text(GpuPlan *plan, const char *text) {
                 p += n;
             }
         }
+        size_t text_len;
+        if (sscanf(p, " text %zu%n", &text_len, &n) == 1) {
+            p += n + 1; /* the newline */
+            if (strlen(p) < text_len) return -1;
+            l->text = strndup(p, text_len);
+            l->text_len = text_len;
+            p += text_len;
+        }
     }
     for (int i = 0; i < plan->n_launches; ++i) {
         int c = plan->launches[i].fold_of; /* a library call after the launch */
@@ -604,7 +627,10 @@ int pt2_gpu_plan_from_text(GpuPlan *plan, const char *text) {
 
 void pt2_gpu_plan_free(GpuPlan *plan) {
     /* counts may be set before their arrays (a plan text that failed to parse) */
-    for (int i = 0; plan->launches && i < plan->n_launches; ++i) free(plan->launches[i].args);
+    for (int i = 0; plan->launches && i < plan->n_launches; ++i) {
+        free(plan->launches[i].args);
+        free(plan->launches[i].text);
+    }
     for (int i = 0; plan->module_ptx && i < plan->n_modules; ++i) free(plan->module_ptx[i]);
     for (int i = 0; plan->constants && i < plan->n_constants; ++i) free(plan->constants[i].data);
     free(plan->launches);

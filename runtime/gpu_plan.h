@@ -40,7 +40,7 @@ typedef struct GpuArg {
 typedef enum Done { DONE_NOTHING = 0, DONE_RESULT = 1, DONE_EPILOGUE = 2 } Done;
 
 typedef struct GpuLaunch {
-    int module;      /* -1: a library call (function gemm_*, conv_*, attn_* or gmm_*) */
+    int module;      /* -1: a library call (function gemm_*, conv_*, attn_*, gmm_* or aten) */
     char function[128];
     unsigned grid[3], block[3], shared_bytes;
     int n_args;
@@ -52,6 +52,8 @@ typedef struct GpuLaunch {
     Pt2Gemm *gemm;   /* a cuBLAS entry's state (runtime/cublas.c) */
     Pt2Conv *conv;   /* a cuDNN entry's state (runtime/cudnn.c) */
     Pt2GpuAttention *attention; /* an attention entry's parameters (runtime/gpu_attention.c) */
+    char *text;      /* an aten entry's description (its pt2.aten attribute; runtime/gpu_aten.c), else NULL */
+    size_t text_len;
 } GpuLaunch;
 
 typedef struct GpuConstant {
@@ -83,9 +85,11 @@ void pt2_gpu_plan_free(GpuPlan *plan);
 static inline bool pt2_gpu_plan_is_gemm(const GpuLaunch *l) { return !strncmp(l->function, "gemm_", 5); }
 static inline bool pt2_gpu_plan_is_attention(const GpuLaunch *l) { return !strncmp(l->function, "attn_", 5); }
 static inline bool pt2_gpu_plan_is_grouped_mm(const GpuLaunch *l) { return !strncmp(l->function, "gmm_", 4); }
+static inline bool pt2_gpu_plan_is_aten(const GpuLaunch *l) { return !strcmp(l->function, "aten"); }
 /* cuDNN's (or a 1x1 conv's loops where it has no gemm entry): none of the above */
 static inline bool pt2_gpu_plan_is_conv(const GpuLaunch *l) {
-    return !pt2_gpu_plan_is_gemm(l) && !pt2_gpu_plan_is_attention(l) && !pt2_gpu_plan_is_grouped_mm(l);
+    return !pt2_gpu_plan_is_gemm(l) && !pt2_gpu_plan_is_attention(l) && !pt2_gpu_plan_is_grouped_mm(l) &&
+           !pt2_gpu_plan_is_aten(l);
 }
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernel_impl.h"
+#include "kernel_shared.h"
 
 int pt2KernelInputIsFrozen(const Pt2Kernel *k, int i) { return i >= 0 && i < k->n_inputs && k->frozen[i]; }
 int pt2KernelHasPrologue(const Pt2Kernel *k) { return k->prologue != NULL; }
@@ -53,6 +54,14 @@ static void fill_descriptor(int64_t *desc, void *data, const Pt2TensorType *t) {
     }
 }
 
+Pt2ErrorKind pt2_aten_error_kind(int aten_kind) {
+    static const Pt2ErrorKind kinds[] = {[0] = PT2_ERROR_ATEN_RUNTIME, [PT2RT_ATEN_RUNTIME] = PT2_ERROR_ATEN_RUNTIME,
+                                         [PT2RT_ATEN_LINALG] = PT2_ERROR_LINALG, [PT2RT_ATEN_INDEX] = PT2_ERROR_ATEN_INDEX,
+                                         [PT2RT_ATEN_VALUE] = PT2_ERROR_VALUE, [PT2RT_ATEN_TYPE] = PT2_ERROR_TYPE,
+                                         [PT2RT_ATEN_NOT_IMPLEMENTED] = PT2_ERROR_NOT_IMPLEMENTED};
+    return kinds[aten_kind >= 0 && aten_kind <= PT2RT_ATEN_NOT_IMPLEMENTED ? aten_kind : 0];
+}
+
 #define OUT_OF_BOUNDS "index %lld is out of bounds for dimension %lld with size %lld"
 
 /* The error a run reported, worded as eager PyTorch's (index_select's
@@ -69,12 +78,8 @@ static void set_run_error(const Pt2rtRunStatus *status) {
         break;
     case PT2RT_ZERO_DIVISION: pt2_set_error("ZeroDivisionError"); break;
     case PT2RT_ATEN_ERROR: {
-        static const Pt2ErrorKind kinds[] = {[0] = PT2_ERROR_ATEN_RUNTIME, [PT2RT_ATEN_RUNTIME] = PT2_ERROR_ATEN_RUNTIME,
-                                             [PT2RT_ATEN_LINALG] = PT2_ERROR_LINALG, [PT2RT_ATEN_INDEX] = PT2_ERROR_ATEN_INDEX,
-                                             [PT2RT_ATEN_VALUE] = PT2_ERROR_VALUE, [PT2RT_ATEN_TYPE] = PT2_ERROR_TYPE,
-                                             [PT2RT_ATEN_NOT_IMPLEMENTED] = PT2_ERROR_NOT_IMPLEMENTED};
-        int kind = status->value >= 0 && status->value <= PT2RT_ATEN_NOT_IMPLEMENTED ? (int)status->value : 0;
-        pt2_set_error_of_kind(kinds[kind], "%s", status->message ? status->message : "pt2.aten: a call failed");
+        pt2_set_error_of_kind(pt2_aten_error_kind((int)status->value), "%s",
+                              status->message ? status->message : "pt2.aten: a call failed");
         break;
     }
     default: pt2_set_error_of_kind(PT2_ERROR_INDEX, OUT_OF_BOUNDS, value, dim, size); break;

@@ -15,6 +15,10 @@
 #include "mlir-c/Pass.h"
 #include "pt2.h"
 
+/* A pt2.aten's error (runtime/rt/pt2rt.h's enum Pt2rtAtenErrorKind) as the
+ * kind of exception eager raises (kernel_call.c). */
+Pt2ErrorKind pt2_aten_error_kind(int aten_kind);
+
 void pt2_kernel_cache_dir(const Pt2CompileOptions *opts, char *out, size_t cap);
 int pt2_kernel_make_private_dir(const char *path);
 int pt2_kernel_hash_file(const char *path, char out[65]);

@@ -52,7 +52,7 @@ def test_compiles_to_ptx_for_sm90(name):
     build, specs, launches = CASES[name]
     k = _graph(build, *specs).compile(device="cuda")
     plan = k.plan
-    assert plan.startswith("pt2-gpu-plan-v4\n")
+    assert plan.startswith("pt2-gpu-plan-v5\n")
     if launches is not None:
         assert k.num_launches == launches, plan[:2000]
     mods = _ptx_modules(plan)

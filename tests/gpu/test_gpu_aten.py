@@ -1,0 +1,99 @@
+"""torch functions pt2 has no form for, inside a CUDA graph as pt2.aten (capture/aten_calls.c,
+passes/gpu_aten.c, runtime/gpu_aten.c, capture/aten_calls.cpp), against eager CUDA: cuSOLVER's
+linear algebra on odd sizes, batches, f32/f64 and transposed inputs between generated kernels, in one
+graph; results of several tensors and struct sequences; eager's exception for a singular matrix; a
+CPU tensor among the operands still a break; mode="reduce-overhead" computes what eager does (a call
+whose kernels synchronize cannot be captured: the launches go one by one, with the warning).
+tests/gpu/test_gpu_aten_fake.py checks what the plan hands the kernel without a GPU."""
+import warnings
+
+import pytest
+import torch
+
+import pt2
+from pt2 import _gpu
+
+HAS_CUDA = torch.cuda.is_available() and _gpu.cuda_available()
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    pt2.reset()
+    yield
+    pt2.reset()
+
+
+def close(got, want, tol):
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            close(g, w, tol)
+        return
+    assert got.device == want.device and got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+def one_graph(fn, *args, tol=1e-4):
+    info = pt2.explain(fn)(*args)
+    assert info.graph_break_count == 0, info.break_reasons
+    close(pt2.compile(fn)(*args), fn(*args), tol)
+
+
+def spd(n, *batch, dtype=torch.float32):
+    a = torch.randn(*batch, n, n, dtype=dtype, device="cuda")
+    return a @ a.mT + n * torch.eye(n, dtype=dtype, device="cuda")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_solve_between_kernels(dtype):
+    a = torch.randn(7, 7, dtype=dtype, device="cuda") + 3 * torch.eye(7, dtype=dtype, device="cuda")
+    b = torch.randn(7, 3, dtype=dtype, device="cuda")
+    one_graph(lambda a, b: torch.linalg.solve(a * 2 + 1, b.relu()).sin() + 1, a, b)
+
+
+def test_batched_and_transposed_inputs():
+    a = torch.randn(3, 5, 5, device="cuda") + 2 * torch.eye(5, device="cuda")
+    b = torch.randn(6, 5, device="cuda").t()
+    one_graph(lambda a, b: torch.linalg.solve(a, b) * 2, a, b)
+    one_graph(lambda a: torch.linalg.inv(a.mT).relu(), a)
+
+
+def test_several_results():
+    a = spd(6, 2)
+
+    def f(a):
+        w, v = torch.linalg.eigh(a)
+        return w.exp(), v.abs(), torch.linalg.cholesky(a) + 1, torch.linalg.det(a)
+
+    one_graph(f, a, tol=1e-3)
+    got = pt2.compile(lambda a: torch.linalg.slogdet(a))(a)
+    assert type(got).__name__ == "linalg_slogdet"
+    close(tuple(got), tuple(torch.linalg.slogdet(a)), 1e-4)
+
+
+def test_singular_matrix_raises_eager_s_error():
+    f = pt2.compile(lambda a, b: torch.linalg.solve(a, b) + 1)
+    eye = torch.eye(3, device="cuda")
+    f(eye, torch.ones(3, 2, device="cuda"))
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        f(torch.zeros(3, 3, device="cuda"), torch.ones(3, 2, device="cuda"))
+
+
+def test_cpu_operand_is_not_the_program_s():
+    # a CPU tensor in a CUDA graph is no operand of a device pt2.aten: the call breaks the graph, as before
+    a, b = torch.eye(3, device="cuda") * 2, torch.ones(3, 2)
+    f = lambda a, b: torch.linalg.solve(a.cpu() + 1, b)  # noqa: E731
+    close(pt2.compile(f)(a, b), f(a, b), 1e-5)
+
+
+def test_reduce_overhead_matches_eager():
+    a = spd(5, dtype=torch.float32)
+    f = lambda a: torch.linalg.cholesky(a * 2).sin() + 1  # noqa: E731
+    g = pt2.compile(f, mode="reduce-overhead")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a synchronizing call: no CUDA graph
+        for _ in range(3):
+            close(g(a), f(a), 1e-4)
+        b = spd(5)
+        close(g(b), f(b), 1e-4)
