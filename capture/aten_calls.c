@@ -74,6 +74,7 @@ static bool torch_function(PyObject *f) {
 
 typedef struct Operands {
     Var *vars[PT2_ATEN_OPERANDS_MAX];
+    bool pair[PT2_ATEN_OPERANDS_MAX]; /* a complex tensor's real pairs (complex.c) */
     int n;
     PyObject *input_type; /* pt2._aten_calls.Input */
 } Operands;
@@ -98,13 +99,16 @@ static bool plain_constant(PyObject *o) {
 /* v as the recorder takes it (new reference): a traced tensor as Input(k), constants as they are,
  * tuples and lists item by item; NULL (no exception) for anything else. */
 static PyObject *to_python(Trace *t, Var *v, Operands *ops) {
-    if (v->kind == V_TENSOR) {
+    if (v->kind == V_TENSOR || v->kind == V_COMPLEX) {
+        bool pair = v->kind == V_COMPLEX;
+        if (pair) v = v->items[0];
         /* a CUDA graph's CPU tensor (a scalar eager's CUDA kernels read as a number) is not the program's */
         if (var_host_in_device_graph(t, v)) return NULL;
         int k = 0;
-        while (k < ops->n && ops->vars[k]->value != v->value) ++k;
+        while (k < ops->n && (ops->vars[k]->value != v->value || ops->pair[k] != pair)) ++k;
         if (k == ops->n) {
             if (ops->n == PT2_ATEN_OPERANDS_MAX) return NULL;
+            ops->pair[ops->n] = pair;
             ops->vars[ops->n++] = v;
         }
         return PyObject_CallFunction(ops->input_type, "i", k);
@@ -148,7 +152,7 @@ static PyObject *metas_of(Trace *t, const Operands *ops, char *text, size_t cap)
             PyTuple_SET_ITEM(st, d, PyLong_FromLongLong(strides[d]));
             if (len + 24 < cap) len += (size_t)snprintf(text + len, cap - len, "%s%lld", d ? "," : "", (long long)strides[d]);
         }
-        PyList_SET_ITEM(metas, k, Py_BuildValue("(sNN)", pt2DTypeName(v->dtype), sizes, st));
+        PyList_SET_ITEM(metas, k, Py_BuildValue("(sNNO)", pt2DTypeName(v->dtype), sizes, st, ops->pair[k] ? Py_True : Py_False));
     }
     return metas;
 }
@@ -164,10 +168,12 @@ static void escape(const char *s, char *out, size_t cap) {
     out[n] = 0;
 }
 
-/* The returned value from the recorder's structure: ("t", j), ("c", value), ("s", type, items). */
+/* The returned value from the recorder's structure: ("t", j), ("z", j) (a complex tensor: result j its
+ * real pairs), ("c", value), ("s", type, items). */
 static Var *rebuild(Trace *t, PyObject *s, const int *results) {
     const char *kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(s, 0));
     if (kind[0] == 't') return var_tensor(t, results[PyLong_AsLong(PyTuple_GET_ITEM(s, 1))]);
+    if (kind[0] == 'z') return complex_of_pairs(t, var_tensor(t, results[PyLong_AsLong(PyTuple_GET_ITEM(s, 1))]));
     if (kind[0] == 'c') return var_const(t, PyTuple_GET_ITEM(s, 1));
     PyObject *type = PyTuple_GET_ITEM(s, 1), *items = PyTuple_GET_ITEM(s, 2);
     Var *v = var_new(t, type == (PyObject *)&PyList_Type ? V_LIST : V_TUPLE);
@@ -185,7 +191,8 @@ Var *aten_record_method(Trace *t, const char *name, Var **args, int n_args, PyOb
 
 Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                       bool *handled) {
-    *handled = false;
+    Var *c = complex_call(t, fn, args, n_args, n_kw, handled); /* view_as_complex and the like: no kernel */
+    if (*handled) return c;
 #ifndef PT2_HAVE_TENSOR_ABI
     return NULL; /* pt2._C has no PyTorch kernels to run it */
 #endif

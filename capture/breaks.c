@@ -91,7 +91,7 @@ static void collect(Emit *e, Var *v, int depth) {
         for (int i = v->kind == V_ITER ? v->pos : 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
     }
     if (v->kind == V_METHOD && v->self) collect(e, v->self, depth + 1);
-    if (v->kind == V_SET || v->kind == V_PARTIAL) {
+    if (v->kind == V_SET || v->kind == V_PARTIAL || v->kind == V_COMPLEX) {
         for (int i = 0; i < v->n_items; ++i) collect(e, v->items[i], depth + 1);
     }
     if (v->kind == V_OBJECT && v->fresh) {
@@ -551,6 +551,18 @@ static bool emit_value(Emit *e, Var *v, int depth) {
             }
         }
         Py_DECREF(names);
+        return !e->failed;
+    }
+    case V_COMPLEX: { /* torch.view_as_complex(pairs): complex.c */
+        static PyObject *as_complex;
+        if (!as_complex && !(as_complex = pt2_import_attr("torch", "view_as_complex"))) {
+            PyErr_Clear();
+            return fail(e, "torch.view_as_complex not found");
+        }
+        pt2_asm_push_null(e->a);
+        pt2_asm_load_const(e->a, as_complex);
+        if (!emit_var(e, v->items[0], depth + 1)) return false;
+        pt2_asm_call(e->a, 1);
         return !e->failed;
     }
     case V_MODULE: case V_OBJECT: case V_CALLABLE: case V_FUNCTION:

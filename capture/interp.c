@@ -501,9 +501,10 @@ static bool run_instructions(SymFrame *f) {
             }
             if (arg >= 13 && a->kind == V_TENSOR && reads_own_memory(t, a, &b, 1, binary_op_names[k])) goto failed;
             Var *r = k < 13 ? trace_binary_op(t, binary_op_names[k], a, b) : NULL;
-            if (r && arg >= 13 && a->kind == V_TENSOR) {
+            if (r && arg >= 13 && (a->kind == V_TENSOR || a->kind == V_COMPLEX)) {
                 /* x += y on a tensor mutates x: every alias sees the new value */
-                r = trace_assign_inplace(t, a, r, binary_op_names[k]);
+                r = a->kind == V_COMPLEX ? complex_assign_inplace(t, a, r, binary_op_names[k])
+                                         : trace_assign_inplace(t, a, r, binary_op_names[k]);
             }
             if (!r) {
                 if (!t->broke) trace_break(t, "unsupported binary operator %d", arg);

@@ -846,6 +846,7 @@ Var *polyfill_call(Trace *t, PyObject *callable, Var **args, int n_args, PyObjec
                    bool *handled) {
     *handled = false;
     if (!callable || !(PyCFunction_Check(callable) || PyType_Check(callable))) return NULL; /* C functions, C types */
+    if (complex_among(args, n_args) || complex_among(kw_values, n_kw)) return NULL; /* their kernels: complex.c */
     if (!resolved) resolve();
     for (int i = 0; i < N_POLYFILLS; ++i) {
         if (!polyfills[i].c_fn || polyfills[i].c_fn != callable || !polyfills[i].py_fn) continue;

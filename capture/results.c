@@ -29,6 +29,7 @@ typedef enum OutKind {
     OUT_REPLAYED, /* what a replayed side effect made, in its slot (a ContextVar Token) */
     OUT_VIEW, /* children[0].as_strided(sizes, strides, its storage offset + offset), obj the three:
                  a view of an input returned (x[0], x.t(), x.view(...)), as eager's is */
+    OUT_COMPLEX, /* torch.view_as_complex(children[0]): a complex tensor, children[0] its real pairs (complex.c) */
 } OutKind;
 
 struct OutNode {
@@ -302,6 +303,12 @@ static int collect_value(Collect *c, Var *v, OutNode *n, int depth) {
         }
         return derived_tensor(c, v, n, owner->storage == v->storage ? OUT_ALIAS : OUT_CLONE, OUT_GRAPH, i);
     }
+    case V_COMPLEX:
+        n->kind = OUT_COMPLEX;
+        n->n = 1;
+        n->children = PyMem_Calloc(1, sizeof(OutNode));
+        if (!n->children) return -1;
+        return collect(c, v->items[0], &n->children[0], depth + 1);
     case V_CONST:
         n->kind = OUT_CONST;
         n->obj = Py_NewRef(v->obj);
@@ -481,6 +488,14 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
         PyObject *base = build_value(&n->children[0], b);
         PyObject *r = base ? PyObject_CallMethodNoArgs(base, n->kind == OUT_HOST ? str_cpu : str_requires_grad_) : NULL;
         Py_XDECREF(base);
+        return r;
+    }
+    case OUT_COMPLEX: { /* the pairs a kernel wrote are contiguous; a view of an input's, eager's strides */
+        static PyObject *as_complex;
+        if (!as_complex && !(as_complex = pt2_import_attr("torch", "view_as_complex"))) return NULL;
+        PyObject *pairs = build_value(&n->children[0], b);
+        PyObject *r = pairs ? PyObject_CallOneArg(as_complex, pairs) : NULL;
+        Py_XDECREF(pairs);
         return r;
     }
     case OUT_VIEW: {

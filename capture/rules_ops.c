@@ -112,6 +112,7 @@ static Var *set_operator(Trace *t, const char *op, Var *a, Var *b) {
 
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
+    if (a->kind == V_COMPLEX || b->kind == V_COMPLEX) return complex_binary_op(t, op, a, b);
     if ((a->kind == V_TENSOR && a->known) || (b->kind == V_TENSOR && b->known)) {
         /* a 0-d tensor known at trace time (torch.div of sizes) with a number: known too */
         PyObject *fn = operator_function(op);
@@ -215,6 +216,7 @@ Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
 }
 
 Var *trace_unary_op(Trace *t, const char *op, Var *a) {
+    if (a->kind == V_COMPLEX) return complex_unary_op(t, op, a);
     if (a->kind == V_TENSOR) {
         if (op[0] == '-') return op1(t, "neg", a, "%s", "");
         if (op[0] == '+') return a;
@@ -509,6 +511,7 @@ Var *trace_subscript(Trace *t, Var *base, Var *index) {
         if (alias) return alias;
     }
     switch (base->kind) {
+    case V_COMPLEX: return complex_subscript(t, base, index);
     case V_TENSOR: { /* x[...] is a view, not x; CPU index tensors of a CUDA x move to its device (aten.index) */
         Var *moved = places_indices_for(t, base, index);
         return moved ? view_of(t, base, index_tensor(t, base, moved)) : NULL;
@@ -630,6 +633,7 @@ static Var *requires_grad_method(Trace *t, Var *x) {
  * `__setitem__` called by name are the subscript and the item assignment the bytecode makes. */
 Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n_args, PyObject *kw_names,
                         Var **kw_values, int n_kw) {
+    if (self->kind == V_COMPLEX) return complex_method_call(t, name, self, args, n_args, kw_names, kw_values, n_kw);
     if (strcmp(name, "__getitem__") == 0 && n_args == 1 && n_kw == 0) return trace_subscript(t, self, args[0]);
     if (strcmp(name, "__setitem__") == 0 && n_args == 2 && n_kw == 0) {
         trace_mutated(t, self);
@@ -639,13 +643,14 @@ Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n
         (n_args + n_kw == 0 || (n_args + n_kw == 1 && args[0]->kind == V_CONST && args[0]->obj == Py_True))) {
         return requires_grad_method(t, self); /* requires_grad_(False): a Python form's */
     }
-    const RuleEntry *rule = tensor_method_rule(name);
+    bool complex = complex_among(args, n_args + n_kw); /* a complex operand: the C method's kernel or a break */
+    const RuleEntry *rule = complex ? NULL : tensor_method_rule(name);
     Var **with_self = trace_alloc(t, sizeof(Var *) * (size_t)(n_args + n_kw + 1));
     with_self[0] = self;
     memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
     if (!rule) {
-        bool handled;
-        Var *r = polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
+        bool handled = false;
+        Var *r = complex ? NULL : polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
         if (!handled) r = aten_record_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
         if (handled) return r; /* (the C method's kernel in the graph: aten_calls.c) */
         return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);

@@ -75,6 +75,7 @@ typedef enum VarKind {
     V_PARTIAL,   /* functools.partial: items = [func, args tuple, keywords dict] (partials.c) */
     V_EXC,       /* an exception raised or made in the trace (exceptions.c): exc_type, obj NULL;
                     exc_type NULL: the exception being handled outside the trace (or none) */
+    V_COMPLEX,   /* a complex tensor made in the trace: items[0] = its real pairs, a float [..., 2] V_TENSOR (complex.c) */
 } VarKind;
 
 typedef struct Var {
@@ -586,6 +587,22 @@ Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *
 Var *aten_record_method(Trace *t, const char *name, Var **args, int n_args, PyObject *kw_names, Var **kw_values, int n_kw,
                         bool *handled);
 bool aten_method_known(const char *name);
+/* Complex tensors as their real pairs (complex.c): a V_COMPLEX over pairs ([..., 2] of f32 or f64), its
+ * attributes, methods, subscripts and operators, and the torch functions that read or make it without a
+ * kernel (view_as_complex, view_as_real, real, imag: *handled false for other calls). */
+Var *complex_of_pairs(Trace *t, Var *pairs);
+Var *complex_attr(Trace *t, Var *c, const char *name);
+Var *complex_method_call(Trace *t, const char *name, Var *c, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
+                         int n_kw);
+Var *complex_subscript(Trace *t, Var *c, Var *index);
+Var *complex_binary_op(Trace *t, const char *op, Var *a, Var *b);
+Var *complex_unary_op(Trace *t, const char *op, Var *a);
+Var *complex_call(Trace *t, PyObject *fn, Var **args, int n_args, int n_kw, bool *handled);
+/* Whether a complex tensor is among args (or the items of a tuple or list among them): no rule takes
+ * one (their calls become pt2.aten ops). */
+bool complex_among(Var **args, int n);
+/* x op= y of a complex x: y's pairs written into x's; x, or NULL (a break). */
+Var *complex_assign_inplace(Trace *t, Var *c, Var *value, const char *what);
 /* torch.ops' lazy namespaces (torch.ops, torch.ops.aten, an op's packet: wrappers.c) and base.name of
  * one, looked up for real as eager does. */
 bool is_torch_ops_namespace(PyTypeObject *ty);

@@ -628,6 +628,7 @@ Var *trace_getattr(Trace *t, Var *base, PyObject *name) {
     if (!base) return trace_break(t, "internal: attribute of nothing");
     switch (base->kind) {
     case V_TENSOR: return tensor_attr(t, base, n);
+    case V_COMPLEX: return complex_attr(t, base, n);
     case V_TUPLE: case V_LIST: case V_DICT: case V_SET: case V_CONST: {
         if (base->kind == V_LIST && base->obj) {
             return trace_break(t, "attribute '%s' of a slice of an nn.%s (followed as a list of its modules)", n,
@@ -750,7 +751,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
             }
             return trace_break(t, "calling a context manager object");
         }
-        const RuleEntry *rule = rule_for(callable->obj);
+        const RuleEntry *rule = complex_among(args, n_args) || complex_among(kw_values, n_kw) ? NULL : rule_for(callable->obj);
         if (rule) return rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
         break;
     }
@@ -770,7 +771,7 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
             Var *r = tagged_method_call(t, callable, args, n_args, kw_names, kw_values, n_kw, &handled);
             if (handled) return r;
         }
-        if (callable->self->kind == V_TENSOR) {
+        if (callable->self->kind == V_TENSOR || callable->self->kind == V_COMPLEX) {
             return tensor_method_call(t, name, callable->self, args, n_args, kw_names, kw_values, n_kw);
         }
         return container_method(t, callable->self, name, args, n_args, kw_names, kw_values, n_kw);

@@ -89,9 +89,22 @@ def _number(v):
     return f"f{float(v)!r}" if isinstance(v, float) else f"i{int(v)}"
 
 
+_COMPLEX = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
 class _Encoder:
-    def __init__(self, inputs):
+    """Each tensor's reference: operand k is %k; a complex operand (its graph value the real pairs,
+    [..., 2]) is the result of a first call, aten::view_as_complex(%k), so the calls recorded on
+    the complex tensors start after those (`first`)."""
+
+    def __init__(self, inputs, pairs=()):
         self.refs = {id(t): f"%{k}" for k, t in enumerate(inputs)}
+        self.prelude = []
+        for k, t in enumerate(inputs):
+            if k in pairs:
+                self.refs[id(t)] = f"${len(self.prelude)}.0"
+                self.prelude.append(f"aten::view_as_complex(%{k})")
+        self.first = len(self.prelude)
         self.input_storages = {_storage(t) for t in inputs}
 
     def ref(self, t):
@@ -170,7 +183,7 @@ class _Encoder:
             encoded.append(self.arg(a.type, v))
         for t, r, e in _tensors_of(out, len(schema.returns)):
             if id(t) not in self.refs:
-                self.refs[id(t)] = f"${index}.{r}" + (f".{e}" if e >= 0 else "")
+                self.refs[id(t)] = f"${self.first + index}.{r}" + (f".{e}" if e >= 0 else "")
         name = f"aten::{schema.name.split('::', 1)[1]}" + (f".{schema.overload_name}" if schema.overload_name else "")
         return f"{name}({', '.join(encoded)})"
 
@@ -193,13 +206,13 @@ def _structure(v, enc, results):
             raise Refused("it returns one of its inputs")
         if _storage(v) in enc.input_storages:
             raise Refused("it returns a view of an input")
-        names = _DTYPES.get(v.dtype)
+        names = _DTYPES.get(_COMPLEX.get(v.dtype, v.dtype))
         if names is None or names[1] is None:
             raise Refused(f"a result of dtype {v.dtype}")
         if any(_storage(v) == _storage(o) for o, _ in results):
             raise Refused("two results share memory")
         results.append((v, ref))
-        return ("t", len(results) - 1)
+        return ("z" if v.dtype in _COMPLEX else "t", len(results) - 1)
     if v is None or isinstance(v, (bool, int, float)):
         return ("c", v)
     if isinstance(v, (tuple, list)):
@@ -226,25 +239,47 @@ def _top_level(fn, args, kwargs, out, enc):
     if packet is None:
         return None
     try:
-        op = getattr(packet, torch._C._jit_resolve_packet(f"aten::{name}", *args, **kwargs))
-        op_out = op(*args, **kwargs)
+        picked = torch._C._jit_resolve_packet(f"aten::{name}", *args, **kwargs)
     except Exception:  # noqa: BLE001 - no overload takes these arguments: the recorded calls instead
         return None
-    mine, theirs = _flat_tensors(out), _tensors_of(op_out, len(op._schema.returns))
-    if len(mine) != len(theirs) or any(a.shape != b.shape or a.dtype != b.dtype for a, (b, _, _) in zip(mine, theirs)):
-        return None
-    try:
-        call = enc.call(0, op, args, kwargs, op_out, top=True)
-    except (Refused, KeyError, TypeError, ValueError):
+    # the overload the binding picks; where a program cannot say its arguments (a number given for a
+    # Tensor parameter: mul.Tensor of a complex tensor and 2), another of the op's that takes them
+    for overload in [picked] + [o for o in packet.overloads() if o != picked and not o.endswith("out")]:
+        try:
+            op = getattr(packet, overload)
+            op_out = op(*args, **kwargs)
+        except Exception:  # noqa: BLE001
+            continue
+        mine, theirs = _flat_tensors(out), _tensors_of(op_out, len(op._schema.returns))
+        if len(mine) != len(theirs) or any(a.shape != b.shape or a.dtype != b.dtype for a, (b, _, _) in zip(mine, theirs)):
+            continue
+        try:
+            call = enc.call(0, op, args, kwargs, op_out, top=True)
+        except (Refused, KeyError, TypeError, ValueError):
+            continue
+        break
+    else:
         return None
     for t, (other, _, _) in zip(mine, theirs):
         enc.refs[id(t)] = enc.refs[id(other)]
     return call, enc
 
 
+def _input(dt, sizes, strides, pair):
+    x = torch.empty_strided(sizes, strides, dtype=_BY_NAME[dt], device="meta")
+    return torch.view_as_complex(x) if pair else x
+
+
 def record(fn, args, kwargs, metas):
-    """(program, result types, result strides, structure), or a str: why fn cannot be one pt2.aten."""
-    inputs = [torch.empty_strided(sizes, strides, dtype=_BY_NAME[dt], device="meta") for dt, sizes, strides in metas]
+    """(program, result types, result strides, structure), or a str: why fn cannot be one pt2.aten.
+    metas: each operand's (dtype, sizes, strides, pair): a pair operand is a complex tensor's real
+    pairs (view_as_real's [..., 2]), which the function gets as the complex tensor; a complex result
+    is handed back the same way (its structure's "z", the program's last calls view_as_real)."""
+    pairs = {k for k, m in enumerate(metas) if m[3]}
+    try:
+        inputs = [_input(*m) for m in metas]
+    except RuntimeError as e:  # a pair whose strides view_as_complex refuses
+        return f"a complex operand ({str(e).splitlines()[0]})"
     args, kwargs = _replace(args, inputs), {k: _replace(v, inputs) for k, v in kwargs.items()}
     rec = _Recorder()
     try:
@@ -255,14 +290,14 @@ def record(fn, args, kwargs, metas):
     try:
         if not rec.calls:
             raise Refused("it dispatches no aten op")
-        enc, why = _Encoder(inputs), None
+        enc, why = _Encoder(inputs, pairs), None
         try:  # every call checked; their program, where the binding's own op cannot be one
             calls = [enc.call(i, f, a, k, o) for i, (f, a, k, o) in enumerate(rec.calls)]
         except Unsafe:
             raise
         except Refused as e:
             why = e
-        top = _top_level(fn, args, kwargs, out, _Encoder(inputs))
+        top = _top_level(fn, args, kwargs, out, _Encoder(inputs, pairs))
         if top is not None:
             calls, enc = [top[0]], top[1]
         elif why is not None:
@@ -277,6 +312,11 @@ def record(fn, args, kwargs, metas):
             raise Refused("it returns more than 4 tensors")
     except (Refused, KeyError, TypeError, ValueError) as e:
         return str(e) if isinstance(e, Refused) else f"an argument of no known encoding ({type(e).__name__}: {e})"
+    calls = enc.prelude + calls
+    for j, (t, ref) in enumerate(results):  # a complex result as its real pairs: resolve_conj, then view_as_real
+        if t.dtype in _COMPLEX:
+            calls += [f"aten::resolve_conj({ref})", f"aten::view_as_real(${len(calls)}.0)"]
+            results[j] = (torch.view_as_real(t.resolve_conj() if t.is_conj() else t), f"${len(calls) - 1}.0")
     program = " ; ".join(calls) + " -> " + ", ".join(ref for _, ref in results)
     types = ";".join(f"{_DTYPES[t.dtype][1]}[{','.join(str(s) for s in t.shape)}]" for t, _ in results)
     strides = tuple(tuple(t.stride()) for t, _ in results)

@@ -3,7 +3,8 @@ passes/gpu_aten.c, runtime/gpu_aten.c, capture/aten_calls.cpp), against eager CU
 linear algebra on odd sizes, batches, f32/f64 and transposed inputs between generated kernels, in one
 graph; results of several tensors and struct sequences; eager's exception for a singular matrix; a
 CPU tensor among the operands still a break; mode="reduce-overhead" computes what eager does (a call
-whose kernels synchronize cannot be captured: the launches go one by one, with the warning).
+whose kernels synchronize cannot be captured: the launches go one by one, with the warning); complex
+values made in the graph (FFTs, a rotary embedding) as their real pairs.
 tests/gpu/test_gpu_aten_fake.py checks what the plan hands the kernel without a GPU."""
 import warnings
 
@@ -97,3 +98,17 @@ def test_reduce_overhead_matches_eager():
             close(g(a), f(a), 1e-4)
         b = spd(5)
         close(g(b), f(b), 1e-4)
+
+
+def test_complex_values_made_on_the_device():
+    # complex tensors as their real pairs (capture/complex.c): cuFFT through the aten entries
+    x = torch.randn(3, 7, 6, device="cuda")
+    one_graph(lambda x: torch.fft.fftn(x, dim=(1, 2)).real + x, x)
+    one_graph(lambda x: torch.fft.rfft(x.relu()) * 2, x)
+
+    def rope(q, angles):
+        freqs = torch.polar(torch.ones_like(angles), angles)
+        qc = torch.view_as_complex(q.reshape(*q.shape[:-1], -1, 2)) * freqs.unsqueeze(0).unsqueeze(2)
+        return torch.view_as_real(qc).flatten(3)
+
+    one_graph(rope, torch.randn(2, 5, 3, 8, device="cuda"), torch.randn(5, 4, device="cuda"))

@@ -1,0 +1,102 @@
+"""Complex tensors made in the trace, as their real pairs (capture/complex.c): torch.fft's results,
+torch.polar's, view_as_complex of a real tensor; their real and imag parts, views over their dims,
+operators and methods (pt2.aten ops on the pairs viewed as complex), complex results handed back,
+and complex values live at a graph break, against eager on odd sizes, float32 and float64."""
+import pytest
+import torch
+
+import pt2
+from eager_check import check
+
+torch.manual_seed(0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fnet_mixing_then_layer_norm(dtype):
+    ln = torch.nn.LayerNorm(6).to(dtype)
+
+    def f(x):
+        return ln(x + torch.fft.fftn(x, dim=(1, 2)).real)
+
+    check(f, torch.randn(3, 7, 6, dtype=dtype), tol=1e-4)
+
+
+def test_spectra_and_round_trips():
+    x = torch.randn(2, 5, 9)
+    check(lambda x: torch.fft.rfft(x.relu()).abs() * 2, x, tol=1e-4)
+    check(lambda x: torch.fft.irfft(torch.fft.rfft(x) * 2, n=x.shape[-1]) - x, x, tol=1e-4)
+    check(lambda x: torch.fft.ifft(torch.fft.fft(x, dim=1) * 0.5 - 1, dim=1).imag, x, tol=1e-4)
+    check(lambda x: torch.fft.rfft(x).angle(), x, tol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_complex_results_handed_back(dtype):
+    x = torch.randn(4, 7, dtype=dtype)
+    got = check(lambda x: (torch.fft.fft(x + 1), torch.fft.rfft2(x).conj()), x, tol=1e-4)
+    assert got[0].dtype == (torch.complex64 if dtype == torch.float32 else torch.complex128)
+    check(lambda x: torch.fft.fft(x).transpose(0, 1)[1:5], x, tol=1e-4)
+
+
+def test_rotary_embedding_as_llama_writes_it():
+    def rope(q, angles):
+        freqs = torch.polar(torch.ones_like(angles), angles)  # [L, D/2] complex
+        qc = torch.view_as_complex(q.float().reshape(*q.shape[:-1], -1, 2))  # [B, L, H, D/2]
+        qc = qc * freqs.unsqueeze(0).unsqueeze(2)
+        return torch.view_as_real(qc).flatten(3).type_as(q)
+
+    q, angles = torch.randn(2, 5, 3, 8), torch.randn(5, 4)
+    check(rope, q, angles, tol=1e-4)
+
+
+def test_parts_attributes_and_views():
+    def f(x):
+        c = torch.fft.fft(x)
+        d = c.reshape(-1, 3).permute(1, 0).unsqueeze(0).flatten(1)
+        return (c.real, c.imag, (-c).real, c.conj().imag, c.shape, c.dtype, c.ndim, c.size(1), c.dim(), c.is_complex(),
+                torch.real(d) + torch.imag(d), c[..., 1:3].real, c[0].imag, (c + c.real).imag, (2 - c).real, (c * 3).imag)
+
+    check(f, torch.randn(4, 6), tol=1e-4)
+
+
+def test_complex_value_live_at_a_break():
+    def f(x):
+        c = torch.fft.fft(x)
+        if x.sum() > 0:  # data-dependent: a break with c live, handed on as view_as_complex of the pairs
+            c = c * 2
+        return c.real + 1, c
+
+    # the code after the break reads c, a complex tensor from outside its trace: that still breaks
+    check(f, torch.randn(3, 5).abs(), tol=1e-4, graphs=1, breaks=2)
+
+
+def test_in_place_writes_reach_every_alias():
+    def ops(x):
+        c = torch.fft.fft(x)
+        d = c
+        c *= 2
+        c += 1
+        return d.real, c.imag
+
+    def through_views(x):
+        c = torch.fft.fft(x)
+        c.real.mul_(2)
+        v = c[0]
+        v -= 1
+        return c
+
+    check(ops, torch.randn(3, 4), tol=1e-4)
+    check(through_views, torch.randn(3, 4), tol=1e-4)
+
+
+def test_complex_tensors_from_outside_still_break():
+    z = torch.randn(3, 4, dtype=torch.complex64)
+    info = pt2.explain(lambda z: (z * 2).real)(z)
+    assert info.graph_break_count >= 1 and "dtype not supported" in info.break_reasons[0].reason
+    torch.testing.assert_close(pt2.compile(lambda z: (z * 2).real)(z), (z * 2).real)
+
+
+def test_view_as_complex_checks_eager_s_layout():
+    f = pt2.compile(lambda x: torch.view_as_complex(x.t()).real)
+    with pytest.raises(RuntimeError, match="last dimension with stride 1"):
+        f(torch.randn(2, 6))
+    check(lambda x: torch.view_as_complex(x.t().contiguous() * 2).imag, torch.randn(2, 6))
