@@ -152,7 +152,8 @@ static PyObject *metas_of(Trace *t, const Operands *ops, char *text, size_t cap)
             PyTuple_SET_ITEM(st, d, PyLong_FromLongLong(strides[d]));
             if (len + 24 < cap) len += (size_t)snprintf(text + len, cap - len, "%s%lld", d ? "," : "", (long long)strides[d]);
         }
-        PyList_SET_ITEM(metas, k, Py_BuildValue("(sNNO)", pt2DTypeName(v->dtype), sizes, st, ops->pair[k] ? Py_True : Py_False));
+        PyObject *pair = ops->pair[k] ? Py_True : Py_False;
+        PyList_SET_ITEM(metas, k, Py_BuildValue("(sNNO)", pt2DTypeName(v->dtype), sizes, st, pair));
     }
     return metas;
 }

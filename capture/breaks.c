@@ -196,6 +196,12 @@ static bool emit_source(Emit *e, const Source *s) {
         if (!emit_source(e, s->base)) return false;
         pt2_asm_call(e->a, 0);
         return true;
+    case SRC_PAIRS: /* torch.view_as_real(base) */
+        pt2_asm_push_null(e->a);
+        pt2_asm_load_const(e->a, pt2_complex_pairs_fn());
+        if (!emit_source(e, s->base)) return false;
+        pt2_asm_call(e->a, 1);
+        return true;
     case SRC_CLOSURE: /* the replacement runs in the frame: its free cells are there */
         pt2_asm_emit(e->a, pt2_bc_opcode("LOAD_DEREF"), (int)(e->code->co_nlocalsplus - e->code->co_nfreevars + s->index));
         return true;
@@ -553,18 +559,12 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         Py_DECREF(names);
         return !e->failed;
     }
-    case V_COMPLEX: { /* torch.view_as_complex(pairs): complex.c */
-        static PyObject *as_complex;
-        if (!as_complex && !(as_complex = pt2_import_attr("torch", "view_as_complex"))) {
-            PyErr_Clear();
-            return fail(e, "torch.view_as_complex not found");
-        }
+    case V_COMPLEX: /* torch.view_as_complex(pairs): complex.c */
         pt2_asm_push_null(e->a);
-        pt2_asm_load_const(e->a, as_complex);
+        pt2_asm_load_const(e->a, pt2_complex_of_pairs_fn());
         if (!emit_var(e, v->items[0], depth + 1)) return false;
         pt2_asm_call(e->a, 1);
         return !e->failed;
-    }
     case V_MODULE: case V_OBJECT: case V_CALLABLE: case V_FUNCTION:
         if (is_grad_exit(v)) return emit_grad_exit(e, v);
         if (is_noop_exit(v)) return emit_noop_exit(e);

@@ -82,6 +82,11 @@ const char *guards_text(const Pt2Guards *g, int i);
 
 int values_init(void);
 PyObject *torch_dtype_of(Pt2DType dt); /* borrowed */
+/* torch.view_as_real(x) of a complex64/complex128 tensor x without a conjugate bit (a new reference), else
+ * NULL with no exception (complex.c: SRC_PAIRS's step); the function itself, borrowed. */
+PyObject *pt2_complex_pairs(PyObject *x);
+PyObject *pt2_complex_pairs_fn(void);
+PyObject *pt2_complex_of_pairs_fn(void); /* torch.view_as_complex, borrowed */
 Pt2DType dtype_of_torch(PyObject *torch_dtype);
 int interp_init(void);
 Var *interp_run_root(Trace *t, const Pt2FrameInputs *in);

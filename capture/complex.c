@@ -34,6 +34,62 @@ Var *tensor_attr(Trace *t, Var *x, const char *name);
 
 static Var *pairs_of(Var *c) { return c->items[0]; }
 
+/* torch.<name>, borrowed (NULL with no exception if there is none). */
+static PyObject *torch_fn(const char *name) {
+    PyObject *f = pt2_import_attr("torch", name);
+    PyErr_Clear();
+    Py_XDECREF(f); /* the module holds it */
+    return f;
+}
+
+PyObject *pt2_complex_pairs_fn(void) {
+    static PyObject *as_real;
+    if (!as_real) as_real = torch_fn("view_as_real");
+    return as_real;
+}
+
+PyObject *pt2_complex_of_pairs_fn(void) {
+    static PyObject *as_complex;
+    if (!as_complex) as_complex = torch_fn("view_as_complex");
+    return as_complex;
+}
+
+/* The complex dtype of tensor x (torch.complex64 or complex128, borrowed), or NULL. */
+static PyObject *complex_dtype_of(PyObject *x) {
+    static PyObject *c64, *c128;
+    if (!c64) c64 = torch_fn("complex64"), c128 = torch_fn("complex128");
+    PyObject *dt = PyObject_GetAttrString(x, "dtype");
+    PyErr_Clear();
+    PyObject *r = dt && (dt == c64 || dt == c128) ? dt : NULL;
+    Py_XDECREF(dt);
+    return r;
+}
+
+PyObject *pt2_complex_pairs(PyObject *x) {
+    static PyObject *is_conj;
+    if (!is_conj) is_conj = PyUnicode_InternFromString("is_conj");
+    PyObject *conj = complex_dtype_of(x) ? PyObject_CallMethodNoArgs(x, is_conj) : NULL;
+    PyObject *r = conj == Py_False && pt2_complex_pairs_fn() ? PyObject_CallOneArg(pt2_complex_pairs_fn(), x) : NULL;
+    Py_XDECREF(conj);
+    if (!r) PyErr_Clear();
+    return r;
+}
+
+Var *complex_input(Trace *t, PyObject *value, Source *source) {
+    if (!complex_dtype_of(value)) {
+        return trace_break(t, "tensor dtype not supported by pt2 (complex32, uint16, float8, ...)");
+    }
+    if (!source) return trace_break(t, "internal: a complex tensor without a source");
+    PyObject *pairs = pt2_complex_pairs(value);
+    if (!pairs) {
+        return trace_break(t, "a conjugate view of a complex tensor (z.conj(); resolve_conj() makes a plain tensor)");
+    }
+    trace_keep(t, pairs);
+    Py_DECREF(pairs);
+    Var *p = trace_wrap(t, pairs, source_derived(t, SRC_PAIRS, source, 0, NULL));
+    return p && p->kind == V_TENSOR ? complex_of_pairs(t, p) : p;
+}
+
 bool complex_among(Var **args, int n) {
     for (int i = 0; i < n; ++i) {
         if (!args[i]) continue;
@@ -48,7 +104,9 @@ bool complex_among(Var **args, int n) {
 
 Var *complex_assign_inplace(Trace *t, Var *c, Var *value, const char *what) {
     if (!value) return NULL;
-    if (value->kind != V_COMPLEX) return trace_break(t, "in-place %s on a complex tensor with a result that is not complex", what);
+    if (value->kind != V_COMPLEX) {
+        return trace_break(t, "in-place %s on a complex tensor with a result that is not complex", what);
+    }
     /* the pairs are the complex tensor's memory: written in place, every alias and view sees it */
     return trace_assign_inplace(t, pairs_of(c), pairs_of(value), what) ? c : NULL;
 }
@@ -109,7 +167,9 @@ static Var *shape_with(Trace *t, Var **args, int n, int64_t last) {
     if (n == 1 && (args[0]->kind == V_TUPLE || args[0]->kind == V_LIST)) items = args[0]->items, m = args[0]->n_items;
     if (n == 1 && args[0]->kind == V_CONST && PyTuple_Check(args[0]->obj)) {
         Var *r = var_new(t, V_TUPLE);
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[0]->obj); ++i) var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(args[0]->obj, i)));
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[0]->obj); ++i) {
+            var_push_item(t, r, var_const(t, PyTuple_GET_ITEM(args[0]->obj, i)));
+        }
         var_push_item(t, r, int_const(t, last));
         return r;
     }
@@ -124,7 +184,8 @@ static Var *complex_view(Trace *t, const char *name, Var *c, Var **args, int n, 
     int r = pairs_of(c)->rank - 1;
     *handled = true;
     if (!strcmp(name, "reshape") || !strcmp(name, "view")) {
-        if (n == 1 && args[0]->kind == V_CONST && !PyTuple_Check(args[0]->obj) && !PyLong_Check(args[0]->obj)) { /* view(dtype) */
+        bool dtype = n == 1 && args[0]->kind == V_CONST && !PyTuple_Check(args[0]->obj) && !PyLong_Check(args[0]->obj);
+        if (dtype) {
             return trace_break(t, "Tensor.view(dtype) of a complex tensor");
         }
         Var *shape = shape_with(t, args, n, 2);
@@ -170,14 +231,17 @@ static Var *complex_view(Trace *t, const char *name, Var *c, Var **args, int n, 
         return pairs_method(t, "flatten", c, dims, 2, true);
     }
     if (!strcmp(name, "contiguous") || !strcmp(name, "clone") || !strcmp(name, "detach")) {
-        return n ? trace_break(t, "Tensor.%s of a complex tensor with arguments", name) : pairs_method(t, name, c, NULL, 0, true);
+        if (n) return trace_break(t, "Tensor.%s of a complex tensor with arguments", name);
+        return pairs_method(t, name, c, NULL, 0, true);
     }
     if (!strcmp(name, "resolve_conj") || !strcmp(name, "resolve_neg")) return c; /* pairs hold no lazy conjugation */
     if (!strcmp(name, "dim") && n == 0) return int_const(t, r);
     if (!strcmp(name, "size")) {
         Var *shape = complex_attr(t, c, "shape");
         if (!shape || n == 0) return shape;
-        if (n != 1 || !int_arg(t, args, n, 0, 0, &a) || (a = pair_dim(t, a, r, 0)) < 0) return t->broke ? NULL : trace_break(t, "Tensor.size of a complex tensor");
+        if (n != 1 || !int_arg(t, args, n, 0, 0, &a) || (a = pair_dim(t, a, r, 0)) < 0) {
+            return t->broke ? NULL : trace_break(t, "Tensor.size of a complex tensor");
+        }
         return shape->items[a];
     }
     *handled = false;
@@ -205,7 +269,9 @@ Var *complex_attr(Trace *t, Var *c, const char *name) {
         if (!strcmp(name, same[i])) return tensor_attr(t, p, name);
     }
     size_t len = strlen(name);
-    if (len > 1 && name[len - 1] == '_' && name[len - 2] != '_') return trace_break(t, "Tensor.%s of a complex tensor (in place)", name);
+    if (len > 1 && name[len - 1] == '_' && name[len - 2] != '_') {
+        return trace_break(t, "Tensor.%s of a complex tensor (in place)", name);
+    }
     if (aten_method_known(name) || !strcmp(name, "__getitem__")) {
         Var *m = var_new(t, V_METHOD);
         m->self = c;
@@ -217,8 +283,8 @@ Var *complex_attr(Trace *t, Var *c, const char *name) {
     return trace_break(t, "attribute '%s' of a complex tensor is not supported", name);
 }
 
-Var *complex_method_call(Trace *t, const char *name, Var *c, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
-                         int n_kw) {
+Var *complex_method_call(Trace *t, const char *name, Var *c, Var **args, int n_args, PyObject *kw_names,
+                         Var **kw_values, int n_kw) {
     if (!strcmp(name, "__getitem__") && n_args == 1 && n_kw == 0) return complex_subscript(t, c, args[0]);
     if (!strcmp(name, "is_complex") && n_args + n_kw == 0) return var_const(t, Py_True);
     bool handled = false;
@@ -228,8 +294,8 @@ Var *complex_method_call(Trace *t, const char *name, Var *c, Var **args, int n_a
     with_self[0] = c;
     memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
     /* conj() is a lazy view of its input in eager; its values are conj_physical's */
-    r = aten_record_method(t, !strcmp(name, "conj") ? "conj_physical" : name, with_self, n_args + 1, kw_names, with_self + 1 + n_args,
-                           n_kw, &handled);
+    const char *method = !strcmp(name, "conj") ? "conj_physical" : name;
+    r = aten_record_method(t, method, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
     return handled ? r : trace_break(t, "Tensor.%s of a complex tensor is not supported", name);
 }
 
@@ -241,21 +307,15 @@ Var *complex_subscript(Trace *t, Var *c, Var *index) {
     if (index->kind == V_TUPLE) {
         for (int i = 0; i < index->n_items; ++i) var_push_item(t, idx, index->items[i]);
     } else if (index->kind == V_CONST && PyTuple_Check(index->obj)) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(index->obj); ++i) var_push_item(t, idx, var_const(t, PyTuple_GET_ITEM(index->obj, i)));
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(index->obj); ++i) {
+            var_push_item(t, idx, var_const(t, PyTuple_GET_ITEM(index->obj, i)));
+        }
     } else {
         var_push_item(t, idx, index);
     }
     var_push_item(t, idx, all);
     Var *r = trace_subscript(t, pairs_of(c), idx);
     return r ? complex_of_pairs(t, r) : NULL;
-}
-
-/* torch.<name>, borrowed (NULL with no exception if there is none). */
-static PyObject *torch_fn(const char *name) {
-    PyObject *f = pt2_import_attr("torch", name);
-    PyErr_Clear();
-    Py_XDECREF(f); /* the module holds it */
-    return f;
 }
 
 Var *complex_binary_op(Trace *t, const char *op, Var *a, Var *b) {

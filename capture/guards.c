@@ -136,6 +136,9 @@ PyObject *guards_source_step(SourceKind kind, Py_ssize_t index, PyObject *name, 
     case SRC_WEAKREF: /* a C read, no Python code; not decided by tags (the referent can die) */
         if (PyWeakref_CheckRefExact(base)) r = Py_NewRef(PyWeakref_GetObject(base));
         break;
+    case SRC_PAIRS: /* torch's C function, a fresh view each time; NULL (a failed guard) for no complex tensor */
+        r = pt2_complex_pairs(base);
+        break;
     case SRC_ITEM:
         if (name) {
             if (PyDict_Check(base)) {

@@ -490,11 +490,9 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
         Py_XDECREF(base);
         return r;
     }
-    case OUT_COMPLEX: { /* the pairs a kernel wrote are contiguous; a view of an input's, eager's strides */
-        static PyObject *as_complex;
-        if (!as_complex && !(as_complex = pt2_import_attr("torch", "view_as_complex"))) return NULL;
+    case OUT_COMPLEX: {
         PyObject *pairs = build_value(&n->children[0], b);
-        PyObject *r = pairs ? PyObject_CallOneArg(as_complex, pairs) : NULL;
+        PyObject *r = pairs ? PyObject_CallOneArg(pt2_complex_of_pairs_fn(), pairs) : NULL;
         Py_XDECREF(pairs);
         return r;
     }

@@ -650,7 +650,8 @@ Var *tensor_method_call(Trace *t, const char *name, Var *self, Var **args, int n
     memcpy(with_self + 1, args, sizeof(Var *) * (size_t)(n_args + n_kw));
     if (!rule) {
         bool handled = false;
-        Var *r = complex ? NULL : polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
+        Var *r = NULL;
+        if (!complex) r = polyfill_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
         if (!handled) r = aten_record_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw, &handled);
         if (handled) return r; /* (the C method's kernel in the graph: aten_calls.c) */
         return tensor_inplace_method(t, name, with_self, n_args + 1, kw_names, with_self + 1 + n_args, n_kw);

@@ -39,6 +39,7 @@ typedef enum SourceKind {
                      (fixed by the guards on the function's identity or its class) */
     SRC_WEAKREF,  /* base(), base an exact weakref.ref: its referent, or None once it died */
     SRC_DRAW,     /* name = (fn, args, kwargs): fn(*args, **kwargs), a random draw made at each fetch (draws.c) */
+    SRC_PAIRS,    /* torch.view_as_real(base), base a complex tensor without a conjugate bit (complex.c) */
 } SourceKind;
 
 typedef struct Source {
@@ -75,7 +76,7 @@ typedef enum VarKind {
     V_PARTIAL,   /* functools.partial: items = [func, args tuple, keywords dict] (partials.c) */
     V_EXC,       /* an exception raised or made in the trace (exceptions.c): exc_type, obj NULL;
                     exc_type NULL: the exception being handled outside the trace (or none) */
-    V_COMPLEX,   /* a complex tensor made in the trace: items[0] = its real pairs, a float [..., 2] V_TENSOR (complex.c) */
+    V_COMPLEX,   /* a complex tensor: items[0] = its real pairs, a float [..., 2] V_TENSOR (complex.c) */
 } VarKind;
 
 typedef struct Var {
@@ -591,9 +592,12 @@ bool aten_method_known(const char *name);
  * attributes, methods, subscripts and operators, and the torch functions that read or make it without a
  * kernel (view_as_complex, view_as_real, real, imag: *handled false for other calls). */
 Var *complex_of_pairs(Trace *t, Var *pairs);
+/* A complex tensor from outside the trace (`source`): a graph input of its pairs (SRC_PAIRS); else a break
+ * for its dtype (values.c reads no other dtype pt2 has no tensors of). */
+Var *complex_input(Trace *t, PyObject *value, Source *source);
 Var *complex_attr(Trace *t, Var *c, const char *name);
-Var *complex_method_call(Trace *t, const char *name, Var *c, Var **args, int n_args, PyObject *kw_names, Var **kw_values,
-                         int n_kw);
+Var *complex_method_call(Trace *t, const char *name, Var *c, Var **args, int n_args, PyObject *kw_names,
+                         Var **kw_values, int n_kw);
 Var *complex_subscript(Trace *t, Var *c, Var *index);
 Var *complex_binary_op(Trace *t, const char *op, Var *a, Var *b);
 Var *complex_unary_op(Trace *t, const char *op, Var *a);

@@ -90,6 +90,7 @@ void source_describe(const Source *s, PyCodeObject *code, char *buf, size_t cap)
     case SRC_CTXVAR: snprintf(buf, cap, "%s.get()", base); break;
     case SRC_ITER_REST: snprintf(buf, cap, "rest(%s)", base); break;
     case SRC_WEAKREF: snprintf(buf, cap, "%s()", base); break;
+    case SRC_PAIRS: snprintf(buf, cap, "torch.view_as_real(%s)", base); break;
     case SRC_DRAW: {
         PyObject *fn = PyTuple_GET_ITEM(s->name, 0), *qual = PyObject_GetAttrString(fn, "__name__");
         snprintf(buf, cap, "draw torch.%s(...)", qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "?");
@@ -375,7 +376,7 @@ static Var *wrap_tensor(Trace *t, PyObject *value, Source *source) {
     Py_XDECREF(strided);
     PyErr_Clear();
     if (!dense) return trace_break(t, "sparse or non-strided tensor");
-    if (m.dtype == PT2_DTYPE_INVALID) return trace_break(t, "tensor dtype not supported by pt2 (complex, uint16, float8, ...)");
+    if (m.dtype == PT2_DTYPE_INVALID) return complex_input(t, value, source); /* else a break */
     if (m.neg_view) return trace_break(t, "a negative view (z.conj().imag; resolve_neg() makes a plain tensor)");
     if (m.wrapped) return trace_break(t, "a tensor of a torch.func transform (vmap, grad, jvp): the transform runs it");
     if (m.requires_grad && t->grad_enabled) {
@@ -751,7 +752,8 @@ Var *trace_call(Trace *t, Var *callable, Var **args, int n_args, PyObject *kw_na
             }
             return trace_break(t, "calling a context manager object");
         }
-        const RuleEntry *rule = complex_among(args, n_args) || complex_among(kw_values, n_kw) ? NULL : rule_for(callable->obj);
+        bool complex = complex_among(args, n_args) || complex_among(kw_values, n_kw); /* no rule takes one */
+        const RuleEntry *rule = complex ? NULL : rule_for(callable->obj);
         if (rule) return rule_apply(t, rule, args, n_args, kw_names, kw_values, n_kw);
         break;
     }

@@ -251,7 +251,8 @@ def _top_level(fn, args, kwargs, out, enc):
         except Exception:  # noqa: BLE001
             continue
         mine, theirs = _flat_tensors(out), _tensors_of(op_out, len(op._schema.returns))
-        if len(mine) != len(theirs) or any(a.shape != b.shape or a.dtype != b.dtype for a, (b, _, _) in zip(mine, theirs)):
+        if len(mine) != len(theirs) or any(a.shape != b.shape or a.dtype != b.dtype
+                                           for a, (b, _, _) in zip(mine, theirs)):
             continue
         try:
             call = enc.call(0, op, args, kwargs, op_out, top=True)
