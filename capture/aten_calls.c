@@ -44,10 +44,25 @@ static PyObject *tensor_c_method(const char *name) {
 
 bool aten_method_known(const char *name) { return tensor_c_method(name) != NULL; }
 
+/* Whether f is an op of torch.ops.aten (an OpOverload or OpOverloadPacket; wrappers.c hands over those with
+ * no public torch function). */
+static bool aten_op_object(PyObject *f) {
+    const char *ty = Py_TYPE(f)->tp_name;
+    bool packet = strcmp(ty, "OpOverloadPacket") == 0;
+    if (strcmp(ty, "OpOverload") != 0 && !packet) return false;
+    PyObject *ns = PyObject_GetAttrString(f, packet ? "_qualified_op_name" : "namespace"); /* "aten::x", "aten" */
+    const char *s = ns && PyUnicode_Check(ns) ? PyUnicode_AsUTF8(ns) : "";
+    bool aten = strncmp(s, "aten", 4) == 0 && (s[4] == 0 || s[4] == ':');
+    Py_XDECREF(ns);
+    PyErr_Clear();
+    return aten;
+}
+
 /* Whether f is one of torch's bound C functions: torch.<name>
  * (_VariableFunctions), torch.linalg's, torch.fft's, torch.special's, torch._C._nn's;
  * or a C method of torch's tensors. */
 static bool torch_function(PyObject *f) {
+    if (aten_op_object(f)) return true;
     if (PyObject_TypeCheck(f, &PyMethodDescr_Type)) return tensor_c_method(((PyMethodDescrObject *)f)->d_method->ml_name) == f;
     if (!PyCFunction_Check(f)) return false;
     PyObject *self = PyCFunction_GET_SELF(f);
@@ -232,7 +247,15 @@ Var *aten_record_call(Trace *t, PyObject *fn, Var **args, int n_args, PyObject *
     }
     *handled = true;
     bool method = PyObject_TypeCheck(fn, &PyMethodDescr_Type);
-    const char *name = method ? ((PyMethodDescrObject *)fn)->d_method->ml_name : ((PyCFunctionObject *)fn)->m_ml->ml_name;
+    const char *name = method ? ((PyMethodDescrObject *)fn)->d_method->ml_name : NULL;
+    if (aten_op_object(fn)) { /* torch.ops.aten's: "_safe_softmax.default" */
+        PyObject *op = PyObject_GetAttrString(fn, "__name__");
+        name = op && PyUnicode_Check(op) ? PyUnicode_AsUTF8(trace_keep(t, op)) : "aten op";
+        Py_XDECREF(op);
+        PyErr_Clear();
+    } else if (!method) {
+        name = ((PyCFunctionObject *)fn)->m_ml->ml_name;
+    }
     if (PyUnicode_Check(r)) {
         Var *b = trace_break(t, "call to a C %s%s that pt2 does not know and cannot call in the graph: %s",
                              method ? "method Tensor." : "function ", name, PyUnicode_AsUTF8(r));

@@ -448,10 +448,14 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
         return grouped_mm_fallback_call(t, args, n_args, kw_names, kw_values, n_kw);
     }
     char name[96] = "";
-    if (q && strncmp(q, "aten::", 6) == 0 && q[6] != '_' && strlen(q + 6) < sizeof name) snprintf(name, sizeof name, "%s", q + 6);
+    bool aten = q && strncmp(q, "aten::", 6) == 0;
+    if (aten && q[6] != '_' && strlen(q + 6) < sizeof name) snprintf(name, sizeof name, "%s", q + 6);
     Py_XDECREF(qual);
     PyErr_Clear();
-    if (!name[0]) return NULL;
+    bool handled = false;
+    /* an aten op torch has no public function for (aten::_safe_softmax): the op itself as a pt2.aten */
+    Var *r = !name[0] && aten ? aten_record_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled) : NULL;
+    if (handled || !name[0]) return r;
     /* aten::slice has no torch.slice: its Python form (pt2/_polyfills_functional.py) */
     if (strcmp(name, "slice") == 0) return polyfill_form(t, "aten_slice", args, n_args, kw_names, kw_values, n_kw);
     PyObject *fn = pt2_import_attr("torch", name);

@@ -234,12 +234,18 @@ def _top_level(fn, args, kwargs, out, enc):
     results mapped onto the tensors fn returned; None where there is no such op or the results do not
     line up.  It runs on the CPU what eager's binding runs: a composite's C++ that branches on the device
     or on tensor subclasses (max_pool1d's CPU kernel, which meta tensors never reach) takes eager's branch."""
-    name = getattr(fn, "__name__", "")
-    packet = getattr(torch.ops.aten, name, None)
+    if isinstance(fn, torch._ops.OpOverload):  # torch.ops.aten.<op>.<overload> called itself
+        packet, name = fn.overloadpacket, fn._schema.name.split("::", 1)[1]
+    elif isinstance(fn, torch._ops.OpOverloadPacket):
+        packet, name = fn, fn._qualified_op_name.split("::", 1)[1]
+    else:
+        name = getattr(fn, "__name__", "")
+        packet = getattr(torch.ops.aten, name, None)
     if packet is None:
         return None
     try:
-        picked = torch._C._jit_resolve_packet(f"aten::{name}", *args, **kwargs)
+        picked = fn._overloadname if isinstance(fn, torch._ops.OpOverload) else \
+            torch._C._jit_resolve_packet(f"aten::{name}", *args, **kwargs)
     except Exception:  # noqa: BLE001 - no overload takes these arguments: the recorded calls instead
         return None
     # the overload the binding picks; where a program cannot say its arguments (a number given for a

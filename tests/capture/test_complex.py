@@ -138,3 +138,10 @@ def test_view_as_complex_checks_eager_s_layout():
     with pytest.raises(RuntimeError, match="last dimension with stride 1"):
         f(torch.randn(2, 6))
     check(lambda x: torch.view_as_complex(x.t().contiguous() * 2).imag, torch.randn(2, 6))
+
+
+def test_aten_ops_called_themselves():
+    # torch.ops.aten ops torch has no public function for: the op itself as one pt2.aten
+    x = torch.randn(4, 7)
+    check(lambda x: torch.ops.aten._safe_softmax.default(x, 1) + 1, x)
+    check(lambda x: torch.ops.aten._softmax_backward_data(x.softmax(1), x.softmax(1), 1, torch.float32) * 2, x)
