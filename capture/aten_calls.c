@@ -103,7 +103,10 @@ static bool plain_constant(PyObject *o) {
         device = pt2_import_attr("torch", "device");
         PyErr_Clear();
     }
-    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o)) return true;
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyComplex_CheckExact(o) ||
+        PyUnicode_CheckExact(o)) {
+        return true;
+    }
     PyObject *types[] = {dtype, layout, format, device};
     for (int i = 0; i < 4; ++i) {
         if (types[i] && PyObject_TypeCheck(o, (PyTypeObject *)types[i])) return true;

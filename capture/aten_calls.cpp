@@ -173,6 +173,7 @@ struct Run {
         case PT2_ATEN_OPERAND: case PT2_ATEN_RESULT: return tensor(a);
         case PT2_ATEN_INT: case PT2_ATEN_LAYOUT: case PT2_ATEN_FORMAT: return c10::IValue(a.i);
         case PT2_ATEN_FLOAT: return c10::IValue(a.f);
+        case PT2_ATEN_COMPLEX: return c10::IValue(c10::complex<double>(a.f, a.f_imag));
         case PT2_ATEN_BOOL: return c10::IValue(a.i != 0);
         case PT2_ATEN_NONE: return c10::IValue();
         case PT2_ATEN_STR: return c10::IValue(std::string(a.s, static_cast<size_t>(a.len)));

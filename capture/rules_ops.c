@@ -112,7 +112,11 @@ static Var *set_operator(Trace *t, const char *op, Var *a, Var *b) {
 
 Var *trace_binary_op(Trace *t, const char *op, Var *a, Var *b) {
     if (!a || !b) return trace_break(t, "internal: operand missing");
-    if (a->kind == V_COMPLEX || b->kind == V_COMPLEX) return complex_binary_op(t, op, a, b);
+    bool imaginary = (a->kind == V_CONST && PyComplex_CheckExact(a->obj)) ||
+                     (b->kind == V_CONST && PyComplex_CheckExact(b->obj)); /* x * 1j: complex.c */
+    if (a->kind == V_COMPLEX || b->kind == V_COMPLEX || (imaginary && (a->kind == V_TENSOR || b->kind == V_TENSOR))) {
+        return complex_binary_op(t, op, a, b);
+    }
     if ((a->kind == V_TENSOR && a->known) || (b->kind == V_TENSOR && b->known)) {
         /* a 0-d tensor known at trace time (torch.div of sizes) with a number: known too */
         PyObject *fn = operator_function(op);

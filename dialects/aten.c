@@ -14,6 +14,7 @@
  * references the op returns.  Each argument, in the schema's order, is
  *   %k          operand k                 $c.r / $c.r.e  result r of call c (element e of a list)
  *   i<int>      f<float>  b0 b1  n (None) s<length>:<bytes>  d<dtype>  D (the kernel's device)
+ *   c<real>,<imag> (a complex number)
  *   l<layout>   m<memory format>          I[..] F[..] B[..] (int/float/bool lists)
  *   T[refs]     O[refs or n]              (Tensor[], Tensor?[])
  * `results` gives each result's type, "f32[5,3];i64[]" (the meta tensors'
@@ -163,6 +164,11 @@ static void parse_arg(Parser *ps, Pt2AtenArg *a, int call) {
     case 'l': a->kind = PT2_ATEN_LAYOUT, a->i = parse_int(ps); return;
     case 'm': a->kind = PT2_ATEN_FORMAT, a->i = parse_int(ps); return;
     case 'f': a->kind = PT2_ATEN_FLOAT, a->f = parse_float(ps); return;
+    case 'c':
+        a->kind = PT2_ATEN_COMPLEX, a->f = parse_float(ps);
+        if (!ps->failed && !eat(ps, ",")) return fail(ps, "a complex number is c<real>,<imag>");
+        a->f_imag = parse_float(ps);
+        return;
     case 'b': a->kind = PT2_ATEN_BOOL, a->i = parse_int(ps) != 0; return;
     case 'n': a->kind = PT2_ATEN_NONE; return;
     case 'D': a->kind = PT2_ATEN_DEVICE; return;
@@ -189,7 +195,7 @@ static void parse_arg(Parser *ps, Pt2AtenArg *a, int call) {
     case 'B': return parse_list(ps, a, PT2_ATEN_BOOLS, call);
     case 'T': return parse_list(ps, a, PT2_ATEN_TENSORS, call);
     case 'O': return parse_list(ps, a, PT2_ATEN_OPTIONAL_TENSORS, call);
-    default: ps->p--; return fail(ps, "an argument starts with one of % $ i f b n s d D l m I F B T O");
+    default: ps->p--; return fail(ps, "an argument starts with one of % $ i f c b n s d D l m I F B T O");
     }
 }
 

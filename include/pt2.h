@@ -384,12 +384,13 @@ typedef enum Pt2AtenArgKind {
     PT2_ATEN_BOOLS,    /* B[0,1] */
     PT2_ATEN_TENSORS,  /* T[%0,$1.0]: Tensor[] */
     PT2_ATEN_OPTIONAL_TENSORS, /* O[%0,n]: Tensor?[] */
+    PT2_ATEN_COMPLEX,  /* c<real>,<imag>: a complex number */
 } Pt2AtenArgKind;
 typedef struct Pt2AtenArg {
     Pt2AtenArgKind kind;
     int64_t i;              /* INT, BOOL, LAYOUT, FORMAT; OPERAND's k; RESULT's call */
     int result, element;    /* RESULT: r, e (-1: the result itself) */
-    double f;               /* FLOAT */
+    double f, f_imag;       /* FLOAT; COMPLEX's real and imaginary parts */
     const char *s;          /* STR's bytes, DTYPE's name (not terminated) */
     int len;                /* their length */
     int n;                  /* list entries */

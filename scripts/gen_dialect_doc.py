@@ -69,7 +69,8 @@ Its operands and results may have any types, so each is an optional group of its
 
 A program is calls separated by ` ; `, then ` -> ` and the references the op returns.  Each call is
 `aten::<name>[.<overload>](args)`, its arguments in the schema's order: `%k` operand k, `$c.r` result r of
-call c (`$c.r.e`: element e of a list result), `i<int>`, `f<float>`, `b0`/`b1`, `n` (None),
+call c (`$c.r.e`: element e of a list result), `i<int>`, `f<float>`, `c<real>,<imag>` (a complex number),
+`b0`/`b1`, `n` (None),
 `s<length>:<bytes>`, `d<dtype>` (`dfloat32`), `D` (the kernel's device), `l<layout>`, `m<memory format>`,
 `I[..]`/`F[..]`/`B[..]` (int, float, bool lists), `T[..]` (Tensor[]) and `O[..]` (Tensor?[], `n` for None).
 The verifier parses it (dialects/aten.c) and checks that it reads no more operands than the op has and

@@ -86,6 +86,8 @@ def _tensors_of(out, n_returns):
 
 
 def _number(v):
+    if isinstance(v, complex):
+        return f"c{v.real!r},{v.imag!r}"
     return f"f{float(v)!r}" if isinstance(v, float) else f"i{int(v)}"
 
 
@@ -140,7 +142,7 @@ class _Encoder:
             return f"f{float(v)!r}"
         if kind == "BoolType":
             return f"b{int(bool(v))}"
-        if kind == "NumberType" and isinstance(v, (bool, int, float)):
+        if kind == "NumberType" and isinstance(v, (bool, int, float, complex)):
             return f"b{int(v)}" if isinstance(v, bool) else _number(v)
         if kind == "StringType":
             return f"s{len(v.encode())}:{v}"

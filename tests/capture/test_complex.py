@@ -145,3 +145,9 @@ def test_aten_ops_called_themselves():
     x = torch.randn(4, 7)
     check(lambda x: torch.ops.aten._safe_softmax.default(x, 1) + 1, x)
     check(lambda x: torch.ops.aten._softmax_backward_data(x.softmax(1), x.softmax(1), 1, torch.float32) * 2, x)
+
+
+def test_python_complex_numbers():
+    x = torch.randn(4, 6)
+    check(lambda x: torch.exp(1j * x).real * 2, x, tol=1e-5)
+    check(lambda x: (x * (2 + 3j)).imag - (torch.fft.fft(x) - 1j).abs(), x, tol=1e-4)
