@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "objects.h"
 #include "rules_util.h"
 #include "trace.h"
 
@@ -272,14 +273,7 @@ Var *complex_attr(Trace *t, Var *c, const char *name) {
     if (len > 1 && name[len - 1] == '_' && name[len - 2] != '_') {
         return trace_break(t, "Tensor.%s of a complex tensor (in place)", name);
     }
-    if (aten_method_known(name) || !strcmp(name, "__getitem__")) {
-        Var *m = var_new(t, V_METHOD);
-        m->self = c;
-        PyObject *s = PyUnicode_FromString(name);
-        m->obj = trace_keep(t, s);
-        Py_DECREF(s);
-        return m;
-    }
+    if (aten_method_known(name) || !strcmp(name, "__getitem__")) return tagged_method(t, c, name);
     return trace_break(t, "attribute '%s' of a complex tensor is not supported", name);
 }
 

@@ -772,12 +772,7 @@ Var *tensor_attr(Trace *t, Var *x, const char *name) {
     /* x.__getitem__ / x.__setitem__: the subscript and the item assignment (tensor_method_call above) */
     bool subscript = strcmp(name, "__getitem__") == 0 || strcmp(name, "__setitem__") == 0;
     if (tensor_method_rule(name) || inplace || subscript || polyfill_has_method(name) || aten_method_known(name)) {
-        Var *m = var_new(t, V_METHOD);
-        m->self = x;
-        PyObject *s = PyUnicode_FromString(name);
-        m->obj = trace_keep(t, s);
-        Py_DECREF(s);
-        return m;
+        return tagged_method(t, x, name); /* x.name, bound: tensor_method_call */
     }
     return trace_break(t, "Tensor.%s is not supported by pt2 yet", name);
 }
