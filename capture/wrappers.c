@@ -465,7 +465,10 @@ Var *aten_op_call(Trace *t, PyObject *o, Var **args, int n_args, PyObject *kw_na
         PyErr_Clear();
     }
     if (!fn && n_args >= 1 && args[0]->kind == V_TENSOR) fn = torch_tensor_method(name);
-    if (!fn) return NULL;
+    if (!fn) { /* none of them (aten::native_dropout_backward): the op itself, as above */
+        r = aten_record_call(t, o, args, n_args, kw_names, kw_values, n_kw, &handled);
+        return handled ? r : NULL;
+    }
     Var *f = trace_wrap(t, fn, NULL);
     Py_DECREF(fn);
     return f ? trace_call(t, f, args, n_args, kw_names, kw_values, n_kw) : NULL;

@@ -141,10 +141,11 @@ def test_view_as_complex_checks_eager_s_layout():
 
 
 def test_aten_ops_called_themselves():
-    # torch.ops.aten ops torch has no public function for: the op itself as one pt2.aten
+    # torch.ops.aten ops torch has no function or Tensor method for: the op itself as one pt2.aten
     x = torch.randn(4, 7)
     check(lambda x: torch.ops.aten._safe_softmax.default(x, 1) + 1, x)
     check(lambda x: torch.ops.aten._softmax_backward_data(x.softmax(1), x.softmax(1), 1, torch.float32) * 2, x)
+    check(lambda x: torch.ops.aten.native_dropout_backward.default(x, x > 0, 2.0) + 1, x)
 
 
 def test_python_complex_numbers():
