@@ -493,6 +493,12 @@ static PyObject *build_new(const OutNode *n, const BuildEnv *b) {
     case OUT_COMPLEX: {
         PyObject *pairs = build_value(&n->children[0], b);
         PyObject *r = pairs ? PyObject_CallOneArg(pt2_complex_of_pairs_fn(), pairs) : NULL;
+        if (!r && pairs) { /* strides view_as_complex refuses: a contiguous copy */
+            PyErr_Clear();
+            PyObject *packed = PyObject_CallMethod(pairs, "contiguous", NULL);
+            r = packed ? PyObject_CallOneArg(pt2_complex_of_pairs_fn(), packed) : NULL;
+            Py_XDECREF(packed);
+        }
         Py_XDECREF(pairs);
         return r;
     }
