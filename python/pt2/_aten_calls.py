@@ -315,8 +315,6 @@ def record(fn, args, kwargs, metas):
         structure = _structure(out, enc, results)
         if not results:
             raise Refused("it returns no tensor")
-        if all(t.numel() == 0 for t, _ in results):
-            raise Refused("it returns only empty tensors (a graph of them runs no kernel, so no check of the call's)")
         if len(results) > 4:
             raise Refused("it returns more than 4 tensors")
     except (Refused, KeyError, TypeError, ValueError) as e:
