@@ -1,10 +1,13 @@
 /*===- complex.c - complex tensors as their real pairs ----------------------===*
  *
- * pt2's graphs hold no complex tensors.  A complex value the traced code
- * makes (torch.fft.fftn's result, torch.polar's, torch.view_as_complex of a
- * real tensor) is a V_COMPLEX: items[0] is a real tensor of the graph, its
- * real pairs, as torch.view_as_real lays them out ([..., 2] of float32 for
- * complex64, float64 for complex128).  What the trace does with it:
+ * pt2's graphs hold no complex tensors.  A complex value (torch.fft.fftn's
+ * result, torch.polar's, torch.view_as_complex of a real tensor, x * 1j, a
+ * complex tensor from outside the trace) is a V_COMPLEX: items[0] is a real
+ * tensor of the graph, its real pairs, as torch.view_as_real lays them out
+ * ([..., 2] of float32 for complex64, float64 for complex128).  A complex
+ * input's pairs are a graph input read through torch.view_as_real of its
+ * source (SRC_PAIRS: guarded and fetched as any tensor; a conjugate view
+ * breaks the graph).  What the trace does with one:
  *
  * - x.real and x.imag: the pairs' last dim at 0 and 1 (views, as eager's);
  *   torch.view_as_real(x) the pairs themselves; x.shape, x.dtype, x.ndim,
@@ -17,12 +20,12 @@
  *   pt2.aten op (aten_calls.c): its program first views each complex
  *   operand's pairs as complex (aten::view_as_complex), and hands a complex
  *   result back as its pairs (aten::view_as_real); such a result is a
- *   V_COMPLEX again.  An in-place op on a complex tensor breaks the graph.
+ *   V_COMPLEX again.  No rule or Python form takes a complex operand
+ *   (complex_among): they model real tensors.
+ * - x op= y writes the result's pairs into x's (every alias sees it);
+ *   other in-place methods of a complex tensor break the graph.
  * - A complex value the graph returns, or that is live at a graph break, is
  *   torch.view_as_complex of the pairs (results.c, breaks.c).
- *
- * Complex tensors from outside the trace (a complex input or buffer) still
- * break it: values.c refuses their dtype.
  *===----------------------------------------------------------------------===*/
 #include <string.h>
 
