@@ -32,6 +32,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
+#include <c10/util/accumulate.h>
 
 #include <cstdio>
 #include <cstring>
@@ -211,14 +212,17 @@ struct Run {
     }
 };
 
-/* The table's next tensor of type t on device: pointer, offset, sizes, strides. */
+/* The table's next tensor of type t on device: pointer, offset, sizes, strides.  One of no elements is a
+ * fresh empty tensor: its pointer (NULL, or a host address for an empty buffer) is nothing from_blob may
+ * check against the device. */
 at::Tensor wrap(const int64_t *&table, const TensorType &t, c10::Device device) {
     char *data = reinterpret_cast<char *>(static_cast<intptr_t>(table[0]));
     int64_t offset = table[1];
     c10::IntArrayRef sizes(table + 2, static_cast<size_t>(t.rank)), strides(table + 2 + t.rank, static_cast<size_t>(t.rank));
     table += 2 + 2 * t.rank;
-    return at::from_blob(data + offset * static_cast<int64_t>(c10::elementSize(t.dtype)), sizes, strides,
-                         at::TensorOptions().dtype(t.dtype).device(device));
+    at::TensorOptions options = at::TensorOptions().dtype(t.dtype).device(device);
+    if (c10::multiply_integers(sizes) == 0) return at::empty_strided(sizes, strides, options);
+    return at::from_blob(data + offset * static_cast<int64_t>(c10::elementSize(t.dtype)), sizes, strides, options);
 }
 
 /* Whether x is laid out with these strides (a dim of one element may have any). */
