@@ -112,3 +112,10 @@ def test_complex_values_made_on_the_device():
         return torch.view_as_real(qc).flatten(3)
 
     one_graph(rope, torch.randn(2, 5, 3, 8, device="cuda"), torch.randn(5, 4, device="cuda"))
+
+
+def test_empty_batches():
+    # results of no elements: the runner makes fresh empty tensors (from_blob would check the pointer on CUDA)
+    one_graph(lambda a: torch.linalg.inv(a) * 2, torch.randn(0, 3, 3, device="cuda"))
+    one_graph(lambda a, b: torch.linalg.solve(a, b).relu(), torch.randn(2, 0, 0, device="cuda"),
+              torch.randn(2, 0, 3, device="cuda"))
