@@ -61,11 +61,11 @@ PyObject *pt2_complex_of_pairs_fn(void) {
 /* The complex dtype of tensor x (torch.complex64 or complex128, borrowed), or NULL.  x a plain tensor or
  * parameter (the types values.c reads; a guard's fetch may hand anything here): no Python code runs. */
 static PyObject *complex_dtype_of(PyObject *x) {
-    static PyObject *c64, *c128, *parameter;
-    if (!c64) c64 = torch_fn("complex64"), c128 = torch_fn("complex128");
+    static PyObject *c64, *c128, *parameter, *s_dtype;
+    if (!c64) c64 = torch_fn("complex64"), c128 = torch_fn("complex128"), s_dtype = PyUnicode_InternFromString("dtype");
     if (!parameter) parameter = pt2_import_attr("torch.nn", "Parameter"), PyErr_Clear();
     if ((PyObject *)Py_TYPE(x) != pt2_tensor_type() && (PyObject *)Py_TYPE(x) != parameter) return NULL;
-    PyObject *dt = PyObject_GetAttrString(x, "dtype");
+    PyObject *dt = PyObject_GetAttr(x, s_dtype); /* a guard's fetch runs this every call */
     PyErr_Clear();
     PyObject *r = dt && (dt == c64 || dt == c128) ? dt : NULL;
     Py_XDECREF(dt);

@@ -6,6 +6,8 @@ CPU tensor among the operands still a break; mode="reduce-overhead" computes wha
 whose kernels synchronize cannot be captured: the launches go one by one, with the warning); complex
 values made in the graph (FFTs, a rotary embedding) as their real pairs.
 tests/gpu/test_gpu_aten_fake.py checks what the plan hands the kernel without a GPU."""
+import os
+import sys
 import warnings
 
 import pytest
@@ -13,6 +15,9 @@ import torch
 
 import pt2
 from pt2 import _gpu
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "capture"))
+from eager_check import same  # noqa: E402  (the capture tests' oracle comparison)
 
 HAS_CUDA = torch.cuda.is_available() and _gpu.cuda_available()
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
@@ -25,20 +30,10 @@ def fresh():
     pt2.reset()
 
 
-def close(got, want, tol):
-    if isinstance(want, (tuple, list)):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            close(g, w, tol)
-        return
-    assert got.device == want.device and got.dtype == want.dtype and got.shape == want.shape, (got, want)
-    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
-
-
 def one_graph(fn, *args, tol=1e-4):
     info = pt2.explain(fn)(*args)
     assert info.graph_break_count == 0, info.break_reasons
-    close(pt2.compile(fn)(*args), fn(*args), tol)
+    same(pt2.compile(fn)(*args), fn(*args), tol)  # assert_close also checks the device
 
 
 def spd(n, *batch, dtype=torch.float32):
@@ -70,7 +65,7 @@ def test_several_results():
     one_graph(f, a, tol=1e-3)
     got = pt2.compile(lambda a: torch.linalg.slogdet(a))(a)
     assert type(got).__name__ == "linalg_slogdet"
-    close(tuple(got), tuple(torch.linalg.slogdet(a)), 1e-4)
+    same(tuple(got), tuple(torch.linalg.slogdet(a)), 1e-4)
 
 
 def test_singular_matrix_raises_eager_s_error():
@@ -85,7 +80,7 @@ def test_cpu_operand_is_not_the_program_s():
     # a CPU tensor in a CUDA graph is no operand of a device pt2.aten: the call breaks the graph, as before
     a, b = torch.eye(3, device="cuda") * 2, torch.ones(3, 2)
     f = lambda a, b: torch.linalg.solve(a.cpu() + 1, b)  # noqa: E731
-    close(pt2.compile(f)(a, b), f(a, b), 1e-5)
+    same(pt2.compile(f)(a, b), f(a, b), 1e-5)
 
 
 def test_reduce_overhead_matches_eager():
@@ -95,9 +90,9 @@ def test_reduce_overhead_matches_eager():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a synchronizing call: no CUDA graph
         for _ in range(3):
-            close(g(a), f(a), 1e-4)
+            same(g(a), f(a), 1e-4)
         b = spd(5)
-        close(g(b), f(b), 1e-4)
+        same(g(b), f(b), 1e-4)
 
 
 def test_complex_values_made_on_the_device():
