@@ -49,14 +49,9 @@ static MlirValue static_buffer(MlirValue v) {
         v = mlirOperationGetOperand(mlirOpResultGetOwner(v), 0);
     }
     MlirType t = mlirValueGetType(v);
-    int64_t strides[PT2_MAX_RANK], offset;
-    if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) > PT2_MAX_RANK || !mlirShapedTypeHasStaticShape(t) ||
-        mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) ||
-        offset == mlirShapedTypeGetDynamicStrideOrOffset()) {
+    int64_t strides[16], offset;
+    if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) > PT2_MAX_RANK || !memref_static_layout(t, strides, &offset)) {
         return (MlirValue){NULL};
-    }
-    for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d) {
-        if (strides[d] == mlirShapedTypeGetDynamicStrideOrOffset()) return (MlirValue){NULL};
     }
     return v;
 }

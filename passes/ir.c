@@ -519,6 +519,29 @@ MlirValue memref_base(MlirValue memref) {
     return memref;
 }
 
+bool memref_static_layout(MlirType t, int64_t *strides, int64_t *offset) {
+    if (!mlirTypeIsAMemRef(t) || !mlirShapedTypeHasStaticShape(t) || mlirShapedTypeGetRank(t) > 16) return false;
+    intptr_t rank = mlirShapedTypeGetRank(t);
+    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, offset))) {
+        return false;
+    }
+    bool empty = false;
+    for (intptr_t d = 0; d < rank; ++d) empty |= mlirShapedTypeGetDimSize(t, d) == 0;
+    if (empty && mlirAffineMapIsIdentity(mlirMemRefTypeGetAffineMap(t))) {
+        int64_t run = 1;
+        for (intptr_t d = rank - 1; d >= 0; --d) {
+            strides[d] = run;
+            run *= mlirShapedTypeGetDimSize(t, d) > 1 ? mlirShapedTypeGetDimSize(t, d) : 1;
+        }
+        *offset = 0;
+    }
+    if (mlirShapedTypeIsDynamicStrideOrOffset(*offset)) return false;
+    for (intptr_t d = 0; d < rank; ++d) {
+        if (mlirShapedTypeIsDynamicStrideOrOffset(strides[d])) return false;
+    }
+    return true;
+}
+
 void erase_unused_pt2_ops(MlirOperation root) {
     OpList ops = collect_ops_with_prefix(root, "pt2.");
     for (int i = ops.n - 1; i >= 0; --i) {

@@ -177,6 +177,10 @@ MlirBlock generic_body(MlirOperation generic);
 /* The buffer a memref view was made from: follows operand 0 through view
  * ops (casts, reshapes, subviews) to a function argument or an allocation. */
 MlirValue memref_base(MlirValue memref);
+/* A memref type's static strides and offset (rank at most 16), false where the shape, a stride or the offset is
+ * dynamic.  A memref of no elements with the identity layout, whose strides MLIR leaves dynamic outside a size-0
+ * dim, gets torch's contiguous strides (each size counted as at least 1): nothing is read through them. */
+bool memref_static_layout(MlirType t, int64_t *strides, int64_t *offset);
 
 /* Erases the pt2 ops under root whose results have no use, last first (so
  * chains of them go too): pt2 ops have no side effects. */

@@ -186,10 +186,8 @@ static int trace_root(PlanBuilder *pb, MlirValue v, GpuArg *out) {
 static int plan_memref(PlanBuilder *pb, MlirOperation launch, MlirValue v, GpuArg *out) {
     MlirType t = mlirValueGetType(v);
     out->rank = (int)mlirShapedTypeGetRank(t);
-    int64_t strides[PT2_MAX_RANK * 2], offset;
-    if (out->rank > PT2_MAX_RANK || !mlirShapedTypeHasStaticShape(t) ||
-        mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, &offset)) ||
-        offset == mlirShapedTypeGetDynamicStrideOrOffset()) {
+    int64_t strides[16], offset;
+    if (out->rank > PT2_MAX_RANK || !memref_static_layout(t, strides, &offset)) {
         plan_error(launch, "a kernel operand's memref has a dynamic shape, offset or strides (the GPU path needs static ones)");
         return -1;
     }
@@ -197,10 +195,6 @@ static int plan_memref(PlanBuilder *pb, MlirOperation launch, MlirValue v, GpuAr
     for (int i = 0; i < out->rank; ++i) {
         out->sizes[i] = mlirShapedTypeGetDimSize(t, i);
         out->strides[i] = strides[i];
-        if (strides[i] == mlirShapedTypeGetDynamicStrideOrOffset()) {
-            plan_error(launch, "a kernel operand's memref has dynamic strides");
-            return -1;
-        }
     }
     return trace_root(pb, v, out);
 }

@@ -39,3 +39,16 @@ func.func @slogdet(%a: tensor<4x3x3xf64>) -> tensor<f64> {
   %r:2 = "pt2.aten"(%s) {op = "slogdet", results = "f64[];f64[]", program = "aten::linalg_slogdet(%0) -> $0.0, $0.1", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 0>} : (tensor<3x3xf64>) -> (tensor<f64>, tensor<f64>)
   return %r#1 : tensor<f64>
 }
+
+// -----
+
+// Empty operands: MLIR's strides outside a size-0 dim are dynamic; the call takes the buffers as they
+// are (torch's contiguous strides in the plan), not an error.
+// CHECK-LABEL: func.func @empty(
+// CHECK-SAME: %[[A:[^:]*]]: memref<2x0x0xf32>, %[[B:[^:]*]]: memref<2x0x3xf32>
+// CHECK: call @pt2_gpu_aten_0(%[[A]], %[[B]]) {pt2.aten = "f32[2,0,0]{1,1,1};f32[2,0,3]{3,3,1}|_|aten::_linalg_solve_ex(%0, %1, b1, b0) -> $0.0"} : (memref<2x0x0xf32>, memref<2x0x3xf32>) -> ()
+func.func @empty(%a: tensor<2x0x0xf32>, %b: tensor<2x0x3xf32>) -> tensor<2x0x3xf32> {
+  %x = "pt2.aten"(%a, %b) {op = "linalg_solve", results = "f32[2,0,3]", operand_strides = "1,1,1;3,3,1", program = "aten::_linalg_solve_ex(%0, %1, b1, b0) -> $0.0", operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<2x0x0xf32>, tensor<2x0x3xf32>) -> tensor<2x0x3xf32>
+  %y = "pt2.relu"(%x) : (tensor<2x0x3xf32>) -> tensor<2x0x3xf32>
+  return %y : tensor<2x0x3xf32>
+}
