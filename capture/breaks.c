@@ -559,7 +559,8 @@ static bool emit_value(Emit *e, Var *v, int depth) {
         Py_DECREF(names);
         return !e->failed;
     }
-    case V_COMPLEX: /* torch.view_as_complex(pairs): complex.c */
+    case V_COMPLEX: /* torch.view_as_complex(pairs): complex.c; one from outside is the caller's tensor */
+        if (v->source) return emit_source(e, v->source);
         pt2_asm_push_null(e->a);
         pt2_asm_load_const(e->a, pt2_complex_of_pairs_fn());
         if (!emit_var(e, v->items[0], depth + 1)) return false;

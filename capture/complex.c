@@ -94,7 +94,9 @@ Var *complex_input(Trace *t, PyObject *value, Source *source) {
     trace_keep(t, pairs);
     Py_DECREF(pairs);
     Var *p = trace_wrap(t, pairs, source_derived(t, SRC_PAIRS, source, 0, NULL));
-    return p && p->kind == V_TENSOR ? complex_of_pairs(t, p) : p;
+    Var *c = p && p->kind == V_TENSOR ? complex_of_pairs(t, p) : p;
+    if (c && c->kind == V_COMPLEX) c->source = source; /* returned or live at a break: the caller's own tensor */
+    return c;
 }
 
 bool complex_among(Var **args, int n) {

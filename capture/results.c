@@ -304,6 +304,11 @@ static int collect_value(Collect *c, Var *v, OutNode *n, int depth) {
         return derived_tensor(c, v, n, owner->storage == v->storage ? OUT_ALIAS : OUT_CLONE, OUT_GRAPH, i);
     }
     case V_COMPLEX:
+        if (v->source) { /* a complex tensor from outside (its pairs written in place, if at all) */
+            n->kind = OUT_SOURCE;
+            n->slot = var_slot(c, v, v->source);
+            return 0;
+        }
         n->kind = OUT_COMPLEX;
         n->n = 1;
         n->children = PyMem_Calloc(1, sizeof(OutNode));

@@ -130,7 +130,25 @@ def test_in_place_into_a_complex_input():
     got = pt2.compile(f)(got_z, x)
     torch.testing.assert_close(got_z, want)
     torch.testing.assert_close(got, want)
-    assert got.data_ptr() == got_z.data_ptr()
+    assert got is got_z  # the caller's own tensor, as eager returns it
+
+
+def test_complex_input_returned_is_the_same_object():
+    def f(z, x):
+        return z, z.real * x, [z]
+
+    def g(z, x):
+        y = (z * x).real
+        print("a break")  # z live across it: the caller's tensor again, not a new view of its pairs
+        return z, y + 1
+
+    z, x = torch.randn(3, 4, dtype=torch.complex64), torch.randn(3, 4)
+    got = pt2.compile(f)(z, x)
+    assert got[0] is z and got[2][0] is z
+    torch.testing.assert_close(got[1], z.real * x)
+    got = pt2.compile(g)(z, x)
+    assert got[0] is z
+    torch.testing.assert_close(got[1], (z * x).real + 1)
 
 
 def test_view_as_complex_checks_eager_s_layout():
