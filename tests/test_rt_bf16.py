@@ -1,7 +1,7 @@
 """libpt2rt's __truncsfbf2 and __truncdfbf2 (runtime/rt/bf16.c), the libcalls LLVM makes for a bfloat
 value kept in an f32 register on a CPU without AVX512-BF16 (Zen 3): against eager's rounding of f32 and
 f64 tensors to bf16, every value kind (ties both ways, subnormals, overflow, infinities, NaNs), and a
-compiled bf16 graph whose kernel needs one there (sinc's select of bf16 values) against eager."""
+compiled bf16 graph whose kernel needed one there against eager."""
 import ctypes
 import math
 import struct
@@ -53,8 +53,9 @@ def test_truncdfbf2_rounds_through_f32_as_eager():
 
 
 def test_bf16_kernel_that_needs_the_libcall():
-    # sinc's bf16 select beside float_power's f64 result: on Zen 3 its kernel called __truncsfbf2, which Debian
-    # 12's libgcc lacks, so the kernel failed to load and the graph fell back to eager
+    # sinc's bf16 result beside float_power's f64 one: on Zen 3 its kernel called __truncsfbf2 (LLVM's `fpext
+    # bfloat to double` on a vector), which Debian 12's libgcc lacks, so the kernel failed to load and the graph
+    # fell back to eager; pt2-bf16-round now widens through f32 itself (no libcall), and libpt2rt has them
     x = torch.randn(3, 5, 7, dtype=torch.bfloat16)
     x.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), 0.0, 1e-39])
 
