@@ -520,11 +520,9 @@ MlirValue memref_base(MlirValue memref) {
 }
 
 bool memref_static_layout(MlirType t, int64_t *strides, int64_t *offset) {
-    if (!mlirTypeIsAMemRef(t) || !mlirShapedTypeHasStaticShape(t) || mlirShapedTypeGetRank(t) > 16) return false;
+    if (!mlirTypeIsAMemRef(t) || !mlirShapedTypeHasStaticShape(t)) return false;
     intptr_t rank = mlirShapedTypeGetRank(t);
-    if (mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, offset))) {
-        return false;
-    }
+    if (rank > 16 || mlirLogicalResultIsFailure(mlirMemRefTypeGetStridesAndOffset(t, strides, offset))) return false;
     bool empty = false;
     for (intptr_t d = 0; d < rank; ++d) empty |= mlirShapedTypeGetDimSize(t, d) == 0;
     if (empty && mlirAffineMapIsIdentity(mlirMemRefTypeGetAffineMap(t))) {

@@ -16,7 +16,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_gpu_cudnn_fake import CC, MLIR_INCLUDE  # noqa: E402
+from test_gpu_cudnn_fake import CC, MLIR_INCLUDE, fake_cuda_env  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not CC or not os.path.isdir(os.path.join(MLIR_INCLUDE, "mlir-c")), reason="needs a C compiler and MLIR's headers")
 
@@ -70,12 +70,6 @@ rc = _lib.pt2GpuKernelLaunch(again.handle, pointers, 0x7F00000000, 0x777)
 print(json.dumps(dict(entries=entries, cached=again.from_cache, same=again.plan == kern.plan, seen=seen, rc=rc,
                       kind=_lib.pt2GetLastErrorKind(), error=_lib.pt2GetLastError().decode())))
 """
-
-
-def fake_cuda_env(tmp_path):
-    subprocess.run([CC, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), os.path.join(HERE, "fake_cuda", "fake_cuda.c")], check=True)
-    return dict(os.environ, LD_LIBRARY_PATH=str(tmp_path) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
-                PT2_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(sys.path))
 
 
 def test_aten_entry_hands_the_graph_to_the_kernel(tmp_path):

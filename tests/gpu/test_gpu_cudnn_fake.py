@@ -15,6 +15,7 @@ GPU; tests/gpu/test_gpu_plan_fake.py runs whole launch plans on these fakes."""
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -22,6 +23,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 MLIR_INCLUDE = "/usr/lib/llvm-22/include"
+
+
+def fake_cuda_env(tmp_path, **extra):
+    """The environment of a subprocess that finds the stand-in libcuda.so.1 (fake_cuda/fake_cuda.c, built into
+    tmp_path) first, with a kernel cache of its own and this process's sys.path."""
+    fake = os.path.join(HERE, "fake_cuda", "fake_cuda.c")
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), fake], check=True)
+    return dict(os.environ, LD_LIBRARY_PATH=str(tmp_path) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
+                PT2_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(sys.path), **extra)
 
 pytestmark = pytest.mark.skipif(not CC or not os.path.isdir(os.path.join(MLIR_INCLUDE, "mlir-c")), reason="needs a C compiler and MLIR's headers")
 

@@ -15,7 +15,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_gpu_cudnn_fake import CC, MLIR_INCLUDE  # noqa: E402
+from test_gpu_cudnn_fake import CC, MLIR_INCLUDE, fake_cuda_env  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not CC or not os.path.isdir(os.path.join(MLIR_INCLUDE, "mlir-c")), reason="needs a C compiler and MLIR's headers")
 
@@ -68,10 +68,7 @@ print(json.dumps(out))
 
 
 def run(tmp_path, **env_extra):
-    subprocess.run([CC, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), os.path.join(HERE, "fake_cuda", "fake_cuda.c")], check=True)
-    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
-               PT2_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(sys.path), **env_extra)
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=fake_cuda_env(tmp_path, **env_extra), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
