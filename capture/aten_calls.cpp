@@ -85,36 +85,20 @@ struct TensorType {
     std::vector<int64_t> strides; /* "{5,1}": an operand's layout in the recorded calls (empty: any) */
 };
 
-/* "f32[5,5]{5,1};_;i64[]" */
+/* "f32[5,5]{5,1};_;i64[]" (dialects/aten.c reads it) */
 std::vector<TensorType> parse_types(const std::string &text) {
+    Pt2AtenType parsed[PT2_ATEN_MAX_OPERANDS];
+    char err[256];
+    int n = pt2AtenParseTypes(text.c_str(), parsed, PT2_ATEN_MAX_OPERANDS, err, sizeof err);
+    if (n < 0) throw std::runtime_error(std::string("pt2.aten: ") + err);
     std::vector<TensorType> types;
-    size_t p = 0;
-    while (p < text.size()) {
-        if (text[p] == '_') {
+    for (int i = 0; i < n; ++i) {
+        const Pt2AtenType &t = parsed[i];
+        if (t.skipped) {
             types.push_back({c10::ScalarType::Float, 0, true, {}});
         } else {
-            size_t open = text.find('[', p), close = text.find(']', p);
-            if (open == std::string::npos || close == std::string::npos || close < open) throw std::runtime_error("pt2.aten: bad types " + text);
-            Pt2DType dt = pt2DTypeFromName(text.substr(p, open - p).c_str());
-            int rank = 0;
-            for (size_t i = open + 1; i < close; ++i) rank += text[i] == ',';
-            if (close > open + 1) rank++;
-            TensorType t{scalar_type_of(dt), rank, false, {}};
-            p = close;
-            if (p + 1 < text.size() && text[p + 1] == '{') {
-                size_t end = text.find('}', p);
-                for (size_t i = p + 2; i < end;) {
-                    size_t stop = i;
-                    t.strides.push_back(std::stoll(text.substr(i), &stop));
-                    i += stop + 1;
-                }
-                p = end;
-            }
-            types.push_back(t);
+            types.push_back({scalar_type_of(t.dtype), t.rank, false, {t.strides, t.strides + t.n_strides}});
         }
-        p = text.find(';', p);
-        if (p == std::string::npos) break;
-        p++;
     }
     return types;
 }
@@ -241,7 +225,7 @@ void run(const char *desc, size_t len, const int64_t *table, c10::Device device)
     Run r{*prog, device, {}, {}};
     for (const TensorType &t : prog->operands) {
         at::Tensor x = wrap(table, t, device);
-        if (!t.strides.empty() && static_cast<int>(t.strides.size()) == t.rank && !same_layout(x, t.strides)) {
+        if (!t.strides.empty() && !same_layout(x, t.strides)) {
             /* the layout the calls were recorded with, which eager's had: kernels whose results depend on it
              * (vectorized and scalar paths rounding apart) compute what eager's computed */
             x = at::empty_strided(x.sizes(), t.strides, x.options()).copy_(x);

@@ -264,9 +264,11 @@ void pt2AtenProgramFree(Pt2AtenProgram *p) {
     free(p);
 }
 
-/*--- Types: "f32[5,3];i64[]" ---------------------------------------------------*/
+/*--- Types: "f32[5,3];i64[]", in a call's description "f32[5,3]{3,1};_" ----------*/
 
-int pt2_aten_parse_types(const char *text, Pt2TensorType *out, int max, char *err, size_t errlen) {
+/* text's types into out[0..max); with layouts, an operand's recorded strides "{3,1}" after its type and "_"
+ * for a result nothing reads are read too.  The count, or -1 with a message in err. */
+static int parse_types(const char *text, Pt2AtenType *out, int max, bool layouts, char *err, size_t errlen) {
     int n = 0;
     const char *p = text;
     while (*p) {
@@ -274,34 +276,68 @@ int pt2_aten_parse_types(const char *text, Pt2TensorType *out, int max, char *er
             snprintf(err, errlen, "more than %d types in \"%s\"", max, text);
             return -1;
         }
-        const char *open = strchr(p, '[');
-        char name[16];
-        size_t nl = open ? (size_t)(open - p) : 0;
-        if (!open || nl == 0 || nl >= sizeof name) goto bad;
-        memcpy(name, p, nl);
-        name[nl] = 0;
-        Pt2TensorType *t = &out[n++];
-        t->dtype = pt2DTypeFromName(name);
-        t->rank = 0;
-        if (t->dtype == PT2_DTYPE_INVALID) goto bad;
-        p = open + 1;
-        while (*p != ']') {
-            char *stop;
-            long long v = strtoll(p, &stop, 10);
-            if (stop == p || v < 0 || t->rank == PT2_MAX_RANK) goto bad;
-            t->sizes[t->rank++] = v;
-            p = stop;
-            if (*p == ',') p++;
-            else if (*p != ']') goto bad;
+        Pt2AtenType *t = &out[n++];
+        memset(t, 0, sizeof *t);
+        if (layouts && *p == '_') {
+            t->skipped = true;
+            p++;
+        } else {
+            const char *open = strchr(p, '[');
+            char name[16];
+            size_t nl = open ? (size_t)(open - p) : 0;
+            if (!open || nl == 0 || nl >= sizeof name) goto bad;
+            memcpy(name, p, nl);
+            name[nl] = 0;
+            t->dtype = pt2DTypeFromName(name);
+            if (t->dtype == PT2_DTYPE_INVALID) goto bad;
+            for (p = open + 1; *p != ']';) {
+                char *stop;
+                long long v = strtoll(p, &stop, 10);
+                if (stop == p || v < 0 || t->rank == PT2_MAX_RANK) goto bad;
+                t->sizes[t->rank++] = v;
+                p = stop;
+                if (*p == ',') p++;
+                else if (*p != ']') goto bad;
+            }
+            p++;
+            if (layouts && *p == '{') {
+                for (p++; *p != '}';) {
+                    char *stop;
+                    long long v = strtoll(p, &stop, 10);
+                    if (stop == p || v < 0 || t->n_strides == PT2_MAX_RANK) goto bad;
+                    t->strides[t->n_strides++] = v;
+                    p = stop;
+                    if (*p == ',') p++;
+                    else if (*p != '}') goto bad;
+                }
+                p++;
+                if (t->n_strides != t->rank) goto bad;
+            }
         }
-        p++;
         if (*p == ';') p++;
         else if (*p) goto bad;
     }
     return n;
 bad:
-    snprintf(err, errlen, "\"%s\" is not a list of tensor types such as f32[5,3];i64[]", text);
+    snprintf(err, errlen, "\"%s\" is not a list of tensor types such as %s", text,
+             layouts ? "f32[5,3]{3,1};_;i64[]" : "f32[5,3];i64[]");
     return -1;
+}
+
+int pt2_aten_parse_types(const char *text, Pt2TensorType *out, int max, char *err, size_t errlen) {
+    Pt2AtenType *full = malloc(sizeof *full * (size_t)(max > 0 ? max : 1));
+    int n = parse_types(text, full, max, false, err, errlen);
+    for (int i = 0; i < n; ++i) {
+        out[i].dtype = full[i].dtype;
+        out[i].rank = full[i].rank;
+        memcpy(out[i].sizes, full[i].sizes, sizeof out[i].sizes);
+    }
+    free(full);
+    return n;
+}
+
+int pt2AtenParseTypes(const char *text, Pt2AtenType *out, int max, char *err, size_t err_cap) {
+    return parse_types(text, out, max, true, err, err_cap);
 }
 
 /*--- The shape rule: operand count, program and result types --------------------*/

@@ -195,14 +195,12 @@ void pt2_textbuf_append(MlirStringRef s, void *user);
 
 /*--- pt2.aten (aten.c) ----------------------------------------------------------*/
 
-#define PT2_ATEN_MAX_OPERANDS 16
-#define PT2_ATEN_MAX_RESULTS 4
-/* "f32[5,3];i64[]" into out[0..max): the count, or -1 with a message in err. */
 /* pt2.aten's shape rule (pt2_meta_infer's): its results' types, or -1 with a message in err. */
 int pt2_aten_meta(int n_operands, Pt2Attrs attrs, Pt2TensorType *out, int max_out, char *err, size_t errlen);
 /* pt2.aten's operandSegmentSizes and resultSegmentSizes (which IRDL checks) added to dict. */
 MlirAttribute pt2_aten_with_segments(MlirContext ctx, MlirAttribute dict, int n_operands, int n_results);
 bool pt2_aten_is_segment_attr(MlirStringRef name);
+/* "f32[5,3];i64[]" into out[0..max): the count, or -1 with a message in err. */
 int pt2_aten_parse_types(const char *text, Pt2TensorType *out, int max, char *err, size_t errlen);
 
 /*--- Growing text (shared by libpt2) ----------------------------------------------*/

@@ -402,6 +402,9 @@ typedef struct Pt2AtenCall {
     int n_args;
     Pt2AtenArg *args;
 } Pt2AtenCall;
+/* A pt2.aten's most operands and results. */
+#define PT2_ATEN_MAX_OPERANDS 16
+#define PT2_ATEN_MAX_RESULTS 4
 typedef struct Pt2AtenProgram {
     int n_calls, n_outputs;
     Pt2AtenCall *calls;
@@ -411,6 +414,18 @@ typedef struct Pt2AtenProgram {
 /* NULL, with a message naming the position in err, if the text is not a program. */
 PT2_EXPORT Pt2AtenProgram *pt2AtenProgramParse(const char *text, size_t len, char *err, size_t err_cap);
 PT2_EXPORT void pt2AtenProgramFree(Pt2AtenProgram *p);
+/* One type of a pt2.aten call's description (passes/lower_aten.c): "f32[5,5]{5,1}", an operand's type with the
+ * strides its calls were recorded with, or "_", a result nothing reads (it has no buffer). */
+typedef struct Pt2AtenType {
+    Pt2DType dtype;
+    int rank;
+    int64_t sizes[PT2_MAX_RANK];
+    bool skipped;
+    int n_strides; /* 0: any layout; else the rank */
+    int64_t strides[PT2_MAX_RANK];
+} Pt2AtenType;
+/* "f32[5,5]{5,1};_;i64[]" into out[0..max): the count, or -1 with a message in err. */
+PT2_EXPORT int pt2AtenParseTypes(const char *text, Pt2AtenType *out, int max, char *err, size_t err_cap);
 /* The function the CPU kernels call for a pt2.aten (libpt2rt's pt2rt_aten_call): fn is a
  * Pt2rtAtenFn (runtime/rt/pt2rt.h), registered by pt2._C and handed to the libpt2rt each
  * compiled kernel loads, as pt2SetCpuHalfMatmulKernel's; NULL takes it back. */

@@ -2,6 +2,7 @@
 capture/aten_calls.c, python/pt2/_aten_calls.py): LAPACK's linear algebra on odd sizes, batches,
 f32/f64 and non-contiguous inputs against eager, one graph with the ops around them; eager's
 exception for a singular matrix; and the calls that stay breaks, with their reasons."""
+import ctypes
 import os
 import subprocess
 import sys
@@ -143,3 +144,31 @@ def test_tensor_c_methods():
     check(lambda c: c.logdet().exp() - 1, c, tol=1e-6)
     info = pt2.explain(lambda x: x.tolist())(x)  # no tensor from the meta run: a break, as before
     assert info.graph_break_count == 1 and "Tensor.tolist" in info.break_reasons[0].reason, info.break_reasons
+
+
+class _AtenType(ctypes.Structure):
+    """include/pt2.h's Pt2AtenType (PT2_MAX_RANK 8)."""
+    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("sizes", ctypes.c_int64 * 8), ("skipped", ctypes.c_bool),
+                ("n_strides", ctypes.c_int), ("strides", ctypes.c_int64 * 8)]
+
+
+def _parse_call_types(text, most=4):
+    from pt2 import _core
+    out, err = (_AtenType * most)(), ctypes.create_string_buffer(256)
+    n = _core._lib.pt2AtenParseTypes(text.encode(), out, most, err, len(err))
+    return (n, err.value.decode()) if n < 0 else [out[i] for i in range(n)]
+
+
+def test_a_call_descriptions_types():
+    """The operand and result types a pt2.aten's kernel call is described with (passes/lower_aten.c writes
+    them, capture/aten_calls.cpp reads them through dialects/aten.c): recorded strides and unread results."""
+    a, skipped, scalar, any_layout = _parse_call_types("f32[5,3]{1,5};_;i64[]{};f64[2]")
+    assert (a.rank, list(a.sizes[:2]), a.skipped, a.n_strides, list(a.strides[:2])) == (2, [5, 3], False, 2, [1, 5])
+    assert skipped.skipped and not scalar.skipped and (scalar.rank, scalar.n_strides) == (0, 0)
+    assert (any_layout.rank, any_layout.sizes[0], any_layout.n_strides) == (1, 2, 0)
+    assert a.dtype != scalar.dtype != any_layout.dtype
+    for bad in ["f32[5,3]{1}", "f32[5,3]{1,x}", "q8[2]", "f32[2", "f32[2]{1};;", "f32[2];_x"]:
+        n, err = _parse_call_types(bad)
+        assert n == -1 and bad in err and "f32[5,3]{3,1};_;i64[]" in err, (bad, err)
+    n, err = _parse_call_types("f32[1];f32[1];f32[1]", most=2)
+    assert n == -1 and "more than 2 types" in err
