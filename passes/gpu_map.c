@@ -669,6 +669,7 @@ static int map_function(MlirOperation func, const GpuMapOptions *opts) {
     int rc = gpu_map_reductions(func, &interchanged, opts);
     oplist_free(&interchanged);
     if (rc != 0) return rc;
+    if (!opts->unfused_windows) gpu_fuse_windows(func);
     top = (OpList){0};
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
         oplist_push(&top, op);
@@ -780,3 +781,8 @@ MAP_VARIANT(gpu_map_loops_full_copied_lanes, "pt2-gpu-map-loops-full-copied-lane
 MAP_VARIANT(gpu_map_loops_serial_scans, "pt2-gpu-map-loops-serial-scans",
             "pt2-gpu-map-loops with a scan's rows all in one thread, not a thread a row (PT2_DISABLE=gpu-parallel-scans)",
             .vector_rows = true, .serial_scans = true)
+/* PT2_DISABLE=gpu-windows: a thread's window reductions keep their fill and
+ * epilogue as kernels and the accumulator in memory (gpu_windows.c). */
+MAP_VARIANT(gpu_map_loops_unfused_windows, "pt2-gpu-map-loops-unfused-windows",
+            "pt2-gpu-map-loops with a thread's window reductions, their fills and epilogues unfused (PT2_DISABLE=gpu-windows)",
+            .vector_rows = true, .unfused_windows = true)

@@ -98,6 +98,10 @@ typedef struct GpuMapOptions {
      * rows all run in one thread, as before (parallel_scan_rows), for A/B
      * measurements */
     bool serial_scans;
+    /* pt2-gpu-map-loops-unfused-windows (PT2_DISABLE=gpu-windows): a thread's
+     * window reductions keep their fill and epilogue as kernels of their own
+     * and the accumulator in memory (gpu_windows.c), for A/B measurements */
+    bool unfused_windows;
 } GpuMapOptions;
 
 /* How a kernel's ops use its first n arguments (gpu_kernel_args.c), through views: access[i] has
@@ -123,6 +127,12 @@ MlirValue gpu_shared_array(Builder *b, MlirOperation module, const char *prefix,
  * the rows it writes (a transpose), as 32 x 32 tiles through shared memory;
  * false (nothing changed) where the nest is not one. */
 bool gpu_map_transpose(MlirOperation par, MlirOperation module);
+
+/* passes/gpu_windows.c: the reductions a thread runs whole (pooling windows, the
+ * nests no row kernel took) carry their accumulators in registers, start from
+ * their fill nest's value (the fill goes) and take in the pointwise nest after
+ * them that reads their element. */
+void gpu_fuse_windows(MlirOperation func);
 
 /* passes/gpu_reduce.c: reductions onto blocks and warps.  Rewrites runs of
  * loop nests over the same rows that hold a row reduction into one kernel of

@@ -47,6 +47,7 @@ MlirPass pt2_create_gpu_map_loops_sm80_pass(void);
 MlirPass pt2_create_gpu_map_loops_untiled_transposes_pass(void);
 MlirPass pt2_create_gpu_map_loops_unclustered_pass(void);
 MlirPass pt2_create_gpu_map_loops_serial_scans_pass(void);
+MlirPass pt2_create_gpu_map_loops_unfused_windows_pass(void);
 MlirPass pt2_create_gpu_map_loops_no_async_copy_pass(void);
 MlirPass pt2_create_gpu_map_loops_full_copied_lanes_pass(void);
 MlirPass pt2_create_gpu_map_loops_split_unfused_pass(void);
@@ -250,6 +251,9 @@ static const PassEntry pt2_passes[] = {
      pt2_create_gpu_map_loops_full_copied_lanes_pass},
     {"pt2-gpu-map-loops-serial-scans", "pt2-gpu-map-loops with a scan's rows all run in one thread, not a thread a row "
      "(PT2_DISABLE=gpu-parallel-scans, for A/B measurements)", pt2_create_gpu_map_loops_serial_scans_pass},
+    {"pt2-gpu-map-loops-unfused-windows", "pt2-gpu-map-loops with a thread's window reductions (pooling) keeping their "
+     "fill and epilogue as kernels and the accumulator in memory (PT2_DISABLE=gpu-windows, for A/B measurements)",
+     pt2_create_gpu_map_loops_unfused_windows_pass},
     {"pt2-gpu-extern-gemm", "Matrix products to cuBLAS calls in the GPU launch plan (passes/gpu_extern.c)",
      pt2_create_gpu_extern_gemm_pass},
     {"pt2-gpu-extern-attention", "Kept attention to PyTorch's fused attention kernel, a library call of the GPU launch plan "
@@ -505,6 +509,7 @@ const char *pt2GpuPipelineText(const char *disable, const char *arch) {
              : pt2_disabled(disable, "gpu-async-copy") ? "pt2-gpu-map-loops-no-async-copy"
              : pt2_disabled(disable, "gpu-copied-lanes") ? "pt2-gpu-map-loops-full-copied-lanes"
              : pt2_disabled(disable, "gpu-parallel-scans") ? "pt2-gpu-map-loops-serial-scans"
+             : pt2_disabled(disable, "gpu-windows") ? "pt2-gpu-map-loops-unfused-windows"
                                                         : "pt2-gpu-map-loops",
              checks ? "pt2-gpu-defer-index-checks," : "", repeats ? "inline{default-pipeline=}," : "",
              sm80_shared || pt2_disabled(disable, "gpu-two-blocks") ? "pt2-gpu-kernel-args-one-block" : "pt2-gpu-kernel-args",
