@@ -110,7 +110,7 @@ static bool same_indices(MlirOperation load, MlirOperation store) {
 }
 
 /* The window's accumulators: each store of the innermost body, at indices the loops do not change, of a
- * buffer the body reads once at the same indices and touches nowhere else (by its base). */
+ * buffer the body reads once at the same indices, before the store, and touches nowhere else (by its base). */
 static bool find_accs(Window *w) {
     w->n_acc = 0;
     MlirOperation term = mlirBlockGetTerminator(w->inner);
@@ -125,11 +125,13 @@ static bool find_accs(Window *w) {
         }
         MlirOperation load = {NULL};
         MlirValue base = memref_base(acc);
+        bool after = false; /* past the store: a load there would read this iteration's value */
         for (MlirOperation o = mlirBlockGetFirstOperation(w->inner); !mlirOperationEqual(o, term);
              o = mlirOperationGetNextInBlock(o)) {
             MlirValue m = accessed(o);
+            after |= mlirOperationEqual(o, op);
             if (mlirOperationEqual(o, op) || mlirValueIsNull(m) || !mlirValueEqual(memref_base(m), base)) continue;
-            if (!gpu_is_op(o, "memref.load") || !mlirValueEqual(m, acc) || !same_indices(o, op) ||
+            if (after || !gpu_is_op(o, "memref.load") || !mlirValueEqual(m, acc) || !same_indices(o, op) ||
                 !mlirOperationIsNull(load)) {
                 return false;
             }
