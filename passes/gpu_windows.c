@@ -27,7 +27,6 @@
  * no launch-plan marker: a convolution's fallback loops keep their fill
  * where a marker divides them).
  *===----------------------------------------------------------------------===*/
-#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_map.h"
@@ -199,42 +198,12 @@ static void find_fills(Window *w, const OpList *top, int at, const OpSet *gone) 
     }
 }
 
-static void insert_op(Builder *b, MlirOperation op) {
-    if (mlirOperationIsNull(b->before)) {
-        mlirBlockAppendOwnedOperation(b->block, op);
-    } else {
-        mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
-    }
-}
-
-/* An scf.for with like's bounds carrying inits, its body empty. */
-static MlirOperation build_carrying_for(Builder *b, MlirOperation like, int n, const MlirValue *inits) {
-    MlirValue operands[3 + MAX_WINDOW_ACCS];
-    MlirType types[1 + MAX_WINDOW_ACCS];
-    MlirLocation locs[1 + MAX_WINDOW_ACCS];
-    for (int i = 0; i < 3; ++i) operands[i] = mlirOperationGetOperand(like, i);
-    types[0] = mlirIndexTypeGet(b->ctx);
-    locs[0] = b->loc;
-    for (int i = 0; i < n; ++i) {
-        operands[3 + i] = inits[i];
-        types[1 + i] = mlirValueGetType(inits[i]);
-        locs[1 + i] = b->loc;
-    }
-    MlirRegion region = mlirRegionCreate();
-    mlirRegionAppendOwnedBlock(region, mlirBlockCreate(1 + n, types, locs));
-    MlirOperationState st = mlirOperationStateGet(sref("scf.for"), mlirOperationGetLocation(like));
-    mlirOperationStateAddOperands(&st, 3 + n, operands);
-    mlirOperationStateAddResults(&st, n, types + 1);
-    mlirOperationStateAddOwnedRegions(&st, 1, &region);
-    MlirOperation op = mlirOperationCreate(&st);
-    insert_op(b, op);
-    return op;
-}
-
 /* Loop l of the window rebuilt at b carrying the accumulators from inits; the innermost takes the old
  * innermost body, its loads of the accumulators replaced by the carried values and its stores by the yield. */
 static MlirOperation carry_level(Window *w, int l, Builder *b, const MlirValue *inits) {
-    MlirOperation f = build_carrying_for(b, w->fors[l], w->n_acc, inits);
+    MlirOperation old = w->fors[l];
+    MlirOperation f = red_for_carrying(b, mlirOperationGetOperand(old, 0), mlirOperationGetOperand(old, 1),
+                                       mlirOperationGetOperand(old, 2), w->n_acc, inits);
     MlirBlock body = gpu_body_of(f);
     mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(gpu_body_of(w->fors[l]), 0), mlirBlockGetArgument(body, 0));
     Builder in = builder_at_end(body, b->loc);
