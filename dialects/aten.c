@@ -266,6 +266,22 @@ void pt2AtenProgramFree(Pt2AtenProgram *p) {
 
 /*--- Types: "f32[5,3];i64[]", in a call's description "f32[5,3]{3,1};_" ----------*/
 
+/* "5,3" up to `close` (past which *p is left): at most PT2_MAX_RANK non-negative integers into out[0..*n). */
+static bool parse_counts(const char **p, char close, int64_t *out, int *n) {
+    *n = 0;
+    while (**p != close) {
+        char *stop;
+        long long v = strtoll(*p, &stop, 10);
+        if (stop == *p || v < 0 || *n == PT2_MAX_RANK) return false;
+        out[(*n)++] = v;
+        *p = stop;
+        if (**p == ',') ++*p;
+        else if (**p != close) return false;
+    }
+    ++*p;
+    return true;
+}
+
 /* text's types into out[0..max); with layouts, an operand's recorded strides "{3,1}" after its type and "_"
  * for a result nothing reads are read too.  The count, or -1 with a message in err. */
 static int parse_types(const char *text, Pt2AtenType *out, int max, bool layouts, char *err, size_t errlen) {
@@ -290,28 +306,11 @@ static int parse_types(const char *text, Pt2AtenType *out, int max, bool layouts
             name[nl] = 0;
             t->dtype = pt2DTypeFromName(name);
             if (t->dtype == PT2_DTYPE_INVALID) goto bad;
-            for (p = open + 1; *p != ']';) {
-                char *stop;
-                long long v = strtoll(p, &stop, 10);
-                if (stop == p || v < 0 || t->rank == PT2_MAX_RANK) goto bad;
-                t->sizes[t->rank++] = v;
-                p = stop;
-                if (*p == ',') p++;
-                else if (*p != ']') goto bad;
-            }
-            p++;
+            p = open + 1;
+            if (!parse_counts(&p, ']', t->sizes, &t->rank)) goto bad;
             if (layouts && *p == '{') {
-                for (p++; *p != '}';) {
-                    char *stop;
-                    long long v = strtoll(p, &stop, 10);
-                    if (stop == p || v < 0 || t->n_strides == PT2_MAX_RANK) goto bad;
-                    t->strides[t->n_strides++] = v;
-                    p = stop;
-                    if (*p == ',') p++;
-                    else if (*p != '}') goto bad;
-                }
                 p++;
-                if (t->n_strides != t->rank) goto bad;
+                if (!parse_counts(&p, '}', t->strides, &t->n_strides) || t->n_strides != t->rank) goto bad;
             }
         }
         if (*p == ';') p++;

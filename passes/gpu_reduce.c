@@ -85,7 +85,7 @@ static MlirOperation only_op(MlirBlock block) {
     return first;
 }
 
-static bool inside(MlirOperation op, MlirOperation ancestor) {
+bool red_inside(MlirOperation op, MlirOperation ancestor) {
     for (MlirOperation p = op; !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
         if (mlirOperationEqual(p, ancestor)) return true;
     }
@@ -96,9 +96,9 @@ static bool inside(MlirOperation op, MlirOperation ancestor) {
 bool red_invariant_in(MlirValue v, MlirOperation loop) {
     if (mlirValueIsABlockArgument(v)) {
         MlirOperation owner = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
-        return !inside(owner, loop);
+        return !red_inside(owner, loop);
     }
-    return !inside(mlirOpResultGetOwner(v), loop);
+    return !red_inside(mlirOpResultGetOwner(v), loop);
 }
 
 static const char *const combiners[] = {"arith.addf",  "arith.mulf",  "arith.maximumf", "arith.minimumf", "arith.maxnumf",

@@ -65,6 +65,8 @@ bool red_name_starts(MlirOperation op, const char *prefix);
 bool red_simple_body(MlirBlock block);
 /* v is computed outside `loop`. */
 bool red_invariant_in(MlirValue v, MlirOperation loop);
+/* op is ancestor or lies in its regions, at any depth. */
+bool red_inside(MlirOperation op, MlirOperation ancestor);
 /* gpu_reduce_pair.c: whether s's two accumulators are a selection (argmax:
  * a value and its index, Stage.pair), and if so fills the pair fields. */
 bool red_find_pair(Stage *s);

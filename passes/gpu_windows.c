@@ -157,11 +157,14 @@ static bool as_window(MlirOperation par, Window *w) {
         return false;
     }
     while (!mlirOperationIsNull(f)) {
-        if (w->n_fors == MAX_LOOPS || mlirOperationGetNumResults(f) != 0 || mlirOperationGetNumOperands(f) != 3) return false;
+        if (w->n_fors == MAX_LOOPS || mlirOperationGetNumResults(f) != 0 || mlirOperationGetNumOperands(f) != 3) {
+            return false;
+        }
         w->fors[w->n_fors++] = f;
         MlirBlock fb = gpu_body_of(f);
         MlirOperation first = mlirBlockGetFirstOperation(fb);
-        if (gpu_is_op(first, "scf.for") && mlirOperationEqual(mlirOperationGetNextInBlock(first), mlirBlockGetTerminator(fb))) {
+        MlirOperation after_first = mlirOperationGetNextInBlock(first);
+        if (gpu_is_op(first, "scf.for") && mlirOperationEqual(after_first, mlirBlockGetTerminator(fb))) {
             f = first;
         } else {
             w->inner = fb;
@@ -181,14 +184,16 @@ static void find_fills(Window *w, const OpList *top, int at, const OpSet *gone) 
         if (!same_bounds(w, op)) return;
         MlirBlock body = gpu_body_of(op);
         MlirOperation store = mlirBlockGetFirstOperation(body);
-        if (!gpu_is_op(store, "memref.store") || !mlirOperationEqual(mlirOperationGetNextInBlock(store), mlirBlockGetTerminator(body)) ||
+        if (!gpu_is_op(store, "memref.store") ||
+            !mlirOperationEqual(mlirOperationGetNextInBlock(store), mlirBlockGetTerminator(body)) ||
             !at_own_element(store, 2, op)) {
             return;
         }
         MlirValue value = mlirOperationGetOperand(store, 0);
         if (!red_invariant_in(value, op)) return;
         int a = 0;
-        while (a < w->n_acc && !(mlirValueEqual(mlirOperationGetOperand(store, 1), mlirOperationGetOperand(w->store[a], 1)) &&
+        MlirValue filled = mlirOperationGetOperand(store, 1);
+        while (a < w->n_acc && !(mlirValueEqual(filled, mlirOperationGetOperand(w->store[a], 1)) &&
                                  at_own_element(w->store[a], 2, w->par) && mlirOperationIsNull(w->fill[a]))) {
             ++a;
         }
@@ -235,21 +240,15 @@ static MlirOperation carry_level(Window *w, int l, Builder *b, const MlirValue *
  * fills that start them go. */
 static void carry_accs(Window *w) {
     Builder b = builder_before(w->fors[0]);
-    MlirValue inits[MAX_WINDOW_ACCS];
-    for (int a = 0; a < w->n_acc; ++a) {
-        MlirOperation store = w->store[a];
-        intptr_t n = mlirOperationGetNumOperands(store) - 1;
-        MlirValue operands[1 + MAX_LOOPS];
-        for (intptr_t i = 0; i < n; ++i) operands[i] = mlirOperationGetOperand(store, 1 + i);
-        inits[a] = !mlirValueIsNull(w->init[a])
-                       ? w->init[a]
-                       : build_value(&b, "memref.load", (int)n, operands, mlirValueGetType(mlirOperationGetOperand(store, 0)));
-    }
-    MlirValue acc[MAX_WINDOW_ACCS][1 + MAX_LOOPS];
+    /* each store's buffer and indices, kept for the store after the loops (carry_level erases it) */
+    MlirValue acc[MAX_WINDOW_ACCS][1 + MAX_LOOPS], inits[MAX_WINDOW_ACCS];
     int n_idx[MAX_WINDOW_ACCS];
     for (int a = 0; a < w->n_acc; ++a) {
-        n_idx[a] = (int)mlirOperationGetNumOperands(w->store[a]) - 1;
-        for (int i = 0; i < n_idx[a]; ++i) acc[a][i] = mlirOperationGetOperand(w->store[a], 1 + i);
+        MlirOperation store = w->store[a];
+        n_idx[a] = (int)mlirOperationGetNumOperands(store) - 1;
+        for (int i = 0; i < n_idx[a]; ++i) acc[a][i] = mlirOperationGetOperand(store, 1 + i);
+        MlirType elem = mlirValueGetType(mlirOperationGetOperand(store, 0));
+        inits[a] = !mlirValueIsNull(w->init[a]) ? w->init[a] : build_value(&b, "memref.load", n_idx[a], acc[a], elem);
     }
     MlirOperation outer = carry_level(w, 0, &b, inits);
     mlirOperationDestroy(w->fors[0]);
@@ -267,14 +266,6 @@ static void carry_accs(Window *w) {
 }
 
 /*--- The epilogue ---------------------------------------------------------------*/
-
-/* Whether op (a load or store) lies in par's body, at any depth. */
-static bool within(MlirOperation op, MlirOperation par) {
-    for (MlirOperation p = mlirOperationGetParentOperation(op); !mlirOperationIsNull(p); p = mlirOperationGetParentOperation(p)) {
-        if (mlirOperationEqual(p, par)) return true;
-    }
-    return false;
-}
 
 typedef struct Touch {
     MlirValue base;
@@ -330,7 +321,8 @@ static bool fusable_epilogue(const Window *w, MlirOperation next) {
     if (!same_bounds(w, next)) return false;
     MlirBlock body = gpu_body_of(next);
     MlirOperation term = mlirBlockGetTerminator(body);
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationEqual(op, term);
+         op = mlirOperationGetNextInBlock(op)) {
         if (!plain_op(op)) return false;
         MlirValue m = accessed(op);
         if (mlirValueIsNull(m)) continue;
@@ -356,7 +348,7 @@ static bool used_outside(MlirValue base, MlirOperation par) {
             for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(def, r)); !mlirOpOperandIsNull(u);
                  u = mlirOpOperandGetNextUse(u)) {
                 MlirOperation user = mlirOpOperandGetOwner(u);
-                if (within(user, par) || gpu_is_op(user, "memref.dealloc")) continue;
+                if (red_inside(user, par) || gpu_is_op(user, "memref.dealloc")) continue;
                 if (inert(user) && !gpu_is_op(user, "arith.constant")) {
                     oplist_push(&users, user); /* a view: its users count */
                     continue;
@@ -402,7 +394,8 @@ static void fuse_epilogue(Window *w, MlirOperation next) {
 static bool acc_store_dead(const Window *w, int a) {
     MlirOperation store = w->store[a];
     MlirValue acc = mlirOperationGetOperand(store, 1), base = memref_base(acc);
-    for (MlirOperation op = mlirOperationGetNextInBlock(store); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirOperationGetNextInBlock(store); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         MlirValue m = accessed(op);
         if (mlirValueIsNull(m) || !mlirValueEqual(memref_base(m), base)) continue;
         if (gpu_is_op(op, "memref.load")) return false;
@@ -417,7 +410,8 @@ static bool acc_store_dead(const Window *w, int a) {
 void gpu_fuse_windows(MlirOperation func) {
     MlirBlock block = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
     OpList top = {0};
-    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    for (MlirOperation op = mlirBlockGetFirstOperation(block); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
         oplist_push(&top, op);
     }
     OpSet gone = {0};
