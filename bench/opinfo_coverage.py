@@ -8,7 +8,8 @@ frequent first.  Not a speed benchmark: correctness and coverage of single ops. 
                                     [--json out.json] [op ...]
 
 --jobs N runs the op list in N processes (op i in process i mod N), each its own pt2 and caches, and
-reports their rows together.
+reports their rows together; a process that dies compiling a sample (a signal) makes that op an error row
+and a new process takes the rest of its share.
 
 Outcomes: match (one graph, eager's values, dtype, shape and strides), strides (values right, strides
 not: returned views of inputs come back as copies, docs/capture.md), break (eager's values through a
@@ -68,7 +69,7 @@ def run_ops(opts):
     rows = []
     for k, op in enumerate(op_db):
         name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
-        if (opts.ops and name not in opts.ops) or k % shards != shard:
+        if (opts.ops and name not in opts.ops) or k % shards != shard or k < opts.start:
             continue
         try:
             if dtype not in op.supported_dtypes(device):
@@ -101,6 +102,9 @@ def run_ops(opts):
             except Exception:  # noqa: BLE001
                 continue
             pt2.reset()
+            if opts.rows:  # where this share is, should the process die in pt2 (a signal, not an exception)
+                with open(opts.rows + ".at", "w") as f:
+                    json.dump([k, name, i, rows], f)
             try:
                 got = pt2.compile(fn)(*copies())
                 if device != "cpu":
@@ -118,27 +122,38 @@ def run_ops(opts):
     return rows
 
 
-def run_jobs(opts):
-    """Every share of the op list, each in a process of its own; their rows, in op order within a share."""
+def run_share(opts, j, tmp):
+    """Share j of --jobs in processes of its own: a process that dies compiling a sample (a signal) leaves
+    where it was; that op is an error row naming the signal, and a new process goes on after it."""
     import os
     import subprocess
     import sys
+    rows, start = [], 0
+    while True:
+        out = f"{tmp}/{j}.{start}.json"
+        cmd = [sys.executable, os.path.abspath(__file__), "--dtype", opts.dtype, "--device", opts.device,
+               "--samples", str(opts.samples), "--shard", f"{j}/{opts.jobs}", "--start", str(start), "--rows", out,
+               *opts.ops]
+        code = subprocess.call(cmd, stdout=subprocess.DEVNULL)
+        if code == 0:
+            with open(out) as f:
+                return rows + [tuple(r) for r in json.load(f)]
+        if not os.path.exists(out + ".at"):  # died before its first compile: the share's ops are not known
+            return rows + [(f"share {j}/{opts.jobs}", 0, "error", f"process exited with {code} before its ops")]
+        with open(out + ".at") as f:
+            k, name, i, done = json.load(f)
+        rows += [tuple(r) for r in done] + [(name, i, "error", f"the process died compiling it (exit {code})")]
+        start = k + 1
+
+
+def run_jobs(opts):
+    """Every share of the op list, each in processes of its own (run_share), all at once; their rows, in op
+    order within a share."""
     import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        procs = []
-        for j in range(opts.jobs):
-            cmd = [sys.executable, os.path.abspath(__file__), "--dtype", opts.dtype, "--device", opts.device,
-                   "--samples", str(opts.samples), "--shard", f"{j}/{opts.jobs}", "--rows", f"{tmp}/{j}.json",
-                   *opts.ops]
-            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
-        rows = []
-        for j, p in enumerate(procs):
-            if p.wait() != 0:  # a share that crashed: its ops are named, not silently dropped
-                rows.append((f"share {j}/{opts.jobs}", 0, "error", f"process exited with {p.returncode}"))
-                continue
-            with open(f"{tmp}/{j}.json") as f:
-                rows += [tuple(r) for r in json.load(f)]
-    return rows
+    from concurrent.futures import ThreadPoolExecutor
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(opts.jobs) as pool:
+        shares = list(pool.map(lambda j: run_share(opts, j, tmp), range(opts.jobs)))
+    return [r for share in shares for r in share]
 
 
 def main():
@@ -149,6 +164,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--shard", default="0/1", help=argparse.SUPPRESS)
     ap.add_argument("--rows", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--json", default=None)
     ap.add_argument("ops", nargs="*")
     opts = ap.parse_args()

@@ -220,9 +220,11 @@ static MlirOperation carry_level(Window *w, int l, Builder *b, const MlirValue *
         build_op(&in, "scf.yield", w->n_acc, yields, 0, NULL, 0, NULL);
         return f;
     }
+    /* every load replaced before any stored value is read: a store may keep an accumulator's own value or
+     * another's (a sort's index that stays), and that load goes */
+    for (int a = 0; a < w->n_acc; ++a) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(w->load[a], 0), args[a]);
     for (int a = 0; a < w->n_acc; ++a) {
         yields[a] = mlirOperationGetOperand(w->store[a], 0);
-        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(w->load[a], 0), args[a]);
         mlirOperationDestroy(w->load[a]);
         mlirOperationDestroy(w->store[a]);
     }

@@ -87,3 +87,19 @@ def test_adaptive_avg_pool():
     x = rand(2, 3, 10, 7)
     (y,), _ = simulate(lambda g, x: g.op("adaptive_avg_pool2d", x, output_size=[3, 4]), [x])
     close(y, F.adaptive_avg_pool2d(x.double(), (3, 4)), 1e-6)
+
+
+@pytest.mark.parametrize("disable", MODES)
+@pytest.mark.parametrize("shape,dim,descending", [((3, 1), 1, False), ((3, 7), 1, False), ((2, 5, 4), 1, True),
+                                                  ((1,), 0, False), ((6, 3), 0, True)])
+def test_sort_keeps_an_accumulator_it_does_not_change(shape, dim, descending, disable):
+    """pt2.sort's rank loops: one accumulator (the rank count) grows, another (the index slot) is stored back
+    unchanged each step; carrying both, the unchanged one yields its own iter_arg (median's and nanmedian's
+    graphs crashed pt2-gpu-map-loops here).  A NaN sorts last, as eager's."""
+    x = rand(*shape)
+    x.view(-1)[x.numel() // 2] = float("nan")
+    (v, i), _ = simulate(lambda g, x: tuple(g.op("sort", x, dim=dim, descending=descending)), [x], disable)
+    want = torch.sort(x, dim=dim, descending=descending, stable=True)
+    assert torch.equal(v.isnan(), want.values.isnan())
+    assert torch.equal(v.nan_to_num(), want.values.nan_to_num())
+    assert torch.equal(i, want.indices)

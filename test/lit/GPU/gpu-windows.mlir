@@ -103,3 +103,35 @@ func.func @max_pool_read_elsewhere(%x: memref<3x7xf32>, %e: memref<3x5xf32>, %f:
   }
   return
 }
+
+// -----
+
+// Two accumulators, one stored back unchanged each step (pt2.sort's index slot beside its rank count, as in
+// median's graph): every load is replaced by its carried value before the yield reads the stored values, so
+// the unchanged one yields its own iter_arg.
+// CHECK-LABEL: func.func @kept_accumulator(
+// CHECK: scf.for {{.*}} iter_args(%[[K:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (i64, i32)
+// CHECK: %[[T:.*]] = arith.addi %[[S]]
+// CHECK: scf.yield %[[K]], %[[T]] : i64, i32
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK: memref.store %{{.*}}, %arg2
+// APART-LABEL: func.func @kept_accumulator(
+// APART: memref.store %{{.*}}, %arg1
+func.func @kept_accumulator(%x: memref<7xf32>, %kept: memref<7xi64>, %sum: memref<7xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  scf.parallel (%i) = (%c0) to (%c7) step (%c1) {
+    scf.for %j = %c0 to %c7 step %c1 {
+      %v = memref.load %x[%j] : memref<7xf32>
+      %k = memref.load %kept[%i] : memref<7xi64>
+      %s = memref.load %sum[%i] : memref<7xi32>
+      %b = arith.bitcast %v : f32 to i32
+      %t = arith.addi %s, %b : i32
+      memref.store %k, %kept[%i] : memref<7xi64>
+      memref.store %t, %sum[%i] : memref<7xi32>
+    }
+    scf.reduce
+  }
+  return
+}
