@@ -35,6 +35,11 @@ if ! $PY -c 'import torch, pytest, numpy; assert torch.__version__.startswith("2
     echo "bootstrap: installing torch 2.13 (CPU), pytest, numpy"
     $PY -m pip install -q torch==2.13.0 pytest numpy
 fi
+if ! $PY -c 'import expecttest' 2>/dev/null; then
+    echo "bootstrap: installing expecttest (PyTorch's OpInfo database needs it: tests/test_gpu_pipeline_opinfo.py)"
+    $PY -m pip install -q "expecttest==0.3.0" ||
+        echo "bootstrap: expecttest did not install; the OpInfo pipeline test will be skipped"
+fi
 if ! $PY -c 'import transformers' 2>/dev/null; then
     echo "bootstrap: installing transformers (real models for make demo and the capture tests)"
     $PY -m pip install -q "transformers==5.24.0" ||

@@ -287,6 +287,19 @@ def _bitcast(x, src, dst):
     return x.astype(DTYPES[src]).view(DTYPES[dst])
 
 
+def _ipowi(x, e):
+    """math.ipowi: x to the power e by squaring, wrapping at x's width; a negative power is 1 / x^-e in
+    integers (1 for x = 1, +-1 for x = -1, else 0; x = 0 is undefined there, and pt2-lower selects 0)."""
+    x, e = np.broadcast_arrays(x, e)
+    r, base, k = np.ones_like(x), x.copy(), np.abs(e.astype(np.int64))
+    while (k > 0).any():
+        r = np.where(k & 1, r * base, r)
+        base, k = base * base, k >> 1
+    odd = (e & 1).astype(bool)
+    neg = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0)).astype(x.dtype)
+    return np.where(e < 0, neg, r)
+
+
 def _affine_apply(attrs, vals):
     """affine.apply of an affine_map<(d0, ..)[s0, ..] -> (expr)> with +, -, *, floordiv, mod."""
     m = re.search(r"affine_map<\(([^)]*)\)(?:\[([^\]]*)\])? -> \((.*)\)>", attrs)
@@ -805,6 +818,8 @@ class Simulator:
                 r = v[0] * v[1] + v[2]
             elif n == "powf":
                 r = np.power(v[0], v[1])
+            elif n == "ipowi":
+                r = _ipowi(np.asarray(v[0]), np.asarray(v[1]))
             elif n == "atan2":
                 r = np.arctan2(v[0], v[1])
             elif n == "copysign":
@@ -861,7 +876,8 @@ def mapped_text(pt2_opt, graph_text, disable=""):
 
     _core._lib.pt2GpuPipelineText.restype = __import__("ctypes").c_char_p
     full = _core._lib.pt2GpuPipelineText(disable.encode(), None).decode()
-    prefix = full[: full.index(",func.func(convert-parallel-loops-to-gpu)")]
+    # math.ipowi stays an op here (convert-math-to-funcs, just before, makes it a call the kernels take along)
+    prefix = full[: full.index(",func.func(convert-parallel-loops-to-gpu)")].removesuffix(",convert-math-to-funcs")
     if "pt2-outline-repeats" in prefix:
         prefix += ",inline{default-pipeline=}"
     r = subprocess.run([pt2_opt, "-", f"--pass-pipeline=builtin.module({prefix})", "--mlir-print-op-generic"],

@@ -4,12 +4,15 @@ A pointwise body takes a chunk of 16 bytes of consecutive innermost elements a t
 3b): eager's values with ragged last blocks, broadcast and transposed operands, and f32 -> bf16 chunks of 8."""
 import math
 import os
+import subprocess
 import sys
 
 import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+import gpusim  # noqa: E402
+import pt2  # noqa: E402
 from test_gpu_sim_reduce import PT2_OPT, close, rand, simulate  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.path.exists(PT2_OPT), reason="needs build/bin/pt2-opt")
@@ -141,3 +144,32 @@ def test_uint8_and_int16_kernels():
     ws, wc = torch.sort(x[:5], dim=1, descending=True, stable=True), torch.cummax(x[:5], 1)
     assert torch.equal(sv.view(torch.uint8), ws.values) and torch.equal(si, ws.indices)
     assert torch.equal(cv.view(torch.uint8), wc.values) and torch.equal(ci, wc.indices)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_integer_pow(dtype):
+    """Integer pow (math.ipowi): by squaring, wrapping at the type's width; a negative power 0 but for 1 and
+    -1, 0 to one 0 (ATen's).  The whole GPU pipeline makes it a function the kernel calls
+    (convert-math-to-funcs before kernel outlining: NVVM has no ipowi), and ptxas takes the PTX."""
+    g = torch.Generator().manual_seed(4)
+    lo = 0 if dtype == torch.uint8 else -4
+    x = torch.randint(lo, 7, (5, 11), generator=g).to(dtype)
+    e = torch.randint(lo if dtype == torch.uint8 else -3, 40, (11,), generator=g).to(dtype)
+    if dtype == torch.uint8:
+        e[:3] = torch.tensor([200, 255, 129], dtype=torch.int32).to(dtype)  # powers past 127 stay positive
+    (y,), _ = simulate(lambda g_, a, b: g_.op("pow", a, b), [x, e])
+    y = y.view(torch.uint8) if dtype == torch.uint8 else y
+    assert torch.equal(y, torch.pow(x, e)), (y, torch.pow(x, e))
+    # pow in kernels on both sides of a row sum, and in another type: each kernel takes its own function
+    # along into its module, and the modules still merge
+    graph = pt2.Graph()
+    a, b, c = graph.input(dtype, (5, 11)), graph.input(dtype, (11,)), graph.input(torch.int32, (7,))
+    p = graph.op("pow", a, b)
+    s = graph.op("sum", p, dims=[1])
+    graph.outputs(graph.op("pow", graph.op("add", s, s), s), graph.op("pow", p, a), graph.op("pow", c, c))
+    mods = gpusim.pipeline_ptx(PT2_OPT, graph.text())
+    assert mods
+    ptxas = gpusim.find_ptxas()
+    for ptx in mods if ptxas else []:
+        p = subprocess.run([ptxas, "-arch=sm_90", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr

@@ -65,6 +65,15 @@ def test_int_ops(dtype):
     check(lambda g, a, b: g.op("add", g.op("mul", a, b), a), lambda a, b: a * b + a, [a, b])
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_int_pow(dtype):
+    """Integer pow: a function the kernel calls (convert-math-to-funcs before kernel outlining), wrapping at
+    the type's width, negative powers 0 but for 1 and -1, as eager."""
+    low = 0 if dtype == torch.uint8 else -4
+    a, b = rand((37, 65), dtype, 9, low, 7), rand((65,), dtype, 10, low, 40)
+    check(lambda g, a, b: g.op("pow", a, b), torch.pow, [a, b], str(dtype))
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64])
 def test_int_abs(dtype):
     """Integer abs (T5's relative position buckets): arith on the GPU, as eager (int8 -128 wraps)."""
