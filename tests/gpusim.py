@@ -845,6 +845,18 @@ def find_ptxas():
     return shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
 
 
+def run_ptxas(ptx, *flags):
+    """`ptxas -arch=sm_90 FLAGS` on one module's PTX (its completed process: returncode, stderr), or None
+    where CUDA's ptxas is not installed."""
+    import os
+    import subprocess
+
+    ptxas = find_ptxas()
+    if not ptxas:
+        return None
+    return subprocess.run([ptxas, "-arch=sm_90", *flags, "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+
+
 def pipeline_ptx(pt2_opt, graph_text, disable=""):
     """The PTX of each gpu.module of a graph through the whole GPU pipeline (pt2GpuPipelineText's passes,
     one part a module)."""

@@ -24,16 +24,13 @@ VECTOR_MAPPINGS = ["", "gpu-vector-rows"]  # with and without 16-byte vectors in
 
 def column_ptx(build, shapes, dtype, disable=""):
     """Each PTX module of the graph through the whole GPU pipeline (pt2GpuPipelineText's passes)."""
-    import subprocess
-
     g = pt2.Graph()
     vals = [g.input(dtype, s) for s in shapes]
     out = build(g, *vals)
     g.outputs(*(out if isinstance(out, tuple) else (out,)))
     mods = gpusim.pipeline_ptx(PT2_OPT, g.text(), disable)
-    ptxas = gpusim.find_ptxas()
-    for ptx in mods if ptxas else []:
-        p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+    for ptx in mods if gpusim.find_ptxas() else []:
+        p = gpusim.run_ptxas(ptx, "-v")
         assert p.returncode == 0, p.stderr[-3000:]
         # the unrolled slots fit the registers: no spill beyond a few bytes.  ptxas keeps a 2-12 byte
         # spill on two kernels (an f64 column sum, a bf16 LayerNorm over 768) with the explicit
@@ -122,8 +119,6 @@ def test_row_ptx_staged_vectors(dtype, two_blocks, blocks):
     PT2_DISABLE=gpu-cluster-rows) the bf16 row (112 KB) lets two blocks share an SM: .minnctapersm 2, 32
     registers at 1024 threads; the f32 row (213 KB) does not, and under PT2_DISABLE=gpu-two-blocks
     neither asks."""
-    import subprocess
-
     shape = (300, 50257)
     ptxas = gpusim.find_ptxas()
     for disable in ["", "gpu-async-copy", "gpu-cluster-rows"]:
@@ -138,7 +133,7 @@ def test_row_ptx_staged_vectors(dtype, two_blocks, blocks):
         got = re.search(r"\.minnctapersm (\d+)", ptx)
         assert (int(got.group(1)) if got else None) == want
         if ptxas and want:
-            p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-", "-o", os.devnull], input=ptx, capture_output=True, text=True)
+            p = gpusim.run_ptxas(ptx, "-v")
             regs = [int(r) for r in re.findall(r"Used (\d+) registers", p.stderr)]
             threads = 256 if clustered else 1024
             assert regs and max(regs) * threads * want <= 65536, p.stderr[-2000:]
